@@ -1,0 +1,219 @@
+/**
+ * The errors rxcmap throws or emits. Every one extends {@link CmapError}, so `err instanceof CmapError` tells a
+ * pool error from anything else, and `err.name` is the class name (the CMAP test format matches on it).
+ *
+ * Source: CMAP spec, "Connection Pool Errors".
+ */
+
+/** Error labels used by the pool, verbatim from the specifications. */
+export const ErrorLabel = Object.freeze({
+  /** The operation may be retried (CMAP: PoolClearedError "extends RetryableError"). */
+  RetryableError: 'RetryableError',
+  /** A write that failed with this error may be retried (retryable-writes spec). */
+  RetryableWriteError: 'RetryableWriteError',
+  /** The server may be overloaded; SDAM must not clear the pool for it (CMAP "Backpressure-enabled"). */
+  SystemOverloadedError: 'SystemOverloadedError',
+} as const);
+
+/**
+ * Base class of every error rxcmap raises.
+ *
+ * - `name`: the concrete class name, e.g. `"PoolClosedError"`.
+ * - `errorLabels`: the MongoDB error labels attached to this error (see {@link ErrorLabel}).
+ * - `cause`: the underlying error, when there is one.
+ */
+export class CmapError extends Error {
+  readonly errorLabels: Set<string>;
+
+  constructor(message: string, options?: { cause?: unknown; labels?: readonly string[] }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.errorLabels = new Set(options?.labels ?? []);
+  }
+
+  /** True when this error carries `label` (e.g. `"RetryableError"`). */
+  hasErrorLabel(label: string): boolean {
+    return this.errorLabels.has(label);
+  }
+}
+
+/**
+ * A pool or connection option was given a value it does not allow. Thrown synchronously by the constructor that
+ * received it.
+ *
+ * - `option`: the option's name, e.g. `"maxPoolSize"`.
+ * - `value`: the value given.
+ * - `allowed`: what the option accepts, in words.
+ *
+ * Source: CMAP spec, "Connection Pool Options" (each option's "If specified, MUST be ...").
+ */
+export class InvalidOptionError extends CmapError {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    readonly allowed: string,
+  ) {
+    super(`Invalid ${option}: ${describeValue(value)} (${option} must be ${allowed})`);
+  }
+}
+
+/**
+ * Thrown (as the Promise rejection or Observable error of `checkOut`) when the pool is closed, either before the
+ * checkout started or while it was waiting.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" (PoolClosedError). The message is the one the CMAP test format expects.
+ */
+export class PoolClosedError extends CmapError {
+  constructor(readonly address: string) {
+    super('Attempted to check out a connection from closed connection pool');
+  }
+}
+
+/**
+ * Thrown by `checkOut` when the pool is paused: it was cleared (and not yet marked ready again), or it was never
+ * marked ready. Also the error of every request evicted from the WaitQueue by `clear()`, and of operations whose
+ * connection was interrupted by `clear({ interruptInUseConnections: true })`. Retryable: it carries the
+ * `RetryableError` and `RetryableWriteError` labels and never means the server is unknown.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" (PoolClearedError) and "Clearing a non-load balanced pool".
+ */
+export class PoolClearedError extends CmapError {
+  constructor(
+    readonly address: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(message, { cause, labels: [ErrorLabel.RetryableError, ErrorLabel.RetryableWriteError] });
+  }
+
+  /** The error for a checkout on a pool that was cleared because of `cause` (which may be absent). */
+  static cleared(address: string, cause?: unknown): PoolClearedError {
+    const because = cause instanceof Error ? cause.message : cause === undefined ? 'an unspecified error' : String(cause);
+    return new PoolClearedError(
+      address,
+      `Connection pool for ${address} was cleared because another operation failed with: ${because}`,
+      cause,
+    );
+  }
+
+  /** The error for a checkout on a pool that has not been marked ready since it was created. */
+  static notReady(address: string): PoolClearedError {
+    return new PoolClearedError(address, `Connection pool for ${address} is paused: it has not been marked ready yet`);
+  }
+
+  /** The error given to an operation whose in-use connection a clear interrupted. */
+  static interrupted(address: string): PoolClearedError {
+    return new PoolClearedError(address, `Connection to ${address} interrupted due to server monitor timeout`);
+  }
+}
+
+/**
+ * Thrown by `checkOut` when the request waited in the WaitQueue longer than `waitQueueTimeoutMS`. The time spent
+ * establishing a connection the request already started is not counted.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively".
+ */
+export class WaitQueueTimeoutError extends CmapError {
+  constructor(
+    readonly address: string,
+    /** The waitQueueTimeoutMS that elapsed, in ms. */
+    readonly waitQueueTimeoutMS: number,
+  ) {
+    super('Timed out while checking out a connection from connection pool');
+  }
+}
+
+/**
+ * Thrown by `checkOut` (Promise form) when its `AbortSignal` aborts before a connection was delivered. `cause` is
+ * the signal's reason. (The Observable form is cancelled by unsubscribing and raises nothing.)
+ */
+export class CheckOutCancelledError extends CmapError {
+  constructor(
+    readonly address: string,
+    cause?: unknown,
+  ) {
+    super(`Checkout from connection pool for ${address} was cancelled before a connection was delivered`, { cause });
+  }
+}
+
+/**
+ * Thrown synchronously by `checkIn` for a connection this pool did not create, one that is not checked out (already
+ * checked in, or never delivered), or one already closed by the pool.
+ *
+ * - `connectionId`: the id of the offending connection, when it has one.
+ *
+ * Source: CMAP spec, "Checking In a Connection" ("MUST throw an Error if this is attempted").
+ */
+export class ConnectionCheckInError extends CmapError {
+  constructor(
+    readonly address: string,
+    readonly connectionId: number | undefined,
+    reason: string,
+  ) {
+    super(`Cannot check in connection ${connectionId ?? '(no id)'} to connection pool for ${address}: ${reason}`);
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/**
+ * A network error on a connection: the socket failed or closed, a reply could not be parsed (wire-protocol error),
+ * or the connection was destroyed while a request was in flight. The connection that raised it is errored: the pool
+ * closes it with reason `error` when it is checked in.
+ *
+ * - `address`: the Endpoint's `host:port`.
+ */
+export class MongoNetworkError extends CmapError {
+  constructor(
+    readonly address: string,
+    message: string,
+    options?: { cause?: unknown; labels?: readonly string[] },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A network timeout: connecting took longer than `connectTimeoutMS`, or a reply took longer than
+ * `socketTimeoutMS`. Like every {@link MongoNetworkError}, it leaves its connection errored.
+ */
+export class MongoNetworkTimeoutError extends MongoNetworkError {}
+
+/**
+ * The server answered a command with `ok: 0`.
+ *
+ * - `code`, `codeName`: the server's error code and name;
+ * - `response`: the whole reply document.
+ */
+export class MongoServerError extends CmapError {
+  readonly code: number | undefined;
+  readonly codeName: string | undefined;
+
+  constructor(readonly response: Readonly<Record<string, unknown>>) {
+    const labels = Array.isArray(response.errorLabels) ? (response.errorLabels as string[]) : [];
+    super(typeof response.errmsg === 'string' ? response.errmsg : 'command failed', { labels });
+    this.code = typeof response.code === 'number' ? response.code : undefined;
+    this.codeName = typeof response.codeName === 'string' ? response.codeName : undefined;
+  }
+}
+
+/**
+ * Thrown by `Connection.command` when a request is already in flight on that connection: a connection carries one
+ * request at a time and never pipelines (CMAP "Connection: Single Track").
+ */
+export class ConnectionBusyError extends CmapError {
+  constructor(
+    readonly address: string,
+    readonly connectionId: number,
+  ) {
+    super(`Connection ${connectionId} to ${address} already has a request in flight; it runs one request at a time`);
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * rxcmap: a MongoDB connection pool implementing the Connection Monitoring and Pooling (CMAP) specification as one
+ * serialized, RxJS-based state machine. This module is the only public entry point.
+ */
+export { ConnectionPool } from './pool/connection-pool';
+export type { ConnectionPoolOptions, ClearOptions, PoolSnapshot } from './pool/connection-pool';
+export { CheckOutRequest } from './pool/check-out';
+export type { CheckOutOptions } from './pool/check-out';
+export type { ConnectionFactory } from './pool/commands';
+export type { PoolConnection, ConnectionDescriptor, PoolStatus, ConnectionState } from './pool/state';
+
+export { DEFAULT_POOL_OPTIONS, POOL_OPTION_NAMES, resolvePoolOptions } from './options';
+export type { PoolOptions, BackgroundOptions, ResolvedPoolOptions } from './options';
+export { parseAddress, DEFAULT_PORT } from './address';
+export type { ServerAddress } from './address';
+export { timerScheduler } from './scheduler';
+
+export { CONNECTION_POOL_EVENT_TYPES } from './events';
+export type * from './events';
+
+export {
+  CmapError,
+  ErrorLabel,
+  InvalidOptionError,
+  PoolClosedError,
+  PoolClearedError,
+  WaitQueueTimeoutError,
+  CheckOutCancelledError,
+  ConnectionCheckInError,
+  ConnectionBusyError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+} from './errors';
+
+export { Connection } from './connection/connection';
+export type { CommandOptions } from './connection/connection';
+export { connectionFactory } from './connection/connect';
+export type { ConnectionOptions, Endpoint } from './connection/connect';
+
+export { EmbeddedServer } from './testing/embedded-server';
+export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler } from './testing/embedded-server';
+export { MockConnection, MockConnectionFactory } from './testing/mock-connection';
+export type { MockConnectionFactoryOptions } from './testing/mock-connection';
+export { DRIVER_INFO } from './version';

@@ -1,0 +1,96 @@
+/**
+ * The Action union: every input of the pool's state stream. Inputs only enqueue actions; the reducer applies them
+ * one at a time, in one total order.
+ *
+ * Source: CMAP spec, "Connection Pool Behaviors" (checkOut, checkIn, clear, ready, close, establishment, Background
+ * Thread Runs, WaitQueue timeouts).
+ */
+import type { Waiter } from './state';
+
+/** A checkout request enters the pool (ConnectionCheckOutStarted). */
+export interface CheckOutAction<C> {
+  readonly type: 'checkOut';
+  readonly waiter: Waiter<C>;
+}
+
+/** A checkout's requester gave up (unsubscribe, AbortSignal). */
+export interface CancelAction<C> {
+  readonly type: 'cancel';
+  readonly waiter: Waiter<C>;
+}
+
+/** A connection is checked back in. `checkIn()` validated it before enqueueing. */
+export interface CheckInAction<C> {
+  readonly type: 'checkIn';
+  readonly connection: C & { readonly id: number };
+}
+
+/** `clear()`: bump the generation, pause, evict the WaitQueue, optionally interrupt in-use connections. */
+export interface ClearAction {
+  readonly type: 'clear';
+  readonly interruptInUseConnections: boolean;
+  /** The error that caused the clear (shown in PoolClearedError messages). */
+  readonly cause?: unknown;
+}
+
+/** `ready()`: paused → ready. */
+export interface ReadyAction {
+  readonly type: 'ready';
+}
+
+/** `close()`: → closed, forever. */
+export interface CloseAction {
+  readonly type: 'close';
+}
+
+/** An establishment finished. */
+export interface EstablishedAction<C> {
+  readonly type: 'established';
+  readonly id: number;
+  readonly connection: C;
+}
+
+/** An establishment failed. `clearPool`: whether the failure clears the pool (see the establishment error policy). */
+export interface EstablishFailedAction {
+  readonly type: 'establishFailed';
+  readonly id: number;
+  readonly error: Error;
+  readonly clearPool: boolean;
+}
+
+/** A timer fired: the WaitQueue deadline of its head, or a Background Thread Run. */
+export interface TimerAction {
+  readonly type: 'timer';
+  readonly timer: TimerName;
+}
+
+/** Someone started or stopped observing events. */
+export interface MonitorAction {
+  readonly type: 'monitor';
+  readonly monitored: boolean;
+}
+
+/** The pool's two timers. */
+export type TimerName = 'waitQueue' | 'background';
+
+/** Every pool input. */
+export type Action<C> =
+  | CheckOutAction<C>
+  | CancelAction<C>
+  | CheckInAction<C>
+  | ClearAction
+  | ReadyAction
+  | CloseAction
+  | EstablishedAction<C>
+  | EstablishFailedAction
+  | TimerAction
+  | MonitorAction;
+
+/**
+ * The mailbox lane of an action: checkout requests and their cancellations go to the checkout lane; everything else
+ * (check-ins, clear/ready/close, establishment results, timers) to the control lane, which is drained first, so a
+ * clear or close takes effect before checkouts that queued behind it are served.
+ */
+export function isControlAction<C>(action: Action<C>): boolean {
+  return action.type !== 'checkOut' && action.type !== 'cancel';
+}

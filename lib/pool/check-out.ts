@@ -1,0 +1,113 @@
+/**
+ * The checkout front ends: one lazy request object that is both an Observable (cancel by unsubscribing) and a
+ * PromiseLike (cancel with an AbortSignal). Both forms enter the same WaitQueue through the same action.
+ *
+ * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
+ */
+import { Observable } from 'rxjs';
+import { CheckOutCancelledError } from '../errors';
+import { Waiter, type CheckOutSink } from './state';
+
+/** Options of one checkout. */
+export interface CheckOutOptions {
+  /**
+   * Aborting it cancels the checkout: the request leaves the WaitQueue at once, ConnectionCheckOutFailed is
+   * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}. A connection already
+   * on its way is checked back in.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** How a request reaches its pool. */
+export interface CheckOutPort<C> {
+  readonly address: string;
+  /** Enqueues the waiter's checkOut action. */
+  enter(waiter: Waiter<C>): void;
+  /** Enqueues the waiter's cancel action. */
+  leave(waiter: Waiter<C>): void;
+}
+
+/**
+ * A checkout request. Lazy: nothing is enqueued until it is subscribed to, or awaited.
+ *
+ * - As an Observable: each subscription is one checkout; it emits the connection once and completes, or errors with
+ *   PoolClosedError, PoolClearedError, WaitQueueTimeoutError, CheckOutCancelledError (its signal aborted) or the
+ *   establishment error. Unsubscribing before delivery cancels the checkout.
+ * - As a PromiseLike: the first `then` starts one checkout; later `then`s share its outcome.
+ *
+ * The connection must be checked in with `pool.checkIn(connection)` (or use `pool.withConnection`).
+ */
+export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> {
+  private promise: Promise<C> | undefined;
+
+  constructor(
+    private readonly port: CheckOutPort<C>,
+    private readonly options: CheckOutOptions = {},
+  ) {
+    super((subscriber) => {
+      const signal = options.signal;
+      if (signal?.aborted) {
+        subscriber.error(new CheckOutCancelledError(port.address, signal.reason));
+        return;
+      }
+      const waiter = new Waiter<C>({
+        deliver(connection) {
+          if (subscriber.closed) return false;
+          subscriber.next(connection);
+          subscriber.complete();
+          return true;
+        },
+        fail(error) {
+          subscriber.error(error);
+        },
+      });
+      const onAbort = (): void => subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      port.enter(waiter);
+      return () => {
+        signal?.removeEventListener('abort', onAbort);
+        if (waiter.state !== 'done') port.leave(waiter);
+      };
+    });
+  }
+
+  then<R1 = C, R2 = never>(
+    onfulfilled?: ((value: C) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    this.promise ??= checkOutPromise(this.port, this.options.signal);
+    return this.promise.then(onfulfilled, onrejected);
+  }
+}
+
+/** One checkout as a Promise; settles exactly once, whichever of delivery, failure or abort comes first. */
+function checkOutPromise<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined): Promise<C> {
+  if (signal?.aborted) return Promise.reject(new CheckOutCancelledError(port.address, signal.reason));
+  return new Promise<C>((resolve, reject) => {
+    let settled = false;
+    const onAbort = (): void => {
+      if (settled) return;
+      settled = true;
+      reject(new CheckOutCancelledError(port.address, signal!.reason));
+      port.leave(waiter);
+    };
+    const sink: CheckOutSink<C> = {
+      deliver(connection) {
+        if (settled) return false;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        resolve(connection);
+        return true;
+      },
+      fail(error) {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    };
+    const waiter = new Waiter<C>(sink);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    port.enter(waiter);
+  });
+}

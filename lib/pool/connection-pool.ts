@@ -1,0 +1,297 @@
+/**
+ * ConnectionPool: the public face of the pool. Its inputs (checkout requests and cancellations, check-ins,
+ * clear/ready/close, establishment results, timers) are actions on one RxJS stream, serialized by the mailbox and
+ * reduced by `scan` over the pool state; the commands each step returns are then run in order.
+ *
+ * Source: CMAP spec, "Connection Pool Behaviors", "Connection Pool Monitoring", "withConnection".
+ */
+import { defer, from, Observable, scan, Subject, switchMap, finalize, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { parseAddress } from '../address';
+import { connectionFactory, type ConnectionOptions } from '../connection/connect';
+import type { Connection } from '../connection/connection';
+import { CmapError, ConnectionCheckInError, ErrorLabel } from '../errors';
+import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
+import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { timerScheduler } from '../scheduler';
+import { isControlAction, type Action } from './actions';
+import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
+import { CommandRunner, type Command, type ConnectionFactory } from './commands';
+import { mailbox } from './mailbox';
+import { reduce } from './reducer';
+import { initialPoolState, type PoolConnection, type PoolState, type PoolStatus, type Waiter } from './state';
+
+/**
+ * Options of a {@link ConnectionPool}: the CMAP pool options (see {@link PoolOptions}; durations in ms), the
+ * address, and how connections are made.
+ */
+export interface ConnectionPoolOptions<C extends PoolConnection = Connection> extends PoolOptions, BackgroundOptions {
+  /** The Endpoint, `host:port` (host alone means port 27017). Required. */
+  address: string;
+  /**
+   * Establishes connections. Default: real MongoDB connections over TCP (socket connect, OP_MSG `hello`
+   * handshake), configured by `connectionOptions`.
+   */
+  connectionFactory?: ConnectionFactory<C>;
+  /** Options of the default connection factory (appName, timeouts). Ignored when `connectionFactory` is given. */
+  connectionOptions?: ConnectionOptions;
+  /**
+   * The clock and timers of the pool (WaitQueue deadlines, Background Thread Runs). Default: unref'd Node timers
+   * and a monotonic clock. Inject a virtual-time scheduler to test deterministically.
+   */
+  scheduler?: SchedulerLike;
+  /**
+   * Decides whether an establishment error clears the pool (generation + 1, paused, WaitQueue evicted), as SDAM
+   * does for errors before or during the handshake. Default: every error clears, except one labelled
+   * `SystemOverloadedError` (CMAP "Backpressure-enabled").
+   */
+  clearOnEstablishmentError?: (error: Error) => boolean;
+}
+
+/** Options of {@link ConnectionPool.clear}. */
+export interface ClearOptions {
+  /**
+   * Also interrupt in-use connections of the cleared generations (their requests fail with PoolClearedError) and
+   * abort establishments under way. Default false.
+   */
+  interruptInUseConnections?: boolean;
+  /** The error that caused the clear; PoolClearedError messages quote it. */
+  cause?: unknown;
+}
+
+/** A frozen snapshot of a pool's counters (CMAP "ConnectionPool" members). */
+export interface PoolSnapshot {
+  readonly address: string;
+  readonly status: PoolStatus;
+  readonly generation: number;
+  /** pending + available + in use. */
+  readonly totalConnectionCount: number;
+  readonly availableConnectionCount: number;
+  readonly pendingConnectionCount: number;
+  readonly inUseConnectionCount: number;
+  /** Checkouts waiting in the WaitQueue, plus those waiting on an establishment they claimed. */
+  readonly waitQueueLength: number;
+}
+
+/**
+ * A MongoDB connection pool for one Endpoint, per the CMAP specification, as one serialized reactive state machine.
+ *
+ * Starts paused: call {@link ready} (a monitor does it after a successful check) before checking out.
+ *
+ * @typeParam C the connection type its factory makes (default: the TCP {@link Connection}).
+ * @throws {InvalidOptionError} from the constructor, for an invalid option (named in the error).
+ */
+export class ConnectionPool<C extends PoolConnection = Connection> {
+  /** The pool's Endpoint, normalized to `host:port`. */
+  readonly address: string;
+  /** The resolved pool options (defaults applied). */
+  readonly options: ResolvedPoolOptions;
+
+  /**
+   * Every CMAP event, in the order the pool committed the state changes they describe, typed as a discriminated
+   * union on `type`. Each subscriber first receives the pool's ConnectionPoolCreated event (committed when the pool
+   * was constructed), then every event committed after it subscribed. Event objects are built only while someone
+   * subscribes. A subscriber that throws affects neither the pool nor other subscribers (RxJS reports the error
+   * asynchronously). Never completes.
+   */
+  readonly events$: Observable<ConnectionPoolEvent>;
+
+  private readonly state: PoolState<C>;
+  private readonly inputs = new Subject<Action<C>>();
+  private readonly events = new Subject<ConnectionPoolEvent>();
+  private readonly runner: CommandRunner<C>;
+  private readonly port: CheckOutPort<C>;
+  private observers = 0;
+
+  constructor(options: ConnectionPoolOptions<C>) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('ConnectionPool options must be an object with at least an address');
+    }
+    const server = parseAddress(options.address);
+    this.address = server.address;
+    this.options = resolvePoolOptions(options);
+    const scheduler = options.scheduler ?? timerScheduler;
+    const factory =
+      options.connectionFactory ??
+      (connectionFactory({ ...options.connectionOptions, host: server.host, port: server.port }) as unknown as ConnectionFactory<C>);
+    this.state = initialPoolState<C>(this.address, this.options, () => scheduler.now());
+
+    const dispatch = (action: Action<C>): void => this.inputs.next(action);
+    this.runner = new CommandRunner<C>({
+      address: this.address,
+      factory,
+      scheduler,
+      events: this.events,
+      clearOnEstablishmentError: options.clearOnEstablishmentError ?? defaultClearOnEstablishmentError,
+      dispatch,
+    });
+    this.port = {
+      address: this.address,
+      enter: (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter }),
+      leave: (waiter: Waiter<C>) => dispatch({ type: 'cancel', waiter }),
+    };
+
+    const state = this.state;
+    const seed: { commands: readonly Command<C>[] } = { commands: [] };
+    this.inputs
+      .pipe(
+        mailbox(isControlAction),
+        scan((step, action) => {
+          step.commands = reduce(state, action);
+          return step;
+        }, seed),
+      )
+      .subscribe((step) => this.runner.run(step.commands));
+
+    // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
+    const created: ConnectionPoolCreatedEvent = Object.freeze({
+      type: 'ConnectionPoolCreated',
+      address: this.address,
+      time: scheduler.now(),
+      options: this.options.userSet,
+    });
+    this.events$ = new Observable<ConnectionPoolEvent>((subscriber) => {
+      subscriber.next(created);
+      const inner = this.events.subscribe(subscriber);
+      if (this.observers++ === 0) dispatch({ type: 'monitor', monitored: true });
+      return () => {
+        inner.unsubscribe();
+        if (--this.observers === 0) dispatch({ type: 'monitor', monitored: false });
+      };
+    });
+  }
+
+  /** The pool generation: 0 at creation, + 1 on every clear. */
+  get generation(): number {
+    return this.state.generation;
+  }
+
+  /** The pool's state: `paused`, `ready` or `closed`. */
+  get status(): PoolStatus {
+    return this.state.status;
+  }
+
+  /** A frozen snapshot of the pool's counters, as of the last committed action. */
+  snapshot(): PoolSnapshot {
+    const s = this.state;
+    return Object.freeze({
+      address: s.address,
+      status: s.status,
+      generation: s.generation,
+      totalConnectionCount: s.records.size,
+      availableConnectionCount: s.available.size,
+      pendingConnectionCount: s.pendingCount,
+      inUseConnectionCount: s.records.size - s.available.size - s.pendingCount,
+      waitQueueLength: s.waitQueue.live + s.establishing.live,
+    });
+  }
+
+  /**
+   * Checks out a connection: the first non-perished available one (the most recently used), else a new one while
+   * total < maxPoolSize and pending < maxConnecting, else it waits in the FIFO WaitQueue (at most
+   * waitQueueTimeoutMS, when set). The connection must be returned with {@link checkIn}.
+   *
+   * Returns a lazy {@link CheckOutRequest}: `await` it (cancel with `options.signal`), or subscribe to it (cancel by
+   * unsubscribing). Fails with PoolClosedError (pool closed), PoolClearedError (pool paused, or cleared while
+   * waiting; retryable), WaitQueueTimeoutError, CheckOutCancelledError (signal aborted), or the error that failed
+   * the establishment of the connection it started.
+   *
+   * Source: CMAP spec, "Checking Out a Connection".
+   */
+  checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
+    return new CheckOutRequest<C>(this.port, options);
+  }
+
+  /**
+   * Checks a connection back in: emits ConnectionCheckedIn, then closes it if it is perished (stale, errored) or the
+   * pool is closed, else makes it available.
+   *
+   * @throws {ConnectionCheckInError} synchronously, for a connection this pool did not create (or already closed),
+   *   or one that is not checked out (already checked in).
+   *
+   * Source: CMAP spec, "Checking In a Connection".
+   */
+  checkIn(connection: C): void {
+    const id = (connection as Partial<PoolConnection> | null | undefined)?.id;
+    const rec = typeof id === 'number' ? this.state.records.get(id) : undefined;
+    if (rec === undefined || rec.connection !== connection) {
+      throw new ConnectionCheckInError(this.address, id, 'it is not a live connection of this pool');
+    }
+    if (rec.state !== 'in use' || rec.checkInQueued) {
+      throw new ConnectionCheckInError(this.address, id, 'it is not checked out');
+    }
+    rec.checkInQueued = true;
+    this.inputs.next({ type: 'checkIn', connection: rec.connection });
+  }
+
+  /**
+   * Checks out a connection, runs `fn` with it, and checks it in whatever `fn` does (returns, throws, rejects, or
+   * checks it in itself). Resolves to `fn`'s result; rejects with `fn`'s error or the checkout's error.
+   *
+   * Source: CMAP spec, "withConnection".
+   */
+  async withConnection<T>(fn: (connection: C) => T | PromiseLike<T>, options?: CheckOutOptions): Promise<T> {
+    const connection = await this.checkOut(options);
+    try {
+      return await fn(connection);
+    } finally {
+      this.release(connection);
+    }
+  }
+
+  /**
+   * The Observable form of {@link withConnection}: on subscription checks out a connection, subscribes to
+   * `fn(connection)`, and checks the connection in when that completes, errors, or is unsubscribed.
+   */
+  withConnection$<T>(fn: (connection: C) => ObservableInput<T>, options?: CheckOutOptions): Observable<T> {
+    return this.checkOut(options).pipe(
+      switchMap((connection) => defer(() => from(fn(connection))).pipe(finalize(() => this.release(connection)))),
+    );
+  }
+
+  /**
+   * Clears the pool: increments the generation (every existing connection becomes stale and is closed when next
+   * met), pauses the pool, and fails every waiting checkout with PoolClearedError. Emits ConnectionPoolCleared unless
+   * the pool was already paused. With `interruptInUseConnections`, in-use connections of the cleared generations are
+   * interrupted and establishments under way aborted. No-op on a closed pool.
+   *
+   * Source: CMAP spec, "Clearing a non-load balanced pool".
+   */
+  clear(options: ClearOptions = {}): void {
+    this.inputs.next({
+      type: 'clear',
+      interruptInUseConnections: options.interruptInUseConnections === true,
+      cause: options.cause,
+    });
+  }
+
+  /**
+   * Marks a paused pool ready: emits ConnectionPoolReady, then allows checkouts and background population. No-op
+   * (no event) on a ready or closed pool.
+   *
+   * Source: CMAP spec, "Marking a Connection Pool as Ready".
+   */
+  ready(): void {
+    this.inputs.next({ type: 'ready' });
+  }
+
+  /**
+   * Closes the pool, for good: closes available and pending connections, emits ConnectionPoolClosed, fails waiting
+   * checkouts with PoolClosedError, and stops its timers. In-use connections are closed when checked in. Idempotent.
+   *
+   * Source: CMAP spec, "Closing a Connection Pool".
+   */
+  close(): void {
+    this.inputs.next({ type: 'close' });
+  }
+
+  /** Checks a connection in if it is still checked out (used by the scoped forms). */
+  private release(connection: C): void {
+    const rec = this.state.records.get(connection.id);
+    if (rec?.connection === connection && rec.state === 'in use' && !rec.checkInQueued) this.checkIn(connection);
+  }
+}
+
+/** SDAM's rule for errors before or during the handshake, minus those CMAP labels as backpressure. */
+function defaultClearOnEstablishmentError(error: Error): boolean {
+  return !(error instanceof CmapError && error.hasErrorLabel(ErrorLabel.SystemOverloadedError));
+}

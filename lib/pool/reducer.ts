@@ -1,0 +1,421 @@
+/**
+ * reduce(state, action) → commands: every pool decision, made one action at a time. The reducer mutates the state
+ * it owns, performs no I/O, reads time only from the state's injected clock, and returns the side effects it wants
+ * (events, establishments, deliveries, timers) as data for the runner.
+ *
+ * Source: CMAP spec, "Connection Pool Behaviors" (creating, closing, marking ready, creating/establishing/closing
+ * a connection, populating, checking out, checking in, clearing), "Background Thread", "WaitQueue".
+ */
+import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError } from '../errors';
+import type {
+  ConnectionCheckOutFailedReason,
+  ConnectionClosedReason,
+  ConnectionPoolEvent,
+  PoolEventPayload,
+} from '../events';
+import type { Action } from './actions';
+import type { Command } from './commands';
+import type { ConnectionRecord, PoolConnection, PoolState, Waiter } from './state';
+
+const NONE: readonly never[] = Object.freeze([]);
+
+/**
+ * Applies `action` to `state` (in place) and returns the commands that carry out its effects, in commit order.
+ */
+export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): readonly Command<C>[] {
+  const out: Command<C>[] = [];
+  switch (action.type) {
+    case 'checkOut':
+      checkOut(state, action.waiter, out);
+      break;
+    case 'cancel':
+      cancel(state, action.waiter, out);
+      break;
+    case 'checkIn':
+      checkIn(state, action.connection, out);
+      break;
+    case 'clear':
+      clear(state, action.interruptInUseConnections, action.cause, out);
+      break;
+    case 'ready':
+      ready(state, out);
+      break;
+    case 'close':
+      close(state, out);
+      break;
+    case 'established':
+      established(state, action.id, action.connection, out);
+      break;
+    case 'establishFailed':
+      establishFailed(state, action.id, action.error, action.clearPool, out);
+      break;
+    case 'timer':
+      if (action.timer === 'waitQueue') waitQueueTimer(state, out);
+      else backgroundRun(state, out);
+      break;
+    case 'monitor':
+      state.monitored = action.monitored;
+      break;
+  }
+  return out.length === 0 ? NONE : out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Checking out
+
+function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
+  if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
+  w.startedAt = s.now();
+  emit(s, out, { type: 'ConnectionCheckOutStarted' });
+  if (s.status === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
+  if (s.status === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
+
+  const timeout = s.options.waitQueueTimeoutMS;
+  w.deadline = timeout > 0 ? w.startedAt + timeout : Infinity;
+  w.state = 'queued';
+  s.waitQueue.push(w);
+  service(s, out);
+  if (w.state === 'queued' && w.deadline !== Infinity && s.waitTimerAt === undefined) {
+    armWaitTimer(s, w.deadline, out);
+  }
+}
+
+/**
+ * Serves waiters, oldest first, until no more progress is possible:
+ * 1. available connections go to the oldest waiters (establishing ones first: they are older than any queued one);
+ *    perished connections met on the way are closed;
+ * 2. the head of the WaitQueue claims an establishment already under way that nobody claimed (a background
+ *    populate, or one whose claimant left), or starts one if maxPoolSize and maxConnecting allow.
+ * A claimant leaves the WaitQueue: waitQueueTimeoutMS no longer applies to it.
+ */
+function service<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  while (s.available.size > 0) {
+    const fromEstablishing = s.establishing.peek() !== undefined;
+    const w = fromEstablishing ? s.establishing.peek() : s.waitQueue.peek();
+    if (w === undefined) break;
+    const rec = takeAvailable(s, out);
+    if (rec === undefined) break;
+    if (fromEstablishing) s.establishing.shift();
+    else s.waitQueue.shift();
+    checkOutTo(s, w, rec, out);
+  }
+  for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
+    if (s.pendingCurrent > s.establishing.live) {
+      // An establishment is under way with no claimant: wait for it rather than start another.
+    } else if (canCreate(s)) {
+      createConnection(s, out);
+    } else {
+      break;
+    }
+    s.waitQueue.shift();
+    w.state = 'establishing';
+    s.establishing.push(w);
+  }
+}
+
+/** Pops the most recently used available connection that is not perished, closing perished ones on the way. */
+function takeAvailable<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): ConnectionRecord<C> | undefined {
+  for (let rec = s.available.tail; rec !== undefined; rec = s.available.tail) {
+    const perished = perishedReason(s, rec);
+    if (perished === undefined) {
+      s.available.remove(rec);
+      return rec;
+    }
+    closeRecord(s, rec, perished, out);
+  }
+  return undefined;
+}
+
+function checkOutTo<C extends PoolConnection>(
+  s: PoolState<C>,
+  w: Waiter<C>,
+  rec: ConnectionRecord<C>,
+  out: Command<C>[],
+): void {
+  rec.state = 'in use';
+  w.state = 'done';
+  emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: s.now() - w.startedAt });
+  out.push({ k: 'deliver', waiter: w, connection: rec.connection! });
+}
+
+function failWaiter<C extends PoolConnection>(
+  s: PoolState<C>,
+  w: Waiter<C>,
+  reason: ConnectionCheckOutFailedReason,
+  error: Error,
+  out: Command<C>[],
+): void {
+  w.state = 'done';
+  emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: s.now() - w.startedAt, error });
+  out.push({ k: 'fail', waiter: w, error });
+}
+
+function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
+  switch (w.state) {
+    case 'new':
+      w.state = 'done';
+      return;
+    case 'queued':
+      s.waitQueue.live--;
+      break;
+    case 'establishing':
+      s.establishing.live--;
+      break;
+    case 'done':
+      return;
+  }
+  failWaiter(s, w, 'cancelled', new CheckOutCancelledError(s.address), out);
+  // A released claim leaves an establishment unclaimed, which the head of the WaitQueue may now take.
+  service(s, out);
+}
+
+function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  s.waitTimerAt = undefined;
+  const now = s.now();
+  for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
+    if (w.deadline > now) {
+      armWaitTimer(s, w.deadline, out);
+      return;
+    }
+    s.waitQueue.shift();
+    failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS), out);
+  }
+}
+
+function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {
+  s.waitTimerAt = deadline;
+  out.push({ k: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - s.now()) });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Checking in
+
+function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, out: Command<C>[]): void {
+  const rec = s.records.get(connection.id);
+  if (rec === undefined || rec.connection !== connection || rec.state !== 'in use') return; // validated by checkIn()
+  rec.checkInQueued = false;
+  emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
+  const reason: ConnectionClosedReason | undefined =
+    s.status === 'closed' ? 'poolClosed' : rec.generation !== s.generation ? 'stale' : erroredReason(rec);
+  if (reason !== undefined) {
+    closeRecord(s, rec, reason, out);
+    populate(s, out);
+  } else {
+    makeAvailable(s, rec);
+  }
+  service(s, out);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Connections: create, establish, make available, close
+
+function canCreate<C>(s: PoolState<C>): boolean {
+  const max = s.options.maxPoolSize;
+  return (max === 0 || s.records.size < max) && s.pendingCount < s.options.maxConnecting;
+}
+
+function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  const id = s.nextConnectionId++;
+  const rec: ConnectionRecord<C> = {
+    id,
+    generation: s.generation,
+    state: 'pending',
+    connection: undefined,
+    createdAt: s.now(),
+    availableSince: 0,
+    checkInQueued: false,
+    prev: undefined,
+    next: undefined,
+  };
+  s.records.set(id, rec);
+  s.pendingCount++;
+  s.pendingCurrent++;
+  emit(s, out, { type: 'ConnectionCreated', connectionId: id });
+  out.push({ k: 'establish', id, generation: rec.generation });
+}
+
+function established<C extends PoolConnection>(s: PoolState<C>, id: number, connection: C, out: Command<C>[]): void {
+  const rec = s.records.get(id);
+  if (rec === undefined || rec.state !== 'pending') {
+    out.push({ k: 'destroy', connection }); // abandoned while it was being established
+    return;
+  }
+  rec.connection = connection;
+  if (rec.generation !== s.generation) {
+    // Established for a generation that has since been cleared: closed, never handed out.
+    closeRecord(s, rec, 'stale', out);
+  } else {
+    endPending(s, rec);
+    emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
+    const claimant = s.establishing.shift();
+    if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
+    else makeAvailable(s, rec);
+  }
+  service(s, out);
+  populate(s, out);
+}
+
+function establishFailed<C extends PoolConnection>(
+  s: PoolState<C>,
+  id: number,
+  error: Error,
+  clearPool: boolean,
+  out: Command<C>[],
+): void {
+  const rec = s.records.get(id);
+  if (rec === undefined || rec.state !== 'pending') return; // abandoned already
+  const current = rec.generation === s.generation;
+  // Each establishment outcome goes to the oldest claimant; one claim too many now means that claimant fails.
+  const claimant = current && s.establishing.live > s.pendingCurrent - 1 ? s.establishing.shift() : undefined;
+  if (clearPool && current) clear(s, false, error, out);
+  closeRecord(s, rec, 'error', out, error);
+  if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
+  service(s, out);
+  populate(s, out);
+}
+
+function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
+  s.pendingCount--;
+  if (rec.generation === s.generation) s.pendingCurrent--;
+}
+
+function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
+  rec.state = 'available';
+  rec.availableSince = s.now();
+  s.available.push(rec);
+}
+
+function perishedReason<C extends PoolConnection>(
+  s: PoolState<C>,
+  rec: ConnectionRecord<C>,
+): ConnectionClosedReason | undefined {
+  if (rec.generation !== s.generation) return 'stale';
+  const maxIdle = s.options.maxIdleTimeMS;
+  if (maxIdle > 0 && s.now() - rec.availableSince >= maxIdle) return 'idle';
+  return erroredReason(rec);
+}
+
+function erroredReason<C extends PoolConnection>(rec: ConnectionRecord<C>): 'error' | undefined {
+  return rec.connection?.errored === true ? 'error' : undefined;
+}
+
+/** CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down. */
+function closeRecord<C extends PoolConnection>(
+  s: PoolState<C>,
+  rec: ConnectionRecord<C>,
+  reason: ConnectionClosedReason,
+  out: Command<C>[],
+  error?: Error,
+): void {
+  const was = rec.state;
+  rec.state = 'closed';
+  s.records.delete(rec.id);
+  if (was === 'available') s.available.remove(rec);
+  if (was === 'pending') {
+    endPending(s, rec);
+    out.push({ k: 'abort', id: rec.id });
+  }
+  emit(s, out, error === undefined
+    ? { type: 'ConnectionClosed', connectionId: rec.id, reason }
+    : { type: 'ConnectionClosed', connectionId: rec.id, reason, error });
+  if (rec.connection !== undefined) out.push({ k: 'destroy', connection: rec.connection });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pool life cycle: ready, clear, close, background runs
+
+function ready<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.status !== 'paused') return; // already ready (no event), or closed (cannot be readied)
+  s.status = 'ready';
+  s.everReady = true;
+  emit(s, out, { type: 'ConnectionPoolReady' });
+  // The Ready event is committed before any background creation, so no observer sees one before it.
+  backgroundRun(s, out);
+}
+
+function clear<C extends PoolConnection>(
+  s: PoolState<C>,
+  interruptInUseConnections: boolean,
+  cause: unknown,
+  out: Command<C>[],
+): void {
+  if (s.status === 'closed') return;
+  const clearedGeneration = s.generation;
+  s.generation++;
+  s.pendingCurrent = 0;
+  s.clearCause = cause;
+  const wasReady = s.status === 'ready';
+  s.status = 'paused';
+  if (wasReady) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
+
+  if (interruptInUseConnections) {
+    const interrupted = PoolClearedError.interrupted(s.address);
+    for (const rec of [...s.records.values()]) {
+      if (rec.generation > clearedGeneration) continue;
+      if (rec.state === 'pending') closeRecord(s, rec, 'stale', out);
+      else if (rec.state === 'in use') out.push({ k: 'destroy', connection: rec.connection!, error: interrupted });
+    }
+  }
+  // The WaitQueue is cleared eagerly, claimants first (they are the oldest), so every waiter can retry at once.
+  const error = pausedError(s);
+  for (const w of s.establishing.drain()) failWaiter(s, w, 'connectionError', error, out);
+  for (const w of s.waitQueue.drain()) failWaiter(s, w, 'connectionError', error, out);
+  if (s.waitTimerAt !== undefined) {
+    s.waitTimerAt = undefined;
+    out.push({ k: 'disarm', timer: 'waitQueue' });
+  }
+  // The next Background Thread Run is scheduled at once: it closes the now-stale available connections.
+  if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
+}
+
+function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.status === 'closed') return;
+  s.status = 'closed';
+  for (let rec = s.available.head; rec !== undefined; rec = s.available.head) closeRecord(s, rec, 'poolClosed', out);
+  for (const rec of [...s.records.values()]) {
+    if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
+  }
+  emit(s, out, { type: 'ConnectionPoolClosed' });
+  const error = new PoolClosedError(s.address);
+  for (const w of s.establishing.drain()) failWaiter(s, w, 'poolClosed', error, out);
+  for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
+  s.waitTimerAt = undefined;
+  out.push({ k: 'disarm', timer: 'waitQueue' }, { k: 'disarm', timer: 'background' });
+}
+
+/**
+ * A Background Thread Run: close perished available connections, populate to minPoolSize (without waiting for
+ * establishment slots), serve waiters the closing made room for, and schedule the next run.
+ */
+function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.status === 'closed' || !runsEnabled(s)) return;
+  for (let rec = s.available.head; rec !== undefined; ) {
+    const next = rec.next;
+    const perished = perishedReason(s, rec);
+    if (perished !== undefined) closeRecord(s, rec, perished, out);
+    rec = next;
+  }
+  populate(s, out);
+  service(s, out);
+  out.push({ k: 'arm', timer: 'background', delay: s.options.backgroundThreadIntervalMS });
+}
+
+/** Starts establishments (up to maxConnecting at once) until the pool holds minPoolSize connections. */
+function populate<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.status !== 'ready' || !runsEnabled(s)) return;
+  while (s.records.size < s.options.minPoolSize && canCreate(s)) createConnection(s, out);
+}
+
+function runsEnabled<C>(s: PoolState<C>): boolean {
+  return s.options.backgroundThreadIntervalMS > 0;
+}
+
+function pausedError<C>(s: PoolState<C>): PoolClearedError {
+  return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause) : PoolClearedError.notReady(s.address);
+}
+
+function emit<C>(s: PoolState<C>, out: Command<C>[], payload: PoolEventPayload): void {
+  if (!s.monitored) return;
+  const event = Object.freeze({ ...payload, address: s.address, time: s.now() }) as ConnectionPoolEvent;
+  out.push({ k: 'emit', event });
+}

@@ -1,0 +1,91 @@
+/**
+ * A mock connection and its factory: no socket, no I/O. For testing code that uses a pool (and for the CMAP unit
+ * tests, which allow a mocked Connection: CMAP spec, "Connection").
+ */
+import { Observable, type SchedulerLike } from 'rxjs';
+import type { ConnectionFactory } from '../pool/commands';
+import type { ConnectionDescriptor, PoolConnection } from '../pool/state';
+
+/** A connection that does nothing but remember what happened to it. */
+export class MockConnection implements PoolConnection {
+  readonly id: number;
+  readonly generation: number;
+  readonly address: string;
+  /** Set it to simulate a network error: the pool then closes the connection with reason `error`. */
+  errored = false;
+  /** Whether the pool destroyed it, and with which error. */
+  destroyed = false;
+  destroyError: Error | undefined;
+
+  constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>) {
+    this.id = descriptor.id;
+    this.generation = descriptor.generation;
+    this.address = descriptor.address;
+  }
+
+  destroy(error?: Error): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.destroyError = error;
+    this.errored = true;
+  }
+}
+
+/** Options of {@link MockConnectionFactory}. */
+export interface MockConnectionFactoryOptions {
+  /** How long an establishment takes, in ms. Default 0 (completes on a microtask). */
+  establishDelayMS?: number;
+  /** Times the establishment on this scheduler (virtual time in tests); default: real timers. */
+  scheduler?: SchedulerLike;
+  /** Return an error to make the establishment of that connection fail with it. */
+  failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
+}
+
+/**
+ * Makes {@link MockConnection}s. `factory` is the {@link ConnectionFactory} to give a pool; `created` lists every
+ * connection it made, `started` every establishment it began and `aborted` those the pool abandoned.
+ */
+export class MockConnectionFactory {
+  readonly created: MockConnection[] = [];
+  readonly started: ConnectionDescriptor[] = [];
+  aborted = 0;
+
+  constructor(private readonly options: MockConnectionFactoryOptions = {}) {}
+
+  readonly factory: ConnectionFactory<MockConnection> = (descriptor) =>
+    new Observable<MockConnection>((subscriber) => {
+      this.started.push(descriptor);
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        const error = this.options.failWith?.(descriptor);
+        if (error !== undefined) return subscriber.error(error);
+        const connection = new MockConnection(descriptor);
+        this.created.push(connection);
+        subscriber.next(connection);
+        subscriber.complete();
+      };
+      const delay = this.options.establishDelayMS ?? 0;
+      let cancel: () => void;
+      if (this.options.scheduler !== undefined) {
+        const sub = this.options.scheduler.schedule(finish, delay);
+        cancel = () => sub.unsubscribe();
+      } else if (delay > 0) {
+        const timer = setTimeout(finish, delay);
+        cancel = () => clearTimeout(timer);
+      } else {
+        queueMicrotask(finish);
+        cancel = () => {
+          done = true;
+        };
+      }
+      return () => {
+        if (!done) {
+          this.aborted++;
+          cancel();
+          done = true;
+        }
+      };
+    });
+}
