@@ -1,0 +1,128 @@
+/**
+ * A test bench for the reducer: a state on a hand-driven clock, an action log, and the runner's side effects
+ * recorded as data (establishments under way, timers armed, deliveries, failures, events).
+ */
+import { Waiter, initialPoolState, type PoolConnection, type PoolState } from '../../lib/pool/state';
+import { reduce } from '../../lib/pool/reducer';
+import type { Action, TimerName } from '../../lib/pool/actions';
+import type { Command } from '../../lib/pool/commands';
+import { resolvePoolOptions, type BackgroundOptions, type PoolOptions } from '../../lib/options';
+import type { ConnectionPoolEvent } from '../../lib/events';
+
+export class FakeConnection implements PoolConnection {
+  errored = false;
+  destroyed = false;
+  destroyError: Error | undefined;
+  constructor(readonly id: number) {}
+  destroy(error?: Error): void {
+    this.destroyed = true;
+    this.destroyError = error;
+  }
+}
+
+export interface Outcome {
+  readonly waiter: Waiter<FakeConnection>;
+  readonly kind: 'deliver' | 'fail';
+  readonly connection?: FakeConnection;
+  readonly error?: Error;
+}
+
+export class Bench {
+  time = 0;
+  readonly state: PoolState<FakeConnection>;
+  readonly events: ConnectionPoolEvent[] = [];
+  readonly outcomes: Outcome[] = [];
+  /** Establishments under way, by connection id. */
+  readonly establishing = new Set<number>();
+  readonly aborted: number[] = [];
+  readonly destroyed: FakeConnection[] = [];
+  /** Armed timers: name → clock time it fires. */
+  readonly timers = new Map<TimerName, number>();
+  /** Every command the reducer returned, in order. */
+  readonly commands: Command<FakeConnection>[] = [];
+
+  constructor(options: PoolOptions & BackgroundOptions = {}, monitored = true) {
+    this.state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions(options), () => this.time);
+    this.state.monitored = monitored;
+  }
+
+  dispatch(action: Action<FakeConnection>): Command<FakeConnection>[] {
+    const commands = [...reduce(this.state, action)];
+    for (const c of commands) this.apply(c);
+    return commands;
+  }
+
+  checkOut(): Waiter<FakeConnection> {
+    const waiter = new Waiter<FakeConnection>({ deliver: () => true, fail: () => undefined });
+    this.dispatch({ type: 'checkOut', waiter });
+    return waiter;
+  }
+
+  succeed(id: number): FakeConnection {
+    const connection = new FakeConnection(id);
+    this.establishing.delete(id);
+    this.dispatch({ type: 'established', id, connection });
+    return connection;
+  }
+
+  failEstablishment(id: number, error = new Error(`establishment ${id} failed`), clearPool = true): void {
+    this.establishing.delete(id);
+    this.dispatch({ type: 'establishFailed', id, error, clearPool });
+  }
+
+  /** Moves the clock to `time`, firing armed timers that are due, in time order. */
+  advanceTo(time: number): void {
+    for (;;) {
+      const due = [...this.timers.entries()].filter(([, at]) => at <= time).sort((a, b) => a[1] - b[1])[0];
+      if (due === undefined) break;
+      this.time = Math.max(this.time, due[1]);
+      this.timers.delete(due[0]);
+      this.dispatch({ type: 'timer', timer: due[0] });
+    }
+    this.time = time;
+  }
+
+  connectionOf(waiter: Waiter<FakeConnection>): FakeConnection | undefined {
+    return this.outcomes.find((o) => o.waiter === waiter && o.kind === 'deliver')?.connection;
+  }
+
+  errorOf(waiter: Waiter<FakeConnection>): Error | undefined {
+    return this.outcomes.find((o) => o.waiter === waiter && o.kind === 'fail')?.error;
+  }
+
+  types(): string[] {
+    return this.events.map((e) => e.type);
+  }
+
+  private apply(c: Command<FakeConnection>): void {
+    this.commands.push(c);
+    switch (c.k) {
+      case 'emit':
+        this.events.push(c.event);
+        break;
+      case 'establish':
+        this.establishing.add(c.id);
+        break;
+      case 'abort':
+        this.establishing.delete(c.id);
+        this.aborted.push(c.id);
+        break;
+      case 'destroy':
+        c.connection.destroy(c.error);
+        this.destroyed.push(c.connection);
+        break;
+      case 'deliver':
+        this.outcomes.push({ waiter: c.waiter, kind: 'deliver', connection: c.connection });
+        break;
+      case 'fail':
+        this.outcomes.push({ waiter: c.waiter, kind: 'fail', error: c.error });
+        break;
+      case 'arm':
+        this.timers.set(c.timer, this.time + c.delay);
+        break;
+      case 'disarm':
+        this.timers.delete(c.timer);
+        break;
+    }
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Property-based test of the reducer: random option sets and random action sequences (checkouts, cancellations,
+ * check-ins, establishment outcomes, clears, ready, close, time passing), checking after every action that the pool
+ * keeps its invariants, and at the end that nothing was lost or leaked.
+ */
+import { expect } from 'chai';
+import * as fc from 'fast-check';
+import { Bench, FakeConnection } from './harness';
+import type { Waiter } from '../../lib/pool/state';
+
+type Step =
+  | { t: 'checkOut' }
+  | { t: 'cancel'; i: number }
+  | { t: 'checkIn'; i: number }
+  | { t: 'errorInUse'; i: number }
+  | { t: 'succeed'; i: number }
+  | { t: 'fail'; i: number; clear: boolean }
+  | { t: 'clear'; interrupt: boolean }
+  | { t: 'ready' }
+  | { t: 'close' }
+  | { t: 'advance'; ms: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant({ t: 'checkOut' } as Step) },
+  { weight: 2, arbitrary: fc.nat(20).map((i) => ({ t: 'cancel', i }) as Step) },
+  { weight: 5, arbitrary: fc.nat(20).map((i) => ({ t: 'checkIn', i }) as Step) },
+  { weight: 1, arbitrary: fc.nat(20).map((i) => ({ t: 'errorInUse', i }) as Step) },
+  { weight: 5, arbitrary: fc.nat(20).map((i) => ({ t: 'succeed', i }) as Step) },
+  { weight: 1, arbitrary: fc.record({ i: fc.nat(20), clear: fc.boolean() }).map((r) => ({ t: 'fail', ...r }) as Step) },
+  { weight: 1, arbitrary: fc.boolean().map((interrupt) => ({ t: 'clear', interrupt }) as Step) },
+  { weight: 2, arbitrary: fc.constant({ t: 'ready' } as Step) },
+  { weight: 1, arbitrary: fc.constant({ t: 'close' } as Step) },
+  { weight: 3, arbitrary: fc.integer({ min: 0, max: 150 }).map((ms) => ({ t: 'advance', ms }) as Step) },
+);
+
+const options = fc
+  .record({
+    maxPoolSize: fc.integer({ min: 0, max: 5 }),
+    minPoolSize: fc.integer({ min: 0, max: 3 }),
+    maxConnecting: fc.integer({ min: 1, max: 3 }),
+    waitQueueTimeoutMS: fc.constantFrom(0, 50, 100),
+    maxIdleTimeMS: fc.constantFrom(0, 100),
+    backgroundThreadIntervalMS: fc.constantFrom(-1, 40),
+  })
+  .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
+
+function pick<T>(items: T[], i: number): T | undefined {
+  return items.length === 0 ? undefined : items[i % items.length];
+}
+
+describe('reduce (property: random action sequences)', function () {
+  it('keeps counts, limits, FIFO service and single settlement; loses and leaks nothing', function () {
+    fc.assert(
+      fc.property(options, fc.array(step, { minLength: 1, maxLength: 80 }), (opts, steps) => {
+        const b = new Bench(opts);
+        const waiters: Waiter<FakeConnection>[] = [];
+        const held: FakeConnection[] = [];
+
+        const check = (deliveredNow: Waiter<FakeConnection>[]): void => {
+          const s = b.state;
+          const byState = { pending: 0, available: 0, 'in use': 0, closed: 0 };
+          for (const rec of s.records.values()) byState[rec.state]++;
+          expect(byState.closed, 'closed records are removed').to.equal(0);
+          expect(byState.pending, 'pendingConnectionCount').to.equal(s.pendingCount);
+          expect(byState.available, 'availableConnectionCount').to.equal(s.available.size);
+          expect(s.records.size, 'total = pending + available + in use').to.equal(
+            byState.pending + byState.available + byState['in use'],
+          );
+          if (opts.maxPoolSize > 0) expect(s.records.size, 'total <= maxPoolSize').to.be.at.most(opts.maxPoolSize);
+          expect(s.pendingCount, 'pending <= maxConnecting').to.be.at.most(opts.maxConnecting);
+          expect(s.establishing.live, 'every claim has an establishment').to.be.at.most(s.pendingCurrent);
+          expect(b.establishing.size, 'establishments under way = pending records').to.equal(s.pendingCount);
+          for (const w of deliveredNow) {
+            const older = waiters.slice(0, waiters.indexOf(w)).filter((o) => o.state !== 'done');
+            expect(older, 'FIFO: no older waiter is still waiting').to.have.length(0);
+          }
+          const settled = new Map<Waiter<FakeConnection>, number>();
+          for (const o of b.outcomes) settled.set(o.waiter, (settled.get(o.waiter) ?? 0) + 1);
+          for (const n of settled.values()) expect(n, 'a checkout settles once').to.equal(1);
+        };
+
+        for (const st of steps) {
+          const before = b.outcomes.length;
+          switch (st.t) {
+            case 'checkOut':
+              waiters.push(b.checkOut());
+              break;
+            case 'cancel': {
+              const w = pick(waiters.filter((x) => x.state !== 'done'), st.i);
+              if (w) b.dispatch({ type: 'cancel', waiter: w });
+              break;
+            }
+            case 'checkIn': {
+              const c = pick(held, st.i);
+              if (c) {
+                held.splice(held.indexOf(c), 1);
+                b.dispatch({ type: 'checkIn', connection: c });
+              }
+              break;
+            }
+            case 'errorInUse': {
+              const c = pick(held, st.i);
+              if (c) c.errored = true;
+              break;
+            }
+            case 'succeed': {
+              const id = pick([...b.establishing], st.i);
+              if (id !== undefined) b.succeed(id);
+              break;
+            }
+            case 'fail': {
+              const id = pick([...b.establishing], st.i);
+              if (id !== undefined) b.failEstablishment(id, new Error('boom'), st.clear);
+              break;
+            }
+            case 'clear':
+              b.dispatch({ type: 'clear', interruptInUseConnections: st.interrupt });
+              break;
+            case 'ready':
+              b.dispatch({ type: 'ready' });
+              break;
+            case 'close':
+              b.dispatch({ type: 'close' });
+              break;
+            case 'advance':
+              b.advanceTo(b.time + st.ms);
+              break;
+          }
+          const delivered = b.outcomes.slice(before).filter((o) => o.kind === 'deliver');
+          for (const o of delivered) {
+            expect(held, 'a connection is never handed out twice').to.not.include(o.connection);
+            const rec = b.state.records.get(o.connection!.id)!;
+            expect(rec.generation, 'never hands out a stale connection').to.equal(b.state.generation);
+            held.push(o.connection!);
+          }
+          check(delivered.map((o) => o.waiter));
+        }
+
+        // Wind down: close, finish every establishment, return every connection.
+        b.dispatch({ type: 'close' });
+        for (const id of [...b.establishing]) b.succeed(id);
+        for (const c of held.splice(0)) b.dispatch({ type: 'checkIn', connection: c });
+        check([]);
+        for (const w of waiters) {
+          expect(b.outcomes.filter((o) => o.waiter === w), 'every checkout settled exactly once').to.have.length(1);
+        }
+        expect(b.state.records.size, 'no connection left in a closed pool').to.equal(0);
+        const established = b.commands.filter((c) => c.k === 'deliver').length;
+        expect(established).to.be.at.most(waiters.length);
+        const created = b.events.filter((e) => e.type === 'ConnectionCreated').length;
+        const closed = b.events.filter((e) => e.type === 'ConnectionClosed').length;
+        expect(closed, 'every created connection was closed').to.equal(created);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});

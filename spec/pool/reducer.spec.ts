@@ -1,0 +1,347 @@
+import { expect } from 'chai';
+import {
+  CheckOutCancelledError,
+  PoolClearedError,
+  PoolClosedError,
+  WaitQueueTimeoutError,
+  type ConnectionCheckOutFailedEvent,
+  type ConnectionClosedEvent,
+} from '../../lib';
+import { Bench } from './harness';
+
+describe('reduce (pool reducer, virtual time)', function () {
+  describe('checkOut', function () {
+    it('fails at once on a paused pool with PoolClearedError and reason connectionError', function () {
+      const b = new Bench();
+      const w = b.checkOut();
+      expect(b.types()).to.deep.equal(['ConnectionCheckOutStarted', 'ConnectionCheckOutFailed']);
+      expect((b.events[1] as ConnectionCheckOutFailedEvent).reason).to.equal('connectionError');
+      expect(b.errorOf(w)).to.be.instanceOf(PoolClearedError);
+      expect(b.errorOf(w)!.message).to.match(/has not been marked ready/);
+    });
+
+    it('fails at once on a closed pool with PoolClosedError and reason poolClosed', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'close' });
+      const w = b.checkOut();
+      expect(b.errorOf(w)).to.be.instanceOf(PoolClosedError);
+      expect((b.events.at(-1) as ConnectionCheckOutFailedEvent).reason).to.equal('poolClosed');
+    });
+
+    it('creates a connection, and delivers it once established, with durations from the clock', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'ready' });
+      b.time = 10;
+      const w = b.checkOut();
+      expect([...b.establishing]).to.deep.equal([1]);
+      b.time = 35;
+      const c = b.succeed(1);
+      expect(b.connectionOf(w)).to.equal(c);
+      const ready = b.events.find((e) => e.type === 'ConnectionReady')!;
+      const out = b.events.find((e) => e.type === 'ConnectionCheckedOut')!;
+      expect(ready).to.include({ connectionId: 1, duration: 25 });
+      expect(out).to.include({ connectionId: 1, duration: 25 });
+    });
+
+    it('never exceeds maxConnecting establishments; waiters beyond it wait in the WaitQueue', function () {
+      const b = new Bench({ maxConnecting: 2, maxPoolSize: 10 });
+      b.dispatch({ type: 'ready' });
+      const ws = [b.checkOut(), b.checkOut(), b.checkOut()];
+      expect(b.establishing.size).to.equal(2);
+      expect(b.state.waitQueue.live).to.equal(1);
+      b.succeed(1);
+      expect(b.connectionOf(ws[0])?.id).to.equal(1);
+      // the freed slot goes to the third waiter, which starts connection 3
+      expect([...b.establishing].sort()).to.deep.equal([2, 3]);
+    });
+
+    it('claims an unclaimed background establishment instead of starting another one', function () {
+      const b = new Bench({ minPoolSize: 2, maxPoolSize: 3 });
+      b.dispatch({ type: 'ready' });
+      expect(b.establishing.size).to.equal(2);
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      b.succeed(1);
+      b.succeed(2);
+      expect(b.types().filter((t) => t === 'ConnectionCreated')).to.have.length(2);
+      expect(b.connectionOf(w1)?.id).to.equal(1);
+      expect(b.connectionOf(w2)?.id).to.equal(2);
+    });
+
+    it('gives a checked-in connection to the oldest waiter, even one waiting on an establishment', function () {
+      const b = new Bench({ maxConnecting: 1 });
+      b.dispatch({ type: 'ready' });
+      const first = b.checkOut();
+      const c1 = b.succeed(1);
+      expect(b.connectionOf(first)).to.equal(c1);
+      const w2 = b.checkOut(); // starts connection 2 and holds its claim
+      const w3 = b.checkOut(); // queued: maxConnecting reached
+      b.dispatch({ type: 'checkIn', connection: c1 });
+      expect(b.connectionOf(w2)).to.equal(c1);
+      // w3 claims the establishment w2 no longer needs
+      b.succeed(2);
+      expect(b.connectionOf(w3)?.id).to.equal(2);
+    });
+
+    it('takes the most recently used available connection and closes perished ones met on the way', function () {
+      const b = new Bench({ maxIdleTimeMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const [w1, w2] = [b.checkOut(), b.checkOut()];
+      const c1 = b.succeed(1);
+      const c2 = b.succeed(2);
+      expect(b.connectionOf(w1)).to.equal(c1);
+      expect(b.connectionOf(w2)).to.equal(c2);
+      b.dispatch({ type: 'checkIn', connection: c1 });
+      b.time = 50;
+      b.dispatch({ type: 'checkIn', connection: c2 });
+      b.time = 120; // c1 is idle (120 ms available), c2 is not (70 ms)
+      const w3 = b.checkOut();
+      expect(b.connectionOf(w3)).to.equal(c2);
+      c2.errored = true;
+      b.dispatch({ type: 'checkIn', connection: c2 });
+      const closed = b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
+      expect(closed.map((e) => [e.connectionId, e.reason])).to.deep.equal([[2, 'error']]);
+      const w4 = b.checkOut(); // c1 is idle: closed, and a new connection is created
+      expect(b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed').map((e) => [e.connectionId, e.reason])).to.deep.equal([
+        [2, 'error'],
+        [1, 'idle'],
+      ]);
+      expect(b.state.records.size).to.equal(1);
+      expect([...b.establishing]).to.deep.equal([3]);
+      expect(b.connectionOf(w4)).to.equal(undefined);
+    });
+  });
+
+  describe('WaitQueue timeout', function () {
+    it('arms one timer for the head, fails expired waiters in order, and re-arms for the next', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      b.time = 0;
+      const w1 = b.checkOut();
+      b.time = 30;
+      const w2 = b.checkOut();
+      b.time = 60;
+      const w3 = b.checkOut();
+      const arms = b.commands.filter((c) => c.k === 'arm' && c.timer === 'waitQueue');
+      expect(arms).to.have.length(1); // one timer, not one per waiter
+      b.advanceTo(100);
+      expect(b.errorOf(w1)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.errorOf(w2)).to.equal(undefined);
+      expect(b.timers.get('waitQueue')).to.equal(130);
+      b.advanceTo(200);
+      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.errorOf(w3)).to.be.instanceOf(WaitQueueTimeoutError);
+      const failed = b.events.filter((e): e is ConnectionCheckOutFailedEvent => e.type === 'ConnectionCheckOutFailed');
+      expect(failed.map((e) => [e.reason, e.duration])).to.deep.equal([
+        ['timeout', 100],
+        ['timeout', 100],
+        ['timeout', 100],
+      ]);
+    });
+
+    it('does not time out a checkout while the establishment it started is under way', function () {
+      const b = new Bench({ waitQueueTimeoutMS: 50 });
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      b.advanceTo(500);
+      expect(b.errorOf(w)).to.equal(undefined);
+      b.succeed(1);
+      expect(b.connectionOf(w)?.id).to.equal(1);
+    });
+
+    it('skips cancelled waiters without failing the next one early', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      const w1 = b.checkOut();
+      b.time = 40;
+      const w2 = b.checkOut();
+      b.dispatch({ type: 'cancel', waiter: w1 });
+      expect(b.errorOf(w1)).to.be.instanceOf(CheckOutCancelledError);
+      expect(b.state.waitQueue.live).to.equal(1);
+      b.advanceTo(100);
+      expect(b.errorOf(w2)).to.equal(undefined);
+      b.advanceTo(140);
+      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+    });
+  });
+
+  describe('clear', function () {
+    it('bumps the generation, pauses, evicts every waiter, and closes a stale establishment when it completes', function () {
+      const b = new Bench({ maxPoolSize: 1 });
+      b.dispatch({ type: 'ready' });
+      const claimant = b.checkOut(); // starts connection 1
+      const queued = b.checkOut();
+      const cause = new Error('monitor check failed');
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, cause });
+      expect(b.state.generation).to.equal(1);
+      expect(b.state.status).to.equal('paused');
+      for (const w of [claimant, queued]) {
+        expect(b.errorOf(w)).to.be.instanceOf(PoolClearedError);
+        expect(b.errorOf(w)!.message).to.include('monitor check failed');
+      }
+      b.dispatch({ type: 'ready' });
+      const later = b.checkOut();
+      b.succeed(1); // generation 0: stale
+      expect(b.connectionOf(later)).to.equal(undefined);
+      const closed = b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
+      expect(closed).to.include({ connectionId: 1, reason: 'stale' });
+      expect(b.destroyed.map((c) => c.id)).to.deep.equal([1]);
+      // the closed one freed the only slot: the new waiter now starts connection 2
+      expect([...b.establishing]).to.deep.equal([2]);
+    });
+
+    it('emits ConnectionPoolCleared only when the pool was ready, but always bumps the generation', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      expect(b.types()).to.deep.equal([]);
+      expect(b.state.generation).to.equal(1);
+      b.dispatch({ type: 'ready' });
+      b.dispatch({ type: 'clear', interruptInUseConnections: true });
+      expect(b.types()).to.deep.equal(['ConnectionPoolReady', 'ConnectionPoolCleared']);
+      expect(b.events[1]).to.include({ interruptInUseConnections: true });
+    });
+
+    it('with interruptInUseConnections aborts pending establishments and interrupts in-use connections', function () {
+      const b = new Bench({ maxConnecting: 5 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const inUse = b.succeed(1);
+      expect(b.connectionOf(w1)).to.equal(inUse);
+      const w2 = b.checkOut(); // connection 2 pending
+      b.dispatch({ type: 'clear', interruptInUseConnections: true });
+      expect(b.aborted).to.deep.equal([2]);
+      expect(inUse.destroyed).to.equal(true);
+      expect(inUse.destroyError?.message).to.equal('Connection to localhost:27017 interrupted due to server monitor timeout');
+      expect(b.errorOf(w2)).to.be.instanceOf(PoolClearedError);
+      expect(b.types().slice(-3)).to.deep.equal(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
+      b.dispatch({ type: 'checkIn', connection: inUse });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      expect(b.state.records.size).to.equal(0);
+    });
+
+    it('schedules a background run at once, which closes the stale available connections', function () {
+      const b = new Bench({ backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const c = b.succeed(1);
+      expect(b.connectionOf(w)).to.equal(c);
+      b.dispatch({ type: 'checkIn', connection: c });
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      expect(b.timers.get('background')).to.equal(b.time);
+      b.advanceTo(b.time);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+    });
+  });
+
+  describe('establishment failure', function () {
+    it('fails the claimant with the error (connectionError) and clears the pool', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const error = new Error('ECONNREFUSED');
+      b.failEstablishment(1, error);
+      expect(b.errorOf(w)).to.equal(error);
+      expect(b.types().slice(-3)).to.deep.equal(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
+      expect(b.events.at(-2)).to.include({ reason: 'error', error });
+      expect(b.events.at(-1)).to.include({ reason: 'connectionError', error });
+      expect(b.state.status).to.equal('paused');
+      expect(b.state.records.size).to.equal(0);
+    });
+
+    it('does not clear when the policy says so, and the pool stays ready', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      b.failEstablishment(1, new Error('overloaded'), false);
+      expect(b.state.status).to.equal('ready');
+      expect(b.errorOf(w)?.message).to.equal('overloaded');
+    });
+  });
+
+  describe('background runs', function () {
+    it('populates to minPoolSize, maxConnecting at a time, without waiting for a slot', function () {
+      const b = new Bench({ minPoolSize: 5, maxConnecting: 2, backgroundThreadIntervalMS: 1000 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.establishing]).to.deep.equal([1, 2]);
+      b.succeed(1);
+      expect([...b.establishing]).to.deep.equal([2, 3]);
+      b.succeed(2);
+      b.succeed(3);
+      b.succeed(4);
+      b.succeed(5);
+      expect(b.state.records.size).to.equal(5);
+      expect(b.state.available.size).to.equal(5);
+      expect(b.establishing.size).to.equal(0);
+    });
+
+    it('closes idle available connections and repopulates to minPoolSize', function () {
+      const b = new Bench({ minPoolSize: 1, maxIdleTimeMS: 500, backgroundThreadIntervalMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.succeed(1);
+      b.advanceTo(499);
+      expect(b.types()).to.not.include('ConnectionClosed');
+      b.advanceTo(500);
+      expect(b.events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'idle' });
+      expect([...b.establishing]).to.deep.equal([2]);
+    });
+
+    it('never runs with a negative interval', function () {
+      const b = new Bench({ minPoolSize: 1, backgroundThreadIntervalMS: -1 });
+      b.dispatch({ type: 'ready' });
+      expect(b.establishing.size).to.equal(0);
+      expect(b.timers.size).to.equal(0);
+    });
+  });
+
+  describe('close', function () {
+    it('closes available then pending connections, then emits ConnectionPoolClosed', function () {
+      const b = new Bench({ maxPoolSize: 3, minPoolSize: 3, maxConnecting: 2 });
+      b.dispatch({ type: 'ready' });
+      b.succeed(1); // background populate: 1 available, 2 and 3 pending
+      const w = b.checkOut();
+      const c1 = b.connectionOf(w)!;
+      expect(c1.id).to.equal(1);
+      b.succeed(2); // available
+      b.dispatch({ type: 'close' });
+      const closed = b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
+      expect(closed.map((e) => [e.connectionId, e.reason])).to.deep.equal([
+        [2, 'poolClosed'],
+        [3, 'poolClosed'],
+      ]);
+      expect(b.types().at(-1)).to.equal('ConnectionPoolClosed');
+      expect(b.aborted).to.deep.equal([3]);
+      expect(b.timers.size).to.equal(0);
+      b.dispatch({ type: 'checkIn', connection: c1 }); // in use during close: closed when checked in
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'poolClosed' });
+      expect(c1.destroyed).to.equal(true);
+      expect(b.state.records.size).to.equal(0);
+      const late = b.succeed(3); // a late establishment result is torn down, never pooled
+      expect(late.destroyed).to.equal(true);
+    });
+
+    it('fails waiting checkouts with PoolClosedError after ConnectionPoolClosed', function () {
+      const b = new Bench({ maxPoolSize: 1 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      const queued = b.checkOut();
+      b.dispatch({ type: 'close' });
+      expect(b.types().slice(-2)).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed']);
+      expect(b.events.at(-1)).to.include({ reason: 'poolClosed' });
+      expect(b.errorOf(queued)).to.be.instanceOf(PoolClosedError);
+    });
+  });
+
+  it('builds no event while nobody observes', function () {
+    const b = new Bench({}, false);
+    b.dispatch({ type: 'ready' });
+    b.checkOut();
+    b.succeed(1);
+    expect(b.commands.filter((c) => c.k === 'emit')).to.have.length(0);
+    expect(b.outcomes).to.have.length(1);
+  });
+});
