@@ -1,0 +1,386 @@
+import { expect } from 'chai';
+import { config, firstValueFrom, of, Subscription, throwError, delay as rxDelay } from 'rxjs';
+import {
+  CheckOutCancelledError,
+  ConnectionCheckInError,
+  ConnectionPool,
+  InvalidOptionError,
+  MockConnectionFactory,
+  PoolClearedError,
+  PoolClosedError,
+  WaitQueueTimeoutError,
+  type ConnectionPoolEvent,
+  type MockConnection,
+  type MockConnectionFactoryOptions,
+} from '../../lib';
+import { microtasks, VirtualClock } from './virtual-time';
+
+function makePool(
+  options: Partial<ConstructorParameters<typeof ConnectionPool<MockConnection>>[0]> = {},
+  factoryOptions: MockConnectionFactoryOptions = {},
+) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10, ...factoryOptions });
+  const pool = new ConnectionPool<MockConnection>({
+    address: 'db.example:27017',
+    scheduler: clock,
+    connectionFactory: mock.factory,
+    ...options,
+  });
+  const events: ConnectionPoolEvent[] = [];
+  const sub = pool.events$.subscribe((e) => events.push(e));
+  return { pool, clock, mock, events, sub, types: () => events.map((e) => e.type) };
+}
+
+describe('ConnectionPool', function () {
+  describe('options', function () {
+    const invalid: [string, Record<string, unknown>, RegExp][] = [
+      ['maxPoolSize', { maxPoolSize: -1 }, /Invalid maxPoolSize: -1 \(maxPoolSize must be an integer >= 0/],
+      ['maxPoolSize', { maxPoolSize: 1.5 }, /Invalid maxPoolSize: 1.5/],
+      ['minPoolSize', { minPoolSize: -2 }, /Invalid minPoolSize: -2/],
+      ['minPoolSize', { maxPoolSize: 2, minPoolSize: 3 }, /minPoolSize must be <= maxPoolSize \(2\)/],
+      ['maxConnecting', { maxConnecting: 0 }, /Invalid maxConnecting: 0 \(maxConnecting must be an integer > 0\)/],
+      ['maxIdleTimeMS', { maxIdleTimeMS: -5 }, /Invalid maxIdleTimeMS: -5/],
+      ['waitQueueTimeoutMS', { waitQueueTimeoutMS: Number.NaN }, /Invalid waitQueueTimeoutMS: NaN/],
+      ['waitQueueTimeoutMS', { waitQueueTimeoutMS: '100' }, /Invalid waitQueueTimeoutMS: "100"/],
+      ['backgroundThreadIntervalMS', { backgroundThreadIntervalMS: 0 }, /0 is not allowed/],
+      ['address', { address: 'host:99999' }, /Invalid address: "host:99999"/],
+      ['address', { address: '' }, /Invalid address/],
+    ];
+    for (const [option, given, message] of invalid) {
+      it(`rejects ${JSON.stringify(given)} with an InvalidOptionError naming ${option}`, function () {
+        let error: unknown;
+        try {
+          new ConnectionPool({ address: 'localhost', ...given } as never);
+        } catch (e) {
+          error = e;
+        }
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal(option);
+        expect((error as Error).message).to.match(message);
+      });
+    }
+
+    it('accepts minPoolSize above maxPoolSize when maxPoolSize is 0 (no limit), and applies the defaults', function () {
+      const pool = new ConnectionPool({ address: 'LocalHost', maxPoolSize: 0, minPoolSize: 5 });
+      expect(pool.address).to.equal('localhost:27017');
+      expect(pool.options).to.include({ maxPoolSize: 0, minPoolSize: 5, maxConnecting: 2, maxIdleTimeMS: 0, waitQueueTimeoutMS: 0 });
+      pool.close();
+    });
+
+    it('reports only the options the user set in ConnectionPoolCreated, to every subscriber', async function () {
+      const { pool, events } = makePool({ maxPoolSize: 7, waitQueueTimeoutMS: 100 });
+      expect(events[0]).to.include({ type: 'ConnectionPoolCreated', address: 'db.example:27017' });
+      expect((events[0] as { options: unknown }).options).to.deep.equal({ maxPoolSize: 7, waitQueueTimeoutMS: 100 });
+      const late = await firstValueFrom(pool.events$);
+      expect(late).to.equal(events[0]);
+    });
+  });
+
+  describe('checkOut as an Observable', function () {
+    it('is lazy: nothing is enqueued until subscribed', function () {
+      const { pool, types } = makePool();
+      pool.ready();
+      pool.checkOut();
+      expect(types()).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+    });
+
+    it('emits the connection once and completes', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      const seen: unknown[] = [];
+      let completed = false;
+      pool.checkOut().subscribe({ next: (c) => seen.push(c), complete: () => (completed = true) });
+      clock.advance(10);
+      expect(seen).to.have.length(1);
+      expect(completed).to.equal(true);
+    });
+
+    it('unsubscribing while waiting leaves the WaitQueue at once and emits ConnectionCheckOutFailed (cancelled)', function () {
+      const { pool, clock, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      const sub = pool.checkOut().subscribe(() => expect.fail('a cancelled checkout must not receive a connection'));
+      expect(pool.snapshot().waitQueueLength).to.equal(1);
+      sub.unsubscribe();
+      expect(pool.snapshot().waitQueueLength).to.equal(0);
+      expect(events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'cancelled' });
+      pool.checkIn(held!);
+      expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+    });
+
+    it('unsubscribing while its establishment is under way does not strand the connection', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      const sub = pool.checkOut().subscribe(() => expect.fail('cancelled'));
+      sub.unsubscribe();
+      clock.advance(10);
+      expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1, pendingConnectionCount: 0 });
+    });
+
+    it('a connection delivered to a subscriber that left from inside the delivery is checked back in', function () {
+      // A subscriber unsubscribes another checkout from its own next handler, while the pool is mid-delivery.
+      const { pool, clock, types } = makePool({ maxPoolSize: 2 });
+      pool.ready();
+      let second: Subscription | undefined;
+      const first = pool.checkOut().subscribe(() => second?.unsubscribe());
+      second = pool.checkOut().subscribe(() => expect.fail('unsubscribed before delivery'));
+      clock.advance(10);
+      expect(first.closed).to.equal(true);
+      const snap = pool.snapshot();
+      expect(snap.inUseConnectionCount).to.equal(1);
+      expect(snap.totalConnectionCount).to.equal(2);
+      expect(types().filter((t) => t === 'ConnectionCheckOutFailed' || t === 'ConnectionCheckedIn')).to.have.length(1);
+    });
+
+    it('errors with CheckOutCancelledError when its AbortSignal aborts', function () {
+      const { pool, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe();
+      const controller = new AbortController();
+      let error: unknown;
+      pool.checkOut({ signal: controller.signal }).subscribe({ error: (e) => (error = e) });
+      controller.abort(new Error('user gave up'));
+      expect(error).to.be.instanceOf(CheckOutCancelledError);
+      expect((error as Error).cause).to.have.property('message', 'user gave up');
+      expect(events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'cancelled' });
+    });
+  });
+
+  describe('checkOut as a Promise', function () {
+    it('resolves to the connection; awaiting the same request twice is one checkout', async function () {
+      const { pool, clock, types } = makePool();
+      pool.ready();
+      const request = pool.checkOut();
+      const p1 = request.then((c) => c);
+      clock.advance(10);
+      const c = await p1;
+      expect(await request).to.equal(c);
+      expect(types().filter((t) => t === 'ConnectionCheckOutStarted')).to.have.length(1);
+    });
+
+    it('rejects with WaitQueueTimeoutError after waitQueueTimeoutMS of virtual time, not before', async function () {
+      const { pool, clock, events } = makePool({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      let outcome: unknown = 'pending';
+      pool.checkOut().then(
+        () => (outcome = 'resolved'),
+        (e) => (outcome = e),
+      );
+      clock.advance(99);
+      await microtasks();
+      expect(outcome).to.equal('pending');
+      clock.advance(1);
+      await microtasks();
+      expect(outcome).to.be.instanceOf(WaitQueueTimeoutError);
+      expect((outcome as WaitQueueTimeoutError).address).to.equal('db.example:27017');
+      expect(events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'timeout', duration: 100 });
+    });
+
+    it('rejects with CheckOutCancelledError when its signal aborts, and at once for an aborted signal', async function () {
+      const { pool, types } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe();
+      const controller = new AbortController();
+      const p = pool.checkOut({ signal: controller.signal });
+      const settled = p.then(
+        () => 'resolved',
+        (e) => e,
+      );
+      controller.abort();
+      expect(await settled).to.be.instanceOf(CheckOutCancelledError);
+      const before = types().length;
+      const error = await pool.checkOut({ signal: AbortSignal.abort() }).then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(error).to.be.instanceOf(CheckOutCancelledError);
+      expect(types().length).to.equal(before); // it never started
+    });
+
+    it('rejects with PoolClearedError on a paused pool and PoolClosedError on a closed one', async function () {
+      const { pool } = makePool();
+      const paused = await pool.checkOut().then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(paused).to.be.instanceOf(PoolClearedError);
+      expect((paused as PoolClearedError).hasErrorLabel('RetryableError')).to.equal(true);
+      pool.close();
+      const closed = await pool.checkOut().then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(closed).to.be.instanceOf(PoolClosedError);
+    });
+
+    it('rejects with the establishment error, and the pool clears itself', async function () {
+      const boom = new Error('handshake failed');
+      const { pool, clock, types } = makePool({}, { failWith: () => boom });
+      pool.ready();
+      const p = pool.checkOut().then(
+        () => undefined,
+        (e) => e,
+      );
+      clock.advance(10);
+      expect(await p).to.equal(boom);
+      expect(pool.status).to.equal('paused');
+      expect(types()).to.include.members(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
+    });
+  });
+
+  describe('checkIn', function () {
+    it('throws ConnectionCheckInError for a connection of another pool, or one already checked in', function () {
+      const a = makePool();
+      const b = makePool();
+      a.pool.ready();
+      b.pool.ready();
+      let fromB: MockConnection | undefined;
+      b.pool.checkOut().subscribe((c) => (fromB = c));
+      b.clock.advance(10);
+      expect(() => a.pool.checkIn(fromB!)).to.throw(ConnectionCheckInError, /not a live connection of this pool/);
+      b.pool.checkIn(fromB!);
+      expect(() => b.pool.checkIn(fromB!)).to.throw(ConnectionCheckInError, /not checked out/);
+      expect(() => b.pool.checkIn({} as MockConnection)).to.throw(ConnectionCheckInError);
+    });
+
+    it('closes an errored connection with reason error', function () {
+      const { pool, clock, events } = makePool();
+      pool.ready();
+      let c: MockConnection | undefined;
+      pool.checkOut().subscribe((x) => (c = x));
+      clock.advance(10);
+      c!.errored = true;
+      pool.checkIn(c!);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'error', connectionId: 1 });
+    });
+
+    it('a check-in from inside a delivery runs after the current action, keeping commit order', function () {
+      const { pool, clock, types } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe((c) => pool.checkIn(c)); // re-enters the pool from inside its own delivery
+      let second: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (second = c));
+      clock.advance(10);
+      expect(second?.id).to.equal(1);
+      expect(types().slice(-3)).to.deep.equal(['ConnectionCheckedOut', 'ConnectionCheckedIn', 'ConnectionCheckedOut']);
+    });
+  });
+
+  describe('withConnection', function () {
+    it('checks the connection in after fn resolves, after fn throws, and when fn checked it in itself', async function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      const run = async <T>(p: Promise<T>): Promise<T> => {
+        await microtasks(); // withConnection awaits the request, which enters the pool a microtask later
+        clock.advance(10);
+        return p;
+      };
+      expect(await run(pool.withConnection((c) => c.id))).to.equal(1);
+      const error = await run(
+        pool.withConnection(() => {
+          throw new Error('fn failed');
+        }),
+      ).catch((e) => e);
+      expect(error).to.have.property('message', 'fn failed');
+      await run(pool.withConnection((c) => pool.checkIn(c)));
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1, totalConnectionCount: 1 });
+    });
+
+    it('withConnection$ checks in when the inner Observable completes, errors, or is unsubscribed', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      const ids: number[] = [];
+      pool.withConnection$((c) => of(c.id)).subscribe((id) => ids.push(id));
+      clock.advance(10);
+      expect(ids).to.deep.equal([1]);
+      let error: unknown;
+      pool.withConnection$(() => throwError(() => new Error('inner'))).subscribe({ error: (e) => (error = e) });
+      clock.advance(10);
+      expect(error).to.have.property('message', 'inner');
+      const sub = pool.withConnection$(() => of(1).pipe(rxDelay(1000, clock))).subscribe();
+      clock.advance(10);
+      expect(pool.snapshot().inUseConnectionCount).to.equal(1);
+      sub.unsubscribe();
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, totalConnectionCount: 1 });
+      expect(pool.snapshot().availableConnectionCount).to.equal(1);
+    });
+  });
+
+  describe('events$', function () {
+    it('a subscriber that throws affects neither the pool nor the other subscribers', async function () {
+      const reported: unknown[] = [];
+      const previous = config.onUnhandledError;
+      config.onUnhandledError = (e) => reported.push(e);
+      try {
+        const { pool, clock, types } = makePool();
+        pool.events$.subscribe(() => {
+          throw new Error('bad subscriber');
+        });
+        pool.ready();
+        pool.checkOut().subscribe();
+        clock.advance(10);
+        expect(types()).to.deep.equal([
+          'ConnectionPoolCreated',
+          'ConnectionPoolReady',
+          'ConnectionCheckOutStarted',
+          'ConnectionCreated',
+          'ConnectionReady',
+          'ConnectionCheckedOut',
+        ]);
+        expect(pool.snapshot().inUseConnectionCount).to.equal(1);
+        await new Promise((r) => setTimeout(r, 5)); // RxJS reports subscriber errors on a timer
+        expect(reported).to.have.length.greaterThan(0);
+        expect(reported[0]).to.have.property('message', 'bad subscriber');
+      } finally {
+        config.onUnhandledError = previous;
+      }
+    });
+
+    it('stamps events with the scheduler clock and durations in ms', function () {
+      const { pool, clock, events } = makePool({}, { establishDelayMS: 25 });
+      clock.advance(1000);
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(25);
+      const ready = events.find((e) => e.type === 'ConnectionReady')!;
+      expect(ready).to.include({ time: 1025, duration: 25 });
+      expect(events.find((e) => e.type === 'ConnectionCheckedOut')).to.include({ duration: 25 });
+    });
+  });
+
+  describe('clear and close', function () {
+    it('clear fails waiting checkouts with a PoolClearedError quoting the cause', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      const waiting = pool.checkOut().then(
+        () => undefined,
+        (e) => e,
+      );
+      pool.clear({ cause: new Error('heartbeat failed') });
+      const error = await waiting;
+      expect(error).to.be.instanceOf(PoolClearedError);
+      expect((error as Error).message).to.equal(
+        'Connection pool for db.example:27017 was cleared because another operation failed with: heartbeat failed',
+      );
+      expect(pool.generation).to.equal(1);
+    });
+
+    it('close destroys every connection it closes and aborts establishments under way', function () {
+      const { pool, clock, mock } = makePool({ minPoolSize: 3, maxConnecting: 2 });
+      pool.ready();
+      clock.advance(10); // 1 and 2 established, 3 pending
+      pool.close();
+      clock.advance(100);
+      expect(mock.created.map((c) => c.destroyed)).to.deep.equal([true, true]);
+      expect(mock.aborted).to.equal(1);
+      expect(pool.snapshot()).to.include({ status: 'closed', totalConnectionCount: 0 });
+    });
+  });
+});
