@@ -43,3 +43,5 @@ export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler } from
 export { MockConnection, MockConnectionFactory } from './testing/mock-connection';
 export type { MockConnectionFactoryOptions } from './testing/mock-connection';
 export { DRIVER_INFO } from './version';
+export { parseConnectionString } from './connection-string';
+export type { ParsedConnectionString } from './connection-string';
