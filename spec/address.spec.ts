@@ -1,0 +1,23 @@
+import { expect } from 'chai';
+import { InvalidOptionError, parseAddress } from '../lib';
+
+describe('parseAddress', function () {
+  const valid: [string, { address: string; host: string; port?: number }][] = [
+    ['localhost', { address: 'localhost:27017', host: 'localhost', port: 27017 }],
+    ['DB.Example.com:27018', { address: 'db.example.com:27018', host: 'db.example.com', port: 27018 }],
+    ['[::1]:27019', { address: '[::1]:27019', host: '::1', port: 27019 }],
+    ['[fe80::1]', { address: '[fe80::1]:27017', host: 'fe80::1', port: 27017 }],
+    ['/tmp/mongodb-27017.sock', { address: '/tmp/mongodb-27017.sock', host: '/tmp/mongodb-27017.sock' }],
+  ];
+  for (const [text, expected] of valid) {
+    it(`parses ${text}`, function () {
+      expect({ ...parseAddress(text) }).to.deep.equal(expected);
+    });
+  }
+
+  for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', '[::1', '[::1]x', 'ho st', 42, undefined]) {
+    it(`rejects ${JSON.stringify(bad)} with an InvalidOptionError for address`, function () {
+      expect(() => parseAddress(bad)).to.throw(InvalidOptionError, /Invalid address/);
+    });
+  }
+});
