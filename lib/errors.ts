@@ -217,3 +217,16 @@ export class ConnectionBusyError extends CmapError {
     super(`Connection ${connectionId} to ${address} already has a request in flight; it runs one request at a time`);
   }
 }
+
+/**
+ * Authentication failed while establishing a connection: the server rejected the credentials, the SCRAM
+ * conversation was malformed, the server's signature did not verify, or its iteration count was below 4096. The
+ * message names the user, source and mechanism, never the password. `cause` is the server's error, when there is one.
+ *
+ * Source: auth spec, "Authentication Handshake", "SCRAM-SHA-1", "SCRAM-SHA-256".
+ */
+export class AuthenticationError extends CmapError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { cause });
+  }
+}

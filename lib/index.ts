@@ -31,6 +31,7 @@ export {
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoServerError,
+  AuthenticationError,
 } from './errors';
 
 export { Connection } from './connection/connection';
@@ -45,3 +46,10 @@ export type { MockConnectionFactoryOptions } from './testing/mock-connection';
 export { DRIVER_INFO } from './version';
 export { parseConnectionString } from './connection-string';
 export type { ParsedConnectionString } from './connection-string';
+export { MongoCredentials, AUTH_MECHANISMS } from './auth/credentials';
+export type { AuthMechanism, CredentialsInit } from './auth/credentials';
+export type { TlsSettings } from './connection/tls-options';
+export type { ServerDescription } from './connection/connection';
+export { FailCommandPoint } from './testing/fail-points';
+export type { FailAction } from './testing/fail-points';
+export type { EmbeddedUser } from './testing/scram-server';

@@ -1,25 +1,38 @@
 /**
- * The default connection factory: establishes a {@link Connection} over TCP (socket connect, then the hello
- * handshake) as a cancellable Observable.
+ * The default connection factory: establishes a {@link Connection} (socket connect over TCP or TLS, the handshake,
+ * then authentication) as a cancellable Observable.
  *
- * Source: CMAP spec, "Establishing a Connection"; handshake spec, "Connection handshake".
+ * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec; auth spec.
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
-import { InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
+import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
+import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
+import { ErrorLabel, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
 import type { ConnectionFactory } from '../pool/commands';
 import type { ConnectionDescriptor } from '../pool/state';
 import { Connection } from './connection';
 import { clientMetadata, handshakeCommand } from './handshake';
+import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
+import { nodeTlsOptions, wantsTls, type TlsSettings } from './tls-options';
 
 /** How connections are established. Durations in ms. */
-export interface ConnectionOptions {
+export interface ConnectionOptions extends TlsSettings {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
   appName?: string;
-  /** Time allowed for socket connect plus handshake, in ms; 0 = no limit. Default 10000. */
+  /** Time allowed for socket connect, TLS, handshake and authentication together, in ms; 0 = no limit. Default 10000. */
   connectTimeoutMS?: number;
   /** Default time allowed for each reply once established, in ms; 0 = no limit. Default 0. */
   socketTimeoutMS?: number;
+  /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
+  compressors?: readonly string[];
+  /** zlib level, -1 (zlib's default) to 9. Default -1. */
+  zlibCompressionLevel?: number;
+  /** Authenticate every connection (SCRAM-SHA-256 or SCRAM-SHA-1). */
+  credentials?: MongoCredentials | CredentialsInit;
+  /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
+  loadBalanced?: boolean;
 }
 
 /** Where to connect: a host and port, or a Unix domain socket path (as host, with no port). */
@@ -28,64 +41,141 @@ export interface Endpoint {
   port?: number;
 }
 
+/** Where in establishment a failure happened; decides the backpressure labels. */
+type Phase = 'connect' | 'hello' | 'auth';
+
 /**
- * A factory of real connections to `endpoint`. Each establishment opens a socket, performs the handshake and emits
- * the established {@link Connection}; unsubscribing (or the descriptor's signal aborting) before that destroys the
- * socket. Fails with {@link MongoNetworkError} (connect error, socket closed), {@link MongoNetworkTimeoutError}
- * (connectTimeoutMS elapsed) or the handshake's server error.
+ * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
+ * handshake and authentication, and emits the {@link Connection}; unsubscribing (or the descriptor's signal
+ * aborting) before that destroys the socket.
  *
- * @throws {InvalidOptionError} for an invalid connectTimeoutMS, socketTimeoutMS or appName.
+ * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure),
+ * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused) or
+ * `AuthenticationError`. Network errors and timeouts before or during the handshake carry the
+ * `SystemOverloadedError` and `RetryableError` labels, except DNS failures and TLS certificate or host name
+ * failures; nothing raised during authentication carries them.
+ *
+ * @throws {InvalidOptionError} for an invalid timeout, appName, compressor, zlibCompressionLevel, TLS option or
+ *   credentials.
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
   const connectTimeoutMS = nonNegative('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
   const socketTimeoutMS = nonNegative('socketTimeoutMS', options.socketTimeoutMS ?? 0);
-  const handshake = handshakeCommand(clientMetadata(options.appName));
-  const endpoint: Endpoint = { host: options.host, port: options.port };
-  return (descriptor) => establish(endpoint, descriptor, handshake, connectTimeoutMS, socketTimeoutMS);
+  const compressors = (options.compressors ?? []).filter((c) => c !== 'none');
+  for (const c of compressors) {
+    if (!SUPPORTED_COMPRESSORS.includes(c as CompressorName)) {
+      throw new InvalidOptionError('compressors', c, `one of ${[...SUPPORTED_COMPRESSORS, 'none'].join(', ')}`);
+    }
+  }
+  const zlibCompressionLevel = options.zlibCompressionLevel ?? -1;
+  if (!Number.isInteger(zlibCompressionLevel) || zlibCompressionLevel < -1 || zlibCompressionLevel > 9) {
+    throw new InvalidOptionError('zlibCompressionLevel', zlibCompressionLevel, 'an integer from -1 to 9');
+  }
+  const credentials =
+    options.credentials === undefined || options.credentials instanceof MongoCredentials
+      ? options.credentials
+      : new MongoCredentials(options.credentials);
+  const handshake = handshakeCommand({
+    metadata: clientMetadata(options.appName),
+    compressors,
+    saslSupportedMechs: credentials ? saslSupportedMechsRequest(credentials) : undefined,
+    loadBalanced: options.loadBalanced === true,
+  });
+  const tlsOptions = wantsTls(options) ? nodeTlsOptions(options, options.host) : undefined;
+  const settings: EstablishSettings = {
+    endpoint: { host: options.host, port: options.port },
+    tlsOptions,
+    handshake,
+    compressors: compressors as CompressorName[],
+    credentials,
+    connectTimeoutMS,
+    socketTimeoutMS,
+    zlibCompressionLevel,
+  };
+  return (descriptor) => establish(settings, descriptor);
 }
 
-function establish(
-  endpoint: Endpoint,
-  descriptor: ConnectionDescriptor,
-  handshake: Record<string, unknown>,
-  connectTimeoutMS: number,
-  socketTimeoutMS: number,
-): Observable<Connection> {
+interface EstablishSettings {
+  readonly endpoint: Endpoint;
+  readonly tlsOptions: tls.ConnectionOptions | undefined;
+  readonly handshake: Record<string, unknown>;
+  readonly compressors: CompressorName[];
+  readonly credentials: MongoCredentials | undefined;
+  readonly connectTimeoutMS: number;
+  readonly socketTimeoutMS: number;
+  readonly zlibCompressionLevel: number;
+}
+
+function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Observable<Connection> {
   return new Observable<Connection>((subscriber) => {
     const { address } = descriptor;
-    const socket =
-      endpoint.port === undefined
-        ? net.connect({ path: endpoint.host })
-        : net.connect({ host: endpoint.host, port: endpoint.port });
-    socket.setNoDelay(true);
+    const { host, port } = s.endpoint;
+    let phase: Phase = 'connect';
     let delivered = false;
+    const fail = (error: unknown): void => subscriber.error(withBackpressureLabels(error, phase));
+
+    const socket: net.Socket =
+      s.tlsOptions !== undefined
+        ? tls.connect({ ...s.tlsOptions, host, port })
+        : port === undefined
+          ? net.connect({ path: host })
+          : net.connect({ host, port });
+    socket.setNoDelay(true);
     const timer =
-      connectTimeoutMS > 0
-        ? setTimeout(() => {
-            subscriber.error(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${connectTimeoutMS} ms`));
-          }, connectTimeoutMS)
+      s.connectTimeoutMS > 0
+        ? setTimeout(
+            () => fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${phase})`)),
+            s.connectTimeoutMS,
+          )
         : undefined;
-    const onError = (error: Error): void =>
-      subscriber.error(new MongoNetworkError(address, `connecting to ${address} failed: ${error.message}`, { cause: error }));
-    socket.once('error', onError);
-    socket.once('connect', () => {
-      socket.off('error', onError);
-      const connection = new Connection(socket, { ...descriptor, socketTimeoutMS });
-      connection.command('admin', handshake).then(
-        (reply) => {
-          connection.applyHandshake(reply);
+    const onSocketError = (error: Error): void =>
+      fail(new MongoNetworkError(address, `connecting to ${address} failed: ${error.message}`, { cause: error }));
+    socket.once('error', onSocketError);
+    socket.once(s.tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
+      socket.off('error', onSocketError);
+      const connection = new Connection(socket, {
+        ...descriptor,
+        socketTimeoutMS: s.socketTimeoutMS,
+        zlibCompressionLevel: s.zlibCompressionLevel,
+      });
+      phase = 'hello';
+      connection
+        .command('admin', s.handshake, { timeoutMS: 0 })
+        .then(async (reply) => {
+          connection.applyHandshake(reply, s.compressors);
+          if (s.credentials !== undefined) {
+            phase = 'auth';
+            await authenticate((db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }), s.credentials, reply);
+          }
           delivered = true;
           subscriber.next(connection);
           subscriber.complete();
-        },
-        (error: Error) => subscriber.error(error),
-      );
+        })
+        .catch(fail);
     });
     return () => {
       if (timer !== undefined) clearTimeout(timer);
       if (!delivered) socket.destroy();
     };
   });
+}
+
+const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
+
+/**
+ * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
+ * and RetryableError labels, unless they cannot come from an overloaded server (DNS, TLS certificate or host name
+ * verification). Errors during authentication never get them.
+ */
+function withBackpressureLabels(error: unknown, phase: Phase): unknown {
+  if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
+  const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? '';
+  const verification = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|SIGNATURE|ERR_TLS_CERT/.test(code);
+  if (!DNS_ERRORS.has(code) && !verification) {
+    error.errorLabels.add(ErrorLabel.SystemOverloadedError);
+    error.errorLabels.add(ErrorLabel.RetryableError);
+  }
+  return error;
 }
 
 function nonNegative(name: string, value: unknown): number {

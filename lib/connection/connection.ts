@@ -1,20 +1,17 @@
 /**
- * Connection: one MongoDB connection over a TCP socket, speaking OP_MSG, one request at a time.
+ * Connection: one MongoDB connection over a TCP or TLS socket, speaking OP_MSG (optionally inside OP_COMPRESSED),
+ * one request at a time.
  *
- * Source: CMAP spec, "Connection" (Single Endpoint, Single Lifetime, Single Track, Perishable: Errored); OP_MSG spec.
+ * Source: CMAP spec, "Connection" (Single Endpoint, Single Lifetime, Single Track, Perishable: Errored); OP_MSG spec;
+ * OP_COMPRESSED spec; handshake spec (what the handshake reply tells about the server).
  */
 import type { Socket } from 'node:net';
-import type { Document } from 'bson';
+import type { Document, ObjectId } from 'bson';
 import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import type { PoolConnection } from '../pool/state';
-import {
-  decodeOpMsg,
-  DEFAULT_MAX_MESSAGE_SIZE_BYTES,
-  encodeOpMsg,
-  MessageFramer,
-  OpCode,
-  type WireMessage,
-} from './wire-protocol';
+import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
+import { decodeOpMsg, encodeOpMsg } from './op-msg';
+import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from './wire-protocol';
 
 /** Options of one {@link Connection.command} call. */
 export interface CommandOptions {
@@ -22,13 +19,30 @@ export interface CommandOptions {
   readonly timeoutMS?: number;
 }
 
-/** Identity and limits of a connection, from the pool and the handshake. */
+/** Identity and settings of a connection, from the pool and the factory. */
 export interface ConnectionInit {
   readonly id: number;
   readonly generation: number;
   readonly address: string;
   /** Default reply timeout of every command, in ms (0 = none). */
   readonly socketTimeoutMS?: number;
+  /** zlib level for compressed messages, -1 (zlib's default) to 9. */
+  readonly zlibCompressionLevel?: number;
+}
+
+/** What the handshake reply tells about the server, as recorded on the connection. */
+export interface ServerDescription {
+  readonly maxWireVersion: number;
+  readonly minWireVersion: number;
+  readonly maxBsonObjectSize: number;
+  readonly maxMessageSizeBytes: number;
+  readonly maxWriteBatchSize: number;
+  /** The server's id for this connection (`connectionId` in the reply). */
+  readonly serverConnectionId: number | undefined;
+  /** The service behind a load balancer (`serviceId` in the reply), in load-balanced mode. */
+  readonly serviceId: ObjectId | undefined;
+  /** Whether the server accepts `hello` (it answered `helloOk: true`). */
+  readonly helloOk: boolean;
 }
 
 interface InFlight {
@@ -48,8 +62,8 @@ export function newRequestId(): number {
 }
 
 /**
- * A MongoDB connection. Created established by the connection factory (socket connected, handshake done); used by
- * one caller at a time while checked out of its pool.
+ * A MongoDB connection. The connection factory creates it on a connected socket, runs the handshake and
+ * authentication through it, and hands it to the pool; a caller then uses it while it is checked out.
  */
 export class Connection implements PoolConnection {
   /** The pool-assigned id (CMAP "Monotonically Increasing ID"). */
@@ -58,16 +72,28 @@ export class Connection implements PoolConnection {
   readonly generation: number;
   /** The Endpoint, `host:port`. */
   readonly address: string;
-  /** The handshake reply (`hello` / legacy hello), once the handshake is done. */
+  /** The raw handshake reply (`hello` / legacy hello), once the handshake is done. */
   hello: Readonly<Document> = {};
-  /** maxMessageSizeBytes from the handshake (default 48,000,000): larger replies are wire-protocol errors. */
-  maxMessageSizeBytes = DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+  /** The server's limits and identity, from the handshake. */
+  server: ServerDescription = {
+    maxWireVersion: 0,
+    minWireVersion: 0,
+    maxBsonObjectSize: 16 * 1024 * 1024,
+    maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+    maxWriteBatchSize: 100_000,
+    serverConnectionId: undefined,
+    serviceId: undefined,
+    helloOk: false,
+  };
+  /** The compressor negotiated in the handshake, if any. */
+  compressor: CompressorName | undefined;
 
   private erroredBy: Error | undefined;
   private destroyed = false;
   private inFlight: InFlight | undefined;
-  private framer: MessageFramer;
+  private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
   private readonly socketTimeoutMS: number;
+  private readonly zlibCompressionLevel: number;
 
   constructor(
     private readonly socket: Socket,
@@ -77,10 +103,10 @@ export class Connection implements PoolConnection {
     this.generation = init.generation;
     this.address = init.address;
     this.socketTimeoutMS = init.socketTimeoutMS ?? 0;
-    this.framer = new MessageFramer(this.maxMessageSizeBytes);
+    this.zlibCompressionLevel = init.zlibCompressionLevel ?? -1;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (error) => this.fail(new MongoNetworkError(this.address, `connection ${this.id} to ${this.address}: ${error.message}`, { cause: error })));
-    socket.on('close', () => this.fail(new MongoNetworkError(this.address, `connection ${this.id} to ${this.address} closed`)));
+    socket.on('error', (error) => this.fail(this.networkError(error.message, error)));
+    socket.on('close', () => this.fail(this.networkError('closed by the server or the network')));
   }
 
   /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
@@ -93,30 +119,47 @@ export class Connection implements PoolConnection {
     return this.erroredBy;
   }
 
-  /** Applies the handshake's limits (called by the factory once the handshake reply is in). */
-  applyHandshake(reply: Document): void {
+  /**
+   * Records the handshake reply: the server's limits and identity, and the negotiated compressor (the first of the
+   * reply's `compression` list this library speaks). Called by the factory.
+   */
+  applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = []): void {
     this.hello = reply;
-    if (typeof reply.maxMessageSizeBytes === 'number' && reply.maxMessageSizeBytes > 0) {
-      this.maxMessageSizeBytes = reply.maxMessageSizeBytes;
-      this.framer = new MessageFramer(this.maxMessageSizeBytes);
-    }
+    const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);
+    this.server = {
+      maxWireVersion: num(reply.maxWireVersion, 0),
+      minWireVersion: num(reply.minWireVersion, 0),
+      maxBsonObjectSize: num(reply.maxBsonObjectSize, 16 * 1024 * 1024),
+      maxMessageSizeBytes: num(reply.maxMessageSizeBytes, DEFAULT_MAX_MESSAGE_SIZE_BYTES),
+      maxWriteBatchSize: num(reply.maxWriteBatchSize, 100_000),
+      serverConnectionId: typeof reply.connectionId === 'number' ? reply.connectionId : undefined,
+      serviceId: reply.serviceId ?? undefined,
+      helloOk: reply.helloOk === true,
+    };
+    this.framer = new MessageFramer(this.server.maxMessageSizeBytes);
+    const agreed = Array.isArray(reply.compression) ? (reply.compression as string[]) : [];
+    this.compressor = agreed.find((c): c is CompressorName => offeredCompressors.includes(c as CompressorName));
   }
 
   /**
-   * Runs one command on database `db` and resolves to the reply document.
+   * Runs one command on database `db` and resolves to the reply document. Compressed when a compressor was
+   * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication).
    *
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
-   * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply or a reply that answers
-   *   another request; {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both
-   *   leave the connection errored.
+   * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
+   *   maxMessageSizeBytes, unknown opcode, invalid BSON) or a reply to another request;
+   *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
+   *   errored.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
-    if (this.errored) {
-      return Promise.reject(this.erroredBy ?? new MongoNetworkError(this.address, `connection ${this.id} to ${this.address} is closed`));
-    }
+    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     const requestId = newRequestId();
+    let message = encodeOpMsg(requestId, 0, { ...command, $db: db });
+    if (this.compressor !== undefined && mayCompress(Object.keys(command)[0] ?? '')) {
+      message = compressMessage(message, this.zlibCompressionLevel);
+    }
     return new Promise<Document>((resolve, reject) => {
       const inFlight: InFlight = { requestId, resolve, reject, timer: undefined };
       this.inFlight = inFlight;
@@ -126,7 +169,7 @@ export class Connection implements PoolConnection {
           this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`));
         }, timeoutMS);
       }
-      this.socket.write(encodeOpMsg(requestId, 0, { ...command, $db: db }));
+      this.socket.write(message);
     });
   }
 
@@ -134,7 +177,7 @@ export class Connection implements PoolConnection {
   destroy(error?: Error): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    this.settle(undefined, error ?? new MongoNetworkError(this.address, `connection ${this.id} to ${this.address} was closed by the pool`));
+    this.settle(undefined, error ?? this.networkError('was closed by the pool'));
     this.socket.destroy();
   }
 
@@ -148,16 +191,17 @@ export class Connection implements PoolConnection {
     for (const message of messages) this.onMessage(message);
   }
 
-  private onMessage(message: WireMessage): void {
+  private onMessage(raw: WireMessage): void {
     const inFlight = this.inFlight;
-    if (inFlight === undefined || message.header.responseTo !== inFlight.requestId) {
-      return this.fail(this.protocolError(`reply responseTo ${message.header.responseTo} does not match the request in flight (${inFlight?.requestId ?? 'none'})`));
-    }
-    if (message.header.opCode !== OpCode.OP_MSG) {
-      return this.fail(this.protocolError(`unexpected opcode ${message.header.opCode} in reply`));
+    if (inFlight === undefined || raw.header.responseTo !== inFlight.requestId) {
+      return this.fail(this.protocolError(`reply responseTo ${raw.header.responseTo} does not match the request in flight (${inFlight?.requestId ?? 'none'})`));
     }
     let document: Document;
     try {
+      const message = decompressMessage(raw);
+      if (message.header.opCode !== OpCode.OP_MSG) {
+        return this.fail(this.protocolError(`unexpected opcode ${message.header.opCode} in reply`));
+      }
       document = decodeOpMsg(message.body).document;
     } catch (error) {
       return this.fail(this.protocolError((error as Error).message));
@@ -166,8 +210,12 @@ export class Connection implements PoolConnection {
     else this.settle(undefined, new MongoServerError(document));
   }
 
+  private networkError(detail: string, cause?: unknown): MongoNetworkError {
+    return new MongoNetworkError(this.address, `connection ${this.id} to ${this.address} ${detail}`, { cause });
+  }
+
   private protocolError(detail: string): MongoNetworkError {
-    return new MongoNetworkError(this.address, `connection ${this.id} to ${this.address}: wire-protocol error: ${detail}`);
+    return this.networkError(`failed: wire-protocol error: ${detail}`);
   }
 
   /** Marks the connection errored, fails the request in flight, and closes the socket. */

@@ -1,8 +1,9 @@
 /**
- * The initial handshake: the legacy hello command (with `helloOk`) that opens every connection, and the client
- * metadata it carries.
+ * The initial handshake: the command that opens every connection (legacy hello with `helloOk`, or `hello` in
+ * load-balanced mode), with the client metadata, offered compressors and mechanism negotiation it carries.
  *
- * Source: handshake spec, "Connection handshake", "Hello Command" (client.application/driver/os/platform).
+ * Source: handshake spec, "Connection handshake", "Hello Command"; auth spec, "Mechanism Negotiation via Handshake";
+ * OP_COMPRESSED spec (compression negotiation); load balancer spec ("loadBalanced" in the handshake).
  */
 import * as os from 'node:os';
 import type { Document } from 'bson';
@@ -31,10 +32,27 @@ export function clientMetadata(appName?: string): Document {
   return metadata;
 }
 
+/** What goes into the handshake besides the metadata. */
+export interface HandshakeParts {
+  /** The `client` document ({@link clientMetadata}). */
+  readonly metadata: Document;
+  /** Compressors to offer, in order of preference. */
+  readonly compressors?: readonly string[];
+  /** `<source>.<username>` when the auth mechanism must be negotiated. */
+  readonly saslSupportedMechs?: string;
+  /** Load-balanced mode: send `hello` with `loadBalanced: true`. */
+  readonly loadBalanced?: boolean;
+}
+
 /**
- * The first command on a connection: legacy hello (`isMaster`) with `helloOk: true`, the backpressure version, and
- * the client metadata. Sent over OP_MSG to `admin`.
+ * The first command on a connection, sent over OP_MSG to `admin`: legacy hello (`isMaster`) with `helloOk: true`,
+ * or `hello` with `loadBalanced: true` in load-balanced mode; always the backpressure version `"2"`.
  */
-export function handshakeCommand(metadata: Document): Document {
-  return { isMaster: 1, helloOk: true, backpressure: '2', client: metadata };
+export function handshakeCommand(parts: HandshakeParts): Document {
+  const command: Document = parts.loadBalanced ? { hello: 1, loadBalanced: true } : { isMaster: 1, helloOk: true };
+  command.backpressure = '2';
+  command.client = parts.metadata;
+  if (parts.compressors && parts.compressors.length > 0) command.compression = [...parts.compressors];
+  if (parts.saslSupportedMechs !== undefined) command.saslSupportedMechs = parts.saslSupportedMechs;
+  return command;
 }

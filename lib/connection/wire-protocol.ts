@@ -1,15 +1,12 @@
 /**
- * MongoDB wire-protocol framing: the standard message header and OP_MSG, encoded and decoded with `bson`.
+ * MongoDB wire-protocol framing: opcodes, the standard message header, and splitting a byte stream into messages.
  *
- * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections"); MongoDB wire protocol standard message header.
+ * Source: MongoDB wire protocol, "Standard Message Header"; OP_MSG spec.
  */
-import { deserialize, serialize, type Document } from 'bson';
+import { deserialize, type Document } from 'bson';
 
 /** Wire-protocol opcodes this library speaks or recognizes. */
 export const OpCode = Object.freeze({ OP_REPLY: 1, OP_QUERY: 2004, OP_COMPRESSED: 2012, OP_MSG: 2013 } as const);
-
-/** OP_MSG flag bits. */
-export const OpMsgFlag = Object.freeze({ checksumPresent: 1 << 0, moreToCome: 1 << 1, exhaustAllowed: 1 << 16 });
 
 /** The 16-byte standard message header. */
 export interface MessageHeader {
@@ -25,34 +22,16 @@ export interface WireMessage {
   readonly body: Buffer;
 }
 
-/** A decoded OP_MSG: its flag bits, its body document, and its document sequences by identifier. */
-export interface OpMsg {
-  readonly flags: number;
-  readonly document: Document;
-  readonly sequences: ReadonlyMap<string, Document[]>;
-}
-
 /** Thrown by the decoders for bytes that are not a valid message; the message says what is wrong. */
 export class WireProtocolError extends Error {
   override readonly name = 'WireProtocolError';
 }
 
+/** The length of the standard message header, in bytes. */
 export const HEADER_LENGTH = 16;
 
 /** The default (and the server's usual) maxMessageSizeBytes: 48,000,000. */
 export const DEFAULT_MAX_MESSAGE_SIZE_BYTES = 48_000_000;
-
-/** Encodes an OP_MSG with one body section (kind 0) holding `document`. */
-export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0): Buffer {
-  const bson = serialize(document);
-  const length = HEADER_LENGTH + 4 + 1 + bson.length;
-  const out = Buffer.allocUnsafe(length);
-  writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
-  out.writeUInt32LE(flags >>> 0, 16);
-  out[20] = 0;
-  out.set(bson, 21);
-  return out;
-}
 
 /** Writes a standard message header at the start of `out`. */
 export function writeHeader(out: Buffer, header: MessageHeader): void {
@@ -60,67 +39,6 @@ export function writeHeader(out: Buffer, header: MessageHeader): void {
   out.writeInt32LE(header.requestId, 4);
   out.writeInt32LE(header.responseTo, 8);
   out.writeInt32LE(header.opCode, 12);
-}
-
-/**
- * Decodes the body (the bytes after the header) of an OP_MSG.
- *
- * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, an unknown section
- *   kind, a section that overruns the message, or invalid BSON.
- */
-export function decodeOpMsg(body: Buffer): OpMsg {
-  if (body.length < 5) throw new WireProtocolError(`OP_MSG too short: ${body.length} bytes after the header`);
-  const flags = body.readUInt32LE(0);
-  const requiredUnknown = flags & 0xffff & ~(OpMsgFlag.checksumPresent | OpMsgFlag.moreToCome);
-  if (requiredUnknown !== 0) throw new WireProtocolError(`OP_MSG has unknown required flag bits 0x${requiredUnknown.toString(16)}`);
-  const end = flags & OpMsgFlag.checksumPresent ? body.length - 4 : body.length;
-  let offset = 4;
-  let document: Document | undefined;
-  const sequences = new Map<string, Document[]>();
-  while (offset < end) {
-    const kind = body[offset++];
-    if (kind === 0) {
-      if (document !== undefined) throw new WireProtocolError('OP_MSG has more than one body section');
-      const size = readDocumentSize(body, offset, end);
-      document = parseBson(body, offset, size);
-      offset += size;
-    } else if (kind === 1) {
-      if (offset + 4 > end) throw new WireProtocolError('OP_MSG document sequence overruns the message');
-      const size = body.readInt32LE(offset);
-      const sectionEnd = offset + size;
-      if (size < 5 || sectionEnd > end) throw new WireProtocolError(`OP_MSG document sequence has invalid size ${size}`);
-      const nul = body.indexOf(0, offset + 4);
-      if (nul < 0 || nul >= sectionEnd) throw new WireProtocolError('OP_MSG document sequence identifier is not terminated');
-      const identifier = body.toString('utf8', offset + 4, nul);
-      const docs: Document[] = [];
-      for (let p = nul + 1; p < sectionEnd; ) {
-        const docSize = readDocumentSize(body, p, sectionEnd);
-        docs.push(parseBson(body, p, docSize));
-        p += docSize;
-      }
-      sequences.set(identifier, docs);
-      offset = sectionEnd;
-    } else {
-      throw new WireProtocolError(`OP_MSG has unknown section kind ${kind}`);
-    }
-  }
-  if (document === undefined) throw new WireProtocolError('OP_MSG has no body section');
-  return { flags, document, sequences };
-}
-
-function readDocumentSize(buf: Buffer, offset: number, end: number): number {
-  if (offset + 4 > end) throw new WireProtocolError('BSON document overruns the message');
-  const size = buf.readInt32LE(offset);
-  if (size < 5 || offset + size > end) throw new WireProtocolError(`BSON document has invalid size ${size}`);
-  return size;
-}
-
-function parseBson(buf: Buffer, offset: number, size: number): Document {
-  try {
-    return deserialize(buf.subarray(offset, offset + size), { validation: { utf8: true } });
-  } catch (error) {
-    throw new WireProtocolError(`invalid BSON: ${(error as Error).message}`);
-  }
 }
 
 /**
@@ -172,5 +90,21 @@ export class MessageFramer {
     const data = Buffer.concat(this.buffered, this.bufferedLength);
     this.buffered = [data];
     return data;
+  }
+}
+
+/**
+ * Reads the BSON document at `offset` (which must end by `end`) and returns it with its size in bytes.
+ *
+ * @throws {WireProtocolError} for a size that overruns `end` or invalid BSON (including invalid UTF-8).
+ */
+export function readBsonDocument(buf: Buffer, offset: number, end: number): [Document, number] {
+  if (offset + 4 > end) throw new WireProtocolError('BSON document overruns the message');
+  const size = buf.readInt32LE(offset);
+  if (size < 5 || offset + size > end) throw new WireProtocolError(`BSON document has invalid size ${size}`);
+  try {
+    return [deserialize(buf.subarray(offset, offset + size), { validation: { utf8: true } }), size];
+  } catch (error) {
+    throw new WireProtocolError(`invalid BSON: ${(error as Error).message}`);
   }
 }

@@ -1,13 +1,27 @@
 /**
- * An embedded MongoDB wire-protocol endpoint, for demos and tests on machines without mongod: a TCP server on
- * 127.0.0.1 (random port by default) that answers OP_MSG commands the way a standalone mongod does for the commands
- * a pool and its monitor use (hello, isMaster, ping, buildInfo), and `{ ok: 1 }` to anything else.
+ * An embedded MongoDB wire-protocol endpoint, for demos and tests on machines without mongod: a TCP (or TLS) server
+ * on 127.0.0.1 that answers the way a standalone mongod does for what a pool, its monitor and a driver's connection
+ * handshake use:
+ *
+ * - OP_MSG commands, and the legacy OP_QUERY hello many clients open with (answered with OP_REPLY);
+ * - hello / isMaster (with `saslSupportedMechs` and compression negotiation), ping, buildInfo, endSessions, and
+ *   `{ ok: 1 }` for anything else;
+ * - OP_COMPRESSED (zlib) once negotiated;
+ * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
+ *   ping and buildInfo require an authenticated connection;
+ * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint}).
  *
  * Not a database: it stores nothing.
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import type { Document } from 'bson';
-import { decodeOpMsg, encodeOpMsg, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
+import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS } from '../connection/op-compressed';
+import { decodeOpMsg, encodeOpMsg } from '../connection/op-msg';
+import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
+import { MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
+import { FailCommandPoint } from './fail-points';
+import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
 /** Options of an {@link EmbeddedServer}. */
 export interface EmbeddedServerOptions {
@@ -17,6 +31,12 @@ export interface EmbeddedServerOptions {
   maxWireVersion?: number;
   /** Server version it reports in buildInfo. Default "8.0.0". */
   version?: string;
+  /** Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256). */
+  users?: EmbeddedUser[];
+  /** Serve TLS with this key and certificate (PEM); `ca` and `requestCert` check client certificates. */
+  tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean };
+  /** Compressors it accepts. Default `["zlib"]`. */
+  compressors?: string[];
 }
 
 /** What the server knows of one client connection. */
@@ -25,36 +45,54 @@ export interface ClientConnectionInfo {
   readonly id: number;
   /** `client.application.name` from the connection's handshake, if any. */
   appName: string | undefined;
+  /** The compressor negotiated on this connection, if any. */
+  compressor: string | undefined;
+  /** The user this connection authenticated as (`<db>.<user>`), if any. */
+  user: string | undefined;
+  /** The SASL conversation in progress, if any. */
+  conversation: ScramConversation | undefined;
 }
 
-/** The command handler context: the connection the command came on. */
+/** A command handler: receives the command document and the connection it came on. */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
+
+/** Commands that need no authentication. */
+const OPEN_COMMANDS = new Set(['hello', 'ismaster', 'saslstart', 'saslcontinue', 'ping', 'buildinfo']);
 
 /**
  * The embedded endpoint. `start()` it, connect to {@link address}, `stop()` it.
  */
 export class EmbeddedServer {
+  /** The `failCommand` fail point. */
+  readonly failCommand = new FailCommandPoint();
+  /** The number of client connections accepted since start. */
+  connectionsAccepted = 0;
+
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private nextConnectionId = 1;
   private readonly handlers = new Map<string, CommandHandler>();
+  private readonly users: ScramUsers;
   private port = 0;
-  /** The number of client connections accepted since start. */
-  connectionsAccepted = 0;
 
   constructor(private readonly options: EmbeddedServerOptions = {}) {
-    this.server = net.createServer((socket) => this.accept(socket));
-    const hello = (legacy: boolean): CommandHandler => (_cmd, client) => this.helloReply(legacy, client);
-    this.handlers.set('hello', hello(false));
-    this.handlers.set('ismaster', hello(true));
+    this.users = new ScramUsers(options.users);
+    const onSocket = (socket: net.Socket): void => this.accept(socket);
+    this.server = options.tls
+      ? tls.createServer({ ...options.tls, rejectUnauthorized: options.tls.requestCert === true }, onSocket)
+      : net.createServer(onSocket);
+    const version = options.version ?? '8.0.0';
+    this.handlers.set('hello', (cmd, client) => this.helloReply(false, cmd, client));
+    this.handlers.set('ismaster', (cmd, client) => this.helloReply(true, cmd, client));
     this.handlers.set('ping', () => ({ ok: 1 }));
     this.handlers.set('buildinfo', () => ({
-      version: this.options.version ?? '8.0.0',
-      versionArray: (this.options.version ?? '8.0.0').split('.').map(Number).concat(0).slice(0, 4),
+      version,
+      versionArray: [...version.split('.').map(Number), 0, 0, 0].slice(0, 4),
       maxBsonObjectSize: 16 * 1024 * 1024,
       ok: 1,
     }));
     this.handlers.set('endsessions', () => ({ ok: 1 }));
+    this.handlers.set('configurefailpoint', (cmd) => this.failCommand.configure(cmd));
   }
 
   /** `127.0.0.1:<port>` once started. */
@@ -62,9 +100,9 @@ export class EmbeddedServer {
     return `127.0.0.1:${this.port}`;
   }
 
-  /** A `mongodb://` connection string for this endpoint. */
+  /** A `mongodb://` connection string for this endpoint (without credentials). */
   get uri(): string {
-    return `mongodb://${this.address}/?directConnection=true`;
+    return `mongodb://${this.address}/?directConnection=true${this.options.tls ? '&tls=true' : ''}`;
   }
 
   /** The number of client connections open right now. */
@@ -100,7 +138,13 @@ export class EmbeddedServer {
     this.sockets.add(socket);
     this.connectionsAccepted++;
     socket.setNoDelay(true);
-    const client: ClientConnectionInfo = { id: this.nextConnectionId++, appName: undefined };
+    const client: ClientConnectionInfo = {
+      id: this.nextConnectionId++,
+      appName: undefined,
+      compressor: undefined,
+      user: undefined,
+      conversation: undefined,
+    };
     const framer = new MessageFramer();
     let chain = Promise.resolve();
     socket.on('data', (chunk: Buffer) => {
@@ -111,37 +155,91 @@ export class EmbeddedServer {
         socket.destroy();
         return;
       }
-      for (const message of messages) {
-        chain = chain.then(() => this.reply(socket, client, message));
-      }
+      for (const message of messages) chain = chain.then(() => this.serve(socket, client, message));
     });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.sockets.delete(socket));
   }
 
-  private async reply(socket: net.Socket, client: ClientConnectionInfo, message: WireMessage): Promise<void> {
+  private async serve(socket: net.Socket, client: ClientConnectionInfo, raw: WireMessage): Promise<void> {
     if (socket.destroyed) return;
-    if (message.header.opCode !== OpCode.OP_MSG) {
-      socket.destroy();
+    let reply: Buffer | undefined;
+    try {
+      const compressed = raw.header.opCode === OpCode.OP_COMPRESSED;
+      const message = decompressMessage(raw);
+      if (message.header.opCode === OpCode.OP_MSG) {
+        const command = decodeOpMsg(message.body).document;
+        const response = await this.run(socket, client, command, String(command.$db ?? 'admin'));
+        if (response === undefined) return;
+        reply = encodeOpMsg(0, raw.header.requestId, response);
+        if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
+      } else if (message.header.opCode === OpCode.OP_QUERY) {
+        // Only the legacy hello may still come as OP_QUERY, as on current mongod.
+        const query = decodeOpQuery(message.body);
+        const command = query.query.$query ?? query.query;
+        const name = Object.keys(command)[0]?.toLowerCase();
+        if (!query.fullCollectionName.endsWith('.$cmd') || (name !== 'ismaster' && name !== 'hello')) {
+          socket.destroy();
+          return;
+        }
+        const response = await this.run(socket, client, command, query.fullCollectionName.split('.')[0]);
+        if (response === undefined) return;
+        reply = encodeOpReply(0, raw.header.requestId, response);
+      } else {
+        socket.destroy();
+        return;
+      }
+    } catch {
+      socket.destroy(); // malformed input: a mongod closes the connection
       return;
     }
-    let response: Document;
-    try {
-      const command = decodeOpMsg(message.body).document;
-      const name = Object.keys(command)[0]?.toLowerCase() ?? '';
-      if ((name === 'hello' || name === 'ismaster') && command.client?.application?.name !== undefined) {
-        client.appName = String(command.client.application.name);
-      }
-      const handler = this.handlers.get(name);
-      response = handler ? await handler(command, client) : { ok: 1 };
-    } catch (error) {
-      response = { ok: 0, errmsg: (error as Error).message, code: 2, codeName: 'BadValue' };
-    }
-    if (!socket.destroyed) socket.write(encodeOpMsg(0, message.header.requestId, response));
+    if (!socket.destroyed) socket.write(reply);
   }
 
-  private helloReply(legacy: boolean, client: ClientConnectionInfo): Document {
-    return {
+  /** Runs one command; undefined means the connection was closed instead of answered. */
+  private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
+    const name = Object.keys(command)[0]?.toLowerCase() ?? '';
+    if ((name === 'hello' || name === 'ismaster') && command.client?.application?.name !== undefined) {
+      client.appName = String(command.client.application.name);
+    }
+    const failure = name === 'configurefailpoint' ? undefined : this.failCommand.match(name, client.appName);
+    if (failure !== undefined) {
+      if (failure.blockTimeMS > 0 && !(await sleepUnlessClosed(socket, failure.blockTimeMS))) return undefined;
+      if (failure.closeConnection) {
+        socket.destroy();
+        return undefined;
+      }
+      if (failure.error !== undefined) return failure.error;
+    }
+    if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
+    if (this.users.enabled && client.user === undefined && !OPEN_COMMANDS.has(name)) {
+      return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${name} requires authentication` };
+    }
+    const handler = this.handlers.get(name);
+    try {
+      return handler ? await handler(command, client) : { ok: 1 };
+    } catch (error) {
+      return { ok: 0, errmsg: (error as Error).message, code: 2, codeName: 'BadValue' };
+    }
+  }
+
+  private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
+    if (name === 'saslstart') {
+      const { reply, conversation } = this.users.start(db, command);
+      client.conversation = conversation;
+      return reply;
+    }
+    if (client.conversation === undefined) {
+      return { ok: 0, code: 17, codeName: 'ProtocolError', errmsg: 'No SASL session state found' };
+    }
+    const { reply, authenticated } = this.users.continue(client.conversation, command);
+    if (authenticated) client.user = `${client.conversation.user.db}.${client.conversation.user.username}`;
+    else client.conversation = undefined;
+    return reply;
+  }
+
+  private helloReply(legacy: boolean, command: Document, client: ClientConnectionInfo): Document {
+    const reply: Document = {
       ...(legacy ? { ismaster: true } : { isWritablePrimary: true }),
       helloOk: true,
       maxBsonObjectSize: 16 * 1024 * 1024,
@@ -153,7 +251,32 @@ export class EmbeddedServer {
       minWireVersion: 0,
       maxWireVersion: this.options.maxWireVersion ?? 25,
       readOnly: false,
-      ok: 1,
     };
+    if (Array.isArray(command.compression)) {
+      const accepted = this.options.compressors ?? [...SUPPORTED_COMPRESSORS];
+      const agreed = (command.compression as string[]).filter((c) => accepted.includes(c));
+      reply.compression = agreed;
+      client.compressor = agreed[0];
+    }
+    if (typeof command.saslSupportedMechs === 'string') {
+      const mechanisms = this.users.mechanismsOf(command.saslSupportedMechs);
+      if (mechanisms !== undefined) reply.saslSupportedMechs = mechanisms;
+    }
+    reply.ok = 1;
+    return reply;
   }
+}
+
+/** Waits `ms`, or less if the socket closes first; resolves to whether the socket is still open. */
+function sleepUnlessClosed(socket: net.Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (open: boolean): void => {
+      clearTimeout(timer);
+      socket.off('close', onClose);
+      resolve(open);
+    };
+    const onClose = (): void => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    socket.once('close', onClose);
+  });
 }

@@ -1,13 +1,7 @@
 import { expect } from 'chai';
 import { serialize } from 'bson';
-import {
-  decodeOpMsg,
-  encodeOpMsg,
-  HEADER_LENGTH,
-  MessageFramer,
-  OpCode,
-  WireProtocolError,
-} from '../../lib/connection/wire-protocol';
+import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { HEADER_LENGTH, MessageFramer, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
 
 describe('wire protocol (OP_MSG framing)', function () {
   it('encodes a header and one body section that decode back to the same document', function () {

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import * as net from 'node:net';
 import type { Document } from 'bson';
 import { EmbeddedServer } from '../../lib';
-import { decodeOpMsg, encodeOpMsg, MessageFramer } from '../../lib/connection/wire-protocol';
+import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { MessageFramer } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
 
 /** A bare client: one socket, raw OP_MSG, no pool and no handshake. */

@@ -1,0 +1,81 @@
+/**
+ * MongoCredentials: who a connection authenticates as. The password is kept out of every enumerable property, JSON
+ * and `util.inspect` output, so it cannot leak into errors, events or logs by accident.
+ *
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
+ */
+import { inspect } from 'node:util';
+import { InvalidOptionError } from '../errors';
+
+/** The mechanisms this library speaks. */
+export const AUTH_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] as const);
+
+/** A SCRAM mechanism name. */
+export type AuthMechanism = (typeof AUTH_MECHANISMS)[number];
+
+/** What {@link MongoCredentials} are made from. */
+export interface CredentialsInit {
+  /** Non-empty. Sent as given (never SASLprep'd). */
+  username: string;
+  password: string;
+  /** The database that holds the user (authSource). Default `admin`. */
+  source?: string;
+  /** Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. */
+  mechanism?: AuthMechanism;
+}
+
+const passwords = new WeakMap<MongoCredentials, string>();
+
+/** Credentials for SCRAM authentication. */
+export class MongoCredentials {
+  readonly username: string;
+  readonly source: string;
+  readonly mechanism: AuthMechanism | undefined;
+  /** SCRAM salted passwords, keyed by mechanism, salt and iteration count (auth spec: MUST cache). */
+  private readonly saltedPasswords = new Map<string, Buffer>();
+
+  /**
+   * @throws {InvalidOptionError} for an empty or non-string username, a non-string password, an empty source, or a
+   *   mechanism other than SCRAM-SHA-1 and SCRAM-SHA-256.
+   */
+  constructor(init: CredentialsInit) {
+    if (typeof init.username !== 'string' || init.username === '') {
+      throw new InvalidOptionError('username', init.username, 'a non-empty string');
+    }
+    if (typeof init.password !== 'string') {
+      throw new InvalidOptionError('password', '<not shown>', 'a string');
+    }
+    const source = init.source ?? 'admin';
+    if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
+    if (init.mechanism !== undefined && !AUTH_MECHANISMS.includes(init.mechanism)) {
+      throw new InvalidOptionError('authMechanism', init.mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
+    }
+    this.username = init.username;
+    this.source = source;
+    this.mechanism = init.mechanism;
+    passwords.set(this, init.password);
+  }
+
+  /** The password (not an own property: it never shows in JSON or inspection). */
+  get password(): string {
+    return passwords.get(this)!;
+  }
+
+  /** The cached salted password for `key`, computing it with `derive` the first time. */
+  saltedPassword(key: string, derive: () => Buffer): Buffer {
+    let salted = this.saltedPasswords.get(key);
+    if (salted === undefined) {
+      salted = derive();
+      this.saltedPasswords.set(key, salted);
+    }
+    return salted;
+  }
+
+  toJSON(): { username: string; source: string; mechanism?: AuthMechanism } {
+    return { username: this.username, source: this.source, ...(this.mechanism ? { mechanism: this.mechanism } : {}) };
+  }
+
+  [inspect.custom](): string {
+    return `MongoCredentials ${inspect(this.toJSON())}`;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * OP_MSG: the message format of every command and reply, encoded and decoded with `bson`.
+ *
+ * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections").
+ */
+import { serialize, type Document } from 'bson';
+import { HEADER_LENGTH, OpCode, readBsonDocument, WireProtocolError, writeHeader } from './wire-protocol';
+
+/** OP_MSG flag bits. */
+export const OpMsgFlag = Object.freeze({ checksumPresent: 1 << 0, moreToCome: 1 << 1, exhaustAllowed: 1 << 16 });
+
+/** A decoded OP_MSG: its flag bits, its body document, and its document sequences by identifier. */
+export interface OpMsg {
+  readonly flags: number;
+  readonly document: Document;
+  readonly sequences: ReadonlyMap<string, Document[]>;
+}
+
+/** Encodes an OP_MSG with one body section (kind 0) holding `document`. */
+export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0): Buffer {
+  const bson = serialize(document);
+  const length = HEADER_LENGTH + 4 + 1 + bson.length;
+  const out = Buffer.allocUnsafe(length);
+  writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
+  out.writeUInt32LE(flags >>> 0, 16);
+  out[20] = 0;
+  out.set(bson, 21);
+  return out;
+}
+
+/**
+ * Decodes the body (the bytes after the header) of an OP_MSG.
+ *
+ * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, an unknown section
+ *   kind, a section that overruns the message, or invalid BSON.
+ */
+export function decodeOpMsg(body: Buffer): OpMsg {
+  if (body.length < 5) throw new WireProtocolError(`OP_MSG too short: ${body.length} bytes after the header`);
+  const flags = body.readUInt32LE(0);
+  const requiredUnknown = flags & 0xffff & ~(OpMsgFlag.checksumPresent | OpMsgFlag.moreToCome);
+  if (requiredUnknown !== 0) throw new WireProtocolError(`OP_MSG has unknown required flag bits 0x${requiredUnknown.toString(16)}`);
+  const end = flags & OpMsgFlag.checksumPresent ? body.length - 4 : body.length;
+  let offset = 4;
+  let document: Document | undefined;
+  const sequences = new Map<string, Document[]>();
+  while (offset < end) {
+    const kind = body[offset++];
+    if (kind === 0) {
+      if (document !== undefined) throw new WireProtocolError('OP_MSG has more than one body section');
+      const [doc, size] = readBsonDocument(body, offset, end);
+      document = doc;
+      offset += size;
+    } else if (kind === 1) {
+      if (offset + 4 > end) throw new WireProtocolError('OP_MSG document sequence overruns the message');
+      const size = body.readInt32LE(offset);
+      const sectionEnd = offset + size;
+      if (size < 5 || sectionEnd > end) throw new WireProtocolError(`OP_MSG document sequence has invalid size ${size}`);
+      const nul = body.indexOf(0, offset + 4);
+      if (nul < 0 || nul >= sectionEnd) throw new WireProtocolError('OP_MSG document sequence identifier is not terminated');
+      const identifier = body.toString('utf8', offset + 4, nul);
+      const docs: Document[] = [];
+      for (let p = nul + 1; p < sectionEnd; ) {
+        const [doc, docSize] = readBsonDocument(body, p, sectionEnd);
+        docs.push(doc);
+        p += docSize;
+      }
+      sequences.set(identifier, docs);
+      offset = sectionEnd;
+    } else {
+      throw new WireProtocolError(`OP_MSG has unknown section kind ${kind}`);
+    }
+  }
+  if (document === undefined) throw new WireProtocolError('OP_MSG has no body section');
+  return { flags, document, sequences };
+}

@@ -1,0 +1,83 @@
+/**
+ * TLS settings of a connection, in the URI options' terms, turned into Node `tls.connect` options.
+ *
+ * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
+ * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
+ */
+import * as fs from 'node:fs';
+import { isIP } from 'node:net';
+import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
+import { InvalidOptionError } from '../errors';
+
+/** TLS settings. File paths are read once, when the connection factory is made. */
+export interface TlsSettings {
+  /** Use TLS. Implied by any other tls option. */
+  tls?: boolean;
+  /** PEM file of the certificate authorities to trust (default: Node's bundled roots). */
+  tlsCAFile?: string;
+  /** PEM file with the client certificate and its private key. */
+  tlsCertificateKeyFile?: string;
+  /** Passphrase of the private key in tlsCertificateKeyFile. */
+  tlsCertificateKeyFilePassword?: string;
+  /** Accept any server certificate (unsafe; for tests). */
+  tlsAllowInvalidCertificates?: boolean;
+  /** Accept a certificate whose names do not match the host (unsafe; for tests). */
+  tlsAllowInvalidHostnames?: boolean;
+  /** Both of the above. */
+  tlsInsecure?: boolean;
+  /** The SNI server name and the name the certificate must carry. Default: the host, unless it is an IP address. */
+  tlsServerName?: string;
+}
+
+/** Whether any TLS setting asks for TLS. */
+export function wantsTls(s: TlsSettings): boolean {
+  if (s.tls === false) {
+    const conflicting = (['tlsCAFile', 'tlsCertificateKeyFile', 'tlsAllowInvalidCertificates', 'tlsAllowInvalidHostnames', 'tlsInsecure'] as const).find(
+      (k) => s[k] !== undefined,
+    );
+    if (conflicting) throw new InvalidOptionError('tls', false, `true when ${conflicting} is set`);
+    return false;
+  }
+  return (
+    s.tls === true ||
+    s.tlsCAFile !== undefined ||
+    s.tlsCertificateKeyFile !== undefined ||
+    s.tlsAllowInvalidCertificates !== undefined ||
+    s.tlsAllowInvalidHostnames !== undefined ||
+    s.tlsInsecure !== undefined
+  );
+}
+
+/**
+ * Node `tls.connect` options for `host`, reading the files named in `s`.
+ *
+ * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read, or tlsInsecure
+ *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
+ */
+export function nodeTlsOptions(s: TlsSettings, host: string): NodeTlsOptions {
+  if (s.tlsInsecure !== undefined && (s.tlsAllowInvalidCertificates !== undefined || s.tlsAllowInvalidHostnames !== undefined)) {
+    throw new InvalidOptionError('tlsInsecure', s.tlsInsecure, 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
+  }
+  const allowInvalidCertificates = s.tlsInsecure === true || s.tlsAllowInvalidCertificates === true;
+  const allowInvalidHostnames = s.tlsInsecure === true || s.tlsAllowInvalidHostnames === true;
+  const options: NodeTlsOptions = { rejectUnauthorized: !allowInvalidCertificates };
+  if (s.tlsCAFile !== undefined) options.ca = readFile('tlsCAFile', s.tlsCAFile);
+  if (s.tlsCertificateKeyFile !== undefined) {
+    const pem = readFile('tlsCertificateKeyFile', s.tlsCertificateKeyFile);
+    options.cert = pem;
+    options.key = pem;
+    if (s.tlsCertificateKeyFilePassword !== undefined) options.passphrase = s.tlsCertificateKeyFilePassword;
+  }
+  const servername = s.tlsServerName ?? (isIP(host) === 0 ? host : undefined);
+  if (servername !== undefined) options.servername = servername;
+  if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
+  return options;
+}
+
+function readFile(option: string, path: string): Buffer {
+  try {
+    return fs.readFileSync(path);
+  } catch (error) {
+    throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The `failCommand` fail point of the embedded endpoint, configured with `configureFailPoint` on `admin` as on mongod.
+ *
+ * Supported: mode `alwaysOn`, `off`, `{ times: n }`, `{ skip: n }`; data `failCommands`, `closeConnection`,
+ * `blockConnection` with `blockTimeMS`, `errorCode`, `errorLabels`, `appName` (only connections whose handshake
+ * carried that appName are affected).
+ */
+import type { Document } from 'bson';
+
+/** What a matching command must suffer, in order: block, then close the connection or fail with an error. */
+export interface FailAction {
+  readonly blockTimeMS: number;
+  readonly closeConnection: boolean;
+  readonly error: Document | undefined;
+}
+
+/** Names of a few server error codes, for realistic error replies. */
+const CODE_NAMES: Record<number, string> = {
+  2: 'BadValue',
+  6: 'HostUnreachable',
+  7: 'HostNotFound',
+  18: 'AuthenticationFailed',
+  89: 'NetworkTimeout',
+  91: 'ShutdownInProgress',
+  189: 'PrimarySteppedDown',
+  10107: 'NotWritablePrimary',
+  11600: 'InterruptedAtShutdown',
+  11602: 'InterruptedDueToReplStateChange',
+  13435: 'NotPrimaryNoSecondaryOk',
+};
+
+/** The state of the `failCommand` fail point. */
+export class FailCommandPoint {
+  private mode: 'off' | 'alwaysOn' | 'times' = 'off';
+  private remaining = 0;
+  private skip = 0;
+  private data: Document = {};
+
+  /** Whether the fail point is on. */
+  get active(): boolean {
+    return this.mode !== 'off';
+  }
+
+  /**
+   * Applies a `configureFailPoint` command. Returns the reply: `{ ok: 1 }`, or an `ok: 0` error naming what is
+   * invalid.
+   */
+  configure(command: Document): Document {
+    if (command.configureFailPoint !== 'failCommand') {
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `unknown fail point: ${String(command.configureFailPoint)}` };
+    }
+    const mode = command.mode;
+    if (mode === 'off') {
+      this.mode = 'off';
+      return { ok: 1 };
+    }
+    const data = command.data ?? {};
+    if (!Array.isArray(data.failCommands)) {
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: 'failCommand requires data.failCommands (an array)' };
+    }
+    if (mode === 'alwaysOn') {
+      this.mode = 'alwaysOn';
+    } else if (mode !== null && typeof mode === 'object' && (Number.isInteger(Number(mode.times)) || Number.isInteger(Number(mode.skip)))) {
+      this.mode = mode.times !== undefined ? 'times' : 'alwaysOn';
+      this.remaining = Number(mode.times ?? 0);
+      this.skip = Number(mode.skip ?? 0);
+    } else {
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `unsupported fail point mode: ${JSON.stringify(mode)}` };
+    }
+    this.data = data;
+    return { ok: 1 };
+  }
+
+  /** Whether `commandName`, on a connection whose handshake carried `appName`, must fail; consumes one use if so. */
+  match(commandName: string, appName: string | undefined): FailAction | undefined {
+    if (this.mode === 'off') return undefined;
+    const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
+    if (!names.includes(commandName.toLowerCase())) return undefined;
+    if (this.data.appName !== undefined && this.data.appName !== appName) return undefined;
+    if (this.skip > 0) {
+      this.skip--;
+      return undefined;
+    }
+    if (this.mode === 'times') {
+      if (this.remaining <= 0) return undefined;
+      if (--this.remaining === 0) this.mode = 'off';
+    }
+    const code = this.data.errorCode;
+    const error =
+      typeof code === 'number'
+        ? {
+            ok: 0,
+            errmsg: "Failing command via 'failCommand' failpoint",
+            code,
+            codeName: CODE_NAMES[code] ?? 'UnknownError',
+            ...(Array.isArray(this.data.errorLabels) ? { errorLabels: this.data.errorLabels } : {}),
+          }
+        : undefined;
+    return {
+      blockTimeMS: this.data.blockConnection === true ? Number(this.data.blockTimeMS ?? 0) : 0,
+      closeConnection: this.data.closeConnection === true,
+      error,
+    };
+  }
+}
