@@ -2,21 +2,43 @@
  * The endpoint integration tests run against: the server named by MONGODB_URI when it is set, else a fresh embedded
  * endpoint. `embedded` is set only in the second case, for assertions on server-side state.
  */
-import { EmbeddedServer, parseConnectionString } from '../../lib';
+import type { Document } from 'bson';
+import { firstValueFrom, from } from 'rxjs';
+import { connectionFactory, EmbeddedServer, parseConnectionString, type ConnectionOptions } from '../../lib';
 
 export interface TestEndpoint {
   readonly address: string;
+  /** Connection options the server needs (credentials, TLS), from MONGODB_URI. */
+  readonly connectionOptions: ConnectionOptions;
   readonly embedded: EmbeddedServer | undefined;
+  /** Runs one command on `admin` over a fresh connection of its own. */
+  adminCommand(command: Document): Promise<Document>;
   stop(): Promise<void>;
 }
 
 export async function startTestEndpoint(): Promise<TestEndpoint> {
   const uri = process.env.MONGODB_URI;
-  if (uri) {
-    return { address: parseConnectionString(uri).hosts[0], embedded: undefined, stop: async () => undefined };
-  }
-  const server = await new EmbeddedServer().start();
-  return { address: server.address, embedded: server, stop: () => server.stop() };
+  const parsed = uri ? parseConnectionString(uri) : undefined;
+  const embedded = parsed ? undefined : await new EmbeddedServer().start();
+  const address = parsed ? parsed.hosts[0] : embedded!.address;
+  const connectionOptions = parsed?.connectionOptions ?? {};
+  const adminCommand = async (command: Document): Promise<Document> => {
+    const [host, port] = address.split(':');
+    const factory = connectionFactory({ ...connectionOptions, appName: undefined, host, port: Number(port) });
+    const connection = await firstValueFrom(from(factory({ id: 0, generation: 0, address, signal: new AbortController().signal })));
+    try {
+      return await connection.command('admin', command);
+    } finally {
+      connection.destroy();
+    }
+  };
+  return {
+    address,
+    connectionOptions,
+    embedded,
+    adminCommand,
+    stop: async () => embedded?.stop(),
+  };
 }
 
 /** Polls `condition` every 5 ms until it holds or `timeoutMS` passes; resolves to whether it held. */
