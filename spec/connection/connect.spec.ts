@@ -84,10 +84,10 @@ describe('connectionFactory (establishment)', function () {
       const seen: ConnectionPoolEvent[] = [];
       pool.events$.subscribe((e) => seen.push(e));
       pool.ready();
-      const error: AuthenticationError = await pool.checkOut().then(
+      const error = (await pool.checkOut().then(
         () => expect.fail('authentication must fail'),
-        (e) => e,
-      );
+        (e: unknown) => e,
+      )) as AuthenticationError;
       pool.close();
       expect(error).to.be.instanceOf(AuthenticationError);
       expect(error.hasErrorLabel('SystemOverloadedError')).to.equal(false);
