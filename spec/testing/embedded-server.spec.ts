@@ -3,7 +3,8 @@ import * as net from 'node:net';
 import type { Document } from 'bson';
 import { EmbeddedServer } from '../../lib';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
-import { MessageFramer } from '../../lib/connection/wire-protocol';
+import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
+import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
 
 /** A bare client: one socket, raw OP_MSG, no pool and no handshake. */
@@ -61,4 +62,29 @@ describe('EmbeddedServer', function () {
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
     expect(server.connectionsAccepted).to.equal(1);
   });
+
+  it('answers a legacy OP_QUERY hello with OP_REPLY, and closes the connection on any other OP_QUERY', async function () {
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const reply = await new Promise<{ opCode: number; doc: Document }>((resolve) => {
+      socket.once('data', (chunk: Buffer) => {
+        const m = new MessageFramer().push(chunk)[0];
+        resolve({ opCode: m.header.opCode, doc: decodeOpReply(m.body) });
+      });
+      socket.write(encodeOpQuery(1, 'admin.$cmd', { isMaster: 1, helloOk: true, client: { application: { name: 'legacy' } } }));
+    });
+    expect(reply.opCode).to.equal(OpCode.OP_REPLY);
+    expect(reply.doc).to.include({ ismaster: true, helloOk: true, ok: 1 });
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(encodeOpQuery(2, 'test.things', { find: 'things' }));
+    await closed;
+  });
+
+  it('negotiates only the compressors it accepts', async function () {
+    const c = await rawClient(server.address);
+    expect((await c.send({ hello: 1, compression: ['snappy', 'zlib'], $db: 'admin' })).compression).to.deep.equal(['zlib']);
+    c.close();
+  });
 });
+

@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { FailCommandPoint } from '../../lib';
+
+describe('FailCommandPoint (failCommand)', function () {
+  it('alwaysOn fails every matching command, case-insensitively, until turned off', function () {
+    const fp = new FailCommandPoint();
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['isMaster'], errorCode: 91 } })).to.deep.equal({ ok: 1 });
+    expect(fp.match('ismaster', undefined)?.error).to.include({ ok: 0, code: 91, codeName: 'ShutdownInProgress' });
+    expect(fp.match('ISMASTER', 'app')).to.not.equal(undefined);
+    expect(fp.match('ping', undefined)).to.equal(undefined);
+    fp.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+    expect(fp.match('ismaster', undefined)).to.equal(undefined);
+  });
+
+  it('{ times: n } fails n times then turns itself off; { skip: n } lets n through first', function () {
+    const fp = new FailCommandPoint();
+    fp.configure({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['ping'], closeConnection: true } });
+    expect(fp.match('ping', undefined)?.closeConnection).to.equal(true);
+    expect(fp.match('ping', undefined)).to.not.equal(undefined);
+    expect(fp.match('ping', undefined)).to.equal(undefined);
+    expect(fp.active).to.equal(false);
+    fp.configure({ configureFailPoint: 'failCommand', mode: { skip: 1 }, data: { failCommands: ['ping'], errorCode: 2 } });
+    expect(fp.match('ping', undefined)).to.equal(undefined);
+    expect(fp.match('ping', undefined)).to.not.equal(undefined);
+  });
+
+  it('affects only connections whose handshake carried data.appName, and reports blockTimeMS', function () {
+    const fp = new FailCommandPoint();
+    fp.configure({
+      configureFailPoint: 'failCommand',
+      mode: 'alwaysOn',
+      data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 750, appName: 'A' },
+    });
+    expect(fp.match('hello', 'B')).to.equal(undefined);
+    expect(fp.match('hello', undefined)).to.equal(undefined);
+    expect(fp.match('hello', 'A')).to.deep.equal({ blockTimeMS: 750, closeConnection: false, error: undefined });
+  });
+
+  it('refuses an unknown fail point, a missing failCommands, and an unknown mode', function () {
+    const fp = new FailCommandPoint();
+    expect(fp.configure({ configureFailPoint: 'other', mode: 'alwaysOn' })).to.include({ ok: 0 });
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: {} })).to.include({ ok: 0 });
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'sometimes', data: { failCommands: [] } })).to.include({ ok: 0 });
+  });
+});
