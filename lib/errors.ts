@@ -230,3 +230,11 @@ export class AuthenticationError extends CmapError {
     super(message, { cause });
   }
 }
+
+/**
+ * The server cannot serve the requested mode: e.g. load-balanced mode against a server whose handshake reply has no
+ * `serviceId`.
+ *
+ * Source: load balancer spec, "Connection Establishment".
+ */
+export class MongoCompatibilityError extends CmapError {}

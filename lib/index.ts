@@ -32,6 +32,7 @@ export {
   MongoNetworkTimeoutError,
   MongoServerError,
   AuthenticationError,
+  MongoCompatibilityError,
 } from './errors';
 
 export { Connection } from './connection/connection';

@@ -9,7 +9,7 @@ import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
 import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
-import { ErrorLabel, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
+import { ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
 import type { ConnectionFactory } from '../pool/commands';
 import type { ConnectionDescriptor } from '../pool/state';
 import { Connection } from './connection';
@@ -91,6 +91,7 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
     connectTimeoutMS,
     socketTimeoutMS,
     zlibCompressionLevel,
+    loadBalanced: options.loadBalanced === true,
   };
   return (descriptor) => establish(settings, descriptor);
 }
@@ -104,6 +105,7 @@ interface EstablishSettings {
   readonly connectTimeoutMS: number;
   readonly socketTimeoutMS: number;
   readonly zlibCompressionLevel: number;
+  readonly loadBalanced: boolean;
 }
 
 function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Observable<Connection> {
@@ -143,6 +145,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .command('admin', s.handshake, { timeoutMS: 0 })
         .then(async (reply) => {
           connection.applyHandshake(reply, s.compressors);
+          if (s.loadBalanced && connection.serviceId === undefined) {
+            throw new MongoCompatibilityError('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
+          }
           if (s.credentials !== undefined) {
             phase = 'auth';
             await authenticate((db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }), s.credentials, reply);

@@ -109,6 +109,11 @@ export class Connection implements PoolConnection {
     socket.on('close', () => this.fail(this.networkError('closed by the server or the network')));
   }
 
+  /** The service behind a load balancer, as a hex string (from the handshake's `serviceId`). */
+  get serviceId(): string | undefined {
+    return this.server.serviceId?.toHexString();
+  }
+
   /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
   get errored(): boolean {
     return this.erroredBy !== undefined || this.destroyed;

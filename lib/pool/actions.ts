@@ -31,6 +31,8 @@ export interface ClearAction {
   readonly interruptInUseConnections: boolean;
   /** The error that caused the clear (shown in PoolClearedError messages). */
   readonly cause?: unknown;
+  /** Load-balanced mode: the service to clear (hex ObjectId). */
+  readonly serviceId?: string;
 }
 
 /** `ready()`: paused → ready. */

@@ -9,7 +9,7 @@ import { defer, from, Observable, scan, Subject, switchMap, finalize, type Obser
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
-import { CmapError, ConnectionCheckInError, ErrorLabel } from '../errors';
+import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
@@ -45,6 +45,13 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
    * `SystemOverloadedError` (CMAP "Backpressure-enabled").
    */
   clearOnEstablishmentError?: (error: Error) => boolean;
+  /**
+   * Load-balanced mode (load balancer spec): connections take the generation of the service their handshake reached
+   * (`serviceId`), `clear` must name a service and neither pauses the pool nor evicts the WaitQueue, and establishment
+   * errors never clear the pool. The default connection factory then sends `hello` with `loadBalanced: true`.
+   * Default false.
+   */
+  loadBalanced?: boolean;
 }
 
 /** Options of {@link ConnectionPool.clear}. */
@@ -56,6 +63,11 @@ export interface ClearOptions {
   interruptInUseConnections?: boolean;
   /** The error that caused the clear; PoolClearedError messages quote it. */
   cause?: unknown;
+  /**
+   * Load-balanced mode only, and required there: the service to clear (an ObjectId or its hex string). Only that
+   * service's generation is incremented.
+   */
+  serviceId?: string | { toHexString(): string };
 }
 
 /** A frozen snapshot of a pool's counters (CMAP "ConnectionPool" members). */
@@ -70,6 +82,8 @@ export interface PoolSnapshot {
   readonly inUseConnectionCount: number;
   /** Checkouts waiting in the WaitQueue, plus those waiting on an establishment they claimed. */
   readonly waitQueueLength: number;
+  /** Load-balanced mode: each service's generation and established connection count. */
+  readonly services: readonly { readonly serviceId: string; readonly generation: number; readonly connectionCount: number }[];
 }
 
 /**
@@ -110,10 +124,11 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
     this.address = server.address;
     this.options = resolvePoolOptions(options);
     const scheduler = options.scheduler ?? timerScheduler;
+    const loadBalanced = options.loadBalanced === true;
     const factory =
       options.connectionFactory ??
-      (connectionFactory({ ...options.connectionOptions, host: server.host, port: server.port }) as unknown as ConnectionFactory<C>);
-    this.state = initialPoolState<C>(this.address, this.options, () => scheduler.now());
+      (connectionFactory({ ...options.connectionOptions, loadBalanced, host: server.host, port: server.port }) as unknown as ConnectionFactory<C>);
+    this.state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), loadBalanced);
 
     const dispatch = (action: Action<C>): void => this.inputs.next(action);
     this.runner = new CommandRunner<C>({
@@ -182,6 +197,9 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
       pendingConnectionCount: s.pendingCount,
       inUseConnectionCount: s.records.size - s.available.size - s.pendingCount,
       waitQueueLength: s.waitQueue.live + s.establishing.live,
+      services: Object.freeze(
+        [...s.services].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })),
+      ),
     });
   }
 
@@ -254,13 +272,26 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
    * the pool was already paused. With `interruptInUseConnections`, in-use connections of the cleared generations are
    * interrupted and establishments under way aborted. No-op on a closed pool.
    *
-   * Source: CMAP spec, "Clearing a non-load balanced pool".
+   * In load-balanced mode, `serviceId` is required: only that service's generation is incremented, ConnectionPoolCleared
+   * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted.
+   *
+   * @throws {InvalidOptionError} (option `serviceId`) when it is missing in load-balanced mode, or given outside it.
+   *
+   * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
    */
   clear(options: ClearOptions = {}): void {
+    const serviceId = options.serviceId === undefined ? undefined : typeof options.serviceId === 'string' ? options.serviceId : options.serviceId.toHexString();
+    if (this.state.loadBalanced && serviceId === undefined) {
+      throw new InvalidOptionError('serviceId', undefined, 'given to clear() in load-balanced mode (only one service is cleared)');
+    }
+    if (!this.state.loadBalanced && serviceId !== undefined) {
+      throw new InvalidOptionError('serviceId', serviceId, 'absent outside load-balanced mode (the whole pool is cleared)');
+    }
     this.inputs.next({
       type: 'clear',
       interruptInUseConnections: options.interruptInUseConnections === true,
       cause: options.cause,
+      ...(serviceId === undefined ? {} : { serviceId }),
     });
   }
 

@@ -35,7 +35,8 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       checkIn(state, action.connection, out);
       break;
     case 'clear':
-      clear(state, action.interruptInUseConnections, action.cause, out);
+      if (action.serviceId !== undefined) clearService(state, action.serviceId, out);
+      else clear(state, action.interruptInUseConnections, action.cause, out);
       break;
     case 'ready':
       ready(state, out);
@@ -196,7 +197,7 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, out: 
   rec.checkInQueued = false;
   emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
   const reason: ConnectionClosedReason | undefined =
-    s.status === 'closed' ? 'poolClosed' : rec.generation !== s.generation ? 'stale' : erroredReason(rec);
+    s.status === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out);
     populate(s, out);
@@ -219,6 +220,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
   const rec: ConnectionRecord<C> = {
     id,
     generation: s.generation,
+    serviceId: undefined,
     state: 'pending',
     connection: undefined,
     createdAt: s.now(),
@@ -241,11 +243,12 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     return;
   }
   rec.connection = connection;
-  if (rec.generation !== s.generation) {
+  if (isStale(s, rec)) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
   } else {
     endPending(s, rec);
+    if (s.loadBalanced) joinService(s, rec, connection.serviceId ?? '');
     emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
     const claimant = s.establishing.shift();
     if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
@@ -267,7 +270,8 @@ function establishFailed<C extends PoolConnection>(
   const current = rec.generation === s.generation;
   // Each establishment outcome goes to the oldest claimant; one claim too many now means that claimant fails.
   const claimant = current && s.establishing.live > s.pendingCurrent - 1 ? s.establishing.shift() : undefined;
-  if (clearPool && current) clear(s, false, error, out);
+  // Load-balanced mode: errors before or during the handshake never clear the pool (load balancer spec).
+  if (clearPool && current && !s.loadBalanced) clear(s, false, error, out);
   closeRecord(s, rec, 'error', out, error);
   if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
   service(s, out);
@@ -285,11 +289,29 @@ function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
   s.available.push(rec);
 }
 
+/** Stale: its generation is not the pool's (in load-balanced mode: not its service's). */
+function isStale<C>(s: PoolState<C>, rec: ConnectionRecord<C>): boolean {
+  if (!s.loadBalanced) return rec.generation !== s.generation;
+  return rec.serviceId !== undefined && rec.generation !== s.services.get(rec.serviceId)?.generation;
+}
+
+/** Load-balanced mode: the established connection takes its service's generation and counts toward it. */
+function joinService<C>(s: PoolState<C>, rec: ConnectionRecord<C>, serviceId: string): void {
+  let service = s.services.get(serviceId);
+  if (service === undefined) {
+    service = { generation: 0, connectionCount: 0 };
+    s.services.set(serviceId, service);
+  }
+  service.connectionCount++;
+  rec.serviceId = serviceId;
+  rec.generation = service.generation;
+}
+
 function perishedReason<C extends PoolConnection>(
   s: PoolState<C>,
   rec: ConnectionRecord<C>,
 ): ConnectionClosedReason | undefined {
-  if (rec.generation !== s.generation) return 'stale';
+  if (isStale(s, rec)) return 'stale';
   const maxIdle = s.options.maxIdleTimeMS;
   if (maxIdle > 0 && s.now() - rec.availableSince >= maxIdle) return 'idle';
   return erroredReason(rec);
@@ -314,6 +336,10 @@ function closeRecord<C extends PoolConnection>(
   if (was === 'pending') {
     endPending(s, rec);
     out.push({ k: 'abort', id: rec.id });
+  }
+  if (rec.serviceId !== undefined) {
+    const service = s.services.get(rec.serviceId)!;
+    if (--service.connectionCount === 0) s.services.delete(rec.serviceId);
   }
   emit(s, out, error === undefined
     ? { type: 'ConnectionClosed', connectionId: rec.id, reason }
@@ -365,6 +391,18 @@ function clear<C extends PoolConnection>(
     out.push({ k: 'disarm', timer: 'waitQueue' });
   }
   // The next Background Thread Run is scheduled at once: it closes the now-stale available connections.
+  if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
+}
+
+/**
+ * Load-balanced clear: bumps one service's generation (its connections become stale) and emits
+ * ConnectionPoolCleared with the serviceId. Neither pauses the pool nor touches the WaitQueue.
+ */
+function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: string, out: Command<C>[]): void {
+  if (s.status === 'closed') return;
+  const service = s.services.get(serviceId);
+  if (service !== undefined) service.generation++;
+  emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
   if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
 }
 

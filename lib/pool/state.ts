@@ -22,6 +22,11 @@ export interface PoolConnection {
    */
   readonly errored?: boolean;
   /**
+   * The service behind the load balancer this connection reached (hex string, from the handshake's `serviceId`).
+   * Read once the connection is established, in load-balanced mode only.
+   */
+  readonly serviceId?: string;
+  /**
    * Tears the connection down: closes its socket without blocking and fails any request in flight with `error`
    * (when given). Must be idempotent. Called by the pool when it closes the connection, and when a clear with
    * `interruptInUseConnections` interrupts it while in use.
@@ -50,7 +55,10 @@ export type ConnectionState = 'pending' | 'available' | 'in use' | 'closed';
 /** The pool's record of one connection. */
 export interface ConnectionRecord<C> {
   readonly id: number;
-  readonly generation: number;
+  /** The pool generation at creation; in load-balanced mode, its service's generation once established. */
+  generation: number;
+  /** In load-balanced mode, the service it reached (set once established). */
+  serviceId: string | undefined;
   state: ConnectionState;
   /** The established connection; undefined while pending. */
   connection: C | undefined;
@@ -188,10 +196,20 @@ export class AvailableList<C> {
 /** The pool states (CMAP "ConnectionPool.state"). */
 export type PoolStatus = 'paused' | 'ready' | 'closed';
 
+/** A service behind the load balancer: its generation and how many established connections reach it. */
+export interface ServiceGeneration {
+  generation: number;
+  connectionCount: number;
+}
+
 /** Everything the reducer owns. */
 export interface PoolState<C> {
   readonly address: string;
   readonly options: ResolvedPoolOptions;
+  /** Load-balanced mode: generations are per service, and clears name a service. */
+  readonly loadBalanced: boolean;
+  /** serviceId → (generation, connection count); an entry is removed when its count reaches 0. */
+  readonly services: Map<string, ServiceGeneration>;
   /** The injected clock: ms, monotonic. */
   readonly now: () => number;
   status: PoolStatus;
@@ -219,10 +237,17 @@ export interface PoolState<C> {
 }
 
 /** A fresh, paused pool state. */
-export function initialPoolState<C>(address: string, options: ResolvedPoolOptions, now: () => number): PoolState<C> {
+export function initialPoolState<C>(
+  address: string,
+  options: ResolvedPoolOptions,
+  now: () => number,
+  loadBalanced = false,
+): PoolState<C> {
   return {
     address,
     options,
+    loadBalanced,
+    services: new Map(),
     now,
     status: 'paused',
     generation: 0,

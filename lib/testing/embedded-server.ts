@@ -15,7 +15,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import type { Document } from 'bson';
+import { ObjectId, type Document } from 'bson';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
@@ -37,6 +37,11 @@ export interface EmbeddedServerOptions {
   tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean };
   /** Compressors it accepts. Default `["zlib"]`. */
   compressors?: string[];
+  /**
+   * Act as a load balancer in front of this many services: a handshake with `loadBalanced: true` gets a `serviceId`,
+   * assigned to connections round-robin. Default 0 (not a load balancer: such a handshake gets no serviceId).
+   */
+  loadBalancedServices?: number;
 }
 
 /** What the server knows of one client connection. */
@@ -51,6 +56,8 @@ export interface ClientConnectionInfo {
   user: string | undefined;
   /** The SASL conversation in progress, if any. */
   conversation: ScramConversation | undefined;
+  /** The service this connection reached, when the endpoint acts as a load balancer. */
+  serviceId: ObjectId | undefined;
 }
 
 /** A command handler: receives the command document and the connection it came on. */
@@ -73,10 +80,13 @@ export class EmbeddedServer {
   private nextConnectionId = 1;
   private readonly handlers = new Map<string, CommandHandler>();
   private readonly users: ScramUsers;
+  /** The service ids behind this endpoint when it acts as a load balancer. */
+  readonly services: readonly ObjectId[];
   private port = 0;
 
   constructor(private readonly options: EmbeddedServerOptions = {}) {
     this.users = new ScramUsers(options.users);
+    this.services = Array.from({ length: options.loadBalancedServices ?? 0 }, () => new ObjectId());
     const onSocket = (socket: net.Socket): void => this.accept(socket);
     this.server = options.tls
       ? tls.createServer({ ...options.tls, rejectUnauthorized: options.tls.requestCert === true }, onSocket)
@@ -144,6 +154,7 @@ export class EmbeddedServer {
       compressor: undefined,
       user: undefined,
       conversation: undefined,
+      serviceId: this.services.length > 0 ? this.services[(this.nextConnectionId - 2) % this.services.length] : undefined,
     };
     const framer = new MessageFramer();
     let chain = Promise.resolve();
@@ -258,6 +269,7 @@ export class EmbeddedServer {
       reply.compression = agreed;
       client.compressor = agreed[0];
     }
+    if (command.loadBalanced === true && client.serviceId !== undefined) reply.serviceId = client.serviceId;
     if (typeof command.saslSupportedMechs === 'string') {
       const mechanisms = this.users.mechanismsOf(command.saslSupportedMechs);
       if (mechanisms !== undefined) reply.saslSupportedMechs = mechanisms;

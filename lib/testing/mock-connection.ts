@@ -11,13 +11,16 @@ export class MockConnection implements PoolConnection {
   readonly id: number;
   readonly generation: number;
   readonly address: string;
+  /** The service it reached, in load-balanced tests (see {@link MockConnectionFactoryOptions.serviceIdOf}). */
+  serviceId: string | undefined;
   /** Set it to simulate a network error: the pool then closes the connection with reason `error`. */
   errored = false;
   /** Whether the pool destroyed it, and with which error. */
   destroyed = false;
   destroyError: Error | undefined;
 
-  constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>) {
+  constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>, serviceId?: string) {
+    this.serviceId = serviceId;
     this.id = descriptor.id;
     this.generation = descriptor.generation;
     this.address = descriptor.address;
@@ -39,6 +42,8 @@ export interface MockConnectionFactoryOptions {
   scheduler?: SchedulerLike;
   /** Return an error to make the establishment of that connection fail with it. */
   failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
+  /** The serviceId (hex string) the handshake of that connection reports, for load-balanced tests. */
+  serviceIdOf?: (descriptor: ConnectionDescriptor) => string | undefined;
 }
 
 /**
@@ -61,7 +66,7 @@ export class MockConnectionFactory {
         done = true;
         const error = this.options.failWith?.(descriptor);
         if (error !== undefined) return subscriber.error(error);
-        const connection = new MockConnection(descriptor);
+        const connection = new MockConnection(descriptor, this.options.serviceIdOf?.(descriptor));
         this.created.push(connection);
         subscriber.next(connection);
         subscriber.complete();

@@ -13,7 +13,10 @@ export class FakeConnection implements PoolConnection {
   errored = false;
   destroyed = false;
   destroyError: Error | undefined;
-  constructor(readonly id: number) {}
+  constructor(
+    readonly id: number,
+    readonly serviceId?: string,
+  ) {}
   destroy(error?: Error): void {
     this.destroyed = true;
     this.destroyError = error;
@@ -41,8 +44,8 @@ export class Bench {
   /** Every command the reducer returned, in order. */
   readonly commands: Command<FakeConnection>[] = [];
 
-  constructor(options: PoolOptions & BackgroundOptions = {}, monitored = true) {
-    this.state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions(options), () => this.time);
+  constructor(options: PoolOptions & BackgroundOptions = {}, monitored = true, loadBalanced = false) {
+    this.state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions(options), () => this.time, loadBalanced);
     this.state.monitored = monitored;
   }
 
@@ -58,8 +61,8 @@ export class Bench {
     return waiter;
   }
 
-  succeed(id: number): FakeConnection {
-    const connection = new FakeConnection(id);
+  succeed(id: number, serviceId?: string): FakeConnection {
+    const connection = new FakeConnection(id, serviceId);
     this.establishing.delete(id);
     this.dispatch({ type: 'established', id, connection });
     return connection;

@@ -13,9 +13,9 @@ type Step =
   | { t: 'cancel'; i: number }
   | { t: 'checkIn'; i: number }
   | { t: 'errorInUse'; i: number }
-  | { t: 'succeed'; i: number }
+  | { t: 'succeed'; i: number; service: number }
   | { t: 'fail'; i: number; clear: boolean }
-  | { t: 'clear'; interrupt: boolean }
+  | { t: 'clear'; interrupt: boolean; service: number }
   | { t: 'ready' }
   | { t: 'close' }
   | { t: 'advance'; ms: number };
@@ -25,9 +25,9 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.nat(20).map((i) => ({ t: 'cancel', i }) as Step) },
   { weight: 5, arbitrary: fc.nat(20).map((i) => ({ t: 'checkIn', i }) as Step) },
   { weight: 1, arbitrary: fc.nat(20).map((i) => ({ t: 'errorInUse', i }) as Step) },
-  { weight: 5, arbitrary: fc.nat(20).map((i) => ({ t: 'succeed', i }) as Step) },
+  { weight: 5, arbitrary: fc.record({ i: fc.nat(20), service: fc.nat(2) }).map((r) => ({ t: 'succeed', ...r }) as Step) },
   { weight: 1, arbitrary: fc.record({ i: fc.nat(20), clear: fc.boolean() }).map((r) => ({ t: 'fail', ...r }) as Step) },
-  { weight: 1, arbitrary: fc.boolean().map((interrupt) => ({ t: 'clear', interrupt }) as Step) },
+  { weight: 1, arbitrary: fc.record({ interrupt: fc.boolean(), service: fc.nat(2) }).map((r) => ({ t: 'clear', ...r }) as Step) },
   { weight: 2, arbitrary: fc.constant({ t: 'ready' } as Step) },
   { weight: 1, arbitrary: fc.constant({ t: 'close' } as Step) },
   { weight: 3, arbitrary: fc.integer({ min: 0, max: 150 }).map((ms) => ({ t: 'advance', ms }) as Step) },
@@ -41,6 +41,7 @@ const options = fc
     waitQueueTimeoutMS: fc.constantFrom(0, 50, 100),
     maxIdleTimeMS: fc.constantFrom(0, 100),
     backgroundThreadIntervalMS: fc.constantFrom(-1, 40),
+    loadBalanced: fc.boolean(),
   })
   .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
 
@@ -52,7 +53,9 @@ describe('reduce (property: random action sequences)', function () {
   it('keeps counts, limits, FIFO service and single settlement; loses and leaks nothing', function () {
     fc.assert(
       fc.property(options, fc.array(step, { minLength: 1, maxLength: 80 }), (opts, steps) => {
-        const b = new Bench(opts);
+        const { loadBalanced, ...poolOptions } = opts;
+        const b = new Bench(poolOptions, true, loadBalanced);
+        const services = ['s0', 's1', 's2'];
         const waiters: Waiter<FakeConnection>[] = [];
         const held: FakeConnection[] = [];
 
@@ -70,6 +73,14 @@ describe('reduce (property: random action sequences)', function () {
           expect(s.pendingCount, 'pending <= maxConnecting').to.be.at.most(opts.maxConnecting);
           expect(s.establishing.live, 'every claim has an establishment').to.be.at.most(s.pendingCurrent);
           expect(b.establishing.size, 'establishments under way = pending records').to.equal(s.pendingCount);
+          const perService = new Map<string, number>();
+          for (const rec of s.records.values()) {
+            if (rec.serviceId !== undefined) perService.set(rec.serviceId, (perService.get(rec.serviceId) ?? 0) + 1);
+          }
+          expect(
+            [...s.services].map(([id, g]) => [id, g.connectionCount]),
+            'service counts = established connections per service; no empty entry',
+          ).to.have.deep.members([...perService]);
           for (const w of deliveredNow) {
             const older = waiters.slice(0, waiters.indexOf(w)).filter((o) => o.state !== 'done');
             expect(older, 'FIFO: no older waiter is still waiting').to.have.length(0);
@@ -105,7 +116,7 @@ describe('reduce (property: random action sequences)', function () {
             }
             case 'succeed': {
               const id = pick([...b.establishing], st.i);
-              if (id !== undefined) b.succeed(id);
+              if (id !== undefined) b.succeed(id, loadBalanced ? services[st.service] : undefined);
               break;
             }
             case 'fail': {
@@ -114,7 +125,11 @@ describe('reduce (property: random action sequences)', function () {
               break;
             }
             case 'clear':
-              b.dispatch({ type: 'clear', interruptInUseConnections: st.interrupt });
+              b.dispatch(
+                loadBalanced
+                  ? { type: 'clear', interruptInUseConnections: false, serviceId: services[st.service] }
+                  : { type: 'clear', interruptInUseConnections: st.interrupt },
+              );
               break;
             case 'ready':
               b.dispatch({ type: 'ready' });
@@ -130,7 +145,8 @@ describe('reduce (property: random action sequences)', function () {
           for (const o of delivered) {
             expect(held, 'a connection is never handed out twice').to.not.include(o.connection);
             const rec = b.state.records.get(o.connection!.id)!;
-            expect(rec.generation, 'never hands out a stale connection').to.equal(b.state.generation);
+            const current = loadBalanced ? b.state.services.get(rec.serviceId!)!.generation : b.state.generation;
+            expect(rec.generation, 'never hands out a stale connection').to.equal(current);
             held.push(o.connection!);
           }
           check(delivered.map((o) => o.waiter));
@@ -138,7 +154,7 @@ describe('reduce (property: random action sequences)', function () {
 
         // Wind down: close, finish every establishment, return every connection.
         b.dispatch({ type: 'close' });
-        for (const id of [...b.establishing]) b.succeed(id);
+        for (const id of [...b.establishing]) b.succeed(id, loadBalanced ? 's0' : undefined);
         for (const c of held.splice(0)) b.dispatch({ type: 'checkIn', connection: c });
         check([]);
         for (const w of waiters) {

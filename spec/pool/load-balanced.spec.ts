@@ -1,0 +1,130 @@
+/**
+ * Load-balanced mode: per-service generations and connection counts, service clears that neither pause the pool nor
+ * evict the WaitQueue. Reducer level on a hand-driven clock, then the pool over sockets against the embedded endpoint
+ * acting as a load balancer.
+ */
+import { expect } from 'chai';
+import {
+  ConnectionPool,
+  EmbeddedServer,
+  InvalidOptionError,
+  MockConnectionFactory,
+  MongoCompatibilityError,
+  type ConnectionClosedEvent,
+  type ConnectionPoolEvent,
+} from '../../lib';
+import { Bench } from './harness';
+
+const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
+const B = 'bbbbbbbbbbbbbbbbbbbbbbbb';
+
+describe('load-balanced mode', function () {
+  describe('reducer', function () {
+    function twoServices() {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const [w1, w2] = [b.checkOut(), b.checkOut()];
+      const a = b.succeed(1, A);
+      const c = b.succeed(2, B);
+      expect(b.connectionOf(w1)).to.equal(a);
+      expect(b.connectionOf(w2)).to.equal(c);
+      return { b, a, c };
+    }
+
+    it('counts established connections per service', function () {
+      const { b } = twoServices();
+      expect([...b.state.services]).to.deep.equal([
+        [A, { generation: 0, connectionCount: 1 }],
+        [B, { generation: 0, connectionCount: 1 }],
+      ]);
+    });
+
+    it('a service clear stales only that service, without pausing or evicting the WaitQueue', function () {
+      const { b, a, c } = twoServices();
+      const waiting = b.checkOut(); // starts connection 3
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: A, interruptInUseConnections: false });
+      expect(b.state.status).to.equal('ready');
+      expect(b.errorOf(waiting)).to.equal(undefined);
+      expect(b.state.services.get(A)).to.deep.equal({ generation: 1, connectionCount: 1 });
+      b.dispatch({ type: 'checkIn', connection: a }); // stale: closed, and A's entry goes with its last connection
+      expect(b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'stale' });
+      expect(b.state.services.has(A)).to.equal(false);
+      b.dispatch({ type: 'checkIn', connection: c }); // B is untouched: goes to the waiting checkout
+      expect(b.connectionOf(waiting)).to.equal(c);
+    });
+
+    it('a new connection to a cleared service takes the service generation current at its handshake', function () {
+      const { b } = twoServices();
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: B });
+      const w = b.checkOut();
+      const d = b.succeed(3, B);
+      expect(b.connectionOf(w)).to.equal(d);
+      expect(b.state.records.get(3)!.generation).to.equal(1);
+      expect(b.state.services.get(B)).to.deep.equal({ generation: 1, connectionCount: 2 });
+    });
+
+    it('an establishment error never clears the pool', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      b.failEstablishment(1, new Error('refused'), true);
+      expect(b.state.status).to.equal('ready');
+      expect(b.errorOf(w)?.message).to.equal('refused');
+      expect(b.types()).to.not.include('ConnectionPoolCleared');
+    });
+  });
+
+  describe('ConnectionPool', function () {
+    it('requires a serviceId to clear in load-balanced mode, and refuses one outside it', function () {
+      const lb = new ConnectionPool({ address: 'lb:27017', loadBalanced: true, connectionFactory: new MockConnectionFactory().factory });
+      expect(() => lb.clear()).to.throw(InvalidOptionError, /serviceId/);
+      const plain = new ConnectionPool({ address: 'db:27017', connectionFactory: new MockConnectionFactory().factory });
+      expect(() => plain.clear({ serviceId: A })).to.throw(InvalidOptionError, /serviceId/);
+      lb.close();
+      plain.close();
+    });
+
+    it('over sockets: serviceIds come from the handshake; clearing one service leaves the other', async function () {
+      const server = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
+      const pool = new ConnectionPool({ address: server.address, loadBalanced: true });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      try {
+        const [c1, c2] = await Promise.all([pool.checkOut(), pool.checkOut()]);
+        expect(c1.serviceId).to.equal(server.services[0].toHexString());
+        expect(c2.serviceId).to.equal(server.services[1].toHexString());
+        expect(pool.snapshot().services.map((s) => s.connectionCount)).to.deep.equal([1, 1]);
+        pool.clear({ serviceId: server.services[0] });
+        expect(events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: c1.serviceId });
+        expect(pool.status).to.equal('ready');
+        pool.checkIn(c1);
+        pool.checkIn(c2);
+        expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as ConnectionClosedEvent).connectionId)).to.deep.equal([1]);
+        expect(pool.snapshot().services).to.have.length(1);
+      } finally {
+        pool.close();
+        await server.stop();
+      }
+    });
+
+    it('fails establishment when the server reports no serviceId', async function () {
+      const server = await new EmbeddedServer().start();
+      const pool = new ConnectionPool({ address: server.address, loadBalanced: true });
+      pool.ready();
+      try {
+        const error = await pool.checkOut().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(MongoCompatibilityError);
+        expect((error as Error).message).to.equal('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
+        expect(pool.status).to.equal('ready');
+      } finally {
+        pool.close();
+        await server.stop();
+      }
+    });
+  });
+});
