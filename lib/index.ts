@@ -54,3 +54,8 @@ export type { ServerDescription } from './connection/connection';
 export { FailCommandPoint } from './testing/fail-points';
 export type { FailAction } from './testing/fail-points';
 export type { EmbeddedUser } from './testing/scram-server';
+export { LOG_LEVELS, DEFAULT_MAX_DOCUMENT_LENGTH, resolveLogSettings, willLog } from './logging/log-settings';
+export type { LogLevel, LogComponent, LogSink, LoggingOptions, LogSettings } from './logging/log-settings';
+export { ConnectionLogMessage, connectionLogMessage, renderConnectionMessage, truncate } from './logging/log-message';
+export type { ConnectionLogFields, LoggedError } from './logging/log-message';
+export { openLogSink } from './logging/log-sink';

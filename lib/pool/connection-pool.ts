@@ -5,12 +5,15 @@
  *
  * Source: CMAP spec, "Connection Pool Behaviors", "Connection Pool Monitoring", "withConnection".
  */
-import { defer, from, Observable, scan, Subject, switchMap, finalize, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { defer, EMPTY, finalize, from, map, Observable, scan, Subject, switchMap, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
+import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-message';
+import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
+import { openLogSink } from '../logging/log-sink';
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
@@ -52,6 +55,11 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
    * Default false.
    */
   loadBalanced?: boolean;
+  /**
+   * Logging of the CMAP log messages (component `connection`, level `debug`), over the MONGODB_LOG_* environment
+   * variables. When enabled, the pool writes every message to the configured destination, and {@link log$} emits them.
+   */
+  logging?: LoggingOptions;
 }
 
 /** Options of {@link ConnectionPool.clear}. */
@@ -108,6 +116,15 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
    * asynchronously). Never completes.
    */
   readonly events$: Observable<ConnectionPoolEvent>;
+
+  /**
+   * The CMAP log messages derived from {@link events$}, when the `connection` component logs at `debug` (see the
+   * `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); otherwise it completes at once and nothing is
+   * built. Each message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`).
+   *
+   * Source: CMAP spec, "Connection Pool Logging"; logging spec.
+   */
+  readonly log$: Observable<ConnectionLogMessage>;
 
   private readonly state: PoolState<C>;
   private readonly inputs = new Subject<Action<C>>();
@@ -172,6 +189,29 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
         inner.unsubscribe();
         if (--this.observers === 0) dispatch({ type: 'monitor', monitored: false });
       };
+    });
+
+    const logSettings = resolveLogSettings(options.logging);
+    if (willLog(logSettings.severities.connection, 'debug')) {
+      this.log$ = this.events$.pipe(map((e) => connectionLogMessage(e, server, logSettings.maxDocumentLength)));
+      this.writeLog(logSettings.path);
+    } else {
+      this.log$ = EMPTY;
+    }
+  }
+
+  /** Writes every log message to `path`; a sink the pool opened itself is closed once the pool is closed and empty. */
+  private writeLog(path: string | LogSink): void {
+    const sink = openLogSink(path);
+    const owned = typeof path === 'string';
+    let poolClosed = false;
+    const subscription = this.log$.subscribe((message) => {
+      sink.write(message);
+      poolClosed ||= message.fields.message === 'Connection pool closed';
+      if (poolClosed && this.state.records.size === 0) {
+        subscription.unsubscribe();
+        if (owned) sink.close?.();
+      }
     });
   }
 

@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import {
+  ConnectionPool,
+  MockConnectionFactory,
+  MongoServerError,
+  truncate,
+  type ConnectionLogMessage,
+  type LogSink,
+  type MockConnection,
+} from '../../lib';
+
+/** A pool whose connection log messages are captured by a sink. */
+function loggedPool(extra: Record<string, unknown> = {}, factory = new MockConnectionFactory()) {
+  const messages: ConnectionLogMessage[] = [];
+  const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
+  const pool = new ConnectionPool<MockConnection>({
+    address: 'db.example:27018',
+    maxPoolSize: 5,
+    waitQueueTimeoutMS: 2000,
+    connectionFactory: factory.factory,
+    logging: { componentSeverities: { connection: 'debug' }, path: sink },
+    ...extra,
+  });
+  return { pool, messages, json: () => messages.map((m) => { const { t, ...rest } = m.toJSON(); expect(t).to.be.a('string'); return rest; }) };
+}
+
+describe('connection log messages', function () {
+  it('create → ready → checkOut → checkIn → close, field by field', async function () {
+    const { pool, json, messages } = loggedPool();
+    pool.ready();
+    const c = await pool.checkOut();
+    pool.checkIn(c);
+    pool.close();
+    const common = { c: 'connection', s: 'debug', serverHost: 'db.example', serverPort: 27018 };
+    const all = json();
+    const durations = all.map((m) => m.durationMS);
+    expect(all).to.deep.equal([
+      { ...common, message: 'Connection pool created', maxPoolSize: 5, waitQueueTimeoutMS: 2000 },
+      { ...common, message: 'Connection pool ready' },
+      { ...common, message: 'Connection checkout started' },
+      { ...common, message: 'Connection created', driverConnectionId: 1 },
+      { ...common, message: 'Connection ready', driverConnectionId: 1, durationMS: durations[4] },
+      { ...common, message: 'Connection checked out', driverConnectionId: 1, durationMS: durations[5] },
+      { ...common, message: 'Connection checked in', driverConnectionId: 1 },
+      { ...common, message: 'Connection closed', driverConnectionId: 1, reason: 'Connection pool was closed' },
+      { ...common, message: 'Connection pool closed' },
+    ]);
+    expect(durations[4]).to.be.a('number');
+    expect(messages.map((m) => m.render())).to.deep.equal([
+      'Connection pool created for db.example:27018 using options maxPoolSize=5, waitQueueTimeoutMS=2000',
+      'Connection pool ready for db.example:27018',
+      'Checkout started for connection to db.example:27018',
+      'Connection created: address=db.example:27018, driver-generated ID=1',
+      `Connection ready: address=db.example:27018, driver-generated ID=1, established in=${durations[4]} ms`,
+      `Connection checked out: address=db.example:27018, driver-generated ID=1, duration=${durations[5]} ms`,
+      'Connection checked in: address=db.example:27018, driver-generated ID=1',
+      'Connection closed: address=db.example:27018, driver-generated ID=1. Reason: Connection pool was closed.',
+      'Connection pool closed for db.example:27018',
+    ]);
+  });
+
+  it('a failed checkout carries the reason text, the error and the duration', async function () {
+    const boom = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'bad auth' });
+    const { pool, messages } = loggedPool({}, new MockConnectionFactory({ failWith: () => boom }));
+    pool.ready();
+    await pool.checkOut().then(
+      () => expect.fail('must fail'),
+      () => undefined,
+    );
+    pool.close();
+    const failed = messages.find((m) => m.fields.message === 'Connection checkout failed')!;
+    expect(failed.fields).to.include({ reason: 'An error occurred while trying to establish a new connection' });
+    expect(failed.fields.error).to.deep.include({ type: 'MongoServerError', message: 'bad auth', code: 18, codeName: 'AuthenticationFailed' });
+    expect(failed.fields.durationMS).to.be.a('number');
+    expect(failed.render()).to.match(
+      /^Checkout failed for connection to db\.example:27018\. Reason: An error occurred while trying to establish a new connection\. Error: MongoServerError: bad auth\. Duration: [\d.]+ ms$/,
+    );
+    const closed = messages.find((m) => m.fields.message === 'Connection closed')!;
+    expect(closed.fields.reason).to.equal('An error occurred while using the connection');
+    expect(messages.find((m) => m.fields.message === 'Connection pool cleared')!.render()).to.equal('Connection pool for db.example:27018 cleared');
+  });
+
+  it('truncates to the max length without splitting a surrogate pair, and marks it with ...', function () {
+    expect(truncate('abcdef', 10)).to.equal('abcdef');
+    expect(truncate('abcdef', 3)).to.equal('abc...');
+    const withEmoji = 'ab😀cd'; // the emoji is two UTF-16 code units at indexes 2 and 3
+    expect(truncate(withEmoji, 3)).to.equal('ab...');
+    expect(truncate(withEmoji, 4)).to.equal('ab😀...');
+    const long = new MongoServerError({ ok: 0, errmsg: 'x'.repeat(50), code: 2 });
+    const messages: ConnectionLogMessage[] = [];
+    const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
+    const { pool } = loggedPool(
+      { logging: { componentSeverities: { connection: 'debug' }, maxDocumentLength: 10, path: sink } },
+      new MockConnectionFactory({ failWith: () => long }),
+    );
+    pool.ready();
+    return pool.checkOut().then(
+      () => expect.fail('must fail'),
+      () => {
+        pool.close();
+        const error = messages.find((m) => m.fields.error)!.fields.error!;
+        expect(error.message).to.equal(`${'x'.repeat(10)}...`);
+        expect(error.response!.length).to.equal(13);
+      },
+    );
+  });
+
+  it('builds nothing and writes nothing when connection logging is off', function () {
+    const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: { connection: 'info' } } });
+    let completed = false;
+    let received = 0;
+    pool.log$.subscribe({ next: () => received++, complete: () => (completed = true) });
+    expect(completed).to.equal(true);
+    expect(received).to.equal(0);
+    expect((pool as unknown as { state: { monitored: boolean } }).state.monitored).to.equal(false);
+    pool.close();
+  });
+
+  it('appends JSON lines to a file named by MONGODB_LOG_PATH (programmatic path here), closing it with the pool', async function () {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-log-')), 'pool.log');
+    fs.writeFileSync(file, 'existing line\n');
+    const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: { connection: 'debug' }, path: file } });
+    pool.ready();
+    pool.close();
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+    expect(lines[0]).to.equal('existing line');
+    expect(lines.slice(1).map((l) => JSON.parse(l).message)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection pool closed']);
+  });
+});
