@@ -59,3 +59,6 @@ export type { LogLevel, LogComponent, LogSink, LoggingOptions, LogSettings } fro
 export { ConnectionLogMessage, connectionLogMessage, renderConnectionMessage, truncate } from './logging/log-message';
 export type { ConnectionLogFields, LoggedError } from './logging/log-message';
 export { openLogSink } from './logging/log-sink';
+export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS } from './monitor/monitor';
+export type { MonitorOptions } from './monitor/monitor';
+export type * from './monitor/heartbeat-events';

@@ -5,11 +5,30 @@
  *
  * Source: CMAP spec, "Connection Pool Behaviors", "Connection Pool Monitoring", "withConnection".
  */
-import { defer, EMPTY, finalize, from, map, Observable, scan, Subject, switchMap, type ObservableInput, type SchedulerLike } from 'rxjs';
+import {
+  defer,
+  EMPTY,
+  filter,
+  finalize,
+  from,
+  map,
+  merge,
+  mergeAll,
+  Observable,
+  scan,
+  Subject,
+  Subscription,
+  switchMap,
+  takeUntil,
+  type ObservableInput,
+  type OperatorFunction,
+  type SchedulerLike,
+} from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
-import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError } from '../errors';
+import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError, MongoNetworkTimeoutError } from '../errors';
+import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -128,6 +147,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
 
   private readonly state: PoolState<C>;
   private readonly inputs = new Subject<Action<C>>();
+  /** Further input streams merged into the pool's one action stream (monitor heartbeats). */
+  private readonly sources = new Subject<Observable<Action<C>>>();
   private readonly events = new Subject<ConnectionPoolEvent>();
   private readonly runner: CommandRunner<C>;
   private readonly port: CheckOutPort<C>;
@@ -164,7 +185,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
 
     const state = this.state;
     const seed: { commands: readonly Command<C>[] } = { commands: [] };
-    this.inputs
+    merge(this.inputs, this.sources.pipe(mergeAll()))
       .pipe(
         mailbox(isControlAction),
         scan((step, action) => {
@@ -355,11 +376,38 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
     this.inputs.next({ type: 'close' });
   }
 
+  /**
+   * Makes a monitor's heartbeats an input of the pool: each ServerHeartbeatSucceeded marks the pool ready; each
+   * ServerHeartbeatFailed clears it (the error is the cause), interrupting in-use connections when the check failed
+   * with a network timeout. Unsubscribe the returned Subscription to stop following.
+   *
+   * Source: server monitoring spec, "Marking the connection pool as ready (CMAP only)", "Network or command error
+   * during server check".
+   */
+  followHeartbeats(heartbeats$: Observable<ServerHeartbeatEvent>): Subscription {
+    const stop = new Subject<void>();
+    this.sources.next(heartbeats$.pipe(heartbeatActions<C>(), takeUntil(stop)));
+    return new Subscription(() => stop.next());
+  }
+
   /** Checks a connection in if it is still checked out (used by the scoped forms). */
   private release(connection: C): void {
     const rec = this.state.records.get(connection.id);
     if (rec?.connection === connection && rec.state === 'in use' && !rec.checkInQueued) this.checkIn(connection);
   }
+}
+
+/** Heartbeat outcomes as pool actions: success → ready; failure → clear (interrupting on a network timeout). */
+function heartbeatActions<C>(): OperatorFunction<ServerHeartbeatEvent, Action<C>> {
+  return (events) =>
+    events.pipe(
+      filter((e) => e.type !== 'ServerHeartbeatStarted'),
+      map((e): Action<C> =>
+        e.type === 'ServerHeartbeatFailed'
+          ? { type: 'clear', cause: e.error, interruptInUseConnections: e.error instanceof MongoNetworkTimeoutError }
+          : { type: 'ready' },
+      ),
+    );
 }
 
 /** SDAM's rule for errors before or during the handshake, minus those CMAP labels as backpressure. */

@@ -1,0 +1,195 @@
+/**
+ * Monitor: checks one server with `hello` on a dedicated connection (never one from the pool, never authenticated),
+ * every heartbeatFrequencyMS, and publishes heartbeat events. A pool follows those events as an input of its state
+ * stream (`ConnectionPool.followHeartbeats`): a successful check marks it ready, a failed one clears it.
+ *
+ * Source: server monitoring spec ("Servers are monitored with dedicated sockets", "Servers are checked
+ * periodically", "Requesting an immediate check", "Polling Protocol", "Error handling", "minHeartbeatFrequencyMS",
+ * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS").
+ */
+import { from, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
+import { parseAddress } from '../address';
+import { connectionFactory, type ConnectionOptions } from '../connection/connect';
+import type { Connection } from '../connection/connection';
+import { InvalidOptionError, MongoNetworkError } from '../errors';
+import type { ConnectionFactory } from '../pool/commands';
+import { timerScheduler } from '../scheduler';
+import type { ServerHeartbeatEvent } from './heartbeat-events';
+
+/** The shortest interval between checks (server monitoring spec: MUST be 500 ms, not configurable). */
+export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
+
+/** Options of a {@link Monitor}. Durations in ms. */
+export interface MonitorOptions {
+  /** The server, `host:port`. */
+  address: string;
+  /** Time from the end of one check to the start of the next. At least 500. Default 10000. */
+  heartbeatFrequencyMS?: number;
+  /** How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are ignored. */
+  connectionOptions?: ConnectionOptions;
+  /** Replaces the default TCP factory (tests). */
+  connectionFactory?: ConnectionFactory<Connection>;
+  /** Clock and timers of the sleeps between checks. Default: unref'd Node timers. */
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * A server monitor using the polling protocol. `start()` it, follow {@link heartbeats$}, `close()` it.
+ *
+ * @throws {InvalidOptionError} from the constructor for a heartbeatFrequencyMS below 500 or an invalid address or
+ *   connection option.
+ */
+export class Monitor {
+  readonly address: string;
+  readonly heartbeatFrequencyMS: number;
+  private readonly events = new Subject<ServerHeartbeatEvent>();
+  private readonly factory: ConnectionFactory<Connection>;
+  private readonly connectTimeoutMS: number;
+  private readonly scheduler: SchedulerLike;
+  private connection: Connection | undefined;
+  private establishing: Subscription | undefined;
+  private running = false;
+  private closed = false;
+  private known = false;
+  private lastCheckEnd = -Infinity;
+  private wake: (() => void) | undefined;
+  private checkRequested = false;
+
+  /**
+   * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
+   * closed.
+   */
+  readonly heartbeats$: Observable<ServerHeartbeatEvent> = this.events.asObservable();
+
+  constructor(options: MonitorOptions) {
+    this.address = parseAddress(options.address).address;
+    const frequency = options.heartbeatFrequencyMS ?? 10_000;
+    if (typeof frequency !== 'number' || !Number.isFinite(frequency) || frequency < MIN_HEARTBEAT_FREQUENCY_MS) {
+      throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
+    }
+    this.heartbeatFrequencyMS = frequency;
+    this.connectTimeoutMS = options.connectionOptions?.connectTimeoutMS ?? 10_000;
+    this.scheduler = options.scheduler ?? timerScheduler;
+    const server = parseAddress(options.address);
+    // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
+    const { credentials: _credentials, ...connectionOptions } = options.connectionOptions ?? {};
+    this.factory =
+      options.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
+  }
+
+  /** Starts checking (the first check at once). Idempotent. */
+  start(): void {
+    if (this.running || this.closed) return;
+    this.running = true;
+    void this.loop();
+  }
+
+  /**
+   * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms after the previous check ended.
+   * Ignored while a check is in progress.
+   */
+  requestCheck(): void {
+    this.checkRequested = true;
+    this.wake?.();
+  }
+
+  /** Stops checking, cancels a check in progress, closes the monitoring connection, completes heartbeats$. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.establishing?.unsubscribe();
+    this.connection?.destroy();
+    this.connection = undefined;
+    this.wake?.();
+    this.events.complete();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed) {
+      const retryAtOnce = await this.check();
+      if (this.closed) break;
+      if (!retryAtOnce) await this.sleep();
+    }
+  }
+
+  /** One check; resolves to whether the next check must start at once (network error on a known server). */
+  private async check(): Promise<boolean> {
+    this.checkRequested = false;
+    const started = this.scheduler.now();
+    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
+    try {
+      let reply;
+      if (this.connection === undefined) {
+        // A new connection's handshake reply satisfies the check.
+        this.connection = await this.connect();
+        reply = this.connection.hello;
+      } else {
+        const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
+        reply = await this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS });
+      }
+      const now = this.scheduler.now();
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited: false, duration: now - started, reply });
+      this.known = true;
+      return false;
+    } catch (error) {
+      if (this.closed) return false;
+      const now = this.scheduler.now();
+      const err = error instanceof Error ? error : new Error(String(error));
+      this.connection?.destroy();
+      this.connection = undefined;
+      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: false, duration: now - started, error: err });
+      const wasKnown = this.known;
+      this.known = false;
+      return wasKnown && err instanceof MongoNetworkError;
+    } finally {
+      this.lastCheckEnd = this.scheduler.now();
+    }
+  }
+
+  private connect(): Promise<Connection> {
+    const controller = new AbortController();
+    const established = new Observable<Connection>((subscriber) => {
+      const inner = from(this.factory({ id: 0, generation: 0, address: this.address, signal: controller.signal })).subscribe(subscriber);
+      return () => {
+        controller.abort();
+        inner.unsubscribe();
+      };
+    });
+    return new Promise<Connection>((resolve, reject) => {
+      this.establishing = established.subscribe({
+        next: (c) => (this.closed ? c.destroy() : resolve(c)),
+        error: reject,
+      });
+    }).finally(() => {
+      this.establishing = undefined;
+    });
+  }
+
+  /** Sleeps heartbeatFrequencyMS, or until a requested check is due (at least 500 ms after the last), or close. */
+  private sleep(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let timer: Subscription | undefined;
+      const done = (): void => {
+        timer?.unsubscribe();
+        this.wake = undefined;
+        resolve();
+      };
+      const arm = (delay: number): void => {
+        timer?.unsubscribe();
+        timer = this.scheduler.schedule(done, Math.max(0, delay));
+      };
+      this.wake = () => {
+        if (this.closed) return done();
+        const sinceLast = this.scheduler.now() - this.lastCheckEnd;
+        arm(MIN_HEARTBEAT_FREQUENCY_MS - sinceLast);
+      };
+      if (this.checkRequested) this.wake();
+      else arm(this.heartbeatFrequencyMS);
+    });
+  }
+
+  private emit(event: ServerHeartbeatEvent): void {
+    if (!this.closed) this.events.next(Object.freeze(event));
+  }
+}
+

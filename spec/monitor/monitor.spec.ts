@@ -1,0 +1,137 @@
+/**
+ * The monitor over real sockets against the embedded endpoint (fail points make checks fail), driving a pool
+ * through followHeartbeats.
+ */
+import { expect } from 'chai';
+import {
+  ConnectionPool,
+  EmbeddedServer,
+  InvalidOptionError,
+  Monitor,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  PoolClearedError,
+  type ConnectionPoolEvent,
+  type ServerHeartbeatEvent,
+} from '../../lib';
+import { eventually } from '../support/endpoint';
+import { VirtualClock } from '../pool/virtual-time';
+
+describe('Monitor', function () {
+  let server: EmbeddedServer;
+  let monitor: Monitor | undefined;
+  let pool: ConnectionPool | undefined;
+  const heartbeats: ServerHeartbeatEvent[] = [];
+  const events: ConnectionPoolEvent[] = [];
+
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+    heartbeats.length = 0;
+    events.length = 0;
+  });
+  afterEach(async function () {
+    monitor?.close();
+    pool?.close();
+    monitor = undefined;
+    pool = undefined;
+    await server.stop();
+  });
+
+  function setUp(connectTimeoutMS = 2000): { monitor: Monitor; pool: ConnectionPool } {
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, connectionOptions: { appName: 'monitor', connectTimeoutMS } });
+    pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    pool.events$.subscribe((e) => events.push(e));
+    pool.followHeartbeats(monitor.heartbeats$);
+    monitor.start();
+    return { monitor, pool };
+  }
+
+  const count = (type: string): number => [...heartbeats, ...events].filter((e) => e.type === type).length;
+
+  it('rejects a heartbeatFrequencyMS below 500 ms', function () {
+    expect(() => new Monitor({ address: 'h:1', heartbeatFrequencyMS: 499 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
+  });
+
+  it('a successful check marks the pool ready; Started precedes Succeeded, which carries the reply', async function () {
+    const { pool } = setUp();
+    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    expect(heartbeats.slice(0, 2).map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+    const ok = heartbeats[1] as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatSucceeded' }>;
+    expect(ok.reply.maxWireVersion).to.be.a('number');
+    expect(ok.duration).to.be.at.least(0);
+    expect(events.map((e) => e.type)).to.include('ConnectionPoolReady');
+  });
+
+  it('a failed check clears the pool (no interruption for a command error), and a later success readies it again', async function () {
+    const { monitor, pool } = setUp();
+    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'monitor' } });
+    monitor.requestCheck();
+    expect(await eventually(() => count('ServerHeartbeatFailed') === 1, 3000)).to.equal(true);
+    const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+    expect(failed.error).to.be.instanceOf(MongoServerError);
+    expect(events.find((e) => e.type === 'ConnectionPoolCleared')).to.include({ interruptInUseConnections: false });
+    monitor.requestCheck();
+    expect(await eventually(() => count('ConnectionPoolReady') === 2, 3000)).to.equal(true);
+    expect(pool.generation).to.equal(1);
+  });
+
+  it('a check that times out clears the pool interrupting in-use connections', async function () {
+    const { monitor, pool } = setUp(300);
+    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    const inUse = await pool.checkOut();
+    server.failCommand.configure({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 1500, appName: 'monitor' },
+    });
+    server.handle('slow', () => new Promise((r) => setTimeout(() => r({ ok: 1 }), 1000)));
+    const running = inUse.command('admin', { slow: 1 }).catch((e) => e);
+    monitor.requestCheck();
+    expect(await eventually(() => count('ConnectionPoolCleared') === 1, 3000)).to.equal(true);
+    const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+    expect(failed.error).to.be.instanceOf(MongoNetworkTimeoutError);
+    expect(events.find((e) => e.type === 'ConnectionPoolCleared')).to.include({ interruptInUseConnections: true });
+    const error = await running;
+    expect(error).to.be.instanceOf(PoolClearedError);
+    expect(error.message).to.equal(`Connection to ${server.address} interrupted due to server monitor timeout`);
+    pool.checkIn(inUse);
+    expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'stale' });
+  });
+
+  it('never authenticates its dedicated connection nor asks for saslSupportedMechs', async function () {
+    const handshakes: Record<string, unknown>[] = [];
+    server.handle('isMaster', (cmd) => {
+      handshakes.push(cmd);
+      return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
+    });
+    monitor = new Monitor({
+      address: server.address,
+      heartbeatFrequencyMS: 500,
+      connectionOptions: { credentials: { username: 'u', password: 'p' } },
+    });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    monitor.start();
+    expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+    expect(handshakes).to.have.length(1);
+    expect(handshakes[0]).to.not.have.property('saslSupportedMechs');
+  });
+
+  it('sleeps heartbeatFrequencyMS between checks (virtual time), on one dedicated connection', async function () {
+    const clock = new VirtualClock();
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    monitor.start();
+    expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 20));
+    clock.advance(9_999);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(count('ServerHeartbeatStarted')).to.equal(1);
+    clock.advance(1);
+    expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
+    expect(server.connectionsAccepted).to.equal(1);
+    monitor.close();
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+});
