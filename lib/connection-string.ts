@@ -1,33 +1,108 @@
 /**
- * Connection strings: a `mongodb://` URI parsed with `mongodb-connection-string-url` into hosts and the connection
- * options this library understands.
+ * Connection strings: a `mongodb://` URI parsed with `mongodb-connection-string-url` into hosts, pool options,
+ * connection options and client options, with warnings for what is ignored.
  *
- * Source: connection string spec ("Host Information", "Userinfo", "Connection Options"); URI options spec; auth spec
- * ("Credential delimiter in URI implies authentication", authSource defaults).
+ * Invalid values in a URI are warnings and are ignored (connection string spec: "Any invalid Values for a given key
+ * MUST be ignored and MUST log a WARN level message"); so are unknown keys and keys this library does not support.
+ * Security-relevant conflicts and impossible topologies are errors.
+ *
+ * Source: connection string spec ("Keys", "Values", "Repeated keys"); URI options spec (option list, "Conflicting TLS
+ * options", "directConnection URI option with multiple seeds or SRV URI"); load balancer spec ("URI Validation");
+ * auth spec ("Credential delimiter in URI implies authentication").
  */
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { parseAddress } from './address';
 import { AUTH_MECHANISMS, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
+import { MAX_APP_NAME_BYTES } from './connection/handshake';
+import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
+import type { PoolOptions } from './options';
+
+/** Client-level options a URI can set. */
+export interface UriClientOptions {
+  heartbeatFrequencyMS?: number;
+  serverSelectionTimeoutMS?: number;
+  loadBalanced?: boolean;
+  directConnection?: boolean;
+}
 
 /** A parsed connection string. */
 export interface ParsedConnectionString {
   /** Every host, normalized to `host:port`. */
   readonly hosts: readonly string[];
+  /** Whether it is a `mongodb+srv://` URI (its hosts are SRV names, not servers). */
+  readonly isSRV: boolean;
   /** `appName`, when given. */
   readonly appName?: string;
-  /** The connection options the URI sets (credentials, TLS, timeouts, compression, appName). */
-  readonly connectionOptions: ConnectionOptions;
+  /** The CMAP pool options it sets, under the spec's names. */
+  readonly poolOptions: Readonly<PoolOptions>;
+  /** The connection options it sets (credentials, TLS, timeouts, compression, appName). */
+  readonly connectionOptions: Readonly<ConnectionOptions>;
+  /** The client options it sets. */
+  readonly clientOptions: Readonly<UriClientOptions>;
+  /** What was ignored and why: unknown or unsupported keys, invalid values, repeated keys. Never shows a password. */
+  readonly warnings: readonly string[];
   /** The URI with its credentials replaced, safe to print. */
   readonly redacted: string;
 }
 
+type Target = 'pool' | 'connection' | 'client';
+type Kind = 'count' | 'positive' | 'ms' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
+
+/** The keys this library understands: canonical name, where it goes, and what it accepts. */
+const KEYS: Record<string, { name: string; target: Target; kind: Kind }> = {};
+function key(name: string, target: Target, kind: Kind): void {
+  KEYS[name.toLowerCase()] = { name, target, kind };
+}
+key('maxPoolSize', 'pool', 'count');
+key('minPoolSize', 'pool', 'count');
+key('maxIdleTimeMS', 'pool', 'ms');
+key('maxConnecting', 'pool', 'positive');
+key('waitQueueTimeoutMS', 'pool', 'ms');
+key('appName', 'connection', 'appName');
+key('connectTimeoutMS', 'connection', 'ms');
+key('socketTimeoutMS', 'connection', 'ms');
+key('compressors', 'connection', 'compressors');
+key('zlibCompressionLevel', 'connection', 'zlib');
+key('tls', 'connection', 'bool');
+key('ssl', 'connection', 'bool');
+key('tlsCAFile', 'connection', 'string');
+key('tlsCertificateKeyFile', 'connection', 'string');
+key('tlsCertificateKeyFilePassword', 'connection', 'string');
+key('tlsAllowInvalidCertificates', 'connection', 'bool');
+key('tlsAllowInvalidHostnames', 'connection', 'bool');
+key('tlsInsecure', 'connection', 'bool');
+key('authSource', 'connection', 'string');
+key('authMechanism', 'connection', 'mechanism');
+key('heartbeatFrequencyMS', 'client', 'heartbeat');
+key('serverSelectionTimeoutMS', 'client', 'positive');
+key('loadBalanced', 'client', 'bool');
+key('directConnection', 'client', 'bool');
+
+/** Keys of the URI options spec that this library accepts but does not act on. */
+const UNSUPPORTED = new Set(
+  [
+    'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'proxyHost', 'proxyPort',
+    'proxyUsername', 'proxyPassword', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
+    'retryReads', 'retryWrites', 'serverMonitoringMode', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
+    'srvMaxHosts', 'srvServiceName', 'timeoutMS', 'tlsDisableCertificateRevocationCheck',
+    'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
+    'enableOverloadRetargeting', 'uuidRepresentation',
+  ].map((k) => k.toLowerCase()),
+);
+
+/** Values never echoed in warnings. */
+const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
+
 /**
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
  *
- * @throws {InvalidOptionError} (option `uri`) when it is not a valid connection string, or naming the option when a
- *   connection option has an invalid value; messages never contain the password.
+ * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string;
+ *   when `tlsInsecure` is combined with `tlsAllowInvalidCertificates` or `tlsAllowInvalidHostnames`, or `tls` and `ssl`
+ *   disagree; for `directConnection=true` with several hosts or an SRV URI; for `loadBalanced=true` with several
+ *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; and
+ *   for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
   let parsed: ConnectionString;
@@ -36,67 +111,128 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   } catch (error) {
     throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
   }
-  const params = caseInsensitive(parsed.searchParams);
-  const options: ConnectionOptions = {};
-  const appName = params.get('appname');
-  if (appName !== undefined) options.appName = appName;
-  for (const name of ['connectTimeoutMS', 'socketTimeoutMS', 'zlibCompressionLevel'] as const) {
-    const text = params.get(name.toLowerCase());
-    if (text !== undefined) options[name] = integer(name, text);
-  }
-  const compressors = params.get('compressors');
-  if (compressors !== undefined) options.compressors = compressors.split(',').filter((c) => c !== '');
-  for (const name of ['tls', 'ssl', 'tlsAllowInvalidCertificates', 'tlsAllowInvalidHostnames', 'tlsInsecure', 'loadBalanced'] as const) {
-    const text = params.get(name.toLowerCase());
-    if (text === undefined) continue;
-    const value = boolean(name, text);
-    if (name === 'ssl') options.tls = value;
-    else options[name] = value;
-  }
-  for (const name of ['tlsCAFile', 'tlsCertificateKeyFile', 'tlsCertificateKeyFilePassword'] as const) {
-    const text = params.get(name.toLowerCase());
-    if (text !== undefined) options[name] = text;
-  }
-  if (parsed.isSRV && options.tls === undefined) options.tls = true;
+  const warnings: string[] = [];
+  const pool: Record<string, unknown> = {};
+  const connection: Record<string, unknown> = {};
+  const client: Record<string, unknown> = {};
+  const seen = new Map<string, string>();
 
-  // A credential delimiter (@) means authentication, even with an empty user name (which is then an error).
-  if (parsed.username !== '' || /^[^/]*:\/\/[^/]*@/.test(uri)) {
-    const mechanism = params.get('authmechanism');
-    if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism as AuthMechanism)) {
-      throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
+  for (const [rawKey, value] of parsed.searchParams) {
+    const lower = rawKey.toLowerCase();
+    const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
+    if (seen.has(lower)) {
+      if (seen.get(lower) !== value) warnings.push(`${rawKey} is given more than once; using the last value`);
     }
-    const database = parsed.pathname.replace(/^\//, '');
-    const credentials: CredentialsInit = {
-      username: decodeURIComponent(parsed.username),
-      password: decodeURIComponent(parsed.password),
-      source: params.get('authsource') ?? (database !== '' ? database : 'admin'),
-      ...(mechanism !== undefined ? { mechanism: mechanism as AuthMechanism } : {}),
-    };
-    options.credentials = credentials;
+    seen.set(lower, value);
+    const spec = KEYS[lower];
+    if (spec === undefined) {
+      warnings.push(UNSUPPORTED.has(lower) ? `${rawKey} is not supported by rxcmap and is ignored` : `unknown option ${rawKey} is ignored`);
+      continue;
+    }
+    const converted = convert(spec.kind, value);
+    if (converted.error !== undefined) {
+      warnings.push(`${spec.name}=${shown} is ignored: ${spec.name} must be ${converted.error}`);
+      continue;
+    }
+    if (converted.warning !== undefined) warnings.push(converted.warning);
+    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : client;
+    target[spec.name] = converted.value;
   }
 
+  if (typeof pool.maxPoolSize === 'number' && pool.maxPoolSize > 0 && typeof pool.minPoolSize === 'number' && pool.minPoolSize > pool.maxPoolSize) {
+    warnings.push(`minPoolSize=${pool.minPoolSize} is ignored: it must be <= maxPoolSize (${pool.maxPoolSize})`);
+    delete pool.minPoolSize;
+  }
+
+  // Conflicting TLS options are errors (URI options spec).
+  if (seen.has('tlsinsecure') && (seen.has('tlsallowinvalidcertificates') || seen.has('tlsallowinvalidhostnames'))) {
+    throw new InvalidOptionError('tlsInsecure', seen.get('tlsinsecure'), 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
+  }
+  if (seen.has('tls') && seen.has('ssl') && connection.tls !== connection.ssl) {
+    throw new InvalidOptionError('ssl', seen.get('ssl'), `the same value as tls (${seen.get('tls')})`);
+  }
+  if (connection.ssl !== undefined) {
+    connection.tls ??= connection.ssl;
+    delete connection.ssl;
+  }
+  if (parsed.isSRV && connection.tls === undefined) connection.tls = true;
+
+  const hosts = parsed.hosts.map((h) => parseAddress(h).address);
+  if (client.directConnection === true && (hosts.length > 1 || parsed.isSRV)) {
+    throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
+  }
+  if (client.loadBalanced === true) {
+    if (hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with several hosts');
+    if (seen.has('replicaset')) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
+    if (client.directConnection === true) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
+  }
+
+  // Credentials: a credential delimiter (@) means authentication, even with an empty user name.
+  const authSource = connection.authSource as string | undefined;
+  const authMechanism = connection.authMechanism as AuthMechanism | undefined;
+  delete connection.authSource;
+  delete connection.authMechanism;
+  if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
+    const username = decodeURIComponent(parsed.username);
+    if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
+    const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+    const credentials: CredentialsInit = {
+      username,
+      password: decodeURIComponent(parsed.password),
+      source: authSource ?? (database !== '' ? database : 'admin'),
+      ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
+    };
+    connection.credentials = credentials;
+  } else if (authSource !== undefined || authMechanism !== undefined) {
+    warnings.push('authSource and authMechanism are ignored: the URI has no credentials');
+  }
+
+  const appName = connection.appName as string | undefined;
   return Object.freeze({
-    hosts: Object.freeze(parsed.hosts.map((h) => parseAddress(h).address)),
+    hosts: Object.freeze(hosts),
+    isSRV: parsed.isSRV,
     ...(appName === undefined ? {} : { appName }),
-    connectionOptions: Object.freeze(options),
+    poolOptions: Object.freeze(pool as PoolOptions),
+    connectionOptions: Object.freeze(connection as ConnectionOptions),
+    clientOptions: Object.freeze(client as UriClientOptions),
+    warnings: Object.freeze(warnings),
     redacted: parsed.redact().toString(),
   });
 }
 
-function caseInsensitive(params: URLSearchParams): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const [k, v] of params) if (!out.has(k.toLowerCase())) out.set(k.toLowerCase(), v);
-  return out;
-}
-
-function integer(name: string, text: string): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isInteger(n)) throw new InvalidOptionError(name, text, 'an integer');
-  return n;
-}
-
-function boolean(name: string, text: string): boolean {
-  if (text === 'true') return true;
-  if (text === 'false') return false;
-  throw new InvalidOptionError(name, text, '"true" or "false"');
+/** Converts one value; `error` says what is allowed when the value is invalid. */
+function convert(kind: Kind, text: string): { value?: unknown; error?: string; warning?: string } {
+  const int = /^-?\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
+  switch (kind) {
+    case 'count':
+      return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer >= 0' };
+    case 'positive':
+      return Number.isSafeInteger(int) && int > 0 ? { value: int } : { error: 'an integer > 0' };
+    case 'ms':
+      return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer number of ms >= 0' };
+    case 'heartbeat':
+      return Number.isSafeInteger(int) && int >= 500 ? { value: int } : { error: 'an integer number of ms >= 500' };
+    case 'zlib':
+      return Number.isSafeInteger(int) && int >= -1 && int <= 9 ? { value: int } : { error: 'an integer from -1 to 9' };
+    case 'bool':
+      return text === 'true' ? { value: true } : text === 'false' ? { value: false } : { error: '"true" or "false"' };
+    case 'string':
+      return text === '' ? { error: 'a non-empty string' } : { value: text };
+    case 'appName':
+      return Buffer.byteLength(text, 'utf8') <= MAX_APP_NAME_BYTES ? { value: text } : { error: `at most ${MAX_APP_NAME_BYTES} bytes` };
+    case 'compressors': {
+      const names = text.split(',').map((c) => c.trim()).filter((c) => c !== '');
+      const known = names.filter((c) => c === 'none' || (SUPPORTED_COMPRESSORS as readonly string[]).includes(c));
+      const dropped = names.filter((c) => !known.includes(c));
+      return {
+        value: known,
+        ...(dropped.length > 0 ? { warning: `compressors ${dropped.join(', ')} are not supported and are ignored` } : {}),
+      };
+    }
+    case 'mechanism':
+      if (!(AUTH_MECHANISMS as readonly string[]).includes(text)) {
+        throw new InvalidOptionError('authMechanism', text, `one of ${AUTH_MECHANISMS.join(', ')}`);
+      }
+      return { value: text };
+  }
 }

@@ -238,3 +238,22 @@ export class AuthenticationError extends CmapError {
  * Source: load balancer spec, "Connection Establishment".
  */
 export class MongoCompatibilityError extends CmapError {}
+
+/**
+ * No server became ready within serverSelectionTimeoutMS. `cause` is the last heartbeat error, when there is one.
+ *
+ * Source: server monitoring spec (application operations wait for a suitable server).
+ */
+export class ServerSelectionError extends CmapError {
+  constructor(
+    readonly hosts: readonly string[],
+    readonly serverSelectionTimeoutMS: number,
+    cause?: unknown,
+  ) {
+    super(
+      `No server of ${hosts.join(', ')} became ready within serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` +
+        (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
+      { cause },
+    );
+  }
+}

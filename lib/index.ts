@@ -33,6 +33,7 @@ export {
   MongoServerError,
   AuthenticationError,
   MongoCompatibilityError,
+  ServerSelectionError,
 } from './errors';
 
 export { Connection } from './connection/connection';
@@ -62,3 +63,6 @@ export { openLogSink } from './logging/log-sink';
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS } from './monitor/monitor';
 export type { MonitorOptions } from './monitor/monitor';
 export type * from './monitor/heartbeat-events';
+export { Client, connect } from './client/client';
+export type { ClientOptions, ClientEvent } from './client/client';
+export type { UriClientOptions } from './connection-string';

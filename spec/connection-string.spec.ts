@@ -2,21 +2,86 @@ import { expect } from 'chai';
 import { InvalidOptionError, parseConnectionString } from '../lib';
 
 describe('parseConnectionString', function () {
-  it('normalizes the hosts, reads appName, and redacts credentials', function () {
-    const parsed = parseConnectionString('mongodb://user:s3cret@Host1:27018,host2/?appName=demo');
-    expect(parsed.hosts).to.deep.equal(['host1:27018', 'host2:27017']);
-    expect(parsed.appName).to.equal('demo');
-    expect(parsed.redacted).to.not.include('s3cret');
+  it('reads every CMAP pool option under the spec name, case-insensitively', function () {
+    const p = parseConnectionString('mongodb://h/?maxPoolSize=7&MINPOOLSIZE=2&maxIdleTimeMS=3000&maxConnecting=3&waitQueueTimeoutMS=500');
+    expect(p.poolOptions).to.deep.equal({ maxPoolSize: 7, minPoolSize: 2, maxIdleTimeMS: 3000, maxConnecting: 3, waitQueueTimeoutMS: 500 });
+    expect(p.warnings).to.deep.equal([]);
   });
 
-  it('rejects an invalid string without echoing it', function () {
-    let error: unknown;
-    try {
-      parseConnectionString('postgres://user:s3cret@host');
-    } catch (e) {
-      error = e;
-    }
-    expect(error).to.be.instanceOf(InvalidOptionError);
-    expect((error as Error).message).to.not.include('s3cret');
+  it('ignores an invalid pool option value with a warning', function () {
+    const p = parseConnectionString('mongodb://h/?maxPoolSize=-1&maxConnecting=0&minPoolSize=abc&waitQueueTimeoutMS=1.5');
+    expect(p.poolOptions).to.deep.equal({});
+    expect(p.warnings).to.deep.equal([
+      'maxPoolSize="-1" is ignored: maxPoolSize must be an integer >= 0',
+      'maxConnecting="0" is ignored: maxConnecting must be an integer > 0',
+      'minPoolSize="abc" is ignored: minPoolSize must be an integer >= 0',
+      'waitQueueTimeoutMS="1.5" is ignored: waitQueueTimeoutMS must be an integer number of ms >= 0',
+    ]);
   });
+
+  it('ignores minPoolSize above maxPoolSize with a warning', function () {
+    const p = parseConnectionString('mongodb://h/?maxPoolSize=2&minPoolSize=5');
+    expect(p.poolOptions).to.deep.equal({ maxPoolSize: 2 });
+    expect(p.warnings[0]).to.match(/minPoolSize=5 is ignored/);
+  });
+
+  it('warns about unknown and unsupported keys, and repeated ones', function () {
+    const p = parseConnectionString('mongodb://h/?fooBar=1&readPreference=secondary&appName=a&appName=b');
+    expect(p.warnings).to.deep.equal([
+      'unknown option fooBar is ignored',
+      'readPreference is not supported by rxcmap and is ignored',
+      'appName is given more than once; using the last value',
+    ]);
+    expect(p.appName).to.equal('b');
+  });
+
+  it('reads connection and client options: timeouts, TLS, compression, heartbeat, loadBalanced', function () {
+    const p = parseConnectionString(
+      'mongodb://h:27018/?connectTimeoutMS=100&socketTimeoutMS=200&tls=true&tlsCAFile=/ca.pem&compressors=snappy,zlib&zlibCompressionLevel=5&heartbeatFrequencyMS=800&serverSelectionTimeoutMS=900&loadBalanced=true',
+    );
+    expect(p.hosts).to.deep.equal(['h:27018']);
+    expect(p.connectionOptions).to.deep.equal({
+      connectTimeoutMS: 100,
+      socketTimeoutMS: 200,
+      tls: true,
+      tlsCAFile: '/ca.pem',
+      compressors: ['zlib'],
+      zlibCompressionLevel: 5,
+    });
+    expect(p.clientOptions).to.deep.equal({ heartbeatFrequencyMS: 800, serverSelectionTimeoutMS: 900, loadBalanced: true });
+    expect(p.warnings).to.deep.equal(['compressors snappy are not supported and are ignored']);
+  });
+
+  it('builds credentials with authSource (or the URI database, or admin) and redacts the password everywhere', function () {
+    const p = parseConnectionString('mongodb://alice:s3cr%40t@h/app?authMechanism=SCRAM-SHA-256&tlsCertificateKeyFilePassword=hunter2&tlsCertificateKeyFilePassword=x');
+    expect(p.connectionOptions.credentials).to.deep.equal({ username: 'alice', password: 's3cr@t', source: 'app', mechanism: 'SCRAM-SHA-256' });
+    expect(p.redacted).to.not.include('s3cr');
+    expect(JSON.stringify(p.warnings)).to.not.include('hunter2');
+    expect(parseConnectionString('mongodb://a:b@h/?authSource=other').connectionOptions.credentials).to.include({ source: 'other' });
+    expect(parseConnectionString('mongodb://a:b@h').connectionOptions.credentials).to.include({ source: 'admin' });
+  });
+
+  const errors: [string, RegExp][] = [
+    ['postgres://user:s3cret@host', /Invalid uri/],
+    ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
+    ['mongodb://h/?tls=true&ssl=false', /Invalid ssl/],
+    ['mongodb://a,b/?directConnection=true', /directConnection/],
+    ['mongodb://a,b/?loadBalanced=true', /loadBalanced/],
+    ['mongodb://a/?loadBalanced=true&replicaSet=rs', /loadBalanced/],
+    ['mongodb://a/?loadBalanced=true&directConnection=true', /loadBalanced/],
+    ['mongodb://u:p@a/?authMechanism=GSSAPI', /authMechanism/],
+  ];
+  for (const [uri, message] of errors) {
+    it(`rejects ${uri.replace('s3cret', '***')}`, function () {
+      let error: unknown;
+      try {
+        parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      expect((error as Error).message).to.match(message);
+      expect((error as Error).message).to.not.include('s3cret');
+    });
+  }
 });

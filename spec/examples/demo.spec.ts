@@ -47,8 +47,10 @@ describe('examples/demo.ts (the main job)', function () {
       'otherErrors',
       'connectionsCreated',
       'connectionsClosed',
+      'heartbeats',
       'checkoutWaitMS',
     ]);
+    expect(summary.heartbeats.succeeded).to.be.at.least(2); // one before the run, one that readied the pool after the clear
     expect(summary.workers).to.equal(300);
     expect(summary.checkouts).to.be.greaterThan(0);
     expect(summary.pings).to.equal(summary.checkouts);

@@ -1,0 +1,233 @@
+/**
+ * The client-level entry point: `connect(uri, options)` builds, for each host, one connection pool and one monitor
+ * (none in load-balanced mode) sharing the same options, and offers one merged event feed, the log feed,
+ * `command()` on a ready server, and `close()`.
+ *
+ * Source: CMAP spec ("Connection Pool Options": options at the client level, the same for all pools; parsing them
+ * from a connection string); server monitoring spec (a monitor per server, pools readied and cleared by it); load
+ * balancer spec (no monitor, one pool); connection string and URI options specs.
+ */
+import type { Document } from 'bson';
+import { filter, firstValueFrom, map, merge, Observable, Subject, throwError, timeout, type SchedulerLike } from 'rxjs';
+import type { ConnectionOptions } from '../connection/connect';
+import type { Connection } from '../connection/connection';
+import { parseConnectionString } from '../connection-string';
+import { InvalidOptionError, ServerSelectionError } from '../errors';
+import type { ConnectionPoolEvent } from '../events';
+import type { ConnectionLogMessage } from '../logging/log-message';
+import { resolveLogSettings, type LoggingOptions, type LogSink } from '../logging/log-settings';
+import { openLogSink } from '../logging/log-sink';
+import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
+import { Monitor } from '../monitor/monitor';
+import type { BackgroundOptions, PoolOptions } from '../options';
+import { ConnectionPool } from '../pool/connection-pool';
+
+/**
+ * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
+ * when invalid), an invalid value here throws {@link InvalidOptionError}. Durations in ms.
+ */
+export interface ClientOptions extends PoolOptions, BackgroundOptions, ConnectionOptions {
+  /** Time between monitor checks, at least 500. Default 10000. */
+  heartbeatFrequencyMS?: number;
+  /** How long `command()` waits for a ready server. Default 30000. */
+  serverSelectionTimeoutMS?: number;
+  /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
+  loadBalanced?: boolean;
+  /** Connect to the single host given, as is. */
+  directConnection?: boolean;
+  /** Logging of all pools (one shared destination). */
+  logging?: LoggingOptions;
+  /** Clock and timers of pools and monitors (tests). */
+  scheduler?: SchedulerLike;
+}
+
+/** Every event of a client: pool events and heartbeat events, each with the `address` of its server. */
+export type ClientEvent = ConnectionPoolEvent | ServerHeartbeatEvent;
+
+const CONNECTION_OPTION_NAMES = [
+  'appName',
+  'connectTimeoutMS',
+  'socketTimeoutMS',
+  'compressors',
+  'zlibCompressionLevel',
+  'credentials',
+  'tls',
+  'tlsCAFile',
+  'tlsCertificateKeyFile',
+  'tlsCertificateKeyFilePassword',
+  'tlsAllowInvalidCertificates',
+  'tlsAllowInvalidHostnames',
+  'tlsInsecure',
+  'tlsServerName',
+] as const;
+
+const POOL_OPTION_KEYS = ['maxPoolSize', 'minPoolSize', 'maxIdleTimeMS', 'maxConnecting', 'waitQueueTimeoutMS', 'backgroundThreadIntervalMS'] as const;
+
+/**
+ * A client of one deployment: a pool and a monitor per host.
+ */
+export class Client {
+  /** The hosts, `host:port`. */
+  readonly hosts: readonly string[];
+  /** What the URI parser ignored, and why (never shows a password). */
+  readonly warnings: readonly string[];
+  /** The connection string with its credentials redacted. */
+  readonly redactedUri: string;
+  /** The pool of each host. All share the same options. */
+  readonly pools: ReadonlyMap<string, ConnectionPool<Connection>>;
+  /** The monitor of each host (none in load-balanced mode). */
+  readonly monitors: ReadonlyMap<string, Monitor>;
+  /** Pool events and heartbeat events of every host, merged; each carries its `address`. */
+  readonly events$: Observable<ClientEvent>;
+  /** The connection log messages of every pool, merged (empty when connection logging is off). */
+  readonly log$: Observable<ConnectionLogMessage>;
+  /** How long `command()` waits for a ready server, in ms. */
+  readonly serverSelectionTimeoutMS: number;
+
+  private readonly sink: LogSink | undefined;
+  private closed = false;
+  private lastHeartbeatError: Error | undefined;
+
+  /** Use {@link connect}. */
+  constructor(uri: string, options: ClientOptions = {}) {
+    const parsed = parseConnectionString(uri);
+    if (parsed.isSRV) {
+      throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
+    }
+    this.hosts = parsed.hosts;
+    this.warnings = parsed.warnings;
+    this.redactedUri = parsed.redacted;
+    const client = { ...parsed.clientOptions, ...defined(pick(options, ['heartbeatFrequencyMS', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const sst = client.serverSelectionTimeoutMS ?? 30_000;
+    if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0) {
+      throw new InvalidOptionError('serverSelectionTimeoutMS', sst, 'a number of ms > 0');
+    }
+    this.serverSelectionTimeoutMS = sst;
+    const loadBalanced = client.loadBalanced === true;
+    if (loadBalanced && this.hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false with several hosts');
+    if (client.directConnection === true && this.hosts.length > 1) {
+      throw new InvalidOptionError('directConnection', true, 'false with several hosts');
+    }
+
+    const connectionOptions: ConnectionOptions = {
+      ...parsed.connectionOptions,
+      ...defined(pick(options, CONNECTION_OPTION_NAMES)),
+    };
+    const poolOptions = { ...parsed.poolOptions, ...defined(pick(options, POOL_OPTION_KEYS)) };
+
+    // One log destination for every pool of the client.
+    const logSettings = resolveLogSettings(options.logging);
+    const loggingOn = Object.values(logSettings.severities).some((level) => level !== 'off');
+    this.sink = loggingOn && typeof logSettings.path === 'string' ? openLogSink(logSettings.path) : undefined;
+    const logging: LoggingOptions = {
+      componentSeverities: { ...logSettings.severities },
+      maxDocumentLength: logSettings.maxDocumentLength,
+      path: this.sink ?? logSettings.path,
+    };
+
+    const pools = new Map<string, ConnectionPool<Connection>>();
+    const monitors = new Map<string, Monitor>();
+    const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
+    for (const address of this.hosts) {
+      const pool = new ConnectionPool({ address, ...poolOptions, connectionOptions, loadBalanced, logging, scheduler: options.scheduler });
+      pools.set(pool.address, pool);
+      if (loadBalanced) continue; // load balancer spec: no monitoring connection; the pool is usable at once
+      const monitor = new Monitor({
+        address,
+        heartbeatFrequencyMS: client.heartbeatFrequencyMS,
+        connectionOptions,
+        scheduler: options.scheduler,
+      });
+      monitors.set(monitor.address, monitor);
+      // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
+      // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
+      const published = new Subject<ServerHeartbeatEvent>();
+      const toPool = new Subject<ServerHeartbeatEvent>();
+      heartbeats.push(published);
+      pool.followHeartbeats(toPool);
+      monitor.heartbeats$.subscribe({
+        next: (e) => {
+          if (e.type === 'ServerHeartbeatFailed') this.lastHeartbeatError = e.error;
+          published.next(e);
+          toPool.next(e);
+        },
+        complete: () => {
+          published.complete();
+          toPool.complete();
+        },
+      });
+    }
+    this.pools = pools;
+    this.monitors = monitors;
+    this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
+    this.log$ = merge(...[...pools.values()].map((p) => p.log$));
+    for (const pool of pools.values()) if (loadBalanced) pool.ready();
+    // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
+    queueMicrotask(() => {
+      if (!this.closed) for (const monitor of monitors.values()) monitor.start();
+    });
+  }
+
+  /**
+   * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one.
+   *
+   * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
+   * @throws {InvalidOptionError} (rejection) after `close()`.
+   */
+  async selectPool(): Promise<ConnectionPool<Connection>> {
+    if (this.closed) throw new InvalidOptionError('client', 'closed', 'open: the client was closed');
+    const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.status === 'ready');
+    const now = ready();
+    if (now !== undefined) return now;
+    return firstValueFrom(
+      merge(...[...this.pools.values()].map((p) => p.events$)).pipe(
+        map(ready),
+        filter((p): p is ConnectionPool<Connection> => p !== undefined),
+        timeout({
+          first: this.serverSelectionTimeoutMS,
+          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError)),
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
+   *
+   * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError, ...), or
+   *   the command's (MongoServerError, MongoNetworkError, ...).
+   */
+  async command(db: string, command: Document): Promise<Document> {
+    const pool = await this.selectPool();
+    return pool.withConnection((connection) => connection.command(db, command));
+  }
+
+  /** Closes every monitor and pool; in-use connections close when checked in. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const monitor of this.monitors.values()) monitor.close();
+    for (const pool of this.pools.values()) pool.close();
+    this.sink?.close?.();
+  }
+}
+
+/**
+ * Creates a {@link Client} for `uri` and starts monitoring its hosts. Options given here override the URI's.
+ *
+ * @throws {InvalidOptionError} for an invalid URI, an invalid option value given here, or an impossible combination
+ *   (see `parseConnectionString`).
+ */
+export function connect(uri: string, options: ClientOptions = {}): Client {
+  return new Client(uri, options);
+}
+
+function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const k of keys) if (k in o) out[k] = o[k];
+  return out;
+}
+
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,102 @@
+/**
+ * connect(): one pool and one monitor per host sharing the same options (CMAP prose tests 1–3), URI versus object
+ * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
+ */
+import { expect } from 'chai';
+import * as net from 'node:net';
+import {
+  connect,
+  EmbeddedServer,
+  InvalidOptionError,
+  ServerSelectionError,
+  type Client,
+  type ClientEvent,
+  type ConnectionPoolCreatedEvent,
+} from '../../lib';
+import { eventually } from '../support/endpoint';
+
+describe('connect() / Client', function () {
+  const servers: EmbeddedServer[] = [];
+  let client: Client | undefined;
+
+  async function start(n = 1, options = {}): Promise<EmbeddedServer[]> {
+    for (let i = 0; i < n; i++) servers.push(await new EmbeddedServer(options).start());
+    return servers;
+  }
+
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    for (const s of servers.splice(0)) await s.stop();
+  });
+
+  it('prose 1–3: pool options come from the URI under the spec names, set once for the client, the same for every pool', async function () {
+    const [a, b] = await start(2);
+    client = connect(`mongodb://${a.address},${b.address}/?maxPoolSize=7&minPoolSize=1&maxIdleTimeMS=9000&maxConnecting=3&waitQueueTimeoutMS=1234`);
+    const created: ConnectionPoolCreatedEvent[] = [];
+    client.events$.subscribe((e) => {
+      if (e.type === 'ConnectionPoolCreated') created.push(e);
+    });
+    expect(client.pools.size).to.equal(2);
+    expect(client.monitors.size).to.equal(2);
+    for (const pool of client.pools.values()) {
+      expect(pool.options).to.include({ maxPoolSize: 7, minPoolSize: 1, maxIdleTimeMS: 9000, maxConnecting: 3, waitQueueTimeoutMS: 1234 });
+    }
+    expect(created.map((e) => e.address)).to.have.members([a.address, b.address]);
+    expect(created[0].options).to.deep.equal(created[1].options);
+  });
+
+  it('object options override the URI; an invalid URI value is a warning, the same value in the object an error', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=-3&maxConnecting=4`, { maxConnecting: 1 });
+    const pool = [...client.pools.values()][0];
+    expect(pool.options).to.include({ maxPoolSize: 100, maxConnecting: 1 });
+    expect(client.warnings).to.deep.equal(['maxPoolSize="-3" is ignored: maxPoolSize must be an integer >= 0']);
+    expect(() => connect(`mongodb://${a.address}`, { maxPoolSize: -3 })).to.throw(InvalidOptionError, /maxPoolSize/);
+  });
+
+  it('monitors ready the pools; command() runs on a ready server; events carry their address; close() leaves nothing open', async function () {
+    const [a] = await start();
+    const events: ClientEvent[] = [];
+    client = connect(`mongodb://${a.address}/?heartbeatFrequencyMS=500&appName=client-test`);
+    client.events$.subscribe((e) => events.push(e));
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const types = events.map((e) => e.type);
+    expect(types).to.include.members(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ConnectionPoolReady', 'ConnectionCheckedIn']);
+    expect(new Set(events.map((e) => e.address))).to.deep.equal(new Set([a.address]));
+    expect(types.indexOf('ServerHeartbeatSucceeded')).to.be.below(types.indexOf('ConnectionPoolReady'));
+    await client.close();
+    expect(await eventually(() => a.openConnections === 0)).to.equal(true);
+    const after = await client.command('admin', { ping: 1 }).catch((e) => e);
+    expect(after).to.be.instanceOf(InvalidOptionError);
+  });
+
+  it('authenticates pool connections with the URI credentials, never printing the password', async function () {
+    const [a] = await start(1, { users: [{ username: 'alice', password: 'pencil' }] });
+    client = connect(`mongodb://alice:pencil@${a.address}/?authSource=admin`);
+    a.handle('whoami', (_c, info) => ({ ok: 1, user: info.user }));
+    expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'admin.alice' });
+    expect(client.redactedUri).to.not.include('pencil');
+  });
+
+  it('fails command() with ServerSelectionError when no server becomes ready', async function () {
+    const port = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=200`);
+    const error = await client.command('admin', { ping: 1 }).catch((e) => e);
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect(error.message).to.match(/serverSelectionTimeoutMS=300 ms/);
+  });
+
+  it('load-balanced: one pool, ready at once, no monitor', async function () {
+    const [a] = await start(1, { loadBalancedServices: 1 });
+    client = connect(`mongodb://${a.address}/?loadBalanced=true`);
+    expect(client.monitors.size).to.equal(0);
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect([...client.pools.values()][0].snapshot().services).to.have.length(1);
+  });
+});
