@@ -71,10 +71,9 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
   if (!Number.isInteger(zlibCompressionLevel) || zlibCompressionLevel < -1 || zlibCompressionLevel > 9) {
     throw new InvalidOptionError('zlibCompressionLevel', zlibCompressionLevel, 'an integer from -1 to 9');
   }
+  const given = options.credentials;
   const credentials =
-    options.credentials === undefined || options.credentials instanceof MongoCredentials
-      ? options.credentials
-      : new MongoCredentials(options.credentials);
+    given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
   const handshake = handshakeCommand({
     metadata: clientMetadata(options.appName),
     compressors,

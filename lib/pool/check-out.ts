@@ -4,7 +4,7 @@
  *
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
-import { Observable } from 'rxjs';
+import { Observable, type Subscriber, type TeardownLogic } from 'rxjs';
 import { CheckOutCancelledError } from '../errors';
 import { Waiter, type CheckOutSink } from './state';
 
@@ -42,72 +42,91 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
 
   constructor(
     private readonly port: CheckOutPort<C>,
-    private readonly options: CheckOutOptions = {},
+    private readonly signal?: AbortSignal,
   ) {
-    super((subscriber) => {
-      const signal = options.signal;
-      if (signal?.aborted) {
-        subscriber.error(new CheckOutCancelledError(port.address, signal.reason));
-        return;
-      }
-      const waiter = new Waiter<C>({
-        deliver(connection) {
-          if (subscriber.closed) return false;
-          subscriber.next(connection);
-          subscriber.complete();
-          return true;
-        },
-        fail(error) {
-          subscriber.error(error);
-        },
-      });
-      const onAbort = (): void => subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      port.enter(waiter);
-      return () => {
-        signal?.removeEventListener('abort', onAbort);
-        if (waiter.state !== 'done') port.leave(waiter);
-      };
+    super();
+  }
+
+  /** One subscription = one checkout. (RxJS calls this for every subscriber.) */
+  protected _subscribe(subscriber: Subscriber<C>): TeardownLogic {
+    const { port, signal } = this;
+    if (signal?.aborted) {
+      subscriber.error(new CheckOutCancelledError(port.address, signal.reason));
+      return undefined;
+    }
+    const waiter = new Waiter<C>({
+      deliver(connection) {
+        if (subscriber.closed) return false;
+        subscriber.next(connection);
+        subscriber.complete();
+        return true;
+      },
+      fail(error) {
+        subscriber.error(error);
+      },
     });
+    const onAbort = (): void => subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    port.enter(waiter);
+    return () => {
+      signal?.removeEventListener('abort', onAbort);
+      if (waiter.state !== 'done') port.leave(waiter);
+    };
   }
 
   then<R1 = C, R2 = never>(
     onfulfilled?: ((value: C) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
-    this.promise ??= checkOutPromise(this.port, this.options.signal);
+    this.promise ??= checkOutPromise(this.port, this.signal);
     return this.promise.then(onfulfilled, onrejected);
+  }
+}
+
+/** A waiter that settles a Promise: waiter and sink in one object, so a checkout allocates little. */
+class PromiseWaiter<C> extends Waiter<C> implements CheckOutSink<C> {
+  settled = false;
+  resolve!: (connection: C) => void;
+  reject!: (error: unknown) => void;
+  onAbort: (() => void) | undefined;
+
+  constructor(private readonly signal: AbortSignal | undefined) {
+    super();
+  }
+
+  deliver(connection: C): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    if (this.onAbort !== undefined) this.signal!.removeEventListener('abort', this.onAbort);
+    this.resolve(connection);
+    return true;
+  }
+
+  fail(error: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.onAbort !== undefined) this.signal!.removeEventListener('abort', this.onAbort);
+    this.reject(error);
   }
 }
 
 /** One checkout as a Promise; settles exactly once, whichever of delivery, failure or abort comes first. */
 function checkOutPromise<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined): Promise<C> {
   if (signal?.aborted) return Promise.reject(new CheckOutCancelledError(port.address, signal.reason));
-  return new Promise<C>((resolve, reject) => {
-    let settled = false;
-    const onAbort = (): void => {
-      if (settled) return;
-      settled = true;
-      reject(new CheckOutCancelledError(port.address, signal!.reason));
+  const waiter = new PromiseWaiter<C>(signal);
+  const promise = new Promise<C>((resolve, reject) => {
+    waiter.resolve = resolve;
+    waiter.reject = reject;
+  });
+  if (signal !== undefined) {
+    waiter.onAbort = () => {
+      if (waiter.settled) return;
+      waiter.settled = true;
+      waiter.reject(new CheckOutCancelledError(port.address, signal.reason));
       port.leave(waiter);
     };
-    const sink: CheckOutSink<C> = {
-      deliver(connection) {
-        if (settled) return false;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        resolve(connection);
-        return true;
-      },
-      fail(error) {
-        if (settled) return;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    };
-    const waiter = new Waiter<C>(sink);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    port.enter(waiter);
-  });
+    signal.addEventListener('abort', waiter.onAbort, { once: true });
+  }
+  port.enter(waiter);
+  return promise;
 }

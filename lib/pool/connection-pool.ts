@@ -38,6 +38,7 @@ import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
 import { CommandRunner, type Command, type ConnectionFactory } from './commands';
+import { Inlet } from './inlet';
 import { mailbox } from './mailbox';
 import { reduce } from './reducer';
 import { initialPoolState, type PoolConnection, type PoolState, type PoolStatus, type Waiter } from './state';
@@ -146,7 +147,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
   readonly log$: Observable<ConnectionLogMessage>;
 
   private readonly state: PoolState<C>;
-  private readonly inputs = new Subject<Action<C>>();
+  private readonly inputs = new Inlet<Action<C>>();
   /** Further input streams merged into the pool's one action stream (monitor heartbeats). */
   private readonly sources = new Subject<Observable<Action<C>>>();
   private readonly events = new Subject<ConnectionPoolEvent>();
@@ -277,7 +278,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
    * Source: CMAP spec, "Checking Out a Connection".
    */
   checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
-    return new CheckOutRequest<C>(this.port, options);
+    return new CheckOutRequest<C>(this.port, options?.signal);
   }
 
   /**

@@ -46,10 +46,13 @@ export function mailbox<A>(isControl: (a: A) => boolean): MonoTypeOperatorFuncti
       let draining = false;
       return source.subscribe({
         next(a) {
-          (isControl(a) ? control : checkout).push(a);
-          if (draining) return;
+          if (draining) {
+            (isControl(a) ? control : checkout).push(a);
+            return;
+          }
           draining = true;
           try {
+            subscriber.next(a); // nothing is queued when not draining: run it at once
             while (control.size > 0 || checkout.size > 0) {
               subscriber.next(control.size > 0 ? control.shift() : checkout.shift());
             }

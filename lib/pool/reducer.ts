@@ -17,8 +17,6 @@ import type { Action } from './actions';
 import type { Command } from './commands';
 import type { ConnectionRecord, PoolConnection, PoolState, Waiter } from './state';
 
-const NONE: readonly never[] = Object.freeze([]);
-
 /**
  * Applies `action` to `state` (in place) and returns the commands that carry out its effects, in commit order.
  */
@@ -58,7 +56,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       state.monitored = action.monitored;
       break;
   }
-  return out.length === 0 ? NONE : out;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -66,12 +64,13 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
 
 function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
   if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
-  w.startedAt = s.now();
-  emit(s, out, { type: 'ConnectionCheckOutStarted' });
+  // The clock is read only when something needs it: a duration for an observer, or a WaitQueue deadline.
+  const timeout = s.options.waitQueueTimeoutMS;
+  w.startedAt = s.monitored || timeout > 0 ? s.now() : NaN;
+  if (s.monitored) emit(s, out, { type: 'ConnectionCheckOutStarted' });
   if (s.status === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
   if (s.status === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
-  const timeout = s.options.waitQueueTimeoutMS;
   w.deadline = timeout > 0 ? w.startedAt + timeout : Infinity;
   w.state = 'queued';
   s.waitQueue.push(w);
@@ -135,7 +134,7 @@ function checkOutTo<C extends PoolConnection>(
 ): void {
   rec.state = 'in use';
   w.state = 'done';
-  emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: s.now() - w.startedAt });
+  if (s.monitored) emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: sinceStart(s, w) });
   out.push({ k: 'deliver', waiter: w, connection: rec.connection! });
 }
 
@@ -147,7 +146,7 @@ function failWaiter<C extends PoolConnection>(
   out: Command<C>[],
 ): void {
   w.state = 'done';
-  emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: s.now() - w.startedAt, error });
+  if (s.monitored) emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: sinceStart(s, w), error });
   out.push({ k: 'fail', waiter: w, error });
 }
 
@@ -195,7 +194,7 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, out: 
   const rec = s.records.get(connection.id);
   if (rec === undefined || rec.connection !== connection || rec.state !== 'in use') return; // validated by checkIn()
   rec.checkInQueued = false;
-  emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
+  if (s.monitored) emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
   const reason: ConnectionClosedReason | undefined =
     s.status === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
   if (reason !== undefined) {
@@ -232,7 +231,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
   s.records.set(id, rec);
   s.pendingCount++;
   s.pendingCurrent++;
-  emit(s, out, { type: 'ConnectionCreated', connectionId: id });
+  if (s.monitored) emit(s, out, { type: 'ConnectionCreated', connectionId: id });
   out.push({ k: 'establish', id, generation: rec.generation });
 }
 
@@ -249,7 +248,7 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   } else {
     endPending(s, rec);
     if (s.loadBalanced) joinService(s, rec, connection.serviceId ?? '');
-    emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
+    if (s.monitored) emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
     const claimant = s.establishing.shift();
     if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
     else makeAvailable(s, rec);
@@ -285,7 +284,7 @@ function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
 
 function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
   rec.state = 'available';
-  rec.availableSince = s.now();
+  if (s.options.maxIdleTimeMS > 0) rec.availableSince = s.now(); // only idleness needs it
   s.available.push(rec);
 }
 
@@ -341,9 +340,9 @@ function closeRecord<C extends PoolConnection>(
     const service = s.services.get(rec.serviceId)!;
     if (--service.connectionCount === 0) s.services.delete(rec.serviceId);
   }
-  emit(s, out, error === undefined
-    ? { type: 'ConnectionClosed', connectionId: rec.id, reason }
-    : { type: 'ConnectionClosed', connectionId: rec.id, reason, error });
+  if (s.monitored) {
+    emit(s, out, error === undefined ? { type: 'ConnectionClosed', connectionId: rec.id, reason } : { type: 'ConnectionClosed', connectionId: rec.id, reason, error });
+  }
   if (rec.connection !== undefined) out.push({ k: 'destroy', connection: rec.connection });
 }
 
@@ -354,7 +353,7 @@ function ready<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   if (s.status !== 'paused') return; // already ready (no event), or closed (cannot be readied)
   s.status = 'ready';
   s.everReady = true;
-  emit(s, out, { type: 'ConnectionPoolReady' });
+  if (s.monitored) emit(s, out, { type: 'ConnectionPoolReady' });
   // The Ready event is committed before any background creation, so no observer sees one before it.
   backgroundRun(s, out);
 }
@@ -372,7 +371,7 @@ function clear<C extends PoolConnection>(
   s.clearCause = cause;
   const wasReady = s.status === 'ready';
   s.status = 'paused';
-  if (wasReady) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
+  if (wasReady && s.monitored) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
 
   if (interruptInUseConnections) {
     const interrupted = PoolClearedError.interrupted(s.address);
@@ -402,7 +401,7 @@ function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: stri
   if (s.status === 'closed') return;
   const service = s.services.get(serviceId);
   if (service !== undefined) service.generation++;
-  emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
+  if (s.monitored) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
   if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
 }
 
@@ -413,7 +412,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   for (const rec of [...s.records.values()]) {
     if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
   }
-  emit(s, out, { type: 'ConnectionPoolClosed' });
+  if (s.monitored) emit(s, out, { type: 'ConnectionPoolClosed' });
   const error = new PoolClosedError(s.address);
   for (const w of s.establishing.drain()) failWaiter(s, w, 'poolClosed', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
@@ -448,12 +447,17 @@ function runsEnabled<C>(s: PoolState<C>): boolean {
   return s.options.backgroundThreadIntervalMS > 0;
 }
 
+/** ms since the waiter's checkout started; 0 when it started before anyone observed (its start was not timed). */
+function sinceStart<C>(s: PoolState<C>, w: Waiter<C>): number {
+  return Number.isNaN(w.startedAt) ? 0 : s.now() - w.startedAt;
+}
+
 function pausedError<C>(s: PoolState<C>): PoolClearedError {
   return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause) : PoolClearedError.notReady(s.address);
 }
 
+/** Builds and queues an event. Call sites check `s.monitored` first, so nothing is built when nobody observes. */
 function emit<C>(s: PoolState<C>, out: Command<C>[], payload: PoolEventPayload): void {
-  if (!s.monitored) return;
   const event = Object.freeze({ ...payload, address: s.address, time: s.now() }) as ConnectionPoolEvent;
   out.push({ k: 'emit', event });
 }

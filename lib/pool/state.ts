@@ -98,11 +98,17 @@ export type WaiterState = 'new' | 'queued' | 'establishing' | 'done';
 /** One checkout request. */
 export class Waiter<C> {
   state: WaiterState = 'new';
-  /** Clock time (ms) of ConnectionCheckOutStarted. */
+  /** Clock time (ms) of ConnectionCheckOutStarted; NaN when nothing needed it timed. */
   startedAt = 0;
   /** Clock time (ms) after which the waiter times out of the WaitQueue; Infinity for none. */
   deadline = Infinity;
-  constructor(readonly sink: CheckOutSink<C>) {}
+  /** Where the outcome goes. */
+  readonly sink: CheckOutSink<C>;
+
+  /** `sink` may be omitted by a subclass that is its own sink. */
+  constructor(sink?: CheckOutSink<C>) {
+    this.sink = sink ?? (this as unknown as CheckOutSink<C>);
+  }
 }
 
 /**
