@@ -12,14 +12,11 @@ import {
   finalize,
   from,
   map,
-  merge,
-  mergeAll,
   Observable,
   scan,
   Subject,
   Subscription,
   switchMap,
-  takeUntil,
   type ObservableInput,
   type OperatorFunction,
   type SchedulerLike,
@@ -38,8 +35,7 @@ import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
 import { CommandRunner, type Command, type ConnectionFactory } from './commands';
-import { Inlet } from './inlet';
-import { mailbox } from './mailbox';
+import { Mailbox } from './mailbox';
 import { reduce } from './reducer';
 import { initialPoolState, type PoolConnection, type PoolState, type PoolStatus, type Waiter } from './state';
 
@@ -147,9 +143,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
   readonly log$: Observable<ConnectionLogMessage>;
 
   private readonly state: PoolState<C>;
-  private readonly inputs = new Inlet<Action<C>>();
-  /** Further input streams merged into the pool's one action stream (monitor heartbeats). */
-  private readonly sources = new Subject<Observable<Action<C>>>();
+  /** The pool's one serialized input: every action, from every source, goes through it. */
+  private readonly inputs = new Mailbox<Action<C>>(isControlAction);
   private readonly events = new Subject<ConnectionPoolEvent>();
   private readonly runner: CommandRunner<C>;
   private readonly port: CheckOutPort<C>;
@@ -186,9 +181,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
 
     const state = this.state;
     const seed: { commands: readonly Command<C>[] } = { commands: [] };
-    merge(this.inputs, this.sources.pipe(mergeAll()))
+    this.inputs
       .pipe(
-        mailbox(isControlAction),
         scan((step, action) => {
           step.commands = reduce(state, action);
           return step;
@@ -386,9 +380,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> {
    * during server check".
    */
   followHeartbeats(heartbeats$: Observable<ServerHeartbeatEvent>): Subscription {
-    const stop = new Subject<void>();
-    this.sources.next(heartbeats$.pipe(heartbeatActions<C>(), takeUntil(stop)));
-    return new Subscription(() => stop.next());
+    return this.inputs.merge(heartbeats$.pipe(heartbeatActions<C>()));
   }
 
   /** Checks a connection in if it is still checked out (used by the scoped forms). */

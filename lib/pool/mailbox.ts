@@ -1,12 +1,14 @@
 /**
- * The pool's serialized mailbox: an RxJS operator that turns re-entrant pushes into one total order. An action
- * pushed while another is being processed (say, a subscriber that checks a connection in from inside `next`) is
- * queued, never run inside the one in progress; each action runs to completion before the next starts.
+ * The pool's mailbox: its one serialized input. Every input (checkout requests and cancellations, check-ins,
+ * clear/ready/close, establishment results, timers, and merged streams such as a monitor's heartbeats) is pushed into
+ * it; its single subscriber (the pool's `scan` over the state) receives them one at a time, in one total order.
  *
+ * An action pushed while another is being processed (say, a subscriber that checks a connection in from inside
+ * `next`) is queued, never run inside the one in progress; each action runs to completion before the next starts.
  * Two lanes: control actions are drained before checkout actions, so a clear or close takes effect before the
  * checkouts queued behind it are served.
  */
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, Subscription, type Subscriber, type TeardownLogic } from 'rxjs';
 
 /** A FIFO of values in a growable ring buffer (O(1) push and shift, slots cleared when removed). */
 class Lane<A> {
@@ -34,34 +36,47 @@ class Lane<A> {
   }
 }
 
-/**
- * Serializes the source: values pushed re-entrantly are queued and emitted after the current one has been fully
- * processed downstream. `isControl` picks the lane; the control lane is drained first.
- */
-export function mailbox<A>(isControl: (a: A) => boolean): MonoTypeOperatorFunction<A> {
-  return (source) =>
-    new Observable<A>((subscriber) => {
-      const control = new Lane<A>();
-      const checkout = new Lane<A>();
-      let draining = false;
-      return source.subscribe({
-        next(a) {
-          if (draining) {
-            (isControl(a) ? control : checkout).push(a);
-            return;
-          }
-          draining = true;
-          try {
-            subscriber.next(a); // nothing is queued when not draining: run it at once
-            while (control.size > 0 || checkout.size > 0) {
-              subscriber.next(control.size > 0 ? control.shift() : checkout.shift());
-            }
-          } finally {
-            draining = false;
-          }
-        },
-        error: (e) => subscriber.error(e),
-        complete: () => subscriber.complete(),
-      });
-    });
+/** A serialized, two-lane input with one subscriber. */
+export class Mailbox<A> extends Observable<A> {
+  private readonly control = new Lane<A>();
+  private readonly checkout = new Lane<A>();
+  private draining = false;
+  private sink: Subscriber<A> | undefined;
+
+  /** @param isControl picks the lane of an action: true for the control lane. */
+  constructor(private readonly isControl: (a: A) => boolean) {
+    super();
+  }
+
+  /** Pushes one action: processed at once when the mailbox is idle, else queued in its lane. */
+  next(a: A): void {
+    if (this.draining) {
+      (this.isControl(a) ? this.control : this.checkout).push(a);
+      return;
+    }
+    const sink = this.sink;
+    if (sink === undefined) return;
+    this.draining = true;
+    try {
+      sink.next(a);
+      while (this.control.size > 0 || this.checkout.size > 0) {
+        sink.next(this.control.size > 0 ? this.control.shift() : this.checkout.shift());
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** Merges a stream of actions into the mailbox until the returned Subscription is unsubscribed. */
+  merge(source: Observable<A>): Subscription {
+    return source.subscribe({ next: (a) => this.next(a) });
+  }
+
+  protected _subscribe(subscriber: Subscriber<A>): TeardownLogic {
+    if (this.sink !== undefined) throw new Error('a Mailbox takes one subscriber');
+    this.sink = subscriber;
+    return () => {
+      if (this.sink === subscriber) this.sink = undefined;
+    };
+  }
 }

@@ -1,0 +1,30 @@
+/** Small statistics and formatting helpers for the benchmark report. */
+
+export function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** The p-th percentile (0..100) of the first `count` values of `samples`. */
+export function percentile(samples: Float64Array, count: number, p: number): number {
+  if (count === 0) return Number.NaN;
+  const sorted = samples.slice(0, count).sort();
+  return sorted[Math.min(count - 1, Math.floor((p / 100) * count))];
+}
+
+/** Formats a number compactly: 1234567 → "1.23M". */
+export function human(n: number): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  if (Math.abs(n) >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (Math.abs(n) >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  if (Math.abs(n) >= 100) return n.toFixed(0);
+  return n.toFixed(2);
+}
+
+/** A markdown table. */
+export function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
