@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { EmbeddedServer } from '../../lib';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -61,5 +62,22 @@ describe('examples/demo.ts (the main job)', function () {
     expect(summary.failedCheckouts).to.be.an('object');
     for (const n of Object.values(summary.failedCheckouts)) expect(n).to.be.a('number');
     expect(summary.checkoutWaitMS.p99).to.be.at.least(summary.checkoutWaitMS.p50);
+  });
+
+  it('--uri points it at another server, whose credentials it never prints', async function () {
+    const server = await new EmbeddedServer({ users: [{ username: 'demo', password: 'pencil-secret' }] }).start();
+    try {
+      const uri = `mongodb://demo:pencil-secret@${server.address}/?authSource=admin&directConnection=true`;
+      const { code, stdout, stderr } = await runDemo(['--duration', '0.5', '--workers', '50', '--uri', uri]);
+      expect(code, stderr).to.equal(0);
+      const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
+      expect(summary.endpoint).to.include(server.address);
+      expect(summary.checkouts).to.be.greaterThan(0);
+      expect(summary.otherErrors).to.equal(0);
+      expect(stdout + stderr).to.not.include('pencil-secret');
+      expect(server.connectionsAccepted).to.be.greaterThan(1); // the monitor's connection and the pool's
+    } finally {
+      await server.stop();
+    }
   });
 });
