@@ -99,11 +99,6 @@ export class CommandRunner<C extends PoolConnection> {
 
   constructor(private readonly ctx: RunnerContext<C>) {}
 
-  /** The number of establishments under way. */
-  get establishing(): number {
-    return this.establishments.size;
-  }
-
   run(commands: readonly Command<C>[]): void {
     for (let i = 0; i < commands.length; i++) this.perform(commands[i]);
   }
@@ -199,14 +194,6 @@ export class CommandRunner<C extends PoolConnection> {
         (c) => destroyQuietly(c as PoolConnection),
         () => undefined,
       );
-    }
-  }
-
-  /** Disarms every timer and abandons every establishment (used by close once the reducer has closed them). */
-  disposeTimers(): void {
-    for (const name of Object.keys(this.timers) as TimerName[]) {
-      this.timers[name]?.unsubscribe();
-      this.timers[name] = undefined;
     }
   }
 }
