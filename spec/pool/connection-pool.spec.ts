@@ -282,10 +282,12 @@ describe('ConnectionPool', function () {
       };
       expect(await run(pool.withConnection((c) => c.id))).to.equal(1);
       const error = await run(
-        pool.withConnection(() => {
-          throw new Error('fn failed');
-        }),
-      ).catch((e) => e);
+        pool
+          .withConnection(() => {
+            throw new Error('fn failed');
+          })
+          .catch((e: unknown) => e),
+      );
       expect(error).to.have.property('message', 'fn failed');
       await run(pool.withConnection((c) => pool.checkIn(c)));
       expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1, totalConnectionCount: 1 });
