@@ -96,8 +96,8 @@ export function resolvePoolOptions(options: PoolOptions & BackgroundOptions = {}
   requireInteger('maxPoolSize', resolved.maxPoolSize, 0, 'an integer >= 0 (0 means no limit)');
   requireInteger('minPoolSize', resolved.minPoolSize, 0, 'an integer >= 0');
   requireInteger('maxConnecting', resolved.maxConnecting, 1, 'an integer > 0');
-  requireNumber('maxIdleTimeMS', resolved.maxIdleTimeMS, 'a number of ms >= 0 (0 means no limit)');
-  requireNumber('waitQueueTimeoutMS', resolved.waitQueueTimeoutMS, 'a number of ms >= 0 (0 means no limit)');
+  requireDurationMS('maxIdleTimeMS', resolved.maxIdleTimeMS);
+  requireDurationMS('waitQueueTimeoutMS', resolved.waitQueueTimeoutMS);
   if (resolved.maxPoolSize > 0 && resolved.minPoolSize > resolved.maxPoolSize) {
     throw new InvalidOptionError(
       'minPoolSize',
@@ -127,7 +127,8 @@ function pick(o: Required<PoolOptions & BackgroundOptions>): Required<PoolOption
   };
 }
 
-function definedOnly<T extends object>(o: T): Partial<T> {
+/** A copy of `o` without its undefined properties (so spreading it never overrides a default with undefined). */
+export function definedOnly<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {};
   for (const key of Object.keys(o) as (keyof T)[]) {
     if (o[key] !== undefined) out[key] = o[key];
@@ -141,8 +142,14 @@ function requireInteger(name: string, value: unknown, min: number, allowed: stri
   }
 }
 
-function requireNumber(name: string, value: unknown, allowed: string): void {
+/**
+ * Returns `value` when it is a duration option: a finite number of ms >= 0, where 0 means no limit.
+ *
+ * @throws {InvalidOptionError} naming `name` otherwise.
+ */
+export function requireDurationMS(name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new InvalidOptionError(name, value, allowed);
+    throw new InvalidOptionError(name, value, 'a number of ms >= 0 (0 means no limit)');
   }
+  return value;
 }

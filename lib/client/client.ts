@@ -19,7 +19,7 @@ import { resolveLogSettings, type LoggingOptions, type LogSink } from '../loggin
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
 import { Monitor } from '../monitor/monitor';
-import type { BackgroundOptions, PoolOptions } from '../options';
+import { definedOnly, type BackgroundOptions, type PoolOptions } from '../options';
 import { ConnectionPool } from '../pool/connection-pool';
 
 /**
@@ -97,7 +97,7 @@ export class Client {
     this.hosts = parsed.hosts;
     this.warnings = parsed.warnings;
     this.redactedUri = parsed.redacted;
-    const client = { ...parsed.clientOptions, ...defined(pick(options, ['heartbeatFrequencyMS', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const client = { ...parsed.clientOptions, ...definedOnly(pick(options, ['heartbeatFrequencyMS', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
     const sst = client.serverSelectionTimeoutMS ?? 30_000;
     if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0) {
       throw new InvalidOptionError('serverSelectionTimeoutMS', sst, 'a number of ms > 0');
@@ -111,9 +111,9 @@ export class Client {
 
     const connectionOptions: ConnectionOptions = {
       ...parsed.connectionOptions,
-      ...defined(pick(options, CONNECTION_OPTION_NAMES)),
+      ...definedOnly(pick(options, CONNECTION_OPTION_NAMES)),
     };
-    const poolOptions = { ...parsed.poolOptions, ...defined(pick(options, POOL_OPTION_KEYS)) };
+    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, POOL_OPTION_KEYS)) };
 
     // One log destination for every pool of the client.
     const logSettings = resolveLogSettings(options.logging);
@@ -226,8 +226,4 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
   const out = {} as Pick<T, K>;
   for (const k of keys) if (k in o) out[k] = o[k];
   return out;
-}
-
-function defined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

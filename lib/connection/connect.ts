@@ -10,6 +10,7 @@ import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
 import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
+import { requireDurationMS } from '../options';
 import type { ConnectionFactory } from '../pool/commands';
 import type { ConnectionDescriptor } from '../pool/state';
 import { Connection } from './connection';
@@ -59,8 +60,8 @@ type Phase = 'connect' | 'hello' | 'auth';
  *   credentials.
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
-  const connectTimeoutMS = nonNegative('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
-  const socketTimeoutMS = nonNegative('socketTimeoutMS', options.socketTimeoutMS ?? 0);
+  const connectTimeoutMS = requireDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
+  const socketTimeoutMS = requireDurationMS('socketTimeoutMS', options.socketTimeoutMS ?? 0);
   const compressors = (options.compressors ?? []).filter((c) => c !== 'none');
   for (const c of compressors) {
     if (!SUPPORTED_COMPRESSORS.includes(c as CompressorName)) {
@@ -180,11 +181,4 @@ function withBackpressureLabels(error: unknown, phase: Phase): unknown {
     error.errorLabels.add(ErrorLabel.RetryableError);
   }
   return error;
-}
-
-function nonNegative(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new InvalidOptionError(name, value, 'a number of ms >= 0 (0 means no limit)');
-  }
-  return value;
 }

@@ -62,7 +62,8 @@ export class Monitor {
   readonly heartbeats$: Observable<ServerHeartbeatEvent> = this.events.asObservable();
 
   constructor(options: MonitorOptions) {
-    this.address = parseAddress(options.address).address;
+    const server = parseAddress(options.address);
+    this.address = server.address;
     const frequency = options.heartbeatFrequencyMS ?? 10_000;
     if (typeof frequency !== 'number' || !Number.isFinite(frequency) || frequency < MIN_HEARTBEAT_FREQUENCY_MS) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
@@ -70,7 +71,6 @@ export class Monitor {
     this.heartbeatFrequencyMS = frequency;
     this.connectTimeoutMS = options.connectionOptions?.connectTimeoutMS ?? 10_000;
     this.scheduler = options.scheduler ?? timerScheduler;
-    const server = parseAddress(options.address);
     // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
     const { credentials: _credentials, ...connectionOptions } = options.connectionOptions ?? {};
     this.factory =

@@ -95,18 +95,21 @@ class PromiseWaiter<C> extends Waiter<C> implements CheckOutSink<C> {
   }
 
   deliver(connection: C): boolean {
-    if (this.settled) return false;
-    this.settled = true;
-    if (this.onAbort !== undefined) this.signal!.removeEventListener('abort', this.onAbort);
+    if (!this.settle()) return false;
     this.resolve(connection);
     return true;
   }
 
   fail(error: Error): void {
-    if (this.settled) return;
+    if (this.settle()) this.reject(error);
+  }
+
+  /** Marks the waiter settled (false if it already was) and stops listening to its signal. */
+  settle(): boolean {
+    if (this.settled) return false;
     this.settled = true;
     if (this.onAbort !== undefined) this.signal!.removeEventListener('abort', this.onAbort);
-    this.reject(error);
+    return true;
   }
 }
 
@@ -120,8 +123,7 @@ function checkOutPromise<C>(port: CheckOutPort<C>, signal: AbortSignal | undefin
   });
   if (signal !== undefined) {
     waiter.onAbort = () => {
-      if (waiter.settled) return;
-      waiter.settled = true;
+      if (!waiter.settle()) return;
       waiter.reject(new CheckOutCancelledError(port.address, signal.reason));
       port.leave(waiter);
     };
