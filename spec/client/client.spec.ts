@@ -3,7 +3,6 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import * as net from 'node:net';
 import {
   connect,
   EmbeddedServer,
@@ -13,7 +12,7 @@ import {
   type ClientEvent,
   type ConnectionPoolCreatedEvent,
 } from '../../lib';
-import { eventually } from '../support/endpoint';
+import { closedPort, eventually } from '../support/endpoint';
 
 describe('connect() / Client', function () {
   const servers: EmbeddedServer[] = [];
@@ -80,12 +79,7 @@ describe('connect() / Client', function () {
   });
 
   it('fails command() with ServerSelectionError when no server becomes ready', async function () {
-    const port = await new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as net.AddressInfo).port;
-        s.close(() => resolve(p));
-      });
-    });
+    const port = await closedPort();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=200`);
     const error = await client.command('admin', { ping: 1 }).catch((e) => e);
     expect(error).to.be.instanceOf(ServerSelectionError);

@@ -19,6 +19,7 @@ import {
   type ConnectionOptions,
   type ConnectionPoolEvent,
 } from '../../lib';
+import { closedPort } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -168,7 +169,7 @@ describe('connectionFactory (establishment)', function () {
 
   describe('failures and backpressure labels', function () {
     it('labels a refused connection SystemOverloadedError + RetryableError, and the default policy does not clear', async function () {
-      const port = await freePort();
+      const port = await closedPort();
       const error = await establish(`127.0.0.1:${port}`, {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
@@ -217,12 +218,3 @@ describe('connectionFactory (establishment)', function () {
     });
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}

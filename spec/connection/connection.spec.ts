@@ -2,7 +2,6 @@
  * Real connections over TCP, against the embedded endpoint, or the server in MONGODB_URI when it is set.
  */
 import { expect } from 'chai';
-import * as net from 'node:net';
 import {
   ConnectionBusyError,
   ConnectionPool,
@@ -12,7 +11,7 @@ import {
   type ConnectionPoolEvent,
   type ConnectionPoolOptions,
 } from '../../lib';
-import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import * as pkg from '../../package.json';
 
 describe('Connection (TCP, OP_MSG)', function () {
@@ -88,12 +87,7 @@ describe('Connection (TCP, OP_MSG)', function () {
   });
 
   it('a refused connection fails the checkout with a MongoNetworkError and reason connectionError', async function () {
-    const closed = await new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const port = (s.address() as net.AddressInfo).port;
-        s.close(() => resolve(port));
-      });
-    });
+    const closed = await closedPort();
     const p = new ConnectionPool({ address: `127.0.0.1:${closed}` });
     pools.push(p);
     const events: ConnectionPoolEvent[] = [];

@@ -2,6 +2,7 @@
  * The endpoint integration tests run against: the server named by MONGODB_URI when it is set, else a fresh embedded
  * endpoint. `embedded` is set only in the second case, for assertions on server-side state.
  */
+import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import { connectionFactory, EmbeddedServer, parseConnectionString, type ConnectionOptions } from '../../lib';
@@ -49,4 +50,14 @@ export async function eventually(condition: () => boolean, timeoutMS = 2000): Pr
     await new Promise((r) => setTimeout(r, 5));
   }
   return true;
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on (it was free a moment ago): connections to it are refused. */
+export function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
 }
