@@ -12,7 +12,8 @@
  *   npm start -- --uri 'mongodb://user:pass@host:27017/?authSource=admin'
  */
 import { parseArgs } from 'node:util';
-import { connect, EmbeddedServer, PoolClearedError, type ClientEvent } from '../lib';
+import { connect, PoolClearedError, type ClientEvent } from '../lib';
+import { EmbeddedServer } from '../lib/testing';
 
 const { values } = parseArgs({
   options: {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { InvalidOptionError, parseAddress } from '../lib';
+import { InvalidOptionError } from '../lib';
+import { parseAddress } from '../lib/address';
 
 describe('parseAddress', function () {
   const valid: [string, { address: string; host: string; port?: number }][] = [

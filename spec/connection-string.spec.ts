@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { InvalidOptionError, parseConnectionString } from '../lib';
+import { InvalidOptionError } from '../lib';
+import { parseConnectionString } from '../lib/connection-string';
 
 describe('parseConnectionString', function () {
   it('reads every CMAP pool option under the spec name, case-insensitively', function () {

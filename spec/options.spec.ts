@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError, resolvePoolOptions } from '../lib';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError } from '../lib';
+import { resolvePoolOptions } from '../lib/options';
 
 describe('resolvePoolOptions', function () {
   it('applies the CMAP defaults and records only what the user set', function () {

@@ -3,15 +3,8 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import {
-  connect,
-  EmbeddedServer,
-  InvalidOptionError,
-  ServerSelectionError,
-  type Client,
-  type ClientEvent,
-  type ConnectionPoolCreatedEvent,
-} from '../../lib';
+import { connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually } from '../support/endpoint';
 
 describe('connect() / Client', function () {

@@ -3,7 +3,8 @@
  * Unit-style files run on pools of mock connections; integration-style files run over real sockets against the
  * embedded endpoint (or the server in MONGODB_URI), with their fail points set before and turned off after.
  */
-import { ConnectionPool, MockConnectionFactory, type PoolConnection } from '../../lib';
+import { ConnectionPool, type PoolConnection } from '../../lib';
+import { MockConnectionFactory } from '../../lib/testing';
 import { startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { runCmapTest } from './runner';
 import { loadSpecFiles, specDirectory, type CmapSpecFile } from './spec-file';

@@ -3,7 +3,8 @@
  * that says where.
  */
 import { expect } from 'chai';
-import { ConnectionPool, MockConnectionFactory, type PoolConnection } from '../../lib';
+import { ConnectionPool, type PoolConnection } from '../../lib';
+import { MockConnectionFactory } from '../../lib/testing';
 import { mismatch } from './match';
 import { runCmapTest, type PoolMaker } from './runner';
 import type { CmapSpecFile } from './spec-file';

@@ -7,18 +7,8 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
-import {
-  AuthenticationError,
-  ConnectionPool,
-  EmbeddedServer,
-  MongoNetworkError,
-  MongoNetworkTimeoutError,
-  MongoServerError,
-  connectionFactory,
-  type Connection,
-  type ConnectionOptions,
-  type ConnectionPoolEvent,
-} from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 import { closedPort } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');

@@ -2,15 +2,8 @@
  * Real connections over TCP, against the embedded endpoint, or the server in MONGODB_URI when it is set.
  */
 import { expect } from 'chai';
-import {
-  ConnectionBusyError,
-  ConnectionPool,
-  DRIVER_INFO,
-  MongoNetworkError,
-  MongoNetworkTimeoutError,
-  type ConnectionPoolEvent,
-  type ConnectionPoolOptions,
-} from '../../lib';
+import { ConnectionBusyError, ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type ConnectionPoolEvent, type ConnectionPoolOptions } from '../../lib';
+import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import * as pkg from '../../package.json';
 

@@ -6,13 +6,7 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import { serialize } from 'bson';
-import {
-  ConnectionPool,
-  MongoNetworkError,
-  MongoNetworkTimeoutError,
-  type Connection,
-  type ConnectionPoolEvent,
-} from '../../lib';
+import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { encodeOpMsg } from '../../lib/connection/op-msg';
 import { MessageFramer, OpCode, writeHeader } from '../../lib/connection/wire-protocol';
 

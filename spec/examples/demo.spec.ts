@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { EmbeddedServer } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 
 const root = path.resolve(__dirname, '../..');
 

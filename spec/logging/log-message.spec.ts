@@ -2,15 +2,9 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  ConnectionPool,
-  MockConnectionFactory,
-  MongoServerError,
-  truncate,
-  type ConnectionLogMessage,
-  type LogSink,
-  type MockConnection,
-} from '../../lib';
+import { ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { truncate } from '../../lib/logging/log-message';
+import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
 function loggedPool(extra: Record<string, unknown> = {}, factory = new MockConnectionFactory()) {

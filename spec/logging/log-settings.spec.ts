@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { InvalidOptionError, resolveLogSettings, willLog } from '../../lib';
+import { InvalidOptionError } from '../../lib';
+import { resolveLogSettings, willLog } from '../../lib/logging/log-settings';
 
 describe('resolveLogSettings', function () {
   it('is off by default, stderr, 1000', function () {

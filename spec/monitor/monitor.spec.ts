@@ -3,19 +3,10 @@
  * through followHeartbeats.
  */
 import { expect } from 'chai';
-import {
-  ConnectionPool,
-  EmbeddedServer,
-  InvalidOptionError,
-  Monitor,
-  MongoNetworkTimeoutError,
-  MongoServerError,
-  PoolClearedError,
-  type ConnectionPoolEvent,
-  type ServerHeartbeatEvent,
-} from '../../lib';
+import { ConnectionPool, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
-import { VirtualClock } from '../pool/virtual-time';
+import { VirtualClock } from '../../lib/testing';
 
 describe('Monitor', function () {
   let server: EmbeddedServer;

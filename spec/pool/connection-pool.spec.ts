@@ -1,19 +1,10 @@
 import { expect } from 'chai';
 import { config, firstValueFrom, of, Subscription, throwError, delay as rxDelay } from 'rxjs';
-import {
-  CheckOutCancelledError,
-  ConnectionCheckInError,
-  ConnectionPool,
-  InvalidOptionError,
-  MockConnectionFactory,
-  PoolClearedError,
-  PoolClosedError,
-  WaitQueueTimeoutError,
-  type ConnectionPoolEvent,
-  type MockConnection,
-  type MockConnectionFactoryOptions,
-} from '../../lib';
-import { microtasks, VirtualClock } from './virtual-time';
+import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, InvalidOptionError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent } from '../../lib';
+import type { MockConnectionFactoryOptions } from '../../lib/testing';
+import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
+import { VirtualClock } from '../../lib/testing';
+import { microtasks } from '../support/microtasks';
 
 function makePool(
   options: Partial<ConstructorParameters<typeof ConnectionPool<MockConnection>>[0]> = {},

@@ -4,15 +4,8 @@
  * acting as a load balancer.
  */
 import { expect } from 'chai';
-import {
-  ConnectionPool,
-  EmbeddedServer,
-  InvalidOptionError,
-  MockConnectionFactory,
-  MongoCompatibilityError,
-  type ConnectionClosedEvent,
-  type ConnectionPoolEvent,
-} from '../../lib';
+import { ConnectionPool, InvalidOptionError, MongoCompatibilityError, type ConnectionClosedEvent, type ConnectionPoolEvent } from '../../lib';
+import { EmbeddedServer, MockConnectionFactory } from '../../lib/testing';
 import { Bench } from './harness';
 
 const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';

@@ -1,12 +1,5 @@
 import { expect } from 'chai';
-import {
-  CheckOutCancelledError,
-  PoolClearedError,
-  PoolClosedError,
-  WaitQueueTimeoutError,
-  type ConnectionCheckOutFailedEvent,
-  type ConnectionClosedEvent,
-} from '../../lib';
+import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionCheckOutFailedEvent, type ConnectionClosedEvent } from '../../lib';
 import { Bench } from './harness';
 
 describe('reduce (pool reducer, virtual time)', function () {

@@ -5,7 +5,9 @@
 import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory, EmbeddedServer, parseConnectionString, type ConnectionOptions } from '../../lib';
+import { connectionFactory, type ConnectionOptions } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import { parseConnectionString } from '../../lib/connection-string';
 
 export interface TestEndpoint {
   readonly address: string;

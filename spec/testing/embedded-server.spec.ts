@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import type { Document } from 'bson';
-import { EmbeddedServer } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
 import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { FailCommandPoint } from '../../lib';
+import { FailCommandPoint } from '../../lib/testing';
 
 describe('FailCommandPoint (failCommand)', function () {
   it('alwaysOn fails every matching command, case-insensitively, until turned off', function () {

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { MongoClient, MongoNetworkError, MongoServerError } from 'mongodb';
-import { EmbeddedServer } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 
 const clientOptions = { serverSelectionTimeoutMS: 3000, connectTimeoutMS: 3000, monitorCommands: false };
 
