@@ -3,11 +3,13 @@
  * serialized, RxJS-based state machine; the connections, monitor, log feed and client around it. Test helpers (the
  * embedded endpoint, mock connections, virtual time) are in `rxcmap/testing`.
  */
-export { ConnectionPool } from './pool/connection-pool';
-export type { ConnectionPoolOptions, ClearOptions, PoolSnapshot } from './pool/connection-pool';
+export { ConnectionPool } from './client/connection-pool';
+export type { ConnectionPoolOptions } from './client/connection-pool';
+export { ConnectionPoolCore } from './pool/connection-pool-core';
+export type { ConnectionPoolCoreOptions, ClearOptions, PoolSnapshot, PoolInputAction } from './pool/connection-pool-core';
 export type { CheckOutRequest, CheckOutOptions } from './pool/check-out';
-export type { ConnectionFactory } from './pool/commands';
-export type { PoolConnection, ConnectionDescriptor, PoolStatus, ConnectionState } from './pool/state';
+export type { PoolConnection, ConnectionDescriptor, ConnectionFactory } from './pool/contract';
+export type { ConnectionPoolState, ConnectionState } from './pool/state';
 
 export { DEFAULT_POOL_OPTIONS, POOL_OPTION_NAMES } from './options';
 export type { PoolOptions, BackgroundOptions, ResolvedPoolOptions } from './options';
@@ -47,6 +49,7 @@ export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/
 export type { ConnectionLogMessage, ConnectionLogFields, LoggedError } from './logging/log-message';
 
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS } from './monitor/monitor';
+export { heartbeatActions } from './monitor/heartbeat-actions';
 export type { MonitorOptions } from './monitor/monitor';
 export type * from './monitor/heartbeat-events';
 

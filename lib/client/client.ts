@@ -20,7 +20,8 @@ import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
 import { Monitor } from '../monitor/monitor';
 import { definedOnly, type BackgroundOptions, type PoolOptions } from '../options';
-import { ConnectionPool } from '../pool/connection-pool';
+import { ConnectionPool } from './connection-pool';
+import { heartbeatActions } from '../monitor/heartbeat-actions';
 
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
@@ -144,7 +145,7 @@ export class Client {
       const published = new Subject<ServerHeartbeatEvent>();
       const toPool = new Subject<ServerHeartbeatEvent>();
       heartbeats.push(published);
-      pool.followHeartbeats(toPool);
+      toPool.pipe(heartbeatActions()).subscribe(pool.input);
       monitor.heartbeats$.subscribe({
         next: (e) => {
           if (e.type === 'ServerHeartbeatFailed') this.lastHeartbeatError = e.error;
@@ -176,7 +177,7 @@ export class Client {
    */
   async selectPool(): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new InvalidOptionError('client', 'closed', 'open: the client was closed');
-    const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.status === 'ready');
+    const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
     if (now !== undefined) return now;
     return firstValueFrom(

@@ -8,7 +8,7 @@
 import type { Socket } from 'node:net';
 import type { Document, ObjectId } from 'bson';
 import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
-import type { PoolConnection } from '../pool/state';
+import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg } from './op-msg';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from './wire-protocol';

@@ -1,7 +1,8 @@
 /**
  * Monitor: checks one server with `hello` on a dedicated connection (never one from the pool, never authenticated),
  * every heartbeatFrequencyMS, and publishes heartbeat events. A pool follows those events as an input of its state
- * stream (`ConnectionPool.followHeartbeats`): a successful check marks it ready, a failed one clears it.
+ * stream (`heartbeats$.pipe(heartbeatActions()).subscribe(pool.input)`): a successful check marks it ready, a failed
+ * one clears it.
  *
  * Source: server monitoring spec ("Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Error handling", "minHeartbeatFrequencyMS",
@@ -12,7 +13,7 @@ import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError } from '../errors';
-import type { ConnectionFactory } from '../pool/commands';
+import type { ConnectionFactory } from '../pool/contract';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
 

@@ -5,7 +5,7 @@
  * Source: CMAP spec, "Connection Pool Behaviors" (checkOut, checkIn, clear, ready, close, establishment, Background
  * Thread Runs, WaitQueue timeouts).
  */
-import type { Waiter } from './state';
+import type { Waiter } from './wait-queue';
 
 /** A checkout request enters the pool (ConnectionCheckOutStarted). */
 export interface CheckOutAction<C> {
@@ -19,10 +19,14 @@ export interface CancelAction<C> {
   readonly waiter: Waiter<C>;
 }
 
-/** A connection is checked back in. `checkIn()` validated it before enqueueing. */
+/**
+ * A connection is checked back in by the checkout that holds it (`holder`). A check-in from any other checkout (a
+ * duplicate, or one that arrives after the connection was checked out again) is ignored.
+ */
 export interface CheckInAction<C> {
   readonly type: 'checkIn';
   readonly connection: C & { readonly id: number };
+  readonly holder: Waiter<C>;
 }
 
 /** `clear()`: bump the generation, pause, evict the WaitQueue, optionally interrupt in-use connections. */
@@ -66,10 +70,10 @@ export interface TimerAction {
   readonly timer: TimerName;
 }
 
-/** Someone started or stopped observing events. */
-export interface MonitorAction {
-  readonly type: 'monitor';
-  readonly monitored: boolean;
+/** Someone started, or the last one stopped, observing `events$`: events are built only while observed. */
+export interface ObserveAction {
+  readonly type: 'observe';
+  readonly observed: boolean;
 }
 
 /** The pool's two timers. */
@@ -86,10 +90,10 @@ export type Action<C> =
   | EstablishedAction<C>
   | EstablishFailedAction
   | TimerAction
-  | MonitorAction;
+  | ObserveAction;
 
 /**
- * The mailbox lane of an action: checkout requests and their cancellations go to the checkout lane; everything else
+ * The input lane of an action: checkout requests and their cancellations go to the checkout lane; everything else
  * (check-ins, clear/ready/close, establishment results, timers) to the control lane, which is drained first, so a
  * clear or close takes effect before checkouts that queued behind it are served.
  */

@@ -6,7 +6,7 @@
  */
 import { Observable, type Subscriber, type TeardownLogic } from 'rxjs';
 import { CheckOutCancelledError } from '../errors';
-import { Waiter, type CheckOutSink } from './state';
+import { Waiter, type CheckOutSink } from './wait-queue';
 
 /** Options of one checkout. */
 export interface CheckOutOptions {

@@ -1,57 +1,56 @@
 /**
- * The Command union (the side effects the reducer decides, as data) and the runner that performs them after the
- * reducer's state change is committed, in the order the reducer listed them.
+ * The Command union: the side effects the reducer decides, as data. The {@link CommandRunner} performs them after the
+ * step that listed them is committed, in the order listed.
  *
  * Source: CMAP spec, "Establishing a Connection", "Closing a Connection", "Connection Pool Monitoring".
  */
-import { from, type ObservableInput, type SchedulerLike, type Subject, type Subscription } from 'rxjs';
 import type { ConnectionPoolEvent } from '../events';
-import type { Action, TimerName } from './actions';
-import type { ConnectionDescriptor, PoolConnection, Waiter } from './state';
+import type { TimerName } from './actions';
+import type { Waiter } from './wait-queue';
 
 /** Publish an event on `events$`. */
 export interface EmitCommand {
-  readonly k: 'emit';
+  readonly type: 'emit';
   readonly event: ConnectionPoolEvent;
 }
 /** Start establishing connection `id`. */
 export interface EstablishCommand {
-  readonly k: 'establish';
+  readonly type: 'establish';
   readonly id: number;
   readonly generation: number;
 }
 /** Abandon the establishment of connection `id` (its record is already closed). */
 export interface AbortCommand {
-  readonly k: 'abort';
+  readonly type: 'abort';
   readonly id: number;
 }
 /** Tear a connection down (`PoolConnection.destroy`). */
 export interface DestroyCommand<C> {
-  readonly k: 'destroy';
+  readonly type: 'destroy';
   readonly connection: C;
   readonly error?: Error;
 }
 /** Hand a checked-out connection to its requester. */
 export interface DeliverCommand<C> {
-  readonly k: 'deliver';
+  readonly type: 'deliver';
   readonly waiter: Waiter<C>;
   readonly connection: C;
 }
 /** Fail a checkout. */
 export interface FailCommand<C> {
-  readonly k: 'fail';
+  readonly type: 'fail';
   readonly waiter: Waiter<C>;
   readonly error: Error;
 }
 /** Arm (or re-arm) one of the pool's timers to fire after `delay` ms. */
 export interface ArmCommand {
-  readonly k: 'arm';
+  readonly type: 'arm';
   readonly timer: TimerName;
   readonly delay: number;
 }
 /** Disarm one of the pool's timers. */
 export interface DisarmCommand {
-  readonly k: 'disarm';
+  readonly type: 'disarm';
   readonly timer: TimerName;
 }
 
@@ -65,147 +64,3 @@ export type Command<C> =
   | FailCommand<C>
   | ArmCommand
   | DisarmCommand;
-
-/**
- * Establishes one connection. Receives the {@link ConnectionDescriptor} (id, generation, address, abort signal) and
- * returns an Observable (cancelled by unsubscribing) or a Promise of the established connection: connected,
- * handshaken and authenticated. Its first value is taken; an error or completing without a value fails the
- * establishment.
- */
-export type ConnectionFactory<C extends PoolConnection> = (descriptor: ConnectionDescriptor) => ObservableInput<C>;
-
-/** What the runner needs from its pool. */
-export interface RunnerContext<C extends PoolConnection> {
-  readonly address: string;
-  readonly factory: ConnectionFactory<C>;
-  readonly scheduler: SchedulerLike;
-  readonly events: Subject<ConnectionPoolEvent>;
-  /** Decides whether an establishment error clears the pool. */
-  readonly clearOnEstablishmentError: (error: Error) => boolean;
-  /** Enqueues an action (never re-enters the reducer). */
-  readonly dispatch: (action: Action<C>) => void;
-}
-
-interface Establishment {
-  readonly controller: AbortController;
-  readonly input: ObservableInput<unknown>;
-  subscription: Subscription | undefined;
-}
-
-/** Performs commands. Owns the side-effect handles: establishments under way and armed timers. */
-export class CommandRunner<C extends PoolConnection> {
-  private readonly establishments = new Map<number, Establishment>();
-  private readonly timers: Partial<Record<TimerName, Subscription>> = {};
-
-  constructor(private readonly ctx: RunnerContext<C>) {}
-
-  run(commands: readonly Command<C>[]): void {
-    for (let i = 0; i < commands.length; i++) this.perform(commands[i]);
-  }
-
-  private perform(c: Command<C>): void {
-    switch (c.k) {
-      case 'emit':
-        this.ctx.events.next(c.event);
-        return;
-      case 'establish':
-        return this.establish(c.id, c.generation);
-      case 'abort':
-        return this.abort(c.id);
-      case 'destroy':
-        return destroyQuietly(c.connection, c.error);
-      case 'deliver':
-        if (!c.waiter.sink.deliver(c.connection)) {
-          // The requester left while its connection was on the way: check it back in, never strand it.
-          this.ctx.dispatch({ type: 'checkIn', connection: c.connection });
-        }
-        return;
-      case 'fail':
-        c.waiter.sink.fail(c.error);
-        return;
-      case 'arm': {
-        this.timers[c.timer]?.unsubscribe();
-        const timer = c.timer;
-        this.timers[timer] = this.ctx.scheduler.schedule(() => {
-          this.timers[timer] = undefined;
-          this.ctx.dispatch({ type: 'timer', timer });
-        }, c.delay);
-        return;
-      }
-      case 'disarm':
-        this.timers[c.timer]?.unsubscribe();
-        this.timers[c.timer] = undefined;
-        return;
-    }
-  }
-
-  private establish(id: number, generation: number): void {
-    const controller = new AbortController();
-    let settled = false;
-    const settle = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      const entry = this.establishments.get(id);
-      this.establishments.delete(id);
-      entry?.subscription?.unsubscribe();
-      return true;
-    };
-    const fail = (error: unknown): void => {
-      if (!settle()) return;
-      const err = error instanceof Error ? error : new Error(String(error));
-      this.ctx.dispatch({
-        type: 'establishFailed',
-        id,
-        error: err,
-        clearPool: this.ctx.clearOnEstablishmentError(err),
-      });
-    };
-    let input: ObservableInput<C>;
-    try {
-      input = this.ctx.factory({ id, generation, address: this.ctx.address, signal: controller.signal });
-    } catch (error) {
-      this.establishments.set(id, { controller, input: [], subscription: undefined });
-      fail(error);
-      return;
-    }
-    const entry: Establishment = { controller, input, subscription: undefined };
-    this.establishments.set(id, entry);
-    const subscription = from(input).subscribe({
-      next: (connection) => {
-        if (!settle()) return destroyQuietly(connection);
-        this.ctx.dispatch({ type: 'established', id, connection });
-      },
-      error: fail,
-      complete: () => fail(new Error(`connection factory completed without a connection for connection ${id}`)),
-    });
-    if (settled) subscription.unsubscribe();
-    else entry.subscription = subscription;
-  }
-
-  private abort(id: number): void {
-    const entry = this.establishments.get(id);
-    if (!entry) return;
-    this.establishments.delete(id);
-    entry.controller.abort();
-    entry.subscription?.unsubscribe();
-    // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
-    if (isPromiseLike(entry.input)) {
-      entry.input.then(
-        (c) => destroyQuietly(c as PoolConnection),
-        () => undefined,
-      );
-    }
-  }
-}
-
-function destroyQuietly(connection: PoolConnection, error?: Error): void {
-  try {
-    connection.destroy(error);
-  } catch {
-    // A connection that fails to tear itself down is already unusable; nothing more can be done for it.
-  }
-}
-
-function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
-  return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
-}

@@ -1,7 +1,8 @@
 /**
- * reduce(state, action) → commands: every pool decision, made one action at a time. The reducer mutates the state
- * it owns, performs no I/O, reads time only from the state's injected clock, and returns the side effects it wants
- * (events, establishments, deliveries, timers) as data for the runner.
+ * reduce(state, action) → state: every pool decision, made one action at a time; the `scan` of the pool's input.
+ * The reducer mutates the state it owns, performs no I/O, reads time only from the state's injected clock, and
+ * leaves the side effects it wants (events, establishments, deliveries, timers) as data in `state.commands`, for the
+ * runner.
  *
  * Source: CMAP spec, "Connection Pool Behaviors" (creating, closing, marking ready, creating/establishing/closing
  * a connection, populating, checking out, checking in, clearing), "Background Thread", "WaitQueue".
@@ -14,14 +15,24 @@ import type {
   PoolEventPayload,
 } from '../events';
 import type { Action } from './actions';
+import {
+  canStartEstablishment,
+  hasUnclaimedEstablishment,
+  isBelowMinPoolSize,
+  wouldStrandClaimant,
+} from './admission';
 import type { Command } from './commands';
-import type { ConnectionRecord, PoolConnection, PoolState, Waiter } from './state';
+import type { PoolConnection } from './contract';
+import type { ConnectionRecord, PoolState } from './state';
+import type { Waiter, WaiterState } from './wait-queue';
 
 /**
- * Applies `action` to `state` (in place) and returns the commands that carry out its effects, in commit order.
+ * Applies `action` to `state` (in place) and returns it, with `state.commands` the commands that carry out the
+ * action's effects, in commit order.
  */
-export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): readonly Command<C>[] {
-  const out: Command<C>[] = [];
+export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): PoolState<C> {
+  const out = state.commands;
+  out.length = 0;
   switch (action.type) {
     case 'checkOut':
       checkOut(state, action.waiter, out);
@@ -30,7 +41,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       cancel(state, action.waiter, out);
       break;
     case 'checkIn':
-      checkIn(state, action.connection, out);
+      checkIn(state, action.connection, action.holder, out);
       break;
     case 'clear':
       if (action.serviceId !== undefined) clearService(state, action.serviceId, out);
@@ -52,11 +63,11 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       if (action.timer === 'waitQueue') waitQueueTimer(state, out);
       else backgroundRun(state, out);
       break;
-    case 'monitor':
-      state.monitored = action.monitored;
+    case 'observe':
+      state.observed = action.observed;
       break;
   }
-  return out;
+  return state;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -66,16 +77,15 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
   if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
   // The clock is read only when something needs it: a duration for an observer, or a WaitQueue deadline.
   const timeout = s.options.waitQueueTimeoutMS;
-  w.startedAt = s.monitored || timeout > 0 ? s.now() : NaN;
-  if (s.monitored) emit(s, out, { type: 'ConnectionCheckOutStarted' });
-  if (s.status === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
-  if (s.status === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
+  w.startedAt = s.observed || timeout > 0 ? s.now() : NaN;
+  if (s.observed) emit(s, out, { type: 'ConnectionCheckOutStarted' });
+  if (s.state === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
+  if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
   w.deadline = timeout > 0 ? w.startedAt + timeout : Infinity;
-  w.state = 'queued';
   s.waitQueue.push(w);
   service(s, out);
-  if (w.state === 'queued' && w.deadline !== Infinity && s.waitTimerAt === undefined) {
+  if ((w.state as WaiterState) === 'queued' && w.deadline !== Infinity && s.waitTimerAt === undefined) {
     armWaitTimer(s, w.deadline, out);
   }
 }
@@ -90,26 +100,25 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
  */
 function service<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   while (s.available.size > 0) {
-    const fromEstablishing = s.establishing.peek() !== undefined;
-    const w = fromEstablishing ? s.establishing.peek() : s.waitQueue.peek();
+    const fromEstablishing = s.claimants.peek() !== undefined;
+    const w = fromEstablishing ? s.claimants.peek() : s.waitQueue.peek();
     if (w === undefined) break;
     const rec = takeAvailable(s, out);
     if (rec === undefined) break;
-    if (fromEstablishing) s.establishing.shift();
+    if (fromEstablishing) s.claimants.shift();
     else s.waitQueue.shift();
     checkOutTo(s, w, rec, out);
   }
   for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
-    if (s.pendingCurrent > s.establishing.live) {
+    if (hasUnclaimedEstablishment(s)) {
       // An establishment is under way with no claimant: wait for it rather than start another.
-    } else if (canCreate(s)) {
+    } else if (canStartEstablishment(s)) {
       createConnection(s, out);
     } else {
       break;
     }
     s.waitQueue.shift();
-    w.state = 'establishing';
-    s.establishing.push(w);
+    s.claimants.push(w);
   }
 }
 
@@ -133,9 +142,10 @@ function checkOutTo<C extends PoolConnection>(
   out: Command<C>[],
 ): void {
   rec.state = 'in use';
+  rec.holder = w;
   w.state = 'done';
-  if (s.monitored) emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: sinceStart(s, w) });
-  out.push({ k: 'deliver', waiter: w, connection: rec.connection! });
+  if (s.observed) emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: sinceStart(s, w) });
+  out.push({ type: 'deliver', waiter: w, connection: rec.connection! });
 }
 
 function failWaiter<C extends PoolConnection>(
@@ -146,24 +156,16 @@ function failWaiter<C extends PoolConnection>(
   out: Command<C>[],
 ): void {
   w.state = 'done';
-  if (s.monitored) emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: sinceStart(s, w), error });
-  out.push({ k: 'fail', waiter: w, error });
+  if (s.observed) emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: sinceStart(s, w), error });
+  out.push({ type: 'fail', waiter: w, error });
 }
 
 function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
-  switch (w.state) {
-    case 'new':
-      w.state = 'done';
-      return;
-    case 'queued':
-      s.waitQueue.live--;
-      break;
-    case 'establishing':
-      s.establishing.live--;
-      break;
-    case 'done':
-      return;
+  if (w.state === 'new') {
+    w.state = 'done'; // it never reached the pool: no event, nothing to undo
+    return;
   }
+  if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done
   failWaiter(s, w, 'cancelled', new CheckOutCancelledError(s.address), out);
   // A released claim leaves an establishment unclaimed, which the head of the WaitQueue may now take.
   service(s, out);
@@ -184,19 +186,21 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
 
 function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {
   s.waitTimerAt = deadline;
-  out.push({ k: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - s.now()) });
+  out.push({ type: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - s.now()) });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Checking in
 
-function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, out: Command<C>[]): void {
+function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, holder: Waiter<C>, out: Command<C>[]): void {
   const rec = s.records.get(connection.id);
-  if (rec === undefined || rec.connection !== connection || rec.state !== 'in use') return; // validated by checkIn()
-  rec.checkInQueued = false;
-  if (s.monitored) emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
+  // Only the checkout that holds the connection may check it in: a duplicate, or a late check-in after the
+  // connection went to another checkout, changes nothing.
+  if (rec === undefined || rec.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
+  rec.holder = undefined;
+  if (s.observed) emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
   const reason: ConnectionClosedReason | undefined =
-    s.status === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
+    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out);
     populate(s, out);
@@ -209,11 +213,6 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, out: 
 // ---------------------------------------------------------------------------------------------------------------
 // Connections: create, establish, make available, close
 
-function canCreate<C>(s: PoolState<C>): boolean {
-  const max = s.options.maxPoolSize;
-  return (max === 0 || s.records.size < max) && s.pendingCount < s.options.maxConnecting;
-}
-
 function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   const id = s.nextConnectionId++;
   const rec: ConnectionRecord<C> = {
@@ -224,21 +223,21 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     connection: undefined,
     createdAt: s.now(),
     availableSince: 0,
-    checkInQueued: false,
+    holder: undefined,
     prev: undefined,
     next: undefined,
   };
   s.records.set(id, rec);
-  s.pendingCount++;
-  s.pendingCurrent++;
-  if (s.monitored) emit(s, out, { type: 'ConnectionCreated', connectionId: id });
-  out.push({ k: 'establish', id, generation: rec.generation });
+  s.pendingConnectionCount++;
+  s.claimablePendingCount++;
+  if (s.observed) emit(s, out, { type: 'ConnectionCreated', connectionId: id });
+  out.push({ type: 'establish', id, generation: rec.generation });
 }
 
 function established<C extends PoolConnection>(s: PoolState<C>, id: number, connection: C, out: Command<C>[]): void {
   const rec = s.records.get(id);
   if (rec === undefined || rec.state !== 'pending') {
-    out.push({ k: 'destroy', connection }); // abandoned while it was being established
+    out.push({ type: 'destroy', connection }); // abandoned while it was being established
     return;
   }
   rec.connection = connection;
@@ -248,8 +247,8 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   } else {
     endPending(s, rec);
     if (s.loadBalanced) joinService(s, rec, connection.serviceId ?? '');
-    if (s.monitored) emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
-    const claimant = s.establishing.shift();
+    if (s.observed) emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
+    const claimant = s.claimants.shift();
     if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
     else makeAvailable(s, rec);
   }
@@ -268,7 +267,7 @@ function establishFailed<C extends PoolConnection>(
   if (rec === undefined || rec.state !== 'pending') return; // abandoned already
   const current = rec.generation === s.generation;
   // Each establishment outcome goes to the oldest claimant; one claim too many now means that claimant fails.
-  const claimant = current && s.establishing.live > s.pendingCurrent - 1 ? s.establishing.shift() : undefined;
+  const claimant = current && wouldStrandClaimant(s) ? s.claimants.shift() : undefined;
   // Load-balanced mode: errors before or during the handshake never clear the pool (load balancer spec).
   if (clearPool && current && !s.loadBalanced) clear(s, false, error, out);
   closeRecord(s, rec, 'error', out, error);
@@ -278,8 +277,8 @@ function establishFailed<C extends PoolConnection>(
 }
 
 function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
-  s.pendingCount--;
-  if (rec.generation === s.generation) s.pendingCurrent--;
+  s.pendingConnectionCount--;
+  if (rec.generation === s.generation) s.claimablePendingCount--;
 }
 
 function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
@@ -291,15 +290,15 @@ function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
 /** Stale: its generation is not the pool's (in load-balanced mode: not its service's). */
 function isStale<C>(s: PoolState<C>, rec: ConnectionRecord<C>): boolean {
   if (!s.loadBalanced) return rec.generation !== s.generation;
-  return rec.serviceId !== undefined && rec.generation !== s.services.get(rec.serviceId)?.generation;
+  return rec.serviceId !== undefined && rec.generation !== s.serviceGenerations.get(rec.serviceId)?.generation;
 }
 
 /** Load-balanced mode: the established connection takes its service's generation and counts toward it. */
 function joinService<C>(s: PoolState<C>, rec: ConnectionRecord<C>, serviceId: string): void {
-  let service = s.services.get(serviceId);
+  let service = s.serviceGenerations.get(serviceId);
   if (service === undefined) {
     service = { generation: 0, connectionCount: 0 };
-    s.services.set(serviceId, service);
+    s.serviceGenerations.set(serviceId, service);
   }
   service.connectionCount++;
   rec.serviceId = serviceId;
@@ -334,26 +333,26 @@ function closeRecord<C extends PoolConnection>(
   if (was === 'available') s.available.remove(rec);
   if (was === 'pending') {
     endPending(s, rec);
-    out.push({ k: 'abort', id: rec.id });
+    out.push({ type: 'abort', id: rec.id });
   }
   if (rec.serviceId !== undefined) {
-    const service = s.services.get(rec.serviceId)!;
-    if (--service.connectionCount === 0) s.services.delete(rec.serviceId);
+    const service = s.serviceGenerations.get(rec.serviceId)!;
+    if (--service.connectionCount === 0) s.serviceGenerations.delete(rec.serviceId);
   }
-  if (s.monitored) {
+  if (s.observed) {
     emit(s, out, error === undefined ? { type: 'ConnectionClosed', connectionId: rec.id, reason } : { type: 'ConnectionClosed', connectionId: rec.id, reason, error });
   }
-  if (rec.connection !== undefined) out.push({ k: 'destroy', connection: rec.connection });
+  if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pool life cycle: ready, clear, close, background runs
 
 function ready<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
-  if (s.status !== 'paused') return; // already ready (no event), or closed (cannot be readied)
-  s.status = 'ready';
+  if (s.state !== 'paused') return; // already ready (no event), or closed (cannot be readied)
+  s.state = 'ready';
   s.everReady = true;
-  if (s.monitored) emit(s, out, { type: 'ConnectionPoolReady' });
+  if (s.observed) emit(s, out, { type: 'ConnectionPoolReady' });
   // The Ready event is committed before any background creation, so no observer sees one before it.
   backgroundRun(s, out);
 }
@@ -364,33 +363,33 @@ function clear<C extends PoolConnection>(
   cause: unknown,
   out: Command<C>[],
 ): void {
-  if (s.status === 'closed') return;
+  if (s.state === 'closed') return;
   const clearedGeneration = s.generation;
   s.generation++;
-  s.pendingCurrent = 0;
+  s.claimablePendingCount = 0;
   s.clearCause = cause;
-  const wasReady = s.status === 'ready';
-  s.status = 'paused';
-  if (wasReady && s.monitored) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
+  const wasReady = s.state === 'ready';
+  s.state = 'paused';
+  if (wasReady && s.observed) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
 
   if (interruptInUseConnections) {
     const interrupted = PoolClearedError.interrupted(s.address);
     for (const rec of [...s.records.values()]) {
       if (rec.generation > clearedGeneration) continue;
       if (rec.state === 'pending') closeRecord(s, rec, 'stale', out);
-      else if (rec.state === 'in use') out.push({ k: 'destroy', connection: rec.connection!, error: interrupted });
+      else if (rec.state === 'in use') out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
     }
   }
   // The WaitQueue is cleared eagerly, claimants first (they are the oldest), so every waiter can retry at once.
   const error = pausedError(s);
-  for (const w of s.establishing.drain()) failWaiter(s, w, 'connectionError', error, out);
+  for (const w of s.claimants.drain()) failWaiter(s, w, 'connectionError', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'connectionError', error, out);
   if (s.waitTimerAt !== undefined) {
     s.waitTimerAt = undefined;
-    out.push({ k: 'disarm', timer: 'waitQueue' });
+    out.push({ type: 'disarm', timer: 'waitQueue' });
   }
   // The next Background Thread Run is scheduled at once: it closes the now-stale available connections.
-  if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
+  if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
 /**
@@ -398,26 +397,26 @@ function clear<C extends PoolConnection>(
  * ConnectionPoolCleared with the serviceId. Neither pauses the pool nor touches the WaitQueue.
  */
 function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: string, out: Command<C>[]): void {
-  if (s.status === 'closed') return;
-  const service = s.services.get(serviceId);
+  if (s.state === 'closed') return;
+  const service = s.serviceGenerations.get(serviceId);
   if (service !== undefined) service.generation++;
-  if (s.monitored) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
-  if (runsEnabled(s)) out.push({ k: 'arm', timer: 'background', delay: 0 });
+  if (s.observed) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
+  if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
 function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
-  if (s.status === 'closed') return;
-  s.status = 'closed';
+  if (s.state === 'closed') return;
+  s.state = 'closed';
   for (let rec = s.available.head; rec !== undefined; rec = s.available.head) closeRecord(s, rec, 'poolClosed', out);
   for (const rec of [...s.records.values()]) {
     if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
   }
-  if (s.monitored) emit(s, out, { type: 'ConnectionPoolClosed' });
+  if (s.observed) emit(s, out, { type: 'ConnectionPoolClosed' });
   const error = new PoolClosedError(s.address);
-  for (const w of s.establishing.drain()) failWaiter(s, w, 'poolClosed', error, out);
+  for (const w of s.claimants.drain()) failWaiter(s, w, 'poolClosed', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
   s.waitTimerAt = undefined;
-  out.push({ k: 'disarm', timer: 'waitQueue' }, { k: 'disarm', timer: 'background' });
+  out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' });
 }
 
 /**
@@ -425,7 +424,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
  * establishment slots), serve waiters the closing made room for, and schedule the next run.
  */
 function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
-  if (s.status === 'closed' || !runsEnabled(s)) return;
+  if (s.state === 'closed' || !runsEnabled(s)) return;
   for (let rec = s.available.head; rec !== undefined; ) {
     const next = rec.next;
     const perished = perishedReason(s, rec);
@@ -434,13 +433,13 @@ function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C
   }
   populate(s, out);
   service(s, out);
-  out.push({ k: 'arm', timer: 'background', delay: s.options.backgroundThreadIntervalMS });
+  out.push({ type: 'arm', timer: 'background', delay: s.options.backgroundThreadIntervalMS });
 }
 
 /** Starts establishments (up to maxConnecting at once) until the pool holds minPoolSize connections. */
 function populate<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
-  if (s.status !== 'ready' || !runsEnabled(s)) return;
-  while (s.records.size < s.options.minPoolSize && canCreate(s)) createConnection(s, out);
+  if (s.state !== 'ready' || !runsEnabled(s)) return;
+  while (isBelowMinPoolSize(s) && canStartEstablishment(s)) createConnection(s, out);
 }
 
 function runsEnabled<C>(s: PoolState<C>): boolean {
@@ -456,8 +455,8 @@ function pausedError<C>(s: PoolState<C>): PoolClearedError {
   return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause) : PoolClearedError.notReady(s.address);
 }
 
-/** Builds and queues an event. Call sites check `s.monitored` first, so nothing is built when nobody observes. */
+/** Builds and queues an event. Call sites check `s.observed` first, so nothing is built when nobody observes. */
 function emit<C>(s: PoolState<C>, out: Command<C>[], payload: PoolEventPayload): void {
   const event = Object.freeze({ ...payload, address: s.address, time: s.now() }) as ConnectionPoolEvent;
-  out.push({ k: 'emit', event });
+  out.push({ type: 'emit', event });
 }

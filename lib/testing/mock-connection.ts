@@ -3,8 +3,8 @@
  * tests, which allow a mocked Connection: CMAP spec, "Connection").
  */
 import { Observable, type SchedulerLike } from 'rxjs';
-import type { ConnectionFactory } from '../pool/commands';
-import type { ConnectionDescriptor, PoolConnection } from '../pool/state';
+import type { ConnectionFactory } from '../pool/contract';
+import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
 /** A connection that does nothing but remember what happened to it. */
 export class MockConnection implements PoolConnection {

@@ -84,6 +84,6 @@ describe('connect() / Client', function () {
     client = connect(`mongodb://${a.address}/?loadBalanced=true`);
     expect(client.monitors.size).to.equal(0);
     expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    expect([...client.pools.values()][0].snapshot().services).to.have.length(1);
+    expect([...client.pools.values()][0].snapshot().serviceGenerations).to.have.length(1);
   });
 });

@@ -170,7 +170,7 @@ describe('connectionFactory (establishment)', function () {
         (e) => e,
       );
       expect(failed).to.be.instanceOf(MongoNetworkError);
-      expect(pool.status).to.equal('ready');
+      expect(pool.state).to.equal('ready');
       pool.close();
     });
 

@@ -109,7 +109,7 @@ describe('connection log messages', function () {
     pool.log$.subscribe({ next: () => received++, complete: () => (completed = true) });
     expect(completed).to.equal(true);
     expect(received).to.equal(0);
-    expect((pool as unknown as { state: { monitored: boolean } }).state.monitored).to.equal(false);
+    expect((pool as unknown as { poolState: { observed: boolean } }).poolState.observed).to.equal(false);
     pool.close();
   });
 

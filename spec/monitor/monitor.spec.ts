@@ -1,9 +1,9 @@
 /**
  * The monitor over real sockets against the embedded endpoint (fail points make checks fail), driving a pool
- * through followHeartbeats.
+ * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
-import { ConnectionPool, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -33,7 +33,7 @@ describe('Monitor', function () {
     pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
     monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
     pool.events$.subscribe((e) => events.push(e));
-    pool.followHeartbeats(monitor.heartbeats$);
+    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
     monitor.start();
     return { monitor, pool };
   }
@@ -46,7 +46,7 @@ describe('Monitor', function () {
 
   it('a successful check marks the pool ready; Started precedes Succeeded, which carries the reply', async function () {
     const { pool } = setUp();
-    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     expect(heartbeats.slice(0, 2).map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
     const ok = heartbeats[1] as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatSucceeded' }>;
     expect(ok.reply.maxWireVersion).to.be.a('number');
@@ -56,7 +56,7 @@ describe('Monitor', function () {
 
   it('a failed check clears the pool (no interruption for a command error), and a later success readies it again', async function () {
     const { monitor, pool } = setUp();
-    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'monitor' } });
     monitor.requestCheck();
     expect(await eventually(() => count('ServerHeartbeatFailed') === 1, 3000)).to.equal(true);
@@ -70,7 +70,7 @@ describe('Monitor', function () {
 
   it('a check that times out clears the pool interrupting in-use connections', async function () {
     const { monitor, pool } = setUp(300);
-    expect(await eventually(() => pool.status === 'ready')).to.equal(true);
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     const inUse = await pool.checkOut();
     server.failCommand.configure({
       configureFailPoint: 'failCommand',

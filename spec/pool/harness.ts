@@ -2,7 +2,9 @@
  * A test bench for the reducer: a state on a hand-driven clock, an action log, and the runner's side effects
  * recorded as data (establishments under way, timers armed, deliveries, failures, events).
  */
-import { Waiter, initialPoolState, type PoolConnection, type PoolState } from '../../lib/pool/state';
+import { initialPoolState, type PoolState } from '../../lib/pool/state';
+import type { PoolConnection } from '../../lib/pool/contract';
+import { Waiter } from '../../lib/pool/wait-queue';
 import { reduce } from '../../lib/pool/reducer';
 import type { Action, TimerName } from '../../lib/pool/actions';
 import type { Command } from '../../lib/pool/commands';
@@ -35,8 +37,8 @@ export class Bench {
   readonly state: PoolState<FakeConnection>;
   readonly events: ConnectionPoolEvent[] = [];
   readonly outcomes: Outcome[] = [];
-  /** Establishments under way, by connection id. */
-  readonly establishing = new Set<number>();
+  /** Establishments under way (pending connections), by connection id. */
+  readonly pending = new Set<number>();
   readonly aborted: number[] = [];
   readonly destroyed: FakeConnection[] = [];
   /** Armed timers: name → clock time it fires. */
@@ -46,11 +48,11 @@ export class Bench {
 
   constructor(options: PoolOptions & BackgroundOptions = {}, monitored = true, loadBalanced = false) {
     this.state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions(options), () => this.time, loadBalanced);
-    this.state.monitored = monitored;
+    this.state.observed = monitored;
   }
 
   dispatch(action: Action<FakeConnection>): Command<FakeConnection>[] {
-    const commands = [...reduce(this.state, action)];
+    const commands = [...reduce(this.state, action).commands];
     for (const c of commands) this.apply(c);
     return commands;
   }
@@ -61,15 +63,20 @@ export class Bench {
     return waiter;
   }
 
+  /** Checks `connection` in as the checkout that holds it (or as nobody, when nothing holds it). */
+  checkIn(connection: FakeConnection, holder = this.state.records.get(connection.id)?.holder): Command<FakeConnection>[] {
+    return this.dispatch({ type: 'checkIn', connection, holder: holder ?? new Waiter<FakeConnection>() });
+  }
+
   succeed(id: number, serviceId?: string): FakeConnection {
     const connection = new FakeConnection(id, serviceId);
-    this.establishing.delete(id);
+    this.pending.delete(id);
     this.dispatch({ type: 'established', id, connection });
     return connection;
   }
 
   failEstablishment(id: number, error = new Error(`establishment ${id} failed`), clearPool = true): void {
-    this.establishing.delete(id);
+    this.pending.delete(id);
     this.dispatch({ type: 'establishFailed', id, error, clearPool });
   }
 
@@ -99,15 +106,15 @@ export class Bench {
 
   private apply(c: Command<FakeConnection>): void {
     this.commands.push(c);
-    switch (c.k) {
+    switch (c.type) {
       case 'emit':
         this.events.push(c.event);
         break;
       case 'establish':
-        this.establishing.add(c.id);
+        this.pending.add(c.id);
         break;
       case 'abort':
-        this.establishing.delete(c.id);
+        this.pending.delete(c.id);
         this.aborted.push(c.id);
         break;
       case 'destroy':

@@ -26,7 +26,7 @@ describe('load-balanced mode', function () {
 
     it('counts established connections per service', function () {
       const { b } = twoServices();
-      expect([...b.state.services]).to.deep.equal([
+      expect([...b.state.serviceGenerations]).to.deep.equal([
         [A, { generation: 0, connectionCount: 1 }],
         [B, { generation: 0, connectionCount: 1 }],
       ]);
@@ -37,13 +37,13 @@ describe('load-balanced mode', function () {
       const waiting = b.checkOut(); // starts connection 3
       b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
       expect(b.events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: A, interruptInUseConnections: false });
-      expect(b.state.status).to.equal('ready');
+      expect(b.state.state).to.equal('ready');
       expect(b.errorOf(waiting)).to.equal(undefined);
-      expect(b.state.services.get(A)).to.deep.equal({ generation: 1, connectionCount: 1 });
-      b.dispatch({ type: 'checkIn', connection: a }); // stale: closed, and A's entry goes with its last connection
+      expect(b.state.serviceGenerations.get(A)).to.deep.equal({ generation: 1, connectionCount: 1 });
+      b.checkIn(a); // stale: closed, and A's entry goes with its last connection
       expect(b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'stale' });
-      expect(b.state.services.has(A)).to.equal(false);
-      b.dispatch({ type: 'checkIn', connection: c }); // B is untouched: goes to the waiting checkout
+      expect(b.state.serviceGenerations.has(A)).to.equal(false);
+      b.checkIn(c); // B is untouched: goes to the waiting checkout
       expect(b.connectionOf(waiting)).to.equal(c);
     });
 
@@ -54,7 +54,7 @@ describe('load-balanced mode', function () {
       const d = b.succeed(3, B);
       expect(b.connectionOf(w)).to.equal(d);
       expect(b.state.records.get(3)!.generation).to.equal(1);
-      expect(b.state.services.get(B)).to.deep.equal({ generation: 1, connectionCount: 2 });
+      expect(b.state.serviceGenerations.get(B)).to.deep.equal({ generation: 1, connectionCount: 2 });
     });
 
     it('an establishment error never clears the pool', function () {
@@ -62,7 +62,7 @@ describe('load-balanced mode', function () {
       b.dispatch({ type: 'ready' });
       const w = b.checkOut();
       b.failEstablishment(1, new Error('refused'), true);
-      expect(b.state.status).to.equal('ready');
+      expect(b.state.state).to.equal('ready');
       expect(b.errorOf(w)?.message).to.equal('refused');
       expect(b.types()).to.not.include('ConnectionPoolCleared');
     });
@@ -88,14 +88,14 @@ describe('load-balanced mode', function () {
         const [c1, c2] = await Promise.all([pool.checkOut(), pool.checkOut()]);
         expect(c1.serviceId).to.equal(server.services[0].toHexString());
         expect(c2.serviceId).to.equal(server.services[1].toHexString());
-        expect(pool.snapshot().services.map((s) => s.connectionCount)).to.deep.equal([1, 1]);
+        expect(pool.snapshot().serviceGenerations.map((s) => s.connectionCount)).to.deep.equal([1, 1]);
         pool.clear({ serviceId: server.services[0] });
         expect(events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: c1.serviceId });
-        expect(pool.status).to.equal('ready');
+        expect(pool.state).to.equal('ready');
         pool.checkIn(c1);
         pool.checkIn(c2);
         expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as ConnectionClosedEvent).connectionId)).to.deep.equal([1]);
-        expect(pool.snapshot().services).to.have.length(1);
+        expect(pool.snapshot().serviceGenerations).to.have.length(1);
       } finally {
         pool.close();
         await server.stop();
@@ -113,7 +113,7 @@ describe('load-balanced mode', function () {
         );
         expect(error).to.be.instanceOf(MongoCompatibilityError);
         expect((error as Error).message).to.equal('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
-        expect(pool.status).to.equal('ready');
+        expect(pool.state).to.equal('ready');
       } finally {
         pool.close();
         await server.stop();

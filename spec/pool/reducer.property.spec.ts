@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import * as fc from 'fast-check';
 import { Bench, FakeConnection } from './harness';
-import type { Waiter } from '../../lib/pool/state';
+import type { Waiter } from '../../lib/pool/wait-queue';
 
 type Step =
   | { t: 'checkOut' }
@@ -64,21 +64,21 @@ describe('reduce (property: random action sequences)', function () {
           const byState = { pending: 0, available: 0, 'in use': 0, closed: 0 };
           for (const rec of s.records.values()) byState[rec.state]++;
           expect(byState.closed, 'closed records are removed').to.equal(0);
-          expect(byState.pending, 'pendingConnectionCount').to.equal(s.pendingCount);
+          expect(byState.pending, 'pendingConnectionCount').to.equal(s.pendingConnectionCount);
           expect(byState.available, 'availableConnectionCount').to.equal(s.available.size);
           expect(s.records.size, 'total = pending + available + in use').to.equal(
             byState.pending + byState.available + byState['in use'],
           );
           if (opts.maxPoolSize > 0) expect(s.records.size, 'total <= maxPoolSize').to.be.at.most(opts.maxPoolSize);
-          expect(s.pendingCount, 'pending <= maxConnecting').to.be.at.most(opts.maxConnecting);
-          expect(s.establishing.live, 'every claim has an establishment').to.be.at.most(s.pendingCurrent);
-          expect(b.establishing.size, 'establishments under way = pending records').to.equal(s.pendingCount);
+          expect(s.pendingConnectionCount, 'pending <= maxConnecting').to.be.at.most(opts.maxConnecting);
+          expect(s.claimants.length, 'every claim has an establishment').to.be.at.most(s.claimablePendingCount);
+          expect(b.pending.size, 'establishments under way = pending records').to.equal(s.pendingConnectionCount);
           const perService = new Map<string, number>();
           for (const rec of s.records.values()) {
             if (rec.serviceId !== undefined) perService.set(rec.serviceId, (perService.get(rec.serviceId) ?? 0) + 1);
           }
           expect(
-            [...s.services].map(([id, g]) => [id, g.connectionCount]),
+            [...s.serviceGenerations].map(([id, g]) => [id, g.connectionCount]),
             'service counts = established connections per service; no empty entry',
           ).to.have.deep.members([...perService]);
           for (const w of deliveredNow) {
@@ -105,7 +105,7 @@ describe('reduce (property: random action sequences)', function () {
               const c = pick(held, st.i);
               if (c) {
                 held.splice(held.indexOf(c), 1);
-                b.dispatch({ type: 'checkIn', connection: c });
+                b.checkIn(c);
               }
               break;
             }
@@ -115,12 +115,12 @@ describe('reduce (property: random action sequences)', function () {
               break;
             }
             case 'succeed': {
-              const id = pick([...b.establishing], st.i);
+              const id = pick([...b.pending], st.i);
               if (id !== undefined) b.succeed(id, loadBalanced ? services[st.service] : undefined);
               break;
             }
             case 'fail': {
-              const id = pick([...b.establishing], st.i);
+              const id = pick([...b.pending], st.i);
               if (id !== undefined) b.failEstablishment(id, new Error('boom'), st.clear);
               break;
             }
@@ -145,7 +145,7 @@ describe('reduce (property: random action sequences)', function () {
           for (const o of delivered) {
             expect(held, 'a connection is never handed out twice').to.not.include(o.connection);
             const rec = b.state.records.get(o.connection!.id)!;
-            const current = loadBalanced ? b.state.services.get(rec.serviceId!)!.generation : b.state.generation;
+            const current = loadBalanced ? b.state.serviceGenerations.get(rec.serviceId!)!.generation : b.state.generation;
             expect(rec.generation, 'never hands out a stale connection').to.equal(current);
             held.push(o.connection!);
           }
@@ -154,14 +154,14 @@ describe('reduce (property: random action sequences)', function () {
 
         // Wind down: close, finish every establishment, return every connection.
         b.dispatch({ type: 'close' });
-        for (const id of [...b.establishing]) b.succeed(id, loadBalanced ? 's0' : undefined);
-        for (const c of held.splice(0)) b.dispatch({ type: 'checkIn', connection: c });
+        for (const id of [...b.pending]) b.succeed(id, loadBalanced ? 's0' : undefined);
+        for (const c of held.splice(0)) b.checkIn(c);
         check([]);
         for (const w of waiters) {
           expect(b.outcomes.filter((o) => o.waiter === w), 'every checkout settled exactly once').to.have.length(1);
         }
         expect(b.state.records.size, 'no connection left in a closed pool').to.equal(0);
-        const established = b.commands.filter((c) => c.k === 'deliver').length;
+        const established = b.commands.filter((c) => c.type === 'deliver').length;
         expect(established).to.be.at.most(waiters.length);
         const created = b.events.filter((e) => e.type === 'ConnectionCreated').length;
         const closed = b.events.filter((e) => e.type === 'ConnectionClosed').length;

@@ -26,7 +26,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.dispatch({ type: 'ready' });
       b.time = 10;
       const w = b.checkOut();
-      expect([...b.establishing]).to.deep.equal([1]);
+      expect([...b.pending]).to.deep.equal([1]);
       b.time = 35;
       const c = b.succeed(1);
       expect(b.connectionOf(w)).to.equal(c);
@@ -40,18 +40,18 @@ describe('reduce (pool reducer, virtual time)', function () {
       const b = new Bench({ maxConnecting: 2, maxPoolSize: 10 });
       b.dispatch({ type: 'ready' });
       const ws = [b.checkOut(), b.checkOut(), b.checkOut()];
-      expect(b.establishing.size).to.equal(2);
-      expect(b.state.waitQueue.live).to.equal(1);
+      expect(b.pending.size).to.equal(2);
+      expect(b.state.waitQueue.length).to.equal(1);
       b.succeed(1);
       expect(b.connectionOf(ws[0])?.id).to.equal(1);
       // the freed slot goes to the third waiter, which starts connection 3
-      expect([...b.establishing].sort()).to.deep.equal([2, 3]);
+      expect([...b.pending].sort()).to.deep.equal([2, 3]);
     });
 
     it('claims an unclaimed background establishment instead of starting another one', function () {
       const b = new Bench({ minPoolSize: 2, maxPoolSize: 3 });
       b.dispatch({ type: 'ready' });
-      expect(b.establishing.size).to.equal(2);
+      expect(b.pending.size).to.equal(2);
       const w1 = b.checkOut();
       const w2 = b.checkOut();
       b.succeed(1);
@@ -69,7 +69,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.connectionOf(first)).to.equal(c1);
       const w2 = b.checkOut(); // starts connection 2 and holds its claim
       const w3 = b.checkOut(); // queued: maxConnecting reached
-      b.dispatch({ type: 'checkIn', connection: c1 });
+      b.checkIn(c1);
       expect(b.connectionOf(w2)).to.equal(c1);
       // w3 claims the establishment w2 no longer needs
       b.succeed(2);
@@ -84,14 +84,14 @@ describe('reduce (pool reducer, virtual time)', function () {
       const c2 = b.succeed(2);
       expect(b.connectionOf(w1)).to.equal(c1);
       expect(b.connectionOf(w2)).to.equal(c2);
-      b.dispatch({ type: 'checkIn', connection: c1 });
+      b.checkIn(c1);
       b.time = 50;
-      b.dispatch({ type: 'checkIn', connection: c2 });
+      b.checkIn(c2);
       b.time = 120; // c1 is idle (120 ms available), c2 is not (70 ms)
       const w3 = b.checkOut();
       expect(b.connectionOf(w3)).to.equal(c2);
       c2.errored = true;
-      b.dispatch({ type: 'checkIn', connection: c2 });
+      b.checkIn(c2);
       const closed = b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
       expect(closed.map((e) => [e.connectionId, e.reason])).to.deep.equal([[2, 'error']]);
       const w4 = b.checkOut(); // c1 is idle: closed, and a new connection is created
@@ -100,7 +100,7 @@ describe('reduce (pool reducer, virtual time)', function () {
         [1, 'idle'],
       ]);
       expect(b.state.records.size).to.equal(1);
-      expect([...b.establishing]).to.deep.equal([3]);
+      expect([...b.pending]).to.deep.equal([3]);
       expect(b.connectionOf(w4)).to.equal(undefined);
     });
   });
@@ -117,7 +117,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w2 = b.checkOut();
       b.time = 60;
       const w3 = b.checkOut();
-      const arms = b.commands.filter((c) => c.k === 'arm' && c.timer === 'waitQueue');
+      const arms = b.commands.filter((c) => c.type === 'arm' && c.timer === 'waitQueue');
       expect(arms).to.have.length(1); // one timer, not one per waiter
       b.advanceTo(100);
       expect(b.errorOf(w1)).to.be.instanceOf(WaitQueueTimeoutError);
@@ -154,7 +154,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w2 = b.checkOut();
       b.dispatch({ type: 'cancel', waiter: w1 });
       expect(b.errorOf(w1)).to.be.instanceOf(CheckOutCancelledError);
-      expect(b.state.waitQueue.live).to.equal(1);
+      expect(b.state.waitQueue.length).to.equal(1);
       b.advanceTo(100);
       expect(b.errorOf(w2)).to.equal(undefined);
       b.advanceTo(140);
@@ -171,7 +171,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       const cause = new Error('monitor check failed');
       b.dispatch({ type: 'clear', interruptInUseConnections: false, cause });
       expect(b.state.generation).to.equal(1);
-      expect(b.state.status).to.equal('paused');
+      expect(b.state.state).to.equal('paused');
       for (const w of [claimant, queued]) {
         expect(b.errorOf(w)).to.be.instanceOf(PoolClearedError);
         expect(b.errorOf(w)!.message).to.include('monitor check failed');
@@ -184,7 +184,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(closed).to.include({ connectionId: 1, reason: 'stale' });
       expect(b.destroyed.map((c) => c.id)).to.deep.equal([1]);
       // the closed one freed the only slot: the new waiter now starts connection 2
-      expect([...b.establishing]).to.deep.equal([2]);
+      expect([...b.pending]).to.deep.equal([2]);
     });
 
     it('emits ConnectionPoolCleared only when the pool was ready, but always bumps the generation', function () {
@@ -211,7 +211,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(inUse.destroyError?.message).to.equal('Connection to localhost:27017 interrupted due to server monitor timeout');
       expect(b.errorOf(w2)).to.be.instanceOf(PoolClearedError);
       expect(b.types().slice(-3)).to.deep.equal(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
-      b.dispatch({ type: 'checkIn', connection: inUse });
+      b.checkIn(inUse);
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
       expect(b.state.records.size).to.equal(0);
     });
@@ -222,7 +222,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w = b.checkOut();
       const c = b.succeed(1);
       expect(b.connectionOf(w)).to.equal(c);
-      b.dispatch({ type: 'checkIn', connection: c });
+      b.checkIn(c);
       b.dispatch({ type: 'clear', interruptInUseConnections: false });
       expect(b.timers.get('background')).to.equal(b.time);
       b.advanceTo(b.time);
@@ -241,7 +241,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.types().slice(-3)).to.deep.equal(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
       expect(b.events.at(-2)).to.include({ reason: 'error', error });
       expect(b.events.at(-1)).to.include({ reason: 'connectionError', error });
-      expect(b.state.status).to.equal('paused');
+      expect(b.state.state).to.equal('paused');
       expect(b.state.records.size).to.equal(0);
     });
 
@@ -250,7 +250,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.dispatch({ type: 'ready' });
       const w = b.checkOut();
       b.failEstablishment(1, new Error('overloaded'), false);
-      expect(b.state.status).to.equal('ready');
+      expect(b.state.state).to.equal('ready');
       expect(b.errorOf(w)?.message).to.equal('overloaded');
     });
   });
@@ -259,16 +259,16 @@ describe('reduce (pool reducer, virtual time)', function () {
     it('populates to minPoolSize, maxConnecting at a time, without waiting for a slot', function () {
       const b = new Bench({ minPoolSize: 5, maxConnecting: 2, backgroundThreadIntervalMS: 1000 });
       b.dispatch({ type: 'ready' });
-      expect([...b.establishing]).to.deep.equal([1, 2]);
+      expect([...b.pending]).to.deep.equal([1, 2]);
       b.succeed(1);
-      expect([...b.establishing]).to.deep.equal([2, 3]);
+      expect([...b.pending]).to.deep.equal([2, 3]);
       b.succeed(2);
       b.succeed(3);
       b.succeed(4);
       b.succeed(5);
       expect(b.state.records.size).to.equal(5);
       expect(b.state.available.size).to.equal(5);
-      expect(b.establishing.size).to.equal(0);
+      expect(b.pending.size).to.equal(0);
     });
 
     it('closes idle available connections and repopulates to minPoolSize', function () {
@@ -279,13 +279,13 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.types()).to.not.include('ConnectionClosed');
       b.advanceTo(500);
       expect(b.events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'idle' });
-      expect([...b.establishing]).to.deep.equal([2]);
+      expect([...b.pending]).to.deep.equal([2]);
     });
 
     it('never runs with a negative interval', function () {
       const b = new Bench({ minPoolSize: 1, backgroundThreadIntervalMS: -1 });
       b.dispatch({ type: 'ready' });
-      expect(b.establishing.size).to.equal(0);
+      expect(b.pending.size).to.equal(0);
       expect(b.timers.size).to.equal(0);
     });
   });
@@ -308,7 +308,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.types().at(-1)).to.equal('ConnectionPoolClosed');
       expect(b.aborted).to.deep.equal([3]);
       expect(b.timers.size).to.equal(0);
-      b.dispatch({ type: 'checkIn', connection: c1 }); // in use during close: closed when checked in
+      b.checkIn(c1); // in use during close: closed when checked in
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'poolClosed' });
       expect(c1.destroyed).to.equal(true);
       expect(b.state.records.size).to.equal(0);
@@ -334,7 +334,7 @@ describe('reduce (pool reducer, virtual time)', function () {
     b.dispatch({ type: 'ready' });
     b.checkOut();
     b.succeed(1);
-    expect(b.commands.filter((c) => c.k === 'emit')).to.have.length(0);
+    expect(b.commands.filter((c) => c.type === 'emit')).to.have.length(0);
     expect(b.outcomes).to.have.length(1);
   });
 });

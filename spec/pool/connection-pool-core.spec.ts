@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { config, firstValueFrom, of, Subscription, throwError, delay as rxDelay } from 'rxjs';
-import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, InvalidOptionError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent } from '../../lib';
+import { config, firstValueFrom, of, Subject, Subscription, throwError, delay as rxDelay } from 'rxjs';
+import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, InvalidOptionError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
@@ -219,7 +219,7 @@ describe('ConnectionPool', function () {
       );
       clock.advance(10);
       expect(await p).to.equal(boom);
-      expect(pool.status).to.equal('paused');
+      expect(pool.state).to.equal('paused');
       expect(types()).to.include.members(['ConnectionPoolCleared', 'ConnectionClosed', 'ConnectionCheckOutFailed']);
     });
   });
@@ -373,7 +373,159 @@ describe('ConnectionPool', function () {
       clock.advance(100);
       expect(mock.created.map((c) => c.destroyed)).to.deep.equal([true, true]);
       expect(mock.aborted).to.equal(1);
-      expect(pool.snapshot()).to.include({ status: 'closed', totalConnectionCount: 0 });
+      expect(pool.snapshot()).to.include({ state: 'closed', totalConnectionCount: 0 });
+    });
+  });
+
+  describe('state$', function () {
+    const counts = (s: PoolSnapshot) => [s.state, s.generation, s.totalConnectionCount, s.availableConnectionCount, s.pendingConnectionCount, s.inUseConnectionCount, s.waitQueueLength];
+
+    it('emits the current snapshot on subscribe, then one per committed batch that changed something, on virtual time', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      expect(seen.map(counts)).to.deep.equal([['paused', 0, 0, 0, 0, 0, 0]]);
+      expect(Object.isFrozen(seen[0])).to.equal(true);
+      pool.ready();
+      let first: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (first = c)); // starts an establishment (10 ms of virtual time)
+      pool.checkOut().subscribe(); // waits: maxPoolSize 1
+      clock.advance(5);
+      pool.ready(); // no-op: nothing changes, nothing is emitted
+      clock.advance(5); // established: delivered to the first
+      pool.checkIn(first!); // then to the second
+      expect(seen.map(counts)).to.deep.equal([
+        ['paused', 0, 0, 0, 0, 0, 0],
+        ['ready', 0, 0, 0, 0, 0, 0],
+        ['ready', 0, 1, 0, 1, 0, 1], // pending, its claimant waiting
+        ['ready', 0, 1, 0, 1, 0, 2],
+        ['ready', 0, 1, 0, 0, 1, 1], // established: the first holds it, the second waits
+        ['ready', 0, 1, 0, 0, 1, 0], // the check-in went straight to the second
+      ]);
+    });
+
+    it('publishes once per batch: a check-in made from inside a delivery lands in the same snapshot', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      pool.checkOut().subscribe((c) => pool.checkIn(c)); // re-entrant: queued, same batch
+      clock.advance(10);
+      expect(seen.map(counts).slice(-1)).to.deep.equal([['ready', 0, 1, 1, 0, 0, 0]]);
+      expect(seen.map((s) => s.inUseConnectionCount)).to.not.include(1); // never published mid-batch
+    });
+
+    it('builds nothing while nobody subscribes', function () {
+      const { pool, clock } = makePool();
+      let built = 0;
+      const snapshot = pool.snapshot.bind(pool);
+      pool.snapshot = () => (built++, snapshot());
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      expect(built).to.equal(0);
+      const sub = pool.state$.subscribe();
+      expect(built).to.equal(1);
+      sub.unsubscribe();
+      pool.clear();
+      expect(built).to.equal(1);
+    });
+
+    it('completes once the pool is closed and its last connection closed; a late subscriber gets the final snapshot', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      let completed = false;
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe({ next: (s) => seen.push(s), complete: () => (completed = true) });
+      pool.close();
+      expect(completed, 'an in-use connection is still open').to.equal(false);
+      pool.checkIn(held!);
+      expect(completed).to.equal(true);
+      expect(counts(seen.at(-1)!)).to.deep.equal(['closed', 0, 0, 0, 0, 0, 0]);
+      const late: PoolSnapshot[] = [];
+      let lateCompleted = false;
+      pool.state$.subscribe({ next: (s) => late.push(s), complete: () => (lateCompleted = true) });
+      expect(late.map(counts)).to.deep.equal([['closed', 0, 0, 0, 0, 0, 0]]);
+      expect(lateCompleted).to.equal(true);
+    });
+  });
+
+  describe('input (an Observer of pool actions)', function () {
+    it('a stream subscribed into it readies, clears and closes the pool, serialized with other inputs', function () {
+      const { pool, types } = makePool();
+      const actions = new Subject<PoolInputAction>();
+      actions.subscribe(pool.input);
+      actions.next({ type: 'ready' });
+      expect(pool.state).to.equal('ready');
+      actions.next({ type: 'clear', cause: new Error('heartbeat failed') });
+      expect(pool.state).to.equal('paused');
+      actions.complete(); // the stream ending does not close the pool
+      expect(pool.state).to.equal('paused');
+      const more = new Subject<PoolInputAction>();
+      more.subscribe(pool.input);
+      more.next({ type: 'close' });
+      expect(pool.state).to.equal('closed');
+      expect(types()).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady', 'ConnectionPoolCleared', 'ConnectionPoolClosed']);
+    });
+
+    it('rejects an unknown action with an InvalidOptionError', function () {
+      const { pool } = makePool();
+      expect(() => pool.input.next({ type: 'explode' } as never)).to.throw(InvalidOptionError, /input action/);
+    });
+  });
+
+  describe('check-ins belong to the checkout that holds the connection', function () {
+    it('a duplicate check-in queued inside a delivery never takes the connection from its next holder', function () {
+      const { pool, clock, types } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let next: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => {
+        pool.checkIn(c); // queued (we are inside the pool's delivery)
+        pool.checkIn(c); // the same checkout again: also queued, and must change nothing
+      });
+      pool.checkOut().subscribe((c) => (next = c));
+      clock.advance(10);
+      expect(next?.id).to.equal(1);
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 1, availableConnectionCount: 0 });
+      expect(types().filter((t) => t === 'ConnectionCheckedIn')).to.have.length(1);
+      pool.checkIn(next!); // the new holder's own check-in works
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+    });
+
+    it('withConnection ends only its own checkout when fn checked the connection in and another caller took it', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let other: MockConnection | undefined;
+      const scoped = pool.withConnection(async (c) => {
+        pool.checkIn(c); // early check-in...
+        other = await pool.checkOut(); // ...and the same connection goes to another checkout
+      });
+      await microtasks();
+      clock.advance(10);
+      await scoped;
+      expect(other?.id).to.equal(1);
+      expect(pool.snapshot().inUseConnectionCount, 'the other caller still holds it').to.equal(1);
+      expect(() => pool.checkIn(other!)).to.not.throw();
+    });
+
+    it('withConnection$ ends only its own checkout too', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let other: MockConnection | undefined;
+      pool
+        .withConnection$((c) => {
+          pool.checkIn(c);
+          pool.checkOut().subscribe((x) => (other = x));
+          return of(c.id);
+        })
+        .subscribe();
+      clock.advance(10);
+      expect(other?.id).to.equal(1);
+      expect(pool.snapshot().inUseConnectionCount).to.equal(1);
+      expect(() => pool.checkIn(other!)).to.not.throw();
     });
   });
 });

@@ -1,0 +1,105 @@
+/**
+ * ConnectionPool: the pool with its default wiring, the composition root of one pool. It is the
+ * {@link ConnectionPoolCore} state machine, plus what a MongoDB driver's pool has by default: real connections over
+ * TCP/TLS (socket connect, OP_MSG `hello` handshake, authentication) unless a `connectionFactory` is given, and the
+ * CMAP log feed (`log$`, written to the MONGODB_LOG_* destination).
+ *
+ * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging spec.
+ */
+import { EMPTY, map, type Observable } from 'rxjs';
+import { parseAddress } from '../address';
+import { connectionFactory, type ConnectionOptions } from '../connection/connect';
+import type { Connection } from '../connection/connection';
+import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-message';
+import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
+import { openLogSink } from '../logging/log-sink';
+import { InvalidOptionError } from '../errors';
+import type { ConnectionFactory, PoolConnection } from '../pool/contract';
+import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
+
+/**
+ * Options of a {@link ConnectionPool}: those of {@link ConnectionPoolCore} (the CMAP pool options, durations in ms),
+ * with `connectionFactory` optional, plus the default factory's `connectionOptions` and `logging`.
+ */
+export interface ConnectionPoolOptions<C extends PoolConnection = Connection> extends Omit<ConnectionPoolCoreOptions<C>, 'connectionFactory'> {
+  /**
+   * Establishes connections. Default: real MongoDB connections over TCP (socket connect, OP_MSG `hello`
+   * handshake, authentication), configured by `connectionOptions`.
+   */
+  connectionFactory?: ConnectionFactory<C>;
+  /** Options of the default connection factory (appName, timeouts, TLS, credentials). Ignored when `connectionFactory` is given. */
+  connectionOptions?: ConnectionOptions;
+  /**
+   * Logging of the CMAP log messages (component `connection`, level `debug`), over the MONGODB_LOG_* environment
+   * variables. When enabled, the pool writes every message to the configured destination, and `log$` emits them.
+   */
+  logging?: LoggingOptions;
+}
+
+/**
+ * A MongoDB connection pool for one Endpoint, per the CMAP specification, as one serialized reactive state machine
+ * (see {@link ConnectionPoolCore} for everything it does), over real connections and with the CMAP log feed.
+ *
+ * @example
+ * ```ts
+ * const pool = new ConnectionPool({ address: 'localhost:27017', maxPoolSize: 10, minPoolSize: 2 });
+ * pool.ready(); // a monitor does this after a successful check
+ * await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+ * pool.close();
+ * ```
+ *
+ * @typeParam C the connection type its factory makes (default: the TCP {@link Connection}).
+ * @throws {InvalidOptionError} from the constructor, for an invalid option (named in the error).
+ */
+export class ConnectionPool<C extends PoolConnection = Connection> extends ConnectionPoolCore<C> {
+  /**
+   * The CMAP log messages derived from `events$`, when the `connection` component logs at `debug` (see the
+   * `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); otherwise it completes at once and nothing is
+   * built. Each message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`).
+   *
+   * Source: CMAP spec, "Connection Pool Logging"; logging spec.
+   */
+  readonly log$: Observable<ConnectionLogMessage>;
+
+  constructor(options: ConnectionPoolOptions<C>) {
+    super(withDefaultFactory(options));
+    const server = parseAddress(options.address);
+    const settings = resolveLogSettings(options.logging);
+    if (willLog(settings.severities.connection, 'debug')) {
+      this.log$ = this.events$.pipe(map((e) => connectionLogMessage(e, server, settings.maxDocumentLength)));
+      this.writeLog(settings.path);
+    } else {
+      this.log$ = EMPTY;
+    }
+  }
+
+  /**
+   * Writes every log message to `path`; once the pool is closed and its last connection closed, stops, closing the
+   * sink if it opened it (a path, not a sink object).
+   */
+  private writeLog(path: string | LogSink): void {
+    const sink = openLogSink(path);
+    const owned = typeof path === 'string';
+    let poolClosed = false;
+    const subscription = this.log$.subscribe((message) => {
+      sink.write(message);
+      poolClosed ||= message.fields.message === 'Connection pool closed';
+      if (poolClosed && this.snapshot().totalConnectionCount === 0) {
+        subscription.unsubscribe();
+        if (owned) sink.close?.();
+      }
+    });
+  }
+}
+
+/** The options with the default TCP factory filled in when none is given. */
+function withDefaultFactory<C extends PoolConnection>(options: ConnectionPoolOptions<C>): ConnectionPoolCoreOptions<C> {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('options', options, 'an object with at least an address');
+  }
+  if (options.connectionFactory !== undefined) return options as ConnectionPoolCoreOptions<C>;
+  const { host, port } = parseAddress(options.address);
+  const factory = connectionFactory({ ...options.connectionOptions, loadBalanced: options.loadBalanced === true, host, port });
+  return { ...options, connectionFactory: factory as unknown as ConnectionFactory<C> };
+}
+

@@ -1,0 +1,498 @@
+/**
+ * ConnectionPoolCore: the pool as one serialized reactive state machine, without default wiring. Its inputs
+ * (checkout requests and cancellations, check-ins, clear/ready/close, establishment results, timers, and streams of
+ * actions subscribed into {@link ConnectionPoolCore.input}) go into one {@link PoolInput}; `scan(reduce)` folds them,
+ * one at a time, into the pool state; the commands each step leaves are then run in order:
+ *
+ * ```
+ * input ──► scan(reduce, initialPoolState) ──► runner.run(state.commands) ──► events$, deliveries, sockets, timers
+ *      └─(after each batch)──────────────────────────────────────────────────► state$
+ * ```
+ *
+ * It knows connections only through its contract (`connectionFactory`); `ConnectionPool` (the public class) adds
+ * the default TCP factory and the log feed.
+ *
+ * Source: CMAP spec, "Connection Pool Behaviors", "Connection Pool Monitoring", "withConnection".
+ */
+import {
+  defer,
+  finalize,
+  from,
+  Observable,
+  scan,
+  Subject,
+  switchMap,
+  type ObservableInput,
+  type Observer,
+  type SchedulerLike,
+} from 'rxjs';
+import { parseAddress } from '../address';
+import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError } from '../errors';
+import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
+import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { timerScheduler } from '../scheduler';
+import { isControlAction, type Action } from './actions';
+import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
+import { CommandRunner } from './command-runner';
+import type { ConnectionFactory, PoolConnection } from './contract';
+import { PoolInput } from './pool-input';
+import { reduce } from './reducer';
+import { initialPoolState, type ConnectionPoolState, type PoolState } from './state';
+import type { Waiter } from './wait-queue';
+
+/**
+ * Options of a {@link ConnectionPoolCore}: the CMAP pool options (see {@link PoolOptions}; durations in ms), the
+ * address, and how connections are made.
+ */
+export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends PoolOptions, BackgroundOptions {
+  /** The Endpoint, `host:port` (host alone means port 27017), `[v6]:port`, or a `*.sock` path. Required. */
+  address: string;
+  /** Establishes connections (see {@link ConnectionFactory}). Required here; `ConnectionPool` defaults it to TCP. */
+  connectionFactory: ConnectionFactory<C>;
+  /**
+   * The clock and timers of the pool (WaitQueue deadlines, Background Thread Runs). Default: unref'd Node timers
+   * and a monotonic clock. Inject a virtual-time scheduler (`VirtualClock` from `rxcmap/testing`) to test
+   * deterministically.
+   */
+  scheduler?: SchedulerLike;
+  /**
+   * Decides whether an establishment error clears the pool (generation + 1, paused, WaitQueue evicted), as SDAM
+   * does for errors before or during the handshake. Default: every error clears, except one labelled
+   * `SystemOverloadedError` (CMAP "Backpressure-enabled").
+   */
+  clearOnEstablishmentError?: (error: Error) => boolean;
+  /**
+   * Load-balanced mode (load balancer spec): connections take the generation of the service their handshake reached
+   * (`serviceId`), `clear` must name a service and neither pauses the pool nor evicts the WaitQueue, and establishment
+   * errors never clear the pool. Default false.
+   */
+  loadBalanced?: boolean;
+}
+
+/** Options of {@link ConnectionPoolCore.clear}. */
+export interface ClearOptions {
+  /**
+   * Also interrupt in-use connections of the cleared generations (their requests fail with PoolClearedError) and
+   * abort establishments under way. Default false.
+   */
+  interruptInUseConnections?: boolean;
+  /** The error that caused the clear; PoolClearedError messages quote it. */
+  cause?: unknown;
+  /**
+   * Load-balanced mode only, and required there: the service to clear (an ObjectId or its hex string). Only that
+   * service's generation is incremented.
+   */
+  serviceId?: string | { toHexString(): string };
+}
+
+/**
+ * What a stream may send into a pool's {@link ConnectionPoolCore.input}: the same as calling `ready()`,
+ * `clear(options)` or `close()`.
+ *
+ * Source: CMAP spec, "ready", "clear", "close"; extension: as stream values (a monitor's heartbeats mapped by
+ * `heartbeatActions()` are the use).
+ */
+export type PoolInputAction = { readonly type: 'ready' } | ({ readonly type: 'clear' } & ClearOptions) | { readonly type: 'close' };
+
+/** A frozen snapshot of a pool's state and counters (CMAP "ConnectionPool" members). Counts are of connections. */
+export interface PoolSnapshot {
+  readonly address: string;
+  /** CMAP `ConnectionPool.state`. */
+  readonly state: ConnectionPoolState;
+  readonly generation: number;
+  /** pending + available + in use. */
+  readonly totalConnectionCount: number;
+  readonly availableConnectionCount: number;
+  readonly pendingConnectionCount: number;
+  readonly inUseConnectionCount: number;
+  /** Checkouts waiting in the WaitQueue, plus those waiting on an establishment they claimed. */
+  readonly waitQueueLength: number;
+  /** Load-balanced mode (CMAP `serviceGenerations`): each service's generation and established connection count. */
+  readonly serviceGenerations: readonly { readonly serviceId: string; readonly generation: number; readonly connectionCount: number }[];
+}
+
+/**
+ * A MongoDB connection pool for one Endpoint, per the CMAP specification, as one serialized reactive state machine,
+ * with no default wiring: give it a `connectionFactory`. Use {@link ConnectionPool} for real MongoDB connections
+ * over TCP/TLS and the log feed.
+ *
+ * Starts paused: call {@link ready} (a monitor does it after a successful check) before checking out.
+ *
+ * @typeParam C the connection type its factory makes.
+ * @throws {InvalidOptionError} from the constructor, for an invalid or missing option (named in the error).
+ */
+export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
+  /** The pool's Endpoint, normalized to `host:port`. */
+  readonly address: string;
+  /** The resolved pool options (defaults applied). */
+  readonly options: ResolvedPoolOptions;
+
+  /**
+   * Every CMAP event, in the order the pool committed the state changes they describe, typed as a discriminated
+   * union on `type`. Each subscriber first receives the pool's ConnectionPoolCreated event (committed when the pool
+   * was constructed), then every event committed after it subscribed. Event objects are built only while someone
+   * subscribes. Never completes: even a closed pool emits ConnectionCheckOutStarted and ConnectionCheckOutFailed for
+   * each checkout attempted on it (CMAP "Checking Out a Connection"); `state$` completes when the pool is done.
+   *
+   * A subscriber that throws affects neither the pool nor other subscribers; RxJS reports the error as unhandled
+   * (`config.onUnhandledError` when set, else it is thrown asynchronously, which ends a Node process that does not
+   * handle it).
+   *
+   * @example
+   * ```ts
+   * pool.events$
+   *   .pipe(filter((e) => e.type === 'ConnectionCheckOutFailed'))
+   *   .subscribe((e) => console.warn(`checkout failed: ${e.reason} after ${e.duration} ms`));
+   * ```
+   *
+   * Source: CMAP spec, "Connection Pool Monitoring".
+   */
+  readonly events$: Observable<ConnectionPoolEvent>;
+
+  /**
+   * The pool state stream: the current {@link PoolSnapshot} on subscribe, then one snapshot after each committed
+   * batch of actions that changed the pool's state, generation or a count. Nothing is built while nobody subscribes.
+   * Completes once the pool is closed and its last connection is closed (a late subscriber receives the final
+   * snapshot, then completion).
+   *
+   * @example
+   * ```ts
+   * pool.state$.subscribe((s) => gauge.set(s.inUseConnectionCount));
+   * // backpressure: shed load while checkouts queue up
+   * const busy$ = pool.state$.pipe(map((s) => s.waitQueueLength > 100), distinctUntilChanged());
+   * ```
+   *
+   * Source: extension (the CMAP "ConnectionPool" members, published as a stream).
+   */
+  readonly state$: Observable<PoolSnapshot>;
+
+  /**
+   * The pool as an RxJS `Observer`: a stream of {@link PoolInputAction}s subscribed into it acts as the matching
+   * calls to `ready()`, `clear()` and `close()`, serialized with every other input. Its `complete` and `error` end
+   * only that stream's contribution; the pool stays open.
+   *
+   * @example
+   * ```ts
+   * monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
+   * ```
+   *
+   * Source: extension (CMAP's pool inputs as an RxJS Observer).
+   */
+  readonly input: Observer<PoolInputAction>;
+
+  private readonly poolState: PoolState<C>;
+  private readonly actions: PoolInput<Action<C>>;
+  private readonly events = new Subject<ConnectionPoolEvent>();
+  private readonly states = new Subject<PoolSnapshot>();
+  private readonly port: CheckOutPort<C>;
+  private lastSnapshot: PoolSnapshot | undefined;
+  private finished = false;
+  private observers = 0;
+
+  constructor(options: ConnectionPoolCoreOptions<C>) {
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionError('options', options, 'an object with at least an address and a connectionFactory');
+    }
+    const server = parseAddress(options.address);
+    this.address = server.address;
+    this.options = resolvePoolOptions(options);
+    if (typeof options.connectionFactory !== 'function') {
+      throw new InvalidOptionError('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
+    }
+    const scheduler = options.scheduler ?? timerScheduler;
+    const state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), options.loadBalanced === true);
+    this.poolState = state;
+    this.actions = new PoolInput<Action<C>>(isControlAction, () => this.afterBatch());
+
+    const dispatch = (action: Action<C>): void => this.actions.next(action);
+    const runner = new CommandRunner<C>({
+      address: this.address,
+      factory: options.connectionFactory,
+      scheduler,
+      events: this.events,
+      clearOnEstablishmentError: options.clearOnEstablishmentError ?? defaultClearOnEstablishmentError,
+      dispatch,
+    });
+    this.port = {
+      address: this.address,
+      enter: (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter }),
+      leave: (waiter: Waiter<C>) => dispatch({ type: 'cancel', waiter }),
+    };
+
+    // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.
+    this.actions.pipe(scan(reduce<C>, state)).subscribe((s) => runner.run(s.commands));
+
+    // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
+    const created: ConnectionPoolCreatedEvent = Object.freeze({
+      type: 'ConnectionPoolCreated',
+      address: this.address,
+      time: scheduler.now(),
+      options: this.options.userSet,
+    });
+    this.events$ = new Observable<ConnectionPoolEvent>((subscriber) => {
+      subscriber.next(created);
+      const inner = this.events.subscribe(subscriber);
+      if (this.observers++ === 0) dispatch({ type: 'observe', observed: true });
+      return () => {
+        inner.unsubscribe();
+        if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
+      };
+    });
+    this.state$ = new Observable<PoolSnapshot>((subscriber) => {
+      this.lastSnapshot = this.snapshot();
+      subscriber.next(this.lastSnapshot);
+      if (this.finished) return subscriber.complete();
+      return this.states.subscribe(subscriber);
+    });
+    this.input = {
+      next: (action: PoolInputAction) => this.apply(action),
+      error: (error: unknown) => this.actions.error(error),
+      complete: () => undefined,
+    };
+  }
+
+  /** The pool generation: 0 at creation, + 1 on every clear. */
+  get generation(): number {
+    return this.poolState.generation;
+  }
+
+  /** CMAP `ConnectionPool.state`: `paused`, `ready` or `closed`. */
+  get state(): ConnectionPoolState {
+    return this.poolState.state;
+  }
+
+  /** A frozen snapshot of the pool's state and counters, as of the last committed action. */
+  snapshot(): PoolSnapshot {
+    const s = this.poolState;
+    return Object.freeze({
+      address: s.address,
+      state: s.state,
+      generation: s.generation,
+      totalConnectionCount: s.records.size,
+      availableConnectionCount: s.available.size,
+      pendingConnectionCount: s.pendingConnectionCount,
+      inUseConnectionCount: s.records.size - s.available.size - s.pendingConnectionCount,
+      waitQueueLength: s.waitQueue.length + s.claimants.length,
+      serviceGenerations: Object.freeze(
+        [...s.serviceGenerations].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })),
+      ),
+    });
+  }
+
+  /**
+   * Checks out a connection: the first non-perished available one (the most recently used), else a new one while
+   * total < maxPoolSize and pending < maxConnecting, else it waits in the FIFO WaitQueue (at most
+   * waitQueueTimeoutMS, when set). The connection must be returned with {@link checkIn}.
+   *
+   * Returns a lazy {@link CheckOutRequest}: `await` it (cancel with `options.signal`), or subscribe to it (cancel by
+   * unsubscribing). Fails with PoolClosedError (pool closed), PoolClearedError (pool paused, or cleared while
+   * waiting; retryable), WaitQueueTimeoutError, CheckOutCancelledError (signal aborted), or the error that failed
+   * the establishment of the connection it started.
+   *
+   * @example
+   * ```ts
+   * const connection = await pool.checkOut({ signal: AbortSignal.timeout(1000) });
+   * try {
+   *   await connection.command('admin', { ping: 1 });
+   * } finally {
+   *   pool.checkIn(connection);
+   * }
+   * // or as an Observable: unsubscribing before delivery leaves the WaitQueue
+   * pool.checkOut().pipe(timeout(1000)).subscribe((c) => pool.checkIn(c));
+   * ```
+   *
+   * Source: CMAP spec, "Checking Out a Connection".
+   */
+  checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
+    return new CheckOutRequest<C>(this.port, options?.signal);
+  }
+
+  /**
+   * Checks a connection back in: emits ConnectionCheckedIn, then closes it if it is perished (stale, errored) or the
+   * pool is closed, else makes it available.
+   *
+   * A check-in is accepted from the checkout that holds the connection only. Called again from inside the pool's own
+   * processing (an `events$` subscriber, or a delivery callback) before the first check-in was processed, the
+   * duplicate is ignored rather than thrown: it can then never take the connection from the next holder.
+   *
+   * @throws {ConnectionCheckInError} synchronously, for a connection this pool did not create (or already closed),
+   *   or one that is not checked out (already checked in).
+   *
+   * Source: CMAP spec, "Checking In a Connection".
+   */
+  checkIn(connection: C): void {
+    const id = (connection as Partial<PoolConnection> | null | undefined)?.id;
+    const rec = typeof id === 'number' ? this.poolState.records.get(id) : undefined;
+    if (rec === undefined || rec.connection !== connection) {
+      throw new ConnectionCheckInError(this.address, id, 'it is not a live connection of this pool');
+    }
+    if (rec.state !== 'in use' || rec.holder === undefined) {
+      throw new ConnectionCheckInError(this.address, id, 'it is not checked out');
+    }
+    this.actions.next({ type: 'checkIn', connection: rec.connection, holder: rec.holder });
+  }
+
+  /**
+   * Checks out a connection, runs `fn` with it, and checks it in whatever `fn` does (returns, throws, rejects).
+   * Resolves to `fn`'s result; rejects with `fn`'s error or the checkout's error. Only this checkout is ended: if
+   * `fn` checked the connection in itself and it was checked out again by another caller, that caller keeps it.
+   *
+   * @example
+   * ```ts
+   * const reply = await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+   * ```
+   *
+   * Source: CMAP spec, "withConnection".
+   */
+  async withConnection<T>(fn: (connection: C) => T | PromiseLike<T>, options?: CheckOutOptions): Promise<T> {
+    const connection = await this.checkOut(options);
+    const holder = this.holderOf(connection);
+    try {
+      return await fn(connection);
+    } finally {
+      this.release(connection, holder);
+    }
+  }
+
+  /**
+   * The Observable form of {@link withConnection}: on subscription checks out a connection, subscribes to
+   * `fn(connection)`, and checks the connection in when that completes, errors, or is unsubscribed. Only this
+   * checkout is ended (as in `withConnection`).
+   *
+   * @example
+   * ```ts
+   * pool.withConnection$((c) => from(c.command('admin', { ping: 1 }))).pipe(retry({ count: 1 })).subscribe(console.log);
+   * ```
+   *
+   * Source: CMAP spec, "withConnection" (as an Observable: extension).
+   */
+  withConnection$<T>(fn: (connection: C) => ObservableInput<T>, options?: CheckOutOptions): Observable<T> {
+    return this.checkOut(options).pipe(
+      switchMap((connection) => {
+        const holder = this.holderOf(connection);
+        return defer(() => from(fn(connection))).pipe(finalize(() => this.release(connection, holder)));
+      }),
+    );
+  }
+
+  /**
+   * Clears the pool: increments the generation (every existing connection becomes stale and is closed when next
+   * met), pauses the pool, and fails every waiting checkout with PoolClearedError. Emits ConnectionPoolCleared unless
+   * the pool was already paused. With `interruptInUseConnections`, in-use connections of the cleared generations are
+   * interrupted and establishments under way aborted. No-op on a closed pool.
+   *
+   * In load-balanced mode, `serviceId` is required: only that service's generation is incremented, ConnectionPoolCleared
+   * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted.
+   *
+   * @throws {InvalidOptionError} (option `serviceId`) when it is missing in load-balanced mode, or given outside it.
+   *
+   * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
+   */
+  clear(options: ClearOptions = {}): void {
+    const serviceId = options.serviceId === undefined ? undefined : typeof options.serviceId === 'string' ? options.serviceId : options.serviceId.toHexString();
+    if (this.poolState.loadBalanced && serviceId === undefined) {
+      throw new InvalidOptionError('serviceId', undefined, 'given to clear() in load-balanced mode (only one service is cleared)');
+    }
+    if (!this.poolState.loadBalanced && serviceId !== undefined) {
+      throw new InvalidOptionError('serviceId', serviceId, 'absent outside load-balanced mode (the whole pool is cleared)');
+    }
+    this.actions.next({
+      type: 'clear',
+      interruptInUseConnections: options.interruptInUseConnections === true,
+      cause: options.cause,
+      ...(serviceId === undefined ? {} : { serviceId }),
+    });
+  }
+
+  /**
+   * Marks a paused pool ready: emits ConnectionPoolReady, then allows checkouts and background population. No-op
+   * (no event) on a ready or closed pool.
+   *
+   * Source: CMAP spec, "Marking a Connection Pool as Ready".
+   */
+  ready(): void {
+    this.actions.next({ type: 'ready' });
+  }
+
+  /**
+   * Closes the pool, for good: closes available and pending connections, emits ConnectionPoolClosed, fails waiting
+   * checkouts with PoolClosedError, and stops its timers. In-use connections are closed when checked in; once the
+   * last is, `state$` completes. Idempotent.
+   *
+   * Source: CMAP spec, "Closing a Connection Pool".
+   */
+  close(): void {
+    this.actions.next({ type: 'close' });
+  }
+
+  /** One action from {@link input}: the same as the matching call. */
+  private apply(action: PoolInputAction): void {
+    switch (action?.type) {
+      case 'ready':
+        return this.ready();
+      case 'clear':
+        return this.clear(action);
+      case 'close':
+        return this.close();
+      default:
+        throw new InvalidOptionError('input action', action, "{ type: 'ready' }, { type: 'clear', ...ClearOptions } or { type: 'close' }");
+    }
+  }
+
+  /** The checkout that holds `connection` now (just delivered to the caller). */
+  private holderOf(connection: C): Waiter<C> | undefined {
+    return this.poolState.records.get(connection.id)?.holder;
+  }
+
+  /** Ends one checkout of the scoped forms: checks the connection in only if that checkout still holds it. */
+  private release(connection: C, holder: Waiter<C> | undefined): void {
+    const rec = this.poolState.records.get(connection.id);
+    if (holder !== undefined && rec?.connection === connection && rec.state === 'in use' && rec.holder === holder) {
+      this.actions.next({ type: 'checkIn', connection: rec.connection, holder });
+    }
+  }
+
+  /**
+   * After each batch of actions: publishes a snapshot on state$ when something it shows changed, and completes
+   * state$ once the pool is closed and empty (nothing it shows can change after that).
+   */
+  private afterBatch(): void {
+    if (this.finished) return;
+    const s = this.poolState;
+    if (this.states.observed) {
+      const last = this.lastSnapshot;
+      if (
+        last === undefined ||
+        last.state !== s.state ||
+        last.generation !== s.generation ||
+        last.totalConnectionCount !== s.records.size ||
+        last.availableConnectionCount !== s.available.size ||
+        last.pendingConnectionCount !== s.pendingConnectionCount ||
+        last.waitQueueLength !== s.waitQueue.length + s.claimants.length ||
+        (s.loadBalanced && !sameServices(last, s))
+      ) {
+        this.lastSnapshot = this.snapshot();
+        this.states.next(this.lastSnapshot);
+      }
+    }
+    if (s.state === 'closed' && s.records.size === 0) {
+      this.finished = true;
+      this.states.complete();
+    }
+  }
+}
+
+function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
+  if (last.serviceGenerations.length !== s.serviceGenerations.size) return false;
+  let i = 0;
+  for (const [serviceId, g] of s.serviceGenerations) {
+    const l = last.serviceGenerations[i++];
+    if (l.serviceId !== serviceId || l.generation !== g.generation || l.connectionCount !== g.connectionCount) return false;
+  }
+  return true;
+}
+
+/** SDAM's rule for errors before or during the handshake, minus those CMAP labels as backpressure. */
+function defaultClearOnEstablishmentError(error: Error): boolean {
+  return !(error instanceof CmapError && error.hasErrorLabel(ErrorLabel.SystemOverloadedError));
+}

@@ -1,0 +1,62 @@
+/**
+ * The contract between the pool and its connections: what the pool needs of a connection ({@link PoolConnection}),
+ * what it tells a factory about the one to establish ({@link ConnectionDescriptor}), and the factory itself
+ * ({@link ConnectionFactory}). It lives with the pool so that connection/, monitor/ and testing/ depend on the pool's
+ * contract, never the reverse.
+ *
+ * Source: CMAP spec, "Connection" (id, generation, perished: errored), "Establishing a Connection".
+ */
+import type { ObservableInput } from 'rxjs';
+
+/**
+ * What a pool needs of a connection. The pool never looks inside; it only asks whether it is errored, and tears it
+ * down.
+ *
+ * Source: CMAP spec, "Connection" (id, generation, Perishable: Errored).
+ */
+export interface PoolConnection {
+  /** The id the pool assigned at creation (from the {@link ConnectionDescriptor}); unique within the pool. */
+  readonly id: number;
+  /**
+   * True once the connection has seen an error that makes it unfit for further use (network error or timeout,
+   * endpoint closed it, wire-protocol error). The pool closes an errored connection with reason `error` when it is
+   * checked in or found among the available connections.
+   */
+  readonly errored?: boolean;
+  /**
+   * The service behind the load balancer this connection reached (hex string, from the handshake's `serviceId`).
+   * Read once the connection is established, in load-balanced mode only.
+   */
+  readonly serviceId?: string;
+  /**
+   * Tears the connection down: closes its socket without blocking and fails any request in flight with `error`
+   * (when given). Must be idempotent. Called by the pool when it closes the connection, and when a clear with
+   * `interruptInUseConnections` interrupts it while in use.
+   */
+  destroy(error?: Error): void;
+}
+
+/**
+ * What the pool tells a connection factory about the connection to establish.
+ *
+ * - `id`: the connection id (1, 2, 3, ... in creation order);
+ * - `generation`: the pool generation at creation;
+ * - `address`: the pool's `host:port`;
+ * - `signal`: aborts when the pool abandons the establishment (clear with interruption, close).
+ */
+export interface ConnectionDescriptor {
+  readonly id: number;
+  readonly generation: number;
+  readonly address: string;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Establishes one connection. Receives the {@link ConnectionDescriptor} (id, generation, address, abort signal) and
+ * returns an Observable (cancelled by unsubscribing) or a Promise of the established connection: connected,
+ * handshaken and authenticated. Its first value is taken; an error or completing without a value fails the
+ * establishment (ConnectionClosed with reason `error`, then ConnectionCheckOutFailed for the checkout waiting on it).
+ *
+ * Source: CMAP spec, "Establishing a Connection".
+ */
+export type ConnectionFactory<C extends PoolConnection> = (descriptor: ConnectionDescriptor) => ObservableInput<C>;

@@ -1,0 +1,109 @@
+/**
+ * The WaitQueue and its members. A checkout request is a {@link Waiter}; the pool keeps two FIFO queues of them: the
+ * WaitQueue proper (waiting for an available connection or an establishment slot) and the claimants (checkouts that
+ * left the WaitQueue holding a claim on a connection being established).
+ *
+ * Cancellation is O(1): {@link WaitQueue.remove} marks the waiter and drops it lazily when it reaches the head; the
+ * queue compacts itself when the removed outnumber the members, so abandoned checkouts never stay reachable in bulk.
+ *
+ * Source: CMAP spec, "WaitQueue" (FIFO, waitQueueTimeoutMS), "Checking Out a Connection".
+ */
+import { RingBuffer } from './ring-buffer';
+
+/**
+ * How the pool delivers the outcome of a checkout. Implemented by the checkOut front ends (Promise, Observable).
+ */
+export interface CheckOutSink<C> {
+  /**
+   * Hands the connection over. Returns false when the requester is gone (unsubscribed, aborted); the pool then
+   * checks the connection back in, so it is never stranded.
+   */
+  deliver(connection: C): boolean;
+  /** Fails the checkout. Ignored when the requester is gone. */
+  fail(error: Error): void;
+}
+
+/**
+ * Where a checkout request is:
+ * - `new`: created, its checkOut action not yet processed;
+ * - `queued`: in the WaitQueue (waitQueueTimeoutMS applies);
+ * - `claimant`: left the WaitQueue holding a claim on a connection being established (no timeout applies);
+ * - `done`: delivered, failed or cancelled.
+ */
+export type WaiterState = 'new' | 'queued' | 'claimant' | 'done';
+
+/** One checkout request. Its `state` is written by the reducer (and by the queues it is a member of) only. */
+export class Waiter<C> {
+  state: WaiterState = 'new';
+  /** Clock time (ms) of ConnectionCheckOutStarted; NaN when nothing needed it timed. */
+  startedAt = 0;
+  /** Clock time (ms) after which the waiter times out of the WaitQueue; Infinity for none. */
+  deadline = Infinity;
+  /** Where the outcome goes. */
+  readonly sink: CheckOutSink<C>;
+
+  /** `sink` may be omitted by a subclass that is its own sink. */
+  constructor(sink?: CheckOutSink<C>) {
+    this.sink = sink ?? (this as unknown as CheckOutSink<C>);
+  }
+}
+
+/** A FIFO of waiters in one state (`queued` or `claimant`), with O(1) removal of any member. */
+export class WaitQueue<C> {
+  private readonly buffer = new RingBuffer<Waiter<C>>();
+  private members = 0;
+
+  /** @param memberState the state a waiter has while it is a member of this queue. */
+  constructor(private readonly memberState: 'queued' | 'claimant') {}
+
+  /** The number of members (removed waiters not counted). */
+  get length(): number {
+    return this.members;
+  }
+
+  /** Appends `w` and gives it this queue's member state. */
+  push(w: Waiter<C>): void {
+    w.state = this.memberState;
+    this.buffer.push(w);
+    this.members++;
+  }
+
+  /** The oldest member, dropping removed waiters in front of it. */
+  peek(): Waiter<C> | undefined {
+    for (let w = this.buffer.peek(); w !== undefined; w = this.buffer.peek()) {
+      if (w.state === this.memberState) return w;
+      this.buffer.shift();
+    }
+    return undefined;
+  }
+
+  /** Removes and returns the oldest member; the caller gives it its next state. */
+  shift(): Waiter<C> | undefined {
+    const w = this.peek();
+    if (w !== undefined) {
+      this.buffer.shift();
+      this.members--;
+    }
+    return w;
+  }
+
+  /**
+   * Removes member `w` in O(1) amortised: it is marked `done` and dropped when it reaches the head, or when the queue
+   * compacts (once removed waiters outnumber members). Returns false when `w` is not a member.
+   */
+  remove(w: Waiter<C>): boolean {
+    if (w.state !== this.memberState) return false;
+    w.state = 'done';
+    this.members--;
+    const removed = this.buffer.size - this.members;
+    if (removed > 64 && removed > this.members) this.buffer.retain((x) => x.state === this.memberState);
+    return true;
+  }
+
+  /** Removes every member, returning them oldest first (their state is the caller's to set). */
+  drain(): Waiter<C>[] {
+    const out: Waiter<C>[] = [];
+    for (let w = this.shift(); w !== undefined; w = this.shift()) out.push(w);
+    return out;
+  }
+}
