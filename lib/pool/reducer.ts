@@ -84,7 +84,7 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
 
   w.deadline = timeout > 0 ? w.startedAt + timeout : Infinity;
   s.waitQueue.push(w);
-  service(s, out);
+  serveWaiters(s, out);
   if ((w.state as WaiterState) === 'queued' && w.deadline !== Infinity && s.waitTimerAt === undefined) {
     armWaitTimer(s, w.deadline, out);
   }
@@ -92,13 +92,13 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
 
 /**
  * Serves waiters, oldest first, until no more progress is possible:
- * 1. available connections go to the oldest waiters (establishing ones first: they are older than any queued one);
+ * 1. available connections go to the oldest waiters (claimants first: they are older than any queued one);
  *    perished connections met on the way are closed;
  * 2. the head of the WaitQueue claims an establishment already under way that nobody claimed (a background
  *    populate, or one whose claimant left), or starts one if maxPoolSize and maxConnecting allow.
  * A claimant leaves the WaitQueue: waitQueueTimeoutMS no longer applies to it.
  */
-function service<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   while (s.available.size > 0) {
     const fromEstablishing = s.claimants.peek() !== undefined;
     const w = fromEstablishing ? s.claimants.peek() : s.waitQueue.peek();
@@ -168,7 +168,7 @@ function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Co
   if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done
   failWaiter(s, w, 'cancelled', new CheckOutCancelledError(s.address), out);
   // A released claim leaves an establishment unclaimed, which the head of the WaitQueue may now take.
-  service(s, out);
+  serveWaiters(s, out);
 }
 
 function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
@@ -207,7 +207,7 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, holde
   } else {
     makeAvailable(s, rec);
   }
-  service(s, out);
+  serveWaiters(s, out);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
     else makeAvailable(s, rec);
   }
-  service(s, out);
+  serveWaiters(s, out);
   populate(s, out);
 }
 
@@ -272,7 +272,7 @@ function establishFailed<C extends PoolConnection>(
   if (clearPool && current && !s.loadBalanced) clear(s, false, error, out);
   closeRecord(s, rec, 'error', out, error);
   if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
-  service(s, out);
+  serveWaiters(s, out);
   populate(s, out);
 }
 
@@ -432,7 +432,7 @@ function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C
     rec = next;
   }
   populate(s, out);
-  service(s, out);
+  serveWaiters(s, out);
   out.push({ type: 'arm', timer: 'background', delay: s.options.backgroundThreadIntervalMS });
 }
 

@@ -46,9 +46,9 @@ export class Bench {
   /** Every command the reducer returned, in order. */
   readonly commands: Command<FakeConnection>[] = [];
 
-  constructor(options: PoolOptions & BackgroundOptions = {}, monitored = true, loadBalanced = false) {
+  constructor(options: PoolOptions & BackgroundOptions = {}, observed = true, loadBalanced = false) {
     this.state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions(options), () => this.time, loadBalanced);
-    this.state.observed = monitored;
+    this.state.observed = observed;
   }
 
   dispatch(action: Action<FakeConnection>): Command<FakeConnection>[] {
