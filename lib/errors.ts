@@ -101,9 +101,16 @@ export class PoolClearedError extends CmapError {
     return new PoolClearedError(address, `Connection pool for ${address} is paused: it has not been marked ready yet`);
   }
 
-  /** The error given to an operation whose in-use connection a clear interrupted. */
-  static interrupted(address: string): PoolClearedError {
-    return new PoolClearedError(address, `Connection to ${address} interrupted due to server monitor timeout`);
+  /**
+   * The error given to an operation whose in-use connection a clear interrupted. With no cause, or a network timeout
+   * (a monitor's check timing out: the case the spec names), the message is the spec's; any other cause is quoted.
+   */
+  static interrupted(address: string, cause?: unknown): PoolClearedError {
+    if (cause === undefined || cause instanceof MongoNetworkTimeoutError) {
+      return new PoolClearedError(address, `Connection to ${address} interrupted due to server monitor timeout`, cause);
+    }
+    const because = cause instanceof Error ? cause.message : String(cause);
+    return new PoolClearedError(address, `Connection to ${address} interrupted by a pool clear because of: ${because}`, cause);
   }
 }
 

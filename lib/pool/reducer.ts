@@ -373,7 +373,7 @@ function clear<C extends PoolConnection>(
   if (wasReady && s.observed) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
 
   if (interruptInUseConnections) {
-    const interrupted = PoolClearedError.interrupted(s.address);
+    const interrupted = PoolClearedError.interrupted(s.address, cause);
     for (const rec of [...s.records.values()]) {
       if (rec.generation > clearedGeneration) continue;
       if (rec.state === 'pending') closeRecord(s, rec, 'stale', out);

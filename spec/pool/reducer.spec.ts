@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionCheckOutFailedEvent, type ConnectionClosedEvent } from '../../lib';
+import { CheckOutCancelledError, MongoNetworkTimeoutError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionCheckOutFailedEvent, type ConnectionClosedEvent } from '../../lib';
 import { Bench } from './harness';
 
 describe('reduce (pool reducer, virtual time)', function () {
@@ -214,6 +214,26 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.checkIn(inUse);
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
       expect(b.state.records.size).to.equal(0);
+    });
+
+    it('an interrupting clear quotes its cause in the error it gives in-use connections (the spec message for a timeout)', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      const first = b.succeed(1);
+      const cause = new Error('shutdown deadline expired');
+      b.dispatch({ type: 'clear', interruptInUseConnections: true, cause });
+      expect(first.destroyError).to.be.instanceOf(PoolClearedError);
+      expect(first.destroyError?.message).to.equal('Connection to localhost:27017 interrupted by a pool clear because of: shutdown deadline expired');
+      expect(first.destroyError?.cause).to.equal(cause);
+      expect(first.destroyError).to.satisfy((e: PoolClearedError) => e.hasErrorLabel('RetryableError'));
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      const second = b.succeed(2);
+      const timeout = new MongoNetworkTimeoutError('localhost:27017', 'hello timed out');
+      b.dispatch({ type: 'clear', interruptInUseConnections: true, cause: timeout });
+      expect(second.destroyError?.message).to.equal('Connection to localhost:27017 interrupted due to server monitor timeout');
+      expect(second.destroyError?.cause).to.equal(timeout);
     });
 
     it('schedules a background run at once, which closes the stale available connections', function () {
