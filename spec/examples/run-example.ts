@@ -1,0 +1,100 @@
+/**
+ * Runs an example program of examples/ as a child process, the way a user does (`ts-node --transpile-only`), for
+ * the specs that check its output and exit code.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as path from 'node:path';
+
+const root = path.resolve(__dirname, '../..');
+
+/** What a finished example left: its exit code (null when a signal ended it), signal, and output. */
+export interface ExampleResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A running example: its process, its output so far, and its end. */
+export interface RunningExample {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** stdout so far. */
+  stdout(): string;
+  /** stderr so far. */
+  stderr(): string;
+  /** Resolves with the first stdout line matching `pattern`; rejects if the process ends first or after `ms`. */
+  waitForLine(pattern: RegExp, ms: number): Promise<string>;
+  /** Resolves when the process exits; rejects (after SIGKILL) if it is still running after `ms`. */
+  exited(ms: number): Promise<ExampleResult>;
+}
+
+/** Starts `examples/<file>` with `args`. */
+export function startExample(file: string, args: readonly string[] = []): RunningExample {
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('examples', file), ...args], {
+    cwd: root,
+    env: process.env,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exit = new Promise<ExampleResult>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    waitForLine(pattern, ms) {
+      return new Promise<string>((resolve, reject) => {
+        const check = (): boolean => {
+          const line = stdout.split('\n').find((l) => pattern.test(l));
+          if (line === undefined) return false;
+          done();
+          resolve(line);
+          return true;
+        };
+        const onData = (): void => void check();
+        const onClose = (): void => {
+          if (check()) return;
+          done();
+          reject(new Error(`examples/${file} exited before printing a line matching ${pattern}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`examples/${file} printed no line matching ${pattern} within ${ms} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        }, ms);
+        const done = (): void => {
+          clearTimeout(timer);
+          child.stdout.off('data', onData);
+          child.off('close', onClose);
+        };
+        child.stdout.on('data', onData);
+        child.on('close', onClose);
+        check();
+      });
+    },
+    exited(ms) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`examples/${file} did not exit within ${ms} ms (open handles?)\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        }, ms);
+      });
+      return Promise.race([exit, timedOut]).finally(() => clearTimeout(timer));
+    },
+  };
+}
+
+/** Runs `examples/<file>` with `args` to its end (killed, and rejected, after `ms`). */
+export function runExample(file: string, args: readonly string[] = [], ms = 15_000): Promise<ExampleResult> {
+  return startExample(file, args).exited(ms);
+}
+
+/** The last non-empty stdout line, parsed as JSON. */
+export function lastJsonLine(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]) as Record<string, unknown>;
+}
