@@ -216,6 +216,16 @@ export class Client {
 /**
  * Creates a {@link Client} for `uri` and starts monitoring its hosts. Options given here override the URI's.
  *
+ * @example
+ * ```ts
+ * const client = connect('mongodb://localhost:27017/?maxPoolSize=20&appName=app', { waitQueueTimeoutMS: 2000 });
+ * client.events$.subscribe((e) => console.log(e.address, e.type));
+ * await client.command('admin', { ping: 1 });
+ * await client.close();
+ * ```
+ *
+ * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec.
+ *
  * @throws {InvalidOptionError} for an invalid URI, an invalid option value given here, or an impossible combination
  *   (see `parseConnectionString`).
  */
