@@ -2,32 +2,33 @@
  * The demo: a real pool serving real socket connections under load, driven by its monitor.
  *
  * Starts the embedded MongoDB endpoint (unless a URI is given with --uri or MONGODB_URI), connects through
- * `connect()` (a pool and a monitor per host; maxPoolSize 10, minPoolSize 2, a heartbeat every 500 ms), and runs many
- * concurrent workers doing checkOut → ping → checkIn. Midway it clears the pool once, as a driver does after a
- * network error; the monitor's next successful check marks it ready again. Progress goes to stderr; the last line on
- * stdout is a JSON summary.
+ * `connect()` (a pool and a monitor per host; maxPoolSize 10, minPoolSize 2, a heartbeat every 500 ms), waits for the
+ * server with one ping, and runs many concurrent workers doing checkOut → ping → checkIn. Midway it clears the pool
+ * once, as a driver does after a network error: the checkouts waiting then fail with PoolClearedError and are retried,
+ * and the monitor's next successful check marks the pool ready again. Progress goes to stderr (on a terminal, one
+ * line rewritten in place within the terminal's width; otherwise a line a second); the last line on stdout is a JSON
+ * summary.
+ *
+ * Exit codes: 0 after a run; 1 when the server cannot be reached (or answers the first ping with an error) within
+ * serverSelectionTimeoutMS; 2 for a bad argument or URI.
  *
  *   npm start                          # 5 s, 1000 workers, embedded endpoint
  *   npm start -- --duration 1 --workers 200
  *   npm start -- --uri 'mongodb://user:pass@host:27017/?authSource=admin'
+ *   npm start -- --help
+ *
+ * Summary: `checkouts` and `pings` (equal when every checkout ran its ping), `failedCheckouts` by reason (not
+ * counting those the deliberate clear evicted), `otherErrors` (worker errors other than PoolClearedError),
+ * `connectionsCreated` / `connectionsClosed`, `heartbeats`, `checkoutWaitMS` percentiles, and `clear`: when the
+ * deliberate clear happened and when the pool was ready again (ms since the workers started), how many checkouts it
+ * evicted and how many of those were retried (null when the run ended before the clear).
  */
-import { parseArgs } from 'node:util';
-import { connect, PoolClearedError, type ClientEvent } from '../lib';
+import { connect, InvalidOptionError, PoolClearedError, ServerSelectionError, type ClientEvent } from '../lib';
 import { EmbeddedServer } from '../lib/testing';
+import { HELP, hidePassword, parseDemoArgs, USAGE } from './demo-args';
+import { progressFrame, progressLine, progressWidth } from './demo-progress';
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '5' },
-    workers: { type: 'string', default: '1000' },
-    uri: { type: 'string' },
-  },
-});
-const durationMS = Math.round(Number(values.duration) * 1000);
-const workers = Number(values.workers);
-if (!(durationMS > 0) || !Number.isInteger(workers) || workers < 1) {
-  console.error('usage: demo [--duration <seconds, > 0>] [--workers <integer >= 1>] [--uri <mongodb:// connection string>]');
-  process.exit(2);
-}
+type Client = ReturnType<typeof connect>;
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -36,15 +37,40 @@ function percentile(sorted: number[], p: number): number {
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
-async function main(): Promise<void> {
-  const uri = values.uri ?? process.env.MONGODB_URI;
-  const server = uri ? undefined : await new EmbeddedServer().start();
-  const client = connect(uri ?? server!.uri, {
-    maxPoolSize: 10,
-    minPoolSize: 2,
-    heartbeatFrequencyMS: 500,
-    appName: 'rxcmap-demo',
-  });
+/** Reports a bad argument: the reason, then the usage line, on stderr. Returns the exit code, 2. */
+function usageError(reason: string): number {
+  process.stderr.write(`demo: ${reason}\n${USAGE}\n`);
+  return 2;
+}
+
+async function main(): Promise<number> {
+  const args = parseDemoArgs(process.argv.slice(2));
+  if (args.kind === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (args.kind === 'error') return usageError(args.message);
+
+  const uri = args.uri ?? (process.env.MONGODB_URI || undefined);
+  const server = uri === undefined ? await new EmbeddedServer().start() : undefined;
+  let client: Client;
+  try {
+    client = connect(uri ?? server!.uri, { maxPoolSize: 10, minPoolSize: 2, heartbeatFrequencyMS: 500, appName: 'rxcmap-demo' });
+  } catch (error) {
+    await server?.stop();
+    if (!(error instanceof InvalidOptionError) || uri === undefined) throw error;
+    return usageError(`invalid ${args.uri === undefined ? 'MONGODB_URI' : '--uri'}: ${hidePassword(error.message, uri)}`);
+  }
+  try {
+    return await run(client, args.durationMS, args.workers, uri === undefined ? `embedded ${client.hosts[0]}` : client.redactedUri);
+  } finally {
+    await client.close();
+    await server?.stop();
+  }
+}
+
+/** Waits for the server, runs the workers through one clear, closes the client, and prints the summary. */
+async function run(client: Client, durationMS: number, workers: number, endpoint: string): Promise<number> {
   for (const warning of client.warnings) console.error(`warning: ${warning}`);
   const address = client.hosts[0];
   const pool = client.pools.get(address)!;
@@ -54,19 +80,38 @@ async function main(): Promise<void> {
   const heartbeats = { succeeded: 0, failed: 0, lastMS: 0 };
   let created = 0;
   let closed = 0;
+  // The deliberate clear: from the clear() call until the pool is ready again, a checkout failing with
+  // PoolClearedError was evicted by it (not a failure), and its worker retries.
+  let clearing = false;
+  let clear: { atMS: number; readyAgainAtMS: number | null; evictedCheckouts: number; retried: number } | null = null;
+  const evictions = new WeakSet<object>();
+  let startedAt = performance.now();
+  const sinceStart = (): number => Math.round(performance.now() - startedAt);
+
   const events = client.events$.subscribe((e: ClientEvent) => {
     switch (e.type) {
       case 'ConnectionCheckedOut':
         waits.push(e.duration);
         break;
       case 'ConnectionCheckOutFailed':
-        failed[e.reason] = (failed[e.reason] ?? 0) + 1;
+        if (clearing && clear !== null && e.reason === 'connectionError' && e.error instanceof PoolClearedError) {
+          clear.evictedCheckouts++;
+          evictions.add(e.error);
+        } else {
+          failed[e.reason] = (failed[e.reason] ?? 0) + 1;
+        }
         break;
       case 'ConnectionCreated':
         created++;
         break;
       case 'ConnectionClosed':
         closed++;
+        break;
+      case 'ConnectionPoolReady':
+        if (e.address === address && clearing && clear !== null) {
+          clearing = false;
+          clear.readyAgainAtMS = sinceStart();
+        }
         break;
       case 'ServerHeartbeatSucceeded':
         heartbeats.succeeded++;
@@ -78,36 +123,58 @@ async function main(): Promise<void> {
     }
   });
 
-  const started = performance.now();
-  const deadline = started + durationMS;
   let pings = 0;
   let otherErrors = 0;
+  // Wait for the server once (up to serverSelectionTimeoutMS), so an unreachable one is reported with its cause.
+  try {
+    await client.command('admin', { ping: 1 });
+    pings++;
+  } catch (error) {
+    events.unsubscribe();
+    process.stderr.write(`${unreachable(error, address)}\n`);
+    return 1;
+  }
 
+  startedAt = performance.now();
+  const deadline = startedAt + durationMS;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
       try {
         await client.command('admin', { ping: 1 }); // waits for a ready server, then checkOut → ping → checkIn
         pings++;
       } catch (error) {
-        // A checkout evicted by the clear is retryable: the next attempt waits for the monitor to ready the pool.
+        // A checkout evicted by a clear is retryable: the next attempt waits for the monitor to ready the pool.
         if (!(error instanceof PoolClearedError)) otherErrors++;
+        else if (clear !== null && evictions.has(error) && performance.now() < deadline) clear.retried++;
       }
     }
   };
 
   // Midway: clear once, as after a network error; the monitor's next successful check readies the pool again.
-  const clearTimer = setTimeout(() => pool.clear({ cause: new Error('demo: simulated network error') }), durationMS / 2);
+  const clearTimer = setTimeout(() => {
+    clear = { atMS: sinceStart(), readyAgainAtMS: null, evictedCheckouts: 0, retried: 0 };
+    clearing = true;
+    pool.clear({ cause: new Error('demo: simulated network error') });
+  }, durationMS / 2);
 
   const tty = process.stderr.isTTY === true;
   const progress = setInterval(() => {
     const s = pool.snapshot();
-    const elapsed = (performance.now() - started) / 1000;
-    const line =
-      `${elapsed.toFixed(1)}s  checkouts ${waits.length}  (${Math.round(waits.length / elapsed)}/s)  ` +
-      `pool ${s.status} gen ${s.generation}: ${s.inUseConnectionCount} in use, ${s.availableConnectionCount} available, ` +
-      `${s.pendingConnectionCount} pending, ${s.waitQueueLength} waiting  ` +
-      `heartbeats ${heartbeats.succeeded} ok / ${heartbeats.failed} failed (last ${heartbeats.lastMS.toFixed(1)} ms)`;
-    process.stderr.write(tty ? `\r${line.padEnd(120)}` : `${line}\n`);
+    const line = progressLine(
+      {
+        elapsedMS: performance.now() - startedAt,
+        checkouts: waits.length,
+        poolState: s.state,
+        generation: s.generation,
+        inUse: s.inUseConnectionCount,
+        available: s.availableConnectionCount,
+        pending: s.pendingConnectionCount,
+        waiting: s.waitQueueLength,
+        heartbeats,
+      },
+      tty ? progressWidth(process.stderr.columns) : Infinity,
+    );
+    process.stderr.write(progressFrame(line, tty));
   }, tty ? 100 : 1000);
 
   await Promise.all(Array.from({ length: workers }, worker));
@@ -117,11 +184,10 @@ async function main(): Promise<void> {
 
   await client.close();
   events.unsubscribe();
-  await server?.stop();
 
   const sorted = waits.slice().sort((a, b) => a - b);
   const summary = {
-    endpoint: uri ? client.redactedUri : `embedded ${address}`,
+    endpoint,
     durationMS,
     workers,
     checkouts: waits.length,
@@ -132,11 +198,27 @@ async function main(): Promise<void> {
     connectionsClosed: closed,
     heartbeats: { succeeded: heartbeats.succeeded, failed: heartbeats.failed },
     checkoutWaitMS: { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)) },
+    clear,
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
+  return 0;
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+/** The one line explaining why the first ping failed: no server in time (with the last check's error), or its error. */
+function unreachable(error: unknown, address: string): string {
+  if (error instanceof ServerSelectionError) {
+    const cause = error.cause instanceof Error ? error.cause.message : 'no server check completed in time';
+    return `cannot reach ${error.hosts.join(', ')} within ${error.serverSelectionTimeoutMS} ms: ${cause}`;
+  }
+  return `the first ping to ${address} failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

@@ -1,19 +1,35 @@
 /**
  * The main job runs end to end: `examples/demo.ts` with a short duration must exit 0 on its own (no open handles)
- * and print a JSON summary whose numbers add up.
+ * and print a JSON summary whose numbers add up, explaining its deliberate mid-run clear; `--help` prints usage; bad
+ * arguments exit 2 with one usage line; an unreachable server exits 1 with the reason; on a terminal the progress
+ * line is rewritten in place within the terminal's width.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { EmbeddedServer } from '../../lib/testing';
 
 const root = path.resolve(__dirname, '../..');
 
-function runDemo(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+interface DemoRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** ms from spawn to exit. */
+  elapsedMS: number;
+}
+
+/** Runs the demo with `args`; `preload` modules are required before it (e.g. the fake terminal). */
+function runDemo(args: string[], options: { preload?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<DemoRun> {
+  const preload = (options.preload ?? []).flatMap((m) => ['-r', m]);
+  const env = { ...process.env, ...options.env };
+  if (options.env?.MONGODB_URI === undefined) delete env.MONGODB_URI; // the embedded endpoint unless told otherwise
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'examples/demo.ts', ...args], {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', ...preload, 'examples/demo.ts', ...args], {
       cwd: root,
-      env: process.env,
+      env,
     });
     let stdout = '';
     let stderr = '';
@@ -25,17 +41,30 @@ function runDemo(args: string[]): Promise<{ code: number | null; stdout: string;
     }, 60_000);
     child.on('exit', (code) => {
       clearTimeout(killer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout, stderr, elapsedMS: Date.now() - started });
     });
   });
 }
 
+/** A TCP port on 127.0.0.1 that nothing listens on: it was bound a moment ago and closed. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const STACK_FRAME = /^\s+at /m;
+
 describe('examples/demo.ts (the main job)', function () {
   this.timeout(90_000);
 
-  it('runs workers through a clear, exits 0 by itself, and prints a consistent JSON summary', async function () {
+  it('runs workers through a clear, exits 0 by itself, and prints a consistent JSON summary that explains the clear', async function () {
     const { code, stdout, stderr } = await runDemo(['--duration', '1', '--workers', '300']);
     expect(code, stderr).to.equal(0);
+    expect(stderr).to.not.match(/[\r\x1b]/); // not a terminal: plain progress lines
     const lines = stdout.trim().split('\n');
     const summary = JSON.parse(lines[lines.length - 1]);
     expect(summary).to.have.keys([
@@ -50,6 +79,7 @@ describe('examples/demo.ts (the main job)', function () {
       'connectionsClosed',
       'heartbeats',
       'checkoutWaitMS',
+      'clear',
     ]);
     expect(summary.heartbeats.succeeded).to.be.at.least(2); // one before the run, one that readied the pool after the clear
     expect(summary.workers).to.equal(300);
@@ -59,9 +89,16 @@ describe('examples/demo.ts (the main job)', function () {
     // The mid-run clear made every connection stale; after close, all created connections were closed.
     expect(summary.connectionsCreated).to.be.greaterThan(10);
     expect(summary.connectionsClosed).to.equal(summary.connectionsCreated);
-    expect(summary.failedCheckouts).to.be.an('object');
-    for (const n of Object.values(summary.failedCheckouts)) expect(n).to.be.a('number');
     expect(summary.checkoutWaitMS.p99).to.be.at.least(summary.checkoutWaitMS.p50);
+
+    // The deliberate clear is explained, not counted as failures.
+    // 300 workers share 10 connections: when the clear comes, about 290 checkouts are waiting and are evicted.
+    expect(summary.clear).to.have.keys(['atMS', 'readyAgainAtMS', 'evictedCheckouts', 'retried']);
+    expect(summary.clear.atMS).to.be.within(1, summary.durationMS);
+    expect(summary.clear.readyAgainAtMS).to.be.at.least(summary.clear.atMS);
+    expect(summary.clear.evictedCheckouts).to.be.greaterThan(0);
+    expect(summary.clear.retried).to.equal(summary.clear.evictedCheckouts);
+    expect(summary.failedCheckouts).to.deep.equal({}); // nothing failed apart from what the clear evicted
   });
 
   it('--uri points it at another server, whose credentials it never prints', async function () {
@@ -79,5 +116,70 @@ describe('examples/demo.ts (the main job)', function () {
     } finally {
       await server.stop();
     }
+  });
+
+  it('--help and -h print the usage, flags, defaults and an example on stdout and exit 0', async function () {
+    for (const run of await Promise.all([runDemo(['--help']), runDemo(['-h'])])) {
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.stderr).to.equal('');
+      expect(run.stdout).to.match(/^usage: demo /m);
+      for (const text of ['--duration', '--workers', '--uri', 'MONGODB_URI', 'default 5', 'default 1000', 'example:']) {
+        expect(run.stdout).to.include(text);
+      }
+    }
+  });
+
+  it('bad arguments give the reason and one usage line on stderr, exit 2, and never a stack trace or a password', async function () {
+    const cases: [string[], RegExp, NodeJS.ProcessEnv?][] = [
+      [['--workers', '-1'], /--workers must be an integer >= 1, got "-1"/],
+      [['--workers', '1.5'], /--workers must be an integer >= 1, got "1.5"/],
+      [['--duration', '0'], /--duration must be a number of seconds > 0/],
+      [['--duration', 'abc'], /--duration must be a number of seconds > 0.*"abc"/],
+      [['--bogus'], /unknown flag --bogus/],
+      [['mongodb://demo:pencil-secret@localhost'], /unexpected argument at position 1/],
+      [['--uri', 'notauri'], /invalid --uri: .*valid mongodb:\/\/ connection string/],
+      [['--uri', 'mongodb://demo:pencil-secret@localhost:notaport'], /invalid --uri: /],
+      [[], /invalid MONGODB_URI: /, { MONGODB_URI: 'mongodb://demo:pencil-secret@' }],
+    ];
+    const runs = await Promise.all(cases.map(([args, , env]) => runDemo(args, { env })));
+    runs.forEach(({ code, stdout, stderr }, i) => {
+      const [args, reason] = cases[i];
+      const why = `${args.join(' ') || 'MONGODB_URI'}\n${stderr}`;
+      expect(code, why).to.equal(2);
+      expect(stdout, why).to.equal('');
+      const lines = stderr.trimEnd().split('\n');
+      expect(lines, why).to.have.lengthOf(2);
+      expect(lines[0], why).to.match(reason);
+      expect(lines[1], why).to.match(/^usage: demo /);
+      expect(stderr, why).to.not.match(STACK_FRAME);
+      expect(stderr, why).to.not.include('pencil-secret');
+    });
+  });
+
+  it('an unreachable server is reported with its cause within serverSelectionTimeoutMS, exit 1', async function () {
+    const port = await closedPort();
+    const uri = `mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=500`;
+    const { code, stdout, stderr, elapsedMS } = await runDemo(['--duration', '30', '--uri', uri]);
+    expect(code, stderr).to.equal(1);
+    expect(stderr).to.match(new RegExp(`^cannot reach 127\\.0\\.0\\.1:${port} within 500 ms: .*ECONNREFUSED`, 'm'));
+    expect(stderr).to.not.match(STACK_FRAME);
+    expect(stdout).to.equal(''); // no summary of a run that never started
+    expect(elapsedMS).to.be.below(10_000); // startup plus 500 ms, far from the 30 s run
+  });
+
+  it('on a terminal, rewrites one progress line in place, never wider than the terminal', async function () {
+    const { code, stdout, stderr } = await runDemo(['--duration', '1', '--workers', '100'], {
+      preload: ['./spec/examples/tty-stderr.ts'],
+      env: { TTY_COLUMNS: '40' },
+    });
+    expect(code, stderr).to.equal(0);
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!).checkouts).to.be.greaterThan(0);
+    const refreshes = stderr.split('\r\x1b[2K').slice(1);
+    expect(refreshes.length, stderr).to.be.at.least(5); // every 100 ms over 1 s
+    for (const line of refreshes) {
+      expect(line.trimEnd(), JSON.stringify(line)).to.not.include('\n'); // one line, no stacking
+      expect(line.trimEnd().length, JSON.stringify(line)).to.be.at.most(39);
+    }
+    expect(stderr.split('\n').filter((l) => l !== '')).to.have.lengthOf(1); // one line in all, then the final newline
   });
 });
