@@ -6,7 +6,7 @@
  *
  * Source: CMAP spec, "Establishing a Connection", "Closing a Connection", "Connection Pool Monitoring".
  */
-import { from, type ObservableInput, type SchedulerLike, type Subject, type Subscription } from 'rxjs';
+import { from, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
@@ -17,7 +17,7 @@ export interface RunnerContext<C extends PoolConnection> {
   readonly address: string;
   readonly factory: ConnectionFactory<C>;
   readonly scheduler: SchedulerLike;
-  readonly events: Subject<ConnectionPoolEvent>;
+  readonly events: { next(event: ConnectionPoolEvent): void };
   /** Decides whether an establishment error clears the pool. */
   readonly clearOnEstablishmentError: (error: Error) => boolean;
   /** Enqueues an action (never re-enters the reducer). */

@@ -20,7 +20,6 @@ import {
   from,
   Observable,
   scan,
-  Subject,
   switchMap,
   type ObservableInput,
   type Observer,
@@ -32,6 +31,7 @@ import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events'
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
+import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
 import { CommandRunner } from './command-runner';
 import type { ConnectionFactory, PoolConnection } from './contract';
@@ -182,8 +182,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   private readonly poolState: PoolState<C>;
   private readonly actions: PoolInput<Action<C>>;
-  private readonly events = new Subject<ConnectionPoolEvent>();
-  private readonly states = new Subject<PoolSnapshot>();
+  private readonly events = new Broadcast<ConnectionPoolEvent>();
+  private readonly states = new Broadcast<PoolSnapshot>();
   private readonly port: CheckOutPort<C>;
   private lastSnapshot: PoolSnapshot | undefined;
   private finished = false;
@@ -231,10 +231,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     });
     this.events$ = new Observable<ConnectionPoolEvent>((subscriber) => {
       subscriber.next(created);
-      const inner = this.events.subscribe(subscriber);
+      const remove = this.events.add(subscriber);
       if (this.observers++ === 0) dispatch({ type: 'observe', observed: true });
       return () => {
-        inner.unsubscribe();
+        remove();
         if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
       };
     });
@@ -242,7 +242,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       this.lastSnapshot = this.snapshot();
       subscriber.next(this.lastSnapshot);
       if (this.finished) return subscriber.complete();
-      return this.states.subscribe(subscriber);
+      return this.states.add(subscriber);
     });
     this.input = {
       next: (action: PoolInputAction) => this.apply(action),

@@ -12,7 +12,6 @@ import type {
   ConnectionCheckOutFailedReason,
   ConnectionClosedReason,
   ConnectionPoolEvent,
-  PoolEventPayload,
 } from '../events';
 import type { Action } from './actions';
 import {
@@ -31,8 +30,9 @@ import type { Waiter, WaiterState } from './wait-queue';
  * action's effects, in commit order.
  */
 export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): PoolState<C> {
-  const out = state.commands;
-  out.length = 0;
+  const out: Command<C>[] = [];
+  state.commands = out;
+  state.stepTime = NaN;
   switch (action.type) {
     case 'checkOut':
       checkOut(state, action.waiter, out);
@@ -77,8 +77,8 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
   if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
   // The clock is read only when something needs it: a duration for an observer, or a WaitQueue deadline.
   const timeout = s.options.waitQueueTimeoutMS;
-  w.startedAt = s.observed || timeout > 0 ? s.now() : NaN;
-  if (s.observed) emit(s, out, { type: 'ConnectionCheckOutStarted' });
+  w.startedAt = s.observed || timeout > 0 ? now(s) : NaN;
+  if (s.observed) emit(out, { type: 'ConnectionCheckOutStarted', address: s.address, time: now(s) });
   if (s.state === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
   if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
@@ -144,7 +144,9 @@ function checkOutTo<C extends PoolConnection>(
   rec.state = 'in use';
   rec.holder = w;
   w.state = 'done';
-  if (s.observed) emit(s, out, { type: 'ConnectionCheckedOut', connectionId: rec.id, duration: sinceStart(s, w) });
+  if (s.observed) {
+    emit(out, { type: 'ConnectionCheckedOut', address: s.address, time: now(s), connectionId: rec.id, duration: sinceStart(s, w) });
+  }
   out.push({ type: 'deliver', waiter: w, connection: rec.connection! });
 }
 
@@ -156,7 +158,9 @@ function failWaiter<C extends PoolConnection>(
   out: Command<C>[],
 ): void {
   w.state = 'done';
-  if (s.observed) emit(s, out, { type: 'ConnectionCheckOutFailed', reason, duration: sinceStart(s, w), error });
+  if (s.observed) {
+    emit(out, { type: 'ConnectionCheckOutFailed', address: s.address, time: now(s), reason, duration: sinceStart(s, w), error });
+  }
   out.push({ type: 'fail', waiter: w, error });
 }
 
@@ -173,9 +177,9 @@ function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Co
 
 function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.waitTimerAt = undefined;
-  const now = s.now();
+  const time = now(s);
   for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
-    if (w.deadline > now) {
+    if (w.deadline > time) {
       armWaitTimer(s, w.deadline, out);
       return;
     }
@@ -186,7 +190,7 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
 
 function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {
   s.waitTimerAt = deadline;
-  out.push({ type: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - s.now()) });
+  out.push({ type: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - now(s)) });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -198,7 +202,7 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, holde
   // connection went to another checkout, changes nothing.
   if (rec === undefined || rec.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
   rec.holder = undefined;
-  if (s.observed) emit(s, out, { type: 'ConnectionCheckedIn', connectionId: rec.id });
+  if (s.observed) emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id });
   const reason: ConnectionClosedReason | undefined =
     s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
   if (reason !== undefined) {
@@ -221,7 +225,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     serviceId: undefined,
     state: 'pending',
     connection: undefined,
-    createdAt: s.now(),
+    createdAt: now(s),
     availableSince: 0,
     holder: undefined,
     prev: undefined,
@@ -230,7 +234,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
   s.records.set(id, rec);
   s.pendingConnectionCount++;
   s.claimablePendingCount++;
-  if (s.observed) emit(s, out, { type: 'ConnectionCreated', connectionId: id });
+  if (s.observed) emit(out, { type: 'ConnectionCreated', address: s.address, time: now(s), connectionId: id });
   out.push({ type: 'establish', id, generation: rec.generation });
 }
 
@@ -247,7 +251,9 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   } else {
     endPending(s, rec);
     if (s.loadBalanced) joinService(s, rec, connection.serviceId ?? '');
-    if (s.observed) emit(s, out, { type: 'ConnectionReady', connectionId: id, duration: s.now() - rec.createdAt });
+    if (s.observed) {
+      emit(out, { type: 'ConnectionReady', address: s.address, time: now(s), connectionId: id, duration: now(s) - rec.createdAt });
+    }
     const claimant = s.claimants.shift();
     if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
     else makeAvailable(s, rec);
@@ -283,7 +289,7 @@ function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
 
 function makeAvailable<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {
   rec.state = 'available';
-  if (s.options.maxIdleTimeMS > 0) rec.availableSince = s.now(); // only idleness needs it
+  if (s.options.maxIdleTimeMS > 0) rec.availableSince = now(s); // only idleness needs it
   s.available.push(rec);
 }
 
@@ -311,7 +317,7 @@ function perishedReason<C extends PoolConnection>(
 ): ConnectionClosedReason | undefined {
   if (isStale(s, rec)) return 'stale';
   const maxIdle = s.options.maxIdleTimeMS;
-  if (maxIdle > 0 && s.now() - rec.availableSince >= maxIdle) return 'idle';
+  if (maxIdle > 0 && now(s) - rec.availableSince >= maxIdle) return 'idle';
   return erroredReason(rec);
 }
 
@@ -340,7 +346,13 @@ function closeRecord<C extends PoolConnection>(
     if (--service.connectionCount === 0) s.serviceGenerations.delete(rec.serviceId);
   }
   if (s.observed) {
-    emit(s, out, error === undefined ? { type: 'ConnectionClosed', connectionId: rec.id, reason } : { type: 'ConnectionClosed', connectionId: rec.id, reason, error });
+    const time = now(s);
+    emit(
+      out,
+      error === undefined
+        ? { type: 'ConnectionClosed', address: s.address, time, connectionId: rec.id, reason }
+        : { type: 'ConnectionClosed', address: s.address, time, connectionId: rec.id, reason, error },
+    );
   }
   if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection });
 }
@@ -352,7 +364,7 @@ function ready<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   if (s.state !== 'paused') return; // already ready (no event), or closed (cannot be readied)
   s.state = 'ready';
   s.everReady = true;
-  if (s.observed) emit(s, out, { type: 'ConnectionPoolReady' });
+  if (s.observed) emit(out, { type: 'ConnectionPoolReady', address: s.address, time: now(s) });
   // The Ready event is committed before any background creation, so no observer sees one before it.
   backgroundRun(s, out);
 }
@@ -370,7 +382,7 @@ function clear<C extends PoolConnection>(
   s.clearCause = cause;
   const wasReady = s.state === 'ready';
   s.state = 'paused';
-  if (wasReady && s.observed) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections });
+  if (wasReady && s.observed) emit(out, { type: 'ConnectionPoolCleared', address: s.address, time: now(s), interruptInUseConnections });
 
   if (interruptInUseConnections) {
     const interrupted = PoolClearedError.interrupted(s.address, cause);
@@ -400,7 +412,9 @@ function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: stri
   if (s.state === 'closed') return;
   const service = s.serviceGenerations.get(serviceId);
   if (service !== undefined) service.generation++;
-  if (s.observed) emit(s, out, { type: 'ConnectionPoolCleared', interruptInUseConnections: false, serviceId });
+  if (s.observed) {
+    emit(out, { type: 'ConnectionPoolCleared', address: s.address, time: now(s), interruptInUseConnections: false, serviceId });
+  }
   if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
@@ -411,7 +425,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   for (const rec of [...s.records.values()]) {
     if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
   }
-  if (s.observed) emit(s, out, { type: 'ConnectionPoolClosed' });
+  if (s.observed) emit(out, { type: 'ConnectionPoolClosed', address: s.address, time: now(s) });
   const error = new PoolClosedError(s.address);
   for (const w of s.claimants.drain()) failWaiter(s, w, 'poolClosed', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
@@ -448,15 +462,23 @@ function runsEnabled<C>(s: PoolState<C>): boolean {
 
 /** ms since the waiter's checkout started; 0 when it started before anyone observed (its start was not timed). */
 function sinceStart<C>(s: PoolState<C>, w: Waiter<C>): number {
-  return Number.isNaN(w.startedAt) ? 0 : s.now() - w.startedAt;
+  return Number.isNaN(w.startedAt) ? 0 : now(s) - w.startedAt;
 }
 
 function pausedError<C>(s: PoolState<C>): PoolClearedError {
   return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause) : PoolClearedError.notReady(s.address);
 }
 
-/** Builds and queues an event. Call sites check `s.observed` first, so nothing is built when nobody observes. */
-function emit<C>(s: PoolState<C>, out: Command<C>[], payload: PoolEventPayload): void {
-  const event = Object.freeze({ ...payload, address: s.address, time: s.now() }) as ConnectionPoolEvent;
+/**
+ * Queues an event, built once at its call site as one literal (no spread, no copy). Call sites check `s.observed`
+ * first, so nothing is built when nobody observes. Events are shared by every subscriber: typed readonly, not frozen.
+ */
+function emit<C>(out: Command<C>[], event: ConnectionPoolEvent): void {
   out.push({ type: 'emit', event });
+}
+
+/** The clock, read at most once per step: every event and duration of one action shares the same time (ms). */
+function now<C>(s: PoolState<C>): number {
+  if (Number.isNaN(s.stepTime)) s.stepTime = s.now();
+  return s.stepTime;
 }

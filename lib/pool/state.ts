@@ -79,6 +79,8 @@ export interface PoolState<C> {
   clearCause: unknown;
   /** Whether the pool was ever marked ready (picks PoolClearedError's message). */
   everReady: boolean;
+  /** The clock reading of the current step (ms), read at most once per step; NaN until read. */
+  stepTime: number;
   /** The commands of the last step, in commit order, for the runner. Rewritten by every step. */
   commands: Command<C>[];
 }
@@ -109,6 +111,7 @@ export function initialPoolState<C>(
     waitTimerAt: undefined,
     clearCause: undefined,
     everReady: false,
+    stepTime: NaN,
     commands: [],
   };
 }
