@@ -115,6 +115,11 @@ export class Connection implements PoolConnection {
   }
 
   /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
+  /** True while a request is in flight (a connection carries one at a time). */
+  get busy(): boolean {
+    return this.inFlight !== undefined;
+  }
+
   get errored(): boolean {
     return this.erroredBy !== undefined || this.destroyed;
   }

@@ -12,8 +12,9 @@ import { Waiter, type CheckOutSink } from './wait-queue';
 export interface CheckOutOptions {
   /**
    * Aborting it cancels the checkout: the request leaves the WaitQueue at once, ConnectionCheckOutFailed is
-   * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}. A connection already
-   * on its way is checked back in.
+   * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}. An abort that comes
+   * after the pool committed the checkout's outcome (ConnectionCheckedOut or ConnectionCheckOutFailed already
+   * emitted, delivery under way) changes nothing: the caller receives what the events say.
    */
   readonly signal?: AbortSignal;
 }
@@ -65,7 +66,10 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
         subscriber.error(error);
       },
     });
-    const onAbort = (): void => subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
+    const onAbort = (): void => {
+      // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
+      if (waiter.state !== 'done') subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
     port.enter(waiter);
     return () => {
@@ -123,7 +127,8 @@ function checkOutPromise<C>(port: CheckOutPort<C>, signal: AbortSignal | undefin
   });
   if (signal !== undefined) {
     waiter.onAbort = () => {
-      if (!waiter.settle()) return;
+      // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
+      if (waiter.state === 'done' || !waiter.settle()) return;
       waiter.reject(new CheckOutCancelledError(port.address, signal.reason));
       port.leave(waiter);
     };

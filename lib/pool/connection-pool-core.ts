@@ -21,12 +21,13 @@ import {
   Observable,
   scan,
   switchMap,
+  tap,
   type ObservableInput,
   type Observer,
   type SchedulerLike,
 } from 'rxjs';
 import { parseAddress } from '../address';
-import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError } from '../errors';
+import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
@@ -350,14 +351,16 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     try {
       return await fn(connection);
     } finally {
-      this.release(connection, holder);
+      this.release(connection, holder, true);
     }
   }
 
   /**
    * The Observable form of {@link withConnection}: on subscription checks out a connection, subscribes to
    * `fn(connection)`, and checks the connection in when that completes, errors, or is unsubscribed. Only this
-   * checkout is ended (as in `withConnection`).
+   * checkout is ended (as in `withConnection`). Unsubscribed before `fn`'s Observable finished (say by `timeout()`),
+   * the connection goes back only if it says it is not busy (`PoolConnection.busy === false`): a request still in
+   * flight could answer the next borrower, so such a connection is closed instead (ConnectionClosed, reason `error`).
    *
    * @example
    * ```ts
@@ -370,7 +373,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     return this.checkOut(options).pipe(
       switchMap((connection) => {
         const holder = this.holderOf(connection);
-        return defer(() => from(fn(connection))).pipe(finalize(() => this.release(connection, holder)));
+        let finished = false;
+        return defer(() => from(fn(connection))).pipe(
+          tap({ complete: () => (finished = true), error: () => (finished = true) }),
+          finalize(() => this.release(connection, holder, finished)),
+        );
       }),
     );
   }
@@ -444,12 +451,20 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     return this.poolState.records.get(connection.id)?.holder;
   }
 
-  /** Ends one checkout of the scoped forms: checks the connection in only if that checkout still holds it. */
-  private release(connection: C, holder: Waiter<C> | undefined): void {
+  /**
+   * Ends one checkout of the scoped forms: checks the connection in only if that checkout still holds it. A
+   * connection that may still have a request in flight (busy, or not known to be idle when the work was abandoned
+   * before it finished) is torn down first, so the pool closes it instead of lending it out mid-request.
+   */
+  private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = this.poolState.records.get(connection.id);
-    if (holder !== undefined && rec?.connection === connection && rec.state === 'in use' && rec.holder === holder) {
-      this.actions.next({ type: 'checkIn', connection: rec.connection, holder });
+    if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
+    if (connection.busy === true || (!finished && connection.busy !== false)) {
+      connection.destroy(
+        new MongoNetworkError(this.address, `Connection ${connection.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`),
+      );
     }
+    this.actions.next({ type: 'checkIn', connection: rec.connection, holder });
   }
 
   /**

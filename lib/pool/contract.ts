@@ -29,6 +29,12 @@ export interface PoolConnection {
    */
   readonly serviceId?: string;
   /**
+   * True while a request is in flight on the connection. A scoped checkout (`withConnection$`) unsubscribed before
+   * its work finished returns the connection only when this is false: a busy connection's reply may still arrive, so
+   * it is closed instead (reason `error`). A connection that does not say counts as busy.
+   */
+  readonly busy?: boolean;
+  /**
    * Tears the connection down: closes its socket without blocking and fails any request in flight with `error`
    * (when given). Must be idempotent. Called by the pool when it closes the connection, and when a clear with
    * `interruptInUseConnections` interrupts it while in use.

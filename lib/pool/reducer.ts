@@ -170,7 +170,12 @@ function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Co
     return;
   }
   if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done
-  failWaiter(s, w, 'cancelled', new CheckOutCancelledError(s.address), out);
+  // The requester is gone and already has its outcome (its front end settled it): no error to deliver, and none
+  // built unless an observer receives it in the event.
+  if (s.observed) {
+    const error = new CheckOutCancelledError(s.address);
+    emit(out, { type: 'ConnectionCheckOutFailed', address: s.address, time: now(s), reason: 'cancelled', duration: sinceStart(s, w), error });
+  }
   // A released claim leaves an establishment unclaimed, which the head of the WaitQueue may now take.
   serveWaiters(s, out);
 }

@@ -15,6 +15,8 @@ export class MockConnection implements PoolConnection {
   serviceId: string | undefined;
   /** Set it to simulate a network error: the pool then closes the connection with reason `error`. */
   errored = false;
+  /** Set it to simulate a request in flight (see `PoolConnection.busy`). */
+  busy = false;
   /** Whether the pool destroyed it, and with which error. */
   destroyed = false;
   destroyError: Error | undefined;

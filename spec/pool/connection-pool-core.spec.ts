@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { config, firstValueFrom, of, Subject, Subscription, throwError, delay as rxDelay } from 'rxjs';
+import { config, firstValueFrom, Observable, of, Subject, Subscription, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, InvalidOptionError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
@@ -534,6 +534,89 @@ describe('ConnectionPool', function () {
       expect(other?.id).to.equal(1);
       expect(pool.snapshot().inUseConnectionCount).to.equal(1);
       expect(() => pool.checkIn(other!)).to.not.throw();
+    });
+  });
+
+  describe('caller and events agree', function () {
+    it('an AbortSignal that fires after the pool committed a checkout, before delivery, does not cancel it', async function () {
+      const { pool, clock, types } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      const controller = new AbortController();
+      // An events$ subscriber aborts the moment ConnectionCheckedOut is committed: the caller must get the connection.
+      const abortOnCheckOut = pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionCheckedOut') controller.abort();
+      });
+      const request = pool.checkOut({ signal: controller.signal }).then(
+        (c) => c,
+        (e: unknown) => e,
+      );
+      await microtasks();
+      clock.advance(10);
+      const outcome = await request;
+      abortOnCheckOut.unsubscribe();
+      expect(outcome, 'the caller receives the connection the events say it checked out').to.have.property('id', 1);
+      expect(types().slice(-2)).to.deep.equal(['ConnectionReady', 'ConnectionCheckedOut']);
+      expect(pool.snapshot().inUseConnectionCount).to.equal(1);
+    });
+
+    it('the Observable form, aborted the same way, also receives its connection', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      const controller = new AbortController();
+      pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionCheckedOut') controller.abort();
+      });
+      let got: MockConnection | undefined;
+      let error: unknown;
+      pool.checkOut({ signal: controller.signal }).subscribe({ next: (c) => (got = c), error: (e) => (error = e) });
+      clock.advance(10);
+      expect(error).to.equal(undefined);
+      expect(got?.id).to.equal(1);
+    });
+  });
+
+  describe('withConnection$ unsubscribed while its request is in flight', function () {
+    it('closes a busy connection instead of returning it, and returns an idle one', function () {
+      const { pool, clock, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      // fn leaves a request in flight (busy) and never completes: a timeout() upstream unsubscribes it.
+      const busy = pool
+        .withConnection$((c) => {
+          c.busy = true;
+          return new Observable<never>(() => undefined);
+        })
+        .subscribe();
+      clock.advance(10);
+      busy.unsubscribe();
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+      // Not busy when unsubscribed (its request had settled): the connection goes back.
+      const idle = pool.withConnection$(() => new Observable<never>(() => undefined)).subscribe();
+      clock.advance(10);
+      idle.unsubscribe();
+      expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
+    });
+  });
+
+  describe('abandoned checkouts', function () {
+    it('do not stay reachable behind a waiter that cannot be served (waitQueueTimeoutMS 0)', function () {
+      const { pool } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe(); // holds the only connection (once established)
+      pool.checkOut().subscribe(); // waits forever: nothing will be checked in
+      const abandoned: WeakRef<object>[] = [];
+      for (let i = 0; i < 5000; i++) {
+        const controller = new AbortController();
+        const request = pool.checkOut({ signal: controller.signal });
+        request.then(undefined, () => undefined);
+        controller.abort();
+        const sub = pool.checkOut().subscribe();
+        sub.unsubscribe();
+        if (i % 500 === 0) abandoned.push(new WeakRef(request));
+      }
+      const queue = (pool as unknown as { poolState: { waitQueue: { length: number; buffer: { size: number } } } }).poolState.waitQueue;
+      expect(queue.length, 'only the one real waiter').to.be.at.most(2);
+      expect(queue.buffer.size, 'abandoned entries are compacted away').to.be.below(200);
     });
   });
 });

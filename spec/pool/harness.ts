@@ -27,7 +27,8 @@ export class FakeConnection implements PoolConnection {
 
 export interface Outcome {
   readonly waiter: Waiter<FakeConnection>;
-  readonly kind: 'deliver' | 'fail';
+  /** `cancel`: the requester gave up before the pool settled it (its front end settles it then). */
+  readonly kind: 'deliver' | 'fail' | 'cancel';
   readonly connection?: FakeConnection;
   readonly error?: Error;
 }
@@ -61,6 +62,12 @@ export class Bench {
     const waiter = new Waiter<FakeConnection>({ deliver: () => true, fail: () => undefined });
     this.dispatch({ type: 'checkOut', waiter });
     return waiter;
+  }
+
+  /** The requester of `waiter` gives up: settled on its side if the pool had not settled it yet, then the cancel action. */
+  cancel(waiter: Waiter<FakeConnection>): Command<FakeConnection>[] {
+    if (waiter.state !== 'done') this.outcomes.push({ waiter, kind: 'cancel' });
+    return this.dispatch({ type: 'cancel', waiter });
   }
 
   /** Checks `connection` in as the checkout that holds it (or as nobody, when nothing holds it). */

@@ -98,7 +98,7 @@ describe('reduce (property: random action sequences)', function () {
               break;
             case 'cancel': {
               const w = pick(waiters.filter((x) => x.state !== 'done'), st.i);
-              if (w) b.dispatch({ type: 'cancel', waiter: w });
+              if (w) b.cancel(w);
               break;
             }
             case 'checkIn': {

@@ -152,8 +152,10 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w1 = b.checkOut();
       b.time = 40;
       const w2 = b.checkOut();
-      b.dispatch({ type: 'cancel', waiter: w1 });
-      expect(b.errorOf(w1)).to.be.instanceOf(CheckOutCancelledError);
+      b.cancel(w1);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'cancelled' });
+      expect((b.events.at(-1) as ConnectionCheckOutFailedEvent).error).to.be.instanceOf(CheckOutCancelledError);
+      expect(b.errorOf(w1), 'its front end settles a cancelled checkout; the pool sends it nothing').to.equal(undefined);
       expect(b.state.waitQueue.length).to.equal(1);
       b.advanceTo(100);
       expect(b.errorOf(w2)).to.equal(undefined);
@@ -356,5 +358,15 @@ describe('reduce (pool reducer, virtual time)', function () {
     b.succeed(1);
     expect(b.commands.filter((c) => c.type === 'emit')).to.have.length(0);
     expect(b.outcomes).to.have.length(1);
+  });
+
+  it('a cancel nobody observes is one state change: no event, no error built, no command', function () {
+    const b = new Bench({ maxPoolSize: 1 }, false);
+    b.dispatch({ type: 'ready' });
+    b.checkOut();
+    b.succeed(1);
+    const waiting = b.checkOut();
+    expect(b.cancel(waiting)).to.deep.equal([]);
+    expect(b.state.waitQueue.length).to.equal(0);
   });
 });
