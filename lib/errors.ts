@@ -226,6 +226,29 @@ export class ConnectionBusyError extends CmapError {
 }
 
 /**
+ * A callback the pool calls broke its contract, so the establishment it was part of failed: the `connectionFactory`
+ * threw, returned something that is not an ObservableInput, or emitted something that is not the connection it was
+ * asked for (an object with `destroy()` and the descriptor's `id`); or `clearOnEstablishmentError` threw. The
+ * checkout waiting on that establishment fails with this error (ConnectionCheckOutFailed, reason `connectionError`);
+ * the pending slot is freed. `cause` is what the callback threw, if it threw.
+ *
+ * Source: extension (CMAP "Establishing a Connection": an establishment error fails the checkout and frees the slot).
+ */
+export class PoolCallbackError extends CmapError {
+  constructor(
+    readonly address: string,
+    /** The option that holds the callback. */
+    readonly callback: 'connectionFactory' | 'clearOnEstablishmentError',
+    message: string,
+    options?: { cause?: unknown },
+    /** For `clearOnEstablishmentError`: the establishment error it was asked about. */
+    readonly establishmentError?: Error,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
  * Authentication failed while establishing a connection: the server rejected the credentials, the SCRAM
  * conversation was malformed, the server's signature did not verify, or its iteration count was below 4096. The
  * message names the user, source and mechanism, never the password. `cause` is the server's error, when there is one.

@@ -34,6 +34,7 @@ export {
   AuthenticationError,
   MongoCompatibilityError,
   ServerSelectionError,
+  PoolCallbackError,
 } from './errors';
 
 export { Connection } from './connection/connection';

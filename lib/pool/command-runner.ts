@@ -6,7 +6,8 @@
  *
  * Source: CMAP spec, "Establishing a Connection", "Closing a Connection", "Connection Pool Monitoring".
  */
-import { from, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
+import { from, type Observable, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
+import { CmapError, ErrorLabel, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
@@ -26,7 +27,8 @@ export interface RunnerContext<C extends PoolConnection> {
 
 interface Establishment {
   readonly controller: AbortController;
-  readonly input: ObservableInput<unknown>;
+  /** What the factory returned (a Promise is torn down when it resolves after an abort). */
+  input: unknown;
   subscription: Subscription | undefined;
 }
 
@@ -78,46 +80,68 @@ export class CommandRunner<C extends PoolConnection> {
   }
 
   private establish(id: number, generation: number): void {
+    const { address } = this.ctx;
     const controller = new AbortController();
+    const entry: Establishment = { controller, input: undefined, subscription: undefined };
+    this.establishments.set(id, entry);
     let settled = false;
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
-      const entry = this.establishments.get(id);
       this.establishments.delete(id);
-      entry?.subscription?.unsubscribe();
+      entry.subscription?.unsubscribe();
       return true;
     };
-    const fail = (error: unknown): void => {
-      if (!settle()) return;
-      const err = error instanceof Error ? error : new Error(String(error));
-      this.ctx.dispatch({
-        type: 'establishFailed',
-        id,
-        error: err,
-        clearPool: this.ctx.clearOnEstablishmentError(err),
-      });
+    const fail = (error: Error): void => {
+      if (settle()) this.ctx.dispatch({ type: 'establishFailed', id, ...this.decideClear(error) });
     };
+    const broken = (detail: string, cause?: unknown): void =>
+      fail(new PoolCallbackError(address, 'connectionFactory', `connectionFactory ${detail}`, cause === undefined ? undefined : { cause }));
+
     let input: ObservableInput<C>;
     try {
-      input = this.ctx.factory({ id, generation, address: this.ctx.address, signal: controller.signal });
+      input = this.ctx.factory({ id, generation, address, signal: controller.signal });
     } catch (error) {
-      this.establishments.set(id, { controller, input: [], subscription: undefined });
-      fail(error);
-      return;
+      return broken(`threw: ${messageOf(error)}`, error);
     }
-    const entry: Establishment = { controller, input, subscription: undefined };
-    this.establishments.set(id, entry);
-    const subscription = from(input).subscribe({
+    entry.input = input;
+    let source: Observable<C>;
+    try {
+      source = from(input);
+    } catch {
+      return broken(`returned ${describe(input)}, not an Observable, Promise or other ObservableInput`);
+    }
+    const subscription = source.subscribe({
       next: (connection) => {
+        if (!isConnection(connection, id)) {
+          destroyQuietly(connection);
+          const what = isConnection(connection) ? `connection ${String((connection as PoolConnection).id)}` : describe(connection);
+          return broken(`emitted ${what} for connection ${id}, not a connection (an object with destroy() and id ${id})`);
+        }
         if (!settle()) return destroyQuietly(connection);
         this.ctx.dispatch({ type: 'established', id, connection });
       },
-      error: fail,
-      complete: () => fail(new Error(`connection factory completed without a connection for connection ${id}`)),
+      error: (error: unknown) => (error instanceof Error ? fail(error) : broken(`failed with ${describe(error)}, which is not an Error`, error)),
+      complete: () => broken(`completed without a connection for connection ${id}`),
     });
     if (settled) subscription.unsubscribe();
     else entry.subscription = subscription;
+  }
+
+  /**
+   * Asks the establishment error policy whether `error` clears the pool. A policy that throws fails the
+   * establishment with a PoolCallbackError (carrying both errors) and the default rule decides.
+   */
+  private decideClear(error: Error): { error: Error; clearPool: boolean } {
+    try {
+      return { error, clearPool: Boolean(this.ctx.clearOnEstablishmentError(error)) };
+    } catch (policyError) {
+      const message = `clearOnEstablishmentError threw: ${messageOf(policyError)}; the establishment had failed with: ${error.message}`;
+      return {
+        error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, { cause: policyError }, error),
+        clearPool: defaultClearOnEstablishmentError(error),
+      };
+    }
   }
 
   private abort(id: number): void {
@@ -129,14 +153,41 @@ export class CommandRunner<C extends PoolConnection> {
     // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
     if (isPromiseLike(entry.input)) {
       entry.input.then(
-        (c) => destroyQuietly(c as PoolConnection),
+        (c) => destroyQuietly(c),
         () => undefined,
       );
     }
   }
 }
 
-function destroyQuietly(connection: PoolConnection, error?: Error): void {
+/**
+ * The default establishment error policy: SDAM's rule for errors before or during the handshake (they clear the
+ * pool), minus those CMAP labels as backpressure (`SystemOverloadedError`).
+ *
+ * Source: CMAP spec, "Backpressure-enabled"; server discovery and monitoring spec, errors during the handshake.
+ */
+export function defaultClearOnEstablishmentError(error: Error): boolean {
+  return !(error instanceof CmapError && error.hasErrorLabel(ErrorLabel.SystemOverloadedError));
+}
+
+/** Whether `x` is a connection the pool can take: an object with destroy() (and, when given, the expected id). */
+function isConnection(x: unknown, id?: number): x is PoolConnection {
+  if (typeof x !== 'object' || x === null || typeof (x as PoolConnection).destroy !== 'function') return false;
+  return id === undefined || (x as PoolConnection).id === id;
+}
+
+/** A short description of a value for an error message: primitives as they are, objects by kind only. */
+function describe(x: unknown): string {
+  if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return typeof x === 'string' ? JSON.stringify(x) : String(x);
+  return typeof x === 'function' ? 'a function' : `an object (${Object.prototype.toString.call(x)})`;
+}
+
+function messageOf(x: unknown): string {
+  return x instanceof Error ? x.message : describe(x);
+}
+
+function destroyQuietly(connection: unknown, error?: Error): void {
+  if (!isConnection(connection)) return;
   try {
     connection.destroy(error);
   } catch {

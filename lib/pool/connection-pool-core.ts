@@ -27,14 +27,14 @@ import {
   type SchedulerLike,
 } from 'rxjs';
 import { parseAddress } from '../address';
-import { CmapError, ConnectionCheckInError, ErrorLabel, InvalidOptionError, MongoNetworkError } from '../errors';
+import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
-import { CommandRunner } from './command-runner';
+import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { reduce } from './reducer';
@@ -505,9 +505,4 @@ function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
     if (l.serviceId !== serviceId || l.generation !== g.generation || l.connectionCount !== g.connectionCount) return false;
   }
   return true;
-}
-
-/** SDAM's rule for errors before or during the handshake, minus those CMAP labels as backpressure. */
-function defaultClearOnEstablishmentError(error: Error): boolean {
-  return !(error instanceof CmapError && error.hasErrorLabel(ErrorLabel.SystemOverloadedError));
 }
