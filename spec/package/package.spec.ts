@@ -1,0 +1,304 @@
+/**
+ * The package as consumers get it. `npm pack` of this repository (whose prepack builds dist/) must hold the compiled
+ * entry points, the license and nothing of lib/ or spec/, and every source map in it must carry (inline or ship) the
+ * sources it names. Installed into a fresh project beside the lowest rxjs its peer range allows (RXCMAP_CONSUMER_RXJS
+ * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` must
+ * type-check with `strict` under nodenext (CommonJS and ESM), bundler and node10 resolution, compiled by this
+ * repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
+ * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler), then
+ * exit by themselves. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
+ */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const root = path.resolve(__dirname, '../..');
+const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** Runs a command to completion (killed after `timeoutMs`); never rejects on a non-zero exit. */
+function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const killer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(killer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(killer);
+      resolve({ code, stdout, stderr, timedOut });
+    });
+  });
+}
+
+/** This process's environment without what npm sets for the script running it (its package, its own prefix). */
+function childEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (/^(npm_package_|npm_lifecycle_|npm_command$|npm_config_local_prefix$|init_cwd$)/i.test(key)) delete env[key];
+  }
+  return env;
+}
+
+function describeRun(what: string, r: Run): string {
+  return `${what}: exit ${r.code}${r.timedOut ? ' (killed: timed out)' : ''}\n${r.stdout}\n${r.stderr}`.trim();
+}
+
+async function mustRun(what: string, command: string, args: string[], cwd: string, timeoutMs: number): Promise<Run> {
+  const r = await run(command, args, cwd, timeoutMs);
+  if (r.code !== 0) throw new Error(describeRun(what, r));
+  return r;
+}
+
+/** A JSON file's content (package manifests, source maps), untyped. */
+function readJson(file: string): any {
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+/** Every file under `dir`, as `/`-separated paths relative to it. */
+function listFiles(dir: string, prefix = ''): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    return entry.isDirectory() ? listFiles(path.join(dir, entry.name), rel) : [rel];
+  });
+}
+
+/** Every string target of an `exports` value (conditions and subpaths flattened). */
+function exportTargets(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (value && typeof value === 'object') return Object.values(value).flatMap(exportTargets);
+  return [];
+}
+
+/** The consumer program: the same text for every module format. */
+function program(label: string): string {
+  return `import { ConnectionPool } from 'rxcmap';
+import { EmbeddedServer } from 'rxcmap/testing';
+import { Observable, VirtualTimeScheduler } from 'rxjs';
+
+async function main(): Promise<void> {
+  const server = await new EmbeddedServer().start();
+  try {
+    const pool = new ConnectionPool({ address: server.address });
+    try {
+      pool.ready();
+      const connection = await pool.checkOut();
+      const reply = await connection.command('admin', { ping: 1 });
+      pool.checkIn(connection);
+      if (reply.ok !== 1) throw new Error('ping replied ' + JSON.stringify(reply));
+      if (!(pool.checkOut() instanceof Observable)) throw new Error('checkOut() is not an Observable of this rxjs');
+    } finally {
+      pool.close();
+    }
+    const virtual = new ConnectionPool({ address: server.address, scheduler: new VirtualTimeScheduler() });
+    virtual.close();
+  } finally {
+    await server.stop();
+  }
+  console.log('consumer ok ${label}');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
+`;
+}
+
+/** What every consumer build sets: strict, with the package's declarations checked too (no skipLibCheck). */
+const COMMON_OPTIONS = { target: 'es2022', strict: true, skipLibCheck: false, types: ['node'] };
+
+/** The consumer's builds: a folder each, with its tsconfig, its entry file and what it compiles to (if it runs). */
+const BUILDS = [
+  {
+    label: 'nodenext-cjs',
+    entry: 'main.ts',
+    output: 'out/main.js',
+    options: { module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+  },
+  {
+    label: 'nodenext-esm',
+    entry: 'main.mts',
+    output: 'out/main.mjs',
+    options: { module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+  },
+  {
+    label: 'bundler',
+    entry: 'main.ts',
+    output: undefined,
+    options: { module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+  },
+  {
+    label: 'node10',
+    entry: 'main.ts',
+    output: 'out/main.js',
+    options: { module: 'commonjs', moduleResolution: 'node10', outDir: 'out' },
+  },
+] as const;
+
+describe('the npm package', function () {
+  this.timeout(180_000);
+
+  let temp: string;
+  let packed: string;
+  let files: string[];
+
+  before(async function () {
+    temp = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-package-'));
+    const packDir = path.join(temp, 'pack');
+    fs.mkdirSync(packDir);
+    await mustRun('npm pack', 'npm', ['pack', '--pack-destination', packDir], root, 120_000);
+    const tarballs = fs.readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+    expect(tarballs, 'npm pack wrote one tarball').to.have.lengthOf(1);
+    packed = path.join(packDir, tarballs[0]);
+    const extracted = path.join(temp, 'extracted');
+    fs.mkdirSync(extracted);
+    await mustRun('tar', 'tar', ['-xzf', packed, '-C', extracted], temp, 30_000);
+    files = listFiles(path.join(extracted, 'package'));
+  });
+
+  after(function () {
+    if (temp) fs.rmSync(temp, { recursive: true, force: true });
+  });
+
+  const unpacked = (rel: string) => path.join(temp, 'extracted', 'package', rel);
+
+  it('holds the built entry points and the license, and nothing of lib/, spec/ or other sources', function () {
+    expect(files).to.include.members([
+      'package.json',
+      'LICENSE',
+      'README.md',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/testing/index.js',
+      'dist/testing/index.d.ts',
+    ]);
+    expect(fs.readFileSync(unpacked('LICENSE'), 'utf8')).to.match(/Apache License\s+Version 2\.0, January 2004/);
+    const strays = files.filter((f) => !['package.json', 'README.md', 'LICENSE'].includes(f) && !f.startsWith('dist/'));
+    expect(strays, 'files outside dist/').to.deep.equal([]);
+    const sources = files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+    expect(sources, 'TypeScript sources').to.deep.equal([]);
+  });
+
+  it('points main, types, exports and typesVersions at files it ships', function () {
+    const pkg = readJson(unpacked('package.json'));
+    expect(Object.keys(pkg.exports)).to.have.members(['.', './testing', './package.json']);
+    const typesVersions = Object.values<Record<string, string[]>>(pkg.typesVersions ?? {}).flatMap((paths) =>
+      Object.values(paths).flat(),
+    );
+    const targets = [pkg.main, pkg.types, ...exportTargets(pkg.exports), ...typesVersions];
+    for (const target of targets) {
+      expect(fs.existsSync(unpacked(target)), `${target} is in the package`).to.equal(true);
+    }
+  });
+
+  it('has rxjs as a peer dependency, not a regular one', function () {
+    const pkg = readJson(unpacked('package.json'));
+    expect(pkg.dependencies?.rxjs, 'dependencies.rxjs').to.equal(undefined);
+    expect(pkg.peerDependencies?.rxjs, 'peerDependencies.rxjs').to.be.a('string');
+  });
+
+  it('ships no source map that names a source it does not carry', function () {
+    const maps = files.filter((f) => f.endsWith('.map'));
+    for (const js of files.filter((f) => f.endsWith('.js'))) {
+      const ref = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(fs.readFileSync(unpacked(js), 'utf8'))?.[1];
+      if (ref && !ref.startsWith('data:')) {
+        expect(maps, `${js} refers to its map`).to.include(path.posix.join(path.posix.dirname(js), ref));
+      }
+    }
+    const missing: string[] = [];
+    for (const map of maps) {
+      const { sources = [], sourcesContent = [], sourceRoot = '' } = readJson(unpacked(map));
+      sources.forEach((source: string, i: number) => {
+        if (typeof sourcesContent[i] === 'string') return;
+        const file = path.resolve(path.dirname(unpacked(map)), sourceRoot, source);
+        if (!fs.existsSync(file)) missing.push(`${map}: ${source}`);
+      });
+    }
+    expect(missing, 'sources named by maps but neither inlined nor shipped').to.deep.equal([]);
+  });
+
+  describe('installed in a consumer project', function () {
+    let consumer: string;
+    let consumerRxjs: string;
+    const compiled = new Map<string, Promise<Run>>();
+
+    before(async function () {
+      const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.rxjs ?? '';
+      const floor = /^\^(\d+\.\d+\.\d+)$/.exec(peerRange)?.[1];
+      expect(floor, `rxjs peer range "${peerRange}" has the form ^x.y.z`).to.be.a('string');
+      consumerRxjs = process.env.RXCMAP_CONSUMER_RXJS || floor!;
+      if (!process.env.RXCMAP_CONSUMER_RXJS) {
+        const devRxjs = readJson(path.join(root, 'node_modules', 'rxjs', 'package.json')).version;
+        expect(consumerRxjs, 'the consumer rxjs differs from the one the repository builds with').to.not.equal(devRxjs);
+      }
+      consumer = path.join(temp, 'consumer');
+      fs.mkdirSync(consumer);
+      const typesNode = readJson(path.join(root, 'node_modules', '@types', 'node', 'package.json')).version;
+      const consumerPackage = {
+        name: 'rxcmap-consumer',
+        version: '1.0.0',
+        private: true,
+        type: 'commonjs',
+        dependencies: { rxcmap: `file:${packed}`, rxjs: consumerRxjs, '@types/node': typesNode },
+      };
+      fs.writeFileSync(path.join(consumer, 'package.json'), JSON.stringify(consumerPackage, null, 2));
+      for (const build of BUILDS) {
+        const dir = path.join(consumer, build.label);
+        fs.mkdirSync(dir);
+        fs.writeFileSync(path.join(dir, build.entry), program(build.label));
+        const tsconfig = { compilerOptions: { ...COMMON_OPTIONS, ...build.options }, files: [build.entry] };
+        fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+      }
+      const install = ['install', '--no-audit', '--no-fund', '--prefer-offline'];
+      await mustRun('npm install', 'npm', install, consumer, 150_000);
+      // All builds compile at once; each test below awaits its own.
+      for (const build of BUILDS) {
+        compiled.set(build.label, run(process.execPath, [tsc, '-p', build.label], consumer, 120_000));
+      }
+    });
+
+    it("resolves one rxjs, the consumer's", async function () {
+      const ls = await run('npm', ['ls', 'rxjs', '--all', '--parseable'], consumer, 60_000);
+      const copies = ls.stdout.split('\n').filter((line) => line.trim() !== '' && path.basename(line) === 'rxjs');
+      expect(copies, describeRun('npm ls rxjs', ls)).to.deep.equal([path.join(consumer, 'node_modules', 'rxjs')]);
+      expect(ls.code, describeRun('npm ls rxjs', ls)).to.equal(0);
+      const installed = readJson(path.join(copies[0], 'package.json')).version;
+      expect(installed).to.equal(consumerRxjs);
+    });
+
+    for (const build of BUILDS) {
+      it(`type-checks a strict ${build.label} consumer of rxcmap and rxcmap/testing`, async function () {
+        const r = await compiled.get(build.label)!;
+        expect(r.code, describeRun(`tsc -p ${build.label}`, r)).to.equal(0);
+      });
+    }
+
+    for (const build of BUILDS.filter((b) => b.output !== undefined)) {
+      it(`runs the ${build.label} build against the embedded endpoint and exits by itself`, async function () {
+        await compiled.get(build.label);
+        const r = await run(process.execPath, [path.join(build.label, build.output!)], consumer, 30_000);
+        expect(r.timedOut, describeRun(`node ${build.label}: did not exit by itself`, r)).to.equal(false);
+        expect(r.code, describeRun(`node ${build.label}`, r)).to.equal(0);
+        expect(r.stdout.split('\n')).to.include(`consumer ok ${build.label}`);
+      });
+    }
+  });
+});
