@@ -6,7 +6,7 @@
  */
 import { Observable, type Subscriber, type TeardownLogic } from 'rxjs';
 import { CheckOutCancelledError } from '../errors';
-import { Waiter, type CheckOutSink } from './wait-queue';
+import { Waiter } from './wait-queue';
 
 /** Options of one checkout. */
 export interface CheckOutOptions {
@@ -39,7 +39,8 @@ export interface CheckOutPort<C> {
  * The connection must be checked in with `pool.checkIn(connection)` (or use `pool.withConnection`).
  */
 export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> {
-  private promise: Promise<C> | undefined;
+  /** The checkout the first `then` started; later `then`s share its outcome. */
+  private waiter: PromiseWaiter<C> | undefined;
 
   constructor(
     private readonly port: CheckOutPort<C>,
@@ -55,17 +56,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
       subscriber.error(new CheckOutCancelledError(port.address, signal.reason));
       return undefined;
     }
-    const waiter = new Waiter<C>({
-      deliver(connection) {
-        if (subscriber.closed) return false;
-        subscriber.next(connection);
-        subscriber.complete();
-        return true;
-      },
-      fail(error) {
-        subscriber.error(error);
-      },
-    });
+    const waiter = new SubscriberWaiter<C>(subscriber);
     const onAbort = (): void => {
       // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
       if (waiter.state !== 'done') subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
@@ -82,58 +73,136 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     onfulfilled?: ((value: C) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
-    this.promise ??= checkOutPromise(this.port, this.signal);
-    return this.promise.then(onfulfilled, onrejected);
+    if (this.waiter !== undefined) return this.waiter.join(onfulfilled, onrejected);
+    return new Promise<R1 | R2>((resolve) => {
+      this.waiter = checkOutPromise(this.port, this.signal, onfulfilled, onrejected, resolve as Resolve);
+    });
   }
 }
 
-/** A waiter that settles a Promise: waiter and sink in one object, so a checkout allocates little. */
-class PromiseWaiter<C> extends Waiter<C> implements CheckOutSink<C> {
-  settled = false;
-  resolve!: (connection: C) => void;
-  reject!: (error: unknown) => void;
-  onAbort: (() => void) | undefined;
-
-  constructor(private readonly signal: AbortSignal | undefined) {
+/** The waiter of one subscription: delivers to its subscriber, unless that has left. */
+class SubscriberWaiter<C> extends Waiter<C> {
+  constructor(private readonly subscriber: Subscriber<C>) {
     super();
   }
 
   deliver(connection: C): boolean {
-    if (!this.settle()) return false;
-    this.resolve(connection);
+    if (this.subscriber.closed) return false;
+    this.subscriber.next(connection);
+    this.subscriber.complete();
     return true;
   }
 
   fail(error: Error): void {
-    if (this.settle()) this.reject(error);
-  }
-
-  /** Marks the waiter settled (false if it already was) and stops listening to its signal. */
-  settle(): boolean {
-    if (this.settled) return false;
-    this.settled = true;
-    if (this.onAbort !== undefined) this.signal!.removeEventListener('abort', this.onAbort);
-    return true;
+    this.subscriber.error(error);
   }
 }
 
-/** One checkout as a Promise; settles exactly once, whichever of delivery, failure or abort comes first. */
-function checkOutPromise<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined): Promise<C> {
-  if (signal?.aborted) return Promise.reject(new CheckOutCancelledError(port.address, signal.reason));
-  const waiter = new PromiseWaiter<C>(signal);
-  const promise = new Promise<C>((resolve, reject) => {
-    waiter.resolve = resolve;
-    waiter.reject = reject;
-  });
+type OnFulfilled<C> = ((value: C) => unknown) | null | undefined;
+type OnRejected = ((reason: unknown) => unknown) | null | undefined;
+type Resolve = (value: unknown) => void;
+/** A later `then` of the same request: its callbacks and the resolve of the Promise it returned. */
+type Listener<C> = readonly [OnFulfilled<C>, OnRejected, Resolve];
+/** How the checkout ended. */
+interface Outcome<C> {
+  readonly ok: boolean;
+  readonly value: C | unknown;
+}
+
+/**
+ * The waiter of one Promise checkout. The first `then`'s callbacks settle the Promise that `then` returned directly
+ * (no internal Promise chained to it): while it waits, a checkout keeps one Promise and its `resolve`, nothing more.
+ * Callbacks run on a microtask, never inside the pool's own processing (Promises/A+).
+ */
+class PromiseWaiter<C> extends Waiter<C> {
+  /** Undefined once settled. */
+  private resolve: Resolve | undefined;
+  /** Before settlement: later `then`s waiting too (rare); after: the outcome, for `then`s still to come. */
+  private later: Listener<C>[] | Outcome<C> | undefined;
+  /** Stops listening to the AbortSignal, when there is one. */
+  detach: (() => void) | undefined;
+
+  constructor(
+    private onfulfilled: OnFulfilled<C>,
+    private onrejected: OnRejected,
+    resolve: Resolve,
+  ) {
+    super();
+    this.resolve = resolve;
+  }
+
+  deliver(connection: C): boolean {
+    return this.settle(true, connection);
+  }
+
+  fail(error: Error): void {
+    this.settle(false, error);
+  }
+
+  /** Settles once: false if it already was. The callbacks run on a microtask. */
+  settle(ok: boolean, value: C | unknown): boolean {
+    const resolve = this.resolve;
+    if (resolve === undefined) return false;
+    const { onfulfilled, onrejected } = this;
+    const later = this.later as Listener<C>[] | undefined;
+    this.resolve = this.onfulfilled = this.onrejected = undefined;
+    this.later = { ok, value };
+    this.detach?.();
+    this.detach = undefined;
+    queueMicrotask(() => {
+      notify(onfulfilled, onrejected, resolve, ok, value);
+      if (later !== undefined) for (const [f, r, res] of later) notify(f, r, res, ok, value);
+    });
+    return true;
+  }
+
+  /** A later `then` of the same request: shares its outcome. */
+  join<R1, R2>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected): Promise<R1 | R2> {
+    return new Promise<R1 | R2>((resolve) => {
+      const later = this.later;
+      if (this.resolve !== undefined) {
+        this.later = [...((later as Listener<C>[] | undefined) ?? []), [onfulfilled, onrejected, resolve as Resolve]];
+      } else {
+        const { ok, value } = later as Outcome<C>;
+        queueMicrotask(() => notify(onfulfilled, onrejected, resolve as Resolve, ok, value));
+      }
+    });
+  }
+}
+
+/** Settles a `then`'s Promise from the outcome, through its callback when it has one (as a native `then` does). */
+function notify<C>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected, resolve: Resolve, ok: boolean, value: unknown): void {
+  const callback = ok ? onfulfilled : onrejected;
+  if (typeof callback !== 'function') return resolve(ok ? value : Promise.reject(value));
+  try {
+    resolve(callback(value as C));
+  } catch (error) {
+    resolve(Promise.reject(error));
+  }
+}
+
+/** Starts one checkout as a Promise; it settles exactly once, whichever of delivery, failure or abort comes first. */
+function checkOutPromise<C>(
+  port: CheckOutPort<C>,
+  signal: AbortSignal | undefined,
+  onfulfilled: OnFulfilled<C>,
+  onrejected: OnRejected,
+  resolve: Resolve,
+): PromiseWaiter<C> {
+  const waiter = new PromiseWaiter<C>(onfulfilled, onrejected, resolve);
+  if (signal?.aborted) {
+    waiter.state = 'done';
+    waiter.settle(false, new CheckOutCancelledError(port.address, signal.reason));
+    return waiter;
+  }
   if (signal !== undefined) {
-    waiter.onAbort = () => {
+    const onAbort = (): void => {
       // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
-      if (waiter.state === 'done' || !waiter.settle()) return;
-      waiter.reject(new CheckOutCancelledError(port.address, signal.reason));
-      port.leave(waiter);
+      if (waiter.state !== 'done' && waiter.settle(false, new CheckOutCancelledError(port.address, signal.reason))) port.leave(waiter);
     };
-    signal.addEventListener('abort', waiter.onAbort, { once: true });
+    signal.addEventListener('abort', onAbort, { once: true });
+    waiter.detach = () => signal.removeEventListener('abort', onAbort);
   }
   port.enter(waiter);
-  return promise;
+  return waiter;
 }

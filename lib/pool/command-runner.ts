@@ -55,13 +55,13 @@ export class CommandRunner<C extends PoolConnection> {
       case 'destroy':
         return destroyQuietly(c.connection, c.error);
       case 'deliver':
-        if (!c.waiter.sink.deliver(c.connection)) {
+        if (!c.waiter.deliver(c.connection)) {
           // The requester left while its connection was on the way: check it back in, never strand it.
           this.ctx.dispatch({ type: 'checkIn', connection: c.connection, holder: c.waiter });
         }
         return;
       case 'fail':
-        c.waiter.sink.fail(c.error);
+        c.waiter.fail(c.error);
         return;
       case 'arm': {
         this.timers[c.timer]?.unsubscribe();

@@ -77,15 +77,15 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
   if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
   // The clock is read only when something needs it: a duration for an observer, or a WaitQueue deadline.
   const timeout = s.options.waitQueueTimeoutMS;
-  w.startedAt = s.observed || timeout > 0 ? now(s) : NaN;
+  if (s.observed || timeout > 0) w.startedAt = now(s);
   if (s.observed) emit(out, { type: 'ConnectionCheckOutStarted', address: s.address, time: now(s) });
   if (s.state === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
   if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
-  w.deadline = timeout > 0 ? w.startedAt + timeout : Infinity;
+  if (timeout > 0) w.deadline = now(s) + timeout;
   s.waitQueue.push(w);
   serveWaiters(s, out);
-  if ((w.state as WaiterState) === 'queued' && w.deadline !== Infinity && s.waitTimerAt === undefined) {
+  if ((w.state as WaiterState) === 'queued' && w.deadline !== undefined && s.waitTimerAt === undefined) {
     armWaitTimer(s, w.deadline, out);
   }
 }
@@ -184,6 +184,7 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
   s.waitTimerAt = undefined;
   const time = now(s);
   for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
+    if (w.deadline === undefined) return; // no deadline (waitQueueTimeoutMS was 0 when it entered)
     if (w.deadline > time) {
       armWaitTimer(s, w.deadline, out);
       return;
@@ -467,7 +468,7 @@ function runsEnabled<C>(s: PoolState<C>): boolean {
 
 /** ms since the waiter's checkout started; 0 when it started before anyone observed (its start was not timed). */
 function sinceStart<C>(s: PoolState<C>, w: Waiter<C>): number {
-  return Number.isNaN(w.startedAt) ? 0 : now(s) - w.startedAt;
+  return w.startedAt === undefined ? 0 : now(s) - w.startedAt;
 }
 
 function pausedError<C>(s: PoolState<C>): PoolClearedError {

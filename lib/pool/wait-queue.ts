@@ -11,41 +11,36 @@
 import { RingBuffer } from './ring-buffer';
 
 /**
- * How the pool delivers the outcome of a checkout. Implemented by the checkOut front ends (Promise, Observable).
- */
-export interface CheckOutSink<C> {
-  /**
-   * Hands the connection over. Returns false when the requester is gone (unsubscribed, aborted); the pool then
-   * checks the connection back in, so it is never stranded.
-   */
-  deliver(connection: C): boolean;
-  /** Fails the checkout. Ignored when the requester is gone. */
-  fail(error: Error): void;
-}
-
-/**
  * Where a checkout request is:
  * - `new`: created, its checkOut action not yet processed;
  * - `queued`: in the WaitQueue (waitQueueTimeoutMS applies);
  * - `claimant`: left the WaitQueue holding a claim on a connection being established (no timeout applies);
- * - `done`: delivered, failed or cancelled.
+ * - `done`: the pool committed its outcome (delivery or failure), or it was cancelled.
  */
 export type WaiterState = 'new' | 'queued' | 'claimant' | 'done';
 
-/** One checkout request. Its `state` is written by the reducer (and by the queues it is a member of) only. */
-export class Waiter<C> {
+/**
+ * One checkout request, and how its outcome reaches the requester: each checkOut front end (Promise, Observable)
+ * is a subclass. Its `state` is written by the reducer (and by the queues it is a member of) only.
+ *
+ * Small on purpose (many may wait at once): the times are stored only when something needs them, so an untimed
+ * waiter carries no number boxes.
+ */
+export abstract class Waiter<C> {
   state: WaiterState = 'new';
-  /** Clock time (ms) of ConnectionCheckOutStarted; NaN when nothing needed it timed. */
-  startedAt = 0;
-  /** Clock time (ms) after which the waiter times out of the WaitQueue; Infinity for none. */
-  deadline = Infinity;
-  /** Where the outcome goes. */
-  readonly sink: CheckOutSink<C>;
+  /** Clock time (ms) of ConnectionCheckOutStarted; undefined when nothing needed it timed. */
+  startedAt: number | undefined = undefined;
+  /** Clock time (ms) after which the waiter times out of the WaitQueue; undefined for none. */
+  deadline: number | undefined = undefined;
 
-  /** `sink` may be omitted by a subclass that is its own sink. */
-  constructor(sink?: CheckOutSink<C>) {
-    this.sink = sink ?? (this as unknown as CheckOutSink<C>);
-  }
+  /**
+   * Hands the connection over. Returns false when the requester is gone (unsubscribed, aborted); the pool then
+   * checks the connection back in, so it is never stranded.
+   */
+  abstract deliver(connection: C): boolean;
+
+  /** Fails the checkout. Ignored when the requester is gone. */
+  abstract fail(error: Error): void;
 }
 
 /** A FIFO of waiters in one state (`queued` or `claimant`), with O(1) removal of any member. */

@@ -152,6 +152,35 @@ describe('ConnectionPool', function () {
       expect(types().filter((t) => t === 'ConnectionCheckOutStarted')).to.have.length(1);
     });
 
+    it('later thens share the outcome, before and after it settles; callbacks never run inside the pool', async function () {
+      const { pool, clock, types } = makePool();
+      pool.ready();
+      const request = pool.checkOut();
+      const order: string[] = [];
+      const first = request.then((c) => (order.push('first'), c.id));
+      const second = request.then((c) => (order.push('second'), c.id)); // joins while waiting
+      clock.advance(10); // delivered now, synchronously inside the pool's processing...
+      expect(order, '...but no callback has run yet').to.deep.equal([]);
+      expect(await first).to.equal(1);
+      expect(await second).to.equal(1);
+      expect(await request.then((c) => c.id), 'a then after settlement').to.equal(1);
+      expect(order).to.deep.equal(['first', 'second']);
+      expect(types().filter((t) => t === 'ConnectionCheckOutStarted')).to.have.length(1);
+    });
+
+    it('a callback that throws rejects the Promise its then returned; a missing one passes the outcome on', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1, waitQueueTimeoutMS: 5 });
+      pool.ready();
+      const thrown = pool.checkOut().then(() => {
+        throw new Error('callback failed');
+      });
+      const passedOn = pool.checkOut().then(undefined, undefined); // waits, then times out
+      clock.advance(10);
+      const errors = await Promise.all([thrown.catch((e: unknown) => e), passedOn.catch((e: unknown) => e)]);
+      expect(errors[0]).to.have.property('message', 'callback failed');
+      expect(errors[1]).to.be.instanceOf(WaitQueueTimeoutError);
+    });
+
     it('rejects with WaitQueueTimeoutError after waitQueueTimeoutMS of virtual time, not before', async function () {
       const { pool, clock, events } = makePool({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
       pool.ready();

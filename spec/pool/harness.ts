@@ -11,6 +11,14 @@ import type { Command } from '../../lib/pool/commands';
 import { resolvePoolOptions, type BackgroundOptions, type PoolOptions } from '../../lib/options';
 import type { ConnectionPoolEvent } from '../../lib/events';
 
+/** A waiter whose requester is always there: the bench records outcomes from the commands instead. */
+export class TestWaiter extends Waiter<FakeConnection> {
+  deliver(): boolean {
+    return true;
+  }
+  fail(): void {}
+}
+
 export class FakeConnection implements PoolConnection {
   errored = false;
   destroyed = false;
@@ -59,7 +67,7 @@ export class Bench {
   }
 
   checkOut(): Waiter<FakeConnection> {
-    const waiter = new Waiter<FakeConnection>({ deliver: () => true, fail: () => undefined });
+    const waiter = new TestWaiter();
     this.dispatch({ type: 'checkOut', waiter });
     return waiter;
   }
@@ -72,7 +80,7 @@ export class Bench {
 
   /** Checks `connection` in as the checkout that holds it (or as nobody, when nothing holds it). */
   checkIn(connection: FakeConnection, holder = this.state.records.get(connection.id)?.holder): Command<FakeConnection>[] {
-    return this.dispatch({ type: 'checkIn', connection, holder: holder ?? new Waiter<FakeConnection>() });
+    return this.dispatch({ type: 'checkIn', connection, holder: holder ?? new TestWaiter() });
   }
 
   succeed(id: number, serviceId?: string): FakeConnection {

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { WaitQueue, Waiter } from '../../lib/pool/wait-queue';
 
-const waiter = (): Waiter<never> => new Waiter<never>({ deliver: () => true, fail: () => undefined });
+class TestWaiter extends Waiter<never> {
+  deliver(): boolean {
+    return true;
+  }
+  fail(): void {}
+}
+const waiter = (): Waiter<never> => new TestWaiter();
 
 describe('WaitQueue', function () {
   it('is FIFO, gives members its state, and skips removed members lazily', function () {
