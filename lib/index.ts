@@ -6,7 +6,7 @@
 export { ConnectionPool } from './client/connection-pool';
 export type { ConnectionPoolOptions } from './client/connection-pool';
 export { ConnectionPoolCore } from './pool/connection-pool-core';
-export type { ConnectionPoolCoreOptions, ClearOptions, PoolSnapshot, PoolInputAction } from './pool/connection-pool-core';
+export type { ConnectionPoolCoreOptions, ClearOptions, PoolSnapshot, ServiceGenerationSnapshot, PoolInputAction } from './pool/connection-pool-core';
 export type { CheckOutRequest, CheckOutOptions } from './pool/check-out';
 export type { PoolConnection, ConnectionDescriptor, ConnectionFactory } from './pool/contract';
 export type { ConnectionPoolState, ConnectionState } from './pool/state';

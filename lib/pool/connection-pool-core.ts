@@ -83,7 +83,10 @@ export interface ClearOptions {
    * Load-balanced mode only, and required there: the service to clear (an ObjectId or its hex string). Only that
    * service's generation is incremented.
    */
-  serviceId?: string | { toHexString(): string };
+  serviceId?: string | {
+    /** The ObjectId's 24-character hex string. */
+    toHexString(): string;
+  };
 }
 
 /**
@@ -93,23 +96,55 @@ export interface ClearOptions {
  * Source: CMAP spec, "ready", "clear", "close"; extension: as stream values (a monitor's heartbeats mapped by
  * `heartbeatActions()` are the use).
  */
-export type PoolInputAction = { readonly type: 'ready' } | ({ readonly type: 'clear' } & ClearOptions) | { readonly type: 'close' };
+export type PoolInputAction =
+  | {
+      /** As `ready()`. */
+      readonly type: 'ready';
+    }
+  | ({
+      /** As `clear(options)`, with the other fields as its {@link ClearOptions}. */
+      readonly type: 'clear';
+    } & ClearOptions)
+  | {
+      /** As `close()`. */
+      readonly type: 'close';
+    };
 
-/** A frozen snapshot of a pool's state and counters (CMAP "ConnectionPool" members). Counts are of connections. */
+/**
+ * A frozen snapshot of a pool's state and counters. Counts are of connections, except `waitQueueLength` (checkouts).
+ *
+ * Source: CMAP spec, "Connection Pool Members" (ConnectionPool: state, generation, serviceGenerations, the counts);
+ * `inUseConnectionCount` and `waitQueueLength`: extension, derived the same way.
+ */
 export interface PoolSnapshot {
+  /** The pool's Endpoint, `host:port`. */
   readonly address: string;
   /** CMAP `ConnectionPool.state`. */
   readonly state: ConnectionPoolState;
+  /** CMAP `ConnectionPool.generation`: 0 at creation, + 1 on every (non-load-balanced) clear. */
   readonly generation: number;
   /** pending + available + in use. */
   readonly totalConnectionCount: number;
+  /** Established connections waiting to be checked out. */
   readonly availableConnectionCount: number;
+  /** Connections being established (from ConnectionCreated to ConnectionReady or ConnectionClosed). */
   readonly pendingConnectionCount: number;
+  /** Connections checked out and not yet checked in. */
   readonly inUseConnectionCount: number;
   /** Checkouts waiting in the WaitQueue, plus those waiting on an establishment they claimed. */
   readonly waitQueueLength: number;
   /** Load-balanced mode (CMAP `serviceGenerations`): each service's generation and established connection count. */
-  readonly serviceGenerations: readonly { readonly serviceId: string; readonly generation: number; readonly connectionCount: number }[];
+  readonly serviceGenerations: readonly ServiceGenerationSnapshot[];
+}
+
+/** One service behind a load balancer, in a {@link PoolSnapshot}. Source: CMAP spec, `serviceGenerations`. */
+export interface ServiceGenerationSnapshot {
+  /** The service's id from the handshake (`serviceId`), as a hex string. */
+  readonly serviceId: string;
+  /** The service's generation: + 1 on every `clear({ serviceId })`. */
+  readonly generation: number;
+  /** Established connections (available or in use) that reach it. */
+  readonly connectionCount: number;
 }
 
 /**

@@ -45,15 +45,16 @@ export interface PoolConnection {
 /**
  * What the pool tells a connection factory about the connection to establish.
  *
- * - `id`: the connection id (1, 2, 3, ... in creation order);
- * - `generation`: the pool generation at creation;
- * - `address`: the pool's `host:port`;
- * - `signal`: aborts when the pool abandons the establishment (clear with interruption, close).
+ * Source: CMAP spec, "Connection" (id, generation), "Establishing a Connection".
  */
 export interface ConnectionDescriptor {
+  /** The connection id: 1, 2, 3, ... in creation order within the pool. The established connection must carry it. */
   readonly id: number;
+  /** The pool generation at creation (in load-balanced mode the connection takes its service's once established). */
   readonly generation: number;
+  /** The pool's Endpoint, `host:port`. */
   readonly address: string;
+  /** Aborts when the pool abandons the establishment (a clear with interruption, or close). */
   readonly signal: AbortSignal;
 }
 
