@@ -19,11 +19,22 @@ import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
 import type { PoolOptions } from './options';
 
-/** Client-level options a URI can set. */
+/**
+ * Client-level options a URI can set (the same names as in {@link ClientOptions}, which override them). Invalid values
+ * in a URI are ignored with a warning; `loadBalanced=true` or `directConnection=true` with several hosts is an
+ * {@link InvalidOptionError}.
+ *
+ * Source: URI options spec (heartbeatFrequencyMS, serverSelectionTimeoutMS, loadBalanced, directConnection,
+ * "directConnection URI option with multiple seeds or SRV URI"); load balancer spec, "URI Validation".
+ */
 export interface UriClientOptions {
+  /** Time between monitor checks, in ms; an integer >= 500. */
   heartbeatFrequencyMS?: number;
+  /** How long `command()` waits for a ready server, in ms; an integer > 0. */
   serverSelectionTimeoutMS?: number;
+  /** Load-balanced mode: one pool, no monitor. */
   loadBalanced?: boolean;
+  /** Connect to the single host given, as is. */
   directConnection?: boolean;
 }
 

@@ -5,7 +5,11 @@
  * Source: CMAP spec, "Connection Pool Errors".
  */
 
-/** Error labels used by the pool, verbatim from the specifications. */
+/**
+ * Error labels used by the pool, verbatim from the specifications: a frozen object whose keys equal their values.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" and "Backpressure-enabled"; retryable writes spec.
+ */
 export const ErrorLabel = Object.freeze({
   /** The operation may be retried (CMAP: PoolClearedError "extends RetryableError"). */
   RetryableError: 'RetryableError',
@@ -21,8 +25,15 @@ export const ErrorLabel = Object.freeze({
  * - `name`: the concrete class name, e.g. `"PoolClosedError"`.
  * - `errorLabels`: the MongoDB error labels attached to this error (see {@link ErrorLabel}).
  * - `cause`: the underlying error, when there is one.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" ("Errors SHOULD be created and dispatched in a manner idiomatic to the
+ * Driver and Language"); error labels: the MongoDB drivers' `errorLabels` (a server reply's `errorLabels`).
  */
 export class CmapError extends Error {
+  /**
+   * The MongoDB error labels of this error (see {@link ErrorLabel}), a mutable Set: the connection factory adds the
+   * backpressure labels to establishment errors. Empty when there are none.
+   */
   readonly errorLabels: Set<string>;
 
   constructor(message: string, options?: { cause?: unknown; labels?: readonly string[] }) {
@@ -49,8 +60,11 @@ export class CmapError extends Error {
  */
 export class InvalidOptionError extends CmapError {
   constructor(
+    /** The option's name, e.g. `"maxPoolSize"` (a nested one as `"componentSeverities.connection"`). */
     readonly option: string,
+    /** The value given (a `<... not shown>` placeholder in place of a password or a connection string). */
     readonly value: unknown,
+    /** What the option accepts, in words, e.g. `"an integer >= 0"`. */
     readonly allowed: string,
   ) {
     super(`Invalid ${option}: ${describeValue(value)} (${option} must be ${allowed})`);
@@ -64,7 +78,10 @@ export class InvalidOptionError extends CmapError {
  * Source: CMAP spec, "Connection Pool Errors" (PoolClosedError). The message is the one the CMAP test format expects.
  */
 export class PoolClosedError extends CmapError {
-  constructor(readonly address: string) {
+  constructor(
+    /** The pool's Endpoint, `host:port`. */
+    readonly address: string,
+  ) {
     super('Attempted to check out a connection from closed connection pool');
   }
 }
@@ -79,6 +96,7 @@ export class PoolClosedError extends CmapError {
  */
 export class PoolClearedError extends CmapError {
   constructor(
+    /** The pool's Endpoint, `host:port`. */
     readonly address: string,
     message: string,
     cause?: unknown,
@@ -122,6 +140,7 @@ export class PoolClearedError extends CmapError {
  */
 export class WaitQueueTimeoutError extends CmapError {
   constructor(
+    /** The pool's Endpoint, `host:port`. */
     readonly address: string,
     /** The waitQueueTimeoutMS that elapsed, in ms. */
     readonly waitQueueTimeoutMS: number,
@@ -131,11 +150,16 @@ export class WaitQueueTimeoutError extends CmapError {
 }
 
 /**
- * Thrown by `checkOut` (Promise form) when its `AbortSignal` aborts before a connection was delivered. `cause` is
- * the signal's reason. (The Observable form is cancelled by unsubscribing and raises nothing.)
+ * Thrown by `checkOut` when its `AbortSignal` aborts before a connection was delivered (or was already aborted when
+ * the checkout started): the Promise rejects with it, and the Observable errors with it. `cause` is the signal's
+ * reason. (Unsubscribing from the Observable form also cancels, and raises nothing.)
+ *
+ * Source: extension (cancellation through the Web `AbortSignal`); the checkout's ConnectionCheckOutFailed event
+ * carries reason `cancelled`.
  */
 export class CheckOutCancelledError extends CmapError {
   constructor(
+    /** The pool's Endpoint, `host:port`. */
     readonly address: string,
     cause?: unknown,
   ) {
@@ -153,7 +177,9 @@ export class CheckOutCancelledError extends CmapError {
  */
 export class ConnectionCheckInError extends CmapError {
   constructor(
+    /** The pool's Endpoint, `host:port`. */
     readonly address: string,
+    /** The `id` of the connection given to `checkIn`; undefined when it has no numeric id. */
     readonly connectionId: number | undefined,
     reason: string,
   ) {
@@ -174,12 +200,15 @@ function describeValue(value: unknown): string {
 /**
  * A network error on a connection: the socket failed or closed, a reply could not be parsed (wire-protocol error),
  * or the connection was destroyed while a request was in flight. The connection that raised it is errored: the pool
- * closes it with reason `error` when it is checked in.
+ * closes it with reason `error` when it is checked in. Raised by `Connection.command` and by the connection factory
+ * (connect and TLS failures, which may carry the backpressure labels).
  *
- * - `address`: the Endpoint's `host:port`.
+ * Source: CMAP spec, "Connection" (Perishable, Errored: network error, endpoint closing the connection,
+ * wire-protocol error); the name is the MongoDB Node.js driver's.
  */
 export class MongoNetworkError extends CmapError {
   constructor(
+    /** The Endpoint's `host:port`. */
     readonly address: string,
     message: string,
     options?: { cause?: unknown; labels?: readonly string[] },
@@ -190,21 +219,32 @@ export class MongoNetworkError extends CmapError {
 
 /**
  * A network timeout: connecting took longer than `connectTimeoutMS`, or a reply took longer than
- * `socketTimeoutMS`. Like every {@link MongoNetworkError}, it leaves its connection errored.
+ * `socketTimeoutMS` (or the `timeoutMS` of that command). Like every {@link MongoNetworkError}, it leaves its
+ * connection errored. A monitor check failing with it makes `heartbeatActions()` clear the pool with
+ * `interruptInUseConnections`.
+ *
+ * Source: CMAP spec, "Connection" (Errored: network timeout) and "Clearing a non-load balanced pool"; server
+ * monitoring spec, "Network or command error during server check"; the name is the MongoDB Node.js driver's.
  */
 export class MongoNetworkTimeoutError extends MongoNetworkError {}
 
 /**
- * The server answered a command with `ok: 0`.
+ * The server answered a command with `ok: 0`. The message is the reply's `errmsg` (else `"command failed"`), and
+ * `errorLabels` holds the reply's `errorLabels`. The connection stays usable.
  *
- * - `code`, `codeName`: the server's error code and name;
- * - `response`: the whole reply document.
+ * Source: the MongoDB server's command reply (`ok`, `errmsg`, `code`, `codeName`, `errorLabels`); the name is the
+ * MongoDB Node.js driver's.
  */
 export class MongoServerError extends CmapError {
+  /** The server's numeric error code (`code` in the reply), when it gave one. */
   readonly code: number | undefined;
+  /** The server's error name (`codeName` in the reply), e.g. `"Unauthorized"`, when it gave one. */
   readonly codeName: string | undefined;
 
-  constructor(readonly response: Readonly<Record<string, unknown>>) {
+  constructor(
+    /** The whole reply document. */
+    readonly response: Readonly<Record<string, unknown>>,
+  ) {
     const labels = Array.isArray(response.errorLabels) ? (response.errorLabels as string[]) : [];
     super(typeof response.errmsg === 'string' ? response.errmsg : 'command failed', { labels });
     this.code = typeof response.code === 'number' ? response.code : undefined;
@@ -213,12 +253,16 @@ export class MongoServerError extends CmapError {
 }
 
 /**
- * Thrown by `Connection.command` when a request is already in flight on that connection: a connection carries one
- * request at a time and never pipelines (CMAP "Connection: Single Track").
+ * Thrown by `Connection.command` (as its rejection) when a request is already in flight on that connection: a
+ * connection carries one request at a time and never pipelines. The connection stays usable.
+ *
+ * Source: CMAP spec, "Connection" (Single Track).
  */
 export class ConnectionBusyError extends CmapError {
   constructor(
+    /** The Endpoint's `host:port`. */
     readonly address: string,
+    /** The pool-assigned id of the busy connection. */
     readonly connectionId: number,
   ) {
     super(`Connection ${connectionId} to ${address} already has a request in flight; it runs one request at a time`);
@@ -236,6 +280,7 @@ export class ConnectionBusyError extends CmapError {
  */
 export class PoolCallbackError extends CmapError {
   constructor(
+    /** The pool's Endpoint, `host:port`. */
     readonly address: string,
     /** The option that holds the callback. */
     readonly callback: 'connectionFactory' | 'clearOnEstablishmentError',
@@ -276,7 +321,9 @@ export class MongoCompatibilityError extends CmapError {}
  */
 export class ServerSelectionError extends CmapError {
   constructor(
+    /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
+    /** How long the client waited, in ms. */
     readonly serverSelectionTimeoutMS: number,
     cause?: unknown,
   ) {

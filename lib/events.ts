@@ -12,6 +12,8 @@ import type { PoolOptions } from './options';
  * - `idle`: the connection was available for longer than maxIdleTimeMS;
  * - `error`: the connection experienced an error (including a failed establishment);
  * - `poolClosed`: the pool was closed.
+ *
+ * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason).
  */
 export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed';
 
@@ -22,30 +24,61 @@ export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed';
  * - `connectionError`: establishing a connection failed, or the pool was paused (cleared or not yet ready);
  * - `cancelled`: an rxcmap extension: the caller gave up (unsubscribed, or aborted its AbortSignal) before a
  *   connection was delivered. Monitors that only know the spec's three reasons can treat it as theirs to ignore.
+ *
+ * Source: CMAP spec, "Events" (ConnectionCheckOutFailedEvent.reason); `cancelled`: extension (cancellation of an
+ * RxJS subscription or an `AbortSignal`).
  */
 export type ConnectionCheckOutFailedReason = 'poolClosed' | 'timeout' | 'connectionError' | 'cancelled';
 
-/** Fields every pool event carries. */
+/**
+ * Fields every pool event carries.
+ *
+ * Source: CMAP spec, "Events" (`address` on every event); `time`: extension (the Node driver's events carry a
+ * `time` too).
+ */
 export interface PoolEventBase {
   /** The address (`host:port`) of the Endpoint the pool is for. */
   readonly address: string;
-  /** When the event was emitted: ms since the Unix epoch, read from the pool's scheduler clock. */
+  /**
+   * When the event was emitted, in ms, read from the pool's scheduler: ms since the Unix epoch with the default one,
+   * an injected scheduler's own `now()` otherwise (a `VirtualClock` starts at 0).
+   */
   readonly time: number;
 }
 
-/** Emitted once when the pool is created. `options`: the pool options the user set (non-default ones). */
+/**
+ * Emitted once when the pool is created.
+ *
+ * Source: CMAP spec, "Events" (PoolCreatedEvent), "Creating a Connection Pool".
+ */
 export interface ConnectionPoolCreatedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionPoolCreated';
+  /**
+   * The CMAP pool options the user set explicitly (absent keys were left to their defaults); durations in ms.
+   * `backgroundThreadIntervalMS` is not included.
+   */
   readonly options: Readonly<PoolOptions>;
 }
 
-/** Emitted when the pool goes from paused to ready. */
+/**
+ * Emitted when the pool goes from paused to ready.
+ *
+ * Source: CMAP spec, "Events" (PoolReadyEvent), "Marking a Connection Pool as Ready".
+ */
 export interface ConnectionPoolReadyEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionPoolReady';
 }
 
-/** Emitted when a ready pool is cleared (never for a pool already paused), and for a load-balanced service clear. */
+/**
+ * Emitted when a ready pool is cleared (never for a pool already paused), and for a load-balanced service clear.
+ *
+ * Source: CMAP spec, "Events" (PoolClearedEvent), "Clearing a Connection Pool"; load balancer spec, "Events"
+ * (`serviceId`).
+ */
 export interface ConnectionPoolClearedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionPoolCleared';
   /** Whether in-use connections were interrupted as part of this clear. */
   readonly interruptInUseConnections: boolean;
@@ -53,42 +86,79 @@ export interface ConnectionPoolClearedEvent extends PoolEventBase {
   readonly serviceId?: string;
 }
 
-/** Emitted when the pool is closed. */
+/**
+ * Emitted when the pool is closed.
+ *
+ * Source: CMAP spec, "Events" (PoolClosedEvent), "Closing a Connection Pool".
+ */
 export interface ConnectionPoolClosedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionPoolClosed';
 }
 
-/** Emitted when the pool creates a (pending) connection; it is not yet usable. */
+/**
+ * Emitted when the pool creates a (pending) connection; it is not yet usable.
+ *
+ * Source: CMAP spec, "Events" (ConnectionCreatedEvent), "Creating a Connection".
+ */
 export interface ConnectionCreatedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionCreated';
+  /** The connection's pool-assigned id: 1, 2, 3, ... in creation order. */
   readonly connectionId: number;
 }
 
-/** Emitted when a connection finished its establishment (TCP/TLS, handshake, auth) and may be used. */
+/**
+ * Emitted when a connection finished its establishment (TCP/TLS, handshake, auth) and may be used.
+ *
+ * Source: CMAP spec, "Events" (ConnectionReadyEvent), "Establishing a Connection".
+ */
 export interface ConnectionReadyEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionReady';
+  /** The connection's pool-assigned id. */
   readonly connectionId: number;
   /** ms from ConnectionCreated to this event. */
   readonly duration: number;
 }
 
-/** Emitted when the pool closes a connection (pending, available, or checked in). */
+/**
+ * Emitted when the pool closes a connection (pending, available, or checked in).
+ *
+ * Source: CMAP spec, "Events" (ConnectionClosedEvent), "Closing a Connection"; `error`: extension (the logging
+ * section's Connection Closed Message carries the error).
+ */
 export interface ConnectionClosedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionClosed';
+  /** The connection's pool-assigned id. */
   readonly connectionId: number;
+  /** Why it was closed (see {@link ConnectionClosedReason}). */
   readonly reason: ConnectionClosedReason;
   /** The error, when `reason` is `error`. */
   readonly error?: Error;
 }
 
-/** Emitted when a checkout starts. */
+/**
+ * Emitted when a checkout starts.
+ *
+ * Source: CMAP spec, "Events" (ConnectionCheckOutStartedEvent), "Checking Out a Connection".
+ */
 export interface ConnectionCheckOutStartedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionCheckOutStarted';
 }
 
-/** Emitted when a checkout fails. */
+/**
+ * Emitted when a checkout fails.
+ *
+ * Source: CMAP spec, "Events" (ConnectionCheckOutFailedEvent), "Checking Out a Connection"; `error`: extension
+ * (the logging section's Connection Checkout Failed Message carries the error).
+ */
 export interface ConnectionCheckOutFailedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionCheckOutFailed';
+  /** Why it failed (see {@link ConnectionCheckOutFailedReason}). */
   readonly reason: ConnectionCheckOutFailedReason;
   /** ms from ConnectionCheckOutStarted to this event. */
   readonly duration: number;
@@ -96,21 +166,33 @@ export interface ConnectionCheckOutFailedEvent extends PoolEventBase {
   readonly error?: Error;
 }
 
-/** Emitted when a checkout succeeds. */
+/**
+ * Emitted when a checkout succeeds.
+ *
+ * Source: CMAP spec, "Events" (ConnectionCheckedOutEvent), "Checking Out a Connection".
+ */
 export interface ConnectionCheckedOutEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionCheckedOut';
+  /** The id of the connection delivered. */
   readonly connectionId: number;
   /** ms from ConnectionCheckOutStarted to this event. */
   readonly duration: number;
 }
 
-/** Emitted when a connection is checked back in (before it is made available or closed). */
+/**
+ * Emitted when a connection is checked back in (before it is made available or closed).
+ *
+ * Source: CMAP spec, "Events" (ConnectionCheckedInEvent), "Checking In a Connection".
+ */
 export interface ConnectionCheckedInEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionCheckedIn';
+  /** The id of the connection checked in. */
   readonly connectionId: number;
 }
 
-/** Every CMAP event, discriminated on `type`. */
+/** Every CMAP event, discriminated on `type`. Source: CMAP spec, "Events". */
 export type ConnectionPoolEvent =
   | ConnectionPoolCreatedEvent
   | ConnectionPoolReadyEvent
@@ -124,10 +206,15 @@ export type ConnectionPoolEvent =
   | ConnectionCheckedOutEvent
   | ConnectionCheckedInEvent;
 
-/** The `type` of every CMAP event. */
+/**
+ * The `type` of every CMAP event.
+ *
+ * Source: CMAP spec, "Events" (the spec's event interface names without the `Event` suffix, and `Pool*` events
+ * prefixed with `Connection`, as the CMAP test format names them).
+ */
 export type ConnectionPoolEventType = ConnectionPoolEvent['type'];
 
-/** All eleven CMAP event types, in the order the spec lists them. */
+/** All eleven CMAP event types, in the order the spec lists them (a frozen array). Source: CMAP spec, "Events". */
 export const CONNECTION_POOL_EVENT_TYPES: readonly ConnectionPoolEventType[] = Object.freeze([
   'ConnectionPoolCreated',
   'ConnectionPoolReady',
@@ -142,7 +229,12 @@ export const CONNECTION_POOL_EVENT_TYPES: readonly ConnectionPoolEventType[] = O
   'ConnectionCheckedIn',
 ]);
 
-/** An event's fields without the two every event carries; what the reducer decides, before the runner stamps it. */
+/**
+ * An event's fields without the two every event carries (`address`, `time`): what the pool decides for an event
+ * before it stamps the address and the time on it.
+ *
+ * Source: extension (the shape of {@link ConnectionPoolEvent}, minus {@link PoolEventBase}).
+ */
 export type PoolEventPayload = ConnectionPoolEvent extends infer E
   ? E extends ConnectionPoolEvent
     ? Omit<E, 'address' | 'time'>

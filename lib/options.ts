@@ -41,6 +41,8 @@ export interface PoolOptions {
 
 /**
  * Options that are not pool options in the CMAP sense but shape the pool's background work.
+ *
+ * Source: CMAP test format, `poolOptions.backgroundThreadIntervalMS`; CMAP spec, "Background Thread".
  */
 export interface BackgroundOptions {
   /**
@@ -53,7 +55,11 @@ export interface BackgroundOptions {
   backgroundThreadIntervalMS?: number;
 }
 
-/** The option names of {@link PoolOptions}, in the order the CMAP spec lists them. */
+/**
+ * The option names of {@link PoolOptions}, in the order the CMAP spec lists them (a readonly tuple).
+ *
+ * Source: CMAP spec, "Connection Pool Options".
+ */
 export const POOL_OPTION_NAMES = [
   'maxPoolSize',
   'minPoolSize',
@@ -62,7 +68,12 @@ export const POOL_OPTION_NAMES = [
   'waitQueueTimeoutMS',
 ] as const satisfies readonly (keyof PoolOptions)[];
 
-/** The defaults of {@link PoolOptions} and {@link BackgroundOptions}, per the CMAP spec. */
+/**
+ * The defaults of {@link PoolOptions} and {@link BackgroundOptions} (a frozen object; durations in ms).
+ *
+ * Source: CMAP spec, "Connection Pool Options" (each option's "Defaults to"); `backgroundThreadIntervalMS`:
+ * extension (the spec leaves the interval between Background Thread Runs unspecified).
+ */
 export const DEFAULT_POOL_OPTIONS: Readonly<Required<PoolOptions & BackgroundOptions>> = Object.freeze({
   maxPoolSize: 100,
   minPoolSize: 0,
@@ -72,7 +83,13 @@ export const DEFAULT_POOL_OPTIONS: Readonly<Required<PoolOptions & BackgroundOpt
   backgroundThreadIntervalMS: 1000,
 });
 
-/** Pool options with every default applied and every value validated. */
+/**
+ * Pool options with every default applied and every value validated (frozen; durations in ms), as a pool's
+ * `options`.
+ *
+ * Source: CMAP spec, "Connection Pool Options"; `userSet`: CMAP spec, "Events" (PoolCreatedEvent.options: "Any
+ * non-default pool options that were set").
+ */
 export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & BackgroundOptions>> {
   /** The pool options the caller set explicitly (what ConnectionPoolCreated reports). */
   readonly userSet: Readonly<PoolOptions>;

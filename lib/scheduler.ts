@@ -35,7 +35,10 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 
 /**
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
- * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch.
+ * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
+ * takes its delay in ms (negative counts as 0). The default `scheduler` of pools and monitors.
+ *
+ * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */
 export const timerScheduler: SchedulerLike = Object.freeze({
   now: (): number => origin + performance.now(),

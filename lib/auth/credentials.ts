@@ -7,16 +7,25 @@
 import { inspect } from 'node:util';
 import { InvalidOptionError } from '../errors';
 
-/** The mechanisms this library speaks. */
+/**
+ * The mechanisms this library speaks, in order of preference (a frozen array).
+ *
+ * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "Default Authentication Methods".
+ */
 export const AUTH_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] as const);
 
-/** A SCRAM mechanism name. */
+/** A SCRAM mechanism name. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (`mechanism` of MongoCredential). */
 export type AuthMechanism = (typeof AUTH_MECHANISMS)[number];
 
-/** What {@link MongoCredentials} are made from. */
+/**
+ * What {@link MongoCredentials} are made from.
+ *
+ * Source: auth spec, "MongoCredential" (username, source, password, mechanism).
+ */
 export interface CredentialsInit {
   /** Non-empty. Sent as given (never SASLprep'd). */
   username: string;
+  /** The password; may be empty. Never shown in errors, JSON or inspection. */
   password: string;
   /** The database that holds the user (authSource). Default `admin`. */
   source?: string;
@@ -26,10 +35,22 @@ export interface CredentialsInit {
 
 const passwords = new WeakMap<MongoCredentials, string>();
 
-/** Credentials for SCRAM authentication. */
+/**
+ * Credentials for SCRAM authentication, validated at construction. The password is kept out of every enumerable
+ * property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance, so reusing
+ * one instance for many connections derives each once.
+ *
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
+ */
 export class MongoCredentials {
+  /** The user name, as given. */
   readonly username: string;
+  /** The database that holds the user (authSource); `admin` unless given. */
   readonly source: string;
+  /**
+   * The mechanism to use; undefined to negotiate it (SCRAM-SHA-256 when the server lists it for the user, else
+   * SCRAM-SHA-1).
+   */
   readonly mechanism: AuthMechanism | undefined;
   /** SCRAM salted passwords, keyed by mechanism, salt and iteration count (auth spec: MUST cache). */
   private readonly saltedPasswords = new Map<string, Buffer>();
@@ -61,7 +82,7 @@ export class MongoCredentials {
     return passwords.get(this)!;
   }
 
-  /** The cached salted password for `key`, computing it with `derive` the first time. */
+  /** The cached salted password for `key`, computing it with `derive` the first time. Used by SCRAM authentication. */
   saltedPassword(key: string, derive: () => Buffer): Buffer {
     let salted = this.saltedPasswords.get(key);
     if (salted === undefined) {
@@ -71,10 +92,19 @@ export class MongoCredentials {
     return salted;
   }
 
-  toJSON(): { username: string; source: string; mechanism?: AuthMechanism } {
+  /** The JSON form: `username`, `source` and (when set) `mechanism`; never the password. */
+  toJSON(): {
+    /** As {@link MongoCredentials.username}. */
+    username: string;
+    /** As {@link MongoCredentials.source}. */
+    source: string;
+    /** As {@link MongoCredentials.mechanism}, present only when set. */
+    mechanism?: AuthMechanism;
+  } {
     return { username: this.username, source: this.source, ...(this.mechanism ? { mechanism: this.mechanism } : {}) };
   }
 
+  /** What `util.inspect` (and `console.log`) shows: `MongoCredentials` and the JSON form, never the password. */
   [inspect.custom](): string {
     return `MongoCredentials ${inspect(this.toJSON())}`;
   }

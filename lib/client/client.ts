@@ -26,11 +26,15 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
  * when invalid), an invalid value here throws {@link InvalidOptionError}. Durations in ms.
+ *
+ * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
+ * (the option names); server monitoring spec, "heartbeatFrequencyMS"; load balancer spec, "loadBalanced"; logging
+ * spec (the `logging` option); `scheduler`: extension (injection for tests).
  */
 export interface ClientOptions extends PoolOptions, BackgroundOptions, ConnectionOptions {
-  /** Time between monitor checks, at least 500. Default 10000. */
+  /** Time between monitor checks, in ms; at least 500. Default 10000. */
   heartbeatFrequencyMS?: number;
-  /** How long `command()` waits for a ready server. Default 30000. */
+  /** How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0. Default 30000. */
   serverSelectionTimeoutMS?: number;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean;
@@ -42,7 +46,12 @@ export interface ClientOptions extends PoolOptions, BackgroundOptions, Connectio
   scheduler?: SchedulerLike;
 }
 
-/** Every event of a client: pool events and heartbeat events, each with the `address` of its server. */
+/**
+ * Every event of a client: pool events and heartbeat events, each with the `address` of its server; discriminated
+ * on `type`.
+ *
+ * Source: CMAP spec, "Events"; server monitoring spec, "SDAM Monitoring".
+ */
 export type ClientEvent = ConnectionPoolEvent | ServerHeartbeatEvent;
 
 const CONNECTION_OPTION_NAMES = [
@@ -65,7 +74,16 @@ const CONNECTION_OPTION_NAMES = [
 const POOL_OPTION_KEYS = ['maxPoolSize', 'minPoolSize', 'maxIdleTimeMS', 'maxConnecting', 'waitQueueTimeoutMS', 'backgroundThreadIntervalMS'] as const;
 
 /**
- * A client of one deployment: a pool and a monitor per host.
+ * A client of one deployment: a pool and a monitor per host (one pool and no monitor in load-balanced mode, its pool
+ * ready at once). Each monitor's heartbeats mark its pool ready or clear it (see {@link heartbeatActions}). Create
+ * it with {@link connect}.
+ *
+ * @throws {InvalidOptionError} from the constructor, for an invalid or `mongodb+srv` URI, an invalid option, or an
+ *   impossible combination (loadBalanced or directConnection with several hosts).
+ *
+ * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
+ * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
+ * connection string and URI options specs.
  */
 export class Client {
   /** The hosts, `host:port`. */

@@ -20,6 +20,9 @@ import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/conn
 /**
  * Options of a {@link ConnectionPool}: those of {@link ConnectionPoolCore} (the CMAP pool options, durations in ms),
  * with `connectionFactory` optional, plus the default factory's `connectionOptions` and `logging`.
+ *
+ * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; URI options
+ * spec (`connectionOptions`); logging spec (`logging`).
  */
 export interface ConnectionPoolOptions<C extends PoolConnection = Connection> extends Omit<ConnectionPoolCoreOptions<C>, 'connectionFactory'> {
   /**
@@ -49,7 +52,11 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  * ```
  *
  * @typeParam C the connection type its factory makes (default: the TCP {@link Connection}).
- * @throws {InvalidOptionError} from the constructor, for an invalid option (named in the error).
+ * @throws {InvalidOptionError} from the constructor, for an invalid option (named in the error), including an
+ *   invalid `connectionOptions` or `logging` value.
+ *
+ * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging
+ * spec; everything else as {@link ConnectionPoolCore}.
  */
 export class ConnectionPool<C extends PoolConnection = Connection> extends ConnectionPoolCore<C> {
   /**

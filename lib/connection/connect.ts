@@ -18,7 +18,13 @@ import { clientMetadata, handshakeCommand } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
 import { nodeTlsOptions, wantsTls, type TlsSettings } from './tls-options';
 
-/** How connections are established. Durations in ms. */
+/**
+ * How connections are established. Durations in ms.
+ *
+ * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
+ * options, loadBalanced); handshake spec, "client.application.name"; auth spec, "MongoCredential"; load balancer
+ * spec, "Connection Establishment".
+ */
 export interface ConnectionOptions extends TlsSettings {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
   appName?: string;
@@ -36,9 +42,15 @@ export interface ConnectionOptions extends TlsSettings {
   loadBalanced?: boolean;
 }
 
-/** Where to connect: a host and port, or a Unix domain socket path (as host, with no port). */
+/**
+ * Where to connect: a host and port, or a Unix domain socket path (as host, with no port).
+ *
+ * Source: CMAP spec, "Endpoint"; connection string spec, "Host Information".
+ */
 export interface Endpoint {
+  /** A host name, an IP address (IPv6 without brackets), or a Unix domain socket path. */
   host: string;
+  /** The TCP port; absent for a Unix domain socket. */
   port?: number;
 }
 
@@ -58,6 +70,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  *
  * @throws {InvalidOptionError} for an invalid timeout, appName, compressor, zlibCompressionLevel, TLS option or
  *   credentials.
+ *
+ * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
+ * "Connection handshake"; OP_COMPRESSED spec (compressor negotiation); auth spec, "Authentication Handshake"; load
+ * balancer spec, "Connection Establishment".
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
   const connectTimeoutMS = requireDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);

@@ -13,7 +13,7 @@ import { compressMessage, decompressMessage, mayCompress, type CompressorName } 
 import { decodeOpMsg, encodeOpMsg } from './op-msg';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from './wire-protocol';
 
-/** Options of one {@link Connection.command} call. */
+/** Options of one {@link Connection.command} call. Source: extension (a per-command socketTimeoutMS). */
 export interface CommandOptions {
   /** Fail the command (and error the connection) if no reply arrives within this many ms. 0 = no limit. */
   readonly timeoutMS?: number;
@@ -21,8 +21,11 @@ export interface CommandOptions {
 
 /** Identity and settings of a connection, from the pool and the factory. */
 export interface ConnectionInit {
+  /** The pool-assigned id. */
   readonly id: number;
+  /** The pool generation at creation. */
   readonly generation: number;
+  /** The Endpoint, `host:port`. */
   readonly address: string;
   /** Default reply timeout of every command, in ms (0 = none). */
   readonly socketTimeoutMS?: number;
@@ -30,12 +33,26 @@ export interface ConnectionInit {
   readonly zlibCompressionLevel?: number;
 }
 
-/** What the handshake reply tells about the server, as recorded on the connection. */
+/**
+ * What the handshake reply tells about the server, as recorded on the connection. A limit the reply lacks (or gives
+ * as a non-positive number) keeps its default, shown in parentheses.
+ *
+ * Source: handshake spec, "Connection handshake" (the fields of the server's `hello` / legacy hello reply); load
+ * balancer spec, "Connection Establishment" (`serviceId`).
+ */
 export interface ServerDescription {
+  /** The highest wire protocol version the server speaks (`maxWireVersion`; 0). */
   readonly maxWireVersion: number;
+  /** The lowest wire protocol version the server speaks (`minWireVersion`; 0). */
   readonly minWireVersion: number;
+  /** The largest BSON document the server accepts, in bytes (`maxBsonObjectSize`; 16 MiB). */
   readonly maxBsonObjectSize: number;
+  /**
+   * The largest wire message the server accepts, in bytes (`maxMessageSizeBytes`; 48000000). A larger reply fails
+   * its command with a {@link MongoNetworkError}.
+   */
   readonly maxMessageSizeBytes: number;
+  /** The most write operations the server accepts in one batch (`maxWriteBatchSize`; 100000). */
   readonly maxWriteBatchSize: number;
   /** The server's id for this connection (`connectionId` in the reply). */
   readonly serverConnectionId: number | undefined;
@@ -62,8 +79,13 @@ export function newRequestId(): number {
 }
 
 /**
- * A MongoDB connection. The connection factory creates it on a connected socket, runs the handshake and
- * authentication through it, and hands it to the pool; a caller then uses it while it is checked out.
+ * A MongoDB connection. The connection factory ({@link connectionFactory}) creates it on a connected socket, runs
+ * the handshake and authentication through it, and hands it to the pool; a caller then uses it while it is checked
+ * out. Users never construct one.
+ *
+ * Source: CMAP spec, "Connection" (Single Endpoint, Single Lifetime, Single Track, Monotonically Increasing ID,
+ * Perishable: Errored); OP_MSG spec; OP_COMPRESSED spec (the commands sent uncompressed); handshake spec (what the
+ * handshake reply tells about the server).
  */
 export class Connection implements PoolConnection {
   /** The pool-assigned id (CMAP "Monotonically Increasing ID"). */
@@ -95,6 +117,11 @@ export class Connection implements PoolConnection {
   private readonly socketTimeoutMS: number;
   private readonly zlibCompressionLevel: number;
 
+  /**
+   * Wraps a connected socket. Called by the connection factory only.
+   *
+   * @internal
+   */
   constructor(
     private readonly socket: Socket,
     init: ConnectionInit,
@@ -114,12 +141,12 @@ export class Connection implements PoolConnection {
     return this.server.serviceId?.toHexString();
   }
 
-  /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
   /** True while a request is in flight (a connection carries one at a time). */
   get busy(): boolean {
     return this.inFlight !== undefined;
   }
 
+  /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
   get errored(): boolean {
     return this.erroredBy !== undefined || this.destroyed;
   }

@@ -9,7 +9,15 @@ import { isIP } from 'node:net';
 import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 
-/** TLS settings. File paths are read once, when the connection factory is made. */
+/**
+ * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
+ * that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
+ * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, or a file it cannot read.
+ *
+ * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
+ * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, "Conflicting TLS options"); `tlsServerName`:
+ * extension (Node's `tls.connect` `servername`).
+ */
 export interface TlsSettings {
   /** Use TLS. Implied by any other tls option. */
   tls?: boolean;

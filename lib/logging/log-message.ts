@@ -10,42 +10,79 @@ import { MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { POOL_OPTION_NAMES } from '../options';
 
-/** An error, as it appears in a structured log message. */
+/**
+ * An error, as it appears in a structured log message: what the error classes report, with its texts truncated to
+ * the max document length; absent values are omitted.
+ *
+ * Source: logging spec, "Representing Errors in Log Messages", "Omitting Null Values from Log Messages",
+ * "Configurable Max Document Length".
+ */
 export interface LoggedError {
+  /** The error's `name`, e.g. `"MongoNetworkError"`. */
   readonly type: string;
+  /** The error's message, truncated. */
   readonly message: string;
+  /** A server error's code ({@link MongoServerError.code}). */
   readonly code?: number;
+  /** A server error's code name ({@link MongoServerError.codeName}). */
   readonly codeName?: string;
+  /** The error's labels, when it has any. */
   readonly errorLabels?: readonly string[];
   /** A server error's reply, as relaxed extended JSON, truncated. */
   readonly response?: string;
 }
 
-/** The fields of a connection log message, with the spec's key names; absent values are omitted. */
+/**
+ * The fields of a connection log message, with the spec's key names; absent values are omitted (never null).
+ *
+ * Source: CMAP spec, "Connection Pool Logging" ("Common Fields" and each message's keys); logging spec, "Omitting
+ * Null Values from Log Messages".
+ */
 export interface ConnectionLogFields {
+  /** The spec's message name, e.g. `"Connection checked out"`. */
   readonly message: string;
+  /** The Endpoint's host name, IP address or Unix domain socket path. */
   readonly serverHost: string;
+  /** The Endpoint's port (27017 when the address gave none); absent for a Unix domain socket. */
   readonly serverPort?: number;
+  /** The connection's pool-assigned id, in the messages about one connection. */
   readonly driverConnectionId?: number;
+  /** The event's `duration`, in ms: in Connection ready, Connection checked out and Connection checkout failed. */
   readonly durationMS?: number;
+  /** The spec's sentence for the event's reason, in Connection closed and Connection checkout failed. */
   readonly reason?: string;
+  /** The error, when a connection was closed with reason `error` or a checkout failed with `connectionError`. */
   readonly error?: LoggedError;
+  /** The cleared service (hex ObjectId string), in Connection pool cleared, in load-balanced mode. */
   readonly serviceId?: string;
+  /** Connection pool created: the pool's maxIdleTimeMS (ms), when the user set it. */
   readonly maxIdleTimeMS?: number;
+  /** Connection pool created: the pool's minPoolSize, when the user set it. */
   readonly minPoolSize?: number;
+  /** Connection pool created: the pool's maxPoolSize, when the user set it. */
   readonly maxPoolSize?: number;
+  /** Connection pool created: the pool's maxConnecting, when the user set it. */
   readonly maxConnecting?: number;
+  /** Connection pool created: the pool's waitQueueTimeoutMS (ms), when the user set it. */
   readonly waitQueueTimeoutMS?: number;
 }
 
-/** One log message of the `connection` component, at `debug` level. */
+/**
+ * One log message of the `connection` component, at `debug` level, made from one CMAP event. Frozen.
+ *
+ * Source: CMAP spec, "Connection Pool Logging"; logging spec, "Components", "Log Severity Levels", "Structured versus
+ * Unstructured Logging", "Including Timestamps in Log Messages".
+ */
 export class ConnectionLogMessage {
+  /** The log component: always `connection`. */
   readonly component = 'connection' as const;
+  /** The severity: always `debug`. */
   readonly level = 'debug' as const;
 
   constructor(
-    /** When the event was emitted, ms since the epoch. */
+    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
     readonly time: number,
+    /** The structured fields, under the spec's key names. */
     readonly fields: ConnectionLogFields,
   ) {
     Object.freeze(this);

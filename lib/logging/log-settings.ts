@@ -7,7 +7,11 @@
  */
 import { InvalidOptionError } from '../errors';
 
-/** The severity levels, most severe first (logging spec, "Log Severity Levels"). */
+/**
+ * The severity levels, most severe first, after `off` (a frozen array).
+ *
+ * Source: logging spec, "Log Severity Levels".
+ */
 export const LOG_LEVELS = Object.freeze([
   'off',
   'emergency',
@@ -21,21 +25,42 @@ export const LOG_LEVELS = Object.freeze([
   'trace',
 ] as const);
 
-/** A severity level name. */
+/** A severity level name. Source: logging spec, "Log Severity Levels". */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** The components this library logs for. */
+/**
+ * The log components whose severity can be set: `connection` (the CMAP log messages) and `topology` (accepted and
+ * resolved; this library emits no topology messages).
+ *
+ * Source: logging spec, "Components"; CMAP spec, "Connection Pool Logging" (component `connection`).
+ */
 export type LogComponent = 'connection' | 'topology';
 
-/** Where a message goes when it is written. */
+/**
+ * Where a message goes when it is written: a user-supplied destination, in place of a file or standard stream. The
+ * built-in destinations write each message's `toJSON()` as one JSON line.
+ *
+ * Source: logging spec, "Configurable Log Destination" (a way to consume the messages programmatically).
+ */
 export interface LogSink {
   /** Receives each message (structured; `render()` gives the unstructured form). */
   write(message: { toJSON(): object; render(): string }): void;
-  /** Called when the owner closes (flush, close files). */
+  /**
+   * Flushes and releases the destination. Called only on the sinks rxcmap opens itself for a `path` string: by a
+   * pool once it is closed and has closed its last connection, by a client when it is closed. A sink object you pass
+   * is yours to close.
+   */
   close?(): void;
 }
 
-/** Programmatic logging options; each overrides its environment variable. */
+/**
+ * Programmatic logging options; each overrides its environment variable. The pool or client that receives them
+ * throws {@link InvalidOptionError} from its constructor for a level not in {@link LOG_LEVELS}, a maxDocumentLength
+ * that is not an integer >= 0, or an empty path; invalid environment values are ignored instead.
+ *
+ * Source: logging spec, "Per-Component Configuration of Log Levels", "Configurable Log Destination", "Configurable
+ * Max Document Length", "Supporting Both Programmatic and Environment Variable Configuration".
+ */
 export interface LoggingOptions {
   /**
    * Minimum severity per component; `default` applies to components not named. CMAP messages are `debug`, so
@@ -55,7 +80,7 @@ export interface LogSettings {
   readonly maxDocumentLength: number;
 }
 
-/** The default max document length. */
+/** The default max document length, in UTF-16 code units. Source: logging spec, "Configurable Max Document Length". */
 export const DEFAULT_MAX_DOCUMENT_LENGTH = 1000;
 
 const ENV_OF: Record<LogComponent, string> = { connection: 'MONGODB_LOG_CONNECTION', topology: 'MONGODB_LOG_TOPOLOGY' };

@@ -20,6 +20,10 @@ import type { ServerHeartbeatEvent } from './heartbeat-events';
  * ```ts
  * monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
  * ```
+ *
+ * Source: server monitoring spec, "Marking the connection pool as ready (CMAP only)", "Network or command error
+ * during server check"; CMAP spec, "Clearing a non-load balanced pool" (interruptInUseConnections on a monitor
+ * timeout); as an RxJS operator: extension.
  */
 export function heartbeatActions(): OperatorFunction<ServerHeartbeatEvent, PoolInputAction> {
   return (events) =>

@@ -5,33 +5,69 @@
  */
 import type { Document } from 'bson';
 
-/** A check started. `awaited` is always false: this monitor uses the polling protocol. */
+/**
+ * A check started: emitted before the monitor connects (first check, or after a failure) or sends `hello`.
+ *
+ * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatStartedEvent).
+ */
 export interface ServerHeartbeatStartedEvent {
+  /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatStarted';
+  /** The monitored server, `host:port`. */
   readonly address: string;
+  /** When the check started: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
+  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
   readonly awaited: false;
 }
 
-/** A check succeeded: `reply` is the hello (or handshake) reply; `duration` is its round trip, in ms. */
+/**
+ * A check succeeded.
+ *
+ * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatSucceededEvent).
+ */
 export interface ServerHeartbeatSucceededEvent {
+  /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatSucceeded';
+  /** The monitored server, `host:port`. */
   readonly address: string;
+  /** When the check ended: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
+  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
   readonly awaited: false;
+  /**
+   * ms from the start of the check to its reply; when the check had to open the monitoring connection, that
+   * includes connecting and the handshake.
+   */
   readonly duration: number;
+  /** The server's reply: a new monitoring connection's handshake reply, else the `hello` (or legacy hello) reply. */
   readonly reply: Readonly<Document>;
 }
 
-/** A check failed with `error` after `duration` ms. */
+/**
+ * A check failed. The monitoring connection is closed; the next check opens a new one.
+ *
+ * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatFailedEvent), "Network or command error during
+ * server check".
+ */
 export interface ServerHeartbeatFailedEvent {
+  /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatFailed';
+  /** The monitored server, `host:port`. */
   readonly address: string;
+  /** When the check failed: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
+  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
   readonly awaited: false;
+  /** ms from the start of the check to its failure. */
   readonly duration: number;
+  /**
+   * Why: a {@link MongoNetworkError} (or {@link MongoNetworkTimeoutError} after connectTimeoutMS), a
+   * {@link MongoServerError}, or whatever else the connection factory failed with (wrapped in an `Error` if it was
+   * not one).
+   */
   readonly error: Error;
 }
 
-/** Every heartbeat event, discriminated on `type`. */
+/** Every heartbeat event, discriminated on `type`. Source: server monitoring spec, "SDAM Monitoring". */
 export type ServerHeartbeatEvent = ServerHeartbeatStartedEvent | ServerHeartbeatSucceededEvent | ServerHeartbeatFailedEvent;

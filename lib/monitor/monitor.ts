@@ -17,10 +17,20 @@ import type { ConnectionFactory } from '../pool/contract';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
 
-/** The shortest interval between checks (server monitoring spec: MUST be 500 ms, not configurable). */
+/**
+ * The shortest interval between checks, in ms: 500, not configurable.
+ *
+ * Source: server monitoring spec, "minHeartbeatFrequencyMS".
+ */
 export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
 
-/** Options of a {@link Monitor}. Durations in ms. */
+/**
+ * Options of a {@link Monitor}. Durations in ms.
+ *
+ * Source: server monitoring spec, "heartbeatFrequencyMS", "minHeartbeatFrequencyMS", "Socket timeout for monitoring
+ * is connectTimeoutMS", "Servers are monitored with dedicated sockets"; `connectionFactory`, `scheduler`: extension
+ * (injection for tests).
+ */
 export interface MonitorOptions {
   /** The server, `host:port`. */
   address: string;
@@ -37,11 +47,22 @@ export interface MonitorOptions {
 /**
  * A server monitor using the polling protocol. `start()` it, follow {@link heartbeats$}, `close()` it.
  *
+ * Each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
+ * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
+ * is the check. A failed check closes that connection; after a network error on a server that was known (its
+ * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS.
+ *
  * @throws {InvalidOptionError} from the constructor for a heartbeatFrequencyMS below 500 or an invalid address or
  *   connection option.
+ *
+ * Source: server monitoring spec, "Servers are monitored with dedicated sockets", "Servers are checked
+ * periodically", "Requesting an immediate check", "Polling Protocol", "Network or command error during server
+ * check", "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS".
  */
 export class Monitor {
+  /** The monitored server, normalized to `host:port`. */
   readonly address: string;
+  /** Time from the end of one check to the start of the next, in ms (at least 500; default 10000). */
   readonly heartbeatFrequencyMS: number;
   private readonly events = new Subject<ServerHeartbeatEvent>();
   private readonly factory: ConnectionFactory<Connection>;

@@ -23,7 +23,7 @@ import { MessageFramer, OpCode, type WireMessage } from '../connection/wire-prot
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
-/** Options of an {@link EmbeddedServer}. */
+/** Options of an {@link EmbeddedServer}. Source: extension (the settings of a standalone mongod it imitates). */
 export interface EmbeddedServerOptions {
   /** TCP port; 0 (default) picks a free one. */
   port?: number;
@@ -34,7 +34,16 @@ export interface EmbeddedServerOptions {
   /** Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256). */
   users?: EmbeddedUser[];
   /** Serve TLS with this key and certificate (PEM); `ca` and `requestCert` check client certificates. */
-  tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer; requestCert?: boolean };
+  tls?: {
+    /** The server's private key, PEM. */
+    key: string | Buffer;
+    /** The server's certificate, PEM. */
+    cert: string | Buffer;
+    /** The certificate authorities client certificates must chain to, PEM. */
+    ca?: string | Buffer;
+    /** Ask every client for a certificate and refuse connections without a valid one. Default false. */
+    requestCert?: boolean;
+  };
   /** Compressors it accepts. Default `["zlib"]`. */
   compressors?: string[];
   /**
@@ -44,7 +53,10 @@ export interface EmbeddedServerOptions {
   loadBalancedServices?: number;
 }
 
-/** What the server knows of one client connection. */
+/**
+ * What the server knows of one client connection, as given to a {@link CommandHandler}. Source: extension (the
+ * per-connection state of a mongod: its connection id, handshake metadata, compressor and authenticated user).
+ */
 export interface ClientConnectionInfo {
   /** The server-side connection id (reported as `connectionId` in hello). */
   readonly id: number;
@@ -54,13 +66,21 @@ export interface ClientConnectionInfo {
   compressor: string | undefined;
   /** The user this connection authenticated as (`<db>.<user>`), if any. */
   user: string | undefined;
-  /** The SASL conversation in progress, if any. */
+  /**
+   * The SASL conversation in progress, if any.
+   *
+   * @internal
+   */
   conversation: ScramConversation | undefined;
   /** The service this connection reached, when the endpoint acts as a load balancer. */
   serviceId: ObjectId | undefined;
 }
 
-/** A command handler: receives the command document and the connection it came on. */
+/**
+ * A command handler: receives the command document and the connection it came on, and returns (or resolves to) the
+ * reply document. A handler that throws or rejects is answered with `{ ok: 0, code: 2, codeName: 'BadValue' }` and
+ * the error's message as `errmsg`. Source: extension.
+ */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
 
 /** Commands that need no authentication. */
@@ -68,6 +88,10 @@ const OPEN_COMMANDS = new Set(['hello', 'ismaster', 'saslstart', 'saslcontinue',
 
 /**
  * The embedded endpoint. `start()` it, connect to {@link address}, `stop()` it.
+ *
+ * Source: extension (answers as a standalone mongod does: OP_MSG spec; OP_COMPRESSED spec; handshake spec, "Hello
+ * Command"; auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256"; load balancer spec, "Connection Establishment" for
+ * `serviceId`; the server's `failCommand` fail point).
  */
 export class EmbeddedServer {
   /** The `failCommand` fail point. */
@@ -105,7 +129,7 @@ export class EmbeddedServer {
     this.handlers.set('configurefailpoint', (cmd) => this.failCommand.configure(cmd));
   }
 
-  /** `127.0.0.1:<port>` once started. */
+  /** `127.0.0.1:<port>` once started (`127.0.0.1:0` before). */
   get address(): string {
     return `127.0.0.1:${this.port}`;
   }
@@ -120,7 +144,10 @@ export class EmbeddedServer {
     return this.sockets.size;
   }
 
-  /** Starts listening on 127.0.0.1. Resolves once it accepts connections. */
+  /**
+   * Starts listening on 127.0.0.1. Resolves to this endpoint once it accepts connections; rejects with the server's
+   * error when it cannot listen (e.g. `EADDRINUSE` for a taken `port`).
+   */
   async start(): Promise<this> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
@@ -133,7 +160,7 @@ export class EmbeddedServer {
     return this;
   }
 
-  /** Stops listening and closes every client connection. */
+  /** Stops listening and closes every client connection. Resolves once the server is closed. */
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

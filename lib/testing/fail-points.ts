@@ -7,10 +7,18 @@
  */
 import type { Document } from 'bson';
 
-/** What a matching command must suffer, in order: block, then close the connection or fail with an error. */
+/**
+ * What a matching command must suffer, in order: block, then close the connection or fail with an error.
+ *
+ * Source: extension (the server's `failCommand` fail point: `blockConnection`/`blockTimeMS`, `closeConnection`,
+ * `errorCode`/`errorLabels`).
+ */
 export interface FailAction {
+  /** How long to hold the reply back, in ms; 0 unless `blockConnection` is true. */
   readonly blockTimeMS: number;
+  /** Close the connection instead of answering (after blocking). */
   readonly closeConnection: boolean;
+  /** The `ok: 0` reply to send instead of running the command (from `errorCode` and `errorLabels`), if any. */
   readonly error: Document | undefined;
 }
 
@@ -29,7 +37,12 @@ const CODE_NAMES: Record<number, string> = {
   13435: 'NotPrimaryNoSecondaryOk',
 };
 
-/** The state of the `failCommand` fail point. */
+/**
+ * The state of the `failCommand` fail point of an {@link EmbeddedServer} (its `failCommand` property), set by a
+ * `configureFailPoint` command or by calling {@link FailCommandPoint.configure}. Off until configured.
+ *
+ * Source: extension (the server's `failCommand` fail point, as the CMAP and SDAM tests use it).
+ */
 export class FailCommandPoint {
   private mode: 'off' | 'alwaysOn' | 'times' = 'off';
   private remaining = 0;

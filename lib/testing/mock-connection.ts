@@ -6,10 +6,18 @@ import { Observable, type SchedulerLike } from 'rxjs';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
-/** A connection that does nothing but remember what happened to it. */
+/**
+ * A connection that does nothing but remember what happened to it.
+ *
+ * Source: CMAP spec, "Connection" ("a mocked Connection type could be used with the pool that never actually creates
+ * a TCP connection or performs any I/O").
+ */
 export class MockConnection implements PoolConnection {
+  /** The pool-assigned id, from the descriptor it was made for. */
   readonly id: number;
+  /** The pool generation at creation, from the descriptor. */
   readonly generation: number;
+  /** The pool's Endpoint, `host:port`, from the descriptor. */
   readonly address: string;
   /** The service it reached, in load-balanced tests (see {@link MockConnectionFactoryOptions.serviceIdOf}). */
   serviceId: string | undefined;
@@ -17,8 +25,9 @@ export class MockConnection implements PoolConnection {
   errored = false;
   /** Set it to simulate a request in flight (see `PoolConnection.busy`). */
   busy = false;
-  /** Whether the pool destroyed it, and with which error. */
+  /** Whether the pool destroyed it (`destroy()` also sets `errored`). */
   destroyed = false;
+  /** The error the first `destroy(error)` was given, if any. */
   destroyError: Error | undefined;
 
   constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>, serviceId?: string) {
@@ -28,6 +37,7 @@ export class MockConnection implements PoolConnection {
     this.address = descriptor.address;
   }
 
+  /** Records the teardown: sets `destroyed`, `destroyError` and `errored`. Idempotent: later calls change nothing. */
   destroy(error?: Error): void {
     if (this.destroyed) return;
     this.destroyed = true;
@@ -36,7 +46,7 @@ export class MockConnection implements PoolConnection {
   }
 }
 
-/** Options of {@link MockConnectionFactory}. */
+/** Options of {@link MockConnectionFactory}. Source: extension. */
 export interface MockConnectionFactoryOptions {
   /** How long an establishment takes, in ms. Default 0 (completes on a microtask). */
   establishDelayMS?: number;
@@ -51,14 +61,23 @@ export interface MockConnectionFactoryOptions {
 /**
  * Makes {@link MockConnection}s. `factory` is the {@link ConnectionFactory} to give a pool; `created` lists every
  * connection it made, `started` every establishment it began and `aborted` those the pool abandoned.
+ *
+ * Source: CMAP spec, "Connection" (a mocked Connection for tests), "Establishing a Connection".
  */
 export class MockConnectionFactory {
+  /** Every connection it established, in order (failed establishments add none). */
   readonly created: MockConnection[] = [];
+  /** The descriptor of every establishment it began, in order. */
   readonly started: ConnectionDescriptor[] = [];
+  /** How many establishments were unsubscribed from (abandoned by the pool) before they finished. */
   aborted = 0;
 
   constructor(private readonly options: MockConnectionFactoryOptions = {}) {}
 
+  /**
+   * The factory to give a pool as `connectionFactory`: each subscription establishes one {@link MockConnection}
+   * after `establishDelayMS`, or fails with what `failWith` returns.
+   */
   readonly factory: ConnectionFactory<MockConnection> = (descriptor) =>
     new Observable<MockConnection>((subscriber) => {
       this.started.push(descriptor);

@@ -9,13 +9,20 @@ import { Binary, type Document } from 'bson';
 import type { AuthMechanism } from '../auth/credentials';
 import { hash, hmac, parseAttributes, saltPassword, saslPayloadText, scramPassword, xor } from '../auth/scram';
 
-/** A user of the embedded endpoint. */
+/**
+ * A user of the embedded endpoint. Its SCRAM credentials are derived when the endpoint is constructed.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (what a server stores for a user: salt, iteration count, stored
+ * and server keys).
+ */
 export interface EmbeddedUser {
+  /** The user name. */
   username: string;
+  /** The password, in clear text (prepared as each mechanism requires when the user is added). */
   password: string;
   /** The database that holds the user. Default `admin`. */
   db?: string;
-  /** Default both. */
+  /** The mechanisms the user can authenticate with. Default both, SCRAM-SHA-1 and SCRAM-SHA-256. */
   mechanisms?: AuthMechanism[];
 }
 

@@ -21,6 +21,9 @@ import { VirtualTimeScheduler } from 'rxjs';
  *   connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory });
  * clock.advance(100); // every timer due by t = 100 ms has run, in order; now() === 100
  * ```
+ *
+ * Source: extension (RxJS `VirtualTimeScheduler`, bounded the way test clocks such as `@sinonjs/fake-timers`' `tick`
+ * are).
  */
 export class VirtualClock extends VirtualTimeScheduler {
   /**
