@@ -40,14 +40,6 @@ export function hasUnclaimedEstablishment<C>(s: PoolState<C>): boolean {
   return s.claimablePendingCount > s.claimants.length;
 }
 
-/**
- * Would losing one current-generation establishment leave a claimant without one? (Then the oldest claimant fails
- * with that establishment's error: each outcome goes to the oldest claimant.)
- */
-export function wouldStrandClaimant<C>(s: PoolState<C>): boolean {
-  return s.claimants.length > s.claimablePendingCount - 1;
-}
-
 /** Is the pool below minPoolSize, so background population should start an establishment (when a slot allows)? */
 export function isBelowMinPoolSize<C>(s: PoolState<C>): boolean {
   return s.records.size < s.options.minPoolSize;

@@ -347,9 +347,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Checks a connection back in: emits ConnectionCheckedIn, then closes it if it is perished (stale, errored) or the
    * pool is closed, else makes it available.
    *
-   * A check-in is accepted from the checkout that holds the connection only. Called again from inside the pool's own
-   * processing (an `events$` subscriber, or a delivery callback) before the first check-in was processed, the
-   * duplicate is ignored rather than thrown: it can then never take the connection from the next holder.
+   * The check-in ends the connection's current checkout. This method receives only the connection, so it cannot
+   * tell its holder from a caller that held it before: code that checks in a connection it no longer holds ends
+   * someone else's checkout. `withConnection` and `withConnection$` tie the check-in to their own checkout and
+   * never do that. A duplicate made from inside the pool's own processing (an `events$` subscriber, a delivery
+   * callback), queued behind the first check-in, is ignored rather than thrown.
    *
    * @throws {ConnectionCheckInError} synchronously, for a connection this pool did not create (or already closed),
    *   or one that is not checked out (already checked in).

@@ -18,7 +18,6 @@ import {
   canStartEstablishment,
   hasUnclaimedEstablishment,
   isBelowMinPoolSize,
-  wouldStrandClaimant,
 } from './admission';
 import type { Command } from './commands';
 import type { PoolConnection } from './contract';
@@ -278,14 +277,16 @@ function establishFailed<C extends PoolConnection>(
   const rec = s.records.get(id);
   if (rec === undefined || rec.state !== 'pending') return; // abandoned already
   const current = rec.generation === s.generation;
-  // Each establishment outcome goes to the oldest claimant; one claim too many now means that claimant fails.
-  const claimant = current && wouldStrandClaimant(s) ? s.claimants.shift() : undefined;
+  // Each establishment outcome goes to the oldest claimant, a failure as a success does: the checkout waiting on
+  // an establishment gets its error (and may retry), rather than silently moving on to the next one.
+  const claimant = current ? s.claimants.shift() : undefined;
   // Load-balanced mode: errors before or during the handshake never clear the pool (load balancer spec).
   if (clearPool && current && !s.loadBalanced) clear(s, false, error, out);
   closeRecord(s, rec, 'error', out, error);
   if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
   serveWaiters(s, out);
-  populate(s, out);
+  // No populate here: after an error, minPoolSize is restored by the next Background Thread Run, never at the same
+  // instant (an establishment failing at once would otherwise be retried in a loop).
 }
 
 function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {

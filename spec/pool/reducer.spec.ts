@@ -267,6 +267,29 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.state.records.size).to.equal(0);
     });
 
+    it('fails the checkout that claimed a background establishment when that fails, even if another is pending', function () {
+      // minPoolSize 2: the Background Thread starts two; a checkout claims one; the first to fail is its outcome.
+      const b = new Bench({ minPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      const w = b.checkOut();
+      expect(b.state.claimants.length).to.equal(1);
+      const overloaded = new Error('overloaded');
+      b.failEstablishment(1, overloaded, false); // a backpressure error: the pool is not cleared
+      expect(b.errorOf(w)).to.equal(overloaded);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'connectionError' });
+    });
+
+    it('leaves repopulating after a failure to the next Background Thread Run (no retry loop at the same instant)', function () {
+      const b = new Bench({ minPoolSize: 1, maxConnecting: 1, backgroundThreadIntervalMS: 50 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1]);
+      b.failEstablishment(1, new Error('overloaded'), false);
+      expect(b.pending.size, 'nothing started again at once').to.equal(0);
+      b.advanceTo(50);
+      expect([...b.pending], 'the next run populates').to.deep.equal([2]);
+    });
+
     it('does not clear when the policy says so, and the pool stays ready', function () {
       const b = new Bench();
       b.dispatch({ type: 'ready' });
