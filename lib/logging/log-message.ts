@@ -43,7 +43,7 @@ export interface ConnectionLogFields {
   readonly message: string;
   /** The Endpoint's host name, IP address or Unix domain socket path. */
   readonly serverHost: string;
-  /** The Endpoint's port (27017 when the address gave none); absent for a Unix domain socket. */
+  /** The Endpoint's port (27017 when the address gave none); undefined for a Unix domain socket. */
   readonly serverPort?: number;
   /** The connection's pool-assigned id, in the messages about one connection. */
   readonly driverConnectionId?: number;
@@ -68,7 +68,8 @@ export interface ConnectionLogFields {
 }
 
 /**
- * One log message of the `connection` component, at `debug` level, made from one CMAP event. Frozen.
+ * One log message of the `connection` component, at `debug` level, made from one CMAP event. Treat it as immutable
+ * (its members are readonly; it is shared by every subscriber of `log$`).
  *
  * Source: CMAP spec, "Connection Pool Logging"; logging spec, "Components", "Log Severity Levels", "Structured versus
  * Unstructured Logging", "Including Timestamps in Log Messages".
@@ -84,13 +85,14 @@ export class ConnectionLogMessage {
     readonly time: number,
     /** The structured fields, under the spec's key names. */
     readonly fields: ConnectionLogFields,
-  ) {
-    Object.freeze(this);
-  }
+  ) {}
 
   /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
   toJSON(): Record<string, unknown> {
-    return { t: new Date(this.time).toISOString(), c: this.component, s: this.level, ...this.fields };
+    const json: Record<string, unknown> = { t: new Date(this.time).toISOString(), c: this.component, s: this.level };
+    // Logging spec, "Omitting Null Values": keys without a value are left out.
+    for (const [key, value] of Object.entries(this.fields)) if (value !== undefined) json[key] = value;
+    return json;
   }
 
   /** The spec's unstructured form of this message. */
@@ -143,6 +145,15 @@ export function connectionLogMessage(
   server: ServerAddress,
   maxDocumentLength: number,
 ): ConnectionLogMessage {
+  // The messages of every checkout come first, each built as one literal (they are most of a busy pool's log).
+  switch (event.type) {
+    case 'ConnectionCheckOutStarted':
+      return new ConnectionLogMessage(event.time, { message: 'Connection checkout started', serverHost: server.host, serverPort: server.port });
+    case 'ConnectionCheckedOut':
+      return new ConnectionLogMessage(event.time, { message: 'Connection checked out', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId, durationMS: event.duration });
+    case 'ConnectionCheckedIn':
+      return new ConnectionLogMessage(event.time, { message: 'Connection checked in', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId });
+  }
   const base = { serverHost: server.host, ...(server.port === undefined ? {} : { serverPort: server.port }) };
   let fields: ConnectionLogFields;
   switch (event.type) {
@@ -176,9 +187,6 @@ export function connectionLogMessage(
         ...(event.reason === 'error' && event.error ? { error: logError(event.error, maxDocumentLength) } : {}),
       };
       break;
-    case 'ConnectionCheckOutStarted':
-      fields = { message: 'Connection checkout started', ...base };
-      break;
     case 'ConnectionCheckOutFailed':
       fields = {
         message: 'Connection checkout failed',
@@ -187,12 +195,6 @@ export function connectionLogMessage(
         ...(event.reason === 'connectionError' && event.error ? { error: logError(event.error, maxDocumentLength) } : {}),
         durationMS: event.duration,
       };
-      break;
-    case 'ConnectionCheckedOut':
-      fields = { message: 'Connection checked out', ...base, driverConnectionId: event.connectionId, durationMS: event.duration };
-      break;
-    case 'ConnectionCheckedIn':
-      fields = { message: 'Connection checked in', ...base, driverConnectionId: event.connectionId };
       break;
   }
   return new ConnectionLogMessage(event.time, fields);

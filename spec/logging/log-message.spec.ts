@@ -102,6 +102,19 @@ describe('connection log messages', function () {
     );
   });
 
+  it('leaves out keys without a value: a Unix domain socket has no serverPort, in every message', async function () {
+    const { pool, json } = loggedPool({ address: '/tmp/mongodb-27017.sock' });
+    pool.ready();
+    pool.checkIn(await pool.checkOut());
+    pool.close();
+    const lines = json();
+    expect(lines.map((l) => l.message)).to.include.ordered.members(['Connection pool created', 'Connection pool ready', 'Connection checkout started']);
+    for (const line of lines) {
+      expect(line.serverHost).to.equal('/tmp/mongodb-27017.sock');
+      expect(line, String(line.message)).to.not.have.property('serverPort');
+    }
+  });
+
   it('builds nothing and writes nothing when connection logging is off', function () {
     const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: { connection: 'info' } } });
     let completed = false;
