@@ -1,35 +1,30 @@
 /**
- * The benchmark scenarios. Each runs one peer once and returns raw numbers; run.ts repeats them over rounds and takes
- * medians. Times come from performance.now(), in ms.
+ * The benchmark scenarios. Each runs once on a pool opened by run.ts (after a full GC and a priming run) and returns
+ * raw numbers; run.ts repeats them over rounds and takes medians. Times come from performance.now(), in ms unless
+ * named otherwise.
+ *
+ * Throughput loops read no clock: only the whole run is timed. Checkout-wait latency is measured by its own scenario
+ * ({@link waits}), whose clock reads are its own cost and never reach a throughput figure.
  */
 import { MongoClient } from 'mongodb';
-import { firstValueFrom, from } from 'rxjs';
+import { firstValueFrom, from, type Subscription } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, type ConnectionPoolEvent } from '../lib';
-import type { Peer } from './peers';
+import type { PoolUnderTest } from './peers';
 import { percentile } from './stats';
 
-/** Result of a cycle run: throughput and wait latency of the checkouts. */
-export interface CycleResult {
-  opsPerSec: number;
-  p50: number;
-  p99: number;
-}
+const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * `callers` concurrent loops of checkOut → (one microtask) → checkIn, `ops` cycles in all, on a pool of
- * `maxPoolSize`; callers beyond the pool size wait in the queue.
+ * Throughput, in cycles per second: `callers` concurrent loops of checkOut → (one microtask) → checkIn, `ops` cycles
+ * in all; callers beyond the pool size wait in the queue. The loop is exactly what a caller writes
+ * (`const c = await pool.checkOut(); …; pool.checkIn(c)`); nothing in it reads a clock.
  */
-export async function cycles(peer: Peer, address: string, maxPoolSize: number, callers: number, ops: number): Promise<CycleResult> {
-  const pool = await peer.open(maxPoolSize, address);
-  const waits = new Float64Array(ops + callers);
+export async function cycles(pool: PoolUnderTest, callers: number, ops: number): Promise<number> {
   let done = 0;
-  let recorded = 0;
   const loop = async (): Promise<void> => {
     while (done < ops) {
       done++;
-      const start = performance.now();
       const item = await pool.acquire();
-      waits[recorded++] = performance.now() - start;
       await undefined;
       pool.release(item);
     }
@@ -37,123 +32,156 @@ export async function cycles(peer: Peer, address: string, maxPoolSize: number, c
   const started = performance.now();
   await Promise.all(Array.from({ length: callers }, loop));
   const elapsed = performance.now() - started;
-  await pool.close();
-  return { opsPerSec: (done / elapsed) * 1000, p50: percentile(waits, recorded, 50), p99: percentile(waits, recorded, 99) };
+  return (done / elapsed) * 1000;
 }
 
-/** Result of a churn run. */
-export interface ChurnResult {
-  /** Completed cycles per second of the callers that keep their checkouts. */
-  opsPerSec: number;
-  /** Checkouts abandoned per second. */
-  cancelsPerSec: number;
+/** Checkout-wait latency percentiles, in µs. */
+export interface WaitResult {
+  p50: number;
+  p99: number;
 }
 
 /**
- * Cancellation churn on a pool of 10: 50 callers cycle as in {@link cycles} while 50 others start checkouts and
- * abandon them a microtask later (unsubscribe / AbortSignal / abort), returning any connection that arrived first.
+ * Checkout-wait latency: the same loops as {@link cycles}, each checkout timed from the call to the connection in
+ * hand (the clock is read twice per cycle, so this scenario's throughput is not reported).
  */
-export async function churn(peer: Peer, address: string, ops: number): Promise<ChurnResult | undefined> {
-  const pool = await peer.open(10, address);
-  if (pool.acquireCancellable === undefined) {
-    await pool.close();
-    return undefined;
-  }
+export async function waits(pool: PoolUnderTest, callers: number, ops: number): Promise<WaitResult> {
+  const samples = new Float64Array(ops + callers);
   let done = 0;
-  let cancels = 0;
-  let stop = false;
-  const cycler = async (): Promise<void> => {
+  let recorded = 0;
+  const loop = async (): Promise<void> => {
     while (done < ops) {
       done++;
+      const start = performance.now();
       const item = await pool.acquire();
+      samples[recorded++] = performance.now() - start;
       await undefined;
       pool.release(item);
     }
-    stop = true;
   };
-  const churner = async (): Promise<void> => {
-    while (!stop) {
-      const handle = pool.acquireCancellable!();
-      let arrived: unknown;
-      let abandoned = false;
-      void handle.promise.then((item) => {
-        if (item === undefined) return;
-        if (abandoned) pool.release(item); // it was already on its way when the caller gave up
-        else arrived = item;
-      });
-      await undefined;
-      await undefined;
-      if (arrived !== undefined) pool.release(arrived);
-      else {
-        abandoned = true;
-        handle.cancel();
-        cancels++;
-      }
-      await new Promise((r) => setImmediate(r)); // let the pool's cancellation bookkeeping settle
-    }
-  };
-  const started = performance.now();
-  await Promise.all([...Array.from({ length: 50 }, cycler), ...Array.from({ length: 50 }, churner)]);
-  const elapsed = performance.now() - started;
-  await new Promise((r) => setTimeout(r, 10));
-  await pool.close();
-  return { opsPerSec: (done / elapsed) * 1000, cancelsPerSec: (cancels / elapsed) * 1000 };
+  await Promise.all(Array.from({ length: callers }, loop));
+  return { p50: percentile(samples, recorded, 50) * 1000, p99: percentile(samples, recorded, 99) * 1000 };
 }
 
-/**
- * Cost of one cancellation with `waiting` checkouts queued behind a pool of 1 whose connection is held: the time to
- * start them all and cancel them all (newest first), per cancel, in µs. O(1) cancellation keeps it flat in `waiting`.
- */
-export async function cancelCost(peer: Peer, address: string, waiting: number): Promise<number | undefined> {
-  const pool = await peer.open(1, address);
-  if (pool.acquireCancellable === undefined) {
-    await pool.close();
-    return undefined;
-  }
-  const held = await pool.acquire();
-  const handles = Array.from({ length: waiting }, () => pool.acquireCancellable!());
-  await new Promise((r) => setImmediate(r));
-  const started = performance.now();
-  for (let i = handles.length - 1; i >= 0; i--) handles[i].cancel();
-  await new Promise((r) => setImmediate(r));
-  pool.release(held); // the pool must skip every cancelled waiter
-  await new Promise((r) => setImmediate(r));
-  const elapsed = performance.now() - started;
-  await pool.close();
-  return (elapsed * 1000) / waiting;
-}
+/** How a waiting checkout is held: a promise (awaited), or a subscription (rxcmap's Observable form). */
+export type WaitForm = 'promise' | 'observable';
 
-/**
- * Heap bytes per waiting checkout: `waiting` checkouts queued behind a pool of 1 whose connection is held,
- * heapUsed after a full GC compared with before. Needs --expose-gc.
- */
-export async function heapPerWaiter(peer: Peer, address: string, waiting: number): Promise<number> {
+/** Full GC, twice (the second collects what the first's finalizers released), after pending callbacks ran. */
+async function collected(): Promise<number> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('run the benchmarks with node --expose-gc (npm run bench does)');
-  const pool = await peer.open(1, address);
+  await immediate();
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/**
+ * Heap bytes per waiting checkout, on a pool of 1 whose connection is held: heapUsed after a full GC with `waiting`
+ * checkouts queued, compared with before. `promise`: `Promise.resolve(pool.checkOut())`, what `await` builds for
+ * it; `observable`: `pool.checkOut().subscribe(next)` with one shared `next`. The caller's handles go into an array
+ * allocated before the first reading, so only the checkouts themselves are counted.
+ */
+export async function heapPerWaiter(pool: PoolUnderTest, form: WaitForm, waiting: number): Promise<number> {
   const held = await pool.acquire();
-  const settle = async (): Promise<number> => {
-    await new Promise((r) => setImmediate(r));
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed;
+  const handles: unknown[] = new Array(waiting).fill(0);
+  let delivered = 0;
+  const next = (item: unknown): void => {
+    delivered++;
+    pool.release(item);
   };
-  const before = await settle();
-  const pending: PromiseLike<unknown>[] = [];
-  // Promise.resolve() starts lazy requests (it calls then()) the way awaiting them would.
-  for (let i = 0; i < waiting; i++) pending.push(Promise.resolve(pool.acquire()));
-  const after = await settle();
+  const before = await collected();
+  if (form === 'promise') {
+    for (let i = 0; i < waiting; i++) handles[i] = Promise.resolve(pool.acquire());
+  } else {
+    for (let i = 0; i < waiting; i++) handles[i] = pool.subscribe!(next);
+  }
+  const after = await collected();
   const bytes = (after - before) / waiting;
   // Drain: every waiter gets the connection in turn.
   pool.release(held);
-  for (const p of pending) pool.release(await p);
-  await pool.close();
+  if (form === 'promise') {
+    for (const p of handles as Promise<unknown>[]) pool.release(await p);
+  } else {
+    const deadline = performance.now() + 10_000;
+    while (delivered < waiting) {
+      if (performance.now() > deadline) throw new Error(`only ${delivered} of ${waiting} subscribed checkouts were delivered`);
+      await immediate();
+    }
+  }
   return bytes;
 }
 
 /**
+ * Cost of one cancellation, in µs, with `waiting` checkouts queued behind a pool of 1 whose connection is held: the
+ * time to cancel them all (newest first; `promise`: AbortController.abort(), `observable`: unsubscribe), let the
+ * cancellations settle, and hand the held connection back (the pool then skips every cancelled waiter), per cancel.
+ * Repeated in batches until `atLeast` cancels were timed, so a small queue is timed over as many cancels as a large one.
+ */
+export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: number, atLeast = 10_000): Promise<number> {
+  let delivered = 0;
+  const onItem = (item: unknown): void => {
+    if (item === undefined) return; // rejected as cancelled
+    delivered++;
+    pool.release(item);
+  };
+  const cancels: (() => void)[] = new Array(waiting);
+  let elapsed = 0;
+  let timed = 0;
+  while (timed < atLeast) {
+    const held = await pool.acquire();
+    if (form === 'promise') {
+      for (let i = 0; i < waiting; i++) {
+        const handle = pool.acquireCancellable!();
+        void handle.promise.then(onItem);
+        cancels[i] = handle.cancel;
+      }
+    } else {
+      for (let i = 0; i < waiting; i++) {
+        const subscription: Subscription = pool.subscribe!(onItem);
+        cancels[i] = () => subscription.unsubscribe();
+      }
+    }
+    await immediate();
+    const started = performance.now();
+    for (let i = waiting - 1; i >= 0; i--) cancels[i]();
+    await immediate();
+    pool.release(held);
+    await immediate();
+    elapsed += performance.now() - started;
+    timed += waiting;
+    if (delivered > 0) throw new Error(`${delivered} of ${waiting} cancelled checkouts were delivered a connection`);
+  }
+  return (elapsed * 1000) / timed;
+}
+
+/**
+ * The floor under every AbortSignal-based cancel: AbortController.abort() on `waiting` controllers with one
+ * listener each, no pool involved, in µs per abort (batches as in {@link cancelCost}).
+ */
+export async function abortAlone(waiting: number, atLeast = 10_000): Promise<number> {
+  let elapsed = 0;
+  let timed = 0;
+  while (timed < atLeast) {
+    const controllers = Array.from({ length: waiting }, () => {
+      const controller = new AbortController();
+      controller.signal.addEventListener('abort', () => undefined, { once: true });
+      return controller;
+    });
+    await immediate();
+    const started = performance.now();
+    for (let i = waiting - 1; i >= 0; i--) controllers[i].abort();
+    await immediate();
+    elapsed += performance.now() - started;
+    timed += waiting;
+  }
+  return (elapsed * 1000) / timed;
+}
+
+/**
  * Time (ms) for a pool with minPoolSize 10 and maxConnecting 2 to establish its 10 connections, when each handshake
- * takes `handshakeMS` (a fail point on the endpoint blocks the hello of connections named `appName`).
+ * is slowed by a fail point on the endpoint (it blocks the hello of connections named `appName`). Watched through
+ * events: `events$` for rxcmap, `connectionReady` for the driver.
  */
 export async function fill(kind: 'rxcmap' | 'driver', address: string, appName: string): Promise<number> {
   if (kind === 'rxcmap') {
@@ -184,36 +212,41 @@ export async function fill(kind: 'rxcmap' | 'driver', address: string, appName: 
   return ms;
 }
 
-/** End-to-end `ping` throughput: `callers` concurrent loops through pool + connection, pool of 10. */
-export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number): Promise<number> {
-  let done = 0;
+/**
+ * End-to-end `ping` throughput, unobserved: `callers` concurrent loops through pool + connection, pool of 10; the
+ * first `primeOps` pings (untimed) bring the hot path up to speed.
+ */
+export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number, primeOps: number): Promise<number> {
+  let run: () => Promise<unknown>;
+  let close: () => Promise<void>;
   if (kind === 'rxcmap') {
     const pool = new ConnectionPool({ address, maxPoolSize: 10, maxConnecting: 10 });
     pool.ready();
-    const loop = async (): Promise<void> => {
-      while (done < ops) {
-        done++;
-        await pool.withConnection((c) => c.command('admin', { ping: 1 }));
-      }
-    };
-    const started = performance.now();
-    await Promise.all(Array.from({ length: callers }, loop));
-    const elapsed = performance.now() - started;
-    pool.close();
-    return (done / elapsed) * 1000;
+    run = () => pool.withConnection((c) => c.command('admin', { ping: 1 }));
+    close = async () => pool.close();
+  } else {
+    const client = await new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10 }).connect();
+    const admin = client.db('admin');
+    run = () => admin.command({ ping: 1 });
+    close = () => client.close();
   }
-  const client = await new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10 }).connect();
-  const admin = client.db('admin');
+  let done = 0;
+  let target = 0;
   const loop = async (): Promise<void> => {
-    while (done < ops) {
+    while (done < target) {
       done++;
-      await admin.command({ ping: 1 });
+      await run();
     }
   };
+  const all = (): Promise<void[]> => Promise.all(Array.from({ length: callers }, loop));
+  target = primeOps;
+  await all();
+  done = 0;
+  target = ops;
   const started = performance.now();
-  await Promise.all(Array.from({ length: callers }, loop));
+  await all();
   const elapsed = performance.now() - started;
-  await client.close();
+  await close();
   return (done / elapsed) * 1000;
 }
 

@@ -28,3 +28,11 @@ export function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
+
+/** Formats a duration in µs: 0.42, 3.1, 250. */
+export function micros(n: number): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  if (Math.abs(n) < 10) return n.toFixed(2);
+  if (Math.abs(n) < 100) return n.toFixed(1);
+  return n.toFixed(0);
+}
