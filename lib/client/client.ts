@@ -227,7 +227,7 @@ export class Client {
     this.closed = true;
     for (const monitor of this.monitors.values()) monitor.close();
     for (const pool of this.pools.values()) pool.close();
-    this.sink?.close?.();
+    await this.sink?.close?.();
   }
 }
 

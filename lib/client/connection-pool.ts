@@ -93,7 +93,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
       poolClosed ||= message.fields.message === 'Connection pool closed';
       if (poolClosed && this.snapshot().totalConnectionCount === 0) {
         subscription.unsubscribe();
-        if (owned) sink.close?.();
+        if (owned) void sink.close?.();
       }
     });
   }

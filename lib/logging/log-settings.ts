@@ -43,14 +43,17 @@ export type LogComponent = 'connection' | 'topology';
  * Source: logging spec, "Configurable Log Destination" (a way to consume the messages programmatically).
  */
 export interface LogSink {
-  /** Receives each message (structured; `render()` gives the unstructured form). */
+  /**
+   * Receives each message (structured; `render()` gives the unstructured form). If it throws, rxcmap stops writing to
+   * the sink and emits one process warning (code `RXCMAP_LOG_SINK_FAILED`); the application is not affected.
+   */
   write(message: { toJSON(): object; render(): string }): void;
   /**
    * Flushes and releases the destination. Called only on the sinks rxcmap opens itself for a `path` string: by a
    * pool once it is closed and has closed its last connection, by a client when it is closed. A sink object you pass
-   * is yours to close.
+   * is yours to close. May return a Promise that settles once everything is written.
    */
-  close?(): void;
+  close?(): void | Promise<void>;
 }
 
 /**
@@ -89,10 +92,14 @@ const ENV_OF: Record<LogComponent, string> = { connection: 'MONGODB_LOG_CONNECTI
  * Resolves the settings. Per component: the option for it, else its environment variable, else the `default`
  * option, else MONGODB_LOG_ALL, else `off`.
  *
- * @throws {InvalidOptionError} for an invalid programmatic value (a level not in {@link LOG_LEVELS}, a negative or
- *   non-integer maxDocumentLength, an empty path). Invalid environment values are ignored.
+ * @throws {InvalidOptionError} for an invalid programmatic value (options that are not an object, a level not in
+ *   {@link LOG_LEVELS}, a negative or non-integer maxDocumentLength, an empty path, or a path that is neither a
+ *   string nor a sink object with `write` and, if given, `close` functions). Invalid environment values are ignored.
  */
 export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.ProcessEnv = process.env): LogSettings {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('logging', options, 'an object of logging options (componentSeverities, path, maxDocumentLength)');
+  }
   const given = options.componentSeverities ?? {};
   for (const [component, level] of Object.entries(given)) {
     if (!isLevel(level)) throw new InvalidOptionError(`componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
@@ -112,8 +119,10 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
   const envLength = env.MONGODB_LOG_MAX_DOCUMENT_LENGTH;
   const parsedLength = envLength !== undefined && /^\d+$/.test(envLength.trim()) ? Number(envLength) : undefined;
 
-  if (options.path !== undefined && typeof options.path === 'string' && options.path.trim() === '') {
-    throw new InvalidOptionError('path', options.path, '"stderr", "stdout", a file path, or a sink');
+  const sinkShape = '"stderr", "stdout", a file path, or a sink object with a write(message) function';
+  if (options.path !== undefined) {
+    const path: unknown = options.path;
+    if (typeof path === 'string' ? path.trim() === '' : !isSink(path)) throw new InvalidOptionError('path', path, sinkShape);
   }
   const envPath = env.MONGODB_LOG_PATH?.trim();
   return Object.freeze({
@@ -126,6 +135,12 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
 /** Whether messages of `level` are emitted for a component set to `threshold`. */
 export function willLog(threshold: LogLevel, level: LogLevel): boolean {
   return threshold !== 'off' && LOG_LEVELS.indexOf(level) <= LOG_LEVELS.indexOf(threshold);
+}
+
+function isSink(value: unknown): value is LogSink {
+  if (typeof value !== 'object' || value === null) return false;
+  const { write, close } = value as Partial<LogSink>;
+  return typeof write === 'function' && (close === undefined || typeof close === 'function');
 }
 
 function isLevel(value: unknown): value is LogLevel {

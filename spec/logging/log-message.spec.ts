@@ -132,6 +132,9 @@ describe('connection log messages', function () {
     const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: { connection: 'debug' }, path: file } });
     pool.ready();
     pool.close();
+    // The file is written through a buffered stream, flushed and closed once the pool is done.
+    const deadline = Date.now() + 5000;
+    while (fs.readFileSync(file, 'utf8').trim().split('\n').length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
     expect(lines[0]).to.equal('existing line');
     expect(lines.slice(1).map((l) => JSON.parse(l).message)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection pool closed']);
