@@ -12,7 +12,7 @@
  */
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { parseAddress } from './address';
-import { AUTH_MECHANISMS, type AuthMechanism, type CredentialsInit } from './auth/credentials';
+import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
@@ -168,7 +168,20 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   }
   if (parsed.isSRV && connection.tls === undefined) connection.tls = true;
 
-  const hosts = parsed.hosts.map((h) => parseAddress(h).address);
+  const hosts = parsed.hosts.map((host) => {
+    try {
+      return parseAddress(host).address;
+    } catch (error) {
+      // With credentials in the URI, a "host" may be part of them: a password with an unescaped '/' ends the
+      // authority early, leaving "user:password" where the host list should be. Never echo it then.
+      if (!uri.includes('@')) throw error;
+      throw new InvalidOptionError(
+        'uri',
+        '<connection string not shown>',
+        "a host list of host[:port] entries (a user name or password containing '/', ':', '@', '?' or '#' must be percent-encoded)",
+      );
+    }
+  });
   if (client.directConnection === true && (hosts.length > 1 || parsed.isSRV)) {
     throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
   }
@@ -187,13 +200,13 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
     const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
-    const credentials: CredentialsInit = {
+    // As MongoCredentials at once, which keeps the password out of inspection and JSON of everything parsed here.
+    connection.credentials = new MongoCredentials({
       username,
       password: decodeURIComponent(parsed.password),
       source: authSource ?? (database !== '' ? database : 'admin'),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
-    };
-    connection.credentials = credentials;
+    });
   } else if (authSource !== undefined || authMechanism !== undefined) {
     warnings.push('authSource and authMechanism are ignored: the URI has no credentials');
   }
