@@ -315,6 +315,21 @@ export class AuthenticationError extends CmapError {
 export class MongoCompatibilityError extends CmapError {}
 
 /**
+ * The client was closed: thrown by `command()` and `selectPool()` called after `close()`, and the rejection of every
+ * server selection still waiting when `close()` was called (it settles at once, not at serverSelectionTimeoutMS).
+ *
+ * Source: extension (a closed MongoDB client refuses operations; the driver's MongoClient does likewise).
+ */
+export class ClientClosedError extends CmapError {
+  constructor(
+    /** Every host of the client, `host:port`, in URI order. */
+    readonly hosts: readonly string[],
+  ) {
+    super(`The client of ${hosts.join(', ')} was closed`);
+  }
+}
+
+/**
  * No server became ready within serverSelectionTimeoutMS. `cause` is the last heartbeat error, when there is one.
  *
  * Source: server monitoring spec (application operations wait for a suitable server).

@@ -35,6 +35,7 @@ export {
   MongoCompatibilityError,
   ServerSelectionError,
   PoolCallbackError,
+  ClientClosedError,
 } from './errors';
 
 export { Connection } from './connection/connection';

@@ -8,11 +8,11 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { filter, firstValueFrom, map, merge, Observable, Subject, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, map, merge, Observable, Subject, takeUntil, throwError, timeout, type SchedulerLike } from 'rxjs';
 import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { parseConnectionString } from '../connection-string';
-import { InvalidOptionError, ServerSelectionError } from '../errors';
+import { ClientClosedError, InvalidOptionError, ServerSelectionError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ConnectionLogMessage } from '../logging/log-message';
 import { resolveLogSettings, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -104,11 +104,17 @@ export class Client {
   readonly serverSelectionTimeoutMS: number;
 
   private readonly sink: LogSink | undefined;
+  private readonly scheduler: SchedulerLike;
+  /** Emits once, when the client is closed: pending selections end then. */
+  private readonly closing = new Subject<void>();
   private closed = false;
   private lastHeartbeatError: Error | undefined;
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
+    // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
+    // while it waits. close() cancels every wait, so nothing outlives the client.
+    this.scheduler = options.scheduler ?? asyncScheduler;
     const parsed = parseConnectionString(uri);
     if (parsed.isSRV) {
       throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
@@ -191,10 +197,10 @@ export class Client {
    * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one.
    *
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
-   * @throws {InvalidOptionError} (rejection) after `close()`.
+   * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
    */
   async selectPool(): Promise<ConnectionPool<Connection>> {
-    if (this.closed) throw new InvalidOptionError('client', 'closed', 'open: the client was closed');
+    if (this.closed) throw new ClientClosedError(this.hosts);
     const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
     if (now !== undefined) return now;
@@ -205,9 +211,14 @@ export class Client {
         timeout({
           first: this.serverSelectionTimeoutMS,
           with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError)),
+          scheduler: this.scheduler,
         }),
+        takeUntil(this.closing),
       ),
-    );
+    ).catch((error: unknown) => {
+      if (this.closed) throw new ClientClosedError(this.hosts);
+      throw error;
+    });
   }
 
   /**
@@ -221,10 +232,16 @@ export class Client {
     return pool.withConnection((connection) => connection.command(db, command));
   }
 
-  /** Closes every monitor and pool; in-use connections close when checked in. Idempotent. */
+  /**
+   * Closes every monitor and pool, and fails every server selection still waiting (`command()` included) with
+   * ClientClosedError at once; in-use connections close when checked in. Resolves once the log destination the client
+   * opened is flushed. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.next();
+    this.closing.complete();
     for (const monitor of this.monitors.values()) monitor.close();
     for (const pool of this.pools.values()) pool.close();
     await this.sink?.close?.();

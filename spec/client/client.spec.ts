@@ -3,7 +3,7 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent } from '../../lib';
+import { ClientClosedError, connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually } from '../support/endpoint';
 
@@ -74,7 +74,7 @@ describe('connect() / Client', function () {
     await client.close();
     expect(await eventually(() => a.openConnections === 0)).to.equal(true);
     const after = await client.command('admin', { ping: 1 }).catch((e) => e);
-    expect(after).to.be.instanceOf(InvalidOptionError);
+    expect(after).to.be.instanceOf(ClientClosedError);
   });
 
   it('authenticates pool connections with the URI credentials, never printing the password', async function () {
@@ -91,6 +91,18 @@ describe('connect() / Client', function () {
     const error = await client.command('admin', { ping: 1 }).catch((e) => e);
     expect(error).to.be.instanceOf(ServerSelectionError);
     expect(error.message).to.match(/serverSelectionTimeoutMS=300 ms/);
+  });
+
+  it('close() fails a command waiting for server selection at once, with ClientClosedError, and later calls too', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=8000&connectTimeoutMS=200`);
+    const started = performance.now();
+    const waiting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    setTimeout(() => void client!.close(), 50);
+    const error = await waiting;
+    expect(error).to.be.instanceOf(ClientClosedError);
+    expect(performance.now() - started, 'settled at close, not at serverSelectionTimeoutMS').to.be.below(2000);
+    expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
   });
 
   it('load-balanced: one pool, ready at once, no monitor', async function () {
