@@ -27,6 +27,11 @@ export interface CheckInAction<C> {
   readonly type: 'checkIn';
   readonly connection: C & { readonly id: number };
   readonly holder: Waiter<C>;
+  /**
+   * The checkout ended while a request may still be in flight on the connection (a scoped checkout abandoned
+   * mid-request): it is closed with reason `error`, never made available, whatever the connection reports.
+   */
+  readonly discard?: boolean;
 }
 
 /** `clear()`: bump the generation, pause, evict the WaitQueue, optionally interrupt in-use connections. */

@@ -491,17 +491,19 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Ends one checkout of the scoped forms: checks the connection in only if that checkout still holds it. A
    * connection that may still have a request in flight (busy, or not known to be idle when the work was abandoned
-   * before it finished) is torn down first, so the pool closes it instead of lending it out mid-request.
+   * before it finished) is torn down first and checked in to be closed, so the pool never lends it out mid-request
+   * (whether or not the connection reports itself errored once destroyed).
    */
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = this.poolState.records.get(connection.id);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
-    if (connection.busy === true || (!finished && connection.busy !== false)) {
+    const discard = connection.busy === true || (!finished && connection.busy !== false);
+    if (discard) {
       connection.destroy(
         new MongoNetworkError(this.address, `Connection ${connection.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`),
       );
     }
-    this.actions.next({ type: 'checkIn', connection: rec.connection, holder });
+    this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
   }
 
   /**

@@ -40,7 +40,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       cancel(state, action.waiter, out);
       break;
     case 'checkIn':
-      checkIn(state, action.connection, action.holder, out);
+      checkIn(state, action.connection, action.holder, action.discard === true, out);
       break;
     case 'clear':
       if (action.serviceId !== undefined) clearService(state, action.serviceId, out);
@@ -201,7 +201,13 @@ function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): 
 // ---------------------------------------------------------------------------------------------------------------
 // Checking in
 
-function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, holder: Waiter<C>, out: Command<C>[]): void {
+function checkIn<C extends PoolConnection>(
+  s: PoolState<C>,
+  connection: C,
+  holder: Waiter<C>,
+  discard: boolean,
+  out: Command<C>[],
+): void {
   const rec = s.records.get(connection.id);
   // Only the checkout that holds the connection may check it in: a duplicate, or a late check-in after the
   // connection went to another checkout, changes nothing.
@@ -209,7 +215,7 @@ function checkIn<C extends PoolConnection>(s: PoolState<C>, connection: C, holde
   rec.holder = undefined;
   if (s.observed) emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id });
   const reason: ConnectionClosedReason | undefined =
-    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : erroredReason(rec);
+    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard ? 'error' : erroredReason(rec);
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out);
     populate(s, out);

@@ -5,8 +5,10 @@
  * once, and free the pending slot.
  */
 import { expect } from 'chai';
-import { of } from 'rxjs';
-import { ConnectionPoolCore, PoolCallbackError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
+import { EMPTY, Observable, of, throwError } from 'rxjs';
+import { CmapError, ConnectionPoolCore, ErrorLabel, PoolCallbackError, PoolClosedError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
+import { defaultClearOnEstablishmentError } from '../../lib/pool/command-runner';
+import { microtasks } from '../support/microtasks';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 function poolWith(factory: ConnectionFactory<PoolConnection>, clearOnEstablishmentError?: (e: Error) => boolean) {
@@ -32,6 +34,12 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     ['returns null', () => null as never, /connectionFactory returned null/],
     ['emits a number, not a connection', () => of(7) as never, /connectionFactory emitted 7 for connection 1, not a connection/],
     ['emits a connection with another id', (d) => of({ id: d.id + 100, destroy: () => undefined }), /connection 101 for connection 1/],
+    ['returns a function', () => (() => undefined) as never, /connectionFactory returned a function, not an Observable/],
+    ['returns a plain object', () => ({}) as never, /connectionFactory returned an object \(\[object Object\]\), not an Observable/],
+    ['emits null', () => of(null) as never, /connectionFactory emitted null for connection 1, not a connection/],
+    ['emits an object without destroy()', (d) => of({ id: d.id }) as never, /connectionFactory emitted an object \(\[object Object\]\) for connection 1, not a connection/],
+    ['completes without a connection', () => EMPTY, /connectionFactory completed without a connection for connection 1$/],
+    ['fails with something that is not an Error', () => throwError(() => 'no route'), /connectionFactory failed with "no route", which is not an Error$/],
   ];
   for (const [what, factory, message] of broken) {
     it(`fails the checkout with a PoolCallbackError when the factory ${what}, and frees the slot`, function () {
@@ -80,5 +88,95 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     expect(error.establishmentError).to.equal(refused);
     expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0 });
     expect(pool.state, 'the default rule decided: an unlabelled error clears').to.equal('paused');
+  });
+
+  it('keeps what the factory threw as the cause, and what it failed with when that is not an Error', function () {
+    const bug = new Error('factory bug');
+    const threw = checkOutOnce(
+      poolWith(() => {
+        throw bug;
+      }).pool,
+    );
+    expect((threw.errors[0] as PoolCallbackError).cause).to.equal(bug);
+    const failed = checkOutOnce(poolWith(() => throwError(() => 'no route')).pool);
+    expect((failed.errors[0] as PoolCallbackError).cause).to.equal('no route');
+  });
+});
+
+describe('CommandRunner', function () {
+  class Plain implements PoolConnection {
+    destroyed = 0;
+    constructor(readonly id: number) {}
+    destroy(): void {
+      this.destroyed++;
+    }
+  }
+
+  it('takes the first value of the factory\'s Observable, then unsubscribes from it, even when it emitted synchronously', function () {
+    let tornDown = 0;
+    const factory: ConnectionFactory<PoolConnection> = (d) =>
+      new Observable<PoolConnection>((subscriber) => {
+        subscriber.next(new Plain(d.id));
+        subscriber.next(new Plain(d.id)); // ignored: torn down
+        return () => tornDown++; // never completes on its own
+      });
+    const { pool } = poolWith(factory);
+    const { connections, errors } = checkOutOnce(pool);
+    expect(errors).to.deep.equal([]);
+    expect(connections.map((c) => c.id)).to.deep.equal([1]);
+    expect(tornDown).to.equal(1);
+    expect(pool.snapshot()).to.include({ totalConnectionCount: 1, inUseConnectionCount: 1 });
+  });
+
+  it('asks clearOnEstablishmentError only about establishments that failed', function () {
+    const asked: Error[] = [];
+    const policy = (e: Error): boolean => (asked.push(e), true);
+    const { pool } = poolWith((d) => of(new Plain(d.id)), policy); // emits, then completes
+    const { connections } = checkOutOnce(pool);
+    expect(connections).to.have.length(1);
+    expect(asked).to.deep.equal([]);
+    expect(pool.state).to.equal('ready');
+  });
+
+  it('by default does not clear the pool for an establishment error labelled SystemOverloadedError', function () {
+    expect(defaultClearOnEstablishmentError(new Error('refused'))).to.equal(true);
+    expect(defaultClearOnEstablishmentError(new CmapError('handshake failed'))).to.equal(true);
+    const overloaded = new CmapError('overloaded', { labels: [ErrorLabel.SystemOverloadedError] });
+    expect(defaultClearOnEstablishmentError(overloaded)).to.equal(false);
+    const { pool, events } = poolWith(() => throwError(() => overloaded));
+    const { errors } = checkOutOnce(pool);
+    expect(errors).to.deep.equal([overloaded]);
+    expect(pool.state).to.equal('ready');
+    expect(events.map((e) => e.type)).to.not.include('ConnectionPoolCleared');
+  });
+
+  it('tears down what an abandoned Promise establishment resolves to, and aborts its signal', async function () {
+    let resolve: ((c: Plain) => void) | undefined;
+    let signal: AbortSignal | undefined;
+    const { pool } = poolWith((d) => {
+      signal = d.signal;
+      return new Promise<Plain>((r) => (resolve = r));
+    });
+    const { errors } = checkOutOnce(pool);
+    pool.close(); // abandons the establishment under way
+    expect(signal?.aborted).to.equal(true);
+    expect(errors[0]).to.be.instanceOf(PoolClosedError);
+    const late = new Plain(1);
+    resolve!(late);
+    await microtasks();
+    expect(late.destroyed).to.equal(1);
+  });
+
+  it('disarms the pool\'s timers when it closes: nothing stays scheduled', function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, waitQueueTimeoutMS: 1000, scheduler: clock, connectionFactory: mock.factory });
+    pool.ready();
+    pool.checkOut().subscribe();
+    clock.advance(10);
+    pool.checkOut().subscribe({ error: () => undefined }); // waits: the WaitQueue timer is armed
+    expect(clock.actions.length, 'the Background Thread and the WaitQueue timers').to.equal(2);
+    pool.close();
+    expect(clock.actions).to.deep.equal([]);
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { config, firstValueFrom, Observable, of, Subject, Subscription, throwError, delay as rxDelay } from 'rxjs';
-import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, InvalidOptionError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolInputAction, type PoolSnapshot } from '../../lib';
+import { config, firstValueFrom, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
+import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
@@ -646,6 +646,240 @@ describe('ConnectionPool', function () {
       const queue = (pool as unknown as { poolState: { waitQueue: { length: number; buffer: { size: number } } } }).poolState.waitQueue;
       expect(queue.length, 'only the one real waiter').to.be.at.most(2);
       expect(queue.buffer.size, 'abandoned entries are compacted away').to.be.below(200);
+    });
+  });
+
+  describe('ConnectionPoolCore construction', function () {
+    it('rejects options that are not an object, or that lack a connectionFactory, naming the option', function () {
+      const cases: [unknown, string, string][] = [
+        [null, 'options', 'Invalid options: null (options must be an object with at least an address and a connectionFactory)'],
+        ['db:27017', 'options', 'Invalid options: "db:27017" (options must be an object with at least an address and a connectionFactory)'],
+        [{ address: 'db:27017' }, 'connectionFactory', 'Invalid connectionFactory: undefined (connectionFactory must be a function (descriptor) => ObservableInput<connection>)'],
+        [{ address: 'db:27017', connectionFactory: 'tcp' }, 'connectionFactory', 'Invalid connectionFactory: "tcp" (connectionFactory must be a function (descriptor) => ObservableInput<connection>)'],
+      ];
+      for (const [given, option, message] of cases) {
+        let error: unknown;
+        try {
+          new ConnectionPoolCore(given as never);
+        } catch (e) {
+          error = e;
+        }
+        expect(error, JSON.stringify(given)).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal(option);
+        expect((error as Error).message).to.equal(message);
+      }
+    });
+  });
+
+  describe('events$ subscribers', function () {
+    it('one subscriber leaving does not stop the events of another', function () {
+      const { pool, sub: first } = makePool();
+      const seen: string[] = [];
+      const second = pool.events$.subscribe((e) => seen.push(e.type));
+      first.unsubscribe();
+      pool.ready();
+      expect(seen).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+      second.unsubscribe();
+    });
+
+    it('a checkout started while nobody subscribed is untimed: its ConnectionCheckedOut reports duration 0', function () {
+      // Events (and their timings) are built only while someone subscribes: before the first subscriber, and again
+      // after the last one left.
+      for (const subscribeFirst of [false, true]) {
+        const clock = new VirtualClock();
+        const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+        const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: clock, connectionFactory: mock.factory });
+        if (subscribeFirst) {
+          const a = pool.events$.subscribe();
+          const b = pool.events$.subscribe();
+          a.unsubscribe();
+          b.unsubscribe();
+        }
+        pool.ready();
+        pool.checkOut().subscribe(); // t = 0, unobserved
+        clock.advance(5);
+        const events: ConnectionPoolEvent[] = [];
+        pool.events$.subscribe((e) => events.push(e));
+        clock.advance(5);
+        expect(events.map((e) => e.type), `subscribeFirst ${subscribeFirst}`).to.deep.equal(['ConnectionPoolCreated', 'ConnectionReady', 'ConnectionCheckedOut']);
+        expect(events[1]).to.include({ duration: 10 }); // from ConnectionCreated, which is always timed
+        expect(events[2]).to.include({ duration: 0 });
+      }
+    });
+  });
+
+  describe('input errors', function () {
+    it('reports an error of a stream subscribed into input as unhandled, and the pool goes on', function () {
+      const { pool } = makePool();
+      const reported: unknown[] = [];
+      const saved = config.onUnhandledError;
+      config.onUnhandledError = (e) => reported.push(e);
+      const failure = new Error('monitor stream failed');
+      try {
+        const actions = new Subject<PoolInputAction>();
+        actions.subscribe(pool.input);
+        actions.error(failure);
+      } finally {
+        config.onUnhandledError = saved;
+      }
+      expect(reported).to.deep.equal([failure]);
+      pool.ready();
+      expect(pool.state).to.equal('ready');
+    });
+
+    it('rejects a null or unknown input action with an InvalidOptionError that says what is accepted', function () {
+      const { pool } = makePool();
+      const accepted = "input action must be { type: 'ready' }, { type: 'clear', ...ClearOptions } or { type: 'close' })";
+      expect(() => pool.input.next(null as never)).to.throw(InvalidOptionError, `Invalid input action: null (${accepted}`);
+      expect(() => pool.input.next({ type: 'explode' } as never)).to.throw(InvalidOptionError, accepted);
+    });
+  });
+
+  describe('scoped checkouts and connections that do not say whether they are busy', function () {
+    /** A connection without `busy`: the pool must treat it as busy only when its work was abandoned. */
+    class Plain implements PoolConnection {
+      busy?: boolean;
+      destroyed = false;
+      destroyError: Error | undefined;
+      constructor(readonly id: number) {}
+      destroy(error?: Error): void {
+        if (this.destroyed) return; // idempotent, as the contract asks
+        this.destroyed = true;
+        this.destroyError = error;
+      }
+    }
+    function plainPool() {
+      const clock = new VirtualClock();
+      const made: Plain[] = [];
+      const pool = new ConnectionPoolCore<Plain>({
+        address: 'db:27017',
+        maxPoolSize: 1,
+        scheduler: clock,
+        connectionFactory: (d) => of(new Plain(d.id)).pipe(tap((c) => made.push(c))),
+      });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      return { pool, clock, made, events };
+    }
+
+    it('withConnection returns the connection once fn has finished', async function () {
+      const { pool, made } = plainPool();
+      expect(await pool.withConnection((c) => c.id)).to.equal(1);
+      expect(await pool.withConnection((c) => c.id), 'the same connection again').to.equal(1);
+      expect(made).to.have.length(1);
+      expect(made[0].destroyed).to.equal(false);
+      expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+    });
+
+    it('withConnection closes a connection that is still busy when fn has finished', async function () {
+      const { pool, made, events } = plainPool();
+      await pool.withConnection((c) => {
+        c.busy = true; // fn returned with a request still in flight
+      });
+      expect(made[0].destroyError).to.be.instanceOf(MongoNetworkError);
+      expect(made[0].destroyError?.message).to.equal('Connection 1 to db:27017 closed: its scoped checkout ended while a request was in flight');
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+    });
+
+    it('withConnection$ returns it when the inner Observable completes or errors, and closes it when unsubscribed first', function () {
+      const { pool, clock, made, events } = plainPool();
+      pool.withConnection$((c) => of(c.id)).subscribe();
+      pool.withConnection$(() => throwError(() => new Error('inner'))).subscribe({ error: () => undefined });
+      expect(made).to.have.length(1);
+      expect(made[0].destroyed).to.equal(false);
+      expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+      const abandoned = pool.withConnection$(() => of(1).pipe(rxDelay(100, clock))).subscribe();
+      abandoned.unsubscribe(); // (a timeout() upstream, say): not known to be idle
+      expect(made[0].destroyed).to.equal(true);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+    });
+
+    it('withConnection never tears down the connection another caller checked out after fn checked it in', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let other: MockConnection | undefined;
+      const scoped = pool.withConnection(async (c) => {
+        pool.checkIn(c);
+        other = await pool.checkOut();
+        other.busy = true; // the other caller's request is in flight when fn ends
+      });
+      await microtasks();
+      clock.advance(10);
+      await scoped;
+      expect(other?.id).to.equal(1);
+      expect(other?.destroyed).to.equal(false);
+      expect(pool.snapshot().inUseConnectionCount).to.equal(1);
+    });
+  });
+
+  describe('state$ publishes a change of any single count', function () {
+    const counts = (s: PoolSnapshot) => [s.state, s.generation, s.totalConnectionCount, s.availableConnectionCount, s.pendingConnectionCount, s.inUseConnectionCount, s.waitQueueLength];
+
+    it('the generation alone (a clear of a paused pool)', function () {
+      const { pool } = makePool();
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      pool.clear();
+      expect(seen.map(counts)).to.deep.equal([
+        ['paused', 0, 0, 0, 0, 0, 0],
+        ['paused', 1, 0, 0, 0, 0, 0],
+      ]);
+    });
+
+    it('the available count alone (a check-in nobody waits for)', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      pool.checkIn(held!);
+      expect(seen.map(counts)).to.deep.equal([
+        ['ready', 0, 1, 0, 0, 1, 0],
+        ['ready', 0, 1, 1, 0, 0, 0],
+      ]);
+    });
+
+    it('the pending count alone (an establishment delivered to a caller that checks out again at once)', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe(() => pool.checkOut().subscribe()); // the second waits: the pool is full
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      clock.advance(10);
+      expect(seen.map(counts)).to.deep.equal([
+        ['ready', 0, 1, 0, 1, 0, 1],
+        ['ready', 0, 1, 0, 0, 1, 1],
+      ]);
+    });
+
+    it('load-balanced: a service generation alone, and nothing for a batch that changed nothing', function () {
+      const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
+      const B = 'bbbbbbbbbbbbbbbbbbbbbbbb';
+      const { pool, clock } = makePool({ loadBalanced: true }, { serviceIdOf: (d) => (d.id === 1 ? A : B) });
+      pool.ready();
+      pool.checkOut().subscribe();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      const seen: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => seen.push(s));
+      pool.ready(); // no-op
+      pool.clear({ serviceId: B });
+      pool.ready();
+      expect(seen.map((s) => s.serviceGenerations.map((g) => [g.serviceId, g.generation, g.connectionCount]))).to.deep.equal([
+        [
+          [A, 0, 1],
+          [B, 0, 1],
+        ],
+        [
+          [A, 0, 1],
+          [B, 1, 1],
+        ],
+      ]);
     });
   });
 });

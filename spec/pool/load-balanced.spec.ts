@@ -57,6 +57,41 @@ describe('load-balanced mode', function () {
       expect(b.state.serviceGenerations.get(B)).to.deep.equal({ generation: 1, connectionCount: 2 });
     });
 
+    it('a service clear schedules a background run at once, which closes that service\'s stale available connections', function () {
+      const { b, a, c } = twoServices();
+      b.checkIn(a);
+      b.checkIn(c);
+      b.advanceTo(10); // the run ready() scheduled (backgroundThreadIntervalMS is 100 by default) has not come yet
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      expect(b.timers.get('background')).to.equal(10);
+      b.advanceTo(10);
+      const closed = b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
+      expect(closed.map((e) => [e.connectionId, e.reason])).to.deep.equal([[1, 'stale']]);
+      expect(b.state.available.size).to.equal(1);
+    });
+
+    it('a service clear is a no-op on a closed pool, and schedules no run when background runs are off', function () {
+      const closed = new Bench({}, true, true);
+      closed.dispatch({ type: 'close' });
+      expect(closed.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A })).to.deep.equal([]);
+      expect(closed.types()).to.deep.equal(['ConnectionPoolClosed']);
+      const noRuns = new Bench({ backgroundThreadIntervalMS: -1 }, true, true);
+      noRuns.dispatch({ type: 'ready' });
+      noRuns.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      expect(noRuns.types()).to.deep.equal(['ConnectionPoolReady', 'ConnectionPoolCleared']);
+      expect(noRuns.timers.size).to.equal(0);
+    });
+
+    it('a service clear builds no event while nobody observes', function () {
+      const b = new Bench({}, false, true);
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1, A);
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      expect(b.state.serviceGenerations.get(A)?.generation).to.equal(1);
+      expect(b.commands.filter((c) => c.type === 'emit')).to.deep.equal([]);
+    });
+
     it('an establishment error never clears the pool', function () {
       const b = new Bench({}, true, true);
       b.dispatch({ type: 'ready' });
@@ -71,9 +106,9 @@ describe('load-balanced mode', function () {
   describe('ConnectionPool', function () {
     it('requires a serviceId to clear in load-balanced mode, and refuses one outside it', function () {
       const lb = new ConnectionPool({ address: 'lb:27017', loadBalanced: true, connectionFactory: new MockConnectionFactory().factory });
-      expect(() => lb.clear()).to.throw(InvalidOptionError, /serviceId/);
+      expect(() => lb.clear()).to.throw(InvalidOptionError, 'Invalid serviceId: undefined (serviceId must be given to clear() in load-balanced mode (only one service is cleared))');
       const plain = new ConnectionPool({ address: 'db:27017', connectionFactory: new MockConnectionFactory().factory });
-      expect(() => plain.clear({ serviceId: A })).to.throw(InvalidOptionError, /serviceId/);
+      expect(() => plain.clear({ serviceId: A })).to.throw(InvalidOptionError, `Invalid serviceId: "${A}" (serviceId must be absent outside load-balanced mode (the whole pool is cleared))`);
       lb.close();
       plain.close();
     });

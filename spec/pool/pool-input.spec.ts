@@ -110,4 +110,60 @@ describe('PoolInput (serialized, two lanes, an Observer)', function () {
     expect(error).to.be.instanceOf(Error);
     expect((error as Error).message).to.match(/one subscriber/);
   });
+
+  it('drains checkout-lane actions that afterBatch pushes, before next returns', function () {
+    const log: string[] = [];
+    let pushed = false;
+    const box: PoolInput<string> = new PoolInput<string>(
+      (v) => v.startsWith('ctl'),
+      () => {
+        log.push('batch');
+        if (!pushed) {
+          pushed = true;
+          box.next('co-from-hook');
+        }
+      },
+    );
+    box.subscribe((v) => log.push(v));
+    box.next('ctl-a');
+    expect(log).to.deep.equal(['ctl-a', 'batch', 'co-from-hook', 'batch']);
+  });
+
+  it('drops values while it has no subscriber, and takes a new one once the first has unsubscribed', function () {
+    const box = new PoolInput<string>(() => true);
+    const first: string[] = [];
+    const subscription = box.subscribe((v) => first.push(v));
+    box.next('a');
+    subscription.unsubscribe();
+    box.next('dropped');
+    const second: string[] = [];
+    let error: unknown;
+    box.subscribe({ next: (v) => second.push(v), error: (e) => (error = e) });
+    box.next('b');
+    expect(error).to.equal(undefined);
+    expect(first).to.deep.equal(['a']);
+    expect(second).to.deep.equal(['b']);
+  });
+
+  it('without config.onUnhandledError, throws a source error on a timer (as RxJS does)', function () {
+    const box = new PoolInput<string>(() => true);
+    box.subscribe(() => undefined);
+    const saved = config.onUnhandledError;
+    const realSetTimeout = globalThis.setTimeout;
+    const scheduled: (() => void)[] = [];
+    config.onUnhandledError = null;
+    globalThis.setTimeout = ((fn: () => void) => {
+      scheduled.push(fn);
+      return 0;
+    }) as unknown as typeof setTimeout;
+    const failure = new Error('source failed');
+    try {
+      box.error(failure); // must not throw here, in the source's call stack
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+      config.onUnhandledError = saved;
+    }
+    expect(scheduled).to.have.length(1);
+    expect(() => scheduled[0]()).to.throw(failure);
+  });
 });

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { CheckOutCancelledError, MongoNetworkTimeoutError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionCheckOutFailedEvent, type ConnectionClosedEvent } from '../../lib';
-import { Bench } from './harness';
+import { resolvePoolOptions } from '../../lib/options';
+import { reduce } from '../../lib/pool/reducer';
+import { initialPoolState } from '../../lib/pool/state';
+import { Bench, FakeConnection, TestWaiter } from './harness';
 
 describe('reduce (pool reducer, virtual time)', function () {
   describe('checkOut', function () {
@@ -184,6 +187,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.connectionOf(later)).to.equal(undefined);
       const closed = b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
       expect(closed).to.include({ connectionId: 1, reason: 'stale' });
+      expect(closed, 'an error only when the reason is error').to.not.have.property('error');
       expect(b.destroyed.map((c) => c.id)).to.deep.equal([1]);
       // the closed one freed the only slot: the new waiter now starts connection 2
       expect([...b.pending]).to.deep.equal([2]);
@@ -327,11 +331,14 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect([...b.pending]).to.deep.equal([2]);
     });
 
-    it('never runs with a negative interval', function () {
+    it('never runs with a negative interval, not even the run a clear schedules', function () {
       const b = new Bench({ minPoolSize: 1, backgroundThreadIntervalMS: -1 });
       b.dispatch({ type: 'ready' });
       expect(b.pending.size).to.equal(0);
       expect(b.timers.size).to.equal(0);
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      expect(b.timers.size).to.equal(0);
+      expect(b.commands.filter((c) => c.type === 'arm')).to.deep.equal([]);
     });
   });
 
@@ -374,6 +381,120 @@ describe('reduce (pool reducer, virtual time)', function () {
     });
   });
 
+  describe('checkIn', function () {
+    it('closes a connection checked in to be discarded (reason error), even though it does not report errored', function () {
+      const b = new Bench();
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const c = b.succeed(1);
+      expect(c.errored).to.equal(false);
+      b.dispatch({ type: 'checkIn', connection: c, holder: w, discard: true });
+      expect(b.types().slice(-2)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed']);
+      expect(b.events.at(-1)).to.include({ connectionId: 1, reason: 'error' });
+      expect(b.destroyed).to.deep.equal([c]);
+      expect(b.state.records.size).to.equal(0);
+    });
+  });
+
+  describe('WaitQueue timer', function () {
+    it('is armed only for a checkout left waiting in the WaitQueue, not one served at once or claiming an establishment', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const claimant = b.checkOut(); // starts connection 1: a claimant, out of the WaitQueue
+      const c = b.succeed(1);
+      expect(b.connectionOf(claimant)).to.equal(c);
+      b.checkIn(c);
+      const served = b.checkOut(); // served at once from the available connection
+      expect(b.connectionOf(served)).to.equal(c);
+      expect(b.commands.filter((x) => x.type === 'arm' && x.timer === 'waitQueue')).to.deep.equal([]);
+      b.time = 10;
+      b.checkOut(); // waits: the pool is full
+      expect(b.timers.get('waitQueue')).to.equal(110);
+    });
+
+    it('is disarmed by a clear, which evicted every waiter', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      b.checkOut();
+      expect(b.timers.has('waitQueue')).to.equal(true);
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      expect(b.timers.has('waitQueue')).to.equal(false);
+      // A waiter that comes after the next ready gets its own deadline.
+      b.dispatch({ type: 'ready' });
+      b.time = 30;
+      const late = b.checkOut();
+      expect(b.timers.get('waitQueue')).to.equal(130);
+      b.advanceTo(129);
+      expect(b.errorOf(late)).to.equal(undefined);
+      b.advanceTo(130);
+      expect(b.errorOf(late)).to.be.instanceOf(WaitQueueTimeoutError);
+    });
+  });
+
+  describe('durations and time', function () {
+    it('a checkout started while nobody observed is untimed (duration 0), unless a WaitQueue deadline timed it', function () {
+      for (const [waitQueueTimeoutMS, duration] of [
+        [0, 0],
+        [1000, 10],
+      ]) {
+        const b = new Bench({ waitQueueTimeoutMS }, false);
+        b.dispatch({ type: 'ready' });
+        b.checkOut(); // at t = 0, nobody observing
+        b.time = 5;
+        b.dispatch({ type: 'observe', observed: true });
+        b.time = 10;
+        b.succeed(1);
+        expect(b.events.find((e) => e.type === 'ConnectionCheckedOut'), `waitQueueTimeoutMS ${waitQueueTimeoutMS}`).to.include({ duration });
+      }
+    });
+
+    it('reads the clock once per step: every event of one action carries the same time', function () {
+      let reads = 0;
+      const state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions({}), () => ++reads);
+      state.observed = true;
+      reduce(state, { type: 'ready' });
+      reads = 100;
+      const commands = reduce(state, { type: 'checkOut', waiter: new TestWaiter() }).commands;
+      const events = commands.flatMap((c) => (c.type === 'emit' ? [c.event] : []));
+      expect(events.map((e) => [e.type, e.time])).to.deep.equal([
+        ['ConnectionCheckOutStarted', 101],
+        ['ConnectionCreated', 101],
+      ]);
+      expect(reads).to.equal(101);
+    });
+  });
+
+  it('a cancel processed before its checkOut means the checkout never starts', function () {
+    const b = new Bench();
+    b.dispatch({ type: 'ready' });
+    const w = new TestWaiter();
+    expect(b.dispatch({ type: 'cancel', waiter: w })).to.deep.equal([]);
+    expect(w.state).to.equal('done');
+    expect(b.dispatch({ type: 'checkOut', waiter: w })).to.deep.equal([]);
+    expect(b.types()).to.deep.equal(['ConnectionPoolReady']);
+    expect(b.state.waitQueue.length + b.state.claimants.length).to.equal(0);
+    expect(b.pending.size).to.equal(0);
+  });
+
+  it('the failure of an establishment from before a clear neither fails a newer claimant nor clears the pool again', function () {
+    const b = new Bench();
+    b.dispatch({ type: 'ready' });
+    const old = b.checkOut(); // starts connection 1 (generation 0)
+    b.dispatch({ type: 'clear', interruptInUseConnections: false });
+    expect(b.errorOf(old)).to.be.instanceOf(PoolClearedError);
+    b.dispatch({ type: 'ready' });
+    const w = b.checkOut(); // starts connection 2 (generation 1), and claims it
+    expect([...b.pending]).to.deep.equal([1, 2]);
+    b.failEstablishment(1, new Error('refused'), true);
+    expect(b.errorOf(w)).to.equal(undefined);
+    expect(b.state).to.include({ state: 'ready', generation: 1 });
+    expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+    const c = b.succeed(2);
+    expect(b.connectionOf(w)).to.equal(c);
+  });
+
   it('builds no event while nobody observes', function () {
     const b = new Bench({}, false);
     b.dispatch({ type: 'ready' });
@@ -381,6 +502,31 @@ describe('reduce (pool reducer, virtual time)', function () {
     b.succeed(1);
     expect(b.commands.filter((c) => c.type === 'emit')).to.have.length(0);
     expect(b.outcomes).to.have.length(1);
+  });
+
+  it('builds no event on any path while nobody observes: failures, check-ins, closes, clear, close', function () {
+    const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 }, false);
+    b.checkOut(); // paused: fails
+    b.dispatch({ type: 'ready' });
+    const w = b.checkOut();
+    const c = b.succeed(1);
+    b.checkIn(c); // available
+    const w2 = b.checkOut();
+    expect(b.connectionOf(w2)).to.equal(c);
+    c.errored = true;
+    b.checkIn(c); // closed: errored
+    b.checkOut();
+    b.failEstablishment(2, new Error('refused'), false);
+    b.checkOut();
+    b.checkOut();
+    b.advanceTo(100); // the queued one times out
+    b.dispatch({ type: 'clear', interruptInUseConnections: true });
+    b.dispatch({ type: 'ready' });
+    b.checkOut();
+    b.dispatch({ type: 'close' });
+    expect(b.connectionOf(w)).to.equal(c);
+    expect(b.outcomes.filter((o) => o.kind === 'fail')).to.have.length(5); // paused, establishment, timeout, clear, close
+    expect(b.commands.filter((x) => x.type === 'emit')).to.deep.equal([]);
   });
 
   it('a cancel nobody observes is one state change: no event, no error built, no command', function () {

@@ -27,4 +27,33 @@ describe('RingBuffer', function () {
     while (q.size > 0) out.push(q.shift()!);
     expect(out).to.deep.equal([3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 100]);
   });
+
+  it('shifting an empty buffer changes nothing: it stays empty, and a FIFO afterwards', function () {
+    const q = new RingBuffer<number>();
+    expect(q.shift()).to.equal(undefined);
+    expect(q.shift()).to.equal(undefined);
+    expect(q.size).to.equal(0);
+    q.push(1);
+    q.push(2);
+    expect(q.size).to.equal(2);
+    expect([q.shift(), q.shift(), q.shift()]).to.deep.equal([1, 2, undefined]);
+  });
+
+  it('keeps a power-of-two capacity when retain keeps more than the initial 16, so later pushes still wrap in order', function () {
+    // 20 kept (capacity must grow past 16) and exactly 32 kept (capacity 32, full): each is then pushed through a
+    // wrap-around and growth, and must come out in order.
+    for (const keepEvery of [2, 1]) {
+      const q = new RingBuffer<number>();
+      const total = keepEvery === 2 ? 40 : 32;
+      for (let i = 0; i < total; i++) q.push(i);
+      q.retain((x) => x % keepEvery === 0);
+      const kept = Array.from({ length: total }, (_, i) => i).filter((x) => x % keepEvery === 0);
+      expect(q.size).to.equal(kept.length);
+      const out: number[] = [];
+      for (let i = 0; i < 5; i++) out.push(q.shift()!);
+      for (let i = 100; i < 140; i++) q.push(i);
+      while (q.size > 0) out.push(q.shift()!);
+      expect(out).to.deep.equal([...kept, ...Array.from({ length: 40 }, (_, i) => 100 + i)]);
+    }
+  });
 });

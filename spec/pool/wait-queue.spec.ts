@@ -53,4 +53,33 @@ describe('WaitQueue', function () {
     expect(buffer.size).to.be.at.most(1 + 65);
     expect(q.shift()).to.equal(head);
   });
+
+  it('removes lazily: compacts only once more than 64 removed waiters outnumber its members', function () {
+    const size = (q: WaitQueue<never>): number => (q as unknown as { buffer: { size: number } }).buffer.size;
+    // One member at the head, removed waiters behind it: kept until the 65th removal, then compacted away.
+    const q = new WaitQueue<never>('queued');
+    const head = waiter();
+    q.push(head);
+    for (let i = 0; i < 64; i++) {
+      const w = waiter();
+      q.push(w);
+      q.remove(w);
+    }
+    expect(size(q), '64 removed: still there (O(1) removal)').to.equal(65);
+    const last = waiter();
+    q.push(last);
+    q.remove(last);
+    expect(size(q), 'the 65th removal compacts').to.equal(1);
+    expect(q.length).to.equal(1);
+    // Many members: removed waiters are kept while they do not outnumber the members, even past 64.
+    const big = new WaitQueue<never>('queued');
+    const all = Array.from({ length: 200 }, () => waiter());
+    for (const w of all) big.push(w);
+    for (let i = 1; i < 200; i += 2) big.remove(all[i]);
+    expect(big.length).to.equal(100);
+    expect(size(big), '100 removed, 100 members: not compacted').to.equal(200);
+    big.remove(all[2]);
+    expect(size(big), '101 removed, 99 members: compacted').to.equal(99);
+    expect(big.drain()).to.deep.equal(all.filter((_, i) => i % 2 === 0 && i !== 2));
+  });
 });

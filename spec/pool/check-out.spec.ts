@@ -1,0 +1,67 @@
+/**
+ * The checkout front ends (CheckOutRequest): what they leave on a caller's AbortSignal, and a connection delivered to
+ * a Promise checkout its caller had already abandoned.
+ */
+import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
+import { of } from 'rxjs';
+import { CheckOutCancelledError, ConnectionPoolCore, type ConnectionPoolEvent } from '../../lib';
+import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
+import { microtasks } from '../support/microtasks';
+
+describe('CheckOutRequest', function () {
+  it('leaves no listener on a signal shared by many checkouts once each has ended (Observable and Promise forms)', async function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
+    pool.ready();
+    const shared = new AbortController(); // e.g. one per request handler, never aborted
+    const listeners = (): number => getEventListeners(shared.signal, 'abort').length;
+    for (let i = 0; i < 3; i++) {
+      let held: MockConnection | undefined;
+      pool.checkOut({ signal: shared.signal }).subscribe((c) => (held = c));
+      clock.advance(10);
+      expect(held, 'delivered').to.not.equal(undefined);
+      expect(listeners(), 'the Observable form, once delivered').to.equal(0);
+      const request = pool.checkOut({ signal: shared.signal }).then((c) => c); // waits for the one held
+      expect(listeners(), 'while the Promise form waits').to.equal(1);
+      pool.checkIn(held!);
+      const next = await request;
+      expect(listeners(), 'the Promise form, once delivered').to.equal(0);
+      pool.checkIn(next);
+    }
+    expect(listeners()).to.equal(0);
+    const waiting = pool.checkOut({ signal: shared.signal }).subscribe();
+    const waitingToo = pool.checkOut({ signal: shared.signal }).subscribe();
+    waiting.unsubscribe();
+    waitingToo.unsubscribe();
+    expect(listeners(), 'after unsubscribing').to.equal(0);
+  });
+
+  it('a connection delivered to a Promise checkout aborted just before is checked back in, never stranded', async function () {
+    // The establishment completes synchronously, so its result is queued ahead of the cancellation the abort
+    // enqueued: the pool delivers to a checkout whose caller has already been told it was cancelled.
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    const controller = new AbortController();
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => {
+      events.push(e);
+      if (e.type === 'ConnectionCreated') controller.abort();
+    });
+    pool.ready();
+    const outcome = await pool.checkOut({ signal: controller.signal }).then(
+      (c) => c,
+      (e: unknown) => e,
+    );
+    await microtasks();
+    expect(outcome).to.be.instanceOf(CheckOutCancelledError);
+    expect(events.map((e) => e.type).slice(2)).to.deep.equal([
+      'ConnectionCheckOutStarted',
+      'ConnectionCreated',
+      'ConnectionReady',
+      'ConnectionCheckedOut',
+      'ConnectionCheckedIn', // the caller was gone: the pool took it back
+    ]);
+    expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0, waitQueueLength: 0 });
+  });
+});

@@ -1,0 +1,39 @@
+// Mutation testing of the pool core (lib/pool) against its unit, property and CMAP format tests: `npm run test:mutation`.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+
+// The CMAP format tests read the official JSON files beside the repository (../shared/spec-tests/cmap-format). The
+// tests run in a copy of the repository under .stryker-tmp/, where that relative path leads nowhere, so the
+// directory is handed to them absolutely (the test runner processes inherit this environment).
+process.env.CMAP_SPEC_DIR ??= path.resolve(root, '../shared/spec-tests/cmap-format');
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'npm',
+  mutate: ['lib/pool/**/*.ts'],
+  testRunner: 'mocha',
+  // .mocharc.json is read for `require` (ts-node/register/transpile-only) and `extension`; the runner replaces its
+  // reporter with its own and runs without mocha's timeout (Stryker's own timeouts below apply per mutant).
+  mochaOptions: {
+    config: '.mocharc.json',
+    spec: ['spec/pool/**/*.spec.ts', 'spec/cmap/**/*.spec.ts'],
+  },
+  // Mutants that do not type-check are reported as compile errors and left out of the score.
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  coverageAnalysis: 'perTest',
+  // Two cores: one for the test runner, one left for the type checker and the machine.
+  concurrency: 1,
+  // A mutant may run its tests for 1.5 times their dry-run time plus 5 s (the property test, about 3 s, gets ~9 s).
+  timeoutMS: 5000,
+  timeoutFactor: 1.5,
+  dryRunTimeoutMinutes: 10,
+  ignorePatterns: ['/dist', '/docs', '/reports', '/bench/results*'],
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  clearTextReporter: { allowColor: false, logTests: false },
+  tempDirName: '.stryker-tmp',
+};
