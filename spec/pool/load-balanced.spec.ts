@@ -47,6 +47,24 @@ describe('load-balanced mode', function () {
       expect(b.connectionOf(waiting)).to.equal(c);
     });
 
+    it('a service keeps its entry, and so its generation, until its last connection closes', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.checkOut();
+      const [first, second] = [b.succeed(1, A), b.succeed(2, A)];
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      b.checkIn(first); // stale: closed
+      expect([...b.state.serviceGenerations]).to.deep.equal([[A, { generation: 1, connectionCount: 1 }]]);
+      b.checkIn(second); // stale too: the last one, and the entry goes with it
+      const closed = b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed');
+      expect(closed.map((e) => [e.connectionId, e.reason])).to.deep.equal([
+        [1, 'stale'],
+        [2, 'stale'],
+      ]);
+      expect(b.state.serviceGenerations.size).to.equal(0);
+    });
+
     it('a new connection to a cleared service takes the service generation current at its handshake', function () {
       const { b } = twoServices();
       b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: B });
