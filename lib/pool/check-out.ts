@@ -12,7 +12,9 @@ import { Waiter } from './wait-queue';
 export interface CheckOutOptions {
   /**
    * Aborting it cancels the checkout: the request leaves the WaitQueue at once, ConnectionCheckOutFailed is
-   * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}. An abort that comes
+   * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}, whose `cause` is the
+   * signal's `reason`. That error has no stack frames of its own: the place that aborted is in the reason's stack
+   * (an `AbortError` DOMException records it), and capturing another was most of a cancel's cost. An abort that comes
    * after the pool committed the checkout's outcome (ConnectionCheckedOut or ConnectionCheckOutFailed already
    * emitted, delivery under way) changes nothing: the caller receives what the events say.
    */
@@ -53,13 +55,13 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   protected _subscribe(subscriber: Subscriber<C>): TeardownLogic {
     const { port, signal } = this;
     if (signal?.aborted) {
-      subscriber.error(new CheckOutCancelledError(port.address, signal.reason));
+      subscriber.error(cancelled(port.address, signal.reason));
       return undefined;
     }
     const waiter = new SubscriberWaiter<C>(subscriber);
     const onAbort = (): void => {
       // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
-      if (waiter.state !== 'done') subscriber.error(new CheckOutCancelledError(port.address, signal!.reason));
+      if (waiter.state !== 'done') subscriber.error(cancelled(port.address, signal!.reason));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     port.enter(waiter);
@@ -73,10 +75,12 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     onfulfilled?: ((value: C) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
-    if (this.waiter !== undefined) return this.waiter.join(onfulfilled, onrejected);
-    return new Promise<R1 | R2>((resolve) => {
-      this.waiter = checkOutPromise(this.port, this.signal, onfulfilled, onrejected, resolve as Resolve);
-    });
+    let waiter = this.waiter;
+    if (waiter === undefined) {
+      waiter = this.waiter = new PromiseWaiter<C>();
+      startCheckOut(this.port, this.signal, waiter);
+    }
+    return waiter.join(onfulfilled, onrejected) as Promise<R1 | R2>;
   }
 }
 
@@ -98,38 +102,37 @@ class SubscriberWaiter<C> extends Waiter<C> {
   }
 }
 
+/**
+ * Callbacks are scheduled with a settled Promise's `then` rather than `queueMicrotask`: the same microtask queue,
+ * without the AsyncResource and bound function Node's queueMicrotask allocates for each call.
+ */
+const SETTLED = Promise.resolve();
+
 type OnFulfilled<C> = ((value: C) => unknown) | null | undefined;
 type OnRejected = ((reason: unknown) => unknown) | null | undefined;
 type Resolve = (value: unknown) => void;
-/** A later `then` of the same request: its callbacks and the resolve of the Promise it returned. */
+/** A `then` waiting for the outcome: its callbacks and the resolve of the Promise it returned. */
 type Listener<C> = readonly [OnFulfilled<C>, OnRejected, Resolve];
-/** How the checkout ended. */
-interface Outcome<C> {
-  readonly ok: boolean;
-  readonly value: C | unknown;
-}
 
 /**
- * The waiter of one Promise checkout. The first `then`'s callbacks settle the Promise that `then` returned directly
- * (no internal Promise chained to it): while it waits, a checkout keeps one Promise and its `resolve`, nothing more.
- * Callbacks run on a microtask, never inside the pool's own processing (Promises/A+).
+ * The waiter of one Promise checkout, shared by every `then` of its request. A `then` made after the outcome is
+ * known (the usual case when a connection is available: the pool delivers while the first `then` is still running)
+ * chains on a settled native Promise; one made before waits with one Promise and its `resolve`, nothing more, and
+ * is settled directly (no internal Promise chained to it). Callbacks always run on a microtask, never inside the
+ * pool's own processing (Promises/A+).
  */
 class PromiseWaiter<C> extends Waiter<C> {
-  /** Undefined once settled. */
-  private resolve: Resolve | undefined;
-  /** Before settlement: later `then`s waiting too (rare); after: the outcome, for `then`s still to come. */
-  private later: Listener<C>[] | Outcome<C> | undefined;
+  /** Until settled, undefined; then whether it was delivered (the `value` is the connection) or failed (the error). */
+  private ok: boolean | undefined = undefined;
+  private value: unknown = undefined;
+  /** The first `then` waiting for the outcome (all but always the only one), when there is one. */
+  private onfulfilled: OnFulfilled<C> = undefined;
+  private onrejected: OnRejected = undefined;
+  private resolve: Resolve | undefined = undefined;
+  /** Other `then`s waiting for the outcome (rare). */
+  private others: Listener<C>[] | undefined = undefined;
   /** Stops listening to the AbortSignal, when there is one. */
-  detach: (() => void) | undefined;
-
-  constructor(
-    private onfulfilled: OnFulfilled<C>,
-    private onrejected: OnRejected,
-    resolve: Resolve,
-  ) {
-    super();
-    this.resolve = resolve;
-  }
+  detach: (() => void) | undefined = undefined;
 
   deliver(connection: C): boolean {
     return this.settle(true, connection);
@@ -139,32 +142,40 @@ class PromiseWaiter<C> extends Waiter<C> {
     this.settle(false, error);
   }
 
-  /** Settles once: false if it already was. The callbacks run on a microtask. */
+  /** Settles once: false if it already was. Waiting `then`s are notified on a microtask. */
   settle(ok: boolean, value: C | unknown): boolean {
-    const resolve = this.resolve;
-    if (resolve === undefined) return false;
-    const { onfulfilled, onrejected } = this;
-    const later = this.later as Listener<C>[] | undefined;
-    this.resolve = this.onfulfilled = this.onrejected = undefined;
-    this.later = { ok, value };
+    if (this.ok !== undefined) return false;
+    this.ok = ok;
+    this.value = value;
     this.detach?.();
     this.detach = undefined;
-    queueMicrotask(() => {
-      notify(onfulfilled, onrejected, resolve, ok, value);
-      if (later !== undefined) for (const [f, r, res] of later) notify(f, r, res, ok, value);
-    });
+    const { onfulfilled, onrejected, resolve, others } = this;
+    if (resolve !== undefined) {
+      this.onfulfilled = this.onrejected = this.resolve = this.others = undefined;
+      void SETTLED.then(() => {
+        notify(onfulfilled, onrejected, resolve, ok, value);
+        if (others !== undefined) for (const [f, r, res] of others) notify(f, r, res, ok, value);
+      });
+    }
     return true;
   }
 
-  /** A later `then` of the same request: shares its outcome. */
-  join<R1, R2>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected): Promise<R1 | R2> {
-    return new Promise<R1 | R2>((resolve) => {
-      const later = this.later;
-      if (this.resolve !== undefined) {
-        this.later = [...((later as Listener<C>[] | undefined) ?? []), [onfulfilled, onrejected, resolve as Resolve]];
+  /** One `then` of the request: its Promise settles from the outcome, through its callback when it has one. */
+  join(onfulfilled: OnFulfilled<C>, onrejected: OnRejected): Promise<unknown> {
+    const ok = this.ok;
+    if (ok !== undefined) {
+      const value = this.value;
+      const callback = ok ? onfulfilled : onrejected;
+      if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));
+      return ok ? SETTLED.then(() => value) : Promise.reject(value);
+    }
+    return new Promise<unknown>((resolve) => {
+      if (this.resolve === undefined) {
+        this.onfulfilled = onfulfilled;
+        this.onrejected = onrejected;
+        this.resolve = resolve;
       } else {
-        const { ok, value } = later as Outcome<C>;
-        queueMicrotask(() => notify(onfulfilled, onrejected, resolve as Resolve, ok, value));
+        (this.others ??= []).push([onfulfilled, onrejected, resolve]);
       }
     });
   }
@@ -181,28 +192,35 @@ function notify<C>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected, resolve:
   }
 }
 
-/** Starts one checkout as a Promise; it settles exactly once, whichever of delivery, failure or abort comes first. */
-function checkOutPromise<C>(
-  port: CheckOutPort<C>,
-  signal: AbortSignal | undefined,
-  onfulfilled: OnFulfilled<C>,
-  onrejected: OnRejected,
-  resolve: Resolve,
-): PromiseWaiter<C> {
-  const waiter = new PromiseWaiter<C>(onfulfilled, onrejected, resolve);
+/** Starts the checkout of a Promise waiter; it settles exactly once, whichever of delivery, failure or abort is first. */
+function startCheckOut<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined, waiter: PromiseWaiter<C>): void {
   if (signal?.aborted) {
     waiter.state = 'done';
-    waiter.settle(false, new CheckOutCancelledError(port.address, signal.reason));
-    return waiter;
+    waiter.settle(false, cancelled(port.address, signal.reason));
+    return;
   }
   if (signal !== undefined) {
     const onAbort = (): void => {
+      waiter.detach = undefined; // a `once` listener: already removed
       // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
-      if (waiter.state !== 'done' && waiter.settle(false, new CheckOutCancelledError(port.address, signal.reason))) port.leave(waiter);
+      if (waiter.state !== 'done' && waiter.settle(false, cancelled(port.address, signal.reason))) port.leave(waiter);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     waiter.detach = () => signal.removeEventListener('abort', onAbort);
   }
   port.enter(waiter);
-  return waiter;
+}
+
+/**
+ * The caller's error for an aborted checkout, built without stack frames: the abort's own stack is in its cause (the
+ * signal's reason), and capturing a second one cost more than the rest of the cancel.
+ */
+function cancelled(address: string, reason: unknown): CheckOutCancelledError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new CheckOutCancelledError(address, reason);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }

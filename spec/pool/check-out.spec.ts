@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import { of } from 'rxjs';
-import { CheckOutCancelledError, ConnectionPoolCore, type ConnectionPoolEvent } from '../../lib';
+import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 
@@ -63,5 +63,60 @@ describe('CheckOutRequest', function () {
       'ConnectionCheckedIn', // the caller was gone: the pool took it back
     ]);
     expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0, waitQueueLength: 0 });
+  });
+
+  it('a checkout served at once (while its first then runs) still calls back on a microtask, for every then', async function () {
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', connectionFactory: new MockConnectionFactory().factory });
+    pool.ready();
+    const warm = await pool.checkOut();
+    pool.checkIn(warm); // available: the next checkout is delivered while its first `then` is still running
+    const order: string[] = [];
+    const request = pool.checkOut();
+    const first = request.then((c) => (order.push('first'), c));
+    const second = request.then((c) => (order.push('second'), c));
+    const passedOn = request.then(); // no callback: the connection passes on
+    order.push('sync');
+    expect(await first).to.equal(warm);
+    expect(await second).to.equal(warm);
+    expect(await passedOn).to.equal(warm);
+    expect(order).to.deep.equal(['sync', 'first', 'second']);
+    pool.checkIn(warm);
+
+    pool.close(); // fails at once, inside the first `then`
+    const closed = pool.checkOut();
+    const caught = closed.then(undefined, (e: unknown) => (order.push('rejected'), e));
+    order.push('after');
+    expect(await caught).to.be.instanceOf(PoolClosedError);
+    const rethrown = await closed.then().then(undefined, (e: unknown) => e);
+    expect(rethrown).to.be.instanceOf(PoolClosedError);
+    expect(order.slice(3)).to.deep.equal(['after', 'rejected']);
+  });
+
+  it('an aborted checkout fails with a CheckOutCancelledError without stack frames of its own, caused by the abort', async function () {
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, connectionFactory: new MockConnectionFactory().factory });
+    pool.ready();
+    const held = await pool.checkOut();
+    const limit = Error.stackTraceLimit;
+    const errors: unknown[] = [];
+    for (const form of ['promise', 'observable'] as const) {
+      const controller = new AbortController();
+      const request = pool.checkOut({ signal: controller.signal });
+      const outcome =
+        form === 'promise'
+          ? request.then(undefined, (e: unknown) => e)
+          : new Promise((resolve) => request.subscribe({ error: resolve }));
+      controller.abort();
+      errors.push(await outcome);
+    }
+    for (const error of errors) {
+      expect(error).to.be.instanceOf(CheckOutCancelledError);
+      const { stack, cause } = error as CheckOutCancelledError;
+      expect(stack, 'no frames: capturing them was most of the cost of a cancel').to.not.match(/\n\s+at /);
+      expect(cause).to.be.instanceOf(DOMException).and.have.property('name', 'AbortError');
+      expect((cause as Error).stack, 'the abort\'s place is in its reason').to.match(/\n\s+at /);
+    }
+    expect(Error.stackTraceLimit, 'restored').to.equal(limit);
+    pool.checkIn(held);
+    pool.close();
   });
 });
