@@ -337,10 +337,21 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * pool.checkOut().pipe(timeout(1000)).subscribe((c) => pool.checkIn(c));
    * ```
    *
+   * @throws {InvalidOptionError} synchronously, for options that are not an object (option `checkOut options`) or a
+   *   `signal` that is not an AbortSignal (option `signal`).
+   *
    * Source: CMAP spec, "Checking Out a Connection".
    */
   checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
-    return new CheckOutRequest<C>(this.port, options?.signal);
+    if (options === undefined) return new CheckOutRequest<C>(this.port, undefined);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionError('checkOut options', options, 'an object { signal?: AbortSignal }, or nothing');
+    }
+    const signal = options.signal;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+    }
+    return new CheckOutRequest<C>(this.port, signal);
   }
 
   /**
@@ -428,11 +439,23 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * In load-balanced mode, `serviceId` is required: only that service's generation is incremented, ConnectionPoolCleared
    * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted.
    *
-   * @throws {InvalidOptionError} (option `serviceId`) when it is missing in load-balanced mode, or given outside it.
+   * @throws {InvalidOptionError} synchronously: option `serviceId` when it is missing in load-balanced mode, given
+   *   outside it, or neither an ObjectId nor a string; `interruptInUseConnections` when it is not a boolean; `clear
+   *   options` when the options are not an object.
    *
    * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
    */
   clear(options: ClearOptions = {}): void {
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionError('clear options', options, 'an object { interruptInUseConnections?, cause?, serviceId? }, or nothing');
+    }
+    const given = options.serviceId as unknown;
+    if (given !== undefined && typeof given !== 'string' && typeof (given as { toHexString?: unknown } | null)?.toHexString !== 'function') {
+      throw new InvalidOptionError('serviceId', given, 'an ObjectId or its hex string');
+    }
+    if (options.interruptInUseConnections !== undefined && typeof options.interruptInUseConnections !== 'boolean') {
+      throw new InvalidOptionError('interruptInUseConnections', options.interruptInUseConnections, 'true or false');
+    }
     const serviceId = options.serviceId === undefined ? undefined : typeof options.serviceId === 'string' ? options.serviceId : options.serviceId.toHexString();
     if (this.poolState.loadBalanced && serviceId === undefined) {
       throw new InvalidOptionError('serviceId', undefined, 'given to clear() in load-balanced mode (only one service is cleared)');

@@ -671,6 +671,39 @@ describe('ConnectionPool', function () {
     });
   });
 
+  describe('bad arguments to clear() and checkOut()', function () {
+    it('are InvalidOptionErrors that name the argument, thrown at the call, with nothing sent into the pool', function () {
+      const { pool, events } = makePool();
+      pool.ready();
+      const before = events.length;
+      const cases: [() => unknown, string, RegExp][] = [
+        [() => pool.clear(null as never), 'clear options', /Invalid clear options: null \(clear options must be an object/],
+        [() => pool.clear('all' as never), 'clear options', /Invalid clear options: "all"/],
+        [() => pool.clear({ serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5 \(serviceId must be an ObjectId or its hex string\)/],
+        [() => pool.clear({ serviceId: {} } as never), 'serviceId', /Invalid serviceId/],
+        [() => pool.clear({ interruptInUseConnections: 'yes' } as never), 'interruptInUseConnections', /must be true or false/],
+        [() => pool.input.next({ type: 'clear', serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5/],
+        [() => pool.checkOut({ signal: 'x' } as never), 'signal', /Invalid signal: "x" \(signal must be an AbortSignal/],
+        [() => pool.checkOut({ signal: { aborted: false } } as never), 'signal', /Invalid signal/],
+        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null/],
+        [() => pool.checkOut(5 as never), 'checkOut options', /Invalid checkOut options: 5/],
+      ];
+      for (const [call, option, message] of cases) {
+        let error: unknown;
+        try {
+          call();
+        } catch (e) {
+          error = e;
+        }
+        expect(error, String(call)).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option, String(call)).to.equal(option);
+        expect((error as Error).message, String(call)).to.match(message);
+      }
+      expect(events.slice(before), 'no clear, no checkout').to.deep.equal([]);
+      expect(pool.state).to.equal('ready');
+    });
+  });
+
   describe('events$ subscribers', function () {
     it('one subscriber leaving does not stop the events of another', function () {
       const { pool, sub: first } = makePool();
