@@ -11,7 +11,14 @@ import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, Mongo
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg } from './op-msg';
-import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from './wire-protocol';
+import {
+  DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+  effectiveMaxMessageSizeBytes,
+  MessageFramer,
+  OpCode,
+  WireProtocolError,
+  type WireMessage,
+} from './wire-protocol';
 
 /** Options of one {@link Connection.command} call. Source: extension (a per-command socketTimeoutMS). */
 export interface CommandOptions {
@@ -31,6 +38,12 @@ export interface ConnectionInit {
   readonly socketTimeoutMS?: number;
   /** zlib level for compressed messages, -1 (zlib's default) to 9. */
   readonly zlibCompressionLevel?: number;
+  /**
+   * The compressors offered in the handshake. The OP_COMPRESSED spec lets the server compress its handshake reply
+   * with one of them; until the handshake reply is applied, an OP_COMPRESSED using another is refused. Default: none
+   * (a compressed handshake reply is refused).
+   */
+  readonly offeredCompressors?: readonly CompressorName[];
 }
 
 /**
@@ -48,8 +61,10 @@ export interface ServerDescription {
   /** The largest BSON document the server accepts, in bytes (`maxBsonObjectSize`; 16 MiB). */
   readonly maxBsonObjectSize: number;
   /**
-   * The largest wire message the server accepts, in bytes (`maxMessageSizeBytes`; 48000000). A larger reply fails
-   * its command with a {@link MongoNetworkError}.
+   * The largest wire message exchanged, in bytes: the reply's `maxMessageSizeBytes` bounded to 16,777,216..48,000,000
+   * (absent or not a positive integer: 48000000; see `effectiveMaxMessageSizeBytes`). The client never accepts more,
+   * whatever the server announces: a reply (or a decompressed reply) announcing a larger length fails its command
+   * with a {@link MongoNetworkError} naming maxMessageSizeBytes and the limit, before its bytes are read.
    */
   readonly maxMessageSizeBytes: number;
   /** The most write operations the server accepts in one batch (`maxWriteBatchSize`; 100000). */
@@ -114,6 +129,8 @@ export class Connection implements PoolConnection {
   private destroyed = false;
   private inFlight: InFlight | undefined;
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
+  /** The compressors an OP_COMPRESSED reply may use: the offered ones until the handshake, then the negotiated one. */
+  private acceptedCompressors: readonly CompressorName[];
   private readonly socketTimeoutMS: number;
   private readonly zlibCompressionLevel: number;
 
@@ -131,6 +148,7 @@ export class Connection implements PoolConnection {
     this.address = init.address;
     this.socketTimeoutMS = init.socketTimeoutMS ?? 0;
     this.zlibCompressionLevel = init.zlibCompressionLevel ?? -1;
+    this.acceptedCompressors = init.offeredCompressors ?? [];
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.fail(this.networkError(error.message, error)));
     socket.on('close', () => this.fail(this.networkError('closed by the server or the network')));
@@ -158,7 +176,11 @@ export class Connection implements PoolConnection {
 
   /**
    * Records the handshake reply: the server's limits and identity, and the negotiated compressor (the first of the
-   * reply's `compression` list this library speaks). Called by the factory.
+   * reply's `compression` list that is in `offeredCompressors`). From then on a reply is accepted up to
+   * `server.maxMessageSizeBytes` (at most 48,000,000 bytes), and an OP_COMPRESSED reply only with the negotiated
+   * compressor or noop (none negotiated: every OP_COMPRESSED reply fails its command). Called by the factory.
+   *
+   * Source: handshake spec, "Connection handshake"; OP_COMPRESSED spec, "MongoDB Handshake Amendment".
    */
   applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = []): void {
     this.hello = reply;
@@ -167,7 +189,7 @@ export class Connection implements PoolConnection {
       maxWireVersion: num(reply.maxWireVersion, 0),
       minWireVersion: num(reply.minWireVersion, 0),
       maxBsonObjectSize: num(reply.maxBsonObjectSize, 16 * 1024 * 1024),
-      maxMessageSizeBytes: num(reply.maxMessageSizeBytes, DEFAULT_MAX_MESSAGE_SIZE_BYTES),
+      maxMessageSizeBytes: effectiveMaxMessageSizeBytes(reply.maxMessageSizeBytes),
       maxWriteBatchSize: num(reply.maxWriteBatchSize, 100_000),
       serverConnectionId: typeof reply.connectionId === 'number' ? reply.connectionId : undefined,
       serviceId: reply.serviceId ?? undefined,
@@ -176,6 +198,7 @@ export class Connection implements PoolConnection {
     this.framer = new MessageFramer(this.server.maxMessageSizeBytes);
     const agreed = Array.isArray(reply.compression) ? (reply.compression as string[]) : [];
     this.compressor = agreed.find((c): c is CompressorName => offeredCompressors.includes(c as CompressorName));
+    this.acceptedCompressors = this.compressor === undefined ? [] : [this.compressor];
   }
 
   /**
@@ -185,7 +208,9 @@ export class Connection implements PoolConnection {
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
-   *   maxMessageSizeBytes, unknown opcode, invalid BSON) or a reply to another request;
+   *   maxMessageSizeBytes, unknown opcode, invalid BSON, an OP_COMPRESSED with a compressor that was not negotiated
+   *   or that inflates beyond its announced size) or a reply to another request; for a malformed reply its `cause`
+   *   is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
    *   errored.
    */
@@ -223,25 +248,34 @@ export class Connection implements PoolConnection {
     try {
       messages = this.framer.push(chunk);
     } catch (error) {
-      return this.fail(this.protocolError((error as Error).message));
+      return this.fail(this.protocolError(error));
     }
-    for (const message of messages) this.onMessage(message);
+    for (const message of messages) {
+      if (this.destroyed) return;
+      this.onMessage(message);
+    }
   }
 
   private onMessage(raw: WireMessage): void {
     const inFlight = this.inFlight;
     if (inFlight === undefined || raw.header.responseTo !== inFlight.requestId) {
-      return this.fail(this.protocolError(`reply responseTo ${raw.header.responseTo} does not match the request in flight (${inFlight?.requestId ?? 'none'})`));
+      const expected = inFlight?.requestId ?? 'none';
+      const detail = `reply responseTo ${raw.header.responseTo} does not match the request in flight (${expected})`;
+      return this.fail(this.protocolError(new WireProtocolError(detail)));
     }
     let document: Document;
     try {
-      const message = decompressMessage(raw);
+      const message = decompressMessage(raw, {
+        compressors: this.acceptedCompressors,
+        maxMessageSizeBytes: this.server.maxMessageSizeBytes,
+      });
       if (message.header.opCode !== OpCode.OP_MSG) {
-        return this.fail(this.protocolError(`unexpected opcode ${message.header.opCode} in reply`));
+        const opCode = message.header.opCode;
+        throw new WireProtocolError(`unexpected opcode ${opCode} in reply (expected OP_MSG, ${OpCode.OP_MSG})`);
       }
       document = decodeOpMsg(message.body).document;
     } catch (error) {
-      return this.fail(this.protocolError((error as Error).message));
+      return this.fail(this.protocolError(error));
     }
     if (document.ok === 1 || document.ok === true) this.settle(document, undefined);
     else this.settle(undefined, new MongoServerError(document));
@@ -251,8 +285,9 @@ export class Connection implements PoolConnection {
     return new MongoNetworkError(this.address, `connection ${this.id} to ${this.address} ${detail}`, { cause });
   }
 
-  private protocolError(detail: string): MongoNetworkError {
-    return this.networkError(`failed: wire-protocol error: ${detail}`);
+  /** The network error for a malformed reply; `cause` is the {@link WireProtocolError} (or other error) met. */
+  private protocolError(error: unknown): MongoNetworkError {
+    return this.networkError(`failed: wire-protocol error: ${(error as Error).message}`, error);
   }
 
   /** Marks the connection errored, fails the request in flight, and closes the socket. */

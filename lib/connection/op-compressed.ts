@@ -5,7 +5,14 @@
  * Source: OP_COMPRESSED spec (wire format; compressor ids; "Messages that MUST NOT be compressed").
  */
 import { deflateSync, inflateSync } from 'node:zlib';
-import { HEADER_LENGTH, OpCode, WireProtocolError, writeHeader, type WireMessage } from './wire-protocol';
+import {
+  DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+  HEADER_LENGTH,
+  OpCode,
+  WireProtocolError,
+  writeHeader,
+  type WireMessage,
+} from './wire-protocol';
 
 /** Compressor ids of the OP_COMPRESSED spec. */
 export const CompressorId = Object.freeze({ noop: 0, snappy: 1, zlib: 2, zstd: 3 } as const);
@@ -58,30 +65,91 @@ export function compressMessage(message: Buffer, level = -1): Buffer {
 }
 
 /**
- * Unwraps an OP_COMPRESSED message into the message it carries (same request ids, original opcode). Returns other
- * messages unchanged.
+ * What {@link decompressMessage} accepts.
  *
- * @throws {WireProtocolError} for a truncated body, an unsupported compressor, data that does not decompress, or a
- *   decompressed size that differs from the announced one.
+ * Source: OP_COMPRESSED spec ("MongoDB Handshake Amendment": the server compresses only with a compressor negotiated
+ * in the handshake); the size bound is an extension.
  */
-export function decompressMessage(message: WireMessage): WireMessage {
+export interface DecompressionLimits {
+  /**
+   * The compressors negotiated in the handshake. An OP_COMPRESSED is accepted only when this is not empty, and then
+   * only with one of these compressor ids or noop (0).
+   */
+  readonly compressors: readonly CompressorName[];
+  /**
+   * The largest message accepted once decompressed, header included, in bytes: the connection's maxMessageSizeBytes
+   * (see `effectiveMaxMessageSizeBytes`).
+   */
+  readonly maxMessageSizeBytes: number;
+}
+
+/** What the embedded endpoint accepts when it passes no limits: any compressor it speaks, up to 48,000,000 bytes. */
+const DEFAULT_LIMITS: DecompressionLimits = {
+  compressors: SUPPORTED_COMPRESSORS,
+  maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+};
+
+/**
+ * Unwraps an OP_COMPRESSED message into the message it carries (same request ids, original opcode). Returns other
+ * messages unchanged. Checks the compressor and the announced `uncompressedSize` before decompressing, and inflates
+ * with an output limit (zlib `maxOutputLength`) of exactly `uncompressedSize` bytes, so a message that inflates to
+ * more (a "zip bomb") is refused after at most that many bytes, never held in full.
+ *
+ * `limits` defaults to every compressor this library speaks and 48,000,000 bytes; a connection passes the
+ * compressors negotiated on it and its maxMessageSizeBytes.
+ *
+ * @throws {WireProtocolError} for a truncated body; an OP_COMPRESSED when no compressor was negotiated, or with a
+ *   compressor id other than a negotiated one or noop; an `uncompressedSize` that is negative or puts the message
+ *   over `limits.maxMessageSizeBytes`; an OP_COMPRESSED inside an OP_COMPRESSED; data that does not decompress, that
+ *   inflates beyond `uncompressedSize`, or that holds fewer bytes than announced. Each message names the value and
+ *   the limit.
+ *
+ * Source: OP_COMPRESSED spec ("OP_COMPRESSED", "Compressor IDs"); the limits are an extension.
+ */
+export function decompressMessage(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): WireMessage {
   if (message.header.opCode !== OpCode.OP_COMPRESSED) return message;
   const body = message.body;
-  if (body.length < 9) throw new WireProtocolError('OP_COMPRESSED too short');
+  if (body.length < 9) {
+    throw new WireProtocolError(`OP_COMPRESSED too short: ${body.length} bytes after the header, at least 9 needed`);
+  }
   const originalOpCode = body.readInt32LE(0);
   const uncompressedSize = body.readInt32LE(4);
   const compressorId = body[8];
+  const negotiated = limits.compressors.map((name) => CompressorId[name]);
+  if (negotiated.length === 0) {
+    throw new WireProtocolError(
+      `OP_COMPRESSED (compressor id ${compressorId}) received, but no compressor was negotiated in the handshake`,
+    );
+  }
+  if (compressorId !== CompressorId.noop && !negotiated.includes(compressorId as (typeof negotiated)[number])) {
+    const allowed = limits.compressors.map((name) => `${name} (id ${CompressorId[name]})`).join(', ');
+    throw new WireProtocolError(
+      `OP_COMPRESSED uses compressor id ${compressorId}, but only the negotiated ${allowed} or noop (id 0) is accepted`,
+    );
+  }
+  const maxBodyBytes = limits.maxMessageSizeBytes - HEADER_LENGTH;
+  if (uncompressedSize < 0 || uncompressedSize > maxBodyBytes) {
+    throw new WireProtocolError(
+      `OP_COMPRESSED announces an uncompressedSize of ${uncompressedSize} bytes; allowed 0..${maxBodyBytes} ` +
+        `(maxMessageSizeBytes ${limits.maxMessageSizeBytes} less the ${HEADER_LENGTH}-byte header)`,
+    );
+  }
+  if (originalOpCode === OpCode.OP_COMPRESSED) throw new WireProtocolError('OP_COMPRESSED wraps another OP_COMPRESSED');
   let original: Buffer;
   if (compressorId === CompressorId.noop) {
     original = body.subarray(9);
-  } else if (compressorId === CompressorId.zlib) {
+  } else {
     try {
-      original = inflateSync(body.subarray(9));
+      original = inflateSync(body.subarray(9), { maxOutputLength: Math.max(uncompressedSize, 1) });
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new WireProtocolError(
+          `OP_COMPRESSED zlib data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes ` +
+            `(the inflate output limit, maxOutputLength); refused`,
+        );
+      }
       throw new WireProtocolError(`OP_COMPRESSED zlib data is invalid: ${(error as Error).message}`);
     }
-  } else {
-    throw new WireProtocolError(`OP_COMPRESSED uses unsupported compressor id ${compressorId}`);
   }
   if (original.length !== uncompressedSize) {
     throw new WireProtocolError(`OP_COMPRESSED announced ${uncompressedSize} bytes but held ${original.length}`);

@@ -22,7 +22,13 @@ export interface WireMessage {
   readonly body: Buffer;
 }
 
-/** Thrown by the decoders for bytes that are not a valid message; the message says what is wrong. */
+/**
+ * Thrown by the framer and the decoders for bytes that are not a valid message, or a message beyond a limit
+ * (maxMessageSizeBytes, the negotiated compressors); the message says what is wrong, and names the limit and what is
+ * allowed. A `Connection` turns it into a `MongoNetworkError` whose `cause` it is.
+ *
+ * Source: CMAP spec, "Connection" (Errored: wire-protocol error).
+ */
 export class WireProtocolError extends Error {
   override readonly name = 'WireProtocolError';
 }
@@ -30,8 +36,39 @@ export class WireProtocolError extends Error {
 /** The length of the standard message header, in bytes. */
 export const HEADER_LENGTH = 16;
 
-/** The default (and the server's usual) maxMessageSizeBytes: 48,000,000. */
-export const DEFAULT_MAX_MESSAGE_SIZE_BYTES = 48_000_000;
+/**
+ * The hard ceiling on maxMessageSizeBytes, in bytes: 48,000,000, the value every MongoDB server announces. The client
+ * never accepts a larger message, whatever the server announces (see {@link effectiveMaxMessageSizeBytes}).
+ *
+ * Source: extension (MongoDB servers' fixed maxMessageSizeBytes; bounds what a lying server can make the client read).
+ */
+export const MAX_MESSAGE_SIZE_CEILING_BYTES = 48_000_000;
+
+/** The default (and the server's usual) maxMessageSizeBytes, in bytes: 48,000,000. */
+export const DEFAULT_MAX_MESSAGE_SIZE_BYTES = MAX_MESSAGE_SIZE_CEILING_BYTES;
+
+/**
+ * The floor of an announced maxMessageSizeBytes, in bytes: 16 MiB, the default maxBsonObjectSize. A server must be
+ * able to send a reply holding a document of that size, so a smaller announcement is raised to it.
+ *
+ * Source: extension (handshake spec: `maxBsonObjectSize` defaults to 16 MiB).
+ */
+export const MIN_MAX_MESSAGE_SIZE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The message size limit the client applies, in bytes, for the `maxMessageSizeBytes` a handshake reply announces:
+ * an announcement that is absent or not a positive integer gives {@link DEFAULT_MAX_MESSAGE_SIZE_BYTES}; any other is
+ * clamped to {@link MIN_MAX_MESSAGE_SIZE_BYTES}..{@link MAX_MESSAGE_SIZE_CEILING_BYTES} (16,777,216..48,000,000). So
+ * a server that announces 2^31-1 still cannot make the client read more than 48,000,000 bytes per message.
+ *
+ * Source: handshake spec (`maxMessageSizeBytes` in the hello reply); the bounds are an extension.
+ */
+export function effectiveMaxMessageSizeBytes(announced: unknown): number {
+  if (typeof announced !== 'number' || !Number.isSafeInteger(announced) || announced <= 0) {
+    return DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+  }
+  return Math.min(Math.max(announced, MIN_MAX_MESSAGE_SIZE_BYTES), MAX_MESSAGE_SIZE_CEILING_BYTES);
+}
 
 /** Writes a standard message header at the start of `out`. */
 export function writeHeader(out: Buffer, header: MessageHeader): void {
@@ -43,53 +80,96 @@ export function writeHeader(out: Buffer, header: MessageHeader): void {
 
 /**
  * Splits a byte stream into whole messages. Feed it socket chunks with {@link push}; it returns each complete
- * message. It copies only when a message spans chunks.
+ * message. It reads each message's length once its first 4 bytes are there, then keeps the chunks until the message
+ * is complete: a message within one chunk is a view of that chunk (no copy), and a message spread over several
+ * chunks is copied once, with one `Buffer.concat`. Framing is linear in the bytes received, however they are chunked.
+ *
+ * Source: MongoDB wire protocol, "Standard Message Header" (`messageLength` counts the whole message, header
+ * included); OP_MSG spec ("Each OP_MSG MUST NOT exceed the maxMessageSizeBytes").
  */
 export class MessageFramer {
-  private buffered: Buffer[] = [];
+  /** Received chunks not yet returned as messages; the first may be a view of a chunk partly consumed. */
+  private chunks: Buffer[] = [];
   private bufferedLength = 0;
-
-  constructor(private readonly maxMessageSizeBytes = DEFAULT_MAX_MESSAGE_SIZE_BYTES) {}
+  /** The length of the message being received, once its first 4 bytes are there; -1 before. */
+  private expectedLength = -1;
 
   /**
-   * Adds a chunk and returns the messages it completed.
+   * @param maxMessageSizeBytes the longest message accepted, header included, in bytes (default 48,000,000). The
+   *   framer refuses a longer message as soon as its length is known, before its bytes arrive.
+   */
+  constructor(readonly maxMessageSizeBytes = DEFAULT_MAX_MESSAGE_SIZE_BYTES) {}
+
+  /**
+   * Adds a chunk and returns the messages it completed (in order; none while a message is incomplete).
    *
-   * @throws {WireProtocolError} when a header announces a length below 16 bytes or above maxMessageSizeBytes.
+   * @throws {WireProtocolError} when a header announces a length below 16 bytes or above maxMessageSizeBytes; the
+   *   message names the length, maxMessageSizeBytes and the allowed range. The framer is unusable afterwards.
    */
   push(chunk: Buffer): WireMessage[] {
-    this.buffered.push(chunk);
-    this.bufferedLength += chunk.length;
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.bufferedLength += chunk.length;
+    }
     const messages: WireMessage[] = [];
-    while (this.bufferedLength >= 4) {
-      const data = this.buffered.length === 1 ? this.buffered[0] : this.flatten();
-      const length = data.readInt32LE(0);
-      if (length < HEADER_LENGTH || length > this.maxMessageSizeBytes) {
-        throw new WireProtocolError(
-          `message length ${length} is outside the allowed range ${HEADER_LENGTH}..${this.maxMessageSizeBytes}`,
-        );
+    for (;;) {
+      if (this.expectedLength < 0) {
+        if (this.bufferedLength < 4) break;
+        const length = this.peekInt32();
+        if (length < HEADER_LENGTH || length > this.maxMessageSizeBytes) {
+          throw new WireProtocolError(
+            `message length ${length} is outside the allowed range ${HEADER_LENGTH}..${this.maxMessageSizeBytes} ` +
+              `bytes (maxMessageSizeBytes is ${this.maxMessageSizeBytes})`,
+          );
+        }
+        this.expectedLength = length;
       }
-      if (this.bufferedLength < length) break;
-      const message = data.subarray(0, length);
+      if (this.bufferedLength < this.expectedLength) break;
+      const message = this.take(this.expectedLength);
+      this.expectedLength = -1;
       messages.push({
         header: {
-          messageLength: length,
+          messageLength: message.length,
           requestId: message.readInt32LE(4),
           responseTo: message.readInt32LE(8),
           opCode: message.readInt32LE(12),
         },
         body: message.subarray(HEADER_LENGTH),
       });
-      const rest = data.subarray(length);
-      this.buffered = rest.length > 0 ? [rest] : [];
-      this.bufferedLength = rest.length;
     }
     return messages;
   }
 
-  private flatten(): Buffer {
-    const data = Buffer.concat(this.buffered, this.bufferedLength);
-    this.buffered = [data];
-    return data;
+  /** The little-endian int32 formed by the first 4 buffered bytes (which may span chunks). */
+  private peekInt32(): number {
+    const first = this.chunks[0];
+    if (first.length >= 4) return first.readInt32LE(0);
+    const bytes = Buffer.allocUnsafe(4);
+    let filled = 0;
+    for (let i = 0; filled < 4; i++) {
+      filled += this.chunks[i].copy(bytes, filled, 0, Math.min(4 - filled, this.chunks[i].length));
+    }
+    return bytes.readInt32LE(0);
+  }
+
+  /** Removes and returns the first `length` buffered bytes: a view when one chunk holds them, else one copy. */
+  private take(length: number): Buffer {
+    const first = this.chunks[0];
+    if (first.length >= length) {
+      if (first.length === length) this.chunks.shift();
+      else this.chunks[0] = first.subarray(length);
+      this.bufferedLength -= length;
+      return first.subarray(0, length);
+    }
+    let covered = 0;
+    let count = 0;
+    while (covered < length) covered += this.chunks[count++].length;
+    const parts = this.chunks.splice(0, count);
+    const message = Buffer.concat(parts, length);
+    const rest = covered - length;
+    if (rest > 0) this.chunks.unshift(parts[count - 1].subarray(parts[count - 1].length - rest));
+    this.bufferedLength -= length;
+    return message;
   }
 }
 

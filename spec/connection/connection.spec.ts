@@ -2,9 +2,25 @@
  * Real connections over TCP, against the embedded endpoint, or the server in MONGODB_URI when it is set.
  */
 import { expect } from 'chai';
-import { ConnectionBusyError, ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type ConnectionPoolEvent, type ConnectionPoolOptions } from '../../lib';
+import * as net from 'node:net';
+import { firstValueFrom, from } from 'rxjs';
+import {
+  Connection,
+  ConnectionBusyError,
+  ConnectionPool,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  connectionFactory,
+  type ConnectionOptions,
+  type ConnectionPoolEvent,
+  type ConnectionPoolOptions,
+} from '../../lib';
+import { compressMessage } from '../../lib/connection/op-compressed';
+import { encodeOpMsg } from '../../lib/connection/op-msg';
+import { HEADER_LENGTH, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { opCompressed, startHostileServer, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
 import * as pkg from '../../package.json';
 
 describe('Connection (TCP, OP_MSG)', function () {
@@ -110,5 +126,82 @@ describe('Connection (TCP, OP_MSG)', function () {
     expect(c.errored).to.equal(true);
     p.checkIn(c);
     expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'error' });
+  });
+});
+
+describe('Connection limits from the handshake (compression, maxMessageSizeBytes)', function () {
+  let server: HostileServer | undefined;
+  afterEach(async function () {
+    await server?.close();
+    server = undefined;
+  });
+
+  async function establish(options: HostileServerOptions, client: ConnectionOptions = {}): Promise<Connection> {
+    server = await startHostileServer(options);
+    const factory = connectionFactory({ ...client, host: '127.0.0.1', port: server.port });
+    const descriptor = { id: 1, generation: 0, address: server.address, signal: new AbortController().signal };
+    return firstValueFrom(from(factory(descriptor)));
+  }
+
+  /** Answers every command with `{ ok: 1, n }`, compressed with `compressorId` (0 noop, 2 zlib). */
+  const compressedAnswers = (compressorId: number): HostileServerOptions => ({
+    misbehaviour: {
+      kind: 'answer',
+      answer: (request, socket) => {
+        const reply = encodeOpMsg(1, request.header.requestId, { ok: 1, n: 'x'.repeat(300) });
+        const body = reply.subarray(HEADER_LENGTH);
+        const noop = opCompressed(request.header.requestId, body, body.length, 0);
+        socket.write(compressorId === 2 ? compressMessage(reply) : noop);
+      },
+    },
+    hello: { compression: ['zlib'] },
+  });
+
+  for (const [name, id] of [['zlib', 2], ['noop', 0]] as const) {
+    it(`with zlib negotiated, accepts ${name}-compressed replies`, async function () {
+      const c = await establish(compressedAnswers(id), { compressors: ['zlib'] });
+      expect(c.compressor).to.equal('zlib');
+      expect(await c.command('admin', { ping: 1 })).to.deep.include({ ok: 1, n: 'x'.repeat(300) });
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      c.destroy();
+    });
+  }
+
+  it('records maxMessageSizeBytes bounded to 48,000,000 when the server announces 2^31-1', async function () {
+    const c = await establish({ misbehaviour: { kind: 'silent' }, hello: { maxMessageSizeBytes: 2 ** 31 - 1 } });
+    expect(c.hello.maxMessageSizeBytes).to.equal(2 ** 31 - 1);
+    expect(c.server.maxMessageSizeBytes).to.equal(48_000_000);
+    c.destroy();
+  });
+
+  /** A Connection on a raw socket to a server that compresses its handshake reply with zlib. */
+  async function compressedHandshake(offeredCompressors?: readonly 'zlib'[]): Promise<Connection> {
+    server = await startHostileServer({
+      at: 'handshake',
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, socket) => {
+          socket.write(compressMessage(encodeOpMsg(1, request.header.requestId, { ismaster: true, ok: 1 })));
+        },
+      },
+    });
+    const socket = net.connect({ host: '127.0.0.1', port: server.port });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    return new Connection(socket, { id: 1, generation: 0, address: server.address, offeredCompressors });
+  }
+
+  it('accepts a handshake reply compressed with an offered compressor (the OP_COMPRESSED spec allows it)', async function () {
+    const c = await compressedHandshake(['zlib']);
+    expect(await c.command('admin', { isMaster: 1 })).to.include({ ismaster: true });
+    c.destroy();
+  });
+
+  it('refuses a compressed handshake reply when no compressor was offered', async function () {
+    const c = await compressedHandshake();
+    const error = await c.command('admin', { isMaster: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
+    expect((error as Error).message).to.match(/no compressor was negotiated in the handshake/);
+    expect(c.errored).to.equal(true);
   });
 });

@@ -1,44 +1,26 @@
 /**
  * Every kind of bad reply fails the command with a typed network error and leaves the connection errored, so the
- * pool closes it with reason `error` on check-in. The peer is a scripted server: it answers the handshake properly,
- * then answers the next request with the bytes under test.
+ * pool closes it with reason `error` on check-in, and no socket stays open on the server side. The peer is the
+ * hostile server (spec/support/hostile-server.ts): it answers the handshake properly (announcing maxMessageSizeBytes
+ * 2^31-1, which the client bounds to 48,000,000), then answers the next request with the bytes under test.
  */
 import { expect } from 'chai';
-import * as net from 'node:net';
+import type * as net from 'node:net';
 import { serialize } from 'bson';
 import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { encodeOpMsg } from '../../lib/connection/op-msg';
-import { MessageFramer, OpCode, writeHeader } from '../../lib/connection/wire-protocol';
+import { OpCode, WireProtocolError, writeHeader } from '../../lib/connection/wire-protocol';
+import { eventually } from '../support/endpoint';
+import { startHostileServer, type HostileServer } from '../support/hostile-server';
 
 type Answer = (requestId: number, socket: net.Socket) => void;
 
-/** A server that answers the handshake with a small maxMessageSizeBytes, then every later request with `answer`. */
-async function scriptedServer(answer: Answer): Promise<{ address: string; close(): void }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    const framer = new MessageFramer();
-    let handshaken = false;
-    socket.on('data', (chunk: Buffer) => {
-      for (const m of framer.push(chunk)) {
-        if (!handshaken) {
-          handshaken = true;
-          socket.write(encodeOpMsg(1, m.header.requestId, { ismaster: true, maxWireVersion: 21, maxMessageSizeBytes: 1000, ok: 1 }));
-        } else {
-          answer(m.header.requestId, socket);
-        }
-      }
-    });
-    socket.on('error', () => undefined);
+/** A server that answers the handshake (maxMessageSizeBytes 2^31-1), then every later request with `answer`. */
+function scriptedServer(answer: Answer): Promise<HostileServer> {
+  return startHostileServer({
+    misbehaviour: { kind: 'answer', answer: (request, socket) => answer(request.header.requestId, socket) },
+    hello: { maxMessageSizeBytes: 2 ** 31 - 1 },
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      server.close();
-    },
-  };
 }
 
 function header(length: number, responseTo: number, opCode: number): Buffer {
@@ -49,14 +31,31 @@ function header(length: number, responseTo: number, opCode: number): Buffer {
 
 const cases: [string, Answer, RegExp, typeof MongoNetworkError][] = [
   ['a length below the header size', (id, s) => s.write(header(8, id, OpCode.OP_MSG)), /message length 8/, MongoNetworkError],
-  ['a length over maxMessageSizeBytes', (id, s) => s.write(header(5000, id, OpCode.OP_MSG)), /outside the allowed range 16\.\.1000/, MongoNetworkError],
+  [
+    'a 600,000,000-byte length after announcing maxMessageSizeBytes 2^31-1',
+    (id, s) => s.write(header(600_000_000, id, OpCode.OP_MSG)),
+    /message length 600000000 is outside the allowed range 16\.\.48000000 bytes \(maxMessageSizeBytes is 48000000\)/,
+    MongoNetworkError,
+  ],
+  [
+    'an OP_COMPRESSED reply when no compressor was negotiated',
+    (id, s) => {
+      const out = Buffer.alloc(16 + 9 + 10);
+      writeHeader(out, { messageLength: out.length, requestId: 9, responseTo: id, opCode: OpCode.OP_COMPRESSED });
+      out.writeInt32LE(OpCode.OP_MSG, 16);
+      out.writeInt32LE(10, 20);
+      s.write(out); // compressor id 0 (noop)
+    },
+    /OP_COMPRESSED \(compressor id 0\) received, but no compressor was negotiated/,
+    MongoNetworkError,
+  ],
   [
     'an unknown opcode',
     (id, s) => {
       const body = Buffer.from(serialize({ ok: 1 }));
       s.write(Buffer.concat([header(16 + body.length, id, 4242), body]));
     },
-    /unexpected opcode 4242/,
+    /unexpected opcode 4242 in reply \(expected OP_MSG, 2013\)/,
     MongoNetworkError,
   ],
   [
@@ -90,9 +89,12 @@ describe('malformed replies and network failures (through the pool)', function (
         pool.checkIn(c);
         expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'error', connectionId: 1 });
         expect(pool.snapshot().totalConnectionCount).to.equal(0);
+        if (/wire-protocol error/.test(error.message)) expect(error.cause).to.be.instanceOf(WireProtocolError);
+        expect(await eventually(() => server.open === 0, 1000), 'server-side socket left open').to.equal(true);
+        expect(server.closed).to.equal(server.accepted);
       } finally {
         pool.close();
-        server.close();
+        await server.close();
       }
     });
   }

@@ -1,7 +1,59 @@
 import { expect } from 'chai';
 import { serialize } from 'bson';
+import { inspect } from 'node:util';
+import { deflateSync } from 'node:zlib';
+import { compressMessage, decompressMessage, type DecompressionLimits } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
-import { HEADER_LENGTH, MessageFramer, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
+import {
+  effectiveMaxMessageSizeBytes,
+  HEADER_LENGTH,
+  MessageFramer,
+  OpCode,
+  WireProtocolError,
+  writeHeader,
+  type WireMessage,
+} from '../../lib/connection/wire-protocol';
+import { opCompressed, zlibBomb } from '../support/hostile-server';
+
+/** Runs `fn` while counting the calls of Buffer.concat and the bytes they copy. */
+function countingConcat<T>(fn: () => T): { result: T; calls: number; bytesCopied: number } {
+  const original = Buffer.concat;
+  let calls = 0;
+  let bytesCopied = 0;
+  Buffer.concat = ((list: readonly Uint8Array[], totalLength?: number) => {
+    const out = original(list, totalLength);
+    calls++;
+    bytesCopied += out.length;
+    return out;
+  }) as typeof Buffer.concat;
+  try {
+    return { result: fn(), calls, bytesCopied };
+  } finally {
+    Buffer.concat = original;
+  }
+}
+
+/** A whole message of `length` bytes (header included) with request id `requestId` and a recognizable body. */
+function messageOf(length: number, requestId: number): Buffer {
+  const out = Buffer.alloc(length);
+  writeHeader(out, { messageLength: length, requestId, responseTo: 0, opCode: OpCode.OP_MSG });
+  for (let i = HEADER_LENGTH; i < length; i += 4096) out[i] = (i / 4096) & 0xff;
+  return out;
+}
+
+/** A bare header of a `length`-byte message with opcode `opCode`. */
+function header(length: number, opCode: number): Buffer {
+  const out = Buffer.alloc(HEADER_LENGTH);
+  writeHeader(out, { messageLength: length, requestId: 1, responseTo: 9, opCode });
+  return out;
+}
+
+/** Feeds `bytes` to `framer` in chunks of `size` bytes; returns every message framed. */
+function feed(framer: MessageFramer, bytes: Buffer, size: number): WireMessage[] {
+  const out: WireMessage[] = [];
+  for (let at = 0; at < bytes.length; at += size) out.push(...framer.push(bytes.subarray(at, at + size)));
+  return out;
+}
 
 describe('wire protocol (OP_MSG framing)', function () {
   it('encodes a header and one body section that decode back to the same document', function () {
@@ -58,8 +110,133 @@ describe('wire protocol (OP_MSG framing)', function () {
   it('rejects a message longer than maxMessageSizeBytes, or shorter than a header', function () {
     const header = Buffer.alloc(16);
     header.writeInt32LE(1001, 0);
-    expect(() => new MessageFramer(1000).push(header)).to.throw(WireProtocolError, /outside the allowed range 16\.\.1000/);
+    expect(() => new MessageFramer(1000).push(header)).to.throw(
+      WireProtocolError,
+      /message length 1001 is outside the allowed range 16\.\.1000 bytes \(maxMessageSizeBytes is 1000\)/,
+    );
     header.writeInt32LE(4, 0);
     expect(() => new MessageFramer().push(header)).to.throw(WireProtocolError, /message length 4/);
+  });
+
+  it('refuses an oversized length as soon as its 4 bytes are there, even split over chunks', function () {
+    const header = Buffer.alloc(4);
+    header.writeInt32LE(600_000_000, 0);
+    const framer = new MessageFramer();
+    expect(framer.push(header.subarray(0, 1))).to.deep.equal([]);
+    expect(framer.push(header.subarray(1, 3))).to.deep.equal([]);
+    expect(() => framer.push(header.subarray(3))).to.throw(WireProtocolError, /600000000 is outside the allowed range 16\.\.48000000/);
+  });
+
+  it('frames a 48,000,000-byte reply in 64 KiB chunks with one copy (one Buffer.concat of 48,000,000 bytes)', function () {
+    const big = messageOf(48_000_000, 5);
+    const framer = new MessageFramer();
+    const { result, calls, bytesCopied } = countingConcat(() => feed(framer, big, 64 * 1024));
+    expect(result).to.have.length(1);
+    expect(result[0].header).to.deep.equal({ messageLength: 48_000_000, requestId: 5, responseTo: 0, opCode: OpCode.OP_MSG });
+    expect(result[0].body.equals(big.subarray(HEADER_LENGTH))).to.equal(true);
+    expect({ calls, bytesCopied }).to.deep.equal({ calls: 1, bytesCopied: 48_000_000 });
+  });
+
+  it('copies each byte at most once however the stream is cut: 1-byte chunks of three messages', function () {
+    const messages = [messageOf(16 * 1024, 1), messageOf(16, 2), messageOf(3000, 3)];
+    const stream = Buffer.concat(messages);
+    const framer = new MessageFramer();
+    const { result, calls, bytesCopied } = countingConcat(() => feed(framer, stream, 1));
+    expect(result.map((m) => m.header.requestId)).to.deep.equal([1, 2, 3]);
+    result.forEach((m, i) => expect(m.body.equals(messages[i].subarray(HEADER_LENGTH))).to.equal(true));
+    expect({ calls, bytesCopied }).to.deep.equal({ calls: 3, bytesCopied: stream.length });
+  });
+
+  it('returns a message within one chunk as a view of it, without copying', function () {
+    const two = Buffer.concat([messageOf(100, 1), messageOf(200, 2)]);
+    const { result, calls } = countingConcat(() => new MessageFramer().push(two));
+    expect(calls).to.equal(0);
+    expect(result[1].body.buffer).to.equal(two.buffer);
+  });
+});
+
+describe('maxMessageSizeBytes the client applies (effectiveMaxMessageSizeBytes)', function () {
+  const cases: [unknown, number][] = [
+    [48_000_000, 48_000_000],
+    [2 ** 31 - 1, 48_000_000],
+    [600_000_000, 48_000_000],
+    [40_000_000, 40_000_000],
+    [1000, 16 * 1024 * 1024],
+    [undefined, 48_000_000],
+    [null, 48_000_000],
+    ['48000000', 48_000_000],
+    [0, 48_000_000],
+    [-5, 48_000_000],
+    [1.5e7 + 0.5, 48_000_000],
+    [Number.NaN, 48_000_000],
+    [Number.POSITIVE_INFINITY, 48_000_000],
+  ];
+  for (const [announced, limit] of cases) {
+    it(`announced ${inspect(announced)} → ${limit} bytes`, function () {
+      expect(effectiveMaxMessageSizeBytes(announced)).to.equal(limit);
+    });
+  }
+});
+
+describe('OP_COMPRESSED decompression (decompressMessage)', function () {
+  const zlibOnly: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: 48_000_000 };
+  const none: DecompressionLimits = { compressors: [], maxMessageSizeBytes: 48_000_000 };
+  const framed = (bytes: Buffer): WireMessage => new MessageFramer().push(bytes)[0];
+  const reply = encodeOpMsg(3, 9, { ok: 1, n: 'x'.repeat(500) });
+
+  it('unwraps a zlib message into the original one', function () {
+    const out = decompressMessage(framed(compressMessage(reply)), zlibOnly);
+    expect(out.header).to.deep.equal({ messageLength: reply.length, requestId: 3, responseTo: 9, opCode: OpCode.OP_MSG });
+    expect(decodeOpMsg(out.body).document).to.deep.equal({ ok: 1, n: 'x'.repeat(500) });
+  });
+
+  it('accepts noop (id 0) once a compressor was negotiated', function () {
+    const body = reply.subarray(HEADER_LENGTH);
+    const out = decompressMessage(framed(opCompressed(9, body, body.length, 0)), zlibOnly);
+    expect(decodeOpMsg(out.body).document.ok).to.equal(1);
+  });
+
+  const refused: [string, Buffer, DecompressionLimits, RegExp][] = [
+    [
+      'zlib when no compressor was negotiated',
+      compressMessage(reply),
+      none,
+      /OP_COMPRESSED \(compressor id 2\) received, but no compressor was negotiated in the handshake/,
+    ],
+    ['noop when no compressor was negotiated', opCompressed(9, Buffer.alloc(8), 8, 0), none, /no compressor was negotiated/],
+    [
+      'a compressor id other than the negotiated one (snappy)',
+      opCompressed(9, Buffer.alloc(8), 8, 1),
+      zlibOnly,
+      /compressor id 1, but only the negotiated zlib \(id 2\) or noop \(id 0\) is accepted/,
+    ],
+    ['a reserved compressor id', opCompressed(9, Buffer.alloc(8), 8, 200), zlibOnly, /compressor id 200/],
+    [
+      'an uncompressedSize over maxMessageSizeBytes',
+      opCompressed(9, deflateSync(Buffer.alloc(10)), 48_000_000 - 15, 2),
+      zlibOnly,
+      /uncompressedSize of 47999985 bytes; allowed 0\.\.47999984 \(maxMessageSizeBytes 48000000 less the 16-byte header\)/,
+    ],
+    ['a negative uncompressedSize', opCompressed(9, deflateSync(Buffer.alloc(10)), -1, 2), zlibOnly, /uncompressedSize of -1 bytes/],
+    [
+      'data inflating beyond uncompressedSize (a bomb)',
+      opCompressed(9, zlibBomb(64 * 1024 * 1024), 1000, 2),
+      zlibOnly,
+      /inflates beyond its announced uncompressedSize of 1000 bytes \(the inflate output limit, maxOutputLength\)/,
+    ],
+    ['data holding fewer bytes than announced', opCompressed(9, deflateSync(Buffer.alloc(10)), 11, 2), zlibOnly, /announced 11 bytes but held 10/],
+    ['data that is not zlib', opCompressed(9, Buffer.from('not zlib at all'), 15, 2), zlibOnly, /zlib data is invalid/],
+    ['a body under 9 bytes', Buffer.concat([header(20, OpCode.OP_COMPRESSED), Buffer.alloc(4)]), zlibOnly, /too short: 4 bytes/],
+  ];
+  for (const [what, bytes, limits, message] of refused) {
+    it(`refuses ${what}`, function () {
+      expect(() => decompressMessage(framed(bytes), limits)).to.throw(WireProtocolError, message);
+    });
+  }
+
+  it('bounds the inflated size by the connection limit: a smaller maxMessageSizeBytes refuses a larger announcement', function () {
+    const limits: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: 20_000_000 };
+    const bytes = opCompressed(9, zlibBomb(64 * 1024 * 1024), 30_000_000, 2);
+    expect(() => decompressMessage(framed(bytes), limits)).to.throw(WireProtocolError, /allowed 0\.\.19999984 \(maxMessageSizeBytes 20000000/);
   });
 });

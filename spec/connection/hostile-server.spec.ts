@@ -1,0 +1,237 @@
+/**
+ * A server that lies or attacks at the wire level, met through the real connection factory: establishing a
+ * connection, or running a command on one, fails promptly with a typed error that says what is wrong, and no socket
+ * stays open on either side. Pool-level outcomes of malformed replies (ConnectionClosed with reason `error`) are in
+ * malformed-replies.spec.ts.
+ */
+import { expect } from 'chai';
+import { firstValueFrom, from } from 'rxjs';
+import {
+  AuthenticationError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  connectionFactory,
+  type Connection,
+  type ConnectionOptions,
+} from '../../lib';
+import { WireProtocolError } from '../../lib/connection/wire-protocol';
+import { eventually } from '../support/endpoint';
+import {
+  openSocketsOn,
+  startHostileServer,
+  type HostileServer,
+  type HostileServerOptions,
+} from '../support/hostile-server';
+
+/** Establishes one connection with `options` to `server`; resolves to it or rejects with the error. */
+function establish(server: HostileServer, options: ConnectionOptions = {}): Promise<Connection> {
+  const factory = connectionFactory({ connectTimeoutMS: 2000, ...options, host: '127.0.0.1', port: server.port });
+  const descriptor = { id: 1, generation: 0, address: server.address, signal: new AbortController().signal };
+  return firstValueFrom(from(factory(descriptor)));
+}
+
+interface Case {
+  readonly what: string;
+  readonly server: HostileServerOptions;
+  readonly client?: ConnectionOptions;
+  readonly error: typeof MongoNetworkError | typeof AuthenticationError;
+  readonly message: RegExp;
+  /** Whether `cause` must be a WireProtocolError. */
+  readonly wire?: boolean;
+}
+
+const COMPRESSED = { compressors: ['zlib'] } as const;
+
+const handshakeCases: Case[] = [
+  {
+    what: 'garbage (an HTTP response)',
+    server: { misbehaviour: { kind: 'garbage' } },
+    error: MongoNetworkError,
+    message: /message length 1347703880 is outside the allowed range 16\.\.48000000 bytes \(maxMessageSizeBytes is 48000000\)/,
+    wire: true,
+  },
+  {
+    what: 'half a hello reply, then close',
+    server: { misbehaviour: { kind: 'truncated' } },
+    error: MongoNetworkError,
+    message: /closed by the server or the network/,
+  },
+  {
+    what: 'a length header of 600,000,000 bytes',
+    server: { misbehaviour: { kind: 'oversized-length' } },
+    error: MongoNetworkError,
+    message: /message length 600000000 is outside the allowed range 16\.\.48000000 bytes \(maxMessageSizeBytes/,
+    wire: true,
+  },
+  {
+    what: 'a compressed hello reply when the client offered no compressor',
+    server: { misbehaviour: { kind: 'compressed-bomb' } },
+    error: MongoNetworkError,
+    message: /OP_COMPRESSED \(compressor id 2\) received, but no compressor was negotiated in the handshake/,
+    wire: true,
+  },
+  {
+    what: 'a hello reply to another request',
+    server: { misbehaviour: { kind: 'wrong-response-to' } },
+    error: MongoNetworkError,
+    message: /responseTo \d+ does not match the request in flight/,
+    wire: true,
+  },
+  {
+    what: 'no hello reply',
+    server: { misbehaviour: { kind: 'silent' } },
+    client: { connectTimeoutMS: 100 },
+    error: MongoNetworkTimeoutError,
+    message: /timed out after 100 ms/,
+  },
+  {
+    what: 'closing on the hello',
+    server: { misbehaviour: { kind: 'close' } },
+    error: MongoNetworkError,
+    message: /closed by the server or the network/,
+  },
+];
+
+const commandCases: Case[] = [
+  {
+    what: 'garbage (an HTTP response)',
+    server: { misbehaviour: { kind: 'garbage' } },
+    error: MongoNetworkError,
+    message: /message length 1347703880 is outside the allowed range 16\.\.48000000/,
+    wire: true,
+  },
+  {
+    what: 'half a reply, then close',
+    server: { misbehaviour: { kind: 'truncated' } },
+    error: MongoNetworkError,
+    message: /closed by the server or the network/,
+  },
+  {
+    what: 'a 600,000,000-byte reply after announcing maxMessageSizeBytes 2^31-1',
+    server: { misbehaviour: { kind: 'oversized-length' }, hello: { maxMessageSizeBytes: 2 ** 31 - 1 } },
+    error: MongoNetworkError,
+    message: /message length 600000000 is outside the allowed range 16\.\.48000000 bytes \(maxMessageSizeBytes is 48000000\)/,
+    wire: true,
+  },
+  {
+    what: 'a compressed bomb when no compressor was negotiated (the hello reply lists zlib, the client offered none)',
+    server: { misbehaviour: { kind: 'compressed-bomb', announcedBytes: 1000 }, hello: { compression: ['zlib'] } },
+    error: MongoNetworkError,
+    message: /no compressor was negotiated in the handshake/,
+    wire: true,
+  },
+  {
+    what: 'a compressed bomb announcing its true size (64 MiB) over a negotiated compressor',
+    server: { misbehaviour: { kind: 'compressed-bomb' }, hello: { compression: ['zlib'] } },
+    client: COMPRESSED,
+    error: MongoNetworkError,
+    message: /uncompressedSize of 67108864 bytes; allowed 0\.\.47999984 \(maxMessageSizeBytes 48000000/,
+    wire: true,
+  },
+  {
+    what: 'a compressed bomb announcing 1000 bytes over a negotiated compressor',
+    server: { misbehaviour: { kind: 'compressed-bomb', announcedBytes: 1000 }, hello: { compression: ['zlib'] } },
+    client: COMPRESSED,
+    error: MongoNetworkError,
+    message: /inflates beyond its announced uncompressedSize of 1000 bytes \(the inflate output limit, maxOutputLength\)/,
+    wire: true,
+  },
+  {
+    what: 'a snappy-compressed reply when zlib was negotiated',
+    server: {
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, socket) => socket.write(compressedWithId(request.header.requestId, 1)),
+      },
+      hello: { compression: ['zlib'] },
+    },
+    client: COMPRESSED,
+    error: MongoNetworkError,
+    message: /compressor id 1, but only the negotiated zlib \(id 2\) or noop \(id 0\) is accepted/,
+    wire: true,
+  },
+];
+
+/** A tiny OP_COMPRESSED answering `responseTo` with compressor id `compressorId`. */
+function compressedWithId(responseTo: number, compressorId: number): Buffer {
+  const out = Buffer.alloc(16 + 9 + 4);
+  out.writeInt32LE(out.length, 0);
+  out.writeInt32LE(responseTo, 8);
+  out.writeInt32LE(2012, 12);
+  out.writeInt32LE(2013, 16);
+  out.writeInt32LE(4, 20);
+  out[24] = compressorId;
+  return out;
+}
+
+describe('a hostile server (wire level), through the connection factory', function () {
+  let server: HostileServer | undefined;
+
+  afterEach(async function () {
+    await server?.close();
+    server = undefined;
+  });
+
+  /** Every socket the test opened is closed, on the server side and on the client side. */
+  async function expectNoSocketLeft(s: HostileServer): Promise<void> {
+    expect(await eventually(() => s.open === 0 && openSocketsOn(s.port) === 0, 1000), 'sockets left open').to.equal(true);
+    expect(s.accepted).to.equal(1);
+    expect(s.closed).to.equal(1);
+  }
+
+  function expectError(error: unknown, c: Case): void {
+    expect(error).to.be.instanceOf(c.error);
+    expect((error as Error).message).to.match(c.message);
+    if (c.wire) expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
+  }
+
+  describe('misbehaving on the handshake: establishment fails', function () {
+    for (const c of handshakeCases) {
+      it(`${c.what}: ${c.error.name}, no socket left open`, async function () {
+        server = await startHostileServer({ ...c.server, at: 'handshake' });
+        const started = Date.now();
+        const error = await establish(server, c.client).then(
+          (connection) => {
+            connection.destroy();
+            return undefined;
+          },
+          (e: unknown) => e,
+        );
+        expectError(error, c);
+        expect(Date.now() - started).to.be.below(1000);
+        await expectNoSocketLeft(server);
+      });
+    }
+  });
+
+  describe('misbehaving after a correct handshake: the command fails and the connection is errored', function () {
+    for (const c of commandCases) {
+      it(`${c.what}: ${c.error.name}, no socket left open`, async function () {
+        server = await startHostileServer({ ...c.server, at: 'command' });
+        const connection = await establish(server, { socketTimeoutMS: 1000, ...c.client });
+        expect(connection.compressor).to.equal(c.client?.compressors?.[0]);
+        const started = Date.now();
+        const error = await connection.command('admin', { ping: 1 }).catch((e: unknown) => e);
+        expectError(error, c);
+        expect(Date.now() - started).to.be.below(1000);
+        expect(connection.errored).to.equal(true);
+        expect(connection.error).to.equal(error);
+        await expectNoSocketLeft(server);
+      });
+    }
+  });
+
+  it('a saslStart reply asking for 30,000,000 iterations: a prompt AuthenticationError, no socket left open', async function () {
+    this.timeout(3000);
+    server = await startHostileServer({ misbehaviour: { kind: 'absurd-scram' } });
+    const started = Date.now();
+    const error = await establish(server, {
+      credentials: { username: 'app', password: 'secret-pw-1', mechanism: 'SCRAM-SHA-256' },
+    }).catch((e: unknown) => e);
+    expect(Date.now() - started).to.be.below(1000);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect((error as Error).message).to.match(/iteration/i).and.match(/30000000/);
+    expect((error as Error).message).not.to.include('secret-pw-1');
+    await expectNoSocketLeft(server);
+  });
+});
