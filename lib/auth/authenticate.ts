@@ -25,10 +25,20 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 }
 
 /**
- * Authenticates a connection whose handshake returned `handshakeReply`.
+ * Authenticates a connection whose handshake returned `handshakeReply`, sending commands with `run`. The key
+ * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate}).
  *
- * @throws {AuthenticationError} when authentication fails (see {@link scramAuthenticate}).
+ * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
+ *   1,000,000 (see {@link scramAuthenticate}).
+ * @throws `signal.reason` (rejection) once `signal` aborts.
+ *
+ * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake".
  */
-export function authenticate(run: RunCommand, credentials: MongoCredentials, handshakeReply: Document): Promise<void> {
-  return scramAuthenticate(run, credentials, selectMechanism(credentials, handshakeReply));
+export function authenticate(
+  run: RunCommand,
+  credentials: MongoCredentials,
+  handshakeReply: Document,
+  signal?: AbortSignal,
+): Promise<void> {
+  return scramAuthenticate(run, credentials, selectMechanism(credentials, handshakeReply), { signal });
 }

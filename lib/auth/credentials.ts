@@ -36,6 +36,13 @@ export interface CredentialsInit {
 const passwords = new WeakMap<MongoCredentials, string>();
 
 /**
+ * How many salted passwords one {@link MongoCredentials} keeps. A deployment needs one per mechanism and salt (one
+ * salt per user and mechanism), so a handful at most; the bound only stops a server that sends a fresh salt on every
+ * conversation from growing the cache without limit.
+ */
+const MAX_CACHED_SALTED_PASSWORDS = 16;
+
+/**
  * Credentials for SCRAM authentication, validated at construction. The password is kept out of every enumerable
  * property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance, so reusing
  * one instance for many connections derives each once.
@@ -52,8 +59,8 @@ export class MongoCredentials {
    * SCRAM-SHA-1).
    */
   readonly mechanism: AuthMechanism | undefined;
-  /** SCRAM salted passwords, keyed by mechanism, salt and iteration count (auth spec: MUST cache). */
-  private readonly saltedPasswords = new Map<string, Buffer>();
+  /** SCRAM salted passwords (settled or being derived), keyed by mechanism, salt and iteration count. */
+  private readonly saltedPasswords = new Map<string, Promise<Buffer>>();
 
   /**
    * @throws {InvalidOptionError} for an empty or non-string username, a non-string password, an empty source, or a
@@ -82,13 +89,35 @@ export class MongoCredentials {
     return passwords.get(this)!;
   }
 
-  /** The cached salted password for `key`, computing it with `derive` the first time. Used by SCRAM authentication. */
-  saltedPassword(key: string, derive: () => Buffer): Buffer {
-    let salted = this.saltedPasswords.get(key);
-    if (salted === undefined) {
+  /**
+   * The salted password for `key` (SCRAM: mechanism, salt and iteration count), derived with `derive` the first time
+   * and cached. The Promise itself is cached, so concurrent callers with the same key share one derivation. A
+   * derivation that fails (throws or rejects) is dropped from the cache, so the next caller derives again; each
+   * caller waiting on it gets its error. At most 16 salted passwords are kept; the oldest entry goes first. Used by
+   * SCRAM authentication.
+   *
+   * Resolves to the salted password bytes (20 for SCRAM-SHA-1, 32 for SCRAM-SHA-256); rejects with `derive`'s error.
+   *
+   * Source: auth spec, "Caching credentials in SCRAM" (drivers MUST keep a cache of computed SCRAM credentials,
+   * whose entries SHOULD be identified by password, salt, iteration count and mechanism; the password is this
+   * instance's); sharing a derivation in progress and the bound on entries are extensions.
+   */
+  saltedPassword(key: string, derive: () => Promise<Buffer>): Promise<Buffer> {
+    const cached = this.saltedPasswords.get(key);
+    if (cached !== undefined) return cached;
+    let salted: Promise<Buffer>;
+    try {
       salted = derive();
-      this.saltedPasswords.set(key, salted);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    if (this.saltedPasswords.size >= MAX_CACHED_SALTED_PASSWORDS) {
+      this.saltedPasswords.delete(this.saltedPasswords.keys().next().value!);
+    }
+    this.saltedPasswords.set(key, salted);
+    salted.catch(() => {
+      if (this.saltedPasswords.get(key) === salted) this.saltedPasswords.delete(key);
+    });
     return salted;
   }
 

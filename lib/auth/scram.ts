@@ -4,7 +4,7 @@
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802, RFC 7677); `@mongodb-js/saslprep` for SASLprep.
  */
-import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
 import { saslprep } from '@mongodb-js/saslprep';
 import { AuthenticationError, MongoServerError } from '../errors';
@@ -12,6 +12,24 @@ import type { AuthMechanism, MongoCredentials } from './credentials';
 
 /** The smallest iteration count a client accepts (auth spec: MUST enforce 4096). */
 export const MIN_ITERATIONS = 4096;
+
+/**
+ * The largest iteration count a client accepts: 1,000,000. A server asking for more fails authentication with an
+ * {@link AuthenticationError} naming the count asked and this limit, before any key derivation starts.
+ *
+ * Why a ceiling: RFC 5802, section 9, warns that a hostile server can mount a computational denial-of-service attack
+ * on clients by sending a big iteration count; the auth spec sets only the minimum. Why this value: MongoDB derives
+ * new users' keys with `scramIterationCount` (SCRAM-SHA-1, default 10,000) and `scramSHA256IterationCount`
+ * (SCRAM-SHA-256, default 15,000), both at least 5,000 and with no upper bound but the 32-bit integer; the highest
+ * count an administrator is likely to choose is OWASP's PBKDF2-HMAC-SHA256 recommendation of 600,000. The ceiling is
+ * above that and 66 times the SCRAM-SHA-256 default, so no real deployment meets it, and it bounds one derivation to
+ * about 0.3 s of one libuv threadpool thread on a current x86-64 core (never the event loop), well inside the default
+ * connectTimeoutMS of 10 s. Other clients bound it too: node-postgres and pgjdbc refuse more than 100,000 by default.
+ *
+ * Source: extension (RFC 5802, section 9, "Security Considerations"; MongoDB server parameters
+ * `scramIterationCount` and `scramSHA256IterationCount`; OWASP Password Storage Cheat Sheet, PBKDF2).
+ */
+export const MAX_ITERATIONS = 1_000_000;
 
 /** Hash parameters of a SCRAM mechanism. */
 export function scramHash(mechanism: AuthMechanism): { algorithm: 'sha1' | 'sha256'; length: number } {
@@ -24,10 +42,39 @@ export function scramPassword(mechanism: AuthMechanism, username: string, passwo
   return saslprep(password);
 }
 
-/** Hi() of RFC 5802: PBKDF2 with HMAC. */
+/**
+ * Hi() of RFC 5802 (PBKDF2 with the mechanism's HMAC), computed synchronously: it blocks the event loop for the whole
+ * derivation, so clients use {@link saltPasswordAsync}; the embedded endpoint's server side uses this one.
+ *
+ * Returns the salted password: 20 bytes for SCRAM-SHA-1, 32 for SCRAM-SHA-256.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802, section 2.2, Hi()).
+ */
 export function saltPassword(mechanism: AuthMechanism, password: string, salt: Buffer, iterations: number): Buffer {
   const { algorithm, length } = scramHash(mechanism);
   return pbkdf2Sync(password, salt, iterations, length, algorithm);
+}
+
+/**
+ * Hi() of RFC 5802 (PBKDF2 with the mechanism's HMAC), computed on the libuv threadpool (node:crypto `pbkdf2`), so
+ * the event loop keeps running (timers, sockets) during the derivation. A derivation cannot be stopped once started;
+ * callers that give up simply ignore its result.
+ *
+ * Resolves to the salted password: 20 bytes for SCRAM-SHA-1, 32 for SCRAM-SHA-256. Rejects with node:crypto's error
+ * when the parameters are invalid.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802, section 2.2, Hi()).
+ */
+export function saltPasswordAsync(
+  mechanism: AuthMechanism,
+  password: string,
+  salt: Buffer,
+  iterations: number,
+): Promise<Buffer> {
+  const { algorithm, length } = scramHash(mechanism);
+  return new Promise((resolve, reject) => {
+    pbkdf2(password, salt, iterations, length, algorithm, (error, key) => (error ? reject(error) : resolve(key)));
+  });
 }
 
 /** HMAC(key, text) with the mechanism's hash. */
@@ -66,23 +113,50 @@ export function parseAttributes(message: string): Map<string, string> {
 export type RunCommand = (db: string, command: Document) => Promise<Document>;
 
 /**
- * Authenticates with SCRAM (`mechanism`) as `credentials`, using `run` to send saslStart/saslContinue to the
- * credentials' source database.
+ * Options of {@link scramAuthenticate}.
  *
- * @throws {AuthenticationError} when the server rejects the credentials (cause: its error), sends a malformed or
- *   inconsistent message, an iteration count below 4096, or a server signature that does not verify.
+ * Source: extension (cancellation of an establishment: CMAP spec, "Establishing a Connection"; the fixed nonce
+ * reproduces the auth spec's example conversations).
+ */
+export interface ScramOptions {
+  /**
+   * Ends the conversation: once aborted, no further command is sent and the returned Promise rejects with
+   * `signal.reason` at once, even while the salted password is still being derived (that derivation finishes on the
+   * threadpool and only fills the credentials' cache).
+   */
+  signal?: AbortSignal;
+  /** The client nonce, base64. Default: 24 random bytes. */
+  clientNonce?: string;
+}
+
+/**
+ * Authenticates with SCRAM (`mechanism`) as `credentials`, using `run` to send saslStart/saslContinue to the
+ * credentials' source database. The salted password is derived off the event loop ({@link saltPasswordAsync}) and
+ * cached in `credentials` per mechanism, salt and iteration count; concurrent conversations that need the same one
+ * share a single derivation.
+ *
+ * @throws {AuthenticationError} (rejection) when the server rejects the credentials (cause: its error), sends a
+ *   malformed or inconsistent message, an iteration count below {@link MIN_ITERATIONS} (4096) or above
+ *   {@link MAX_ITERATIONS} (1,000,000), or a server signature that does not verify. Messages name the user, source
+ *   and mechanism, never the password.
+ * @throws `options.signal.reason` (rejection) once the signal aborts.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (including the minimum iteration count and the MUST-cache of
+ * "Caching credentials in SCRAM"); the maximum iteration count is an extension (see {@link MAX_ITERATIONS}).
  */
 export async function scramAuthenticate(
   run: RunCommand,
   credentials: MongoCredentials,
   mechanism: AuthMechanism,
-  clientNonce: string = randomBytes(24).toString('base64'),
+  options: ScramOptions = {},
 ): Promise<void> {
+  const { signal, clientNonce = randomBytes(24).toString('base64') } = options;
   const who = `user "${credentials.username}" on "${credentials.source}" with ${mechanism}`;
   const fail = (why: string, cause?: unknown): never => {
     throw new AuthenticationError(`Authentication failed for ${who}: ${why}`, cause);
   };
   const send = async (command: Document): Promise<Document> => {
+    signal?.throwIfAborted();
     try {
       return await run(credentials.source, command);
     } catch (error) {
@@ -103,16 +177,27 @@ export async function scramAuthenticate(
   const attrs = parseAttributes(serverFirst);
   const nonce = attrs.get('r');
   const saltText = attrs.get('s');
-  const iterations = Number(attrs.get('i'));
+  const iterationsText = attrs.get('i') ?? '';
   if (!nonce || !nonce.startsWith(clientNonce) || nonce.length <= clientNonce.length) fail('the server nonce does not extend the client nonce');
   if (!saltText) fail('the server sent no salt');
-  if (!Number.isInteger(iterations) || iterations < MIN_ITERATIONS) {
-    fail(`the server asked for ${attrs.get('i')} iterations, fewer than the minimum ${MIN_ITERATIONS}`);
+  // The count as the server wrote it (at most 20 characters of it), for messages.
+  const asked = iterationsText.length > 20 ? `${iterationsText.slice(0, 20)}...` : iterationsText;
+  if (!/^[0-9]+$/.test(iterationsText)) fail(`the server sent an invalid iteration count "${asked}"`);
+  const iterations = Number(iterationsText);
+  if (iterations < MIN_ITERATIONS) {
+    fail(`the server asked for ${asked} iterations, fewer than the minimum ${MIN_ITERATIONS}`);
   }
+  if (iterations > MAX_ITERATIONS) {
+    fail(`the server asked for ${asked} iterations, more than the maximum ${MAX_ITERATIONS}`);
+  }
+  signal?.throwIfAborted();
 
   const password = scramPassword(mechanism, credentials.username, credentials.password);
-  const salted = credentials.saltedPassword(`${mechanism}:${saltText}:${iterations}`, () =>
-    saltPassword(mechanism, password, Buffer.from(saltText!, 'base64'), iterations),
+  const salted = await unlessAborted(
+    credentials.saltedPassword(`${mechanism}:${saltText}:${iterations}`, () =>
+      saltPasswordAsync(mechanism, password, Buffer.from(saltText!, 'base64'), iterations),
+    ),
+    signal,
   );
   const clientKey = hmac(mechanism, salted, 'Client Key');
   const serverKey = hmac(mechanism, salted, 'Server Key');
@@ -135,6 +220,21 @@ export async function scramAuthenticate(
   while (reply.done !== true) {
     reply = await send({ saslContinue: 1, conversationId: reply.conversationId, payload: new Binary(Buffer.alloc(0)) });
   }
+}
+
+/** `work`, or a rejection with `signal.reason` as soon as `signal` aborts (`work` itself goes on, unobserved here). */
+function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const settle = <V>(then: (value: V) => void) => (value: V): void => {
+      signal.removeEventListener('abort', onAbort);
+      then(value);
+    };
+    work.then(settle(resolve), settle(reject));
+    if (signal.aborted) onAbort();
+  });
 }
 
 /** The text of a SASL `payload` (Binary, bytes or string); undefined when there is none. */

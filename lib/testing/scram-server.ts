@@ -7,10 +7,13 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
 import type { AuthMechanism } from '../auth/credentials';
+import { InvalidOptionError } from '../errors';
 import { hash, hmac, parseAttributes, saltPassword, saslPayloadText, scramPassword, xor } from '../auth/scram';
 
 /**
- * A user of the embedded endpoint. Its SCRAM credentials are derived when the endpoint is constructed.
+ * A user of the embedded endpoint. Its salt is drawn when the endpoint is constructed; its SCRAM keys are derived the
+ * first time a client sends a proof for it (synchronously, on the event loop the endpoint shares with its clients),
+ * so a user whose iteration count a client refuses costs nothing.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (what a server stores for a user: salt, iteration count, stored
  * and server keys).
@@ -24,13 +27,22 @@ export interface EmbeddedUser {
   db?: string;
   /** The mechanisms the user can authenticate with. Default both, SCRAM-SHA-1 and SCRAM-SHA-256. */
   mechanisms?: AuthMechanism[];
+  /**
+   * The SCRAM iteration count the endpoint asks for (`i=` in its server-first message), for every mechanism of the
+   * user: a positive integer. Default: mongod's, 10000 for SCRAM-SHA-1 (`scramIterationCount`) and 15000 for
+   * SCRAM-SHA-256 (`scramSHA256IterationCount`). Any positive integer is allowed, including counts a real server
+   * refuses (below 5000) and counts a client must refuse (below 4096, or above its maximum: 1,000,000 here), to test
+   * clients against them; a count a client accepts costs the endpoint one derivation of that many iterations when
+   * the first proof arrives.
+   */
+  iterations?: number;
 }
 
 interface StoredCredential {
   readonly salt: Buffer;
   readonly iterations: number;
-  readonly storedKey: Buffer;
-  readonly serverKey: Buffer;
+  /** StoredKey and ServerKey, derived on first use. */
+  keys: () => { readonly storedKey: Buffer; readonly serverKey: Buffer };
 }
 
 interface StoredUser {
@@ -54,10 +66,15 @@ const ITERATIONS: Record<AuthMechanism, number> = { 'SCRAM-SHA-1': 10_000, 'SCRA
 
 const authFailed = (): Document => ({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' });
 
-/** The users of an endpoint and the SCRAM steps that check them. */
+/**
+ * The users of an endpoint and the SCRAM steps that check them.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802 / RFC 7677 server steps).
+ */
 export class ScramUsers {
   private readonly users = new Map<string, StoredUser>();
 
+  /** @throws {InvalidOptionError} when a user's `iterations` is not a positive integer (see {@link add}). */
   constructor(users: readonly EmbeddedUser[] = []) {
     for (const u of users) this.add(u);
   }
@@ -67,18 +84,33 @@ export class ScramUsers {
     return this.users.size > 0;
   }
 
+  /**
+   * Adds (or replaces) a user.
+   *
+   * @throws {InvalidOptionError} when `user.iterations` is given and is not a positive integer.
+   */
   add(user: EmbeddedUser): void {
+    if (user.iterations !== undefined && !(Number.isSafeInteger(user.iterations) && user.iterations > 0)) {
+      throw new InvalidOptionError('iterations', user.iterations, 'a positive integer');
+    }
     const db = user.db ?? 'admin';
     const credentials: Partial<Record<AuthMechanism, StoredCredential>> = {};
     for (const mechanism of user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as AuthMechanism[])) {
       const salt = randomBytes(16);
-      const iterations = ITERATIONS[mechanism];
-      const salted = saltPassword(mechanism, scramPassword(mechanism, user.username, user.password), salt, iterations);
+      const iterations = user.iterations ?? ITERATIONS[mechanism];
+      const password = scramPassword(mechanism, user.username, user.password);
+      let keys: { storedKey: Buffer; serverKey: Buffer } | undefined;
       credentials[mechanism] = {
         salt,
         iterations,
-        storedKey: hash(mechanism, hmac(mechanism, salted, 'Client Key')),
-        serverKey: hmac(mechanism, salted, 'Server Key'),
+        keys: () => {
+          if (keys === undefined) {
+            const salted = saltPassword(mechanism, password, salt, iterations);
+            const storedKey = hash(mechanism, hmac(mechanism, salted, 'Client Key'));
+            keys = { storedKey, serverKey: hmac(mechanism, salted, 'Server Key') };
+          }
+          return keys;
+        },
       };
     }
     this.users.set(`${db}.${user.username}`, { username: user.username, db, credentials });
@@ -128,7 +160,7 @@ export class ScramUsers {
     const proofText = attrs.get('p');
     if (attrs.get('r') !== conversation.nonce || proofText === undefined) return { reply: authFailed(), authenticated: false };
     const { mechanism } = conversation;
-    const credential = conversation.user.credentials[mechanism]!;
+    const credential = conversation.user.credentials[mechanism]!.keys();
     const withoutProof = message.slice(0, message.lastIndexOf(',p='));
     const authMessage = `${conversation.clientFirstBare},${conversation.serverFirst},${withoutProof}`;
     const clientKey = xor(Buffer.from(proofText, 'base64'), hmac(mechanism, credential.storedKey, authMessage));

@@ -18,16 +18,67 @@ describe('MongoCredentials', function () {
     expect(() => new MongoCredentials({ username: 'u', password: 'p', source: '' })).to.throw(InvalidOptionError, /authSource/);
   });
 
-  it('caches salted passwords per mechanism, salt and iteration count', function () {
+  it('caches salted passwords per mechanism, salt and iteration count', async function () {
     const creds = new MongoCredentials({ username: 'u', password: 'p' });
     let derived = 0;
-    const derive = () => {
+    const derive = async () => {
       derived++;
       return Buffer.from('x');
     };
-    creds.saltedPassword('SCRAM-SHA-256:salt:4096', derive);
-    creds.saltedPassword('SCRAM-SHA-256:salt:4096', derive);
-    creds.saltedPassword('SCRAM-SHA-1:salt:4096', derive);
+    await creds.saltedPassword('SCRAM-SHA-256:salt:4096', derive);
+    await creds.saltedPassword('SCRAM-SHA-256:salt:4096', derive);
+    await creds.saltedPassword('SCRAM-SHA-1:salt:4096', derive);
     expect(derived).to.equal(2);
+  });
+
+  it('shares one derivation in progress between concurrent callers of the same key', async function () {
+    const creds = new MongoCredentials({ username: 'u', password: 'p' });
+    let derived = 0;
+    let finish!: (salted: Buffer) => void;
+    const derive = () => {
+      derived++;
+      return new Promise<Buffer>((resolve) => (finish = resolve));
+    };
+    const first = creds.saltedPassword('SCRAM-SHA-256:salt:15000', derive);
+    const second = creds.saltedPassword('SCRAM-SHA-256:salt:15000', derive);
+    expect(derived).to.equal(1);
+    finish(Buffer.from('salted'));
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.toString()).to.equal('salted');
+    expect(b).to.equal(a);
+    expect(derived).to.equal(1);
+  });
+
+  it('does not keep a failed derivation: every waiter gets the error, the next caller derives again', async function () {
+    const creds = new MongoCredentials({ username: 'u', password: 'p' });
+    let derived = 0;
+    const failing = async (): Promise<Buffer> => {
+      derived++;
+      throw new Error('derivation failed');
+    };
+    const waiters = [creds.saltedPassword('k', failing), creds.saltedPassword('k', failing)];
+    for (const waiter of waiters) expect(await waiter.catch((e: Error) => e.message)).to.equal('derivation failed');
+    expect(derived).to.equal(1);
+    expect((await creds.saltedPassword('k', async () => Buffer.from('ok'))).toString()).to.equal('ok');
+    // A derivation that throws synchronously is refused the same way, as a rejection.
+    const thrown = await creds
+      .saltedPassword('sync', () => {
+        throw new Error('bad parameters');
+      })
+      .catch((e: Error) => e.message);
+    expect(thrown).to.equal('bad parameters');
+    expect((await creds.saltedPassword('sync', async () => Buffer.from('ok'))).toString()).to.equal('ok');
+  });
+
+  it('keeps at most 16 salted passwords, dropping the oldest', async function () {
+    const creds = new MongoCredentials({ username: 'u', password: 'p' });
+    let derived = 0;
+    const derive = async () => Buffer.from(String(++derived));
+    for (let salt = 0; salt < 17; salt++) await creds.saltedPassword(`SCRAM-SHA-256:${salt}:4096`, derive);
+    expect(derived).to.equal(17);
+    await creds.saltedPassword('SCRAM-SHA-256:16:4096', derive); // the newest is still there
+    expect(derived).to.equal(17);
+    await creds.saltedPassword('SCRAM-SHA-256:0:4096', derive); // the oldest was dropped
+    expect(derived).to.equal(18);
   });
 });

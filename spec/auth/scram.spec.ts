@@ -1,7 +1,42 @@
 import { expect } from 'chai';
 import { Binary, type Document } from 'bson';
 import { AuthenticationError, MongoCredentials, MongoServerError } from '../../lib';
-import { scramAuthenticate } from '../../lib/auth/scram';
+import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
+
+/** Counts the turns of the event loop: a 2 ms interval timer that cannot fire while the loop is blocked. */
+function ticker() {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 2);
+  return {
+    get ticks(): number {
+      return ticks;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/**
+ * Records the salted-password derivations of `creds`: each one's settled flag, the ticks counted while it ran, and a
+ * Promise of its end.
+ */
+function spyOnDerivations(creds: MongoCredentials, tick: { ticks: number }) {
+  const derivations: { settled: boolean; ticksWhileRunning: number; done: Promise<void> }[] = [];
+  const original = creds.saltedPassword.bind(creds);
+  creds.saltedPassword = (key, derive) =>
+    original(key, () => {
+      const startTicks = tick.ticks;
+      const result = derive();
+      const derivation = { settled: false, ticksWhileRunning: 0, done: Promise.resolve() };
+      const settle = (): void => {
+        derivation.settled = true;
+        derivation.ticksWhileRunning = tick.ticks - startTicks;
+      };
+      derivation.done = Promise.resolve(result).then(settle, settle);
+      derivations.push(derivation);
+      return result;
+    });
+  return derivations;
+}
 
 /** A scripted server: answers saslStart / saslContinue with the given payloads and records what it was sent. */
 function scripted(serverFirst: string, serverFinal: string) {
@@ -21,7 +56,7 @@ describe('SCRAM (auth spec conversations)', function () {
       'v=UMWeI25JD1yNYZRMpZ4VHvhZ9e0=',
     );
     const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
-    await scramAuthenticate(server.run, creds, 'SCRAM-SHA-1', 'fyko+d2lbbFgONRv9qkxdawL');
+    await scramAuthenticate(server.run, creds, 'SCRAM-SHA-1', { clientNonce: 'fyko+d2lbbFgONRv9qkxdawL' });
     expect(server.sent).to.deep.equal([
       'n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL',
       'c=biws,r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,p=MC2T8BvbmWRckDw8oWl5IVghwCY=',
@@ -34,7 +69,7 @@ describe('SCRAM (auth spec conversations)', function () {
       'v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=',
     );
     const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
-    await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', 'rOprNGfwEbeRWgbNEkqO');
+    await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'rOprNGfwEbeRWgbNEkqO' });
     expect(server.sent[1]).to.equal(
       'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=',
     );
@@ -48,7 +83,7 @@ describe('SCRAM (auth spec conversations)', function () {
       ['r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096', 'v=AAAA', /signature does not verify/],
     ];
     for (const [first, final, message] of cases) {
-      const error = await scramAuthenticate(scripted(first, final).run, creds, 'SCRAM-SHA-256', 'abc').catch((e) => e);
+      const error = await scramAuthenticate(scripted(first, final).run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e) => e);
       expect(error).to.be.instanceOf(AuthenticationError);
       expect(error.message).to.match(message);
       expect(error.message).to.not.include('pencil');
@@ -64,5 +99,62 @@ describe('SCRAM (auth spec conversations)', function () {
     expect(error).to.be.instanceOf(AuthenticationError);
     expect(error.message).to.equal('Authentication failed for user "alice" on "app" with SCRAM-SHA-1: Authentication failed.');
     expect(error.cause).to.be.instanceOf(MongoServerError);
+  });
+
+  it('accepts iteration counts from 4096 to 1,000,000', function () {
+    expect(MIN_ITERATIONS).to.equal(4096);
+    expect(MAX_ITERATIONS).to.equal(1_000_000);
+  });
+
+  it('refuses more than 1,000,000 iterations (and a malformed count) at once, before deriving any key', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const derivations = spyOnDerivations(creds, { ticks: 0 });
+    const cases: [string, RegExp][] = [
+      ['30000000', /asked for 30000000 iterations, more than the maximum 1000000/],
+      ['1000001', /asked for 1000001 iterations, more than the maximum 1000000/],
+      ['9'.repeat(400), /asked for 99999999999999999999\.\.\. iterations, more than the maximum 1000000/],
+      ['1e7', /invalid iteration count "1e7"/],
+      ['', /invalid iteration count ""/],
+    ];
+    for (const [count, message] of cases) {
+      const server = scripted(`r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=${count}`, 'v=x');
+      const started = performance.now();
+      const error = await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e) => e);
+      expect(performance.now() - started).to.be.below(100);
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(error.message).to.match(message);
+      expect(error.message).to.not.include('pencil');
+      expect(server.sent).to.have.length(1); // saslStart only: no proof
+    }
+    expect(derivations).to.have.length(0);
+  });
+
+  it('derives the key off the event loop; an abort mid-derivation rejects at once with its reason and sends nothing more', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const tick = ticker();
+    try {
+      const derivations = spyOnDerivations(creds, tick);
+      const server = scripted(`r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=${MAX_ITERATIONS}`, 'v=x');
+      const controller = new AbortController();
+      const reason = new Error('establishment ended');
+      const outcome = scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc', signal: controller.signal }).catch(
+        (e) => e,
+      );
+      const aborted = new Promise<number>((resolve) =>
+        setTimeout(() => {
+          controller.abort(reason);
+          resolve(tick.ticks);
+        }, 20),
+      );
+      expect(await outcome).to.equal(reason);
+      expect(await aborted).to.be.above(0); // timers fired while the key was being derived
+      expect(derivations).to.have.length(1);
+      expect(derivations[0].settled).to.equal(false); // rejected before the derivation ended
+      await derivations[0].done;
+      expect(derivations[0].ticksWhileRunning).to.be.at.least(5);
+      expect(server.sent).to.have.length(1); // saslStart only: no proof after the abort
+    } finally {
+      tick.stop();
+    }
   });
 });
