@@ -3,8 +3,9 @@
  * connection options and client options, with warnings for what is ignored.
  *
  * Invalid values in a URI are warnings and are ignored (connection string spec: "Any invalid Values for a given key
- * MUST be ignored and MUST log a WARN level message"); so are unknown keys and keys this library does not support.
- * Security-relevant conflicts and impossible topologies are errors.
+ * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
+ * close) and keys this library does not support. A client logs each warning as a `warn` message of its `client` log
+ * component. Security-relevant conflicts and impossible topologies are errors.
  *
  * Source: connection string spec ("Keys", "Values", "Repeated keys"); URI options spec (option list, "Conflicting TLS
  * options", "directConnection URI option with multiple seeds or SRV URI"); load balancer spec ("URI Validation");
@@ -17,7 +18,7 @@ import type { ConnectionOptions } from './connection/connect';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import type { PoolOptions } from './options';
+import { closestOptionName, type PoolOptions } from './options';
 
 /**
  * Client-level options a URI can set (the same names as in {@link ClientOptions}, which override them). Invalid values
@@ -91,6 +92,9 @@ key('serverSelectionTimeoutMS', 'client', 'positive');
 key('loadBalanced', 'client', 'bool');
 key('directConnection', 'client', 'bool');
 
+/** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
+const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
+
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
@@ -137,7 +141,13 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     seen.set(lower, value);
     const spec = KEYS[lower];
     if (spec === undefined) {
-      warnings.push(UNSUPPORTED.has(lower) ? `${rawKey} is not supported by rxcmap and is ignored` : `unknown option ${rawKey} is ignored`);
+      if (UNSUPPORTED.has(lower)) {
+        warnings.push(`${rawKey} is not supported by rxcmap and is ignored`);
+      } else {
+        const suggestion = closestOptionName(rawKey, KNOWN_NAMES);
+        const hint = suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`;
+        warnings.push(`unknown option ${rawKey} is ignored${hint}`);
+      }
       continue;
     }
     const converted = convert(spec.kind, value);

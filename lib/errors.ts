@@ -49,26 +49,117 @@ export class CmapError extends Error {
 }
 
 /**
- * A pool or connection option was given a value it does not allow. Thrown synchronously by the constructor that
- * received it.
+ * A pool, connection, logging or client option was given a value it does not allow, or an options object has a key
+ * that is not an option (a misspelt name, say). Thrown synchronously by the constructor or function that received it.
  *
- * - `option`: the option's name, e.g. `"maxPoolSize"`.
- * - `value`: the value given.
+ * - `option`: the option's name, e.g. `"maxPoolSize"` (a nested one as `"componentSeverities.connection"`).
+ * - `value`: the value given, or a `<... not shown>` placeholder for a secret (a password, credentials).
  * - `allowed`: what the option accepts, in words.
+ * - `suggestion`: for an unknown option, the known option it most likely meant (`"maxPoolSize"` for
+ *   `"maxPoolsize"`), when one is close.
  *
- * Source: CMAP spec, "Connection Pool Options" (each option's "If specified, MUST be ...").
+ * The message names the option, shows the value (never a secret: see {@link redactOptionValue}) and says what is
+ * allowed: `Invalid maxConnecting: -3 (maxConnecting must be an integer > 0)`, or for an unknown option
+ * `Unknown option maxPoolsize of ConnectionPool: did you mean maxPoolSize?`.
+ *
+ * Source: CMAP spec, "Connection Pool Options" (each option's "If specified, MUST be ..."); unknown options and the
+ * suggestion: extension (the MongoDB Node.js driver also rejects unknown client options).
  */
 export class InvalidOptionError extends CmapError {
+  /** The value given, or a `<... not shown>` placeholder in place of a secret (a password, credentials). */
+  readonly value: unknown;
+  /** For an unknown option: the known option it most likely meant, when one is close; otherwise undefined. */
+  readonly suggestion: string | undefined;
+
   constructor(
     /** The option's name, e.g. `"maxPoolSize"` (a nested one as `"componentSeverities.connection"`). */
     readonly option: string,
-    /** The value given (a `<... not shown>` placeholder in place of a password or a connection string). */
-    readonly value: unknown,
+    value: unknown,
     /** What the option accepts, in words, e.g. `"an integer >= 0"`. */
     readonly allowed: string,
+    details?: {
+      /** The message in place of the default `Invalid <option>: <value> (<option> must be <allowed>)`. */
+      message?: string;
+      /** As {@link InvalidOptionError.suggestion}. */
+      suggestion?: string;
+    },
   ) {
-    super(`Invalid ${option}: ${describeValue(value)} (${option} must be ${allowed})`);
+    const shown = redactOptionValue(option, value);
+    // A placeholder, or the redacted description of an object, is shown as it is (not quoted as a string value).
+    const asIs = typeof shown === 'string' && (PLACEHOLDER.test(shown) || (shown !== value && typeof value === 'object'));
+    const text = asIs ? shown : describeValue(shown);
+    super(details?.message ?? `Invalid ${option}: ${text} (${option} must be ${allowed})`);
+    this.value = shown;
+    this.suggestion = details?.suggestion;
   }
+
+  /**
+   * The error for a key of an options object that is not an option of `owner`: the message names the key and, when
+   * `suggestion` is given, the option it most likely meant, else lists the `known` options. Its `value` is shown only
+   * when it is a number, a boolean, null or undefined (an unknown key may be a misspelt secret).
+   *
+   * @param option the unknown key, with its path when nested (`"connectionOptions.tlsCAfile"`).
+   * @param value the value given for it.
+   * @param owner what received the options, e.g. `"ConnectionPool"` or `"connect()"`.
+   * @param known every option `owner` accepts at that level.
+   * @param suggestion the closest known option, if one is close.
+   */
+  static unknownOption(
+    option: string,
+    value: unknown,
+    owner: string,
+    known: readonly string[],
+    suggestion?: string,
+  ): InvalidOptionError {
+    const allowed =
+      suggestion !== undefined ? `not set (did you mean ${suggestion}?)` : `one of the options of ${owner}: ${known.join(', ')}`;
+    const hint = suggestion !== undefined ? `did you mean ${suggestion}?` : `the options are ${known.join(', ')}`;
+    const plain = typeof value === 'number' || typeof value === 'boolean' || value == null;
+    const shown = plain ? value : `<${typeof value} not shown>`;
+    // A key that is not a plain name (empty, spaces, quotes) is quoted, so the message shows where it starts and ends.
+    const name = /^[A-Za-z_$][\w$.-]*$/.test(option) ? option : JSON.stringify(option);
+    const message = `Unknown option ${name} of ${owner}: ${hint}`;
+    return new InvalidOptionError(option, shown, allowed, { message, suggestion });
+  }
+}
+
+/** A value that stands for one not shown, e.g. `<not shown>` or `<connection string not shown>`. */
+const PLACEHOLDER = /^<[^<>]* not shown>$/;
+
+/** Option names whose values are secrets (a password, credentials), matched on the last segment of the name. */
+const SECRET_OPTION = /(password|passphrase|secret|credentials?)$/i;
+
+/** Property names never shown when an object value is described. */
+const SECRET_KEY = /password|passphrase|secret|credential/i;
+
+/**
+ * The value of `option` as it may be shown and kept on an {@link InvalidOptionError}: a `<not shown>` placeholder
+ * for the value of a secret option (a password, a passphrase, credentials) unless it is null or undefined; for an
+ * object holding a secret property at any depth, its description with those properties shown as `<not shown>` (a
+ * string); every other value as given.
+ *
+ * Source: extension (auth spec: drivers MUST NOT log credentials; the logging spec likewise).
+ */
+export function redactOptionValue(option: string, value: unknown): unknown {
+  if (value == null) return value;
+  if (SECRET_OPTION.test(option.split('.').pop() ?? option)) {
+    return typeof value === 'string' && PLACEHOLDER.test(value) ? value : '<not shown>';
+  }
+  return typeof value === 'object' && holdsSecret(value) ? describeValue(value) : value;
+}
+
+/** Whether `value` has a property whose name looks secret, with a value, at any depth its JSON form reaches. */
+function holdsSecret(value: object): boolean {
+  let found = false;
+  try {
+    JSON.stringify(value, (key, v: unknown) => {
+      if (key !== '' && v != null && SECRET_KEY.test(key)) found = true;
+      return found ? undefined : v;
+    });
+  } catch {
+    // a cycle, or a toJSON that throws: shown as the kind of object only, so nothing to hide
+  }
+  return found;
 }
 
 /**
@@ -187,14 +278,49 @@ export class ConnectionCheckInError extends CmapError {
   }
 }
 
+/** At most this many characters of a value are shown in a message. */
+const MAX_SHOWN_VALUE = 200;
+
+/**
+ * A value in words for a message: strings quoted, numbers and the like as written, functions by name, objects as
+ * JSON (cut to 200 characters) with every property whose name looks secret (password, credentials, ...) shown as
+ * `<not shown>`.
+ */
 function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
+  switch (typeof value) {
+    case 'string':
+      return cut(JSON.stringify(value));
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'symbol':
+      return value.toString();
+    case 'function':
+      return value.name ? `[function ${value.name}]` : '[function]';
   }
+  if (value === null) return 'null';
+  try {
+    const json = JSON.stringify(value, (key, v: unknown) =>
+      key !== '' && SECRET_KEY.test(key) && v != null
+        ? '<not shown>'
+        : typeof v === 'function'
+          ? `[function${v.name ? ` ${v.name}` : ''}]`
+          : typeof v === 'bigint'
+            ? `${v}n`
+            : v,
+    );
+    if (json !== undefined) return cut(json);
+  } catch {
+    // a cycle, or a toJSON that throws: fall back to the kind of object
+  }
+  return Object.prototype.toString.call(value);
+}
+
+function cut(text: string): string {
+  return text.length <= MAX_SHOWN_VALUE ? text : `${text.slice(0, MAX_SHOWN_VALUE)}...`;
 }
 
 /**
@@ -295,7 +421,8 @@ export class PoolCallbackError extends CmapError {
 
 /**
  * Authentication failed while establishing a connection: the server rejected the credentials, the SCRAM
- * conversation was malformed, the server's signature did not verify, or its iteration count was below 4096. The
+ * conversation was malformed, the server's signature did not verify, or its iteration count was below 4096 or above
+ * 1,000,000 (refused before any key is derived). The
  * message names the user, source and mechanism, never the password. `cause` is the server's error, when there is one.
  *
  * Source: auth spec, "Authentication Handshake", "SCRAM-SHA-1", "SCRAM-SHA-256".

@@ -47,9 +47,9 @@ export type { TlsSettings } from './connection/tls-options';
 export { MongoCredentials, AUTH_MECHANISMS } from './auth/credentials';
 export type { AuthMechanism, CredentialsInit } from './auth/credentials';
 
-export { LOG_LEVELS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
+export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
-export type { ConnectionLogMessage, ConnectionLogFields, LoggedError } from './logging/log-message';
+export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, LogMessage, LoggedError } from './logging/log-message';
 
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS } from './monitor/monitor';
 export { heartbeatActions } from './monitor/heartbeat-actions';

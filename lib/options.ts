@@ -69,6 +69,46 @@ export const POOL_OPTION_NAMES = [
 ] as const satisfies readonly (keyof PoolOptions)[];
 
 /**
+ * The option names of {@link BackgroundOptions} (a readonly tuple).
+ *
+ * Source: CMAP test format, `poolOptions.backgroundThreadIntervalMS`.
+ */
+export const BACKGROUND_OPTION_NAMES = [
+  'backgroundThreadIntervalMS',
+] as const satisfies readonly (keyof BackgroundOptions)[];
+
+/**
+ * Every option name of `ConnectionPoolCoreOptions` (a readonly tuple): the {@link POOL_OPTION_NAMES}, the
+ * {@link BACKGROUND_OPTION_NAMES}, then `address`, `connectionFactory`, `scheduler`, `clearOnEstablishmentError` and
+ * `loadBalanced`. `ConnectionPool` checks at compile time that it lists every key of `ConnectionPoolCoreOptions`.
+ *
+ * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection"; load balancer spec; `scheduler`,
+ * `clearOnEstablishmentError`: extension (see `ConnectionPoolCoreOptions`).
+ */
+export const POOL_CORE_OPTION_NAMES = [
+  ...POOL_OPTION_NAMES,
+  ...BACKGROUND_OPTION_NAMES,
+  'address',
+  'connectionFactory',
+  'scheduler',
+  'clearOnEstablishmentError',
+  'loadBalanced',
+] as const;
+
+/**
+ * A compile-time check that the option-name list `Names` holds every key of the options type `T`: `true` when it
+ * does, else an object type naming the keys it misses. Used as `true satisfies ListsEveryOption<T, typeof NAMES>`,
+ * next to `NAMES satisfies readonly (keyof T)[]` (which checks that it holds nothing else).
+ *
+ * Source: extension (keeps each front end's known-option list in step with its options type).
+ */
+export type ListsEveryOption<T, Names extends readonly PropertyKey[]> =
+  [Exclude<keyof T, Names[number]>] extends [never] ? true : { missingOptionNames: Exclude<keyof T, Names[number]> };
+
+true satisfies ListsEveryOption<PoolOptions, typeof POOL_OPTION_NAMES>;
+true satisfies ListsEveryOption<BackgroundOptions, typeof BACKGROUND_OPTION_NAMES>;
+
+/**
  * The defaults of {@link PoolOptions} and {@link BackgroundOptions} (a frozen object; durations in ms).
  *
  * Source: CMAP spec, "Connection Pool Options" (each option's "Defaults to"); `backgroundThreadIntervalMS`:
@@ -169,4 +209,146 @@ export function requireDurationMS(name: string, value: unknown): number {
     throw new InvalidOptionError(name, value, 'a number of ms >= 0 (0 means no limit)');
   }
   return value;
+}
+
+/**
+ * Throws for the first own key of `options` that `known` does not hold, naming the closest known option when one is
+ * close (see {@link closestOptionName}). `path` prefixes the key in the error (`"connectionOptions."`).
+ *
+ * @throws {InvalidOptionError} (see `InvalidOptionError.unknownOption`) for a key that is not an option of `owner`.
+ *
+ * Source: extension (a misspelt option must not be silently ignored; the MongoDB Node.js driver rejects unknown
+ * client options too).
+ */
+export function rejectUnknownOptions(options: object, known: readonly string[], owner: string, path = ''): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const value: unknown = (options as Record<string, unknown>)[key];
+    throw InvalidOptionError.unknownOption(`${path}${key}`, value, owner, known, closestOptionName(key, known));
+  }
+}
+
+/**
+ * The known option `name` most likely meant: one equal to it ignoring case, else the one at the smallest edit
+ * distance (Damerau-Levenshtein, ignoring case) when that distance is at most 1 for names up to 4 characters, 2 up
+ * to 8, and 3 beyond; undefined when none is that close.
+ *
+ * Source: extension ("did you mean" suggestions, as in command-line tools).
+ */
+export function closestOptionName(name: string, known: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
+  const exact = known.find((k) => k.toLowerCase() === lower);
+  if (exact !== undefined) return exact;
+  const limit = lower.length <= 4 ? 1 : lower.length <= 8 ? 2 : 3;
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const candidate of known) {
+    const d = editDistance(lower, candidate.toLowerCase(), bestDistance);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/**
+ * The optimal string alignment distance of `a` and `b` (insertions, deletions, substitutions, adjacent swaps), capped
+ * at `cap`.
+ */
+function editDistance(a: string, b: string, cap: number): number {
+  if (Math.abs(a.length - b.length) >= cap) return cap;
+  let before = new Array<number>(b.length + 1).fill(0);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2] + 1);
+      current.push(d);
+    }
+    before = previous;
+    previous = current;
+  }
+  return Math.min(previous[b.length], cap);
+}
+
+/**
+ * Returns `value` when it is a plain options object (not null, not an array, not a function), or undefined when it is
+ * undefined.
+ *
+ * @throws {InvalidOptionError} naming `name`, saying `allowed`, otherwise.
+ */
+export function requireOptionsObject(
+  name: string,
+  value: unknown,
+  allowed: string,
+): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InvalidOptionError(name, value, allowed);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Returns `value` when it is a boolean or undefined. Options objects take real booleans: the string `"true"` is not
+ * one (a connection string's `"true"` is converted by the URI parser).
+ *
+ * @throws {InvalidOptionError} naming `name` otherwise.
+ */
+export function requireBoolean(name: string, value: unknown): boolean | undefined {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new InvalidOptionError(name, value, 'true or false (a boolean)');
+  }
+  return value;
+}
+
+/**
+ * Checks that `value` is a function or undefined.
+ *
+ * @throws {InvalidOptionError} naming `name`, saying `allowed` (the function's shape), otherwise.
+ */
+export function requireFunction(name: string, value: unknown, allowed: string): void {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(name, value, allowed);
+}
+
+/**
+ * Checks that `value` is an RxJS `SchedulerLike` (an object with `now()` and `schedule()` functions) or undefined.
+ *
+ * @throws {InvalidOptionError} naming `name` otherwise.
+ */
+export function requireScheduler(name: string, value: unknown): void {
+  if (value === undefined) return;
+  const s = value as { now?: unknown; schedule?: unknown } | null;
+  if (s === null || typeof s !== 'object' || typeof s.now !== 'function' || typeof s.schedule !== 'function') {
+    throw new InvalidOptionError(name, value, 'an RxJS SchedulerLike (an object with now() and schedule() functions)');
+  }
+}
+
+/**
+ * Checks the keys and the value types of `ConnectionPoolCoreOptions` that {@link resolvePoolOptions} and
+ * `parseAddress` do not: no key outside {@link POOL_CORE_OPTION_NAMES} (plus `extraKeys`, which a front end that
+ * passes the rest on checks itself), `connectionFactory` and `clearOnEstablishmentError` functions (when given),
+ * `scheduler` a SchedulerLike (when given), `loadBalanced` a boolean (when given).
+ *
+ * @param owner what received the options (named in an unknown-option error), e.g. `"ConnectionPoolCore"`.
+ * @throws {InvalidOptionError} for options that are not an object, an unknown key (naming the closest option), or a
+ *   value of the wrong type.
+ *
+ * Source: CMAP spec, "Connection Pool Options"; unknown keys: extension (see {@link rejectUnknownOptions}).
+ */
+export function checkPoolCoreOptions(
+  options: unknown,
+  owner = 'ConnectionPoolCore',
+  extraKeys: readonly string[] = [],
+): void {
+  const o = requireOptionsObject('options', options, 'an object with at least an address');
+  if (o === undefined) throw new InvalidOptionError('options', options, 'an object with at least an address');
+  rejectUnknownOptions(o, extraKeys.length === 0 ? POOL_CORE_OPTION_NAMES : [...POOL_CORE_OPTION_NAMES, ...extraKeys], owner);
+  requireFunction('connectionFactory', o.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
+  requireFunction('clearOnEstablishmentError', o.clearOnEstablishmentError, 'a function (error) => boolean');
+  requireScheduler('scheduler', o.scheduler);
+  requireBoolean('loadBalanced', o.loadBalanced);
 }

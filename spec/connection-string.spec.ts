@@ -38,6 +38,18 @@ describe('parseConnectionString', function () {
     expect(p.appName).to.equal('b');
   });
 
+  it('names the closest known key of an unknown one, and takes only "true" / "false" for booleans', function () {
+    const p = parseConnectionString('mongodb://h/?maxPoolSze=5&conectTimeoutMS=10&loadBalanced=yes&tls=TRUE&directConnection=false');
+    expect(p.warnings).to.deep.equal([
+      'unknown option maxPoolSze is ignored (did you mean maxPoolSize?)',
+      'unknown option conectTimeoutMS is ignored (did you mean connectTimeoutMS?)',
+      'loadBalanced="yes" is ignored: loadBalanced must be "true" or "false"',
+      'tls="TRUE" is ignored: tls must be "true" or "false"',
+    ]);
+    expect(p.poolOptions).to.deep.equal({});
+    expect(p.clientOptions).to.deep.equal({ directConnection: false });
+  });
+
   it('reads connection and client options: timeouts, TLS, compression, heartbeat, loadBalanced', function () {
     const p = parseConnectionString(
       'mongodb://h:27018/?connectTimeoutMS=100&socketTimeoutMS=200&tls=true&tlsCAFile=/ca.pem&compressors=snappy,zlib&zlibCompressionLevel=5&heartbeatFrequencyMS=800&serverSelectionTimeoutMS=900&loadBalanced=true',

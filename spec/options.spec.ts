@@ -1,6 +1,19 @@
 import { expect } from 'chai';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError } from '../lib';
-import { resolvePoolOptions } from '../lib/options';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, connectionFactory } from '../lib';
+import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
+import { checkPoolCoreOptions, closestOptionName, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
+import { MockConnectionFactory } from '../lib/testing';
+
+/** The InvalidOptionError `fn` throws (fails the test when it throws something else, or nothing). */
+function invalidOption(fn: () => unknown): InvalidOptionError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof InvalidOptionError) return error;
+    throw new Error(`expected an InvalidOptionError, got ${String(error)}`);
+  }
+  throw new Error('expected an InvalidOptionError, nothing was thrown');
+}
 
 describe('resolvePoolOptions', function () {
   it('applies the CMAP defaults and records only what the user set', function () {
@@ -26,5 +39,142 @@ describe('resolvePoolOptions', function () {
   it('allows a negative backgroundThreadIntervalMS (never run) but not 0', function () {
     expect(resolvePoolOptions({ backgroundThreadIntervalMS: -1 }).backgroundThreadIntervalMS).to.equal(-1);
     expect(() => resolvePoolOptions({ backgroundThreadIntervalMS: 0 })).to.throw(InvalidOptionError);
+  });
+});
+
+describe('unknown options', function () {
+  it('closestOptionName: a case-insensitive match first, then the nearest within a small edit distance, else none', function () {
+    const known = ['maxPoolSize', 'minPoolSize', 'maxIdleTimeMS', 'maxConnecting', 'waitQueueTimeoutMS', 'tls', 'appName'];
+    expect(closestOptionName('maxPoolsize', known)).to.equal('maxPoolSize');
+    expect(closestOptionName('MAXPOOLSIZE', known)).to.equal('maxPoolSize');
+    expect(closestOptionName('maxPoolSze', known)).to.equal('maxPoolSize');
+    expect(closestOptionName('maxPoolSzie', known), 'an adjacent swap counts as one edit').to.equal('maxPoolSize');
+    expect(closestOptionName('waitQueueTimeout', known)).to.equal('waitQueueTimeoutMS');
+    expect(closestOptionName('maxConecting', known)).to.equal('maxConnecting');
+    expect(closestOptionName('tsl', known)).to.equal('tls');
+    expect(closestOptionName('appname', known)).to.equal('appName');
+    expect(closestOptionName('poolSize', known), 'too far from every option').to.equal(undefined);
+    expect(closestOptionName('x', known)).to.equal(undefined);
+    expect(closestOptionName('completelyDifferent', known)).to.equal(undefined);
+  });
+
+  it('rejectUnknownOptions names the key and the closest option, or lists the options when none is close', function () {
+    const known = ['maxPoolSize', 'minPoolSize'];
+    const near = invalidOption(() => rejectUnknownOptions({ maxPoolSize: 1, maxPoolsize: 5 }, known, 'ConnectionPool'));
+    expect(near).to.include({ option: 'maxPoolsize', value: 5, suggestion: 'maxPoolSize' });
+    expect(near.message).to.equal('Unknown option maxPoolsize of ConnectionPool: did you mean maxPoolSize?');
+    const far = invalidOption(() => rejectUnknownOptions({ size: 5 }, known, 'ConnectionPool', 'pool.'));
+    expect(far).to.include({ option: 'pool.size', suggestion: undefined });
+    expect(far.message).to.equal('Unknown option pool.size of ConnectionPool: the options are maxPoolSize, minPoolSize');
+    // An unknown key may be a misspelt secret: a string value is never shown.
+    const secret = invalidOption(() => rejectUnknownOptions({ pasword: 'Hunter2!' }, ['password'], 'credentials'));
+    expect(secret.value).to.equal('<string not shown>');
+    expect(secret.message + JSON.stringify(secret)).to.not.include('Hunter2!');
+    expect(() => rejectUnknownOptions({ maxPoolSize: 1, minPoolSize: undefined }, known, 'ConnectionPool')).to.not.throw();
+  });
+
+  it('ConnectionPool rejects a misspelt key, with a suggestion, before anything is made', function () {
+    const mock = new MockConnectionFactory();
+    const error = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionFactory: mock.factory, maxPoolsize: 5 } as never));
+    expect(error).to.include({ option: 'maxPoolsize', suggestion: 'maxPoolSize' });
+    expect(error.message).to.equal('Unknown option maxPoolsize of ConnectionPool: did you mean maxPoolSize?');
+    // Nested options name their path; without a connectionFactory, the default factory's options are checked too.
+    expect(invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { tlsCAfile: '/ca.pem' } as never }))).to.include({
+      option: 'connectionOptions.tlsCAfile',
+      suggestion: 'tlsCAFile',
+    });
+    expect(invalidOption(() => new ConnectionPool({ address: 'h:1', logging: { componentSeverity: {} } as never }))).to.include({
+      option: 'logging.componentSeverity',
+      suggestion: 'componentSeverities',
+    });
+    expect(invalidOption(() => new ConnectionPool({ address: 'h:1', connectionFactory: mock.factory, bogus: 1 } as never)).message).to.match(
+      /^Unknown option bogus of ConnectionPool: the options are maxPoolSize, .*connectionOptions, logging$/,
+    );
+  });
+
+  it('connectionFactory rejects a misspelt connection option', function () {
+    const error = invalidOption(() => connectionFactory({ host: 'h', port: 1, conectTimeoutMS: 5 } as never));
+    expect(error).to.include({ option: 'conectTimeoutMS', suggestion: 'connectTimeoutMS' });
+  });
+
+  it('the option-name lists hold every option of their front end', function () {
+    expect(POOL_CORE_OPTION_NAMES).to.include.members(['address', 'connectionFactory', 'scheduler', 'clearOnEstablishmentError', 'loadBalanced', 'backgroundThreadIntervalMS']);
+    expect(CONNECTION_POOL_OPTION_NAMES).to.include.members([...POOL_CORE_OPTION_NAMES, 'connectionOptions', 'logging']);
+  });
+});
+
+describe('options of the wrong type', function () {
+  const factory = new MockConnectionFactory().factory;
+
+  it('a boolean option takes a real boolean: loadBalanced "true" is refused, not taken as false', function () {
+    const error = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionFactory: factory, loadBalanced: 'true' } as never));
+    expect(error.message).to.equal('Invalid loadBalanced: "true" (loadBalanced must be true or false (a boolean))');
+    expect(invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { tls: 'yes' } as never })).option).to.equal('tls');
+    const lb = new ConnectionPool({ address: 'h:1', connectionFactory: factory, loadBalanced: true });
+    lb.close();
+  });
+
+  // Each of these threw a TypeError (or was silently ignored) before: each is now an InvalidOptionError naming it.
+  const cases: [string, Record<string, unknown>, string, RegExp][] = [
+    ['logging: null', { logging: null }, 'logging', /logging must be an object/],
+    ['logging: []', { logging: [] }, 'logging', /logging must be an object/],
+    ['scheduler: {}', { scheduler: {} }, 'scheduler', /SchedulerLike/],
+    ['scheduler: 5', { scheduler: 5 }, 'scheduler', /SchedulerLike/],
+    ['connectionFactory: "tcp"', { connectionFactory: 'tcp' }, 'connectionFactory', /a function/],
+    ['clearOnEstablishmentError: true', { clearOnEstablishmentError: true }, 'clearOnEstablishmentError', /a function/],
+    ['connectionOptions: "tls"', { connectionOptions: 'tls' }, 'connectionOptions', /an object of connection options/],
+    ['compressors: "zlib"', { connectionOptions: { compressors: 'zlib' } }, 'compressors', /an array of compressor names/],
+    ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, none/],
+    ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials/],
+    ['credentials: []', { connectionOptions: { credentials: [] } }, 'credentials', /MongoCredentials/],
+    ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms >= 0/],
+    ['zlibCompressionLevel: "5"', { connectionOptions: { zlibCompressionLevel: '5' } }, 'zlibCompressionLevel', /from -1 to 9/],
+    ['appName: 5', { connectionOptions: { appName: 5 } }, 'appName', /a string/],
+    ['tlsCAFile: ""', { connectionOptions: { tlsCAFile: '' } }, 'tlsCAFile', /a non-empty string/],
+    ['componentSeverities: null', { logging: { componentSeverities: null } }, 'componentSeverities', /an object of levels/],
+  ];
+  for (const [name, given, option, allowed] of cases) {
+    it(`ConnectionPool: ${name} is an InvalidOptionError naming ${option}`, function () {
+      const error = invalidOption(() => new ConnectionPool({ address: 'h:1', ...given } as never));
+      expect(error.option).to.equal(option);
+      expect(error.message).to.match(allowed);
+    });
+  }
+
+  it('never shows a password: credentials and tlsCertificateKeyFilePassword values are redacted', function () {
+    const credentials = { username: 'alice', password: 'Pw-s3cret', mechanism: 'PLAIN' };
+    const mechanism = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { credentials } as never }));
+    expect(mechanism.option).to.equal('authMechanism');
+    const misspelt = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { credentials: { ...credentials, mechanism: undefined, pasword: 'Pw-s3cret' } } as never }));
+    expect(misspelt).to.include({ option: 'connectionOptions.credentials.pasword', suggestion: 'password' });
+    const keyPassword = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { tlsCertificateKeyFilePassword: ['Pw-s3cret'] } as never }));
+    expect(keyPassword).to.include({ option: 'tlsCertificateKeyFilePassword', value: '<not shown>' });
+    const wholeObject = new InvalidOptionError('connectionOptions', { appName: 'a', credentials: { username: 'u', password: 'Pw-s3cret' } }, 'an object');
+    expect(wholeObject.message).to.equal('Invalid connectionOptions: {"appName":"a","credentials":"<not shown>"} (connectionOptions must be an object)');
+    for (const error of [mechanism, misspelt, keyPassword, wholeObject]) {
+      expect(`${error.message} ${JSON.stringify(error)} ${String(error.value)}`).to.not.include('Pw-s3cret');
+    }
+  });
+
+  it('shows any value in a few words: functions by name, bigints, symbols, cycles, long values cut', function () {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(new InvalidOptionError('o', function named() {}, 'x').message).to.equal('Invalid o: [function named] (o must be x)');
+    expect(new InvalidOptionError('o', 5n, 'x').message).to.equal('Invalid o: 5n (o must be x)');
+    expect(new InvalidOptionError('o', Symbol('s'), 'x').message).to.equal('Invalid o: Symbol(s) (o must be x)');
+    expect(new InvalidOptionError('o', cyclic, 'x').message).to.equal('Invalid o: [object Object] (o must be x)');
+    expect(new InvalidOptionError('o', 'y'.repeat(500), 'x').message).to.have.length.below(260);
+  });
+
+  it('checkPoolCoreOptions: the check the core constructor can run (unknown keys, function and scheduler types)', function () {
+    expect(invalidOption(() => checkPoolCoreOptions({ address: 'h', connectionFactory: factory, maxPoolsize: 1 }))).to.include({
+      option: 'maxPoolsize',
+      suggestion: 'maxPoolSize',
+    });
+    expect(invalidOption(() => checkPoolCoreOptions({ address: 'h', connectionOptions: {} }))).to.include({ option: 'connectionOptions' });
+    expect(() => checkPoolCoreOptions({ address: 'h', connectionOptions: {} }, 'ConnectionPool', ['connectionOptions'])).to.not.throw();
+    expect(invalidOption(() => checkPoolCoreOptions(null)).option).to.equal('options');
+    expect(invalidOption(() => checkPoolCoreOptions([])).option).to.equal('options');
+    expect(invalidOption(() => checkPoolCoreOptions({ address: 'h', loadBalanced: 1 })).option).to.equal('loadBalanced');
   });
 });

@@ -8,24 +8,39 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, map, merge, Observable, Subject, takeUntil, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, map, merge, Observable, Subject, takeUntil, throwError, timeout, type SchedulerLike } from 'rxjs';
 import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
+import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { parseConnectionString } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, ServerSelectionError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import type { ConnectionLogMessage } from '../logging/log-message';
-import { resolveLogSettings, type LoggingOptions, type LogSink } from '../logging/log-settings';
+import { ClientLogMessage, type LogMessage } from '../logging/log-message';
+import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
-import { Monitor } from '../monitor/monitor';
-import { definedOnly, type BackgroundOptions, type PoolOptions } from '../options';
+import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor } from '../monitor/monitor';
+import {
+  BACKGROUND_OPTION_NAMES,
+  definedOnly,
+  POOL_OPTION_NAMES,
+  rejectUnknownOptions,
+  requireBoolean,
+  requireOptionsObject,
+  requireScheduler,
+  resolvePoolOptions,
+  type BackgroundOptions,
+  type ListsEveryOption,
+  type PoolOptions,
+} from '../options';
 import { ConnectionPool } from './connection-pool';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
- * when invalid), an invalid value here throws {@link InvalidOptionError}. Durations in ms.
+ * when invalid), an invalid value here throws {@link InvalidOptionError}, and so does a key that is not one of
+ * {@link CLIENT_OPTION_NAMES} (naming the closest option). Values take real types: `loadBalanced: 'true'` is an
+ * error, not `true`. Durations in ms.
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
  * (the option names); server monitoring spec, "heartbeatFrequencyMS"; load balancer spec, "loadBalanced"; logging
@@ -40,7 +55,10 @@ export interface ClientOptions extends PoolOptions, BackgroundOptions, Connectio
   loadBalanced?: boolean;
   /** Connect to the single host given, as is. */
   directConnection?: boolean;
-  /** Logging of all pools (one shared destination). */
+  /**
+   * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
+   * connection string warnings) and the `connection` component's `debug` messages (CMAP).
+   */
   logging?: LoggingOptions;
   /** Clock and timers of pools and monitors (tests). */
   scheduler?: SchedulerLike;
@@ -54,32 +72,58 @@ export interface ClientOptions extends PoolOptions, BackgroundOptions, Connectio
  */
 export type ClientEvent = ConnectionPoolEvent | ServerHeartbeatEvent;
 
-const CONNECTION_OPTION_NAMES = [
-  'appName',
-  'connectTimeoutMS',
-  'socketTimeoutMS',
-  'compressors',
-  'zlibCompressionLevel',
-  'credentials',
-  'tls',
-  'tlsCAFile',
-  'tlsCertificateKeyFile',
-  'tlsCertificateKeyFilePassword',
-  'tlsAllowInvalidCertificates',
-  'tlsAllowInvalidHostnames',
-  'tlsInsecure',
-  'tlsServerName',
-] as const;
+/** The options of {@link ClientOptions} that are neither pool nor connection options. */
+const CLIENT_ONLY_OPTION_NAMES = [
+  'heartbeatFrequencyMS',
+  'serverSelectionTimeoutMS',
+  'loadBalanced',
+  'directConnection',
+  'logging',
+  'scheduler',
+] as const satisfies readonly (keyof ClientOptions)[];
 
-const POOL_OPTION_KEYS = ['maxPoolSize', 'minPoolSize', 'maxIdleTimeMS', 'maxConnecting', 'waitQueueTimeoutMS', 'backgroundThreadIntervalMS'] as const;
+/**
+ * Every option name of {@link ClientOptions} (a frozen array): the pool options ({@link POOL_OPTION_NAMES}, then
+ * `backgroundThreadIntervalMS`), the connection options (`CONNECTION_OPTION_NAMES`), then heartbeatFrequencyMS,
+ * serverSelectionTimeoutMS, directConnection, logging and scheduler. `loadBalanced` is both a connection and a client
+ * option and is listed once.
+ *
+ * Source: as {@link ClientOptions}.
+ */
+export const CLIENT_OPTION_NAMES: readonly (keyof ClientOptions)[] = Object.freeze([
+  ...new Set([
+    ...POOL_OPTION_NAMES,
+    ...BACKGROUND_OPTION_NAMES,
+    ...CONNECTION_OPTION_NAMES,
+    ...CLIENT_ONLY_OPTION_NAMES,
+  ] as const),
+]);
+true satisfies ListsEveryOption<
+  ClientOptions,
+  [
+    ...typeof POOL_OPTION_NAMES,
+    ...typeof BACKGROUND_OPTION_NAMES,
+    ...typeof CONNECTION_OPTION_NAMES,
+    ...typeof CLIENT_ONLY_OPTION_NAMES,
+  ]
+>;
+
+/** The connection options of a client, handed to every pool and monitor (`loadBalanced` is the client's). */
+const CLIENT_CONNECTION_OPTION_NAMES = CONNECTION_OPTION_NAMES.filter((name) => name !== 'loadBalanced');
+
+/** The pool options of a client, handed to every pool. */
+const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
 
 /**
  * A client of one deployment: a pool and a monitor per host (one pool and no monitor in load-balanced mode, its pool
  * ready at once). Each monitor's heartbeats mark its pool ready or clear it (see {@link heartbeatActions}). Create
  * it with {@link connect}.
  *
- * @throws {InvalidOptionError} from the constructor, for an invalid or `mongodb+srv` URI, an invalid option, or an
- *   impossible combination (loadBalanced or directConnection with several hosts).
+ * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid or
+ *   `mongodb+srv` URI; a key of `options` that is not one of {@link CLIENT_OPTION_NAMES}, or of `options.logging`
+ *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
+ *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
+ *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts).
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
  * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
@@ -88,7 +132,10 @@ const POOL_OPTION_KEYS = ['maxPoolSize', 'minPoolSize', 'maxIdleTimeMS', 'maxCon
 export class Client {
   /** The hosts, `host:port`. */
   readonly hosts: readonly string[];
-  /** What the URI parser ignored, and why (never shows a password). */
+  /**
+   * What the URI parser ignored, and why (never shows a password). Each is also logged: a `warn` message of the
+   * `client` component (see {@link log$}).
+   */
   readonly warnings: readonly string[];
   /** The connection string with its credentials redacted. */
   readonly redactedUri: string;
@@ -98,8 +145,17 @@ export class Client {
   readonly monitors: ReadonlyMap<string, Monitor>;
   /** Pool events and heartbeat events of every host, merged; each carries its `address`. */
   readonly events$: Observable<ClientEvent>;
-  /** The connection log messages of every pool, merged (empty when connection logging is off). */
-  readonly log$: Observable<ConnectionLogMessage>;
+  /**
+   * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
+   * connection string warning, made when the client was created and given to every subscriber, when `client` logs
+   * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
+   * CMAP log messages of every pool, merged (when `connection` logs at `debug`). Each message is also written to the
+   * logging destination. Empty when both are off.
+   *
+   * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; logging
+   * spec, "Components".
+   */
+  readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms. */
   readonly serverSelectionTimeoutMS: number;
 
@@ -112,6 +168,15 @@ export class Client {
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
+    // Every option is checked before anything is opened, so an invalid one leaves nothing behind.
+    const given = requireOptionsObject('options', options, 'an object of client options') ?? {};
+    rejectUnknownOptions(given, CLIENT_OPTION_NAMES, 'connect()');
+    requireBoolean('loadBalanced', given.loadBalanced);
+    requireBoolean('directConnection', given.directConnection);
+    requireScheduler('scheduler', given.scheduler);
+    checkConnectionOptions(pick(options, CLIENT_CONNECTION_OPTION_NAMES), 'connect()');
+    const logSettings = resolveLogSettings(options.logging);
+
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
     // while it waits. close() cancels every wait, so nothing outlives the client.
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -128,6 +193,11 @@ export class Client {
       throw new InvalidOptionError('serverSelectionTimeoutMS', sst, 'a number of ms > 0');
     }
     this.serverSelectionTimeoutMS = sst;
+    const frequency = client.heartbeatFrequencyMS;
+    const validFrequency = typeof frequency === 'number' && Number.isFinite(frequency) && frequency >= MIN_HEARTBEAT_FREQUENCY_MS;
+    if (frequency !== undefined && !validFrequency) {
+      throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
+    }
     const loadBalanced = client.loadBalanced === true;
     if (loadBalanced && this.hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false with several hosts');
     if (client.directConnection === true && this.hosts.length > 1) {
@@ -136,12 +206,17 @@ export class Client {
 
     const connectionOptions: ConnectionOptions = {
       ...parsed.connectionOptions,
-      ...definedOnly(pick(options, CONNECTION_OPTION_NAMES)),
+      ...definedOnly(pick(options, CLIENT_CONNECTION_OPTION_NAMES)),
     };
-    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, POOL_OPTION_KEYS)) };
+    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, CLIENT_POOL_OPTION_NAMES)) };
+    resolvePoolOptions(poolOptions);
+
+    // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
+    const clientMessages = willLog(logSettings.severities.client, 'warn')
+      ? parsed.warnings.map((warning) => new ClientLogMessage(this.scheduler.now(), { message: warning }))
+      : [];
 
     // One log destination for every pool of the client.
-    const logSettings = resolveLogSettings(options.logging);
     const loggingOn = Object.values(logSettings.severities).some((level) => level !== 'off');
     this.sink = loggingOn && typeof logSettings.path === 'string' ? openLogSink(logSettings.path) : undefined;
     const logging: LoggingOptions = {
@@ -149,20 +224,61 @@ export class Client {
       maxDocumentLength: logSettings.maxDocumentLength,
       path: this.sink ?? logSettings.path,
     };
+    if (clientMessages.length > 0) {
+      const sink = this.sink ?? openLogSink(logSettings.path);
+      for (const message of clientMessages) sink.write(message);
+    }
 
     const pools = new Map<string, ConnectionPool<Connection>>();
     const monitors = new Map<string, Monitor>();
     const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
-    for (const address of this.hosts) {
-      const pool = new ConnectionPool({ address, ...poolOptions, connectionOptions, loadBalanced, logging, scheduler: options.scheduler });
-      pools.set(pool.address, pool);
-      if (loadBalanced) continue; // load balancer spec: no monitoring connection; the pool is usable at once
-      const monitor = new Monitor({
-        address,
-        heartbeatFrequencyMS: client.heartbeatFrequencyMS,
+    try {
+      this.openServers(pools, monitors, heartbeats, {
+        poolOptions,
         connectionOptions,
+        loadBalanced,
+        logging,
+        heartbeatFrequencyMS: frequency,
         scheduler: options.scheduler,
       });
+    } catch (error) {
+      // A pool or monitor refused its options: close what was made before it.
+      for (const monitor of monitors.values()) monitor.close();
+      for (const pool of pools.values()) pool.close();
+      void this.sink?.close?.();
+      throw error;
+    }
+    this.pools = pools;
+    this.monitors = monitors;
+    this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
+    this.log$ = merge(from(clientMessages), ...[...pools.values()].map((p) => p.log$));
+    for (const pool of pools.values()) if (loadBalanced) pool.ready();
+    // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
+    queueMicrotask(() => {
+      if (!this.closed) for (const monitor of monitors.values()) monitor.start();
+    });
+  }
+
+  /** Makes the pool and (unless load-balanced) the monitor of each host; each monitor's heartbeats drive its pool. */
+  private openServers(
+    pools: Map<string, ConnectionPool<Connection>>,
+    monitors: Map<string, Monitor>,
+    heartbeats: Observable<ServerHeartbeatEvent>[],
+    o: {
+      poolOptions: PoolOptions & BackgroundOptions;
+      connectionOptions: ConnectionOptions;
+      loadBalanced: boolean;
+      logging: LoggingOptions;
+      heartbeatFrequencyMS: number | undefined;
+      scheduler: SchedulerLike | undefined;
+    },
+  ): void {
+    const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, scheduler } = o;
+    for (const address of this.hosts) {
+      const pool = new ConnectionPool({ address, ...poolOptions, connectionOptions, loadBalanced, logging, scheduler });
+      pools.set(pool.address, pool);
+      if (loadBalanced) continue; // load balancer spec: no monitoring connection; the pool is usable at once
+      const monitor = new Monitor({ address, heartbeatFrequencyMS, connectionOptions, scheduler });
       monitors.set(monitor.address, monitor);
       // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
       // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
@@ -182,15 +298,6 @@ export class Client {
         },
       });
     }
-    this.pools = pools;
-    this.monitors = monitors;
-    this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
-    this.log$ = merge(...[...pools.values()].map((p) => p.log$));
-    for (const pool of pools.values()) if (loadBalanced) pool.ready();
-    // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
-    queueMicrotask(() => {
-      if (!this.closed) for (const monitor of monitors.values()) monitor.start();
-    });
   }
 
   /**
@@ -261,8 +368,9 @@ export class Client {
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec.
  *
- * @throws {InvalidOptionError} for an invalid URI, an invalid option value given here, or an impossible combination
- *   (see `parseConnectionString`).
+ * @throws {InvalidOptionError} for an invalid URI, an unknown option or invalid option value given here, or an
+ *   impossible combination (see {@link Client} and `parseConnectionString`). Unknown or invalid URI options are not
+ *   errors: they are `warnings`, each logged as a `warn` message of the `client` component.
  */
 export function connect(uri: string, options: ClientOptions = {}): Client {
   return new Client(uri, options);

@@ -11,9 +11,10 @@ import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-message';
-import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
+import { resolveLogSettings, willLog, type LoggingOptions, type LogSettings, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
-import { InvalidOptionError } from '../errors';
+import { checkConnectionOptions } from '../connection/connection-options';
+import { checkPoolCoreOptions, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
 import type { ConnectionFactory, PoolConnection } from '../pool/contract';
 import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
 
@@ -52,8 +53,11 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  * ```
  *
  * @typeParam C the connection type its factory makes (default: the TCP {@link Connection}).
- * @throws {InvalidOptionError} from the constructor, for an invalid option (named in the error), including an
- *   invalid `connectionOptions` or `logging` value.
+ * @throws {InvalidOptionError} from the constructor, before anything is made: for a key that is not an option of
+ *   ConnectionPool (see {@link CONNECTION_POOL_OPTION_NAMES}), of `connectionOptions` or of `logging` (naming the
+ *   closest option: `maxPoolsize` gives "did you mean maxPoolSize?"), and for a value of the wrong type or range
+ *   (named in the error, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`,
+ *   `logging: null`, `scheduler: {}`, `connectionOptions: { tls: 'yes' }`.
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging
  * spec; everything else as {@link ConnectionPoolCore}.
@@ -69,9 +73,10 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
   readonly log$: Observable<ConnectionLogMessage>;
 
   constructor(options: ConnectionPoolOptions<C>) {
-    super(withDefaultFactory(options));
+    // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
+    const settings = checkOptions(options);
+    super(coreOptions(options));
     const server = parseAddress(options.address);
-    const settings = resolveLogSettings(options.logging);
     if (willLog(settings.severities.connection, 'debug')) {
       this.log$ = this.events$.pipe(map((e) => connectionLogMessage(e, server, settings.maxDocumentLength)));
       this.writeLog(settings.path);
@@ -99,14 +104,44 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
   }
 }
 
-/** The options with the default TCP factory filled in when none is given. */
-function withDefaultFactory<C extends PoolConnection>(options: ConnectionPoolOptions<C>): ConnectionPoolCoreOptions<C> {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidOptionError('options', options, 'an object with at least an address');
-  }
-  if (options.connectionFactory !== undefined) return options as ConnectionPoolCoreOptions<C>;
-  const { host, port } = parseAddress(options.address);
-  const factory = connectionFactory({ ...options.connectionOptions, loadBalanced: options.loadBalanced === true, host, port });
-  return { ...options, connectionFactory: factory as unknown as ConnectionFactory<C> };
+/**
+ * Every option name of {@link ConnectionPoolOptions} (a readonly tuple): the {@link POOL_CORE_OPTION_NAMES}, then
+ * `connectionOptions` and `logging`.
+ *
+ * Source: CMAP spec, "Connection Pool Options"; see {@link ConnectionPoolOptions}.
+ */
+export const CONNECTION_POOL_OPTION_NAMES = [
+  ...POOL_CORE_OPTION_NAMES,
+  'connectionOptions',
+  'logging',
+] as const satisfies readonly (keyof ConnectionPoolOptions<PoolConnection>)[];
+true satisfies ListsEveryOption<ConnectionPoolOptions<PoolConnection>, typeof CONNECTION_POOL_OPTION_NAMES>;
+// The core's list lives below the pool layer; this keeps it in step with ConnectionPoolCoreOptions.
+POOL_CORE_OPTION_NAMES satisfies readonly (keyof ConnectionPoolCoreOptions<PoolConnection>)[];
+true satisfies ListsEveryOption<ConnectionPoolCoreOptions<PoolConnection>, typeof POOL_CORE_OPTION_NAMES>;
+
+/**
+ * Checks every key and the type of every value the core does not check itself (the pool options' ranges and the
+ * address are the core's), and returns the resolved log settings.
+ */
+function checkOptions(options: unknown): LogSettings {
+  checkPoolCoreOptions(options, 'ConnectionPool', ['connectionOptions', 'logging']);
+  const o = options as ConnectionPoolOptions<PoolConnection>;
+  checkConnectionOptions(o.connectionOptions, 'ConnectionPool', 'connectionOptions.');
+  return resolveLogSettings(o.logging);
 }
 
+/**
+ * The core's options: only its own keys (the core may reject any other), with the default TCP factory filled in when
+ * none is given.
+ */
+function coreOptions<C extends PoolConnection>(options: ConnectionPoolOptions<C>): ConnectionPoolCoreOptions<C> {
+  const core: Record<string, unknown> = {};
+  for (const name of POOL_CORE_OPTION_NAMES) if (name in options) core[name] = options[name];
+  if (options.connectionFactory === undefined) {
+    const { host, port } = parseAddress(options.address);
+    const loadBalanced = options.loadBalanced === true;
+    core.connectionFactory = connectionFactory({ ...options.connectionOptions, loadBalanced, host, port });
+  }
+  return core as unknown as ConnectionPoolCoreOptions<C>;
+}

@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
-import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
+import { MongoCredentials } from '../auth/credentials';
 import { ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
 import { requireDurationMS } from '../options';
 import type { ConnectionFactory } from '../pool/contract';
@@ -16,31 +16,10 @@ import type { ConnectionDescriptor } from '../pool/contract';
 import { Connection } from './connection';
 import { clientMetadata, handshakeCommand } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
-import { nodeTlsOptions, wantsTls, type TlsSettings } from './tls-options';
+import { checkConnectionOptions, type ConnectionOptions } from './connection-options';
+import { nodeTlsOptions, wantsTls } from './tls-options';
 
-/**
- * How connections are established. Durations in ms.
- *
- * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
- * options, loadBalanced); handshake spec, "client.application.name"; auth spec, "MongoCredential"; load balancer
- * spec, "Connection Establishment".
- */
-export interface ConnectionOptions extends TlsSettings {
-  /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
-  appName?: string;
-  /** Time allowed for socket connect, TLS, handshake and authentication together, in ms; 0 = no limit. Default 10000. */
-  connectTimeoutMS?: number;
-  /** Default time allowed for each reply once established, in ms; 0 = no limit. Default 0. */
-  socketTimeoutMS?: number;
-  /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
-  compressors?: readonly string[];
-  /** zlib level, -1 (zlib's default) to 9. Default -1. */
-  zlibCompressionLevel?: number;
-  /** Authenticate every connection (SCRAM-SHA-256 or SCRAM-SHA-1). */
-  credentials?: MongoCredentials | CredentialsInit;
-  /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
-  loadBalanced?: boolean;
-}
+export type { ConnectionOptions } from './connection-options';
 
 /**
  * Where to connect: a host and port, or a Unix domain socket path (as host, with no port).
@@ -68,14 +47,24 @@ type Phase = 'connect' | 'hello' | 'auth';
  * `SystemOverloadedError` and `RetryableError` labels, except DNS failures and TLS certificate or host name
  * failures; nothing raised during authentication carries them.
  *
- * @throws {InvalidOptionError} for an invalid timeout, appName, compressor, zlibCompressionLevel, TLS option or
- *   credentials.
+ * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
+ *   option), or an invalid host, port, timeout, appName, compressor, zlibCompressionLevel, TLS option (a value of
+ *   the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
+ *   `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake"; OP_COMPRESSED spec (compressor negotiation); auth spec, "Authentication Handshake"; load
  * balancer spec, "Connection Establishment".
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
+  // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
+  checkConnectionOptions(options, 'connectionFactory', '', ['host', 'port'] satisfies (keyof Endpoint)[]);
+  if (typeof options.host !== 'string' || options.host === '') {
+    throw new InvalidOptionError('host', options.host, 'a non-empty host name, IP address or Unix domain socket path');
+  }
+  if (options.port !== undefined && !(Number.isSafeInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
+    throw new InvalidOptionError('port', options.port, 'an integer from 0 to 65535, or absent for a Unix domain socket');
+  }
   const connectTimeoutMS = requireDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
   const socketTimeoutMS = requireDurationMS('socketTimeoutMS', options.socketTimeoutMS ?? 0);
   const compressors = (options.compressors ?? []).filter((c) => c !== 'none');
@@ -85,9 +74,6 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
     }
   }
   const zlibCompressionLevel = options.zlibCompressionLevel ?? -1;
-  if (!Number.isInteger(zlibCompressionLevel) || zlibCompressionLevel < -1 || zlibCompressionLevel > 9) {
-    throw new InvalidOptionError('zlibCompressionLevel', zlibCompressionLevel, 'an integer from -1 to 9');
-  }
   const given = options.credentials;
   const credentials =
     given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
@@ -124,13 +110,41 @@ interface EstablishSettings {
   readonly loadBalanced: boolean;
 }
 
+/**
+ * One establishment: socket connect (TCP, TLS or a Unix domain socket), the handshake, then authentication, all
+ * bounded by one connectTimeoutMS timer armed as the socket is opened. The first of these ends it, and each one
+ * runs the same teardown (timer cleared, descriptor signal listener removed, the SCRAM conversation ended, the socket
+ * destroyed unless the connection was delivered):
+ *
+ * - the connection is established: it is emitted, then completed;
+ * - an error in any phase: the subscriber gets it (with the backpressure labels its phase calls for);
+ * - connectTimeoutMS elapses, in whatever phase (including a SCRAM key derivation still running on the threadpool):
+ *   the subscriber gets a MongoNetworkTimeoutError naming the limit and the phase;
+ * - the descriptor's signal aborts: the subscriber gets a MongoNetworkError saying so (cause: the signal's reason);
+ * - the subscriber unsubscribes.
+ *
+ * Once ended, nothing more reaches the subscriber: a key derivation that finishes later only fills the credentials'
+ * cache, and a reply that arrives later is dropped with the socket.
+ */
 function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Observable<Connection> {
   return new Observable<Connection>((subscriber) => {
-    const { address } = descriptor;
+    const { address, signal } = descriptor;
     const { host, port } = s.endpoint;
     let phase: Phase = 'connect';
     let delivered = false;
-    const fail = (error: unknown): void => subscriber.error(withBackpressureLabels(error, phase));
+    /** Ends the SCRAM conversation when the establishment ends first (its reason: why). */
+    const conversation = new AbortController();
+    const end = (error: unknown): void => {
+      if (subscriber.closed) return;
+      conversation.abort(error);
+      subscriber.error(error);
+    };
+    const fail = (error: unknown): void => end(withBackpressureLabels(error, phase));
+    const onAbort = (): void => {
+      const message = `establishing a connection to ${address} was aborted (during ${phase})`;
+      end(new MongoNetworkError(address, message, { cause: signal.reason }));
+    };
+    if (signal.aborted) return onAbort();
 
     const socket: net.Socket =
       s.tlsOptions !== undefined
@@ -146,6 +160,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             s.connectTimeoutMS,
           )
         : undefined;
+    signal.addEventListener('abort', onAbort, { once: true });
     const onSocketError = (error: Error): void =>
       fail(new MongoNetworkError(address, `connecting to ${address} failed: ${error.message}`, { cause: error }));
     socket.once('error', onSocketError);
@@ -155,19 +170,27 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         ...descriptor,
         socketTimeoutMS: s.socketTimeoutMS,
         zlibCompressionLevel: s.zlibCompressionLevel,
+        offeredCompressors: s.compressors,
       });
       phase = 'hello';
       connection
         .command('admin', s.handshake, { timeoutMS: 0 })
         .then(async (reply) => {
+          if (subscriber.closed) return;
           connection.applyHandshake(reply, s.compressors);
           if (s.loadBalanced && connection.serviceId === undefined) {
             throw new MongoCompatibilityError('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
           }
           if (s.credentials !== undefined) {
             phase = 'auth';
-            await authenticate((db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }), s.credentials, reply);
+            await authenticate(
+              (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }),
+              s.credentials,
+              reply,
+              conversation.signal,
+            );
           }
+          if (subscriber.closed) return;
           delivered = true;
           subscriber.next(connection);
           subscriber.complete();
@@ -176,7 +199,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     });
     return () => {
       if (timer !== undefined) clearTimeout(timer);
-      if (!delivered) socket.destroy();
+      signal.removeEventListener('abort', onAbort);
+      if (!delivered) {
+        conversation.abort();
+        socket.destroy();
+      }
     };
   });
 }

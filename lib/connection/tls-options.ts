@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
+import type { ListsEveryOption } from '../options';
 
 /**
  * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
@@ -89,3 +90,20 @@ function readFile(option: string, path: string): Buffer {
     throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
 }
+
+/**
+ * The option names of {@link TlsSettings} (a readonly tuple), in the URI options spec's order.
+ *
+ * Source: URI options spec (the tls options); `tlsServerName`: extension (Node's `servername`).
+ */
+export const TLS_OPTION_NAMES = [
+  'tls',
+  'tlsCAFile',
+  'tlsCertificateKeyFile',
+  'tlsCertificateKeyFilePassword',
+  'tlsAllowInvalidCertificates',
+  'tlsAllowInvalidHostnames',
+  'tlsInsecure',
+  'tlsServerName',
+] as const satisfies readonly (keyof TlsSettings)[];
+true satisfies ListsEveryOption<TlsSettings, typeof TLS_OPTION_NAMES>;

@@ -1,8 +1,10 @@
 /**
- * CMAP events as the spec's log messages: structured (exact key names) and, through `render()`, unstructured.
+ * CMAP events as the spec's log messages: structured (exact key names) and, through `render()`, unstructured; and
+ * the client's own messages (component `client`: connection string warnings).
  *
  * Source: CMAP spec, "Connection Pool Logging" (every message, its keys, reason strings and unstructured form);
- * logging spec ("Representing Errors", "Omitting Null Values", truncation of documents).
+ * logging spec ("Representing Errors", "Omitting Null Values", truncation of documents); connection string spec,
+ * "Keys", "Values" (WARN messages for what a connection string has that is ignored).
  */
 import { EJSON } from 'bson';
 import type { ServerAddress } from '../address';
@@ -100,6 +102,60 @@ export class ConnectionLogMessage {
     return renderConnectionMessage(this.fields);
   }
 }
+
+/**
+ * The fields of a client log message.
+ *
+ * Source: logging spec, "Structured versus Unstructured Logging"; connection string spec, "Keys", "Values".
+ */
+export interface ClientLogFields {
+  /**
+   * What happened, in words: for a connection string warning, what was ignored and why, e.g.
+   * `unknown option fooBar is ignored` (never a password: values of secret options are not shown).
+   */
+  readonly message: string;
+}
+
+/**
+ * One log message of the `client` component, at `warn` level: a connection string warning (an unknown or
+ * unsupported key, an invalid value, a repeated key: see `ParsedConnectionString.warnings`). Treat it as immutable.
+ *
+ * Source: connection string spec, "Keys" ("A WARN level logging message MUST be issued for unsupported keys"),
+ * "Values" ("Any invalid Values for a given key MUST be ignored and MUST log a WARN level message"), "Repeated Keys";
+ * logging spec, "Components" (a language-specific component; the MongoDB Node.js driver names it `client`),
+ * "Log Severity Levels".
+ */
+export class ClientLogMessage {
+  /** The log component: always `client`. */
+  readonly component = 'client' as const;
+  /** The severity: always `warn`. */
+  readonly level = 'warn' as const;
+
+  constructor(
+    /** When the message was made, in ms since the Unix epoch (the client's scheduler's `now()`). */
+    readonly time: number,
+    /** The structured fields. */
+    readonly fields: ClientLogFields,
+  ) {}
+
+  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then `message`. */
+  toJSON(): Record<string, unknown> {
+    return { t: new Date(this.time).toISOString(), c: this.component, s: this.level, message: this.fields.message };
+  }
+
+  /** The unstructured form: the message itself. */
+  render(): string {
+    return this.fields.message;
+  }
+}
+
+/**
+ * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`)
+ * or a {@link ClientLogMessage} (`client`, `warn`).
+ *
+ * Source: logging spec, "Components", "Log Severity Levels".
+ */
+export type LogMessage = ConnectionLogMessage | ClientLogMessage;
 
 const CLOSED_REASONS: Record<string, string> = {
   stale: 'Connection became stale because the pool was cleared',

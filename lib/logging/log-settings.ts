@@ -6,6 +6,7 @@
  * Max Document Length", "Supporting Both Programmatic and Environment Variable Configuration".
  */
 import { InvalidOptionError } from '../errors';
+import { rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /**
  * The severity levels, most severe first, after `off` (a frozen array).
@@ -29,12 +30,19 @@ export const LOG_LEVELS = Object.freeze([
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
- * The log components whose severity can be set: `connection` (the CMAP log messages) and `topology` (accepted and
- * resolved; this library emits no topology messages).
+ * The log components whose severity can be set (a frozen array): `client` (the client's own messages: warnings about
+ * its connection string, level `warn`; over MONGODB_LOG_CLIENT), `connection` (the CMAP log messages, level `debug`;
+ * over MONGODB_LOG_CONNECTION) and `topology` (accepted and resolved; this library emits no topology messages; over
+ * MONGODB_LOG_TOPOLOGY).
  *
- * Source: logging spec, "Components"; CMAP spec, "Connection Pool Logging" (component `connection`).
+ * Source: logging spec, "Components" (`connection`, `topology`; "Drivers MAY define additional language-specific
+ * components"); CMAP spec, "Connection Pool Logging" (component `connection`); `client`: the MongoDB Node.js
+ * driver's component of the same name and variable; connection string spec, "Keys" and "Values" (WARN messages).
  */
-export type LogComponent = 'connection' | 'topology';
+export const LOG_COMPONENTS = Object.freeze(['client', 'connection', 'topology'] as const);
+
+/** A log component name (see {@link LOG_COMPONENTS}). Source: logging spec, "Components". */
+export type LogComponent = (typeof LOG_COMPONENTS)[number];
 
 /**
  * Where a message goes when it is written: a user-supplied destination, in place of a file or standard stream. The
@@ -67,7 +75,8 @@ export interface LogSink {
 export interface LoggingOptions {
   /**
    * Minimum severity per component; `default` applies to components not named. CMAP messages are `debug`, so
-   * `{ connection: 'debug' }` turns them on. Over MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
+   * `{ connection: 'debug' }` turns them on; connection string warnings are `warn` messages of `client`. Over
+   * MONGODB_LOG_CLIENT / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
    */
   componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>>;
   /** `stderr` (default), `stdout`, a file path (appended to), or a sink. Over MONGODB_LOG_PATH. */
@@ -86,30 +95,56 @@ export interface LogSettings {
 /** The default max document length, in UTF-16 code units. Source: logging spec, "Configurable Max Document Length". */
 export const DEFAULT_MAX_DOCUMENT_LENGTH = 1000;
 
-const ENV_OF: Record<LogComponent, string> = { connection: 'MONGODB_LOG_CONNECTION', topology: 'MONGODB_LOG_TOPOLOGY' };
+const ENV_OF: Record<LogComponent, string> = {
+  client: 'MONGODB_LOG_CLIENT',
+  connection: 'MONGODB_LOG_CONNECTION',
+  topology: 'MONGODB_LOG_TOPOLOGY',
+};
+
+/**
+ * The option names of {@link LoggingOptions} (a readonly tuple).
+ *
+ * Source: logging spec, "Supporting Both Programmatic and Environment Variable Configuration".
+ */
+export const LOGGING_OPTION_NAMES = [
+  'componentSeverities',
+  'path',
+  'maxDocumentLength',
+] as const satisfies readonly (keyof LoggingOptions)[];
+true satisfies ListsEveryOption<LoggingOptions, typeof LOGGING_OPTION_NAMES>;
+
+const SEVERITY_KEYS: readonly string[] = [...LOG_COMPONENTS, 'default'];
 
 /**
  * Resolves the settings. Per component: the option for it, else its environment variable, else the `default`
  * option, else MONGODB_LOG_ALL, else `off`.
  *
- * @throws {InvalidOptionError} for an invalid programmatic value (options that are not an object, a level not in
- *   {@link LOG_LEVELS}, a negative or non-integer maxDocumentLength, an empty path, or a path that is neither a
- *   string nor a sink object with `write` and, if given, `close` functions). Invalid environment values are ignored.
+ * @throws {InvalidOptionError} for an invalid programmatic value: options that are not an object, a key that is not
+ *   a logging option or a componentSeverities key that is not a component of {@link LOG_COMPONENTS} or `default`
+ *   (naming the closest one), componentSeverities that is not an object, a level not in {@link LOG_LEVELS}, a
+ *   negative or non-integer maxDocumentLength, an empty path, or a path that is neither a string nor a sink object
+ *   with `write` and, if given, `close` functions. Invalid environment values are ignored.
  */
 export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.ProcessEnv = process.env): LogSettings {
-  if (options === null || typeof options !== 'object') {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError('logging', options, 'an object of logging options (componentSeverities, path, maxDocumentLength)');
   }
-  const given = options.componentSeverities ?? {};
+  rejectUnknownOptions(options, LOGGING_OPTION_NAMES, 'logging', 'logging.');
+  const severitiesShape = `an object of levels by component (${SEVERITY_KEYS.join(', ')})`;
+  const given: Partial<Record<LogComponent | 'default', LogLevel>> =
+    requireOptionsObject('componentSeverities', options.componentSeverities, severitiesShape) ?? {};
+  rejectUnknownOptions(given, SEVERITY_KEYS, 'componentSeverities', 'componentSeverities.');
   for (const [component, level] of Object.entries(given)) {
-    if (!isLevel(level)) throw new InvalidOptionError(`componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
+    if (level !== undefined && !isLevel(level)) {
+      throw new InvalidOptionError(`componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
+    }
   }
   const envLevel = (name: string): LogLevel | undefined => {
     const value = env[name]?.toLowerCase();
     return isLevel(value) ? value : undefined;
   };
   const severities = {} as Record<LogComponent, LogLevel>;
-  for (const component of Object.keys(ENV_OF) as LogComponent[]) {
+  for (const component of LOG_COMPONENTS) {
     severities[component] = given[component] ?? envLevel(ENV_OF[component]) ?? given.default ?? envLevel('MONGODB_LOG_ALL') ?? 'off';
   }
 

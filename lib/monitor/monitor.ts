@@ -14,6 +14,7 @@ import { connectionFactory, type ConnectionOptions } from '../connection/connect
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
+import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
 
@@ -31,6 +32,10 @@ export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
  * is connectTimeoutMS", "Servers are monitored with dedicated sockets"; `connectionFactory`, `scheduler`: extension
  * (injection for tests).
  */
+/** The keys of {@link MonitorOptions}: any other key is refused, naming the closest of these. */
+const MONITOR_OPTION_NAMES = ['address', 'heartbeatFrequencyMS', 'connectionOptions', 'connectionFactory', 'scheduler'] as const satisfies readonly (keyof MonitorOptions)[];
+true satisfies ListsEveryOption<MonitorOptions, typeof MONITOR_OPTION_NAMES>;
+
 export interface MonitorOptions {
   /** The server, `host:port`. */
   address: string;
@@ -52,8 +57,9 @@ export interface MonitorOptions {
  * is the check. A failed check closes that connection; after a network error on a server that was known (its
  * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS.
  *
- * @throws {InvalidOptionError} from the constructor for a heartbeatFrequencyMS below 500 or an invalid address or
- *   connection option.
+ * @throws {InvalidOptionError} from the constructor for options that are not an object, an unknown key (naming the
+ *   closest option), a heartbeatFrequencyMS below 500, a scheduler or connectionFactory of the wrong type, or an
+ *   invalid address or connection option.
  *
  * Source: server monitoring spec, "Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Network or command error during server
@@ -84,6 +90,12 @@ export class Monitor {
   readonly heartbeats$: Observable<ServerHeartbeatEvent> = this.events.asObservable();
 
   constructor(options: MonitorOptions) {
+    const o = requireOptionsObject('options', options, 'an object with at least an address');
+    if (o === undefined) throw new InvalidOptionError('options', options, 'an object with at least an address');
+    rejectUnknownOptions(o, MONITOR_OPTION_NAMES, 'Monitor');
+    requireScheduler('scheduler', options.scheduler);
+    requireFunction('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');
+    requireOptionsObject('connectionOptions', options.connectionOptions, 'an object of connection options');
     const server = parseAddress(options.address);
     this.address = server.address;
     const frequency = options.heartbeatFrequencyMS ?? 10_000;

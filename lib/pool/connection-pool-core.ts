@@ -29,7 +29,7 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { Broadcast } from './broadcast';
@@ -229,6 +229,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionError('options', options, 'an object with at least an address and a connectionFactory');
     }
+    checkPoolCoreOptions(options);
     const server = parseAddress(options.address);
     this.address = server.address;
     this.options = resolvePoolOptions(options);

@@ -3,7 +3,8 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { ClientClosedError, connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent } from '../../lib';
+import { ClientClosedError, connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually } from '../support/endpoint';
 
@@ -103,6 +104,72 @@ describe('connect() / Client', function () {
     expect(error).to.be.instanceOf(ClientClosedError);
     expect(performance.now() - started, 'settled at close, not at serverSelectionTimeoutMS').to.be.below(2000);
     expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
+  });
+
+  it('rejects a misspelt option key, naming the closest option, and a boolean given as a string', function () {
+    let error: unknown;
+    try {
+      connect('mongodb://127.0.0.1:1', { maxPoolsize: 5 } as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).to.be.instanceOf(InvalidOptionError);
+    expect(error).to.include({ option: 'maxPoolsize', suggestion: 'maxPoolSize' });
+    expect((error as Error).message).to.equal('Unknown option maxPoolsize of connect(): did you mean maxPoolSize?');
+    expect(() => connect('mongodb://127.0.0.1:1', { tlsCaFile: '/ca.pem' } as never)).to.throw(InvalidOptionError, /did you mean tlsCAFile\?/);
+    expect(() => connect('mongodb://127.0.0.1:1', { logging: { componentSeverities: { clinet: 'warn' } } } as never)).to.throw(
+      InvalidOptionError,
+      /did you mean client\?/,
+    );
+    // 'true' is not true: refused, where it used to mean a client that is silently not load-balanced.
+    expect(() => connect('mongodb://127.0.0.1:1', { loadBalanced: 'true' } as never)).to.throw(InvalidOptionError, /Invalid loadBalanced: "true"/);
+    expect(() => connect('mongodb://127.0.0.1:1', { directConnection: 1 } as never)).to.throw(InvalidOptionError, /Invalid directConnection: 1/);
+    expect(() => connect('mongodb://127.0.0.1:1', { compressors: 'zlib' } as never)).to.throw(InvalidOptionError, /Invalid compressors: "zlib"/);
+    expect(() => connect('mongodb://127.0.0.1:1', { credentials: null } as never)).to.throw(InvalidOptionError, /Invalid credentials: null/);
+    expect(() => connect('mongodb://127.0.0.1:1', { scheduler: 'virtual' } as never)).to.throw(InvalidOptionError, /SchedulerLike/);
+    expect(() => connect('mongodb://127.0.0.1:1', null as never)).to.throw(InvalidOptionError, /Invalid options: null/);
+    // Checked before any pool or monitor is made, in load-balanced mode too (where no monitor would check it).
+    expect(() => connect('mongodb://127.0.0.1:1/?loadBalanced=true', { heartbeatFrequencyMS: 100 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
+  });
+
+  describe('connection string warnings on the log feed (component client, level warn)', function () {
+    function logged(uri: string, severities: object) {
+      const written: LogMessage[] = [];
+      const sink: LogSink = { write: (m) => written.push(m as LogMessage) };
+      client = connect(uri, { logging: { componentSeverities: severities as never, path: sink } });
+      const received: LogMessage[] = [];
+      client.log$.subscribe((m) => received.push(m));
+      return { written, received };
+    }
+
+    it('logs one warn message per warning, to the destination and to every log$ subscriber, never with a password', async function () {
+      const { written, received } = logged('mongodb://alice:Pw-s3cret@127.0.0.1:1/?maxPoolSze=5&proxyPassword=Pw-s3cret', { client: 'warn' });
+      const expected = ['unknown option maxPoolSze is ignored (did you mean maxPoolSize?)', 'proxyPassword is not supported by rxcmap and is ignored'];
+      expect(client!.warnings).to.deep.equal(expected);
+      for (const messages of [written, received]) {
+        expect(messages.map((m) => [m.component, m.level, m.render()])).to.deep.equal(expected.map((w) => ['client', 'warn', w]));
+      }
+      const { t, ...json } = written[0].toJSON();
+      expect(t).to.be.a('string');
+      expect(json).to.deep.equal({ c: 'client', s: 'warn', message: expected[0] });
+      const late: LogMessage[] = [];
+      client!.log$.subscribe((m) => late.push(m));
+      expect(late, 'a late subscriber receives them too').to.have.length(2);
+      expect(JSON.stringify(written) + written.map((m) => m.render()).join()).to.not.include('Pw-s3cret');
+      await client!.close();
+    });
+
+    it('logs nothing when the client component is off or above warn, and nothing for a URI without warnings', async function () {
+      for (const severities of [{}, { client: 'off' }, { client: 'error' }, { connection: 'debug', client: 'off' }]) {
+        const { written, received } = logged('mongodb://127.0.0.1:1/?fooBar=1', severities);
+        expect(client!.warnings, JSON.stringify(severities)).to.deep.equal(['unknown option fooBar is ignored']);
+        expect(written.filter((m) => m.component === 'client'), JSON.stringify(severities)).to.deep.equal([]);
+        expect(received.filter((m) => m.component === 'client'), JSON.stringify(severities)).to.deep.equal([]);
+        await client!.close();
+      }
+      const { written } = logged('mongodb://127.0.0.1:1/?maxPoolSize=5', { client: 'trace' });
+      expect(written).to.deep.equal([]);
+    });
   });
 
   it('load-balanced: one pool, ready at once, no monitor', async function () {

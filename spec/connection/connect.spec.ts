@@ -7,9 +7,9 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
-import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
-import { closedPort } from '../support/endpoint';
+import { closedPort, eventually } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -19,6 +19,48 @@ async function establish(address: string, options: ConnectionOptions): Promise<C
   const [host, port] = address.split(':');
   const factory = connectionFactory({ ...options, host, port: Number(port) });
   return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
+}
+
+/** Counts the turns of the event loop: a 2 ms interval timer, which cannot fire while the loop is blocked. */
+function ticker() {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 2);
+  return {
+    get ticks(): number {
+      return ticks;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** One salted-password derivation seen by {@link spyOnDerivations}. */
+interface Derivation {
+  /** Whether it has ended. */
+  settled: boolean;
+  /** The ticks counted from its start to its end. */
+  ticksWhileRunning: number;
+  /** Resolves when it ends (whatever its outcome). */
+  done: Promise<void>;
+}
+
+/** Records every salted-password derivation `creds` starts. */
+function spyOnDerivations(creds: MongoCredentials, tick: { ticks: number }): Derivation[] {
+  const derivations: Derivation[] = [];
+  const original = creds.saltedPassword.bind(creds);
+  creds.saltedPassword = (key, derive) =>
+    original(key, () => {
+      const startTicks = tick.ticks;
+      const result = derive();
+      const derivation: Derivation = { settled: false, ticksWhileRunning: 0, done: Promise.resolve() };
+      const settle = (): void => {
+        derivation.settled = true;
+        derivation.ticksWhileRunning = tick.ticks - startTicks;
+      };
+      derivation.done = Promise.resolve(result).then(settle, settle);
+      derivations.push(derivation);
+      return result;
+    });
+  return derivations;
 }
 
 describe('connectionFactory (establishment)', function () {
@@ -87,6 +129,147 @@ describe('connectionFactory (establishment)', function () {
       expect(seen.map((e) => e.type)).to.include('ConnectionPoolCleared'); // SDAM's rule for auth errors
       const everything = inspect([error, seen, pool], { depth: 10, showHidden: true });
       expect(everything).to.not.include('wrong-secret-123');
+    });
+  });
+
+  describe('SCRAM key derivation within connectTimeoutMS', function () {
+    const CEILING = 1_000_000; // the largest iteration count a client accepts
+    let server: EmbeddedServer;
+    /** The commands the server received, lower-cased. */
+    let received: string[] = [];
+    let unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    let tick: ReturnType<typeof ticker>;
+
+    before(async function () {
+      server = await new EmbeddedServer({
+        users: [
+          { username: 'hostile', password: 'pencil', iterations: 30_000_000, mechanisms: ['SCRAM-SHA-256'] },
+          { username: 'ceiling', password: 'pencil', iterations: CEILING, mechanisms: ['SCRAM-SHA-256'] },
+          { username: 'usual', password: 'pencil', mechanisms: ['SCRAM-SHA-256'] },
+        ],
+      }).start();
+      const match = server.failCommand.match.bind(server.failCommand);
+      server.failCommand.match = (name, appName) => {
+        received.push(name);
+        return match(name, appName);
+      };
+      // Warm the code paths up, so that timings below measure the establishment only.
+      (await establish(server.address, { credentials: { username: 'usual', password: 'pencil' } })).destroy();
+    });
+    after(() => server.stop());
+    beforeEach(async function () {
+      expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+      received = [];
+      unhandled = [];
+      process.on('unhandledRejection', onUnhandled);
+      tick = ticker();
+    });
+    afterEach(async function () {
+      tick.stop();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      process.off('unhandledRejection', onUnhandled);
+      expect(unhandled).to.deep.equal([]);
+    });
+
+    it('the embedded endpoint refuses an iteration count that is not a positive integer', function () {
+      for (const iterations of [0, -1, 1.5, Number.NaN]) {
+        expect(() => new EmbeddedServer({ users: [{ username: 'u', password: 'p', iterations }] })).to.throw(InvalidOptionError, /iterations/);
+      }
+    });
+
+    it('a server asking for 30,000,000 iterations fails authentication at once, naming the count and the limit', async function () {
+      const creds = new MongoCredentials({ username: 'hostile', password: 'pencil' });
+      const derivations = spyOnDerivations(creds, tick);
+      const started = performance.now();
+      const error = await establish(server.address, { credentials: creds }).catch((e) => e);
+      const elapsed = performance.now() - started;
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(error.message).to.equal(
+        'Authentication failed for user "hostile" on "admin" with SCRAM-SHA-256: the server asked for 30000000 iterations, more than the maximum 1000000',
+      );
+      expect(error.hasErrorLabel('SystemOverloadedError')).to.equal(false);
+      expect(elapsed).to.be.below(100);
+      expect(derivations).to.have.length(0);
+      expect(received).to.not.include('saslcontinue');
+      expect(await eventually(() => server.openConnections === 0, 500)).to.equal(true); // the socket was closed
+    });
+
+    it('a derivation of 1,000,000 iterations runs off the event loop: connectTimeoutMS ends the establishment on time', async function () {
+      const creds = new MongoCredentials({ username: 'ceiling', password: 'pencil' });
+      const derivations = spyOnDerivations(creds, tick);
+      const connectTimeoutMS = 50;
+      const started = performance.now();
+      const error = await establish(server.address, { credentials: creds, connectTimeoutMS }).catch((e) => e);
+      const elapsed = performance.now() - started;
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(error.message).to.match(/timed out after 50 ms \(during auth\)/);
+      expect(elapsed).to.be.at.least(connectTimeoutMS - 1);
+      expect(elapsed).to.be.below(connectTimeoutMS + 100);
+      expect(derivations).to.have.length(1);
+      expect(derivations[0].settled).to.equal(false); // the timeout came while the key was still being derived
+      expect(await eventually(() => server.openConnections === 0, 500)).to.equal(true); // the socket was closed
+      await derivations[0].done;
+      expect(derivations[0].ticksWhileRunning).to.be.at.least(5); // timers kept firing during the derivation
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(received).to.not.include('saslcontinue'); // its result was discarded: no proof was sent
+    });
+
+    it('concurrent establishments with the same credentials derive the salted password once', async function () {
+      const creds = new MongoCredentials({ username: 'usual', password: 'pencil' });
+      const derivations = spyOnDerivations(creds, tick);
+      const connections = await Promise.all([establish(server.address, { credentials: creds }), establish(server.address, { credentials: creds })]);
+      expect(derivations).to.have.length(1);
+      for (const c of connections) {
+        expect(await c.command('admin', { listDatabases: 1 })).to.include({ ok: 1 });
+        c.destroy();
+      }
+      expect(received.filter((name) => name === 'saslcontinue')).to.have.length(2);
+    });
+
+    it('unsubscribing while the key is being derived closes the socket at once, and nothing is sent or delivered later', async function () {
+      const creds = new MongoCredentials({ username: 'ceiling', password: 'pencil' });
+      const derivations = spyOnDerivations(creds, tick);
+      const [host, port] = server.address.split(':');
+      const factory = connectionFactory({ host, port: Number(port), credentials: creds });
+      const seen: string[] = [];
+      const subscription = from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })).subscribe({
+        next: () => seen.push('next'),
+        error: (e: Error) => seen.push(`error: ${e.message}`),
+        complete: () => seen.push('complete'),
+      });
+      expect(await eventually(() => derivations.length === 1, 1000)).to.equal(true);
+      subscription.unsubscribe();
+      expect(await eventually(() => server.openConnections === 0, 500)).to.equal(true);
+      expect(derivations[0].settled).to.equal(false);
+      await derivations[0].done;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(seen).to.deep.equal([]);
+      expect(received).to.not.include('saslcontinue');
+    });
+
+    it("the descriptor's signal aborting while the key is being derived fails the establishment and closes the socket", async function () {
+      const creds = new MongoCredentials({ username: 'ceiling', password: 'pencil' });
+      const derivations = spyOnDerivations(creds, tick);
+      const [host, port] = server.address.split(':');
+      const factory = connectionFactory({ host, port: Number(port), credentials: creds });
+      const controller = new AbortController();
+      const outcome = firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: controller.signal }))).catch((e) => e);
+      expect(await eventually(() => derivations.length === 1, 1000)).to.equal(true);
+      const reason = new Error('pool closed');
+      controller.abort(reason);
+      const error = await outcome;
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(error.message).to.equal(`establishing a connection to ${server.address} was aborted (during auth)`);
+      expect(error.cause).to.equal(reason);
+      expect(error.errorLabels.size).to.equal(0);
+      expect(derivations[0].settled).to.equal(false);
+      expect(await eventually(() => server.openConnections === 0, 500)).to.equal(true);
+      await derivations[0].done;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(received).to.not.include('saslcontinue');
     });
   });
 

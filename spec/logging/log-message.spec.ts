@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
-import { truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -75,6 +75,13 @@ describe('connection log messages', function () {
     const closed = messages.find((m) => m.fields.message === 'Connection closed')!;
     expect(closed.fields.reason).to.equal('An error occurred while using the connection');
     expect(messages.find((m) => m.fields.message === 'Connection pool cleared')!.render()).to.equal('Connection pool for db.example:27018 cleared');
+  });
+
+  it('a client message: component client, level warn, its text as the message and as the unstructured form', function () {
+    const message = new ClientLogMessage(Date.UTC(2026, 0, 2, 3, 4, 5), { message: 'unknown option fooBar is ignored' });
+    expect(message).to.include({ component: 'client', level: 'warn' });
+    expect(message.toJSON()).to.deep.equal({ t: '2026-01-02T03:04:05.000Z', c: 'client', s: 'warn', message: 'unknown option fooBar is ignored' });
+    expect(message.render()).to.equal('unknown option fooBar is ignored');
   });
 
   it('truncates to the max length without splitting a surrogate pair, and marks it with ...', function () {

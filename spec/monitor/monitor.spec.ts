@@ -44,6 +44,15 @@ describe('Monitor', function () {
     expect(() => new Monitor({ address: 'h:1', heartbeatFrequencyMS: 499 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
   });
 
+  it('rejects a misspelt key (naming the closest option), a garbage scheduler and a non-function factory', function () {
+    const bad = (options: unknown): (() => Monitor) => () => new Monitor(options as never);
+    expect(bad({ address: 'h:1', heartbeatFrequencyMs: 500 })).to.throw(InvalidOptionError, 'Unknown option heartbeatFrequencyMs of Monitor: did you mean heartbeatFrequencyMS?');
+    expect(bad({ address: 'h:1', scheduler: {} })).to.throw(InvalidOptionError, /Invalid scheduler: \{\}/);
+    expect(bad({ address: 'h:1', connectionFactory: 'tcp' })).to.throw(InvalidOptionError, /Invalid connectionFactory: "tcp"/);
+    expect(bad({ address: 'h:1', connectionOptions: 'tls' })).to.throw(InvalidOptionError, /Invalid connectionOptions: "tls"/);
+    expect(bad(null)).to.throw(InvalidOptionError, /Invalid options: null/);
+  });
+
   it('a successful check marks the pool ready; Started precedes Succeeded, which carries the reply', async function () {
     const { pool } = setUp();
     expect(await eventually(() => pool.state === 'ready')).to.equal(true);
