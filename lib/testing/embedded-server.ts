@@ -9,17 +9,18 @@
  * - OP_COMPRESSED (zlib) once negotiated;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
  *   ping and buildInfo require an authenticated connection;
- * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint}).
+ * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
+ * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
  *
  * Not a database: it stores nothing.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { ObjectId, type Document } from 'bson';
-import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS } from '../connection/op-compressed';
+import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
-import { MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
+import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
@@ -100,7 +101,8 @@ export class EmbeddedServer {
   connectionsAccepted = 0;
 
   private readonly server: net.Server;
-  private readonly sockets = new Set<net.Socket>();
+  /** The open client connections, and what the server knows of each. */
+  private readonly sockets = new Map<net.Socket, ClientConnectionInfo>();
   private nextConnectionId = 1;
   private readonly handlers = new Map<string, CommandHandler>();
   private readonly users: ScramUsers;
@@ -160,9 +162,31 @@ export class EmbeddedServer {
     return this;
   }
 
+  /**
+   * Closes client connections from the server side, at once and without a reply, as a mongod restart, a failover or
+   * a network partition does: every open connection, or only those `select` picks (say by `appName`). Their clients
+   * see the socket close: a request in flight, and the next one, fail with a network error. The endpoint keeps
+   * listening, so new connections succeed.
+   *
+   * Returns how many connections it closed; {@link openConnections} drops by as many once their `close` events have
+   * run (on a later turn of the event loop).
+   *
+   * Source: extension (a server-side connection reset, as the server's `closeConnection` fail point does to one
+   * command, applied to connections chosen at will).
+   */
+  closeConnections(select: (client: ClientConnectionInfo) => boolean = () => true): number {
+    let closed = 0;
+    for (const [socket, client] of this.sockets) {
+      if (socket.destroyed || !select(client)) continue;
+      socket.destroy();
+      closed++;
+    }
+    return closed;
+  }
+
   /** Stops listening and closes every client connection. Resolves once the server is closed. */
   async stop(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
+    for (const socket of this.sockets.keys()) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
@@ -172,7 +196,6 @@ export class EmbeddedServer {
   }
 
   private accept(socket: net.Socket): void {
-    this.sockets.add(socket);
     this.connectionsAccepted++;
     socket.setNoDelay(true);
     const client: ClientConnectionInfo = {
@@ -183,6 +206,7 @@ export class EmbeddedServer {
       conversation: undefined,
       serviceId: this.services.length > 0 ? this.services[(this.nextConnectionId - 2) % this.services.length] : undefined,
     };
+    this.sockets.set(socket, client);
     const framer = new MessageFramer();
     let chain = Promise.resolve();
     socket.on('data', (chunk: Buffer) => {
@@ -204,7 +228,9 @@ export class EmbeddedServer {
     let reply: Buffer | undefined;
     try {
       const compressed = raw.header.opCode === OpCode.OP_COMPRESSED;
-      const message = decompressMessage(raw);
+      // As a mongod: a compressed request is accepted only with the compressor negotiated on this connection.
+      const negotiated = client.compressor === undefined ? [] : [client.compressor as CompressorName];
+      const message = decompressMessage(raw, { compressors: negotiated, maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES });
       if (message.header.opCode === OpCode.OP_MSG) {
         const command = decodeOpMsg(message.body).document;
         const response = await this.run(socket, client, command, String(command.$db ?? 'admin'));
