@@ -119,4 +119,33 @@ describe('CheckOutRequest', function () {
     pool.checkIn(held);
     pool.close();
   });
+
+  it('an aborted checkout leaves no listener on its signal (Promise and Observable forms)', async function () {
+    const pool = new ConnectionPoolCore<MockConnection>({
+      address: 'db:27017',
+      maxPoolSize: 1,
+      scheduler: new VirtualClock(),
+      connectionFactory: (d) => of(new MockConnection(d)),
+    });
+    pool.ready();
+    const held = await pool.checkOut();
+    const promiseForm = new AbortController();
+    // Waits: the pool is full.
+    const outcome = pool.checkOut({ signal: promiseForm.signal }).then(undefined, (e: unknown) => e);
+    expect(getEventListeners(promiseForm.signal, 'abort'), 'while it waits').to.have.length(1);
+    promiseForm.abort();
+    expect(await outcome).to.be.instanceOf(CheckOutCancelledError);
+    expect(getEventListeners(promiseForm.signal, 'abort'), 'the Promise form, once aborted').to.have.length(0);
+    const observableForm = new AbortController();
+    const errors: unknown[] = [];
+    pool.checkOut({ signal: observableForm.signal }).subscribe({ error: (e) => errors.push(e) });
+    expect(getEventListeners(observableForm.signal, 'abort'), 'while it waits').to.have.length(1);
+    observableForm.abort();
+    expect(errors).to.have.length(1);
+    expect(errors[0]).to.be.instanceOf(CheckOutCancelledError);
+    expect(getEventListeners(observableForm.signal, 'abort'), 'the Observable form, once aborted').to.have.length(0);
+    expect(pool.snapshot()).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+    pool.checkIn(held);
+    pool.close();
+  });
 });

@@ -37,6 +37,8 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     ['returns a function', () => (() => undefined) as never, /connectionFactory returned a function, not an Observable/],
     ['returns a plain object', () => ({}) as never, /connectionFactory returned an object \(\[object Object\]\), not an Observable/],
     ['emits null', () => of(null) as never, /connectionFactory emitted null for connection 1, not a connection/],
+    ['emits undefined', () => of(undefined) as never, /connectionFactory emitted undefined for connection 1, not a connection/],
+    ['returns NaN', () => NaN as never, /connectionFactory returned NaN, not an Observable, Promise or other ObservableInput/],
     ['emits an object without destroy()', (d) => of({ id: d.id }) as never, /connectionFactory emitted an object \(\[object Object\]\) for connection 1, not a connection/],
     ['completes without a connection', () => EMPTY, /connectionFactory completed without a connection for connection 1$/],
     ['fails with something that is not an Error', () => throwError(() => 'no route'), /connectionFactory failed with "no route", which is not an Error$/],

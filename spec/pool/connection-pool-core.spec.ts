@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { config, firstValueFrom, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
+import { config, EMPTY, firstValueFrom, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
@@ -656,6 +656,9 @@ describe('ConnectionPool', function () {
         ['db:27017', 'options', 'Invalid options: "db:27017" (options must be an object with at least an address and a connectionFactory)'],
         [{ address: 'db:27017' }, 'connectionFactory', 'Invalid connectionFactory: undefined (connectionFactory must be a function (descriptor) => ObservableInput<connection>)'],
         [{ address: 'db:27017', connectionFactory: 'tcp' }, 'connectionFactory', 'Invalid connectionFactory: "tcp" (connectionFactory must be a function (descriptor) => ObservableInput<connection>)'],
+        [{ address: 'db:27017', connectionFactory: () => EMPTY, maxPoolsize: 5 }, 'maxPoolsize', 'Unknown option maxPoolsize of ConnectionPoolCore: did you mean maxPoolSize?'],
+        [{ address: 'db:27017', connectionFactory: () => EMPTY, scheduler: [] }, 'scheduler', 'Invalid scheduler: [] (scheduler must be an RxJS SchedulerLike (an object with now() and schedule() functions))'],
+        [{ address: 'db:27017', connectionFactory: () => EMPTY, loadBalanced: 'true' }, 'loadBalanced', 'Invalid loadBalanced: "true" (loadBalanced must be true or false (a boolean))'],
       ];
       for (const [given, option, message] of cases) {
         let error: unknown;

@@ -4,8 +4,16 @@
  * acting as a load balancer.
  */
 import { expect } from 'chai';
-import { ConnectionPool, InvalidOptionError, MongoCompatibilityError, type ConnectionClosedEvent, type ConnectionPoolEvent } from '../../lib';
-import { EmbeddedServer, MockConnectionFactory } from '../../lib/testing';
+import { of } from 'rxjs';
+import {
+  ConnectionPool,
+  ConnectionPoolCore,
+  InvalidOptionError,
+  MongoCompatibilityError,
+  type ConnectionClosedEvent,
+  type ConnectionPoolEvent,
+} from '../../lib';
+import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { Bench } from './harness';
 
 const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
@@ -110,6 +118,19 @@ describe('load-balanced mode', function () {
       expect(b.commands.filter((c) => c.type === 'emit')).to.deep.equal([]);
     });
 
+    it('a connection whose handshake reports no serviceId counts under the empty serviceId, which a clear of "" stales', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const c = b.succeed(1); // no serviceId
+      expect(b.connectionOf(w)).to.equal(c);
+      expect([...b.state.serviceGenerations]).to.deep.equal([['', { generation: 0, connectionCount: 1 }]]);
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: '' });
+      b.checkIn(c);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      expect(b.state.serviceGenerations.size).to.equal(0);
+    });
+
     it('an establishment error never clears the pool', function () {
       const b = new Bench({}, true, true);
       b.dispatch({ type: 'ready' });
@@ -118,6 +139,58 @@ describe('load-balanced mode', function () {
       expect(b.state.state).to.equal('ready');
       expect(b.errorOf(w)?.message).to.equal('refused');
       expect(b.types()).to.not.include('ConnectionPoolCleared');
+    });
+  });
+
+  describe('state$', function () {
+    it('publishes a batch that changes only which services the connections reach, not how many connections there are', function () {
+      const C = 'cccccccccccccccccccccccc';
+      const serviceOf = [A, B, B, A, C, A]; // the service connection n reaches: serviceOf[n - 1]
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'lb:27017',
+        loadBalanced: true,
+        scheduler: new VirtualClock(),
+        connectionFactory: (d) => of(new MockConnection(d, serviceOf[d.id - 1])), // established at once
+      });
+      const held = new Map<number, MockConnection>();
+      const hold = (c: MockConnection): void => void held.set(c.id, c);
+      let replace = false;
+      pool.events$.subscribe((e) => {
+        // From inside the pool's processing: this checkout, and the connection it creates, join the check-in's batch.
+        if (e.type === 'ConnectionClosed' && replace) {
+          replace = false;
+          pool.checkOut().subscribe(hold);
+        }
+      });
+      const published: string[] = [];
+      pool.state$.subscribe((s) => {
+        published.push(s.serviceGenerations.map((g) => `${g.serviceId[0]}:${g.connectionCount}`).join(' '));
+      });
+      pool.ready();
+      for (let i = 0; i < 3; i++) pool.checkOut().subscribe(hold);
+      expect(published.at(-1)).to.equal('a:1 b:2');
+      const before = published.length;
+      /** One batch: connection `id` is checked in errored (closed), and a checkout replaces it with the next one. */
+      const replaceConnection = (id: number): void => {
+        const c = held.get(id)!;
+        held.delete(id);
+        c.errored = true;
+        replace = true;
+        pool.checkIn(c);
+      };
+      replaceConnection(3); // B's second connection by connection 4, to A: the counts change
+      replaceConnection(2); // B's last connection by connection 5, to C: a service changes
+      replaceConnection(5); // C's only connection by connection 6, to A: the number of services changes
+      expect(published.slice(before)).to.deep.equal(['a:2 b:1', 'a:2 c:1', 'a:3']);
+      expect([...held.keys()]).to.deep.equal([1, 4, 6]);
+      expect(pool.snapshot(), 'the counts are those of before the three batches').to.include({
+        totalConnectionCount: 3,
+        inUseConnectionCount: 3,
+        pendingConnectionCount: 0,
+        availableConnectionCount: 0,
+        waitQueueLength: 0,
+      });
+      pool.close();
     });
   });
 

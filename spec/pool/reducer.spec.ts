@@ -529,6 +529,90 @@ describe('reduce (pool reducer, virtual time)', function () {
     expect(b.commands.filter((x) => x.type === 'emit')).to.deep.equal([]);
   });
 
+  it('a state made without the loadBalanced argument is not load-balanced: connections join no service', function () {
+    const state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions({}), () => 0);
+    expect(state.loadBalanced).to.equal(false);
+    reduce(state, { type: 'ready' });
+    reduce(state, { type: 'checkOut', waiter: new TestWaiter() });
+    reduce(state, { type: 'established', id: 1, connection: new FakeConnection(1, 'aaaaaaaaaaaaaaaaaaaaaaaa') });
+    expect(state.records.get(1)).to.include({ state: 'in use', serviceId: undefined, generation: 0 });
+    expect(state.serviceGenerations.size).to.equal(0);
+  });
+
+  it('ignores a check-in from the holder of a connection that carries its id but is another object', function () {
+    const b = new Bench();
+    b.dispatch({ type: 'ready' });
+    const w = b.checkOut();
+    const c = b.succeed(1);
+    expect(b.connectionOf(w)).to.equal(c);
+    const other = new FakeConnection(1);
+    expect(b.dispatch({ type: 'checkIn', connection: other, holder: w })).to.deep.equal([]);
+    expect(b.state.records.get(1)).to.include({ state: 'in use', holder: w, connection: c });
+    b.checkIn(c, w); // the connection itself is still accepted from its holder
+    expect(b.state.records.get(1)).to.include({ state: 'available', holder: undefined });
+  });
+
+  it('a second establishment result for a connection no longer pending destroys what it carries and changes nothing', function () {
+    const b = new Bench();
+    b.dispatch({ type: 'ready' });
+    const w = b.checkOut();
+    const c = b.succeed(1);
+    expect(b.connectionOf(w)).to.equal(c);
+    const duplicate = new FakeConnection(1);
+    const commands = b.dispatch({ type: 'established', id: 1, connection: duplicate });
+    expect(commands).to.deep.equal([{ type: 'destroy', connection: duplicate }]);
+    expect(duplicate.destroyed).to.equal(true);
+    expect(b.state.records.get(1)).to.include({ state: 'in use', connection: c });
+    expect(b.state).to.include({ pendingConnectionCount: 0, claimablePendingCount: 0 });
+    expect(b.state.available.size).to.equal(0);
+  });
+
+  it('an establishment failure reported for an established connection is ignored: no clear, no close, no claimant failed', function () {
+    const b = new Bench();
+    b.dispatch({ type: 'ready' });
+    b.checkOut();
+    const c = b.succeed(1);
+    const claimant = b.checkOut(); // starts connection 2 and claims it
+    const commands = b.dispatch({ type: 'establishFailed', id: 1, error: new Error('late failure'), clearPool: true });
+    expect(commands).to.deep.equal([]);
+    expect(b.state).to.include({ state: 'ready', generation: 0 });
+    expect(b.state.records.get(1)).to.include({ state: 'in use', connection: c });
+    expect(c.destroyed).to.equal(false);
+    expect(b.errorOf(claimant)).to.equal(undefined);
+    expect(b.state.claimants.length).to.equal(1);
+  });
+
+  it('reads no clock for check-ins and checkouts of an established connection when nothing needs time', function () {
+    // Unobserved, no maxIdleTimeMS, no waitQueueTimeoutMS: no event duration, idle time or deadline to compute.
+    let reads = 0;
+    const state = initialPoolState<FakeConnection>('localhost:27017', resolvePoolOptions({}), () => ++reads);
+    reduce(state, { type: 'ready' });
+    reduce(state, { type: 'checkOut', waiter: new TestWaiter() });
+    const c = new FakeConnection(1);
+    reduce(state, { type: 'established', id: 1, connection: c });
+    expect(reads, 'creating a connection records its creation time').to.equal(1);
+    reads = 0;
+    for (let i = 0; i < 3; i++) {
+      reduce(state, { type: 'checkIn', connection: c, holder: state.records.get(1)!.holder! });
+      expect(state.records.get(1)?.state).to.equal('available');
+      reduce(state, { type: 'checkOut', waiter: new TestWaiter() });
+      expect(state.records.get(1)?.state).to.equal('in use');
+    }
+    expect(reads).to.equal(0);
+  });
+
+  it('a clear while no WaitQueue timer is armed sends no disarm command', function () {
+    const b = new Bench({ maxPoolSize: 1 }); // no waitQueueTimeoutMS: a waiter has no deadline, no timer is armed
+    b.dispatch({ type: 'ready' });
+    b.checkOut();
+    b.succeed(1);
+    const queued = b.checkOut();
+    expect(b.timers.has('waitQueue')).to.equal(false);
+    const commands = b.dispatch({ type: 'clear', interruptInUseConnections: false });
+    expect(b.errorOf(queued)).to.be.instanceOf(PoolClearedError);
+    expect(commands.map((c) => c.type)).to.not.include('disarm');
+  });
+
   it('a cancel nobody observes is one state change: no event, no error built, no command', function () {
     const b = new Bench({ maxPoolSize: 1 }, false);
     b.dispatch({ type: 'ready' });
