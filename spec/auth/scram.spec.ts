@@ -2,41 +2,7 @@ import { expect } from 'chai';
 import { Binary, type Document } from 'bson';
 import { AuthenticationError, MongoCredentials, MongoServerError } from '../../lib';
 import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
-
-/** Counts the turns of the event loop: a 2 ms interval timer that cannot fire while the loop is blocked. */
-function ticker() {
-  let ticks = 0;
-  const timer = setInterval(() => ticks++, 2);
-  return {
-    get ticks(): number {
-      return ticks;
-    },
-    stop: () => clearInterval(timer),
-  };
-}
-
-/**
- * Records the salted-password derivations of `creds`: each one's settled flag, the ticks counted while it ran, and a
- * Promise of its end.
- */
-function spyOnDerivations(creds: MongoCredentials, tick: { ticks: number }) {
-  const derivations: { settled: boolean; ticksWhileRunning: number; done: Promise<void> }[] = [];
-  const original = creds.saltedPassword.bind(creds);
-  creds.saltedPassword = (key, derive) =>
-    original(key, () => {
-      const startTicks = tick.ticks;
-      const result = derive();
-      const derivation = { settled: false, ticksWhileRunning: 0, done: Promise.resolve() };
-      const settle = (): void => {
-        derivation.settled = true;
-        derivation.ticksWhileRunning = tick.ticks - startTicks;
-      };
-      derivation.done = Promise.resolve(result).then(settle, settle);
-      derivations.push(derivation);
-      return result;
-    });
-  return derivations;
-}
+import { spyOnDerivations, ticker } from '../support/derivations';
 
 /** A scripted server: answers saslStart / saslContinue with the given payloads and records what it was sent. */
 function scripted(serverFirst: string, serverFinal: string) {

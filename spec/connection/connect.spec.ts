@@ -9,6 +9,7 @@ import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
+import { spyOnDerivations, ticker } from '../support/derivations';
 import { closedPort, eventually } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
@@ -19,48 +20,6 @@ async function establish(address: string, options: ConnectionOptions): Promise<C
   const [host, port] = address.split(':');
   const factory = connectionFactory({ ...options, host, port: Number(port) });
   return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-}
-
-/** Counts the turns of the event loop: a 2 ms interval timer, which cannot fire while the loop is blocked. */
-function ticker() {
-  let ticks = 0;
-  const timer = setInterval(() => ticks++, 2);
-  return {
-    get ticks(): number {
-      return ticks;
-    },
-    stop: () => clearInterval(timer),
-  };
-}
-
-/** One salted-password derivation seen by {@link spyOnDerivations}. */
-interface Derivation {
-  /** Whether it has ended. */
-  settled: boolean;
-  /** The ticks counted from its start to its end. */
-  ticksWhileRunning: number;
-  /** Resolves when it ends (whatever its outcome). */
-  done: Promise<void>;
-}
-
-/** Records every salted-password derivation `creds` starts. */
-function spyOnDerivations(creds: MongoCredentials, tick: { ticks: number }): Derivation[] {
-  const derivations: Derivation[] = [];
-  const original = creds.saltedPassword.bind(creds);
-  creds.saltedPassword = (key, derive) =>
-    original(key, () => {
-      const startTicks = tick.ticks;
-      const result = derive();
-      const derivation: Derivation = { settled: false, ticksWhileRunning: 0, done: Promise.resolve() };
-      const settle = (): void => {
-        derivation.settled = true;
-        derivation.ticksWhileRunning = tick.ticks - startTicks;
-      };
-      derivation.done = Promise.resolve(result).then(settle, settle);
-      derivations.push(derivation);
-      return result;
-    });
-  return derivations;
 }
 
 describe('connectionFactory (establishment)', function () {
