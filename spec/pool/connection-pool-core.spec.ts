@@ -688,7 +688,7 @@ describe('ConnectionPool', function () {
         [() => pool.input.next({ type: 'clear', serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5/],
         [() => pool.checkOut({ signal: 'x' } as never), 'signal', /Invalid signal: "x" \(signal must be an AbortSignal/],
         [() => pool.checkOut({ signal: { aborted: false } } as never), 'signal', /Invalid signal/],
-        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null/],
+        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?: AbortSignal \}, or nothing\)/],
         [() => pool.checkOut(5 as never), 'checkOut options', /Invalid checkOut options: 5/],
       ];
       for (const [call, option, message] of cases) {
@@ -704,6 +704,9 @@ describe('ConnectionPool', function () {
       }
       expect(events.slice(before), 'no clear, no checkout').to.deep.equal([]);
       expect(pool.state).to.equal('ready');
+      // Options without a signal are fine, as is no options object at all.
+      for (const request of [pool.checkOut({}), pool.checkOut({ signal: undefined }), pool.checkOut()]) request.subscribe((c) => pool.checkIn(c));
+      expect(events.filter((e) => e.type === 'ConnectionCheckOutStarted')).to.have.length(3);
     });
   });
 
