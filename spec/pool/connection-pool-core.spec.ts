@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { config, EMPTY, firstValueFrom, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
+import { config, EMPTY, firstValueFrom, last, takeUntil, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
@@ -487,6 +487,24 @@ describe('ConnectionPool', function () {
       pool.state$.subscribe({ next: (s) => late.push(s), complete: () => (lateCompleted = true) });
       expect(late.map(counts)).to.deep.equal([['closed', 0, 0, 0, 0, 0, 0]]);
       expect(lateCompleted).to.equal(true);
+    });
+
+    it('ends an events$ exporter when the pool is done, as the README shows, with the last events in it', function () {
+      const { pool, clock } = makePool();
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      const exported: string[] = [];
+      let ended = false;
+      pool.events$
+        .pipe(takeUntil(pool.state$.pipe(last())))
+        .subscribe({ next: (e) => exported.push(e.type), complete: () => (ended = true) });
+      pool.close();
+      expect(ended, 'a connection is still in use').to.equal(false);
+      pool.checkIn(held!);
+      expect(ended).to.equal(true);
+      expect(exported.slice(1)).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckedIn', 'ConnectionClosed']);
     });
   });
 
