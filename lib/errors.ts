@@ -58,7 +58,7 @@ export class CmapError extends Error {
  * - `suggestion`: for an unknown option, the known option it most likely meant (`"maxPoolSize"` for
  *   `"maxPoolsize"`), when one is close.
  *
- * The message names the option, shows the value (never a secret: see {@link redactOptionValue}) and says what is
+ * The message names the option, shows the value (never a secret: see `redactOptionValue`) and says what is
  * allowed: `Invalid maxConnecting: -3 (maxConnecting must be an integer > 0)`, or for an unknown option
  * `Unknown option maxPoolsize of ConnectionPool: did you mean maxPoolSize?`.
  *

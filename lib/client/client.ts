@@ -39,7 +39,7 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
  * when invalid), an invalid value here throws {@link InvalidOptionError}, and so does a key that is not one of
- * {@link CLIENT_OPTION_NAMES} (naming the closest option). Values take real types: `loadBalanced: 'true'` is an
+ * `CLIENT_OPTION_NAMES` (naming the closest option). Values take real types: `loadBalanced: 'true'` is an
  * error, not `true`. Durations in ms.
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
@@ -120,7 +120,7 @@ const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...BACKGROUND_OPTION_NAM
  * it with {@link connect}.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid or
- *   `mongodb+srv` URI; a key of `options` that is not one of {@link CLIENT_OPTION_NAMES}, or of `options.logging`
+ *   `mongodb+srv` URI; a key of `options` that is not one of `CLIENT_OPTION_NAMES`, or of `options.logging`
  *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
  *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
  *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts).

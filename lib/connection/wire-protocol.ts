@@ -30,6 +30,7 @@ export interface WireMessage {
  * Source: CMAP spec, "Connection" (Errored: wire-protocol error).
  */
 export class WireProtocolError extends Error {
+  /** Always `"WireProtocolError"`. */
   override readonly name = 'WireProtocolError';
 }
 

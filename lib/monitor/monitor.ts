@@ -25,6 +25,10 @@ import type { ServerHeartbeatEvent } from './heartbeat-events';
  */
 export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
 
+/** The keys of {@link MonitorOptions}: any other key is refused, naming the closest of these. */
+const MONITOR_OPTION_NAMES = ['address', 'heartbeatFrequencyMS', 'connectionOptions', 'connectionFactory', 'scheduler'] as const satisfies readonly (keyof MonitorOptions)[];
+true satisfies ListsEveryOption<MonitorOptions, typeof MONITOR_OPTION_NAMES>;
+
 /**
  * Options of a {@link Monitor}. Durations in ms.
  *
@@ -32,10 +36,6 @@ export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
  * is connectTimeoutMS", "Servers are monitored with dedicated sockets"; `connectionFactory`, `scheduler`: extension
  * (injection for tests).
  */
-/** The keys of {@link MonitorOptions}: any other key is refused, naming the closest of these. */
-const MONITOR_OPTION_NAMES = ['address', 'heartbeatFrequencyMS', 'connectionOptions', 'connectionFactory', 'scheduler'] as const satisfies readonly (keyof MonitorOptions)[];
-true satisfies ListsEveryOption<MonitorOptions, typeof MONITOR_OPTION_NAMES>;
-
 export interface MonitorOptions {
   /** The server, `host:port`. */
   address: string;

@@ -1,0 +1,125 @@
+/**
+ * The names, units and attribute keys of the OpenTelemetry database client connection pool metrics, as constants
+ * named the way `@opentelemetry/semantic-conventions` names them (`METRIC_*`, `ATTR_*`, `*_VALUE_*`). They are at
+ * Development status there, and that package asks users of unstable conventions to copy the definitions they need
+ * rather than import its `incubating` entry point; these are those copies.
+ *
+ * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics" (docs/db/
+ * database-metrics.md), section "Connection pools"; attribute registry "db" (db.client.connection.*) and "server"
+ * (server.address, server.port).
+ */
+
+/**
+ * `db.client.connection.count`: UpDownCounter, unit `{connection}`, the number of connections in the state named by
+ * {@link ATTR_DB_CLIENT_CONNECTION_STATE}. Required by the conventions for connection pool instrumentations.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.count".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_COUNT = 'db.client.connection.count';
+
+/**
+ * `db.client.connection.idle.max`: UpDownCounter, unit `{connection}`, the maximum number of idle open connections
+ * allowed.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.idle.max".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_IDLE_MAX = 'db.client.connection.idle.max';
+
+/**
+ * `db.client.connection.idle.min`: UpDownCounter, unit `{connection}`, the minimum number of idle open connections
+ * allowed.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.idle.min".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_IDLE_MIN = 'db.client.connection.idle.min';
+
+/**
+ * `db.client.connection.max`: UpDownCounter, unit `{connection}`, the maximum number of open connections allowed.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.max".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_MAX = 'db.client.connection.max';
+
+/**
+ * `db.client.connection.pending_requests`: UpDownCounter, unit `{request}`, the number of current pending requests
+ * for an open connection.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.pending_requests".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_PENDING_REQUESTS = 'db.client.connection.pending_requests';
+
+/**
+ * `db.client.connection.timeouts`: Counter, unit `{timeout}`, the number of connection timeouts that have occurred
+ * trying to obtain a connection from the pool.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.timeouts".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_TIMEOUTS = 'db.client.connection.timeouts';
+
+/**
+ * `db.client.connection.create_time`: Histogram, unit `s`, the time it took to create a new connection.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.create_time".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_CREATE_TIME = 'db.client.connection.create_time';
+
+/**
+ * `db.client.connection.wait_time`: Histogram, unit `s`, the time it took to obtain an open connection from the pool.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.wait_time".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_WAIT_TIME = 'db.client.connection.wait_time';
+
+/**
+ * `db.client.connection.use_time`: Histogram, unit `s`, the time between borrowing a connection and returning it to
+ * the pool.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.connection.use_time".
+ */
+export const METRIC_DB_CLIENT_CONNECTION_USE_TIME = 'db.client.connection.use_time';
+
+/**
+ * `db.client.connection.pool.name` (string, Required on every connection pool metric): the name of the connection
+ * pool, unique within the instrumented application.
+ *
+ * Source: semantic conventions, attribute registry "db", `db.client.connection.pool.name`.
+ */
+export const ATTR_DB_CLIENT_CONNECTION_POOL_NAME = 'db.client.connection.pool.name';
+
+/**
+ * `db.client.connection.state` (string, Required on `db.client.connection.count`): the state of a connection in the
+ * pool; well-known values {@link DB_CLIENT_CONNECTION_STATE_VALUE_IDLE} and {@link DB_CLIENT_CONNECTION_STATE_VALUE_USED}.
+ *
+ * Source: semantic conventions, attribute registry "db", `db.client.connection.state`.
+ */
+export const ATTR_DB_CLIENT_CONNECTION_STATE = 'db.client.connection.state';
+
+/** `db.client.connection.state` value `idle`. Source: semantic conventions, attribute registry "db". */
+export const DB_CLIENT_CONNECTION_STATE_VALUE_IDLE = 'idle';
+
+/** `db.client.connection.state` value `used`. Source: semantic conventions, attribute registry "db". */
+export const DB_CLIENT_CONNECTION_STATE_VALUE_USED = 'used';
+
+/**
+ * `server.address` (string): the server domain name, IP address or Unix domain socket name.
+ *
+ * Source: semantic conventions, attribute registry "server", `server.address` (Stable).
+ */
+export const ATTR_SERVER_ADDRESS = 'server.address';
+
+/**
+ * `server.port` (int): the server port number.
+ *
+ * Source: semantic conventions, attribute registry "server", `server.port` (Stable).
+ */
+export const ATTR_SERVER_PORT = 'server.port';
+
+/**
+ * Explicit histogram bucket boundaries, in seconds, advised for the three connection pool time histograms: those the
+ * conventions advise for `db.client.operation.duration` (the pool ones advise none, and the SDK's default buckets
+ * are sized for milliseconds).
+ *
+ * Source: extension (semantic conventions, database client metrics, "Metric: db.client.operation.duration",
+ * `ExplicitBucketBoundaries` advice).
+ */
+export const DB_CLIENT_CONNECTION_TIME_BUCKETS: readonly number[] = Object.freeze([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10]);
