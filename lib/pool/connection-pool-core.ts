@@ -349,7 +349,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       throw new InvalidOptionError('checkOut options', options, 'an object { signal?: AbortSignal }, or nothing');
     }
     const signal = options.signal;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    if (signal !== undefined && !isAbortSignal(signal)) {
       throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
     }
     return new CheckOutRequest<C>(this.port, signal);
@@ -568,4 +568,19 @@ function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
     if (l.serviceId !== serviceId || l.generation !== g.generation || l.connectionCount !== g.connectionCount) return false;
   }
   return true;
+}
+
+/**
+ * An AbortSignal by its shape, as Node's own APIs check it: signals of polyfills, of other realms and of DOM
+ * emulations are not instances of this realm's AbortSignal.
+ */
+function isAbortSignal(value: unknown): value is AbortSignal {
+  const s = value as Partial<AbortSignal> | null;
+  return (
+    s !== null &&
+    typeof s === 'object' &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function' &&
+    typeof s.removeEventListener === 'function'
+  );
 }

@@ -722,9 +722,26 @@ describe('ConnectionPool', function () {
       }
       expect(events.slice(before), 'no clear, no checkout').to.deep.equal([]);
       expect(pool.state).to.equal('ready');
+      // A signal of another implementation (a polyfill, another realm) is an AbortSignal by its shape, and cancels.
+      class ForeignSignal extends EventTarget {
+        aborted = false;
+        reason: unknown = undefined;
+        abort(): void {
+          this.aborted = true;
+          this.reason = new Error('polyfilled abort');
+          this.dispatchEvent(new Event('abort'));
+        }
+      }
+      const foreign = new ForeignSignal();
+      const held = Array.from({ length: pool.options.maxPoolSize }, () => pool.checkOut().subscribe());
+      let failed: unknown;
+      pool.checkOut({ signal: foreign as unknown as AbortSignal }).subscribe({ error: (e) => (failed = e) });
+      foreign.abort();
+      expect(failed).to.be.instanceOf(CheckOutCancelledError).and.have.nested.property('cause.message', 'polyfilled abort');
+      for (const h of held) h.unsubscribe();
       // Options without a signal are fine, as is no options object at all.
       for (const request of [pool.checkOut({}), pool.checkOut({ signal: undefined }), pool.checkOut()]) request.subscribe((c) => pool.checkIn(c));
-      expect(events.filter((e) => e.type === 'ConnectionCheckOutStarted')).to.have.length(3);
+      expect(events.filter((e) => e.type === 'ConnectionCheckOutStarted')).to.have.length(3 + pool.options.maxPoolSize + 1);
     });
   });
 
