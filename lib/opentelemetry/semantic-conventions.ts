@@ -88,7 +88,8 @@ export const ATTR_DB_CLIENT_CONNECTION_POOL_NAME = 'db.client.connection.pool.na
 
 /**
  * `db.client.connection.state` (string, Required on `db.client.connection.count`): the state of a connection in the
- * pool; well-known values {@link DB_CLIENT_CONNECTION_STATE_VALUE_IDLE} and {@link DB_CLIENT_CONNECTION_STATE_VALUE_USED}.
+ * pool; well-known values {@link DB_CLIENT_CONNECTION_STATE_VALUE_IDLE} and
+ * {@link DB_CLIENT_CONNECTION_STATE_VALUE_USED}.
  *
  * Source: semantic conventions, attribute registry "db", `db.client.connection.state`.
  */

@@ -199,7 +199,7 @@ describe('the npm package', function () {
 
   it('points main, types, exports and typesVersions at files it ships', function () {
     const pkg = readJson(unpacked('package.json'));
-    expect(Object.keys(pkg.exports)).to.have.members(['.', './testing', './package.json']);
+    expect(Object.keys(pkg.exports)).to.have.members(['.', './testing', './opentelemetry', './package.json']);
     const typesVersions = Object.values<Record<string, string[]>>(pkg.typesVersions ?? {}).flatMap((paths) =>
       Object.values(paths).flat(),
     );

@@ -1,0 +1,327 @@
+/**
+ * The OpenTelemetry database client connection pool metrics of one pool, recorded from its public streams: the CMAP
+ * events (`events$`) give the time histograms and the timeout counter; the pool's counters (`snapshot()`, read once
+ * per collection) give the connection counts, the pending requests and the configured limits; `state$` tells when a
+ * closed pool is done, and recording stops by itself then.
+ *
+ * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics", section
+ * "Connection pools" (Development status); CMAP spec, "Connection Pool Monitoring".
+ */
+import {
+  metrics,
+  type Attributes,
+  type BatchObservableCallback,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type Observable as ObservableInstrument,
+} from '@opentelemetry/api';
+import type { Observable, Subscription } from 'rxjs';
+import { parseAddress } from '../address';
+import { InvalidOptionError } from '../errors';
+import type { ConnectionPoolEvent } from '../events';
+import type { ConnectionPoolCore } from '../pool/connection-pool-core';
+import { DRIVER_INFO } from '../version';
+import {
+  ATTR_DB_CLIENT_CONNECTION_POOL_NAME,
+  ATTR_DB_CLIENT_CONNECTION_STATE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  DB_CLIENT_CONNECTION_STATE_VALUE_IDLE,
+  DB_CLIENT_CONNECTION_STATE_VALUE_USED,
+  DB_CLIENT_CONNECTION_TIME_BUCKETS,
+  METRIC_DB_CLIENT_CONNECTION_COUNT,
+  METRIC_DB_CLIENT_CONNECTION_CREATE_TIME,
+  METRIC_DB_CLIENT_CONNECTION_IDLE_MAX,
+  METRIC_DB_CLIENT_CONNECTION_IDLE_MIN,
+  METRIC_DB_CLIENT_CONNECTION_MAX,
+  METRIC_DB_CLIENT_CONNECTION_PENDING_REQUESTS,
+  METRIC_DB_CLIENT_CONNECTION_TIMEOUTS,
+  METRIC_DB_CLIENT_CONNECTION_USE_TIME,
+  METRIC_DB_CLIENT_CONNECTION_WAIT_TIME,
+} from './semantic-conventions';
+
+/**
+ * What {@link instrumentConnectionPool} reads of a pool: its public members. Every `ConnectionPool` and
+ * `ConnectionPoolCore` is one.
+ *
+ * Source: extension (the public surface of `ConnectionPoolCore`).
+ */
+export type InstrumentedPool = Pick<ConnectionPoolCore, 'address' | 'options' | 'events$' | 'state$' | 'state' | 'snapshot'>;
+
+/**
+ * Options of {@link instrumentConnectionPool}.
+ *
+ * Source: OpenTelemetry semantic conventions, database client metrics, "Connection pools"
+ * (`db.client.connection.pool.name`); extension: `meter` defaults the way OpenTelemetry instrumentations do (the
+ * global MeterProvider, with the library's name and version as the instrumentation scope).
+ */
+export interface ConnectionPoolInstrumentationOptions {
+  /**
+   * The Meter that creates the instruments. Default: `metrics.getMeter('rxcmap', <version>)` of `@opentelemetry/api`,
+   * which records nothing until an SDK MeterProvider is registered globally.
+   */
+  meter?: Meter;
+  /**
+   * The `db.client.connection.pool.name` attribute: a non-empty string, unique within the application. Default: the
+   * pool's address, `host:port` (the socket path for a Unix domain socket). A pool serves one server and every
+   * database on it, so the conventions' fallback `server.address:server.port/db.namespace` reduces to `host:port`.
+   */
+  poolName?: string;
+}
+
+/**
+ * The handle of an instrumented pool: {@link unsubscribe} (or a `using` declaration) stops recording.
+ *
+ * Source: extension (RxJS `Subscription.unsubscribe`, TC39 explicit resource management `Symbol.dispose`).
+ */
+export interface ConnectionPoolInstrumentation extends Disposable {
+  /** The `db.client.connection.pool.name` recorded. */
+  readonly poolName: string;
+  /**
+   * The attributes every measurement carries (frozen): `db.client.connection.pool.name`, `server.address` and, but
+   * for a Unix domain socket, `server.port`. `db.client.connection.count` adds `db.client.connection.state`.
+   */
+  readonly attributes: Readonly<Attributes>;
+  /** Whether recording has stopped: unsubscribed, disposed, or the pool closed with its last connection closed. */
+  readonly closed: boolean;
+  /**
+   * Stops recording: unsubscribes from the pool's streams and removes the collection callback, so nothing of this
+   * pool is measured any more (a reader with cumulative temporality may keep exporting the last values it collected).
+   * Idempotent.
+   */
+  unsubscribe(): void;
+  /** The same as {@link unsubscribe}, for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * Records the OpenTelemetry database client connection pool metrics of `pool`, named, typed and with the units of the
+ * semantic conventions (section "Connection pools", Development status):
+ *
+ * | metric | instrument | unit | recorded from |
+ * | --- | --- | --- | --- |
+ * | `db.client.connection.count` | asynchronous UpDownCounter | `{connection}` | `idle`: available connections; `used`: connections checked out |
+ * | `db.client.connection.idle.max` | asynchronous UpDownCounter | `{connection}` | maxPoolSize |
+ * | `db.client.connection.idle.min` | asynchronous UpDownCounter | `{connection}` | minPoolSize |
+ * | `db.client.connection.max` | asynchronous UpDownCounter | `{connection}` | maxPoolSize |
+ * | `db.client.connection.pending_requests` | asynchronous UpDownCounter | `{request}` | checkouts waiting (WaitQueue and claimed establishments) |
+ * | `db.client.connection.timeouts` | Counter | `{timeout}` | ConnectionCheckOutFailed with reason `timeout` |
+ * | `db.client.connection.create_time` | Histogram | `s` | ConnectionReady `duration` |
+ * | `db.client.connection.wait_time` | Histogram | `s` | ConnectionCheckedOut and ConnectionCheckOutFailed `duration` |
+ * | `db.client.connection.use_time` | Histogram | `s` | ConnectionCheckedOut to ConnectionCheckedIn of that connection |
+ *
+ * Mapping choices:
+ * - Connections being established (CMAP "pending") are in neither well-known `db.client.connection.state` (`idle`,
+ *   `used`) and are not counted: `idle + used = totalConnectionCount - pendingConnectionCount`. Their establishment
+ *   time appears in `create_time` once they are ready.
+ * - CMAP caps all connections at maxPoolSize, and every one of them may be idle, so `idle.max` is maxPoolSize like
+ *   `max`; `idle.min` is minPoolSize (the pool keeps at least that many connections, idle or not). With maxPoolSize
+ *   0 (no limit), `max` and `idle.max` are not reported.
+ * - `wait_time` records every checkout attempt, failed ones included (a timed-out wait is time spent waiting); a
+ *   checkout under way when recording started still records its wait when it ends.
+ * - `use_time` needs the checkout's time: a connection checked out before recording started records no `use_time`.
+ * - The conventions list only `db.client.connection.pool.name` (and `db.client.connection.state`) on these metrics;
+ *   `server.address` and `server.port`, the attributes of `db.client.operation.duration`, are added (extension) so
+ *   pool metrics join operation metrics without parsing the pool name.
+ * - The histograms advise the bucket boundaries the conventions give `db.client.operation.duration` (seconds).
+ *
+ * Counts are read from `pool.snapshot()` in one batch callback per collection (asynchronous instruments: the
+ * OpenTelemetry API's instrument for values kept elsewhere), so nothing is built between collections. Subscribing to
+ * `events$` makes the pool build its event objects, which is the whole cost; a pool that is not instrumented pays
+ * nothing. Recording stops by itself when `state$` completes (the pool closed and its last connection closed), or on
+ * {@link ConnectionPoolInstrumentation.unsubscribe}.
+ *
+ * @example
+ * ```ts
+ * import { metrics } from '@opentelemetry/api';
+ * import { instrumentConnectionPool } from 'rxcmap/opentelemetry';
+ *
+ * const meter = metrics.getMeter('my-service');
+ * const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
+ * // ... later
+ * instrumentation.unsubscribe();
+ * ```
+ *
+ * @param pool the pool (a `ConnectionPool` or `ConnectionPoolCore`).
+ * @param options the Meter and the pool name; see {@link ConnectionPoolInstrumentationOptions}.
+ * @returns the handle that stops recording.
+ * @throws {InvalidOptionError} for a `pool` that is not a pool (option `pool`), options that are not an object
+ *   (option `options`), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a `poolName` that is not a
+ *   non-empty string (option `poolName`).
+ *
+ * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics", section "Connection
+ * pools" (db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
+ * .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
+ */
+export function instrumentConnectionPool(
+  pool: InstrumentedPool,
+  options: ConnectionPoolInstrumentationOptions = {},
+): ConnectionPoolInstrumentation {
+  if (pool === null || typeof pool !== 'object' || typeof pool.snapshot !== 'function' || typeof pool.events$?.subscribe !== 'function') {
+    throw new InvalidOptionError('pool', pool, 'a ConnectionPool or ConnectionPoolCore');
+  }
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
+  }
+  const meter = options.meter ?? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version);
+  if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
+    throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
+  }
+  const poolName = options.poolName ?? pool.address;
+  if (typeof poolName !== 'string' || poolName === '') {
+    throw new InvalidOptionError('poolName', poolName, 'a non-empty string');
+  }
+  return new PoolMetricsRecorder(pool, meter, poolName);
+}
+
+/** The recorder behind {@link instrumentConnectionPool}: the instruments, the event handler, the collection callback. */
+class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
+  readonly poolName: string;
+  readonly attributes: Readonly<Attributes>;
+
+  private readonly idleAttributes: Readonly<Attributes>;
+  private readonly usedAttributes: Readonly<Attributes>;
+  private readonly timeouts: Counter;
+  private readonly createTime: Histogram;
+  private readonly waitTime: Histogram;
+  private readonly useTime: Histogram;
+  private readonly observables: ObservableInstrument[];
+  private readonly collect: BatchObservableCallback;
+  /** When each connection checked out now was checked out (ms, the pool scheduler's clock), by connection id. */
+  private readonly checkedOutAt = new Map<number, number>();
+  private readonly subscriptions: Subscription[] = [];
+  private watchingCompletion = false;
+  private stopped = false;
+
+  constructor(
+    private readonly pool: InstrumentedPool,
+    private readonly meter: Meter,
+    poolName: string,
+  ) {
+    this.poolName = poolName;
+    const server = parseAddress(pool.address);
+    this.attributes = Object.freeze({
+      [ATTR_DB_CLIENT_CONNECTION_POOL_NAME]: poolName,
+      [ATTR_SERVER_ADDRESS]: server.host,
+      ...(server.port === undefined ? {} : { [ATTR_SERVER_PORT]: server.port }),
+    });
+    this.idleAttributes = Object.freeze({ ...this.attributes, [ATTR_DB_CLIENT_CONNECTION_STATE]: DB_CLIENT_CONNECTION_STATE_VALUE_IDLE });
+    this.usedAttributes = Object.freeze({ ...this.attributes, [ATTR_DB_CLIENT_CONNECTION_STATE]: DB_CLIENT_CONNECTION_STATE_VALUE_USED });
+
+    const seconds = { unit: 's', advice: { explicitBucketBoundaries: [...DB_CLIENT_CONNECTION_TIME_BUCKETS] } };
+    this.timeouts = meter.createCounter(METRIC_DB_CLIENT_CONNECTION_TIMEOUTS, {
+      unit: '{timeout}',
+      description: 'The number of connection timeouts that have occurred trying to obtain a connection from the pool.',
+    });
+    this.createTime = meter.createHistogram(METRIC_DB_CLIENT_CONNECTION_CREATE_TIME, {
+      ...seconds,
+      description: 'The time it took to create a new connection.',
+    });
+    this.waitTime = meter.createHistogram(METRIC_DB_CLIENT_CONNECTION_WAIT_TIME, {
+      ...seconds,
+      description: 'The time it took to obtain an open connection from the pool.',
+    });
+    this.useTime = meter.createHistogram(METRIC_DB_CLIENT_CONNECTION_USE_TIME, {
+      ...seconds,
+      description: 'The time between borrowing a connection and returning it to the pool.',
+    });
+
+    const count = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_COUNT, {
+      unit: '{connection}',
+      description: 'The number of connections that are currently in state described by the state attribute.',
+    });
+    const idleMax = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_IDLE_MAX, {
+      unit: '{connection}',
+      description: 'The maximum number of idle open connections allowed.',
+    });
+    const idleMin = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_IDLE_MIN, {
+      unit: '{connection}',
+      description: 'The minimum number of idle open connections allowed.',
+    });
+    const max = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_MAX, {
+      unit: '{connection}',
+      description: 'The maximum number of open connections allowed.',
+    });
+    const pending = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_PENDING_REQUESTS, {
+      unit: '{request}',
+      description: 'The number of current pending requests for an open connection.',
+    });
+    this.observables = [count, idleMax, idleMin, max, pending];
+    const { maxPoolSize, minPoolSize } = pool.options;
+    this.collect = (result) => {
+      const s = this.pool.snapshot();
+      result.observe(count, s.availableConnectionCount, this.idleAttributes);
+      result.observe(count, s.inUseConnectionCount, this.usedAttributes);
+      result.observe(pending, s.waitQueueLength, this.attributes);
+      result.observe(idleMin, minPoolSize, this.attributes);
+      if (maxPoolSize > 0) {
+        result.observe(max, maxPoolSize, this.attributes);
+        result.observe(idleMax, maxPoolSize, this.attributes);
+      }
+    };
+    meter.addBatchObservableCallback(this.collect, this.observables);
+
+    this.subscriptions.push(pool.events$.subscribe((event) => this.record(event)));
+    if (pool.state === 'closed') this.watchCompletion();
+  }
+
+  get closed(): boolean {
+    return this.stopped;
+  }
+
+  unsubscribe(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    this.meter.removeBatchObservableCallback(this.collect, this.observables);
+    this.checkedOutAt.clear();
+  }
+
+  [Symbol.dispose](): void {
+    this.unsubscribe();
+  }
+
+  /** Records what one CMAP event measures (durations in ms on the events, seconds on the instruments). */
+  private record(event: ConnectionPoolEvent): void {
+    switch (event.type) {
+      case 'ConnectionReady':
+        this.createTime.record(event.duration / 1000, this.attributes);
+        break;
+      case 'ConnectionCheckedOut':
+        this.waitTime.record(event.duration / 1000, this.attributes);
+        this.checkedOutAt.set(event.connectionId, event.time);
+        break;
+      case 'ConnectionCheckOutFailed':
+        this.waitTime.record(event.duration / 1000, this.attributes);
+        if (event.reason === 'timeout') this.timeouts.add(1, this.attributes);
+        break;
+      case 'ConnectionCheckedIn': {
+        const since = this.checkedOutAt.get(event.connectionId);
+        if (since !== undefined) {
+          this.checkedOutAt.delete(event.connectionId);
+          this.useTime.record((event.time - since) / 1000, this.attributes);
+        }
+        break;
+      }
+      case 'ConnectionClosed':
+        this.checkedOutAt.delete(event.connectionId);
+        break;
+      case 'ConnectionPoolClosed':
+        this.watchCompletion();
+        break;
+    }
+  }
+
+  /**
+   * Once the pool is closed: follows `state$` (only then, so no snapshot is built before) and stops recording when it
+   * completes, the pool closed and its last connection closed.
+   */
+  private watchCompletion(): void {
+    if (this.watchingCompletion || this.stopped) return;
+    this.watchingCompletion = true;
+    const states$: Observable<unknown> = this.pool.state$;
+    const subscription = states$.subscribe({ complete: () => this.unsubscribe() });
+    if (!this.stopped) this.subscriptions.push(subscription);
+  }
+}

@@ -1,0 +1,284 @@
+import { expect } from 'chai';
+import { metrics, type Attributes } from '@opentelemetry/api';
+import {
+  DataPointType,
+  InstrumentType,
+  MeterProvider,
+  MetricReader,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
+import type { Subscription } from 'rxjs';
+import { ConnectionPool, InvalidOptionError, type PoolConnection } from '../../lib';
+import type { Connection } from '../../lib/connection/connection';
+import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../../lib/opentelemetry';
+import { DRIVER_INFO } from '../../lib/version';
+
+/** A reader collected from by hand. */
+class ManualReader extends MetricReader {
+  protected async onShutdown(): Promise<void> {}
+  protected async onForceFlush(): Promise<void> {}
+}
+
+/** One collection: every metric by name. */
+type Collected = Map<string, MetricData>;
+
+function harness() {
+  const reader = new ManualReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const meter = provider.getMeter('metrics.spec');
+  const scopes: { name: string; version?: string }[] = [];
+  const collect = async (): Promise<Collected> => {
+    const { resourceMetrics, errors } = await reader.collect();
+    expect(errors).to.deep.equal([]);
+    scopes.splice(0, scopes.length, ...resourceMetrics.scopeMetrics.map((sm) => sm.scope));
+    const byName: Collected = new Map();
+    for (const scope of resourceMetrics.scopeMetrics) for (const m of scope.metrics) byName.set(m.descriptor.name, m);
+    return byName;
+  };
+  return { meter, collect, provider, scopes };
+}
+
+function pointsOf(c: Collected, name: string): DataPoint<unknown>[] {
+  return (c.get(name)?.dataPoints ?? []) as DataPoint<unknown>[];
+}
+
+/** The value of the one point of `name` whose attributes include `match` (undefined when none). */
+function valueOf(c: Collected, name: string, match: Attributes = {}): number | undefined {
+  const points = pointsOf(c, name).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v));
+  expect(points.length, `${name} points matching ${JSON.stringify(match)}`).to.be.at.most(1);
+  return points[0]?.value as number | undefined;
+}
+
+function histogramOf(c: Collected, name: string): Histogram {
+  const points = pointsOf(c, name);
+  expect(points, name).to.have.length(1);
+  return points[0].value as Histogram;
+}
+
+function virtualPool(options: Partial<ConstructorParameters<typeof ConnectionPool<MockConnection>>[0]> = {}) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+  const pool = new ConnectionPool<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, ...options });
+  return { pool, clock };
+}
+
+const POOL = { 'db.client.connection.pool.name': 'db.example:27017', 'server.address': 'db.example', 'server.port': 27017 };
+
+describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
+  describe('on virtual time', function () {
+    it('records every connection pool metric, named, typed and with the units of the semantic conventions', async function () {
+      const { meter, collect } = harness();
+      const { pool, clock } = virtualPool({ maxPoolSize: 2, minPoolSize: 0, waitQueueTimeoutMS: 50 });
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      expect(instrumentation.poolName).to.equal('db.example:27017');
+      expect(instrumentation.attributes).to.deep.equal(POOL);
+
+      const held = new Map<string, MockConnection>();
+      const failures: Record<string, string> = {};
+      const subs: Subscription[] = [];
+      const checkOut = (name: string) =>
+        subs.push(pool.checkOut().subscribe({ next: (c) => held.set(name, c), error: (e: Error) => (failures[name] = e.name) }));
+
+      pool.ready();
+      checkOut('A');
+      checkOut('B');
+      clock.advanceTo(5); // two connections being established, two checkouts waiting on them
+      let c = await collect();
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' })).to.equal(0);
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })).to.equal(0);
+      expect(valueOf(c, 'db.client.connection.pending_requests')).to.equal(2);
+
+      clock.advanceTo(10); // both ready (create 10 ms) and checked out (wait 10 ms)
+      checkOut('C'); // pool full: waits
+      clock.advanceTo(20);
+      pool.checkIn(held.get('A')!); // used 10 ms; C gets it (wait 10 ms)
+      checkOut('D'); // waits, times out at t = 70 (wait 50 ms)
+      clock.advanceTo(70);
+      expect(failures).to.deep.equal({ D: 'WaitQueueTimeoutError' });
+      c = await collect();
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })).to.equal(2);
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' })).to.equal(0);
+      clock.advanceTo(80);
+      pool.checkIn(held.get('B')!); // used 70 ms
+      pool.checkIn(held.get('C')!); // used 60 ms
+      c = await collect();
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' })).to.equal(2);
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })).to.equal(0);
+
+      pool.clear(); // paused: the next checkout fails at once (wait 0 ms, not a timeout)
+      checkOut('E');
+      clock.advanceTo(90);
+      expect(failures).to.deep.equal({ D: 'WaitQueueTimeoutError', E: 'PoolClearedError' });
+      c = await collect();
+
+      const expected: [string, InstrumentType, string][] = [
+        ['db.client.connection.count', InstrumentType.OBSERVABLE_UP_DOWN_COUNTER, '{connection}'],
+        ['db.client.connection.idle.max', InstrumentType.OBSERVABLE_UP_DOWN_COUNTER, '{connection}'],
+        ['db.client.connection.idle.min', InstrumentType.OBSERVABLE_UP_DOWN_COUNTER, '{connection}'],
+        ['db.client.connection.max', InstrumentType.OBSERVABLE_UP_DOWN_COUNTER, '{connection}'],
+        ['db.client.connection.pending_requests', InstrumentType.OBSERVABLE_UP_DOWN_COUNTER, '{request}'],
+        ['db.client.connection.timeouts', InstrumentType.COUNTER, '{timeout}'],
+        ['db.client.connection.create_time', InstrumentType.HISTOGRAM, 's'],
+        ['db.client.connection.wait_time', InstrumentType.HISTOGRAM, 's'],
+        ['db.client.connection.use_time', InstrumentType.HISTOGRAM, 's'],
+      ];
+      expect([...c.keys()].sort()).to.deep.equal(expected.map(([name]) => name).sort());
+      for (const [name, type, unit] of expected) {
+        const metric = c.get(name)!;
+        expect(metric.descriptor, name).to.include({ type, unit });
+        expect(metric.descriptor.description, name).to.be.a('string').and.not.equal('');
+        expect(metric.dataPointType, name).to.equal(type === InstrumentType.HISTOGRAM ? DataPointType.HISTOGRAM : DataPointType.SUM);
+        for (const p of metric.dataPoints) {
+          const state = name === 'db.client.connection.count' ? { 'db.client.connection.state': p.attributes['db.client.connection.state'] } : {};
+          expect(p.attributes, name).to.deep.equal({ ...POOL, ...state });
+        }
+      }
+      expect(pointsOf(c, 'db.client.connection.count').map((p) => p.attributes['db.client.connection.state']).sort()).to.deep.equal(['idle', 'used']);
+      expect(c.get('db.client.connection.timeouts')).to.include({ isMonotonic: true });
+      expect(c.get('db.client.connection.count')).to.include({ isMonotonic: false });
+
+      expect(valueOf(c, 'db.client.connection.max')).to.equal(2);
+      expect(valueOf(c, 'db.client.connection.idle.max')).to.equal(2);
+      expect(valueOf(c, 'db.client.connection.idle.min')).to.equal(0);
+      expect(valueOf(c, 'db.client.connection.pending_requests')).to.equal(0);
+      expect(valueOf(c, 'db.client.connection.timeouts')).to.equal(1);
+      // cleared: the two idle connections were stale and are closed
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' })).to.equal(0);
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })).to.equal(0);
+
+      const create = histogramOf(c, 'db.client.connection.create_time');
+      expect(create.count).to.equal(2);
+      expect(create.sum).to.be.closeTo(0.02, 1e-9);
+      expect(create.buckets.boundaries).to.deep.equal([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10]);
+      const wait = histogramOf(c, 'db.client.connection.wait_time');
+      expect(wait.count).to.equal(5); // A, B, C: 10 ms; D: 50 ms (timed out); E: 0 ms (pool paused)
+      expect(wait.sum).to.be.closeTo(0.08, 1e-9);
+      expect(wait.max).to.be.closeTo(0.05, 1e-9);
+      const use = histogramOf(c, 'db.client.connection.use_time');
+      expect(use.count).to.equal(3); // A 10 ms, B 70 ms, C 60 ms
+      expect(use.sum).to.be.closeTo(0.14, 1e-9);
+      expect(use.max).to.be.closeTo(0.07, 1e-9);
+
+      instrumentation.unsubscribe();
+      for (const s of subs) s.unsubscribe();
+      pool.close();
+    });
+
+    it('reports minPoolSize as idle.min, and no max or idle.max when maxPoolSize is 0 (no limit)', async function () {
+      const { meter, collect } = harness();
+      const { pool } = virtualPool({ maxPoolSize: 0, minPoolSize: 3 });
+      const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
+      const c = await collect();
+      expect(valueOf(c, 'db.client.connection.idle.min')).to.equal(3);
+      expect(pointsOf(c, 'db.client.connection.idle.min')[0].attributes).to.deep.equal({ ...POOL, 'db.client.connection.pool.name': 'orders' });
+      expect(pointsOf(c, 'db.client.connection.max')).to.deep.equal([]);
+      expect(pointsOf(c, 'db.client.connection.idle.max')).to.deep.equal([]);
+      instrumentation[Symbol.dispose]();
+      pool.close();
+    });
+
+    it('stops recording on unsubscribe, and by itself once the closed pool has closed its last connection', async function () {
+      const { meter, collect } = harness();
+      const { pool, clock } = virtualPool({ maxPoolSize: 2 });
+      const stopped = instrumentConnectionPool(pool, { meter, poolName: 'stopped' });
+      const running = instrumentConnectionPool(pool, { meter, poolName: 'running' });
+      stopped.unsubscribe();
+      stopped.unsubscribe(); // idempotent
+      expect(stopped.closed).to.equal(true);
+      pool.ready();
+      let connection: PoolConnection | undefined;
+      pool.checkOut().subscribe((x) => (connection = x));
+      clock.advance(10);
+      let c = await collect();
+      const names = (name: string) => pointsOf(c, name).map((p) => p.attributes['db.client.connection.pool.name']);
+      expect(names('db.client.connection.wait_time')).to.deep.equal(['running']);
+      expect(names('db.client.connection.pending_requests')).to.deep.equal(['running']);
+
+      pool.close();
+      expect(running.closed, 'a connection is still checked out').to.equal(false);
+      clock.advance(5);
+      pool.checkIn(connection as MockConnection); // the last connection: closed, state$ completes
+      expect(running.closed).to.equal(true);
+      pool.checkOut().subscribe({ error: (e: Error) => expect(e.name).to.equal('PoolClosedError') }); // not recorded any more
+      c = await collect();
+      expect(histogramOf(c, 'db.client.connection.use_time').sum).to.be.closeTo(0.005, 1e-9);
+      expect(histogramOf(c, 'db.client.connection.wait_time').count).to.equal(1);
+    });
+
+    it('defaults to a Meter of the global MeterProvider, scoped by the library name and version', async function () {
+      const { collect, provider, scopes } = harness();
+      metrics.setGlobalMeterProvider(provider);
+      const { pool } = virtualPool({ maxPoolSize: 4 });
+      try {
+        const instrumentation = instrumentConnectionPool(pool);
+        expect(valueOf(await collect(), 'db.client.connection.max')).to.equal(4);
+        expect(scopes.map((scope) => [scope.name, scope.version])).to.deep.equal([['rxcmap', DRIVER_INFO.version]]);
+        instrumentation.unsubscribe();
+      } finally {
+        metrics.disable();
+        pool.close();
+      }
+    });
+
+    it('rejects what is not a pool, a Meter or a pool name with an InvalidOptionError naming it', function () {
+      const { meter } = harness();
+      const { pool } = virtualPool();
+      const cases: [string, () => unknown][] = [
+        ['pool', () => instrumentConnectionPool({} as never, { meter })],
+        ['options', () => instrumentConnectionPool(pool, null as never)],
+        ['meter', () => instrumentConnectionPool(pool, { meter: {} as never })],
+        ['poolName', () => instrumentConnectionPool(pool, { meter, poolName: '' })],
+        ['poolName', () => instrumentConnectionPool(pool, { meter, poolName: 42 as never })],
+      ];
+      for (const [option, call] of cases) {
+        expect(call, option).to.throw(InvalidOptionError).with.property('option', option);
+      }
+      pool.close();
+    });
+  });
+
+  describe('under load against the embedded endpoint', function () {
+    let server: EmbeddedServer;
+    before(async function () {
+      server = await new EmbeddedServer().start();
+    });
+    after(async function () {
+      await server.stop();
+    });
+
+    it('counts idle + used as the established connections and one wait per checkout, for 200 concurrent checkouts', async function () {
+      const { meter, collect } = harness();
+      const pool = new ConnectionPool<Connection>({ address: server.address, maxPoolSize: 10, maxConnecting: 4 });
+      let instrumentation: ConnectionPoolInstrumentation | undefined;
+      try {
+        instrumentation = instrumentConnectionPool(pool, { meter });
+        pool.ready();
+        const kept = await Promise.all([pool.checkOut(), pool.checkOut(), pool.checkOut()]);
+        const work = Array.from({ length: 200 }, () => pool.withConnection((c) => c.command('admin', { ping: 1 })));
+        const replies = await Promise.all(work);
+        expect(replies.every((r) => (r as { ok?: number }).ok === 1)).to.equal(true);
+
+        const c = await collect(); // quiescent: the 3 kept connections in use, nothing waiting
+        const s = pool.snapshot();
+        const idle = valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' })!;
+        const used = valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })!;
+        expect(used).to.equal(3);
+        expect(idle + used).to.equal(s.totalConnectionCount - s.pendingConnectionCount);
+        expect(idle + used).to.be.within(4, 10);
+        expect(valueOf(c, 'db.client.connection.pending_requests')).to.equal(0);
+        const wait = histogramOf(c, 'db.client.connection.wait_time');
+        expect(wait.count).to.equal(203);
+        expect(histogramOf(c, 'db.client.connection.use_time').count).to.equal(200);
+        expect(histogramOf(c, 'db.client.connection.create_time').count).to.equal(s.totalConnectionCount);
+        expect(pointsOf(c, 'db.client.connection.count')[0].attributes).to.include({ 'server.address': '127.0.0.1', 'server.port': Number(server.address.split(':')[1]) });
+        for (const k of kept) pool.checkIn(k);
+      } finally {
+        instrumentation?.unsubscribe();
+        pool.close();
+      }
+    });
+  });
+});
