@@ -145,19 +145,36 @@ export function redactOptionValue(option: string, value: unknown): unknown {
   if (SECRET_OPTION.test(option.split('.').pop() ?? option)) {
     return typeof value === 'string' && PLACEHOLDER.test(value) ? value : '<not shown>';
   }
-  return typeof value === 'object' && holdsSecret(value) ? describeValue(value) : value;
+  if (typeof value === 'string') return withoutUserinfo(value);
+  return typeof value === 'object' && holdsSecret(value) ? withoutUserinfo(describeValue(value)) : value;
 }
 
-/** Whether `value` has a property whose name looks secret, with a value, at any depth its JSON form reaches. */
+/**
+ * The user information of a URI (`scheme://user:password@`), up to the last `@`: a connection string given where
+ * another value belongs must not show its password (one with an unescaped `/` included).
+ */
+const URI_USERINFO = /([a-z][a-z\d+.-]*:\/\/)\S*@/gi;
+
+/** `text` with the user information of every URI in it replaced by `<credentials not shown>`. */
+function withoutUserinfo(text: string): string {
+  return text.replace(URI_USERINFO, '$1<credentials not shown>@');
+}
+
+/**
+ * Whether `value` has a property whose name looks secret, with a value, or a string holding a URI with user
+ * information, at any depth its JSON form reaches. An object that cannot be walked that way (a cycle, a throwing
+ * `toJSON`) counts as holding one, so that it is only ever kept described, never as it is.
+ */
 function holdsSecret(value: object): boolean {
   let found = false;
   try {
     JSON.stringify(value, (key, v: unknown) => {
       if (key !== '' && v != null && SECRET_KEY.test(key)) found = true;
-      return found ? undefined : v;
+      if (typeof v === 'string' && withoutUserinfo(v) !== v) found = true;
+      return found ? undefined : typeof v === 'bigint' ? String(v) : v;
     });
   } catch {
-    // a cycle, or a toJSON that throws: shown as the kind of object only, so nothing to hide
+    return true;
   }
   return found;
 }

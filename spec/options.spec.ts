@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { inspect } from 'node:util';
 import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, connectionFactory } from '../lib';
 import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
 import { checkPoolCoreOptions, closestOptionName, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
@@ -176,5 +177,35 @@ describe('options of the wrong type', function () {
     expect(invalidOption(() => checkPoolCoreOptions(null)).option).to.equal('options');
     expect(invalidOption(() => checkPoolCoreOptions([])).option).to.equal('options');
     expect(invalidOption(() => checkPoolCoreOptions({ address: 'h', loadBalanced: 1 })).option).to.equal('loadBalanced');
+  });
+});
+
+describe('no credential in an option error', function () {
+  it('a connection string given where another value belongs, in any shape, never shows its password', function () {
+    const uri = 'mongodb://alice:S3CRET@127.0.0.1:1/';
+    const unescaped = 'mongodb://alice:S3cretPw/x@[::1]:1/db';
+    const cycle: Record<string, unknown> = { db: { password: 'S3CRET' } };
+    cycle.parent = cycle;
+    const cases: Record<string, unknown>[] = [
+      { address: 'db:1', connectionOptions: uri },
+      { address: uri },
+      { address: unescaped },
+      { address: 'db:1', connectionOptions: { compressors: [uri] } },
+      { address: 'db:1', connectionOptions: { appName: cycle } },
+      { address: 'db:1', connectionOptions: { appName: { n: 1n, password: 'S3CRET' } } },
+      { address: 'db:1', logging: uri },
+      { address: 'db:1', scheduler: { uri } },
+    ];
+    for (const options of cases) {
+      let error: unknown;
+      try {
+        new ConnectionPool(options as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, JSON.stringify(Object.keys(options))).to.be.instanceOf(InvalidOptionError);
+      const shown = `${(error as Error).message}\n${inspect(error, { depth: 10 })}`;
+      expect(shown).to.not.include('S3CRET').and.not.include('S3cretPw');
+    }
   });
 });
