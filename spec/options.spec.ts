@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, connectionFactory } from '../lib';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, Monitor, connectionFactory } from '../lib';
 import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
 import { checkPoolCoreOptions, closestOptionName, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
 import { MockConnectionFactory } from '../lib/testing';
@@ -207,5 +207,41 @@ describe('no credential in an option error', function () {
       const shown = `${(error as Error).message}\n${inspect(error, { depth: 10 })}`;
       expect(shown).to.not.include('S3CRET').and.not.include('S3cretPw');
     }
+  });
+});
+
+describe('connection options wherever they are given', function () {
+  it('a Monitor checks its connectionOptions even with its own factory, naming them as its own', function () {
+    const factory = new MockConnectionFactory().factory as never;
+    expect(() => new Monitor({ address: 'db:1', connectionFactory: factory, connectionOptions: { connectTimeoutMS: 'abc' as never } })).to.throw(
+      InvalidOptionError,
+      /Invalid connectTimeoutMS: "abc"/,
+    );
+    expect(() => new Monitor({ address: 'db:1', connectionOptions: { tlsCAfile: 'ca.pem' } as never })).to.throw(
+      InvalidOptionError,
+      'Unknown option connectionOptions.tlsCAfile of Monitor: did you mean tlsCAFile?',
+    );
+  });
+
+  it('a ConnectionPool takes loadBalanced only as its own option, where it also sets the handshake', function () {
+    expect(() => new ConnectionPool({ address: 'db:1', connectionOptions: { loadBalanced: true } })).to.throw(
+      InvalidOptionError,
+      /Invalid connectionOptions.loadBalanced: true \(connectionOptions.loadBalanced must be absent/,
+    );
+  });
+
+  it('credentials may be a MongoCredentials of another copy of the library (read through its properties)', function () {
+    class ForeignCredentials {
+      readonly #secret = 'S3CRET';
+      readonly saltedPasswords = new Map<string, unknown>(); // its own state, as a MongoCredentials keeps
+      readonly username = 'alice';
+      readonly source = 'admin';
+      readonly mechanism = undefined;
+      get password(): string {
+        return this.#secret;
+      }
+    }
+    const pool = new ConnectionPool({ address: 'db:1', connectionOptions: { credentials: new ForeignCredentials() as never } });
+    pool.close();
   });
 });

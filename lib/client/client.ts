@@ -204,7 +204,8 @@ export class Client {
       throw new InvalidOptionError('directConnection', true, 'false with several hosts');
     }
 
-    const connectionOptions: ConnectionOptions = {
+    // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
+    const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
       ...parsed.connectionOptions,
       ...definedOnly(pick(options, CLIENT_CONNECTION_OPTION_NAMES)),
     };

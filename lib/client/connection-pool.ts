@@ -14,6 +14,7 @@ import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSettings, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import { checkConnectionOptions } from '../connection/connection-options';
+import { InvalidOptionError } from '../errors';
 import { checkPoolCoreOptions, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
 import type { ConnectionFactory, PoolConnection } from '../pool/contract';
 import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
@@ -128,6 +129,11 @@ function checkOptions(options: unknown): LogSettings {
   checkPoolCoreOptions(options, 'ConnectionPool', ['connectionOptions', 'logging']);
   const o = options as ConnectionPoolOptions<PoolConnection>;
   checkConnectionOptions(o.connectionOptions, 'ConnectionPool', 'connectionOptions.');
+  const nested = (o.connectionOptions as { loadBalanced?: unknown } | undefined)?.loadBalanced;
+  if (nested !== undefined) {
+    // One place says whether the pool is load-balanced: the pool's option, which also sets its handshake.
+    throw new InvalidOptionError('connectionOptions.loadBalanced', nested, "absent: set the pool's own loadBalanced option");
+  }
   return resolveLogSettings(o.logging);
 }
 

@@ -134,7 +134,12 @@ export function checkConnectionOptions(
     const shape = 'a MongoCredentials or a { username, password, source?, mechanism? } object';
     const init = requireOptionsObject('credentials', o.credentials, shape);
     if (init === undefined) throw new InvalidOptionError('credentials', o.credentials, shape);
-    rejectUnknownOptions(init, CREDENTIALS_INIT_NAMES, 'credentials', `${path}credentials.`);
+    // A plain object takes only the CredentialsInit keys; a class instance (a MongoCredentials of another copy of
+    // this library, say) is read through its properties, as MongoCredentials reads it.
+    const proto = Object.getPrototypeOf(init);
+    if (proto === Object.prototype || proto === null) {
+      rejectUnknownOptions(init, CREDENTIALS_INIT_NAMES, 'credentials', `${path}credentials.`);
+    }
     // Constructed only to run its checks (user name, password type, source, mechanism): it is not kept.
     new MongoCredentials(init as unknown as CredentialsInit);
   }

@@ -11,6 +11,7 @@
 import { from, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
+import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
@@ -95,7 +96,7 @@ export class Monitor {
     rejectUnknownOptions(o, MONITOR_OPTION_NAMES, 'Monitor');
     requireScheduler('scheduler', options.scheduler);
     requireFunction('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');
-    requireOptionsObject('connectionOptions', options.connectionOptions, 'an object of connection options');
+    checkConnectionOptions(options.connectionOptions, 'Monitor', 'connectionOptions.');
     const server = parseAddress(options.address);
     this.address = server.address;
     const frequency = options.heartbeatFrequencyMS ?? 10_000;

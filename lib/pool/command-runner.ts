@@ -148,8 +148,10 @@ export class CommandRunner<C extends PoolConnection> {
     const entry = this.establishments.get(id);
     if (!entry) return;
     this.establishments.delete(id);
-    entry.controller.abort();
+    // Unsubscribed first: a factory that fails when its signal aborts must not report that as an establishment
+    // error (it would reach clearOnEstablishmentError for an establishment the pool itself abandoned).
     entry.subscription?.unsubscribe();
+    entry.controller.abort();
     // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
     if (isPromiseLike(entry.input)) {
       entry.input.then(

@@ -114,6 +114,29 @@ describe('CommandRunner', function () {
     }
   }
 
+  it('an establishment the pool abandons (close, clear) is not reported to clearOnEstablishmentError, even when its factory fails on abort', function () {
+    let aborted = 0;
+    // As the TCP factory does: the descriptor's signal aborting fails the establishment.
+    const factory: ConnectionFactory<PoolConnection> = (d) =>
+      new Observable<PoolConnection>((subscriber) => {
+        const onAbort = (): void => {
+          aborted++;
+          subscriber.error(new Error('establishment aborted'));
+        };
+        d.signal.addEventListener('abort', onAbort, { once: true });
+        return () => d.signal.removeEventListener('abort', onAbort);
+      });
+    const policyCalls: Error[] = [];
+    const { pool } = poolWith(factory, (e) => (policyCalls.push(e), true));
+    pool.checkOut().subscribe({ error: () => undefined });
+    pool.clear({ interruptInUseConnections: true });
+    pool.ready();
+    pool.checkOut().subscribe({ error: () => undefined });
+    pool.close();
+    expect(policyCalls.map((e) => e.message)).to.deep.equal([]);
+    expect(aborted, 'the factory saw no abort after it was unsubscribed').to.equal(0);
+  });
+
   it('takes the first value of the factory\'s Observable, then unsubscribes from it, even when it emitted synchronously', function () {
     let tornDown = 0;
     const factory: ConnectionFactory<PoolConnection> = (d) =>
