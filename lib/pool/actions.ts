@@ -13,10 +13,14 @@ export interface CheckOutAction<C> {
   readonly waiter: Waiter<C>;
 }
 
-/** A checkout's requester gave up (unsubscribe, AbortSignal). */
+/**
+ * A checkout's requester gave up: unsubscribed (no `error`: nobody is left to receive one), or its AbortSignal
+ * aborted (`error`: the CheckOutCancelledError its caller receives, unless the pool committed another outcome first).
+ */
 export interface CancelAction<C> {
   readonly type: 'cancel';
   readonly waiter: Waiter<C>;
+  readonly error?: Error;
 }
 
 /**

@@ -14,9 +14,10 @@ export interface CheckOutOptions {
    * Aborting it cancels the checkout: the request leaves the WaitQueue at once, ConnectionCheckOutFailed is
    * emitted (reason `cancelled`), and the checkout fails with {@link CheckOutCancelledError}, whose `cause` is the
    * signal's `reason`. That error has no stack frames of its own: the place that aborted is in the reason's stack
-   * (an `AbortError` DOMException records it), and capturing another was most of a cancel's cost. An abort that comes
-   * after the pool committed the checkout's outcome (ConnectionCheckedOut or ConnectionCheckOutFailed already
-   * emitted, delivery under way) changes nothing: the caller receives what the events say.
+   * (an `AbortError` DOMException records it), and capturing another was most of a cancel's cost. The pool decides
+   * in commit order (at once, inside `abort()`, when it is idle): an abort it processes after it committed another
+   * outcome (ConnectionCheckedOut or ConnectionCheckOutFailed emitted first, e.g. an abort from inside an `events$`
+   * subscriber with a check-in queued ahead) changes nothing, and the caller receives what the events say.
    */
   readonly signal?: AbortSignal;
 }
@@ -26,8 +27,11 @@ export interface CheckOutPort<C> {
   readonly address: string;
   /** Enqueues the waiter's checkOut action. */
   enter(waiter: Waiter<C>): void;
-  /** Enqueues the waiter's cancel action. */
-  leave(waiter: Waiter<C>): void;
+  /**
+   * Enqueues the waiter's cancel action: with `error` for an abort (the pool fails the waiter with it, unless it
+   * committed another outcome first), without for an unsubscribe.
+   */
+  leave(waiter: Waiter<C>, error?: Error): void;
 }
 
 /**
@@ -60,8 +64,8 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     }
     const waiter = new SubscriberWaiter<C>(subscriber);
     const onAbort = (): void => {
-      // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
-      if (waiter.state !== 'done') subscriber.error(cancelled(port.address, signal!.reason));
+      // The pool decides, in commit order: it fails the checkout with this error unless it already served it.
+      if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal!.reason));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     port.enter(waiter);
@@ -202,8 +206,9 @@ function startCheckOut<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined
   if (signal !== undefined) {
     const onAbort = (): void => {
       waiter.detach = undefined; // a `once` listener: already removed
-      // Once the pool has committed the outcome (delivery or failure on its way), it stands: caller and events agree.
-      if (waiter.state !== 'done' && waiter.settle(false, cancelled(port.address, signal.reason))) port.leave(waiter);
+      // The pool decides, in commit order: it fails the checkout with this error unless it already served it, so
+      // caller and events agree even when the abort comes from inside the pool's own processing.
+      if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal.reason));
     };
     signal.addEventListener('abort', onAbort, { once: true });
     waiter.detach = () => signal.removeEventListener('abort', onAbort);

@@ -253,7 +253,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     this.port = {
       address: this.address,
       enter: (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter }),
-      leave: (waiter: Waiter<C>) => dispatch({ type: 'cancel', waiter }),
+      leave: (waiter: Waiter<C>, error?: Error) => dispatch(error === undefined ? { type: 'cancel', waiter } : { type: 'cancel', waiter, error }),
     };
 
     // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.

@@ -37,7 +37,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       checkOut(state, action.waiter, out);
       break;
     case 'cancel':
-      cancel(state, action.waiter, out);
+      cancel(state, action.waiter, action.error, out);
       break;
     case 'checkIn':
       checkIn(state, action.connection, action.holder, action.discard === true, out);
@@ -163,18 +163,30 @@ function failWaiter<C extends PoolConnection>(
   out.push({ type: 'fail', waiter: w, error });
 }
 
-function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
+/**
+ * A requester gave up. Whether it is cancelled is decided here, in commit order: a checkout the pool already served
+ * or failed keeps that outcome (caller and events agree, even when the abort came from inside the pool's own
+ * processing). An aborted one is failed with its front end's error, which the event carries too; an unsubscribed
+ * one has nobody to receive an error, so none is built unless an observer receives it in the event.
+ */
+function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, error: Error | undefined, out: Command<C>[]): void {
   if (w.state === 'new') {
     w.state = 'done'; // it never reached the pool: no event, nothing to undo
+    if (error !== undefined) out.push({ type: 'fail', waiter: w, error });
     return;
   }
-  if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done
-  // The requester is gone and already has its outcome (its front end settled it): no error to deliver, and none
-  // built unless an observer receives it in the event.
+  if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done: its outcome stands
   if (s.observed) {
-    const error = new CheckOutCancelledError(s.address);
-    emit(out, { type: 'ConnectionCheckOutFailed', address: s.address, time: now(s), reason: 'cancelled', duration: sinceStart(s, w), error });
+    emit(out, {
+      type: 'ConnectionCheckOutFailed',
+      address: s.address,
+      time: now(s),
+      reason: 'cancelled',
+      duration: sinceStart(s, w),
+      error: error ?? new CheckOutCancelledError(s.address),
+    });
   }
+  if (error !== undefined) out.push({ type: 'fail', waiter: w, error });
   // A released claim leaves an establishment unclaimed, which the head of the WaitQueue may now take.
   serveWaiters(s, out);
 }

@@ -38,9 +38,9 @@ describe('CheckOutRequest', function () {
     expect(listeners(), 'after unsubscribing').to.equal(0);
   });
 
-  it('a connection delivered to a Promise checkout aborted just before is checked back in, never stranded', async function () {
+  it('an abort from inside the pool\'s processing, after the pool committed a delivery, leaves the caller with the connection, as the events say', async function () {
     // The establishment completes synchronously, so its result is queued ahead of the cancellation the abort
-    // enqueued: the pool delivers to a checkout whose caller has already been told it was cancelled.
+    // enqueues: the pool delivers first, and the caller receives what the events say (not a cancellation).
     const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
     const controller = new AbortController();
     const events: ConnectionPoolEvent[] = [];
@@ -54,16 +54,41 @@ describe('CheckOutRequest', function () {
       (e: unknown) => e,
     );
     await microtasks();
-    expect(outcome).to.be.instanceOf(CheckOutCancelledError);
-    expect(events.map((e) => e.type).slice(2)).to.deep.equal([
-      'ConnectionCheckOutStarted',
-      'ConnectionCreated',
-      'ConnectionReady',
-      'ConnectionCheckedOut',
-      'ConnectionCheckedIn', // the caller was gone: the pool took it back
-    ]);
-    expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0, waitQueueLength: 0 });
+    expect(outcome).to.be.instanceOf(MockConnection);
+    expect(events.map((e) => e.type).slice(2)).to.deep.equal(['ConnectionCheckOutStarted', 'ConnectionCreated', 'ConnectionReady', 'ConnectionCheckedOut']);
+    expect(pool.snapshot()).to.include({ availableConnectionCount: 0, inUseConnectionCount: 1, waitQueueLength: 0 });
+    pool.checkIn(outcome as MockConnection);
   });
+
+  for (const form of ['Promise', 'Observable'] as const) {
+    it(`caller and events agree when an events$ subscriber checks a connection in and then aborts the checkout it will serve (${form} form)`, async function () {
+      const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, connectionFactory: (d) => of(new MockConnection(d)) });
+      pool.ready();
+      const held = await pool.checkOut();
+      const controller = new AbortController();
+      const waiting = // W2: waits for the one connection
+        form === 'Promise'
+          ? pool.checkOut({ signal: controller.signal }).then((c) => c, (e: unknown) => e)
+          : new Promise((resolve) => pool.checkOut({ signal: controller.signal }).subscribe({ next: resolve, error: resolve }));
+      await microtasks();
+      const types: string[] = [];
+      let triggered = false;
+      pool.events$.subscribe((e) => {
+        types.push(e.type);
+        if (e.type !== 'ConnectionCheckOutStarted' || triggered) return;
+        triggered = true;
+        pool.checkIn(held); // queued: the pool is processing W3's checkout...
+        controller.abort(); // ...and the cancel is queued behind it, so W2 is served first
+      });
+      const third = pool.checkOut().then((c) => c, (e: unknown) => e); // W3: its ConnectionCheckOutStarted triggers both
+      const got = await waiting;
+      await microtasks();
+      expect(got, 'W2 was served before its cancel reached the pool').to.equal(held);
+      expect(types).to.deep.equal(['ConnectionPoolCreated', 'ConnectionCheckOutStarted', 'ConnectionCheckedIn', 'ConnectionCheckedOut']);
+      pool.checkIn(got as MockConnection);
+      expect(await third).to.equal(held);
+    });
+  }
 
   it('a checkout served at once (while its first then runs) still calls back on a microtask, for every then', async function () {
     const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', connectionFactory: new MockConnectionFactory().factory });
