@@ -5,8 +5,10 @@
  * `connect()` (a pool and a monitor per host; maxPoolSize 10, minPoolSize 2, a heartbeat every 500 ms), waits for the
  * server with one ping, and runs many concurrent workers doing checkOut → ping → checkIn. Midway it clears the pool
  * once, as a driver does after a network error: the checkouts waiting then fail with PoolClearedError and are retried,
- * and the monitor's next successful check marks the pool ready again. Progress goes to stderr (on a terminal, one
- * line rewritten in place within the terminal's width; otherwise a line a second); the last line on stdout is a JSON
+ * and the monitor's next successful check marks the pool ready again. When stdout is a terminal, it shows a live view
+ * of the pool there (examples/live-view.ts), redrawn in place 4 times a second, the cursor hidden until the run ends
+ * or is interrupted (Ctrl-C: exit code 130, no summary). Otherwise progress goes to stderr (on a terminal, one line
+ * rewritten in place within the terminal's width; otherwise a line a second). The last line on stdout is a JSON
  * summary.
  *
  * Exit codes: 0 after a run; 1 when the server cannot be reached (or answers the first ping with an error) within
@@ -19,23 +21,25 @@
  *
  * Summary: `checkouts` and `pings` (equal when every checkout ran its ping), `failedCheckouts` by reason (not
  * counting those the deliberate clear evicted), `otherErrors` (worker errors other than PoolClearedError),
- * `connectionsCreated` / `connectionsClosed`, `heartbeats`, `checkoutWaitMS` percentiles, and `clear`: when the
- * deliberate clear happened and when the pool was ready again (ms since the workers started), how many checkouts it
- * evicted and how many of those were retried (null when the run ended before the clear).
+ * `connectionsCreated` / `connectionsClosed`, `heartbeats`, `checkoutWaitMS` percentiles (from histograms of µs, in
+ * memory bounded however many checkouts: see examples/live-stats.ts), and `clear`: when the deliberate clear happened
+ * and when the pool was ready again (ms since the workers started), how many checkouts it evicted and how many of
+ * those were retried (null when the run ended before the clear).
  */
-import { connect, InvalidOptionError, PoolClearedError, ServerSelectionError, type ClientEvent } from '../lib';
+import { connect, InvalidOptionError, type ConnectionPool, PoolClearedError, ServerSelectionError, type ClientEvent } from '../lib';
 import { EmbeddedServer } from '../lib/testing';
 import { HELP, hidePassword, parseDemoArgs, USAGE } from './demo-args';
 import { progressFrame, progressLine, progressWidth } from './demo-progress';
+import { LiveStats, type RunDescription } from './live-stats';
+import { enterScreen, frame, leaveScreen, SHOW_CURSOR } from './live-screen';
+import { renderLiveView } from './live-view';
 
 type Client = ReturnType<typeof connect>;
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+/** The live view's redraw period, ms. */
+const VIEW_REFRESH_MS = 250;
+/** The live view's height when the terminal does not say, and its most. */
+const VIEW_ROWS = 24;
 
 /** Reports a bad argument: the reason, then the usage line, on stderr. Returns the exit code, 2. */
 function usageError(reason: string): number {
@@ -75,7 +79,7 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
   const address = client.hosts[0];
   const pool = client.pools.get(address)!;
 
-  const waits: number[] = [];
+  const stats = new LiveStats();
   const failed: Record<string, number> = {};
   const heartbeats = { succeeded: 0, failed: 0, lastMS: 0 };
   let created = 0;
@@ -89,10 +93,8 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
   const sinceStart = (): number => Math.round(performance.now() - startedAt);
 
   const events = client.events$.subscribe((e: ClientEvent) => {
+    stats.onEvent(e);
     switch (e.type) {
-      case 'ConnectionCheckedOut':
-        waits.push(e.duration);
-        break;
       case 'ConnectionCheckOutFailed':
         if (clearing && clear !== null && e.reason === 'connectionError' && e.error instanceof PoolClearedError) {
           clear.evictedCheckouts++;
@@ -136,6 +138,7 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
   }
 
   startedAt = performance.now();
+  stats.start();
   const deadline = startedAt + durationMS;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
@@ -157,13 +160,14 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
     pool.clear({ cause: new Error('demo: simulated network error') });
   }, durationMS / 2);
 
-  const tty = process.stderr.isTTY === true;
-  const progress = setInterval(() => {
+  const view = process.stdout.isTTY === true ? liveView(pool, stats, { endpoint, durationMS, workers }) : undefined;
+  const tty = view === undefined && process.stderr.isTTY === true;
+  const writeProgress = (): void => {
     const s = pool.snapshot();
     const line = progressLine(
       {
         elapsedMS: performance.now() - startedAt,
-        checkouts: waits.length,
+        checkouts: stats.checkouts,
         poolState: s.state,
         generation: s.generation,
         inUse: s.inUseConnectionCount,
@@ -175,7 +179,8 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
       tty ? progressWidth(process.stderr.columns) : Infinity,
     );
     process.stderr.write(progressFrame(line, tty));
-  }, tty ? 100 : 1000);
+  };
+  const progress = view === undefined ? setInterval(writeProgress, tty ? 100 : 1000) : undefined;
 
   await Promise.all(Array.from({ length: workers }, worker));
   clearInterval(progress);
@@ -183,25 +188,64 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
   if (tty) process.stderr.write('\n');
 
   await client.close();
+  view?.stop();
   events.unsubscribe();
 
-  const sorted = waits.slice().sort((a, b) => a - b);
   const summary = {
     endpoint,
     durationMS,
     workers,
-    checkouts: waits.length,
+    checkouts: stats.checkouts,
     pings,
     failedCheckouts: failed,
     otherErrors,
     connectionsCreated: created,
     connectionsClosed: closed,
     heartbeats: { succeeded: heartbeats.succeeded, failed: heartbeats.failed },
-    checkoutWaitMS: { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)) },
+    checkoutWaitMS: stats.waitPercentiles(),
     clear,
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
   return 0;
+}
+
+/**
+ * Shows the live view on stdout (a terminal) until `stop()`: hides the cursor, clears the screen once, then redraws
+ * every {@link VIEW_REFRESH_MS} ms from `stats`, fed with the pool's `state$`. `stop()` draws the last frame, leaves
+ * the cursor below it and shows it again. Ctrl-C (SIGINT) shows the cursor again and exits with 130; any other exit
+ * while the view is up (an uncaught error) shows the cursor again too.
+ */
+function liveView(pool: ConnectionPool, stats: LiveStats, run: Omit<RunDescription, 'maxPoolSize'>): { stop(): void } {
+  const out = process.stdout;
+  const draw = (): void => {
+    const lines = renderLiveView(
+      stats.model({ ...run, maxPoolSize: pool.options.maxPoolSize }),
+      progressWidth(out.columns),
+      Math.min(VIEW_ROWS, out.rows > 0 ? out.rows : VIEW_ROWS),
+    );
+    out.write(frame(lines));
+  };
+  const restore = (): void => void out.write(SHOW_CURSOR);
+  const interrupted = (): void => {
+    out.write(leaveScreen());
+    process.exit(130);
+  };
+  const snapshots = pool.state$.subscribe((s) => stats.onSnapshot(s));
+  out.write(enterScreen());
+  process.on('exit', restore);
+  process.once('SIGINT', interrupted);
+  draw();
+  const timer = setInterval(draw, VIEW_REFRESH_MS);
+  return {
+    stop() {
+      clearInterval(timer);
+      snapshots.unsubscribe();
+      draw();
+      out.write(leaveScreen());
+      process.off('exit', restore);
+      process.off('SIGINT', interrupted);
+    },
+  };
 }
 
 /** The one line explaining why the first ping failed: no server in time (with the last check's error), or its error. */

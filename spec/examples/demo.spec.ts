@@ -1,14 +1,17 @@
 /**
  * The main job runs end to end: `examples/demo.ts` with a short duration must exit 0 on its own (no open handles)
  * and print a JSON summary whose numbers add up, explaining its deliberate mid-run clear; `--help` prints usage; bad
- * arguments exit 2 with one usage line; an unreachable server exits 1 with the reason; on a terminal the progress
- * line is rewritten in place within the terminal's width.
+ * arguments exit 2 with one usage line; an unreachable server exits 1 with the reason; with stderr alone on a
+ * terminal the progress line is rewritten in place within the terminal's width; with stdout on a terminal (a real
+ * pseudo-terminal) the live view is redrawn in place and the cursor shown again at the end and on Ctrl-C.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { EmbeddedServer } from '../../lib/testing';
+import { CELL_LEGEND } from '../../examples/live-view';
+import { noPseudoTerminal, startExampleInTerminal } from './run-example';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -181,5 +184,73 @@ describe('examples/demo.ts (the main job)', function () {
       expect(line.trimEnd().length, JSON.stringify(line)).to.be.at.most(39);
     }
     expect(stderr.split('\n').filter((l) => l !== '')).to.have.lengthOf(1); // one line in all, then the final newline
+  });
+
+  describe('on a terminal of 80 x 24 (a pseudo-terminal)', function () {
+    const HIDE = '\x1b[?25l';
+    const SHOW = '\x1b[?25h';
+    const HOME = '\x1b[H';
+
+    /** The screen the last complete frame left: its lines, as drawn (each followed by a clear to its end). */
+    function lastScreen(output: string): string[] {
+      const frames = output.split(HOME).slice(1).filter((f) => f.includes('\x1b[J'));
+      const last = frames.at(-1)!.split('\x1b[J')[0];
+      return last.split(/\x1b\[K\r*\n?/).slice(0, -1);
+    }
+
+    before(function () {
+      const reason = noPseudoTerminal();
+      if (reason !== undefined) {
+        console.log(`      skipped: ${reason}`);
+        this.skip();
+      }
+    });
+
+    it('redraws the live view in place 4 times a second, within 79 columns and 24 lines, then shows the cursor again', async function () {
+      const demo = startExampleInTerminal('demo.ts', ['--duration', '2', '--workers', '100'], { columns: 80, rows: 24 });
+      const { code, output } = await demo.exited(15_000);
+      expect(code, output).to.equal(0);
+      expect(output.startsWith(`${HIDE}\x1b[2J${HOME}`), JSON.stringify(output.slice(0, 80))).to.equal(true);
+      expect(output.split('\x1b[2J'), 'a full clear only once: no flicker').to.have.lengthOf(2);
+      expect(output).to.not.include('\r\x1b[2K'); // no progress line on stderr as well
+      const frames = output.split(HOME).length - 1;
+      expect(frames, 'about 9 frames over 2 s').to.be.within(5, 12);
+
+      const screen = lastScreen(output);
+      expect(screen.length, screen.join('\n')).to.be.within(12, 24);
+      for (const line of screen) expect(line.length, line).to.be.at.most(79);
+      expect(screen[0]).to.match(/^rxcmap demo · embedded 127\.0\.0\.1:\d+ +2\.0 s of 2\.0 s$/);
+      expect(screen).to.include(CELL_LEGEND);
+      expect(screen.some((l) => /^WaitQueue {5}[▁-█]* +\d+$/.test(l)), screen.join('\n')).to.equal(true);
+      expect(screen.some((l) => /^checkouts\/s {3}[▁-█]+ +\d+$/.test(l)), screen.join('\n')).to.equal(true);
+      expect(screen).to.include('events');
+      expect(screen.some((l) => / s {2}pool cleared$/.test(l)), screen.join('\n')).to.equal(true);
+      expect(screen.some((l) => / s {2}heartbeat ok \d+\.\d ms$/.test(l)), screen.join('\n')).to.equal(true);
+
+      // After the last frame: the cursor shown again, on the next line, then the summary.
+      const after = output.slice(output.lastIndexOf('\x1b[J') + 3);
+      expect(after.startsWith(`\r\n${SHOW}`) || after.startsWith(`\r\r\n${SHOW}`), JSON.stringify(after)).to.equal(true);
+      const summary = JSON.parse(after.slice(after.indexOf(SHOW) + SHOW.length).trim().split('\n').at(-1)!);
+      expect(summary.checkouts).to.be.greaterThan(0);
+      expect(summary.pings).to.equal(summary.checkouts);
+    });
+
+    it('on Ctrl-C, shows the cursor again and exits with 130, without a summary', async function () {
+      const demo = startExampleInTerminal('demo.ts', ['--duration', '30', '--workers', '100'], { columns: 80, rows: 24 });
+      let ended: { code: number | null; output: string };
+      try {
+        await demo.waitFor(/WaitQueue/, 10_000);
+        demo.type('\x03');
+        ended = await demo.exited(5_000);
+      } finally {
+        demo.child.kill('SIGKILL'); // a no-op once it has exited
+      }
+      const { code, output } = ended;
+      expect(code, JSON.stringify(output.slice(-300))).to.equal(130);
+      const end = output.slice(output.lastIndexOf(HOME));
+      expect(end.includes(SHOW), JSON.stringify(end.slice(-200))).to.equal(true);
+      expect(output.lastIndexOf(SHOW)).to.be.greaterThan(output.lastIndexOf(HIDE));
+      expect(output).to.not.include('"checkouts"');
+    });
   });
 });
