@@ -126,15 +126,16 @@ type Listener<C> = readonly [OnFulfilled<C>, OnRejected, Resolve];
  * pool's own processing (Promises/A+).
  */
 class PromiseWaiter<C> extends Waiter<C> {
-  /** Until settled, undefined; then whether it was delivered (the `value` is the connection) or failed (the error). */
-  private ok: boolean | undefined = undefined;
+  /**
+   * Before settlement: the other `then`s waiting for the outcome, when any (rare). After: whether it was delivered
+   * (`value` is the connection) or failed (`value` is the error). One field for both keeps a waiting checkout small.
+   */
+  private later: Listener<C>[] | boolean | undefined = undefined;
   private value: unknown = undefined;
   /** The first `then` waiting for the outcome (all but always the only one), when there is one. */
   private onfulfilled: OnFulfilled<C> = undefined;
   private onrejected: OnRejected = undefined;
   private resolve: Resolve | undefined = undefined;
-  /** Other `then`s waiting for the outcome (rare). */
-  private others: Listener<C>[] | undefined = undefined;
   /** Stops listening to the AbortSignal, when there is one. */
   detach: (() => void) | undefined = undefined;
 
@@ -148,14 +149,15 @@ class PromiseWaiter<C> extends Waiter<C> {
 
   /** Settles once: false if it already was. Waiting `then`s are notified on a microtask. */
   settle(ok: boolean, value: C | unknown): boolean {
-    if (this.ok !== undefined) return false;
-    this.ok = ok;
+    const others = this.later;
+    if (typeof others === 'boolean') return false;
+    this.later = ok;
     this.value = value;
     this.detach?.();
     this.detach = undefined;
-    const { onfulfilled, onrejected, resolve, others } = this;
+    const { onfulfilled, onrejected, resolve } = this;
     if (resolve !== undefined) {
-      this.onfulfilled = this.onrejected = this.resolve = this.others = undefined;
+      this.onfulfilled = this.onrejected = this.resolve = undefined;
       void SETTLED.then(() => {
         notify(onfulfilled, onrejected, resolve, ok, value);
         if (others !== undefined) for (const [f, r, res] of others) notify(f, r, res, ok, value);
@@ -166,8 +168,8 @@ class PromiseWaiter<C> extends Waiter<C> {
 
   /** One `then` of the request: its Promise settles from the outcome, through its callback when it has one. */
   join(onfulfilled: OnFulfilled<C>, onrejected: OnRejected): Promise<unknown> {
-    const ok = this.ok;
-    if (ok !== undefined) {
+    const ok = this.later;
+    if (typeof ok === 'boolean') {
       const value = this.value;
       const callback = ok ? onfulfilled : onrejected;
       if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));
@@ -179,7 +181,7 @@ class PromiseWaiter<C> extends Waiter<C> {
         this.onrejected = onrejected;
         this.resolve = resolve;
       } else {
-        (this.others ??= []).push([onfulfilled, onrejected, resolve]);
+        ((this.later as Listener<C>[] | undefined) ??= []).push([onfulfilled, onrejected, resolve]);
       }
     });
   }
