@@ -1,6 +1,6 @@
 /**
  * README snippets compile as written: every ```ts block of README.md is type-checked (strict) as its own module,
- * importing `rxcmap` and `rxcmap/testing` as a user would (mapped to lib/ here). A block that names something the
+ * importing `rxcmap`, `rxcmap/testing` and `rxcmap/opentelemetry` as a user would (mapped to lib/ here). A block that names something the
  * library does not export, or uses an undefined variable, fails this spec.
  */
 import { expect } from 'chai';
@@ -39,7 +39,7 @@ function typeCheck(blocks: { line: number; code: string }[]): string[] {
     skipLibCheck: true,
     esModuleInterop: true,
     baseUrl: root,
-    paths: { rxcmap: ['lib/index.ts'], 'rxcmap/testing': ['lib/testing/index.ts'] },
+    paths: { rxcmap: ['lib/index.ts'], 'rxcmap/testing': ['lib/testing/index.ts'], 'rxcmap/opentelemetry': ['lib/opentelemetry/index.ts'] },
   };
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
