@@ -276,16 +276,24 @@ function editDistance(a: string, b: string, cap: number): number {
 
 /**
  * Returns `value` when it is a plain options object (not null, not an array, not a function), or undefined when it is
- * undefined.
+ * undefined and not `required`.
  *
  * @throws {InvalidOptionError} naming `name`, saying `allowed`, otherwise.
  */
+export function requireOptionsObject(name: string, value: unknown, allowed: string, required: true): Record<string, unknown>;
 export function requireOptionsObject(
   name: string,
   value: unknown,
   allowed: string,
+  required?: false,
+): Record<string, unknown> | undefined;
+export function requireOptionsObject(
+  name: string,
+  value: unknown,
+  allowed: string,
+  required = false,
 ): Record<string, unknown> | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined && !required) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new InvalidOptionError(name, value, allowed);
   }
@@ -334,6 +342,7 @@ export function requireScheduler(name: string, value: unknown): void {
  * `scheduler` a SchedulerLike (when given), `loadBalanced` a boolean (when given).
  *
  * @param owner what received the options (named in an unknown-option error), e.g. `"ConnectionPoolCore"`.
+ * @param shape what the options must be, in words (the error for options that are not an object says it).
  * @throws {InvalidOptionError} for options that are not an object, an unknown key (naming the closest option), or a
  *   value of the wrong type.
  *
@@ -343,9 +352,9 @@ export function checkPoolCoreOptions(
   options: unknown,
   owner = 'ConnectionPoolCore',
   extraKeys: readonly string[] = [],
+  shape = 'an object with at least an address',
 ): void {
-  const o = requireOptionsObject('options', options, 'an object with at least an address');
-  if (o === undefined) throw new InvalidOptionError('options', options, 'an object with at least an address');
+  const o = requireOptionsObject('options', options, shape, true);
   rejectUnknownOptions(o, extraKeys.length === 0 ? POOL_CORE_OPTION_NAMES : [...POOL_CORE_OPTION_NAMES, ...extraKeys], owner);
   requireFunction('connectionFactory', o.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
   requireFunction('clearOnEstablishmentError', o.clearOnEstablishmentError, 'a function (error) => boolean');

@@ -132,8 +132,7 @@ export function checkConnectionOptions(
   }
   if (o.credentials !== undefined && !(o.credentials instanceof MongoCredentials)) {
     const shape = 'a MongoCredentials or a { username, password, source?, mechanism? } object';
-    const init = requireOptionsObject('credentials', o.credentials, shape);
-    if (init === undefined) throw new InvalidOptionError('credentials', o.credentials, shape);
+    const init = requireOptionsObject('credentials', o.credentials, shape, true);
     // A plain object takes only the CredentialsInit keys; a class instance (a MongoCredentials of another copy of
     // this library, say) is read through its properties, as MongoCredentials reads it.
     const proto = Object.getPrototypeOf(init);

@@ -91,8 +91,7 @@ export class Monitor {
   readonly heartbeats$: Observable<ServerHeartbeatEvent> = this.events.asObservable();
 
   constructor(options: MonitorOptions) {
-    const o = requireOptionsObject('options', options, 'an object with at least an address');
-    if (o === undefined) throw new InvalidOptionError('options', options, 'an object with at least an address');
+    const o = requireOptionsObject('options', options, 'an object with at least an address', true);
     rejectUnknownOptions(o, MONITOR_OPTION_NAMES, 'Monitor');
     requireScheduler('scheduler', options.scheduler);
     requireFunction('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');

@@ -226,10 +226,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private observers = 0;
 
   constructor(options: ConnectionPoolCoreOptions<C>) {
-    if (options === null || typeof options !== 'object') {
-      throw new InvalidOptionError('options', options, 'an object with at least an address and a connectionFactory');
-    }
-    checkPoolCoreOptions(options);
+    checkPoolCoreOptions(options, 'ConnectionPoolCore', [], 'an object with at least an address and a connectionFactory');
     const server = parseAddress(options.address);
     this.address = server.address;
     this.options = resolvePoolOptions(options);
