@@ -63,10 +63,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
       return undefined;
     }
     const waiter = new SubscriberWaiter<C>(subscriber);
-    const onAbort = (): void => {
-      // The pool decides, in commit order: it fails the checkout with this error unless it already served it.
-      if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal!.reason));
-    };
+    const onAbort = (): void => abort(port, waiter, signal!);
     signal?.addEventListener('abort', onAbort, { once: true });
     port.enter(waiter);
     return () => {
@@ -208,14 +205,21 @@ function startCheckOut<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined
   if (signal !== undefined) {
     const onAbort = (): void => {
       waiter.detach = undefined; // a `once` listener: already removed
-      // The pool decides, in commit order: it fails the checkout with this error unless it already served it, so
-      // caller and events agree even when the abort comes from inside the pool's own processing.
-      if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal.reason));
+      abort(port, waiter, signal);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     waiter.detach = () => signal.removeEventListener('abort', onAbort);
   }
   port.enter(waiter);
+}
+
+/**
+ * A checkout's signal aborted: the pool decides, in commit order, failing the checkout with its caller's error unless
+ * it already served or failed it, so caller and events agree even when the abort comes from inside the pool's own
+ * processing.
+ */
+function abort<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal): void {
+  if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal.reason));
 }
 
 /**

@@ -250,7 +250,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     this.port = {
       address: this.address,
       enter: (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter }),
-      leave: (waiter: Waiter<C>, error?: Error) => dispatch(error === undefined ? { type: 'cancel', waiter } : { type: 'cancel', waiter, error }),
+      leave: (waiter: Waiter<C>, error?: Error) => dispatch({ type: 'cancel', waiter, error }),
     };
 
     // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.
