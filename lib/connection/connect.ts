@@ -177,7 +177,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .command('admin', s.handshake, { timeoutMS: 0 })
         .then(async (reply) => {
           if (subscriber.closed) return;
-          connection.applyHandshake(reply, s.compressors);
+          connection.applyHandshake(reply);
           if (s.loadBalanced && connection.serviceId === undefined) {
             throw new MongoCompatibilityError('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
           }

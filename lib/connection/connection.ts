@@ -129,6 +129,8 @@ export class Connection implements PoolConnection {
   private destroyed = false;
   private inFlight: InFlight | undefined;
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
+  /** The compressors offered in the handshake (`ConnectionInit.offeredCompressors`). */
+  private readonly offeredCompressors: readonly CompressorName[];
   /** The compressors an OP_COMPRESSED reply may use: the offered ones until the handshake, then the negotiated one. */
   private acceptedCompressors: readonly CompressorName[];
   private readonly socketTimeoutMS: number;
@@ -148,7 +150,8 @@ export class Connection implements PoolConnection {
     this.address = init.address;
     this.socketTimeoutMS = init.socketTimeoutMS ?? 0;
     this.zlibCompressionLevel = init.zlibCompressionLevel ?? -1;
-    this.acceptedCompressors = init.offeredCompressors ?? [];
+    this.offeredCompressors = init.offeredCompressors ?? [];
+    this.acceptedCompressors = this.offeredCompressors;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.fail(this.networkError(error.message, error)));
     socket.on('close', () => this.fail(this.networkError('closed by the server or the network')));
@@ -176,13 +179,14 @@ export class Connection implements PoolConnection {
 
   /**
    * Records the handshake reply: the server's limits and identity, and the negotiated compressor (the first of the
-   * reply's `compression` list that is in `offeredCompressors`). From then on a reply is accepted up to
-   * `server.maxMessageSizeBytes` (at most 48,000,000 bytes), and an OP_COMPRESSED reply only with the negotiated
-   * compressor or noop (none negotiated: every OP_COMPRESSED reply fails its command). Called by the factory.
+   * reply's `compression` list that is in `offeredCompressors`, by default those of `ConnectionInit`). From then on
+   * a reply is accepted up to `server.maxMessageSizeBytes` (at most 48,000,000 bytes), and an OP_COMPRESSED reply
+   * only with the negotiated compressor or noop (none negotiated: every OP_COMPRESSED reply fails its command).
+   * Called by the factory.
    *
    * Source: handshake spec, "Connection handshake"; OP_COMPRESSED spec, "MongoDB Handshake Amendment".
    */
-  applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = []): void {
+  applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = this.offeredCompressors): void {
     this.hello = reply;
     const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);
     this.server = {
