@@ -26,9 +26,10 @@
  * and when the pool was ready again (ms since the workers started), how many checkouts it evicted and how many of
  * those were retried (null when the run ended before the clear).
  */
-import { connect, InvalidOptionError, type ConnectionPool, PoolClearedError, ServerSelectionError, type ClientEvent } from '../lib';
+import { connect, InvalidOptionError, type ConnectionPool, PoolClearedError, type ClientEvent } from '../lib';
 import { EmbeddedServer } from '../lib/testing';
 import { HELP, hidePassword, parseDemoArgs, USAGE } from './demo-args';
+import { unreachable } from './unreachable';
 import { progressFrame, progressLine, progressWidth } from './demo-progress';
 import { LiveStats, type RunDescription } from './live-stats';
 import { enterScreen, frame, leaveScreen, SHOW_CURSOR } from './live-screen';
@@ -246,15 +247,6 @@ function liveView(pool: ConnectionPool, stats: LiveStats, run: Omit<RunDescripti
       process.off('SIGINT', interrupted);
     },
   };
-}
-
-/** The one line explaining why the first ping failed: no server in time (with the last check's error), or its error. */
-function unreachable(error: unknown, address: string): string {
-  if (error instanceof ServerSelectionError) {
-    const cause = error.cause instanceof Error ? error.cause.message : 'no server check completed in time';
-    return `cannot reach ${error.hosts.join(', ')} within ${error.serverSelectionTimeoutMS} ms: ${cause}`;
-  }
-  return `the first ping to ${address} failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 main().then(

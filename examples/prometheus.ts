@@ -35,10 +35,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { ClientClosedError, connect, InvalidOptionError, ServerSelectionError } from '../lib';
+import { ClientClosedError, connect, InvalidOptionError } from '../lib';
 import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../lib/opentelemetry';
 import { EmbeddedServer } from '../lib/testing';
 import { hidePassword } from './demo-args';
+import { unreachable } from './unreachable';
 
 /** The one-line usage, printed on stderr after a bad argument. */
 const USAGE = 'usage: prometheus [--port <0-65535>] [--seconds <s>] [--workers <n>] [--pool-name <name>] [--help]';
@@ -186,11 +187,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
     await client.command('admin', { ping: 1 });
   } catch (error) {
     await closeMetrics();
-    const reason =
-      error instanceof ServerSelectionError
-        ? `cannot reach ${error.hosts.join(', ')} within ${error.serverSelectionTimeoutMS} ms: ${error.cause instanceof Error ? error.cause.message : 'no server check completed in time'}`
-        : `the first ping failed: ${error instanceof Error ? error.message : String(error)}`;
-    process.stderr.write(`${reason}\n`);
+    process.stderr.write(`${unreachable(error, client.hosts.join(', '))}\n`);
     return 1;
   }
 
