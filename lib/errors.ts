@@ -180,6 +180,38 @@ function holdsSecret(value: object): boolean {
 }
 
 /**
+ * What a pool held at one moment, as the errors of waiting checkouts report it ({@link WaitQueueTimeoutError.pool},
+ * {@link PoolClearedError.pool}): the counts of a `PoolSnapshot`, and the checkout that had held its connection
+ * longest. A frozen object; durations in ms.
+ *
+ * Source: extension (what users of every driver's pool ask when a checkout times out: who holds the connections).
+ */
+export interface PoolHoldings {
+  /** Connections checked out. */
+  readonly inUseConnectionCount: number;
+  /** Connections being established. */
+  readonly pendingConnectionCount: number;
+  /** Connections available (established, not checked out). */
+  readonly availableConnectionCount: number;
+  /** Checkouts waiting (in the WaitQueue, or for an establishment they claimed), this one included. */
+  readonly waitQueueLength: number;
+  /**
+   * The checkout that has held its connection longest, when the pool timed its checkouts (it does while `events$` is
+   * observed, waitQueueTimeoutMS is set, or leak detection is on); undefined otherwise, or when none is in use.
+   */
+  readonly oldestCheckOut:
+    | {
+        /** The connection's id (CMAP `connectionId`). */
+        readonly connectionId: number;
+        /** ms since it was checked out. */
+        readonly duration: number;
+        /** With leak detection on: the stack of the `checkOut` call that took it. */
+        readonly checkOutStack: string | undefined;
+      }
+    | undefined;
+}
+
+/**
  * Thrown (as the Promise rejection or Observable error of `checkOut`) when the pool is closed, either before the
  * checkout started or while it was waiting.
  *
@@ -200,7 +232,11 @@ export class PoolClosedError extends CmapError {
  * connection was interrupted by `clear({ interruptInUseConnections: true })`. Retryable: it carries the
  * `RetryableError` and `RetryableWriteError` labels and never means the server is unknown.
  *
- * Source: CMAP spec, "Connection Pool Errors" (PoolClearedError) and "Clearing a non-load balanced pool".
+ * For a checkout that was waiting when the clear evicted it, `pool` says what the pool held at that moment (see
+ * {@link PoolHoldings}); the message stays the spec's.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" (PoolClearedError) and "Clearing a non-load balanced pool"; `pool`:
+ * extension.
  */
 export class PoolClearedError extends CmapError {
   constructor(
@@ -208,17 +244,23 @@ export class PoolClearedError extends CmapError {
     readonly address: string,
     message: string,
     cause?: unknown,
+    /** For a checkout evicted from the WaitQueue: what the pool held when the clear evicted it; else undefined. */
+    readonly pool?: PoolHoldings,
   ) {
     super(message, { cause, labels: [ErrorLabel.RetryableError, ErrorLabel.RetryableWriteError] });
   }
 
-  /** The error for a checkout on a pool that was cleared because of `cause` (which may be absent). */
-  static cleared(address: string, cause?: unknown): PoolClearedError {
+  /**
+   * The error for a checkout on a pool that was cleared because of `cause` (which may be absent); `pool`: what the
+   * pool held, for checkouts the clear evicted from the WaitQueue.
+   */
+  static cleared(address: string, cause?: unknown, pool?: PoolHoldings): PoolClearedError {
     const because = cause instanceof Error ? cause.message : cause === undefined ? 'an unspecified error' : String(cause);
     return new PoolClearedError(
       address,
       `Connection pool for ${address} was cleared because another operation failed with: ${because}`,
       cause,
+      pool,
     );
   }
 
@@ -244,7 +286,12 @@ export class PoolClearedError extends CmapError {
  * Thrown by `checkOut` when the request waited in the WaitQueue longer than `waitQueueTimeoutMS`. The time spent
  * establishing a connection the request already started is not counted.
  *
- * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively".
+ * `pool` says what the pool held when it timed out (see {@link PoolHoldings}: in use, pending, available, waiting,
+ * and the checkout that had held its connection longest, with its `checkOut` stack when leak detection is on).
+ * `util.inspect` (and so `console.error`) shows it; the message is the spec's, which the CMAP tests compare exactly.
+ *
+ * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively"; `pool`:
+ * extension.
  */
 export class WaitQueueTimeoutError extends CmapError {
   constructor(
@@ -252,6 +299,8 @@ export class WaitQueueTimeoutError extends CmapError {
     readonly address: string,
     /** The waitQueueTimeoutMS that elapsed, in ms. */
     readonly waitQueueTimeoutMS: number,
+    /** What the pool held when the checkout timed out; undefined when the error was not made by a pool. */
+    readonly pool?: PoolHoldings,
   ) {
     super('Timed out while checking out a connection from connection pool');
   }

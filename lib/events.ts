@@ -4,7 +4,7 @@
  *
  * Source: CMAP spec, "Connection Pool Monitoring" / "Events". Durations are in milliseconds (the spec's `duration`).
  */
-import type { PoolOptions } from './options';
+import type { PoolExtensionOptions, PoolOptions } from './options';
 
 /**
  * Why a connection was closed (CMAP `ConnectionClosedEvent.reason`):
@@ -55,10 +55,10 @@ export interface ConnectionPoolCreatedEvent extends PoolEventBase {
   /** The event's name; discriminates {@link ConnectionPoolEvent}. */
   readonly type: 'ConnectionPoolCreated';
   /**
-   * The CMAP pool options the user set explicitly (absent keys were left to their defaults); durations in ms.
-   * `backgroundThreadIntervalMS` is not included.
+   * The pool options the user set explicitly, CMAP's and the extensions' (absent keys were left to their defaults);
+   * durations in ms. `backgroundThreadIntervalMS` is not included.
    */
-  readonly options: Readonly<PoolOptions>;
+  readonly options: Readonly<PoolOptions & PoolExtensionOptions>;
 }
 
 /**
@@ -192,7 +192,48 @@ export interface ConnectionCheckedInEvent extends PoolEventBase {
   readonly connectionId: number;
 }
 
-/** Every CMAP event, discriminated on `type`. Source: CMAP spec, "Events". */
+/**
+ * Emitted once for a checkout that has held its connection for longer than `leakDetectionThresholdMS`: the
+ * connection may have been leaked (never checked in). Only while leak detection is on.
+ *
+ * Source: extension (HikariCP's leak detection warning); marked by `extension`.
+ */
+export interface ConnectionLeakSuspectedEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
+  readonly type: 'ConnectionLeakSuspected';
+  /** The option that produced it: this is not a CMAP event. */
+  readonly extension: 'leakDetectionThresholdMS';
+  /** The id of the connection held. */
+  readonly connectionId: number;
+  /** ms since the connection was checked out (ConnectionCheckedOut). */
+  readonly duration: number;
+  /** The stack of the `checkOut` call that took the connection (its frames, one per line, as `Error.stack` has them). */
+  readonly checkOutStack: string;
+}
+
+/**
+ * Emitted when a connection that was the subject of a ConnectionLeakSuspected event is checked in after all (right
+ * after its ConnectionCheckedIn). Only while leak detection is on.
+ *
+ * Source: extension (HikariCP's "previously reported leaked connection was returned"); marked by `extension`.
+ */
+export interface ConnectionLeakSuspectCheckedInEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
+  readonly type: 'ConnectionLeakSuspectCheckedIn';
+  /** The option that produced it: this is not a CMAP event. */
+  readonly extension: 'leakDetectionThresholdMS';
+  /** The id of the connection checked in. */
+  readonly connectionId: number;
+  /** ms from its checkout to its check-in. */
+  readonly duration: number;
+}
+
+/**
+ * Every event of `events$`, discriminated on `type`: the eleven CMAP events, and the extension events of options that
+ * are on (each carries an `extension` field naming its option).
+ *
+ * Source: CMAP spec, "Events"; extension events: see each.
+ */
 export type ConnectionPoolEvent =
   | ConnectionPoolCreatedEvent
   | ConnectionPoolReadyEvent
@@ -204,18 +245,37 @@ export type ConnectionPoolEvent =
   | ConnectionCheckOutStartedEvent
   | ConnectionCheckOutFailedEvent
   | ConnectionCheckedOutEvent
-  | ConnectionCheckedInEvent;
+  | ConnectionCheckedInEvent
+  | ConnectionLeakSuspectedEvent
+  | ConnectionLeakSuspectCheckedInEvent;
 
 /**
- * The `type` of every CMAP event.
+ * The `type` of every event of `events$`.
  *
  * Source: CMAP spec, "Events" (the spec's event interface names without the `Event` suffix, and `Pool*` events
- * prefixed with `Connection`, as the CMAP test format names them).
+ * prefixed with `Connection`, as the CMAP test format names them); extension events: see each.
  */
 export type ConnectionPoolEventType = ConnectionPoolEvent['type'];
 
+/**
+ * The extension events: those carrying an `extension` field.
+ *
+ * Source: extension (see each event).
+ */
+export type ConnectionPoolExtensionEvent = Extract<ConnectionPoolEvent, { readonly extension: string }>;
+
+/**
+ * The types of the extension events (a frozen array).
+ *
+ * Source: extension (see each event).
+ */
+export const EXTENSION_EVENT_TYPES: readonly ConnectionPoolExtensionEvent['type'][] = Object.freeze([
+  'ConnectionLeakSuspected',
+  'ConnectionLeakSuspectCheckedIn',
+]);
+
 /** All eleven CMAP event types, in the order the spec lists them (a frozen array). Source: CMAP spec, "Events". */
-export const CONNECTION_POOL_EVENT_TYPES: readonly ConnectionPoolEventType[] = Object.freeze([
+export const CONNECTION_POOL_EVENT_TYPES: readonly Exclude<ConnectionPoolEventType, ConnectionPoolExtensionEvent['type']>[] = Object.freeze([
   'ConnectionPoolCreated',
   'ConnectionPoolReady',
   'ConnectionPoolCleared',

@@ -6,16 +6,17 @@
 export { ConnectionPool } from './client/connection-pool';
 export type { ConnectionPoolOptions } from './client/connection-pool';
 export { ConnectionPoolCore } from './pool/connection-pool-core';
+export type { PoolHoldings } from './errors';
 export type { ConnectionPoolCoreOptions, ClearOptions, PoolSnapshot, ServiceGenerationSnapshot, PoolInputAction } from './pool/connection-pool-core';
 export type { CheckOutRequest, CheckOutOptions } from './pool/check-out';
 export type { PoolConnection, ConnectionDescriptor, ConnectionFactory } from './pool/contract';
 export type { ConnectionPoolState, ConnectionState } from './pool/state';
 
-export { DEFAULT_POOL_OPTIONS, POOL_OPTION_NAMES } from './options';
-export type { PoolOptions, BackgroundOptions, ResolvedPoolOptions } from './options';
+export { DEFAULT_POOL_OPTIONS, POOL_OPTION_NAMES, POOL_EXTENSION_OPTION_NAMES } from './options';
+export type { PoolOptions, PoolExtensionOptions, BackgroundOptions, ResolvedPoolOptions } from './options';
 export { timerScheduler } from './scheduler';
 
-export { CONNECTION_POOL_EVENT_TYPES } from './events';
+export { CONNECTION_POOL_EVENT_TYPES, EXTENSION_EVENT_TYPES } from './events';
 export type * from './events';
 
 export {

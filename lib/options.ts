@@ -40,6 +40,24 @@ export interface PoolOptions {
 }
 
 /**
+ * Pool options beyond CMAP: opt-in, each off by default, and every CMAP behaviour is as the spec says while they are.
+ * Durations in milliseconds.
+ *
+ * Source: extension (each option names where its idea comes from).
+ */
+export interface PoolExtensionOptions {
+  /**
+   * Leak detection: a connection checked out for longer than this many ms produces one ConnectionLeakSuspected event
+   * (and a `warn` log message) naming the connection, how long it has been held and the stack of the `checkOut` call
+   * that took it; checking it in afterwards produces ConnectionLeakSuspectCheckedIn (an `info` log message). The
+   * stacks are captured only while this is on (a few µs per checkout). A number >= 0; 0 turns it off. Default 0.
+   *
+   * Source: extension (HikariCP's `leakDetectionThreshold`).
+   */
+  leakDetectionThresholdMS?: number;
+}
+
+/**
  * Options that are not pool options in the CMAP sense but shape the pool's background work.
  *
  * Source: CMAP test format, `poolOptions.backgroundThreadIntervalMS`; CMAP spec, "Background Thread".
@@ -69,6 +87,15 @@ export const POOL_OPTION_NAMES = [
 ] as const satisfies readonly (keyof PoolOptions)[];
 
 /**
+ * The option names of {@link PoolExtensionOptions} (a readonly tuple).
+ *
+ * Source: extension (see each option).
+ */
+export const POOL_EXTENSION_OPTION_NAMES = [
+  'leakDetectionThresholdMS',
+] as const satisfies readonly (keyof PoolExtensionOptions)[];
+
+/**
  * The option names of {@link BackgroundOptions} (a readonly tuple).
  *
  * Source: CMAP test format, `poolOptions.backgroundThreadIntervalMS`.
@@ -79,7 +106,7 @@ export const BACKGROUND_OPTION_NAMES = [
 
 /**
  * Every option name of `ConnectionPoolCoreOptions` (a readonly tuple): the {@link POOL_OPTION_NAMES}, the
- * {@link BACKGROUND_OPTION_NAMES}, then `address`, `connectionFactory`, `scheduler`, `clearOnEstablishmentError` and
+ * {@link POOL_EXTENSION_OPTION_NAMES}, the {@link BACKGROUND_OPTION_NAMES}, then `address`, `connectionFactory`, `scheduler`, `clearOnEstablishmentError` and
  * `loadBalanced`. `ConnectionPool` checks at compile time that it lists every key of `ConnectionPoolCoreOptions`.
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection"; load balancer spec; `scheduler`,
@@ -87,6 +114,7 @@ export const BACKGROUND_OPTION_NAMES = [
  */
 export const POOL_CORE_OPTION_NAMES = [
   ...POOL_OPTION_NAMES,
+  ...POOL_EXTENSION_OPTION_NAMES,
   ...BACKGROUND_OPTION_NAMES,
   'address',
   'connectionFactory',
@@ -107,19 +135,25 @@ export type ListsEveryOption<T, Names extends readonly PropertyKey[]> =
 
 true satisfies ListsEveryOption<PoolOptions, typeof POOL_OPTION_NAMES>;
 true satisfies ListsEveryOption<BackgroundOptions, typeof BACKGROUND_OPTION_NAMES>;
+true satisfies ListsEveryOption<PoolExtensionOptions, typeof POOL_EXTENSION_OPTION_NAMES>;
+
+/** Every pool option a pool resolves: CMAP's, the extensions', the background run's. */
+type AllPoolOptions = PoolOptions & PoolExtensionOptions & BackgroundOptions;
 
 /**
- * The defaults of {@link PoolOptions} and {@link BackgroundOptions} (a frozen object; durations in ms).
+ * The defaults of {@link PoolOptions}, {@link PoolExtensionOptions} and {@link BackgroundOptions} (a frozen object;
+ * durations in ms).
  *
  * Source: CMAP spec, "Connection Pool Options" (each option's "Defaults to"); `backgroundThreadIntervalMS`:
- * extension (the spec leaves the interval between Background Thread Runs unspecified).
+ * extension (the spec leaves the interval between Background Thread Runs unspecified); the extensions: off.
  */
-export const DEFAULT_POOL_OPTIONS: Readonly<Required<PoolOptions & BackgroundOptions>> = Object.freeze({
+export const DEFAULT_POOL_OPTIONS: Readonly<Required<AllPoolOptions>> = Object.freeze({
   maxPoolSize: 100,
   minPoolSize: 0,
   maxIdleTimeMS: 0,
   maxConnecting: 2,
   waitQueueTimeoutMS: 0,
+  leakDetectionThresholdMS: 0,
   backgroundThreadIntervalMS: 1000,
 });
 
@@ -130,9 +164,9 @@ export const DEFAULT_POOL_OPTIONS: Readonly<Required<PoolOptions & BackgroundOpt
  * Source: CMAP spec, "Connection Pool Options"; `userSet`: CMAP spec, "Events" (PoolCreatedEvent.options: "Any
  * non-default pool options that were set").
  */
-export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & BackgroundOptions>> {
-  /** The pool options the caller set explicitly (what ConnectionPoolCreated reports). */
-  readonly userSet: Readonly<PoolOptions>;
+export interface ResolvedPoolOptions extends Readonly<Required<AllPoolOptions>> {
+  /** The pool options (CMAP's and the extensions') the caller set explicitly (what ConnectionPoolCreated reports). */
+  readonly userSet: Readonly<PoolOptions & PoolExtensionOptions>;
 }
 
 /**
@@ -143,9 +177,9 @@ export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & Bac
  *   that is not a finite number >= 0; a minPoolSize above a non-zero maxPoolSize; a backgroundThreadIntervalMS that
  *   is 0 or not a finite number.
  */
-export function resolvePoolOptions(options: PoolOptions & BackgroundOptions = {}): ResolvedPoolOptions {
-  const userSet: PoolOptions = {};
-  for (const name of POOL_OPTION_NAMES) {
+export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOptions {
+  const userSet: PoolOptions & PoolExtensionOptions = {};
+  for (const name of [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES]) {
     if (options[name] !== undefined) userSet[name] = options[name];
   }
   const resolved = { ...DEFAULT_POOL_OPTIONS, ...definedOnly(options) };
@@ -155,6 +189,7 @@ export function resolvePoolOptions(options: PoolOptions & BackgroundOptions = {}
   requireInteger('maxConnecting', resolved.maxConnecting, 1, 'an integer > 0');
   requireDurationMS('maxIdleTimeMS', resolved.maxIdleTimeMS);
   requireDurationMS('waitQueueTimeoutMS', resolved.waitQueueTimeoutMS);
+  requireDurationMS('leakDetectionThresholdMS', resolved.leakDetectionThresholdMS, 'a number of ms >= 0 (0 turns leak detection off)');
   if (resolved.maxPoolSize > 0 && resolved.minPoolSize > resolved.maxPoolSize) {
     throw new InvalidOptionError(
       'minPoolSize',
@@ -173,13 +208,14 @@ export function resolvePoolOptions(options: PoolOptions & BackgroundOptions = {}
   return Object.freeze({ ...pick(resolved), userSet: Object.freeze(userSet) });
 }
 
-function pick(o: Required<PoolOptions & BackgroundOptions>): Required<PoolOptions & BackgroundOptions> {
+function pick(o: Required<AllPoolOptions>): Required<AllPoolOptions> {
   return {
     maxPoolSize: o.maxPoolSize,
     minPoolSize: o.minPoolSize,
     maxIdleTimeMS: o.maxIdleTimeMS,
     maxConnecting: o.maxConnecting,
     waitQueueTimeoutMS: o.waitQueueTimeoutMS,
+    leakDetectionThresholdMS: o.leakDetectionThresholdMS,
     backgroundThreadIntervalMS: o.backgroundThreadIntervalMS,
   };
 }
@@ -200,13 +236,14 @@ function requireInteger(name: string, value: unknown, min: number, allowed: stri
 }
 
 /**
- * Returns `value` when it is a duration option: a finite number of ms >= 0, where 0 means no limit.
+ * Returns `value` when it is a duration option: a finite number of ms >= 0 (where 0 means no limit, unless `allowed`
+ * says otherwise).
  *
- * @throws {InvalidOptionError} naming `name` otherwise.
+ * @throws {InvalidOptionError} naming `name`, saying `allowed`, otherwise.
  */
-export function requireDurationMS(name: string, value: unknown): number {
+export function requireDurationMS(name: string, value: unknown, allowed = 'a number of ms >= 0 (0 means no limit)'): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new InvalidOptionError(name, value, 'a number of ms >= 0 (0 means no limit)');
+    throw new InvalidOptionError(name, value, allowed);
   }
   return value;
 }

@@ -71,6 +71,7 @@ const poolOptionArbitraries = {
   maxIdleTimeMS: option(fc.integer({ min: 0, max: 60_000 })),
   maxConnecting: option(fc.integer({ min: 1, max: 5 })),
   waitQueueTimeoutMS: option(fc.integer({ min: 0, max: 60_000 })),
+  leakDetectionThresholdMS: option(fc.integer({ min: 0, max: 60_000 })),
   backgroundThreadIntervalMS: option(fc.constantFrom(-1, 10, 1000)),
 };
 

@@ -23,6 +23,7 @@ import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor } from '../monitor/monitor';
 import {
   BACKGROUND_OPTION_NAMES,
   definedOnly,
+  POOL_EXTENSION_OPTION_NAMES,
   POOL_OPTION_NAMES,
   rejectUnknownOptions,
   requireBoolean,
@@ -31,6 +32,7 @@ import {
   resolvePoolOptions,
   type BackgroundOptions,
   type ListsEveryOption,
+  type PoolExtensionOptions,
   type PoolOptions,
 } from '../options';
 import { ConnectionPool } from './connection-pool';
@@ -46,7 +48,7 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
  * (the option names); server monitoring spec, "heartbeatFrequencyMS"; load balancer spec, "loadBalanced"; logging
  * spec (the `logging` option); `scheduler`: extension (injection for tests).
  */
-export interface ClientOptions extends PoolOptions, BackgroundOptions, ConnectionOptions {
+export interface ClientOptions extends PoolOptions, PoolExtensionOptions, BackgroundOptions, ConnectionOptions {
   /** Time between monitor checks, in ms; at least 500. Default 10000. */
   heartbeatFrequencyMS?: number;
   /** How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0. Default 30000. */
@@ -83,8 +85,8 @@ const CLIENT_ONLY_OPTION_NAMES = [
 ] as const satisfies readonly (keyof ClientOptions)[];
 
 /**
- * Every option name of {@link ClientOptions} (a frozen array): the pool options ({@link POOL_OPTION_NAMES}, then
- * `backgroundThreadIntervalMS`), the connection options (`CONNECTION_OPTION_NAMES`), then heartbeatFrequencyMS,
+ * Every option name of {@link ClientOptions} (a frozen array): the pool options ({@link POOL_OPTION_NAMES}, the
+ * {@link POOL_EXTENSION_OPTION_NAMES}, then `backgroundThreadIntervalMS`), the connection options (`CONNECTION_OPTION_NAMES`), then heartbeatFrequencyMS,
  * serverSelectionTimeoutMS, directConnection, logging and scheduler. `loadBalanced` is both a connection and a client
  * option and is listed once.
  *
@@ -93,6 +95,7 @@ const CLIENT_ONLY_OPTION_NAMES = [
 export const CLIENT_OPTION_NAMES: readonly (keyof ClientOptions)[] = Object.freeze([
   ...new Set([
     ...POOL_OPTION_NAMES,
+    ...POOL_EXTENSION_OPTION_NAMES,
     ...BACKGROUND_OPTION_NAMES,
     ...CONNECTION_OPTION_NAMES,
     ...CLIENT_ONLY_OPTION_NAMES,
@@ -102,6 +105,7 @@ true satisfies ListsEveryOption<
   ClientOptions,
   [
     ...typeof POOL_OPTION_NAMES,
+    ...typeof POOL_EXTENSION_OPTION_NAMES,
     ...typeof BACKGROUND_OPTION_NAMES,
     ...typeof CONNECTION_OPTION_NAMES,
     ...typeof CLIENT_ONLY_OPTION_NAMES,
@@ -112,7 +116,7 @@ true satisfies ListsEveryOption<
 const CLIENT_CONNECTION_OPTION_NAMES = CONNECTION_OPTION_NAMES.filter((name) => name !== 'loadBalanced');
 
 /** The pool options of a client, handed to every pool. */
-const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
+const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
 
 /**
  * A client of one deployment: a pool and a monitor per host (one pool and no monitor in load-balanced mode, its pool

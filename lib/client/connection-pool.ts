@@ -6,7 +6,7 @@
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging spec.
  */
-import { EMPTY, map, type Observable } from 'rxjs';
+import { EMPTY, filter, map, type Observable } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -15,6 +15,7 @@ import { resolveLogSettings, willLog, type LoggingOptions, type LogSettings, typ
 import { openLogSink } from '../logging/log-sink';
 import { checkConnectionOptions } from '../connection/connection-options';
 import { InvalidOptionError } from '../errors';
+import type { ConnectionPoolEvent } from '../events';
 import { checkPoolCoreOptions, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
 import type { ConnectionFactory, PoolConnection } from '../pool/contract';
 import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
@@ -65,11 +66,13 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  */
 export class ConnectionPool<C extends PoolConnection = Connection> extends ConnectionPoolCore<C> {
   /**
-   * The CMAP log messages derived from `events$`, when the `connection` component logs at `debug` (see the
-   * `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); otherwise it completes at once and nothing is
-   * built. Each message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`).
+   * The log messages derived from `events$` (component `connection`): every CMAP message (level `debug`) when the
+   * component logs at `debug` (see the `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); with leak
+   * detection on (`leakDetectionThresholdMS`), its messages from level `warn` (leak suspected) or `info` (a suspect
+   * checked in) up. Otherwise it completes at once and nothing is built. Each message has the spec's structured keys
+   * (`toJSON()`) and its unstructured form (`render()`).
    *
-   * Source: CMAP spec, "Connection Pool Logging"; logging spec.
+   * Source: CMAP spec, "Connection Pool Logging"; logging spec; leak messages: extension (see `ConnectionLogMessage`).
    */
   readonly log$: Observable<ConnectionLogMessage>;
 
@@ -78,25 +81,37 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     const settings = checkOptions(options);
     super(coreOptions(options));
     const server = parseAddress(options.address);
-    if (willLog(settings.severities.connection, 'debug')) {
-      this.log$ = this.events$.pipe(map((e) => connectionLogMessage(e, server, settings.maxDocumentLength)));
-      this.writeLog(settings.path);
+    const threshold = settings.severities.connection;
+    const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
+    let logged: ((e: ConnectionPoolEvent) => boolean) | undefined;
+    if (willLog(threshold, 'debug')) {
+      this.log$ = this.events$.pipe(map(message));
+      logged = () => true;
+    } else if (this.options.leakDetectionThresholdMS > 0 && willLog(threshold, 'warn')) {
+      const checkedIn = willLog(threshold, 'info');
+      logged = (e) => e.type === 'ConnectionLeakSuspected' || (checkedIn && e.type === 'ConnectionLeakSuspectCheckedIn');
+      this.log$ = this.events$.pipe(filter(logged), map(message));
     } else {
       this.log$ = EMPTY;
     }
+    if (logged !== undefined) this.writeLog(settings.path, logged, message);
   }
 
   /**
-   * Writes every log message to `path`; once the pool is closed and its last connection closed, stops, closing the
-   * sink if it opened it (a path, not a sink object).
+   * Writes the message of every event `logged` accepts to `path`; once the pool is closed and its last connection
+   * closed, stops, closing the sink if it opened it (a path, not a sink object).
    */
-  private writeLog(path: string | LogSink): void {
+  private writeLog(
+    path: string | LogSink,
+    logged: (e: ConnectionPoolEvent) => boolean,
+    message: (e: ConnectionPoolEvent) => ConnectionLogMessage,
+  ): void {
     const sink = openLogSink(path);
     const owned = typeof path === 'string';
     let poolClosed = false;
-    const subscription = this.log$.subscribe((message) => {
-      sink.write(message);
-      poolClosed ||= message.fields.message === 'Connection pool closed';
+    const subscription = this.events$.subscribe((event) => {
+      if (logged(event)) sink.write(message(event));
+      poolClosed ||= event.type === 'ConnectionPoolClosed';
       if (poolClosed && this.snapshot().totalConnectionCount === 0) {
         subscription.unsubscribe();
         if (owned) void sink.close?.();

@@ -67,26 +67,33 @@ export interface ConnectionLogFields {
   readonly maxConnecting?: number;
   /** Connection pool created: the pool's waitQueueTimeoutMS (ms), when the user set it. */
   readonly waitQueueTimeoutMS?: number;
+  /**
+   * Connection leak suspected (extension): the stack of the `checkOut` call that took the connection, truncated to
+   * the max document length.
+   */
+  readonly checkOutStack?: string;
 }
 
 /**
- * One log message of the `connection` component, at `debug` level, made from one CMAP event. Treat it as immutable
- * (its members are readonly; it is shared by every subscriber of `log$`).
+ * One log message of the `connection` component, made from one event: at `debug` for every CMAP event; at `warn`
+ * for ConnectionLeakSuspected and `info` for ConnectionLeakSuspectCheckedIn (leak detection, an extension). Treat it
+ * as immutable (its members are readonly; it is shared by every subscriber of `log$`).
  *
  * Source: CMAP spec, "Connection Pool Logging"; logging spec, "Components", "Log Severity Levels", "Structured versus
- * Unstructured Logging", "Including Timestamps in Log Messages".
+ * Unstructured Logging", "Including Timestamps in Log Messages"; leak messages: extension (HikariCP logs its leak
+ * warnings at WARN and the return of a reported connection at INFO).
  */
 export class ConnectionLogMessage {
   /** The log component: always `connection`. */
   readonly component = 'connection' as const;
-  /** The severity: always `debug`. */
-  readonly level = 'debug' as const;
 
   constructor(
     /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
     readonly time: number,
     /** The structured fields, under the spec's key names. */
     readonly fields: ConnectionLogFields,
+    /** The severity: `debug` (the CMAP messages), `warn` or `info` (leak detection). */
+    readonly level: 'debug' | 'info' | 'warn' = 'debug',
   ) {}
 
   /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
@@ -252,6 +259,24 @@ export function connectionLogMessage(
         durationMS: event.duration,
       };
       break;
+    case 'ConnectionLeakSuspected':
+      return new ConnectionLogMessage(
+        event.time,
+        {
+          message: 'Connection leak suspected',
+          ...base,
+          driverConnectionId: event.connectionId,
+          durationMS: event.duration,
+          checkOutStack: truncate(event.checkOutStack, maxDocumentLength),
+        },
+        'warn',
+      );
+    case 'ConnectionLeakSuspectCheckedIn':
+      return new ConnectionLogMessage(
+        event.time,
+        { message: 'Connection leak suspect checked in', ...base, driverConnectionId: event.connectionId, durationMS: event.duration },
+        'info',
+      );
   }
   return new ConnectionLogMessage(event.time, fields);
 }
@@ -286,6 +311,10 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
       return `Connection checked out: ${id}, duration=${f.durationMS} ms`;
     case 'Connection checked in':
       return `Connection checked in: ${id}`;
+    case 'Connection leak suspected':
+      return `Connection leak suspected: ${id}, checked out ${f.durationMS} ms ago by:\n${f.checkOutStack}`;
+    case 'Connection leak suspect checked in':
+      return `Connection leak suspect checked in: ${id}, after ${f.durationMS} ms`;
     default:
       return f.message;
   }

@@ -5,12 +5,15 @@
  * Source: CMAP spec, "Connection Pool Behaviors" (checkOut, checkIn, clear, ready, close, establishment, Background
  * Thread Runs, WaitQueue timeouts).
  */
+import type { CheckOutSite } from './state';
 import type { Waiter } from './wait-queue';
 
 /** A checkout request enters the pool (ConnectionCheckOutStarted). */
 export interface CheckOutAction<C> {
   readonly type: 'checkOut';
   readonly waiter: Waiter<C>;
+  /** Leak detection: where the checkout was requested (given only while leak detection is on). */
+  readonly site?: CheckOutSite;
 }
 
 /**
@@ -73,7 +76,7 @@ export interface EstablishFailedAction {
   readonly clearPool: boolean;
 }
 
-/** A timer fired: the WaitQueue deadline of its head, or a Background Thread Run. */
+/** A timer fired: the WaitQueue deadline of its head, a Background Thread Run, or leak detection's next check. */
 export interface TimerAction {
   readonly type: 'timer';
   readonly timer: TimerName;
@@ -85,8 +88,8 @@ export interface ObserveAction {
   readonly observed: boolean;
 }
 
-/** The pool's two timers. */
-export type TimerName = 'waitQueue' | 'background';
+/** The pool's timers. */
+export type TimerName = 'waitQueue' | 'background' | 'leakDetection';
 
 /** Every pool input. */
 export type Action<C> =

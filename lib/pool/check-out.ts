@@ -5,7 +5,8 @@
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
 import { Observable, type Subscriber, type TeardownLogic } from 'rxjs';
-import { CheckOutCancelledError } from '../errors';
+import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
+import { CheckOutCancelledError, PoolClosedError, WaitQueueTimeoutError } from '../errors';
 import { Waiter } from './wait-queue';
 
 /** Options of one checkout. */
@@ -25,8 +26,11 @@ export interface CheckOutOptions {
 /** How a request reaches its pool. */
 export interface CheckOutPort<C> {
   readonly address: string;
-  /** Enqueues the waiter's checkOut action. */
-  enter(waiter: Waiter<C>): void;
+  /** OpenTelemetry's `server.address` and `server.port` of the pool's Endpoint (for checkout traces). */
+  readonly serverAddress: string;
+  readonly serverPort: number | undefined;
+  /** Enqueues the waiter's checkOut action; `request` is the request it was started from. */
+  enter(waiter: Waiter<C>, request: CheckOutRequest<C>): void;
   /**
    * Enqueues the waiter's cancel action: with `error` for an abort (the pool fails the waiter with it, unless it
    * committed another outcome first), without for an unsubscribe.
@@ -58,17 +62,26 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   /** One subscription = one checkout. (RxJS calls this for every subscriber.) */
   protected _subscribe(subscriber: Subscriber<C>): TeardownLogic {
     const { port, signal } = this;
+    const trace = isTraced(checkOutChannel) ? startTrace(port) : undefined;
     if (signal?.aborted) {
-      subscriber.error(cancelled(port.address, signal.reason));
+      const error = cancelled(port.address, signal.reason);
+      if (trace !== undefined) {
+        trace.skip();
+        endTrace(trace, false, error);
+      }
+      subscriber.error(error);
       return undefined;
     }
-    const waiter = new SubscriberWaiter<C>(subscriber);
+    const waiter = trace === undefined ? new SubscriberWaiter<C>(subscriber) : new TracedSubscriberWaiter<C>(subscriber, trace);
     const onAbort = (): void => abort(port, waiter, signal!);
     signal?.addEventListener('abort', onAbort, { once: true });
-    port.enter(waiter);
+    enter(port, waiter, this, trace);
     return () => {
       signal?.removeEventListener('abort', onAbort);
-      if (waiter.state !== 'done') port.leave(waiter);
+      if (waiter.state === 'done') return;
+      port.leave(waiter);
+      // Unsubscribed before an outcome: nobody is left to receive an error, so the trace ends without one.
+      if (trace !== undefined && !trace.done) endTrace(trace, false, undefined);
     };
   }
 
@@ -78,8 +91,9 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   ): Promise<R1 | R2> {
     let waiter = this.waiter;
     if (waiter === undefined) {
-      waiter = this.waiter = new PromiseWaiter<C>();
-      startCheckOut(this.port, this.signal, waiter);
+      const trace = isTraced(checkOutChannel) ? startTrace(this.port) : undefined;
+      waiter = this.waiter = trace === undefined ? new PromiseWaiter<C>() : new TracedPromiseWaiter<C>(trace);
+      startCheckOut(this.port, this.signal, waiter, this, trace);
     }
     return waiter.join(onfulfilled, onrejected) as Promise<R1 | R2>;
   }
@@ -100,6 +114,26 @@ class SubscriberWaiter<C> extends Waiter<C> {
 
   fail(error: Error): void {
     this.subscriber.error(error);
+  }
+}
+
+/** A subscription's waiter while checkouts are traced: ends its trace with the outcome, then hands it over. */
+class TracedSubscriberWaiter<C> extends SubscriberWaiter<C> {
+  constructor(
+    subscriber: Subscriber<C>,
+    private readonly trace: Trace<CheckOutTraceContext>,
+  ) {
+    super(subscriber);
+  }
+
+  override deliver(connection: C): boolean {
+    if (!this.trace.done) endTrace(this.trace, true, connection);
+    return super.deliver(connection);
+  }
+
+  override fail(error: Error): void {
+    if (!this.trace.done) endTrace(this.trace, false, error);
+    super.fail(error);
   }
 }
 
@@ -184,6 +218,19 @@ class PromiseWaiter<C> extends Waiter<C> {
   }
 }
 
+/** A Promise checkout's waiter while checkouts are traced: its first settlement ends the trace. */
+class TracedPromiseWaiter<C> extends PromiseWaiter<C> {
+  constructor(private readonly trace: Trace<CheckOutTraceContext>) {
+    super();
+  }
+
+  override settle(ok: boolean, value: C | unknown): boolean {
+    if (!super.settle(ok, value)) return false;
+    endTrace(this.trace, ok, value);
+    return true;
+  }
+}
+
 /** Settles a `then`'s Promise from the outcome, through its callback when it has one (as a native `then` does). */
 function notify<C>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected, resolve: Resolve, ok: boolean, value: unknown): void {
   const callback = ok ? onfulfilled : onrejected;
@@ -196,9 +243,16 @@ function notify<C>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected, resolve:
 }
 
 /** Starts the checkout of a Promise waiter; it settles exactly once, whichever of delivery, failure or abort is first. */
-function startCheckOut<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined, waiter: PromiseWaiter<C>): void {
+function startCheckOut<C>(
+  port: CheckOutPort<C>,
+  signal: AbortSignal | undefined,
+  waiter: PromiseWaiter<C>,
+  request: CheckOutRequest<C>,
+  trace: Trace<CheckOutTraceContext> | undefined,
+): void {
   if (signal?.aborted) {
     waiter.state = 'done';
+    trace?.skip(); // the waiter's settlement ends the trace
     waiter.settle(false, cancelled(port.address, signal.reason));
     return;
   }
@@ -210,7 +264,50 @@ function startCheckOut<C>(port: CheckOutPort<C>, signal: AbortSignal | undefined
     signal.addEventListener('abort', onAbort, { once: true });
     waiter.detach = () => signal.removeEventListener('abort', onAbort);
   }
-  port.enter(waiter);
+  enter(port, waiter, request, trace);
+}
+
+/** Enqueues a waiter; when traced, inside the trace's `start` (with its bound stores), followed by `end`. */
+function enter<C>(port: CheckOutPort<C>, waiter: Waiter<C>, request: CheckOutRequest<C>, trace: Trace<CheckOutTraceContext> | undefined): void {
+  if (trace === undefined) port.enter(waiter, request);
+  else trace.run(port.enter, port, waiter, request);
+}
+
+/** A new checkout trace (see {@link CheckOutTraceContext}). */
+function startTrace<C>(port: CheckOutPort<C>): Trace<CheckOutTraceContext> {
+  return new Trace(checkOutChannel, {
+    address: port.address,
+    serverAddress: port.serverAddress,
+    serverPort: port.serverPort,
+    outcome: undefined,
+    connectionId: undefined,
+    result: undefined,
+    error: undefined,
+  });
+}
+
+/**
+ * Ends a checkout trace with its outcome: checked out (`value` is the connection), failed (`value` is the error; the
+ * outcome is the ConnectionCheckOutFailed reason it stands for), or cancelled by unsubscribing (no error).
+ */
+function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknown): void {
+  const context = trace.context;
+  if (ok) {
+    context.outcome = 'checkedOut';
+    context.result = value;
+    context.connectionId = (value as { id?: number }).id;
+  } else {
+    context.outcome =
+      value === undefined || value instanceof CheckOutCancelledError
+        ? 'cancelled'
+        : value instanceof PoolClosedError
+          ? 'poolClosed'
+          : value instanceof WaitQueueTimeoutError
+            ? 'timeout'
+            : 'connectionError';
+    context.error = value as Error | undefined;
+  }
+  trace.finish();
 }
 
 /**

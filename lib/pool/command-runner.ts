@@ -7,6 +7,7 @@
  * Source: CMAP spec, "Establishing a Connection", "Closing a Connection", "Connection Pool Monitoring".
  */
 import { from, type Observable, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
+import { establishChannel, isTraced, Trace, type EstablishTraceContext } from '../diagnostics-channels';
 import { CmapError, ErrorLabel, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
@@ -16,6 +17,9 @@ import type { ConnectionFactory, PoolConnection } from './contract';
 /** What the runner needs from its pool. */
 export interface RunnerContext<C extends PoolConnection> {
   readonly address: string;
+  /** OpenTelemetry's `server.address` and `server.port` of the Endpoint (for establishment traces). */
+  readonly serverAddress: string;
+  readonly serverPort: number | undefined;
   readonly factory: ConnectionFactory<C>;
   readonly scheduler: SchedulerLike;
   readonly events: { next(event: ConnectionPoolEvent): void };
@@ -30,6 +34,8 @@ interface Establishment {
   /** What the factory returned (a Promise is torn down when it resolves after an abort). */
   input: unknown;
   subscription: Subscription | undefined;
+  /** Its trace on `rxcmap:connection:establish`, when that channel had subscribers as it started. */
+  readonly trace: Trace<EstablishTraceContext> | undefined;
 }
 
 /** Performs commands. Owns the side-effect handles: establishments under way and armed timers. */
@@ -76,13 +82,33 @@ export class CommandRunner<C extends PoolConnection> {
         this.timers[c.timer]?.unsubscribe();
         this.timers[c.timer] = undefined;
         return;
+      case 'publish':
+        c.channel.publish(c.message);
+        return;
     }
   }
 
+  /** Starts an establishment; when traced, inside the trace's `start` (with its bound stores), followed by `end`. */
   private establish(id: number, generation: number): void {
+    if (!isTraced(establishChannel)) return this.startEstablishment(id, generation, undefined);
+    const { address, serverAddress, serverPort } = this.ctx;
+    const trace = new Trace(establishChannel, {
+      address,
+      serverAddress,
+      serverPort,
+      connectionId: id,
+      generation,
+      outcome: undefined,
+      result: undefined,
+      error: undefined,
+    });
+    trace.run(this.startEstablishment, this, id, generation, trace);
+  }
+
+  private startEstablishment(id: number, generation: number, trace: Trace<EstablishTraceContext> | undefined): void {
     const { address } = this.ctx;
     const controller = new AbortController();
-    const entry: Establishment = { controller, input: undefined, subscription: undefined };
+    const entry: Establishment = { controller, input: undefined, subscription: undefined, trace };
     this.establishments.set(id, entry);
     let settled = false;
     const settle = (): boolean => {
@@ -93,7 +119,10 @@ export class CommandRunner<C extends PoolConnection> {
       return true;
     };
     const fail = (error: Error): void => {
-      if (settle()) this.ctx.dispatch({ type: 'establishFailed', id, ...this.decideClear(error) });
+      if (!settle()) return;
+      const decision = this.decideClear(error);
+      if (trace !== undefined) endEstablishTrace(trace, 'failed', decision.error);
+      this.ctx.dispatch({ type: 'establishFailed', id, ...decision });
     };
     const broken = (detail: string, cause?: unknown): void =>
       fail(new PoolCallbackError(address, 'connectionFactory', `connectionFactory ${detail}`, cause === undefined ? undefined : { cause }));
@@ -119,6 +148,7 @@ export class CommandRunner<C extends PoolConnection> {
           return broken(`emitted ${what} for connection ${id}, not a connection (an object with destroy() and id ${id})`);
         }
         if (!settle()) return destroyQuietly(connection);
+        if (trace !== undefined) endEstablishTrace(trace, 'ready', connection);
         this.ctx.dispatch({ type: 'established', id, connection });
       },
       error: (error: unknown) => (error instanceof Error ? fail(error) : broken(`failed with ${describe(error)}, which is not an Error`, error)),
@@ -152,6 +182,7 @@ export class CommandRunner<C extends PoolConnection> {
     // error (it would reach clearOnEstablishmentError for an establishment the pool itself abandoned).
     entry.subscription?.unsubscribe();
     entry.controller.abort();
+    if (entry.trace !== undefined) endEstablishTrace(entry.trace, 'aborted', undefined);
     // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
     if (isPromiseLike(entry.input)) {
       entry.input.then(
@@ -170,6 +201,15 @@ export class CommandRunner<C extends PoolConnection> {
  */
 export function defaultClearOnEstablishmentError(error: Error): boolean {
   return !(error instanceof CmapError && error.hasErrorLabel(ErrorLabel.SystemOverloadedError));
+}
+
+/** Ends an establishment trace with its outcome (published now, or right after `end` when the factory has not returned). */
+function endEstablishTrace(trace: Trace<EstablishTraceContext>, outcome: 'ready' | 'failed' | 'aborted', value: unknown): void {
+  const context = trace.context;
+  context.outcome = outcome;
+  if (outcome === 'ready') context.result = value;
+  else context.error = value as Error | undefined;
+  trace.finish();
 }
 
 /** Whether `x` is a connection the pool can take: an object with destroy() (and, when given, the expected id). */

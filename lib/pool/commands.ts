@@ -54,6 +54,13 @@ export interface DisarmCommand {
   readonly timer: TimerName;
 }
 
+/** Publish a message on a diagnostics channel (one that had subscribers when the step ran). */
+export interface PublishCommand {
+  readonly type: 'publish';
+  readonly channel: { publish(message: unknown): void };
+  readonly message: object;
+}
+
 /** Every side effect the reducer can ask for. */
 export type Command<C> =
   | EmitCommand
@@ -63,4 +70,5 @@ export type Command<C> =
   | DeliverCommand<C>
   | FailCommand<C>
   | ArmCommand
-  | DisarmCommand;
+  | DisarmCommand
+  | PublishCommand;

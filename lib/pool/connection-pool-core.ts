@@ -29,7 +29,7 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, resolvePoolOptions, type BackgroundOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, resolvePoolOptions, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { Broadcast } from './broadcast';
@@ -38,14 +38,14 @@ import { CommandRunner, defaultClearOnEstablishmentError } from './command-runne
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { reduce } from './reducer';
-import { initialPoolState, type ConnectionPoolState, type PoolState } from './state';
+import { initialPoolState, type CheckOutSite, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
 
 /**
  * Options of a {@link ConnectionPoolCore}: the CMAP pool options (see {@link PoolOptions}; durations in ms), the
- * address, and how connections are made.
+ * opt-in extensions (see {@link PoolExtensionOptions}), the address, and how connections are made.
  */
-export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends PoolOptions, BackgroundOptions {
+export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends PoolOptions, PoolExtensionOptions, BackgroundOptions {
   /** The Endpoint, `host:port` (host alone means port 27017), `[v6]:port`, or a `*.sock` path. Required. */
   address: string;
   /** Establishes connections (see {@link ConnectionFactory}). Required here; `ConnectionPool` defaults it to TCP. */
@@ -221,6 +221,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private readonly events = new Broadcast<ConnectionPoolEvent>();
   private readonly states = new Broadcast<PoolSnapshot>();
   private readonly port: CheckOutPort<C>;
+  private readonly checkOutSites: WeakMap<CheckOutRequest<C>, CheckOutSite> | undefined;
   private lastSnapshot: PoolSnapshot | undefined;
   private finished = false;
   private observers = 0;
@@ -234,13 +235,22 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       throw new InvalidOptionError('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
     }
     const scheduler = options.scheduler ?? timerScheduler;
-    const state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), options.loadBalanced === true);
+    const state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), options.loadBalanced === true, {
+      address: this.address,
+      serverAddress: server.host,
+      serverPort: server.port,
+    });
     this.poolState = state;
     this.actions = new PoolInput<Action<C>>(isControlAction, () => this.afterBatch());
 
     const dispatch = (action: Action<C>): void => this.actions.next(action);
+    // Leak detection: where each checkout was requested, captured by checkOut() and taken by its waiter on entry.
+    const sites = this.options.leakDetectionThresholdMS > 0 ? new WeakMap<CheckOutRequest<C>, CheckOutSite>() : undefined;
+    this.checkOutSites = sites;
     const runner = new CommandRunner<C>({
       address: this.address,
+      serverAddress: server.host,
+      serverPort: server.port,
       factory: options.connectionFactory,
       scheduler,
       events: this.events,
@@ -249,7 +259,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     });
     this.port = {
       address: this.address,
-      enter: (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter }),
+      serverAddress: server.host,
+      serverPort: server.port,
+      enter:
+        sites === undefined
+          ? (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter })
+          : (waiter: Waiter<C>, request: CheckOutRequest<C>) => dispatch({ type: 'checkOut', waiter, site: sites.get(request) }),
       leave: (waiter: Waiter<C>, error?: Error) => dispatch({ type: 'cancel', waiter, error }),
     };
 
@@ -341,15 +356,23 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: CMAP spec, "Checking Out a Connection".
    */
   checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
-    if (options === undefined) return new CheckOutRequest<C>(this.port, undefined);
-    if (options === null || typeof options !== 'object') {
-      throw new InvalidOptionError('checkOut options', options, 'an object { signal?: AbortSignal }, or nothing');
+    let signal: AbortSignal | undefined;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') {
+        throw new InvalidOptionError('checkOut options', options, 'an object { signal?: AbortSignal }, or nothing');
+      }
+      signal = options.signal;
+      if (signal !== undefined && !isAbortSignal(signal)) {
+        throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+      }
     }
-    const signal = options.signal;
-    if (signal !== undefined && !isAbortSignal(signal)) {
-      throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+    const request = new CheckOutRequest<C>(this.port, signal);
+    if (this.checkOutSites !== undefined) {
+      const site: CheckOutSite = {};
+      Error.captureStackTrace(site, ConnectionPoolCore.prototype.checkOut);
+      this.checkOutSites.set(request, site);
     }
-    return new CheckOutRequest<C>(this.port, signal);
+    return request;
   }
 
   /**

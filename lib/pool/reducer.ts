@@ -7,7 +7,8 @@
  * Source: CMAP spec, "Connection Pool Behaviors" (creating, closing, marking ready, creating/establishing/closing
  * a connection, populating, checking out, checking in, clearing), "Background Thread", "WaitQueue".
  */
-import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError } from '../errors';
+import { checkInChannel, clearChannel } from '../diagnostics-channels';
+import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type PoolHoldings } from '../errors';
 import type {
   ConnectionCheckOutFailedReason,
   ConnectionClosedReason,
@@ -34,6 +35,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
   state.stepTime = NaN;
   switch (action.type) {
     case 'checkOut':
+      if (action.site !== undefined) state.checkOutSites?.set(action.waiter, action.site);
       checkOut(state, action.waiter, out);
       break;
     case 'cancel':
@@ -60,7 +62,8 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       break;
     case 'timer':
       if (action.timer === 'waitQueue') waitQueueTimer(state, out);
-      else backgroundRun(state, out);
+      else if (action.timer === 'background') backgroundRun(state, out);
+      else leakDetectionTimer(state, out);
       break;
     case 'observe':
       state.observed = action.observed;
@@ -143,6 +146,14 @@ function checkOutTo<C extends PoolConnection>(
   rec.state = 'in use';
   rec.holder = w;
   w.state = 'done';
+  // The checkout is timed only when something reads the time: an observer, a timeout's holdings, leak detection.
+  const leakThreshold = s.options.leakDetectionThresholdMS;
+  rec.checkedOutAt = s.observed || s.options.waitQueueTimeoutMS > 0 || leakThreshold > 0 ? now(s) : NaN;
+  if (leakThreshold > 0) {
+    rec.checkOutSite = s.checkOutSites!.get(w);
+    rec.leakSuspected = false;
+    if (s.leakTimerAt === undefined) armTimer(s, 'leakDetection', rec.checkedOutAt + leakThreshold, out);
+  }
   if (s.observed) {
     emit(out, { type: 'ConnectionCheckedOut', address: s.address, time: now(s), connectionId: rec.id, duration: sinceStart(s, w) });
   }
@@ -194,20 +205,93 @@ function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, error: 
 function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.waitTimerAt = undefined;
   const time = now(s);
+  // What the pool held when these checkouts timed out: taken once, before the first of them leaves the WaitQueue.
+  let held: PoolHoldings | undefined;
   for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
     if (w.deadline === undefined) return; // no deadline (waitQueueTimeoutMS was 0 when it entered)
     if (w.deadline > time) {
       armWaitTimer(s, w.deadline, out);
       return;
     }
+    held ??= holdings(s);
     s.waitQueue.shift();
-    failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS), out);
+    failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held), out);
   }
 }
 
 function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {
-  s.waitTimerAt = deadline;
-  out.push({ type: 'arm', timer: 'waitQueue', delay: Math.max(0, deadline - now(s)) });
+  armTimer(s, 'waitQueue', deadline, out);
+}
+
+/** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
+function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: number, out: Command<C>[]): void {
+  if (timer === 'waitQueue') s.waitTimerAt = at;
+  else s.leakTimerAt = at;
+  out.push({ type: 'arm', timer, delay: Math.max(0, at - now(s)) });
+}
+
+/**
+ * What the pool holds now (see {@link PoolHoldings}): its counts, and the checkout that has held its connection
+ * longest, found by one pass over the connections (at most maxPoolSize of them), when checkouts were timed.
+ */
+function holdings<C>(s: PoolState<C>): PoolHoldings {
+  const inUse = s.records.size - s.available.size - s.pendingConnectionCount;
+  let oldest: ConnectionRecord<C> | undefined;
+  if (inUse > 0) {
+    for (const rec of s.records.values()) {
+      if (rec.state === 'in use' && rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
+    }
+  }
+  return Object.freeze({
+    inUseConnectionCount: inUse,
+    pendingConnectionCount: s.pendingConnectionCount,
+    availableConnectionCount: s.available.size,
+    waitQueueLength: s.waitQueue.length + s.claimants.length,
+    oldestCheckOut:
+      oldest === undefined
+        ? undefined
+        : Object.freeze({ connectionId: oldest.id, duration: now(s) - oldest.checkedOutAt, checkOutStack: framesOf(oldest.checkOutSite) }),
+  });
+}
+
+/** The frames of a captured `checkOut` stack (its lines after the first), or undefined when none was captured. */
+function framesOf(site: { stack?: string } | undefined): string | undefined {
+  const stack = site?.stack;
+  return stack === undefined ? undefined : stack.slice(stack.indexOf('\n') + 1);
+}
+
+/**
+ * Leak detection's check: each connection checked out for at least leakDetectionThresholdMS is reported once
+ * (ConnectionLeakSuspected); the timer is re-armed for the next checkout that will reach the threshold. One pass
+ * over the connections (at most maxPoolSize) per firing, and it fires at most once per threshold while checkouts are
+ * short.
+ */
+function leakDetectionTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  s.leakTimerAt = undefined;
+  const threshold = s.options.leakDetectionThresholdMS;
+  const time = now(s);
+  let next = Infinity;
+  for (const rec of s.records.values()) {
+    if (rec.state !== 'in use' || rec.leakSuspected) continue;
+    const due = rec.checkedOutAt + threshold;
+    if (due > time) {
+      next = Math.min(next, due);
+      continue;
+    }
+    rec.leakSuspected = true;
+    if (s.observed) {
+      emit(out, {
+        type: 'ConnectionLeakSuspected',
+        extension: 'leakDetectionThresholdMS',
+        address: s.address,
+        time,
+        connectionId: rec.id,
+        duration: time - rec.checkedOutAt,
+        checkOutStack: framesOf(rec.checkOutSite) ?? '',
+      });
+    }
+  }
+  if (next !== Infinity) armTimer(s, 'leakDetection', next, out);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -226,6 +310,24 @@ function checkIn<C extends PoolConnection>(
   if (rec === undefined || rec.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
   rec.holder = undefined;
   if (s.observed) emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id });
+  if (checkInChannel.hasSubscribers) {
+    const { address, serverAddress, serverPort } = s.server;
+    out.push({ type: 'publish', channel: checkInChannel, message: { address, serverAddress, serverPort, connectionId: rec.id } });
+  }
+  if (rec.leakSuspected) {
+    rec.leakSuspected = false;
+    if (s.observed) {
+      emit(out, {
+        type: 'ConnectionLeakSuspectCheckedIn',
+        extension: 'leakDetectionThresholdMS',
+        address: s.address,
+        time: now(s),
+        connectionId: rec.id,
+        duration: now(s) - rec.checkedOutAt,
+      });
+    }
+  }
+  rec.checkOutSite = undefined;
   const reason: ConnectionClosedReason | undefined =
     s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard ? 'error' : erroredReason(rec);
   if (reason !== undefined) {
@@ -250,6 +352,9 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     connection: undefined,
     createdAt: now(s),
     availableSince: 0,
+    checkedOutAt: NaN,
+    checkOutSite: undefined,
+    leakSuspected: false,
     holder: undefined,
     prev: undefined,
     next: undefined,
@@ -401,6 +506,8 @@ function clear<C extends PoolConnection>(
   out: Command<C>[],
 ): void {
   if (s.state === 'closed') return;
+  // What the pool held as the clear came, for the errors of the checkouts it evicts from the WaitQueue.
+  const held = s.claimants.length + s.waitQueue.length > 0 ? holdings(s) : undefined;
   const clearedGeneration = s.generation;
   s.generation++;
   s.claimablePendingCount = 0;
@@ -408,6 +515,7 @@ function clear<C extends PoolConnection>(
   const wasReady = s.state === 'ready';
   s.state = 'paused';
   if (wasReady && s.observed) emit(out, { type: 'ConnectionPoolCleared', address: s.address, time: now(s), interruptInUseConnections });
+  publishClear(s, s.generation, undefined, interruptInUseConnections, cause, out);
 
   if (interruptInUseConnections) {
     const interrupted = PoolClearedError.interrupted(s.address, cause);
@@ -418,9 +526,11 @@ function clear<C extends PoolConnection>(
     }
   }
   // The WaitQueue is cleared eagerly, claimants first (they are the oldest), so every waiter can retry at once.
-  const error = pausedError(s);
-  for (const w of s.claimants.drain()) failWaiter(s, w, 'connectionError', error, out);
-  for (const w of s.waitQueue.drain()) failWaiter(s, w, 'connectionError', error, out);
+  if (held !== undefined) {
+    const error = pausedError(s, held);
+    for (const w of s.claimants.drain()) failWaiter(s, w, 'connectionError', error, out);
+    for (const w of s.waitQueue.drain()) failWaiter(s, w, 'connectionError', error, out);
+  }
   if (s.waitTimerAt !== undefined) {
     s.waitTimerAt = undefined;
     out.push({ type: 'disarm', timer: 'waitQueue' });
@@ -440,6 +550,7 @@ function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: stri
   if (s.observed) {
     emit(out, { type: 'ConnectionPoolCleared', address: s.address, time: now(s), interruptInUseConnections: false, serviceId });
   }
+  publishClear(s, service?.generation ?? 0, serviceId, false, undefined, out);
   if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
@@ -490,8 +601,23 @@ function sinceStart<C>(s: PoolState<C>, w: Waiter<C>): number {
   return w.startedAt === undefined ? 0 : now(s) - w.startedAt;
 }
 
-function pausedError<C>(s: PoolState<C>): PoolClearedError {
-  return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause) : PoolClearedError.notReady(s.address);
+function pausedError<C>(s: PoolState<C>, held?: PoolHoldings): PoolClearedError {
+  return s.everReady ? PoolClearedError.cleared(s.address, s.clearCause, held) : PoolClearedError.notReady(s.address);
+}
+
+/** A clear took effect: its message on `rxcmap:pool:clear`, when that channel has subscribers. */
+function publishClear<C>(
+  s: PoolState<C>,
+  generation: number,
+  serviceId: string | undefined,
+  interruptInUseConnections: boolean,
+  cause: unknown,
+  out: Command<C>[],
+): void {
+  if (!clearChannel.hasSubscribers) return;
+  const { address, serverAddress, serverPort } = s.server;
+  const message = { address, serverAddress, serverPort, generation, serviceId, interruptInUseConnections, cause };
+  out.push({ type: 'publish', channel: clearChannel, message });
 }
 
 /**

@@ -6,6 +6,7 @@
  * Source: CMAP spec, "Connection Pool Members" (Connection, WaitQueue, ConnectionPool: state, generation,
  * serviceGenerations, the connection counts).
  */
+import type { ServerAttributes } from '../diagnostics-channels';
 import type { ResolvedPoolOptions } from '../options';
 import { AvailableConnections } from './available-connections';
 import type { Command } from './commands';
@@ -33,9 +34,23 @@ export interface ConnectionRecord<C> {
   readonly createdAt: number;
   /** Clock time (ms) the connection last became available. */
   availableSince: number;
+  /**
+   * Clock time (ms) of its current checkout; NaN when that was not timed (the clock is read for it only when
+   * something uses it: an observer, a WaitQueue timeout's report of the pool's holdings, leak detection).
+   */
+  checkedOutAt: number;
+  /** Leak detection: where its current checkout was requested (the `checkOut` call's stack). */
+  checkOutSite: CheckOutSite | undefined;
+  /** Leak detection: whether its current checkout was reported as a suspected leak. */
+  leakSuspected: boolean;
   /** Links among the available connections (undefined when not available). */
   prev: ConnectionRecord<C> | undefined;
   next: ConnectionRecord<C> | undefined;
+}
+
+/** Leak detection: the stack of a `checkOut` call, captured with `Error.captureStackTrace`. */
+export interface CheckOutSite {
+  stack?: string;
 }
 
 /** A service behind the load balancer: its generation and how many established connections reach it. */
@@ -47,6 +62,8 @@ export interface ServiceGeneration {
 /** Everything the reducer owns. */
 export interface PoolState<C> {
   readonly address: string;
+  /** The Endpoint as OpenTelemetry names it, for diagnostics channel messages. */
+  readonly server: ServerAttributes;
   readonly options: ResolvedPoolOptions;
   /** Load-balanced mode: generations are per service, and clears name a service. */
   readonly loadBalanced: boolean;
@@ -75,6 +92,10 @@ export interface PoolState<C> {
   readonly claimants: WaitQueue<C>;
   /** The deadline the WaitQueue timer is armed for, if it is armed. */
   waitTimerAt: number | undefined;
+  /** Leak detection: the time the leak detection timer is armed for, if it is armed. */
+  leakTimerAt: number | undefined;
+  /** Leak detection: where each waiting checkout was requested (only while leak detection is on). */
+  readonly checkOutSites: WeakMap<Waiter<C>, CheckOutSite> | undefined;
   /** The error that caused the last clear (part of PoolClearedError's message). */
   clearCause: unknown;
   /** Whether the pool was ever marked ready (picks PoolClearedError's message). */
@@ -91,9 +112,11 @@ export function initialPoolState<C>(
   options: ResolvedPoolOptions,
   now: () => number,
   loadBalanced = false,
+  server: ServerAttributes = { address, serverAddress: address, serverPort: undefined },
 ): PoolState<C> {
   return {
     address,
+    server,
     options,
     loadBalanced,
     now,
@@ -109,6 +132,8 @@ export function initialPoolState<C>(
     waitQueue: new WaitQueue<C>('queued'),
     claimants: new WaitQueue<C>('claimant'),
     waitTimerAt: undefined,
+    leakTimerAt: undefined,
+    checkOutSites: options.leakDetectionThresholdMS > 0 ? new WeakMap() : undefined,
     clearCause: undefined,
     everReady: false,
     stepTime: NaN,

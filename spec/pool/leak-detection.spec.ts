@@ -1,0 +1,250 @@
+/**
+ * Who holds the pool: leak detection (`leakDetectionThresholdMS`) and the holdings that the errors of waiting
+ * checkouts report (WaitQueueTimeoutError.pool, PoolClearedError.pool), on virtual time, through the log feed, and
+ * under real load on the endpoint.
+ */
+import { expect } from 'chai';
+import {
+  ConnectionPool,
+  ConnectionPoolCore,
+  InvalidOptionError,
+  PoolClearedError,
+  WaitQueueTimeoutError,
+  type ConnectionLogMessage,
+  type ConnectionPoolEvent,
+  type PoolHoldings,
+} from '../../lib';
+import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { eventually, startTestEndpoint } from '../support/endpoint';
+
+function virtualPool(options: { leakDetectionThresholdMS?: number; waitQueueTimeoutMS?: number; maxPoolSize?: number } = {}) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize: 2, ...options });
+  const events: ConnectionPoolEvent[] = [];
+  pool.events$.subscribe((e) => events.push(e));
+  pool.ready();
+  const leakEvents = () => events.filter((e) => e.type.startsWith('ConnectionLeak') || e.type === 'ConnectionCheckedIn');
+  return { pool, clock, events, leakEvents };
+}
+
+/** A named function, so that its frame can be looked for in a captured checkOut stack. */
+function checkOutFromHandler(pool: ConnectionPoolCore<MockConnection>, held: MockConnection[]): void {
+  pool.checkOut().subscribe((c) => held.push(c));
+}
+
+describe('leak detection (leakDetectionThresholdMS)', function () {
+  it('reports a connection held past the threshold once, with how long and where it was checked out, and says when it comes back', function () {
+    const { pool, clock, leakEvents } = virtualPool({ leakDetectionThresholdMS: 1000 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10); // established and checked out at t=10
+    clock.advance(999);
+    expect(leakEvents(), 'not before the threshold').to.deep.equal([]);
+    clock.advance(1);
+    const [suspected] = leakEvents();
+    expect(suspected).to.deep.include({
+      type: 'ConnectionLeakSuspected',
+      extension: 'leakDetectionThresholdMS',
+      address: 'db.example:27017',
+      time: 1010,
+      connectionId: held[0].id,
+      duration: 1000,
+    });
+    const stack = (suspected as { checkOutStack: string }).checkOutStack;
+    expect(stack.split('\n')[0], 'the first frame is the caller of checkOut').to.match(/at checkOutFromHandler .*leak-detection\.spec\.ts/);
+    clock.advance(60_000);
+    expect(leakEvents(), 'once').to.have.length(1);
+    pool.checkIn(held[0]);
+    expect(leakEvents().map((e) => e.type)).to.deep.equal(['ConnectionLeakSuspected', 'ConnectionCheckedIn', 'ConnectionLeakSuspectCheckedIn']);
+    expect(leakEvents()[2]).to.deep.include({ connectionId: held[0].id, duration: 61_000, time: 61_010 });
+  });
+
+  it('times each checkout from its own checkout, and forgets a checkout that ended', function () {
+    const { pool, clock, leakEvents } = virtualPool({ leakDetectionThresholdMS: 100 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10); // first at t=10
+    clock.advance(50);
+    checkOutFromHandler(pool, held);
+    clock.advance(10); // second at t=70
+    clock.advance(40); // t=110: the first is due
+    expect(leakEvents().map((e) => [e.type, (e as { connectionId: number }).connectionId])).to.deep.equal([['ConnectionLeakSuspected', held[0].id]]);
+    pool.checkIn(held[1]); // back before its threshold: never reported
+    checkOutFromHandler(pool, held); // the same connection again, at t=110
+    clock.advance(99);
+    expect(leakEvents().filter((e) => e.type === 'ConnectionLeakSuspected')).to.have.length(1);
+    clock.advance(1); // t=210: the new checkout is due, 100 ms after it was made (not after the first checkout of that connection)
+    const last = leakEvents().at(-1)!;
+    expect(last).to.deep.include({ type: 'ConnectionLeakSuspected', connectionId: held[2].id, duration: 100, time: 210 });
+  });
+
+  it('is off by default: no stack captured, no timer, no extension event', function () {
+    const { pool, clock, events } = virtualPool();
+    expect(pool.options.leakDetectionThresholdMS).to.equal(0);
+    const captures = countStackCaptures();
+    try {
+      const held: MockConnection[] = [];
+      checkOutFromHandler(pool, held);
+      clock.advance(10);
+      clock.advance(3_600_000);
+      pool.checkIn(held[0]);
+      expect(events.filter((e) => 'extension' in e)).to.deep.equal([]);
+      expect(captures.count).to.equal(0);
+    } finally {
+      captures.restore();
+    }
+  });
+
+  it('refuses a threshold that is not a number of ms >= 0, naming the option', function () {
+    for (const value of [-1, Number.NaN, '1000', Infinity]) {
+      const make = () => new ConnectionPoolCore({ address: 'db:27017', connectionFactory: () => [], leakDetectionThresholdMS: value as number });
+      expect(make).to.throw(InvalidOptionError, /leakDetectionThresholdMS/);
+    }
+  });
+
+  it('logs a suspected leak at warn and its check-in at info, with connection logging at warn or info only', function () {
+    const logged = (severity: 'warn' | 'info' | 'debug') => {
+      const clock = new VirtualClock();
+      const messages: ConnectionLogMessage[] = [];
+      const pool = new ConnectionPool<MockConnection>({
+        address: 'db.example:27017',
+        scheduler: clock,
+        connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory,
+        leakDetectionThresholdMS: 100,
+        logging: { componentSeverities: { connection: severity }, path: { write: (m) => void messages.push(m as ConnectionLogMessage) } },
+      });
+      pool.ready();
+      const held: MockConnection[] = [];
+      pool.checkOut().subscribe((c) => held.push(c));
+      clock.advance(100);
+      pool.checkIn(held[0]);
+      pool.close();
+      return messages.filter((m) => m.level !== 'debug').map((m) => [m.level, m.fields.message, m.render().split('\n')[0]]);
+    };
+    const suspected = ['warn', 'Connection leak suspected', 'Connection leak suspected: address=db.example:27017, driver-generated ID=1, checked out 100 ms ago by:'];
+    const checkedIn = ['info', 'Connection leak suspect checked in', 'Connection leak suspect checked in: address=db.example:27017, driver-generated ID=1, after 100 ms'];
+    expect(logged('warn')).to.deep.equal([suspected]);
+    expect(logged('info')).to.deep.equal([suspected, checkedIn]);
+    expect(logged('debug')).to.deep.equal([suspected, checkedIn]);
+  });
+
+  it('reports the connection a worker holds too long under real load on the endpoint, and no other', async function () {
+    this.timeout(20_000);
+    const endpoint = await startTestEndpoint();
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions, maxPoolSize: 4, leakDetectionThresholdMS: 300 });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    try {
+      pool.ready();
+      const slow = await pool.checkOut();
+      let stop = false;
+      const workers = Array.from({ length: 8 }, async () => {
+        while (!stop) await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+      });
+      expect(await eventually(() => events.some((e) => e.type === 'ConnectionLeakSuspected'), 5000)).to.equal(true);
+      stop = true;
+      await Promise.all(workers);
+      pool.checkIn(slow);
+      const leaks = events.filter((e) => e.type === 'ConnectionLeakSuspected' || e.type === 'ConnectionLeakSuspectCheckedIn');
+      expect(leaks.map((e) => [e.type, (e as { connectionId: number }).connectionId])).to.deep.equal([
+        ['ConnectionLeakSuspected', slow.id],
+        ['ConnectionLeakSuspectCheckedIn', slow.id],
+      ]);
+      expect((leaks[0] as { duration: number }).duration).to.be.at.least(300);
+      expect((leaks[0] as { checkOutStack: string }).checkOutStack).to.match(/leak-detection\.spec\.ts/);
+      expect(events.filter((e) => e.type === 'ConnectionCheckedOut').length, 'the other workers kept going').to.be.greaterThan(8);
+    } finally {
+      pool.close();
+      await endpoint.stop();
+    }
+  });
+});
+
+describe('the holdings in the errors of waiting checkouts', function () {
+  it('WaitQueueTimeoutError.pool: what the pool held when the checkout timed out, the message staying the spec\'s', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10);
+    const waiting = [pool.checkOut().then(undefined, (e: unknown) => e), pool.checkOut().then(undefined, (e: unknown) => e)];
+    clock.advance(150);
+    const [first, second] = (await Promise.all(waiting)) as WaitQueueTimeoutError[];
+    expect(first).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(first.message).to.equal('Timed out while checking out a connection from connection pool');
+    const expected: PoolHoldings = {
+      inUseConnectionCount: 1,
+      pendingConnectionCount: 0,
+      availableConnectionCount: 0,
+      waitQueueLength: 2,
+      oldestCheckOut: { connectionId: held[0].id, duration: 100, checkOutStack: undefined },
+    };
+    expect(first.pool).to.deep.equal(expected);
+    expect(second.pool, 'both timed out at once: the same moment').to.equal(first.pool);
+    expect(Object.isFrozen(first.pool)).to.equal(true);
+  });
+
+  it('with leak detection on, names where the oldest checkout was made', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 1, waitQueueTimeoutMS: 100, leakDetectionThresholdMS: 60_000 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10);
+    const waiting = pool.checkOut().then(undefined, (e: unknown) => e);
+    clock.advance(100);
+    const error = (await waiting) as WaitQueueTimeoutError;
+    expect(error.pool?.oldestCheckOut?.checkOutStack).to.match(/^ +at checkOutFromHandler .*leak-detection\.spec\.ts/);
+  });
+
+  it('PoolClearedError.pool: what the pool held when the clear evicted the checkout', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 2 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10);
+    clock.advance(5);
+    checkOutFromHandler(pool, held);
+    clock.advance(10);
+    const waiting = pool.checkOut().then(undefined, (e: unknown) => e);
+    clock.advance(20);
+    pool.clear({ cause: new Error('primary stepped down') });
+    const error = (await waiting) as PoolClearedError;
+    expect(error).to.be.instanceOf(PoolClearedError);
+    expect(error.message).to.equal('Connection pool for db.example:27017 was cleared because another operation failed with: primary stepped down');
+    expect(error.pool).to.deep.equal({
+      inUseConnectionCount: 2,
+      pendingConnectionCount: 0,
+      availableConnectionCount: 0,
+      waitQueueLength: 1,
+      oldestCheckOut: { connectionId: held[0].id, duration: 35, checkOutStack: undefined },
+    });
+  });
+
+  it('says nothing of the oldest checkout when the pool did not time its checkouts (unobserved, no timeout, no leak detection)', async function () {
+    const clock = new VirtualClock();
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, maxPoolSize: 1, connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory });
+    pool.ready();
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(0);
+    const waiting = pool.checkOut().then(undefined, (e: unknown) => e);
+    pool.clear();
+    const error = (await waiting) as PoolClearedError;
+    expect(held).to.have.length(1);
+    expect(error.pool).to.deep.include({ inUseConnectionCount: 1, waitQueueLength: 1, oldestCheckOut: undefined });
+  });
+});
+
+/** Counts calls of Error.captureStackTrace until restored. */
+function countStackCaptures(): { count: number; restore(): void } {
+  const original = Error.captureStackTrace;
+  const counter = {
+    count: 0,
+    restore: () => {
+      Error.captureStackTrace = original;
+    },
+  };
+  Error.captureStackTrace = function (this: unknown, ...args: Parameters<typeof original>) {
+    counter.count++;
+    return original.apply(this, args);
+  } as typeof original;
+  return counter;
+}
