@@ -193,7 +193,7 @@ export interface PoolHoldings {
   readonly pendingConnectionCount: number;
   /** Connections available (established, not checked out). */
   readonly availableConnectionCount: number;
-  /** Checkouts waiting (in the WaitQueue, or for an establishment they claimed), this one included. */
+  /** Checkouts waiting (in the WaitQueue, or for an establishment they claimed); for a timeout, this one included. */
   readonly waitQueueLength: number;
   /**
    * The checkout that has held its connection longest, when the pool timed its checkouts (it does while `events$` is
@@ -286,23 +286,54 @@ export class PoolClearedError extends CmapError {
  * Thrown by `checkOut` when the request waited in the WaitQueue longer than `waitQueueTimeoutMS`. The time spent
  * establishing a connection the request already started is not counted.
  *
+ * Also thrown when a checkout's own `timeoutMS` (`checkOut({ timeoutMS })`) elapsed, the time spent establishing a
+ * connection it started included; `timeoutMS` is then set.
+ *
  * `pool` says what the pool held when it timed out (see {@link PoolHoldings}: in use, pending, available, waiting,
  * and the checkout that had held its connection longest, with its `checkOut` stack when leak detection is on).
  * `util.inspect` (and so `console.error`) shows it; the message is the spec's, which the CMAP tests compare exactly.
  *
  * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively"; `pool`:
- * extension.
+ * extension; `timeoutMS`: extension (the client-side operations timeout spec: a checkout is bounded by the
+ * operation's remaining timeoutMS and fails with a timeout error).
  */
 export class WaitQueueTimeoutError extends CmapError {
+  /** The checkout's own timeoutMS (ms) when that is what elapsed; undefined for the pool's waitQueueTimeoutMS. */
+  readonly timeoutMS: number | undefined;
+
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
-    /** The waitQueueTimeoutMS that elapsed, in ms. */
+    /** The limit that elapsed, in ms: the pool's waitQueueTimeoutMS, or the checkout's own timeoutMS. */
     readonly waitQueueTimeoutMS: number,
     /** What the pool held when the checkout timed out; undefined when the error was not made by a pool. */
     readonly pool?: PoolHoldings,
+    details?: {
+      /** The checkout's own timeoutMS, when that is what elapsed. */
+      timeoutMS?: number;
+    },
   ) {
     super('Timed out while checking out a connection from connection pool');
+    this.timeoutMS = details?.timeoutMS;
+  }
+}
+
+/**
+ * Thrown by `checkOut` when `maxWaitQueueSize` checkouts were already waiting: the checkout fails at once, without
+ * waiting (ConnectionCheckOutFailed reason `waitQueueFull`). `pool` says what the pool held at that moment.
+ *
+ * Source: extension (reactor-pool's `maxPendingAcquire`, which fails an acquire beyond it at once).
+ */
+export class WaitQueueFullError extends CmapError {
+  constructor(
+    /** The pool's Endpoint, `host:port`. */
+    readonly address: string,
+    /** The pool's maxWaitQueueSize. */
+    readonly maxWaitQueueSize: number,
+    /** What the pool held when the checkout was refused. */
+    readonly pool?: PoolHoldings,
+  ) {
+    super(`Connection pool for ${address} refused a checkout: maxWaitQueueSize (${maxWaitQueueSize}) checkouts are already waiting`);
   }
 }
 

@@ -24,11 +24,14 @@ export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed';
  * - `connectionError`: establishing a connection failed, or the pool was paused (cleared or not yet ready);
  * - `cancelled`: an rxcmap extension: the caller gave up (unsubscribed, or aborted its AbortSignal) before a
  *   connection was delivered. Monitors that only know the spec's three reasons can treat it as theirs to ignore.
+ * - `waitQueueFull`: an rxcmap extension: `maxWaitQueueSize` checkouts were already waiting.
+ *
+ * `timeout` also covers a checkout's own `timeoutMS` (extension).
  *
  * Source: CMAP spec, "Events" (ConnectionCheckOutFailedEvent.reason); `cancelled`: extension (cancellation of an
- * RxJS subscription or an `AbortSignal`).
+ * RxJS subscription or an `AbortSignal`); `waitQueueFull`: extension (reactor-pool's maxPendingAcquire).
  */
-export type ConnectionCheckOutFailedReason = 'poolClosed' | 'timeout' | 'connectionError' | 'cancelled';
+export type ConnectionCheckOutFailedReason = 'poolClosed' | 'timeout' | 'connectionError' | 'cancelled' | 'waitQueueFull';
 
 /**
  * Fields every pool event carries.

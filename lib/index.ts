@@ -28,6 +28,7 @@ export {
   PoolClosedError,
   PoolClearedError,
   WaitQueueTimeoutError,
+  WaitQueueFullError,
   CheckOutCancelledError,
   ConnectionCheckInError,
   ConnectionBusyError,

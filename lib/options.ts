@@ -55,6 +55,16 @@ export interface PoolExtensionOptions {
    * Source: extension (HikariCP's `leakDetectionThreshold`).
    */
   leakDetectionThresholdMS?: number;
+  /**
+   * A bounded WaitQueue: a checkout that would wait while this many already wait fails at once with
+   * WaitQueueFullError (ConnectionCheckOutFailed reason `waitQueueFull`). Counts the WaitQueue proper: checkouts
+   * waiting for a connection or an establishment slot (not those waiting on an establishment they started). An
+   * integer >= 0; 0 means unbounded. Default 0.
+   *
+   * Source: extension (reactor-pool's `maxPendingAcquire`; Go's database/sql and HikariCP bound waiting callers by
+   * time only).
+   */
+  maxWaitQueueSize?: number;
 }
 
 /**
@@ -93,6 +103,7 @@ export const POOL_OPTION_NAMES = [
  */
 export const POOL_EXTENSION_OPTION_NAMES = [
   'leakDetectionThresholdMS',
+  'maxWaitQueueSize',
 ] as const satisfies readonly (keyof PoolExtensionOptions)[];
 
 /**
@@ -154,6 +165,7 @@ export const DEFAULT_POOL_OPTIONS: Readonly<Required<AllPoolOptions>> = Object.f
   maxConnecting: 2,
   waitQueueTimeoutMS: 0,
   leakDetectionThresholdMS: 0,
+  maxWaitQueueSize: 0,
   backgroundThreadIntervalMS: 1000,
 });
 
@@ -190,6 +202,7 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
   requireDurationMS('maxIdleTimeMS', resolved.maxIdleTimeMS);
   requireDurationMS('waitQueueTimeoutMS', resolved.waitQueueTimeoutMS);
   requireDurationMS('leakDetectionThresholdMS', resolved.leakDetectionThresholdMS, 'a number of ms >= 0 (0 turns leak detection off)');
+  requireInteger('maxWaitQueueSize', resolved.maxWaitQueueSize, 0, 'an integer >= 0 (0 means unbounded)');
   if (resolved.maxPoolSize > 0 && resolved.minPoolSize > resolved.maxPoolSize) {
     throw new InvalidOptionError(
       'minPoolSize',
@@ -216,6 +229,7 @@ function pick(o: Required<AllPoolOptions>): Required<AllPoolOptions> {
     maxConnecting: o.maxConnecting,
     waitQueueTimeoutMS: o.waitQueueTimeoutMS,
     leakDetectionThresholdMS: o.leakDetectionThresholdMS,
+    maxWaitQueueSize: o.maxWaitQueueSize,
     backgroundThreadIntervalMS: o.backgroundThreadIntervalMS,
   };
 }

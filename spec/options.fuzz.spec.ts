@@ -72,6 +72,7 @@ const poolOptionArbitraries = {
   maxConnecting: option(fc.integer({ min: 1, max: 5 })),
   waitQueueTimeoutMS: option(fc.integer({ min: 0, max: 60_000 })),
   leakDetectionThresholdMS: option(fc.integer({ min: 0, max: 60_000 })),
+  maxWaitQueueSize: option(fc.integer({ min: 0, max: 1000 })),
   backgroundThreadIntervalMS: option(fc.constantFrom(-1, 10, 1000)),
 };
 

@@ -176,6 +176,7 @@ const CHECKOUT_FAILED_REASONS: Record<string, string> = {
   connectionError: 'An error occurred while trying to establish a new connection',
   poolClosed: 'Connection pool was closed',
   cancelled: 'The checkout was cancelled before a connection was delivered',
+  waitQueueFull: 'The wait queue was full (maxWaitQueueSize checkouts were waiting)',
 };
 
 /**

@@ -14,6 +14,8 @@ export interface CheckOutAction<C> {
   readonly waiter: Waiter<C>;
   /** Leak detection: where the checkout was requested (given only while leak detection is on). */
   readonly site?: CheckOutSite;
+  /** A high-priority checkout (`checkOut({ priority: 'high' })`): served before every normal one. */
+  readonly high?: boolean;
 }
 
 /**
@@ -24,6 +26,11 @@ export interface CancelAction<C> {
   readonly type: 'cancel';
   readonly waiter: Waiter<C>;
   readonly error?: Error;
+  /**
+   * The checkout's own `timeoutMS` (ms) elapsed: it fails with a WaitQueueTimeoutError the pool makes (with what it
+   * held), and reason `timeout`, rather than as a cancellation.
+   */
+  readonly timeoutMS?: number;
 }
 
 /**

@@ -4,7 +4,7 @@
  *
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
-import { Observable, type Subscriber, type TeardownLogic } from 'rxjs';
+import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueTimeoutError } from '../errors';
 import { Waiter } from './wait-queue';
@@ -21,6 +21,31 @@ export interface CheckOutOptions {
    * subscriber with a check-in queued ahead) changes nothing, and the caller receives what the events say.
    */
   readonly signal?: AbortSignal;
+  /**
+   * `'high'`: the checkout is served before every normal one (FIFO among high-priority checkouts), for health checks,
+   * `killCursors`, `abortTransaction` or `endSessions` at shutdown; normal checkouts keep their order. Default
+   * `'normal'`.
+   *
+   * Source: extension (the mongodb-core 2.0 pool lets monitoring operations jump its queue).
+   */
+  readonly priority?: 'high' | 'normal';
+  /**
+   * A deadline for this checkout, in ms from its start (a number >= 0; 0 means none): waiting in the WaitQueue and
+   * waiting on an establishment it started both count. When it passes, the checkout fails with
+   * WaitQueueTimeoutError (`timeoutMS` set) and ConnectionCheckOutFailed reason `timeout`; an establishment it
+   * started goes on, for the next checkout. Independent of the pool's waitQueueTimeoutMS (whichever elapses first).
+   *
+   * Source: extension (the client-side operations timeout spec: a checkout is bounded by the operation's timeoutMS).
+   */
+  readonly timeoutMS?: number;
+}
+
+/** The checked options of one checkout, as its request keeps them (made only when options were given). */
+export interface CheckOutSettings {
+  readonly signal: AbortSignal | undefined;
+  readonly high: boolean;
+  /** ms; 0 for none. */
+  readonly timeoutMS: number;
 }
 
 /** How a request reaches its pool. */
@@ -29,13 +54,16 @@ export interface CheckOutPort<C> {
   /** OpenTelemetry's `server.address` and `server.port` of the pool's Endpoint (for checkout traces). */
   readonly serverAddress: string;
   readonly serverPort: number | undefined;
-  /** Enqueues the waiter's checkOut action; `request` is the request it was started from. */
-  enter(waiter: Waiter<C>, request: CheckOutRequest<C>): void;
+  /** The pool's clock and timers (for checkout deadlines). */
+  readonly scheduler: SchedulerLike;
+  /** Enqueues the waiter's checkOut action; `request` is the request it was started from, `high` its priority. */
+  enter(waiter: Waiter<C>, request: CheckOutRequest<C>, high: boolean): void;
   /**
    * Enqueues the waiter's cancel action: with `error` for an abort (the pool fails the waiter with it, unless it
-   * committed another outcome first), without for an unsubscribe.
+   * committed another outcome first), with `timeoutMS` when the checkout's own deadline passed, with neither for an
+   * unsubscribe.
    */
-  leave(waiter: Waiter<C>, error?: Error): void;
+  leave(waiter: Waiter<C>, error?: Error, timeoutMS?: number): void;
 }
 
 /**
@@ -54,14 +82,15 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
 
   constructor(
     private readonly port: CheckOutPort<C>,
-    private readonly signal?: AbortSignal,
+    private readonly settings?: CheckOutSettings,
   ) {
     super();
   }
 
   /** One subscription = one checkout. (RxJS calls this for every subscriber.) */
   protected _subscribe(subscriber: Subscriber<C>): TeardownLogic {
-    const { port, signal } = this;
+    const { port, settings } = this;
+    const signal = settings?.signal;
     const trace = isTraced(checkOutChannel) ? startTrace(port) : undefined;
     if (signal?.aborted) {
       const error = cancelled(port.address, signal.reason);
@@ -76,13 +105,20 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     const onAbort = (): void => abort(port, waiter, signal!);
     signal?.addEventListener('abort', onAbort, { once: true });
     enter(port, waiter, this, trace);
+    const deadline = settings === undefined || settings.timeoutMS === 0 ? undefined : armDeadline(port, waiter, settings.timeoutMS);
     return () => {
       signal?.removeEventListener('abort', onAbort);
+      deadline?.unsubscribe();
       if (waiter.state === 'done') return;
       port.leave(waiter);
       // Unsubscribed before an outcome: nobody is left to receive an error, so the trace ends without one.
       if (trace !== undefined && !trace.done) endTrace(trace, false, undefined);
     };
+  }
+
+  /** Whether it is a high-priority checkout (`priority: 'high'`). */
+  get high(): boolean {
+    return this.settings?.high === true;
   }
 
   then<R1 = C, R2 = never>(
@@ -93,7 +129,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     if (waiter === undefined) {
       const trace = isTraced(checkOutChannel) ? startTrace(this.port) : undefined;
       waiter = this.waiter = trace === undefined ? new PromiseWaiter<C>() : new TracedPromiseWaiter<C>(trace);
-      startCheckOut(this.port, this.signal, waiter, this, trace);
+      startCheckOut(this.port, this.settings, waiter, this, trace);
     }
     return waiter.join(onfulfilled, onrejected) as Promise<R1 | R2>;
   }
@@ -245,11 +281,12 @@ function notify<C>(onfulfilled: OnFulfilled<C>, onrejected: OnRejected, resolve:
 /** Starts the checkout of a Promise waiter; it settles exactly once, whichever of delivery, failure or abort is first. */
 function startCheckOut<C>(
   port: CheckOutPort<C>,
-  signal: AbortSignal | undefined,
+  settings: CheckOutSettings | undefined,
   waiter: PromiseWaiter<C>,
   request: CheckOutRequest<C>,
   trace: Trace<CheckOutTraceContext> | undefined,
 ): void {
+  const signal = settings?.signal;
   if (signal?.aborted) {
     waiter.state = 'done';
     trace?.skip(); // the waiter's settlement ends the trace
@@ -265,12 +302,28 @@ function startCheckOut<C>(
     waiter.detach = () => signal.removeEventListener('abort', onAbort);
   }
   enter(port, waiter, request, trace);
+  if (settings !== undefined && settings.timeoutMS > 0 && waiter.state !== 'done') {
+    const deadline = armDeadline(port, waiter, settings.timeoutMS);
+    const detach = waiter.detach;
+    waiter.detach = () => {
+      deadline.unsubscribe();
+      detach?.();
+    };
+  }
 }
 
 /** Enqueues a waiter; when traced, inside the trace's `start` (with its bound stores), followed by `end`. */
 function enter<C>(port: CheckOutPort<C>, waiter: Waiter<C>, request: CheckOutRequest<C>, trace: Trace<CheckOutTraceContext> | undefined): void {
-  if (trace === undefined) port.enter(waiter, request);
-  else trace.run(port.enter, port, waiter, request);
+  const high = request.high;
+  if (trace === undefined) port.enter(waiter, request, high);
+  else trace.run(port.enter, port, waiter, request, high);
+}
+
+/** A checkout's own deadline: when it passes first, the pool fails the checkout with a timeout (in commit order). */
+function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: number): Subscription {
+  return port.scheduler.schedule(() => {
+    if (waiter.state !== 'done') port.leave(waiter, undefined, timeoutMS);
+  }, timeoutMS);
 }
 
 /** A new checkout trace (see {@link CheckOutTraceContext}). */

@@ -29,11 +29,11 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, resolvePoolOptions, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, rejectUnknownOptions, requireDurationMS, requireOptionsObject, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action } from './actions';
 import { Broadcast } from './broadcast';
-import { CheckOutRequest, type CheckOutOptions, type CheckOutPort } from './check-out';
+import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
@@ -261,11 +261,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
+      scheduler,
       enter:
         sites === undefined
-          ? (waiter: Waiter<C>) => dispatch({ type: 'checkOut', waiter })
-          : (waiter: Waiter<C>, request: CheckOutRequest<C>) => dispatch({ type: 'checkOut', waiter, site: sites.get(request) }),
-      leave: (waiter: Waiter<C>, error?: Error) => dispatch({ type: 'cancel', waiter, error }),
+          ? (waiter: Waiter<C>, _request: CheckOutRequest<C>, high: boolean) => dispatch({ type: 'checkOut', waiter, high })
+          : (waiter: Waiter<C>, request: CheckOutRequest<C>, high: boolean) => dispatch({ type: 'checkOut', waiter, site: sites.get(request), high }),
+      leave: (waiter: Waiter<C>, error?: Error, timeoutMS?: number) => dispatch({ type: 'cancel', waiter, error, timeoutMS }),
     };
 
     // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.
@@ -350,23 +351,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * pool.checkOut().pipe(timeout(1000)).subscribe((c) => pool.checkIn(c));
    * ```
    *
-   * @throws {InvalidOptionError} synchronously, for options that are not an object (option `checkOut options`) or a
-   *   `signal` that is not an AbortSignal (option `signal`).
+   * @throws {InvalidOptionError} synchronously, for options that are not an object (option `checkOut options`), a
+   *   key that is not one of them (naming the closest), a `signal` that is not an AbortSignal, a `priority` other
+   *   than `'high'` or `'normal'`, or a `timeoutMS` that is not a number >= 0 (each named).
    *
    * Source: CMAP spec, "Checking Out a Connection".
    */
   checkOut(options?: CheckOutOptions): CheckOutRequest<C> {
-    let signal: AbortSignal | undefined;
-    if (options !== undefined) {
-      if (options === null || typeof options !== 'object') {
-        throw new InvalidOptionError('checkOut options', options, 'an object { signal?: AbortSignal }, or nothing');
-      }
-      signal = options.signal;
-      if (signal !== undefined && !isAbortSignal(signal)) {
-        throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
-      }
-    }
-    const request = new CheckOutRequest<C>(this.port, signal);
+    const request = new CheckOutRequest<C>(this.port, options === undefined ? undefined : checkOutSettings(options));
     if (this.checkOutSites !== undefined) {
       const site: CheckOutSite = {};
       Error.captureStackTrace(site, ConnectionPoolCore.prototype.checkOut);
@@ -588,6 +580,30 @@ function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
     if (l.serviceId !== serviceId || l.generation !== g.generation || l.connectionCount !== g.connectionCount) return false;
   }
   return true;
+}
+
+/** The names of {@link CheckOutOptions}. */
+const CHECK_OUT_OPTION_NAMES = ['signal', 'priority', 'timeoutMS'] as const satisfies readonly (keyof CheckOutOptions)[];
+true satisfies ListsEveryOption<CheckOutOptions, typeof CHECK_OUT_OPTION_NAMES>;
+
+/**
+ * Checks a checkout's options (a misspelt key is refused, naming the closest option) and keeps what the request
+ * needs.
+ */
+function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
+  requireOptionsObject('checkOut options', options, 'an object { signal?, priority?, timeoutMS? }, or nothing', true);
+  for (const key in options) {
+    if (!(CHECK_OUT_OPTION_NAMES as readonly string[]).includes(key)) rejectUnknownOptions(options, CHECK_OUT_OPTION_NAMES, 'checkOut');
+  }
+  const { signal, priority, timeoutMS } = options;
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+  }
+  if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
+    throw new InvalidOptionError('priority', priority, "'high' or 'normal'");
+  }
+  if (timeoutMS !== undefined) requireDurationMS('timeoutMS', timeoutMS, 'a number of ms >= 0 (0 means none)');
+  return { signal, high: priority === 'high', timeoutMS: timeoutMS ?? 0 };
 }
 
 /**

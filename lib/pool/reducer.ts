@@ -8,7 +8,7 @@
  * a connection, populating, checking out, checking in, clearing), "Background Thread", "WaitQueue".
  */
 import { checkInChannel, clearChannel } from '../diagnostics-channels';
-import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type PoolHoldings } from '../errors';
+import { CheckOutCancelledError, PoolClearedError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError, type PoolHoldings } from '../errors';
 import type {
   ConnectionCheckOutFailedReason,
   ConnectionClosedReason,
@@ -36,10 +36,10 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
   switch (action.type) {
     case 'checkOut':
       if (action.site !== undefined) state.checkOutSites?.set(action.waiter, action.site);
-      checkOut(state, action.waiter, out);
+      checkOut(state, action.waiter, action.high === true, out);
       break;
     case 'cancel':
-      cancel(state, action.waiter, action.error, out);
+      cancel(state, action.waiter, action.error, action.timeoutMS, out);
       break;
     case 'checkIn':
       checkIn(state, action.connection, action.holder, action.discard === true, out);
@@ -75,7 +75,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
 // ---------------------------------------------------------------------------------------------------------------
 // Checking out
 
-function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: Command<C>[]): void {
+function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high: boolean, out: Command<C>[]): void {
   if (w.state !== 'new') return; // cancelled before it reached the pool: it never started
   // The clock is read only when something needs it: a duration for an observer, or a WaitQueue deadline.
   const timeout = s.options.waitQueueTimeoutMS;
@@ -85,29 +85,37 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, out: 
   if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
   if (timeout > 0) w.deadline = now(s) + timeout;
-  s.waitQueue.push(w);
+  s.waitQueue.push(w, high);
   serveWaiters(s, out);
-  if ((w.state as WaiterState) === 'queued' && w.deadline !== undefined && s.waitTimerAt === undefined) {
-    armWaitTimer(s, w.deadline, out);
+  if ((w.state as WaiterState) !== 'queued') return;
+  const maxWaitQueueSize = s.options.maxWaitQueueSize;
+  if (maxWaitQueueSize > 0 && s.waitQueue.length > maxWaitQueueSize) {
+    // A bounded WaitQueue: it would wait behind maxWaitQueueSize others, so it fails at once instead.
+    s.waitQueue.remove(w);
+    return failWaiter(s, w, 'waitQueueFull', new WaitQueueFullError(s.address, maxWaitQueueSize, holdings(s)), out);
   }
+  if (w.deadline !== undefined && s.waitTimerAt === undefined) armWaitTimer(s, w.deadline, out);
 }
 
 /**
  * Serves waiters, oldest first, until no more progress is possible:
- * 1. available connections go to the oldest waiters (claimants first: they are older than any queued one);
- *    perished connections met on the way are closed;
- * 2. the head of the WaitQueue claims an establishment already under way that nobody claimed (a background
- *    populate, or one whose claimant left), or starts one if maxPoolSize and maxConnecting allow.
+ * 1. available connections go to the oldest waiters: high-priority ones first (claimants, then queued), then
+ *    claimants (they are older than any queued one), then the WaitQueue; perished connections met on the way are
+ *    closed;
+ * 2. the head of the WaitQueue (high-priority first) claims an establishment already under way that nobody claimed
+ *    (a background populate, or one whose claimant left), or starts one if maxPoolSize and maxConnecting allow.
  * A claimant leaves the WaitQueue: waitQueueTimeoutMS no longer applies to it.
  */
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   while (s.available.size > 0) {
-    const fromEstablishing = s.claimants.peek() !== undefined;
-    const w = fromEstablishing ? s.claimants.peek() : s.waitQueue.peek();
+    const claimant = s.claimants.peekHigh();
+    const queued = claimant === undefined ? s.waitQueue.peekHigh() : undefined;
+    const fromClaimants = claimant !== undefined || (queued === undefined && s.claimants.peekNormal() !== undefined);
+    const w = claimant ?? queued ?? (fromClaimants ? s.claimants.peekNormal() : s.waitQueue.peekNormal());
     if (w === undefined) break;
     const rec = takeAvailable(s, out);
     if (rec === undefined) break;
-    if (fromEstablishing) s.claimants.shift();
+    if (fromClaimants) s.claimants.shift();
     else s.waitQueue.shift();
     checkOutTo(s, w, rec, out);
   }
@@ -119,8 +127,9 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
     } else {
       break;
     }
+    const high = s.waitQueue.peekHigh() === w;
     s.waitQueue.shift();
-    s.claimants.push(w);
+    s.claimants.push(w, high);
   }
 }
 
@@ -180,19 +189,28 @@ function failWaiter<C extends PoolConnection>(
  * processing). An aborted one is failed with its front end's error, which the event carries too; an unsubscribed
  * one has nobody to receive an error, so none is built unless an observer receives it in the event.
  */
-function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, error: Error | undefined, out: Command<C>[]): void {
+function cancel<C extends PoolConnection>(
+  s: PoolState<C>,
+  w: Waiter<C>,
+  abortError: Error | undefined,
+  timeoutMS: number | undefined,
+  out: Command<C>[],
+): void {
   if (w.state === 'new') {
     w.state = 'done'; // it never reached the pool: no event, nothing to undo
-    if (error !== undefined) out.push({ type: 'fail', waiter: w, error });
+    if (abortError !== undefined) out.push({ type: 'fail', waiter: w, error: abortError });
     return;
   }
+  // What the pool held as the checkout's own timeout elapsed (taken before it leaves).
+  const held = timeoutMS === undefined ? undefined : holdings(s);
   if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done: its outcome stands
+  const error = held === undefined ? abortError : new WaitQueueTimeoutError(s.address, timeoutMS!, held, { timeoutMS });
   if (s.observed) {
     emit(out, {
       type: 'ConnectionCheckOutFailed',
       address: s.address,
       time: now(s),
-      reason: 'cancelled',
+      reason: held === undefined ? 'cancelled' : 'timeout',
       duration: sinceStart(s, w),
       error: error ?? new CheckOutCancelledError(s.address),
     });
@@ -202,21 +220,29 @@ function cancel<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, error: 
   serveWaiters(s, out);
 }
 
+/**
+ * The WaitQueue timer fired: each lane's expired heads time out (deadlines grow within a lane, so the expired ones
+ * are at its head); the timer is re-armed for the earliest deadline left.
+ */
 function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.waitTimerAt = undefined;
   const time = now(s);
   // What the pool held when these checkouts timed out: taken once, before the first of them leaves the WaitQueue.
   let held: PoolHoldings | undefined;
-  for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
-    if (w.deadline === undefined) return; // no deadline (waitQueueTimeoutMS was 0 when it entered)
-    if (w.deadline > time) {
-      armWaitTimer(s, w.deadline, out);
-      return;
+  let next = Infinity;
+  for (const high of [true, false]) {
+    for (let w = high ? s.waitQueue.peekHigh() : s.waitQueue.peekNormal(); w !== undefined; w = high ? s.waitQueue.peekHigh() : s.waitQueue.peekNormal()) {
+      if (w.deadline === undefined) break; // no deadline (waitQueueTimeoutMS was 0 when it entered)
+      if (w.deadline > time) {
+        next = Math.min(next, w.deadline);
+        break;
+      }
+      held ??= holdings(s);
+      s.waitQueue.shiftLane(high);
+      failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held), out);
     }
-    held ??= holdings(s);
-    s.waitQueue.shift();
-    failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held), out);
   }
+  if (next !== Infinity) armWaitTimer(s, next, out);
 }
 
 function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {

@@ -43,9 +43,15 @@ export abstract class Waiter<C> {
   abstract fail(error: Error): void;
 }
 
-/** A FIFO of waiters in one state (`queued` or `claimant`), with O(1) removal of any member. */
+/**
+ * A FIFO of waiters in one state (`queued` or `claimant`), with O(1) removal of any member, in two lanes: high-priority
+ * waiters (`checkOut({ priority: 'high' })`) come out before every normal one, each lane FIFO. The high lane is made
+ * on its first member, so a pool without priority checkouts never pays for it.
+ */
 export class WaitQueue<C> {
+  /** The normal lane. */
   private readonly buffer = new RingBuffer<Waiter<C>>();
+  private high: RingBuffer<Waiter<C>> | undefined = undefined;
   private members = 0;
 
   /** @param memberState the state a waiter has while it is a member of this queue. */
@@ -56,30 +62,38 @@ export class WaitQueue<C> {
     return this.members;
   }
 
-  /** Appends `w` and gives it this queue's member state. */
-  push(w: Waiter<C>): void {
+  /** Appends `w` to its lane (high priority, or normal) and gives it this queue's member state. */
+  push(w: Waiter<C>, high = false): void {
     w.state = this.memberState;
-    this.buffer.push(w);
+    (high ? (this.high ??= new RingBuffer<Waiter<C>>()) : this.buffer).push(w);
     this.members++;
   }
 
-  /** The oldest member, dropping removed waiters in front of it. */
+  /** The oldest member: of the high lane when it has one, else of the normal lane. */
   peek(): Waiter<C> | undefined {
-    for (let w = this.buffer.peek(); w !== undefined; w = this.buffer.peek()) {
-      if (w.state === this.memberState) return w;
-      this.buffer.shift();
-    }
-    return undefined;
+    return this.peekHigh() ?? this.peekLane(this.buffer);
   }
 
-  /** Removes and returns the oldest member; the caller gives it its next state. */
+  /** The oldest high-priority member, if any. */
+  peekHigh(): Waiter<C> | undefined {
+    return this.high === undefined ? undefined : this.peekLane(this.high);
+  }
+
+  /** The oldest normal member, if any. */
+  peekNormal(): Waiter<C> | undefined {
+    return this.peekLane(this.buffer);
+  }
+
+  /** Removes and returns the oldest member (see {@link peek}); the caller gives it its next state. */
   shift(): Waiter<C> | undefined {
-    const w = this.peek();
-    if (w !== undefined) {
-      this.buffer.shift();
-      this.members--;
-    }
-    return w;
+    const high = this.peekHigh();
+    return high !== undefined ? this.take(this.high!) : this.peekLane(this.buffer) === undefined ? undefined : this.take(this.buffer);
+  }
+
+  /** Removes and returns the oldest member of one lane, if any. */
+  shiftLane(high: boolean): Waiter<C> | undefined {
+    const lane = high ? this.high : this.buffer;
+    return lane === undefined || this.peekLane(lane) === undefined ? undefined : this.take(lane);
   }
 
   /**
@@ -90,15 +104,34 @@ export class WaitQueue<C> {
     if (w.state !== this.memberState) return false;
     w.state = 'done';
     this.members--;
-    const removed = this.buffer.size - this.members;
-    if (removed > 64 && removed > this.members) this.buffer.retain((x) => x.state === this.memberState);
+    const removed = this.buffer.size + (this.high?.size ?? 0) - this.members;
+    if (removed > 64 && removed > this.members) {
+      const isMember = (x: Waiter<C>): boolean => x.state === this.memberState;
+      this.buffer.retain(isMember);
+      this.high?.retain(isMember);
+    }
     return true;
   }
 
-  /** Removes every member, returning them oldest first (their state is the caller's to set). */
+  /** Removes every member, returning them in the order they would have come out (their state is the caller's to set). */
   drain(): Waiter<C>[] {
     const out: Waiter<C>[] = [];
     for (let w = this.shift(); w !== undefined; w = this.shift()) out.push(w);
     return out;
+  }
+
+  /** The head member of a lane, dropping removed waiters in front of it. */
+  private peekLane(lane: RingBuffer<Waiter<C>>): Waiter<C> | undefined {
+    for (let w = lane.peek(); w !== undefined; w = lane.peek()) {
+      if (w.state === this.memberState) return w;
+      lane.shift();
+    }
+    return undefined;
+  }
+
+  /** Shifts the head of a lane (known to be a member). */
+  private take(lane: RingBuffer<Waiter<C>>): Waiter<C> {
+    this.members--;
+    return lane.shift()!;
   }
 }

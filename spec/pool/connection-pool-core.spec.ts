@@ -706,8 +706,11 @@ describe('ConnectionPool', function () {
         [() => pool.input.next({ type: 'clear', serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5/],
         [() => pool.checkOut({ signal: 'x' } as never), 'signal', /Invalid signal: "x" \(signal must be an AbortSignal/],
         [() => pool.checkOut({ signal: { aborted: false } } as never), 'signal', /Invalid signal/],
-        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?: AbortSignal \}, or nothing\)/],
+        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?, priority\?, timeoutMS\? \}, or nothing\)/],
         [() => pool.checkOut(5 as never), 'checkOut options', /Invalid checkOut options: 5/],
+        [() => pool.checkOut({ timeoutMs: 5 } as never), 'timeoutMs', /Unknown option timeoutMs of checkOut: did you mean timeoutMS\?/],
+        [() => pool.checkOut({ priority: 'urgent' } as never), 'priority', /Invalid priority: "urgent" \(priority must be 'high' or 'normal'\)/],
+        [() => pool.checkOut({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1/],
       ];
       for (const [call, option, message] of cases) {
         let error: unknown;

@@ -153,7 +153,7 @@ class Run {
   private nextConnectionId = 1;
   private started = 0;
   private checkedOut = 0;
-  private readonly failed: Record<ConnectionCheckOutFailedReason, number> = { poolClosed: 0, timeout: 0, connectionError: 0, cancelled: 0 };
+  private readonly failed: Record<ConnectionCheckOutFailedReason, number> = { poolClosed: 0, timeout: 0, connectionError: 0, cancelled: 0, waitQueueFull: 0 };
   /** Checkouts the pool committed (ConnectionCheckedOut) whose caller had left: it checked the connection back in. */
   private abandoned = 0;
   private readonly failedErrors = new Map<unknown, number>();

@@ -1,0 +1,169 @@
+/**
+ * The pool's opt-in extensions of the WaitQueue, on virtual time: a bounded WaitQueue (`maxWaitQueueSize`),
+ * high-priority checkouts (`priority: 'high'`), and a checkout's own deadline (`timeoutMS`).
+ */
+import { expect } from 'chai';
+import { firstValueFrom } from 'rxjs';
+import { ConnectionPoolCore, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
+import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { microtasks } from '../support/microtasks';
+
+function virtualPool(options: { maxPoolSize?: number; maxConnecting?: number; maxWaitQueueSize?: number; waitQueueTimeoutMS?: number; establishDelayMS?: number } = {}) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: options.establishDelayMS ?? 10 });
+  const { establishDelayMS: _, ...poolOptions } = options;
+  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize: 1, ...poolOptions });
+  const events: ConnectionPoolEvent[] = [];
+  pool.events$.subscribe((e) => events.push(e));
+  pool.ready();
+  return { pool, clock, events };
+}
+
+/** Starts a checkout that records, under `name`, what it ended with (in `order`). */
+function track(pool: ConnectionPoolCore<MockConnection>, order: string[], name: string, options?: CheckOutOptions) {
+  const outcome: { connection?: MockConnection; error?: unknown } = {};
+  pool.checkOut(options).subscribe({
+    next: (c) => {
+      outcome.connection = c;
+      order.push(name);
+    },
+    error: (e: unknown) => {
+      outcome.error = e;
+      order.push(`${name} failed`);
+    },
+  });
+  return outcome;
+}
+
+describe('beyond CMAP: the WaitQueue', function () {
+  describe('maxWaitQueueSize', function () {
+    it('fails a checkout at once when maxWaitQueueSize already wait, with WaitQueueFullError and reason waitQueueFull', async function () {
+      const { pool, clock, events } = virtualPool({ maxWaitQueueSize: 2 });
+      const order: string[] = [];
+      const a = track(pool, order, 'a');
+      clock.advance(10);
+      track(pool, order, 'b');
+      track(pool, order, 'c');
+      const d = track(pool, order, 'd');
+      expect(order).to.deep.equal(['a', 'd failed']);
+      expect(d.error).to.be.instanceOf(WaitQueueFullError);
+      expect(d.error).to.deep.include({ maxWaitQueueSize: 2, address: 'db.example:27017' });
+      expect((d.error as WaitQueueFullError).pool).to.deep.include({ inUseConnectionCount: 1, waitQueueLength: 2 });
+      expect((d.error as Error).message).to.equal('Connection pool for db.example:27017 refused a checkout: maxWaitQueueSize (2) checkouts are already waiting');
+      const failed = events.filter((e) => e.type === 'ConnectionCheckOutFailed');
+      expect(failed).to.have.length(1);
+      expect(failed[0]).to.deep.include({ reason: 'waitQueueFull', error: d.error });
+      // Room again once a waiter is served.
+      pool.checkIn(a.connection!);
+      track(pool, order, 'e');
+      expect(order).to.deep.equal(['a', 'd failed', 'b']);
+      expect(pool.snapshot().waitQueueLength).to.equal(2);
+      await microtasks();
+    });
+
+    it('is unbounded by default', function () {
+      const { pool, clock } = virtualPool();
+      const order: string[] = [];
+      track(pool, order, 'held');
+      clock.advance(10);
+      for (let i = 0; i < 1000; i++) track(pool, order, `w${i}`);
+      expect(order).to.deep.equal(['held']);
+      expect(pool.snapshot().waitQueueLength).to.equal(1000);
+    });
+  });
+
+  describe("priority: 'high'", function () {
+    it('serves high-priority checkouts before every normal one, FIFO within each priority', function () {
+      const { pool, clock } = virtualPool();
+      const order: string[] = [];
+      const held = track(pool, order, 'held');
+      clock.advance(10);
+      track(pool, order, 'n1');
+      track(pool, order, 'h1', { priority: 'high' });
+      track(pool, order, 'n2', { priority: 'normal' });
+      track(pool, order, 'h2', { priority: 'high' });
+      // The one connection goes round: each check-in serves the next checkout in line.
+      for (let i = 0; i < 4; i++) pool.checkIn(held.connection!);
+      expect(order).to.deep.equal(['held', 'h1', 'h2', 'n1', 'n2']);
+    });
+
+    it('lets a high-priority checkout start the next establishment before older normal ones', function () {
+      const { pool, clock } = virtualPool({ maxPoolSize: 3, maxConnecting: 1 });
+      const order: string[] = [];
+      track(pool, order, 'n1'); // starts the only establishment slot's first establishment
+      track(pool, order, 'n2');
+      track(pool, order, 'h1', { priority: 'high' });
+      clock.advance(10); // n1's connection; the next establishment is started for h1
+      clock.advance(10);
+      clock.advance(10);
+      expect(order).to.deep.equal(['n1', 'h1', 'n2']);
+    });
+
+    it('times out each priority at its own deadlines', async function () {
+      const { pool, clock } = virtualPool({ waitQueueTimeoutMS: 100 });
+      const order: string[] = [];
+      track(pool, order, 'held');
+      clock.advance(10);
+      track(pool, order, 'n1'); // deadline 110
+      clock.advance(50);
+      track(pool, order, 'h1', { priority: 'high' }); // deadline 160
+      clock.advance(50); // t=110: n1 is due although the high-priority head is not
+      expect(order).to.deep.equal(['held', 'n1 failed']);
+      clock.advance(50);
+      expect(order).to.deep.equal(['held', 'n1 failed', 'h1 failed']);
+    });
+  });
+
+  describe('timeoutMS (a checkout\'s own deadline)', function () {
+    it('fails the checkout with WaitQueueTimeoutError (timeoutMS set) and reason timeout when it passes, in both forms', async function () {
+      const { pool, clock, events } = virtualPool();
+      const order: string[] = [];
+      track(pool, order, 'held');
+      clock.advance(10);
+      const observable = track(pool, order, 'o', { timeoutMS: 30 });
+      const promise = pool.checkOut({ timeoutMS: 40 }).then(undefined, (e: unknown) => e);
+      clock.advance(29);
+      expect(order).to.deep.equal(['held']);
+      clock.advance(1);
+      expect(order).to.deep.equal(['held', 'o failed']);
+      expect(observable.error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(observable.error).to.deep.include({ timeoutMS: 30, waitQueueTimeoutMS: 30 });
+      expect((observable.error as WaitQueueTimeoutError).pool).to.deep.include({ inUseConnectionCount: 1, waitQueueLength: 2 });
+      clock.advance(10);
+      const error = await promise;
+      expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(error).to.deep.include({ timeoutMS: 40 });
+      const failed = events.filter((e) => e.type === 'ConnectionCheckOutFailed');
+      expect(failed.map((e) => [e.type === 'ConnectionCheckOutFailed' && e.reason, e.type === 'ConnectionCheckOutFailed' && e.duration])).to.deep.equal([
+        ['timeout', 30],
+        ['timeout', 40],
+      ]);
+    });
+
+    it('counts an establishment the checkout started, which goes on and serves the next checkout', async function () {
+      const { pool, clock, events } = virtualPool({ establishDelayMS: 100 });
+      const error = pool.checkOut({ timeoutMS: 50 }).then(undefined, (e: unknown) => e);
+      clock.advance(50);
+      expect(await error).to.be.instanceOf(WaitQueueTimeoutError);
+      clock.advance(50);
+      expect(events.map((e) => e.type).slice(2)).to.deep.equal(['ConnectionCheckOutStarted', 'ConnectionCreated', 'ConnectionCheckOutFailed', 'ConnectionReady']);
+      expect(pool.snapshot().availableConnectionCount).to.equal(1);
+      const next = firstValueFrom(pool.checkOut());
+      expect((await next).id).to.equal(1);
+    });
+
+    it('leaves nothing behind once the checkout is served: no late failure', async function () {
+      const { pool, clock, events } = virtualPool();
+      const order: string[] = [];
+      const first = track(pool, order, 'a', { timeoutMS: 1000 });
+      const second = pool.checkOut({ timeoutMS: 1000 }).then((c) => c);
+      clock.advance(10);
+      pool.checkIn(first.connection!);
+      const connection = await second;
+      clock.advance(10_000);
+      expect(order).to.deep.equal(['a']);
+      expect(events.filter((e) => e.type === 'ConnectionCheckOutFailed')).to.deep.equal([]);
+      pool.checkIn(connection);
+    });
+  });
+});
