@@ -13,7 +13,7 @@ import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { parseConnectionString } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, ServerSelectionError } from '../errors';
+import { ClientClosedError, InvalidOptionError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -27,6 +27,7 @@ import {
   POOL_OPTION_NAMES,
   rejectUnknownOptions,
   requireBoolean,
+  requireDurationMS,
   requireOptionsObject,
   requireScheduler,
   resolvePoolOptions,
@@ -336,12 +337,26 @@ export class Client {
   /**
    * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
    *
-   * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError, ...), or
-   *   the command's (MongoServerError, MongoNetworkError, ...).
+   * `options.timeoutMS` (ms, a number >= 0; 0 or absent: none) bounds the whole operation: the checkout waits at most
+   * what is left of it after server selection (`checkOut({ timeoutMS })`), and the reply wait at most what is left
+   * after the checkout; a reply that does not come in time fails the command with MongoNetworkTimeoutError and closes
+   * that connection (its reply could still arrive).
+   *
+   * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
+   *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
+   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for a `timeoutMS` that is not a number >= 0.
+   *
+   * Source: the client-side operations timeout spec (timeoutMS bounds checkout and reply wait); extension: applied
+   * to this one method.
    */
-  async command(db: string, command: Document): Promise<Document> {
+  async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
+    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means none)');
+    const start = this.scheduler.now();
     const pool = await this.selectPool();
-    return pool.withConnection((connection) => connection.command(db, command));
+    if (timeoutMS === 0) return pool.withConnection((connection) => connection.command(db, command));
+    const left = (): number => timeoutMS - (this.scheduler.now() - start);
+    if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
+    return pool.withConnection((connection) => connection.command(db, command, { timeoutMS: Math.max(1, left()) }), { timeoutMS: left() });
   }
 
   /**

@@ -3,7 +3,7 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { ClientClosedError, connect, InvalidOptionError, ServerSelectionError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { ClientClosedError, connect, InvalidOptionError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually } from '../support/endpoint';
@@ -130,6 +130,27 @@ describe('connect() / Client', function () {
     expect(() => connect('mongodb://127.0.0.1:1', null as never)).to.throw(InvalidOptionError, /Invalid options: null/);
     // Checked before any pool or monitor is made, in load-balanced mode too (where no monitor would check it).
     expect(() => connect('mongodb://127.0.0.1:1/?loadBalanced=true', { heartbeatFrequencyMS: 100 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
+  });
+
+  it('command(db, cmd, { timeoutMS }) bounds the checkout and the reply wait by what is left of timeoutMS', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1`);
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 600 } });
+    // The reply wait: the server holds the reply 600 ms; the command gives up at its deadline.
+    let began = Date.now();
+    const late = await client.command('admin', { ping: 1 }, { timeoutMS: 150 }).catch((e: unknown) => e);
+    expect(late).to.be.instanceOf(MongoNetworkTimeoutError);
+    expect(Date.now() - began).to.be.within(140, 550);
+    // The checkout: the only connection is busy for 600 ms, so the second command times out waiting for it.
+    const busy = client.command('admin', { ping: 1 });
+    began = Date.now();
+    const waited = await client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
+    expect(waited).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(waited).to.deep.include({ timeoutMS: 100 });
+    expect(Date.now() - began).to.be.within(90, 500);
+    expect(await busy).to.include({ ok: 1 });
+    expect(await client.command('admin', { ping: 1 }, { timeoutMS: -1 }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
   });
 
   describe('connection string warnings on the log feed (component client, level warn)', function () {
