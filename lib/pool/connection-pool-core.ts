@@ -37,6 +37,7 @@ import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOut
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
+import { warmUp } from './warm-up';
 import { reduce } from './reducer';
 import { initialPoolState, type CheckOutSite, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
@@ -365,6 +366,56 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       this.checkOutSites.set(request, site);
     }
     return request;
+  }
+
+  /**
+   * Warms the pool up: resolves with its snapshot once it is ready and holds at least minPoolSize established
+   * connections (available or in use), at once when it already does; the filling is the pool's own population,
+   * `maxConnecting` at a time. While the pool is paused it waits (a monitor readies it).
+   *
+   * @example
+   * ```ts
+   * pool.ready();
+   * await pool.warmUp({ signal: AbortSignal.timeout(10_000) }); // then take traffic
+   * ```
+   *
+   * @throws (rejection) the error of an establishment that failed meanwhile (the pool is then cleared);
+   *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
+   *   goes on filling); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
+   *
+   * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
+   */
+  warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
+    const signal = options?.signal;
+    if (signal !== undefined && !isAbortSignal(signal)) {
+      throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+    }
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = (): void => {
+        subscription.unsubscribe();
+        reject(signal!.reason);
+      };
+      const subscription = this.warmUp$().subscribe({
+        next: resolve,
+        error: (error: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+        complete: () => signal?.removeEventListener('abort', onAbort),
+      });
+      if (!subscription.closed) signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
+   * The Observable form of {@link warmUp}: on subscription, emits the snapshot once the pool is warm, then
+   * completes; errors as `warmUp` rejects; unsubscribing stops waiting (the pool goes on filling).
+   *
+   * Source: extension (see {@link warmUp}).
+   */
+  warmUp$(): Observable<PoolSnapshot> {
+    return warmUp(this);
   }
 
   /**

@@ -1,0 +1,122 @@
+/**
+ * warmUp() / warmUp$(): waiting until the pool holds minPoolSize established connections, on virtual time and
+ * against the endpoint.
+ */
+import { expect } from 'chai';
+import { ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClosedError, type PoolSnapshot } from '../../lib';
+import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { startTestEndpoint } from '../support/endpoint';
+import { microtasks } from '../support/microtasks';
+
+function virtualPool(options: { minPoolSize?: number; failId?: number; backgroundThreadIntervalMS?: number } = {}) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({
+    scheduler: clock,
+    establishDelayMS: 10,
+    failWith: (d) => (d.id === options.failId ? new MongoNetworkError('db.example:27017', `connection ${d.id} refused`) : undefined),
+  });
+  const pool = new ConnectionPoolCore<MockConnection>({
+    address: 'db.example:27017',
+    scheduler: clock,
+    connectionFactory: mock.factory,
+    minPoolSize: options.minPoolSize ?? 5,
+    maxConnecting: 2,
+    ...(options.backgroundThreadIntervalMS === undefined ? {} : { backgroundThreadIntervalMS: options.backgroundThreadIntervalMS }),
+  });
+  return { pool, clock };
+}
+
+/** Settles `promise` into an inspectable outcome. */
+function watch<T>(promise: Promise<T>) {
+  const outcome: { value?: T; error?: unknown; settled: boolean } = { settled: false };
+  promise.then(
+    (value) => Object.assign(outcome, { value, settled: true }),
+    (error: unknown) => Object.assign(outcome, { error, settled: true }),
+  );
+  return outcome;
+}
+
+describe('ConnectionPoolCore.warmUp', function () {
+  it('resolves once the ready pool holds minPoolSize established connections, waiting while it is paused', async function () {
+    const { pool, clock } = virtualPool();
+    const warm = watch(pool.warmUp());
+    clock.advance(100);
+    await microtasks();
+    expect(warm.settled, 'paused: nothing fills it').to.equal(false);
+    pool.ready(); // t=100: two establishments at a time, 10 ms each
+    for (const [t, settled] of [[110, false], [120, false], [130, true]] as const) {
+      clock.advanceTo(t);
+      await microtasks();
+      expect(warm.settled, `at ${t}`).to.equal(settled);
+    }
+    expect(warm.value).to.deep.include({ state: 'ready', totalConnectionCount: 5, pendingConnectionCount: 0, availableConnectionCount: 5 });
+    expect(await pool.warmUp(), 'at once when warm').to.deep.include({ totalConnectionCount: 5 });
+  });
+
+  it('rejects with the error of an establishment that failed', async function () {
+    const { pool, clock } = virtualPool({ failId: 3 });
+    pool.ready();
+    const warm = watch(pool.warmUp());
+    clock.advance(20);
+    await microtasks();
+    expect(warm.error).to.be.instanceOf(MongoNetworkError);
+    expect((warm.error as Error).message).to.equal('connection 3 refused');
+  });
+
+  it('rejects with PoolClosedError when the pool closes, and with the signal\'s reason when aborted, the pool filling on', async function () {
+    const closing = virtualPool();
+    closing.pool.ready();
+    const warm = watch(closing.pool.warmUp());
+    closing.pool.close();
+    await microtasks();
+    expect(warm.error).to.be.instanceOf(PoolClosedError);
+
+    const { pool, clock } = virtualPool();
+    pool.ready();
+    const controller = new AbortController();
+    const aborted = watch(pool.warmUp({ signal: controller.signal }));
+    controller.abort(new Error('deploy cancelled'));
+    await microtasks();
+    expect((aborted.error as Error).message).to.equal('deploy cancelled');
+    clock.advance(30);
+    expect(pool.snapshot().availableConnectionCount).to.equal(5);
+    expect(await pool.warmUp({ signal: AbortSignal.abort() }).catch((e: unknown) => (e as Error).name)).to.equal('AbortError');
+  });
+
+  it('as an Observable: emits the snapshot and completes; unsubscribing stops waiting', function () {
+    const { pool, clock } = virtualPool({ minPoolSize: 2 });
+    pool.ready();
+    const seen: PoolSnapshot[] = [];
+    let completed = false;
+    pool.warmUp$().subscribe({ next: (s) => seen.push(s), complete: () => (completed = true) });
+    const left = pool.warmUp$().subscribe(() => expect.fail('unsubscribed'));
+    left.unsubscribe();
+    clock.advance(10);
+    expect(seen.map((s) => s.availableConnectionCount)).to.deep.equal([2]);
+    expect(completed).to.equal(true);
+  });
+
+  it('refuses when nothing would fill the pool (background runs disabled), and a signal that is not one', async function () {
+    const { pool } = virtualPool({ backgroundThreadIntervalMS: -1 });
+    pool.ready();
+    expect(await pool.warmUp().catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+    expect(() => pool.warmUp({ signal: 'soon' as never })).to.throw(InvalidOptionError, /signal/);
+    const empty = virtualPool({ minPoolSize: 0 });
+    empty.pool.ready();
+    expect(await empty.pool.warmUp()).to.deep.include({ totalConnectionCount: 0 });
+  });
+
+  it('warms a pool of real connections on the endpoint', async function () {
+    const endpoint = await startTestEndpoint();
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions, minPoolSize: 3 });
+    try {
+      pool.ready();
+      const snapshot = await pool.warmUp({ signal: AbortSignal.timeout(5000) });
+      expect(snapshot).to.deep.include({ availableConnectionCount: 3, pendingConnectionCount: 0 });
+      if (endpoint.embedded !== undefined) expect(endpoint.embedded.openConnections).to.be.at.least(3);
+    } finally {
+      pool.close();
+      await endpoint.stop();
+    }
+  });
+});
