@@ -11,11 +11,12 @@ import type { PoolExtensionOptions, PoolOptions } from './options';
  * - `stale`: the pool was cleared, making the connection no longer valid;
  * - `idle`: the connection was available for longer than maxIdleTimeMS;
  * - `error`: the connection experienced an error (including a failed establishment);
- * - `poolClosed`: the pool was closed.
+ * - `poolClosed`: the pool was closed;
+ * - `expired`: an rxcmap extension: the connection outlived its lifetime (`maxLifeTimeMS`).
  *
- * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason).
+ * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason); `expired`: extension (see `maxLifeTimeMS`).
  */
-export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed';
+export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed' | 'expired';
 
 /**
  * Why a checkout failed (CMAP `ConnectionCheckOutFailedEvent.reason`):

@@ -65,6 +65,26 @@ export interface PoolExtensionOptions {
    * time only).
    */
   maxWaitQueueSize?: number;
+  /**
+   * Connection lifetime: a connection older than its own lifetime (maxLifeTimeMS minus its share of
+   * maxLifeTimeJitterMS, measured from ConnectionCreated) is perished: closed (reason `expired`) when met available
+   * (a checkout, a Background Thread Run) or when checked in, never handed out again; minPoolSize refills the pool.
+   * A number >= 0; 0 means no limit. Default 0.
+   *
+   * Source: extension (HikariCP's `maxLifetime`, reactor-pool's `maxLifeTime`, the Java driver's
+   * `maxConnectionLifeTime`): connections are renewed before a load balancer, firewall or server cuts them.
+   */
+  maxLifeTimeMS?: number;
+  /**
+   * How much earlier than maxLifeTimeMS each connection may expire (ms): connection n expires
+   * maxLifeTimeJitterMS × frac(n × φ) earlier (φ the golden ratio), which spreads the expiries of connections made
+   * together evenly over the window instead of closing them at the same instant. A Background Thread Run closes at
+   * most maxConnecting expired connections, so the pool is renewed a few connections at a time. A number >= 0 and
+   * <= maxLifeTimeMS. Default: 2.5% of maxLifeTimeMS.
+   *
+   * Source: extension (HikariCP subtracts up to 2.5% from each connection's maxLifetime; reactor-pool's variance).
+   */
+  maxLifeTimeJitterMS?: number;
 }
 
 /**
@@ -104,6 +124,8 @@ export const POOL_OPTION_NAMES = [
 export const POOL_EXTENSION_OPTION_NAMES = [
   'leakDetectionThresholdMS',
   'maxWaitQueueSize',
+  'maxLifeTimeMS',
+  'maxLifeTimeJitterMS',
 ] as const satisfies readonly (keyof PoolExtensionOptions)[];
 
 /**
@@ -166,6 +188,8 @@ export const DEFAULT_POOL_OPTIONS: Readonly<Required<AllPoolOptions>> = Object.f
   waitQueueTimeoutMS: 0,
   leakDetectionThresholdMS: 0,
   maxWaitQueueSize: 0,
+  maxLifeTimeMS: 0,
+  maxLifeTimeJitterMS: 0,
   backgroundThreadIntervalMS: 1000,
 });
 
@@ -203,6 +227,12 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
   requireDurationMS('waitQueueTimeoutMS', resolved.waitQueueTimeoutMS);
   requireDurationMS('leakDetectionThresholdMS', resolved.leakDetectionThresholdMS, 'a number of ms >= 0 (0 turns leak detection off)');
   requireInteger('maxWaitQueueSize', resolved.maxWaitQueueSize, 0, 'an integer >= 0 (0 means unbounded)');
+  requireDurationMS('maxLifeTimeMS', resolved.maxLifeTimeMS);
+  if (options.maxLifeTimeJitterMS === undefined) resolved.maxLifeTimeJitterMS = Math.round(resolved.maxLifeTimeMS * 0.025);
+  requireDurationMS('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, 'a number of ms >= 0');
+  if (resolved.maxLifeTimeJitterMS > resolved.maxLifeTimeMS) {
+    throw new InvalidOptionError('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, `<= maxLifeTimeMS (${resolved.maxLifeTimeMS})`);
+  }
   if (resolved.maxPoolSize > 0 && resolved.minPoolSize > resolved.maxPoolSize) {
     throw new InvalidOptionError(
       'minPoolSize',
@@ -230,6 +260,8 @@ function pick(o: Required<AllPoolOptions>): Required<AllPoolOptions> {
     waitQueueTimeoutMS: o.waitQueueTimeoutMS,
     leakDetectionThresholdMS: o.leakDetectionThresholdMS,
     maxWaitQueueSize: o.maxWaitQueueSize,
+    maxLifeTimeMS: o.maxLifeTimeMS,
+    maxLifeTimeJitterMS: o.maxLifeTimeJitterMS,
     backgroundThreadIntervalMS: o.backgroundThreadIntervalMS,
   };
 }

@@ -73,6 +73,8 @@ const poolOptionArbitraries = {
   waitQueueTimeoutMS: option(fc.integer({ min: 0, max: 60_000 })),
   leakDetectionThresholdMS: option(fc.integer({ min: 0, max: 60_000 })),
   maxWaitQueueSize: option(fc.integer({ min: 0, max: 1000 })),
+  maxLifeTimeMS: option(fc.integer({ min: 0, max: 600_000 })),
+  maxLifeTimeJitterMS: option(fc.integer({ min: 0, max: 60_000 })),
   backgroundThreadIntervalMS: option(fc.constantFrom(-1, 10, 1000)),
 };
 

@@ -169,6 +169,7 @@ const CLOSED_REASONS: Record<string, string> = {
   idle: 'Connection has been available but unused for longer than the configured max idle time',
   error: 'An error occurred while using the connection',
   poolClosed: 'Connection pool was closed',
+  expired: 'Connection reached its maximum lifetime (maxLifeTimeMS)',
 };
 
 const CHECKOUT_FAILED_REASONS: Record<string, string> = {

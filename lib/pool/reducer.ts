@@ -355,7 +355,7 @@ function checkIn<C extends PoolConnection>(
   }
   rec.checkOutSite = undefined;
   const reason: ConnectionClosedReason | undefined =
-    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard ? 'error' : erroredReason(rec);
+    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard ? 'error' : (erroredReason(rec) ?? expiredReason(s, rec));
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out);
     populate(s, out);
@@ -377,6 +377,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     state: 'pending',
     connection: undefined,
     createdAt: now(s),
+    expiresAt: lifetimeEnd(s, id),
     availableSince: 0,
     checkedOutAt: NaN,
     checkOutSite: undefined,
@@ -474,8 +475,28 @@ function perishedReason<C extends PoolConnection>(
   if (isStale(s, rec)) return 'stale';
   const maxIdle = s.options.maxIdleTimeMS;
   if (maxIdle > 0 && now(s) - rec.availableSince >= maxIdle) return 'idle';
-  return erroredReason(rec);
+  return erroredReason(rec) ?? expiredReason(s, rec);
 }
+
+/** `expired` when the connection outlived its lifetime (maxLifeTimeMS); the clock is read only when it has one. */
+function expiredReason<C>(s: PoolState<C>, rec: ConnectionRecord<C>): 'expired' | undefined {
+  return rec.expiresAt !== Infinity && now(s) >= rec.expiresAt ? 'expired' : undefined;
+}
+
+/**
+ * When connection `id`, created now, reaches its lifetime: maxLifeTimeMS, minus maxLifeTimeJitterMS × frac(id × φ).
+ * The golden-ratio sequence spreads the ends of connections made together evenly over the jitter window (any n of
+ * them split it into gaps of at most three sizes), deterministically, so a test on virtual time knows each one.
+ */
+function lifetimeEnd<C>(s: PoolState<C>, id: number): number {
+  const { maxLifeTimeMS, maxLifeTimeJitterMS } = s.options;
+  if (maxLifeTimeMS === 0) return Infinity;
+  const share = (id * GOLDEN_RATIO) % 1;
+  return now(s) + maxLifeTimeMS - maxLifeTimeJitterMS * share;
+}
+
+/** φ − 1, the fractional part of the golden ratio. */
+const GOLDEN_RATIO = 0.6180339887498949;
 
 function erroredReason<C extends PoolConnection>(rec: ConnectionRecord<C>): 'error' | undefined {
   return rec.connection?.errored === true ? 'error' : undefined;
@@ -601,10 +622,12 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
  */
 function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (s.state === 'closed' || !runsEnabled(s)) return;
+  // Expired connections are renewed at most maxConnecting per run, as fast as their replacements can be made.
+  let expiring = s.options.maxConnecting;
   for (let rec = s.available.head; rec !== undefined; ) {
     const next = rec.next;
     const perished = perishedReason(s, rec);
-    if (perished !== undefined) closeRecord(s, rec, perished, out);
+    if (perished !== undefined && (perished !== 'expired' || expiring-- > 0)) closeRecord(s, rec, perished, out);
     rec = next;
   }
   populate(s, out);

@@ -32,6 +32,8 @@ export interface ConnectionRecord<C> {
   holder: Waiter<C> | undefined;
   /** Clock time (ms) of ConnectionCreated. */
   readonly createdAt: number;
+  /** Clock time (ms) its lifetime ends (maxLifeTimeMS); Infinity without a lifetime. */
+  readonly expiresAt: number;
   /** Clock time (ms) the connection last became available. */
   availableSince: number;
   /**

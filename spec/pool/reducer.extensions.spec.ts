@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
-import { ConnectionPoolCore, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
+import { ConnectionPoolCore, InvalidOptionError, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 
@@ -35,7 +35,7 @@ function track(pool: ConnectionPoolCore<MockConnection>, order: string[], name: 
   return outcome;
 }
 
-describe('beyond CMAP: the WaitQueue', function () {
+describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
   describe('maxWaitQueueSize', function () {
     it('fails a checkout at once when maxWaitQueueSize already wait, with WaitQueueFullError and reason waitQueueFull', async function () {
       const { pool, clock, events } = virtualPool({ maxWaitQueueSize: 2 });
@@ -164,6 +164,79 @@ describe('beyond CMAP: the WaitQueue', function () {
       expect(order).to.deep.equal(['a']);
       expect(events.filter((e) => e.type === 'ConnectionCheckOutFailed')).to.deep.equal([]);
       pool.checkIn(connection);
+    });
+  });
+
+  describe('maxLifeTimeMS (connection lifetime)', function () {
+    function lifetimePool(options: { maxLifeTimeMS: number; maxLifeTimeJitterMS?: number; minPoolSize?: number; maxPoolSize?: number; backgroundThreadIntervalMS?: number }) {
+      const clock = new VirtualClock();
+      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+      const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, ...options });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      return { pool, clock, events };
+    }
+    const closed = (events: ConnectionPoolEvent[]) =>
+      events.flatMap((e) => (e.type === 'ConnectionClosed' ? [[e.connectionId, e.reason, e.time]] : []));
+
+    it('closes a connection that outlived its lifetime when it is checked in, and hands out a new one', async function () {
+      const { pool, clock, events } = lifetimePool({ maxLifeTimeMS: 1000, maxLifeTimeJitterMS: 0 });
+      const checkedOut = firstValueFrom(pool.checkOut());
+      clock.advance(10);
+      const first = await checkedOut;
+      expect(first.id).to.equal(1);
+      clock.advanceTo(995);
+      pool.checkIn(first);
+      const again = firstValueFrom(pool.checkOut());
+      expect((await again).id, 'not expired yet (created at 0, lifetime to 1000)').to.equal(1);
+      clock.advanceTo(1000);
+      pool.checkIn(first);
+      expect(closed(events)).to.deep.equal([[1, 'expired', 1000]]);
+      const next = firstValueFrom(pool.checkOut());
+      clock.advance(10);
+      expect((await next).id).to.equal(2);
+    });
+
+    it('closes an expired available connection when a checkout meets it', async function () {
+      const { pool, clock, events } = lifetimePool({ maxLifeTimeMS: 1000, maxLifeTimeJitterMS: 0, backgroundThreadIntervalMS: -1 });
+      const first = firstValueFrom(pool.checkOut());
+      clock.advance(10);
+      pool.checkIn(await first);
+      clock.advanceTo(1000);
+      const next = firstValueFrom(pool.checkOut());
+      clock.advance(10);
+      expect((await next).id).to.equal(2);
+      expect(closed(events)).to.deep.equal([[1, 'expired', 1000]]);
+    });
+
+    it('renews connections made together a few at a time, minPoolSize refilling, never emptying the pool', function () {
+      const { clock, events, pool } = lifetimePool({ maxLifeTimeMS: 10_000, maxLifeTimeJitterMS: 1000, minPoolSize: 10, maxPoolSize: 10, backgroundThreadIntervalMS: 100 });
+      let fewest = Infinity;
+      for (let t = 10; t <= 35_000; t += 10) {
+        clock.advanceTo(t);
+        const s = pool.snapshot();
+        if (t >= 100) fewest = Math.min(fewest, s.totalConnectionCount - s.pendingConnectionCount);
+      }
+      const expiries = closed(events);
+      expect(expiries.length, 'every connection renewed three times').to.be.at.least(30);
+      expect(expiries.every(([, reason]) => reason === 'expired')).to.equal(true);
+      const perInstant = new Map<number, number>();
+      for (const [, , time] of expiries) perInstant.set(time as number, (perInstant.get(time as number) ?? 0) + 1);
+      expect(Math.max(...perInstant.values()), 'at most maxConnecting (2) closed by one run').to.be.at.most(2);
+      expect(fewest, 'established connections never fell below 8').to.be.at.least(8);
+      // Each closed within its own window: created + [9000, 10000], plus one run's wait.
+      const createdAt = new Map(events.flatMap((e) => (e.type === 'ConnectionCreated' ? [[e.connectionId, e.time] as const] : [])));
+      for (const [id, , time] of expiries) {
+        const age = (time as number) - createdAt.get(id as number)!;
+        expect(age, `connection ${id}`).to.be.within(9000, 10_000 + 300);
+      }
+    });
+
+    it('defaults the jitter to 2.5% of the lifetime, and refuses a jitter above it', function () {
+      expect(lifetimePool({ maxLifeTimeMS: 10_000 }).pool.options).to.include({ maxLifeTimeMS: 10_000, maxLifeTimeJitterMS: 250 });
+      expect(() => lifetimePool({ maxLifeTimeMS: 1000, maxLifeTimeJitterMS: 2000 })).to.throw(InvalidOptionError, /maxLifeTimeJitterMS: 2000 \(maxLifeTimeJitterMS must be <= maxLifeTimeMS \(1000\)\)/);
+      expect(() => lifetimePool({ maxLifeTimeMS: -5 })).to.throw(InvalidOptionError, /maxLifeTimeMS/);
     });
   });
 });
