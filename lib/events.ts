@@ -233,6 +233,22 @@ export interface ConnectionLeakSuspectCheckedInEvent extends PoolEventBase {
 }
 
 /**
+ * Emitted when `drain()` takes effect: from now on new checkouts fail with PoolClosedError, the waiting ones are
+ * still served, and the pool closes (ConnectionPoolClosed) once nothing waits and nothing is in use, or when
+ * `timeoutMS` passes (in-use connections are then interrupted).
+ *
+ * Source: extension (the mongodb-core 2.0 pool drains its queue before it is destroyed); marked by `extension`.
+ */
+export interface ConnectionPoolDrainingEvent extends PoolEventBase {
+  /** The event's name; discriminates {@link ConnectionPoolEvent}. */
+  readonly type: 'ConnectionPoolDraining';
+  /** The method that produced it: this is not a CMAP event. */
+  readonly extension: 'drain';
+  /** The drain's deadline, in ms from this event; 0 for none. */
+  readonly timeoutMS: number;
+}
+
+/**
  * Every event of `events$`, discriminated on `type`: the eleven CMAP events, and the extension events of options that
  * are on (each carries an `extension` field naming its option).
  *
@@ -251,7 +267,8 @@ export type ConnectionPoolEvent =
   | ConnectionCheckedOutEvent
   | ConnectionCheckedInEvent
   | ConnectionLeakSuspectedEvent
-  | ConnectionLeakSuspectCheckedInEvent;
+  | ConnectionLeakSuspectCheckedInEvent
+  | ConnectionPoolDrainingEvent;
 
 /**
  * The `type` of every event of `events$`.
@@ -276,6 +293,7 @@ export type ConnectionPoolExtensionEvent = Extract<ConnectionPoolEvent, { readon
 export const EXTENSION_EVENT_TYPES: readonly ConnectionPoolExtensionEvent['type'][] = Object.freeze([
   'ConnectionLeakSuspected',
   'ConnectionLeakSuspectCheckedIn',
+  'ConnectionPoolDraining',
 ]);
 
 /** All eleven CMAP event types, in the order the spec lists them (a frozen array). Source: CMAP spec, "Events". */

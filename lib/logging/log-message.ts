@@ -49,7 +49,10 @@ export interface ConnectionLogFields {
   readonly serverPort?: number;
   /** The connection's pool-assigned id, in the messages about one connection. */
   readonly driverConnectionId?: number;
-  /** The event's `duration`, in ms: in Connection ready, Connection checked out and Connection checkout failed. */
+  /**
+   * The event's `duration`, in ms: in Connection ready, Connection checked out and Connection checkout failed; the
+   * leak messages' time held; Connection pool draining's deadline (extension).
+   */
   readonly durationMS?: number;
   /** The spec's sentence for the event's reason, in Connection closed and Connection checkout failed. */
   readonly reason?: string;
@@ -237,6 +240,9 @@ export function connectionLogMessage(
     case 'ConnectionPoolClosed':
       fields = { message: 'Connection pool closed', ...base };
       break;
+    case 'ConnectionPoolDraining':
+      fields = { message: 'Connection pool draining', ...base, ...(event.timeoutMS > 0 ? { durationMS: event.timeoutMS } : {}) };
+      break;
     case 'ConnectionCreated':
       fields = { message: 'Connection created', ...base, driverConnectionId: event.connectionId };
       break;
@@ -299,6 +305,8 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
       return `Connection pool for ${where} cleared${f.serviceId ? ` for serviceId ${f.serviceId}` : ''}`;
     case 'Connection pool closed':
       return `Connection pool closed for ${where}`;
+    case 'Connection pool draining':
+      return `Connection pool draining for ${where}${f.durationMS === undefined ? '' : `, closing in at most ${f.durationMS} ms`}`;
     case 'Connection created':
       return `Connection created: ${id}`;
     case 'Connection ready':

@@ -63,6 +63,12 @@ export interface ReadyAction {
   readonly type: 'ready';
 }
 
+/** `drain()`: new checkouts fail, waiting ones are served, then closed (at the latest after `timeoutMS`, when > 0). */
+export interface DrainAction {
+  readonly type: 'drain';
+  readonly timeoutMS: number;
+}
+
 /** `close()`: → closed, forever. */
 export interface CloseAction {
   readonly type: 'close';
@@ -83,7 +89,7 @@ export interface EstablishFailedAction {
   readonly clearPool: boolean;
 }
 
-/** A timer fired: the WaitQueue deadline of its head, a Background Thread Run, or leak detection's next check. */
+/** A timer fired: the WaitQueue deadline of its head, a Background Thread Run, leak detection's next check, or a drain's deadline. */
 export interface TimerAction {
   readonly type: 'timer';
   readonly timer: TimerName;
@@ -96,7 +102,7 @@ export interface ObserveAction {
 }
 
 /** The pool's timers. */
-export type TimerName = 'waitQueue' | 'background' | 'leakDetection';
+export type TimerName = 'waitQueue' | 'background' | 'leakDetection' | 'drain';
 
 /** Every pool input. */
 export type Action<C> =
@@ -106,6 +112,7 @@ export type Action<C> =
   | ClearAction
   | ReadyAction
   | CloseAction
+  | DrainAction
   | EstablishedAction<C>
   | EstablishFailedAction
   | TimerAction

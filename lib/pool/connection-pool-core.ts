@@ -224,6 +224,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private readonly port: CheckOutPort<C>;
   private readonly checkOutSites: WeakMap<CheckOutRequest<C>, CheckOutSite> | undefined;
   private lastSnapshot: PoolSnapshot | undefined;
+  /** The resolves of `drain()` calls, settled once the pool is closed. */
+  private drained: (() => void)[] = [];
   private finished = false;
   private observers = 0;
 
@@ -556,6 +558,39 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     this.actions.next({ type: 'close' });
   }
 
+  /**
+   * Drains the pool, then closes it: from now on new checkouts fail with PoolClosedError (ConnectionCheckOutFailed
+   * reason `poolClosed`); checkouts already waiting are still served, by the connections checked in meanwhile (and
+   * establishments they start); once nothing waits and nothing is in use, the pool closes as {@link close} does. If
+   * `timeoutMS` (ms, a number >= 0; 0 = no deadline, the default) passes first, in-use connections are interrupted
+   * (their requests fail with PoolClosedError) and the pool closes, failing what still waits. Emits
+   * ConnectionPoolDraining (an extension event) first. Resolves once the pool is closed; at once on a closed pool.
+   * Calling it again while draining changes nothing and resolves at the same moment.
+   *
+   * A method of its own rather than an option of `close()`: `close()` stays exactly the CMAP operation (synchronous,
+   * idempotent, nothing awaited), and a drain is a phase before it, which a SIGTERM handler awaits.
+   *
+   * @example
+   * ```ts
+   * process.once('SIGTERM', async () => {
+   *   await pool.drain({ timeoutMS: 10_000 });
+   *   process.exit(0);
+   * });
+   * ```
+   *
+   * @throws {InvalidOptionError} synchronously, for a `timeoutMS` that is not a number >= 0.
+   *
+   * Source: extension (the mongodb-core 2.0 pool drains its queue before it is destroyed); CMAP spec, "Closing a
+   * Connection Pool", for the close that ends it.
+   */
+  drain(options?: { timeoutMS?: number }): Promise<void> {
+    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
+    if (this.poolState.state === 'closed') return Promise.resolve();
+    const drained = new Promise<void>((resolve) => this.drained.push(resolve));
+    this.actions.next({ type: 'drain', timeoutMS });
+    return drained;
+  }
+
   /** One action from {@link input}: the same as the matching call. */
   private apply(action: PoolInputAction): void {
     switch (action?.type) {
@@ -600,6 +635,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private afterBatch(): void {
     if (this.finished) return;
     const s = this.poolState;
+    if (s.state === 'closed' && this.drained.length > 0) for (const resolve of this.drained.splice(0)) resolve();
     if (this.states.observed) {
       const last = this.lastSnapshot;
       if (

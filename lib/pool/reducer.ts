@@ -54,6 +54,9 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
     case 'close':
       close(state, out);
       break;
+    case 'drain':
+      drain(state, action.timeoutMS, out);
+      break;
     case 'established':
       established(state, action.id, action.connection, out);
       break;
@@ -63,12 +66,14 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
     case 'timer':
       if (action.timer === 'waitQueue') waitQueueTimer(state, out);
       else if (action.timer === 'background') backgroundRun(state, out);
-      else leakDetectionTimer(state, out);
+      else if (action.timer === 'leakDetection') leakDetectionTimer(state, out);
+      else drainTimeout(state, out);
       break;
     case 'observe':
       state.observed = action.observed;
       break;
   }
+  if (state.draining && state.state !== 'closed' && isDrained(state)) close(state, out);
   return state;
 }
 
@@ -81,7 +86,7 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
   const timeout = s.options.waitQueueTimeoutMS;
   if (s.observed || timeout > 0) w.startedAt = now(s);
   if (s.observed) emit(out, { type: 'ConnectionCheckOutStarted', address: s.address, time: now(s) });
-  if (s.state === 'closed') return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
+  if (s.state === 'closed' || s.draining) return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
   if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
   if (timeout > 0) w.deadline = now(s) + timeout;
@@ -614,6 +619,34 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
   s.waitTimerAt = undefined;
   out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' });
+  if (s.draining) out.push({ type: 'disarm', timer: 'drain' });
+}
+
+/**
+ * `drain()`: new checkouts fail with PoolClosedError from now on; waiting ones are still served (by check-ins, and
+ * establishments they start); the pool closes as CMAP says once nothing waits and nothing is in use (checked after
+ * every action), or when `timeoutMS` passes.
+ */
+function drain<C extends PoolConnection>(s: PoolState<C>, timeoutMS: number, out: Command<C>[]): void {
+  if (s.state === 'closed' || s.draining) return;
+  s.draining = true;
+  if (s.observed) emit(out, { type: 'ConnectionPoolDraining', extension: 'drain', address: s.address, time: now(s), timeoutMS });
+  if (timeoutMS > 0 && !isDrained(s)) out.push({ type: 'arm', timer: 'drain', delay: timeoutMS });
+}
+
+/** Nothing waits and nothing is in use. */
+function isDrained<C>(s: PoolState<C>): boolean {
+  return s.waitQueue.length + s.claimants.length === 0 && s.records.size - s.available.size - s.pendingConnectionCount === 0;
+}
+
+/** A drain's deadline passed: in-use connections are interrupted, then the pool closes (failing what still waits). */
+function drainTimeout<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.state === 'closed') return;
+  const interrupted = new PoolClosedError(s.address);
+  for (const rec of s.records.values()) {
+    if (rec.state === 'in use') out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
+  }
+  close(s, out);
 }
 
 /**
@@ -637,7 +670,7 @@ function backgroundRun<C extends PoolConnection>(s: PoolState<C>, out: Command<C
 
 /** Starts establishments (up to maxConnecting at once) until the pool holds minPoolSize connections. */
 function populate<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
-  if (s.state !== 'ready' || !runsEnabled(s)) return;
+  if (s.state !== 'ready' || s.draining || !runsEnabled(s)) return;
   while (isBelowMinPoolSize(s) && canStartEstablishment(s)) createConnection(s, out);
 }
 

@@ -73,6 +73,8 @@ export interface PoolState<C> {
   readonly now: () => number;
   /** CMAP `ConnectionPool.state`. */
   state: ConnectionPoolState;
+  /** `drain()` took effect: new checkouts fail, and the pool closes once nothing waits and nothing is in use. */
+  draining: boolean;
   /** CMAP `ConnectionPool.generation`: + 1 on every (non-load-balanced) clear. */
   generation: number;
   /** CMAP `serviceGenerations`: serviceId → (generation, connection count); an entry goes when its count is 0. */
@@ -123,6 +125,7 @@ export function initialPoolState<C>(
     loadBalanced,
     now,
     state: 'paused',
+    draining: false,
     generation: 0,
     serviceGenerations: new Map(),
     observed: false,

@@ -4,8 +4,9 @@
  */
 import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
-import { ConnectionPoolCore, InvalidOptionError, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
+import { ConnectionPool, ConnectionPoolCore, InvalidOptionError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { startTestEndpoint } from '../support/endpoint';
 import { microtasks } from '../support/microtasks';
 
 function virtualPool(options: { maxPoolSize?: number; maxConnecting?: number; maxWaitQueueSize?: number; waitQueueTimeoutMS?: number; establishDelayMS?: number } = {}) {
@@ -237,6 +238,94 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       expect(lifetimePool({ maxLifeTimeMS: 10_000 }).pool.options).to.include({ maxLifeTimeMS: 10_000, maxLifeTimeJitterMS: 250 });
       expect(() => lifetimePool({ maxLifeTimeMS: 1000, maxLifeTimeJitterMS: 2000 })).to.throw(InvalidOptionError, /maxLifeTimeJitterMS: 2000 \(maxLifeTimeJitterMS must be <= maxLifeTimeMS \(1000\)\)/);
       expect(() => lifetimePool({ maxLifeTimeMS: -5 })).to.throw(InvalidOptionError, /maxLifeTimeMS/);
+    });
+  });
+
+  describe('drain()', function () {
+    it('refuses new checkouts, serves the waiting ones with checked-in connections, then closes; resolves once closed', async function () {
+      const { pool, clock, events } = virtualPool();
+      const order: string[] = [];
+      const a = track(pool, order, 'a');
+      clock.advance(10);
+      const b = track(pool, order, 'b');
+      const before = events.length;
+      let drained = false;
+      const draining = pool.drain().then(() => (drained = true));
+      const c = track(pool, order, 'c');
+      expect(c.error).to.be.instanceOf(PoolClosedError);
+      pool.checkIn(a.connection!);
+      expect(order).to.deep.equal(['a', 'c failed', 'b']);
+      await microtasks();
+      expect(drained, 'b still holds its connection').to.equal(false);
+      expect(pool.state).to.equal('ready');
+      pool.checkIn(b.connection!);
+      await draining;
+      expect(pool.state).to.equal('closed');
+      expect(events.slice(before).map((e) => (e.type === 'ConnectionCheckOutFailed' ? `${e.type}:${e.reason}` : e.type))).to.deep.equal([
+        'ConnectionPoolDraining',
+        'ConnectionCheckOutStarted',
+        'ConnectionCheckOutFailed:poolClosed',
+        'ConnectionCheckedIn',
+        'ConnectionCheckedOut',
+        'ConnectionCheckedIn',
+        'ConnectionClosed',
+        'ConnectionPoolClosed',
+      ]);
+    });
+
+    it('interrupts in-use connections and closes when timeoutMS passes first', async function () {
+      const { pool, clock, events } = virtualPool();
+      const order: string[] = [];
+      const a = track(pool, order, 'a');
+      clock.advance(10);
+      const b = track(pool, order, 'b');
+      let drained = false;
+      const draining = pool.drain({ timeoutMS: 100 }).then(() => (drained = true));
+      clock.advance(99);
+      await microtasks();
+      expect(drained).to.equal(false);
+      clock.advance(1);
+      await draining;
+      expect(a.connection!.destroyError).to.be.instanceOf(PoolClosedError);
+      expect(b.error, 'still waiting at the deadline').to.be.instanceOf(PoolClosedError);
+      expect(events.at(-1)!.type).to.equal('ConnectionCheckOutFailed');
+      expect(events.some((e) => e.type === 'ConnectionPoolClosed')).to.equal(true);
+      pool.checkIn(a.connection!);
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+    });
+
+    it('closes an idle pool at once, resolves at once on a closed one, and refuses a bad timeoutMS', async function () {
+      const { pool, events } = virtualPool();
+      await pool.drain();
+      expect(events.map((e) => e.type).slice(-2)).to.deep.equal(['ConnectionPoolDraining', 'ConnectionPoolClosed']);
+      await pool.drain();
+      expect(() => pool.drain({ timeoutMS: -1 })).to.throw(InvalidOptionError, /timeoutMS/);
+    });
+
+    it('lets requests in flight on the endpoint finish, refuses new ones, and leaves no socket open', async function () {
+      this.timeout(20_000);
+      const endpoint = await startTestEndpoint();
+      const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions, maxPoolSize: 3 });
+      try {
+        pool.ready();
+        const inFlight = Array.from({ length: 20 }, () => pool.withConnection((c) => c.command('admin', { ping: 1 })));
+        await microtasks(); // every one has reached the pool, and waits for the connections being established
+        expect(pool.snapshot().waitQueueLength).to.equal(20);
+        const drained = pool.drain({ timeoutMS: 10_000 });
+        const refused = await pool.withConnection((c) => c.command('admin', { ping: 1 })).catch((e: unknown) => e);
+        expect(refused).to.be.instanceOf(PoolClosedError);
+        for (const reply of await Promise.all(inFlight)) expect(reply).to.include({ ok: 1 });
+        await drained;
+        expect(pool.state).to.equal('closed');
+        if (endpoint.embedded !== undefined) {
+          const deadline = Date.now() + 2000;
+          while (endpoint.embedded.openConnections > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+          expect(endpoint.embedded.openConnections).to.equal(0);
+        }
+      } finally {
+        pool.close();
+        await endpoint.stop();
+      }
     });
   });
 });
