@@ -360,6 +360,28 @@ export class Client {
   }
 
   /**
+   * Drains every pool (see `ConnectionPoolCore.drain`): commands whose checkout is waiting or in use finish, new ones
+   * fail with PoolClosedError; then closes the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or
+   * absent: no deadline) a pool still busy interrupts its in-use connections and closes. Resolves once the client is
+   * closed.
+   *
+   * @example
+   * ```ts
+   * process.once('SIGTERM', () => void client.drain({ timeoutMS: 10_000 }));
+   * ```
+   *
+   * @throws {InvalidOptionError} (rejection) for a `timeoutMS` that is not a number >= 0.
+   *
+   * Source: extension (see `ConnectionPoolCore.drain`).
+   */
+  async drain(options?: { timeoutMS?: number }): Promise<void> {
+    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
+    if (this.closed) return;
+    await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));
+    await this.close();
+  }
+
+  /**
    * Closes every monitor and pool, and fails every server selection still waiting (`command()` included) with
    * ClientClosedError at once; in-use connections close when checked in. Resolves once the log destination the client
    * opened is flushed. Idempotent.

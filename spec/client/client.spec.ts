@@ -3,7 +3,7 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { ClientClosedError, connect, InvalidOptionError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { ClientClosedError, connect, InvalidOptionError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually } from '../support/endpoint';
@@ -151,6 +151,22 @@ describe('connect() / Client', function () {
     expect(Date.now() - began).to.be.within(90, 500);
     expect(await busy).to.include({ ok: 1 });
     expect(await client.command('admin', { ping: 1 }, { timeoutMS: -1 }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+  });
+
+  it('drain(): commands under way finish, new ones fail with PoolClosedError, then the client closes', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=2`);
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 3 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 100 } });
+    const underWay = [1, 2, 3].map(() => client!.command('admin', { ping: 1 }));
+    await new Promise((r) => setImmediate(r)); // every one has reached its pool: two in use, one waiting
+    const drained = client.drain({ timeoutMS: 5000 });
+    const refused = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(PoolClosedError);
+    for (const reply of await Promise.all(underWay)) expect(reply).to.include({ ok: 1 });
+    await drained;
+    expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
+    expect(await eventually(() => a.openConnections === 0)).to.equal(true);
   });
 
   describe('connection string warnings on the log feed (component client, level warn)', function () {
