@@ -283,7 +283,13 @@ export type ConnectionPoolEventType = ConnectionPoolEvent['type'];
  *
  * Source: extension (see each event).
  */
-export type ConnectionPoolExtensionEvent = Extract<ConnectionPoolEvent, { readonly extension: string }>;
+export type ConnectionPoolExtensionEvent = Extract<
+  ConnectionPoolEvent,
+  {
+    /** The option or method that produced the event. */
+    readonly extension: string;
+  }
+>;
 
 /**
  * The types of the extension events (a frozen array).

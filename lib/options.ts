@@ -180,7 +180,7 @@ type AllPoolOptions = PoolOptions & PoolExtensionOptions & BackgroundOptions;
  * Source: CMAP spec, "Connection Pool Options" (each option's "Defaults to"); `backgroundThreadIntervalMS`:
  * extension (the spec leaves the interval between Background Thread Runs unspecified); the extensions: off.
  */
-export const DEFAULT_POOL_OPTIONS: Readonly<Required<AllPoolOptions>> = Object.freeze({
+export const DEFAULT_POOL_OPTIONS: Readonly<Required<PoolOptions & PoolExtensionOptions & BackgroundOptions>> = Object.freeze({
   maxPoolSize: 100,
   minPoolSize: 0,
   maxIdleTimeMS: 0,
@@ -200,7 +200,7 @@ export const DEFAULT_POOL_OPTIONS: Readonly<Required<AllPoolOptions>> = Object.f
  * Source: CMAP spec, "Connection Pool Options"; `userSet`: CMAP spec, "Events" (PoolCreatedEvent.options: "Any
  * non-default pool options that were set").
  */
-export interface ResolvedPoolOptions extends Readonly<Required<AllPoolOptions>> {
+export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & PoolExtensionOptions & BackgroundOptions>> {
   /** The pool options (CMAP's and the extensions') the caller set explicitly (what ConnectionPoolCreated reports). */
   readonly userSet: Readonly<PoolOptions & PoolExtensionOptions>;
 }
