@@ -10,22 +10,42 @@
  * - `logging`: the `connection` component logs at `debug` to a no-op sink (rxcmap's `logging` option; the driver's
  *   `mongodbLogComponentSeverities` and `mongodbLogPath`).
  *
+ * rxcmap only, `instrumented`: `instrumentConnectionPool` of `rxcmap/opentelemetry` records the pool's metrics, and
+ * nothing else listens. Three variants: the API's Meter with no SDK registered (no exporter attached), an
+ * `@opentelemetry/sdk-metrics` MeterProvider with no reader, and one with a PeriodicExportingMetricReader whose
+ * interval never elapses during a run (every measurement is aggregated, never collected). The instrumentation
+ * subscribes to `events$`, so an instrumented pool is an observed pool; its cost beyond `observed` is that of
+ * recording.
+ *
  * Every peer can be opened with a {@link Probe}: its listeners and sink then count what they receive instead of
- * doing nothing, on the same wiring, so a short run can check that each mode is what it claims (see run.ts).
+ * doing nothing, on the same wiring, and an instrumented pool's Meter gets a reader the probe can collect from (the
+ * variant with a reader lends its own), so a short run can check that each mode is what it claims (see
+ * mode-check.ts).
  */
+import { metrics } from '@opentelemetry/api';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  MetricReader,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import * as genericPool from 'generic-pool';
 import { EMPTY, type Subscription } from 'rxjs';
 import { Pool as TarnPool } from 'tarn';
 import { ConnectionPool, type Connection, type ConnectionLogMessage, type ConnectionPoolEvent, type LogSink } from '../lib';
+import { instrumentConnectionPool } from '../lib/opentelemetry';
 import { LimitPool } from './limit-pool';
 
 /** The driver's internal timeout context (not part of its typed public API). */
 const { TimeoutContext } = require('mongodb/lib/timeout') as { TimeoutContext: { create(options: object): unknown } };
 
-/** How a pool is watched while it is measured. */
+/** How a pool is watched while it is measured, in the modes both rxcmap and the driver are measured in. */
 export type Mode = 'unobserved' | 'observed' | 'logging';
 export const MODES: readonly Mode[] = ['unobserved', 'observed', 'logging'];
+/** The mode of a peer: one of {@link MODES}, or `instrumented` (rxcmap only). */
+export type PeerMode = Mode | 'instrumented';
 
 /** The driver's CMAP event names, as listened to on a MongoClient. */
 export const DRIVER_CMAP_EVENTS = [
@@ -44,13 +64,16 @@ export const DRIVER_CMAP_EVENTS = [
 
 /**
  * Counts what a peer's listeners and log sink receive. Event names are normalized to the driver's spelling
- * (`connectionCheckedOut`); log messages are counted by their `message` field.
+ * (`connectionCheckedOut`); log messages are counted by their `message` field. An instrumented peer lends it a reader
+ * of its Meter instead ({@link metricReader}).
  */
 export class Probe {
   events = 0;
   writes = 0;
   readonly eventsByType = new Map<string, number>();
   readonly writesByMessage = new Map<string, number>();
+  /** Set by an instrumented peer: a reader of the Meter its pool is instrumented with, collected by the check only. */
+  metricReader: MetricReader | undefined;
 
   event(type: string): void {
     this.events++;
@@ -89,7 +112,7 @@ export interface PoolUnderTest {
 export interface Peer {
   /** `rxcmap observed`, `driver logging`, `tarn`, … */
   readonly name: string;
-  readonly mode: Mode;
+  readonly mode: PeerMode;
   open(maxPoolSize: number, address: string, probe?: Probe): Promise<PoolUnderTest>;
 }
 
@@ -119,26 +142,104 @@ function rxcmapPeer(mode: Mode): Peer {
       });
       const subscriber = mode === 'observed' ? pool.events$.subscribe(probe ? (e: ConnectionPoolEvent) => probe.event(e.type) : noop) : undefined;
       pool.ready();
-      const put: PoolUnderTest = {
-        acquire: () => pool.checkOut(),
-        release: (c) => pool.checkIn(c as Connection),
-        acquireCancellable() {
-          const controller = new AbortController();
-          const promise = pool.checkOut({ signal: controller.signal }).then(undefined, noop);
-          return { promise, cancel: () => controller.abort() };
-        },
-        subscribe: (next) => pool.checkOut().subscribe(next),
-        verifyMode() {
+      const put = rxcmapUnderTest(
+        pool,
+        () => {
           check((pool.log$ === EMPTY) === (mode !== 'logging'), `rxcmap ${mode}: log$ is ${pool.log$ === EMPTY ? 'off' : 'on'}`);
           check((subscriber?.closed === false) === (mode === 'observed'), `rxcmap ${mode}: ${subscriber ? 'a' : 'no'} live subscriber on events$`);
         },
-        close: async () => pool.close(),
-      };
+        async () => pool.close(),
+      );
       await warm(put, maxPoolSize);
       return put;
     },
   };
 }
+
+/** An opened rxcmap pool behind {@link PoolUnderTest}. */
+function rxcmapUnderTest(pool: ConnectionPool<Connection>, verifyMode: () => void, close: () => Promise<void>): PoolUnderTest {
+  return {
+    acquire: () => pool.checkOut(),
+    release: (c) => pool.checkIn(c as Connection),
+    acquireCancellable() {
+      const controller = new AbortController();
+      const promise = pool.checkOut({ signal: controller.signal }).then(undefined, noop);
+      return { promise, cancel: () => controller.abort() };
+    },
+    subscribe: (next) => pool.checkOut().subscribe(next),
+    verifyMode,
+    close,
+  };
+}
+
+/** A reader that collects only when asked, as the mode check does. */
+class OnDemandReader extends MetricReader {
+  protected override async onShutdown(): Promise<void> {}
+  protected override async onForceFlush(): Promise<void> {}
+}
+
+/** The export interval of the `instrumented (reader)` variant, in ms: longer than any benchmark run. */
+const NEVER_ELAPSING_INTERVAL_MS = 24 * 60 * 60 * 1000;
+
+/** Where an instrumented peer's Meter comes from. */
+type MeterSource = 'api' | 'sdk' | 'sdk-reader';
+
+/**
+ * rxcmap instrumented by `instrumentConnectionPool`, with a Meter from:
+ * - `api`: `metrics.getMeter()` of `@opentelemetry/api` with no MeterProvider registered (an application that ships
+ *   the instrumentation but attached no SDK or exporter; the Meter is the API's no-op one);
+ * - `sdk`: a fresh `@opentelemetry/sdk-metrics` MeterProvider with no reader (an SDK set up with no exporter: every
+ *   measurement is still aggregated);
+ * - `sdk-reader`: the same with a PeriodicExportingMetricReader in front of an InMemoryMetricExporter whose interval
+ *   never elapses during a run.
+ * Opened with a probe (the mode check), the `api` and `sdk` variants record on an SDK MeterProvider with an
+ * {@link OnDemandReader} instead (and `sdk-reader` lends its own), set as `probe.metricReader`, so the check reads
+ * what the same instrumentation records.
+ */
+function instrumentedPeer(source: MeterSource): Peer {
+  const name = source === 'api' ? 'rxcmap instrumented' : source === 'sdk' ? 'rxcmap instrumented (SDK)' : 'rxcmap instrumented (SDK, reader)';
+  return {
+    name,
+    mode: 'instrumented',
+    async open(maxPoolSize, address, probe) {
+      const pool = new ConnectionPool({ address, maxPoolSize, maxConnecting: Math.min(maxPoolSize, 10) });
+      const readers: MetricReader[] =
+        source === 'sdk-reader'
+          ? [
+              new PeriodicExportingMetricReader({
+                exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+                exportIntervalMillis: NEVER_ELAPSING_INTERVAL_MS,
+              }),
+            ]
+          : probe
+            ? [new OnDemandReader()]
+            : [];
+      const provider = source === 'api' && !probe ? undefined : new MeterProvider({ readers });
+      const meter = provider === undefined ? metrics.getMeter('rxcmap-bench') : provider.getMeter('rxcmap-bench');
+      const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'bench' });
+      if (probe) probe.metricReader = readers[0];
+      pool.ready();
+      const put = rxcmapUnderTest(
+        pool,
+        () => {
+          check(pool.log$ === EMPTY, `${name}: log$ is on`);
+          check(!instrumentation.closed, `${name}: the instrumentation has stopped recording`);
+          if (provider === undefined) check(metrics.getMeterProvider() === NOOP_PROVIDER, `${name}: a global MeterProvider is registered`);
+        },
+        async () => {
+          pool.close();
+          instrumentation.unsubscribe();
+          await provider?.shutdown();
+        },
+      );
+      await warm(put, maxPoolSize);
+      return put;
+    },
+  };
+}
+
+/** The API's MeterProvider while none is registered (a no-op one), as read when this module loads. */
+const NOOP_PROVIDER = metrics.getMeterProvider();
 
 interface DriverPool {
   checkOut(options: { timeoutContext: unknown; signal?: AbortSignal }): Promise<unknown>;
@@ -298,3 +399,10 @@ export const DRIVER: Readonly<Record<Mode, Peer>> = {
  * the limit behind a lazy thenable.
  */
 export const PEERS: readonly Peer[] = [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m]), tarn, generic, limit, limitThenable];
+
+/**
+ * rxcmap instrumented with `rxcmap/opentelemetry`, measured in the throughput scenario only, beside {@link PEERS}: with
+ * the API's Meter and no SDK (the target's mode: no exporter attached), then on an SDK with no reader, and with a
+ * reader that never collects (information).
+ */
+export const INSTRUMENTED: readonly Peer[] = [instrumentedPeer('api'), instrumentedPeer('sdk'), instrumentedPeer('sdk-reader')];

@@ -1,22 +1,25 @@
 /**
  * `npm run bench`: measures rxcmap against the official driver's pool, tarn, generic-pool and a hand-written limit,
  * in one run on one machine, over several rounds, and reports medians and each peer's ratio to rxcmap. rxcmap and
- * the driver run in three modes (unobserved, observed, logging; see peers.ts). Writes bench/results.json and
+ * the driver run in three modes (unobserved, observed, logging; see peers.ts), and rxcmap also instrumented with
+ * `rxcmap/opentelemetry` (throughput only, with and without a metric reader). Writes bench/results.json and
  * bench/results.md (pasteable as the README's benchmark section). `--quick` finishes in about a minute; `--rounds N`
  * overrides the number of rounds.
  *
  * Every measurement opens its pool, checks its mode's wiring, runs a full GC, primes the pool's hot path, then
- * measures; peers are interleaved and their order rotates every round. Before anything is measured, a short run checks that each mode is what it
- * claims, by counting what its listeners and log sink receive.
+ * measures; peers are interleaved and their order rotates every round. Before anything is measured, a short run checks
+ * that each mode is what it claims, by counting what its listeners, log sink and Meter receive (mode-check.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DRIVER, MODES, PEERS, Probe, RXCMAP, generic, limit, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
+import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, generic, limit, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
 import { abortAlone, adminCommand, cancelCost, cycles, fill, heapPerWaiter, ping, waits, type WaitForm, type WaitResult } from './scenarios';
-import { human, median, micros, table } from './stats';
+import { CHECK_CYCLES, checkModes, type ModeCheck } from './mode-check';
+import { instrumentationReport, INSTRUMENTED_MIN_RATIO, type Target } from './report';
+import { callersLabel, human, median, micros, ratio, table } from './stats';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, rounds: { type: 'string' } } });
 const quick = values.quick === true;
@@ -43,7 +46,6 @@ const WAITING = 10_000;
 const CANCEL_QUEUES = [1000, 10_000];
 /** Cancels timed per measurement (in batches of the queue size). */
 const CANCELS_TIMED = quick ? 3000 : 10_000;
-const CHECK_CYCLES = 2000;
 
 /** A progress line on stderr, stamped with the seconds since the process started. */
 function log(line: string): void {
@@ -80,8 +82,11 @@ interface Entry {
   readonly form?: WaitForm;
 }
 
-/** The peers of the throughput and latency scenarios, as entries. */
+/** The peers of the latency scenario, as entries. */
 const PEER_ENTRIES: readonly Entry[] = PEERS.map((peer) => ({ name: peer.name, peer }));
+/** The peers of the throughput scenario: every peer, then rxcmap instrumented with and without a reader. */
+const THROUGHPUT_PEERS: readonly Peer[] = [...PEERS, ...INSTRUMENTED];
+const THROUGHPUT_ENTRIES: readonly Entry[] = THROUGHPUT_PEERS.map((peer) => ({ name: peer.name, peer }));
 
 /**
  * Runs `measure` for every entry, `rounds` times, each on a freshly opened pool of `maxPoolSize` whose mode is
@@ -122,91 +127,13 @@ async function overRounds<E extends Entry, T>(
   return results;
 }
 
-/** What a mode check saw: per cycle, events at the listeners and messages at the log sink. */
-interface ModeCheck {
-  peer: string;
-  cycles: number;
-  eventsPerCycle: number;
-  writesPerCycle: number;
-  lifecycle: Record<string, number>;
-}
-
-/** The CMAP log messages of one checkOut/checkIn cycle, and those of a pool's life around it. */
-const CYCLE_MESSAGES = ['Connection checkout started', 'Connection checked out', 'Connection checked in'];
-const CYCLE_EVENTS = ['connectionCheckOutStarted', 'connectionCheckedOut', 'connectionCheckedIn'];
-const LIFE_MESSAGES = ['Connection pool created', 'Connection pool ready', 'Connection created', 'Connection ready', 'Connection pool closed'];
-const LIFE_EVENTS = ['connectionPoolCreated', 'connectionPoolReady', 'connectionCreated', 'connectionReady', 'connectionPoolClosed'];
-
-/**
- * Checks, before measuring, that each mode of rxcmap and the driver is what it claims: its wiring (verifyMode), and
- * what a probe on the same wiring receives over a pool's life and over cycles at 1 and 100 callers on a pool of 10:
- * observed, exactly the three CMAP events of each cycle and the pool's life events, and nothing logged; logging,
- * exactly the three messages of each cycle and those of the pool's life, and no listener called; unobserved,
- * neither. Throws on any mismatch.
- */
-async function checkModes(address: string): Promise<ModeCheck[]> {
-  const checks: ModeCheck[] = [];
-  const fail = (peer: Peer, what: string): never => {
-    throw new Error(`mode check failed for ${peer.name}: ${what}`);
-  };
-  for (const peer of [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m])]) {
-    const probe = new Probe();
-    const pool = await peer.open(10, address, probe);
-    pool.verifyMode();
-    const life = (name: string): number =>
-      peer.mode === 'logging' ? (probe.writesByMessage.get(name) ?? 0) : (probe.eventsByType.get(name) ?? 0);
-    const lifeNames = peer.mode === 'logging' ? LIFE_MESSAGES : LIFE_EVENTS;
-    const lifecycle: Record<string, number> = {};
-    for (const name of lifeNames.slice(0, 4)) lifecycle[name] = life(name);
-    probe.reset();
-    let total = 0;
-    let cycleEvents = 0;
-    let cycleWrites = 0;
-    for (const callers of [1, 100]) {
-      const before = { events: probe.events, writes: probe.writes };
-      await cycles(pool, callers, CHECK_CYCLES);
-      const events = probe.events - before.events;
-      const writes = probe.writes - before.writes;
-      const expected = { events: peer.mode === 'observed' ? 3 * CHECK_CYCLES : 0, writes: peer.mode === 'logging' ? 3 * CHECK_CYCLES : 0 };
-      if (events !== expected.events || writes !== expected.writes) {
-        fail(peer, `${CHECK_CYCLES} cycles at ${callers} callers gave ${events} events and ${writes} log messages, expected ${expected.events} and ${expected.writes}`);
-      }
-      total += CHECK_CYCLES;
-      cycleEvents += events;
-      cycleWrites += writes;
-    }
-    const names = peer.mode === 'logging' ? CYCLE_MESSAGES : peer.mode === 'observed' ? CYCLE_EVENTS : [];
-    for (const name of names) {
-      const n = peer.mode === 'logging' ? probe.writesByMessage.get(name) : probe.eventsByType.get(name);
-      if (n !== total) fail(peer, `${n ?? 0} × ${name} over ${total} cycles`);
-    }
-    await pool.close();
-    for (let i = 0; i < 100 && peer.mode !== 'unobserved' && life(lifeNames[4]) === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    lifecycle[lifeNames[4]] = life(lifeNames[4]);
-    if (peer.mode !== 'unobserved') {
-      const [created, ready, connCreated, connReady, closed] = lifeNames.map((n) => lifecycle[n]);
-      if (created !== 1 || ready !== 1 || connCreated !== 10 || connReady !== 10 || closed !== 1) {
-        fail(peer, `pool life: ${JSON.stringify(lifecycle)}, expected 1 pool created, 1 ready, 10 connections created and ready, 1 pool closed`);
-      }
-    } else if (probe.events !== 0 || probe.writes !== 0) {
-      fail(peer, `unobserved, yet ${probe.events} events and ${probe.writes} log messages`);
-    }
-    checks.push({ peer: peer.name, cycles: total, eventsPerCycle: cycleEvents / total, writesPerCycle: cycleWrites / total, lifecycle });
-    log(
-      `mode check: ${peer.name}: ${cycleEvents / total} events and ${cycleWrites / total} log messages per cycle over ${total} cycles; ` +
-        `pool life ${JSON.stringify(lifecycle)}`,
-    );
-  }
-  return checks;
-}
-
 /**
  * Warms every peer up and measures its cycle rate on a pool of 10 at each caller count of the throughput cells, from
  * which the peer's cycle count per run is set for that caller count (so that every run lasts about as long).
  */
 async function calibrate(address: string, callerCounts: readonly number[]): Promise<Map<string, number>> {
   const rates = new Map<string, number>();
-  for (const peer of PEERS) {
+  for (const peer of THROUGHPUT_PEERS) {
     const pool = await peer.open(10, address);
     try {
       await cycles(pool, 10, 5000);
@@ -227,9 +154,6 @@ async function calibrate(address: string, callerCounts: readonly number[]): Prom
   return rates;
 }
 
-/** `peer / ours` as `0.42×`. */
-const ratio = (peer: number, ours: number): string => (Number.isFinite(peer) && ours > 0 ? `${(peer / ours).toFixed(2)}×` : 'n/a');
-const callersLabel = (n: number): string => `${n} caller${n === 1 ? '' : 's'}`;
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -248,12 +172,12 @@ async function main(): Promise<void> {
     },
   };
   const out: string[] = [];
-  const checks: { target: string; met: boolean; detail: string }[] = [];
+  const checks: Target[] = [];
   const target = (name: string, met: boolean, detail: string): void => void checks.push({ target: name, met, detail });
   let modeChecks: ModeCheck[] = [];
   try {
     // 0. Each mode is what it claims.
-    modeChecks = await checkModes(address);
+    modeChecks = await checkModes(address, [...MODES.map((m) => RXCMAP[m]), ...INSTRUMENTED, ...MODES.map((m) => DRIVER[m])], log);
     report.modeChecks = modeChecks;
 
     // Warm-up and calibration, not recorded.
@@ -268,7 +192,7 @@ async function main(): Promise<void> {
      */
     const primeOps = (peer: Peer, callers: number): number =>
       Math.max(opsFor(peer, callers, SECONDS_PER_RUN / 4), Math.min(20_000, opsFor(peer, callers, 0.1)));
-    report.cyclesPerRun = Object.fromEntries(PEERS.map((p) => [p.name, Object.fromEntries(allCallers.map((c) => [c, opsFor(p, c)]))]));
+    report.cyclesPerRun = Object.fromEntries(THROUGHPUT_PEERS.map((p) => [p.name, Object.fromEntries(allCallers.map((c) => [c, opsFor(p, c)]))]));
 
     // 1. Throughput: checkOut → microtask → checkIn, no clock in the loop.
     const cells: Record<string, unknown>[] = [];
@@ -276,12 +200,12 @@ async function main(): Promise<void> {
     for (const size of POOL_SIZES) {
       for (const callers of allCallers) {
         const cellStart = Date.now();
-        const runs = await overRounds(address, PEER_ENTRIES, size, (pool, e) => cycles(pool!, callers, opsFor(e.peer!, callers)), {
+        const runs = await overRounds(address, THROUGHPUT_ENTRIES, size, (pool, e) => cycles(pool!, callers, opsFor(e.peer!, callers)), {
           prime: (pool, e) => cycles(pool!, callers, primeOps(e.peer!, callers)),
         });
         log(`throughput: maxPoolSize ${size}, ${callersLabel(callers)} (${Date.now() - cellStart} ms)`);
         const cell: Record<string, unknown> = { maxPoolSize: size, callers };
-        for (const peer of PEERS) {
+        for (const peer of THROUGHPUT_PEERS) {
           const samples = runs.get(peer.name)!;
           tput.set(`${size}/${callers}/${peer.name}`, median(samples));
           cell[peer.name] = { cyclesPerSec: median(samples), samples: samples.map(Math.round) };
@@ -330,6 +254,37 @@ async function main(): Promise<void> {
         target(`rxcmap logging ≥ 2× driver logging (${where})`, rl >= 2 * dl, `${(rl / dl).toFixed(2)}×`);
       }
     }
+
+    // 1b. The OpenTelemetry instrumentation, from the same runs.
+    const [instrumented, instrumentedSdk, instrumentedWithReader] = INSTRUMENTED;
+    const otel = instrumentationReport(
+      POOL_SIZES.flatMap((size) =>
+        allCallers.map((callers) => ({
+          maxPoolSize: size,
+          callers,
+          unobserved: at(size, callers, RXCMAP.unobserved),
+          observed: at(size, callers, RXCMAP.observed),
+          instrumented: at(size, callers, instrumented),
+          instrumentedSdk: at(size, callers, instrumentedSdk),
+          instrumentedWithReader: at(size, callers, instrumentedWithReader),
+        })),
+      ),
+      CALLERS,
+    );
+    out.push('#### OpenTelemetry instrumentation, checkOut → microtask → checkIn (cycles/s, median; same runs as above)', '');
+    out.push(
+      '`instrumentConnectionPool(pool, { meter, poolName })` of `rxcmap/opentelemetry`: with the Meter of ' +
+        '`@opentelemetry/api` and no SDK registered (no exporter attached), then, information only, on an ' +
+        '`@opentelemetry/sdk-metrics` MeterProvider with no reader and with a PeriodicExportingMetricReader whose ' +
+        'interval never elapses during a run (the SDK hashes the attributes and reads the clock on every `record()`, ' +
+        'two per cycle: that is its cost, not the pool\'s). ' +
+        'The instrumentation is the pool\'s only `events$` subscriber; in parentheses, the ratio to rxcmap observed ' +
+        `(one no-op \`events$\` subscriber) / to rxcmap unobserved. Target: instrumented ≥ ${INSTRUMENTED_MIN_RATIO}× observed.` +
+        (INFO_CALLERS.length > 0 ? ` ${INFO_CALLERS.join(', ')} callers: information, no target.` : ''),
+      '',
+    );
+    out.push(otel.table, '');
+    checks.push(...otel.targets);
 
     // 2. Checkout-wait latency, in its own runs.
     const waitRows: string[][] = [];
@@ -473,15 +428,18 @@ async function main(): Promise<void> {
   const header =
     `Measured ${String(report.date).slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), Node ${m.node}, ${m.platform}; ` +
     `${report.mode} run, ${rounds} rounds, ${SECONDS_PER_RUN} s per throughput run, medians.`;
-  const perCycle = (name: string, key: 'eventsPerCycle' | 'writesPerCycle'): string =>
+  const perCycle = (name: string, key: 'eventsPerCycle' | 'writesPerCycle' | 'measurementsPerCycle'): string =>
     String(modeChecks.find((c) => c.peer === name)?.[key] ?? 'n/a');
   const modesNote =
     'Modes: `unobserved` (no listener, no logging), `observed` (a no-op subscriber on rxcmap\'s `events$`; a no-op listener ' +
-    'on the MongoClient for each CMAP event), `logging` (the `connection` component at `debug` to a no-op sink). ' +
+    'on the MongoClient for each CMAP event), `logging` (the `connection` component at `debug` to a no-op sink); rxcmap ' +
+    'only, `instrumented` (`rxcmap/opentelemetry` records the pool\'s metrics, no other subscriber; the API\'s Meter, or an SDK one). ' +
     `Checked before measuring, over ${CHECK_CYCLES} cycles at 1 and at 100 callers on a pool of 10: ` +
     `observed listeners received ${perCycle(RXCMAP.observed.name, 'eventsPerCycle')} (rxcmap) and ${perCycle(DRIVER.observed.name, 'eventsPerCycle')} (driver) events per cycle, ` +
     `logging sinks ${perCycle(RXCMAP.logging.name, 'writesPerCycle')} (rxcmap) and ${perCycle(DRIVER.logging.name, 'writesPerCycle')} (driver) messages per cycle, ` +
-    'unobserved pools had neither listener nor logger.';
+    'unobserved pools had neither listener nor logger; instrumented pools, recording for the check on an SDK Meter read ' +
+    `through a reader (the variant with a reader: its own), recorded ${INSTRUMENTED.map((p) => perCycle(p.name, 'measurementsPerCycle')).join(', ')} ` +
+    `(${INSTRUMENTED.map((p) => p.name.replace('rxcmap instrumented', '').trim() || 'API').join(', ')}) histogram measurements per cycle (one wait_time, one use_time).`;
   const met = checks.filter((c) => c.met).length;
   const targets = checks.map((c) => `- ${c.met ? 'met' : 'MISSED'}: ${c.target}: ${c.detail}`).join('\n');
   const text = [header, '', modesNote, '', ...out, `#### targets (${met} of ${checks.length} met)`, '', targets, ''].join('\n');

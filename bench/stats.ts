@@ -23,6 +23,16 @@ export function human(n: number): string {
   return n.toFixed(2);
 }
 
+/** `peer / ours` as `0.42×`; `n/a` unless `peer` is finite and `ours` positive. */
+export function ratio(peer: number, ours: number): string {
+  return Number.isFinite(peer) && ours > 0 ? `${(peer / ours).toFixed(2)}×` : 'n/a';
+}
+
+/** `1 caller`, `100 callers`. */
+export function callersLabel(n: number): string {
+  return `${n} caller${n === 1 ? '' : 's'}`;
+}
+
 /** A markdown table. */
 export function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;

@@ -194,6 +194,12 @@ export interface ConnectionCheckedInEvent extends PoolEventBase {
   readonly type: 'ConnectionCheckedIn';
   /** The id of the connection checked in. */
   readonly connectionId: number;
+  /**
+   * ms from the checkout's ConnectionCheckedOut to this event (how long the connection was used); undefined when the
+   * checkout was made before anyone observed the pool (it was not timed). Extension: the spec's event has no duration;
+   * this is OpenTelemetry's `db.client.connection.use_time`.
+   */
+  readonly duration: number | undefined;
 }
 
 /**

@@ -109,7 +109,7 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * | `db.client.connection.timeouts` | Counter | `{timeout}` | ConnectionCheckOutFailed with reason `timeout` |
  * | `db.client.connection.create_time` | Histogram | `s` | ConnectionReady `duration` |
  * | `db.client.connection.wait_time` | Histogram | `s` | ConnectionCheckedOut and ConnectionCheckOutFailed `duration` |
- * | `db.client.connection.use_time` | Histogram | `s` | ConnectionCheckedOut to ConnectionCheckedIn of that connection |
+ * | `db.client.connection.use_time` | Histogram | `s` | ConnectionCheckedIn `duration` (from its ConnectionCheckedOut) |
  *
  * Mapping choices:
  * - Connections being established (CMAP "pending") are in neither well-known `db.client.connection.state` (`idle`,
@@ -120,7 +120,7 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *   0 (no limit), `max` and `idle.max` are not reported.
  * - `wait_time` records every checkout attempt, failed ones included (a timed-out wait is time spent waiting); a
  *   checkout under way when recording started still records its wait when it ends.
- * - `use_time` needs the checkout's time: a connection checked out before recording started records no `use_time`.
+ * - `use_time` needs the checkout's time: a checkout made before anyone observed the pool records no `use_time`.
  * - The conventions list only `db.client.connection.pool.name` (and `db.client.connection.state`) on these metrics;
  *   `server.address` and `server.port`, the attributes of `db.client.operation.duration`, are added (extension) so
  *   pool metrics join operation metrics without parsing the pool name.
@@ -188,8 +188,6 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   private readonly useTime: Histogram;
   private readonly observables: ObservableInstrument[];
   private readonly collect: BatchObservableCallback;
-  /** When each connection checked out now was checked out (ms, the pool scheduler's clock), by connection id. */
-  private readonly checkedOutAt = new Map<number, number>();
   private readonly subscriptions: Subscription[] = [];
   private watchingCompletion = false;
   private stopped = false;
@@ -275,7 +273,6 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.stopped = true;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
-    this.checkedOutAt.clear();
   }
 
   [Symbol.dispose](): void {
@@ -290,22 +287,14 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
         break;
       case 'ConnectionCheckedOut':
         this.waitTime.record(event.duration / 1000, this.attributes);
-        this.checkedOutAt.set(event.connectionId, event.time);
         break;
       case 'ConnectionCheckOutFailed':
         this.waitTime.record(event.duration / 1000, this.attributes);
         if (event.reason === 'timeout') this.timeouts.add(1, this.attributes);
         break;
-      case 'ConnectionCheckedIn': {
-        const since = this.checkedOutAt.get(event.connectionId);
-        if (since !== undefined) {
-          this.checkedOutAt.delete(event.connectionId);
-          this.useTime.record((event.time - since) / 1000, this.attributes);
-        }
-        break;
-      }
-      case 'ConnectionClosed':
-        this.checkedOutAt.delete(event.connectionId);
+      case 'ConnectionCheckedIn':
+        // Checkouts made before anyone observed the pool were not timed: they record no use time.
+        if (event.duration !== undefined) this.useTime.record(event.duration / 1000, this.attributes);
         break;
       case 'ConnectionPoolClosed':
         this.watchCompletion();

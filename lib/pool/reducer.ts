@@ -340,7 +340,10 @@ function checkIn<C extends PoolConnection>(
   // connection went to another checkout, changes nothing.
   if (rec === undefined || rec.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
   rec.holder = undefined;
-  if (s.observed) emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id });
+  if (s.observed) {
+    const used = now(s) - rec.checkedOutAt;
+    emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id, duration: Number.isNaN(used) ? undefined : used });
+  }
   if (checkInChannel.hasSubscribers) {
     const { address, serverAddress, serverPort } = s.server;
     out.push({ type: 'publish', channel: checkInChannel, message: { address, serverAddress, serverPort, connectionId: rec.id } });
