@@ -4,11 +4,12 @@
  * handshake use:
  *
  * - OP_MSG commands, and the legacy OP_QUERY hello many clients open with (answered with OP_REPLY);
- * - hello / isMaster (with `saslSupportedMechs` and compression negotiation), ping, buildInfo, endSessions, and
- *   `{ ok: 1 }` for anything else;
+ * - hello / isMaster (with `saslSupportedMechs` and compression negotiation), ping, buildInfo, endSessions,
+ *   connectionStatus, and `{ ok: 1 }` for anything else;
  * - OP_COMPRESSED (zlib) once negotiated;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
- *   ping and buildInfo require an authenticated connection;
+ *   ping, buildInfo and connectionStatus require an authenticated connection; the users can be replaced while it
+ *   runs ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
  *
@@ -68,6 +69,13 @@ export interface ClientConnectionInfo {
   /** The user this connection authenticated as (`<db>.<user>`), if any. */
   user: string | undefined;
   /**
+   * The users generation ({@link EmbeddedServer.usersGeneration}) whose user this connection last authenticated
+   * against: the generation its SCRAM conversation started in. Undefined until it authenticates.
+   */
+  usersGeneration: number | undefined;
+  /** The SCRAM conversations started on this connection (saslStart answered with a salt and iteration count). */
+  saslConversations: number;
+  /**
    * The SASL conversation in progress, if any.
    *
    * @internal
@@ -85,7 +93,15 @@ export interface ClientConnectionInfo {
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
 
 /** Commands that need no authentication. */
-const OPEN_COMMANDS = new Set(['hello', 'ismaster', 'saslstart', 'saslcontinue', 'ping', 'buildinfo']);
+const OPEN_COMMANDS = new Set([
+  'hello',
+  'ismaster',
+  'saslstart',
+  'saslcontinue',
+  'ping',
+  'buildinfo',
+  'connectionstatus',
+]);
 
 /**
  * The embedded endpoint. `start()` it, connect to {@link address}, `stop()` it.
@@ -129,6 +145,7 @@ export class EmbeddedServer {
     }));
     this.handlers.set('endsessions', () => ({ ok: 1 }));
     this.handlers.set('configurefailpoint', (cmd) => this.failCommand.configure(cmd));
+    this.handlers.set('connectionstatus', (_cmd, client) => connectionStatusReply(client));
   }
 
   /** `127.0.0.1:<port>` once started (`127.0.0.1:0` before). */
@@ -190,6 +207,73 @@ export class EmbeddedServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  /**
+   * Replaces the endpoint's users while it runs: `users` becomes the whole list, of the same shape as the `users`
+   * option ({@link EmbeddedUser}). A user may come back under its name with a new password, salt, iteration count or
+   * mechanisms, or be left out (it no longer exists); every user is created anew, with a fresh random salt per
+   * mechanism unless its `salt` is given. An empty list turns authentication off for new commands, as an endpoint
+   * constructed without users has it. Counts {@link usersGeneration} up by one.
+   *
+   * What it models: a failover to a primary whose users differ from the former one's (a user re-created there), or
+   * createUser / updateUser / dropUser on this server. Connections already authenticated keep their user (as the
+   * connections to a former primary keep theirs) and go on running commands; new connections, and any connection
+   * that authenticates again, authenticate against the new users. A SCRAM conversation in progress is checked
+   * against the salt and keys it started with, and fails if its user was left out (as a mongod fails to acquire a
+   * user dropped during the conversation). A mongod also withdraws a dropped user's privileges from the connections
+   * it had authenticated, on their next command; to model that, close those connections with
+   * {@link closeConnections} (`(c) => c.user === 'admin.name'`).
+   *
+   * @throws {InvalidOptionError} synchronously, leaving the users as they were: when `users` is not an array, or for
+   *   a user whose `username` is not a non-empty string, `password` not a string (its value never shown), `db` not a
+   *   non-empty string, `mechanisms` not a non-empty list of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a
+   *   positive integer, or `salt` not a Uint8Array of 1 to 1024 bytes.
+   *
+   * Source: extension (the users of a new primary after a failover, or of user-management commands: the auth spec's
+   * "SCRAM-SHA-1" and "SCRAM-SHA-256" server state; the legacy pooling notes, which re-authenticate every connection
+   * after a failover).
+   */
+  setUsers(users: readonly EmbeddedUser[]): void {
+    this.users.replace(users);
+  }
+
+  /**
+   * The users generation: 0 for the users given at construction, + 1 on every {@link setUsers}. Each connection's
+   * {@link ClientConnectionInfo.usersGeneration} says which generation it authenticated against.
+   *
+   * Source: extension (see {@link setUsers}).
+   */
+  get usersGeneration(): number {
+    return this.users.generation;
+  }
+
+  /**
+   * The counts of the SCRAM conversations of users generation `usersGeneration` (default: the current one), from
+   * every connection, open or since closed. A conversation counts in the generation it started in, even if the users
+   * change before it ends. A fresh object each call; zeros for a generation that had none.
+   *
+   * Source: extension (see {@link setUsers}).
+   */
+  scramConversations(usersGeneration: number = this.users.generation): {
+    /** Conversations started: saslStart answered with a server-first message (salt and iteration count). */
+    started: number;
+    /** Conversations that proved the password: the client is authenticated. */
+    succeeded: number;
+    /** AuthenticationFailed answers, at saslStart (unknown user or mechanism) or saslContinue (bad proof, user gone). */
+    failed: number;
+  } {
+    return this.users.conversations(usersGeneration);
+  }
+
+  /**
+   * What the endpoint knows of each open client connection, in the order they were accepted (a new array each call,
+   * of the live records: their fields change as the connections go on).
+   *
+   * Source: extension (a mongod's `currentOp` of its client connections, reduced to what the endpoint tracks).
+   */
+  clientConnections(): ClientConnectionInfo[] {
+    return [...this.sockets.values()];
+  }
+
   /** Adds or replaces the handler of a command (name matched case-insensitively). */
   handle(commandName: string, handler: CommandHandler): void {
     this.handlers.set(commandName.toLowerCase(), handler);
@@ -203,6 +287,8 @@ export class EmbeddedServer {
       appName: undefined,
       compressor: undefined,
       user: undefined,
+      usersGeneration: undefined,
+      saslConversations: 0,
       conversation: undefined,
       serviceId: this.services.length > 0 ? this.services[(this.nextConnectionId - 2) % this.services.length] : undefined,
     };
@@ -291,14 +377,19 @@ export class EmbeddedServer {
     if (name === 'saslstart') {
       const { reply, conversation } = this.users.start(db, command);
       client.conversation = conversation;
+      if (conversation !== undefined) client.saslConversations++;
       return reply;
     }
     if (client.conversation === undefined) {
       return { ok: 0, code: 17, codeName: 'ProtocolError', errmsg: 'No SASL session state found' };
     }
     const { reply, authenticated } = this.users.continue(client.conversation, command);
-    if (authenticated) client.user = `${client.conversation.user.db}.${client.conversation.user.username}`;
-    else client.conversation = undefined;
+    if (authenticated) {
+      client.user = `${client.conversation.user.db}.${client.conversation.user.username}`;
+      client.usersGeneration = client.conversation.generation;
+    } else {
+      client.conversation = undefined;
+    }
     return reply;
   }
 
@@ -330,6 +421,16 @@ export class EmbeddedServer {
     reply.ok = 1;
     return reply;
   }
+}
+
+/** connectionStatus as a mongod answers it: the authenticated user, if any (the endpoint has no roles). */
+function connectionStatusReply(client: ClientConnectionInfo): Document {
+  const authenticatedUsers: Document[] = [];
+  if (client.user !== undefined) {
+    const dot = client.user.indexOf('.');
+    authenticatedUsers.push({ user: client.user.slice(dot + 1), db: client.user.slice(0, dot) });
+  }
+  return { authInfo: { authenticatedUsers, authenticatedUserRoles: [] }, ok: 1 };
 }
 
 /** Waits `ms`, or less if the socket closes first; resolves to whether the socket is still open. */

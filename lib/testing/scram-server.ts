@@ -6,14 +6,15 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
-import type { AuthMechanism } from '../auth/credentials';
+import { AUTH_MECHANISMS, type AuthMechanism } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
 import { hash, hmac, parseAttributes, saltPassword, saslPayloadText, scramPassword, xor } from '../auth/scram';
 
 /**
- * A user of the embedded endpoint. Its salt is drawn when the endpoint is constructed; its SCRAM keys are derived the
- * first time a client sends a proof for it (synchronously, on the event loop the endpoint shares with its clients),
- * so a user whose iteration count a client refuses costs nothing.
+ * A user of the embedded endpoint. Its salt is drawn (or taken from `salt`) when the user is created: when the
+ * endpoint is constructed, or by `EmbeddedServer.setUsers`; its SCRAM keys are derived the first time a client sends
+ * a proof for it (synchronously, on the event loop the endpoint shares with its clients), so a user whose iteration
+ * count a client refuses costs nothing.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (what a server stores for a user: salt, iteration count, stored
  * and server keys).
@@ -36,6 +37,12 @@ export interface EmbeddedUser {
    * the first proof arrives.
    */
   iterations?: number;
+  /**
+   * The SCRAM salt (`s=` in its server-first message), for every mechanism of the user: 1 to 1024 bytes. Default: 16
+   * random bytes per mechanism, drawn each time the user is created, as createUser does. Give it to reproduce a user
+   * exactly (a replicated user, the same after a failover) or to tell two creations of a user apart.
+   */
+  salt?: Uint8Array;
 }
 
 interface StoredCredential {
@@ -55,6 +62,8 @@ interface StoredUser {
 export interface ScramConversation {
   readonly mechanism: AuthMechanism;
   readonly user: StoredUser;
+  /** The users generation the conversation started in (its salt and keys are that generation's). */
+  readonly generation: number;
   readonly clientFirstBare: string;
   readonly serverFirst: string;
   readonly nonce: string;
@@ -66,17 +75,31 @@ const ITERATIONS: Record<AuthMechanism, number> = { 'SCRAM-SHA-1': 10_000, 'SCRA
 
 const authFailed = (): Document => ({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' });
 
+/** Counts of the SCRAM conversations of one users generation (`EmbeddedServer.scramConversations`). */
+export interface ScramConversationCounts {
+  /** Conversations started: saslStart answered with a server-first message (salt and iteration count). */
+  started: number;
+  /** Conversations that proved the password: the client is authenticated. */
+  succeeded: number;
+  /** saslStart or saslContinue answered with AuthenticationFailed (unknown user, wrong proof, user since removed). */
+  failed: number;
+}
+
 /**
- * The users of an endpoint and the SCRAM steps that check them.
+ * The users of an endpoint and the SCRAM steps that check them, with a generation counted up each time the whole
+ * list is replaced and the conversations of each generation counted.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802 / RFC 7677 server steps).
  */
 export class ScramUsers {
-  private readonly users = new Map<string, StoredUser>();
+  private users: Map<string, StoredUser>;
+  private currentGeneration = 0;
+  /** The conversation counts of each generation that had any. */
+  private readonly counts = new Map<number, ScramConversationCounts>();
 
-  /** @throws {InvalidOptionError} when a user's `iterations` is not a positive integer (see {@link add}). */
+  /** @throws {InvalidOptionError} for an invalid user (see {@link replace}). */
   constructor(users: readonly EmbeddedUser[] = []) {
-    for (const u of users) this.add(u);
+    this.users = storedUsers(users);
   }
 
   /** Whether any user exists (authentication is then required). */
@@ -84,36 +107,33 @@ export class ScramUsers {
     return this.users.size > 0;
   }
 
+  /** The users generation: 0 at construction, + 1 on every {@link replace}. */
+  get generation(): number {
+    return this.currentGeneration;
+  }
+
   /**
-   * Adds (or replaces) a user.
+   * Replaces every user at once with `users` (each created anew: a fresh salt unless `salt` is given) and counts the
+   * generation up. All are checked before any is stored, so an invalid list leaves the users as they were.
    *
-   * @throws {InvalidOptionError} when `user.iterations` is given and is not a positive integer.
+   * @throws {InvalidOptionError} when `users` is not an array, or for a user whose `username` is not a non-empty
+   *   string, `password` not a string (never shown), `db` not a non-empty string, `mechanisms` not a non-empty list
+   *   of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a positive integer, or `salt` not 1 to 1024 bytes.
    */
-  add(user: EmbeddedUser): void {
-    if (user.iterations !== undefined && !(Number.isSafeInteger(user.iterations) && user.iterations > 0)) {
-      throw new InvalidOptionError('iterations', user.iterations, 'a positive integer');
-    }
-    const db = user.db ?? 'admin';
-    const credentials: Partial<Record<AuthMechanism, StoredCredential>> = {};
-    for (const mechanism of user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as AuthMechanism[])) {
-      const salt = randomBytes(16);
-      const iterations = user.iterations ?? ITERATIONS[mechanism];
-      const password = scramPassword(mechanism, user.username, user.password);
-      let keys: { storedKey: Buffer; serverKey: Buffer } | undefined;
-      credentials[mechanism] = {
-        salt,
-        iterations,
-        keys: () => {
-          if (keys === undefined) {
-            const salted = saltPassword(mechanism, password, salt, iterations);
-            const storedKey = hash(mechanism, hmac(mechanism, salted, 'Client Key'));
-            keys = { storedKey, serverKey: hmac(mechanism, salted, 'Server Key') };
-          }
-          return keys;
-        },
-      };
-    }
-    this.users.set(`${db}.${user.username}`, { username: user.username, db, credentials });
+  replace(users: readonly EmbeddedUser[]): void {
+    this.users = storedUsers(users);
+    this.currentGeneration++;
+  }
+
+  /** The conversation counts of users generation `generation` (default: the current one); zeros when it had none. */
+  conversations(generation: number = this.currentGeneration): ScramConversationCounts {
+    return { ...(this.counts.get(generation) ?? { started: 0, succeeded: 0, failed: 0 }) };
+  }
+
+  private count(generation: number, outcome: keyof ScramConversationCounts): void {
+    let counts = this.counts.get(generation);
+    if (counts === undefined) this.counts.set(generation, (counts = { started: 0, succeeded: 0, failed: 0 }));
+    counts[outcome]++;
   }
 
   /** The mechanisms of `<db>.<username>`, for a handshake's `saslSupportedMechs`; undefined for an unknown user. */
@@ -133,7 +153,11 @@ export class ScramUsers {
     const user = this.users.get(`${db}.${name}`);
     const credential = user?.credentials[mechanism];
     const clientNonce = attrs.get('r');
-    if (!user || !credential || !clientNonce) return { reply: authFailed() };
+    if (!user || !credential || !clientNonce) {
+      this.count(this.currentGeneration, 'failed');
+      return { reply: authFailed() };
+    }
+    this.count(this.currentGeneration, 'started');
     const nonce = clientNonce + randomBytes(18).toString('base64');
     const serverFirst = `r=${nonce},s=${credential.salt.toString('base64')},i=${credential.iterations}`;
     return {
@@ -141,6 +165,7 @@ export class ScramUsers {
       conversation: {
         mechanism,
         user,
+        generation: this.currentGeneration,
         clientFirstBare,
         serverFirst,
         nonce,
@@ -150,7 +175,11 @@ export class ScramUsers {
     };
   }
 
-  /** Handles saslContinue; `authenticated` is true once the client proved the password. */
+  /**
+   * Handles saslContinue; `authenticated` is true once the client proved the password. The proof is checked against
+   * the keys the conversation started with (its salt); a user removed since then fails it, as a mongod fails to
+   * acquire a user dropped during the conversation.
+   */
   continue(conversation: ScramConversation, command: Document): { reply: Document; authenticated: boolean } {
     if (conversation.step === 'final') {
       return { reply: { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 }, authenticated: true };
@@ -158,7 +187,11 @@ export class ScramUsers {
     const message = (saslPayloadText(command.payload) ?? '');
     const attrs = parseAttributes(message);
     const proofText = attrs.get('p');
-    if (attrs.get('r') !== conversation.nonce || proofText === undefined) return { reply: authFailed(), authenticated: false };
+    const failed = (): { reply: Document; authenticated: boolean } => {
+      this.count(conversation.generation, 'failed');
+      return { reply: authFailed(), authenticated: false };
+    };
+    if (attrs.get('r') !== conversation.nonce || proofText === undefined) return failed();
     const { mechanism } = conversation;
     const credential = conversation.user.credentials[mechanism]!.keys();
     const withoutProof = message.slice(0, message.lastIndexOf(',p='));
@@ -166,8 +199,10 @@ export class ScramUsers {
     const clientKey = xor(Buffer.from(proofText, 'base64'), hmac(mechanism, credential.storedKey, authMessage));
     const storedKey = hash(mechanism, clientKey);
     if (storedKey.length !== credential.storedKey.length || !timingSafeEqual(storedKey, credential.storedKey)) {
-      return { reply: authFailed(), authenticated: false };
+      return failed();
     }
+    if (!this.users.has(`${conversation.user.db}.${conversation.user.username}`)) return failed();
+    this.count(conversation.generation, 'succeeded');
     const serverSignature = hmac(mechanism, credential.serverKey, authMessage).toString('base64');
     conversation.step = 'final';
     return {
@@ -175,6 +210,63 @@ export class ScramUsers {
       authenticated: true,
     };
   }
+}
+
+/** Checks every user, then stores them all (a later entry with the same db and username replaces an earlier one). */
+function storedUsers(users: readonly EmbeddedUser[]): Map<string, StoredUser> {
+  if (!Array.isArray(users)) throw new InvalidOptionError('users', users, 'an array of users');
+  const stored = new Map<string, StoredUser>();
+  for (const user of users) {
+    const u = storedUser(user);
+    stored.set(`${u.db}.${u.username}`, u);
+  }
+  return stored;
+}
+
+/** Checks one user and makes its stored credentials (salt drawn now, keys derived on first use). */
+function storedUser(user: EmbeddedUser): StoredUser {
+  if (user === null || typeof user !== 'object') {
+    throw new InvalidOptionError('user', user, 'an object { username, password, ... }');
+  }
+  if (typeof user.username !== 'string' || user.username === '') {
+    throw new InvalidOptionError('username', user.username, 'a non-empty string');
+  }
+  if (typeof user.password !== 'string') throw new InvalidOptionError('password', user.password, 'a string');
+  if (user.db !== undefined && (typeof user.db !== 'string' || user.db === '')) {
+    throw new InvalidOptionError('db', user.db, 'a non-empty database name');
+  }
+  const mechanisms = user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as AuthMechanism[]);
+  if (!Array.isArray(mechanisms) || mechanisms.length === 0 || !mechanisms.every((m) => AUTH_MECHANISMS.includes(m))) {
+    throw new InvalidOptionError('mechanisms', mechanisms, `a non-empty list of ${AUTH_MECHANISMS.join(', ')}`);
+  }
+  if (user.iterations !== undefined && !(Number.isSafeInteger(user.iterations) && user.iterations > 0)) {
+    throw new InvalidOptionError('iterations', user.iterations, 'a positive integer');
+  }
+  const { salt } = user;
+  if (salt !== undefined && !(salt instanceof Uint8Array && salt.length >= 1 && salt.length <= 1024)) {
+    throw new InvalidOptionError('salt', salt, 'a Uint8Array of 1 to 1024 bytes');
+  }
+  const db = user.db ?? 'admin';
+  const credentials: Partial<Record<AuthMechanism, StoredCredential>> = {};
+  for (const mechanism of mechanisms) {
+    const drawn = salt === undefined ? randomBytes(16) : Buffer.from(salt);
+    const iterations = user.iterations ?? ITERATIONS[mechanism];
+    const password = scramPassword(mechanism, user.username, user.password);
+    let keys: { storedKey: Buffer; serverKey: Buffer } | undefined;
+    credentials[mechanism] = {
+      salt: drawn,
+      iterations,
+      keys: () => {
+        if (keys === undefined) {
+          const salted = saltPassword(mechanism, password, drawn, iterations);
+          const storedKey = hash(mechanism, hmac(mechanism, salted, 'Client Key'));
+          keys = { storedKey, serverKey: hmac(mechanism, salted, 'Server Key') };
+        }
+        return keys;
+      },
+    };
+  }
+  return { username: user.username, db, credentials };
 }
 
 function unescapeUsername(name: string): string {

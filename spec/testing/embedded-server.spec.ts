@@ -1,7 +1,20 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
+import { inspect } from 'node:util';
 import type { Document } from 'bson';
-import { EmbeddedServer } from '../../lib/testing';
+import { firstValueFrom, from } from 'rxjs';
+import {
+  AuthenticationError,
+  InvalidOptionError,
+  MongoCredentials,
+  MongoServerError,
+  connectionFactory,
+  type AuthMechanism,
+  type Connection,
+  type CredentialsInit,
+} from '../../lib';
+import { saslPayloadText, scramAuthenticate, type RunCommand } from '../../lib/auth/scram';
+import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
 import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';
@@ -128,3 +141,178 @@ describe('EmbeddedServer', function () {
   });
 });
 
+
+/** Establishes one connection (handshake, and authentication when `credentials` are given) to `address`. */
+async function establish(address: string, credentials?: CredentialsInit): Promise<Connection> {
+  const [host, port] = address.split(':');
+  const factory = connectionFactory({ host, port: Number(port), ...(credentials ? { credentials } : {}) });
+  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
+}
+
+/**
+ * Runs a SCRAM conversation on `c` as `credentials`; resolves to the server-first message it got, or rejects with the
+ * AuthenticationError. `between` runs after saslStart is answered and before saslContinue is sent.
+ */
+async function scram(
+  c: Connection,
+  credentials: CredentialsInit,
+  between?: () => void,
+  mechanism: AuthMechanism = 'SCRAM-SHA-256',
+): Promise<string | undefined> {
+  let serverFirst: string | undefined;
+  let continued = false;
+  const run: RunCommand = async (db, cmd) => {
+    if (cmd.saslContinue !== undefined && !continued) {
+      continued = true;
+      between?.();
+    }
+    const reply = await c.command(db, cmd);
+    if (cmd.saslStart !== undefined) serverFirst = saslPayloadText(reply.payload);
+    return reply;
+  };
+  await scramAuthenticate(run, new MongoCredentials(credentials), mechanism);
+  return serverFirst;
+}
+
+/** Whether a command that needs authentication succeeds on `c` (false: refused with Unauthorized). */
+async function authorized(c: Connection): Promise<boolean> {
+  const reply = await c.command('admin', { listDatabases: 1 }).catch((e: unknown) => e);
+  if (reply instanceof MongoServerError && reply.code === 13) return false;
+  expect(reply).to.include({ ok: 1 });
+  return true;
+}
+
+describe('EmbeddedServer users changed while running (setUsers)', function () {
+  const S1 = Buffer.from('generation-0-salt');
+  const S2 = Buffer.from('generation-1-salt');
+  const alice = (password: string, salt: Buffer, iterations: number): EmbeddedUser => ({
+    username: 'alice',
+    password,
+    salt,
+    iterations,
+  });
+  let server: EmbeddedServer;
+  const connections: Connection[] = [];
+  beforeEach(async function () {
+    server = await new EmbeddedServer({ users: [alice('pencil', S1, 4096)] }).start();
+  });
+  afterEach(async function () {
+    for (const c of connections.splice(0)) c.destroy();
+    await server.stop();
+  });
+  const open = async (credentials?: CredentialsInit): Promise<Connection> => {
+    const c = await establish(server.address, credentials);
+    connections.push(c);
+    return c;
+  };
+
+  it('keeps connections already authenticated, and authenticates new ones against the new users (salt, iterations, password)', async function () {
+    const before = await open();
+    const first = await scram(before, { username: 'alice', password: 'pencil' });
+    expect(first).to.include(`s=${S1.toString('base64')},i=4096`);
+    expect(server.usersGeneration).to.equal(0);
+
+    server.setUsers([alice('new-pencil', S2, 5000)]);
+    expect(server.usersGeneration).to.equal(1);
+    expect(await authorized(before), 'an authenticated connection keeps its user').to.equal(true);
+    const status = await before.command('admin', { connectionStatus: 1 });
+    expect(status.authInfo.authenticatedUsers).to.deep.equal([{ user: 'alice', db: 'admin' }]);
+
+    const stale = await scram(await open(), { username: 'alice', password: 'pencil' }).catch((e: unknown) => e);
+    expect(stale, 'the former password').to.be.instanceOf(AuthenticationError);
+    const after = await open();
+    expect(await authorized(after), 'not yet authenticated').to.equal(false);
+    const second = await scram(after, { username: 'alice', password: 'new-pencil' });
+    expect(second).to.include(`s=${S2.toString('base64')},i=5000`);
+    expect(await authorized(after)).to.equal(true);
+
+    const [a, , c] = server.clientConnections();
+    expect([a.usersGeneration, a.saslConversations, a.user]).to.deep.equal([0, 1, 'admin.alice']);
+    expect([c.usersGeneration, c.saslConversations, c.user]).to.deep.equal([1, 1, 'admin.alice']);
+    expect(server.scramConversations(0)).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
+    expect(server.scramConversations()).to.deep.equal({ started: 2, succeeded: 1, failed: 1 });
+  });
+
+  it('draws a fresh salt for every user re-created without one, even with the same password', async function () {
+    server.setUsers([{ username: 'bob', password: 'pencil', iterations: 4096 }]);
+    const first = await scram(await open(), { username: 'bob', password: 'pencil' });
+    server.setUsers([{ username: 'bob', password: 'pencil', iterations: 4096 }]);
+    const second = await scram(await open(), { username: 'bob', password: 'pencil' });
+    const salt = (message: string | undefined): string | undefined => /,s=([^,]+),/.exec(message ?? '')?.[1];
+    expect(salt(first)).to.be.a('string').with.length.above(0);
+    expect(salt(second)).to.be.a('string').that.does.not.equal(salt(first));
+    expect([server.scramConversations(1).succeeded, server.scramConversations(2).succeeded]).to.deep.equal([1, 1]);
+  });
+
+  it('a user left out no longer authenticates; an empty list turns authentication off for new commands', async function () {
+    const kept = await open({ username: 'alice', password: 'pencil' });
+    server.setUsers([{ username: 'bob', password: 'pencil', iterations: 4096 }]);
+    const error = await scram(await open(), { username: 'alice', password: 'pencil' }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect((error as Error).message).to.include('"alice"').and.not.include('pencil');
+    expect(server.scramConversations(), 'refused at saslStart').to.deep.equal({ started: 0, succeeded: 0, failed: 1 });
+    expect(await authorized(kept), 'authenticated before the change').to.equal(true);
+
+    server.setUsers([]);
+    expect(server.usersGeneration).to.equal(2);
+    expect(await authorized(await open())).to.equal(true);
+  });
+
+  it('a conversation in progress ends against the salt it started with, and fails if its user was left out', async function () {
+    const credentials = { username: 'alice', password: 'pencil' };
+    const first = await scram(await open(), credentials, () => server.setUsers([alice('pencil', S2, 5000)]));
+    expect(first).to.include(`s=${S1.toString('base64')}`);
+    expect(server.usersGeneration, 'the users changed between saslStart and saslContinue').to.equal(1);
+    expect(server.scramConversations(0)).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
+    expect(server.clientConnections()[0].usersGeneration).to.equal(0);
+
+    const left = await open();
+    const removed = (): void => server.setUsers([{ username: 'bob', password: 'x' }]);
+    const error = await scram(left, credentials, removed).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    const counts = server.scramConversations(1);
+    expect(counts, 'counted in the generation it started in').to.deep.equal({ started: 1, succeeded: 0, failed: 1 });
+    expect(server.clientConnections()[1].user).to.equal(undefined);
+  });
+
+  it('checks every user before replacing any: an invalid list throws InvalidOptionError and leaves the users as they were', async function () {
+    const invalid: [unknown, RegExp][] = [
+      [undefined, /Invalid users/],
+      [
+        [alice('s3cret-pw', S2, 5000), { username: 'bob', password: 's3cret-pw', iterations: 0 }],
+        /Invalid iterations: 0/,
+      ],
+      [[{ username: '', password: 's3cret-pw' }], /Invalid username/],
+      [[{ username: 'bob', password: 42 }], /Invalid password: "<not shown>"/],
+      [[{ username: 'bob', password: 's3cret-pw', db: '' }], /Invalid db/],
+      [[{ username: 'bob', password: 's3cret-pw', mechanisms: ['PLAIN'] }], /Invalid mechanisms/],
+      [[{ username: 'bob', password: 's3cret-pw', mechanisms: [] }], /Invalid mechanisms/],
+      [[{ username: 'bob', password: 's3cret-pw', salt: Buffer.alloc(0) }], /Invalid salt/],
+      [[{ username: 'bob', password: 's3cret-pw', salt: 'c2FsdA==' }], /Invalid salt/],
+    ];
+    for (const [users, message] of invalid) {
+      const error = (() => {
+        try {
+          server.setUsers(users as EmbeddedUser[]);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(error, inspect(users)).to.be.instanceOf(InvalidOptionError);
+      expect((error as Error).message).to.match(message).and.not.include('s3cret-pw');
+      expect(inspect(error, { showHidden: true, depth: 5 })).to.not.include('s3cret-pw');
+    }
+    expect(server.usersGeneration).to.equal(0);
+    const serverFirst = await scram(await open(), { username: 'alice', password: 'pencil' });
+    expect(serverFirst).to.include(`s=${S1.toString('base64')}`);
+  });
+
+  it('answers connectionStatus without authentication, naming no user before it', async function () {
+    const c = await open();
+    expect(await c.command('admin', { connectionStatus: 1 })).to.deep.equal({
+      authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] },
+      ok: 1,
+    });
+  });
+});
