@@ -55,7 +55,7 @@ export interface CheckOutTraceContext extends ServerAttributes {
   /** The connection handed out (`outcome` `checkedOut`). */
   result: unknown;
   /**
-   * The error the checkout failed with (PoolClosedError, PoolClearedError, WaitQueueTimeoutError,
+   * The error the checkout failed with (PoolClosedError, PoolClearedError, WaitQueueTimeoutError, WaitQueueFullError,
    * CheckOutCancelledError, or the establishment's error); undefined when it was checked out, or cancelled by
    * unsubscribing (outcome `cancelled`, nobody to receive an error).
    */

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as diagnosticsChannel from 'node:diagnostics_channel';
-import { throwError } from 'rxjs';
+import { NEVER, throwError } from 'rxjs';
 import {
   CheckOutCancelledError,
   ConnectionPool,
@@ -153,7 +153,7 @@ describe('diagnostics channels', function () {
     }
   });
 
-  it('end a checkout trace with its outcome: timeout, abort, unsubscribe, closed pool, establishment error', async function () {
+  it('end a checkout trace with its outcome: timeout, abort, unsubscribe, closed pool, full WaitQueue, establishment error', async function () {
     const checkOuts = recordTraces<CheckOutTraceContext>(DIAGNOSTICS_CHANNELS.checkOut);
     stops = [checkOuts.stop];
     const outcomes = (): [string | undefined, string | undefined, Phase[]][] =>
@@ -178,6 +178,13 @@ describe('diagnostics channels', function () {
     const closed = pool.checkOut().then(undefined, (e: unknown) => e);
     expect(await closed).to.be.instanceOf(PoolClosedError);
 
+    const full = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', connectionFactory: () => NEVER, maxConnecting: 1, maxWaitQueueSize: 1, scheduler: new VirtualClock() });
+    full.ready(); // its factory never completes an establishment: the first checkout waits on it, the second in the queue
+    full.checkOut().subscribe({ error: () => undefined });
+    full.checkOut().subscribe({ error: () => undefined });
+    full.checkOut().subscribe({ error: () => undefined });
+    full.close();
+
     const failing = virtualPool({ fail: true });
     const refused = failing.pool.checkOut().then(undefined, (e: unknown) => e);
     failing.clock.advance(10);
@@ -192,6 +199,9 @@ describe('diagnostics channels', function () {
       ['cancelled', undefined, ['start', 'end', 'asyncStart', 'asyncEnd']],
       ['cancelled', 'CheckOutCancelledError', failed],
       ['poolClosed', 'PoolClosedError', failed],
+      ['poolClosed', 'PoolClosedError', failed],
+      ['poolClosed', 'PoolClosedError', failed],
+      ['waitQueueFull', 'WaitQueueFullError', failed],
       ['connectionError', 'MongoNetworkError', failed],
     ]);
   });

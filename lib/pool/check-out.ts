@@ -6,7 +6,7 @@
  */
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
-import { CheckOutCancelledError, PoolClosedError, WaitQueueTimeoutError } from '../errors';
+import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter } from './wait-queue';
 
 /** Options of one checkout. */
@@ -357,7 +357,9 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
           ? 'poolClosed'
           : value instanceof WaitQueueTimeoutError
             ? 'timeout'
-            : 'connectionError';
+            : value instanceof WaitQueueFullError
+              ? 'waitQueueFull'
+              : 'connectionError';
     context.error = value as Error | undefined;
   }
   trace.finish();
