@@ -25,12 +25,39 @@
  *   once closed and everything is returned, every connection the factory made is destroyed, the pool is empty and
  *   state$ completes.
  *
+ * The opt-in extensions are judged the same way, when a scenario turns them on:
+ *
+ * - maxWaitQueueSize: the WaitQueue proper (waiting checkouts minus claimants; the claimants are as many as the
+ *   current-generation establishments under way, or every waiting checkout when fewer wait) never exceeds it, and a
+ *   checkout fails with WaitQueueFullError (reason `waitQueueFull`) only when it was full;
+ * - priority: FIFO within each priority; a normal checkout is never served while a high-priority one that entered
+ *   before that moment waits, except by a connection established that instant for an establishment it may have
+ *   claimed, and then only while no high-priority checkout that entered before it waits;
+ * - maxLifeTimeMS: no connection is checked out at or after its expiry (ConnectionCreated time + maxLifeTimeMS −
+ *   maxLifeTimeJitterMS × frac(id × φ)); ConnectionClosed(expired) only for a connection past its expiry;
+ *   with a Background Thread, an expired connection does not stay available for more runs than it takes to close
+ *   maxConnecting of them per run;
+ * - leakDetectionThresholdMS: ConnectionLeakSuspected once per checkout, only for one held at least the threshold,
+ *   and for every one held that long; ConnectionLeakSuspectCheckedIn right after the ConnectionCheckedIn of such a
+ *   checkout, and only then;
+ * - a checkout's own timeoutMS: it settles by its deadline; its WaitQueueTimeoutError carries that timeoutMS, after
+ *   exactly that long;
+ * - drain(): after ConnectionPoolDraining every new checkout fails with PoolClosedError; the pool closes as soon as
+ *   nothing waits and nothing is in use, and by its deadline (interrupting in-use connections with PoolClosedError);
+ *   drain()'s Promise resolves once the pool is closed, and not before;
+ * - warmUp(): resolves only with a ready snapshot holding minPoolSize established connections, rejects only with
+ *   PoolClosedError (closed pool), InvalidOptionError (minPoolSize without a Background Thread) or an establishment's
+ *   error, and does not stay pending once the pool is warm or closed.
+ *
  * `npm test` runs a fixed seed. PROPERTY_SEED, PROPERTY_RUNS and PROPERTY_MAX_STEPS run other seeds, more runs, or
- * longer scripts; PROPERTY_STATS=1 prints how often each situation of interest came up.
+ * longer scripts; PROPERTY_STATS=1 prints how often each situation of interest came up; PROPERTY_STACK_TRACE_LIMIT
+ * sets Error.stackTraceLimit while scripts run (default 0).
  *
  * Source: CMAP spec, "Connection Pool Behaviors" (Checking Out, Checking In, Clearing, Closing, Marking Ready),
- * "WaitQueue", "Connection Pool Monitoring".
+ * "WaitQueue", "Connection Pool Monitoring"; the extensions: see PoolExtensionOptions, CheckOutOptions,
+ * ConnectionPoolCore.drain and ConnectionPoolCore.warmUp.
  */
+import { expect } from 'chai';
 import * as fc from 'fast-check';
 import { config, Observable, switchMap, timer, type Subscription } from 'rxjs';
 import {
@@ -38,20 +65,29 @@ import {
   CmapError,
   ConnectionCheckInError,
   ErrorLabel,
+  InvalidOptionError,
   PoolClearedError,
   PoolClosedError,
+  WaitQueueFullError,
   WaitQueueTimeoutError,
 } from '../../lib/errors';
 import type { ConnectionCheckOutFailedReason, ConnectionPoolEvent } from '../../lib/events';
+import type { CheckOutOptions } from '../../lib/pool/check-out';
 import { ConnectionPoolCore, type PoolSnapshot } from '../../lib/pool/connection-pool-core';
 import type { ConnectionFactory } from '../../lib/pool/contract';
 import type { ConnectionPoolState } from '../../lib/pool/state';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
-import { describeStep, scenarioArb, stepsArb, type Scenario, type Signal, type Step } from './property-steps';
+import { describeStep, scenarioArb, stepsArb, type CheckOutStepOptions, type Scenario, type Signal, type Step } from './property-steps';
 
 const SEED = envInt('PROPERTY_SEED', 424242);
 const RUNS = envInt('PROPERTY_RUNS', 1000);
 const MAX_STEPS = envInt('PROPERTY_MAX_STEPS', 400);
+/**
+ * Error.stackTraceLimit while scripts run: the pool makes an error for every failed checkout (tens of thousands per
+ * `npm test`), and capturing their stacks, which nothing here reads, was most of the test's time.
+ * PROPERTY_STACK_TRACE_LIMIT=10 restores them to debug a failure the harness itself threw.
+ */
+const STACK_TRACE_LIMIT = envInt('PROPERTY_STACK_TRACE_LIMIT', 0);
 /** PROPERTY_STATS=1 prints how often each interesting situation came up, over all runs. */
 const STATS = process.env.PROPERTY_STATS !== undefined && process.env.PROPERTY_STATS !== '';
 const coverage = new Map<string, number>();
@@ -65,6 +101,11 @@ function count(what: string, n = 1): void {
 const HOT_LOOP_LIMIT = 5_000;
 /** The longest body a scoped checkout runs (see property-steps). */
 const MAX_BODY_MS = 60;
+/**
+ * frac(φ), as the documented lifetime formula uses it: connection n expires maxLifeTimeJitterMS × frac(n × φ) before
+ * maxLifeTimeMS (frac(n × φ) = frac(n × frac(φ)) for an integer n).
+ */
+const GOLDEN_RATIO_FRACTION = 0.6180339887498949;
 
 function envInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -87,8 +128,24 @@ interface Request {
   readonly form: Form;
   /** Whether its checkout reaches the pool (false: its signal was aborted before it started). */
   readonly entered: boolean;
+  /** `priority: 'high'`. */
+  readonly high: boolean;
+  /** Its own deadline, in ms (0: none). */
+  readonly timeoutMS: number;
   /** Its position among ConnectionCheckOutStarted events; -1 until seen. */
   ordinal: number;
+  /** The position of its ConnectionCheckOutStarted in events$; Infinity until seen. */
+  startSeq: number;
+  /**
+   * The position in events$ of its outcome (its connection's ConnectionCheckedOut, or the ConnectionCheckOutFailed
+   * carrying its error), or, when its caller left without an error, of the next event after it left (the pool decides
+   * no earlier); Infinity while unknown.
+   */
+  endSeq: number;
+  /** Its connection was checked out right as it was established (its ConnectionReady just before). */
+  fresh: boolean;
+  /** The pool was draining (ConnectionPoolDraining seen) when it entered. */
+  drainingAtEnter: boolean;
   enteredAt: number;
   poolStateAtEnter: ConnectionPoolState | undefined;
   /** The connection it received (for the scoped forms: the one its body was given). */
@@ -121,6 +178,27 @@ interface Life {
   owner: Request | undefined;
   /** The pool generation when it was checked out. */
   generationAtCheckOut: number;
+  /** The position of its ConnectionCreated in events$. */
+  readonly createdSeq: number;
+  /** maxLifeTimeMS: the time it expires, by the documented formula (Infinity without a lifetime). */
+  expiresAt: number;
+  /** Its current checkout: when (ConnectionCheckedOut time) and where in events$ it was committed. */
+  checkedOutTime: number;
+  checkedOutSeq: number;
+  /** Its current checkout came right as it was established (ConnectionReady just before ConnectionCheckedOut). */
+  fresh: boolean;
+  /** Its current checkout was reported as a suspected leak. */
+  leakSuspected: boolean;
+}
+
+/** One warmUp() call: whether it settled, and the error it must reject with, if any. */
+interface WarmUp {
+  readonly n: number;
+  /** The position in events$ of the first event after the call. */
+  readonly startSeq: number;
+  settled: boolean;
+  /** The error of the first establishment started since the call that failed (ConnectionClosed(error) of a pending connection). */
+  failWith: unknown;
 }
 
 class PropertyFailure extends Error {}
@@ -154,11 +232,32 @@ class Run {
   private started = 0;
   private checkedOut = 0;
   private readonly failed: Record<ConnectionCheckOutFailedReason, number> = { poolClosed: 0, timeout: 0, connectionError: 0, cancelled: 0, waitQueueFull: 0 };
+  /** Every ConnectionCheckOutFailed error: the position in events$ of the first event carrying it, and its time. */
+  private readonly failures = new Map<unknown, { readonly seq: number; readonly time: number }>();
   /** Checkouts the pool committed (ConnectionCheckedOut) whose caller had left: it checked the connection back in. */
   private abandoned = 0;
   private readonly failedErrors = new Map<unknown, number>();
   private readonly callerErrors = new Map<unknown, number>();
-  private maxDeliveredOrdinal = -1;
+  /** Per priority: the latest-entered checkout (ordinal) that got a connection. */
+  private readonly maxDeliveredOrdinal = { high: -1, normal: -1 };
+  /** Checkouts that got a connection since the last quiescent check (judged then for priority). */
+  private readonly deliveredSinceCheck: Request[] = [];
+  /** Events seen so far (the position of the next one in events$), and the last one. */
+  private seq = 0;
+  private lastEvent: ConnectionPoolEvent | undefined;
+  /** The most connections the pool held at once (for the lifetime liveness bound). */
+  private maxTotal = 0;
+  /** Positions in events$ of ConnectionClosed(expired) for connections closed as they were established. */
+  private readonly expiredAtEstablishment: number[] = [];
+  /** A suspected checkout's connection was just checked in: the next event must be its ConnectionLeakSuspectCheckedIn. */
+  private leakCheckInDue: number | undefined;
+  /** drain(): ConnectionPoolDraining seen, with its time and timeoutMS; each call's Promise, resolved or not. */
+  private draining = false;
+  private drainStartedAt = NaN;
+  private drainTimeoutMS = 0;
+  private drainEvents = 0;
+  private readonly drains: { resolved: boolean }[] = [];
+  private readonly warmUps: WarmUp[] = [];
   private readyEvents = 0;
   private readonly clearedEvents: boolean[] = [];
   private closedEvents = 0;
@@ -203,6 +302,10 @@ class Run {
       waitQueueTimeoutMS: s.waitQueueTimeoutMS,
       maxIdleTimeMS: s.maxIdleTimeMS,
       backgroundThreadIntervalMS: s.backgroundThreadIntervalMS,
+      maxWaitQueueSize: s.maxWaitQueueSize,
+      maxLifeTimeMS: s.maxLifeTimeMS,
+      maxLifeTimeJitterMS: s.maxLifeTimeJitterMS,
+      leakDetectionThresholdMS: s.leakDetectionThresholdMS,
     });
     this.pool.events$.subscribe((e) => this.guard(() => this.onEvent(e)));
     this.pool.state$.subscribe({
@@ -236,6 +339,11 @@ class Run {
       count('clears (ConnectionPoolCleared)', this.clearedEvents.length);
       count('runs reaching maxPoolSize', this.sawFull ? 1 : 0);
       count('runs reaching maxConnecting', this.sawMaxConnecting ? 1 : 0);
+      count('high-priority checkouts', this.requests.filter((r) => r.high && r.entered).length);
+      count('checkouts with their own timeoutMS', this.requests.filter((r) => r.timeoutMS > 0 && r.entered).length);
+      count('failed: own timeoutMS', this.requests.filter((r) => r.error instanceof WaitQueueTimeoutError && r.error.timeoutMS !== undefined).length);
+      count('drains (ConnectionPoolDraining)', this.drainEvents);
+      count('warm-ups', this.warmUps.length);
     }
   }
 
@@ -243,16 +351,16 @@ class Run {
     const pool = this.pool;
     switch (st.k) {
       case 'obs':
-        this.checkOutObservable(st.sig, st.inDelivery);
+        this.checkOutObservable(st.sig, st.inDelivery, st);
         break;
       case 'promise':
-        this.checkOutPromise(st.sig);
+        this.checkOutPromise(st.sig, st);
         break;
       case 'with':
-        this.withConnection(st.sig, st.bodyMS, st.early, st.throws);
+        this.withConnection(st.sig, st.bodyMS, st.early, st.throws, st);
         break;
       case 'with$':
-        this.withConnection$(st.bodyMS, st.early);
+        this.withConnection$(st.bodyMS, st.early, st);
         break;
       case 'unsubscribe': {
         const r = pick(
@@ -308,6 +416,12 @@ class Run {
       case 'close':
         await this.close();
         return;
+      case 'drain':
+        await this.drain(st.timeoutMS);
+        return;
+      case 'warmUp':
+        this.warmUp();
+        break;
       case 'advance':
         this.clock.advance(st.ms);
         break;
@@ -315,12 +429,18 @@ class Run {
     await flush();
   }
 
-  private newRequest(form: Form, entered: boolean, controller?: AbortController): Request {
+  private newRequest(form: Form, entered: boolean, o: CheckOutStepOptions, controller?: AbortController): Request {
     const r: Request = {
       n: this.requests.length,
       form,
       entered,
+      high: o.high,
+      timeoutMS: o.timeoutMS,
       ordinal: -1,
+      startSeq: Infinity,
+      endSeq: Infinity,
+      fresh: false,
+      drainingAtEnter: false,
       enteredAt: NaN,
       poolStateAtEnter: undefined,
       connection: undefined,
@@ -345,11 +465,21 @@ class Run {
     return controller;
   }
 
-  private checkOutObservable(sig: Signal, inDelivery: 0 | 1 | 2): void {
+  /** The options of a checkout: none at all when it has neither a signal, a priority nor a deadline. */
+  private options(controller: AbortController | undefined, o: CheckOutStepOptions): CheckOutOptions | undefined {
+    if (controller === undefined && !o.high && o.timeoutMS === 0) return undefined;
+    return {
+      ...(controller === undefined ? {} : { signal: controller.signal }),
+      ...(o.high ? { priority: 'high' as const } : {}),
+      ...(o.timeoutMS === 0 ? {} : { timeoutMS: o.timeoutMS }),
+    };
+  }
+
+  private checkOutObservable(sig: Signal, inDelivery: 0 | 1 | 2, o: CheckOutStepOptions): void {
     const controller = this.signal(sig);
-    const r = this.newRequest('obs', sig !== 'pre', controller);
+    const r = this.newRequest('obs', sig !== 'pre', o, controller);
     let completes = 0;
-    r.sub = this.pool.checkOut(controller && { signal: controller.signal }).subscribe({
+    r.sub = this.pool.checkOut(this.options(controller, o)).subscribe({
       next: (c) =>
         this.guard(() => {
           this.receive(r, c);
@@ -372,18 +502,18 @@ class Run {
     });
   }
 
-  private checkOutPromise(sig: Signal): void {
+  private checkOutPromise(sig: Signal, o: CheckOutStepOptions): void {
     const controller = this.signal(sig);
-    const r = this.newRequest('promise', sig !== 'pre', controller);
-    this.pool.checkOut(controller && { signal: controller.signal }).then(
+    const r = this.newRequest('promise', sig !== 'pre', o, controller);
+    this.pool.checkOut(this.options(controller, o)).then(
       (c) => this.guard(() => this.receive(r, c)),
       (e) => this.guard(() => this.fail(r, e)),
     );
   }
 
-  private withConnection(sig: Signal, bodyMS: number, early: boolean, throws: boolean): void {
+  private withConnection(sig: Signal, bodyMS: number, early: boolean, throws: boolean, o: CheckOutStepOptions): void {
     const controller = this.signal(sig === 'pre' ? 'live' : sig);
-    const r = this.newRequest('with', sig !== 'pre', controller);
+    const r = this.newRequest('with', sig !== 'pre', o, controller);
     const bodyError = new Error(`body of checkout #${r.n} failed`);
     const result = this.pool.withConnection(
       (c) => {
@@ -400,7 +530,7 @@ class Run {
           }, bodyMS);
         });
       },
-      controller && { signal: controller.signal },
+      this.options(controller, o),
     );
     // Aborted right after the call: withConnection enters the pool a microtask later, so it never does.
     if (sig === 'pre') controller!.abort(new Error('aborted before the checkout started'));
@@ -417,8 +547,8 @@ class Run {
     );
   }
 
-  private withConnection$(bodyMS: number, early: boolean): void {
-    const r = this.newRequest('with$', true);
+  private withConnection$(bodyMS: number, early: boolean, o: CheckOutStepOptions): void {
+    const r = this.newRequest('with$', true, o);
     r.sub = this.pool
       .withConnection$(
         (c) => {
@@ -436,6 +566,7 @@ class Run {
             return () => action.unsubscribe();
           });
         },
+        this.options(undefined, o),
       )
       .subscribe({ error: (e) => this.guard(() => (r.connection === undefined ? this.fail(r, e) : this.bad(`withConnection$ #${r.n} errored after its body ran: ${String(e)}`))) });
   }
@@ -457,6 +588,8 @@ class Run {
     } else if (!isSettled(r)) {
       r.cancelled = true;
       r.unsubscribed = true;
+      // The pool leaves it waiting until it processes the cancel: not before the next event.
+      r.endSeq = Math.min(r.endSeq, this.seq);
     }
     r.sub!.unsubscribe();
   }
@@ -507,7 +640,8 @@ class Run {
       return;
     }
     if (this.pool.generation !== generation + 1) this.bad(`clear(): generation ${generation} → ${this.pool.generation}`);
-    if (this.pool.state !== 'paused') this.bad(`clear(): pool is ${this.pool.state}, not paused`);
+    // A draining pool closes as soon as nothing waits or is in use, which a clear may bring about.
+    if (this.pool.state !== 'paused' && !(this.draining && this.pool.state === 'closed')) this.bad(`clear(): pool is ${this.pool.state}, not paused`);
     const emitted = this.clearedEvents.slice(clears);
     if (was === 'ready' && (emitted.length !== 1 || emitted[0] !== interrupt)) this.bad(`clear() of a ready pool emitted ${JSON.stringify(emitted)}`);
     if (was === 'paused' && emitted.length !== 0) this.bad('clear() of a paused pool emitted ConnectionPoolCleared');
@@ -548,6 +682,63 @@ class Run {
     if (this.counts.available + this.counts.pending !== 0) this.bad('close() left available or pending connections');
   }
 
+  private async drain(timeoutMS: number): Promise<void> {
+    const was = this.poolState;
+    const wasDraining = this.draining;
+    const drainEvents = this.drainEvents;
+    const d = { resolved: false };
+    this.drains.push(d);
+    this.pool.drain(timeoutMS === 0 ? undefined : { timeoutMS }).then(
+      () =>
+        this.guard(() => {
+          d.resolved = true;
+          if (this.poolState !== 'closed') this.bad(`drain() resolved while the pool is ${this.poolState}`);
+        }),
+      (e) => this.guard(() => this.bad(`drain() rejected with ${String(e)}`)),
+    );
+    await flush();
+    const emitted = this.drainEvents - drainEvents;
+    if (was === 'closed' || wasDraining) {
+      if (emitted !== 0) this.bad(`drain() of a ${wasDraining ? 'draining' : 'closed'} pool emitted ConnectionPoolDraining`);
+      if (was === 'closed' && !d.resolved) this.bad('drain() of a closed pool did not resolve at once');
+    } else if (emitted !== 1 || this.drainTimeoutMS !== timeoutMS) {
+      this.bad(`drain(${timeoutMS} ms) emitted ${emitted} ConnectionPoolDraining (timeoutMS ${this.drainTimeoutMS})`);
+    }
+  }
+
+  /** warmUp(): what it settles with is checked when it settles, and in every quiescent check while it has not. */
+  private warmUp(): void {
+    const s = this.scenario;
+    const w: WarmUp = { n: this.warmUps.length, startSeq: this.seq, settled: false, failWith: undefined };
+    this.warmUps.push(w);
+    this.pool.warmUp().then(
+      (snap) =>
+        this.guard(() => {
+          w.settled = true;
+          count('warm-ups resolved');
+          const established = snap.totalConnectionCount - snap.pendingConnectionCount;
+          if (snap.state !== 'ready' || established < s.minPoolSize) {
+            this.bad(`warmUp #${w.n} resolved with a ${snap.state} pool of ${established} established connections (minPoolSize ${s.minPoolSize})`);
+          }
+        }),
+      (e) =>
+        this.guard(() => {
+          w.settled = true;
+          count(`warm-ups rejected: ${(e as Error).name}`);
+          // Refused when nothing would fill the pool; else only a closed pool or an establishment's error ends it.
+          const refused = s.minPoolSize > 0 && s.backgroundThreadIntervalMS < 0;
+          const expected =
+            e instanceof InvalidOptionError
+              ? refused
+              : !refused && (e instanceof PoolClosedError ? this.poolState === 'closed' : this.knownEstablishmentErrors.has(e as Error));
+          if (!expected) this.bad(`warmUp #${w.n} rejected with ${String(e)} (pool ${this.poolState}, minPoolSize ${s.minPoolSize}, backgroundThreadIntervalMS ${s.backgroundThreadIntervalMS})`);
+          if (w.failWith !== undefined && e !== w.failWith && !(e instanceof PoolClosedError)) {
+            this.bad(`warmUp #${w.n} rejected with ${String(e)}, not with the error of the establishment that failed first: ${String(w.failWith)}`);
+          }
+        }),
+    );
+  }
+
   /** Liveness: ready, return everything, let time pass: every checkout settles; then close and drain. */
   private async windDown(steps: readonly Step[]): Promise<void> {
     const s = this.scenario;
@@ -556,26 +747,35 @@ class Run {
     this.cancelOnCheckedOut = false;
     const unsettled = (): Request[] => this.requests.filter((r) => !isSettled(r));
     this.where = 'wind-down: ready, return everything, wait';
-    const rounds = unsettled().length + this.holders.size + 5;
+    // A round more for each establishment that outlasted its connection's lifetime (another one was made), up to a
+    // limit: a lifetime shorter than every establishment would never let a checkout through.
+    let rounds = unsettled().length + this.holders.size + 5;
+    const maxRounds = rounds + 200;
     this.pool.ready();
     await flush();
     for (let i = 0; i < rounds && (unsettled().length > 0 || this.holders.size > 0); i++) {
+      const reestablished = this.expiredAtEstablishment.length;
       this.pool.ready();
       this.returnEverything();
       this.clock.advance(chunk);
       await flush();
       this.checkQuiescent();
       this.throwIfViolated(steps);
+      rounds = Math.min(maxRounds, rounds + this.expiredAtEstablishment.length - reestablished);
     }
     const stuck = unsettled();
-    if (stuck.length > 0) {
+    // (Connections closed when their establishment outlasts their lifetime: with lifetimes that short, a checkout may
+    // never get one.)
+    const outlived = s.maxLifeTimeMS > 0 && s.maxLifeTimeMS - s.maxLifeTimeJitterMS <= this.maxEstablishMS;
+    if (stuck.length > 0 && !outlived) {
       this.bad(
         `liveness: ${stuck.length} checkout(s) never settled in a ready pool with every connection returned: ` +
           stuck.map((r) => `#${r.n} (${r.form}, entered at ${r.enteredAt} ms)`).join(', '),
       );
     }
-    // (With maxIdleTimeMS, connections may go idle faster than they are established: no floor then.)
-    if (this.poolState === 'ready' && s.backgroundThreadIntervalMS > 0 && s.minPoolSize > 0 && s.maxIdleTimeMS === 0) {
+    // (With maxIdleTimeMS or maxLifeTimeMS, connections may go idle or expire faster than they are established: no
+    // floor then. A draining pool does not populate.)
+    if (this.poolState === 'ready' && !this.draining && s.backgroundThreadIntervalMS > 0 && s.minPoolSize > 0 && s.maxIdleTimeMS === 0 && s.maxLifeTimeMS === 0) {
       this.where = 'wind-down: minPoolSize';
       for (let i = 0; i < s.minPoolSize + 2; i++) {
         this.clock.advance(s.backgroundThreadIntervalMS + this.maxEstablishMS + 1);
@@ -601,6 +801,9 @@ class Run {
     if (this.holders.size > 0) this.bad(`connections still held after close: ${[...this.holders.keys()]}`);
     if (unsettled().length > 0) this.bad(`checkouts unsettled after close: ${unsettled().map((r) => `#${r.n}`)}`);
     if (!this.stateCompleted) this.bad('state$ did not complete once the pool was closed and empty');
+    const pendingWarmUps = this.warmUps.filter((w) => !w.settled).map((w) => `#${w.n}`);
+    if (pendingWarmUps.length > 0) this.bad(`warmUp() calls still pending after close: ${pendingWarmUps}`);
+    if (this.drains.some((d) => !d.resolved)) this.bad('a drain() Promise still pending after close');
     this.syncCreated();
     const alive = this.mock.created.filter((c) => !c.destroyed).map((c) => c.id);
     if (alive.length > 0) this.bad(`connections never destroyed: ${alive}`);
@@ -634,21 +837,43 @@ class Run {
     }
     const other = this.holders.get(c.id);
     if (other !== undefined) this.bad(`connection ${c.id} handed to checkout #${r.n} while checkout #${other.n} holds it`);
-    if (c.destroyed || c.errored) this.bad(`checkout #${r.n} got connection ${c.id}, which is ${c.destroyed ? 'destroyed' : 'errored'}`);
+    // (A drain deadline may interrupt a connection on its way to a Promise caller: virtual time runs its timers
+    // without the microtask turns between them that real time would have.)
+    const interrupted = this.draining && c.destroyError instanceof PoolClosedError;
+    if ((c.destroyed || c.errored) && !interrupted) this.bad(`checkout #${r.n} got connection ${c.id}, which is ${c.destroyed ? 'destroyed' : 'errored'}`);
     r.connection = c;
     r.holding = true;
     this.holders.set(c.id, r);
-    this.maxDeliveredOrdinal = Math.max(this.maxDeliveredOrdinal, r.ordinal);
+    const lane = r.high ? 'high' : 'normal';
+    this.maxDeliveredOrdinal[lane] = Math.max(this.maxDeliveredOrdinal[lane], r.ordinal);
+    if (life !== undefined) {
+      r.endSeq = life.checkedOutSeq;
+      r.fresh = life.fresh;
+    }
+    this.deliveredSinceCheck.push(r);
   }
 
   private fail(r: Request, e: unknown): void {
     if (++r.settlements > 1 || r.cancelled) this.bad(`checkout #${r.n} failed with ${String(e)} after it had settled (${describeOutcome(r)})`);
+    r.endSeq = Math.min(r.endSeq, this.failures.get(e)?.seq ?? this.seq);
     if (e instanceof CheckOutCancelledError) {
       r.cancelled = true;
       return;
     }
-    const known = e instanceof PoolClosedError || e instanceof PoolClearedError || e instanceof WaitQueueTimeoutError || this.knownEstablishmentErrors.has(e as Error);
+    const known =
+      e instanceof PoolClosedError ||
+      e instanceof PoolClearedError ||
+      e instanceof WaitQueueTimeoutError ||
+      e instanceof WaitQueueFullError ||
+      this.knownEstablishmentErrors.has(e as Error);
     if (!known) this.bad(`checkout #${r.n} failed with an unexpected error: ${String(e)}`);
+    if (e instanceof WaitQueueTimeoutError && e.timeoutMS !== undefined) {
+      // Its own deadline: the timeoutMS it gave, after exactly that long.
+      const waited = (this.failures.get(e)?.time ?? NaN) - r.enteredAt;
+      if (e.timeoutMS !== r.timeoutMS || waited !== r.timeoutMS) {
+        this.bad(`checkout #${r.n} (timeoutMS ${r.timeoutMS}) failed after ${waited} ms with a WaitQueueTimeoutError for timeoutMS ${e.timeoutMS}`);
+      }
+    }
     r.error = e;
     bump(this.callerErrors, e);
   }
@@ -665,6 +890,13 @@ class Run {
 
   private onEvent(e: ConnectionPoolEvent): void {
     const s = this.scenario;
+    const seq = this.seq++;
+    const previous = this.lastEvent;
+    this.lastEvent = e;
+    if (this.leakCheckInDue !== undefined && e.type !== 'ConnectionLeakSuspectCheckedIn') {
+      this.bad(`the ConnectionCheckedIn of connection ${this.leakCheckInDue}, suspected of a leak, is followed by ${e.type}, not ConnectionLeakSuspectCheckedIn`);
+      this.leakCheckInDue = undefined;
+    }
     switch (e.type) {
       case 'ConnectionPoolCreated':
         if (this.started + this.createdEvents + this.readyEvents > 0) this.bad('ConnectionPoolCreated after other events');
@@ -679,19 +911,56 @@ class Run {
         this.poolState = 'paused';
         this.clearedEvents.push(e.interruptInUseConnections);
         return;
+      case 'ConnectionPoolDraining':
+        if (this.poolState === 'closed' || this.draining) this.bad(`ConnectionPoolDraining while ${this.draining ? 'draining' : 'closed'}`);
+        this.draining = true;
+        this.drainStartedAt = e.time;
+        this.drainTimeoutMS = e.timeoutMS;
+        this.drainEvents++;
+        return;
       case 'ConnectionPoolClosed':
         if (this.poolState === 'closed') this.bad('ConnectionPoolClosed twice');
         this.poolState = 'closed';
         this.closedEvents++;
+        if (this.draining && this.drainTimeoutMS > 0 && e.time >= this.drainStartedAt + this.drainTimeoutMS) {
+          // The drain's deadline: in-use connections were interrupted (destroyed with PoolClosedError) first, unless a
+          // clear had interrupted them already (a connection keeps its first teardown's error).
+          count('drain deadlines reached');
+          for (const life of this.lives.values()) {
+            if (life.state !== 'in use') continue;
+            count('in-use connection interrupted by a drain deadline');
+            const c = this.createdById.get(life.id) ?? this.syncCreated().get(life.id);
+            if (c === undefined || !c.destroyed || !(c.destroyError instanceof PoolClosedError || c.destroyError instanceof PoolClearedError)) {
+              this.bad(`the drain deadline closed the pool, but in-use connection ${life.id} was not interrupted with PoolClosedError (${String(c?.destroyError)})`);
+            }
+          }
+        }
         return;
       case 'ConnectionCreated': {
         if (e.connectionId !== this.nextConnectionId) this.bad(`ConnectionCreated ${e.connectionId}, expected id ${this.nextConnectionId}`);
         this.nextConnectionId = e.connectionId + 1;
         if (this.poolState !== 'ready') this.bad(`ConnectionCreated ${e.connectionId} while the pool is ${this.poolState}`);
-        this.lives.set(e.connectionId, { id: e.connectionId, state: 'pending', since: e.time, owner: undefined, generationAtCheckOut: -1 });
+        // A draining pool does not populate: it establishes only for the checkouts that still wait.
+        if (this.draining && this.waitingByEvents() === 0) this.bad(`ConnectionCreated ${e.connectionId} while draining, with no checkout waiting`);
+        const lifetime = this.pool.options.maxLifeTimeMS;
+        const expiresAt = lifetime === 0 ? Infinity : e.time + lifetime - this.pool.options.maxLifeTimeJitterMS * ((e.connectionId * GOLDEN_RATIO_FRACTION) % 1);
+        this.lives.set(e.connectionId, {
+          id: e.connectionId,
+          state: 'pending',
+          since: e.time,
+          owner: undefined,
+          generationAtCheckOut: -1,
+          createdSeq: seq,
+          expiresAt,
+          checkedOutTime: NaN,
+          checkedOutSeq: -1,
+          fresh: false,
+          leakSuspected: false,
+        });
         this.counts.pending++;
         this.createdEvents++;
         const total = this.counts.pending + this.counts.available + this.counts['in use'];
+        this.maxTotal = Math.max(this.maxTotal, total);
         if (total === s.maxPoolSize) this.sawFull = true;
         if (this.counts.pending === s.maxConnecting) this.sawMaxConnecting = true;
         if (s.maxPoolSize > 0 && total > s.maxPoolSize) this.bad(`ConnectionCreated ${e.connectionId}: ${total} connections > maxPoolSize ${s.maxPoolSize}`);
@@ -710,12 +979,19 @@ class Run {
         const c = this.createdById.get(e.connectionId) ?? this.syncCreated().get(e.connectionId);
         if (e.reason === 'error') {
           if (was === 'pending' && e.error !== this.establishmentErrors.get(e.connectionId)) this.bad(`ConnectionClosed(error) ${e.connectionId} does not carry its establishment error`);
+          // warmUp(): an establishment started since the call failed, so the call rejects with its error.
+          if (was === 'pending') for (const w of this.warmUps) if (!w.settled && life.createdSeq >= w.startSeq) w.failWith ??= e.error;
           if (was === 'available' && c?.errored !== true) this.bad(`ConnectionClosed(error) ${e.connectionId}: the connection is not errored`);
         } else if (e.reason === 'stale') {
           const g = c?.generation ?? this.descriptorGeneration.get(e.connectionId);
           if (g === undefined || g >= this.pool.generation) this.bad(`ConnectionClosed(stale) ${e.connectionId} of generation ${g}, pool generation ${this.pool.generation}`);
         } else if (e.reason === 'idle') {
           if (was !== 'available' || s.maxIdleTimeMS === 0 || e.time - life.since < s.maxIdleTimeMS) this.bad(`ConnectionClosed(idle) ${e.connectionId} after ${e.time - life.since} ms available`);
+        } else if (e.reason === 'expired') {
+          count('closed: expired');
+          // (Available, or pending: just established, past its lifetime.)
+          if (was === 'in use' || !(e.time >= life.expiresAt)) this.bad(`ConnectionClosed(expired) ${e.connectionId} (${was}) at t=${e.time} ms, but it expires at ${life.expiresAt} ms`);
+          if (was === 'pending') this.expiredAtEstablishment.push(seq);
         } else if (this.pool.state !== 'closed') {
           // (close() closes connections before it emits ConnectionPoolClosed: CMAP "Closing a Connection Pool")
           this.bad(`ConnectionClosed(poolClosed) ${e.connectionId} while the pool is ${this.pool.state}`);
@@ -729,8 +1005,10 @@ class Run {
           return;
         }
         r.ordinal = this.started++;
+        r.startSeq = seq;
         r.enteredAt = e.time;
         r.poolStateAtEnter = this.poolState;
+        r.drainingAtEnter = this.draining;
         return;
       }
       case 'ConnectionCheckedOut': {
@@ -742,8 +1020,15 @@ class Run {
           if (c === undefined || c.destroyed || c.errored) this.bad(`ConnectionCheckedOut ${e.connectionId}: connection ${c === undefined ? 'unknown' : c.destroyed ? 'destroyed' : 'errored'}`);
           if (c !== undefined && c.generation !== this.pool.generation) this.bad(`ConnectionCheckedOut ${e.connectionId} of stale generation ${c.generation} (pool: ${this.pool.generation})`);
           if (s.maxIdleTimeMS > 0 && e.time - life.since > s.maxIdleTimeMS) this.bad(`ConnectionCheckedOut ${e.connectionId}, idle for ${e.time - life.since} ms > maxIdleTimeMS`);
+          life.fresh = previous?.type === 'ConnectionReady' && previous.connectionId === e.connectionId;
+          if (e.time >= life.expiresAt) {
+            this.bad(`ConnectionCheckedOut ${e.connectionId} at t=${e.time} ms, but it expired at ${life.expiresAt} ms (maxLifeTimeMS)`);
+          }
           life.owner = undefined;
           life.generationAtCheckOut = this.pool.generation;
+          life.checkedOutTime = e.time;
+          life.checkedOutSeq = seq;
+          life.leakSuspected = false;
         }
         if (this.cancelOnCheckedOut) {
           // The caller leaves after the pool committed the checkout and before the connection reached it.
@@ -759,24 +1044,96 @@ class Run {
         if (life.owner === undefined) this.abandoned++;
         else if (life.owner.holding) this.bad(`ConnectionCheckedIn ${e.connectionId} while checkout #${life.owner.n} still holds it`);
         life.owner = undefined;
+        if (life.leakSuspected) this.leakCheckInDue = life.id;
+        life.leakSuspected = false;
         return;
       }
       case 'ConnectionCheckOutFailed': {
         this.failed[e.reason]++;
         const err = e.error;
-        const matches =
-          e.reason === 'cancelled'
-            ? err instanceof CheckOutCancelledError
-            : e.reason === 'poolClosed'
-              ? err instanceof PoolClosedError
-              : e.reason === 'timeout'
-                ? err instanceof WaitQueueTimeoutError
-                : err instanceof PoolClearedError || this.knownEstablishmentErrors.has(err as Error);
+        if (!this.failures.has(err)) this.failures.set(err, { seq, time: e.time });
+        let matches: boolean;
+        switch (e.reason) {
+          case 'cancelled':
+            matches = err instanceof CheckOutCancelledError;
+            break;
+          case 'poolClosed':
+            matches = err instanceof PoolClosedError;
+            break;
+          case 'timeout':
+            matches = err instanceof WaitQueueTimeoutError;
+            // The pool's waitQueueTimeoutMS, after at least that long (a checkout's own timeoutMS is judged by its caller).
+            if (err instanceof WaitQueueTimeoutError && err.timeoutMS === undefined && (s.waitQueueTimeoutMS === 0 || e.duration < s.waitQueueTimeoutMS)) {
+              this.bad(`ConnectionCheckOutFailed(timeout) after ${e.duration} ms, waitQueueTimeoutMS ${s.waitQueueTimeoutMS}`);
+            }
+            break;
+          case 'waitQueueFull':
+            matches = err instanceof WaitQueueFullError && err.maxWaitQueueSize === s.maxWaitQueueSize;
+            if (err instanceof WaitQueueFullError) this.checkWaitQueueFull(err);
+            break;
+          default:
+            matches = err instanceof PoolClearedError || this.knownEstablishmentErrors.has(err as Error);
+        }
         if (!matches) this.bad(`ConnectionCheckOutFailed(${e.reason}) with ${String(err)}`);
         if (e.reason !== 'cancelled') bump(this.failedErrors, err);
         return;
       }
+      case 'ConnectionLeakSuspected': {
+        const life = this.lives.get(e.connectionId);
+        const threshold = s.leakDetectionThresholdMS;
+        count('leaks suspected');
+        if (life === undefined || life.state !== 'in use' || life.leakSuspected || threshold === 0 || e.time - life.checkedOutTime < threshold || e.duration !== e.time - life.checkedOutTime) {
+          this.bad(
+            `ConnectionLeakSuspected ${e.connectionId} (duration ${e.duration} ms): it is ${life?.state ?? 'unknown'}, checked out at ${life?.checkedOutTime} ms, ` +
+              `${life?.leakSuspected ? 'already suspected' : 'not suspected yet'}, leakDetectionThresholdMS ${threshold}`,
+          );
+        }
+        if (life !== undefined) life.leakSuspected = true;
+        return;
+      }
+      case 'ConnectionLeakSuspectCheckedIn': {
+        const life = this.lives.get(e.connectionId);
+        if (this.leakCheckInDue !== e.connectionId || previous?.type !== 'ConnectionCheckedIn' || previous.connectionId !== e.connectionId) {
+          this.bad(`ConnectionLeakSuspectCheckedIn ${e.connectionId} not right after the ConnectionCheckedIn of a checkout suspected of a leak`);
+        } else if (life !== undefined && e.duration !== e.time - life.checkedOutTime) {
+          this.bad(`ConnectionLeakSuspectCheckedIn ${e.connectionId}: duration ${e.duration} ms, but it was checked out at ${life.checkedOutTime} ms`);
+        }
+        this.leakCheckInDue = undefined;
+        return;
+      }
     }
+  }
+
+  /** Checkouts the pool holds, as events$ tell it: ConnectionCheckOutStarted not yet followed by an outcome. */
+  private waitingByEvents(): number {
+    let failed = 0;
+    for (const n of Object.values(this.failed)) failed += n;
+    return this.started - this.checkedOut - failed;
+  }
+
+  /**
+   * Current-generation establishments under way (pending, of the pool's generation): only these can be claimed, and
+   * after every action either the WaitQueue is empty or each of them has its claimant (a queued head claims one
+   * nobody claims). So the claimants are min(waiting, this), and the WaitQueue proper is waiting minus that.
+   */
+  private claimablePending(): number {
+    let n = 0;
+    for (const life of this.lives.values()) if (life.state === 'pending' && this.descriptorGeneration.get(life.id) === this.pool.generation) n++;
+    return n;
+  }
+
+  /**
+   * A checkout failed with WaitQueueFullError: it would have waited behind maxWaitQueueSize others in the WaitQueue
+   * proper (its own checkOut changed no other claim: nothing was served or established for it), and the error
+   * reports the others.
+   */
+  private checkWaitQueueFull(err: WaitQueueFullError): void {
+    const max = this.scenario.maxWaitQueueSize;
+    const others = this.waitingByEvents();
+    const queued = Math.max(0, others - this.claimablePending());
+    count('failed: waitQueueFull');
+    if (max === 0 || queued < max) this.bad(`WaitQueueFullError with ${queued} checkout(s) in the WaitQueue (${others} waiting, claimants included), maxWaitQueueSize ${max}`);
+    if (err.pool?.waitQueueLength !== others) this.bad(`WaitQueueFullError reports waitQueueLength ${err.pool?.waitQueueLength}, events$ say ${others} wait`);
   }
 
   /** Cancels the oldest checkout its caller still waits for, from inside the pool's processing. */
@@ -810,6 +1167,10 @@ class Run {
     }
     if (s.maxPoolSize > 0 && snap.totalConnectionCount > s.maxPoolSize) this.bad(`state$: total ${snap.totalConnectionCount} > maxPoolSize`);
     if (snap.pendingConnectionCount > s.maxConnecting) this.bad(`state$: pending ${snap.pendingConnectionCount} > maxConnecting`);
+    // (Claimants, at most one per establishment under way, wait outside the WaitQueue proper.)
+    if (s.maxWaitQueueSize > 0 && snap.waitQueueLength > s.maxWaitQueueSize + snap.pendingConnectionCount) {
+      this.bad(`state$: waitQueueLength ${snap.waitQueueLength} > maxWaitQueueSize ${s.maxWaitQueueSize} + pending ${snap.pendingConnectionCount}`);
+    }
   }
 
   // ------------------------------------------------------------------------------------------------------------
@@ -847,7 +1208,7 @@ class Run {
 
     const entered = this.requests.filter((r) => r.entered);
     const waiting = entered.filter((r) => !isSettled(r));
-    const failedTotal = this.failed.poolClosed + this.failed.timeout + this.failed.connectionError + this.failed.cancelled;
+    const failedTotal = this.failed.poolClosed + this.failed.timeout + this.failed.connectionError + this.failed.cancelled + this.failed.waitQueueFull;
     if (this.started !== entered.length) this.bad(`${this.started} ConnectionCheckOutStarted for ${entered.length} checkouts that entered the pool`);
     if (snap.waitQueueLength !== waiting.length) this.bad(`waitQueueLength ${snap.waitQueueLength}, but ${waiting.length} caller(s) wait: ${waiting.map((r) => `#${r.n}`)}`);
     if (this.started !== this.checkedOut + failedTotal + snap.waitQueueLength) {
@@ -866,15 +1227,103 @@ class Run {
     for (const r of this.requests) {
       if (!r.entered && (r.connection !== undefined || r.error !== undefined || r.settlements > 1)) this.bad(`checkout #${r.n} never entered the pool but ended with ${describeOutcome(r)}`);
       if (!r.entered && !r.cancelled) this.bad(`checkout #${r.n} with an aborted signal did not fail with CheckOutCancelledError`);
-      if (r.poolStateAtEnter === 'paused' && !(r.error instanceof PoolClearedError)) this.bad(`checkout #${r.n} on a paused pool ended with ${describeOutcome(r)}, not PoolClearedError`);
+      if (r.poolStateAtEnter === 'paused' && !r.drainingAtEnter && !(r.error instanceof PoolClearedError)) {
+        this.bad(`checkout #${r.n} on a paused pool ended with ${describeOutcome(r)}, not PoolClearedError`);
+      }
       if (r.poolStateAtEnter === 'closed' && !(r.error instanceof PoolClosedError)) this.bad(`checkout #${r.n} on a closed pool ended with ${describeOutcome(r)}, not PoolClosedError`);
+      if (r.drainingAtEnter && !(r.error instanceof PoolClosedError)) this.bad(`checkout #${r.n}, started after ConnectionPoolDraining, ended with ${describeOutcome(r)}, not PoolClosedError`);
     }
     for (const r of waiting) {
-      if (r.ordinal < this.maxDeliveredOrdinal) this.bad(`FIFO: checkout #${r.n} (entered ${r.ordinal}th) still waits, but one that entered ${this.maxDeliveredOrdinal}th got a connection`);
-      // Members of the WaitQueue time out after waitQueueTimeoutMS; one that claimed an establishment gets its outcome.
-      if (s.waitQueueTimeoutMS > 0 && now - r.enteredAt > s.waitQueueTimeoutMS + this.maxEstablishMS) {
-        this.bad(`checkout #${r.n} has waited ${now - r.enteredAt} ms > waitQueueTimeoutMS ${s.waitQueueTimeoutMS} + establishment ${this.maxEstablishMS} ms`);
+      const lane = r.high ? 'high' : 'normal';
+      if (r.ordinal < this.maxDeliveredOrdinal[lane]) {
+        this.bad(`FIFO: ${lane} checkout #${r.n} (entered ${r.ordinal}th) still waits, but a ${lane} one that entered ${this.maxDeliveredOrdinal[lane]}th got a connection`);
       }
+      // Members of the WaitQueue time out after waitQueueTimeoutMS; one that claimed an establishment gets its outcome,
+      // unless high-priority checkouts that came later claim the establishments before it (one each), or the
+      // establishment outlasts the connection's lifetime (another is made).
+      if (s.waitQueueTimeoutMS > 0 && now - r.enteredAt > s.waitQueueTimeoutMS + this.maxEstablishMS) {
+        const overtaking = r.high ? 0 : this.requests.filter((h) => h.high && h.startSeq > r.startSeq).length;
+        const reestablished = this.expiredAtEstablishment.filter((seq) => seq > r.startSeq).length;
+        const establishments = 1 + overtaking + reestablished;
+        if (now - r.enteredAt > s.waitQueueTimeoutMS + this.maxEstablishMS * establishments) {
+          this.bad(`checkout #${r.n} has waited ${now - r.enteredAt} ms > waitQueueTimeoutMS ${s.waitQueueTimeoutMS} + establishment ${this.maxEstablishMS} ms × ${establishments}`);
+        }
+      }
+      // A checkout's own timeoutMS bounds its whole wait, in the WaitQueue and on an establishment alike.
+      if (r.timeoutMS > 0 && now - r.enteredAt >= r.timeoutMS) this.bad(`checkout #${r.n} (timeoutMS ${r.timeoutMS}) still waits after ${now - r.enteredAt} ms`);
+    }
+    this.checkExtensions(waiting.length);
+  }
+
+  /** The extensions' invariants between steps (see the file's comment). */
+  private checkExtensions(waiting: number): void {
+    const s = this.scenario;
+    const now = this.clock.now();
+
+    // maxWaitQueueSize: the WaitQueue proper never holds more.
+    if (s.maxWaitQueueSize > 0) {
+      const queued = Math.max(0, waiting - this.claimablePending());
+      if (queued > s.maxWaitQueueSize) this.bad(`${queued} checkout(s) in the WaitQueue (${waiting} waiting, claimants included) > maxWaitQueueSize ${s.maxWaitQueueSize}`);
+    }
+
+    // priority: a normal checkout served while a high-priority one waited (one that entered before it was served).
+    // Served right as its connection was established, it may have claimed that establishment first: then only a
+    // high-priority checkout that entered before it counts (that one would have claimed first).
+    for (const n of this.deliveredSinceCheck.splice(0)) {
+      if (n.high) continue;
+      const served = n.endSeq;
+      for (const h of this.requests) {
+        if (!h.high || !(h.startSeq < served && served < h.endSeq) || (n.fresh && h.startSeq > n.startSeq)) continue;
+        this.bad(
+          `normal checkout #${n.n} got connection ${n.connection?.id}${n.fresh ? ' (just established)' : ''} while high-priority checkout ` +
+            `#${h.n}, which entered ${h.startSeq < n.startSeq ? 'before it' : 'after it but before that'}, waited`,
+        );
+      }
+      if (STATS && this.requests.some((h) => h.high && h.connection !== undefined && h.startSeq > n.startSeq && h.endSeq < served)) count('high-priority checkout served before an older normal one');
+    }
+
+    // drain(): closed as soon as nothing waits and nothing is in use, and by its deadline; resolved once closed.
+    if (this.draining && this.poolState !== 'closed') {
+      if (waiting === 0 && this.counts['in use'] === 0) this.bad('the pool is draining, nothing waits and nothing is in use, but it is not closed');
+      if (this.drainTimeoutMS > 0 && now >= this.drainStartedAt + this.drainTimeoutMS) {
+        this.bad(`the drain deadline (${this.drainStartedAt} + ${this.drainTimeoutMS} ms) passed, but the pool is not closed`);
+      }
+    }
+    if (this.poolState === 'closed' && this.drains.some((d) => !d.resolved)) this.bad('the pool is closed, but a drain() Promise is still pending');
+
+    // leakDetectionThresholdMS: every checkout held that long was reported; a suspected check-in was reported.
+    if (this.leakCheckInDue !== undefined) {
+      this.bad(`the ConnectionCheckedIn of connection ${this.leakCheckInDue}, suspected of a leak, had no ConnectionLeakSuspectCheckedIn`);
+      this.leakCheckInDue = undefined;
+    }
+    const threshold = s.leakDetectionThresholdMS;
+    // maxLifeTimeMS: with a Background Thread, an expired available connection is closed within the runs it takes to
+    // close those ahead of it, maxConnecting per run (available connections age at the head of the list).
+    const runs = Math.ceil(this.maxTotal / s.maxConnecting) + 1;
+    const expiryBound = s.backgroundThreadIntervalMS > 0 ? runs * s.backgroundThreadIntervalMS : Infinity;
+    for (const life of this.lives.values()) {
+      if (threshold > 0 && life.state === 'in use' && !life.leakSuspected && now - life.checkedOutTime >= threshold) {
+        this.bad(`connection ${life.id} has been checked out for ${now - life.checkedOutTime} ms >= leakDetectionThresholdMS ${threshold}, but no ConnectionLeakSuspected`);
+      }
+      if (life.state === 'available' && now - Math.max(life.expiresAt, life.since) > expiryBound) {
+        this.bad(
+          `connection ${life.id}, available since ${life.since} ms, expired at ${life.expiresAt} ms and is still available at ${now} ms ` +
+            `(${runs} Background Thread Runs of ${s.backgroundThreadIntervalMS} ms)`,
+        );
+      }
+    }
+
+    // warmUp(): not pending once the pool is warm (ready, minPoolSize established) or closed, when it must refuse, or
+    // once an establishment started since the call failed.
+    const established = this.counts.available + this.counts['in use'];
+    const warm = this.poolState === 'ready' && established >= s.minPoolSize;
+    const refused = s.minPoolSize > 0 && s.backgroundThreadIntervalMS < 0;
+    for (const w of this.warmUps) {
+      if (w.settled) continue;
+      if (warm || refused || this.poolState === 'closed') {
+        this.bad(`warmUp #${w.n} still pending, with the pool ${this.poolState} and ${established} established connections (minPoolSize ${s.minPoolSize})`);
+      }
+      else if (w.failWith !== undefined) this.bad(`warmUp #${w.n} still pending after an establishment started since the call failed: ${String(w.failWith)}`);
     }
   }
 
@@ -943,16 +1392,20 @@ function describeOutcome(r: Request): string {
 
 describe('ConnectionPoolCore (property: long random scripts on virtual time)', function () {
   let previousOnUnhandledError: typeof config.onUnhandledError;
+  let previousStackTraceLimit = Error.stackTraceLimit;
   const unhandled: unknown[] = [];
   before(function () {
     previousOnUnhandledError = config.onUnhandledError;
     config.onUnhandledError = (e) => unhandled.push(e);
+    previousStackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = STACK_TRACE_LIMIT;
   });
   after(function () {
     config.onUnhandledError = previousOnUnhandledError;
+    Error.stackTraceLimit = previousStackTraceLimit;
   });
 
-  it('keeps CMAP counts, limits, FIFO, single settlement and caller/event agreement; settles every checkout; leaks nothing', async function () {
+  it('keeps CMAP counts, limits, FIFO, single settlement and caller/event agreement and the extensions\' invariants; settles every checkout; leaks nothing', async function () {
     this.timeout(Math.max(60_000, RUNS * 2_000));
     await fc.assert(
       fc.asyncProperty(scenarioArb, stepsArb(MAX_STEPS), async (scenario, steps) => {
@@ -962,5 +1415,35 @@ describe('ConnectionPoolCore (property: long random scripts on virtual time)', f
       { seed: SEED, numRuns: RUNS },
     );
     if (STATS) console.log(Object.fromEntries(coverage));
+  });
+});
+
+describe('ConnectionPoolCore: a connection that expired while it was established', function () {
+  it('closes it (reason expired) rather than hand it to the checkout that claimed it, and establishes another', function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 50 });
+    const pool = new ConnectionPoolCore<MockConnection>({
+      address: 'db.example:27017',
+      scheduler: clock,
+      connectionFactory: mock.factory,
+      maxLifeTimeMS: 100,
+      maxLifeTimeJitterMS: 100,
+      backgroundThreadIntervalMS: -1,
+    });
+    const closed: [number, string, number][] = [];
+    pool.events$.subscribe((e) => {
+      if (e.type === 'ConnectionClosed') closed.push([e.connectionId, e.reason, e.time]);
+    });
+    pool.ready();
+    // Connection 1 expires at 100 − 100 × frac(φ) ≈ 38.2 ms, before its establishment ends at 50 ms; connection 2,
+    // created then, expires at 50 + 100 − 100 × frac(2φ) ≈ 126.4 ms, after its establishment ends at 100 ms.
+    let received: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (received = c));
+    clock.advance(50);
+    expect(received?.id, 'connection 1 expired at 38.2 ms').to.equal(undefined);
+    expect(closed).to.deep.equal([[1, 'expired', 50]]);
+    clock.advance(50);
+    expect(received?.id).to.equal(2);
+    pool.checkIn(received!);
   });
 });
