@@ -438,8 +438,8 @@ async function main(): Promise<void> {
     `observed listeners received ${perCycle(RXCMAP.observed.name, 'eventsPerCycle')} (rxcmap) and ${perCycle(DRIVER.observed.name, 'eventsPerCycle')} (driver) events per cycle, ` +
     `logging sinks ${perCycle(RXCMAP.logging.name, 'writesPerCycle')} (rxcmap) and ${perCycle(DRIVER.logging.name, 'writesPerCycle')} (driver) messages per cycle, ` +
     'unobserved pools had neither listener nor logger; instrumented pools, recording for the check on an SDK Meter read ' +
-    `through a reader (the variant with a reader: its own), recorded ${INSTRUMENTED.map((p) => perCycle(p.name, 'measurementsPerCycle')).join(', ')} ` +
-    `(${INSTRUMENTED.map((p) => p.name.replace('rxcmap instrumented', '').trim() || 'API').join(', ')}) histogram measurements per cycle (one wait_time, one use_time).`;
+    `through a reader (the variant with a reader: its own), recorded ` +
+    `${INSTRUMENTED.map((p) => `${perCycle(p.name, 'measurementsPerCycle')} (${p.name})`).join(', ')} histogram measurements per cycle (one wait_time, one use_time).`;
   const met = checks.filter((c) => c.met).length;
   const targets = checks.map((c) => `- ${c.met ? 'met' : 'MISSED'}: ${c.target}: ${c.detail}`).join('\n');
   const text = [header, '', modesNote, '', ...out, `#### targets (${met} of ${checks.length} met)`, '', targets, ''].join('\n');
