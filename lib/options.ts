@@ -81,8 +81,8 @@ export interface PoolExtensionOptions {
    * How much earlier than maxLifeTimeMS each connection may expire (ms): connection n expires
    * maxLifeTimeJitterMS × frac(n × φ) earlier (φ the golden ratio), which spreads the expiries of connections made
    * together evenly over the window instead of closing them at the same instant. A Background Thread Run closes at
-   * most maxConnecting expired connections, so the pool is renewed a few connections at a time. A number >= 0 and
-   * <= maxLifeTimeMS. Default: 2.5% of maxLifeTimeMS.
+   * most maxConnecting expired connections, so the pool is renewed a few connections at a time. A number >= 0, and
+   * <= maxLifeTimeMS when that is set (without a lifetime it is unused). Default: 2.5% of maxLifeTimeMS.
    *
    * Source: extension (HikariCP subtracts up to 2.5% from each connection's maxLifetime; reactor-pool's variance).
    */
@@ -232,7 +232,7 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
   requireDurationMS('maxLifeTimeMS', resolved.maxLifeTimeMS);
   if (options.maxLifeTimeJitterMS === undefined) resolved.maxLifeTimeJitterMS = Math.round(resolved.maxLifeTimeMS * 0.025);
   requireDurationMS('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, 'a number of ms >= 0');
-  if (resolved.maxLifeTimeJitterMS > resolved.maxLifeTimeMS) {
+  if (resolved.maxLifeTimeMS > 0 && resolved.maxLifeTimeJitterMS > resolved.maxLifeTimeMS) {
     throw new InvalidOptionError('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, `<= maxLifeTimeMS (${resolved.maxLifeTimeMS})`);
   }
   if (resolved.maxPoolSize > 0 && resolved.minPoolSize > resolved.maxPoolSize) {

@@ -100,6 +100,7 @@ function connectionOptionArbitraries(
   return {
     appName: option(fc.string({ maxLength: 20 })),
     connectTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
+    keepAliveInitialDelay: option(fc.integer({ min: 0, max: 300_000 })),
     socketTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
     compressors: option(fc.subarray(['zlib', 'none'])),
     zlibCompressionLevel: option(fc.integer({ min: -1, max: 9 })),

@@ -16,7 +16,11 @@ import type { ConnectionDescriptor } from '../pool/contract';
 import { Connection } from './connection';
 import { clientMetadata, handshakeCommand } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
-import { checkConnectionOptions, type ConnectionOptions } from './connection-options';
+import {
+  checkConnectionOptions,
+  DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS,
+  type ConnectionOptions,
+} from './connection-options';
 import { nodeTlsOptions, wantsTls } from './tls-options';
 
 export type { ConnectionOptions } from './connection-options';
@@ -39,7 +43,8 @@ type Phase = 'connect' | 'hello' | 'auth';
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
  * handshake and authentication, and emits the {@link Connection}; unsubscribing (or the descriptor's signal
- * aborting) before that destroys the socket.
+ * aborting) before that destroys the socket. Every TCP or TLS socket has TCP keepalive on, its first probe after
+ * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure),
  * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused) or
@@ -48,13 +53,14 @@ type Phase = 'connect' | 'hello' | 'auth';
  * failures; nothing raised during authentication carries them.
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
- *   option), or an invalid host, port, timeout, appName, compressor, zlibCompressionLevel, TLS option (a value of
- *   the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
- *   `checkConnectionOptions`.
+ *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, compressor, zlibCompressionLevel,
+ *   TLS option (a value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password);
+ *   see `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake"; OP_COMPRESSED spec (compressor negotiation); auth spec, "Authentication Handshake"; load
- * balancer spec, "Connection Establishment".
+ * balancer spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
+ * `keepAliveInitialDelay`).
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
@@ -74,6 +80,7 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
     }
   }
   const zlibCompressionLevel = options.zlibCompressionLevel ?? -1;
+  const keepAliveInitialDelay = options.keepAliveInitialDelay ?? DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS;
   const given = options.credentials;
   const credentials =
     given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
@@ -94,6 +101,8 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
     socketTimeoutMS,
     zlibCompressionLevel,
     loadBalanced: options.loadBalanced === true,
+    // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
+    keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
   };
   return (descriptor) => establish(settings, descriptor);
 }
@@ -108,6 +117,8 @@ interface EstablishSettings {
   readonly socketTimeoutMS: number;
   readonly zlibCompressionLevel: number;
   readonly loadBalanced: boolean;
+  /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
+  readonly keepAliveInitialDelay: number;
 }
 
 /**
@@ -153,6 +164,10 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           ? net.connect({ path: host })
           : net.connect({ host, port });
     socket.setNoDelay(true);
+    // TCP keepalive, so that a load balancer, NAT or firewall does not drop an idle pooled connection, and a peer
+    // gone without a FIN is found. Set on 'connect' (TLS included: tls.connect ignores the keepAlive options of its
+    // constructor): on the connected socket, 0 keeps the OS default delay; set earlier, libuv would apply its own.
+    socket.once('connect', () => socket.setKeepAlive(true, s.keepAliveInitialDelay));
     const timer =
       s.connectTimeoutMS > 0
         ? setTimeout(

@@ -3,7 +3,8 @@
  * the connection factory and the pools, monitors and clients that make one apply to what they receive.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
- * options, loadBalanced); auth spec, "MongoCredential".
+ * options, loadBalanced); auth spec, "MongoCredential"; extension: keepAliveInitialDelay (the official Node.js
+ * driver's option of that name).
  */
 import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
@@ -39,14 +40,45 @@ export interface ConnectionOptions extends TlsSettings {
   credentials?: MongoCredentials | CredentialsInit;
   /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
   loadBalanced?: boolean;
+  /**
+   * TCP keepalive: how long a connection may sit idle before the operating system sends its first keepalive probe,
+   * in ms; an integer from 0 to {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}. Keepalive is on for every connection (TCP
+   * and TLS); 0 keeps it on with the operating system's default delay (as Node's `socket.setKeepAlive(true, 0)`
+   * does). The kernel counts whole seconds: a delay is rounded down to seconds, and one under 1000 ms counts as
+   * 1000 ms. Default {@link DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS} (120000).
+   *
+   * Source: extension, the official Node.js driver's `keepAliveInitialDelay` (same name, same default): probes sent
+   * well before a load balancer, NAT or firewall drops an idle flow (Azure's 4 minutes, for one) keep pooled
+   * connections alive, and reveal a peer that vanished without a FIN.
+   */
+  keepAliveInitialDelay?: number;
 }
 
 /**
+ * The default {@link ConnectionOptions.keepAliveInitialDelay}: 120000 ms (2 minutes), half the idle timeout of the
+ * Azure load balancer (4 minutes), so that probes start before such a load balancer drops an idle connection.
+ *
+ * Source: extension, the official Node.js driver's default keepAliveInitialDelay (its
+ * `DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS`, `src/cmap/connect.ts`).
+ */
+export const DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS = 120_000;
+
+/**
+ * The largest {@link ConnectionOptions.keepAliveInitialDelay}: 32,767,000 ms (32767 s), the largest idle time Linux
+ * accepts for a socket's `TCP_KEEPIDLE`; the kernel refuses a larger one, and the socket would silently keep another
+ * delay.
+ *
+ * Source: extension (Linux `tcp(7)`, `TCP_KEEPIDLE`; its limit `MAX_TCP_KEEPIDLE`).
+ */
+export const MAX_KEEP_ALIVE_INITIAL_DELAY_MS = 32_767_000;
+
+/**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, the timeouts, compression, credentials,
- * loadBalanced, then the {@link TLS_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, then the {@link TLS_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
- * loadBalanced, the tls options); auth spec, "MongoCredential" (`credentials`).
+ * loadBalanced, the tls options); auth spec, "MongoCredential" (`credentials`); extension: keepAliveInitialDelay
+ * (the official Node.js driver's option).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
@@ -56,6 +88,7 @@ export const CONNECTION_OPTION_NAMES = [
   'zlibCompressionLevel',
   'credentials',
   'loadBalanced',
+  'keepAliveInitialDelay',
   ...TLS_OPTION_NAMES,
 ] as const satisfies readonly (keyof ConnectionOptions)[];
 true satisfies ListsEveryOption<ConnectionOptions, typeof CONNECTION_OPTION_NAMES>;
@@ -85,10 +118,12 @@ const STRING_OPTIONS = [
 /**
  * Checks the keys and value types of connection options, without reading any file: no key outside
  * {@link CONNECTION_OPTION_NAMES} (plus `extraKeys`); `appName` a string; `connectTimeoutMS` and `socketTimeoutMS`
- * numbers of ms >= 0; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an integer from -1 to 9;
- * `credentials` a {@link MongoCredentials} or a `{ username, password, source?, mechanism? }` object (validated as
- * MongoCredentials does); the booleans real booleans; `tlsCAFile`, `tlsCertificateKeyFile`, `tlsServerName`
- * non-empty strings; `tlsCertificateKeyFilePassword` a string. Undefined values are allowed everywhere.
+ * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
+ * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
+ * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a `{ username, password, source?, mechanism? }`
+ * object (validated as MongoCredentials does); the booleans real booleans; `tlsCAFile`, `tlsCertificateKeyFile`,
+ * `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string. Undefined values are allowed
+ * everywhere.
  *
  * @param options the options to check.
  * @param owner what received them (named in an unknown-option error), e.g. `"ConnectionPool"`.
@@ -97,7 +132,8 @@ const STRING_OPTIONS = [
  * @throws {InvalidOptionError} naming the first invalid option, its value (never a password or credentials) and
  *   what is allowed; for an unknown key, the closest known option.
  *
- * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential".
+ * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential"; extension:
+ * keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}).
  */
 export function checkConnectionOptions(
   options: unknown,
@@ -114,6 +150,13 @@ export function checkConnectionOptions(
   }
   if (o.connectTimeoutMS !== undefined) requireDurationMS('connectTimeoutMS', o.connectTimeoutMS);
   if (o.socketTimeoutMS !== undefined) requireDurationMS('socketTimeoutMS', o.socketTimeoutMS);
+  const delay = o.keepAliveInitialDelay;
+  const max = MAX_KEEP_ALIVE_INITIAL_DELAY_MS;
+  const valid = typeof delay === 'number' && Number.isSafeInteger(delay) && delay >= 0 && delay <= max;
+  if (delay !== undefined && !valid) {
+    const allowed = `an integer number of ms from 0 (the OS default delay) to ${max}`;
+    throw new InvalidOptionError('keepAliveInitialDelay', delay, allowed);
+  }
   const allowed = [...SUPPORTED_COMPRESSORS, 'none'];
   if (o.compressors !== undefined) {
     const list = o.compressors;

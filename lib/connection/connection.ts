@@ -154,7 +154,12 @@ export class Connection implements PoolConnection {
     this.acceptedCompressors = this.offeredCompressors;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.fail(this.networkError(error.message, error)));
-    socket.on('close', () => this.fail(this.networkError('closed by the server or the network')));
+    const closed = (): void => this.fail(this.networkError('closed by the server or the network'));
+    // The peer's FIN: no reply can come any more. The socket closes only a moment later (or never, on a socket that
+    // allows half-open connections), and until then an idle connection must already count as errored, so that the
+    // pool closes it rather than hand it out. Every byte received before the FIN was delivered before 'end'.
+    socket.on('end', closed);
+    socket.on('close', closed);
   }
 
   /** The service behind a load balancer, as a hex string (from the handshake's `serviceId`). */
@@ -167,7 +172,10 @@ export class Connection implements PoolConnection {
     return this.inFlight !== undefined;
   }
 
-  /** True once the connection met a network error, timeout or wire-protocol error, or was destroyed. */
+  /**
+   * True once the connection met a network error, timeout or wire-protocol error, or was destroyed; also as soon as
+   * the peer ended or closed the socket, whether or not a request was in flight (CMAP "Perishable: Errored").
+   */
   get errored(): boolean {
     return this.erroredBy !== undefined || this.destroyed;
   }

@@ -411,10 +411,11 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   if (isStale(s, rec)) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
-  } else if (expiredReason(s, rec) !== undefined) {
-    // Its establishment outlasted its lifetime (maxLifeTimeMS counts from ConnectionCreated): perished, never handed
-    // out; the checkout that claimed it gets another establishment when the limits allow.
-    closeRecord(s, rec, 'expired', out);
+  } else if (connection.errored === true || expiredReason(s, rec) !== undefined) {
+    // Perished as it became ready: its socket ended after the establishment's last reply, or its establishment
+    // outlasted its lifetime (maxLifeTimeMS counts from ConnectionCreated). Never handed out; the checkout that claimed
+    // it gets another establishment when the limits allow.
+    closeRecord(s, rec, connection.errored === true ? 'error' : 'expired', out);
     if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
   } else {
     endPending(s, rec);

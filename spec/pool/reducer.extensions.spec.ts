@@ -328,4 +328,33 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       }
     });
   });
+
+  describe('a connection that perished as it became ready', function () {
+    it('is closed (reason error) when its socket ended before it was handed out, and its claimant gets another', async function () {
+      const clock = new VirtualClock();
+      let made = 0;
+      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'db.example:27017',
+        scheduler: clock,
+        connectionFactory: (d) =>
+          new Promise<MockConnection>((resolve) =>
+            mock.factory(d).subscribe((c) => {
+              if (made++ === 0) c.errored = true; // the server closed it right after the handshake
+              resolve(c);
+            }),
+          ),
+      });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      const checkedOut = firstValueFrom(pool.checkOut());
+      clock.advance(10);
+      await microtasks();
+      clock.advance(10);
+      await microtasks();
+      expect((await checkedOut).id).to.equal(2);
+      expect(events.flatMap((e) => (e.type === 'ConnectionClosed' ? [[e.connectionId, e.reason]] : []))).to.deep.equal([[1, 'error']]);
+    });
+  });
 });
