@@ -3,7 +3,7 @@
  * high-priority checkouts (`priority: 'high'`), and a checkout's own deadline (`timeoutMS`).
  */
 import { expect } from 'chai';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, from } from 'rxjs';
 import { ConnectionPool, ConnectionPoolCore, InvalidOptionError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError, type CheckOutOptions, type ConnectionPoolEvent } from '../../lib';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { startTestEndpoint } from '../support/endpoint';
@@ -339,7 +339,7 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
         scheduler: clock,
         connectionFactory: (d) =>
           new Promise<MockConnection>((resolve) =>
-            mock.factory(d).subscribe((c) => {
+            from(mock.factory(d)).subscribe((c) => {
               if (made++ === 0) c.errored = true; // the server closed it right after the handshake
               resolve(c);
             }),
