@@ -5,8 +5,12 @@
  * Source: CMAP spec, "Connection Pool Behaviors" (checkOut, checkIn, clear, ready, close, establishment, Background
  * Thread Runs, WaitQueue timeouts).
  */
-import type { CheckOutSite } from './state';
 import type { Waiter } from './wait-queue';
+
+/** Leak detection: the stack of a `checkOut` call, captured with `Error.captureStackTrace`. */
+export interface CheckOutSite {
+  stack?: string;
+}
 
 /** A checkout request enters the pool (ConnectionCheckOutStarted). */
 export interface CheckOutAction<C> {

@@ -31,7 +31,7 @@ import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '.
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { checkPoolCoreOptions, rejectUnknownOptions, requireDurationMS, requireOptionsObject, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
-import { isControlAction, type Action } from './actions';
+import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
@@ -39,7 +39,7 @@ import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
 import { reduce } from './reducer';
-import { initialPoolState, type CheckOutSite, type ConnectionPoolState, type PoolState } from './state';
+import { initialPoolState, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
 
 /**

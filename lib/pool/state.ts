@@ -8,6 +8,7 @@
  */
 import type { ServerAttributes } from '../diagnostics-channels';
 import type { ResolvedPoolOptions } from '../options';
+import type { CheckOutSite } from './actions';
 import { AvailableConnections } from './available-connections';
 import type { Command } from './commands';
 import { WaitQueue, type Waiter } from './wait-queue';
@@ -48,11 +49,6 @@ export interface ConnectionRecord<C> {
   /** Links among the available connections (undefined when not available). */
   prev: ConnectionRecord<C> | undefined;
   next: ConnectionRecord<C> | undefined;
-}
-
-/** Leak detection: the stack of a `checkOut` call, captured with `Error.captureStackTrace`. */
-export interface CheckOutSite {
-  stack?: string;
 }
 
 /** A service behind the load balancer: its generation and how many established connections reach it. */
