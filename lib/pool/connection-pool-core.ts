@@ -39,7 +39,7 @@ import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
 import { reduce } from './reducer';
-import { initialPoolState, type ConnectionPoolState, type PoolState } from './state';
+import { initialPoolState, inUseConnectionCount, waitingCheckOutCount, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
 
 /**
@@ -324,8 +324,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       totalConnectionCount: s.records.size,
       availableConnectionCount: s.available.size,
       pendingConnectionCount: s.pendingConnectionCount,
-      inUseConnectionCount: s.records.size - s.available.size - s.pendingConnectionCount,
-      waitQueueLength: s.waitQueue.length + s.claimants.length,
+      inUseConnectionCount: inUseConnectionCount(s),
+      waitQueueLength: waitingCheckOutCount(s),
       serviceGenerations: Object.freeze(
         [...s.serviceGenerations].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })),
       ),
@@ -389,9 +389,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
     const signal = options?.signal;
-    if (signal !== undefined && !isAbortSignal(signal)) {
-      throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
-    }
+    requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       const onAbort = (): void => {
@@ -645,7 +643,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         last.totalConnectionCount !== s.records.size ||
         last.availableConnectionCount !== s.available.size ||
         last.pendingConnectionCount !== s.pendingConnectionCount ||
-        last.waitQueueLength !== s.waitQueue.length + s.claimants.length ||
+        last.waitQueueLength !== waitingCheckOutCount(s) ||
         (s.loadBalanced && !sameServices(last, s))
       ) {
         this.lastSnapshot = this.snapshot();
@@ -683,14 +681,19 @@ function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
     if (!(CHECK_OUT_OPTION_NAMES as readonly string[]).includes(key)) rejectUnknownOptions(options, CHECK_OUT_OPTION_NAMES, 'checkOut');
   }
   const { signal, priority, timeoutMS } = options;
-  if (signal !== undefined && !isAbortSignal(signal)) {
-    throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
-  }
+  requireAbortSignal(signal);
   if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
     throw new InvalidOptionError('priority', priority, "'high' or 'normal'");
   }
   if (timeoutMS !== undefined) requireDurationMS('timeoutMS', timeoutMS, 'a number of ms >= 0 (0 means none)');
   return { signal, high: priority === 'high', timeoutMS: timeoutMS ?? 0 };
+}
+
+/** Checks an option `signal`: undefined, or an AbortSignal (by its shape). */
+function requireAbortSignal(signal: unknown): void {
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+  }
 }
 
 /**

@@ -22,7 +22,7 @@ import {
 } from './admission';
 import type { Command } from './commands';
 import type { PoolConnection } from './contract';
-import type { ConnectionRecord, PoolState } from './state';
+import { inUseConnectionCount, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
 import type { Waiter, WaiterState } from './wait-queue';
 
 /**
@@ -99,7 +99,7 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
     s.waitQueue.remove(w);
     return failWaiter(s, w, 'waitQueueFull', new WaitQueueFullError(s.address, maxWaitQueueSize, holdings(s)), out);
   }
-  if (w.deadline !== undefined && s.waitTimerAt === undefined) armWaitTimer(s, w.deadline, out);
+  if (w.deadline !== undefined && s.waitTimerAt === undefined) armTimer(s, 'waitQueue', w.deadline, out);
 }
 
 /**
@@ -113,10 +113,10 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
  */
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   while (s.available.size > 0) {
-    const claimant = s.claimants.peekHigh();
-    const queued = claimant === undefined ? s.waitQueue.peekHigh() : undefined;
-    const fromClaimants = claimant !== undefined || (queued === undefined && s.claimants.peekNormal() !== undefined);
-    const w = claimant ?? queued ?? (fromClaimants ? s.claimants.peekNormal() : s.waitQueue.peekNormal());
+    const claimant = s.claimants.peekLane(true);
+    const queued = claimant === undefined ? s.waitQueue.peekLane(true) : undefined;
+    const fromClaimants = claimant !== undefined || (queued === undefined && s.claimants.peekLane(false) !== undefined);
+    const w = claimant ?? queued ?? (fromClaimants ? s.claimants.peekLane(false) : s.waitQueue.peekLane(false));
     if (w === undefined) break;
     const rec = takeAvailable(s, out);
     if (rec === undefined) break;
@@ -132,7 +132,7 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
     } else {
       break;
     }
-    const high = s.waitQueue.peekHigh() === w;
+    const high = s.waitQueue.peekLane(true) === w;
     s.waitQueue.shift();
     s.claimants.push(w, high);
   }
@@ -236,7 +236,7 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
   let held: PoolHoldings | undefined;
   let next = Infinity;
   for (const high of [true, false]) {
-    for (let w = high ? s.waitQueue.peekHigh() : s.waitQueue.peekNormal(); w !== undefined; w = high ? s.waitQueue.peekHigh() : s.waitQueue.peekNormal()) {
+    for (let w = s.waitQueue.peekLane(high); w !== undefined; w = s.waitQueue.peekLane(high)) {
       if (w.deadline === undefined) break; // no deadline (waitQueueTimeoutMS was 0 when it entered)
       if (w.deadline > time) {
         next = Math.min(next, w.deadline);
@@ -247,11 +247,7 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
       failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held), out);
     }
   }
-  if (next !== Infinity) armWaitTimer(s, next, out);
-}
-
-function armWaitTimer<C>(s: PoolState<C>, deadline: number, out: Command<C>[]): void {
-  armTimer(s, 'waitQueue', deadline, out);
+  if (next !== Infinity) armTimer(s, 'waitQueue', next, out);
 }
 
 /** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
@@ -266,7 +262,7 @@ function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: 
  * longest, found by one pass over the connections (at most maxPoolSize of them), when checkouts were timed.
  */
 function holdings<C>(s: PoolState<C>): PoolHoldings {
-  const inUse = s.records.size - s.available.size - s.pendingConnectionCount;
+  const inUse = inUseConnectionCount(s);
   let oldest: ConnectionRecord<C> | undefined;
   if (inUse > 0) {
     for (const rec of s.records.values()) {
@@ -277,7 +273,7 @@ function holdings<C>(s: PoolState<C>): PoolHoldings {
     inUseConnectionCount: inUse,
     pendingConnectionCount: s.pendingConnectionCount,
     availableConnectionCount: s.available.size,
-    waitQueueLength: s.waitQueue.length + s.claimants.length,
+    waitQueueLength: waitingCheckOutCount(s),
     oldestCheckOut:
       oldest === undefined
         ? undefined
@@ -568,7 +564,7 @@ function clear<C extends PoolConnection>(
 ): void {
   if (s.state === 'closed') return;
   // What the pool held as the clear came, for the errors of the checkouts it evicts from the WaitQueue.
-  const held = s.claimants.length + s.waitQueue.length > 0 ? holdings(s) : undefined;
+  const held = waitingCheckOutCount(s) > 0 ? holdings(s) : undefined;
   const clearedGeneration = s.generation;
   s.generation++;
   s.claimablePendingCount = 0;
@@ -645,7 +641,7 @@ function drain<C extends PoolConnection>(s: PoolState<C>, timeoutMS: number, out
 
 /** Nothing waits and nothing is in use. */
 function isDrained<C>(s: PoolState<C>): boolean {
-  return s.waitQueue.length + s.claimants.length === 0 && s.records.size - s.available.size - s.pendingConnectionCount === 0;
+  return waitingCheckOutCount(s) === 0 && inUseConnectionCount(s) === 0;
 }
 
 /** A drain's deadline passed: in-use connections are interrupted, then the pool closes (failing what still waits). */

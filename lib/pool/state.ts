@@ -141,3 +141,13 @@ export function initialPoolState<C>(
     commands: [],
   };
 }
+
+/** Connections checked out: every record that is neither available nor pending (CMAP's in-use count, derived). */
+export function inUseConnectionCount<C>(s: PoolState<C>): number {
+  return s.records.size - s.available.size - s.pendingConnectionCount;
+}
+
+/** Checkouts waiting: the WaitQueue proper and those waiting on an establishment they claimed. */
+export function waitingCheckOutCount<C>(s: PoolState<C>): number {
+  return s.waitQueue.length + s.claimants.length;
+}

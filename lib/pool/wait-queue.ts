@@ -71,29 +71,26 @@ export class WaitQueue<C> {
 
   /** The oldest member: of the high lane when it has one, else of the normal lane. */
   peek(): Waiter<C> | undefined {
-    return this.peekHigh() ?? this.peekLane(this.buffer);
+    return this.peekLane(true) ?? this.peekLane(false);
   }
 
-  /** The oldest high-priority member, if any. */
-  peekHigh(): Waiter<C> | undefined {
-    return this.high === undefined ? undefined : this.peekLane(this.high);
-  }
-
-  /** The oldest normal member, if any. */
-  peekNormal(): Waiter<C> | undefined {
-    return this.peekLane(this.buffer);
+  /** The oldest member of one lane (high priority, or normal), if any. */
+  peekLane(high: boolean): Waiter<C> | undefined {
+    const lane = high ? this.high : this.buffer;
+    return lane === undefined ? undefined : this.head(lane);
   }
 
   /** Removes and returns the oldest member (see {@link peek}); the caller gives it its next state. */
   shift(): Waiter<C> | undefined {
-    const high = this.peekHigh();
-    return high !== undefined ? this.take(this.high!) : this.peekLane(this.buffer) === undefined ? undefined : this.take(this.buffer);
+    return this.shiftLane(true) ?? this.shiftLane(false);
   }
 
   /** Removes and returns the oldest member of one lane, if any. */
   shiftLane(high: boolean): Waiter<C> | undefined {
     const lane = high ? this.high : this.buffer;
-    return lane === undefined || this.peekLane(lane) === undefined ? undefined : this.take(lane);
+    if (lane === undefined || this.head(lane) === undefined) return undefined;
+    this.members--;
+    return lane.shift();
   }
 
   /**
@@ -121,17 +118,11 @@ export class WaitQueue<C> {
   }
 
   /** The head member of a lane, dropping removed waiters in front of it. */
-  private peekLane(lane: RingBuffer<Waiter<C>>): Waiter<C> | undefined {
+  private head(lane: RingBuffer<Waiter<C>>): Waiter<C> | undefined {
     for (let w = lane.peek(); w !== undefined; w = lane.peek()) {
       if (w.state === this.memberState) return w;
       lane.shift();
     }
     return undefined;
-  }
-
-  /** Shifts the head of a lane (known to be a member). */
-  private take(lane: RingBuffer<Waiter<C>>): Waiter<C> {
-    this.members--;
-    return lane.shift()!;
   }
 }

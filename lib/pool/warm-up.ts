@@ -10,8 +10,15 @@ import { InvalidOptionError, PoolClosedError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ResolvedPoolOptions } from '../options';
 
+/** The members of a pool snapshot warm-up reads. */
+interface Counts {
+  readonly state: string;
+  readonly totalConnectionCount: number;
+  readonly pendingConnectionCount: number;
+}
+
 /** What warm-up reads from its pool. */
-export interface WarmUpSource<S extends { readonly state: string; readonly totalConnectionCount: number; readonly pendingConnectionCount: number }> {
+export interface WarmUpSource<S extends Counts> {
   readonly address: string;
   readonly options: ResolvedPoolOptions;
   readonly events$: Observable<ConnectionPoolEvent>;
@@ -26,9 +33,7 @@ export interface WarmUpSource<S extends { readonly state: string; readonly total
  * runs are disabled (`backgroundThreadIntervalMS` < 0: nothing would fill the pool). Unsubscribing stops waiting;
  * the pool goes on filling.
  */
-export function warmUp<S extends { readonly state: string; readonly totalConnectionCount: number; readonly pendingConnectionCount: number }>(
-  pool: WarmUpSource<S>,
-): Observable<S> {
+export function warmUp<S extends Counts>(pool: WarmUpSource<S>): Observable<S> {
   return new Observable<S>((subscriber) => {
     const target = pool.options.minPoolSize;
     if (target > 0 && pool.options.backgroundThreadIntervalMS < 0) {
