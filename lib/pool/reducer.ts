@@ -89,6 +89,10 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
   if (s.state === 'closed' || s.draining) return failWaiter(s, w, 'poolClosed', new PoolClosedError(s.address), out);
   if (s.state === 'paused') return failWaiter(s, w, 'connectionError', pausedError(s), out);
 
+  // A connection is available only while nobody waits (serveWaiters hands each one out in the step that makes it
+  // available), so the most recently used one, when one is left, goes to this checkout without queueing it.
+  const rec = takeAvailable(s, out);
+  if (rec !== undefined) return checkOutTo(s, w, rec, out);
   if (timeout > 0) w.deadline = now(s) + timeout;
   s.waitQueue.push(w, high);
   serveWaiters(s, out);
@@ -112,6 +116,7 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
  * A claimant leaves the WaitQueue: waitQueueTimeoutMS no longer applies to it.
  */
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+  if (waitingCheckOutCount(s) === 0) return;
   while (s.available.size > 0) {
     const claimant = s.claimants.peekLane(true);
     const queued = claimant === undefined ? s.waitQueue.peekLane(true) : undefined;

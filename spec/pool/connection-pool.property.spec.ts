@@ -12,7 +12,7 @@
  *   ConnectionCheckOutFailed (same error), every CheckOutCancelledError a ConnectionCheckOutFailed (cancelled) or
  *   no ConnectionCheckOutStarted at all, every unsubscribe one of those or a ConnectionCheckedOut whose connection
  *   the pool checked back in for it; FIFO service; no wait longer than waitQueueTimeoutMS (plus the establishment
- *   it claimed);
+ *   it claimed); no checkout waits while a connection is available;
  * - connections: never held by two callers; never handed out closed, destroyed, errored, stale or idle; ids in
  *   creation order; each goes Created → (Ready → (CheckedOut → CheckedIn)* → Closed | Closed); check-ins from a
  *   checkout that no longer holds the connection (duplicates, scoped forms ending after an early check-in) change
@@ -1210,6 +1210,9 @@ class Run {
     const waiting = entered.filter((r) => !isSettled(r));
     const failedTotal = this.failed.poolClosed + this.failed.timeout + this.failed.connectionError + this.failed.cancelled + this.failed.waitQueueFull;
     if (this.started !== entered.length) this.bad(`${this.started} ConnectionCheckOutStarted for ${entered.length} checkouts that entered the pool`);
+    if (snap.waitQueueLength > 0 && snap.availableConnectionCount > 0) {
+      this.bad(`${snap.waitQueueLength} checkout(s) wait while ${snap.availableConnectionCount} connection(s) are available`);
+    }
     if (snap.waitQueueLength !== waiting.length) this.bad(`waitQueueLength ${snap.waitQueueLength}, but ${waiting.length} caller(s) wait: ${waiting.map((r) => `#${r.n}`)}`);
     if (this.started !== this.checkedOut + failedTotal + snap.waitQueueLength) {
       this.bad(`ConnectionCheckOutStarted ${this.started} != ConnectionCheckedOut ${this.checkedOut} + ConnectionCheckOutFailed ${failedTotal} + waiting ${snap.waitQueueLength}`);
