@@ -118,10 +118,8 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (waitingCheckOutCount(s) === 0) return;
   while (s.available.size > 0) {
-    const claimant = s.claimants.peekLane(true);
-    const queued = claimant === undefined ? s.waitQueue.peekLane(true) : undefined;
-    const fromClaimants = claimant !== undefined || (queued === undefined && s.claimants.peekLane(false) !== undefined);
-    const w = claimant ?? queued ?? (fromClaimants ? s.claimants.peekLane(false) : s.waitQueue.peekLane(false));
+    const fromClaimants = s.claimants.length > 0 && (s.claimants.hasHigh() || !s.waitQueue.hasHigh());
+    const w = fromClaimants ? s.claimants.peek() : s.waitQueue.peek();
     if (w === undefined) break;
     const rec = takeAvailable(s, out);
     if (rec === undefined) break;
@@ -137,7 +135,7 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
     } else {
       break;
     }
-    const high = s.waitQueue.peekLane(true) === w;
+    const high = s.waitQueue.hasHigh(); // w is the head of the high lane when that has members
     s.waitQueue.shift();
     s.claimants.push(w, high);
   }

@@ -71,7 +71,12 @@ export class WaitQueue<C> {
 
   /** The oldest member: of the high lane when it has one, else of the normal lane. */
   peek(): Waiter<C> | undefined {
-    return this.peekLane(true) ?? this.peekLane(false);
+    return this.head(this.hasHigh() ? this.high! : this.buffer);
+  }
+
+  /** Whether the high lane has a member (one check while it was never used). */
+  hasHigh(): boolean {
+    return this.high !== undefined && this.head(this.high) !== undefined;
   }
 
   /** The oldest member of one lane (high priority, or normal), if any. */
@@ -82,7 +87,7 @@ export class WaitQueue<C> {
 
   /** Removes and returns the oldest member (see {@link peek}); the caller gives it its next state. */
   shift(): Waiter<C> | undefined {
-    return this.shiftLane(true) ?? this.shiftLane(false);
+    return this.shiftLane(this.hasHigh());
   }
 
   /** Removes and returns the oldest member of one lane, if any. */
