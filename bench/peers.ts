@@ -36,7 +36,9 @@ import { EMPTY, type Subscription } from 'rxjs';
 import { Pool as TarnPool } from 'tarn';
 import { ConnectionPool, type Connection, type ConnectionLogMessage, type ConnectionPoolEvent, type LogSink } from '../lib';
 import { instrumentConnectionPool } from '../lib/opentelemetry';
+import { BASELINE_COMMIT, loadBaseline } from './baseline';
 import { LimitPool } from './limit-pool';
+import { ShapePool } from './limit-shape';
 
 /** The driver's internal timeout context (not part of its typed public API). */
 const { TimeoutContext } = require('mongodb/lib/timeout') as { TimeoutContext: { create(options: object): unknown } };
@@ -128,13 +130,17 @@ async function warm(pool: PoolUnderTest, n: number): Promise<void> {
   for (const item of items) pool.release(item);
 }
 
-function rxcmapPeer(mode: Mode): Peer {
+/**
+ * rxcmap in one mode; `library` and `name` pick another build of it (the baseline before the extensions, see
+ * baseline.ts).
+ */
+function rxcmapPeer(mode: Mode, library: { readonly ConnectionPool: typeof ConnectionPool } = { ConnectionPool }, name = `rxcmap ${mode}`): Peer {
   return {
-    name: `rxcmap ${mode}`,
+    name,
     mode,
     async open(maxPoolSize, address, probe) {
       const sink: LogSink = { write: probe ? (m) => probe.write((m as ConnectionLogMessage).fields.message) : noop };
-      const pool = new ConnectionPool({
+      const pool = new library.ConnectionPool({
         address,
         maxPoolSize,
         maxConnecting: Math.min(maxPoolSize, 10),
@@ -383,6 +389,36 @@ export const limitThenable: Peer = {
   },
 };
 
+/**
+ * The limit's pool rebuilt on rxcmap's shape (lazy thenable → serialized input → `scan` → commands → runner; see
+ * limit-shape.ts): what the shape costs before any pool work.
+ */
+export const limitShape: Peer = {
+  name: 'limit (rxcmap\'s shape)',
+  mode: 'unobserved',
+  async open(maxPoolSize) {
+    const pool = new ShapePool<object>(Array.from({ length: maxPoolSize }, () => ({})));
+    return {
+      acquire: () => pool.acquire(),
+      release: (r) => pool.release(r as object),
+      verifyMode: noop, // no events, no logging
+      close: async () => undefined,
+    };
+  },
+};
+
+/**
+ * rxcmap unobserved and observed as of the commit before its extensions (see baseline.ts), or why it is not measured.
+ */
+export function baselinePeers(): { readonly unobserved: Peer; readonly observed: Peer } | string {
+  const library = loadBaseline();
+  if (typeof library === 'string') return library;
+  return {
+    unobserved: rxcmapPeer('unobserved', library, `rxcmap at ${BASELINE_COMMIT} unobserved`),
+    observed: rxcmapPeer('observed', library, `rxcmap at ${BASELINE_COMMIT} observed`),
+  };
+}
+
 export const RXCMAP: Readonly<Record<Mode, Peer>> = {
   unobserved: rxcmapPeer('unobserved'),
   observed: rxcmapPeer('observed'),
@@ -395,10 +431,10 @@ export const DRIVER: Readonly<Record<Mode, Peer>> = {
 };
 
 /**
- * Every peer of the throughput scenarios: rxcmap and the driver in each mode, then tarn, generic-pool, the limit and
- * the limit behind a lazy thenable.
+ * Every peer of the throughput scenarios: rxcmap and the driver in each mode, then tarn, generic-pool, the limit, the
+ * limit behind a lazy thenable, and the limit on rxcmap's shape.
  */
-export const PEERS: readonly Peer[] = [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m]), tarn, generic, limit, limitThenable];
+export const PEERS: readonly Peer[] = [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m]), tarn, generic, limit, limitThenable, limitShape];
 
 /**
  * rxcmap instrumented with `rxcmap/opentelemetry`, measured in the throughput scenario only, beside {@link PEERS}: with

@@ -1,6 +1,6 @@
 /**
  * The pure parts of the benchmark report that run.ts builds from its medians: the OpenTelemetry instrumentation
- * table and its targets.
+ * table and the table of the extensions unused, with their targets.
  */
 import { callersLabel, human, ratio, table } from './stats';
 
@@ -74,5 +74,57 @@ export function instrumentationReport(
           `${ratio(c.instrumented, c.unobserved)} rxcmap unobserved)`,
       };
     });
+  return { table: table(header, rows), targets };
+}
+
+/**
+ * The least share of rxcmap's throughput before its extensions (see baseline.ts) rxcmap must keep with every extension
+ * unused, in each mode: the resolution of one median between runs on the benchmark machine.
+ */
+export const EXTENSIONS_MIN_RATIO = 0.95;
+
+/** The median throughputs (cycles/s) of one throughput cell: rxcmap and rxcmap before its extensions. */
+export interface ExtensionsCell {
+  readonly maxPoolSize: number;
+  readonly callers: number;
+  readonly unobserved: number;
+  readonly observed: number;
+  readonly baselineUnobserved: number;
+  readonly baselineObserved: number;
+}
+
+/**
+ * The section of the extensions unused: one row per cell (maxPoolSize, callers, then per mode the baseline and
+ * `rxcmap (× baseline)`), and per cell whose caller count is in `targetCallers` one target per mode: `rxcmap ≥ 0.95×
+ * rxcmap at <commit>` ({@link EXTENSIONS_MIN_RATIO}). A figure that is not a positive finite number misses its target.
+ */
+export function extensionsReport(
+  cells: readonly ExtensionsCell[],
+  targetCallers: readonly number[],
+  commit: string,
+): { table: string; targets: Target[] } {
+  const rows = cells.map((c) => [
+    String(c.maxPoolSize),
+    String(c.callers),
+    human(c.baselineUnobserved),
+    `${human(c.unobserved)} (${ratio(c.unobserved, c.baselineUnobserved)})`,
+    human(c.baselineObserved),
+    `${human(c.observed)} (${ratio(c.observed, c.baselineObserved)})`,
+  ]);
+  const header = ['maxPoolSize', 'callers', `rxcmap at ${commit} unobserved`, 'rxcmap unobserved', `rxcmap at ${commit} observed`, 'rxcmap observed'];
+  const targets = cells
+    .filter((c) => targetCallers.includes(c.callers))
+    .flatMap((c) =>
+      (['unobserved', 'observed'] as const).map((mode): Target => {
+        const ours = c[mode];
+        const before = mode === 'unobserved' ? c.baselineUnobserved : c.baselineObserved;
+        const valid = [ours, before].every((n) => Number.isFinite(n) && n > 0);
+        return {
+          target: `rxcmap ${mode} ≥ ${EXTENSIONS_MIN_RATIO}× rxcmap at ${commit} ${mode}, every extension unused (maxPoolSize ${c.maxPoolSize}, ${callersLabel(c.callers)})`,
+          met: valid && ours >= EXTENSIONS_MIN_RATIO * before,
+          detail: `${ratio(ours, before)} (${human(ours)} vs ${human(before)} cycles/s)`,
+        };
+      }),
+    );
   return { table: table(header, rows), targets };
 }

@@ -15,10 +15,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, generic, limit, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
+import { BASELINE_COMMIT } from './baseline';
+import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, baselinePeers, generic, limit, limitShape, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
 import { abortAlone, adminCommand, cancelCost, cycles, fill, heapPerWaiter, ping, waits, type WaitForm, type WaitResult } from './scenarios';
 import { CHECK_CYCLES, checkModes, type ModeCheck } from './mode-check';
-import { instrumentationReport, INSTRUMENTED_MIN_RATIO, type Target } from './report';
+import { extensionsReport, EXTENSIONS_MIN_RATIO, instrumentationReport, INSTRUMENTED_MIN_RATIO, type Target } from './report';
 import { callersLabel, human, median, micros, ratio, table } from './stats';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, rounds: { type: 'string' } } });
@@ -84,8 +85,13 @@ interface Entry {
 
 /** The peers of the latency scenario, as entries. */
 const PEER_ENTRIES: readonly Entry[] = PEERS.map((peer) => ({ name: peer.name, peer }));
-/** The peers of the throughput scenario: every peer, then rxcmap instrumented with and without a reader. */
-const THROUGHPUT_PEERS: readonly Peer[] = [...PEERS, ...INSTRUMENTED];
+/** rxcmap unobserved and observed before its extensions (see baseline.ts), or why they are not measured. */
+const BASELINE = baselinePeers();
+/**
+ * The peers of the throughput scenario: every peer, then rxcmap instrumented with and without a reader, then rxcmap
+ * before its extensions.
+ */
+const THROUGHPUT_PEERS: readonly Peer[] = [...PEERS, ...INSTRUMENTED, ...(typeof BASELINE === 'string' ? [] : [BASELINE.unobserved, BASELINE.observed])];
 const THROUGHPUT_ENTRIES: readonly Entry[] = THROUGHPUT_PEERS.map((peer) => ({ name: peer.name, peer }));
 
 /**
@@ -218,7 +224,9 @@ async function main(): Promise<void> {
     out.push('#### checkOut → microtask → checkIn (cycles/s, median)', '');
     out.push(
       'rxcmap observed and logging: ratio to rxcmap unobserved. The driver: ratio to rxcmap in the same mode. ' +
-        'tarn, generic-pool, the limit and the limit behind a lazy thenable (unobserved): ratio to rxcmap unobserved.' +
+        'tarn, generic-pool, the limit, the limit behind a lazy thenable and the limit on rxcmap\'s shape (unobserved): ratio ' +
+        'to rxcmap unobserved. The limit on rxcmap\'s shape is the limit\'s FIFO pool of plain objects behind the lazy thenable, ' +
+        'the serialized input, `scan`, commands and runner that rxcmap is built on, with no other pool work (bench/limit-shape.ts).' +
         (INFO_CALLERS.length > 0 ? ` ${INFO_CALLERS.join(', ')} callers: information, no target.` : ''),
       '',
     );
@@ -232,7 +240,7 @@ async function main(): Promise<void> {
           `${human(ours('observed'))} (${ratio(ours('observed'), ours('unobserved'))})`,
           `${human(ours('logging'))} (${ratio(ours('logging'), ours('unobserved'))})`,
           ...MODES.map((m) => `${human(at(size, callers, DRIVER[m]))} (${ratio(at(size, callers, DRIVER[m]), ours(m))})`),
-          ...[tarn, generic, limit, limitThenable].map((p) => `${human(at(size, callers, p))} (${ratio(at(size, callers, p), ours('unobserved'))})`),
+          ...[tarn, generic, limit, limitThenable, limitShape].map((p) => `${human(at(size, callers, p))} (${ratio(at(size, callers, p), ours('unobserved'))})`),
         ];
       }),
     );
@@ -246,10 +254,12 @@ async function main(): Promise<void> {
         target(`rxcmap observed ≥ 2× driver observed (${where})`, ro >= 2 * dobs, `${(ro / dobs).toFixed(2)}×`);
         target(`rxcmap observed ≥ 0.5× rxcmap unobserved (${where})`, ro >= 0.5 * ru, `${(ro / ru).toFixed(2)}×`);
         const lt = at(size, callers, limitThenable);
+        const ls = at(size, callers, limitShape);
         target(
           `rxcmap unobserved ≥ 0.4× the limit (${where})`,
           ru >= 0.4 * l,
-          `${(ru / l).toFixed(2)}× (${(ru / lt).toFixed(2)}× the limit behind the same lazy-thenable protocol)`,
+          `${(ru / l).toFixed(2)}× (${(ru / lt).toFixed(2)}× the limit behind the same lazy-thenable protocol; ` +
+            `the limit on rxcmap's shape reaches ${(ls / l).toFixed(2)}× the limit, and rxcmap ${(ru / ls).toFixed(2)}× of it)`,
         );
         target(`rxcmap logging ≥ 2× driver logging (${where})`, rl >= 2 * dl, `${(rl / dl).toFixed(2)}×`);
       }
@@ -285,6 +295,38 @@ async function main(): Promise<void> {
     );
     out.push(otel.table, '');
     checks.push(...otel.targets);
+
+    // 1c. The extensions unused: rxcmap against itself before them, from the same runs.
+    out.push(`#### the extensions unused: rxcmap against rxcmap at ${BASELINE_COMMIT}, before them (cycles/s, median; same runs as above)`, '');
+    if (typeof BASELINE === 'string') {
+      out.push(`Not measured: ${BASELINE}.`, '');
+    } else {
+      const ext = extensionsReport(
+        POOL_SIZES.flatMap((size) =>
+          allCallers.map((callers) => ({
+            maxPoolSize: size,
+            callers,
+            unobserved: at(size, callers, RXCMAP.unobserved),
+            observed: at(size, callers, RXCMAP.observed),
+            baselineUnobserved: at(size, callers, BASELINE.unobserved),
+            baselineObserved: at(size, callers, BASELINE.observed),
+          })),
+        ),
+        CALLERS,
+        BASELINE_COMMIT,
+      );
+      out.push(
+        `Commit ${BASELINE_COMMIT} is the last one before leak detection, the diagnostics channels, drain, priority checkouts, ` +
+          'the bounded WaitQueue, connection lifetime, warm-up, per-checkout deadlines and TCP keepalive; it is extracted ' +
+          'with `git archive` and measured in the same rounds as everything above, with default options (every extension ' +
+          `unused). In parentheses, rxcmap's ratio to it in the same mode. Target: ≥ ${EXTENSIONS_MIN_RATIO}× in each mode ` +
+          '(the spread of one median between runs on this machine is about that).' +
+          (INFO_CALLERS.length > 0 ? ` ${INFO_CALLERS.join(', ')} callers: information, no target.` : ''),
+        '',
+      );
+      out.push(ext.table, '');
+      checks.push(...ext.targets);
+    }
 
     // 2. Checkout-wait latency, in its own runs.
     const waitRows: string[][] = [];
