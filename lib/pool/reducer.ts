@@ -117,15 +117,10 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
  */
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (waitingCheckOutCount(s) === 0) return;
-  while (s.available.size > 0) {
-    const fromClaimants = s.claimants.length > 0 && (s.claimants.hasHigh() || !s.waitQueue.hasHigh());
-    const w = fromClaimants ? s.claimants.peek() : s.waitQueue.peek();
-    if (w === undefined) break;
+  while (s.available.size > 0 && waitingCheckOutCount(s) > 0) {
     const rec = takeAvailable(s, out);
     if (rec === undefined) break;
-    if (fromClaimants) s.claimants.shift();
-    else s.waitQueue.shift();
-    checkOutTo(s, w, rec, out);
+    checkOutTo(s, takeWaiter(s)!, rec, out);
   }
   for (let w = s.waitQueue.peek(); w !== undefined; w = s.waitQueue.peek()) {
     if (hasUnclaimedEstablishment(s)) {
@@ -139,6 +134,15 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
     s.waitQueue.shift();
     s.claimants.push(w, high);
   }
+}
+
+/**
+ * Removes and returns the waiter the next connection goes to: high-priority ones first (claimants, then queued), then
+ * claimants (they are older than any queued one), then the WaitQueue.
+ */
+function takeWaiter<C>(s: PoolState<C>): Waiter<C> | undefined {
+  const fromClaimants = s.claimants.length > 0 && (s.claimants.hasHigh() || !s.waitQueue.hasHigh());
+  return fromClaimants ? s.claimants.shift() : s.waitQueue.shift();
 }
 
 /** Pops the most recently used available connection that is not perished, closing perished ones on the way. */
@@ -366,10 +370,17 @@ function checkIn<C extends PoolConnection>(
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out);
     populate(s, out);
+    serveWaiters(s, out);
+  } else if (waitingCheckOutCount(s) > 0) {
+    // Straight to the next waiter: nothing else is available while someone waits, so serveWaiters would hand it this
+    // very connection.
+    const claimants = s.claimants.length;
+    checkOutTo(s, takeWaiter(s)!, rec, out);
+    // A claimant served this way leaves its establishment unclaimed, which the head of the WaitQueue may now take.
+    if (s.claimants.length < claimants) serveWaiters(s, out);
   } else {
     makeAvailable(s, rec);
   }
-  serveWaiters(s, out);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -74,7 +74,9 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w3 = b.checkOut(); // queued: maxConnecting reached
       b.checkIn(c1);
       expect(b.connectionOf(w2)).to.equal(c1);
-      // w3 claims the establishment w2 no longer needs
+      // w3 claims the establishment w2 no longer needs at once: it leaves the WaitQueue (waitQueueTimeoutMS ends)
+      expect(b.state.waitQueue.length).to.equal(0);
+      expect(b.state.claimants.length).to.equal(1);
       b.succeed(2);
       expect(b.connectionOf(w3)?.id).to.equal(2);
     });
