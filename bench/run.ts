@@ -24,7 +24,7 @@ import { callersLabel, human, median, micros, ratio, table } from './stats';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, rounds: { type: 'string' } } });
 const quick = values.quick === true;
-const rounds = values.rounds !== undefined ? Number(values.rounds) : quick ? 3 : 5;
+const rounds = values.rounds !== undefined ? Number(values.rounds) : quick ? 3 : 7;
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
 /** How long one throughput measurement runs, in seconds: each peer's cycle count is calibrated to it. */
 const SECONDS_PER_RUN = quick ? 0.03 : 0.25;

@@ -28,6 +28,17 @@ export function ratio(peer: number, ours: number): string {
   return Number.isFinite(peer) && ours > 0 ? `${(peer / ours).toFixed(2)}×` : 'n/a';
 }
 
+/**
+ * `peer / ours` for a target `peer ≥ min × ours`: as {@link ratio}, with a third decimal when two would read as the
+ * other side of `min` (a miss at 0.9494 shows 0.949×, not 0.95×).
+ */
+export function ratioAgainst(peer: number, ours: number, min: number): string {
+  if (!(Number.isFinite(peer) && ours > 0)) return 'n/a';
+  const share = peer / ours;
+  const shown = Number(share.toFixed(2));
+  return (shown >= min) === (share >= min) ? `${share.toFixed(2)}×` : `${share.toFixed(3)}×`;
+}
+
 /** `1 caller`, `100 callers`. */
 export function callersLabel(n: number): string {
   return `${n} caller${n === 1 ? '' : 's'}`;

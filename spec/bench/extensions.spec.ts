@@ -37,6 +37,14 @@ describe('bench: the extensions unused, and the limit on rxcmap\'s shape', funct
       const { targets } = extensionsReport([cell(10, 1, Infinity, EXTENSIONS_MIN_RATIO * 1_000_000)], [1], 'abc1234');
       expect(targets.map((t) => t.met)).to.deep.equal([false, true]);
     });
+
+    it('shows a third decimal where two would put a ratio on the other side of the target', function () {
+      const { targets } = extensionsReport([cell(10, 1, 1_898_000, 950_000)], [1], 'abc1234');
+      expect(targets.map((t) => [t.met, t.detail])).to.deep.equal([
+        [false, '0.949× (1.90M vs 2.00M cycles/s)'],
+        [true, '0.95× (950.0k vs 1.00M cycles/s)'],
+      ]);
+    });
   });
 
   describe('loadBaseline', function () {
