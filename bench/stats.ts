@@ -39,6 +39,39 @@ export function ratioAgainst(peer: number, ours: number, min: number): string {
   return (shown >= min) === (share >= min) ? `${share.toFixed(2)}×` : `${share.toFixed(3)}×`;
 }
 
+/**
+ * Per-round ratios of two entries measured in the same rounds: `ours[i] / before[i]`, in round order. Pairing cancels
+ * what changes between rounds (the machine's speed drifts by more than the effects measured). Throws a RangeError when
+ * the two have different lengths, which would pair samples of different rounds.
+ */
+export function pairedRatios(ours: readonly number[], before: readonly number[]): number[] {
+  if (ours.length !== before.length) throw new RangeError(`pairedRatios: ${ours.length} samples against ${before.length}; pairs need one of each per round`);
+  return ours.map((x, i) => x / before[i]);
+}
+
+/**
+ * The median of `values` with a distribution-free confidence interval for it (the sign test's order statistics): the
+ * k-th smallest and k-th largest values, k the largest rank with P(Binomial(n, 1/2) < k) ≤ (1 − confidence) / 2, so
+ * that the interval holds the true median with at least `confidence` (default 0.95). With too few values for that
+ * (n ≤ 5 at 0.95), `low` and `high` are NaN.
+ */
+export function medianInterval(values: readonly number[], confidence = 0.95): { median: number; low: number; high: number } {
+  const n = values.length;
+  const sorted = [...values].sort((a, b) => a - b);
+  const tail = (1 - confidence) / 2;
+  let k = 0; // ranks 1..k below the interval's low end have cumulative probability ≤ tail
+  let cumulative = 0;
+  let term = 0.5 ** n; // P(B = 0)
+  for (let j = 0; j < n; j++) {
+    cumulative += term; // P(B ≤ j)
+    if (cumulative > tail) break;
+    k = j + 1;
+    term = (term * (n - j)) / (j + 1); // P(B = j + 1)
+  }
+  const ok = k >= 1;
+  return { median: median(sorted), low: ok ? sorted[k - 1] : Number.NaN, high: ok ? sorted[n - k] : Number.NaN };
+}
+
 /** `1 caller`, `100 callers`. */
 export function callersLabel(n: number): string {
   return `${n} caller${n === 1 ? '' : 's'}`;

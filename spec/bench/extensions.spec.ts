@@ -6,44 +6,89 @@
 import { expect } from 'chai';
 import { BASELINE_COMMIT, loadBaseline } from '../../bench/baseline';
 import { ShapePool } from '../../bench/limit-shape';
-import { EXTENSIONS_MIN_RATIO, extensionsReport, type ExtensionsCell } from '../../bench/report';
+import { EXTENSIONS_CELL_MIN_RATIO, EXTENSIONS_MIN_RATIO, extensionsReport, type ExtensionsCell } from '../../bench/report';
 
-const cell = (maxPoolSize: number, callers: number, unobserved: number, observed: number): ExtensionsCell => ({
+/** A cell whose rounds are the given rxcmap samples against a baseline of 2M (unobserved) and 1M (observed) per round. */
+const cell = (maxPoolSize: number, callers: number, unobserved: number[], observed: number[]): ExtensionsCell => ({
   maxPoolSize,
   callers,
   unobserved,
   observed,
-  baselineUnobserved: 2_000_000,
-  baselineObserved: 1_000_000,
+  baselineUnobserved: unobserved.map(() => 2_000_000),
+  baselineObserved: observed.map(() => 1_000_000),
 });
+
+/** n rounds of `value` times the baseline, spread by ±spread in turn (the median stays `value`). */
+const rounds = (n: number, value: number, base: number, spread = 0): number[] =>
+  Array.from({ length: n }, (_, i) => base * (value + (i % 2 === 0 ? spread : -spread) * (i === n - 1 && n % 2 === 1 ? 0 : 1)));
 
 describe('bench: the extensions unused, and the limit on rxcmap\'s shape', function () {
   describe('extensionsReport', function () {
-    it('reports each cell against the baseline in both modes, with a target per mode for the target caller counts', function () {
-      const { table, targets } = extensionsReport([cell(10, 1, 2_100_000, 940_000), cell(10, 10_000, 100_000, 100_000)], [1], 'abc1234');
+    it('reports each cell against the baseline in both modes: the ratio of the medians, then of the rounds paired', function () {
+      const c = {
+        maxPoolSize: 10,
+        callers: 1,
+        unobserved: [2_200_000, 1_800_000, 2_100_000],
+        observed: [900_000, 1_000_000, 1_200_000],
+        baselineUnobserved: [2_000_000, 2_000_000, 1_500_000],
+        baselineObserved: [1_000_000, 1_000_000, 1_000_000],
+      };
+      const { table } = extensionsReport([c], [], 'abc1234');
       expect(table.split('\n')).to.deep.equal([
         '| maxPoolSize | callers | rxcmap at abc1234 unobserved | rxcmap unobserved | rxcmap at abc1234 observed | rxcmap observed |',
         '| --- | --- | --- | --- | --- | --- |',
-        '| 10 | 1 | 2.00M | 2.10M (1.05×) | 1.00M | 940.0k (0.94×) |',
-        '| 10 | 10000 | 2.00M | 100.0k (0.05×) | 1.00M | 100.0k (0.10×) |',
+        // unobserved: medians 2.10M / 2.00M; rounds 1.10, 0.90, 1.40 → median 1.10
+        '| 10 | 1 | 2.00M | 2.10M (1.05×; rounds 1.10×, 0.90×–1.40×) | 1.00M | 1.00M (1.00×; rounds 1.00×, 0.90×–1.20×) |',
       ]);
+    });
+
+    it('sets one target per mode over the target cells (the low end of the 95% interval) and one per target cell', function () {
+      // 4 cells × 7 rounds = 28 pairs per mode: the sign test's 95% interval runs from the 9th to the 20th smallest
+      const cells = [1, 10, 100, 10_000].map((callers) => cell(10, callers, rounds(7, 1.0, 2_000_000, 0.1), rounds(7, 1.0, 1_000_000, 0.01)));
+      const { targets } = extensionsReport(cells, [1, 10, 100], 'abc1234');
       expect(targets.map((t) => [t.target, t.met, t.detail])).to.deep.equal([
-        [`rxcmap unobserved ≥ ${EXTENSIONS_MIN_RATIO}× rxcmap at abc1234 unobserved, every extension unused (maxPoolSize 10, 1 caller)`, true, '1.05× (2.10M vs 2.00M cycles/s)'],
-        [`rxcmap observed ≥ ${EXTENSIONS_MIN_RATIO}× rxcmap at abc1234 observed, every extension unused (maxPoolSize 10, 1 caller)`, false, '0.94× (940.0k vs 1.00M cycles/s)'],
+        [
+          `rxcmap unobserved against rxcmap at abc1234 unobserved, every extension unused, over every cell at 1, 10, 100 callers: the 95% interval of the median per-round ratio starts at ≥ ${EXTENSIONS_MIN_RATIO}×`,
+          false,
+          '0.90×–1.10×, median 1.00× (21 rounds in 3 cells)',
+        ],
+        ...[1, 10, 100].map((n) => [
+          `rxcmap unobserved ≥ ${EXTENSIONS_CELL_MIN_RATIO}× rxcmap at abc1234 unobserved, every extension unused (maxPoolSize 10, ${n === 1 ? '1 caller' : `${n} callers`}; median per-round ratio)`,
+          true,
+          '1.00× (rounds 0.90×–1.10×; medians 2.00M vs 2.00M cycles/s)',
+        ]),
+        [
+          `rxcmap observed against rxcmap at abc1234 observed, every extension unused, over every cell at 1, 10, 100 callers: the 95% interval of the median per-round ratio starts at ≥ ${EXTENSIONS_MIN_RATIO}×`,
+          true,
+          '0.99×–1.01×, median 1.00× (21 rounds in 3 cells)',
+        ],
+        ...[1, 10, 100].map((n) => [
+          `rxcmap observed ≥ ${EXTENSIONS_CELL_MIN_RATIO}× rxcmap at abc1234 observed, every extension unused (maxPoolSize 10, ${n === 1 ? '1 caller' : `${n} callers`}; median per-round ratio)`,
+          true,
+          '1.00× (rounds 0.99×–1.01×; medians 1.00M vs 1.00M cycles/s)',
+        ]),
       ]);
     });
 
-    it('misses a target whose figures are not positive finite numbers, and meets one exactly at the ratio', function () {
-      const { targets } = extensionsReport([cell(10, 1, Infinity, EXTENSIONS_MIN_RATIO * 1_000_000)], [1], 'abc1234');
-      expect(targets.map((t) => t.met)).to.deep.equal([false, true]);
+    it('misses the target of a cell whose median per-round ratio is below its minimum, and meets one exactly at it', function () {
+      const { targets } = extensionsReport(
+        [cell(10, 1, rounds(7, 0.899, 2_000_000), rounds(7, 1, 1_000_000)), cell(10, 10, rounds(7, EXTENSIONS_CELL_MIN_RATIO, 2_000_000), rounds(7, 1, 1_000_000))],
+        [1, 10],
+        'abc1234',
+      );
+      const unobserved = targets.filter((t) => t.target.startsWith('rxcmap unobserved ≥'));
+      expect(unobserved.map((t) => [t.met, t.detail.split(' (')[0]])).to.deep.equal([
+        [false, '0.899×'], // a third decimal: 0.90× would read as met
+        [true, '0.90×'],
+      ]);
     });
 
-    it('shows a third decimal where two would put a ratio on the other side of the target', function () {
-      const { targets } = extensionsReport([cell(10, 1, 1_898_000, 950_000)], [1], 'abc1234');
-      expect(targets.map((t) => [t.met, t.detail])).to.deep.equal([
-        [false, '0.949× (1.90M vs 2.00M cycles/s)'],
-        [true, '0.95× (950.0k vs 1.00M cycles/s)'],
-      ]);
+    it('misses every target a sample that is not a positive finite number is in, and an interval too few rounds give', function () {
+      const broken = cell(10, 1, [2_000_000, Infinity, 2_000_000, 2_000_000, 2_000_000, 2_000_000, 2_000_000], rounds(7, 1, 1_000_000));
+      const { targets } = extensionsReport([broken], [1], 'abc1234');
+      expect(targets.map((t) => t.met)).to.deep.equal([false, false, true, true]);
+      const few = extensionsReport([cell(10, 1, rounds(5, 1, 2_000_000), rounds(5, 1, 1_000_000))], [1], 'abc1234');
+      expect(few.targets.map((t) => t.met), '5 rounds give no 95% interval of a median').to.deep.equal([false, true, false, true]);
     });
   });
 
