@@ -13,12 +13,13 @@ export interface Target {
 
 /**
  * Targets of the form "entry A keeps at least a share of entry B's throughput", both measured in the same rounds,
- * decided on the per-round ratios A/B (the two of one round paired; pairing cancels the drift of the machine's speed
- * between rounds, which alone spreads one cell's per-round ratios over ±20% on the benchmark machine):
- * - over all target cells, the 95% interval of the median per-round ratio (sign-test order statistics) must start at
- *   `min` or above: a cost of (1 − min) or more is ruled out;
- * - each target cell's own median per-round ratio must reach `cellMin`: a cost confined to one cell shows there, while
- *   the 7 rounds of one cell cannot resolve 5%.
+ * decided on the per-round ratios A/B. Pairing the two of one round reduces the effect of the machine's speed drifting
+ * between rounds, which alone spreads one cell's samples of one entry over ±20% on the benchmark machine.
+ * - Over all target cells, the 95% interval of the median per-round ratio (sign-test order statistics; each round of
+ *   each cell taken as an independent pair) must start at `min` or above. This rules out, at 97.5% one-sided, a cost
+ *   of (1 − `min`) or more common to the cells; a cost confined to a few cells moves the pooled median little.
+ * - Each target cell's own median per-round ratio must reach `cellMin`, a coarser check: it shows a cost confined to
+ *   one cell only when it is larger than (1 − `cellMin`), since one cell's few rounds cannot resolve (1 − `min`).
  */
 export interface PairedTarget {
   /** What is compared, as the target reads: `rxcmap instrumented`, `rxcmap at abc1234 observed`. */
@@ -52,7 +53,9 @@ export function roundsSummary(c: PairedCell): string {
 
 /**
  * The targets of `what` over `cells` (only those whose caller count is in `targetCallers`; none when there are none):
- * first the one over all of them, then one per cell. See {@link PairedTarget}.
+ * first the one over all of them, then one per cell. See {@link PairedTarget}. A cell with a sample that is not a
+ * positive finite number misses both its own target and the one over all cells. Throws a RangeError when a targeted
+ * cell's two entries have different numbers of samples (they could not be paired by round).
  */
 export function pairedTargets(what: PairedTarget, cells: readonly PairedCell[], targetCallers: readonly number[]): Target[] {
   const targeted = cells.filter((c) => targetCallers.includes(c.callers));
@@ -76,7 +79,7 @@ export function pairedTargets(what: PairedTarget, cells: readonly PairedCell[], 
       target: `${what.ours} ≥ ${what.cellMin}× ${what.against}${what.qualifier} (maxPoolSize ${c.maxPoolSize}, ${callersLabel(c.callers)}; median per-round ratio)`,
       met: r.every(Number.isFinite) && cellMedian >= what.cellMin,
       detail:
-        `${ratioAgainst(cellMedian, 1, what.cellMin)} (rounds ${ratio(Math.min(...r), 1)}–${ratio(Math.max(...r), 1)}; ` +
+        `${Number.isFinite(cellMedian) ? `${cellMedian.toFixed(3)}×` : 'n/a'} (rounds ${ratio(Math.min(...r), 1)}–${ratio(Math.max(...r), 1)}; ` +
         `medians ${human(median([...c.ours]))} vs ${human(median([...c.against]))} cycles/s)`,
     };
   });
@@ -84,8 +87,8 @@ export function pairedTargets(what: PairedTarget, cells: readonly PairedCell[], 
 }
 
 /**
- * What rxcmap instrumented (no exporter attached: the API's Meter, no SDK) must keep of rxcmap observed's throughput:
- * over all target cells, a cost of 5% or more on top of being observed is ruled out ({@link PairedTarget}).
+ * What rxcmap instrumented (no exporter attached: the API's Meter, no SDK) must keep of rxcmap observed's throughput,
+ * as the low end of the 95% interval of the median per-round ratio over all target cells ({@link PairedTarget}).
  */
 export const INSTRUMENTED_MIN_RATIO = 0.95;
 
@@ -111,8 +114,9 @@ export interface InstrumentationCell {
  * unobserved, observed and each instrumented variant, the variants as `cycles/s (× observed / × unobserved)`, ratios of
  * the medians), and the targets of rxcmap instrumented against rxcmap observed ({@link pairedTargets},
  * {@link INSTRUMENTED_MIN_RATIO}, {@link INSTRUMENTED_CELL_MIN_RATIO}) over the cells whose caller count is in
- * `targetCallers`. The SDK variants never have a target (their cost is the SDK's own). A figure that is not a positive
- * finite number shows `n/a`, and misses every target it is in.
+ * `targetCallers`. The SDK variants never have a target (their cost is the SDK's own). A ratio shows `n/a` when its
+ * divisor is not positive or its dividend not finite; a sample that is not a positive finite number misses every target
+ * it is in.
  */
 export function instrumentationReport(
   cells: readonly InstrumentationCell[],
@@ -148,7 +152,7 @@ export function instrumentationReport(
 
 /**
  * What rxcmap must keep of its throughput before its extensions (see baseline.ts), every extension unused, in each
- * mode: over all target cells, a cost of 5% or more is ruled out ({@link PairedTarget}).
+ * mode, as the low end of the 95% interval of the median per-round ratio over all target cells ({@link PairedTarget}).
  */
 export const EXTENSIONS_MIN_RATIO = 0.95;
 

@@ -40,9 +40,10 @@ export function ratioAgainst(peer: number, ours: number, min: number): string {
 }
 
 /**
- * Per-round ratios of two entries measured in the same rounds: `ours[i] / before[i]`, in round order. Pairing cancels
- * what changes between rounds (the machine's speed drifts by more than the effects measured). Throws a RangeError when
- * the two have different lengths, which would pair samples of different rounds.
+ * Per-round ratios of two entries measured in the same rounds: `ours[i] / before[i]`, in round order. Pairing reduces
+ * the effect of what changes between rounds (the machine's speed drifts by more than the effects measured), though not
+ * of what changes within one. Throws a RangeError when the two have different lengths, which would pair samples of
+ * different rounds.
  */
 export function pairedRatios(ours: readonly number[], before: readonly number[]): number[] {
   if (ours.length !== before.length) throw new RangeError(`pairedRatios: ${ours.length} samples against ${before.length}; pairs need one of each per round`);
@@ -50,26 +51,37 @@ export function pairedRatios(ours: readonly number[], before: readonly number[])
 }
 
 /**
- * The median of `values` with a distribution-free confidence interval for it (the sign test's order statistics): the
- * k-th smallest and k-th largest values, k the largest rank with P(Binomial(n, 1/2) < k) ≤ (1 − confidence) / 2, so
- * that the interval holds the true median with at least `confidence` (default 0.95). With too few values for that
- * (n ≤ 5 at 0.95), `low` and `high` are NaN.
+ * The median of `values` (finite numbers) with a distribution-free confidence interval for it (the sign test's order
+ * statistics, which assume the values independent): the k-th smallest and k-th largest values, k the largest rank with
+ * P(Binomial(n, 1/2) < k) ≤ (1 − confidence) / 2, so that the interval holds the true median with at least `confidence`
+ * (default 0.95; each end one-sided at (1 + confidence) / 2). With too few values for that (n ≤ 5 at 0.95), `low` and
+ * `high` are NaN. Throws a RangeError when `confidence` is not strictly between 0 and 1 or a value is not finite.
  */
 export function medianInterval(values: readonly number[], confidence = 0.95): { median: number; low: number; high: number } {
+  if (!(confidence > 0 && confidence < 1)) throw new RangeError(`medianInterval: confidence ${confidence}; allowed: a number strictly between 0 and 1`);
+  const bad = values.find((v) => !Number.isFinite(v));
+  if (bad !== undefined) throw new RangeError(`medianInterval: value ${bad}; allowed: finite numbers only`);
   const n = values.length;
   const sorted = [...values].sort((a, b) => a - b);
   const tail = (1 - confidence) / 2;
+  // Binomial(n, 1/2) probabilities in log space: 0.5 ** n underflows to 0 from n = 1075 on.
+  const logHalfN = n * Math.log(0.5);
   let k = 0; // ranks 1..k below the interval's low end have cumulative probability ≤ tail
   let cumulative = 0;
-  let term = 0.5 ** n; // P(B = 0)
+  let logChoose = 0; // log C(n, j)
   for (let j = 0; j < n; j++) {
-    cumulative += term; // P(B ≤ j)
+    cumulative += Math.exp(logChoose + logHalfN); // P(B ≤ j)
     if (cumulative > tail) break;
     k = j + 1;
-    term = (term * (n - j)) / (j + 1); // P(B = j + 1)
+    logChoose += Math.log(n - j) - Math.log(j + 1); // log C(n, j + 1)
   }
   const ok = k >= 1;
   return { median: median(sorted), low: ok ? sorted[k - 1] : Number.NaN, high: ok ? sorted[n - k] : Number.NaN };
+}
+
+/** The cost a target `share ≥ min` allows, as a whole percentage: 0.95 → `5%`. */
+export function costShare(min: number): string {
+  return `${Math.round((1 - min) * 100)}%`;
 }
 
 /** `1 caller`, `100 callers`. */

@@ -43,7 +43,8 @@ describe('bench: the extensions unused, and the limit on rxcmap\'s shape', funct
     });
 
     it('sets one target per mode over the target cells (the low end of the 95% interval) and one per target cell', function () {
-      // 4 cells × 7 rounds = 28 pairs per mode: the sign test's 95% interval runs from the 9th to the 20th smallest
+      // 3 target cells × 7 rounds = 21 pairs per mode (10000 callers has no target): the sign test's 95% interval runs
+      // from the 6th to the 16th smallest
       const cells = [1, 10, 100, 10_000].map((callers) => cell(10, callers, rounds(7, 1.0, 2_000_000, 0.1), rounds(7, 1.0, 1_000_000, 0.01)));
       const { targets } = extensionsReport(cells, [1, 10, 100], 'abc1234');
       expect(targets.map((t) => [t.target, t.met, t.detail])).to.deep.equal([
@@ -55,7 +56,7 @@ describe('bench: the extensions unused, and the limit on rxcmap\'s shape', funct
         ...[1, 10, 100].map((n) => [
           `rxcmap unobserved ≥ ${EXTENSIONS_CELL_MIN_RATIO}× rxcmap at abc1234 unobserved, every extension unused (maxPoolSize 10, ${n === 1 ? '1 caller' : `${n} callers`}; median per-round ratio)`,
           true,
-          '1.00× (rounds 0.90×–1.10×; medians 2.00M vs 2.00M cycles/s)',
+          '1.000× (rounds 0.90×–1.10×; medians 2.00M vs 2.00M cycles/s)',
         ]),
         [
           `rxcmap observed against rxcmap at abc1234 observed, every extension unused, over every cell at 1, 10, 100 callers: the 95% interval of the median per-round ratio starts at ≥ ${EXTENSIONS_MIN_RATIO}×`,
@@ -65,8 +66,31 @@ describe('bench: the extensions unused, and the limit on rxcmap\'s shape', funct
         ...[1, 10, 100].map((n) => [
           `rxcmap observed ≥ ${EXTENSIONS_CELL_MIN_RATIO}× rxcmap at abc1234 observed, every extension unused (maxPoolSize 10, ${n === 1 ? '1 caller' : `${n} callers`}; median per-round ratio)`,
           true,
-          '1.00× (rounds 0.99×–1.01×; medians 1.00M vs 1.00M cycles/s)',
+          '1.000× (rounds 0.99×–1.01×; medians 1.00M vs 1.00M cycles/s)',
         ]),
+      ]);
+    });
+
+    it('pairs the samples of the same round and takes the median of their ratios, not the ratio of their medians', function () {
+      // The baseline's speed changes from round to round; rxcmap keeps 1.00× of it in rounds 1, 3, 5, 7 and 0.85× in
+      // rounds 2, 4, 6. The ratio of the medians is 3.40M / 4.00M = 0.85×; the median per-round ratio is 1.00×.
+      const against = [1, 2, 3, 4, 5, 6, 7].map((m) => m * 1_000_000);
+      const ours = against.map((x, i) => x * (i % 2 === 0 ? 1 : 0.85));
+      const drifting = (callers: number): ExtensionsCell => ({
+        maxPoolSize: 10,
+        callers,
+        unobserved: ours,
+        observed: rounds(7, 1, 1_000_000),
+        baselineUnobserved: against,
+        baselineObserved: rounds(7, 1, 1_000_000),
+      });
+      const { table, targets } = extensionsReport([1, 10, 100].map(drifting), [1, 10, 100], 'abc1234');
+      expect(table.split('\n')[2]).to.equal('| 10 | 1 | 4.00M | 3.40M (0.85×; rounds 1.00×, 0.85×–1.00×) | 1.00M | 1.00M (1.00×; rounds 1.00×, 1.00×–1.00×) |');
+      const unobserved = targets.filter((t) => t.target.startsWith('rxcmap unobserved'));
+      expect(unobserved.map((t) => [t.met, t.detail])).to.deep.equal([
+        // 21 pairs: 9 at 0.85, 12 at 1.00; the interval runs from the 6th to the 16th smallest
+        [false, '0.85×–1.00×, median 1.00× (21 rounds in 3 cells)'],
+        ...[1, 2, 3].map(() => [true, '1.000× (rounds 0.85×–1.00×; medians 3.40M vs 4.00M cycles/s)']),
       ]);
     });
 
@@ -78,8 +102,8 @@ describe('bench: the extensions unused, and the limit on rxcmap\'s shape', funct
       );
       const unobserved = targets.filter((t) => t.target.startsWith('rxcmap unobserved ≥'));
       expect(unobserved.map((t) => [t.met, t.detail.split(' (')[0]])).to.deep.equal([
-        [false, '0.899×'], // a third decimal: 0.90× would read as met
-        [true, '0.90×'],
+        [false, '0.899×'], // three decimals: 0.90× would read as met
+        [true, '0.900×'],
       ]);
     });
 

@@ -56,12 +56,12 @@ describe('bench: rxcmap instrumented with rxcmap/opentelemetry', function () {
         {
           target: 'rxcmap instrumented ≥ 0.9× rxcmap observed (maxPoolSize 10, 1 caller; median per-round ratio)',
           met: true,
-          detail: '0.95× (rounds 0.95×–0.95×; medians 950.0k vs 1.00M cycles/s)',
+          detail: '0.950× (rounds 0.95×–0.95×; medians 950.0k vs 1.00M cycles/s)',
         },
         {
           target: 'rxcmap instrumented ≥ 0.9× rxcmap observed (maxPoolSize 100, 1000 callers; median per-round ratio)',
           met: false,
-          detail: '0.89× (rounds 0.88×–1.20×; medians 890.0k vs 1.00M cycles/s)',
+          detail: '0.890× (rounds 0.88×–1.20×; medians 890.0k vs 1.00M cycles/s)',
         },
       ]);
     });
@@ -70,8 +70,8 @@ describe('bench: rxcmap instrumented with rxcmap/opentelemetry', function () {
       const { targets } = instrumentationReport([cell(10, 1, 950_000), cell(10, 10, 1_000_000)], [1, 10]);
       expect(targets.map((t) => [t.met, t.detail.split(' (')[0]])).to.deep.equal([
         [true, '0.95×–1.00×, median 0.97×'],
-        [true, '0.95×'],
-        [true, '1.00×'],
+        [true, '0.950×'],
+        [true, '1.000×'],
       ]);
     });
 
@@ -84,7 +84,7 @@ describe('bench: rxcmap instrumented with rxcmap/opentelemetry', function () {
         [false, 'n/a'],
         [false, 'n/a'],
         [false, 'n/a'],
-        [true, '2.00×'],
+        [true, '2.000×'],
       ]);
       expect(table).to.include('| n/a (n/a / n/a) |');
       expect(targets.every((t) => !t.target.includes('reader'))).to.equal(true);

@@ -1,6 +1,6 @@
 /** bench/stats.ts: the statistics the benchmark report's targets are decided by. */
 import { expect } from 'chai';
-import { medianInterval, pairedRatios, ratioAgainst } from '../../bench/stats';
+import { costShare, medianInterval, pairedRatios, ratioAgainst } from '../../bench/stats';
 
 describe('bench: statistics', function () {
   describe('pairedRatios', function () {
@@ -28,10 +28,31 @@ describe('bench: statistics', function () {
       expect(medianInterval(ranks(56), 0.5)).to.deep.equal({ median: 28.5, low: 25, high: 32 });
     });
 
+    it('stays exact past n = 1074, where 0.5 ** n underflows: 505th..570th of 1074, 505th..571st of 1075, 956th..1045th of 2000', function () {
+      expect(medianInterval(ranks(1074))).to.deep.equal({ median: 537.5, low: 505, high: 570 });
+      expect(medianInterval(ranks(1075))).to.deep.equal({ median: 538, low: 505, high: 571 });
+      expect(medianInterval(ranks(2000))).to.deep.equal({ median: 1000.5, low: 956, high: 1045 });
+    });
+
+    it('throws a RangeError for a confidence outside (0, 1) or a value that is not finite', function () {
+      for (const confidence of [0, 1, -0.5, 95, Number.NaN]) {
+        expect(() => medianInterval(ranks(56), confidence), String(confidence)).to.throw(RangeError, `confidence ${confidence}; allowed: a number strictly between 0 and 1`);
+      }
+      for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+        expect(() => medianInterval([...ranks(10), bad]), String(bad)).to.throw(RangeError, `value ${bad}; allowed: finite numbers only`);
+      }
+    });
+
     it('gives no interval (NaN) when there are too few values for the confidence: 5 at 0.95', function () {
       const { median, low, high } = medianInterval(ranks(5));
       expect([median, low, high]).to.deep.equal([3, Number.NaN, Number.NaN]);
       expect(medianInterval(ranks(6))).to.deep.equal({ median: 3.5, low: 1, high: 6 });
+    });
+  });
+
+  describe('costShare', function () {
+    it('gives the cost a minimum share allows, as a whole percentage', function () {
+      expect([0.95, 0.9, 0.5, 1].map(costShare)).to.deep.equal(['5%', '10%', '50%', '0%']);
     });
   });
 
