@@ -48,7 +48,13 @@ const WAIT_CELLS: [number, number][] = quick
 const WAITING = 10_000;
 const CANCEL_QUEUES = [1000, 10_000];
 /** Cancels timed per measurement (in batches of the queue size). */
-const CANCELS_TIMED = quick ? 3000 : 10_000;
+const CANCELS_TIMED = quick ? 3000 : 30_000;
+/**
+ * Cancels run (in batches of 1000) before each timed measurement, after its full GC. The cancel path of every peer
+ * runs several times slower until its code is optimised again: rxcmap's Observable form takes 2–3 µs per cancel over
+ * its first few thousand and settles near 0.1–0.3 µs after 20,000 to 30,000; the driver's and tarn's settle sooner.
+ */
+const CANCELS_PRIMED = quick ? 2000 : 30_000;
 
 /** A progress line on stderr, stamped with the seconds since the process started. */
 function log(line: string): void {
@@ -409,15 +415,18 @@ async function main(): Promise<void> {
         cancelEntries,
         1,
         (pool, e) => (pool === undefined ? abortAlone(queued, CANCELS_TIMED) : cancelCost(pool, e.form!, queued, CANCELS_TIMED)),
-        { prime: (pool, e) => (pool === undefined ? abortAlone(1000, 2000) : cancelCost(pool, e.form!, 1000, 2000)) },
+        { prime: (pool, e) => (pool === undefined ? abortAlone(1000, CANCELS_PRIMED) : cancelCost(pool, e.form!, 1000, CANCELS_PRIMED)) },
       );
       for (const e of cancelEntries) (costs[e.name] ??= {})[queued] = median(runs.get(e.name)!);
     }
     report.cancelMicros = costs;
     out.push('#### cost of one cancel, unobserved (pool of 1 held, µs per cancel, median)', '');
     out.push(
-      'Cancelling every queued checkout, newest first, then handing the held connection back (the pool skips the cancelled). ' +
-        'generic-pool cannot cancel a checkout.',
+      'Cancelling every queued checkout, newest first, then handing the held connection back (the pool skips the cancelled), ' +
+        `${CANCELS_TIMED} cancels per measurement, after ${CANCELS_PRIMED} untimed ones (in batches of 1000) that bring the ` +
+        "cancel path back to the optimised state a pool that cancels often keeps it in: after each measurement's full GC, " +
+        "rxcmap's Observable form costs 2–3 µs per cancel over its first few thousand and settles near 0.1–0.3 µs. " +
+        'Garbage collection during a measurement is included. generic-pool cannot cancel a checkout.',
       '',
     );
     out.push(
