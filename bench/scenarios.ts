@@ -157,15 +157,31 @@ export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: n
 
 /**
  * The floor under every AbortSignal-based cancel: AbortController.abort() on `waiting` controllers with one
- * listener each, no pool involved, in µs per abort (batches as in {@link cancelCost}).
+ * listener each, no pool involved, in µs per abort (batches as in {@link cancelCost}). With `reject`, each listener
+ * also does what any Promise-form cancel must do for its caller, still with no pool: it builds a new error (a
+ * message naming the address, the signal's reason as `cause`, no stack frames, as rxcmap's CheckOutCancelledError)
+ * and rejects that caller's pending Promise with it, handled as the rxcmap adapter and {@link cancelCost} handle it.
+ * Throws when a caller was not rejected with its own error by the time its batch is timed.
  */
-export async function abortAlone(waiting: number, atLeast = 10_000): Promise<number> {
+export async function abortAlone(waiting: number, atLeast = 10_000, reject = false): Promise<number> {
   let elapsed = 0;
   let timed = 0;
+  let rejected = 0;
   while (timed < atLeast) {
     const controllers = Array.from({ length: waiting }, () => {
       const controller = new AbortController();
-      controller.signal.addEventListener('abort', () => undefined, { once: true });
+      const signal = controller.signal;
+      if (!reject) {
+        signal.addEventListener('abort', () => undefined, { once: true });
+        return controller;
+      }
+      let fail!: (error: unknown) => void;
+      void new Promise((_resolve, rejectWith) => (fail = rejectWith))
+        .then(undefined, (error: unknown) => {
+          if (error instanceof FloorCancelledError && error.cause === signal.reason) rejected++;
+        })
+        .then(noop);
+      signal.addEventListener('abort', () => fail(cancelledWithoutStack('localhost:27017', signal.reason)), { once: true });
       return controller;
     });
     await immediate();
@@ -174,8 +190,29 @@ export async function abortAlone(waiting: number, atLeast = 10_000): Promise<num
     await immediate();
     elapsed += performance.now() - started;
     timed += waiting;
+    if (reject && rejected !== timed) throw new Error(`${timed - rejected} of ${timed} aborted callers were not rejected with their cancellation error`);
   }
   return (elapsed * 1000) / timed;
+}
+
+const noop = (): void => undefined;
+
+/** A caller's cancellation error as a pool with no stack frames of its own builds it (see {@link abortAlone}). */
+export class FloorCancelledError extends Error {
+  constructor(address: string, cause: unknown) {
+    super(`Checkout from connection pool for ${address} was cancelled before a connection was delivered`, { cause });
+    this.name = 'FloorCancelledError';
+  }
+}
+
+function cancelledWithoutStack(address: string, cause: unknown): FloorCancelledError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new FloorCancelledError(address, cause);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 /**
