@@ -433,8 +433,8 @@ async function main(): Promise<void> {
         "cancel path back to the optimised state a pool that cancels often keeps it in: after each measurement's full GC, " +
         "rxcmap's Observable form costs 2–3 µs per cancel over its first few thousand and settles near 0.1–0.3 µs. " +
         'Garbage collection during a measurement is included. generic-pool cannot cancel a checkout. The last row is the ' +
-        'floor of any Promise-form cancel, with no pool: abort(), then, in the listener, a new error (message, the ' +
-        "signal's reason as cause, no stack frames) rejecting the caller's pending Promise.",
+        'floor of a Promise-form cancel that gives each caller its own error, with no pool: abort(), then, in the ' +
+        "listener, a new error (message, the signal's reason as cause, no stack frames) rejecting the caller's pending Promise.",
       '',
     );
     out.push(
