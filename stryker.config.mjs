@@ -18,7 +18,9 @@ export default {
   // reporter with its own and runs without mocha's timeout (Stryker's own timeouts below apply per mutant).
   mochaOptions: {
     config: '.mocharc.json',
-    spec: ['spec/pool/**/*.spec.ts', 'spec/cmap/**/*.spec.ts'],
+    // With the specs that watch the pool from outside: the diagnostics channels' traces and the metrics read from
+    // events$ are pool behaviour too (trace outcomes, ConnectionCheckedIn.duration).
+    spec: ['spec/pool/**/*.spec.ts', 'spec/cmap/**/*.spec.ts', 'spec/diagnostics-channels.spec.ts', 'spec/opentelemetry/metrics.spec.ts'],
   },
   // Mutants that do not type-check are reported as compile errors and left out of the score.
   checkers: ['typescript'],

@@ -6,6 +6,8 @@ import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 
+const noop = (): void => undefined;
+
 function makePool(
   options: Partial<ConstructorParameters<typeof ConnectionPool<MockConnection>>[0]> = {},
   factoryOptions: MockConnectionFactoryOptions = {},
@@ -381,6 +383,19 @@ describe('ConnectionPool', function () {
       expect(ready).to.include({ time: 1025, duration: 25 });
       expect(events.find((e) => e.type === 'ConnectionCheckedOut')).to.include({ duration: 25 });
     });
+
+    it('ConnectionCheckedIn carries how long the connection was used, from its checkout to its check-in (ms)', function () {
+      const { pool, clock, events } = makePool({}, { establishDelayMS: 25 });
+      clock.advance(1000);
+      pool.ready();
+      let connection: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (connection = c));
+      clock.advance(25);
+      expect(connection, 'delivered once established').to.not.equal(undefined);
+      clock.advance(40);
+      pool.checkIn(connection!);
+      expect(events.find((e) => e.type === 'ConnectionCheckedIn')).to.include({ time: 1065, duration: 40 });
+    });
   });
 
   describe('clear and close', function () {
@@ -706,11 +721,17 @@ describe('ConnectionPool', function () {
         [() => pool.input.next({ type: 'clear', serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5/],
         [() => pool.checkOut({ signal: 'x' } as never), 'signal', /Invalid signal: "x" \(signal must be an AbortSignal/],
         [() => pool.checkOut({ signal: { aborted: false } } as never), 'signal', /Invalid signal/],
+        // An AbortSignal by its shape needs all of: an object, a boolean `aborted`, addEventListener, removeEventListener.
+        [() => pool.checkOut({ signal: { aborted: 'no', addEventListener: noop, removeEventListener: noop } } as never), 'signal', /Invalid signal/],
+        [() => pool.checkOut({ signal: { aborted: false, removeEventListener: noop } } as never), 'signal', /Invalid signal/],
+        [() => pool.checkOut({ signal: { aborted: false, addEventListener: noop } } as never), 'signal', /Invalid signal/],
+        [() => pool.checkOut({ signal: Object.assign(() => undefined, { aborted: false, addEventListener: noop, removeEventListener: noop }) } as never), 'signal', /Invalid signal/],
         [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?, priority\?, timeoutMS\? \}, or nothing\)/],
         [() => pool.checkOut(5 as never), 'checkOut options', /Invalid checkOut options: 5/],
         [() => pool.checkOut({ timeoutMs: 5 } as never), 'timeoutMs', /Unknown option timeoutMs of checkOut: did you mean timeoutMS\?/],
         [() => pool.checkOut({ priority: 'urgent' } as never), 'priority', /Invalid priority: "urgent" \(priority must be 'high' or 'normal'\)/],
-        [() => pool.checkOut({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1/],
+        [() => pool.checkOut({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1 \(timeoutMS must be a number of ms >= 0 \(0 means none\)\)/],
+        [() => pool.drain({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1 \(timeoutMS must be a number of ms >= 0 \(0 means no deadline\)\)/],
       ];
       for (const [call, option, message] of cases) {
         let error: unknown;
