@@ -294,6 +294,23 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       expect(pool.snapshot().totalConnectionCount).to.equal(0);
     });
 
+    it('a second drain while draining changes nothing: one ConnectionPoolDraining, and both resolve when the pool closes', async function () {
+      const { pool, clock, events } = virtualPool();
+      const order: string[] = [];
+      const a = track(pool, order, 'a');
+      clock.advance(10);
+      const settled: string[] = [];
+      const first = pool.drain().then(() => settled.push('first'));
+      const second = pool.drain().then(() => settled.push('second'));
+      await microtasks();
+      expect(settled).to.deep.equal([]);
+      pool.checkIn(a.connection!);
+      await Promise.all([first, second]);
+      expect(settled).to.have.members(['first', 'second']);
+      expect(events.filter((e) => e.type === 'ConnectionPoolDraining')).to.have.length(1);
+      expect(events.filter((e) => e.type === 'ConnectionPoolClosed')).to.have.length(1);
+    });
+
     it('closes an idle pool at once, resolves at once on a closed one, and refuses a bad timeoutMS', async function () {
       const { pool, events } = virtualPool();
       await pool.drain();
