@@ -2,6 +2,7 @@
  * warmUp() / warmUp$(): waiting until the pool holds minPoolSize established connections, on virtual time and
  * against the endpoint.
  */
+import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import { ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClosedError, type PoolSnapshot } from '../../lib';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
@@ -83,6 +84,36 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect(await pool.warmUp({ signal: AbortSignal.abort() }).catch((e: unknown) => (e as Error).name)).to.equal('AbortError');
   });
 
+  it('leaves no abort listener on its signal once it resolves, rejects or is aborted, and adds none when already warm', async function () {
+    const { pool, clock } = virtualPool({ minPoolSize: 2 });
+    pool.ready();
+    const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;
+    const resolving = new AbortController();
+    const warm = pool.warmUp({ signal: resolving.signal });
+    expect(listeners(resolving.signal), 'while waiting').to.equal(1);
+    clock.advance(10);
+    await warm;
+    expect(listeners(resolving.signal), 'resolved').to.equal(0);
+    const already = new AbortController();
+    await pool.warmUp({ signal: already.signal });
+    expect(listeners(already.signal), 'already warm').to.equal(0);
+
+    const other = virtualPool({ minPoolSize: 2 });
+    other.pool.ready();
+    const aborting = new AbortController();
+    const aborted = watch(other.pool.warmUp({ signal: aborting.signal }));
+    aborting.abort();
+    await microtasks();
+    expect(aborted.error).to.be.instanceOf(Error);
+    expect(listeners(aborting.signal), 'aborted').to.equal(0);
+    const closing = new AbortController();
+    const closed = watch(other.pool.warmUp({ signal: closing.signal }));
+    other.pool.close();
+    await microtasks();
+    expect(closed.error).to.be.instanceOf(PoolClosedError);
+    expect(listeners(closing.signal), 'rejected').to.equal(0);
+  });
+
   it('as an Observable: emits the snapshot and completes; unsubscribing stops waiting', function () {
     const { pool, clock } = virtualPool({ minPoolSize: 2 });
     pool.ready();
@@ -99,7 +130,11 @@ describe('ConnectionPoolCore.warmUp', function () {
   it('refuses when nothing would fill the pool (background runs disabled), and a signal that is not one', async function () {
     const { pool } = virtualPool({ backgroundThreadIntervalMS: -1 });
     pool.ready();
-    expect(await pool.warmUp().catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+    const refused = await pool.warmUp().catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(InvalidOptionError);
+    expect((refused as Error).message).to.equal(
+      'Invalid backgroundThreadIntervalMS: -1 (backgroundThreadIntervalMS must be a positive number for warmUp() to fill the pool to minPoolSize)',
+    );
     expect(() => pool.warmUp({ signal: 'soon' as never })).to.throw(InvalidOptionError, /signal/);
     const empty = virtualPool({ minPoolSize: 0 });
     empty.pool.ready();
