@@ -17,12 +17,12 @@ import {
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { eventually, startTestEndpoint } from '../support/endpoint';
 
-function virtualPool(options: { leakDetectionThresholdMS?: number; waitQueueTimeoutMS?: number; maxPoolSize?: number } = {}) {
+function virtualPool(options: { leakDetectionThresholdMS?: number; waitQueueTimeoutMS?: number; maxPoolSize?: number } = {}, observed = true) {
   const clock = new VirtualClock();
   const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
   const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize: 2, ...options });
   const events: ConnectionPoolEvent[] = [];
-  pool.events$.subscribe((e) => events.push(e));
+  if (observed) pool.events$.subscribe((e) => events.push(e));
   pool.ready();
   const leakEvents = () => events.filter((e) => e.type.startsWith('ConnectionLeak') || e.type === 'ConnectionCheckedIn');
   return { pool, clock, events, leakEvents };
@@ -216,6 +216,22 @@ describe('the holdings in the errors of waiting checkouts', function () {
       waitQueueLength: 1,
       oldestCheckOut: { connectionId: held[0].id, duration: 35, checkOutStack: undefined },
     });
+  });
+
+  it('times the checkouts of an unobserved pool when a WaitQueue timeout or leak detection will read the time', async function () {
+    for (const options of [{ waitQueueTimeoutMS: 100 }, { leakDetectionThresholdMS: 60_000 }]) {
+      const { pool, clock } = virtualPool({ maxPoolSize: 1, ...options }, false);
+      const held: MockConnection[] = [];
+      checkOutFromHandler(pool, held);
+      clock.advance(10);
+      clock.advance(30);
+      const waiting = pool.checkOut().then(undefined, (e: unknown) => e);
+      if (options.waitQueueTimeoutMS === undefined) pool.clear();
+      else clock.advance(100);
+      const error = (await waiting) as WaitQueueTimeoutError | PoolClearedError;
+      const duration = options.waitQueueTimeoutMS === undefined ? 30 : 130;
+      expect(error.pool?.oldestCheckOut, JSON.stringify(options)).to.deep.include({ connectionId: held[0].id, duration });
+    }
   });
 
   it('says nothing of the oldest checkout when the pool did not time its checkouts (unobserved, no timeout, no leak detection)', async function () {
