@@ -234,6 +234,32 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       }
     });
 
+    it('spreads only expired connections over runs: one Background Thread Run closes every idle one (CMAP)', function () {
+      const clock = new VirtualClock();
+      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'db.example:27017',
+        scheduler: clock,
+        connectionFactory: mock.factory,
+        maxPoolSize: 5,
+        maxConnecting: 2,
+        maxIdleTimeMS: 100,
+        maxLifeTimeMS: 60_000,
+      });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      const held: MockConnection[] = [];
+      for (let i = 0; i < 5; i++) pool.checkOut().subscribe((c) => held.push(c));
+      clock.advance(50);
+      expect(held).to.have.length(5);
+      for (const c of held) pool.checkIn(c);
+      clock.advance(3000);
+      const closed = events.flatMap((e) => (e.type === 'ConnectionClosed' ? [[e.reason, e.time]] : []));
+      expect(closed.map(([reason]) => reason)).to.deep.equal(['idle', 'idle', 'idle', 'idle', 'idle']);
+      expect(new Set(closed.map(([, time]) => time)).size, 'all in one run').to.equal(1);
+    });
+
     it('defaults the jitter to 2.5% of the lifetime, and refuses a jitter above it', function () {
       expect(lifetimePool({ maxLifeTimeMS: 10_000 }).pool.options).to.include({ maxLifeTimeMS: 10_000, maxLifeTimeJitterMS: 250 });
       expect(() => lifetimePool({ maxLifeTimeMS: 1000, maxLifeTimeJitterMS: 2000 })).to.throw(InvalidOptionError, /maxLifeTimeJitterMS: 2000 \(maxLifeTimeJitterMS must be <= maxLifeTimeMS \(1000\)\)/);
