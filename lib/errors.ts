@@ -255,7 +255,7 @@ export class PoolClearedError extends CmapError {
    * pool held, for checkouts the clear evicted from the WaitQueue.
    */
   static cleared(address: string, cause?: unknown, pool?: PoolHoldings): PoolClearedError {
-    const because = cause instanceof Error ? cause.message : cause === undefined ? 'an unspecified error' : String(cause);
+    const because = cause === undefined ? 'an unspecified error' : causeInWords(cause);
     return new PoolClearedError(
       address,
       `Connection pool for ${address} was cleared because another operation failed with: ${because}`,
@@ -277,8 +277,24 @@ export class PoolClearedError extends CmapError {
     if (cause === undefined || cause instanceof MongoNetworkTimeoutError) {
       return new PoolClearedError(address, `Connection to ${address} interrupted due to server monitor timeout`, cause);
     }
-    const because = cause instanceof Error ? cause.message : String(cause);
-    return new PoolClearedError(address, `Connection to ${address} interrupted by a pool clear because of: ${because}`, cause);
+    return new PoolClearedError(address, `Connection to ${address} interrupted by a pool clear because of: ${causeInWords(cause)}`, cause);
+  }
+}
+
+/**
+ * A clear's cause in words, for a message: an Error's message, else the value as `String()` writes it. Never throws
+ * (the cause comes from user code, and a message is built inside the pool's reducer): a value `String()` cannot
+ * convert (an object without a prototype, one whose `toString` throws) is written as {@link describeValue} does.
+ */
+function causeInWords(cause: unknown): string {
+  try {
+    return cause instanceof Error ? String(cause.message) : String(cause);
+  } catch {
+    try {
+      return describeValue(cause);
+    } catch {
+      return 'a value that cannot be written';
+    }
   }
 }
 

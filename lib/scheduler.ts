@@ -9,6 +9,12 @@ import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
 
 const origin = performance.timeOrigin;
 
+/**
+ * The longest delay one Node timer holds, in ms (2^31 - 1, about 24.8 days): Node runs a timer with a longer delay
+ * after 1 ms instead, so a longer delay is armed as a chain of timers.
+ */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
 
@@ -19,12 +25,19 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   schedule(state?: T, delay = 0): Subscription {
     if (this.closed) return this;
     this.cancel();
+    this.arm(state, Math.max(0, delay));
+    return this;
+  }
+
+  /** Arms a timer for `delay` ms: one Node timer, or a chain of them for a delay beyond what one can hold. */
+  private arm(state: T | undefined, delay: number): void {
+    const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
     this.handle = setTimeout(() => {
       this.handle = undefined;
-      this.work.call(this, state);
-    }, Math.max(0, delay));
+      if (step < delay) this.arm(state, delay - step);
+      else this.work.call(this, state);
+    }, step);
     this.handle.unref();
-    return this;
   }
 
   private cancel(): void {
@@ -36,7 +49,8 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 /**
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
  * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
- * takes its delay in ms (negative counts as 0). The default `scheduler` of pools and monitors.
+ * takes its delay in ms (negative counts as 0; beyond {@link MAX_TIMER_DELAY_MS}, Node's limit for one timer, it is
+ * armed as a chain of timers, so a long deadline is never cut to 1 ms). The default `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */

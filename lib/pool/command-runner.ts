@@ -12,6 +12,7 @@ import { CmapError, ErrorLabel, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
+import { destroyQuietly, idOf, isConnection } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 
 /** What the runner needs from its pool. */
@@ -144,7 +145,8 @@ export class CommandRunner<C extends PoolConnection> {
       next: (connection) => {
         if (!isConnection(connection, id)) {
           destroyQuietly(connection);
-          const what = isConnection(connection) ? `connection ${String((connection as PoolConnection).id)}` : describe(connection);
+          const other = isConnection(connection) ? idOf(connection) : undefined;
+          const what = other === undefined ? describe(connection) : `connection ${String(other)}`;
           return broken(`emitted ${what} for connection ${id}, not a connection (an object with destroy() and id ${id})`);
         }
         if (!settle()) return destroyQuietly(connection);
@@ -212,12 +214,6 @@ function endEstablishTrace(trace: Trace<EstablishTraceContext>, outcome: 'ready'
   trace.finish();
 }
 
-/** Whether `x` is a connection the pool can take: an object with destroy() (and, when given, the expected id). */
-function isConnection(x: unknown, id?: number): x is PoolConnection {
-  if (typeof x !== 'object' || x === null || typeof (x as PoolConnection).destroy !== 'function') return false;
-  return id === undefined || (x as PoolConnection).id === id;
-}
-
 /** A short description of a value for an error message: primitives as they are, objects by kind only. */
 function describe(x: unknown): string {
   if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return typeof x === 'string' ? JSON.stringify(x) : String(x);
@@ -226,15 +222,6 @@ function describe(x: unknown): string {
 
 function messageOf(x: unknown): string {
   return x instanceof Error ? x.message : describe(x);
-}
-
-function destroyQuietly(connection: unknown, error?: Error): void {
-  if (!isConnection(connection)) return;
-  try {
-    connection.destroy(error);
-  } catch {
-    // A connection that fails to tear itself down is already unusable; nothing more can be done for it.
-  }
 }
 
 function isPromiseLike(x: unknown): x is PromiseLike<unknown> {

@@ -35,6 +35,7 @@ import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
+import { destroyQuietly, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
@@ -292,8 +293,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       };
     });
     this.state$ = new Observable<PoolSnapshot>((subscriber) => {
-      this.lastSnapshot = this.snapshot();
-      subscriber.next(this.lastSnapshot);
+      // Subscribers already there get a change first (say a subscription made from inside the pool's processing),
+      // so the snapshot a new one starts from is never one they missed.
+      if (this.states.observed) this.publishChangedState();
+      else this.lastSnapshot = this.snapshot();
+      subscriber.next(this.lastSnapshot!);
       if (this.finished) return subscriber.complete();
       return this.states.add(subscriber);
     });
@@ -381,6 +385,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * await pool.warmUp({ signal: AbortSignal.timeout(10_000) }); // then take traffic
    * ```
    *
+   * @throws {InvalidOptionError} synchronously, for options that are not an object (option `warmUp options`), a key
+   *   other than `signal` (named, with the closest option), or a `signal` that is not an AbortSignal.
    * @throws (rejection) the error of an establishment that failed meanwhile (the pool is then cleared);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
    *   goes on filling); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
@@ -388,6 +394,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
    */
   warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
+    methodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
     const signal = options?.signal;
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
@@ -455,10 +462,19 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * const reply = await pool.withConnection((c) => c.command('admin', { ping: 1 }));
    * ```
    *
+   * @throws {InvalidOptionError} synchronously, before anything is checked out: option `withConnection fn` when `fn` is
+   *   not a function; the checkout's options as {@link checkOut} checks them.
+   * @throws (rejection) `fn`'s error, or the checkout's (as {@link checkOut}).
+   *
    * Source: CMAP spec, "withConnection".
    */
-  async withConnection<T>(fn: (connection: C) => T | PromiseLike<T>, options?: CheckOutOptions): Promise<T> {
-    const connection = await this.checkOut(options);
+  withConnection<T>(fn: (connection: C) => T | PromiseLike<T>, options?: CheckOutOptions): Promise<T> {
+    requireScope('withConnection', fn);
+    return this.scoped(fn, this.checkOut(options));
+  }
+
+  private async scoped<T>(fn: (connection: C) => T | PromiseLike<T>, checkOut: PromiseLike<C>): Promise<T> {
+    const connection = await checkOut;
     const holder = this.holderOf(connection);
     try {
       return await fn(connection);
@@ -479,9 +495,13 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * pool.withConnection$((c) => from(c.command('admin', { ping: 1 }))).pipe(retry({ count: 1 })).subscribe(console.log);
    * ```
    *
+   * @throws {InvalidOptionError} synchronously, at the call: option `withConnection$ fn` when `fn` is not a function;
+   *   the checkout's options as {@link checkOut} checks them.
+   *
    * Source: CMAP spec, "withConnection" (as an Observable: extension).
    */
   withConnection$<T>(fn: (connection: C) => ObservableInput<T>, options?: CheckOutOptions): Observable<T> {
+    requireScope('withConnection$', fn);
     return this.checkOut(options).pipe(
       switchMap((connection) => {
         const holder = this.holderOf(connection);
@@ -503,16 +523,15 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * In load-balanced mode, `serviceId` is required: only that service's generation is incremented, ConnectionPoolCleared
    * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted.
    *
-   * @throws {InvalidOptionError} synchronously: option `serviceId` when it is missing in load-balanced mode, given
+   * @throws {InvalidOptionError} synchronously: a key that is not an option of clear (named, with the closest option);
+   *   option `serviceId` when it is missing in load-balanced mode, given
    *   outside it, or neither an ObjectId nor a string; `interruptInUseConnections` when it is not a boolean; `clear
    *   options` when the options are not an object.
    *
    * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
    */
   clear(options: ClearOptions = {}): void {
-    if (options === null || typeof options !== 'object') {
-      throw new InvalidOptionError('clear options', options, 'an object { interruptInUseConnections?, cause?, serviceId? }, or nothing');
-    }
+    methodOptions('clear', options, CLEAR_OPTION_NAMES);
     const given = options.serviceId as unknown;
     if (given !== undefined && typeof given !== 'string' && typeof (given as { toHexString?: unknown } | null)?.toHexString !== 'function') {
       throw new InvalidOptionError('serviceId', given, 'an ObjectId or its hex string');
@@ -576,12 +595,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * });
    * ```
    *
-   * @throws {InvalidOptionError} synchronously, for a `timeoutMS` that is not a number >= 0.
+   * @throws {InvalidOptionError} synchronously, for options that are not an object (option `drain options`), a key
+   *   other than `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number >= 0.
    *
    * Source: extension (the mongodb-core 2.0 pool drains its queue before it is destroyed); CMAP spec, "Closing a
    * Connection Pool", for the close that ends it.
    */
   drain(options?: { timeoutMS?: number }): Promise<void> {
+    methodOptions('drain', options, DRAIN_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
     if (this.poolState.state === 'closed') return Promise.resolve();
     const drained = new Promise<void>((resolve) => this.drained.push(resolve));
@@ -594,8 +615,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     switch (action?.type) {
       case 'ready':
         return this.ready();
-      case 'clear':
-        return this.clear(action);
+      case 'clear': {
+        const { type: _clear, ...options } = action;
+        return this.clear(options);
+      }
       case 'close':
         return this.close();
       default:
@@ -617,10 +640,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = this.poolState.records.get(connection.id);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
-    const discard = connection.busy === true || (!finished && connection.busy !== false);
+    const discard = mayBeBusy(connection, finished);
     if (discard) {
-      connection.destroy(
-        new MongoNetworkError(this.address, `Connection ${connection.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`),
+      destroyQuietly(
+        connection,
+        new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`),
       );
     }
     this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
@@ -634,25 +658,29 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (this.finished) return;
     const s = this.poolState;
     if (s.state === 'closed' && this.drained.length > 0) for (const resolve of this.drained.splice(0)) resolve();
-    if (this.states.observed) {
-      const last = this.lastSnapshot;
-      if (
-        last === undefined ||
-        last.state !== s.state ||
-        last.generation !== s.generation ||
-        last.totalConnectionCount !== s.records.size ||
-        last.availableConnectionCount !== s.available.size ||
-        last.pendingConnectionCount !== s.pendingConnectionCount ||
-        last.waitQueueLength !== waitingCheckOutCount(s) ||
-        (s.loadBalanced && !sameServices(last, s))
-      ) {
-        this.lastSnapshot = this.snapshot();
-        this.states.next(this.lastSnapshot);
-      }
-    }
+    if (this.states.observed) this.publishChangedState();
     if (s.state === 'closed' && s.records.size === 0) {
       this.finished = true;
       this.states.complete();
+    }
+  }
+
+  /** Publishes a snapshot on state$ when something it shows changed since the last one published. */
+  private publishChangedState(): void {
+    const s = this.poolState;
+    const last = this.lastSnapshot;
+    if (
+      last === undefined ||
+      last.state !== s.state ||
+      last.generation !== s.generation ||
+      last.totalConnectionCount !== s.records.size ||
+      last.availableConnectionCount !== s.available.size ||
+      last.pendingConnectionCount !== s.pendingConnectionCount ||
+      last.waitQueueLength !== waitingCheckOutCount(s) ||
+      (s.loadBalanced && !sameServices(last, s))
+    ) {
+      this.lastSnapshot = this.snapshot();
+      this.states.next(this.lastSnapshot);
     }
   }
 }
@@ -687,6 +715,28 @@ function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
   }
   if (timeoutMS !== undefined) requireDurationMS('timeoutMS', timeoutMS, 'a number of ms >= 0 (0 means none)');
   return { signal, high: priority === 'high', timeoutMS: timeoutMS ?? 0 };
+}
+
+/** The names of {@link ClearOptions}. */
+const CLEAR_OPTION_NAMES = ['interruptInUseConnections', 'cause', 'serviceId'] as const satisfies readonly (keyof ClearOptions)[];
+true satisfies ListsEveryOption<ClearOptions, typeof CLEAR_OPTION_NAMES>;
+/** The names of the options of `drain()`. */
+const DRAIN_OPTION_NAMES = ['timeoutMS'] as const;
+/** The names of the options of `warmUp()`. */
+const WARM_UP_OPTION_NAMES = ['signal'] as const;
+
+/**
+ * Checks the options of pool method `method`: nothing, or an object whose keys are all in `names` (a misspelt key is
+ * refused, naming the closest option, so a deadline or a flag is never silently dropped).
+ */
+function methodOptions(method: string, options: unknown, names: readonly string[]): void {
+  const given = requireOptionsObject(`${method} options`, options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
+  if (given !== undefined) rejectUnknownOptions(given, names, method);
+}
+
+/** Checks the scope function of `withConnection` or `withConnection$`, before anything is checked out. */
+function requireScope(method: string, fn: unknown): void {
+  if (typeof fn !== 'function') throw new InvalidOptionError(`${method} fn`, fn, 'a function that takes the connection');
 }
 
 /** Checks an option `signal`: undefined, or an AbortSignal (by its shape). */

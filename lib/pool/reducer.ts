@@ -21,6 +21,7 @@ import {
   isBelowMinPoolSize,
 } from './admission';
 import type { Command } from './commands';
+import { isErrored, serviceIdOf } from './connection-checks';
 import type { PoolConnection } from './contract';
 import { inUseConnectionCount, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
 import type { Waiter, WaiterState } from './wait-queue';
@@ -421,15 +422,15 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   if (isStale(s, rec)) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
-  } else if (connection.errored === true || expiredReason(s, rec) !== undefined) {
+  } else if (isErrored(connection) || expiredReason(s, rec) !== undefined) {
     // Perished as it became ready: its socket ended after the establishment's last reply, or its establishment
     // outlasted its lifetime (maxLifeTimeMS counts from ConnectionCreated). Never handed out; the checkout that claimed
     // it gets another establishment when the limits allow.
-    closeRecord(s, rec, connection.errored === true ? 'error' : 'expired', out);
+    closeRecord(s, rec, isErrored(connection) ? 'error' : 'expired', out);
     if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
   } else {
     endPending(s, rec);
-    if (s.loadBalanced) joinService(s, rec, connection.serviceId ?? '');
+    if (s.loadBalanced) joinService(s, rec, serviceIdOf(connection) ?? '');
     if (s.observed) {
       emit(out, { type: 'ConnectionReady', address: s.address, time: now(s), connectionId: id, duration: now(s) - rec.createdAt });
     }
@@ -523,7 +524,7 @@ function lifetimeEnd<C>(s: PoolState<C>, id: number): number {
 const GOLDEN_RATIO = 0.6180339887498949;
 
 function erroredReason<C extends PoolConnection>(rec: ConnectionRecord<C>): 'error' | undefined {
-  return rec.connection?.errored === true ? 'error' : undefined;
+  return rec.connection !== undefined && isErrored(rec.connection) ? 'error' : undefined;
 }
 
 /** CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down. */

@@ -39,6 +39,7 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     ['emits null', () => of(null) as never, /connectionFactory emitted null for connection 1, not a connection/],
     ['emits undefined', () => of(undefined) as never, /connectionFactory emitted undefined for connection 1, not a connection/],
     ['returns NaN', () => NaN as never, /connectionFactory returned NaN, not an Observable, Promise or other ObservableInput/],
+    ['emits an object whose id cannot be read', (d) => of({ destroy: () => undefined, get id(): number { throw new Error(`id ${d.id} unreadable`); } }), /connectionFactory emitted an object \(\[object Object\]\) for connection 1, not a connection/],
     ['emits an object without destroy()', (d) => of({ id: d.id }) as never, /connectionFactory emitted an object \(\[object Object\]\) for connection 1, not a connection/],
     ['completes without a connection', () => EMPTY, /connectionFactory completed without a connection for connection 1$/],
     ['fails with something that is not an Error', () => throwError(() => 'no route'), /connectionFactory failed with "no route", which is not an Error$/],

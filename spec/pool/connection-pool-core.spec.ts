@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { config, EMPTY, firstValueFrom, last, takeUntil, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
+import { config, EMPTY, firstValueFrom, last, lastValueFrom, NEVER, takeUntil, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
@@ -732,6 +732,17 @@ describe('ConnectionPool', function () {
         [() => pool.checkOut({ priority: 'urgent' } as never), 'priority', /Invalid priority: "urgent" \(priority must be 'high' or 'normal'\)/],
         [() => pool.checkOut({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1 \(timeoutMS must be a number of ms >= 0 \(0 means none\)\)/],
         [() => pool.drain({ timeoutMS: -1 }), 'timeoutMS', /Invalid timeoutMS: -1 \(timeoutMS must be a number of ms >= 0 \(0 means no deadline\)\)/],
+        // A misspelt option is refused, never dropped (a drain whose deadline was dropped would wait for ever).
+        [() => pool.drain({ timeoutMs: 20 } as never), 'timeoutMs', /Unknown option timeoutMs of drain: did you mean timeoutMS\?/],
+        [() => pool.drain(5 as never), 'drain options', /Invalid drain options: 5 \(drain options must be an object \{ timeoutMS\? \}, or nothing\)/],
+        [() => pool.clear({ interruptInUseConection: true } as never), 'interruptInUseConection', /Unknown option interruptInUseConection of clear: did you mean interruptInUseConnections\?/],
+        [() => pool.clear({ serviceID: 'x' } as never), 'serviceID', /Unknown option serviceID of clear: did you mean serviceId\?/],
+        [() => pool.input.next({ type: 'clear', causes: 'x' } as never), 'causes', /Unknown option causes of clear: did you mean cause\?/],
+        [() => pool.warmUp({ singal: AbortSignal.timeout(1) } as never), 'singal', /Unknown option singal of warmUp: did you mean signal\?/],
+        [() => pool.warmUp(5 as never), 'warmUp options', /Invalid warmUp options: 5 \(warmUp options must be an object \{ signal\? \}, or nothing\)/],
+        // The scope function is checked before anything is checked out.
+        [() => pool.withConnection(5 as never), 'withConnection fn', /Invalid withConnection fn: 5 \(withConnection fn must be a function that takes the connection\)/],
+        [() => pool.withConnection$(null as never), 'withConnection$ fn', /Invalid withConnection\$ fn: null/],
       ];
       for (const [call, option, message] of cases) {
         let error: unknown;
@@ -978,6 +989,154 @@ describe('ConnectionPool', function () {
           [B, 1, 1],
         ],
       ]);
+    });
+  });
+
+  describe('connections and causes from user code that throw', function () {
+    /** A connection whose answers are scripted: each getter throws while its `throws` flag is set. */
+    class Hostile implements PoolConnection {
+      destroyed = 0;
+      throws = { errored: false, busy: false, serviceId: false, destroy: false };
+      busyValue: boolean | undefined = false;
+      constructor(readonly id: number) {}
+      get errored(): boolean {
+        if (this.throws.errored) throw new Error('errored getter failed');
+        return this.destroyed > 0;
+      }
+      get busy(): boolean | undefined {
+        if (this.throws.busy) throw new Error('busy getter failed');
+        return this.busyValue;
+      }
+      get serviceId(): string {
+        if (this.throws.serviceId) throw new Error('serviceId getter failed');
+        return 'aaaaaaaaaaaaaaaaaaaaaaaa';
+      }
+      destroy(): void {
+        this.destroyed++;
+        if (this.throws.destroy) throw new Error('destroy failed');
+      }
+    }
+    function hostilePool(script: (c: Hostile) => void, options: { loadBalanced?: boolean } = {}) {
+      const made: Hostile[] = [];
+      const pool = new ConnectionPoolCore<Hostile>({
+        address: 'db:27017',
+        maxPoolSize: 1,
+        scheduler: new VirtualClock(),
+        connectionFactory: (d) => {
+          const c = new Hostile(d.id);
+          script(c);
+          made.push(c);
+          return of(c);
+        },
+        ...options,
+      });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      return { pool, made, events };
+    }
+    /** The pool still works: a checkout is served and checked in, and close() closes every connection it made. */
+    async function stillWorks(pool: ConnectionPoolCore<Hostile>, made: Hostile[], events: ConnectionPoolEvent[]): Promise<void> {
+      for (const c of made) c.throws = { errored: false, busy: false, serviceId: false, destroy: false };
+      const c = await pool.checkOut({ timeoutMS: 10 });
+      pool.checkIn(c);
+      pool.close();
+      expect(pool.snapshot().totalConnectionCount, 'every connection closed').to.equal(0);
+      expect(made.every((m) => m.destroyed > 0), 'every connection torn down').to.equal(true);
+      const count = (type: string) => events.filter((e) => e.type === type).length;
+      expect(count('ConnectionClosed')).to.equal(count('ConnectionCreated'));
+      expect(count('ConnectionCheckedOut') + count('ConnectionCheckOutFailed')).to.equal(count('ConnectionCheckOutStarted'));
+    }
+
+    it('a connection whose errored cannot be read counts as errored: closed when established, and the checkout gets another', async function () {
+      const { pool, made, events } = hostilePool((c) => (c.throws.errored = c.id === 1));
+      const first = await pool.checkOut({ timeoutMS: 10 });
+      expect(first.id).to.equal(2);
+      expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'error' });
+      // Found among the available connections, it is closed too (CMAP: a perished connection is never handed out).
+      pool.checkIn(first);
+      first.throws.errored = true;
+      const third = await pool.checkOut({ timeoutMS: 10 });
+      expect(third.id).to.equal(3);
+      expect(events.filter((e) => e.type === 'ConnectionClosed').at(-1)).to.include({ connectionId: 2, reason: 'error' });
+      pool.checkIn(third);
+      await stillWorks(pool, made, events);
+    });
+
+    it('a load-balanced connection whose serviceId cannot be read joins the service with no id, and is served', async function () {
+      const { pool, made, events } = hostilePool((c) => (c.throws.serviceId = true), { loadBalanced: true });
+      const c = await pool.checkOut({ timeoutMS: 10 });
+      expect(pool.snapshot().serviceGenerations).to.deep.equal([{ serviceId: '', generation: 0, connectionCount: 1 }]);
+      pool.checkIn(c);
+      await stillWorks(pool, made, events);
+    });
+
+    it('withConnection and withConnection$ return fn\'s result and close the connection when its busy or destroy() throws', async function () {
+      const { pool, made, events } = hostilePool((c) => {
+        c.busyValue = true;
+        c.throws.destroy = true;
+      });
+      expect(await pool.withConnection(async () => 'result')).to.equal('result');
+      expect(made[0].destroyed).to.be.above(0);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      const errors: unknown[] = [];
+      const abandoned = pool.withConnection$(() => NEVER).subscribe({ error: (e) => errors.push(e) });
+      await microtasks();
+      made[1].throws.busy = true;
+      abandoned.unsubscribe();
+      expect(errors, 'unsubscribing reports nothing').to.deep.equal([]);
+      expect(made[1].destroyed, "a busy that cannot be read counts as busy").to.be.above(0);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 2, reason: 'error' });
+      await stillWorks(pool, made, events);
+    });
+
+    it('a clear whose cause String() cannot convert fails the waiting checkout with the cause written out, and the pool goes on', async function () {
+      for (const interruptInUseConnections of [false, true]) {
+        const { pool, made, events } = hostilePool(() => undefined);
+        const held = await pool.checkOut();
+        const waiting = pool.checkOut().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        await microtasks();
+        const cause = Object.assign(Object.create(null) as object, { code: 6 });
+        pool.clear({ cause, interruptInUseConnections });
+        const error = (await waiting) as PoolClearedError;
+        expect(error).to.be.instanceOf(PoolClearedError);
+        expect(error.message).to.equal('Connection pool for db:27017 was cleared because another operation failed with: {"code":6}');
+        expect(error.cause).to.equal(cause);
+        expect(made[0].destroyed, `interruptInUseConnections ${interruptInUseConnections}`).to.equal(interruptInUseConnections ? 1 : 0);
+        pool.ready();
+        pool.checkIn(held); // an interrupted connection too: it is closed when checked in
+        await stillWorks(pool, made, events);
+      }
+    });
+  });
+
+  describe('state$ subscribed from inside the pool\'s processing', function () {
+    it('subscribers already there still get the snapshot of the batch', function () {
+      const { pool } = makePool();
+      const seen: string[] = [];
+      pool.state$.subscribe((s) => seen.push(s.state));
+      const late: string[] = [];
+      pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolReady') pool.state$.subscribe((s) => late.push(s.state));
+      });
+      pool.ready();
+      pool.close();
+      expect(seen).to.deep.equal(['paused', 'ready', 'closed']);
+      expect(late, 'no snapshot twice').to.deep.equal(['ready', 'closed']);
+    });
+
+    it('the last value of state$ is the closed pool when another subscribes on ConnectionPoolClosed', async function () {
+      const { pool } = makePool();
+      pool.ready();
+      const last = lastValueFrom(pool.state$);
+      pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolClosed') pool.state$.subscribe();
+      });
+      pool.close();
+      expect((await last).state).to.equal('closed');
     });
   });
 });

@@ -1,0 +1,76 @@
+/**
+ * How the pool asks a connection something. A connection comes from user code (a `connectionFactory`), so every
+ * question may throw: the pool asks through these functions, which never throw, and decide what a connection that
+ * cannot answer counts as. Nothing a connection does may stop the pool's reducer or leave a checkout unsettled.
+ *
+ * Source: CMAP spec, "Connection" (perished: errored; the pool closes a connection it cannot use); what a connection
+ * that throws counts as: extension.
+ */
+import type { PoolConnection } from './contract';
+
+/**
+ * Whether `x` is a connection (an object with a `destroy` function), and, when `id` is given, the one with that id.
+ * False for a value whose `destroy` or `id` cannot be read.
+ */
+export function isConnection(x: unknown, id?: number): x is PoolConnection {
+  try {
+    if (typeof x !== 'object' || x === null || typeof (x as PoolConnection).destroy !== 'function') return false;
+    return id === undefined || (x as PoolConnection).id === id;
+  } catch {
+    return false;
+  }
+}
+
+/** The `id` a connection carries, or undefined when it carries none or it cannot be read. */
+export function idOf(connection: PoolConnection): unknown {
+  try {
+    return connection.id;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `connection` says it is errored (`errored === true`); one whose `errored` cannot be read counts as errored. */
+export function isErrored(connection: PoolConnection): boolean {
+  try {
+    return connection.errored === true;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Whether `connection` may have a request in flight: true when it says so, and, unless `finished` (its work is known
+ * to have ended), also when it does not say it is idle (`busy === false`). One whose `busy` cannot be read counts as
+ * busy.
+ */
+export function mayBeBusy(connection: PoolConnection, finished: boolean): boolean {
+  try {
+    const busy = connection.busy;
+    return busy === true || (!finished && busy !== false);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The `serviceId` a connection reports, or undefined when it reports none or it cannot be read (the connection then
+ * joins the service with no id, as one whose handshake reported none).
+ */
+export function serviceIdOf(connection: PoolConnection): string | undefined {
+  try {
+    return connection.serviceId;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Tears `connection` down with `error`; does nothing for a value that is not a connection, and swallows a throw. */
+export function destroyQuietly(connection: unknown, error?: Error): void {
+  if (!isConnection(connection)) return;
+  try {
+    connection.destroy(error);
+  } catch {
+    // A connection that fails to tear itself down is already unusable; nothing more can be done for it.
+  }
+}
