@@ -127,7 +127,7 @@ interface EstablishSettings {
  * runs the same teardown (timer cleared, descriptor signal listener removed, the SCRAM conversation ended, the socket
  * destroyed unless the connection was delivered):
  *
- * - the connection is established: it is emitted, then completed;
+ * - the connection is established: it is emitted, then completed (unless it errored meanwhile: then that error);
  * - an error in any phase: the subscriber gets it (with the backpressure labels its phase calls for);
  * - connectTimeoutMS elapses, in whatever phase (including a SCRAM key derivation still running on the threadpool):
  *   the subscriber gets a MongoNetworkTimeoutError naming the limit and the phase;
@@ -206,6 +206,10 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             );
           }
           if (subscriber.closed) return;
+          // Errored meanwhile (the server sent a reply nobody asked for, or closed the connection right behind its
+          // last reply): the establishment failed. Handed out, the pool would close it as perished and establish
+          // another for the same checkout, as often as the server does it.
+          if (connection.errored) throw connection.error ?? new MongoNetworkError(address, `connection to ${address} closed during establishment`);
           delivered = true;
           subscriber.next(connection);
           subscriber.complete();

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
+  ConnectionPool,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   connectionFactory,
@@ -43,6 +44,15 @@ interface Case {
 const COMPRESSED = { compressors: ['zlib'] } as const;
 
 const handshakeCases: Case[] = [
+  {
+    // Handed out, the errored connection would be closed by the pool and replaced at once, for ever: a storm.
+    what: 'a valid hello reply with an unsolicited reply in the same write',
+    server: { misbehaviour: { kind: 'valid-then-extra' } },
+    error: MongoNetworkError,
+    message: /connection 1 to 127\.0\.0\.1:\d+ failed: .*reply responseTo \d+ does not match the request in flight \(none\)/,
+    wire: true,
+  },
+
   {
     what: 'garbage (an HTTP response)',
     server: { misbehaviour: { kind: 'garbage' } },
@@ -233,5 +243,29 @@ describe('a hostile server (wire level), through the connection factory', functi
     expect((error as Error).message).to.match(/iteration/i).and.match(/30000000/);
     expect((error as Error).message).not.to.include('secret-pw-1');
     await expectNoSocketLeft(server);
+  });
+
+  it('a server that sends an unsolicited reply with every hello: each checkout fails once, with no connection storm', async function () {
+    server = await startHostileServer({ misbehaviour: { kind: 'valid-then-extra' }, at: 'handshake' });
+    const pool = new ConnectionPool({ address: server.address, maxPoolSize: 1 });
+    const events: string[] = [];
+    pool.events$.subscribe((e) => events.push(e.type));
+    try {
+      for (let i = 0; i < 3; i++) {
+        pool.ready();
+        const error = await pool.checkOut().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error, `checkout ${i}`).to.be.instanceOf(MongoNetworkError);
+      }
+    } finally {
+      pool.close();
+    }
+    expect(server.accepted, 'one connection per checkout').to.equal(3);
+    expect(events.filter((e) => e === 'ConnectionCreated')).to.have.length(3);
+    expect(events.filter((e) => e === 'ConnectionCheckOutFailed')).to.have.length(3);
+    expect(events.filter((e) => e === 'ConnectionClosed')).to.have.length(3);
+    expect(await eventually(() => server!.open === 0 && openSocketsOn(server!.port) === 0, 1000), 'sockets left open').to.equal(true);
   });
 });

@@ -38,6 +38,7 @@ import {
  * - `absurd-scram`: answers the handshake, then answers `saslStart` with a valid server-first message asking for
  *   `iterations` PBKDF2 iterations (default 30,000,000) and closes the connection on `saslContinue`, so a client that
  *   derives the key anyway fails with a network error instead of an authentication error. `at` is ignored.
+ * - `valid-then-extra`: sends a valid reply and, in the same write, a second one nobody asked for; stays open.
  * - `answer`: calls `answer` with the request and the socket, to write anything.
  */
 export type Misbehaviour =
@@ -48,6 +49,7 @@ export type Misbehaviour =
   | { readonly kind: 'wrong-response-to' }
   | { readonly kind: 'silent' }
   | { readonly kind: 'close' }
+  | { readonly kind: 'valid-then-extra' }
   | { readonly kind: 'absurd-scram'; readonly iterations?: number }
   | { readonly kind: 'answer'; readonly answer: (request: WireMessage, socket: net.Socket) => void };
 
@@ -223,6 +225,9 @@ function serve(options: HostileServerOptions, socket: net.Socket, request: WireM
       return;
     case 'close':
       socket.destroy();
+      return;
+    case 'valid-then-extra':
+      socket.write(Buffer.concat([valid(), encodeOpMsg(1, id, { ok: 1 })]));
       return;
     case 'answer':
       m.answer(request, socket);
