@@ -203,8 +203,23 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
     ...(error instanceof MongoServerError && error.code !== undefined ? { code: error.code } : {}),
     ...(error instanceof MongoServerError && error.codeName !== undefined ? { codeName: error.codeName } : {}),
     ...(labels instanceof Set && labels.size > 0 ? { errorLabels: [...labels] } : {}),
-    ...(error instanceof MongoServerError ? { response: truncate(EJSON.stringify(error.response, { relaxed: true }), maxDocumentLength) } : {}),
+    ...(error instanceof MongoServerError ? { response: responseText(error.response, maxDocumentLength) } : {}),
   };
+}
+
+/**
+ * A server reply as relaxed Extended JSON, truncated to `maxDocumentLength`. A reply that cannot be written (nested
+ * too deep for the stack, say: the server chooses the reply) is said to be so, rather than throwing where the log
+ * message is built, in an `events$` subscriber.
+ */
+function responseText(response: unknown, maxDocumentLength: number): string {
+  let text: string;
+  try {
+    text = EJSON.stringify(response, { relaxed: true });
+  } catch (error) {
+    text = `(the reply cannot be written as Extended JSON: ${error instanceof Error ? error.message : String(error)})`;
+  }
+  return truncate(text, maxDocumentLength);
 }
 
 /** The log message of a CMAP event. */

@@ -109,6 +109,29 @@ describe('connection log messages', function () {
     );
   });
 
+  it('says a reply nested too deep to be written is so, instead of throwing in the events$ subscriber', async function () {
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 100_000; i++) deep = { a: deep };
+    const nested = new MongoServerError({ ok: 0, errmsg: 'nested', code: 2, a: deep });
+    const messages: ConnectionLogMessage[] = [];
+    const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
+    const { pool } = loggedPool(
+      { logging: { componentSeverities: { connection: 'debug' }, path: sink } },
+      new MockConnectionFactory({ failWith: () => nested }),
+    );
+    pool.ready();
+    const error = await pool.checkOut().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    pool.close();
+    expect(error).to.equal(nested);
+    const logged = messages.find((m) => m.fields.error)!.fields.error!;
+    expect(logged).to.include({ type: 'MongoServerError', message: 'nested', code: 2 });
+    expect(logged.response).to.equal('(the reply cannot be written as Extended JSON: Maximum call stack size exceeded)');
+    expect(messages.map((m) => m.fields.message)).to.include('Connection pool closed');
+  });
+
   it('leaves out keys without a value: a Unix domain socket has no serverPort, in every message', async function () {
     const { pool, json } = loggedPool({ address: '/tmp/mongodb-27017.sock' });
     pool.ready();
