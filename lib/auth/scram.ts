@@ -194,7 +194,8 @@ export async function scramAuthenticate(
 
   const password = scramPassword(mechanism, credentials.username, credentials.password);
   const salted = await unlessAborted(
-    credentials.saltedPassword(`${mechanism}:${saltText}:${iterations}`, () =>
+    // The salt enters the key as its digest: the server chooses the salt's length, and the key outlives the conversation.
+    credentials.saltedPassword(`${mechanism}:${createHash('sha256').update(saltText!).digest('base64')}:${iterations}`, () =>
       saltPasswordAsync(mechanism, password, Buffer.from(saltText!, 'base64'), iterations),
     ),
     signal,
@@ -216,9 +217,10 @@ export async function scramAuthenticate(
   const expected = hmac(mechanism, serverKey, authMessage);
   const given = Buffer.from(final.get('v') ?? '', 'base64');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) fail('the server signature does not verify');
-  // Servers that ignore skipEmptyExchange need one more, empty, round trip.
-  while (reply.done !== true) {
+  // Servers that ignore skipEmptyExchange need one more, empty, round trip; a server that goes on asking is refused.
+  if (reply.done !== true) {
     reply = await send({ saslContinue: 1, conversationId: reply.conversationId, payload: new Binary(Buffer.alloc(0)) });
+    if (reply.done !== true) fail('the server did not end the conversation after the empty round trip that may follow its signature');
   }
 }
 

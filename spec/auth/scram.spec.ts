@@ -41,6 +41,48 @@ describe('SCRAM (auth spec conversations)', function () {
     );
   });
 
+  it('takes one empty round trip after the server signature when the server asks for it, and refuses a second', async function () {
+    // The SCRAM-SHA-256 conversation of the auth spec, from a server that ignores skipEmptyExchange.
+    const first = 'r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096';
+    const final = 'v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=';
+    for (const endsAfter of [1, Infinity]) {
+      const sent: string[] = [];
+      const run = async (_db: string, cmd: Document): Promise<Document> => {
+        sent.push(Buffer.from((cmd.payload as Binary).buffer).toString());
+        const payload = new Binary(Buffer.from(cmd.saslStart ? first : sent.length === 2 ? final : ''));
+        return { conversationId: 1, done: sent.length - 2 >= endsAfter, payload, ok: 1 };
+      };
+      const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+      const error = await scramAuthenticate(run, creds, 'SCRAM-SHA-256', { clientNonce: 'rOprNGfwEbeRWgbNEkqO' }).catch((e: unknown) => e);
+      expect(sent.slice(2), `ends after ${endsAfter} empty round trips`).to.deep.equal(['']);
+      if (endsAfter === 1) {
+        expect(error).to.equal(undefined);
+      } else {
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.equal(
+          'Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the server did not end the conversation after the empty round trip that may follow its signature',
+        );
+      }
+    }
+  });
+
+  it('caches the salted password under a digest of the salt, so a long salt chosen by the server is not kept', async function () {
+    const salt = Buffer.alloc(1 << 20, 7).toString('base64'); // 1 MiB of salt, 1.4 MB of base64
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const keys: string[] = [];
+    const saltedPassword = creds.saltedPassword.bind(creds);
+    creds.saltedPassword = (key, derive) => {
+      keys.push(key);
+      return saltedPassword(key, derive);
+    };
+    for (let i = 0; i < 2; i++) {
+      await scramAuthenticate(scripted(`r=abcXYZ,s=${salt},i=4096`, 'v=AAAA').run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch(() => undefined);
+    }
+    expect(keys).to.have.length(2);
+    expect(keys[0]).to.equal(keys[1]);
+    expect(keys[0]).to.match(/^SCRAM-SHA-256:[A-Za-z0-9+/]{43}=:4096$/);
+  });
+
   it('rejects an iteration count below 4096, a foreign nonce and a bad server signature', async function () {
     const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
     const cases: [string, string, RegExp][] = [
