@@ -194,7 +194,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           if (subscriber.closed) return;
           connection.applyHandshake(reply);
           if (s.loadBalanced && connection.serviceId === undefined) {
-            throw new MongoCompatibilityError('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
+            throw new MongoCompatibilityError(
+              reply.serviceId === undefined || reply.serviceId === null
+                ? 'Driver attempted to initialize in load balancing mode, but the server does not support this mode.'
+                : `Driver attempted to initialize in load balancing mode, but the hello reply's serviceId is not an ObjectId (${typeof reply.serviceId})`,
+            );
           }
           if (s.credentials !== undefined) {
             phase = 'auth';

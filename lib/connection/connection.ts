@@ -6,7 +6,7 @@
  * OP_COMPRESSED spec; handshake spec (what the handshake reply tells about the server).
  */
 import type { Socket } from 'node:net';
-import type { Document, ObjectId } from 'bson';
+import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
@@ -204,7 +204,8 @@ export class Connection implements PoolConnection {
       maxMessageSizeBytes: effectiveMaxMessageSizeBytes(reply.maxMessageSizeBytes),
       maxWriteBatchSize: num(reply.maxWriteBatchSize, 100_000),
       serverConnectionId: typeof reply.connectionId === 'number' ? reply.connectionId : undefined,
-      serviceId: reply.serviceId ?? undefined,
+      // Only an ObjectId is a serviceId (load balancer spec); anything else counts as none.
+      serviceId: reply.serviceId instanceof ObjectId ? reply.serviceId : undefined,
       helloOk: reply.helloOk === true,
     };
     this.framer = new MessageFramer(this.server.maxMessageSizeBytes);

@@ -9,6 +9,7 @@ import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
   ConnectionPool,
+  MongoCompatibilityError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   connectionFactory,
@@ -267,5 +268,19 @@ describe('a hostile server (wire level), through the connection factory', functi
     expect(events.filter((e) => e === 'ConnectionCheckOutFailed')).to.have.length(3);
     expect(events.filter((e) => e === 'ConnectionClosed')).to.have.length(3);
     expect(await eventually(() => server!.open === 0 && openSocketsOn(server!.port) === 0, 1000), 'sockets left open').to.equal(true);
+  });
+
+  it('a hello reply whose serviceId is not an ObjectId, in load-balanced mode: a MongoCompatibilityError, no socket left open', async function () {
+    for (const serviceId of ['aaaaaaaaaaaaaaaaaaaaaaaa', 7, { id: 1 }]) {
+      server = await startHostileServer({ misbehaviour: { kind: 'silent' }, at: 'command', hello: { serviceId } });
+      const error = await establish(server, { loadBalanced: true }).catch((e: unknown) => e);
+      expect(error, JSON.stringify(serviceId)).to.be.instanceOf(MongoCompatibilityError);
+      expect((error as Error).message).to.equal(
+        `Driver attempted to initialize in load balancing mode, but the hello reply's serviceId is not an ObjectId (${typeof serviceId})`,
+      );
+      await expectNoSocketLeft(server);
+      await server.close();
+    }
+    server = undefined;
   });
 });
