@@ -4,6 +4,7 @@
  * Source: CMAP spec, "Connection Pool Options"; the CMAP test format for `backgroundThreadIntervalMS`.
  */
 import { InvalidOptionError } from './errors';
+import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
  * The options of one connection pool. All durations are in milliseconds.
@@ -294,6 +295,20 @@ export function requireDurationMS(name: string, value: unknown, allowed = 'a num
     throw new InvalidOptionError(name, value, allowed);
   }
   return value;
+}
+
+/**
+ * Returns `value` when it is a duration that arms one Node timer: a number of ms from 0 to {@link MAX_TIMER_DELAY_MS}
+ * (2147483647, about 24.8 days), where 0 means no limit. Node runs a timer with a longer delay after 1 ms, so a
+ * longer timeout would fire at once.
+ *
+ * @throws {InvalidOptionError} naming `name`, saying what is allowed, otherwise.
+ */
+export function requireTimerDurationMS(name: string, value: unknown, noLimit = 'no limit'): number {
+  const allowed = `a number of ms from 0 to ${MAX_TIMER_DELAY_MS} (0 means ${noLimit})`;
+  requireDurationMS(name, value, allowed);
+  if ((value as number) > MAX_TIMER_DELAY_MS) throw new InvalidOptionError(name, value, allowed);
+  return value as number;
 }
 
 /**

@@ -128,7 +128,7 @@ describe('options of the wrong type', function () {
     ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, none/],
     ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials/],
     ['credentials: []', { connectionOptions: { credentials: [] } }, 'credentials', /MongoCredentials/],
-    ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms >= 0/],
+    ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms from 0 to 2147483647/],
     ['zlibCompressionLevel: "5"', { connectionOptions: { zlibCompressionLevel: '5' } }, 'zlibCompressionLevel', /from -1 to 9/],
     ['appName: 5', { connectionOptions: { appName: 5 } }, 'appName', /a string/],
     ['tlsCAFile: ""', { connectionOptions: { tlsCAFile: '' } }, 'tlsCAFile', /a non-empty string/],
@@ -221,6 +221,18 @@ describe('connection options wherever they are given', function () {
       InvalidOptionError,
       'Unknown option connectionOptions.tlsCAfile of Monitor: did you mean tlsCAFile?',
     );
+  });
+
+  it('connectTimeoutMS and socketTimeoutMS beyond what one Node timer holds (2^31 - 1 ms) are refused, not cut to 1 ms', function () {
+    const allowed = 'must be a number of ms from 0 to 2147483647 (0 means no limit)';
+    for (const option of ['connectTimeoutMS', 'socketTimeoutMS'] as const) {
+      expect(() => new ConnectionPool({ address: 'db:1', connectionOptions: { [option]: 2 ** 31 } })).to.throw(
+        InvalidOptionError,
+        `Invalid ${option}: 2147483648 (${option} ${allowed})`,
+      );
+      expect(() => connectionFactory({ host: 'db', [option]: 3e9 })).to.throw(InvalidOptionError, `Invalid ${option}: 3000000000 (${option} ${allowed})`);
+      expect(() => new ConnectionPool({ address: 'db:1', connectionOptions: { [option]: 2 ** 31 - 1 } })).to.not.throw();
+    }
   });
 
   it('a ConnectionPool takes loadBalanced only as its own option, where it also sets the handshake', function () {

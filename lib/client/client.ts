@@ -28,6 +28,7 @@ import {
   rejectUnknownOptions,
   requireBoolean,
   requireDurationMS,
+  requireTimerDurationMS,
   requireOptionsObject,
   requireScheduler,
   resolvePoolOptions,
@@ -344,13 +345,13 @@ export class Client {
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
-   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for a `timeoutMS` that is not a number >= 0.
+   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds checkout and reply wait); extension: applied
    * to this one method.
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
-    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means none)');
+    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireTimerDurationMS('timeoutMS', options.timeoutMS, 'none');
     const start = this.scheduler.now();
     const pool = await this.selectPool();
     if (timeoutMS === 0) return pool.withConnection((connection) => connection.command(db, command));

@@ -10,7 +10,7 @@ import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
 import { ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
-import { requireDurationMS } from '../options';
+import { requireTimerDurationMS } from '../options';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor } from '../pool/contract';
 import { Connection } from './connection';
@@ -71,8 +71,8 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
   if (options.port !== undefined && !(Number.isSafeInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
     throw new InvalidOptionError('port', options.port, 'an integer from 0 to 65535, or absent for a Unix domain socket');
   }
-  const connectTimeoutMS = requireDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
-  const socketTimeoutMS = requireDurationMS('socketTimeoutMS', options.socketTimeoutMS ?? 0);
+  const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
+  const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', options.socketTimeoutMS ?? 0);
   const compressors = (options.compressors ?? []).filter((c) => c !== 'none');
   for (const c of compressors) {
     if (!SUPPORTED_COMPRESSORS.includes(c as CompressorName)) {

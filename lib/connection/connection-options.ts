@@ -11,7 +11,7 @@ import { InvalidOptionError } from '../errors';
 import {
   rejectUnknownOptions,
   requireBoolean,
-  requireDurationMS,
+  requireTimerDurationMS,
   requireOptionsObject,
   type ListsEveryOption,
 } from '../options';
@@ -28,9 +28,12 @@ import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 export interface ConnectionOptions extends TlsSettings {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
   appName?: string;
-  /** Time allowed for socket connect, TLS, handshake and authentication together, in ms; 0 = no limit. Default 10000. */
+  /**
+   * Time allowed for socket connect, TLS, handshake and authentication together, in ms, at most 2147483647 (one
+   * Node timer); 0 = no limit. Default 10000.
+   */
   connectTimeoutMS?: number;
-  /** Default time allowed for each reply once established, in ms; 0 = no limit. Default 0. */
+  /** Default time allowed for each reply once established, in ms, at most 2147483647 (one Node timer); 0 = no limit. Default 0. */
   socketTimeoutMS?: number;
   /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
   compressors?: readonly string[];
@@ -148,8 +151,8 @@ export function checkConnectionOptions(
   if (o.appName !== undefined && typeof o.appName !== 'string') {
     throw new InvalidOptionError('appName', o.appName, 'a string');
   }
-  if (o.connectTimeoutMS !== undefined) requireDurationMS('connectTimeoutMS', o.connectTimeoutMS);
-  if (o.socketTimeoutMS !== undefined) requireDurationMS('socketTimeoutMS', o.socketTimeoutMS);
+  if (o.connectTimeoutMS !== undefined) requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS);
+  if (o.socketTimeoutMS !== undefined) requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS);
   const delay = o.keepAliveInitialDelay;
   const max = MAX_KEEP_ALIVE_INITIAL_DELAY_MS;
   const valid = typeof delay === 'number' && Number.isSafeInteger(delay) && delay >= 0 && delay <= max;

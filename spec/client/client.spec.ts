@@ -151,6 +151,10 @@ describe('connect() / Client', function () {
     expect(Date.now() - began).to.be.within(90, 500);
     expect(await busy).to.include({ ok: 1 });
     expect(await client.command('admin', { ping: 1 }, { timeoutMS: -1 }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+    // Beyond what one Node timer holds, the reply wait would time out after 1 ms: refused instead.
+    const tooLong = await client.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 }).catch((e: unknown) => e);
+    expect(tooLong).to.be.instanceOf(InvalidOptionError);
+    expect((tooLong as Error).message).to.equal('Invalid timeoutMS: 2147483648 (timeoutMS must be a number of ms from 0 to 2147483647 (0 means none))');
   });
 
   it('drain(): commands under way finish, new ones fail with PoolClosedError, then the client closes', async function () {
