@@ -8,11 +8,11 @@
  */
 import { from, type Observable, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
 import { establishChannel, isTraced, Trace, type EstablishTraceContext } from '../diagnostics-channels';
-import { CmapError, ErrorLabel, PoolCallbackError } from '../errors';
+import { CmapError, ErrorLabel, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
-import { destroyQuietly, idOf, isConnection } from './connection-checks';
+import { destroyQuietly, idOf, isConnection, isErrored } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 
 /** What the runner needs from its pool. */
@@ -148,6 +148,13 @@ export class CommandRunner<C extends PoolConnection> {
           const other = isConnection(connection) ? idOf(connection) : undefined;
           const what = other === undefined ? describe(connection) : `connection ${String(other)}`;
           return broken(`emitted ${what} for connection ${id}, not a connection (an object with destroy() and id ${id})`);
+        }
+        if (isErrored(connection)) {
+          // Errored before the pool took it (its socket ended right behind the last reply of the establishment):
+          // the establishment failed. Taken, it would be closed as perished and replaced for the same checkout, as
+          // often as the factory hands out such connections.
+          destroyQuietly(connection);
+          return fail(new MongoNetworkError(address, `connection ${id} to ${address} was errored when its establishment completed`));
         }
         if (!settle()) return destroyQuietly(connection);
         if (trace !== undefined) endEstablishTrace(trace, 'ready', connection);

@@ -423,9 +423,10 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
   } else if (isErrored(connection) || expiredReason(s, rec) !== undefined) {
-    // Perished as it became ready: its socket ended after the establishment's last reply, or its establishment
-    // outlasted its lifetime (maxLifeTimeMS counts from ConnectionCreated). Never handed out; the checkout that claimed
-    // it gets another establishment when the limits allow.
+    // Perished as it became ready: its establishment outlasted its lifetime (maxLifeTimeMS counts from
+    // ConnectionCreated), or it is errored (the runner fails the establishment of a connection that arrives errored,
+    // so only an `established` action sent by other means gets here errored). Never handed out; the checkout that
+    // claimed it gets another establishment when the limits allow.
     closeRecord(s, rec, isErrored(connection) ? 'error' : 'expired', out);
     if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
   } else {

@@ -1048,11 +1048,18 @@ describe('ConnectionPool', function () {
       expect(count('ConnectionCheckedOut') + count('ConnectionCheckOutFailed')).to.equal(count('ConnectionCheckOutStarted'));
     }
 
-    it('a connection whose errored cannot be read counts as errored: closed when established, and the checkout gets another', async function () {
+    it('a connection whose errored cannot be read counts as errored: its establishment fails, and found available it is closed', async function () {
       const { pool, made, events } = hostilePool((c) => (c.throws.errored = c.id === 1));
+      const failed = await pool.checkOut({ timeoutMS: 10 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(failed).to.be.instanceOf(MongoNetworkError);
+      expect((failed as Error).message).to.equal('connection 1 to db:27017 was errored when its establishment completed');
+      expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'error' });
+      pool.ready(); // the failed establishment cleared the pool
       const first = await pool.checkOut({ timeoutMS: 10 });
       expect(first.id).to.equal(2);
-      expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'error' });
       // Found among the available connections, it is closed too (CMAP: a perished connection is never handed out).
       pool.checkIn(first);
       first.throws.errored = true;
