@@ -401,6 +401,19 @@ export function requireOptionsObject(
 }
 
 /**
+ * Checks the options of method `method`: nothing, or an object whose keys are all in `names` (a misspelt key is
+ * refused, naming the closest option, so a deadline or a flag is never silently dropped).
+ *
+ * @throws {InvalidOptionError} naming `<method> options` for a value that is not an object, or the unknown key.
+ *
+ * Source: extension (see {@link rejectUnknownOptions}).
+ */
+export function requireMethodOptions(method: string, options: unknown, names: readonly string[]): void {
+  const given = requireOptionsObject(`${method} options`, options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
+  if (given !== undefined) rejectUnknownOptions(given, names, method);
+}
+
+/**
  * Returns `value` when it is a boolean or undefined. Options objects take real booleans: the string `"true"` is not
  * one (a connection string's `"true"` is converted by the URI parser).
  *

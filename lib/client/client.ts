@@ -28,6 +28,7 @@ import {
   rejectUnknownOptions,
   requireBoolean,
   requireDurationMS,
+  requireMethodOptions,
   requireTimerDurationMS,
   requireOptionsObject,
   requireScheduler,
@@ -119,6 +120,9 @@ const CLIENT_CONNECTION_OPTION_NAMES = CONNECTION_OPTION_NAMES.filter((name) => 
 
 /** The pool options of a client, handed to every pool. */
 const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
+
+/** The names of the options of `command()` and `drain()`. */
+const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 
 /**
  * A client of one deployment: a pool and a monitor per host (one pool and no monitor in load-balanced mode, its pool
@@ -338,19 +342,21 @@ export class Client {
   /**
    * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
    *
-   * `options.timeoutMS` (ms, a number >= 0; 0 or absent: none) bounds the whole operation: the checkout waits at most
+   * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: the checkout waits at most
    * what is left of it after server selection (`checkOut({ timeoutMS })`), and the reply wait at most what is left
    * after the checkout; a reply that does not come in time fails the command with MongoNetworkTimeoutError and closes
    * that connection (its reply could still arrive).
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
-   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for a `timeoutMS` that is not a number of ms from 0 to 2147483647.
+   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than `timeoutMS` (named, with the
+   *   closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds checkout and reply wait); extension: applied
    * to this one method.
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
+    requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireTimerDurationMS('timeoutMS', options.timeoutMS, 'none');
     const start = this.scheduler.now();
     const pool = await this.selectPool();
@@ -371,11 +377,13 @@ export class Client {
    * process.once('SIGTERM', () => void client.drain({ timeoutMS: 10_000 }));
    * ```
    *
-   * @throws {InvalidOptionError} (rejection) for a `timeoutMS` that is not a number >= 0.
+   * @throws {InvalidOptionError} (rejection) for options that are not an object, a key other than `timeoutMS` (named,
+   *   with the closest option), or a `timeoutMS` that is not a number >= 0.
    *
    * Source: extension (see `ConnectionPoolCore.drain`).
    */
   async drain(options?: { timeoutMS?: number }): Promise<void> {
+    requireMethodOptions('drain', options, TIMEOUT_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
     await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));

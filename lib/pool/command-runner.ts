@@ -153,8 +153,13 @@ export class CommandRunner<C extends PoolConnection> {
           // Errored before the pool took it (its socket ended right behind the last reply of the establishment):
           // the establishment failed. Taken, it would be closed as perished and replaced for the same checkout, as
           // often as the factory hands out such connections.
+          // A network error during the establishment: it carries the backpressure labels (CMAP "Backpressure-enabled"),
+          // so by default it fails the checkout without clearing the pool.
           destroyQuietly(connection);
-          return fail(new MongoNetworkError(address, `connection ${id} to ${address} was errored when its establishment completed`));
+          const error = new MongoNetworkError(address, `connection ${id} to ${address} was errored when its establishment completed`);
+          error.errorLabels.add(ErrorLabel.SystemOverloadedError);
+          error.errorLabels.add(ErrorLabel.RetryableError);
+          return fail(error);
         }
         if (!settle()) return destroyQuietly(connection);
         if (trace !== undefined) endEstablishTrace(trace, 'ready', connection);

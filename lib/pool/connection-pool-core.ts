@@ -29,7 +29,7 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, rejectUnknownOptions, requireDurationMS, requireOptionsObject, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, rejectUnknownOptions, requireDurationMS, requireMethodOptions, requireOptionsObject, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
@@ -394,7 +394,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
    */
   warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
-    methodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
+    requireMethodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
     const signal = options?.signal;
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
@@ -531,7 +531,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
    */
   clear(options: ClearOptions = {}): void {
-    methodOptions('clear', options, CLEAR_OPTION_NAMES);
+    requireMethodOptions('clear', options, CLEAR_OPTION_NAMES);
     const given = options.serviceId as unknown;
     if (given !== undefined && typeof given !== 'string' && typeof (given as { toHexString?: unknown } | null)?.toHexString !== 'function') {
       throw new InvalidOptionError('serviceId', given, 'an ObjectId or its hex string');
@@ -602,7 +602,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Connection Pool", for the close that ends it.
    */
   drain(options?: { timeoutMS?: number }): Promise<void> {
-    methodOptions('drain', options, DRAIN_OPTION_NAMES);
+    requireMethodOptions('drain', options, DRAIN_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
     if (this.poolState.state === 'closed') return Promise.resolve();
     const drained = new Promise<void>((resolve) => this.drained.push(resolve));
@@ -724,15 +724,6 @@ true satisfies ListsEveryOption<ClearOptions, typeof CLEAR_OPTION_NAMES>;
 const DRAIN_OPTION_NAMES = ['timeoutMS'] as const;
 /** The names of the options of `warmUp()`. */
 const WARM_UP_OPTION_NAMES = ['signal'] as const;
-
-/**
- * Checks the options of pool method `method`: nothing, or an object whose keys are all in `names` (a misspelt key is
- * refused, naming the closest option, so a deadline or a flag is never silently dropped).
- */
-function methodOptions(method: string, options: unknown, names: readonly string[]): void {
-  const given = requireOptionsObject(`${method} options`, options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
-  if (given !== undefined) rejectUnknownOptions(given, names, method);
-}
 
 /** Checks the scope function of `withConnection` or `withConnection$`, before anything is checked out. */
 function requireScope(method: string, fn: unknown): void {

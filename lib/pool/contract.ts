@@ -21,7 +21,8 @@ export interface PoolConnection {
   /**
    * True once the connection has seen an error that makes it unfit for further use (network error or timeout,
    * endpoint closed it, wire-protocol error). The pool closes an errored connection with reason `error` when it is
-   * checked in or found among the available connections.
+   * checked in or found among the available connections; one that is errored when its factory hands it over fails
+   * its establishment.
    */
   readonly errored?: boolean;
   /**
@@ -62,8 +63,10 @@ export interface ConnectionDescriptor {
 /**
  * Establishes one connection. Receives the {@link ConnectionDescriptor} (id, generation, address, abort signal) and
  * returns an Observable (cancelled by unsubscribing) or a Promise of the established connection: connected,
- * handshaken and authenticated. Its first value is taken; an error or completing without a value fails the
- * establishment (ConnectionClosed with reason `error`, then ConnectionCheckOutFailed for the checkout waiting on it).
+ * handshaken and authenticated. Its first value is taken; an error, completing without a value, or a first value
+ * that is not a connection with the descriptor's id fails the establishment (ConnectionClosed with reason `error`, then
+ * ConnectionCheckOutFailed for the checkout waiting on it), and so does a connection that is already errored (a
+ * MongoNetworkError with the backpressure labels, which by default does not clear the pool).
  *
  * Source: CMAP spec, "Establishing a Connection".
  */

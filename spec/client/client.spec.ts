@@ -155,6 +155,9 @@ describe('connect() / Client', function () {
     const tooLong = await client.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 }).catch((e: unknown) => e);
     expect(tooLong).to.be.instanceOf(InvalidOptionError);
     expect((tooLong as Error).message).to.equal('Invalid timeoutMS: 2147483648 (timeoutMS must be a number of ms from 0 to 2147483647 (0 means none))');
+    // A misspelt option is refused, never dropped.
+    const misspelt = await client.command('admin', { ping: 1 }, { timeoutMs: 5 } as never).catch((e: unknown) => e);
+    expect((misspelt as Error).message).to.equal('Unknown option timeoutMs of command: did you mean timeoutMS?');
   });
 
   it('drain(): commands under way finish, new ones fail with PoolClosedError, then the client closes', async function () {
@@ -164,6 +167,9 @@ describe('connect() / Client', function () {
     a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 3 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 100 } });
     const underWay = [1, 2, 3].map(() => client!.command('admin', { ping: 1 }));
     await new Promise((r) => setImmediate(r)); // every one has reached its pool: two in use, one waiting
+    // A misspelt deadline is refused, and nothing is drained.
+    const misspelt = await client.drain({ timeoutMs: 5000 } as never).catch((e: unknown) => e);
+    expect((misspelt as Error).message).to.equal('Unknown option timeoutMs of drain: did you mean timeoutMS?');
     const drained = client.drain({ timeoutMS: 5000 });
     const refused = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(PoolClosedError);

@@ -1056,8 +1056,10 @@ describe('ConnectionPool', function () {
       );
       expect(failed).to.be.instanceOf(MongoNetworkError);
       expect((failed as Error).message).to.equal('connection 1 to db:27017 was errored when its establishment completed');
+      // A network error during the establishment: the backpressure labels, so the pool is not cleared (CMAP).
+      expect([...(failed as MongoNetworkError).errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+      expect(events.map((e) => e.type)).to.not.include('ConnectionPoolCleared');
       expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'error' });
-      pool.ready(); // the failed establishment cleared the pool
       const first = await pool.checkOut({ timeoutMS: 10 });
       expect(first.id).to.equal(2);
       // Found among the available connections, it is closed too (CMAP: a perished connection is never handed out).

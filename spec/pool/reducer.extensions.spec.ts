@@ -397,7 +397,7 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       await microtasks();
       expect(await failed).to.be.instanceOf(MongoNetworkError);
       expect(events.flatMap((e) => (e.type === 'ConnectionClosed' ? [[e.connectionId, e.reason]] : []))).to.deep.equal([[1, 'error']]);
-      pool.ready();
+      expect(pool.state, 'not cleared: the error has the backpressure labels').to.equal('ready');
       const checkedOut = firstValueFrom(pool.checkOut());
       clock.advance(10);
       await microtasks();
