@@ -342,15 +342,15 @@ export class Client {
   /**
    * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
    *
-   * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: the checkout waits at most
-   * what is left of it after server selection (`checkOut({ timeoutMS })`), and the reply wait at most what is left
-   * after the checkout; a reply that does not come in time fails the command with MongoNetworkTimeoutError and closes
-   * that connection (its reply could still arrive).
+   * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: the
+   * checkout waits at most what is left of it after server selection (`checkOut({ timeoutMS })`), and the reply wait
+   * at most what is left after the checkout; a reply that does not come in time fails the command with
+   * MongoNetworkTimeoutError and closes that connection (its reply could still arrive).
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
-   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than `timeoutMS` (named, with the
-   *   closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
+   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
+   *   `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds checkout and reply wait); extension: applied
    * to this one method.

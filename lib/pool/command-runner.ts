@@ -150,11 +150,10 @@ export class CommandRunner<C extends PoolConnection> {
           return broken(`emitted ${what} for connection ${id}, not a connection (an object with destroy() and id ${id})`);
         }
         if (isErrored(connection)) {
-          // Errored before the pool took it (its socket ended right behind the last reply of the establishment):
-          // the establishment failed. Taken, it would be closed as perished and replaced for the same checkout, as
-          // often as the factory hands out such connections.
-          // A network error during the establishment: it carries the backpressure labels (CMAP "Backpressure-enabled"),
-          // so by default it fails the checkout without clearing the pool.
+          // Errored before the pool took it (its socket ended right behind the last reply of the establishment): the
+          // establishment failed. Taken, it would be closed as perished and replaced for the same checkout, as often as
+          // the factory hands out such connections. A network error during the establishment carries the backpressure
+          // labels (CMAP "Backpressure-enabled"), so by default it fails the checkout without clearing the pool.
           destroyQuietly(connection);
           const error = new MongoNetworkError(address, `connection ${id} to ${address} was errored when its establishment completed`);
           error.errorLabels.add(ErrorLabel.SystemOverloadedError);
