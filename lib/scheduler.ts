@@ -49,7 +49,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 /**
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
  * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
- * takes its delay in ms (negative counts as 0; beyond {@link MAX_TIMER_DELAY_MS}, Node's limit for one timer, it is
+ * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms). The default `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
