@@ -70,9 +70,9 @@ export interface PoolExtensionOptions {
    * Connection lifetime: a connection older than its own lifetime (maxLifeTimeMS minus its share of
    * maxLifeTimeJitterMS, measured from ConnectionCreated) is perished: closed (reason `expired`) when met available
    * (a checkout, a Background Thread Run) or when checked in, never handed out again; minPoolSize refills the pool.
-   * One whose establishment outlasted its lifetime is closed as it becomes ready (the checkout that claimed it waits
-   * for another), so the lifetime must exceed the time an establishment takes. A number >= 0; 0 means no limit.
-   * Default 0.
+   * One whose establishment outlasted its lifetime goes, once, to the checkout that waited for it (and is closed
+   * when checked in), or is closed as it becomes ready when nothing waits for it: a lifetime shorter than an
+   * establishment costs a connection per checkout, never a checkout. A number >= 0; 0 means no limit. Default 0.
    *
    * Source: extension (HikariCP's `maxLifetime`, reactor-pool's `maxLifeTime`, the Java driver's
    * `maxConnectionLifeTime`): connections are renewed before a load balancer, firewall or server cuts them.
