@@ -422,13 +422,16 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   if (isStale(s, rec)) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
-  } else if (isErrored(connection) || (s.claimants.length === 0 && expiredReason(s, rec) !== undefined)) {
-    // Perished as it became ready: errored (the runner fails the establishment of a connection that arrives errored,
-    // so only an `established` action sent by other means gets here errored), or past its lifetime (maxLifeTimeMS
-    // counts from ConnectionCreated) with no checkout waiting for it. Never made available; a checkout that claimed
-    // an errored one gets another establishment when the limits allow.
-    closeRecord(s, rec, isErrored(connection) ? 'error' : 'expired', out);
+  } else if (isErrored(connection)) {
+    // Perished as it became ready (the runner fails the establishment of a connection that arrives errored, so only
+    // an `established` action sent by other means gets here errored): never made available; the checkout that
+    // claimed it gets another establishment when the limits allow.
+    closeRecord(s, rec, 'error', out);
     if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
+  } else if (s.claimants.length === 0 && expiredReason(s, rec) !== undefined) {
+    // Past its lifetime (maxLifeTimeMS counts from ConnectionCreated) as it became ready, and no checkout waits for
+    // it: closed, never made available.
+    closeRecord(s, rec, 'expired', out);
   } else {
     // (Past its lifetime with a checkout waiting for it, it is still handed out, once, and closed when checked in:
     // replaced instead, a lifetime shorter than the establishment would never let a checkout through.)
