@@ -11,6 +11,7 @@ import type { ServerAddress } from '../address';
 import { MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { POOL_OPTION_NAMES } from '../options';
+import { documentPrefix } from './document-prefix';
 
 /**
  * An error, as it appears in a structured log message: what the error classes report, with its texts truncated to
@@ -208,14 +209,15 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
 }
 
 /**
- * A server reply as relaxed Extended JSON, truncated to `maxDocumentLength`. A reply that cannot be written (nested
- * too deep for the stack, say: the server chooses the reply) is said to be so, rather than throwing where the log
- * message is built, in an `events$` subscriber.
+ * A server reply as relaxed Extended JSON, truncated to `maxDocumentLength`; only the part of the reply that shows
+ * within that length is written (see {@link documentPrefix}), so a huge reply costs no more than a small one. A reply
+ * that cannot be written (a getter that throws, say: a user factory's error can hold anything) is said to be so,
+ * rather than throwing where the log message is built, in an `events$` subscriber.
  */
 function responseText(response: unknown, maxDocumentLength: number): string {
   let text: string;
   try {
-    text = EJSON.stringify(response, { relaxed: true });
+    text = EJSON.stringify(documentPrefix(response, maxDocumentLength), { relaxed: true });
   } catch (error) {
     text = `(the reply cannot be written as Extended JSON: ${error instanceof Error ? error.message : String(error)})`;
   }

@@ -109,27 +109,56 @@ describe('connection log messages', function () {
     );
   });
 
-  it('says a reply nested too deep to be written is so, instead of throwing in the events$ subscriber', async function () {
-    let deep: Record<string, unknown> = {};
-    for (let i = 0; i < 100_000; i++) deep = { a: deep };
-    const nested = new MongoServerError({ ok: 0, errmsg: 'nested', code: 2, a: deep });
+  /** The error a checkout fails with when establishing fails with `error`, and the `error` field logged for it. */
+  async function loggedFailure(error: Error, maxDocumentLength?: number) {
     const messages: ConnectionLogMessage[] = [];
     const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
     const { pool } = loggedPool(
-      { logging: { componentSeverities: { connection: 'debug' }, path: sink } },
-      new MockConnectionFactory({ failWith: () => nested }),
+      { logging: { componentSeverities: { connection: 'debug' }, path: sink, ...(maxDocumentLength === undefined ? {} : { maxDocumentLength }) } },
+      new MockConnectionFactory({ failWith: () => error }),
     );
     pool.ready();
-    const error = await pool.checkOut().then(
+    const failed = await pool.checkOut().then(
       () => undefined,
       (e: unknown) => e,
     );
     pool.close();
-    expect(error).to.equal(nested);
-    const logged = messages.find((m) => m.fields.error)!.fields.error!;
-    expect(logged).to.include({ type: 'MongoServerError', message: 'nested', code: 2 });
-    expect(logged.response).to.equal('(the reply cannot be written as Extended JSON: Maximum call stack size exceeded)');
+    expect(failed).to.equal(error);
     expect(messages.map((m) => m.fields.message)).to.include('Connection pool closed');
+    const logged = messages.filter((m) => m.fields.error).map((m) => m.fields.error!);
+    return Object.assign(logged[0], { times: logged.length });
+  }
+
+  it('writes a reply nested 100,000 deep as far as the max length, instead of throwing in the events$ subscriber', async function () {
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 100_000; i++) deep = { a: deep };
+    const logged = await loggedFailure(new MongoServerError({ ok: 0, errmsg: 'nested', code: 2, a: deep }));
+    expect(logged).to.include({ type: 'MongoServerError', message: 'nested', code: 2 });
+    expect(logged.response).to.equal(`${`{"ok":0,"errmsg":"nested","code":2,"a":${'{"a":'.repeat(200)}`.slice(0, 1000)}...`);
+  });
+
+  it('says a reply that cannot be written is so (a getter that throws), instead of throwing in the events$ subscriber', async function () {
+    const reply = Object.defineProperty({ ok: 0, errmsg: 'odd', code: 2 }, 'bad', {
+      enumerable: true,
+      get: () => {
+        throw new Error('no reading this');
+      },
+    });
+    const logged = await loggedFailure(new MongoServerError(reply));
+    expect(logged).to.include({ message: 'odd', response: '(the reply cannot be written as Extended JSON: no reading this)' });
+  });
+
+  it('reads a huge reply only as far as the max length: 1,000,000 elements behind getters, 137 read at max 1000', async function () {
+    let reads = 0;
+    const element = Object.defineProperty({}, 'n', { enumerable: true, get: () => ++reads });
+    const reply = { ok: 0, errmsg: 'huge', cursor: { firstBatch: new Array<object>(1_000_000).fill(element) } };
+    const logged = await loggedFailure(new MongoServerError(reply), 1000);
+    // The lower bound of what is written passes 1000 after 137 elements (see the documentPrefix spec), in each message
+    // that logs the error (Connection closed, Connection checkout failed).
+    expect(logged.times).to.equal(2);
+    expect(reads).to.equal(137 * logged.times);
+    expect(logged.response).to.have.length(1003);
+    expect(logged.response!.startsWith('{"ok":0,"errmsg":"huge","cursor":{"firstBatch":[{"n":1},{"n":2},')).to.equal(true);
   });
 
   it('leaves out keys without a value: a Unix domain socket has no serverPort, in every message', async function () {
