@@ -15,11 +15,12 @@ import { Binary } from 'bson';
 /**
  * A copy of `document` whose relaxed Extended JSON (`EJSON.stringify(copy, { relaxed: true })`) has the same first
  * `maxLength` UTF-16 code units as that of `document`, and is longer than `maxLength` exactly when that of
- * `document` is. Its size is O(`maxLength`) for plain objects, arrays, strings and Binary values, whatever the size
- * of `document` (objects with a huge number of keys still have their key list read once).
+ * `document` is. Its size is O(`maxLength`) for plain objects, arrays, typed arrays, strings, keys and Binary values,
+ * whatever the size of `document` (an object with a huge number of keys still has its key list read once).
  *
- * Kept as they are (not cut): other BSON values, Dates, RegExps, Maps, functions, and objects with an own `toJSON`
- * method. A value that is cyclic within the max length is written as far as the max length, not refused.
+ * Kept as they are (not cut): other BSON values (a vector Binary, a BSONRegExp, Code and DBRef among them), Dates,
+ * RegExps, Maps, functions, subclasses of Array, and objects with an own enumerable `toJSON` method. A value that is
+ * cyclic within the max length is written as far as the max length, not refused.
  *
  * @param maxLength the max document length (UTF-16 code units), an integer ≥ 0.
  * @throws whatever reading `document` throws (a getter), or RangeError for a document nested deeper than the stack
@@ -32,6 +33,16 @@ export function documentPrefix(document: unknown, maxLength: number): unknown {
 /** Binary subtype of a vector: its payload is validated when written, so it is never cut. */
 const BINARY_SUBTYPE_VECTOR = 9;
 
+/** How bson and JSON write a value, as far as the pruner needs to know. */
+type Kind =
+  | 'string'
+  | 'array' // a plain Array: bson maps it to a plain Array
+  | 'document' // written as a document of its own enumerable keys
+  | 'indexed' // a typed array: a document whose keys are its indexes
+  | 'binary'
+  | 'written' // written with one character at least, not cut
+  | 'unsure'; // perhaps not written at all (a function, a symbol, a toJSON): not counted, not cut
+
 class Pruner {
   /** A lower bound of the UTF-16 code units written before the value being copied. */
   private written = 0;
@@ -43,23 +54,24 @@ class Pruner {
     return this.written > this.maxLength;
   }
 
-  copy(value: unknown): unknown {
-    switch (typeof value) {
+  copy(value: unknown, kind = kindOf(value)): unknown {
+    switch (kind) {
       case 'string':
-        return this.string(value);
-      case 'object':
-        if (value === null) break;
-        if (Array.isArray(value)) return this.array(value);
-        if (isPlainDocument(value)) return this.document(value);
-        if (value instanceof Binary) return this.binary(value);
-        if (!isWritten(value)) return value;
-        break;
-      case 'function':
-      case 'symbol':
+        return this.string(value as string);
+      case 'array':
+        return this.array(value as readonly unknown[]);
+      case 'document':
+        return this.document(value as object, Object.keys(value as object));
+      case 'indexed':
+        return this.indexed(value as ArrayLike<unknown> & object);
+      case 'binary':
+        return this.binary(value as Binary);
+      case 'written':
+        this.written += 1;
+        return value;
+      case 'unsure':
         return value;
     }
-    this.written += 1; // every other value is written with one character at least
-    return value;
   }
 
   /** A string is written quoted, each code unit as one character at least. */
@@ -80,67 +92,95 @@ class Pruner {
     return out;
   }
 
-  private document(value: object): Record<string, unknown> {
+  private document(value: object, keys: readonly string[]): Record<string, unknown> {
     this.written += 1; // {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) {
+    for (const key of keys) {
       if (this.full()) break;
       const field = (value as Record<string, unknown>)[key];
-      if (isWritten(field)) this.written += key.length + 3; // "key":
-      const copied = this.copy(field);
+      const kind = kindOf(field);
+      const name = this.key(key);
+      if (kind !== 'unsure') this.written += name.length + 3; // "key":
+      const copied = this.copy(field, kind);
       // As bson writes it: a key `__proto__` is an own property, not the prototype.
-      if (key === '__proto__') Object.defineProperty(out, key, { value: copied, writable: true, enumerable: true, configurable: true });
-      else out[key] = copied;
+      if (name === '__proto__') Object.defineProperty(out, name, { value: copied, writable: true, enumerable: true, configurable: true });
+      else out[name] = copied;
     }
     return out;
+  }
+
+  /**
+   * A key longer than the max length is cut like a string (it is the last one copied: it fills the max length),
+   * unless the cut would make it an array index, which objects order before their other keys.
+   */
+  private key(key: string): string {
+    const kept = this.maxLength + 1;
+    if (key.length <= kept) return key;
+    const cut = key.slice(0, kept);
+    return ARRAY_INDEX.test(cut) ? key : cut;
+  }
+
+  /** A typed array is written as a document keyed by its indexes (then any other own keys): only the shown ones are read. */
+  private indexed(value: ArrayLike<unknown> & object): Record<string, unknown> {
+    const length = value.length;
+    const shown: string[] = [];
+    // The indexes document() copies: as it counts, `{`, then `"i":` and one character for each element before.
+    for (let i = 0, bound = this.written + 1; i < length && bound <= this.maxLength; i++) {
+      const key = String(i);
+      shown.push(key);
+      bound += key.length + 4;
+    }
+    return this.document(value, shown.length < length ? shown : Object.keys(value));
   }
 
   /** A Binary's payload is written in base64: 4 characters per 3 bytes, so a cut at 3 bytes keeps a prefix. */
   private binary(value: Binary): Binary {
     const bytes = value.buffer;
     const kept = 3 * Math.ceil((this.maxLength + 1) / 4);
-    if (value.sub_type === BINARY_SUBTYPE_VECTOR || bytes.length <= kept) {
+    const subType = value.sub_type;
+    // A subtype outside a byte would change when a new Binary is made; a vector's cut payload would fail validation.
+    if (bytes.length <= kept || !Number.isInteger(subType) || subType < 0 || subType > 0xff || subType === BINARY_SUBTYPE_VECTOR) {
       this.written += 1;
       return value;
     }
     this.written += (4 * kept) / 3;
-    return new Binary(bytes.subarray(0, kept), value.sub_type);
+    return new Binary(bytes.subarray(0, kept), subType);
   }
 }
 
+/** A key that objects order first, ascending: an array index (a canonical integer below 2^32 − 1). */
+const ARRAY_INDEX = /^(?:0|[1-9]\d{0,9})$/;
+
 /**
- * Whether the Extended JSON of a document with `value` as a field is sure to write that field (a lower bound must
- * not count what JSON may leave out): primitives other than symbols, arrays, plain documents, Binary values, Dates
- * and RegExps. Functions and symbols are left out; other objects (BSON values of another bson copy, an own `toJSON`)
- * may be, so they are not counted.
+ * How `value` is written (see {@link Kind}), following bson's order of checks: Maps (by their tag) first, then
+ * arrays, Dates, RegExps, BSON values, and other objects as documents.
  */
-function isWritten(value: unknown): boolean {
+function kindOf(value: unknown): Kind {
   switch (typeof value) {
+    case 'string':
+      return 'string';
     case 'function':
     case 'symbol':
-      return false;
+      return 'unsure';
     case 'object':
-      return (
-        value === null ||
-        Array.isArray(value) ||
-        isPlainDocument(value) ||
-        value instanceof Binary ||
-        value instanceof Date ||
-        value instanceof RegExp
-      );
+      break;
     default:
-      return true;
+      return 'written';
   }
+  if (value === null) return 'written';
+  if (value instanceof Map || tagOf(value) === '[object Map]') return 'unsure';
+  if (Array.isArray(value)) return Object.getPrototypeOf(value) === Array.prototype ? 'array' : 'unsure';
+  if (value instanceof Date || value instanceof RegExp) return 'written';
+  const tag = tagOf(value);
+  if (tag === '[object Date]' || tag === '[object RegExp]') return 'written';
+  const bsonType = (value as { _bsontype?: unknown })._bsontype;
+  // A BSON value is written by its toExtendedJSON (or bson throws, and there is nothing to agree with).
+  if (bsonType !== undefined) return value instanceof Binary ? 'binary' : 'written';
+  // JSON calls an own enumerable toJSON instead of writing the document (bson copies only enumerable keys).
+  if (Object.prototype.propertyIsEnumerable.call(value, 'toJSON') && typeof (value as { toJSON?: unknown }).toJSON === 'function') return 'unsure';
+  return ArrayBuffer.isView(value) && !(value instanceof DataView) ? 'indexed' : 'document';
 }
 
-/**
- * Whether bson writes `value` as a document of its own enumerable keys: an object that is not a BSON value, Date,
- * RegExp or Map, and whose own `toJSON` (which JSON would call instead) is not a function.
- */
-function isPlainDocument(value: object): boolean {
-  if ((value as { _bsontype?: unknown })._bsontype !== undefined) return false;
-  if (value instanceof Date || value instanceof RegExp || value instanceof Map) return false;
-  const tag = Object.prototype.toString.call(value);
-  if (tag === '[object Date]' || tag === '[object RegExp]' || tag === '[object Map]') return false;
-  return !Object.prototype.hasOwnProperty.call(value, 'toJSON') || typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+function tagOf(value: object): string {
+  return Object.prototype.toString.call(value);
 }

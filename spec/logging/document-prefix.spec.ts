@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as fc from 'fast-check';
-import { Binary, Decimal128, EJSON, Long, ObjectId, Timestamp } from 'bson';
+import { Binary, Decimal128, EJSON, Long, ObjectId, Timestamp, UUID } from 'bson';
 import { documentPrefix } from '../../lib/logging/document-prefix';
 import { truncate } from '../../lib/logging/log-message';
 import { fuzzParameters } from '../support/fuzz';
@@ -8,6 +8,12 @@ import { fuzzParameters } from '../support/fuzz';
 /** The text the logging spec asks for: the whole document's relaxed Extended JSON, cut naively at `max`. */
 const reference = (document: unknown, max: number): string => truncate(EJSON.stringify(document, { relaxed: true }), max);
 const written = (document: unknown, max: number): string => truncate(EJSON.stringify(documentPrefix(document, max), { relaxed: true }), max);
+
+class ReplyArray extends Array<unknown> {
+  toJSON(): string {
+    return 'x';
+  }
+}
 
 /** Strings of any UTF-16 code units (lone surrogates and pairs included), short and long. */
 const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ maxLength: 400 }));
@@ -19,7 +25,33 @@ const bsonValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.uint8Array({ minLength: 16, maxLength: 16 }).map((bytes) => new Decimal128(bytes)),
   fc.record({ t: fc.nat(), i: fc.nat() }).map((v) => new Timestamp(v)),
   fc.date({ noInvalidDate: true }),
-  fc.constantFrom(/a+b/gi, () => 1, () => undefined, new Map([['k', 'v']]), Symbol('s'), undefined, null, -0, NaN, Infinity, 2n ** 70n),
+  fc.uint8Array({ maxLength: 40 }).map((bytes) => Buffer.from(bytes)),
+  fc.float64Array({ maxLength: 12 }),
+  fc.constantFrom(
+    /a+b/gi,
+    () => 1,
+    () => undefined,
+    new Map([['k', 'v']]),
+    Symbol('s'),
+    undefined,
+    null,
+    -0,
+    NaN,
+    Infinity,
+    2n ** 70n,
+    new UUID('0123456789abcdef0123456789abcdef'),
+    new Date(NaN),
+    Object.assign(new Binary(new Uint8Array(50).fill(1)), { sub_type: 265 }), // a subtype outside a byte
+    // An Array subclass with a toJSON, an array tagged as a Map, a non-enumerable toJSON getter that throws:
+    ReplyArray.from([1, 2]),
+    Object.assign([['k', 'v']], { [Symbol.toStringTag]: 'Map' }),
+    Object.defineProperty({ a: 1 }, 'toJSON', {
+      enumerable: false,
+      get: () => {
+        throw new Error('not read by bson');
+      },
+    }),
+  ),
 );
 
 /** Documents as a server reply (or a user factory's error) can hold them, with every kind of leaf. */
@@ -35,7 +67,11 @@ const { document } = fc.letrec<{ value: unknown; document: Record<string, unknow
     fc.sparseArray(tie('value'), { maxLength: 8 }),
     tie('document'),
   ),
-  document: fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', 'toJSON', '0', '17', '$ref')), tie('value'), { maxKeys: 12 }) as fc.Arbitrary<
+  document: fc.dictionary(
+    fc.oneof(text, fc.constantFrom('__proto__', 'toJSON', '0', '17', '$ref'), fc.string({ minLength: 30, maxLength: 3000 }), fc.stringMatching(/^[1-9][0-9]{0,12}x*$/)),
+    tie('value'),
+    { maxKeys: 12 },
+  ) as fc.Arbitrary<
     Record<string, unknown>
   >,
 }));
@@ -99,6 +135,43 @@ describe('documentPrefix: the part of a document its Extended JSON shows within 
     const reply = { ...omitted, ok: 0, code: 2 };
     expect(reference(reply, 8)).to.equal('{"ok":0,...');
     for (const max of [0, 4, 8, 15, 16]) expect(written(reply, max)).to.equal(reference(reply, max));
+  });
+
+  it('agrees on typed arrays of every length cut at every max length, reading only the indexes shown', function () {
+    for (let length = 0; length <= 60; length++) {
+      const bytes = Buffer.from(Array.from({ length }, (_, i) => (i * 37) % 256));
+      for (let max = 0; max <= 200; max++) {
+        for (const doc of [bytes, { ok: 0, data: bytes, after: 'x' }, { n: new Float64Array(bytes).map((b) => b / 3) }]) {
+          expect(written(doc, max), `length ${length}, max ${max}`).to.equal(reference(doc, max));
+        }
+      }
+    }
+    // A 16 MB Buffer: its key list is never built (Object.keys watched), and only the indexes shown are copied.
+    const huge = Buffer.alloc(16 * 1024 * 1024);
+    const keysOf = Object.keys;
+    const listed: number[] = [];
+    Object.keys = (o: object) => {
+      const keys = keysOf(o);
+      listed.push(keys.length);
+      return keys;
+    };
+    let copy: object;
+    try {
+      copy = documentPrefix(huge, 1000) as object;
+    } finally {
+      Object.keys = keysOf;
+    }
+    expect(listed).to.deep.equal([]);
+    expect(keysOf(copy)).to.have.length(159); // {, then "i":0, for 0–158: 1 + 10 × 5 + 90 × 6 + 59 × 7 = 1004 > 1000
+    expect(EJSON.stringify(copy, { relaxed: true }).slice(0, 1000)).to.equal(`{${Array.from({ length: 200 }, (_, i) => `"${i}":0`).join(',')}`.slice(0, 1000));
+  });
+
+  it('cuts a key longer than the max length, unless the cut would make it an array index (ordered first)', function () {
+    const long = 'k'.repeat(5000);
+    expect(written({ ok: 0, [long]: 1 }, 100)).to.equal(reference({ ok: 0, [long]: 1 }, 100));
+    expect((Object.keys(documentPrefix({ ok: 0, [long]: 1 }, 100) as object)[1] ?? '').length).to.equal(101);
+    const digits = `${'1'.repeat(8)}x`;
+    for (let max = 0; max < 12; max++) expect(written({ ok: 0, [digits]: 1 }, max), `max ${max}`).to.equal(reference({ ok: 0, [digits]: 1 }, max));
   });
 
   it('keeps a document that fits as it is written: nothing cut, no ellipsis', function () {
