@@ -213,16 +213,20 @@ export interface PoolHoldings {
 
 /**
  * Thrown (as the Promise rejection or Observable error of `checkOut`) when the pool is closed, either before the
- * checkout started or while it was waiting.
+ * checkout started or while it was waiting. When the pool closed itself on a fault of its own, rather than by
+ * `close()`, `cause` is that fault.
  *
  * Source: CMAP spec, "Connection Pool Errors" (PoolClosedError). The message is the one the CMAP test format expects.
+ * Closing on a fault of the pool itself is an extension (a pool that fails closed: no checkout is left waiting).
  */
 export class PoolClosedError extends CmapError {
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
+    /** Why the pool closed, when it was not `close()`: the fault of the pool itself that made it close (extension). */
+    cause?: unknown,
   ) {
-    super('Attempted to check out a connection from closed connection pool');
+    super('Attempted to check out a connection from closed connection pool', cause === undefined ? undefined : { cause });
   }
 }
 

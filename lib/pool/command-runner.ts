@@ -14,6 +14,7 @@ import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
 import { destroyQuietly, idOf, isConnection, isErrored } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
+import { reportUnhandled } from './report-unhandled';
 
 /** What the runner needs from its pool. */
 export interface RunnerContext<C extends PoolConnection> {
@@ -46,8 +47,19 @@ export class CommandRunner<C extends PoolConnection> {
 
   constructor(private readonly ctx: RunnerContext<C>) {}
 
+  /**
+   * Performs `commands` in order. A command that throws (a fault of the pool itself: user callbacks are guarded where
+   * they are called) is reported as unhandled and the commands after it still run, so no checkout the step settled
+   * is left unsettled.
+   */
   run(commands: readonly Command<C>[]): void {
-    for (let i = 0; i < commands.length; i++) this.perform(commands[i]);
+    for (let i = 0; i < commands.length; i++) {
+      try {
+        this.perform(commands[i]);
+      } catch (fault) {
+        reportUnhandled(fault);
+      }
+    }
   }
 
   private perform(c: Command<C>): void {
@@ -85,6 +97,9 @@ export class CommandRunner<C extends PoolConnection> {
         return;
       case 'publish':
         c.channel.publish(c.message);
+        return;
+      case 'report':
+        reportUnhandled(c.error);
         return;
     }
   }

@@ -61,6 +61,15 @@ export interface PublishCommand {
   readonly message: object;
 }
 
+/**
+ * Report an error as RxJS reports unhandled errors (`config.onUnhandledError`, else thrown asynchronously): a fault of
+ * the pool itself, which made it close (see `reduceFailingClosed`).
+ */
+export interface ReportCommand {
+  readonly type: 'report';
+  readonly error: unknown;
+}
+
 /** Every side effect the reducer can ask for. */
 export type Command<C> =
   | EmitCommand
@@ -71,4 +80,5 @@ export type Command<C> =
   | FailCommand<C>
   | ArmCommand
   | DisarmCommand
-  | PublishCommand;
+  | PublishCommand
+  | ReportCommand;

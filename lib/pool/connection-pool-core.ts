@@ -9,6 +9,9 @@
  *      └─(after each batch)──────────────────────────────────────────────────► state$
  * ```
  *
+ * A step that throws (a fault of the pool itself) closes the pool instead of stopping the machine: see
+ * `reduceFailingClosed`.
+ *
  * It knows connections only through its contract (`connectionFactory`); `ConnectionPool` (the public class) adds
  * the default TCP factory and the log feed.
  *
@@ -39,7 +42,7 @@ import { destroyQuietly, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
-import { reduce } from './reducer';
+import { reduceFailingClosed } from './reducer';
 import { initialPoolState, inUseConnectionCount, waitingCheckOutCount, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
 
@@ -274,7 +277,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     };
 
     // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.
-    this.actions.pipe(scan(reduce<C>, state)).subscribe((s) => runner.run(s.commands));
+    this.actions.pipe(scan(reduceFailingClosed<C>, state)).subscribe((s) => runner.run(s.commands));
 
     // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
     const created: ConnectionPoolCreatedEvent = Object.freeze({

@@ -15,7 +15,8 @@
  * without closing the pool (`close()` does that). An error is reported the way RxJS reports any unhandled error
  * (`config.onUnhandledError`, else thrown asynchronously).
  */
-import { config, Observable, type Observer, type Subscriber, type TeardownLogic } from 'rxjs';
+import { Observable, type Observer, type Subscriber, type TeardownLogic } from 'rxjs';
+import { reportUnhandled } from './report-unhandled';
 import { RingBuffer } from './ring-buffer';
 
 /** A serialized, two-lane input with one subscriber. */
@@ -63,12 +64,7 @@ export class PoolInput<A> extends Observable<A> implements Observer<A> {
 
   /** A source of actions failed: reported as an unhandled error; the pool goes on. */
   error(err: unknown): void {
-    const report = config.onUnhandledError;
-    if (report !== null) report(err);
-    else
-      setTimeout(() => {
-        throw err;
-      });
+    reportUnhandled(err);
   }
 
   /** A source of actions completed: nothing to do; the pool goes on. */

@@ -78,6 +78,51 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
   return state;
 }
 
+/**
+ * {@link reduce}, failing closed: when applying `action` throws (a fault of the pool itself: every value that user
+ * code supplies is read through guards that cannot throw), the pool closes rather than stopping with checkouts that
+ * would never settle.
+ * - The commands the step had decided before the fault are kept (a waiter it marked served is still delivered).
+ * - The pool closes as `close()` does; the checkouts waiting fail with a PoolClosedError whose `cause` is the fault,
+ *   and so does the checkout of `action` when it was not settled.
+ * - Every connection no checkout holds is closed, the one a check-in or an establishment result in `action` carries
+ *   among them; connections checked out are closed when checked in, as on any closed pool.
+ * - The fault is reported as RxJS reports unhandled errors (`config.onUnhandledError`, else thrown asynchronously),
+ *   after the step's other commands run.
+ * If closing throws as well, the pool is marked closed and that error is reported too.
+ */
+export function reduceFailingClosed<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): PoolState<C> {
+  try {
+    return reduce(state, action);
+  } catch (fault) {
+    return closeOnFault(state, action, fault);
+  }
+}
+
+function closeOnFault<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, fault: unknown): PoolState<C> {
+  const out = s.commands; // the failed step's commands (reduce sets them before anything that can throw)
+  try {
+    close(s, out, fault);
+    if ((action.type === 'checkOut' || action.type === 'cancel') && action.waiter.state !== 'done') {
+      failWaiter(s, action.waiter, 'poolClosed', new PoolClosedError(s.address, fault), out);
+    }
+    // Whatever the step left half done: every connection no checkout holds is closed (close() found only those in the
+    // available list and the pending ones), the one being checked in among them. (An establishment result whose
+    // record is gone is destroyed by the step before anything in it can throw.)
+    for (const rec of [...s.records.values()]) {
+      if (rec.holder !== undefined) continue; // closed when its holder checks it in
+      // A record the step marked available without linking it: not unlinked from a list it is not in.
+      if (rec.state === 'available' && rec.prev === undefined && s.available.head !== rec) rec.state = 'in use';
+      closeRecord(s, rec, 'poolClosed', out);
+    }
+  } catch (second) {
+    s.state = 'closed';
+    out.push({ type: 'report', error: second });
+  }
+  out.push({ type: 'report', error: fault });
+  return s;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Checking out
 
@@ -632,7 +677,7 @@ function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: stri
   if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
-function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[], cause?: unknown): void {
   if (s.state === 'closed') return;
   s.state = 'closed';
   for (let rec = s.available.head; rec !== undefined; rec = s.available.head) closeRecord(s, rec, 'poolClosed', out);
@@ -640,7 +685,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
     if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
   }
   if (s.observed) emit(out, { type: 'ConnectionPoolClosed', address: s.address, time: now(s) });
-  const error = new PoolClosedError(s.address);
+  const error = new PoolClosedError(s.address, cause);
   for (const w of s.claimants.drain()) failWaiter(s, w, 'poolClosed', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
   s.waitTimerAt = undefined;

@@ -1,0 +1,157 @@
+/**
+ * A fault of the pool itself (an exception inside a step of the reducer, or while a command runs), injected by making
+ * one of the pool's own data structures throw once: the pool closes, every checkout settles, every connection it
+ * opened is closed, and the fault is reported; it never stops with checkouts that would wait for ever.
+ */
+import { expect } from 'chai';
+import { config } from 'rxjs';
+import { ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
+import { AvailableConnections } from '../../lib/pool/available-connections';
+import { Broadcast } from '../../lib/pool/broadcast';
+import { WaitQueue } from '../../lib/pool/wait-queue';
+import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+
+/** Makes `method` of `proto` throw `fault` on its `nth` call from now (1 = the next), once; returns the restore. */
+function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => void {
+  const target = proto as Record<string, (...args: unknown[]) => unknown>;
+  const original = target[method];
+  let calls = 0;
+  target[method] = function (this: unknown, ...args: unknown[]) {
+    if (++calls === nth) throw fault;
+    return original.apply(this, args);
+  };
+  return () => {
+    target[method] = original;
+  };
+}
+
+function virtualPool(maxPoolSize = 2) {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize });
+  const events: ConnectionPoolEvent[] = [];
+  pool.events$.subscribe((e) => events.push(e));
+  pool.ready();
+  return { pool, clock, mock, events };
+}
+
+/** Starts a checkout and records how it ended. */
+function track(pool: ConnectionPoolCore<MockConnection>) {
+  const outcome: { connection?: MockConnection; error?: unknown; settled: number } = { settled: 0 };
+  pool.checkOut().subscribe({
+    next: (c) => {
+      outcome.connection = c;
+      outcome.settled++;
+    },
+    error: (e: unknown) => {
+      outcome.error = e;
+      outcome.settled++;
+    },
+  });
+  return outcome;
+}
+
+describe('a fault of the pool itself closes the pool: nothing waits for ever, nothing is leaked', function () {
+  let reported: unknown[];
+  let restore: (() => void)[];
+  const previousHandler = config.onUnhandledError;
+
+  beforeEach(function () {
+    reported = [];
+    restore = [];
+    config.onUnhandledError = (error) => reported.push(error);
+  });
+
+  afterEach(function () {
+    for (const r of restore) r();
+    config.onUnhandledError = previousHandler;
+  });
+
+  it('a fault while a check-in is applied: the waiting checkouts fail with PoolClosedError caused by it, the connections close', function () {
+    const { pool, clock, mock, events } = virtualPool(2);
+    const a = track(pool);
+    const b = track(pool);
+    clock.advance(10);
+    const waiting = [track(pool), track(pool), track(pool)];
+    const fault = new Error('injected: check-in');
+    // The check-in hands a's connection to the oldest waiter; the fault comes from the WaitQueue as it is taken.
+    restore.push(throwOnce(WaitQueue.prototype, 'shiftLane', fault));
+    pool.checkIn(a.connection!);
+
+    expect(pool.state).to.equal('closed');
+    for (const w of waiting) {
+      expect(w.settled).to.equal(1);
+      expect(w.error).to.be.instanceOf(PoolClosedError);
+      expect((w.error as Error).cause).to.equal(fault);
+    }
+    expect(reported).to.deep.equal([fault]);
+    expect(a.connection!.destroyed, 'the connection being checked in').to.equal(true);
+    expect(b.connection!.destroyed, 'still checked out').to.equal(false);
+    pool.checkIn(b.connection!);
+    expect(b.connection!.destroyed, 'closed at its check-in').to.equal(true);
+    expect(mock.created.every((c) => c.destroyed)).to.equal(true);
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === 'ConnectionPoolClosed')).to.have.length(1);
+    expect(types.filter((t) => t === 'ConnectionCheckOutFailed')).to.have.length(3);
+    // Later checkouts fail as on any closed pool; the pool still processes its input.
+    const later = track(pool);
+    expect(later.error).to.be.instanceOf(PoolClosedError);
+    expect((later.error as Error).cause).to.equal(undefined);
+  });
+
+  it('a fault while a checkout is applied: that checkout fails too, though it never reached the WaitQueue', function () {
+    const { pool, clock } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const queued = track(pool);
+    const fault = new Error('injected: checkOut');
+    restore.push(throwOnce(WaitQueue.prototype, 'push', fault));
+    const faulted = track(pool);
+    for (const w of [queued, faulted]) {
+      expect(w.settled).to.equal(1);
+      expect((w.error as Error).cause).to.equal(fault);
+    }
+    expect(reported).to.deep.equal([fault]);
+    expect(a.connection!.destroyed).to.equal(false);
+  });
+
+  it('a fault while an establishment result is applied: the new connection is closed, not left unlinked', function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, minPoolSize: 1 });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    const fault = new Error('injected: established');
+    // Nobody waits for the background populate's connection: it is made available, and the fault comes as it is
+    // linked into the available list (its record already says available).
+    restore.push(throwOnce(AvailableConnections.prototype, 'push', fault));
+    clock.advance(10);
+    expect(pool.state).to.equal('closed');
+    expect(reported).to.deep.equal([fault]);
+    expect(mock.created).to.have.length(1);
+    expect(mock.created[0].destroyed).to.equal(true);
+    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, availableConnectionCount: 0, pendingConnectionCount: 0 });
+    const closed = events.filter((e) => e.type === 'ConnectionClosed');
+    expect(closed).to.have.length(1);
+    expect(closed[0]).to.deep.include({ connectionId: 1, reason: 'poolClosed' });
+    clock.advance(60_000); // no background run is left armed to find the pool's state half made
+    expect(mock.created).to.have.length(1);
+  });
+
+  it('a command that throws as it runs is reported, and the commands after it in its step still run', function () {
+    const { pool, clock } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const b = track(pool);
+    const fault = new Error('injected: runner');
+    // The check-in's step emits ConnectionCheckedIn, then ConnectionCheckedOut, then delivers to b: the first emit
+    // throws, and b is still served.
+    restore.push(throwOnce(Broadcast.prototype, 'next', fault));
+    pool.checkIn(a.connection!);
+    expect(reported).to.deep.equal([fault]);
+    expect(b.settled).to.equal(1);
+    expect(b.connection).to.equal(a.connection);
+    expect(pool.state).to.equal('ready');
+  });
+});
