@@ -409,8 +409,14 @@ export function requireOptionsObject(
  * Source: extension (see {@link rejectUnknownOptions}).
  */
 export function requireMethodOptions(method: string, options: unknown, names: readonly string[]): void {
-  const given = requireOptionsObject(`${method} options`, options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
-  if (given !== undefined) rejectUnknownOptions(given, names, method);
+  // Allocation-free when the options are right: checkOut runs this on every call that passes options.
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidOptionError(`${method} options`, options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
+  }
+  for (const key in options) {
+    if (!names.includes(key)) return rejectUnknownOptions(options, names, method);
+  }
 }
 
 /**

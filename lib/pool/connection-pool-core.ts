@@ -32,7 +32,7 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, rejectUnknownOptions, requireDurationMS, requireMethodOptions, requireOptionsObject, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
@@ -707,10 +707,7 @@ true satisfies ListsEveryOption<CheckOutOptions, typeof CHECK_OUT_OPTION_NAMES>;
  * needs.
  */
 function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
-  requireOptionsObject('checkOut options', options, 'an object { signal?, priority?, timeoutMS? }, or nothing', true);
-  for (const key in options) {
-    if (!(CHECK_OUT_OPTION_NAMES as readonly string[]).includes(key)) rejectUnknownOptions(options, CHECK_OUT_OPTION_NAMES, 'checkOut');
-  }
+  requireMethodOptions('checkOut', options, CHECK_OUT_OPTION_NAMES);
   const { signal, priority, timeoutMS } = options;
   requireAbortSignal(signal);
   if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
