@@ -28,6 +28,12 @@ export class AvailableConnections<R extends AvailableLinks<R>> {
     this.size++;
   }
 
+  /** Empties the list without reading it (a fault may have left it inconsistent); unlinking the records is the caller's part. */
+  clear(): void {
+    this.head = this.tail = undefined;
+    this.size = 0;
+  }
+
   /** Unlinks `r`, which must be in the list. */
   remove(r: R): void {
     if (r.prev) r.prev.next = r.next;

@@ -80,47 +80,75 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
 
 /**
  * {@link reduce}, failing closed: when applying `action` throws (a fault of the pool itself: every value that user
- * code supplies is read through guards that cannot throw), the pool closes rather than stopping with checkouts that
- * would never settle.
- * - The commands the step had decided before the fault are kept (a waiter it marked served is still delivered).
- * - The pool closes as `close()` does; the checkouts waiting fail with a PoolClosedError whose `cause` is the fault,
- *   and so does the checkout of `action` when it was not settled.
- * - Every connection no checkout holds is closed, the one a check-in or an establishment result in `action` carries
- *   among them; connections checked out are closed when checked in, as on any closed pool.
- * - The fault is reported as RxJS reports unhandled errors (`config.onUnhandledError`, else thrown asynchronously),
- *   after the step's other commands run.
- * If closing throws as well, the pool is marked closed and that error is reported too.
+ * code supplies is read through guards that cannot throw), the pool is torn down rather than left stopped with
+ * checkouts that would never settle. The teardown relies on none of the counts or links the fault may have left half
+ * updated:
+ * - the commands the step had decided before the fault are kept (a checkout it served is still delivered);
+ * - every connection no checkout holds is closed (ConnectionClosed, reason poolClosed); connections checked out are
+ *   closed when checked in, as on any closed pool; the counts are rebuilt from what is left;
+ * - every checkout the pool owes an outcome fails with a PoolClosedError whose `cause` is the fault: those in the
+ *   WaitQueue, the claimants, those the step had taken out of either, and the checkout of `action`;
+ * - ConnectionPoolClosed is emitted unless the pool was closed already; its timers are disarmed;
+ * - the fault is reported as RxJS reports unhandled errors (`config.onUnhandledError`, else thrown asynchronously),
+ *   after the step's other commands run. If the teardown throws as well, that error is reported too.
  */
 export function reduceFailingClosed<C extends PoolConnection>(state: PoolState<C>, action: Action<C>): PoolState<C> {
+  const wasClosed = state.state === 'closed';
+  state.waitQueue.beginStep();
+  state.claimants.beginStep();
   try {
     return reduce(state, action);
   } catch (fault) {
-    return closeOnFault(state, action, fault);
+    const out = state.commands; // the failed step's commands (reduce sets them before anything that can throw)
+    try {
+      tearDown(state, action, fault, wasClosed, out);
+    } catch (second) {
+      out.push({ type: 'report', error: second });
+    }
+    state.state = 'closed';
+    out.push({ type: 'report', error: fault });
+    return state;
   }
 }
 
-function closeOnFault<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, fault: unknown): PoolState<C> {
-  const out = s.commands; // the failed step's commands (reduce sets them before anything that can throw)
-  try {
-    close(s, out, fault);
-    if ((action.type === 'checkOut' || action.type === 'cancel') && action.waiter.state !== 'done') {
-      failWaiter(s, action.waiter, 'poolClosed', new PoolClosedError(s.address, fault), out);
-    }
-    // Whatever the step left half done: every connection no checkout holds is closed (close() found only those in the
-    // available list and the pending ones), the one being checked in among them. (An establishment result whose
-    // record is gone is destroyed by the step before anything in it can throw.)
-    for (const rec of [...s.records.values()]) {
-      if (rec.holder !== undefined) continue; // closed when its holder checks it in
-      // A record the step marked available without linking it: not unlinked from a list it is not in.
-      if (rec.state === 'available' && rec.prev === undefined && s.available.head !== rec) rec.state = 'in use';
-      closeRecord(s, rec, 'poolClosed', out);
-    }
-  } catch (second) {
-    s.state = 'closed';
-    out.push({ type: 'report', error: second });
+function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, fault: unknown, wasClosed: boolean, out: Command<C>[]): void {
+  s.state = 'closed';
+  // The checkouts owed an outcome: the step's commands settle some; every other one taken out, or still waiting, fails.
+  const settled = new Set<Waiter<C>>();
+  for (const c of out) if (c.type === 'deliver' || c.type === 'fail') settled.add(c.waiter);
+  // (A waiter moved from the WaitQueue to the claimants in this step is in both lists.)
+  const owed = [...new Set([...s.claimants.takeAll(), ...s.waitQueue.takeAll()])].filter((w) => !settled.has(w));
+  const own = action.type === 'checkOut' || action.type === 'cancel' ? action.waiter : undefined;
+  if (own !== undefined && own.state !== 'done' && !settled.has(own) && !owed.includes(own)) owed.push(own);
+  // Connections: those checked out stay with their holders (closed when checked in); every other one is closed, a
+  // connection the step gave to a checkout it did not deliver to among them. The counts are rebuilt from what is left.
+  s.available.clear();
+  s.pendingConnectionCount = s.claimablePendingCount = 0;
+  for (const rec of [...s.records.values()]) {
+    rec.prev = rec.next = undefined;
+    if (rec.state === 'in use' && rec.holder !== undefined && !owed.includes(rec.holder)) continue;
+    rec.state = 'closed';
+    rec.holder = undefined;
+    s.records.delete(rec.id);
+    if (s.observed) emit(out, { type: 'ConnectionClosed', address: s.address, time: now(s), connectionId: rec.id, reason: 'poolClosed' });
+    out.push(rec.connection === undefined ? { type: 'abort', id: rec.id } : { type: 'destroy', connection: rec.connection });
   }
-  out.push({ type: 'report', error: fault });
-  return s;
+  for (const service of s.serviceGenerations.values()) service.connectionCount = 0;
+  for (const rec of s.records.values()) {
+    const service = rec.serviceId === undefined ? undefined : s.serviceGenerations.get(rec.serviceId);
+    if (service !== undefined) service.connectionCount++;
+  }
+  for (const [serviceId, service] of [...s.serviceGenerations]) if (service.connectionCount === 0) s.serviceGenerations.delete(serviceId);
+  if (!wasClosed && s.observed && !out.some((c) => c.type === 'emit' && c.event.type === 'ConnectionPoolClosed')) {
+    emit(out, { type: 'ConnectionPoolClosed', address: s.address, time: now(s) });
+  }
+  const error = new PoolClosedError(s.address, fault);
+  for (const w of owed) failWaiter(s, w, 'poolClosed', error, out);
+  // The checkout of `action` marked done without its outcome, or settled in an earlier step (then this does nothing:
+  // a checkout settles once), fails without an event.
+  if (own !== undefined && !settled.has(own) && !owed.includes(own)) out.push({ type: 'fail', waiter: own, error });
+  s.waitTimerAt = undefined;
+  out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' }, { type: 'disarm', timer: 'drain' });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -588,7 +616,6 @@ function closeRecord<C extends PoolConnection>(
 ): void {
   const was = rec.state;
   rec.state = 'closed';
-  s.records.delete(rec.id);
   if (was === 'available') s.available.remove(rec);
   if (was === 'pending') {
     endPending(s, rec);
@@ -608,6 +635,8 @@ function closeRecord<C extends PoolConnection>(
     );
   }
   if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection });
+  // Last: should anything above throw (a fault of the pool), the record is still there for the teardown to close.
+  s.records.delete(rec.id);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -677,7 +706,7 @@ function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: stri
   if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 
-function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[], cause?: unknown): void {
+function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (s.state === 'closed') return;
   s.state = 'closed';
   for (let rec = s.available.head; rec !== undefined; rec = s.available.head) closeRecord(s, rec, 'poolClosed', out);
@@ -685,7 +714,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[], cau
     if (rec.state === 'pending') closeRecord(s, rec, 'poolClosed', out);
   }
   if (s.observed) emit(out, { type: 'ConnectionPoolClosed', address: s.address, time: now(s) });
-  const error = new PoolClosedError(s.address, cause);
+  const error = new PoolClosedError(s.address);
   for (const w of s.claimants.drain()) failWaiter(s, w, 'poolClosed', error, out);
   for (const w of s.waitQueue.drain()) failWaiter(s, w, 'poolClosed', error, out);
   s.waitTimerAt = undefined;

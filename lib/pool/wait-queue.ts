@@ -53,6 +53,11 @@ export class WaitQueue<C> {
   private readonly buffer = new RingBuffer<Waiter<C>>();
   private high: RingBuffer<Waiter<C>> | undefined = undefined;
   private members = 0;
+  /**
+   * The waiters shifted out since {@link beginStep}: where a fault of the pool in the middle of a step finds the ones
+   * it took out but had not yet placed (see {@link takeAll}).
+   */
+  private taken: Waiter<C>[] = [];
 
   /** @param memberState the state a waiter has while it is a member of this queue. */
   constructor(private readonly memberState: 'queued' | 'claimant') {}
@@ -95,7 +100,9 @@ export class WaitQueue<C> {
     const lane = high ? this.high : this.buffer;
     if (lane === undefined || this.head(lane) === undefined) return undefined;
     this.members--;
-    return lane.shift();
+    const w = lane.shift()!;
+    this.taken.push(w);
+    return w;
   }
 
   /**
@@ -120,6 +127,26 @@ export class WaitQueue<C> {
     const out: Waiter<C>[] = [];
     for (let w = this.shift(); w !== undefined; w = this.shift()) out.push(w);
     return out;
+  }
+
+  /** A step of the pool begins: the waiters shifted out in the step before were all placed. */
+  beginStep(): void {
+    if (this.taken.length !== 0) this.taken.length = 0;
+  }
+
+  /**
+   * Empties the queue whatever state a fault left it in, returning every waiter it may owe an outcome: those shifted
+   * out since {@link beginStep} (whatever their state says), then its members.
+   */
+  takeAll(): Waiter<C>[] {
+    const all = this.taken;
+    for (const lane of [this.high, this.buffer]) {
+      if (lane === undefined) continue;
+      for (let w = lane.shift(); w !== undefined; w = lane.shift()) if (w.state === this.memberState) all.push(w);
+    }
+    this.taken = [];
+    this.members = 0;
+    return all;
   }
 
   /** The head member of a lane, dropping removed waiters in front of it. */

@@ -1,7 +1,9 @@
 /**
  * A fault of the pool itself (an exception inside a step of the reducer, or while a command runs), injected by making
  * one of the pool's own data structures throw once: the pool closes, every checkout settles, every connection it
- * opened is closed, and the fault is reported; it never stops with checkouts that would wait for ever.
+ * opened is closed, and the fault is reported; it never stops with checkouts that would wait for ever. The last test
+ * sweeps the fault over every call of every data-structure method in scenarios that take every kind of step
+ * (spec/support/fault-sweep.ts).
  */
 import { expect } from 'chai';
 import { config } from 'rxjs';
@@ -10,6 +12,7 @@ import { AvailableConnections } from '../../lib/pool/available-connections';
 import { Broadcast } from '../../lib/pool/broadcast';
 import { WaitQueue } from '../../lib/pool/wait-queue';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { collectingReports, FAULT_SCENARIOS, FAULT_SITES, FaultScene, injectFault, violations, type Injection } from '../support/fault-sweep';
 
 /** Makes `method` of `proto` throw `fault` on its `nth` call from now (1 = the next), once; returns the restore. */
 function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => void {
@@ -153,5 +156,34 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(b.settled).to.equal(1);
     expect(b.connection).to.equal(a.connection);
     expect(pool.state).to.equal('ready');
+  });
+
+  it('a fault at any point of any step: every guarantee holds (each scenario, each method, each of its calls)', async function () {
+    this.timeout(120_000);
+    const broken: string[] = [];
+    let runs = 0;
+    for (const [scenario, run] of Object.entries(FAULT_SCENARIOS)) {
+      const baseline = await collectingReports((reported) => violations(run(), undefined, reported));
+      expect(baseline, `${scenario}, with no fault`).to.deep.equal([]);
+      for (const [site, proto, method] of FAULT_SITES) {
+        // Call 1, 2, 3, ... of the method, until a run no longer reaches that call.
+        for (let nth = 1; ; nth++) {
+          let injection: Injection | undefined;
+          FaultScene.afterCreate = () => (injection = injectFault(proto, method, nth));
+          let found: string[];
+          try {
+            found = await collectingReports((reported) => violations(run(), injection, reported));
+          } finally {
+            FaultScene.afterCreate = undefined;
+            injection?.restore();
+          }
+          runs++;
+          if (!injection!.fired) break;
+          for (const f of found) broken.push(`${scenario}; ${site} call ${nth}: ${f}`);
+        }
+      }
+    }
+    expect(broken).to.deep.equal([]);
+    expect(runs, 'runs').to.be.above(1000);
   });
 });
