@@ -54,10 +54,12 @@ export class WaitQueue<C> {
   private high: RingBuffer<Waiter<C>> | undefined = undefined;
   private members = 0;
   /**
-   * The waiters shifted out since {@link beginStep}: where a fault of the pool in the middle of a step finds the ones
-   * it took out but had not yet placed (see {@link takeAll}).
+   * The waiters shifted out since {@link beginStep} (the first `takenCount` slots): where a fault of the pool in the
+   * middle of a step finds the ones it took out but had not yet placed (see {@link takeAll}). The array is reused from
+   * step to step, so shifting allocates nothing once it has grown to the most a step takes.
    */
-  private taken: Waiter<C>[] = [];
+  private readonly taken: (Waiter<C> | undefined)[] = [];
+  private takenCount = 0;
 
   /** @param memberState the state a waiter has while it is a member of this queue. */
   constructor(private readonly memberState: 'queued' | 'claimant') {}
@@ -101,7 +103,7 @@ export class WaitQueue<C> {
     if (lane === undefined || this.head(lane) === undefined) return undefined;
     this.members--;
     const w = lane.shift()!;
-    this.taken.push(w);
+    this.taken[this.takenCount++] = w;
     return w;
   }
 
@@ -131,7 +133,9 @@ export class WaitQueue<C> {
 
   /** A step of the pool begins: the waiters shifted out in the step before were all placed. */
   beginStep(): void {
-    if (this.taken.length !== 0) this.taken.length = 0;
+    if (this.takenCount === 0) return;
+    for (let i = 0; i < this.takenCount; i++) this.taken[i] = undefined; // placed: not kept from the collector
+    this.takenCount = 0;
   }
 
   /**
@@ -139,12 +143,12 @@ export class WaitQueue<C> {
    * out since {@link beginStep} (whatever their state says), then its members.
    */
   takeAll(): Waiter<C>[] {
-    const all = this.taken;
+    const all = this.taken.slice(0, this.takenCount) as Waiter<C>[];
+    this.taken.length = this.takenCount = 0;
     for (const lane of [this.high, this.buffer]) {
       if (lane === undefined) continue;
       for (let w = lane.shift(); w !== undefined; w = lane.shift()) if (w.state === this.memberState) all.push(w);
     }
-    this.taken = [];
     this.members = 0;
     return all;
   }
