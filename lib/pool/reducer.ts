@@ -118,8 +118,12 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   for (const c of out) if (c.type === 'deliver' || c.type === 'fail') settled.add(c.waiter);
   // (A waiter moved from the WaitQueue to the claimants in this step is in both lists.)
   const owed = [...new Set([...s.claimants.takeAll(), ...s.waitQueue.takeAll()])].filter((w) => !settled.has(w));
+  // The checkout of `action` is owed one too unless it had its outcome before this step: while it has not left the
+  // pool's hands (state not done), or when a connection was given to it and not delivered.
   const own = action.type === 'checkOut' || action.type === 'cancel' ? action.waiter : undefined;
-  if (own !== undefined && own.state !== 'done' && !settled.has(own) && !owed.includes(own)) owed.push(own);
+  if (own !== undefined && !settled.has(own) && !owed.includes(own)) {
+    if (own.state !== 'done' || [...s.records.values()].some((rec) => rec.holder === own)) owed.push(own);
+  }
   // Connections: those checked out stay with their holders (closed when checked in); every other one is closed, a
   // connection the step gave to a checkout it did not deliver to among them. The counts are rebuilt from what is left.
   s.available.clear();
@@ -144,9 +148,6 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   }
   const error = new PoolClosedError(s.address, fault);
   for (const w of owed) failWaiter(s, w, 'poolClosed', error, out);
-  // The checkout of `action` marked done without its outcome, or settled in an earlier step (then this does nothing:
-  // a checkout settles once), fails without an event.
-  if (own !== undefined && !settled.has(own) && !owed.includes(own)) out.push({ type: 'fail', waiter: own, error });
   s.waitTimerAt = undefined;
   out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' }, { type: 'disarm', timer: 'drain' });
 }

@@ -109,18 +109,20 @@ export class WaitQueue<C> {
 
   /**
    * Removes member `w` in O(1) amortised: it is marked `done` and dropped when it reaches the head, or when the queue
-   * compacts (once removed waiters outnumber members). Returns false when `w` is not a member.
+   * compacts (once removed waiters outnumber members). Returns false when `w` is not a member. `w` is marked last, after
+   * any compaction (which drops it with the removed waiters), so a fault while compacting leaves it a member.
    */
   remove(w: Waiter<C>): boolean {
     if (w.state !== this.memberState) return false;
-    w.state = 'done';
-    this.members--;
-    const removed = this.buffer.size + (this.high?.size ?? 0) - this.members;
-    if (removed > 64 && removed > this.members) {
-      const isMember = (x: Waiter<C>): boolean => x.state === this.memberState;
+    const left = this.members - 1;
+    const removed = this.buffer.size + (this.high?.size ?? 0) - left;
+    if (removed > 64 && removed > left) {
+      const isMember = (x: Waiter<C>): boolean => x.state === this.memberState && x !== w;
       this.buffer.retain(isMember);
       this.high?.retain(isMember);
     }
+    w.state = 'done';
+    this.members = left;
     return true;
   }
 

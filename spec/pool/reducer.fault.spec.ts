@@ -118,6 +118,35 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(a.connection!.destroyed).to.equal(false);
   });
 
+  it('a fault after a connection was given to the checkout being applied: that checkout fails and the connection closes', async function () {
+    // Unobserved, with leak detection: the step's first clock read is as the available connection is given to the
+    // checkout (to time its hold), after the connection was marked as held by it.
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const pool = new ConnectionPoolCore<MockConnection>({
+      address: 'db.example:27017',
+      scheduler: clock,
+      connectionFactory: mock.factory,
+      maxPoolSize: 1,
+      leakDetectionThresholdMS: 60_000,
+    });
+    pool.ready();
+    const first = track(pool);
+    clock.advance(10);
+    pool.checkIn(first.connection!);
+    const fault = new Error('injected: clock read');
+    restore.push(throwOnce(clock, 'now', fault));
+    const faulted = track(pool);
+    expect(reported).to.deep.equal([fault]);
+    expect(faulted.settled).to.equal(1);
+    expect(faulted.connection).to.equal(undefined);
+    expect(faulted.error).to.be.instanceOf(PoolClosedError);
+    expect((faulted.error as Error).cause).to.equal(fault);
+    expect(mock.created).to.have.length(1);
+    expect(mock.created[0].destroyed, 'given to the checkout, never delivered').to.equal(true);
+    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, inUseConnectionCount: 0 });
+  });
+
   it('a fault while an establishment result is applied: the new connection is closed, not left unlinked', function () {
     const clock = new VirtualClock();
     const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });

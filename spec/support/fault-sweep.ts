@@ -355,6 +355,25 @@ export const FAULT_SCENARIOS: Readonly<Record<string, () => FaultScene>> = {
     c.advance(10);
     return c;
   },
+  'a WaitQueue compacted once cancelled checkouts outnumber those left'() {
+    const c = new FaultScene({ maxPoolSize: 1 });
+    c.do(() => c.pool.ready());
+    const a = c.observable();
+    c.advance(10);
+    // 100 queued; of each ten, three stay, one is unsubscribed and six are aborted. The 65th cancel (an abort) makes the
+    // WaitQueue compact, which a fault can interrupt after that checkout has left it.
+    const kept: Tracked[] = [];
+    const cancels: (() => void)[] = [];
+    for (let i = 0; i < 100; i++) {
+      if (i % 10 < 3) kept.push(c.observable());
+      else if (i % 10 === 3) cancels.push(c.observable().unsubscribe!);
+      else cancels.push(c.abortable().abort!);
+    }
+    for (const cancel of cancels) cancel();
+    c.checkIn(a);
+    for (const t of kept) c.checkIn(t);
+    return c;
+  },
   'withConnection and withConnection$'() {
     const c = new FaultScene({ maxPoolSize: 1 });
     c.do(() => c.pool.ready());
