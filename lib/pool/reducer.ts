@@ -493,6 +493,10 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     return;
   }
   rec.connection = connection;
+  // Whether minPoolSize is refilled in this step: not after a connection that perished as it became ready (errored,
+  // or past its lifetime), which the next Background Thread Run replaces instead, as after a failed establishment: a
+  // lifetime shorter than an establishment would otherwise restart it at once, in a loop.
+  let refill = true;
   if (isStale(s, rec)) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
@@ -502,10 +506,12 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     // claimed it gets another establishment when the limits allow.
     closeRecord(s, rec, 'error', out);
     if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
+    refill = false;
   } else if (s.claimants.length === 0 && expiredReason(s, rec) !== undefined) {
     // Past its lifetime (maxLifeTimeMS counts from ConnectionCreated) as it became ready, and no checkout waits for
     // it: closed, never made available.
     closeRecord(s, rec, 'expired', out);
+    refill = false;
   } else {
     // (Past its lifetime with a checkout waiting for it, it is still handed out, once, and closed when checked in:
     // replaced instead, a lifetime shorter than the establishment would never let a checkout through.)
@@ -519,7 +525,7 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     else makeAvailable(s, rec);
   }
   serveWaiters(s, out);
-  populate(s, out);
+  if (refill) populate(s, out);
 }
 
 function establishFailed<C extends PoolConnection>(

@@ -234,6 +234,35 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
       }
     });
 
+    it('a lifetime shorter than an establishment: minPoolSize is refilled by Background Thread Runs, never in a loop', function () {
+      // Every connection is past its lifetime (10 ms) as it becomes ready (20 ms); nobody waits, so each is closed.
+      const clock = new VirtualClock();
+      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 20 });
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'db.example:27017',
+        scheduler: clock,
+        connectionFactory: mock.factory,
+        minPoolSize: 1,
+        maxLifeTimeMS: 10,
+        backgroundThreadIntervalMS: 100,
+      });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      clock.advance(1000);
+      // One establishment at ready, then one per run (t = 100, 200, ..., 1000), as after failed establishments.
+      expect(mock.started, 'establishments started in 1000 ms').to.have.length(11);
+      expect(closed(events).every(([, reason]) => reason === 'expired')).to.equal(true);
+      // A checkout still gets one (once: it is closed at its check-in).
+      const held: MockConnection[] = [];
+      pool.checkOut().subscribe((c) => held.push(c));
+      clock.advance(20);
+      expect(held).to.have.length(1);
+      pool.checkIn(held[0]);
+      expect(closed(events).at(-1)).to.deep.equal([held[0].id, 'expired', clock.now()]);
+      pool.close();
+    });
+
     it('spreads only expired connections over runs: one Background Thread Run closes every idle one (CMAP)', function () {
       const clock = new VirtualClock();
       const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
