@@ -287,9 +287,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       options: this.options.userSet,
     });
     this.events$ = new Observable<ConnectionPoolEvent>((subscriber) => {
-      subscriber.next(created);
-      const remove = this.events.add(subscriber);
+      // Observing and listed before ConnectionPoolCreated goes out, so the events of what the subscriber does from
+      // that first callback (ready(), a checkout) reach it too, after ConnectionPoolCreated.
       if (this.observers++ === 0) dispatch({ type: 'observe', observed: true });
+      const remove = this.events.add(subscriber);
+      subscriber.next(created);
       return () => {
         remove();
         if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
@@ -300,9 +302,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       // so the snapshot a new one starts from is never one they missed.
       if (this.states.observed) this.publishChangedState();
       else this.lastSnapshot = this.snapshot();
+      if (this.finished) {
+        subscriber.next(this.lastSnapshot!);
+        return subscriber.complete();
+      }
+      // Listed before its first snapshot goes out, so a change it makes from that first callback reaches it too.
+      const remove = this.states.add(subscriber);
       subscriber.next(this.lastSnapshot!);
-      if (this.finished) return subscriber.complete();
-      return this.states.add(subscriber);
+      return remove;
     });
     this.input = {
       next: (action: PoolInputAction) => this.apply(action),

@@ -791,6 +791,37 @@ describe('ConnectionPool', function () {
       second.unsubscribe();
     });
 
+    it('a subscriber that acts on the pool from its first callback receives the events it caused, after ConnectionPoolCreated', function () {
+      for (const earlier of [false, true]) {
+        const clock = new VirtualClock();
+        const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+        const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: clock, connectionFactory: mock.factory });
+        const before: string[] = [];
+        if (earlier) pool.events$.subscribe((e) => before.push(e.type));
+        const seen: string[] = [];
+        pool.events$.subscribe((e) => {
+          seen.push(e.type);
+          if (e.type !== 'ConnectionPoolCreated') return;
+          pool.ready();
+          pool.checkOut().subscribe({ error: noop });
+          pool.close();
+        });
+        const expected = [
+          'ConnectionPoolCreated',
+          'ConnectionPoolReady',
+          'ConnectionCheckOutStarted',
+          'ConnectionCreated',
+          'ConnectionClosed',
+          'ConnectionPoolClosed',
+          'ConnectionCheckOutFailed',
+        ];
+        expect(seen, `with an earlier subscriber: ${earlier}`).to.deep.equal(expected);
+        if (earlier) expect(before).to.deep.equal(expected);
+        clock.advance(10);
+        expect(seen).to.have.length(expected.length);
+      }
+    });
+
     it('a checkout started while nobody subscribed is untimed: its ConnectionCheckedOut reports duration 0', function () {
       // Events (and their timings) are built only while someone subscribes: before the first subscriber, and again
       // after the last one left.
@@ -1135,6 +1166,18 @@ describe('ConnectionPool', function () {
       pool.close();
       expect(seen).to.deep.equal(['paused', 'ready', 'closed']);
       expect(late, 'no snapshot twice').to.deep.equal(['ready', 'closed']);
+    });
+
+    it('a subscriber that changes the pool from its first snapshot receives the snapshot of that change', function () {
+      const { pool } = makePool();
+      const seen: string[] = [];
+      pool.state$.subscribe((s) => {
+        seen.push(s.state);
+        if (seen.length === 1) pool.ready();
+      });
+      expect(seen).to.deep.equal(['paused', 'ready']);
+      pool.close();
+      expect(seen).to.deep.equal(['paused', 'ready', 'closed']);
     });
 
     it('the last value of state$ is the closed pool when another subscribes on ConnectionPoolClosed', async function () {
