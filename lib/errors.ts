@@ -574,20 +574,25 @@ export class ClientClosedError extends CmapError {
 }
 
 /**
- * No server became ready within serverSelectionTimeoutMS. `cause` is the last heartbeat error, when there is one.
+ * No server became ready within serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on
+ * the error). `cause` is the last heartbeat error, when there is one.
  *
- * Source: server monitoring spec (application operations wait for a suitable server).
+ * Source: server monitoring spec (application operations wait for a suitable server); client-side operations
+ * timeout spec (server selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
  */
 export class ServerSelectionError extends CmapError {
   constructor(
     /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
-    /** How long the client waited, in ms. */
+    /** The client's serverSelectionTimeoutMS, in ms: how long it waited unless `timeoutMS` is set. */
     readonly serverSelectionTimeoutMS: number,
     cause?: unknown,
+    /** The operation's timeoutMS, in ms, when it was shorter than serverSelectionTimeoutMS and ended the wait. */
+    readonly timeoutMS?: number,
   ) {
     super(
-      `No server of ${hosts.join(', ')} became ready within serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` +
+      `No server of ${hosts.join(', ')} became ready within ` +
+        (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },
     );

@@ -317,7 +317,12 @@ export class Client {
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
    */
-  async selectPool(): Promise<ConnectionPool<Connection>> {
+  selectPool(): Promise<ConnectionPool<Connection>> {
+    return this.select(this.serverSelectionTimeoutMS, undefined);
+  }
+
+  /** {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is. */
+  private async select(waitMS: number, timeoutMS: number | undefined): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hosts);
     const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
@@ -327,8 +332,8 @@ export class Client {
         map(ready),
         filter((p): p is ConnectionPool<Connection> => p !== undefined),
         timeout({
-          first: this.serverSelectionTimeoutMS,
-          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError)),
+          first: waitMS,
+          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError, timeoutMS)),
           scheduler: this.scheduler,
         }),
         takeUntil(this.closing),
@@ -342,9 +347,10 @@ export class Client {
   /**
    * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
    *
-   * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: the
-   * checkout waits at most what is left of it after server selection (`checkOut({ timeoutMS })`), and the reply wait
-   * at most what is left after the checkout; a reply that does not come in time fails the command with
+   * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: server
+   * selection waits at most the smaller of it and serverSelectionTimeoutMS (a ServerSelectionError then has
+   * `timeoutMS` set), the checkout at most what is left after server selection (`checkOut({ timeoutMS })`), and the
+   * reply wait at most what is left after the checkout; a reply that does not come in time fails the command with
    * MongoNetworkTimeoutError and closes that connection (its reply could still arrive).
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
@@ -352,15 +358,19 @@ export class Client {
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
    *   `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
-   * Source: the client-side operations timeout spec (timeoutMS bounds checkout and reply wait); extension: applied
-   * to this one method.
+   * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
+   * extension: applied to this one method.
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireTimerDurationMS('timeoutMS', options.timeoutMS, 'none');
     const start = this.scheduler.now();
-    const pool = await this.selectPool();
-    if (timeoutMS === 0) return pool.withConnection((connection) => connection.command(db, command));
+    if (timeoutMS === 0) {
+      const pool = await this.selectPool();
+      return pool.withConnection((connection) => connection.command(db, command));
+    }
+    const bound = timeoutMS < this.serverSelectionTimeoutMS;
+    const pool = await this.select(bound ? timeoutMS : this.serverSelectionTimeoutMS, bound ? timeoutMS : undefined);
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
     return pool.withConnection((connection) => connection.command(db, command, { timeoutMS: Math.max(1, left()) }), { timeoutMS: left() });

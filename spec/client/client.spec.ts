@@ -94,6 +94,18 @@ describe('connect() / Client', function () {
     expect(error.message).to.match(/serverSelectionTimeoutMS=300 ms/);
   });
 
+  it('command(db, cmd, { timeoutMS }) bounds server selection too, when it is below serverSelectionTimeoutMS', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=8000&connectTimeoutMS=200`);
+    const started = performance.now();
+    const error = await client.command('admin', { ping: 1 }, { timeoutMS: 150 }).catch((e: unknown) => e);
+    const waited = performance.now() - started;
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect(error).to.deep.include({ timeoutMS: 150, serverSelectionTimeoutMS: 8000 });
+    expect((error as Error).message).to.match(/within the operation's timeoutMS=150 ms/);
+    expect(waited, 'ms waited').to.be.below(4000);
+  });
+
   it('close() fails a command waiting for server selection at once, with ClientClosedError, and later calls too', async function () {
     const port = await closedPort();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=8000&connectTimeoutMS=200`);
