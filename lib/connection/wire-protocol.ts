@@ -4,6 +4,7 @@
  * Source: MongoDB wire protocol, "Standard Message Header"; OP_MSG spec.
  */
 import { deserialize, type Document } from 'bson';
+import { CmapError } from '../errors';
 
 /** Wire-protocol opcodes this library speaks or recognizes. */
 export const OpCode = Object.freeze({ OP_REPLY: 1, OP_QUERY: 2004, OP_COMPRESSED: 2012, OP_MSG: 2013 } as const);
@@ -29,7 +30,7 @@ export interface WireMessage {
  *
  * Source: CMAP spec, "Connection" (Errored: wire-protocol error).
  */
-export class WireProtocolError extends Error {
+export class WireProtocolError extends CmapError {
   /** Always `"WireProtocolError"`. */
   override readonly name = 'WireProtocolError';
 }
