@@ -109,7 +109,7 @@ export class LiveStats {
       case 'ConnectionCheckedOut':
         this.checkouts++;
         this.windowCheckouts++;
-        this.window.record(toMicros(e.duration));
+        if (e.duration !== undefined) this.window.record(toMicros(e.duration)); // undefined: started before we watched
         this.setConnection(e.connectionId, 'in use');
         break;
       case 'ConnectionCreated':

@@ -164,8 +164,11 @@ export interface ConnectionCheckOutFailedEvent extends PoolEventBase {
   readonly type: 'ConnectionCheckOutFailed';
   /** Why it failed (see {@link ConnectionCheckOutFailedReason}). */
   readonly reason: ConnectionCheckOutFailedReason;
-  /** ms from ConnectionCheckOutStarted to this event. */
-  readonly duration: number;
+  /**
+   * ms from ConnectionCheckOutStarted to this event; undefined for a checkout that started while nobody observed the
+   * pool (its start was not timed, and no ConnectionCheckOutStarted was emitted for it).
+   */
+  readonly duration: number | undefined;
   /** The error the checkout failed with. */
   readonly error?: Error;
 }
@@ -180,8 +183,11 @@ export interface ConnectionCheckedOutEvent extends PoolEventBase {
   readonly type: 'ConnectionCheckedOut';
   /** The id of the connection delivered. */
   readonly connectionId: number;
-  /** ms from ConnectionCheckOutStarted to this event. */
-  readonly duration: number;
+  /**
+   * ms from ConnectionCheckOutStarted to this event; undefined for a checkout that started while nobody observed the
+   * pool (its start was not timed, and no ConnectionCheckOutStarted was emitted for it).
+   */
+  readonly duration: number | undefined;
 }
 
 /**

@@ -52,9 +52,11 @@ export interface ConnectionLogFields {
   readonly driverConnectionId?: number;
   /**
    * The event's `duration`, in ms: in Connection ready, Connection checked out and Connection checkout failed; the
-   * leak messages' time held; Connection pool draining's deadline (extension).
+   * leak messages' time held (extension).
    */
   readonly durationMS?: number;
+  /** Connection pool draining (extension): the drain's deadline, in ms, when it has one (the event's `timeoutMS`). */
+  readonly timeoutMS?: number;
   /** The spec's sentence for the event's reason, in Connection closed and Connection checkout failed. */
   readonly reason?: string;
   /** The error, when a connection was closed with reason `error` or a checkout failed with `connectionError`. */
@@ -258,7 +260,7 @@ export function connectionLogMessage(
       fields = { message: 'Connection pool closed', ...base };
       break;
     case 'ConnectionPoolDraining':
-      fields = { message: 'Connection pool draining', ...base, ...(event.timeoutMS > 0 ? { durationMS: event.timeoutMS } : {}) };
+      fields = { message: 'Connection pool draining', ...base, ...(event.timeoutMS > 0 ? { timeoutMS: event.timeoutMS } : {}) };
       break;
     case 'ConnectionCreated':
       fields = { message: 'Connection created', ...base, driverConnectionId: event.connectionId };
@@ -323,7 +325,7 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
     case 'Connection pool closed':
       return `Connection pool closed for ${where}`;
     case 'Connection pool draining':
-      return `Connection pool draining for ${where}${f.durationMS === undefined ? '' : `, closing in at most ${f.durationMS} ms`}`;
+      return `Connection pool draining for ${where}${f.timeoutMS === undefined ? '' : `, closing in at most ${f.timeoutMS} ms`}`;
     case 'Connection created':
       return `Connection created: ${id}`;
     case 'Connection ready':
@@ -333,9 +335,9 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
     case 'Connection checkout started':
       return `Checkout started for connection to ${where}`;
     case 'Connection checkout failed':
-      return `Checkout failed for connection to ${where}. Reason: ${f.reason}.${error ? ` Error: ${error}.` : ''} Duration: ${f.durationMS} ms`;
+      return `Checkout failed for connection to ${where}. Reason: ${f.reason}.${error ? ` Error: ${error}.` : ''}${f.durationMS === undefined ? '' : ` Duration: ${f.durationMS} ms`}`;
     case 'Connection checked out':
-      return `Connection checked out: ${id}, duration=${f.durationMS} ms`;
+      return `Connection checked out: ${id}${f.durationMS === undefined ? '' : `, duration=${f.durationMS} ms`}`;
     case 'Connection checked in':
       return `Connection checked in: ${id}`;
     case 'Connection leak suspected':

@@ -114,12 +114,13 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * Mapping choices:
  * - Connections being established (CMAP "pending") are in neither well-known `db.client.connection.state` (`idle`,
  *   `used`) and are not counted: `idle + used = totalConnectionCount - pendingConnectionCount`. Their establishment
- *   time appears in `create_time` once they are ready.
+ *   time appears in `create_time` once they are ready. (`idle` is the conventions' word for an available
+ *   connection; in CMAP an idle connection is one perished after maxIdleTimeMS, ConnectionClosed reason `idle`.)
  * - CMAP caps all connections at maxPoolSize, and every one of them may be idle, so `idle.max` is maxPoolSize like
  *   `max`; `idle.min` is minPoolSize (the pool keeps at least that many connections, idle or not). With maxPoolSize
  *   0 (no limit), `max` and `idle.max` are not reported.
  * - `wait_time` records every checkout attempt, failed ones included (a timed-out wait is time spent waiting); a
- *   checkout under way when recording started still records its wait when it ends.
+ *   checkout under way when recording started records none (its start was not timed).
  * - `use_time` needs the checkout's time: a checkout made before anyone observed the pool records no `use_time`.
  * - The conventions list only `db.client.connection.pool.name` (and `db.client.connection.state`) on these metrics;
  *   `server.address` and `server.port`, the attributes of `db.client.operation.duration`, are added (extension) so
@@ -285,11 +286,12 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
       case 'ConnectionReady':
         this.createTime.record(event.duration / 1000, this.attributes);
         break;
+      // Checkouts started before anyone observed the pool were not timed: they record no wait time.
       case 'ConnectionCheckedOut':
-        this.waitTime.record(event.duration / 1000, this.attributes);
+        if (event.duration !== undefined) this.waitTime.record(event.duration / 1000, this.attributes);
         break;
       case 'ConnectionCheckOutFailed':
-        this.waitTime.record(event.duration / 1000, this.attributes);
+        if (event.duration !== undefined) this.waitTime.record(event.duration / 1000, this.attributes);
         if (event.reason === 'timeout') this.timeouts.add(1, this.attributes);
         break;
       case 'ConnectionCheckedIn':

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
-import { ClientLogMessage, truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, connectionLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -22,6 +22,37 @@ function loggedPool(extra: Record<string, unknown> = {}, factory = new MockConne
 }
 
 describe('connection log messages', function () {
+  it('a checkout whose start was not timed logs no durationMS, and no duration in its text', function () {
+    const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
+    const base = { address: 'db.example:27018', time: 0, duration: undefined };
+    const out = connectionLogMessage({ ...base, type: 'ConnectionCheckedOut', connectionId: 3 }, server, 1000);
+    expect(out.toJSON()).to.not.have.key('durationMS');
+    expect(out.render()).to.equal('Connection checked out: address=db.example:27018, driver-generated ID=3');
+    const failed = connectionLogMessage({ ...base, type: 'ConnectionCheckOutFailed', reason: 'poolClosed' }, server, 1000);
+    expect(failed.toJSON()).to.not.have.key('durationMS');
+    expect(failed.render()).to.equal('Checkout failed for connection to db.example:27018. Reason: Connection pool was closed.');
+    const timed = connectionLogMessage({ ...base, type: 'ConnectionCheckedOut', connectionId: 3, duration: 2 }, server, 1000);
+    expect(timed.render()).to.equal('Connection checked out: address=db.example:27018, driver-generated ID=3, duration=2 ms');
+  });
+
+  it('Connection pool draining (extension) gives the deadline as timeoutMS, the key of the event it reports', async function () {
+    for (const timeoutMS of [5000, undefined]) {
+      const { pool, json, messages } = loggedPool();
+      pool.ready();
+      const drained = pool.drain(timeoutMS === undefined ? undefined : { timeoutMS });
+      await drained;
+      const draining = json().find((m) => m.message === 'Connection pool draining');
+      const rendered = messages.find((m) => m.fields.message === 'Connection pool draining')!.render();
+      if (timeoutMS === undefined) {
+        expect(draining).to.not.have.any.keys('timeoutMS', 'durationMS');
+        expect(rendered).to.equal('Connection pool draining for db.example:27018');
+      } else {
+        expect(draining).to.include({ timeoutMS: 5000 }).and.not.have.key('durationMS');
+        expect(rendered).to.equal('Connection pool draining for db.example:27018, closing in at most 5000 ms');
+      }
+    }
+  });
+
   it('create → ready → checkOut → checkIn → close, field by field', async function () {
     const { pool, json, messages } = loggedPool();
     pool.ready();

@@ -208,6 +208,23 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       expect(histogramOf(c, 'db.client.connection.wait_time').count).to.equal(1);
     });
 
+    it('records no wait_time for a checkout under way when recording started (its wait was not timed)', async function () {
+      const { meter, collect } = harness();
+      const { pool, clock } = virtualPool({ maxPoolSize: 1 });
+      pool.ready();
+      pool.checkOut().subscribe(); // started unobserved, at t = 0
+      clock.advance(4);
+      instrumentConnectionPool(pool, { meter });
+      clock.advance(6); // delivered at t = 10: its wait is unknown, not 0
+      pool.checkOut().subscribe({ error: () => undefined }); // started observed, at t = 10
+      clock.advance(5);
+      pool.clear(); // fails it after 5 ms
+      const c = await collect();
+      const waits = histogramOf(c, 'db.client.connection.wait_time');
+      expect(waits.count, 'only the timed checkout').to.equal(1);
+      expect(waits.sum).to.be.closeTo(0.005, 1e-9);
+    });
+
     it('defaults to a Meter of the global MeterProvider, scoped by the library name and version', async function () {
       const { collect, provider, scopes } = harness();
       metrics.setGlobalMeterProvider(provider);

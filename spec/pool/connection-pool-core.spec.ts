@@ -822,7 +822,7 @@ describe('ConnectionPool', function () {
       }
     });
 
-    it('a checkout started while nobody subscribed is untimed: its ConnectionCheckedOut reports duration 0', function () {
+    it('a checkout started while nobody subscribed is untimed: its ConnectionCheckedOut reports no duration', function () {
       // Events (and their timings) are built only while someone subscribes: before the first subscriber, and again
       // after the last one left.
       for (const subscribeFirst of [false, true]) {
@@ -843,7 +843,20 @@ describe('ConnectionPool', function () {
         clock.advance(5);
         expect(events.map((e) => e.type), `subscribeFirst ${subscribeFirst}`).to.deep.equal(['ConnectionPoolCreated', 'ConnectionReady', 'ConnectionCheckedOut']);
         expect(events[1]).to.include({ duration: 10 }); // from ConnectionCreated, which is always timed
-        expect(events[2]).to.include({ duration: 0 });
+        expect(events[2]).to.include({ duration: undefined });
+        // The same for a failure: a checkout that started unobserved and is then failed by a clear.
+        pool.checkOut().subscribe({ error: noop }); // t = 10, observed: timed
+        const unobserved = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize: 1 });
+        unobserved.ready();
+        unobserved.checkOut().subscribe({ error: noop }); // waits for its establishment, unobserved
+        unobserved.checkOut().subscribe({ error: noop }); // waits in the WaitQueue, unobserved
+        const failed: ConnectionPoolEvent[] = [];
+        unobserved.events$.subscribe((e) => failed.push(e));
+        clock.advance(7);
+        unobserved.clear();
+        const outcomes = failed.filter((e) => e.type === 'ConnectionCheckOutFailed');
+        expect(outcomes).to.have.length(2);
+        for (const e of outcomes) expect(e).to.include({ reason: 'connectionError', duration: undefined });
       }
     });
   });

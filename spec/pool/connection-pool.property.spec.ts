@@ -1061,7 +1061,7 @@ class Run {
           case 'timeout':
             matches = err instanceof WaitQueueTimeoutError;
             // The pool's waitQueueTimeoutMS, after at least that long (a checkout's own timeoutMS is judged by its caller).
-            if (err instanceof WaitQueueTimeoutError && err.timeoutMS === undefined && (s.waitQueueTimeoutMS === 0 || e.duration < s.waitQueueTimeoutMS)) {
+            if (err instanceof WaitQueueTimeoutError && err.timeoutMS === undefined && (s.waitQueueTimeoutMS === 0 || e.duration === undefined || e.duration < s.waitQueueTimeoutMS)) {
               this.bad(`ConnectionCheckOutFailed(timeout) after ${e.duration} ms, waitQueueTimeoutMS ${s.waitQueueTimeoutMS}`);
             }
             break;

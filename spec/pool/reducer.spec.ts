@@ -436,11 +436,11 @@ describe('reduce (pool reducer, virtual time)', function () {
   });
 
   describe('durations and time', function () {
-    it('a checkout started while nobody observed is untimed (duration 0), unless a WaitQueue deadline timed it', function () {
+    it('a checkout started while nobody observed is untimed (no duration), unless a WaitQueue deadline timed it', function () {
       for (const [waitQueueTimeoutMS, duration] of [
-        [0, 0],
+        [0, undefined],
         [1000, 10],
-      ]) {
+      ] as const) {
         const b = new Bench({ waitQueueTimeoutMS }, false);
         b.dispatch({ type: 'ready' });
         b.checkOut(); // at t = 0, nobody observing
