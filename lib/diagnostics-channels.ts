@@ -17,7 +17,13 @@
 import * as diagnosticsChannel from 'node:diagnostics_channel';
 import type { ConnectionCheckOutFailedReason } from './events';
 
-/** The channel names (a frozen object), as subscribed to with `diagnostics_channel.tracingChannel(name)` or `.channel(name)`. */
+/**
+ * The channel names (a frozen object), as subscribed to with `diagnostics_channel.tracingChannel(name)` or
+ * `.channel(name)`.
+ *
+ * Source: extension (Node.js `diagnostics_channel` and its TracingChannel, named as undici, mysql2, ioredis and mssql
+ * name theirs; the moments are CMAP's: checkout, establishment, check-in, clear).
+ */
 export const DIAGNOSTICS_CHANNELS = Object.freeze({
   /** TracingChannel: one trace per checkout, from the moment it starts (subscribed to, or first awaited) to its outcome. */
   checkOut: 'rxcmap:pool:checkOut',
@@ -25,11 +31,18 @@ export const DIAGNOSTICS_CHANNELS = Object.freeze({
   establish: 'rxcmap:connection:establish',
   /** Channel: one message per accepted check-in, in commit order. */
   checkIn: 'rxcmap:pool:checkIn',
-  /** Channel: one message per clear that took effect (ConnectionPoolCleared's moment), in commit order. */
+  /**
+   * Channel: one message per clear that incremented a generation, in commit order: ConnectionPoolCleared's moment,
+   * and also a clear of a paused pool, which increments the generation but emits no ConnectionPoolCleared (CMAP).
+   */
   clear: 'rxcmap:pool:clear',
 } as const);
 
-/** The server a pool reaches: OpenTelemetry's `server.address` and `server.port` (absent for a Unix domain socket). */
+/**
+ * The server a pool reaches: OpenTelemetry's `server.address` and `server.port` (absent for a Unix domain socket).
+ *
+ * Source: extension (OpenTelemetry semantic conventions, `server.address` and `server.port`).
+ */
 export interface ServerAttributes {
   /** The pool's Endpoint, `host:port` (or the socket path), as in every CMAP event's `address`. */
   readonly address: string;

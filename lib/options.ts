@@ -59,7 +59,8 @@ export interface PoolExtensionOptions {
   /**
    * A bounded WaitQueue: a checkout that would wait while this many already wait fails at once with
    * WaitQueueFullError (ConnectionCheckOutFailed reason `waitQueueFull`). Counts the WaitQueue proper: checkouts
-   * waiting for a connection or an establishment slot (not those waiting on an establishment they started). An
+   * waiting for a connection or an establishment slot (not those waiting on an establishment they started, at most
+   * one per pending connection), so `snapshot().waitQueueLength`, which counts those too, can exceed it. An
    * integer >= 0; 0 means unbounded. Default 0.
    *
    * Source: extension (reactor-pool's `maxPendingAcquire`; Go's database/sql and HikariCP bound waiting callers by

@@ -44,7 +44,7 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
  * when invalid), an invalid value here throws {@link InvalidOptionError}, and so does a key that is not one of
- * `CLIENT_OPTION_NAMES` (naming the closest option). Values take real types: `loadBalanced: 'true'` is an
+ * these options (naming the closest option). Values take real types: `loadBalanced: 'true'` is an
  * error, not `true`. Durations in ms.
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
@@ -130,7 +130,7 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  * it with {@link connect}.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid or
- *   `mongodb+srv` URI; a key of `options` that is not one of `CLIENT_OPTION_NAMES`, or of `options.logging`
+ *   `mongodb+srv` URI; a key of `options` that is not one of {@link ClientOptions}, or of `options.logging`
  *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
  *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
  *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts).
@@ -316,6 +316,9 @@ export class Client {
    *
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
+   *
+   * Source: server monitoring spec (operations wait up to serverSelectionTimeoutMS for a suitable server); extension:
+   * the first ready pool stands for server selection, which this client does not implement further.
    */
   selectPool(): Promise<ConnectionPool<Connection>> {
     return this.select(this.serverSelectionTimeoutMS, undefined);
@@ -404,6 +407,9 @@ export class Client {
    * Closes every monitor and pool, and fails every server selection still waiting (`command()` included) with
    * ClientClosedError at once; in-use connections close when checked in. Resolves once the log destination the client
    * opened is flushed. Idempotent.
+   *
+   * Source: CMAP spec, "Closing a Connection Pool" (each pool); server monitoring spec (its monitors); extension: the
+   * waiting selections failed at once.
    */
   async close(): Promise<void> {
     if (this.closed) return;

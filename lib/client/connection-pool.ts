@@ -56,7 +56,7 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  *
  * @typeParam C the connection type its factory makes (default: the TCP {@link Connection}).
  * @throws {InvalidOptionError} from the constructor, before anything is made: for a key that is not an option of
- *   ConnectionPool (see `CONNECTION_POOL_OPTION_NAMES`), of `connectionOptions` or of `logging` (naming the
+ *   ConnectionPool (see {@link ConnectionPoolOptions}), of `connectionOptions` or of `logging` (naming the
  *   closest option: `maxPoolsize` gives "did you mean maxPoolSize?"), and for a value of the wrong type or range
  *   (named in the error, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`,
  *   `logging: null`, `scheduler: {}`, `connectionOptions: { tls: 'yes' }`.

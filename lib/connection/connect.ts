@@ -47,8 +47,9 @@ type Phase = 'connect' | 'hello' | 'auth';
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure),
- * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused) or
- * `AuthenticationError`. Network errors and timeouts before or during the handshake carry the
+ * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused),
+ * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
+ * `serviceId`). Network errors and timeouts before or during the handshake carry the
  * `SystemOverloadedError` and `RetryableError` labels, except DNS failures and TLS certificate or host name
  * failures; nothing raised during authentication carries them.
  *

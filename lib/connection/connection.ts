@@ -226,6 +226,8 @@ export class Connection implements PoolConnection {
    *   is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
    *   errored.
+   * @throws the error the connection was destroyed with while the command was in flight (rejection): from its pool,
+   *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));

@@ -111,7 +111,7 @@ export class Monitor {
       options.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
   }
 
-  /** Starts checking (the first check at once). Idempotent. */
+  /** Starts checking (the first check at once). Idempotent. Source: server monitoring spec, "Monitor thread". */
   start(): void {
     if (this.running || this.closed) return;
     this.running = true;
@@ -121,13 +121,18 @@ export class Monitor {
   /**
    * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms after the previous check ended.
    * Ignored while a check is in progress.
+   *
+   * Source: server monitoring spec, "Requesting an immediate check", "minHeartbeatFrequencyMS".
    */
   requestCheck(): void {
     this.checkRequested = true;
     this.wake?.();
   }
 
-  /** Stops checking, cancels a check in progress, closes the monitoring connection, completes heartbeats$. */
+  /**
+   * Stops checking, cancels a check in progress, closes the monitoring connection, completes heartbeats$.
+   * Source: server monitoring spec, "Monitor thread".
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -9,7 +9,13 @@ import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter } from './wait-queue';
 
-/** Options of one checkout. */
+/**
+ * Options of one checkout.
+ *
+ * Source: extension: `signal` (the web platform's AbortSignal, as `fetch` takes it), `priority` (the mongodb-core 2.0
+ * pool lets monitoring operations jump the queue), `timeoutMS` (the client-side operations timeout spec's rule for
+ * checkouts).
+ */
 export interface CheckOutOptions {
   /**
    * Aborting it cancels the checkout: the request leaves the WaitQueue at once, ConnectionCheckOutFailed is
@@ -70,11 +76,14 @@ export interface CheckOutPort<C> {
  * A checkout request. Lazy: nothing is enqueued until it is subscribed to, or awaited.
  *
  * - As an Observable: each subscription is one checkout; it emits the connection once and completes, or errors with
- *   PoolClosedError, PoolClearedError, WaitQueueTimeoutError, CheckOutCancelledError (its signal aborted) or the
- *   establishment error. Unsubscribing before delivery cancels the checkout.
+ *   PoolClosedError, PoolClearedError, WaitQueueTimeoutError, WaitQueueFullError, CheckOutCancelledError (its signal
+ *   aborted) or the establishment error. Unsubscribing before delivery cancels the checkout.
  * - As a PromiseLike: the first `then` starts one checkout; later `then`s share its outcome.
  *
  * The connection must be checked in with `pool.checkIn(connection)` (or use `pool.withConnection`).
+ *
+ * Source: CMAP spec, "Checking Out a Connection"; extension: one request in both RxJS's and a Promise's form
+ * (cancelled by unsubscribing, or by an AbortSignal).
  */
 export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> {
   /** The checkout the first `then` started; later `then`s share its outcome. */

@@ -49,6 +49,9 @@ import type { Waiter } from './wait-queue';
 /**
  * Options of a {@link ConnectionPoolCore}: the CMAP pool options (see {@link PoolOptions}; durations in ms), the
  * opt-in extensions (see {@link PoolExtensionOptions}), the address, and how connections are made.
+ *
+ * Source: CMAP spec, "Connection Pool Options" and "Connection Pool" (address, establishing connections); the
+ * load balancer spec (`loadBalanced`); each extension names its own source.
  */
 export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends PoolOptions, PoolExtensionOptions, BackgroundOptions {
   /** The Endpoint, `host:port` (host alone means port 27017), `[v6]:port`, or a `*.sock` path. Required. */
@@ -70,16 +73,24 @@ export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends Poo
   /**
    * Load-balanced mode (load balancer spec): connections take the generation of the service their handshake reached
    * (`serviceId`), `clear` must name a service and neither pauses the pool nor evicts the WaitQueue, and establishment
-   * errors never clear the pool. Default false.
+   * errors never clear the pool. Default false. The pool still starts paused: call `ready()` (`connect()` does it at
+   * once in this mode, there being no monitor).
    */
   loadBalanced?: boolean;
 }
 
-/** Options of {@link ConnectionPoolCore.clear}. */
+/**
+ * Options of {@link ConnectionPoolCore.clear}.
+ *
+ * Source: CMAP spec, "Clearing a non-load balanced pool" (`interruptInUseConnections`), "Clearing a load balanced
+ * pool" (`serviceId`); `cause`: extension (the Node.js driver's PoolClearedError quotes the error that cleared).
+ */
 export interface ClearOptions {
   /**
    * Also interrupt in-use connections of the cleared generations (their requests fail with PoolClearedError) and
-   * abort establishments under way. Default false.
+   * abort establishments under way. Default false. Not applied in load-balanced mode: a service's clear never
+   * interrupts (ConnectionPoolCleared then reports `interruptInUseConnections: false`), since interrupting is what a
+   * monitor's failed check asks for, and that mode has no monitor.
    */
   interruptInUseConnections?: boolean;
   /** The error that caused the clear; PoolClearedError messages quote it. */
@@ -161,6 +172,8 @@ export interface ServiceGenerationSnapshot {
  *
  * @typeParam C the connection type its factory makes.
  * @throws {InvalidOptionError} from the constructor, for an invalid or missing option (named in the error).
+ *
+ * Source: CMAP spec, "Connection Pool" (its members, states and behaviour); each extension names its own source.
  */
 export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /** The pool's Endpoint, normalized to `host:port`. */
@@ -318,17 +331,27 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     };
   }
 
-  /** The pool generation: 0 at creation, + 1 on every clear. */
+  /**
+   * The pool generation: 0 at creation, + 1 on every clear. In load-balanced mode a clear increments only its
+   * service's generation (see {@link PoolSnapshot.serviceGenerations}), so this stays 0.
+   *
+   * Source: CMAP spec, "Connection Pool" (`generation`), "Clearing a load balanced pool".
+   */
   get generation(): number {
     return this.poolState.generation;
   }
 
-  /** CMAP `ConnectionPool.state`: `paused`, `ready` or `closed`. */
+  /** CMAP `ConnectionPool.state`: `paused`, `ready` or `closed`. Source: CMAP spec, "Connection Pool" (`state`). */
   get state(): ConnectionPoolState {
     return this.poolState.state;
   }
 
-  /** A frozen snapshot of the pool's state and counters, as of the last committed action. */
+  /**
+   * A frozen snapshot of the pool's state and counters, as of the last committed action (see {@link PoolSnapshot}).
+   *
+   * Source: CMAP spec, "Connection Pool" (`totalConnectionCount`, `availableConnectionCount`,
+   * `pendingConnectionCount`, `generation`, `state`); the other counts: extension (the Node.js driver's pool getters).
+   */
   snapshot(): PoolSnapshot {
     const s = this.poolState;
     return Object.freeze({
@@ -353,8 +376,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * Returns a lazy {@link CheckOutRequest}: `await` it (cancel with `options.signal`), or subscribe to it (cancel by
    * unsubscribing). Fails with PoolClosedError (pool closed), PoolClearedError (pool paused, or cleared while
-   * waiting; retryable), WaitQueueTimeoutError, CheckOutCancelledError (signal aborted), or the error that failed
-   * the establishment of the connection it started.
+   * waiting; retryable), WaitQueueTimeoutError, WaitQueueFullError (`maxWaitQueueSize` already waiting),
+   * CheckOutCancelledError (signal aborted), or the error that failed the establishment of the connection it started.
    *
    * @example
    * ```ts
@@ -397,7 +420,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * @throws {InvalidOptionError} synchronously, for options that are not an object (option `warmUp options`), a key
    *   other than `signal` (named, with the closest option), or a `signal` that is not an AbortSignal.
-   * @throws (rejection) the error of an establishment that failed meanwhile (the pool is then cleared);
+   * @throws (rejection) the error of an establishment that failed meanwhile (the pool is then cleared unless
+   *   `clearOnEstablishmentError` says not to: by default an error labelled `SystemOverloadedError` does not clear);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
    *   goes on filling); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
    *
@@ -531,7 +555,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * interrupted and establishments under way aborted. No-op on a closed pool.
    *
    * In load-balanced mode, `serviceId` is required: only that service's generation is incremented, ConnectionPoolCleared
-   * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted.
+   * carries the serviceId, and the pool is neither paused nor its WaitQueue evicted; `interruptInUseConnections` is
+   * not applied there (see {@link ClearOptions}).
    *
    * @throws {InvalidOptionError} synchronously: a key that is not an option of clear (named, with the closest option);
    *   option `serviceId` when it is missing in load-balanced mode, given

@@ -66,7 +66,10 @@ export interface ConnectionDescriptor {
  * handshaken and authenticated. Its first value is taken; an error, completing without a value, or a first value
  * that is not a connection with the descriptor's id fails the establishment (ConnectionClosed with reason `error`, then
  * ConnectionCheckOutFailed for the checkout waiting on it), and so does a connection that is already errored (a
- * MongoNetworkError with the backpressure labels, which by default does not clear the pool).
+ * MongoNetworkError with the backpressure labels, which by default does not clear the pool). A factory that throws,
+ * returns something that is not an ObservableInput, emits a value that is not such a connection, completes without
+ * one, or fails with something that is not an Error fails the establishment with `PoolCallbackError` (its `cause`
+ * what was thrown, when something was).
  *
  * Source: CMAP spec, "Establishing a Connection".
  */

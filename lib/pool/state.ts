@@ -13,10 +13,13 @@ import { AvailableConnections } from './available-connections';
 import type { Command } from './commands';
 import { WaitQueue, type Waiter } from './wait-queue';
 
-/** The CMAP connection states. */
+/** The CMAP connection states. Source: CMAP spec, "Connection" (`state`). */
 export type ConnectionState = 'pending' | 'available' | 'in use' | 'closed';
 
-/** The CMAP pool states (`ConnectionPool.state`): paused at creation and after a clear, ready, closed for good. */
+/**
+ * The CMAP pool states (`ConnectionPool.state`): paused at creation and after a clear, ready, closed for good.
+ * Source: CMAP spec, "Connection Pool" (`state`).
+ */
 export type ConnectionPoolState = 'paused' | 'ready' | 'closed';
 
 /** The pool's record of one connection. */

@@ -48,7 +48,10 @@ export class MockConnection implements PoolConnection {
 
 /** Options of {@link MockConnectionFactory}. Source: extension. */
 export interface MockConnectionFactoryOptions {
-  /** How long an establishment takes, in ms. Default 0 (completes on a microtask). */
+  /**
+   * How long an establishment takes, in ms. Default 0: it completes on a microtask, or with `scheduler` set, as that
+   * scheduler runs a 0 ms timer (a `VirtualClock` on its next `advance`).
+   */
   establishDelayMS?: number;
   /** Times the establishment on this scheduler (virtual time in tests); default: real timers. */
   scheduler?: SchedulerLike;
