@@ -169,14 +169,17 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
   });
 
   describe('maxLifeTimeMS (connection lifetime)', function () {
-    function lifetimePool(options: { maxLifeTimeMS: number; maxLifeTimeJitterMS?: number; minPoolSize?: number; maxPoolSize?: number; backgroundThreadIntervalMS?: number }) {
+    function lifetimePool(
+      options: { maxLifeTimeMS: number; maxLifeTimeJitterMS?: number; minPoolSize?: number; maxPoolSize?: number; backgroundThreadIntervalMS?: number },
+      establishDelayMS = 10,
+    ) {
       const clock = new VirtualClock();
-      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS });
       const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, ...options });
       const events: ConnectionPoolEvent[] = [];
       pool.events$.subscribe((e) => events.push(e));
       pool.ready();
-      return { pool, clock, events };
+      return { pool, clock, events, mock };
     }
     const closed = (events: ConnectionPoolEvent[]) =>
       events.flatMap((e) => (e.type === 'ConnectionClosed' ? [[e.connectionId, e.reason, e.time]] : []));
@@ -236,19 +239,7 @@ describe('beyond CMAP: the WaitQueue and connection lifetime', function () {
 
     it('a lifetime shorter than an establishment: minPoolSize is refilled by Background Thread Runs, never in a loop', function () {
       // Every connection is past its lifetime (10 ms) as it becomes ready (20 ms); nobody waits, so each is closed.
-      const clock = new VirtualClock();
-      const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 20 });
-      const pool = new ConnectionPoolCore<MockConnection>({
-        address: 'db.example:27017',
-        scheduler: clock,
-        connectionFactory: mock.factory,
-        minPoolSize: 1,
-        maxLifeTimeMS: 10,
-        backgroundThreadIntervalMS: 100,
-      });
-      const events: ConnectionPoolEvent[] = [];
-      pool.events$.subscribe((e) => events.push(e));
-      pool.ready();
+      const { pool, clock, events, mock } = lifetimePool({ minPoolSize: 1, maxLifeTimeMS: 10, backgroundThreadIntervalMS: 100 }, 20);
       clock.advance(1000);
       // One establishment at ready, then one per run (t = 100, 200, ..., 1000), as after failed establishments.
       expect(mock.started, 'establishments started in 1000 ms').to.have.length(11);

@@ -28,12 +28,13 @@ function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => 
   };
 }
 
-function virtualPool(maxPoolSize = 2) {
+/** A ready pool on virtual time; watched (its events recorded) unless `observed` is false. */
+function virtualPool(maxPoolSize = 2, options: Record<string, unknown> = {}, observed = true) {
   const clock = new VirtualClock();
   const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
-  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize });
+  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db.example:27017', scheduler: clock, connectionFactory: mock.factory, maxPoolSize, ...options });
   const events: ConnectionPoolEvent[] = [];
-  pool.events$.subscribe((e) => events.push(e));
+  if (observed) pool.events$.subscribe((e) => events.push(e));
   pool.ready();
   return { pool, clock, mock, events };
 }
@@ -121,16 +122,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
   it('a fault after a connection was given to the checkout being applied: that checkout fails and the connection closes', async function () {
     // Unobserved, with leak detection: the step's first clock read is as the available connection is given to the
     // checkout (to time its hold), after the connection was marked as held by it.
-    const clock = new VirtualClock();
-    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
-    const pool = new ConnectionPoolCore<MockConnection>({
-      address: 'db.example:27017',
-      scheduler: clock,
-      connectionFactory: mock.factory,
-      maxPoolSize: 1,
-      leakDetectionThresholdMS: 60_000,
-    });
-    pool.ready();
+    const { pool, clock, mock } = virtualPool(1, { leakDetectionThresholdMS: 60_000 }, false);
     const first = track(pool);
     clock.advance(10);
     pool.checkIn(first.connection!);
