@@ -118,11 +118,14 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   for (const c of out) if (c.type === 'deliver' || c.type === 'fail') settled.add(c.waiter);
   // (A waiter moved from the WaitQueue to the claimants in this step is in both lists.)
   const owed = [...new Set([...s.claimants.takeAll(), ...s.waitQueue.takeAll()])].filter((w) => !settled.has(w));
-  // The checkout of `action` is owed one too unless it had its outcome before this step: while it has not left the
-  // pool's hands (state not done), or when a connection was given to it and not delivered.
+  // The checkout of `action`, when no command of the step settles it and no list holds it, is owed one too while it
+  // is not done (a cancel takes it out of the WaitQueue only once nothing after can fail, so a cancelled one is done
+  // with its outcome); and, in the step that checks it out (its first in the pool), when it was given a connection
+  // not yet delivered. A checkout done in an earlier step keeps its outcome, and the connection it holds.
   const own = action.type === 'checkOut' || action.type === 'cancel' ? action.waiter : undefined;
   if (own !== undefined && !settled.has(own) && !owed.includes(own)) {
-    if (own.state !== 'done' || [...s.records.values()].some((rec) => rec.holder === own)) owed.push(own);
+    const given = action.type === 'checkOut' && [...s.records.values()].some((rec) => rec.holder === own);
+    if (own.state !== 'done' || given) owed.push(own);
   }
   // Connections: those checked out stay with their holders (closed when checked in); every other one is closed, a
   // connection the step gave to a checkout it did not deliver to among them. The counts are rebuilt from what is left.
@@ -288,8 +291,10 @@ function cancel<C extends PoolConnection>(
     if (abortError !== undefined) out.push({ type: 'fail', waiter: w, error: abortError });
     return;
   }
-  // What the pool held as the checkout's own timeout elapsed (taken before it leaves).
+  // What the pool held as the checkout's own timeout elapsed (taken before it leaves), and the clock its event reads:
+  // read before the waiter leaves, so that once it has left, its outcome follows without anything that can fail.
   const held = timeoutMS === undefined ? undefined : holdings(s);
+  if (s.observed) now(s);
   if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done: its outcome stands
   const error = held === undefined ? abortError : new WaitQueueTimeoutError(s.address, timeoutMS!, held, { timeoutMS });
   if (s.observed) {

@@ -139,6 +139,65 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, inUseConnectionCount: 0 });
   });
 
+  it('a fault as an abort is applied: the aborted checkout still settles, with its one outcome event', async function () {
+    const { pool, clock, events } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const controller = new AbortController();
+    const outcome: { settled: number; error?: unknown } = { settled: 0 };
+    pool.checkOut({ signal: controller.signal }).then(
+      () => outcome.settled++,
+      (error: unknown) => {
+        outcome.settled++;
+        outcome.error = error;
+      },
+    );
+    const fault = new Error('injected: clock read');
+    restore.push(throwOnce(clock, 'now', fault)); // the cancel step's first clock read (for its event)
+    controller.abort();
+    await Promise.resolve();
+    expect(reported).to.deep.equal([fault]);
+    expect(outcome.settled).to.equal(1);
+    expect((outcome.error as Error).cause).to.equal(fault);
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === 'ConnectionCheckOutStarted')).to.have.length(2);
+    expect(types.filter((t) => t === 'ConnectionCheckedOut' || t === 'ConnectionCheckOutFailed')).to.have.length(2);
+    expect(a.connection!.destroyed, 'still checked out').to.equal(false);
+  });
+
+  it('a fault as a late abort is applied, after its checkout was served: that checkout keeps its connection', async function () {
+    const { pool, clock, events } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const controller = new AbortController();
+    let served: MockConnection | undefined;
+    let failed: unknown;
+    pool.checkOut({ signal: controller.signal }).then(
+      (c) => (served = c),
+      (e: unknown) => (failed = e),
+    );
+    const fault = new Error('injected: WaitQueue.remove');
+    // From inside the pool's processing: the check-in serves the waiting checkout, and its abort, queued behind the
+    // check-in, finds it served; the abort's step faults.
+    const inside = pool.events$.subscribe((e) => {
+      if (e.type !== 'ConnectionCheckOutStarted') return;
+      inside.unsubscribe();
+      restore.push(throwOnce(WaitQueue.prototype, 'remove', fault));
+      pool.checkIn(a.connection!);
+      controller.abort();
+    });
+    track(pool);
+    await Promise.resolve();
+    expect(reported).to.deep.equal([fault]);
+    expect(failed).to.equal(undefined);
+    expect(served).to.equal(a.connection);
+    expect(served!.destroyed, 'held by the served checkout: closed at its check-in, not before').to.equal(false);
+    const outcomes = events.filter((e) => e.type === 'ConnectionCheckedOut' || e.type === 'ConnectionCheckOutFailed');
+    expect(outcomes.map((e) => e.type)).to.deep.equal(['ConnectionCheckedOut', 'ConnectionCheckedOut', 'ConnectionCheckOutFailed']);
+    pool.checkIn(served!);
+    expect(served!.destroyed).to.equal(true);
+  });
+
   it('a fault while an establishment result is applied: the new connection is closed, not left unlinked', function () {
     const clock = new VirtualClock();
     const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
