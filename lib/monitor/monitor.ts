@@ -13,7 +13,7 @@ import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
-import { InvalidOptionError, MongoNetworkError } from '../errors';
+import { InvalidOptionError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { timerScheduler } from '../scheduler';
@@ -173,7 +173,11 @@ export class Monitor {
     } catch (error) {
       if (this.closed) return false;
       const now = this.scheduler.now();
-      const err = error instanceof Error ? error : new Error(String(error));
+      // Only a connectionFactory of the user's can fail with something that is not an Error.
+      const err =
+        error instanceof Error
+          ? error
+          : new PoolCallbackError(this.address, 'connectionFactory', `connectionFactory failed with ${String(error)}, which is not an Error`, { cause: error });
       this.connection?.destroy();
       this.connection = undefined;
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: false, duration: now - started, error: err });

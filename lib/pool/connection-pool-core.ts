@@ -196,7 +196,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * ```ts
    * pool.events$
    *   .pipe(filter((e) => e.type === 'ConnectionCheckOutFailed'))
-   *   .subscribe((e) => console.warn(`checkout failed: ${e.reason} after ${e.duration} ms`));
+   *   .subscribe((e) => console.warn(`checkout failed: ${e.reason}`, e.duration === undefined ? '' : `after ${e.duration} ms`));
    * ```
    *
    * Source: CMAP spec, "Connection Pool Monitoring".

@@ -3,7 +3,7 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
-import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -116,6 +116,18 @@ describe('Monitor', function () {
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
     expect(handshakes).to.have.length(1);
     expect(handshakes[0]).to.not.have.property('saslSupportedMechs');
+  });
+
+  it('a connectionFactory failing with something that is not an Error gives a PoolCallbackError, with it as the cause', async function () {
+    monitor = new Monitor({ address: server.address, connectionFactory: () => Promise.reject('no route') as never });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    monitor.start();
+    expect(await eventually(() => count('ServerHeartbeatFailed') === 1)).to.equal(true);
+    const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed');
+    const error = failed?.type === 'ServerHeartbeatFailed' ? failed.error : undefined;
+    expect(error).to.be.instanceOf(PoolCallbackError);
+    expect(error).to.deep.include({ callback: 'connectionFactory', cause: 'no route' });
+    expect(error!.message).to.equal('connectionFactory failed with no route, which is not an Error');
   });
 
   it('sleeps heartbeatFrequencyMS between checks (virtual time), on one dedicated connection', async function () {
