@@ -120,7 +120,8 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *   `max`; `idle.min` is minPoolSize (the pool keeps at least that many connections, idle or not). With maxPoolSize
  *   0 (no limit), `max` and `idle.max` are not reported.
  * - `wait_time` records every checkout attempt, failed ones included (a timed-out wait is time spent waiting); a
- *   checkout under way when recording started records none (its start was not timed).
+ *   checkout that started while nobody observed the pool (under way when recording started, with no other
+ *   `events$` subscriber) records none: its start was not timed.
  * - `use_time` needs the checkout's time: a checkout made before anyone observed the pool records no `use_time`.
  * - The conventions list only `db.client.connection.pool.name` (and `db.client.connection.state`) on these metrics;
  *   `server.address` and `server.port`, the attributes of `db.client.operation.duration`, are added (extension) so
