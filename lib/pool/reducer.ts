@@ -118,14 +118,13 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   for (const c of out) if (c.type === 'deliver' || c.type === 'fail') settled.add(c.waiter);
   // (A waiter moved from the WaitQueue to the claimants in this step is in both lists.)
   const owed = [...new Set([...s.claimants.takeAll(), ...s.waitQueue.takeAll()])].filter((w) => !settled.has(w));
-  // The checkout of `action`, when no command of the step settles it and no list holds it, is owed one too while it
-  // is not done (a cancel takes it out of the WaitQueue only once nothing after can fail, so a cancelled one is done
-  // with its outcome); and, in the step that checks it out (its first in the pool), when it was given a connection
-  // not yet delivered. A checkout done in an earlier step keeps its outcome, and the connection it holds.
-  const own = action.type === 'checkOut' || action.type === 'cancel' ? action.waiter : undefined;
+  // The checkout of a checkOut action (its first step in the pool), when no command of the step settles it and no
+  // list holds it, is owed one too: while it is not done, or when it was given a connection not yet delivered. (A
+  // cancel's checkout needs nothing more: a cancel takes it out of the WaitQueue only once nothing after can fail, so
+  // it is in a list, done with its outcome, or done in an earlier step, keeping that outcome and its connection.)
+  const own = action.type === 'checkOut' ? action.waiter : undefined;
   if (own !== undefined && !settled.has(own) && !owed.includes(own)) {
-    const given = action.type === 'checkOut' && [...s.records.values()].some((rec) => rec.holder === own);
-    if (own.state !== 'done' || given) owed.push(own);
+    if (own.state !== 'done' || [...s.records.values()].some((rec) => rec.holder === own)) owed.push(own);
   }
   // Connections: those checked out stay with their holders (closed when checked in); every other one is closed, a
   // connection the step gave to a checkout it did not deliver to among them. The counts are rebuilt from what is left.

@@ -122,8 +122,9 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
   it('a fault after a connection was given to the checkout being applied: that checkout fails and the connection closes', async function () {
     // Unobserved, with leak detection: the step's first clock read is as the available connection is given to the
     // checkout (to time its hold), after the connection was marked as held by it.
-    const { pool, clock, mock } = virtualPool(1, { leakDetectionThresholdMS: 60_000 }, false);
+    const { pool, clock, mock } = virtualPool(2, { leakDetectionThresholdMS: 60_000 }, false);
     const first = track(pool);
+    const other = track(pool); // holds the other connection throughout
     clock.advance(10);
     pool.checkIn(first.connection!);
     const fault = new Error('injected: clock read');
@@ -134,9 +135,10 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(faulted.connection).to.equal(undefined);
     expect(faulted.error).to.be.instanceOf(PoolClosedError);
     expect((faulted.error as Error).cause).to.equal(fault);
-    expect(mock.created).to.have.length(1);
-    expect(mock.created[0].destroyed, 'given to the checkout, never delivered').to.equal(true);
-    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, inUseConnectionCount: 0 });
+    expect(mock.created).to.have.length(2);
+    expect(first.connection!.destroyed, 'given to the checkout, never delivered').to.equal(true);
+    expect(other.connection!.destroyed, 'still checked out').to.equal(false);
+    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 1, inUseConnectionCount: 1 });
   });
 
   it('a fault as an abort is applied: the aborted checkout still settles, with its one outcome event', async function () {

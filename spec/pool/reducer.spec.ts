@@ -306,6 +306,39 @@ describe('reduce (pool reducer, virtual time)', function () {
     });
   });
 
+  describe('a connection errored as it becomes ready', function () {
+    /** Sends `established` with a connection that is already errored (the runner turns those into failures). */
+    function arriveErrored(b: Bench, id: number): FakeConnection {
+      const connection = new FakeConnection(id);
+      connection.errored = true;
+      b.pending.delete(id);
+      b.dispatch({ type: 'established', id, connection });
+      return connection;
+    }
+
+    it('is closed (reason error); the checkout that claimed it gets another establishment', function () {
+      const b = new Bench({ maxPoolSize: 2 });
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const c = arriveErrored(b, 1);
+      expect(c.destroyed).to.equal(true);
+      expect(b.events.filter((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed').map((e) => [e.connectionId, e.reason])).to.deep.equal([[1, 'error']]);
+      expect([...b.pending]).to.deep.equal([2]);
+      b.succeed(2);
+      expect(b.connectionOf(w)?.id).to.equal(2);
+    });
+
+    it('is replaced for minPoolSize by the next Background Thread Run, not in the same step', function () {
+      const b = new Bench({ minPoolSize: 1, backgroundThreadIntervalMS: 100 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1]);
+      arriveErrored(b, 1);
+      expect([...b.pending], 'nothing started at once').to.deep.equal([]);
+      b.advanceTo(100);
+      expect([...b.pending], 'the run refills').to.deep.equal([2]);
+    });
+  });
+
   describe('background runs', function () {
     it('populates to minPoolSize, maxConnecting at a time, without waiting for a slot', function () {
       const b = new Bench({ minPoolSize: 5, maxConnecting: 2, backgroundThreadIntervalMS: 1000 });

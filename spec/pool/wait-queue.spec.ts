@@ -54,6 +54,20 @@ describe('WaitQueue', function () {
     expect(q.shift()).to.equal(head);
   });
 
+  it('counts the removed waiters of both lanes toward compacting, and compacts the high-priority lane too', function () {
+    const highSize = (q: WaitQueue<never>): number => (q as unknown as { high: { size: number } }).high.size;
+    const q = new WaitQueue<never>('queued');
+    q.push(waiter());
+    const high = Array.from({ length: 200 }, () => waiter());
+    for (const w of high) q.push(w, true);
+    for (let i = 0; i < 100; i++) q.remove(high[i]);
+    expect(highSize(q), '100 removed, 101 members (100 high, 1 normal): not compacted').to.equal(200);
+    q.remove(high[100]);
+    expect(highSize(q), '101 removed, 100 members: compacted').to.equal(99);
+    expect(q.length).to.equal(100);
+    expect(q.shift()).to.equal(high[101]);
+  });
+
   it('removes lazily: compacts only once more than 64 removed waiters outnumber its members', function () {
     const size = (q: WaitQueue<never>): number => (q as unknown as { buffer: { size: number } }).buffer.size;
     // One member at the head, removed waiters behind it: kept until the 65th removal, then compacted away.
