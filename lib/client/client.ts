@@ -368,12 +368,10 @@ export class Client {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
     const timeoutMS = options?.timeoutMS === undefined ? 0 : requireTimerDurationMS('timeoutMS', options.timeoutMS, 'none');
     const start = this.scheduler.now();
-    if (timeoutMS === 0) {
-      const pool = await this.selectPool();
-      return pool.withConnection((connection) => connection.command(db, command));
-    }
-    const bound = timeoutMS < this.serverSelectionTimeoutMS;
-    const pool = await this.select(bound ? timeoutMS : this.serverSelectionTimeoutMS, bound ? timeoutMS : undefined);
+    // Server selection ends at timeoutMS when that comes first (0: none).
+    const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
+    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
+    if (timeoutMS === 0) return pool.withConnection((connection) => connection.command(db, command));
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
     return pool.withConnection((connection) => connection.command(db, command, { timeoutMS: Math.max(1, left()) }), { timeoutMS: left() });

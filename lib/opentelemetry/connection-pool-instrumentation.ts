@@ -287,13 +287,11 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
       case 'ConnectionReady':
         this.createTime.record(event.duration / 1000, this.attributes);
         break;
-      // Checkouts started before anyone observed the pool were not timed: they record no wait time.
       case 'ConnectionCheckedOut':
-        if (event.duration !== undefined) this.waitTime.record(event.duration / 1000, this.attributes);
-        break;
       case 'ConnectionCheckOutFailed':
+        // Checkouts started before anyone observed the pool were not timed: they record no wait time.
         if (event.duration !== undefined) this.waitTime.record(event.duration / 1000, this.attributes);
-        if (event.reason === 'timeout') this.timeouts.add(1, this.attributes);
+        if (event.type === 'ConnectionCheckOutFailed' && event.reason === 'timeout') this.timeouts.add(1, this.attributes);
         break;
       case 'ConnectionCheckedIn':
         // Checkouts made before anyone observed the pool were not timed: they record no use time.
