@@ -12,7 +12,7 @@ import { AvailableConnections } from '../../lib/pool/available-connections';
 import { Broadcast } from '../../lib/pool/broadcast';
 import { WaitQueue } from '../../lib/pool/wait-queue';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
-import { collectingReports, FAULT_SCENARIOS, FAULT_SITES, FaultScene, injectFault, violations, type Injection } from '../support/fault-sweep';
+import { collectingReports, FAULT_SCENARIOS, FAULT_SITES, FaultScene, injectFault, recordOutcome, violations, type Injection, type Outcome } from '../support/fault-sweep';
 
 /** Makes `method` of `proto` throw `fault` on its `nth` call from now (1 = the next), once; returns the restore. */
 function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => void {
@@ -39,19 +39,12 @@ function virtualPool(maxPoolSize = 2, options: Record<string, unknown> = {}, obs
   return { pool, clock, mock, events };
 }
 
-/** Starts a checkout and records how it ended. */
-function track(pool: ConnectionPoolCore<MockConnection>) {
-  const outcome: { connection?: MockConnection; error?: unknown; settled: number } = { settled: 0 };
-  pool.checkOut().subscribe({
-    next: (c) => {
-      outcome.connection = c;
-      outcome.settled++;
-    },
-    error: (e: unknown) => {
-      outcome.error = e;
-      outcome.settled++;
-    },
-  });
+/** Starts a checkout (subscribed to; awaited, with `signal`, when one is given) and records how it ended. */
+function track(pool: ConnectionPoolCore<MockConnection>, signal?: AbortSignal): Outcome {
+  const outcome: Outcome = { settled: 0 };
+  const record = recordOutcome(outcome);
+  if (signal === undefined) pool.checkOut().subscribe(record);
+  else void pool.checkOut({ signal }).then(record.next, record.error);
   return outcome;
 }
 
@@ -146,14 +139,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const a = track(pool);
     clock.advance(10);
     const controller = new AbortController();
-    const outcome: { settled: number; error?: unknown } = { settled: 0 };
-    pool.checkOut({ signal: controller.signal }).then(
-      () => outcome.settled++,
-      (error: unknown) => {
-        outcome.settled++;
-        outcome.error = error;
-      },
-    );
+    const outcome = track(pool, controller.signal);
     const fault = new Error('injected: clock read');
     restore.push(throwOnce(clock, 'now', fault)); // the cancel step's first clock read (for its event)
     controller.abort();
@@ -172,12 +158,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const a = track(pool);
     clock.advance(10);
     const controller = new AbortController();
-    let served: MockConnection | undefined;
-    let failed: unknown;
-    pool.checkOut({ signal: controller.signal }).then(
-      (c) => (served = c),
-      (e: unknown) => (failed = e),
-    );
+    const late = track(pool, controller.signal);
     const fault = new Error('injected: WaitQueue.remove');
     // From inside the pool's processing: the check-in serves the waiting checkout, and its abort, queued behind the
     // check-in, finds it served; the abort's step faults.
@@ -191,13 +172,13 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     track(pool);
     await Promise.resolve();
     expect(reported).to.deep.equal([fault]);
-    expect(failed).to.equal(undefined);
-    expect(served).to.equal(a.connection);
-    expect(served!.destroyed, 'held by the served checkout: closed at its check-in, not before').to.equal(false);
+    expect(late.error).to.equal(undefined);
+    expect(late.connection).to.equal(a.connection);
+    expect(late.connection!.destroyed, 'held by the served checkout: closed at its check-in, not before').to.equal(false);
     const outcomes = events.filter((e) => e.type === 'ConnectionCheckedOut' || e.type === 'ConnectionCheckOutFailed');
     expect(outcomes.map((e) => e.type)).to.deep.equal(['ConnectionCheckedOut', 'ConnectionCheckedOut', 'ConnectionCheckOutFailed']);
-    pool.checkIn(served!);
-    expect(served!.destroyed).to.equal(true);
+    pool.checkIn(late.connection!);
+    expect(late.connection!.destroyed).to.equal(true);
   });
 
   it('a fault while an establishment result is applied: the new connection is closed, not left unlinked', function () {

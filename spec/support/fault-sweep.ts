@@ -49,11 +49,8 @@ export function injectFault(proto: object, method: string, nth: number): Injecti
 }
 
 /** One checkout of a scenario, and how it ended. */
-export interface Tracked {
+export interface Tracked extends Outcome {
   readonly kind: string;
-  settled: number;
-  connection?: MockConnection;
-  error?: unknown;
   /** False once unsubscribed before settling (an unsubscribed checkout settles never). */
   expectSettle: boolean;
   checkedIn: boolean;
@@ -61,6 +58,27 @@ export interface Tracked {
   abort?: () => void;
   /** withConnection / withConnection$: lets the scope's work finish. */
   release?: () => void;
+}
+
+/** How a checkout ended: how many times it settled (once is right), and with what. */
+export interface Outcome {
+  settled: number;
+  connection?: MockConnection;
+  error?: unknown;
+}
+
+/** Handlers that record a checkout's outcome on `t`: `next` for its connection, `error` for its failure. */
+export function recordOutcome(t: Outcome): { next: (c: MockConnection) => void; error: (e: unknown) => void } {
+  return {
+    next: (c) => {
+      t.settled++;
+      t.connection = c;
+    },
+    error: (e) => {
+      t.settled++;
+      t.error = e;
+    },
+  };
 }
 
 /** A pool on virtual time, watched: its events, its state$ snapshots, and its checkouts. */
@@ -94,21 +112,17 @@ export class FaultScene {
     }
   }
 
-  promise(options?: Record<string, unknown>, kind = 'promise'): Tracked {
+  /** A new tracked checkout of this scene. */
+  private track(kind: string): Tracked {
     const t: Tracked = { kind, settled: 0, expectSettle: true, checkedIn: false };
     this.tracked.push(t);
-    this.do(() => {
-      this.pool.checkOut(options).then(
-        (c) => {
-          t.settled++;
-          t.connection = c;
-        },
-        (e: unknown) => {
-          t.settled++;
-          t.error = e;
-        },
-      );
-    });
+    return t;
+  }
+
+  promise(options?: Record<string, unknown>, kind = 'promise'): Tracked {
+    const t = this.track(kind);
+    const { next, error } = recordOutcome(t);
+    this.do(() => void this.pool.checkOut(options).then(next, error));
     return t;
   }
 
@@ -120,20 +134,10 @@ export class FaultScene {
   }
 
   observable(options?: Record<string, unknown>, kind = 'observable'): Tracked {
-    const t: Tracked = { kind, settled: 0, expectSettle: true, checkedIn: false };
-    this.tracked.push(t);
+    const t = this.track(kind);
     let subscription: Subscription | undefined;
     this.do(() => {
-      subscription = this.pool.checkOut(options).subscribe({
-        next: (c) => {
-          t.settled++;
-          t.connection = c;
-        },
-        error: (e: unknown) => {
-          t.settled++;
-          t.error = e;
-        },
-      });
+      subscription = this.pool.checkOut(options).subscribe(recordOutcome(t));
     });
     t.unsubscribe = () => {
       if (t.settled === 0) t.expectSettle = false;
@@ -143,8 +147,7 @@ export class FaultScene {
   }
 
   withConnection(): Tracked {
-    const t: Tracked = { kind: 'withConnection', settled: 0, expectSettle: true, checkedIn: false };
-    this.tracked.push(t);
+    const t = this.track('withConnection');
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (release = resolve));
     t.release = () => release();
@@ -154,20 +157,13 @@ export class FaultScene {
           t.connection = c;
           await gate;
         })
-        .then(
-          () => t.settled++,
-          (e: unknown) => {
-            t.settled++;
-            t.error = e;
-          },
-        );
+        .then(() => t.settled++, recordOutcome(t).error);
     });
     return t;
   }
 
   withConnection$(): Tracked {
-    const t: Tracked = { kind: 'withConnection$', settled: 0, expectSettle: true, checkedIn: false };
-    this.tracked.push(t);
+    const t = this.track('withConnection$');
     const gate = new Subject<number>();
     t.release = () => {
       gate.next(1);
@@ -179,13 +175,7 @@ export class FaultScene {
           t.connection = c;
           return gate;
         })
-        .subscribe({
-          complete: () => t.settled++,
-          error: (e: unknown) => {
-            t.settled++;
-            t.error = e;
-          },
-        });
+        .subscribe({ complete: () => t.settled++, error: recordOutcome(t).error });
     });
     return t;
   }
