@@ -89,6 +89,8 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
  * - every checkout the pool owes an outcome fails with a PoolClosedError whose `cause` is the fault: those in the
  *   WaitQueue, the claimants, those the step had taken out of either, and the checkout of `action`;
  * - ConnectionPoolClosed is emitted unless the pool was closed already; its timers are disarmed;
+ * - when the fault is the clock's (a scheduler whose `now()` throws), the teardown's events carry the system clock's
+ *   time (`Date.now()`, ms), so a clock that keeps failing cannot stop it;
  * - the fault is reported as RxJS reports unhandled errors (`config.onUnhandledError`, else thrown asynchronously),
  *   after the step's other commands run. If the teardown throws as well, that error is reported too.
  */
@@ -105,7 +107,6 @@ export function reduceFailingClosed<C extends PoolConnection>(state: PoolState<C
     } catch (second) {
       out.push({ type: 'report', error: second });
     }
-    state.state = 'closed';
     out.push({ type: 'report', error: fault });
     return state;
   }
@@ -113,6 +114,15 @@ export function reduceFailingClosed<C extends PoolConnection>(state: PoolState<C
 
 function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, fault: unknown, wasClosed: boolean, out: Command<C>[]): void {
   s.state = 'closed';
+  // The fault may be the clock's (a scheduler whose now() throws): the teardown's events then take the system
+  // clock's time, so that a clock failing again cannot stop the teardown before every checkout is settled.
+  if (Number.isNaN(s.stepTime)) {
+    try {
+      s.stepTime = s.now();
+    } catch {
+      s.stepTime = Date.now();
+    }
+  }
   // The checkouts owed an outcome: the step's commands settle some; every other one taken out, or still waiting, fails.
   const settled = new Set<Waiter<C>>();
   for (const c of out) if (c.type === 'deliver' || c.type === 'fail') settled.add(c.waiter);

@@ -134,6 +134,31 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 1, inUseConnectionCount: 1 });
   });
 
+  it('a clock that keeps failing: the teardown still settles every checkout and closes every connection, its events timed by the system clock', function () {
+    const { pool, clock, mock, events } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const waiting = track(pool);
+    const fault = new Error('injected: the clock fails on every read');
+    const original = clock.now;
+    clock.now = () => {
+      throw fault;
+    };
+    restore.push(() => (clock.now = original));
+    const before = Date.now();
+    pool.checkIn(a.connection!); // observed: the check-in's event reads the clock first
+    expect(pool.state).to.equal('closed');
+    expect(reported).to.deep.equal([fault]);
+    expect(waiting.settled).to.equal(1);
+    expect(waiting.error).to.be.instanceOf(PoolClosedError);
+    expect((waiting.error as Error).cause).to.equal(fault);
+    expect(mock.created).to.have.length(1);
+    expect(a.connection!.destroyed, 'being checked in as the clock failed').to.equal(true);
+    const teardown = events.slice(events.findIndex((e) => e.type === 'ConnectionClosed'));
+    expect(teardown.map((e) => e.type)).to.deep.equal(['ConnectionClosed', 'ConnectionPoolClosed', 'ConnectionCheckOutFailed']);
+    for (const e of teardown) expect(e.time).to.be.within(before, Date.now());
+  });
+
   it('a fault as an abort is applied: the aborted checkout still settles, with its one outcome event', async function () {
     const { pool, clock, events } = virtualPool(1);
     const a = track(pool);
