@@ -98,8 +98,10 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
   }
 
   /**
-   * Writes the message of every event `logged` accepts to `path`; once the pool is closed and its last connection
-   * closed, stops, closing the sink if it opened it (a path, not a sink object).
+   * Writes the message of every event `logged` accepts to `path`, for as long as the pool lives: a closed pool still
+   * reports the checkouts attempted on it (CMAP "Connection Pool Logging": each message is emitted whenever its event
+   * is). A destination it opened (a path, not a sink object) is closed once the closed pool's last connection is
+   * closed, after that batch's messages; messages after it open the destination again for as long as they take.
    */
   private writeLog(
     path: string | LogSink,
@@ -108,14 +110,11 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
   ): void {
     const sink = openLogSink(path);
     const owned = typeof path === 'string';
-    let poolClosed = false;
-    const subscription = this.events$.subscribe((event) => {
+    this.events$.subscribe((event) => {
       if (logged(event)) sink.write(message(event));
-      poolClosed ||= event.type === 'ConnectionPoolClosed';
-      if (poolClosed && this.snapshot().totalConnectionCount === 0) {
-        subscription.unsubscribe();
-        if (owned) void sink.close?.();
-      }
+      // state$ is followed only once the pool is closed (no snapshot is built before); it completes after the batch
+      // that closed the last connection.
+      if (owned && event.type === 'ConnectionPoolClosed') this.state$.subscribe({ complete: () => void sink.close?.() });
     });
   }
 }

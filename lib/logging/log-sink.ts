@@ -14,40 +14,84 @@ import type { LogSink } from './log-settings';
 /**
  * Opens the sink for `path`: `stderr`, `stdout` (case-insensitive), a file path (appended to; created if missing;
  * stderr when it cannot be opened), or a sink object. The sink returned never throws from `write`; its `close`
- * flushes what is buffered (the Promise settles when it is written) and closes a file it opened.
+ * flushes what is buffered (the Promise settles when it is written) and closes a file it opened. A destination of
+ * its own (not a sink object) still takes messages written after `close`: each burst of them is written, in order
+ * after everything before, through the destination opened again and closed once they are written, so nothing is
+ * lost and no file stays open between bursts.
  */
 export function openLogSink(path: string | LogSink): LogSink {
   if (typeof path !== 'string') return guarded(path, 'the log sink');
   const lower = path.toLowerCase();
-  if (lower === 'stdout') return streamSink(fs.createWriteStream('', { fd: 1, autoClose: false }), 'stdout');
-  if (lower === 'stderr') return streamSink(fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
-  let fd: number;
+  if (lower === 'stdout') return streamSink(() => fs.createWriteStream('', { fd: 1, autoClose: false }), 'stdout');
+  if (lower === 'stderr') return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
+  const openFile = (): fs.WriteStream => fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
+  let first: fs.WriteStream;
   try {
-    fd = fs.openSync(path, 'a');
+    first = openFile();
   } catch (error) {
     warn(`the log file could not be opened (${(error as Error).message}); logging to stderr instead`);
-    return streamSink(fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
+    return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
   }
-  return streamSink(fs.createWriteStream('', { fd, autoClose: true }), 'the log file');
+  return streamSink(openFile, 'the log file', first);
 }
 
-/** A sink over a write stream of its own: buffered, switched off (with a warning) at its first error. */
-function streamSink(stream: fs.WriteStream, name: string): LogSink {
+/**
+ * A sink over write streams of its own, `open` making each: buffered; switched off (with a warning) at the first
+ * error, of a stream or of opening one again after `close`.
+ */
+function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteStream): LogSink {
   let failed = false;
-  stream.on('error', (error) => {
+  const fail = (error: Error): void => {
     if (failed) return;
     failed = true;
     warn(`${name} failed (${error.message}); logging to it stopped`);
-  });
+  };
+  const watch = (stream: fs.WriteStream): fs.WriteStream => stream.on('error', fail);
+  /** The open stream; undefined once closed. */
+  let stream: fs.WriteStream | undefined = watch(first ?? open());
+  /** Settles once every stream ended so far is written and closed. */
+  let ended: Promise<void> = Promise.resolve();
+  /** The lines written since the last close, waiting for `ended` to be written through a stream opened again. */
+  let late: string[] | undefined;
+  const end = (s: fs.WriteStream): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (s.destroyed || s.writableEnded) return resolve();
+      s.end(() => resolve()); // once every line is written (or the stream failed)
+    });
+  const writeLate = (): Promise<void> | undefined => {
+    const lines = late!;
+    late = undefined;
+    if (failed) return undefined;
+    let again: fs.WriteStream;
+    try {
+      again = watch(open());
+    } catch (error) {
+      return void fail(error as Error);
+    }
+    for (const line of lines) again.write(line);
+    return end(again);
+  };
   return {
     write(message) {
-      if (!failed && !stream.destroyed) stream.write(`${JSON.stringify(message)}\n`);
+      if (failed) return;
+      const line = `${JSON.stringify(message)}\n`;
+      if (stream !== undefined) {
+        if (!stream.destroyed) stream.write(line);
+      } else if (late !== undefined) {
+        late.push(line);
+      } else {
+        late = [line];
+        ended = ended.then(writeLate);
+      }
     },
     close() {
-      return new Promise<void>((resolve) => {
-        if (failed || stream.destroyed || stream.writableEnded) return resolve();
-        stream.end(() => resolve());
-      });
+      if (stream !== undefined) {
+        const s = stream;
+        stream = undefined;
+        const before = ended;
+        ended = Promise.all([before, end(s)]).then(() => undefined);
+      }
+      return ended;
     },
   };
 }

@@ -8,9 +8,10 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConnectionPool, InvalidOptionError } from '../../lib';
+import { connect, ConnectionPool, InvalidOptionError } from '../../lib';
+import { eventually } from '../support/endpoint';
 import { openLogSink } from '../../lib/logging/log-sink';
-import { MockConnectionFactory } from '../../lib/testing';
+import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 const root = path.resolve(__dirname, '../..');
 const debug = { connection: 'debug' } as const;
@@ -91,6 +92,82 @@ describe('log sinks', function () {
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
     expect(lines).to.have.length(1000);
     expect(JSON.parse(lines[999])).to.deep.equal({ i: 999 });
+  });
+
+  it('takes messages written after close: each burst is appended in order through the file opened again, and closed after it', async function () {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-')), 'pool.log');
+    const line = (i: number) => ({ toJSON: () => ({ i }), render: () => String(i) });
+    const openFiles = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    }).length;
+    const sink = openLogSink(file);
+    for (let i = 0; i < 100; i++) sink.write(line(i));
+    const closing = sink.close?.(); // not awaited: the next burst comes while the first is still being written
+    for (let i = 100; i < 150; i++) sink.write(line(i));
+    await closing;
+    await new Promise((r) => setImmediate(r));
+    sink.write(line(150)); // a burst after every earlier write finished
+    await sink.close?.();
+    await new Promise((r) => setTimeout(r, 10)); // the descriptor is closed right after the stream finishes
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { i: number }).i);
+    expect(lines).to.deep.equal([...Array(151).keys()]);
+    expect(openFiles(), 'descriptors of the file left open').to.equal(0);
+  });
+
+  it('a pool keeps logging after close: the closed pool\'s last connection and the checkouts tried on it reach the sink', function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const written: string[] = [];
+    const pool = new ConnectionPool<MockConnection>({
+      address: 'db:27017',
+      scheduler: clock,
+      connectionFactory: mock.factory,
+      logging: { componentSeverities: debug, path: { write: (m) => written.push(m.render()) } },
+    });
+    const viaLog: string[] = [];
+    pool.log$.subscribe((m) => viaLog.push(m.render()));
+    pool.ready();
+    let held: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (held = c));
+    clock.advance(10);
+    pool.close();
+    pool.checkIn(held!); // the last connection: checked in and closed in one step
+    pool.checkOut().subscribe({ error: () => undefined }); // tried on the closed pool
+    expect(written.slice(-5)).to.deep.equal([
+      'Connection pool closed for db:27017',
+      'Connection checked in: address=db:27017, driver-generated ID=1',
+      'Connection closed: address=db:27017, driver-generated ID=1. Reason: Connection pool was closed.',
+      'Checkout started for connection to db:27017',
+      'Checkout failed for connection to db:27017. Reason: Connection pool was closed. Duration: 0 ms',
+    ]);
+    expect(written).to.deep.equal(viaLog);
+  });
+
+  it("a client closed while a connection is checked out: that connection's check-in and close still reach the client's file", async function () {
+    this.timeout(10_000);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-')), 'client.log');
+    const endpoint = process.env.MONGODB_URI === undefined ? await new EmbeddedServer().start() : undefined;
+    const uri = process.env.MONGODB_URI ?? `mongodb://${endpoint!.address}/`;
+    const client = connect(uri, { logging: { componentSeverities: debug, path: file } });
+    try {
+      await client.command('admin', { ping: 1 }); // the pool is ready
+      const pool = [...client.pools.values()][0];
+      const connection = await pool.checkOut();
+      await client.close(); // resolves once the file is flushed; the connection is still out
+      pool.checkIn(connection); // closed as it comes back
+      await client.close(); // idempotent; the late lines are written by now or soon after
+      const messages = (): string[] => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { message: string }).message);
+      expect(await eventually(() => fs.readFileSync(file, 'utf8').includes('Connection closed'))).to.equal(true);
+      const last = messages().slice(-3);
+      expect(last).to.deep.equal(['Connection pool closed', 'Connection checked in', 'Connection closed']);
+    } finally {
+      await client.close();
+      await endpoint?.stop();
+    }
   });
 
   it('falls back to stderr, with a warning, when the file cannot be opened', function () {
