@@ -83,7 +83,10 @@ export interface ConnectionPoolInstrumentation extends Disposable {
    * for a Unix domain socket, `server.port`. `db.client.connection.count` adds `db.client.connection.state`.
    */
   readonly attributes: Readonly<Attributes>;
-  /** Whether recording has stopped: unsubscribed, disposed, or the pool closed with its last connection closed. */
+  /**
+   * Whether recording has stopped: unsubscribed, disposed, or the pool closed with its last connection closed (its
+   * counts are then reported as 0 for a while; see {@link instrumentConnectionPool}).
+   */
   readonly closed: boolean;
   /**
    * Stops recording: unsubscribes from the pool's streams and removes the collection callback, so nothing of this
@@ -132,7 +135,10 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * OpenTelemetry API's instrument for values kept elsewhere), so nothing is built between collections. Subscribing to
  * `events$` makes the pool build its event objects, which is the whole cost; a pool that is not instrumented pays
  * nothing. Recording stops by itself when `state$` completes (the pool closed and its last connection closed), or on
- * {@link ConnectionPoolInstrumentation.unsubscribe}.
+ * {@link ConnectionPoolInstrumentation.unsubscribe}. Stopping by itself, it goes on reporting the pool's counts
+ * (`db.client.connection.count`, `pending_requests`) as 0 for 60 s, the SDK's default export interval, so that a
+ * reader with cumulative temporality (which keeps exporting the last value it collected) ends on 0 rather than on the
+ * counts before the close; its callback is removed at the first collection after that (or by `unsubscribe()`).
  *
  * @example
  * ```ts
@@ -177,6 +183,13 @@ export function instrumentConnectionPool(
   return new PoolMetricsRecorder(pool, meter, poolName);
 }
 
+/**
+ * How long a finished pool's counts are reported as 0 before its collection callback is removed, in ms: the OpenTelemetry
+ * SDK's default metric export interval (OTEL_METRIC_EXPORT_INTERVAL, 60000 ms), so a reader collecting at that interval
+ * or more often exports the zeros.
+ */
+const FINAL_ZEROS_MS = 60_000;
+
 /** The recorder behind {@link instrumentConnectionPool}: the instruments, the event handler, the collection callback. */
 class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   readonly poolName: string;
@@ -193,12 +206,17 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   private readonly subscriptions: Subscription[] = [];
   private watchingCompletion = false;
   private stopped = false;
+  /** When the pool finished (Date.now(), ms): from then on the callback reports its counts as 0. */
+  private finishedAt: number | undefined = undefined;
+  /** The pool, until it finished (nothing keeps a finished pool reachable). */
+  private pool: InstrumentedPool | undefined;
 
   constructor(
-    private readonly pool: InstrumentedPool,
+    pool: InstrumentedPool,
     private readonly meter: Meter,
     poolName: string,
   ) {
+    this.pool = pool;
     this.poolName = poolName;
     const server = parseAddress(pool.address);
     this.attributes = Object.freeze({
@@ -250,10 +268,13 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.observables = [count, idleMax, idleMin, max, pending];
     const { maxPoolSize, minPoolSize } = pool.options;
     this.collect = (result) => {
-      const s = this.pool.snapshot();
-      result.observe(count, s.availableConnectionCount, this.idleAttributes);
-      result.observe(count, s.inUseConnectionCount, this.usedAttributes);
-      result.observe(pending, s.waitQueueLength, this.attributes);
+      const s = this.pool?.snapshot();
+      result.observe(count, s?.availableConnectionCount ?? 0, this.idleAttributes);
+      result.observe(count, s?.inUseConnectionCount ?? 0, this.usedAttributes);
+      result.observe(pending, s?.waitQueueLength ?? 0, this.attributes);
+      // A finished pool's zeros are reported for FINAL_ZEROS_MS, so that every reader collecting at least that often
+      // exports them (with cumulative temporality a reader keeps the last value it collected); then the callback goes.
+      if (this.finishedAt !== undefined && Date.now() - this.finishedAt >= FINAL_ZEROS_MS) queueMicrotask(() => this.unsubscribe());
       result.observe(idleMin, minPoolSize, this.attributes);
       if (maxPoolSize > 0) {
         result.observe(max, maxPoolSize, this.attributes);
@@ -271,10 +292,21 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   }
 
   unsubscribe(): void {
-    if (this.stopped) return;
+    if (this.stopped && this.finishedAt === undefined) return;
     this.stopped = true;
+    this.finishedAt = undefined;
+    this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
+  }
+
+  /** The pool finished: nothing more is recorded; the collection callback reports 0 for a while (see `collect`). */
+  private finish(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.finishedAt = Date.now();
+    this.pool = undefined;
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
   }
 
   [Symbol.dispose](): void {
@@ -308,10 +340,10 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
    * completes, the pool closed and its last connection closed.
    */
   private watchCompletion(): void {
-    if (this.watchingCompletion || this.stopped) return;
+    if (this.watchingCompletion || this.stopped || this.pool === undefined) return;
     this.watchingCompletion = true;
     const states$: Observable<unknown> = this.pool.state$;
-    const subscription = states$.subscribe({ complete: () => this.unsubscribe() });
+    const subscription = states$.subscribe({ complete: () => this.finish() });
     if (!this.stopped) this.subscriptions.push(subscription);
   }
 }

@@ -208,6 +208,48 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       expect(histogramOf(c, 'db.client.connection.wait_time').count).to.equal(1);
     });
 
+    it('once the closed pool has closed its last connection, reports its counts as 0 for 60 s, not the last ones, then removes its callback', async function () {
+      const { meter, collect } = harness();
+      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
+      let removals = 0;
+      meter.removeBatchObservableCallback = (...args) => {
+        removals++;
+        removeCallback(...args);
+      };
+      const { pool, clock } = virtualPool({ maxPoolSize: 2 });
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      pool.ready();
+      const held: MockConnection[] = [];
+      for (let i = 0; i < 2; i++) pool.checkOut().subscribe((x) => held.push(x));
+      clock.advance(10);
+      pool.checkOut().subscribe({ error: () => undefined }); // waits
+      const counts = (c: Collected) => [
+        valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'idle' }),
+        valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' }),
+        valueOf(c, 'db.client.connection.pending_requests'),
+      ];
+      expect(counts(await collect()), 'idle, used, pending').to.deep.equal([0, 2, 1]);
+      pool.close(); // fails the waiting checkout; both connections are still out
+      for (const connection of held) pool.checkIn(connection); // the last one closed: state$ completes
+      expect(instrumentation.closed).to.equal(true);
+      const now = Date.now;
+      const finished = now();
+      try {
+        Date.now = () => finished + 59_000;
+        expect(counts(await collect()), 'a collection within 60 s').to.deep.equal([0, 0, 0]);
+        expect(removals).to.equal(0);
+        Date.now = () => finished + 61_000;
+        expect(counts(await collect()), 'the first collection after 60 s').to.deep.equal([0, 0, 0]);
+        await Promise.resolve();
+        expect(removals, 'removed after it').to.equal(1);
+        expect(counts(await collect()), 'the last values collected').to.deep.equal([0, 0, 0]);
+        instrumentation.unsubscribe();
+        expect(removals, 'once').to.equal(1);
+      } finally {
+        Date.now = now;
+      }
+    });
+
     it('records no wait_time for a checkout under way when recording started (its wait was not timed)', async function () {
       const { meter, collect } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 1 });
