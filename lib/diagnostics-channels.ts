@@ -88,7 +88,11 @@ export interface EstablishTraceContext extends ServerAttributes {
   readonly connectionId: number;
   /** The pool generation it is established for. */
   readonly generation: number;
-  /** `ready` (ConnectionReady follows), `failed` (`error` is set), or `aborted` (the pool gave it up); undefined until then. */
+  /**
+   * `ready` (the factory delivered the connection: ConnectionReady follows, unless the pool closes it at once, as
+   * ConnectionClosed `stale` after a clear, `expired` or `poolClosed`), `failed` (`error` is set), or `aborted` (the
+   * pool gave it up); undefined until then.
+   */
   outcome: 'ready' | 'failed' | 'aborted' | undefined;
   /** The established connection (outcome `ready`). */
   result: unknown;

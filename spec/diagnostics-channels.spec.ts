@@ -206,6 +206,41 @@ describe('diagnostics channels', function () {
     ]);
   });
 
+  it('end an unsubscribed checkout\'s trace with the outcome the pool commits, as the events do: checked out when served first', function () {
+    const checkOuts = recordTraces<CheckOutTraceContext>(DIAGNOSTICS_CHANNELS.checkOut);
+    stops = [checkOuts.stop];
+    const { pool, clock } = virtualPool();
+    let held: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (held = c));
+    clock.advance(10);
+    const events: string[] = [];
+    pool.events$.subscribe((e) => events.push(e.type));
+    const waiting = pool.checkOut().subscribe(); // waits for the one connection
+    // From inside the pool's processing: the check-in, queued after the unsubscribe but processed before it (check-ins
+    // go first), serves the waiting checkout, whose connection then comes back as nobody takes it.
+    const inside = pool.events$.subscribe((e) => {
+      if (e.type !== 'ConnectionCheckOutStarted') return;
+      inside.unsubscribe();
+      waiting.unsubscribe();
+      pool.checkIn(held!);
+    });
+    pool.checkOut().subscribe({ next: (c) => pool.checkIn(c), error: () => undefined });
+    clock.advance(0);
+    const outcomes = [...checkOuts.phases.keys()].map((c) => [c.outcome, c.connectionId]);
+    expect(outcomes).to.deep.equal([
+      ['checkedOut', 1],
+      ['checkedOut', 1], // the unsubscribed one: served before its leave was processed
+      ['checkedOut', 1],
+    ]);
+    expect(events.filter((t) => t === 'ConnectionCheckedOut' || t === 'ConnectionCheckOutFailed')).to.deep.equal(['ConnectionCheckedOut', 'ConnectionCheckedOut']);
+    // Processed before any serving, the same unsubscribe ends the trace cancelled, with no error, as before.
+    const second = virtualPool();
+    second.pool.checkOut().subscribe();
+    second.pool.checkOut().subscribe().unsubscribe();
+    const last = [...checkOuts.phases].at(-1)!;
+    expect([last[0].outcome, last[0].error, last[1]]).to.deep.equal(['cancelled', undefined, ['start', 'end', 'asyncStart', 'asyncEnd']]);
+  });
+
   it('end an establishment trace as failed (with the error) or aborted (the pool gave it up)', async function () {
     const establishments = recordTraces<EstablishTraceContext>(DIAGNOSTICS_CHANNELS.establish);
     stops = [establishments.stop];

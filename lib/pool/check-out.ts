@@ -119,9 +119,10 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
       signal?.removeEventListener('abort', onAbort);
       deadline?.unsubscribe();
       if (waiter.state === 'done') return;
-      port.leave(waiter);
-      // Unsubscribed before an outcome: nobody is left to receive an error, so the trace ends without one.
-      if (trace !== undefined && !trace.done) endTrace(trace, false, undefined);
+      // Unsubscribed before an outcome. Untraced, nobody is left to receive an error, so none is built. Traced, the
+      // pool is handed one, so that the trace ends with the outcome the pool commits, in commit order: cancelled, or
+      // served before it processed the leave (ConnectionCheckedOut, then the connection checked back in).
+      port.leave(waiter, trace === undefined ? undefined : cancelled(port.address, undefined));
     };
   }
 
@@ -146,7 +147,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
 
 /** The waiter of one subscription: delivers to its subscriber, unless that has left. */
 class SubscriberWaiter<C> extends Waiter<C> {
-  constructor(private readonly subscriber: Subscriber<C>) {
+  constructor(protected readonly subscriber: Subscriber<C>) {
     super();
   }
 
@@ -177,7 +178,9 @@ class TracedSubscriberWaiter<C> extends SubscriberWaiter<C> {
   }
 
   override fail(error: Error): void {
-    if (!this.trace.done) endTrace(this.trace, false, error);
+    // Unsubscribed and then cancelled by the pool: nobody received an error, so the trace carries none.
+    const unsubscribed = this.subscriber.closed && error instanceof CheckOutCancelledError;
+    if (!this.trace.done) endTrace(this.trace, false, unsubscribed ? undefined : error);
     super.fail(error);
   }
 }
