@@ -139,7 +139,11 @@ export interface ConnectionClosedEvent extends PoolEventBase {
   readonly connectionId: number;
   /** Why it was closed (see {@link ConnectionClosedReason}). */
   readonly reason: ConnectionClosedReason;
-  /** The error, when `reason` is `error`. */
+  /**
+   * The error, when `reason` is `error` and one is known: the establishment's error, the error a scoped checkout
+   * abandoned mid-request tore the connection down with, or the one the connection says made it errored
+   * (`PoolConnection.error`; a Connection's network, timeout or wire-protocol error).
+   */
   readonly error?: Error;
 }
 

@@ -46,10 +46,11 @@ export interface CheckInAction<C> {
   readonly connection: C & { readonly id: number };
   readonly holder: Waiter<C>;
   /**
-   * The checkout ended while a request may still be in flight on the connection (a scoped checkout abandoned
-   * mid-request): it is closed with reason `error`, never made available, whatever the connection reports.
+   * Set when the checkout ended while a request may still be in flight on the connection (a scoped checkout abandoned
+   * mid-request): the error it was torn down with. It is closed with reason `error` (ConnectionClosed carries this
+   * error), never made available, whatever the connection reports.
    */
-  readonly discard?: boolean;
+  readonly discard?: Error;
 }
 
 /** `clear()`: bump the generation, pause, evict the WaitQueue, optionally interrupt in-use connections. */

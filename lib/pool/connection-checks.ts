@@ -39,6 +39,16 @@ export function isErrored(connection: PoolConnection): boolean {
   }
 }
 
+/** The error `connection` says made it errored (`error`), when it is an Error and can be read. */
+export function errorOf(connection: PoolConnection): Error | undefined {
+  try {
+    const error = connection.error;
+    return error instanceof Error ? error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Whether `connection` may have a request in flight: true when it says so, and, unless `finished` (its work is known
  * to have ended), also when it does not say it is idle (`busy === false`). One whose `busy` cannot be read counts as

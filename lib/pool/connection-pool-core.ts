@@ -675,13 +675,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = this.poolState.records.get(connection.id);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
-    const discard = mayBeBusy(connection, finished);
-    if (discard) {
-      destroyQuietly(
-        connection,
-        new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`),
-      );
-    }
+    const discard = mayBeBusy(connection, finished)
+      ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`)
+      : undefined;
+    if (discard !== undefined) destroyQuietly(connection, discard);
     this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
   }
 

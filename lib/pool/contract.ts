@@ -26,6 +26,11 @@ export interface PoolConnection {
    */
   readonly errored?: boolean;
   /**
+   * The error that made the connection errored, when it knows one: ConnectionClosed (reason `error`) and its log
+   * message carry it (CMAP "Connection Pool Logging": the Connection Closed message's `error`). Read only then.
+   */
+  readonly error?: Error;
+  /**
    * The service behind the load balancer this connection reached (hex string, from the handshake's `serviceId`).
    * Read once the connection is established, in load-balanced mode only.
    */

@@ -21,7 +21,7 @@ import {
   isBelowMinPoolSize,
 } from './admission';
 import type { Command } from './commands';
-import { isErrored, serviceIdOf } from './connection-checks';
+import { errorOf, isErrored, serviceIdOf } from './connection-checks';
 import type { PoolConnection } from './contract';
 import { inUseConnectionCount, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
 import type { Waiter, WaiterState } from './wait-queue';
@@ -43,7 +43,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       cancel(state, action.waiter, action.error, action.timeoutMS, out);
       break;
     case 'checkIn':
-      checkIn(state, action.connection, action.holder, action.discard === true, out);
+      checkIn(state, action.connection, action.holder, action.discard, out);
       break;
     case 'clear':
       if (action.serviceId !== undefined) clearService(state, action.serviceId, out);
@@ -424,7 +424,7 @@ function checkIn<C extends PoolConnection>(
   s: PoolState<C>,
   connection: C,
   holder: Waiter<C>,
-  discard: boolean,
+  discard: Error | undefined,
   out: Command<C>[],
 ): void {
   const rec = s.records.get(connection.id);
@@ -455,9 +455,9 @@ function checkIn<C extends PoolConnection>(
   }
   rec.checkOutSite = undefined;
   const reason: ConnectionClosedReason | undefined =
-    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard ? 'error' : (erroredReason(rec) ?? expiredReason(s, rec));
+    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard !== undefined ? 'error' : (erroredReason(rec) ?? expiredReason(s, rec));
   if (reason !== undefined) {
-    closeRecord(s, rec, reason, out);
+    closeRecord(s, rec, reason, out, discard);
     populate(s, out);
     serveWaiters(s, out);
   } else if (waitingCheckOutCount(s) > 0) {
@@ -627,7 +627,10 @@ function erroredReason<C extends PoolConnection>(rec: ConnectionRecord<C>): 'err
   return rec.connection !== undefined && isErrored(rec.connection) ? 'error' : undefined;
 }
 
-/** CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down. */
+/**
+ * CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down. Its `error`, for
+ * reason `error`: `error` when given, else the one the connection says made it errored.
+ */
 function closeRecord<C extends PoolConnection>(
   s: PoolState<C>,
   rec: ConnectionRecord<C>,
@@ -648,6 +651,7 @@ function closeRecord<C extends PoolConnection>(
   }
   if (s.observed) {
     const time = now(s);
+    if (error === undefined && reason === 'error' && rec.connection !== undefined) error = errorOf(rec.connection);
     emit(
       out,
       error === undefined

@@ -23,6 +23,8 @@ export class MockConnection implements PoolConnection {
   serviceId: string | undefined;
   /** Set it to simulate a network error: the pool then closes the connection with reason `error`. */
   errored = false;
+  /** Set it with `errored` to give the error that made it errored: ConnectionClosed (reason `error`) carries it. */
+  error: Error | undefined;
   /** Set it to simulate a request in flight (see `PoolConnection.busy`). */
   busy = false;
   /** Whether the pool destroyed it (`destroy()` also sets `errored`). */

@@ -21,6 +21,7 @@ export class TestWaiter extends Waiter<FakeConnection> {
 
 export class FakeConnection implements PoolConnection {
   errored = false;
+  error: Error | undefined;
   destroyed = false;
   destroyError: Error | undefined;
   constructor(

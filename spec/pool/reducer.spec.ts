@@ -417,17 +417,36 @@ describe('reduce (pool reducer, virtual time)', function () {
   });
 
   describe('checkIn', function () {
-    it('closes a connection checked in to be discarded (reason error), even though it does not report errored', function () {
+    it('closes a connection checked in to be discarded (reason error, with its error), even though it does not report errored', function () {
       const b = new Bench();
       b.dispatch({ type: 'ready' });
       const w = b.checkOut();
       const c = b.succeed(1);
       expect(c.errored).to.equal(false);
-      b.dispatch({ type: 'checkIn', connection: c, holder: w, discard: true });
+      const discard = new Error('its scoped checkout ended while a request was in flight');
+      b.dispatch({ type: 'checkIn', connection: c, holder: w, discard });
       expect(b.types().slice(-2)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed']);
-      expect(b.events.at(-1)).to.include({ connectionId: 1, reason: 'error' });
+      expect(b.events.at(-1)).to.include({ connectionId: 1, reason: 'error', error: discard });
       expect(b.destroyed).to.deep.equal([c]);
       expect(b.state.records.size).to.equal(0);
+    });
+
+    it('closes an errored connection checked in with the error it says made it errored (reason error); none when it says none', function () {
+      const b = new Bench({ maxPoolSize: 2 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      const c1 = b.succeed(1);
+      const c2 = b.succeed(2);
+      const reset = new Error('read ECONNRESET');
+      c1.errored = true;
+      c1.error = reset;
+      c2.errored = true;
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error', error: reset });
+      b.dispatch({ type: 'checkIn', connection: c2, holder: w2 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 2, reason: 'error' });
+      expect(b.events.at(-1)).to.not.have.property('error');
     });
   });
 
