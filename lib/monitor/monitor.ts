@@ -83,6 +83,8 @@ export class Monitor {
   private lastCheckEnd = -Infinity;
   private wake: (() => void) | undefined;
   private checkRequested = false;
+  /** Whether a check (its hello, legacy hello or connection handshake) is in progress. */
+  private checking = false;
 
   /**
    * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
@@ -119,12 +121,16 @@ export class Monitor {
   }
 
   /**
-   * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms after the previous check ended.
-   * Ignored while a check is in progress.
+   * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms (minHeartbeatFrequencyMS) after the
+   * previous check ended. Ignored while a check is in progress (its hello, legacy hello or connection handshake): the
+   * next check is then the periodic one, heartbeatFrequencyMS after it ends (or at once after a network error on a
+   * known server). Ignored too before `start()` (whose first check is at once) and after `close()`.
    *
-   * Source: server monitoring spec, "Requesting an immediate check", "minHeartbeatFrequencyMS".
+   * Source: server monitoring spec, "Requesting an immediate check" ("If a hello or legacy hello call is already in
+   * progress, the request MUST be ignored"), "minHeartbeatFrequencyMS".
    */
   requestCheck(): void {
+    if (this.checking || !this.running || this.closed) return;
     this.checkRequested = true;
     this.wake?.();
   }
@@ -153,6 +159,7 @@ export class Monitor {
 
   /** One check; resolves to whether the next check must start at once (network error on a known server). */
   private async check(): Promise<boolean> {
+    this.checking = true;
     this.checkRequested = false;
     const started = this.scheduler.now();
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
@@ -185,6 +192,7 @@ export class Monitor {
       this.known = false;
       return wasKnown && err instanceof MongoNetworkError;
     } finally {
+      this.checking = false;
       this.lastCheckEnd = this.scheduler.now();
     }
   }

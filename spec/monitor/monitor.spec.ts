@@ -5,8 +5,9 @@
 import { expect } from 'chai';
 import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
-import { eventually } from '../support/endpoint';
+import { eventually, startTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
+import type { TestEndpoint } from '../support/endpoint';
 
 describe('Monitor', function () {
   let server: EmbeddedServer;
@@ -145,5 +146,54 @@ describe('Monitor', function () {
     expect(server.connectionsAccepted).to.equal(1);
     monitor.close();
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  describe(`requestCheck() (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
+    let endpoint: TestEndpoint;
+    /** A unique appName, so the fail point catches this monitor's connections only (the server may be shared). */
+    const appName = `rxcmap-monitor-${process.pid}`;
+
+    before(async function () {
+      endpoint = await startTestEndpoint();
+    });
+    after(async function () {
+      await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      await endpoint.stop();
+    });
+
+    /** Sets the failCommand fail point; skips the test when the server has none (test commands off). */
+    async function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
+      const reply = await endpoint.adminCommand({ configureFailPoint: 'failCommand', ...command }).catch((e: Error) => ({ ok: 0, errmsg: e.message }));
+      if (reply.ok !== 1) {
+        console.log(`      skipped: the server refused the failCommand fail point (enableTestCommands needed): ${String(reply.errmsg)}`);
+        this.skip();
+      }
+    }
+
+    it('is ignored while a check is in progress: no extra check 500 ms later, the next one after heartbeatFrequencyMS', async function () {
+      // The first check (the handshake of the monitoring connection) is held 200 ms by the server.
+      await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 200, appName } });
+      const clock = new VirtualClock();
+      monitor = new Monitor({ address: endpoint.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { ...endpoint.connectionOptions, appName } });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.start();
+      expect(count('ServerHeartbeatStarted')).to.equal(1);
+      monitor.requestCheck();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 20));
+      clock.advance(9_999);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(count('ServerHeartbeatStarted'), 'checks started within heartbeatFrequencyMS').to.equal(1);
+      clock.advance(1);
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
+      // Once no check is in progress, a request is honoured, minHeartbeatFrequencyMS after the last check ended.
+      await new Promise((r) => setTimeout(r, 20));
+      monitor.requestCheck();
+      clock.advance(499);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(count('ServerHeartbeatStarted')).to.equal(2);
+      clock.advance(1);
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 3)).to.equal(true);
+    });
   });
 });
