@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, map, merge, Observable, Subject, takeUntil, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, takeUntil, tap, throwError, timeout, type SchedulerLike } from 'rxjs';
 import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
@@ -312,28 +312,46 @@ export class Client {
   }
 
   /**
-   * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one.
+   * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
+   * immediate check (`Monitor.requestCheck()`) of the monitor of every pool that is not ready: at once, then again
+   * every minHeartbeatFrequencyMS (500 ms) until it resolves, so a server that is healthy again is found about
+   * 500 ms after its last failed check rather than heartbeatFrequencyMS later. A monitor whose check is in progress
+   * ignores the request, and none checks sooner than 500 ms after its previous check ended.
    *
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
    *
-   * Source: server monitoring spec (operations wait up to serverSelectionTimeoutMS for a suitable server); extension:
-   * the first ready pool stands for server selection, which this client does not implement further.
+   * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
+   * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
+   * monitoring spec, "Requesting an immediate check", "Application operations are unblocked when a server is found",
+   * "minHeartbeatFrequencyMS"; extension: the first ready pool stands for server selection, which this client does
+   * not implement further.
    */
   selectPool(): Promise<ConnectionPool<Connection>> {
     return this.select(this.serverSelectionTimeoutMS, undefined);
   }
 
-  /** {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is. */
+  /**
+   * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
+   * Requests immediate checks while it waits, as {@link selectPool} says.
+   */
   private async select(waitMS: number, timeoutMS: number | undefined): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hosts);
     const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
     if (now !== undefined) return now;
+    const requestChecks = (): void => {
+      for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
+    };
+    requestChecks();
     return firstValueFrom(
-      merge(...[...this.pools.values()].map((p) => p.events$)).pipe(
-        map(ready),
-        filter((p): p is ConnectionPool<Connection> => p !== undefined),
+      merge(
+        merge(...[...this.pools.values()].map((p) => p.events$)).pipe(
+          map(ready),
+          filter((p): p is ConnectionPool<Connection> => p !== undefined),
+        ),
+        interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).pipe(tap(requestChecks), ignoreElements()),
+      ).pipe(
         timeout({
           first: waitMS,
           with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError, timeoutMS)),
@@ -348,7 +366,8 @@ export class Client {
   }
 
   /**
-   * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards.
+   * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards. While no
+   * server is ready it waits as {@link selectPool} does, requesting immediate checks of the servers that are not.
    *
    * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: server
    * selection waits at most the smaller of it and serverSelectionTimeoutMS (a ServerSelectionError then has

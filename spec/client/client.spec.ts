@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { ClientClosedError, connect, InvalidOptionError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
-import { EmbeddedServer } from '../../lib/testing';
-import { closedPort, eventually } from '../support/endpoint';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 describe('connect() / Client', function () {
   const servers: EmbeddedServer[] = [];
@@ -237,5 +237,66 @@ describe('connect() / Client', function () {
     expect(client.monitors.size).to.equal(0);
     expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
     expect([...client.pools.values()][0].snapshot().serviceGenerations).to.have.length(1);
+  });
+
+  describe(`server selection (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
+    let endpoint: TestEndpoint;
+    /** A unique appName, so the fail point catches this client's connections only (the server may be shared). */
+    const appName = `rxcmap-client-${process.pid}`;
+
+    before(async function () {
+      endpoint = await startTestEndpoint();
+    });
+    after(async function () {
+      await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      await endpoint.stop();
+    });
+
+    /** Sets the failCommand fail point; skips the test when the server has none (test commands off). */
+    async function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
+      const reply = await endpoint.adminCommand({ configureFailPoint: 'failCommand', ...command }).catch((e: Error) => ({ ok: 0, errmsg: e.message }));
+      if (reply.ok !== 1) {
+        console.log(`      skipped: the server refused the failCommand fail point (enableTestCommands needed): ${String(reply.errmsg)}`);
+        this.skip();
+      }
+    }
+
+    it('a waiting command() requests an immediate check at once, then every minHeartbeatFrequencyMS, not waiting heartbeatFrequencyMS', async function () {
+      // The first two checks fail with a command error (no retry at once): the pool is not ready after either.
+      await failPoint.call(this, { mode: { times: 2 }, data: { failCommands: ['hello', 'isMaster'], errorCode: 91, appName } });
+      const clock = new VirtualClock();
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000&serverSelectionTimeoutMS=30000`, {
+        ...endpoint.connectionOptions,
+        appName,
+        scheduler: clock,
+      });
+      const heartbeats: string[] = [];
+      client.events$.subscribe((e) => {
+        if (e.type.startsWith('ServerHeartbeat')) heartbeats.push(e.type);
+      });
+      const settle = (): Promise<unknown> => new Promise((r) => setTimeout(r, 20));
+      expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
+      expect(heartbeats).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed']);
+
+      let settled = false;
+      const reply = client.command('admin', { ping: 1 }).finally(() => (settled = true));
+      // Requested at once: the check comes minHeartbeatFrequencyMS (500 ms) after the failed one ended.
+      clock.advance(499);
+      await settle();
+      expect(heartbeats).to.have.length(2);
+      clock.advance(1);
+      expect(await eventually(() => heartbeats.length === 4)).to.equal(true);
+      expect(heartbeats.slice(2)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed']);
+      // Still waiting, it requests again 500 ms after its first request.
+      await settle();
+      clock.advance(499);
+      await settle();
+      expect(heartbeats).to.have.length(4);
+      expect(settled).to.equal(false);
+      clock.advance(1);
+      expect(await reply).to.include({ ok: 1 });
+      expect(heartbeats.slice(4, 6)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+      expect(clock.now(), 'virtual ms waited').to.equal(1000);
+    });
   });
 });
