@@ -19,6 +19,7 @@ import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
 import { closestOptionName, type PoolOptions } from './options';
+import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
  * Client-level options a URI can set (the same names as in {@link ClientOptions}, which override them). Invalid values
@@ -31,7 +32,7 @@ import { closestOptionName, type PoolOptions } from './options';
 export interface UriClientOptions {
   /** Time between monitor checks, in ms; an integer >= 500. */
   heartbeatFrequencyMS?: number;
-  /** How long `command()` waits for a ready server, in ms; an integer > 0. */
+  /** How long `command()` waits for a ready server, in ms; an integer from 1 to 2147483647 (what one timer holds). */
   serverSelectionTimeoutMS?: number;
   /** Load-balanced mode: one pool, no monitor. */
   loadBalanced?: boolean;
@@ -60,7 +61,7 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client';
-type Kind = 'count' | 'positive' | 'ms' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
+type Kind = 'count' | 'positive' | 'ms' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
 
 /** The keys this library understands: canonical name, where it goes, and what it accepts. */
 const KEYS: Record<string, { name: string; target: Target; kind: Kind }> = {};
@@ -88,7 +89,7 @@ key('tlsInsecure', 'connection', 'bool');
 key('authSource', 'connection', 'string');
 key('authMechanism', 'connection', 'mechanism');
 key('heartbeatFrequencyMS', 'client', 'heartbeat');
-key('serverSelectionTimeoutMS', 'client', 'positive');
+key('serverSelectionTimeoutMS', 'client', 'selection');
 key('loadBalanced', 'client', 'bool');
 key('directConnection', 'client', 'bool');
 
@@ -244,6 +245,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       return Number.isSafeInteger(int) && int > 0 ? { value: int } : { error: 'an integer > 0' };
     case 'ms':
       return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer number of ms >= 0' };
+    case 'selection':
+      return Number.isSafeInteger(int) && int > 0 && int <= MAX_TIMER_DELAY_MS ? { value: int } : { error: `an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}` };
     case 'heartbeat':
       return Number.isSafeInteger(int) && int >= 500 ? { value: int } : { error: 'an integer number of ms >= 500' };
     case 'zlib':

@@ -66,6 +66,18 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal(['compressors snappy are not supported and are ignored']);
   });
 
+  it('ignores a serverSelectionTimeoutMS beyond 2147483647 ms (what one timer holds) with a warning', function () {
+    const p = parseConnectionString('mongodb://h/?serverSelectionTimeoutMS=2147483648');
+    expect(p.clientOptions).to.deep.equal({});
+    expect(p.warnings).to.deep.equal([
+      'serverSelectionTimeoutMS="2147483648" is ignored: serverSelectionTimeoutMS must be an integer number of ms from 1 to 2147483647',
+    ]);
+    expect(parseConnectionString('mongodb://h/?serverSelectionTimeoutMS=2147483647').clientOptions).to.deep.equal({ serverSelectionTimeoutMS: 2147483647 });
+    expect(parseConnectionString('mongodb://h/?serverSelectionTimeoutMS=0').warnings).to.deep.equal([
+      'serverSelectionTimeoutMS="0" is ignored: serverSelectionTimeoutMS must be an integer number of ms from 1 to 2147483647',
+    ]);
+  });
+
   it('builds credentials with authSource (or the URI database, or admin) and redacts the password everywhere', function () {
     const p = parseConnectionString('mongodb://alice:s3cr%40t@h/app?authMechanism=SCRAM-SHA-256&tlsCertificateKeyFilePassword=hunter2&tlsCertificateKeyFilePassword=x');
     const credentials = p.connectionOptions.credentials as MongoCredentials;

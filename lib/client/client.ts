@@ -38,6 +38,7 @@ import {
   type PoolExtensionOptions,
   type PoolOptions,
 } from '../options';
+import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 
@@ -54,7 +55,10 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
 export interface ClientOptions extends PoolOptions, PoolExtensionOptions, BackgroundOptions, ConnectionOptions {
   /** Time between monitor checks, in ms; at least 500. Default 10000. */
   heartbeatFrequencyMS?: number;
-  /** How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0. Default 30000. */
+  /**
+   * How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0 and at most 2147483647
+   * (what one Node timer holds). Default 30000.
+   */
   serverSelectionTimeoutMS?: number;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean;
@@ -166,7 +170,7 @@ export class Client {
    * spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
-  /** How long `command()` waits for a ready server, in ms. */
+  /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */
   readonly serverSelectionTimeoutMS: number;
 
   private readonly sink: LogSink | undefined;
@@ -199,8 +203,9 @@ export class Client {
     this.redactedUri = parsed.redacted;
     const client = { ...parsed.clientOptions, ...definedOnly(pick(options, ['heartbeatFrequencyMS', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
     const sst = client.serverSelectionTimeoutMS ?? 30_000;
-    if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0) {
-      throw new InvalidOptionError('serverSelectionTimeoutMS', sst, 'a number of ms > 0');
+    // Server selection waits on one timer: Node runs a longer one after 1 ms.
+    if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0 || sst > MAX_TIMER_DELAY_MS) {
+      throw new InvalidOptionError('serverSelectionTimeoutMS', sst, `a number of ms > 0 and at most ${MAX_TIMER_DELAY_MS}`);
     }
     this.serverSelectionTimeoutMS = sst;
     const frequency = client.heartbeatFrequencyMS;

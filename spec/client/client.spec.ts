@@ -144,6 +144,28 @@ describe('connect() / Client', function () {
     expect(() => connect('mongodb://127.0.0.1:1/?loadBalanced=true', { heartbeatFrequencyMS: 100 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
   });
 
+  it('serverSelectionTimeoutMS beyond 2147483647 ms (what one timer holds) is refused in the options, ignored with a warning in the URI', async function () {
+    expect(() => connect('mongodb://127.0.0.1:1', { serverSelectionTimeoutMS: 2 ** 31 })).to.throw(
+      InvalidOptionError,
+      'Invalid serverSelectionTimeoutMS: 2147483648 (serverSelectionTimeoutMS must be a number of ms > 0 and at most 2147483647)',
+    );
+    expect(() => connect('mongodb://127.0.0.1:1', { serverSelectionTimeoutMS: 0 })).to.throw(InvalidOptionError, /serverSelectionTimeoutMS must be a number of ms > 0/);
+    client = connect('mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=3000000000');
+    expect(client.serverSelectionTimeoutMS).to.equal(30_000);
+    expect(client.warnings).to.deep.equal([
+      'serverSelectionTimeoutMS="3000000000" is ignored: serverSelectionTimeoutMS must be an integer number of ms from 1 to 2147483647',
+    ]);
+    await client.close();
+    // The longest one still waits: it does not run out after 1 ms.
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?connectTimeoutMS=200`, { serverSelectionTimeoutMS: 2 ** 31 - 1 });
+    expect(client.serverSelectionTimeoutMS).to.equal(2 ** 31 - 1);
+    const waiting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    await client.close();
+    expect(await waiting).to.be.instanceOf(ClientClosedError);
+  });
+
   it('command(db, cmd, { timeoutMS }) bounds the checkout and the reply wait by what is left of timeoutMS', async function () {
     const [a] = await start();
     client = connect(`mongodb://${a.address}/?maxPoolSize=1`);
