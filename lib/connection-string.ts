@@ -50,7 +50,10 @@ export interface ParsedConnectionString {
   readonly appName?: string;
   /** The CMAP pool options it sets, under the spec's names. */
   readonly poolOptions: Readonly<PoolOptions>;
-  /** The connection options it sets (credentials, TLS, timeouts, compression, appName). */
+  /**
+   * The connection options it sets (credentials, TLS, timeouts, compression, appName). connectTimeoutMS and
+   * socketTimeoutMS are integers from 0 to 2147483647 ms; a value outside that is a warning and is ignored.
+   */
   readonly connectionOptions: Readonly<ConnectionOptions>;
   /** The client options it sets. */
   readonly clientOptions: Readonly<UriClientOptions>;
@@ -61,9 +64,13 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client';
-type Kind = 'count' | 'positive' | 'ms' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
+type Kind = 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
 
-/** The keys this library understands: canonical name, where it goes, and what it accepts. */
+/**
+ * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
+ * value arms one Node timer, so it is at most 2147483647 ms (a longer timer runs after 1 ms); the pool's `ms` options
+ * are armed as chains of timers and take any integer >= 0.
+ */
 const KEYS: Record<string, { name: string; target: Target; kind: Kind }> = {};
 function key(name: string, target: Target, kind: Kind): void {
   KEYS[name.toLowerCase()] = { name, target, kind };
@@ -74,8 +81,8 @@ key('maxIdleTimeMS', 'pool', 'ms');
 key('maxConnecting', 'pool', 'positive');
 key('waitQueueTimeoutMS', 'pool', 'ms');
 key('appName', 'connection', 'appName');
-key('connectTimeoutMS', 'connection', 'ms');
-key('socketTimeoutMS', 'connection', 'ms');
+key('connectTimeoutMS', 'connection', 'timer');
+key('socketTimeoutMS', 'connection', 'timer');
 key('compressors', 'connection', 'compressors');
 key('zlibCompressionLevel', 'connection', 'zlib');
 key('tls', 'connection', 'bool');
@@ -245,6 +252,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       return Number.isSafeInteger(int) && int > 0 ? { value: int } : { error: 'an integer > 0' };
     case 'ms':
       return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer number of ms >= 0' };
+    case 'timer':
+      return Number.isSafeInteger(int) && int >= 0 && int <= MAX_TIMER_DELAY_MS ? { value: int } : { error: `an integer number of ms from 0 to ${MAX_TIMER_DELAY_MS}` };
     case 'selection':
       return Number.isSafeInteger(int) && int > 0 && int <= MAX_TIMER_DELAY_MS ? { value: int } : { error: `an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}` };
     case 'heartbeat':

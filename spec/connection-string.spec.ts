@@ -78,6 +78,18 @@ describe('parseConnectionString', function () {
     ]);
   });
 
+  it('ignores a connectTimeoutMS or socketTimeoutMS beyond 2147483647 ms (what one timer holds) with a warning', function () {
+    const p = parseConnectionString('mongodb://h/?connectTimeoutMS=2147483648&socketTimeoutMS=3000000000');
+    expect(p.connectionOptions).to.deep.equal({});
+    expect(p.warnings).to.deep.equal([
+      'connectTimeoutMS="2147483648" is ignored: connectTimeoutMS must be an integer number of ms from 0 to 2147483647',
+      'socketTimeoutMS="3000000000" is ignored: socketTimeoutMS must be an integer number of ms from 0 to 2147483647',
+    ]);
+    const longest = parseConnectionString('mongodb://h/?connectTimeoutMS=2147483647&socketTimeoutMS=0');
+    expect(longest.connectionOptions).to.deep.equal({ connectTimeoutMS: 2147483647, socketTimeoutMS: 0 });
+    expect(longest.warnings).to.deep.equal([]);
+  });
+
   it('builds credentials with authSource (or the URI database, or admin) and redacts the password everywhere', function () {
     const p = parseConnectionString('mongodb://alice:s3cr%40t@h/app?authMechanism=SCRAM-SHA-256&tlsCertificateKeyFilePassword=hunter2&tlsCertificateKeyFilePassword=x');
     const credentials = p.connectionOptions.credentials as MongoCredentials;

@@ -166,6 +166,19 @@ describe('connect() / Client', function () {
     expect(await waiting).to.be.instanceOf(ClientClosedError);
   });
 
+  it('connectTimeoutMS and socketTimeoutMS beyond 2147483647 ms in the URI are ignored with a warning, refused in the options', async function () {
+    client = connect('mongodb://127.0.0.1:1/?connectTimeoutMS=3000000000&socketTimeoutMS=2147483648&waitQueueTimeoutMS=3000000000');
+    expect(client.warnings).to.deep.equal([
+      'connectTimeoutMS="3000000000" is ignored: connectTimeoutMS must be an integer number of ms from 0 to 2147483647',
+      'socketTimeoutMS="2147483648" is ignored: socketTimeoutMS must be an integer number of ms from 0 to 2147483647',
+    ]);
+    // A pool arms a longer WaitQueue timeout as a chain of timers: that one is taken.
+    expect([...client.pools.values()][0].options).to.include({ waitQueueTimeoutMS: 3_000_000_000 });
+    await client.close();
+    expect(() => connect('mongodb://127.0.0.1:1', { connectTimeoutMS: 2 ** 31 })).to.throw(InvalidOptionError, /Invalid connectTimeoutMS: 2147483648/);
+    expect(() => connect('mongodb://127.0.0.1:1', { socketTimeoutMS: 2 ** 31 })).to.throw(InvalidOptionError, /Invalid socketTimeoutMS: 2147483648/);
+  });
+
   it('command(db, cmd, { timeoutMS }) bounds the checkout and the reply wait by what is left of timeoutMS', async function () {
     const [a] = await start();
     client = connect(`mongodb://${a.address}/?maxPoolSize=1`);
