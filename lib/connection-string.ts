@@ -59,7 +59,7 @@ export interface ParsedConnectionString {
   readonly clientOptions: Readonly<UriClientOptions>;
   /** What was ignored and why: unknown or unsupported keys, invalid values, repeated keys. Never shows a password. */
   readonly warnings: readonly string[];
-  /** The URI with its credentials replaced, safe to print. */
+  /** The URI with its credentials replaced, and the value of every key this library does not know: safe to print. */
   readonly redacted: string;
 }
 
@@ -238,8 +238,20 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     connectionOptions: Object.freeze(connection as ConnectionOptions),
     clientOptions: Object.freeze(client as UriClientOptions),
     warnings: Object.freeze(warnings),
-    redacted: parsed.redact().toString(),
+    redacted: redact(parsed),
   });
+}
+
+/**
+ * The URI with its credentials replaced (the password, and the values of the keys that hold secrets), and also the
+ * value of every key this library does not know: a misspelt secret key (`tlsCertificateKeyFilePasword=...`) would
+ * otherwise be shown as it is.
+ */
+function redact(parsed: ConnectionString): string {
+  const redacted = parsed.redact();
+  const params = redacted.searchParams;
+  for (const name of new Set(params.keys())) if (KEYS[name.toLowerCase()] === undefined) params.set(name, '_credentials_');
+  return redacted.toString();
 }
 
 /** Converts one value; `error` says what is allowed when the value is invalid. */

@@ -102,6 +102,13 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://a:b@h').connectionOptions.credentials).to.include({ source: 'admin' });
   });
 
+  it('hides the value of every key it does not know, where a misspelt secret key would show its secret', function () {
+    const p = parseConnectionString('mongodb://h/?tlsCertificateKeyFilePasword=hunter2&password=hunter3&maxPoolSize=5&appName=orders');
+    expect(p.redacted).to.not.match(/hunter/);
+    expect(p.redacted).to.include('maxPoolSize=5').and.include('appName=orders').and.include('tlsCertificateKeyFilePasword=_credentials_');
+    expect(JSON.stringify(p.warnings)).to.not.match(/hunter/);
+  });
+
   const errors: [string, RegExp][] = [
     ['postgres://user:s3cret@host', /Invalid uri/],
     ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
