@@ -50,8 +50,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused),
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
- * `SystemOverloadedError` and `RetryableError` labels, except DNS failures and TLS certificate or host name
- * failures; nothing raised during authentication carries them.
+ * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during
+ * the TLS handshake, connectTimeoutMS elapsing), except DNS failures and TLS errors that are not socket I/O
+ * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
+ * of OpenSSL or of Node's TLS layer); nothing raised during authentication carries them.
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, compressor, zlibCompressionLevel,
@@ -235,15 +237,44 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
 const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
 
 /**
+ * The codes Node gives a peer certificate that fails verification: OpenSSL's X509_V_ERR_* names without the prefix
+ * (`UNSPECIFIED` for one Node does not name).
+ */
+const CERTIFICATE_ERRORS = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_CRL', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE', 'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE', 'CRL_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED', 'CRL_NOT_YET_VALID', 'CRL_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD', 'ERROR_IN_CRL_LAST_UPDATE_FIELD', 'ERROR_IN_CRL_NEXT_UPDATE_FIELD', 'OUT_OF_MEM',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED', 'INVALID_CA', 'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'HOSTNAME_MISMATCH', 'UNSPECIFIED',
+]);
+
+/**
+ * Whether `cause` is an error of the TLS layer itself rather than of the socket under it: an OpenSSL error (code
+ * `ERR_SSL_*` or `ERR_OSSL_*`, or carrying OpenSSL's `library`: a protocol version refused, a peer that does not speak
+ * TLS, a handshake alert), an error of Node's TLS layer (`ERR_TLS_*`: the host name not matching the certificate,
+ * among others), or a certificate that failed verification. Socket I/O during the TLS handshake (ECONNRESET, EPIPE,
+ * ETIMEDOUT, the peer closing it) is not one of them.
+ */
+function isTlsError(cause: unknown): boolean {
+  if (typeof cause !== 'object' || cause === null) return false;
+  const { code, library } = cause as { code?: unknown; library?: unknown };
+  if (typeof library === 'string') return true;
+  return typeof code === 'string' && (/^ERR_(SSL|OSSL|TLS)_/.test(code) || CERTIFICATE_ERRORS.has(code));
+}
+
+/**
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
- * and RetryableError labels, unless they cannot come from an overloaded server (DNS, TLS certificate or host name
- * verification). Errors during authentication never get them.
+ * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
+ * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, and every TLS error
+ * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
+ * a peer that does not speak TLS). Errors during authentication never get them.
  */
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
   if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
-  const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? '';
-  const verification = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|SIGNATURE|ERR_TLS_CERT/.test(code);
-  if (!DNS_ERRORS.has(code) && !verification) {
+  const cause = error.cause as NodeJS.ErrnoException | undefined;
+  if (!DNS_ERRORS.has(cause?.code ?? '') && !isTlsError(cause)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);
     error.errorLabels.add(ErrorLabel.RetryableError);
   }

@@ -261,6 +261,50 @@ describe('connectionFactory (establishment)', function () {
       c.destroy();
     });
 
+    it('a TLS failure that is not socket I/O (protocol version refused, peer not speaking TLS) carries no backpressure label', async function () {
+      const fs = await import('node:fs');
+      const tls = await import('node:tls');
+      const old = tls.createServer(
+        { key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')), minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' },
+        (socket) => socket.on('error', () => undefined),
+      );
+      old.on('tlsClientError', () => undefined);
+      const banner = net.createServer((socket) => {
+        socket.on('error', () => undefined);
+        socket.end('SSH-2.0-OpenSSH_9.6\r\n');
+      });
+      await Promise.all([old, banner].map((s) => new Promise((r) => s.listen(0, '127.0.0.1', () => r(undefined)))));
+      try {
+        for (const [s, code] of [[old, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION'], [banner, 'ERR_SSL_WRONG_VERSION_NUMBER']] as const) {
+          const address = `127.0.0.1:${(s.address() as net.AddressInfo).port}`;
+          const error = await establish(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
+          expect(error).to.be.instanceOf(MongoNetworkError);
+          expect(error.cause.code).to.equal(code);
+          expect([...error.errorLabels], code).to.deep.equal([]);
+        }
+      } finally {
+        old.close();
+        banner.close();
+      }
+    });
+
+    it('a connection closed during the TLS handshake (EOF) carries the backpressure labels', async function () {
+      const closing = net.createServer((socket) => {
+        socket.on('error', () => undefined);
+        socket.once('data', () => socket.destroy());
+      });
+      await new Promise((r) => closing.listen(0, '127.0.0.1', () => r(undefined)));
+      try {
+        const address = `127.0.0.1:${(closing.address() as net.AddressInfo).port}`;
+        const error = await establish(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
+        expect(error).to.be.instanceOf(MongoNetworkError);
+        expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+        expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+      } finally {
+        closing.close();
+      }
+    });
+
     it('presents the client certificate from tlsCertificateKeyFile when the server requires one', async function () {
       const refused = await establish(mutual.address, { tlsCAFile: file('ca.pem') }).catch((e) => e);
       expect(refused).to.be.instanceOf(MongoNetworkError);
