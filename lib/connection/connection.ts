@@ -10,7 +10,7 @@ import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
-import { decodeOpMsg, encodeOpMsg } from './op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   effectiveMaxMessageSizeBytes,
@@ -222,8 +222,9 @@ export class Connection implements PoolConnection {
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
    *   maxMessageSizeBytes, unknown opcode, invalid BSON, an OP_COMPRESSED with a compressor that was not negotiated
-   *   or that inflates beyond its announced size) or a reply to another request; for a malformed reply its `cause`
-   *   is the `WireProtocolError` saying what is wrong;
+   *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set, which only a request with
+   *   exhaustAllowed may receive and this client never sets it) or a reply to another request; for a malformed
+   *   reply its `cause` is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
    *   errored.
    * @throws the error the connection was destroyed with while the command was in flight (rejection): from its pool,
@@ -288,7 +289,15 @@ export class Connection implements PoolConnection {
         const opCode = message.header.opCode;
         throw new WireProtocolError(`unexpected opcode ${opCode} in reply (expected OP_MSG, ${OpCode.OP_MSG})`);
       }
-      document = decodeOpMsg(message.body).document;
+      const reply = decodeOpMsg(message.body);
+      // Only a request with exhaustAllowed may be answered by a stream of replies; this client never sets it.
+      if ((reply.flags & OpMsgFlag.moreToCome) !== 0) {
+        throw new WireProtocolError(
+          `OP_MSG reply has the moreToCome flag set (0x${OpMsgFlag.moreToCome.toString(16)}), but the request did not set ` +
+            'exhaustAllowed: a reply to this client must not have it',
+        );
+      }
+      document = reply.document;
     } catch (error) {
       return this.fail(this.protocolError(error));
     }

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type * as net from 'node:net';
 import { serialize } from 'bson';
 import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
-import { encodeOpMsg } from '../../lib/connection/op-msg';
+import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { OpCode, WireProtocolError, writeHeader } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
@@ -65,6 +65,12 @@ const cases: [string, Answer, RegExp, typeof MongoNetworkError][] = [
       s.write(Buffer.concat([header(16 + body.length, id, OpCode.OP_MSG), body]));
     },
     /wire-protocol error/,
+    MongoNetworkError,
+  ],
+  [
+    'a reply with the moreToCome flag set, to a request without exhaustAllowed',
+    (id, s) => s.write(encodeOpMsg(3, id, { ok: 1 }, OpMsgFlag.moreToCome)),
+    /wire-protocol error: OP_MSG reply has the moreToCome flag set \(0x2\), but the request did not set exhaustAllowed/,
     MongoNetworkError,
   ],
   ['a responseTo that answers another request', (id, s) => s.write(encodeOpMsg(3, id + 1000, { ok: 1 })), /does not match the request in flight/, MongoNetworkError],
