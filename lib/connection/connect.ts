@@ -93,7 +93,8 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
     saslSupportedMechs: credentials ? saslSupportedMechsRequest(credentials) : undefined,
     loadBalanced: options.loadBalanced === true,
   });
-  const tlsOptions = wantsTls(options) ? nodeTlsOptions(options, options.host) : undefined;
+  // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
+  const tlsOptions = wantsTls(options) ? nodeTlsOptions(options, options.port === undefined ? undefined : options.host) : undefined;
   const settings: EstablishSettings = {
     endpoint: { host: options.host, port: options.port },
     tlsOptions,
@@ -162,7 +163,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
 
     const socket: net.Socket =
       s.tlsOptions !== undefined
-        ? tls.connect({ ...s.tlsOptions, host, port })
+        ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port })
         : port === undefined
           ? net.connect({ path: host })
           : net.connect({ host, port });

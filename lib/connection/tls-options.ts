@@ -34,7 +34,11 @@ export interface TlsSettings {
   tlsAllowInvalidHostnames?: boolean;
   /** Both of the above. */
   tlsInsecure?: boolean;
-  /** The SNI server name and the name the certificate must carry. Default: the host, unless it is an IP address. */
+  /**
+   * The SNI server name and the name the certificate must carry. Default: the host, unless it is an IP address (no
+   * SNI; the certificate must carry the IP address) or a Unix domain socket path (no SNI; the certificate must carry
+   * `localhost`).
+   */
   tlsServerName?: string;
 }
 
@@ -58,12 +62,14 @@ export function wantsTls(s: TlsSettings): boolean {
 }
 
 /**
- * Node `tls.connect` options for `host`, reading the files named in `s`.
+ * Node `tls.connect` options for `host`, reading the files named in `s`. `host` is undefined for a Unix domain
+ * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
+ * `localhost`.
  *
  * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read, or tlsInsecure
  *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
-export function nodeTlsOptions(s: TlsSettings, host: string): NodeTlsOptions {
+export function nodeTlsOptions(s: TlsSettings, host: string | undefined): NodeTlsOptions {
   if (s.tlsInsecure !== undefined && (s.tlsAllowInvalidCertificates !== undefined || s.tlsAllowInvalidHostnames !== undefined)) {
     throw new InvalidOptionError('tlsInsecure', s.tlsInsecure, 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
   }
@@ -77,7 +83,7 @@ export function nodeTlsOptions(s: TlsSettings, host: string): NodeTlsOptions {
     options.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) options.passphrase = s.tlsCertificateKeyFilePassword;
   }
-  const servername = s.tlsServerName ?? (isIP(host) === 0 ? host : undefined);
+  const servername = s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined);
   if (servername !== undefined) options.servername = servername;
   if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
   return options;

@@ -305,6 +305,36 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
+    it('connects over TLS to a Unix domain socket, verifying the certificate against localhost', async function () {
+      const fs = await import('node:fs');
+      const os = await import('node:os');
+      const tls = await import('node:tls');
+      const { decodeOpMsg, encodeOpMsg } = await import('../../lib/connection/op-msg');
+      const { MessageFramer } = await import('../../lib/connection/wire-protocol');
+      const socketPath = path.join(os.tmpdir(), `rxcmap-tls-${process.pid}.sock`);
+      fs.rmSync(socketPath, { force: true });
+      const unix = tls.createServer({ key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')) }, (socket) => {
+        const framer = new MessageFramer();
+        socket.on('error', () => undefined);
+        socket.on('data', (chunk) => {
+          for (const m of framer.push(chunk)) {
+            const { ping } = decodeOpMsg(m.body).document;
+            socket.write(encodeOpMsg(1, m.header.requestId, ping === undefined ? { ismaster: true, maxWireVersion: 25, ok: 1 } : { ok: 1 }));
+          }
+        });
+      });
+      await new Promise((r) => unix.listen(socketPath, () => r(undefined)));
+      try {
+        const factory = connectionFactory({ host: socketPath, tls: true, tlsCAFile: file('ca.pem'), connectTimeoutMS: 1000 });
+        const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: socketPath, signal: new AbortController().signal })));
+        expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        c.destroy();
+      } finally {
+        await new Promise((r) => unix.close(r));
+        fs.rmSync(socketPath, { force: true });
+      }
+    });
+
     it('presents the client certificate from tlsCertificateKeyFile when the server requires one', async function () {
       const refused = await establish(mutual.address, { tlsCAFile: file('ca.pem') }).catch((e) => e);
       expect(refused).to.be.instanceOf(MongoNetworkError);
