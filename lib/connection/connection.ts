@@ -220,6 +220,10 @@ export class Connection implements PoolConnection {
    *
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
+   * @throws {WireProtocolError} (rejection) when the command cannot be sent: its document is larger than the
+   *   handshake's maxBsonObjectSize + 16 KiB, its OP_MSG larger than maxMessageSizeBytes (the message names the size
+   *   and the limit), or it cannot be encoded as BSON (a cycle, say; `cause`: the BSON library's error). Nothing is
+   *   sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
    *   maxMessageSizeBytes, unknown opcode, invalid BSON, an OP_COMPRESSED with a compressor that was not negotiated
    *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set, which only a request with
@@ -234,7 +238,12 @@ export class Connection implements PoolConnection {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     const requestId = newRequestId();
-    let message = encodeOpMsg(requestId, 0, { ...command, $db: db });
+    let message: Buffer;
+    try {
+      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, 0, this.server);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (this.compressor !== undefined && mayCompress(Object.keys(command)[0] ?? '')) {
       message = compressMessage(message, this.zlibCompressionLevel);
     }

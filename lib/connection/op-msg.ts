@@ -3,7 +3,7 @@
  *
  * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections").
  */
-import { serialize, type Document } from 'bson';
+import { calculateObjectSize, serializeWithBufferAndIndex, type Document } from 'bson';
 import { HEADER_LENGTH, OpCode, readBsonDocument, WireProtocolError, writeHeader } from './wire-protocol';
 
 /** OP_MSG flag bits. */
@@ -16,15 +16,70 @@ export interface OpMsg {
   readonly sequences: ReadonlyMap<string, Document[]>;
 }
 
-/** Encodes an OP_MSG with one body section (kind 0) holding `document`. */
-export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0): Buffer {
-  const bson = serialize(document);
-  const length = HEADER_LENGTH + 4 + 1 + bson.length;
+/**
+ * How much larger than maxBsonObjectSize a command document may be, in bytes: 16 KiB, the room a MongoDB server
+ * leaves for a command's own fields around a document of the largest size.
+ *
+ * Source: MongoDB server (a command may be up to maxBsonObjectSize + 16 KiB); handshake spec (`maxBsonObjectSize`).
+ */
+export const COMMAND_SIZE_ALLOWANCE_BYTES = 16 * 1024;
+
+/**
+ * The server's limits on a message the client sends, from its handshake reply.
+ *
+ * Source: handshake spec (`maxBsonObjectSize`, `maxMessageSizeBytes`); OP_MSG spec ("Each OP_MSG MUST NOT exceed the
+ * maxMessageSizeBytes").
+ */
+export interface OutgoingLimits {
+  /** The largest BSON document the server accepts; a command document may be {@link COMMAND_SIZE_ALLOWANCE_BYTES} larger. */
+  readonly maxBsonObjectSize: number;
+  /** The largest message the server accepts, header included. */
+  readonly maxMessageSizeBytes: number;
+}
+
+/**
+ * Encodes an OP_MSG with one body section (kind 0) holding `document`. With `limits`, a document larger than
+ * maxBsonObjectSize + 16 KiB, or a message larger than maxMessageSizeBytes, is refused before it is encoded.
+ *
+ * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a value BSON cannot hold; `cause`:
+ *   the BSON library's error), or is beyond `limits`: the message names the size, the limit and what is allowed.
+ */
+export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0, limits?: OutgoingLimits): Buffer {
+  let size: number;
+  try {
+    size = calculateObjectSize(document);
+  } catch (error) {
+    throw new WireProtocolError(`the command cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
+  }
+  const length = HEADER_LENGTH + 4 + 1 + size;
+  if (limits !== undefined) {
+    const maxDocument = limits.maxBsonObjectSize + COMMAND_SIZE_ALLOWANCE_BYTES;
+    if (size > maxDocument) {
+      throw new WireProtocolError(
+        `the command document is ${size} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize} + ` +
+          `${COMMAND_SIZE_ALLOWANCE_BYTES} (${maxDocument} bytes allowed); nothing was sent`,
+      );
+    }
+    if (length > limits.maxMessageSizeBytes) {
+      throw new WireProtocolError(
+        `the command's OP_MSG would be ${length} bytes, more than maxMessageSizeBytes ${limits.maxMessageSizeBytes}; nothing was sent`,
+      );
+    }
+  }
   const out = Buffer.allocUnsafe(length);
   writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
   out.writeUInt32LE(flags >>> 0, 16);
   out[20] = 0;
-  out.set(bson, 21);
+  let last: number;
+  try {
+    last = serializeWithBufferAndIndex(document, out, { index: 21 });
+  } catch (error) {
+    throw new WireProtocolError(`the command cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
+  }
+  // A document whose values change while it is encoded (a getter, a toBSON) may not match the size computed first.
+  if (last !== length - 1) {
+    throw new WireProtocolError(`the command cannot be encoded as BSON: its size changed while it was encoded; nothing was sent`);
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
  */
 import { expect } from 'chai';
 import * as net from 'node:net';
+import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   Connection,
@@ -16,7 +17,7 @@ import {
   type ConnectionPoolOptions,
 } from '../../lib';
 import { compressMessage } from '../../lib/connection/op-compressed';
-import { encodeOpMsg } from '../../lib/connection/op-msg';
+import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -172,6 +173,78 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     expect(c.hello.maxMessageSizeBytes).to.equal(2 ** 31 - 1);
     expect(c.server.maxMessageSizeBytes).to.equal(48_000_000);
     c.destroy();
+  });
+
+  describe('a command the server could not take: rejected with a WireProtocolError, nothing sent, the connection usable', function () {
+    /** Commands the server received after the handshake, by their first key. */
+    let received: string[];
+    /** Establishes to a server announcing `hello`, that answers every later command with `{ ok: 1 }`. */
+    function limited(hello: Document): Promise<Connection> {
+      received = [];
+      return establish({
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, socket) => {
+            received.push(Object.keys(decodeOpMsg(request.body).document)[0]);
+            socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+          },
+        },
+        hello,
+      });
+    }
+
+    /** Runs `command` on `c`; a synchronous throw fails the test. */
+    async function rejection(c: Connection, command: Document): Promise<unknown> {
+      let pending: Promise<unknown>;
+      try {
+        pending = c.command('db', command);
+      } catch (error) {
+        expect.fail(`command() threw synchronously: ${String(error)}`);
+      }
+      return pending.then(
+        () => expect.fail('the command was sent'),
+        (error: unknown) => error,
+      );
+    }
+
+    async function expectUsable(c: Connection): Promise<void> {
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(received).to.deep.equal(['ping']);
+    }
+
+    it('a document larger than maxBsonObjectSize + 16 KiB; one within the allowance is sent', async function () {
+      const c = await limited({ maxBsonObjectSize: 1024 * 1024 });
+      const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(2 * 1024 * 1024) }] });
+      expect(error).to.be.instanceOf(WireProtocolError);
+      expect((error as Error).message).to.match(
+        /command document is 20\d{5} bytes, more than maxBsonObjectSize 1048576 \+ 16384 \(1064960 bytes allowed\); nothing was sent/,
+      );
+      await expectUsable(c);
+      expect(await c.command('db', { insert: 'x', documents: [{ s: 'a'.repeat(1024 * 1024 + 8 * 1024) }] })).to.include({ ok: 1 });
+      c.destroy();
+    });
+
+    it('a message larger than maxMessageSizeBytes', async function () {
+      const c = await limited({ maxBsonObjectSize: 32 * 1024 * 1024, maxMessageSizeBytes: 16 * 1024 * 1024 });
+      const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(17 * 1024 * 1024) }] });
+      expect(error).to.be.instanceOf(WireProtocolError);
+      expect((error as Error).message).to.match(/OP_MSG would be 17\d{6} bytes, more than maxMessageSizeBytes 16777216; nothing was sent/);
+      await expectUsable(c);
+      c.destroy();
+    });
+
+    it('a document that cannot be encoded as BSON (a cycle)', async function () {
+      const c = await limited({});
+      const circular: Document = { ping: 1 };
+      circular.self = circular;
+      const error = await rejection(c, circular);
+      expect(error).to.be.instanceOf(WireProtocolError);
+      expect((error as Error).message).to.match(/command cannot be encoded as BSON: .*circular.*; nothing was sent/);
+      expect((error as Error).cause).to.be.instanceOf(Error);
+      await expectUsable(c);
+      c.destroy();
+    });
   });
 
   /** A Connection on a raw socket to a server that compresses its handshake reply with zlib. */
