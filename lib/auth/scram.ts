@@ -36,7 +36,13 @@ export function scramHash(mechanism: AuthMechanism): { algorithm: 'sha1' | 'sha2
   return mechanism === 'SCRAM-SHA-256' ? { algorithm: 'sha256', length: 32 } : { algorithm: 'sha1', length: 20 };
 }
 
-/** The password SCRAM hashes: MongoDB's MD5 digest for SCRAM-SHA-1, the SASLprep'd password for SCRAM-SHA-256. */
+/**
+ * The password SCRAM hashes: MongoDB's MD5 digest for SCRAM-SHA-1, the SASLprep'd password for SCRAM-SHA-256.
+ *
+ * @throws {Error} (from `@mongodb-js/saslprep`) for SCRAM-SHA-256 when SASLprep refuses the password (a prohibited
+ *   character, an unassigned code point, misplaced bidirectional characters); its message names the rule, not the
+ *   password. {@link scramAuthenticate} turns it into an AuthenticationError.
+ */
 export function scramPassword(mechanism: AuthMechanism, username: string, password: string): string {
   if (mechanism === 'SCRAM-SHA-1') return createHash('md5').update(`${username}:mongo:${password}`, 'utf8').digest('hex');
   return saslprep(password);
@@ -135,10 +141,11 @@ export interface ScramOptions {
  * cached in `credentials` per mechanism, salt and iteration count; concurrent conversations that need the same one
  * share a single derivation.
  *
- * @throws {AuthenticationError} (rejection) when the server rejects the credentials (cause: its error), sends a
- *   malformed or inconsistent message, an iteration count below {@link MIN_ITERATIONS} (4096) or above
- *   {@link MAX_ITERATIONS} (1,000,000), or a server signature that does not verify. Messages name the user, source
- *   and mechanism, never the password.
+ * @throws {AuthenticationError} (rejection) when the password cannot be prepared with SASLprep for SCRAM-SHA-256 (a
+ *   prohibited character, say: refused before anything is sent, the message naming the SASLprep rule broken), the
+ *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message, an iteration count
+ *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), or a server signature that
+ *   does not verify. Messages name the user, source and mechanism, never the password.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (including the minimum iteration count and the MUST-cache of
@@ -164,6 +171,15 @@ export async function scramAuthenticate(
       throw error;
     }
   };
+
+  // Prepared before anything is sent: a password SASLprep refuses could never authenticate. Its error names the
+  // rule broken (RFC 4013), never the password.
+  let password: string;
+  try {
+    password = scramPassword(mechanism, credentials.username, credentials.password);
+  } catch (error) {
+    return fail(`the password cannot be prepared with SASLprep (RFC 4013), as ${mechanism} requires: ${(error as Error).message}`);
+  }
 
   const clientFirstBare = `n=${escapeUsername(credentials.username)},r=${clientNonce}`;
   const first = await send({
@@ -192,7 +208,6 @@ export async function scramAuthenticate(
   }
   signal?.throwIfAborted();
 
-  const password = scramPassword(mechanism, credentials.username, credentials.password);
   const salted = await unlessAborted(
     // The salt enters the key as its digest: the server chooses the salt's length, and the key outlives the conversation.
     credentials.saltedPassword(`${mechanism}:${createHash('sha256').update(saltText!).digest('base64')}:${iterations}`, () =>

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { inspect } from 'node:util';
 import { Binary, type Document } from 'bson';
 import { AuthenticationError, MongoCredentials, MongoServerError } from '../../lib';
 import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
@@ -95,6 +96,26 @@ describe('SCRAM (auth spec conversations)', function () {
       expect(error).to.be.instanceOf(AuthenticationError);
       expect(error.message).to.match(message);
       expect(error.message).to.not.include('pencil');
+    }
+  });
+
+  it('refuses a password SASLprep prohibits with an AuthenticationError that does not show it, before saslStart', async function () {
+    const cases: [string, RegExp][] = [
+      ['se\u0007cret', /Prohibited character/],
+      ['se\u0627cret', /RandALCat/],
+    ];
+    for (const [password, reason] of cases) {
+      const creds = new MongoCredentials({ username: 'user', password });
+      const server = scripted('r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096', 'v=x');
+      const error = await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message).to.match(
+        /^Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the password cannot be prepared with SASLprep \(RFC 4013\), as SCRAM-SHA-256 requires: /,
+      );
+      expect((error as Error).message).to.match(reason);
+      expect((error as Error).message).to.not.include(password);
+      expect(inspect(error)).to.not.include('cret');
+      expect(server.sent).to.deep.equal([]);
     }
   });
 
