@@ -115,6 +115,12 @@ export function parseAttributes(message: string): Map<string, string> {
   return out;
 }
 
+/**
+ * Base64 of at least one byte, padded (RFC 5802, section 7: `salt = "s=" base64`; RFC 4648), as a salt must be.
+ * Linear in the length of the text.
+ */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$/;
+
 /** Runs one command on the connection being authenticated. */
 export type RunCommand = (db: string, command: Document) => Promise<Document>;
 
@@ -145,7 +151,9 @@ export interface ScramOptions {
  *   prohibited character, say: refused before anything is sent, the message naming the SASLprep rule broken), the
  *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message, an iteration count
  *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), or a server signature that
- *   does not verify. Messages name the user, source and mechanism, never the password.
+ *   does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
+ *   is not padded base64 of at least one byte is refused before any key is derived or proof sent. Messages name the
+ *   user, source and mechanism, never the password.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (including the minimum iteration count and the MUST-cache of
@@ -191,11 +199,18 @@ export async function scramAuthenticate(
   });
   const serverFirst = payloadText(first);
   const attrs = parseAttributes(serverFirst);
+  if (attrs.has('m')) {
+    fail('the server-first message has a mandatory extension (m=), which this client does not support (RFC 5802, section 5.1)');
+  }
   const nonce = attrs.get('r');
   const saltText = attrs.get('s');
   const iterationsText = attrs.get('i') ?? '';
   if (!nonce || !nonce.startsWith(clientNonce) || nonce.length <= clientNonce.length) fail('the server nonce does not extend the client nonce');
   if (!saltText) fail('the server sent no salt');
+  if (!BASE64.test(saltText!)) {
+    const shown = saltText!.length > 20 ? `${saltText!.slice(0, 20)}...` : saltText!;
+    fail(`the server sent a salt that is not base64: ${JSON.stringify(shown)} (a salt is base64 of at least one byte, padded)`);
+  }
   // The count as the server wrote it (at most 20 characters of it), for messages.
   const asked = iterationsText.length > 20 ? `${iterationsText.slice(0, 20)}...` : iterationsText;
   if (!/^[0-9]+$/.test(iterationsText)) fail(`the server sent an invalid iteration count "${asked}"`);

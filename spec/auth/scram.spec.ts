@@ -119,6 +119,27 @@ describe('SCRAM (auth spec conversations)', function () {
     }
   });
 
+  it('refuses a server-first message with a mandatory extension (m=), or a salt that is not base64 or is empty, before deriving any key', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const derivations = spyOnDerivations(creds, { ticks: 0 });
+    const cases: [string, RegExp][] = [
+      ['m=ext,r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096', /the server-first message has a mandatory extension \(m=\), which this client does not support/],
+      ['r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,m=ext', /mandatory extension \(m=\)/],
+      ['r=abcXYZ,s=***not base64***,i=4096', /the server sent a salt that is not base64: "\*\*\*not base64\*\*\*"/],
+      ['r=abcXYZ,s=!!!!,i=4096', /the server sent a salt that is not base64: "!!!!"/],
+      ['r=abcXYZ,s=W22ZaJ0SNY7soEsUEjb6gQ,i=4096', /the server sent a salt that is not base64/],
+      ['r=abcXYZ,s====,i=4096', /the server sent a salt that is not base64/],
+    ];
+    for (const [first, message] of cases) {
+      const server = scripted(first, 'v=x');
+      const error = await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+      expect(error, first).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message, first).to.match(message);
+      expect(server.sent, first).to.have.length(1); // saslStart only: no proof
+    }
+    expect(derivations).to.have.length(0);
+  });
+
   it('turns a server refusal into an AuthenticationError naming the user but not the password', async function () {
     const creds = new MongoCredentials({ username: 'alice', password: 'hunter2', source: 'app' });
     const refuse = async (): Promise<Document> => {
