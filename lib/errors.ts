@@ -540,7 +540,8 @@ export class PoolCallbackError extends CmapError {
 /**
  * Authentication failed while establishing a connection: the server rejected the credentials, the SCRAM
  * conversation was malformed, the server's signature did not verify, or its iteration count was below 4096 or above
- * 1,000,000 (refused before any key is derived). The
+ * 1,000,000 (refused before any key is derived); the password cannot be prepared with SASLprep (refused before
+ * saslStart); or the server-first message has a mandatory extension (`m=`) or a salt that is not base64. The
  * message names the user, source and mechanism, never the password. `cause` is the server's error, when there is one.
  *
  * Source: auth spec, "Authentication Handshake", "SCRAM-SHA-1", "SCRAM-SHA-256".
