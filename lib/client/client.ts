@@ -13,7 +13,7 @@ import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { parseConnectionString } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -380,12 +380,20 @@ export class Client {
    * reply wait at most what is left after the checkout; a reply that does not come in time fails the command with
    * MongoNetworkTimeoutError and closes that connection (its reply could still arrive).
    *
+   * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
+   * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear
+   * since the connection was made already did, and its monitor is asked for an immediate check, which readies the
+   * pool again once the server answers; the other pooled connections are then closed as stale rather than each
+   * failing a command. Not in load-balanced mode (no monitor), where only the connection itself is closed.
+   *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
    *   `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
+   * server monitoring spec, "Drivers cancel in-progress monitor checks" (a non-timeout network error on an
+   * application connection: the pool is cleared, the server checked again soon; generations keep the clear to one);
    * extension: applied to this one method.
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
@@ -395,10 +403,26 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
-    if (timeoutMS === 0) return pool.withConnection((connection) => connection.command(db, command));
+    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined));
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return pool.withConnection((connection) => connection.command(db, command, { timeoutMS: Math.max(1, left()) }), { timeoutMS: left() });
+    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: left() });
+  }
+
+  /** Runs the command on `connection`; a non-timeout network error clears `pool` (see {@link command}). */
+  private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
+    try {
+      return await (timeoutMS === undefined ? connection.command(db, command) : connection.command(db, command, { timeoutMS }));
+    } catch (error) {
+      // Only a monitored pool: its monitor readies it again (load-balanced mode has none). A connection of an older
+      // generation was made stale by a clear already.
+      const monitor = this.monitors.get(pool.address);
+      if (monitor !== undefined && error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError) && connection.generation === pool.snapshot().generation) {
+        pool.clear({ cause: error });
+        monitor.requestCheck();
+      }
+      throw error;
+    }
   }
 
   /**

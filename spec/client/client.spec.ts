@@ -3,7 +3,7 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { ClientClosedError, connect, InvalidOptionError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -332,6 +332,37 @@ describe('connect() / Client', function () {
       expect(await reply).to.include({ ok: 1 });
       expect(heartbeats.slice(4, 6)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
       expect(clock.now(), 'virtual ms waited').to.equal(1000);
+    });
+
+    it('a command failing with a network error (not a timeout) clears its pool once, and the monitor readies it again at an immediate check', async function () {
+      const clock = new VirtualClock();
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000&maxPoolSize=4`, { ...endpoint.connectionOptions, appName, scheduler: clock });
+      const pool = [...client.pools.values()][0];
+      const events: ClientEvent[] = [];
+      client.events$.subscribe((e) => events.push(e));
+      const count = (type: string, reason?: string) => events.filter((e) => e.type === type && (reason === undefined || (e as { reason?: string }).reason === reason)).length;
+      const pings = () => Promise.all([0, 1, 2].map(() => client!.command('admin', { ping: 1 })));
+      await pings();
+      const established = count('ConnectionReady');
+      expect(established, 'connections made by the concurrent commands').to.be.at.least(2);
+      // The next two pings, in flight together on two connections, each find their connection closed by the server.
+      await failPoint.call(this, { mode: { times: 2 }, data: { failCommands: ['ping'], closeConnection: true, appName } });
+      const failed = await Promise.all([0, 1].map(() => client!.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
+      for (const error of failed) {
+        expect(error).to.be.instanceOf(MongoNetworkError);
+        expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+      }
+      expect(count('ConnectionPoolCleared'), 'once: the second failure is of a connection the first clear made stale').to.equal(1);
+      expect(pool.state).to.equal('paused');
+      const checks = count('ServerHeartbeatStarted');
+      clock.advance(500); // the check it requested, 500 ms (minHeartbeatFrequencyMS) after the last one
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      expect(count('ServerHeartbeatStarted')).to.equal(checks + 1);
+      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      // The two that failed, checked in after the clear, and the idle ones, found at the next checkout: every
+      // connection of the cleared generation closed as stale, none failing a command.
+      expect(count('ConnectionClosed', 'stale')).to.equal(established);
+      expect(count('ConnectionClosed')).to.equal(established);
     });
   });
 });
