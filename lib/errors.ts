@@ -35,6 +35,12 @@ export class CmapError extends Error {
    * backpressure labels to establishment errors. Empty when there are none.
    */
   readonly errorLabels: Set<string>;
+  /**
+   * Load-balanced mode: the service (its `serviceId`, a 24-character hex string) that the connection which failed had
+   * reached, set by the connection factory on an establishment error raised after the handshake (during
+   * authentication, say); the pool then clears that service only. Undefined otherwise.
+   */
+  serviceId: string | undefined = undefined;
 
   constructor(message: string, options?: { cause?: unknown; labels?: readonly string[] }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });

@@ -9,7 +9,7 @@ import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
-import { ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
+import { CmapError, ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
 import { requireTimerDurationMS } from '../options';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor } from '../pool/contract';
@@ -53,7 +53,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during
  * the TLS handshake, connectTimeoutMS elapsing), except DNS failures and TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
- * of OpenSSL or of Node's TLS layer); nothing raised during authentication carries them.
+ * of OpenSSL or of Node's TLS layer); nothing raised during authentication carries them. In load-balanced mode an
+ * error after the handshake (during authentication, or the connection errored before it was handed over) carries the
+ * service it reached as `serviceId` (hex string), so the pool clears that service only (load balancer spec, "Initial
+ * Handshake Errors").
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, compressor, zlibCompressionLevel,
@@ -154,7 +157,12 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       conversation.abort(error);
       subscriber.error(error);
     };
-    const fail = (error: unknown): void => end(withBackpressureLabels(error, phase));
+    /** Load-balanced mode: the service the handshake reached, once it completed (errors after it name it). */
+    let service: string | undefined;
+    const fail = (error: unknown): void => {
+      if (service !== undefined && error instanceof CmapError) error.serviceId = service;
+      end(withBackpressureLabels(error, phase));
+    };
     const onAbort = (): void => {
       const message = `establishing a connection to ${address} was aborted (during ${phase})`;
       end(new MongoNetworkError(address, message, { cause: signal.reason }));
@@ -204,6 +212,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
                 : `Driver attempted to initialize in load balancing mode, but the hello reply's serviceId is not an ObjectId (${typeof reply.serviceId})`,
             );
           }
+          if (s.loadBalanced) service = connection.serviceId;
           if (s.credentials !== undefined) {
             phase = 'auth';
             await authenticate(

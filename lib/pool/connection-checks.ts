@@ -39,6 +39,19 @@ export function isErrored(connection: PoolConnection): boolean {
   }
 }
 
+/**
+ * The service an establishment error names (`serviceId`, a 24-character hex string; see `CmapError.serviceId`), when
+ * it names one and it can be read.
+ */
+export function serviceIdOfError(error: Error): string | undefined {
+  try {
+    const serviceId = (error as { serviceId?: unknown }).serviceId;
+    return typeof serviceId === 'string' && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The error `connection` says made it errored (`error`), when it is an Error and can be read. */
 export function errorOf(connection: PoolConnection): Error | undefined {
   try {

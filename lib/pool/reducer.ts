@@ -21,7 +21,7 @@ import {
   isBelowMinPoolSize,
 } from './admission';
 import type { Command } from './commands';
-import { errorOf, isErrored, serviceIdOf } from './connection-checks';
+import { errorOf, isErrored, serviceIdOf, serviceIdOfError } from './connection-checks';
 import type { PoolConnection } from './contract';
 import { inUseConnectionCount, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
 import type { Waiter, WaiterState } from './wait-queue';
@@ -555,8 +555,15 @@ function establishFailed<C extends PoolConnection>(
   // Each establishment outcome goes to the oldest claimant, a failure as a success does: the checkout waiting on
   // an establishment gets its error (and may retry), rather than silently moving on to the next one.
   const claimant = current ? s.claimants.shift() : undefined;
-  // Load-balanced mode: errors before or during the handshake never clear the pool (load balancer spec).
-  if (clearPool && current && !s.loadBalanced) clear(s, false, error, out);
+  // Load-balanced mode: errors before or during the handshake never clear the pool; one after it (during
+  // authentication) names the service the connection reached, and clears that service only (load balancer spec).
+  if (clearPool && current) {
+    if (!s.loadBalanced) clear(s, false, error, out);
+    else {
+      const serviceId = serviceIdOfError(error);
+      if (serviceId !== undefined) clearService(s, serviceId, out, error);
+    }
+  }
   closeRecord(s, rec, 'error', out, error);
   if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
   serveWaiters(s, out);
@@ -720,14 +727,14 @@ function clear<C extends PoolConnection>(
  * Load-balanced clear: bumps one service's generation (its connections become stale) and emits
  * ConnectionPoolCleared with the serviceId. Neither pauses the pool nor touches the WaitQueue.
  */
-function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: string, out: Command<C>[]): void {
+function clearService<C extends PoolConnection>(s: PoolState<C>, serviceId: string, out: Command<C>[], cause?: unknown): void {
   if (s.state === 'closed') return;
   const service = s.serviceGenerations.get(serviceId);
   if (service !== undefined) service.generation++;
   if (s.observed) {
     emit(out, { type: 'ConnectionPoolCleared', address: s.address, time: now(s), interruptInUseConnections: false, serviceId });
   }
-  publishClear(s, service?.generation ?? 0, serviceId, false, undefined, out);
+  publishClear(s, service?.generation ?? 0, serviceId, false, cause, out);
   if (runsEnabled(s)) out.push({ type: 'arm', timer: 'background', delay: 0 });
 }
 

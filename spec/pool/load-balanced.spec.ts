@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { of } from 'rxjs';
 import {
+  AuthenticationError,
   ConnectionPool,
   ConnectionPoolCore,
   InvalidOptionError,
@@ -131,7 +132,7 @@ describe('load-balanced mode', function () {
       expect(b.state.serviceGenerations.size).to.equal(0);
     });
 
-    it('an establishment error never clears the pool', function () {
+    it('an establishment error before the handshake completed never clears the pool', function () {
       const b = new Bench({}, true, true);
       b.dispatch({ type: 'ready' });
       const w = b.checkOut();
@@ -139,6 +140,27 @@ describe('load-balanced mode', function () {
       expect(b.state.state).to.equal('ready');
       expect(b.errorOf(w)?.message).to.equal('refused');
       expect(b.types()).to.not.include('ConnectionPoolCleared');
+    });
+
+    it('an establishment error after the handshake (it names the service reached) clears that service only', function () {
+      const { b, a, c } = twoServices();
+      const w = b.checkOut();
+      const error = Object.assign(new Error('Authentication failed'), { serviceId: A.toUpperCase() });
+      b.failEstablishment(3, error, true);
+      expect(b.state.state, 'not paused').to.equal('ready');
+      expect(b.errorOf(w)).to.equal(error);
+      expect(b.events.filter((e) => e.type === 'ConnectionPoolCleared')).to.deep.equal([
+        { type: 'ConnectionPoolCleared', address: b.state.address, time: b.events.at(-1)!.time, interruptInUseConnections: false, serviceId: A },
+      ]);
+      b.checkIn(a);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      // A policy that does not clear (clearPool false) leaves the service alone.
+      const w2 = b.checkOut(); // c is still checked out: a new establishment
+      b.failEstablishment(4, Object.assign(new Error('overloaded'), { serviceId: B }), false);
+      expect(b.errorOf(w2)?.message).to.equal('overloaded');
+      expect(b.events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
+      b.checkIn(c);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionCheckedIn', connectionId: 2 });
     });
   });
 
@@ -222,6 +244,34 @@ describe('load-balanced mode', function () {
         pool.checkIn(c2);
         expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as ConnectionClosedEvent).connectionId)).to.deep.equal([1]);
         expect(pool.snapshot().serviceGenerations).to.have.length(1);
+      } finally {
+        pool.close();
+        await server.stop();
+      }
+    });
+
+    it('over sockets: an authentication failure after the handshake clears the service it reached, not the pool', async function () {
+      const server = await new EmbeddedServer({ loadBalancedServices: 1, users: [{ username: 'u', password: 'old' }] }).start();
+      const credentials = { username: 'u', password: 'old' };
+      const pool = new ConnectionPool({ address: server.address, loadBalanced: true, connectionOptions: { credentials } });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      try {
+        const held = await pool.checkOut(); // authenticated
+        server.setUsers([{ username: 'u', password: 'rotated' }]);
+        const error = await pool.checkOut().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(AuthenticationError);
+        const serviceId = server.services[0].toHexString();
+        expect((error as AuthenticationError).serviceId).to.equal(serviceId);
+        expect(events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
+        expect(events.find((e) => e.type === 'ConnectionPoolCleared')).to.include({ serviceId, interruptInUseConnections: false });
+        expect(pool.state, 'a service clear does not pause the pool').to.equal('ready');
+        pool.checkIn(held); // of the cleared service: closed as stale
+        expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: held.id, reason: 'stale' });
       } finally {
         pool.close();
         await server.stop();
