@@ -42,7 +42,7 @@ export interface UriClientOptions {
 
 /** A parsed connection string. */
 export interface ParsedConnectionString {
-  /** Every host, normalized to `host:port`. */
+  /** Every host, normalized to `host:port`, each once (a host listed again is a warning). */
   readonly hosts: readonly string[];
   /** Whether it is a `mongodb+srv://` URI (its hosts are SRV names, not servers). */
   readonly isSRV: boolean;
@@ -186,7 +186,7 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   }
   if (parsed.isSRV && connection.tls === undefined) connection.tls = true;
 
-  const hosts = parsed.hosts.map((host) => {
+  const listed = parsed.hosts.map((host) => {
     try {
       return parseAddress(host).address;
     } catch (error) {
@@ -200,6 +200,12 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
       );
     }
   });
+  // One server, one pool and one monitor: a host listed twice is used once.
+  const hosts = [...new Set(listed)];
+  for (const host of hosts) {
+    const times = listed.filter((h) => h === host).length;
+    if (times > 1) warnings.push(`host ${host} is listed ${times} times; it is used once`);
+  }
   if (client.directConnection === true && (hosts.length > 1 || parsed.isSRV)) {
     throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
   }

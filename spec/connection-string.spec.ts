@@ -102,6 +102,12 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://a:b@h').connectionOptions.credentials).to.include({ source: 'admin' });
   });
 
+  it('uses a host listed more than once once, with a warning', function () {
+    const p = parseConnectionString('mongodb://a:1,b,a:1,b:27017/');
+    expect(p.hosts).to.deep.equal(['a:1', 'b:27017']);
+    expect(p.warnings).to.deep.equal(['host a:1 is listed 2 times; it is used once', 'host b:27017 is listed 2 times; it is used once']);
+  });
+
   it('hides the value of every key it does not know, where a misspelt secret key would show its secret', function () {
     const p = parseConnectionString('mongodb://h/?tlsCertificateKeyFilePasword=hunter2&password=hunter3&maxPoolSize=5&appName=orders');
     expect(p.redacted).to.not.match(/hunter/);
