@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as diagnosticsChannel from 'node:diagnostics_channel';
-import { NEVER, throwError } from 'rxjs';
+import { config, NEVER, throwError } from 'rxjs';
 import {
   CheckOutCancelledError,
   ConnectionPool,
@@ -206,7 +206,7 @@ describe('diagnostics channels', function () {
     ]);
   });
 
-  it('end an unsubscribed checkout\'s trace with the outcome the pool commits, as the events do: checked out when served first', function () {
+  it('end an unsubscribed checkout\'s trace with the outcome the pool commits, as the events do: checked out when served first', async function () {
     const checkOuts = recordTraces<CheckOutTraceContext>(DIAGNOSTICS_CHANNELS.checkOut);
     stops = [checkOuts.stop];
     const { pool, clock } = virtualPool();
@@ -233,12 +233,22 @@ describe('diagnostics channels', function () {
       ['checkedOut', 1],
     ]);
     expect(events.filter((t) => t === 'ConnectionCheckedOut' || t === 'ConnectionCheckOutFailed')).to.deep.equal(['ConnectionCheckedOut', 'ConnectionCheckedOut']);
-    // Processed before any serving, the same unsubscribe ends the trace cancelled, with no error, as before.
-    const second = virtualPool();
-    second.pool.checkOut().subscribe();
-    second.pool.checkOut().subscribe().unsubscribe();
+    // Processed before any serving, the same unsubscribe ends the trace cancelled, with no error, as before, and
+    // tells the closed subscriber nothing (RxJS would pass an error to config.onStoppedNotification).
+    const stopped: string[] = [];
+    const previous = config.onStoppedNotification;
+    config.onStoppedNotification = (notification) => void stopped.push(notification.kind);
+    try {
+      const second = virtualPool();
+      second.pool.checkOut().subscribe();
+      second.pool.checkOut().subscribe({ next: () => undefined }).unsubscribe();
+      await new Promise((r) => setTimeout(r, 0)); // RxJS reports stopped notifications on a timer
+    } finally {
+      config.onStoppedNotification = previous;
+    }
     const last = [...checkOuts.phases].at(-1)!;
     expect([last[0].outcome, last[0].error, last[1]]).to.deep.equal(['cancelled', undefined, ['start', 'end', 'asyncStart', 'asyncEnd']]);
+    expect(stopped, 'notifications sent to the closed subscriber').to.not.include('E');
   });
 
   it('end an establishment trace as failed (with the error) or aborted (the pool gave it up)', async function () {

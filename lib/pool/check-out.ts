@@ -159,7 +159,8 @@ class SubscriberWaiter<C> extends Waiter<C> {
   }
 
   fail(error: Error): void {
-    this.subscriber.error(error);
+    // Unsubscribed: nothing to tell (an error sent to a closed subscriber would reach config.onStoppedNotification).
+    if (!this.subscriber.closed) this.subscriber.error(error);
   }
 }
 

@@ -115,12 +115,15 @@ export function reduceFailingClosed<C extends PoolConnection>(state: PoolState<C
 function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, fault: unknown, wasClosed: boolean, out: Command<C>[]): void {
   s.state = 'closed';
   // The fault may be the clock's (a scheduler whose now() throws): the teardown's events then take the system
-  // clock's time, so that a clock failing again cannot stop the teardown before every checkout is settled.
+  // clock's time, so that a clock failing again cannot stop the teardown before every checkout is settled; the
+  // durations of its checkouts are then unknown (a start on one clock, an end on another).
+  let clockFailed = false;
   if (Number.isNaN(s.stepTime)) {
     try {
       s.stepTime = s.now();
     } catch {
       s.stepTime = Date.now();
+      clockFailed = true;
     }
   }
   // The checkouts owed an outcome: the step's commands settle some; every other one taken out, or still waiting, fails.
@@ -159,7 +162,10 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
     emit(out, { type: 'ConnectionPoolClosed', address: s.address, time: now(s) });
   }
   const error = new PoolClosedError(s.address, fault);
-  for (const w of owed) failWaiter(s, w, 'poolClosed', error, out);
+  for (const w of owed) {
+    if (clockFailed) w.startedAt = undefined;
+    failWaiter(s, w, 'poolClosed', error, out);
+  }
   s.waitTimerAt = undefined;
   out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' }, { type: 'disarm', timer: 'drain' });
 }

@@ -157,6 +157,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const teardown = events.slice(events.findIndex((e) => e.type === 'ConnectionClosed'));
     expect(teardown.map((e) => e.type)).to.deep.equal(['ConnectionClosed', 'ConnectionPoolClosed', 'ConnectionCheckOutFailed']);
     for (const e of teardown) expect(e.time).to.be.within(before, Date.now());
+    expect(teardown[2], 'its start was on the failed clock: no duration across two clocks').to.include({ duration: undefined });
   });
 
   it('a fault as an abort is applied: the aborted checkout still settles, with its one outcome event', async function () {
