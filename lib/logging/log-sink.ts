@@ -24,15 +24,21 @@ export function openLogSink(path: string | LogSink): LogSink {
   const lower = path.toLowerCase();
   if (lower === 'stdout') return streamSink(() => fs.createWriteStream('', { fd: 1, autoClose: false }), 'stdout');
   if (lower === 'stderr') return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
-  const openFile = (): fs.WriteStream => fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   let first: fs.WriteStream;
   try {
-    first = openFile();
+    first = fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   } catch (error) {
     warn(`the log file could not be opened (${(error as Error).message}); logging to stderr instead`);
     return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
   }
-  return streamSink(openFile, 'the log file', first);
+  // Opened again after close only as a regular file (or to create one): opening a FIFO or a device would block the
+  // event loop until a reader comes, and the reader of a closed log may be gone.
+  const openAgain = (): fs.WriteStream => {
+    const stats = fs.statSync(path, { throwIfNoEntry: false });
+    if (stats !== undefined && !stats.isFile()) throw new Error('it is not a regular file, so it is not opened again after close');
+    return fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
+  };
+  return streamSink(openAgain, 'the log file', first);
 }
 
 /**

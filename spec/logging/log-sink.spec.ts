@@ -4,7 +4,7 @@
  * process warning; files are written through a buffered stream that is flushed on close.
  */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -116,6 +116,35 @@ describe('log sinks', function () {
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { i: number }).i);
     expect(lines).to.deep.equal([...Array(151).keys()]);
     expect(openFiles(), 'descriptors of the file left open').to.equal(0);
+  });
+
+  it('does not open a FIFO again after close (that would block until a reader comes): its later messages are dropped, with one warning', async function () {
+    if (process.platform === 'win32') this.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-'));
+    const fifo = path.join(dir, 'pool.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let read = '';
+    reader.stdout.on('data', (d: Buffer) => (read += d.toString()));
+    const exited = new Promise((resolve) => reader.on('exit', resolve));
+    const warnings: string[] = [];
+    const emit = process.emitWarning;
+    process.emitWarning = ((w: string) => void warnings.push(w)) as typeof process.emitWarning;
+    try {
+      const sink = openLogSink(fifo);
+      sink.write({ toJSON: () => ({ i: 1 }), render: () => '1' });
+      await sink.close?.();
+      await exited; // the reader saw the end of the file and is gone
+      sink.write({ toJSON: () => ({ i: 2 }), render: () => '2' });
+      await sink.close?.(); // would never settle: the event loop blocked in open()
+      await new Promise((r) => setTimeout(r, 10));
+      expect(read.trim()).to.equal('{"i":1}');
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.match(/the log file failed \(it is not a regular file, so it is not opened again after close\)/);
+    } finally {
+      process.emitWarning = emit;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a pool keeps logging after close: the closed pool\'s last connection and the checkouts tried on it reach the sink', function () {
