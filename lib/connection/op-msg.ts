@@ -3,7 +3,7 @@
  *
  * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections").
  */
-import { calculateObjectSize, serializeWithBufferAndIndex, type Document } from 'bson';
+import { calculateObjectSize, serialize, type Document } from 'bson';
 import { HEADER_LENGTH, OpCode, readBsonDocument, WireProtocolError, writeHeader } from './wire-protocol';
 
 /** OP_MSG flag bits. */
@@ -39,48 +39,57 @@ export interface OutgoingLimits {
 
 /**
  * Encodes an OP_MSG with one body section (kind 0) holding `document`. With `limits`, a document larger than
- * maxBsonObjectSize + 16 KiB, or a message larger than maxMessageSizeBytes, is refused before it is encoded.
+ * maxBsonObjectSize + 16 KiB, or a message larger than maxMessageSizeBytes, is refused. The document is serialized
+ * once (a `toBSON` or a getter runs once, as with `bson.serialize`).
  *
- * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a value BSON cannot hold; `cause`:
- *   the BSON library's error), or is beyond `limits`: the message names the size, the limit and what is allowed.
+ * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a value BSON cannot hold, more than
+ *   the BSON library's 17 MiB buffer; `cause`: the BSON library's error), or is beyond `limits`: the message names the
+ *   size, the limit and what is allowed.
  */
 export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0, limits?: OutgoingLimits): Buffer {
-  let size: number;
+  let bson: Uint8Array;
   try {
-    size = calculateObjectSize(document);
+    bson = serialize(document);
   } catch (error) {
+    // Beyond the BSON library's buffer, a document too large for the server gets the limit's message.
+    if (limits !== undefined) {
+      const size = sizeOf(document);
+      if (size !== undefined) checkLimits(size, limits);
+    }
     throw new WireProtocolError(`the command cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
   }
-  const length = HEADER_LENGTH + 4 + 1 + size;
-  if (limits !== undefined) {
-    const maxDocument = limits.maxBsonObjectSize + COMMAND_SIZE_ALLOWANCE_BYTES;
-    if (size > maxDocument) {
-      throw new WireProtocolError(
-        `the command document is ${size} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize} + ` +
-          `${COMMAND_SIZE_ALLOWANCE_BYTES} (${maxDocument} bytes allowed); nothing was sent`,
-      );
-    }
-    if (length > limits.maxMessageSizeBytes) {
-      throw new WireProtocolError(
-        `the command's OP_MSG would be ${length} bytes, more than maxMessageSizeBytes ${limits.maxMessageSizeBytes}; nothing was sent`,
-      );
-    }
-  }
+  if (limits !== undefined) checkLimits(bson.length, limits);
+  const length = HEADER_LENGTH + 4 + 1 + bson.length;
   const out = Buffer.allocUnsafe(length);
   writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
   out.writeUInt32LE(flags >>> 0, 16);
   out[20] = 0;
-  let last: number;
-  try {
-    last = serializeWithBufferAndIndex(document, out, { index: 21 });
-  } catch (error) {
-    throw new WireProtocolError(`the command cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
-  }
-  // A document whose values change while it is encoded (a getter, a toBSON) may not match the size computed first.
-  if (last !== length - 1) {
-    throw new WireProtocolError(`the command cannot be encoded as BSON: its size changed while it was encoded; nothing was sent`);
-  }
+  out.set(bson, 21);
   return out;
+}
+
+/** The document's BSON size, when it can be computed. */
+function sizeOf(document: Document): number | undefined {
+  try {
+    return calculateObjectSize(document);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Refuses a command document of `size` bytes beyond `limits` (see {@link encodeOpMsg}). */
+function checkLimits(size: number, limits: OutgoingLimits): void {
+  const maxDocument = limits.maxBsonObjectSize + COMMAND_SIZE_ALLOWANCE_BYTES;
+  if (size > maxDocument) {
+    throw new WireProtocolError(
+      `the command document is ${size} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize} + ` +
+        `${COMMAND_SIZE_ALLOWANCE_BYTES} (${maxDocument} bytes allowed); nothing was sent`,
+    );
+  }
+  const length = HEADER_LENGTH + 4 + 1 + size;
+  if (length > limits.maxMessageSizeBytes) {
+    throw new WireProtocolError(`the command's OP_MSG would be ${length} bytes, more than maxMessageSizeBytes ${limits.maxMessageSizeBytes}; nothing was sent`);
+  }
 }
 
 /**

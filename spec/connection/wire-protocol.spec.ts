@@ -67,6 +67,35 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect(msg.flags).to.equal(0);
   });
 
+  it('encodes every value the BSON library encodes, to the same bytes, calling a toBSON once', function () {
+    let toBSONCalls = 0;
+    const documents = [
+      { ping: 1, bytes: new ArrayBuffer(4) },
+      { ping: 1, floats: new Float64Array([1.5, 2.5]) },
+      { ping: 1, ints: new Int32Array([1, 2, 3]) },
+      { ping: 1, view: new DataView(new ArrayBuffer(2)) },
+      { ping: 1, buffer: Buffer.from('abc'), missing: undefined },
+      {
+        ping: 1,
+        custom: {
+          toBSON() {
+            toBSONCalls++;
+            return { n: toBSONCalls };
+          },
+        },
+      },
+    ];
+    for (const document of documents) {
+      toBSONCalls = 0;
+      const expected = Buffer.from(serialize(document));
+      toBSONCalls = 0;
+      const limits = { maxBsonObjectSize: 16 * 1024 * 1024, maxMessageSizeBytes: 48_000_000 };
+      const message = encodeOpMsg(1, 0, document, 0, limits);
+      expect(message.subarray(21), Object.keys(document)[1]).to.deep.equal(expected);
+      if ('custom' in document) expect(toBSONCalls).to.equal(1);
+    }
+  });
+
   it('decodes document sequences (kind 1) and ignores a trailing checksum', function () {
     const body = Buffer.from(serialize({ insert: 'c' }));
     const docs = [Buffer.from(serialize({ a: 1 })), Buffer.from(serialize({ a: 2 }))];
