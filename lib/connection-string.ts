@@ -254,10 +254,22 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
  * otherwise be shown as it is.
  */
 function redact(parsed: ConnectionString): string {
-  const redacted = parsed.redact();
-  const params = redacted.searchParams;
-  for (const name of new Set(params.keys())) if (KEYS[name.toLowerCase()] === undefined) params.set(name, '_credentials_');
-  return redacted.toString();
+  const text = parsed.redact().toString();
+  const query = text.indexOf('?');
+  if (query < 0) return text;
+  // Piece by piece, so the known keys keep their text as written and a repeated key stays repeated.
+  const pieces = text.slice(query + 1).split('&').map((piece) => {
+    const equals = piece.indexOf('=');
+    if (equals < 0) return piece;
+    let name: string;
+    try {
+      name = decodeURIComponent(piece.slice(0, equals).replace(/\+/g, ' '));
+    } catch {
+      name = '';
+    }
+    return KEYS[name.toLowerCase()] === undefined ? `${piece.slice(0, equals)}=_credentials_` : piece;
+  });
+  return `${text.slice(0, query)}?${pieces.join('&')}`;
 }
 
 /** Converts one value; `error` says what is allowed when the value is invalid. */

@@ -113,6 +113,9 @@ describe('parseConnectionString', function () {
     expect(p.redacted).to.not.match(/hunter/);
     expect(p.redacted).to.include('maxPoolSize=5').and.include('appName=orders').and.include('tlsCertificateKeyFilePasword=_credentials_');
     expect(JSON.stringify(p.warnings)).to.not.match(/hunter/);
+    // The rest is left as written: a known key's value is not re-encoded, a repeated key stays repeated.
+    const q = parseConnectionString('mongodb://h/?appName=my%20app&compressors=zlib,snappy&typo=a&typo=b');
+    expect(q.redacted).to.equal('mongodb://h/?appName=my%20app&compressors=zlib,snappy&typo=_credentials_&typo=_credentials_');
   });
 
   const errors: [string, RegExp][] = [
