@@ -138,7 +138,8 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * {@link ConnectionPoolInstrumentation.unsubscribe}. Stopping by itself, it goes on reporting the pool's counts
  * (`db.client.connection.count`, `pending_requests`) as 0 for 60 s, the SDK's default export interval, so that a
  * reader with cumulative temporality (which keeps exporting the last value it collected) ends on 0 rather than on the
- * counts before the close; its callback is removed at the first collection after that (or by `unsubscribe()`).
+ * counts before the close; its callback is removed at the first collection after that, after 120 s should no reader
+ * collect, or by `unsubscribe()`.
  *
  * @example
  * ```ts
@@ -300,13 +301,17 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
   }
 
-  /** The pool finished: nothing more is recorded; the collection callback reports 0 for a while (see `collect`). */
+  /**
+   * The pool finished: nothing more is recorded; the collection callback reports 0 for a while (see `collect`), and
+   * is removed after twice that at the latest, should no reader collect (an unref'd timer: it keeps no process alive).
+   */
   private finish(): void {
     if (this.stopped) return;
     this.stopped = true;
     this.finishedAt = Date.now();
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    setTimeout(() => this.unsubscribe(), 2 * FINAL_ZEROS_MS).unref();
   }
 
   [Symbol.dispose](): void {

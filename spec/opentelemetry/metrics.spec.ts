@@ -250,6 +250,34 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       }
     });
 
+    it('removes a finished pool\'s callback after 120 s when no reader collects, on a timer that keeps no process alive', function () {
+      const { meter } = harness();
+      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
+      let removals = 0;
+      meter.removeBatchObservableCallback = (...args) => {
+        removals++;
+        removeCallback(...args);
+      };
+      const { pool } = virtualPool({ maxPoolSize: 1 });
+      instrumentConnectionPool(pool, { meter });
+      const timers: { delay: number | undefined; run: () => void; unref: boolean }[] = [];
+      const original = globalThis.setTimeout;
+      globalThis.setTimeout = ((run: () => void, delay?: number) => {
+        const timer = { delay, run, unref: false };
+        timers.push(timer);
+        return { unref: () => ((timer.unref = true), timer) };
+      }) as unknown as typeof setTimeout;
+      try {
+        pool.close(); // no connection: state$ completes at once
+      } finally {
+        globalThis.setTimeout = original;
+      }
+      expect(timers.map((t) => [t.delay, t.unref])).to.deep.equal([[120_000, true]]);
+      expect(removals).to.equal(0);
+      timers[0].run();
+      expect(removals).to.equal(1);
+    });
+
     it('records no wait_time for a checkout under way when recording started (its wait was not timed)', async function () {
       const { meter, collect } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 1 });
