@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
-import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 describe('connect() / Client', function () {
   const servers: EmbeddedServer[] = [];
@@ -282,18 +282,9 @@ describe('connect() / Client', function () {
     before(async function () {
       endpoint = await startTestEndpoint();
     });
-    after(async function () {
-      await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
-      await endpoint.stop();
-    });
-
-    /** Sets the failCommand fail point; skips the test when the server has none (test commands off). */
-    async function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
-      const reply = await endpoint.adminCommand({ configureFailPoint: 'failCommand', ...command }).catch((e: Error) => ({ ok: 0, errmsg: e.message }));
-      if (reply.ok !== 1) {
-        console.log(`      skipped: the server refused the failCommand fail point (enableTestCommands needed): ${String(reply.errmsg)}`);
-        this.skip();
-      }
+    after(() => stopTestEndpoint(endpoint));
+    function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
+      return setFailPoint(this, endpoint, command);
     }
 
     it('a waiting command() requests an immediate check at once, then every minHeartbeatFrequencyMS, not waiting heartbeatFrequencyMS', async function () {

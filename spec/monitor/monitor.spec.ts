@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
-import { eventually, startTestEndpoint } from '../support/endpoint';
+import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
 import type { TestEndpoint } from '../support/endpoint';
 
@@ -156,18 +156,9 @@ describe('Monitor', function () {
     before(async function () {
       endpoint = await startTestEndpoint();
     });
-    after(async function () {
-      await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
-      await endpoint.stop();
-    });
-
-    /** Sets the failCommand fail point; skips the test when the server has none (test commands off). */
-    async function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
-      const reply = await endpoint.adminCommand({ configureFailPoint: 'failCommand', ...command }).catch((e: Error) => ({ ok: 0, errmsg: e.message }));
-      if (reply.ok !== 1) {
-        console.log(`      skipped: the server refused the failCommand fail point (enableTestCommands needed): ${String(reply.errmsg)}`);
-        this.skip();
-      }
+    after(() => stopTestEndpoint(endpoint));
+    function failPoint(this: Mocha.Context, command: Record<string, unknown>): Promise<void> {
+      return setFailPoint(this, endpoint, command);
     }
 
     it('is ignored while a check is in progress: no extra check 500 ms later, the next one after heartbeatFrequencyMS', async function () {

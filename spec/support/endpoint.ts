@@ -44,6 +44,21 @@ export async function startTestEndpoint(): Promise<TestEndpoint> {
   };
 }
 
+/** Turns the failCommand fail point off (a server without one is fine) and stops the endpoint. */
+export async function stopTestEndpoint(endpoint: TestEndpoint): Promise<void> {
+  await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+  await endpoint.stop();
+}
+
+/** Sets the failCommand fail point; skips the test (`context`) when the server has none (test commands off). */
+export async function setFailPoint(context: Mocha.Context, endpoint: TestEndpoint, command: Record<string, unknown>): Promise<void> {
+  const reply = await endpoint.adminCommand({ configureFailPoint: 'failCommand', ...command }).catch((e: Error) => ({ ok: 0, errmsg: e.message }));
+  if (reply.ok !== 1) {
+    console.log(`      skipped: the server refused the failCommand fail point (enableTestCommands needed): ${String(reply.errmsg)}`);
+    context.skip();
+  }
+}
+
 /** Polls `condition` every 5 ms until it holds or `timeoutMS` passes; resolves to whether it held. */
 export async function eventually(condition: () => boolean, timeoutMS = 2000): Promise<boolean> {
   const deadline = Date.now() + timeoutMS;
