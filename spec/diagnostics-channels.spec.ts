@@ -249,6 +249,16 @@ describe('diagnostics channels', function () {
     const last = [...checkOuts.phases].at(-1)!;
     expect([last[0].outcome, last[0].error, last[1]]).to.deep.equal(['cancelled', undefined, ['start', 'end', 'asyncStart', 'asyncEnd']]);
     expect(stopped, 'notifications sent to the closed subscriber').to.not.include('E');
+    // Aborted by its signal while subscribed, an Observable checkout's trace carries the error its subscriber got.
+    const third = virtualPool();
+    third.pool.checkOut().subscribe();
+    const controller = new AbortController();
+    let received: unknown;
+    third.pool.checkOut({ signal: controller.signal }).subscribe({ error: (e: unknown) => (received = e) });
+    controller.abort();
+    const aborted = [...checkOuts.phases.keys()].at(-1)!;
+    expect(received).to.be.instanceOf(CheckOutCancelledError);
+    expect([aborted.outcome, aborted.error]).to.deep.equal(['cancelled', received]);
   });
 
   it('end an establishment trace as failed (with the error) or aborted (the pool gave it up)', async function () {

@@ -154,9 +154,21 @@ describe('load-balanced mode', function () {
       ]);
       b.checkIn(a);
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      // An error naming no service (not a 24-digit hex id, or one that cannot be read) clears nothing.
+      const unreadable = Object.defineProperty(new Error('no id'), 'serviceId', {
+        get() {
+          throw new Error('unreadable');
+        },
+      });
+      for (const [n, error] of [[4, Object.assign(new Error('prefixed'), { serviceId: `x${B}` })], [5, Object.assign(new Error('suffixed'), { serviceId: `${B}x` })], [6, unreadable]] as const) {
+        const waiter = b.checkOut();
+        b.failEstablishment(n, error, true);
+        expect(b.errorOf(waiter), error.message).to.equal(error);
+      }
+      expect(b.events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
       // A policy that does not clear (clearPool false) leaves the service alone.
       const w2 = b.checkOut(); // c is still checked out: a new establishment
-      b.failEstablishment(4, Object.assign(new Error('overloaded'), { serviceId: B }), false);
+      b.failEstablishment(7, Object.assign(new Error('overloaded'), { serviceId: B }), false);
       expect(b.errorOf(w2)?.message).to.equal('overloaded');
       expect(b.events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
       b.checkIn(c);

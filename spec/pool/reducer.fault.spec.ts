@@ -90,6 +90,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const types = events.map((e) => e.type);
     expect(types.filter((t) => t === 'ConnectionPoolClosed')).to.have.length(1);
     expect(types.filter((t) => t === 'ConnectionCheckOutFailed')).to.have.length(3);
+    for (const e of events) if (e.type === 'ConnectionCheckOutFailed') expect(e.duration, 'timed on the one clock').to.be.a('number');
     // Later checkouts fail as on any closed pool; the pool still processes its input.
     const later = track(pool);
     expect(later.error).to.be.instanceOf(PoolClosedError);

@@ -448,6 +448,35 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 2, reason: 'error' });
       expect(b.events.at(-1)).to.not.have.property('error');
     });
+
+    it('carries no error on a close for another reason, nor one whose error cannot be read', function () {
+      const b = new Bench({ maxPoolSize: 2 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      const c1 = b.succeed(1);
+      const c2 = b.succeed(2);
+      c1.errored = true;
+      c1.error = new Error('read ECONNRESET');
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 }); // stale first: the clear made it so
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      expect(b.events.at(-1)).to.not.have.property('error');
+      b.dispatch({ type: 'checkIn', connection: c2, holder: w2 });
+      const e = new Bench();
+      e.dispatch({ type: 'ready' });
+      const w = e.checkOut();
+      const c = e.succeed(1);
+      c.errored = true;
+      Object.defineProperty(c, 'error', {
+        get() {
+          throw new Error('unreadable');
+        },
+      });
+      e.dispatch({ type: 'checkIn', connection: c, holder: w });
+      expect(e.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      expect(e.events.at(-1)).to.not.have.property('error');
+    });
   });
 
   describe('WaitQueue timer', function () {
