@@ -431,13 +431,17 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.state.records.size).to.equal(0);
     });
 
-    it('closes an errored connection checked in with the error it says made it errored (reason error); none when it says none', function () {
+    /** A ready pool of 2 with both connections checked out. */
+    function twoCheckedOut() {
       const b = new Bench({ maxPoolSize: 2 });
       b.dispatch({ type: 'ready' });
       const w1 = b.checkOut();
       const w2 = b.checkOut();
-      const c1 = b.succeed(1);
-      const c2 = b.succeed(2);
+      return { b, w1, w2, c1: b.succeed(1), c2: b.succeed(2) };
+    }
+
+    it('closes an errored connection checked in with the error it says made it errored (reason error); none when it says none', function () {
+      const { b, w1, w2, c1, c2 } = twoCheckedOut();
       const reset = new Error('read ECONNRESET');
       c1.errored = true;
       c1.error = reset;
@@ -450,12 +454,7 @@ describe('reduce (pool reducer, virtual time)', function () {
     });
 
     it('carries no error on a close for another reason, nor one whose error cannot be read', function () {
-      const b = new Bench({ maxPoolSize: 2 });
-      b.dispatch({ type: 'ready' });
-      const w1 = b.checkOut();
-      const w2 = b.checkOut();
-      const c1 = b.succeed(1);
-      const c2 = b.succeed(2);
+      const { b, w1, w2, c1, c2 } = twoCheckedOut();
       c1.errored = true;
       c1.error = new Error('read ECONNRESET');
       b.dispatch({ type: 'clear', interruptInUseConnections: false });
