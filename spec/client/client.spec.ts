@@ -355,5 +355,36 @@ describe('connect() / Client', function () {
       expect(count('ConnectionClosed', 'stale')).to.equal(established);
       expect(count('ConnectionClosed')).to.equal(established);
     });
+
+    it('a network error of a connection older than the last clear clears nothing more', async function () {
+      const server = endpoint.embedded;
+      if (server === undefined) {
+        console.log('      skipped: it resets connections server-side, which only the embedded endpoint can do');
+        return this.skip();
+      }
+      const clock = new VirtualClock();
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000`, { ...endpoint.connectionOptions, appName, scheduler: clock });
+      const pool = [...client.pools.values()][0];
+      const cleared: unknown[] = [];
+      client.events$.subscribe((e) => void (e.type === 'ConnectionPoolCleared' && cleared.push(e)));
+      await client.command('admin', { ping: 1 });
+      // A command held by the server on a connection of generation 0 ...
+      await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 2000, appName } });
+      const held = client.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 50));
+      // ... while the pool is cleared (generation 1) and readied again by a check.
+      pool.clear();
+      client.monitors.get(pool.address)!.requestCheck();
+      clock.advance(500);
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      expect(cleared).to.have.length(1);
+      server.closeConnections(); // the held command's connection is reset: a network error, of generation 0
+      const error = await held;
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(cleared, 'no second clear').to.have.length(1);
+      expect(pool.state).to.equal('ready');
+    });
   });
 });
