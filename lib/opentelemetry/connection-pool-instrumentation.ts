@@ -206,11 +206,12 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   private readonly collect: BatchObservableCallback;
   private readonly subscriptions: Subscription[] = [];
   private watchingCompletion = false;
-  private stopped = false;
   /** When the pool finished (Date.now(), ms): from then on the callback reports its counts as 0. */
   private finishedAt: number | undefined = undefined;
-  /** The pool, until it finished (nothing keeps a finished pool reachable). */
+  /** The pool, while recording (nothing keeps a finished pool reachable). */
   private pool: InstrumentedPool | undefined;
+  /** Whether the collection callback is removed. */
+  private removed = false;
 
   constructor(
     pool: InstrumentedPool,
@@ -289,13 +290,12 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   }
 
   get closed(): boolean {
-    return this.stopped;
+    return this.pool === undefined;
   }
 
   unsubscribe(): void {
-    if (this.stopped && this.finishedAt === undefined) return;
-    this.stopped = true;
-    this.finishedAt = undefined;
+    if (this.removed) return;
+    this.removed = true;
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
@@ -306,8 +306,7 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
    * is removed after twice that at the latest, should no reader collect (an unref'd timer: it keeps no process alive).
    */
   private finish(): void {
-    if (this.stopped) return;
-    this.stopped = true;
+    if (this.pool === undefined) return;
     this.finishedAt = Date.now();
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
@@ -345,10 +344,10 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
    * completes, the pool closed and its last connection closed.
    */
   private watchCompletion(): void {
-    if (this.watchingCompletion || this.stopped || this.pool === undefined) return;
+    if (this.watchingCompletion || this.pool === undefined) return;
     this.watchingCompletion = true;
     const states$: Observable<unknown> = this.pool.state$;
     const subscription = states$.subscribe({ complete: () => this.finish() });
-    if (!this.stopped) this.subscriptions.push(subscription);
+    if (this.pool !== undefined) this.subscriptions.push(subscription);
   }
 }
