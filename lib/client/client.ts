@@ -412,7 +412,7 @@ export class Client {
   /** Runs the command on `connection`; a non-timeout network error clears `pool` (see {@link command}). */
   private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
     try {
-      return await (timeoutMS === undefined ? connection.command(db, command) : connection.command(db, command, { timeoutMS }));
+      return await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
     } catch (error) {
       // Only a monitored pool: its monitor readies it again (load-balanced mode has none). A connection of an older
       // generation was made stale by a clear already.
