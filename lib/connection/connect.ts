@@ -9,10 +9,16 @@ import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
-import { CmapError, ErrorLabel, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, MongoNetworkTimeoutError } from '../errors';
+import {
+  CmapError,
+  ErrorLabel,
+  InvalidOptionError,
+  MongoCompatibilityError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+} from '../errors';
 import { requireTimerDurationMS } from '../options';
-import type { ConnectionFactory } from '../pool/contract';
-import type { ConnectionDescriptor } from '../pool/contract';
+import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { Connection } from './connection';
 import { clientMetadata, handshakeCommand } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
@@ -22,6 +28,7 @@ import {
   type ConnectionOptions,
 } from './connection-options';
 import { nodeTlsOptions, wantsTls } from './tls-options';
+import { WireProtocolError } from './wire-protocol';
 
 export type { ConnectionOptions } from './connection-options';
 
@@ -51,9 +58,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
  * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during
- * the TLS handshake, connectTimeoutMS elapsing), except DNS failures and TLS errors that are not socket I/O
+ * the TLS handshake, connectTimeoutMS elapsing), except DNS failures, TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
- * of OpenSSL or of Node's TLS layer); nothing raised during authentication carries them. In load-balanced mode an
+ * of OpenSSL or of Node's TLS layer) and a malformed hello reply (a MongoNetworkError whose cause is a
+ * WireProtocolError); nothing raised during authentication carries them. In load-balanced mode an
  * error after the handshake (during authentication, or the connection errored before it was handed over) carries the
  * service it reached as `serviceId` (hex string), so the pool clears that service only (load balancer spec, "Initial
  * Handshake Errors").
@@ -277,14 +285,15 @@ function isTlsError(cause: unknown): boolean {
 /**
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
  * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
- * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, and every TLS error
+ * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
- * a peer that does not speak TLS). Errors during authentication never get them.
+ * a peer that does not speak TLS), and a malformed reply to the hello (its cause a {@link WireProtocolError}: a
+ * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.
  */
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
   if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
   const cause = error.cause as NodeJS.ErrnoException | undefined;
-  if (!DNS_ERRORS.has(cause?.code ?? '') && !isTlsError(cause)) {
+  if (!DNS_ERRORS.has(cause?.code ?? '') && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);
     error.errorLabels.add(ErrorLabel.RetryableError);
   }

@@ -390,6 +390,35 @@ describe('connectionFactory (establishment)', function () {
       pool.close();
     });
 
+    it('a malformed hello reply (a wire-protocol error, not I/O) carries no backpressure label', async function () {
+      const { encodeOpMsg, OpMsgFlag } = await import('../../lib/connection/op-msg');
+      const { MessageFramer } = await import('../../lib/connection/wire-protocol');
+      const replies: Array<[string, (requestId: number) => Buffer]> = [
+        ['an answer to another request', (id) => encodeOpMsg(1, id + 1000, { ismaster: true, ok: 1 })],
+        ['a reply flagged moreToCome', (id) => encodeOpMsg(1, id, { ismaster: true, ok: 1 }, OpMsgFlag.moreToCome)],
+        ['a header announcing 4 bytes', () => Buffer.from([4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0])],
+      ];
+      for (const [what, reply] of replies) {
+        const broken = net.createServer((socket) => {
+          const framer = new MessageFramer();
+          socket.on('error', () => undefined);
+          socket.on('data', (chunk) => {
+            for (const m of framer.push(chunk)) socket.write(reply(m.header.requestId));
+          });
+        });
+        await new Promise((r) => broken.listen(0, '127.0.0.1', () => r(undefined)));
+        try {
+          const address = `127.0.0.1:${(broken.address() as net.AddressInfo).port}`;
+          const error = await establish(address, { connectTimeoutMS: 1000 }).catch((e) => e);
+          expect(error, what).to.be.instanceOf(MongoNetworkError);
+          expect(error.message, what).to.match(/wire-protocol error/);
+          expect([...error.errorLabels], what).to.deep.equal([]);
+        } finally {
+          broken.close();
+        }
+      }
+    });
+
     it('does not label a DNS failure', async function () {
       const error = await establish('no-such-host.invalid:27017', {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
