@@ -384,7 +384,8 @@ export class Client {
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear
    * since the connection was made already did, and its monitor is asked for an immediate check, which readies the
    * pool again once the server answers; the other pooled connections are then closed as stale rather than each
-   * failing a command. Not in load-balanced mode (no monitor), where only the connection itself is closed.
+   * failing a command. In load-balanced mode (no monitor) only the connection's service is cleared (its connections
+   * close as stale; the pool is not paused), unless a clear of that service since the command started already did.
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
@@ -394,7 +395,8 @@ export class Client {
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
    * server monitoring spec, "Drivers cancel in-progress monitor checks" (a non-timeout network error on an
    * application connection: the pool is cleared, the server checked again soon; generations keep the clear to one);
-   * extension: applied to this one method.
+   * load balancer spec, "Post-Handshake Errors" (only the connections of the errored connection's serviceId are
+   * cleared); extension: applied to this one method.
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
@@ -409,17 +411,29 @@ export class Client {
     return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: left() });
   }
 
-  /** Runs the command on `connection`; a non-timeout network error clears `pool` (see {@link command}). */
+  /**
+   * Runs the command on `connection`; a non-timeout network error clears `pool`, or in load-balanced mode the
+   * connection's service (see {@link command}).
+   */
   private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
+    const monitor = this.monitors.get(pool.address);
+    // Load-balanced mode (no monitor): the connection's service and that service's generation as the command starts
+    // (a connection there counts in its service's generation, not in the pool's, which stays 0).
+    const service = monitor === undefined ? connection.serviceId : undefined;
+    const serviceGeneration = service === undefined ? undefined : generationOfService(pool, service);
     try {
       return await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
     } catch (error) {
-      // Only a monitored pool: its monitor readies it again (load-balanced mode has none). A connection of an older
-      // generation was made stale by a clear already.
-      const monitor = this.monitors.get(pool.address);
-      if (monitor !== undefined && error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError) && connection.generation === pool.snapshot().generation) {
-        pool.clear({ cause: error });
-        monitor.requestCheck();
+      // A connection of an older generation was made stale by a clear already.
+      if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
+        if (monitor !== undefined) {
+          if (connection.generation === pool.snapshot().generation) {
+            pool.clear({ cause: error });
+            monitor.requestCheck(); // the monitor readies the pool again
+          }
+        } else if (service !== undefined && generationOfService(pool, service) === serviceGeneration) {
+          pool.clear({ serviceId: service, cause: error }); // not paused: nothing would ready it again
+        }
       }
       throw error;
     }
@@ -493,4 +507,9 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
   const out = {} as Pick<T, K>;
   for (const k of keys) if (k in o) out[k] = o[k];
   return out;
+}
+
+/** Load-balanced mode: the current generation of `serviceId` in `pool` (0 for a service the pool no longer counts). */
+function generationOfService(pool: ConnectionPool<Connection>, serviceId: string): number {
+  return pool.snapshot().serviceGenerations.find((g) => g.serviceId === serviceId)?.generation ?? 0;
 }

@@ -274,6 +274,30 @@ describe('connect() / Client', function () {
     expect([...client.pools.values()][0].snapshot().serviceGenerations).to.have.length(1);
   });
 
+  it('load-balanced: a command failing with a network error (not a timeout) clears its connection\'s service once, not the pool', async function () {
+    const [a] = await start(1, { loadBalancedServices: 2 });
+    client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=4`);
+    const pool = [...client.pools.values()][0];
+    const events: ClientEvent[] = [];
+    client.events$.subscribe((e) => events.push(e));
+    const pings = (n: number) => Promise.all(Array.from({ length: n }, () => client!.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
+    expect(await pings(4)).to.deep.equal([undefined, undefined, undefined, undefined]);
+    expect(pool.snapshot().serviceGenerations.map((g) => g.connectionCount)).to.deep.equal([2, 2]);
+    // Four commands in flight together, one per connection (two per service), each find their connection closed.
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 4 }, data: { failCommands: ['ping'], closeConnection: true } });
+    for (const error of await pings(4)) {
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+    }
+    const cleared = events.filter((e) => e.type === 'ConnectionPoolCleared') as Array<{ serviceId?: string }>;
+    expect(cleared.map((e) => e.serviceId).sort(), 'once per service: the second failure of each is of a connection the first made stale').to.deep.equal(
+      a.services.map((id) => id.toHexString()).sort(),
+    );
+    expect(pool.state, 'load-balanced clears never pause').to.equal('ready');
+    expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['stale', 'stale', 'stale', 'stale']);
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+  });
+
   describe(`server selection (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
     let endpoint: TestEndpoint;
     /** A unique appName, so the fail point catches this client's connections only (the server may be shared). */
