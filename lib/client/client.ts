@@ -178,7 +178,8 @@ export class Client {
   /** Emits once, when the client is closed: pending selections end then. */
   private readonly closing = new Subject<void>();
   private closed = false;
-  private lastHeartbeatError: Error | undefined;
+  /** The error of each host whose last check failed (none once a check succeeds), newest last. */
+  private readonly heartbeatErrors = new Map<string, Error>();
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
@@ -304,7 +305,12 @@ export class Client {
       toPool.pipe(heartbeatActions()).subscribe(pool.input);
       monitor.heartbeats$.subscribe({
         next: (e) => {
-          if (e.type === 'ServerHeartbeatFailed') this.lastHeartbeatError = e.error;
+          // Each host's last check, when it failed; the newest failure is the Map's last entry.
+          if (e.type === 'ServerHeartbeatFailed') {
+            this.heartbeatErrors.delete(address);
+            this.heartbeatErrors.set(address, e.error);
+          }
+          else if (e.type === 'ServerHeartbeatSucceeded') this.heartbeatErrors.delete(address);
           published.next(e);
           toPool.next(e);
         },
@@ -323,7 +329,8 @@ export class Client {
    * 500 ms after its last failed check rather than heartbeatFrequencyMS later. A monitor whose check is in progress
    * ignores the request, and none checks sooner than 500 ms after its previous check ended.
    *
-   * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the last heartbeat error.
+   * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the newest error among the
+   *   hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
    *
    * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
@@ -359,7 +366,7 @@ export class Client {
       ).pipe(
         timeout({
           first: waitMS,
-          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, this.lastHeartbeatError, timeoutMS)),
+          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
           scheduler: this.scheduler,
         }),
         takeUntil(this.closing),

@@ -349,6 +349,28 @@ describe('connect() / Client', function () {
       expect(clock.now(), 'virtual ms waited').to.equal(1000);
     });
 
+    it('a ServerSelectionError quotes no heartbeat error once the host\'s last check succeeded', async function () {
+      await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], errorCode: 91, appName } });
+      const clock = new VirtualClock();
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000&serverSelectionTimeoutMS=300`, { ...endpoint.connectionOptions, appName, scheduler: clock });
+      const pool = [...client.pools.values()][0];
+      const heartbeats: string[] = [];
+      client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
+      expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
+      expect(heartbeats).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed']);
+      clock.advance(10000);
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      expect(heartbeats.at(-1)).to.equal('ServerHeartbeatSucceeded');
+      // Paused by a clear, with the last check a success: selection ends before the next check may run (500 ms).
+      pool.clear();
+      const waiting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      clock.advance(300);
+      const error = await waiting;
+      expect(error).to.be.instanceOf(ServerSelectionError);
+      expect((error as Error).cause, 'the failed check before the success is not the cause').to.equal(undefined);
+      expect((error as Error).message).to.not.match(/last check failed/);
+    });
+
     it('a command failing with a network error (not a timeout) clears its pool once, and the monitor readies it again at an immediate check', async function () {
       const clock = new VirtualClock();
       client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000&maxPoolSize=4`, { ...endpoint.connectionOptions, appName, scheduler: clock });
