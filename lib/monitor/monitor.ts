@@ -164,6 +164,8 @@ export class Monitor {
     const started = this.scheduler.now();
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
     try {
+      // Closed by a subscriber of that event: the check ends there, before it opens anything.
+      if (this.closed) return false;
       let reply;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.

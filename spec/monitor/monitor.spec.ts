@@ -3,7 +3,7 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
-import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, connectionFactory, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -146,6 +146,33 @@ describe('Monitor', function () {
     expect(server.connectionsAccepted).to.equal(1);
     monitor.close();
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  describe('close()', function () {
+    it('from a ServerHeartbeatStarted subscriber: the check opens no connection, and heartbeats$ completes', async function () {
+      let established = 0;
+      const factory = connectionFactory({ host: '127.0.0.1', port: Number(server.address.split(':')[1]) });
+      monitor = new Monitor({
+        address: server.address,
+        connectionFactory: (d) => {
+          established++;
+          return factory(d);
+        },
+      });
+      const seen: string[] = [];
+      monitor.heartbeats$.subscribe({
+        next: (e) => {
+          seen.push(e.type);
+          if (e.type === 'ServerHeartbeatStarted') monitor!.close();
+        },
+        complete: () => seen.push('complete'),
+      });
+      monitor.start();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'complete']);
+      expect(established, 'establishments started after close()').to.equal(0);
+      expect(server.connectionsAccepted, 'sockets the endpoint accepted').to.equal(0);
+    });
   });
 
   describe(`requestCheck() (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
