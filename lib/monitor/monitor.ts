@@ -15,6 +15,7 @@ import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
+import { destroyQuietly } from '../pool/connection-checks';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
@@ -136,7 +137,9 @@ export class Monitor {
   }
 
   /**
-   * Stops checking, cancels a check in progress, closes the monitoring connection, completes heartbeats$.
+   * Stops checking, cancels a check in progress, closes the monitoring connection (one still being established
+   * too: aborted, or destroyed as it arrives), completes heartbeats$. Idempotent; callable from a heartbeats$
+   * subscriber.
    * Source: server monitoring spec, "Monitor thread".
    */
   close(): void {
@@ -169,8 +172,14 @@ export class Monitor {
       let reply;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
-        this.connection = await this.connect();
-        reply = this.connection.hello;
+        const connection = await this.connect();
+        if (this.closed) {
+          // Closed while the connection was on its way in (emitted, not yet taken): nobody else will close it.
+          connection.destroy();
+          return false;
+        }
+        this.connection = connection;
+        reply = connection.hello;
       } else {
         const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
         reply = await this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS });
@@ -199,13 +208,28 @@ export class Monitor {
     }
   }
 
+  /**
+   * Establishes the monitoring connection. Abandoned by `close()` before it emits, the establishment is aborted
+   * (signal, unsubscription) and, since a Promise cannot be cancelled, whatever a Promise factory resolves to is
+   * destroyed, so no connection outlives the monitor.
+   */
   private connect(): Promise<Connection> {
     const controller = new AbortController();
     const established = new Observable<Connection>((subscriber) => {
-      const inner = from(this.factory({ id: 0, generation: 0, address: this.address, signal: controller.signal })).subscribe(subscriber);
+      const input = this.factory({ id: 0, generation: 0, address: this.address, signal: controller.signal });
+      let delivered = false;
+      const inner = from(input).subscribe({
+        next: (c) => {
+          delivered = true;
+          subscriber.next(c);
+        },
+        error: (e: unknown) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      });
       return () => {
         controller.abort();
         inner.unsubscribe();
+        if (!delivered && isPromiseLike(input)) input.then((c) => destroyQuietly(c), () => undefined);
       };
     });
     return new Promise<Connection>((resolve, reject) => {
@@ -244,5 +268,9 @@ export class Monitor {
   private emit(event: ServerHeartbeatEvent): void {
     if (!this.closed) this.events.next(Object.freeze(event));
   }
+}
+
+function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
+  return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
 }
 

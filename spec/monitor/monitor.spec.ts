@@ -3,7 +3,8 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
-import { ConnectionPool, connectionFactory, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { of } from 'rxjs';
+import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -172,6 +173,34 @@ describe('Monitor', function () {
       expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'complete']);
       expect(established, 'establishments started after close()').to.equal(0);
       expect(server.connectionsAccepted, 'sockets the endpoint accepted').to.equal(0);
+    });
+
+    /** A stand-in for a monitoring connection: just what a check reads, and whether it was destroyed. */
+    const fakeConnection = (): { connection: Connection; destroyCalls: () => number } => {
+      let calls = 0;
+      const connection = { id: 0, generation: 0, hello: { ok: 1 }, server: { helloOk: true }, errored: false, destroy: () => void calls++ };
+      return { connection: connection as unknown as Connection, destroyCalls: () => calls };
+    };
+
+    it('while a Promise factory establishes the connection: the connection it resolves to is destroyed', async function () {
+      const { connection, destroyCalls } = fakeConnection();
+      let resolve!: (c: Connection) => void;
+      monitor = new Monitor({ address: 'h:1', connectionFactory: () => new Promise<Connection>((r) => (resolve = r)) });
+      monitor.start();
+      monitor.close();
+      resolve(connection);
+      await new Promise((r) => setTimeout(r, 10));
+      expect(destroyCalls(), 'destroy() calls').to.equal(1);
+    });
+
+    it('right after the connection was emitted, before the check took it: that connection is destroyed', async function () {
+      const { connection, destroyCalls } = fakeConnection();
+      // Emitted at once: the connection is on its way to the check when start() returns.
+      monitor = new Monitor({ address: 'h:1', connectionFactory: () => of(connection) });
+      monitor.start();
+      monitor.close();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(destroyCalls(), 'destroy() calls').to.equal(1);
     });
   });
 
