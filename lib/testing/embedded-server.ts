@@ -119,6 +119,11 @@ export class EmbeddedServer {
   private readonly server: net.Server;
   /** The open client connections, and what the server knows of each. */
   private readonly sockets = new Map<net.Socket, ClientConnectionInfo>();
+  /**
+   * Every accepted TCP socket not yet closed, from the moment it is accepted: with TLS, one whose TLS handshake is
+   * not done yet is in none of {@link sockets}, and would hold `stop()` until the handshake times out.
+   */
+  private readonly accepted = new Set<net.Socket>();
   private nextConnectionId = 1;
   private readonly handlers = new Map<string, CommandHandler>();
   private readonly users: ScramUsers;
@@ -133,6 +138,10 @@ export class EmbeddedServer {
     this.server = options.tls
       ? tls.createServer({ ...options.tls, rejectUnauthorized: options.tls.requestCert === true }, onSocket)
       : net.createServer(onSocket);
+    this.server.on('connection', (socket: net.Socket) => {
+      this.accepted.add(socket);
+      socket.once('close', () => this.accepted.delete(socket));
+    });
     const version = options.version ?? '8.0.0';
     this.handlers.set('hello', (cmd, client) => this.helloReply(false, cmd, client));
     this.handlers.set('ismaster', (cmd, client) => this.helloReply(true, cmd, client));
@@ -201,9 +210,13 @@ export class EmbeddedServer {
     return closed;
   }
 
-  /** Stops listening and closes every client connection. Resolves once the server is closed. */
+  /**
+   * Stops listening and closes every client connection, including, with TLS, those still in their TLS handshake.
+   * Resolves once the server is closed.
+   */
   async stop(): Promise<void> {
     for (const socket of this.sockets.keys()) socket.destroy();
+    for (const socket of this.accepted) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as path from 'node:path';
 import { inspect } from 'node:util';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
@@ -314,5 +316,28 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
       authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] },
       ok: 1,
     });
+  });
+});
+
+describe('EmbeddedServer.stop()', function () {
+  const fixtures = path.resolve(__dirname, '../fixtures/tls');
+
+  it('with TLS, closes a connection still in its TLS handshake and resolves at once', async function () {
+    const tlsOptions = { key: fs.readFileSync(path.join(fixtures, 'server.key')), cert: fs.readFileSync(path.join(fixtures, 'server.crt')) };
+    const server = await new EmbeddedServer({ tls: tlsOptions }).start();
+    const [host, port] = server.address.split(':');
+    // Connected over TCP, never starting its TLS handshake (a client stalled, or one whose handshake is under way).
+    const socket = net.connect({ host, port: Number(port) });
+    socket.on('error', () => undefined);
+    const closed = new Promise((r) => socket.once('close', r));
+    await new Promise((r) => socket.once('connect', r));
+    await new Promise((r) => setTimeout(r, 20)); // taken by the server's listener
+    expect(server.connectionsAccepted, 'a client connection only once its TLS handshake is done').to.equal(0);
+    const started = performance.now();
+    const outcome = await Promise.race([server.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 1000 ms'), 1000))]);
+    socket.destroy();
+    expect(outcome).to.equal('stopped');
+    expect(performance.now() - started).to.be.below(500);
+    await closed;
   });
 });
