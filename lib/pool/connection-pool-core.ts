@@ -602,7 +602,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Closes the pool, for good: closes available and pending connections, emits ConnectionPoolClosed, fails waiting
    * checkouts with PoolClosedError, and stops its timers. In-use connections are closed when checked in; once the
-   * last is, `state$` completes. Idempotent.
+   * last is, `state$` completes and leak detection's timer (which watches them until then) stops. Idempotent.
    *
    * Source: CMAP spec, "Closing a Connection Pool".
    */

@@ -168,6 +168,7 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   }
   s.waitTimerAt = undefined;
   out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' }, { type: 'disarm', timer: 'drain' });
+  if (s.records.size === 0) disarmLeakDetection(s, out);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -675,6 +676,17 @@ function closeRecord<C extends PoolConnection>(
   if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection });
   // Last: should anything above throw (a fault of the pool), the record is still there for the teardown to close.
   s.records.delete(rec.id);
+  if (s.state === 'closed' && s.records.size === 0) disarmLeakDetection(s, out);
+}
+
+/**
+ * A closed pool whose last connection is closed has no checkout left to watch: leak detection's timer goes with it,
+ * so no timer of the pool outlives it (with a scheduler whose timers keep the process alive, say).
+ */
+function disarmLeakDetection<C>(s: PoolState<C>, out: Command<C>[]): void {
+  if (s.leakTimerAt === undefined) return;
+  s.leakTimerAt = undefined;
+  out.push({ type: 'disarm', timer: 'leakDetection' });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -758,6 +770,7 @@ function close<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): vo
   s.waitTimerAt = undefined;
   out.push({ type: 'disarm', timer: 'waitQueue' }, { type: 'disarm', timer: 'background' });
   if (s.draining) out.push({ type: 'disarm', timer: 'drain' });
+  if (s.records.size === 0) disarmLeakDetection(s, out);
 }
 
 /**

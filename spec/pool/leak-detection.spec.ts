@@ -79,6 +79,27 @@ describe('leak detection (leakDetectionThresholdMS)', function () {
     expect(last).to.deep.include({ type: 'ConnectionLeakSuspected', connectionId: held[2].id, duration: 100, time: 210 });
   });
 
+  it('leaves no timer behind once the closed pool has no connection left (nor when it had none in use at close)', function () {
+    const { pool, clock } = virtualPool({ leakDetectionThresholdMS: 1000 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    checkOutFromHandler(pool, held);
+    clock.advance(10);
+    pool.checkIn(held[1]);
+    pool.close();
+    expect(clock.actions.length, 'armed while a checkout is still out').to.equal(1);
+    pool.checkIn(held[0]); // the last connection of the closed pool is closed
+    expect(clock.actions.length, 'timers armed once the pool is done').to.equal(0);
+
+    const idle = virtualPool({ leakDetectionThresholdMS: 1000 });
+    const one: MockConnection[] = [];
+    checkOutFromHandler(idle.pool, one);
+    idle.clock.advance(10);
+    idle.pool.checkIn(one[0]); // the timer stays armed for the threshold: it is not rearmed at each checkout
+    idle.pool.close();
+    expect(idle.clock.actions.length, 'timers armed once the pool is done').to.equal(0);
+  });
+
   it('is off by default: no stack captured, no timer, no extension event', function () {
     const { pool, clock, events } = virtualPool();
     expect(pool.options.leakDetectionThresholdMS).to.equal(0);
