@@ -15,7 +15,7 @@ import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
-import { destroyQuietly } from '../pool/connection-checks';
+import { destroyQuietly, isPromiseLike } from '../pool/connection-checks';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
@@ -269,8 +269,3 @@ export class Monitor {
     if (!this.closed) this.events.next(Object.freeze(event));
   }
 }
-
-function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
-  return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
-}
-

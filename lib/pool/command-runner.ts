@@ -12,7 +12,7 @@ import { CmapError, ErrorLabel, MongoNetworkError, PoolCallbackError } from '../
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
-import { destroyQuietly, idOf, isConnection, isErrored } from './connection-checks';
+import { destroyQuietly, idOf, isConnection, isErrored, isPromiseLike } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
 
@@ -248,8 +248,4 @@ function describe(x: unknown): string {
 
 function messageOf(x: unknown): string {
   return x instanceof Error ? x.message : describe(x);
-}
-
-function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
-  return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
 }

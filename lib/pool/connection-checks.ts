@@ -97,3 +97,8 @@ export function destroyQuietly(connection: unknown, error?: Error): void {
     // A connection that fails to tear itself down is already unusable; nothing more can be done for it.
   }
 }
+
+/** Whether a factory's result is a Promise (or another thenable): what it resolves to cannot be cancelled. */
+export function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
+  return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
+}
