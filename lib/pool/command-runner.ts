@@ -179,7 +179,7 @@ export class CommandRunner<C extends PoolConnection> {
         if (trace !== undefined) endEstablishTrace(trace, 'ready', connection);
         this.ctx.dispatch({ type: 'established', id, connection });
       },
-      error: (error: unknown) => (error instanceof Error ? fail(error) : broken(`failed with ${describe(error)}, which is not an Error`, error)),
+      error: (error: unknown) => (isError(error) ? fail(error) : broken(`failed with ${describe(error)}, which is not an Error`, error)),
       complete: () => broken(`completed without a connection for connection ${id}`),
     });
     if (settled) subscription.unsubscribe();
@@ -194,11 +194,14 @@ export class CommandRunner<C extends PoolConnection> {
     try {
       return { error, clearPool: Boolean(this.ctx.clearOnEstablishmentError(error)) };
     } catch (policyError) {
-      const message = `clearOnEstablishmentError threw: ${messageOf(policyError)}; the establishment had failed with: ${error.message}`;
-      return {
-        error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, { cause: policyError }, error),
-        clearPool: defaultClearOnEstablishmentError(error),
-      };
+      const message = `clearOnEstablishmentError threw: ${messageOf(policyError)}; the establishment had failed with: ${messageOf(error)}`;
+      let clearPool = true;
+      try {
+        clearPool = defaultClearOnEstablishmentError(error);
+      } catch {
+        // An error whose labels cannot be read (say an object made from a CmapError prototype): not backpressure.
+      }
+      return { error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, { cause: policyError }, error), clearPool };
     }
   }
 
@@ -240,12 +243,38 @@ function endEstablishTrace(trace: Trace<EstablishTraceContext>, outcome: 'ready'
   trace.finish();
 }
 
-/** A short description of a value for an error message: primitives as they are, objects by kind only. */
+/**
+ * A short description of a value for an error message: primitives as they are, objects by kind only. Never throws:
+ * the value comes from a factory, and an object whose kind cannot be read (a revoked Proxy) is said to be so.
+ */
 function describe(x: unknown): string {
   if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return typeof x === 'string' ? JSON.stringify(x) : String(x);
-  return typeof x === 'function' ? 'a function' : `an object (${Object.prototype.toString.call(x)})`;
+  if (typeof x === 'function') return 'a function';
+  try {
+    return `an object (${Object.prototype.toString.call(x)})`;
+  } catch {
+    return 'an object that cannot be inspected';
+  }
 }
 
+/** An Error's message (as a string), else the value described; never throws (a getter of user code may). */
 function messageOf(x: unknown): string {
-  return x instanceof Error ? x.message : describe(x);
+  try {
+    if (isError(x)) return String(x.message);
+  } catch {
+    return 'an Error whose message cannot be read';
+  }
+  return describe(x);
+}
+
+/**
+ * Whether `x` is an Error. Never throws: `instanceof` asks a Proxy for its prototype, which its handler (or its
+ * revocation) may refuse; such a value counts as no Error.
+ */
+function isError(x: unknown): x is Error {
+  try {
+    return x instanceof Error;
+  } catch {
+    return false;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { EMPTY, Observable, of, throwError } from 'rxjs';
-import { CmapError, ConnectionPoolCore, ErrorLabel, PoolCallbackError, PoolClosedError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
+import { CmapError, ConnectionPoolCore, ErrorLabel, MongoNetworkError, PoolCallbackError, PoolClosedError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
 import { defaultClearOnEstablishmentError } from '../../lib/pool/command-runner';
 import { microtasks } from '../support/microtasks';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
@@ -18,6 +18,20 @@ function poolWith(factory: ConnectionFactory<PoolConnection>, clearOnEstablishme
   pool.events$.subscribe((e) => events.push(e));
   pool.ready();
   return { pool, clock, events };
+}
+
+/** A Proxy already revoked: every question about it (its prototype, its kind, a property) throws. */
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
+/** An Error whose `message` getter throws. */
+function errorWithUnreadableMessage(): Error {
+  const error = new Error('hidden');
+  Object.defineProperty(error, 'message', { get: () => { throw new Error('unreadable'); } });
+  return error;
 }
 
 /** Checks out once (Observable form) and returns what happened, synchronously. */
@@ -43,6 +57,12 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     ['emits an object without destroy()', (d) => of({ id: d.id }) as never, /connectionFactory emitted an object \(\[object Object\]\) for connection 1, not a connection/],
     ['completes without a connection', () => EMPTY, /connectionFactory completed without a connection for connection 1$/],
     ['fails with something that is not an Error', () => throwError(() => 'no route'), /connectionFactory failed with "no route", which is not an Error$/],
+    // Values whose inspection throws: each once left the establishment pending for good, and its checkout unsettled.
+    ['throws a revoked Proxy', () => { throw revokedProxy(); }, /connectionFactory threw: an object that cannot be inspected$/],
+    ['returns a revoked Proxy', () => revokedProxy() as never, /connectionFactory returned an object that cannot be inspected, not an Observable/],
+    ['fails with a revoked Proxy', () => throwError(revokedProxy), /connectionFactory failed with an object that cannot be inspected, which is not an Error$/],
+    ['fails with a Proxy that refuses its prototype', () => throwError(() => new Proxy({}, { getPrototypeOf: () => { throw new Error('no prototype'); } })), /connectionFactory failed with an object \(\[object Object\]\), which is not an Error$/],
+    ['throws an Error whose message cannot be read', () => { throw errorWithUnreadableMessage(); }, /connectionFactory threw: an Error whose message cannot be read$/],
   ];
   for (const [what, factory, message] of broken) {
     it(`fails the checkout with a PoolCallbackError when the factory ${what}, and frees the slot`, function () {
@@ -91,6 +111,18 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     expect(error.establishmentError).to.equal(refused);
     expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0 });
     expect(pool.state, 'the default rule decided: an unlabelled error clears').to.equal('paused');
+  });
+
+  it('fails the establishment once when clearOnEstablishmentError throws on an error whose message and labels cannot be read', function () {
+    const odd = Object.create(MongoNetworkError.prototype) as MongoNetworkError; // no errorLabels of its own
+    Object.defineProperty(odd, 'message', { get: () => { throw new Error('unreadable'); } });
+    const { pool } = poolWith(() => throwError(() => odd), () => {
+      throw new Error('policy bug');
+    });
+    const { errors } = checkOutOnce(pool);
+    expect(errors).to.have.length(1);
+    expect((errors[0] as PoolCallbackError).message).to.match(/policy bug; the establishment had failed with: an Error whose message cannot be read$/);
+    expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0, state: 'paused' });
   });
 
   it('keeps what the factory threw as the cause, and what it failed with when that is not an Error', function () {
