@@ -197,17 +197,70 @@ export function truncate(text: string, max: number): string {
   return `${text.slice(0, end)}...`;
 }
 
-/** An error as a structured log value, with texts and documents truncated to `maxDocumentLength`. */
+/**
+ * An error as a structured log value, with texts and documents truncated to `maxDocumentLength`. Never throws: the
+ * error may come from a user's connection factory, and is written inside an `events$` subscriber, where a throw would
+ * end the process. A `name` or `message` that is not a string is written as `String()` writes it; one that cannot be
+ * read (a getter that throws) is said to be so; labels that cannot be read are left out.
+ */
 export function logError(error: Error, maxDocumentLength: number): LoggedError {
-  const labels = (error as { errorLabels?: Set<string> }).errorLabels;
+  const server = isServerError(error) ? serverFields(error, maxDocumentLength) : undefined;
+  const labels = labelsOf(error);
   return {
-    type: error.name,
-    message: truncate(error.message, maxDocumentLength),
-    ...(error instanceof MongoServerError && error.code !== undefined ? { code: error.code } : {}),
-    ...(error instanceof MongoServerError && error.codeName !== undefined ? { codeName: error.codeName } : {}),
-    ...(labels instanceof Set && labels.size > 0 ? { errorLabels: [...labels] } : {}),
-    ...(error instanceof MongoServerError ? { response: responseText(error.response, maxDocumentLength) } : {}),
+    type: textOf(error, 'name'),
+    message: truncate(textOf(error, 'message'), maxDocumentLength),
+    ...(server?.code !== undefined ? { code: server.code } : {}),
+    ...(server?.codeName !== undefined ? { codeName: server.codeName } : {}),
+    ...(labels !== undefined ? { errorLabels: labels } : {}),
+    ...(server !== undefined ? { response: server.response } : {}),
   };
+}
+
+/** An error's `name` or `message` as a string, or words saying it cannot be read. */
+function textOf(error: Error, key: 'name' | 'message'): string {
+  try {
+    const value: unknown = error[key];
+    return typeof value === 'string' ? value : String(value);
+  } catch {
+    return `(the error's ${key} cannot be read)`;
+  }
+}
+
+/** An error's labels, when it has some and they can be read. */
+function labelsOf(error: Error): string[] | undefined {
+  try {
+    const labels = (error as { errorLabels?: unknown }).errorLabels;
+    return labels instanceof Set && labels.size > 0 ? [...labels].map(String) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isServerError(error: Error): error is MongoServerError {
+  try {
+    return error instanceof MongoServerError;
+  } catch {
+    return false;
+  }
+}
+
+/** A server error's code, code name and reply, each left out when it cannot be read. */
+function serverFields(error: MongoServerError, maxDocumentLength: number): { code?: number; codeName?: string; response: string } {
+  let code: number | undefined;
+  let codeName: string | undefined;
+  try {
+    code = error.code;
+    codeName = error.codeName;
+  } catch {
+    // A subclass's getter that throws: the reply below still says what the server answered.
+  }
+  let response: unknown;
+  try {
+    response = error.response;
+  } catch (e) {
+    return { code, codeName, response: `(the reply cannot be read: ${textOfThrown(e)})` };
+  }
+  return { code, codeName, response: responseText(response, maxDocumentLength) };
 }
 
 /**
@@ -221,9 +274,18 @@ function responseText(response: unknown, maxDocumentLength: number): string {
   try {
     text = EJSON.stringify(documentPrefix(response, maxDocumentLength), { relaxed: true });
   } catch (error) {
-    text = `(the reply cannot be written as Extended JSON: ${error instanceof Error ? error.message : String(error)})`;
+    text = `(the reply cannot be written as Extended JSON: ${textOfThrown(error)})`;
   }
   return truncate(text, maxDocumentLength);
+}
+
+/** What was thrown, in words (its message when it is an Error); never throws. */
+function textOfThrown(thrown: unknown): string {
+  try {
+    return thrown instanceof Error ? String(thrown.message) : String(thrown);
+  } catch {
+    return 'a value that cannot be written';
+  }
 }
 
 /** The log message of a CMAP event. */

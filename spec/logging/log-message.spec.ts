@@ -179,6 +179,23 @@ describe('connection log messages', function () {
     expect(logged).to.include({ message: 'odd', response: '(the reply cannot be written as Extended JSON: no reading this)' });
   });
 
+  it("writes a factory's error whose name, message or labels cannot be read, or are not strings, instead of throwing in the events$ subscriber", async function () {
+    const unreadable = (key: string) =>
+      Object.defineProperty(new Error('hidden'), key, {
+        get: () => {
+          throw new Error(`no ${key}`);
+        },
+      });
+    expect(await loggedFailure(unreadable('message'))).to.include({ type: 'Error', message: "(the error's message cannot be read)", times: 2 });
+    expect(await loggedFailure(unreadable('name'))).to.include({ type: "(the error's name cannot be read)", message: 'hidden', times: 2 });
+    const labelled = await loggedFailure(unreadable('errorLabels'));
+    expect(labelled).to.include({ type: 'Error', message: 'hidden' }).and.not.have.property('errorLabels');
+    expect(await loggedFailure(Object.assign(new Error(), { message: 42 as unknown as string }))).to.include({ message: '42' });
+    const server = new MongoServerError({ ok: 0, errmsg: 'odd', code: 2 });
+    Object.defineProperty(server, 'response', { get: () => { throw new Error('gone'); } });
+    expect(await loggedFailure(server)).to.include({ message: 'odd', code: 2, response: '(the reply cannot be read: gone)' });
+  });
+
   it('reads a huge reply only as far as the max length: 1,000,000 elements behind getters, 137 read at max 1000', async function () {
     let reads = 0;
     const element = Object.defineProperty({}, 'n', { enumerable: true, get: () => ++reads });
