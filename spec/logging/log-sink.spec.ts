@@ -60,6 +60,37 @@ describe('log sinks', function () {
     }
   });
 
+  it('a sink that throws something that cannot be written is switched off with one warning, and never throws itself', async function () {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const unreadable = Object.defineProperty(new Error('hidden'), 'message', {
+        get: () => {
+          throw new Error('no message');
+        },
+      });
+      const thrown: unknown[] = [Object.create(null), unreadable, { toString: () => { throw new Error('no text'); } }];
+      const message = { toJSON: () => ({}), render: () => '' };
+      for (const value of thrown) {
+        let calls = 0;
+        const sink = openLogSink({
+          write() {
+            calls++;
+            throw value;
+          },
+        });
+        expect(() => sink.write(message)).to.not.throw();
+        expect(() => sink.write(message)).to.not.throw();
+        expect(calls, 'tried once, then switched off').to.equal(1);
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => w.message)).to.deep.equal(Array(3).fill('rxcmap: the log sink threw (a value that cannot be written); logging to it stopped'));
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('a closed stdout (EPIPE, as in `node app | head`) never crashes the application', async function () {
     this.timeout(30_000);
     // The child logs every pool event to stdout; its reader goes away at once. It must finish and exit 0.
