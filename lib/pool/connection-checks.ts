@@ -88,17 +88,23 @@ export function serviceIdOf(connection: PoolConnection): string | undefined {
   }
 }
 
-/** Tears `connection` down with `error`; does nothing for a value that is not a connection, and swallows a throw. */
+/**
+ * Tears `connection` down with `error`; does nothing for a value that is not a connection, and swallows a throw, and
+ * the rejection of a Promise (any thenable) `destroy` returns, which would otherwise be an unhandled rejection.
+ */
 export function destroyQuietly(connection: unknown, error?: Error): void {
   if (!isConnection(connection)) return;
   try {
-    connection.destroy(error);
+    const result: unknown = connection.destroy(error);
+    if (isPromiseLike(result)) result.then(undefined, ignore);
   } catch {
     // A connection that fails to tear itself down is already unusable; nothing more can be done for it.
   }
 }
 
-/** Whether a factory's result is a Promise (or another thenable): what it resolves to cannot be cancelled. */
+/** Whether `x` is a Promise or another thenable (a factory's result, what `destroy` returned). */
 export function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
   return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
 }
+
+function ignore(): void {}

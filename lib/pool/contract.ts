@@ -11,7 +11,7 @@ import type { ObservableInput } from 'rxjs';
 /**
  * What a pool needs of a connection. The pool never looks inside; it only asks whether it is errored, and tears it
  * down. A connection that throws when asked never stops the pool: an `errored` or `busy` that cannot be read counts
- * as true, a `serviceId` as none, and a `destroy()` that throws as done.
+ * as true, a `serviceId` as none, and a `destroy()` that throws (or returns a Promise that rejects) as done.
  *
  * Source: CMAP spec, "Connection" (id, generation, Perishable: Errored).
  */
