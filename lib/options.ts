@@ -210,19 +210,25 @@ export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & Poo
 }
 
 /**
- * Applies defaults to `options` and validates every value.
+ * Applies defaults to `options` and validates every value. Each option is read once, as a property (an inherited
+ * one, such as a getter of a class, counts as given), so the value checked, the value used and the value reported in
+ * `userSet` are the same.
  *
  * @throws {InvalidOptionError} naming the option, the value and what is allowed, for: a maxPoolSize or minPoolSize
  *   that is not an integer >= 0; a maxConnecting that is not an integer > 0; a maxIdleTimeMS or waitQueueTimeoutMS
  *   that is not a finite number >= 0; a minPoolSize above a non-zero maxPoolSize; a backgroundThreadIntervalMS that
- *   is 0 or not a finite number.
+ *   is 0 or not a finite number; an option whose getter throws (the error names it and quotes what was thrown).
  */
 export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOptions {
+  const given: AllPoolOptions = {};
   const userSet: PoolOptions & PoolExtensionOptions = {};
-  for (const name of [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES]) {
-    if (options[name] !== undefined) userSet[name] = options[name];
+  for (const name of ALL_POOL_OPTION_NAMES) {
+    const value = readOption(options, name);
+    if (value === undefined) continue;
+    given[name] = value;
+    if (name !== 'backgroundThreadIntervalMS') userSet[name] = value;
   }
-  const resolved = { ...DEFAULT_POOL_OPTIONS, ...definedOnly(options) };
+  const resolved = { ...DEFAULT_POOL_OPTIONS, ...given };
 
   requireInteger('maxPoolSize', resolved.maxPoolSize, 0, 'an integer >= 0 (0 means no limit)');
   requireInteger('minPoolSize', resolved.minPoolSize, 0, 'an integer >= 0');
@@ -232,7 +238,7 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
   requireDurationMS('leakDetectionThresholdMS', resolved.leakDetectionThresholdMS, 'a number of ms >= 0 (0 turns leak detection off)');
   requireInteger('maxWaitQueueSize', resolved.maxWaitQueueSize, 0, 'an integer >= 0 (0 means unbounded)');
   requireDurationMS('maxLifeTimeMS', resolved.maxLifeTimeMS);
-  if (options.maxLifeTimeJitterMS === undefined) resolved.maxLifeTimeJitterMS = Math.round(resolved.maxLifeTimeMS * 0.025);
+  if (given.maxLifeTimeJitterMS === undefined) resolved.maxLifeTimeJitterMS = Math.round(resolved.maxLifeTimeMS * 0.025);
   requireDurationMS('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, 'a number of ms >= 0');
   if (resolved.maxLifeTimeMS > 0 && resolved.maxLifeTimeJitterMS > resolved.maxLifeTimeMS) {
     throw new InvalidOptionError('maxLifeTimeJitterMS', resolved.maxLifeTimeJitterMS, `<= maxLifeTimeMS (${resolved.maxLifeTimeMS})`);
@@ -253,6 +259,29 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
     );
   }
   return Object.freeze({ ...pick(resolved), userSet: Object.freeze(userSet) });
+}
+
+/** Every option {@link resolvePoolOptions} reads. */
+const ALL_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
+
+/**
+ * Reads option `name` of `options` once, as a property.
+ *
+ * @throws {InvalidOptionError} naming the option when reading it throws (a getter, a Proxy): the options come from
+ *   user code, and an error that does not say which option failed is hard to trace.
+ */
+function readOption<K extends keyof AllPoolOptions>(options: AllPoolOptions, name: K): AllPoolOptions[K] {
+  try {
+    return options[name];
+  } catch (error) {
+    let words: string;
+    try {
+      words = error instanceof Error ? String(error.message) : String(error);
+    } catch {
+      words = 'a value that cannot be written';
+    }
+    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${words})` });
+  }
 }
 
 function pick(o: Required<AllPoolOptions>): Required<AllPoolOptions> {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, Monitor, connectionFactory } from '../lib';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, ConnectionPoolCore, Monitor, connectionFactory } from '../lib';
 import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
 import { checkPoolCoreOptions, closestOptionName, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
 import { MockConnectionFactory } from '../lib/testing';
@@ -35,6 +35,55 @@ describe('resolvePoolOptions', function () {
     expect(error).to.be.instanceOf(InvalidOptionError);
     expect(error).to.include({ option: 'maxConnecting', value: -3, allowed: 'an integer > 0' });
     expect(error!.message).to.equal('Invalid maxConnecting: -3 (maxConnecting must be an integer > 0)');
+  });
+
+  it('uses, and reports in userSet, the same value of each option: getters of a class and inherited values count, read once', function () {
+    class Settings {
+      get maxPoolSize(): number {
+        return 3;
+      }
+    }
+    const fromClass = resolvePoolOptions(new Settings());
+    expect(fromClass).to.include({ maxPoolSize: 3 });
+    expect(fromClass.userSet).to.deep.equal({ maxPoolSize: 3 });
+    // A literal's __proto__ key sets the prototype: its values are read (and checked) like any other.
+    expect(invalidOption(() => resolvePoolOptions({ __proto__: { maxPoolSize: 'x' } } as never))).to.include({ option: 'maxPoolSize', value: 'x' });
+    let reads = 0;
+    const flipping = Object.defineProperty({}, 'maxConnecting', { enumerable: true, get: () => (reads++ === 0 ? 1 : 'not checked') });
+    const once = resolvePoolOptions(flipping);
+    expect(once).to.include({ maxConnecting: 1 });
+    expect(once.userSet).to.deep.equal({ maxConnecting: 1 });
+    expect(reads).to.equal(1);
+  });
+
+  it('ConnectionPoolCreated reports the options the pool runs with, when they come from a class', function () {
+    class Settings {
+      readonly address = 'h:1';
+      readonly connectionFactory = new MockConnectionFactory().factory;
+      get maxPoolSize(): number {
+        return 3;
+      }
+    }
+    const pool = new ConnectionPoolCore(new Settings());
+    let created: unknown;
+    pool.events$.subscribe((e) => (created ??= e.type === 'ConnectionPoolCreated' ? e.options : undefined));
+    expect(pool.options.maxPoolSize).to.equal(3);
+    expect(created).to.deep.equal({ maxPoolSize: 3 });
+    pool.close();
+  });
+
+  it('names an option whose getter throws, and quotes what it threw', function () {
+    const options = Object.defineProperty({}, 'waitQueueTimeoutMS', {
+      enumerable: true,
+      get: () => {
+        throw new Error('secret store unreachable');
+      },
+    });
+    const error = invalidOption(() => resolvePoolOptions(options));
+    expect(error).to.include({ option: 'waitQueueTimeoutMS', allowed: 'a value that can be read' });
+    expect(error.message).to.equal('Invalid waitQueueTimeoutMS: reading it threw (secret store unreachable)');
+    const core = invalidOption(() => new ConnectionPoolCore({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, get maxPoolSize(): number { throw Object.create(null); } }));
+    expect(core.message).to.equal('Invalid maxPoolSize: reading it threw (a value that cannot be written)');
   });
 
   it('allows a negative backgroundThreadIntervalMS (never run) but not 0', function () {
