@@ -38,12 +38,12 @@ import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
-import { destroyQuietly, mayBeBusy } from './connection-checks';
+import { destroyQuietly, idOf, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
 import { reduceFailingClosed } from './reducer';
-import { initialPoolState, inUseConnectionCount, waitingCheckOutCount, type ConnectionPoolState, type PoolState } from './state';
+import { initialPoolState, inUseConnectionCount, recordOf, waitingCheckOutCount, type ConnectionPoolState, type PoolState } from './state';
 import type { Waiter } from './wait-queue';
 
 /**
@@ -475,15 +475,15 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: CMAP spec, "Checking In a Connection".
    */
   checkIn(connection: C): void {
-    const id = (connection as Partial<PoolConnection> | null | undefined)?.id;
-    const rec = typeof id === 'number' ? this.poolState.records.get(id) : undefined;
-    if (rec === undefined || rec.connection !== connection) {
-      throw new ConnectionCheckInError(this.address, id, 'it is not a live connection of this pool');
+    const rec = typeof connection === 'object' && connection !== null ? recordOf(this.poolState, connection) : undefined;
+    if (rec === undefined) {
+      const id = typeof connection === 'object' && connection !== null ? idOf(connection) : undefined;
+      throw new ConnectionCheckInError(this.address, typeof id === 'number' ? id : undefined, 'it is not a live connection of this pool');
     }
     if (rec.state !== 'in use' || rec.holder === undefined) {
-      throw new ConnectionCheckInError(this.address, id, 'it is not checked out');
+      throw new ConnectionCheckInError(this.address, rec.id, 'it is not checked out');
     }
-    this.actions.next({ type: 'checkIn', connection: rec.connection, holder: rec.holder });
+    this.actions.next({ type: 'checkIn', connection, holder: rec.holder });
   }
 
   /**
@@ -663,7 +663,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /** The checkout that holds `connection` now (just delivered to the caller). */
   private holderOf(connection: C): Waiter<C> | undefined {
-    return this.poolState.records.get(connection.id)?.holder;
+    return recordOf(this.poolState, connection)?.holder;
   }
 
   /**
@@ -673,7 +673,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * (whether or not the connection reports itself errored once destroyed).
    */
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
-    const rec = this.poolState.records.get(connection.id);
+    const rec = holder === undefined ? undefined : recordOf(this.poolState, connection);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
     const discard = mayBeBusy(connection, finished)
       ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`)

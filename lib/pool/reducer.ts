@@ -23,7 +23,7 @@ import {
 import type { Command } from './commands';
 import { errorOf, isErrored, serviceIdOf, serviceIdOfError } from './connection-checks';
 import type { PoolConnection } from './contract';
-import { inUseConnectionCount, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
+import { inUseConnectionCount, recordOf, waitingCheckOutCount, type ConnectionRecord, type PoolState } from './state';
 import type { Waiter, WaiterState } from './wait-queue';
 
 /**
@@ -434,7 +434,7 @@ function checkIn<C extends PoolConnection>(
   discard: Error | undefined,
   out: Command<C>[],
 ): void {
-  const rec = s.records.get(connection.id);
+  const rec = recordOf(s, connection);
   // Only the checkout that holds the connection may check it in: a duplicate, or a late check-in after the
   // connection went to another checkout, changes nothing.
   if (rec === undefined || rec.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;

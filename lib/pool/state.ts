@@ -11,6 +11,8 @@ import type { ResolvedPoolOptions } from '../options';
 import type { CheckOutSite } from './actions';
 import { AvailableConnections } from './available-connections';
 import type { Command } from './commands';
+import { idOf } from './connection-checks';
+import type { PoolConnection } from './contract';
 import { WaitQueue, type Waiter } from './wait-queue';
 
 /** The CMAP connection states. Source: CMAP spec, "Connection" (`state`). */
@@ -153,4 +155,17 @@ export function inUseConnectionCount<C>(s: PoolState<C>): number {
 /** Checkouts waiting: the WaitQueue proper and those waiting on an establishment they claimed. */
 export function waitingCheckOutCount<C>(s: PoolState<C>): number {
   return s.waitQueue.length + s.claimants.length;
+}
+
+/**
+ * The live record of `connection` (one of this pool's, not closed), or undefined. Found by the id the connection
+ * carries, and, when that id cannot be read or is no longer the one it was established with (a getter of user code),
+ * by looking for the connection among the records: the connection's own answers never decide whose it is.
+ */
+export function recordOf<C extends PoolConnection>(s: PoolState<C>, connection: C): ConnectionRecord<C> | undefined {
+  const id = idOf(connection);
+  const rec = typeof id === 'number' ? s.records.get(id) : undefined;
+  if (rec !== undefined && rec.connection === connection) return rec;
+  for (const other of s.records.values()) if (other.connection === connection) return other;
+  return undefined;
 }

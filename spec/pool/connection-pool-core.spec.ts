@@ -1166,6 +1166,72 @@ describe('ConnectionPool', function () {
     });
   });
 
+  describe('connections whose id stops answering once established', function () {
+    /** A pool of one whose connections answer `id` until `unreadable` is set, then throw (or, with `moved`, lie). */
+    function idPool(moved = false) {
+      const control = { unreadable: false };
+      const made: PoolConnection[] = [];
+      const pool = new ConnectionPoolCore<PoolConnection>({
+        address: 'db:27017',
+        maxPoolSize: 1,
+        scheduler: new VirtualClock(),
+        backgroundThreadIntervalMS: -1,
+        connectionFactory: (d) => {
+          const c = {
+            get id(): number {
+              if (!control.unreadable) return d.id;
+              if (moved) return d.id + 100;
+              throw new Error('id getter failed');
+            },
+            destroy: () => undefined,
+          };
+          made.push(c);
+          return of(c);
+        },
+      });
+      pool.ready();
+      return { pool, control, made };
+    }
+
+    it("a connection handed to a checkout that left is checked back in, instead of the pool's step throwing and closing the pool", function () {
+      const reported: unknown[] = [];
+      const previous = config.onUnhandledError;
+      config.onUnhandledError = (e) => reported.push(e);
+      try {
+        const { pool, control } = idPool();
+        let held: PoolConnection | undefined;
+        pool.checkOut().subscribe((c) => (held = c));
+        const waiting = pool.checkOut().subscribe(noop);
+        // The waiting checkout leaves in the step that served it: the runner checks the connection back in for it.
+        pool.events$.subscribe((e) => {
+          if (e.type !== 'ConnectionCheckedOut') return;
+          control.unreadable = true;
+          waiting.unsubscribe();
+        });
+        pool.checkIn(held!);
+        expect(reported).to.deep.equal([]);
+        expect(pool.snapshot()).to.include({ state: 'ready', availableConnectionCount: 1, inUseConnectionCount: 0 });
+      } finally {
+        config.onUnhandledError = previous;
+      }
+    });
+
+    for (const moved of [false, true]) {
+      it(`checkIn and withConnection return a connection whose id ${moved ? 'changed' : 'cannot be read'} since its establishment`, async function () {
+        const { pool, control } = idPool(moved);
+        const c = await pool.checkOut();
+        control.unreadable = true;
+        pool.checkIn(c);
+        expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+        expect(await pool.withConnection(() => 'done')).to.equal('done');
+        expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+        expect(() => pool.checkIn(c)).to.throw(ConnectionCheckInError, /connection 1 .*: it is not checked out/);
+        pool.close();
+        expect(pool.snapshot().totalConnectionCount).to.equal(0);
+      });
+    }
+  });
+
   describe('state$ subscribed from inside the pool\'s processing', function () {
     it('subscribers already there still get the snapshot of the batch', function () {
       const { pool } = makePool();
