@@ -491,6 +491,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Resolves to `fn`'s result; rejects with `fn`'s error or the checkout's error. Only this checkout is ended: if
    * `fn` checked the connection in itself and it was checked out again by another caller, that caller keeps it.
    *
+   * Nesting waits on the pool: a checkout made inside `fn` (another `withConnection`, say) needs a second connection
+   * while this one is held, so once every connection is held by scopes doing so (always, with maxPoolSize 1) the inner
+   * checkouts wait for each other for good, unless waitQueueTimeoutMS, the checkout's `timeoutMS` or its `signal`
+   * bounds them (they then fail, e.g. with WaitQueueTimeoutError). Pass the connection down instead of nesting.
+   *
    * @example
    * ```ts
    * const reply = await pool.withConnection((c) => c.command('admin', { ping: 1 }));
