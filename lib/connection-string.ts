@@ -42,7 +42,10 @@ export interface UriClientOptions {
 
 /** A parsed connection string. */
 export interface ParsedConnectionString {
-  /** Every host, normalized to `host:port`, each once (a host listed again is a warning). */
+  /**
+   * Every host, normalized to `host:port`, or a Unix domain socket path (percent-decoded, case kept, ending in
+   * `.sock`), each once (a host listed again is a warning).
+   */
   readonly hosts: readonly string[];
   /** Whether it is a `mongodb+srv://` URI (its hosts are SRV names, not servers). */
   readonly isSRV: boolean;
@@ -188,7 +191,10 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
 
   const listed = parsed.hosts.map((host) => {
     try {
-      return parseAddress(host).address;
+      // A Unix domain socket path must be percent-encoded in the URI (connection string spec, "Host"): its '/' would
+      // end the host list. Decoded here, so the pool connects to /tmp/mongodb-27017.sock, not to a relative path
+      // named %2Ftmp%2Fmongodb-27017.sock.
+      return parseAddress(decodeURIComponent(host)).address;
     } catch (error) {
       // With credentials in the URI, a "host" may be part of them: a password with an unescaped '/' ends the
       // authority early, leaving "user:password" where the host list should be. Never echo it then.

@@ -108,6 +108,14 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal(['host a:1 is listed 2 times; it is used once', 'host b:27017 is listed 2 times; it is used once']);
   });
 
+  it('decodes a percent-encoded Unix domain socket path, absolute or relative, keeping its case', function () {
+    const p = parseConnectionString('mongodb://carol:pw@%2Fvar%2Frun%2FMongo.d%2Fdb-1.sock,sockets%2Fdb%202.sock,%2Fvar%2Frun%2FMongo.d%2Fdb-1.sock/orders');
+    expect(p.hosts).to.deep.equal(['/var/run/Mongo.d/db-1.sock', 'sockets/db 2.sock']);
+    expect(p.warnings).to.deep.equal(['host /var/run/Mongo.d/db-1.sock is listed 2 times; it is used once']);
+    expect(p.connectionOptions.credentials).to.include({ username: 'carol', source: 'orders' });
+    expect(parseConnectionString('mongodb://10.0.0.7:27018,%2Frun%2Fm.sock').hosts).to.deep.equal(['10.0.0.7:27018', '/run/m.sock']);
+  });
+
   it('hides the value of every key it does not know, where a misspelt secret key would show its secret', function () {
     const p = parseConnectionString('mongodb://h/?tlsCertificateKeyFilePasword=hunter2&password=hunter3&maxPoolSize=5&appName=orders');
     expect(p.redacted).to.not.match(/hunter/);
