@@ -124,7 +124,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
 /**
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
  *
- * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string;
+ * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string (a
+ *   query key with no "=" and value included);
  *   when `tlsInsecure` is combined with `tlsAllowInvalidCertificates` or `tlsAllowInvalidHostnames`, or `tls` and `ssl`
  *   disagree; for `directConnection=true` with several hosts or an SRV URI; for `loadBalanced=true` with several
  *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; and
@@ -137,6 +138,7 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   } catch (error) {
     throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
   }
+  rejectKeysWithoutValue(parsed.search);
   const warnings: string[] = [];
   const pool: Record<string, unknown> = {};
   const connection: Record<string, unknown> = {};
@@ -252,6 +254,27 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     warnings: Object.freeze(warnings),
     redacted: redact(parsed),
   });
+}
+
+/**
+ * Throws for a key with no "=" in the query (`?tls`, `?w`): a connection string's options are key=value pairs, and a
+ * bare key is an incomplete one, most often a truncated or mistyped URI, not an option given an empty value.
+ *
+ * Source: connection string spec, "Key Value Pair", and its test of an incomplete key value pair (an invalid URI).
+ */
+function rejectKeysWithoutValue(search: string): void {
+  for (const piece of search.replace(/^\?/, '').split('&')) {
+    if (piece === '' || piece.includes('=')) continue;
+    let key: string;
+    try {
+      key = decodeURIComponent(piece.replace(/\+/g, ' '));
+    } catch {
+      key = piece;
+    }
+    throw new InvalidOptionError(key, undefined, 'a key=value pair', {
+      message: `Invalid connection string option ${key}: it has no "=" and value (write ${key}=<value>, or leave it out)`,
+    });
+  }
 }
 
 /**

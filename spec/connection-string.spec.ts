@@ -126,6 +126,28 @@ describe('parseConnectionString', function () {
     expect(q.redacted).to.equal('mongodb://h/?appName=my%20app&compressors=zlib,snappy&typo=_credentials_&typo=_credentials_');
   });
 
+  it('rejects a key with no "=" and value, naming it, instead of reading it as an empty value', function () {
+    for (const [uri, key] of [
+      ['mongodb://h/?tls', 'tls'],
+      ['mongodb://h/?maxPoolSize=5&readPreference', 'readPreference'],
+      ['mongodb://h/?app%20name&appName=x', 'app name'],
+    ]) {
+      let error: unknown;
+      try {
+        parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, uri).to.be.instanceOf(InvalidOptionError);
+      expect(error).to.include({ option: key, allowed: 'a key=value pair' });
+      expect((error as Error).message).to.equal(`Invalid connection string option ${key}: it has no "=" and value (write ${key}=<value>, or leave it out)`);
+    }
+    // An empty value is still a value (ignored with a warning where the key takes none), and empty pieces are skipped.
+    expect(parseConnectionString('mongodb://h/?maxPoolSize=&&appName=a').warnings).to.deep.equal([
+      'maxPoolSize="" is ignored: maxPoolSize must be an integer >= 0',
+    ]);
+  });
+
   const errors: [string, RegExp][] = [
     ['postgres://user:s3cret@host', /Invalid uri/],
     ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
