@@ -67,7 +67,7 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client';
-type Kind = 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism';
+type Kind = 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -96,7 +96,7 @@ key('tlsCertificateKeyFilePassword', 'connection', 'string');
 key('tlsAllowInvalidCertificates', 'connection', 'bool');
 key('tlsAllowInvalidHostnames', 'connection', 'bool');
 key('tlsInsecure', 'connection', 'bool');
-key('authSource', 'connection', 'string');
+key('authSource', 'connection', 'source');
 key('authMechanism', 'connection', 'mechanism');
 key('heartbeatFrequencyMS', 'client', 'heartbeat');
 key('serverSelectionTimeoutMS', 'client', 'selection');
@@ -128,7 +128,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   query key with no "=" and value included);
  *   when `tlsInsecure` is combined with `tlsAllowInvalidCertificates` or `tlsAllowInvalidHostnames`, or `tls` and `ssl`
  *   disagree; for `directConnection=true` with several hosts or an SRV URI; for `loadBalanced=true` with several
- *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; and
+ *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; for an
+ *   empty authSource (`authSource=`, with or without credentials); and
  *   for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
@@ -334,6 +335,10 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
         ...(dropped.length > 0 ? { warning: `compressors ${dropped.join(', ')} are not supported and are ignored` } : {}),
       };
     }
+    case 'source':
+      // Auth spec, "Errors": an empty authSource is an error, with or without credentials (not ignored).
+      if (text === '') throw new InvalidOptionError('authSource', text, 'a non-empty database name');
+      return { value: text };
     case 'mechanism':
       if (!(AUTH_MECHANISMS as readonly string[]).includes(text)) {
         throw new InvalidOptionError('authMechanism', text, `one of ${AUTH_MECHANISMS.join(', ')}`);

@@ -157,6 +157,8 @@ describe('parseConnectionString', function () {
     ['mongodb://a/?loadBalanced=true&replicaSet=rs', /loadBalanced/],
     ['mongodb://a/?loadBalanced=true&directConnection=true', /loadBalanced/],
     ['mongodb://u:p@a/?authMechanism=GSSAPI', /authMechanism/],
+    ['mongodb://u:s3cret@a/db?authSource=', /^Invalid authSource: "" \(authSource must be a non-empty database name\)$/],
+    ['mongodb://a/db?authSource=&maxPoolSize=5', /^Invalid authSource: "" \(authSource must be a non-empty database name\)$/],
   ];
   for (const [uri, message] of errors) {
     it(`rejects ${uri.replace('s3cret', '***')}`, function () {
