@@ -129,7 +129,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   when `tlsInsecure` is combined with `tlsAllowInvalidCertificates` or `tlsAllowInvalidHostnames`, or `tls` and `ssl`
  *   disagree; for `directConnection=true` with several hosts or an SRV URI; for `loadBalanced=true` with several
  *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; for an
- *   empty authSource (`authSource=`, with or without credentials); and
+ *   empty authSource (`authSource=`, with or without credentials); for an authMechanism without credentials in the
+ *   URI; and
  *   for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
@@ -240,8 +241,12 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
       source: authSource ?? (database !== '' ? database : 'admin'),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
     });
-  } else if (authSource !== undefined || authMechanism !== undefined) {
-    warnings.push('authSource and authMechanism are ignored: the URI has no credentials');
+  } else if (authMechanism !== undefined) {
+    // Auth spec, "Errors": a mechanism with its required information (a SCRAM user name) missing is an error.
+    throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials in the URI (user[:password]@host): SCRAM needs a user name');
+  } else if (authSource !== undefined) {
+    // Auth spec: an authSource without credentials is not a request for authentication.
+    warnings.push('authSource is ignored: the URI has no credentials');
   }
 
   const appName = connection.appName as string | undefined;

@@ -148,6 +148,24 @@ describe('parseConnectionString', function () {
     ]);
   });
 
+  it('rejects an authMechanism without credentials in the URI, and ignores an authSource without them with a warning', function () {
+    for (const mechanism of ['SCRAM-SHA-1', 'SCRAM-SHA-256']) {
+      let error: unknown;
+      try {
+        parseConnectionString(`mongodb://h/reports?authMechanism=${mechanism}&authSource=reports`);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      expect((error as Error).message).to.equal(
+        `Invalid authMechanism: "${mechanism}" (authMechanism must be given with credentials in the URI (user[:password]@host): SCRAM needs a user name)`,
+      );
+    }
+    const p = parseConnectionString('mongodb://h/reports?authSource=reports');
+    expect(p.connectionOptions).to.deep.equal({});
+    expect(p.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
+  });
+
   const errors: [string, RegExp][] = [
     ['postgres://user:s3cret@host', /Invalid uri/],
     ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
