@@ -118,6 +118,16 @@ const UNSUPPORTED = new Set(
   ].map((k) => k.toLowerCase()),
 );
 
+/**
+ * The TLS keys that must not appear together: each key, then those it conflicts with. Source: URI options spec,
+ * "Conflicting TLS options" (items 1 to 7; item 8, tls and ssl, is checked on its own).
+ */
+const TLS_CONFLICTS: readonly (readonly [string, readonly string[]])[] = [
+  ['tlsInsecure', ['tlsAllowInvalidCertificates', 'tlsAllowInvalidHostnames', 'tlsDisableOCSPEndpointCheck', 'tlsDisableCertificateRevocationCheck']],
+  ['tlsAllowInvalidCertificates', ['tlsDisableOCSPEndpointCheck', 'tlsDisableCertificateRevocationCheck']],
+  ['tlsDisableOCSPEndpointCheck', ['tlsDisableCertificateRevocationCheck']],
+];
+
 /** Values never echoed in warnings. */
 const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
 
@@ -125,13 +135,13 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
  *
  * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string (a
- *   query key with no "=" and value included);
- *   when `tlsInsecure` is combined with `tlsAllowInvalidCertificates` or `tlsAllowInvalidHostnames`, or `tls` and `ssl`
- *   disagree; for `directConnection=true` with several hosts or an SRV URI; for `loadBalanced=true` with several
- *   hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than SCRAM-SHA-1 / SCRAM-SHA-256; for an
- *   empty authSource (`authSource=`, with or without credentials); for an authMechanism without credentials in the
- *   URI; and
- *   for credentials with an empty user name. Messages never contain the password.
+ *   query key with no "=" and value included); for conflicting TLS options, whatever their values: `tlsInsecure` with
+ *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
+ *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
+ *   together, `tls` and `ssl` that disagree; for `directConnection=true` with several hosts or an SRV URI; for
+ *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
+ *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
+ *   or without credentials); and for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
   let parsed: ConnectionString;
@@ -180,9 +190,13 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     delete pool.minPoolSize;
   }
 
-  // Conflicting TLS options are errors (URI options spec).
-  if (seen.has('tlsinsecure') && (seen.has('tlsallowinvalidcertificates') || seen.has('tlsallowinvalidhostnames'))) {
-    throw new InvalidOptionError('tlsInsecure', seen.get('tlsinsecure'), 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
+  // Conflicting TLS options are errors (URI options spec), whatever their values, even for the two keys this library
+  // does not act on: each pair weakens certificate checks in two ways that contradict or duplicate each other.
+  for (const [option, others] of TLS_CONFLICTS) {
+    const other = others.find((o) => seen.has(o.toLowerCase()));
+    if (seen.has(option.toLowerCase()) && other !== undefined) {
+      throw new InvalidOptionError(option, seen.get(option.toLowerCase()), `not combined with ${other}`);
+    }
   }
   if (seen.has('tls') && seen.has('ssl') && connection.tls !== connection.ssl) {
     throw new InvalidOptionError('ssl', seen.get('ssl'), `the same value as tls (${seen.get('tls')})`);

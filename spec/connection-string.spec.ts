@@ -166,6 +166,37 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
   });
 
+  it('rejects every pair of conflicting TLS keys, whatever their values, including the two it does not act on', function () {
+    const conflicts: [string, string][] = [
+      ['tlsInsecure', 'tlsAllowInvalidCertificates'],
+      ['tlsInsecure', 'tlsAllowInvalidHostnames'],
+      ['tlsInsecure', 'tlsDisableOCSPEndpointCheck'],
+      ['tlsInsecure', 'tlsDisableCertificateRevocationCheck'],
+      ['tlsAllowInvalidCertificates', 'tlsDisableOCSPEndpointCheck'],
+      ['tlsAllowInvalidCertificates', 'tlsDisableCertificateRevocationCheck'],
+      ['tlsDisableOCSPEndpointCheck', 'tlsDisableCertificateRevocationCheck'],
+    ];
+    for (const [first, second] of conflicts) {
+      for (const [a, b] of [['true', 'false'], ['false', 'false']]) {
+        // Either order in the URI, keys in any case: the error names the first key of the pair, and the other.
+        for (const query of [`${first}=${a}&${second}=${b}`, `${second.toUpperCase()}=${b}&${first}=${a}`]) {
+          let error: unknown;
+          try {
+            parseConnectionString(`mongodb://h/?tls=true&${query}`);
+          } catch (e) {
+            error = e;
+          }
+          expect(error, query).to.be.instanceOf(InvalidOptionError);
+          expect((error as Error).message, query).to.equal(`Invalid ${first}: "${a}" (${first} must be not combined with ${second})`);
+        }
+      }
+    }
+    // Alone, a key this library does not act on is ignored with a warning.
+    expect(parseConnectionString('mongodb://h/?tls=true&tlsDisableOCSPEndpointCheck=true').warnings).to.deep.equal([
+      'tlsDisableOCSPEndpointCheck is not supported by rxcmap and is ignored',
+    ]);
+  });
+
   const errors: [string, RegExp][] = [
     ['postgres://user:s3cret@host', /Invalid uri/],
     ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
