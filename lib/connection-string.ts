@@ -138,7 +138,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   query key with no "=" and value included); for conflicting TLS options, whatever their values: `tlsInsecure` with
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
- *   together, `tls` and `ssl` that disagree; for `directConnection=true` with several hosts or an SRV URI; for
+ *   together, `tls` and `ssl` that disagree; for `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for
+ *   `directConnection=true` with several hosts or an SRV URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
  *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
  *   or without credentials); and for credentials with an empty user name. Messages never contain the password.
@@ -229,6 +230,14 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   for (const host of hosts) {
     const times = listed.filter((h) => h === host).length;
     if (times > 1) warnings.push(`host ${host} is listed ${times} times; it is used once`);
+  }
+  // Initial DNS seedlist discovery spec, "URI Validation": the SRV options are errors in a mongodb:// URI (rxcmap does
+  // no SRV resolution, but they say the URI was meant as an SRV one, as loadBalanced with replicaSet is checked).
+  if (!parsed.isSRV) {
+    const srvOption = ['srvServiceName', 'srvMaxHosts'].find((o) => seen.has(o.toLowerCase()));
+    if (srvOption !== undefined) {
+      throw new InvalidOptionError(srvOption, seen.get(srvOption.toLowerCase()), 'given only in a mongodb+srv:// URI');
+    }
   }
   if (client.directConnection === true && (hosts.length > 1 || parsed.isSRV)) {
     throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');

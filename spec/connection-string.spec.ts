@@ -166,6 +166,15 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
   });
 
+  it('accepts the SRV options in a mongodb+srv URI, ignoring them with a warning (it does no SRV resolution)', function () {
+    const p = parseConnectionString('mongodb+srv://cluster0.example.net/?srvServiceName=mongo-east&srvMaxHosts=2');
+    expect(p.isSRV).to.equal(true);
+    expect(p.warnings).to.deep.equal([
+      'srvServiceName is not supported by rxcmap and is ignored',
+      'srvMaxHosts is not supported by rxcmap and is ignored',
+    ]);
+  });
+
   it('rejects every pair of conflicting TLS keys, whatever their values, including the two it does not act on', function () {
     const conflicts: [string, string][] = [
       ['tlsInsecure', 'tlsAllowInvalidCertificates'],
@@ -206,6 +215,8 @@ describe('parseConnectionString', function () {
     ['mongodb://a/?loadBalanced=true&replicaSet=rs', /loadBalanced/],
     ['mongodb://a/?loadBalanced=true&directConnection=true', /loadBalanced/],
     ['mongodb://u:p@a/?authMechanism=GSSAPI', /authMechanism/],
+    ['mongodb://a/?srvServiceName=mongo-east', /^Invalid srvServiceName: "mongo-east" \(srvServiceName must be given only in a mongodb\+srv:\/\/ URI\)$/],
+    ['mongodb://a,b/?SRVMAXHOSTS=0', /^Invalid srvMaxHosts: "0" \(srvMaxHosts must be given only in a mongodb\+srv:\/\/ URI\)$/],
     ['mongodb://u:s3cret@a/db?authSource=', /^Invalid authSource: "" \(authSource must be a non-empty database name\)$/],
     ['mongodb://a/db?authSource=&maxPoolSize=5', /^Invalid authSource: "" \(authSource must be a non-empty database name\)$/],
   ];
