@@ -5,11 +5,13 @@
  * Invalid values in a URI are warnings and are ignored (connection string spec: "Any invalid Values for a given key
  * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
  * close) and keys this library does not support. A client logs each warning as a `warn` message of its `client` log
- * component. Security-relevant conflicts and impossible topologies are errors.
+ * component. Security-relevant conflicts, impossible topologies, a key with no value, and credentials options that
+ * cannot apply (an empty authSource, an authMechanism without credentials) are errors.
  *
- * Source: connection string spec ("Keys", "Values", "Repeated keys"); URI options spec (option list, "Conflicting TLS
- * options", "directConnection URI option with multiple seeds or SRV URI"); load balancer spec ("URI Validation");
- * auth spec ("Credential delimiter in URI implies authentication").
+ * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
+ * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
+ * seedlist discovery spec ("URI Validation"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
+ * in URI implies authentication", "Errors", "Connection String Options").
  */
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { parseAddress } from './address';
