@@ -10,7 +10,7 @@ import { EJSON } from 'bson';
 import type { ServerAddress } from '../address';
 import { MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { POOL_OPTION_NAMES } from '../options';
+import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
 
 /**
@@ -170,6 +170,15 @@ export class ClientLogMessage {
  */
 export type LogMessage = ConnectionLogMessage | ClientLogMessage;
 
+/**
+ * The pool options Connection pool created reports (each only when the user set it), in the order the CMAP message
+ * lists them, in its structured keys and its unstructured text alike.
+ *
+ * Source: CMAP spec, "Connection Pool Logging", "Pool Created Message".
+ */
+const LOGGED_POOL_OPTIONS = ['maxIdleTimeMS', 'minPoolSize', 'maxPoolSize', 'maxConnecting', 'waitQueueTimeoutMS'] as const satisfies readonly (keyof PoolOptions)[];
+true satisfies ListsEveryOption<PoolOptions, typeof LOGGED_POOL_OPTIONS>;
+
 const CLOSED_REASONS: Record<string, string> = {
   stale: 'Connection became stale because the pool was cleared',
   idle: 'Connection has been available but unused for longer than the configured max idle time',
@@ -308,7 +317,7 @@ export function connectionLogMessage(
   switch (event.type) {
     case 'ConnectionPoolCreated': {
       const options: Record<string, number> = {};
-      for (const name of POOL_OPTION_NAMES) if (event.options[name] !== undefined) options[name] = event.options[name]!;
+      for (const name of LOGGED_POOL_OPTIONS) if (event.options[name] !== undefined) options[name] = event.options[name]!;
       fields = { message: 'Connection pool created', ...base, ...options };
       break;
     }
@@ -377,7 +386,7 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
   const error = f.error ? `${f.error.type}: ${f.error.message}` : undefined;
   switch (f.message) {
     case 'Connection pool created': {
-      const options = POOL_OPTION_NAMES.filter((n) => f[n] !== undefined).map((n) => `${n}=${f[n]}`);
+      const options = LOGGED_POOL_OPTIONS.filter((n) => f[n] !== undefined).map((n) => `${n}=${f[n]}`);
       return `Connection pool created for ${where}${options.length > 0 ? ` using options ${options.join(', ')}` : ''}`;
     }
     case 'Connection pool ready':

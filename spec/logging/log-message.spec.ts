@@ -87,6 +87,18 @@ describe('connection log messages', function () {
     ]);
   });
 
+  it('Connection pool created lists the options the user set in the order the CMAP message gives them', function () {
+    // Set in the opposite order: what is written follows the message's own order, not the user's nor the pool's.
+    const { pool, messages } = loggedPool({ waitQueueTimeoutMS: 250, maxConnecting: 3, maxPoolSize: 7, minPoolSize: 2, maxIdleTimeMS: 60000 });
+    pool.close();
+    const created = messages[0]!;
+    expect(created.render()).to.equal(
+      'Connection pool created for db.example:27018 using options maxIdleTimeMS=60000, minPoolSize=2, maxPoolSize=7, maxConnecting=3, waitQueueTimeoutMS=250',
+    );
+    const { t: _t, c: _c, s: _s, ...fields } = created.toJSON();
+    expect(Object.keys(fields)).to.deep.equal(['message', 'serverHost', 'serverPort', 'maxIdleTimeMS', 'minPoolSize', 'maxPoolSize', 'maxConnecting', 'waitQueueTimeoutMS']);
+  });
+
   it('a failed checkout carries the reason text, the error and the duration', async function () {
     const boom = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'bad auth' });
     const { pool, messages } = loggedPool({}, new MockConnectionFactory({ failWith: () => boom }));
