@@ -33,7 +33,20 @@ export interface LoggedError {
   readonly errorLabels?: readonly string[];
   /** A server error's reply, as relaxed extended JSON, truncated. */
   readonly response?: string;
+  /**
+   * The error's `cause`, when it is an Error, written the same way (with its own cause, and so on): what an
+   * AuthenticationError's server reply or a MongoNetworkError's socket error says. The chain ends at the
+   * {@link MAX_LOGGED_CAUSES}th cause, at a cause met before, and at a cause that is not an Error or cannot be read.
+   */
+  readonly cause?: LoggedError;
 }
+
+/**
+ * How many causes of an error a log message writes, at most.
+ *
+ * Source: extension (a bound on what one log message holds).
+ */
+export const MAX_LOGGED_CAUSES = 8;
 
 /**
  * The fields of a connection log message, with the spec's key names; absent values are omitted (never null).
@@ -213,8 +226,16 @@ export function truncate(text: string, max: number): string {
  * read (a getter that throws) is said to be so; labels that cannot be read are left out.
  */
 export function logError(error: Error, maxDocumentLength: number): LoggedError {
+  return logErrorChain(error, maxDocumentLength, [error]);
+}
+
+/** {@link logError} of `error`, the last of `chain` (the errors above it, and it), with its causes. */
+function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]): LoggedError {
   const server = isServerError(error) ? serverFields(error, maxDocumentLength) : undefined;
   const labels = labelsOf(error);
+  const cause = chain.length <= MAX_LOGGED_CAUSES ? causeOf(error) : undefined;
+  // Logging spec, "Representing Errors": what an error class reports is logged, its cause included.
+  const loggedCause = cause !== undefined && !chain.includes(cause) ? logErrorChain(cause, maxDocumentLength, [...chain, cause]) : undefined;
   return {
     type: textOf(error, 'name'),
     message: truncate(textOf(error, 'message'), maxDocumentLength),
@@ -222,7 +243,18 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
     ...(server?.codeName !== undefined ? { codeName: server.codeName } : {}),
     ...(labels !== undefined ? { errorLabels: labels } : {}),
     ...(server !== undefined ? { response: server.response } : {}),
+    ...(loggedCause !== undefined ? { cause: loggedCause } : {}),
   };
+}
+
+/** An error's `cause`, when it is an Error that can be read. */
+function causeOf(error: Error): Error | undefined {
+  try {
+    const cause: unknown = error.cause;
+    return cause instanceof Error ? cause : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** An error's `name` or `message` as a string, or words saying it cannot be read. */
@@ -383,7 +415,7 @@ export function connectionLogMessage(
 export function renderConnectionMessage(f: ConnectionLogFields): string {
   const where = f.serverPort === undefined ? f.serverHost : `${f.serverHost}:${f.serverPort}`;
   const id = `address=${where}, driver-generated ID=${f.driverConnectionId}`;
-  const error = f.error ? `${f.error.type}: ${f.error.message}` : undefined;
+  const error = f.error ? errorText(f.error) : undefined;
   switch (f.message) {
     case 'Connection pool created': {
       const options = LOGGED_POOL_OPTIONS.filter((n) => f[n] !== undefined).map((n) => `${n}=${f[n]}`);
@@ -418,4 +450,11 @@ export function renderConnectionMessage(f: ConnectionLogFields): string {
     default:
       return f.message;
   }
+}
+
+/** An error in the unstructured form: `type: message`, then `, caused by type: message` for each cause. */
+function errorText(error: LoggedError): string {
+  let text = `${error.type}: ${error.message}`;
+  for (let cause = error.cause; cause !== undefined; cause = cause.cause) text += `, caused by ${cause.type}: ${cause.message}`;
+  return text;
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { ClientLogMessage, connectionLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 
@@ -171,6 +171,54 @@ describe('connection log messages', function () {
     const logged = messages.filter((m) => m.fields.error).map((m) => m.fields.error!);
     return Object.assign(logged[0], { times: logged.length });
   }
+
+  it("writes an error's cause too: a failed authentication keeps the server's code and reply that explain it", async function () {
+    const reply = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' });
+    const error = new AuthenticationError('Authentication failed for "app" on "admin" with SCRAM-SHA-256: Authentication failed.', reply);
+    const messages: ConnectionLogMessage[] = [];
+    const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
+    const { pool } = loggedPool(
+      { logging: { componentSeverities: { connection: 'debug' }, path: sink } },
+      new MockConnectionFactory({ failWith: () => error }),
+    );
+    pool.ready();
+    await pool.checkOut().then(undefined, () => undefined);
+    pool.close();
+    const failed = messages.find((m) => m.fields.message === 'Connection checkout failed')!;
+    const closed = messages.find((m) => m.fields.message === 'Connection closed')!;
+    for (const logged of [failed, closed]) {
+      expect(logged.fields.error).to.deep.equal({
+        type: 'AuthenticationError',
+        message: error.message,
+        cause: {
+          type: 'MongoServerError',
+          message: 'Authentication failed.',
+          code: 18,
+          codeName: 'AuthenticationFailed',
+          response: '{"ok":0,"code":18,"codeName":"AuthenticationFailed","errmsg":"Authentication failed."}',
+        },
+      });
+    }
+    expect(failed.render()).to.match(
+      /\. Error: AuthenticationError: Authentication failed for "app" on "admin" with SCRAM-SHA-256: Authentication failed\., caused by MongoServerError: Authentication failed\.\. Duration: [\d.]+ ms$/,
+    );
+  });
+
+  it('follows a chain of causes to its end, stopping at a cause met before and after 8 causes', async function () {
+    const looped = new Error('outer', { cause: new Error('inner') });
+    (looped.cause as Error).cause = looped;
+    const loop = await loggedFailure(looped);
+    expect(loop).to.deep.include({ type: 'Error', message: 'outer', cause: { type: 'Error', message: 'inner' } });
+    let deep = new Error('cause 20');
+    for (let i = 19; i >= 0; i--) deep = new Error(`cause ${i}`, { cause: deep });
+    let logged: { message: string; cause?: unknown } | undefined = await loggedFailure(deep);
+    const chain: string[] = [];
+    for (; logged !== undefined; logged = logged.cause as typeof logged) chain.push(logged.message);
+    expect(chain).to.deep.equal(['cause 0', 'cause 1', 'cause 2', 'cause 3', 'cause 4', 'cause 5', 'cause 6', 'cause 7', 'cause 8']);
+    const unreadable = Object.defineProperty(new Error('top'), 'cause', { get: () => { throw new Error('no cause'); } });
+    expect(await loggedFailure(unreadable)).to.include({ message: 'top' }).and.not.have.property('cause');
+    expect(await loggedFailure(new Error('top', { cause: 'a string' }))).to.not.have.property('cause');
+  });
 
   it('writes a reply nested 100,000 deep as far as the max length, instead of throwing in the events$ subscriber', async function () {
     let deep: Record<string, unknown> = {};
