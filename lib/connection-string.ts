@@ -215,7 +215,7 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
       // A Unix domain socket path must be percent-encoded in the URI (connection string spec, "Host"): its '/' would
       // end the host list. Decoded here, so the pool connects to /tmp/mongodb-27017.sock, not to a relative path
       // named %2Ftmp%2Fmongodb-27017.sock.
-      return parseAddress(decodeURIComponent(host)).address;
+      return parseAddress(decodeHost(host)).address;
     } catch (error) {
       // With credentials in the URI, a "host" may be part of them: a password with an unescaped '/' ends the
       // authority early, leaving "user:password" where the host list should be. Never echo it then.
@@ -285,6 +285,21 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     warnings: Object.freeze(warnings),
     redacted: redact(parsed),
   });
+}
+
+/**
+ * A host of the host list, percent-decoded (a Unix domain socket path must be percent-encoded there).
+ *
+ * @throws {InvalidOptionError} (option `address`, the host as written) when a "%" is not followed by two hex digits
+ *   or the bytes they give are not UTF-8: the host cannot be decoded, and decodeURIComponent's bare URIError would say
+ *   neither which host nor what is wrong.
+ */
+function decodeHost(host: string): string {
+  try {
+    return decodeURIComponent(host);
+  } catch {
+    throw new InvalidOptionError('address', host, 'a host whose percent-encoding is valid (each "%" followed by two hex digits, the bytes UTF-8)');
+  }
 }
 
 /**

@@ -116,6 +116,20 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://10.0.0.7:27018,%2Frun%2Fm.sock').hosts).to.deep.equal(['10.0.0.7:27018', '/run/m.sock']);
   });
 
+  it('refuses a host whose percent-encoding is malformed with an InvalidOptionError, never echoing credentials', function () {
+    for (const uri of ['mongodb://db%zz.example.com:27017', 'mongodb://10.0.0.7,%E0%A4%A.sock', 'mongodb://db%']) {
+      expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError, /Invalid address: .*percent-encoding/);
+    }
+    let error: unknown;
+    try {
+      parseConnectionString('mongodb://carol:hunter2@db%zz.example.com');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).to.be.instanceOf(InvalidOptionError);
+    expect(inspect(error)).to.not.include('hunter2');
+  });
+
   it('hides the value of every key it does not know, where a misspelt secret key would show its secret', function () {
     const p = parseConnectionString('mongodb://h/?tlsCertificateKeyFilePasword=hunter2&password=hunter3&maxPoolSize=5&appName=orders');
     expect(p.redacted).to.not.match(/hunter/);
