@@ -139,14 +139,16 @@ export class Monitor {
   /**
    * Stops checking, cancels a check in progress, closes the monitoring connection (one still being established
    * too: aborted, or destroyed as it arrives), completes heartbeats$. Idempotent; callable from a heartbeats$
-   * subscriber.
+   * subscriber. A connection whose `destroy()` throws, or returns a Promise that rejects, counts as closed: close()
+   * still completes heartbeats$, and the rejection is handled.
    * Source: server monitoring spec, "Monitor thread".
    */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.establishing?.unsubscribe();
-    this.connection?.destroy();
+    // Quietly: a connection of a user's factory may throw, or return a Promise that rejects; close() still ends.
+    destroyQuietly(this.connection);
     this.connection = undefined;
     this.wake?.();
     this.events.complete();
@@ -175,7 +177,7 @@ export class Monitor {
         const connection = await this.connect();
         if (this.closed) {
           // Closed while the connection was on its way in (emitted, not yet taken): nobody else will close it.
-          connection.destroy();
+          destroyQuietly(connection);
           return false;
         }
         this.connection = connection;
@@ -196,7 +198,7 @@ export class Monitor {
         error instanceof Error
           ? error
           : new PoolCallbackError(this.address, 'connectionFactory', `connectionFactory failed with ${String(error)}, which is not an Error`, { cause: error });
-      this.connection?.destroy();
+      destroyQuietly(this.connection);
       this.connection = undefined;
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: false, duration: now - started, error: err });
       const wasKnown = this.known;
@@ -234,7 +236,7 @@ export class Monitor {
     });
     return new Promise<Connection>((resolve, reject) => {
       this.establishing = established.subscribe({
-        next: (c) => (this.closed ? c.destroy() : resolve(c)),
+        next: (c) => (this.closed ? destroyQuietly(c) : resolve(c)),
         error: reject,
       });
     }).finally(() => {

@@ -202,6 +202,38 @@ describe('Monitor', function () {
       await new Promise((r) => setTimeout(r, 10));
       expect(destroyCalls(), 'destroy() calls').to.equal(1);
     });
+
+    it('a connection whose destroy() throws or returns a rejected Promise: close() still completes heartbeats$, and nothing is left unhandled', async function () {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const destroys = [
+          async (): Promise<void> => {
+            throw new Error('socket already gone');
+          },
+          (): void => {
+            throw new Error('destroy failed');
+          },
+        ];
+        for (const destroy of destroys) {
+          for (const closeAt of ['after the check took it', 'before the check took it']) {
+            const connection = { id: 0, generation: 0, hello: { ok: 1 }, server: { helloOk: true }, errored: false, destroy };
+            const m = new Monitor({ address: 'h:1', heartbeatFrequencyMS: 500, connectionFactory: () => of(connection as unknown as Connection) });
+            let completed = false;
+            m.heartbeats$.subscribe({ complete: () => (completed = true) });
+            m.start();
+            if (closeAt === 'after the check took it') await new Promise((r) => setTimeout(r, 5));
+            expect(() => m.close(), closeAt).to.not.throw();
+            expect(completed, `heartbeats$ completed (${closeAt})`).to.equal(true);
+          }
+        }
+        await new Promise((r) => setTimeout(r, 20));
+        expect(unhandled.map(String)).to.deep.equal([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
   });
 
   describe(`requestCheck() (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
