@@ -213,7 +213,8 @@ export class Monitor {
   /**
    * Establishes the monitoring connection. Abandoned by `close()` before it emits, the establishment is aborted
    * (signal, unsubscription) and, since a Promise cannot be cancelled, whatever a Promise factory resolves to is
-   * destroyed, so no connection outlives the monitor.
+   * destroyed, so no connection outlives the monitor. A factory that emits more than one connection has every one
+   * after the first destroyed as it arrives.
    */
   private connect(): Promise<Connection> {
     const controller = new AbortController();
@@ -222,6 +223,8 @@ export class Monitor {
       let delivered = false;
       const inner = from(input).subscribe({
         next: (c) => {
+          // One connection per establishment: another one (a factory whose Observable emits more) is nobody's.
+          if (delivered) return destroyQuietly(c);
           delivered = true;
           subscriber.next(c);
         },

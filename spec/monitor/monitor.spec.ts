@@ -203,6 +203,21 @@ describe('Monitor', function () {
       expect(destroyCalls(), 'destroy() calls').to.equal(1);
     });
 
+    it('a factory that emits more than one connection: the check keeps the first, every other is destroyed', async function () {
+      const first = fakeConnection();
+      const second = fakeConnection();
+      const third = fakeConnection();
+      monitor = new Monitor({ address: 'h:1', heartbeatFrequencyMS: 500, connectionFactory: () => of(first.connection, second.connection, third.connection) });
+      const seen: string[] = [];
+      monitor.heartbeats$.subscribe((e) => seen.push(e.type));
+      monitor.start();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+      expect([first, second, third].map((c) => c.destroyCalls()), 'destroy() calls while open').to.deep.equal([0, 1, 1]);
+      monitor.close();
+      expect([first, second, third].map((c) => c.destroyCalls()), 'destroy() calls once closed').to.deep.equal([1, 1, 1]);
+    });
+
     it('a connection whose destroy() throws or returns a rejected Promise: close() still completes heartbeats$, and nothing is left unhandled', async function () {
       const unhandled: unknown[] = [];
       const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
