@@ -15,7 +15,7 @@ import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { InvalidOptionError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
-import { destroyQuietly, isPromiseLike } from '../pool/connection-checks';
+import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
@@ -234,7 +234,7 @@ export class Monitor {
       return () => {
         controller.abort();
         inner.unsubscribe();
-        if (!delivered && isPromiseLike(input)) input.then((c) => destroyQuietly(c), () => undefined);
+        if (!delivered) destroyWhenResolved(input);
       };
     });
     return new Promise<Connection>((resolve, reject) => {

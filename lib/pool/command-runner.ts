@@ -12,7 +12,7 @@ import { CmapError, ErrorLabel, MongoNetworkError, PoolCallbackError } from '../
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
-import { destroyQuietly, idOf, isConnection, isErrored, isPromiseLike } from './connection-checks';
+import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
 
@@ -215,12 +215,7 @@ export class CommandRunner<C extends PoolConnection> {
     entry.controller.abort();
     if (entry.trace !== undefined) endEstablishTrace(entry.trace, 'aborted', undefined);
     // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
-    if (isPromiseLike(entry.input)) {
-      entry.input.then(
-        (c) => destroyQuietly(c),
-        () => undefined,
-      );
-    }
+    destroyWhenResolved(entry.input);
   }
 }
 

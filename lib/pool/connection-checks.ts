@@ -102,9 +102,28 @@ export function destroyQuietly(connection: unknown, error?: Error): void {
   }
 }
 
-/** Whether `x` is a Promise or another thenable (a factory's result, what `destroy` returned). */
+/**
+ * Whether `x` is a Promise or another thenable (a factory's result, what `destroy` returned).
+ *
+ * @throws what reading `x.then` throws (a getter or a Proxy of user code); see {@link destroyWhenResolved}.
+ */
 export function isPromiseLike(x: unknown): x is PromiseLike<unknown> {
   return typeof (x as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/**
+ * For an establishment abandoned before it emitted: when `input` (what the factory returned) is a Promise (any
+ * thenable), the connection it resolves to is destroyed (quietly, see {@link destroyQuietly}) once it does, since a
+ * Promise cannot be cancelled; its rejection is ignored. Does nothing for another value. Never throws: an `input`
+ * whose `then` cannot be read or called (a getter of user code) counts as no Promise, so abandoning it (at `close()`)
+ * never fails.
+ */
+export function destroyWhenResolved(input: unknown): void {
+  try {
+    if (isPromiseLike(input)) input.then((connection) => destroyQuietly(connection), ignore);
+  } catch {
+    // Not a thenable that can be used: nothing of it can be waited for.
+  }
 }
 
 function ignore(): void {}

@@ -3,7 +3,7 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
-import { of } from 'rxjs';
+import { Observable, of } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
@@ -201,6 +201,17 @@ describe('Monitor', function () {
       monitor.close();
       await new Promise((r) => setTimeout(r, 10));
       expect(destroyCalls(), 'destroy() calls').to.equal(1);
+    });
+
+    it('while a factory\'s Observable whose `then` cannot be read establishes: close() completes heartbeats$ without throwing', function () {
+      const pending = new Observable<Connection>(() => undefined);
+      Object.defineProperty(pending, 'then', { get: () => { throw new Error('then cannot be read'); } });
+      monitor = new Monitor({ address: 'h:1', connectionFactory: () => pending });
+      let completed = false;
+      monitor.heartbeats$.subscribe({ complete: () => (completed = true) });
+      monitor.start();
+      expect(() => monitor!.close()).to.not.throw();
+      expect(completed, 'heartbeats$ completed').to.equal(true);
     });
 
     it('a factory that emits more than one connection: the check keeps the first, every other is destroyed', async function () {

@@ -5,7 +5,7 @@
  * once, and free the pending slot.
  */
 import { expect } from 'chai';
-import { EMPTY, Observable, of, throwError } from 'rxjs';
+import { config, EMPTY, Observable, of, throwError } from 'rxjs';
 import { CmapError, ConnectionPoolCore, ErrorLabel, MongoNetworkError, PoolCallbackError, PoolClosedError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
 import { defaultClearOnEstablishmentError } from '../../lib/pool/command-runner';
 import { microtasks } from '../support/microtasks';
@@ -223,6 +223,24 @@ describe('CommandRunner', function () {
     resolve!(late);
     await microtasks();
     expect(late.destroyed).to.equal(1);
+  });
+
+  it('abandons an establishment whose Observable has a `then` that cannot be read without a fault of the pool', function () {
+    const reported: unknown[] = [];
+    const previous = config.onUnhandledError;
+    config.onUnhandledError = (e) => reported.push(e);
+    try {
+      const pending = new Observable<PoolConnection>(() => undefined);
+      Object.defineProperty(pending, 'then', { get: () => { throw new Error('then cannot be read'); } });
+      const { pool } = poolWith(() => pending);
+      const { errors } = checkOutOnce(pool);
+      pool.close(); // abandons the establishment under way
+      expect(errors[0]).to.be.instanceOf(PoolClosedError);
+      expect(reported.map(String)).to.deep.equal([]);
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+    } finally {
+      config.onUnhandledError = previous;
+    }
   });
 
   it('disarms the pool\'s timers when it closes: nothing stays scheduled', function () {
