@@ -15,7 +15,7 @@
  */
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { parseAddress } from './address';
-import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism } from './auth/credentials';
+import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
@@ -147,6 +147,27 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   or without credentials); and for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
+  return parse(uri, undefined);
+}
+
+/**
+ * {@link parseConnectionString} for a client given `credentials` as an option (`connect(uri, { credentials })`), which
+ * take the place of any in the URI. A URI without credentials may then set how those authenticate: its
+ * `authMechanism` and `authSource` apply to the option's credentials where they leave them unset (a
+ * {@link MongoCredentials} instance sets its source), and are neither an error nor a warning. The result's
+ * `connectionOptions.credentials` are the option's credentials, so completed.
+ *
+ * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
+ *   the URI.
+ *
+ * Source: URI options spec (authMechanism, authSource); extension: options given in code complete the URI's, as in the
+ * official Node.js driver.
+ */
+export function parseConnectionStringWithCredentials(uri: string, credentials: MongoCredentials | CredentialsInit): ParsedConnectionString {
+  return parse(uri, credentials);
+}
+
+function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined): ParsedConnectionString {
   let parsed: ConnectionString;
   try {
     parsed = new ConnectionString(uri);
@@ -255,7 +276,15 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   const authMechanism = connection.authMechanism as AuthMechanism | undefined;
   delete connection.authSource;
   delete connection.authMechanism;
-  if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
+  if (given !== undefined) {
+    // The option's credentials replace the URI's; the URI's mechanism and source fill in what they leave unset.
+    const source = given instanceof MongoCredentials ? given.source : (given.source ?? authSource);
+    const mechanism = given.mechanism ?? authMechanism;
+    connection.credentials =
+      source === given.source && mechanism === given.mechanism
+        ? given
+        : new MongoCredentials({ username: given.username, password: given.password, ...(source === undefined ? {} : { source }), ...(mechanism === undefined ? {} : { mechanism }) });
+  } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
     const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
@@ -268,7 +297,7 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
     });
   } else if (authMechanism !== undefined) {
     // Auth spec, "Errors": a mechanism with its required information (a SCRAM user name) missing is an error.
-    throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials in the URI (user[:password]@host): SCRAM needs a user name');
+    throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials (user[:password]@host in the URI, or the credentials option of connect()): SCRAM needs a user name');
   } else if (authSource !== undefined) {
     // Auth spec: an authSource without credentials is not a request for authentication.
     warnings.push('authSource is ignored: the URI has no credentials');

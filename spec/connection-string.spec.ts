@@ -172,7 +172,7 @@ describe('parseConnectionString', function () {
       }
       expect(error).to.be.instanceOf(InvalidOptionError);
       expect((error as Error).message).to.equal(
-        `Invalid authMechanism: "${mechanism}" (authMechanism must be given with credentials in the URI (user[:password]@host): SCRAM needs a user name)`,
+        `Invalid authMechanism: "${mechanism}" (authMechanism must be given with credentials (user[:password]@host in the URI, or the credentials option of connect()): SCRAM needs a user name)`,
       );
     }
     const p = parseConnectionString('mongodb://h/reports?authSource=reports');

@@ -12,7 +12,7 @@ import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval,
 import type { ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
-import { parseConnectionString } from '../connection-string';
+import { parseConnectionString, parseConnectionStringWithCredentials } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
@@ -195,7 +195,8 @@ export class Client {
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
     // while it waits. close() cancels every wait, so nothing outlives the client.
     this.scheduler = options.scheduler ?? asyncScheduler;
-    const parsed = parseConnectionString(uri);
+    // Credentials given here replace the URI's, completed by its authMechanism and authSource.
+    const parsed = options.credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, options.credentials);
     if (parsed.isSRV) {
       throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
     }
@@ -224,6 +225,7 @@ export class Client {
     const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
       ...parsed.connectionOptions,
       ...definedOnly(pick(options, CLIENT_CONNECTION_OPTION_NAMES)),
+      credentials: parsed.connectionOptions.credentials,
     };
     const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, CLIENT_POOL_OPTION_NAMES)) };
     resolvePoolOptions(poolOptions);

@@ -3,7 +3,7 @@
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
 import { expect } from 'chai';
-import { ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -84,6 +84,27 @@ describe('connect() / Client', function () {
     a.handle('whoami', (_c, info) => ({ ok: 1, user: info.user }));
     expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'admin.alice' });
     expect(client.redactedUri).to.not.include('pencil');
+  });
+
+  it('credentials given as an option take the URI\'s authMechanism and authSource where they leave them unset', async function () {
+    const [a] = await start(1, {
+      users: [
+        { username: 'bob', password: 'pw', db: 'reports' },
+        { username: 'carol', password: 'pw', mechanisms: ['SCRAM-SHA-1'] },
+      ],
+    });
+    a.handle('whoami', (_c, info) => ({ ok: 1, user: info.user }));
+    client = connect(`mongodb://${a.address}/?authSource=reports&authMechanism=SCRAM-SHA-256`, { credentials: { username: 'bob', password: 'pw' } });
+    expect(client.warnings).to.deep.equal([]);
+    expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'reports.bob' });
+    await client.close();
+    // The URI's mechanism is used: carol has no SCRAM-SHA-256 credentials.
+    client = connect(`mongodb://${a.address}/?authMechanism=SCRAM-SHA-256`, { credentials: { username: 'carol', password: 'pw' } });
+    expect(await client.command('admin', { whoami: 1 }).catch((e: unknown) => e)).to.be.instanceOf(AuthenticationError);
+    await client.close();
+    // The option's own mechanism wins over the URI's.
+    client = connect(`mongodb://${a.address}/?authMechanism=SCRAM-SHA-256`, { credentials: { username: 'carol', password: 'pw', mechanism: 'SCRAM-SHA-1' } });
+    expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'admin.carol' });
   });
 
   it('fails command() with ServerSelectionError when no server becomes ready', async function () {
