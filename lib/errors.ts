@@ -265,7 +265,7 @@ export class PoolClearedError extends CmapError {
    * pool held, for checkouts the clear evicted from the WaitQueue.
    */
   static cleared(address: string, cause?: unknown, pool?: PoolHoldings): PoolClearedError {
-    const because = cause === undefined ? 'an unspecified error' : causeInWords(cause);
+    const because = cause === undefined ? 'an unspecified error' : inWords(cause);
     return new PoolClearedError(
       address,
       `Connection pool for ${address} was cleared because another operation failed with: ${because}`,
@@ -287,21 +287,28 @@ export class PoolClearedError extends CmapError {
     if (cause === undefined || cause instanceof MongoNetworkTimeoutError) {
       return new PoolClearedError(address, `Connection to ${address} interrupted due to server monitor timeout`, cause);
     }
-    return new PoolClearedError(address, `Connection to ${address} interrupted by a pool clear because of: ${causeInWords(cause)}`, cause);
+    return new PoolClearedError(address, `Connection to ${address} interrupted by a pool clear because of: ${inWords(cause)}`, cause);
   }
 }
 
 /**
- * A clear's cause in words, for a message: an Error's message, else the value as `String()` writes it. Never throws
- * (the cause comes from user code, and a message is built inside the pool's reducer): a value `String()` cannot
- * convert (an object without a prototype, one whose `toString` throws) is written as {@link describeValue} does.
+ * An error or any thrown value in words, for a message or a warning: an Error's message, else the value as `String()`
+ * writes it. Never throws (the value comes from user code: a clear's cause, what a log sink or an option getter
+ * threw, and the words are often written from inside the pool's processing): a value `String()` cannot convert (an
+ * object without a prototype, one whose `toString` throws) is written as `describeValue` does (as JSON, secrets
+ * hidden), else as "a value that cannot be written"; an Error whose message getter throws is said to be one.
+ *
+ * Source: extension (messages that survive hostile user code).
  */
-function causeInWords(cause: unknown): string {
+export function inWords(value: unknown): string {
+  let isError = false;
   try {
-    return cause instanceof Error ? String(cause.message) : String(cause);
+    isError = value instanceof Error;
+    return isError ? String((value as Error).message) : String(value);
   } catch {
+    if (isError) return 'an Error whose message cannot be written';
     try {
-      return describeValue(cause);
+      return describeValue(value);
     } catch {
       return 'a value that cannot be written';
     }

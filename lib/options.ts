@@ -3,7 +3,7 @@
  *
  * Source: CMAP spec, "Connection Pool Options"; the CMAP test format for `backgroundThreadIntervalMS`.
  */
-import { InvalidOptionError } from './errors';
+import { InvalidOptionError, inWords } from './errors';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
@@ -274,13 +274,7 @@ function readOption<K extends keyof AllPoolOptions>(options: AllPoolOptions, nam
   try {
     return options[name];
   } catch (error) {
-    let words: string;
-    try {
-      words = error instanceof Error ? String(error.message) : String(error);
-    } catch {
-      words = 'a value that cannot be written';
-    }
-    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${words})` });
+    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${inWords(error)})` });
   }
 }
 

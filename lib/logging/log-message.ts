@@ -8,7 +8,7 @@
  */
 import { EJSON } from 'bson';
 import type { ServerAddress } from '../address';
-import { MongoServerError } from '../errors';
+import { inWords, MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
@@ -299,7 +299,7 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
   try {
     response = error.response;
   } catch (e) {
-    return { code, codeName, response: `(the reply cannot be read: ${textOfThrown(e)})` };
+    return { code, codeName, response: `(the reply cannot be read: ${inWords(e)})` };
   }
   return { code, codeName, response: responseText(response, maxDocumentLength) };
 }
@@ -315,18 +315,9 @@ function responseText(response: unknown, maxDocumentLength: number): string {
   try {
     text = EJSON.stringify(documentPrefix(response, maxDocumentLength), { relaxed: true });
   } catch (error) {
-    text = `(the reply cannot be written as Extended JSON: ${textOfThrown(error)})`;
+    text = `(the reply cannot be written as Extended JSON: ${inWords(error)})`;
   }
   return truncate(text, maxDocumentLength);
-}
-
-/** What was thrown, in words (its message when it is an Error); never throws. */
-function textOfThrown(thrown: unknown): string {
-  try {
-    return thrown instanceof Error ? String(thrown.message) : String(thrown);
-  } catch {
-    return 'a value that cannot be written';
-  }
 }
 
 /** The log message of a CMAP event. */

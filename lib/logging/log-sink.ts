@@ -9,6 +9,7 @@
  * Source: logging spec, "Configurable Log Destination"; extension: failure isolation and buffering.
  */
 import * as fs from 'node:fs';
+import { inWords } from '../errors';
 import type { LogSink } from './log-settings';
 
 /**
@@ -108,7 +109,7 @@ function guarded(sink: LogSink, name: string): LogSink {
   const fail = (error: unknown): void => {
     if (failed) return;
     failed = true;
-    warn(`${name} threw (${thrownInWords(error)}); logging to it stopped`);
+    warn(`${name} threw (${inWords(error)}); logging to it stopped`);
   };
   return {
     write(message) {
@@ -127,18 +128,6 @@ function guarded(sink: LogSink, name: string): LogSink {
       }
     },
   };
-}
-
-/**
- * What a sink threw, in words: an Error's message, else the value as `String()` writes it. Never throws: a value
- * `String()` cannot convert (an object without a prototype) or an Error whose message getter throws is said to be so.
- */
-function thrownInWords(thrown: unknown): string {
-  try {
-    return thrown instanceof Error ? String(thrown.message) : String(thrown);
-  } catch {
-    return 'a value that cannot be written';
-  }
 }
 
 function warn(text: string): void {
