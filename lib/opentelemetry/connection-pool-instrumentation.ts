@@ -9,6 +9,7 @@
  */
 import {
   metrics,
+  ValueType,
   type Attributes,
   type BatchObservableCallback,
   type Counter,
@@ -102,17 +103,17 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * Records the OpenTelemetry database client connection pool metrics of `pool`, named, typed and with the units of the
  * semantic conventions (section "Connection pools", Development status):
  *
- * | metric | instrument | unit | recorded from |
+ * | metric | instrument (value type) | unit | recorded from |
  * | --- | --- | --- | --- |
- * | `db.client.connection.count` | asynchronous UpDownCounter | `{connection}` | `idle`: available connections; `used`: connections checked out |
- * | `db.client.connection.idle.max` | asynchronous UpDownCounter | `{connection}` | maxPoolSize |
- * | `db.client.connection.idle.min` | asynchronous UpDownCounter | `{connection}` | minPoolSize |
- * | `db.client.connection.max` | asynchronous UpDownCounter | `{connection}` | maxPoolSize |
- * | `db.client.connection.pending_requests` | asynchronous UpDownCounter | `{request}` | checkouts waiting (WaitQueue and claimed establishments) |
- * | `db.client.connection.timeouts` | Counter | `{timeout}` | ConnectionCheckOutFailed with reason `timeout` |
- * | `db.client.connection.create_time` | Histogram | `s` | ConnectionReady `duration` |
- * | `db.client.connection.wait_time` | Histogram | `s` | ConnectionCheckedOut and ConnectionCheckOutFailed `duration` |
- * | `db.client.connection.use_time` | Histogram | `s` | ConnectionCheckedIn `duration` (from its ConnectionCheckedOut) |
+ * | `db.client.connection.count` | asynchronous UpDownCounter (int) | `{connection}` | `idle`: available connections; `used`: connections checked out |
+ * | `db.client.connection.idle.max` | asynchronous UpDownCounter (int) | `{connection}` | maxPoolSize |
+ * | `db.client.connection.idle.min` | asynchronous UpDownCounter (int) | `{connection}` | minPoolSize |
+ * | `db.client.connection.max` | asynchronous UpDownCounter (int) | `{connection}` | maxPoolSize |
+ * | `db.client.connection.pending_requests` | asynchronous UpDownCounter (int) | `{request}` | checkouts waiting (WaitQueue and claimed establishments) |
+ * | `db.client.connection.timeouts` | Counter (int) | `{timeout}` | ConnectionCheckOutFailed with reason `timeout` |
+ * | `db.client.connection.create_time` | Histogram (double) | `s` | ConnectionReady `duration` |
+ * | `db.client.connection.wait_time` | Histogram (double) | `s` | ConnectionCheckedOut and ConnectionCheckOutFailed `duration` |
+ * | `db.client.connection.use_time` | Histogram (double) | `s` | ConnectionCheckedIn `duration` (from its ConnectionCheckedOut) |
  *
  * Mapping choices:
  * - Connections being established (CMAP "pending") are in neither well-known `db.client.connection.state` (`idle`,
@@ -229,9 +230,13 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.idleAttributes = Object.freeze({ ...this.attributes, [ATTR_DB_CLIENT_CONNECTION_STATE]: DB_CLIENT_CONNECTION_STATE_VALUE_IDLE });
     this.usedAttributes = Object.freeze({ ...this.attributes, [ATTR_DB_CLIENT_CONNECTION_STATE]: DB_CLIENT_CONNECTION_STATE_VALUE_USED });
 
-    const seconds = { unit: 's', advice: { explicitBucketBoundaries: [...DB_CLIENT_CONNECTION_TIME_BUCKETS] } };
+    const seconds = { unit: 's', valueType: ValueType.DOUBLE, advice: { explicitBucketBoundaries: [...DB_CLIENT_CONNECTION_TIME_BUCKETS] } };
+    // The counts, limits and timeouts are integers (the conventions' value type for them): without this, the SDK would
+    // export them as floating-point sums.
+    const connections = { unit: '{connection}', valueType: ValueType.INT };
     this.timeouts = meter.createCounter(METRIC_DB_CLIENT_CONNECTION_TIMEOUTS, {
       unit: '{timeout}',
+      valueType: ValueType.INT,
       description: 'The number of connection timeouts that have occurred trying to obtain a connection from the pool.',
     });
     this.createTime = meter.createHistogram(METRIC_DB_CLIENT_CONNECTION_CREATE_TIME, {
@@ -248,23 +253,24 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     });
 
     const count = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_COUNT, {
-      unit: '{connection}',
+      ...connections,
       description: 'The number of connections that are currently in state described by the state attribute.',
     });
     const idleMax = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_IDLE_MAX, {
-      unit: '{connection}',
+      ...connections,
       description: 'The maximum number of idle open connections allowed.',
     });
     const idleMin = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_IDLE_MIN, {
-      unit: '{connection}',
+      ...connections,
       description: 'The minimum number of idle open connections allowed.',
     });
     const max = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_MAX, {
-      unit: '{connection}',
+      ...connections,
       description: 'The maximum number of open connections allowed.',
     });
     const pending = meter.createObservableUpDownCounter(METRIC_DB_CLIENT_CONNECTION_PENDING_REQUESTS, {
       unit: '{request}',
+      valueType: ValueType.INT,
       description: 'The number of current pending requests for an open connection.',
     });
     this.observables = [count, idleMax, idleMin, max, pending];

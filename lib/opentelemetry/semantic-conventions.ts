@@ -10,69 +10,71 @@
  */
 
 /**
- * `db.client.connection.count`: UpDownCounter, unit `{connection}`, the number of connections in the state named by
- * {@link ATTR_DB_CLIENT_CONNECTION_STATE}. Required by the conventions for connection pool instrumentations.
+ * `db.client.connection.count`: UpDownCounter (int), unit `{connection}`, the number of connections in the state
+ * named by {@link ATTR_DB_CLIENT_CONNECTION_STATE}. Required by the conventions for connection pool instrumentations.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.count".
  */
 export const METRIC_DB_CLIENT_CONNECTION_COUNT = 'db.client.connection.count';
 
 /**
- * `db.client.connection.idle.max`: UpDownCounter, unit `{connection}`, the maximum number of idle open connections
- * allowed.
+ * `db.client.connection.idle.max`: UpDownCounter (int), unit `{connection}`, the maximum number of idle open
+ * connections allowed.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.idle.max".
  */
 export const METRIC_DB_CLIENT_CONNECTION_IDLE_MAX = 'db.client.connection.idle.max';
 
 /**
- * `db.client.connection.idle.min`: UpDownCounter, unit `{connection}`, the minimum number of idle open connections
- * allowed.
+ * `db.client.connection.idle.min`: UpDownCounter (int), unit `{connection}`, the minimum number of idle open
+ * connections allowed.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.idle.min".
  */
 export const METRIC_DB_CLIENT_CONNECTION_IDLE_MIN = 'db.client.connection.idle.min';
 
 /**
- * `db.client.connection.max`: UpDownCounter, unit `{connection}`, the maximum number of open connections allowed.
+ * `db.client.connection.max`: UpDownCounter (int), unit `{connection}`, the maximum number of open connections
+ * allowed.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.max".
  */
 export const METRIC_DB_CLIENT_CONNECTION_MAX = 'db.client.connection.max';
 
 /**
- * `db.client.connection.pending_requests`: UpDownCounter, unit `{request}`, the number of current pending requests
- * for an open connection.
+ * `db.client.connection.pending_requests`: UpDownCounter (int), unit `{request}`, the number of current pending
+ * requests for an open connection.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.pending_requests".
  */
 export const METRIC_DB_CLIENT_CONNECTION_PENDING_REQUESTS = 'db.client.connection.pending_requests';
 
 /**
- * `db.client.connection.timeouts`: Counter, unit `{timeout}`, the number of connection timeouts that have occurred
- * trying to obtain a connection from the pool.
+ * `db.client.connection.timeouts`: Counter (int), unit `{timeout}`, the number of connection timeouts that have
+ * occurred trying to obtain a connection from the pool.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.timeouts".
  */
 export const METRIC_DB_CLIENT_CONNECTION_TIMEOUTS = 'db.client.connection.timeouts';
 
 /**
- * `db.client.connection.create_time`: Histogram, unit `s`, the time it took to create a new connection.
+ * `db.client.connection.create_time`: Histogram (double), unit `s`, the time it took to create a new connection.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.create_time".
  */
 export const METRIC_DB_CLIENT_CONNECTION_CREATE_TIME = 'db.client.connection.create_time';
 
 /**
- * `db.client.connection.wait_time`: Histogram, unit `s`, the time it took to obtain an open connection from the pool.
+ * `db.client.connection.wait_time`: Histogram (double), unit `s`, the time it took to obtain an open connection from
+ * the pool.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.wait_time".
  */
 export const METRIC_DB_CLIENT_CONNECTION_WAIT_TIME = 'db.client.connection.wait_time';
 
 /**
- * `db.client.connection.use_time`: Histogram, unit `s`, the time between borrowing a connection and returning it to
- * the pool.
+ * `db.client.connection.use_time`: Histogram (double), unit `s`, the time between borrowing a connection and
+ * returning it to the pool.
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.use_time".
  */

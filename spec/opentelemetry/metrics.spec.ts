@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { metrics, type Attributes } from '@opentelemetry/api';
+import { metrics, ValueType, type Attributes } from '@opentelemetry/api';
 import {
   DataPointType,
   InstrumentType,
@@ -164,6 +164,27 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
 
       instrumentation.unsubscribe();
       for (const s of subs) s.unsubscribe();
+      pool.close();
+    });
+
+    it('records the counts, limits and timeouts as integers, the times as floating point (the conventions\' value types)', async function () {
+      const { meter, collect } = harness();
+      const { pool, clock } = virtualPool({ maxPoolSize: 1, waitQueueTimeoutMS: 5 });
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((x) => (held = x));
+      clock.advance(10);
+      pool.checkOut().subscribe({ error: () => undefined }); // times out at 5 ms
+      clock.advance(10);
+      pool.checkIn(held!);
+      const c = await collect();
+      const integers = ['count', 'idle.max', 'idle.min', 'max', 'pending_requests', 'timeouts'].map((n) => `db.client.connection.${n}`);
+      const doubles = ['create_time', 'wait_time', 'use_time'].map((n) => `db.client.connection.${n}`);
+      expect([...c.keys()].sort()).to.deep.equal([...integers, ...doubles].sort());
+      for (const name of integers) expect(c.get(name)!.descriptor.valueType, name).to.equal(ValueType.INT);
+      for (const name of doubles) expect(c.get(name)!.descriptor.valueType, name).to.equal(ValueType.DOUBLE);
+      instrumentation.unsubscribe();
       pool.close();
     });
 
