@@ -4,7 +4,7 @@
  * per collection) give the connection counts, the pending requests and the configured limits; `state$` tells when a
  * closed pool is done, and recording stops by itself then.
  *
- * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics", section
+ * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
  * "Connection pools" (Development status); CMAP spec, "Connection Pool Monitoring".
  */
 import {
@@ -101,7 +101,7 @@ export interface ConnectionPoolInstrumentation extends Disposable {
 
 /**
  * Records the OpenTelemetry database client connection pool metrics of `pool`, named, typed and with the units of the
- * semantic conventions (section "Connection pools", Development status):
+ * semantic conventions v1.44.0 (section "Connection pools", Development status; every one of them Recommended):
  *
  * | metric | instrument (value type) | unit | recorded from |
  * | --- | --- | --- | --- |
@@ -125,8 +125,10 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *   0 (no limit), `max` and `idle.max` are not reported.
  * - `wait_time` records every checkout attempt, failed ones included (a timed-out wait is time spent waiting); a
  *   checkout that started while nobody observed the pool (under way when recording started, with no other
- *   `events$` subscriber) records none: its start was not timed.
- * - `use_time` needs the checkout's time: a checkout made before anyone observed the pool records no `use_time`.
+ *   `events$` subscriber) records none when its start was not timed (the pool times it anyway for a
+ *   waitQueueTimeoutMS above 0: then its whole wait is recorded).
+ * - `use_time` needs the checkout's time: a checkout made before anyone observed the pool records no `use_time`,
+ *   unless the pool timed it anyway (waitQueueTimeoutMS or leakDetectionThresholdMS above 0).
  * - The conventions list only `db.client.connection.pool.name` (and `db.client.connection.state`) on these metrics;
  *   `server.address` and `server.port`, the attributes of `db.client.operation.duration`, are added (extension) so
  *   pool metrics join operation metrics without parsing the pool name.
@@ -160,8 +162,8 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *   (option `options`), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a `poolName` that is not a
  *   non-empty string (option `poolName`).
  *
- * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics", section "Connection
- * pools" (db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
+ * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
+ * "Connection pools" (db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
  * .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
  */
 export function instrumentConnectionPool(

@@ -2,7 +2,7 @@
  * `rxcmap/opentelemetry`: the OpenTelemetry database client connection pool metrics of a pool. A separate entry point,
  * so that only applications that use it need `@opentelemetry/api` (an optional peer dependency).
  *
- * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics", section
+ * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
  * "Connection pools".
  */
 export { instrumentConnectionPool } from './connection-pool-instrumentation';

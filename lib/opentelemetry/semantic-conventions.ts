@@ -4,14 +4,20 @@
  * Development status there, and that package asks users of unstable conventions to copy the definitions they need
  * rather than import its `incubating` entry point; these are those copies.
  *
- * Source: OpenTelemetry semantic conventions, "Semantic conventions for database client metrics" (docs/db/
+ * They follow semantic conventions v1.44.0. The names are those since v1.26.0 (`db.client.connection.*`, times in
+ * seconds); the `db.client.connections.*` names before it (times in ms) are deprecated and never emitted, so there is
+ * no older convention to migrate from and `OTEL_SEMCONV_STABILITY_OPT_IN` changes nothing. Every connection pool
+ * metric is Recommended, none Required.
+ *
+ * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics" (docs/db/
  * database-metrics.md), section "Connection pools"; attribute registry "db" (db.client.connection.*) and "server"
  * (server.address, server.port).
  */
 
 /**
  * `db.client.connection.count`: UpDownCounter (int), unit `{connection}`, the number of connections in the state
- * named by {@link ATTR_DB_CLIENT_CONNECTION_STATE}. Required by the conventions for connection pool instrumentations.
+ * named by {@link ATTR_DB_CLIENT_CONNECTION_STATE}. Recommended, like every connection pool metric (it was Required
+ * before semantic conventions v1.43.0).
  *
  * Source: semantic conventions, database client metrics, "Metric: db.client.connection.count".
  */
