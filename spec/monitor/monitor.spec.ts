@@ -9,6 +9,7 @@ import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
 import type { TestEndpoint } from '../support/endpoint';
+import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('Monitor', function () {
   let server: EmbeddedServer;
@@ -230,10 +231,7 @@ describe('Monitor', function () {
     });
 
     it('a connection whose destroy() throws or returns a rejected Promise: close() still completes heartbeats$, and nothing is left unhandled', async function () {
-      const unhandled: unknown[] = [];
-      const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-      process.on('unhandledRejection', onUnhandled);
-      try {
+      const unhandled = await unhandledRejectionsOf(async () => {
         const destroys = [
           async (): Promise<void> => {
             throw new Error('socket already gone');
@@ -254,11 +252,8 @@ describe('Monitor', function () {
             expect(completed, `heartbeats$ completed (${closeAt})`).to.equal(true);
           }
         }
-        await new Promise((r) => setTimeout(r, 20));
-        expect(unhandled.map(String)).to.deep.equal([]);
-      } finally {
-        process.off('unhandledRejection', onUnhandled);
-      }
+      }, 20);
+      expect(unhandled.map(String)).to.deep.equal([]);
     });
   });
 

@@ -6,13 +6,11 @@ import { expect } from 'chai';
 import { of } from 'rxjs';
 import { ConnectionPoolCore, type PoolConnection } from '../../lib';
 import { destroyQuietly } from '../../lib/pool/connection-checks';
+import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('connection checks', function () {
   it('destroyQuietly swallows a destroy() that throws, and the rejection of a Promise or thenable it returns', async function () {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    try {
+    const unhandled = await unhandledRejectionsOf(() => {
       const rejecting = [
         () => Promise.reject(new Error('async teardown failed')),
         () => ({ then: (_: unknown, reject: (e: unknown) => void) => reject(new Error('thenable teardown failed')) }),
@@ -22,40 +20,31 @@ describe('connection checks', function () {
         },
       ];
       for (const destroy of rejecting) expect(() => destroyQuietly({ id: 1, destroy })).to.not.throw();
-      await new Promise((r) => setImmediate(r));
-      expect(unhandled).to.deep.equal([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
+    expect(unhandled).to.deep.equal([]);
   });
 
   it('a pool whose connections return a rejected Promise from destroy() closes them without an unhandled rejection', async function () {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      let destroyed = 0;
-      const pool = new ConnectionPoolCore<PoolConnection>({
-        address: 'h:1',
-        backgroundThreadIntervalMS: -1,
-        connectionFactory: (d) =>
-          of({
-            id: d.id,
-            destroy: () => {
-              destroyed++;
-              return Promise.reject(new Error('socket already gone'));
-            },
-          }),
-      });
+    let destroyed = 0;
+    const pool = new ConnectionPoolCore<PoolConnection>({
+      address: 'h:1',
+      backgroundThreadIntervalMS: -1,
+      connectionFactory: (d) =>
+        of({
+          id: d.id,
+          destroy: () => {
+            destroyed++;
+            return Promise.reject(new Error('socket already gone'));
+          },
+        }),
+    });
+    const unhandled = await unhandledRejectionsOf(async () => {
       pool.ready();
       pool.checkIn(await pool.checkOut());
       pool.close();
-      await new Promise((r) => setImmediate(r));
-      expect(destroyed).to.equal(1);
-      expect(pool.snapshot()).to.include({ state: 'closed', totalConnectionCount: 0 });
-      expect(unhandled).to.deep.equal([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
+    expect(destroyed).to.equal(1);
+    expect(pool.snapshot()).to.include({ state: 'closed', totalConnectionCount: 0 });
+    expect(unhandled).to.deep.equal([]);
   });
 });
