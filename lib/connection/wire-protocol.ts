@@ -77,6 +77,22 @@ export function effectiveMaxMessageSizeBytes(announced: unknown): number {
   return Math.min(Math.max(announced, MIN_MAX_MESSAGE_SIZE_BYTES), MAX_MESSAGE_SIZE_CEILING_BYTES);
 }
 
+/**
+ * Received chunks shorter than this many bytes (4 KiB) are coalesced by the {@link MessageFramer} while a message is
+ * incomplete, rather than kept one by one.
+ *
+ * Source: extension (bounds the per-chunk overhead a server slicing a reply thinly can make the client hold).
+ */
+export const SMALL_CHUNK_BYTES = 4096;
+
+/**
+ * The size of each buffer the {@link MessageFramer} coalesces small chunks into, in bytes: 64 KiB, the most Node
+ * reads from a socket at once. Held only while a message is incomplete.
+ *
+ * Source: extension.
+ */
+export const COALESCE_BUFFER_BYTES = 64 * 1024;
+
 /** Writes a standard message header at the start of `out`. */
 export function writeHeader(out: Buffer, header: MessageHeader): void {
   out.writeInt32LE(header.messageLength, 0);
@@ -89,10 +105,14 @@ export function writeHeader(out: Buffer, header: MessageHeader): void {
  * Splits a byte stream into whole messages. Feed it socket chunks with {@link push}; it returns each complete
  * message. It reads each message's length once its first 4 bytes are there, then keeps the chunks until the message
  * is complete: a message within one chunk is a view of that chunk (no copy), and a message spread over several
- * chunks is copied once, with one `Buffer.concat`. Framing is linear in the bytes received, however they are chunked.
+ * chunks is copied once, with one `Buffer.concat`. A chunk shorter than {@link SMALL_CHUNK_BYTES} (4 KiB) that
+ * arrives while a message is incomplete is first copied into a shared buffer of {@link COALESCE_BUFFER_BYTES}
+ * (64 KiB), so the memory held for an incomplete message stays within a few percent of its bytes however thinly a
+ * server slices it (kept one by one, 1-byte chunks cost about 200 bytes of heap each). Framing is linear in the bytes
+ * received, however they are chunked: each byte is copied at most twice.
  *
  * Source: MongoDB wire protocol, "Standard Message Header" (`messageLength` counts the whole message, header
- * included); OP_MSG spec ("Each OP_MSG MUST NOT exceed the maxMessageSizeBytes").
+ * included); OP_MSG spec ("Each OP_MSG MUST NOT exceed the maxMessageSizeBytes"); the coalescing is an extension.
  */
 export class MessageFramer {
   /** Received chunks not yet returned as messages; the first may be a view of a chunk partly consumed. */
@@ -100,6 +120,15 @@ export class MessageFramer {
   private bufferedLength = 0;
   /** The length of the message being received, once its first 4 bytes are there; -1 before. */
   private expectedLength = -1;
+  /** The buffer small chunks are copied into while a message is incomplete; the last of `chunks` views its start. */
+  private coalesce: Buffer | undefined;
+  /** The bytes of `coalesce` in use. */
+  private coalesced = 0;
+
+  /** The bytes received and not yet returned in a message (those of the incomplete message, if any). */
+  get bufferedBytes(): number {
+    return this.bufferedLength;
+  }
 
   /**
    * @param maxMessageSizeBytes the longest message accepted, header included, in bytes (default 48,000,000). The
@@ -115,7 +144,8 @@ export class MessageFramer {
    */
   push(chunk: Buffer): WireMessage[] {
     if (chunk.length > 0) {
-      this.chunks.push(chunk);
+      if (this.chunks.length > 0 && chunk.length < SMALL_CHUNK_BYTES) this.append(chunk);
+      else this.chunks.push(chunk);
       this.bufferedLength += chunk.length;
     }
     const messages: WireMessage[] = [];
@@ -144,7 +174,36 @@ export class MessageFramer {
         body: message.subarray(HEADER_LENGTH),
       });
     }
+    // Nothing buffered: the coalescing buffer is let go (messages returned may still view it).
+    if (this.chunks.length === 0) this.coalesce = undefined;
     return messages;
+  }
+
+  /**
+   * Buffers a small chunk by copying it after the last one buffered, when that one is the in-use part of the
+   * coalescing buffer and there is room; otherwise into a new coalescing buffer.
+   */
+  private append(chunk: Buffer): void {
+    const last = this.chunks.length - 1;
+    const tail = this.chunks[last];
+    const into = this.coalesce;
+    if (
+      into !== undefined &&
+      tail.buffer === into.buffer &&
+      tail.byteOffset + tail.length === into.byteOffset + this.coalesced &&
+      this.coalesced + chunk.length <= into.length
+    ) {
+      chunk.copy(into, this.coalesced);
+      this.coalesced += chunk.length;
+      this.chunks[last] = into.subarray(tail.byteOffset - into.byteOffset, this.coalesced);
+      return;
+    }
+    // Its own memory (not Node's shared pool), so that it holds nothing else.
+    const fresh = Buffer.allocUnsafeSlow(COALESCE_BUFFER_BYTES);
+    chunk.copy(fresh, 0);
+    this.coalesce = fresh;
+    this.coalesced = chunk.length;
+    this.chunks.push(fresh.subarray(0, chunk.length));
   }
 
   /** The little-endian int32 formed by the first 4 buffered bytes (which may span chunks). */

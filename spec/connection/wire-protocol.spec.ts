@@ -5,10 +5,12 @@ import { deflateSync } from 'node:zlib';
 import { compressMessage, decompressMessage, type DecompressionLimits } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import {
+  COALESCE_BUFFER_BYTES,
   effectiveMaxMessageSizeBytes,
   HEADER_LENGTH,
   MessageFramer,
   OpCode,
+  SMALL_CHUNK_BYTES,
   WireProtocolError,
   writeHeader,
   type WireMessage,
@@ -166,7 +168,7 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect({ calls, bytesCopied }).to.deep.equal({ calls: 1, bytesCopied: 48_000_000 });
   });
 
-  it('copies each byte at most once however the stream is cut: 1-byte chunks of three messages', function () {
+  it('assembles each message with at most one Buffer.concat however the stream is cut: 1-byte chunks of three messages', function () {
     const messages = [messageOf(16 * 1024, 1), messageOf(16, 2), messageOf(3000, 3)];
     const stream = Buffer.concat(messages);
     const framer = new MessageFramer();
@@ -174,6 +176,37 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect(result.map((m) => m.header.requestId)).to.deep.equal([1, 2, 3]);
     result.forEach((m, i) => expect(m.body.equals(messages[i].subarray(HEADER_LENGTH))).to.equal(true));
     expect({ calls, bytesCopied }).to.deep.equal({ calls: 3, bytesCopied: stream.length });
+  });
+
+  it('holds a message sliced into 1-byte chunks in 64 KiB buffers, not one Buffer per chunk (200 bytes of heap each)', function () {
+    // A server can trickle a reply of up to maxMessageSizeBytes one byte per TCP segment: kept one by one, 1 MiB of
+    // it held 194 MB of heap, and 48,000,000 bytes would exhaust the heap before the reply completes.
+    const big = messageOf(1024 * 1024, 7);
+    const framer = new MessageFramer();
+    const held = (): number => (framer as unknown as { chunks: Buffer[] }).chunks.length;
+    let framed = 0;
+    for (let at = 0; at < big.length - 1; at++) framed += framer.push(big.subarray(at, at + 1)).length;
+    expect(framed).to.equal(0);
+    expect(framer.bufferedBytes).to.equal(big.length - 1);
+    expect(held()).to.be.at.most(Math.ceil(big.length / COALESCE_BUFFER_BYTES) + 1);
+    const [message] = framer.push(big.subarray(big.length - 1));
+    expect(message.body.equals(big.subarray(HEADER_LENGTH))).to.equal(true);
+    expect({ held: held(), buffered: framer.bufferedBytes }).to.deep.equal({ held: 0, buffered: 0 });
+  });
+
+  it('keeps chunks of 4 KiB or more as they are, and coalesces only what arrives while a message is incomplete', function () {
+    const framer = new MessageFramer();
+    const big = messageOf(3 * SMALL_CHUNK_BYTES, 1);
+    const parts = [big.subarray(0, SMALL_CHUNK_BYTES), big.subarray(SMALL_CHUNK_BYTES, 2 * SMALL_CHUNK_BYTES)];
+    framer.push(parts[0]);
+    framer.push(parts[1]);
+    const chunks = (framer as unknown as { chunks: Buffer[] }).chunks;
+    expect(chunks[0].buffer).to.equal(big.buffer);
+    expect(chunks[1].buffer).to.equal(big.buffer);
+    expect(framer.push(big.subarray(2 * SMALL_CHUNK_BYTES))[0].body.equals(big.subarray(HEADER_LENGTH))).to.equal(true);
+    // A small whole message after that is a view of its chunk, as ever.
+    const small = messageOf(100, 2);
+    expect(framer.push(small)[0].body.buffer).to.equal(small.buffer);
   });
 
   it('returns a message within one chunk as a view of it, without copying', function () {
