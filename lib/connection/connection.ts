@@ -174,7 +174,10 @@ export class Connection implements PoolConnection {
 
   /**
    * True once the connection met a network error, timeout or wire-protocol error, or was destroyed; also as soon as
-   * the peer ended or closed the socket, whether or not a request was in flight (CMAP "Perishable: Errored").
+   * the peer ended or closed the socket, whether or not a request was in flight, and as soon as a byte arrives with no
+   * request in flight (a reply nobody asked for: the error is a {@link MongoNetworkError} whose `cause`, a
+   * `WireProtocolError`, says "received N bytes with no request in flight"; nothing of it is kept) (CMAP
+   * "Perishable: Errored").
    */
   get errored(): boolean {
     return this.erroredBy !== undefined || this.destroyed;
@@ -269,6 +272,10 @@ export class Connection implements PoolConnection {
   }
 
   private onData(chunk: Buffer): void {
+    // A reply answers a request: bytes that arrive with none in flight can only be (the start of) one nobody asked
+    // for. Refused at once, rather than buffered until a message completes: a server could otherwise park up to
+    // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
+    if (this.inFlight === undefined) return this.fail(this.unsolicited(chunk.length));
     let messages: WireMessage[];
     try {
       messages = this.framer.push(chunk);
@@ -279,6 +286,17 @@ export class Connection implements PoolConnection {
       if (this.destroyed) return;
       this.onMessage(message);
     }
+    // The reply came with the start of another message behind it.
+    if (!this.destroyed && this.inFlight === undefined && this.framer.bufferedBytes > 0) {
+      this.fail(this.unsolicited(this.framer.bufferedBytes));
+    }
+  }
+
+  /** The network error for `bytes` bytes received with no request in flight. */
+  private unsolicited(bytes: number): MongoNetworkError {
+    return this.protocolError(
+      new WireProtocolError(`received ${bytes} bytes with no request in flight (a reply must answer a request of this client)`),
+    );
   }
 
   private onMessage(raw: WireMessage): void {

@@ -278,3 +278,66 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     expect(c.errored).to.equal(true);
   });
 });
+
+describe('Connection: bytes with no request in flight', function () {
+  let server: net.Server | undefined;
+  const sockets: net.Socket[] = [];
+  afterEach(async function () {
+    for (const socket of sockets.splice(0)) socket.destroy();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    server = undefined;
+  });
+
+  /**
+   * A Connection to a server that answers the first request with `{ ok: 1 }` followed by `after` (in the same write),
+   * then sends `later` on its own once the client has taken the reply; resolves to the connection, the reply and
+   * whether the server-side socket is closed.
+   */
+  async function serverSending(after: Buffer, later?: Buffer): Promise<{ c: Connection; reply: Promise<Document>; closed: () => boolean }> {
+    let closed = false;
+    server = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.once('close', () => (closed = true));
+      socket.once('data', (request) => {
+        socket.write(Buffer.concat([encodeOpMsg(1, request.readInt32LE(4), { ok: 1 }), after]));
+        if (later !== undefined) setTimeout(() => socket.write(later), 20);
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const socket = net.connect({ host: '127.0.0.1', port });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const c = new Connection(socket, { id: 1, generation: 0, address: `127.0.0.1:${port}` });
+    return { c, reply: c.command('admin', { ping: 1 }), closed: () => closed };
+  }
+
+  /** The start of a message announcing 48,000,000 bytes: kept, it would be followed by up to that many. */
+  const bigStart = (bytes: number): Buffer => {
+    const out = Buffer.alloc(bytes);
+    out.writeInt32LE(48_000_000, 0);
+    return out;
+  };
+
+  it('an idle connection receiving the start of a 48,000,000-byte message is errored at once, holding none of it', async function () {
+    // Buffered until the message completed, 47,999,999 bytes sent to an idle connection held 96 MB, for as long as
+    // the connection stayed idle in its pool.
+    const { c, reply, closed } = await serverSending(Buffer.alloc(0), bigStart(1000));
+    expect(await reply).to.include({ ok: 1 });
+    expect(await eventually(closed, 1000), 'closed').to.equal(true);
+    expect(c.errored).to.equal(true);
+    expect(c.error).to.be.instanceOf(MongoNetworkError);
+    expect(c.error!.cause).to.be.instanceOf(WireProtocolError);
+    expect(c.error!.message).to.match(/failed: wire-protocol error: received 1000 bytes with no request in flight/);
+    expect((c as unknown as { framer: { bufferedBytes: number } }).framer.bufferedBytes).to.equal(0);
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.equal(c.error);
+  });
+
+  it('a reply followed by the start of another message: the command succeeds, then the connection is errored', async function () {
+    const { c, reply, closed } = await serverSending(bigStart(20));
+    expect(await reply).to.include({ ok: 1 });
+    expect(c.errored).to.equal(true);
+    expect(c.error!.message).to.match(/received 20 bytes with no request in flight/);
+    expect(await eventually(closed, 1000), 'closed').to.equal(true);
+  });
+});
