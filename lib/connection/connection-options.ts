@@ -33,7 +33,12 @@ export interface ConnectionOptions extends TlsSettings {
    * Node timer); 0 = no limit. Default 10000.
    */
   connectTimeoutMS?: number;
-  /** Default time allowed for each reply once established, in ms, at most 2147483647 (one Node timer); 0 = no limit. Default 0. */
+  /**
+   * Default time allowed for each reply once established, in ms, at most 2147483647 (one Node timer); 0 = no limit.
+   * Default 0. A deadline counted from the moment the command is sent, not an idle timeout: a server that trickles a
+   * reply a byte at a time still fails the command (MongoNetworkTimeoutError) when it passes. With 0, such a server
+   * (or one that never answers) holds the command, and up to maxMessageSizeBytes of reply, for as long as it likes.
+   */
   socketTimeoutMS?: number;
   /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
   compressors?: readonly string[];

@@ -22,7 +22,10 @@ import {
 
 /** Options of one {@link Connection.command} call. Source: extension (a per-command socketTimeoutMS). */
 export interface CommandOptions {
-  /** Fail the command (and error the connection) if no reply arrives within this many ms. 0 = no limit. */
+  /**
+   * Fail the command (and error the connection) if its whole reply has not arrived within this many ms of sending
+   * it, however its bytes trickle in (a deadline, not an idle timeout). 0 = no limit.
+   */
   readonly timeoutMS?: number;
 }
 

@@ -341,3 +341,34 @@ describe('Connection: bytes with no request in flight', function () {
     expect(await eventually(closed, 1000), 'closed').to.equal(true);
   });
 });
+
+describe('Connection: the reply timeout is a deadline, not an idle timeout', function () {
+  it('a reply trickled one byte every 5 ms fails at the timeout, though bytes keep arriving', async function () {
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        const reply = encodeOpMsg(1, request.readInt32LE(4), { ok: 1, pad: 'x'.repeat(1000) });
+        let sent = 0;
+        const timer = setInterval(() => (socket.destroyed || sent >= reply.length ? clearInterval(timer) : socket.write(reply.subarray(sent, ++sent))), 5);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as net.AddressInfo;
+      const socket = net.connect({ host: '127.0.0.1', port });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const c = new Connection(socket, { id: 1, generation: 0, address: `127.0.0.1:${port}`, socketTimeoutMS: 150 });
+      const started = Date.now();
+      const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect((error as Error).message).to.match(/timed out after 150 ms waiting for a reply/);
+      expect(Date.now() - started).to.be.within(140, 1000);
+      expect(c.errored).to.equal(true);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
