@@ -397,7 +397,8 @@ export class Client {
    * close as stale; the pool is not paused), unless a clear of that service since the command started already did.
    *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
-   *   `timeoutMS` ran out before the checkout), ...), the command's (MongoServerError, MongoNetworkError,
+   *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
+   *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
    *   `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
    *
@@ -417,7 +418,11 @@ export class Client {
     if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined));
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: left() });
+    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: left() }).catch((error: unknown) => {
+      // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
+      if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS });
+      throw error;
+    });
   }
 
   /**

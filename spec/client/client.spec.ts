@@ -127,6 +127,32 @@ describe('connect() / Client', function () {
     expect(waited, 'ms waited').to.be.below(4000);
   });
 
+  it('a command whose checkout runs out of timeoutMS reports the operation\'s timeoutMS, not what server selection left of it', async function () {
+    const [a] = await start();
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], errorCode: 91 } });
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1&heartbeatFrequencyMS=10000`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    const heartbeats: string[] = [];
+    client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
+    expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 400 } });
+    // Both wait for server selection; the check they request readies the pool 500 virtual ms later. The first then
+    // holds the only connection (its ping held by the server), the second waits for it with 300 ms of its 800 left.
+    const busy = client.command('admin', { ping: 1 });
+    const waited = client.command('admin', { ping: 1 }, { timeoutMS: 800 }).catch((e: unknown) => e);
+    clock.advance(500);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1 && pool.snapshot().waitQueueLength === 1)).to.equal(true);
+    clock.advance(299);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(pool.snapshot().waitQueueLength, 'still waiting 1 ms before its deadline').to.equal(1);
+    clock.advance(1);
+    const error = await waited;
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(error).to.deep.include({ timeoutMS: 800, waitQueueTimeoutMS: 800 });
+    expect(await busy).to.include({ ok: 1 });
+  });
+
   it('close() fails a command waiting for server selection at once, with ClientClosedError, and later calls too', async function () {
     const port = await closedPort();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=8000&connectTimeoutMS=200`);
