@@ -36,7 +36,7 @@ export interface LoggedError {
   /**
    * The error's `cause`, when it is an Error, written the same way (with its own cause, and so on): what an
    * AuthenticationError's server reply or a MongoNetworkError's socket error says. The chain ends at the
-   * {@link MAX_LOGGED_CAUSES}th cause, at a cause met before, and at a cause that is not an Error or cannot be read.
+   * 8th cause (`MAX_LOGGED_CAUSES`), at a cause met before, and at a cause that is not an Error or cannot be read.
    */
   readonly cause?: LoggedError;
 }
