@@ -292,6 +292,20 @@ export class PoolClearedError extends CmapError {
 }
 
 /**
+ * Whether `value` is an Error. Never throws: `instanceof` asks a Proxy for its prototype, which its handler (or its
+ * revocation) may refuse; such a value counts as no Error. For values of user code (what a factory failed with).
+ *
+ * Source: extension.
+ */
+export function isError(value: unknown): value is Error {
+  try {
+    return value instanceof Error;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * An error or any thrown value in words, for a message or a warning: an Error's message, else the value as `String()`
  * writes it. Never throws (the value comes from user code: a clear's cause, what a log sink or an option getter
  * threw, and the words are often written from inside the pool's processing): a value `String()` cannot convert (an

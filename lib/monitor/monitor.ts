@@ -13,7 +13,7 @@ import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
-import { InvalidOptionError, MongoNetworkError, PoolCallbackError } from '../errors';
+import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
@@ -194,10 +194,9 @@ export class Monitor {
       if (this.closed) return false;
       const now = this.scheduler.now();
       // Only a connectionFactory of the user's can fail with something that is not an Error.
-      const err =
-        error instanceof Error
-          ? error
-          : new PoolCallbackError(this.address, 'connectionFactory', `connectionFactory failed with ${String(error)}, which is not an Error`, { cause: error });
+      const err = isError(error)
+        ? error
+        : new PoolCallbackError(this.address, 'connectionFactory', `connectionFactory failed with ${inWords(error)}, which is not an Error`, { cause: error });
       destroyQuietly(this.connection);
       this.connection = undefined;
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: false, duration: now - started, error: err });

@@ -8,7 +8,7 @@
  */
 import { from, type Observable, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
 import { establishChannel, isTraced, Trace, type EstablishTraceContext } from '../diagnostics-channels';
-import { CmapError, ErrorLabel, MongoNetworkError, PoolCallbackError } from '../errors';
+import { CmapError, ErrorLabel, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
@@ -262,14 +262,3 @@ function messageOf(x: unknown): string {
   return describe(x);
 }
 
-/**
- * Whether `x` is an Error. Never throws: `instanceof` asks a Proxy for its prototype, which its handler (or its
- * revocation) may refuse; such a value counts as no Error.
- */
-function isError(x: unknown): x is Error {
-  try {
-    return x instanceof Error;
-  } catch {
-    return false;
-  }
-}

@@ -133,6 +133,25 @@ describe('Monitor', function () {
     expect(error!.message).to.equal('connectionFactory failed with no route, which is not an Error');
   });
 
+  it('a connectionFactory failing with a value String() cannot write still fails the check, and checking goes on', async function () {
+    const clock = new VirtualClock();
+    const thrown = Object.create(null) as object;
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionFactory: () => Promise.reject(thrown) as never });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    const unhandled = await unhandledRejectionsOf(async () => {
+      monitor!.start();
+      expect(await eventually(() => count('ServerHeartbeatFailed') === 1)).to.equal(true);
+      clock.advance(10_000);
+      expect(await eventually(() => count('ServerHeartbeatFailed') === 2), 'the next check').to.equal(true);
+    });
+    expect(unhandled).to.deep.equal([]);
+    const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed');
+    const error = failed?.type === 'ServerHeartbeatFailed' ? failed.error : undefined;
+    expect(error).to.be.instanceOf(PoolCallbackError);
+    expect(error).to.deep.include({ callback: 'connectionFactory', cause: thrown });
+    expect(error!.message).to.equal('connectionFactory failed with {}, which is not an Error');
+  });
+
   it('sleeps heartbeatFrequencyMS between checks (virtual time), on one dedicated connection', async function () {
     const clock = new VirtualClock();
     monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock });
