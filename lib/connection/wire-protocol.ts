@@ -120,7 +120,7 @@ export class MessageFramer {
   private bufferedLength = 0;
   /** The length of the message being received, once its first 4 bytes are there; -1 before. */
   private expectedLength = -1;
-  /** The buffer small chunks are copied into while a message is incomplete; the last of `chunks` views its start. */
+  /** The buffer small chunks are copied into while a message is incomplete; chunks buffered may view its used part. */
   private coalesce: Buffer | undefined;
   /** The bytes of `coalesce` in use. */
   private coalesced = 0;
@@ -180,22 +180,26 @@ export class MessageFramer {
   }
 
   /**
-   * Buffers a small chunk by copying it after the last one buffered, when that one is the in-use part of the
-   * coalescing buffer and there is room; otherwise into a new coalescing buffer.
+   * Buffers a small chunk by copying it into the coalescing buffer, after the bytes already there, while there is
+   * room (extending the last chunk buffered when that one ends where the copy starts, else as a chunk of its own);
+   * otherwise into a new coalescing buffer. Bytes are only ever written past those in use, so no view already taken
+   * (buffered, or a message returned) sees them change.
    */
   private append(chunk: Buffer): void {
-    const last = this.chunks.length - 1;
-    const tail = this.chunks[last];
     const into = this.coalesce;
-    if (
-      into !== undefined &&
-      tail.buffer === into.buffer &&
-      tail.byteOffset + tail.length === into.byteOffset + this.coalesced &&
-      this.coalesced + chunk.length <= into.length
-    ) {
-      chunk.copy(into, this.coalesced);
+    if (into !== undefined && this.coalesced + chunk.length <= into.length) {
+      const start = this.coalesced;
+      chunk.copy(into, start);
       this.coalesced += chunk.length;
-      this.chunks[last] = into.subarray(tail.byteOffset - into.byteOffset, this.coalesced);
+      const last = this.chunks.length - 1;
+      const tail = this.chunks[last];
+      if (tail.buffer === into.buffer && tail.byteOffset + tail.length === into.byteOffset + start) {
+        this.chunks[last] = into.subarray(tail.byteOffset - into.byteOffset, this.coalesced);
+      } else {
+        // A chunk of 4 KiB or more came in between: a new buffer for each small chunk after one would hold 64 KiB
+        // per few bytes.
+        this.chunks.push(into.subarray(start, this.coalesced));
+      }
       return;
     }
     // Its own memory (not Node's shared pool), so that it holds nothing else.

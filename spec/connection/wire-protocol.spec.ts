@@ -194,6 +194,23 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect({ held: held(), buffered: framer.bufferedBytes }).to.deep.equal({ held: 0, buffered: 0 });
   });
 
+  it('holds a message sliced into 4 KiB and 1-byte chunks by turns in one 64 KiB buffer, not one per 1-byte chunk', function () {
+    // Each 1-byte chunk after a 4 KiB one took a new 64 KiB buffer: 20 MB of such a reply held 340 MB of buffers.
+    const big = messageOf(2_000_000, 8);
+    const framer = new MessageFramer();
+    let at = 0;
+    while (at + SMALL_CHUNK_BYTES + 1 < big.length) {
+      framer.push(big.subarray(at, at + SMALL_CHUNK_BYTES));
+      framer.push(big.subarray(at + SMALL_CHUNK_BYTES, at + SMALL_CHUNK_BYTES + 1));
+      at += SMALL_CHUNK_BYTES + 1;
+    }
+    const chunks = (framer as unknown as { chunks: Buffer[] }).chunks;
+    const coalescing = new Set(chunks.map((chunk) => chunk.buffer).filter((buffer) => buffer !== big.buffer));
+    expect(coalescing.size).to.equal(1);
+    const [message] = framer.push(big.subarray(at));
+    expect(message.body.equals(big.subarray(HEADER_LENGTH))).to.equal(true);
+  });
+
   it('keeps chunks of 4 KiB or more as they are, and coalesces only what arrives while a message is incomplete', function () {
     const framer = new MessageFramer();
     const big = messageOf(3 * SMALL_CHUNK_BYTES, 1);
