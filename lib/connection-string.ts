@@ -153,8 +153,9 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
 /**
  * {@link parseConnectionString} for a client given `credentials` as an option (`connect(uri, { credentials })`), which
  * take the place of any in the URI. A URI without credentials may then set how those authenticate: its
- * `authMechanism` and `authSource` apply to the option's credentials where they leave them unset (a
- * {@link MongoCredentials} instance sets its source), and are neither an error nor a warning. The result's
+ * `authMechanism` and `authSource` apply to the option's credentials where they leave them unset; one the credentials
+ * set otherwise (a {@link MongoCredentials} instance always sets its source, admin by default) is ignored with a
+ * warning. The result's
  * `connectionOptions.credentials` are the option's credentials, so completed.
  *
  * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
@@ -280,6 +281,14 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     // The option's credentials replace the URI's; the URI's mechanism and source fill in what they leave unset.
     const source = given instanceof MongoCredentials ? given.source : (given.source ?? authSource);
     const mechanism = given.mechanism ?? authMechanism;
+    // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
+    // dropped silently.
+    if (authSource !== undefined && source !== authSource) {
+      warnings.push(`authSource=${authSource} is ignored: the credentials option sets its own source (${source})`);
+    }
+    if (authMechanism !== undefined && mechanism !== authMechanism) {
+      warnings.push(`authMechanism=${authMechanism} is ignored: the credentials option sets its own mechanism (${mechanism})`);
+    }
     connection.credentials =
       source === given.source && mechanism === given.mechanism
         ? given

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials } from '../lib';
-import { parseConnectionString } from '../lib/connection-string';
+import { parseConnectionString, parseConnectionStringWithCredentials } from '../lib/connection-string';
 
 describe('parseConnectionString', function () {
   it('reads every CMAP pool option under the spec name, case-insensitively', function () {
@@ -178,6 +178,25 @@ describe('parseConnectionString', function () {
     const p = parseConnectionString('mongodb://h/reports?authSource=reports');
     expect(p.connectionOptions).to.deep.equal({});
     expect(p.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
+  });
+
+  it('warns that a URI authSource or authMechanism is ignored for credentials given as an option that set their own', function () {
+    // A MongoCredentials authenticated against admin, its default source, while the URI said reports, and nothing
+    // said so.
+    const credentials = new MongoCredentials({ username: 'bob', password: 'pw' });
+    const p = parseConnectionStringWithCredentials('mongodb://h/?authSource=reports', credentials);
+    expect(p.connectionOptions.credentials).to.equal(credentials);
+    expect(p.warnings).to.deep.equal(['authSource=reports is ignored: the credentials option sets its own source (admin)']);
+    const own = { username: 'bob', password: 'pw', source: 'sales', mechanism: 'SCRAM-SHA-1' as const };
+    expect(parseConnectionStringWithCredentials('mongodb://h/?authSource=reports&authMechanism=SCRAM-SHA-256', own).warnings).to.deep.equal([
+      'authSource=reports is ignored: the credentials option sets its own source (sales)',
+      'authMechanism=SCRAM-SHA-256 is ignored: the credentials option sets its own mechanism (SCRAM-SHA-1)',
+    ]);
+    // The same values, or credentials that leave them unset (and take the URI's), are not a warning.
+    expect(parseConnectionStringWithCredentials('mongodb://h/?authSource=admin', credentials).warnings).to.deep.equal([]);
+    const plain = parseConnectionStringWithCredentials('mongodb://h/?authSource=reports&authMechanism=SCRAM-SHA-1', { username: 'bob', password: 'pw' });
+    expect(plain.warnings).to.deep.equal([]);
+    expect(plain.connectionOptions.credentials).to.deep.include({ source: 'reports', mechanism: 'SCRAM-SHA-1' });
   });
 
   it('accepts the SRV options in a mongodb+srv URI, ignoring them with a warning (it does no SRV resolution)', function () {
