@@ -310,23 +310,26 @@ export function isError(value: unknown): value is Error {
  * writes it. Never throws (the value comes from user code: a clear's cause, what a log sink or an option getter
  * threw, and the words are often written from inside the pool's processing): a value `String()` cannot convert (an
  * object without a prototype, one whose `toString` throws) is written as `describeValue` does (as JSON, secrets
- * hidden), else as "a value that cannot be written"; an Error whose message getter throws is said to be one.
+ * hidden), else as "a value that cannot be written"; an Error whose message getter throws is said to be one. The user
+ * information of any URI in the words (`mongodb://user:password@`) is shown as `<credentials not shown>`.
  *
- * Source: extension (messages that survive hostile user code).
+ * Source: extension (messages that survive hostile user code; auth spec: drivers MUST NOT log credentials).
  */
 export function inWords(value: unknown): string {
   let isError = false;
+  let words: string;
   try {
     isError = value instanceof Error;
-    return isError ? String((value as Error).message) : String(value);
+    words = isError ? String((value as Error).message) : String(value);
   } catch {
     if (isError) return 'an Error whose message cannot be written';
     try {
-      return describeValue(value);
+      words = describeValue(value);
     } catch {
       return 'a value that cannot be written';
     }
   }
+  return withoutUserinfo(words);
 }
 
 /**
