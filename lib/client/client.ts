@@ -417,8 +417,10 @@ export class Client {
     const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
     if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined));
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
-    if (left() <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: left() }).catch((error: unknown) => {
+    // Read once: the clock moves between two reads, and a checkout given 0 would have no deadline, a negative one throw.
+    const remaining = left();
+    if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
+    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: remaining }).catch((error: unknown) => {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS });
       throw error;

@@ -153,6 +153,25 @@ describe('connect() / Client', function () {
     expect(await busy).to.include({ ok: 1 });
   });
 
+  it('a command with a fraction of a ms of timeoutMS left for its checkout never gives the checkout 0 or less', async function () {
+    // What was left was read twice, the clock moving in between: 0.25 ms left at the check became -0.25 ms for the
+    // checkout, which threw InvalidOptionError (timeoutMS must be >= 0); exactly 0 gave it no deadline at all.
+    const [a] = await start();
+    const clock = new VirtualClock();
+    const base = clock.now.bind(clock);
+    let moved = 0;
+    let moving = false;
+    clock.now = () => base() + (moving ? (moved += 0.5) : moved); // each read half a ms later
+    client = connect(`mongodb://${a.address}/?heartbeatFrequencyMS=10000`, { scheduler: clock });
+    await client.command('admin', { ping: 1 });
+    for (let timeoutMS = 0.25; timeoutMS < 6; timeoutMS += 0.5) {
+      moving = true;
+      const outcome = await client.command('admin', { ping: 1 }, { timeoutMS }).catch((e: unknown) => e);
+      moving = false;
+      expect(outcome, `timeoutMS ${timeoutMS}`).to.not.be.instanceOf(InvalidOptionError);
+    }
+  });
+
   it('close() fails a command waiting for server selection at once, with ClientClosedError, and later calls too', async function () {
     const port = await closedPort();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=8000&connectTimeoutMS=200`);
