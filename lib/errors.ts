@@ -316,13 +316,13 @@ export function isError(value: unknown): value is Error {
  * Source: extension (messages that survive hostile user code; auth spec: drivers MUST NOT log credentials).
  */
 export function inWords(value: unknown): string {
-  let isError = false;
+  let anError = false;
   let words: string;
   try {
-    isError = value instanceof Error;
-    words = isError ? String((value as Error).message) : String(value);
+    anError = value instanceof Error;
+    words = anError ? String((value as Error).message) : String(value);
   } catch {
-    if (isError) return 'an Error whose message cannot be written';
+    if (anError) return 'an Error whose message cannot be written';
     try {
       words = describeValue(value);
     } catch {
