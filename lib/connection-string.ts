@@ -155,8 +155,7 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
  * take the place of any in the URI. A URI without credentials may then set how those authenticate: its
  * `authMechanism` and `authSource` apply to the option's credentials where they leave them unset; one the credentials
  * set otherwise (a {@link MongoCredentials} instance always sets its source, admin by default) is ignored with a
- * warning. The result's
- * `connectionOptions.credentials` are the option's credentials, so completed.
+ * warning. The result's `connectionOptions.credentials` are the option's credentials, so completed.
  *
  * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
  *   the URI.
