@@ -292,17 +292,23 @@ export class PoolClearedError extends CmapError {
 }
 
 /**
- * Whether `value` is an Error. Never throws: `instanceof` asks a Proxy for its prototype, which its handler (or its
- * revocation) may refuse; such a value counts as no Error. For values of user code (what a factory failed with).
+ * Whether `value` is an instance of `type`. Never throws: `instanceof` asks a Proxy for its prototype, which its
+ * handler (or its revocation) may refuse; such a value counts as no instance. For values of user code (what a factory
+ * failed with, an error to log).
  *
  * Source: extension.
  */
-export function isError(value: unknown): value is Error {
+export function isInstance<T>(value: unknown, type: abstract new (...args: never[]) => T): value is T {
   try {
-    return value instanceof Error;
+    return value instanceof type;
   } catch {
     return false;
   }
+}
+
+/** {@link isInstance} of Error: whether `value` is an Error, never throwing. Source: extension. */
+export function isError(value: unknown): value is Error {
+  return isInstance(value, Error);
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { EJSON } from 'bson';
 import type { ServerAddress } from '../address';
-import { inWords, MongoServerError } from '../errors';
+import { inWords, isInstance, MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
@@ -231,7 +231,7 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
 
 /** {@link logError} of `error`, the last of `chain` (the errors above it, and it), with its causes. */
 function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]): LoggedError {
-  const server = isServerError(error) ? serverFields(error, maxDocumentLength) : undefined;
+  const server = isInstance(error, MongoServerError) ? serverFields(error, maxDocumentLength) : undefined;
   const labels = labelsOf(error);
   const cause = chain.length <= MAX_LOGGED_CAUSES ? causeOf(error) : undefined;
   // Logging spec, "Representing Errors": what an error class reports is logged, its cause included.
@@ -274,14 +274,6 @@ function labelsOf(error: Error): string[] | undefined {
     return labels instanceof Set && labels.size > 0 ? [...labels].map(String) : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isServerError(error: Error): error is MongoServerError {
-  try {
-    return error instanceof MongoServerError;
-  } catch {
-    return false;
   }
 }
 
