@@ -311,8 +311,7 @@ export class Client {
           if (e.type === 'ServerHeartbeatFailed') {
             this.heartbeatErrors.delete(address);
             this.heartbeatErrors.set(address, e.error);
-          }
-          else if (e.type === 'ServerHeartbeatSucceeded') this.heartbeatErrors.delete(address);
+          } else if (e.type === 'ServerHeartbeatSucceeded') this.heartbeatErrors.delete(address);
           published.next(e);
           toPool.next(e);
         },
