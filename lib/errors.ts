@@ -195,6 +195,16 @@ function holdsSecret(value: object): boolean {
 export interface PoolHoldings {
   /** Connections checked out. */
   readonly inUseConnectionCount: number;
+  /**
+   * Those connections by what their checkouts were for (`checkOut({ purpose })`): cursors, transactions, and every
+   * other operation (the default); the three add up to inUseConnectionCount. Source: load balancer spec,
+   * "Connection Tracking".
+   */
+  readonly inUseByPurpose: {
+    readonly cursor: number;
+    readonly transaction: number;
+    readonly operation: number;
+  };
   /** Connections being established. */
   readonly pendingConnectionCount: number;
   /** Connections available (established, not checked out). */
@@ -348,14 +358,21 @@ export function inWords(value: unknown): string {
  * `pool` says what the pool held when it timed out (see {@link PoolHoldings}: in use, pending, available, waiting,
  * and the checkout that had held its connection longest, with its `checkOut` stack when leak detection is on).
  * `util.inspect` (and so `console.error`) shows it; the message is the spec's, which the CMAP tests compare exactly.
+ * In load-balanced mode, when the pool timed out, the message is the load balancer spec's detailed one instead:
+ * "Timeout waiting for connection from the connection pool. maxPoolSize: 10, connections in use by cursors: 2,
+ * connections in use by transactions: 1, connections in use by other operations: 7" (`maxPoolSize` set, and the
+ * counts are `pool.inUseByPurpose`).
  *
- * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively"; `pool`:
- * extension; `timeoutMS`: extension (the client-side operations timeout spec: a checkout is bounded by the
- * operation's remaining timeoutMS and fails with a timeout error).
+ * Source: CMAP spec, "Connection Pool Errors" (WaitQueueTimeoutError) and "WaitQueue: Timeout aggressively"; the
+ * load-balanced message: load balancer spec, "Connection Tracking"; `pool`: extension; `timeoutMS`: extension (the
+ * client-side operations timeout spec: a checkout is bounded by the operation's remaining timeoutMS and fails with a
+ * timeout error).
  */
 export class WaitQueueTimeoutError extends CmapError {
   /** The checkout's own timeoutMS (ms) when that is what elapsed; undefined for the pool's waitQueueTimeoutMS. */
   readonly timeoutMS: number | undefined;
+  /** In load-balanced mode, the pool's maxPoolSize (0: no limit), which the message gives; undefined otherwise. */
+  readonly maxPoolSize: number | undefined;
 
   constructor(
     /** The pool's Endpoint, `host:port`. */
@@ -367,10 +384,21 @@ export class WaitQueueTimeoutError extends CmapError {
     details?: {
       /** The checkout's own timeoutMS, when that is what elapsed. */
       timeoutMS?: number;
+      /** Load-balanced mode: the pool's maxPoolSize; with `pool`, the message is the load balancer spec's. */
+      maxPoolSize?: number;
     },
   ) {
-    super('Timed out while checking out a connection from connection pool');
+    const maxPoolSize = details?.maxPoolSize;
+    super(
+      maxPoolSize === undefined || pool === undefined
+        ? 'Timed out while checking out a connection from connection pool'
+        : 'Timeout waiting for connection from the connection pool. ' +
+            `maxPoolSize: ${maxPoolSize}, connections in use by cursors: ${pool.inUseByPurpose.cursor}, ` +
+            `connections in use by transactions: ${pool.inUseByPurpose.transaction}, ` +
+            `connections in use by other operations: ${pool.inUseByPurpose.operation}`,
+    );
     this.timeoutMS = details?.timeoutMS;
+    this.maxPoolSize = maxPoolSize;
   }
 }
 

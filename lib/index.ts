@@ -8,7 +8,7 @@ export type { ConnectionPoolOptions } from './client/connection-pool';
 export { ConnectionPoolCore } from './pool/connection-pool-core';
 export type { PoolHoldings } from './errors';
 export type { ConnectionPoolCoreOptions, ClearOptions, PoolSnapshot, ServiceGenerationSnapshot, PoolInputAction } from './pool/connection-pool-core';
-export type { CheckOutRequest, CheckOutOptions } from './pool/check-out';
+export type { CheckOutRequest, CheckOutOptions, CheckOutPurpose } from './pool/check-out';
 export type { PoolConnection, ConnectionDescriptor, ConnectionFactory } from './pool/contract';
 export type { ConnectionPoolState, ConnectionState } from './pool/state';
 

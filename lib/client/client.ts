@@ -421,7 +421,9 @@ export class Client {
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
     return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: remaining }).catch((error: unknown) => {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
-      if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS });
+      if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
+        throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS, maxPoolSize: error.maxPoolSize });
+      }
       throw error;
     });
   }

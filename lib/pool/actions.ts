@@ -20,6 +20,8 @@ export interface CheckOutAction<C> {
   readonly site?: CheckOutSite;
   /** A high-priority checkout (`checkOut({ priority: 'high' })`): served before every normal one. */
   readonly high?: boolean;
+  /** What the connection is for, when that is a cursor or a transaction (`checkOut({ purpose })`). */
+  readonly purpose?: 'cursor' | 'transaction';
 }
 
 /**

@@ -10,11 +10,19 @@ import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueT
 import { Waiter } from './wait-queue';
 
 /**
+ * What a connection is checked out for: a cursor (held for its getMores), a transaction (held until it ends), or any
+ * other operation (the default).
+ *
+ * Source: load balancer spec, "Connection Tracking" (its three categories).
+ */
+export type CheckOutPurpose = 'cursor' | 'transaction' | 'operation';
+
+/**
  * Options of one checkout.
  *
  * Source: extension: `signal` (the web platform's AbortSignal, as `fetch` takes it), `priority` (the mongodb-core 2.0
  * pool lets monitoring operations jump the queue), `timeoutMS` (the client-side operations timeout spec's rule for
- * checkouts).
+ * checkouts); `purpose` is the load balancer spec's "Connection Tracking".
  */
 export interface CheckOutOptions {
   /**
@@ -44,6 +52,15 @@ export interface CheckOutOptions {
    * Source: extension (the client-side operations timeout spec: a checkout is bounded by the operation's timeoutMS).
    */
   readonly timeoutMS?: number;
+  /**
+   * What the connection is checked out for (see {@link CheckOutPurpose}); default `'operation'`. The pool counts the
+   * connections in use by purpose where it says what it holds (`PoolHoldings.inUseByPurpose`, e.g. in a
+   * WaitQueueTimeoutError), and in load-balanced mode a WaitQueueTimeoutError's message gives those counts. Costs
+   * nothing until a timeout reads it.
+   *
+   * Source: load balancer spec, "Connection Tracking".
+   */
+  readonly purpose?: CheckOutPurpose;
 }
 
 /** The checked options of one checkout, as its request keeps them (made only when options were given). */
@@ -52,6 +69,8 @@ export interface CheckOutSettings {
   readonly high: boolean;
   /** ms; 0 for none. */
   readonly timeoutMS: number;
+  /** undefined for `'operation'` (the default): only cursors and transactions are recorded. */
+  readonly purpose: 'cursor' | 'transaction' | undefined;
 }
 
 /** How a request reaches its pool. */
@@ -129,6 +148,11 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   /** Whether it is a high-priority checkout (`priority: 'high'`). */
   get high(): boolean {
     return this.settings?.high === true;
+  }
+
+  /** What it is checked out for, when that is a cursor or a transaction (`purpose`); undefined for any other operation. */
+  get purpose(): 'cursor' | 'transaction' | undefined {
+    return this.settings?.purpose;
   }
 
   then<R1 = C, R2 = never>(

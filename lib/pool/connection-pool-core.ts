@@ -284,8 +284,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       scheduler,
       enter:
         sites === undefined
-          ? (waiter: Waiter<C>, _request: CheckOutRequest<C>, high: boolean) => dispatch({ type: 'checkOut', waiter, high })
-          : (waiter: Waiter<C>, request: CheckOutRequest<C>, high: boolean) => dispatch({ type: 'checkOut', waiter, site: sites.get(request), high }),
+          ? (waiter: Waiter<C>, request: CheckOutRequest<C>, high: boolean) => dispatch({ type: 'checkOut', waiter, high, purpose: request.purpose })
+          : (waiter: Waiter<C>, request: CheckOutRequest<C>, high: boolean) =>
+              dispatch({ type: 'checkOut', waiter, site: sites.get(request), high, purpose: request.purpose }),
       leave: (waiter: Waiter<C>, error?: Error, timeoutMS?: number) => dispatch({ type: 'cancel', waiter, error, timeoutMS }),
     };
 
@@ -393,7 +394,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * @throws {InvalidOptionError} synchronously, for options that are not an object (option `checkOut options`), a
    *   key that is not one of them (naming the closest), a `signal` that is not an AbortSignal, a `priority` other
-   *   than `'high'` or `'normal'`, or a `timeoutMS` that is not a number >= 0 (each named).
+   *   than `'high'` or `'normal'`, a `timeoutMS` that is not a number >= 0, or a `purpose` other than `'cursor'`,
+   *   `'transaction'` or `'operation'` (each named).
    *
    * Source: CMAP spec, "Checking Out a Connection".
    */
@@ -733,7 +735,7 @@ function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
 }
 
 /** The names of {@link CheckOutOptions}. */
-const CHECK_OUT_OPTION_NAMES = ['signal', 'priority', 'timeoutMS'] as const satisfies readonly (keyof CheckOutOptions)[];
+const CHECK_OUT_OPTION_NAMES = ['signal', 'priority', 'timeoutMS', 'purpose'] as const satisfies readonly (keyof CheckOutOptions)[];
 true satisfies ListsEveryOption<CheckOutOptions, typeof CHECK_OUT_OPTION_NAMES>;
 
 /**
@@ -742,13 +744,16 @@ true satisfies ListsEveryOption<CheckOutOptions, typeof CHECK_OUT_OPTION_NAMES>;
  */
 function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
   requireMethodOptions('checkOut', options, CHECK_OUT_OPTION_NAMES);
-  const { signal, priority, timeoutMS } = options;
+  const { signal, priority, timeoutMS, purpose } = options;
   requireAbortSignal(signal);
   if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
     throw new InvalidOptionError('priority', priority, "'high' or 'normal'");
   }
   if (timeoutMS !== undefined) requireDurationMS('timeoutMS', timeoutMS, 'a number of ms >= 0 (0 means none)');
-  return { signal, high: priority === 'high', timeoutMS: timeoutMS ?? 0 };
+  if (purpose !== undefined && purpose !== 'cursor' && purpose !== 'transaction' && purpose !== 'operation') {
+    throw new InvalidOptionError('purpose', purpose, "'cursor', 'transaction' or 'operation'");
+  }
+  return { signal, high: priority === 'high', timeoutMS: timeoutMS ?? 0, purpose: purpose === 'operation' ? undefined : purpose };
 }
 
 /** The names of {@link ClearOptions}. */

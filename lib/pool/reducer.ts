@@ -37,6 +37,7 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
   switch (action.type) {
     case 'checkOut':
       if (action.site !== undefined) state.checkOutSites?.set(action.waiter, action.site);
+      if (action.purpose !== undefined) (state.purposes ??= new WeakMap()).set(action.waiter, action.purpose);
       checkOut(state, action.waiter, action.high === true, out);
       break;
     case 'cancel':
@@ -312,7 +313,7 @@ function cancel<C extends PoolConnection>(
   const held = timeoutMS === undefined ? undefined : holdings(s);
   if (s.observed) now(s);
   if (!s.waitQueue.remove(w) && !s.claimants.remove(w)) return; // already done: its outcome stands
-  const error = held === undefined ? abortError : new WaitQueueTimeoutError(s.address, timeoutMS!, held, { timeoutMS });
+  const error = held === undefined ? abortError : new WaitQueueTimeoutError(s.address, timeoutMS!, held, { timeoutMS, maxPoolSize: loadBalancedMaxPoolSize(s) });
   if (s.observed) {
     emit(out, {
       type: 'ConnectionCheckOutFailed',
@@ -347,10 +348,16 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
       }
       held ??= holdings(s);
       s.waitQueue.shiftLane(high);
-      failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held), out);
+      const error = new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held, { maxPoolSize: loadBalancedMaxPoolSize(s) });
+      failWaiter(s, w, 'timeout', error, out);
     }
   }
   if (next !== Infinity) armTimer(s, 'waitQueue', next, out);
+}
+
+/** Load-balanced mode: the maxPoolSize a WaitQueueTimeoutError's message gives (load balancer spec); else undefined. */
+function loadBalancedMaxPoolSize<C>(s: PoolState<C>): number | undefined {
+  return s.loadBalanced ? s.options.maxPoolSize : undefined;
 }
 
 /** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
@@ -367,13 +374,21 @@ function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: 
 function holdings<C>(s: PoolState<C>): PoolHoldings {
   const inUse = inUseConnectionCount(s);
   let oldest: ConnectionRecord<C> | undefined;
+  let cursor = 0;
+  let transaction = 0;
   if (inUse > 0) {
+    const purposes = s.purposes;
     for (const rec of s.records.values()) {
-      if (rec.state === 'in use' && rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
+      if (rec.state !== 'in use') continue;
+      if (rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
+      const purpose = purposes === undefined || rec.holder === undefined ? undefined : purposes.get(rec.holder);
+      if (purpose === 'cursor') cursor++;
+      else if (purpose === 'transaction') transaction++;
     }
   }
   return Object.freeze({
     inUseConnectionCount: inUse,
+    inUseByPurpose: Object.freeze({ cursor, transaction, operation: inUse - cursor - transaction }),
     pendingConnectionCount: s.pendingConnectionCount,
     availableConnectionCount: s.available.size,
     waitQueueLength: waitingCheckOutCount(s),

@@ -101,6 +101,12 @@ export interface PoolState<C> {
   leakTimerAt: number | undefined;
   /** Leak detection: where each waiting checkout was requested (only while leak detection is on). */
   readonly checkOutSites: WeakMap<Waiter<C>, CheckOutSite> | undefined;
+  /**
+   * Load balancer spec "Connection Tracking": the checkouts made for a cursor or a transaction (`checkOut({ purpose
+   * })`); every other checkout is for an operation. Made on the first such checkout; read only to count the connections
+   * in use by purpose, through each in-use connection's holder.
+   */
+  purposes: WeakMap<Waiter<C>, 'cursor' | 'transaction'> | undefined;
   /** The error that caused the last clear (part of PoolClearedError's message). */
   clearCause: unknown;
   /** Whether the pool was ever marked ready (picks PoolClearedError's message). */
@@ -140,6 +146,7 @@ export function initialPoolState<C>(
     waitTimerAt: undefined,
     leakTimerAt: undefined,
     checkOutSites: options.leakDetectionThresholdMS > 0 ? new WeakMap() : undefined,
+    purposes: undefined,
     clearCause: undefined,
     everReady: false,
     stepTime: NaN,

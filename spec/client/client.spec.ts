@@ -340,6 +340,26 @@ describe('connect() / Client', function () {
     expect([...client.pools.values()][0].snapshot().serviceGenerations).to.have.length(1);
   });
 
+  it('load-balanced: a command whose checkout runs out of timeoutMS says what holds the pool, in the load balancer spec\'s words', async function () {
+    const [a] = await start(1, { loadBalancedServices: 1 });
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=1`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    const cursor = pool.checkOut({ purpose: 'cursor' }).then((c) => c);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
+    await cursor;
+    const waited = client.command('admin', { ping: 1 }, { timeoutMS: 200 }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().waitQueueLength === 1)).to.equal(true);
+    clock.advance(200);
+    const error = await waited;
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(error).to.deep.include({ timeoutMS: 200, maxPoolSize: 1 });
+    expect((error as Error).message).to.equal(
+      'Timeout waiting for connection from the connection pool. maxPoolSize: 1, connections in use by cursors: 1, ' +
+        'connections in use by transactions: 0, connections in use by other operations: 0',
+    );
+  });
+
   it('load-balanced: a command failing with a network error (not a timeout) clears its connection\'s service once, not the pool', async function () {
     const [a] = await start(1, { loadBalancedServices: 2 });
     client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=4`);

@@ -726,7 +726,7 @@ describe('ConnectionPool', function () {
         [() => pool.checkOut({ signal: { aborted: false, removeEventListener: noop } } as never), 'signal', /Invalid signal/],
         [() => pool.checkOut({ signal: { aborted: false, addEventListener: noop } } as never), 'signal', /Invalid signal/],
         [() => pool.checkOut({ signal: Object.assign(() => undefined, { aborted: false, addEventListener: noop, removeEventListener: noop }) } as never), 'signal', /Invalid signal/],
-        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?, priority\?, timeoutMS\? \}, or nothing\)/],
+        [() => pool.checkOut(null as never), 'checkOut options', /Invalid checkOut options: null \(checkOut options must be an object \{ signal\?, priority\?, timeoutMS\?, purpose\? \}, or nothing\)/],
         [() => pool.checkOut(5 as never), 'checkOut options', /Invalid checkOut options: 5/],
         [() => pool.checkOut({ timeoutMs: 5 } as never), 'timeoutMs', /Unknown option timeoutMs of checkOut: did you mean timeoutMS\?/],
         [() => pool.checkOut({ priority: 'urgent' } as never), 'priority', /Invalid priority: "urgent" \(priority must be 'high' or 'normal'\)/],

@@ -195,6 +195,7 @@ describe('the holdings in the errors of waiting checkouts', function () {
     expect(first.message).to.equal('Timed out while checking out a connection from connection pool');
     const expected: PoolHoldings = {
       inUseConnectionCount: 1,
+      inUseByPurpose: { cursor: 0, transaction: 0, operation: 1 },
       pendingConnectionCount: 0,
       availableConnectionCount: 0,
       waitQueueLength: 2,
@@ -203,6 +204,36 @@ describe('the holdings in the errors of waiting checkouts', function () {
     expect(first.pool).to.deep.equal(expected);
     expect(second.pool, 'both timed out at once: the same moment').to.equal(first.pool);
     expect(Object.isFrozen(first.pool)).to.equal(true);
+  });
+
+  it('counts the connections in use by what they were checked out for (cursor, transaction, other operations)', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 4, waitQueueTimeoutMS: 100 }, false);
+    const held = new Map<string, MockConnection>();
+    pool.checkOut({ purpose: 'cursor' }).subscribe((c) => held.set('cursor 1', c));
+    pool.checkOut({ purpose: 'cursor' }).subscribe((c) => held.set('cursor 2', c));
+    void pool.checkOut({ purpose: 'transaction', priority: 'high' }).then((c) => held.set('transaction', c));
+    pool.checkOut({ purpose: 'operation' }).subscribe((c) => held.set('operation', c));
+    clock.advance(20); // two establishments at a time (maxConnecting), 10 ms each
+    await Promise.resolve();
+    expect(held.size).to.equal(4);
+    // A connection a cursor gave back is counted for what its next checkout is for.
+    pool.checkIn(held.get('cursor 2')!);
+    pool.checkOut().subscribe((c) => held.set('other', c));
+    expect(held.get('other')).to.equal(held.get('cursor 2'));
+    const waiting = [pool.checkOut().then(undefined, (e: unknown) => e), pool.checkOut({ timeoutMS: 50 }).then(undefined, (e: unknown) => e)];
+    clock.advance(100);
+    for (const error of (await Promise.all(waiting)) as WaitQueueTimeoutError[]) {
+      expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(error.pool?.inUseByPurpose).to.deep.equal({ cursor: 1, transaction: 1, operation: 2 });
+      expect(error.message, 'outside load-balanced mode the message stays the CMAP spec\'s').to.equal('Timed out while checking out a connection from connection pool');
+      expect(error.maxPoolSize).to.equal(undefined);
+    }
+  });
+
+  it('refuses a purpose that is not one of the three, naming the option', function () {
+    const { pool } = virtualPool();
+    expect(() => pool.checkOut({ purpose: 'cursors' as never })).to.throw(InvalidOptionError, /purpose.*'cursor', 'transaction' or 'operation'/);
+    expect(() => pool.checkOut({ purpose: null as never })).to.throw(InvalidOptionError, /purpose/);
   });
 
   it('with leak detection on, names where the oldest checkout was made', async function () {
@@ -232,6 +263,7 @@ describe('the holdings in the errors of waiting checkouts', function () {
     expect(error.message).to.equal('Connection pool for db.example:27017 was cleared because another operation failed with: primary stepped down');
     expect(error.pool).to.deep.equal({
       inUseConnectionCount: 2,
+      inUseByPurpose: { cursor: 0, transaction: 0, operation: 2 },
       pendingConnectionCount: 0,
       availableConnectionCount: 0,
       waitQueueLength: 1,

@@ -11,6 +11,7 @@ import {
   ConnectionPoolCore,
   InvalidOptionError,
   MongoCompatibilityError,
+  WaitQueueTimeoutError,
   type ConnectionClosedEvent,
   type ConnectionPoolEvent,
 } from '../../lib';
@@ -224,6 +225,38 @@ describe('load-balanced mode', function () {
         availableConnectionCount: 0,
         waitQueueLength: 0,
       });
+      pool.close();
+    });
+  });
+
+  describe('WaitQueueTimeoutError', function () {
+    it('gives maxPoolSize and the connections in use by cursors, by transactions and by other operations (load balancer spec)', async function () {
+      const clock = new VirtualClock();
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'lb:27017',
+        loadBalanced: true,
+        maxPoolSize: 3,
+        waitQueueTimeoutMS: 100,
+        scheduler: clock,
+        connectionFactory: (d) => of(new MockConnection(d, A)),
+      });
+      pool.ready();
+      const held: MockConnection[] = [];
+      pool.checkOut({ purpose: 'cursor' }).subscribe((c) => held.push(c));
+      pool.checkOut({ purpose: 'transaction' }).subscribe((c) => held.push(c));
+      held.push(await pool.checkOut());
+      expect(held).to.have.length(3);
+      const waiting = [pool.checkOut().then(undefined, (e: unknown) => e), pool.checkOut({ timeoutMS: 40 }).then(undefined, (e: unknown) => e)];
+      clock.advance(100);
+      const [queueTimeout, ownTimeout] = (await Promise.all(waiting)) as WaitQueueTimeoutError[];
+      const message =
+        'Timeout waiting for connection from the connection pool. maxPoolSize: 3, connections in use by cursors: 1, ' +
+        'connections in use by transactions: 1, connections in use by other operations: 1';
+      expect(queueTimeout).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(queueTimeout.message).to.equal(message);
+      expect(queueTimeout).to.deep.include({ maxPoolSize: 3, waitQueueTimeoutMS: 100, timeoutMS: undefined });
+      expect(ownTimeout.message, 'the checkout\'s own timeoutMS too').to.equal(message);
+      expect(ownTimeout).to.deep.include({ maxPoolSize: 3, timeoutMS: 40 });
       pool.close();
     });
   });
