@@ -2,23 +2,118 @@
  * The initial handshake: the command that opens every connection (legacy hello with `helloOk`, or `hello` in
  * load-balanced mode), with the client metadata, offered compressors and mechanism negotiation it carries.
  *
- * Source: handshake spec, "Connection handshake", "Hello Command"; auth spec, "Mechanism Negotiation via Handshake";
- * OP_COMPRESSED spec (compression negotiation); load balancer spec ("loadBalanced" in the handshake).
+ * Source: handshake spec, "Connection handshake", "Hello Command", "client.env", "Limitations"; auth spec,
+ * "Mechanism Negotiation via Handshake"; OP_COMPRESSED spec (compression negotiation); load balancer spec
+ * ("loadBalanced" in the handshake).
  */
+import { existsSync } from 'node:fs';
 import * as os from 'node:os';
-import type { Document } from 'bson';
+import { calculateObjectSize, type Document } from 'bson';
 import { DRIVER_INFO } from '../version';
 import { InvalidOptionError } from '../errors';
 
 /** The spec's limit on the size of `client.application.name`, in bytes. */
 export const MAX_APP_NAME_BYTES = 128;
 
+/** The spec's limit on the size of the whole `client` document, BSON overhead included, in bytes. */
+export const MAX_CLIENT_METADATA_BYTES = 512;
+
 /**
- * The `client` document of the handshake.
- *
- * @throws {InvalidOptionError} (option `appName`) when appName is not a string of at most 128 bytes (UTF-8).
+ * Where the execution environment is read from: the environment variables and whether `/.dockerenv` exists. Both
+ * are read once, when {@link clientMetadata} builds the document.
  */
-export function clientMetadata(appName?: string): Document {
+export interface ExecutionEnvironment {
+  /** Environment variables (default `process.env`). */
+  readonly variables: Readonly<Record<string, string | undefined>>;
+  /** Whether the file `.dockerenv` exists in the root directory (default: checked on the file system). */
+  readonly dockerenv: boolean;
+}
+
+/** A variable counts as populated when it is set to a non-empty string. */
+function populated(variables: ExecutionEnvironment['variables'], name: string): string | undefined {
+  const value = variables[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** A variable's value as an int32, or undefined when it is missing or not a base-10 integer in int32 range. */
+function int32(variables: ExecutionEnvironment['variables'], name: string): number | undefined {
+  const value = populated(variables, name);
+  if (value === undefined || !/^[+-]?\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return n >= -0x8000_0000 && n <= 0x7fff_ffff ? n : undefined;
+}
+
+/** The FaaS `client.env.name`, or undefined when none, or an ambiguous combination, of the variables is populated. */
+function faasName(variables: ExecutionEnvironment['variables']): string | undefined {
+  const aws = populated(variables, 'AWS_EXECUTION_ENV')?.startsWith('AWS_Lambda_') || populated(variables, 'AWS_LAMBDA_RUNTIME_API') !== undefined;
+  const names = [
+    aws ? 'aws.lambda' : undefined,
+    populated(variables, 'FUNCTIONS_WORKER_RUNTIME') === undefined ? undefined : 'azure.func',
+    (populated(variables, 'K_SERVICE') ?? populated(variables, 'FUNCTION_NAME')) === undefined ? undefined : 'gcp.func',
+    populated(variables, 'VERCEL') === undefined ? undefined : 'vercel',
+  ].filter((name) => name !== undefined);
+  if (names.length === 1) return names[0];
+  // Vercel runs on AWS Lambda: that pair is Vercel; any other combination is ambiguous and reports no FaaS.
+  return names.length === 2 && names[0] === 'aws.lambda' && names[1] === 'vercel' ? 'vercel' : undefined;
+}
+
+/**
+ * The `client.env` document: the FaaS the process runs in (`name`, and for it `region`, `memory_mb`, `timeout_sec`
+ * as the spec's table reads them; a variable missing or of the wrong type leaves its field out, never an error) and
+ * the container (`container.runtime: "docker"` when `/.dockerenv` exists, `container.orchestrator: "kubernetes"`
+ * when `KUBERNETES_SERVICE_HOST` is populated). Undefined when none of these is known.
+ *
+ * Source: handshake spec, "client.env" ("FaaS", "Container").
+ */
+export function clientEnv(environment: ExecutionEnvironment = currentEnvironment()): Document | undefined {
+  const v = environment.variables;
+  const env: Document = {};
+  const name = faasName(v);
+  const fields: Document =
+    name === 'aws.lambda'
+      ? { region: populated(v, 'AWS_REGION'), memory_mb: int32(v, 'AWS_LAMBDA_FUNCTION_MEMORY_SIZE') }
+      : name === 'gcp.func'
+        ? { memory_mb: int32(v, 'FUNCTION_MEMORY_MB'), timeout_sec: int32(v, 'FUNCTION_TIMEOUT_SEC'), region: populated(v, 'FUNCTION_REGION') }
+        : name === 'vercel'
+          ? { region: populated(v, 'VERCEL_REGION') }
+          : {};
+  if (name !== undefined) env.name = name;
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) env[key] = value;
+  const container: Document = {};
+  if (environment.dockerenv) container.runtime = 'docker';
+  if (populated(v, 'KUBERNETES_SERVICE_HOST') !== undefined) container.orchestrator = 'kubernetes';
+  if (Object.keys(container).length > 0) env.container = container;
+  return Object.keys(env).length > 0 ? env : undefined;
+}
+
+/** The environment of this process: `process.env`, and whether `/.dockerenv` exists. */
+function currentEnvironment(): ExecutionEnvironment {
+  return { variables: process.env, dockerenv: existsSync('/.dockerenv') };
+}
+
+/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function truncateUtf8(text: string, bytes: number): string {
+  const encoded = Buffer.from(text, 'utf8');
+  if (encoded.length <= bytes) return text;
+  let end = Math.max(0, bytes);
+  // Back up over continuation bytes (10xxxxxx) to the start of the character the cut would split.
+  while (end > 0 && (encoded[end] & 0xc0) === 0x80) end--;
+  return encoded.subarray(0, end).toString('utf8');
+}
+
+/**
+ * The `client` document of the handshake: `application.name` (when given), `driver`, `os`, `platform` and, when
+ * anything is known of it, `env` ({@link clientEnv}). Kept within {@link MAX_CLIENT_METADATA_BYTES} (512) bytes of
+ * BSON by dropping, in this order and only as far as needed: the fields of `env` but `env.name`, the fields of `os`
+ * but `os.type`, `env` itself; then cutting `platform`.
+ *
+ * @param appName `client.application.name`; absent: no `application` (there is no default).
+ * @param environment where `env` is read from (default: this process's environment variables and `/.dockerenv`).
+ * @throws {InvalidOptionError} (option `appName`) when appName is not a string of at most 128 bytes (UTF-8).
+ *
+ * Source: handshake spec, "Hello Command", "client.application.name", "client.env", "Limitations".
+ */
+export function clientMetadata(appName?: string, environment?: ExecutionEnvironment): Document {
   const metadata: Document = {};
   if (appName !== undefined) {
     if (typeof appName !== 'string' || Buffer.byteLength(appName, 'utf8') > MAX_APP_NAME_BYTES) {
@@ -27,8 +122,35 @@ export function clientMetadata(appName?: string): Document {
     metadata.application = { name: appName };
   }
   metadata.driver = { name: DRIVER_INFO.name, version: DRIVER_INFO.version };
-  metadata.os = { type: os.type(), name: process.platform, architecture: process.arch, version: os.release() };
+  metadata.os = { type: os.type() || 'unknown', name: process.platform, architecture: process.arch, version: os.release() };
   metadata.platform = `Node.js ${process.version}, ${os.endianness()}`;
+  const env = clientEnv(environment);
+  if (env !== undefined) metadata.env = env;
+  return fitClientMetadata(metadata);
+}
+
+/**
+ * Reduces a `client` document, in place, until its BSON is at most {@link MAX_CLIENT_METADATA_BYTES} (512) bytes,
+ * each step only when the previous ones left it too large: keep only `env.name` of `env` (no name: no `env`), keep
+ * only `os.type` of `os`, drop `env`, then cut `platform` (UTF-8, never inside a character) by the bytes still over.
+ * `application` and `driver` are never changed. Returns `metadata`.
+ *
+ * Source: handshake spec, "Limitations" (the order in which fields are omitted or truncated).
+ */
+export function fitClientMetadata(metadata: Document): Document {
+  const fits = (): boolean => calculateObjectSize(metadata) <= MAX_CLIENT_METADATA_BYTES;
+  if (fits()) return metadata;
+  if (metadata.env !== undefined) {
+    if (metadata.env.name === undefined) delete metadata.env;
+    else metadata.env = { name: metadata.env.name };
+    if (fits()) return metadata;
+  }
+  metadata.os = { type: metadata.os.type };
+  if (fits()) return metadata;
+  delete metadata.env;
+  if (fits() || typeof metadata.platform !== 'string') return metadata;
+  const over = calculateObjectSize(metadata) - MAX_CLIENT_METADATA_BYTES;
+  metadata.platform = truncateUtf8(metadata.platform, Buffer.byteLength(metadata.platform, 'utf8') - over);
   return metadata;
 }
 

@@ -1,0 +1,149 @@
+/**
+ * The handshake's client metadata: `client.env` (FaaS and container detection) and the 512-byte limit on the
+ * `client` document, with the order in which it is reduced to fit.
+ */
+import { expect } from 'chai';
+import { calculateObjectSize, deserialize, serialize, type Document } from 'bson';
+import { firstValueFrom, from } from 'rxjs';
+import { connectionFactory } from '../../lib';
+import { clientEnv, clientMetadata, fitClientMetadata, MAX_CLIENT_METADATA_BYTES } from '../../lib/connection/handshake';
+import { EmbeddedServer } from '../../lib/testing';
+
+/** An environment with these variables and no `/.dockerenv`, unless `dockerenv` says otherwise. */
+const environment = (variables: Record<string, string>, dockerenv = false) => ({ variables, dockerenv });
+
+describe('handshake client metadata', function () {
+  describe('client.env', function () {
+    it('is omitted when no FaaS variable is populated and the process runs in no container', function () {
+      expect(clientEnv(environment({}))).to.equal(undefined);
+      expect(clientMetadata('app', environment({ AWS_EXECUTION_ENV: 'EC2', VERCEL: '' }))).not.to.have.property('env');
+    });
+
+    it('names AWS Lambda, with region and memory_mb as an int32', function () {
+      const env = clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_REGION: 'us-east-2', AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024' }));
+      expect(env).to.deep.equal({ name: 'aws.lambda', region: 'us-east-2', memory_mb: 1024 });
+      // An int32 on the wire (BSON type 0x10), not a double.
+      const raw = deserialize(serialize({ env }), { promoteValues: false }) as Document;
+      expect(raw.env.memory_mb._bsontype).to.equal('Int32');
+      expect(clientEnv(environment({ AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001' }))).to.deep.equal({ name: 'aws.lambda' });
+    });
+
+    it('names Azure Functions, GCP (with memory_mb, timeout_sec and region) and Vercel (with region)', function () {
+      expect(clientEnv(environment({ FUNCTIONS_WORKER_RUNTIME: 'node' }))).to.deep.equal({ name: 'azure.func' });
+      const gcp = { K_SERVICE: 'svc', FUNCTION_MEMORY_MB: '1024', FUNCTION_TIMEOUT_SEC: '60', FUNCTION_REGION: 'us-central1' };
+      expect(clientEnv(environment(gcp))).to.deep.equal({ name: 'gcp.func', memory_mb: 1024, timeout_sec: 60, region: 'us-central1' });
+      expect(clientEnv(environment({ FUNCTION_NAME: 'f' }))).to.deep.equal({ name: 'gcp.func' });
+      expect(clientEnv(environment({ VERCEL: '1', VERCEL_REGION: 'cdg1' }))).to.deep.equal({ name: 'vercel', region: 'cdg1' });
+    });
+
+    it('Vercel takes precedence over AWS Lambda; any other combination of providers reports no FaaS', function () {
+      const both = { AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_REGION: 'us-east-2', VERCEL: '1', VERCEL_REGION: 'cdg1' };
+      expect(clientEnv(environment(both))).to.deep.equal({ name: 'vercel', region: 'cdg1' });
+      expect(clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', FUNCTIONS_WORKER_RUNTIME: 'node' }))).to.equal(undefined);
+      expect(clientEnv(environment({ VERCEL: '1', K_SERVICE: 'svc' }))).to.equal(undefined);
+    });
+
+    it('leaves out a field whose variable is not of the expected type, without an error', function () {
+      for (const size of ['big', '1.5', '', '2147483648', '1e3']) {
+        const env = clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_LAMBDA_FUNCTION_MEMORY_SIZE: size }));
+        expect(env, size).to.deep.equal({ name: 'aws.lambda' });
+      }
+    });
+
+    it('reports the container runtime and orchestrator, with the FaaS when both are present', function () {
+      expect(clientEnv(environment({}, true))).to.deep.equal({ container: { runtime: 'docker' } });
+      expect(clientEnv(environment({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }))).to.deep.equal({ container: { orchestrator: 'kubernetes' } });
+      expect(clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', KUBERNETES_SERVICE_HOST: '10.0.0.1' }, true))).to.deep.equal({
+        name: 'aws.lambda',
+        container: { runtime: 'docker', orchestrator: 'kubernetes' },
+      });
+    });
+
+    it('reaches the server in the handshake', async function () {
+      const server = await new EmbeddedServer().start();
+      try {
+        let received: Document | undefined;
+        server.handle('ismaster', (command) => {
+          received = command;
+          return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
+        });
+        const [host, port] = server.address.split(':');
+        const saved = process.env.KUBERNETES_SERVICE_HOST;
+        process.env.KUBERNETES_SERVICE_HOST = '10.0.0.1';
+        let factory;
+        try {
+          factory = connectionFactory({ host, port: Number(port), appName: 'env-test' });
+        } finally {
+          if (saved === undefined) delete process.env.KUBERNETES_SERVICE_HOST;
+          else process.env.KUBERNETES_SERVICE_HOST = saved;
+        }
+        const signal = new AbortController().signal;
+        const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal })));
+        connection.destroy();
+        expect(received?.client?.env?.container?.orchestrator).to.equal('kubernetes');
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe(`the ${MAX_CLIENT_METADATA_BYTES}-byte limit`, function () {
+    it('a FaaS region too long for the limit leaves only env.name, the rest intact', function () {
+      const variables = { AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_REGION: 'a'.repeat(512), KUBERNETES_SERVICE_HOST: 'k' };
+      const metadata = clientMetadata('a'.repeat(128), environment(variables, true));
+      expect(metadata.env).to.deep.equal({ name: 'aws.lambda' });
+      expect(metadata.os).to.have.all.keys('type', 'name', 'architecture', 'version');
+      expect(metadata.application).to.deep.equal({ name: 'a'.repeat(128) });
+      expect(calculateObjectSize(metadata)).to.be.at.most(MAX_CLIENT_METADATA_BYTES);
+    });
+
+    it('a container-only env too long for the limit is omitted at the first step', function () {
+      const metadata = fitClientMetadata({
+        driver: { name: 'd', version: '1' },
+        os: { type: 'Linux', name: 'n' },
+        platform: 'p',
+        env: { container: { runtime: 'x'.repeat(600) } },
+      });
+      expect(metadata).to.deep.equal({ driver: { name: 'd', version: '1' }, os: { type: 'Linux', name: 'n' }, platform: 'p' });
+    });
+
+    it('then keeps only os.type; then drops env; then cuts platform, in that order and only as far as needed', function () {
+      const base = (): Document => ({
+        application: { name: 'app' },
+        driver: { name: 'd', version: '1' },
+        os: { type: 'Linux', name: 'n'.repeat(200), architecture: 'x64', version: '1' },
+        platform: 'p',
+        env: { name: 'aws.lambda', region: 'r'.repeat(200) },
+      });
+      // Step 1 is enough.
+      const one = fitClientMetadata(base());
+      expect(one.env).to.deep.equal({ name: 'aws.lambda' });
+      expect(one.os.name).to.equal('n'.repeat(200));
+      // Step 2: os is reduced to its type, env.name stays.
+      const two = base();
+      two.os.name = 'n'.repeat(450);
+      expect(fitClientMetadata(two)).to.deep.include({ os: { type: 'Linux' }, env: { name: 'aws.lambda' }, platform: 'p' });
+      // Step 3: env goes when os alone is not enough.
+      const three = base();
+      three.env.name = 'e'.repeat(440);
+      const fitted3 = fitClientMetadata(three);
+      expect(fitted3).not.to.have.property('env');
+      expect(fitted3).to.deep.include({ os: { type: 'Linux' }, platform: 'p' });
+      // Step 4: platform is cut to exactly the bytes that fit, never inside a character.
+      const four = base();
+      four.platform = 'é'.repeat(400);
+      const fitted4 = fitClientMetadata(four);
+      expect(fitted4).not.to.have.property('env');
+      expect(fitted4.application).to.deep.equal({ name: 'app' });
+      expect(fitted4.platform).to.match(/^é+$/);
+      const size = calculateObjectSize(fitted4);
+      expect(size).to.be.within(MAX_CLIENT_METADATA_BYTES - 1, MAX_CLIENT_METADATA_BYTES);
+    });
+
+    it('leaves a document within the limit untouched', function () {
+      const metadata = clientMetadata('a'.repeat(128), environment({ VERCEL: '1', VERCEL_REGION: 'cdg1' }, true));
+      expect(metadata.env).to.deep.equal({ name: 'vercel', region: 'cdg1', container: { runtime: 'docker' } });
+      expect(metadata.os).to.have.all.keys('type', 'name', 'architecture', 'version');
+    });
+  });
+});
