@@ -1,7 +1,8 @@
 /**
  * OP_MSG: the message format of every command and reply, encoded and decoded with `bson`.
  *
- * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections").
+ * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections": exactly one Payload Type 0, each Payload Type 1 identifier
+ * unique per message).
  */
 import { calculateObjectSize, serialize, type Document } from 'bson';
 import { HEADER_LENGTH, OpCode, readBsonDocument, WireProtocolError, writeHeader } from './wire-protocol';
@@ -95,8 +96,9 @@ function checkLimits(size: number, limits: OutgoingLimits): void {
 /**
  * Decodes the body (the bytes after the header) of an OP_MSG.
  *
- * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, an unknown section
- *   kind, a section that overruns the message, or invalid BSON.
+ * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, two document
+ *   sequences with the same identifier, an unknown section kind, a section that overruns the message, or invalid
+ *   BSON.
  */
 export function decodeOpMsg(body: Buffer): OpMsg {
   if (body.length < 5) throw new WireProtocolError(`OP_MSG too short: ${body.length} bytes after the header`);
@@ -122,6 +124,13 @@ export function decodeOpMsg(body: Buffer): OpMsg {
       const nul = body.indexOf(0, offset + 4);
       if (nul < 0 || nul >= sectionEnd) throw new WireProtocolError('OP_MSG document sequence identifier is not terminated');
       const identifier = body.toString('utf8', offset + 4, nul);
+      if (sequences.has(identifier)) {
+        // A second sequence would silently replace the first: the documents of one would be lost.
+        const shown = identifier.length > 64 ? `${identifier.slice(0, 64)}...` : identifier;
+        throw new WireProtocolError(
+          `OP_MSG has two document sequences with the identifier ${JSON.stringify(shown)}; each identifier must be unique per message`,
+        );
+      }
       const docs: Document[] = [];
       for (let p = nul + 1; p < sectionEnd; ) {
         const [doc, docSize] = readBsonDocument(body, p, sectionEnd);

@@ -57,6 +57,15 @@ function feed(framer: MessageFramer, bytes: Buffer, size: number): WireMessage[]
   return out;
 }
 
+/** A kind-1 section: the document sequence `identifier` holding `documents`. */
+function sequence(identifier: string, ...documents: object[]): Buffer {
+  const docs = documents.map((d) => Buffer.from(serialize(d)));
+  const id = Buffer.from(`${identifier}\0`);
+  const size = Buffer.alloc(4);
+  size.writeInt32LE(4 + id.length + docs.reduce((n, d) => n + d.length, 0));
+  return Buffer.concat([Buffer.from([1]), size, id, ...docs]);
+}
+
 describe('wire protocol (OP_MSG framing)', function () {
   it('encodes a header and one body section that decode back to the same document', function () {
     const bytes = encodeOpMsg(7, 3, { ping: 1, $db: 'admin' });
@@ -119,6 +128,11 @@ describe('wire protocol (OP_MSG framing)', function () {
     ['two body sections', Buffer.concat([Buffer.alloc(4), Buffer.from([0]), Buffer.from(serialize({})), Buffer.from([0]), Buffer.from(serialize({}))]), /more than one body/],
     ['a document overrunning the message', Buffer.concat([Buffer.alloc(4), Buffer.from([0, 50, 0, 0, 0, 0])]), /invalid size 50/],
     ['invalid BSON', Buffer.concat([Buffer.alloc(4), Buffer.from([0, 8, 0, 0, 0, 0x77, 0x61, 0, 0])]), /invalid BSON/],
+    [
+      'two document sequences with the same identifier',
+      Buffer.concat([Buffer.alloc(4), Buffer.from([0]), Buffer.from(serialize({ ok: 1 })), sequence('documents', { a: 1 }), sequence('documents', { a: 2 })]),
+      /two document sequences with the identifier "documents"; each identifier must be unique per message/,
+    ],
   ];
   for (const [what, body, message] of malformed) {
     it(`rejects an OP_MSG with ${what}`, function () {
