@@ -222,7 +222,9 @@ export class Connection implements PoolConnection {
 
   /**
    * Runs one command on database `db` and resolves to the reply document. Compressed when a compressor was
-   * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication).
+   * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication) and a
+   * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
+   * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes).
    *
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
@@ -251,7 +253,9 @@ export class Connection implements PoolConnection {
       return Promise.reject(error);
     }
     if (this.compressor !== undefined && mayCompress(Object.keys(command)[0] ?? '')) {
-      message = compressMessage(message, this.zlibCompressionLevel);
+      const compressed = compressMessage(message, this.zlibCompressionLevel);
+      // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
+      if (compressed.length <= this.server.maxMessageSizeBytes) message = compressed;
     }
     return new Promise<Document>((resolve, reject) => {
       const inFlight: InFlight = { requestId, resolve, reject, timer: undefined };

@@ -2,6 +2,7 @@
  * Real connections over TCP, against the embedded endpoint, or the server in MONGODB_URI when it is set.
  */
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
@@ -18,7 +19,7 @@ import {
 } from '../../lib';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
-import { HEADER_LENGTH, WireProtocolError } from '../../lib/connection/wire-protocol';
+import { HEADER_LENGTH, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { opCompressed, startHostileServer, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
@@ -167,6 +168,32 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       c.destroy();
     });
   }
+
+  it('sends a command uncompressed when compressing it would exceed maxMessageSizeBytes (incompressible, near the limit)', async function () {
+    const sent: { opCode: number; messageLength: number }[] = [];
+    const c = await establish(
+      {
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, socket) => {
+            sent.push({ opCode: request.header.opCode, messageLength: request.header.messageLength });
+            socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+          },
+        },
+        hello: { compression: ['zlib'], maxMessageSizeBytes: 16 * 1024 * 1024 },
+      },
+      { compressors: ['zlib'] },
+    );
+    expect(c.compressor).to.equal('zlib');
+    // Random bytes do not compress: zlib makes them about 5 KB longer, and the OP_COMPRESSED header adds 9 bytes.
+    const noise = randomBytes(16 * 1024 * 1024 - 100);
+    expect(await c.command('db', { insert: 'x', noise })).to.include({ ok: 1 });
+    expect(await c.command('db', { insert: 'x', small: 'a'.repeat(1000) })).to.include({ ok: 1 });
+    expect(sent[0].messageLength).to.be.at.most(16 * 1024 * 1024);
+    expect(sent[0].opCode).to.equal(OpCode.OP_MSG);
+    expect(sent[1].opCode).to.equal(OpCode.OP_COMPRESSED); // a command that compresses is still sent compressed
+    c.destroy();
+  });
 
   it('records maxMessageSizeBytes bounded to 48,000,000 when the server announces 2^31-1', async function () {
     const c = await establish({ misbehaviour: { kind: 'silent' }, hello: { maxMessageSizeBytes: 2 ** 31 - 1 } });
