@@ -399,7 +399,8 @@ export class Client {
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
-   *   `timeoutMS` (named, with the closest option), or a `timeoutMS` that is not a number of ms from 0 to 2147483647.
+   *   `timeoutMS` (named, with the closest option), a `timeoutMS` that is not a number of ms from 0 to 2147483647, or
+   *   (from the connection) a `db` that is not a non-empty string without NUL characters.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
    * server monitoring spec, "Drivers cancel in-progress monitor checks" (a non-timeout network error on an

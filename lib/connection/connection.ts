@@ -7,7 +7,7 @@
  */
 import type { Socket } from 'node:net';
 import { ObjectId, type Document } from 'bson';
-import { ConnectionBusyError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
+import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
@@ -226,6 +226,8 @@ export class Connection implements PoolConnection {
    * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes).
    *
+   * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
+   *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
    * @throws {WireProtocolError} (rejection) when the command cannot be sent: its document is larger than the
@@ -245,6 +247,10 @@ export class Connection implements PoolConnection {
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
+    // OP_MSG spec, "Global Command Arguments": $db MUST be provided and be a valid database name.
+    if (typeof db !== 'string' || db === '' || db.includes('\0')) {
+      return Promise.reject(new InvalidOptionError('db', db, 'a non-empty string without NUL characters'));
+    }
     const requestId = newRequestId();
     let message: Buffer;
     try {

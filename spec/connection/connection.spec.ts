@@ -4,12 +4,14 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
+import { inspect } from 'node:util';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   Connection,
   ConnectionBusyError,
   ConnectionPool,
+  InvalidOptionError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   connectionFactory,
@@ -202,7 +204,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     c.destroy();
   });
 
-  describe('a command the server could not take: rejected with a WireProtocolError, nothing sent, the connection usable', function () {
+  describe('a command the server could not take: rejected with a typed error, nothing sent, the connection usable', function () {
     /** Commands the server received after the handshake, by their first key. */
     let received: string[];
     /** Establishes to a server announcing `hello`, that answers every later command with `{ ok: 1 }`. */
@@ -257,6 +259,27 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(17 * 1024 * 1024) }] });
       expect(error).to.be.instanceOf(WireProtocolError);
       expect((error as Error).message).to.match(/OP_MSG would be 17\d{6} bytes, more than maxMessageSizeBytes 16777216; nothing was sent/);
+      await expectUsable(c);
+      c.destroy();
+    });
+
+    it('a database name that is not a non-empty string without NUL ($db)', async function () {
+      const c = await limited({});
+      for (const db of [undefined, '', 'a\0b', 42]) {
+        let pending: Promise<unknown>;
+        try {
+          pending = c.command(db as string, { ping: 1 });
+        } catch (error) {
+          expect.fail(`command() threw synchronously: ${String(error)}`);
+        }
+        const error = await pending.then(
+          () => expect.fail(`the command was sent with db ${inspect(db)}`),
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal('db');
+        expect((error as Error).message).to.match(/db must be a non-empty string without NUL characters/);
+      }
       await expectUsable(c);
       c.destroy();
     });
