@@ -390,8 +390,9 @@ export class Client {
    *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear
-   * since the connection was made already did, and its monitor is asked for an immediate check, which readies the
-   * pool again once the server answers; the other pooled connections are then closed as stale rather than each
+   * since the connection was made already did, and its monitor's check in progress is cancelled and its connection
+   * closed (`Monitor.cancelCheck()`), the next check, on a new connection, coming 500 ms after the last and readying
+   * the pool again once the server answers; the other pooled connections are then closed as stale rather than each
    * failing a command. In load-balanced mode (no monitor) only the connection's service is cleared (its connections
    * close as stale; the pool is not paused), unless a clear of that service since the command started already did.
    *
@@ -403,8 +404,9 @@ export class Client {
    *   (from the connection) a `db` that is not a non-empty string without NUL characters.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
-   * server monitoring spec, "Drivers cancel in-progress monitor checks" (a non-timeout network error on an
-   * application connection: the pool is cleared, the server checked again soon; generations keep the clear to one);
+   * server monitoring spec, "hello or legacy hello Cancellation", "Drivers cancel in-progress monitor checks" (a
+   * non-timeout network error on an application connection: the pool is cleared, the monitor's check cancelled and
+   * its connection closed, the server checked again soon; generations keep the clear to one);
    * load balancer spec, "Post-Handshake Errors" (only the connections of the errored connection's serviceId are
    * cleared); extension: applied to this one method.
    */
@@ -447,7 +449,8 @@ export class Client {
         if (monitor !== undefined) {
           if (connection.generation === pool.snapshot().generation) {
             pool.clear({ cause: error });
-            monitor.requestCheck(); // the monitor readies the pool again
+            // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
+            monitor.cancelCheck(error);
           }
         } else if (service !== undefined && generationOfService(pool, service) === serviceGeneration) {
           pool.clear({ serviceId: service, cause: error }); // not paused: nothing would ready it again

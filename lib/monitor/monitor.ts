@@ -6,7 +6,7 @@
  *
  * Source: server monitoring spec ("Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Error handling", "minHeartbeatFrequencyMS",
- * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS").
+ * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS", "hello or legacy hello Cancellation").
  */
 import { from, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
@@ -57,7 +57,8 @@ export interface MonitorOptions {
  * Each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
  * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
  * is the check. A failed check closes that connection; after a network error on a server that was known (its
- * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS.
+ * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS. {@link cancelCheck}
+ * ends a check in progress and closes the connection when the server was found unusable otherwise.
  *
  * @throws {InvalidOptionError} from the constructor for options that are not an object, an unknown key (naming the
  *   closest option), a heartbeatFrequencyMS below 500, a scheduler or connectionFactory of the wrong type, or an
@@ -86,6 +87,8 @@ export class Monitor {
   private checkRequested = false;
   /** Whether a check (its hello, legacy hello or connection handshake) is in progress. */
   private checking = false;
+  /** Ends the check in progress with the error given (see {@link cancelCheck}); set while a check waits on the server. */
+  private cancelCurrent: ((error: Error) => void) | undefined;
 
   /**
    * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
@@ -137,6 +140,39 @@ export class Monitor {
   }
 
   /**
+   * Cancels the check in progress and closes the monitoring connection, for when the server was found unusable
+   * otherwise: an application connection to it met a network error that is not a timeout, so this connection is
+   * likely gone too, and waiting on it would take up to connectTimeoutMS.
+   *
+   * - A check in progress (its hello or legacy hello, or the establishment of its connection) ends at once with
+   *   ServerHeartbeatFailed, whose error is a {@link MongoNetworkError} with `cause` as its cause (a pool following
+   *   the heartbeats is cleared, as for any failed check).
+   * - The monitoring connection is closed (no event when no check is in progress); the next check opens a new one.
+   * - The server counts as no longer known, so a network error at the next check is not retried at once.
+   * - The next check is requested: it starts minHeartbeatFrequencyMS (500 ms) after the previous check ended.
+   *
+   * Ignored before `start()` and after `close()`. Never throws.
+   *
+   * Source: server monitoring spec, "hello or legacy hello Cancellation" ("clients MUST cancel the hello or legacy
+   * hello check on that server and close the current monitoring connection"), "Drivers cancel in-progress monitor
+   * checks", "Requesting an immediate check", "Network or command error during server check" (step 4: a server
+   * marked Unknown is not retried at once).
+   */
+  cancelCheck(cause?: unknown): void {
+    if (!this.running || this.closed) return;
+    this.known = false;
+    const error = new MongoNetworkError(this.address, `the check of ${this.address} was cancelled and its monitoring connection closed`, { cause });
+    const cancel = this.cancelCurrent;
+    this.cancelCurrent = undefined;
+    cancel?.(error);
+    this.establishing?.unsubscribe(); // aborted; a connection it still yields is destroyed as it arrives
+    destroyQuietly(this.connection, error);
+    this.connection = undefined;
+    this.checkRequested = true;
+    this.wake?.();
+  }
+
+  /**
    * Stops checking, cancels a check in progress, closes the monitoring connection (one still being established
    * too: aborted, or destroyed as it arrives), completes heartbeats$. Idempotent; callable from a heartbeats$
    * subscriber. A connection whose `destroy()` throws, or returns a Promise that rejects, counts as closed: close()
@@ -168,13 +204,20 @@ export class Monitor {
     this.checkRequested = false;
     const started = this.scheduler.now();
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
+    // cancelCheck() ends the wait on the server at once, whatever the connection does with its request.
+    const cancelled = new Promise<never>((_resolve, reject) => (this.cancelCurrent = reject));
+    cancelled.catch(() => undefined); // awaited through cancellable() only
+    const cancellable = <T>(work: Promise<T>): Promise<T> => {
+      work.catch(() => undefined); // the error of work that lost to a cancellation is nobody's
+      return Promise.race([work, cancelled]);
+    };
     try {
       // Closed by a subscriber of that event: the check ends there, before it opens anything.
       if (this.closed) return false;
       let reply;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
-        const connection = await this.connect();
+        const connection = await cancellable(this.connect());
         if (this.closed) {
           // Closed while the connection was on its way in (emitted, not yet taken): nobody else will close it.
           destroyQuietly(connection);
@@ -184,7 +227,7 @@ export class Monitor {
         reply = connection.hello;
       } else {
         const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
-        reply = await this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS });
+        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
       }
       const now = this.scheduler.now();
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited: false, duration: now - started, reply });
@@ -204,6 +247,7 @@ export class Monitor {
       this.known = false;
       return wasKnown && err instanceof MongoNetworkError;
     } finally {
+      this.cancelCurrent = undefined;
       this.checking = false;
       this.lastCheckEnd = this.scheduler.now();
     }

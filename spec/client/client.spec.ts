@@ -332,6 +332,36 @@ describe('connect() / Client', function () {
     });
   });
 
+  it('a command failing with a network error (not a timeout) closes the monitoring connection: the next check opens a new one, not waiting connectTimeoutMS on the old one', async function () {
+    const [server] = await start();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=10000&connectTimeoutMS=5000`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    const heartbeats: string[] = [];
+    client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
+    // Only the monitor sends hello after its handshake (handshakes are legacy hello): its connection is found, and
+    // then stops answering, as a connection to a server gone without a FIN does.
+    let monitoring: number | undefined;
+    let unresponsive = false;
+    server.handle('hello', (_cmd, c) => {
+      monitoring = c.id;
+      return unresponsive ? new Promise<never>(() => undefined) : { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 };
+    });
+    await client.command('admin', { ping: 1 });
+    clock.advance(10_000);
+    expect(await eventually(() => heartbeats.length === 4 && monitoring !== undefined)).to.equal(true);
+    unresponsive = true;
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true } });
+    const error = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+    expect(pool.state).to.equal('paused');
+    expect(await eventually(() => !server.clientConnections().some((c) => c.id === monitoring)), 'the monitoring connection closed').to.equal(true);
+    clock.advance(500); // the check the command requested, minHeartbeatFrequencyMS after the last one ended
+    expect(await eventually(() => pool.state === 'ready', 1000), 'ready again at that check').to.equal(true);
+    expect(heartbeats.slice(4)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+  });
+
   it('load-balanced: one pool, ready at once, no monitor', async function () {
     const [a] = await start(1, { loadBalancedServices: 1 });
     client = connect(`mongodb://${a.address}/?loadBalanced=true`);

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { Observable, of } from 'rxjs';
-import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -167,6 +167,71 @@ describe('Monitor', function () {
     expect(server.connectionsAccepted).to.equal(1);
     monitor.close();
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  describe('cancelCheck()', function () {
+    /** A monitor whose server stops answering `hello` (sent only on an established monitoring connection) on demand. */
+    function unresponsiveOnDemand(clock: VirtualClock): { monitor: Monitor; stopAnswering: () => void } {
+      let answering = true;
+      server.handle('hello', () => (answering ? { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 } : new Promise<never>(() => undefined)));
+      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 } });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      return { monitor, stopAnswering: () => (answering = false) };
+    }
+
+    it('during a check: it fails at once with a MongoNetworkError (cause: the one given), its connection closed, and the next check, on a new connection, comes minHeartbeatFrequencyMS later', async function () {
+      const clock = new VirtualClock();
+      const { monitor, stopAnswering } = unresponsiveOnDemand(clock);
+      monitor.start();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+      stopAnswering();
+      await new Promise((r) => setTimeout(r, 20));
+      clock.advance(10_000);
+      expect(await eventually(() => count('ServerHeartbeatStarted') === 2)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 20));
+      const cause = new Error('an application connection was reset');
+      monitor.cancelCheck(cause);
+      expect(await eventually(() => count('ServerHeartbeatFailed') === 1, 500), 'the check ended').to.equal(true);
+      const failed = heartbeats.at(-1) as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+      expect(failed.error).to.be.instanceOf(MongoNetworkError);
+      expect(failed.error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+      expect(failed.error.cause).to.equal(cause);
+      expect(await eventually(() => server.openConnections === 0), 'the monitoring connection closed').to.equal(true);
+      // The server counts as no longer known: no check at once, but the next one 500 ms after this one ended.
+      clock.advance(499);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(count('ServerHeartbeatStarted')).to.equal(2);
+      clock.advance(1);
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
+      expect(server.connectionsAccepted, 'connections the monitor opened').to.equal(2);
+    });
+
+    it('between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
+      const clock = new VirtualClock();
+      const { monitor } = unresponsiveOnDemand(clock);
+      monitor.start();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 20));
+      clock.advance(200);
+      monitor.cancelCheck();
+      expect(await eventually(() => server.openConnections === 0), 'the monitoring connection closed').to.equal(true);
+      expect(heartbeats).to.have.length(2);
+      clock.advance(299);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(count('ServerHeartbeatStarted')).to.equal(1);
+      clock.advance(1);
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
+      expect(server.connectionsAccepted).to.equal(2);
+    });
+
+    it('before start() and after close(): does nothing', function () {
+      monitor = new Monitor({ address: server.address });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      expect(() => monitor!.cancelCheck()).to.not.throw();
+      monitor.close();
+      expect(() => monitor!.cancelCheck()).to.not.throw();
+      expect(heartbeats).to.deep.equal([]);
+    });
   });
 
   describe('close()', function () {
