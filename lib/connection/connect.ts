@@ -49,7 +49,8 @@ type Phase = 'connect' | 'hello' | 'auth';
 
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
- * handshake and authentication, and emits the {@link Connection}; unsubscribing (or the descriptor's signal
+ * handshake and authentication (none with an arbiter: a hello reply with `arbiterOnly: true` and a `setName`, which
+ * holds no users), and emits the {@link Connection}; unsubscribing (or the descriptor's signal
  * aborting) before that destroys the socket. Every TCP or TLS socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
@@ -221,7 +222,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             );
           }
           if (s.loadBalanced) service = connection.serviceId;
-          if (s.credentials !== undefined) {
+          // Auth spec, "Authentication Handshake": an arbiter (RSArbiter) holds no users, so no authentication is
+          // possible there and the handshake is complete.
+          if (s.credentials !== undefined && !isArbiter(reply)) {
             phase = 'auth';
             await authenticate(
               (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }),
@@ -250,6 +253,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       }
     };
   });
+}
+
+/** Whether a hello reply describes an RSArbiter (SDAM: `arbiterOnly: true` with a `setName`). */
+function isArbiter(reply: Record<string, unknown>): boolean {
+  return reply.arbiterOnly === true && typeof reply.setName === 'string';
 }
 
 const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);

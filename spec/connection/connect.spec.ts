@@ -60,6 +60,25 @@ describe('connectionFactory (establishment)', function () {
       c.destroy();
     });
 
+    it('does not authenticate to an arbiter (RSArbiter: arbiterOnly with a setName), which holds no users', async function () {
+      // An arbiter has no users: any SASL conversation with it fails, so the handshake ends after hello.
+      const arbiter = await new EmbeddedServer().start();
+      try {
+        const hello = { ismaster: false, secondary: false, arbiterOnly: true, setName: 'rs0', helloOk: true, minWireVersion: 0, maxWireVersion: 25, ok: 1 };
+        arbiter.handle('ismaster', () => hello);
+        const c = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
+        expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        c.destroy();
+        expect(arbiter.scramConversations()).to.deep.equal({ started: 0, succeeded: 0, failed: 0 });
+        // arbiterOnly without a setName is no RSArbiter (SDAM): authentication still happens, and fails here.
+        arbiter.handle('ismaster', () => ({ ...hello, setName: undefined }));
+        const error = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(AuthenticationError);
+      } finally {
+        await arbiter.stop();
+      }
+    });
+
     it('without credentials, commands that need authentication are refused', async function () {
       const c = await establish(server.address, {});
       const error = await c.command('admin', { listDatabases: 1 }).catch((e) => e);
