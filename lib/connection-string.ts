@@ -153,9 +153,10 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
 /**
  * {@link parseConnectionString} for a client given `credentials` as an option (`connect(uri, { credentials })`), which
  * take the place of any in the URI. A URI without credentials may then set how those authenticate: its
- * `authMechanism` and `authSource` apply to the option's credentials where they leave them unset; one the credentials
- * set otherwise (a {@link MongoCredentials} instance always sets its source, admin by default) is ignored with a
- * warning. The result's `connectionOptions.credentials` are the option's credentials, so completed.
+ * `authMechanism` and `authSource` (else its database, as for credentials in the URI) apply to the option's
+ * credentials where they leave them unset; one the credentials set otherwise (a {@link MongoCredentials} instance
+ * always sets its source, admin by default) is ignored with a warning. The result's `connectionOptions.credentials`
+ * are the option's credentials, so completed.
  *
  * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
  *   the URI.
@@ -276,9 +277,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const authMechanism = connection.authMechanism as AuthMechanism | undefined;
   delete connection.authSource;
   delete connection.authMechanism;
+  // The URI database: the default source of credentials (auth spec, SCRAM "source").
+  const database = (): string => decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (given !== undefined) {
-    // The option's credentials replace the URI's; the URI's mechanism and source fill in what they leave unset.
-    const source = given instanceof MongoCredentials ? given.source : (given.source ?? authSource);
+    // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
+    // as for credentials in the URI) fill in what they leave unset.
+    const source = given instanceof MongoCredentials ? given.source : (given.source ?? authSource ?? (database() || undefined));
     const mechanism = given.mechanism ?? authMechanism;
     // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
     // dropped silently.
@@ -295,12 +299,11 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
-    const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
     // As MongoCredentials at once, which keeps the password out of inspection and JSON of everything parsed here.
     connection.credentials = new MongoCredentials({
       username,
       password: decodeURIComponent(parsed.password),
-      source: authSource ?? (database !== '' ? database : 'admin'),
+      source: authSource ?? (database() || 'admin'),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
     });
   } else if (authMechanism !== undefined) {

@@ -199,6 +199,18 @@ describe('parseConnectionString', function () {
     expect(plain.connectionOptions.credentials).to.deep.include({ source: 'reports', mechanism: 'SCRAM-SHA-1' });
   });
 
+  it("gives credentials passed as an option without a source the URI database as their source, as URI credentials get", function () {
+    // Auth spec, SCRAM "source": defaults to the database name if supplied on the connection string, else admin.
+    const given = { username: 'bob', password: 'pw' };
+    expect(parseConnectionStringWithCredentials('mongodb://h/sales', given).connectionOptions.credentials).to.deep.include({ source: 'sales' });
+    expect(parseConnectionString('mongodb://bob:pw@h/sales').connectionOptions.credentials).to.deep.include({ source: 'sales' });
+    // authSource still comes first, then the credentials' own source; with neither and no database, admin.
+    expect(parseConnectionStringWithCredentials('mongodb://h/sales?authSource=reports', given).connectionOptions.credentials).to.deep.include({ source: 'reports' });
+    expect(parseConnectionStringWithCredentials('mongodb://h/sales', { ...given, source: 'hr' }).connectionOptions.credentials).to.deep.include({ source: 'hr' });
+    const none = parseConnectionStringWithCredentials('mongodb://h/', given).connectionOptions.credentials;
+    expect(new MongoCredentials(none as typeof given).source).to.equal('admin');
+  });
+
   it('accepts the SRV options in a mongodb+srv URI, ignoring them with a warning (it does no SRV resolution)', function () {
     const p = parseConnectionString('mongodb+srv://cluster0.example.net/?srvServiceName=mongo-east&srvMaxHosts=2');
     expect(p.isSRV).to.equal(true);

@@ -195,7 +195,7 @@ export class Client {
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
     // while it waits. close() cancels every wait, so nothing outlives the client.
     this.scheduler = options.scheduler ?? asyncScheduler;
-    // Credentials given here replace the URI's, completed by its authMechanism and authSource.
+    // Credentials given here replace the URI's, completed by its authMechanism and authSource (else its database).
     const parsed = options.credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, options.credentials);
     if (parsed.isSRV) {
       throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
