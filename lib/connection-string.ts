@@ -156,7 +156,8 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
  * `authMechanism` and `authSource` (else its database, as for credentials in the URI) apply to the option's
  * credentials where they leave them unset; one the credentials set otherwise (a {@link MongoCredentials} instance
  * always sets its source, admin by default) is ignored with a warning. The result's `connectionOptions.credentials`
- * are the option's credentials, so completed.
+ * are a {@link MongoCredentials}: the option's own instance when the URI changes nothing in it, else one made from the
+ * option's credentials so completed (a plain object always becomes one, shared by every pool of the client).
  *
  * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
  *   the URI.
@@ -293,7 +294,10 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       warnings.push(`authMechanism=${authMechanism} is ignored: the credentials option sets its own mechanism (${mechanism})`);
     }
     connection.credentials =
-      source === given.source && mechanism === given.mechanism
+      // A plain object becomes one MongoCredentials here, not one per pool: every pool of the client then shares its
+      // cache of salted passwords (auth spec, "Caching credentials in SCRAM"), so a user is derived once, not once
+      // per server.
+      given instanceof MongoCredentials && source === given.source && mechanism === given.mechanism
         ? given
         : new MongoCredentials({ username: given.username, password: given.password, ...(source === undefined ? {} : { source }), ...(mechanism === undefined ? {} : { mechanism }) });
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {

@@ -211,6 +211,15 @@ describe('parseConnectionString', function () {
     expect(new MongoCredentials(none as typeof given).source).to.equal('admin');
   });
 
+  it('makes credentials passed as a plain object one MongoCredentials, whose salted-password cache every pool of the client shares', function () {
+    // Kept plain, each pool's connection factory made its own MongoCredentials: one key derivation per server.
+    for (const uri of ['mongodb://a,b,c/', 'mongodb://a,b,c/sales?authMechanism=SCRAM-SHA-256']) {
+      const credentials = parseConnectionStringWithCredentials(uri, { username: 'bob', password: 'Pw-s3cret' }).connectionOptions.credentials;
+      expect(credentials, uri).to.be.instanceOf(MongoCredentials);
+      expect(JSON.stringify(credentials)).to.not.include('Pw-s3cret');
+    }
+  });
+
   it('accepts the SRV options in a mongodb+srv URI, ignoring them with a warning (it does no SRV resolution)', function () {
     const p = parseConnectionString('mongodb+srv://cluster0.example.net/?srvServiceName=mongo-east&srvMaxHosts=2');
     expect(p.isSRV).to.equal(true);
