@@ -151,7 +151,8 @@ export class ScramUsers {
     const attrs = parseAttributes(clientFirstBare);
     const name = unescapeUsername(attrs.get('n') ?? '');
     const user = this.users.get(`${db}.${name}`);
-    const credential = user?.credentials[mechanism];
+    // Own properties only: a mechanism named after an Object property (constructor, __proto__) is no stored one.
+    const credential = user !== undefined && Object.hasOwn(user.credentials, mechanism) ? user.credentials[mechanism] : undefined;
     const clientNonce = attrs.get('r');
     if (!user || !credential || !clientNonce) {
       this.count(this.currentGeneration, 'failed');

@@ -246,6 +246,18 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
     expect([server.scramConversations(1).succeeded, server.scramConversations(2).succeeded]).to.deep.equal([1, 1]);
   });
 
+  it('answers saslStart for a mechanism it does not have with AuthenticationFailed, whatever its name, and the connection stays usable', async function () {
+    // Names an Object has as properties (constructor, toString, __proto__) included: they are no stored mechanism.
+    const c = await open();
+    for (const mechanism of ['PLAIN', 'constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const payload = Buffer.from('n,,n=alice,r=abcdef');
+      const error = await c.command('admin', { saslStart: 1, mechanism, payload, options: { skipEmptyExchange: true } }).catch((e: unknown) => e);
+      expect(error, mechanism).to.be.instanceOf(MongoServerError).with.property('code', 18);
+    }
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(server.scramConversations()).to.deep.equal({ started: 0, succeeded: 0, failed: 5 });
+  });
+
   it('a user left out no longer authenticates; an empty list turns authentication off for new commands', async function () {
     const kept = await open({ username: 'alice', password: 'pencil' });
     server.setUsers([{ username: 'bob', password: 'pencil', iterations: 4096 }]);
