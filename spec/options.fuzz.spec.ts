@@ -99,6 +99,14 @@ function connectionOptionArbitraries(
   );
   return {
     appName: option(fc.string({ maxLength: 20 })),
+    driverInfo: rarely(
+      option(
+        fc.record(
+          { name: fc.string({ maxLength: 12 }), version: fc.string({ maxLength: 8 }), platform: fc.string({ maxLength: 12 }) },
+          { requiredKeys: ['name'] },
+        ),
+      ),
+    ),
     connectTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
     keepAliveInitialDelay: option(fc.integer({ min: 0, max: 300_000 })),
     socketTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),

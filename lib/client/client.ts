@@ -9,9 +9,11 @@
  */
 import type { Document } from 'bson';
 import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, takeUntil, tap, throwError, timeout, type SchedulerLike } from 'rxjs';
-import type { ConnectionOptions } from '../connection/connect';
+import { parseAddress } from '../address';
+import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
+import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
@@ -50,7 +52,8 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
  * (the option names); server monitoring spec, "heartbeatFrequencyMS"; load balancer spec, "loadBalanced"; logging
- * spec (the `logging` option); `scheduler`: extension (injection for tests).
+ * spec (the `logging` option); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); `scheduler`:
+ * extension (injection for tests).
  */
 export interface ClientOptions extends PoolOptions, PoolExtensionOptions, BackgroundOptions, ConnectionOptions {
   /** Time between monitor checks, in ms; at least 500. Default 10000. */
@@ -175,6 +178,8 @@ export class Client {
 
   private readonly sink: LogSink | undefined;
   private readonly scheduler: SchedulerLike;
+  /** The client metadata every pool's and monitor's new connections send in their handshake. */
+  private readonly metadata: ClientMetadata;
   /** Emits once, when the client is closed: pending selections end then. */
   private readonly closing = new Subject<void>();
   private closed = false;
@@ -229,6 +234,10 @@ export class Client {
     };
     const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, CLIENT_POOL_OPTION_NAMES)) };
     resolvePoolOptions(poolOptions);
+    // The URI's values with the object's, checked as each pool and monitor checks what it is given.
+    checkConnectionOptions(connectionOptions, 'connect()');
+    // One client metadata for every connection of the client; appendMetadata() changes it for those made later.
+    this.metadata = new ClientMetadata(connectionOptions.appName, connectionOptions.driverInfo);
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
     const clientMessages = willLog(logSettings.severities.client, 'warn')
@@ -293,11 +302,22 @@ export class Client {
     },
   ): void {
     const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, scheduler } = o;
+    // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
+    const { credentials: _credentials, ...monitorOptions } = connectionOptions;
     for (const address of this.hosts) {
-      const pool = new ConnectionPool({ address, ...poolOptions, connectionOptions, loadBalanced, logging, scheduler });
+      const { host, port } = parseAddress(address);
+      // The pool's and the monitor's factories share the client's metadata (see appendMetadata).
+      const connectionFactory = connectionFactoryWithMetadata({ ...connectionOptions, loadBalanced, host, port }, this.metadata);
+      const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory, loadBalanced, logging, scheduler });
       pools.set(pool.address, pool);
       if (loadBalanced) continue; // load balancer spec: no monitoring connection; the pool is usable at once
-      const monitor = new Monitor({ address, heartbeatFrequencyMS, connectionOptions, scheduler });
+      const monitor = new Monitor({
+        address,
+        heartbeatFrequencyMS,
+        connectionOptions: monitorOptions,
+        connectionFactory: connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata),
+        scheduler,
+      });
       monitors.set(monitor.address, monitor);
       // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
       // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
@@ -321,6 +341,30 @@ export class Client {
         },
       });
     }
+  }
+
+  /**
+   * Appends a wrapping library's driver info to the client metadata ({@link DriverInfoOptions}): its name, version
+   * and platform are appended to `client.driver.name`, `client.driver.version` and `client.platform` after a `|`.
+   * Only connections created from then on send it (those of every pool and monitor); an established connection keeps
+   * the metadata it sent, and none is opened or closed for this. Driver info equal to one given before (at creation
+   * or appended; the same name, version and platform, an empty string counting as unset) appends nothing, and so
+   * does one whose fields are all unset.
+   *
+   * @example
+   * ```ts
+   * client.appendMetadata({ name: 'my-odm', version: '2.1.0' }); // driver.name "rxcmap|my-odm"
+   * ```
+   *
+   * @throws {InvalidOptionError} (option `driverInfo`, or `driverInfo.<field>`) for a value that is not a
+   *   `{ name, version?, platform? }` object of strings, a field containing `|`, or a name and version that would
+   *   take the `client` document over 512 bytes; the metadata is then unchanged.
+   *
+   * Source: handshake spec, "Supporting Wrapping Libraries", "Metadata updates after MongoClient initialization",
+   * "Appending metadata".
+   */
+  appendMetadata(driverInfo: DriverInfoOptions): void {
+    this.metadata.append(driverInfo);
   }
 
   /**

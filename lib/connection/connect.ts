@@ -20,7 +20,7 @@ import {
 import { requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { Connection } from './connection';
-import { clientMetadata, handshakeCommand } from './handshake';
+import { ClientMetadata, handshakeCommand } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
 import {
   checkConnectionOptions,
@@ -68,9 +68,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  * Handshake Errors").
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
- *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, compressor, zlibCompressionLevel,
- *   TLS option (a value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password);
- *   see `checkConnectionOptions`.
+ *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
+ *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
+ *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
+ *   `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake"; OP_COMPRESSED spec (compressor negotiation); auth spec, "Authentication Handshake"; load
@@ -80,6 +81,18 @@ type Phase = 'connect' | 'hello' | 'auth';
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
   checkConnectionOptions(options, 'connectionFactory', '', ['host', 'port'] satisfies (keyof Endpoint)[]);
+  return connectionFactoryWithMetadata(options, undefined);
+}
+
+/**
+ * {@link connectionFactory} over `metadata`, the client metadata shared with other factories (a client's pools and
+ * monitors): each establishment sends the `client` document `metadata` holds as it starts, so what is appended to
+ * it reaches the connections established from then on, and no other. `metadata` undefined: built from
+ * `options.appName` and `options.driverInfo`. The options must have been checked (`checkConnectionOptions`).
+ *
+ * @throws {InvalidOptionError} as {@link connectionFactory}.
+ */
+export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpoint, metadata: ClientMetadata | undefined): ConnectionFactory<Connection> {
   if (typeof options.host !== 'string' || options.host === '') {
     throw new InvalidOptionError('host', options.host, 'a non-empty host name, IP address or Unix domain socket path');
   }
@@ -99,18 +112,24 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
   const given = options.credentials;
   const credentials =
     given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
-  const handshake = handshakeCommand({
-    metadata: clientMetadata(options.appName),
+  const client = metadata ?? new ClientMetadata(options.appName, options.driverInfo);
+  const parts = {
     compressors,
     saslSupportedMechs: credentials ? saslSupportedMechsRequest(credentials) : undefined,
     loadBalanced: options.loadBalanced === true,
-  });
+  };
+  // Built again only when the metadata changed (an append), so establishments share one command otherwise.
+  let handshake = handshakeCommand({ ...parts, metadata: client.document });
+  const currentHandshake = (): Record<string, unknown> => {
+    if (handshake.client !== client.document) handshake = handshakeCommand({ ...parts, metadata: client.document });
+    return handshake;
+  };
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(options) ? nodeTlsOptions(options, options.port === undefined ? undefined : options.host) : undefined;
   const settings: EstablishSettings = {
     endpoint: { host: options.host, port: options.port },
     tlsOptions,
-    handshake,
+    handshake: currentHandshake,
     compressors: compressors as CompressorName[],
     credentials,
     connectTimeoutMS,
@@ -126,7 +145,8 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
 interface EstablishSettings {
   readonly endpoint: Endpoint;
   readonly tlsOptions: tls.ConnectionOptions | undefined;
-  readonly handshake: Record<string, unknown>;
+  /** The handshake command a connection whose establishment starts now sends. */
+  readonly handshake: () => Record<string, unknown>;
   readonly compressors: CompressorName[];
   readonly credentials: MongoCredentials | undefined;
   readonly connectTimeoutMS: number;
@@ -157,6 +177,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
   return new Observable<Connection>((subscriber) => {
     const { address, signal } = descriptor;
     const { host, port } = s.endpoint;
+    // The metadata as this connection is created: a later append is for the connections created after it.
+    const handshake = s.handshake();
     let phase: Phase = 'connect';
     let delivered = false;
     /** Ends the SCRAM conversation when the establishment ends first (its reason: why). */
@@ -210,7 +232,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       });
       phase = 'hello';
       connection
-        .command('admin', s.handshake, { timeoutMS: 0 })
+        .command('admin', handshake, { timeoutMS: 0 })
         .then(async (reply) => {
           if (subscriber.closed) return;
           connection.applyHandshake(reply);

@@ -3,8 +3,8 @@
  * the connection factory and the pools, monitors and clients that make one apply to what they receive.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
- * options, loadBalanced); auth spec, "MongoCredential"; extension: keepAliveInitialDelay (the official Node.js
- * driver's option of that name).
+ * options, loadBalanced); handshake spec, "Supporting Wrapping Libraries" (driverInfo); auth spec, "MongoCredential";
+ * extension: keepAliveInitialDelay (the official Node.js driver's option of that name).
  */
 import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
@@ -15,6 +15,7 @@ import {
   requireOptionsObject,
   type ListsEveryOption,
 } from '../options';
+import { checkDriverInfo, type DriverInfoOptions } from './handshake';
 import { SUPPORTED_COMPRESSORS } from './op-compressed';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 
@@ -22,12 +23,19 @@ import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
  * How connections are established. Durations in ms.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
- * options, loadBalanced); handshake spec, "client.application.name"; auth spec, "MongoCredential"; load balancer
- * spec, "Connection Establishment".
+ * options, loadBalanced); handshake spec, "client.application.name", "Supporting Wrapping Libraries" (driverInfo);
+ * auth spec, "MongoCredential"; load balancer spec, "Connection Establishment".
  */
 export interface ConnectionOptions extends TlsSettings {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
   appName?: string;
+  /**
+   * The library built on rxcmap, as it names itself in the handshake: its name, version and platform appended to
+   * `client.driver.name`, `client.driver.version` and `client.platform` after a `|` (see {@link DriverInfoOptions};
+   * `Client.appendMetadata` appends more later). No field may contain `|`; the name and version must leave the
+   * `client` document within 512 bytes.
+   */
+  driverInfo?: DriverInfoOptions;
   /**
    * Time allowed for socket connect, TLS, handshake and authentication together, in ms, at most 2147483647 (one
    * Node timer); 0 = no limit. Default 10000.
@@ -81,15 +89,16 @@ export const DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS = 120_000;
 export const MAX_KEEP_ALIVE_INITIAL_DELAY_MS = 32_767_000;
 
 /**
- * Every option name of `ConnectionOptions` (a readonly tuple): appName, the timeouts, compression, credentials,
+ * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
  * loadBalanced, keepAliveInitialDelay, then the {@link TLS_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
- * loadBalanced, the tls options); auth spec, "MongoCredential" (`credentials`); extension: keepAliveInitialDelay
- * (the official Node.js driver's option).
+ * loadBalanced, the tls options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); auth spec,
+ * "MongoCredential" (`credentials`); extension: keepAliveInitialDelay (the official Node.js driver's option).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
+  'driverInfo',
   'connectTimeoutMS',
   'socketTimeoutMS',
   'compressors',
@@ -125,7 +134,8 @@ const STRING_OPTIONS = [
 
 /**
  * Checks the keys and value types of connection options, without reading any file: no key outside
- * {@link CONNECTION_OPTION_NAMES} (plus `extraKeys`); `appName` a string; `connectTimeoutMS` and `socketTimeoutMS`
+ * {@link CONNECTION_OPTION_NAMES} (plus `extraKeys`); `appName` a string; `driverInfo` a `{ name, version?,
+ * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
  * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a `{ username, password, source?, mechanism? }`
@@ -156,6 +166,7 @@ export function checkConnectionOptions(
   if (o.appName !== undefined && typeof o.appName !== 'string') {
     throw new InvalidOptionError('appName', o.appName, 'a string');
   }
+  if (o.driverInfo !== undefined) checkDriverInfo(o.driverInfo, 'driverInfo', path);
   if (o.connectTimeoutMS !== undefined) requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS);
   if (o.socketTimeoutMS !== undefined) requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS);
   const delay = o.keepAliveInitialDelay;

@@ -2,15 +2,16 @@
  * The initial handshake: the command that opens every connection (legacy hello with `helloOk`, or `hello` in
  * load-balanced mode), with the client metadata, offered compressors and mechanism negotiation it carries.
  *
- * Source: handshake spec, "Connection handshake", "Hello Command", "client.env", "Limitations"; auth spec,
- * "Mechanism Negotiation via Handshake"; OP_COMPRESSED spec (compression negotiation); load balancer spec
- * ("loadBalanced" in the handshake).
+ * Source: handshake spec, "Connection handshake", "Hello Command", "client.env", "Supporting Wrapping Libraries",
+ * "Limitations"; auth spec, "Mechanism Negotiation via Handshake"; OP_COMPRESSED spec (compression negotiation); load
+ * balancer spec ("loadBalanced" in the handshake).
  */
 import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import { calculateObjectSize, type Document } from 'bson';
 import { DRIVER_INFO } from '../version';
 import { InvalidOptionError } from '../errors';
+import { rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /** The spec's limit on the size of `client.application.name`, in bytes. */
 export const MAX_APP_NAME_BYTES = 128;
@@ -102,18 +103,99 @@ function truncateUtf8(text: string, bytes: number): string {
 }
 
 /**
+ * What a library built on rxcmap (a driver that wraps it) reports of itself in the handshake: each field is appended
+ * to its field of the `client` document (`name` to `client.driver.name`, `version` to `client.driver.version`,
+ * `platform` to `client.platform`) after a `|`, never replacing what is there. An empty string counts as unset: it
+ * appends nothing. No field may contain `|`.
+ *
+ * Source: handshake spec, "Supporting Wrapping Libraries" (the spec's `DriverInfoOptions`).
+ */
+export interface DriverInfoOptions {
+  /** The name of the wrapping library, appended to `client.driver.name`. */
+  name: string;
+  /** The version of the wrapping library, appended to `client.driver.version`. */
+  version?: string;
+  /** Platform details of the wrapping library, appended to `client.platform`. */
+  platform?: string;
+}
+
+/** The keys of {@link DriverInfoOptions}. */
+const DRIVER_INFO_OPTION_NAMES = ['name', 'version', 'platform'] as const satisfies readonly (keyof DriverInfoOptions)[];
+true satisfies ListsEveryOption<DriverInfoOptions, typeof DRIVER_INFO_OPTION_NAMES>;
+
+/** The delimiter between the values appended to one metadata field. Source: handshake spec, "Appending metadata". */
+export const METADATA_DELIMITER = '|';
+
+/**
+ * Checks a {@link DriverInfoOptions}: an object with no key but `name`, `version` and `platform`; `name` a string;
+ * `version` and `platform` strings or absent; none of them containing `|`. Returns it.
+ *
+ * @param value what was given.
+ * @param option its name in errors (`driverInfo`); a field is named `<option>.<field>`.
+ * @param path prefix of an unknown key in its error, e.g. `"connectionOptions."`.
+ * @throws {InvalidOptionError} naming the option or field, the value and what is allowed.
+ *
+ * Source: handshake spec, "Supporting Wrapping Libraries", "Appending metadata" (a string containing the delimiter
+ * MUST throw).
+ */
+export function checkDriverInfo(value: unknown, option = 'driverInfo', path = ''): DriverInfoOptions {
+  const shape = 'a { name, version?, platform? } object of strings';
+  const info = requireOptionsObject(option, value, shape, true);
+  rejectUnknownOptions(info, DRIVER_INFO_OPTION_NAMES, option, `${path}${option}.`);
+  for (const field of DRIVER_INFO_OPTION_NAMES) {
+    const text = info[field];
+    if (text === undefined && field !== 'name') continue;
+    if (typeof text !== 'string' || text.includes(METADATA_DELIMITER)) {
+      const allowed = `a string without '${METADATA_DELIMITER}' (the delimiter of appended metadata)${field === 'name' ? '' : ', or absent'}`;
+      throw new InvalidOptionError(`${option}.${field}`, text, allowed);
+    }
+  }
+  return info as unknown as DriverInfoOptions;
+}
+
+/** A {@link DriverInfoOptions} with each empty string as unset: what it appends, and what two are compared on. */
+interface AppendedDriverInfo {
+  readonly name: string | undefined;
+  readonly version: string | undefined;
+  readonly platform: string | undefined;
+}
+
+function appended(info: DriverInfoOptions): AppendedDriverInfo {
+  return { name: info.name || undefined, version: info.version || undefined, platform: info.platform || undefined };
+}
+
+/** A copy of the three fields of a checked driver info (later changes to the caller's object change nothing). */
+function fields(info: DriverInfoOptions): DriverInfoOptions {
+  return { name: info.name, version: info.version, platform: info.platform };
+}
+
+/** `base`, then each of `values` that is set, delimited by `|`. */
+function joined(base: string, values: readonly (string | undefined)[]): string {
+  let text = base;
+  for (const value of values) if (value !== undefined) text += METADATA_DELIMITER + value;
+  return text;
+}
+
+/**
  * The `client` document of the handshake: `application.name` (when given), `driver`, `os`, `platform` and, when
- * anything is known of it, `env` ({@link clientEnv}). Kept within {@link MAX_CLIENT_METADATA_BYTES} (512) bytes of
- * BSON by dropping, in this order and only as far as needed: the fields of `env` but `env.name`, the fields of `os`
- * but `os.type`, `env` itself; then cutting `platform`.
+ * anything is known of it, `env` ({@link clientEnv}), with each of `driverInfo` appended to `driver.name`,
+ * `driver.version` and `platform`, in order ({@link DriverInfoOptions}). Kept within
+ * {@link MAX_CLIENT_METADATA_BYTES} (512) bytes of BSON by dropping, in this order and only as far as needed: the
+ * fields of `env` but `env.name`, the fields of `os` but `os.type`, `env` itself; then cutting `platform` (appended
+ * platforms first, from the end). `application` and `driver` are never cut: a driver name and version too long to
+ * fit even so are refused.
  *
  * @param appName `client.application.name`; absent: no `application` (there is no default).
  * @param environment where `env` is read from (default: this process's environment variables and `/.dockerenv`).
- * @throws {InvalidOptionError} (option `appName`) when appName is not a string of at most 128 bytes (UTF-8).
+ * @param driverInfo what wrapping libraries append, already checked ({@link checkDriverInfo}) and without duplicates.
+ * @throws {InvalidOptionError} (option `appName`) when appName is not a string of at most 128 bytes (UTF-8); (option
+ *   `driverInfo`, the last of `driverInfo`) when the document exceeds 512 bytes with `env`, `os` but `os.type` and
+ *   `platform` all gone.
  *
- * Source: handshake spec, "Hello Command", "client.application.name", "client.env", "Limitations".
+ * Source: handshake spec, "Hello Command", "client.application.name", "client.env", "Appending metadata",
+ * "Limitations".
  */
-export function clientMetadata(appName?: string, environment?: ExecutionEnvironment): Document {
+export function clientMetadata(appName?: string, environment?: ExecutionEnvironment, driverInfo: readonly DriverInfoOptions[] = []): Document {
   const metadata: Document = {};
   if (appName !== undefined) {
     if (typeof appName !== 'string' || Buffer.byteLength(appName, 'utf8') > MAX_APP_NAME_BYTES) {
@@ -121,12 +203,71 @@ export function clientMetadata(appName?: string, environment?: ExecutionEnvironm
     }
     metadata.application = { name: appName };
   }
-  metadata.driver = { name: DRIVER_INFO.name, version: DRIVER_INFO.version };
+  const infos = driverInfo.map(appended);
+  metadata.driver = {
+    name: joined(DRIVER_INFO.name, infos.map((i) => i.name)),
+    version: joined(DRIVER_INFO.version, infos.map((i) => i.version)),
+  };
   metadata.os = { type: os.type() || 'unknown', name: process.platform, architecture: process.arch, version: os.release() };
-  metadata.platform = `Node.js ${process.version}, ${os.endianness()}`;
+  metadata.platform = joined(`Node.js ${process.version}, ${os.endianness()}`, infos.map((i) => i.platform));
   const env = clientEnv(environment);
   if (env !== undefined) metadata.env = env;
-  return fitClientMetadata(metadata);
+  fitClientMetadata(metadata);
+  if (calculateObjectSize(metadata) > MAX_CLIENT_METADATA_BYTES) {
+    const allowed = `a name and version short enough for the handshake's client metadata, with them appended, to fit in ${MAX_CLIENT_METADATA_BYTES} bytes`;
+    throw new InvalidOptionError('driverInfo', driverInfo.at(-1), allowed);
+  }
+  return metadata;
+}
+
+/**
+ * The client metadata of a client's handshakes, shared by the connection factories of all its pools and monitors:
+ * {@link append} changes what connections established from then on send, and nothing else.
+ *
+ * Source: handshake spec, "Supporting Wrapping Libraries", "Metadata updates after MongoClient initialization",
+ * "Appending metadata".
+ */
+export class ClientMetadata {
+  /** The `client` document new connections send (a new object after each append that changes it). */
+  document: Document;
+  private readonly driverInfo: DriverInfoOptions[] = [];
+  private readonly environment: ExecutionEnvironment;
+
+  /**
+   * @param appName `client.application.name`, if any.
+   * @param driverInfo a wrapping library's driver info, if any (checked here).
+   * @param environment where `env` is read from (default: this process's).
+   * @throws {InvalidOptionError} as {@link clientMetadata} and {@link checkDriverInfo}.
+   */
+  constructor(
+    private readonly appName?: string,
+    driverInfo?: DriverInfoOptions,
+    environment?: ExecutionEnvironment,
+  ) {
+    // Read once: every document of this client describes the same process.
+    const current = environment ?? currentEnvironment();
+    this.environment = { variables: { ...current.variables }, dockerenv: current.dockerenv };
+    if (driverInfo !== undefined) this.driverInfo.push(fields(checkDriverInfo(driverInfo)));
+    this.document = clientMetadata(appName, this.environment, this.driverInfo);
+  }
+
+  /**
+   * Appends `driverInfo` to the metadata, unless an equal one (the same name, version and platform, an empty string
+   * counting as unset) was given before, or it sets nothing: then nothing changes. Returns whether it was appended.
+   *
+   * @throws {InvalidOptionError} as {@link checkDriverInfo}, or when the metadata would no longer fit in 512 bytes
+   *   (see {@link clientMetadata}); the metadata is then unchanged.
+   */
+  append(driverInfo: DriverInfoOptions): boolean {
+    const added = appended(checkDriverInfo(driverInfo));
+    if (added.name === undefined && added.version === undefined && added.platform === undefined) return false;
+    const same = (i: AppendedDriverInfo): boolean => i.name === added.name && i.version === added.version && i.platform === added.platform;
+    if (this.driverInfo.map(appended).some(same)) return false;
+    const list = [...this.driverInfo, fields(driverInfo)];
+    this.document = clientMetadata(this.appName, this.environment, list);
+    this.driverInfo.push(list[list.length - 1]);
+    return true;
+  }
 }
 
 /**

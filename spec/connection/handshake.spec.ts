@@ -1,12 +1,13 @@
 /**
- * The handshake's client metadata: `client.env` (FaaS and container detection) and the 512-byte limit on the
- * `client` document, with the order in which it is reduced to fit.
+ * The handshake's client metadata: `client.env` (FaaS and container detection), the driver info of wrapping libraries
+ * appended to it, and the 512-byte limit on the `client` document, with the order in which it is reduced to fit.
  */
 import { expect } from 'chai';
 import { calculateObjectSize, deserialize, serialize, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory } from '../../lib';
-import { clientEnv, clientMetadata, fitClientMetadata, MAX_CLIENT_METADATA_BYTES } from '../../lib/connection/handshake';
+import { connectionFactory, InvalidOptionError, type DriverInfoOptions } from '../../lib';
+import { ClientMetadata, clientEnv, clientMetadata, fitClientMetadata, MAX_CLIENT_METADATA_BYTES } from '../../lib/connection/handshake';
+import { DRIVER_INFO } from '../../lib/version';
 import { EmbeddedServer } from '../../lib/testing';
 
 /** An environment with these variables and no `/.dockerenv`, unless `dockerenv` says otherwise. */
@@ -84,6 +85,96 @@ describe('handshake client metadata', function () {
       } finally {
         await server.stop();
       }
+    });
+  });
+
+  describe('driver info of wrapping libraries', function () {
+    const platform = clientMetadata().platform as string;
+
+    /** The `client` document the handshake of a connection made by a factory with these options sends. */
+    async function sentBy(options: { driverInfo?: unknown }): Promise<Document> {
+      const server = await new EmbeddedServer().start();
+      try {
+        let received: Document | undefined;
+        server.handle('ismaster', (command) => {
+          received = command;
+          return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
+        });
+        const [host, port] = server.address.split(':');
+        const factory = connectionFactory({ host, port: Number(port), ...(options as { driverInfo?: DriverInfoOptions }) });
+        const signal = new AbortController().signal;
+        const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal })));
+        connection.destroy();
+        return received?.client as Document;
+      } finally {
+        await server.stop();
+      }
+    }
+
+    it("reaches the server appended to driver.name, driver.version and platform after a '|', replacing nothing", async function () {
+      expect((await sentBy({})).driver).to.deep.equal({ name: DRIVER_INFO.name, version: DRIVER_INFO.version });
+      const sent = await sentBy({ driverInfo: { name: 'odm', version: '2.1.0', platform: 'edge runtime' } });
+      expect(sent.driver).to.deep.equal({ name: `${DRIVER_INFO.name}|odm`, version: `${DRIVER_INFO.version}|2.1.0` });
+      expect(sent.platform).to.equal(`${platform}|edge runtime`);
+    });
+
+    it('treats an empty string as unset: it appends nothing', async function () {
+      const sent = await sentBy({ driverInfo: { name: 'odm', version: '', platform: '' } });
+      expect(sent.driver).to.deep.equal({ name: `${DRIVER_INFO.name}|odm`, version: DRIVER_INFO.version });
+      expect(sent.platform).to.equal(platform);
+    });
+
+    it("refuses a field containing '|', and a value of the wrong type, naming the field and what is allowed", function () {
+      const refused = (driverInfo: unknown): InvalidOptionError => {
+        try {
+          connectionFactory({ host: 'h', port: 1, driverInfo: driverInfo as DriverInfoOptions });
+        } catch (error) {
+          expect(error).to.be.instanceOf(InvalidOptionError);
+          return error as InvalidOptionError;
+        }
+        throw new Error(`driverInfo ${JSON.stringify(driverInfo)} was accepted`);
+      };
+      expect(refused({ name: 'a|b' })).to.include({ option: 'driverInfo.name' });
+      expect(refused({ name: 'a|b' }).message).to.match(/driverInfo.name must be a string without '\|'/);
+      expect(refused({ name: 'a', version: '1|2' })).to.include({ option: 'driverInfo.version' });
+      expect(refused({ name: 'a', platform: '|' })).to.include({ option: 'driverInfo.platform' });
+      expect(refused({ version: '1' })).to.include({ option: 'driverInfo.name' });
+      expect(refused({ name: 5 })).to.include({ option: 'driverInfo.name' });
+      expect(refused({ name: 'a', version: null })).to.include({ option: 'driverInfo.version' });
+      expect(refused('odm')).to.include({ option: 'driverInfo' });
+      expect(refused({ name: 'a', platfrom: 'p' })).to.include({ option: 'driverInfo.platfrom', suggestion: 'platform' });
+    });
+
+    it('appends an equal driver info only once, an empty string being equal to unset', function () {
+      const metadata = new ClientMetadata(undefined, { name: 'odm', version: '2.1.0' });
+      const first = metadata.document;
+      expect(metadata.append({ name: 'odm', version: '2.1.0', platform: '' })).to.equal(false);
+      expect(metadata.append({ name: 'Odm', version: '2.1.0' })).to.equal(true);
+      expect(metadata.append({ name: 'odm', version: '2.1.0', platform: 'p' })).to.equal(true);
+      expect(metadata.append({ name: 'Odm', version: '2.1.0' })).to.equal(false);
+      expect(metadata.append({ name: '' })).to.equal(false);
+      expect(first.driver.name).to.equal(`${DRIVER_INFO.name}|odm`);
+      expect(metadata.document.driver).to.deep.equal({
+        name: `${DRIVER_INFO.name}|odm|Odm|odm`,
+        version: `${DRIVER_INFO.version}|2.1.0|2.1.0|2.1.0`,
+      });
+      expect(metadata.document.platform).to.equal(`${platform}|p`);
+    });
+
+    it('a platform too long for the limit is cut; a name and version too long for it are refused, the metadata unchanged', function () {
+      const environment = { variables: {}, dockerenv: false };
+      const long = clientMetadata('a'.repeat(128), environment, [{ name: 'odm', platform: 'p'.repeat(600) }]);
+      expect(calculateObjectSize(long)).to.be.within(MAX_CLIENT_METADATA_BYTES - 1, MAX_CLIENT_METADATA_BYTES);
+      expect(long.driver.name).to.equal(`${DRIVER_INFO.name}|odm`);
+      expect(long.platform).to.match(new RegExp(`^${platform.replace(/[.()]/g, '\\$&')}\\|p+$`));
+      const tooLong = { name: 'n'.repeat(300), version: 'v'.repeat(200) };
+      expect(() => connectionFactory({ host: 'h', port: 1, driverInfo: tooLong })).to.throw(InvalidOptionError, /Invalid driverInfo: .*fit in 512 bytes/);
+      const metadata = new ClientMetadata('app', { name: 'odm' }, environment);
+      const before = metadata.document;
+      expect(() => metadata.append(tooLong)).to.throw(InvalidOptionError);
+      expect(metadata.document).to.equal(before);
+      expect(metadata.append({ name: 'odm2' })).to.equal(true);
+      expect(metadata.document.driver.name).to.equal(`${DRIVER_INFO.name}|odm|odm2`);
     });
   });
 
