@@ -41,7 +41,8 @@ function int32(variables: ExecutionEnvironment['variables'], name: string): numb
   const value = populated(variables, name);
   if (value === undefined || !/^[+-]?\d+$/.test(value)) return undefined;
   const n = Number(value);
-  return n >= -0x8000_0000 && n <= 0x7fff_ffff ? n : undefined;
+  // `| 0` makes "-0" the integer 0: BSON would send -0 as a double, not the int32 the spec asks for.
+  return n >= -0x8000_0000 && n <= 0x7fff_ffff ? n | 0 : undefined;
 }
 
 /** The FaaS `client.env.name`, or undefined when none, or an ambiguous combination, of the variables is populated. */

@@ -44,6 +44,15 @@ describe('handshake client metadata', function () {
       expect(clientEnv(environment({ VERCEL: '1', K_SERVICE: 'svc' }))).to.equal(undefined);
     });
 
+    it('sends a zero written with a sign ("-0", "+0") as the int32 0, not as a double', function () {
+      for (const size of ['-0', '+0', '-00']) {
+        const env = clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_LAMBDA_FUNCTION_MEMORY_SIZE: size }));
+        const raw = deserialize(serialize({ env }), { promoteValues: false }) as Document;
+        expect(raw.env.memory_mb?._bsontype, size).to.equal('Int32');
+        expect(raw.env.memory_mb.value, size).to.equal(0);
+      }
+    });
+
     it('leaves out a field whose variable is not of the expected type, without an error', function () {
       for (const size of ['big', '1.5', '', '2147483648', '1e3']) {
         const env = clientEnv(environment({ AWS_EXECUTION_ENV: 'AWS_Lambda_java8', AWS_LAMBDA_FUNCTION_MEMORY_SIZE: size }));
