@@ -201,8 +201,11 @@ export interface PoolHoldings {
    * "Connection Tracking".
    */
   readonly inUseByPurpose: {
+    /** Checked out for cursors (`purpose: 'cursor'`). */
     readonly cursor: number;
+    /** Checked out for transactions (`purpose: 'transaction'`). */
     readonly transaction: number;
+    /** Checked out for any other operation (`purpose: 'operation'`, or none given). */
     readonly operation: number;
   };
   /** Connections being established. */
