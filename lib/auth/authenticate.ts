@@ -1,13 +1,14 @@
 /**
  * The authentication step of establishing a connection: picks the mechanism (explicit, or negotiated through the
- * handshake's `saslSupportedMechs`) and runs it.
+ * handshake's `saslSupportedMechs`) and runs it, going on from the handshake's speculative saslStart when the server
+ * answered it.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake", "Default Authentication
- * Methods".
+ * Methods", "Speculative Authentication"; handshake spec, "Speculative Authentication".
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
-import { scramAuthenticate, type RunCommand } from './scram';
+import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
 
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
 export function saslSupportedMechsRequest(credentials: MongoCredentials): string | undefined {
@@ -25,20 +26,51 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 }
 
 /**
- * Authenticates a connection whose handshake returned `handshakeReply`, sending commands with `run`. The key
- * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate}).
+ * The saslStart a handshake carries as `speculativeAuthenticate` (with a fresh client nonce: one per connection):
+ * with the credentials' mechanism, or SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password
+ * cannot be prepared with SASLprep for SCRAM-SHA-256: that conversation could never finish, and a negotiated
+ * SCRAM-SHA-1 (which does not SASLprep) may still authenticate.
+ *
+ * Source: handshake spec, "Speculative Authentication" (SCRAM-SHA-256 when no mechanism is given, and the saslStart
+ * fields plus `db`); auth spec, "SCRAM-SHA-256" (passwords are SASLprep'd).
+ */
+export function speculativeStart(credentials: MongoCredentials): ScramStart | undefined {
+  const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
+  try {
+    scramPassword(mechanism, credentials.username, credentials.password);
+  } catch {
+    return undefined;
+  }
+  return scramStart(credentials, mechanism);
+}
+
+/**
+ * Authenticates a connection whose handshake returned `handshakeReply`, sending commands with `run`. When the
+ * handshake carried `speculative` ({@link speculativeStart}) and its reply has a `speculativeAuthenticate` document
+ * for the mechanism selected, the conversation goes on from that document (saslContinue); otherwise (an older server,
+ * or one that did not take the speculative saslStart) the whole conversation runs. The key derivation runs off the
+ * event loop; `signal` ends the conversation (see {@link scramAuthenticate}).
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
  *   1,000,000 (see {@link scramAuthenticate}).
  * @throws `signal.reason` (rejection) once `signal` aborts.
  *
- * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake".
+ * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake"; handshake spec, "Speculative
+ * Authentication" (go on with the next step when answered; without a reply, the standard conversation).
  */
 export function authenticate(
   run: RunCommand,
   credentials: MongoCredentials,
   handshakeReply: Document,
   signal?: AbortSignal,
+  speculative?: ScramStart,
 ): Promise<void> {
-  return scramAuthenticate(run, credentials, selectMechanism(credentials, handshakeReply), { signal });
+  const mechanism = selectMechanism(credentials, handshakeReply);
+  const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
+  // A speculative answer for another mechanism than the one selected (SCRAM-SHA-256 tried, SCRAM-SHA-1 negotiated)
+  // is not used: the mechanism is the one the default rules select.
+  if (speculative !== undefined && speculativeReply !== undefined && speculative.mechanism === mechanism) {
+    return scramAuthenticate(run, credentials, mechanism, { signal, clientNonce: speculative.clientNonce, speculativeReply });
+  }
+  return scramAuthenticate(run, credentials, mechanism, { signal });
 }

@@ -139,17 +139,75 @@ export interface ScramOptions {
   signal?: AbortSignal;
   /** The client nonce, base64. Default: 24 random bytes. */
   clientNonce?: string;
+  /**
+   * The `speculativeAuthenticate` document of the handshake reply, when the handshake carried the saslStart of
+   * {@link scramStart} (with this `clientNonce`) and the server answered it: the conversation goes on from this
+   * reply, with no saslStart of its own. It is checked as a saslStart reply is (nonce, salt, iteration count,
+   * `conversationId`), and the server signature is verified as usual.
+   */
+  speculativeReply?: unknown;
+}
+
+/**
+ * The first message of a SCRAM conversation, made before it is sent: `command` is the saslStart to send, and
+ * `speculativeAuthenticate` the same saslStart with the `db` the user is looked up in (the credentials' source), to
+ * put in the handshake.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (saslStart); handshake spec, "Speculative Authentication".
+ */
+export interface ScramStart {
+  /** The mechanism of the conversation. */
+  readonly mechanism: AuthMechanism;
+  /** The client nonce, base64. */
+  readonly clientNonce: string;
+  /** `{ saslStart: 1, mechanism, payload, autoAuthorize: 1, options: { skipEmptyExchange: true } }`. */
+  readonly command: Document;
+  /** `command` with `db`: the credentials' source. */
+  readonly speculativeAuthenticate: Document;
+}
+
+/**
+ * The saslStart of a SCRAM conversation with `mechanism` as `credentials` (client-first message `n,,n=<user>,r=<nonce>`,
+ * the user name escaped, never SASLprep'd), for a saslStart command or the handshake's `speculativeAuthenticate`.
+ * Nothing is checked here: {@link scramAuthenticate} refuses a password SASLprep refuses before it sends anything.
+ *
+ * @param clientNonce the client nonce, base64 (default: 24 random bytes).
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" ("Conversation", skipEmptyExchange); handshake spec,
+ * "Speculative Authentication" (the saslStart fields plus `db`).
+ */
+export function scramStart(
+  credentials: MongoCredentials,
+  mechanism: AuthMechanism,
+  clientNonce: string = randomBytes(24).toString('base64'),
+): ScramStart {
+  const command: Document = {
+    saslStart: 1,
+    mechanism,
+    payload: new Binary(Buffer.from(`n,,${clientFirstBare(credentials, clientNonce)}`, 'utf8')),
+    autoAuthorize: 1,
+    options: { skipEmptyExchange: true },
+  };
+  return { mechanism, clientNonce, command, speculativeAuthenticate: { ...command, db: credentials.source } };
+}
+
+/** The client-first message without its GS2 header. */
+function clientFirstBare(credentials: MongoCredentials, clientNonce: string): string {
+  return `n=${escapeUsername(credentials.username)},r=${clientNonce}`;
 }
 
 /**
  * Authenticates with SCRAM (`mechanism`) as `credentials`, using `run` to send saslStart/saslContinue to the
- * credentials' source database. The salted password is derived off the event loop ({@link saltPasswordAsync}) and
+ * credentials' source database; with `options.speculativeReply`, the handshake already carried the saslStart and the
+ * conversation goes on from the server's answer to it (one round trip fewer). The salted password is derived off the event loop ({@link saltPasswordAsync}) and
  * cached in `credentials` per mechanism, salt and iteration count; concurrent conversations that need the same one
  * share a single derivation.
  *
  * @throws {AuthenticationError} (rejection) when the password cannot be prepared with SASLprep for SCRAM-SHA-256 (a
  *   prohibited character, say: refused before anything is sent, the message naming the SASLprep rule broken), the
- *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message, an iteration count
+ *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message (a first reply without
+ *   a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the client
+ *   nonce), an iteration count
  *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), or a server signature that
  *   does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
  *   is not padded base64 of at least one byte is refused before any key is derived or proof sent. Messages name the
@@ -157,7 +215,8 @@ export interface ScramOptions {
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (including the minimum iteration count and the MUST-cache of
- * "Caching credentials in SCRAM"); the maximum iteration count is an extension (see {@link MAX_ITERATIONS}).
+ * "Caching credentials in SCRAM"); handshake spec, "Speculative Authentication"; the maximum iteration count is an
+ * extension (see {@link MAX_ITERATIONS}).
  */
 export async function scramAuthenticate(
   run: RunCommand,
@@ -189,14 +248,19 @@ export async function scramAuthenticate(
     return fail(`the password cannot be prepared with SASLprep (RFC 4013), as ${mechanism} requires: ${(error as Error).message}`);
   }
 
-  const clientFirstBare = `n=${escapeUsername(credentials.username)},r=${clientNonce}`;
-  const first = await send({
-    saslStart: 1,
-    mechanism,
-    payload: new Binary(Buffer.from(`n,,${clientFirstBare}`, 'utf8')),
-    autoAuthorize: 1,
-    options: { skipEmptyExchange: true },
-  });
+  const firstBare = clientFirstBare(credentials, clientNonce);
+  let first: Document;
+  if (options.speculativeReply === undefined) {
+    first = await send(scramStart(credentials, mechanism, clientNonce).command);
+  } else {
+    signal?.throwIfAborted();
+    const reply = options.speculativeReply;
+    if (reply === null || typeof reply !== 'object' || Array.isArray(reply)) {
+      return fail('the speculativeAuthenticate of the handshake reply is not a document');
+    }
+    first = reply as Document;
+  }
+  if (typeof first.conversationId !== 'number') fail('the server\'s first SASL reply has no conversationId');
   const serverFirst = payloadText(first);
   const attrs = parseAttributes(serverFirst);
   if (attrs.has('m')) {
@@ -234,7 +298,7 @@ export async function scramAuthenticate(
   const serverKey = hmac(mechanism, salted, 'Server Key');
   const storedKey = hash(mechanism, clientKey);
   const clientFinalWithoutProof = `c=biws,r=${nonce}`;
-  const authMessage = `${clientFirstBare},${serverFirst},${clientFinalWithoutProof}`;
+  const authMessage = `${firstBare},${serverFirst},${clientFinalWithoutProof}`;
   const proof = xor(clientKey, hmac(mechanism, storedKey, authMessage)).toString('base64');
 
   let reply = await send({

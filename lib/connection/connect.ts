@@ -7,7 +7,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Observable } from 'rxjs';
-import { authenticate, saslSupportedMechsRequest } from '../auth/authenticate';
+import { authenticate, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
 import {
   CmapError,
@@ -50,7 +50,9 @@ type Phase = 'connect' | 'hello' | 'auth';
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
  * handshake and authentication (none with an arbiter: a hello reply with `arbiterOnly: true` and a `setName`, which
- * holds no users), and emits the {@link Connection}; unsubscribing (or the descriptor's signal
+ * holds no users), and emits the {@link Connection}. With credentials, the handshake carries the saslStart as
+ * `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set SCRAM-SHA-1), so a server that answers it
+ * authenticates the connection with hello + saslContinue instead of hello + saslStart + saslContinue; unsubscribing (or the descriptor's signal
  * aborting) before that destroys the socket. Every TCP or TLS socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
@@ -74,7 +76,8 @@ type Phase = 'connect' | 'hello' | 'auth';
  *   `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
- * "Connection handshake"; OP_COMPRESSED spec (compressor negotiation); auth spec, "Authentication Handshake"; load
+ * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
+ * "Authentication Handshake"; load
  * balancer spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
@@ -231,8 +234,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         offeredCompressors: s.compressors,
       });
       phase = 'hello';
+      // Speculative authentication: the saslStart rides in the handshake, with a client nonce of this connection's.
+      const speculative = s.credentials === undefined ? undefined : speculativeStart(s.credentials);
+      const command = speculative === undefined ? handshake : { ...handshake, speculativeAuthenticate: speculative.speculativeAuthenticate };
       connection
-        .command('admin', handshake, { timeoutMS: 0 })
+        .command('admin', command, { timeoutMS: 0 })
         .then(async (reply) => {
           if (subscriber.closed) return;
           connection.applyHandshake(reply);
@@ -253,6 +259,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               s.credentials,
               reply,
               conversation.signal,
+              speculative,
             );
           }
           if (subscriber.closed) return;

@@ -310,7 +310,9 @@ export interface HandshakeParts {
 
 /**
  * The first command on a connection, sent over OP_MSG to `admin`: legacy hello (`isMaster`) with `helloOk: true`,
- * or `hello` with `loadBalanced: true` in load-balanced mode; always the backpressure version `"2"`.
+ * or `hello` with `loadBalanced: true` in load-balanced mode; always the backpressure version `"2"`. The same for
+ * every connection of a factory: establishment adds the connection's own `speculativeAuthenticate` (its client nonce
+ * is per connection; see `speculativeStart` in `auth/authenticate`).
  */
 export function handshakeCommand(parts: HandshakeParts): Document {
   const command: Document = parts.loadBalanced ? { hello: 1, loadBalanced: true } : { isMaster: 1, helloOk: true };

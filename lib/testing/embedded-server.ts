@@ -4,8 +4,8 @@
  * handshake use:
  *
  * - OP_MSG commands, and the legacy OP_QUERY hello many clients open with (answered with OP_REPLY);
- * - hello / isMaster (with `saslSupportedMechs` and compression negotiation), ping, buildInfo, endSessions,
- *   connectionStatus, and `{ ok: 1 }` for anything else;
+ * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
+ *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - OP_COMPRESSED (zlib) once negotiated;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
  *   ping, buildInfo and connectionStatus require an authenticated connection; the users can be replaced while it
@@ -29,7 +29,10 @@ import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-s
 export interface EmbeddedServerOptions {
   /** TCP port; 0 (default) picks a free one. */
   port?: number;
-  /** maxWireVersion it reports. Default 25 (MongoDB 8.0). */
+  /**
+   * maxWireVersion it reports. Default 25 (MongoDB 8.0). Below 9 (MongoDB 4.4) the handshake's
+   * `speculativeAuthenticate` is ignored, as servers before 4.4 ignore it.
+   */
   maxWireVersion?: number;
   /** Server version it reports in buildInfo. Default "8.0.0". */
   version?: string;
@@ -406,6 +409,24 @@ export class EmbeddedServer {
     return reply;
   }
 
+  /**
+   * The handshake's `speculativeAuthenticate`, answered as a mongod of 4.4 or later (maxWireVersion 9 and up) does: a
+   * saslStart document with a string `db` runs as a saslStart on that database, and its reply without `ok` is the
+   * answer (the conversation then goes on with saslContinue); anything else, and a saslStart that fails (unknown user
+   * or mechanism), gives no answer, as if it had not been sent. Older servers ignore the field.
+   */
+  private speculativeSaslStart(request: unknown, client: ClientConnectionInfo): Document | undefined {
+    if ((this.options.maxWireVersion ?? 25) < 9 || request === null || typeof request !== 'object') return undefined;
+    const document = request as Document;
+    if (Object.keys(document)[0] !== 'saslStart' || typeof document.db !== 'string') return undefined;
+    const { reply, conversation } = this.users.start(document.db, document, true);
+    if (conversation === undefined) return undefined;
+    client.conversation = conversation;
+    client.saslConversations++;
+    const { ok: _ok, ...answer } = reply;
+    return answer;
+  }
+
   private helloReply(legacy: boolean, command: Document, client: ClientConnectionInfo): Document {
     const reply: Document = {
       ...(legacy ? { ismaster: true } : { isWritablePrimary: true }),
@@ -431,6 +452,8 @@ export class EmbeddedServer {
       const mechanisms = this.users.mechanismsOf(command.saslSupportedMechs);
       if (mechanisms !== undefined) reply.saslSupportedMechs = mechanisms;
     }
+    const speculative = this.speculativeSaslStart(command.speculativeAuthenticate, client);
+    if (speculative !== undefined) reply.speculativeAuthenticate = speculative;
     reply.ok = 1;
     return reply;
   }

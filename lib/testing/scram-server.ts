@@ -142,8 +142,12 @@ export class ScramUsers {
     return user ? (Object.keys(user.credentials) as AuthMechanism[]) : undefined;
   }
 
-  /** Handles saslStart on database `db`; returns the reply and the conversation to continue (if any). */
-  start(db: string, command: Document): { reply: Document; conversation?: ScramConversation } {
+  /**
+   * Handles saslStart on database `db`; returns the reply and the conversation to continue (if any). A `speculative`
+   * saslStart (the handshake's `speculativeAuthenticate`) that fails is not counted: a mongod treats it as if it had
+   * never been sent.
+   */
+  start(db: string, command: Document, speculative = false): { reply: Document; conversation?: ScramConversation } {
     const mechanism = command.mechanism as AuthMechanism;
     const message = (saslPayloadText(command.payload) ?? '');
     if (!message.startsWith('n,,')) return { reply: authFailed() };
@@ -155,7 +159,7 @@ export class ScramUsers {
     const credential = user !== undefined && Object.hasOwn(user.credentials, mechanism) ? user.credentials[mechanism] : undefined;
     const clientNonce = attrs.get('r');
     if (!user || !credential || !clientNonce) {
-      this.count(this.currentGeneration, 'failed');
+      if (!speculative) this.count(this.currentGeneration, 'failed');
       return { reply: authFailed() };
     }
     this.count(this.currentGeneration, 'started');

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import { Binary, type Document } from 'bson';
 import { MongoCredentials } from '../../lib';
-import { saslSupportedMechsRequest, selectMechanism } from '../../lib/auth/authenticate';
+import { authenticate, saslSupportedMechsRequest, selectMechanism, speculativeStart } from '../../lib/auth/authenticate';
 
 describe('mechanism negotiation (auth spec, "Mechanism Negotiation via Handshake", "Default Authentication Methods")', function () {
   it('asks for the mechanisms of <source>.<username>, the user name as given (never SASLprep\'d), only when none is set', function () {
@@ -35,5 +36,42 @@ describe('mechanism negotiation (auth spec, "Mechanism Negotiation via Handshake
     const sha256 = new MongoCredentials({ username: 'u', password: 'p', mechanism: 'SCRAM-SHA-256' });
     expect(selectMechanism(sha256, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-1'] })).to.equal('SCRAM-SHA-256');
     expect(selectMechanism(sha256, { ok: 1 })).to.equal('SCRAM-SHA-256');
+  });
+});
+
+describe('speculative authentication (handshake spec, "Speculative Authentication")', function () {
+  it('speculates with the mechanism set, else SCRAM-SHA-256; the saslStart plus db (the credentials\' source)', function () {
+    const negotiated = speculativeStart(new MongoCredentials({ username: 'u,=', password: 'p', source: 'sales' }))!;
+    expect(negotiated.mechanism).to.equal('SCRAM-SHA-256');
+    expect(negotiated.speculativeAuthenticate).to.include({ saslStart: 1, mechanism: 'SCRAM-SHA-256', autoAuthorize: 1, db: 'sales' });
+    expect(negotiated.speculativeAuthenticate.options).to.deep.equal({ skipEmptyExchange: true });
+    expect(Buffer.from((negotiated.speculativeAuthenticate.payload as Binary).buffer).toString()).to.equal(`n,,n=u=2C=3D,r=${negotiated.clientNonce}`);
+    expect(negotiated.command).to.not.have.property('db');
+    const sha1 = speculativeStart(new MongoCredentials({ username: 'u', password: 'p', mechanism: 'SCRAM-SHA-1' }))!;
+    expect(sha1.speculativeAuthenticate.mechanism).to.equal('SCRAM-SHA-1');
+  });
+
+  it('does not speculate with SCRAM-SHA-256 for a password SASLprep refuses, which a negotiated SCRAM-SHA-1 may still use', function () {
+    // U+0007 (BELL) is a prohibited character (RFC 4013, section 2.3).
+    expect(speculativeStart(new MongoCredentials({ username: 'u', password: 'bell\u0007' }))).to.equal(undefined);
+    expect(speculativeStart(new MongoCredentials({ username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-1' }))).to.not.equal(undefined);
+  });
+
+  it('goes on from the speculative answer only for the mechanism selected; otherwise the whole conversation runs', async function () {
+    const credentials = new MongoCredentials({ username: 'u', password: 'p' });
+    const speculative = speculativeStart(credentials)!;
+    const answer = { conversationId: 1, done: false, payload: new Binary(Buffer.from(`r=${speculative.clientNonce}xyz,s=c2FsdA==,i=4096`)) };
+    const sent: string[] = [];
+    const run = async (_db: string, cmd: Document): Promise<Document> => {
+      sent.push(Object.keys(cmd)[0]);
+      return { ok: 0, code: 18, errmsg: 'Authentication failed.' };
+    };
+    // SCRAM-SHA-256 listed: the answer is used, and the next command is saslContinue.
+    await authenticate(run, credentials, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-256'], speculativeAuthenticate: answer }, undefined, speculative).catch(() => undefined);
+    // SCRAM-SHA-256 not listed: SCRAM-SHA-1 is selected, and its conversation starts anew.
+    await authenticate(run, credentials, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-1'], speculativeAuthenticate: answer }, undefined, speculative).catch(() => undefined);
+    // No answer: the whole conversation.
+    await authenticate(run, credentials, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-256'] }, undefined, speculative).catch(() => undefined);
+    expect(sent).to.deep.equal(['saslContinue', 'saslStart', 'saslStart']);
   });
 });

@@ -103,7 +103,7 @@ describe('Monitor', function () {
     expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'stale' });
   });
 
-  it('never authenticates its dedicated connection nor asks for saslSupportedMechs', async function () {
+  it('never authenticates its dedicated connection: neither saslSupportedMechs nor speculativeAuthenticate', async function () {
     const handshakes: Record<string, unknown>[] = [];
     server.handle('isMaster', (cmd) => {
       handshakes.push(cmd);
@@ -119,6 +119,7 @@ describe('Monitor', function () {
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
     expect(handshakes).to.have.length(1);
     expect(handshakes[0]).to.not.have.property('saslSupportedMechs');
+    expect(handshakes[0]).to.not.have.property('speculativeAuthenticate');
   });
 
   it('a connectionFactory failing with something that is not an Error gives a PoolCallbackError, with it as the cause', async function () {

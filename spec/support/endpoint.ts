@@ -6,7 +6,7 @@ import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import { connectionFactory, type ConnectionOptions } from '../../lib';
-import { EmbeddedServer } from '../../lib/testing';
+import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
 import { parseConnectionString } from '../../lib/connection-string';
 
 export interface TestEndpoint {
@@ -19,10 +19,11 @@ export interface TestEndpoint {
   stop(): Promise<void>;
 }
 
-export async function startTestEndpoint(): Promise<TestEndpoint> {
+/** `users`: the embedded endpoint's users (see `EmbeddedServerOptions.users`); MONGODB_URI's server has its own. */
+export async function startTestEndpoint(options: { users?: EmbeddedUser[] } = {}): Promise<TestEndpoint> {
   const uri = process.env.MONGODB_URI;
   const parsed = uri ? parseConnectionString(uri) : undefined;
-  const embedded = parsed ? undefined : await new EmbeddedServer().start();
+  const embedded = parsed ? undefined : await new EmbeddedServer({ users: options.users }).start();
   const address = parsed ? parsed.hosts[0] : embedded!.address;
   const connectionOptions = parsed?.connectionOptions ?? {};
   const adminCommand = async (command: Document): Promise<Document> => {
