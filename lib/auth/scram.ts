@@ -8,6 +8,7 @@ import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqua
 import { Binary, type Document } from 'bson';
 import { saslprep } from '@mongodb-js/saslprep';
 import { AuthenticationError, MongoServerError } from '../errors';
+import { WireProtocolError } from '../connection/wire-protocol';
 import type { AuthMechanism, MongoCredentials } from './credentials';
 
 /** The smallest iteration count a client accepts (auth spec: MUST enforce 4096). */
@@ -208,8 +209,9 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
  *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message (a first reply without
  *   a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the client
  *   nonce), an iteration count
- *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), or a server signature that
- *   does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
+ *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), a message to send that the server
+ *   could not take (a server nonce so long that the client-final message exceeds maxBsonObjectSize: cause the
+ *   WireProtocolError, nothing sent), or a server signature that does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
  *   is not padded base64 of at least one byte is refused before any key is derived or proof sent. Messages name the
  *   user, source and mechanism, never the password.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
@@ -235,6 +237,9 @@ export async function scramAuthenticate(
       return await run(credentials.source, command);
     } catch (error) {
       if (error instanceof MongoServerError) return fail(error.message, error);
+      // A command the server could not take (its proof grown past maxBsonObjectSize by a server nonce of megabytes):
+      // nothing was sent, and the conversation is malformed.
+      if (error instanceof WireProtocolError) return fail(`the ${Object.keys(command)[0]} cannot be sent: ${error.message}`, error);
       throw error;
     }
   };

@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { Binary, type Document } from 'bson';
-import { AuthenticationError, MongoCredentials, MongoServerError } from '../../lib';
+import { firstValueFrom, from } from 'rxjs';
+import { AuthenticationError, MongoCredentials, MongoServerError, connectionFactory } from '../../lib';
+import { WireProtocolError } from '../../lib/connection/wire-protocol';
+import { EmbeddedServer } from '../../lib/testing';
 import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
 import { spyOnDerivations, ticker } from '../support/derivations';
 
@@ -205,6 +208,33 @@ describe('SCRAM (auth spec conversations)', function () {
       expect(server.sent).to.have.length(1); // saslStart only: no proof after the abort
     } finally {
       tick.stop();
+    }
+  });
+
+  it('a server nonce too long for the client-final message to be sent fails with AuthenticationError (cause: the size error), sending nothing', async function () {
+    // Connection.command refuses a command over maxBsonObjectSize + 16 KiB before sending it.
+    const server = await new EmbeddedServer().start();
+    const [host, port] = server.address.split(':');
+    const factory = connectionFactory({ host, port: Number(port) });
+    const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+    try {
+      const first = `r=abc${'x'.repeat(17 * 1024 * 1024)},s=c2FsdA==,i=4096`;
+      const sent: string[] = [];
+      const run = (db: string, cmd: Document): Promise<Document> => {
+        if (cmd.saslStart) return Promise.resolve({ conversationId: 1, done: false, payload: new Binary(Buffer.from(first)), ok: 1 });
+        sent.push(Object.keys(cmd)[0]);
+        return connection.command(db, cmd);
+      };
+      const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+      const error = await scramAuthenticate(run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as AuthenticationError).cause).to.be.instanceOf(WireProtocolError);
+      expect((error as Error).message).to.match(/^Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the saslContinue cannot be sent: the command document is \d+ bytes, more than maxBsonObjectSize/);
+      expect(sent).to.deep.equal(['saslContinue']);
+      expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 }); // nothing was sent: still usable
+    } finally {
+      connection.destroy();
+      await server.stop();
     }
   });
 });
