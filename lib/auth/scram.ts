@@ -122,6 +122,14 @@ export function parseAttributes(message: string): Map<string, string> {
  */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$/;
 
+/**
+ * How much of a server's `e=` error text (RFC 5802 server-error) an AuthenticationError message shows: 300
+ * characters, then `... (<n> more characters)`. The server chooses its length; a message is read by people and logs.
+ *
+ * Source: extension.
+ */
+export const MAX_SERVER_ERROR_CHARS = 300;
+
 /** Runs one command on the connection being authenticated. */
 export type RunCommand = (db: string, command: Document) => Promise<Document>;
 
@@ -211,7 +219,8 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
  *   nonce), an iteration count
  *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), a message to send that the server
  *   could not take (a server nonce so long that the client-final message exceeds maxBsonObjectSize: cause the
- *   WireProtocolError, nothing sent), or a server signature that does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
+ *   WireProtocolError, nothing sent), an `e=` server error (its text cut to {@link MAX_SERVER_ERROR_CHARS}), or a
+ *   server signature that does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
  *   is not padded base64 of at least one byte is refused before any key is derived or proof sent. Messages name the
  *   user, source and mechanism, never the password.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
@@ -312,7 +321,11 @@ export async function scramAuthenticate(
     payload: new Binary(Buffer.from(`${clientFinalWithoutProof},p=${proof}`, 'utf8')),
   });
   const final = parseAttributes(payloadText(reply));
-  if (final.has('e')) fail(`the server said: ${final.get('e')}`);
+  if (final.has('e')) {
+    const said = final.get('e')!;
+    const over = said.length - MAX_SERVER_ERROR_CHARS;
+    fail(`the server said: ${over > 0 ? `${said.slice(0, MAX_SERVER_ERROR_CHARS)}... (${over} more characters)` : said}`);
+  }
   const expected = hmac(mechanism, serverKey, authMessage);
   const given = Buffer.from(final.get('v') ?? '', 'base64');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) fail('the server signature does not verify');

@@ -237,4 +237,16 @@ describe('SCRAM (auth spec conversations)', function () {
       await server.stop();
     }
   });
+
+  it('shows at most 300 characters of the server\'s e= error text, and how many more there were', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const text = 'E'.repeat(100_000);
+    const long = await scramAuthenticate(scripted('r=abcXYZ,s=c2FsdA==,i=4096', `e=${text}`).run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+    expect(long).to.be.instanceOf(AuthenticationError);
+    expect((long as Error).message).to.equal(
+      `Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the server said: ${'E'.repeat(300)}... (99700 more characters)`,
+    );
+    const short = await scramAuthenticate(scripted('r=abcXYZ,s=c2FsdA==,i=4096', 'e=invalid-proof').run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+    expect((short as Error).message).to.equal('Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the server said: invalid-proof');
+  });
 });
