@@ -5,6 +5,7 @@
  * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
  */
 import { inspect } from 'node:util';
+import { saslprep } from '@mongodb-js/saslprep';
 import { InvalidOptionError } from '../errors';
 
 /**
@@ -63,8 +64,14 @@ export class MongoCredentials {
   private readonly saltedPasswords = new Map<string, Promise<Buffer>>();
 
   /**
-   * @throws {InvalidOptionError} for an empty or non-string username, a non-string password, an empty source, or a
-   *   mechanism other than SCRAM-SHA-1 and SCRAM-SHA-256.
+   * @throws {InvalidOptionError} for an empty or non-string username, a non-string password, an empty source, a
+   *   mechanism other than SCRAM-SHA-1 and SCRAM-SHA-256, or (mechanism SCRAM-SHA-256 only) a password SASLprep
+   *   refuses (a prohibited character, an unassigned code point, misplaced bidirectional characters; the message
+   *   names the rule, never the password). A password for SCRAM-SHA-1 or a negotiated mechanism is not checked:
+   *   SCRAM-SHA-1 does not SASLprep it.
+   *
+   * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential),
+   * "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST NOT be).
    */
   constructor(init: CredentialsInit) {
     if (typeof init.username !== 'string' || init.username === '') {
@@ -77,6 +84,18 @@ export class MongoCredentials {
     if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
     if (init.mechanism !== undefined && !AUTH_MECHANISMS.includes(init.mechanism)) {
       throw new InvalidOptionError('authMechanism', init.mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
+    }
+    // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism is
+    // set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule broken.
+    if (init.mechanism === 'SCRAM-SHA-256') {
+      try {
+        saslprep(init.password);
+      } catch (error) {
+        const why = `SASLprep (RFC 4013) refuses it: ${(error as Error).message}`;
+        throw new InvalidOptionError('password', '<not shown>', 'a password SASLprep accepts, for SCRAM-SHA-256', {
+          message: `Invalid password for SCRAM-SHA-256: ${why}`,
+        });
+      }
     }
     this.username = init.username;
     this.source = source;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
-import { InvalidOptionError, MongoCredentials } from '../../lib';
+import { InvalidOptionError, MongoCredentials, connectionFactory } from '../../lib';
 
 describe('MongoCredentials', function () {
   it('keeps the password out of JSON, inspection and enumerable properties', function () {
@@ -10,6 +10,27 @@ describe('MongoCredentials', function () {
     expect(inspect(creds, { depth: 5, showHidden: true })).to.not.include('hunter2');
     expect(Object.values(creds).map(String).join()).to.not.include('hunter2');
     expect(creds.toJSON()).to.deep.equal({ username: 'u', source: 'admin', mechanism: 'SCRAM-SHA-256' });
+  });
+
+  it('refuses at construction a password SASLprep refuses when the mechanism is SCRAM-SHA-256, without showing it; SCRAM-SHA-1 and a negotiated mechanism take it', function () {
+    for (const [password, rule] of [['se\u0007cret', /Prohibited character/], ['se\u0627cret', /RandALCat/]] as const) {
+      const error = (() => {
+        try {
+          return new MongoCredentials({ username: 'u', password, mechanism: 'SCRAM-SHA-256' });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).option).to.equal('password');
+      expect((error as Error).message).to.match(/^Invalid password for SCRAM-SHA-256: SASLprep \(RFC 4013\) refuses it: /);
+      expect((error as Error).message).to.match(rule);
+      expect(inspect(error, { depth: 5, showHidden: true })).to.not.include('cret');
+      // SCRAM-SHA-1 never SASLpreps a password; a negotiated mechanism may turn out to be SCRAM-SHA-1.
+      expect(new MongoCredentials({ username: 'u', password, mechanism: 'SCRAM-SHA-1' }).password).to.equal(password);
+      expect(new MongoCredentials({ username: 'u', password }).password).to.equal(password);
+    }
+    expect(() => connectionFactory({ host: 'h', credentials: { username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-256' } })).to.throw(InvalidOptionError, /password/);
   });
 
   it('rejects an empty username, an unknown mechanism and an empty source', function () {
