@@ -50,8 +50,9 @@ export interface ConnectionInit {
 }
 
 /**
- * What the handshake reply tells about the server, as recorded on the connection. A limit the reply lacks (or gives
- * as a non-positive number) keeps its default, shown in parentheses.
+ * What the handshake reply tells about the server, as recorded on the connection. A limit the reply lacks, or gives
+ * as anything but a positive integer (0, a negative number, a fraction such as 0.5, NaN, Infinity, a number beyond
+ * 2^53, a string), keeps its default, shown in parentheses.
  *
  * Source: handshake spec, "Connection handshake" (the fields of the server's `hello` / legacy hello reply); load
  * balancer spec, "Connection Establishment" (`serviceId`).
@@ -202,7 +203,8 @@ export class Connection implements PoolConnection {
    */
   applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = this.offeredCompressors): void {
     this.hello = reply;
-    const num = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? v : fallback);
+    // The reply's limits are int32s: a double that is not a positive integer (0.5, Infinity, NaN) is no limit at all.
+    const num = (v: unknown, fallback: number): number => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : fallback);
     this.server = {
       maxWireVersion: num(reply.maxWireVersion, 0),
       minWireVersion: num(reply.minWireVersion, 0),

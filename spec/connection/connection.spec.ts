@@ -254,6 +254,29 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       c.destroy();
     });
 
+    it('a maxBsonObjectSize that is not a positive integer counts as absent (16 MiB), as 0 does', async function () {
+      // A BSON double in the hello reply: 0.5 and 1e-300 would refuse a 20 KB insert, 16777216.5 would print a limit
+      // of half a byte, Infinity and 1e300 would leave no document limit at all.
+      for (const announced of [0, 0.5, 1e-300, 16 * 1024 * 1024 + 0.5, Infinity, 1e300, NaN]) {
+        const c = await limited({ maxBsonObjectSize: announced });
+        expect(c.server.maxBsonObjectSize, String(announced)).to.equal(16 * 1024 * 1024);
+        expect(await c.command('db', { insert: 'x', documents: [{ s: 'a'.repeat(20_000) }] })).to.include({ ok: 1 });
+        const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(16 * 1024 * 1024 + 20_000) }] });
+        expect((error as Error).message, String(announced)).to.match(
+          /more than maxBsonObjectSize 16777216 \+ 16384 \(16793600 bytes allowed\); nothing was sent/,
+        );
+        c.destroy();
+      }
+    });
+
+    it('maxWireVersion, minWireVersion and maxWriteBatchSize that are not positive integers keep their defaults', async function () {
+      for (const announced of [0.5, 7.5, Infinity, 1e300]) {
+        const c = await limited({ maxWireVersion: announced, minWireVersion: announced, maxWriteBatchSize: announced });
+        expect(c.server, String(announced)).to.include({ maxWireVersion: 0, minWireVersion: 0, maxWriteBatchSize: 100_000 });
+        c.destroy();
+      }
+    });
+
     it('a message larger than maxMessageSizeBytes', async function () {
       const c = await limited({ maxBsonObjectSize: 32 * 1024 * 1024, maxMessageSizeBytes: 16 * 1024 * 1024 });
       const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(17 * 1024 * 1024) }] });
