@@ -6,6 +6,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
+import { calculateObjectSize } from 'bson';
 import { Observable } from 'rxjs';
 import { authenticate, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
@@ -20,7 +21,7 @@ import {
 import { requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { Connection } from './connection';
-import { ClientMetadata, handshakeCommand } from './handshake';
+import { ClientMetadata, handshakeCommand, MAX_HELLO_REPLY_BYTES } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
 import {
   checkConnectionOptions,
@@ -56,7 +57,8 @@ type Phase = 'connect' | 'hello' | 'auth';
  * aborting) before that destroys the socket. Every TCP or TLS socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
- * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure),
+ * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
+ * `MAX_HELLO_REPLY_BYTES`, 1 MiB),
  * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused),
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
@@ -241,6 +243,14 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .command('admin', command, { timeoutMS: 0 })
         .then(async (reply) => {
           if (subscriber.closed) return;
+          // The connection keeps its hello reply for life: an oversized one would park its bytes in every connection.
+          const size = calculateObjectSize(reply);
+          if (size > MAX_HELLO_REPLY_BYTES) {
+            const detail = `the hello reply is ${size} bytes, more than the ${MAX_HELLO_REPLY_BYTES} bytes a hello reply may hold`;
+            throw new MongoNetworkError(address, `connection ${descriptor.id} to ${address} failed: ${detail}`, {
+              cause: new WireProtocolError(detail),
+            });
+          }
           connection.applyHandshake(reply);
           if (s.loadBalanced && connection.serviceId === undefined) {
             throw new MongoCompatibilityError(

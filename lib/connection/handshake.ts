@@ -296,6 +296,16 @@ export function fitClientMetadata(metadata: Document): Document {
   return metadata;
 }
 
+/**
+ * The largest hello reply accepted, in bytes of BSON: 1 MiB. A MongoDB server's hello reply is a few KiB even for a
+ * replica set of 50 members; the connection keeps its reply (`Connection.hello`) for as long as it lives, so a larger
+ * one would let a server park up to 16 MiB in every connection of a pool. A larger reply fails the establishment
+ * with a `MongoNetworkError` whose `cause` is a `WireProtocolError` naming the size and this limit.
+ *
+ * Source: extension (bounds what the handshake reply of a broken or hostile server can hold in the client).
+ */
+export const MAX_HELLO_REPLY_BYTES = 1024 * 1024;
+
 /** What goes into the handshake besides the metadata. */
 export interface HandshakeParts {
   /** The `client` document ({@link clientMetadata}). */

@@ -270,6 +270,32 @@ describe('a hostile server (wire level), through the connection factory', functi
     expect(await eventually(() => server!.open === 0 && openSocketsOn(server!.port) === 0, 1000), 'sockets left open').to.equal(true);
   });
 
+  it('a hello reply of 2 MiB (a padding field): a MongoNetworkError, no socket left open, no reply kept', async function () {
+    server = await startHostileServer({ misbehaviour: { kind: 'silent' }, hello: { padding: 'x'.repeat(2 * 1024 * 1024) } });
+    const error = await establish(server).then(
+      (connection) => {
+        const kept = Buffer.byteLength(String(connection.hello.padding));
+        connection.destroy();
+        return `established, keeping a hello reply with ${kept} bytes of padding`;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect((error as Error).message).to.match(
+      /connection 1 to 127\.0\.0\.1:\d+ failed: the hello reply is 20\d{5} bytes, more than the 1048576 bytes a hello reply may hold/,
+    );
+    expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
+    expect([...(error as MongoNetworkError).errorLabels]).to.deep.equal([]); // not an overloaded server
+    await expectNoSocketLeft(server);
+  });
+
+  it('a hello reply of 1 MiB less 1 KiB is accepted', async function () {
+    server = await startHostileServer({ misbehaviour: { kind: 'silent' }, hello: { padding: 'x'.repeat(1024 * 1024 - 1024) } });
+    const connection = await establish(server);
+    expect(connection.hello.padding).to.have.length(1024 * 1024 - 1024);
+    connection.destroy();
+  });
+
   it('a hello reply whose serviceId is not an ObjectId, in load-balanced mode: a MongoCompatibilityError, no socket left open', async function () {
     for (const serviceId of ['aaaaaaaaaaaaaaaaaaaaaaaa', 7, { id: 1 }]) {
       server = await startHostileServer({ misbehaviour: { kind: 'silent' }, at: 'command', hello: { serviceId } });
