@@ -135,13 +135,17 @@ describe('Connection (TCP, OP_MSG)', function () {
 
 describe('Connection limits from the handshake (compression, maxMessageSizeBytes)', function () {
   let server: HostileServer | undefined;
+  /** Every server a test started (some start one per case): all are closed after it. */
+  let started: HostileServer[] = [];
   afterEach(async function () {
-    await server?.close();
+    await Promise.all(started.map((s) => s.close()));
+    started = [];
     server = undefined;
   });
 
   async function establish(options: HostileServerOptions, client: ConnectionOptions = {}): Promise<Connection> {
     server = await startHostileServer(options);
+    started.push(server);
     const factory = connectionFactory({ ...client, host: '127.0.0.1', port: server.port });
     const descriptor = { id: 1, generation: 0, address: server.address, signal: new AbortController().signal };
     return firstValueFrom(from(factory(descriptor)));
@@ -331,6 +335,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
         },
       },
     });
+    started.push(server);
     const socket = net.connect({ host: '127.0.0.1', port: server.port });
     await new Promise((resolve) => socket.once('connect', resolve));
     return new Connection(socket, { id: 1, generation: 0, address: server.address, offeredCompressors });
