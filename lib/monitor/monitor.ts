@@ -205,11 +205,29 @@ export class Monitor {
     const started = this.scheduler.now();
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
     // cancelCheck() ends the wait on the server at once, whatever the connection does with its request.
-    const cancelled = new Promise<never>((_resolve, reject) => (this.cancelCurrent = reject));
+    let cancellation: Error | undefined;
+    const cancelled = new Promise<never>((_resolve, reject) => {
+      this.cancelCurrent = (error) => {
+        cancellation = error;
+        reject(error);
+      };
+    });
     cancelled.catch(() => undefined); // awaited through cancellable() only
-    const cancellable = <T>(work: Promise<T>): Promise<T> => {
-      work.catch(() => undefined); // the error of work that lost to a cancellation is nobody's
-      return Promise.race([work, cancelled]);
+    /**
+     * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
+     * the check went on with it, still ends the check. What `work` yields after a cancellation is given to `discard`
+     * (a connection nobody will hold).
+     */
+    const cancellable = async <T>(work: Promise<T>, discard?: (value: T) => void): Promise<T> => {
+      try {
+        const value = await Promise.race([work, cancelled]);
+        if (cancellation !== undefined) throw cancellation;
+        return value;
+      } catch (error) {
+        // The error of work that lost to a cancellation is nobody's; its value is discarded once it comes.
+        work.then(discard, () => undefined);
+        throw error;
+      }
     };
     try {
       // Closed by a subscriber of that event: the check ends there, before it opens anything.
@@ -217,7 +235,12 @@ export class Monitor {
       let reply;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
-        const connection = await cancellable(this.connect());
+        const connection = await cancellable(this.connect(), destroyQuietly);
+        if (cancellation !== undefined) {
+          // Cancelled as the connection came in, after cancelCheck() closed what the monitor held.
+          destroyQuietly(connection, cancellation);
+          throw cancellation;
+        }
         if (this.closed) {
           // Closed while the connection was on its way in (emitted, not yet taken): nobody else will close it.
           destroyQuietly(connection);
@@ -228,6 +251,7 @@ export class Monitor {
       } else {
         const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
+        if (cancellation !== undefined) throw cancellation;
       }
       const now = this.scheduler.now();
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited: false, duration: now - started, reply });

@@ -225,6 +225,53 @@ describe('Monitor', function () {
       expect(server.connectionsAccepted).to.equal(2);
     });
 
+    /** A connection object of a factory's, counting its teardown; `command` answers when `answer` is called. */
+    function stubConnection(): { connection: Connection; destroyed: () => boolean; answer: () => void } {
+      let destroyed = false;
+      let answer: () => void = () => undefined;
+      const connection = {
+        hello: { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 },
+        server: { helloOk: true },
+        command: () => new Promise((resolve) => (answer = () => resolve({ ok: 1 }))),
+        destroy: () => void (destroyed = true),
+      };
+      return { connection: connection as unknown as Connection, destroyed: () => destroyed, answer: () => answer() };
+    }
+
+    it('as the establishment of its connection completes (any microtask before the check goes on): the check fails, and the connection is closed, never kept nor leaked', async function () {
+      for (let depth = 0; depth < 12; depth++) {
+        const made: ReturnType<typeof stubConnection>[] = [];
+        const seen: string[] = [];
+        const m = new Monitor({ address: 'h:1', scheduler: new VirtualClock(), connectionFactory: () => Promise.resolve(made[made.push(stubConnection()) - 1].connection) });
+        m.heartbeats$.subscribe((e) => seen.push(e.type));
+        m.start();
+        for (let i = 0; i < depth; i++) await null;
+        const inProgress = seen.length === 1;
+        m.cancelCheck(new Error('an application connection was reset'));
+        await new Promise((r) => setImmediate(r));
+        if (inProgress) expect(seen, `cancelled ${depth} microtasks in`).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed']);
+        expect(made.map((c) => c.destroyed()), `the monitoring connection, cancelled ${depth} microtasks in`).to.deep.equal([true]);
+        m.close();
+      }
+    });
+
+    it('as the reply of its hello arrives, before the check goes on: the check fails, as a check in progress does', async function () {
+      const made: ReturnType<typeof stubConnection>[] = [];
+      const clock = new VirtualClock();
+      monitor = new Monitor({ address: 'h:1', scheduler: clock, connectionFactory: () => Promise.resolve(made[made.push(stubConnection()) - 1].connection) });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.start();
+      await new Promise((r) => setImmediate(r));
+      clock.advance(10_000);
+      await new Promise((r) => setImmediate(r));
+      expect(heartbeats.map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted']);
+      made[0].answer();
+      monitor.cancelCheck(new Error('an application connection was reset'));
+      await new Promise((r) => setImmediate(r));
+      expect(heartbeats.at(-1)?.type).to.equal('ServerHeartbeatFailed');
+      expect(made[0].destroyed()).to.equal(true);
+    });
+
     it('before start() and after close(): does nothing', function () {
       monitor = new Monitor({ address: server.address });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
