@@ -129,7 +129,8 @@ export const METADATA_DELIMITER = '|';
 
 /**
  * Checks a {@link DriverInfoOptions}: an object with no key but `name`, `version` and `platform`; `name` a string;
- * `version` and `platform` strings or absent; none of them containing `|`. Returns it.
+ * `version` and `platform` strings or absent; none of them containing `|`. Returns a copy of the three fields as they
+ * were checked: each is read once, so a getter cannot give a checked value and then another.
  *
  * @param value what was given.
  * @param option its name in errors (`driverInfo`); a field is named `<option>.<field>`.
@@ -143,6 +144,7 @@ export function checkDriverInfo(value: unknown, option = 'driverInfo', path = ''
   const shape = 'a { name, version?, platform? } object of strings';
   const info = requireOptionsObject(option, value, shape, true);
   rejectUnknownOptions(info, DRIVER_INFO_OPTION_NAMES, option, `${path}${option}.`);
+  const checked: Partial<Record<keyof DriverInfoOptions, string>> = {};
   for (const field of DRIVER_INFO_OPTION_NAMES) {
     const text = info[field];
     if (text === undefined && field !== 'name') continue;
@@ -150,8 +152,9 @@ export function checkDriverInfo(value: unknown, option = 'driverInfo', path = ''
       const allowed = `a string without '${METADATA_DELIMITER}' (the delimiter of appended metadata)${field === 'name' ? '' : ', or absent'}`;
       throw new InvalidOptionError(`${option}.${field}`, text, allowed);
     }
+    checked[field] = text;
   }
-  return info as unknown as DriverInfoOptions;
+  return { name: checked.name as string, version: checked.version, platform: checked.platform };
 }
 
 /** A {@link DriverInfoOptions} with each empty string as unset: what it appends, and what two are compared on. */
@@ -163,11 +166,6 @@ interface AppendedDriverInfo {
 
 function appended(info: DriverInfoOptions): AppendedDriverInfo {
   return { name: info.name || undefined, version: info.version || undefined, platform: info.platform || undefined };
-}
-
-/** A copy of the three fields of a checked driver info (later changes to the caller's object change nothing). */
-function fields(info: DriverInfoOptions): DriverInfoOptions {
-  return { name: info.name, version: info.version, platform: info.platform };
 }
 
 /** `base`, then each of `values` that is set, delimited by `|`. */
@@ -248,7 +246,8 @@ export class ClientMetadata {
     // Read once: every document of this client describes the same process.
     const current = environment ?? currentEnvironment();
     this.environment = { variables: { ...current.variables }, dockerenv: current.dockerenv };
-    if (driverInfo !== undefined) this.driverInfo.push(fields(checkDriverInfo(driverInfo)));
+    // The copy checkDriverInfo made: later changes to the caller's object change nothing.
+    if (driverInfo !== undefined) this.driverInfo.push(checkDriverInfo(driverInfo));
     this.document = clientMetadata(appName, this.environment, this.driverInfo);
   }
 
@@ -260,11 +259,12 @@ export class ClientMetadata {
    *   (see {@link clientMetadata}); the metadata is then unchanged.
    */
   append(driverInfo: DriverInfoOptions): boolean {
-    const added = appended(checkDriverInfo(driverInfo));
+    const checked = checkDriverInfo(driverInfo);
+    const added = appended(checked);
     if (added.name === undefined && added.version === undefined && added.platform === undefined) return false;
     const same = (i: AppendedDriverInfo): boolean => i.name === added.name && i.version === added.version && i.platform === added.platform;
     if (this.driverInfo.map(appended).some(same)) return false;
-    const list = [...this.driverInfo, fields(driverInfo)];
+    const list = [...this.driverInfo, checked];
     this.document = clientMetadata(this.appName, this.environment, list);
     this.driverInfo.push(list[list.length - 1]);
     return true;

@@ -170,6 +170,25 @@ describe('handshake client metadata', function () {
       expect(metadata.document.platform).to.equal(`${platform}|p`);
     });
 
+    it("reads each field once: a getter that gives a checked value and then one with '|' or of another type appends what was checked", function () {
+      /** A driver info whose `field` is first `checked`, then, on every later read, `later`. */
+      const flipping = (field: 'name' | 'version' | 'platform', checked: string, later: unknown): { info: DriverInfoOptions; reads: () => number } => {
+        let reads = 0;
+        const info = Object.defineProperty({ name: 'odm' }, field, { enumerable: true, get: () => (reads++ === 0 ? checked : later) });
+        return { info: info as DriverInfoOptions, reads: () => reads };
+      };
+      const byAppend = new ClientMetadata();
+      const name = flipping('name', 'odm', 'odm|injected');
+      expect(byAppend.append(name.info)).to.equal(true);
+      expect(byAppend.document.driver.name).to.equal(`${DRIVER_INFO.name}|odm`);
+      expect(name.reads()).to.equal(1);
+      const platformField = flipping('platform', 'p', { toString: () => 'not a string' });
+      byAppend.append(platformField.info);
+      expect(byAppend.document.platform).to.equal(`${platform}|p`);
+      const byConstructor = new ClientMetadata(undefined, flipping('version', '1.0', '1|0').info);
+      expect(byConstructor.document.driver.version).to.equal(`${DRIVER_INFO.version}|1.0`);
+    });
+
     it('a platform too long for the limit is cut; a name and version too long for it are refused, the metadata unchanged', function () {
       const environment = { variables: {}, dockerenv: false };
       const long = clientMetadata('a'.repeat(128), environment, [{ name: 'odm', platform: 'p'.repeat(600) }]);
