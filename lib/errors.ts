@@ -155,15 +155,32 @@ export function redactOptionValue(option: string, value: unknown): unknown {
   return typeof value === 'object' && holdsSecret(value) ? withoutUserinfo(describeValue(value)) : value;
 }
 
-/**
- * The user information of a URI (`scheme://user:password@`), up to the last `@`: a connection string given where
- * another value belongs must not show its password (one with an unescaped `/` included).
- */
-const URI_USERINFO = /([a-z][a-z\d+.-]*:\/\/)\S*@/gi;
+/** A character of a URI scheme (its first is a {@link LETTER}). */
+const SCHEME_CHARACTER = /[a-z\d+.-]/i;
+const LETTER = /[a-z]/i;
 
-/** `text` with the user information of every URI in it replaced by `<credentials not shown>`. */
+/**
+ * The user information of a URI (`scheme://user:password@`), up to the last `@`, hidden: a connection string given
+ * where another value belongs must not show its password (one with an unescaped `/` included).
+ *
+ * `text` with the user information of every URI in it replaced by `<credentials not shown>`: in each run of non-space
+ * characters, from the first `scheme://` (a letter, then letters, digits, `+`, `.` or `-`) that an `@` follows, up to
+ * the last `@`. In time linear in the length of `text` (a regular expression for this backtracks quadratically over a
+ * long run of letters, and the values written are the user's, of any length).
+ */
 function withoutUserinfo(text: string): string {
-  return text.replace(URI_USERINFO, '$1<credentials not shown>@');
+  if (!text.includes('@') || !text.includes('://')) return text;
+  return text.replace(/\S+/g, (run) => {
+    const at = run.lastIndexOf('@');
+    for (let slashes = run.indexOf('://'); slashes >= 0 && slashes + 3 <= at; slashes = run.indexOf('://', slashes + 3)) {
+      // The scheme: the scheme characters just before `://`, from the first letter among them.
+      let start = slashes;
+      while (start > 0 && SCHEME_CHARACTER.test(run[start - 1])) start--;
+      while (start < slashes && !LETTER.test(run[start])) start++;
+      if (start < slashes) return `${run.slice(0, slashes + 3)}<credentials not shown>@${run.slice(at + 1)}`;
+    }
+    return run;
+  });
 }
 
 /**
