@@ -150,6 +150,29 @@ export function parseConnectionString(uri: string): ParsedConnectionString {
   return parse(uri, undefined);
 }
 
+/** What the connection string spec forbids in a database name once decoded: `/`, `\\`, space, `"` and `$`. */
+const FORBIDDEN_IN_DATABASE = /[/\\ "$]/;
+
+/**
+ * The auth database of a connection string (`path`: what follows the hosts' `/`, without it), percent-decoded.
+ *
+ * @throws {InvalidOptionError} (option `database`) when its percent-encoding is malformed, or it holds a character a
+ *   database name cannot (`/`, `\\`, space, `"`, `$`).
+ *
+ * Source: connection string spec, "Auth Database" (URL decoded by the parser; the characters that MUST NOT appear).
+ */
+function authDatabase(path: string): string {
+  const allowed = 'a percent-encoded database name without /, \\, space, " or $ once decoded (the auth database of the connection string)';
+  let name: string;
+  try {
+    name = decodeURIComponent(path);
+  } catch {
+    throw new InvalidOptionError('database', path, allowed);
+  }
+  if (FORBIDDEN_IN_DATABASE.test(name)) throw new InvalidOptionError('database', name, allowed);
+  return name;
+}
+
 /**
  * {@link parseConnectionString} for a client given `credentials` as an option (`connect(uri, { credentials })`), which
  * take the place of any in the URI. A URI without credentials may then set how those authenticate: its
@@ -278,8 +301,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const authMechanism = connection.authMechanism as AuthMechanism | undefined;
   delete connection.authSource;
   delete connection.authMechanism;
-  // The URI database: the default source of credentials (auth spec, SCRAM "source").
-  const database = (): string => decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  // The URI database: the default source of credentials (auth spec, SCRAM "source"); read only where it is that.
+  const database = (): string => authDatabase(parsed.pathname.replace(/^\//, ''));
   if (given !== undefined) {
     // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
     // as for credentials in the URI) fill in what they leave unset.

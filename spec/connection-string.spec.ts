@@ -211,6 +211,26 @@ describe('parseConnectionString', function () {
     expect(new MongoCredentials(none as typeof given).source).to.equal('admin');
   });
 
+  it('refuses a URI database that is the source of credentials but malformed (percent-encoding) or holds / \\ space " or $, with an InvalidOptionError that shows no password', function () {
+    const given = { username: 'bob', password: 'hunter2' };
+    for (const database of ['sales%ZZ', '%E0%A4%A', 'a%2Fb', 'a%5Cb', 'a%20b', 'a%22b', 'a%24b', 'a$b']) {
+      for (const parse of [() => parseConnectionString(`mongodb://bob:hunter2@h/${database}`), () => parseConnectionStringWithCredentials(`mongodb://h/${database}`, given)]) {
+        let error: unknown;
+        try {
+          parse();
+        } catch (e) {
+          error = e;
+        }
+        expect(error, database).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option, database).to.equal('database');
+        expect(inspect(error)).to.not.include('hunter2');
+      }
+    }
+    // Periods may express a namespace; an authSource, which comes first, leaves the database unused.
+    expect(parseConnectionStringWithCredentials('mongodb://h/sales.orders', given).connectionOptions.credentials).to.deep.include({ source: 'sales.orders' });
+    expect(parseConnectionStringWithCredentials('mongodb://h/sales%ZZ?authSource=hr', given).connectionOptions.credentials).to.deep.include({ source: 'hr' });
+  });
+
   it('makes credentials passed as a plain object one MongoCredentials, whose salted-password cache every pool of the client shares', function () {
     // Kept plain, each pool's connection factory made its own MongoCredentials: one key derivation per server.
     for (const uri of ['mongodb://a,b,c/', 'mongodb://a,b,c/sales?authMechanism=SCRAM-SHA-256']) {
