@@ -50,11 +50,12 @@ type Phase = 'connect' | 'hello' | 'auth';
 
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
- * handshake and authentication (none with an arbiter: a hello reply with `arbiterOnly: true` and a `setName`, which
- * holds no users), and emits the {@link Connection}. With credentials, the handshake carries the saslStart as
- * `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set SCRAM-SHA-1), so a server that answers it
- * authenticates the connection with hello + saslContinue instead of hello + saslStart + saslContinue; unsubscribing (or the descriptor's signal
- * aborting) before that destroys the socket. Every TCP or TLS socket has TCP keepalive on, its first probe after
+ * handshake and authentication (none with an arbiter, outside load-balanced mode: a hello reply with `arbiterOnly:
+ * true` and a `setName`, which holds no users), and emits the {@link Connection}. With credentials, the handshake
+ * carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set SCRAM-SHA-1), so a
+ * server that answers it authenticates the connection with hello + saslContinue instead of hello + saslStart +
+ * saslContinue; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
+ * socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
  *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
@@ -261,8 +262,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           }
           if (s.loadBalanced) service = connection.serviceId;
           // Auth spec, "Authentication Handshake": an arbiter (RSArbiter) holds no users, so no authentication is
-          // possible there and the handshake is complete.
-          if (s.credentials !== undefined && !isArbiter(reply)) {
+          // possible there and the handshake is complete. Behind a load balancer the server is a LoadBalancer, whatever
+          // its reply says (load balancer spec, "Monitoring": its ServerType is LoadBalancer): it is always authenticated.
+          if (s.credentials !== undefined && (s.loadBalanced || !isArbiter(reply))) {
             phase = 'auth';
             await authenticate(
               (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }),

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
+import { ObjectId } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
@@ -76,6 +77,18 @@ describe('connectionFactory (establishment)', function () {
         expect(error).to.be.instanceOf(AuthenticationError);
       } finally {
         await arbiter.stop();
+      }
+    });
+
+    it('load-balanced: authenticates even when the hello reply says arbiterOnly with a setName (behind a load balancer the server is a LoadBalancer, never an RSArbiter)', async function () {
+      const balanced = await new EmbeddedServer({ users: [{ username: 'both', password: 'pencil' }] }).start();
+      try {
+        balanced.handle('hello', () => ({ isWritablePrimary: false, arbiterOnly: true, setName: 'rs0', helloOk: true, serviceId: new ObjectId(), maxWireVersion: 25, ok: 1 }));
+        const c = await establish(balanced.address, { loadBalanced: true, credentials: { username: 'both', password: 'pencil' } });
+        c.destroy();
+        expect(balanced.scramConversations()).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
+      } finally {
+        await balanced.stop();
       }
     });
 
