@@ -27,7 +27,24 @@ export interface CommandOptions {
    * it, however its bytes trickle in (a deadline, not an idle timeout). 0 = no limit.
    */
   readonly timeoutMS?: number;
+  /**
+   * Set the OP_MSG exhaustAllowed flag: the server may answer with a stream of replies, each but the last with the
+   * moreToCome flag. After such a reply the connection is {@link Connection.moreToCome}: it sends nothing and takes
+   * each further reply with {@link Connection.nextReply}. Without it, a reply with moreToCome is a wire-protocol
+   * error. Default false. Source: OP_MSG spec ("exhaustAllowed", "moreToCome"); server monitoring spec, "Streaming
+   * hello or legacy hello".
+   */
+  readonly exhaustAllowed?: boolean;
 }
+
+/**
+ * The most streamed replies (moreToCome) a connection keeps received and not yet read with
+ * {@link Connection.nextReply}: 16. One more fails the connection with a wire-protocol error, so a server streaming
+ * faster than the client reads cannot make it hold an unbounded backlog.
+ *
+ * Source: extension (bounds the memory of the OP_MSG spec's exhaust stream).
+ */
+export const MAX_UNREAD_STREAMED_REPLIES = 16;
 
 /** Identity and settings of a connection, from the pool and the factory. */
 export interface ConnectionInit {
@@ -85,6 +102,8 @@ interface InFlight {
   readonly requestId: number;
   readonly resolve: (doc: Document) => void;
   readonly reject: (error: Error) => void;
+  /** Whether the request set exhaustAllowed (or this is the read of a streamed reply): moreToCome is allowed. */
+  readonly exhaustAllowed: boolean;
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -132,6 +151,10 @@ export class Connection implements PoolConnection {
   private erroredBy: Error | undefined;
   private destroyed = false;
   private inFlight: InFlight | undefined;
+  /** While the server streams replies (the last one had moreToCome): the `responseTo` its next reply carries. */
+  private streamResponseTo: number | undefined;
+  /** Streamed replies received and not yet read with {@link nextReply}, in order. */
+  private readonly unread: Document[] = [];
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
   /** The compressors offered in the handshake (`ConnectionInit.offeredCompressors`). */
   private readonly offeredCompressors: readonly CompressorName[];
@@ -171,9 +194,23 @@ export class Connection implements PoolConnection {
     return this.server.serviceId?.toHexString();
   }
 
-  /** True while a request is in flight (a connection carries one at a time). */
+  /**
+   * True while a request is in flight (a connection carries one at a time), and while {@link moreToCome}: the server
+   * still streams replies to a request, so nothing else may be sent.
+   */
   get busy(): boolean {
-    return this.inFlight !== undefined;
+    return this.inFlight !== undefined || this.moreToCome;
+  }
+
+  /**
+   * True while replies to an exhaustAllowed request remain to be read: the last reply had the moreToCome flag (the
+   * server goes on streaming), or streamed replies were received and not yet read with {@link nextReply}. Such a
+   * connection takes no command (ConnectionBusyError) until the stream ends with a reply without moreToCome.
+   *
+   * Source: OP_MSG spec ("moreToCome"); server monitoring spec, "Streaming hello or legacy hello".
+   */
+  get moreToCome(): boolean {
+    return this.streamResponseTo !== undefined || this.unread.length > 0;
   }
 
   /**
@@ -238,8 +275,8 @@ export class Connection implements PoolConnection {
    *   sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
    *   maxMessageSizeBytes, unknown opcode, invalid BSON, an OP_COMPRESSED with a compressor that was not negotiated
-   *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set, which only a request with
-   *   exhaustAllowed may receive and this client never sets it) or a reply to another request; for a malformed
+   *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
+   *   `exhaustAllowed`, or with `ok: 0`) or a reply to another request; for a malformed
    *   reply its `cause` is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
    *   errored.
@@ -248,7 +285,7 @@ export class Connection implements PoolConnection {
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
-    if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
+    if (this.busy) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     // OP_MSG spec, "Global Command Arguments": $db MUST be provided and be a valid database name.
     if (typeof db !== 'string' || db === '' || db.includes('\0')) {
       return Promise.reject(new InvalidOptionError('db', db, 'a non-empty string without NUL characters'));
@@ -256,7 +293,8 @@ export class Connection implements PoolConnection {
     const requestId = newRequestId();
     let message: Buffer;
     try {
-      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, 0, this.server);
+      const flags = options.exhaustAllowed === true ? OpMsgFlag.exhaustAllowed : 0;
+      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -265,16 +303,48 @@ export class Connection implements PoolConnection {
       // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
       if (compressed.length <= this.server.maxMessageSizeBytes) message = compressed;
     }
+    const reply = this.await(requestId, options.exhaustAllowed === true, options.timeoutMS);
+    this.socket.write(message);
+    return reply;
+  }
+
+  /**
+   * Reads the next reply the server streams to an exhaustAllowed request (see {@link moreToCome}): one received
+   * already, or the next to arrive. Resolves to it as {@link command} does; when it has moreToCome too, the
+   * connection stays {@link moreToCome}.
+   *
+   * @throws {WireProtocolError} (rejection) when the connection is not {@link moreToCome}: no streamed reply will
+   *   come. The connection is left as it is.
+   * @throws {ConnectionBusyError} (rejection) when another read is in progress.
+   * @throws {MongoServerError}, {@link MongoNetworkError}, {@link MongoNetworkTimeoutError} (rejection) as
+   *   {@link command}, `timeoutMS` (default socketTimeoutMS) counting from this call; replies received before the
+   *   connection failed are read first.
+   *
+   * Source: OP_MSG spec ("moreToCome"); server monitoring spec, "Streaming hello or legacy hello" (each response
+   * processed, in the order received).
+   */
+  nextReply(options: { readonly timeoutMS?: number } = {}): Promise<Document> {
+    if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
+    // Replies received before the connection failed are still read, in order.
+    const queued = this.unread.shift();
+    if (queued !== undefined) return queued.ok === 1 || queued.ok === true ? Promise.resolve(queued) : Promise.reject(new MongoServerError(queued));
+    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
+    if (this.streamResponseTo === undefined) {
+      return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
+    }
+    return this.await(this.streamResponseTo, true, options.timeoutMS);
+  }
+
+  /** The reply to the request `requestId` (or the streamed reply whose responseTo it is), with its timeout armed. */
+  private await(requestId: number, exhaustAllowed: boolean, timeoutMS = this.socketTimeoutMS): Promise<Document> {
     return new Promise<Document>((resolve, reject) => {
-      const inFlight: InFlight = { requestId, resolve, reject, timer: undefined };
+      const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined };
       this.inFlight = inFlight;
-      const timeoutMS = options.timeoutMS ?? this.socketTimeoutMS;
       if (timeoutMS > 0) {
         inFlight.timer = setTimeout(() => {
           this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`));
         }, timeoutMS);
       }
-      this.socket.write(message);
     });
   }
 
@@ -290,7 +360,8 @@ export class Connection implements PoolConnection {
     // A reply answers a request: bytes that arrive with none in flight can only be (the start of) one nobody asked
     // for. Refused at once, rather than buffered until a message completes: a server could otherwise park up to
     // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
-    if (this.inFlight === undefined) return this.fail(this.unsolicited(chunk.length));
+    // A server streaming replies (moreToCome) may send the next one before it is read.
+    if (this.inFlight === undefined && this.streamResponseTo === undefined) return this.fail(this.unsolicited(chunk.length));
     let messages: WireMessage[];
     try {
       messages = this.framer.push(chunk);
@@ -302,7 +373,7 @@ export class Connection implements PoolConnection {
       this.onMessage(message);
     }
     // The reply came with the start of another message behind it.
-    if (!this.destroyed && this.inFlight === undefined && this.framer.bufferedBytes > 0) {
+    if (!this.destroyed && this.inFlight === undefined && this.streamResponseTo === undefined && this.framer.bufferedBytes > 0) {
       this.fail(this.unsolicited(this.framer.bufferedBytes));
     }
   }
@@ -316,12 +387,15 @@ export class Connection implements PoolConnection {
 
   private onMessage(raw: WireMessage): void {
     const inFlight = this.inFlight;
-    if (inFlight === undefined || raw.header.responseTo !== inFlight.requestId) {
-      const expected = inFlight?.requestId ?? 'none';
+    // While streaming, each reply answers the previous one (its responseTo is that reply's requestId).
+    const expectedResponseTo = inFlight?.requestId ?? this.streamResponseTo;
+    if (expectedResponseTo === undefined || raw.header.responseTo !== expectedResponseTo) {
+      const expected = expectedResponseTo ?? 'none';
       const detail = `reply responseTo ${raw.header.responseTo} does not match the request in flight (${expected})`;
       return this.fail(this.protocolError(new WireProtocolError(detail)));
     }
     let document: Document;
+    let moreToCome: boolean;
     try {
       const message = decompressMessage(raw, {
         compressors: this.acceptedCompressors,
@@ -332,17 +406,27 @@ export class Connection implements PoolConnection {
         throw new WireProtocolError(`unexpected opcode ${opCode} in reply (expected OP_MSG, ${OpCode.OP_MSG})`);
       }
       const reply = decodeOpMsg(message.body);
-      // Only a request with exhaustAllowed may be answered by a stream of replies; this client never sets it.
-      if ((reply.flags & OpMsgFlag.moreToCome) !== 0) {
+      moreToCome = (reply.flags & OpMsgFlag.moreToCome) !== 0;
+      // Only a request with exhaustAllowed may be answered by a stream of replies (OP_MSG spec, "moreToCome").
+      if (moreToCome && !(inFlight?.exhaustAllowed ?? true)) {
         throw new WireProtocolError(
           `OP_MSG reply has the moreToCome flag set (0x${OpMsgFlag.moreToCome.toString(16)}), but the request did not set ` +
             'exhaustAllowed: a reply to this client must not have it',
         );
       }
       document = reply.document;
+      // Server monitoring spec, "Awaitable hello or legacy hello Protocol": a reply with ok: 0 MUST NOT set moreToCome.
+      if (moreToCome && !(document.ok === 1 || document.ok === true)) {
+        throw new WireProtocolError('OP_MSG reply has the moreToCome flag set with ok: 0; a failed reply must end the stream');
+      }
+      if (inFlight === undefined && this.unread.length >= MAX_UNREAD_STREAMED_REPLIES) {
+        throw new WireProtocolError(`more than ${MAX_UNREAD_STREAMED_REPLIES} streamed replies received and not yet read`);
+      }
     } catch (error) {
       return this.fail(this.protocolError(error));
     }
+    this.streamResponseTo = moreToCome ? raw.header.requestId : undefined;
+    if (inFlight === undefined) return void this.unread.push(document);
     if (document.ok === 1 || document.ok === true) this.settle(document, undefined);
     else this.settle(undefined, new MongoServerError(document));
   }
