@@ -10,6 +10,9 @@
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
  *   ping, buildInfo and connectionStatus require an authenticated connection; the users can be replaced while it
  *   runs ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
+ * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
+ *   `maxAwaitTimeMS`) and, when the request sets exhaustAllowed, streaming hello (replies with moreToCome), as
+ *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
  *
@@ -17,9 +20,9 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { ObjectId, type Document } from 'bson';
+import { Long, ObjectId, type Document } from 'bson';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
-import { decodeOpMsg, encodeOpMsg } from '../connection/op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { FailCommandPoint } from './fail-points';
@@ -31,7 +34,8 @@ export interface EmbeddedServerOptions {
   port?: number;
   /**
    * maxWireVersion it reports. Default 25 (MongoDB 8.0). Below 9 (MongoDB 4.4) the handshake's
-   * `speculativeAuthenticate` is ignored, as servers before 4.4 ignore it.
+   * `speculativeAuthenticate` is ignored, and hello replies carry no `topologyVersion` (so a client polls), as with
+   * servers before 4.4.
    */
   maxWireVersion?: number;
   /** Server version it reports in buildInfo. Default "8.0.0". */
@@ -106,6 +110,9 @@ const OPEN_COMMANDS = new Set([
   'connectionstatus',
 ]);
 
+/** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */
+const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+
 /**
  * The embedded endpoint. `start()` it, connect to {@link address}, `stop()` it.
  *
@@ -114,8 +121,12 @@ const OPEN_COMMANDS = new Set([
  * `serviceId`; the server's `failCommand` fail point).
  */
 export class EmbeddedServer {
-  /** The `failCommand` fail point. */
-  readonly failCommand = new FailCommandPoint();
+  /**
+   * The `failCommand` fail point. Configuring it ends the wait of every awaitable hello it now applies to: that hello
+   * runs at once, through the fail point (a `closeConnection` or a ShutdownInProgress `errorCode` reaches a streaming
+   * client at once, as a mongod shutting down answers its waiting hellos).
+   */
+  readonly failCommand = new FailCommandPoint(() => this.wakeAwaitingHellos());
   /** The number of client connections accepted since start. */
   connectionsAccepted = 0;
 
@@ -133,6 +144,14 @@ export class EmbeddedServer {
   /** The service ids behind this endpoint when it acts as a load balancer. */
   readonly services: readonly ObjectId[];
   private port = 0;
+  /** `topologyVersion.processId`: new for every endpoint, as for every mongod process. */
+  private readonly processId = new ObjectId();
+  /** `topologyVersion.counter`. */
+  private topologyCounter = 0;
+  /** The awaitable hellos waiting: each is called on a topology change or a fail point configuration. */
+  private readonly awaitingHellos = new Set<() => void>();
+  /** The requestId of the next reply of a hello stream (each streamed reply is answered to by the next). */
+  private nextReplyId = 1;
 
   constructor(private readonly options: EmbeddedServerOptions = {}) {
     this.users = new ScramUsers(options.users);
@@ -173,6 +192,42 @@ export class EmbeddedServer {
   /** The number of client connections open right now. */
   get openConnections(): number {
     return this.sockets.size;
+  }
+
+  /**
+   * The topologyVersion its hello replies carry (maxWireVersion 9 and up): `processId`, an ObjectId of this endpoint,
+   * and `counter`, an int64 from 0, counted up by {@link changeTopology}. A fresh object each call.
+   *
+   * Source: server monitoring spec, "topologyVersion".
+   */
+  get topologyVersion(): { processId: ObjectId; counter: Long } {
+    return { processId: this.processId, counter: Long.fromNumber(this.topologyCounter) };
+  }
+
+  /**
+   * A significant topology change (what a mongod does on a stepdown, an election or a reconfig): counts
+   * `topologyVersion.counter` up by one and answers every awaitable hello waiting at once, with the new
+   * topologyVersion. Returns the new counter.
+   *
+   * Source: server monitoring spec, "Awaitable hello or legacy hello Protocol" (reply when the server's
+   * topologyVersion.counter is greater than the request's); the method is an extension.
+   */
+  changeTopology(): number {
+    this.topologyCounter++;
+    this.wakeAwaitingHellos();
+    return this.topologyCounter;
+  }
+
+  /**
+   * The number of awaitable hellos waiting right now (for a topology change, or for maxAwaitTimeMS to elapse).
+   * Source: extension.
+   */
+  get awaitingHelloCount(): number {
+    return this.awaitingHellos.size;
+  }
+
+  private wakeAwaitingHellos(): void {
+    for (const wake of [...this.awaitingHellos]) wake();
   }
 
   /**
@@ -334,7 +389,14 @@ export class EmbeddedServer {
       const negotiated = client.compressor === undefined ? [] : [client.compressor as CompressorName];
       const message = decompressMessage(raw, { compressors: negotiated, maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES });
       if (message.header.opCode === OpCode.OP_MSG) {
-        const command = decodeOpMsg(message.body).document;
+        const decoded = decodeOpMsg(message.body);
+        const command = decoded.document;
+        const name = Object.keys(command)[0]?.toLowerCase();
+        const awaitable = command.topologyVersion !== undefined || command.maxAwaitTimeMS !== undefined;
+        if ((name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
+          const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
+          return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
+        }
         const response = await this.run(socket, client, command, String(command.$db ?? 'admin'));
         if (response === undefined) return;
         reply = encodeOpMsg(0, raw.header.requestId, response);
@@ -362,6 +424,80 @@ export class EmbeddedServer {
     if (!socket.destroyed) socket.write(reply);
   }
 
+  /** Whether it speaks awaitable hello and topologyVersion (maxWireVersion 9 and up, as mongod 4.4+). */
+  private get streams(): boolean {
+    return (this.options.maxWireVersion ?? 25) >= 9;
+  }
+
+  /**
+   * An awaitable hello, as mongod 4.4+ answers it: with `topologyVersion` and `maxAwaitTimeMS` both (else an error),
+   * it waits until the topology changes (the counter passes the request's), maxAwaitTimeMS elapses, or the fail point
+   * is configured to apply to it, unless the request's processId is another one (then it answers at once). With
+   * exhaustAllowed, every successful reply has moreToCome and the next one follows the same way, waiting from the
+   * topologyVersion just sent; an `ok: 0` reply ends the stream. The socket closing ends it all.
+   */
+  private async serveAwaitable(
+    socket: net.Socket,
+    client: ClientConnectionInfo,
+    command: Document,
+    requestId: number,
+    exhaustAllowed: boolean,
+    compress: boolean,
+  ): Promise<void> {
+    const name = Object.keys(command)[0].toLowerCase();
+    const db = String(command.$db ?? 'admin');
+    const maxAwaitTimeMS = Number(command.maxAwaitTimeMS);
+    let requested: unknown = command.topologyVersion;
+    let responseTo = requestId;
+    const send = (response: Document, flags: number): void => {
+      const id = this.nextReplyId++;
+      let reply = encodeOpMsg(id, responseTo, response, flags);
+      if (compress) reply = compressMessage(reply);
+      responseTo = id;
+      if (!socket.destroyed) socket.write(reply);
+    };
+    const version = requested as { processId?: unknown; counter?: unknown } | null;
+    if (typeof version !== 'object' || version === null || !Number.isFinite(maxAwaitTimeMS) || maxAwaitTimeMS < 0) {
+      return send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion and maxAwaitTimeMS must be given together' }, 0);
+    }
+    for (;;) {
+      const current = requested as { processId?: unknown; counter?: unknown };
+      const sameProcess = current.processId instanceof ObjectId && current.processId.equals(this.processId);
+      if (sameProcess && !(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS))) return;
+      const response = await this.run(socket, client, command, db);
+      if (response === undefined || socket.destroyed) return;
+      const ok = response.ok === 1 || response.ok === true;
+      const more = exhaustAllowed && ok;
+      send(response, more ? OpMsgFlag.moreToCome : 0);
+      if (!more) return;
+      requested = response.topologyVersion;
+    }
+  }
+
+  /**
+   * Waits until the counter passes `counter`, `ms` elapse, or the fail point applies to this hello; resolves to
+   * whether the socket is still open (false as soon as it closes).
+   */
+  private awaitTopologyChange(socket: net.Socket, client: ClientConnectionInfo, name: string, counter: number, ms: number): Promise<boolean> {
+    const due = (): boolean => this.topologyCounter > counter || this.failCommand.wouldMatch(name, client.appName);
+    if (due()) return Promise.resolve(!socket.destroyed);
+    return new Promise((resolve) => {
+      const done = (open: boolean): void => {
+        clearTimeout(timer);
+        socket.off('close', onClose);
+        this.awaitingHellos.delete(wake);
+        resolve(open);
+      };
+      const onClose = (): void => done(false);
+      const wake = (): void => {
+        if (due()) done(true);
+      };
+      const timer = setTimeout(() => done(true), ms);
+      socket.once('close', onClose);
+      this.awaitingHellos.add(wake);
+    });
+  }
+
   /** Runs one command; undefined means the connection was closed instead of answered. */
   private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
@@ -375,7 +511,10 @@ export class EmbeddedServer {
         socket.destroy();
         return undefined;
       }
-      if (failure.error !== undefined) return failure.error;
+      if (failure.error !== undefined) {
+        const stateChange = STATE_CHANGE_CODES.has(failure.error.code as number) && this.streams;
+        return stateChange ? { ...failure.error, topologyVersion: this.topologyVersion } : failure.error;
+      }
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
     if (this.users.enabled && client.user === undefined && !OPEN_COMMANDS.has(name)) {
@@ -452,6 +591,7 @@ export class EmbeddedServer {
       const mechanisms = this.users.mechanismsOf(command.saslSupportedMechs);
       if (mechanisms !== undefined) reply.saslSupportedMechs = mechanisms;
     }
+    if (this.streams) reply.topologyVersion = this.topologyVersion;
     const speculative = this.speculativeSaslStart(command.speculativeAuthenticate, client);
     if (speculative !== undefined) reply.speculativeAuthenticate = speculative;
     reply.ok = 1;

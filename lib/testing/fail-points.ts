@@ -49,6 +49,12 @@ export class FailCommandPoint {
   private skip = 0;
   private data: Document = {};
 
+  /**
+   * @param onConfigure called after every configuration that was applied (mode on or off), so that the endpoint can
+   *   end the waits of awaitable hellos the fail point now applies to. Source: extension.
+   */
+  constructor(private readonly onConfigure: () => void = () => undefined) {}
+
   /** Whether the fail point is on. */
   get active(): boolean {
     return this.mode !== 'off';
@@ -65,6 +71,7 @@ export class FailCommandPoint {
     const mode = command.mode;
     if (mode === 'off') {
       this.mode = 'off';
+      this.onConfigure();
       return { ok: 1 };
     }
     const data = command.data ?? {};
@@ -81,7 +88,18 @@ export class FailCommandPoint {
       return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `unsupported fail point mode: ${JSON.stringify(mode)}` };
     }
     this.data = data;
+    this.onConfigure();
     return { ok: 1 };
+  }
+
+  /**
+   * Whether `commandName`, on a connection whose handshake carried `appName`, is one the fail point applies to now
+   * (a skip still to consume counts), without consuming a use. Source: extension.
+   */
+  wouldMatch(commandName: string, appName: string | undefined): boolean {
+    if (this.mode === 'off' || (this.mode === 'times' && this.remaining <= 0)) return false;
+    const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
+    return names.includes(commandName.toLowerCase()) && (this.data.appName === undefined || this.data.appName === appName);
   }
 
   /** Whether `commandName`, on a connection whose handshake carried `appName`, must fail; consumes one use if so. */

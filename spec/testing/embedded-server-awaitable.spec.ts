@@ -1,0 +1,109 @@
+/**
+ * The embedded endpoint as mongod 4.4+ for monitoring: topologyVersion in hello replies, awaitable hello (waits up to
+ * maxAwaitTimeMS or until changeTopology()), streaming hello with exhaustAllowed (moreToCome), and fail points that
+ * end a wait at once. Real sockets, through the library's connection factory.
+ */
+import { expect } from 'chai';
+import { Long, ObjectId, type Document } from 'bson';
+import { firstValueFrom, from } from 'rxjs';
+import { connectionFactory, MongoNetworkError, MongoServerError, type Connection } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import { eventually } from '../support/endpoint';
+
+describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
+  let server: EmbeddedServer;
+  let connection: Connection | undefined;
+
+  afterEach(async function () {
+    connection?.destroy();
+    connection = undefined;
+    await server.stop();
+  });
+
+  async function open(options: ConstructorParameters<typeof EmbeddedServer>[0] = {}, appName = 'watcher'): Promise<Connection> {
+    server = await new EmbeddedServer(options).start();
+    const [host, port] = server.address.split(':');
+    connection = await firstValueFrom(from(connectionFactory({ host, port: Number(port), appName })({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+    return connection;
+  }
+
+  const awaitable = (c: Connection, maxAwaitTimeMS: number): Document => ({ hello: 1, topologyVersion: c.hello.topologyVersion, maxAwaitTimeMS });
+
+  it('hello replies carry topologyVersion { processId: ObjectId, counter: int64 from 0 }; below maxWireVersion 9 none', async function () {
+    const c = await open();
+    expect(c.hello.topologyVersion.processId).to.be.instanceOf(ObjectId);
+    expect(Number(c.hello.topologyVersion.counter)).to.equal(0);
+    expect(server.topologyVersion.counter).to.be.instanceOf(Long);
+    expect((await c.command('admin', { hello: 1 })).topologyVersion.processId.equals(c.hello.topologyVersion.processId)).to.equal(true);
+    c.destroy();
+    await server.stop();
+    const old = await open({ maxWireVersion: 8 });
+    expect(old.hello.topologyVersion).to.equal(undefined);
+  });
+
+  it('an awaitable hello waits maxAwaitTimeMS when nothing changes, and answers at once on changeTopology()', async function () {
+    const c = await open();
+    let started = Date.now();
+    const reply = await c.command('admin', awaitable(c, 150));
+    expect(Date.now() - started).to.be.at.least(140);
+    expect(Number(reply.topologyVersion.counter)).to.equal(0);
+    started = Date.now();
+    const waiting = c.command('admin', awaitable(c, 5000));
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    expect(server.changeTopology()).to.equal(1);
+    expect(Number((await waiting).topologyVersion.counter)).to.equal(1);
+    expect(Date.now() - started).to.be.below(1000);
+  });
+
+  it('answers at once a topologyVersion of another process, and refuses topologyVersion without maxAwaitTimeMS', async function () {
+    const c = await open();
+    const started = Date.now();
+    await c.command('admin', { hello: 1, topologyVersion: { processId: new ObjectId(), counter: Long.fromNumber(0) }, maxAwaitTimeMS: 5000 });
+    expect(Date.now() - started).to.be.below(1000);
+    const error = await c.command('admin', { hello: 1, topologyVersion: c.hello.topologyVersion }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoServerError);
+  });
+
+  it('with exhaustAllowed, streams a reply with moreToCome on each topology change', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.changeTopology();
+    expect(Number((await first).topologyVersion.counter)).to.equal(1);
+    expect(c.moreToCome).to.equal(true);
+    const second = c.nextReply();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.changeTopology();
+    expect(Number((await second).topologyVersion.counter)).to.equal(2);
+    expect(c.moreToCome).to.equal(true);
+  });
+
+  it('a fail point configured during a wait ends it at once: an error ends the stream, closeConnection closes', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'watcher' } });
+    const error = (await first.catch((e: unknown) => e)) as MongoServerError;
+    expect(error).to.be.instanceOf(MongoServerError);
+    expect(error.code).to.equal(91);
+    expect(Date.now() - started).to.be.below(1000);
+    expect(c.moreToCome).to.equal(false);
+    const next = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true } });
+    expect(await next.catch((e: unknown) => e)).to.be.instanceOf(MongoNetworkError);
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('a fail point on another appName leaves the wait alone; a client closing its socket ends the wait', async function () {
+    const c = await open();
+    const waiting = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true }).catch((e: unknown) => e);
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['hello'], closeConnection: true, appName: 'other' } });
+    expect(server.awaitingHelloCount).to.equal(1);
+    c.destroy();
+    expect(await waiting).to.be.instanceOf(MongoNetworkError);
+    expect(await eventually(() => server.awaitingHelloCount === 0 && server.openConnections === 0)).to.equal(true);
+  });
+});
