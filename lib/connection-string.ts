@@ -29,6 +29,7 @@ import { MAX_TIMER_DELAY_MS } from './scheduler';
  * {@link InvalidOptionError}.
  *
  * Source: URI options spec (heartbeatFrequencyMS, serverSelectionTimeoutMS, loadBalanced, directConnection,
+ * serverMonitoringMode;
  * "directConnection URI option with multiple seeds or SRV URI"); load balancer spec, "URI Validation".
  */
 export interface UriClientOptions {
@@ -40,6 +41,8 @@ export interface UriClientOptions {
   loadBalanced?: boolean;
   /** Connect to the single host given, as is. */
   directConnection?: boolean;
+  /** Streaming or polling server monitoring: `auto`, `stream` or `poll` (see `ServerMonitoringMode`). */
+  serverMonitoringMode?: 'auto' | 'stream' | 'poll';
 }
 
 /** A parsed connection string. */
@@ -69,7 +72,7 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client';
-type Kind = 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source';
+type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -104,6 +107,7 @@ key('heartbeatFrequencyMS', 'client', 'heartbeat');
 key('serverSelectionTimeoutMS', 'client', 'selection');
 key('loadBalanced', 'client', 'bool');
 key('directConnection', 'client', 'bool');
+key('serverMonitoringMode', 'client', 'monitoringMode');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
@@ -113,7 +117,7 @@ const UNSUPPORTED = new Set(
   [
     'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'proxyHost', 'proxyPort',
     'proxyUsername', 'proxyPassword', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
-    'retryReads', 'retryWrites', 'serverMonitoringMode', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
+    'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
     'srvMaxHosts', 'srvServiceName', 'timeoutMS', 'tlsDisableCertificateRevocationCheck',
     'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
     'enableOverloadRetargeting', 'uuidRepresentation',
@@ -428,6 +432,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       return Number.isSafeInteger(int) && int >= 0 && int <= MAX_TIMER_DELAY_MS ? { value: int } : { error: `an integer number of ms from 0 to ${MAX_TIMER_DELAY_MS}` };
     case 'selection':
       return Number.isSafeInteger(int) && int > 0 && int <= MAX_TIMER_DELAY_MS ? { value: int } : { error: `an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}` };
+    case 'monitoringMode':
+      return text === 'auto' || text === 'stream' || text === 'poll' ? { value: text } : { error: 'one of "auto", "stream", "poll"' };
     case 'heartbeat':
       return Number.isSafeInteger(int) && int >= 500 ? { value: int } : { error: 'an integer number of ms >= 500' };
     case 'zlib':

@@ -57,9 +57,9 @@ export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './loggi
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
 export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, LogMessage, LoggedError } from './logging/log-message';
 
-export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS } from './monitor/monitor';
+export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS, SERVER_MONITORING_MODES } from './monitor/monitor';
 export { heartbeatActions } from './monitor/heartbeat-actions';
-export type { MonitorOptions } from './monitor/monitor';
+export type { MonitorOptions, ServerMonitoringMode } from './monitor/monitor';
 export type * from './monitor/heartbeat-events';
 
 export { Client, connect } from './client/client';

@@ -226,6 +226,7 @@ function clientArbitraries(pw: string): Record<(typeof CLIENT_OPTION_NAMES)[numb
     ...poolOptionArbitraries,
     ...connectionOptionArbitraries(pw),
     heartbeatFrequencyMS: option(fc.integer({ min: 500, max: 60_000 })),
+    serverMonitoringMode: option(fc.constantFrom('auto', 'stream', 'poll')),
     serverSelectionTimeoutMS: option(fc.integer({ min: 1, max: 60_000 })),
     directConnection: option(fc.boolean()),
     logging,

@@ -21,7 +21,7 @@ import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
-import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor } from '../monitor/monitor';
+import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor, requireServerMonitoringMode, type ServerMonitoringMode } from '../monitor/monitor';
 import {
   BACKGROUND_OPTION_NAMES,
   definedOnly,
@@ -51,13 +51,21 @@ import { heartbeatActions } from '../monitor/heartbeat-actions';
  * error, not `true`. Durations in ms.
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
- * (the option names); server monitoring spec, "heartbeatFrequencyMS"; load balancer spec, "loadBalanced"; logging
+ * (the option names); server monitoring spec, "heartbeatFrequencyMS", "serverMonitoringMode"; load balancer spec, "loadBalanced"; logging
  * spec (the `logging` option); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); `scheduler`:
  * extension (injection for tests).
  */
 export interface ClientOptions extends PoolOptions, PoolExtensionOptions, BackgroundOptions, ConnectionOptions {
-  /** Time between monitor checks, in ms; at least 500. Default 10000. */
+  /**
+   * Time between monitor checks when polling, and the longest a streaming server waits before it replies
+   * (maxAwaitTimeMS), in ms; at least 500. Default 10000.
+   */
   heartbeatFrequencyMS?: number;
+  /**
+   * Server monitoring protocol: `auto` (default: streaming, except on a FaaS platform), `stream` or `poll` (see
+   * {@link ServerMonitoringMode}).
+   */
+  serverMonitoringMode?: ServerMonitoringMode;
   /**
    * How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0 and at most 2147483647
    * (what one Node timer holds). Default 30000.
@@ -87,6 +95,7 @@ export type ClientEvent = ConnectionPoolEvent | ServerHeartbeatEvent;
 /** The options of {@link ClientOptions} that are neither pool nor connection options. */
 const CLIENT_ONLY_OPTION_NAMES = [
   'heartbeatFrequencyMS',
+  'serverMonitoringMode',
   'serverSelectionTimeoutMS',
   'loadBalanced',
   'directConnection',
@@ -96,7 +105,7 @@ const CLIENT_ONLY_OPTION_NAMES = [
 
 /**
  * Every option name of {@link ClientOptions} (a frozen array): the pool options ({@link POOL_OPTION_NAMES}, the
- * {@link POOL_EXTENSION_OPTION_NAMES}, then `backgroundThreadIntervalMS`), the connection options (`CONNECTION_OPTION_NAMES`), then heartbeatFrequencyMS,
+ * {@link POOL_EXTENSION_OPTION_NAMES}, then `backgroundThreadIntervalMS`), the connection options (`CONNECTION_OPTION_NAMES`), then heartbeatFrequencyMS, serverMonitoringMode,
  * serverSelectionTimeoutMS, directConnection, logging and scheduler. `loadBalanced` is both a connection and a client
  * option and is listed once.
  *
@@ -208,7 +217,8 @@ export class Client {
     this.hosts = parsed.hosts;
     this.warnings = parsed.warnings;
     this.redactedUri = parsed.redacted;
-    const client = { ...parsed.clientOptions, ...definedOnly(pick(options, ['heartbeatFrequencyMS', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const client = { ...parsed.clientOptions, ...definedOnly(pick(options, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const serverMonitoringMode = requireServerMonitoringMode(client.serverMonitoringMode);
     const sst = client.serverSelectionTimeoutMS ?? 30_000;
     // Server selection waits on one timer: Node runs a longer one after 1 ms.
     if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0 || sst > MAX_TIMER_DELAY_MS) {
@@ -267,6 +277,7 @@ export class Client {
         loadBalanced,
         logging,
         heartbeatFrequencyMS: frequency,
+        serverMonitoringMode,
         scheduler: options.scheduler,
       });
     } catch (error) {
@@ -298,10 +309,11 @@ export class Client {
       loadBalanced: boolean;
       logging: LoggingOptions;
       heartbeatFrequencyMS: number | undefined;
+      serverMonitoringMode: ServerMonitoringMode;
       scheduler: SchedulerLike | undefined;
     },
   ): void {
-    const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, scheduler } = o;
+    const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
     // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
     const { credentials: _credentials, ...monitorOptions } = connectionOptions;
     for (const address of this.hosts) {
@@ -314,6 +326,7 @@ export class Client {
       const monitor = new Monitor({
         address,
         heartbeatFrequencyMS,
+        serverMonitoringMode,
         connectionOptions: monitorOptions,
         connectionFactory: connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata),
         scheduler,

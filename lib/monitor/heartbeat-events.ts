@@ -6,7 +6,8 @@
 import type { Document } from 'bson';
 
 /**
- * A check started: emitted before the monitor connects (first check, or after a failure) or sends `hello`.
+ * A check started: emitted before the monitor connects (first check, or after a failure), sends `hello`, or (streaming)
+ * reads the server's next reply.
  *
  * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatStartedEvent).
  */
@@ -17,8 +18,13 @@ export interface ServerHeartbeatStartedEvent {
   readonly address: string;
   /** When the check started: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
-  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
-  readonly awaited: false;
+  /**
+   * True for a check of the streaming protocol (an awaitable hello, or the wait for the next reply the server
+   * streams), whose duration includes the server's wait of up to maxAwaitTimeMS; false for a polling check or a new
+   * connection's handshake. Source: server monitoring spec, "What is the purpose of the "awaited" field on server
+   * heartbeat events?".
+   */
+  readonly awaited: boolean;
 }
 
 /**
@@ -33,14 +39,22 @@ export interface ServerHeartbeatSucceededEvent {
   readonly address: string;
   /** When the check ended: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
-  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
-  readonly awaited: false;
+  /**
+   * True for a check of the streaming protocol (an awaitable hello, or the wait for the next reply the server
+   * streams), whose duration includes the server's wait of up to maxAwaitTimeMS; false for a polling check or a new
+   * connection's handshake. Source: server monitoring spec, "What is the purpose of the "awaited" field on server
+   * heartbeat events?".
+   */
+  readonly awaited: boolean;
   /**
    * ms from the start of the check to its reply; when the check had to open the monitoring connection, that
    * includes connecting and the handshake.
    */
   readonly duration: number;
-  /** The server's reply: a new monitoring connection's handshake reply, else the `hello` (or legacy hello) reply. */
+  /**
+   * The server's reply: a new monitoring connection's handshake reply, else the `hello` (or legacy hello) reply, or
+   * (streaming) the reply the server streamed.
+   */
   readonly reply: Readonly<Document>;
 }
 
@@ -57,8 +71,13 @@ export interface ServerHeartbeatFailedEvent {
   readonly address: string;
   /** When the check failed: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
   readonly time: number;
-  /** Always false: this monitor uses the polling protocol, never awaitable hello. */
-  readonly awaited: false;
+  /**
+   * True for a check of the streaming protocol (an awaitable hello, or the wait for the next reply the server
+   * streams), whose duration includes the server's wait of up to maxAwaitTimeMS; false for a polling check or a new
+   * connection's handshake. Source: server monitoring spec, "What is the purpose of the "awaited" field on server
+   * heartbeat events?".
+   */
+  readonly awaited: boolean;
   /** ms from the start of the check to its failure. */
   readonly duration: number;
   /**

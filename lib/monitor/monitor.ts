@@ -1,23 +1,27 @@
 /**
  * Monitor: checks one server with `hello` on a dedicated connection (never one from the pool, never authenticated),
- * every heartbeatFrequencyMS, and publishes heartbeat events. A pool follows those events as an input of its state
+ * streaming the server's replies when it supports awaitable hello (MongoDB 4.4+) and polling every
+ * heartbeatFrequencyMS otherwise, and publishes heartbeat events. A pool follows those events as an input of its state
  * stream (`heartbeats$.pipe(heartbeatActions()).subscribe(pool.input)`): a successful check marks it ready, a failed
  * one clears it.
  *
  * Source: server monitoring spec ("Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Error handling", "minHeartbeatFrequencyMS",
- * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS", "hello or legacy hello Cancellation").
+ * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS", "hello or legacy hello Cancellation",
+ * "serverMonitoringMode", "Streaming Protocol").
  */
+import { Long, type Document } from 'bson';
 import { from, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
+import { clientEnv } from '../connection/handshake';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
-import { timerScheduler } from '../scheduler';
+import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
 
 /**
@@ -27,8 +31,35 @@ import type { ServerHeartbeatEvent } from './heartbeat-events';
  */
 export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
 
+/**
+ * Which monitoring protocol a monitor uses: `stream` uses the streaming protocol when the server supports it (its
+ * hello reply carries `topologyVersion`, MongoDB 4.4+) and polls otherwise; `poll` always polls; `auto` (the default)
+ * polls when the process runs on a FaaS platform (detected as for the handshake's `client.env.name`: AWS Lambda, Azure
+ * Functions, GCP Cloud Functions, Vercel) and streams otherwise.
+ *
+ * Source: server monitoring spec, "serverMonitoringMode", "Streaming disabled".
+ */
+export type ServerMonitoringMode = 'auto' | 'stream' | 'poll';
+
+/** The valid {@link ServerMonitoringMode} values. Source: server monitoring spec, "serverMonitoringMode". */
+export const SERVER_MONITORING_MODES: readonly ServerMonitoringMode[] = Object.freeze(['auto', 'stream', 'poll']);
+
+/**
+ * Checks a serverMonitoringMode: undefined gives `auto`.
+ *
+ * @throws {InvalidOptionError} naming serverMonitoringMode, the value and the modes allowed, for anything else.
+ * Source: server monitoring spec, "serverMonitoringMode".
+ */
+export function requireServerMonitoringMode(value: unknown): ServerMonitoringMode {
+  if (value === undefined) return 'auto';
+  if (!SERVER_MONITORING_MODES.includes(value as ServerMonitoringMode)) {
+    throw new InvalidOptionError('serverMonitoringMode', value, `one of ${SERVER_MONITORING_MODES.map((m) => `"${m}"`).join(', ')}`);
+  }
+  return value as ServerMonitoringMode;
+}
+
 /** The keys of {@link MonitorOptions}: any other key is refused, naming the closest of these. */
-const MONITOR_OPTION_NAMES = ['address', 'heartbeatFrequencyMS', 'connectionOptions', 'connectionFactory', 'scheduler'] as const satisfies readonly (keyof MonitorOptions)[];
+const MONITOR_OPTION_NAMES = ['address', 'heartbeatFrequencyMS', 'serverMonitoringMode', 'connectionOptions', 'connectionFactory', 'scheduler'] as const satisfies readonly (keyof MonitorOptions)[];
 true satisfies ListsEveryOption<MonitorOptions, typeof MONITOR_OPTION_NAMES>;
 
 /**
@@ -41,8 +72,13 @@ true satisfies ListsEveryOption<MonitorOptions, typeof MONITOR_OPTION_NAMES>;
 export interface MonitorOptions {
   /** The server, `host:port`. */
   address: string;
-  /** Time from the end of one check to the start of the next. At least 500. Default 10000. */
+  /**
+   * Polling: time from the end of one check to the start of the next. Streaming: the longest the server waits before
+   * it streams a reply (maxAwaitTimeMS). At least 500. Default 10000.
+   */
   heartbeatFrequencyMS?: number;
+  /** Streaming or polling (see {@link ServerMonitoringMode}). Default `auto`. */
+  serverMonitoringMode?: ServerMonitoringMode;
   /** How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are ignored. */
   connectionOptions?: ConnectionOptions;
   /** Replaces the default TCP factory (tests). */
@@ -52,30 +88,53 @@ export interface MonitorOptions {
 }
 
 /**
- * A server monitor using the polling protocol. `start()` it, follow {@link heartbeats$}, `close()` it.
+ * A server monitor. `start()` it, follow {@link heartbeats$}, `close()` it.
  *
- * Each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
+ * Streaming protocol (the server's hello reply carries `topologyVersion`, and {@link serverMonitoringMode} allows it):
+ * after each successful check the next starts at once, as an awaitable hello (`topologyVersion` of the last reply,
+ * `maxAwaitTimeMS` = heartbeatFrequencyMS) sent with the OP_MSG exhaustAllowed flag; the server answers when its
+ * topology changes or maxAwaitTimeMS elapses, and goes on streaming replies (moreToCome) without further requests.
+ * Each reply is a check of its own: ServerHeartbeatStarted, then Succeeded, both with `awaited: true`, so a pool
+ * following the heartbeats learns of a server that fails or shuts down at once, not heartbeatFrequencyMS later. Its
+ * timeout is connectTimeoutMS + heartbeatFrequencyMS (none when connectTimeoutMS is 0). An error (network error,
+ * timeout, `ok: 0`, a malformed reply) is a failed check as in polling: the connection is closed and the protocol
+ * restarts on a new connection.
+ *
+ * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
  * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
  * is the check. A failed check closes that connection; after a network error on a server that was known (its
  * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS. {@link cancelCheck}
  * ends a check in progress and closes the connection when the server was found unusable otherwise.
  *
  * @throws {InvalidOptionError} from the constructor for options that are not an object, an unknown key (naming the
- *   closest option), a heartbeatFrequencyMS below 500, a scheduler or connectionFactory of the wrong type, or an
+ *   closest option), a heartbeatFrequencyMS below 500, a serverMonitoringMode other than auto, stream or poll, a scheduler or connectionFactory of the wrong type, or an
  *   invalid address or connection option.
  *
  * Source: server monitoring spec, "Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Network or command error during server
- * check", "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS".
+ * check", "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS",
+ * "serverMonitoringMode", "Streaming Protocol" ("Streaming hello or legacy hello", "Socket timeout", "SDAM
+ * Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation").
  */
 export class Monitor {
   /** The monitored server, normalized to `host:port`. */
   readonly address: string;
   /** Time from the end of one check to the start of the next, in ms (at least 500; default 10000). */
   readonly heartbeatFrequencyMS: number;
+  /** The monitoring mode asked for (default `auto`). */
+  readonly serverMonitoringMode: ServerMonitoringMode;
+  /**
+   * Whether this monitor streams when the server supports it: the mode is `stream`, or `auto` outside a FaaS
+   * platform (decided at construction).
+   */
+  readonly streamingEnabled: boolean;
   private readonly events = new Subject<ServerHeartbeatEvent>();
   private readonly factory: ConnectionFactory<Connection>;
   private readonly connectTimeoutMS: number;
+  /** The timeout of an awaitable hello's reply: connectTimeoutMS + heartbeatFrequencyMS, 0 (none) with connectTimeoutMS 0. */
+  private readonly awaitedTimeoutMS: number;
+  /** The topologyVersion of the last successful check, while streaming is enabled and the server supports it. */
+  private topologyVersion: Document | undefined;
   private readonly scheduler: SchedulerLike;
   private connection: Connection | undefined;
   private establishing: Subscription | undefined;
@@ -109,12 +168,24 @@ export class Monitor {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
     this.heartbeatFrequencyMS = frequency;
+    this.serverMonitoringMode = requireServerMonitoringMode(options.serverMonitoringMode);
+    this.streamingEnabled = this.serverMonitoringMode === 'stream' || (this.serverMonitoringMode === 'auto' && clientEnv()?.name === undefined);
     this.connectTimeoutMS = options.connectionOptions?.connectTimeoutMS ?? 10_000;
+    // One Node timer: a longer delay would fire after 1 ms.
+    this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = options.scheduler ?? timerScheduler;
     // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
     const { credentials: _credentials, ...connectionOptions } = options.connectionOptions ?? {};
     this.factory =
       options.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
+  }
+
+  /**
+   * Whether the monitor uses the streaming protocol now: streaming is enabled and the last check's reply carried
+   * `topologyVersion` (or the server is still streaming replies). Source: server monitoring spec, "Streaming Protocol".
+   */
+  get streaming(): boolean {
+    return (this.streamingEnabled && this.topologyVersion !== undefined) || this.connection?.moreToCome === true;
   }
 
   /** Starts checking (the first check at once). Idempotent. Source: server monitoring spec, "Monitor thread". */
@@ -126,7 +197,8 @@ export class Monitor {
 
   /**
    * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms (minHeartbeatFrequencyMS) after the
-   * previous check ended. Ignored while a check is in progress (its hello, legacy hello or connection handshake): the
+   * previous check ended. Ignored while a check is in progress (its hello, legacy hello or connection handshake, or,
+   * streaming, the wait for the server's next reply, which comes as soon as the server changes): the
    * next check is then the periodic one, heartbeatFrequencyMS after it ends (or at once after a network error on a
    * known server). Ignored too before `start()` (whose first check is at once) and after `close()`.
    *
@@ -144,7 +216,8 @@ export class Monitor {
    * otherwise: an application connection to it met a network error that is not a timeout, so this connection is
    * likely gone too, and waiting on it would take up to connectTimeoutMS.
    *
-   * - A check in progress (its hello or legacy hello, or the establishment of its connection) ends at once with
+   * - A check in progress (its hello or legacy hello, a streaming wait for the server's next reply, or the
+   *   establishment of its connection) ends at once with
    *   ServerHeartbeatFailed, whose error is a {@link MongoNetworkError} with `cause` as its cause (a pool following
    *   the heartbeats is cleared, as for any failed check).
    * - The monitoring connection is closed (no event when no check is in progress); the next check opens a new one.
@@ -173,7 +246,8 @@ export class Monitor {
   }
 
   /**
-   * Stops checking, cancels a check in progress, closes the monitoring connection (one still being established
+   * Stops checking, cancels a check in progress (a streaming wait too, at once, not maxAwaitTimeMS later), closes the
+   * monitoring connection (one still being established
    * too: aborted, or destroyed as it arrives), completes heartbeats$. Idempotent; callable from a heartbeats$
    * subscriber. A connection whose `destroy()` throws, or returns a Promise that rejects, counts as closed: close()
    * still completes heartbeats$, and the rejection is handled.
@@ -198,12 +272,18 @@ export class Monitor {
     }
   }
 
-  /** One check; resolves to whether the next check must start at once (network error on a known server). */
+  /**
+   * One check; resolves to whether the next check must start at once: streaming (the reply carried topologyVersion,
+   * or more replies are coming), or a network error on a known server.
+   */
   private async check(): Promise<boolean> {
     this.checking = true;
     this.checkRequested = false;
     const started = this.scheduler.now();
-    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited: false });
+    const connection = this.connection;
+    const moreToCome = connection?.moreToCome === true;
+    const awaited = connection !== undefined && (moreToCome || (this.streamingEnabled && this.topologyVersion !== undefined));
+    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited });
     // cancelCheck() ends the wait on the server at once, whatever the connection does with its request.
     let cancellation: Error | undefined;
     const cancelled = new Promise<never>((_resolve, reject) => {
@@ -248,15 +328,28 @@ export class Monitor {
         }
         this.connection = connection;
         reply = connection.hello;
+      } else if (moreToCome) {
+        // Streaming hello: the server's next reply, sent without a request.
+        reply = await cancellable(this.connection.nextReply({ timeoutMS: this.awaitedTimeoutMS }));
+      } else if (awaited) {
+        // Awaitable hello with exhaustAllowed: the server replies on a topology change or after maxAwaitTimeMS.
+        const command = {
+          [this.connection.server.helloOk ? 'hello' : 'isMaster']: 1,
+          topologyVersion: this.topologyVersion,
+          maxAwaitTimeMS: this.heartbeatFrequencyMS,
+        };
+        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.awaitedTimeoutMS, exhaustAllowed: true }));
       } else {
         const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
         if (cancellation !== undefined) throw cancellation;
       }
       const now = this.scheduler.now();
-      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited: false, duration: now - started, reply });
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });
       this.known = true;
-      return false;
+      // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
+      this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
+      return this.streaming;
     } catch (error) {
       if (this.closed) return false;
       const now = this.scheduler.now();
@@ -266,7 +359,8 @@ export class Monitor {
         : new PoolCallbackError(this.address, 'connectionFactory', `connectionFactory failed with ${inWords(error)}, which is not an Error`, { cause: error });
       destroyQuietly(this.connection);
       this.connection = undefined;
-      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: false, duration: now - started, error: err });
+      this.topologyVersion = undefined;
+      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
       return wasKnown && err instanceof MongoNetworkError;
@@ -340,4 +434,17 @@ export class Monitor {
   private emit(event: ServerHeartbeatEvent): void {
     if (!this.closed) this.events.next(Object.freeze(event));
   }
+}
+
+/**
+ * A reply's topologyVersion as sent back in an awaitable hello (counter as an int64, as the server requires), or
+ * undefined when the reply has none of the right shape.
+ */
+function asTopologyVersion(value: unknown): Document | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const { processId, counter } = value as Document;
+  if (processId === undefined) return undefined;
+  if (Long.isLong(counter)) return { processId, counter };
+  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return { processId, counter: Long.fromNumber(counter) };
+  return undefined;
 }

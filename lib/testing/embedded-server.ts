@@ -90,6 +90,11 @@ export interface ClientConnectionInfo {
   conversation: ScramConversation | undefined;
   /** The service this connection reached, when the endpoint acts as a load balancer. */
   serviceId: ObjectId | undefined;
+  /**
+   * Whether an awaitable hello is in progress on this connection (waiting, or streaming replies with moreToCome):
+   * what a streaming monitor's connection does all the time.
+   */
+  awaitingHello: boolean;
 }
 
 /**
@@ -362,6 +367,7 @@ export class EmbeddedServer {
       saslConversations: 0,
       conversation: undefined,
       serviceId: this.services.length > 0 ? this.services[(this.nextConnectionId - 2) % this.services.length] : undefined,
+      awaitingHello: false,
     };
     this.sockets.set(socket, client);
     const framer = new MessageFramer();
@@ -460,6 +466,26 @@ export class EmbeddedServer {
     if (typeof version !== 'object' || version === null || !Number.isFinite(maxAwaitTimeMS) || maxAwaitTimeMS < 0) {
       return send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion and maxAwaitTimeMS must be given together' }, 0);
     }
+    client.awaitingHello = true;
+    try {
+      await this.streamHellos(socket, client, command, name, db, maxAwaitTimeMS, exhaustAllowed, requested, send);
+    } finally {
+      client.awaitingHello = false;
+    }
+  }
+
+  /** The replies of an awaitable hello (see {@link serveAwaitable}). */
+  private async streamHellos(
+    socket: net.Socket,
+    client: ClientConnectionInfo,
+    command: Document,
+    name: string,
+    db: string,
+    maxAwaitTimeMS: number,
+    exhaustAllowed: boolean,
+    requested: unknown,
+    send: (response: Document, flags: number) => void,
+  ): Promise<void> {
     for (;;) {
       const current = requested as { processId?: unknown; counter?: unknown };
       const sameProcess = current.processId instanceof ObjectId && current.processId.equals(this.processId);

@@ -153,9 +153,9 @@ describe('Monitor', function () {
     expect(error!.message).to.equal('connectionFactory failed with {}, which is not an Error');
   });
 
-  it('sleeps heartbeatFrequencyMS between checks (virtual time), on one dedicated connection', async function () {
+  it('polling: sleeps heartbeatFrequencyMS between checks (virtual time), on one dedicated connection', async function () {
     const clock = new VirtualClock();
-    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock });
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll' });
     monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
     monitor.start();
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
@@ -172,10 +172,10 @@ describe('Monitor', function () {
 
   describe('cancelCheck()', function () {
     /** A monitor whose server stops answering `hello` (sent only on an established monitoring connection) on demand. */
-    function unresponsiveOnDemand(clock: VirtualClock): { monitor: Monitor; stopAnswering: () => void } {
+    function unresponsiveOnDemand(clock: VirtualClock, serverMonitoringMode?: 'poll'): { monitor: Monitor; stopAnswering: () => void } {
       let answering = true;
       server.handle('hello', () => (answering ? { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 } : new Promise<never>(() => undefined)));
-      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 } });
+      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 }, serverMonitoringMode });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
       return { monitor, stopAnswering: () => (answering = false) };
     }
@@ -207,9 +207,9 @@ describe('Monitor', function () {
       expect(server.connectionsAccepted, 'connections the monitor opened').to.equal(2);
     });
 
-    it('between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
+    it('polling, between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
       const clock = new VirtualClock();
-      const { monitor } = unresponsiveOnDemand(clock);
+      const { monitor } = unresponsiveOnDemand(clock, 'poll');
       monitor.start();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
       await new Promise((r) => setTimeout(r, 20));
@@ -402,11 +402,11 @@ describe('Monitor', function () {
       return setFailPoint(this, endpoint, command);
     }
 
-    it('is ignored while a check is in progress: no extra check 500 ms later, the next one after heartbeatFrequencyMS', async function () {
+    it('polling: is ignored while a check is in progress: no extra check 500 ms later, the next one after heartbeatFrequencyMS', async function () {
       // The first check (the handshake of the monitoring connection) is held 200 ms by the server.
       await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 200, appName } });
       const clock = new VirtualClock();
-      monitor = new Monitor({ address: endpoint.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { ...endpoint.connectionOptions, appName } });
+      monitor = new Monitor({ address: endpoint.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { ...endpoint.connectionOptions, appName }, serverMonitoringMode: 'poll' });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
       monitor.start();
       expect(count('ServerHeartbeatStarted')).to.equal(1);

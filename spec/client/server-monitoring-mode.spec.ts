@@ -1,0 +1,61 @@
+/**
+ * serverMonitoringMode through connect(): the option and the URI key pick each monitor's protocol; an invalid value
+ * is an InvalidOptionError in the options and a warning in the URI. By default (auto, outside a FaaS platform) a
+ * client's monitors stream, so its pools learn of a server shutting down within ms.
+ */
+import { expect } from 'chai';
+import { connect, InvalidOptionError, type Client, type ClientEvent } from '../../lib';
+import { parseConnectionString } from '../../lib/connection-string';
+import { EmbeddedServer } from '../../lib/testing';
+import { eventually } from '../support/endpoint';
+
+describe('connect(): serverMonitoringMode', function () {
+  let server: EmbeddedServer;
+  let client: Client | undefined;
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+  });
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await server.stop();
+  });
+
+  it('is auto by default; the option overrides the URI; each monitor gets it', async function () {
+    client = connect(`mongodb://${server.address}/?serverMonitoringMode=poll`);
+    expect([...client.monitors.values()][0].serverMonitoringMode).to.equal('poll');
+    await client.close();
+    client = connect(`mongodb://${server.address}/?serverMonitoringMode=poll`, { serverMonitoringMode: 'stream' });
+    expect([...client.monitors.values()][0].serverMonitoringMode).to.equal('stream');
+    await client.close();
+    client = connect(`mongodb://${server.address}/`);
+    expect([...client.monitors.values()][0].serverMonitoringMode).to.equal('auto');
+  });
+
+  it('an invalid value: InvalidOptionError as an option, a warning (value ignored) in the URI', function () {
+    expect(() => connect(`mongodb://${server.address}/`, { serverMonitoringMode: 'polling' as never })).to.throw(InvalidOptionError, /serverMonitoringMode.*"auto", "stream", "poll"/);
+    const parsed = parseConnectionString(`mongodb://${server.address}/?serverMonitoringMode=polling`);
+    expect(parsed.clientOptions.serverMonitoringMode).to.equal(undefined);
+    expect(parsed.warnings).to.deep.equal(['serverMonitoringMode="polling" is ignored: serverMonitoringMode must be one of "auto", "stream", "poll"']);
+    expect(parseConnectionString(`mongodb://${server.address}/?serverMonitoringMode=stream`).warnings).to.deep.equal([]);
+  });
+
+  it('by default a pool is cleared within ms of its server shutting down; polling, not before the next check', async function () {
+    const cleared = async (uri: string): Promise<number | undefined> => {
+      client = connect(uri, { appName: 'app' });
+      const events: ClientEvent[] = [];
+      client.events$.subscribe((e) => events.push(e));
+      await client.command('admin', { ping: 1 });
+      await new Promise((r) => setTimeout(r, 50));
+      const started = Date.now();
+      server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'app' } });
+      const found = await eventually(() => events.some((e) => e.type === 'ConnectionPoolCleared'), 500);
+      await client.close();
+      server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+      return found ? Date.now() - started : undefined;
+    };
+    const streaming = await cleared(`mongodb://${server.address}/`);
+    expect(streaming, 'ms to the clear, streaming').to.be.a('number').below(200);
+    expect(await cleared(`mongodb://${server.address}/?serverMonitoringMode=poll`), 'polling: no clear within 500 ms').to.equal(undefined);
+  });
+});

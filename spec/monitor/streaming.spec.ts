@@ -1,0 +1,205 @@
+/**
+ * The streaming protocol: against a 4.4+ server (the embedded endpoint), the monitor sends awaitable hellos with
+ * exhaustAllowed and turns every reply the server streams into an `awaited` heartbeat, so a pool following it learns
+ * of a change at once instead of heartbeatFrequencyMS later. serverMonitoringMode picks the protocol (auto polls on a
+ * FaaS platform); hostile servers check the error handling of streamed replies.
+ */
+import { expect } from 'chai';
+import { ObjectId } from 'bson';
+import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
+import { WireProtocolError } from '../../lib/connection/wire-protocol';
+import { EmbeddedServer } from '../../lib/testing';
+import { eventually } from '../support/endpoint';
+import { startHostileServer, type HostileServer } from '../support/hostile-server';
+
+type Failed = Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+
+describe('Monitor: streaming protocol', function () {
+  let server: EmbeddedServer;
+  let monitor: Monitor | undefined;
+  let pool: ConnectionPool | undefined;
+  let heartbeats: ServerHeartbeatEvent[];
+  let events: ConnectionPoolEvent[];
+
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+    heartbeats = [];
+    events = [];
+  });
+  afterEach(async function () {
+    monitor?.close();
+    pool?.close();
+    monitor = undefined;
+    pool = undefined;
+    await server.stop();
+  });
+
+  /** A monitor (appName "monitor", heartbeatFrequencyMS 10000 unless given) driving a pool, started. */
+  function setUp(options: Partial<ConstructorParameters<typeof Monitor>[0]> = {}, address = server.address): Monitor {
+    monitor = new Monitor({ address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 }, ...options });
+    pool = new ConnectionPool({ address, connectionOptions: { appName: 'pool' } });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    pool.events$.subscribe((e) => events.push(e));
+    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
+    monitor.start();
+    return monitor;
+  }
+  const shape = (): string[] => heartbeats.map((e) => `${e.type.replace('ServerHeartbeat', '')}:${e.awaited}`);
+
+  it('after the handshake, waits on an awaitable hello: a topology change reaches it within ms, as awaited heartbeats', async function () {
+    const m = setUp();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    expect(m.streaming).to.equal(true);
+    expect(pool!.state).to.equal('ready');
+    const started = Date.now();
+    server.changeTopology();
+    expect(await eventually(() => heartbeats.length === 5)).to.equal(true);
+    expect(Date.now() - started, 'ms from the change to the heartbeat').to.be.below(200);
+    expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Succeeded:true', 'Started:true']);
+    const reply = (heartbeats[3] as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatSucceeded' }>).reply;
+    expect(Number(reply.topologyVersion.counter)).to.equal(1);
+    // The exhaust stream goes on: the next change comes on the same connection, without a new request.
+    server.changeTopology();
+    expect(await eventually(() => heartbeats.length === 7)).to.equal(true);
+    expect(server.connectionsAccepted, 'the monitoring connection and the RTT connection at most').to.be.at.most(2);
+  });
+
+  it('a server shutting down (fail point during the wait) clears the pool within ms, not heartbeatFrequencyMS later', async function () {
+    setUp();
+    expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'monitor' } });
+    expect(await eventually(() => events.some((e) => e.type === 'ConnectionPoolCleared'), 1000)).to.equal(true);
+    expect(Date.now() - started, 'ms from the shutdown to the clear').to.be.below(200);
+    const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Failed;
+    expect(failed.awaited).to.equal(true);
+    expect(failed.error).to.be.instanceOf(MongoServerError);
+  });
+
+  it('a streaming connection closed by the server: failed awaited heartbeat, pool cleared, and at once a new connection readies it', async function () {
+    setUp();
+    expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
+    expect(await eventually(() => events.filter((e) => e.type === 'ConnectionPoolReady').length === 2, 1000)).to.equal(true);
+    expect(shape().slice(0, 7)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false', 'Started:true']);
+    expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
+  });
+
+  it('poll mode never streams: no awaitable hello, every heartbeat awaited: false', async function () {
+    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+    expect(m.streamingEnabled).to.equal(false);
+    expect(await eventually(() => heartbeats.length >= 6, 3000)).to.equal(true);
+    expect(server.awaitingHelloCount).to.equal(0);
+    expect(m.streaming).to.equal(false);
+    expect(heartbeats.every((e) => e.awaited === false)).to.equal(true);
+    expect(server.connectionsAccepted, 'the monitoring connection only').to.equal(1);
+  });
+
+  it('stream mode polls a server older than 4.4 (no topologyVersion)', async function () {
+    await server.stop();
+    server = await new EmbeddedServer({ maxWireVersion: 8 }).start();
+    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream' });
+    expect(await eventually(() => heartbeats.length >= 4, 3000)).to.equal(true);
+    expect(m.streaming).to.equal(false);
+    expect(heartbeats.every((e) => e.awaited === false)).to.equal(true);
+  });
+
+  it('auto polls on a FaaS platform (as client.env.name detects it); stream streams there too; bad modes are refused', function () {
+    const saved = process.env.AWS_LAMBDA_RUNTIME_API;
+    process.env.AWS_LAMBDA_RUNTIME_API = '127.0.0.1:9001';
+    try {
+      expect(new Monitor({ address: 'h:1' }).streamingEnabled).to.equal(false);
+      expect(new Monitor({ address: 'h:1', serverMonitoringMode: 'auto' }).streamingEnabled).to.equal(false);
+      expect(new Monitor({ address: 'h:1', serverMonitoringMode: 'stream' }).streamingEnabled).to.equal(true);
+    } finally {
+      if (saved === undefined) delete process.env.AWS_LAMBDA_RUNTIME_API;
+      else process.env.AWS_LAMBDA_RUNTIME_API = saved;
+    }
+    expect(new Monitor({ address: 'h:1' }).streamingEnabled).to.equal(true);
+    expect(new Monitor({ address: 'h:1', serverMonitoringMode: 'poll' }).streamingEnabled).to.equal(false);
+    expect(() => new Monitor({ address: 'h:1', serverMonitoringMode: 'Stream' as never })).to.throw(InvalidOptionError, /serverMonitoringMode.*"auto", "stream", "poll"/);
+  });
+
+  it('close() during a streaming wait ends it at once and leaves no socket on the server', async function () {
+    const m = setUp();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    let completed = false;
+    m.heartbeats$.subscribe({ complete: () => (completed = true) });
+    const started = Date.now();
+    m.close();
+    expect(completed).to.equal(true);
+    expect(await eventually(() => server.openConnections === 0 && server.awaitingHelloCount === 0, 1000)).to.equal(true);
+    expect(Date.now() - started).to.be.below(500);
+    expect(heartbeats.at(-1)!.type, 'no event after close').to.equal('ServerHeartbeatStarted');
+  });
+
+  it('cancelCheck() during a streaming wait fails the check at once and closes the connection; the next check comes 500 ms later', async function () {
+    const m = setUp();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const accepted = server.connectionsAccepted;
+    const started = Date.now();
+    m.cancelCheck(new Error('an application connection was reset'));
+    expect(await eventually(() => shape().at(-1) === 'Failed:true')).to.equal(true);
+    expect(Date.now() - started).to.be.below(100);
+    expect((heartbeats.at(-1) as Failed).error).to.be.instanceOf(MongoNetworkError);
+    expect(await eventually(() => server.awaitingHelloCount === 0)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(server.connectionsAccepted, 'no new monitoring connection before 500 ms').to.equal(accepted);
+    expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
+  });
+
+  describe('hostile servers', function () {
+    let hostile: HostileServer | undefined;
+    afterEach(async function () {
+      monitor?.close();
+      monitor = undefined;
+      await hostile?.close();
+      hostile = undefined;
+    });
+
+    const topologyVersion = { processId: new ObjectId(), counter: 0 };
+
+    it('a moreToCome reply to a polling hello (no exhaustAllowed) fails the check', async function () {
+      hostile = await startHostileServer({
+        hello: { topologyVersion },
+        misbehaviour: { kind: 'answer', answer: (request, s) => s.write(encodeOpMsg(5, request.header.requestId, { isWritablePrimary: true, ok: 1 }, OpMsgFlag.moreToCome)) },
+      });
+      monitor = new Monitor({ address: hostile.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.start();
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
+      const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Failed;
+      expect(failed.awaited).to.equal(false);
+      expect(failed.error.message).to.match(/moreToCome flag set \(0x2\), but the request did not set exhaustAllowed/);
+    });
+
+    it('a malformed streamed reply ends the stream with a failed awaited heartbeat and closes the connection', async function () {
+      let exhaustFlag = 0;
+      hostile = await startHostileServer({
+        hello: { topologyVersion },
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, s) => {
+            exhaustFlag = request.body.readUInt32LE(0) & OpMsgFlag.exhaustAllowed;
+            s.write(encodeOpMsg(50, request.header.requestId, { isWritablePrimary: true, topologyVersion, ok: 1 }, OpMsgFlag.moreToCome));
+            const bad = encodeOpMsg(51, 50, { ok: 1 });
+            bad.writeUInt32LE(1 << 5, 16); // an unknown required flag bit
+            setTimeout(() => s.write(bad), 20);
+          },
+        },
+      });
+      monitor = new Monitor({ address: hostile.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'stream' });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.start();
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
+      expect(exhaustFlag).to.equal(OpMsgFlag.exhaustAllowed);
+      expect(shape().slice(0, 6)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Succeeded:true', 'Started:true', 'Failed:true']);
+      const failed = heartbeats[5] as Failed;
+      expect(failed.error).to.be.instanceOf(MongoNetworkError);
+      expect(failed.error.cause).to.be.instanceOf(WireProtocolError);
+      monitor.close();
+      expect(await eventually(() => hostile!.open === 0, 1000)).to.equal(true);
+    });
+  });
+});
