@@ -11,7 +11,7 @@
  * "serverMonitoringMode", "Streaming Protocol").
  */
 import { Long, type Document } from 'bson';
-import { from, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
@@ -19,7 +19,9 @@ import type { Connection } from '../connection/connection';
 import { clientEnv } from '../connection/handshake';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
-import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
+import { destroyQuietly } from '../pool/connection-checks';
+import { establish } from './establish';
+import { RoundTripTimes, RttMonitor } from './rtt';
 import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
@@ -135,6 +137,10 @@ export class Monitor {
   private readonly awaitedTimeoutMS: number;
   /** The topologyVersion of the last successful check, while streaming is enabled and the server supports it. */
   private topologyVersion: Document | undefined;
+  /** The RTT samples: handshakes and polling checks of the monitoring connection, and the RTT task's. */
+  private readonly roundTripTimes = new RoundTripTimes();
+  /** The RTT task, while streaming. */
+  private rttMonitor: RttMonitor | undefined;
   private readonly scheduler: SchedulerLike;
   private connection: Connection | undefined;
   private establishing: Subscription | undefined;
@@ -186,6 +192,21 @@ export class Monitor {
    */
   get streaming(): boolean {
     return (this.streamingEnabled && this.topologyVersion !== undefined) || this.connection?.moreToCome === true;
+  }
+
+  /**
+   * The server's minimum round-trip time, in ms: the smallest of the latest 10 samples, 0 until there are 2 (read
+   * only; reset to no samples by a failed check). The samples: the duration of each new monitoring connection's
+   * establishment (its handshake), of each polling check, and, while streaming, of the `hello` that a dedicated RTT
+   * connection runs every heartbeatFrequencyMS (publishing no event; its errors only close that connection; the first
+   * heartbeatFrequencyMS after streaming starts). Streamed replies are never samples: their duration is the server's
+   * wait. Polling opens no RTT connection. Times come from the monitor's scheduler.
+   *
+   * Source: server monitoring spec, "Measuring RTT", "RTT thread", "Monitors MUST use a dedicated connection for RTT
+   * commands"; counting polling checks as samples is an extension.
+   */
+  get minRoundTripTimeMS(): number {
+    return this.roundTripTimes.min;
   }
 
   /** Starts checking (the first check at once). Idempotent. Source: server monitoring spec, "Monitor thread". */
@@ -260,6 +281,8 @@ export class Monitor {
     // Quietly: a connection of a user's factory may throw, or return a Promise that rejects; close() still ends.
     destroyQuietly(this.connection);
     this.connection = undefined;
+    this.rttMonitor?.close();
+    this.rttMonitor = undefined;
     this.wake?.();
     this.events.complete();
   }
@@ -347,8 +370,11 @@ export class Monitor {
       const now = this.scheduler.now();
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });
       this.known = true;
+      // A handshake or a polling hello measures the round trip; a streamed reply measures the server's wait.
+      if (!awaited) this.roundTripTimes.add(now - started);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
+      this.followRtt();
       return this.streaming;
     } catch (error) {
       if (this.closed) return false;
@@ -360,6 +386,7 @@ export class Monitor {
       destroyQuietly(this.connection);
       this.connection = undefined;
       this.topologyVersion = undefined;
+      this.roundTripTimes.reset();
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
@@ -372,40 +399,37 @@ export class Monitor {
   }
 
   /**
-   * Establishes the monitoring connection. Abandoned by `close()` before it emits, the establishment is aborted
-   * (signal, unsubscription) and, since a Promise cannot be cancelled, whatever a Promise factory resolves to is
-   * destroyed, so no connection outlives the monitor. A factory that emits more than one connection has every one
-   * after the first destroyed as it arrives.
+   * Establishes the monitoring connection (see {@link establish}): `close()` or `cancelCheck()` abort it, and no
+   * connection outlives the monitor.
    */
   private connect(): Promise<Connection> {
-    const controller = new AbortController();
-    const established = new Observable<Connection>((subscriber) => {
-      const input = this.factory({ id: 0, generation: 0, address: this.address, signal: controller.signal });
-      let delivered = false;
-      const inner = from(input).subscribe({
-        next: (c) => {
-          // One connection per establishment: another one (a factory whose Observable emits more) is nobody's.
-          if (delivered) return destroyQuietly(c);
-          delivered = true;
-          subscriber.next(c);
-        },
-        error: (e: unknown) => subscriber.error(e),
-        complete: () => subscriber.complete(),
-      });
-      return () => {
-        controller.abort();
-        inner.unsubscribe();
-        if (!delivered) destroyWhenResolved(input);
-      };
+    const { connection, subscription } = establish(this.factory, this.address, 0, () => this.closed);
+    this.establishing = subscription;
+    return connection.finally(() => {
+      if (this.establishing === subscription) this.establishing = undefined;
     });
-    return new Promise<Connection>((resolve, reject) => {
-      this.establishing = established.subscribe({
-        next: (c) => (this.closed ? destroyQuietly(c) : resolve(c)),
-        error: reject,
+  }
+
+  /**
+   * Runs the RTT task while streaming, and only then (server monitoring spec, "Streaming disabled": no RTT
+   * connection when polling).
+   */
+  private followRtt(): void {
+    if (this.closed) return;
+    if (this.streaming) {
+      this.rttMonitor ??= new RttMonitor({
+        address: this.address,
+        factory: this.factory,
+        heartbeatFrequencyMS: this.heartbeatFrequencyMS,
+        connectTimeoutMS: this.connectTimeoutMS,
+        scheduler: this.scheduler,
+        samples: this.roundTripTimes,
       });
-    }).finally(() => {
-      this.establishing = undefined;
-    });
+      this.rttMonitor.start();
+    } else {
+      this.rttMonitor?.close();
+      this.rttMonitor = undefined;
+    }
   }
 
   /** Sleeps heartbeatFrequencyMS, or until a requested check is due (at least 500 ms after the last), or close. */

@@ -171,11 +171,16 @@ describe('Monitor', function () {
   });
 
   describe('cancelCheck()', function () {
-    /** A monitor whose server stops answering `hello` (sent only on an established monitoring connection) on demand. */
-    function unresponsiveOnDemand(clock: VirtualClock, serverMonitoringMode?: 'poll'): { monitor: Monitor; stopAnswering: () => void } {
+    /**
+     * A monitor whose server stops answering `hello` (sent only on an established monitoring connection) on demand.
+     * Its replies carry no topologyVersion (hello and the handshake's legacy hello alike): the monitor polls it.
+     */
+    function unresponsiveOnDemand(clock: VirtualClock): { monitor: Monitor; stopAnswering: () => void } {
       let answering = true;
-      server.handle('hello', () => (answering ? { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 } : new Promise<never>(() => undefined)));
-      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 }, serverMonitoringMode });
+      const reply = { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 };
+      server.handle('hello', () => (answering ? reply : new Promise<never>(() => undefined)));
+      server.handle('ismaster', () => ({ ...reply, ismaster: true }));
+      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 } });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
       return { monitor, stopAnswering: () => (answering = false) };
     }
@@ -207,9 +212,9 @@ describe('Monitor', function () {
       expect(server.connectionsAccepted, 'connections the monitor opened').to.equal(2);
     });
 
-    it('polling, between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
+    it('between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
       const clock = new VirtualClock();
-      const { monitor } = unresponsiveOnDemand(clock, 'poll');
+      const { monitor } = unresponsiveOnDemand(clock);
       monitor.start();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
       await new Promise((r) => setTimeout(r, 20));

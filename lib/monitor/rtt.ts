@@ -1,0 +1,121 @@
+/**
+ * Round-trip time of a monitored server: the samples a monitor keeps, and the task that measures them on a dedicated
+ * connection while the monitor streams.
+ *
+ * Source: server monitoring spec, "Measuring RTT", "RTT thread", "Monitors MUST use a dedicated connection for RTT
+ * commands", "Monitors MUST use the hello or legacy hello command to measure RTT", "Why don't clients mark a server
+ * unknown when an RTT command fails?", "Why don't streaming hello or legacy hello clients publish events for RTT
+ * commands?".
+ */
+import type { SchedulerLike, Subscription } from 'rxjs';
+import type { Connection } from '../connection/connection';
+import { destroyQuietly } from '../pool/connection-checks';
+import type { ConnectionFactory } from '../pool/contract';
+import { establish } from './establish';
+
+/**
+ * How many of the latest RTT samples the minimum is taken over: 10.
+ *
+ * Source: server monitoring spec, "Measuring RTT" ("the minimum RTT out of the (at most) last 10 samples").
+ */
+export const RTT_SAMPLE_WINDOW = 10;
+
+/**
+ * The latest RTT samples (at most {@link RTT_SAMPLE_WINDOW}), in ms.
+ *
+ * Source: server monitoring spec, "Measuring RTT", "RTT thread".
+ */
+export class RoundTripTimes {
+  private readonly samples: number[] = [];
+
+  /** Records one sample, in ms (a negative or non-finite one, from a clock that went back, counts as 0). */
+  add(ms: number): void {
+    this.samples.push(Number.isFinite(ms) && ms > 0 ? ms : 0);
+    if (this.samples.length > RTT_SAMPLE_WINDOW) this.samples.shift();
+  }
+
+  /** Forgets every sample (after a failed check). */
+  reset(): void {
+    this.samples.length = 0;
+  }
+
+  /** The smallest of the latest 10 samples, in ms; 0 until there are 2. */
+  get min(): number {
+    return this.samples.length < 2 ? 0 : Math.min(...this.samples);
+  }
+}
+
+/**
+ * The RTT task of a streaming monitor: every heartbeatFrequencyMS, a `hello` (legacy hello when the server did not
+ * answer helloOk) on its own dedicated, unauthenticated connection, whose duration is a sample; a new connection's
+ * establishment (its handshake) is the sample instead. Publishes no event; an error only closes its connection (the
+ * next round opens a new one) and never touches the server's state or the samples already taken. Each command's
+ * timeout is connectTimeoutMS. The first round comes heartbeatFrequencyMS after start (the monitoring connection's
+ * handshake is the first sample).
+ *
+ * Source: server monitoring spec, "Measuring RTT", "RTT thread"; the delayed first round is an extension.
+ *
+ * @internal
+ */
+export class RttMonitor {
+  private connection: Connection | undefined;
+  private establishing: Subscription | undefined;
+  private timer: Subscription | undefined;
+  private closed = false;
+  private started = false;
+
+  constructor(
+    private readonly o: {
+      readonly address: string;
+      readonly factory: ConnectionFactory<Connection>;
+      readonly heartbeatFrequencyMS: number;
+      readonly connectTimeoutMS: number;
+      readonly scheduler: SchedulerLike;
+      readonly samples: RoundTripTimes;
+    },
+  ) {}
+
+  /** Starts the rounds (the first heartbeatFrequencyMS from now). Idempotent. */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    this.schedule();
+  }
+
+  /** Stops the rounds and closes the RTT connection (one being established too). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.timer?.unsubscribe();
+    this.establishing?.unsubscribe();
+    destroyQuietly(this.connection);
+    this.connection = undefined;
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    this.timer = this.o.scheduler.schedule(() => void this.round().finally(() => this.schedule()), this.o.heartbeatFrequencyMS);
+  }
+
+  /** One measurement. Never rejects. */
+  private async round(): Promise<void> {
+    const { scheduler, samples } = this.o;
+    const started = scheduler.now();
+    try {
+      if (this.connection === undefined) {
+        const { connection, subscription } = establish(this.o.factory, this.o.address, 1, () => this.closed);
+        this.establishing = subscription;
+        const established = await connection.finally(() => (this.establishing = undefined));
+        if (this.closed) return destroyQuietly(established);
+        this.connection = established;
+      } else {
+        const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
+        await this.connection.command('admin', command, { timeoutMS: this.o.connectTimeoutMS });
+      }
+      if (!this.closed) samples.add(scheduler.now() - started);
+    } catch {
+      destroyQuietly(this.connection);
+      this.connection = undefined;
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * RTT: the minimum of the latest 10 samples (0 until 2), from the monitoring connection's handshake and, while
+ * streaming, a dedicated RTT connection's hello every heartbeatFrequencyMS, which publishes no event. Virtual time:
+ * the server's handlers move the clock by the round trip each sample must measure.
+ */
+import { expect } from 'chai';
+import type { Document } from 'bson';
+import { Monitor, type ServerHeartbeatEvent } from '../../lib';
+import { RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import { eventually } from '../support/endpoint';
+
+describe('RoundTripTimes', function () {
+  it('is 0 until 2 samples, then the min of the latest 10', function () {
+    const rtt = new RoundTripTimes();
+    expect(RTT_SAMPLE_WINDOW).to.equal(10);
+    expect(rtt.min).to.equal(0);
+    rtt.add(5);
+    expect(rtt.min, 'one sample').to.equal(0);
+    rtt.add(8);
+    expect(rtt.min).to.equal(5);
+    for (let i = 0; i < 8; i++) rtt.add(20 + i);
+    expect(rtt.min, '10 samples, 5 among them').to.equal(5);
+    rtt.add(30);
+    expect(rtt.min, '5 is the 11th latest').to.equal(8);
+    rtt.add(40);
+    expect(rtt.min).to.equal(20);
+    rtt.reset();
+    rtt.add(3);
+    expect(rtt.min).to.equal(0);
+  });
+});
+
+describe('Monitor: RTT', function () {
+  let server: EmbeddedServer;
+  let monitor: Monitor | undefined;
+  afterEach(async function () {
+    monitor?.close();
+    monitor = undefined;
+    await server.stop();
+  });
+
+  it('counts the handshake, then a dedicated connection\'s hello every heartbeatFrequencyMS while streaming, with no event', async function () {
+    server = await new EmbeddedServer().start();
+    const clock = new VirtualClock();
+    /** The round trip each non-awaitable hello or handshake takes, in virtual ms, in order. */
+    const delays = [7, 9, 30, 25, 20, 15, 12, 11, 10, 40, 50, 60];
+    let answered = 0;
+    const reply = (legacy: boolean): Document => {
+      clock.advance(delays[answered++]);
+      return { ...(legacy ? { ismaster: true } : { isWritablePrimary: true }), helloOk: true, maxWireVersion: 25, topologyVersion: server.topologyVersion, ok: 1 };
+    };
+    server.handle('ismaster', () => reply(true));
+    // An awaitable hello waits on the server (real time): only the RTT connection's hello is answered in this test.
+    server.handle('hello', () => reply(false));
+    const heartbeats: ServerHeartbeatEvent[] = [];
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    monitor.start();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    expect(monitor.minRoundTripTimeMS, 'one sample: the handshake (7)').to.equal(0);
+    expect(server.connectionsAccepted, 'no RTT connection before heartbeatFrequencyMS').to.equal(1);
+    const mins: number[] = [];
+    for (let round = 1; round < delays.length; round++) {
+      clock.advance(10_000);
+      expect(await eventually(() => answered === round + 1), `round ${round}`).to.equal(true);
+      await new Promise((r) => setTimeout(r, 5));
+      mins.push(monitor.minRoundTripTimeMS);
+    }
+    // Samples 7 (handshake), 9 (the RTT connection's handshake), then 30, 25, 20, 15, 12, 11, 10, 40, 50, 60.
+    expect(mins).to.deep.equal([7, 7, 7, 7, 7, 7, 7, 7, 7, 9, 10]);
+    expect(server.connectionsAccepted, 'the monitoring connection and one RTT connection').to.equal(2);
+    expect(heartbeats.map((e) => e.type), 'no event for RTT commands').to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted']);
+    // An RTT connection error publishes nothing and changes no state: the next round opens a new one.
+    server.closeConnections((c) => !c.awaitingHello);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(heartbeats).to.have.length(3);
+    expect(monitor.minRoundTripTimeMS).to.equal(10);
+    monitor.close();
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+});
