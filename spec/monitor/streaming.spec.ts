@@ -121,9 +121,10 @@ describe('Monitor: streaming protocol', function () {
     expect(() => new Monitor({ address: 'h:1', serverMonitoringMode: 'Stream' as never })).to.throw(InvalidOptionError, /serverMonitoringMode.*"auto", "stream", "poll"/);
   });
 
-  it('close() during a streaming wait ends it at once and leaves no socket on the server', async function () {
-    const m = setUp();
-    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+  it('close() during a streaming wait ends it at once and leaves no socket on the server (nor the RTT connection)', async function () {
+    const m = setUp({ heartbeatFrequencyMS: 500 });
+    // The monitoring connection waits on the server, and the RTT connection is open (after heartbeatFrequencyMS).
+    expect(await eventually(() => server.awaitingHelloCount === 1 && server.openConnections === 2, 2000)).to.equal(true);
     let completed = false;
     m.heartbeats$.subscribe({ complete: () => (completed = true) });
     const started = Date.now();
