@@ -4,7 +4,7 @@
  * client's monitors stream, so its pools learn of a server shutting down within ms.
  */
 import { expect } from 'chai';
-import { connect, InvalidOptionError, type Client, type ClientEvent } from '../../lib';
+import { connect, InvalidOptionError, MongoNetworkError, type Client, type ClientEvent } from '../../lib';
 import { parseConnectionString } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
@@ -57,5 +57,23 @@ describe('connect(): serverMonitoringMode', function () {
     const streaming = await cleared(`mongodb://${server.address}/`);
     expect(streaming, 'ms to the clear, streaming').to.be.a('number').below(200);
     expect(await cleared(`mongodb://${server.address}/?serverMonitoringMode=poll`), 'polling: no clear within 500 ms').to.equal(undefined);
+  });
+
+  it('streaming: a command failing with a network error ends the streaming wait at once, closing the monitoring connection', async function () {
+    client = connect(`mongodb://${server.address}/`, { appName: 'app' });
+    const events: ClientEvent[] = [];
+    client.events$.subscribe((e) => events.push(e));
+    await client.command('admin', { ping: 1 });
+    expect(await eventually(() => server.clientConnections().some((c) => c.awaitingHello))).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true } });
+    const started = Date.now();
+    expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(MongoNetworkError);
+    expect(await eventually(() => !server.clientConnections().some((c) => c.awaitingHello), 1000), 'the monitoring connection closed').to.equal(true);
+    expect(Date.now() - started).to.be.below(200);
+    const failed = events.find((e) => e.type === 'ServerHeartbeatFailed');
+    expect(failed).to.include({ awaited: true });
+    // The next check, on a new connection, 500 ms after the last: it readies the pool and streams again.
+    expect(await eventually(() => server.clientConnections().some((c) => c.awaitingHello), 2000)).to.equal(true);
+    expect([...client.pools.values()][0].state).to.equal('ready');
   });
 });
