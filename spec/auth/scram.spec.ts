@@ -4,7 +4,7 @@ import { Binary, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import { AuthenticationError, MongoCredentials, MongoServerError, connectionFactory } from '../../lib';
 import { WireProtocolError } from '../../lib/connection/wire-protocol';
-import { EmbeddedServer } from '../../lib/testing';
+import { startTestEndpoint } from '../support/endpoint';
 import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
 import { spyOnDerivations, ticker } from '../support/derivations';
 
@@ -213,10 +213,11 @@ describe('SCRAM (auth spec conversations)', function () {
 
   it('a server nonce too long for the client-final message to be sent fails with AuthenticationError (cause: the size error), sending nothing', async function () {
     // Connection.command refuses a command over maxBsonObjectSize + 16 KiB before sending it.
-    const server = await new EmbeddedServer().start();
-    const [host, port] = server.address.split(':');
-    const factory = connectionFactory({ host, port: Number(port) });
-    const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+    // Against MONGODB_URI's server when it is set, else the embedded endpoint; the saslStart reply is scripted.
+    const endpoint = await startTestEndpoint();
+    const [host, port] = endpoint.address.split(':');
+    const factory = connectionFactory({ ...endpoint.connectionOptions, credentials: undefined, host, port: Number(port) });
+    const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: endpoint.address, signal: new AbortController().signal })));
     try {
       const first = `r=abc${'x'.repeat(17 * 1024 * 1024)},s=c2FsdA==,i=4096`;
       const sent: string[] = [];
@@ -234,7 +235,7 @@ describe('SCRAM (auth spec conversations)', function () {
       expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 }); // nothing was sent: still usable
     } finally {
       connection.destroy();
-      await server.stop();
+      await endpoint.stop();
     }
   });
 

@@ -7,6 +7,7 @@ import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, Mo
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startWireProxy } from '../support/wire-proxy';
 
 describe('connect() / Client', function () {
   const servers: EmbeddedServer[] = [];
@@ -332,36 +333,6 @@ describe('connect() / Client', function () {
     });
   });
 
-  it('polling: a command failing with a network error (not a timeout) closes the monitoring connection: the next check opens a new one, not waiting connectTimeoutMS on the old one', async function () {
-    const [server] = await start();
-    const clock = new VirtualClock();
-    client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=10000&connectTimeoutMS=5000&serverMonitoringMode=poll`, { scheduler: clock });
-    const pool = [...client.pools.values()][0];
-    const heartbeats: string[] = [];
-    client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
-    // Only the monitor sends hello after its handshake (handshakes are legacy hello): its connection is found, and
-    // then stops answering, as a connection to a server gone without a FIN does.
-    let monitoring: number | undefined;
-    let unresponsive = false;
-    server.handle('hello', (_cmd, c) => {
-      monitoring = c.id;
-      return unresponsive ? new Promise<never>(() => undefined) : { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 };
-    });
-    await client.command('admin', { ping: 1 });
-    clock.advance(10_000);
-    expect(await eventually(() => heartbeats.length === 4 && monitoring !== undefined)).to.equal(true);
-    unresponsive = true;
-    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true } });
-    const error = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
-    expect(error).to.be.instanceOf(MongoNetworkError);
-    expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
-    expect(pool.state).to.equal('paused');
-    expect(await eventually(() => !server.clientConnections().some((c) => c.id === monitoring)), 'the monitoring connection closed').to.equal(true);
-    clock.advance(500); // the check the command requested, minHeartbeatFrequencyMS after the last one ended
-    expect(await eventually(() => pool.state === 'ready', 1000), 'ready again at that check').to.equal(true);
-    expect(heartbeats.slice(4)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
-  });
-
   it('load-balanced: one pool, ready at once, no monitor', async function () {
     const [a] = await start(1, { loadBalancedServices: 1 });
     client = connect(`mongodb://${a.address}/?loadBalanced=true`);
@@ -371,6 +342,7 @@ describe('connect() / Client', function () {
   });
 
   it('load-balanced: a command whose checkout runs out of timeoutMS says what holds the pool, in the load balancer spec\'s words', async function () {
+    // Embedded endpoint only: it plays the load balancer (loadBalancedServices), which MONGODB_URI's server is not.
     const [a] = await start(1, { loadBalancedServices: 1 });
     const clock = new VirtualClock();
     client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=1`, { scheduler: clock });
@@ -520,6 +492,49 @@ describe('connect() / Client', function () {
       // connection of the cleared generation closed as stale, none failing a command.
       expect(count('ConnectionClosed', 'stale')).to.equal(established);
       expect(count('ConnectionClosed')).to.equal(established);
+    });
+
+    it('polling: a command failing with a network error (not a timeout) closes the monitoring connection: the next check opens a new one, not waiting connectTimeoutMS on the old one', async function () {
+      if (endpoint.connectionOptions.tls) {
+        console.log('      skipped: MONGODB_URI uses TLS, which the proxy finding the monitoring connection cannot read');
+        return this.skip();
+      }
+      const proxy = await startWireProxy(endpoint.address);
+      try {
+        // Only the monitor sends hello after its handshake (handshakes are legacy hello, with `client`): its connection
+        // is found, and then its hello is held back, as on a connection to a server gone without a FIN.
+        let monitoring: number | undefined;
+        let unresponsive = false;
+        proxy.hooks = {
+          request: (cmd, connection) => {
+            if (Object.keys(cmd)[0] === 'hello' && cmd.client === undefined) monitoring = connection;
+            return cmd;
+          },
+          hold: (cmd) => unresponsive && Object.keys(cmd)[0] === 'hello',
+        };
+        const clock = new VirtualClock();
+        client = connect(`mongodb://${proxy.address}/?heartbeatFrequencyMS=10000&connectTimeoutMS=5000&serverMonitoringMode=poll`, { ...endpoint.connectionOptions, appName, scheduler: clock });
+        const pool = [...client.pools.values()][0];
+        const heartbeats: string[] = [];
+        client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
+        await client.command('admin', { ping: 1 });
+        clock.advance(10_000);
+        expect(await eventually(() => heartbeats.length === 4 && monitoring !== undefined)).to.equal(true);
+        unresponsive = true;
+        await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true, appName } });
+        const error = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(MongoNetworkError);
+        expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
+        expect(pool.state).to.equal('paused');
+        expect(await eventually(() => !proxy.openConnections().includes(monitoring!)), 'the monitoring connection closed').to.equal(true);
+        clock.advance(500); // the check the command requested, minHeartbeatFrequencyMS after the last one ended
+        expect(await eventually(() => pool.state === 'ready', 1000), 'ready again at that check').to.equal(true);
+        expect(heartbeats.slice(4)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+      } finally {
+        await client?.close();
+        client = undefined;
+        await proxy.stop();
+      }
     });
 
     it('a network error of a connection older than the last clear clears nothing more', async function () {

@@ -63,6 +63,7 @@ describe('connectionFactory (establishment)', function () {
 
     it('does not authenticate to an arbiter (RSArbiter: arbiterOnly with a setName), which holds no users', async function () {
       // An arbiter has no users: any SASL conversation with it fails, so the handshake ends after hello.
+      // Embedded endpoint only: it plays the arbiter, which a test server (MONGODB_URI's) is not.
       const arbiter = await new EmbeddedServer().start();
       try {
         const hello = { ismaster: false, secondary: false, arbiterOnly: true, setName: 'rs0', helloOk: true, minWireVersion: 0, maxWireVersion: 25, ok: 1 };

@@ -24,6 +24,7 @@ import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startWireProxy } from '../support/wire-proxy';
 import { opCompressed, startHostileServer, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
 import * as pkg from '../../package.json';
 
@@ -50,6 +51,41 @@ describe('Connection (TCP, OP_MSG)', function () {
 
   it('reports the package version in the handshake metadata', function () {
     expect(DRIVER_INFO.version).to.equal(pkg.version);
+  });
+
+  it('refuses a database name that is not a non-empty string without NUL ($db) with InvalidOptionError, sending nothing; the connection stays usable', async function () {
+    if (endpoint.connectionOptions.tls) {
+      console.log('      skipped: MONGODB_URI uses TLS, which the proxy recording the commands sent cannot read');
+      return this.skip();
+    }
+    const proxy = await startWireProxy(endpoint.address);
+    try {
+      const [host, port] = proxy.address.split(':');
+      const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
+      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal })));
+      const established = proxy.commands.length;
+      for (const db of [undefined, '', 'a\0b', 42]) {
+        let pending: Promise<unknown>;
+        try {
+          pending = c.command(db as string, { ping: 1 });
+        } catch (error) {
+          expect.fail(`command() threw synchronously: ${String(error)}`);
+        }
+        const error = await pending.then(
+          () => expect.fail(`the command was sent with db ${inspect(db)}`),
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal('db');
+        expect((error as Error).message).to.match(/db must be a non-empty string without NUL characters/);
+      }
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(proxy.commands.slice(established)).to.deep.equal(['ping']);
+      c.destroy();
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('establishes, handshakes and runs ping through the pool', async function () {
@@ -133,6 +169,8 @@ describe('Connection (TCP, OP_MSG)', function () {
   });
 });
 
+// A scripted server only (startHostileServer): these need a handshake announcing chosen limits and compressors, and
+// replies no real server sends.
 describe('Connection limits from the handshake (compression, maxMessageSizeBytes)', function () {
   let server: HostileServer | undefined;
   /** Every server a test started (some start one per case): all are closed after it. */
@@ -286,27 +324,6 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       const error = await rejection(c, { insert: 'x', documents: [{ s: 'a'.repeat(17 * 1024 * 1024) }] });
       expect(error).to.be.instanceOf(WireProtocolError);
       expect((error as Error).message).to.match(/OP_MSG would be 17\d{6} bytes, more than maxMessageSizeBytes 16777216; nothing was sent/);
-      await expectUsable(c);
-      c.destroy();
-    });
-
-    it('a database name that is not a non-empty string without NUL ($db)', async function () {
-      const c = await limited({});
-      for (const db of [undefined, '', 'a\0b', 42]) {
-        let pending: Promise<unknown>;
-        try {
-          pending = c.command(db as string, { ping: 1 });
-        } catch (error) {
-          expect.fail(`command() threw synchronously: ${String(error)}`);
-        }
-        const error = await pending.then(
-          () => expect.fail(`the command was sent with db ${inspect(db)}`),
-          (e: unknown) => e,
-        );
-        expect(error).to.be.instanceOf(InvalidOptionError);
-        expect((error as InvalidOptionError).option).to.equal('db');
-        expect((error as Error).message).to.match(/db must be a non-empty string without NUL characters/);
-      }
       await expectUsable(c);
       c.destroy();
     });

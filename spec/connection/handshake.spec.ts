@@ -8,10 +8,40 @@ import { firstValueFrom, from } from 'rxjs';
 import { connectionFactory, InvalidOptionError, type DriverInfoOptions } from '../../lib';
 import { ClientMetadata, clientEnv, clientMetadata, fitClientMetadata, MAX_CLIENT_METADATA_BYTES } from '../../lib/connection/handshake';
 import { DRIVER_INFO } from '../../lib/version';
-import { EmbeddedServer } from '../../lib/testing';
+import { startTestEndpoint } from '../support/endpoint';
+import { startWireProxy } from '../support/wire-proxy';
 
 /** An environment with these variables and no `/.dockerenv`, unless `dockerenv` says otherwise. */
 const environment = (variables: Record<string, string>, dockerenv = false) => ({ variables, dockerenv });
+
+/**
+ * The `client` document of the handshake a connection sends, read by a proxy in front of the test endpoint
+ * (MONGODB_URI's server when it is set, else an embedded one). `make` creates the connection factory from the options
+ * the endpoint needs (credentials, TLS) and the proxy's host and port. Skips the test over TLS, which the proxy cannot
+ * read.
+ */
+async function handshakeSent(context: Mocha.Context, make: (options: Parameters<typeof connectionFactory>[0]) => ReturnType<typeof connectionFactory>): Promise<Document> {
+  const endpoint = await startTestEndpoint();
+  if (endpoint.connectionOptions.tls) {
+    await endpoint.stop();
+    console.log('      skipped: MONGODB_URI uses TLS, which the proxy reading the handshake cannot read');
+    context.skip();
+  }
+  const proxy = await startWireProxy(endpoint.address);
+  try {
+    let received: Document | undefined;
+    proxy.hooks = { request: (command) => ((received ??= command), command) };
+    const [host, port] = proxy.address.split(':');
+    const factory = make({ ...endpoint.connectionOptions, host, port: Number(port) });
+    const signal = new AbortController().signal;
+    const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal })));
+    connection.destroy();
+    return received?.client as Document;
+  } finally {
+    await proxy.stop();
+    await endpoint.stop();
+  }
+}
 
 describe('handshake client metadata', function () {
   describe('client.env', function () {
@@ -70,30 +100,17 @@ describe('handshake client metadata', function () {
     });
 
     it('reaches the server in the handshake', async function () {
-      const server = await new EmbeddedServer().start();
-      try {
-        let received: Document | undefined;
-        server.handle('ismaster', (command) => {
-          received = command;
-          return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
-        });
-        const [host, port] = server.address.split(':');
+      const sent = await handshakeSent(this, (options) => {
         const saved = process.env.KUBERNETES_SERVICE_HOST;
         process.env.KUBERNETES_SERVICE_HOST = '10.0.0.1';
-        let factory;
         try {
-          factory = connectionFactory({ host, port: Number(port), appName: 'env-test' });
+          return connectionFactory({ ...options, appName: 'env-test' });
         } finally {
           if (saved === undefined) delete process.env.KUBERNETES_SERVICE_HOST;
           else process.env.KUBERNETES_SERVICE_HOST = saved;
         }
-        const signal = new AbortController().signal;
-        const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal })));
-        connection.destroy();
-        expect(received?.client?.env?.container?.orchestrator).to.equal('kubernetes');
-      } finally {
-        await server.stop();
-      }
+      });
+      expect(sent?.env?.container?.orchestrator).to.equal('kubernetes');
     });
   });
 
@@ -101,34 +118,18 @@ describe('handshake client metadata', function () {
     const platform = clientMetadata().platform as string;
 
     /** The `client` document the handshake of a connection made by a factory with these options sends. */
-    async function sentBy(options: { driverInfo?: unknown }): Promise<Document> {
-      const server = await new EmbeddedServer().start();
-      try {
-        let received: Document | undefined;
-        server.handle('ismaster', (command) => {
-          received = command;
-          return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
-        });
-        const [host, port] = server.address.split(':');
-        const factory = connectionFactory({ host, port: Number(port), ...(options as { driverInfo?: DriverInfoOptions }) });
-        const signal = new AbortController().signal;
-        const connection = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal })));
-        connection.destroy();
-        return received?.client as Document;
-      } finally {
-        await server.stop();
-      }
-    }
+    const sentBy = (context: Mocha.Context, extra: { driverInfo?: unknown }): Promise<Document> =>
+      handshakeSent(context, (options) => connectionFactory({ ...options, ...(extra as { driverInfo?: DriverInfoOptions }) }));
 
     it("reaches the server appended to driver.name, driver.version and platform after a '|', replacing nothing", async function () {
-      expect((await sentBy({})).driver).to.deep.equal({ name: DRIVER_INFO.name, version: DRIVER_INFO.version });
-      const sent = await sentBy({ driverInfo: { name: 'odm', version: '2.1.0', platform: 'edge runtime' } });
+      expect((await sentBy(this, {})).driver).to.deep.equal({ name: DRIVER_INFO.name, version: DRIVER_INFO.version });
+      const sent = await sentBy(this, { driverInfo: { name: 'odm', version: '2.1.0', platform: 'edge runtime' } });
       expect(sent.driver).to.deep.equal({ name: `${DRIVER_INFO.name}|odm`, version: `${DRIVER_INFO.version}|2.1.0` });
       expect(sent.platform).to.equal(`${platform}|edge runtime`);
     });
 
     it('treats an empty string as unset: it appends nothing', async function () {
-      const sent = await sentBy({ driverInfo: { name: 'odm', version: '', platform: '' } });
+      const sent = await sentBy(this, { driverInfo: { name: 'odm', version: '', platform: '' } });
       expect(sent.driver).to.deep.equal({ name: `${DRIVER_INFO.name}|odm`, version: DRIVER_INFO.version });
       expect(sent.platform).to.equal(platform);
     });

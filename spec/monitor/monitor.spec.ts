@@ -9,6 +9,7 @@ import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
 import type { TestEndpoint } from '../support/endpoint';
+import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('Monitor', function () {
@@ -103,23 +104,34 @@ describe('Monitor', function () {
     expect(events.at(-1)).to.include({ type: 'ConnectionClosed', reason: 'stale' });
   });
 
-  it('never authenticates its dedicated connection: neither saslSupportedMechs nor speculativeAuthenticate', async function () {
+  it(`never authenticates its dedicated connection: neither saslSupportedMechs nor speculativeAuthenticate (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, async function () {
+    const endpoint = await startTestEndpoint();
+    if (endpoint.connectionOptions.tls) {
+      await endpoint.stop();
+      console.log('      skipped: MONGODB_URI uses TLS, which the proxy reading the handshake cannot read');
+      return this.skip();
+    }
     const handshakes: Record<string, unknown>[] = [];
-    server.handle('isMaster', (cmd) => {
-      handshakes.push(cmd);
-      return { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 };
-    });
-    monitor = new Monitor({
-      address: server.address,
-      heartbeatFrequencyMS: 500,
-      connectionOptions: { credentials: { username: 'u', password: 'p' } },
-    });
-    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
-    monitor.start();
-    expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
-    expect(handshakes).to.have.length(1);
-    expect(handshakes[0]).to.not.have.property('saslSupportedMechs');
-    expect(handshakes[0]).to.not.have.property('speculativeAuthenticate');
+    const proxy = await startWireProxy(endpoint.address, { request: (cmd) => (cmd.client !== undefined && handshakes.push(cmd), cmd) });
+    try {
+      monitor = new Monitor({
+        address: proxy.address,
+        heartbeatFrequencyMS: 500,
+        // Credentials no server knows: an attempt to authenticate would fail the check.
+        connectionOptions: { ...endpoint.connectionOptions, credentials: { username: 'u', password: 'p' } },
+      });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.start();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+      expect(handshakes).to.have.length(1);
+      expect(handshakes[0]).to.not.have.property('saslSupportedMechs');
+      expect(handshakes[0]).to.not.have.property('speculativeAuthenticate');
+      expect(proxy.commands).to.not.include('saslStart');
+    } finally {
+      monitor?.close();
+      await proxy.stop();
+      await endpoint.stop();
+    }
   });
 
   it('a connectionFactory failing with something that is not an Error gives a PoolCallbackError, with it as the cause', async function () {
@@ -170,19 +182,39 @@ describe('Monitor', function () {
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 
-  describe('cancelCheck()', function () {
+  describe(`cancelCheck() (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
+    let endpoint: TestEndpoint;
+    /** In front of the endpoint: counts the monitor's connections (skipped over TLS, which it cannot read). */
+    let proxy: WireProxy | undefined;
+    beforeEach(async function () {
+      endpoint = await startTestEndpoint();
+      if (endpoint.connectionOptions.tls) {
+        console.log('      skipped: MONGODB_URI uses TLS, which the proxy counting connections cannot read');
+        return this.skip();
+      }
+      proxy = await startWireProxy(endpoint.address);
+    });
+    afterEach(async function () {
+      monitor?.close();
+      monitor = undefined;
+      await proxy?.stop();
+      proxy = undefined;
+      await stopTestEndpoint(endpoint);
+    });
+    const open = (): number => proxy!.sockets.accepted - proxy!.sockets.closed;
+
     /**
-     * A monitor whose server stops answering `hello` (sent only on an established monitoring connection) on demand.
-     * Its replies carry no topologyVersion (hello and the handshake's legacy hello alike): the monitor polls it.
+     * A polling monitor (its subject here is a check's hello), and a way to make the server hold back its next `hello`
+     * (sent only on an established monitoring connection) long past the test, as a server gone without a FIN does: the
+     * failCommand fail point, blocking.
      */
-    function unresponsiveOnDemand(clock: VirtualClock): { monitor: Monitor; stopAnswering: () => void } {
-      let answering = true;
-      const reply = { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 };
-      server.handle('hello', () => (answering ? reply : new Promise<never>(() => undefined)));
-      server.handle('ismaster', () => ({ ...reply, ismaster: true }));
-      monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, connectionOptions: { connectTimeoutMS: 10_000 } });
+    function unresponsiveOnDemand(clock: VirtualClock): { monitor: Monitor; stopAnswering: (context: Mocha.Context) => Promise<void> } {
+      const appName = 'cancel-check';
+      monitor = new Monitor({ address: proxy!.address, heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll', connectionOptions: { ...endpoint.connectionOptions, appName, connectTimeoutMS: 10_000 } });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
-      return { monitor, stopAnswering: () => (answering = false) };
+      const stopAnswering = (context: Mocha.Context): Promise<void> =>
+        setFailPoint(context, endpoint, { mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 60_000, appName } });
+      return { monitor, stopAnswering };
     }
 
     it('during a check: it fails at once with a MongoNetworkError (cause: the one given), its connection closed, and the next check, on a new connection, comes minHeartbeatFrequencyMS later', async function () {
@@ -190,7 +222,7 @@ describe('Monitor', function () {
       const { monitor, stopAnswering } = unresponsiveOnDemand(clock);
       monitor.start();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
-      stopAnswering();
+      await stopAnswering(this);
       await new Promise((r) => setTimeout(r, 20));
       clock.advance(10_000);
       expect(await eventually(() => count('ServerHeartbeatStarted') === 2)).to.equal(true);
@@ -202,14 +234,14 @@ describe('Monitor', function () {
       expect(failed.error).to.be.instanceOf(MongoNetworkError);
       expect(failed.error).to.not.be.instanceOf(MongoNetworkTimeoutError);
       expect(failed.error.cause).to.equal(cause);
-      expect(await eventually(() => server.openConnections === 0), 'the monitoring connection closed').to.equal(true);
+      expect(await eventually(() => open() === 0), 'the monitoring connection closed').to.equal(true);
       // The server counts as no longer known: no check at once, but the next one 500 ms after this one ended.
       clock.advance(499);
       await new Promise((r) => setTimeout(r, 20));
       expect(count('ServerHeartbeatStarted')).to.equal(2);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
-      expect(server.connectionsAccepted, 'connections the monitor opened').to.equal(2);
+      expect(proxy!.sockets.accepted, 'connections the monitor opened').to.equal(2);
     });
 
     it('between checks: closes the monitoring connection (no event), and the next check, on a new connection, comes minHeartbeatFrequencyMS after the last', async function () {
@@ -220,14 +252,14 @@ describe('Monitor', function () {
       await new Promise((r) => setTimeout(r, 20));
       clock.advance(200);
       monitor.cancelCheck();
-      expect(await eventually(() => server.openConnections === 0), 'the monitoring connection closed').to.equal(true);
+      expect(await eventually(() => open() === 0), 'the monitoring connection closed').to.equal(true);
       expect(heartbeats).to.have.length(2);
       clock.advance(299);
       await new Promise((r) => setTimeout(r, 20));
       expect(count('ServerHeartbeatStarted')).to.equal(1);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
-      expect(server.connectionsAccepted).to.equal(2);
+      expect(proxy!.sockets.accepted).to.equal(2);
     });
 
     /** A connection object of a factory's, counting its teardown; `command` answers when `answer` is called. */

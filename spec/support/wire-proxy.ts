@@ -11,8 +11,16 @@ import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { MessageFramer, OpCode, writeHeader, type WireMessage } from '../../lib/connection/wire-protocol';
 
 export interface WireProxyHooks {
-  /** Rewrites a command before the server gets it (return it, changed or not). */
-  request?(command: Document): Document;
+  /**
+   * Rewrites a command before the server gets it (return it, changed or not). `connection`: the proxied connection it
+   * came on, numbered from 1 in the order the proxy accepted them.
+   */
+  request?(command: Document, connection: number): Document;
+  /**
+   * Whether to hold a command back for good, as a server gone without a FIN does: it never reaches the server and
+   * gets no reply. Asked after `request`, with the command as the server would get it.
+   */
+  hold?(command: Document, connection: number): boolean;
   /** Rewrites a reply before the client gets it; `command` is the request it answers, as the server got it. */
   reply?(reply: Document, command: Document): Document;
 }
@@ -24,6 +32,8 @@ export interface WireProxy {
   readonly commands: string[];
   /** The connections the proxy accepted, and how many of them the client or the server has since closed. */
   readonly sockets: { accepted: number; closed: number };
+  /** The numbers (see {@link WireProxyHooks.request}) of the proxied connections still open. */
+  openConnections(): number[];
   hooks: WireProxyHooks;
   stop(): Promise<void>;
 }
@@ -40,9 +50,11 @@ export async function startWireProxy(target: string, hooks: WireProxyHooks = {})
   const commands: string[] = [];
   const sockets = { accepted: 0, closed: 0 };
   const open = new Set<net.Socket>();
-  const proxy: WireProxy = { address: '', commands, sockets, hooks, stop: async () => undefined };
+  const live = new Set<number>();
+  const proxy: WireProxy = { address: '', commands, sockets, hooks, openConnections: () => [...live], stop: async () => undefined };
   const server = net.createServer((client) => {
-    sockets.accepted++;
+    const number = ++sockets.accepted;
+    live.add(number);
     const upstream = net.connect({ host, port: Number(port) });
     open.add(client).add(upstream);
     const requests = new Map<number, Document>();
@@ -52,6 +64,7 @@ export async function startWireProxy(target: string, hooks: WireProxyHooks = {})
     const close = (): void => {
       if (!closed) sockets.closed++;
       closed = true;
+      live.delete(number);
       client.destroy();
       upstream.destroy();
       open.delete(client);
@@ -66,7 +79,8 @@ export async function startWireProxy(target: string, hooks: WireProxyHooks = {})
         }
         let command = decodeOpMsg(message.body).document;
         commands.push(Object.keys(command)[0]);
-        command = proxy.hooks.request?.(command) ?? command;
+        command = proxy.hooks.request?.(command, number) ?? command;
+        if (proxy.hooks.hold?.(command, number) === true) continue;
         requests.set(message.header.requestId, command);
         upstream.write(encodeOpMsg(message.header.requestId, 0, command));
       }
