@@ -160,11 +160,6 @@ export class MonitorAudit {
   get idle(): boolean {
     return !this.checking || this.connected;
   }
-
-  /** Its open monitoring connections: 1 after a successful check, 0 after a failed one. */
-  get connections(): number {
-    return this.connected ? 1 : 0;
-  }
 }
 
 function sum(counts: ReadonlyMap<string, number>): number {

@@ -209,6 +209,15 @@ export class Monitor {
     return this.roundTripTimes.min;
   }
 
+  /**
+   * The monitoring connections it holds now, established or being established: the checks' connection (0 or 1), and
+   * while streaming the RTT connection (0 or 1). They are outside every pool: what a server counts beyond its pools'
+   * connections. Source: extension (who holds the connections to a server).
+   */
+  get connectionCount(): number {
+    return (this.connection !== undefined || this.establishing !== undefined ? 1 : 0) + (this.rttMonitor?.connectionCount ?? 0);
+  }
+
   /** Starts checking (the first check at once). Idempotent. Source: server monitoring spec, "Monitor thread". */
   start(): void {
     if (this.running || this.closed) return;

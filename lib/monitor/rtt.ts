@@ -75,6 +75,11 @@ export class RttMonitor {
     },
   ) {}
 
+  /** Its connections open or being established: 0 or 1. */
+  get connectionCount(): number {
+    return this.connection !== undefined || this.establishing !== undefined ? 1 : 0;
+  }
+
   /** Starts the rounds (the first heartbeatFrequencyMS from now). Idempotent. */
   start(): void {
     if (this.started || this.closed) return;

@@ -60,6 +60,7 @@ describe('Monitor: RTT', function () {
     expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
     expect(monitor.minRoundTripTimeMS, 'one sample: the handshake (7)').to.equal(0);
     expect(server.connectionsAccepted, 'no RTT connection before heartbeatFrequencyMS').to.equal(1);
+    expect(monitor.connectionCount, 'the streaming connection only').to.equal(server.openConnections).and.to.equal(1);
     const mins: number[] = [];
     for (let round = 1; round < delays.length; round++) {
       clock.advance(10_000);
@@ -70,6 +71,7 @@ describe('Monitor: RTT', function () {
     // Samples 7 (handshake), 9 (the RTT connection's handshake), then 30, 25, 20, 15, 12, 11, 10, 40, 50, 60.
     expect(mins).to.deep.equal([7, 7, 7, 7, 7, 7, 7, 7, 7, 9, 10]);
     expect(server.connectionsAccepted, 'the monitoring connection and one RTT connection').to.equal(2);
+    expect(monitor.connectionCount, 'the streaming connection and the RTT connection').to.equal(server.openConnections).and.to.equal(2);
     expect(heartbeats.map((e) => e.type), 'no event for RTT commands').to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted']);
     // An RTT connection error publishes nothing and changes no state: the next round opens a new one.
     server.closeConnections((c) => !c.awaitingHello);
@@ -77,6 +79,7 @@ describe('Monitor: RTT', function () {
     expect(heartbeats).to.have.length(3);
     expect(monitor.minRoundTripTimeMS).to.equal(10);
     monitor.close();
+    expect(monitor.connectionCount, 'closed: none').to.equal(0);
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 });
