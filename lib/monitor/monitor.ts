@@ -315,8 +315,8 @@ export class Monitor {
     const connection = this.connection;
     const moreToCome = connection?.moreToCome === true;
     const awaited = connection !== undefined && (moreToCome || (this.streamingEnabled && this.topologyVersion !== undefined));
-    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited });
-    // cancelCheck() ends the wait on the server at once, whatever the connection does with its request.
+    // cancelCheck() ends the wait on the server at once, whatever the connection does with its request; from
+    // ServerHeartbeatStarted on, since a subscriber of that event may call it.
     let cancellation: Error | undefined;
     const cancelled = new Promise<never>((_resolve, reject) => {
       this.cancelCurrent = (error) => {
@@ -325,6 +325,7 @@ export class Monitor {
       };
     });
     cancelled.catch(() => undefined); // awaited through cancellable() only
+    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
      * the check went on with it, still ends the check. What `work` yields after a cancellation is given to `discard`
@@ -344,6 +345,8 @@ export class Monitor {
     try {
       // Closed by a subscriber of that event: the check ends there, before it opens anything.
       if (this.closed) return false;
+      // Cancelled by a subscriber of that event: the check fails there, before it reads or opens anything.
+      if (cancellation !== undefined) throw cancellation;
       let reply;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.

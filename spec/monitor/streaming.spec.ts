@@ -150,6 +150,40 @@ describe('Monitor: streaming protocol', function () {
     expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
   });
 
+  it('cancelCheck() from a ServerHeartbeatStarted subscriber fails that check: no new connection, no success reported', async function () {
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 } });
+    monitor = m;
+    let cancelled = false;
+    m.heartbeats$.subscribe((e) => {
+      heartbeats.push(e);
+      // The first streaming check, as it starts: the server is found unusable by an application connection.
+      if (e.type === 'ServerHeartbeatStarted' && e.awaited && !cancelled) {
+        cancelled = true;
+        m.cancelCheck(new Error('an application connection was reset'));
+      }
+    });
+    m.start();
+    expect(await eventually(() => heartbeats.length >= 4)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(shape().slice(0, 4)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true']);
+    expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
+    expect(server.connectionsAccepted, 'no monitoring connection opened in place of the closed one before 500 ms').to.equal(1);
+  });
+
+  it('cancelCheck() from the ServerHeartbeatStarted subscriber of a first check fails it before it connects', async function () {
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 2000 } });
+    monitor = m;
+    m.heartbeats$.subscribe((e) => {
+      heartbeats.push(e);
+      if (heartbeats.length === 1) m.cancelCheck(new Error('an application connection was reset'));
+    });
+    m.start();
+    expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(shape().slice(0, 2)).to.deep.equal(['Started:false', 'Failed:false']);
+    expect(server.connectionsAccepted).to.equal(0);
+  });
+
   describe('hostile servers', function () {
     let hostile: HostileServer | undefined;
     afterEach(async function () {
