@@ -380,13 +380,16 @@ export class Monitor {
         if (cancellation !== undefined) throw cancellation;
       }
       const now = this.scheduler.now();
-      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });
+      // The state is the reply's before it is published: a subscriber's cancelCheck() or close() has the last word.
       this.known = true;
       // A handshake or a polling hello measures the round trip; a streamed reply measures the server's wait.
       if (!awaited) this.roundTripTimes.add(now - started);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });
       this.followRtt();
+      // Cancelled by a subscriber of that event: the next check is the requested one, 500 ms after this one.
+      if (cancellation !== undefined) return false;
       return this.streaming;
     } catch (error) {
       if (this.closed) return false;

@@ -184,6 +184,22 @@ describe('Monitor: streaming protocol', function () {
     expect(server.connectionsAccepted).to.equal(0);
   });
 
+  it('cancelCheck() from a ServerHeartbeatSucceeded subscriber: the next check comes 500 ms later, on a new connection, the server no longer known', async function () {
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 } });
+    monitor = m;
+    m.heartbeats$.subscribe((e) => {
+      heartbeats.push(e);
+      if (heartbeats.length === 2) m.cancelCheck(new Error('an application connection was reset'));
+    });
+    m.start();
+    expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(shape(), 'no check before 500 ms').to.deep.equal(['Started:false', 'Succeeded:false']);
+    expect(server.connectionsAccepted).to.equal(1);
+    expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
+    expect(shape().slice(2, 5)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true']);
+  });
+
   describe('hostile servers', function () {
     let hostile: HostileServer | undefined;
     afterEach(async function () {
