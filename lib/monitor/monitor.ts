@@ -148,6 +148,9 @@ export class Monitor {
   private closed = false;
   private known = false;
   private lastCheckEnd = -Infinity;
+  /** When the last failed check ended (scheduler ms), and whether the last check succeeded. */
+  private lastFailureEnd = -Infinity;
+  private lastCheckOk = false;
   private wake: (() => void) | undefined;
   private checkRequested = false;
   /** Whether a check (its hello, legacy hello or connection handshake) is in progress. */
@@ -301,7 +304,29 @@ export class Monitor {
       const retryAtOnce = await this.check();
       if (this.closed) break;
       if (!retryAtOnce) await this.sleep();
+      else if (this.lastCheckOk) {
+        // A success streams on at once, but not sooner than minHeartbeatFrequencyMS after the last failure: a server
+        // that completes handshakes yet drops every awaitable hello (a proxy without exhaust support) would otherwise
+        // be reconnected to, and its pool cleared, as fast as the network allows.
+        const sinceFailure = this.scheduler.now() - this.lastFailureEnd;
+        if (sinceFailure < MIN_HEARTBEAT_FREQUENCY_MS) await this.pause(MIN_HEARTBEAT_FREQUENCY_MS - sinceFailure);
+      }
     }
+  }
+
+  /** Waits `delay` ms (close() ends it at once; a requested check does not). */
+  private pause(delay: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.scheduler.schedule(() => done(), delay);
+      const done = (): void => {
+        timer.unsubscribe();
+        this.wake = undefined;
+        resolve();
+      };
+      this.wake = () => {
+        if (this.closed) done();
+      };
+    });
   }
 
   /**
@@ -382,6 +407,7 @@ export class Monitor {
       const now = this.scheduler.now();
       // The state is the reply's before it is published: a subscriber's cancelCheck() or close() has the last word.
       this.known = true;
+      this.lastCheckOk = true;
       // A handshake or a polling hello measures the round trip; a streamed reply measures the server's wait.
       if (!awaited) this.roundTripTimes.add(now - started);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
@@ -405,6 +431,8 @@ export class Monitor {
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
+      this.lastCheckOk = false;
+      this.lastFailureEnd = now;
       return wasKnown && err instanceof MongoNetworkError;
     } finally {
       this.cancelCurrent = undefined;

@@ -9,7 +9,7 @@ import { ObjectId } from 'bson';
 import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { WireProtocolError } from '../../lib/connection/wire-protocol';
-import { EmbeddedServer } from '../../lib/testing';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
 
@@ -82,8 +82,30 @@ describe('Monitor: streaming protocol', function () {
     expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
     expect(await eventually(() => events.filter((e) => e.type === 'ConnectionPoolReady').length === 2, 1000)).to.equal(true);
-    expect(shape().slice(0, 7)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false', 'Started:true']);
+    expect(shape().slice(0, 6)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
     expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
+    // Streaming again, minHeartbeatFrequencyMS after the failure.
+    expect(await eventually(() => heartbeats.length === 7, 1500)).to.equal(true);
+    expect(shape()[6]).to.equal('Started:true');
+  });
+
+  it('a server that completes handshakes but drops every awaitable hello is reconnected to once per minHeartbeatFrequencyMS, not as fast as the network allows', async function () {
+    // A proxy without exhaust support does this: each handshake succeeds (the server is known), each awaitable hello
+    // fails with a network error, which on a known server is retried at once, on a new connection whose handshake
+    // succeeds again. Streaming on at once after that success would loop without a pause.
+    const clock = new VirtualClock();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
+    setUp({ scheduler: clock });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(server.connectionsAccepted, 'the first connection, and the one retrying at once').to.equal(2);
+    expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
+    clock.advance(499);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.connectionsAccepted, '1 ms before minHeartbeatFrequencyMS').to.equal(2);
+    clock.advance(1);
+    expect(await eventually(() => server.connectionsAccepted === 3)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(server.connectionsAccepted).to.equal(3);
   });
 
   it('poll mode never streams: no awaitable hello, every heartbeat awaited: false', async function () {
