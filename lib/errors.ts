@@ -684,3 +684,20 @@ export class ServerSelectionError extends CmapError {
     );
   }
 }
+
+/**
+ * Thrown by the framer and the decoders for bytes that are not a valid message, or a message beyond a limit
+ * (maxMessageSizeBytes, the negotiated compressors); the message says what is wrong, and names the limit and what is
+ * allowed. A `Connection` turns such a reply into a `MongoNetworkError` whose `cause` it is.
+ *
+ * Also thrown by `encodeOpMsg` for a command that cannot be sent: larger than maxBsonObjectSize + 16 KiB or
+ * maxMessageSizeBytes, or not encodable as BSON. `Connection.command` rejects with it as it is: nothing was sent,
+ * and the connection stays usable.
+ *
+ * Source: CMAP spec, "Connection" (Errored: wire-protocol error); OP_MSG spec ("Each OP_MSG MUST NOT exceed the
+ * maxMessageSizeBytes"); handshake spec (`maxBsonObjectSize`).
+ */
+export class WireProtocolError extends CmapError {
+  /** Always `"WireProtocolError"`. */
+  override readonly name = 'WireProtocolError';
+}

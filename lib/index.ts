@@ -43,7 +43,7 @@ export {
 } from './errors';
 
 export { Connection } from './connection/connection';
-export { WireProtocolError } from './connection/wire-protocol';
+export { WireProtocolError } from './errors';
 export type { CommandOptions, ServerDescription } from './connection/connection';
 export { connectionFactory } from './connection/connect';
 export type { ConnectionOptions, Endpoint } from './connection/connect';

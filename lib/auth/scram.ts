@@ -7,8 +7,7 @@
 import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
 import { saslprep } from '@mongodb-js/saslprep';
-import { AuthenticationError, MongoServerError } from '../errors';
-import { WireProtocolError } from '../connection/wire-protocol';
+import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
 import type { AuthMechanism, MongoCredentials } from './credentials';
 
 /** The smallest iteration count a client accepts (auth spec: MUST enforce 4096). */

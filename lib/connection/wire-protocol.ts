@@ -4,7 +4,7 @@
  * Source: MongoDB wire protocol, "Standard Message Header"; OP_MSG spec.
  */
 import { deserialize, type Document } from 'bson';
-import { CmapError } from '../errors';
+import { WireProtocolError } from '../errors';
 
 /** Wire-protocol opcodes this library speaks or recognizes. */
 export const OpCode = Object.freeze({ OP_REPLY: 1, OP_QUERY: 2004, OP_COMPRESSED: 2012, OP_MSG: 2013 } as const);
@@ -23,22 +23,7 @@ export interface WireMessage {
   readonly body: Buffer;
 }
 
-/**
- * Thrown by the framer and the decoders for bytes that are not a valid message, or a message beyond a limit
- * (maxMessageSizeBytes, the negotiated compressors); the message says what is wrong, and names the limit and what is
- * allowed. A `Connection` turns such a reply into a `MongoNetworkError` whose `cause` it is.
- *
- * Also thrown by `encodeOpMsg` for a command that cannot be sent: larger than maxBsonObjectSize + 16 KiB or
- * maxMessageSizeBytes, or not encodable as BSON. `Connection.command` rejects with it as it is: nothing was sent,
- * and the connection stays usable.
- *
- * Source: CMAP spec, "Connection" (Errored: wire-protocol error); OP_MSG spec ("Each OP_MSG MUST NOT exceed the
- * maxMessageSizeBytes"); handshake spec (`maxBsonObjectSize`).
- */
-export class WireProtocolError extends CmapError {
-  /** Always `"WireProtocolError"`. */
-  override readonly name = 'WireProtocolError';
-}
+export { WireProtocolError } from '../errors';
 
 /** The length of the standard message header, in bytes. */
 export const HEADER_LENGTH = 16;
