@@ -205,7 +205,12 @@ export class EmbeddedServer {
    *
    * Source: server monitoring spec, "topologyVersion".
    */
-  get topologyVersion(): { processId: ObjectId; counter: Long } {
+  get topologyVersion(): {
+    /** This endpoint's ObjectId, the same for its whole life. */
+    processId: ObjectId;
+    /** The number of topology changes so far, from 0. */
+    counter: Long;
+  } {
     return { processId: this.processId, counter: Long.fromNumber(this.topologyCounter) };
   }
 
