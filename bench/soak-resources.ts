@@ -30,14 +30,19 @@ export function heapAfterGc(gc: () => void): number {
   return process.memoryUsage().heapUsed;
 }
 
-/** Resolves to true as soon as `condition()` holds (checked every `intervalMS`), or to false after `ms`. */
-export async function settled(condition: () => boolean, ms: number, intervalMS = 10): Promise<boolean> {
+/**
+ * Resolves to true as soon as `condition()` has held at `samples` checks in a row (checked every `intervalMS`), or to
+ * false after `ms`. More than one sample keeps a moment when two counts agree by chance (one side not yet told of a
+ * close the other saw) from passing for a settled state.
+ */
+export async function settled(condition: () => boolean, ms: number, intervalMS = 10, samples = 1): Promise<boolean> {
   const deadline = performance.now() + ms;
-  while (!condition()) {
+  for (let held = 0; ; ) {
+    held = condition() ? held + 1 : 0;
+    if (held >= samples) return true;
     if (performance.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, intervalMS));
   }
-  return true;
 }
 
 /** Resolves to `promise`'s value, or to `fallback` if it has not settled after `ms` (its timer is then cleared). */

@@ -13,6 +13,7 @@ import { DEFAULT_SEED, LEAK_VARIABLE, parseSoakArgs } from '../../bench/soak-arg
 import { PoolAudit } from '../../bench/soak-audit';
 import { CheckOutLedger } from '../../bench/soak-ledger';
 import { SoakRandom } from '../../bench/soak-random';
+import { settled } from '../../bench/soak-resources';
 import { eventually } from '../support/endpoint';
 
 const root = path.resolve(__dirname, '../..');
@@ -225,6 +226,21 @@ describe('bench/soak.ts', function () {
       expect(audit.toJSON()).to.deep.include({ created: 2, checkOutStarted: 2, checkedOut: 2, checkedIn: 2 });
       pool.close();
       audit.stop();
+    });
+  });
+
+  describe('settled', function () {
+    it('takes a condition as settled only once it held at the samples asked for in a row, not at a moment it held by chance', async function () {
+      const values = [true, false, true, true, true, false];
+      let i = 0;
+      const condition = (): boolean => values[Math.min(i++, values.length - 1)];
+      expect(await settled(condition, 1000, 1, 3), 'three in a row: the 3rd to 5th checks').to.equal(true);
+      expect(i).to.equal(5);
+      i = 0;
+      expect(await settled(condition, 1000, 1, 1), 'one sample: the first check').to.equal(true);
+      expect(i).to.equal(1);
+      i = 0;
+      expect(await settled(condition, 30, 1, 4), 'never four in a row').to.equal(false);
     });
   });
 });
