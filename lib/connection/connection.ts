@@ -327,7 +327,7 @@ export class Connection implements PoolConnection {
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
-    if (queued !== undefined) return queued.ok === 1 || queued.ok === true ? Promise.resolve(queued) : Promise.reject(new MongoServerError(queued));
+    if (queued !== undefined) return succeeded(queued) ? Promise.resolve(queued) : Promise.reject(new MongoServerError(queued));
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.streamResponseTo === undefined) {
       return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
@@ -416,7 +416,7 @@ export class Connection implements PoolConnection {
       }
       document = reply.document;
       // Server monitoring spec, "Awaitable hello or legacy hello Protocol": a reply with ok: 0 MUST NOT set moreToCome.
-      if (moreToCome && !(document.ok === 1 || document.ok === true)) {
+      if (moreToCome && !succeeded(document)) {
         throw new WireProtocolError('OP_MSG reply has the moreToCome flag set with ok: 0; a failed reply must end the stream');
       }
       if (inFlight === undefined && this.unread.length >= MAX_UNREAD_STREAMED_REPLIES) {
@@ -427,7 +427,7 @@ export class Connection implements PoolConnection {
     }
     this.streamResponseTo = moreToCome ? raw.header.requestId : undefined;
     if (inFlight === undefined) return void this.unread.push(document);
-    if (document.ok === 1 || document.ok === true) this.settle(document, undefined);
+    if (succeeded(document)) this.settle(document, undefined);
     else this.settle(undefined, new MongoServerError(document));
   }
 
@@ -458,4 +458,9 @@ export class Connection implements PoolConnection {
     if (error !== undefined) inFlight.reject(error);
     else inFlight.resolve(reply!);
   }
+}
+
+/** Whether a reply reports success (`ok: 1`, or `ok: true`); any other reply is a MongoServerError. */
+function succeeded(reply: Document): boolean {
+  return reply.ok === 1 || reply.ok === true;
 }
