@@ -376,11 +376,6 @@ export class Monitor {
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
         const connection = await cancellable(this.connect(), destroyQuietly);
-        if (cancellation !== undefined) {
-          // Cancelled as the connection came in, after cancelCheck() closed what the monitor held.
-          destroyQuietly(connection, cancellation);
-          throw cancellation;
-        }
         if (this.closed) {
           // Closed while the connection was on its way in (emitted, not yet taken): nobody else will close it.
           destroyQuietly(connection);
@@ -402,8 +397,10 @@ export class Monitor {
       } else {
         const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
-        if (cancellation !== undefined) throw cancellation;
       }
+      // Cancelled between the reply (or the new connection) and here: the check fails all the same, and the catch
+      // closes the connection, a new one included.
+      if (cancellation !== undefined) throw cancellation;
       const now = this.scheduler.now();
       // The state is the reply's before it is published: a subscriber's cancelCheck() or close() has the last word.
       this.known = true;
