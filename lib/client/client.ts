@@ -21,7 +21,7 @@ import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
-import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor, requireServerMonitoringMode, type ServerMonitoringMode } from '../monitor/monitor';
+import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor, monitoringConnectionOptions, requireServerMonitoringMode, type ServerMonitoringMode } from '../monitor/monitor';
 import {
   BACKGROUND_OPTION_NAMES,
   definedOnly,
@@ -314,8 +314,7 @@ export class Client {
     },
   ): void {
     const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
-    // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
-    const { credentials: _credentials, ...monitorOptions } = connectionOptions;
+    const monitorOptions = monitoringConnectionOptions(connectionOptions);
     for (const address of this.hosts) {
       const { host, port } = parseAddress(address);
       // The pool's and the monitor's factories share the client's metadata (see appendMetadata).

@@ -47,6 +47,19 @@ export type ServerMonitoringMode = 'auto' | 'stream' | 'poll';
 export const SERVER_MONITORING_MODES: readonly ServerMonitoringMode[] = Object.freeze(['auto', 'stream', 'poll']);
 
 /**
+ * The options of a monitoring connection: `options` without its credentials, since monitoring sockets are never
+ * authenticated and never negotiate a SASL mechanism. Every monitoring connection, the monitor's own factory's or one a
+ * client builds for it, takes its options from here.
+ *
+ * Source: server monitoring spec, "Servers are monitored with dedicated sockets"; auth spec ("Authentication
+ * (including mechanism negotiation) MUST NOT happen on monitoring-only sockets").
+ */
+export function monitoringConnectionOptions<O extends { readonly credentials?: unknown }>(options: O): Omit<O, 'credentials'> {
+  const { credentials: _credentials, ...rest } = options;
+  return rest;
+}
+
+/**
  * Checks a serverMonitoringMode: undefined gives `auto`.
  *
  * @throws {InvalidOptionError} naming serverMonitoringMode, the value and the modes allowed, for anything else.
@@ -183,8 +196,7 @@ export class Monitor {
     // One Node timer: a longer delay would fire after 1 ms.
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = options.scheduler ?? timerScheduler;
-    // Monitoring sockets are never authenticated and never negotiate a SASL mechanism.
-    const { credentials: _credentials, ...connectionOptions } = options.connectionOptions ?? {};
+    const connectionOptions = monitoringConnectionOptions(options.connectionOptions ?? {});
     this.factory =
       options.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
   }
