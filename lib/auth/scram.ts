@@ -175,8 +175,9 @@ export interface ScramStart {
 }
 
 /**
- * The saslStart of a SCRAM conversation with `mechanism` as `credentials` (client-first message `n,,n=<user>,r=<nonce>`,
- * the user name escaped, never SASLprep'd), for a saslStart command or the handshake's `speculativeAuthenticate`.
+ * The saslStart of a SCRAM conversation with `mechanism` as `credentials` (client-first message
+ * `n,,n=<user>,r=<nonce>`, the user name escaped, never SASLprep'd), for a saslStart command or the handshake's
+ * `speculativeAuthenticate`.
  * Nothing is checked here: {@link scramAuthenticate} refuses a password SASLprep refuses before it sends anything.
  *
  * @param clientNonce the client nonce, base64 (default: 24 random bytes).
@@ -207,21 +208,21 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
 /**
  * Authenticates with SCRAM (`mechanism`) as `credentials`, using `run` to send saslStart/saslContinue to the
  * credentials' source database; with `options.speculativeReply`, the handshake already carried the saslStart and the
- * conversation goes on from the server's answer to it (one round trip fewer). The salted password is derived off the event loop ({@link saltPasswordAsync}) and
- * cached in `credentials` per mechanism, salt and iteration count; concurrent conversations that need the same one
- * share a single derivation.
+ * conversation goes on from the server's answer to it (one round trip fewer). The salted password is derived off
+ * the event loop ({@link saltPasswordAsync}) and cached in `credentials` per mechanism, salt and iteration count;
+ * concurrent conversations that need the same one share a single derivation.
  *
  * @throws {AuthenticationError} (rejection) when the password cannot be prepared with SASLprep for SCRAM-SHA-256 (a
  *   prohibited character, say: refused before anything is sent, the message naming the SASLprep rule broken), the
- *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message (a first reply without
- *   a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the client
- *   nonce), an iteration count
- *   below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS} (1,000,000), a message to send that the server
- *   could not take (a server nonce so long that the client-final message exceeds maxBsonObjectSize: cause the
- *   WireProtocolError, nothing sent), an `e=` server error (its text cut to {@link MAX_SERVER_ERROR_CHARS}), or a
- *   server signature that does not verify. A server-first message with a mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that
- *   is not padded base64 of at least one byte is refused before any key is derived or proof sent. Messages name the
- *   user, source and mechanism, never the password.
+ *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message (a first reply
+ *   without a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the
+ *   client nonce), an iteration count below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS}
+ *   (1,000,000), a message to send that the server could not take (a server nonce so long that the client-final
+ *   message exceeds maxBsonObjectSize: cause the WireProtocolError, nothing sent), an `e=` server error (its text cut
+ *   to {@link MAX_SERVER_ERROR_CHARS}), or a server signature that does not verify. A server-first message with a
+ *   mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that is not padded base64 of at least one byte is
+ *   refused before any key is derived or proof sent. Messages name the user, source and mechanism, never the
+ *   password.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (including the minimum iteration count and the MUST-cache of
