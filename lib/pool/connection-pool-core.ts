@@ -463,7 +463,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /**
    * Checks a connection back in: emits ConnectionCheckedIn, then closes it if it is perished (stale, errored) or the
-   * pool is closed, else makes it available.
+   * pool is closed, else makes it available. A connection that says it is busy (`PoolConnection.busy === true`: a
+   * request in flight, or replies of an exhaust stream still to come) is torn down first and closed (reason `error`),
+   * so its late reply never reaches the next borrower; the request in flight fails with a MongoNetworkError saying
+   * it was checked in. One whose `busy` cannot be read counts as busy.
    *
    * The check-in ends the connection's current checkout. This method receives only the connection, so it cannot
    * tell its holder from a caller that held it before: code that checks in a connection it no longer holds ends
@@ -474,7 +477,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * @throws {ConnectionCheckInError} synchronously, for a connection this pool did not create (or already closed),
    *   or one that is not checked out (already checked in).
    *
-   * Source: CMAP spec, "Checking In a Connection".
+   * Source: CMAP spec, "Checking In a Connection"; closing a busy connection is an extension (the scoped forms' rule,
+   * for requests that outlive their checkout such as the OP_MSG spec's moreToCome stream).
    */
   checkIn(connection: C): void {
     const rec = typeof connection === 'object' && connection !== null ? recordOf(this.poolState, connection) : undefined;
@@ -485,7 +489,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (rec.state !== 'in use' || rec.holder === undefined) {
       throw new ConnectionCheckInError(this.address, rec.id, 'it is not checked out');
     }
-    this.actions.next({ type: 'checkIn', connection, holder: rec.holder });
+    const discard = mayBeBusy(connection, true)
+      ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: it was checked in while a request was in flight`)
+      : undefined;
+    if (discard !== undefined) destroyQuietly(connection, discard);
+    this.actions.next({ type: 'checkIn', connection, holder: rec.holder, discard });
   }
 
   /**

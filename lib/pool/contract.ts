@@ -36,9 +36,10 @@ export interface PoolConnection {
    */
   readonly serviceId?: string;
   /**
-   * True while a request is in flight on the connection. A scoped checkout (`withConnection$`) unsubscribed before
-   * its work finished returns the connection only when this is false: a busy connection's reply may still arrive, so
-   * it is closed instead (reason `error`). A connection that does not say counts as busy.
+   * True while a request is in flight on the connection (or replies it asked for are still to come). A connection
+   * checked in while this is true is closed (reason `error`), not made available: its reply may still arrive and
+   * would reach the next borrower. A scoped checkout (`withConnection$`) unsubscribed before its work finished
+   * returns the connection only when this is false: one that does not say counts as busy there.
    */
   readonly busy?: boolean;
   /**

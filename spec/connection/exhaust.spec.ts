@@ -136,6 +136,29 @@ describe('Connection: exhaustAllowed and moreToCome', function () {
     pool.checkIn(c);
   });
 
+  it('checked in while the stream is open, the connection is closed, and the next borrower gets another one', async function () {
+    answer = (request, s) => {
+      const document = decodeOpMsg(request.body).document;
+      if (document.ping !== undefined) s.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+      else stream(1, request.header.requestId, s, false);
+    };
+    const closed: unknown[] = [];
+    pool.events$.subscribe((e) => e.type === 'ConnectionClosed' && closed.push({ connectionId: e.connectionId, reason: e.reason }));
+    const c: Connection = await pool.checkOut();
+    await c.command('admin', { hello: 1 }, { exhaustAllowed: true });
+    const reading = c.nextReply().catch((e: unknown) => e);
+    pool.checkIn(c);
+    const error = await reading;
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect((error as Error).message).to.equal(`Connection ${c.id} to ${server.address} closed: it was checked in while a request was in flight`);
+    expect(closed).to.deep.equal([{ connectionId: c.id, reason: 'error' }]);
+    const next: Connection = await pool.checkOut();
+    expect(next.id).to.not.equal(c.id);
+    expect((await next.command('admin', { ping: 1 })).ok).to.equal(1);
+    pool.checkIn(next);
+    expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
+  });
+
   it('destroy() ends a read waiting for a streamed reply at once', async function () {
     answer = (request, s) => stream(1, request.header.requestId, s, false);
     const c: Connection = await pool.checkOut();

@@ -950,6 +950,26 @@ describe('ConnectionPool', function () {
       expect(pool.snapshot().totalConnectionCount).to.equal(0);
     });
 
+    it('checkIn closes a connection that says it is busy, and makes one that does not say available', async function () {
+      const { pool, made, events } = plainPool();
+      const first = await pool.checkOut();
+      pool.checkIn(first); // says nothing: its holder checked it in, so its work is taken as done
+      expect(first.destroyed).to.equal(false);
+      expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+      const again = await pool.checkOut();
+      expect(again).to.equal(first);
+      again.busy = true; // checked in with a request in flight
+      pool.checkIn(again);
+      expect(made[0].destroyError).to.be.instanceOf(MongoNetworkError);
+      expect(made[0].destroyError?.message).to.equal('Connection 1 to db:27017 closed: it was checked in while a request was in flight');
+      expect(events.slice(-2).map((e) => [e.type, 'reason' in e ? e.reason : undefined])).to.deep.equal([
+        ['ConnectionCheckedIn', undefined],
+        ['ConnectionClosed', 'error'],
+      ]);
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+      expect((await pool.checkOut()).id, 'the next borrower gets a new connection').to.equal(2);
+    });
+
     it('withConnection never tears down the connection another caller checked out after fn checked it in', async function () {
       const { pool, clock } = makePool({ maxPoolSize: 1 });
       pool.ready();
