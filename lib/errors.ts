@@ -132,11 +132,24 @@ export class InvalidOptionError extends CmapError {
 /** A value that stands for one not shown, e.g. `<not shown>` or `<connection string not shown>`. */
 const PLACEHOLDER = /^<[^<>]* not shown>$/;
 
-/** Option names whose values are secrets (a password, credentials), matched on the last segment of the name. */
-const SECRET_OPTION = /(password|passphrase|secret|credentials?)$/i;
+/** What names a secret anywhere in a name: `password`, `tlsCertificateKeyFilePassword`, `clientSecret`, `pwd`. */
+const SECRET_PART = /password|passphrase|passwd|pwd|secret|credential/i;
 
-/** Property names never shown when an object value is described. */
-const SECRET_KEY = /password|passphrase|secret|credential/i;
+/** What names a secret as a whole word of a name (`pass`, `dbPass`, `db_pass`, `sessionToken`), not inside one. */
+const SECRET_WORDS = new Set(['pass', 'token']);
+
+/** Where a name splits into words: at what is not a letter or digit, and before a capital after a small letter or digit. */
+const WORD_BOUNDARY = /[^A-Za-z\d]+|(?<=[a-z\d])(?=[A-Z])/;
+
+/**
+ * Whether an option or property name looks secret: it holds password, passphrase, passwd, pwd, secret or credential
+ * (any case), or has `pass` or `token` as a word. Such a value is never shown.
+ */
+function isSecretName(name: string): boolean {
+  if (SECRET_PART.test(name)) return true;
+  for (const word of name.split(WORD_BOUNDARY)) if (SECRET_WORDS.has(word.toLowerCase())) return true;
+  return false;
+}
 
 /**
  * The value of `option` as it may be shown and kept on an {@link InvalidOptionError}: a `<not shown>` placeholder
@@ -148,7 +161,7 @@ const SECRET_KEY = /password|passphrase|secret|credential/i;
  */
 export function redactOptionValue(option: string, value: unknown): unknown {
   if (value == null) return value;
-  if (SECRET_OPTION.test(option.split('.').pop() ?? option)) {
+  if (isSecretName(option.split('.').pop() ?? option)) {
     return typeof value === 'string' && PLACEHOLDER.test(value) ? value : '<not shown>';
   }
   if (typeof value === 'string') return withoutUserinfo(value);
@@ -192,7 +205,7 @@ function holdsSecret(value: object): boolean {
   let found = false;
   try {
     JSON.stringify(value, (key, v: unknown) => {
-      if (key !== '' && v != null && SECRET_KEY.test(key)) found = true;
+      if (key !== '' && v != null && isSecretName(key)) found = true;
       if (typeof v === 'string' && withoutUserinfo(v) !== v) found = true;
       return found ? undefined : typeof v === 'bigint' ? String(v) : v;
     });
@@ -505,7 +518,7 @@ function describeValue(value: unknown): string {
   if (value === null) return 'null';
   try {
     const json = JSON.stringify(value, (key, v: unknown) =>
-      key !== '' && SECRET_KEY.test(key) && v != null
+      key !== '' && v != null && isSecretName(key)
         ? '<not shown>'
         : typeof v === 'function'
           ? `[function${v.name ? ` ${v.name}` : ''}]`

@@ -47,6 +47,22 @@ describe('errors', function () {
     for (const [given, shown] of cases) expect(inWords(given), given).to.equal(shown);
   });
 
+  it('hides a value whose name holds pwd or passwd, or has pass or token as a word, and shows names that only contain them', function () {
+    // A configuration object passed where a number belongs, or thrown by user code: MongoDB's createUser takes `pwd`.
+    const secrets = { pwd: 'S1', passwd: 'S2', pass: 'S3', dbPass: 'S4', db_pass: 'S5', 'x-pass': 'S6', sessionToken: 'S7', TOKEN: 'S8' };
+    for (const [key, secret] of Object.entries(secrets)) {
+      const shown = [
+        new InvalidOptionError('maxPoolSize', { user: 'u', [key]: secret }, 'an integer').message,
+        new InvalidOptionError(`connectionOptions.${key}`, secret, 'x').message,
+        inWords({ user: 'u', [key]: secret }),
+      ];
+      for (const words of shown) expect(words, key).to.not.include(secret);
+      expect(shown[0], key).to.include(`"${key}":"<not shown>"`);
+    }
+    const benign = { bypassDocumentValidation: true, compass: 'c', passes: 2, tokenizer: 't', PASSAGE: 'p' };
+    expect(new InvalidOptionError('o', benign, 'x').message).to.equal(`Invalid o: ${JSON.stringify(benign)} (o must be x)`);
+  });
+
   it('writes a long value in time linear in its length: 100,000 characters, with or without a URI, in well under a second', function () {
     const values = ['x'.repeat(100_000), `${'x'.repeat(100_000)}@h`, 'a1://'.repeat(20_000), `${'a://'.repeat(25_000)}@`, `${'a://'.repeat(25_000)}u:hunter2@h`];
     for (const value of values) {
