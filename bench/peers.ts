@@ -37,6 +37,7 @@ import { Pool as TarnPool } from 'tarn';
 import { ConnectionPool, type Connection, type ConnectionLogMessage, type ConnectionPoolEvent, type LogSink } from '../lib';
 import { instrumentConnectionPool } from '../lib/opentelemetry';
 import { BASELINE_COMMIT, loadBaseline } from './baseline';
+import { DirectAbortController } from './direct-signal';
 import { LimitPool } from './limit-pool';
 import { ShapePool } from './limit-shape';
 
@@ -102,8 +103,11 @@ export interface PoolUnderTest {
   /** One checkout, the way its users write it (rxcmap: `pool.checkOut()`, to be awaited). */
   acquire(): PromiseLike<unknown>;
   release(item: unknown): void;
-  /** A checkout that can be abandoned; absent when the peer has no way to cancel one. */
-  acquireCancellable?(): { promise: Promise<unknown>; cancel(): void };
+  /**
+   * A checkout that can be abandoned; absent when the peer has no way to cancel one. `direct` (rxcmap only): through
+   * a {@link DirectAbortController} rather than the platform's AbortController.
+   */
+  acquireCancellable?(direct?: boolean): { promise: Promise<unknown>; cancel(): void };
   /** rxcmap only: the Observable form, `pool.checkOut().subscribe(next)`; unsubscribing cancels. */
   subscribe?(next: (item: unknown) => void): Subscription;
   /** Throws unless the pool's wiring is what its mode says (listeners, subscribers, logger). */
@@ -167,8 +171,8 @@ function rxcmapUnderTest(pool: ConnectionPool<Connection>, verifyMode: () => voi
   return {
     acquire: () => pool.checkOut(),
     release: (c) => pool.checkIn(c as Connection),
-    acquireCancellable() {
-      const controller = new AbortController();
+    acquireCancellable(direct = false) {
+      const controller = direct ? new DirectAbortController() : new AbortController();
       const promise = pool.checkOut({ signal: controller.signal }).then(undefined, noop);
       return { promise, cancel: () => controller.abort() };
     },

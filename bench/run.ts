@@ -91,6 +91,8 @@ interface Entry {
   readonly form?: WaitForm;
   /** A cancel entry with no pool: abort() only, or (true) abort() and the caller's Promise rejected (see abortAlone). */
   readonly reject?: boolean;
+  /** A cancel entry: aborted through a DirectAbortController (bench/direct-signal.ts) rather than the platform's. */
+  readonly direct?: boolean;
 }
 
 /** The peers of the latency scenario, as entries. */
@@ -410,6 +412,8 @@ async function main(): Promise<void> {
       { name: 'limit (flag)', peer: limit, form: 'promise' },
       { name: 'AbortController.abort() alone, no pool', form: 'promise' },
       { name: 'abort() and a Promise rejected with a new error, no pool', form: 'promise', reject: true },
+      { name: 'rxcmap (Promise, direct abort())', peer: RXCMAP.unobserved, form: 'promise', direct: true },
+      { name: 'direct abort() and a Promise rejected with a new error, no pool', form: 'promise', reject: true, direct: true },
     ];
     const costs: Record<string, Record<number, number>> = {};
     for (const queued of CANCEL_QUEUES) {
@@ -417,10 +421,15 @@ async function main(): Promise<void> {
         address,
         cancelEntries,
         1,
-        (pool, e) => (pool === undefined ? abortAlone(queued, CANCELS_TIMED, e.reject) : cancelCost(pool, e.form!, queued, CANCELS_TIMED)),
+        (pool, e) =>
+          pool === undefined
+            ? abortAlone(queued, CANCELS_TIMED, e.reject, e.direct)
+            : cancelCost(pool, e.form!, queued, CANCELS_TIMED, e.direct),
         {
           prime: (pool, e) =>
-            pool === undefined ? abortAlone(1000, CANCELS_PRIMED, e.reject) : cancelCost(pool, e.form!, 1000, CANCELS_PRIMED),
+            pool === undefined
+              ? abortAlone(1000, CANCELS_PRIMED, e.reject, e.direct)
+              : cancelCost(pool, e.form!, 1000, CANCELS_PRIMED, e.direct),
         },
       );
       for (const e of cancelEntries) (costs[e.name] ??= {})[queued] = median(runs.get(e.name)!);
@@ -432,9 +441,11 @@ async function main(): Promise<void> {
         `${CANCELS_TIMED} cancels per measurement, after ${CANCELS_PRIMED} untimed ones (in batches of 1000) that bring the ` +
         "cancel path back to the optimised state a pool that cancels often keeps it in: after each measurement's full GC, " +
         "rxcmap's Observable form costs 2–3 µs per cancel over its first few thousand and settles near 0.1–0.3 µs. " +
-        'Garbage collection during a measurement is included. generic-pool cannot cancel a checkout. The last row is the ' +
+        'Garbage collection during a measurement is included. generic-pool cannot cancel a checkout. The seventh row is the ' +
         'floor of a Promise-form cancel that gives each caller its own error, with no pool: abort(), then, in the ' +
-        "listener, a new error (message, the signal's reason as cause, no stack frames) rejecting the caller's pending Promise.",
+        "listener, a new error (message, the signal's reason as cause, no stack frames) rejecting the caller's pending Promise. " +
+        'The last two rows take the platform out: the signal is an AbortController of a polyfill\'s shape whose abort() ' +
+        "calls its listener at once, building no Event and no DOMException (bench/direct-signal.ts); between them is the pool's own work.",
       '',
     );
     out.push(
@@ -460,6 +471,15 @@ async function main(): Promise<void> {
         `abort() and a rejected Promise, no pool: ${both(floorName)}, so ${micros(Math.max(0, beyond(floorName)))} µs is the pool's work)`,
     );
     target('a cancel ≤ 1 µs unobserved (Observable form, unsubscribe)', worst(cancelEntries[1].name) <= 1, both(cancelEntries[1].name));
+    const directName = 'rxcmap (Promise, direct abort())';
+    const directFloorName = 'direct abort() and a Promise rejected with a new error, no pool';
+    out.push(
+      `The Promise form's cancel without the platform's abort(): ${both(directName)}; the floor with no pool: ` +
+        `${both(directFloorName)}; so the pool's own work is ` +
+        CANCEL_QUEUES.map((q) => `${micros(costs[directName][q] - costs[directFloorName][q])} µs at ${q} queued`).join(', ') +
+        ' (information, no target).',
+      '',
+    );
 
     // 5. Fill to minPoolSize 10 at maxConnecting 2, 20 ms handshake.
     log('fill to minPoolSize');

@@ -9,6 +9,7 @@
 import { MongoClient } from 'mongodb';
 import { firstValueFrom, from, type Subscription } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, type ConnectionPoolEvent } from '../lib';
+import { DirectAbortController } from './direct-signal';
 import type { PoolUnderTest } from './peers';
 import { percentile } from './stats';
 
@@ -117,8 +118,9 @@ export async function heapPerWaiter(pool: PoolUnderTest, form: WaitForm, waiting
  * time to cancel them all (newest first; `promise`: AbortController.abort(), `observable`: unsubscribe), let the
  * cancellations settle, and hand the held connection back (the pool then skips every cancelled waiter), per cancel.
  * Repeated in batches until `atLeast` cancels were timed, so a small queue is timed over as many cancels as a large one.
+ * `direct` (Promise form): aborted through a {@link DirectAbortController}, whose abort() builds nothing of its own.
  */
-export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: number, atLeast = 10_000): Promise<number> {
+export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: number, atLeast = 10_000, direct = false): Promise<number> {
   let delivered = 0;
   const onItem = (item: unknown): void => {
     if (item === undefined) return; // rejected as cancelled
@@ -132,7 +134,7 @@ export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: n
     const held = await pool.acquire();
     if (form === 'promise') {
       for (let i = 0; i < waiting; i++) {
-        const handle = pool.acquireCancellable!();
+        const handle = pool.acquireCancellable!(direct);
         void handle.promise.then(onItem);
         cancels[i] = handle.cancel;
       }
@@ -161,15 +163,16 @@ export async function cancelCost(pool: PoolUnderTest, form: WaitForm, waiting: n
  * also does what any Promise-form cancel must do for its caller, still with no pool: it builds a new error (a
  * message naming the address, the signal's reason as `cause`, no stack frames, as rxcmap's CheckOutCancelledError)
  * and rejects that caller's pending Promise with it, handled as the rxcmap adapter and {@link cancelCost} handle it.
- * Throws when a caller was not rejected with its own error by the time its batch is timed.
+ * Throws when a caller was not rejected with its own error by the time its batch is timed. `direct`: the controllers
+ * are {@link DirectAbortController}s, so what is timed is the listener's work alone.
  */
-export async function abortAlone(waiting: number, atLeast = 10_000, reject = false): Promise<number> {
+export async function abortAlone(waiting: number, atLeast = 10_000, reject = false, direct = false): Promise<number> {
   let elapsed = 0;
   let timed = 0;
   let rejected = 0;
   while (timed < atLeast) {
     const controllers = Array.from({ length: waiting }, () => {
-      const controller = new AbortController();
+      const controller = direct ? new DirectAbortController() : new AbortController();
       const signal = controller.signal;
       if (!reject) {
         signal.addEventListener('abort', () => undefined, { once: true });
