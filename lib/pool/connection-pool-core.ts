@@ -38,7 +38,7 @@ import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
-import { destroyQuietly, idOf, mayBeBusy } from './connection-checks';
+import { idOf, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
@@ -464,7 +464,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Checks a connection back in: emits ConnectionCheckedIn, then closes it if it is perished (stale, errored) or the
    * pool is closed, else makes it available. A connection that says it is busy (`PoolConnection.busy === true`: a
-   * request in flight, or replies of an exhaust stream still to come) is torn down first and closed (reason `error`),
+   * request in flight, or replies of an exhaust stream still to come) is torn down and closed (reason `error`),
    * so its late reply never reaches the next borrower; the request in flight fails with a MongoNetworkError saying
    * it was checked in. One whose `busy` cannot be read counts as busy.
    *
@@ -489,10 +489,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (rec.state !== 'in use' || rec.holder === undefined) {
       throw new ConnectionCheckInError(this.address, rec.id, 'it is not checked out');
     }
+    // Torn down by the reducer once it takes this check-in, never here: a check-in made inside the pool's processing
+    // is queued, and a duplicate queued behind the one that counts is ignored; it must not destroy the connection the
+    // next holder has by then.
     const discard = mayBeBusy(connection, true)
       ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: it was checked in while a request was in flight`)
       : undefined;
-    if (discard !== undefined) destroyQuietly(connection, discard);
     this.actions.next({ type: 'checkIn', connection, holder: rec.holder, discard });
   }
 
@@ -684,8 +686,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Ends one checkout of the scoped forms: checks the connection in only if that checkout still holds it. A
    * connection that may still have a request in flight (busy, or not known to be idle when the work was abandoned
-   * before it finished) is torn down first and checked in to be closed, so the pool never lends it out mid-request
-   * (whether or not the connection reports itself errored once destroyed).
+   * before it finished) is checked in to be closed, and torn down with that error as the pool takes the check-in, so
+   * the pool never lends it out mid-request (whether or not the connection reports itself errored once destroyed).
    */
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = holder === undefined ? undefined : recordOf(this.poolState, connection);
@@ -693,7 +695,6 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const discard = mayBeBusy(connection, finished)
       ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`)
       : undefined;
-    if (discard !== undefined) destroyQuietly(connection, discard);
     this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
   }
 

@@ -657,8 +657,8 @@ function erroredReason<C extends PoolConnection>(rec: ConnectionRecord<C>): 'err
 }
 
 /**
- * CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down. Its `error`, for
- * reason `error`: `error` when given, else the one the connection says made it errored.
+ * CMAP "Closing a Connection": mark closed, fix the counts, emit ConnectionClosed, then tear down (with `error` when
+ * given). Its `error`, for reason `error`: `error` when given, else the one the connection says made it errored.
  */
 function closeRecord<C extends PoolConnection>(
   s: PoolState<C>,
@@ -680,15 +680,16 @@ function closeRecord<C extends PoolConnection>(
   }
   if (s.observed) {
     const time = now(s);
-    if (error === undefined && reason === 'error' && rec.connection !== undefined) error = errorOf(rec.connection);
+    const shown = error ?? (reason === 'error' && rec.connection !== undefined ? errorOf(rec.connection) : undefined);
     emit(
       out,
-      error === undefined
+      shown === undefined
         ? { type: 'ConnectionClosed', address: s.address, time, connectionId: rec.id, reason }
-        : { type: 'ConnectionClosed', address: s.address, time, connectionId: rec.id, reason, error },
+        : { type: 'ConnectionClosed', address: s.address, time, connectionId: rec.id, reason, error: shown },
     );
   }
-  if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection });
+  // Torn down with the error it is closed for (a check-in of a busy connection: its request in flight fails with it).
+  if (rec.connection !== undefined) out.push({ type: 'destroy', connection: rec.connection, error });
   // Last: should anything above throw (a fault of the pool), the record is still there for the teardown to close.
   s.records.delete(rec.id);
   if (s.state === 'closed' && s.records.size === 0) disarmLeakDetection(s, out);

@@ -970,6 +970,24 @@ describe('ConnectionPool', function () {
       expect((await pool.checkOut()).id, 'the next borrower gets a new connection').to.equal(2);
     });
 
+    it('a duplicate checkIn queued behind the one that counts never tears down the connection, even one busy by then', async function () {
+      const { pool, made, events } = plainPool();
+      let holder: Plain | undefined = await pool.checkOut();
+      pool.events$.subscribe((e) => {
+        if (e.type !== 'ConnectionCheckOutStarted' || holder === undefined) return;
+        const c = holder;
+        holder = undefined;
+        pool.checkIn(c); // inside the pool's processing: queued, and it counts (idle: the next waiter gets it)
+        c.busy = true; // a request sent on it after its check-in (or a busy getter that changed its answer)
+        pool.checkIn(c); // queued behind the first: ignored, so it must change nothing
+      });
+      const next = await pool.checkOut();
+      expect(next).to.equal(made[0]);
+      expect(next.destroyed, 'the connection the waiter holds is not torn down').to.equal(false);
+      expect(events.slice(-2).map((e) => e.type)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionCheckedOut']);
+      expect(pool.snapshot()).to.include({ totalConnectionCount: 1, inUseConnectionCount: 1 });
+    });
+
     it('withConnection never tears down the connection another caller checked out after fn checked it in', async function () {
       const { pool, clock } = makePool({ maxPoolSize: 1 });
       pool.ready();
