@@ -138,8 +138,11 @@ const SECRET_PART = /password|passphrase|passwd|pwd|secret|credential/i;
 /** What names a secret as a whole word of a name (`pass`, `dbPass`, `db_pass`, `sessionToken`), not inside one. */
 const SECRET_WORDS = new Set(['pass', 'token']);
 
-/** Where a name splits into words: at what is not a letter or digit, and before a capital after a small letter or digit. */
-const WORD_BOUNDARY = /[^A-Za-z\d]+|(?<=[a-z\d])(?=[A-Z])/;
+/**
+ * Where a name splits into words: at what is not a letter or digit, before a capital after a small letter or digit,
+ * and before the capital that starts a word after a capitalised abbreviation (`APIToken`: `API`, `Token`).
+ */
+const WORD_BOUNDARY = /[^A-Za-z\d]+|(?<=[a-z\d])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/;
 
 /**
  * Whether an option or property name looks secret: it holds password, passphrase, passwd, pwd, secret or credential

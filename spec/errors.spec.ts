@@ -63,6 +63,16 @@ describe('errors', function () {
     expect(new InvalidOptionError('o', benign, 'x').message).to.equal(`Invalid o: ${JSON.stringify(benign)} (o must be x)`);
   });
 
+  it('finds pass or token as the word after a capitalised abbreviation (APIToken, OIDCToken, DBPass), and only there', function () {
+    const secrets = { APIToken: 'S1', OIDCToken: 'S2', IDToken: 'S3', DBPass: 'S4', userDBPassHint: 'S5' };
+    for (const [key, secret] of Object.entries(secrets)) {
+      expect(new InvalidOptionError('maxPoolSize', { [key]: secret }, 'an integer').message, key).to.not.include(secret);
+      expect(new InvalidOptionError(`connectionOptions.${key}`, secret, 'x').message, key).to.not.include(secret);
+    }
+    const benign = { PASSthrough: 1, TOKENizer: 2, XMLPassage: 3, IDTokens: 4 };
+    expect(new InvalidOptionError('o', benign, 'x').message).to.equal(`Invalid o: ${JSON.stringify(benign)} (o must be x)`);
+  });
+
   it('writes a long value in time linear in its length: 100,000 characters, with or without a URI, in well under a second', function () {
     const values = ['x'.repeat(100_000), `${'x'.repeat(100_000)}@h`, 'a1://'.repeat(20_000), `${'a://'.repeat(25_000)}@`, `${'a://'.repeat(25_000)}u:hunter2@h`];
     for (const value of values) {
