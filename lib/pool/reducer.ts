@@ -680,7 +680,9 @@ function closeRecord<C extends PoolConnection>(
   }
   if (s.observed) {
     const time = now(s);
-    const shown = error ?? (reason === 'error' && rec.connection !== undefined ? errorOf(rec.connection) : undefined);
+    // The event carries an error for reason `error` only (a busy connection checked in to a cleared or closed pool is
+    // torn down with one, yet closed stale or poolClosed).
+    const shown = reason !== 'error' ? undefined : (error ?? (rec.connection !== undefined ? errorOf(rec.connection) : undefined));
     emit(
       out,
       shown === undefined

@@ -970,6 +970,26 @@ describe('ConnectionPool', function () {
       expect((await pool.checkOut()).id, 'the next borrower gets a new connection').to.equal(2);
     });
 
+    it('a busy connection checked in after a clear or close is closed stale or poolClosed, with no error on the event', async function () {
+      const { pool, events } = plainPool();
+      const stale = await pool.checkOut();
+      pool.clear();
+      stale.busy = true;
+      pool.checkIn(stale);
+      pool.ready();
+      const late = await pool.checkOut();
+      pool.close();
+      late.busy = true;
+      pool.checkIn(late);
+      expect(stale.destroyError?.message).to.match(/checked in while a request was in flight/);
+      expect(late.destroyError?.message).to.match(/checked in while a request was in flight/);
+      const closed = events.filter((e) => e.type === 'ConnectionClosed');
+      expect(closed.map((e) => ({ ...e, time: 0 }))).to.deep.equal([
+        { type: 'ConnectionClosed', address: 'db:27017', time: 0, connectionId: 1, reason: 'stale' },
+        { type: 'ConnectionClosed', address: 'db:27017', time: 0, connectionId: 2, reason: 'poolClosed' },
+      ]);
+    });
+
     it('a duplicate checkIn queued behind the one that counts never tears down the connection, even one busy by then', async function () {
       const { pool, made, events } = plainPool();
       let holder: Plain | undefined = await pool.checkOut();
