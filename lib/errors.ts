@@ -136,7 +136,10 @@ const PLACEHOLDER = /^<[^<>]* not shown>$/;
 const SECRET_PART = /password|passphrase|passwd|pwd|secret|credential/i;
 
 /** What names a secret as a whole word of a name (`pass`, `dbPass`, `db_pass`, `sessionToken`), not inside one. */
-const SECRET_WORDS = new Set(['pass', 'token']);
+const SECRET_WORDS = new Set(['pass', 'token', 'tokens', 'authorization']);
+
+/** The words before `key` or `keys` that make it a secret (`apiKey`, `private_key`); `key` alone is an index's. */
+const SECRET_KEY_KINDS = new Set(['api', 'private']);
 
 /**
  * Where a name splits into words: at what is not a letter or digit, before a capital after a small letter or digit,
@@ -146,11 +149,17 @@ const WORD_BOUNDARY = /[^A-Za-z\d]+|(?<=[a-z\d])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z
 
 /**
  * Whether an option or property name looks secret: it holds password, passphrase, passwd, pwd, secret or credential
- * (any case), or has `pass` or `token` as a word. Such a value is never shown.
+ * (any case), has `pass`, `token(s)` or `authorization` as a word, or `key(s)` after `api` or `private`. Such a value
+ * is never shown.
  */
 function isSecretName(name: string): boolean {
   if (SECRET_PART.test(name)) return true;
-  for (const word of name.split(WORD_BOUNDARY)) if (SECRET_WORDS.has(word.toLowerCase())) return true;
+  let previous = '';
+  for (const part of name.split(WORD_BOUNDARY)) {
+    const word = part.toLowerCase();
+    if (SECRET_WORDS.has(word) || ((word === 'key' || word === 'keys') && SECRET_KEY_KINDS.has(previous))) return true;
+    previous = word;
+  }
   return false;
 }
 

@@ -49,7 +49,21 @@ describe('errors', function () {
 
   it('hides a value whose name holds pwd or passwd, or has pass or token as a word, and shows names that only contain them', function () {
     // A configuration object passed where a number belongs, or thrown by user code: MongoDB's createUser takes `pwd`.
-    const secrets = { pwd: 'S1', passwd: 'S2', pass: 'S3', dbPass: 'S4', db_pass: 'S5', 'x-pass': 'S6', sessionToken: 'S7', TOKEN: 'S8' };
+    const secrets = {
+      pwd: 'S1',
+      passwd: 'S2',
+      pass: 'S3',
+      dbPass: 'S4',
+      db_pass: 'S5',
+      'x-pass': 'S6',
+      sessionToken: 'S7',
+      TOKEN: 'S8',
+      refreshTokens: 'S9',
+      Authorization: 'S10',
+      apiKey: 'S11',
+      private_key: 'S12',
+      API_KEYS: 'S13',
+    };
     for (const [key, secret] of Object.entries(secrets)) {
       const shown = [
         new InvalidOptionError('maxPoolSize', { user: 'u', [key]: secret }, 'an integer').message,
@@ -59,17 +73,17 @@ describe('errors', function () {
       for (const words of shown) expect(words, key).to.not.include(secret);
       expect(shown[0], key).to.include(`"${key}":"<not shown>"`);
     }
-    const benign = { bypassDocumentValidation: true, compass: 'c', passes: 2, tokenizer: 't', PASSAGE: 'p' };
+    const benign = { bypassDocumentValidation: true, compass: 'c', passes: 2, tokenizer: 't', PASSAGE: 'p', key: { a: 1 }, shardKey: 'k', keyId: 1 };
     expect(new InvalidOptionError('o', benign, 'x').message).to.equal(`Invalid o: ${JSON.stringify(benign)} (o must be x)`);
   });
 
   it('finds pass or token as the word after a capitalised abbreviation (APIToken, OIDCToken, DBPass), and only there', function () {
-    const secrets = { APIToken: 'S1', OIDCToken: 'S2', IDToken: 'S3', DBPass: 'S4', userDBPassHint: 'S5' };
+    const secrets = { APIToken: 'S1', OIDCToken: 'S2', IDToken: 'S3', DBPass: 'S4', userDBPassHint: 'S5', IDTokens: 'S6', APIKey: 'S7' };
     for (const [key, secret] of Object.entries(secrets)) {
       expect(new InvalidOptionError('maxPoolSize', { [key]: secret }, 'an integer').message, key).to.not.include(secret);
       expect(new InvalidOptionError(`connectionOptions.${key}`, secret, 'x').message, key).to.not.include(secret);
     }
-    const benign = { PASSthrough: 1, TOKENizer: 2, XMLPassage: 3, IDTokens: 4 };
+    const benign = { PASSthrough: 1, TOKENizer: 2, XMLPassage: 3, IDKey: 4 };
     expect(new InvalidOptionError('o', benign, 'x').message).to.equal(`Invalid o: ${JSON.stringify(benign)} (o must be x)`);
   });
 
