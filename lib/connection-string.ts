@@ -20,7 +20,7 @@ import type { ConnectionOptions } from './connection/connect';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import { closestOptionName, type PoolOptions } from './options';
+import { closestOptionName, optionValue, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
@@ -205,9 +205,10 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   }
   rejectKeysWithoutValue(parsed.search);
   const warnings: string[] = [];
-  const pool: Record<string, unknown> = {};
-  const connection: Record<string, unknown> = {};
-  const client: Record<string, unknown> = {};
+  // No prototype: an option the URI does not set reads as undefined, never as a value put on Object.prototype.
+  const pool = Object.create(null) as Record<string, unknown>;
+  const connection = Object.create(null) as Record<string, unknown>;
+  const client = Object.create(null) as Record<string, unknown>;
   const seen = new Map<string, string>();
 
   for (const [rawKey, value] of parsed.searchParams) {
@@ -310,8 +311,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   if (given !== undefined) {
     // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
     // as for credentials in the URI) fill in what they leave unset.
-    const source = given instanceof MongoCredentials ? given.source : (given.source ?? authSource ?? (database() || undefined));
-    const mechanism = given.mechanism ?? authMechanism;
+    const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? authSource ?? (database() || undefined));
+    const mechanism = optionValue(given, 'mechanism') ?? authMechanism;
     // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
     // dropped silently.
     if (authSource !== undefined && source !== authSource) {
@@ -326,7 +327,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       // per server.
       given instanceof MongoCredentials && source === given.source && mechanism === given.mechanism
         ? given
-        : new MongoCredentials({ username: given.username, password: given.password, ...(source === undefined ? {} : { source }), ...(mechanism === undefined ? {} : { mechanism }) });
+        : new MongoCredentials({ username: optionValue(given, 'username') as string, password: optionValue(given, 'password') as string, ...(source === undefined ? {} : { source }), ...(mechanism === undefined ? {} : { mechanism }) });
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');

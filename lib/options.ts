@@ -174,6 +174,56 @@ true satisfies ListsEveryOption<PoolOptions, typeof POOL_OPTION_NAMES>;
 true satisfies ListsEveryOption<BackgroundOptions, typeof BACKGROUND_OPTION_NAMES>;
 true satisfies ListsEveryOption<PoolExtensionOptions, typeof POOL_EXTENSION_OPTION_NAMES>;
 
+/** The built-in prototypes a value found only on counts as absent (see {@link optionValue}). */
+const BUILT_IN_PROTOTYPES: readonly object[] = [Object.prototype, Function.prototype, Array.prototype];
+
+/**
+ * Option `name` of the user-supplied `options`, read once as a property: a value of the object itself or of a
+ * prototype in its chain (a getter of a class, a value inherited from the caller's own prototype object) counts; one
+ * found only on `Object.prototype`, `Function.prototype` or `Array.prototype` is treated as absent (undefined). Every
+ * read of an options object an application passes goes through it, so a property another part of the application
+ * put on `Object.prototype` (prototype pollution, say `Object.prototype.tlsAllowInvalidCertificates = true`) never
+ * changes how a pool, a client or a connection behaves.
+ *
+ * Costs one property read when the value is absent, and a property read plus an own-property check when it is the
+ * object's own; only an inherited value walks the prototype chain.
+ *
+ * @returns the value, or undefined when it is absent or found only on a built-in prototype.
+ * @throws whatever reading the property throws (a getter, a Proxy trap): callers that name the option wrap it.
+ *
+ * Source: extension (hardening against prototype pollution; the MongoDB Node.js driver reads client options by
+ * their own keys).
+ */
+export function optionValue<T extends object, K extends keyof T>(options: T, name: K): T[K] | undefined {
+  const value = options[name];
+  if (value === undefined || Object.prototype.hasOwnProperty.call(options, name)) return value;
+  return inheritedFromBuiltIn(options, name) ? undefined : value;
+}
+
+/**
+ * The options `names` of the user-supplied `options`, each read once with {@link optionValue}, as a new object
+ * without a prototype holding only those found (so reading any property of it, later or in code it is passed to,
+ * cannot reach `Object.prototype`).
+ *
+ * Source: extension (hardening against prototype pollution; see {@link optionValue}).
+ */
+export function optionValues<T extends object, K extends keyof T>(options: T, names: readonly K[]): Partial<Pick<T, K>> {
+  const out = Object.create(null) as Partial<Pick<T, K>>;
+  for (const name of names) {
+    const value = optionValue(options, name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** Whether the object that holds `name` for `options` (walking its prototype chain) is a built-in prototype. */
+function inheritedFromBuiltIn(options: object, name: PropertyKey): boolean {
+  for (let o: object | null = options; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    if (Object.prototype.hasOwnProperty.call(o, name)) return BUILT_IN_PROTOTYPES.includes(o);
+  }
+  return false;
+}
+
 /** Every pool option a pool resolves: CMAP's, the extensions', the background run's. */
 type AllPoolOptions = PoolOptions & PoolExtensionOptions & BackgroundOptions;
 
@@ -211,8 +261,8 @@ export interface ResolvedPoolOptions extends Readonly<Required<PoolOptions & Poo
 
 /**
  * Applies defaults to `options` and validates every value. Each option is read once, as a property (an inherited
- * one, such as a getter of a class, counts as given), so the value checked, the value used and the value reported in
- * `userSet` are the same.
+ * one, such as a getter of a class, counts as given; one found only on `Object.prototype` does not, see
+ * {@link optionValue}), so the value checked, the value used and the value reported in `userSet` are the same.
  *
  * @throws {InvalidOptionError} naming the option, the value and what is allowed, for: a maxPoolSize or minPoolSize
  *   that is not an integer >= 0; a maxConnecting that is not an integer > 0; a maxIdleTimeMS or waitQueueTimeoutMS
@@ -265,14 +315,14 @@ export function resolvePoolOptions(options: AllPoolOptions = {}): ResolvedPoolOp
 const ALL_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
 
 /**
- * Reads option `name` of `options` once, as a property.
+ * Reads option `name` of `options` once, with {@link optionValue}.
  *
  * @throws {InvalidOptionError} naming the option when reading it throws (a getter, a Proxy): the options come from
  *   user code, and an error that does not say which option failed is hard to trace.
  */
 function readOption<K extends keyof AllPoolOptions>(options: AllPoolOptions, name: K): AllPoolOptions[K] {
   try {
-    return options[name];
+    return optionValue(options, name);
   } catch (error) {
     throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${inWords(error)})` });
   }
@@ -499,8 +549,8 @@ export function checkPoolCoreOptions(
 ): void {
   const o = requireOptionsObject('options', options, shape, true);
   rejectUnknownOptions(o, extraKeys.length === 0 ? POOL_CORE_OPTION_NAMES : [...POOL_CORE_OPTION_NAMES, ...extraKeys], owner);
-  requireFunction('connectionFactory', o.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
-  requireFunction('clearOnEstablishmentError', o.clearOnEstablishmentError, 'a function (error) => boolean');
-  requireScheduler('scheduler', o.scheduler);
-  requireBoolean('loadBalanced', o.loadBalanced);
+  requireFunction('connectionFactory', optionValue(o, 'connectionFactory'), 'a function (descriptor) => ObservableInput<connection>');
+  requireFunction('clearOnEstablishmentError', optionValue(o, 'clearOnEstablishmentError'), 'a function (error) => boolean');
+  requireScheduler('scheduler', optionValue(o, 'scheduler'));
+  requireBoolean('loadBalanced', optionValue(o, 'loadBalanced'));
 }

@@ -1,9 +1,12 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, ConnectionPoolCore, Monitor, connectionFactory } from '../lib';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, ConnectionPoolCore, Monitor, MongoCredentials, connectionFactory, type CredentialsInit } from '../lib';
+import { nodeTlsOptions, wantsTls } from '../lib/connection/tls-options';
+import { resolveLogSettings } from '../lib/logging/log-settings';
 import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
-import { checkPoolCoreOptions, closestOptionName, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
+import { checkPoolCoreOptions, closestOptionName, optionValue, optionValues, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
 import { MockConnectionFactory } from '../lib/testing';
+import { outcome, withPollutedPrototype } from './support/prototype-pollution';
 
 /** The InvalidOptionError `fn` throws (fails the test when it throws something else, or nothing). */
 function invalidOption(fn: () => unknown): InvalidOptionError {
@@ -304,5 +307,78 @@ describe('connection options wherever they are given', function () {
     }
     const pool = new ConnectionPool({ address: 'db:1', connectionOptions: { credentials: new ForeignCredentials() as never } });
     pool.close();
+  });
+});
+
+describe('optionValue: values found only on Object.prototype are absent (prototype pollution)', function () {
+  it('takes own values, getters of a class and values of the caller\'s own prototype, and ignores Object.prototype\'s', function () {
+    class Settings {
+      get maxPoolSize(): number {
+        return 3;
+      }
+    }
+    const read = withPollutedPrototype({ maxPoolSize: 1, minPoolSize: 1 }, () => ({
+      own: optionValue({ maxPoolSize: 5 }, 'maxPoolSize'),
+      absent: optionValue({} as { maxPoolSize?: number }, 'maxPoolSize'),
+      getter: optionValue(new Settings(), 'maxPoolSize'),
+      inherited: optionValue(Object.create({ maxPoolSize: 7 }) as { maxPoolSize?: number }, 'maxPoolSize'),
+      noPrototype: optionValue(Object.create(null) as { maxPoolSize?: number }, 'maxPoolSize'),
+      copy: { ...optionValues({ maxConnecting: 4 } as { maxConnecting?: number; minPoolSize?: number }, ['maxConnecting', 'minPoolSize']) },
+      fromClass: resolvePoolOptions(new Settings()),
+      fromPrototype: resolvePoolOptions(Object.create({ maxPoolSize: 7 }) as object),
+    }));
+    expect(read).to.deep.include({ own: 5, absent: undefined, getter: 3, inherited: 7, noPrototype: undefined, copy: { maxConnecting: 4 } });
+    expect(read.fromClass).to.include({ maxPoolSize: 3, minPoolSize: 0 });
+    expect(read.fromClass.userSet).to.deep.equal({ maxPoolSize: 3 });
+    expect(read.fromPrototype).to.include({ maxPoolSize: 7, minPoolSize: 0 });
+    expect(read.fromPrototype.userSet).to.deep.equal({ maxPoolSize: 7 });
+  });
+
+  it('a polluted Object.prototype changes no pool option, TLS setting, credential, logging option or checkout option', function () {
+    const written: unknown[] = [];
+    const sink = { write: (message: unknown) => void written.push(message) };
+    const seen = withPollutedPrototype(
+      {
+        maxPoolSize: 1,
+        waitQueueTimeoutMS: 5,
+        loadBalanced: true,
+        logging: { componentSeverities: { default: 'debug' }, path: sink },
+        componentSeverities: { default: 'debug' },
+        path: sink,
+        tls: true,
+        tlsAllowInvalidCertificates: true,
+        tlsAllowInvalidHostnames: true,
+        password: 'from-the-prototype',
+        priority: 'urgent',
+        interruptInUseConnections: 'yes',
+      },
+      () => {
+        const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory });
+        const checkOut = outcome(() => pool.checkOut({}));
+        const clear = outcome(() => pool.clear({}));
+        const result = {
+          options: pool.options,
+          checkOut: checkOut instanceof Error ? checkOut : 'no error',
+          clear: clear instanceof Error ? clear : 'no error',
+          logging: resolveLogSettings({}, {}),
+          wantsTls: wantsTls({}),
+          tlsOptions: nodeTlsOptions({ tls: true }, 'db.example'),
+          credentials: outcome(() => new MongoCredentials({ username: 'u' } as CredentialsInit)),
+        };
+        pool.close();
+        return result;
+      },
+    );
+    expect(seen.options).to.include({ maxPoolSize: 100, waitQueueTimeoutMS: 0 });
+    expect(seen.options.userSet).to.deep.equal({});
+    expect(seen.checkOut).to.equal('no error');
+    expect(seen.clear).to.equal('no error');
+    expect(written, 'log messages written to a sink from Object.prototype').to.deep.equal([]);
+    expect(seen.logging.severities).to.deep.equal({ client: 'off', connection: 'off', topology: 'off' });
+    expect(seen.logging.path).to.equal('stderr');
+    expect(seen.wantsTls).to.equal(false);
+    expect(seen.tlsOptions).to.include({ rejectUnauthorized: true, servername: 'db.example' });
+    expect(seen.tlsOptions).not.to.have.own.property('checkServerIdentity');
+    expect(seen.credentials).to.be.instanceOf(InvalidOptionError).and.include({ option: 'password' });
   });
 });

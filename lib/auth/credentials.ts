@@ -7,6 +7,7 @@
 import { inspect } from 'node:util';
 import { saslprep } from '@mongodb-js/saslprep';
 import { InvalidOptionError } from '../errors';
+import { optionValue } from '../options';
 
 /**
  * The mechanisms this library speaks, in order of preference (a frozen array).
@@ -74,22 +75,26 @@ export class MongoCredentials {
    * "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST NOT be).
    */
   constructor(init: CredentialsInit) {
-    if (typeof init.username !== 'string' || init.username === '') {
-      throw new InvalidOptionError('username', init.username, 'a non-empty string');
+    // Each field read once, none from Object.prototype (see optionValue).
+    const username = optionValue(init, 'username');
+    const password = optionValue(init, 'password');
+    const mechanism = optionValue(init, 'mechanism');
+    if (typeof username !== 'string' || username === '') {
+      throw new InvalidOptionError('username', username, 'a non-empty string');
     }
-    if (typeof init.password !== 'string') {
+    if (typeof password !== 'string') {
       throw new InvalidOptionError('password', '<not shown>', 'a string');
     }
-    const source = init.source ?? 'admin';
+    const source = optionValue(init, 'source') ?? 'admin';
     if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
-    if (init.mechanism !== undefined && !AUTH_MECHANISMS.includes(init.mechanism)) {
-      throw new InvalidOptionError('authMechanism', init.mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
+    if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism)) {
+      throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
     // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism is
     // set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule broken.
-    if (init.mechanism === 'SCRAM-SHA-256') {
+    if (mechanism === 'SCRAM-SHA-256') {
       try {
-        saslprep(init.password);
+        saslprep(password);
       } catch (error) {
         const why = `SASLprep (RFC 4013) refuses it: ${(error as Error).message}`;
         throw new InvalidOptionError('password', '<not shown>', 'a password SASLprep accepts, for SCRAM-SHA-256', {
@@ -97,10 +102,10 @@ export class MongoCredentials {
         });
       }
     }
-    this.username = init.username;
+    this.username = username;
     this.source = source;
-    this.mechanism = init.mechanism;
-    passwords.set(this, init.password);
+    this.mechanism = mechanism;
+    passwords.set(this, password);
   }
 
   /** The password (not an own property: it never shows in JSON or inspection). */

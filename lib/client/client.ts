@@ -27,6 +27,8 @@ import {
   definedOnly,
   POOL_EXTENSION_OPTION_NAMES,
   POOL_OPTION_NAMES,
+  optionValue,
+  optionValues,
   rejectUnknownOptions,
   requireBoolean,
   requireDurationMS,
@@ -200,54 +202,56 @@ export class Client {
     // Every option is checked before anything is opened, so an invalid one leaves nothing behind.
     const given = requireOptionsObject('options', options, 'an object of client options') ?? {};
     rejectUnknownOptions(given, CLIENT_OPTION_NAMES, 'connect()');
-    requireBoolean('loadBalanced', given.loadBalanced);
-    requireBoolean('directConnection', given.directConnection);
-    requireScheduler('scheduler', given.scheduler);
-    checkConnectionOptions(pick(options, CLIENT_CONNECTION_OPTION_NAMES), 'connect()');
-    const logSettings = resolveLogSettings(options.logging);
+    // Each option read once, none from Object.prototype (see optionValue): what follows reads only this copy.
+    const o: ClientOptions = optionValues(given as ClientOptions, CLIENT_OPTION_NAMES);
+    requireBoolean('loadBalanced', o.loadBalanced);
+    requireBoolean('directConnection', o.directConnection);
+    requireScheduler('scheduler', o.scheduler);
+    checkConnectionOptions(pick(o, CLIENT_CONNECTION_OPTION_NAMES), 'connect()');
+    const logSettings = resolveLogSettings(o.logging);
 
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
     // while it waits. close() cancels every wait, so nothing outlives the client.
-    this.scheduler = options.scheduler ?? asyncScheduler;
+    this.scheduler = o.scheduler ?? asyncScheduler;
     // Credentials given here replace the URI's, completed by its authMechanism and authSource (else its database).
-    const parsed = options.credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, options.credentials);
+    const parsed = o.credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, o.credentials);
     if (parsed.isSRV) {
       throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
     }
     this.hosts = parsed.hosts;
     this.warnings = parsed.warnings;
     this.redactedUri = parsed.redacted;
-    const client = { ...parsed.clientOptions, ...definedOnly(pick(options, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
-    const serverMonitoringMode = requireServerMonitoringMode(client.serverMonitoringMode);
-    const sst = client.serverSelectionTimeoutMS ?? 30_000;
+    const client = { ...parsed.clientOptions, ...definedOnly(pick(o, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const serverMonitoringMode = requireServerMonitoringMode(optionValue(client, 'serverMonitoringMode'));
+    const sst = optionValue(client, 'serverSelectionTimeoutMS') ?? 30_000;
     // Server selection waits on one timer: Node runs a longer one after 1 ms.
     if (typeof sst !== 'number' || !Number.isFinite(sst) || sst <= 0 || sst > MAX_TIMER_DELAY_MS) {
       throw new InvalidOptionError('serverSelectionTimeoutMS', sst, `a number of ms > 0 and at most ${MAX_TIMER_DELAY_MS}`);
     }
     this.serverSelectionTimeoutMS = sst;
-    const frequency = client.heartbeatFrequencyMS;
+    const frequency = optionValue(client, 'heartbeatFrequencyMS');
     const validFrequency = typeof frequency === 'number' && Number.isFinite(frequency) && frequency >= MIN_HEARTBEAT_FREQUENCY_MS;
     if (frequency !== undefined && !validFrequency) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
-    const loadBalanced = client.loadBalanced === true;
+    const loadBalanced = optionValue(client, 'loadBalanced') === true;
     if (loadBalanced && this.hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false with several hosts');
-    if (client.directConnection === true && this.hosts.length > 1) {
+    if (optionValue(client, 'directConnection') === true && this.hosts.length > 1) {
       throw new InvalidOptionError('directConnection', true, 'false with several hosts');
     }
 
     // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
     const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
       ...parsed.connectionOptions,
-      ...definedOnly(pick(options, CLIENT_CONNECTION_OPTION_NAMES)),
+      ...definedOnly(pick(o, CLIENT_CONNECTION_OPTION_NAMES)),
       credentials: parsed.connectionOptions.credentials,
     };
-    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(options, CLIENT_POOL_OPTION_NAMES)) };
+    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(o, CLIENT_POOL_OPTION_NAMES)) };
     resolvePoolOptions(poolOptions);
     // The URI's values with the object's, checked as each pool and monitor checks what it is given.
     checkConnectionOptions(connectionOptions, 'connect()');
     // One client metadata for every connection of the client; appendMetadata() changes it for those made later.
-    this.metadata = new ClientMetadata(connectionOptions.appName, connectionOptions.driverInfo);
+    this.metadata = new ClientMetadata(optionValue(connectionOptions, 'appName'), optionValue(connectionOptions, 'driverInfo'));
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
     const clientMessages = willLog(logSettings.severities.client, 'warn')
@@ -278,7 +282,7 @@ export class Client {
         logging,
         heartbeatFrequencyMS: frequency,
         serverMonitoringMode,
-        scheduler: options.scheduler,
+        scheduler: o.scheduler,
       });
     } catch (error) {
       // A pool or monitor refused its options: close what was made before it.
@@ -468,7 +472,8 @@ export class Client {
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
-    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireTimerDurationMS('timeoutMS', options.timeoutMS, 'none');
+    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
@@ -534,7 +539,8 @@ export class Client {
    */
   async drain(options?: { timeoutMS?: number }): Promise<void> {
     requireMethodOptions('drain', options, TIMEOUT_OPTION_NAMES);
-    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
+    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
     await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));
     await this.close();

@@ -16,7 +16,7 @@ import { openLogSink } from '../logging/log-sink';
 import { checkConnectionOptions } from '../connection/connection-options';
 import { InvalidOptionError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
+import { checkPoolCoreOptions, optionValue, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
 import type { ConnectionFactory, PoolConnection } from '../pool/contract';
 import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
 
@@ -80,7 +80,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
     const settings = checkOptions(options);
     super(coreOptions(options));
-    const server = parseAddress(options.address);
+    const server = parseAddress(optionValue(options, 'address'));
     const threshold = settings.severities.connection;
     const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
     let logged: ((e: ConnectionPoolEvent) => boolean) | undefined;
@@ -142,13 +142,14 @@ true satisfies ListsEveryOption<ConnectionPoolCoreOptions<PoolConnection>, typeo
 function checkOptions(options: unknown): LogSettings {
   checkPoolCoreOptions(options, 'ConnectionPool', ['connectionOptions', 'logging']);
   const o = options as ConnectionPoolOptions<PoolConnection>;
-  checkConnectionOptions(o.connectionOptions, 'ConnectionPool', 'connectionOptions.');
-  const nested = (o.connectionOptions as { loadBalanced?: unknown } | undefined)?.loadBalanced;
+  const connectionOptions = optionValue(o, 'connectionOptions');
+  checkConnectionOptions(connectionOptions, 'ConnectionPool', 'connectionOptions.');
+  const nested = connectionOptions === undefined ? undefined : optionValue(connectionOptions as { loadBalanced?: unknown }, 'loadBalanced');
   if (nested !== undefined) {
     // One place says whether the pool is load-balanced: the pool's option, which also sets its handshake.
     throw new InvalidOptionError('connectionOptions.loadBalanced', nested, "absent: set the pool's own loadBalanced option");
   }
-  return resolveLogSettings(o.logging);
+  return resolveLogSettings(optionValue(o, 'logging'));
 }
 
 /**
@@ -156,12 +157,17 @@ function checkOptions(options: unknown): LogSettings {
  * none is given.
  */
 function coreOptions<C extends PoolConnection>(options: ConnectionPoolOptions<C>): ConnectionPoolCoreOptions<C> {
-  const core: Record<string, unknown> = {};
-  for (const name of POOL_CORE_OPTION_NAMES) if (name in options) core[name] = options[name];
-  if (options.connectionFactory === undefined) {
-    const { host, port } = parseAddress(options.address);
-    const loadBalanced = options.loadBalanced === true;
-    core.connectionFactory = connectionFactory({ ...options.connectionOptions, loadBalanced, host, port });
+  // No prototype: reading an option the caller did not give finds nothing, here and in the core.
+  const core = Object.create(null) as Record<string, unknown>;
+  for (const name of POOL_CORE_OPTION_NAMES) {
+    const value = optionValue(options, name);
+    if (value !== undefined) core[name] = value;
+  }
+  if (core.connectionFactory === undefined) {
+    const { host, port } = parseAddress(core.address);
+    const loadBalanced = core.loadBalanced === true;
+    const connectionOptions = optionValue(options, 'connectionOptions');
+    core.connectionFactory = connectionFactory({ ...connectionOptions, loadBalanced, host, port });
   }
   return core as unknown as ConnectionPoolCoreOptions<C>;
 }

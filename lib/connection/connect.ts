@@ -18,13 +18,14 @@ import {
   MongoNetworkError,
   MongoNetworkTimeoutError,
 } from '../errors';
-import { requireTimerDurationMS } from '../options';
+import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, MAX_HELLO_REPLY_BYTES } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
 import {
   checkConnectionOptions,
+  CONNECTION_OPTION_NAMES,
   DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS,
   type ConnectionOptions,
 } from './connection-options';
@@ -90,6 +91,9 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
   return connectionFactoryWithMetadata(options, undefined);
 }
 
+/** The options {@link connectionFactoryWithMetadata} reads: the Endpoint's and the connection options. */
+const ENDPOINT_AND_CONNECTION_OPTION_NAMES = ['host', 'port', ...CONNECTION_OPTION_NAMES] as const;
+
 /**
  * {@link connectionFactory} over `metadata`, the client metadata shared with other factories (a client's pools and
  * monitors): each establishment sends the `client` document `metadata` holds as it starts, so what is appended to
@@ -99,30 +103,32 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
  * @throws {InvalidOptionError} as {@link connectionFactory}.
  */
 export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpoint, metadata: ClientMetadata | undefined): ConnectionFactory<Connection> {
-  if (typeof options.host !== 'string' || options.host === '') {
-    throw new InvalidOptionError('host', options.host, 'a non-empty host name, IP address or Unix domain socket path');
+  // Each option read once, none from Object.prototype (see optionValue); what follows reads only this copy.
+  const o = optionValues(options, ENDPOINT_AND_CONNECTION_OPTION_NAMES);
+  if (typeof o.host !== 'string' || o.host === '') {
+    throw new InvalidOptionError('host', o.host, 'a non-empty host name, IP address or Unix domain socket path');
   }
-  if (options.port !== undefined && !(Number.isSafeInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
-    throw new InvalidOptionError('port', options.port, 'an integer from 0 to 65535, or absent for a Unix domain socket');
+  if (o.port !== undefined && !(Number.isSafeInteger(o.port) && o.port >= 0 && o.port <= 65535)) {
+    throw new InvalidOptionError('port', o.port, 'an integer from 0 to 65535, or absent for a Unix domain socket');
   }
-  const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', options.connectTimeoutMS ?? 10_000);
-  const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', options.socketTimeoutMS ?? 0);
-  const compressors = (options.compressors ?? []).filter((c) => c !== 'none');
+  const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? 10_000);
+  const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS ?? 0);
+  const compressors = (o.compressors ?? []).filter((c) => c !== 'none');
   for (const c of compressors) {
     if (!SUPPORTED_COMPRESSORS.includes(c as CompressorName)) {
       throw new InvalidOptionError('compressors', c, `one of ${[...SUPPORTED_COMPRESSORS, 'none'].join(', ')}`);
     }
   }
-  const zlibCompressionLevel = options.zlibCompressionLevel ?? -1;
-  const keepAliveInitialDelay = options.keepAliveInitialDelay ?? DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS;
-  const given = options.credentials;
+  const zlibCompressionLevel = o.zlibCompressionLevel ?? -1;
+  const keepAliveInitialDelay = o.keepAliveInitialDelay ?? DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS;
+  const given = o.credentials;
   const credentials =
     given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
-  const client = metadata ?? new ClientMetadata(options.appName, options.driverInfo);
+  const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
   const parts = {
     compressors,
     saslSupportedMechs: credentials ? saslSupportedMechsRequest(credentials) : undefined,
-    loadBalanced: options.loadBalanced === true,
+    loadBalanced: o.loadBalanced === true,
   };
   // Built again only when the metadata changed (an append), so establishments share one command otherwise.
   let handshake = handshakeCommand({ ...parts, metadata: client.document });
@@ -131,9 +137,9 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
     return handshake;
   };
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
-  const tlsOptions = wantsTls(options) ? nodeTlsOptions(options, options.port === undefined ? undefined : options.host) : undefined;
+  const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
   const settings: EstablishSettings = {
-    endpoint: { host: options.host, port: options.port },
+    endpoint: { host: o.host, port: o.port },
     tlsOptions,
     handshake: currentHandshake,
     compressors: compressors as CompressorName[],
@@ -141,7 +147,7 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
     connectTimeoutMS,
     socketTimeoutMS,
     zlibCompressionLevel,
-    loadBalanced: options.loadBalanced === true,
+    loadBalanced: o.loadBalanced === true,
     // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
     keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
   };

@@ -9,6 +9,7 @@
 import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
 import {
+  optionValues,
   rejectUnknownOptions,
   requireBoolean,
   requireTimerDurationMS,
@@ -159,10 +160,11 @@ export function checkConnectionOptions(
   path = '',
   extraKeys: readonly string[] = [],
 ): void {
-  const o = requireOptionsObject(path === '' ? 'options' : path.slice(0, -1), options, 'an object of connection options');
-  if (o === undefined) return;
+  const given = requireOptionsObject(path === '' ? 'options' : path.slice(0, -1), options, 'an object of connection options');
+  if (given === undefined) return;
   const known = extraKeys.length === 0 ? CONNECTION_OPTION_NAMES : [...CONNECTION_OPTION_NAMES, ...extraKeys];
-  rejectUnknownOptions(o, known, owner, path);
+  rejectUnknownOptions(given, known, owner, path);
+  const o = optionValues(given, CONNECTION_OPTION_NAMES);
   if (o.appName !== undefined && typeof o.appName !== 'string') {
     throw new InvalidOptionError('appName', o.appName, 'a string');
   }

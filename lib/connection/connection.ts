@@ -8,6 +8,7 @@
 import type { Socket } from 'node:net';
 import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
+import { optionValue } from '../options';
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
@@ -291,9 +292,10 @@ export class Connection implements PoolConnection {
       return Promise.reject(new InvalidOptionError('db', db, 'a non-empty string without NUL characters'));
     }
     const requestId = newRequestId();
+    const exhaustAllowed = optionValue(options, 'exhaustAllowed') === true;
     let message: Buffer;
     try {
-      const flags = options.exhaustAllowed === true ? OpMsgFlag.exhaustAllowed : 0;
+      const flags = exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0;
       message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server);
     } catch (error) {
       return Promise.reject(error);
@@ -303,7 +305,7 @@ export class Connection implements PoolConnection {
       // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
       if (compressed.length <= this.server.maxMessageSizeBytes) message = compressed;
     }
-    const reply = this.await(requestId, options.exhaustAllowed === true, options.timeoutMS);
+    const reply = this.await(requestId, exhaustAllowed, optionValue(options, 'timeoutMS'));
     this.socket.write(message);
     return reply;
   }
@@ -332,7 +334,7 @@ export class Connection implements PoolConnection {
     if (this.streamResponseTo === undefined) {
       return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
     }
-    return this.await(this.streamResponseTo, true, options.timeoutMS);
+    return this.await(this.streamResponseTo, true, optionValue(options, 'timeoutMS'));
   }
 
   /** The reply to the request `requestId` (or the streamed reply whose responseTo it is), with its timeout armed. */

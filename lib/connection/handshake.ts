@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import { calculateObjectSize, type Document } from 'bson';
 import { DRIVER_INFO } from '../version';
 import { InvalidOptionError } from '../errors';
-import { rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /** The spec's limit on the size of `client.application.name`, in bytes. */
 export const MAX_APP_NAME_BYTES = 128;
@@ -146,7 +146,7 @@ export function checkDriverInfo(value: unknown, option = 'driverInfo', path = ''
   rejectUnknownOptions(info, DRIVER_INFO_OPTION_NAMES, option, `${path}${option}.`);
   const checked: Partial<Record<keyof DriverInfoOptions, string>> = {};
   for (const field of DRIVER_INFO_OPTION_NAMES) {
-    const text = info[field];
+    const text = optionValue(info, field);
     if (text === undefined && field !== 'name') continue;
     if (typeof text !== 'string' || text.includes(METADATA_DELIMITER)) {
       const allowed = `a string without '${METADATA_DELIMITER}' (the delimiter of appended metadata)${field === 'name' ? '' : ', or absent'}`;

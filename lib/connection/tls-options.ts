@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
-import type { ListsEveryOption } from '../options';
+import { optionValues, type ListsEveryOption } from '../options';
 
 /**
  * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
@@ -42,8 +42,9 @@ export interface TlsSettings {
   tlsServerName?: string;
 }
 
-/** Whether any TLS setting asks for TLS. */
-export function wantsTls(s: TlsSettings): boolean {
+/** Whether any TLS setting asks for TLS. The settings are read with `optionValue` (none from Object.prototype). */
+export function wantsTls(settings: TlsSettings): boolean {
+  const s = optionValues(settings, TLS_OPTION_NAMES);
   if (s.tls === false) {
     const conflicting = (['tlsCAFile', 'tlsCertificateKeyFile', 'tlsAllowInvalidCertificates', 'tlsAllowInvalidHostnames', 'tlsInsecure'] as const).find(
       (k) => s[k] !== undefined,
@@ -64,12 +65,13 @@ export function wantsTls(s: TlsSettings): boolean {
 /**
  * Node `tls.connect` options for `host`, reading the files named in `s`. `host` is undefined for a Unix domain
  * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
- * `localhost`.
+ * `localhost`. The settings are read with `optionValue` (none from Object.prototype).
  *
  * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read, or tlsInsecure
  *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
-export function nodeTlsOptions(s: TlsSettings, host: string | undefined): NodeTlsOptions {
+export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
+  const s = optionValues(settings, TLS_OPTION_NAMES);
   if (s.tlsInsecure !== undefined && (s.tlsAllowInvalidCertificates !== undefined || s.tlsAllowInvalidHostnames !== undefined)) {
     throw new InvalidOptionError('tlsInsecure', s.tlsInsecure, 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
   }

@@ -6,7 +6,7 @@
  * Max Document Length", "Supporting Both Programmatic and Environment Variable Configuration".
  */
 import { InvalidOptionError } from '../errors';
-import { rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { optionValue, optionValues, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /**
  * The severity levels, most severe first, after `off` (a frozen array).
@@ -113,7 +113,7 @@ export const LOGGING_OPTION_NAMES = [
 ] as const satisfies readonly (keyof LoggingOptions)[];
 true satisfies ListsEveryOption<LoggingOptions, typeof LOGGING_OPTION_NAMES>;
 
-const SEVERITY_KEYS: readonly string[] = [...LOG_COMPONENTS, 'default'];
+const SEVERITY_KEYS: readonly (LogComponent | 'default')[] = [...LOG_COMPONENTS, 'default'];
 
 /**
  * Resolves the settings. Per component: the option for it, else its environment variable, else the `default`
@@ -130,10 +130,12 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
     throw new InvalidOptionError('logging', options, 'an object of logging options (componentSeverities, path, maxDocumentLength)');
   }
   rejectUnknownOptions(options, LOGGING_OPTION_NAMES, 'logging', 'logging.');
+  // Each option read once, none from Object.prototype (see optionValue).
+  const { componentSeverities, maxDocumentLength, path } = optionValues(options, LOGGING_OPTION_NAMES);
   const severitiesShape = `an object of levels by component (${SEVERITY_KEYS.join(', ')})`;
-  const given: Partial<Record<LogComponent | 'default', LogLevel>> =
-    requireOptionsObject('componentSeverities', options.componentSeverities, severitiesShape) ?? {};
-  rejectUnknownOptions(given, SEVERITY_KEYS, 'componentSeverities', 'componentSeverities.');
+  const levels = requireOptionsObject('componentSeverities', componentSeverities, severitiesShape) ?? {};
+  rejectUnknownOptions(levels, SEVERITY_KEYS, 'componentSeverities', 'componentSeverities.');
+  const given = optionValues(levels as Partial<Record<LogComponent | 'default', LogLevel>>, SEVERITY_KEYS);
   for (const [component, level] of Object.entries(given)) {
     if (level !== undefined && !isLevel(level)) {
       throw new InvalidOptionError(`componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
@@ -148,22 +150,21 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
     severities[component] = given[component] ?? envLevel(ENV_OF[component]) ?? given.default ?? envLevel('MONGODB_LOG_ALL') ?? 'off';
   }
 
-  if (options.maxDocumentLength !== undefined && !(Number.isSafeInteger(options.maxDocumentLength) && options.maxDocumentLength >= 0)) {
-    throw new InvalidOptionError('maxDocumentLength', options.maxDocumentLength, 'an integer >= 0');
+  if (maxDocumentLength !== undefined && !(Number.isSafeInteger(maxDocumentLength) && maxDocumentLength >= 0)) {
+    throw new InvalidOptionError('maxDocumentLength', maxDocumentLength, 'an integer >= 0');
   }
   const envLength = env.MONGODB_LOG_MAX_DOCUMENT_LENGTH;
   const parsedLength = envLength !== undefined && /^\d+$/.test(envLength.trim()) ? Number(envLength) : undefined;
 
   const sinkShape = '"stderr", "stdout", a file path, or a sink object with a write(message) function';
-  if (options.path !== undefined) {
-    const path: unknown = options.path;
+  if (path !== undefined) {
     if (typeof path === 'string' ? path.trim() === '' : !isSink(path)) throw new InvalidOptionError('path', path, sinkShape);
   }
   const envPath = env.MONGODB_LOG_PATH?.trim();
   return Object.freeze({
     severities: Object.freeze(severities),
-    path: options.path ?? (envPath ? envPath : 'stderr'),
-    maxDocumentLength: options.maxDocumentLength ?? parsedLength ?? DEFAULT_MAX_DOCUMENT_LENGTH,
+    path: path ?? (envPath ? envPath : 'stderr'),
+    maxDocumentLength: maxDocumentLength ?? parsedLength ?? DEFAULT_MAX_DOCUMENT_LENGTH,
   });
 }
 
@@ -174,7 +175,9 @@ export function willLog(threshold: LogLevel, level: LogLevel): boolean {
 
 function isSink(value: unknown): value is LogSink {
   if (typeof value !== 'object' || value === null) return false;
-  const { write, close } = value as Partial<LogSink>;
+  const sink = value as Partial<LogSink>;
+  const write = optionValue(sink, 'write');
+  const close = optionValue(sink, 'close');
   return typeof write === 'function' && (close === undefined || typeof close === 'function');
 }
 

@@ -10,6 +10,7 @@
  */
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
+import { optionValue } from '../options';
 import type { LogSink } from './log-settings';
 
 /**
@@ -122,7 +123,7 @@ function guarded(sink: LogSink, name: string): LogSink {
     },
     close() {
       try {
-        return sink.close?.();
+        return optionValue(sink, 'close')?.call(sink);
       } catch (error) {
         fail(error);
       }

@@ -22,7 +22,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly } from '../pool/connection-checks';
 import { establish } from './establish';
 import { RoundTripTimes, RttMonitor } from './rtt';
-import { rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
+import { optionValue, optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
 
@@ -180,25 +180,28 @@ export class Monitor {
   constructor(options: MonitorOptions) {
     const o = requireOptionsObject('options', options, 'an object with at least an address', true);
     rejectUnknownOptions(o, MONITOR_OPTION_NAMES, 'Monitor');
-    requireScheduler('scheduler', options.scheduler);
-    requireFunction('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');
-    checkConnectionOptions(options.connectionOptions, 'Monitor', 'connectionOptions.');
-    const server = parseAddress(options.address);
+    // Each option read once, none from Object.prototype (see optionValue).
+    const m = optionValues(options, MONITOR_OPTION_NAMES);
+    requireScheduler('scheduler', m.scheduler);
+    requireFunction('connectionFactory', m.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');
+    checkConnectionOptions(m.connectionOptions, 'Monitor', 'connectionOptions.');
+    const server = parseAddress(m.address);
     this.address = server.address;
-    const frequency = options.heartbeatFrequencyMS ?? 10_000;
+    const frequency = m.heartbeatFrequencyMS ?? 10_000;
     if (typeof frequency !== 'number' || !Number.isFinite(frequency) || frequency < MIN_HEARTBEAT_FREQUENCY_MS) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
     this.heartbeatFrequencyMS = frequency;
-    this.serverMonitoringMode = requireServerMonitoringMode(options.serverMonitoringMode);
+    this.serverMonitoringMode = requireServerMonitoringMode(m.serverMonitoringMode);
     this.streamingEnabled = this.serverMonitoringMode === 'stream' || (this.serverMonitoringMode === 'auto' && clientEnv()?.name === undefined);
-    this.connectTimeoutMS = options.connectionOptions?.connectTimeoutMS ?? 10_000;
+    const given = m.connectionOptions;
+    this.connectTimeoutMS = (given === undefined ? undefined : optionValue(given, 'connectTimeoutMS')) ?? 10_000;
     // One Node timer: a longer delay would fire after 1 ms.
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
-    this.scheduler = options.scheduler ?? timerScheduler;
-    const connectionOptions = monitoringConnectionOptions(options.connectionOptions ?? {});
+    this.scheduler = m.scheduler ?? timerScheduler;
+    const connectionOptions = monitoringConnectionOptions(m.connectionOptions ?? {});
     this.factory =
-      options.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
+      m.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
   }
 
   /**

@@ -20,6 +20,7 @@ import {
 import type { Observable, Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { InvalidOptionError } from '../errors';
+import { optionValue } from '../options';
 import type { ConnectionPoolEvent } from '../events';
 import type { ConnectionPoolCore } from '../pool/connection-pool-core';
 import { DRIVER_INFO } from '../version';
@@ -176,11 +177,11 @@ export function instrumentConnectionPool(
   if (options === null || typeof options !== 'object') {
     throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
   }
-  const meter = options.meter ?? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version);
+  const meter = optionValue(options, 'meter') ?? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version);
   if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
     throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
   }
-  const poolName = options.poolName ?? pool.address;
+  const poolName = optionValue(options, 'poolName') ?? pool.address;
   if (typeof poolName !== 'string' || poolName === '') {
     throw new InvalidOptionError('poolName', poolName, 'a non-empty string');
   }

@@ -32,7 +32,7 @@ import {
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, optionValue, optionValues, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
@@ -248,14 +248,15 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   constructor(options: ConnectionPoolCoreOptions<C>) {
     checkPoolCoreOptions(options, 'ConnectionPoolCore', [], 'an object with at least an address and a connectionFactory');
-    const server = parseAddress(options.address);
+    const server = parseAddress(optionValue(options, 'address'));
     this.address = server.address;
     this.options = resolvePoolOptions(options);
-    if (typeof options.connectionFactory !== 'function') {
-      throw new InvalidOptionError('connectionFactory', options.connectionFactory, 'a function (descriptor) => ObservableInput<connection>');
+    const factory = optionValue(options, 'connectionFactory');
+    if (typeof factory !== 'function') {
+      throw new InvalidOptionError('connectionFactory', factory, 'a function (descriptor) => ObservableInput<connection>');
     }
-    const scheduler = options.scheduler ?? timerScheduler;
-    const state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), options.loadBalanced === true, {
+    const scheduler = optionValue(options, 'scheduler') ?? timerScheduler;
+    const state = initialPoolState<C>(this.address, this.options, () => scheduler.now(), optionValue(options, 'loadBalanced') === true, {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
@@ -271,10 +272,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
-      factory: options.connectionFactory,
+      factory,
       scheduler,
       events: this.events,
-      clearOnEstablishmentError: options.clearOnEstablishmentError ?? defaultClearOnEstablishmentError,
+      clearOnEstablishmentError: optionValue(options, 'clearOnEstablishmentError') ?? defaultClearOnEstablishmentError,
       dispatch,
     });
     this.port = {
@@ -431,7 +432,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
     requireMethodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
-    const signal = options?.signal;
+    const signal = options === undefined ? undefined : optionValue(options, 'signal');
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -584,14 +585,15 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   clear(options: ClearOptions = {}): void {
     requireMethodOptions('clear', options, CLEAR_OPTION_NAMES);
-    const given = options.serviceId as unknown;
+    const given = optionValue(options, 'serviceId');
     if (given !== undefined && typeof given !== 'string' && typeof (given as { toHexString?: unknown } | null)?.toHexString !== 'function') {
       throw new InvalidOptionError('serviceId', given, 'an ObjectId or its hex string');
     }
-    if (options.interruptInUseConnections !== undefined && typeof options.interruptInUseConnections !== 'boolean') {
-      throw new InvalidOptionError('interruptInUseConnections', options.interruptInUseConnections, 'true or false');
+    const interruptInUseConnections = optionValue(options, 'interruptInUseConnections');
+    if (interruptInUseConnections !== undefined && typeof interruptInUseConnections !== 'boolean') {
+      throw new InvalidOptionError('interruptInUseConnections', interruptInUseConnections, 'true or false');
     }
-    const serviceId = options.serviceId === undefined ? undefined : typeof options.serviceId === 'string' ? options.serviceId : options.serviceId.toHexString();
+    const serviceId = given === undefined ? undefined : typeof given === 'string' ? given : given.toHexString();
     if (this.poolState.loadBalanced && serviceId === undefined) {
       throw new InvalidOptionError('serviceId', undefined, 'given to clear() in load-balanced mode (only one service is cleared)');
     }
@@ -600,8 +602,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     }
     this.actions.next({
       type: 'clear',
-      interruptInUseConnections: options.interruptInUseConnections === true,
-      cause: options.cause,
+      interruptInUseConnections: interruptInUseConnections === true,
+      cause: optionValue(options, 'cause'),
       ...(serviceId === undefined ? {} : { serviceId }),
     });
   }
@@ -655,7 +657,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   drain(options?: { timeoutMS?: number }): Promise<void> {
     requireMethodOptions('drain', options, DRAIN_OPTION_NAMES);
-    const timeoutMS = options?.timeoutMS === undefined ? 0 : requireDurationMS('timeoutMS', options.timeoutMS, 'a number of ms >= 0 (0 means no deadline)');
+    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.poolState.state === 'closed') return Promise.resolve();
     const drained = new Promise<void>((resolve) => this.drained.push(resolve));
     this.actions.next({ type: 'drain', timeoutMS });
@@ -753,7 +756,11 @@ true satisfies ListsEveryOption<CheckOutOptions, typeof CHECK_OUT_OPTION_NAMES>;
  */
 function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
   requireMethodOptions('checkOut', options, CHECK_OUT_OPTION_NAMES);
-  const { signal, priority, timeoutMS, purpose } = options;
+  // The rule of optionValue (nothing from Object.prototype) at the cost of a plain read: when Object.prototype holds
+  // none of these names, which is the usual case, no value read can come from it (the options are a non-array object).
+  const p = Object.prototype as CheckOutOptions;
+  const clean = p.signal === undefined && p.priority === undefined && p.timeoutMS === undefined && p.purpose === undefined;
+  const { signal, priority, timeoutMS, purpose } = clean ? options : optionValues(options, CHECK_OUT_OPTION_NAMES);
   requireAbortSignal(signal);
   if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
     throw new InvalidOptionError('priority', priority, "'high' or 'normal'");

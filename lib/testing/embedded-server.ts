@@ -25,6 +25,7 @@ import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type Compres
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
+import { optionValue, optionValues, type ListsEveryOption } from '../options';
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
@@ -61,6 +62,18 @@ export interface EmbeddedServerOptions {
    */
   loadBalancedServices?: number;
 }
+
+/** The option names of {@link EmbeddedServerOptions}. */
+const EMBEDDED_SERVER_OPTION_NAMES = [
+  'port',
+  'maxWireVersion',
+  'version',
+  'users',
+  'tls',
+  'compressors',
+  'loadBalancedServices',
+] as const satisfies readonly (keyof EmbeddedServerOptions)[];
+true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
 /**
  * What the server knows of one client connection, as given to a {@link CommandHandler}. Source: extension (the
@@ -158,12 +171,17 @@ export class EmbeddedServer {
   /** The requestId of the next reply of a hello stream (each streamed reply is answered to by the next). */
   private nextReplyId = 1;
 
-  constructor(private readonly options: EmbeddedServerOptions = {}) {
+  /** The options given, each read once, none from Object.prototype (see optionValue). */
+  private readonly options: EmbeddedServerOptions;
+
+  constructor(given: EmbeddedServerOptions = {}) {
+    const options = optionValues(given, EMBEDDED_SERVER_OPTION_NAMES);
+    this.options = options;
     this.users = new ScramUsers(options.users);
     this.services = Array.from({ length: options.loadBalancedServices ?? 0 }, () => new ObjectId());
     const onSocket = (socket: net.Socket): void => this.accept(socket);
     this.server = options.tls
-      ? tls.createServer({ ...options.tls, rejectUnauthorized: options.tls.requestCert === true }, onSocket)
+      ? tls.createServer({ ...options.tls, rejectUnauthorized: optionValue(options.tls, 'requestCert') === true }, onSocket)
       : net.createServer(onSocket);
     this.server.on('connection', (socket: net.Socket) => {
       this.accepted.add(socket);

@@ -5,6 +5,7 @@ import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
+import { outcome, withPollutedPrototype } from '../support/prototype-pollution';
 
 const noop = (): void => undefined;
 
@@ -143,6 +144,23 @@ describe('ConnectionPool', function () {
   });
 
   describe('checkOut as a Promise', function () {
+    it('takes no checkout option from Object.prototype: its timeoutMS, priority or purpose are ignored', async function () {
+      const { pool, clock, types } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      const first = pool.checkOut().then((c) => c);
+      clock.advance(10);
+      await first;
+      const second = withPollutedPrototype({ timeoutMS: 5, priority: 'urgent', purpose: 'nonsense' }, () => outcome(() => pool.checkOut({})));
+      expect(second).not.to.be.instanceOf(Error);
+      let settled = false;
+      void Promise.resolve(second as PromiseLike<unknown>).then(() => (settled = true), () => (settled = true));
+      clock.advance(1000);
+      await microtasks();
+      expect(settled, 'the second checkout still waits: no 5 ms timeout from Object.prototype').to.equal(false);
+      expect(types()).not.to.include('ConnectionCheckOutFailed');
+      pool.close();
+    });
+
     it('resolves to the connection; awaiting the same request twice is one checkout', async function () {
       const { pool, clock, types } = makePool();
       pool.ready();
