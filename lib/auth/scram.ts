@@ -8,6 +8,7 @@ import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqua
 import { Binary, type Document } from 'bson';
 import { saslprep } from '@mongodb-js/saslprep';
 import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
+import { optionValue } from '../options';
 import type { AuthMechanism, MongoCredentials } from './credentials';
 
 /** The smallest iteration count a client accepts (auth spec: MUST enforce 4096). */
@@ -235,7 +236,11 @@ export async function scramAuthenticate(
   mechanism: AuthMechanism,
   options: ScramOptions = {},
 ): Promise<void> {
-  const { signal, clientNonce = randomBytes(24).toString('base64') } = options;
+  // Read as optionValue reads options: a clientNonce or speculativeReply found only on Object.prototype (polluted by
+  // a bug elsewhere in the application) would make the nonce fixed and known, or start from a reply nobody sent.
+  const signal = optionValue(options, 'signal');
+  const clientNonce = optionValue(options, 'clientNonce') ?? randomBytes(24).toString('base64');
+  const speculativeReply = optionValue(options, 'speculativeReply');
   const who = `user "${credentials.username}" on "${credentials.source}" with ${mechanism}`;
   const fail = (why: string, cause?: unknown): never => {
     throw new AuthenticationError(`Authentication failed for ${who}: ${why}`, cause);
@@ -264,11 +269,11 @@ export async function scramAuthenticate(
 
   const firstBare = clientFirstBare(credentials, clientNonce);
   let first: Document;
-  if (options.speculativeReply === undefined) {
+  if (speculativeReply === undefined) {
     first = await send(scramStart(credentials, mechanism, clientNonce).command);
   } else {
     signal?.throwIfAborted();
-    const reply = options.speculativeReply;
+    const reply = speculativeReply;
     if (reply === null || typeof reply !== 'object' || Array.isArray(reply)) {
       return fail('the speculativeAuthenticate of the handshake reply is not a document');
     }

@@ -7,6 +7,7 @@ import { WireProtocolError } from '../../lib/connection/wire-protocol';
 import { startTestEndpoint } from '../support/endpoint';
 import { MAX_ITERATIONS, MIN_ITERATIONS, scramAuthenticate } from '../../lib/auth/scram';
 import { spyOnDerivations, ticker } from '../support/derivations';
+import { withPollutedPrototype } from '../support/prototype-pollution';
 
 /** A scripted server: answers saslStart / saslContinue with the given payloads and records what it was sent. */
 function scripted(serverFirst: string, serverFinal: string) {
@@ -68,6 +69,25 @@ describe('SCRAM (auth spec conversations)', function () {
         );
       }
     }
+  });
+
+  it('takes no clientNonce or speculativeReply from a polluted Object.prototype: a fresh random nonce, its own saslStart', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const firsts: string[] = [];
+    const run = async (_db: string, cmd: Document): Promise<Document> => {
+      firsts.push(Buffer.from((cmd.payload as Binary).buffer).toString());
+      throw new MongoServerError({ ok: 0, errmsg: 'stop here', code: 18 });
+    };
+    const speculativeReply = { conversationId: 1, done: false, payload: new Binary(Buffer.from('r=known-nonce-and-more,s=c2FsdA==,i=4096')), ok: 1 };
+    const errors = await withPollutedPrototype({ clientNonce: 'known-nonce', speculativeReply }, () =>
+      Promise.all([0, 1].map(() => scramAuthenticate(run, creds, 'SCRAM-SHA-256', {}).catch((e: unknown) => e))),
+    );
+    for (const error of errors) expect((error as Error).message).to.match(/stop here/);
+    expect(firsts, 'each conversation sent its own saslStart').to.have.length(2);
+    const nonces = firsts.map((first) => /,r=([^,]*)$/.exec(first)?.[1]);
+    expect(nonces[0]).to.not.equal('known-nonce');
+    expect(nonces[0], 'a fresh nonce each time').to.not.equal(nonces[1]);
+    expect(Buffer.from(nonces[0] ?? '', 'base64')).to.have.length(24);
   });
 
   it('caches the salted password under a digest of the salt, so a long salt chosen by the server is not kept', async function () {
