@@ -64,15 +64,8 @@ export interface EmbeddedServerOptions {
 }
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = [
-  'port',
-  'maxWireVersion',
-  'version',
-  'users',
-  'tls',
-  'compressors',
-  'loadBalancedServices',
-] as const satisfies readonly (keyof EmbeddedServerOptions)[];
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices'] as const;
+EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
 /**
