@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { config, EMPTY, firstValueFrom, last, lastValueFrom, NEVER, takeUntil, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
-import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
+import { MockConnection, MockConnectionFactory } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 import { outcome, withPollutedPrototype } from '../support/prototype-pollution';
@@ -158,6 +158,26 @@ describe('ConnectionPool', function () {
       await microtasks();
       expect(settled, 'the second checkout still waits: no 5 ms timeout from Object.prototype').to.equal(false);
       expect(types()).not.to.include('ConnectionCheckOutFailed');
+      pool.close();
+    });
+
+    it('takes none of the four checkout options from Object.prototype when it holds that one alone', async function () {
+      // Each name on its own: a pool that looked for pollution under some names only would take the others.
+      const polluted: Record<string, unknown> = { signal: AbortSignal.abort(new Error('from the prototype')), priority: 'urgent', timeoutMS: -1, purpose: 'nonsense' };
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      for (const [name, value] of Object.entries(polluted)) {
+        const request = withPollutedPrototype({ [name]: value }, () => outcome(() => pool.checkOut({})));
+        expect(request, name).not.to.be.instanceOf(Error);
+        const served = (request as PromiseLike<MockConnection>).then(
+          (c) => c,
+          (e: unknown) => e,
+        );
+        clock.advance(10);
+        const c = await served;
+        expect(c, name).to.be.instanceOf(MockConnection);
+        pool.checkIn(c as MockConnection);
+      }
       pool.close();
     });
 
