@@ -490,12 +490,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (rec.state !== 'in use' || rec.holder === undefined) {
       throw new ConnectionCheckInError(this.address, rec.id, 'it is not checked out');
     }
-    // Torn down by the reducer once it takes this check-in, never here: a check-in made inside the pool's processing
-    // is queued, and a duplicate queued behind the one that counts is ignored; it must not destroy the connection the
-    // next holder has by then.
-    const discard = mayBeBusy(connection, true)
-      ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: it was checked in while a request was in flight`)
-      : undefined;
+    const discard = this.discardIfBusy(connection, rec.id, true, 'it was checked in');
     this.actions.next({ type: 'checkIn', connection, holder: rec.holder, discard });
   }
 
@@ -695,10 +690,21 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
     const rec = holder === undefined ? undefined : recordOf(this.poolState, connection);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
-    const discard = mayBeBusy(connection, finished)
-      ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while a request was in flight`)
-      : undefined;
+    const discard = this.discardIfBusy(connection, rec.id, finished, 'its scoped checkout ended');
     this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
+  }
+
+  /**
+   * The error to tear connection `id` down with as it is checked in, when it may still have a request in flight
+   * (`finished`: its holder's work is known to have ended; see `mayBeBusy`); undefined when it is idle. `when` says
+   * what ended the checkout. The reducer tears it down once it takes the check-in, never the caller: a check-in made
+   * inside the pool's processing is queued, and a duplicate queued behind the one that counts is ignored; it must not
+   * destroy the connection the next holder has by then.
+   */
+  private discardIfBusy(connection: C, id: number, finished: boolean, when: string): MongoNetworkError | undefined {
+    return mayBeBusy(connection, finished)
+      ? new MongoNetworkError(this.address, `Connection ${id} to ${this.address} closed: ${when} while a request was in flight`)
+      : undefined;
   }
 
   /**
