@@ -319,6 +319,17 @@ export interface HandshakeParts {
 }
 
 /**
+ * The hello command a connection sends after its handshake (a monitor's checks): `hello` when the handshake reply
+ * said `helloOk: true`, else the legacy hello, `isMaster`.
+ *
+ * Source: handshake spec, "Connection handshake" (`helloOk`); server monitoring spec, "Monitoring" (hello or legacy
+ * hello).
+ */
+export function helloCommandName(helloOk: boolean): 'hello' | 'isMaster' {
+  return helloOk ? 'hello' : 'isMaster';
+}
+
+/**
  * The first command on a connection, sent over OP_MSG to `admin`: legacy hello (`isMaster`) with `helloOk: true`,
  * or `hello` with `loadBalanced: true` in load-balanced mode; always the backpressure version `"2"`. The same for
  * every connection of a factory: establishment adds the connection's own `speculativeAuthenticate` (its client nonce

@@ -16,7 +16,7 @@ import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
-import { clientEnv } from '../connection/handshake';
+import { clientEnv, helloCommandName } from '../connection/handshake';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly } from '../pool/connection-checks';
@@ -404,13 +404,13 @@ export class Monitor {
       } else if (awaited) {
         // Awaitable hello with exhaustAllowed: the server replies on a topology change or after maxAwaitTimeMS.
         const command = {
-          [this.connection.server.helloOk ? 'hello' : 'isMaster']: 1,
+          [helloCommandName(this.connection.server.helloOk)]: 1,
           topologyVersion: this.topologyVersion,
           maxAwaitTimeMS: this.heartbeatFrequencyMS,
         };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.awaitedTimeoutMS, exhaustAllowed: true }));
       } else {
-        const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
+        const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
       }
       // Cancelled between the reply (or the new connection) and here: the check fails all the same, and the catch

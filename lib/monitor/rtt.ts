@@ -9,6 +9,7 @@
  */
 import type { SchedulerLike, Subscription } from 'rxjs';
 import type { Connection } from '../connection/connection';
+import { helloCommandName } from '../connection/handshake';
 import { destroyQuietly } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 import { establish } from './establish';
@@ -114,7 +115,7 @@ export class RttMonitor {
         if (this.closed) return destroyQuietly(established);
         this.connection = established;
       } else {
-        const command = this.connection.server.helloOk ? { hello: 1 } : { isMaster: 1 };
+        const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
         await this.connection.command('admin', command, { timeoutMS: this.o.connectTimeoutMS });
       }
       if (!this.closed) samples.add(scheduler.now() - started);
