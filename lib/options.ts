@@ -178,12 +178,12 @@ true satisfies ListsEveryOption<PoolExtensionOptions, typeof POOL_EXTENSION_OPTI
 const BUILT_IN_PROTOTYPES: readonly object[] = [Object.prototype, Function.prototype, Array.prototype];
 
 /**
- * Option `name` of the user-supplied `options`, read once as a property: a value of the object itself or of a
- * prototype in its chain (a getter of a class, a value inherited from the caller's own prototype object) counts; one
- * found only on `Object.prototype`, `Function.prototype` or `Array.prototype` is treated as absent (undefined). Every
- * read of an options object an application passes goes through it, so a property another part of the application
- * put on `Object.prototype` (prototype pollution, say `Object.prototype.tlsAllowInvalidCertificates = true`) never
- * changes how a pool, a client or a connection behaves.
+ * Option `name` of the user-supplied `options` (undefined when no options object was given), read once as a
+ * property: a value of the object itself or of a prototype in its chain (a getter of a class, a value inherited from
+ * the caller's own prototype object) counts; one found only on `Object.prototype`, `Function.prototype` or
+ * `Array.prototype` is treated as absent (undefined). Every read of an options object an application passes goes
+ * through it, so a property another part of the application put on `Object.prototype` (prototype pollution, say
+ * `Object.prototype.tlsAllowInvalidCertificates = true`) never changes how a pool, a client or a connection behaves.
  *
  * Costs one property read when the value is absent, and a property read plus an own-property check when it is the
  * object's own; only an inherited value walks the prototype chain.
@@ -194,7 +194,8 @@ const BUILT_IN_PROTOTYPES: readonly object[] = [Object.prototype, Function.proto
  * Source: extension (hardening against prototype pollution; the MongoDB Node.js driver reads client options by
  * their own keys).
  */
-export function optionValue<T extends object, K extends keyof T>(options: T, name: K): T[K] | undefined {
+export function optionValue<T extends object, K extends keyof T>(options: T | undefined, name: K): T[K] | undefined {
+  if (options === undefined) return undefined;
   const value = options[name];
   if (value === undefined || Object.prototype.hasOwnProperty.call(options, name)) return value;
   return inheritedFromBuiltIn(options, name) ? undefined : value;

@@ -472,7 +472,7 @@ export class Client {
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
-    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
@@ -539,7 +539,7 @@ export class Client {
    */
   async drain(options?: { timeoutMS?: number }): Promise<void> {
     requireMethodOptions('drain', options, TIMEOUT_OPTION_NAMES);
-    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
     await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));

@@ -144,7 +144,7 @@ function checkOptions(options: unknown): LogSettings {
   const o = options as ConnectionPoolOptions<PoolConnection>;
   const connectionOptions = optionValue(o, 'connectionOptions');
   checkConnectionOptions(connectionOptions, 'ConnectionPool', 'connectionOptions.');
-  const nested = connectionOptions === undefined ? undefined : optionValue(connectionOptions as { loadBalanced?: unknown }, 'loadBalanced');
+  const nested = optionValue(connectionOptions as { loadBalanced?: unknown } | undefined, 'loadBalanced');
   if (nested !== undefined) {
     // One place says whether the pool is load-balanced: the pool's option, which also sets its handshake.
     throw new InvalidOptionError('connectionOptions.loadBalanced', nested, "absent: set the pool's own loadBalanced option");

@@ -194,8 +194,7 @@ export class Monitor {
     this.heartbeatFrequencyMS = frequency;
     this.serverMonitoringMode = requireServerMonitoringMode(m.serverMonitoringMode);
     this.streamingEnabled = this.serverMonitoringMode === 'stream' || (this.serverMonitoringMode === 'auto' && clientEnv()?.name === undefined);
-    const given = m.connectionOptions;
-    this.connectTimeoutMS = (given === undefined ? undefined : optionValue(given, 'connectTimeoutMS')) ?? 10_000;
+    this.connectTimeoutMS = optionValue(m.connectionOptions, 'connectTimeoutMS') ?? 10_000;
     // One Node timer: a longer delay would fire after 1 ms.
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = m.scheduler ?? timerScheduler;

@@ -432,7 +432,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
     requireMethodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
-    const signal = options === undefined ? undefined : optionValue(options, 'signal');
+    const signal = optionValue(options, 'signal');
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -652,7 +652,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   drain(options?: { timeoutMS?: number }): Promise<void> {
     requireMethodOptions('drain', options, DRAIN_OPTION_NAMES);
-    const given = options === undefined ? undefined : optionValue(options, 'timeoutMS');
+    const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.poolState.state === 'closed') return Promise.resolve();
     const drained = new Promise<void>((resolve) => this.drained.push(resolve));
