@@ -189,7 +189,7 @@ export interface ScramStart {
 export function scramStart(
   credentials: MongoCredentials,
   mechanism: AuthMechanism,
-  clientNonce: string = randomBytes(24).toString('base64'),
+  clientNonce: string = newClientNonce(),
 ): ScramStart {
   const command: Document = {
     saslStart: 1,
@@ -199,6 +199,11 @@ export function scramStart(
     options: { skipEmptyExchange: true },
   };
   return { mechanism, clientNonce, command, speculativeAuthenticate: { ...command, db: credentials.source } };
+}
+
+/** A fresh client nonce: 24 random bytes, base64. */
+function newClientNonce(): string {
+  return randomBytes(24).toString('base64');
 }
 
 /** The client-first message without its GS2 header. */
@@ -239,7 +244,7 @@ export async function scramAuthenticate(
   // Read as optionValue reads options: a clientNonce or speculativeReply found only on Object.prototype (polluted by
   // a bug elsewhere in the application) would make the nonce fixed and known, or start from a reply nobody sent.
   const signal = optionValue(options, 'signal');
-  const clientNonce = optionValue(options, 'clientNonce') ?? randomBytes(24).toString('base64');
+  const clientNonce = optionValue(options, 'clientNonce') ?? newClientNonce();
   const speculativeReply = optionValue(options, 'speculativeReply');
   const who = `user "${credentials.username}" on "${credentials.source}" with ${mechanism}`;
   const fail = (why: string, cause?: unknown): never => {
@@ -273,11 +278,10 @@ export async function scramAuthenticate(
     first = await send(scramStart(credentials, mechanism, clientNonce).command);
   } else {
     signal?.throwIfAborted();
-    const reply = speculativeReply;
-    if (reply === null || typeof reply !== 'object' || Array.isArray(reply)) {
+    if (speculativeReply === null || typeof speculativeReply !== 'object' || Array.isArray(speculativeReply)) {
       return fail('the speculativeAuthenticate of the handshake reply is not a document');
     }
-    first = reply as Document;
+    first = speculativeReply as Document;
   }
   if (typeof first.conversationId !== 'number') fail('the server\'s first SASL reply has no conversationId');
   const serverFirst = payloadText(first);
