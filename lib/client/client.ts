@@ -15,7 +15,7 @@ import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -44,6 +44,7 @@ import {
 } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
+import { isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 
 /**
@@ -196,6 +197,11 @@ export class Client {
   private closed = false;
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
   private readonly heartbeatErrors = new Map<string, Error>();
+  /**
+   * The topologyVersion of each host's server as the client knows it: that of its last successful check, or of the
+   * last state change error that counted since; none after a failed check (as for an Unknown ServerDescription).
+   */
+  private readonly topologyVersions = new Map<string, Document>();
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
@@ -347,7 +353,11 @@ export class Client {
           if (e.type === 'ServerHeartbeatFailed') {
             this.heartbeatErrors.delete(address);
             this.heartbeatErrors.set(address, e.error);
-          } else if (e.type === 'ServerHeartbeatSucceeded') this.heartbeatErrors.delete(address);
+            this.topologyVersions.delete(address);
+          } else if (e.type === 'ServerHeartbeatSucceeded') {
+            this.heartbeatErrors.delete(address);
+            setOrDelete(this.topologyVersions, address, objectOrUndefined(e.reply.topologyVersion));
+          }
           published.next(e);
           toPool.next(e);
         },
@@ -456,6 +466,19 @@ export class Client {
    * failing a command. In load-balanced mode (no monitor) only the connection's service is cleared (its connections
    * close as stale; the pool is not paused), unless a clear of that service since the command started already did.
    *
+   * A state change error ("not writable primary": codes 10107, 13435, 10058; "node is recovering": 11600, 11602,
+   * 13436, 189, 91; by its `errmsg` only when it has no code), whether the command failed with it (MongoServerError)
+   * or its reply carries it as `writeConcernError` (the reply is still returned as is; `writeErrors` are not read),
+   * means the server is up but the client's view of it is wrong. Unless it is stale (of a connection older than the
+   * pool's last clear, or with a `topologyVersion` no newer than the one of the server's last check or last such
+   * error), the server is treated as Unknown: its monitor is asked for an immediate check (`Monitor.requestCheck()`:
+   * 500 ms after its last check; ignored while a check is under way, e.g. a streaming wait, which the server answers
+   * itself on a topology change), and for a "node is shutting down" error (91, 11600), or any from a server before
+   * 4.2 (its connection's maxWireVersion < 8), the pool is cleared (cause: that error; the command's pool is paused
+   * until the check readies it again). Other state change errors leave the pool, and its readiness, as they are. In
+   * load-balanced mode nothing is checked and the pool's state does not change; only the errors that clear the pool
+   * clear the connection's service, once per service generation.
+   *
    * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
@@ -467,8 +490,12 @@ export class Client {
    * server monitoring spec, "hello or legacy hello Cancellation", "Drivers cancel in-progress monitor checks" (a
    * non-timeout network error on an application connection: the pool is cleared, the monitor's check cancelled and
    * its connection closed, the server checked again soon; generations keep the clear to one);
-   * load balancer spec, "Post-Handshake Errors" (only the connections of the errored connection's serviceId are
-   * cleared); extension: applied to this one method.
+   * server discovery and monitoring spec, "Error handling" ("Application errors": generation; "'not writable
+   * primary' and 'node is recovering'": the codes, writeConcernError, the immediate check, the clear for "node is
+   * shutting down" or a server before 4.2; "Error handling pseudocode": topologyVersion staleness); load balancer
+   * spec, "Post-Handshake Errors" (no change to the load balancer's description; only the connections of the
+   * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
+   * client only as a paused pool (a state change error that does not clear leaves the server selectable).
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
@@ -494,7 +521,8 @@ export class Client {
 
   /**
    * Runs the command on `connection`; a non-timeout network error clears `pool`, or in load-balanced mode the
-   * connection's service (see {@link command}).
+   * connection's service, and a state change error (of a failed command, or a reply's writeConcernError) is handled
+   * by {@link onStateChangeError} (see {@link command}). The reply or error is the connection's, unchanged.
    */
   private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
     const monitor = this.monitors.get(pool.address);
@@ -502,11 +530,13 @@ export class Client {
     // (a connection there counts in its service's generation, not in the pool's, which stays 0).
     const service = monitor === undefined ? connection.serviceId : undefined;
     const serviceGeneration = service === undefined ? undefined : generationOfService(pool, service);
+    let reply: Document;
     try {
-      return await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
+      reply = await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
     } catch (error) {
-      // A connection of an older generation was made stale by a clear already.
-      if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
+      if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
+      else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
+        // A connection of an older generation was made stale by a clear already.
         if (monitor !== undefined) {
           if (connection.generation === pool.snapshot().generation) {
             pool.clear({ cause: error });
@@ -519,6 +549,34 @@ export class Client {
       }
       throw error;
     }
+    if (reply.writeConcernError !== undefined) this.onStateChangeError(pool, connection, reply, undefined, serviceGeneration);
+    return reply;
+  }
+
+  /**
+   * What a state change error in `reply` (a failed command's, or a successful one's writeConcernError) does to the
+   * server of `pool` (see {@link command}); nothing for any other reply, nor for a stale error: of a connection older
+   * than the pool's (or, load-balanced, its service's) last clear, or carrying a topologyVersion no newer than the
+   * one the client knows. `cause`: the error the command failed with (else one is made of the writeConcernError).
+   */
+  private onStateChangeError(pool: ConnectionPool<Connection>, connection: Connection, reply: Document, cause: Error | undefined, serviceGeneration: number | undefined): void {
+    const change = stateChangeError(reply);
+    if (change === undefined) return;
+    const clears = change.shuttingDown || connection.server.maxWireVersion < 8; // 8: MongoDB 4.2
+    const error = (): Error => cause ?? new MongoServerError(change.error);
+    const monitor = this.monitors.get(pool.address);
+    if (monitor === undefined) {
+      // Load-balanced: nothing of the load balancer changes; only the errored connection's service may be cleared.
+      const service = connection.serviceId;
+      if (clears && service !== undefined && generationOfService(pool, service) === serviceGeneration) pool.clear({ serviceId: service, cause: error() });
+      return;
+    }
+    if (connection.generation !== pool.snapshot().generation) return;
+    if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
+    // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none).
+    setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
+    if (clears) pool.clear({ cause: error() });
+    monitor.requestCheck();
   }
 
   /**
@@ -591,6 +649,17 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
   const out = {} as Pick<T, K>;
   for (const k of keys) if (k in o) out[k] = o[k];
   return out;
+}
+
+/** Sets `key` to `value`, or deletes it when `value` is undefined. */
+function setOrDelete<K, V>(map: Map<K, V>, key: K, value: V | undefined): void {
+  if (value === undefined) map.delete(key);
+  else map.set(key, value);
+}
+
+/** `value` when it is a (non-null) object, else undefined. */
+function objectOrUndefined(value: unknown): Document | undefined {
+  return value !== null && typeof value === 'object' ? (value as Document) : undefined;
 }
 
 /** Load-balanced mode: the current generation of `serviceId` in `pool` (0 for a service the pool no longer counts). */

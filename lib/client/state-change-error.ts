@@ -1,0 +1,92 @@
+/**
+ * State change errors: which command replies say "not writable primary" or "node is recovering", which of those say
+ * "node is shutting down", and whether such an error is older than what the client knows of the server
+ * (topologyVersion).
+ *
+ * Source: server discovery and monitoring spec, "Error handling", "'not writable primary' and 'node is recovering'"
+ * (the codes, the message fallback, writeConcernError, not writeErrors), "Error handling pseudocode"
+ * (`isStateChangeError`, `isShutdown`, `isStaleError`, `compareTopologyVersion`); server monitoring spec,
+ * "topologyVersion".
+ */
+import { Long, type Document } from 'bson';
+
+/** "node is recovering" codes: InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress. */
+const RECOVERING_CODES: ReadonlySet<number> = new Set([11600, 11602, 13436, 189, 91]);
+/** "not writable primary" codes: NotWritablePrimary, NotPrimaryNoSecondaryOk, LegacyNotPrimary. */
+const NOT_WRITABLE_PRIMARY_CODES: ReadonlySet<number> = new Set([10107, 13435, 10058]);
+/** "node is shutting down" codes (a subset of the recovering ones): InterruptedAtShutdown, ShutdownInProgress. */
+const SHUTDOWN_CODES: ReadonlySet<number> = new Set([11600, 91]);
+
+/**
+ * A state change error found in a command reply.
+ *
+ * Source: as the module.
+ */
+export interface StateChangeError {
+  /** The error document it was read from: the reply itself (`ok: 0`), or its `writeConcernError`. */
+  readonly error: Document;
+  /** Whether it is a "node is shutting down" error (code 91 or 11600), whose server's connections are all gone soon. */
+  readonly shuttingDown: boolean;
+  /** The reply's `topologyVersion` (`{ processId, counter }`), when it has one. */
+  readonly topologyVersion: Document | undefined;
+}
+
+/**
+ * The state change error `reply` reports, if any: a reply with `ok` other than 1 is checked by its `code`, else (no
+ * code, or code 0) by its `errmsg` ("node is recovering" or "not master or secondary": recovering; else "not master":
+ * not writable primary); a successful reply is checked the same way by its `writeConcernError`. `writeErrors` are
+ * never checked. Never throws.
+ *
+ * Source: as the module.
+ */
+export function stateChangeError(reply: Readonly<Document>): StateChangeError | undefined {
+  const failed = !(reply.ok === 1 || reply.ok === true);
+  const wce: unknown = reply.writeConcernError;
+  const error = failed ? reply : wce !== null && typeof wce === 'object' ? (wce as Document) : undefined;
+  if (error === undefined) return undefined;
+  const code = typeof error.code === 'number' && error.code !== 0 ? error.code : undefined;
+  const message = typeof error.errmsg === 'string' ? error.errmsg : '';
+  const isStateChange =
+    code !== undefined
+      ? RECOVERING_CODES.has(code) || NOT_WRITABLE_PRIMARY_CODES.has(code)
+      : message.includes('node is recovering') || message.includes('not master'); // "not master or secondary" too
+  if (!isStateChange) return undefined;
+  const topologyVersion: unknown = reply.topologyVersion ?? error.topologyVersion;
+  return {
+    error,
+    shuttingDown: code !== undefined && SHUTDOWN_CODES.has(code),
+    topologyVersion: topologyVersion !== null && typeof topologyVersion === 'object' ? (topologyVersion as Document) : undefined,
+  };
+}
+
+/**
+ * Whether an error carrying `errorVersion` says nothing newer than `currentVersion`, the topologyVersion of the
+ * client's view of the server: both present, the same `processId`, and the error's `counter` not greater. Either
+ * absent, or another processId (a restarted server), and the error counts as newer.
+ *
+ * Source: server discovery and monitoring spec, "Error handling pseudocode" (`isStaleError`: the current
+ * topologyVersion compared with the error's is >= 0; `compareTopologyVersion`).
+ */
+export function isStaleTopologyVersion(currentVersion: Document | undefined, errorVersion: Document | undefined): boolean {
+  if (currentVersion === undefined || errorVersion === undefined) return false;
+  const current = asBigInt(currentVersion.counter);
+  const error = asBigInt(errorVersion.counter);
+  if (current === undefined || error === undefined || !sameProcess(currentVersion.processId, errorVersion.processId)) return false;
+  return current >= error;
+}
+
+/** Whether two `processId`s (ObjectIds, or anything with the same `toHexString()`) are the same. */
+function sameProcess(a: unknown, b: unknown): boolean {
+  const hex = (v: unknown): string | undefined =>
+    v !== null && typeof v === 'object' && typeof (v as { toHexString?: unknown }).toHexString === 'function' ? (v as { toHexString(): string }).toHexString() : undefined;
+  const [x, y] = [hex(a), hex(b)];
+  return x !== undefined && x === y;
+}
+
+/** A `counter` (an int64 as a bson Long, a number or a bigint) as a bigint; undefined for anything else. */
+function asBigInt(value: unknown): bigint | undefined {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
+  if (Long.isLong(value)) return BigInt(value.toString());
+  return undefined;
+}

@@ -1,0 +1,59 @@
+/**
+ * stateChangeError and isStaleTopologyVersion: the server discovery and monitoring spec's "not writable primary" and
+ * "node is recovering" classification of a reply, and its topologyVersion comparison.
+ */
+import { Long, ObjectId } from 'bson';
+import { expect } from 'chai';
+import { isStaleTopologyVersion, stateChangeError } from '../../lib/client/state-change-error';
+
+describe('stateChangeError', function () {
+  it('knows every "not writable primary" and "node is recovering" code, and which say "node is shutting down"', function () {
+    for (const code of [10107, 13435, 10058, 11602, 13436, 189]) {
+      expect(stateChangeError({ ok: 0, code, errmsg: 'x' }), String(code)).to.include({ shuttingDown: false });
+    }
+    for (const code of [91, 11600]) expect(stateChangeError({ ok: 0, code, errmsg: 'x' }), String(code)).to.include({ shuttingDown: true });
+    for (const code of [2, 6, 89, 262, 50]) expect(stateChangeError({ ok: 0, code, errmsg: 'not master' }), String(code)).to.equal(undefined);
+  });
+
+  it('reads the message only when the reply has no code', function () {
+    for (const errmsg of ['not master', 'node is recovering', 'not master or secondary; cannot read']) {
+      expect(stateChangeError({ ok: 0, errmsg }), errmsg).to.include({ shuttingDown: false });
+    }
+    expect(stateChangeError({ ok: 0, code: 0, errmsg: 'not master' }), 'code 0 counts as none').to.not.equal(undefined);
+    expect(stateChangeError({ ok: 0, errmsg: 'Not Master' }), 'matched as written').to.equal(undefined);
+    expect(stateChangeError({ ok: 0, errmsg: 'interrupted' })).to.equal(undefined);
+  });
+
+  it('checks a successful reply\'s writeConcernError the same way, never its writeErrors', function () {
+    const wce = { code: 91, errmsg: 'Replication is being shut down' };
+    expect(stateChangeError({ ok: 1, writeConcernError: wce })).to.deep.include({ error: wce, shuttingDown: true });
+    expect(stateChangeError({ ok: 1, writeConcernError: { errmsg: 'not master' } })).to.include({ shuttingDown: false });
+    expect(stateChangeError({ ok: 1, writeConcernError: { code: 64, errmsg: 'waiting for replication timed out' } })).to.equal(undefined);
+    expect(stateChangeError({ ok: 1, writeErrors: [{ index: 0, code: 10107, errmsg: 'not master' }] })).to.equal(undefined);
+    expect(stateChangeError({ ok: 1 })).to.equal(undefined);
+  });
+
+  it('carries the reply\'s topologyVersion', function () {
+    const topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(3) };
+    expect(stateChangeError({ ok: 0, code: 10107, topologyVersion })?.topologyVersion).to.equal(topologyVersion);
+    expect(stateChangeError({ ok: 0, code: 10107 })?.topologyVersion).to.equal(undefined);
+  });
+});
+
+describe('isStaleTopologyVersion', function () {
+  const processId = new ObjectId();
+  const version = (counter: number | Long | bigint, id = processId) => ({ processId: id, counter });
+
+  it('is stale when the error\'s counter is not greater, for the same process (a Long, a number or a bigint)', function () {
+    expect(isStaleTopologyVersion(version(Long.fromNumber(2)), version(2))).to.equal(true);
+    expect(isStaleTopologyVersion(version(2), version(Long.fromNumber(1)))).to.equal(true);
+    expect(isStaleTopologyVersion(version(2n), version(3))).to.equal(false);
+    expect(isStaleTopologyVersion(version(2), version(2, ObjectId.createFromHexString(processId.toHexString()))), "an equal ObjectId").to.equal(true);
+  });
+
+  it('counts as newer when either is missing, or the processes differ', function () {
+    expect(isStaleTopologyVersion(undefined, version(0))).to.equal(false);
+    expect(isStaleTopologyVersion(version(0), undefined)).to.equal(false);
+    expect(isStaleTopologyVersion(version(5), version(0, new ObjectId()))).to.equal(false);
+  });
+});
