@@ -6,14 +6,15 @@
  */
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
-import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
+import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
 
 /**
  * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
  * that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
- * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, or a file it cannot read.
+ * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, or a client key it
+ * cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key; no key and certificate in the file).
  *
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, "Conflicting TLS options"); `tlsServerName`:
@@ -67,8 +68,11 @@ export function wantsTls(settings: TlsSettings): boolean {
  * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
  * `localhost`. The settings are read with `optionValue` (none from Object.prototype).
  *
- * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read, or tlsInsecure
- *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
+ * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read;
+ *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
+ *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
+ *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); or tlsInsecure when it
+ *   is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
 export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
   const s = optionValues(settings, TLS_OPTION_NAMES);
@@ -84,11 +88,34 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
     options.cert = pem;
     options.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) options.passphrase = s.tlsCertificateKeyFilePassword;
+    checkClientKey(options, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
   }
   const servername = s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined);
   if (servername !== undefined) options.servername = servername;
   if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
   return options;
+}
+
+/**
+ * Loads the client certificate and key of `context` as every TLS connection would, so that a key it cannot use fails
+ * here, once and typed, rather than as OpenSSL's bare error at every connection attempt.
+ */
+function checkClientKey(context: SecureContextOptions, file: string, password: string | undefined): void {
+  try {
+    createSecureContext({ cert: context.cert, key: context.key, passphrase: context.passphrase });
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    if (code === 'ERR_OSSL_BAD_DECRYPT') {
+      throw new InvalidOptionError(
+        'tlsCertificateKeyFilePassword',
+        password,
+        password === undefined
+          ? `given: the private key in tlsCertificateKeyFile ${file} is encrypted`
+          : `the passphrase of the encrypted private key in tlsCertificateKeyFile ${file} (it does not decrypt it)`,
+      );
+    }
+    throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
+  }
 }
 
 function readFile(option: string, path: string): Buffer {

@@ -1,0 +1,94 @@
+/**
+ * TLS settings as a production user gives them: an encrypted client key and its passphrase, files that hold no key
+ * or the wrong one.
+ */
+import { expect } from 'chai';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { inspect } from 'node:util';
+import { InvalidOptionError, connect, connectionFactory } from '../../lib';
+import { nodeTlsOptions } from '../../lib/connection/tls-options';
+
+const fixtures = path.resolve(__dirname, '../fixtures/tls');
+const file = (name: string): string => path.join(fixtures, name);
+const PASSPHRASE = 'Key-Pa55phrase-of-the-test';
+
+describe('TLS settings (tls-options)', function () {
+  let dir: string;
+  /** The client key, encrypted with PASSPHRASE, then the client certificate. */
+  let encrypted: string;
+  /** The client key in clear, then the client certificate. */
+  let clear: string;
+  /** A file of text that is no PEM at all. */
+  let garbage: string;
+  let keyPem: string;
+  before(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-tls-options-'));
+    const pem = fs.readFileSync(file('client.pem'), 'utf8');
+    const key = crypto.createPrivateKey(pem);
+    const cert = new crypto.X509Certificate(pem).toString();
+    keyPem = key.export({ type: 'pkcs8', format: 'pem' }) as string;
+    encrypted = path.join(dir, 'client-encrypted.pem');
+    fs.writeFileSync(encrypted, key.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: PASSPHRASE }) + cert);
+    clear = path.join(dir, 'client-clear.pem');
+    fs.writeFileSync(clear, keyPem + cert);
+    garbage = path.join(dir, 'garbage.pem');
+    fs.writeFileSync(garbage, 'not a certificate\n');
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  describe('a client key that cannot be used is an InvalidOptionError when the settings are read', function () {
+    const refused = (settings: Parameters<typeof nodeTlsOptions>[0]): InvalidOptionError => {
+      const error = (() => {
+        try {
+          nodeTlsOptions(settings, 'localhost');
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      const e = error as InvalidOptionError;
+      expect(`${e.message} ${inspect(e, { depth: Infinity, showHidden: true })} ${JSON.stringify(e)}`).to.not.include('Pa55phrase');
+      return e;
+    };
+
+    it('a wrong tlsCertificateKeyFilePassword names that option, never showing it', function () {
+      const e = refused({ tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: `wrong-${PASSPHRASE}` });
+      expect(e.option).to.equal('tlsCertificateKeyFilePassword');
+      expect(e.value).to.equal('<not shown>');
+      expect(e.message).to.match(/passphrase/);
+    });
+
+    it('an encrypted key without tlsCertificateKeyFilePassword names that option', function () {
+      const e = refused({ tlsCertificateKeyFile: encrypted });
+      expect(e.option).to.equal('tlsCertificateKeyFilePassword');
+      expect(e.message).to.match(/encrypted/);
+    });
+
+    it('a tlsCertificateKeyFile that holds no key, or a certificate without its key, names the file', function () {
+      const noKey = path.join(dir, 'certificate-only.pem');
+      fs.writeFileSync(noKey, fs.readFileSync(file('ca.pem')));
+      for (const tlsCertificateKeyFile of [garbage, noKey]) {
+        const e = refused({ tlsCertificateKeyFile, tlsCertificateKeyFilePassword: PASSPHRASE });
+        expect(e.option).to.equal('tlsCertificateKeyFile');
+        expect(e.value).to.equal(tlsCertificateKeyFile);
+      }
+    });
+
+    it('connectionFactory and connect() throw it before any socket is opened', function () {
+      expect(() => connectionFactory({ host: 'localhost', port: 1, tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: 'nope' }))
+        .to.throw(InvalidOptionError)
+        .with.property('option', 'tlsCertificateKeyFilePassword');
+      const uri = `mongodb://localhost:1/?tlsCertificateKeyFile=${encodeURIComponent(encrypted)}&tlsCertificateKeyFilePassword=nope`;
+      expect(() => connect(uri)).to.throw(InvalidOptionError).with.property('option', 'tlsCertificateKeyFilePassword');
+    });
+
+    it('the right passphrase, or a key in clear, is accepted', function () {
+      expect(() => nodeTlsOptions({ tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: PASSPHRASE }, 'localhost')).to.not.throw();
+      expect(() => nodeTlsOptions({ tlsCertificateKeyFile: clear }, 'localhost')).to.not.throw();
+    });
+  });
+});
