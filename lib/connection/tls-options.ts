@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
-import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
 
@@ -82,14 +82,18 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   const allowInvalidCertificates = s.tlsInsecure === true || s.tlsAllowInvalidCertificates === true;
   const allowInvalidHostnames = s.tlsInsecure === true || s.tlsAllowInvalidHostnames === true;
   const options: NodeTlsOptions = { rejectUnauthorized: !allowInvalidCertificates };
-  if (s.tlsCAFile !== undefined) options.ca = readFile('tlsCAFile', s.tlsCAFile);
+  const context: SecureContextOptions = {};
+  if (s.tlsCAFile !== undefined) context.ca = readFile('tlsCAFile', s.tlsCAFile);
   if (s.tlsCertificateKeyFile !== undefined) {
     const pem = readFile('tlsCertificateKeyFile', s.tlsCertificateKeyFile);
-    options.cert = pem;
-    options.key = pem;
-    if (s.tlsCertificateKeyFilePassword !== undefined) options.passphrase = s.tlsCertificateKeyFilePassword;
-    checkClientKey(options, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
+    context.cert = pem;
+    context.key = pem;
+    if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
+    checkClientKey(context, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
   }
+  // One secure context, made here: each TLS socket keeps the options it was made with, so given the key, its
+  // passphrase and the CA bundle, every connection would show them to inspection (util.inspect of a Connection).
+  if (s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined) options.secureContext = secureContext(context, s.tlsCAFile);
   const servername = s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined);
   if (servername !== undefined) options.servername = servername;
   if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
@@ -115,6 +119,15 @@ function checkClientKey(context: SecureContextOptions, file: string, password: s
       );
     }
     throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
+  }
+}
+
+/** The secure context of `context`, whose client key {@link checkClientKey} accepted: what can still fail is tlsCAFile. */
+function secureContext(context: SecureContextOptions, caFile: string | undefined): SecureContext {
+  try {
+    return createSecureContext(context);
+  } catch (error) {
+    throw new InvalidOptionError('tlsCAFile', caFile, `a PEM file of certificate authorities (${(error as Error).message})`);
   }
 }
 

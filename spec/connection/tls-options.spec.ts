@@ -1,6 +1,6 @@
 /**
  * TLS settings as a production user gives them: an encrypted client key and its passphrase, files that hold no key
- * or the wrong one.
+ * or the wrong one, and what an established TLS connection lets inspection show.
  */
 import { expect } from 'chai';
 import * as crypto from 'node:crypto';
@@ -8,12 +8,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
-import { InvalidOptionError, connect, connectionFactory } from '../../lib';
+import { firstValueFrom, from } from 'rxjs';
+import { InvalidOptionError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
 import { nodeTlsOptions } from '../../lib/connection/tls-options';
+import { EmbeddedServer } from '../../lib/testing';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
 const PASSPHRASE = 'Key-Pa55phrase-of-the-test';
+
+/** Establishes one connection with `options` to `address`. */
+async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
+  const [host, port] = address.split(':');
+  const factory = connectionFactory({ ...options, host, port: Number(port) });
+  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
+}
 
 describe('TLS settings (tls-options)', function () {
   let dir: string;
@@ -89,6 +98,39 @@ describe('TLS settings (tls-options)', function () {
     it('the right passphrase, or a key in clear, is accepted', function () {
       expect(() => nodeTlsOptions({ tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: PASSPHRASE }, 'localhost')).to.not.throw();
       expect(() => nodeTlsOptions({ tlsCertificateKeyFile: clear }, 'localhost')).to.not.throw();
+    });
+  });
+
+  describe('an established TLS connection', function () {
+    let server: EmbeddedServer;
+    before(async function () {
+      server = await new EmbeddedServer({
+        tls: { key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')), ca: fs.readFileSync(file('ca.pem')), requestCert: true },
+      }).start();
+    });
+    after(() => server.stop());
+
+    it('shows neither the key passphrase nor the private key to inspection', async function () {
+      const address = server.address.replace('127.0.0.1', 'localhost');
+      for (const [tlsCertificateKeyFile, password] of [[encrypted, PASSPHRASE], [clear, undefined]] as const) {
+        const c = await establish(address, {
+          tlsCAFile: file('ca.pem'),
+          tlsCertificateKeyFile,
+          ...(password === undefined ? {} : { tlsCertificateKeyFilePassword: password }),
+        });
+        try {
+          expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+          // Node shows a Buffer as the hex of its first bytes; the key file starts with its private key.
+          const keyBytes = fs.readFileSync(tlsCertificateKeyFile).subarray(0, 24).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+          for (const text of [inspect(c), inspect(c, { depth: Infinity, showHidden: true })]) {
+            expect(text).to.not.include(PASSPHRASE);
+            expect(text).to.not.include(keyBytes);
+            expect(text).to.not.include(keyPem.split('\n')[1]);
+          }
+        } finally {
+          c.destroy();
+        }
+      }
     });
   });
 });
