@@ -144,7 +144,7 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   query key with no "=" and value included); for conflicting TLS options, whatever their values: `tlsInsecure` with
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
- *   together, `tls` and `ssl` that disagree; for `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for
+ *   together, instances of `tls` and `ssl` (a repeated one included) that do not all have the same value; for `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for
  *   `directConnection=true` with several hosts or an SRV URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
  *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
@@ -210,9 +210,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const connection = Object.create(null) as Record<string, unknown>;
   const client = Object.create(null) as Record<string, unknown>;
   const seen = new Map<string, string>();
+  /** Every instance of tls and ssl, in order: a repeated one included (URI options spec, item 8). */
+  const tlsAndSsl: [string, string][] = [];
 
   for (const [rawKey, value] of parsed.searchParams) {
     const lower = rawKey.toLowerCase();
+    if (lower === 'tls' || lower === 'ssl') tlsAndSsl.push([rawKey, value]);
     const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
     if (seen.has(lower)) {
       if (seen.get(lower) !== value) warnings.push(`${rawKey} is given more than once; using the last value`);
@@ -252,8 +255,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       throw new InvalidOptionError(option, seen.get(option.toLowerCase()), `not combined with ${other}`);
     }
   }
-  if (seen.has('tls') && seen.has('ssl') && connection.tls !== connection.ssl) {
-    throw new InvalidOptionError('ssl', seen.get('ssl'), `the same value as tls (${seen.get('tls')})`);
+  // Item 8: every instance of tls and ssl, a repeated tls or ssl included, has the same value; otherwise whether the
+  // connections use TLS would hang on which instance came last.
+  const differing = tlsAndSsl.find(([, value]) => value !== tlsAndSsl[0][1]);
+  if (differing !== undefined) {
+    const [firstKey, firstValue] = tlsAndSsl[0];
+    throw new InvalidOptionError(differing[0].toLowerCase(), differing[1], `the same value as ${firstKey}=${firstValue} (every tls and ssl of a connection string must have the same value)`);
   }
   if (connection.ssl !== undefined) {
     connection.tls ??= connection.ssl;

@@ -280,6 +280,16 @@ describe('parseConnectionString', function () {
     ]);
   });
 
+  it('raises an error when the instances of tls and ssl do not all have the same value, a repeated tls or ssl included (URI options spec, "Conflicting TLS options", item 8)', function () {
+    for (const query of ['tls=true&tls=false', 'ssl=true&ssl=false', 'tls=true&ssl=true&tls=false', 'TLS=false&tls=true', 'tls=true&ssl=true&SSL=false']) {
+      expect(() => parseConnectionString(`mongodb://h/?${query}`), query).to.throw(InvalidOptionError, /same value/);
+    }
+    for (const [query, tls] of [['tls=true&tls=true', true], ['ssl=false&tls=false&ssl=false', false], ['TLS=true&ssl=true&Ssl=true', true]] as const) {
+      const parsed = parseConnectionString(`mongodb://h/?${query}`);
+      expect(parsed.connectionOptions.tls, query).to.equal(tls);
+    }
+  });
+
   const errors: [string, RegExp][] = [
     ['postgres://user:s3cret@host', /Invalid uri/],
     ['mongodb://h/?tlsInsecure=true&tlsAllowInvalidCertificates=true', /tlsInsecure/],
