@@ -4,6 +4,7 @@
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
  */
+import { X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
@@ -13,8 +14,9 @@ import { optionValues, type ListsEveryOption } from '../options';
 /**
  * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
  * that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
- * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, or a client key it
- * cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key; no key and certificate in the file).
+ * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, a tlsCAFile without a
+ * PEM certificate, or a client key it cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key;
+ * no key and certificate in the file).
  *
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, "Conflicting TLS options"); `tlsServerName`:
@@ -68,7 +70,8 @@ export function wantsTls(settings: TlsSettings): boolean {
  * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
  * `localhost`. The settings are read with `optionValue` (none from Object.prototype).
  *
- * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read;
+ * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read; tlsCAFile
+ *   when it holds no PEM certificate that parses (Node would skip everything else in silence, trusting no one);
  *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
  *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
  *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); or tlsInsecure when it
@@ -83,7 +86,10 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   const allowInvalidHostnames = s.tlsInsecure === true || s.tlsAllowInvalidHostnames === true;
   const options: NodeTlsOptions = { rejectUnauthorized: !allowInvalidCertificates };
   const context: SecureContextOptions = {};
-  if (s.tlsCAFile !== undefined) context.ca = readFile('tlsCAFile', s.tlsCAFile);
+  if (s.tlsCAFile !== undefined) {
+    context.ca = readFile('tlsCAFile', s.tlsCAFile);
+    checkCertificateAuthorities(context.ca, s.tlsCAFile);
+  }
   if (s.tlsCertificateKeyFile !== undefined) {
     const pem = readFile('tlsCertificateKeyFile', s.tlsCertificateKeyFile);
     context.cert = pem;
@@ -120,6 +126,34 @@ function checkClientKey(context: SecureContextOptions, file: string, password: s
     }
     throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
   }
+}
+
+/** What Node reads from a CA file: PEM certificates. */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g;
+
+/**
+ * Throws unless `pem` holds a PEM certificate that parses. Node loads the PEM certificates of a CA file and skips
+ * whatever else it holds without a word, and the file replaces its bundled roots: a file of none (a DER file, a key,
+ * a truncated download) would leave no trusted authority, and every server certificate would fail verification as if
+ * the server's were wrong.
+ */
+function checkCertificateAuthorities(pem: Buffer, file: string): void {
+  const allowed = 'a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
+  const text = pem.toString('latin1');
+  // OpenSSL's trusted-certificate forms: Node loads them too; X509Certificate does not parse them.
+  if (/-----BEGIN (TRUSTED|X509) CERTIFICATE-----/.test(text)) return;
+  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) throw new InvalidOptionError('tlsCAFile', file, `${allowed}; it holds none`);
+  let reason = '';
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+      return;
+    } catch (error) {
+      reason ||= (error as Error).message;
+    }
+  }
+  throw new InvalidOptionError('tlsCAFile', file, `${allowed}; none of its certificates parses (${reason})`);
 }
 
 /** The secure context of `context`, whose client key {@link checkClientKey} accepted: what can still fail is tlsCAFile. */

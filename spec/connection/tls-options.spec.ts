@@ -101,6 +101,25 @@ describe('TLS settings (tls-options)', function () {
     });
   });
 
+  it('a tlsCAFile that holds no PEM certificate is an InvalidOptionError naming it, not a trust store emptied in silence', function () {
+    const der = path.join(dir, 'ca.der');
+    fs.writeFileSync(der, new crypto.X509Certificate(fs.readFileSync(file('ca.pem'))).raw);
+    const corrupt = path.join(dir, 'corrupt-ca.pem');
+    fs.writeFileSync(corrupt, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+    const keyOnly = path.join(dir, 'key-only.pem');
+    fs.writeFileSync(keyOnly, keyPem);
+    for (const tlsCAFile of [garbage, der, corrupt, keyOnly]) {
+      expect(() => nodeTlsOptions({ tlsCAFile }, 'localhost'), tlsCAFile)
+        .to.throw(InvalidOptionError, /certificate/)
+        .with.property('option', 'tlsCAFile');
+    }
+    // A bundle with comments, or a certificate after a key, is what Node loads: accepted.
+    const commented = path.join(dir, 'commented-ca.pem');
+    fs.writeFileSync(commented, `# test CA\n${keyPem}${fs.readFileSync(file('ca.pem'), 'utf8')}${fs.readFileSync(file('other-ca.pem'), 'utf8')}`);
+    expect(() => nodeTlsOptions({ tlsCAFile: commented }, 'localhost')).to.not.throw();
+    expect(() => nodeTlsOptions({ tlsCAFile: file('ca.pem') }, 'localhost')).to.not.throw();
+  });
+
   describe('an established TLS connection', function () {
     let server: EmbeddedServer;
     before(async function () {
