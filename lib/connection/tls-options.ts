@@ -23,7 +23,7 @@ import { optionValues, type ListsEveryOption } from '../options';
  * extension (Node's `tls.connect` `servername`).
  */
 export interface TlsSettings {
-  /** Use TLS. Implied by any other tls option. */
+  /** Use TLS. Implied by any other option of these, whatever its value (see {@link wantsTls}). */
   tls?: boolean;
   /** PEM file of the certificate authorities to trust (default: Node's bundled roots). */
   tlsCAFile?: string;
@@ -45,24 +45,22 @@ export interface TlsSettings {
   tlsServerName?: string;
 }
 
-/** Whether any TLS setting asks for TLS. The settings are read with `optionValue` (none from Object.prototype). */
+/**
+ * Whether the settings ask for TLS: `tls: true`, or any other TLS option (tlsCAFile, tlsCertificateKeyFile,
+ * tlsCertificateKeyFilePassword, tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, tlsServerName)
+ * set, whatever its value, unless `tls` is false. The settings are read with `optionValue` (none from
+ * Object.prototype).
+ *
+ * @throws {InvalidOptionError} naming tls when it is false and another TLS option is set.
+ */
 export function wantsTls(settings: TlsSettings): boolean {
   const s = optionValues(settings, TLS_OPTION_NAMES);
+  const other = TLS_OPTION_NAMES.find((k) => k !== 'tls' && s[k] !== undefined);
   if (s.tls === false) {
-    const conflicting = (['tlsCAFile', 'tlsCertificateKeyFile', 'tlsAllowInvalidCertificates', 'tlsAllowInvalidHostnames', 'tlsInsecure'] as const).find(
-      (k) => s[k] !== undefined,
-    );
-    if (conflicting) throw new InvalidOptionError('tls', false, `true when ${conflicting} is set`);
+    if (other !== undefined) throw new InvalidOptionError('tls', false, `true when ${other} is set`);
     return false;
   }
-  return (
-    s.tls === true ||
-    s.tlsCAFile !== undefined ||
-    s.tlsCertificateKeyFile !== undefined ||
-    s.tlsAllowInvalidCertificates !== undefined ||
-    s.tlsAllowInvalidHostnames !== undefined ||
-    s.tlsInsecure !== undefined
-  );
+  return s.tls === true || other !== undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
-import { nodeTlsOptions } from '../../lib/connection/tls-options';
+import { nodeTlsOptions, wantsTls } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
@@ -118,6 +118,17 @@ describe('TLS settings (tls-options)', function () {
     fs.writeFileSync(commented, `# test CA\n${keyPem}${fs.readFileSync(file('ca.pem'), 'utf8')}${fs.readFileSync(file('other-ca.pem'), 'utf8')}`);
     expect(() => nodeTlsOptions({ tlsCAFile: commented }, 'localhost')).to.not.throw();
     expect(() => nodeTlsOptions({ tlsCAFile: file('ca.pem') }, 'localhost')).to.not.throw();
+  });
+
+  it('any TLS option but tls itself turns TLS on, as documented; with tls: false it is a conflict', function () {
+    for (const settings of [{ tlsServerName: 'db.example' }, { tlsCertificateKeyFilePassword: PASSPHRASE }, { tlsCAFile: file('ca.pem') }, { tlsInsecure: false }]) {
+      expect(wantsTls(settings), Object.keys(settings)[0]).to.equal(true);
+      expect(() => wantsTls({ tls: false, ...settings }), Object.keys(settings)[0])
+        .to.throw(InvalidOptionError)
+        .with.property('option', 'tls');
+    }
+    expect(wantsTls({})).to.equal(false);
+    expect(wantsTls({ tls: false })).to.equal(false);
   });
 
   describe('an established TLS connection', function () {
