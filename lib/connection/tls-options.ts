@@ -31,7 +31,10 @@ export interface TlsSettings {
   tlsCertificateKeyFile?: string;
   /** Passphrase of the private key in tlsCertificateKeyFile. */
   tlsCertificateKeyFilePassword?: string;
-  /** Accept any server certificate (unsafe; for tests). */
+  /**
+   * Accept any server certificate (unsafe; for tests). Its host names go unchecked too: a certificate that is not
+   * verified proves no name, so this implies tlsAllowInvalidHostnames (as with Node's `rejectUnauthorized: false`).
+   */
   tlsAllowInvalidCertificates?: boolean;
   /** Accept a certificate whose names do not match the host (unsafe; for tests). */
   tlsAllowInvalidHostnames?: boolean;
