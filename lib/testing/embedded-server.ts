@@ -64,6 +64,9 @@ export interface EmbeddedServerOptions {
 }
 
 /** The option names of {@link EmbeddedServerOptions}. */
+/** The opCodes a wire message header may carry (what tells one from a TLS record). */
+const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
+
 const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
@@ -388,7 +391,19 @@ export class EmbeddedServer {
     this.sockets.set(socket, client);
     const framer = new MessageFramer();
     let chain = Promise.resolve();
+    // A TLS client on a plaintext endpoint: its first bytes are a TLS handshake record (content type 22, version
+    // 3.x), which would read as the length of a message of up to 67 MB and hold the client until its
+    // connectTimeoutMS. mongod closes such a connection at once ("SSL handshake received but server is started
+    // without SSL support"). A wire message that starts with the same two bytes has a known opCode at byte 12.
+    let first = !(socket instanceof tls.TLSSocket);
     socket.on('data', (chunk: Buffer) => {
+      if (first) {
+        first = false;
+        if (chunk.length >= 16 && chunk[0] === 0x16 && chunk[1] === 0x03 && !KNOWN_OP_CODES.has(chunk.readInt32LE(12))) {
+          socket.destroy();
+          return;
+        }
+      }
       let messages: WireMessage[];
       try {
         messages = framer.push(chunk);

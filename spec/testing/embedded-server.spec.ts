@@ -9,6 +9,8 @@ import {
   AuthenticationError,
   InvalidOptionError,
   MongoCredentials,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
   MongoServerError,
   connectionFactory,
   type AuthMechanism,
@@ -328,6 +330,42 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
       authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] },
       ok: 1,
     });
+  });
+});
+
+describe('EmbeddedServer without TLS', function () {
+  let server: EmbeddedServer;
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+  });
+  afterEach(async function () {
+    await server.stop();
+  });
+
+  it('closes the connection of a TLS client at its first bytes, as mongod does, instead of waiting for a 33 MB message', async function () {
+    const [host, port] = server.address.split(':');
+    const factory = connectionFactory({ host, port: Number(port), tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 5_000 });
+    const error = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal }))).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // Before: the endpoint read the TLS ClientHello as the length of a wire message and waited for the rest, so the
+    // client failed only at connectTimeoutMS.
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect(error).not.to.be.instanceOf(MongoNetworkTimeoutError);
+  });
+
+  it('still serves a first message whose length starts with the bytes of a TLS record (790 bytes: 16 03 00 00)', async function () {
+    const base = encodeOpMsg(1, 0, { hello: 1, $db: 'admin', pad: '' }).length;
+    const message = encodeOpMsg(1, 0, { hello: 1, $db: 'admin', pad: 'x'.repeat(790 - base) });
+    expect([...message.subarray(0, 4)]).to.deep.equal([0x16, 0x03, 0x00, 0x00]);
+    const a = await rawClient(server.address);
+    const reply = await new Promise<Document>((resolve) => {
+      a.socket.once('data', (chunk: Buffer) => resolve(decodeOpMsg(new MessageFramer().push(chunk)[0].body).document));
+      a.socket.write(message);
+    });
+    a.close();
+    expect(reply).to.include({ isWritablePrimary: true, ok: 1 });
   });
 });
 
