@@ -28,6 +28,7 @@ import {
   type ObservableInput,
   type Observer,
   type SchedulerLike,
+  type Subscriber,
 } from 'rxjs';
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
@@ -207,7 +208,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * The pool state stream: the current {@link PoolSnapshot} on subscribe, then one snapshot after each committed
    * batch of actions that changed the pool's state, generation or a count. Nothing is built while nobody subscribes.
    * Completes once the pool is closed and its last connection is closed (a late subscriber receives the final
-   * snapshot, then completion).
+   * snapshot, then completion). A subscription made while the pool processes a batch (from an `events$` subscriber)
+   * starts from the pool as it is then, which may be ahead of that batch's events still to be delivered; the
+   * subscribers already there receive the change after the batch, once every one of its events has been delivered.
    *
    * @example
    * ```ts
@@ -241,6 +244,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private readonly port: CheckOutPort<C>;
   private readonly checkOutSites: WeakMap<CheckOutRequest<C>, CheckOutSite> | undefined;
   private lastSnapshot: PoolSnapshot | undefined;
+  /** The `state$` subscribers made in the middle of a batch, listed with the others once it is over. */
+  private joining: Joiner[] = [];
   /** The resolves of `drain()` calls, settled once the pool is closed. */
   private drained: (() => void)[] = [];
   private finished = false;
@@ -313,13 +318,22 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       };
     });
     this.state$ = new Observable<PoolSnapshot>((subscriber) => {
-      // Subscribers already there get a change first (say a subscription made from inside the pool's processing),
-      // so the snapshot a new one starts from is never one they missed.
-      if (this.states.observed) this.publishChangedState();
-      else this.lastSnapshot = this.snapshot();
+      if (!this.states.observed) this.lastSnapshot = this.snapshot();
       if (this.finished) {
         subscriber.next(this.lastSnapshot!);
         return subscriber.complete();
+      }
+      if (this.changedSince(this.lastSnapshot!)) {
+        // Subscribed in the middle of a batch that changed the pool (from an events$ subscriber, say): it starts from
+        // the pool as it is now, and joins the others after the batch. They receive the change after the batch, as
+        // always: sent to them now, it would reach them before the rest of the batch's events reach events$.
+        const joiner: Joiner = { subscriber, first: this.snapshot(), remove: undefined };
+        this.joining.push(joiner);
+        subscriber.next(joiner.first);
+        return () => {
+          if (joiner.remove !== undefined) joiner.remove();
+          else this.joining = this.joining.filter((j) => j !== joiner);
+        };
       }
       // Listed before its first snapshot goes out, so a change it makes from that first callback reaches it too.
       const remove = this.states.add(subscriber);
@@ -716,6 +730,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const s = this.poolState;
     if (s.state === 'closed' && this.drained.length > 0) for (const resolve of this.drained.splice(0)) resolve();
     if (this.states.observed) this.publishChangedState();
+    if (this.joining.length > 0) this.admitJoining();
     if (s.state === 'closed' && s.records.size === 0) {
       this.finished = true;
       this.states.complete();
@@ -724,10 +739,30 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /** Publishes a snapshot on state$ when something it shows changed since the last one published. */
   private publishChangedState(): void {
+    if (this.lastSnapshot === undefined || this.changedSince(this.lastSnapshot)) {
+      this.lastSnapshot = this.snapshot();
+      this.states.next(this.lastSnapshot);
+    }
+  }
+
+  /**
+   * After a batch: the `state$` subscribers made during it receive what the rest of it changed since their first
+   * snapshot, then are listed with the others.
+   */
+  private admitJoining(): void {
+    if (this.changedSince(this.lastSnapshot!)) this.lastSnapshot = this.snapshot();
+    const current = this.lastSnapshot!;
+    for (const joiner of this.joining.splice(0)) {
+      if (joiner.subscriber.closed) continue;
+      joiner.remove = this.states.add(joiner.subscriber);
+      if (!sameSnapshot(joiner.first, current)) joiner.subscriber.next(current);
+    }
+  }
+
+  /** Whether something `state$` shows changed since `last`. */
+  private changedSince(last: PoolSnapshot): boolean {
     const s = this.poolState;
-    const last = this.lastSnapshot;
-    if (
-      last === undefined ||
+    return (
       last.state !== s.state ||
       last.generation !== s.generation ||
       last.totalConnectionCount !== s.records.size ||
@@ -735,11 +770,28 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       last.pendingConnectionCount !== s.pendingConnectionCount ||
       last.waitQueueLength !== waitingCheckOutCount(s) ||
       (s.loadBalanced && !sameServices(last, s))
-    ) {
-      this.lastSnapshot = this.snapshot();
-      this.states.next(this.lastSnapshot);
-    }
+    );
   }
+}
+
+/** A `state$` subscriber made in the middle of a batch: its first snapshot, and its removal once listed. */
+interface Joiner {
+  readonly subscriber: Subscriber<PoolSnapshot>;
+  readonly first: PoolSnapshot;
+  remove: (() => void) | undefined;
+}
+
+/** Whether two snapshots show the same pool. */
+function sameSnapshot(a: PoolSnapshot, b: PoolSnapshot): boolean {
+  return (
+    a.state === b.state &&
+    a.generation === b.generation &&
+    a.totalConnectionCount === b.totalConnectionCount &&
+    a.availableConnectionCount === b.availableConnectionCount &&
+    a.pendingConnectionCount === b.pendingConnectionCount &&
+    a.waitQueueLength === b.waitQueueLength &&
+    JSON.stringify(a.serviceGenerations) === JSON.stringify(b.serviceGenerations)
+  );
 }
 
 function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {

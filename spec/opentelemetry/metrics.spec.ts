@@ -299,6 +299,22 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       expect(removals).to.equal(1);
     });
 
+    it('changes nothing of what other subscribers see: the closed pool\'s state$ snapshot still comes after its events', function () {
+      const { meter } = harness();
+      const { pool, clock } = virtualPool({ maxPoolSize: 1 });
+      instrumentConnectionPool(pool, { meter }); // watches state$ from ConnectionPoolClosed on
+      const timeline: string[] = [];
+      pool.events$.subscribe((e) => timeline.push(e.type));
+      pool.state$.subscribe((s) => timeline.push(`state$ ${s.state}, waitQueueLength ${s.waitQueueLength}`));
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      pool.checkOut().subscribe({ error: () => undefined }); // waits
+      timeline.length = 0;
+      pool.close();
+      expect(timeline).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
+    });
+
     it('records no wait_time for a checkout under way when recording started (its wait was not timed)', async function () {
       const { meter, collect } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 1 });

@@ -1355,6 +1355,44 @@ describe('ConnectionPool', function () {
       expect(seen).to.deep.equal(['paused', 'ready', 'closed']);
     });
 
+    it('reaches subscribers already there after the batch\'s events, not in the middle of them, when another subscribes on ConnectionPoolClosed', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolClosed') pool.state$.subscribe(); // as a recorder watching for the end does
+      });
+      const timeline: string[] = [];
+      pool.events$.subscribe((e) => timeline.push(e.type));
+      pool.state$.subscribe((s) => timeline.push(`state$ ${s.state}, waitQueueLength ${s.waitQueueLength}`));
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      pool.checkOut().subscribe({ error: () => undefined }); // waits
+      timeline.length = 0;
+      pool.close();
+      expect(timeline).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
+    });
+
+    it('a subscriber made in the middle of a batch starts from the pool as it is then, and receives the changes the rest of the batch makes, once', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      pool.state$.subscribe();
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      pool.checkOut().subscribe({ error: () => undefined }); // waits
+      const late: string[] = [];
+      const subscription = new Subscription();
+      pool.events$.subscribe((e) => {
+        if (e.type !== 'ConnectionPoolCleared') return;
+        subscription.add(pool.state$.subscribe((s) => late.push(`${s.state} ${s.waitQueueLength} ${s.generation}`)));
+        pool.ready(); // queued behind this batch's events: a change the late subscriber must receive
+      });
+      pool.clear();
+      expect(late).to.deep.equal(['paused 0 1', 'ready 0 1']);
+      pool.close();
+      expect(late).to.deep.equal(['paused 0 1', 'ready 0 1', 'closed 0 1']);
+      subscription.unsubscribe();
+    });
+
     it('the last value of state$ is the closed pool when another subscribes on ConnectionPoolClosed', async function () {
       const { pool } = makePool();
       pool.ready();
