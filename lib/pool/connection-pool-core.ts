@@ -185,7 +185,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Every CMAP event, in the order the pool committed the state changes they describe, typed as a discriminated
    * union on `type`. Each subscriber first receives the pool's ConnectionPoolCreated event (committed when the pool
-   * was constructed), then every event committed after it subscribed. Event objects are built only while someone
+   * was constructed), then every event committed after it subscribed (subscribed from an `events$` subscriber, it
+   * receives the events of the steps after the one being delivered). Event objects are built only while someone
    * subscribes. Never completes: even a closed pool emits ConnectionCheckOutStarted and ConnectionCheckOutFailed for
    * each checkout attempted on it (CMAP "Checking Out a Connection"); `state$` completes when the pool is done.
    *
@@ -244,6 +245,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   private readonly port: CheckOutPort<C>;
   private readonly checkOutSites: WeakMap<CheckOutRequest<C>, CheckOutSite> | undefined;
   private lastSnapshot: PoolSnapshot | undefined;
+  /** Whether a step's commands are being run (its events going out). */
+  private stepping = false;
+  /** The `events$` subscribers made while a step's events went out, listed once they have. */
+  private arriving: Arrival[] = [];
   /** The `state$` subscribers made in the middle of a batch, listed with the others once it is over. */
   private joining: Joiner[] = [];
   /** The resolves of `drain()` calls, settled once the pool is closed. */
@@ -297,7 +302,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     };
 
     // The shape of the pool: one serialized input, folded into the pool state, each step's commands run in order.
-    this.actions.pipe(scan(reduceFailingClosed<C>, state)).subscribe((s) => runner.run(s.commands));
+    this.actions.pipe(scan(reduceFailingClosed<C>, state)).subscribe((s) => {
+      this.stepping = true;
+      runner.run(s.commands); // reports a faulty command and goes on: never throws
+      this.stepping = false;
+      if (this.arriving.length > 0) for (const arrival of this.arriving.splice(0)) arrival.remove = this.events.add(arrival.subscriber);
+    });
 
     // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
     const created: ConnectionPoolCreatedEvent = Object.freeze({
@@ -310,10 +320,15 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       // Observing and listed before ConnectionPoolCreated goes out, so the events of what the subscriber does from
       // that first callback (ready(), a checkout) reach it too, after ConnectionPoolCreated.
       if (this.observers++ === 0) dispatch({ type: 'observe', observed: true });
-      const remove = this.events.add(subscriber);
+      // Subscribed while a step's events go out (from an events$ subscriber): listed once they have, so it receives
+      // the events committed after it subscribed, not the rest of a step whose changes snapshot() already shows.
+      const arrival: Arrival = { subscriber, remove: undefined };
+      if (this.stepping) this.arriving.push(arrival);
+      else arrival.remove = this.events.add(subscriber);
       subscriber.next(created);
       return () => {
-        remove();
+        if (arrival.remove !== undefined) arrival.remove();
+        else this.arriving = this.arriving.filter((a) => a !== arrival);
         if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
       };
     });
@@ -772,6 +787,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       (s.loadBalanced && !sameServices(last, s))
     );
   }
+}
+
+/** An `events$` subscriber, and its removal once listed. */
+interface Arrival {
+  readonly subscriber: Subscriber<ConnectionPoolEvent>;
+  remove: (() => void) | undefined;
 }
 
 /** A `state$` subscriber made in the middle of a batch: its first snapshot, and its removal once listed. */

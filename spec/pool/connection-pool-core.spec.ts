@@ -1328,6 +1328,43 @@ describe('ConnectionPool', function () {
     }
   });
 
+  describe('events$ subscribed from inside the pool\'s processing', function () {
+    it('receives the events of the steps after it subscribed, not the rest of the step whose changes snapshot() already shows', function () {
+      const { pool, clock } = makePool({ maxPoolSize: 2 });
+      let seed: PoolSnapshot | undefined;
+      const late: string[] = [];
+      pool.events$.subscribe((e) => {
+        if (e.type !== 'ConnectionPoolCleared' || seed !== undefined) return;
+        seed = pool.snapshot(); // a monitor starting from the counts, then following the events
+        pool.events$.subscribe((x) => late.push(x.type));
+      });
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      for (let i = 0; i < 2; i++) pool.checkOut().subscribe({ error: () => undefined }); // one establishing, one waiting
+      pool.clear(); // fails both in the step that emits ConnectionPoolCleared
+      expect(seed!.waitQueueLength, 'the snapshot already shows the waiters gone').to.equal(0);
+      expect(late, 'so their failures are not delivered to it again').to.deep.equal(['ConnectionPoolCreated']);
+      pool.ready();
+      expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+    });
+
+    it('a subscriber made mid-step still receives the events of what it does from its first callback', function () {
+      const { pool } = makePool();
+      const late: string[] = [];
+      pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolReady') {
+          pool.events$.subscribe((x) => {
+            late.push(x.type);
+            if (x.type === 'ConnectionPoolCreated') pool.clear();
+          });
+        }
+      });
+      pool.ready();
+      expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolCleared']);
+    });
+  });
+
   describe('state$ subscribed from inside the pool\'s processing', function () {
     it('subscribers already there still get the snapshot of the batch', function () {
       const { pool } = makePool();
