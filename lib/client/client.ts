@@ -44,7 +44,7 @@ import {
 } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
-import { isStaleTopologyVersion, stateChangeError } from './state-change-error';
+import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 
 /**
@@ -199,7 +199,8 @@ export class Client {
   private readonly heartbeatErrors = new Map<string, Error>();
   /**
    * The topologyVersion of each host's server as the client knows it: that of its last successful check, or of the
-   * last state change error that counted since; none after a failed check (as for an Unknown ServerDescription).
+   * last state change error that counted since; none after a failed check (as for an Unknown ServerDescription). A
+   * check whose reply carries an older one (answered before that error) is ignored, its heartbeat only published.
    */
   private readonly topologyVersions = new Map<string, Document>();
 
@@ -355,8 +356,15 @@ export class Client {
             this.heartbeatErrors.set(address, e.error);
             this.topologyVersions.delete(address);
           } else if (e.type === 'ServerHeartbeatSucceeded') {
+            const topologyVersion = objectOrUndefined(e.reply.topologyVersion);
+            // A reply older than what the client knows (a state change error that came during the check) changes
+            // nothing: the server stays Unknown, its pool as the error left it.
+            if (isStaleServerDescription(this.topologyVersions.get(address), topologyVersion)) {
+              published.next(e);
+              return;
+            }
             this.heartbeatErrors.delete(address);
-            setOrDelete(this.topologyVersions, address, objectOrUndefined(e.reply.topologyVersion));
+            setOrDelete(this.topologyVersions, address, topologyVersion);
           }
           published.next(e);
           toPool.next(e);

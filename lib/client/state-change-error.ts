@@ -68,11 +68,30 @@ export function stateChangeError(reply: Readonly<Document>): StateChangeError | 
  * topologyVersion compared with the error's is >= 0; `compareTopologyVersion`).
  */
 export function isStaleTopologyVersion(currentVersion: Document | undefined, errorVersion: Document | undefined): boolean {
-  if (currentVersion === undefined || errorVersion === undefined) return false;
-  const current = asBigInt(currentVersion.counter);
-  const error = asBigInt(errorVersion.counter);
-  if (current === undefined || error === undefined || !sameProcess(currentVersion.processId, errorVersion.processId)) return false;
-  return current >= error;
+  return compareTopologyVersion(currentVersion, errorVersion) >= 0;
+}
+
+/**
+ * Whether a check's reply carrying `replyVersion` is older than `currentVersion`, the topologyVersion of the
+ * client's view of the server (e.g. of a state change error that came while the check was under way): both present,
+ * the same `processId`, and the reply's `counter` smaller. Such a reply is ignored: the server stays as it was.
+ *
+ * Source: server discovery and monitoring spec, "topologyVersion Comparison" (a hello response is compared as a
+ * State Change Error is), "Replacing the TopologyDescription" (`isStaleServerDescription`).
+ */
+export function isStaleServerDescription(currentVersion: Document | undefined, replyVersion: Document | undefined): boolean {
+  return compareTopologyVersion(currentVersion, replyVersion) > 0;
+}
+
+/**
+ * -1 when `a` is older than `b` (or either is absent, or their processIds differ: `b` is assumed newer), 0 when the
+ * same, 1 when newer; a counter that is not an integer also counts as older.
+ */
+function compareTopologyVersion(a: Document | undefined, b: Document | undefined): -1 | 0 | 1 {
+  if (a === undefined || b === undefined || !sameProcess(a.processId, b.processId)) return -1;
+  const [x, y] = [asBigInt(a.counter), asBigInt(b.counter)];
+  if (x === undefined || y === undefined || x < y) return -1;
+  return x === y ? 0 : 1;
 }
 
 /** Whether two `processId`s (ObjectIds, or anything with the same `toHexString()`) are the same. */

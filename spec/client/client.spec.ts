@@ -6,7 +6,7 @@ import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
 import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
-import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startWireProxy } from '../support/wire-proxy';
 
@@ -458,6 +458,44 @@ describe('connect() / Client', function () {
       a.handle('find', () => ({ ok: 0, code: 91, errmsg: 'shutting down', topologyVersion: { processId: new ObjectId(), counter: Long.fromNumber(0) } }));
       await client!.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(count('ConnectionPoolCleared')).to.equal(2);
+    });
+
+    it('a check answered before a state change error that counted, with an older topologyVersion, does not ready the pool', async function () {
+      const [a] = await start();
+      const { clock, pool, count } = await pollingOn(a);
+      const hello = (a as unknown as { handlers: Map<string, CommandHandler> }).handlers.get('hello')!;
+      // The next hello (the monitor's periodic check) is answered with the server's state when it arrived, but its
+      // reply reaches the client only once `release` is called.
+      let hold = true;
+      let arrived = false;
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      a.handle('hello', async (command, info) => {
+        if (!hold) return hello(command, info);
+        hold = false;
+        arrived = true;
+        const reply = await hello(command, info);
+        await released;
+        return reply;
+      });
+      const succeeded = count('ServerHeartbeatSucceeded');
+      clock.advance(10000);
+      expect(await eventually(() => arrived), 'the periodic check is under way').to.equal(true);
+      // The server starts shutting down: its topologyVersion goes up, and a command fails with the new one.
+      a.changeTopology();
+      a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 91 } });
+      expect(await client!.command('test', { find: 'c' }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError).and.include({ code: 91 });
+      expect([count('ConnectionPoolCleared'), pool.state]).to.deep.equal([1, 'paused']);
+      release();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === succeeded + 1), 'the held check ends').to.equal(true);
+      await settle();
+      expect(pool.state, 'a reply older than the error says nothing newer of the server').to.equal('paused');
+      // A command waiting for the server requests a check; its reply is as new as the error's: the pool is ready again.
+      const pinged = client!.command('admin', { ping: 1 });
+      await settle();
+      clock.advance(500);
+      expect(await pinged).to.include({ ok: 1 });
+      expect(count('ConnectionPoolCleared'), 'cleared once').to.equal(1);
     });
 
     it('load-balanced: no error touches the pool\'s state; "node is shutting down" clears only its connection\'s service, once', async function () {

@@ -1,10 +1,10 @@
 /**
- * stateChangeError and isStaleTopologyVersion: the server discovery and monitoring spec's "not writable primary" and
+ * stateChangeError, isStaleTopologyVersion and isStaleServerDescription: the server discovery and monitoring spec's "not writable primary" and
  * "node is recovering" classification of a reply, and its topologyVersion comparison.
  */
 import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
-import { isStaleTopologyVersion, stateChangeError } from '../../lib/client/state-change-error';
+import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from '../../lib/client/state-change-error';
 
 describe('stateChangeError', function () {
   it('knows every "not writable primary" and "node is recovering" code, and which say "node is shutting down"', function () {
@@ -55,5 +55,23 @@ describe('isStaleTopologyVersion', function () {
     expect(isStaleTopologyVersion(undefined, version(0))).to.equal(false);
     expect(isStaleTopologyVersion(version(0), undefined)).to.equal(false);
     expect(isStaleTopologyVersion(version(5), version(0, new ObjectId()))).to.equal(false);
+  });
+});
+
+describe('isStaleServerDescription', function () {
+  const processId = new ObjectId();
+  const version = (counter: number | Long, id = processId) => ({ processId: id, counter });
+
+  it('is stale only when the reply\'s counter is smaller, for the same process; an equal one is accepted', function () {
+    expect(isStaleServerDescription(version(Long.fromNumber(2)), version(1))).to.equal(true);
+    expect(isStaleServerDescription(version(2), version(Long.fromNumber(2)))).to.equal(false);
+    expect(isStaleServerDescription(version(2), version(3))).to.equal(false);
+  });
+
+  it('accepts the reply when either is missing, the processes differ, or a counter is not an integer', function () {
+    expect(isStaleServerDescription(undefined, version(0))).to.equal(false);
+    expect(isStaleServerDescription(version(3), undefined)).to.equal(false);
+    expect(isStaleServerDescription(version(3), version(0, new ObjectId()))).to.equal(false);
+    expect(isStaleServerDescription(version(3), version(0.5))).to.equal(false);
   });
 });
