@@ -4,7 +4,7 @@
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
  */
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
@@ -126,6 +126,18 @@ function checkClientKey(context: SecureContextOptions, file: string, password: s
       );
     }
     throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
+  }
+  // OpenSSL checks a key against the certificate only when both are of one type: an EC key beside an RSA certificate
+  // is loaded without a word, and every connection then offers no client certificate.
+  // A form OpenSSL loaded but these cannot read is left to it, as before.
+  let matches = true;
+  try {
+    matches = new X509Certificate(context.cert as Buffer).checkPrivateKey(createPrivateKey({ key: context.key as Buffer, passphrase: context.passphrase }));
+  } catch {
+    // unreadable here: not checked
+  }
+  if (!matches) {
+    throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (its private key is not the certificate's)`);
   }
 }
 

@@ -87,6 +87,21 @@ describe('TLS settings (tls-options)', function () {
       }
     });
 
+    it('a tlsCertificateKeyFile whose private key is not its certificate\'s names the file, whatever the key\'s type', function () {
+      // A key of another type than the certificate's (EC with an RSA certificate) would be loaded beside it: every
+      // connection would then offer no client certificate, and fail with the server's "certificate required".
+      const ecKey = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+      const rsaKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+      const cert = new crypto.X509Certificate(fs.readFileSync(file('client.pem'))).toString();
+      for (const [name, key] of [['ec', ecKey], ['rsa', rsaKey]]) {
+        const mismatched = path.join(dir, `mismatched-${name}.pem`);
+        fs.writeFileSync(mismatched, cert + key);
+        const e = refused({ tlsCertificateKeyFile: mismatched });
+        expect(e.option, name).to.equal('tlsCertificateKeyFile');
+        expect(e.value, name).to.equal(mismatched);
+      }
+    });
+
     it('connectionFactory and connect() throw it before any socket is opened', function () {
       expect(() => connectionFactory({ host: 'localhost', port: 1, tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: 'nope' }))
         .to.throw(InvalidOptionError)
