@@ -306,7 +306,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       this.stepping = true;
       runner.run(s.commands); // reports a faulty command and goes on: never throws
       this.stepping = false;
-      if (this.arriving.length > 0) for (const arrival of this.arriving.splice(0)) arrival.remove = this.events.add(arrival.subscriber);
+      if (this.arriving.length > 0) this.listArriving();
     });
 
     // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
@@ -327,8 +327,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       else arrival.remove = this.events.add(subscriber);
       subscriber.next(created);
       return () => {
-        if (arrival.remove !== undefined) arrival.remove();
-        else this.arriving = this.arriving.filter((a) => a !== arrival);
+        arrival.remove?.(); // not listed yet: it never will be (see listArriving)
         if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
       };
     });
@@ -345,10 +344,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         const joiner: Joiner = { subscriber, first: this.snapshot(), remove: undefined };
         this.joining.push(joiner);
         subscriber.next(joiner.first);
-        return () => {
-          if (joiner.remove !== undefined) joiner.remove();
-          else this.joining = this.joining.filter((j) => j !== joiner);
-        };
+        return () => joiner.remove?.(); // not listed yet: it never will be (see admitJoining)
       }
       // Listed before its first snapshot goes out, so a change it makes from that first callback reaches it too.
       const remove = this.states.add(subscriber);
@@ -760,9 +756,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     }
   }
 
+  /** After a step's commands ran: lists the `events$` subscribers made meanwhile, unless they already left. */
+  private listArriving(): void {
+    for (const arrival of this.arriving.splice(0)) if (!arrival.subscriber.closed) arrival.remove = this.events.add(arrival.subscriber);
+  }
+
   /**
    * After a batch: the `state$` subscribers made during it receive what the rest of it changed since their first
-   * snapshot, then are listed with the others.
+   * snapshot, then are listed with the others, unless they already left.
    */
   private admitJoining(): void {
     if (this.changedSince(this.lastSnapshot!)) this.lastSnapshot = this.snapshot();

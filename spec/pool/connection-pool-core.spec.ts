@@ -1363,6 +1363,19 @@ describe('ConnectionPool', function () {
       pool.ready();
       expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolCleared']);
     });
+    it('a subscriber made mid-step and gone before the step ends is never listed, and the pool stops building events once the others go', function () {
+      const { pool, sub } = makePool();
+      const late: string[] = [];
+      const outer = pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolReady') pool.events$.subscribe((x) => late.push(x.type)).unsubscribe();
+      });
+      pool.ready();
+      outer.unsubscribe();
+      sub.unsubscribe();
+      const events = (pool as unknown as { events: { observed: boolean } }).events;
+      expect(events.observed, 'no subscriber left listed').to.equal(false);
+      expect(late).to.deep.equal(['ConnectionPoolCreated']);
+    });
   });
 
   describe('state$ subscribed from inside the pool\'s processing', function () {
@@ -1428,6 +1441,24 @@ describe('ConnectionPool', function () {
       pool.close();
       expect(late).to.deep.equal(['paused 0 1', 'ready 0 1', 'closed 0 1']);
       subscription.unsubscribe();
+    });
+
+    it('a subscriber made mid-batch that leaves, before or after it joined, is no longer listed: the pool stops building snapshots once the others go', function () {
+      const { pool } = makePool();
+      const states = (pool as unknown as { states: { observed: boolean } }).states;
+      const outer = pool.state$.subscribe();
+      let joined: Subscription | undefined;
+      const watcher = pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolReady') pool.state$.subscribe().unsubscribe(); // gone before the batch ends
+        if (e.type === 'ConnectionPoolCleared') joined = pool.state$.subscribe(); // joins after the batch
+      });
+      pool.ready();
+      pool.clear();
+      expect(joined).to.not.equal(undefined);
+      joined!.unsubscribe();
+      outer.unsubscribe();
+      watcher.unsubscribe();
+      expect(states.observed, 'no state$ subscriber left listed').to.equal(false);
     });
 
     it('the last value of state$ is the closed pool when another subscribes on ConnectionPoolClosed', async function () {
