@@ -138,6 +138,11 @@ export interface PoolSnapshot {
   readonly address: string;
   /** CMAP `ConnectionPool.state`. */
   readonly state: ConnectionPoolState;
+  /**
+   * Whether `drain()` took effect and the pool is not closed yet: new checkouts fail with PoolClosedError while the
+   * waiting and in-use ones finish, whatever `state` says (`ready` or `paused`). Extension (see `drain()`).
+   */
+  readonly draining: boolean;
   /** CMAP `ConnectionPool.generation`: 0 at creation, + 1 on every (non-load-balanced) clear. */
   readonly generation: number;
   /** pending + available + in use. */
@@ -207,8 +212,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /**
    * The pool state stream: the current {@link PoolSnapshot} on subscribe, then one snapshot after each committed
-   * batch of actions that changed the pool's state, generation or a count. Nothing is built while nobody subscribes.
-   * Completes once the pool is closed and its last connection is closed (a late subscriber receives the final
+   * batch of actions that changed the pool's state, `draining`, generation or a count. Nothing is built while nobody
+   * subscribes. Completes once the pool is closed and its last connection is closed (a late subscriber receives the final
    * snapshot, then completion). A subscription made while the pool processes a batch (from an `events$` subscriber)
    * starts from the pool as it is then, which may be ahead of that batch's events still to be delivered; the
    * subscribers already there receive the change after the batch, once every one of its events has been delivered.
@@ -384,6 +389,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     return Object.freeze({
       address: s.address,
       state: s.state,
+      draining: s.draining && s.state !== 'closed',
       generation: s.generation,
       totalConnectionCount: s.records.size,
       availableConnectionCount: s.available.size,
@@ -780,6 +786,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const s = this.poolState;
     return (
       last.state !== s.state ||
+      last.draining !== (s.draining && s.state !== 'closed') ||
       last.generation !== s.generation ||
       last.totalConnectionCount !== s.records.size ||
       last.availableConnectionCount !== s.available.size ||
@@ -807,6 +814,7 @@ interface Joiner {
 function sameSnapshot(a: PoolSnapshot, b: PoolSnapshot): boolean {
   return (
     a.state === b.state &&
+    a.draining === b.draining &&
     a.generation === b.generation &&
     a.totalConnectionCount === b.totalConnectionCount &&
     a.availableConnectionCount === b.availableConnectionCount &&

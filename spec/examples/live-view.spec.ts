@@ -81,6 +81,7 @@ const checkedOut = (duration: number, connectionId = 1): ClientEvent =>
 const snapshot = (s: Partial<PoolSnapshot>): PoolSnapshot => ({
   address: 'h:1',
   state: 'ready',
+  draining: false,
   generation: 0,
   totalConnectionCount: 0,
   availableConnectionCount: 0,

@@ -1378,6 +1378,26 @@ describe('ConnectionPool', function () {
     });
   });
 
+  describe('state$ during a drain', function () {
+    it('shows draining while new checkouts fail and the pool still says ready, and not once it is closed', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 1 });
+      const seen: string[] = [];
+      pool.state$.subscribe((s) => seen.push(`${s.state} draining=${s.draining} inUse=${s.inUseConnectionCount}`));
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      seen.length = 0;
+      const drained = pool.drain();
+      expect(seen, 'the drain alone changes no count').to.deep.equal(['ready draining=true inUse=1']);
+      expect(pool.snapshot().draining).to.equal(true);
+      pool.checkIn(held!);
+      await drained;
+      expect(seen.at(-1)).to.equal('closed draining=false inUse=0');
+      expect(pool.snapshot().draining).to.equal(false);
+    });
+  });
+
   describe('state$ subscribed from inside the pool\'s processing', function () {
     it('subscribers already there still get the snapshot of the batch', function () {
       const { pool } = makePool();
