@@ -19,6 +19,23 @@ describe('connect() / Client', function () {
     return servers;
   }
 
+  /**
+   * A load-balanced client of one endpoint with two services, four connections established (two per service), its
+   * events recorded; `pings(n)` runs n pings at once, each settling to undefined or its error.
+   */
+  async function loadBalancedClient() {
+    const [a] = await start(1, { loadBalancedServices: 2 });
+    const c = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=4`);
+    client = c;
+    const pool = [...c.pools.values()][0];
+    const events: ClientEvent[] = [];
+    c.events$.subscribe((e) => events.push(e));
+    const pings = (n: number) => Promise.all(Array.from({ length: n }, () => c.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
+    expect(await pings(4)).to.deep.equal([undefined, undefined, undefined, undefined]);
+    expect(pool.snapshot().serviceGenerations.map((g) => g.connectionCount)).to.deep.equal([2, 2]);
+    return { a, pool, events, pings };
+  }
+
   afterEach(async function () {
     await client?.close();
     client = undefined;
@@ -364,14 +381,7 @@ describe('connect() / Client', function () {
   });
 
   it('load-balanced: a command failing with a network error (not a timeout) clears its connection\'s service once, not the pool', async function () {
-    const [a] = await start(1, { loadBalancedServices: 2 });
-    client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=4`);
-    const pool = [...client.pools.values()][0];
-    const events: ClientEvent[] = [];
-    client.events$.subscribe((e) => events.push(e));
-    const pings = (n: number) => Promise.all(Array.from({ length: n }, () => client!.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
-    expect(await pings(4)).to.deep.equal([undefined, undefined, undefined, undefined]);
-    expect(pool.snapshot().serviceGenerations.map((g) => g.connectionCount)).to.deep.equal([2, 2]);
+    const { a, pool, events, pings } = await loadBalancedClient();
     // Four commands in flight together, one per connection (two per service), each find their connection closed.
     a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 4 }, data: { failCommands: ['ping'], closeConnection: true } });
     for (const error of await pings(4)) {
@@ -384,7 +394,7 @@ describe('connect() / Client', function () {
     );
     expect(pool.state, 'load-balanced clears never pause').to.equal('ready');
     expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['stale', 'stale', 'stale', 'stale']);
-    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(await client!.command('admin', { ping: 1 })).to.include({ ok: 1 });
   });
 
   describe('state change errors ("not writable primary", "node is recovering") on the embedded endpoint', function () {
@@ -499,14 +509,7 @@ describe('connect() / Client', function () {
     });
 
     it('load-balanced: no error touches the pool\'s state; "node is shutting down" clears only its connection\'s service, once', async function () {
-      const [a] = await start(1, { loadBalancedServices: 2 });
-      client = connect(`mongodb://${a.address}/?loadBalanced=true&maxPoolSize=4`);
-      const pool = [...client.pools.values()][0];
-      const events: ClientEvent[] = [];
-      client.events$.subscribe((e) => events.push(e));
-      const pings = (n: number) => Promise.all(Array.from({ length: n }, () => client!.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
-      expect(await pings(4)).to.deep.equal([undefined, undefined, undefined, undefined]);
-      expect(pool.snapshot().serviceGenerations.map((g) => g.connectionCount)).to.deep.equal([2, 2]);
+      const { a, pool, events, pings } = await loadBalancedClient();
       a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 4 }, data: { failCommands: ['ping'], errorCode: 10107 } });
       for (const error of await pings(4)) expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
       expect(events.filter((e) => e.type === 'ConnectionPoolCleared'), 'not writable primary from a 4.2+ service').to.deep.equal([]);
@@ -515,7 +518,7 @@ describe('connect() / Client', function () {
       const cleared = events.filter((e) => e.type === 'ConnectionPoolCleared') as Array<{ serviceId?: string }>;
       expect(cleared.map((e) => e.serviceId).sort(), 'once per service').to.deep.equal(a.services.map((id) => id.toHexString()).sort());
       expect(pool.state, 'load-balanced clears never pause').to.equal('ready');
-      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(await client!.command('admin', { ping: 1 })).to.include({ ok: 1 });
     });
   });
 
