@@ -210,6 +210,8 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   private readonly collect: BatchObservableCallback;
   private readonly subscriptions: Subscription[] = [];
   private watchingCompletion = false;
+  /** The timer that removes the collection callback of a finished pool should no reader collect (see `finish`). */
+  private removalTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the pool finished (Date.now(), ms): from then on the callback reports its counts as 0. */
   private finishedAt: number | undefined = undefined;
   /** The pool, while recording (nothing keeps a finished pool reachable). */
@@ -308,6 +310,9 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
+    // Its job done: left pending, the timer would keep this recorder reachable for the rest of its 120 s.
+    if (this.removalTimer !== undefined) clearTimeout(this.removalTimer);
+    this.removalTimer = undefined;
   }
 
   /**
@@ -319,7 +324,7 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.finishedAt = Date.now();
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
-    setTimeout(() => this.unsubscribe(), 2 * FINAL_ZEROS_MS).unref();
+    this.removalTimer = setTimeout(() => this.unsubscribe(), 2 * FINAL_ZEROS_MS).unref();
   }
 
   [Symbol.dispose](): void {

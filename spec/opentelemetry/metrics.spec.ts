@@ -299,6 +299,28 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       expect(removals).to.equal(1);
     });
 
+    it('clears that timer once the callback is removed otherwise, so a finished recorder is not kept for 120 s', function () {
+      const { meter } = harness();
+      const { pool } = virtualPool({ maxPoolSize: 1 });
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      const handle = { unref: () => handle };
+      const [originalSet, originalClear] = [globalThis.setTimeout, globalThis.clearTimeout];
+      const cleared: unknown[] = [];
+      globalThis.setTimeout = (() => handle) as unknown as typeof setTimeout;
+      globalThis.clearTimeout = ((h: unknown) => cleared.push(h)) as typeof clearTimeout;
+      try {
+        pool.close(); // no connection: state$ completes at once, and the removal timer is armed
+        expect(cleared).to.deep.equal([]);
+        instrumentation.unsubscribe(); // as the first collection after 60 s does
+        instrumentation.unsubscribe();
+      } finally {
+        globalThis.setTimeout = originalSet;
+        globalThis.clearTimeout = originalClear;
+      }
+      expect(cleared).to.have.length(1);
+      expect(cleared[0]).to.equal(handle);
+    });
+
     it('changes nothing of what other subscribers see: the closed pool\'s state$ snapshot still comes after its events', function () {
       const { meter } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 1 });
