@@ -323,8 +323,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     });
     this.events$ = new Observable<ConnectionPoolEvent>((subscriber) => {
       // Observing and listed before ConnectionPoolCreated goes out, so the events of what the subscriber does from
-      // that first callback (ready(), a checkout) reach it too, after ConnectionPoolCreated.
-      if (this.observers++ === 0) dispatch({ type: 'observe', observed: true });
+      // that first callback (ready(), a checkout) reach it too, after ConnectionPoolCreated. Set at once, not queued
+      // as an action: subscribed mid-batch, the steps already queued are committed after it subscribed, and must
+      // build their events (no step is being reduced here: reducing runs no user code).
+      if (this.observers++ === 0) this.poolState.observed = true;
       // Subscribed while a step's events go out (from an events$ subscriber): listed once they have, so it receives
       // the events committed after it subscribed, not the rest of a step whose changes snapshot() already shows.
       const arrival: Arrival = { subscriber, remove: undefined };
@@ -333,7 +335,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       subscriber.next(created);
       return () => {
         arrival.remove?.(); // not listed yet: it never will be (see listArriving)
-        if (--this.observers === 0) dispatch({ type: 'observe', observed: false });
+        if (--this.observers === 0) this.poolState.observed = false;
       };
     });
     this.state$ = new Observable<PoolSnapshot>((subscriber) => {

@@ -1363,6 +1363,20 @@ describe('ConnectionPool', function () {
       pool.ready();
       expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolCleared']);
     });
+    it('the first subscriber, made mid-step, receives the events of the steps already queued behind that step', function () {
+      const { pool, clock, sub } = makePool({ maxPoolSize: 1 });
+      sub.unsubscribe(); // nobody observes: no event is built
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      const late: string[] = [];
+      pool.checkOut().subscribe({ error: () => pool.ready() }); // queues the ready behind the clear's step
+      pool.checkOut().subscribe({ error: () => void pool.events$.subscribe((e) => late.push(e.type)) });
+      pool.clear(); // fails both waiters in one step
+      expect(pool.state, 'the ready was committed after the subscription').to.equal('ready');
+      expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+    });
+
     it('a subscriber made mid-step and gone before the step ends is never listed, and the pool stops building events once the others go', function () {
       const { pool, sub } = makePool();
       const late: string[] = [];
