@@ -28,6 +28,26 @@ function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => 
   };
 }
 
+/**
+ * Holds the callbacks given to `setTimeout` (where an error is thrown to end up uncaught) until the returned release
+ * runs them, collecting what they throw in `thrown`.
+ */
+function holdTimers(thrown: unknown[]): () => void {
+  const original = globalThis.setTimeout;
+  const held: (() => void)[] = [];
+  globalThis.setTimeout = ((fn: () => void) => held.push(fn)) as unknown as typeof setTimeout;
+  return () => {
+    globalThis.setTimeout = original;
+    for (const fn of held.splice(0)) {
+      try {
+        fn();
+      } catch (error) {
+        thrown.push(error);
+      }
+    }
+  };
+}
+
 /** A ready pool on virtual time; watched (its events recorded) unless `observed` is false. */
 function virtualPool(maxPoolSize = 2, options: Record<string, unknown> = {}, observed = true) {
   const clock = new VirtualClock();
@@ -246,6 +266,31 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(b.settled).to.equal(1);
     expect(b.connection).to.equal(a.connection);
     expect(pool.state).to.equal('ready');
+  });
+
+  it('a command that throws, reported to an onUnhandledError that throws too: the step\'s other commands still run, and a later events$ subscriber receives the next step\'s events', function () {
+    const { pool, clock } = virtualPool(1);
+    const a = track(pool);
+    clock.advance(10);
+    const b = track(pool);
+    const fault = new Error('injected: runner');
+    const rethrown: unknown[] = [];
+    config.onUnhandledError = (error) => {
+      reported.push(error);
+      throw error; // a handler that makes unhandled errors loud
+    };
+    const releaseTimers = holdTimers(rethrown);
+    restore.push(releaseTimers);
+    restore.push(throwOnce(Broadcast.prototype, 'next', fault)); // the check-in's ConnectionCheckedIn
+    pool.checkIn(a.connection!);
+    expect(reported).to.deep.equal([fault]);
+    expect(b.settled, 'served by the commands after the one that threw').to.equal(1);
+    const late: string[] = [];
+    pool.events$.subscribe((e) => late.push(e.type)); // at rest, after that step
+    pool.checkIn(b.connection!);
+    expect(late).to.deep.equal(['ConnectionPoolCreated', 'ConnectionCheckedIn']);
+    releaseTimers();
+    expect(rethrown, 'what the handler threw, thrown from a timer as RxJS does').to.deep.equal([fault]);
   });
 
   it('a fault at any point of any step: every guarantee holds (each scenario, each method, each of its calls)', async function () {
