@@ -63,10 +63,10 @@ export interface EmbeddedServerOptions {
   loadBalancedServices?: number;
 }
 
-/** The option names of {@link EmbeddedServerOptions}. */
 /** The opCodes a wire message header may carry (what tells one from a TLS record). */
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
+/** The option names of {@link EmbeddedServerOptions}. */
 const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
@@ -392,8 +392,9 @@ export class EmbeddedServer {
     const framer = new MessageFramer();
     let chain = Promise.resolve();
     // A TLS client on a plaintext endpoint: its first bytes are a TLS handshake record (content type 22, version
-    // 3.x), which would read as the length of a message of up to 67 MB and hold the client until its
-    // connectTimeoutMS. mongod closes such a connection at once ("SSL handshake received but server is started
+    // 3.x), which would read as the length of a message of several MB (16.8 MB for a ClientHello of 256 to 511
+    // bytes, as Node sends) and hold the client until its connectTimeoutMS (a length over the framer's 48 MB limit is
+    // refused at once anyway). mongod closes such a connection at once ("SSL handshake received but server is started
     // without SSL support"). A wire message that starts with the same two bytes has a known opCode at byte 12.
     let first = !(socket instanceof tls.TLSSocket);
     socket.on('data', (chunk: Buffer) => {
