@@ -144,8 +144,9 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   query key with no "=" and value included); for conflicting TLS options, whatever their values: `tlsInsecure` with
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
- *   together, instances of `tls` and `ssl` (a repeated one included) that do not all have the same value; for `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for
- *   `directConnection=true` with several hosts or an SRV URI; for
+ *   together, instances of `tls` and `ssl` (a repeated one included) that do not all have the same value; for
+ *   `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for `directConnection=true` with several hosts or an SRV
+ *   URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
  *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
  *   or without credentials); and for credentials with an empty user name. Messages never contain the password.

@@ -27,15 +27,15 @@ export interface StateChangeError {
   readonly error: Document;
   /** Whether it is a "node is shutting down" error (code 91 or 11600), whose server's connections are all gone soon. */
   readonly shuttingDown: boolean;
-  /** The reply's `topologyVersion` (`{ processId, counter }`), when it has one. */
+  /** The reply's `topologyVersion` (`{ processId, counter }`), else its error document's, when either has one. */
   readonly topologyVersion: Document | undefined;
 }
 
 /**
- * The state change error `reply` reports, if any: a reply with `ok` other than 1 is checked by its `code`, else (no
- * code, or code 0) by its `errmsg` ("node is recovering" or "not master or secondary": recovering; else "not master":
- * not writable primary); a successful reply is checked the same way by its `writeConcernError`. `writeErrors` are
- * never checked. Never throws.
+ * The state change error `reply` reports, if any: a reply whose `ok` is neither 1 nor true is checked by its `code`,
+ * else (no code, or code 0) by its `errmsg` ("node is recovering" or "not master or secondary": recovering; else "not
+ * master": not writable primary); a successful reply is checked the same way by its `writeConcernError`.
+ * `writeErrors` are never checked. Never throws.
  *
  * Source: as the module.
  */
