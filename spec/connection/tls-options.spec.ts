@@ -147,6 +147,8 @@ describe('TLS settings (tls-options)', function () {
   });
 
   describe('an established TLS connection', function () {
+    // Embedded endpoint only, whatever MONGODB_URI says: the test needs a server that asks for a client certificate
+    // and trusts the fixtures' CA, which MONGODB_URI's server need not do.
     let server: EmbeddedServer;
     before(async function () {
       server = await new EmbeddedServer({
