@@ -102,12 +102,6 @@ export interface TimerAction {
   readonly timer: TimerName;
 }
 
-/** Someone started, or the last one stopped, observing `events$`: events are built only while observed. */
-export interface ObserveAction {
-  readonly type: 'observe';
-  readonly observed: boolean;
-}
-
 /** The pool's timers. */
 export type TimerName = 'waitQueue' | 'background' | 'leakDetection' | 'drain';
 
@@ -122,8 +116,7 @@ export type Action<C> =
   | DrainAction
   | EstablishedAction<C>
   | EstablishFailedAction
-  | TimerAction
-  | ObserveAction;
+  | TimerAction;
 
 /**
  * The input lane of an action: checkout requests and their cancellations go to the checkout lane; everything else

@@ -71,9 +71,6 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
       else if (action.timer === 'leakDetection') leakDetectionTimer(state, out);
       else drainTimeout(state, out);
       break;
-    case 'observe':
-      state.observed = action.observed;
-      break;
   }
   if (state.draining && state.state !== 'closed' && isDrained(state)) close(state, out);
   return state;

@@ -80,7 +80,11 @@ export interface PoolState<C> {
   generation: number;
   /** CMAP `serviceGenerations`: serviceId → (generation, connection count); an entry goes when its count is 0. */
   readonly serviceGenerations: Map<string, ServiceGeneration>;
-  /** Whether anyone observes events; when false the reducer builds none. */
+  /**
+   * Whether anyone observes events; when false the reducer builds none. Set by `events$` itself as its first
+   * subscriber comes and its last goes (never during a step: reducing runs no user code), so the steps already queued
+   * then build their events for it.
+   */
   observed: boolean;
   nextConnectionId: number;
   /** Every connection that is not closed: pending, available and in use. Its size is totalConnectionCount. */

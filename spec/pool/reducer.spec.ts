@@ -525,7 +525,7 @@ describe('reduce (pool reducer, virtual time)', function () {
         b.dispatch({ type: 'ready' });
         b.checkOut(); // at t = 0, nobody observing
         b.time = 5;
-        b.dispatch({ type: 'observe', observed: true });
+        b.state.observed = true; // as events$'s first subscriber sets it
         b.time = 10;
         b.succeed(1);
         expect(b.events.find((e) => e.type === 'ConnectionCheckedOut'), `waitQueueTimeoutMS ${waitQueueTimeoutMS}`).to.include({ duration });
