@@ -410,7 +410,8 @@ describe('connect() / Client', function () {
       expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
       return { clock, pool, count, events };
     }
-    const settle = (): Promise<unknown> => new Promise((r) => setTimeout(r, 20));
+    // Lets a check that the advanced clock started, if any, emit its ServerHeartbeatStarted (a few microtasks later).
+    const settle = (): Promise<unknown> => new Promise((r) => setImmediate(r));
 
     it('a writeConcernError with a state change code counts as the error (its reply still returned as is); writeErrors do not', async function () {
       const [a] = await start();
