@@ -253,9 +253,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /** Whether a step's commands are being run (its events going out). */
   private stepping = false;
   /** The `events$` subscribers made while a step's events went out, listed once they have. */
-  private arriving: Arrival[] = [];
+  private joiningEvents: EventsJoiner[] = [];
   /** The `state$` subscribers made in the middle of a batch, listed with the others once it is over. */
-  private joining: Joiner[] = [];
+  private joiningStates: StateJoiner[] = [];
   /** The resolves of `drain()` calls, settled once the pool is closed. */
   private drained: (() => void)[] = [];
   private finished = false;
@@ -311,7 +311,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       this.stepping = true;
       runner.run(s.commands); // reports a faulty command and goes on: never throws
       this.stepping = false;
-      if (this.arriving.length > 0) this.listArriving();
+      if (this.joiningEvents.length > 0) this.admitJoiningEvents();
     });
 
     // CMAP "Creating a Connection Pool": generation 0, paused, ConnectionPoolCreated.
@@ -329,12 +329,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       if (this.observers++ === 0) this.poolState.observed = true;
       // Subscribed while a step's events go out (from an events$ subscriber): listed once they have, so it receives
       // the events committed after it subscribed, not the rest of a step whose changes snapshot() already shows.
-      const arrival: Arrival = { subscriber, remove: undefined };
-      if (this.stepping) this.arriving.push(arrival);
-      else arrival.remove = this.events.add(subscriber);
+      const joiner: EventsJoiner = { subscriber, remove: undefined };
+      if (this.stepping) this.joiningEvents.push(joiner);
+      else joiner.remove = this.events.add(subscriber);
       subscriber.next(created);
       return () => {
-        arrival.remove?.(); // not listed yet: it never will be (see listArriving)
+        joiner.remove?.(); // not listed yet: it never will be (see admitJoiningEvents)
         if (--this.observers === 0) this.poolState.observed = false;
       };
     });
@@ -348,10 +348,10 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         // Subscribed in the middle of a batch that changed the pool (from an events$ subscriber, say): it starts from
         // the pool as it is now, and joins the others after the batch. They receive the change after the batch, as
         // always: sent to them now, it would reach them before the rest of the batch's events reach events$.
-        const joiner: Joiner = { subscriber, first: this.snapshot(), remove: undefined };
-        this.joining.push(joiner);
+        const joiner: StateJoiner = { subscriber, first: this.snapshot(), remove: undefined };
+        this.joiningStates.push(joiner);
         subscriber.next(joiner.first);
-        return () => joiner.remove?.(); // not listed yet: it never will be (see admitJoining)
+        return () => joiner.remove?.(); // not listed yet: it never will be (see admitJoiningStates)
       }
       // Listed before its first snapshot goes out, so a change it makes from that first callback reaches it too.
       const remove = this.states.add(subscriber);
@@ -391,7 +391,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     return Object.freeze({
       address: s.address,
       state: s.state,
-      draining: s.draining && s.state !== 'closed',
+      draining: isDraining(s),
       generation: s.generation,
       totalConnectionCount: s.records.size,
       availableConnectionCount: s.available.size,
@@ -749,7 +749,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const s = this.poolState;
     if (s.state === 'closed' && this.drained.length > 0) for (const resolve of this.drained.splice(0)) resolve();
     if (this.states.observed) this.publishChangedState();
-    if (this.joining.length > 0) this.admitJoining();
+    if (this.joiningStates.length > 0) this.admitJoiningStates();
     if (s.state === 'closed' && s.records.size === 0) {
       this.finished = true;
       this.states.complete();
@@ -765,18 +765,18 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   }
 
   /** After a step's commands ran: lists the `events$` subscribers made meanwhile, unless they already left. */
-  private listArriving(): void {
-    for (const arrival of this.arriving.splice(0)) if (!arrival.subscriber.closed) arrival.remove = this.events.add(arrival.subscriber);
+  private admitJoiningEvents(): void {
+    for (const joiner of this.joiningEvents.splice(0)) if (!joiner.subscriber.closed) joiner.remove = this.events.add(joiner.subscriber);
   }
 
   /**
    * After a batch: the `state$` subscribers made during it receive what the rest of it changed since their first
    * snapshot, then are listed with the others, unless they already left.
    */
-  private admitJoining(): void {
+  private admitJoiningStates(): void {
     if (this.changedSince(this.lastSnapshot!)) this.lastSnapshot = this.snapshot();
     const current = this.lastSnapshot!;
-    for (const joiner of this.joining.splice(0)) {
+    for (const joiner of this.joiningStates.splice(0)) {
       if (joiner.subscriber.closed) continue;
       joiner.remove = this.states.add(joiner.subscriber);
       if (!sameSnapshot(joiner.first, current)) joiner.subscriber.next(current);
@@ -788,7 +788,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const s = this.poolState;
     return (
       last.state !== s.state ||
-      last.draining !== (s.draining && s.state !== 'closed') ||
+      last.draining !== isDraining(s) ||
       last.generation !== s.generation ||
       last.totalConnectionCount !== s.records.size ||
       last.availableConnectionCount !== s.available.size ||
@@ -799,17 +799,22 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   }
 }
 
-/** An `events$` subscriber, and its removal once listed. */
-interface Arrival {
+/** An `events$` subscriber made while a step's events went out, and its removal once listed. */
+interface EventsJoiner {
   readonly subscriber: Subscriber<ConnectionPoolEvent>;
   remove: (() => void) | undefined;
 }
 
 /** A `state$` subscriber made in the middle of a batch: its first snapshot, and its removal once listed. */
-interface Joiner {
+interface StateJoiner {
   readonly subscriber: Subscriber<PoolSnapshot>;
   readonly first: PoolSnapshot;
   remove: (() => void) | undefined;
+}
+
+/** `PoolSnapshot.draining`: a drain took effect and the pool is not closed yet. */
+function isDraining<C>(s: PoolState<C>): boolean {
+  return s.draining && s.state !== 'closed';
 }
 
 /** Whether two snapshots show the same pool. */
