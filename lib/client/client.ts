@@ -46,6 +46,7 @@ import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
+import { asTopologyVersion } from '../monitor/topology-version';
 
 /**
  * Options of {@link connect}. Each overrides the same option in the URI. Unlike URI values (ignored with a warning
@@ -356,7 +357,7 @@ export class Client {
             this.heartbeatErrors.set(address, e.error);
             this.topologyVersions.delete(address);
           } else if (e.type === 'ServerHeartbeatSucceeded') {
-            const topologyVersion = objectOrUndefined(e.reply.topologyVersion);
+            const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
             // A reply older than what the client knows (a state change error that came during the check) changes
             // nothing: the server stays Unknown, its pool as the error left it.
             if (isStaleServerDescription(this.topologyVersions.get(address), topologyVersion)) {
@@ -663,11 +664,6 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
 function setOrDelete<K, V>(map: Map<K, V>, key: K, value: V | undefined): void {
   if (value === undefined) map.delete(key);
   else map.set(key, value);
-}
-
-/** `value` when it is a (non-null) object, else undefined. */
-function objectOrUndefined(value: unknown): Document | undefined {
-  return value !== null && typeof value === 'object' ? (value as Document) : undefined;
 }
 
 /** Load-balanced mode: the current generation of `serviceId` in `pool` (0 for a service the pool no longer counts). */

@@ -8,7 +8,8 @@
  * (`isStateChangeError`, `isShutdown`, `isStaleError`, `compareTopologyVersion`); server monitoring spec,
  * "topologyVersion".
  */
-import { Long, type Document } from 'bson';
+import type { Document } from 'bson';
+import { asTopologyVersion, compareTopologyVersion } from '../monitor/topology-version';
 
 /** "node is recovering" codes: InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress. */
 const RECOVERING_CODES: ReadonlySet<number> = new Set([11600, 11602, 13436, 189, 91]);
@@ -27,7 +28,10 @@ export interface StateChangeError {
   readonly error: Document;
   /** Whether it is a "node is shutting down" error (code 91 or 11600), whose server's connections are all gone soon. */
   readonly shuttingDown: boolean;
-  /** The reply's `topologyVersion` (`{ processId, counter }`), else its error document's, when either has one. */
+  /**
+   * The reply's `topologyVersion` (`{ processId, counter }`), else its error document's, when either has one of the
+   * right shape (see `asTopologyVersion`).
+   */
   readonly topologyVersion: Document | undefined;
 }
 
@@ -51,11 +55,11 @@ export function stateChangeError(reply: Readonly<Document>): StateChangeError | 
       ? RECOVERING_CODES.has(code) || NOT_WRITABLE_PRIMARY_CODES.has(code)
       : message.includes('node is recovering') || message.includes('not master'); // "not master or secondary" too
   if (!isStateChange) return undefined;
-  const topologyVersion: unknown = reply.topologyVersion ?? error.topologyVersion;
+  const topologyVersion = asTopologyVersion(reply.topologyVersion ?? error.topologyVersion);
   return {
     error,
     shuttingDown: code !== undefined && SHUTDOWN_CODES.has(code),
-    topologyVersion: topologyVersion !== null && typeof topologyVersion === 'object' ? (topologyVersion as Document) : undefined,
+    topologyVersion,
   };
 }
 
@@ -81,31 +85,4 @@ export function isStaleTopologyVersion(currentVersion: Document | undefined, err
  */
 export function isStaleServerDescription(currentVersion: Document | undefined, replyVersion: Document | undefined): boolean {
   return compareTopologyVersion(currentVersion, replyVersion) > 0;
-}
-
-/**
- * -1 when `a` is older than `b` (or either is absent, or their processIds differ: `b` is assumed newer), 0 when the
- * same, 1 when newer; a counter that is not an integer also counts as older.
- */
-function compareTopologyVersion(a: Document | undefined, b: Document | undefined): -1 | 0 | 1 {
-  if (a === undefined || b === undefined || !sameProcess(a.processId, b.processId)) return -1;
-  const [x, y] = [asBigInt(a.counter), asBigInt(b.counter)];
-  if (x === undefined || y === undefined || x < y) return -1;
-  return x === y ? 0 : 1;
-}
-
-/** Whether two `processId`s (ObjectIds, or anything with the same `toHexString()`) are the same. */
-function sameProcess(a: unknown, b: unknown): boolean {
-  const hex = (v: unknown): string | undefined =>
-    v !== null && typeof v === 'object' && typeof (v as { toHexString?: unknown }).toHexString === 'function' ? (v as { toHexString(): string }).toHexString() : undefined;
-  const [x, y] = [hex(a), hex(b)];
-  return x !== undefined && x === y;
-}
-
-/** A `counter` (an int64 as a bson Long, a number or a bigint) as a bigint; undefined for anything else. */
-function asBigInt(value: unknown): bigint | undefined {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : undefined;
-  if (Long.isLong(value)) return BigInt(value.toString());
-  return undefined;
 }

@@ -10,7 +10,7 @@
  * "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS", "hello or legacy hello Cancellation",
  * "serverMonitoringMode", "Streaming Protocol").
  */
-import { Long, type Document } from 'bson';
+import type { Document } from 'bson';
 import { Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
@@ -25,6 +25,7 @@ import { RoundTripTimes, RttMonitor } from './rtt';
 import { optionValue, optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
+import { asTopologyVersion } from './topology-version';
 
 /**
  * The shortest interval between checks, in ms: 500, not configurable.
@@ -512,17 +513,4 @@ export class Monitor {
   private emit(event: ServerHeartbeatEvent): void {
     if (!this.closed) this.events.next(Object.freeze(event));
   }
-}
-
-/**
- * A reply's topologyVersion as sent back in an awaitable hello (counter as an int64, as the server requires), or
- * undefined when the reply has none of the right shape.
- */
-function asTopologyVersion(value: unknown): Document | undefined {
-  if (value === null || typeof value !== 'object') return undefined;
-  const { processId, counter } = value as Document;
-  if (processId === undefined) return undefined;
-  if (Long.isLong(counter)) return { processId, counter };
-  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return { processId, counter: Long.fromNumber(counter) };
-  return undefined;
 }

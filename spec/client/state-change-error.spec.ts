@@ -35,8 +35,10 @@ describe('stateChangeError', function () {
 
   it('carries the reply\'s topologyVersion', function () {
     const topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(3) };
-    expect(stateChangeError({ ok: 0, code: 10107, topologyVersion })?.topologyVersion).to.equal(topologyVersion);
+    expect(stateChangeError({ ok: 0, code: 10107, topologyVersion })?.topologyVersion).to.deep.equal(topologyVersion);
+    expect(stateChangeError({ ok: 1, writeConcernError: { code: 91, topologyVersion } })?.topologyVersion, "else the error document's").to.deep.equal(topologyVersion);
     expect(stateChangeError({ ok: 0, code: 10107 })?.topologyVersion).to.equal(undefined);
+    expect(stateChangeError({ ok: 0, code: 10107, topologyVersion: { counter: 3 } })?.topologyVersion, 'no processId: none').to.equal(undefined);
   });
 });
 
