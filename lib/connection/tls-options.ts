@@ -23,7 +23,10 @@ import { optionValues, type ListsEveryOption } from '../options';
  * extension (Node's `tls.connect` `servername`).
  */
 export interface TlsSettings {
-  /** Use TLS. Implied by any other option of these, whatever its value (see {@link wantsTls}). */
+  /**
+   * Use TLS. Implied by any other option of these, whatever its value; `false` with any of them set is an
+   * InvalidOptionError naming `tls`.
+   */
   tls?: boolean;
   /** PEM file of the certificate authorities to trust (default: Node's bundled roots). */
   tlsCAFile?: string;
