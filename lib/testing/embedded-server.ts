@@ -395,14 +395,19 @@ export class EmbeddedServer {
     // 3.x), which would read as the length of a message of several MB (16.8 MB for a ClientHello of 256 to 511
     // bytes, as Node sends) and hold the client until its connectTimeoutMS (a length over the framer's 48 MB limit is
     // refused at once anyway). mongod closes such a connection at once ("SSL handshake received but server is started
-    // without SSL support"). A wire message that starts with the same two bytes has a known opCode at byte 12.
-    let first = !(socket instanceof tls.TLSSocket);
+    // without SSL support"). A wire message that starts with the same two bytes has a known opCode at byte 12. The
+    // first 16 bytes (a header's worth) are gathered however the client split them, and checked once.
+    let head: Buffer | undefined = socket instanceof tls.TLSSocket ? undefined : Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
-      if (first) {
-        first = false;
-        if (chunk.length >= 16 && chunk[0] === 0x16 && chunk[1] === 0x03 && !KNOWN_OP_CODES.has(chunk.readInt32LE(12))) {
-          socket.destroy();
-          return;
+      if (head !== undefined) {
+        head = Buffer.concat([head, chunk]);
+        if (head.length >= 16) {
+          const tlsRecord = head[0] === 0x16 && head[1] === 0x03 && !KNOWN_OP_CODES.has(head.readInt32LE(12));
+          head = undefined;
+          if (tlsRecord) {
+            socket.destroy();
+            return;
+          }
         }
       }
       let messages: WireMessage[];

@@ -355,6 +355,32 @@ describe('EmbeddedServer without TLS', function () {
     expect(error).not.to.be.instanceOf(MongoNetworkTimeoutError);
   });
 
+  it('recognises a TLS record split over several writes, and still serves a first message split the same way', async function () {
+    const [host, port] = server.address.split(':');
+    const clientHello = Buffer.from('16030101580100015403030000000000000000000000000000000000', 'hex'); // as a TLS client starts
+    const tlsClient = net.connect({ host, port: Number(port), noDelay: true });
+    tlsClient.on('error', () => undefined);
+    // Two TCP segments read apart: real time between the writes, as nothing on the endpoint shows the first arrived.
+    const apart = () => new Promise((r) => setTimeout(r, 20));
+    const closed = new Promise((r) => tlsClient.once('close', r));
+    await new Promise((r) => tlsClient.once('connect', r));
+    tlsClient.write(clientHello.subarray(0, 3));
+    await apart();
+    tlsClient.write(clientHello.subarray(3));
+    await closed; // closed by the endpoint: the test times out otherwise
+    const a = await rawClient(server.address);
+    const message = encodeOpMsg(1, 0, { hello: 1, $db: 'admin' });
+    const reply = new Promise<Document>((resolve) => {
+      a.socket.once('data', (chunk: Buffer) => resolve(decodeOpMsg(new MessageFramer().push(chunk)[0].body).document));
+    });
+    a.socket.setNoDelay(true);
+    a.socket.write(message.subarray(0, 3));
+    await apart();
+    a.socket.write(message.subarray(3));
+    expect(await reply).to.include({ isWritablePrimary: true, ok: 1 });
+    a.close();
+  });
+
   it('still serves a first message whose length starts with the bytes of a TLS record (790 bytes: 16 03 00 00)', async function () {
     const base = encodeOpMsg(1, 0, { hello: 1, $db: 'admin', pad: '' }).length;
     const message = encodeOpMsg(1, 0, { hello: 1, $db: 'admin', pad: 'x'.repeat(790 - base) });
