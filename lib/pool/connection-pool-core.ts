@@ -775,11 +775,11 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   private admitJoiningStates(): void {
     if (this.changedSince(this.lastSnapshot!)) this.lastSnapshot = this.snapshot();
-    const current = this.lastSnapshot!;
     for (const joiner of this.joiningStates.splice(0)) {
       if (joiner.subscriber.closed) continue;
       joiner.remove = this.states.add(joiner.subscriber);
-      if (!sameSnapshot(joiner.first, current)) joiner.subscriber.next(current);
+      // lastSnapshot now shows the pool as it is: what changed since the joiner's first snapshot is what it missed.
+      if (this.changedSince(joiner.first)) joiner.subscriber.next(this.lastSnapshot!);
     }
   }
 
@@ -815,20 +815,6 @@ interface StateJoiner {
 /** `PoolSnapshot.draining`: a drain took effect and the pool is not closed yet. */
 function isDraining<C>(s: PoolState<C>): boolean {
   return s.draining && s.state !== 'closed';
-}
-
-/** Whether two snapshots show the same pool. */
-function sameSnapshot(a: PoolSnapshot, b: PoolSnapshot): boolean {
-  return (
-    a.state === b.state &&
-    a.draining === b.draining &&
-    a.generation === b.generation &&
-    a.totalConnectionCount === b.totalConnectionCount &&
-    a.availableConnectionCount === b.availableConnectionCount &&
-    a.pendingConnectionCount === b.pendingConnectionCount &&
-    a.waitQueueLength === b.waitQueueLength &&
-    JSON.stringify(a.serviceGenerations) === JSON.stringify(b.serviceGenerations)
-  );
 }
 
 function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {
