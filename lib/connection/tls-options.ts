@@ -99,11 +99,10 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
     context.cert = pem;
     context.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
-    checkClientKey(context, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
   }
   // One secure context, made here: each TLS socket keeps the options it was made with, so given the key, its
   // passphrase and the CA bundle, every connection would show them to inspection (util.inspect of a Connection).
-  if (s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined) options.secureContext = secureContext(context, s.tlsCAFile);
+  if (s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined) options.secureContext = secureContext(context, s);
   const servername = s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined);
   if (servername !== undefined) options.servername = servername;
   if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
@@ -111,10 +110,26 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 }
 
 /**
- * Loads the client certificate and key of `context` as every TLS connection would, so that a key it cannot use fails
- * here, once and typed, rather than as OpenSSL's bare error at every connection attempt.
+ * The secure context of `context`, made once. When OpenSSL refuses it, the client key is loaded alone to tell a key
+ * it cannot use (a wrong or missing passphrase, no key) from a CA file it cannot use; and a key it accepted is checked
+ * against the certificate, which OpenSSL does only when both are of one type. So a key or CA file that cannot be used
+ * fails here, once and typed, rather than as OpenSSL's bare error (or a missing client certificate) at every
+ * connection attempt.
  */
-function checkClientKey(context: SecureContextOptions, file: string, password: string | undefined): void {
+function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword'>): SecureContext {
+  let made: SecureContext;
+  try {
+    made = createSecureContext(context);
+  } catch (error) {
+    if (s.tlsCertificateKeyFile !== undefined) loadClientKey(context, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
+    throw new InvalidOptionError('tlsCAFile', s.tlsCAFile, `a PEM file of certificate authorities (${(error as Error).message})`);
+  }
+  if (s.tlsCertificateKeyFile !== undefined) checkKeyMatchesCertificate(context, s.tlsCertificateKeyFile);
+  return made;
+}
+
+/** Loads the client certificate and key of `context` alone; throws the InvalidOptionError that names what is wrong. */
+function loadClientKey(context: SecureContextOptions, file: string, password: string | undefined): void {
   try {
     createSecureContext({ cert: context.cert, key: context.key, passphrase: context.passphrase });
   } catch (error) {
@@ -130,9 +145,14 @@ function checkClientKey(context: SecureContextOptions, file: string, password: s
     }
     throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
   }
-  // OpenSSL checks a key against the certificate only when both are of one type: an EC key beside an RSA certificate
-  // is loaded without a word, and every connection then offers no client certificate.
-  // A form OpenSSL loaded but these cannot read is left to it, as before.
+}
+
+/**
+ * Throws unless the private key of `context` is its certificate's. OpenSSL checks a key against the certificate only
+ * when both are of one type: an EC key beside an RSA certificate is loaded without a word, and every connection then
+ * offers no client certificate. A form OpenSSL loaded but these cannot read is left to it.
+ */
+function checkKeyMatchesCertificate(context: SecureContextOptions, file: string): void {
   let matches = true;
   try {
     matches = new X509Certificate(context.cert as Buffer).checkPrivateKey(createPrivateKey({ key: context.key as Buffer, passphrase: context.passphrase }));
@@ -170,15 +190,6 @@ function checkCertificateAuthorities(pem: Buffer, file: string): void {
     }
   }
   throw new InvalidOptionError('tlsCAFile', file, `${allowed}; none of its certificates parses (${reason})`);
-}
-
-/** The secure context of `context`, whose client key {@link checkClientKey} accepted: what can still fail is tlsCAFile. */
-function secureContext(context: SecureContextOptions, caFile: string | undefined): SecureContext {
-  try {
-    return createSecureContext(context);
-  } catch (error) {
-    throw new InvalidOptionError('tlsCAFile', caFile, `a PEM file of certificate authorities (${(error as Error).message})`);
-  }
 }
 
 function readFile(option: string, path: string): Buffer {
