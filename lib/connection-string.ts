@@ -65,6 +65,13 @@ export interface ParsedConnectionString {
   readonly connectionOptions: Readonly<ConnectionOptions>;
   /** The client options it sets. */
   readonly clientOptions: Readonly<UriClientOptions>;
+  /**
+   * `replicaSet`, when given (its last value). rxcmap does not act on it (a warning says so), but it makes load-balanced
+   * mode an error, whether `loadBalanced` comes from the URI or from the options of `connect()`.
+   *
+   * Source: load balancer spec, "URI Validation".
+   */
+  readonly replicaSet?: string;
   /** What was ignored and why: unknown or unsupported keys, invalid values, repeated keys. Never shows a password. */
   readonly warnings: readonly string[];
   /** The URI with its credentials replaced, and the value of every key this library does not know: safe to print. */
@@ -355,10 +362,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   }
 
   const appName = connection.appName as string | undefined;
+  const replicaSet = seen.get('replicaset');
   return Object.freeze({
     hosts: Object.freeze(hosts),
     isSRV: parsed.isSRV,
     ...(appName === undefined ? {} : { appName }),
+    ...(replicaSet === undefined ? {} : { replicaSet }),
     poolOptions: Object.freeze(pool as PoolOptions),
     connectionOptions: Object.freeze(connection as ConnectionOptions),
     clientOptions: Object.freeze(client as UriClientOptions),

@@ -153,7 +153,8 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  *   `mongodb+srv` URI; a key of `options` that is not one of {@link ClientOptions}, or of `options.logging`
  *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
  *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
- *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts).
+ *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts;
+ *   loadBalanced with directConnection=true or a URI's replicaSet, from the URI or the options, either way round).
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
  * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
@@ -243,10 +244,16 @@ export class Client {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
     const loadBalanced = optionValue(client, 'loadBalanced') === true;
+    const directConnection = optionValue(client, 'directConnection') === true;
     if (loadBalanced && this.hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false with several hosts');
-    if (optionValue(client, 'directConnection') === true && this.hosts.length > 1) {
+    if (directConnection && this.hosts.length > 1) {
       throw new InvalidOptionError('directConnection', true, 'false with several hosts');
     }
+    // Load balancer spec, "URI Validation", on the merged options: loadBalanced from the object with the URI's
+    // replicaSet or directConnection=true (or both from the object) is the same impossible topology, not one to
+    // settle by ignoring one of them.
+    if (loadBalanced && directConnection) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
+    if (loadBalanced && parsed.replicaSet !== undefined) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
 
     // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
     const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {

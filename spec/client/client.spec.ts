@@ -351,6 +351,32 @@ describe('connect() / Client', function () {
     });
   });
 
+  it('load-balanced mode from the options, with directConnection=true or a replicaSet (from the URI or the options), is an error as in the URI', function () {
+    const cases: [string, Parameters<typeof connect>[1], RegExp][] = [
+      ['mongodb://127.0.0.1:1/?directConnection=true', { loadBalanced: true }, /directConnection=true/],
+      ['mongodb://127.0.0.1:1/?replicaSet=rs', { loadBalanced: true }, /replicaSet/],
+      ['mongodb://127.0.0.1:1/?loadBalanced=true', { directConnection: true }, /directConnection=true/],
+      ['mongodb://127.0.0.1:1/', { loadBalanced: true, directConnection: true }, /directConnection=true/],
+      ['mongodb://127.0.0.1:1/?loadBalanced=false&replicaSet=rs', { loadBalanced: true }, /replicaSet/],
+    ];
+    for (const [uri, options, reason] of cases) {
+      let made: Client | undefined;
+      let error: unknown;
+      try {
+        made = connect(uri, options);
+      } catch (e) {
+        error = e;
+      }
+      void made?.close();
+      expect(error, `${uri} with ${JSON.stringify(options)}`).to.be.instanceOf(InvalidOptionError).and.include({ option: 'loadBalanced' });
+      expect((error as Error).message).to.match(reason);
+    }
+    // Overridden to false by the options: not load-balanced, nothing conflicts.
+    const c = connect('mongodb://127.0.0.1:1/?directConnection=true', { loadBalanced: false });
+    expect(c.monitors.size).to.equal(1);
+    void c.close();
+  });
+
   it('load-balanced: one pool, ready at once, no monitor', async function () {
     const [a] = await start(1, { loadBalancedServices: 1 });
     client = connect(`mongodb://${a.address}/?loadBalanced=true`);
