@@ -20,7 +20,7 @@ import type { ConnectionOptions } from './connection/connect';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import { closestOptionName, optionValue, type PoolOptions } from './options';
+import { closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
@@ -159,7 +159,7 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   or without credentials); and for credentials with an empty user name. Messages never contain the password.
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
-  return parse(uri, undefined);
+  return parse(uri, undefined, undefined);
 }
 
 /** What the connection string spec forbids in a database name once decoded: `/`, `\\`, space, `"` and `$`. */
@@ -201,10 +201,24 @@ function authDatabase(path: string): string {
  * official Node.js driver.
  */
 export function parseConnectionStringWithCredentials(uri: string, credentials: MongoCredentials | CredentialsInit): ParsedConnectionString {
-  return parse(uri, credentials);
+  return parse(uri, credentials, undefined);
 }
 
-function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined): ParsedConnectionString {
+/**
+ * {@link parseConnectionString}, or {@link parseConnectionStringWithCredentials} when `options.credentials` is given,
+ * for a client whose options set `options.maxPoolSize`: the URI's minPoolSize is then judged against that maxPoolSize
+ * (which overrides the URI's), and ignored with a warning only when it exceeds it (maxPoolSize 0: no limit).
+ *
+ * @throws {InvalidOptionError} as {@link parseConnectionString} (or {@link parseConnectionStringWithCredentials}).
+ *
+ * Source: CMAP spec, "Connection Pool Options" (minPoolSize at most maxPoolSize); connection string spec, "Values"
+ * (an invalid value is ignored with a warning); extension: options given in code override the URI's.
+ */
+export function parseConnectionStringForClient(uri: string, options: { readonly credentials?: MongoCredentials | CredentialsInit; readonly maxPoolSize?: number }): ParsedConnectionString {
+  return parse(uri, options.credentials, options.maxPoolSize);
+}
+
+function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined, maxPoolSizeOption: number | undefined): ParsedConnectionString {
   let parsed: ConnectionString;
   try {
     parsed = new ConnectionString(uri);
@@ -250,8 +264,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     target[spec.name] = converted.value;
   }
 
-  if (typeof pool.maxPoolSize === 'number' && pool.maxPoolSize > 0 && typeof pool.minPoolSize === 'number' && pool.minPoolSize > pool.maxPoolSize) {
-    warnings.push(`minPoolSize=${pool.minPoolSize} is ignored: it must be <= maxPoolSize (${pool.maxPoolSize})`);
+  // Judged against the maxPoolSize the pools will have: the options' (which override the URI's), else the URI's, else
+  // the default. A URI value is never an error, even where only the options or the default make it too large.
+  const maxPoolSize = maxPoolSizeOption ?? (typeof pool.maxPoolSize === 'number' ? pool.maxPoolSize : DEFAULT_POOL_OPTIONS.maxPoolSize);
+  if (maxPoolSize > 0 && typeof pool.minPoolSize === 'number' && pool.minPoolSize > maxPoolSize) {
+    const from = maxPoolSizeOption !== undefined ? 'the maxPoolSize option' : typeof pool.maxPoolSize === 'number' ? 'maxPoolSize' : 'the default maxPoolSize';
+    warnings.push(`minPoolSize=${pool.minPoolSize} is ignored: it must be <= ${from} (${maxPoolSize})`);
     delete pool.minPoolSize;
   }
 

@@ -25,6 +25,11 @@ describe('parseConnectionString', function () {
     const p = parseConnectionString('mongodb://h/?maxPoolSize=2&minPoolSize=5');
     expect(p.poolOptions).to.deep.equal({ maxPoolSize: 2 });
     expect(p.warnings[0]).to.match(/minPoolSize=5 is ignored/);
+    // Without maxPoolSize, against the default (100); maxPoolSize=0 is no limit.
+    const d = parseConnectionString('mongodb://h/?minPoolSize=150');
+    expect(d.poolOptions).to.deep.equal({});
+    expect(d.warnings).to.deep.equal(['minPoolSize=150 is ignored: it must be <= the default maxPoolSize (100)']);
+    expect(parseConnectionString('mongodb://h/?maxPoolSize=0&minPoolSize=150').poolOptions).to.deep.equal({ maxPoolSize: 0, minPoolSize: 150 });
   });
 
   it('warns about unknown and unsupported keys, and repeated ones', function () {

@@ -14,7 +14,7 @@ import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connec
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
-import { parseConnectionString, parseConnectionStringWithCredentials } from '../connection-string';
+import { parseConnectionStringForClient } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
@@ -223,7 +223,8 @@ export class Client {
     // while it waits. close() cancels every wait, so nothing outlives the client.
     this.scheduler = o.scheduler ?? asyncScheduler;
     // Credentials given here replace the URI's, completed by its authMechanism and authSource (else its database).
-    const parsed = o.credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, o.credentials);
+    // The URI's minPoolSize is judged against the maxPoolSize that applies: the options', when they set one.
+    const parsed = parseConnectionStringForClient(uri, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
     if (parsed.isSRV) {
       throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
     }

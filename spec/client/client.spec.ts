@@ -67,6 +67,25 @@ describe('connect() / Client', function () {
     expect(() => connect(`mongodb://${a.address}`, { maxPoolSize: -3 })).to.throw(InvalidOptionError, /maxPoolSize/);
   });
 
+  it('the URI\'s minPoolSize is judged against the maxPoolSize that applies (the options\', else the URI\'s, else 100): too large, a warning, never an error', function () {
+    const cases: [string, { maxPoolSize?: number }, number, string[]][] = [
+      // The options raise the URI's maxPoolSize: the URI's minPoolSize fits and is used.
+      ['mongodb://127.0.0.1:1/?minPoolSize=5&maxPoolSize=2', { maxPoolSize: 10 }, 5, []],
+      // The options lower it: the URI's minPoolSize no longer fits and is ignored, as any invalid URI value is.
+      ['mongodb://127.0.0.1:1/?minPoolSize=5', { maxPoolSize: 2 }, 0, ['minPoolSize=5 is ignored: it must be <= the maxPoolSize option (2)']],
+      ['mongodb://127.0.0.1:1/?minPoolSize=150', {}, 0, ['minPoolSize=150 is ignored: it must be <= the default maxPoolSize (100)']],
+      ['mongodb://127.0.0.1:1/?minPoolSize=150&maxPoolSize=2', { maxPoolSize: 0 }, 150, []],
+    ];
+    for (const [uri, options, minPoolSize, warnings] of cases) {
+      const c = connect(uri, options);
+      expect([...c.pools.values()][0].options.minPoolSize, uri).to.equal(minPoolSize);
+      expect(c.warnings, uri).to.deep.equal(warnings);
+      void c.close();
+    }
+    // A minPoolSize of the options too large for the URI's maxPoolSize is the options' error.
+    expect(() => connect('mongodb://127.0.0.1:1/?maxPoolSize=2', { minPoolSize: 5 })).to.throw(InvalidOptionError, /minPoolSize/);
+  });
+
   it('monitors ready the pools; command() runs on a ready server; events carry their address; close() leaves nothing open', async function () {
     const [a] = await start();
     const events: ClientEvent[] = [];
