@@ -39,7 +39,12 @@ export interface UriClientOptions {
   serverSelectionTimeoutMS?: number;
   /** Load-balanced mode: one pool, no monitor. */
   loadBalanced?: boolean;
-  /** Connect to the single host given, as is. */
+  /**
+   * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
+   * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
+   * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
+   * `false` does not turn on discovery of a replica set's other members.
+   */
   directConnection?: boolean;
   /** Streaming or polling server monitoring: `auto`, `stream` or `poll` (see `ServerMonitoringMode`). */
   serverMonitoringMode?: 'auto' | 'stream' | 'poll';

@@ -77,7 +77,12 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   serverSelectionTimeoutMS?: number;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean;
-  /** Connect to the single host given, as is. */
+  /**
+   * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
+   * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
+   * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
+   * `false` does not turn on discovery of a replica set's other members.
+   */
   directConnection?: boolean;
   /**
    * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
