@@ -17,10 +17,11 @@ import { ConnectionString } from 'mongodb-connection-string-url';
 import { parseAddress } from './address';
 import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
+import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import { closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, type PoolOptions } from './options';
+import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
 /**
@@ -77,7 +78,10 @@ export interface ParsedConnectionString {
    * Source: load balancer spec, "URI Validation".
    */
   readonly replicaSet?: string;
-  /** What was ignored and why: unknown or unsupported keys, invalid values, repeated keys. Never shows a password. */
+  /**
+   * What was ignored and why: unknown or unsupported keys, rxcmap's own options (taken only in `connect()`'s options
+   * object), invalid values, repeated keys. Never shows a password.
+   */
   readonly warnings: readonly string[];
   /** The URI with its credentials replaced, and the value of every key this library does not know: safe to print. */
   readonly redacted: string;
@@ -123,6 +127,16 @@ key('serverMonitoringMode', 'client', 'monitoringMode');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
+
+/**
+ * rxcmap's own options that `connect()` takes in its options object but a connection string does not (by lower-case
+ * name): a URI key with such a name is ignored with a warning that says where the option goes, not as an unknown key.
+ */
+const OPTIONS_OBJECT_ONLY = new Map<string, string>(
+  [...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES, ...CONNECTION_OPTION_NAMES]
+    .filter((name) => KEYS[name.toLowerCase()] === undefined)
+    .map((name) => [name.toLowerCase(), name]),
+);
 
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
@@ -250,8 +264,11 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     seen.set(lower, value);
     const spec = KEYS[lower];
     if (spec === undefined) {
+      const objectOnly = OPTIONS_OBJECT_ONLY.get(lower);
       if (UNSUPPORTED.has(lower)) {
         warnings.push(`${rawKey} is not supported by rxcmap and is ignored`);
+      } else if (objectOnly !== undefined) {
+        warnings.push(`${rawKey} is ignored: it is not a connection string option; give ${objectOnly} in the options of connect()`);
       } else {
         const suggestion = closestOptionName(rawKey, KNOWN_NAMES);
         const hint = suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`;

@@ -42,6 +42,18 @@ describe('parseConnectionString', function () {
     expect(p.appName).to.equal('b');
   });
 
+  it("says where an option of connect()'s options object goes when it is given in the URI", function () {
+    const p = parseConnectionString('mongodb://h/?maxLifeTimeMS=5000&keepaliveinitialdelay=1&tlsServerName=x&backgroundThreadIntervalMS=9');
+    expect(p.warnings).to.deep.equal([
+      'maxLifeTimeMS is ignored: it is not a connection string option; give maxLifeTimeMS in the options of connect()',
+      'keepaliveinitialdelay is ignored: it is not a connection string option; give keepAliveInitialDelay in the options of connect()',
+      'tlsServerName is ignored: it is not a connection string option; give tlsServerName in the options of connect()',
+      'backgroundThreadIntervalMS is ignored: it is not a connection string option; give backgroundThreadIntervalMS in the options of connect()',
+    ]);
+    expect(p.poolOptions).to.deep.equal({});
+    expect(p.connectionOptions).to.not.have.property('tlsServerName');
+  });
+
   it('names the closest known key of an unknown one, and takes only "true" / "false" for booleans', function () {
     const p = parseConnectionString('mongodb://h/?maxPoolSze=5&conectTimeoutMS=10&loadBalanced=yes&tls=TRUE&directConnection=false');
     expect(p.warnings).to.deep.equal([
