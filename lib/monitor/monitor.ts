@@ -95,9 +95,13 @@ export interface MonitorOptions {
   heartbeatFrequencyMS?: number;
   /** Streaming or polling (see {@link ServerMonitoringMode}). Default `auto`. */
   serverMonitoringMode?: ServerMonitoringMode;
-  /** How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are ignored. */
+  /**
+   * How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are
+   * ignored. With a `connectionFactory`, only `connectTimeoutMS` is read (as the checks' timeout): the factory makes
+   * the connections.
+   */
   connectionOptions?: ConnectionOptions;
-  /** Replaces the default TCP factory (tests). */
+  /** Replaces the default TCP factory (tests); `connectionOptions` then serve only for `connectTimeoutMS`. */
   connectionFactory?: ConnectionFactory<Connection>;
   /** Clock and timers of the sleeps between checks. Default: unref'd Node timers. */
   scheduler?: SchedulerLike;
