@@ -4,7 +4,7 @@
  *
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
-import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
+import { Observable, Subscriber, type SchedulerLike, type Subscription, type TeardownLogic } from 'rxjs';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter } from './wait-queue';
@@ -169,14 +169,14 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   }
 }
 
-/** The waiter of one subscription: delivers to its subscriber, unless that has left. */
+/** The waiter of one subscription: delivers to its subscriber, unless it (or what it feeds) has left. */
 class SubscriberWaiter<C> extends Waiter<C> {
   constructor(protected readonly subscriber: Subscriber<C>) {
     super();
   }
 
   deliver(connection: C): boolean {
-    if (this.subscriber.closed) return false;
+    if (!reachesConsumer(this.subscriber)) return false;
     this.subscriber.next(connection);
     this.subscriber.complete();
     return true;
@@ -186,6 +186,19 @@ class SubscriberWaiter<C> extends Waiter<C> {
     // Unsubscribed: nothing to tell (an error sent to a closed subscriber would reach config.onStoppedNotification).
     if (!this.subscriber.closed) this.subscriber.error(error);
   }
+}
+
+/**
+ * Whether a value sent to `subscriber` can still reach its consumer: no subscriber down its chain is closed. Unsubscribing
+ * a composite (merge, race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown
+ * that checks a connection in makes the pool serve the next member at once, whose own subscriber is still open while
+ * the composite it feeds is already closed, and would drop the connection.
+ */
+function reachesConsumer(subscriber: Subscriber<unknown>): boolean {
+  for (let s: unknown = subscriber; s instanceof Subscriber; s = (s as unknown as { destination: unknown }).destination) {
+    if (s.closed) return false;
+  }
+  return true;
 }
 
 /** A subscription's waiter while checkouts are traced: ends its trace with the outcome, then hands it over. */

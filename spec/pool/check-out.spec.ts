@@ -1,10 +1,10 @@
 /**
- * The checkout front ends (CheckOutRequest): what they leave on a caller's AbortSignal, and a connection delivered to
- * a Promise checkout its caller had already abandoned.
+ * The checkout front ends (CheckOutRequest): what they leave on a caller's AbortSignal, a connection delivered to
+ * a Promise checkout its caller had already abandoned, and one served into an Observable chain already torn down.
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { of } from 'rxjs';
+import { forkJoin, map, merge, NEVER, of, timeout, timer } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
@@ -172,5 +172,52 @@ describe('CheckOutRequest', function () {
     expect(pool.snapshot()).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
     pool.checkIn(held);
     pool.close();
+  });
+
+  describe('a composite unsubscribed while its first member hands the connection on to its second', function () {
+    // Unsubscribing a merge, race or forkJoin closes the composite before its members are unsubscribed, one by one.
+    // The first member's teardown checks its connection in; the pool serves the second member, still waiting, at once,
+    // into a chain whose consumer is already gone.
+    function setUp(): { pool: ConnectionPoolCore<MockConnection>; clock: VirtualClock; events: ConnectionPoolEvent[] } {
+      const clock = new VirtualClock();
+      const mock = new MockConnectionFactory({ scheduler: clock });
+      const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      return { pool, clock, events };
+    }
+    const count = (events: ConnectionPoolEvent[], type: ConnectionPoolEvent['type']): number => events.filter((e) => e.type === type).length;
+
+    it('checks the connection back in rather than lose it (Observable checkOut in a merge)', function () {
+      const { pool, clock, events } = setUp();
+      const received: MockConnection[] = [];
+      const subscription = merge(
+        pool.withConnection$(() => NEVER),
+        pool.checkOut().pipe(map((c) => c)),
+      ).subscribe((c) => received.push(c as MockConnection));
+      clock.advance(1);
+      subscription.unsubscribe();
+      expect(received, 'nobody received it').to.deep.equal([]);
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1, waitQueueLength: 0 });
+      expect(count(events, 'ConnectionCheckedIn'), 'a check-in for every checkout').to.equal(count(events, 'ConnectionCheckedOut'));
+    });
+
+    it('does not run the scope of a withConnection$ its caller gave up (forkJoin under timeout)', function () {
+      const { pool, clock, events } = setUp();
+      const scopes: number[] = [];
+      let failure: unknown;
+      forkJoin([
+        pool.withConnection$((c) => (scopes.push(c.id), timer(100, clock))),
+        pool.withConnection$((c) => (scopes.push(c.id), timer(100, clock))),
+      ])
+        .pipe(timeout({ first: 50, scheduler: clock }))
+        .subscribe({ error: (e: unknown) => (failure = e) });
+      clock.advance(60);
+      expect(failure).to.have.property('name', 'TimeoutError');
+      expect(scopes, 'only the first scope ran').to.deep.equal([1]);
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+      expect(count(events, 'ConnectionCheckedIn')).to.equal(count(events, 'ConnectionCheckedOut'));
+    });
   });
 });
