@@ -21,6 +21,7 @@ import {
   defer,
   finalize,
   from,
+  isObservable,
   Observable,
   scan,
   switchMap,
@@ -39,7 +40,7 @@ import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
-import { idOf, mayBeBusy } from './connection-checks';
+import { idOf, isPromiseLike, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
@@ -569,6 +570,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * checkout is ended (as in `withConnection`). Unsubscribed before `fn`'s Observable finished (say by `timeout()`),
    * the connection goes back only if it says it is not busy (`PoolConnection.busy === false`): a request still in
    * flight could answer the next borrower, so such a connection is closed instead (ConnectionClosed, reason `error`).
+   * When `fn` returned a Promise (an `async` scope) still pending at that moment, the connection is closed too, busy
+   * or not: a Promise cannot be cancelled, so `fn` still runs and could send its next command on a connection lent
+   * to someone else; that command fails with a MongoNetworkError instead.
    *
    * @example
    * ```ts
@@ -586,9 +590,19 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       switchMap((connection) => {
         const holder = this.holderOf(connection);
         let finished = false;
-        return defer(() => from(fn(connection))).pipe(
+        // A Promise cannot be cancelled: unsubscribed while it is pending, fn is still running and may send its next
+        // command on the connection, which must then not go back to the pool.
+        let running = false;
+        return defer(() => {
+          const result = fn(connection);
+          if (!isObservable(result) && isPromiseLike(result)) {
+            running = true;
+            result.then(() => (running = false), () => (running = false));
+          }
+          return from(result);
+        }).pipe(
           tap({ complete: () => (finished = true), error: () => (finished = true) }),
-          finalize(() => this.release(connection, holder, finished)),
+          finalize(() => this.release(connection, holder, finished, running)),
         );
       }),
     );
@@ -720,10 +734,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * before it finished) is checked in to be closed, and torn down with that error as the pool takes the check-in, so
    * the pool never lends it out mid-request (whether or not the connection reports itself errored once destroyed).
    */
-  private release(connection: C, holder: Waiter<C> | undefined, finished: boolean): void {
+  private release(connection: C, holder: Waiter<C> | undefined, finished: boolean, running = false): void {
     const rec = holder === undefined ? undefined : recordOf(this.poolState, connection);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
-    const discard = this.discardIfBusy(connection, rec.id, finished, 'its scoped checkout ended');
+    const discard = running
+      ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while its scope was still running`)
+      : this.discardIfBusy(connection, rec.id, finished, 'its scoped checkout ended');
     this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
   }
 

@@ -696,6 +696,38 @@ describe('ConnectionPool', function () {
       idle.unsubscribe();
       expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
     });
+
+    it('closes the connection of an async scope still running, busy or not, and returns it once the scope has settled', async function () {
+      const { pool, clock, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      // Between two awaited commands: nothing in flight (busy false), but the scope will send its next command.
+      let next!: () => void;
+      const used: MockConnection[] = [];
+      const running = pool
+        .withConnection$(async (c) => {
+          c.busy = false;
+          await new Promise<void>((resolve) => (next = resolve));
+          used.push(c);
+        })
+        .subscribe();
+      clock.advance(10);
+      running.unsubscribe();
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error' });
+      let other!: MockConnection;
+      pool.checkOut().subscribe((c) => (other = c));
+      clock.advance(10);
+      expect(other.id, 'the next borrower gets another connection').to.equal(2);
+      next();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(used[0]?.id).to.equal(1);
+      pool.checkIn(other);
+      // A scope whose Promise has settled before the unsubscription (firstValueFrom unsubscribes on the value, before
+      // completion): the connection goes back.
+      const value = firstValueFrom(pool.withConnection$(async (c) => ((c.busy = false), c.id)));
+      clock.advance(10);
+      expect(await value).to.equal(2);
+      expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
+    });
   });
 
   describe('abandoned checkouts', function () {
