@@ -256,6 +256,36 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.advanceTo(b.time);
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
     });
+
+    it('an establishment failure clears the pool before its maxConnecting slot frees: the checkout held back fails, no connection is started for it', function () {
+      const b = new Bench({ maxConnecting: 1 });
+      b.dispatch({ type: 'ready' });
+      const first = b.checkOut(); // starts connection 1
+      const heldBack = b.checkOut(); // waits: maxConnecting reached
+      b.failEstablishment(1);
+      expect(b.errorOf(first)!.message).to.equal('establishment 1 failed');
+      expect(b.errorOf(heldBack)).to.be.instanceOf(PoolClearedError);
+      expect(b.types().filter((t) => t === 'ConnectionCreated')).to.have.length(1);
+      expect(b.pending.size).to.equal(0);
+    });
+
+    it('a stale establishment that ends after ready() passes its maxConnecting slot to the checkout it held back', function () {
+      for (const end of ['succeeds', 'fails'] as const) {
+        const b = new Bench({ maxConnecting: 1, maxPoolSize: 1 });
+        b.dispatch({ type: 'ready' });
+        b.checkOut(); // starts connection 1 (generation 0)
+        b.dispatch({ type: 'clear', interruptInUseConnections: false });
+        b.dispatch({ type: 'ready' });
+        const w = b.checkOut(); // held back by connection 1's slot
+        expect([...b.pending], end).to.deep.equal([1]);
+        if (end === 'succeeds') expect(b.succeed(1).destroyed, end).to.equal(true);
+        else b.failEstablishment(1);
+        expect([...b.pending], end).to.deep.equal([2]);
+        expect(b.state, end).to.include({ state: 'ready', generation: 1 });
+        const c2 = b.succeed(2);
+        expect(b.connectionOf(w), end).to.equal(c2);
+      }
+    });
   });
 
   describe('establishment failure', function () {
