@@ -71,6 +71,8 @@ export class FailCommandPoint {
     const mode = command.mode;
     if (mode === 'off') {
       this.mode = 'off';
+      this.remaining = 0;
+      this.skip = 0;
       this.onConfigure();
       return { ok: 1 };
     }
@@ -79,7 +81,10 @@ export class FailCommandPoint {
       return { ok: 0, code: 2, codeName: 'BadValue', errmsg: 'failCommand requires data.failCommands (an array)' };
     }
     if (mode === 'alwaysOn') {
+      // A new mode replaces the former one whole: a skip or count still left from it does not carry over.
       this.mode = 'alwaysOn';
+      this.remaining = 0;
+      this.skip = 0;
     } else if (mode !== null && typeof mode === 'object' && (Number.isInteger(Number(mode.times)) || Number.isInteger(Number(mode.skip)))) {
       this.mode = mode.times !== undefined ? 'times' : 'alwaysOn';
       this.remaining = Number(mode.times ?? 0);

@@ -24,6 +24,19 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.match('ping', undefined)).to.not.equal(undefined);
   });
 
+  it('a new mode replaces the former one whole: alwaysOn (or off, then alwaysOn) after { skip: n } fails the next command at once', function () {
+    const fp = new FailCommandPoint();
+    const data = { failCommands: ['ping'], errorCode: 2 };
+    fp.configure({ configureFailPoint: 'failCommand', mode: { skip: 2 }, data });
+    fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data });
+    expect(fp.match('ping', undefined)?.error).to.include({ code: 2 });
+    fp.configure({ configureFailPoint: 'failCommand', mode: { skip: 3 }, data });
+    fp.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+    fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data });
+    expect(fp.wouldMatch('ping', undefined)).to.equal(true);
+    expect(fp.match('ping', undefined)?.error).to.include({ code: 2 });
+  });
+
   it('affects only connections whose handshake carried data.appName, and reports blockTimeMS', function () {
     const fp = new FailCommandPoint();
     fp.configure({
