@@ -584,11 +584,15 @@ export class EmbeddedServer {
       return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${name} requires authentication` };
     }
     const handler = this.handlers.get(name);
+    let reply: Document;
     try {
-      return handler ? await handler(command, client) : { ok: 1 };
+      reply = handler ? await handler(command, client) : { ok: 1 };
     } catch (error) {
       return { ok: 0, errmsg: (error as Error).message, code: 2, codeName: 'BadValue' };
     }
+    // As mongod: the fail point's writeConcernError is added once the command ran and succeeded.
+    const succeeded = reply.ok === 1 || reply.ok === true;
+    return failure?.writeConcernError !== undefined && succeeded ? { ...reply, ...failure.writeConcernError } : reply;
   }
 
   private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {

@@ -2,16 +2,20 @@
  * The `failCommand` fail point of the embedded endpoint, configured with `configureFailPoint` on `admin` as on mongod.
  *
  * Supported: mode `alwaysOn`, `off`, `{ times: n }`, `{ skip: n }`; data `failCommands`, `closeConnection`,
- * `blockConnection` with `blockTimeMS`, `errorCode`, `errorLabels`, `appName` (only connections whose handshake
- * carried that appName are affected).
+ * `blockConnection` with `blockTimeMS`, `errorCode`, `errorLabels`, `writeConcernError` (added to the reply of a
+ * command that succeeded, with `errorLabels` if given), `appName` (only connections whose handshake carried that
+ * appName are affected). As on mongod, a command counts as a use of `{ times }` / `{ skip }` only when the fail point
+ * acts on it: data with none of `closeConnection`, `blockConnection`, `errorCode` and `writeConcernError` affects no
+ * command.
  */
 import type { Document } from 'bson';
 
 /**
- * What a matching command must suffer, in order: block, then close the connection or fail with an error.
+ * What a matching command must suffer, in order: block, then close the connection or fail with an error, else run
+ * and have `writeConcernError` added to its reply.
  *
  * Source: extension (the server's `failCommand` fail point: `blockConnection`/`blockTimeMS`, `closeConnection`,
- * `errorCode`/`errorLabels`).
+ * `errorCode`/`errorLabels`, `writeConcernError`).
  */
 export interface FailAction {
   /** How long to hold the reply back, in ms; 0 unless `blockConnection` is true. */
@@ -20,6 +24,11 @@ export interface FailAction {
   readonly closeConnection: boolean;
   /** The `ok: 0` reply to send instead of running the command (from `errorCode` and `errorLabels`), if any. */
   readonly error: Document | undefined;
+  /**
+   * Fields to add to the reply of the command once it ran and succeeded: `writeConcernError` (the document given in
+   * the fail point's data), and `errorLabels` when given; undefined without `writeConcernError`.
+   */
+  readonly writeConcernError: Document | undefined;
 }
 
 /** Names of a few server error codes, for realistic error replies. */
@@ -102,7 +111,7 @@ export class FailCommandPoint {
    * (a skip still to consume counts), without consuming a use. Source: extension.
    */
   wouldMatch(commandName: string, appName: string | undefined): boolean {
-    if (this.mode === 'off' || (this.mode === 'times' && this.remaining <= 0)) return false;
+    if (this.mode === 'off' || (this.mode === 'times' && this.remaining <= 0) || !acts(this.data)) return false;
     const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
     return names.includes(commandName.toLowerCase()) && (this.data.appName === undefined || this.data.appName === appName);
   }
@@ -113,6 +122,7 @@ export class FailCommandPoint {
     const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
     if (!names.includes(commandName.toLowerCase())) return undefined;
     if (this.data.appName !== undefined && this.data.appName !== appName) return undefined;
+    if (!acts(this.data)) return undefined;
     if (this.skip > 0) {
       this.skip--;
       return undefined;
@@ -132,10 +142,26 @@ export class FailCommandPoint {
             ...(Array.isArray(this.data.errorLabels) ? { errorLabels: this.data.errorLabels } : {}),
           }
         : undefined;
+    const wce = this.data.writeConcernError;
+    const writeConcernError =
+      wce !== null && typeof wce === 'object'
+        ? { writeConcernError: wce, ...(Array.isArray(this.data.errorLabels) && this.data.errorLabels.length > 0 ? { errorLabels: this.data.errorLabels } : {}) }
+        : undefined;
     return {
       blockTimeMS: this.data.blockConnection === true ? Number(this.data.blockTimeMS ?? 0) : 0,
       closeConnection: this.data.closeConnection === true,
       error,
+      writeConcernError,
     };
   }
+}
+
+/** Whether the data makes the fail point do anything to a command (else mongod does not count it as a use). */
+function acts(data: Document): boolean {
+  return (
+    data.closeConnection === true ||
+    data.blockConnection === true ||
+    typeof data.errorCode === 'number' ||
+    (data.writeConcernError !== null && typeof data.writeConcernError === 'object')
+  );
 }

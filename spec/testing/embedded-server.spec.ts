@@ -73,6 +73,16 @@ describe('EmbeddedServer', function () {
     c.close();
   });
 
+  it('failCommand writeConcernError: the command runs and its ok: 1 reply carries the writeConcernError, as mongod answers', async function () {
+    const a = await rawClient(server.address);
+    const writeConcernError = { code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out' };
+    expect(await a.send({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], writeConcernError }, $db: 'admin' })).to.include({ ok: 1 });
+    const reply = await a.send({ insert: 'c', documents: [{}], $db: 'test' });
+    expect(reply).to.deep.include({ ok: 1, writeConcernError });
+    expect(await a.send({ insert: 'c', documents: [{}], $db: 'test' })).to.not.have.property('writeConcernError');
+    a.close();
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);

@@ -37,6 +37,21 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.match('ping', undefined)?.error).to.include({ code: 2 });
   });
 
+  it('counts a command as a use only when the data acts on it: data with nothing to do leaves { times: 1 } for a later configuration', function () {
+    const fp = new FailCommandPoint();
+    fp.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'] } });
+    expect(fp.wouldMatch('insert', undefined)).to.equal(false);
+    expect(fp.match('insert', undefined)).to.equal(undefined);
+  });
+
+  it('writeConcernError: one use of { times: 1 } gives the document (and errorLabels) to add to the reply', function () {
+    const fp = new FailCommandPoint();
+    const writeConcernError = { code: 91, errmsg: 'Replication is being shut down' };
+    fp.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], writeConcernError, errorLabels: ['RetryableWriteError'] } });
+    expect(fp.match('insert', undefined)?.writeConcernError).to.deep.equal({ writeConcernError, errorLabels: ['RetryableWriteError'] });
+    expect(fp.active).to.equal(false);
+  });
+
   it('affects only connections whose handshake carried data.appName, and reports blockTimeMS', function () {
     const fp = new FailCommandPoint();
     fp.configure({
@@ -46,7 +61,7 @@ describe('FailCommandPoint (failCommand)', function () {
     });
     expect(fp.match('hello', 'B')).to.equal(undefined);
     expect(fp.match('hello', undefined)).to.equal(undefined);
-    expect(fp.match('hello', 'A')).to.deep.equal({ blockTimeMS: 750, closeConnection: false, error: undefined });
+    expect(fp.match('hello', 'A')).to.deep.equal({ blockTimeMS: 750, closeConnection: false, error: undefined, writeConcernError: undefined });
   });
 
   it('refuses an unknown fail point, a missing failCommands, and an unknown mode', function () {
