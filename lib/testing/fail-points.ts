@@ -31,19 +31,47 @@ export interface FailAction {
   readonly writeConcernError: Document | undefined;
 }
 
-/** Names of a few server error codes, for realistic error replies. */
+/**
+ * The server's names of the error codes drivers' tests most often set (retryable, state change, transaction, write
+ * concern and cursor errors), for realistic error replies; any other code is named `Location<code>`, as mongod names a
+ * code missing from its table.
+ */
 const CODE_NAMES: Record<number, string> = {
+  1: 'InternalError',
   2: 'BadValue',
   6: 'HostUnreachable',
   7: 'HostNotFound',
+  8: 'UnknownError',
+  11: 'UserNotFound',
+  13: 'Unauthorized',
   18: 'AuthenticationFailed',
+  20: 'IllegalOperation',
+  24: 'LockTimeout',
+  26: 'NamespaceNotFound',
+  43: 'CursorNotFound',
+  50: 'MaxTimeMSExpired',
+  59: 'CommandNotFound',
+  64: 'WriteConcernFailed',
+  72: 'InvalidOptions',
+  79: 'UnknownReplWriteConcern',
   89: 'NetworkTimeout',
   91: 'ShutdownInProgress',
+  100: 'UnsatisfiableWriteConcern',
+  112: 'WriteConflict',
+  134: 'ReadConcernMajorityNotAvailableYet',
+  175: 'QueryPlanKilled',
   189: 'PrimarySteppedDown',
+  237: 'CursorKilled',
+  251: 'NoSuchTransaction',
+  262: 'ExceededTimeLimit',
+  9001: 'SocketException',
   10107: 'NotWritablePrimary',
+  11000: 'DuplicateKey',
   11600: 'InterruptedAtShutdown',
+  11601: 'Interrupted',
   11602: 'InterruptedDueToReplStateChange',
   13435: 'NotPrimaryNoSecondaryOk',
+  13436: 'NotPrimaryOrSecondary',
 };
 
 /**
@@ -138,7 +166,7 @@ export class FailCommandPoint {
             ok: 0,
             errmsg: "Failing command via 'failCommand' failpoint",
             code,
-            codeName: CODE_NAMES[code] ?? 'UnknownError',
+            codeName: CODE_NAMES[code] ?? `Location${code}`,
             ...(Array.isArray(this.data.errorLabels) ? { errorLabels: this.data.errorLabels } : {}),
           }
         : undefined;

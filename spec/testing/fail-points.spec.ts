@@ -52,6 +52,18 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.active).to.equal(false);
   });
 
+  it("names an error code as mongod does: its name, or Location<code> for one it has no name for (never another code's name)", function () {
+    const fp = new FailCommandPoint();
+    const codeName = (errorCode: number): unknown => {
+      fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], errorCode } });
+      return fp.match('find', undefined)?.error?.codeName;
+    };
+    expect(codeName(13436)).to.equal('NotPrimaryOrSecondary');
+    expect(codeName(50)).to.equal('MaxTimeMSExpired');
+    expect(codeName(262)).to.equal('ExceededTimeLimit');
+    expect(codeName(4242)).to.equal('Location4242');
+  });
+
   it('affects only connections whose handshake carried data.appName, and reports blockTimeMS', function () {
     const fp = new FailCommandPoint();
     fp.configure({
