@@ -6,7 +6,13 @@
  * command that succeeded, with `errorLabels` if given), `appName` (only connections whose handshake carried that
  * appName are affected). As on mongod, a command counts as a use of `{ times }` / `{ skip }` only when the fail point
  * acts on it: data with none of `closeConnection`, `blockConnection`, `errorCode` and `writeConcernError` affects no
- * command.
+ * command. `failInternalCommands` is accepted and changes nothing (the endpoint has no internal clients).
+ *
+ * Where it differs from mongod, and says so: a mode or data field it does not implement (`{ activationProbability }`;
+ * `namespace`, `threadName`, `errorExtraInfo`, `failAllCommands`, ...) is refused with `BadValue` naming it, where
+ * mongod would apply it. Error labels come only from `errorLabels`: the labels a mongod adds on its own (such as
+ * `RetryableWriteError` for a retryable error of a retryable write on 4.4+) are not added. An `errorCode` it has no
+ * name for gets codeName `Location<code>`, as mongod names a code missing from its table.
  */
 import type { Document } from 'bson';
 
@@ -74,6 +80,19 @@ const CODE_NAMES: Record<number, string> = {
   13436: 'NotPrimaryOrSecondary',
 };
 
+/** The data fields it implements (`failInternalCommands` has nothing to act on: there are no internal clients). */
+const SUPPORTED_DATA = new Set([
+  'failCommands',
+  'closeConnection',
+  'blockConnection',
+  'blockTimeMS',
+  'errorCode',
+  'errorLabels',
+  'writeConcernError',
+  'appName',
+  'failInternalCommands',
+]);
+
 /**
  * The state of the `failCommand` fail point of an {@link EmbeddedServer} (its `failCommand` property), set by a
  * `configureFailPoint` command or by calling {@link FailCommandPoint.configure}. Off until configured.
@@ -117,12 +136,23 @@ export class FailCommandPoint {
     if (!Array.isArray(data.failCommands)) {
       return { ok: 0, code: 2, codeName: 'BadValue', errmsg: 'failCommand requires data.failCommands (an array)' };
     }
+    const unsupported = Object.keys(data).find((field) => !SUPPORTED_DATA.has(field));
+    if (unsupported !== undefined) {
+      return {
+        ok: 0,
+        code: 2,
+        codeName: 'BadValue',
+        errmsg: `the embedded endpoint's failCommand does not implement data.${unsupported} (it implements ${[...SUPPORTED_DATA].join(', ')})`,
+      };
+    }
     if (mode === 'alwaysOn') {
       // A new mode replaces the former one whole: a skip or count still left from it does not carry over.
       this.mode = 'alwaysOn';
       this.remaining = 0;
       this.skip = 0;
-    } else if (mode !== null && typeof mode === 'object' && (Number.isInteger(Number(mode.times)) || Number.isInteger(Number(mode.skip)))) {
+    } else if (mode !== null && typeof mode === 'object' && 'activationProbability' in mode) {
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: "the embedded endpoint's failCommand does not implement mode { activationProbability }" };
+    } else if (mode !== null && typeof mode === 'object' && (isCount(mode.times) || isCount(mode.skip))) {
       this.mode = mode.times !== undefined ? 'times' : 'alwaysOn';
       this.remaining = Number(mode.times ?? 0);
       this.skip = Number(mode.skip ?? 0);
@@ -192,4 +222,9 @@ function acts(data: Document): boolean {
     typeof data.errorCode === 'number' ||
     (data.writeConcernError !== null && typeof data.writeConcernError === 'object')
   );
+}
+
+/** Whether a mode's `times` or `skip` is a count: an integer >= 0 (a number or a BSON Int32/Long). */
+function isCount(value: unknown): boolean {
+  return value !== undefined && value !== null && Number.isInteger(Number(value)) && Number(value) >= 0;
 }

@@ -52,6 +52,18 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.active).to.equal(false);
   });
 
+  it('refuses, naming it, a mode or data field it does not implement, and a negative count, instead of ignoring it', function () {
+    const fp = new FailCommandPoint();
+    const namespace = fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], errorCode: 2, namespace: 'db.other' } });
+    expect(namespace).to.include({ ok: 0, code: 2 });
+    expect(namespace.errmsg).to.include('data.namespace');
+    expect(fp.active).to.equal(false);
+    const probability = fp.configure({ configureFailPoint: 'failCommand', mode: { activationProbability: 0.5 }, data: { failCommands: ['find'], errorCode: 2 } });
+    expect(probability.errmsg).to.include('activationProbability');
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: { times: -1 }, data: { failCommands: ['find'], errorCode: 2 } })).to.include({ ok: 0 });
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], errorCode: 2, failInternalCommands: true } })).to.deep.equal({ ok: 1 });
+  });
+
   it("names an error code as mongod does: its name, or Location<code> for one it has no name for (never another code's name)", function () {
     const fp = new FailCommandPoint();
     const codeName = (errorCode: number): unknown => {
