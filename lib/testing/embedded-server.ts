@@ -435,12 +435,19 @@ export class EmbeddedServer {
         const decoded = decodeOpMsg(message.body);
         const command = decoded.document;
         const name = Object.keys(command)[0]?.toLowerCase();
+        if (typeof command.$db !== 'string') {
+          // As mongod: every OP_MSG request names its database (OP_MSG spec, "Global Command Arguments").
+          const missing = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
+          reply = encodeOpMsg(0, raw.header.requestId, missing);
+          if (!socket.destroyed) socket.write(compressed && client.compressor !== undefined ? compressMessage(reply) : reply);
+          return;
+        }
         const awaitable = command.topologyVersion !== undefined || command.maxAwaitTimeMS !== undefined;
         if ((name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
         }
-        const response = await this.run(socket, client, command, String(command.$db ?? 'admin'));
+        const response = await this.run(socket, client, command, command.$db);
         if (response === undefined) return;
         reply = encodeOpMsg(0, raw.header.requestId, response);
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
@@ -488,7 +495,7 @@ export class EmbeddedServer {
     compress: boolean,
   ): Promise<void> {
     const name = Object.keys(command)[0].toLowerCase();
-    const db = String(command.$db ?? 'admin');
+    const db = String(command.$db);
     const maxAwaitTimeMS = Number(command.maxAwaitTimeMS);
     let requested: unknown = command.topologyVersion;
     let responseTo = requestId;

@@ -83,6 +83,19 @@ describe('EmbeddedServer', function () {
     a.close();
   });
 
+  it('answers an OP_MSG request without $db with error 40571, as mongod, instead of running it on admin', async function () {
+    const a = await rawClient(server.address);
+    expect(await a.send({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], errorCode: 2 } })).to.deep.equal({
+      ok: 0,
+      errmsg: 'OP_MSG requests require a $db argument',
+      code: 40571,
+      codeName: 'Location40571',
+    });
+    expect(server.failCommand.active).to.equal(false);
+    expect(await a.send({ ping: 1, $db: 'admin' })).to.include({ ok: 1 }); // the connection stays usable
+    a.close();
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);
