@@ -435,7 +435,10 @@ export class EmbeddedServer {
         const decoded = decodeOpMsg(message.body);
         const command = decoded.document;
         const name = Object.keys(command)[0]?.toLowerCase();
+        // A request with moreToCome (an unacknowledged write) gets no reply, as from mongod (OP_MSG spec, "moreToCome").
+        const fireAndForget = (decoded.flags & OpMsgFlag.moreToCome) !== 0;
         if (typeof command.$db !== 'string') {
+          if (fireAndForget) return;
           // As mongod: every OP_MSG request names its database (OP_MSG spec, "Global Command Arguments").
           const missing = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
           reply = encodeOpMsg(0, raw.header.requestId, missing);
@@ -448,7 +451,7 @@ export class EmbeddedServer {
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
         }
         const response = await this.run(socket, client, command, command.$db);
-        if (response === undefined) return;
+        if (response === undefined || fireAndForget) return;
         reply = encodeOpMsg(0, raw.header.requestId, response);
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
       } else if (message.header.opCode === OpCode.OP_QUERY) {

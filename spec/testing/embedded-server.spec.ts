@@ -19,7 +19,7 @@ import {
 } from '../../lib';
 import { saslPayloadText, scramAuthenticate, type RunCommand } from '../../lib/auth/scram';
 import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
-import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
 import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';
 import { compressMessage } from '../../lib/connection/op-compressed';
@@ -94,6 +94,29 @@ describe('EmbeddedServer', function () {
     expect(server.failCommand.active).to.equal(false);
     expect(await a.send({ ping: 1, $db: 'admin' })).to.include({ ok: 1 }); // the connection stays usable
     a.close();
+  });
+
+  it('runs a request with moreToCome (an unacknowledged write) without replying to it, as mongod', async function () {
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const framer = new MessageFramer();
+    const replies: { responseTo: number; document: Document }[] = [];
+    socket.on('data', (chunk: Buffer) => {
+      for (const m of framer.push(chunk)) replies.push({ responseTo: m.header.responseTo, document: decodeOpMsg(m.body).document });
+    });
+    const inserts: Document[] = [];
+    server.handle('insert', (command) => {
+      inserts.push(command);
+      return { ok: 1, n: 1 };
+    });
+    socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
+    socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
+    await eventually(() => replies.length >= 1);
+    await new Promise((r) => setImmediate(r));
+    expect(inserts).to.have.length(1);
+    expect(replies.map((r) => r.responseTo)).to.deep.equal([2]);
+    socket.destroy();
   });
 
   it('counts its open connections', async function () {
