@@ -433,15 +433,26 @@ export class EmbeddedServer {
       const message = decompressMessage(raw, { compressors: negotiated, maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES });
       if (message.header.opCode === OpCode.OP_MSG) {
         const decoded = decodeOpMsg(message.body);
-        const command = decoded.document;
+        // As mongod: each document sequence (kind 1 section) becomes the body's field of that name, so a handler sees
+        // `documents` of an insert however the client sent them (OP_MSG spec, "Sections").
+        const command: Document = { ...decoded.document };
+        let invalid: Document | undefined;
+        for (const [identifier, documents] of decoded.sequences) {
+          if (Object.prototype.hasOwnProperty.call(command, identifier)) {
+            invalid = { ok: 0, errmsg: `Duplicate field between body and document sequence ${identifier}`, code: 40433, codeName: 'Location40433' };
+          }
+          Object.defineProperty(command, identifier, { value: documents, enumerable: true, writable: true, configurable: true });
+        }
         const name = Object.keys(command)[0]?.toLowerCase();
         // A request with moreToCome (an unacknowledged write) gets no reply, as from mongod (OP_MSG spec, "moreToCome").
         const fireAndForget = (decoded.flags & OpMsgFlag.moreToCome) !== 0;
         if (typeof command.$db !== 'string') {
-          if (fireAndForget) return;
           // As mongod: every OP_MSG request names its database (OP_MSG spec, "Global Command Arguments").
-          const missing = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
-          reply = encodeOpMsg(0, raw.header.requestId, missing);
+          invalid = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
+        }
+        if (invalid !== undefined) {
+          if (fireAndForget) return;
+          reply = encodeOpMsg(0, raw.header.requestId, invalid);
           if (!socket.destroyed) socket.write(compressed && client.compressor !== undefined ? compressMessage(reply) : reply);
           return;
         }

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
-import type { Document } from 'bson';
+import { BSON, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
@@ -116,6 +116,42 @@ describe('EmbeddedServer', function () {
     await new Promise((r) => setImmediate(r));
     expect(inserts).to.have.length(1);
     expect(replies.map((r) => r.responseTo)).to.deep.equal([2]);
+    socket.destroy();
+  });
+
+  it('gives a handler the documents of a document sequence (kind 1 section) as the field of that name, as mongod runs the command', async function () {
+    const seen: Document[] = [];
+    server.handle('insert', (command) => {
+      seen.push(command);
+      return { ok: 1, n: command.documents.length };
+    });
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const framer = new MessageFramer();
+    const replies: Document[] = [];
+    socket.on('data', (chunk: Buffer) => {
+      for (const m of framer.push(chunk)) replies.push(decodeOpMsg(m.body).document);
+    });
+    const message = (body: Document): Buffer => {
+      const identifier = Buffer.from('documents\0');
+      const docs = Buffer.concat([BSON.serialize({ a: 1 }), BSON.serialize({ a: 2 })]);
+      const sequence = Buffer.alloc(4);
+      sequence.writeInt32LE(4 + identifier.length + docs.length);
+      const sections = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), BSON.serialize(body), Buffer.from([1]), sequence, identifier, docs]);
+      const header = Buffer.alloc(16);
+      header.writeInt32LE(16 + sections.length, 0);
+      header.writeInt32LE(7, 4);
+      header.writeInt32LE(OpCode.OP_MSG, 12);
+      return Buffer.concat([header, sections]);
+    };
+    socket.write(message({ insert: 'c', $db: 'test' }));
+    socket.write(message({ insert: 'c', documents: [], $db: 'test' }));
+    await eventually(() => replies.length >= 2);
+    expect(seen).to.have.length(1);
+    expect(seen[0].documents).to.deep.equal([{ a: 1 }, { a: 2 }]);
+    expect(replies[0]).to.deep.equal({ ok: 1, n: 2 });
+    expect(replies[1]).to.include({ ok: 0, code: 40433 });
     socket.destroy();
   });
 
