@@ -194,7 +194,12 @@ export class EmbeddedServer {
       ok: 1,
     }));
     this.handlers.set('endsessions', () => ({ ok: 1 }));
-    this.handlers.set('configurefailpoint', (cmd) => this.failCommand.configure(cmd));
+    // As mongod, an admin-only command: refused on any other database.
+    this.handlers.set('configurefailpoint', (cmd) =>
+      cmd.$db === 'admin'
+        ? this.failCommand.configure(cmd)
+        : { ok: 0, errmsg: 'configureFailPoint may only be run against the admin database.', code: 13, codeName: 'Unauthorized' },
+    );
     this.handlers.set('connectionstatus', (_cmd, client) => connectionStatusReply(client));
   }
 

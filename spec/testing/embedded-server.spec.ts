@@ -155,6 +155,16 @@ describe('EmbeddedServer', function () {
     socket.destroy();
   });
 
+  it('refuses configureFailPoint on a database other than admin with Unauthorized, as mongod', async function () {
+    const a = await rawClient(server.address);
+    const command = { configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], errorCode: 2 } };
+    expect(await a.send({ ...command, $db: 'test' })).to.include({ ok: 0, code: 13, codeName: 'Unauthorized' });
+    expect(server.failCommand.active).to.equal(false);
+    expect(await a.send({ ...command, $db: 'admin' })).to.deep.equal({ ok: 1 });
+    expect(server.failCommand.active).to.equal(true);
+    a.close();
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);
