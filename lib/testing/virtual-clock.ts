@@ -27,24 +27,28 @@ import { VirtualTimeScheduler } from 'rxjs';
  */
 export class VirtualClock extends VirtualTimeScheduler {
   /**
-   * Runs every timer due up to `now() + ms`, in time order (timers they arm run too, if due by then), and leaves the
-   * clock at exactly `now() + ms`.
+   * Runs every timer due up to `now() + ms`, in time order (timers due at the same time in the order they were
+   * scheduled; timers they arm run too, if due by then), and leaves the clock at exactly `now() + ms`.
+   *
+   * A timer that throws stops the advance there, as a test clock's `tick` does: the error is rethrown, the clock stays
+   * at that timer's due time, and every timer not yet run stays scheduled (RxJS's own `flush()` would cancel them all).
    *
    * @param ms how far to move, in ms; a finite number >= 0.
    * @throws {RangeError} for a negative or non-finite `ms`.
+   * @throws whatever a timer throws.
    */
   advance(ms: number): void {
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
       throw new RangeError(`VirtualClock.advance(ms): ms must be a finite number >= 0, got ${String(ms)}`);
     }
     const target = this.now() + ms;
-    this.schedule(() => undefined, ms); // so the clock lands on the target even when nothing is due there
-    this.maxFrames = target;
-    try {
-      this.flush();
-    } finally {
-      this.maxFrames = Infinity;
+    for (let action = this.actions[0]; action !== undefined && action.delay <= target; action = this.actions[0]) {
+      this.actions.shift();
+      this.frame = action.delay; // a VirtualAction's delay is its due time
+      const error: unknown = action.execute(action.state, action.delay);
+      if (error) throw error;
     }
+    this.frame = target;
   }
 
   /** Moves to the absolute virtual time `time` (ms), running what is due; no-op when `time` is not ahead. */
