@@ -10,6 +10,7 @@
  * are).
  */
 import { VirtualTimeScheduler } from 'rxjs';
+import { InvalidOptionError } from '../errors';
 
 /**
  * An RxJS `VirtualTimeScheduler` whose time moves only when told. `now()` starts at 0 (ms).
@@ -34,12 +35,14 @@ export class VirtualClock extends VirtualTimeScheduler {
    * at that timer's due time, and every timer not yet run stays scheduled (RxJS's own `flush()` would cancel them all).
    *
    * @param ms how far to move, in ms; a finite number >= 0.
-   * @throws {RangeError} for a negative or non-finite `ms`.
+   * @throws {InvalidOptionError} (option `ms`) for a negative or non-finite `ms`, or one that is not a number.
    * @throws whatever a timer throws.
    */
   advance(ms: number): void {
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-      throw new RangeError(`VirtualClock.advance(ms): ms must be a finite number >= 0, got ${String(ms)}`);
+      throw new InvalidOptionError('ms', ms, 'a finite number >= 0', {
+        message: `VirtualClock.advance(ms): ms must be a finite number >= 0, got ${String(ms)}`,
+      });
     }
     const target = this.now() + ms;
     for (let action = this.actions[0]; action !== undefined && action.delay <= target; action = this.actions[0]) {
@@ -51,8 +54,18 @@ export class VirtualClock extends VirtualTimeScheduler {
     this.frame = target;
   }
 
-  /** Moves to the absolute virtual time `time` (ms), running what is due; no-op when `time` is not ahead. */
+  /**
+   * Moves to the absolute virtual time `time` (ms), running what is due (as {@link advance}); no-op when `time` is
+   * not ahead.
+   *
+   * @throws {InvalidOptionError} (option `time`) for a `time` that is not a finite number.
+   */
   advanceTo(time: number): void {
+    if (typeof time !== 'number' || !Number.isFinite(time)) {
+      throw new InvalidOptionError('time', time, 'a finite number', {
+        message: `VirtualClock.advanceTo(time): time must be a finite number, got ${String(time)}`,
+      });
+    }
     if (time > this.now()) this.advance(time - this.now());
   }
 }

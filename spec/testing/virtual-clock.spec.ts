@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { timer } from 'rxjs';
+import { InvalidOptionError } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 
 describe('VirtualClock', function () {
@@ -36,5 +37,18 @@ describe('VirtualClock', function () {
     expect(ran).to.deep.equal([10, 20]);
     expect(ticks).to.deep.equal([0, 1, 2, 3, 4, 5]);
     expect(clock.now()).to.equal(30);
+  });
+
+  it('refuses a negative, non-finite or non-number move with InvalidOptionError naming it, and leaves the clock where it was', function () {
+    const clock = new VirtualClock();
+    clock.advance(5);
+    for (const bad of [-1, Number.NaN, Infinity, '10' as unknown as number]) {
+      expect(() => clock.advance(bad), String(bad)).to.throw(InvalidOptionError, 'VirtualClock.advance(ms)').with.property('option', 'ms');
+    }
+    for (const bad of [Number.NaN, Infinity, '10' as unknown as number]) {
+      expect(() => clock.advanceTo(bad), String(bad)).to.throw(InvalidOptionError, 'VirtualClock.advanceTo(time)').with.property('option', 'time');
+    }
+    clock.advanceTo(3); // not ahead: no-op
+    expect(clock.now()).to.equal(5);
   });
 });
