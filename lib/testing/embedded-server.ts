@@ -299,12 +299,15 @@ export class EmbeddedServer {
 
   /**
    * Stops listening and closes every client connection, including, with TLS, those still in their TLS handshake.
-   * Resolves once the server is closed.
+   * Resolves once the server is closed and every connection's `close` has run: {@link openConnections} and
+   * {@link awaitingHelloCount} are 0 by then.
    */
   async stop(): Promise<void> {
-    for (const socket of this.sockets.keys()) socket.destroy();
-    for (const socket of this.accepted) socket.destroy();
+    const sockets = [...this.sockets.keys(), ...this.accepted];
+    const closed = sockets.map((socket) => (socket.closed ? undefined : new Promise((resolve) => socket.once('close', resolve))));
+    for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await Promise.all(closed);
   }
 
   /**

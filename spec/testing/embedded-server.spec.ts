@@ -165,6 +165,28 @@ describe('EmbeddedServer', function () {
     a.close();
   });
 
+  it('stop() resolves with every connection closed and counted out: one blocked by failCommand, one streaming hello, one idle', async function () {
+    const [host, port] = server.address.split(':');
+    const sockets = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const socket = net.connect({ host, port: Number(port) });
+        socket.on('error', () => undefined);
+        await new Promise((r) => socket.once('connect', r));
+        return socket;
+      }),
+    );
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 60_000 } });
+    sockets[0].write(encodeOpMsg(1, 0, { ping: 1, $db: 'admin' }));
+    sockets[1].write(encodeOpMsg(2, 0, { hello: 1, topologyVersion: server.topologyVersion, maxAwaitTimeMS: 60_000, $db: 'admin' }, OpMsgFlag.exhaustAllowed));
+    expect(await eventually(() => server.awaitingHelloCount === 1 && server.openConnections === 3)).to.equal(true);
+    await server.stop();
+    expect(server.openConnections).to.equal(0);
+    expect(server.awaitingHelloCount).to.equal(0);
+    await eventually(() => sockets.every((s) => s.closed));
+    expect(sockets.map((s) => s.closed)).to.deep.equal([true, true, true]);
+    server = await new EmbeddedServer().start(); // for afterEach
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);
