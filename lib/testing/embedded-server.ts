@@ -665,7 +665,8 @@ export class EmbeddedServer {
   private helloReply(legacy: boolean, command: Document, client: ClientConnectionInfo): Document {
     const reply: Document = {
       ...(legacy ? { ismaster: true } : { isWritablePrimary: true }),
-      helloOk: true,
+      // As mongod: helloOk only in answer to a request that carried it (handshake spec, "helloOk").
+      ...(typeof command.helloOk === 'boolean' ? { helloOk: true } : {}),
       maxBsonObjectSize: 16 * 1024 * 1024,
       maxMessageSizeBytes: 48_000_000,
       maxWriteBatchSize: 100_000,

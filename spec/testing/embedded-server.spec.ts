@@ -58,11 +58,20 @@ describe('EmbeddedServer', function () {
     const b = await rawClient(server.address);
     const hello = await a.send({ hello: 1, $db: 'admin' });
     const legacy = await b.send({ isMaster: 1, helloOk: true, $db: 'admin' });
-    expect(hello).to.include({ isWritablePrimary: true, helloOk: true, ok: 1, connectionId: 1 });
-    expect(legacy).to.include({ ismaster: true, ok: 1, connectionId: 2 });
+    expect(hello).to.include({ isWritablePrimary: true, ok: 1, connectionId: 1 });
+    expect(legacy).to.include({ ismaster: true, helloOk: true, ok: 1, connectionId: 2 });
     expect(legacy.maxWireVersion).to.be.a('number');
     a.close();
     b.close();
+  });
+
+  it('answers helloOk: true only to a hello or legacy hello that carried helloOk, as mongod', async function () {
+    const a = await rawClient(server.address);
+    expect(await a.send({ isMaster: 1, $db: 'admin' })).to.not.have.property('helloOk');
+    expect(await a.send({ hello: 1, $db: 'admin' })).to.not.have.property('helloOk');
+    expect(await a.send({ isMaster: 1, helloOk: true, $db: 'admin' })).to.include({ helloOk: true });
+    expect(await a.send({ hello: 1, helloOk: false, $db: 'admin' })).to.include({ helloOk: true });
+    a.close();
   });
 
   it('answers ping, buildInfo and unknown commands', async function () {
