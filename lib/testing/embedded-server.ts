@@ -164,6 +164,8 @@ export class EmbeddedServer {
   private topologyCounter = 0;
   /** The awaitable hellos waiting: each is called on a topology change or a fail point configuration. */
   private readonly awaitingHellos = new Set<() => void>();
+  /** The connections whose hello has carried client metadata already. */
+  private readonly metadataSent = new WeakSet<ClientConnectionInfo>();
   /** The requestId of the next reply of a hello stream (each streamed reply is answered to by the next). */
   private nextReplyId = 1;
 
@@ -593,8 +595,13 @@ export class EmbeddedServer {
   /** Runs one command; undefined means the connection was closed instead of answered. */
   private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
-    if ((name === 'hello' || name === 'ismaster') && command.client?.application?.name !== undefined) {
-      client.appName = String(command.client.application.name);
+    if ((name === 'hello' || name === 'ismaster') && command.client !== undefined) {
+      // As mongod: the client metadata is the first hello's, and cannot be sent again (handshake spec, "client").
+      if (this.metadataSent.has(client)) {
+        return { ok: 0, errmsg: 'The client metadata document may only be sent in the first hello', code: 186, codeName: 'ClientMetadataCannotBeMutated' };
+      }
+      this.metadataSent.add(client);
+      if (command.client?.application?.name !== undefined) client.appName = String(command.client.application.name);
     }
     const failure = name === 'configurefailpoint' ? undefined : this.failCommand.match(name, client.appName);
     if (failure !== undefined) {

@@ -74,6 +74,15 @@ describe('EmbeddedServer', function () {
     a.close();
   });
 
+  it('refuses client metadata in a second hello with ClientMetadataCannotBeMutated, as mongod, and keeps the first appName', async function () {
+    const a = await rawClient(server.address);
+    expect(await a.send({ hello: 1, client: { application: { name: 'first' } }, $db: 'admin' })).to.include({ ok: 1 });
+    expect(await a.send({ hello: 1, $db: 'admin' })).to.include({ ok: 1 });
+    expect(await a.send({ isMaster: 1, client: { application: { name: 'second' } }, $db: 'admin' })).to.include({ ok: 0, code: 186, codeName: 'ClientMetadataCannotBeMutated' });
+    expect(server.clientConnections()[0].appName).to.equal('first');
+    a.close();
+  });
+
   it('answers ping, buildInfo and unknown commands', async function () {
     const c = await rawClient(server.address);
     expect(await c.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
