@@ -16,7 +16,11 @@
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
  *
- * Not a database: it stores nothing.
+ * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
+ * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
+ * CommandNotFound (59); it adds no error labels of its own (see {@link FailCommandPoint}); it does not verify an
+ * OP_MSG checksum (a mongod refuses a wrong CRC-32C); `start()` after `stop()` keeps its `topologyVersion.processId`,
+ * where a restarted mongod has a new one.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';

@@ -12,7 +12,9 @@
  * `namespace`, `threadName`, `errorExtraInfo`, `failAllCommands`, ...) is refused with `BadValue` naming it, where
  * mongod would apply it. Error labels come only from `errorLabels`: the labels a mongod adds on its own (such as
  * `RetryableWriteError` for a retryable error of a retryable write on 4.4+) are not added. An `errorCode` it has no
- * name for gets codeName `Location<code>`, as mongod names a code missing from its table.
+ * name for gets codeName `Location<code>`, as mongod names a code missing from its table. `failCommands` names are
+ * matched without regard to case (so `isMaster` covers `ismaster`, as on mongod, where both name one command; but
+ * `PING` matches `ping` too, which mongod's exact match would not).
  */
 import type { Document } from 'bson';
 
