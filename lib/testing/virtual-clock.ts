@@ -13,7 +13,8 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { InvalidOptionError } from '../errors';
 
 /**
- * An RxJS `VirtualTimeScheduler` whose time moves only when told. `now()` starts at 0 (ms).
+ * An RxJS `VirtualTimeScheduler` whose time moves only when told. `now()` starts at 0 (ms). It replaces neither
+ * `Date.now()` nor Node's timers: only code given it as its `scheduler` runs on virtual time.
  *
  * @example
  * ```ts
@@ -31,6 +32,8 @@ export class VirtualClock extends VirtualTimeScheduler {
    * Runs every timer due up to `now() + ms`, in time order (timers due at the same time in the order they were
    * scheduled; timers they arm run too, if due by then), and leaves the clock at exactly `now() + ms`.
    *
+   * A timer armed with a negative delay is due at once (the clock never moves back), as with Node's timers.
+   *
    * A timer that throws stops the advance there, as a test clock's `tick` does: the error is rethrown, the clock stays
    * at that timer's due time, and every timer not yet run stays scheduled (RxJS's own `flush()` would cancel them all).
    *
@@ -47,7 +50,9 @@ export class VirtualClock extends VirtualTimeScheduler {
     const target = this.now() + ms;
     for (let action = this.actions[0]; action !== undefined && action.delay <= target; action = this.actions[0]) {
       this.actions.shift();
-      this.frame = action.delay; // a VirtualAction's delay is its due time
+      // A VirtualAction's delay is its due time. One armed with a negative delay runs now, as a real timer does: the
+      // clock never moves back.
+      this.frame = Math.max(this.frame, action.delay);
       const error: unknown = action.execute(action.state, action.delay);
       if (error) throw error;
     }

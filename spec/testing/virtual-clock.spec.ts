@@ -20,6 +20,17 @@ describe('VirtualClock', function () {
     expect(clock.now()).to.equal(15);
   });
 
+  it('a timer armed with a negative delay runs at the current time: the clock never moves back', function () {
+    const clock = new VirtualClock();
+    clock.advance(100);
+    const seen: number[] = [];
+    clock.schedule(() => seen.push(clock.now()), -50);
+    clock.schedule(() => seen.push(clock.now()), 0);
+    clock.advance(0);
+    expect(seen).to.deep.equal([100, 100]);
+    expect(clock.now()).to.equal(100);
+  });
+
   it('a timer that throws stops the advance at its due time; the error is rethrown and the other timers stay scheduled', function () {
     const clock = new VirtualClock();
     const ran: number[] = [];
