@@ -26,7 +26,10 @@ import type { Document } from 'bson';
  * `errorCode`/`errorLabels`, `writeConcernError`).
  */
 export interface FailAction {
-  /** How long to hold the reply back, in ms; 0 unless `blockConnection` is true. */
+  /**
+   * How long to hold the reply back, in ms; 0 unless `blockConnection` is true. With `blockConnection` and no
+   * `blockTimeMS` (or a negative or fractional one), the command fails with InvalidOptions (72) instead, as on mongod.
+   */
   readonly blockTimeMS: number;
   /** Close the connection instead of answering (after blocking). */
   readonly closeConnection: boolean;
@@ -207,8 +210,17 @@ export class FailCommandPoint {
       wce !== null && typeof wce === 'object'
         ? { writeConcernError: wce, ...(Array.isArray(this.data.errorLabels) && this.data.errorLabels.length > 0 ? { errorLabels: this.data.errorLabels } : {}) }
         : undefined;
+    if (this.data.blockConnection === true) {
+      const blockTimeMS = this.data.blockTimeMS;
+      if (typeof blockTimeMS !== 'number' || !Number.isInteger(blockTimeMS) || blockTimeMS < 0) {
+        // As mongod: the command fails, as it reaches the fail point, without blocking.
+        const errmsg =
+          blockTimeMS === undefined ? "must specify 'blockTimeMS' when 'blockConnection' is true" : "'blockTimeMS' must be a non-negative integer";
+        return { blockTimeMS: 0, closeConnection: false, error: { ok: 0, errmsg, code: 72, codeName: 'InvalidOptions' }, writeConcernError: undefined };
+      }
+    }
     return {
-      blockTimeMS: this.data.blockConnection === true ? Number(this.data.blockTimeMS ?? 0) : 0,
+      blockTimeMS: this.data.blockConnection === true ? Number(this.data.blockTimeMS) : 0,
       closeConnection: this.data.closeConnection === true,
       error,
       writeConcernError,

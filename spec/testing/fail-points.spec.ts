@@ -76,6 +76,14 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(codeName(4242)).to.equal('Location4242');
   });
 
+  it('blockConnection without a valid blockTimeMS fails the command with InvalidOptions instead of running it unblocked, as mongod', function () {
+    const fp = new FailCommandPoint();
+    fp.configure({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], blockConnection: true } });
+    expect(fp.match('find', undefined)?.error).to.include({ ok: 0, code: 72, codeName: 'InvalidOptions' });
+    fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], blockConnection: true, blockTimeMS: -5 } });
+    expect(fp.match('find', undefined)).to.deep.include({ blockTimeMS: 0 }).and.have.nested.property('error.code', 72);
+  });
+
   it('affects only connections whose handshake carried data.appName, and reports blockTimeMS', function () {
     const fp = new FailCommandPoint();
     fp.configure({
