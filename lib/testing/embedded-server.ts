@@ -561,6 +561,11 @@ export class EmbeddedServer {
     for (;;) {
       const current = requested as { processId?: unknown; counter?: unknown };
       const sameProcess = current.processId instanceof ObjectId && current.processId.equals(this.processId);
+      if (sameProcess && Number(current.counter) > this.topologyCounter) {
+        // As mongod (a replica set member): a counter this process never reached is an error, not a wait.
+        const errmsg = `Received a topology version with counter: ${Number(current.counter)} which is greater than the server topology version counter: ${this.topologyCounter}`;
+        return send({ ok: 0, errmsg, code: 31382, codeName: 'Location31382' }, 0);
+      }
       if (sameProcess && !(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS))) return;
       const response = await this.run(socket, client, command, db);
       if (response === undefined || socket.destroyed) return;

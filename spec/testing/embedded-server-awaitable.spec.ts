@@ -41,6 +41,15 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     expect(old.hello.topologyVersion).to.equal(undefined);
   });
 
+  it('an awaitable hello whose counter is ahead of the endpoint\'s is answered at once with error 31382, as mongod, not held for maxAwaitTimeMS', async function () {
+    const c = await open();
+    const ahead = { processId: c.hello.topologyVersion.processId, counter: Long.fromNumber(5) };
+    const started = Date.now();
+    const error = await c.command('admin', { hello: 1, topologyVersion: ahead, maxAwaitTimeMS: 5_000 }).catch((e: unknown) => e);
+    expect(Date.now() - started).to.be.below(2_000);
+    expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 31382 });
+  });
+
   it('an awaitable hello waits maxAwaitTimeMS when nothing changes, and answers at once on changeTopology()', async function () {
     const c = await open();
     let started = Date.now();
