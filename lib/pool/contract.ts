@@ -24,24 +24,24 @@ export interface PoolConnection {
    * checked in or found among the available connections; one that is errored when its factory hands it over fails
    * its establishment.
    */
-  readonly errored?: boolean;
+  readonly errored?: boolean | undefined;
   /**
    * The error that made the connection errored, when it knows one: ConnectionClosed (reason `error`) and its log
    * message carry it (CMAP "Connection Pool Logging": the Connection Closed message's `error`). Read only then.
    */
-  readonly error?: Error;
+  readonly error?: Error | undefined;
   /**
    * The service behind the load balancer this connection reached (hex string, from the handshake's `serviceId`).
    * Read once the connection is established, in load-balanced mode only.
    */
-  readonly serviceId?: string;
+  readonly serviceId?: string | undefined;
   /**
    * True while a request is in flight on the connection (or replies it asked for are still to come). A connection
    * checked in while this is true is closed (reason `error`), not made available: its reply may still arrive and
    * would reach the next borrower. A scoped checkout (`withConnection$`) unsubscribed before its work finished
    * returns the connection only when this is false: one that does not say counts as busy there.
    */
-  readonly busy?: boolean;
+  readonly busy?: boolean | undefined;
   /**
    * Tears the connection down: closes its socket without blocking and fails any request in flight with `error`
    * (when given). Must be idempotent. Called by the pool when it closes the connection, and when a clear with

@@ -2,8 +2,9 @@
  * The package as consumers get it. `npm pack` of this repository (whose prepack builds dist/) must hold the compiled
  * entry points, the license and nothing of lib/ or spec/, and every source map in it must carry (inline or ship) the
  * sources it names. Installed into a fresh project beside the lowest rxjs its peer range allows (RXCMAP_CONSUMER_RXJS
- * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` must
- * type-check with `strict` under nodenext (CommonJS and ESM), bundler and node10 resolution, compiled by this
+ * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` (and
+ * implementing the pool's connection contract itself) must type-check with `strict`, `exactOptionalPropertyTypes` and
+ * `noUncheckedIndexedAccess` under nodenext (CommonJS and ESM), bundler and node10 resolution, compiled by this
  * repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler), then
  * exit by themselves. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
@@ -89,9 +90,20 @@ function exportTargets(value: unknown): string[] {
 
 /** The consumer program: the same text for every module format. */
 function program(label: string): string {
-  return `import { ConnectionPool } from 'rxcmap';
+  return `import { ConnectionPool, ConnectionPoolCore, type ConnectionFactory, type PoolConnection } from 'rxcmap';
 import { EmbeddedServer } from 'rxcmap/testing';
 import { Observable, VirtualTimeScheduler } from 'rxjs';
+
+/** A connection of the consumer's own, whose optional fields hold \`undefined\` until they are known. */
+class OwnConnection implements PoolConnection {
+  errored: boolean | undefined = undefined;
+  error: Error | undefined = undefined;
+  serviceId: string | undefined = undefined;
+  busy: boolean | undefined = undefined;
+  constructor(readonly id: number) {}
+  destroy(): void {}
+}
+const ownFactory: ConnectionFactory<OwnConnection> = async (descriptor) => new OwnConnection(descriptor.id);
 
 async function main(): Promise<void> {
   const server = await new EmbeddedServer().start();
@@ -109,6 +121,14 @@ async function main(): Promise<void> {
     }
     const virtual = new ConnectionPool({ address: server.address, scheduler: new VirtualTimeScheduler() });
     virtual.close();
+    const own = new ConnectionPoolCore({ address: server.address, connectionFactory: ownFactory });
+    try {
+      own.ready();
+      const connection: OwnConnection = await own.checkOut();
+      own.checkIn(connection);
+    } finally {
+      own.close();
+    }
   } finally {
     await server.stop();
   }
@@ -122,8 +142,19 @@ main().catch((err: unknown) => {
 `;
 }
 
-/** What every consumer build sets: strict, with the package's declarations checked too (no skipLibCheck). */
-const COMMON_OPTIONS = { target: 'es2022', strict: true, skipLibCheck: false, types: ['node'] };
+/**
+ * What every consumer build sets: strict, with the package's declarations checked too (no skipLibCheck), and the
+ * stricter checks applications turn on beyond `strict` (under which an optional property no longer admits `undefined`
+ * unless it says so, and an index access may be `undefined`).
+ */
+const COMMON_OPTIONS = {
+  target: 'es2022',
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  noUncheckedIndexedAccess: true,
+  skipLibCheck: false,
+  types: ['node'],
+};
 
 /** The consumer's builds: a folder each, with its tsconfig, its entry file and what it compiles to (if it runs). */
 const BUILDS = [
