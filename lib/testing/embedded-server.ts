@@ -29,6 +29,7 @@ import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type Compres
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
+import { InvalidOptionError } from '../errors';
 import { optionValue, optionValues, type ListsEveryOption } from '../options';
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
@@ -306,7 +307,9 @@ export class EmbeddedServer {
   /**
    * Stops listening and closes every client connection, including, with TLS, those still in their TLS handshake.
    * Resolves once the server is closed and every connection's `close` has run: {@link openConnections} and
-   * {@link awaitingHelloCount} are 0 by then.
+   * {@link awaitingHelloCount} are 0 by then. Never rejects (a server already stopped resolves too).
+   *
+   * Source: extension (the end of a test's endpoint).
    */
   async stop(): Promise<void> {
     const sockets = [...this.sockets.keys(), ...this.accepted];
@@ -383,8 +386,20 @@ export class EmbeddedServer {
     return [...this.sockets.values()];
   }
 
-  /** Adds or replaces the handler of a command (name matched case-insensitively). */
+  /**
+   * Adds or replaces the handler of a command (name matched case-insensitively); it answers that command from then
+   * on, on every connection.
+   *
+   * @throws {InvalidOptionError} synchronously, leaving the handlers as they were: for a `commandName` that is not a
+   *   non-empty string, or a `handler` that is not a function (option `handler`).
+   *
+   * Source: extension (a mongod's command dispatch, replaced for tests).
+   */
   handle(commandName: string, handler: CommandHandler): void {
+    if (typeof commandName !== 'string' || commandName === '') {
+      throw new InvalidOptionError('commandName', commandName, 'a non-empty string (the command to answer)');
+    }
+    if (typeof handler !== 'function') throw new InvalidOptionError('handler', handler, 'a function (a CommandHandler)');
     this.handlers.set(commandName.toLowerCase(), handler);
   }
 

@@ -549,3 +549,21 @@ describe('EmbeddedServer.stop()', function () {
     await closed;
   });
 });
+
+describe('EmbeddedServer.handle()', function () {
+  it('refuses a command name that is not a non-empty string, or a handler that is not a function, with InvalidOptionError', function () {
+    const server = new EmbeddedServer();
+    const ping = () => ({ ok: 1 });
+    const bad: [unknown, unknown, string][] = [
+      [1, ping, 'commandName'],
+      ['', ping, 'commandName'],
+      [undefined, ping, 'commandName'],
+      ['ping', 5, 'handler'],
+      ['ping', undefined, 'handler'],
+    ];
+    for (const [name, handler, option] of bad) {
+      const call = () => server.handle(name as string, handler as () => { ok: number });
+      expect(call, `handle(${String(name)}, ${typeof handler})`).to.throw(InvalidOptionError).with.property('option', option);
+    }
+  });
+});
