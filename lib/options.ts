@@ -73,7 +73,7 @@ export interface PoolExtensionOptions {
    * (a checkout, a Background Thread Run) or when checked in, never handed out again; minPoolSize refills the pool.
    * One whose establishment outlasted its lifetime goes, once, to the checkout that waited for it (and is closed
    * when checked in), or is closed as it becomes ready when nothing waits for it: a lifetime shorter than an
-   * establishment costs a connection per checkout, never a checkout. A number >= 0; 0 means no limit. Default 0.
+   * establishment costs a connection per checkout, never a checkout. In ms, a number >= 0; 0 means no limit. Default 0.
    *
    * Source: extension (HikariCP's `maxLifetime`, reactor-pool's `maxLifeTime`, the Java driver's
    * `maxConnectionLifeTime`): connections are renewed before a load balancer, firewall or server cuts them.

@@ -96,7 +96,10 @@ export interface ConnectionLogFields {
 /**
  * One log message of the `connection` component, made from one event: at `debug` for every CMAP event; at `warn`
  * for ConnectionLeakSuspected and `info` for ConnectionLeakSuspectCheckedIn (leak detection, an extension). Treat it
- * as immutable (its members are readonly; it is shared by every subscriber of `log$`).
+ * as immutable (its members are readonly; it is shared by every subscriber of `log$`). `time` is in ms. Made by the
+ * pool, which never fails to make one; the constructor checks nothing and never throws. `toJSON()` throws a
+ * RangeError only when `time` is not a valid date (a scheduler whose `now()` is outside `Date`'s range); `render()`
+ * never throws.
  *
  * Source: CMAP spec, "Connection Pool Logging"; logging spec, "Components", "Log Severity Levels", "Structured versus
  * Unstructured Logging", "Including Timestamps in Log Messages"; leak messages: extension (HikariCP logs its leak
@@ -145,6 +148,8 @@ export interface ClientLogFields {
 /**
  * One log message of the `client` component, at `warn` level: a connection string warning (an unknown or
  * unsupported key, an invalid value, a repeated key: see `ParsedConnectionString.warnings`). Treat it as immutable.
+ * `time` is in ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time`
+ * is not a valid date (a scheduler whose `now()` is outside `Date`'s range); `render()` never throws.
  *
  * Source: connection string spec, "Keys" ("A WARN level logging message MUST be issued for unsupported keys"),
  * "Values" ("Any invalid Values for a given key MUST be ignored and MUST log a WARN level message"), "Repeated Keys";

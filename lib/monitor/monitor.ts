@@ -90,7 +90,7 @@ export interface MonitorOptions {
   address: string;
   /**
    * Polling: time from the end of one check to the start of the next. Streaming: the longest the server waits before
-   * it streams a reply (maxAwaitTimeMS). At least 500. Default 10000.
+   * it streams a reply (maxAwaitTimeMS). In ms, at least 500 ({@link MIN_HEARTBEAT_FREQUENCY_MS}). Default 10000.
    */
   heartbeatFrequencyMS?: number;
   /** Streaming or polling (see {@link ServerMonitoringMode}). Default `auto`. */

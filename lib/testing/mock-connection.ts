@@ -65,7 +65,10 @@ export interface MockConnectionFactoryOptions {
 
 /**
  * Makes {@link MockConnection}s. `factory` is the {@link ConnectionFactory} to give a pool; `created` lists every
- * connection it made, `started` every establishment it began and `aborted` those the pool abandoned.
+ * connection it made, `started` every establishment it began and `aborted` those the pool abandoned. Each
+ * establishment takes `establishDelayMS` (ms; on `scheduler` when given, else a Node timer, or a microtask for 0).
+ * The constructor checks nothing and never throws; an establishment fails (the Observable `factory` returns errors)
+ * only with the Error `failWith` returns for it.
  *
  * Source: CMAP spec, "Connection" (a mocked Connection for tests), "Establishing a Connection".
  */

@@ -14,7 +14,8 @@ import { InvalidOptionError } from '../errors';
 
 /**
  * An RxJS `VirtualTimeScheduler` whose time moves only when told. `now()` starts at 0 (ms). It replaces neither
- * `Date.now()` nor Node's timers: only code given it as its `scheduler` runs on virtual time.
+ * `Date.now()` nor Node's timers: only code given it as its `scheduler` runs on virtual time. The constructor never
+ * throws; {@link VirtualClock.advance} and {@link VirtualClock.advanceTo} throw InvalidOptionError for a bad input.
  *
  * @example
  * ```ts
