@@ -35,20 +35,20 @@ import { MAX_TIMER_DELAY_MS } from './scheduler';
  */
 export interface UriClientOptions {
   /** Time between monitor checks, in ms; an integer >= 500. */
-  heartbeatFrequencyMS?: number;
+  heartbeatFrequencyMS?: number | undefined;
   /** How long `command()` waits for a ready server, in ms; an integer from 1 to 2147483647 (what one timer holds). */
-  serverSelectionTimeoutMS?: number;
+  serverSelectionTimeoutMS?: number | undefined;
   /** Load-balanced mode: one pool, no monitor. */
-  loadBalanced?: boolean;
+  loadBalanced?: boolean | undefined;
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
    * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
    * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
    * `false` does not turn on discovery of a replica set's other members.
    */
-  directConnection?: boolean;
+  directConnection?: boolean | undefined;
   /** Streaming or polling server monitoring: `auto`, `stream` or `poll` (see `ServerMonitoringMode`). */
-  serverMonitoringMode?: 'auto' | 'stream' | 'poll';
+  serverMonitoringMode?: 'auto' | 'stream' | 'poll' | undefined;
 }
 
 /** A parsed connection string. */

@@ -16,28 +16,28 @@ export interface PoolOptions {
    * The maximum number of connections (pending + available + in use) the pool may hold at once.
    * An integer >= 0; 0 means no limit. Default 100.
    */
-  maxPoolSize?: number;
+  maxPoolSize?: number | undefined;
   /**
    * The number of connections the pool keeps established while it is ready, populated in the background.
    * An integer >= 0, and <= maxPoolSize when maxPoolSize > 0. Default 0.
    */
-  minPoolSize?: number;
+  minPoolSize?: number | undefined;
   /**
    * How long (ms) a connection may stay available (unused) before it is idle and closed. A number >= 0; 0 means
    * never. Default 0.
    */
-  maxIdleTimeMS?: number;
+  maxIdleTimeMS?: number | undefined;
   /**
    * The maximum number of connections the pool establishes concurrently (from ConnectionCreated to
    * ConnectionReady). An integer > 0. Default 2.
    */
-  maxConnecting?: number;
+  maxConnecting?: number | undefined;
   /**
    * How long (ms) a checkout may wait in the WaitQueue for an available connection or a free establishment slot.
    * Time spent establishing a connection the checkout already started is not counted. A number >= 0; 0 means no
    * limit. Default 0.
    */
-  waitQueueTimeoutMS?: number;
+  waitQueueTimeoutMS?: number | undefined;
 }
 
 /**
@@ -55,7 +55,7 @@ export interface PoolExtensionOptions {
    *
    * Source: extension (HikariCP's `leakDetectionThreshold`).
    */
-  leakDetectionThresholdMS?: number;
+  leakDetectionThresholdMS?: number | undefined;
   /**
    * A bounded WaitQueue: a checkout that would wait while this many already wait fails at once with
    * WaitQueueFullError (ConnectionCheckOutFailed reason `waitQueueFull`). Counts the WaitQueue proper: checkouts
@@ -66,7 +66,7 @@ export interface PoolExtensionOptions {
    * Source: extension (reactor-pool's `maxPendingAcquire`; Go's database/sql and HikariCP bound waiting callers by
    * time only).
    */
-  maxWaitQueueSize?: number;
+  maxWaitQueueSize?: number | undefined;
   /**
    * Connection lifetime: a connection older than its own lifetime (maxLifeTimeMS minus its share of
    * maxLifeTimeJitterMS, measured from ConnectionCreated) is perished: closed (reason `expired`) when met available
@@ -78,7 +78,7 @@ export interface PoolExtensionOptions {
    * Source: extension (HikariCP's `maxLifetime`, reactor-pool's `maxLifeTime`, the Java driver's
    * `maxConnectionLifeTime`): connections are renewed before a load balancer, firewall or server cuts them.
    */
-  maxLifeTimeMS?: number;
+  maxLifeTimeMS?: number | undefined;
   /**
    * How much earlier than maxLifeTimeMS each connection may expire (ms): connection n expires
    * maxLifeTimeJitterMS × frac(n × φ) earlier (φ the golden ratio), which spreads the expiries of connections made
@@ -88,7 +88,7 @@ export interface PoolExtensionOptions {
    *
    * Source: extension (HikariCP subtracts up to 2.5% from each connection's maxLifetime; reactor-pool's variance).
    */
-  maxLifeTimeJitterMS?: number;
+  maxLifeTimeJitterMS?: number | undefined;
 }
 
 /**
@@ -104,7 +104,7 @@ export interface BackgroundOptions {
    *
    * Source: CMAP test format, `poolOptions.backgroundThreadIntervalMS`; CMAP spec, "Background Thread".
    */
-  backgroundThreadIntervalMS?: number;
+  backgroundThreadIntervalMS?: number | undefined;
 }
 
 /**

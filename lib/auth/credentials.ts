@@ -30,9 +30,9 @@ export interface CredentialsInit {
   /** The password; may be empty. Never shown in errors, JSON or inspection. */
   password: string;
   /** The database that holds the user (authSource). Default `admin`. */
-  source?: string;
+  source?: string | undefined;
   /** Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. */
-  mechanism?: AuthMechanism;
+  mechanism?: AuthMechanism | undefined;
 }
 
 const passwords = new WeakMap<MongoCredentials, string>();

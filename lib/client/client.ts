@@ -64,33 +64,33 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * Time between monitor checks when polling, and the longest a streaming server waits before it replies
    * (maxAwaitTimeMS), in ms; at least 500. Default 10000.
    */
-  heartbeatFrequencyMS?: number;
+  heartbeatFrequencyMS?: number | undefined;
   /**
    * Server monitoring protocol: `auto` (default: streaming, except on a FaaS platform), `stream` or `poll` (see
    * {@link ServerMonitoringMode}).
    */
-  serverMonitoringMode?: ServerMonitoringMode;
+  serverMonitoringMode?: ServerMonitoringMode | undefined;
   /**
    * How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0 and at most 2147483647
    * (what one Node timer holds). Default 30000.
    */
-  serverSelectionTimeoutMS?: number;
+  serverSelectionTimeoutMS?: number | undefined;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
-  loadBalanced?: boolean;
+  loadBalanced?: boolean | undefined;
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
    * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
    * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
    * `false` does not turn on discovery of a replica set's other members.
    */
-  directConnection?: boolean;
+  directConnection?: boolean | undefined;
   /**
    * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
    * connection string warnings) and the `connection` component's `debug` messages (CMAP).
    */
-  logging?: LoggingOptions;
+  logging?: LoggingOptions | undefined;
   /** Clock and timers of pools and monitors (tests). */
-  scheduler?: SchedulerLike;
+  scheduler?: SchedulerLike | undefined;
 }
 
 /**
@@ -519,7 +519,7 @@ export class Client {
    * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
    * client only as a paused pool (a state change error that does not clear leaves the server selectable).
    */
-  async command(db: string, command: Document, options?: { timeoutMS?: number }): Promise<Document> {
+  async command(db: string, command: Document, options?: { timeoutMS?: number | undefined }): Promise<Document> {
     requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
@@ -617,7 +617,7 @@ export class Client {
    *
    * Source: extension (see `ConnectionPoolCore.drain`).
    */
-  async drain(options?: { timeoutMS?: number }): Promise<void> {
+  async drain(options?: { timeoutMS?: number | undefined }): Promise<void> {
     requireMethodOptions('drain', options, TIMEOUT_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');

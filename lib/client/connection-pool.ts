@@ -32,14 +32,14 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
    * Establishes connections. Default: real MongoDB connections over TCP (socket connect, OP_MSG `hello`
    * handshake, authentication), configured by `connectionOptions`.
    */
-  connectionFactory?: ConnectionFactory<C>;
+  connectionFactory?: ConnectionFactory<C> | undefined;
   /** Options of the default connection factory (appName, timeouts, TLS, credentials). Ignored when `connectionFactory` is given. */
-  connectionOptions?: ConnectionOptions;
+  connectionOptions?: ConnectionOptions | undefined;
   /**
    * Logging of the CMAP log messages (component `connection`, level `debug`), over the MONGODB_LOG_* environment
    * variables. When enabled, the pool writes every message to the configured destination, and `log$` emits them.
    */
-  logging?: LoggingOptions;
+  logging?: LoggingOptions | undefined;
 }
 
 /**

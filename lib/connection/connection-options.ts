@@ -29,34 +29,34 @@ import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
  */
 export interface ConnectionOptions extends TlsSettings {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
-  appName?: string;
+  appName?: string | undefined;
   /**
    * The library built on rxcmap, as it names itself in the handshake: its name, version and platform appended to
    * `client.driver.name`, `client.driver.version` and `client.platform` after a `|` (see {@link DriverInfoOptions};
    * `Client.appendMetadata` appends more later). No field may contain `|`; the name and version must leave the
    * `client` document within 512 bytes.
    */
-  driverInfo?: DriverInfoOptions;
+  driverInfo?: DriverInfoOptions | undefined;
   /**
    * Time allowed for socket connect, TLS, handshake and authentication together, in ms, at most 2147483647 (one
    * Node timer); 0 = no limit. Default 10000.
    */
-  connectTimeoutMS?: number;
+  connectTimeoutMS?: number | undefined;
   /**
    * Default time allowed for each reply once established, in ms, at most 2147483647 (one Node timer); 0 = no limit.
    * Default 0. A deadline counted from the moment the command is sent, not an idle timeout: a server that trickles a
    * reply a byte at a time still fails the command (MongoNetworkTimeoutError) when it passes. With 0, such a server
    * (or one that never answers) holds the command, and up to maxMessageSizeBytes of reply, for as long as it likes.
    */
-  socketTimeoutMS?: number;
+  socketTimeoutMS?: number | undefined;
   /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
-  compressors?: readonly string[];
+  compressors?: readonly string[] | undefined;
   /** zlib level, -1 (zlib's default) to 9. Default -1. */
-  zlibCompressionLevel?: number;
+  zlibCompressionLevel?: number | undefined;
   /** Authenticate every connection (SCRAM-SHA-256 or SCRAM-SHA-1). */
-  credentials?: MongoCredentials | CredentialsInit;
+  credentials?: MongoCredentials | CredentialsInit | undefined;
   /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
-  loadBalanced?: boolean;
+  loadBalanced?: boolean | undefined;
   /**
    * TCP keepalive: how long a connection may sit idle before the operating system sends its first keepalive probe,
    * in ms; an integer from 0 to {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}. Keepalive is on for every connection (TCP
@@ -68,7 +68,7 @@ export interface ConnectionOptions extends TlsSettings {
    * well before a load balancer, NAT or firewall drops an idle flow (Azure's 4 minutes, for one) keep pooled
    * connections alive, and reveal a peer that vanished without a FIN.
    */
-  keepAliveInitialDelay?: number;
+  keepAliveInitialDelay?: number | undefined;
 }
 
 /**

@@ -27,7 +27,7 @@ export interface CommandOptions {
    * Fail the command (and error the connection) if its whole reply has not arrived within this many ms of sending
    * it, however its bytes trickle in (a deadline, not an idle timeout). 0 = no limit.
    */
-  readonly timeoutMS?: number;
+  readonly timeoutMS?: number | undefined;
   /**
    * Set the OP_MSG exhaustAllowed flag: the server may answer with a stream of replies, each but the last with the
    * moreToCome flag. After such a reply the connection is {@link Connection.moreToCome}: it sends nothing and takes
@@ -35,7 +35,7 @@ export interface CommandOptions {
    * error. Default false. Source: OP_MSG spec ("exhaustAllowed", "moreToCome"); server monitoring spec, "Streaming
    * hello or legacy hello".
    */
-  readonly exhaustAllowed?: boolean;
+  readonly exhaustAllowed?: boolean | undefined;
 }
 
 /**

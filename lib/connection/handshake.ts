@@ -115,9 +115,9 @@ export interface DriverInfoOptions {
   /** The name of the wrapping library, appended to `client.driver.name`. */
   name: string;
   /** The version of the wrapping library, appended to `client.driver.version`. */
-  version?: string;
+  version?: string | undefined;
   /** Platform details of the wrapping library, appended to `client.platform`. */
-  platform?: string;
+  platform?: string | undefined;
 }
 
 /** The keys of {@link DriverInfoOptions}. */

@@ -27,28 +27,28 @@ export interface TlsSettings {
    * Use TLS. Implied by any other option of these, whatever its value; `false` with any of them set is an
    * InvalidOptionError naming `tls`.
    */
-  tls?: boolean;
+  tls?: boolean | undefined;
   /** PEM file of the certificate authorities to trust (default: Node's bundled roots). */
-  tlsCAFile?: string;
+  tlsCAFile?: string | undefined;
   /** PEM file with the client certificate and its private key. */
-  tlsCertificateKeyFile?: string;
+  tlsCertificateKeyFile?: string | undefined;
   /** Passphrase of the private key in tlsCertificateKeyFile. */
-  tlsCertificateKeyFilePassword?: string;
+  tlsCertificateKeyFilePassword?: string | undefined;
   /**
    * Accept any server certificate (unsafe; for tests). Its host names go unchecked too: a certificate that is not
    * verified proves no name, so this implies tlsAllowInvalidHostnames (as with Node's `rejectUnauthorized: false`).
    */
-  tlsAllowInvalidCertificates?: boolean;
+  tlsAllowInvalidCertificates?: boolean | undefined;
   /** Accept a certificate whose names do not match the host (unsafe; for tests). */
-  tlsAllowInvalidHostnames?: boolean;
+  tlsAllowInvalidHostnames?: boolean | undefined;
   /** Both of the above. */
-  tlsInsecure?: boolean;
+  tlsInsecure?: boolean | undefined;
   /**
    * The SNI server name and the name the certificate must carry. Default: the host, unless it is an IP address (no
    * SNI; the certificate must carry the IP address) or a Unix domain socket path (no SNI; the certificate must carry
    * `localhost`).
    */
-  tlsServerName?: string;
+  tlsServerName?: string | undefined;
 }
 
 /**

@@ -78,11 +78,11 @@ export interface LoggingOptions {
    * `{ connection: 'debug' }` turns them on; connection string warnings are `warn` messages of `client`. Over
    * MONGODB_LOG_CLIENT / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
    */
-  componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>>;
+  componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>> | undefined;
   /** `stderr` (default), `stdout`, a file path (appended to), or a sink. Over MONGODB_LOG_PATH. */
-  path?: string | LogSink;
+  path?: string | LogSink | undefined;
   /** Max length of a document or error text in a message, in UTF-16 code units (default 1000). Over MONGODB_LOG_MAX_DOCUMENT_LENGTH. */
-  maxDocumentLength?: number;
+  maxDocumentLength?: number | undefined;
 }
 
 /** Settings with every source applied. */

@@ -92,19 +92,19 @@ export interface MonitorOptions {
    * Polling: time from the end of one check to the start of the next. Streaming: the longest the server waits before
    * it streams a reply (maxAwaitTimeMS). In ms, at least 500 ({@link MIN_HEARTBEAT_FREQUENCY_MS}). Default 10000.
    */
-  heartbeatFrequencyMS?: number;
+  heartbeatFrequencyMS?: number | undefined;
   /** Streaming or polling (see {@link ServerMonitoringMode}). Default `auto`. */
-  serverMonitoringMode?: ServerMonitoringMode;
+  serverMonitoringMode?: ServerMonitoringMode | undefined;
   /**
    * How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are
    * ignored. With a `connectionFactory`, only `connectTimeoutMS` is read (as the checks' timeout): the factory makes
    * the connections.
    */
-  connectionOptions?: ConnectionOptions;
+  connectionOptions?: ConnectionOptions | undefined;
   /** Replaces the default TCP factory (tests); `connectionOptions` then serve only for `connectTimeoutMS`. */
-  connectionFactory?: ConnectionFactory<Connection>;
+  connectionFactory?: ConnectionFactory<Connection> | undefined;
   /** Clock and timers of the sleeps between checks. Default: unref'd Node timers. */
-  scheduler?: SchedulerLike;
+  scheduler?: SchedulerLike | undefined;
 }
 
 /**

@@ -63,13 +63,13 @@ export interface ConnectionPoolInstrumentationOptions {
    * The Meter that creates the instruments. Default: `metrics.getMeter('rxcmap', <version>)` of `@opentelemetry/api`,
    * which records nothing until an SDK MeterProvider is registered globally.
    */
-  meter?: Meter;
+  meter?: Meter | undefined;
   /**
    * The `db.client.connection.pool.name` attribute: a non-empty string, unique within the application. Default: the
    * pool's address, `host:port` (the socket path for a Unix domain socket). A pool serves one server and every
    * database on it, so the conventions' fallback `server.address:server.port/db.namespace` reduces to `host:port`.
    */
-  poolName?: string;
+  poolName?: string | undefined;
 }
 
 /**

@@ -34,7 +34,7 @@ export interface CheckOutOptions {
    * outcome (ConnectionCheckedOut or ConnectionCheckOutFailed emitted first, e.g. an abort from inside an `events$`
    * subscriber with a check-in queued ahead) changes nothing, and the caller receives what the events say.
    */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /**
    * `'high'`: the checkout is served before every normal one (FIFO among high-priority checkouts), for health checks,
    * `killCursors`, `abortTransaction` or `endSessions` at shutdown; normal checkouts keep their order. Default
@@ -42,7 +42,7 @@ export interface CheckOutOptions {
    *
    * Source: extension (the mongodb-core 2.0 pool lets monitoring operations jump its queue).
    */
-  readonly priority?: 'high' | 'normal';
+  readonly priority?: 'high' | 'normal' | undefined;
   /**
    * A deadline for this checkout, in ms from its start (a number >= 0; 0 means none): waiting in the WaitQueue and
    * waiting on an establishment it started both count. When it passes, the checkout fails with
@@ -51,7 +51,7 @@ export interface CheckOutOptions {
    *
    * Source: extension (the client-side operations timeout spec: a checkout is bounded by the operation's timeoutMS).
    */
-  readonly timeoutMS?: number;
+  readonly timeoutMS?: number | undefined;
   /**
    * What the connection is checked out for (see {@link CheckOutPurpose}); default `'operation'`. The pool counts the
    * connections in use by purpose where it says what it holds (`PoolHoldings.inUseByPurpose`, e.g. in a
@@ -60,7 +60,7 @@ export interface CheckOutOptions {
    *
    * Source: load balancer spec, "Connection Tracking".
    */
-  readonly purpose?: CheckOutPurpose;
+  readonly purpose?: CheckOutPurpose | undefined;
 }
 
 /** The checked options of one checkout, as its request keeps them (made only when options were given). */

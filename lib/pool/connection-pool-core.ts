@@ -65,20 +65,20 @@ export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends Poo
    * and a monotonic clock. Inject a virtual-time scheduler (`VirtualClock` from `rxcmap/testing`) to test
    * deterministically.
    */
-  scheduler?: SchedulerLike;
+  scheduler?: SchedulerLike | undefined;
   /**
    * Decides whether an establishment error clears the pool (generation + 1, paused, WaitQueue evicted), as SDAM
    * does for errors before or during the handshake. Default: every error clears, except one labelled
    * `SystemOverloadedError` (CMAP "Backpressure-enabled").
    */
-  clearOnEstablishmentError?: (error: Error) => boolean;
+  clearOnEstablishmentError?: ((error: Error) => boolean) | undefined;
   /**
    * Load-balanced mode (load balancer spec): connections take the generation of the service their handshake reached
    * (`serviceId`), `clear` must name a service and neither pauses the pool nor evicts the WaitQueue, and establishment
    * errors never clear the pool. Default false. The pool still starts paused: call `ready()` (`connect()` does it at
    * once in this mode, there being no monitor).
    */
-  loadBalanced?: boolean;
+  loadBalanced?: boolean | undefined;
 }
 
 /**
@@ -94,7 +94,7 @@ export interface ClearOptions {
    * interrupts (ConnectionPoolCleared then reports `interruptInUseConnections: false`), since interrupting is what a
    * monitor's failed check asks for, and that mode has no monitor.
    */
-  interruptInUseConnections?: boolean;
+  interruptInUseConnections?: boolean | undefined;
   /** The error that caused the clear; PoolClearedError messages quote it. */
   cause?: unknown;
   /**
@@ -104,7 +104,7 @@ export interface ClearOptions {
   serviceId?: string | {
     /** The ObjectId's 24-character hex string. */
     toHexString(): string;
-  };
+  } | undefined;
 }
 
 /**
@@ -464,7 +464,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
    */
-  warmUp(options?: { signal?: AbortSignal }): Promise<PoolSnapshot> {
+  warmUp(options?: { signal?: AbortSignal | undefined }): Promise<PoolSnapshot> {
     requireMethodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
     const signal = optionValue(options, 'signal');
     requireAbortSignal(signal);
@@ -697,7 +697,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: extension (the mongodb-core 2.0 pool drains its queue before it is destroyed); CMAP spec, "Closing a
    * Connection Pool", for the close that ends it.
    */
-  drain(options?: { timeoutMS?: number }): Promise<void> {
+  drain(options?: { timeoutMS?: number | undefined }): Promise<void> {
     requireMethodOptions('drain', options, DRAIN_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');

@@ -37,17 +37,17 @@ import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-s
 /** Options of an {@link EmbeddedServer}. Source: extension (the settings of a standalone mongod it imitates). */
 export interface EmbeddedServerOptions {
   /** TCP port; 0 (default) picks a free one. */
-  port?: number;
+  port?: number | undefined;
   /**
    * maxWireVersion it reports. Default 25 (MongoDB 8.0). Below 9 (MongoDB 4.4) the handshake's
    * `speculativeAuthenticate` is ignored, and hello replies carry no `topologyVersion` (so a client polls), as with
    * servers before 4.4.
    */
-  maxWireVersion?: number;
+  maxWireVersion?: number | undefined;
   /** Server version it reports in buildInfo. Default "8.0.0". */
-  version?: string;
+  version?: string | undefined;
   /** Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256). */
-  users?: EmbeddedUser[];
+  users?: EmbeddedUser[] | undefined;
   /** Serve TLS with this key and certificate (PEM); `ca` and `requestCert` check client certificates. */
   tls?: {
     /** The server's private key, PEM. */
@@ -55,17 +55,17 @@ export interface EmbeddedServerOptions {
     /** The server's certificate, PEM. */
     cert: string | Buffer;
     /** The certificate authorities client certificates must chain to, PEM. */
-    ca?: string | Buffer;
+    ca?: string | Buffer | undefined;
     /** Ask every client for a certificate and refuse connections without a valid one. Default false. */
-    requestCert?: boolean;
-  };
+    requestCert?: boolean | undefined;
+  } | undefined;
   /** Compressors it accepts. Default `["zlib"]`. */
-  compressors?: string[];
+  compressors?: string[] | undefined;
   /**
    * Act as a load balancer in front of this many services: a handshake with `loadBalanced: true` gets a `serviceId`,
    * assigned to connections round-robin. Default 0 (not a load balancer: such a handshake gets no serviceId).
    */
-  loadBalancedServices?: number;
+  loadBalancedServices?: number | undefined;
 }
 
 /** The opCodes a wire message header may carry (what tells one from a TLS record). */

@@ -54,9 +54,9 @@ export interface MockConnectionFactoryOptions {
    * How long an establishment takes, in ms. Default 0: it completes on a microtask, or with `scheduler` set, as that
    * scheduler runs a 0 ms timer (a `VirtualClock` on its next `advance`).
    */
-  establishDelayMS?: number;
+  establishDelayMS?: number | undefined;
   /** Times the establishment on this scheduler (virtual time in tests); default: real timers. */
-  scheduler?: SchedulerLike;
+  scheduler?: SchedulerLike | undefined;
   /** Return an error to make the establishment of that connection fail with it. */
   failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
   /** The serviceId (hex string) the handshake of that connection reports, for load-balanced tests. */

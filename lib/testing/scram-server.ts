@@ -25,9 +25,9 @@ export interface EmbeddedUser {
   /** The password, in clear text (prepared as each mechanism requires when the user is added). */
   password: string;
   /** The database that holds the user. Default `admin`. */
-  db?: string;
+  db?: string | undefined;
   /** The mechanisms the user can authenticate with. Default both, SCRAM-SHA-1 and SCRAM-SHA-256. */
-  mechanisms?: AuthMechanism[];
+  mechanisms?: AuthMechanism[] | undefined;
   /**
    * The SCRAM iteration count the endpoint asks for (`i=` in its server-first message), for every mechanism of the
    * user: a positive integer. Default: mongod's, 10000 for SCRAM-SHA-1 (`scramIterationCount`) and 15000 for
@@ -36,13 +36,13 @@ export interface EmbeddedUser {
    * clients against them; a count a client accepts costs the endpoint one derivation of that many iterations when
    * the first proof arrives.
    */
-  iterations?: number;
+  iterations?: number | undefined;
   /**
    * The SCRAM salt (`s=` in its server-first message), for every mechanism of the user: 1 to 1024 bytes. Default: 16
    * random bytes per mechanism, drawn each time the user is created, as createUser does. Give it to reproduce a user
    * exactly (a replicated user, the same after a failover) or to tell two creations of a user apart.
    */
-  salt?: Uint8Array;
+  salt?: Uint8Array | undefined;
 }
 
 interface StoredCredential {

@@ -3,9 +3,9 @@
  * entry points, the license and nothing of lib/ or spec/, and every source map in it must carry (inline or ship) the
  * sources it names. Installed into a fresh project beside the lowest rxjs its peer range allows (RXCMAP_CONSUMER_RXJS
  * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` (and
- * implementing the pool's connection contract itself) must type-check with `strict`, `exactOptionalPropertyTypes` and
- * `noUncheckedIndexedAccess` under nodenext (CommonJS and ESM), bundler and node10 resolution, compiled by this
- * repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
+ * implementing the pool's connection contract itself, and forwarding options it did not set as `undefined`) must
+ * type-check with `strict`, `exactOptionalPropertyTypes` and `noUncheckedIndexedAccess` under nodenext (CommonJS and
+ * ESM), bundler and node10 resolution, compiled by this repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler), then
  * exit by themselves. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
  */
@@ -105,13 +105,21 @@ class OwnConnection implements PoolConnection {
 }
 const ownFactory: ConnectionFactory<OwnConnection> = async (descriptor) => new OwnConnection(descriptor.id);
 
+/** Settings of the consumer's own, forwarded as they are: an option it did not set is passed as \`undefined\`. */
+interface Operation {
+  signal?: AbortSignal;
+  timeoutMS?: number;
+  maxPoolSize?: number;
+}
+const operation: Operation = {};
+
 async function main(): Promise<void> {
   const server = await new EmbeddedServer().start();
   try {
-    const pool = new ConnectionPool({ address: server.address });
+    const pool = new ConnectionPool({ address: server.address, maxPoolSize: operation.maxPoolSize });
     try {
       pool.ready();
-      const connection = await pool.checkOut();
+      const connection = await pool.checkOut({ signal: operation.signal, timeoutMS: operation.timeoutMS });
       const reply = await connection.command('admin', { ping: 1 });
       pool.checkIn(connection);
       if (reply.ok !== 1) throw new Error('ping replied ' + JSON.stringify(reply));
