@@ -330,6 +330,50 @@ describe('the npm package', function () {
       });
     }
 
+    it('loads its three entries from CommonJS and ESM, refuses deep imports, and keeps the optional peer to rxcmap/opentelemetry', async function () {
+      // The consumer installs no @opentelemetry/api: it is an optional peer, needed by rxcmap/opentelemetry alone.
+      const cjs = `
+        const before = new Set(Object.keys(require.cache));
+        const main = require('rxcmap');
+        const loaded = Object.keys(require.cache).filter((f) => !before.has(f));
+        const strays = loaded.filter((f) => /[\\/](testing|opentelemetry)[\\/]|@opentelemetry/.test(f));
+        if (strays.length) throw new Error('rxcmap loaded ' + strays.join(', '));
+        if (typeof main.ConnectionPool !== 'function') throw new Error('no ConnectionPool');
+        if (typeof require('rxcmap/testing').EmbeddedServer !== 'function') throw new Error('no EmbeddedServer');
+        for (const deep of ['rxcmap/dist/pool/connection-pool-core', 'rxcmap/dist/index.js']) {
+          let code;
+          try { require(deep); } catch (err) { code = err.code; }
+          if (code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw new Error(deep + ': ' + code);
+        }
+        let missing;
+        try { require('rxcmap/opentelemetry'); } catch (err) { missing = err; }
+        if (!missing || missing.code !== 'MODULE_NOT_FOUND' || !missing.message.includes("'@opentelemetry/api'")) {
+          throw new Error('rxcmap/opentelemetry without @opentelemetry/api: ' + missing);
+        }
+        console.log('cjs ok');
+      `;
+      const esm = `
+        import { createRequire } from 'node:module';
+        import * as main from 'rxcmap';
+        import * as testing from 'rxcmap/testing';
+        import { ConnectionPool, CmapError } from 'rxcmap';
+        const require = createRequire(import.meta.url);
+        for (const [entry, namespace] of [['rxcmap', main], ['rxcmap/testing', testing]]) {
+          const missing = Object.keys(require(entry)).filter((name) => !(name in namespace));
+          if (missing.length) throw new Error(entry + ' lacks named ESM exports ' + missing.join(', '));
+        }
+        if (typeof ConnectionPool !== 'function' || typeof CmapError !== 'function') throw new Error('named imports');
+        console.log('esm ok');
+      `;
+      fs.writeFileSync(path.join(consumer, 'load.cjs'), cjs);
+      fs.writeFileSync(path.join(consumer, 'load.mjs'), esm);
+      for (const [file, said] of [['load.cjs', 'cjs ok'], ['load.mjs', 'esm ok']]) {
+        const r = await run(process.execPath, [file], consumer, 30_000);
+        expect(r.code, describeRun(`node ${file}`, r)).to.equal(0);
+        expect(r.stdout.trim()).to.equal(said);
+      }
+    });
+
     for (const build of BUILDS.filter((b) => b.output !== undefined)) {
       it(`runs the ${build.label} build against the embedded endpoint and exits by itself`, async function () {
         await compiled.get(build.label);
