@@ -19,8 +19,8 @@
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
  * CommandNotFound (59); it adds no error labels of its own (see {@link FailCommandPoint}); it does not verify an
- * OP_MSG checksum (a mongod refuses a wrong CRC-32C); `start()` after `stop()` keeps its `topologyVersion.processId`,
- * where a restarted mongod has a new one.
+ * OP_MSG checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: a new
+ * `topologyVersion.processId`, its counter at 0.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -163,8 +163,10 @@ export class EmbeddedServer {
   /** The service ids behind this endpoint when it acts as a load balancer. */
   readonly services: readonly ObjectId[];
   private port = 0;
-  /** `topologyVersion.processId`: new for every endpoint, as for every mongod process. */
-  private readonly processId = new ObjectId();
+  /** `topologyVersion.processId`: new for every endpoint and every restart, as for every mongod process. */
+  private processId = new ObjectId();
+  /** Whether {@link stop} has run since the last {@link start}: the next start is a restart. */
+  private stopped = false;
   /** `topologyVersion.counter`. */
   private topologyCounter = 0;
   /** The awaitable hellos waiting: each is called on a topology change or a fail point configuration. */
@@ -226,13 +228,13 @@ export class EmbeddedServer {
   }
 
   /**
-   * The topologyVersion its hello replies carry (maxWireVersion 9 and up): `processId`, an ObjectId of this endpoint,
-   * and `counter`, an int64 from 0, counted up by {@link changeTopology}. A fresh object each call.
+   * The topologyVersion its hello replies carry (maxWireVersion 9 and up): `processId`, an ObjectId of this endpoint
+   * (new at each restart), and `counter`, an int64 from 0, counted up by {@link changeTopology}. A fresh object each call.
    *
    * Source: server monitoring spec, "topologyVersion".
    */
   get topologyVersion(): {
-    /** This endpoint's ObjectId, the same for its whole life. */
+    /** This endpoint's ObjectId, the same until it is stopped; a restart ({@link start} after {@link stop}) gets a new one. */
     processId: ObjectId;
     /** The number of topology changes so far, from 0. */
     counter: Long;
@@ -268,9 +270,15 @@ export class EmbeddedServer {
 
   /**
    * Starts listening on 127.0.0.1. Resolves to this endpoint once it accepts connections; rejects with the server's
-   * error when it cannot listen (e.g. `EADDRINUSE` for a taken `port`).
+   * error when it cannot listen (e.g. `EADDRINUSE` for a taken `port`). After {@link stop}, it starts as a restarted
+   * mongod does: with a new `topologyVersion.processId` and its counter back at 0 (fail points and users are kept).
    */
   async start(): Promise<this> {
+    if (this.stopped) {
+      this.stopped = false;
+      this.processId = new ObjectId();
+      this.topologyCounter = 0;
+    }
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(this.options.port ?? 0, '127.0.0.1', () => {
@@ -312,6 +320,7 @@ export class EmbeddedServer {
    * Source: extension (the end of a test's endpoint).
    */
   async stop(): Promise<void> {
+    this.stopped = true;
     const sockets = [...this.sockets.keys(), ...this.accepted];
     const closed = sockets.map((socket) => (socket.closed ? undefined : new Promise((resolve) => socket.once('close', resolve))));
     for (const socket of sockets) socket.destroy();

@@ -550,6 +550,34 @@ describe('EmbeddedServer.stop()', function () {
   });
 });
 
+describe('EmbeddedServer restarted (start() after stop())', function () {
+  it('answers with a new topologyVersion.processId and its counter back at 0, on the same port, as a restarted mongod', async function () {
+    const probe = await new EmbeddedServer().start();
+    const port = Number(probe.address.split(':')[1]);
+    await probe.stop();
+    const server = await new EmbeddedServer({ port }).start();
+    try {
+      server.changeTopology();
+      server.changeTopology();
+      const before = server.topologyVersion;
+      await server.stop();
+      await server.start();
+      expect(server.address).to.equal(`127.0.0.1:${port}`);
+      const client = await rawClient(server.address);
+      try {
+        const reply = await client.send({ hello: 1, $db: 'admin' });
+        expect(reply.topologyVersion.processId.equals(before.processId), 'a new process').to.equal(false);
+        expect(Number(reply.topologyVersion.counter)).to.equal(0);
+        expect(Number(before.counter)).to.equal(2);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('EmbeddedServer.handle()', function () {
   it('refuses a command name that is not a non-empty string, or a handler that is not a function, with InvalidOptionError', function () {
     const server = new EmbeddedServer();
