@@ -4,6 +4,7 @@
  * Source: CMAP spec, "Connection Pool" (a pool is associated with exactly one Endpoint) and "Common Fields"
  * (serverHost, serverPort); connection string spec, "Host Information".
  */
+import { isIPv6, SocketAddress } from 'node:net';
 import { InvalidOptionError } from './errors';
 
 /** The default MongoDB port. */
@@ -24,10 +25,12 @@ export interface ServerAddress {
 
 /**
  * Parses `host`, `host:port`, `[ipv6]`, `[ipv6]:port` or a Unix domain socket path ending in `.sock`.
- * A missing port means 27017.
+ * A missing port means 27017. A host is case-insensitive (RFC 3986, section 3.2.2), so host names are lower-cased, and
+ * an IPv6 address is written in its canonical text form (RFC 5952: lower-case hex, zeros compressed): every spelling of
+ * one server gives one `address`, hence one pool and one monitor. An IPv6 zone id (`fe80::1%eth0`) is kept as given.
  *
- * @throws {InvalidOptionError} (option `address`) when the value is not a non-empty string of one of those forms, or
- *   the port is not an integer from 1 to 65535.
+ * @throws {InvalidOptionError} (option `address`) when the value is not a non-empty string of one of those forms, the
+ *   text between brackets is not an IPv6 address, or the port is not an integer from 1 to 65535.
  */
 export function parseAddress(value: unknown): ServerAddress {
   const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path ending in .sock)';
@@ -40,7 +43,7 @@ export function parseAddress(value: unknown): ServerAddress {
   if (text.startsWith('[')) {
     const close = text.indexOf(']');
     if (close < 2) throw new InvalidOptionError('address', value, allowed);
-    host = text.slice(1, close);
+    host = ipv6Text(text.slice(1, close), value, allowed);
     const rest = text.slice(close + 1);
     if (rest !== '' && !rest.startsWith(':')) throw new InvalidOptionError('address', value, allowed);
     portText = rest === '' ? undefined : rest.slice(1);
@@ -57,4 +60,17 @@ export function parseAddress(value: unknown): ServerAddress {
   }
   const shown = host.includes(':') ? `[${host}]` : host.toLowerCase();
   return Object.freeze({ address: `${shown}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+}
+
+/**
+ * The canonical text of the IPv6 address between an IP literal's brackets (RFC 5952), its zone id kept as given.
+ *
+ * @throws {InvalidOptionError} (option `address`, the whole `value`) when `literal` is not an IPv6 address (an IPv4
+ *   address or a host name in brackets included: RFC 3986's IP-literal holds an IPv6 address).
+ */
+function ipv6Text(literal: string, value: unknown, allowed: string): string {
+  if (!isIPv6(literal)) throw new InvalidOptionError('address', value, allowed);
+  const zone = literal.indexOf('%');
+  const bare = zone < 0 ? literal : literal.slice(0, zone);
+  return new SocketAddress({ address: bare, family: 'ipv6' }).address + (zone < 0 ? '' : literal.slice(zone));
 }

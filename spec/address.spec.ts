@@ -8,6 +8,12 @@ describe('parseAddress', function () {
     ['DB.Example.com:27018', { address: 'db.example.com:27018', host: 'db.example.com', port: 27018 }],
     ['[::1]:27019', { address: '[::1]:27019', host: '::1', port: 27019 }],
     ['[fe80::1]', { address: '[fe80::1]:27017', host: 'fe80::1', port: 27017 }],
+    // IPv6 in its canonical text (RFC 5952), so that every spelling of one server names one pool; the zone id as given.
+    ['[FE80::A]:1', { address: '[fe80::a]:1', host: 'fe80::a', port: 1 }],
+    ['[0:0:0:0:0:0:0:1]', { address: '[::1]:27017', host: '::1', port: 27017 }],
+    ['[2001:DB8:0:0:1:0:0:1]:27018', { address: '[2001:db8::1:0:0:1]:27018', host: '2001:db8::1:0:0:1', port: 27018 }],
+    ['[::FFFF:7F00:1]', { address: '[::ffff:127.0.0.1]:27017', host: '::ffff:127.0.0.1', port: 27017 }],
+    ['[FE80::1%Eth0]', { address: '[fe80::1%Eth0]:27017', host: 'fe80::1%Eth0', port: 27017 }],
     ['/tmp/mongodb-27017.sock', { address: '/tmp/mongodb-27017.sock', host: '/tmp/mongodb-27017.sock' }],
   ];
   for (const [text, expected] of valid) {
@@ -16,7 +22,7 @@ describe('parseAddress', function () {
     });
   }
 
-  for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', '[::1', '[::1]x', 'ho st', 42, undefined]) {
+  for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', '[::1', '[::1]x', 'ho st', '[1.2.3.4]', '[v1.fe]', '[:]:1', '[db.example.com]:27017', 42, undefined]) {
     it(`rejects ${JSON.stringify(bad)} with an InvalidOptionError for address`, function () {
       expect(() => parseAddress(bad)).to.throw(InvalidOptionError, /Invalid address/);
     });

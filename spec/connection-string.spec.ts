@@ -125,6 +125,16 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal(['host a:1 is listed 2 times; it is used once', 'host b:27017 is listed 2 times; it is used once']);
   });
 
+  it('uses one server spelt in several ways once: a host name in any case, an IPv6 address in any case or form', function () {
+    const p = parseConnectionString('mongodb://Db.Example.com,db.example.COM:27017,[FE80::A]:1,[fe80::a]:1,[0:0:0:0:0:0:0:1],[::1]:27017,[fe80::1%25Eth0]');
+    expect(p.hosts).to.deep.equal(['db.example.com:27017', '[fe80::a]:1', '[::1]:27017', '[fe80::1%Eth0]:27017']);
+    expect(p.warnings).to.deep.equal([
+      'host db.example.com:27017 is listed 2 times; it is used once',
+      'host [fe80::a]:1 is listed 2 times; it is used once',
+      'host [::1]:27017 is listed 2 times; it is used once',
+    ]);
+  });
+
   it('decodes a percent-encoded Unix domain socket path, absolute or relative, keeping its case', function () {
     const p = parseConnectionString('mongodb://carol:pw@%2Fvar%2Frun%2FMongo.d%2Fdb-1.sock,sockets%2Fdb%202.sock,%2Fvar%2Frun%2FMongo.d%2Fdb-1.sock/orders');
     expect(p.hosts).to.deep.equal(['/var/run/Mongo.d/db-1.sock', 'sockets/db 2.sock']);
