@@ -74,3 +74,36 @@ function ipv6Text(literal: string, value: unknown, allowed: string): string {
   const bare = zone < 0 ? literal : literal.slice(0, zone);
   return new SocketAddress({ address: bare, family: 'ipv6' }).address + (zone < 0 ? '' : literal.slice(zone));
 }
+
+/**
+ * Checks an Endpoint given as `host` and `port` (as a connection factory takes it) by the rules {@link parseAddress}
+ * applies to an address string: a Unix domain socket path ends in `.sock` and has no port; any other host has a port
+ * from 1 to 65535, and is a host name, an IPv4 address or an IPv6 address written without brackets.
+ *
+ * @throws {InvalidOptionError} (option `port`) for a port that is not an integer from 1 to 65535, a missing port with a
+ *   host that is not a socket path (`{ host: 'localhost' }` would otherwise be taken for a socket file of that name),
+ *   or a port with a socket path containing "/" (`db.sock` with a port is a host name, as in `db.sock:27017`);
+ *   (option `host`) for an IPv6 address in brackets, a `host:port` string or a host
+ *   containing whitespace, `/`, `?`, `#` or `@`.
+ *
+ * Source: connection string spec, "Host" (socket paths end in ".sock"), "Port" (an integer from 1 to 65535).
+ */
+export function checkEndpoint(host: string, port: number | undefined): void {
+  const isSocketPath = host.endsWith('.sock');
+  if (port === undefined) {
+    if (!isSocketPath) {
+      throw new InvalidOptionError('port', port, `an integer from 1 to 65535 for host ${JSON.stringify(host)} (only a Unix domain socket path, ending in .sock, has no port)`);
+    }
+    return;
+  }
+  if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+    throw new InvalidOptionError('port', port, 'an integer from 1 to 65535, or absent for a Unix domain socket');
+  }
+  // With a port, "db.sock" is a host name (parseAddress reads "db.sock:27017" so); a path is not.
+  if (isSocketPath && host.includes('/')) {
+    throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(host)} is a Unix domain socket path`);
+  }
+  if ((host.includes(':') && !isIPv6(host)) || /[\s/?#@[\]]/.test(host)) {
+    throw new InvalidOptionError('host', host, 'a host name, an IPv4 address or an IPv6 address without brackets (e.g. ::1), with the port given as port');
+  }
+}

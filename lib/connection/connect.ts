@@ -8,6 +8,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { calculateObjectSize } from 'bson';
 import { Observable } from 'rxjs';
+import { checkEndpoint } from '../address';
 import { authenticate, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
 import {
@@ -40,9 +41,9 @@ export type { ConnectionOptions } from './connection-options';
  * Source: CMAP spec, "Endpoint"; connection string spec, "Host Information".
  */
 export interface Endpoint {
-  /** A host name, an IP address (IPv6 without brackets), or a Unix domain socket path. */
+  /** A host name, an IP address (IPv6 without brackets), or a Unix domain socket path (ending in `.sock`). */
   host: string;
-  /** The TCP port; absent for a Unix domain socket. */
+  /** The TCP port, from 1 to 65535; absent for a Unix domain socket, and only then. */
   port?: number;
 }
 
@@ -74,7 +75,8 @@ type Phase = 'connect' | 'hello' | 'auth';
  * Handshake Errors").
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
- *   option), or an invalid host, port, timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
+ *   option), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
+ *   which ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
  *   `checkConnectionOptions`.
@@ -108,8 +110,8 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
   if (typeof o.host !== 'string' || o.host === '') {
     throw new InvalidOptionError('host', o.host, 'a non-empty host name, IP address or Unix domain socket path');
   }
-  if (o.port !== undefined && !(Number.isSafeInteger(o.port) && o.port >= 0 && o.port <= 65535)) {
-    throw new InvalidOptionError('port', o.port, 'an integer from 0 to 65535, or absent for a Unix domain socket');
+  if (o.port !== undefined && !(Number.isSafeInteger(o.port) && o.port >= 1 && o.port <= 65535)) {
+    throw new InvalidOptionError('port', o.port, 'an integer from 1 to 65535, or absent for a Unix domain socket');
   }
   const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? 10_000);
   const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS ?? 0);
@@ -136,6 +138,8 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
     if (handshake.client !== client.document) handshake = handshakeCommand({ ...parts, metadata: client.document });
     return handshake;
   };
+  // After the other options, so that each of those is reported as it is, whatever the Endpoint.
+  checkEndpoint(o.host, o.port);
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
   const settings: EstablishSettings = {

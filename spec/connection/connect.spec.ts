@@ -24,6 +24,32 @@ async function establish(address: string, options: ConnectionOptions): Promise<C
 }
 
 describe('connectionFactory (establishment)', function () {
+  describe('the Endpoint', function () {
+    // The rules an address string follows (connection string spec, "Host" and "Port"), checked when the factory is
+    // made: otherwise { host: 'localhost' } dials a socket file named localhost, and [::1] or port 0 fail only at
+    // connect time, with ENOENT, ENOTFOUND or ECONNREFUSED rather than an error naming the option.
+    const bad: [Record<string, unknown>, string, RegExp][] = [
+      [{ host: 'localhost' }, 'port', /port must be an integer from 1 to 65535 for host "localhost" \(only a Unix domain socket path/],
+      [{ host: 'db.example.com:27017' }, 'port', /for host "db.example.com:27017"/],
+      [{ host: '127.0.0.1', port: 0 }, 'port', /Invalid port: 0 \(port must be an integer from 1 to 65535/],
+      [{ host: '/tmp/mongodb-27017.sock', port: 27017 }, 'port', /port must be absent: host "\/tmp\/mongodb-27017.sock" is a Unix domain socket path/],
+      [{ host: '[::1]', port: 27017 }, 'host', /Invalid host: "\[::1\]" \(host must be a host name, an IPv4 address or an IPv6 address without brackets/],
+      [{ host: 'a:b', port: 27017 }, 'host', /Invalid host: "a:b"/],
+      [{ host: 'db example', port: 27017 }, 'host', /Invalid host/],
+    ];
+    for (const [endpoint, option, message] of bad) {
+      it(`rejects ${JSON.stringify(endpoint)} with an InvalidOptionError for ${option}`, function () {
+        expect(() => connectionFactory(endpoint as never)).to.throw(InvalidOptionError, message).with.property('option', option);
+      });
+    }
+
+    it('accepts a host name (one ending in .sock too, as parseAddress reads db.sock:27017), an IPv4 or IPv6 address with a port, and a socket path without one', function () {
+      for (const endpoint of [{ host: 'db.example.com', port: 1 }, { host: '10.0.0.7', port: 65535 }, { host: '::1', port: 27017 }, { host: 'fe80::1%eth0', port: 27017 }, { host: 'db.sock', port: 27017 }, { host: '/tmp/mongodb-27017.sock' }, { host: 'run/db 2.sock' }]) {
+        expect(connectionFactory(endpoint), JSON.stringify(endpoint)).to.be.a('function');
+      }
+    });
+  });
+
   describe('authentication', function () {
     let server: EmbeddedServer;
     before(async function () {
