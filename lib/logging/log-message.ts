@@ -399,9 +399,14 @@ export function connectionLogMessage(
   return new ConnectionLogMessage(event.time, fields);
 }
 
-/** The unstructured form (CMAP "Connection Pool Logging"), omitting the segments of absent values. */
+/**
+ * The unstructured form (CMAP "Connection Pool Logging"), omitting the segments of absent values. `{{serverHost}}:
+ * {{serverPort}}` is written as the address of the events and errors: an IPv6 serverHost in brackets (`[::1]:27017`,
+ * where `::1:27017` would read as another IPv6 address), a Unix domain socket path alone.
+ */
 export function renderConnectionMessage(f: ConnectionLogFields): string {
-  const where = f.serverPort === undefined ? f.serverHost : `${f.serverHost}:${f.serverPort}`;
+  const host = f.serverPort !== undefined && f.serverHost.includes(':') ? `[${f.serverHost}]` : f.serverHost;
+  const where = f.serverPort === undefined ? host : `${host}:${f.serverPort}`;
   const id = `address=${where}, driver-generated ID=${f.driverConnectionId}`;
   const error = f.error ? errorText(f.error) : undefined;
   switch (f.message) {

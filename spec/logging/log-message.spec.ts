@@ -35,6 +35,32 @@ describe('connection log messages', function () {
     expect(timed.render()).to.equal('Connection checked out: address=db.example:27018, driver-generated ID=3, duration=2 ms');
   });
 
+  it('writes an IPv6 serverHost in brackets in the text, as every event and error writes the address, and a socket path without a port', async function () {
+    // "[fe80::a]:1234" cannot be misread; "fe80::a:1234" is itself an IPv6 address, of another server.
+    for (const [address, serverHost, serverPort, where] of [
+      ['[FE80::A]:1234', 'fe80::a', 1234, '[fe80::a]:1234'],
+      ['/tmp/mongodb-27017.sock', '/tmp/mongodb-27017.sock', undefined, '/tmp/mongodb-27017.sock'],
+    ] as const) {
+      const { pool, messages, json } = loggedPool({ address });
+      pool.ready();
+      pool.checkIn(await pool.checkOut());
+      pool.close();
+      for (const fields of json()) {
+        expect(fields).to.include({ serverHost });
+        if (serverPort === undefined) expect(fields).to.not.have.property('serverPort');
+        else expect(fields).to.include({ serverPort });
+      }
+      expect(messages.map((m) => m.render())).to.include.members([
+        `Connection pool created for ${where} using options maxPoolSize=5, waitQueueTimeoutMS=2000`,
+        `Connection pool ready for ${where}`,
+        `Checkout started for connection to ${where}`,
+        `Connection created: address=${where}, driver-generated ID=1`,
+        `Connection checked in: address=${where}, driver-generated ID=1`,
+        `Connection pool closed for ${where}`,
+      ]);
+    }
+  });
+
   it('Connection pool draining (extension) gives the deadline as timeoutMS, the key of the event it reports', async function () {
     for (const timeoutMS of [5000, undefined]) {
       const { pool, json, messages } = loggedPool();
