@@ -167,7 +167,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
  *
  * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string (a
- *   query key with no "=" and value included); for conflicting TLS options, whatever their values: `tlsInsecure` with
+ *   query key with no "=" and value included; a Unix domain socket path whose slashes are not URL encoded, named with
+ *   its encoded form); for conflicting TLS options, whatever their values: `tlsInsecure` with
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
  *   together, instances of `tls` and `ssl` (a repeated one included) that do not all have the same value; for
@@ -238,6 +239,7 @@ export function parseConnectionStringForClient(uri: string, options: { readonly 
 }
 
 function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined, maxPoolSizeOption: number | undefined): ParsedConnectionString {
+  rejectUnescapedSocketPath(uri);
   let parsed: ConnectionString;
   try {
     parsed = new ConnectionString(uri);
@@ -413,6 +415,30 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     clientOptions: Object.freeze(client as UriClientOptions),
     warnings: Object.freeze(warnings),
     redacted: redact(parsed),
+  });
+}
+
+/**
+ * Throws for a Unix domain socket path written with its slashes unescaped where a host belongs
+ * (`mongodb:///tmp/mongodb-27017.sock`, `mongodb://user:pw@/tmp/mongodb-27017.sock/db`,
+ * `mongodb://a,/tmp/mongodb-27017.sock`): its first "/" ends the host list, which is then empty or ends in an empty
+ * host, and the path is read as the auth database. The message names the path and its encoded form rather than
+ * saying only that the host list is invalid. A candidate containing "@" is never shown (it may hold a password).
+ *
+ * @throws {InvalidOptionError} (option `uri`) "Unsupported host '<path>', UNIX socket domain paths must be URL encoded".
+ *
+ * Source: connection string spec, "Host" (an unescaped slash in the host information: "an exception MUST be thrown
+ * informing users that paths must be URL encoded").
+ */
+function rejectUnescapedSocketPath(uri: string): void {
+  const match = /^mongodb(?:\+srv)?:\/\/([^/?#]*)\/([^?#]*?\.sock)(?:\/[^?#]*)?(?:[?#].*)?$/is.exec(uri);
+  if (match === null) return;
+  const hostList = match[1].slice(match[1].lastIndexOf('@') + 1);
+  if (hostList !== '' && !hostList.endsWith(',')) return;
+  const path = `/${match[2]}`;
+  const shown = path.includes('@') ? '<path not shown>' : path;
+  throw new InvalidOptionError('uri', '<connection string not shown>', 'a host list whose Unix domain socket paths are URL encoded', {
+    message: `Unsupported host '${shown}', UNIX socket domain paths must be URL encoded${shown === path ? ` (write ${encodeURIComponent(path)})` : ''}`,
   });
 }
 

@@ -143,6 +143,29 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://10.0.0.7:27018,%2Frun%2Fm.sock').hosts).to.deep.equal(['10.0.0.7:27018', '/run/m.sock']);
   });
 
+  it('refuses a Unix domain socket path whose slashes are not URL encoded, saying so, never echoing credentials', function () {
+    // Connection string spec, "Host": "an exception MUST be thrown informing users that paths must be URL encoded".
+    for (const uri of [
+      'mongodb:///tmp/mongodb-27017.sock',
+      'mongodb://carol:hunter2@/tmp/mongodb-27017.sock/orders?appName=a',
+      'mongodb://10.0.0.7:27018,/tmp/mongodb-27017.sock',
+      'mongodb:///tmp/mongodb-27017.sock/mongodb.sock',
+    ]) {
+      let error: unknown;
+      try {
+        parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, uri).to.be.instanceOf(InvalidOptionError).with.property('option', 'uri');
+      expect((error as Error).message, uri).to.equal(
+        "Unsupported host '/tmp/mongodb-27017.sock', UNIX socket domain paths must be URL encoded (write %2Ftmp%2Fmongodb-27017.sock)",
+      );
+      expect(inspect(error)).to.not.include('hunter2');
+    }
+    expect(parseConnectionString('mongodb://%2Ftmp%2Fmongodb-27017.sock/orders').hosts).to.deep.equal(['/tmp/mongodb-27017.sock']);
+  });
+
   it('refuses a host whose percent-encoding is malformed with an InvalidOptionError, never echoing credentials', function () {
     for (const uri of ['mongodb://db%zz.example.com:27017', 'mongodb://10.0.0.7,%E0%A4%A.sock', 'mongodb://db%']) {
       expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError, /Invalid address: .*percent-encoding/);
