@@ -46,7 +46,7 @@ export interface TlsSettings {
   /**
    * The SNI server name and the name the certificate must carry. Default: the host, unless it is an IP address (no
    * SNI; the certificate must carry the IP address) or a Unix domain socket path (no SNI; the certificate must carry
-   * `localhost`).
+   * `localhost`). A trailing dot (a fully qualified `db.example.com.`) is not sent (RFC 6066, section 3).
    */
   tlsServerName?: string | undefined;
 }
@@ -103,8 +103,11 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   // One secure context, made here: each TLS socket keeps the options it was made with, so given the key, its
   // passphrase and the CA bundle, every connection would show them to inspection (util.inspect of a Connection).
   if (s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined) options.secureContext = secureContext(context, s);
-  const servername = s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined);
-  if (servername !== undefined) options.servername = servername;
+  // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
+  // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
+  // ignores a trailing dot on either side, so the name checked is unchanged.
+  const servername = (s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined))?.replace(/\.$/, '');
+  if (servername !== undefined && servername !== '') options.servername = servername;
   if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
   return options;
 }

@@ -135,6 +135,15 @@ describe('TLS settings (tls-options)', function () {
     expect(() => nodeTlsOptions({ tlsCAFile: file('ca.pem') }, 'localhost')).to.not.throw();
   });
 
+  it('sends a fully qualified host name as SNI without its trailing dot (RFC 6066, section 3), and no SNI for an IP address or socket path', function () {
+    expect(nodeTlsOptions({ tls: true }, 'db.example.com.').servername).to.equal('db.example.com');
+    expect(nodeTlsOptions({ tls: true }, 'db.example.com').servername).to.equal('db.example.com');
+    expect(nodeTlsOptions({ tls: true, tlsServerName: 'other.example.com.' }, 'db.example.com.').servername).to.equal('other.example.com');
+    expect(nodeTlsOptions({ tls: true }, '10.0.0.7')).to.not.have.property('servername');
+    expect(nodeTlsOptions({ tls: true }, 'fe80::1')).to.not.have.property('servername');
+    expect(nodeTlsOptions({ tls: true }, undefined)).to.not.have.property('servername');
+  });
+
   it('any TLS option but tls itself turns TLS on, as documented; with tls: false it is a conflict', function () {
     for (const settings of [{ tlsServerName: 'db.example' }, { tlsCertificateKeyFilePassword: PASSPHRASE }, { tlsCAFile: file('ca.pem') }, { tlsInsecure: false }]) {
       expect(wantsTls(settings), Object.keys(settings)[0]).to.equal(true);
