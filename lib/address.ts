@@ -4,7 +4,7 @@
  * Source: CMAP spec, "Connection Pool" (a pool is associated with exactly one Endpoint) and "Common Fields"
  * (serverHost, serverPort); connection string spec, "Host Information".
  */
-import { isIPv6, SocketAddress } from 'node:net';
+import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import { InvalidOptionError } from './errors';
 
 /** The default MongoDB port. */
@@ -30,7 +30,8 @@ export interface ServerAddress {
  * one server gives one `address`, hence one pool and one monitor. An IPv6 zone id (`fe80::1%eth0`) is kept as given.
  *
  * @throws {InvalidOptionError} (option `address`) when the value is not a non-empty string of one of those forms, the
- *   text between brackets is not an IPv6 address, or the port is not an integer from 1 to 65535.
+ *   text between brackets is not an IPv6 address, the host is made of numbers but is no dotted-decimal IPv4 address
+ *   (`010.0.0.1`, which the resolver would read as 8.0.0.1; `127.1`), or the port is not an integer from 1 to 65535.
  */
 export function parseAddress(value: unknown): ServerAddress {
   const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path ending in .sock)';
@@ -54,12 +55,29 @@ export function parseAddress(value: unknown): ServerAddress {
     portText = parts[1];
   }
   if (host === '' || /[\s/?#@]/.test(host)) throw new InvalidOptionError('address', value, allowed);
+  if (isNumericHost(host)) throw new InvalidOptionError('address', value, DOTTED_DECIMAL);
   const port = portText === undefined ? DEFAULT_PORT : Number(portText);
   if (!/^\d+$/.test(portText ?? '1') || !Number.isInteger(port) || port < 1 || port > 65535) {
     throw new InvalidOptionError('address', value, allowed);
   }
   const shown = host.includes(':') ? `[${host}]` : host.toLowerCase();
   return Object.freeze({ address: `${shown}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+}
+
+/** What a host made only of numbers must be. */
+const DOTTED_DECIMAL = 'an IPv4 address in dotted-decimal form: four numbers from 0 to 255, without leading zeros (e.g. 10.0.0.1)';
+
+/**
+ * Whether `host` is made only of numbers (decimal, or hexadecimal with 0x) separated by dots, yet is no IPv4 address
+ * in dotted-decimal form: `010.0.0.1`, `127.1`, `0x7f.1`, `2130706433`. No host name is all numbers (a top-level
+ * domain never is), and the resolver reads these the BSD way (inet_aton): a leading 0 makes a number octal, so
+ * `010.0.0.1` reaches 8.0.0.1, not 10.0.0.1, while every event and log message shows `010.0.0.1`.
+ *
+ * Source: RFC 3986, section 3.2.2 (only the dotted-decimal form of four octets is an IPv4 address) and section 7.4
+ * ("Rare IP Address Formats"), to which the connection string spec's "Host" refers.
+ */
+function isNumericHost(host: string): boolean {
+  return /^(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+))*\.?$/i.test(host) && !isIPv4(host);
 }
 
 /**
@@ -83,8 +101,8 @@ function ipv6Text(literal: string, value: unknown, allowed: string): string {
  * @throws {InvalidOptionError} (option `port`) for a port that is not an integer from 1 to 65535, a missing port with a
  *   host that is not a socket path (`{ host: 'localhost' }` would otherwise be taken for a socket file of that name),
  *   or a port with a socket path containing "/" (`db.sock` with a port is a host name, as in `db.sock:27017`);
- *   (option `host`) for an IPv6 address in brackets, a `host:port` string or a host
- *   containing whitespace, `/`, `?`, `#` or `@`.
+ *   (option `host`) for an IPv6 address in brackets, a host made of numbers that is no dotted-decimal IPv4 address,
+ *   a `host:port` string or a host containing whitespace, `/`, `?`, `#` or `@`.
  *
  * Source: connection string spec, "Host" (socket paths end in ".sock"), "Port" (an integer from 1 to 65535).
  */
@@ -103,6 +121,7 @@ export function checkEndpoint(host: string, port: number | undefined): void {
   if (isSocketPath && host.includes('/')) {
     throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(host)} is a Unix domain socket path`);
   }
+  if (isNumericHost(host)) throw new InvalidOptionError('host', host, DOTTED_DECIMAL);
   if ((host.includes(':') && !isIPv6(host)) || /[\s/?#@[\]]/.test(host)) {
     throw new InvalidOptionError('host', host, 'a host name, an IPv4 address or an IPv6 address without brackets (e.g. ::1), with the port given as port');
   }

@@ -22,6 +22,15 @@ describe('parseAddress', function () {
     });
   }
 
+  it('refuses a host made of numbers that is no dotted-decimal IPv4 address: the resolver reads 010.0.0.1 as 8.0.0.1', function () {
+    // RFC 3986, sections 3.2.2 and 7.4: only four decimal octets are an IPv4 address; the BSD forms (octal with a
+    // leading 0, hexadecimal, fewer than four parts) reach another server than the one every event and log shows.
+    for (const text of ['010.0.0.1:27017', '127.000.000.001', '127.1', '0x7f.0.0.1', '2130706433:27018', '256.1.1.1', '10.0.0.1.']) {
+      expect(() => parseAddress(text), text).to.throw(InvalidOptionError, /address must be an IPv4 address in dotted-decimal form: four numbers from 0 to 255, without leading zeros/);
+    }
+    for (const text of ['10.0.0.1', '0.0.0.0:1', '123.example.com', '1e3.example', 'db-1']) expect(() => parseAddress(text), text).to.not.throw();
+  });
+
   for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', '[::1', '[::1]x', 'ho st', '[1.2.3.4]', '[v1.fe]', '[:]:1', '[db.example.com]:27017', 42, undefined]) {
     it(`rejects ${JSON.stringify(bad)} with an InvalidOptionError for address`, function () {
       expect(() => parseAddress(bad)).to.throw(InvalidOptionError, /Invalid address/);

@@ -36,6 +36,7 @@ describe('connectionFactory (establishment)', function () {
       [{ host: '[::1]', port: 27017 }, 'host', /Invalid host: "\[::1\]" \(host must be a host name, an IPv4 address or an IPv6 address without brackets/],
       [{ host: 'a:b', port: 27017 }, 'host', /Invalid host: "a:b"/],
       [{ host: 'db example', port: 27017 }, 'host', /Invalid host/],
+      [{ host: '010.0.0.1', port: 27017 }, 'host', /Invalid host: "010.0.0.1" \(host must be an IPv4 address in dotted-decimal form/],
     ];
     for (const [endpoint, option, message] of bad) {
       it(`rejects ${JSON.stringify(endpoint)} with an InvalidOptionError for ${option}`, function () {
