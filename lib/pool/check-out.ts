@@ -176,7 +176,8 @@ class SubscriberWaiter<C> extends Waiter<C> {
   }
 
   deliver(connection: C): boolean {
-    if (!reachesConsumer(this.subscriber)) return false;
+    // Its own `closed` first: a subscriber of another copy of RxJS is not one of this copy's Subscribers.
+    if (this.subscriber.closed || !reachesConsumer(this.subscriber)) return false;
     this.subscriber.next(connection);
     this.subscriber.complete();
     return true;

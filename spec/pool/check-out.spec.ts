@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { forkJoin, map, merge, NEVER, of, timeout, timer } from 'rxjs';
+import { forkJoin, map, merge, NEVER, of, Subscriber, timeout, timer, type Subscription } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
@@ -220,4 +220,50 @@ describe('CheckOutRequest', function () {
       expect(count(events, 'ConnectionCheckedIn')).to.equal(count(events, 'ConnectionCheckedOut'));
     });
   });
+
+  it('checks in a connection served to a subscriber of another copy of RxJS that unsubscribed after the pool committed the delivery', function () {
+    // Two copies of rxjs in one application are common (an app's own and a library's). An operator of the other copy
+    // subscribes with its own Subscriber class; when it left after the pool committed the delivery (here from inside
+    // an events$ subscriber), the connection must still come back.
+    const other = loadAnotherRxjs();
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
+    const events: ConnectionPoolEvent[] = [];
+    let held: MockConnection | undefined;
+    pool.ready();
+    pool.checkOut().subscribe((c) => (held = c));
+    clock.advance(1);
+    let waiting: Subscription | undefined;
+    pool.events$.subscribe((e) => {
+      events.push(e);
+      if (e.type === 'ConnectionCheckedOut') waiting?.unsubscribe();
+    });
+    const received: MockConnection[] = [];
+    waiting = pool
+      .checkOut()
+      .pipe(other.map((c: MockConnection) => c))
+      .subscribe((c) => received.push(c));
+    pool.checkIn(held!);
+    clock.advance(1);
+    expect(received, 'nobody received it').to.deep.equal([]);
+    expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+    expect(events.map((e) => e.type).filter((t) => t.startsWith('ConnectionChecked'))).to.deep.equal(['ConnectionCheckedIn', 'ConnectionCheckedOut', 'ConnectionCheckedIn']);
+  });
 });
+
+/** A second, separate copy of rxjs (its own Subscriber class), as an application that bundles another copy has. */
+function loadAnotherRxjs(): typeof import('rxjs') {
+  const own = Object.keys(require.cache).filter((k) => /[\\/]node_modules[\\/]rxjs[\\/]/.test(k));
+  const saved = own.map((k) => [k, require.cache[k]] as const);
+  for (const k of own) delete require.cache[k];
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const copy = require('rxjs') as typeof import('rxjs');
+    expect(copy.Subscriber, 'a separate copy').to.not.equal(Subscriber);
+    return copy;
+  } finally {
+    for (const k of Object.keys(require.cache)) if (/[\\/]node_modules[\\/]rxjs[\\/]/.test(k)) delete require.cache[k];
+    for (const [k, m] of saved) require.cache[k] = m;
+  }
+}
