@@ -595,11 +595,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         let running = false;
         return defer(() => {
           const result = fn(connection);
-          if (!isObservable(result) && isPromiseLike(result)) {
-            running = true;
-            result.then(() => (running = false), () => (running = false));
-          }
-          return from(result);
+          if (isObservable(result) || !isPromiseLike(result)) return from(result);
+          running = true;
+          // Its `then` is called once: a lazy thenable (a query builder) starts its work there, and a throw is its error.
+          const settled = result instanceof Promise ? result : new Promise((resolve, reject) => void result.then(resolve, reject));
+          settled.then(() => (running = false), () => (running = false));
+          return from(settled);
         }).pipe(
           tap({ complete: () => (finished = true), error: () => (finished = true) }),
           finalize(() => this.release(connection, holder, finished, running)),

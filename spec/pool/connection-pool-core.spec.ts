@@ -728,6 +728,29 @@ describe('ConnectionPool', function () {
       expect(await value).to.equal(2);
       expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
     });
+
+    it('calls the then of a scope\'s thenable once, so work that a lazy thenable starts there runs once', async function () {
+      const { pool, clock, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      // A lazy thenable (as a query builder is): each then sends its command again.
+      const sent: number[] = [];
+      const lazy = (c: MockConnection): PromiseLike<number> => ({
+        then(onfulfilled, onrejected) {
+          sent.push(c.id);
+          return Promise.resolve(c.id).then(onfulfilled, onrejected);
+        },
+      });
+      const value = firstValueFrom(pool.withConnection$((c) => lazy(c)));
+      clock.advance(10);
+      expect(await value).to.equal(1);
+      expect(sent, 'the command went out once').to.deep.equal([1]);
+      // A thenable whose then throws fails the scope with that error; nothing ran, so the connection goes back.
+      const broken = pool.withConnection$(() => ({ then: (): never => { throw new Error('no then'); } }) as PromiseLike<never>);
+      const failure = await firstValueFrom(broken).then(undefined, (e: unknown) => e);
+      expect(failure).to.have.property('message', 'no then');
+      expect(events.filter((e) => e.type === 'ConnectionClosed')).to.deep.equal([]);
+      expect(pool.snapshot()).to.include({ totalConnectionCount: 1, availableConnectionCount: 1 });
+    });
   });
 
   describe('abandoned checkouts', function () {
