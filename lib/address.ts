@@ -38,6 +38,7 @@ export function parseAddress(value: unknown): ServerAddress {
   if (typeof value !== 'string' || value.trim() === '') throw new InvalidOptionError('address', value, allowed);
   const text = value.trim();
   if (text.endsWith('.sock')) return Object.freeze({ address: text, host: text });
+  value = withoutUserinfo(value);
 
   let host: string;
   let portText: string | undefined;
@@ -62,6 +63,17 @@ export function parseAddress(value: unknown): ServerAddress {
   }
   const shown = host.includes(':') ? `[${host}]` : host.toLowerCase();
   return Object.freeze({ address: `${shown}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+}
+
+/**
+ * `text` with what comes before its last `@` shown as `<credentials not shown>`: no host holds an `@`, so one given
+ * with a host is user information (`user:password@host`, the authority of a connection string without its scheme).
+ *
+ * Source: auth spec (drivers MUST NOT log credentials), for the values an error names.
+ */
+function withoutUserinfo(text: string): string {
+  const at = text.lastIndexOf('@');
+  return at < 0 ? text : `<credentials not shown>${text.slice(at)}`;
 }
 
 /** What a host made only of numbers must be. */
@@ -110,7 +122,7 @@ export function checkEndpoint(host: string, port: number | undefined): void {
   const isSocketPath = host.endsWith('.sock');
   if (port === undefined) {
     if (!isSocketPath) {
-      throw new InvalidOptionError('port', port, `an integer from 1 to 65535 for host ${JSON.stringify(host)} (only a Unix domain socket path, ending in .sock, has no port)`);
+      throw new InvalidOptionError('port', port, `an integer from 1 to 65535 for host ${JSON.stringify(withoutUserinfo(host))} (only a Unix domain socket path, ending in .sock, has no port)`);
     }
     return;
   }
@@ -119,10 +131,10 @@ export function checkEndpoint(host: string, port: number | undefined): void {
   }
   // With a port, "db.sock" is a host name (parseAddress reads "db.sock:27017" so); a path is not.
   if (isSocketPath && host.includes('/')) {
-    throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(host)} is a Unix domain socket path`);
+    throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(withoutUserinfo(host))} is a Unix domain socket path`);
   }
   if (isNumericHost(host)) throw new InvalidOptionError('host', host, DOTTED_DECIMAL);
   if ((host.includes(':') && !isIPv6(host)) || /[\s/?#@[\]]/.test(host)) {
-    throw new InvalidOptionError('host', host, 'a host name, an IPv4 address or an IPv6 address without brackets (e.g. ::1), with the port given as port');
+    throw new InvalidOptionError('host', withoutUserinfo(host), 'a host name, an IPv4 address or an IPv6 address without brackets (e.g. ::1), with the port given as port');
   }
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { InvalidOptionError } from '../lib';
-import { parseAddress } from '../lib/address';
+import { checkEndpoint, parseAddress } from '../lib/address';
 
 describe('parseAddress', function () {
   const valid: [string, { address: string; host: string; port?: number }][] = [
@@ -36,4 +36,28 @@ describe('parseAddress', function () {
       expect(() => parseAddress(bad)).to.throw(InvalidOptionError, /Invalid address/);
     });
   }
+
+  it('never shows the password of user information given with the host (user:password@host), in the address or an Endpoint', function () {
+    for (const bad of ['alice:s3cretPW@db.example.com:27017', 'alice:s3cretPW@[::1]', ' alice:s3cretPW@db ']) {
+      const error = (() => {
+        try {
+          parseAddress(bad);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      expect(String((error as Error).message), bad).to.include('<credentials not shown>@').and.not.include('s3cretPW');
+      expect(JSON.stringify(error)).to.not.include('s3cretPW');
+    }
+    expect(() => checkEndpoint('alice:s3cretPW@db', 27017))
+      .to.throw(InvalidOptionError, /Invalid host/)
+      .with.property('message')
+      .that.includes('<credentials not shown>@db')
+      .and.not.include('s3cretPW');
+    expect(() => checkEndpoint('alice:s3cretPW@db', undefined))
+      .to.throw(InvalidOptionError, /Invalid port/)
+      .with.property('message')
+      .that.not.include('s3cretPW');
+  });
 });
