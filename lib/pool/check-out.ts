@@ -7,7 +7,8 @@
 import { Observable, Subscriber, type SchedulerLike, type Subscription, type TeardownLogic } from 'rxjs';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
-import { Waiter } from './wait-queue';
+import { Waiter, type GiveBack } from './wait-queue';
+import { reportUnhandled } from './report-unhandled';
 
 /**
  * What a connection is checked out for: a cursor (held for its getMores), a transaction (held until it ends), or any
@@ -175,12 +176,31 @@ class SubscriberWaiter<C> extends Waiter<C> {
     super();
   }
 
-  deliver(connection: C): boolean {
+  deliver(connection: C, giveBack: GiveBack<C>): boolean {
     // Its own `closed` first: a subscriber of another copy of RxJS is not one of this copy's Subscribers.
-    if (this.subscriber.closed || !reachesConsumer(this.subscriber)) return false;
+    if (this.subscriber.closed) return false;
+    if (reachesConsumer(this.subscriber)) {
+      this.handOver(connection);
+    } else {
+      // A consumer down the chain has left while this subscriber is open. Either a composite (merge, race, forkJoin)
+      // is being torn down and will unsubscribe it within the same call (the connection would be lost in the closed
+      // composite), or an operator such as groupBy outlives its own consumer and still routes values (the connection
+      // must reach it). The teardown is synchronous: once it has run, the subscriber says which.
+      void SETTLED.then(() => {
+        try {
+          if (this.subscriber.closed) giveBack(connection, this);
+          else this.handOver(connection);
+        } catch (error) {
+          reportUnhandled(error);
+        }
+      });
+    }
+    return true;
+  }
+
+  private handOver(connection: C): void {
     this.subscriber.next(connection);
     this.subscriber.complete();
-    return true;
   }
 
   fail(error: Error): void {
@@ -190,10 +210,10 @@ class SubscriberWaiter<C> extends Waiter<C> {
 }
 
 /**
- * Whether a value sent to `subscriber` can still reach its consumer: no subscriber down its chain is closed. Unsubscribing
- * a composite (merge, race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown
- * that checks a connection in makes the pool serve the next member at once, whose own subscriber is still open while
- * the composite it feeds is already closed, and would drop the connection.
+ * Whether no subscriber down `subscriber`'s chain (of this copy of RxJS) is closed. Unsubscribing a composite (merge,
+ * race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown that checks a
+ * connection in makes the pool serve the next member at once, whose own subscriber is still open while the composite
+ * it feeds is already closed.
  */
 function reachesConsumer(subscriber: Subscriber<unknown>): boolean {
   for (let s: unknown = subscriber; s instanceof Subscriber; s = (s as unknown as { destination: unknown }).destination) {
@@ -211,9 +231,9 @@ class TracedSubscriberWaiter<C> extends SubscriberWaiter<C> {
     super(subscriber);
   }
 
-  override deliver(connection: C): boolean {
+  override deliver(connection: C, giveBack: GiveBack<C>): boolean {
     if (!this.trace.done) endTrace(this.trace, true, connection);
-    return super.deliver(connection);
+    return super.deliver(connection, giveBack);
   }
 
   override fail(error: Error): void {

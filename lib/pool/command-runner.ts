@@ -15,6 +15,7 @@ import type { Command } from './commands';
 import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
+import type { Waiter } from './wait-queue';
 
 /** What the runner needs from its pool. */
 export interface RunnerContext<C extends PoolConnection> {
@@ -47,6 +48,9 @@ export class CommandRunner<C extends PoolConnection> {
 
   constructor(private readonly ctx: RunnerContext<C>) {}
 
+  /** Checks a delivered connection back in for its waiter, whose requester turned out to be gone (one function for all). */
+  private readonly giveBack = (connection: C, waiter: Waiter<C>): void => this.ctx.dispatch({ type: 'checkIn', connection, holder: waiter });
+
   /**
    * Performs `commands` in order. A command that throws (a fault of the pool itself: user callbacks are guarded where
    * they are called) is reported as unhandled and the commands after it still run, so no checkout the step settled
@@ -74,10 +78,8 @@ export class CommandRunner<C extends PoolConnection> {
       case 'destroy':
         return destroyQuietly(c.connection, c.error);
       case 'deliver':
-        if (!c.waiter.deliver(c.connection)) {
-          // The requester left while its connection was on the way: check it back in, never strand it.
-          this.ctx.dispatch({ type: 'checkIn', connection: c.connection, holder: c.waiter });
-        }
+        // The requester left while its connection was on the way: check it back in, never strand it.
+        if (!c.waiter.deliver(c.connection, this.giveBack)) this.giveBack(c.connection, c.waiter);
         return;
       case 'fail':
         c.waiter.fail(c.error);

@@ -26,6 +26,9 @@ export type WaiterState = 'new' | 'queued' | 'claimant' | 'done';
  * Small on purpose (many may wait at once): the times are stored only when something needs them, so an untimed
  * waiter carries no number boxes.
  */
+/** Checks `connection` back in for `waiter`, its holder: for a delivery its requester left after all. */
+export type GiveBack<C> = (connection: C, waiter: Waiter<C>) => void;
+
 export abstract class Waiter<C> {
   state: WaiterState = 'new';
   /** Clock time (ms) of ConnectionCheckOutStarted; undefined when nothing needed it timed. */
@@ -35,9 +38,10 @@ export abstract class Waiter<C> {
 
   /**
    * Hands the connection over. Returns false when the requester is gone (unsubscribed, aborted); the pool then
-   * checks the connection back in, so it is never stranded.
+   * checks the connection back in, so it is never stranded. A waiter that cannot tell yet (see the Observable form's)
+   * returns true and, should its requester turn out to be gone, calls `giveBack` later instead.
    */
-  abstract deliver(connection: C): boolean;
+  abstract deliver(connection: C, giveBack: GiveBack<C>): boolean;
 
   /** Fails the checkout. Ignored when the requester is gone. */
   abstract fail(error: Error): void;

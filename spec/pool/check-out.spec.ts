@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { forkJoin, map, merge, NEVER, of, Subscriber, timeout, timer, type Subscription } from 'rxjs';
+import { forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type Subscription } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
@@ -189,7 +189,7 @@ describe('CheckOutRequest', function () {
     }
     const count = (events: ConnectionPoolEvent[], type: ConnectionPoolEvent['type']): number => events.filter((e) => e.type === type).length;
 
-    it('checks the connection back in rather than lose it (Observable checkOut in a merge)', function () {
+    it('checks the connection back in rather than lose it (Observable checkOut in a merge)', async function () {
       const { pool, clock, events } = setUp();
       const received: MockConnection[] = [];
       const subscription = merge(
@@ -198,12 +198,13 @@ describe('CheckOutRequest', function () {
       ).subscribe((c) => received.push(c as MockConnection));
       clock.advance(1);
       subscription.unsubscribe();
+      await microtasks();
       expect(received, 'nobody received it').to.deep.equal([]);
       expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1, waitQueueLength: 0 });
       expect(count(events, 'ConnectionCheckedIn'), 'a check-in for every checkout').to.equal(count(events, 'ConnectionCheckedOut'));
     });
 
-    it('does not run the scope of a withConnection$ its caller gave up (forkJoin under timeout)', function () {
+    it('does not run the scope of a withConnection$ its caller gave up (forkJoin under timeout)', async function () {
       const { pool, clock, events } = setUp();
       const scopes: number[] = [];
       let failure: unknown;
@@ -214,11 +215,45 @@ describe('CheckOutRequest', function () {
         .pipe(timeout({ first: 50, scheduler: clock }))
         .subscribe({ error: (e: unknown) => (failure = e) });
       clock.advance(60);
+      await microtasks();
       expect(failure).to.have.property('name', 'TimeoutError');
       expect(scopes, 'only the first scope ran').to.deep.equal([1]);
       expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
       expect(count(events, 'ConnectionCheckedIn')).to.equal(count(events, 'ConnectionCheckedOut'));
     });
+  });
+
+  it('delivers to a subscriber that still routes values though its own consumer left (groupBy keeps its source for a live group)', async function () {
+    // groupBy stays subscribed to its source while a group is subscribed, after its own subscriber has gone: a
+    // closed link in the chain there does not mean the value is lost.
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    const received: number[] = [];
+    const requests = new Subject<number>();
+    let outer: Subscription | undefined;
+    outer = requests
+      .pipe(
+        mergeMap((n) => pool.checkOut().pipe(map((c) => [n, c] as const))),
+        groupBy(() => 'all'),
+      )
+      .subscribe((group) => {
+        group.subscribe(([n, c]) => {
+          received.push(n);
+          pool.checkIn(c);
+          outer?.unsubscribe(); // the group lives on; groupBy's own subscriber is gone
+        });
+      });
+    requests.next(1);
+    requests.next(2); // waits for the one connection
+    clock.advance(1);
+    await microtasks();
+    expect(received, 'the live group received both').to.deep.equal([1, 2]);
+    expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, waitQueueLength: 0 });
+    expect(events.filter((e) => e.type === 'ConnectionCheckOutFailed')).to.deep.equal([]);
   });
 
   it('checks in a connection served to a subscriber of another copy of RxJS that unsubscribed after the pool committed the delivery', function () {
