@@ -37,7 +37,7 @@ export function parseAddress(value: unknown): ServerAddress {
   const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path ending in .sock)';
   if (typeof value !== 'string' || value.trim() === '') throw new InvalidOptionError('address', value, allowed);
   const text = value.trim();
-  if (text.endsWith('.sock')) return Object.freeze({ address: text, host: text });
+  if (text.endsWith('.sock') && !hasUserinfo(text)) return Object.freeze({ address: text, host: text });
   value = withoutUserinfo(value);
 
   let host: string;
@@ -63,6 +63,12 @@ export function parseAddress(value: unknown): ServerAddress {
   }
   const shown = host.includes(':') ? `[${host}]` : host.toLowerCase();
   return Object.freeze({ address: `${shown}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+}
+
+/** Whether `text` starts with user information (`user:password@`): an `@` before any `/` (a socket path may hold one after). */
+function hasUserinfo(text: string): boolean {
+  const at = text.indexOf('@');
+  return at >= 0 && !text.slice(0, at).includes('/');
 }
 
 /**
@@ -119,6 +125,7 @@ function ipv6Text(literal: string, value: unknown, allowed: string): string {
  * Source: connection string spec, "Host" (socket paths end in ".sock"), "Port" (an integer from 1 to 65535).
  */
 export function checkEndpoint(host: string, port: number | undefined): void {
+  if (hasUserinfo(host)) throw new InvalidOptionError('host', withoutUserinfo(host), 'a host name, an IP address or a Unix domain socket path, without user information');
   const isSocketPath = host.endsWith('.sock');
   if (port === undefined) {
     if (!isSocketPath) {

@@ -38,7 +38,7 @@ describe('parseAddress', function () {
   }
 
   it('never shows the password of user information given with the host (user:password@host), in the address or an Endpoint', function () {
-    for (const bad of ['alice:s3cretPW@db.example.com:27017', 'alice:s3cretPW@[::1]', ' alice:s3cretPW@db ']) {
+    for (const bad of ['alice:s3cretPW@db.example.com:27017', 'alice:s3cretPW@[::1]', ' alice:s3cretPW@db ', 'alice:s3cretPW@/tmp/mongodb-27017.sock']) {
       const error = (() => {
         try {
           parseAddress(bad);
@@ -56,8 +56,15 @@ describe('parseAddress', function () {
       .that.includes('<credentials not shown>@db')
       .and.not.include('s3cretPW');
     expect(() => checkEndpoint('alice:s3cretPW@db', undefined))
-      .to.throw(InvalidOptionError, /Invalid port/)
+      .to.throw(InvalidOptionError)
       .with.property('message')
       .that.not.include('s3cretPW');
+    expect(() => checkEndpoint('alice:s3cretPW@/tmp/mongodb-27017.sock', undefined))
+      .to.throw(InvalidOptionError, /Invalid host/)
+      .with.property('message')
+      .that.includes('<credentials not shown>@/tmp')
+      .and.not.include('s3cretPW');
+    expect(parseAddress('/tmp/a@b.sock').address, 'an @ inside a path is no user information').to.equal('/tmp/a@b.sock');
+    expect(() => checkEndpoint('/tmp/a@b.sock', undefined)).to.not.throw();
   });
 });
