@@ -178,19 +178,10 @@ describe('CheckOutRequest', function () {
     // Unsubscribing a merge, race or forkJoin closes the composite before its members are unsubscribed, one by one.
     // The first member's teardown checks its connection in; the pool serves the second member, still waiting, at once,
     // into a chain whose consumer is already gone.
-    function setUp(): { pool: ConnectionPoolCore<MockConnection>; clock: VirtualClock; events: ConnectionPoolEvent[] } {
-      const clock = new VirtualClock();
-      const mock = new MockConnectionFactory({ scheduler: clock });
-      const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
-      const events: ConnectionPoolEvent[] = [];
-      pool.events$.subscribe((e) => events.push(e));
-      pool.ready();
-      return { pool, clock, events };
-    }
     const count = (events: ConnectionPoolEvent[], type: ConnectionPoolEvent['type']): number => events.filter((e) => e.type === type).length;
 
     it('checks the connection back in rather than lose it (Observable checkOut in a merge)', async function () {
-      const { pool, clock, events } = setUp();
+      const { pool, clock, events } = poolOfOne();
       const received: MockConnection[] = [];
       const subscription = merge(
         pool.withConnection$(() => NEVER),
@@ -205,7 +196,7 @@ describe('CheckOutRequest', function () {
     });
 
     it('does not run the scope of a withConnection$ its caller gave up (forkJoin under timeout)', async function () {
-      const { pool, clock, events } = setUp();
+      const { pool, clock, events } = poolOfOne();
       const scopes: number[] = [];
       let failure: unknown;
       forkJoin([
@@ -226,12 +217,7 @@ describe('CheckOutRequest', function () {
   it('delivers to a subscriber that still routes values though its own consumer left (groupBy keeps its source for a live group)', async function () {
     // groupBy stays subscribed to its source while a group is subscribed, after its own subscriber has gone: a
     // closed link in the chain there does not mean the value is lost.
-    const clock = new VirtualClock();
-    const mock = new MockConnectionFactory({ scheduler: clock });
-    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
-    const events: ConnectionPoolEvent[] = [];
-    pool.events$.subscribe((e) => events.push(e));
-    pool.ready();
+    const { pool, clock, events } = poolOfOne();
     const received: number[] = [];
     const requests = new Subject<number>();
     let outer: Subscription | undefined;
@@ -286,6 +272,17 @@ describe('CheckOutRequest', function () {
     expect(events.map((e) => e.type).filter((t) => t.startsWith('ConnectionChecked'))).to.deep.equal(['ConnectionCheckedIn', 'ConnectionCheckedOut', 'ConnectionCheckedIn']);
   });
 });
+
+/** A ready pool of one connection on virtual time, with its events recorded. */
+function poolOfOne(): { pool: ConnectionPoolCore<MockConnection>; clock: VirtualClock; events: ConnectionPoolEvent[] } {
+  const clock = new VirtualClock();
+  const mock = new MockConnectionFactory({ scheduler: clock });
+  const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: clock, connectionFactory: mock.factory });
+  const events: ConnectionPoolEvent[] = [];
+  pool.events$.subscribe((e) => events.push(e));
+  pool.ready();
+  return { pool, clock, events };
+}
 
 /** A second, separate copy of rxjs (its own Subscriber class), as an application that bundles another copy has. */
 function loadAnotherRxjs(): typeof import('rxjs') {
