@@ -170,7 +170,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   }
 }
 
-/** The waiter of one subscription: delivers to its subscriber, unless it (or what it feeds) has left. */
+/** The waiter of one subscription: delivers to its subscriber, unless its requester is gone ({@link requesterGone}). */
 class SubscriberWaiter<C> extends Waiter<C> {
   constructor(protected readonly subscriber: Subscriber<C>) {
     super();
@@ -179,12 +179,12 @@ class SubscriberWaiter<C> extends Waiter<C> {
   deliver(connection: C, giveBack: GiveBack<C>): boolean {
     // Its own `closed` first: a subscriber of another copy of RxJS is not one of this copy's Subscribers.
     if (this.subscriber.closed) return false;
-    if (reachesConsumer(this.subscriber)) {
+    if (!chainClosed(this.subscriber)) {
       this.handOver(connection);
     } else {
-      // A consumer down the chain has left while this subscriber is open. Either a composite (merge, race, forkJoin)
+      // A subscriber down the chain has left while this one is open. Either a composite (merge, race, forkJoin)
       // is being torn down and will unsubscribe it within the same call (the connection would be lost in the closed
-      // composite), or an operator such as groupBy outlives its own consumer and still routes values (the connection
+      // composite), or an operator such as groupBy outlives its own subscriber and still routes values (the connection
       // must reach it). The teardown is synchronous: once it has run, the subscriber says which.
       void SETTLED.then(() => {
         try {
@@ -210,16 +210,18 @@ class SubscriberWaiter<C> extends Waiter<C> {
 }
 
 /**
- * Whether no subscriber down `subscriber`'s chain (of this copy of RxJS) is closed. Unsubscribing a composite (merge,
+ * Whether a subscriber down the chain `subscriber` feeds (of this copy of RxJS) is closed; `subscriber` itself is
+ * known to be open. Unsubscribing a composite (merge,
  * race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown that checks a
  * connection in makes the pool serve the next member at once, whose own subscriber is still open while the composite
  * it feeds is already closed.
  */
-function reachesConsumer(subscriber: Subscriber<unknown>): boolean {
-  for (let s: unknown = subscriber; s instanceof Subscriber; s = (s as unknown as { destination: unknown }).destination) {
-    if (s.closed) return false;
+function chainClosed(subscriber: Subscriber<unknown>): boolean {
+  type Link = { destination: unknown };
+  for (let s = (subscriber as unknown as Link).destination; s instanceof Subscriber; s = (s as unknown as Link).destination) {
+    if (s.closed) return true;
   }
-  return true;
+  return false;
 }
 
 /** A subscription's waiter while checkouts are traced: ends its trace with the outcome, then hands it over. */

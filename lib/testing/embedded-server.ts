@@ -483,13 +483,13 @@ export class EmbeddedServer {
         }
         const name = Object.keys(command)[0]?.toLowerCase();
         // A request with moreToCome (an unacknowledged write) gets no reply, as from mongod (OP_MSG spec, "moreToCome").
-        const fireAndForget = (decoded.flags & OpMsgFlag.moreToCome) !== 0;
+        const moreToCome = (decoded.flags & OpMsgFlag.moreToCome) !== 0;
         if (typeof command.$db !== 'string') {
           // As mongod: every OP_MSG request names its database (OP_MSG spec, "Global Command Arguments").
           invalid = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
         }
         if (invalid !== undefined) {
-          if (fireAndForget) return;
+          if (moreToCome) return;
           reply = encodeOpMsg(0, raw.header.requestId, invalid);
           if (!socket.destroyed) socket.write(compressed && client.compressor !== undefined ? compressMessage(reply) : reply);
           return;
@@ -500,7 +500,7 @@ export class EmbeddedServer {
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
         }
         const response = await this.run(socket, client, command, command.$db);
-        if (response === undefined || fireAndForget) return;
+        if (response === undefined || moreToCome) return;
         reply = encodeOpMsg(0, raw.header.requestId, response);
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
       } else if (message.header.opCode === OpCode.OP_QUERY) {
