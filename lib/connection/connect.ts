@@ -110,9 +110,6 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
   if (typeof o.host !== 'string' || o.host === '') {
     throw new InvalidOptionError('host', o.host, 'a non-empty host name, IP address or Unix domain socket path');
   }
-  if (o.port !== undefined && !(Number.isSafeInteger(o.port) && o.port >= 1 && o.port <= 65535)) {
-    throw new InvalidOptionError('port', o.port, 'an integer from 1 to 65535, or absent for a Unix domain socket');
-  }
   const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? 10_000);
   const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS ?? 0);
   const compressors = (o.compressors ?? []).filter((c) => c !== 'none');
@@ -138,7 +135,8 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
     if (handshake.client !== client.document) handshake = handshakeCommand({ ...parts, metadata: client.document });
     return handshake;
   };
-  // After the other options, so that each of those is reported as it is, whatever the Endpoint.
+  // The port and the rest of the Endpoint, after the other options, so that each of those is reported as it is,
+  // whatever the Endpoint.
   checkEndpoint(o.host, o.port);
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;

@@ -488,18 +488,12 @@ export class EmbeddedServer {
           // As mongod: every OP_MSG request names its database (OP_MSG spec, "Global Command Arguments").
           invalid = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
         }
-        if (invalid !== undefined) {
-          if (moreToCome) return;
-          reply = encodeOpMsg(0, raw.header.requestId, invalid);
-          if (!socket.destroyed) socket.write(compressed && client.compressor !== undefined ? compressMessage(reply) : reply);
-          return;
-        }
         const awaitable = command.topologyVersion !== undefined || command.maxAwaitTimeMS !== undefined;
-        if ((name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
+        if (invalid === undefined && (name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
         }
-        const response = await this.run(socket, client, command, command.$db);
+        const response = invalid ?? (await this.run(socket, client, command, command.$db));
         if (response === undefined || moreToCome) return;
         reply = encodeOpMsg(0, raw.header.requestId, response);
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
