@@ -98,6 +98,10 @@ describe('EmbeddedServer', function () {
     const reply = await a.send({ insert: 'c', documents: [{}], $db: 'test' });
     expect(reply).to.deep.include({ ok: 1, writeConcernError });
     expect(await a.send({ insert: 'c', documents: [{}], $db: 'test' })).to.not.have.property('writeConcernError');
+    // A command that fails gets its own error alone: the writeConcernError goes only on a reply that succeeded.
+    server.handle('update', () => ({ ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: 'duplicate key' }));
+    expect(await a.send({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['update'], writeConcernError }, $db: 'admin' })).to.include({ ok: 1 });
+    expect(await a.send({ update: 'c', updates: [], $db: 'test' })).to.deep.equal({ ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: 'duplicate key' });
     a.close();
   });
 

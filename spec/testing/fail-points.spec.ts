@@ -60,6 +60,11 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.active).to.equal(false);
     const probability = fp.configure({ configureFailPoint: 'failCommand', mode: { activationProbability: 0.5 }, data: { failCommands: ['find'], errorCode: 2 } });
     expect(probability.errmsg).to.include('activationProbability');
+    // With a count beside it too: the probability must not be dropped, leaving a fail point that fails every time.
+    const counted = fp.configure({ configureFailPoint: 'failCommand', mode: { times: 3, activationProbability: 0.5 }, data: { failCommands: ['find'], errorCode: 2 } });
+    expect(counted).to.include({ ok: 0, code: 2 });
+    expect(counted.errmsg).to.include('activationProbability');
+    expect(fp.active).to.equal(false);
     expect(fp.configure({ configureFailPoint: 'failCommand', mode: { times: -1 }, data: { failCommands: ['find'], errorCode: 2 } })).to.include({ ok: 0 });
     expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], errorCode: 2, failInternalCommands: true } })).to.deep.equal({ ok: 1 });
   });
