@@ -349,14 +349,13 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       throw new InvalidOptionError(srvOption, seen.get(srvOption.toLowerCase()), 'given only in a mongodb+srv:// URI');
     }
   }
-  if (client.directConnection === true && (hosts.length > 1 || parsed.isSRV)) {
-    throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
-  }
-  if (client.loadBalanced === true) {
-    if (hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with several hosts');
-    if (seen.has('replicaset')) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
-    if (client.directConnection === true) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
-  }
+  checkTopologyOptions({
+    hostCount: hosts.length,
+    isSRV: parsed.isSRV,
+    loadBalanced: client.loadBalanced === true,
+    directConnection: client.directConnection === true,
+    replicaSet: seen.has('replicaset'),
+  });
 
   // Credentials: a credential delimiter (@) means authentication, even with an empty user name.
   const authSource = connection.authSource as string | undefined;
@@ -416,6 +415,35 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     warnings: Object.freeze(warnings),
     redacted: redact(parsed),
   });
+}
+
+/**
+ * Throws for a topology the options describe that cannot be: `directConnection=true` with several hosts or a
+ * `mongodb+srv` URI; `loadBalanced=true` with several hosts, a `replicaSet` or `directConnection=true`. Applied to a
+ * connection string's own options, and by `connect()` to them merged with its options object.
+ *
+ * @throws {InvalidOptionError} (option `directConnection` or `loadBalanced`, value `true`) naming what it conflicts with.
+ *
+ * Source: URI options spec, "directConnection"; load balancer spec, "URI Validation".
+ */
+export function checkTopologyOptions(o: {
+  /** How many hosts the host list has. */
+  readonly hostCount: number;
+  /** Whether the URI is a `mongodb+srv` one. */
+  readonly isSRV: boolean;
+  readonly loadBalanced: boolean;
+  readonly directConnection: boolean;
+  /** Whether a `replicaSet` is given. */
+  readonly replicaSet: boolean;
+}): void {
+  if (o.directConnection && (o.hostCount > 1 || o.isSRV)) {
+    throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
+  }
+  if (o.loadBalanced) {
+    if (o.hostCount > 1) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with several hosts');
+    if (o.replicaSet) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
+    if (o.directConnection) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
+  }
 }
 
 /**

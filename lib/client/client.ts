@@ -14,7 +14,7 @@ import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connec
 import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
-import { parseConnectionStringForClient } from '../connection-string';
+import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
@@ -251,15 +251,11 @@ export class Client {
     }
     const loadBalanced = optionValue(client, 'loadBalanced') === true;
     const directConnection = optionValue(client, 'directConnection') === true;
-    if (loadBalanced && this.hosts.length > 1) throw new InvalidOptionError('loadBalanced', true, 'false with several hosts');
-    if (directConnection && this.hosts.length > 1) {
-      throw new InvalidOptionError('directConnection', true, 'false with several hosts');
-    }
-    // Load balancer spec, "URI Validation", on the merged options: loadBalanced from the object with the URI's
-    // replicaSet or directConnection=true (or both from the object) is the same impossible topology, not one to
-    // settle by ignoring one of them.
-    if (loadBalanced && directConnection) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
-    if (loadBalanced && parsed.replicaSet !== undefined) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
+    // The URI's own topology options were checked as it was parsed; the same rules apply to them merged with these:
+    // loadBalanced from the object with the URI's replicaSet or directConnection=true (or both from the object) is
+    // the same impossible topology, not one to settle by ignoring one of them.
+    const replicaSet = parsed.replicaSet !== undefined;
+    checkTopologyOptions({ hostCount: this.hosts.length, isSRV: parsed.isSRV, loadBalanced, directConnection, replicaSet });
 
     // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
     const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
