@@ -112,9 +112,10 @@ export interface ClientConnectionInfo {
 }
 
 /**
- * A command handler: receives the command document and the connection it came on, and returns (or resolves to) the
- * reply document. A handler that throws or rejects is answered with `{ ok: 0, code: 2, codeName: 'BadValue' }` and
- * the error's message as `errmsg`. Source: extension.
+ * A command handler: receives the command document (over OP_MSG with `$db`, and each document sequence as the field of
+ * its name, as mongod runs a command) and the connection it came on, and returns (or resolves to) the reply document. A
+ * handler that throws or rejects is answered with `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message
+ * as `errmsg`; a `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
  */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
 
