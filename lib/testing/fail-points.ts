@@ -157,7 +157,7 @@ export class FailCommandPoint {
       this.skip = 0;
     } else if (mode !== null && typeof mode === 'object' && 'activationProbability' in mode) {
       return { ok: 0, code: 2, codeName: 'BadValue', errmsg: "the embedded endpoint's failCommand does not implement mode { activationProbability }" };
-    } else if (mode !== null && typeof mode === 'object' && (isCount(mode.times) || isCount(mode.skip))) {
+    } else if (mode !== null && typeof mode === 'object' && isCountMode(mode)) {
       this.mode = mode.times !== undefined ? 'times' : 'alwaysOn';
       this.remaining = Number(mode.times ?? 0);
       this.skip = Number(mode.skip ?? 0);
@@ -238,7 +238,11 @@ function acts(data: Document): boolean {
   );
 }
 
-/** Whether a mode's `times` or `skip` is a count: an integer >= 0 (a number or a BSON Int32/Long). */
-function isCount(value: unknown): boolean {
-  return value !== undefined && value !== null && Number.isInteger(Number(value)) && Number(value) >= 0;
+/**
+ * Whether a mode object gives `times`, `skip` or both, each a count: an integer >= 0 (a number or a BSON Int32/Long).
+ * Each one given must be a count: `{ times: -1, skip: 2 }` is refused, not taken for a skip whose count never fails.
+ */
+function isCountMode(mode: Document): boolean {
+  const given = [mode.times, mode.skip].filter((value) => value !== undefined);
+  return given.length > 0 && given.every((value) => value !== null && Number.isInteger(Number(value)) && Number(value) >= 0);
 }

@@ -64,6 +64,12 @@ describe('FailCommandPoint (failCommand)', function () {
     const counted = fp.configure({ configureFailPoint: 'failCommand', mode: { times: 3, activationProbability: 0.5 }, data: { failCommands: ['find'], errorCode: 2 } });
     expect(counted).to.include({ ok: 0, code: 2 });
     expect(counted.errmsg).to.include('activationProbability');
+    // Each count given must be one, whichever comes beside it: a bad times with a skip is no skip-only mode.
+    for (const mode of [{ times: -1, skip: 2 }, { times: 1.5, skip: 0 }, { times: 'x', skip: 0 }, { times: 1, skip: -1 }, { times: null }]) {
+      const reply = fp.configure({ configureFailPoint: 'failCommand', mode, data: { failCommands: ['find'], errorCode: 2 } });
+      expect(reply, JSON.stringify(mode)).to.include({ ok: 0, code: 2 });
+      expect(fp.active, JSON.stringify(mode)).to.equal(false);
+    }
     expect(fp.active).to.equal(false);
     expect(fp.configure({ configureFailPoint: 'failCommand', mode: { times: -1 }, data: { failCommands: ['find'], errorCode: 2 } })).to.include({ ok: 0 });
     expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], errorCode: 2, failInternalCommands: true } })).to.deep.equal({ ok: 1 });
