@@ -4,7 +4,7 @@
  *
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
-import { Observable, Subscriber, type SchedulerLike, type Subscription, type TeardownLogic } from 'rxjs';
+import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter, type GiveBack } from './wait-queue';
@@ -210,15 +210,17 @@ class SubscriberWaiter<C> extends Waiter<C> {
 }
 
 /**
- * Whether a subscriber down the chain `subscriber` feeds (of this copy of RxJS) is closed; `subscriber` itself is
+ * Whether a subscriber down the chain `subscriber` feeds (of any copy of RxJS) is closed; `subscriber` itself is
  * known to be open. Unsubscribing a composite (merge,
  * race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown that checks a
  * connection in makes the pool serve the next member at once, whose own subscriber is still open while the composite
  * it feeds is already closed.
  */
 function chainClosed(subscriber: Subscriber<unknown>): boolean {
-  type Link = { destination: unknown };
-  for (let s = (subscriber as unknown as Link).destination; s instanceof Subscriber; s = (s as unknown as Link).destination) {
+  // Read by shape, not `instanceof`: a link has a boolean `closed` (a Subscriber of any copy of RxJS, a Subject); the
+  // chain ends at the consumer's observer, which has none.
+  type Link = { readonly closed?: unknown; readonly destination?: unknown } | null | undefined;
+  for (let s = (subscriber as unknown as { destination?: Link }).destination; typeof s?.closed === 'boolean'; s = s.destination as Link) {
     if (s.closed) return true;
   }
   return false;

@@ -195,6 +195,21 @@ describe('CheckOutRequest', function () {
       expect(count(events, 'ConnectionCheckedIn'), 'a check-in for every checkout').to.equal(count(events, 'ConnectionCheckedOut'));
     });
 
+    it('checks the connection back in when the composite and its operators come from another copy of RxJS', async function () {
+      const other = loadAnotherRxjs();
+      const { pool, clock, events } = poolOfOne();
+      const received: unknown[] = [];
+      const subscription = other
+        .merge(pool.withConnection$(() => NEVER), pool.checkOut().pipe(other.map((c: MockConnection) => c)))
+        .subscribe((c) => received.push(c));
+      clock.advance(1);
+      subscription.unsubscribe();
+      await microtasks();
+      expect(received, 'nobody received it').to.deep.equal([]);
+      expect(pool.snapshot()).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1, waitQueueLength: 0 });
+      expect(count(events, 'ConnectionCheckedIn')).to.equal(count(events, 'ConnectionCheckedOut'));
+    });
+
     it('does not run the scope of a withConnection$ its caller gave up (forkJoin under timeout)', async function () {
       const { pool, clock, events } = poolOfOne();
       const scopes: number[] = [];
