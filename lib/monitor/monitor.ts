@@ -240,7 +240,10 @@ export class Monitor {
     return (this.connection !== undefined || this.establishing !== undefined ? 1 : 0) + (this.rttMonitor?.connectionCount ?? 0);
   }
 
-  /** Starts checking (the first check at once). Idempotent. Source: server monitoring spec, "Monitor thread". */
+  /**
+   * Starts checking (the first check at once). Idempotent; no-op once closed. Never throws: a failed check is a
+   * ServerHeartbeatFailed event, never an error of this call. Source: server monitoring spec, "Monitor thread".
+   */
   start(): void {
     if (this.running || this.closed) return;
     this.running = true;

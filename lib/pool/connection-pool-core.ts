@@ -383,6 +383,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /**
    * A frozen snapshot of the pool's state and counters, as of the last committed action (see {@link PoolSnapshot}).
+   * Never throws, on a closed pool too.
    *
    * Source: CMAP spec, "Connection Pool" (`totalConnectionCount`, `availableConnectionCount`,
    * `pendingConnectionCount`, `generation`, `state`); the other counts: extension (the Node.js driver's pool getters).
@@ -653,7 +654,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
 
   /**
    * Marks a paused pool ready: emits ConnectionPoolReady, then allows checkouts and background population. No-op
-   * (no event) on a ready or closed pool.
+   * (no event) on a ready or closed pool. Never throws.
    *
    * Source: CMAP spec, "Marking a Connection Pool as Ready".
    */

@@ -246,7 +246,7 @@ export class EmbeddedServer {
   /**
    * A significant topology change (what a mongod does on a stepdown, an election or a reconfig): counts
    * `topologyVersion.counter` up by one and answers every awaitable hello waiting at once, with the new
-   * topologyVersion. Returns the new counter.
+   * topologyVersion. Returns the new counter. Never throws; a stopped endpoint counts up too (a restart resets it).
    *
    * Source: server monitoring spec, "Awaitable hello or legacy hello Protocol" (reply when the server's
    * topologyVersion.counter is greater than the request's); the method is an extension.
