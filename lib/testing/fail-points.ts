@@ -174,18 +174,23 @@ export class FailCommandPoint {
    * (a skip still to consume counts), without consuming a use. Source: extension.
    */
   wouldMatch(commandName: string, appName: string | undefined): boolean {
-    if (this.mode === 'off' || (this.mode === 'times' && this.remaining <= 0) || !acts(this.data)) return false;
+    if (this.mode === 'off' || (this.mode === 'times' && this.remaining <= 0)) return false;
+    return this.targets(commandName, appName);
+  }
+
+  /**
+   * Whether the configured data targets `commandName` on a connection whose handshake carried `appName`: it is one of
+   * `failCommands` (without regard to case), the `appName` matches when one is given, and the data acts on a command.
+   * The mode (off, a count used up, a skip) is not looked at.
+   */
+  private targets(commandName: string, appName: string | undefined): boolean {
     const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
-    return names.includes(commandName.toLowerCase()) && (this.data.appName === undefined || this.data.appName === appName);
+    return names.includes(commandName.toLowerCase()) && (this.data.appName === undefined || this.data.appName === appName) && acts(this.data);
   }
 
   /** Whether `commandName`, on a connection whose handshake carried `appName`, must fail; consumes one use if so. */
   match(commandName: string, appName: string | undefined): FailAction | undefined {
-    if (this.mode === 'off') return undefined;
-    const names = (this.data.failCommands as unknown[]).map((n) => String(n).toLowerCase());
-    if (!names.includes(commandName.toLowerCase())) return undefined;
-    if (this.data.appName !== undefined && this.data.appName !== appName) return undefined;
-    if (!acts(this.data)) return undefined;
+    if (this.mode === 'off' || !this.targets(commandName, appName)) return undefined;
     if (this.skip > 0) {
       this.skip--;
       return undefined;
