@@ -38,31 +38,32 @@ export function parseAddress(value: unknown): ServerAddress {
   if (typeof value !== 'string' || value.trim() === '') throw new InvalidOptionError('address', value, allowed);
   const text = value.trim();
   if (text.endsWith('.sock') && !hasUserinfo(text)) return Object.freeze({ address: text, host: text });
-  value = withoutUserinfo(value);
+  // What errors name from here on: never the password of user information given with the host.
+  const shown = withoutUserinfo(value);
 
   let host: string;
   let portText: string | undefined;
   if (text.startsWith('[')) {
     const close = text.indexOf(']');
-    if (close < 2) throw new InvalidOptionError('address', value, allowed);
-    host = ipv6Text(text.slice(1, close), value, allowed);
+    if (close < 2) throw new InvalidOptionError('address', shown, allowed);
+    host = ipv6Text(text.slice(1, close), shown, allowed);
     const rest = text.slice(close + 1);
-    if (rest !== '' && !rest.startsWith(':')) throw new InvalidOptionError('address', value, allowed);
+    if (rest !== '' && !rest.startsWith(':')) throw new InvalidOptionError('address', shown, allowed);
     portText = rest === '' ? undefined : rest.slice(1);
   } else {
     const parts = text.split(':');
-    if (parts.length > 2) throw new InvalidOptionError('address', value, allowed);
+    if (parts.length > 2) throw new InvalidOptionError('address', shown, allowed);
     host = parts[0];
     portText = parts[1];
   }
-  if (host === '' || /[\s/?#@]/.test(host)) throw new InvalidOptionError('address', value, allowed);
-  if (isNumericHost(host)) throw new InvalidOptionError('address', value, DOTTED_DECIMAL);
+  if (host === '' || /[\s/?#@]/.test(host)) throw new InvalidOptionError('address', shown, allowed);
+  if (isNumericHost(host)) throw new InvalidOptionError('address', shown, DOTTED_DECIMAL);
   const port = portText === undefined ? DEFAULT_PORT : Number(portText);
-  if (!/^\d+$/.test(portText ?? '1') || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new InvalidOptionError('address', value, allowed);
+  if (!/^\d+$/.test(portText ?? '1') || !isPort(port)) {
+    throw new InvalidOptionError('address', shown, allowed);
   }
-  const shown = host.includes(':') ? `[${host}]` : host.toLowerCase();
-  return Object.freeze({ address: `${shown}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+  const written = host.includes(':') ? `[${host}]` : host.toLowerCase();
+  return Object.freeze({ address: `${written}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
 }
 
 /** Whether `text` starts with user information (`user:password@`): an `@` before any `/` (a socket path may hold one after). */
@@ -80,6 +81,11 @@ function hasUserinfo(text: string): boolean {
 function withoutUserinfo(text: string): string {
   const at = text.lastIndexOf('@');
   return at < 0 ? text : `<credentials not shown>${text.slice(at)}`;
+}
+
+/** Whether `port` is a TCP port: an integer from 1 to 65535 (connection string spec, "Port"). */
+function isPort(port: number): boolean {
+  return Number.isInteger(port) && port >= 1 && port <= 65535;
 }
 
 /** What a host made only of numbers must be. */
@@ -133,7 +139,7 @@ export function checkEndpoint(host: string, port: number | undefined): void {
     }
     return;
   }
-  if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+  if (!isPort(port)) {
     throw new InvalidOptionError('port', port, 'an integer from 1 to 65535, or absent for a Unix domain socket');
   }
   // With a port, "db.sock" is a host name (parseAddress reads "db.sock:27017" so); a path is not.
