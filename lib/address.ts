@@ -62,8 +62,20 @@ export function parseAddress(value: unknown): ServerAddress {
   if (!/^\d+$/.test(portText ?? '1') || !isPort(port)) {
     throw new InvalidOptionError('address', shown, allowed);
   }
-  const written = host.includes(':') ? `[${host}]` : host.toLowerCase();
-  return Object.freeze({ address: `${written}:${port}`, host: host.includes(':') ? host : host.toLowerCase(), port });
+  const canonical = host.includes(':') ? host : host.toLowerCase();
+  return Object.freeze({ address: writtenAddress(canonical, port), host: canonical, port });
+}
+
+/**
+ * How an address is written in events, errors and log messages: `host:port`, an IPv6 host in brackets (`[::1]:27017`,
+ * where `::1:27017` would read as another IPv6 address), a Unix domain socket path (no `port`) alone. `host` is written
+ * as given.
+ *
+ * Source: connection string spec, "Host Information" (the IP-literal form of an IPv6 host).
+ */
+export function writtenAddress(host: string, port: number | undefined): string {
+  if (port === undefined) return host;
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Whether `text` starts with user information (`user:password@`): an `@` before any `/` (a socket path may hold one after). */

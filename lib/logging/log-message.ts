@@ -7,7 +7,7 @@
  * "Keys", "Values" (WARN messages for what a connection string has that is ignored).
  */
 import { EJSON } from 'bson';
-import type { ServerAddress } from '../address';
+import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ListsEveryOption, PoolOptions } from '../options';
@@ -405,8 +405,7 @@ export function connectionLogMessage(
  * where `::1:27017` would read as another IPv6 address), a Unix domain socket path alone.
  */
 export function renderConnectionMessage(f: ConnectionLogFields): string {
-  const host = f.serverPort !== undefined && f.serverHost.includes(':') ? `[${f.serverHost}]` : f.serverHost;
-  const where = f.serverPort === undefined ? host : `${host}:${f.serverPort}`;
+  const where = writtenAddress(f.serverHost, f.serverPort);
   const id = `address=${where}, driver-generated ID=${f.driverConnectionId}`;
   const error = f.error ? errorText(f.error) : undefined;
   switch (f.message) {
