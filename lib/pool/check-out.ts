@@ -170,14 +170,17 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
   }
 }
 
-/** The waiter of one subscription: delivers to its subscriber, unless its requester is gone ({@link requesterGone}). */
+/**
+ * The waiter of one subscription: delivers to its subscriber, unless it has left; when a subscriber down its chain has
+ * left ({@link chainClosed}), decides a microtask later whether its requester is gone.
+ */
 class SubscriberWaiter<C> extends Waiter<C> {
   constructor(protected readonly subscriber: Subscriber<C>) {
     super();
   }
 
   deliver(connection: C, giveBack: GiveBack<C>): boolean {
-    // Its own `closed` first: a subscriber of another copy of RxJS is not one of this copy's Subscribers.
+    // Unsubscribed: the pool checks the connection back in at once.
     if (this.subscriber.closed) return false;
     if (!chainClosed(this.subscriber)) {
       this.handOver(connection);
@@ -211,10 +214,9 @@ class SubscriberWaiter<C> extends Waiter<C> {
 
 /**
  * Whether a subscriber down the chain `subscriber` feeds (of any copy of RxJS) is closed; `subscriber` itself is
- * known to be open. Unsubscribing a composite (merge,
- * race, forkJoin, ...) closes it before it unsubscribes its members one by one; a member's teardown that checks a
- * connection in makes the pool serve the next member at once, whose own subscriber is still open while the composite
- * it feeds is already closed.
+ * known to be open. Unsubscribing a composite (merge, race, forkJoin, ...) closes it before it unsubscribes its
+ * members one by one; a member's teardown that checks a connection in makes the pool serve the next member at once,
+ * whose own subscriber is still open while the composite it feeds is already closed.
  */
 function chainClosed(subscriber: Subscriber<unknown>): boolean {
   // Read by shape, not `instanceof`: a link has a boolean `closed` (a Subscriber of any copy of RxJS, a Subject); the
