@@ -15,6 +15,7 @@ import type { Connection } from '../../lib/connection/connection';
 import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../../lib/opentelemetry';
 import { DRIVER_INFO } from '../../lib/version';
+import { closeTimeline } from '../support/close-timeline';
 
 /** A reader collected from by hand. */
 class ManualReader extends MetricReader {
@@ -325,16 +326,7 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       const { meter } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 1 });
       instrumentConnectionPool(pool, { meter }); // watches state$ from ConnectionPoolClosed on
-      const timeline: string[] = [];
-      pool.events$.subscribe((e) => timeline.push(e.type));
-      pool.state$.subscribe((s) => timeline.push(`state$ ${s.state}, waitQueueLength ${s.waitQueueLength}`));
-      pool.ready();
-      pool.checkOut().subscribe();
-      clock.advance(10);
-      pool.checkOut().subscribe({ error: () => undefined }); // waits
-      timeline.length = 0;
-      pool.close();
-      expect(timeline).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
+      expect(closeTimeline(pool, clock)).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
     });
 
     it('records no wait_time for a checkout under way when recording started (its wait was not timed)', async function () {

@@ -4,6 +4,7 @@ import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, Connect
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
 import { MockConnection, MockConnectionFactory } from '../../lib/testing';
 import { VirtualClock } from '../../lib/testing';
+import { closeTimeline } from '../support/close-timeline';
 import { microtasks } from '../support/microtasks';
 import { outcome, withPollutedPrototype } from '../support/prototype-pollution';
 
@@ -1499,16 +1500,7 @@ describe('ConnectionPool', function () {
       pool.events$.subscribe((e) => {
         if (e.type === 'ConnectionPoolClosed') pool.state$.subscribe(); // as a recorder watching for the end does
       });
-      const timeline: string[] = [];
-      pool.events$.subscribe((e) => timeline.push(e.type));
-      pool.state$.subscribe((s) => timeline.push(`state$ ${s.state}, waitQueueLength ${s.waitQueueLength}`));
-      pool.ready();
-      pool.checkOut().subscribe();
-      clock.advance(10);
-      pool.checkOut().subscribe({ error: () => undefined }); // waits
-      timeline.length = 0;
-      pool.close();
-      expect(timeline).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
+      expect(closeTimeline(pool, clock)).to.deep.equal(['ConnectionPoolClosed', 'ConnectionCheckOutFailed', 'state$ closed, waitQueueLength 0']);
     });
 
     it('a subscriber made in the middle of a batch starts from the pool as it is then, and receives the changes the rest of the batch makes, once', function () {
