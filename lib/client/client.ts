@@ -556,7 +556,7 @@ export class Client {
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
         // A connection of an older generation was made stale by a clear already.
         if (monitor !== undefined) {
-          if (connection.generation === pool.snapshot().generation) {
+          if (connection.generation === pool.generation) {
             pool.clear({ cause: error });
             // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
             monitor.cancelCheck(error);
@@ -589,7 +589,7 @@ export class Client {
       if (clears && service !== undefined && generationOfService(pool, service) === serviceGeneration) pool.clear({ serviceId: service, cause: error() });
       return;
     }
-    if (connection.generation !== pool.snapshot().generation) return;
+    if (connection.generation !== pool.generation) return;
     if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none).
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
