@@ -547,7 +547,7 @@ export class Client {
     // Load-balanced mode (no monitor): the connection's service and that service's generation as the command starts
     // (a connection there counts in its service's generation, not in the pool's, which stays 0).
     const service = monitor === undefined ? connection.serviceId : undefined;
-    const serviceGeneration = service === undefined ? undefined : generationOfService(pool, service);
+    const serviceGeneration = service === undefined ? undefined : pool.serviceGeneration(service);
     let reply: Document;
     try {
       reply = await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
@@ -561,7 +561,7 @@ export class Client {
             // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
             monitor.cancelCheck(error);
           }
-        } else if (service !== undefined && generationOfService(pool, service) === serviceGeneration) {
+        } else if (service !== undefined && pool.serviceGeneration(service) === serviceGeneration) {
           pool.clear({ serviceId: service, cause: error }); // not paused: nothing would ready it again
         }
       }
@@ -586,7 +586,7 @@ export class Client {
     if (monitor === undefined) {
       // Load-balanced: nothing of the load balancer changes; only the errored connection's service may be cleared.
       const service = connection.serviceId;
-      if (clears && service !== undefined && generationOfService(pool, service) === serviceGeneration) pool.clear({ serviceId: service, cause: error() });
+      if (clears && service !== undefined && pool.serviceGeneration(service) === serviceGeneration) pool.clear({ serviceId: service, cause: error() });
       return;
     }
     if (connection.generation !== pool.generation) return;
@@ -673,9 +673,4 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
 function setOrDelete<K, V>(map: Map<K, V>, key: K, value: V | undefined): void {
   if (value === undefined) map.delete(key);
   else map.set(key, value);
-}
-
-/** Load-balanced mode: the current generation of `serviceId` in `pool` (0 for a service the pool no longer counts). */
-function generationOfService(pool: ConnectionPool<Connection>, serviceId: string): number {
-  return pool.snapshot().serviceGenerations.find((g) => g.serviceId === serviceId)?.generation ?? 0;
 }

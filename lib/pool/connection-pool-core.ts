@@ -376,6 +376,18 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     return this.poolState.generation;
   }
 
+  /**
+   * Load-balanced mode: the current generation of the service `serviceId` (CMAP `serviceGenerations[serviceId]`), 0
+   * for a service the pool counts no connection of (an entry goes with its last connection, and a new one starts at
+   * 0). One map lookup, for callers that need the number on every command (a {@link snapshot} copies every service).
+   * Never throws.
+   *
+   * Source: CMAP spec, "Connection Pool Members" (`serviceGenerations`), "Clearing a load balanced pool".
+   */
+  serviceGeneration(serviceId: string): number {
+    return this.poolState.serviceGenerations.get(serviceId)?.generation ?? 0;
+  }
+
   /** CMAP `ConnectionPool.state`: `paused`, `ready` or `closed`. Source: CMAP spec, "Connection Pool" (`state`). */
   get state(): ConnectionPoolState {
     return this.poolState.state;

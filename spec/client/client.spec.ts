@@ -442,6 +442,21 @@ describe('connect() / Client', function () {
     expect(await client!.command('admin', { ping: 1 })).to.include({ ok: 1 });
   });
 
+  it('load-balanced: a command reads its service\'s generation by one lookup, building no snapshot() of the pool (every service copied) per command', async function () {
+    const { a, pool, pings } = await loadBalancedClient();
+    let snapshots = 0;
+    const snapshot = pool.snapshot.bind(pool);
+    pool.snapshot = () => {
+      snapshots++;
+      return snapshot();
+    };
+    expect(await pings(4)).to.deep.equal([undefined, undefined, undefined, undefined]);
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true } });
+    expect(await pings(1)).to.have.length(1);
+    expect(snapshots).to.equal(0);
+    expect(pool.snapshot().serviceGenerations.map((g) => g.generation).sort(), 'the failed command still cleared its service').to.deep.equal([0, 1]);
+  });
+
   describe('state change errors ("not writable primary", "node is recovering") on the embedded endpoint', function () {
     // Embedded only: replies a server sends of itself (writeConcernError, topologyVersion, a 4.0 server's codes) are
     // made by command handlers, which MONGODB_URI's server does not have.

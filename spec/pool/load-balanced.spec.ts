@@ -282,8 +282,13 @@ describe('load-balanced mode', function () {
         expect(c1.serviceId).to.equal(server.services[0].toHexString());
         expect(c2.serviceId).to.equal(server.services[1].toHexString());
         expect(pool.snapshot().serviceGenerations.map((s) => s.connectionCount)).to.deep.equal([1, 1]);
+        expect([pool.serviceGeneration(c1.serviceId!), pool.serviceGeneration(c2.serviceId!)]).to.deep.equal([0, 0]);
         pool.clear({ serviceId: server.services[0] });
         expect(events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: c1.serviceId });
+        expect([pool.serviceGeneration(c1.serviceId!), pool.serviceGeneration(c2.serviceId!)], 'serviceGeneration() reads what snapshot() shows').to.deep.equal(
+          pool.snapshot().serviceGenerations.map((g) => g.generation),
+        );
+        expect([pool.serviceGeneration(c1.serviceId!), pool.serviceGeneration(c2.serviceId!), pool.serviceGeneration(A)]).to.deep.equal([1, 0, 0]);
         expect(pool.state).to.equal('ready');
         pool.checkIn(c1);
         pool.checkIn(c2);
