@@ -366,18 +366,22 @@ function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: 
 
 /**
  * What the pool holds now (see {@link PoolHoldings}): its counts, and the checkout that has held its connection
- * longest, found by one pass over the connections (at most maxPoolSize of them), when checkouts were timed.
+ * longest, found by one pass over the connections (at most maxPoolSize of them), when every checkout holding a
+ * connection was timed.
  */
 function holdings<C>(s: PoolState<C>): PoolHoldings {
   const inUse = inUseConnectionCount(s);
   let oldest: ConnectionRecord<C> | undefined;
+  // A checkout that was not timed (made while nobody observed the pool) may be the oldest: then none can be named.
+  let untimed = false;
   let cursor = 0;
   let transaction = 0;
   if (inUse > 0) {
     const purposes = s.purposes;
     for (const rec of s.records.values()) {
       if (rec.state !== 'in use') continue;
-      if (rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
+      if (Number.isNaN(rec.checkedOutAt)) untimed = true;
+      else if (rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
       const purpose = purposes === undefined || rec.holder === undefined ? undefined : purposes.get(rec.holder);
       if (purpose === 'cursor') cursor++;
       else if (purpose === 'transaction') transaction++;
@@ -390,7 +394,7 @@ function holdings<C>(s: PoolState<C>): PoolHoldings {
     availableConnectionCount: s.available.size,
     waitQueueLength: waitingCheckOutCount(s),
     oldestCheckOut:
-      oldest === undefined
+      oldest === undefined || untimed
         ? undefined
         : Object.freeze({ connectionId: oldest.id, duration: now(s) - oldest.checkedOutAt, checkOutStack: framesOf(oldest.checkOutSite) }),
   });

@@ -300,6 +300,23 @@ describe('the holdings in the errors of waiting checkouts', function () {
     expect(held).to.have.length(1);
     expect(error.pool).to.deep.include({ inUseConnectionCount: 1, waitQueueLength: 1, oldestCheckOut: undefined });
   });
+  it('names no oldest checkout while a connection checked out before the pool was observed is still held (its time is unknown)', async function () {
+    const { pool, clock } = virtualPool({}, false);
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(1000); // connection 1 checked out at t=10, untimed: nobody observed the pool
+    const dashboard = pool.events$.subscribe();
+    checkOutFromHandler(pool, held); // connection 2 at t=1020, timed
+    clock.advance(100);
+    const waiting = pool.checkOut({ timeoutMS: 50 }).then(undefined, (e: unknown) => e);
+    clock.advance(50);
+    const error = (await waiting) as WaitQueueTimeoutError;
+    dashboard.unsubscribe();
+    expect(held.map((c) => c.id)).to.deep.equal([1, 2]);
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    // Connection 2 (held 130 ms) is not the oldest checkout: connection 1 has been held since t=10.
+    expect(error.pool).to.deep.include({ inUseConnectionCount: 2, oldestCheckOut: undefined });
+  });
 });
 
 /** Counts calls of Error.captureStackTrace until restored. */
