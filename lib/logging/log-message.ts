@@ -8,7 +8,7 @@
  */
 import { EJSON } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
-import { inWords, isInstance, MongoServerError } from '../errors';
+import { inWords, isInstance, MongoServerError, type PoolHoldings } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
@@ -33,12 +33,38 @@ export interface LoggedError {
   readonly errorLabels?: readonly string[];
   /** A server error's reply, as relaxed extended JSON, truncated. */
   readonly response?: string;
+  /** Load-balanced mode: the service the connection that failed had reached (`CmapError.serviceId`). */
+  readonly serviceId?: string;
+  /**
+   * What the pool held when the checkout failed (`WaitQueueTimeoutError.pool`, `PoolClearedError.pool`,
+   * `WaitQueueFullError.pool`), absent values left out and the `checkOut` stack truncated.
+   */
+  readonly pool?: LoggedPoolHoldings;
   /**
    * The error's `cause`, when it is an Error, written the same way (with its own cause, and so on): what an
    * AuthenticationError's server reply or a MongoNetworkError's socket error says. The chain ends at the
    * 8th cause (`MAX_LOGGED_CAUSES`), at a cause met before, and at a cause that is not an Error or cannot be read.
    */
   readonly cause?: LoggedError;
+}
+
+/**
+ * {@link PoolHoldings} as a log message writes it: the same keys, absent values left out, the `checkOut` stack
+ * truncated to the max document length.
+ *
+ * Source: logging spec, "Representing Errors in Log Messages" (what an error class reports is logged), "Omitting Null
+ * Values from Log Messages"; the holdings: extension (see {@link PoolHoldings}).
+ */
+export interface LoggedPoolHoldings extends Omit<PoolHoldings, 'oldestCheckOut'> {
+  /** The checkout that had held its connection longest, when the pool knew it. */
+  readonly oldestCheckOut?: {
+    /** The connection's id. */
+    readonly connectionId: number;
+    /** ms since it was checked out. */
+    readonly duration: number;
+    /** With leak detection on: the stack of the `checkOut` call that took it, truncated. */
+    readonly checkOutStack?: string;
+  };
 }
 
 /**
@@ -238,6 +264,8 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
 function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]): LoggedError {
   const server = isInstance(error, MongoServerError) ? serverFields(error, maxDocumentLength) : undefined;
   const labels = labelsOf(error);
+  const serviceId = propertyOf(error, 'serviceId');
+  const pool = holdingsOf(error, maxDocumentLength);
   const cause = chain.length <= MAX_LOGGED_CAUSES ? causeOf(error) : undefined;
   // Logging spec, "Representing Errors": what an error class reports is logged, its cause included.
   const loggedCause = cause !== undefined && !chain.includes(cause) ? logErrorChain(cause, maxDocumentLength, [...chain, cause]) : undefined;
@@ -248,8 +276,36 @@ function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]):
     ...(server?.codeName !== undefined ? { codeName: server.codeName } : {}),
     ...(labels !== undefined ? { errorLabels: labels } : {}),
     ...(server !== undefined ? { response: server.response } : {}),
+    ...(typeof serviceId === 'string' ? { serviceId } : {}),
+    ...(pool !== undefined ? { pool } : {}),
     ...(loggedCause !== undefined ? { cause: loggedCause } : {}),
   };
+}
+
+/** A property of an error, or undefined when it cannot be read (a getter of user code that throws). */
+function propertyOf(error: Error, key: string): unknown {
+  try {
+    return (error as unknown as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The holdings a pool's checkout error reports, as a log message writes them; undefined when it has none. */
+function holdingsOf(error: Error, maxDocumentLength: number): LoggedPoolHoldings | undefined {
+  // Never throws: a factory's error may have a `pool` of its own, with getters that throw.
+  try {
+    const pool = propertyOf(error, 'pool') as PoolHoldings | undefined;
+    if (pool === null || typeof pool !== 'object' || typeof pool.inUseConnectionCount !== 'number') return undefined;
+    const { oldestCheckOut, ...counts } = pool;
+    const holdings = { ...counts, inUseByPurpose: { ...counts.inUseByPurpose } };
+    if (oldestCheckOut === undefined) return holdings;
+    const { connectionId, duration, checkOutStack } = oldestCheckOut;
+    const stack = typeof checkOutStack === 'string' ? { checkOutStack: truncate(checkOutStack, maxDocumentLength) } : {};
+    return { ...holdings, oldestCheckOut: { connectionId, duration, ...stack } };
+  } catch {
+    return undefined;
+  }
 }
 
 /** An error's `cause`, when it is an Error that can be read. */

@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, ConnectionPool, MongoServerError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoServerError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { ClientLogMessage, connectionLogMessage, truncate } from '../../lib/logging/log-message';
-import { MockConnectionFactory, type MockConnection } from '../../lib/testing';
+import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
 function loggedPool(extra: Record<string, unknown> = {}, factory = new MockConnectionFactory()) {
@@ -228,6 +228,35 @@ describe('connection log messages', function () {
     expect(failed.render()).to.match(
       /\. Error: AuthenticationError: Authentication failed for "app" on "admin" with SCRAM-SHA-256: Authentication failed\., caused by MongoServerError: Authentication failed\.\. Duration: [\d.]+ ms$/,
     );
+  });
+
+  it('writes what the error reports of the pool and the service: the holdings of an evicted checkout, the serviceId of an establishment error', async function () {
+    const clock = new VirtualClock();
+    const { pool, messages } = loggedPool({ maxPoolSize: 1, waitQueueTimeoutMS: 0, scheduler: clock }, new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 }));
+    pool.ready();
+    pool.checkOut().subscribe();
+    clock.advance(10);
+    const waiting = pool.checkOut().then(undefined, (e: unknown) => e);
+    clock.advance(40);
+    pool.clear({ cause: new Error('connection 1 reset by peer') });
+    const error = (await waiting) as PoolClearedError;
+    expect(error.pool).to.not.equal(undefined);
+    const failed = messages.find((m) => m.fields.message === 'Connection checkout failed')!;
+    expect(failed.fields.error?.pool).to.deep.equal({
+      inUseConnectionCount: 1,
+      inUseByPurpose: { cursor: 0, transaction: 0, operation: 1 },
+      pendingConnectionCount: 0,
+      availableConnectionCount: 0,
+      waitQueueLength: 1,
+      oldestCheckOut: { connectionId: 1, duration: 40 },
+    });
+    pool.close();
+
+    const refused = new AuthenticationError('Authentication failed for "app" on "admin" with SCRAM-SHA-256: Authentication failed.');
+    refused.serviceId = '65f0c0ffee0000000000000a';
+    const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
+    const closed = connectionLogMessage({ type: 'ConnectionClosed', address: 'db.example:27018', time: 0, connectionId: 4, reason: 'error', error: refused }, server, 1000);
+    expect(closed.fields.error).to.deep.include({ type: 'AuthenticationError', serviceId: '65f0c0ffee0000000000000a' });
   });
 
   it('follows a chain of causes to its end, stopping at a cause met before and after 8 causes', async function () {
