@@ -214,7 +214,8 @@ export interface ConnectionCheckedInEvent extends PoolEventBase {
 
 /**
  * Emitted once for a checkout that has held its connection for longer than `leakDetectionThresholdMS`: the
- * connection may have been leaked (never checked in). Only while leak detection is on.
+ * connection may have been leaked (never checked in). Only while leak detection is on. A checkout that passed the
+ * threshold while nobody observed the pool is reported at the first check (one every threshold) after someone does.
  *
  * Source: extension (HikariCP's leak detection warning); marked by `extension`.
  */

@@ -408,9 +408,10 @@ function framesOf(site: { stack?: string } | undefined): string | undefined {
 
 /**
  * Leak detection's check: each connection checked out for at least leakDetectionThresholdMS is reported once
- * (ConnectionLeakSuspected); the timer is re-armed for the next checkout that will reach the threshold. One pass
- * over the connections (at most maxPoolSize) per firing, and it fires at most once per threshold while checkouts are
- * short.
+ * (ConnectionLeakSuspected), at the first check that finds it due while the pool is observed; the timer is re-armed
+ * for the next checkout that will reach the threshold, or a threshold later while a due one waits for an observer.
+ * One pass over the connections (at most maxPoolSize) per firing, and it fires at most once per threshold while
+ * checkouts are short.
  */
 function leakDetectionTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.leakTimerAt = undefined;
@@ -424,18 +425,22 @@ function leakDetectionTimer<C extends PoolConnection>(s: PoolState<C>, out: Comm
       next = Math.min(next, due);
       continue;
     }
-    rec.leakSuspected = true;
-    if (s.observed) {
-      emit(out, {
-        type: 'ConnectionLeakSuspected',
-        extension: 'leakDetectionThresholdMS',
-        address: s.address,
-        time,
-        connectionId: rec.id,
-        duration: time - rec.checkedOutAt,
-        checkOutStack: framesOf(rec.checkOutSite) ?? '',
-      });
+    if (!s.observed) {
+      // Nobody to tell: it stays a suspect to report, looked at again a threshold later, so an observer who comes
+      // meanwhile learns of it (and its check-in is never reported for a suspicion nobody heard of).
+      next = Math.min(next, time + threshold);
+      continue;
     }
+    rec.leakSuspected = true;
+    emit(out, {
+      type: 'ConnectionLeakSuspected',
+      extension: 'leakDetectionThresholdMS',
+      address: s.address,
+      time,
+      connectionId: rec.id,
+      duration: time - rec.checkedOutAt,
+      checkOutStack: framesOf(rec.checkOutSite) ?? '',
+    });
   }
   if (next !== Infinity) armTimer(s, 'leakDetection', next, out);
 }

@@ -60,6 +60,24 @@ describe('leak detection (leakDetectionThresholdMS)', function () {
     expect(leakEvents()[2]).to.deep.include({ connectionId: held[0].id, duration: 61_000, time: 61_010 });
   });
 
+  it('reports a connection that passed the threshold while nobody observed the pool to the observer who comes later', function () {
+    const { pool, clock } = virtualPool({ leakDetectionThresholdMS: 100 }, false);
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held);
+    clock.advance(10); // checked out at t=10, due at t=110, when nobody observes
+    clock.advance(190);
+    const events: ConnectionPoolEvent[] = [];
+    const incident = pool.events$.subscribe((e) => events.push(e)); // an operator looks at t=200
+    clock.advance(100);
+    pool.checkIn(held[0]);
+    incident.unsubscribe();
+    const leaks = events.filter((e) => e.type.startsWith('ConnectionLeak'));
+    expect(leaks.map((e) => e.type)).to.deep.equal(['ConnectionLeakSuspected', 'ConnectionLeakSuspectCheckedIn']);
+    // Found due at t=110 with nobody to tell, looked at again a threshold later: reported at t=210, held 200 ms.
+    expect(leaks[0]).to.deep.include({ connectionId: held[0].id, duration: 200, time: 210 });
+    expect(leaks[1]).to.deep.include({ connectionId: held[0].id, duration: 290, time: 300 });
+  });
+
   it('times each checkout from its own checkout, and forgets a checkout that ended', function () {
     const { pool, clock, leakEvents } = virtualPool({ leakDetectionThresholdMS: 100 });
     const held: MockConnection[] = [];
