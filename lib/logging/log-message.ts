@@ -8,7 +8,7 @@
  */
 import { EJSON } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
-import { inWords, isInstance, MongoServerError, type PoolHoldings } from '../errors';
+import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
@@ -40,6 +40,11 @@ export interface LoggedError {
    * `WaitQueueFullError.pool`), absent values left out and the `checkOut` stack truncated.
    */
   readonly pool?: LoggedPoolHoldings;
+  /**
+   * A PoolCallbackError's `establishmentError` (the establishment error `clearOnEstablishmentError` threw on), written
+   * the same way.
+   */
+  readonly establishmentError?: LoggedError;
   /**
    * The error's `cause`, when it is an Error, written the same way (with its own cause, and so on): what an
    * AuthenticationError's server reply or a MongoNetworkError's socket error says. The chain ends at the
@@ -269,6 +274,9 @@ function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]):
   const cause = chain.length <= MAX_LOGGED_CAUSES ? causeOf(error) : undefined;
   // Logging spec, "Representing Errors": what an error class reports is logged, its cause included.
   const loggedCause = cause !== undefined && !chain.includes(cause) ? logErrorChain(cause, maxDocumentLength, [...chain, cause]) : undefined;
+  const establishment = chain.length <= MAX_LOGGED_CAUSES && isInstance(error, PoolCallbackError) ? propertyOf(error, 'establishmentError') : undefined;
+  const loggedEstablishment =
+    isInstance(establishment, Error) && !chain.includes(establishment) ? logErrorChain(establishment, maxDocumentLength, [...chain, establishment]) : undefined;
   return {
     type: textOf(error, 'name'),
     message: truncate(textOf(error, 'message'), maxDocumentLength),
@@ -278,6 +286,7 @@ function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]):
     ...(server !== undefined ? { response: server.response } : {}),
     ...(typeof serviceId === 'string' ? { serviceId } : {}),
     ...(pool !== undefined ? { pool } : {}),
+    ...(loggedEstablishment !== undefined ? { establishmentError: loggedEstablishment } : {}),
     ...(loggedCause !== undefined ? { cause: loggedCause } : {}),
   };
 }

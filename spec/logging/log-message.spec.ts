@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, ConnectionPool, MongoServerError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { ClientLogMessage, connectionLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
@@ -257,6 +257,28 @@ describe('connection log messages', function () {
     const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
     const closed = connectionLogMessage({ type: 'ConnectionClosed', address: 'db.example:27018', time: 0, connectionId: 4, reason: 'error', error: refused }, server, 1000);
     expect(closed.fields.error).to.deep.include({ type: 'AuthenticationError', serviceId: '65f0c0ffee0000000000000a' });
+  });
+
+  it('writes the establishment error a PoolCallbackError carries when clearOnEstablishmentError threw', async function () {
+    const refused = new MongoNetworkError('db.example:27018', 'connect ECONNREFUSED', { labels: ['SystemOverloadedError', 'RetryableError'] });
+    const { pool, messages } = loggedPool(
+      {
+        clearOnEstablishmentError: () => {
+          throw new Error('policy bug');
+        },
+      },
+      new MockConnectionFactory({ failWith: () => refused }),
+    );
+    pool.ready();
+    const error = await pool.checkOut().then(undefined, (e: unknown) => e);
+    pool.close();
+    expect(error).to.be.instanceOf(PoolCallbackError);
+    const failed = messages.find((m) => m.fields.message === 'Connection checkout failed')!;
+    expect(failed.fields.error?.establishmentError).to.deep.equal({
+      type: 'MongoNetworkError',
+      message: 'connect ECONNREFUSED',
+      errorLabels: ['SystemOverloadedError', 'RetryableError'],
+    });
   });
 
   it('follows a chain of causes to its end, stopping at a cause met before and after 8 causes', async function () {
