@@ -188,13 +188,14 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
   if (timeout > 0) w.deadline = now(s) + timeout;
   s.waitQueue.push(w, high);
   serveWaiters(s, out);
-  if ((w.state as WaiterState) !== 'queued') return;
+  if ((w.state as WaiterState) === 'done') return;
   const maxWaitQueueSize = s.options.maxWaitQueueSize;
-  if (maxWaitQueueSize > 0 && s.waitQueue.length > maxWaitQueueSize) {
+  if ((w.state as WaiterState) === 'queued' && maxWaitQueueSize > 0 && s.waitQueue.length > maxWaitQueueSize) {
     // A bounded WaitQueue: it would wait behind maxWaitQueueSize others, so it fails at once instead.
     s.waitQueue.remove(w);
     return failWaiter(s, w, 'waitQueueFull', new WaitQueueFullError(s.address, maxWaitQueueSize, holdings(s)), out);
   }
+  // Queued, or waiting on an establishment it did not start: either way its deadline stands.
   if (w.deadline !== undefined && s.waitTimerAt === undefined) armTimer(s, 'waitQueue', w.deadline, out);
 }
 
@@ -205,7 +206,10 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
  *    closed;
  * 2. the head of the WaitQueue (high-priority first) claims an establishment already under way that nobody claimed
  *    (a background populate, or one whose claimant left), or starts one if maxPoolSize and maxConnecting allow.
- * A claimant leaves the WaitQueue: waitQueueTimeoutMS no longer applies to it.
+ * A claimant leaves the WaitQueue. One that started its establishment is no longer subject to waitQueueTimeoutMS (CMAP
+ * "Checking Out a Connection": the thread that creates a connection leaves the WaitQueue, then establishes it); one
+ * that claimed an establishment it did not start is still waiting for a pending connection, so its deadline stands
+ * (CMAP "WaitQueue": members time out aggressively; waitQueueTimeoutMS bounds a wait for a pending connection).
  */
 function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (waitingCheckOutCount(s) === 0) return;
@@ -219,6 +223,7 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
       // An establishment is under way with no claimant: wait for it rather than start another.
     } else if (canStartEstablishment(s)) {
       createConnection(s, out);
+      w.deadline = undefined; // it establishes the connection it started: waitQueueTimeoutMS ends here
     } else {
       break;
     }
@@ -327,8 +332,10 @@ function cancel<C extends PoolConnection>(
 }
 
 /**
- * The WaitQueue timer fired: each lane's expired heads time out (deadlines grow within a lane, so the expired ones
- * are at its head); the timer is re-armed for the earliest deadline left.
+ * The WaitQueue timer fired: expired claimants of establishments they did not start time out (they are the oldest;
+ * at most maxConnecting of them), then each lane's expired heads (deadlines grow within a lane, so the expired ones
+ * are at its head); a claim left behind goes to the head of the WaitQueue; the timer is re-armed for the earliest
+ * deadline left.
  */
 function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.waitTimerAt = undefined;
@@ -336,6 +343,20 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
   // What the pool held when these checkouts timed out: taken once, before the first of them leaves the WaitQueue.
   let held: PoolHoldings | undefined;
   let next = Infinity;
+  let released = false;
+  if (s.claimants.length > 0) {
+    for (const w of s.claimants.toArray()) {
+      if (w.deadline === undefined) continue; // it started its establishment
+      if (w.deadline > time) {
+        next = Math.min(next, w.deadline);
+        continue;
+      }
+      held ??= holdings(s);
+      s.claimants.remove(w);
+      released = true;
+      failWaiter(s, w, 'timeout', new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held, { maxPoolSize: loadBalancedMaxPoolSize(s) }), out);
+    }
+  }
   for (const high of [true, false]) {
     for (let w = s.waitQueue.peekLane(high); w !== undefined; w = s.waitQueue.peekLane(high)) {
       if (w.deadline === undefined) break; // no deadline (waitQueueTimeoutMS was 0 when it entered)
@@ -348,6 +369,11 @@ function waitQueueTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<
       const error = new WaitQueueTimeoutError(s.address, s.options.waitQueueTimeoutMS, held, { maxPoolSize: loadBalancedMaxPoolSize(s) });
       failWaiter(s, w, 'timeout', error, out);
     }
+  }
+  if (released) {
+    // The establishments they claimed go on: the head of the WaitQueue claims them, keeping its own deadline.
+    serveWaiters(s, out);
+    for (const w of s.claimants.toArray()) if (w.deadline !== undefined) next = Math.min(next, w.deadline);
   }
   if (next !== Infinity) armTimer(s, 'waitQueue', next, out);
 }

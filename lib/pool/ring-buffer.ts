@@ -37,6 +37,11 @@ export class RingBuffer<T> {
     return value;
   }
 
+  /** Calls `visit` with each value, head to tail, without removing any. */
+  forEach(visit: (value: T) => void): void {
+    for (let i = 0; i < this.count; i++) visit(this.items[(this.head + i) & (this.items.length - 1)] as T);
+  }
+
   /** Keeps only the values `keep` accepts, in order (O(size)); for compacting lazily deleted entries. */
   retain(keep: (value: T) => boolean): void {
     const kept: T[] = [];

@@ -14,7 +14,8 @@ import { RingBuffer } from './ring-buffer';
  * Where a checkout request is:
  * - `new`: created, its checkOut action not yet processed;
  * - `queued`: in the WaitQueue (waitQueueTimeoutMS applies);
- * - `claimant`: left the WaitQueue holding a claim on a connection being established (no timeout applies);
+ * - `claimant`: left the WaitQueue holding a claim on a connection being established (waitQueueTimeoutMS still
+ *   applies when it claimed an establishment it did not start: its `deadline` is then kept);
  * - `done`: the pool committed its outcome (delivery or failure), or it was cancelled.
  */
 export type WaiterState = 'new' | 'queued' | 'claimant' | 'done';
@@ -33,7 +34,10 @@ export abstract class Waiter<C> {
   state: WaiterState = 'new';
   /** Clock time (ms) of ConnectionCheckOutStarted; undefined when nothing needed it timed. */
   startedAt: number | undefined = undefined;
-  /** Clock time (ms) after which the waiter times out of the WaitQueue; undefined for none. */
+  /**
+   * Clock time (ms) after which the waiter times out of the WaitQueue (or of waiting on an establishment it claimed
+   * but did not start); undefined for none.
+   */
   deadline: number | undefined = undefined;
 
   /**
@@ -128,6 +132,18 @@ export class WaitQueue<C> {
     w.state = 'done';
     this.members = left;
     return true;
+  }
+
+  /** The members, in the order they would come out, leaving them members: O(size), for a short queue (the claimants). */
+  toArray(): Waiter<C>[] {
+    const out: Waiter<C>[] = [];
+    for (const lane of [this.high, this.buffer]) {
+      if (lane === undefined) continue;
+      lane.forEach((w) => {
+        if (w.state === this.memberState) out.push(w);
+      });
+    }
+    return out;
   }
 
   /** Removes every member, returning them in the order they would have come out (their state is the caller's to set). */

@@ -74,7 +74,7 @@ describe('reduce (pool reducer, virtual time)', function () {
       const w3 = b.checkOut(); // queued: maxConnecting reached
       b.checkIn(c1);
       expect(b.connectionOf(w2)).to.equal(c1);
-      // w3 claims the establishment w2 no longer needs at once: it leaves the WaitQueue (waitQueueTimeoutMS ends)
+      // w3 claims the establishment w2 no longer needs at once: it leaves the WaitQueue (keeping its deadline, if any)
       expect(b.state.waitQueue.length).to.equal(0);
       expect(b.state.claimants.length).to.equal(1);
       b.succeed(2);
@@ -147,6 +147,51 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.errorOf(w)).to.equal(undefined);
       b.succeed(1);
       expect(b.connectionOf(w)?.id).to.equal(1);
+    });
+
+    it('times out a checkout waiting on an establishment it did not start (a background populate)', function () {
+      // maxPoolSize 1 is reached by the Background Thread's establishment: the checkout cannot start one, so it
+      // waits for that pending connection, which is waiting in the WaitQueue (CMAP "WaitQueue": timeout aggressively).
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 1, waitQueueTimeoutMS: 50 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1]);
+      const w = b.checkOut();
+      b.advanceTo(50);
+      expect(b.errorOf(w)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionCheckOutFailed', reason: 'timeout', duration: 50 });
+      b.succeed(1);
+      expect(b.state.available.size, 'the populated connection is kept, available').to.equal(1);
+    });
+
+    it('times out a checkout that took over an establishment another checkout no longer needed', function () {
+      const b = new Bench({ maxConnecting: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const c1 = b.succeed((b.checkOut(), 1));
+      const w2 = b.checkOut(); // starts connection 2
+      const w3 = b.checkOut(); // queued: maxConnecting reached
+      b.time = 10;
+      b.checkIn(c1); // to w2; w3 takes over the establishment of connection 2, which it did not start
+      expect(b.connectionOf(w2)).to.equal(c1);
+      b.advanceTo(100);
+      expect(b.errorOf(w3)).to.be.instanceOf(WaitQueueTimeoutError);
+      b.succeed(2);
+      expect(b.connectionOf(w3)).to.equal(undefined);
+      expect(b.state.available.size).to.equal(1);
+    });
+
+    it('lets a later checkout take the claim of one that timed out', function () {
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 1, waitQueueTimeoutMS: 50 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut(); // claims the Background Thread's establishment
+      b.time = 30;
+      const w2 = b.checkOut(); // queued behind it
+      b.advanceTo(50);
+      expect(b.errorOf(w1)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.state.claimants.length, 'w2 claims the establishment w1 left').to.equal(1);
+      expect(b.timers.get('waitQueue')).to.equal(80);
+      b.time = 60;
+      b.succeed(1);
+      expect(b.connectionOf(w2)?.id).to.equal(1);
     });
 
     it('skips cancelled waiters without failing the next one early', function () {
