@@ -268,7 +268,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
                 : `Driver attempted to initialize in load balancing mode, but the hello reply's serviceId is not an ObjectId (${typeof reply.serviceId})`,
             );
           }
-          if (s.loadBalanced) service = connection.serviceId;
+          if (s.loadBalanced) {
+            service = connection.serviceId;
+            // The connection takes its service's generation now, before authentication (CMAP "Load Balancer Mode").
+            if (service !== undefined) descriptor.handshakeDone?.(service);
+          }
           // Auth spec, "Authentication Handshake": an arbiter (RSArbiter) holds no users, so no authentication is
           // possible there and the handshake is complete. Behind a load balancer the server is a LoadBalancer, whatever
           // its reply says (load balancer spec, "Monitoring": its ServerType is LoadBalancer): it is always authenticated.

@@ -88,6 +88,16 @@ export interface EstablishedAction<C> {
   readonly connection: C;
 }
 
+/**
+ * Load-balanced mode: the MongoDB handshake of connection `id` is done (authentication may follow), and reached
+ * `serviceId` (hex ObjectId): the connection takes that service's generation now (CMAP "Load Balancer Mode").
+ */
+export interface HandshakeDoneAction {
+  readonly type: 'handshakeDone';
+  readonly id: number;
+  readonly serviceId: string;
+}
+
 /** An establishment failed. `clearPool`: whether the failure clears the pool (see the establishment error policy). */
 export interface EstablishFailedAction {
   readonly type: 'establishFailed';
@@ -115,6 +125,7 @@ export type Action<C> =
   | CloseAction
   | DrainAction
   | EstablishedAction<C>
+  | HandshakeDoneAction
   | EstablishFailedAction
   | TimerAction;
 

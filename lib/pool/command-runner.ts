@@ -147,7 +147,10 @@ export class CommandRunner<C extends PoolConnection> {
 
     let input: ObservableInput<C>;
     try {
-      input = this.ctx.factory({ id, generation, address, signal: controller.signal });
+      const handshakeDone = (serviceId: string): void => {
+        if (!settled && typeof serviceId === 'string') this.ctx.dispatch({ type: 'handshakeDone', id, serviceId });
+      };
+      input = this.ctx.factory({ id, generation, address, signal: controller.signal, handshakeDone });
     } catch (error) {
       return broken(`threw: ${messageOf(error)}`, error);
     }

@@ -156,7 +156,10 @@ export interface PoolSnapshot {
   readonly inUseConnectionCount: number;
   /** Checkouts waiting in the WaitQueue, plus those waiting on an establishment they claimed. */
   readonly waitQueueLength: number;
-  /** Load-balanced mode (CMAP `serviceGenerations`): each service's generation and established connection count. */
+  /**
+   * Load-balanced mode (CMAP `serviceGenerations`): each service's generation and connection count (a connection
+   * counts from its handshake on).
+   */
   readonly serviceGenerations: readonly ServiceGenerationSnapshot[];
 }
 
@@ -166,7 +169,7 @@ export interface ServiceGenerationSnapshot {
   readonly serviceId: string;
   /** The service's generation: + 1 on every `clear({ serviceId })`. */
   readonly generation: number;
-  /** Established connections (available or in use) that reach it. */
+  /** Connections that reach it: available, in use, and pending ones whose handshake is done. */
   readonly connectionCount: number;
 }
 

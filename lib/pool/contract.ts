@@ -64,6 +64,17 @@ export interface ConnectionDescriptor {
   readonly address: string;
   /** Aborts when the pool abandons the establishment (a clear with interruption, or close). */
   readonly signal: AbortSignal;
+  /**
+   * Load-balanced mode: to be called once the MongoDB handshake is done, before authentication, with the `serviceId`
+   * it reached (hex ObjectId string). The connection then takes that service's generation and counts toward it, so a
+   * clear of the service while it authenticates makes it stale (closed, never handed out). A factory that does not
+   * call it: the connection takes the generation when established. Calls after the first, or once the establishment
+   * ended, are ignored; never throws.
+   *
+   * Source: CMAP spec, "Load Balancer Mode" ("Once the MongoDB handshake is done, the connection MUST get the
+   * generation number that applies to its serviceId").
+   */
+  readonly handshakeDone?: (serviceId: string) => void;
 }
 
 /**

@@ -62,6 +62,9 @@ export function reduce<C extends PoolConnection>(state: PoolState<C>, action: Ac
     case 'established':
       established(state, action.id, action.connection, out);
       break;
+    case 'handshakeDone':
+      handshakeDone(state, action.id, action.serviceId);
+      break;
     case 'establishFailed':
       establishFailed(state, action.id, action.error, action.clearPool, out);
       break;
@@ -141,6 +144,7 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
   // connection the step gave to a checkout it did not deliver to among them. The counts are rebuilt from what is left.
   s.available.clear();
   s.pendingConnectionCount = s.claimablePendingCount = 0;
+  s.handshakeGenerations?.clear();
   for (const rec of [...s.records.values()]) {
     rec.prev = rec.next = undefined;
     if (rec.state === 'in use' && rec.holder !== undefined && !owed.includes(rec.holder)) continue;
@@ -565,9 +569,16 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   // or past its lifetime), which the next Background Thread Run replaces instead, as after a failed establishment: a
   // lifetime shorter than an establishment would otherwise restart it at once, in a loop.
   let refill = true;
-  if (isStale(s, rec)) {
+  // Load-balanced mode: the service generation it took when its handshake was done (see handshakeDone), if it did.
+  const handshakeGeneration = s.handshakeGenerations?.get(id);
+  if (handshakeGeneration !== undefined) s.handshakeGenerations!.delete(id);
+  const stale = handshakeGeneration === undefined ? isStale(s, rec) : handshakeGeneration !== s.serviceGenerations.get(rec.serviceId!)!.generation;
+  if (stale) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
+    // Load-balanced mode (its service was cleared while it authenticated): a service clear leaves the WaitQueue, so
+    // the checkout that claimed it gets another establishment.
+    if (s.loadBalanced && s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
   } else if (isErrored(connection)) {
     // Perished as it became ready (the runner fails the establishment of a connection that arrives errored, so only
     // an `established` action sent by other means gets here errored): never made available; the checkout that
@@ -584,7 +595,8 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
     // (Past its lifetime with a checkout waiting for it, it is still handed out, once, and closed when checked in:
     // replaced instead, a lifetime shorter than the establishment would never let a checkout through.)
     endPending(s, rec);
-    if (s.loadBalanced) joinService(s, rec, serviceIdOf(connection) ?? '');
+    if (handshakeGeneration !== undefined) rec.generation = handshakeGeneration;
+    else if (s.loadBalanced) rec.generation = joinService(s, rec, serviceIdOf(connection) ?? '');
     if (s.observed) {
       emit(out, { type: 'ConnectionReady', address: s.address, time: now(s), connectionId: id, duration: now(s) - rec.createdAt });
     }
@@ -642,8 +654,11 @@ function isStale<C>(s: PoolState<C>, rec: ConnectionRecord<C>): boolean {
   return rec.serviceId !== undefined && rec.generation !== s.serviceGenerations.get(rec.serviceId)?.generation;
 }
 
-/** Load-balanced mode: the established connection takes its service's generation and counts toward it. */
-function joinService<C>(s: PoolState<C>, rec: ConnectionRecord<C>, serviceId: string): void {
+/**
+ * Load-balanced mode: the connection counts toward its service (an entry is made for a new one); returns the
+ * service's generation, which the connection takes.
+ */
+function joinService<C>(s: PoolState<C>, rec: ConnectionRecord<C>, serviceId: string): number {
   let service = s.serviceGenerations.get(serviceId);
   if (service === undefined) {
     service = { generation: 0, connectionCount: 0 };
@@ -651,7 +666,19 @@ function joinService<C>(s: PoolState<C>, rec: ConnectionRecord<C>, serviceId: st
   }
   service.connectionCount++;
   rec.serviceId = serviceId;
-  rec.generation = service.generation;
+  return service.generation;
+}
+
+/**
+ * Load-balanced mode: the MongoDB handshake of pending connection `id` is done: it joins `serviceId` now, and its
+ * generation is that service's at this moment (CMAP "Load Balancer Mode"), kept aside until it is established (its
+ * `generation` stays the pool's while pending, for the establishment bookkeeping). Ignored for a connection no longer
+ * pending, or one that joined already.
+ */
+function handshakeDone<C>(s: PoolState<C>, id: number, serviceId: string): void {
+  const rec = s.records.get(id);
+  if (!s.loadBalanced || rec === undefined || rec.state !== 'pending' || rec.serviceId !== undefined) return;
+  (s.handshakeGenerations ??= new Map()).set(id, joinService(s, rec, serviceId));
 }
 
 function perishedReason<C extends PoolConnection>(
@@ -704,6 +731,7 @@ function closeRecord<C extends PoolConnection>(
   if (was === 'available') s.available.remove(rec);
   if (was === 'pending') {
     endPending(s, rec);
+    s.handshakeGenerations?.delete(rec.id);
     out.push({ type: 'abort', id: rec.id });
   }
   if (rec.serviceId !== undefined) {

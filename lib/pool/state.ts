@@ -29,7 +29,7 @@ export interface ConnectionRecord<C> {
   readonly id: number;
   /** The pool generation at creation; in load-balanced mode, its service's generation once established. */
   generation: number;
-  /** In load-balanced mode, the service it reached (set once established). */
+  /** In load-balanced mode, the service it reached (set once its handshake is done, else once established). */
   serviceId: string | undefined;
   state: ConnectionState;
   /** The established connection; undefined while pending. */
@@ -56,7 +56,7 @@ export interface ConnectionRecord<C> {
   next: ConnectionRecord<C> | undefined;
 }
 
-/** A service behind the load balancer: its generation and how many established connections reach it. */
+/** A service behind the load balancer: its generation and how many connections reach it (each from its handshake on). */
 export interface ServiceGeneration {
   generation: number;
   connectionCount: number;
@@ -80,6 +80,11 @@ export interface PoolState<C> {
   generation: number;
   /** CMAP `serviceGenerations`: serviceId → (generation, connection count); an entry goes when its count is 0. */
   readonly serviceGenerations: Map<string, ServiceGeneration>;
+  /**
+   * Load-balanced mode: pending connection id → the generation of its service when its handshake was done (made on
+   * the first such handshake); the connection takes it once established.
+   */
+  handshakeGenerations?: Map<number, number>;
   /**
    * Whether anyone observes events; when false the reducer builds none. Set by `events$` itself as its first
    * subscriber comes and its last goes (never during a step: reducing runs no user code), so the steps already queued

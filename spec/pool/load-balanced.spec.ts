@@ -85,6 +85,40 @@ describe('load-balanced mode', function () {
       expect(b.state.serviceGenerations.get(B)).to.deep.equal({ generation: 1, connectionCount: 2 });
     });
 
+    it('a connection joins its service when its handshake is done: a clear of that service while it authenticates makes it stale', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut(); // starts connection 1
+      b.dispatch({ type: 'handshakeDone', id: 1, serviceId: A });
+      expect(b.state.serviceGenerations.get(A), 'counted from its handshake on').to.deep.equal({ generation: 0, connectionCount: 1 });
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A }); // during its authentication
+      b.succeed(1, A);
+      expect(b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'stale' });
+      expect(b.connectionOf(w), 'never handed out').to.equal(undefined);
+      expect([...b.pending], 'its checkout gets another establishment').to.deep.equal([2]);
+      b.dispatch({ type: 'handshakeDone', id: 2, serviceId: A });
+      const d = b.succeed(2, A);
+      expect(b.connectionOf(w)).to.equal(d);
+      // Connection 1 was the service's last: its entry went with it, and connection 2 made a new one.
+      expect([...b.state.serviceGenerations]).to.deep.equal([[A, { generation: 0, connectionCount: 1 }]]);
+    });
+
+    it('a connection that joined its service at its handshake leaves it when its establishment fails or the pool closes', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.checkOut();
+      b.dispatch({ type: 'handshakeDone', id: 1, serviceId: A });
+      b.dispatch({ type: 'handshakeDone', id: 2, serviceId: A });
+      b.dispatch({ type: 'handshakeDone', id: 2, serviceId: B }); // a second call changes nothing
+      expect([...b.state.serviceGenerations]).to.deep.equal([[A, { generation: 0, connectionCount: 2 }]]);
+      b.failEstablishment(1, new Error('authentication failed'), false);
+      expect([...b.state.serviceGenerations]).to.deep.equal([[A, { generation: 0, connectionCount: 1 }]]);
+      b.dispatch({ type: 'close' });
+      expect(b.state.serviceGenerations.size).to.equal(0);
+      expect(b.state.handshakeGenerations?.size ?? 0).to.equal(0);
+    });
+
     it('a service clear schedules a background run at once, which closes that service\'s stale available connections', function () {
       const { b, a, c } = twoServices();
       b.checkIn(a);
@@ -322,6 +356,35 @@ describe('load-balanced mode', function () {
         expect(pool.state, 'a service clear does not pause the pool').to.equal('ready');
         pool.checkIn(held); // of the cleared service: closed as stale
         expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: held.id, reason: 'stale' });
+      } finally {
+        pool.close();
+        await server.stop();
+      }
+    });
+
+    it('over sockets: a service clear while a connection authenticates (after its handshake) makes that connection stale', async function () {
+      const server = await new EmbeddedServer({ loadBalancedServices: 1, users: [{ username: 'u', password: 'p' }] }).start();
+      const pool = new ConnectionPool({ address: server.address, loadBalanced: true, connectionOptions: { credentials: { username: 'u', password: 'p' } } });
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      pool.ready();
+      try {
+        const held = await pool.checkOut();
+        const serviceId = server.services[0].toHexString();
+        const blocked = { failCommands: ['saslContinue'], blockConnection: true, blockTimeMS: 300 };
+        await held.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: blocked });
+        const second = pool.checkOut().then((c) => c); // connection 2: handshake, then saslContinue held back
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        expect(pool.snapshot().serviceGenerations, 'connection 2 counts toward its service from its handshake on').to.deep.equal([
+          { serviceId, generation: 0, connectionCount: 2 },
+        ]);
+        pool.clear({ serviceId });
+        const connection = await second;
+        expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: 2, reason: 'stale' });
+        expect(connection.id, 'a connection made after the clear').to.equal(3);
+        pool.checkIn(connection);
+        expect(events.at(-1), 'current: made available').to.include({ type: 'ConnectionCheckedIn', connectionId: 3 });
+        pool.checkIn(held);
       } finally {
         pool.close();
         await server.stop();
