@@ -67,7 +67,11 @@ export interface ConnectionPoolInstrumentationOptions {
   /**
    * The `db.client.connection.pool.name` attribute: a non-empty string, unique within the application. Default: the
    * pool's address, `host:port` (the socket path for a Unix domain socket). A pool serves one server and every
-   * database on it, so the conventions' fallback `server.address:server.port/db.namespace` reduces to `host:port`.
+   * database on it, so the conventions' fallback `server.address:server.port/db.namespace` reduces to `host:port`;
+   * when another pool recorded through the same Meter has that name already (two clients of one server), the default
+   * is `host:port#2` (`#3`, ...), the first one free. A name given here that another pool being recorded through the
+   * same Meter has is an error: the SDK would merge the two pools' series. A name is free again once its recording
+   * stopped.
    */
   poolName?: string | undefined;
 }
@@ -161,10 +165,10 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * @returns the handle that stops recording.
  * @throws {InvalidOptionError} for a `pool` that is not a pool (option `pool`), options that are not an object
  *   (option `options`), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a `poolName` that is not a
- *   non-empty string (option `poolName`).
+ *   non-empty string or that another pool being recorded through the same Meter has (option `poolName`).
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
- * "Connection pools" (db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
+ * "Connection pools" (`db.client.connection.pool.name` unique within the application; db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
  * .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
  */
 export function instrumentConnectionPool(
@@ -181,12 +185,26 @@ export function instrumentConnectionPool(
   if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
     throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
   }
-  const poolName = optionValue(options, 'poolName') ?? pool.address;
-  if (typeof poolName !== 'string' || poolName === '') {
-    throw new InvalidOptionError('poolName', poolName, 'a non-empty string');
+  const given = optionValue(options, 'poolName');
+  if (given !== undefined && (typeof given !== 'string' || given === '')) {
+    throw new InvalidOptionError('poolName', given, 'a non-empty string');
   }
-  return new PoolMetricsRecorder(pool, meter, poolName);
+  let recording = recordingByMeter.get(meter);
+  if (recording === undefined) recordingByMeter.set(meter, (recording = new Set()));
+  if (given !== undefined && recording.has(given)) {
+    throw new InvalidOptionError('poolName', given, 'a name no other pool being recorded through this Meter has (give each pool its own)');
+  }
+  let poolName = given ?? pool.address;
+  for (let n = 2; recording.has(poolName); n++) poolName = `${pool.address}#${n}`;
+  return new PoolMetricsRecorder(pool, meter, poolName, recording);
 }
+
+/**
+ * The names of the pools being recorded, by Meter: two pools recorded under one name through one Meter would have
+ * their series merged by the SDK (one pool's counts and limits overwriting the other's), as two clients of one server
+ * would with the default name. A name is released when its recording stops (unsubscribed, or the pool finished).
+ */
+const recordingByMeter = new WeakMap<Meter, Set<string>>();
 
 /**
  * How long a finished pool's counts are reported as 0 before its collection callback is removed, in ms: the OpenTelemetry
@@ -223,9 +241,12 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     pool: InstrumentedPool,
     private readonly meter: Meter,
     poolName: string,
+    /** The names being recorded through `meter`: this one is released when recording stops. */
+    private readonly recording: Set<string>,
   ) {
     this.pool = pool;
     this.poolName = poolName;
+    recording.add(poolName);
     const server = parseAddress(pool.address);
     this.attributes = Object.freeze({
       [ATTR_DB_CLIENT_CONNECTION_POOL_NAME]: poolName,
@@ -307,6 +328,7 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
   unsubscribe(): void {
     if (this.removed) return;
     this.removed = true;
+    if (this.pool !== undefined) this.recording.delete(this.poolName);
     this.pool = undefined;
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.meter.removeBatchObservableCallback(this.collect, this.observables);
@@ -323,6 +345,7 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     if (this.pool === undefined) return;
     this.finishedAt = Date.now();
     this.pool = undefined;
+    this.recording.delete(this.poolName);
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.removalTimer = setTimeout(() => this.unsubscribe(), 2 * FINAL_ZEROS_MS).unref();
   }

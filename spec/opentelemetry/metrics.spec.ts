@@ -361,6 +361,48 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       }
     });
 
+    it('keeps two pools of one server apart: the default name of the second is made unique, a name given twice is refused', async function () {
+      // Two clients of one server: each has a pool at the same address. Recorded under one name through one Meter, the
+      // SDK would merge their series (one pool's counts and limits overwriting the other's).
+      const { meter, collect } = harness();
+      const mockA = new MockConnectionFactory();
+      const mockB = new MockConnectionFactory();
+      const a = new ConnectionPool<MockConnection>({ address: 'db.example:27017', maxPoolSize: 10, connectionFactory: mockA.factory });
+      const b = new ConnectionPool<MockConnection>({ address: 'db.example:27017', maxPoolSize: 50, connectionFactory: mockB.factory });
+      const c = new ConnectionPool<MockConnection>({ address: 'db.example:27017', maxPoolSize: 7, connectionFactory: new MockConnectionFactory().factory });
+      const first = instrumentConnectionPool(a, { meter });
+      const second = instrumentConnectionPool(b, { meter });
+      expect(first.poolName).to.equal('db.example:27017');
+      expect(second.poolName).to.not.equal(first.poolName);
+      expect(() => instrumentConnectionPool(c, { meter, poolName: 'db.example:27017' }))
+        .to.throw(InvalidOptionError, 'db.example:27017')
+        .with.property('option', 'poolName');
+      a.ready();
+      b.ready();
+      const heldA = [await a.checkOut(), await a.checkOut()];
+      const heldB = [await b.checkOut(), await b.checkOut(), await b.checkOut()];
+      let collected = await collect();
+      const named = (name: string) => ({ 'db.client.connection.pool.name': name });
+      expect(valueOf(collected, 'db.client.connection.max', named(first.poolName))).to.equal(10);
+      expect(valueOf(collected, 'db.client.connection.max', named(second.poolName))).to.equal(50);
+      expect(valueOf(collected, 'db.client.connection.count', { ...named(first.poolName), 'db.client.connection.state': 'used' })).to.equal(2);
+      expect(valueOf(collected, 'db.client.connection.count', { ...named(second.poolName), 'db.client.connection.state': 'used' })).to.equal(3);
+
+      // A name is free again once its recording stopped: a pool replacing a closed one keeps the name.
+      first.unsubscribe();
+      const third = instrumentConnectionPool(c, { meter, poolName: 'db.example:27017' });
+      c.ready();
+      collected = await collect();
+      expect(valueOf(collected, 'db.client.connection.max', named('db.example:27017'))).to.equal(7);
+      // Through another Meter (another scope, kept apart by the SDK) the default name is not changed.
+      const other = instrumentConnectionPool(b, { meter: harness().meter });
+      expect(other.poolName).to.equal('db.example:27017');
+      for (const x of [second, third, other]) x.unsubscribe();
+      for (const x of heldA) a.checkIn(x);
+      for (const x of heldB) b.checkIn(x);
+      for (const pool of [a, b, c]) pool.close();
+    });
+
     it('rejects what is not a pool, a Meter or a pool name with an InvalidOptionError naming it', function () {
       const { meter } = harness();
       const { pool } = virtualPool();
