@@ -53,6 +53,21 @@ export interface ServerAttributes {
 }
 
 /**
+ * What every message and trace context carries: the server (see {@link ServerAttributes}) and the pool that published
+ * it. The channels are shared by every pool of the process, so two pools of one server (two clients of it) publish
+ * the same address and the same connection ids: `pool` tells them apart.
+ *
+ * Source: extension (a pool's identity: CMAP numbers connections per pool, "Monotonically Increasing ID").
+ */
+export interface PoolAttributes extends ServerAttributes {
+  /**
+   * The pool that published it: the `ConnectionPoolCore` (or `ConnectionPool`) itself, to compare with `===` or to
+   * key a WeakMap by (holding it in a strong structure keeps the pool reachable).
+   */
+  readonly pool: object;
+}
+
+/**
  * The context of one checkout's trace on `rxcmap:pool:checkOut` (the same object in every phase). `start` is
  * published when the checkout enters the pool (run with the subscribers' bound stores, as `tracePromise` does), `end`
  * right after (the request is queued or served); once the outcome is known: `error` (failed or cancelled with an
@@ -60,7 +75,7 @@ export interface ServerAttributes {
  *
  * Source: extension (see the module).
  */
-export interface CheckOutTraceContext extends ServerAttributes {
+export interface CheckOutTraceContext extends PoolAttributes {
   /** How the checkout ended: `checkedOut`, or its ConnectionCheckOutFailed reason; undefined until then. */
   outcome: 'checkedOut' | ConnectionCheckOutFailedReason | undefined;
   /** The connection's id (CMAP `connectionId`) once checked out. */
@@ -83,7 +98,7 @@ export interface CheckOutTraceContext extends ServerAttributes {
  *
  * Source: extension (see the module); CMAP spec, "Establishing a Connection".
  */
-export interface EstablishTraceContext extends ServerAttributes {
+export interface EstablishTraceContext extends PoolAttributes {
   /** CMAP `connectionId` of the connection being established. */
   readonly connectionId: number;
   /** The pool generation it is established for. */
@@ -101,13 +116,13 @@ export interface EstablishTraceContext extends ServerAttributes {
 }
 
 /** A message on `rxcmap:pool:checkIn`: a checkout ended. Source: extension; CMAP spec, "Checking In a Connection". */
-export interface CheckInMessage extends ServerAttributes {
+export interface CheckInMessage extends PoolAttributes {
   /** CMAP `connectionId`. */
   readonly connectionId: number;
 }
 
 /** A message on `rxcmap:pool:clear`. Source: extension; CMAP spec, "Clearing a Connection Pool". */
-export interface ClearMessage extends ServerAttributes {
+export interface ClearMessage extends PoolAttributes {
   /** The generation after the clear (in load-balanced mode, the service's). */
   readonly generation: number;
   /** Load-balanced mode: the service cleared (hex ObjectId). */

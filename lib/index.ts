@@ -19,7 +19,7 @@ export { timerScheduler } from './scheduler';
 export { CONNECTION_POOL_EVENT_TYPES, EXTENSION_EVENT_TYPES } from './events';
 export type * from './events';
 export { DIAGNOSTICS_CHANNELS } from './diagnostics-channels';
-export type { CheckOutTraceContext, EstablishTraceContext, CheckInMessage, ClearMessage, ServerAttributes } from './diagnostics-channels';
+export type { CheckOutTraceContext, EstablishTraceContext, CheckInMessage, ClearMessage, ServerAttributes, PoolAttributes } from './diagnostics-channels';
 
 export {
   CmapError,

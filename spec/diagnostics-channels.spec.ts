@@ -146,11 +146,36 @@ describe('diagnostics channels', function () {
         events.filter((e) => e.type === 'ConnectionCheckedIn').map((e) => (e as { connectionId: number }).connectionId),
       );
       expect(checkIns.messages[0]).to.include(server);
-      expect(clears.messages).to.deep.equal([{ ...server, generation: 1, serviceId: undefined, interruptInUseConnections: false, cause }]);
+      expect(clears.messages).to.deep.equal([{ ...server, pool, generation: 1, serviceId: undefined, interruptInUseConnections: false, cause }]);
     } finally {
       pool.close();
       await endpoint.stop();
     }
+  });
+
+  it('say which pool published each message, so two pools of one server (two clients) are told apart', async function () {
+    const checkOuts = recordTraces<CheckOutTraceContext>(DIAGNOSTICS_CHANNELS.checkOut);
+    const establishments = recordTraces<EstablishTraceContext>(DIAGNOSTICS_CHANNELS.establish);
+    const checkIns = recordMessages<CheckInMessage>(DIAGNOSTICS_CHANNELS.checkIn);
+    const clears = recordMessages<ClearMessage>(DIAGNOSTICS_CHANNELS.clear);
+    stops = [checkOuts.stop, establishments.stop, checkIns.stop, clears.stop];
+    const a = virtualPool();
+    const b = virtualPool();
+    // The same address and the same connection ids: only the pool tells the messages apart.
+    for (const { pool, clock } of [a, b, a]) {
+      let connection: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (connection = c));
+      clock.advance(10);
+      pool.checkIn(connection!);
+    }
+    a.pool.clear();
+    const published = (messages: Iterable<{ pool: unknown; connectionId?: number }>) => [...messages].map((m) => [m.pool === a.pool ? 'a' : m.pool === b.pool ? 'b' : 'neither', m.connectionId]);
+    expect(published(checkOuts.phases.keys())).to.deep.equal([['a', 1], ['b', 1], ['a', 1]]);
+    expect(published(establishments.phases.keys())).to.deep.equal([['a', 1], ['b', 1]]);
+    expect(published(checkIns.messages)).to.deep.equal([['a', 1], ['b', 1], ['a', 1]]);
+    expect(published(clears.messages)).to.deep.equal([['a', undefined]]);
+    a.pool.close();
+    b.pool.close();
   });
 
   it('end a checkout trace with its outcome: timeout, abort, unsubscribe, closed pool, full WaitQueue, establishment error', async function () {

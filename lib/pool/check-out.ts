@@ -80,6 +80,8 @@ export interface CheckOutPort<C> {
   /** OpenTelemetry's `server.address` and `server.port` of the pool's Endpoint (for checkout traces). */
   readonly serverAddress: string;
   readonly serverPort: number | undefined;
+  /** The pool (for checkout traces: which pool published them). */
+  readonly pool: object;
   /** The pool's clock and timers (for checkout deadlines). */
   readonly scheduler: SchedulerLike;
   /** Enqueues the waiter's checkOut action; `request` is the request it was started from, `high` its priority. */
@@ -409,6 +411,7 @@ function startTrace<C>(port: CheckOutPort<C>): Trace<CheckOutTraceContext> {
     address: port.address,
     serverAddress: port.serverAddress,
     serverPort: port.serverPort,
+    pool: port.pool,
     outcome: undefined,
     connectionId: undefined,
     result: undefined,

@@ -23,6 +23,8 @@ export interface RunnerContext<C extends PoolConnection> {
   /** OpenTelemetry's `server.address` and `server.port` of the Endpoint (for establishment traces). */
   readonly serverAddress: string;
   readonly serverPort: number | undefined;
+  /** The pool (for establishment traces: which pool published them). */
+  readonly pool: object;
   readonly factory: ConnectionFactory<C>;
   readonly scheduler: SchedulerLike;
   readonly events: { next(event: ConnectionPoolEvent): void };
@@ -109,11 +111,12 @@ export class CommandRunner<C extends PoolConnection> {
   /** Starts an establishment; when traced, inside the trace's `start` (with its bound stores), followed by `end`. */
   private establish(id: number, generation: number): void {
     if (!isTraced(establishChannel)) return this.startEstablishment(id, generation, undefined);
-    const { address, serverAddress, serverPort } = this.ctx;
+    const { address, serverAddress, serverPort, pool } = this.ctx;
     const trace = new Trace(establishChannel, {
       address,
       serverAddress,
       serverPort,
+      pool,
       connectionId: id,
       generation,
       outcome: undefined,

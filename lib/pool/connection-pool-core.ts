@@ -279,6 +279,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
+      pool: this,
     });
     this.poolState = state;
     this.actions = new PoolInput<Action<C>>(isControlAction, () => this.afterBatch());
@@ -291,6 +292,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
+      pool: this,
       factory,
       scheduler,
       events: this.events,
@@ -301,6 +303,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       address: this.address,
       serverAddress: server.host,
       serverPort: server.port,
+      pool: this,
       scheduler,
       enter:
         sites === undefined

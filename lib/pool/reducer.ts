@@ -495,8 +495,8 @@ function checkIn<C extends PoolConnection>(
     emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id, duration: Number.isNaN(used) ? undefined : used });
   }
   if (checkInChannel.hasSubscribers) {
-    const { address, serverAddress, serverPort } = s.server;
-    out.push({ type: 'publish', channel: checkInChannel, message: { address, serverAddress, serverPort, connectionId: rec.id } });
+    const { address, serverAddress, serverPort, pool } = s.server;
+    out.push({ type: 'publish', channel: checkInChannel, message: { address, serverAddress, serverPort, pool, connectionId: rec.id } });
   }
   if (rec.leakSuspected) {
     rec.leakSuspected = false;
@@ -926,8 +926,8 @@ function publishClear<C>(
   out: Command<C>[],
 ): void {
   if (!clearChannel.hasSubscribers) return;
-  const { address, serverAddress, serverPort } = s.server;
-  const message = { address, serverAddress, serverPort, generation, serviceId, interruptInUseConnections, cause };
+  const { address, serverAddress, serverPort, pool } = s.server;
+  const message = { address, serverAddress, serverPort, pool, generation, serviceId, interruptInUseConnections, cause };
   out.push({ type: 'publish', channel: clearChannel, message });
 }
 

@@ -6,7 +6,7 @@
  * Source: CMAP spec, "Connection Pool Members" (Connection, WaitQueue, ConnectionPool: state, generation,
  * serviceGenerations, the connection counts).
  */
-import type { ServerAttributes } from '../diagnostics-channels';
+import type { PoolAttributes } from '../diagnostics-channels';
 import type { ResolvedPoolOptions } from '../options';
 import type { CheckOutSite } from './actions';
 import { AvailableConnections } from './available-connections';
@@ -66,7 +66,7 @@ export interface ServiceGeneration {
 export interface PoolState<C> {
   readonly address: string;
   /** The Endpoint as OpenTelemetry names it, for diagnostics channel messages. */
-  readonly server: ServerAttributes;
+  readonly server: PoolAttributes;
   readonly options: ResolvedPoolOptions;
   /** Load-balanced mode: generations are per service, and clears name a service. */
   readonly loadBalanced: boolean;
@@ -132,7 +132,7 @@ export function initialPoolState<C>(
   options: ResolvedPoolOptions,
   now: () => number,
   loadBalanced = false,
-  server: ServerAttributes = { address, serverAddress: address, serverPort: undefined },
+  server: PoolAttributes = { address, serverAddress: address, serverPort: undefined, pool: {} },
 ): PoolState<C> {
   return {
     address,
