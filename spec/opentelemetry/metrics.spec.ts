@@ -403,6 +403,26 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       for (const pool of [a, b, c]) pool.close();
     });
 
+    it('gives a finished pool\'s name to the pool replacing it, whose counts then win over the finished one\'s zeros', async function () {
+      const { meter, collect } = harness();
+      const old = virtualPool({ maxPoolSize: 10 });
+      const finished = instrumentConnectionPool(old.pool, { meter });
+      old.pool.close(); // no connection: state$ completes, recording stops, its zeros are reported for 60 s
+      expect(finished.closed).to.equal(true);
+      const { pool, clock } = virtualPool({ maxPoolSize: 7 });
+      const replacing = instrumentConnectionPool(pool, { meter });
+      expect(replacing.poolName).to.equal(finished.poolName);
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(10);
+      const c = await collect();
+      expect(valueOf(c, 'db.client.connection.max')).to.equal(7);
+      expect(valueOf(c, 'db.client.connection.count', { 'db.client.connection.state': 'used' })).to.equal(1);
+      finished.unsubscribe();
+      replacing.unsubscribe();
+      pool.close();
+    });
+
     it('rejects what is not a pool, a Meter or a pool name with an InvalidOptionError naming it', function () {
       const { meter } = harness();
       const { pool } = virtualPool();
