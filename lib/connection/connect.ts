@@ -234,7 +234,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         : undefined;
     signal.addEventListener('abort', onAbort, { once: true });
     const onSocketError = (error: Error): void =>
-      fail(new MongoNetworkError(address, `connecting to ${address} failed: ${error.message}`, { cause: error }));
+      fail(new MongoNetworkError(address, `connecting to ${address} failed: ${connectErrorDetail(error)}`, { cause: error }));
     socket.once('error', onSocketError);
     socket.once(s.tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
       socket.off('error', onSocketError);
@@ -306,6 +306,17 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       }
     };
   });
+}
+
+/**
+ * What a socket error met while connecting says. A host name that resolves to several addresses (`localhost` as ::1
+ * and 127.0.0.1) is tried address by address, and when every attempt fails Node reports an AggregateError whose own
+ * message is empty: the message of each attempt then, in order.
+ */
+function connectErrorDetail(error: Error): string {
+  if (error.message !== '') return error.message;
+  const attempts = error instanceof AggregateError ? (error.errors as unknown[]).map((e) => (e instanceof Error ? e.message : String(e))) : [];
+  return attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
 }
 
 /** Whether a hello reply describes an RSArbiter (SDAM: `arbiterOnly: true` with a `setName`). */

@@ -479,6 +479,29 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
+    it('a host name resolving to several addresses, each refused (localhost as ::1 and 127.0.0.1): the message names every attempt', async function () {
+      // Node tries each address (autoSelectFamily) and fails with an AggregateError, whose own message is empty.
+      const dns = require('node:dns') as { lookup: (...args: unknown[]) => void };
+      const lookup = dns.lookup;
+      const port = await closedPort();
+      dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
+        if (host !== 'dual-stack.test') return lookup(host, options, callback);
+        const all = [{ address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }];
+        const cb = callback as (error: null, address: unknown, family?: number) => void;
+        process.nextTick(() => ((options as { all?: boolean }).all === true ? cb(null, all) : cb(null, all[0].address, all[0].family)));
+      };
+      try {
+        const error = await establish(`dual-stack.test:${port}`, {}).catch((e) => e);
+        expect(error).to.be.instanceOf(MongoNetworkError);
+        expect(error.message).to.equal(
+          `connecting to dual-stack.test:${port} failed: connect ECONNREFUSED ::1:${port}; connect ECONNREFUSED 127.0.0.1:${port}`,
+        );
+        expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+      } finally {
+        dns.lookup = lookup;
+      }
+    });
+
     it('does not label a DNS failure', async function () {
       const error = await establish('no-such-host.invalid:27017', {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
