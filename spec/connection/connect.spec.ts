@@ -479,11 +479,10 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
-    it('a host name resolving to several addresses, each refused (localhost as ::1 and 127.0.0.1): the message names every attempt', async function () {
-      // Node tries each address (autoSelectFamily) and fails with an AggregateError, whose own message is empty.
+    /** Runs `fn` while the host name `dual-stack.test` resolves to ::1, then 127.0.0.1 (as `localhost` does on many systems). */
+    async function withDualStackName(fn: () => Promise<void>): Promise<void> {
       const dns = require('node:dns') as { lookup: (...args: unknown[]) => void };
       const lookup = dns.lookup;
-      const port = await closedPort();
       dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
         if (host !== 'dual-stack.test') return lookup(host, options, callback);
         const all = [{ address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }];
@@ -491,15 +490,37 @@ describe('connectionFactory (establishment)', function () {
         process.nextTick(() => ((options as { all?: boolean }).all === true ? cb(null, all) : cb(null, all[0].address, all[0].family)));
       };
       try {
+        await fn();
+      } finally {
+        dns.lookup = lookup;
+      }
+    }
+
+    it('a host name resolving to ::1 then 127.0.0.1, served on 127.0.0.1 only: connects over IPv4 after ::1 is refused', async function () {
+      const server = await new EmbeddedServer().start();
+      try {
+        const port = Number(server.address.split(':')[1]);
+        await withDualStackName(async () => {
+          const connection = await establish(`dual-stack.test:${port}`, {});
+          expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+          connection.destroy();
+        });
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('a host name resolving to several addresses, each refused (localhost as ::1 and 127.0.0.1): the message names every attempt', async function () {
+      // Node tries each address (autoSelectFamily) and fails with an AggregateError, whose own message is empty.
+      const port = await closedPort();
+      await withDualStackName(async () => {
         const error = await establish(`dual-stack.test:${port}`, {}).catch((e) => e);
         expect(error).to.be.instanceOf(MongoNetworkError);
         expect(error.message).to.equal(
           `connecting to dual-stack.test:${port} failed: connect ECONNREFUSED ::1:${port}; connect ECONNREFUSED 127.0.0.1:${port}`,
         );
         expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
-      } finally {
-        dns.lookup = lookup;
-      }
+      });
     });
 
     it('does not label a DNS failure', async function () {
