@@ -70,9 +70,9 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     const apply = (kind: TcpFault['kind']): void => {
       done = true;
       if (kind === 'stall') return;
-      upstream.destroy();
       if (kind === 'rst') client.resetAndDestroy();
       else client.end();
+      upstream.destroy();
     };
     const forward = (direction: 'up' | 'down', chunk: Buffer): void => {
       if (done || proxy.blackhole) return;
@@ -93,8 +93,9 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
       } else if (part.length > 0) to.write(part);
       if (part.length < chunk.length || (fault?.direction === direction && seen[direction] >= fault.afterBytes)) {
         const kind = fault!.kind;
-        // The bytes before the fault are written first.
-        void trickle.then(() => (direction === 'down' ? new Promise<void>((r) => client.write('', () => r())) : undefined)).then(() => apply(kind));
+        // The bytes before the fault are written first, and given a moment to arrive: a reset right behind data still
+        // unread reads as a FIN on Linux.
+        void trickle.then(() => (direction === 'down' ? new Promise<void>((r) => client.write('', () => r())) : undefined)).then(() => setTimeout(() => apply(kind), 1));
       }
     };
     if (fault !== undefined && fault.afterBytes === 0 && fault.direction === 'up') apply(fault.kind);
