@@ -275,6 +275,32 @@ describe('TCP faults under the pool (fault proxy in front of the embedded endpoi
       }
     });
 
+    it('an idle pooled connection the server closed (the monitor\'s left alone): the next command succeeds on a new connection, nothing cleared', async function () {
+      const client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=500`);
+      const events: ConnectionPoolEvent[] = [];
+      client.events$.subscribe((e) => {
+        if (!e.type.startsWith('ServerHeartbeat')) events.push(e as ConnectionPoolEvent);
+      });
+      try {
+        await client.command('admin', { ping: 1 });
+        const pool = client.pools.get(server.address)!;
+        expect(pool.snapshot().availableConnectionCount).to.equal(1);
+        expect(server.closeConnections((c) => !c.awaitingHello)).to.be.above(0);
+        expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        expect(trail(events).slice(-6)).to.deep.equal([
+          'ConnectionCheckOutStarted',
+          'ConnectionClosed(error)',
+          'ConnectionCreated',
+          'ConnectionReady',
+          'ConnectionCheckedOut',
+          'ConnectionCheckedIn',
+        ]);
+        expect(events.some((e) => e.type === 'ConnectionPoolCleared')).to.equal(false);
+      } finally {
+        await client.close();
+      }
+    });
+
     it('a network gone silent: the monitor times out, clears with interruptInUseConnections, and the command in flight fails with a retryable PoolClearedError', async function () {
       const client = connect(`mongodb://${proxy.address}/?heartbeatFrequencyMS=500&connectTimeoutMS=300&serverSelectionTimeoutMS=1000`);
       const cleared: boolean[] = [];
