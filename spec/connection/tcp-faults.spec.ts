@@ -303,6 +303,28 @@ describe('TCP faults under the pool (fault proxy in front of the embedded endpoi
       }
     });
 
+    it('a reply that does not come within socketTimeoutMS: MongoNetworkTimeoutError, the connection closed (error), the pool not cleared', async function () {
+      const client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=500&socketTimeoutMS=150`);
+      const events: ConnectionPoolEvent[] = [];
+      client.events$.subscribe((e) => {
+        if (!e.type.startsWith('ServerHeartbeat')) events.push(e as ConnectionPoolEvent);
+      });
+      try {
+        await client.command('admin', { ping: 1 });
+        server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 600 } });
+        const o = await outcome(client.command('admin', { ping: 1 }));
+        expect(o.error).to.be.instanceOf(MongoNetworkTimeoutError);
+        // SDAM "Error handling": a network timeout on an application connection neither marks the server Unknown nor
+        // clears its pool.
+        expect(events.some((e) => e.type === 'ConnectionPoolCleared')).to.equal(false);
+        expect(trail(events).slice(-2)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed(error)']);
+        expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+        await client.close();
+      }
+    });
+
     it('a network gone silent: the monitor times out, clears with interruptInUseConnections, and the command in flight fails with a retryable PoolClearedError', async function () {
       const client = connect(`mongodb://${proxy.address}/?heartbeatFrequencyMS=500&connectTimeoutMS=300&serverSelectionTimeoutMS=1000`);
       const cleared: boolean[] = [];
