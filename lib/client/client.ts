@@ -202,6 +202,8 @@ export class Client {
   /** Emits once, when the client is closed: pending selections end then. */
   private readonly closing = new Subject<void>();
   private closed = false;
+  /** The connections `command()` has a command in flight on: `close()` closes them. */
+  private readonly commandConnections = new Set<Connection>();
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
   private readonly heartbeatErrors = new Map<string, Error>();
   /**
@@ -497,7 +499,8 @@ export class Client {
    * load-balanced mode nothing is checked and the pool's state does not change; only the errors that clear the pool
    * clear the connection's service, once per service generation.
    *
-   * @throws (rejection) ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
+   * @throws (rejection) ClientClosedError (the client was closed while the command waited or was in flight; see
+   *   {@link close}), ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
@@ -549,9 +552,11 @@ export class Client {
     const service = monitor === undefined ? connection.serviceId : undefined;
     const serviceGeneration = service === undefined ? undefined : pool.serviceGeneration(service);
     let reply: Document;
+    this.commandConnections.add(connection);
     try {
       reply = await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
     } catch (error) {
+      this.commandConnections.delete(connection);
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
         // A connection of an older generation was made stale by a clear already.
@@ -567,6 +572,7 @@ export class Client {
       }
       throw error;
     }
+    this.commandConnections.delete(connection);
     if (reply.writeConcernError !== undefined) this.onStateChangeError(pool, connection, reply, undefined, serviceGeneration);
     return reply;
   }
@@ -624,11 +630,15 @@ export class Client {
 
   /**
    * Closes every monitor and pool, and fails every server selection still waiting (`command()` included) with
-   * ClientClosedError at once; in-use connections close when checked in. Resolves once the log destination the client
-   * opened is flushed. Idempotent.
+   * ClientClosedError at once. A `command()` whose command is in flight fails with ClientClosedError too, its
+   * connection closed (the pool's ConnectionClosed reason `poolClosed`): without a socketTimeoutMS nothing else would
+   * end a command to a server gone silent. Connections checked out from `pools` by other code close when checked in.
+   * Resolves once the log destination the client opened is flushed. Idempotent. To let commands finish first, use
+   * {@link drain}.
    *
    * Source: CMAP spec, "Closing a Connection Pool" (each pool); server monitoring spec (its monitors); extension: the
-   * waiting selections failed at once.
+   * waiting selections failed at once, and the connections of commands in flight closed (as the official Node.js
+   * driver's `MongoClient.close()` closes its checked-out connections, since 6.17).
    */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -637,6 +647,10 @@ export class Client {
     this.closing.complete();
     for (const monitor of this.monitors.values()) monitor.close();
     for (const pool of this.pools.values()) pool.close();
+    if (this.commandConnections.size > 0) {
+      const closed = new ClientClosedError(this.hosts);
+      for (const connection of [...this.commandConnections]) connection.destroy(closed);
+    }
     await this.sink?.close?.();
   }
 }

@@ -222,6 +222,23 @@ describe('connect() / Client', function () {
     expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
   });
 
+  it('close() fails a command in flight with ClientClosedError at once and closes its connection, where nothing else would end it (no socketTimeoutMS, a server gone silent)', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}`);
+    const pool = [...client.pools.values()][0];
+    const events: ClientEvent[] = [];
+    client.events$.subscribe((e) => events.push(e));
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
+    const inFlight = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
+    await client.close();
+    const outcome = await Promise.race([inFlight, new Promise((r) => setTimeout(() => r('still in flight 2 s after close()'), 2000))]);
+    expect(outcome).to.be.instanceOf(ClientClosedError);
+    expect(pool.snapshot().totalConnectionCount, 'its connection closed').to.equal(0);
+    expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['poolClosed']);
+  });
+
   it('rejects a misspelt option key, naming the closest option, and a boolean given as a string', function () {
     let error: unknown;
     try {
