@@ -89,7 +89,11 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * connection string warnings) and the `connection` component's `debug` messages (CMAP).
    */
   logging?: LoggingOptions | undefined;
-  /** Clock and timers of pools and monitors (tests). */
+  /**
+   * Clock and timers of the pools (waitQueueTimeoutMS, maxIdleTimeMS, background runs, durations in events) and of
+   * the monitors' sleeps between checks, and of `command()`'s timeoutMS and server selection (tests). Not of the
+   * connections: connectTimeoutMS, socketTimeoutMS and a check's timeout run on Node's timers whatever is given.
+   */
   scheduler?: SchedulerLike | undefined;
 }
 
