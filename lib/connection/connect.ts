@@ -327,6 +327,12 @@ function isArbiter(reply: Record<string, unknown>): boolean {
 const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
 
 /**
+ * Errors of this host's own resources, whatever the server's load: out of file descriptors (for the process, or for
+ * the system) or of local addresses and ports to connect from.
+ */
+const LOCAL_RESOURCE_ERRORS = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']);
+
+/**
  * The codes Node gives a peer certificate that fails verification: OpenSSL's X509_V_ERR_* names without the prefix
  * (`UNSPECIFIED` for one Node does not name).
  */
@@ -357,7 +363,8 @@ function isTlsError(cause: unknown): boolean {
 /**
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
  * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
- * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, every TLS error
+ * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, this host running out
+ * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
  * a peer that does not speak TLS), and a malformed reply to the hello (its cause a {@link WireProtocolError}: a
  * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.
@@ -365,7 +372,8 @@ function isTlsError(cause: unknown): boolean {
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
   if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
   const cause = error.cause as NodeJS.ErrnoException | undefined;
-  if (!DNS_ERRORS.has(cause?.code ?? '') && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
+  const code = cause?.code ?? '';
+  if (!DNS_ERRORS.has(code) && !LOCAL_RESOURCE_ERRORS.has(code) && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);
     error.errorLabels.add(ErrorLabel.RetryableError);
   }

@@ -523,6 +523,26 @@ describe('connectionFactory (establishment)', function () {
       });
     });
 
+    it('does not label an error of this host\'s own resources (out of file descriptors, of local ports): no server load causes it', async function () {
+      const dns = require('node:dns') as { lookup: (...args: unknown[]) => void };
+      const lookup = dns.lookup;
+      for (const code of ['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']) {
+        // The lookup fails as getaddrinfo does when the process is out of descriptors (EAI_SYSTEM, errno EMFILE).
+        dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
+          if (host !== 'local-limit.test') return lookup(host, options, callback);
+          process.nextTick(() => (callback as (error: Error) => void)(Object.assign(new Error(`getaddrinfo ${code} local-limit.test`), { code, syscall: 'getaddrinfo' })));
+        };
+        try {
+          const error = await establish('local-limit.test:27017', {}).catch((e) => e);
+          expect(error, code).to.be.instanceOf(MongoNetworkError);
+          expect(error.message, code).to.include(code);
+          expect([...error.errorLabels], code).to.deep.equal([]);
+        } finally {
+          dns.lookup = lookup;
+        }
+      }
+    });
+
     it('does not label a DNS failure', async function () {
       const error = await establish('no-such-host.invalid:27017', {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
