@@ -20,7 +20,7 @@ import {
 import type { Observable, Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { InvalidOptionError } from '../errors';
-import { optionValue } from '../options';
+import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
 import type { ConnectionPoolEvent } from '../events';
 import type { ConnectionPoolCore } from '../pool/connection-pool-core';
 import { DRIVER_INFO } from '../version';
@@ -164,8 +164,10 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  * @param options the Meter and the pool name; see {@link ConnectionPoolInstrumentationOptions}.
  * @returns the handle that stops recording.
  * @throws {InvalidOptionError} for a `pool` that is not a pool (option `pool`), options that are not an object
- *   (option `options`), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a `poolName` that is not a
- *   non-empty string or that another pool being recorded through the same Meter has (option `poolName`).
+ *   (option `options`), a key that is not one of its options (named, with the closest one: a misspelt `poolName` is
+ *   not silently replaced by the default), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a
+ *   `poolName` that is not a non-empty string or that another pool being recorded through the same Meter has (option
+ *   `poolName`).
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
  * "Connection pools" (`db.client.connection.pool.name` unique within the application; db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
@@ -181,6 +183,7 @@ export function instrumentConnectionPool(
   if (options === null || typeof options !== 'object') {
     throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
   }
+  rejectUnknownOptions(options, INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPool');
   const meter = optionValue(options, 'meter') ?? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version);
   if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
     throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
@@ -198,6 +201,11 @@ export function instrumentConnectionPool(
   for (let n = 2; recording.has(poolName); n++) poolName = `${pool.address}#${n}`;
   return new PoolMetricsRecorder(pool, meter, poolName, recording);
 }
+
+/** The option names of {@link ConnectionPoolInstrumentationOptions}. */
+const INSTRUMENTATION_OPTION_NAMES = ['meter', 'poolName'] as const;
+INSTRUMENTATION_OPTION_NAMES satisfies readonly (keyof ConnectionPoolInstrumentationOptions)[];
+true satisfies ListsEveryOption<ConnectionPoolInstrumentationOptions, typeof INSTRUMENTATION_OPTION_NAMES>;
 
 /**
  * The names of the pools being recorded, by Meter: two pools recorded under one name through one Meter would have

@@ -438,6 +438,14 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       }
       pool.close();
     });
+
+    it('refuses an unknown option, naming the closest one, rather than recording under the default pool name', function () {
+      const { meter } = harness();
+      const { pool } = virtualPool();
+      const call = (): unknown => instrumentConnectionPool(pool, { meter, poolname: 'orders' } as never);
+      expect(call).to.throw(InvalidOptionError, /poolname.*did you mean poolName\?/).with.property('option', 'poolname');
+      pool.close();
+    });
   });
 
   describe('under load against the embedded endpoint', function () {
