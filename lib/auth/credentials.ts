@@ -7,7 +7,7 @@
 import { inspect } from 'node:util';
 import { saslprep } from '@mongodb-js/saslprep';
 import { InvalidOptionError } from '../errors';
-import { optionValue } from '../options';
+import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /**
  * The mechanisms this library speaks, in order of preference (a frozen array).
@@ -34,6 +34,10 @@ export interface CredentialsInit {
   /** Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. */
   mechanism?: AuthMechanism | undefined;
 }
+
+/** The keys of a {@link CredentialsInit}. */
+export const CREDENTIALS_INIT_NAMES = ['username', 'password', 'source', 'mechanism'] as const satisfies readonly (keyof CredentialsInit)[];
+true satisfies ListsEveryOption<CredentialsInit, typeof CREDENTIALS_INIT_NAMES>;
 
 const passwords = new WeakMap<MongoCredentials, string>();
 
@@ -65,7 +69,9 @@ export class MongoCredentials {
   private readonly saltedPasswords = new Map<string, Promise<Buffer>>();
 
   /**
-   * @throws {InvalidOptionError} for an empty or non-string username, a non-string password, an empty source, a
+   * @throws {InvalidOptionError} for an `init` that is not an object (option `credentials`), a key of a plain object
+   *   that is not one of {@link CredentialsInit}'s (named, with the closest one, its value not shown), an empty or
+   *   non-string username, a non-string password, an empty source, a
    *   mechanism other than SCRAM-SHA-1 and SCRAM-SHA-256, or (mechanism SCRAM-SHA-256 only) a password SASLprep
    *   refuses (a prohibited character, an unassigned code point, misplaced bidirectional characters; the message
    *   names the rule, never the password). A password for SCRAM-SHA-1 or a negotiated mechanism is not checked:
@@ -75,6 +81,11 @@ export class MongoCredentials {
    * "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST NOT be).
    */
   constructor(init: CredentialsInit) {
+    requireOptionsObject('credentials', init, 'a { username, password, source?, mechanism? } object', true);
+    // A plain object takes only the CredentialsInit keys (a misspelt `source` must not fall back to admin); a class
+    // instance (credentials of another copy of this library, say) is read through its properties.
+    const proto: unknown = Object.getPrototypeOf(init);
+    if (proto === Object.prototype || proto === null) rejectUnknownOptions(init, CREDENTIALS_INIT_NAMES, 'credentials', 'credentials.');
     // Each field read once, none from Object.prototype (see optionValue).
     const username = optionValue(init, 'username');
     const password = optionValue(init, 'password');

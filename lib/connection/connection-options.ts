@@ -6,7 +6,7 @@
  * options, loadBalanced); handshake spec, "Supporting Wrapping Libraries" (driverInfo); auth spec, "MongoCredential";
  * extension: keepAliveInitialDelay (the official Node.js driver's option of that name).
  */
-import { MongoCredentials, type CredentialsInit } from '../auth/credentials';
+import { CREDENTIALS_INIT_NAMES, MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
 import {
   optionValues,
@@ -110,15 +110,6 @@ export const CONNECTION_OPTION_NAMES = [
   ...TLS_OPTION_NAMES,
 ] as const satisfies readonly (keyof ConnectionOptions)[];
 true satisfies ListsEveryOption<ConnectionOptions, typeof CONNECTION_OPTION_NAMES>;
-
-/** The keys of a credentials object given as options (a `CredentialsInit`). */
-const CREDENTIALS_INIT_NAMES = [
-  'username',
-  'password',
-  'source',
-  'mechanism',
-] as const satisfies readonly (keyof CredentialsInit)[];
-true satisfies ListsEveryOption<CredentialsInit, typeof CREDENTIALS_INIT_NAMES>;
 
 const BOOLEAN_OPTIONS = [
   'loadBalanced',

@@ -39,6 +39,25 @@ describe('MongoCredentials', function () {
     expect(() => new MongoCredentials({ username: 'u', password: 'p', source: '' })).to.throw(InvalidOptionError, /authSource/);
   });
 
+  it('refuses init that is not an object, and a misspelt key of a plain object, naming it without its value', function () {
+    for (const init of [null, undefined, 'u:p', ['u', 'p']]) {
+      expect(() => new MongoCredentials(init as never), String(init)).to.throw(InvalidOptionError).with.property('option', 'credentials');
+    }
+    // Without the check, `sorce` was dropped and the user was looked up in admin.
+    expect(() => new MongoCredentials({ username: 'u', password: 'p', sorce: 'db' } as never))
+      .to.throw(InvalidOptionError, /credentials\.sorce.*did you mean source\?/)
+      .with.property('option', 'credentials.sorce');
+    const misspelt = (() => {
+      try {
+        return new MongoCredentials({ username: 'u', pasword: 'hunter2' } as never);
+      } catch (e) {
+        return e as InvalidOptionError;
+      }
+    })();
+    expect(misspelt).to.be.instanceOf(InvalidOptionError);
+    expect(`${(misspelt as Error).message} ${inspect(misspelt, { depth: 5 })}`).to.not.include('hunter2');
+  });
+
   it('caches salted passwords per mechanism, salt and iteration count', async function () {
     const creds = new MongoCredentials({ username: 'u', password: 'p' });
     let derived = 0;
