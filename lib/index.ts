@@ -2,6 +2,8 @@
  * `rxcmap`: a MongoDB connection pool implementing the Connection Monitoring and Pooling (CMAP) specification as one
  * serialized, RxJS-based state machine; the connections, monitor, log feed and client around it. Test helpers (the
  * embedded endpoint, mock connections, virtual time) are in `rxcmap/testing`.
+ *
+ * @packageDocumentation
  */
 export { ConnectionPool } from './client/connection-pool';
 export type { ConnectionPoolOptions } from './client/connection-pool';

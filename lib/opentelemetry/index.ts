@@ -4,6 +4,8 @@
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
  * "Connection pools".
+ *
+ * @packageDocumentation
  */
 export { instrumentConnectionPool } from './connection-pool-instrumentation';
 export type {

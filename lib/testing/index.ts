@@ -5,6 +5,8 @@
  *
  * Source: extension (the CMAP spec allows a mocked Connection for its unit tests; the fail points follow the
  * server's `failCommand`).
+ *
+ * @packageDocumentation
  */
 export { EmbeddedServer } from './embedded-server';
 export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler } from './embedded-server';
