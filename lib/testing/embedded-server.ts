@@ -30,7 +30,7 @@ import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { InvalidOptionError } from '../errors';
-import { optionValue, optionValues, type ListsEveryOption } from '../options';
+import { optionValue, optionValues, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
@@ -66,6 +66,35 @@ export interface EmbeddedServerOptions {
    * assigned to connections round-robin. Default 0 (not a load balancer: such a handshake gets no serviceId).
    */
   loadBalancedServices?: number | undefined;
+}
+
+/** Whether `value` is undefined or an integer from `min` to `max`. */
+function isIntegerOrUnset(value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean {
+  return value === undefined || (Number.isInteger(value) && (value as number) >= min && (value as number) <= max);
+}
+
+/**
+ * Checks the values of {@link EmbeddedServerOptions} (users are checked by {@link ScramUsers}).
+ *
+ * @throws {InvalidOptionError} naming the first invalid option and what it allows.
+ */
+function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
+  const { port, maxWireVersion, version, compressors, loadBalancedServices, tls: tlsOptions } = options;
+  if (!isIntegerOrUnset(port, 0, 65535)) throw new InvalidOptionError('port', port, 'an integer from 0 to 65535 (0: a free port)');
+  if (!isIntegerOrUnset(maxWireVersion, 0)) throw new InvalidOptionError('maxWireVersion', maxWireVersion, 'an integer >= 0');
+  if (version !== undefined && (typeof version !== 'string' || version === '')) {
+    throw new InvalidOptionError('version', version, 'a non-empty version string such as "8.0.0"');
+  }
+  if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (SUPPORTED_COMPRESSORS as readonly unknown[]).includes(c)))) {
+    throw new InvalidOptionError('compressors', compressors, `an array of ${SUPPORTED_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
+  }
+  if (!isIntegerOrUnset(loadBalancedServices, 0)) throw new InvalidOptionError('loadBalancedServices', loadBalancedServices, 'an integer >= 0');
+  if (tlsOptions !== undefined) {
+    const given = requireOptionsObject('tls', tlsOptions, 'an object { key, cert, ca?, requestCert? } (PEM)', true);
+    if (optionValue(given, 'key') === undefined || optionValue(given, 'cert') === undefined) {
+      throw new InvalidOptionError('tls', '<not shown>', 'an object { key, cert, ca?, requestCert? } (PEM) with key and cert');
+    }
+  }
 }
 
 /** The opCodes a wire message header may carry (what tells one from a TLS record). */
@@ -180,8 +209,20 @@ export class EmbeddedServer {
   /** The options given, each read once, none from Object.prototype (see optionValue). */
   private readonly options: EmbeddedServerOptions;
 
+  /**
+   * Makes the endpoint; nothing listens until {@link start}.
+   *
+   * @throws {InvalidOptionError} naming the option, before anything is opened: options that are not an object, a key
+   *   that is not an {@link EmbeddedServerOptions} option (with the closest one), a `port` that is not an integer
+   *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `version` that is
+   *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`), a `tls` that
+   *   is not an object with `key` and `cert`, or an invalid user (see {@link setUsers}).
+   */
   constructor(given: EmbeddedServerOptions = {}) {
+    requireOptionsObject('options', given, 'an EmbeddedServerOptions object, or nothing', true);
+    rejectUnknownOptions(given, EMBEDDED_SERVER_OPTION_NAMES, 'EmbeddedServer');
     const options = optionValues(given, EMBEDDED_SERVER_OPTION_NAMES);
+    checkEmbeddedServerOptions(options);
     this.options = options;
     this.users = new ScramUsers(options.users);
     this.services = Array.from({ length: options.loadBalancedServices ?? 0 }, () => new ObjectId());

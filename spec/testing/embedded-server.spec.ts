@@ -322,6 +322,35 @@ async function authorized(c: Connection): Promise<boolean> {
   return true;
 }
 
+describe('EmbeddedServer options', function () {
+  it('refuses, at construction, options it would misread, with an InvalidOptionError naming the option', function () {
+    const cases: [string, unknown][] = [
+      ['options', null],
+      ['options', 'port=1'],
+      ['prot', { prot: 27017 }],
+      ['port', { port: -1 }],
+      ['port', { port: 70000 }],
+      ['port', { port: '27017' }],
+      ['maxWireVersion', { maxWireVersion: -1 }],
+      ['maxWireVersion', { maxWireVersion: '9' }],
+      ['version', { version: 8 }],
+      ['version', { version: '' }],
+      ['compressors', { compressors: ['snappy'] }],
+      ['compressors', { compressors: 'zlib' }],
+      ['loadBalancedServices', { loadBalancedServices: -1 }],
+      ['loadBalancedServices', { loadBalancedServices: 1.5 }],
+      ['tls', { tls: {} }],
+      ['tls', { tls: 'on' }],
+    ];
+    for (const [option, options] of cases) {
+      expect(() => new EmbeddedServer(options as never), JSON.stringify(options)).to.throw(InvalidOptionError).with.property('option', option);
+    }
+    for (const options of [{}, undefined, { port: 0, maxWireVersion: 8, version: '4.2.0', compressors: [], loadBalancedServices: 2 }]) {
+      expect(() => new EmbeddedServer(options), JSON.stringify(options)).to.not.throw();
+    }
+  });
+});
+
 describe('EmbeddedServer users changed while running (setUsers)', function () {
   const S1 = Buffer.from('generation-0-salt');
   const S2 = Buffer.from('generation-1-salt');
