@@ -8,7 +8,7 @@
 import type { Socket } from 'node:net';
 import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
-import { optionValue } from '../options';
+import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
@@ -25,7 +25,8 @@ import {
 export interface CommandOptions {
   /**
    * Fail the command (and error the connection) if its whole reply has not arrived within this many ms of sending
-   * it, however its bytes trickle in (a deadline, not an idle timeout). 0 = no limit.
+   * it, however its bytes trickle in (a deadline, not an idle timeout): a number of ms from 0 to 2147483647 (one Node
+   * timer); 0 = no limit. Default: the connection's socketTimeoutMS.
    */
   readonly timeoutMS?: number | undefined;
   /**
@@ -36,6 +37,24 @@ export interface CommandOptions {
    * hello or legacy hello".
    */
   readonly exhaustAllowed?: boolean | undefined;
+}
+
+/** The keys of {@link CommandOptions}, and those `nextReply` takes. */
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed'] as const satisfies readonly (keyof CommandOptions)[];
+const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
+
+/**
+ * The checked options of `command` or `nextReply` (`method`): `timeoutMS` undefined for the connection's
+ * socketTimeoutMS.
+ *
+ * @throws {InvalidOptionError} as {@link Connection.command} says.
+ */
+function commandOptions(method: string, options: unknown, names: readonly string[]): { timeoutMS: number | undefined; exhaustAllowed: boolean } {
+  requireMethodOptions(method, options, names);
+  const given = optionValue(options as CommandOptions | undefined, 'timeoutMS');
+  const timeoutMS = given === undefined ? undefined : requireTimerDurationMS('timeoutMS', given);
+  const exhaustAllowed = names.includes('exhaustAllowed') && requireBoolean('exhaustAllowed', optionValue(options as CommandOptions | undefined, 'exhaustAllowed')) === true;
+  return { timeoutMS, exhaustAllowed };
 }
 
 /**
@@ -268,6 +287,11 @@ export class Connection implements PoolConnection {
    *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
+   * @throws {InvalidOptionError} (rejection) when `command` is not a document (option `command`), or for options that
+   *   are not an object (option `command options`), a key that is not a {@link CommandOptions} key (named, with the
+   *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
+   *   one would fire after 1 ms) or an `exhaustAllowed` that is not a boolean; nothing is sent and the connection
+   *   stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable.
    * @throws {WireProtocolError} (rejection) when the command cannot be sent: its document is larger than the
@@ -291,8 +315,17 @@ export class Connection implements PoolConnection {
     if (typeof db !== 'string' || db === '' || db.includes('\0')) {
       return Promise.reject(new InvalidOptionError('db', db, 'a non-empty string without NUL characters'));
     }
+    if (command === null || typeof command !== 'object' || Array.isArray(command)) {
+      return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
+    }
+    let timeoutMS: number | undefined;
+    let exhaustAllowed: boolean;
+    try {
+      ({ timeoutMS, exhaustAllowed } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const requestId = newRequestId();
-    const exhaustAllowed = optionValue(options, 'exhaustAllowed') === true;
     let message: Buffer;
     try {
       const flags = exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0;
@@ -305,7 +338,7 @@ export class Connection implements PoolConnection {
       // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
       if (compressed.length <= this.server.maxMessageSizeBytes) message = compressed;
     }
-    const reply = this.await(requestId, exhaustAllowed, optionValue(options, 'timeoutMS'));
+    const reply = this.await(requestId, exhaustAllowed, timeoutMS);
     this.socket.write(message);
     return reply;
   }
@@ -317,6 +350,9 @@ export class Connection implements PoolConnection {
    *
    * @throws {WireProtocolError} (rejection) when the connection is not {@link moreToCome}: no streamed reply will
    *   come. The connection is left as it is.
+   * @throws {InvalidOptionError} (rejection) for options that are not an object (option `nextReply options`), a key
+   *   other than `timeoutMS`, or a `timeoutMS` that is not a number of ms from 0 to 2147483647; the connection is left
+   *   as it is.
    * @throws {ConnectionBusyError} (rejection) when another read is in progress.
    * @throws {MongoServerError}, {@link MongoNetworkError}, {@link MongoNetworkTimeoutError} (rejection) as
    *   {@link command}, `timeoutMS` (default socketTimeoutMS) counting from this call; replies received before the
@@ -326,6 +362,12 @@ export class Connection implements PoolConnection {
    * processed, in the order received).
    */
   nextReply(options: { readonly timeoutMS?: number } = {}): Promise<Document> {
+    let timeoutMS: number | undefined;
+    try {
+      ({ timeoutMS } = commandOptions('nextReply', options, NEXT_REPLY_OPTION_NAMES));
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
@@ -334,7 +376,7 @@ export class Connection implements PoolConnection {
     if (this.streamResponseTo === undefined) {
       return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
     }
-    return this.await(this.streamResponseTo, true, optionValue(options, 'timeoutMS'));
+    return this.await(this.streamResponseTo, true, timeoutMS);
   }
 
   /** The reply to the request `requestId` (or the streamed reply whose responseTo it is), with its timeout armed. */

@@ -88,6 +88,54 @@ describe('Connection (TCP, OP_MSG)', function () {
     }
   });
 
+  it('refuses a command that is not a document, and options it would misread, with InvalidOptionError, sending nothing; the connection stays usable', async function () {
+    if (endpoint.connectionOptions.tls) {
+      console.log('      skipped: MONGODB_URI uses TLS, which the proxy recording the commands sent cannot read');
+      return this.skip();
+    }
+    const proxy = await startWireProxy(endpoint.address);
+    try {
+      const [host, port] = proxy.address.split(':');
+      const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
+      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal })));
+      const established = proxy.commands.length;
+      const cases: [string, () => Promise<unknown>][] = [
+        ['command', () => c.command('admin', null as never)],
+        ['command', () => c.command('admin', 'ping' as never)],
+        ['command', () => c.command('admin', [{ ping: 1 }] as never)],
+        ['command options', () => c.command('admin', { ping: 1 }, null as never)],
+        ['timeoutMs', () => c.command('admin', { ping: 1 }, { timeoutMs: 5 } as never)],
+        ['timeoutMS', () => c.command('admin', { ping: 1 }, { timeoutMS: -5 })],
+        ['timeoutMS', () => c.command('admin', { ping: 1 }, { timeoutMS: '100' as never })],
+        // Beyond what one Node timer holds: Node would fire it after 1 ms and time the command out at once.
+        ['timeoutMS', () => c.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 })],
+        ['exhaustAllowed', () => c.command('admin', { ping: 1 }, { exhaustAllowed: 'yes' as never })],
+        ['nextReply options', () => c.nextReply(null as never)],
+        ['timeoutMS', () => c.nextReply({ timeoutMS: NaN })],
+      ];
+      for (const [option, call] of cases) {
+        let pending: Promise<unknown>;
+        try {
+          pending = call();
+        } catch (error) {
+          expect.fail(`threw synchronously for ${option}: ${String(error)}`);
+        }
+        const error = await pending.then(
+          () => expect.fail(`resolved for ${option}`),
+          (e: unknown) => e,
+        );
+        expect(error, option).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option, option).to.equal(option);
+      }
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 - 1 })).to.include({ ok: 1 });
+      expect(proxy.commands.slice(established)).to.deep.equal(['ping']);
+      c.destroy();
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {
