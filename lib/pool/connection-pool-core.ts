@@ -476,7 +476,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * @throws {InvalidOptionError} synchronously, for options that are not an object (option `warmUp options`), a key
    *   other than `signal` (named, with the closest option), or a `signal` that is not an AbortSignal.
-   * @throws (rejection) the error of an establishment that failed meanwhile (the pool is then cleared unless
+   * @throws (rejection) the error of an establishment that failed meanwhile, one already under way at the call
+   *   included (`ready()` starts establishing at once) (the pool is then cleared unless
    *   `clearOnEstablishmentError` says not to: by default an error labelled `SystemOverloadedError` does not clear);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
    *   goes on filling); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
@@ -512,7 +513,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Source: extension (see {@link warmUp}).
    */
   warmUp$(): Observable<PoolSnapshot> {
-    return warmUp(this);
+    const records = this.poolState.records;
+    return warmUp({
+      address: this.address,
+      options: this.options,
+      events$: this.events$,
+      snapshot: () => this.snapshot(),
+      pendingConnectionIds: () => [...records.values()].filter((rec) => rec.state === 'pending').map((rec) => rec.id),
+    });
   }
 
   /**

@@ -23,12 +23,15 @@ export interface WarmUpSource<S extends Counts> {
   readonly options: ResolvedPoolOptions;
   readonly events$: Observable<ConnectionPoolEvent>;
   snapshot(): S;
+  /** The ids of the connections being established now (ConnectionCreated emitted, not yet ready or closed). */
+  pendingConnectionIds(): Iterable<number>;
 }
 
 /**
  * Emits the pool's snapshot, then completes, once the pool is ready and holds at least minPoolSize established
  * connections (available or in use); at once when it already does. While the pool is paused it waits (a monitor
- * readies it). Errors with the error of an establishment that failed meanwhile (the pool is then cleared), with
+ * readies it). Errors with the error of an establishment that failed meanwhile, one already under way when it was
+ * subscribed to included (`ready()` starts the pool's population at once; the pool is then cleared), with
  * PoolClosedError when the pool is or gets closed, and with InvalidOptionError when minPoolSize > 0 but background
  * runs are disabled (`backgroundThreadIntervalMS` < 0: nothing would fill the pool). Unsubscribing stops waiting;
  * the pool goes on filling.
@@ -40,8 +43,8 @@ export function warmUp<S extends Counts>(pool: WarmUpSource<S>): Observable<S> {
       subscriber.error(new InvalidOptionError('backgroundThreadIntervalMS', pool.options.backgroundThreadIntervalMS, 'a positive number for warmUp() to fill the pool to minPoolSize'));
       return undefined;
     }
-    /** Connections being established since warm-up began (their failure fails it). */
-    const establishing = new Set<number>();
+    /** Connections being established while warm-up waits (their failure fails it): those under way already too. */
+    const establishing = new Set<number>(pool.pendingConnectionIds());
     const check = (): void => {
       const s = pool.snapshot();
       if (s.state === 'closed') subscriber.error(new PoolClosedError(pool.address));

@@ -178,8 +178,6 @@ interface Life {
   owner: Request | undefined;
   /** The pool generation when it was checked out. */
   generationAtCheckOut: number;
-  /** The position of its ConnectionCreated in events$. */
-  readonly createdSeq: number;
   /** maxLifeTimeMS: the time it expires, by the documented formula (Infinity without a lifetime). */
   expiresAt: number;
   /** Its current checkout: when (ConnectionCheckedOut time) and where in events$ it was committed. */
@@ -194,10 +192,11 @@ interface Life {
 /** One warmUp() call: whether it settled, and the error it must reject with, if any. */
 interface WarmUp {
   readonly n: number;
-  /** The position in events$ of the first event after the call. */
-  readonly startSeq: number;
   settled: boolean;
-  /** The error of the first establishment started since the call that failed (ConnectionClosed(error) of a pending connection). */
+  /**
+   * The error of the first establishment under way while the call waited (started before it or since) that failed
+   * (ConnectionClosed(error) of a pending connection).
+   */
   failWith: unknown;
 }
 
@@ -709,7 +708,7 @@ class Run {
   /** warmUp(): what it settles with is checked when it settles, and in every quiescent check while it has not. */
   private warmUp(): void {
     const s = this.scenario;
-    const w: WarmUp = { n: this.warmUps.length, startSeq: this.seq, settled: false, failWith: undefined };
+    const w: WarmUp = { n: this.warmUps.length, settled: false, failWith: undefined };
     this.warmUps.push(w);
     this.pool.warmUp().then(
       (snap) =>
@@ -947,7 +946,6 @@ class Run {
           since: e.time,
           owner: undefined,
           generationAtCheckOut: -1,
-          createdSeq: seq,
           expiresAt,
           checkedOutTime: NaN,
           checkedOutSeq: -1,
@@ -976,8 +974,9 @@ class Run {
         const c = this.createdById.get(e.connectionId) ?? this.syncCreated().get(e.connectionId);
         if (e.reason === 'error') {
           if (was === 'pending' && e.error !== this.establishmentErrors.get(e.connectionId)) this.bad(`ConnectionClosed(error) ${e.connectionId} does not carry its establishment error`);
-          // warmUp(): an establishment started since the call failed, so the call rejects with its error.
-          if (was === 'pending') for (const w of this.warmUps) if (!w.settled && life.createdSeq >= w.startSeq) w.failWith ??= e.error;
+          // warmUp(): an establishment under way while the call waits (started before it or since) failed, so the call
+          // rejects with its error.
+          if (was === 'pending') for (const w of this.warmUps) if (!w.settled) w.failWith ??= e.error;
           if (was === 'available' && c?.errored !== true) this.bad(`ConnectionClosed(error) ${e.connectionId}: the connection is not errored`);
         } else if (e.reason === 'stale') {
           const g = c?.generation ?? this.descriptorGeneration.get(e.connectionId);

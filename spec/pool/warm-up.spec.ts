@@ -64,6 +64,19 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect((warm.error as Error).message).to.equal('connection 3 refused');
   });
 
+  it('rejects with the error of an establishment already under way when it was called (ready() started it), as in `pool.ready(); await pool.warmUp()`', async function () {
+    const { pool, clock } = virtualPool({ failId: 1 });
+    pool.ready(); // connections 1 and 2 are being established before warmUp() subscribes
+    expect(pool.snapshot().pendingConnectionCount).to.equal(2);
+    const warm = watch(pool.warmUp());
+    clock.advance(100);
+    await microtasks();
+    // Without counting connection 1, its failure (which clears and pauses the pool) left warmUp waiting for good.
+    expect(warm.settled, 'settled').to.equal(true);
+    expect(warm.error).to.be.instanceOf(MongoNetworkError);
+    expect((warm.error as Error).message).to.equal('connection 1 refused');
+  });
+
   it('rejects with PoolClosedError when the pool closes, and with the signal\'s reason when aborted, the pool filling on', async function () {
     const closing = virtualPool();
     closing.pool.ready();
