@@ -77,12 +77,14 @@ export function mayBeBusy(connection: PoolConnection, finished: boolean): boolea
 }
 
 /**
- * The `serviceId` a connection reports, or undefined when it reports none or it cannot be read (the connection then
- * joins the service with no id, as one whose handshake reported none).
+ * The `serviceId` a connection reports (a hex string in lower case, as `clear({ serviceId })` names it), or undefined
+ * when it reports none or it cannot be read (the connection then joins the service with no id, as one whose handshake
+ * reported none).
  */
 export function serviceIdOf(connection: PoolConnection): string | undefined {
   try {
-    return connection.serviceId;
+    const serviceId = connection.serviceId;
+    return typeof serviceId === 'string' && /[A-F]/.test(serviceId) && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : serviceId;
   } catch {
     return undefined;
   }

@@ -98,8 +98,9 @@ export interface ClearOptions {
   /** The error that caused the clear; PoolClearedError messages quote it. */
   cause?: unknown;
   /**
-   * Load-balanced mode only, and required there: the service to clear (an ObjectId or its hex string). Only that
-   * service's generation is incremented.
+   * Load-balanced mode only, and required there: the service to clear (an ObjectId or its 24-character hex string, in
+   * either case; `''` for the connections whose handshake reported no serviceId). Only that service's generation is
+   * incremented.
    */
   serviceId?: string | {
     /** The ObjectId's 24-character hex string. */
@@ -648,7 +649,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *
    * @throws {InvalidOptionError} synchronously: a key that is not an option of clear (named, with the closest option);
    *   option `serviceId` when it is missing in load-balanced mode, given
-   *   outside it, or neither an ObjectId nor a string; `interruptInUseConnections` when it is not a boolean; `clear
+   *   outside it, or neither an ObjectId nor its 24-character hex string (either case) nor `''`; `interruptInUseConnections` when it is not a boolean; `clear
    *   options` when the options are not an object.
    *
    * Source: CMAP spec, "Clearing a non-load balanced pool", "Clearing a load balanced pool".
@@ -663,7 +664,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     if (interruptInUseConnections !== undefined && typeof interruptInUseConnections !== 'boolean') {
       throw new InvalidOptionError('interruptInUseConnections', interruptInUseConnections, 'true or false');
     }
-    const serviceId = given === undefined ? undefined : typeof given === 'string' ? given : given.toHexString();
+    const serviceId = given === undefined ? undefined : normalServiceId(typeof given === 'string' ? given : given.toHexString());
     if (this.poolState.loadBalanced && serviceId === undefined) {
       throw new InvalidOptionError('serviceId', undefined, 'given to clear() in load-balanced mode (only one service is cleared)');
     }
@@ -902,6 +903,18 @@ const CLEAR_OPTION_NAMES = ['interruptInUseConnections', 'cause', 'serviceId'] a
 true satisfies ListsEveryOption<ClearOptions, typeof CLEAR_OPTION_NAMES>;
 /** The names of the options of `drain()`. */
 const DRAIN_OPTION_NAMES = ['timeoutMS'] as const;
+/**
+ * The key a service is known by: a serviceId's hex string in lower case (as `ObjectId.toHexString()` writes it and
+ * connections report it), or `''` for the connections whose handshake reported none.
+ *
+ * @throws {InvalidOptionError} (option `serviceId`) for anything else.
+ */
+function normalServiceId(serviceId: unknown): string {
+  if (serviceId === '') return serviceId;
+  if (typeof serviceId === 'string' && /^[0-9a-f]{24}$/i.test(serviceId)) return serviceId.toLowerCase();
+  throw new InvalidOptionError('serviceId', serviceId, "an ObjectId, its 24-character hex string, or '' (the connections whose handshake reported none)");
+}
+
 /** The names of the options of `warmUp()`. */
 const WARM_UP_OPTION_NAMES = ['signal'] as const;
 

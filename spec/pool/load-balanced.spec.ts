@@ -305,6 +305,26 @@ describe('load-balanced mode', function () {
       plain.close();
     });
 
+    it('clears a service named by its hex string in either case, and refuses a serviceId that names no ObjectId', async function () {
+      const mock = new MockConnectionFactory({ serviceIdOf: () => A });
+      const lb = new ConnectionPool({ address: 'lb:27017', loadBalanced: true, connectionFactory: mock.factory });
+      const events: ConnectionPoolEvent[] = [];
+      lb.events$.subscribe((e) => events.push(e));
+      lb.ready();
+      const c = await lb.checkOut();
+      // Before: an upper-case hex string was taken as another service, so A's connection was not made stale.
+      lb.clear({ serviceId: A.toUpperCase() });
+      expect(events.at(-1)).to.include({ type: 'ConnectionPoolCleared', serviceId: A });
+      expect(lb.snapshot().serviceGenerations).to.deep.equal([{ serviceId: A, generation: 1, connectionCount: 1 }]);
+      lb.checkIn(c);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      for (const serviceId of ['zzz', `${A}0`, 'not-a-service']) {
+        expect(() => lb.clear({ serviceId }), serviceId).to.throw(InvalidOptionError).with.property('option', 'serviceId');
+      }
+      expect(events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
+      lb.close();
+    });
+
     it('over sockets: serviceIds come from the handshake; clearing one service leaves the other', async function () {
       const server = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
       const pool = new ConnectionPool({ address: server.address, loadBalanced: true });
