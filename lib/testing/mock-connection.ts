@@ -3,6 +3,9 @@
  * tests, which allow a mocked Connection: CMAP spec, "Connection").
  */
 import { Observable, type SchedulerLike } from 'rxjs';
+import { InvalidOptionError } from '../errors';
+import { optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
+import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
@@ -63,12 +66,21 @@ export interface MockConnectionFactoryOptions {
   serviceIdOf?: (descriptor: ConnectionDescriptor) => string | undefined;
 }
 
+/** The option names of {@link MockConnectionFactoryOptions}. */
+const MOCK_FACTORY_OPTION_NAMES = ['establishDelayMS', 'scheduler', 'failWith', 'serviceIdOf'] as const;
+MOCK_FACTORY_OPTION_NAMES satisfies readonly (keyof MockConnectionFactoryOptions)[];
+true satisfies ListsEveryOption<MockConnectionFactoryOptions, typeof MOCK_FACTORY_OPTION_NAMES>;
+
 /**
  * Makes {@link MockConnection}s. `factory` is the {@link ConnectionFactory} to give a pool; `created` lists every
  * connection it made, `started` every establishment it began and `aborted` those the pool abandoned. Each
  * establishment takes `establishDelayMS` (ms; on `scheduler` when given, else a Node timer, or a microtask for 0).
- * The constructor checks nothing and never throws; an establishment fails (the Observable `factory` returns errors)
- * only with the Error `failWith` returns for it.
+ * An establishment fails (the Observable `factory` returns errors) only with the Error `failWith` returns for it.
+ *
+ * @throws {InvalidOptionError} from the constructor, naming the option: options that are not an object, a key that
+ *   is not a {@link MockConnectionFactoryOptions} key (with the closest one), an `establishDelayMS` that is not a
+ *   number of ms from 0 to 2147483647, a `scheduler` that is not an RxJS SchedulerLike, or a `failWith` or
+ *   `serviceIdOf` that is not a function.
  *
  * Source: CMAP spec, "Connection" (a mocked Connection for tests), "Establishing a Connection".
  */
@@ -80,7 +92,21 @@ export class MockConnectionFactory {
   /** How many establishments were unsubscribed from (abandoned by the pool) before they finished. */
   aborted = 0;
 
-  constructor(private readonly options: MockConnectionFactoryOptions = {}) {}
+  private readonly options: MockConnectionFactoryOptions;
+
+  constructor(options: MockConnectionFactoryOptions = {}) {
+    requireOptionsObject('options', options, 'a MockConnectionFactoryOptions object, or nothing', true);
+    rejectUnknownOptions(options, MOCK_FACTORY_OPTION_NAMES, 'MockConnectionFactory');
+    const o = optionValues(options, MOCK_FACTORY_OPTION_NAMES);
+    const delay = o.establishDelayMS;
+    if (delay !== undefined && (typeof delay !== 'number' || !(delay >= 0 && delay <= MAX_TIMER_DELAY_MS))) {
+      throw new InvalidOptionError('establishDelayMS', delay, `a number of ms from 0 to ${MAX_TIMER_DELAY_MS}`);
+    }
+    requireScheduler('scheduler', o.scheduler);
+    if (o.failWith !== undefined) requireFunction('failWith', o.failWith, 'a function (descriptor) => Error | undefined');
+    if (o.serviceIdOf !== undefined) requireFunction('serviceIdOf', o.serviceIdOf, 'a function (descriptor) => string | undefined');
+    this.options = o;
+  }
 
   /**
    * The factory to give a pool as `connectionFactory`: each subscription establishes one {@link MockConnection}

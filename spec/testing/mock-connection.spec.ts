@@ -1,0 +1,30 @@
+/**
+ * MockConnectionFactory: its options are checked when it is made, as every other front end's.
+ */
+import { expect } from 'chai';
+import { InvalidOptionError } from '../../lib';
+import { MockConnectionFactory, VirtualClock } from '../../lib/testing';
+
+describe('MockConnectionFactory', function () {
+  it('refuses options it would misread with an InvalidOptionError naming the option', function () {
+    const cases: [string, unknown][] = [
+      ['options', null],
+      ['options', 20],
+      // A misspelt establishDelayMS made every establishment instant, silently.
+      ['establishDelay', { establishDelay: 20 }],
+      ['establishDelayMS', { establishDelayMS: -1 }],
+      ['establishDelayMS', { establishDelayMS: '20' }],
+      ['establishDelayMS', { establishDelayMS: Infinity }],
+      ['scheduler', { scheduler: {} }],
+      ['failWith', { failWith: new Error('refused') }],
+      ['serviceIdOf', { serviceIdOf: 'aaaaaaaaaaaaaaaaaaaaaaaa' }],
+    ];
+    for (const [option, options] of cases) {
+      expect(() => new MockConnectionFactory(options as never), JSON.stringify(options)).to.throw(InvalidOptionError).with.property('option', option);
+    }
+    const clock = new VirtualClock();
+    for (const options of [undefined, {}, { scheduler: clock, establishDelayMS: 0 }, { establishDelayMS: 5, failWith: () => undefined, serviceIdOf: () => undefined }]) {
+      expect(() => new MockConnectionFactory(options), String(options && Object.keys(options))).to.not.throw();
+    }
+  });
+});
