@@ -35,7 +35,19 @@ export class MockConnection implements PoolConnection {
   /** The error the first `destroy(error)` was given, if any. */
   destroyError: Error | undefined;
 
+  /**
+   * Makes the connection a factory hands over for `descriptor` (a pool checks that it carries the descriptor's id).
+   *
+   * @throws {InvalidOptionError} (option `descriptor`) when `descriptor` is not an object with an integer `id`, an
+   *   integer `generation` and a string `address`; (option `serviceId`) when `serviceId` is neither a string nor
+   *   undefined.
+   */
   constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>, serviceId?: string) {
+    const d = descriptor as Partial<ConnectionDescriptor> | null | undefined;
+    if (d === null || typeof d !== 'object' || !Number.isInteger(d.id) || !Number.isInteger(d.generation) || typeof d.address !== 'string') {
+      throw new InvalidOptionError('descriptor', descriptor, 'an object { id, generation, address } (a ConnectionDescriptor)');
+    }
+    if (serviceId !== undefined && typeof serviceId !== 'string') throw new InvalidOptionError('serviceId', serviceId, 'a hex string, or undefined');
     this.serviceId = serviceId;
     this.id = descriptor.id;
     this.generation = descriptor.generation;

@@ -3,7 +3,7 @@
  */
 import { expect } from 'chai';
 import { InvalidOptionError } from '../../lib';
-import { MockConnectionFactory, VirtualClock } from '../../lib/testing';
+import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 
 describe('MockConnectionFactory', function () {
   it('refuses options it would misread with an InvalidOptionError naming the option', function () {
@@ -26,5 +26,13 @@ describe('MockConnectionFactory', function () {
     for (const options of [undefined, {}, { scheduler: clock, establishDelayMS: 0 }, { establishDelayMS: 5, failWith: () => undefined, serviceIdOf: () => undefined }]) {
       expect(() => new MockConnectionFactory(options), String(options && Object.keys(options))).to.not.throw();
     }
+  });
+
+  it('a MockConnection refuses a descriptor it cannot take its id, generation and address from', function () {
+    for (const descriptor of [null, undefined, 1, {}, { id: '1', generation: 0, address: 'h:1' }, { id: 1, generation: 0 }]) {
+      expect(() => new MockConnection(descriptor as never), JSON.stringify(descriptor)).to.throw(InvalidOptionError).with.property('option', 'descriptor');
+    }
+    expect(() => new MockConnection({ id: 1, generation: 0, address: 'h:1' }, 5 as never)).to.throw(InvalidOptionError).with.property('option', 'serviceId');
+    expect(new MockConnection({ id: 1, generation: 0, address: 'h:1' })).to.include({ id: 1, generation: 0, address: 'h:1', serviceId: undefined });
   });
 });
