@@ -226,7 +226,7 @@ function serveWaiters<C extends PoolConnection>(s: PoolState<C>, out: Command<C>
     if (hasUnclaimedEstablishment(s)) {
       // An establishment is under way with no claimant: wait for it rather than start another.
     } else if (canStartEstablishment(s)) {
-      createConnection(s, out);
+      createConnection(s, out, w);
       w.deadline = undefined; // it establishes the connection it started: waitQueueTimeoutMS ends here
     } else {
       break;
@@ -533,7 +533,7 @@ function checkIn<C extends PoolConnection>(
 // ---------------------------------------------------------------------------------------------------------------
 // Connections: create, establish, make available, close
 
-function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
+function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[], starter?: Waiter<C>): void {
   const id = s.nextConnectionId++;
   const rec: ConnectionRecord<C> = {
     id,
@@ -548,6 +548,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     checkOutSite: undefined,
     leakSuspected: false,
     holder: undefined,
+    starter,
     prev: undefined,
     next: undefined,
   };
@@ -573,18 +574,21 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
   const handshakeGeneration = s.handshakeGenerations?.get(id);
   if (handshakeGeneration !== undefined) s.handshakeGenerations!.delete(id);
   const stale = handshakeGeneration === undefined ? isStale(s, rec) : handshakeGeneration !== s.serviceGenerations.get(rec.serviceId!)!.generation;
+  // The checkout that started it, when it still waits on it: a replacement made below is started for it in turn.
+  const starter = rec.starter?.state === 'claimant' ? rec.starter : undefined;
+  rec.starter = undefined;
   if (stale) {
     // Established for a generation that has since been cleared: closed, never handed out.
     closeRecord(s, rec, 'stale', out);
     // Load-balanced mode (its service was cleared while it authenticated): a service clear leaves the WaitQueue, so
     // the checkout that claimed it gets another establishment.
-    if (s.loadBalanced && s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
+    if (s.loadBalanced && s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out, starter);
   } else if (isErrored(connection)) {
     // Perished as it became ready (the runner fails the establishment of a connection that arrives errored, so only
     // an `established` action sent by other means gets here errored): never made available; the checkout that
     // claimed it gets another establishment when the limits allow.
     closeRecord(s, rec, 'error', out);
-    if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out);
+    if (s.claimants.length > s.claimablePendingCount && canStartEstablishment(s)) createConnection(s, out, starter);
     refill = false;
   } else if (s.claimants.length === 0 && expiredReason(s, rec) !== undefined) {
     // Past its lifetime (maxLifeTimeMS counts from ConnectionCreated) as it became ready, and no checkout waits for
@@ -601,8 +605,12 @@ function established<C extends PoolConnection>(s: PoolState<C>, id: number, conn
       emit(out, { type: 'ConnectionReady', address: s.address, time: now(s), connectionId: id, duration: now(s) - rec.createdAt });
     }
     const claimant = s.claimants.shift();
-    if (claimant !== undefined) checkOutTo(s, claimant, rec, out);
-    else makeAvailable(s, rec);
+    if (claimant !== undefined) {
+      checkOutTo(s, claimant, rec, out);
+      if (starter !== undefined && starter !== claimant) passClaim(s, starter, claimant, out);
+    } else {
+      makeAvailable(s, rec);
+    }
   }
   serveWaiters(s, out);
   if (refill) populate(s, out);
@@ -630,11 +638,39 @@ function establishFailed<C extends PoolConnection>(
       if (serviceId !== undefined) clearService(s, serviceId, out, error);
     }
   }
+  const starter = rec.starter;
   closeRecord(s, rec, 'error', out, error);
-  if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
+  if (claimant !== undefined) {
+    failWaiter(s, claimant, 'connectionError', error, out);
+    if (starter !== undefined && starter !== claimant && starter.state === 'claimant') passClaim(s, starter, claimant, out);
+  }
   serveWaiters(s, out);
   // No populate here: after an error, minPoolSize is restored by the next Background Thread Run, never at the same
   // instant (an establishment failing at once would otherwise be retried in a loop).
+}
+
+/**
+ * The outcome of the establishment `starter` started went to `claimant`, an older checkout (each outcome goes to the
+ * oldest claimant), so `starter`, still waiting, now waits on the claim `claimant` held. When that was an establishment
+ * `claimant` started, `starter` takes it over as its own; otherwise (a background populate, or one whose claimant
+ * left) `starter` waits on an establishment it did not start, and waitQueueTimeoutMS applies to it again, from when
+ * it entered the WaitQueue, but never ending before the deadline `claimant` had (CMAP "WaitQueue": members time out
+ * aggressively; only the checkout that establishes its connection leaves waitQueueTimeoutMS behind).
+ */
+function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>, claimant: Waiter<C>, out: Command<C>[]): void {
+  const timeout = s.options.waitQueueTimeoutMS;
+  if (timeout === 0) return; // no deadlines to keep
+  if (claimant.deadline === undefined) {
+    for (const rec of s.records.values()) {
+      if (rec.state === 'pending' && rec.starter === claimant) {
+        rec.starter = starter;
+        return;
+      }
+    }
+  }
+  const deadline = Math.max(claimant.deadline ?? -Infinity, starter.startedAt! + timeout);
+  starter.deadline = deadline;
+  if (s.waitTimerAt === undefined || s.waitTimerAt > deadline) armTimer(s, 'waitQueue', deadline, out);
 }
 
 function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {

@@ -36,6 +36,11 @@ export interface ConnectionRecord<C> {
   connection: C | undefined;
   /** The checkout that holds it while `in use`: a check-in must come from that checkout to be accepted. */
   holder: Waiter<C> | undefined;
+  /**
+   * While pending: the checkout that started its establishment (CMAP "Checking Out a Connection": it left the WaitQueue
+   * to establish it, so waitQueueTimeoutMS no longer applies to it); undefined for a background populate.
+   */
+  starter: Waiter<C> | undefined;
   /** Clock time (ms) of ConnectionCreated. */
   readonly createdAt: number;
   /** Clock time (ms) its lifetime ends (maxLifeTimeMS); Infinity without a lifetime. */

@@ -194,6 +194,50 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.connectionOf(w2)?.id).to.equal(1);
     });
 
+    it('times out a checkout whose establishment went to an older checkout, leaving it waiting on a background populate', function () {
+      // Connection 1 is the Background Thread's; w1 claims it, w2 starts connection 2. Connection 2 is established
+      // first and goes to w1, the oldest: w2 is now waiting on the populate, which it did not start.
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      b.time = 1;
+      expect(b.succeed(2)).to.equal(b.connectionOf(w1));
+      b.advanceTo(1000); // the populate takes 1000 ms
+      expect(b.errorOf(w2), 'timed out by its deadline').to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.events.find((e) => e.type === 'ConnectionCheckOutFailed')).to.include({ reason: 'timeout', time: 50, duration: 50 });
+      b.succeed(1);
+      expect(b.state.available.size, 'the populated connection is kept, available').to.equal(1);
+    });
+
+    it('times out a checkout whose establishment failed for an older checkout, leaving it waiting on a background populate', function () {
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut(); // claims connection 1, the populate
+      const w2 = b.checkOut(); // starts connection 2
+      b.time = 1;
+      b.failEstablishment(2, new Error('connection 2 refused'), false);
+      expect(b.errorOf(w1)?.message, 'the outcome goes to the oldest claimant').to.equal('connection 2 refused');
+      b.advanceTo(1000);
+      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.events.filter((e) => e.type === 'ConnectionCheckOutFailed').at(-1)).to.include({ reason: 'timeout', time: 50 });
+    });
+
+    it('lets a checkout whose establishment went to an older one wait on that one\'s own establishment without a deadline', function () {
+      // w1 and w2 each start an establishment; connection 2 (w2's) is established first and goes to w1: w2 takes over
+      // connection 1, which w1 started for a checkout, as its own.
+      const b = new Bench({ maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      b.time = 1;
+      expect(b.succeed(2)).to.equal(b.connectionOf(w1));
+      b.advanceTo(1000);
+      expect(w2.state, 'still waiting on the establishment it took over').to.equal('claimant');
+      expect(b.succeed(1)).to.equal(b.connectionOf(w2));
+    });
+
     it('skips cancelled waiters without failing the next one early', function () {
       const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
       b.dispatch({ type: 'ready' });
