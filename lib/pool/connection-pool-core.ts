@@ -386,13 +386,20 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   /**
    * Load-balanced mode: the current generation of the service `serviceId` (CMAP `serviceGenerations[serviceId]`), 0
    * for a service the pool counts no connection of (an entry goes with its last connection, and a new one starts at
-   * 0). One map lookup, for callers that need the number on every command (a {@link snapshot} copies every service).
-   * Never throws.
+   * 0). `serviceId` is named as `clear({ serviceId })` takes it: an ObjectId, its 24-character hex string in either
+   * case, or `''` (the connections whose handshake reported none). One map lookup for a service the pool counts, for
+   * callers that need the number on every command (a {@link snapshot} copies every service).
+   *
+   * @throws {InvalidOptionError} (option `serviceId`) for a value that names no ObjectId.
    *
    * Source: CMAP spec, "Connection Pool Members" (`serviceGenerations`), "Clearing a load balanced pool".
    */
-  serviceGeneration(serviceId: string): number {
-    return this.poolState.serviceGenerations.get(serviceId)?.generation ?? 0;
+  serviceGeneration(serviceId: string | { toHexString(): string }): number {
+    const services = this.poolState.serviceGenerations;
+    const known = typeof serviceId === 'string' ? services.get(serviceId) : undefined;
+    if (known !== undefined) return known.generation;
+    const key = normalServiceId(typeof serviceId === 'object' && serviceId !== null && typeof serviceId.toHexString === 'function' ? serviceId.toHexString() : serviceId);
+    return services.get(key)?.generation ?? 0;
   }
 
   /** CMAP `ConnectionPool.state`: `paused`, `ready` or `closed`. Source: CMAP spec, "Connection Pool" (`state`). */

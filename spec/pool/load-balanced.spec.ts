@@ -343,6 +343,8 @@ describe('load-balanced mode', function () {
           pool.snapshot().serviceGenerations.map((g) => g.generation),
         );
         expect([pool.serviceGeneration(c1.serviceId!), pool.serviceGeneration(c2.serviceId!), pool.serviceGeneration(A)]).to.deep.equal([1, 0, 0]);
+        expect([pool.serviceGeneration(server.services[0]), pool.serviceGeneration(c1.serviceId!.toUpperCase())], 'named as clear() names it').to.deep.equal([1, 1]);
+        expect(() => pool.serviceGeneration('zzz'), 'a value naming no ObjectId').to.throw(InvalidOptionError, /serviceId/);
         expect(pool.state).to.equal('ready');
         pool.checkIn(c1);
         pool.checkIn(c2);
