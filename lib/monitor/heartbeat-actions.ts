@@ -6,15 +6,17 @@
  * Source: server monitoring spec, "Marking the connection pool as ready (CMAP only)", "Network or command error
  * during server check"; CMAP spec, "interruptInUseConnections".
  */
-import { filter, map, type OperatorFunction } from 'rxjs';
+import { mergeMap, type OperatorFunction } from 'rxjs';
 import { MongoNetworkTimeoutError } from '../errors';
 import type { PoolInputAction } from '../pool/connection-pool-core';
-import type { ServerHeartbeatEvent } from './heartbeat-events';
+import type { ServerHeartbeatEvent, ServerHeartbeatFailedEvent } from './heartbeat-events';
 
 /**
  * Maps heartbeat events to pool input actions: ServerHeartbeatSucceeded → `{ type: 'ready' }`;
  * ServerHeartbeatFailed → `{ type: 'clear', cause: error, interruptInUseConnections: error is a network timeout }`;
- * ServerHeartbeatStarted → nothing.
+ * ServerHeartbeatStarted → nothing. Any other value (a pool or client event of a merged stream such as a client's
+ * `events$`, or a value that is no event at all: null, a number, an object without a heartbeat `type`) → nothing: it
+ * is passed over, without erroring the stream, so that only a heartbeat can ready or clear the pool.
  *
  * @example
  * ```ts
@@ -26,14 +28,17 @@ import type { ServerHeartbeatEvent } from './heartbeat-events';
  * timeout); as an RxJS operator: extension.
  */
 export function heartbeatActions(): OperatorFunction<ServerHeartbeatEvent, PoolInputAction> {
-  return (events) =>
-    events.pipe(
-      filter((e) => e.type !== 'ServerHeartbeatStarted'),
-      map(
-        (e): PoolInputAction =>
-          e.type === 'ServerHeartbeatFailed'
-            ? { type: 'clear', cause: e.error, interruptInUseConnections: e.error instanceof MongoNetworkTimeoutError }
-            : { type: 'ready' },
-      ),
-    );
+  return (events) => events.pipe(mergeMap((e: unknown): PoolInputAction[] => actionFor(e)));
+}
+
+/** The pool input action for one value of the stream: none for anything but a ServerHeartbeatSucceeded / Failed. */
+function actionFor(e: unknown): PoolInputAction[] {
+  if (e === null || typeof e !== 'object') return [];
+  const event = e as Partial<ServerHeartbeatEvent>;
+  if (event.type === 'ServerHeartbeatSucceeded') return [{ type: 'ready' }];
+  if (event.type === 'ServerHeartbeatFailed') {
+    const error = (event as ServerHeartbeatFailedEvent).error;
+    return [{ type: 'clear', cause: error, interruptInUseConnections: error instanceof MongoNetworkTimeoutError }];
+  }
+  return [];
 }
