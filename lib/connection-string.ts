@@ -166,8 +166,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
 /**
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
  *
- * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a valid connection string (a
- *   query key with no "=" and value included; a Unix domain socket path whose slashes are not URL encoded, named with
+ * @throws {InvalidOptionError} (option `uri`, or the option concerned) when it is not a string, or not a valid
+ *   connection string (a query key with no "=" and value included; a Unix domain socket path whose slashes are not URL encoded, named with
  *   its encoded form); for conflicting TLS options, whatever their values: `tlsInsecure` with
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
@@ -239,6 +239,8 @@ export function parseConnectionStringForClient(uri: string, options: { readonly 
 }
 
 function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined, maxPoolSizeOption: number | undefined): ParsedConnectionString {
+  // Called from JavaScript, the URI may be anything: only a string is parsed (a URL object, say, is refused too).
+  if (typeof uri !== 'string') throw new InvalidOptionError('uri', uri, 'a string: a mongodb:// connection string');
   rejectUnescapedSocketPath(uri);
   let parsed: ConnectionString;
   try {

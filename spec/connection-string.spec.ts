@@ -380,3 +380,23 @@ describe('parseConnectionString', function () {
     expect((error as Error).message).to.match(/must be percent-encoded/);
   });
 });
+
+describe('parseConnectionString*() given a URI that is not a string', () => {
+  for (const [label, value] of [['a number', 5], ['null', null], ['undefined', undefined], ['an object', {}], ['a URL', new URL('mongodb://localhost')]] as const) {
+    it(`refuses ${label} with an InvalidOptionError naming uri and saying a string is allowed`, () => {
+      for (const parse of [(uri: unknown) => parseConnectionString(uri as string), (uri: unknown) => parseConnectionStringWithCredentials(uri as string, { username: 'u', password: 'p' })]) {
+        let thrown: unknown;
+        try {
+          parse(value);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).to.be.instanceOf(InvalidOptionError);
+        const error = thrown as InvalidOptionError;
+        expect(error.option).to.equal('uri');
+        expect(error.allowed).to.match(/^a string/);
+        expect(error.message).to.not.match(/startsWith|Cannot read|is not a function/);
+      }
+    });
+  }
+});

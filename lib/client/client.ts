@@ -672,7 +672,7 @@ export class Client {
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec.
  *
- * @throws {InvalidOptionError} for an invalid URI, an unknown option or invalid option value given here, or an
+ * @throws {InvalidOptionError} for a URI that is not a string (option `uri`), an invalid URI, an unknown option or invalid option value given here, or an
  *   impossible combination (see {@link Client} and `parseConnectionString`). Unknown URI options and invalid URI values
  *   are not errors (but for an empty authSource): they are `warnings`, each logged as a `warn` message of the `client`
  *   component.

@@ -11,6 +11,21 @@ import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoi
 import { startWireProxy } from '../support/wire-proxy';
 
 describe('connect() / Client', function () {
+  it('refuses a URI that is not a string with an InvalidOptionError naming uri, not an internal message', () => {
+    for (const value of [5, null, undefined, {}, ['mongodb://localhost']]) {
+      let thrown: unknown;
+      try {
+        connect(value as unknown as string);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, String(value)).to.be.instanceOf(InvalidOptionError);
+      expect((thrown as InvalidOptionError).option).to.equal('uri');
+      expect((thrown as InvalidOptionError).message).to.match(/^Invalid uri: .* \(uri must be a string/);
+      expect((thrown as InvalidOptionError).message).to.not.match(/startsWith|Cannot read|is not a function/);
+    }
+  });
+
   const servers: EmbeddedServer[] = [];
   let client: Client | undefined;
 
