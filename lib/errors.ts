@@ -58,7 +58,7 @@ export class CmapError extends Error {
  * A pool, connection, logging or client option was given a value it does not allow, or an options object has a key
  * that is not an option (a misspelt name, say). Thrown synchronously by the constructor or function that received it.
  *
- * - `option`: the option's name, e.g. `"maxPoolSize"` (a nested one as `"componentSeverities.connection"`).
+ * - `option`: the option's name, e.g. `"maxPoolSize"` (a nested one by its path, as `"logging.componentSeverities.connection"`).
  * - `value`: the value given, or a `<... not shown>` placeholder for a secret (a password, credentials).
  * - `allowed`: what the option accepts, in words.
  * - `suggestion`: for an unknown option, the known option it most likely meant (`"maxPoolSize"` for
@@ -78,7 +78,7 @@ export class InvalidOptionError extends CmapError {
   readonly suggestion: string | undefined;
 
   constructor(
-    /** The option's name, e.g. `"maxPoolSize"` (a nested one as `"componentSeverities.connection"`). */
+    /** The option's name, e.g. `"maxPoolSize"` (a nested one by its path, as `"logging.componentSeverities.connection"`). */
     readonly option: string,
     value: unknown,
     /** What the option accepts, in words, e.g. `"an integer >= 0"`. */

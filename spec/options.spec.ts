@@ -184,7 +184,7 @@ describe('options of the wrong type', function () {
     ['zlibCompressionLevel: "5"', { connectionOptions: { zlibCompressionLevel: '5' } }, 'zlibCompressionLevel', /from -1 to 9/],
     ['appName: 5', { connectionOptions: { appName: 5 } }, 'appName', /a string/],
     ['tlsCAFile: ""', { connectionOptions: { tlsCAFile: '' } }, 'tlsCAFile', /a non-empty string/],
-    ['componentSeverities: null', { logging: { componentSeverities: null } }, 'componentSeverities', /an object of levels/],
+    ['componentSeverities: null', { logging: { componentSeverities: null } }, 'logging.componentSeverities', /an object of levels/],
   ];
   for (const [name, given, option, allowed] of cases) {
     it(`ConnectionPool: ${name} is an InvalidOptionError naming ${option}`, function () {

@@ -123,7 +123,9 @@ const SEVERITY_KEYS: readonly (LogComponent | 'default')[] = [...LOG_COMPONENTS,
  *   a logging option or a componentSeverities key that is not a component of {@link LOG_COMPONENTS} or `default`
  *   (naming the closest one), componentSeverities that is not an object, a level not in {@link LOG_LEVELS}, a
  *   negative or non-integer maxDocumentLength, an empty path, or a path that is neither a string nor a sink object
- *   with `write` and, if given, `close` functions. Invalid environment values are ignored.
+ *   with `write` and, if given, `close` functions. Invalid environment values are ignored. The error names the option
+ *   by its path from the client or pool options that hold these: `logging` itself, `logging.path`,
+ *   `logging.maxDocumentLength`, `logging.componentSeverities`, `logging.componentSeverities.connection`.
  */
 export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.ProcessEnv = process.env): LogSettings {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -133,12 +135,12 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
   // Each option read once, none from Object.prototype (see optionValue).
   const { componentSeverities, maxDocumentLength, path } = optionValues(options, LOGGING_OPTION_NAMES);
   const severitiesShape = `an object of levels by component (${SEVERITY_KEYS.join(', ')})`;
-  const levels = requireOptionsObject('componentSeverities', componentSeverities, severitiesShape) ?? {};
-  rejectUnknownOptions(levels, SEVERITY_KEYS, 'componentSeverities', 'componentSeverities.');
+  const levels = requireOptionsObject('logging.componentSeverities', componentSeverities, severitiesShape) ?? {};
+  rejectUnknownOptions(levels, SEVERITY_KEYS, 'logging.componentSeverities', 'logging.componentSeverities.');
   const given = optionValues(levels as Partial<Record<LogComponent | 'default', LogLevel>>, SEVERITY_KEYS);
   for (const [component, level] of Object.entries(given)) {
     if (level !== undefined && !isLevel(level)) {
-      throw new InvalidOptionError(`componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
+      throw new InvalidOptionError(`logging.componentSeverities.${component}`, level, `one of ${LOG_LEVELS.join(', ')}`);
     }
   }
   const envLevel = (name: string): LogLevel | undefined => {
@@ -151,14 +153,14 @@ export function resolveLogSettings(options: LoggingOptions = {}, env: NodeJS.Pro
   }
 
   if (maxDocumentLength !== undefined && !(Number.isSafeInteger(maxDocumentLength) && maxDocumentLength >= 0)) {
-    throw new InvalidOptionError('maxDocumentLength', maxDocumentLength, 'an integer >= 0');
+    throw new InvalidOptionError('logging.maxDocumentLength', maxDocumentLength, 'an integer >= 0');
   }
   const envLength = env.MONGODB_LOG_MAX_DOCUMENT_LENGTH;
   const parsedLength = envLength !== undefined && /^\d+$/.test(envLength.trim()) ? Number(envLength) : undefined;
 
   const sinkShape = '"stderr", "stdout", a file path, or a sink object with a write(message) function';
   if (path !== undefined) {
-    if (typeof path === 'string' ? path.trim() === '' : !isSink(path)) throw new InvalidOptionError('path', path, sinkShape);
+    if (typeof path === 'string' ? path.trim() === '' : !isSink(path)) throw new InvalidOptionError('logging.path', path, sinkShape);
   }
   const envPath = env.MONGODB_LOG_PATH?.trim();
   return Object.freeze({

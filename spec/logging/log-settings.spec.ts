@@ -53,13 +53,33 @@ describe('resolveLogSettings', function () {
     const path = thrown({ pathh: 'stderr' });
     expect(path).to.include({ option: 'logging.pathh', suggestion: 'path' });
     expect(path.message).to.equal('Unknown option logging.pathh of logging: did you mean path?');
-    expect(thrown({ componentSeverities: { conection: 'debug' } })).to.include({ option: 'componentSeverities.conection', suggestion: 'connection' });
+    expect(thrown({ componentSeverities: { conection: 'debug' } })).to.include({ option: 'logging.componentSeverities.conection', suggestion: 'connection' });
     expect(thrown({ componentSeverities: { Client: 'warn' } })).to.include({ suggestion: 'client' });
     expect(thrown({ componentSeverities: 'debug' }).message).to.equal(
-      'Invalid componentSeverities: "debug" (componentSeverities must be an object of levels by component (client, connection, topology, default))',
+      'Invalid logging.componentSeverities: "debug" (logging.componentSeverities must be an object of levels by component (client, connection, topology, default))',
     );
-    expect(thrown({ componentSeverities: ['debug'] }).option).to.equal('componentSeverities');
+    expect(thrown({ componentSeverities: ['debug'] }).option).to.equal('logging.componentSeverities');
     expect(thrown([]).option).to.equal('logging');
+  });
+
+  it('names every invalid or unknown logging option by its path from the client or pool options, as logging.<option>', function () {
+    const optionOf = (options: unknown): string => {
+      try {
+        resolveLogSettings(options as never, {});
+      } catch (error) {
+        if (error instanceof InvalidOptionError) return error.option;
+        throw error;
+      }
+      throw new Error(`accepted ${JSON.stringify(options)}`);
+    };
+    expect(optionOf({ pathh: 'stderr' })).to.equal('logging.pathh');
+    expect(optionOf({ path: 5 })).to.equal('logging.path');
+    expect(optionOf({ path: '' })).to.equal('logging.path');
+    expect(optionOf({ maxDocumentLength: -1 })).to.equal('logging.maxDocumentLength');
+    expect(optionOf({ componentSeverities: 'debug' })).to.equal('logging.componentSeverities');
+    expect(optionOf({ componentSeverities: { connection: 'loud' } })).to.equal('logging.componentSeverities.connection');
+    expect(optionOf({ componentSeverities: { conection: 'debug' } })).to.equal('logging.componentSeverities.conection');
+    expect(optionOf(5)).to.equal('logging');
   });
 
   it('willLog: debug messages need debug or trace', function () {

@@ -26,7 +26,7 @@ describe('log sinks', function () {
   for (const [what, sink] of bad) {
     it(`refuses ${what} as the path, at construction, with an InvalidOptionError naming it`, function () {
       const make = (): unknown => new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: debug, path: sink as never } });
-      expect(make).to.throw(InvalidOptionError, /Invalid path: .*a sink object with a write\(message\) function/);
+      expect(make).to.throw(InvalidOptionError, /Invalid logging\.path: .*a sink object with a write\(message\) function/);
     });
   }
 
