@@ -10,7 +10,12 @@
  *
  * Where it differs from mongod, and says so: a mode or data field it does not implement (`{ activationProbability }`;
  * `namespace`, `threadName`, `errorExtraInfo`, `failAllCommands`, ...) is refused with `BadValue` naming it, where
- * mongod would apply it. Error labels come only from `errorLabels`: the labels a mongod adds on its own (such as
+ * mongod would apply it. So is a data value it would otherwise not act on, naming it: an `errorCode` that is not a
+ * 32-bit integer (`'x'`, `2.5`), `errorLabels` that are not an array of strings, a `closeConnection` or
+ * `blockConnection` that is not a boolean, an `appName` that is not a string (mongod takes such data and leaves the
+ * fail point silently doing nothing, or, for a number, takes it for a boolean). A `blockTimeMS` that is not a
+ * non-negative integer is taken, and a command the fail point blocks then fails with InvalidOptions (72), as on
+ * mongod. Error labels come only from `errorLabels`: the labels a mongod adds on its own (such as
  * `RetryableWriteError` for a retryable error of a retryable write on 4.4+) are not added. An `errorCode` it has no
  * name for gets codeName `Location<code>`, as mongod names a code missing from its table. `failCommands` names are
  * matched without regard to case (so `isMaster` covers `ismaster`, as on mongod, where both name one command; but
@@ -150,6 +155,10 @@ export class FailCommandPoint {
         errmsg: `the embedded endpoint's failCommand does not implement data.${unsupported} (it implements ${[...SUPPORTED_DATA].join(', ')})`,
       };
     }
+    const invalid = invalidDataValue(data);
+    if (invalid !== undefined) {
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `the embedded endpoint's failCommand takes data.${invalid}` };
+    }
     if (mode === 'alwaysOn') {
       // A new mode replaces the former one whole: a skip or count still left from it does not carry over.
       this.mode = 'alwaysOn';
@@ -231,6 +240,32 @@ export class FailCommandPoint {
       writeConcernError,
     };
   }
+}
+
+/** The most and least an error code can be: mongod's error codes are 32-bit integers. */
+const INT32_MAX = 2 ** 31 - 1;
+const INT32_MIN = -(2 ** 31);
+
+/**
+ * The first data field whose value the fail point would not act on as given, as `<field> as <what it takes>, not
+ * <value>`; undefined when every one given is valid. `blockTimeMS` is not judged here: as on mongod, a command the
+ * fail point blocks fails with InvalidOptions when it is not a non-negative integer.
+ */
+function invalidDataValue(data: Document): string | undefined {
+  const shown = (value: unknown): string => (typeof value === 'number' ? String(value) : JSON.stringify(value) ?? String(value));
+  const code = data.errorCode;
+  if (code !== undefined && !(Number.isInteger(code) && code >= INT32_MIN && code <= INT32_MAX)) {
+    return `errorCode as a 32-bit integer, not ${shown(code)}`;
+  }
+  const labels = data.errorLabels;
+  if (labels !== undefined && !(Array.isArray(labels) && labels.every((label) => typeof label === 'string'))) {
+    return `errorLabels as an array of strings, not ${shown(labels)}`;
+  }
+  for (const field of ['closeConnection', 'blockConnection'] as const) {
+    if (data[field] !== undefined && typeof data[field] !== 'boolean') return `${field} as a boolean, not ${shown(data[field])}`;
+  }
+  if (data.appName !== undefined && typeof data.appName !== 'string') return `appName as a string, not ${shown(data.appName)}`;
+  return undefined;
 }
 
 /** Whether the data makes the fail point do anything to a command (else mongod does not count it as a use). */

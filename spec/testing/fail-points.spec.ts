@@ -107,6 +107,33 @@ describe('FailCommandPoint (failCommand)', function () {
     expect(fp.match('hello', 'A')).to.deep.equal({ blockTimeMS: 750, closeConnection: false, error: undefined, writeConcernError: undefined });
   });
 
+  it('refuses, naming it, a data value it would otherwise not act on (mongod leaves such a fail point silently doing nothing)', function () {
+    const fp = new FailCommandPoint();
+    const invalid: [string, unknown][] = [
+      ['errorCode', 'x'],
+      ['errorCode', 2.5],
+      ['errorCode', Number.NaN],
+      ['errorCode', null],
+      ['errorCode', 2 ** 31],
+      ['errorLabels', 'RetryableWriteError'],
+      ['errorLabels', [5]],
+      ['closeConnection', 'true'],
+      ['closeConnection', 1],
+      ['blockConnection', 'yes'],
+      ['appName', 5],
+    ];
+    for (const [field, value] of invalid) {
+      const reply = fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], closeConnection: true, [field]: value } });
+      expect(reply, `${field}: ${String(value)}`).to.include({ ok: 0, code: 2, codeName: 'BadValue' });
+      expect(reply.errmsg, `${field}: ${String(value)}`).to.include(`data.${field}`);
+      expect(fp.active, `${field}: ${String(value)}`).to.equal(false);
+    }
+    // Valid values are still taken, and a blockTimeMS mongod would take and then fail the command with keeps doing so.
+    const valid = { failCommands: ['find'], errorCode: 91, errorLabels: ['RetryableWriteError'], closeConnection: false, blockConnection: true, blockTimeMS: -5, appName: 'A' };
+    expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: valid })).to.deep.equal({ ok: 1 });
+    expect(fp.match('find', 'A')?.error).to.include({ code: 72 });
+  });
+
   it('refuses an unknown fail point, a missing failCommands, and an unknown mode', function () {
     const fp = new FailCommandPoint();
     expect(fp.configure({ configureFailPoint: 'other', mode: 'alwaysOn' })).to.include({ ok: 0 });
