@@ -22,6 +22,7 @@
  * `PING` matches `ping` too, which mongod's exact match would not).
  */
 import type { Document } from 'bson';
+import { InvalidOptionError } from '../errors';
 
 /**
  * What a matching command must suffer, in order: block, then close the connection or fail with an error, else run
@@ -118,8 +119,11 @@ export class FailCommandPoint {
   /**
    * @param onConfigure called after every configuration that was applied (mode on or off), so that the endpoint can
    *   end the waits of awaitable hellos the fail point now applies to. Source: extension.
+   * @throws {InvalidOptionError} (option `onConfigure`) when it is given and is not a function.
    */
-  constructor(private readonly onConfigure: () => void = () => undefined) {}
+  constructor(private readonly onConfigure: () => void = () => undefined) {
+    if (typeof onConfigure !== 'function') throw new InvalidOptionError('onConfigure', onConfigure, 'a function, or nothing');
+  }
 
   /** Whether the fail point is on. */
   get active(): boolean {
@@ -128,9 +132,13 @@ export class FailCommandPoint {
 
   /**
    * Applies a `configureFailPoint` command. Returns the reply: `{ ok: 1 }`, or an `ok: 0` error naming what is
-   * invalid.
+   * invalid (a `command` that is not a document included).
    */
   configure(command: Document): Document {
+    if (command === null || typeof command !== 'object' || Array.isArray(command)) {
+      const shown = typeof command === 'string' ? JSON.stringify(command) : Array.isArray(command) ? 'an array' : String(command);
+      return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `configureFailPoint takes a command document, not ${shown}` };
+    }
     if (command.configureFailPoint !== 'failCommand') {
       return { ok: 0, code: 2, codeName: 'BadValue', errmsg: `unknown fail point: ${String(command.configureFailPoint)}` };
     }

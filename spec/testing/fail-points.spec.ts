@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { InvalidOptionError } from '../../lib';
 import { FailCommandPoint } from '../../lib/testing';
 
 describe('FailCommandPoint (failCommand)', function () {
@@ -132,6 +133,21 @@ describe('FailCommandPoint (failCommand)', function () {
     const valid = { failCommands: ['find'], errorCode: 91, errorLabels: ['RetryableWriteError'], closeConnection: false, blockConnection: true, blockTimeMS: -5, appName: 'A' };
     expect(fp.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: valid })).to.deep.equal({ ok: 1 });
     expect(fp.match('find', 'A')?.error).to.include({ code: 72 });
+  });
+
+  it('refuses an onConfigure that is not a function at construction, naming it, rather than failing each configuration', function () {
+    for (const value of [5, 'x', null, {}]) {
+      expect(() => new FailCommandPoint(value as never), String(value)).to.throw(InvalidOptionError, /^Invalid onConfigure: .* \(onConfigure must be a function/);
+    }
+    expect(new FailCommandPoint(undefined).configure({ configureFailPoint: 'failCommand', mode: 'off' })).to.deep.equal({ ok: 1 });
+  });
+
+  it('answers a command that is not a document (null, a number, an array) with BadValue instead of throwing', function () {
+    const fp = new FailCommandPoint();
+    for (const command of [null, undefined, 5, 'failCommand', ['failCommand']]) {
+      expect(fp.configure(command as never), JSON.stringify(command)).to.include({ ok: 0, code: 2, codeName: 'BadValue' });
+    }
+    expect(fp.active).to.equal(false);
   });
 
   it('refuses an unknown fail point, a missing failCommands, and an unknown mode', function () {
