@@ -341,10 +341,15 @@ export class EmbeddedServer {
    * Returns how many connections it closed; {@link openConnections} drops by as many once their `close` events have
    * run (on a later turn of the event loop).
    *
+   * @throws {InvalidOptionError} (option `select`) when `select` is given and is not a function; nothing is closed.
+   *
    * Source: extension (a server-side connection reset, as the server's `closeConnection` fail point does to one
    * command, applied to connections chosen at will).
    */
   closeConnections(select: (client: ClientConnectionInfo) => boolean = () => true): number {
+    if (typeof select !== 'function') {
+      throw new InvalidOptionError('select', select, 'a function (client: ClientConnectionInfo) => boolean, or nothing (every connection)');
+    }
     let closed = 0;
     for (const [socket, client] of this.sockets) {
       if (socket.destroyed || !select(client)) continue;

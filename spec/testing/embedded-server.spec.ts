@@ -257,6 +257,16 @@ describe('EmbeddedServer', function () {
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 
+  it('closeConnections refuses a select that is not a function, naming it, and closes nothing', async function () {
+    const a = await rawClient(server.address);
+    await a.send({ hello: 1, $db: 'admin' });
+    for (const select of [null, 5, 'victim']) {
+      expect(() => server.closeConnections(select as never), String(select)).to.throw(InvalidOptionError, /^Invalid select: .* \(select must be a function/);
+    }
+    expect(a.socket.destroyed).to.equal(false);
+    expect(await a.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
+  });
+
   it('negotiates only the compressors it accepts', async function () {
     const c = await rawClient(server.address);
     expect((await c.send({ hello: 1, compression: ['snappy', 'zlib'], $db: 'admin' })).compression).to.deep.equal(['zlib']);
