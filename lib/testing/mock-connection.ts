@@ -122,7 +122,8 @@ export class MockConnectionFactory {
 
   /**
    * The factory to give a pool as `connectionFactory`: each subscription establishes one {@link MockConnection}
-   * after `establishDelayMS`, or fails with what `failWith` returns.
+   * after `establishDelayMS`, or fails with what `failWith` returns, or with what `failWith`, `serviceIdOf` or the
+   * {@link MockConnection} constructor throws (an {@link InvalidOptionError} for a descriptor it cannot take).
    */
   readonly factory: ConnectionFactory<MockConnection> = (descriptor) =>
     new Observable<MockConnection>((subscriber) => {
@@ -131,9 +132,16 @@ export class MockConnectionFactory {
       const finish = (): void => {
         if (done) return;
         done = true;
-        const error = this.options.failWith?.(descriptor);
-        if (error !== undefined) return subscriber.error(error);
-        const connection = new MockConnection(descriptor, this.options.serviceIdOf?.(descriptor));
+        // It runs in a timer, a microtask or a scheduler action: what it throws (a descriptor or a serviceId the
+        // connection refuses, an error of failWith or serviceIdOf) fails this establishment, not the process.
+        let connection: MockConnection;
+        try {
+          const error = this.options.failWith?.(descriptor);
+          if (error !== undefined) return subscriber.error(error);
+          connection = new MockConnection(descriptor, this.options.serviceIdOf?.(descriptor));
+        } catch (error) {
+          return subscriber.error(error);
+        }
         this.created.push(connection);
         subscriber.next(connection);
         subscriber.complete();

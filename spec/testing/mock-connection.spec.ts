@@ -2,6 +2,7 @@
  * MockConnectionFactory: its options are checked when it is made, as every other front end's.
  */
 import { expect } from 'chai';
+import { firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 
@@ -26,6 +27,32 @@ describe('MockConnectionFactory', function () {
     for (const options of [undefined, {}, { scheduler: clock, establishDelayMS: 0 }, { establishDelayMS: 5, failWith: () => undefined, serviceIdOf: () => undefined }]) {
       expect(() => new MockConnectionFactory(options), String(options && Object.keys(options))).to.not.throw();
     }
+  });
+
+  it('an establishment whose descriptor, failWith or serviceIdOf throws fails with that error instead of throwing out of a timer', async function () {
+    const escaped: unknown[] = [];
+    const onUncaught = (error: unknown): void => void escaped.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const clock = new VirtualClock();
+      const cases: [string, MockConnectionFactory, unknown][] = [
+        ['a null descriptor', new MockConnectionFactory(), null],
+        ['a descriptor without an address (virtual time)', new MockConnectionFactory({ scheduler: clock }), { id: 1, generation: 0 }],
+        ['a failWith that throws', new MockConnectionFactory({ failWith: () => { throw new RangeError('from failWith'); } }), { id: 1, generation: 0, address: 'h:1' }],
+        ['a serviceIdOf that throws', new MockConnectionFactory({ establishDelayMS: 1, serviceIdOf: () => { throw new RangeError('from serviceIdOf'); } }), { id: 1, generation: 0, address: 'h:1' }],
+      ];
+      for (const [what, factory, descriptor] of cases) {
+        const established = firstValueFrom(from(factory.factory(descriptor as never)));
+        clock.advance(0);
+        const error = await established.then(() => undefined, (e: unknown) => e);
+        expect(error, what).to.be.instanceOf(Error);
+        expect(factory.created, what).to.have.length(0);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+    }
+    expect(escaped).to.deep.equal([]);
   });
 
   it('a MockConnection refuses a descriptor it cannot take its id, generation and address from', function () {
