@@ -550,6 +550,9 @@ export class Client {
    * by {@link onStateChangeError} (see {@link command}). The reply or error is the connection's, unchanged.
    */
   private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
+    // Closed between the checkout and this call: close() did not see this connection, and nothing would end a command
+    // sent on it now (a closed pool closes an in-use connection only once it is checked in).
+    if (this.closed) throw new ClientClosedError(this.hosts);
     const monitor = this.monitors.get(pool.address);
     // Load-balanced mode (no monitor): the connection's service and that service's generation as the command starts
     // (a connection there counts in its service's generation, not in the pool's, which stays 0).

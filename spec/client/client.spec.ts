@@ -254,6 +254,28 @@ describe('connect() / Client', function () {
     expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['poolClosed']);
   });
 
+  it('close() between the checkout and the command\'s start fails that command with ClientClosedError and closes its connection, nothing sent', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}`);
+    const c = client;
+    const pool = [...c.pools.values()][0];
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
+    const events: ClientEvent[] = [];
+    let closing: Promise<void> | undefined;
+    c.events$.subscribe((e) => {
+      events.push(e);
+      // The pool has committed the checkout; its delivery to command() comes a hop later.
+      if (e.type === 'ConnectionCheckedOut') closing ??= c.close();
+    });
+    const inFlight = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const outcome = await Promise.race([inFlight, new Promise((r) => setTimeout(() => r('still in flight 2 s after close()'), 2000))]);
+    await closing;
+    expect(outcome).to.be.instanceOf(ClientClosedError);
+    expect(pool.snapshot().totalConnectionCount, 'its connection closed').to.equal(0);
+    expect(events.filter((e) => e.type === 'ConnectionCheckedIn' || e.type === 'ConnectionClosed').map((e) => e.type)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed']);
+  });
+
   it('rejects a misspelt option key, naming the closest option, and a boolean given as a string', function () {
     let error: unknown;
     try {
