@@ -12,7 +12,7 @@ import { CmapError, ErrorLabel, isError, MongoNetworkError, PoolCallbackError } 
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import type { Command } from './commands';
-import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored } from './connection-checks';
+import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored, serviceKey } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
 import type { Waiter } from './wait-queue';
@@ -151,7 +151,7 @@ export class CommandRunner<C extends PoolConnection> {
     let input: ObservableInput<C>;
     try {
       const handshakeDone = (serviceId: string): void => {
-        if (!settled && typeof serviceId === 'string') this.ctx.dispatch({ type: 'handshakeDone', id, serviceId });
+        if (!settled && typeof serviceId === 'string') this.ctx.dispatch({ type: 'handshakeDone', id, serviceId: serviceKey(serviceId) });
       };
       input = this.ctx.factory({ id, generation, address, signal: controller.signal, handshakeDone });
     } catch (error) {

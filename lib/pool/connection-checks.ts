@@ -84,10 +84,18 @@ export function mayBeBusy(connection: PoolConnection, finished: boolean): boolea
 export function serviceIdOf(connection: PoolConnection): string | undefined {
   try {
     const serviceId = connection.serviceId;
-    return typeof serviceId === 'string' && /[A-F]/.test(serviceId) && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : serviceId;
+    return typeof serviceId === 'string' ? serviceKey(serviceId) : serviceId;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The key of the service a connection names (its `serviceId`, or the one its factory gave `handshakeDone`): a hex
+ * string in lower case, as `clear({ serviceId })` names it; any other string as it is.
+ */
+export function serviceKey(serviceId: string): string {
+  return /[A-F]/.test(serviceId) && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : serviceId;
 }
 
 /**

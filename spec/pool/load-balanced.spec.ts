@@ -325,6 +325,28 @@ describe('load-balanced mode', function () {
       lb.close();
     });
 
+    it('a serviceId given to handshakeDone in upper case is the service clear({ serviceId }) names', async function () {
+      const upper = A.toUpperCase();
+      const lb = new ConnectionPool({
+        address: 'lb:27017',
+        loadBalanced: true,
+        connectionFactory: (d) => {
+          d.handshakeDone?.(upper);
+          return Promise.resolve(new MockConnection(d, upper));
+        },
+      });
+      const events: ConnectionPoolEvent[] = [];
+      lb.events$.subscribe((e) => events.push(e));
+      lb.ready();
+      const c = await lb.checkOut();
+      expect(lb.snapshot().serviceGenerations).to.deep.equal([{ serviceId: A, generation: 0, connectionCount: 1 }]);
+      lb.clear({ serviceId: upper });
+      expect(lb.serviceGeneration(upper)).to.equal(1);
+      lb.checkIn(c);
+      expect(events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      lb.close();
+    });
+
     it('over sockets: serviceIds come from the handshake; clearing one service leaves the other', async function () {
       const server = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
       const pool = new ConnectionPool({ address: server.address, loadBalanced: true });
