@@ -333,6 +333,20 @@ const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 
 const LOCAL_RESOURCE_ERRORS = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']);
 
 /**
+ * Whether a connect error comes of DNS or of this host's own resources only: for a host name whose addresses were
+ * each tried (an AggregateError, its `code` the first attempt's), every attempt did; one attempt the server could
+ * have failed (refused, reset, timed out) makes the whole error one an overloaded server may cause.
+ */
+function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
+  const hostSide = (e: unknown): boolean => {
+    const code = (e as NodeJS.ErrnoException | null)?.code ?? '';
+    return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code);
+  };
+  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(hostSide);
+  return hostSide(cause);
+}
+
+/**
  * The codes Node gives a peer certificate that fails verification: OpenSSL's X509_V_ERR_* names without the prefix
  * (`UNSPECIFIED` for one Node does not name).
  */
@@ -364,7 +378,8 @@ function isTlsError(cause: unknown): boolean {
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
  * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
  * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, this host running out
- * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL), every TLS error
+ * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL; for a host name tried address by address, only
+ * when every attempt failed so, see {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
  * a peer that does not speak TLS), and a malformed reply to the hello (its cause a {@link WireProtocolError}: a
  * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.
@@ -372,8 +387,7 @@ function isTlsError(cause: unknown): boolean {
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
   if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
   const cause = error.cause as NodeJS.ErrnoException | undefined;
-  const code = cause?.code ?? '';
-  if (!DNS_ERRORS.has(code) && !LOCAL_RESOURCE_ERRORS.has(code) && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
+  if (!isHostSideError(cause) && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);
     error.errorLabels.add(ErrorLabel.RetryableError);
   }

@@ -543,6 +543,26 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
+    it('labels a host name\'s failed attempts when only the first was out of local resources (::1 unusable, IPv6 off), the next refused by the server', async function () {
+      // Node's AggregateError takes the code of its first attempt: EADDRNOTAVAIL here, whatever the next attempt met.
+      const port = await closedPort();
+      const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: Record<string, (...args: unknown[]) => unknown> } } }).binding('tcp_wrap');
+      const connect6 = TCP.prototype.connect6;
+      TCP.prototype.connect6 = function (this: unknown, ...args: unknown[]) {
+        return args[1] === '::1' ? -(require('node:os') as typeof import('node:os')).constants.errno.EADDRNOTAVAIL : connect6.apply(this, args);
+      };
+      try {
+        await withDualStackName(async () => {
+          const error = await establish(`dual-stack.test:${port}`, {}).catch((e) => e);
+          expect(error).to.be.instanceOf(MongoNetworkError);
+          expect(error.message).to.include('EADDRNOTAVAIL ::1').and.to.include(`ECONNREFUSED 127.0.0.1:${port}`);
+          expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+        });
+      } finally {
+        TCP.prototype.connect6 = connect6;
+      }
+    });
+
     it('does not label a DNS failure', async function () {
       const error = await establish('no-such-host.invalid:27017', {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
