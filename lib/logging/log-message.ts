@@ -284,7 +284,7 @@ function logErrorChain(error: Error, maxDocumentLength: number, chain: Error[]):
     ...(server?.codeName !== undefined ? { codeName: server.codeName } : {}),
     ...(labels !== undefined ? { errorLabels: labels } : {}),
     ...(server !== undefined ? { response: server.response } : {}),
-    ...(typeof serviceId === 'string' ? { serviceId } : {}),
+    ...(typeof serviceId === 'string' ? { serviceId: truncate(serviceId, maxDocumentLength) } : {}),
     ...(pool !== undefined ? { pool } : {}),
     ...(loggedEstablishment !== undefined ? { establishmentError: loggedEstablishment } : {}),
     ...(loggedCause !== undefined ? { cause: loggedCause } : {}),
@@ -306,15 +306,38 @@ function holdingsOf(error: Error, maxDocumentLength: number): LoggedPoolHoldings
   try {
     const pool = propertyOf(error, 'pool') as PoolHoldings | undefined;
     if (pool === null || typeof pool !== 'object' || typeof pool.inUseConnectionCount !== 'number') return undefined;
-    const { oldestCheckOut, ...counts } = pool;
-    const holdings = { ...counts, inUseByPurpose: { ...counts.inUseByPurpose } };
-    if (oldestCheckOut === undefined) return holdings;
-    const { connectionId, duration, checkOutStack } = oldestCheckOut;
+    // The holdings' own keys only, each read as what it must be: an error not of this pool may hold anything under
+    // `pool` (a password, itself), which must reach no log line.
+    const byPurpose = pool.inUseByPurpose;
+    const holdings: Record<string, unknown> = {
+      inUseConnectionCount: pool.inUseConnectionCount,
+      ...(byPurpose !== null && typeof byPurpose === 'object' ? { inUseByPurpose: numbersOf(byPurpose, PURPOSES) } : {}),
+      ...numbersOf(pool, HOLDINGS_COUNTS),
+    };
+    const oldest = pool.oldestCheckOut;
+    if (oldest === null || typeof oldest !== 'object') return holdings as unknown as LoggedPoolHoldings;
+    const { checkOutStack } = oldest;
     const stack = typeof checkOutStack === 'string' ? { checkOutStack: truncate(checkOutStack, maxDocumentLength) } : {};
-    return { ...holdings, oldestCheckOut: { connectionId, duration, ...stack } };
+    holdings.oldestCheckOut = { ...numbersOf(oldest, ['connectionId', 'duration']), ...stack };
+    return holdings as unknown as LoggedPoolHoldings;
   } catch {
     return undefined;
   }
+}
+
+/** The counts of {@link PoolHoldings} a log message writes after `inUseByPurpose`, in its order. */
+const HOLDINGS_COUNTS = ['pendingConnectionCount', 'availableConnectionCount', 'waitQueueLength'] as const;
+/** The keys of `PoolHoldings.inUseByPurpose`. */
+const PURPOSES = ['cursor', 'transaction', 'operation'] as const;
+
+/** The values of `keys` in `source` that are numbers, under the same keys. */
+function numbersOf(source: object, keys: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const value = (source as Record<string, unknown>)[key];
+    if (typeof value === 'number') out[key] = value;
+  }
+  return out;
 }
 
 /** An error's `cause`, when it is an Error that can be read. */

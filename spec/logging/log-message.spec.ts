@@ -259,6 +259,17 @@ describe('connection log messages', function () {
     expect(closed.fields.error).to.deep.include({ type: 'AuthenticationError', serviceId: '65f0c0ffee0000000000000a' });
   });
 
+  it('writes of a factory error\'s own `pool` property only the holdings\' counts: nothing else it holds (a password, itself), nor a serviceId longer than the max length', async function () {
+    const foreign: Record<string, unknown> = { inUseConnectionCount: 1, inUseByPurpose: { operation: 1, secret: 'hunter2' }, password: 'hunter2', oldestCheckOut: { connectionId: 3, duration: 5, checkOutStack: 'x'.repeat(50), token: 'hunter2' } };
+    foreign.self = foreign;
+    const error = Object.assign(new Error('connect failed'), { pool: foreign, serviceId: 'y'.repeat(5000) });
+    const logged = await loggedFailure(error, 20);
+    expect(() => JSON.stringify(logged)).to.not.throw();
+    expect(JSON.stringify(logged)).to.not.include('hunter2');
+    expect(logged.pool).to.deep.equal({ inUseConnectionCount: 1, inUseByPurpose: { operation: 1 }, oldestCheckOut: { connectionId: 3, duration: 5, checkOutStack: `${'x'.repeat(20)}...` } });
+    expect(logged.serviceId).to.equal(`${'y'.repeat(20)}...`);
+  });
+
   it('writes the establishment error a PoolCallbackError carries when clearOnEstablishmentError threw', async function () {
     const refused = new MongoNetworkError('db.example:27018', 'connect ECONNREFUSED', { labels: ['SystemOverloadedError', 'RetryableError'] });
     const { pool, messages } = loggedPool(
