@@ -110,7 +110,7 @@ async function main(): Promise<void> {
     const cause = new Error(`shutdown timeout of ${shutdownTimeoutMS} ms expired`);
     for (const pool of client.pools.values()) pool.clear({ interruptInUseConnections: true, cause });
   }
-  await client.close(); // 4. close monitors and pools (in-use connections close when checked in)
+  await client.close(); // 4. close monitors and pools (a command still in flight would fail with ClientClosedError)
   // Closed for good: a pool's state$ completes once the pool is closed and its last connection closed.
   await Promise.all([...client.pools.values()].map((pool) => lastValueFrom(pool.state$)));
   await Promise.all(running);
