@@ -47,7 +47,10 @@ export class MockConnection implements PoolConnection {
     if (d === null || typeof d !== 'object' || !Number.isInteger(d.id) || !Number.isInteger(d.generation) || typeof d.address !== 'string') {
       throw new InvalidOptionError('descriptor', descriptor, 'an object { id, generation, address } (a ConnectionDescriptor)');
     }
-    if (serviceId !== undefined && typeof serviceId !== 'string') throw new InvalidOptionError('serviceId', serviceId, 'a hex string, or undefined');
+    // As a handshake reports it (an ObjectId), so that clear({ serviceId }) can name the service it joins.
+    if (serviceId !== undefined && (typeof serviceId !== 'string' || !/^[0-9a-f]{24}$/i.test(serviceId))) {
+      throw new InvalidOptionError('serviceId', serviceId, "an ObjectId's 24-character hex string, or undefined");
+    }
     this.serviceId = serviceId;
     this.id = descriptor.id;
     this.generation = descriptor.generation;
@@ -74,7 +77,10 @@ export interface MockConnectionFactoryOptions {
   scheduler?: SchedulerLike | undefined;
   /** Return an error to make the establishment of that connection fail with it. */
   failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
-  /** The serviceId (hex string) the handshake of that connection reports, for load-balanced tests. */
+  /**
+   * The serviceId the handshake of that connection reports, for load-balanced tests: an ObjectId's 24-character hex
+   * string (anything else fails the establishment with InvalidOptionError), or undefined.
+   */
   serviceIdOf?: (descriptor: ConnectionDescriptor) => string | undefined;
 }
 

@@ -61,5 +61,8 @@ describe('MockConnectionFactory', function () {
     }
     expect(() => new MockConnection({ id: 1, generation: 0, address: 'h:1' }, 5 as never)).to.throw(InvalidOptionError).with.property('option', 'serviceId');
     expect(new MockConnection({ id: 1, generation: 0, address: 'h:1' })).to.include({ id: 1, generation: 0, address: 'h:1', serviceId: undefined });
+    // A serviceId no handshake reports (not an ObjectId's hex) would join a service clear({ serviceId }) cannot name.
+    expect(() => new MockConnection({ id: 1, generation: 0, address: 'h:1' }, 'svc-a')).to.throw(InvalidOptionError).with.property('option', 'serviceId');
+    expect(new MockConnection({ id: 1, generation: 0, address: 'h:1' }, 'AAAAAAAAAAAAAAAAAAAAAAAA').serviceId).to.equal('AAAAAAAAAAAAAAAAAAAAAAAA');
   });
 });
