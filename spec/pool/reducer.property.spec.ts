@@ -3,7 +3,8 @@
  * check-ins, establishment outcomes, clears, ready, close, time passing), checking after every action that the pool
  * keeps its invariants, and at the end that nothing was lost or leaked.
  *
- * A fixed seed, as in the pool property test, so that every run checks the same scripts; PROPERTY_SEED runs another.
+ * A fixed seed, as in the pool property test, so that every run checks the same scripts; PROPERTY_SEED and
+ * PROPERTY_RUNS run another seed or more scripts.
  */
 import { expect } from 'chai';
 import * as fc from 'fast-check';
@@ -48,6 +49,7 @@ const options = fc
   .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
 
 const SEED = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : 424242;
+const RUNS = process.env.PROPERTY_RUNS ? Number(process.env.PROPERTY_RUNS) : 400;
 
 function pick<T>(items: T[], i: number): T | undefined {
   return items.length === 0 ? undefined : items[i % items.length];
@@ -171,7 +173,7 @@ describe('reduce (property: random action sequences)', function () {
         const closed = b.events.filter((e) => e.type === 'ConnectionClosed').length;
         expect(closed, 'every created connection was closed').to.equal(created);
       }),
-      { seed: SEED, numRuns: 400 },
+      { seed: SEED, numRuns: RUNS },
     );
   });
 });
