@@ -66,7 +66,8 @@ function pick<T>(items: T[], i: number): T | undefined {
 }
 
 describe('reduce (property: deadlines, claims and services on virtual time)', function () {
-  this.timeout(120_000);
+  // A few ms a script on a loaded machine; long PROPERTY_RUNS runs get time in proportion.
+  this.timeout(Math.max(120_000, RUNS * 20));
 
   it('times out every checkout by its deadline, leaves no timer behind, settles each once and keeps the counts', function () {
     fc.assert(
