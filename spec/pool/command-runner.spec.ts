@@ -243,6 +243,50 @@ describe('CommandRunner', function () {
     }
   });
 
+  describe('handshakeDone (load-balanced mode)', function () {
+    const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
+
+    /** A load-balanced pool whose factory reports `reported` through handshakeDone, then a connection reporting `serviceId`. */
+    function lbPool(reported: unknown, serviceId: string) {
+      const clock = new VirtualClock();
+      const pool = new ConnectionPoolCore<PoolConnection>({
+        address: 'lb:27017',
+        loadBalanced: true,
+        scheduler: clock,
+        connectionFactory: (d) => {
+          d.handshakeDone?.(reported as string);
+          return of({ id: d.id, serviceId, destroy: () => undefined });
+        },
+      });
+      pool.ready();
+      return pool;
+    }
+
+    it('ignores a serviceId that is not a string: the connection joins the service it reports once established', function () {
+      for (const reported of [undefined, null, 7, { toHexString: () => A }]) {
+        const pool = lbPool(reported, A);
+        const { connections } = checkOutOnce(pool);
+        expect(connections, String(reported)).to.have.length(1);
+        expect(pool.snapshot().serviceGenerations, String(reported)).to.deep.equal([{ serviceId: A, generation: 0, connectionCount: 1 }]);
+        pool.close();
+      }
+    });
+
+    it('names the service in lower case, as clear({ serviceId }) does, so a clear of that service makes the connection stale', function () {
+      const pool = lbPool(A.toUpperCase(), A.toUpperCase());
+      const events: ConnectionPoolEvent[] = [];
+      pool.events$.subscribe((e) => events.push(e));
+      const { connections } = checkOutOnce(pool);
+      expect(pool.snapshot().serviceGenerations).to.deep.equal([{ serviceId: A, generation: 0, connectionCount: 1 }]);
+      pool.clear({ serviceId: A });
+      expect(pool.serviceGeneration(A)).to.equal(1);
+      pool.checkIn(connections[0]!); // taken at generation 0, before the clear: stale
+      expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason?: string }).reason)).to.deep.equal(['stale']);
+      expect(pool.snapshot().totalConnectionCount).to.equal(0);
+      pool.close();
+    });
+  });
+
   it('disarms the pool\'s timers when it closes: nothing stays scheduled', function () {
     const clock = new VirtualClock();
     const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { of } from 'rxjs';
 import { ConnectionPoolCore, type PoolConnection } from '../../lib';
-import { destroyQuietly } from '../../lib/pool/connection-checks';
+import { destroyQuietly, serviceIdOf } from '../../lib/pool/connection-checks';
 import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('connection checks', function () {
@@ -22,6 +22,25 @@ describe('connection checks', function () {
       for (const destroy of rejecting) expect(() => destroyQuietly({ id: 1, destroy })).to.not.throw();
     });
     expect(unhandled).to.deep.equal([]);
+  });
+
+  it('serviceIdOf names a service as clear({ serviceId }) does: a 24-character hex string in lower case, any other string as it is', function () {
+    const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
+    const reporting = (serviceId: unknown): PoolConnection => ({ id: 1, serviceId, destroy: () => undefined }) as PoolConnection;
+    const cases: [unknown, string | undefined][] = [
+      [A, A],
+      [A.toUpperCase(), A],
+      ['0123456789ABCDEFabcdef01', '0123456789abcdefabcdef01'],
+      ['A'.repeat(25), 'A'.repeat(25)], // not 24 characters: no ObjectId, kept as reported
+      ['A'.repeat(23), 'A'.repeat(23)],
+      ['xA'.repeat(12), 'xA'.repeat(12)],
+      ['A', 'A'],
+      ['', ''],
+      [undefined, undefined],
+    ];
+    for (const [reported, expected] of cases) expect(serviceIdOf(reporting(reported)), String(reported)).to.equal(expected);
+    const unreadable = { id: 1, destroy: () => undefined, get serviceId(): string { throw new Error('unreadable'); } };
+    expect(serviceIdOf(unreadable)).to.equal(undefined);
   });
 
   it('a pool whose connections return a rejected Promise from destroy() closes them without an unhandled rejection', async function () {
