@@ -1188,6 +1188,16 @@ describe('ConnectionPool', function () {
     });
   });
 
+  describe('serviceGeneration()', function () {
+    it('refuses with an InvalidOptionError (serviceId) a value that names no service: null, an object without toHexString(), a number, a short hex string', function () {
+      const { pool } = makePool({ loadBalanced: true });
+      for (const given of [null, {}, { toHexString: 'aaaaaaaaaaaaaaaaaaaaaaaa' }, 7, 'abc', undefined]) {
+        expect(() => pool.serviceGeneration(given as never), String(given)).to.throw(InvalidOptionError, /serviceId/);
+      }
+      expect(pool.serviceGeneration({ toHexString: () => 'AAAAAAAAAAAAAAAAAAAAAAAA' }), 'an ObjectId the pool counts no connection of').to.equal(0);
+    });
+  });
+
   describe('connections and causes from user code that throw', function () {
     /** A connection whose answers are scripted: each getter throws while its `throws` flag is set. */
     class Hostile implements PoolConnection {

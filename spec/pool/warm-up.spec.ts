@@ -77,6 +77,24 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect((warm.error as Error).message).to.equal('connection 1 refused');
   });
 
+  it('is not failed by a connection established before it was called that closes with an error: only establishments fail it', async function () {
+    const { pool, clock } = virtualPool({ minPoolSize: 3 });
+    pool.ready();
+    clock.advance(10); // connections 1 and 2 established, 3 being established
+    const taken: MockConnection[] = [];
+    pool.checkOut().subscribe((c) => taken.push(c));
+    expect(taken).to.have.length(1);
+    const warm = watch(pool.warmUp());
+    Object.assign(taken[0]!, { errored: true, error: new MongoNetworkError('db.example:27017', 'connection reset') });
+    pool.checkIn(taken[0]!); // closed with reason error
+    await microtasks();
+    expect(warm.settled, 'an in-use connection closing is no failed establishment').to.equal(false);
+    clock.advance(100);
+    await microtasks();
+    expect(warm.error).to.equal(undefined);
+    expect(warm.value).to.deep.include({ state: 'ready', totalConnectionCount: 3, pendingConnectionCount: 0 });
+  });
+
   it('rejects with PoolClosedError when the pool closes, and with the signal\'s reason when aborted, the pool filling on', async function () {
     const closing = virtualPool();
     closing.pool.ready();
