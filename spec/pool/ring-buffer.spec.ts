@@ -16,6 +16,22 @@ describe('RingBuffer', function () {
     expect(q.peek()).to.equal(undefined);
   });
 
+  it('forEach visits each value head to tail, across wrap-around, removing none', function () {
+    const q = new RingBuffer<number>();
+    const seen = (): number[] => {
+      const out: number[] = [];
+      q.forEach((x) => out.push(x));
+      return out;
+    };
+    expect(seen()).to.deep.equal([]);
+    for (let i = 0; i < 16; i++) q.push(i);
+    for (let i = 0; i < 10; i++) q.shift(); // the head moves near the end of the storage
+    for (let i = 16; i < 24; i++) q.push(i); // so these wrap around to its start
+    expect(seen()).to.deep.equal([10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]);
+    expect(q.size, 'nothing removed').to.equal(14);
+    expect(q.peek()).to.equal(10);
+  });
+
   it('retains only what the predicate keeps, in order, and stays a FIFO afterwards', function () {
     const q = new RingBuffer<number>();
     for (let i = 0; i < 40; i++) q.push(i);

@@ -27,6 +27,25 @@ describe('WaitQueue', function () {
     expect(q.length).to.equal(0);
   });
 
+  it('toArray lists the members in the order they would come out, high lane first, leaving them members', function () {
+    const q = new WaitQueue<never>('claimant');
+    expect(q.toArray()).to.deep.equal([]);
+    const [a, b, c, d, e] = [waiter(), waiter(), waiter(), waiter(), waiter()];
+    q.push(a);
+    q.push(b);
+    q.push(c, true);
+    q.push(d);
+    q.push(e, true);
+    q.remove(b); // removed lazily: still in its lane, no member
+    expect(q.toArray()).to.deep.equal([c, e, a, d]);
+    expect(q.length).to.equal(4);
+    expect([a, c, d, e].map((w) => w.state)).to.deep.equal(['claimant', 'claimant', 'claimant', 'claimant']);
+    expect(q.shift()).to.equal(c);
+    const plain = new WaitQueue<never>('queued'); // no high lane made yet
+    plain.push(a);
+    expect(plain.toArray()).to.deep.equal([a]);
+  });
+
   it('does not remove a waiter that belongs to the other queue', function () {
     const queued = new WaitQueue<never>('queued');
     const claimants = new WaitQueue<never>('claimant');
