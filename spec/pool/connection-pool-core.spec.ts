@@ -1194,6 +1194,8 @@ describe('ConnectionPool', function () {
       for (const given of [null, {}, { toHexString: 'aaaaaaaaaaaaaaaaaaaaaaaa' }, 7, 'abc', undefined]) {
         expect(() => pool.serviceGeneration(given as never), String(given)).to.throw(InvalidOptionError, /serviceId/);
       }
+      expect(() => pool.serviceGeneration('abc'), 'what is allowed').to.throw(InvalidOptionError, /^Invalid serviceId: "abc" \(serviceId must be an ObjectId, its 24-character hex string, or '' /);
+      expect(() => pool.clear({ serviceId: 'abc' }), 'as clear() says it').to.throw(InvalidOptionError, /serviceId must be an ObjectId, its 24-character hex string, or '' /);
       expect(pool.serviceGeneration({ toHexString: () => 'AAAAAAAAAAAAAAAAAAAAAAAA' }), 'an ObjectId the pool counts no connection of').to.equal(0);
     });
   });
