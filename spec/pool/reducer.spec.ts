@@ -179,6 +179,30 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.state.available.size).to.equal(1);
     });
 
+    it('re-arms the WaitQueue timer for a claimant still waiting when it fires with nothing due, and times it out with what the pool held', function () {
+      // Two Background Thread establishments, each claimed by a checkout that did not start it. The older checkout is
+      // served before its deadline, so the timer fires with nothing due: it must be re-armed for the younger one.
+      const b = new Bench({ minPoolSize: 2, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 100, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      b.time = 5;
+      const w0 = b.checkOut(); // claims connection 1: deadline 105
+      b.time = 8;
+      const w1 = b.checkOut(); // claims connection 2: deadline 108
+      b.time = 9;
+      b.succeed(1);
+      expect(b.connectionOf(w0)?.id).to.equal(1);
+      expect(b.timers.get('waitQueue')).to.equal(105);
+      b.advanceTo(105);
+      expect(b.errorOf(w1)).to.equal(undefined);
+      expect(b.timers.get('waitQueue'), 're-armed for the claimant').to.equal(108);
+      b.advanceTo(108);
+      const error = b.errorOf(w1) as WaitQueueTimeoutError;
+      expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(error.pool, 'what the pool held when it timed out').to.not.equal(undefined);
+      expect(error.pool).to.deep.include({ inUseConnectionCount: 1, pendingConnectionCount: 1 });
+    });
+
     it('lets a later checkout take the claim of one that timed out', function () {
       const b = new Bench({ minPoolSize: 1, maxPoolSize: 1, waitQueueTimeoutMS: 50 });
       b.dispatch({ type: 'ready' });
