@@ -203,6 +203,40 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(error.pool).to.deep.include({ inUseConnectionCount: 1, pendingConnectionCount: 1 });
     });
 
+    it('after a claimant times out and a queued checkout takes its claim, re-arms the timer for the earliest claimant deadline', function () {
+      const b = new Bench({ minPoolSize: 2, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      const w1 = b.checkOut(); // claims connection 1: deadline 50
+      b.time = 20;
+      const wa = b.checkOut(); // claims connection 2: deadline 70
+      b.time = 30;
+      const w2 = b.checkOut(); // queued (maxPoolSize reached): deadline 80
+      b.advanceTo(50);
+      expect(b.errorOf(w1)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.state.claimants.length, 'w2 took the claim w1 left').to.equal(2);
+      expect(b.timers.get('waitQueue'), 'the earliest deadline left: wa\'s').to.equal(70);
+      b.advanceTo(70);
+      expect(b.errorOf(wa)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.errorOf(w2)).to.equal(undefined);
+      expect(b.timers.get('waitQueue')).to.equal(80);
+    });
+
+    it('load-balanced: a checkout waiting on an establishment it did not start times out with an error giving maxPoolSize', function () {
+      const b = new Bench({ maxPoolSize: 7, maxConnecting: 1, waitQueueTimeoutMS: 100 }, true, true);
+      b.dispatch({ type: 'ready' });
+      const c1 = b.succeed((b.checkOut(), 1), 'aaaaaaaaaaaaaaaaaaaaaaaa');
+      const w2 = b.checkOut(); // starts connection 2
+      const w3 = b.checkOut(); // queued: maxConnecting reached
+      b.time = 10;
+      b.checkIn(c1); // to w2; w3 takes over the establishment of connection 2, which it did not start
+      expect(b.connectionOf(w2)).to.equal(c1);
+      b.advanceTo(100);
+      const error = b.errorOf(w3) as WaitQueueTimeoutError;
+      expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(error.maxPoolSize, 'load balancer spec: the message gives maxPoolSize').to.equal(7);
+    });
+
     it('lets a later checkout take the claim of one that timed out', function () {
       const b = new Bench({ minPoolSize: 1, maxPoolSize: 1, waitQueueTimeoutMS: 50 });
       b.dispatch({ type: 'ready' });
