@@ -237,6 +237,16 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(error.maxPoolSize, 'load balancer spec: the message gives maxPoolSize').to.equal(7);
     });
 
+    it('leak detection: a checkout whose site was not recorded is reported with an empty checkOutStack', function () {
+      const b = new Bench({ leakDetectionThresholdMS: 100 } as ConstructorParameters<typeof Bench>[0]);
+      b.dispatch({ type: 'ready' });
+      b.checkOut(); // the reducer is given no site for it
+      b.succeed(1);
+      b.advanceTo(100);
+      const leak = b.events.find((e) => e.type === 'ConnectionLeakSuspected');
+      expect(leak).to.deep.include({ connectionId: 1, duration: 100, checkOutStack: '' });
+    });
+
     it('lets a later checkout take the claim of one that timed out', function () {
       const b = new Bench({ minPoolSize: 1, maxPoolSize: 1, waitQueueTimeoutMS: 50 });
       b.dispatch({ type: 'ready' });
