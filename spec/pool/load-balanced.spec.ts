@@ -103,6 +103,21 @@ describe('load-balanced mode', function () {
       expect([...b.state.serviceGenerations]).to.deep.equal([[A, { generation: 0, connectionCount: 1 }]]);
     });
 
+    it('a connection made stale while it authenticated is replaced only for a checkout no other establishment serves', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut(); // starts connection 1
+      const w2 = b.checkOut(); // starts connection 2
+      b.dispatch({ type: 'handshakeDone', id: 1, serviceId: A });
+      b.dispatch({ type: 'clear', interruptInUseConnections: false, serviceId: A });
+      b.cancel(w1); // one checkout left, and connection 2 is being established for it
+      b.succeed(1, A); // stale: closed
+      expect(b.events.find((e): e is ConnectionClosedEvent => e.type === 'ConnectionClosed')).to.include({ connectionId: 1, reason: 'stale' });
+      expect([...b.pending], 'no establishment nobody needs').to.deep.equal([2]);
+      const d = b.succeed(2, B);
+      expect(b.connectionOf(w2)).to.equal(d);
+    });
+
     it('a connection that joined its service at its handshake leaves it when its establishment fails or the pool closes', function () {
       const b = new Bench({}, true, true);
       b.dispatch({ type: 'ready' });
