@@ -279,6 +279,26 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.state.available.size, 'the populated connection is kept, available').to.equal(1);
     });
 
+    it('gives a checkout left waiting on a populate the later of its own deadline and the one the older checkout had', function () {
+      // w1 (t=0, deadline 50) claims the populate; w2 (t=10, its own deadline 60) starts connection 2, which goes to w1
+      // at t=20: w2 now waits on the populate, until its own deadline, 60, not w1's 50 nor one counted backwards.
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      b.time = 10;
+      const w2 = b.checkOut();
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      b.time = 20;
+      expect(b.succeed(2)).to.equal(b.connectionOf(w1));
+      expect(w2.deadline, 'its own deadline again').to.equal(60);
+      b.advanceTo(59);
+      expect(b.errorOf(w2), 'not at w1\'s deadline').to.equal(undefined);
+      expect(b.timers.get('waitQueue'), 'the timer is armed for it').to.equal(60);
+      b.advanceTo(60);
+      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.events.filter((e) => e.type === 'ConnectionCheckOutFailed').at(-1)).to.include({ reason: 'timeout', time: 60, duration: 50 });
+    });
+
     it('times out a checkout whose establishment failed for an older checkout, leaving it waiting on a background populate', function () {
       const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
       b.dispatch({ type: 'ready' });
