@@ -77,6 +77,7 @@ import { ConnectionPoolCore, type PoolSnapshot } from '../../lib/pool/connection
 import type { ConnectionFactory } from '../../lib/pool/contract';
 import type { ConnectionPoolState } from '../../lib/pool/state';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
+import { envInt, pick } from '../support/property';
 import { describeStep, scenarioArb, stepsArb, type CheckOutStepOptions, type Scenario, type Signal, type Step } from './property-steps';
 
 const SEED = envInt('PROPERTY_SEED', 424242);
@@ -107,13 +108,6 @@ const MAX_BODY_MS = 60;
  */
 const GOLDEN_RATIO_FRACTION = 0.6180339887498949;
 
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n)) throw new Error(`${name} must be an integer, got ${raw}`);
-  return n;
-}
 
 /** Lets every pending promise reaction run (there are no real timers: time is virtual). */
 function flush(): Promise<void> {
@@ -1368,10 +1362,6 @@ class Run {
     const script = steps.slice(0, at + 1).map(describeStep).join(' ');
     throw new PropertyFailure(`${this.violations.join('\n')}\nscenario: ${JSON.stringify(this.scenario)}\nscript up to the failure: ${script}`);
   }
-}
-
-function pick<T>(items: readonly T[], i: number): T | undefined {
-  return items.length === 0 ? undefined : items[i % items.length];
 }
 
 function bump(m: Map<unknown, number>, k: unknown): void {

@@ -15,6 +15,7 @@ import { expect } from 'chai';
 import * as fc from 'fast-check';
 import { Bench, FakeConnection, TestWaiter } from './harness';
 import type { Waiter } from '../../lib/pool/wait-queue';
+import { envInt, pick } from '../support/property';
 
 type Step =
   | { t: 'checkOut'; high: boolean; own: number }
@@ -58,12 +59,9 @@ const options = fc
   })
   .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
 
-const SEED = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : 20261126;
-const RUNS = process.env.PROPERTY_RUNS ? Number(process.env.PROPERTY_RUNS) : 300;
+const SEED = envInt('PROPERTY_SEED', 20261126);
+const RUNS = envInt('PROPERTY_RUNS', 300);
 
-function pick<T>(items: T[], i: number): T | undefined {
-  return items.length === 0 ? undefined : items[i % items.length];
-}
 
 describe('reduce (property: deadlines, claims and services on virtual time)', function () {
   // A few ms a script on a loaded machine; long PROPERTY_RUNS runs get time in proportion.

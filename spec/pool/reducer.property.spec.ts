@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import * as fc from 'fast-check';
 import { Bench, FakeConnection } from './harness';
 import type { Waiter } from '../../lib/pool/wait-queue';
+import { envInt, pick } from '../support/property';
 
 type Step =
   | { t: 'checkOut' }
@@ -48,12 +49,9 @@ const options = fc
   })
   .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
 
-const SEED = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : 424242;
-const RUNS = process.env.PROPERTY_RUNS ? Number(process.env.PROPERTY_RUNS) : 400;
+const SEED = envInt('PROPERTY_SEED', 424242);
+const RUNS = envInt('PROPERTY_RUNS', 400);
 
-function pick<T>(items: T[], i: number): T | undefined {
-  return items.length === 0 ? undefined : items[i % items.length];
-}
 
 describe('reduce (property: random action sequences)', function () {
   it('keeps counts, limits, FIFO service and single settlement; loses and leaks nothing', function () {
