@@ -39,8 +39,8 @@ export class MockConnection implements PoolConnection {
    * Makes the connection a factory hands over for `descriptor` (a pool checks that it carries the descriptor's id).
    *
    * @throws {InvalidOptionError} (option `descriptor`) when `descriptor` is not an object with an integer `id`, an
-   *   integer `generation` and a string `address`; (option `serviceId`) when `serviceId` is neither a string nor
-   *   undefined.
+   *   integer `generation` and a string `address`; (option `serviceId`) when `serviceId` is neither an ObjectId's
+   *   24-character hex string (either case) nor undefined.
    */
   constructor(descriptor: Pick<ConnectionDescriptor, 'id' | 'generation' | 'address'>, serviceId?: string) {
     const d = descriptor as Partial<ConnectionDescriptor> | null | undefined;
