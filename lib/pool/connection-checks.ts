@@ -45,8 +45,7 @@ export function isErrored(connection: PoolConnection): boolean {
  */
 export function serviceIdOfError(error: Error): string | undefined {
   try {
-    const serviceId = (error as { serviceId?: unknown }).serviceId;
-    return typeof serviceId === 'string' && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : undefined;
+    return hexServiceId((error as { serviceId?: unknown }).serviceId);
   } catch {
     return undefined;
   }
@@ -95,7 +94,15 @@ export function serviceIdOf(connection: PoolConnection): string | undefined {
  * string in lower case, as `clear({ serviceId })` names it; any other string as it is.
  */
 export function serviceKey(serviceId: string): string {
-  return /[A-F]/.test(serviceId) && /^[0-9a-f]{24}$/i.test(serviceId) ? serviceId.toLowerCase() : serviceId;
+  return hexServiceId(serviceId) ?? serviceId;
+}
+
+/**
+ * `value` as the key of a service: an ObjectId's 24-character hex string, in either case, written in lower case (as
+ * `ObjectId.toHexString()` writes it); undefined for anything else.
+ */
+export function hexServiceId(value: unknown): string | undefined {
+  return typeof value === 'string' && /^[0-9a-f]{24}$/i.test(value) ? value.toLowerCase() : undefined;
 }
 
 /**

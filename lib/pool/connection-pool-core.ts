@@ -40,7 +40,7 @@ import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
 import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
-import { idOf, isPromiseLike, mayBeBusy } from './connection-checks';
+import { hexServiceId, idOf, isPromiseLike, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
 import { warmUp } from './warm-up';
@@ -918,7 +918,8 @@ const DRAIN_OPTION_NAMES = ['timeoutMS'] as const;
  */
 function normalServiceId(serviceId: unknown): string {
   if (serviceId === '') return serviceId;
-  if (typeof serviceId === 'string' && /^[0-9a-f]{24}$/i.test(serviceId)) return serviceId.toLowerCase();
+  const key = hexServiceId(serviceId);
+  if (key !== undefined) return key;
   throw new InvalidOptionError('serviceId', serviceId, "an ObjectId, its 24-character hex string, or '' (the connections whose handshake reported none)");
 }
 

@@ -6,6 +6,7 @@ import { Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../errors';
 import { optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
+import { hexServiceId } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
@@ -48,7 +49,7 @@ export class MockConnection implements PoolConnection {
       throw new InvalidOptionError('descriptor', descriptor, 'an object { id, generation, address } (a ConnectionDescriptor)');
     }
     // As a handshake reports it (an ObjectId), so that clear({ serviceId }) can name the service it joins.
-    if (serviceId !== undefined && (typeof serviceId !== 'string' || !/^[0-9a-f]{24}$/i.test(serviceId))) {
+    if (serviceId !== undefined && hexServiceId(serviceId) === undefined) {
       throw new InvalidOptionError('serviceId', serviceId, "an ObjectId's 24-character hex string, or undefined");
     }
     this.serviceId = serviceId;
