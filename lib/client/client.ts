@@ -563,7 +563,6 @@ export class Client {
     try {
       reply = await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
     } catch (error) {
-      this.commandConnections.delete(connection);
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
         // A connection of an older generation was made stale by a clear already.
@@ -578,8 +577,9 @@ export class Client {
         }
       }
       throw error;
+    } finally {
+      this.commandConnections.delete(connection);
     }
-    this.commandConnections.delete(connection);
     if (reply.writeConcernError !== undefined) this.onStateChangeError(pool, connection, reply, undefined, serviceGeneration);
     return reply;
   }
