@@ -3,6 +3,10 @@
  * given connection cuts, stalls or trickles them at a given byte offset of either direction. It reads no protocol, so
  * it plays the network and the OS under a connection (a reset, a FIN, a peer gone silent, a slow link), where the
  * wire proxy (wire-proxy.ts) plays a server that speaks badly.
+ *
+ * It can also play a long link (a cluster in another region): a fixed one-way delay per direction, jitter on top of it
+ * (bytes still arrive in order, as over TCP), a bandwidth cap per direction, and a connect delay (the TCP handshake's
+ * round trip, which a proxy on loopback would otherwise hide: the client's first bytes are held that long).
  */
 import * as net from 'node:net';
 
@@ -36,6 +40,21 @@ export interface TcpFaultProxy {
   blackhole: boolean;
   /** When true, the proxy stops reading from clients (their writes back up), until set false again. */
   paused: boolean;
+  /**
+   * The link's shape, read as each chunk arrives (0 everywhere: bytes go through at once). `delayMS`: one-way delay per
+   * direction; `jitterMS`: up to that much more per chunk (uniform, from `random`), never reordering; `bytesPerSecond`:
+   * a cap per direction and connection (0: none), bytes sent in slices of at most 1460 bytes; `connectDelayMS`: how
+   * long a connection's first client bytes are held, on top of the up delay: the TCP handshake's round trip, as far as
+   * the whole establishment's time goes (the client's socket connects at once on loopback, so the cost lands on its
+   * first request; a TLS handshake through the proxy pays its round trips for real).
+   */
+  link: {
+    delayMS: { up: number; down: number };
+    jitterMS: number;
+    bytesPerSecond: { up: number; down: number };
+    connectDelayMS: number;
+    random: () => number;
+  };
   /** Bytes forwarded so far, per direction, over every connection. */
   readonly bytes: { up: number; down: number };
   /** Resets (RST) the client side of every open connection, or ends it (FIN) with `fin`. */
@@ -56,6 +75,7 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     blackhole: false,
     paused: false,
     bytes: { up: 0, down: 0 },
+    link: { delayMS: { up: 0, down: 0 }, jitterMS: 0, bytesPerSecond: { up: 0, down: 0 }, connectDelayMS: 0, random: Math.random },
   } as unknown as TcpFaultProxy & { fault: TcpFaultProxy['fault'] };
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
     const n = ++accepted;
@@ -67,6 +87,31 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     let done = false;
     const seen = { up: 0, down: 0 };
     let trickle: Promise<void> = Promise.resolve();
+    /** Per direction: when the link's last byte (scheduled so far) is delivered, on performance.now()'s clock. */
+    const linkFree = { up: proxy.link.connectDelayMS > 0 ? performance.now() + proxy.link.connectDelayMS + proxy.link.delayMS.up : 0, down: 0 };
+    const pending = { up: 0, down: 0 };
+    /** Delivers `part` as the link's shape says: after the delay and jitter, in order, paced by the bandwidth cap. */
+    const shaped = (direction: 'up' | 'down', part: Buffer, write: (slice: Buffer) => void): void => {
+      const { delayMS, jitterMS, bytesPerSecond, random } = proxy.link;
+      const rate = bytesPerSecond[direction];
+      const arrives = performance.now() + delayMS[direction] + jitterMS * random();
+      let at = Math.max(arrives, linkFree[direction]);
+      const sliceBytes = rate > 0 ? 1460 : part.length;
+      for (let offset = 0; offset < part.length; offset += sliceBytes) {
+        const slice = part.subarray(offset, offset + sliceBytes);
+        if (rate > 0) at += (slice.length * 1000) / rate;
+        pending[direction]++;
+        setTimeout(() => {
+          pending[direction]--;
+          if (!done) write(slice);
+        }, Math.max(0, at - performance.now()));
+      }
+      linkFree[direction] = at;
+    };
+    const isShaped = (direction: 'up' | 'down'): boolean => {
+      const l = proxy.link;
+      return l.delayMS[direction] > 0 || l.jitterMS > 0 || l.bytesPerSecond[direction] > 0 || (direction === 'up' && linkFree.up > performance.now());
+    };
     const apply = (kind: TcpFault['kind']): void => {
       done = true;
       if (kind === 'stall') return;
@@ -90,6 +135,10 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
             if (!client.destroyed) client.write(Buffer.of(byte));
           });
         }
+      } else if (part.length > 0 && isShaped(direction)) {
+        shaped(direction, part, (slice) => {
+          if (!to.destroyed) to.write(slice);
+        });
       } else if (part.length > 0) to.write(part);
       if (part.length < chunk.length || (fault?.direction === direction && seen[direction] >= fault.afterBytes)) {
         const kind = fault!.kind;
@@ -110,10 +159,19 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     };
     client.on('end', () => {
       clients.delete(client);
-      if (!done) upstream.end();
+      const afterLink = (): void => {
+        if (pending.up > 0) setTimeout(afterLink, 1);
+        else if (!done) upstream.end();
+      };
+      if (!done) afterLink();
     });
     upstream.on('end', () => {
-      if (!done) void trickle.then(() => client.end());
+      // A FIN follows the bytes before it, the link's delay included.
+      const afterLink = (): void => {
+        if (pending.down > 0) setTimeout(afterLink, 1);
+        else if (!done) client.end();
+      };
+      if (!done) void trickle.then(afterLink);
     });
     client.on('error', close);
     upstream.on('error', close);
