@@ -42,7 +42,7 @@ import {
   type PoolExtensionOptions,
   type PoolOptions,
 } from '../options';
-import { MAX_TIMER_DELAY_MS } from '../scheduler';
+import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
@@ -354,7 +354,7 @@ export class Client {
         heartbeatFrequencyMS,
         serverMonitoringMode,
         connectionOptions: monitorOptions,
-        connectionFactory: connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata),
+        connectionFactory: connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata, () => (scheduler ?? timerScheduler).now()),
         scheduler,
       });
       monitors.set(monitor.address, monitor);

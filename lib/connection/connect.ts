@@ -100,11 +100,17 @@ const ENDPOINT_AND_CONNECTION_OPTION_NAMES = ['host', 'port', ...CONNECTION_OPTI
  * {@link connectionFactory} over `metadata`, the client metadata shared with other factories (a client's pools and
  * monitors): each establishment sends the `client` document `metadata` holds as it starts, so what is appended to
  * it reaches the connections established from then on, and no other. `metadata` undefined: built from
- * `options.appName` and `options.driverInfo`. The options must have been checked (`checkConnectionOptions`).
+ * `options.appName` and `options.driverInfo`. `now`: the clock, in ms, a connection's `handshakeDurationMS` is
+ * measured on (a monitor's scheduler, so that its RTT samples share one clock; default `performance.now()`). The
+ * options must have been checked (`checkConnectionOptions`).
  *
  * @throws {InvalidOptionError} as {@link connectionFactory}.
  */
-export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpoint, metadata: ClientMetadata | undefined): ConnectionFactory<Connection> {
+export function connectionFactoryWithMetadata(
+  options: ConnectionOptions & Endpoint,
+  metadata: ClientMetadata | undefined,
+  now: () => number = () => performance.now(),
+): ConnectionFactory<Connection> {
   // Each option read once, none from Object.prototype (see optionValue); what follows reads only this copy.
   const o = optionValues(options, ENDPOINT_AND_CONNECTION_OPTION_NAMES);
   if (typeof o.host !== 'string' || o.host === '') {
@@ -152,6 +158,7 @@ export function connectionFactoryWithMetadata(options: ConnectionOptions & Endpo
     loadBalanced: o.loadBalanced === true,
     // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
     keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
+    now,
   };
   return (descriptor) => establish(settings, descriptor);
 }
@@ -169,6 +176,8 @@ interface EstablishSettings {
   readonly loadBalanced: boolean;
   /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
   readonly keepAliveInitialDelay: number;
+  /** The clock of `handshakeDurationMS`, in ms. */
+  readonly now: () => number;
 }
 
 /**
@@ -248,10 +257,13 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       // Speculative authentication: the saslStart rides in the handshake, with a client nonce of this connection's.
       const speculative = s.credentials === undefined ? undefined : speculativeStart(s.credentials);
       const command = speculative === undefined ? handshake : { ...handshake, speculativeAuthenticate: speculative.speculativeAuthenticate };
+      const helloSent = s.now();
       connection
         .command('admin', command, { timeoutMS: 0 })
         .then(async (reply) => {
           if (subscriber.closed) return;
+          // The hello's round trip alone: the RTT sample a monitor takes from a new connection.
+          connection.handshakeDurationMS = s.now() - helloSent;
           // The connection keeps its hello reply for life: an oversized one would park its bytes in every connection.
           const size = calculateObjectSize(reply);
           if (size > MAX_HELLO_REPLY_BYTES) {

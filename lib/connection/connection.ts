@@ -167,6 +167,15 @@ export class Connection implements PoolConnection {
   };
   /** The compressor negotiated in the handshake, if any. */
   compressor: CompressorName | undefined;
+  /**
+   * How long the handshake's `hello` (or legacy hello) took, in ms, from sending it to its reply: one round trip to
+   * the server, without the socket connect and TLS handshake before it or the authentication after it. Undefined
+   * until the factory records it (a connection of another factory may never have it). Set by the factory.
+   *
+   * Source: server monitoring spec, "Measuring RTT" ("the hello or legacy hello duration of the initial connection
+   * handshake").
+   */
+  handshakeDurationMS: number | undefined;
 
   private erroredBy: Error | undefined;
   private destroyed = false;

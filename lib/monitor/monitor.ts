@@ -13,7 +13,7 @@
 import type { Document } from 'bson';
 import { Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
-import { connectionFactory, type ConnectionOptions } from '../connection/connect';
+import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
@@ -204,8 +204,10 @@ export class Monitor {
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = m.scheduler ?? timerScheduler;
     const connectionOptions = monitoringConnectionOptions(m.connectionOptions ?? {});
+    // Its connections time their handshake hello on the monitor's clock: an RTT sample like the others.
+    const scheduler = this.scheduler;
     this.factory =
-      m.connectionFactory ?? connectionFactory({ ...connectionOptions, host: server.host, port: server.port });
+      m.connectionFactory ?? connectionFactoryWithMetadata({ ...connectionOptions, host: server.host, port: server.port }, undefined, () => scheduler.now());
   }
 
   /**
@@ -219,10 +221,13 @@ export class Monitor {
   /**
    * The server's minimum round-trip time, in ms: the smallest of the latest 10 samples, 0 until there are 2 (read
    * only; reset to no samples by a failed check). The samples: the duration of each new monitoring connection's
-   * establishment (its handshake), of each polling check, and, while streaming, of the `hello` that a dedicated RTT
-   * connection runs every heartbeatFrequencyMS (publishing no event; its errors only close that connection; the first
-   * heartbeatFrequencyMS after streaming starts). Streamed replies are never samples: their duration is the server's
-   * wait. Polling opens no RTT connection. Times come from the monitor's scheduler.
+   * handshake `hello` (its `handshakeDurationMS`, without the socket connect and TLS handshake before it; the whole
+   * establishment for a connection of a factory that does not record it), of each polling check, and, while
+   * streaming, of the `hello` that a dedicated RTT connection runs every heartbeatFrequencyMS (publishing no event;
+   * its errors only close that connection; the first heartbeatFrequencyMS after streaming starts; a new RTT connection
+   * counts its handshake `hello` likewise). Streamed replies are never samples: their duration is the server's wait.
+   * Polling opens no RTT connection. Times come from the monitor's scheduler, except a handshake `hello`'s, which the
+   * connection measures.
    *
    * Source: server monitoring spec, "Measuring RTT", "RTT thread", "Monitors MUST use a dedicated connection for RTT
    * commands"; counting polling checks as samples is an extension.
@@ -395,6 +400,8 @@ export class Monitor {
       // Cancelled by a subscriber of that event: the check fails there, before it reads or opens anything.
       if (cancellation !== undefined) throw cancellation;
       let reply;
+      /** A new connection's hello round trip, the RTT sample instead of the whole establishment's duration. */
+      let handshakeDurationMS: number | undefined;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
         const connection = await cancellable(this.connect(), destroyQuietly);
@@ -405,6 +412,7 @@ export class Monitor {
         }
         this.connection = connection;
         reply = connection.hello;
+        handshakeDurationMS = connection.handshakeDurationMS;
       } else if (moreToCome) {
         // Streaming hello: the server's next reply, sent without a request.
         reply = await cancellable(this.connection.nextReply({ timeoutMS: this.awaitedTimeoutMS }));
@@ -427,8 +435,9 @@ export class Monitor {
       // The state is the reply's before it is published: a subscriber's cancelCheck() or close() has the last word.
       this.known = true;
       this.lastCheckOk = true;
-      // A handshake or a polling hello measures the round trip; a streamed reply measures the server's wait.
-      if (!awaited) this.roundTripTimes.add(now - started);
+      // A handshake's hello or a polling hello measures the round trip (the socket connect and TLS handshake before a
+      // new connection's hello do not); a streamed reply measures the server's wait.
+      if (!awaited) this.roundTripTimes.add(handshakeDurationMS ?? now - started);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });

@@ -49,7 +49,8 @@ export class RoundTripTimes {
 /**
  * The RTT task of a streaming monitor: every heartbeatFrequencyMS, a `hello` (legacy hello when the server did not
  * answer helloOk) on its own dedicated, unauthenticated connection, whose duration is a sample; a new connection's
- * establishment (its handshake) is the sample instead. Publishes no event; an error only closes its connection (the
+ * handshake's hello is the sample instead (the connection's `handshakeDurationMS`; the whole establishment's duration
+ * for a connection that does not record it). Publishes no event; an error only closes its connection (the
  * next round opens a new one) and never touches the server's state or the samples already taken. Each command's
  * timeout is connectTimeoutMS. The first round comes heartbeatFrequencyMS after start (the monitoring connection's
  * handshake is the first sample).
@@ -108,17 +109,20 @@ export class RttMonitor {
     const { scheduler, samples } = this.o;
     const started = scheduler.now();
     try {
+      let handshakeDurationMS: number | undefined;
       if (this.connection === undefined) {
         const { connection, subscription } = establish(this.o.factory, this.o.address, 1, () => this.closed);
         this.establishing = subscription;
         const established = await connection.finally(() => (this.establishing = undefined));
         if (this.closed) return destroyQuietly(established);
         this.connection = established;
+        handshakeDurationMS = established.handshakeDurationMS;
       } else {
         const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
         await this.connection.command('admin', command, { timeoutMS: this.o.connectTimeoutMS });
       }
-      if (!this.closed) samples.add(scheduler.now() - started);
+      // A new connection's sample is its handshake's hello, without the socket connect and TLS handshake before it.
+      if (!this.closed) samples.add(handshakeDurationMS ?? scheduler.now() - started);
     } catch {
       destroyQuietly(this.connection);
       this.connection = undefined;

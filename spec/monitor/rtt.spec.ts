@@ -4,11 +4,14 @@
  * the server's handlers move the clock by the round trip each sample must measure.
  */
 import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Document } from 'bson';
 import { Monitor, type ServerHeartbeatEvent } from '../../lib';
 import { RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
+import { startTcpFaultProxy } from '../support/tcp-fault-proxy';
 
 describe('RoundTripTimes', function () {
   it('is 0 until 2 samples, then the min of the latest 10', function () {
@@ -81,5 +84,35 @@ describe('Monitor: RTT', function () {
     monitor.close();
     expect(monitor.connectionCount, 'closed: none').to.equal(0);
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('takes a new connection\'s sample from its handshake hello alone, not the TLS handshake before it (a remote server)', async function () {
+    this.timeout(3000);
+    const tlsFile = (name: string): string => path.resolve(__dirname, '../fixtures/tls', name);
+    server = await new EmbeddedServer({ tls: { key: fs.readFileSync(tlsFile('server.key')), cert: fs.readFileSync(tlsFile('server.crt')) } }).start();
+    // A link of 40 ms round trip: a TLS handshake (one round trip or more) and then the hello (one) to establish.
+    const proxy = await startTcpFaultProxy(server.address);
+    proxy.link.delayMS = { up: 20, down: 20 };
+    try {
+      monitor = new Monitor({
+        address: proxy.address,
+        heartbeatFrequencyMS: 500,
+        serverMonitoringMode: 'stream',
+        connectionOptions: { tls: true, tlsCAFile: tlsFile('ca.pem') },
+      });
+      const established: number[] = [];
+      monitor.heartbeats$.subscribe((e) => {
+        if (e.type === 'ServerHeartbeatSucceeded' && !e.awaited) established.push(e.duration);
+      });
+      monitor.start();
+      // Two samples: the monitoring connection's handshake, then the RTT connection's, heartbeatFrequencyMS later.
+      expect(await eventually(() => proxy.accepted() === 2 && monitor!.minRoundTripTimeMS > 0, 1500)).to.equal(true);
+      expect(established[0], 'the establishment: TLS handshake and hello').to.be.at.least(75);
+      expect(monitor.minRoundTripTimeMS, 'one round trip, as the hello took').to.be.within(38, 60);
+    } finally {
+      monitor?.close();
+      monitor = undefined;
+      await proxy.stop();
+    }
   });
 });
