@@ -5,9 +5,19 @@
  * Any RxJS `SchedulerLike` can replace it (e.g. a `VirtualTimeScheduler` in tests): the pool reads time only from
  * `scheduler.now()` and arms timers only through `scheduler.schedule()`.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
 
 const origin = performance.timeOrigin;
+
+/**
+ * The async context every timer is armed in: the one this module was loaded in (no request's), never the context of
+ * the call that armed it. A pool re-arms its timers while it processes a checkout; a timer armed in that checkout's
+ * context would run later work (a Background Thread Run's establishments, an idle connection's close) inside it, so
+ * a tracer binding an AsyncLocalStorage store to the checkOut channel would file the pool's own work under a request
+ * that ended long before, and that store would stay reachable as long as the timer.
+ */
+const timerContext = new AsyncResource('RXCMAP_TIMER');
 
 /**
  * The longest delay one Node timer holds, in ms (2^31 - 1, about 24.8 days): Node runs a timer with a longer delay
@@ -32,12 +42,13 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   /** Arms a timer for `delay` ms: one Node timer, or a chain of them for a delay beyond what one can hold. */
   private arm(state: T | undefined, delay: number): void {
     const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
-    this.handle = setTimeout(() => {
+    const handle = timerContext.runInAsyncScope(setTimeout, undefined, () => {
       this.handle = undefined;
       if (step < delay) this.arm(state, delay - step);
       else this.work.call(this, state);
     }, step);
-    this.handle.unref();
+    handle.unref();
+    this.handle = handle;
   }
 
   private cancel(): void {
@@ -50,7 +61,9 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
  * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
  * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
- * armed as a chain of timers, so a long deadline is never cut to 1 ms). The default `scheduler` of pools and monitors.
+ * armed as a chain of timers, so a long deadline is never cut to 1 ms). Work runs in the async context rxcmap was
+ * loaded in, not in the one of the call that armed it (an AsyncLocalStorage store current at `schedule()` is not
+ * current in `work`). The default `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { timerScheduler } from '../lib';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { defer, of } from 'rxjs';
+import { ConnectionPoolCore, timerScheduler } from '../lib';
+import { MockConnection } from '../lib/testing';
 import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
 
 describe('timerScheduler', function () {
@@ -17,6 +20,53 @@ describe('timerScheduler', function () {
     cancelled.unsubscribe();
     await new Promise((r) => setTimeout(r, 30));
     expect(ran).to.deep.equal(['kept']);
+  });
+
+  it('runs work outside the async context of the call that armed it', async function () {
+    const store = new AsyncLocalStorage<string>();
+    const seen: (string | undefined)[] = [];
+    store.run('request 1', () => {
+      timerScheduler.schedule(() => seen.push(store.getStore()), 1);
+      // Re-armed from inside the context too, as a pool re-arms its timers while it processes a checkout.
+      const action = timerScheduler.schedule(() => seen.push(`not this one: ${store.getStore()}`), 60_000);
+      action.unsubscribe();
+      timerScheduler.schedule(function (this: { schedule(state?: unknown, delay?: number): unknown }, n?: number) {
+        seen.push(store.getStore());
+        if (n === 0) this.schedule(1, 1);
+      }, 1, 0);
+    });
+    for (let i = 0; i < 100 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(seen).to.deep.equal([undefined, undefined, undefined]);
+  });
+
+  it("runs a pool's Background Thread Runs outside the context of the request that made the pool ready", async function () {
+    // A pool made on a request's first use: its later work (here the establishments that replace idle connections)
+    // must not be filed under that request, which ended long before, nor keep the request's store reachable.
+    const store = new AsyncLocalStorage<string>();
+    const establishedUnder: (string | undefined)[] = [];
+    const pool = store.run('request 1', () => {
+      const made = new ConnectionPoolCore({
+        address: 'context.test:1',
+        minPoolSize: 1,
+        maxIdleTimeMS: 10,
+        backgroundThreadIntervalMS: 5,
+        connectionFactory: (d) =>
+          defer(() => {
+            establishedUnder.push(store.getStore());
+            return of(new MockConnection(d));
+          }),
+      });
+      made.ready();
+      return made;
+    });
+    try {
+      for (let i = 0; i < 200 && establishedUnder.length < 4; i++) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      pool.close();
+    }
+    // The first establishment may start within ready() itself; every replacement comes from a Background Thread Run.
+    expect(establishedUnder.length).to.be.at.least(4);
+    expect(establishedUnder.slice(1)).to.deep.equal(establishedUnder.slice(1).map(() => undefined));
   });
 
   it('unrefs its timers so they never keep the process alive', function () {
