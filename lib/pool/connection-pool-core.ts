@@ -17,6 +17,7 @@
  *
  * Source: CMAP spec, "Connection Pool Behaviors", "Connection Pool Monitoring", "withConnection".
  */
+import { inspect, type InspectOptionsStylized } from 'node:util';
 import {
   defer,
   finalize,
@@ -430,6 +431,28 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         [...s.serviceGenerations].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })),
       ),
     });
+  }
+
+  /**
+   * The JSON form of the pool: its {@link snapshot} (address, state, generation, counts), so a log line or a
+   * diagnostics channel message that carries the pool (`pool` in every one) is written as what the pool holds, never
+   * as its connections, sockets and waiters (which form a cycle: `JSON.stringify` would throw). Never throws.
+   *
+   * Source: extension (what loggers and tracers write of an object they are handed).
+   */
+  toJSON(): PoolSnapshot {
+    return this.snapshot();
+  }
+
+  /**
+   * What `util.inspect` (and so `console.log`) shows: the class name and the {@link snapshot}, e.g.
+   * `ConnectionPool { address: 'localhost:27017', state: 'ready', ... }`, at any depth and with `showHidden`, never
+   * the pool's connections, sockets and waiters.
+   *
+   * Source: extension (see {@link toJSON}).
+   */
+  [inspect.custom](_depth: number, options: InspectOptionsStylized, show: typeof inspect = inspect): string {
+    return `${this.constructor.name} ${show(this.snapshot(), { ...options, depth: 2 })}`;
   }
 
   /**

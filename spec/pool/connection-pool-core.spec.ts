@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { inspect } from 'node:util';
 import { config, EMPTY, firstValueFrom, last, lastValueFrom, NEVER, takeUntil, Observable, of, Subject, Subscription, tap, throwError, delay as rxDelay } from 'rxjs';
 import { CheckOutCancelledError, ConnectionCheckInError, ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError, type ConnectionPoolEvent, type PoolConnection, type PoolInputAction, type PoolSnapshot } from '../../lib';
 import type { MockConnectionFactoryOptions } from '../../lib/testing';
@@ -1563,6 +1564,30 @@ describe('ConnectionPool', function () {
       });
       pool.close();
       expect((await last).state).to.equal('closed');
+    });
+  });
+
+  describe('serialized by loggers and tracers', function () {
+    // A diagnostics channel message carries the pool itself; an APM that logs the message with JSON.stringify or
+    // util.inspect must get the pool's state, not a TypeError (a cycle) or every socket and waiter of the pool.
+    it('writes the pool, and a message carrying it, as its snapshot in JSON and under util.inspect', async function () {
+      const { pool, clock } = makePool({ maxPoolSize: 3 });
+      pool.ready();
+      const held: MockConnection[] = [];
+      for (let i = 0; i < 3; i++) pool.checkOut().subscribe((c) => held.push(c));
+      clock.advance(20);
+      await microtasks();
+      expect(held).to.have.length(3);
+      const message = { address: pool.address, pool, connectionId: held[0].id };
+      const json = JSON.parse(JSON.stringify(message)) as { pool: PoolSnapshot };
+      expect(json.pool).to.deep.equal(JSON.parse(JSON.stringify(pool.snapshot())));
+      expect(json.pool.inUseConnectionCount).to.equal(3);
+      const deep = inspect(message, { depth: Infinity, showHidden: true });
+      expect(deep).to.include('inUseConnectionCount: 3').and.not.include('poolState');
+      expect(deep.length).to.be.below(2000);
+      expect(inspect(pool)).to.match(/^ConnectionPool \{/);
+      for (const c of held) pool.checkIn(c);
+      pool.close();
     });
   });
 });
