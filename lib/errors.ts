@@ -583,7 +583,8 @@ export class MongoNetworkTimeoutError extends MongoNetworkError {}
 
 /**
  * The server answered a command with `ok: 0`. The message is the reply's `errmsg` (else `"command failed"`), and
- * `errorLabels` holds the reply's `errorLabels`. The connection stays usable.
+ * `errorLabels` holds the reply's `errorLabels`. The connection stays usable. The reply itself (`response`) is kept
+ * out of the error's JSON and inspected forms.
  *
  * Source: the MongoDB server's command reply (`ok`, `errmsg`, `code`, `codeName`, `errorLabels`); the name is the
  * MongoDB Node.js driver's.
@@ -593,13 +594,20 @@ export class MongoServerError extends CmapError {
   readonly code: number | undefined;
   /** The server's error name (`codeName` in the reply), e.g. `"Unauthorized"`, when it gave one. */
   readonly codeName: string | undefined;
+  /**
+   * The whole reply document. Not enumerable: a reply may hold megabytes (an `errInfo`, say), so `JSON.stringify`,
+   * `util.inspect` and loggers that write an error's enumerable fields (pino's error serializer) leave it out; read
+   * it here, or in the log feed's `response` (truncated to the max document length).
+   */
+  declare readonly response: Readonly<Record<string, unknown>>;
 
   constructor(
-    /** The whole reply document. */
-    readonly response: Readonly<Record<string, unknown>>,
+    /** The whole reply document, kept as {@link MongoServerError.response}. */
+    response: Readonly<Record<string, unknown>>,
   ) {
     const labels = Array.isArray(response.errorLabels) ? (response.errorLabels as string[]) : [];
     super(typeof response.errmsg === 'string' ? response.errmsg : 'command failed', { labels });
+    Object.defineProperty(this, 'response', { value: response, enumerable: false, writable: false, configurable: true });
     this.code = typeof response.code === 'number' ? response.code : undefined;
     this.codeName = typeof response.codeName === 'string' ? response.codeName : undefined;
   }

@@ -1,7 +1,8 @@
 /** The errors rxcmap raises: one base class, so `instanceof CmapError` tells a pool's error from any other. */
 import { expect } from 'chai';
 import * as rxcmap from '../lib';
-import { CmapError, PoolClearedError } from '../lib';
+import { inspect } from 'node:util';
+import { CmapError, MongoServerError, PoolClearedError } from '../lib';
 import { InvalidOptionError } from '../lib';
 import { inWords } from '../lib/errors';
 
@@ -96,5 +97,20 @@ describe('errors', function () {
       expect(Date.now() - started, `${value.slice(0, 10)}... (${value.length} characters)`).to.be.below(1000);
       expect(error.message + words).to.not.include('hunter2');
     }
+  });
+
+  it('a server error keeps its whole reply on `response`, but loggers that walk its fields do not write it', function () {
+    // A reply may hold megabytes (an errInfo, say); a logger writing the error with JSON.stringify, or as pino's error
+    // serializer does (every enumerable field), must write what the error is, not the reply.
+    const reply = { ok: 0, errmsg: 'Document failed validation', code: 121, codeName: 'DocumentValidationFailure', errInfo: { details: 'y'.repeat(1_000_000) } };
+    const error = new MongoServerError(reply);
+    expect(error.response).to.equal(reply);
+    const json = JSON.stringify(error);
+    expect(json.length).to.be.below(1000);
+    expect(JSON.parse(json)).to.include({ code: 121, codeName: 'DocumentValidationFailure' });
+    const fields: Record<string, unknown> = {};
+    for (const key in error) fields[key] = (error as unknown as Record<string, unknown>)[key];
+    expect(fields).to.not.have.property('response');
+    expect(inspect(error).length).to.be.below(2000);
   });
 });
