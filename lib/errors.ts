@@ -45,13 +45,93 @@ export class CmapError extends Error {
   constructor(message: string, options?: { cause?: unknown; labels?: readonly string[] }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
-    this.errorLabels = new Set(options?.labels ?? []);
+    this.errorLabels = new ErrorLabels(options?.labels ?? []);
   }
 
   /** True when this error carries `label` (e.g. `"RetryableError"`). */
   hasErrorLabel(label: string): boolean {
     return this.errorLabels.has(label);
   }
+
+  /**
+   * The JSON form, which `JSON.stringify` writes: `name`, `message`, then every enumerable field of the error
+   * (`errorLabels` as an array of strings, `address`, `code`, `pool`, ...), then `cause`: an rxcmap error's JSON
+   * form, any other Error as `{ name, message, code }` (a `code` it has), any other value in words. The chain stops
+   * after 8 causes, and at a cause met before. A plain object of strings, numbers, booleans, arrays and objects.
+   *
+   * This is what to send to a worker (`postMessage`) or keep with `structuredClone`: those keep only an Error's message
+   * and stack (its `name` becomes `"Error"`, its fields are dropped), so the error itself does not travel as one.
+   *
+   * Source: extension (what loggers and workers receive of an error; CMAP "Connection Pool Errors": errors
+   * idiomatic to the language).
+   */
+  toJSON(): Record<string, unknown> {
+    return errorJson(this, new Set());
+  }
+}
+
+/**
+ * The labels of a {@link CmapError}: a Set whose JSON form is the array of its labels (a Set alone is written `{}`),
+ * so a logger that writes an error's fields as JSON (pino's error serializer) keeps them.
+ */
+class ErrorLabels extends Set<string> {
+  toJSON(): string[] {
+    return [...this];
+  }
+}
+
+/** How many causes {@link CmapError.toJSON} writes, at most. */
+const MAX_JSON_CAUSES = 8;
+
+/** The JSON form of `error` (see {@link CmapError.toJSON}); `seen`: the errors of the chain written so far. */
+function errorJson(error: CmapError, seen: Set<unknown>): Record<string, unknown> {
+  seen.add(error);
+  const json: Record<string, unknown> = { name: error.name, message: error.message };
+  for (const key of Object.keys(error)) json[key] = jsonValue((error as unknown as Record<string, unknown>)[key], seen);
+  const cause = error.cause;
+  if (cause === undefined || seen.has(cause) || seen.size > MAX_JSON_CAUSES) return json;
+  if (isInstance(cause, CmapError)) {
+    json.cause = errorJson(cause, seen);
+  } else if (isError(cause)) {
+    json.cause = foreignErrorJson(cause);
+  } else {
+    json.cause = inWords(cause);
+  }
+  return json;
+}
+
+/**
+ * A field of an error as a JSON value: labels as an array, an Error as a cause is written, a function, bigint or
+ * symbol in words, an object as its JSON form (one that has none, a cycle say, in words as `describeValue` writes it).
+ */
+function jsonValue(value: unknown, seen: Set<unknown>): unknown {
+  if (value instanceof ErrorLabels) return value.toJSON();
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === undefined) return value;
+  if (typeof value !== 'object') return describeValue(value);
+  if (isInstance(value, CmapError)) return seen.has(value) ? value.name : errorJson(value, seen);
+  if (isError(value)) return foreignErrorJson(value);
+  try {
+    return JSON.parse(JSON.stringify(value)) as unknown;
+  } catch {
+    return describeValue(value);
+  }
+}
+
+/** An Error not of rxcmap as JSON: its name, message (in words: no URI's credentials) and a string or number code. */
+function foreignErrorJson(error: Error): Record<string, unknown> {
+  let name: unknown;
+  let code: unknown;
+  try {
+    name = error.name;
+    code = (error as { code?: unknown }).code;
+  } catch {
+    // a getter that throws: left out
+  }
+  return {
+    name: typeof name === 'string' ? name : 'Error',
+    message: inWords(error),
+    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+  };
 }
 
 /**

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import * as rxcmap from '../lib';
 import { inspect } from 'node:util';
-import { CmapError, MongoServerError, PoolClearedError } from '../lib';
+import { CmapError, MongoNetworkError, MongoServerError, PoolClearedError } from '../lib';
 import { InvalidOptionError } from '../lib';
 import { inWords } from '../lib/errors';
 
@@ -112,5 +112,27 @@ describe('errors', function () {
     for (const key in error) fields[key] = (error as unknown as Record<string, unknown>)[key];
     expect(fields).to.not.have.property('response');
     expect(inspect(error).length).to.be.below(2000);
+  });
+
+  it('an error written as JSON, by a field-walking logger, or cloned for a worker keeps name, message, code and labels', function () {
+    const reset = new MongoNetworkError('db:27017', 'connection 3 to db:27017 closed', { labels: ['SystemOverloadedError'] });
+    const cleared = PoolClearedError.cleared('db:27017', reset);
+    // JSON.stringify: the labels as an array (a Set alone writes `{}`), the name and message, the cause likewise.
+    const json = JSON.parse(JSON.stringify(cleared)) as Record<string, unknown> & { cause: Record<string, unknown> };
+    expect(json).to.deep.include({ name: 'PoolClearedError', message: cleared.message, address: 'db:27017', errorLabels: ['RetryableError', 'RetryableWriteError'] });
+    expect(json.cause).to.deep.include({ name: 'MongoNetworkError', message: reset.message, errorLabels: ['SystemOverloadedError'] });
+    // pino's error serializer copies every enumerable field and writes the copy as JSON.
+    const fields: Record<string, unknown> = {};
+    for (const key in cleared) fields[key] = (cleared as unknown as Record<string, unknown>)[key];
+    expect(JSON.parse(JSON.stringify(fields))).to.deep.include({ errorLabels: ['RetryableError', 'RetryableWriteError'] });
+    // structuredClone (worker.postMessage) of an Error keeps only its message and stack: toJSON() is what to send.
+    const server = new MongoServerError({ ok: 0, errmsg: 'not primary', code: 10107, errorLabels: ['RetryableWriteError'] });
+    expect(structuredClone(server.toJSON())).to.deep.include({ name: 'MongoServerError', message: 'not primary', code: 10107, errorLabels: ['RetryableWriteError'] });
+    // A cause chain that loops, or one longer than any real one, is cut rather than followed for ever.
+    const a = new CmapError('a');
+    const b = new CmapError('b', { cause: a });
+    (a as { cause?: unknown }).cause = b;
+    expect(() => JSON.stringify(a)).to.not.throw();
+    expect(JSON.stringify(a).length).to.be.below(2000);
   });
 });
