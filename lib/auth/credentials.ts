@@ -42,6 +42,13 @@ true satisfies ListsEveryOption<CredentialsInit, typeof CREDENTIALS_INIT_NAMES>;
 const passwords = new WeakMap<MongoCredentials, string>();
 
 /**
+ * The SCRAM salted passwords of each {@link MongoCredentials} (settled or being derived), keyed by mechanism, salt
+ * and iteration count. Kept out of the instance, as the password is: a salted password authenticates as well as the
+ * password, and a field would show it to `util.inspect` without the custom form and make `structuredClone` throw.
+ */
+const saltedPasswordCaches = new WeakMap<MongoCredentials, Map<string, Promise<Buffer>>>();
+
+/**
  * How many salted passwords one {@link MongoCredentials} keeps. A deployment needs one per mechanism and salt (one
  * salt per user and mechanism), so a handful at most; the bound only stops a server that sends a fresh salt on every
  * conversation from growing the cache without limit.
@@ -65,8 +72,6 @@ export class MongoCredentials {
    * SCRAM-SHA-1).
    */
   readonly mechanism: AuthMechanism | undefined;
-  /** SCRAM salted passwords (settled or being derived), keyed by mechanism, salt and iteration count. */
-  private readonly saltedPasswords = new Map<string, Promise<Buffer>>();
 
   /**
    * @throws {InvalidOptionError} for an `init` that is not an object (option `credentials`), a key of a plain object
@@ -138,7 +143,9 @@ export class MongoCredentials {
    * instance's); sharing a derivation in progress and the bound on entries are extensions.
    */
   saltedPassword(key: string, derive: () => Promise<Buffer>): Promise<Buffer> {
-    const cached = this.saltedPasswords.get(key);
+    const saltedPasswords = saltedPasswordCaches.get(this) ?? new Map<string, Promise<Buffer>>();
+    saltedPasswordCaches.set(this, saltedPasswords);
+    const cached = saltedPasswords.get(key);
     if (cached !== undefined) return cached;
     let salted: Promise<Buffer>;
     try {
@@ -146,12 +153,12 @@ export class MongoCredentials {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.saltedPasswords.size >= MAX_CACHED_SALTED_PASSWORDS) {
-      this.saltedPasswords.delete(this.saltedPasswords.keys().next().value!);
+    if (saltedPasswords.size >= MAX_CACHED_SALTED_PASSWORDS) {
+      saltedPasswords.delete(saltedPasswords.keys().next().value!);
     }
-    this.saltedPasswords.set(key, salted);
+    saltedPasswords.set(key, salted);
     salted.catch(() => {
-      if (this.saltedPasswords.get(key) === salted) this.saltedPasswords.delete(key);
+      if (saltedPasswords.get(key) === salted) saltedPasswords.delete(key);
     });
     return salted;
   }

@@ -12,6 +12,17 @@ describe('MongoCredentials', function () {
     expect(creds.toJSON()).to.deep.equal({ username: 'u', source: 'admin', mechanism: 'SCRAM-SHA-256' });
   });
 
+  it('keeps the salted passwords it caches out of its fields: inspection without its own form, and structuredClone', async function () {
+    // The salted password authenticates as well as the password does (it derives the client key).
+    const creds = new MongoCredentials({ username: 'u', password: 'hunter2' });
+    const salted = Buffer.from('a1b2c3d4e5f60718293a4b5c6d7e8f9012345678', 'hex');
+    await creds.saltedPassword('SCRAM-SHA-1:salt:10000', () => Promise.resolve(salted));
+    const shown = inspect(creds, { customInspect: false, showHidden: true, depth: Infinity });
+    expect(shown).to.not.include(String(salted[0])).and.not.include('Map');
+    expect(structuredClone(creds)).to.deep.equal({ username: 'u', source: 'admin', mechanism: undefined });
+    expect(await creds.saltedPassword('SCRAM-SHA-1:salt:10000', () => Promise.reject(new Error('derived again')))).to.equal(salted);
+  });
+
   it('refuses at construction a password SASLprep refuses when the mechanism is SCRAM-SHA-256, without showing it; SCRAM-SHA-1 and a negotiated mechanism take it', function () {
     for (const [password, rule] of [['se\u0007cret', /Prohibited character/], ['se\u0627cret', /RandALCat/]] as const) {
       const error = (() => {
