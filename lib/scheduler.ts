@@ -25,6 +25,64 @@ const timerContext = new AsyncResource('RXCMAP_TIMER');
  */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
+/**
+ * A timeout on I/O: `onTimeout` runs once `delayMS` ms (a number from 0 to {@link MAX_TIMER_DELAY_MS}) have passed
+ * and the I/O pending by then has been read, never before. After the event loop was blocked (a long synchronous
+ * computation, a GC pause) Node runs the timers that expired meanwhile before it reads the sockets: a timer alone
+ * would report as timed out a reply that arrived during the block and sits unread in the socket. So when the timer
+ * expires, `onTimeout` waits for the check phase of that same loop turn (`setImmediate`), which comes after the poll
+ * phase that reads what arrived: a reply read there settles its request and clears this timeout first. Without a
+ * block this adds no more than one turn of the loop. A long reply is read over several turns (Node reads at most about
+ * 2 MiB of a socket in one): with `progress` (a count that grows as bytes of what is awaited are read, e.g. the bytes
+ * a socket received), `onTimeout` waits one more turn each time the last one read more, and runs after the first
+ * turn that read nothing, so a reply that had arrived is read whole, while a server that sends nothing more still
+ * times out at once. {@link clear} cancels it (idempotent); the Node timer keeps the process alive, as `setTimeout`
+ * does.
+ *
+ * Source: extension (Node's event loop phase order: timers, then poll, then check).
+ */
+export class IoTimeout {
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  /** The `progress` count when the last turn began. */
+  private seen = 0;
+
+  constructor(
+    private readonly onTimeout: () => void,
+    delayMS: number,
+    private readonly progress?: () => number,
+  ) {
+    this.timer = setTimeout(this.expired, delayMS);
+  }
+
+  /** Cancels the timeout: `onTimeout` will not run. */
+  clear(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
+  }
+
+  private readonly expired = (): void => {
+    this.timer = undefined;
+    if (this.progress !== undefined) this.seen = this.progress();
+    this.immediate = setImmediate(this.fire);
+  };
+
+  private readonly fire = (): void => {
+    this.immediate = undefined;
+    if (this.progress !== undefined) {
+      const count = this.progress();
+      if (count !== this.seen) {
+        this.seen = count;
+        this.immediate = setImmediate(this.fire);
+        return;
+      }
+    }
+    this.onTimeout();
+  };
+}
+
 class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
 

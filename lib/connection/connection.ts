@@ -10,6 +10,7 @@ import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
+import { IoTimeout } from '../scheduler';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import {
@@ -124,7 +125,7 @@ interface InFlight {
   readonly reject: (error: Error) => void;
   /** Whether the request set exhaustAllowed (or this is the read of a streamed reply): moreToCome is allowed. */
   readonly exhaustAllowed: boolean;
-  timer: NodeJS.Timeout | undefined;
+  timer: IoTimeout | undefined;
 }
 
 let nextRequestId = 1;
@@ -178,6 +179,9 @@ export class Connection implements PoolConnection {
   handshakeDurationMS: number | undefined;
 
   private erroredBy: Error | undefined;
+  /** Bytes read from the socket so far (how a timeout sees a reply still being read). */
+  private received = 0;
+  private readonly bytesReceived = (): number => this.received;
   private destroyed = false;
   private inFlight: InFlight | undefined;
   /** While the server streams replies (the last one had moreToCome): the `responseTo` its next reply carries. */
@@ -394,9 +398,13 @@ export class Connection implements PoolConnection {
       const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined };
       this.inFlight = inFlight;
       if (timeoutMS > 0) {
-        inFlight.timer = setTimeout(() => {
-          this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`));
-        }, timeoutMS);
+        // Expires only once what the socket already received is read: a reply that arrived while the event loop was
+        // blocked is no timeout.
+        inFlight.timer = new IoTimeout(
+          () => this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`)),
+          timeoutMS,
+          this.bytesReceived,
+        );
       }
     });
   }
@@ -410,6 +418,7 @@ export class Connection implements PoolConnection {
   }
 
   private onData(chunk: Buffer): void {
+    this.received += chunk.length;
     // A reply answers a request: bytes that arrive with none in flight can only be (the start of) one nobody asked
     // for. Refused at once, rather than buffered until a message completes: a server could otherwise park up to
     // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
@@ -507,7 +516,7 @@ export class Connection implements PoolConnection {
     const inFlight = this.inFlight;
     if (inFlight === undefined) return;
     this.inFlight = undefined;
-    if (inFlight.timer !== undefined) clearTimeout(inFlight.timer);
+    inFlight.timer?.clear();
     if (error !== undefined) inFlight.reject(error);
     else inFlight.resolve(reply!);
   }

@@ -24,6 +24,7 @@ import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { blockEventLoop } from '../support/blocked-loop';
 import { startWireProxy } from '../support/wire-proxy';
 import { opCompressed, startHostileServer, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
 import * as pkg from '../../package.json';
@@ -513,5 +514,50 @@ describe('Connection: the reply timeout is a deadline, not an idle timeout', fun
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('Connection: a reply received while the event loop was blocked', function () {
+  // Node runs the timers that expired during a block before it reads the sockets: the reply timeout must not report
+  // a reply that had already arrived. Deterministic by ordering: the timeout is armed, the server writes the reply
+  // (into the client's socket buffer, on loopback), then blocks the whole process for longer than the timeout.
+  async function afterBlock(replyBytes: number): Promise<unknown> {
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        socket.write(encodeOpMsg(1, request.readInt32LE(4), { ok: 1, pad: 'x'.repeat(replyBytes) }));
+        blockEventLoop(300);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as net.AddressInfo;
+      const socket = net.connect({ host: '127.0.0.1', port });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const c = new Connection(socket, { id: 1, generation: 0, address: `127.0.0.1:${port}`, socketTimeoutMS: 100 });
+      const outcome = await c.command('admin', { ping: 1 }).then(
+        (reply) => reply,
+        (e: unknown) => e,
+      );
+      c.destroy();
+      return outcome;
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  it('resolves a command whose reply arrived during the block, though its timeout expired meanwhile', async function () {
+    const outcome = await afterBlock(10);
+    expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
+    expect((outcome as Document).ok).to.equal(1);
+  });
+
+  it('resolves it when the reply is too long to be read in one turn of the event loop', async function () {
+    const outcome = await afterBlock(3_000_000);
+    expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
+    expect((outcome as Document).pad).to.have.length(3_000_000);
   });
 });

@@ -11,6 +11,7 @@ import { VirtualClock } from '../../lib/testing';
 import type { TestEndpoint } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 import { unhandledRejectionsOf } from '../support/unhandled';
+import { blockEventLoop } from '../support/blocked-loop';
 
 describe('Monitor', function () {
   let server: EmbeddedServer;
@@ -180,6 +181,39 @@ describe('Monitor', function () {
     expect(server.connectionsAccepted).to.equal(1);
     monitor.close();
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('a check whose reply arrived while the event loop was blocked past connectTimeoutMS succeeds: no failure, no pool clear', async function () {
+    // Server monitoring spec, "Network or command error during server check": a timeout clears the pool, interrupting
+    // in-use connections. Node runs the timers that expired during a block before it reads the sockets: the reply,
+    // already received, must win. The proxy blocks the process right after it wrote a polling check's reply.
+    let blocked = false;
+    const proxy = await startWireProxy(server.address, {
+      reply: (reply, command) => {
+        const check = command.hello !== undefined || command.isMaster !== undefined || command.ismaster !== undefined;
+        if (check && command.client === undefined && !blocked) {
+          blocked = true;
+          process.nextTick(() => blockEventLoop(300));
+        }
+        return reply;
+      },
+    });
+    try {
+      monitor = new Monitor({ address: proxy.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 100 } });
+      pool = new ConnectionPool({ address: server.address });
+      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      pool.events$.subscribe((e) => events.push(e));
+      monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
+      monitor.start();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') >= 3 || count('ServerHeartbeatFailed') > 0, 5000)).to.equal(true);
+      expect(blocked).to.equal(true);
+      const failure = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed');
+      expect(failure, failure?.type === 'ServerHeartbeatFailed' ? failure.error.message : '').to.equal(undefined);
+      expect(count('ConnectionPoolCleared')).to.equal(0);
+    } finally {
+      monitor?.close();
+      await proxy.stop();
+    }
   });
 
   describe(`cancelCheck() (${process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint'})`, function () {
