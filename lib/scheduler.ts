@@ -34,10 +34,10 @@ export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
  * phase that reads what arrived: a reply read there settles its request and clears this timeout first. Without a
  * block this adds no more than one turn of the loop. A long reply is read over several turns (Node reads at most about
  * 2 MiB of a socket in one): with `progress` (a count that grows as bytes of what is awaited are read, e.g. the bytes
- * a socket received), `onTimeout` waits one more turn each time the last one read more, and runs after the first
- * turn that read nothing, so a reply that had arrived is read whole, while a server that sends nothing more still
- * times out at once. {@link clear} cancels it (idempotent); the Node timer keeps the process alive, as `setTimeout`
- * does.
+ * a socket received; first read as the delay runs out, so it can also note that moment), `onTimeout` waits one more
+ * turn each time the last one read more, and runs after the first turn that read nothing, so a reply that had
+ * arrived is read whole, while a server that sends nothing more still times out at once. {@link clear} cancels it
+ * (idempotent); the Node timer keeps the process alive, as `setTimeout` does.
  *
  * Source: extension (Node's event loop phase order: timers, then poll, then check).
  */

@@ -21,6 +21,7 @@ import {
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
+import { IoTimeout } from '../scheduler';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, MAX_HELLO_REPLY_BYTES } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';
@@ -213,9 +214,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     };
     /** Load-balanced mode: the service the handshake reached, once it completed (errors after it name it). */
     let service: string | undefined;
-    const fail = (error: unknown): void => {
+    const fail = (error: unknown, at: Phase = phase): void => {
       if (service !== undefined && error instanceof CmapError) error.serviceId = service;
-      end(withBackpressureLabels(error, phase));
+      end(withBackpressureLabels(error, at));
     };
     const onAbort = (): void => {
       const message = `establishing a connection to ${address} was aborted (during ${phase})`;
@@ -234,11 +235,23 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     // gone without a FIN is found. Set on 'connect' (TLS included: tls.connect ignores the keepAlive options of its
     // constructor): on the connected socket, 0 keeps the OS default delay; set earlier, libuv would apply its own.
     socket.once('connect', () => socket.setKeepAlive(true, s.keepAliveInitialDelay));
+    // Expires only once what the socket already received is read: a handshake or authentication reply that arrived
+    // while the event loop was blocked is no timeout (nor a reason to clear the pool). What still needs a round trip
+    // then fails as of the phase the deadline passed in (its labels, hence whether the pool is cleared, are that
+    // phase's), not the one the replies read since led to.
+    let deadlinePhase: Phase | undefined;
     const timer =
       s.connectTimeoutMS > 0
-        ? setTimeout(
-            () => fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${phase})`)),
+        ? new IoTimeout(
+            () => {
+              const at = deadlinePhase ?? phase;
+              fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
+            },
             s.connectTimeoutMS,
+            () => {
+              deadlinePhase ??= phase;
+              return socket.bytesRead;
+            },
           )
         : undefined;
     signal.addEventListener('abort', onAbort, { once: true });
@@ -310,7 +323,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .catch(fail);
     });
     return () => {
-      if (timer !== undefined) clearTimeout(timer);
+      timer?.clear();
       signal.removeEventListener('abort', onAbort);
       if (!delivered) {
         conversation.abort();

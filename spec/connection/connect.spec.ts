@@ -11,7 +11,9 @@ import { firstValueFrom, from } from 'rxjs';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { spyOnDerivations, ticker } from '../support/derivations';
+import { blockEventLoop } from '../support/blocked-loop';
 import { closedPort, eventually } from '../support/endpoint';
+import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -595,5 +597,56 @@ describe('connectionFactory (establishment)', function () {
         await server.stop();
       }
     });
+  });
+});
+
+describe('connectionFactory: replies received while the event loop was blocked', function () {
+  // Node runs the timers that expired during a block before it reads the sockets: connectTimeoutMS must not report
+  // an establishment whose handshake reply had already arrived. Deterministic by ordering: the proxy writes the
+  // hello reply (into the client's socket buffer, on loopback), then blocks the whole process past the timeout.
+  let server: EmbeddedServer;
+  let proxy: WireProxy;
+  let blocks = 0;
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+    blocks = 0;
+    proxy = await startWireProxy(server.address, {
+      reply: (reply, command) => {
+        if (command.client !== undefined) {
+          blocks++;
+          process.nextTick(() => blockEventLoop(300));
+        }
+        return reply;
+      },
+    });
+  });
+  afterEach(async function () {
+    await proxy.stop();
+    await server.stop();
+  });
+
+  it('establishes the connection, though connectTimeoutMS ran out during the block', async function () {
+    const outcome = await establish(proxy.address, { connectTimeoutMS: 100 }).catch((e: unknown) => e);
+    expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
+    expect(blocks).to.equal(1);
+    (outcome as Connection).destroy();
+  });
+
+  it('a pool checks it out: no ConnectionCheckOutFailed, no ConnectionPoolCleared', async function () {
+    const pool = new ConnectionPool({ address: proxy.address, connectionOptions: { connectTimeoutMS: 100 } });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const outcome = await pool.checkOut().then(
+        (c) => c,
+        (e: unknown) => e,
+      );
+      expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
+      pool.checkIn(outcome as Connection);
+      expect(events.filter((e) => e.type === 'ConnectionCheckOutFailed' || e.type === 'ConnectionPoolCleared')).to.deep.equal([]);
+    } finally {
+      pool.close();
+    }
   });
 });
