@@ -85,6 +85,8 @@ export class IoTimeout {
 
 class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
+  /** The work's turn, once its timer expired: the check phase that follows the poll phase (see {@link IoTimeout}). */
+  private immediate: NodeJS.Immediate | undefined;
 
   constructor(private readonly work: (this: SchedulerAction<T>, state?: T) => void) {
     super(() => this.cancel());
@@ -102,8 +104,13 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
     const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
     const handle = timerContext.runInAsyncScope(setTimeout, undefined, () => {
       this.handle = undefined;
-      if (step < delay) this.arm(state, delay - step);
-      else this.work.call(this, state);
+      if (step < delay) return this.arm(state, delay - step);
+      // After the I/O pending now is read: a connection checked in, or established, from a reply that arrived while
+      // the event loop was blocked serves its checkout before that checkout's deadline is seen as passed.
+      this.immediate = setImmediate(() => {
+        this.immediate = undefined;
+        this.work.call(this, state);
+      });
     }, step);
     handle.unref();
     this.handle = handle;
@@ -111,7 +118,9 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 
   private cancel(): void {
     if (this.handle !== undefined) clearTimeout(this.handle);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.handle = undefined;
+    this.immediate = undefined;
   }
 }
 
@@ -119,9 +128,12 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
  * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
  * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
- * armed as a chain of timers, so a long deadline is never cut to 1 ms). Work runs in the async context rxcmap was
- * loaded in, not in the one of the call that armed it (an AsyncLocalStorage store current at `schedule()` is not
- * current in `work`). The default `scheduler` of pools and monitors.
+ * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
+ * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire, as
+ * {@link IoTimeout} does): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
+ * replies that arrived meanwhile were read. Work runs in the async context rxcmap was loaded in, not in the one of
+ * the call that armed it (an AsyncLocalStorage store current at `schedule()` is not current in `work`). The default
+ * `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */

@@ -2,8 +2,11 @@ import { expect } from 'chai';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, of } from 'rxjs';
 import { ConnectionPoolCore, timerScheduler } from '../lib';
-import { MockConnection } from '../lib/testing';
+import { ConnectionPool } from '../lib/client/connection-pool';
 import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
+import { EmbeddedServer, MockConnection } from '../lib/testing';
+import { blockEventLoop } from './support/blocked-loop';
+import { startWireProxy } from './support/wire-proxy';
 
 describe('timerScheduler', function () {
   it('reads a monotonic clock in epoch milliseconds', function () {
@@ -76,7 +79,7 @@ describe('timerScheduler', function () {
     sub.unsubscribe();
   });
 
-  it('arms a delay beyond what one Node timer holds as a chain of timers, running the work once at the end', function () {
+  it('arms a delay beyond what one Node timer holds as a chain of timers, running the work once at the end', async function () {
     // Node runs a timer whose delay exceeds 2^31 - 1 ms after 1 ms: a waitQueueTimeoutMS or checkOut timeoutMS of
     // 2^31 must not fail a checkout at once. setTimeout is replaced so the chain is seen without waiting 25 days.
     const armed: { fn: () => void; delay: number; cleared: boolean }[] = [];
@@ -98,6 +101,7 @@ describe('timerScheduler', function () {
       expect(armed.map((t) => t.delay)).to.deep.equal([MAX_TIMER_DELAY_MS, MAX_TIMER_DELAY_MS, 5]);
       expect(ran, 'not before the whole delay').to.deep.equal([]);
       armed[2].fn();
+      await new Promise((r) => setImmediate(r)); // the work runs after the I/O pending as the last timer expired
       expect(ran).to.deep.equal([delay]);
       // Cancelled part way, the chain stops: the timer armed now is cleared and the work never runs.
       const cancelled = timerScheduler.schedule(() => ran.push(-1), MAX_TIMER_DELAY_MS + 1);
@@ -109,10 +113,49 @@ describe('timerScheduler', function () {
       timerScheduler.schedule(() => ran.push(MAX_TIMER_DELAY_MS), MAX_TIMER_DELAY_MS);
       expect(armed[5].delay).to.equal(MAX_TIMER_DELAY_MS);
       armed[5].fn();
+      await new Promise((r) => setImmediate(r));
       expect(ran).to.deep.equal([delay, MAX_TIMER_DELAY_MS]);
     } finally {
       globalThis.setTimeout = saved.set;
       globalThis.clearTimeout = saved.clear;
+    }
+  });
+
+  it('after a block of the event loop, a WaitQueue deadline passed meanwhile lets the replies that arrived serve their checkouts first', async function () {
+    // Node runs the timers that expired during a block before it reads the sockets. A checkout waits for the only
+    // connection, whose holder's reply arrives while the process is blocked past waitQueueTimeoutMS: the check-in
+    // that reply leads to must serve the checkout. Deterministic by ordering: the proxy writes the reply (into the
+    // client's socket buffer, on loopback), then blocks the whole process.
+    const server = await new EmbeddedServer().start();
+    let block = false;
+    const proxy = await startWireProxy(server.address, {
+      reply: (reply) => {
+        if (block) {
+          block = false;
+          process.nextTick(() => blockEventLoop(300));
+        }
+        return reply;
+      },
+    });
+    const pool = new ConnectionPool({ address: proxy.address, maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+    try {
+      pool.ready();
+      const held = await pool.checkOut();
+      const waiting = pool.checkOut().then(
+        (c) => c,
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setImmediate(r));
+      block = true;
+      await held.command('admin', { ping: 1 });
+      pool.checkIn(held);
+      const outcome = await waiting;
+      expect(outcome, String(outcome)).to.equal(held);
+      pool.checkIn(held);
+    } finally {
+      pool.close();
+      await proxy.stop();
+      await server.stop();
     }
   });
 });
