@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { timer } from 'rxjs';
-import { InvalidOptionError } from '../../lib';
-import { VirtualClock } from '../../lib/testing';
+import { firstValueFrom, timer } from 'rxjs';
+import { ConnectionPoolCore, InvalidOptionError } from '../../lib';
+import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 
 describe('VirtualClock', function () {
   it('runs timers due at the same time in the order they were scheduled, and those they arm when due by then', function () {
@@ -61,5 +61,72 @@ describe('VirtualClock', function () {
     }
     clock.advanceTo(3); // not ahead: no-op
     expect(clock.now()).to.equal(5);
+  });
+});
+
+describe('VirtualClock.advanceAsync', function () {
+  it('lets promise continuations run before each timer, so work they schedule runs at its virtual time within the same advance', async function () {
+    const clock = new VirtualClock();
+    const seen: string[] = [];
+    // A retry loop: its backoff timer is armed only after two awaits.
+    void (async () => {
+      await Promise.resolve();
+      await Promise.resolve();
+      await firstValueFrom(timer(50, clock));
+      seen.push(`retry at ${clock.now()}`);
+      await firstValueFrom(timer(20, clock));
+      seen.push(`done at ${clock.now()}`);
+    })();
+    await clock.advanceAsync(70);
+    expect(seen).to.deep.equal(['retry at 50', 'done at 70']);
+    expect(clock.now()).to.equal(70);
+    await clock.advanceAsync(0);
+    expect(clock.now()).to.equal(70);
+  });
+
+  it('settles a Promise-form checkout at its waitQueueTimeoutMS with no flush before or after the advance', async function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 20 });
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, waitQueueTimeoutMS: 100, scheduler: clock, connectionFactory: mock.factory });
+    pool.ready();
+    const outcomes: string[] = [];
+    // `await` enters the pool a microtask after the call, as code under test awaits it.
+    void (async () => {
+      const c = await pool.checkOut();
+      outcomes.push(`connection ${c.id} at ${clock.now()}`);
+    })();
+    void (async () => {
+      try {
+        await pool.checkOut();
+        outcomes.push('second served');
+      } catch (e) {
+        outcomes.push(`${(e as Error).name} at ${clock.now()}`);
+      }
+    })();
+    await clock.advanceAsync(20);
+    expect(outcomes).to.deep.equal(['connection 1 at 20']);
+    await clock.advanceAsync(80);
+    expect(outcomes).to.deep.equal(['connection 1 at 20', 'WaitQueueTimeoutError at 100']);
+    pool.close();
+  });
+
+  it('rejects with what a timer threw and stops at its due time; refuses a bad ms with InvalidOptionError', async function () {
+    const clock = new VirtualClock();
+    const ran: number[] = [];
+    clock.schedule(() => {
+      throw new Error('boom');
+    }, 10);
+    clock.schedule(() => ran.push(clock.now()), 20);
+    let error: unknown;
+    await clock.advanceAsync(30).catch((e: unknown) => (error = e));
+    expect(error).to.have.property('message', 'boom');
+    expect(clock.now()).to.equal(10);
+    expect(ran).to.deep.equal([]);
+    for (const bad of [-1, Number.NaN, Infinity, '10' as unknown as number]) {
+      let refused: unknown;
+      await clock.advanceAsync(bad).catch((e: unknown) => (refused = e));
+      expect(refused, String(bad)).to.be.instanceOf(InvalidOptionError).with.property('option', 'ms');
+    }
+    expect(clock.now()).to.equal(10);
   });
 });
