@@ -19,7 +19,7 @@
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
  * CommandNotFound (59); it adds no error labels of its own (see {@link FailCommandPoint}); it does not verify an
- * OP_MSG checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: a new
+ * OP_MSG checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: the same address, a new
  * `topologyVersion.processId`, its counter at 0.
  */
 import * as net from 'node:net';
@@ -36,7 +36,10 @@ import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-s
 
 /** Options of an {@link EmbeddedServer}. Source: extension (the settings of a standalone mongod it imitates). */
 export interface EmbeddedServerOptions {
-  /** TCP port; 0 (default) picks a free one. */
+  /**
+   * TCP port; 0 (default) picks a free one at the first {@link EmbeddedServer.start}, and a restart (`start()` after
+   * `stop()`) listens on that same port again, as a restarted mongod keeps its address.
+   */
   port?: number | undefined;
   /**
    * maxWireVersion it reports. Default 25 (MongoDB 8.0). Below 9 (MongoDB 4.4) the handshake's
@@ -313,7 +316,10 @@ export class EmbeddedServer {
   /**
    * Starts listening on 127.0.0.1. Resolves to this endpoint once it accepts connections; rejects with the server's
    * error when it cannot listen (e.g. `EADDRINUSE` for a taken `port`). After {@link stop}, it starts as a restarted
-   * mongod does: with a new `topologyVersion.processId` and its counter back at 0 (fail points and users are kept).
+   * mongod does: on the port it listened on before (the one it picked, with `port` 0), so {@link address} and
+   * {@link uri} stay the same and clients of them reach it again, with a new `topologyVersion.processId` and its
+   * counter back at 0 (fail points and users are kept). Should another process have taken that port meanwhile, the
+   * restart rejects with `EADDRINUSE`.
    */
   async start(): Promise<this> {
     if (this.stopped) {
@@ -321,9 +327,11 @@ export class EmbeddedServer {
       this.processId = new ObjectId();
       this.topologyCounter = 0;
     }
+    // `port` is 0 until the first start, then the port it listened on: a restart keeps its address.
+    const port = this.port !== 0 ? this.port : (this.options.port ?? 0);
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.options.port ?? 0, '127.0.0.1', () => {
+      this.server.listen(port, '127.0.0.1', () => {
         this.server.off('error', reject);
         resolve();
       });

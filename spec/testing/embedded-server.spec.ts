@@ -7,6 +7,7 @@ import { BSON, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
+  ConnectionPool,
   InvalidOptionError,
   MongoCredentials,
   MongoNetworkError,
@@ -616,6 +617,29 @@ describe('EmbeddedServer restarted (start() after stop())', function () {
         client.close();
       }
     } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('EmbeddedServer restarted on a port it picked (port 0)', function () {
+  it('listens again on the port it picked at its first start, so clients of its address reach the restarted server', async function () {
+    const server = await new EmbeddedServer().start();
+    const pool = new ConnectionPool({ address: server.address });
+    try {
+      pool.ready();
+      const address = server.address;
+      await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+      await server.stop();
+      await server.start();
+      expect(server.address).to.equal(address);
+      // The connection to the stopped server is gone; the next one reaches the restarted server at the same address.
+      await pool.withConnection((c) => c.command('admin', { ping: 1 })).catch(() => undefined);
+      pool.ready();
+      expect(await pool.withConnection((c) => c.command('admin', { ping: 1 }))).to.include({ ok: 1 });
+      expect(server.openConnections).to.equal(1);
+    } finally {
+      pool.close();
       await server.stop();
     }
   });
