@@ -30,7 +30,8 @@ import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { InvalidOptionError } from '../errors';
-import { optionValue, optionValues, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { FailCommandPoint } from './fail-points';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
@@ -204,6 +205,8 @@ export class EmbeddedServer {
   private topologyCounter = 0;
   /** The awaitable hellos waiting: each is called on a topology change or a fail point configuration. */
   private readonly awaitingHellos = new Set<() => void>();
+  /** The waiters of {@link waitForOpenConnections}: each is called when the number of open connections changed. */
+  private readonly connectionCountWaiters = new Set<() => void>();
   /** The connections whose hello has carried client metadata already. */
   private readonly metadataSent = new WeakSet<ClientConnectionInfo>();
   /** The requestId of the next reply of a hello stream (each streamed reply is answered to by the next). */
@@ -299,6 +302,50 @@ export class EmbeddedServer {
     this.topologyCounter++;
     this.wakeAwaitingHellos();
     return this.topologyCounter;
+  }
+
+  /**
+   * Resolves once {@link openConnections} is `count`, at once when it already is: the server sees a client's sockets
+   * close a few turns of the event loop after the client closed them, so `await server.waitForOpenConnections(0)`
+   * after a pool's `close()` is how a test proves nothing leaked. After `timeoutMS` ms it resolves anyway. Either way
+   * it resolves to the count it saw last, so `expect(await server.waitForOpenConnections(0)).to.equal(0)` fails with
+   * the number of connections still open. Never rejects.
+   *
+   * @param count the number of open client connections to wait for: an integer >= 0.
+   * @param options `timeoutMS`: how long to wait at most, in ms, from 0 to 2147483647; default 2000.
+   * @throws {InvalidOptionError} synchronously: option `count` for a count that is not an integer >= 0, option
+   *   `timeoutMS` for a timeout outside that range, `waitForOpenConnections options` for options that are not an
+   *   object, and a key other than `timeoutMS` (naming the closest).
+   *
+   * Source: extension (the end of a test that proves its connections were closed).
+   */
+  waitForOpenConnections(count: number, options?: { timeoutMS?: number | undefined }): Promise<number> {
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) {
+      throw new InvalidOptionError('count', count, 'an integer >= 0 (the number of open client connections to wait for)');
+    }
+    requireMethodOptions('waitForOpenConnections', options, ['timeoutMS']);
+    const timeoutMS = optionValue(options, 'timeoutMS') ?? 2000;
+    if (typeof timeoutMS !== 'number' || !(timeoutMS >= 0 && timeoutMS <= MAX_TIMER_DELAY_MS)) {
+      throw new InvalidOptionError('timeoutMS', timeoutMS, `a number of ms from 0 to ${MAX_TIMER_DELAY_MS} (default 2000)`);
+    }
+    if (this.sockets.size === count) return Promise.resolve(count);
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.connectionCountWaiters.delete(check);
+        resolve(this.sockets.size);
+      };
+      const check = (): void => {
+        if (this.sockets.size === count) done();
+      };
+      const timer = setTimeout(done, timeoutMS);
+      this.connectionCountWaiters.add(check);
+    });
+  }
+
+  /** Tells the waiters of {@link waitForOpenConnections} that the number of open connections changed. */
+  private connectionCountChanged(): void {
+    for (const check of [...this.connectionCountWaiters]) check();
   }
 
   /**
@@ -482,6 +529,7 @@ export class EmbeddedServer {
       awaitingHello: false,
     };
     this.sockets.set(socket, client);
+    this.connectionCountChanged();
     const framer = new MessageFramer();
     let chain = Promise.resolve();
     // A TLS client on a plaintext endpoint: its first bytes are a TLS handshake record (content type 22, version
@@ -513,7 +561,10 @@ export class EmbeddedServer {
       for (const message of messages) chain = chain.then(() => this.serve(socket, client, message));
     });
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      this.connectionCountChanged();
+    });
   }
 
   private async serve(socket: net.Socket, client: ClientConnectionInfo, raw: WireMessage): Promise<void> {

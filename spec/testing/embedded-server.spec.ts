@@ -645,6 +645,50 @@ describe('EmbeddedServer restarted on a port it picked (port 0)', function () {
   });
 });
 
+describe('EmbeddedServer.waitForOpenConnections()', function () {
+  it('resolves once the server has seen the connections of a closed pool close, and to the count at its timeout otherwise', async function () {
+    const server = await new EmbeddedServer().start();
+    const pool = new ConnectionPool({ address: server.address, minPoolSize: 3 });
+    try {
+      pool.ready();
+      await pool.warmUp();
+      expect(await server.waitForOpenConnections(3)).to.equal(3);
+      pool.close();
+      // The server sees its sockets close some turns of the event loop after close(): no polling of one's own, and
+      // no waiting for the timeout either.
+      const stillWaiting = new Promise((resolve) => setTimeout(() => resolve('still waiting after 1 s'), 1000).unref());
+      expect(await Promise.race([server.waitForOpenConnections(0, { timeoutMS: 5_000 }), stillWaiting])).to.equal(0);
+      const other = new ConnectionPool({ address: server.address });
+      other.ready();
+      await other.withConnection((c) => c.command('admin', { ping: 1 }));
+      const started = performance.now();
+      // A connection still open (a leak, here on purpose): it resolves at its timeout with the count it saw.
+      expect(await server.waitForOpenConnections(0, { timeoutMS: 50 })).to.equal(1);
+      expect(performance.now() - started).to.be.within(45, 1000);
+      other.close();
+      expect(await server.waitForOpenConnections(0)).to.equal(0);
+    } finally {
+      pool.close();
+      await server.stop();
+    }
+  });
+
+  it('refuses a count or timeoutMS it cannot wait for with InvalidOptionError naming it', async function () {
+    const server = new EmbeddedServer();
+    for (const [count, options, option] of [
+      [-1, undefined, 'count'],
+      [1.5, undefined, 'count'],
+      ['0', undefined, 'count'],
+      [0, { timeoutMS: -1 }, 'timeoutMS'],
+      [0, { timeoutMS: Infinity }, 'timeoutMS'],
+      [0, { timeoutMs: 5 }, 'timeoutMs'],
+    ] as const) {
+      const call = () => server.waitForOpenConnections(count as number, options as { timeoutMS?: number });
+      expect(call, `${String(count)} ${JSON.stringify(options)}`).to.throw(InvalidOptionError).with.property('option', option);
+    }
+  });
+});
+
 describe('EmbeddedServer.handle()', function () {
   it('refuses a command name that is not a non-empty string, or a handler that is not a function, with InvalidOptionError', function () {
     const server = new EmbeddedServer();
