@@ -515,6 +515,49 @@ describe('Connection: the reply timeout is a deadline, not an idle timeout', fun
       await new Promise((resolve) => server.close(resolve));
     }
   });
+  it('a reply trickled faster than the event loop turns still fails soon after the timeout', async function () {
+    // A byte in every turn of the loop (a busy client turns every few ms, so a trickle of a byte a ms does this): bytes
+    // that arrive after the deadline do not extend it.
+    const sockets: net.Socket[] = [];
+    let trickling = true;
+    const server = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.setNoDelay(true);
+      socket.on('error', () => undefined);
+      socket.once('data', (request) => {
+        const header = Buffer.alloc(HEADER_LENGTH);
+        header.writeInt32LE(1_000_000, 0);
+        header.writeInt32LE(1, 4);
+        header.writeInt32LE(request.readInt32LE(4), 8);
+        header.writeInt32LE(OpCode.OP_MSG, 12);
+        socket.write(header);
+        const trickle = (): void => {
+          if (!trickling || socket.destroyed) return;
+          socket.write(Buffer.alloc(1));
+          setImmediate(trickle);
+        };
+        trickle();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as net.AddressInfo;
+      const socket = net.connect({ host: '127.0.0.1', port });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const c = new Connection(socket, { id: 1, generation: 0, address: `127.0.0.1:${port}`, socketTimeoutMS: 100 });
+      const started = Date.now();
+      const cap = setTimeout(() => c.destroy(new Error('still waiting 2 s later')), 2000);
+      const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      clearTimeout(cap);
+      expect((error as Error).message).to.match(/timed out after 100 ms waiting for a reply/);
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(Date.now() - started).to.be.within(90, 1000);
+    } finally {
+      trickling = false;
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });
 
 describe('Connection: a reply received while the event loop was blocked', function () {
