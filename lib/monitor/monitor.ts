@@ -21,7 +21,7 @@ import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackEr
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly } from '../pool/connection-checks';
 import { establish } from './establish';
-import { RoundTripTimes, RttMonitor } from './rtt';
+import { handshakeSample, RoundTripTimes, RttMonitor } from './rtt';
 import { optionValue, optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import type { ServerHeartbeatEvent } from './heartbeat-events';
@@ -401,7 +401,7 @@ export class Monitor {
       if (cancellation !== undefined) throw cancellation;
       let reply;
       /** A new connection's hello round trip, the RTT sample instead of the whole establishment's duration. */
-      let handshakeDurationMS: number | undefined;
+      let handshakeDurationMS: unknown;
       if (this.connection === undefined) {
         // A new connection's handshake reply satisfies the check.
         const connection = await cancellable(this.connect(), destroyQuietly);
@@ -437,7 +437,7 @@ export class Monitor {
       this.lastCheckOk = true;
       // A handshake's hello or a polling hello measures the round trip (the socket connect and TLS handshake before a
       // new connection's hello do not); a streamed reply measures the server's wait.
-      if (!awaited) this.roundTripTimes.add(handshakeDurationMS ?? now - started);
+      if (!awaited) this.roundTripTimes.add(handshakeSample(handshakeDurationMS, now - started));
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });

@@ -22,6 +22,19 @@ import { establish } from './establish';
 export const RTT_SAMPLE_WINDOW = 10;
 
 /**
+ * The RTT sample of a check or RTT round, in ms: a new connection's `handshakeDurationMS` (its handshake hello's
+ * duration) when that is a number from 0 to `establishedMS`, the round's whole duration on the monitor's clock, which
+ * contains that hello; `establishedMS` otherwise: none recorded (a command on an established connection), or a value
+ * no hello inside that establishment can take (negative, NaN, longer, not a number: set by a connectionFactory of the
+ * user's, or measured on another clock).
+ *
+ * Source: server monitoring spec, "Measuring RTT" (the hello duration of the initial connection handshake).
+ */
+export function handshakeSample(handshakeDurationMS: unknown, establishedMS: number): number {
+  return typeof handshakeDurationMS === 'number' && handshakeDurationMS >= 0 && handshakeDurationMS <= establishedMS ? handshakeDurationMS : establishedMS;
+}
+
+/**
  * The latest RTT samples (at most {@link RTT_SAMPLE_WINDOW}), in ms.
  *
  * Source: server monitoring spec, "Measuring RTT", "RTT thread".
@@ -109,7 +122,7 @@ export class RttMonitor {
     const { scheduler, samples } = this.o;
     const started = scheduler.now();
     try {
-      let handshakeDurationMS: number | undefined;
+      let handshakeDurationMS: unknown;
       if (this.connection === undefined) {
         const { connection, subscription } = establish(this.o.factory, this.o.address, 1, () => this.closed);
         this.establishing = subscription;
@@ -122,7 +135,7 @@ export class RttMonitor {
         await this.connection.command('admin', command, { timeoutMS: this.o.connectTimeoutMS });
       }
       // A new connection's sample is its handshake's hello, without the socket connect and TLS handshake before it.
-      if (!this.closed) samples.add(handshakeDurationMS ?? scheduler.now() - started);
+      if (!this.closed) samples.add(handshakeSample(handshakeDurationMS, scheduler.now() - started));
     } catch {
       destroyQuietly(this.connection);
       this.connection = undefined;

@@ -7,7 +7,8 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Document } from 'bson';
-import { Monitor, type ServerHeartbeatEvent } from '../../lib';
+import { from, map } from 'rxjs';
+import { Monitor, connectionFactory, type ServerHeartbeatEvent } from '../../lib';
 import { RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
@@ -114,5 +115,49 @@ describe('Monitor: RTT', function () {
       monitor = undefined;
       await proxy.stop();
     }
+  });
+
+  it('takes the whole establishment as the sample when a connection\'s handshakeDurationMS is not a duration within it', async function () {
+    // A connectionFactory of the user's sets it (or leaves it on another clock): a value no hello on the monitor's
+    // clock can take is no sample of it.
+    server = await new EmbeddedServer().start();
+    const [host, port] = server.address.split(':');
+    const delays = [7, 9];
+    const mins: Record<string, number> = {};
+    for (const bogus of [Number.NaN, -5, Number.POSITIVE_INFINITY, 1e9, '3' as unknown as number]) {
+      const clock = new VirtualClock();
+      let answered = 0;
+      const reply = (legacy: boolean): Document => {
+        clock.advance(delays[answered++]);
+        return { ...(legacy ? { ismaster: true } : { isWritablePrimary: true }), helloOk: true, maxWireVersion: 25, ok: 1 };
+      };
+      server.handle('ismaster', () => reply(true));
+      server.handle('hello', () => reply(false));
+      const real = connectionFactory({ host, port: Number(port) });
+      monitor = new Monitor({
+        address: server.address,
+        heartbeatFrequencyMS: 10_000,
+        scheduler: clock,
+        serverMonitoringMode: 'poll',
+        connectionFactory: (descriptor) =>
+          from(real(descriptor)).pipe(
+            map((c) => {
+              c.handshakeDurationMS = bogus;
+              return c;
+            }),
+          ),
+      });
+      monitor.start();
+      expect(await eventually(() => answered === 1)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 20));
+      clock.advance(10_000);
+      expect(await eventually(() => answered === 2)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 5));
+      // The establishment took 7 (the handshake hello's reply moved the clock), the polling hello 9.
+      mins[String(bogus)] = monitor.minRoundTripTimeMS;
+      monitor.close();
+      monitor = undefined;
+    }
+    expect(mins).to.deep.equal({ NaN: 7, '-5': 7, Infinity: 7, '1000000000': 7, '3': 7 });
   });
 });
