@@ -57,7 +57,9 @@ export class CmapError extends Error {
    * The JSON form, which `JSON.stringify` writes: `name`, `message`, then every enumerable field of the error
    * (`errorLabels` as an array of strings, `address`, `code`, `pool`, ...), then `cause`: an rxcmap error's JSON
    * form, any other Error as `{ name, message, code }` (a `code` it has), any other value in words. The chain stops
-   * after 8 causes, and at a cause met before. A plain object of strings, numbers, booleans, arrays and objects.
+   * after 8 causes, and at a cause met before; an rxcmap error met again in a field (inside an object or array
+   * included), or beyond the first 9 written, is written as its name or as `{ name, message }`; a field whose getter
+   * throws is left out. A plain object of strings, numbers, booleans, arrays and objects. Never throws.
    *
    * This is what to send to a worker (`postMessage`) or keep with `structuredClone`: those keep only an Error's message
    * and stack (its `name` becomes `"Error"`, its fields are dropped), so the error itself does not travel as one.
@@ -66,9 +68,22 @@ export class CmapError extends Error {
    * idiomatic to the language).
    */
   toJSON(): Record<string, unknown> {
-    return errorJson(this, new Set());
+    // Called again from inside a field's object (JSON.stringify of `{ error }` calls this error's toJSON()): the same
+    // serialization goes on, with the errors it has written so far.
+    if (writing !== undefined) {
+      return writing.has(this) || writing.size > MAX_JSON_CAUSES ? { name: this.name, message: this.message } : errorJson(this, writing);
+    }
+    writing = new Set();
+    try {
+      return errorJson(this, writing);
+    } finally {
+      writing = undefined;
+    }
   }
 }
+
+/** The errors the {@link CmapError.toJSON} in progress has written so far (undefined: none in progress). */
+let writing: Set<unknown> | undefined;
 
 /**
  * The labels of a {@link CmapError}: a Set whose JSON form is the array of its labels (a Set alone is written `{}`),
@@ -87,7 +102,15 @@ const MAX_JSON_CAUSES = 8;
 function errorJson(error: CmapError, seen: Set<unknown>): Record<string, unknown> {
   seen.add(error);
   const json: Record<string, unknown> = { name: error.name, message: error.message };
-  for (const key of Object.keys(error)) json[key] = jsonValue((error as unknown as Record<string, unknown>)[key], seen);
+  for (const key of Object.keys(error)) {
+    let value: unknown;
+    try {
+      value = (error as unknown as Record<string, unknown>)[key];
+    } catch {
+      continue; // a getter that throws: left out
+    }
+    json[key] = jsonValue(value, seen);
+  }
   const cause = error.cause;
   if (cause === undefined || seen.has(cause) || seen.size > MAX_JSON_CAUSES) return json;
   if (isInstance(cause, CmapError)) {
@@ -108,7 +131,7 @@ function jsonValue(value: unknown, seen: Set<unknown>): unknown {
   if (value instanceof ErrorLabels) return value.toJSON();
   if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === undefined) return value;
   if (typeof value !== 'object') return describeValue(value);
-  if (isInstance(value, CmapError)) return seen.has(value) ? value.name : errorJson(value, seen);
+  if (isInstance(value, CmapError)) return seen.has(value) || seen.size > MAX_JSON_CAUSES ? value.name : errorJson(value, seen);
   if (isError(value)) return foreignErrorJson(value);
   try {
     return JSON.parse(JSON.stringify(value)) as unknown;

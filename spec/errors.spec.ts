@@ -135,4 +135,35 @@ describe('errors', function () {
     expect(() => JSON.stringify(a)).to.not.throw();
     expect(JSON.stringify(a).length).to.be.below(2000);
   });
+
+  it('an error reached again through an object or array field is written once, at once; a deep or unreadable field never throws', function () {
+    // A library that attaches context to an error (`error.context = { error }`, or `errors: [...]` whose cause is it):
+    // the nested objects are written by JSON.stringify, which calls the error's toJSON() again from the start.
+    const self = new MongoNetworkError('db:27017', 'closed');
+    (self as unknown as { context: unknown }).context = { error: self };
+    const outer = new MongoNetworkError('db:27017', 'outer');
+    const inner = new MongoNetworkError('db:27017', 'inner', { cause: outer });
+    (outer as unknown as { errors: unknown }).errors = [inner];
+    for (const [name, error] of [['context', self], ['errors', outer]] as const) {
+      const started = performance.now();
+      const json = JSON.stringify(error);
+      const ms = performance.now() - started;
+      expect({ name, ms: ms < 50, length: json.length < 2000 }, `${name}: ${Math.round(ms)} ms, ${json.length} characters`).to.deep.equal({ name, ms: true, length: true });
+    }
+    expect(JSON.parse(JSON.stringify(self))).to.deep.include({ name: 'MongoNetworkError', message: 'closed', context: { error: { name: 'MongoNetworkError', message: 'closed' } } });
+    // Errors nested in fields, each in the next: cut like a long cause chain, not followed until the stack overflows.
+    let deep = new MongoNetworkError('db:27017', 'e0');
+    for (let i = 1; i < 20_000; i++) {
+      const next = new MongoNetworkError('db:27017', `e${i}`);
+      (next as unknown as { inner: unknown }).inner = deep;
+      deep = next;
+    }
+    expect(() => JSON.stringify(deep)).to.not.throw();
+    expect(JSON.stringify(deep).length).to.be.below(5000);
+    // A field whose getter throws is left out.
+    const unreadable = new MongoNetworkError('db:27017', 'unreadable');
+    Object.defineProperty(unreadable, 'detail', { enumerable: true, get: () => { throw new Error('no'); } });
+    expect(() => JSON.stringify(unreadable)).to.not.throw();
+    expect(JSON.parse(JSON.stringify(unreadable))).to.deep.include({ name: 'MongoNetworkError', message: 'unreadable' }).and.not.have.property('detail');
+  });
 });
