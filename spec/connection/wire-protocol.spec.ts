@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { serialize } from 'bson';
 import { inspect } from 'node:util';
 import { deflateSync } from 'node:zlib';
-import { compressMessage, decompressMessage, type DecompressionLimits } from '../../lib/connection/op-compressed';
+import { compressMessage, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import {
   COALESCE_BUFFER_BYTES,
@@ -331,5 +331,175 @@ describe('OP_COMPRESSED decompression (decompressMessage)', function () {
     const limits: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: 20_000_000 };
     const bytes = opCompressed(9, zlibBomb(64 * 1024 * 1024), 30_000_000, 2);
     expect(() => decompressMessage(framed(bytes), limits)).to.throw(WireProtocolError, /allowed 0\.\.19999984 \(maxMessageSizeBytes 20000000/);
+  });
+});
+
+describe('wire-layer edges (limits at their exact values, malformed sections, buffer reuse)', function () {
+  /** An OP_MSG body: flag bits `flags` then the sections given. */
+  const opMsgBody = (flags: number, ...sections: Buffer[]): Buffer => {
+    const head = Buffer.alloc(4);
+    head.writeUInt32LE(flags);
+    return Buffer.concat([head, ...sections]);
+  };
+  const bodySection = (document: object): Buffer => Buffer.concat([Buffer.from([0]), Buffer.from(serialize(document))]);
+  /** A kind-1 section announcing `size`, followed by `rest` (identifier and documents, as raw bytes). */
+  const rawSequence = (size: number, rest: Buffer): Buffer => {
+    const head = Buffer.from([1, 0, 0, 0, 0]);
+    head.writeInt32LE(size, 1);
+    return Buffer.concat([head, rest]);
+  };
+
+  describe('OP_MSG decoding (a MUST of the OP_MSG spec, "sections": exactly one Payload Type 0)', function () {
+    it('refuses an OP_MSG holding only a document sequence: it has no body section', function () {
+      expect(() => decodeOpMsg(opMsgBody(0, sequence('documents', { a: 1 })))).to.throw(WireProtocolError, /^OP_MSG has no body section$/);
+    });
+
+    it('refuses a document sequence cut before its 4-byte size ends', function () {
+      const body = opMsgBody(0, bodySection({ ok: 1 }), Buffer.from([1, 9, 0]));
+      expect(() => decodeOpMsg(body)).to.throw(WireProtocolError, /^OP_MSG document sequence overruns the message$/);
+    });
+
+    it('refuses a document sequence whose size overruns the message, or runs into the checksum', function () {
+      const seq = sequence('documents', { a: 1 });
+      const long = opMsgBody(0, bodySection({ ok: 1 }), rawSequence(seq.length + 10, seq.subarray(5)));
+      expect(() => decodeOpMsg(long)).to.throw(WireProtocolError, new RegExp(`^OP_MSG document sequence has invalid size ${seq.length + 10}$`));
+      // With checksumPresent, the last 4 bytes are the checksum, not part of any section.
+      const intoChecksum = opMsgBody(1, bodySection({ ok: 1 }), rawSequence(seq.length + 3, seq.subarray(5)), Buffer.alloc(4));
+      expect(() => decodeOpMsg(intoChecksum)).to.throw(WireProtocolError, /document sequence has invalid size/);
+    });
+
+    it('refuses a document sequence whose identifier is not terminated within it, even by the byte right after it', function () {
+      // size 4 + "abc": the terminating NUL is the first byte after the section.
+      const atEnd = opMsgBody(0, bodySection({ ok: 1 }), rawSequence(7, Buffer.from('abc\0')));
+      expect(() => decodeOpMsg(atEnd)).to.throw(WireProtocolError, /^OP_MSG document sequence identifier is not terminated$/);
+      const later = opMsgBody(0, bodySection({ ok: 1 }), rawSequence(6, Buffer.from('abcdef\0')), bodySection({}));
+      expect(() => decodeOpMsg(later)).to.throw(WireProtocolError, /identifier is not terminated/);
+      const never = opMsgBody(0, bodySection({ ok: 1 }), rawSequence(6, Buffer.from('ab')));
+      expect(() => decodeOpMsg(never)).to.throw(WireProtocolError, /identifier is not terminated/);
+    });
+
+    it('names a repeated identifier of more than 64 characters by its first 64, and a 64-character one in full', function () {
+      const long = 'i'.repeat(65);
+      const body = (id: string) => opMsgBody(0, bodySection({ ok: 1 }), sequence(id, { a: 1 }), sequence(id, { a: 2 }));
+      expect(() => decodeOpMsg(body(long))).to.throw(WireProtocolError, new RegExp(`identifier "${'i'.repeat(64)}\\.\\.\\."`));
+      expect(() => decodeOpMsg(body('j'.repeat(64)))).to.throw(WireProtocolError, new RegExp(`identifier "${'j'.repeat(64)}";`));
+    });
+
+    it('refuses a body document cut before its 4-byte size ends, and one holding invalid UTF-8', function () {
+      expect(() => decodeOpMsg(opMsgBody(0, Buffer.from([0, 9, 0])))).to.throw(WireProtocolError, /^BSON document overruns the message$/);
+      const doc = Buffer.from(serialize({ s: 'ab' }));
+      doc[doc.length - 3] = 0xff; // the string's "b"
+      expect(() => decodeOpMsg(opMsgBody(0, Buffer.from([0]), doc))).to.throw(WireProtocolError, /invalid BSON: Invalid UTF-8/);
+    });
+  });
+
+  describe('OP_MSG encoding limits at their exact values (OP_MSG spec: "MUST NOT exceed the maxMessageSizeBytes")', function () {
+    /** A command document of exactly `size` bytes of BSON. */
+    const documentOf = (size: number) => {
+      const overhead = serialize({ ping: 1, pad: '' }).length;
+      const doc = { ping: 1, pad: 'x'.repeat(size - overhead) };
+      expect(serialize(doc).length).to.equal(size);
+      return doc;
+    };
+
+    it('sends a command document of exactly maxBsonObjectSize + 16 KiB, and refuses one byte more', function () {
+      const limits = { maxBsonObjectSize: 1000, maxMessageSizeBytes: 48_000_000 };
+      const max = 1000 + 16 * 1024;
+      expect(encodeOpMsg(1, 0, documentOf(max), 0, limits).length).to.equal(HEADER_LENGTH + 5 + max);
+      expect(() => encodeOpMsg(1, 0, documentOf(max + 1), 0, limits)).to.throw(WireProtocolError, new RegExp(`is ${max + 1} bytes.*\\(${max} bytes allowed\\)`));
+    });
+
+    it('sends an OP_MSG of exactly maxMessageSizeBytes, and refuses one byte more', function () {
+      const limits = { maxBsonObjectSize: 16 * 1024 * 1024, maxMessageSizeBytes: 2000 };
+      expect(encodeOpMsg(1, 0, documentOf(2000 - HEADER_LENGTH - 5), 0, limits).length).to.equal(2000);
+      expect(() => encodeOpMsg(1, 0, documentOf(2000 - HEADER_LENGTH - 4), 0, limits)).to.throw(
+        WireProtocolError,
+        /the command's OP_MSG would be 2001 bytes, more than maxMessageSizeBytes 2000/,
+      );
+    });
+  });
+
+  describe('OP_COMPRESSED (OP_COMPRESSED spec: "Messages that MUST NOT be compressed"; zlib level)', function () {
+    const framed = (bytes: Buffer): WireMessage => new MessageFramer().push(bytes)[0];
+    const zlibOnly: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: 48_000_000 };
+
+    it('never compresses the handshake and authentication commands, whatever their case', function () {
+      const never = ['hello', 'isMaster', 'ismaster', 'saslStart', 'saslContinue', 'getnonce', 'authenticate', 'createUser', 'updateUser', 'copydbSaslStart', 'copydbgetnonce', 'copydb'];
+      for (const name of never) {
+        expect(mayCompress(name), name).to.equal(false);
+        expect(mayCompress(name.toUpperCase()), name.toUpperCase()).to.equal(false);
+      }
+      for (const name of ['find', 'insert', 'ping', 'getMore', 'helloWorld']) expect(mayCompress(name), name).to.equal(true);
+    });
+
+    it('compresses at the zlib level given (0 stores, 9 compresses), zlib\'s default (-1) when none is', function () {
+      const message = encodeOpMsg(1, 0, { find: 'c', filter: { text: 'abcdefghij'.repeat(200) }, n: [...Array(300).keys()] });
+      const stored = compressMessage(message, 0);
+      const best = compressMessage(message, 9);
+      expect(stored.length).to.be.greaterThan(message.length);
+      expect(best.length).to.be.lessThan(message.length / 4);
+      expect(compressMessage(message)).to.deep.equal(compressMessage(message, -1));
+      expect(compressMessage(message)).not.to.deep.equal(compressMessage(message, 1));
+      for (const out of [stored, best]) expect(decompressMessage(framed(out), zlibOnly).body).to.deep.equal(message.subarray(HEADER_LENGTH));
+    });
+
+    it('accepts an uncompressedSize of exactly maxMessageSizeBytes less the header', function () {
+      const message = encodeOpMsg(1, 0, { ok: 1, pad: 'p'.repeat(900) });
+      const limits: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: message.length };
+      expect(decompressMessage(framed(compressMessage(message)), limits).header.messageLength).to.equal(message.length);
+      const tighter: DecompressionLimits = { compressors: ['zlib'], maxMessageSizeBytes: message.length - 1 };
+      expect(() => decompressMessage(framed(compressMessage(message)), tighter)).to.throw(WireProtocolError, /announces an uncompressedSize/);
+    });
+
+    it('refuses a negative uncompressedSize before inflating anything', function () {
+      const bytes = opCompressed(9, deflateSync(Buffer.alloc(10)), -1, 2);
+      expect(() => decompressMessage(framed(bytes), zlibOnly)).to.throw(WireProtocolError, /^OP_COMPRESSED announces an uncompressedSize of -1 bytes; allowed 0\.\./);
+    });
+
+    it('refuses an OP_COMPRESSED wrapping another OP_COMPRESSED', function () {
+      const inner = opCompressed(9, Buffer.alloc(0), 0, 0).subarray(HEADER_LENGTH);
+      const bytes = opCompressed(9, inner, inner.length, 0);
+      bytes.writeInt32LE(OpCode.OP_COMPRESSED, 16);
+      expect(() => decompressMessage(framed(bytes), zlibOnly)).to.throw(WireProtocolError, /^OP_COMPRESSED wraps another OP_COMPRESSED$/);
+    });
+  });
+
+  describe('MessageFramer buffers', function () {
+    /** A whole message of `length` bytes whose body is pseudo-random (so a misplaced byte shows). */
+    const randomMessage = (length: number): Buffer => {
+      const out = Buffer.alloc(length);
+      writeHeader(out, { messageLength: length, requestId: 1, responseTo: 0, opCode: OpCode.OP_MSG });
+      for (let i = HEADER_LENGTH, x = 12345; i < length; i++) out[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+      return out;
+    };
+
+    it('keeps the bytes of a large chunk that came between small ones, even one as long as the small ones before it', function () {
+      // 10 bytes first (kept as is), then 5,000 bytes in small chunks (coalesced), a 5,000-byte chunk, then small ones.
+      for (const bigLength of [5000, 4096, 7000]) {
+        const message = randomMessage(10 + 5000 + bigLength + 3000);
+        const framer = new MessageFramer();
+        const out: WireMessage[] = [];
+        out.push(...framer.push(message.subarray(0, 10)));
+        for (let at = 10; at < 5010; at += 1000) out.push(...framer.push(Buffer.from(message.subarray(at, at + 1000))));
+        out.push(...framer.push(Buffer.from(message.subarray(5010, 5010 + bigLength))));
+        for (let at = 5010 + bigLength; at < message.length; at += 1000) out.push(...framer.push(Buffer.from(message.subarray(at, at + 1000))));
+        expect(out).to.have.length(1);
+        expect(out[0].body.equals(message.subarray(HEADER_LENGTH)), `large chunk of ${bigLength} bytes`).to.equal(true);
+      }
+    });
+
+    it('returns each message that fills a chunk of its own as a view of that chunk, and lets the 64 KiB buffer go once nothing is buffered', function () {
+      const framer = new MessageFramer();
+      const first = messageOf(100, 1);
+      expect(framer.push(first.subarray(0, 50))).to.deep.equal([]);
+      expect((framer as unknown as { coalesce?: Buffer }).coalesce).to.equal(undefined); // 50 bytes as they came
+      expect(framer.push(first.subarray(50))[0].body.equals(first.subarray(HEADER_LENGTH))).to.equal(true); // coalesced
+      expect((framer as unknown as { coalesce?: Buffer }).coalesce).to.equal(undefined);
+      for (const id of [2, 3]) {
+        const whole = messageOf(200, id);
+        expect(framer.push(whole)[0].body.buffer).to.equal(whole.buffer);
+      }
+      expect(framer.bufferedBytes).to.equal(0);
+    });
   });
 });
