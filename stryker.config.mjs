@@ -1,4 +1,6 @@
-// Mutation testing of the pool core (lib/pool) against its unit, property and CMAP format tests: `npm run test:mutation`.
+// Mutation testing, of one layer at a time against the specs that exercise it:
+// - `npm run test:mutation`: the pool core (lib/pool), against its unit, property and CMAP format tests;
+// - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,18 +11,43 @@ const root = path.dirname(fileURLToPath(import.meta.url));
 // directory is handed to them absolutely (the test runner processes inherit this environment).
 process.env.CMAP_SPEC_DIR ??= path.resolve(root, '../shared/spec-tests/cmap-format');
 
+/** What each scope mutates, the specs that exercise it, and where its reports go. */
+const scopes = {
+  pool: {
+    mutate: ['lib/pool/**/*.ts'],
+    // With the specs that watch the pool from outside: the diagnostics channels' traces and the metrics read from
+    // events$ are pool behaviour too (trace outcomes, ConnectionCheckedIn.duration).
+    spec: ['spec/pool/**/*.spec.ts', 'spec/cmap/**/*.spec.ts', 'spec/diagnostics-channels.spec.ts', 'spec/opentelemetry/metrics.spec.ts'],
+    reports: 'reports/mutation',
+  },
+  wire: {
+    mutate: ['lib/connection/wire-protocol.ts', 'lib/connection/op-msg.ts', 'lib/connection/op-compressed.ts'],
+    // With OP_COMPRESSED negotiation (connect) and the exhaust (moreToCome) replies.
+    spec: [
+      'spec/connection/wire-protocol.spec.ts',
+      'spec/connection/wire-protocol.fuzz.spec.ts',
+      'spec/connection/malformed-replies.spec.ts',
+      'spec/connection/hostile-server.spec.ts',
+      'spec/connection/connection.spec.ts',
+      'spec/connection/connect.spec.ts',
+      'spec/connection/exhaust.spec.ts',
+    ],
+    reports: 'reports/mutation-wire',
+  },
+};
+const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
+if (scope === undefined) throw new Error(`STRYKER_SCOPE must be one of ${Object.keys(scopes).join(', ')}, got ${process.env.STRYKER_SCOPE}`);
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: 'npm',
-  mutate: ['lib/pool/**/*.ts'],
+  mutate: scope.mutate,
   testRunner: 'mocha',
   // .mocharc.json is read for `require` (ts-node/register/transpile-only) and `extension`; the runner replaces its
   // reporter with its own and runs without mocha's timeout (Stryker's own timeouts below apply per mutant).
   mochaOptions: {
     config: '.mocharc.json',
-    // With the specs that watch the pool from outside: the diagnostics channels' traces and the metrics read from
-    // events$ are pool behaviour too (trace outcomes, ConnectionCheckedIn.duration).
-    spec: ['spec/pool/**/*.spec.ts', 'spec/cmap/**/*.spec.ts', 'spec/diagnostics-channels.spec.ts', 'spec/opentelemetry/metrics.spec.ts'],
+    spec: scope.spec,
   },
   // Mutants that do not type-check are reported as compile errors and left out of the score.
   checkers: ['typescript'],
@@ -34,8 +61,8 @@ export default {
   dryRunTimeoutMinutes: 10,
   ignorePatterns: ['/dist', '/docs', '/reports', '/bench/results*'],
   reporters: ['clear-text', 'progress', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation/index.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: `${scope.reports}/index.html` },
+  jsonReporter: { fileName: `${scope.reports}/mutation.json` },
   clearTextReporter: { allowColor: false, logTests: false },
   tempDirName: '.stryker-tmp',
 };
