@@ -21,7 +21,7 @@ import {
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
-import { IoTimeout } from '../scheduler';
+import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, MAX_HELLO_REPLY_BYTES } from './handshake';
 import { SUPPORTED_COMPRESSORS, type CompressorName } from './op-compressed';

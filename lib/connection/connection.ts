@@ -10,7 +10,7 @@ import { ObjectId, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
-import { IoTimeout } from '../scheduler';
+import { IoTimeout } from './io-timeout';
 import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import {
