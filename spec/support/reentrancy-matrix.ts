@@ -17,7 +17,7 @@
 import * as dc from 'node:diagnostics_channel';
 import { config, defer, finalize, map, Observable, of, tap, type Subscription } from 'rxjs';
 import { ConnectionPool } from '../../lib/client/connection-pool';
-import type { ConnectionPoolEvent } from '../../lib/events';
+import { CONNECTION_POOL_EVENT_TYPES, EXTENSION_EVENT_TYPES, type ConnectionPoolEvent } from '../../lib/events';
 import { instrumentConnectionPool } from '../../lib/opentelemetry';
 import type { ConnectionDescriptor } from '../../lib/pool/contract';
 import { MockConnectionFactory, type MockConnection } from '../../lib/testing/mock-connection';
@@ -158,22 +158,8 @@ export interface Site {
   checkOutForm?: 'withConnection' | 'withConnection$' | 'then' | 'tap' | 'finalize' | 'abortListenerBefore' | 'abortListenerAfter';
 }
 
-const EVENT_TYPES: readonly ConnectionPoolEvent['type'][] = [
-  'ConnectionPoolCreated',
-  'ConnectionPoolReady',
-  'ConnectionPoolCleared',
-  'ConnectionPoolClosed',
-  'ConnectionCreated',
-  'ConnectionReady',
-  'ConnectionClosed',
-  'ConnectionCheckOutStarted',
-  'ConnectionCheckOutFailed',
-  'ConnectionCheckedOut',
-  'ConnectionCheckedIn',
-  'ConnectionLeakSuspected',
-  'ConnectionLeakSuspectCheckedIn',
-  'ConnectionPoolDraining',
-];
+/** Every event type: the CMAP spec's eleven, then the extensions'. */
+const EVENT_TYPES: readonly ConnectionPoolEvent['type'][] = [...CONNECTION_POOL_EVENT_TYPES, ...EXTENSION_EVENT_TYPES];
 
 const onEvent =
   (type: string) =>
