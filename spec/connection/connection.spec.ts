@@ -54,10 +54,15 @@ describe('Connection (TCP, OP_MSG)', function () {
     expect(DRIVER_INFO.version).to.equal(pkg.version);
   });
 
-  it('refuses a database name that is not a non-empty string without NUL ($db) with InvalidOptionError, sending nothing; the connection stays usable', async function () {
+  /**
+   * Runs `body` with a connection established through a proxy that records the names of the commands sent, and
+   * `sentSince()`: those sent after the establishment. Skips the test when MONGODB_URI uses TLS (the proxy cannot read
+   * it). The connection is destroyed and the proxy stopped afterwards.
+   */
+  async function throughRecordingProxy(test: Mocha.Context, body: (c: Connection, sentSince: () => string[]) => Promise<void>): Promise<void> {
     if (endpoint.connectionOptions.tls) {
       console.log('      skipped: MONGODB_URI uses TLS, which the proxy recording the commands sent cannot read');
-      return this.skip();
+      return test.skip();
     }
     const proxy = await startWireProxy(endpoint.address);
     try {
@@ -65,6 +70,18 @@ describe('Connection (TCP, OP_MSG)', function () {
       const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
       const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal })));
       const established = proxy.commands.length;
+      try {
+        await body(c, () => proxy.commands.slice(established));
+      } finally {
+        c.destroy();
+      }
+    } finally {
+      await proxy.stop();
+    }
+  }
+
+  it('refuses a database name that is not a non-empty string without NUL ($db) with InvalidOptionError, sending nothing; the connection stays usable', async function () {
+    await throughRecordingProxy(this, async (c, sentSince) => {
       for (const db of [undefined, '', 'a\0b', 42]) {
         let pending: Promise<unknown>;
         try {
@@ -82,24 +99,12 @@ describe('Connection (TCP, OP_MSG)', function () {
       }
       expect(c.errored).to.equal(false);
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
-      expect(proxy.commands.slice(established)).to.deep.equal(['ping']);
-      c.destroy();
-    } finally {
-      await proxy.stop();
-    }
+      expect(sentSince()).to.deep.equal(['ping']);
+    });
   });
 
   it('refuses a command that is not a document, and options it would misread, with InvalidOptionError, sending nothing; the connection stays usable', async function () {
-    if (endpoint.connectionOptions.tls) {
-      console.log('      skipped: MONGODB_URI uses TLS, which the proxy recording the commands sent cannot read');
-      return this.skip();
-    }
-    const proxy = await startWireProxy(endpoint.address);
-    try {
-      const [host, port] = proxy.address.split(':');
-      const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
-      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal })));
-      const established = proxy.commands.length;
+    await throughRecordingProxy(this, async (c, sentSince) => {
       const cases: [string, () => Promise<unknown>][] = [
         ['command', () => c.command('admin', null as never)],
         ['command', () => c.command('admin', 'ping' as never)],
@@ -130,11 +135,8 @@ describe('Connection (TCP, OP_MSG)', function () {
       }
       expect(c.errored).to.equal(false);
       expect(await c.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 - 1 })).to.include({ ok: 1 });
-      expect(proxy.commands.slice(established)).to.deep.equal(['ping']);
-      c.destroy();
-    } finally {
-      await proxy.stop();
-    }
+      expect(sentSince()).to.deep.equal(['ping']);
+    });
   });
 
   it('establishes, handshakes and runs ping through the pool', async function () {
