@@ -499,17 +499,21 @@ export async function runCell(site: Site, actionName: ActionName): Promise<strin
     const checkOut = (name: string, options: { timeoutMS?: number } = {}): void => {
       const t = c.track(name);
       const form = site.checkOutForm;
+      /** The scoped function's start: it holds the connection, then runs the site; a throw lets the scope release it. */
+      const holdAndFire = (connection: MockConnection): void => {
+        hold(connection, name + '.fn');
+        try {
+          fire();
+        } catch (e) {
+          c.held.delete(connection);
+          throw e;
+        }
+      };
       if (form === 'withConnection') {
         c.promises.push(
           pool
             .withConnection((connection) => {
-              hold(connection, name + '.fn');
-              try {
-                fire();
-              } catch (e) {
-                c.held.delete(connection);
-                throw e;
-              }
+              holdAndFire(connection);
               return flush().then(() => c.held.delete(connection));
             }, options)
             .then(() => t.ok(undefined as never), t.err),
@@ -517,13 +521,7 @@ export async function runCell(site: Site, actionName: ActionName): Promise<strin
       } else if (form === 'withConnection$') {
         pool
           .withConnection$((connection) => {
-            hold(connection, name + '.fn');
-            try {
-              fire();
-            } catch (e) {
-              c.held.delete(connection);
-              throw e;
-            }
+            holdAndFire(connection);
             return defer(() => of(1)).pipe(finalize(() => c.held.delete(connection)));
           }, options)
           .subscribe({ complete: () => t.ok(undefined as never), error: t.err });
