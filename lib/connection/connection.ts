@@ -179,9 +179,8 @@ export class Connection implements PoolConnection {
   handshakeDurationMS: number | undefined;
 
   private erroredBy: Error | undefined;
-  /** Bytes read from the socket so far (how a timeout sees a reply still being read). */
-  private received = 0;
-  private readonly bytesReceived = (): number => this.received;
+  /** Bytes read from the socket so far (how a timeout sees a reply still being read), as the establishment's sees them. */
+  private readonly bytesReceived = (): number => this.socket.bytesRead;
   private destroyed = false;
   private inFlight: InFlight | undefined;
   /** While the server streams replies (the last one had moreToCome): the `responseTo` its next reply carries. */
@@ -418,7 +417,6 @@ export class Connection implements PoolConnection {
   }
 
   private onData(chunk: Buffer): void {
-    this.received += chunk.length;
     // A reply answers a request: bytes that arrive with none in flight can only be (the start of) one nobody asked
     // for. Refused at once, rather than buffered until a message completes: a server could otherwise park up to
     // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
