@@ -456,11 +456,16 @@ function abort<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal)
 
 /**
  * The caller's error for an aborted checkout, built without stack frames: the abort's own stack is in its cause (the
- * signal's reason), and capturing a second one cost more than the rest of the cancel.
+ * signal's reason), and capturing a second one cost more than the rest of the cancel. Where `Error.stackTraceLimit`
+ * cannot be written (frozen intrinsics: `node --frozen-intrinsics`, a hardened realm), the error keeps its stack.
  */
 function cancelled(address: string, reason: unknown): CheckOutCancelledError {
   const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
+  try {
+    Error.stackTraceLimit = 0;
+  } catch {
+    return new CheckOutCancelledError(address, reason);
+  }
   try {
     return new CheckOutCancelledError(address, reason);
   } finally {

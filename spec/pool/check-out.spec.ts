@@ -145,6 +145,47 @@ describe('CheckOutRequest', function () {
     pool.close();
   });
 
+  it('an aborted checkout still fails with its CheckOutCancelledError where Error.stackTraceLimit is frozen (node --frozen-intrinsics)', async function () {
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, connectionFactory: new MockConnectionFactory().factory });
+    pool.ready();
+    const held = await pool.checkOut();
+    const original = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')!;
+    // As a hardened realm leaves it: readable, not writable (assigning it throws in strict code).
+    Object.defineProperty(Error, 'stackTraceLimit', { value: original.value, writable: false, configurable: true });
+    const thrown: unknown[] = [];
+    const crash = (e: unknown): number => thrown.push(e);
+    // An abort listener that throws is reported by Node's event dispatch as an uncaught exception: held here, in place
+    // of the test runner's own handler, so that the test fails rather than the run.
+    const runners = process.rawListeners('uncaughtException') as ((e: unknown) => void)[];
+    process.removeAllListeners('uncaughtException');
+    process.on('uncaughtException', crash);
+    try {
+      const errors: unknown[] = [];
+      for (const form of ['promise', 'observable'] as const) {
+        const controller = new AbortController();
+        const request = pool.checkOut({ signal: controller.signal });
+        const outcome =
+          form === 'promise'
+            ? request.then(undefined, (e: unknown) => e)
+            : new Promise((resolve) => request.subscribe({ error: resolve }));
+        controller.abort();
+        errors.push(await Promise.race([outcome, new Promise((r) => setTimeout(r, 50, 'unsettled'))]));
+      }
+      expect(thrown, 'nothing thrown from the abort').to.deep.equal([]);
+      for (const error of errors) {
+        expect(error).to.be.instanceOf(CheckOutCancelledError);
+        expect((error as Error).cause).to.be.instanceOf(DOMException).and.have.property('name', 'AbortError');
+      }
+    } finally {
+      process.removeListener('uncaughtException', crash);
+      for (const runner of runners) process.on('uncaughtException', runner);
+      Object.defineProperty(Error, 'stackTraceLimit', original);
+    }
+    expect(pool.snapshot().waitQueueLength, 'both left the WaitQueue').to.equal(0);
+    pool.checkIn(held);
+    pool.close();
+  });
+
   it('an aborted checkout leaves no listener on its signal (Promise and Observable forms)', async function () {
     const pool = new ConnectionPoolCore<MockConnection>({
       address: 'db:27017',
