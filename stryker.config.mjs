@@ -1,6 +1,7 @@
 // Mutation testing, of one layer at a time against the specs that exercise it:
 // - `npm run test:mutation`: the pool core (lib/pool), against its unit, property and CMAP format tests;
-// - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED).
+// - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED);
+// - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -33,6 +34,12 @@ const scopes = {
       'spec/connection/exhaust.spec.ts',
     ],
     reports: 'reports/mutation-wire',
+  },
+  monitor: {
+    mutate: ['lib/monitor/**/*.ts'],
+    // With the client, which runs a monitor per pool and clears the pool on its heartbeat failures.
+    spec: ['spec/monitor/**/*.spec.ts', 'spec/client/client.spec.ts', 'spec/client/server-monitoring-mode.spec.ts'],
+    reports: 'reports/mutation-monitor',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
