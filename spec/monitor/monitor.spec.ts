@@ -3,6 +3,7 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
+import { ObjectId, type Document } from 'bson';
 import { Observable, of } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
@@ -498,5 +499,322 @@ describe('Monitor', function () {
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 3)).to.equal(true);
     });
+  });
+});
+
+/**
+ * The monitor's own decisions on virtual time, over scripted connections from its connectionFactory: which timeout
+ * each check gets, when the next check starts, what the heartbeat events say of time, what counts as an RTT sample,
+ * and that nothing runs on after close(). Each connection answers its commands as `plan.answer` says, at a virtual
+ * time; establishing one takes `plan.establish`'s time (the RTT connection is the factory's descriptor id 1).
+ */
+describe('Monitor on virtual time (scripted connections)', function () {
+  interface Answer {
+    reply?: Document;
+    error?: Error;
+    /** Virtual ms until it comes (default 0). */
+    afterMS?: number;
+    /** Whether more replies follow without a request (a streamed reply). */
+    moreToCome?: boolean;
+  }
+  interface Establishment {
+    error?: Error;
+    afterMS?: number;
+    hello?: Document;
+    handshakeDurationMS?: number;
+  }
+  interface Call {
+    op: 'command' | 'nextReply';
+    at: number;
+    command?: Document;
+    timeoutMS: unknown;
+    exhaustAllowed: unknown;
+  }
+  const topologyVersion = { processId: new ObjectId(), counter: 0 };
+
+  class ScriptedConnection {
+    readonly calls: Call[] = [];
+    readonly server = { helloOk: true };
+    moreToCome = false;
+    destroyed = false;
+    constructor(
+      readonly id: number,
+      readonly hello: Document,
+      readonly handshakeDurationMS: number | undefined,
+      private readonly clock: VirtualClock,
+      private readonly answer: (connection: ScriptedConnection, call: Call) => Answer,
+    ) {}
+    command(_db: string, command: Document, options: { timeoutMS?: number; exhaustAllowed?: boolean } = {}): Promise<Document> {
+      return this.reply({ op: 'command', at: this.clock.now(), command, timeoutMS: options.timeoutMS, exhaustAllowed: options.exhaustAllowed });
+    }
+    nextReply(options: { timeoutMS?: number } = {}): Promise<Document> {
+      return this.reply({ op: 'nextReply', at: this.clock.now(), timeoutMS: options.timeoutMS, exhaustAllowed: undefined });
+    }
+    destroy(): void {
+      this.destroyed = true;
+    }
+    private reply(call: Call): Promise<Document> {
+      this.calls.push(call);
+      const answer = this.answer(this, call);
+      return new Promise((resolve, reject) => {
+        this.clock.schedule(() => {
+          this.moreToCome = answer.moreToCome === true;
+          if (answer.error !== undefined) reject(answer.error);
+          else resolve(answer.reply ?? { ok: 1, isWritablePrimary: true });
+        }, answer.afterMS ?? 0);
+      });
+    }
+  }
+
+  interface Rig {
+    clock: VirtualClock;
+    monitor: Monitor;
+    heartbeats: ServerHeartbeatEvent[];
+    /** The monitoring connections made, in order (descriptor id 0). */
+    connections: ScriptedConnection[];
+    /** The RTT connections made (descriptor id 1). */
+    rttConnections: ScriptedConnection[];
+    /** The factory's calls, failed ones included: [time, descriptor id]. */
+    establishments: [number, number][];
+  }
+  let rigged: Rig | undefined;
+  afterEach(function () {
+    rigged?.monitor.close();
+    rigged = undefined;
+  });
+
+  /** A monitor on a VirtualClock whose factory makes scripted connections; not started. */
+  function rig(
+    options: Partial<ConstructorParameters<typeof Monitor>[0]>,
+    plan: {
+      establish?: (n: number, descriptorId: number) => Establishment;
+      answer?: (connection: ScriptedConnection, call: Call) => Answer;
+    } = {},
+  ): Rig {
+    const clock = new VirtualClock();
+    const heartbeats: ServerHeartbeatEvent[] = [];
+    const connections: ScriptedConnection[] = [];
+    const rttConnections: ScriptedConnection[] = [];
+    const establishments: [number, number][] = [];
+    const factory = (descriptor: { id: number }): Promise<Connection> => {
+      establishments.push([clock.now(), descriptor.id]);
+      const e = plan.establish?.(establishments.length, descriptor.id) ?? {};
+      return new Promise((resolve, reject) => {
+        clock.schedule(() => {
+          if (e.error !== undefined) return reject(e.error);
+          const hello = e.hello ?? { ok: 1, isWritablePrimary: true, maxWireVersion: 21 };
+          const c = new ScriptedConnection(establishments.length, hello, e.handshakeDurationMS, clock, plan.answer ?? (() => ({})));
+          (descriptor.id === 1 ? rttConnections : connections).push(c);
+          resolve(c as unknown as Connection);
+        }, e.afterMS ?? 0);
+      });
+    };
+    const monitor = new Monitor({ address: 'db:27017', heartbeatFrequencyMS: 10_000, scheduler: clock, connectionFactory: factory, ...options });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    rigged = { clock, monitor, heartbeats, connections, rttConnections, establishments };
+    return rigged;
+  }
+  const starts = (r: Rig): number[] => r.heartbeats.filter((e) => e.type === 'ServerHeartbeatStarted').map((e) => e.time);
+  const networkError = (): MongoNetworkError => new MongoNetworkError('db:27017', 'connection reset');
+
+  it('gives each check its timeout: polling connectTimeoutMS; an awaitable hello and each streamed reply connectTimeoutMS + heartbeatFrequencyMS; none with connectTimeoutMS 0', async function () {
+    const poll = rig({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 300 } });
+    poll.monitor.start();
+    await poll.clock.advanceAsync(500);
+    expect(poll.connections[0].calls.map((c) => [c.op, c.timeoutMS])).to.deep.equal([['command', 300]]);
+    poll.monitor.close();
+
+    for (const [connectTimeoutMS, expected] of [[300, 800], [0, 0]]) {
+      const stream = rig(
+        { heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream', connectionOptions: { connectTimeoutMS } },
+        {
+          establish: () => ({ hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+          answer: () => ({ afterMS: 500, moreToCome: true, reply: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        },
+      );
+      stream.monitor.start();
+      await stream.clock.advanceAsync(1_000);
+      const calls = stream.connections[0].calls.map((c) => [c.op, c.timeoutMS, c.exhaustAllowed]);
+      expect(calls, `connectTimeoutMS ${connectTimeoutMS}`).to.deep.equal([
+        ['command', expected, true],
+        ['nextReply', expected, undefined],
+        ['nextReply', expected, undefined],
+      ]);
+      expect(stream.monitor.streaming).to.equal(true);
+      stream.monitor.close();
+    }
+  });
+
+  it('times its heartbeat events on its scheduler: time is the end, duration the virtual time the check took', async function () {
+    let n = 0;
+    const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 25 }), answer: () => (++n === 1 ? { afterMS: 40 } : { afterMS: 70, error: new MongoServerError({ ok: 0, code: 91, errmsg: 'shutting down' }) }) });
+    r.clock.advance(1_000);
+    r.monitor.start();
+    await r.clock.advanceAsync(30_000);
+    const shape = r.heartbeats.slice(0, 6).map((e) => [e.type.replace('ServerHeartbeat', ''), e.time, 'duration' in e ? e.duration : undefined]);
+    expect(shape).to.deep.equal([
+      ['Started', 1_000, undefined],
+      ['Succeeded', 1_025, 25], // the connection's establishment is the first check
+      ['Started', 11_025, undefined],
+      ['Succeeded', 11_065, 40],
+      ['Started', 21_065, undefined],
+      ['Failed', 21_135, 70],
+    ]);
+  });
+
+  it('after a network error, checks again at once only a server that was known: not at the first check, nor again after a failed retry', async function () {
+    let n = 0;
+    const r = rig(
+      { serverMonitoringMode: 'poll' },
+      { establish: (k) => (k === 1 || k === 3 ? { error: networkError() } : {}), answer: () => ({ afterMS: 5, error: ++n === 1 ? networkError() : undefined }) },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(31_000);
+    const trail = r.heartbeats.map((e) => `${e.type.replace('ServerHeartbeat', '')}@${e.time}`);
+    expect(trail).to.deep.equal([
+      'Started@0', 'Failed@0', // the first establishment fails: the server was never known, so no retry at once
+      'Started@10000', 'Succeeded@10000', // known from here
+      'Started@20000', 'Failed@20005', // a network error on a known server: the next check at once
+      'Started@20005', 'Failed@20005', // that retry fails to connect: the server is no longer known
+      'Started@30005', 'Succeeded@30005',
+    ]);
+  });
+
+  it('streaming on after a failure waits out minHeartbeatFrequencyMS from that failure, the new connection\'s establishment included', async function () {
+    let commands = 0;
+    const r = rig(
+      { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000 },
+      {
+        establish: (k, id) => (id === 1 ? { error: networkError() } : { afterMS: k === 1 ? 0 : 150, hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        // The first awaitable hello fails (a network error after 100 ms), the next is held by the server.
+        answer: () => (++commands === 1 ? { afterMS: 100, error: networkError() } : { afterMS: 60_000 }),
+      },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(2_000);
+    // Failed at 100; the retry's connection is established at 250 (its handshake the successful check); the
+    // awaitable hello on it goes out at 100 + 500 = 600, not 250 + 500.
+    expect(r.connections.map((c) => c.calls.map((call) => call.at))).to.deep.equal([[0], [600]]);
+  });
+
+  it('takes no RTT sample from a streamed reply, whose duration is the server\'s wait', async function () {
+    const r = rig(
+      { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000 },
+      {
+        // The RTT connection never comes: the samples are the monitoring connection's alone.
+        establish: (_k, id) => (id === 1 ? { error: networkError() } : { handshakeDurationMS: 5, hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        answer: () => ({ afterMS: 9_000, moreToCome: true, reply: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+      },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(120_000);
+    expect(r.heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.awaited)).to.have.length.above(10);
+    expect(r.monitor.minRoundTripTimeMS, 'one sample (the handshake\'s 5 ms): no minimum yet').to.equal(0);
+  });
+
+  it('honours a check requested just after a check ended, before the monitor went to sleep', async function () {
+    const r = rig({ serverMonitoringMode: 'poll' });
+    let asked = false;
+    r.monitor.heartbeats$.subscribe((e) => {
+      if (e.type === 'ServerHeartbeatSucceeded' && !asked) {
+        asked = true;
+        queueMicrotask(() => r.monitor.requestCheck()); // the check has ended; the monitor is not asleep yet
+      }
+    });
+    r.monitor.start();
+    await r.clock.advanceAsync(600);
+    expect(starts(r)).to.deep.equal([0, 500]);
+  });
+
+  it('start() twice runs one check at a time on one connection', async function () {
+    const r = rig({ serverMonitoringMode: 'poll' });
+    r.monitor.start();
+    r.monitor.start();
+    await r.clock.advanceAsync(10_000);
+    expect(starts(r)).to.deep.equal([0, 10_000]);
+    expect(r.establishments).to.have.length(1);
+    expect(r.monitor.connectionCount).to.equal(1);
+  });
+
+  it('streaming: runs an RTT connection beside the monitoring one, and closes it once the server stops streaming', async function () {
+    let replies = 0;
+    const r = rig(
+      { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000 },
+      {
+        establish: (_k, id) => ({ hello: id === 1 ? { ok: 1 } : { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        // Streamed replies every 4 s; the fifth carries no topologyVersion (a server that no longer streams).
+        answer: (c) => (c.id !== 1 ? {} : ++replies < 5 ? { afterMS: 4_000, moreToCome: true, reply: { ok: 1, topologyVersion } } : { afterMS: 4_000, reply: { ok: 1 } }),
+      },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(12_000);
+    expect(r.monitor.streaming).to.equal(true);
+    expect(r.rttConnections, 'the RTT connection, opened heartbeatFrequencyMS after streaming began').to.have.length(1);
+    expect(r.monitor.connectionCount).to.equal(2);
+    await r.clock.advanceAsync(8_000);
+    expect(r.monitor.streaming).to.equal(false);
+    expect(r.rttConnections[0].destroyed, 'polling runs no RTT connection').to.equal(true);
+    expect(r.monitor.connectionCount).to.equal(1);
+  });
+
+  describe('close()', function () {
+    it('from a ServerHeartbeatSucceeded subscriber while streaming: no RTT connection is opened later, no timer is left', async function () {
+      const r = rig(
+        { serverMonitoringMode: 'stream' },
+        { establish: () => ({ hello: { ok: 1, isWritablePrimary: true, topologyVersion } }) },
+      );
+      r.monitor.heartbeats$.subscribe((e) => {
+        if (e.type === 'ServerHeartbeatSucceeded') r.monitor.close();
+      });
+      r.monitor.start();
+      await r.clock.advanceAsync(0);
+      expect(r.clock.actions, 'timers left').to.have.length(0);
+      await r.clock.advanceAsync(30_000);
+      expect(r.establishments).to.deep.equal([[0, 0]]);
+      expect(r.connections[0].destroyed).to.equal(true);
+    });
+
+    it('from a ServerHeartbeatSucceeded subscriber while polling: the monitor does not go to sleep, no timer is left', async function () {
+      const r = rig({ serverMonitoringMode: 'poll' });
+      r.monitor.heartbeats$.subscribe((e) => {
+        if (e.type === 'ServerHeartbeatSucceeded') r.monitor.close();
+      });
+      r.monitor.start();
+      await r.clock.advanceAsync(0);
+      expect(r.clock.actions, 'timers left').to.have.length(0);
+    });
+
+    it('while sleeping between checks, or pausing after a failure before streaming on: ends the wait, no timer is left', async function () {
+      const sleeping = rig({ serverMonitoringMode: 'poll' });
+      sleeping.monitor.start();
+      await sleeping.clock.advanceAsync(100);
+      expect(sleeping.clock.actions, 'asleep').to.have.length(1);
+      sleeping.monitor.close();
+      expect(sleeping.clock.actions, 'timers left after close() during the sleep').to.have.length(0);
+
+      let commands = 0;
+      const pausing = rig(
+        { serverMonitoringMode: 'stream' },
+        {
+          establish: (_k, id) => (id === 1 ? { error: networkError() } : { hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+          answer: () => (++commands === 1 ? { afterMS: 100, error: networkError() } : {}),
+        },
+      );
+      pausing.monitor.start();
+      await pausing.clock.advanceAsync(200); // failed at 100, reconnected at once, pausing until 600
+      expect(pausing.connections).to.have.length(2);
+      expect(pausing.clock.actions, 'pausing, and the RTT task\'s next round').to.have.length(2);
+      pausing.monitor.close();
+      expect(pausing.clock.actions, 'timers left after close() during the pause').to.have.length(0);
+    });
+  });
+
+  it('refuses a heartbeatFrequencyMS that is not a finite number of ms >= 500, and bad options, saying what is allowed', function () {
+    for (const heartbeatFrequencyMS of ['500', Number.NaN, Infinity, 499]) {
+      expect(() => new Monitor({ address: 'h:1', heartbeatFrequencyMS: heartbeatFrequencyMS as number }), String(heartbeatFrequencyMS))
+        .to.throw(InvalidOptionError, /heartbeatFrequencyMS.*a number of ms >= 500/);
+    }
+    expect(() => new Monitor(null as never)).to.throw(InvalidOptionError, /an object with at least an address/);
+    expect(() => new Monitor({ address: 'h:1', connectionFactory: 'tcp' as never })).to.throw(InvalidOptionError, /a function \(descriptor\) => ObservableInput<Connection>/);
   });
 });

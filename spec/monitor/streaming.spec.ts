@@ -6,12 +6,13 @@
  */
 import { expect } from 'chai';
 import { ObjectId } from 'bson';
-import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { WireProtocolError } from '../../lib/connection/wire-protocol';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
+import { startTcpFaultProxy } from '../support/tcp-fault-proxy';
 
 type Failed = Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
 
@@ -87,6 +88,28 @@ describe('Monitor: streaming protocol', function () {
     // Streaming again, minHeartbeatFrequencyMS after the failure.
     expect(await eventually(() => heartbeats.length === 7, 1500)).to.equal(true);
     expect(shape()[6]).to.equal('Started:true');
+  });
+
+  it('a network gone silent while the server streams (no FIN, no RST): the awaited check fails after connectTimeoutMS + heartbeatFrequencyMS, and the pool is cleared', async function () {
+    const proxy = await startTcpFaultProxy(server.address);
+    try {
+      setUp({ heartbeatFrequencyMS: 500, connectionOptions: { appName: 'monitor', connectTimeoutMS: 300 } }, proxy.address);
+      // Streaming: replies come every maxAwaitTimeMS (500 ms) without requests once the first has come.
+      expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.awaited).length >= 2, 3000)).to.equal(true);
+      expect(monitor!.streaming).to.equal(true);
+      const since = Date.now();
+      proxy.blackhole = true;
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 3000), 'the check ends').to.equal(true);
+      const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Failed;
+      expect(failed.awaited).to.equal(true);
+      expect(failed.error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(failed.duration, 'connectTimeoutMS + heartbeatFrequencyMS').to.be.within(780, 1500);
+      expect(Date.now() - since).to.be.below(1500);
+      expect(events.find((e) => e.type === 'ConnectionPoolCleared')).to.include({ interruptInUseConnections: true });
+    } finally {
+      monitor?.close();
+      await proxy.stop();
+    }
   });
 
   it('a server that completes handshakes but drops every awaitable hello is reconnected to once per minHeartbeatFrequencyMS, not as fast as the network allows', async function () {
