@@ -650,7 +650,10 @@ describe('Monitor on virtual time (scripted connections)', function () {
     const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 25 }), answer: () => (++n === 1 ? { afterMS: 40 } : { afterMS: 70, error: new MongoServerError({ ok: 0, code: 91, errmsg: 'shutting down' }) }) });
     r.clock.advance(1_000);
     r.monitor.start();
-    await r.clock.advanceAsync(30_000);
+    await r.clock.advanceAsync(10_100);
+    // Two samples (the establishment's 25 ms, the connection recording no handshake duration, and the check's 40 ms).
+    expect(r.monitor.minRoundTripTimeMS).to.equal(25);
+    await r.clock.advanceAsync(20_000);
     const shape = r.heartbeats.slice(0, 6).map((e) => [e.type.replace('ServerHeartbeat', ''), e.time, 'duration' in e ? e.duration : undefined]);
     expect(shape).to.deep.equal([
       ['Started', 1_000, undefined],
@@ -691,7 +694,10 @@ describe('Monitor on virtual time (scripted connections)', function () {
       },
     );
     r.monitor.start();
-    await r.clock.advanceAsync(2_000);
+    await r.clock.advanceAsync(300);
+    expect(r.monitor.streaming, 'streaming (topologyVersion known), between the handshake and the awaitable hello').to.equal(true);
+    r.monitor.requestCheck(); // a request does not shorten the pause
+    await r.clock.advanceAsync(1_700);
     // Failed at 100; the retry's connection is established at 250 (its handshake the successful check); the
     // awaitable hello on it goes out at 100 + 500 = 600, not 250 + 500.
     expect(r.connections.map((c) => c.calls.map((call) => call.at))).to.deep.equal([[0], [600]]);
@@ -726,12 +732,25 @@ describe('Monitor on virtual time (scripted connections)', function () {
     expect(starts(r)).to.deep.equal([0, 500]);
   });
 
+  it('cancelCheck() during a check fails it with a MongoNetworkError that says so', async function () {
+    const r = rig({ serverMonitoringMode: 'poll' }, { answer: () => ({ afterMS: 1_000 }) });
+    r.monitor.start();
+    await r.clock.advanceAsync(10_100);
+    r.monitor.cancelCheck(new Error('an application connection was reset'));
+    await r.clock.advanceAsync(0);
+    const failed = r.heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+    expect(failed.error).to.be.instanceOf(MongoNetworkError);
+    expect(failed.error.message).to.equal('the check of db:27017 was cancelled and its monitoring connection closed');
+    expect(failed.duration).to.equal(100);
+  });
+
   it('start() twice runs one check at a time on one connection', async function () {
-    const r = rig({ serverMonitoringMode: 'poll' });
+    const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 50 }) });
     r.monitor.start();
     r.monitor.start();
-    await r.clock.advanceAsync(10_000);
-    expect(starts(r)).to.deep.equal([0, 10_000]);
+    expect(r.monitor.connectionCount, 'while its connection is being established').to.equal(1);
+    await r.clock.advanceAsync(10_100);
+    expect(starts(r)).to.deep.equal([0, 10_050]);
     expect(r.establishments).to.have.length(1);
     expect(r.monitor.connectionCount).to.equal(1);
   });
@@ -815,6 +834,7 @@ describe('Monitor on virtual time (scripted connections)', function () {
         .to.throw(InvalidOptionError, /heartbeatFrequencyMS.*a number of ms >= 500/);
     }
     expect(() => new Monitor(null as never)).to.throw(InvalidOptionError, /an object with at least an address/);
+    expect(() => new Monitor({ address: 'h:1', connectionOptions: { conectTimeoutMS: 1 } as never })).to.throw(InvalidOptionError, 'Unknown option connectionOptions.conectTimeoutMS of Monitor: did you mean connectTimeoutMS?');
     expect(() => new Monitor({ address: 'h:1', connectionFactory: 'tcp' as never })).to.throw(InvalidOptionError, /a function \(descriptor\) => ObservableInput<Connection>/);
   });
 });
