@@ -19,7 +19,7 @@ import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
-import { destroyQuietly } from '../pool/connection-checks';
+import { destroyQuietly, isErrored } from '../pool/connection-checks';
 import { establish } from './establish';
 import { handshakeSample, RoundTripTimes, RttMonitor } from './rtt';
 import { optionValue, optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
@@ -122,7 +122,9 @@ export interface MonitorOptions {
  *
  * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
  * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
- * is the check. A failed check closes that connection; after a network error on a server that was known (its
+ * is the check. A connection found errored when a check starts (closed by the server or the network while idle
+ * between checks: an idle timeout met while a FaaS process was frozen) is closed, and the check opens a new one, so a
+ * healthy server's pool is not cleared for it; a server that is down fails that establishment, as before. A failed check closes that connection; after a network error on a server that was known (its
  * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS. {@link cancelCheck}
  * ends a check in progress and closes the connection when the server was found unusable otherwise.
  *
@@ -132,7 +134,8 @@ export interface MonitorOptions {
  *
  * Source: server monitoring spec, "Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Network or command error during server
- * check", "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS",
+ * check" (a connection already closed when a check starts is replaced rather than checked: extension, after CMAP's
+ * perished connections), "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS",
  * "serverMonitoringMode", "Streaming Protocol" ("Streaming hello or legacy hello", "Socket timeout", "SDAM
  * Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation").
  */
@@ -364,6 +367,13 @@ export class Monitor {
     this.checking = true;
     this.checkRequested = false;
     const started = this.scheduler.now();
+    // A monitoring connection closed while idle between checks (the server's or a load balancer's idle timeout, met
+    // while the process was frozen on a FaaS platform) is perished, as a pooled connection would be: this check opens
+    // a new one, whose handshake is the check, instead of failing on it and clearing the pool of a healthy server.
+    if (this.connection !== undefined && this.connection.moreToCome !== true && isErrored(this.connection)) {
+      destroyQuietly(this.connection);
+      this.connection = undefined;
+    }
     const connection = this.connection;
     const moreToCome = connection?.moreToCome === true;
     const awaited = connection !== undefined && (moreToCome || (this.streamingEnabled && this.topologyVersion !== undefined));

@@ -184,6 +184,27 @@ describe('Monitor', function () {
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 
+  it('polling: a monitoring connection the server closed while idle between checks is replaced by the next check, which succeeds: no pool clear', async function () {
+    // As after a FaaS freeze, or an idle timeout of a load balancer: the connection's close arrived between checks.
+    const clock = new VirtualClock();
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll', connectionOptions: { appName: 'monitor' } });
+    pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    pool.events$.subscribe((e) => events.push(e));
+    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
+    monitor.start();
+    expect(await eventually(() => pool!.state === 'ready')).to.equal(true);
+    expect(server.closeConnections((c) => c.appName === 'monitor')).to.equal(1);
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 20)); // the client has read the close
+    clock.advance(10_000);
+    expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2 || count('ServerHeartbeatFailed') > 0)).to.equal(true);
+    expect(heartbeats.map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+    expect(count('ConnectionPoolCleared')).to.equal(0);
+    expect(server.connectionsAccepted, 'a new monitoring connection').to.equal(2);
+    expect(monitor.connectionCount).to.equal(1);
+  });
+
   it('a check whose reply arrived while the event loop was blocked past connectTimeoutMS succeeds: no failure, no pool clear', async function () {
     // Server monitoring spec, "Network or command error during server check": a timeout clears the pool, interrupting
     // in-use connections. Node runs the timers that expired during a block before it reads the sockets: the reply,
