@@ -6,8 +6,9 @@
  * implementing the pool's connection contract itself, and forwarding options it did not set as `undefined`) must
  * type-check with `strict`, `exactOptionalPropertyTypes` and `noUncheckedIndexedAccess` under nodenext (CommonJS and
  * ESM), bundler and node10 resolution, compiled by this repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
- * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler), then
- * exit by themselves. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
+ * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler, a
+ * cancelled checkout fails with the package's CheckOutCancelledError), then exit by themselves, the CommonJS one under
+ * `node --frozen-intrinsics` too. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -90,7 +91,7 @@ function exportTargets(value: unknown): string[] {
 
 /** The consumer program: the same text for every module format. */
 function program(label: string): string {
-  return `import { ConnectionPool, ConnectionPoolCore, type ConnectionFactory, type PoolConnection } from 'rxcmap';
+  return `import { CheckOutCancelledError, ConnectionPool, ConnectionPoolCore, type ConnectionFactory, type PoolConnection } from 'rxcmap';
 import { EmbeddedServer } from 'rxcmap/testing';
 import { Observable, VirtualTimeScheduler } from 'rxjs';
 
@@ -129,10 +130,18 @@ async function main(): Promise<void> {
     }
     const virtual = new ConnectionPool({ address: server.address, scheduler: new VirtualTimeScheduler() });
     virtual.close();
-    const own = new ConnectionPoolCore({ address: server.address, connectionFactory: ownFactory });
+    const own = new ConnectionPoolCore({ address: server.address, connectionFactory: ownFactory, maxPoolSize: 1 });
     try {
       own.ready();
       const connection: OwnConnection = await own.checkOut();
+      const controller = new AbortController();
+      const waiting = own.checkOut({ signal: controller.signal }).then(
+        () => 'served',
+        (err: unknown) => (err instanceof CheckOutCancelledError ? 'cancelled' : err),
+      );
+      controller.abort();
+      const outcome = await waiting;
+      if (outcome !== 'cancelled') throw new Error('a cancelled checkout ended with ' + String(outcome));
       own.checkIn(connection);
     } finally {
       own.close();
@@ -383,5 +392,15 @@ describe('the npm package', function () {
         expect(r.stdout.split('\n')).to.include(`consumer ok ${build.label}`);
       });
     }
+
+    // Hardened realms (Node's frozen intrinsics, as SES-style lockdowns leave the platform): nothing the package does
+    // may assign to a built-in (Error.stackTraceLimit, Error.captureStackTrace, a prototype's name or toString).
+    it('runs the nodenext-cjs build under node --frozen-intrinsics, a cancelled checkout included', async function () {
+      await compiled.get('nodenext-cjs');
+      const r = await run(process.execPath, ['--frozen-intrinsics', path.join('nodenext-cjs', 'out/main.js')], consumer, 30_000);
+      expect(r.timedOut, describeRun('node --frozen-intrinsics: did not exit by itself', r)).to.equal(false);
+      expect(r.code, describeRun('node --frozen-intrinsics', r)).to.equal(0);
+      expect(r.stdout.split('\n')).to.include('consumer ok nodenext-cjs');
+    });
   });
 });
