@@ -9,6 +9,22 @@ import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type Conne
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 
+/**
+ * Aborts a checkout waiting on `pool` (full) in each form, the Promise one then the Observable one, and gives what
+ * each ended with: its error, or 'unsettled' when none came within 50 ms.
+ */
+async function abortWaitingCheckouts(pool: ConnectionPoolCore<MockConnection>): Promise<unknown[]> {
+  const outcomes: unknown[] = [];
+  for (const form of ['promise', 'observable'] as const) {
+    const controller = new AbortController();
+    const request = pool.checkOut({ signal: controller.signal });
+    const outcome = form === 'promise' ? request.then(undefined, (e: unknown) => e) : new Promise((resolve) => request.subscribe({ error: resolve }));
+    controller.abort();
+    outcomes.push(await Promise.race([outcome, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))]));
+  }
+  return outcomes;
+}
+
 describe('CheckOutRequest', function () {
   it('leaves no listener on a signal shared by many checkouts once each has ended (Observable and Promise forms)', async function () {
     const clock = new VirtualClock();
@@ -122,17 +138,7 @@ describe('CheckOutRequest', function () {
     pool.ready();
     const held = await pool.checkOut();
     const limit = Error.stackTraceLimit;
-    const errors: unknown[] = [];
-    for (const form of ['promise', 'observable'] as const) {
-      const controller = new AbortController();
-      const request = pool.checkOut({ signal: controller.signal });
-      const outcome =
-        form === 'promise'
-          ? request.then(undefined, (e: unknown) => e)
-          : new Promise((resolve) => request.subscribe({ error: resolve }));
-      controller.abort();
-      errors.push(await outcome);
-    }
+    const errors = await abortWaitingCheckouts(pool);
     for (const error of errors) {
       expect(error).to.be.instanceOf(CheckOutCancelledError);
       const { stack, cause } = error as CheckOutCancelledError;
@@ -160,17 +166,7 @@ describe('CheckOutRequest', function () {
     process.removeAllListeners('uncaughtException');
     process.on('uncaughtException', crash);
     try {
-      const errors: unknown[] = [];
-      for (const form of ['promise', 'observable'] as const) {
-        const controller = new AbortController();
-        const request = pool.checkOut({ signal: controller.signal });
-        const outcome =
-          form === 'promise'
-            ? request.then(undefined, (e: unknown) => e)
-            : new Promise((resolve) => request.subscribe({ error: resolve }));
-        controller.abort();
-        errors.push(await Promise.race([outcome, new Promise((r) => setTimeout(r, 50, 'unsettled'))]));
-      }
+      const errors = await abortWaitingCheckouts(pool);
       expect(thrown, 'nothing thrown from the abort').to.deep.equal([]);
       for (const error of errors) {
         expect(error).to.be.instanceOf(CheckOutCancelledError);
