@@ -3,6 +3,7 @@
  * through heartbeatActions() into pool.input.
  */
 import { expect } from 'chai';
+import { createServer, type Socket } from 'net';
 import { ObjectId, type Document } from 'bson';
 import { Observable, of } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
@@ -203,6 +204,40 @@ describe('Monitor', function () {
     expect(count('ConnectionPoolCleared')).to.equal(0);
     expect(server.connectionsAccepted, 'a new monitoring connection').to.equal(2);
     expect(monitor.connectionCount).to.equal(1);
+  });
+
+  it('polling: a server that went down between checks, its port now taken by an endpoint that accepts TCP but never replies, is found at the next check: the pool is cleared at once, not connectTimeoutMS later', async function () {
+    // Server monitoring spec, "Retry hello or legacy hello calls once": a network error on the monitoring connection
+    // of a server that responded before means a glitch, a restart, or a server that is truly down, and the pool is
+    // cleared (all its connections are likely closed too). A proxy or load balancer whose backend died closes the
+    // existing connections and goes on accepting new ones: a check that opened a new connection instead would leave
+    // the pool ready, and every operation waiting on that endpoint, for connectTimeoutMS.
+    const connectTimeoutMS = 5000;
+    const clock = new VirtualClock();
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll', connectionOptions: { appName: 'monitor', connectTimeoutMS } });
+    pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool', connectTimeoutMS } });
+    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    pool.events$.subscribe((e) => events.push(e));
+    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
+    monitor.start();
+    expect(await eventually(() => pool!.state === 'ready')).to.equal(true);
+    const port = Number(server.address.slice(server.address.lastIndexOf(':') + 1));
+    await server.stop(); // every connection closed, the monitoring one included
+    const held: Socket[] = [];
+    const acceptor = createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => acceptor.listen(port, '127.0.0.1', resolve));
+    try {
+      await new Promise((r) => setTimeout(r, 20)); // the client has read the close
+      const checkStarted = Date.now();
+      clock.advance(10_000);
+      expect(await eventually(() => count('ConnectionPoolCleared') > 0, connectTimeoutMS + 1000)).to.equal(true);
+      expect(Date.now() - checkStarted, 'ms from the check to the pool clear').to.be.below(1000);
+      const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+      expect(failed.error).to.be.instanceOf(MongoNetworkError).and.not.instanceOf(MongoNetworkTimeoutError);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => acceptor.close(resolve));
+    }
   });
 
   it('a check whose reply arrived while the event loop was blocked past connectTimeoutMS succeeds: no failure, no pool clear', async function () {
