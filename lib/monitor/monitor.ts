@@ -35,6 +35,25 @@ import { asTopologyVersion } from './topology-version';
 export const MIN_HEARTBEAT_FREQUENCY_MS = 500;
 
 /**
+ * How long a polling monitor's connection may sit idle before a close found on it counts as an idle timeout rather
+ * than news of the server: this many heartbeatFrequencyMS since the last check ended (a check is due after one).
+ */
+const IDLE_FREQUENCIES = 2;
+
+/**
+ * Whether `connection` says more replies are coming (`moreToCome === true`): false for no connection, and for one (of a
+ * user's connectionFactory) whose `moreToCome` cannot be read, which then fails at its next request instead of
+ * stopping the monitor.
+ */
+function moreToComeOf(connection: Connection | undefined): boolean {
+  try {
+    return connection?.moreToCome === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Which monitoring protocol a monitor uses: `stream` uses the streaming protocol when the server supports it (its
  * hello reply carries `topologyVersion`, MongoDB 4.4+) and polls otherwise; `poll` always polls; `auto` (the default)
  * polls when the process runs on a FaaS platform (detected as for the handshake's `client.env.name`: AWS Lambda, Azure
@@ -122,9 +141,11 @@ export interface MonitorOptions {
  *
  * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
  * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
- * is the check. A connection found errored when a check starts (closed by the server or the network while idle
- * between checks: an idle timeout met while a FaaS process was frozen) is closed, and the check opens a new one, so a
- * healthy server's pool is not cleared for it; a server that is down fails that establishment, as before. A failed check closes that connection; after a network error on a server that was known (its
+ * is the check. A connection found errored when a check starts more than twice heartbeatFrequencyMS after the last
+ * one ended (the process was frozen, as a FaaS platform freezes it between invocations, or stalled, and a load
+ * balancer's or the server's idle timeout closed the connection meanwhile) is closed, and the check opens a new one, so
+ * a healthy server's pool is not cleared for it; a server that is down fails that establishment. Found errored
+ * sooner, the close is news of the server: the check fails on it and the pool is cleared at once, as the spec says. A failed check closes that connection; after a network error on a server that was known (its
  * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS. {@link cancelCheck}
  * ends a check in progress and closes the connection when the server was found unusable otherwise.
  *
@@ -218,7 +239,7 @@ export class Monitor {
    * `topologyVersion` (or the server is still streaming replies). Source: server monitoring spec, "Streaming Protocol".
    */
   get streaming(): boolean {
-    return (this.streamingEnabled && this.topologyVersion !== undefined) || this.connection?.moreToCome === true;
+    return (this.streamingEnabled && this.topologyVersion !== undefined) || moreToComeOf(this.connection);
   }
 
   /**
@@ -367,15 +388,18 @@ export class Monitor {
     this.checking = true;
     this.checkRequested = false;
     const started = this.scheduler.now();
-    // A monitoring connection closed while idle between checks (the server's or a load balancer's idle timeout, met
-    // while the process was frozen on a FaaS platform) is perished, as a pooled connection would be: this check opens
-    // a new one, whose handshake is the check, instead of failing on it and clearing the pool of a healthy server.
-    if (this.connection !== undefined && this.connection.moreToCome !== true && isErrored(this.connection)) {
+    // A monitoring connection found closed after it sat idle longer than the monitor ever leaves it (the process was
+    // frozen, as a FaaS platform freezes it between invocations, or stalled, long enough for a load balancer's or the
+    // server's idle timeout) is perished, as a pooled connection would be: this check opens a new one, whose handshake
+    // is the check, instead of failing on it and clearing the pool of a healthy server. Closed within the usual idle
+    // time, the close is news of the server (down, restarted, or behind an endpoint that accepts but never answers):
+    // the check fails on it, and the pool is cleared at once.
+    if (this.connection !== undefined && started - this.lastCheckEnd > IDLE_FREQUENCIES * this.heartbeatFrequencyMS && !moreToComeOf(this.connection) && isErrored(this.connection)) {
       destroyQuietly(this.connection);
       this.connection = undefined;
     }
     const connection = this.connection;
-    const moreToCome = connection?.moreToCome === true;
+    const moreToCome = moreToComeOf(connection);
     const awaited = connection !== undefined && (moreToCome || (this.streamingEnabled && this.topologyVersion !== undefined));
     // cancelCheck() ends the wait on the server at once, whatever the connection does with its request; from
     // ServerHeartbeatStarted on, since a subscriber of that event may call it.
