@@ -13,7 +13,10 @@ import type { ConnectionFactory } from '../pool/contract';
 /**
  * Establishes a connection to `address` with `factory` (descriptor id `id`, generation 0). Unsubscribing
  * `subscription` before it emits aborts the establishment (signal, unsubscription) and, since a Promise cannot be
- * cancelled, whatever a Promise factory resolves to is destroyed; a connection that arrives once `isClosed()` is
+ * cancelled, whatever a Promise factory resolves to is destroyed. Once the connection is delivered, the descriptor's
+ * signal never aborts (neither when the factory completes nor on unsubscription), as in a pool: a factory that hands
+ * it to `net.connect({ signal })`, or destroys its connection when it aborts, keeps the connection it delivered. A
+ * connection that arrives once `isClosed()` is
  * destroyed too, so none outlives its monitor. A factory that emits more than one connection has every one after the
  * first destroyed as it arrives. `connection` rejects with what the factory failed with.
  *
@@ -40,9 +43,11 @@ export function establish(
       complete: () => subscriber.complete(),
     });
     return () => {
-      controller.abort();
       inner.unsubscribe();
-      if (!delivered) destroyWhenResolved(input);
+      // Delivered, the establishment is over, not abandoned: the signal stays as it is, as a pool leaves it.
+      if (delivered) return;
+      controller.abort();
+      destroyWhenResolved(input);
     };
   });
   let subscription!: Subscription;
