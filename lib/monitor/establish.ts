@@ -7,6 +7,7 @@
  */
 import { from, Observable, type Subscription } from 'rxjs';
 import type { Connection } from '../connection/connection';
+import { PoolCallbackError } from '../errors';
 import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 
@@ -18,7 +19,8 @@ import type { ConnectionFactory } from '../pool/contract';
  * it to `net.connect({ signal })`, or destroys its connection when it aborts, keeps the connection it delivered. A
  * connection that arrives once `isClosed()` is
  * destroyed too, so none outlives its monitor. A factory that emits more than one connection has every one after the
- * first destroyed as it arrives. `connection` rejects with what the factory failed with.
+ * first destroyed as it arrives. `connection` rejects with what the factory failed with, or with a PoolCallbackError
+ * (`callback` 'connectionFactory') when the factory completes without a connection, as a pool's establishment does.
  *
  * Source: extension.
  */
@@ -40,7 +42,9 @@ export function establish(
         subscriber.next(c);
       },
       error: (e: unknown) => subscriber.error(e),
-      complete: () => subscriber.complete(),
+      // Completing without a connection fails the establishment, as in a pool: else the check waiting on it never ends.
+      complete: () =>
+        delivered ? subscriber.complete() : subscriber.error(new PoolCallbackError(address, 'connectionFactory', `connectionFactory completed without a connection for connection ${id}`)),
     });
     return () => {
       inner.unsubscribe();

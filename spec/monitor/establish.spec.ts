@@ -3,8 +3,9 @@
  * and never left open by an establishment its monitor abandoned.
  */
 import { expect } from 'chai';
-import { of, Subject } from 'rxjs';
+import { EMPTY, of, Subject } from 'rxjs';
 import type { Connection } from '../../lib/connection/connection';
+import { PoolCallbackError } from '../../lib/errors';
 import { establish } from '../../lib/monitor/establish';
 import type { ConnectionDescriptor, ConnectionFactory } from '../../lib/pool/contract';
 import { MockConnection } from '../../lib/testing';
@@ -48,6 +49,17 @@ describe('establish', function () {
       expect(c.destroyed, `${kind}: unsubscribing after the delivery leaves it to its holder`).to.equal(false);
       expect(descriptors[0].signal.aborted, `${kind}: nor aborts the signal`).to.equal(false);
     }
+  });
+
+  it('fails with PoolCallbackError when the factory completes without a connection, as a pool establishment does', async function () {
+    // Otherwise the monitor's check (or RTT round) waiting on it would never end.
+    const { factory, descriptors } = recording(() => EMPTY);
+    const { connection } = establish(factory, 'db:27017', 1, () => false);
+    const error = await outcome(connection);
+    expect(error).to.be.instanceOf(PoolCallbackError);
+    expect((error as PoolCallbackError).callback).to.equal('connectionFactory');
+    expect((error as Error).message).to.equal('connectionFactory completed without a connection for connection 1');
+    expect(descriptors[0].signal.aborted, 'the establishment is abandoned').to.equal(true);
   });
 
   it('rejects with what the factory failed with', async function () {
