@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { Document } from 'bson';
 import { from, map } from 'rxjs';
 import { Monitor, connectionFactory, type ServerHeartbeatEvent } from '../../lib';
-import { RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
+import { handshakeSample, RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { startTcpFaultProxy } from '../support/tcp-fault-proxy';
@@ -32,6 +32,30 @@ describe('RoundTripTimes', function () {
     rtt.reset();
     rtt.add(3);
     expect(rtt.min).to.equal(0);
+  });
+
+  it('counts a negative or non-finite sample (a clock that went back, or none) as 0', function () {
+    for (const bad of [-5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const rtt = new RoundTripTimes();
+      rtt.add(bad);
+      rtt.add(4);
+      expect(rtt.min, String(bad)).to.equal(0);
+    }
+    const rtt = new RoundTripTimes();
+    rtt.add(0);
+    rtt.add(4);
+    expect(rtt.min, 'a sample of 0 is one').to.equal(0);
+  });
+});
+
+describe('handshakeSample', function () {
+  it('is the handshake hello\'s duration from 0 to the establishment\'s, else the establishment\'s', function () {
+    expect(handshakeSample(3, 10)).to.equal(3);
+    expect(handshakeSample(0, 10), 'a hello that took no time on the monitor\'s clock (virtual time)').to.equal(0);
+    expect(handshakeSample(10, 10), 'the hello was all of it').to.equal(10);
+    expect(handshakeSample(10.5, 10)).to.equal(10);
+    expect(handshakeSample(-1, 10)).to.equal(10);
+    expect(handshakeSample(undefined, 10)).to.equal(10);
   });
 });
 
