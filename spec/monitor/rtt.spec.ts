@@ -7,10 +7,12 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Document } from 'bson';
-import { from, map } from 'rxjs';
+import { firstValueFrom, from, map, Subject } from 'rxjs';
 import { Monitor, connectionFactory, type ServerHeartbeatEvent } from '../../lib';
-import { handshakeSample, RoundTripTimes, RTT_SAMPLE_WINDOW } from '../../lib/monitor/rtt';
-import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import type { Connection } from '../../lib/connection/connection';
+import { handshakeSample, RoundTripTimes, RTT_SAMPLE_WINDOW, RttMonitor } from '../../lib/monitor/rtt';
+import type { ConnectionFactory } from '../../lib/pool/contract';
+import { EmbeddedServer, MockConnection, VirtualClock } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
 import { startTcpFaultProxy } from '../support/tcp-fault-proxy';
 
@@ -183,5 +185,149 @@ describe('Monitor: RTT', function () {
       monitor = undefined;
     }
     expect(mins).to.deep.equal({ NaN: 7, '-5': 7, Infinity: 7, '1000000000': 7, '3': 7 });
+  });
+});
+
+/** RoundTripTimes that keeps every sample it is given, in order. */
+class RecordedTimes extends RoundTripTimes {
+  readonly taken: number[] = [];
+
+  override add(ms: number): void {
+    this.taken.push(ms);
+    super.add(ms);
+  }
+}
+
+/** A turn of the event loop: every promise job pending now has run. */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('RttMonitor', function () {
+  const heartbeatFrequencyMS = 10_000;
+  let server: EmbeddedServer | undefined;
+  let rtt: RttMonitor | undefined;
+  afterEach(async function () {
+    rtt?.close();
+    rtt = undefined;
+    await server?.stop();
+    server = undefined;
+  });
+
+  /** An RttMonitor on virtual time, its factory `factory` or one of the embedded server's connections. */
+  function rttMonitor(o: { factory?: ConnectionFactory<Connection>; connectTimeoutMS?: number } = {}): { clock: VirtualClock; samples: RecordedTimes; rtt: RttMonitor } {
+    const clock = new VirtualClock();
+    const samples = new RecordedTimes();
+    const [host, port] = (server?.address ?? 'db:27017').split(':');
+    const factory = o.factory ?? connectionFactory({ host, port: Number(port) });
+    rtt = new RttMonitor({ address: `${host}:${port}`, factory, heartbeatFrequencyMS, connectTimeoutMS: o.connectTimeoutMS ?? 10_000, scheduler: clock, samples });
+    return { clock, samples, rtt };
+  }
+
+  it('gives up on a hello the server never answers after connectTimeoutMS, and measures on a new connection the next round', async function () {
+    // A hung server must not stop the RTT task: its round ends, its connection is closed.
+    server = await new EmbeddedServer().start();
+    const { clock, samples, rtt } = rttMonitor({ connectTimeoutMS: 100 });
+    rtt.start();
+    clock.advance(heartbeatFrequencyMS);
+    expect(await eventually(() => samples.taken.length === 1), 'the RTT connection\'s handshake').to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 2000 } });
+    clock.advance(heartbeatFrequencyMS);
+    expect(await eventually(() => server!.openConnections === 0 && rtt.connectionCount === 0, 1000), 'timed out, closed').to.equal(true);
+    clock.advance(heartbeatFrequencyMS);
+    expect(await eventually(() => samples.taken.length === 2, 1000), 'the next round\'s sample').to.equal(true);
+    expect(server.connectionsAccepted).to.equal(2);
+    expect(rtt.connectionCount).to.equal(1);
+  });
+
+  it('runs one round every heartbeatFrequencyMS however often start() is called', async function () {
+    server = await new EmbeddedServer().start();
+    const { clock, samples, rtt } = rttMonitor();
+    rtt.start();
+    rtt.start();
+    for (let round = 1; round <= 2; round++) {
+      clock.advance(heartbeatFrequencyMS);
+      expect(await eventually(() => samples.taken.length >= round)).to.equal(true);
+      await new Promise((r) => setTimeout(r, 20));
+      rtt.start();
+    }
+    expect(samples.taken, 'one sample a round').to.have.length(2);
+    expect(server.connectionsAccepted, 'one RTT connection').to.equal(1);
+  });
+
+  it('runs no round and opens no connection once closed, even when closed during a round', async function () {
+    server = await new EmbeddedServer().start();
+    const { clock, samples, rtt } = rttMonitor();
+    rtt.start();
+    clock.advance(heartbeatFrequencyMS);
+    expect(await eventually(() => samples.taken.length === 1)).to.equal(true);
+    clock.advance(heartbeatFrequencyMS);
+    rtt.close(); // its hello in flight
+    rtt.start();
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      clock.advance(heartbeatFrequencyMS);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    expect(server.connectionsAccepted, 'no connection after close').to.equal(1);
+    expect(await eventually(() => server!.openConnections === 0)).to.equal(true);
+    expect(samples.taken).to.have.length(1);
+    expect(rtt.connectionCount).to.equal(0);
+  });
+
+  it('counts its connection while it is established, and none once its establishment or the connection failed', async function () {
+    server = await new EmbeddedServer().start();
+    const [host, port] = server.address.split(':');
+    const real = connectionFactory({ host, port: Number(port) });
+    const gates: { open: () => void; fail: () => void }[] = [];
+    const factory: ConnectionFactory<Connection> = (d) =>
+      new Promise<void>((open, reject) => gates.push({ open, fail: () => reject(new Error('refused')) })).then(() => firstValueFrom(from(real(d))));
+    const { clock, samples, rtt } = rttMonitor({ factory });
+    rtt.start();
+    clock.advance(heartbeatFrequencyMS);
+    expect(rtt.connectionCount, 'being established').to.equal(1);
+    gates[0].fail();
+    await turn();
+    expect(rtt.connectionCount, 'its establishment failed').to.equal(0);
+    clock.advance(heartbeatFrequencyMS);
+    expect(rtt.connectionCount, 'the next round\'s, being established').to.equal(1);
+    gates[1].open();
+    expect(await eventually(() => samples.taken.length === 1)).to.equal(true);
+    expect(rtt.connectionCount).to.equal(1);
+    server.closeConnections();
+    clock.advance(heartbeatFrequencyMS);
+    expect(await eventually(() => rtt.connectionCount === 0), 'its hello failed: the connection is closed').to.equal(true);
+    expect(samples.taken, 'the failed round is no sample').to.have.length(1);
+  });
+
+  it('destroys a connection, and takes no sample, that arrive in the turn in which it is closed', async function () {
+    const arrivals = new Subject<Connection>();
+    const { clock, samples, rtt } = rttMonitor({ factory: () => arrivals });
+    rtt.start();
+    clock.advance(heartbeatFrequencyMS);
+    const late = Object.assign(new MockConnection({ id: 1, generation: 0, address: 'db:27017' }), { handshakeDurationMS: 1 });
+    arrivals.next(late as unknown as Connection);
+    rtt.close();
+    await turn();
+    expect(late.destroyed, 'established as it closed: destroyed, not kept').to.equal(true);
+    expect(samples.taken).to.deep.equal([]);
+
+    // A hello answered as it closes: its sample would come after the monitor's own (a reset after a failed check).
+    let answer!: (reply: object) => void;
+    const again = rttMonitor({ factory: () => arrivals });
+    again.rtt.start();
+    again.clock.advance(heartbeatFrequencyMS);
+    const connection = Object.assign(new MockConnection({ id: 1, generation: 0, address: 'db:27017' }), {
+      handshakeDurationMS: 1,
+      server: { helloOk: true },
+      command: () => new Promise((resolve) => (answer = resolve)),
+    });
+    arrivals.next(connection as unknown as Connection);
+    await turn();
+    expect(again.samples.taken, 'its handshake (no virtual time passed)').to.deep.equal([0]);
+    again.clock.advance(heartbeatFrequencyMS);
+    answer({ ok: 1 });
+    again.rtt.close();
+    await turn();
+    expect(again.samples.taken, 'no sample once closed').to.deep.equal([0]);
+    expect(connection.destroyed).to.equal(true);
   });
 });
