@@ -323,6 +323,7 @@ export class Monitor {
     this.cancelCurrent = undefined;
     cancel?.(error);
     this.establishing?.unsubscribe(); // aborted; a connection it still yields is destroyed as it arrives
+    this.establishing = undefined;
     destroyQuietly(this.connection, error);
     this.connection = undefined;
     this.checkRequested = true;
@@ -340,7 +341,8 @@ export class Monitor {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.establishing?.unsubscribe();
+    this.establishing?.unsubscribe(); // an aborted establishment may never settle: it counts no more from here
+    this.establishing = undefined;
     // Quietly: a connection of a user's factory may throw, or return a Promise that rejects; close() still ends.
     destroyQuietly(this.connection);
     this.connection = undefined;

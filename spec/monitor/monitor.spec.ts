@@ -868,6 +868,20 @@ describe('Monitor on virtual time (scripted connections)', function () {
   });
 
   describe('close()', function () {
+    it('while its connection is being established: counts no connection from then on, and cancelCheck() likewise', async function () {
+      const closing = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 60_000 }) });
+      closing.monitor.start();
+      expect(closing.monitor.connectionCount).to.equal(1);
+      closing.monitor.close();
+      expect(closing.monitor.connectionCount, 'after close()').to.equal(0);
+
+      const cancelling = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 60_000 }) });
+      cancelling.monitor.start();
+      cancelling.monitor.cancelCheck();
+      await cancelling.clock.advanceAsync(0);
+      expect(cancelling.monitor.connectionCount, 'after cancelCheck(), until the next check').to.equal(0);
+    });
+
     it('from a ServerHeartbeatSucceeded subscriber while streaming: no RTT connection is opened later, no timer is left', async function () {
       const r = rig(
         { serverMonitoringMode: 'stream' },
