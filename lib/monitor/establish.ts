@@ -17,9 +17,8 @@ import type { ConnectionFactory } from '../pool/contract';
  * cancelled, whatever a Promise factory resolves to is destroyed. Once the connection is delivered, the descriptor's
  * signal never aborts (neither when the factory completes nor on unsubscription), as in a pool: a factory that hands
  * it to `net.connect({ signal })`, or destroys its connection when it aborts, keeps the connection it delivered. A
- * connection that arrives once `isClosed()` is
- * destroyed too, so none outlives its monitor. A factory that emits more than one connection has every one after the
- * first destroyed as it arrives. `connection` rejects with what the factory failed with, or with a PoolCallbackError
+ * connection that arrives once `isClosed()` is destroyed too, so none outlives its monitor. A factory that emits more
+ * than one connection has every one after the first destroyed as it arrives. `connection` rejects with what the factory failed with, or with a PoolCallbackError
  * (`callback` 'connectionFactory') when the factory completes without a connection, as a pool's establishment does.
  *
  * Source: extension.

@@ -139,26 +139,29 @@ export interface MonitorOptions {
  * timeout, `ok: 0`, a malformed reply) is a failed check as in polling: the connection is closed and the protocol
  * restarts on a new connection.
  *
- * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a dedicated, unauthenticated
- * connection, with connectTimeoutMS as its timeout; when there is no connection, opening one (its handshake reply)
- * is the check. A connection found errored when a check starts more than twice heartbeatFrequencyMS after the last
- * one ended (the process was frozen, as a FaaS platform freezes it between invocations, or stalled, and a load
- * balancer's or the server's idle timeout closed the connection meanwhile) is closed, and the check opens a new one, so
- * a healthy server's pool is not cleared for it; a server that is down fails that establishment. Found errored
- * sooner, the close is news of the server: the check fails on it and the pool is cleared at once, as the spec says. A failed check closes that connection; after a network error on a server that was known (its
- * previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS. {@link cancelCheck}
- * ends a check in progress and closes the connection when the server was found unusable otherwise.
+ * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a
+ * dedicated, unauthenticated connection, with connectTimeoutMS as its timeout; when there is no connection, opening one
+ * (its handshake reply) is the check. A failed check closes that connection; after a network error on a server that
+ * was known (its previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS.
+ * {@link cancelCheck} ends a check in progress and closes the connection when the server was found unusable otherwise.
+ *
+ * A connection found errored when a check starts more than twice heartbeatFrequencyMS after the last one ended (the
+ * process was frozen, as a FaaS platform freezes it between invocations, or stalled, and a load balancer's or the
+ * server's idle timeout closed the connection meanwhile) is closed, and the check opens a new one, so a healthy
+ * server's pool is not cleared for it; a server that is down fails that establishment. Found errored sooner, the close
+ * is news of the server: the check fails on it and the pool is cleared at once, as the spec says.
  *
  * @throws {InvalidOptionError} from the constructor for options that are not an object, an unknown key (naming the
- *   closest option), a heartbeatFrequencyMS below 500, a serverMonitoringMode other than auto, stream or poll, a scheduler or connectionFactory of the wrong type, or an
- *   invalid address or connection option.
+ *   closest option), a heartbeatFrequencyMS that is not a finite number of ms >= 500, a serverMonitoringMode other
+ *   than auto, stream or poll, a scheduler or connectionFactory of the wrong type, or an invalid address or connection
+ *   option.
  *
  * Source: server monitoring spec, "Servers are monitored with dedicated sockets", "Servers are checked
  * periodically", "Requesting an immediate check", "Polling Protocol", "Network or command error during server
- * check" (a connection already closed when a check starts is replaced rather than checked: extension, after CMAP's
- * perished connections), "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout for monitoring is connectTimeoutMS",
- * "serverMonitoringMode", "Streaming Protocol" ("Streaming hello or legacy hello", "Socket timeout", "SDAM
- * Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation").
+ * check" (a connection found closed after an idle of over twice heartbeatFrequencyMS is replaced rather than checked:
+ * extension, after CMAP's perished connections), "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout
+ * for monitoring is connectTimeoutMS", "serverMonitoringMode", "Streaming Protocol" ("Streaming hello or legacy
+ * hello", "Socket timeout", "SDAM Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation").
  */
 export class Monitor {
   /** The monitored server, normalized to `host:port`. */
