@@ -1,7 +1,8 @@
 // Mutation testing, of one layer at a time against the specs that exercise it:
 // - `npm run test:mutation`: the pool core (lib/pool), against its unit, property and CMAP format tests;
 // - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED);
-// - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT).
+// - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT);
+// - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -40,6 +41,18 @@ const scopes = {
     // With the client, which runs a monitor per pool and clears the pool on its heartbeat failures.
     spec: ['spec/monitor/**/*.spec.ts', 'spec/client/client.spec.ts', 'spec/client/server-monitoring-mode.spec.ts'],
     reports: 'reports/mutation-monitor',
+  },
+  handshake: {
+    mutate: ['lib/connection/connect.ts', 'lib/connection/handshake.ts', 'lib/auth/**/*.ts'],
+    spec: [
+      'spec/connection/connect.spec.ts',
+      'spec/connection/handshake.spec.ts',
+      'spec/connection/speculative-authentication.spec.ts',
+      'spec/auth/**/*.spec.ts',
+      'spec/client/append-metadata.spec.ts',
+      'spec/client/re-authentication.spec.ts',
+    ],
+    reports: 'reports/mutation-handshake',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
