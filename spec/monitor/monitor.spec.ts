@@ -35,8 +35,8 @@ describe('Monitor', function () {
     await server.stop();
   });
 
-  function setUp(connectTimeoutMS = 2000): { monitor: Monitor; pool: ConnectionPool } {
-    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, connectionOptions: { appName: 'monitor', connectTimeoutMS } });
+  function setUp(connectTimeoutMS = 2000, overrides: Partial<ConstructorParameters<typeof Monitor>[0]> = {}): { monitor: Monitor; pool: ConnectionPool } {
+    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, connectionOptions: { appName: 'monitor', connectTimeoutMS }, ...overrides });
     pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
     monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
     pool.events$.subscribe((e) => events.push(e));
@@ -188,13 +188,8 @@ describe('Monitor', function () {
   it('polling: a monitoring connection closed while the process was frozen past its next check is replaced by that check, which succeeds: no pool clear', async function () {
     // As on a FaaS platform: the process is frozen between invocations (here, its event loop blocked) long enough for
     // a load balancer's or the server's idle timeout to close the idle monitoring connection; the check comes late.
-    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', connectionOptions: { appName: 'monitor' } });
-    pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
-    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
-    pool.events$.subscribe((e) => events.push(e));
-    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
-    monitor.start();
-    expect(await eventually(() => pool!.state === 'ready')).to.equal(true);
+    const { pool } = setUp(2000, { serverMonitoringMode: 'poll' });
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     expect(server.closeConnections((c) => c.appName === 'monitor')).to.equal(1);
     await new Promise((r) => setTimeout(r, 20)); // the client has read the close
     blockEventLoop(1_200); // frozen past the next check (due 500 ms after the last), and past twice that
@@ -202,18 +197,13 @@ describe('Monitor', function () {
     expect(heartbeats.map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
     expect(count('ConnectionPoolCleared')).to.equal(0);
     expect(server.connectionsAccepted, 'a new monitoring connection').to.equal(2);
-    expect(monitor.connectionCount).to.equal(1);
+    expect(monitor!.connectionCount).to.equal(1);
   });
 
   it('polling: a monitoring connection the server closed between timely checks fails the next check, which clears the pool, as a restart does', async function () {
     const clock = new VirtualClock();
-    monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll', connectionOptions: { appName: 'monitor' } });
-    pool = new ConnectionPool({ address: server.address, connectionOptions: { appName: 'pool' } });
-    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
-    pool.events$.subscribe((e) => events.push(e));
-    monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
-    monitor.start();
-    expect(await eventually(() => pool!.state === 'ready')).to.equal(true);
+    const { pool } = setUp(2000, { heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll' });
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     expect(server.closeConnections((c) => c.appName === 'monitor')).to.equal(1);
     await new Promise((r) => setTimeout(r, 20));
     clock.advance(10_000); // on time
