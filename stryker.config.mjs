@@ -44,10 +44,13 @@ const scopes = {
   },
   handshake: {
     mutate: ['lib/connection/connect.ts', 'lib/connection/handshake.ts', 'lib/auth/**/*.ts'],
+    // With every spec that establishes connections under a condition of its own: the options checked when a factory
+    // is made, TCP keepalive, TLS options, TCP faults and I/O timeouts, hostile and malformed hello replies, and
+    // load-balanced mode (the serviceId a hello must carry).
     spec: [
-      'spec/connection/connect.spec.ts',
-      'spec/connection/handshake.spec.ts',
-      'spec/connection/speculative-authentication.spec.ts',
+      'spec/connection/**/*.spec.ts',
+      'spec/options.spec.ts',
+      'spec/pool/load-balanced.spec.ts',
       'spec/auth/**/*.spec.ts',
       'spec/client/append-metadata.spec.ts',
       'spec/client/re-authentication.spec.ts',

@@ -105,6 +105,12 @@ describe('connectionFactory (establishment)', function () {
         arbiter.handle('ismaster', () => ({ ...hello, setName: undefined }));
         const error = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
         expect(error).to.be.instanceOf(AuthenticationError);
+        // A replica set member that is no arbiter (a setName, arbiterOnly false) holds the users: it is authenticated.
+        arbiter.handle('ismaster', () => ({ ...hello, arbiterOnly: false, secondary: true }));
+        arbiter.setUsers([{ username: 'both', password: 'pencil' }]);
+        const member = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
+        member.destroy();
+        expect(arbiter.scramConversations()).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
       } finally {
         await arbiter.stop();
       }
@@ -648,5 +654,93 @@ describe('connectionFactory: replies received while the event loop was blocked',
     } finally {
       pool.close();
     }
+  });
+});
+
+describe('connectionFactory: what each establishment sets up', function () {
+  let server: EmbeddedServer;
+  beforeEach(async function () {
+    server = await new EmbeddedServer({ users: [{ username: 'both', password: 'pencil' }] }).start();
+  });
+  afterEach(() => server.stop());
+
+  it('the handshake and authentication are bounded by connectTimeoutMS, not socketTimeoutMS (a slow hello or saslContinue within connectTimeoutMS establishes)', async function () {
+    // socketTimeoutMS bounds the operations run on an established connection; the establishment has its own limit.
+    const credentials = { username: 'both', password: 'pencil' };
+    for (const command of ['isMaster', 'saslContinue']) {
+      server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: [command], blockConnection: true, blockTimeMS: 150 } });
+      const outcome = await establish(server.address, { socketTimeoutMS: 30, connectTimeoutMS: 5000, credentials }).catch((e: unknown) => e);
+      expect(outcome, `${command}: ${String(outcome)}`).to.not.be.instanceOf(Error);
+      (outcome as Connection).destroy();
+    }
+    // Both were blocked: the saslContinue ran (speculative authentication carries only saslStart).
+    expect(server.scramConversations()).to.deep.equal({ started: 2, succeeded: 2, failed: 0 });
+  });
+
+  it('connectTimeoutMS 0 sets no deadline: a hello answered after 150 ms establishes', async function () {
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['isMaster'], blockConnection: true, blockTimeMS: 150 } });
+    const outcome = await establish(server.address, { connectTimeoutMS: 0 }).catch((e: unknown) => e);
+    expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
+    (outcome as Connection).destroy();
+  });
+
+  it("handshakeDurationMS is the hello's round trip on the factory's clock (a monitor's RTT sample)", async function () {
+    const { connectionFactoryWithMetadata } = await import('../../lib/connection/connect');
+    const [host, port] = server.address.split(':');
+    const readings = [1000, 1042];
+    const factory = connectionFactoryWithMetadata({ host, port: Number(port) }, undefined, () => readings.shift() ?? Number.NaN);
+    const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+    c.destroy();
+    expect(c.handshakeDurationMS).to.equal(42);
+    expect(readings).to.deep.equal([]);
+  });
+
+  it('an already-aborted signal fails the establishment before any socket is opened', async function () {
+    let accepted = 0;
+    const counting = net.createServer((socket) => {
+      accepted++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => counting.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (counting.address() as net.AddressInfo).port;
+      const factory = connectionFactory({ host: '127.0.0.1', port });
+      const reason = new Error('shutting down');
+      const error = await firstValueFrom(from(factory({ id: 1, generation: 0, address: `127.0.0.1:${port}`, signal: AbortSignal.abort(reason) }))).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect((error as Error).message).to.match(/was aborted \(during connect\)/);
+      expect((error as Error).cause).to.equal(reason);
+      // A round trip on the listening socket, so that a connection opened meanwhile would have been accepted.
+      await new Promise<void>((resolve) => net.connect(port, '127.0.0.1', function (this: net.Socket) { this.destroy(); resolve(); }));
+      await eventually(() => accepted === 1);
+      expect(accepted).to.equal(1);
+    } finally {
+      counting.close();
+    }
+  });
+
+  it("turns off Nagle's algorithm on the socket, so that a command's message leaves at once", async function () {
+    // The client's sockets only: the embedded endpoint sets it on the sockets it accepts too.
+    const port = Number(server.address.split(':')[1]);
+    const calls: unknown[][] = [];
+    const original = net.Socket.prototype.setNoDelay;
+    net.Socket.prototype.setNoDelay = function (this: net.Socket, ...args: Parameters<typeof original>) {
+      if (this.remotePort === port || this.connecting) calls.push(args);
+      return original.apply(this, args);
+    };
+    try {
+      const c = await establish(server.address, {});
+      c.destroy();
+    } finally {
+      net.Socket.prototype.setNoDelay = original;
+    }
+    expect(calls).to.deep.equal([[true]]);
+  });
+
+  it('a network error during authentication carries no backpressure label (the server answered the hello: it is not overloaded)', async function () {
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslContinue'], closeConnection: true } });
+    const error = await establish(server.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect([...(error as MongoNetworkError).errorLabels]).to.deep.equal([]);
   });
 });
