@@ -5,6 +5,7 @@
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
+import { listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter, type GiveBack } from './wait-queue';
@@ -34,6 +35,11 @@ export interface CheckOutOptions {
    * in commit order (at once, inside `abort()`, when it is idle): an abort it processes after it committed another
    * outcome (ConnectionCheckedOut or ConnectionCheckOutFailed emitted first, e.g. an abort from inside an `events$`
    * subscriber with a check-in queued ahead) changes nothing, and the caller receives what the events say.
+   *
+   * One signal may govern any number of checkouts (a request's signal over all its queries): it carries one listener
+   * of the pool's while any of them waits (none once they all settled), so Node never warns of a possible
+   * EventTarget memory leak, and that listener runs even when one of the caller's own, added first, calls
+   * `stopImmediatePropagation()` (it is added with Node's `events.addAbortListener`).
    */
   readonly signal?: AbortSignal | undefined;
   /**
@@ -133,12 +139,11 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
       return undefined;
     }
     const waiter = trace === undefined ? new SubscriberWaiter<C>(subscriber) : new TracedSubscriberWaiter<C>(subscriber, trace);
-    const onAbort = (): void => abort(port, waiter, signal!);
-    signal?.addEventListener('abort', onAbort, { once: true });
     enter(port, waiter, this, trace);
+    const stopListening = signal === undefined ? undefined : listenWhileWaiting(port, waiter, signal);
     const deadline = settings === undefined || settings.timeoutMS === 0 ? undefined : armDeadline(port, waiter, settings.timeoutMS);
     return () => {
-      signal?.removeEventListener('abort', onAbort);
+      stopListening?.();
       deadline?.unsubscribe();
       if (waiter.state === 'done') return;
       // Unsubscribed before an outcome. Untraced, nobody is left to receive an error, so none is built. Traced, the
@@ -372,15 +377,8 @@ function startCheckOut<C>(
     waiter.settle(false, cancelled(port.address, signal.reason));
     return;
   }
-  if (signal !== undefined) {
-    const onAbort = (): void => {
-      waiter.detach = undefined; // a `once` listener: already removed
-      abort(port, waiter, signal);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    waiter.detach = () => signal.removeEventListener('abort', onAbort);
-  }
   enter(port, waiter, request, trace);
+  if (signal !== undefined) waiter.detach = listenWhileWaiting(port, waiter, signal);
   if (settings !== undefined && settings.timeoutMS > 0 && waiter.state !== 'done') {
     const deadline = armDeadline(port, waiter, settings.timeoutMS);
     const detach = waiter.detach;
@@ -443,6 +441,21 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
     context.error = value as Error | undefined;
   }
   trace.finish();
+}
+
+/**
+ * After a checkout entered the pool: listens to its signal while it waits (`listenToAbort`), and gives the function
+ * that stops listening. A checkout served at once, as it entered, never listens: that is most checkouts, and adding
+ * then removing a listener was the costliest part of their path. An abort during the entry (by code the pool ran
+ * meanwhile: an `events$` subscriber, a factory) reaches the pool now, as the listener would have passed it on.
+ */
+function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal): (() => void) | undefined {
+  if (waiter.state === 'done') return undefined;
+  if (signal.aborted) {
+    abort(port, waiter, signal);
+    return undefined;
+  }
+  return listenToAbort(signal, () => abort(port, waiter, signal));
 }
 
 /**

@@ -32,6 +32,7 @@ import {
   type SchedulerLike,
   type Subscriber,
 } from 'rxjs';
+import { listenToAbort } from '../abort-listeners';
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
@@ -521,19 +522,21 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const onAbort = (): void => {
-        subscription.unsubscribe();
-        reject(signal!.reason);
-      };
+      let stopListening: (() => void) | undefined;
       const subscription = this.warmUp$().subscribe({
         next: resolve,
         error: (error: unknown) => {
-          signal?.removeEventListener('abort', onAbort);
+          stopListening?.();
           reject(error);
         },
-        complete: () => signal?.removeEventListener('abort', onAbort),
+        complete: () => stopListening?.(),
       });
-      if (!subscription.closed) signal?.addEventListener('abort', onAbort, { once: true });
+      if (!subscription.closed && signal !== undefined) {
+        stopListening = listenToAbort(signal, () => {
+          subscription.unsubscribe();
+          reject(signal.reason);
+        });
+      }
     });
   }
 

@@ -54,6 +54,94 @@ describe('CheckOutRequest', function () {
     expect(listeners(), 'after unsubscribing').to.equal(0);
   });
 
+  it('a signal shared by 40 waiting checkouts carries one listener: no MaxListenersExceededWarning, and its abort cancels them all, oldest first', async function () {
+    // One request's signal over a Promise.all of its queries, on a full pool: before, each waiting checkout added a
+    // listener of its own, and the 11th made Node warn of a possible EventTarget memory leak.
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    try {
+      pool.ready();
+      const held = await pool.checkOut();
+      const shared = new AbortController();
+      const order: number[] = [];
+      const outcomes = Array.from({ length: 40 }, (_, i) => {
+        const request = pool.checkOut({ signal: shared.signal });
+        const settled = (e: unknown): unknown => (order.push(i), e);
+        return i % 2 === 0 ? request.then(settled, settled) : new Promise((resolve) => request.subscribe({ next: resolve, error: (e) => resolve(settled(e)) }));
+      });
+      expect(getEventListeners(shared.signal, 'abort'), 'while they wait').to.have.length(1);
+      await new Promise((resolve) => setImmediate(resolve)); // Node emits the warning on a later tick
+      expect(warnings.map((w) => w.name)).to.deep.equal([]);
+      shared.abort();
+      const settled = await Promise.all(outcomes);
+      expect(settled.every((e) => e instanceof CheckOutCancelledError)).to.equal(true);
+      // The Observable form settles as the abort runs (the Promise form a microtask later): in WaitQueue order.
+      expect(order.slice(0, 20)).to.deep.equal([...Array(20).keys()].map((i) => 2 * i + 1));
+      expect(getEventListeners(shared.signal, 'abort'), 'once aborted').to.have.length(0);
+      expect(pool.snapshot()).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+      pool.checkIn(held);
+    } finally {
+      process.off('warning', onWarning);
+      pool.close();
+    }
+  });
+
+  it('a checkout served as it enters never listens to its signal; one whose signal code run by the pool aborted as it entered is cancelled at once', function () {
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    try {
+      pool.ready();
+      const controller = new AbortController();
+      const added: string[] = [];
+      const addEventListener = controller.signal.addEventListener.bind(controller.signal);
+      controller.signal.addEventListener = (type: string, ...rest: unknown[]) => {
+        added.push(type);
+        return addEventListener(type, ...(rest as [EventListener]));
+      };
+      let held: MockConnection | undefined;
+      pool.checkOut({ signal: controller.signal }).subscribe((c) => (held = c));
+      expect(held, 'served as it entered').to.be.instanceOf(MockConnection);
+      expect(added, 'no listener added').to.deep.equal([]);
+      // The pool is full: the next checkout would wait, but an events$ subscriber aborts its signal as it enters.
+      const subscription = pool.events$.subscribe((e) => {
+        if (e.type === 'ConnectionCheckOutStarted') controller.abort();
+      });
+      const errors: unknown[] = [];
+      pool.checkOut({ signal: controller.signal }).subscribe({ error: (e) => errors.push(e) });
+      expect(errors, 'cancelled before subscribe() returned').to.have.length(1);
+      expect(errors[0]).to.be.instanceOf(CheckOutCancelledError);
+      expect(added).to.deep.equal([]);
+      expect(pool.snapshot()).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+      subscription.unsubscribe();
+      pool.checkIn(held!);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it("a caller's own abort listener that calls stopImmediatePropagation() does not keep the checkout waiting (Promise and Observable forms, warmUp)", async function () {
+    // Before, the pool's listener never ran: the checkout waited on until waitQueueTimeoutMS (forever by default).
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, minPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: () => NEVER });
+    try {
+      pool.ready(); // its one connection is being established, forever
+      const controller = new AbortController();
+      controller.signal.addEventListener('abort', (event) => event.stopImmediatePropagation());
+      const promiseForm = pool.checkOut({ signal: controller.signal }).then(undefined, (e: unknown) => e);
+      const errors: unknown[] = [];
+      pool.checkOut({ signal: controller.signal }).subscribe({ error: (e) => errors.push(e) });
+      const warm = pool.warmUp({ signal: controller.signal }).then(undefined, (e: unknown) => e);
+      controller.abort(new Error('request ended'));
+      expect(await Promise.race([promiseForm, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))])).to.be.instanceOf(CheckOutCancelledError);
+      expect(errors).to.have.length(1);
+      expect(errors[0]).to.be.instanceOf(CheckOutCancelledError);
+      expect(await Promise.race([warm, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))])).to.have.property('message', 'request ended');
+      expect(pool.snapshot()).to.include({ waitQueueLength: 0 });
+    } finally {
+      pool.close();
+    }
+  });
+
   it('an abort from inside the pool\'s processing, after the pool committed a delivery, leaves the caller with the connection, as the events say', async function () {
     // The establishment completes synchronously, so its result is queued ahead of the cancellation the abort
     // enqueues: the pool delivers first, and the caller receives what the events say (not a cancellation).

@@ -1,0 +1,62 @@
+/**
+ * Listening to the AbortSignals callers hand in: one listener on each signal, whatever the number of waits it
+ * governs.
+ *
+ * A caller commonly shares one signal among all the work of a request (`Promise.all` over a handler's queries,
+ * `AbortSignal.timeout(ms)` per request, a framework's request signal). Added to that signal one by one, the listeners
+ * of more than 10 waiting checkouts made Node print a MaxListenersExceededWarning ("Possible EventTarget memory
+ * leak detected") for every such signal, though each listener leaves as its checkout settles; and a listener the
+ * caller added first that calls `stopImmediatePropagation()` kept the pool's from running, so the abort was lost (a
+ * checkout waited on until waitQueueTimeoutMS, forever by default).
+ *
+ * Source: extension; Node's `events.addAbortListener` (which resists `stopImmediatePropagation()`) registers the one
+ * listener.
+ */
+import { addAbortListener } from 'node:events';
+
+/** The listeners waiting on one signal, and the one registration on the signal that runs them. */
+interface Registration {
+  readonly listeners: Set<{ readonly run: () => void }>;
+  readonly registered: Disposable;
+}
+
+const registrations = new WeakMap<AbortSignal, Registration>();
+
+/**
+ * Runs `listener` once when `signal` aborts, unless the returned function is called first (calling it later, or
+ * again, does nothing). `signal` must not be aborted yet (callers check `signal.aborted` first). Listeners on one
+ * signal run in the order they were added; one added or removed while they run is not run. A listener that throws
+ * does not stop the others: its error is thrown from a timer, as Node reports an error thrown by an event listener.
+ */
+export function listenToAbort(signal: AbortSignal, listener: () => void): () => void {
+  let registration = registrations.get(signal);
+  if (registration === undefined) {
+    const listeners = new Set<{ readonly run: () => void }>();
+    const registered = addAbortListener(signal, () => {
+      registrations.delete(signal);
+      // Over a snapshot, each taken out as it runs: a listener's work may remove others (not run then), and one added
+      // now goes to a registration of its own.
+      for (const entry of [...listeners]) {
+        if (!listeners.delete(entry)) continue;
+        try {
+          entry.run();
+        } catch (error) {
+          setTimeout(() => {
+            throw error;
+          });
+        }
+      }
+    });
+    registration = { listeners, registered };
+    registrations.set(signal, registration);
+  }
+  const entry = { run: listener };
+  const { listeners, registered } = registration;
+  listeners.add(entry);
+  return () => {
+    if (!listeners.delete(entry) || listeners.size > 0) return;
+    // The last one gone: the signal is let go of, as its own listeners would be.
+    if (registrations.get(signal) === registration) registrations.delete(signal);
+    registered[Symbol.dispose]();
+  };
+}
