@@ -39,12 +39,22 @@ describe('connectionFactory (establishment)', function () {
       [{ host: 'a:b', port: 27017 }, 'host', /Invalid host: "a:b"/],
       [{ host: 'db example', port: 27017 }, 'host', /Invalid host/],
       [{ host: '010.0.0.1', port: 27017 }, 'host', /Invalid host: "010.0.0.1" \(host must be an IPv4 address in dotted-decimal form/],
+      [{ host: '', port: 27017 }, 'host', /Invalid host: "" \(host must be a non-empty host name, IP address or Unix domain socket path\)/],
+      [{ host: 27017 }, 'host', /Invalid host: 27017 \(host must be a non-empty host name/],
+      [{ port: 27017 }, 'host', /Invalid host: undefined \(host must be a non-empty host name/],
     ];
     for (const [endpoint, option, message] of bad) {
       it(`rejects ${JSON.stringify(endpoint)} with an InvalidOptionError for ${option}`, function () {
         expect(() => connectionFactory(endpoint as never)).to.throw(InvalidOptionError, message).with.property('option', option);
       });
     }
+
+    it('names an unknown option as given, with the closest known one', function () {
+      expect(() => connectionFactory({ host: 'db', port: 27017, conectTimeoutMS: 1 } as never)).to.throw(
+        InvalidOptionError,
+        /^Unknown option conectTimeoutMS of connectionFactory: did you mean connectTimeoutMS\?$/,
+      );
+    });
 
     it('accepts a host name (one ending in .sock too, as parseAddress reads db.sock:27017), an IPv4 or IPv6 address with a port, and a socket path without one', function () {
       for (const endpoint of [{ host: 'db.example.com', port: 1 }, { host: '10.0.0.7', port: 65535 }, { host: '::1', port: 27017 }, { host: 'fe80::1%eth0', port: 27017 }, { host: 'db.sock', port: 27017 }, { host: '/tmp/mongodb-27017.sock' }, { host: 'run/db 2.sock' }]) {
@@ -742,5 +752,80 @@ describe('connectionFactory: what each establishment sets up', function () {
     const error = await establish(server.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(MongoNetworkError);
     expect([...(error as MongoNetworkError).errorLabels]).to.deep.equal([]);
+  });
+});
+
+describe('connectionFactory: the phase a deadline passed in', function () {
+  it('a deadline that passed during the hello, whose reply was read late (event loop blocked), fails the authentication still to come as of the hello: its labels, its message', async function () {
+    const server = await new EmbeddedServer({ users: [{ username: 'both', password: 'pencil' }] }).start();
+    const proxy = await startWireProxy(server.address, {
+      reply: (reply, command) => {
+        // The hello reply is written, then the process blocks past connectTimeoutMS before reading it.
+        if (command.client !== undefined) process.nextTick(() => blockEventLoop(300));
+        return reply;
+      },
+      // The server never answers the authentication's next round trip.
+      hold: (command) => command.saslContinue !== undefined,
+    });
+    try {
+      const error = await establish(proxy.address, { connectTimeoutMS: 100, credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect((error as Error).message).to.match(/timed out after 100 ms \(during hello\)$/);
+      expect([...(error as MongoNetworkError).errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+    } finally {
+      await proxy.stop();
+      await server.stop();
+    }
+  });
+});
+
+describe('connectionFactory: what the handshake offers and reports', function () {
+  let server: EmbeddedServer;
+  let proxy: WireProxy;
+  const hellos: Record<string, unknown>[] = [];
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+    hellos.length = 0;
+    proxy = await startWireProxy(server.address, {
+      request: (command) => {
+        if (command.client !== undefined) hellos.push(command);
+        return command;
+      },
+    });
+  });
+  afterEach(async function () {
+    await proxy.stop();
+    await server.stop();
+  });
+
+  it("offers no compressor for compressors ['none'], and leaves 'none' out of a list that has others", async function () {
+    (await establish(proxy.address, { compressors: ['none'] })).destroy();
+    (await establish(proxy.address, { compressors: ['none', 'zlib'] })).destroy();
+    expect(hellos).to.have.length(2);
+    expect(hellos[0]).to.not.have.property('compression');
+    expect(hellos[1].compression).to.deep.equal(['zlib']);
+  });
+
+  it("a refused connection's message is Node's own (the address and port refused)", async function () {
+    const port = await closedPort();
+    const error = await establish(`127.0.0.1:${port}`, {}).catch((e: unknown) => e);
+    expect((error as Error).message).to.equal(`connecting to 127.0.0.1:${port} failed: connect ECONNREFUSED 127.0.0.1:${port}`);
+  });
+
+  it('outside load-balanced mode, a serviceId in the hello reply gives the connection no service generation (handshakeDone is not called)', async function () {
+    server.handle('ismaster', () => ({ ismaster: true, serviceId: new ObjectId(), maxWireVersion: 25, ok: 1 }));
+    const [host, port] = proxy.address.split(':');
+    const done: string[] = [];
+    const factory = connectionFactory({ host, port: Number(port) });
+    const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal, handshakeDone: (id) => done.push(id) })));
+    c.destroy();
+    expect(done).to.deep.equal([]);
+    // In load-balanced mode it is called, with the service's id.
+    const serviceId = new ObjectId();
+    server.handle('hello', () => ({ isWritablePrimary: true, serviceId, maxWireVersion: 25, ok: 1 }));
+    const balanced = connectionFactory({ host, port: Number(port), loadBalanced: true });
+    const b = await firstValueFrom(from(balanced({ id: 2, generation: 0, address: proxy.address, signal: new AbortController().signal, handshakeDone: (id) => done.push(id) })));
+    b.destroy();
+    expect(done).to.deep.equal([serviceId.toHexString()]);
   });
 });

@@ -5,6 +5,7 @@
  * malformed-replies.spec.ts.
  */
 import { expect } from 'chai';
+import { calculateObjectSize } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
@@ -289,11 +290,26 @@ describe('a hostile server (wire level), through the connection factory', functi
     await expectNoSocketLeft(server);
   });
 
-  it('a hello reply of 1 MiB less 1 KiB is accepted', async function () {
+  it('a hello reply of 1 MiB less 1 KiB is accepted, and one of exactly 1 MiB (the limit) too', async function () {
     server = await startHostileServer({ misbehaviour: { kind: 'silent' }, hello: { padding: 'x'.repeat(1024 * 1024 - 1024) } });
     const connection = await establish(server);
     expect(connection.hello.padding).to.have.length(1024 * 1024 - 1024);
     connection.destroy();
+    // The padding that brings the same reply to exactly 1048576 bytes.
+    const exact = 1024 * 1024 - 1024 + (1024 * 1024 - calculateObjectSize(connection.hello));
+    await server.close();
+    server = await startHostileServer({ misbehaviour: { kind: 'silent' }, hello: { padding: 'x'.repeat(exact) } });
+    const atLimit = await establish(server);
+    expect(calculateObjectSize(atLimit.hello)).to.equal(1024 * 1024);
+    atLimit.destroy();
+  });
+
+  it('a hello reply whose serviceId is null, in load-balanced mode: the server does not support the mode (as with none)', async function () {
+    server = await startHostileServer({ misbehaviour: { kind: 'silent' }, at: 'command', hello: { serviceId: null } });
+    const error = await establish(server, { loadBalanced: true }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoCompatibilityError);
+    expect((error as Error).message).to.equal('Driver attempted to initialize in load balancing mode, but the server does not support this mode.');
+    await expectNoSocketLeft(server);
   });
 
   it('a hello reply whose serviceId is not an ObjectId, in load-balanced mode: a MongoCompatibilityError, no socket left open', async function () {

@@ -97,7 +97,7 @@ describe('CheckOutRequest', function () {
       const addEventListener = controller.signal.addEventListener.bind(controller.signal);
       controller.signal.addEventListener = (type: string, ...rest: unknown[]) => {
         added.push(type);
-        return addEventListener(type, ...(rest as [EventListener]));
+        return addEventListener(type, ...(rest as [() => void]));
       };
       let held: MockConnection | undefined;
       pool.checkOut({ signal: controller.signal }).subscribe((c) => (held = c));
