@@ -69,6 +69,44 @@ describe('MongoCredentials', function () {
     expect(`${(misspelt as Error).message} ${inspect(misspelt, { depth: 5 })}`).to.not.include('hunter2');
   });
 
+  it('names the option, the value (never a password) and what is allowed, for each invalid credential', function () {
+    const cases: [unknown, string, string][] = [
+      [null, 'credentials', 'Invalid credentials: null (credentials must be a { username, password, source?, mechanism? } object)'],
+      [{ username: '', password: 'p' }, 'username', 'Invalid username: "" (username must be a non-empty string)'],
+      [{ username: 'u', password: 1234 }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
+      [{ username: 'u', password: 'p', source: '' }, 'authSource', 'Invalid authSource: "" (authSource must be a non-empty database name)'],
+      [{ username: 'u', password: 'p', mechanism: 'PLAIN' }, 'authMechanism', 'Invalid authMechanism: "PLAIN" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1)'],
+      // An object without a prototype is a plain object too: its keys are checked.
+      [Object.assign(Object.create(null) as object, { username: 'u', password: 'p', sorce: 'db' }), 'credentials.sorce', 'Unknown option credentials.sorce of credentials: did you mean source?'],
+    ];
+    for (const [init, option, message] of cases) {
+      const error = (() => {
+        try {
+          return new MongoCredentials(init as never);
+        } catch (e) {
+          return e as InvalidOptionError;
+        }
+      })();
+      expect(error, message).to.be.instanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).option).to.equal(option);
+      expect((error as Error).message).to.equal(message);
+      expect(inspect(error, { depth: 5 })).to.not.include('1234');
+    }
+    const refused = (() => {
+      try {
+        return new MongoCredentials({ username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-256' });
+      } catch (e) {
+        return e as InvalidOptionError;
+      }
+    })();
+    expect(refused).to.include({ option: 'password', value: '<not shown>', allowed: 'a password SASLprep accepts, for SCRAM-SHA-256' });
+  });
+
+  it('shows its JSON form when inspected', function () {
+    expect(inspect(new MongoCredentials({ username: 'u', password: 'p', mechanism: 'SCRAM-SHA-1' }))).to.equal("MongoCredentials { username: 'u', source: 'admin', mechanism: 'SCRAM-SHA-1' }");
+    expect(inspect(new MongoCredentials({ username: 'app', password: 'p', source: 'appdb' }))).to.equal("MongoCredentials { username: 'app', source: 'appdb' }");
+  });
+
   it('caches salted passwords per mechanism, salt and iteration count', async function () {
     const creds = new MongoCredentials({ username: 'u', password: 'p' });
     let derived = 0;
@@ -128,8 +166,24 @@ describe('MongoCredentials', function () {
     for (let salt = 0; salt < 17; salt++) await creds.saltedPassword(`SCRAM-SHA-256:${salt}:4096`, derive);
     expect(derived).to.equal(17);
     await creds.saltedPassword('SCRAM-SHA-256:16:4096', derive); // the newest is still there
+    await creds.saltedPassword('SCRAM-SHA-256:1:4096', derive); // and every other of the last 16
     expect(derived).to.equal(17);
     await creds.saltedPassword('SCRAM-SHA-256:0:4096', derive); // the oldest was dropped
     expect(derived).to.equal(18);
+  });
+
+  it('a derivation that fails after its entry was replaced leaves the newer entry cached', async function () {
+    const creds = new MongoCredentials({ username: 'u', password: 'p' });
+    let failFirst!: (e: Error) => void;
+    const first = creds.saltedPassword('k', () => new Promise<Buffer>((_, reject) => (failFirst = reject)));
+    // 16 other keys push 'k' out; 'k' is derived anew, and that derivation succeeds.
+    for (let salt = 0; salt < 16; salt++) await creds.saltedPassword(`other:${salt}`, async () => Buffer.from('x'));
+    let derived = 0;
+    const derive = async (): Promise<Buffer> => Buffer.from(String(++derived));
+    await creds.saltedPassword('k', derive);
+    failFirst(new Error('derivation failed'));
+    await first.catch(() => undefined);
+    await creds.saltedPassword('k', derive);
+    expect(derived, 'the newer entry was kept').to.equal(1);
   });
 });
