@@ -447,7 +447,8 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
  * After a checkout entered the pool: listens to its signal while it waits (`listenToAbort`), and gives the function
  * that stops listening. A checkout served at once, as it entered, never listens: that is most checkouts, and adding
  * then removing a listener was the costliest part of their path. An abort during the entry (by code the pool ran
- * meanwhile: an `events$` subscriber, a factory) reaches the pool now, as the listener would have passed it on.
+ * meanwhile: an `events$` subscriber, a factory) reaches the pool now, as the listener would have passed it on. A
+ * signal that throws from its addEventListener fails the checkout with that error.
  */
 function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal): (() => void) | undefined {
   if (waiter.state === 'done') return undefined;
@@ -455,7 +456,14 @@ function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal:
     abort(port, waiter, signal);
     return undefined;
   }
-  return listenToAbort(signal, () => abort(port, waiter, signal));
+  try {
+    return listenToAbort(signal, () => abort(port, waiter, signal));
+  } catch (error) {
+    // The signal refused the listener (its addEventListener threw): the checkout has entered the pool already, so the
+    // pool fails it with that error, in commit order, rather than leave it waiting for a connection nobody would take.
+    port.leave(waiter, error instanceof Error ? error : cancelled(port.address, error));
+    return undefined;
+  }
 }
 
 /**

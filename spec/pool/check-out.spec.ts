@@ -142,6 +142,38 @@ describe('CheckOutRequest', function () {
     }
   });
 
+  it('a signal whose addEventListener throws fails a waiting checkout with that error, and the pool does not hand it the next connection (Promise and Observable forms)', async function () {
+    // The listener is added once the checkout has entered the pool: before, the throw reached the caller (the Promise
+    // form's then threw) while the checkout stayed in the WaitQueue, and the connection checked in next went to it and
+    // was never checked in again (inUseConnectionCount stayed 1 with nothing checked out).
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    try {
+      pool.ready();
+      const refused = new TypeError('listeners refused');
+      const signal = new AbortController().signal;
+      signal.addEventListener = () => {
+        throw refused;
+      };
+      for (const form of ['promise', 'observable'] as const) {
+        const held = await pool.checkOut();
+        const request = pool.checkOut({ signal });
+        let outcome: unknown = 'unsettled';
+        if (form === 'promise') {
+          outcome = await Promise.resolve(request).then(undefined, (e: unknown) => e);
+        } else {
+          request.subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
+        }
+        expect(outcome, form).to.equal(refused);
+        expect(pool.snapshot(), form).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+        pool.checkIn(held);
+        await microtasks();
+        expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+      }
+    } finally {
+      pool.close();
+    }
+  });
+
   it('an abort from inside the pool\'s processing, after the pool committed a delivery, leaves the caller with the connection, as the events say', async function () {
     // The establishment completes synchronously, so its result is queued ahead of the cancellation the abort
     // enqueues: the pool delivers first, and the caller receives what the events say (not a cancellation).
