@@ -14,29 +14,52 @@
  */
 import { addAbortListener } from 'node:events';
 
+/** One listener, and its place in the order listeners run in (see {@link abortTurn}). */
+interface Entry {
+  readonly run: () => void;
+  readonly turn: number;
+}
+
 /** The listeners waiting on one signal, and the one registration on the signal that runs them. */
 interface Registration {
-  readonly listeners: Set<{ readonly run: () => void }>;
+  readonly listeners: Set<Entry>;
   readonly registered: Disposable;
+  /** The latest turn added, and whether one was added after a later one (the set is then out of turn order). */
+  readonly order: { last: number; unordered: boolean };
 }
 
 const registrations = new WeakMap<AbortSignal, Registration>();
 
+let turns = 0;
+
+/**
+ * A place in the order listeners run in, taken when a wait begins, for a listener added later (`listenToAbort`'s
+ * `turn`): a wait that begins before another runs first, even when its listener is added after the other's (the other
+ * began and listened while the pool was still entering the first).
+ */
+export function abortTurn(): number {
+  return turns++;
+}
+
 /**
  * Runs `listener` once when `signal` aborts, unless the returned function is called first (calling it later, or
  * again, does nothing). `signal` must not be aborted yet (callers check `signal.aborted` first). Listeners on one
- * signal run in the order they were added; one added or removed while they run is not run. A listener that throws
- * does not stop the others: its error is thrown from a timer, as Node reports an error thrown by an event listener.
+ * signal run in the order of their turns (`turn`, taken with {@link abortTurn} when the wait began; by default, the
+ * order they were added in); one added or removed while they run is not run. A listener that throws does not stop the
+ * others: its error is thrown from a timer, as Node reports an error thrown by an event listener.
  */
-export function listenToAbort(signal: AbortSignal, listener: () => void): () => void {
+export function listenToAbort(signal: AbortSignal, listener: () => void, turn: number = abortTurn()): () => void {
   let registration = registrations.get(signal);
   if (registration === undefined) {
-    const listeners = new Set<{ readonly run: () => void }>();
+    const listeners = new Set<Entry>();
+    const order = { last: turn, unordered: false };
     const registered = addAbortListener(signal, () => {
       registrations.delete(signal);
       // Over a snapshot, each taken out as it runs: a listener's work may remove others (not run then), and one added
       // now goes to a registration of its own.
-      for (const entry of [...listeners]) {
+      const snapshot = [...listeners];
+      if (order.unordered) snapshot.sort((a, b) => a.turn - b.turn);
+      for (const entry of snapshot) {
         if (!listeners.delete(entry)) continue;
         try {
           entry.run();
@@ -47,10 +70,14 @@ export function listenToAbort(signal: AbortSignal, listener: () => void): () => 
         }
       }
     });
-    registration = { listeners, registered };
+    registration = { listeners, registered, order };
     registrations.set(signal, registration);
+  } else if (turn < registration.order.last) {
+    registration.order.unordered = true;
+  } else {
+    registration.order.last = turn;
   }
-  const entry = { run: listener };
+  const entry: Entry = { run: listener, turn };
   const { listeners, registered } = registration;
   listeners.add(entry);
   return () => {

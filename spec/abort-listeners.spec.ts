@@ -3,7 +3,7 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { listenToAbort } from '../lib/abort-listeners';
+import { abortTurn, listenToAbort } from '../lib/abort-listeners';
 
 describe('listenToAbort', function () {
   it('puts one listener on the signal however many are added, and takes it off with the last one removed', function () {
@@ -39,6 +39,17 @@ describe('listenToAbort', function () {
     controller.abort();
     expect(ran).to.deep.equal(['a', 'c', 'd']);
     expect(getEventListeners(controller.signal, 'abort')).to.have.length(0);
+  });
+
+  it('runs listeners in the order of their turns, taken when their waits began, whatever the order they were added in', function () {
+    const controller = new AbortController();
+    const ran: string[] = [];
+    const first = abortTurn();
+    listenToAbort(controller.signal, () => ran.push('second')); // began and listened while the first was entering
+    listenToAbort(controller.signal, () => ran.push('first'), first);
+    listenToAbort(controller.signal, () => ran.push('third'));
+    controller.abort();
+    expect(ran).to.deep.equal(['first', 'second', 'third']);
   });
 
   it('runs them though a listener the caller added first stops the propagation of the abort event', function () {

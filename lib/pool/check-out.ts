@@ -5,7 +5,7 @@
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
-import { listenToAbort } from '../abort-listeners';
+import { abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { Waiter, type GiveBack } from './wait-queue';
@@ -139,8 +139,9 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
       return undefined;
     }
     const waiter = trace === undefined ? new SubscriberWaiter<C>(subscriber) : new TracedSubscriberWaiter<C>(subscriber, trace);
+    const turn = signal === undefined ? 0 : abortTurn();
     enter(port, waiter, this, trace);
-    const stopListening = signal === undefined ? undefined : listenWhileWaiting(port, waiter, signal);
+    const stopListening = signal === undefined ? undefined : listenWhileWaiting(port, waiter, signal, turn);
     const deadline = settings === undefined || settings.timeoutMS === 0 ? undefined : armDeadline(port, waiter, settings.timeoutMS);
     return () => {
       stopListening?.();
@@ -377,8 +378,9 @@ function startCheckOut<C>(
     waiter.settle(false, cancelled(port.address, signal.reason));
     return;
   }
+  const turn = signal === undefined ? 0 : abortTurn();
   enter(port, waiter, request, trace);
-  if (signal !== undefined) waiter.detach = listenWhileWaiting(port, waiter, signal);
+  if (signal !== undefined) waiter.detach = listenWhileWaiting(port, waiter, signal, turn);
   if (settings !== undefined && settings.timeoutMS > 0 && waiter.state !== 'done') {
     const deadline = armDeadline(port, waiter, settings.timeoutMS);
     const detach = waiter.detach;
@@ -448,16 +450,18 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
  * that stops listening. A checkout served at once, as it entered, never listens: that is most checkouts, and adding
  * then removing a listener was the costliest part of their path. An abort during the entry (by code the pool ran
  * meanwhile: an `events$` subscriber, a factory) reaches the pool now, as the listener would have passed it on. A
- * signal that throws from its addEventListener fails the checkout with that error.
+ * signal that throws from its addEventListener fails the checkout with that error. `turn` was taken before the entry,
+ * so that an abort cancels in the order the checkouts entered, though one entered by code the pool ran during this
+ * entry (a checkout made by an `events$` subscriber) listened first.
  */
-function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal): (() => void) | undefined {
+function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal, turn: number): (() => void) | undefined {
   if (waiter.state === 'done') return undefined;
   if (signal.aborted) {
     abort(port, waiter, signal);
     return undefined;
   }
   try {
-    return listenToAbort(signal, () => abort(port, waiter, signal));
+    return listenToAbort(signal, () => abort(port, waiter, signal), turn);
   } catch (error) {
     // The signal refused the listener (its addEventListener threw): the checkout has entered the pool already, so the
     // pool fails it with that error, in commit order, rather than leave it waiting for a connection nobody would take.

@@ -142,6 +142,33 @@ describe('CheckOutRequest', function () {
     }
   });
 
+  it('an abort cancels checkouts sharing its signal in WaitQueue order, though one was made by an events$ subscriber as the other entered', function () {
+    // The checkout made while the first entered is behind it in the WaitQueue, but listened to the signal first (the
+    // first listens once its entry returns): before, the abort cancelled it first.
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    try {
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      const controller = new AbortController();
+      const cancelled: string[] = [];
+      const subscription = pool.events$.subscribe((e) => {
+        if (e.type !== 'ConnectionCheckOutStarted' || cancelled.length > 0) return;
+        cancelled.push('(made)');
+        pool.checkOut({ signal: controller.signal }).subscribe({ error: () => cancelled.push('made as the first entered') });
+      });
+      pool.checkOut({ signal: controller.signal }).subscribe({ error: () => cancelled.push('first') });
+      subscription.unsubscribe();
+      expect(pool.snapshot()).to.include({ waitQueueLength: 2 });
+      controller.abort();
+      expect(cancelled).to.deep.equal(['(made)', 'first', 'made as the first entered']);
+      expect(pool.snapshot()).to.include({ waitQueueLength: 0 });
+      pool.checkIn(held!);
+    } finally {
+      pool.close();
+    }
+  });
+
   it('a signal whose addEventListener throws fails a waiting checkout with that error, and the pool does not hand it the next connection (Promise and Observable forms)', async function () {
     // The listener is added once the checkout has entered the pool: before, the throw reached the caller (the Promise
     // form's then threw) while the checkout stayed in the WaitQueue, and the connection checked in next went to it and
