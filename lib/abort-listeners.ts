@@ -4,10 +4,10 @@
  *
  * A caller commonly shares one signal among all the work of a request (`Promise.all` over a handler's queries,
  * `AbortSignal.timeout(ms)` per request, a framework's request signal). Added to that signal one by one, the listeners
- * of more than 10 waiting checkouts made Node print a MaxListenersExceededWarning ("Possible EventTarget memory
+ * of more than 10 waiting checkouts would make Node print a MaxListenersExceededWarning ("Possible EventTarget memory
  * leak detected") for every such signal, though each listener leaves as its checkout settles; and a listener the
- * caller added first that calls `stopImmediatePropagation()` kept the pool's from running, so the abort was lost (a
- * checkout waited on until waitQueueTimeoutMS, forever by default).
+ * caller added first that calls `stopImmediatePropagation()` would keep the pool's from running, so the abort would be
+ * lost (a checkout waiting on until waitQueueTimeoutMS, forever by default).
  *
  * Source: extension; Node's `events.addAbortListener` (which resists `stopImmediatePropagation()`) registers the one
  * listener.
