@@ -448,11 +448,11 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
 /**
  * After a checkout entered the pool: listens to its signal while it waits (`listenToAbort`), and gives the function
  * that stops listening. A checkout served at once, as it entered, never listens: that is most checkouts, and adding
- * then removing a listener would be the costliest part of their path (about 1.2 µs of the 2.1 µs such a checkout took). An abort during the entry (by code the pool ran
- * meanwhile: an `events$` subscriber, a factory) reaches the pool now, as the listener would have passed it on. A
- * signal that throws from its addEventListener fails the checkout with that error. `turn` was taken before the entry,
- * so that an abort cancels in the order the checkouts entered, though one entered by code the pool ran during this
- * entry (a checkout made by an `events$` subscriber) listened first.
+ * then removing a listener would be the costliest part of their path (about 1.2 µs of the 2.1 µs such a checkout took).
+ * An abort during the entry (by code the pool ran meanwhile: an `events$` subscriber, a factory) reaches the pool now,
+ * as the listener would have passed it on. A signal that throws from its addEventListener fails the checkout with that
+ * error. `turn` was taken before the entry, so that an abort cancels in the order the checkouts entered, though one
+ * entered by code the pool ran during this entry (a checkout made by an `events$` subscriber) listened first.
  */
 function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal, turn: number): (() => void) | undefined {
   if (waiter.state === 'done') return undefined;
