@@ -74,4 +74,21 @@ describe('speculative authentication (handshake spec, "Speculative Authenticatio
     await authenticate(run, credentials, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-256'] }, undefined, speculative).catch(() => undefined);
     expect(sent).to.deep.equal(['saslContinue', 'saslStart', 'saslStart']);
   });
+
+  it('an aborted signal ends the whole conversation too (no speculative answer): nothing is sent', async function () {
+    const credentials = new MongoCredentials({ username: 'u', password: 'p' });
+    const sent: string[] = [];
+    const run = async (_db: string, cmd: Document): Promise<Document> => {
+      sent.push(Object.keys(cmd)[0]);
+      const nonce = /r=([^,]+)/.exec(Buffer.from((cmd.payload as Binary).buffer).toString())![1];
+      return { ok: 1, conversationId: 1, done: false, payload: new Binary(Buffer.from(`r=${nonce}xyz,s=c2FsdA==,i=4096`)) };
+    };
+    const controller = new AbortController();
+    const reason = new Error('establishment ended');
+    controller.abort(reason);
+    const error = await authenticate(run, credentials, { ok: 1, saslSupportedMechs: ['SCRAM-SHA-256'] }, controller.signal).catch((e: unknown) => e);
+    expect(error).to.equal(reason);
+    expect(sent).to.deep.equal([]);
+  });
 });
+

@@ -270,4 +270,42 @@ describe('SCRAM (auth spec conversations)', function () {
     const short = await scramAuthenticate(scripted('r=abcXYZ,s=c2FsdA==,i=4096', 'e=invalid-proof').run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
     expect((short as Error).message).to.equal('Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the server said: invalid-proof');
   });
+
+  it('refuses a server-first message whose nonce does not extend the client nonce, or without a salt, naming each; shows at most 20 characters of a bad salt or count', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const cases: [string, string][] = [
+      // RFC 5802: the server appends its own part to the client nonce; an echo alone is no server nonce.
+      ['r=abc,s=c2FsdA==,i=4096', 'the server nonce does not extend the client nonce'],
+      ['s=c2FsdA==,i=4096', 'the server nonce does not extend the client nonce'],
+      ['r=abcXYZ,i=4096', 'the server sent no salt'],
+      ['r=abcXYZ,s=,i=4096', 'the server sent no salt'],
+      [`r=abcXYZ,s=${'*'.repeat(20)},i=4096`, `the server sent a salt that is not base64: "${'*'.repeat(20)}" (a salt is base64 of at least one byte, padded)`],
+      [`r=abcXYZ,s=${'*'.repeat(21)},i=4096`, `the server sent a salt that is not base64: "${'*'.repeat(20)}..." (a salt is base64 of at least one byte, padded)`],
+      [`r=abcXYZ,s=c2FsdA==,i=${'9'.repeat(20)}`, `the server asked for ${'9'.repeat(20)} iterations, more than the maximum 1000000`],
+      [`r=abcXYZ,s=c2FsdA==,i=${'9'.repeat(21)}`, `the server asked for ${'9'.repeat(20)}... iterations, more than the maximum 1000000`],
+    ];
+    for (const [first, why] of cases) {
+      const server = scripted(first, 'v=x');
+      const error = await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+      expect(error, first).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message, first).to.equal(`Authentication failed for user "user" on "admin" with SCRAM-SHA-256: ${why}`);
+      expect(server.sent, first).to.have.length(1); // saslStart only: no proof
+    }
+  });
+
+  it("shows the server's e= text whole at exactly 300 characters", async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const text = 'E'.repeat(300);
+    const error = await scramAuthenticate(scripted('r=abcXYZ,s=c2FsdA==,i=4096', `e=${text}`).run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
+    expect((error as Error).message).to.equal(`Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the server said: ${text}`);
+  });
+
+  it('refuses a speculativeAuthenticate that is null, sending nothing', async function () {
+    const creds = new MongoCredentials({ username: 'user', password: 'pencil' });
+    const server = scripted('r=abcXYZ,s=c2FsdA==,i=4096', 'v=x');
+    const error = await scramAuthenticate(server.run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc', speculativeReply: null }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect((error as Error).message).to.match(/the speculativeAuthenticate of the handshake reply is not a document$/);
+    expect(server.sent).to.deep.equal([]);
+  });
 });
