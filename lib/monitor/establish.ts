@@ -7,7 +7,7 @@
  */
 import { from, Observable, type Subscription } from 'rxjs';
 import type { Connection } from '../connection/connection';
-import { PoolCallbackError } from '../errors';
+import { completedWithoutConnection } from '../pool/command-runner';
 import { destroyQuietly, destroyWhenResolved } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 
@@ -18,8 +18,9 @@ import type { ConnectionFactory } from '../pool/contract';
  * signal never aborts (neither when the factory completes nor on unsubscription), as in a pool: a factory that hands
  * it to `net.connect({ signal })`, or destroys its connection when it aborts, keeps the connection it delivered. A
  * connection that arrives once `isClosed()` is destroyed too, so none outlives its monitor. A factory that emits more
- * than one connection has every one after the first destroyed as it arrives. `connection` rejects with what the factory failed with, or with a PoolCallbackError
- * (`callback` 'connectionFactory') when the factory completes without a connection, as a pool's establishment does.
+ * than one connection has every one after the first destroyed as it arrives. `connection` rejects with what the
+ * factory failed with, or with a PoolCallbackError (`callback` 'connectionFactory') when the factory completes without
+ * a connection, as a pool's establishment does.
  *
  * Source: extension.
  */
@@ -42,8 +43,7 @@ export function establish(
       },
       error: (e: unknown) => subscriber.error(e),
       // Completing without a connection fails the establishment, as in a pool: else the check waiting on it never ends.
-      complete: () =>
-        delivered ? subscriber.complete() : subscriber.error(new PoolCallbackError(address, 'connectionFactory', `connectionFactory completed without a connection for connection ${id}`)),
+      complete: () => (delivered ? subscriber.complete() : subscriber.error(completedWithoutConnection(address, id))),
     });
     return () => {
       inner.unsubscribe();

@@ -188,7 +188,7 @@ export class CommandRunner<C extends PoolConnection> {
         this.ctx.dispatch({ type: 'established', id, connection });
       },
       error: (error: unknown) => (isError(error) ? fail(error) : broken(`failed with ${describe(error)}, which is not an Error`, error)),
-      complete: () => broken(`completed without a connection for connection ${id}`),
+      complete: () => fail(completedWithoutConnection(address, id)),
     });
     if (settled) subscription.unsubscribe();
     else entry.subscription = subscription;
@@ -225,6 +225,16 @@ export class CommandRunner<C extends PoolConnection> {
     // A Promise cannot be cancelled: whatever it resolves to is torn down, so no socket outlives the abort.
     destroyWhenResolved(entry.input);
   }
+}
+
+/**
+ * The error of an establishment whose connectionFactory completed without emitting a connection (connection `id` to
+ * `address`): a PoolCallbackError, `callback` 'connectionFactory'. A pool's establishment and a monitor's fail with it.
+ *
+ * Source: extension (the factory is the pool's callback: see {@link PoolCallbackError}).
+ */
+export function completedWithoutConnection(address: string, id: number): PoolCallbackError {
+  return new PoolCallbackError(address, 'connectionFactory', `connectionFactory completed without a connection for connection ${id}`);
 }
 
 /**
