@@ -9,6 +9,11 @@ import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type Conne
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
 
+/** What `outcome` settles with, or 'unsettled' when it does not within 50 ms. */
+function within50ms(outcome: Promise<unknown>): Promise<unknown> {
+  return Promise.race([outcome, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))]);
+}
+
 /**
  * Aborts a checkout waiting on `pool` (full) in each form, the Promise one then the Observable one, and gives what
  * each ended with: its error, or 'unsettled' when none came within 50 ms.
@@ -20,7 +25,7 @@ async function abortWaitingCheckouts(pool: ConnectionPoolCore<MockConnection>): 
     const request = pool.checkOut({ signal: controller.signal });
     const outcome = form === 'promise' ? request.then(undefined, (e: unknown) => e) : new Promise((resolve) => request.subscribe({ error: resolve }));
     controller.abort();
-    outcomes.push(await Promise.race([outcome, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))]));
+    outcomes.push(await within50ms(outcome));
   }
   return outcomes;
 }
@@ -132,10 +137,10 @@ describe('CheckOutRequest', function () {
       pool.checkOut({ signal: controller.signal }).subscribe({ error: (e) => errors.push(e) });
       const warm = pool.warmUp({ signal: controller.signal }).then(undefined, (e: unknown) => e);
       controller.abort(new Error('request ended'));
-      expect(await Promise.race([promiseForm, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))])).to.be.instanceOf(CheckOutCancelledError);
+      expect(await within50ms(promiseForm)).to.be.instanceOf(CheckOutCancelledError);
       expect(errors).to.have.length(1);
       expect(errors[0]).to.be.instanceOf(CheckOutCancelledError);
-      expect(await Promise.race([warm, new Promise((resolve) => setTimeout(resolve, 50, 'unsettled'))])).to.have.property('message', 'request ended');
+      expect(await within50ms(warm)).to.have.property('message', 'request ended');
       expect(pool.snapshot()).to.include({ waitQueueLength: 0 });
     } finally {
       pool.close();
