@@ -512,7 +512,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *   included (`ready()` starts establishing at once) (the pool is then cleared unless
    *   `clearOnEstablishmentError` says not to: by default an error labelled `SystemOverloadedError` does not clear);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
-   *   goes on filling); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
+   *   goes on filling), and the error its `addEventListener` throws when it refuses a listener; InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
    *
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
    */
@@ -532,10 +532,16 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         complete: () => stopListening?.(),
       });
       if (!subscription.closed && signal !== undefined) {
-        stopListening = listenToAbort(signal, () => {
+        try {
+          stopListening = listenToAbort(signal, () => {
+            subscription.unsubscribe();
+            reject(signal.reason);
+          });
+        } catch (error) {
+          // A signal that refuses listeners: the wait could never be cancelled, so it ends now with that error.
           subscription.unsubscribe();
-          reject(signal.reason);
-        });
+          reject(error);
+        }
       }
     });
   }

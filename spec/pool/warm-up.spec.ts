@@ -145,6 +145,20 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect(listeners(closing.signal), 'rejected').to.equal(0);
   });
 
+  it('rejects with the error of a signal whose addEventListener throws, and stops waiting (no subscription left on events$)', async function () {
+    const { pool } = virtualPool({ minPoolSize: 2 });
+    pool.ready();
+    const refused = new TypeError('listeners refused');
+    const signal = new AbortController().signal;
+    signal.addEventListener = () => {
+      throw refused;
+    };
+    const outcome = watch(pool.warmUp({ signal }));
+    await microtasks();
+    expect(outcome.error).to.equal(refused);
+    expect((pool as unknown as { poolState: { observed: boolean } }).poolState.observed, 'events$ still observed').to.equal(false);
+  });
+
   it('as an Observable: emits the snapshot and completes; unsubscribing stops waiting', function () {
     const { pool, clock } = virtualPool({ minPoolSize: 2 });
     pool.ready();
