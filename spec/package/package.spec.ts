@@ -5,7 +5,10 @@
  * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` (and
  * implementing the pool's connection contract itself, and forwarding options it did not set as `undefined`) must
  * type-check with `strict`, `exactOptionalPropertyTypes` and `noUncheckedIndexedAccess` under nodenext (CommonJS and
- * ESM), bundler and node10 resolution, compiled by this repository's TypeScript; and the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
+ * ESM), bundler and node10 resolution, compiled by this repository's TypeScript, by the lowest TypeScript the
+ * declarations support (5.0) and by TypeScript 7 (which no longer has node10 resolution); a consumer of
+ * `rxcmap/opentelemetry` beside the lowest `@opentelemetry/api` its peer range allows must type-check and run too; and
+ * the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler, a
  * cancelled checkout fails with the package's CheckOutCancelledError), then exit by themselves, the CommonJS one under
  * `node --frozen-intrinsics` too. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
@@ -201,6 +204,45 @@ const BUILDS = [
   },
 ] as const;
 
+/**
+ * The consumer's other compilers, installed beside it under an alias each: the lowest TypeScript the package's
+ * declarations support (they use `export type *`, new in 5.0: TypeScript 4.9 refuses them), and TypeScript 7, the
+ * current major, which removed node10 resolution (so that build is not compiled by it). The lowest compiles the
+ * nodenext CommonJS build (the exports map) and the node10 one (typesVersions).
+ */
+const COMPILERS = [
+  { alias: 'typescript-lowest', version: '5.0.4', builds: ['nodenext-cjs', 'node10'] },
+  { alias: 'typescript-7', version: '7.0.2', builds: ['nodenext-cjs', 'nodenext-esm', 'bundler'] },
+] as const;
+
+/** A consumer of `rxcmap/opentelemetry`: it records a pool's metrics through the OpenTelemetry API. */
+const OPENTELEMETRY_PROGRAM = `import { metrics } from '@opentelemetry/api';
+import { ConnectionPool } from 'rxcmap';
+import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from 'rxcmap/opentelemetry';
+import { EmbeddedServer } from 'rxcmap/testing';
+
+async function main(): Promise<void> {
+  const server = await new EmbeddedServer().start();
+  const pool = new ConnectionPool({ address: server.address });
+  const instrumentation: ConnectionPoolInstrumentation = instrumentConnectionPool(pool, { meter: metrics.getMeter('consumer') });
+  try {
+    pool.ready();
+    await pool.withConnection((connection) => connection.command('admin', { ping: 1 }));
+    if (typeof instrumentation.poolName !== 'string') throw new Error('no pool name');
+  } finally {
+    instrumentation[Symbol.dispose]();
+    pool.close();
+    await server.stop();
+  }
+  console.log('consumer ok opentelemetry');
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
+`;
+
 describe('the npm package', function () {
   this.timeout(180_000);
 
@@ -305,7 +347,12 @@ describe('the npm package', function () {
         version: '1.0.0',
         private: true,
         type: 'commonjs',
-        dependencies: { rxcmap: `file:${packed}`, rxjs: consumerRxjs, '@types/node': typesNode },
+        dependencies: {
+          rxcmap: `file:${packed}`,
+          rxjs: consumerRxjs,
+          '@types/node': typesNode,
+          ...Object.fromEntries(COMPILERS.map((c) => [c.alias, `npm:typescript@${c.version}`])),
+        },
       };
       fs.writeFileSync(path.join(consumer, 'package.json'), JSON.stringify(consumerPackage, null, 2));
       for (const build of BUILDS) {
@@ -320,6 +367,12 @@ describe('the npm package', function () {
       // All builds compile at once; each test below awaits its own.
       for (const build of BUILDS) {
         compiled.set(build.label, run(process.execPath, [tsc, '-p', build.label], consumer, 120_000));
+      }
+      for (const compiler of COMPILERS) {
+        const own = path.join(consumer, 'node_modules', compiler.alias, 'bin', 'tsc');
+        for (const label of compiler.builds) {
+          compiled.set(`${label} ${compiler.version}`, run(process.execPath, [own, '-p', label, '--noEmit'], consumer, 120_000));
+        }
       }
     });
 
@@ -336,6 +389,15 @@ describe('the npm package', function () {
       it(`type-checks a strict ${build.label} consumer of rxcmap and rxcmap/testing`, async function () {
         const r = await compiled.get(build.label)!;
         expect(r.code, describeRun(`tsc -p ${build.label}`, r)).to.equal(0);
+      });
+    }
+
+    for (const compiler of COMPILERS) {
+      it(`type-checks the strict ${compiler.builds.join(', ')} consumers with TypeScript ${compiler.version}`, async function () {
+        for (const label of compiler.builds) {
+          const r = await compiled.get(`${label} ${compiler.version}`)!;
+          expect(r.code, describeRun(`TypeScript ${compiler.version}: tsc -p ${label}`, r)).to.equal(0);
+        }
       });
     }
 
@@ -392,6 +454,36 @@ describe('the npm package', function () {
         expect(r.stdout.split('\n')).to.include(`consumer ok ${build.label}`);
       });
     }
+
+    it('type-checks and runs a strict consumer of rxcmap/opentelemetry beside the lowest @opentelemetry/api its peer range allows', async function () {
+      // A project of its own: the consumer above must stay without the optional peer.
+      const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.['@opentelemetry/api'] ?? '';
+      const floor = /^\^(\d+\.\d+\.\d+)$/.exec(peerRange)?.[1];
+      expect(floor, `@opentelemetry/api peer range "${peerRange}" has the form ^x.y.z`).to.be.a('string');
+      const project = path.join(temp, 'consumer-opentelemetry');
+      fs.mkdirSync(project);
+      const typesNode = readJson(path.join(root, 'node_modules', '@types', 'node', 'package.json')).version;
+      const manifest = {
+        name: 'rxcmap-opentelemetry-consumer',
+        version: '1.0.0',
+        private: true,
+        type: 'commonjs',
+        dependencies: { rxcmap: `file:${packed}`, rxjs: consumerRxjs, '@opentelemetry/api': floor, '@types/node': typesNode },
+      };
+      fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify(manifest, null, 2));
+      fs.writeFileSync(path.join(project, 'main.ts'), OPENTELEMETRY_PROGRAM);
+      const options = { ...COMMON_OPTIONS, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' };
+      fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }, null, 2));
+      await mustRun('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], project, 150_000);
+      const installed = readJson(path.join(project, 'node_modules', '@opentelemetry', 'api', 'package.json')).version;
+      expect(installed).to.equal(floor);
+      const compiledHere = await run(process.execPath, [tsc, '-p', '.'], project, 120_000);
+      expect(compiledHere.code, describeRun('tsc -p . (opentelemetry consumer)', compiledHere)).to.equal(0);
+      const r = await run(process.execPath, [path.join('out', 'main.js')], project, 30_000);
+      expect(r.timedOut, describeRun('node out/main.js: did not exit by itself', r)).to.equal(false);
+      expect(r.code, describeRun('node out/main.js', r)).to.equal(0);
+      expect(r.stdout.split('\n')).to.include('consumer ok opentelemetry');
+    });
 
     // Hardened realms (Node's frozen intrinsics, as SES-style lockdowns leave the platform): nothing the package does
     // may assign to a built-in (Error.stackTraceLimit, Error.captureStackTrace, a prototype's name or toString).
