@@ -512,7 +512,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *   included (`ready()` starts establishing at once) (the pool is then cleared unless
    *   `clearOnEstablishmentError` says not to: by default an error labelled `SystemOverloadedError` does not clear);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
-   *   goes on filling), and the error its `addEventListener` throws when it refuses a listener; InvalidOptionError
+   *   goes on filling), and the value its `addEventListener` throws when it refuses a listener; InvalidOptionError
    *   when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
    *
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
