@@ -5,8 +5,9 @@
  * picks another version), it must leave exactly one rxjs copy; code importing `rxcmap` and `rxcmap/testing` (and
  * implementing the pool's connection contract itself, and forwarding options it did not set as `undefined`) must
  * type-check with `strict`, `exactOptionalPropertyTypes` and `noUncheckedIndexedAccess` under nodenext (CommonJS and
- * ESM), bundler and node10 resolution, compiled by this repository's TypeScript, by the lowest TypeScript the
- * declarations support (5.0) and by TypeScript 7 (which no longer has node10 resolution); a consumer of
+ * ESM), bundler and node10 resolution, compiled by this repository's TypeScript, and, type-checked only, the nodenext
+ * CommonJS and node10 ones by the lowest TypeScript the declarations support (5.0.4) and the nodenext and bundler
+ * ones by TypeScript 7.0.2 (which has no node10 resolution); a consumer of
  * `rxcmap/opentelemetry` beside the lowest `@opentelemetry/api` its peer range allows must type-check and run too; and
  * the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler, a
@@ -329,6 +330,11 @@ describe('the npm package', function () {
     let consumer: string;
     let consumerRxjs: string;
     const compiled = new Map<string, Promise<Run>>();
+    /** The tsc of a compiler the consumer installed under `alias`, as its package.json names it. */
+    const ownCompiler = (alias: string): string => {
+      const dir = path.join(consumer, 'node_modules', alias);
+      return path.join(dir, readJson(path.join(dir, 'package.json')).bin.tsc);
+    };
 
     before(async function () {
       const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.rxjs ?? '';
@@ -369,7 +375,7 @@ describe('the npm package', function () {
         compiled.set(build.label, run(process.execPath, [tsc, '-p', build.label], consumer, 120_000));
       }
       for (const compiler of COMPILERS) {
-        const own = path.join(consumer, 'node_modules', compiler.alias, 'bin', 'tsc');
+        const own = ownCompiler(compiler.alias);
         for (const label of compiler.builds) {
           compiled.set(`${label} ${compiler.version}`, run(process.execPath, [own, '-p', label, '--noEmit'], consumer, 120_000));
         }
@@ -394,6 +400,8 @@ describe('the npm package', function () {
 
     for (const compiler of COMPILERS) {
       it(`type-checks the strict ${compiler.builds.join(', ')} consumers with TypeScript ${compiler.version}`, async function () {
+        const version = await run(process.execPath, [ownCompiler(compiler.alias), '--version'], consumer, 60_000);
+        expect(version.stdout.trim(), describeRun(`${compiler.alias} --version`, version)).to.equal(`Version ${compiler.version}`);
         for (const label of compiler.builds) {
           const r = await compiled.get(`${label} ${compiler.version}`)!;
           expect(r.code, describeRun(`TypeScript ${compiler.version}: tsc -p ${label}`, r)).to.equal(0);
