@@ -336,31 +336,34 @@ describe('the npm package', function () {
       return path.join(dir, readJson(path.join(dir, 'package.json')).bin.tsc);
     };
 
-    before(async function () {
-      const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.rxjs ?? '';
+    /** The lowest version the packed package's peer range for `name` allows (the range must be `^x.y.z`). */
+    const peerFloor = (name: string): string => {
+      const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.[name] ?? '';
       const floor = /^\^(\d+\.\d+\.\d+)$/.exec(peerRange)?.[1];
-      expect(floor, `rxjs peer range "${peerRange}" has the form ^x.y.z`).to.be.a('string');
-      consumerRxjs = process.env.RXCMAP_CONSUMER_RXJS || floor!;
+      expect(floor, `${name} peer range "${peerRange}" has the form ^x.y.z`).to.be.a('string');
+      return floor!;
+    };
+    /** Writes the package.json of a private CommonJS project into `dir`: `dependencies` and our @types/node. */
+    const writeManifest = (dir: string, name: string, dependencies: Record<string, string>): void => {
+      const typesNode = readJson(path.join(root, 'node_modules', '@types', 'node', 'package.json')).version;
+      const all = { ...dependencies, '@types/node': typesNode };
+      const manifest = { name, version: '1.0.0', private: true, type: 'commonjs', dependencies: all };
+      fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+    };
+
+    before(async function () {
+      consumerRxjs = process.env.RXCMAP_CONSUMER_RXJS || peerFloor('rxjs');
       if (!process.env.RXCMAP_CONSUMER_RXJS) {
         const devRxjs = readJson(path.join(root, 'node_modules', 'rxjs', 'package.json')).version;
         expect(consumerRxjs, 'the consumer rxjs differs from the one the repository builds with').to.not.equal(devRxjs);
       }
       consumer = path.join(temp, 'consumer');
       fs.mkdirSync(consumer);
-      const typesNode = readJson(path.join(root, 'node_modules', '@types', 'node', 'package.json')).version;
-      const consumerPackage = {
-        name: 'rxcmap-consumer',
-        version: '1.0.0',
-        private: true,
-        type: 'commonjs',
-        dependencies: {
-          rxcmap: `file:${packed}`,
-          rxjs: consumerRxjs,
-          '@types/node': typesNode,
-          ...Object.fromEntries(COMPILERS.map((c) => [c.alias, `npm:typescript@${c.version}`])),
-        },
-      };
-      fs.writeFileSync(path.join(consumer, 'package.json'), JSON.stringify(consumerPackage, null, 2));
+      writeManifest(consumer, 'rxcmap-consumer', {
+        rxcmap: `file:${packed}`,
+        rxjs: consumerRxjs,
+        ...Object.fromEntries(COMPILERS.map((c) => [c.alias, `npm:typescript@${c.version}`])),
+      });
       for (const build of BUILDS) {
         const dir = path.join(consumer, build.label);
         fs.mkdirSync(dir);
@@ -465,20 +468,11 @@ describe('the npm package', function () {
 
     it('type-checks and runs a strict consumer of rxcmap/opentelemetry beside the lowest @opentelemetry/api its peer range allows', async function () {
       // A project of its own: the consumer above must stay without the optional peer.
-      const peerRange: string = readJson(unpacked('package.json')).peerDependencies?.['@opentelemetry/api'] ?? '';
-      const floor = /^\^(\d+\.\d+\.\d+)$/.exec(peerRange)?.[1];
-      expect(floor, `@opentelemetry/api peer range "${peerRange}" has the form ^x.y.z`).to.be.a('string');
+      const floor = peerFloor('@opentelemetry/api');
       const project = path.join(temp, 'consumer-opentelemetry');
       fs.mkdirSync(project);
-      const typesNode = readJson(path.join(root, 'node_modules', '@types', 'node', 'package.json')).version;
-      const manifest = {
-        name: 'rxcmap-opentelemetry-consumer',
-        version: '1.0.0',
-        private: true,
-        type: 'commonjs',
-        dependencies: { rxcmap: `file:${packed}`, rxjs: consumerRxjs, '@opentelemetry/api': floor, '@types/node': typesNode },
-      };
-      fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify(manifest, null, 2));
+      const dependencies = { rxcmap: `file:${packed}`, rxjs: consumerRxjs, '@opentelemetry/api': floor };
+      writeManifest(project, 'rxcmap-opentelemetry-consumer', dependencies);
       fs.writeFileSync(path.join(project, 'main.ts'), OPENTELEMETRY_PROGRAM);
       const options = { ...COMMON_OPTIONS, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' };
       fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }, null, 2));
