@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials, connectionFactory } from '../../lib';
+import { outcome } from '../support/prototype-pollution';
 
 describe('MongoCredentials', function () {
   it('keeps the password out of JSON, inspection and enumerable properties', function () {
@@ -58,13 +59,7 @@ describe('MongoCredentials', function () {
     expect(() => new MongoCredentials({ username: 'u', password: 'p', sorce: 'db' } as never))
       .to.throw(InvalidOptionError, /credentials\.sorce.*did you mean source\?/)
       .with.property('option', 'credentials.sorce');
-    const misspelt = (() => {
-      try {
-        return new MongoCredentials({ username: 'u', pasword: 'hunter2' } as never);
-      } catch (e) {
-        return e as InvalidOptionError;
-      }
-    })();
+    const misspelt = outcome(() => new MongoCredentials({ username: 'u', pasword: 'hunter2' } as never)) as InvalidOptionError;
     expect(misspelt).to.be.instanceOf(InvalidOptionError);
     expect(`${(misspelt as Error).message} ${inspect(misspelt, { depth: 5 })}`).to.not.include('hunter2');
   });
@@ -81,25 +76,13 @@ describe('MongoCredentials', function () {
       [Object.assign(Object.create(null) as object, { username: 'u', password: 'p', sorce: 'db' }), 'credentials.sorce', 'Unknown option credentials.sorce of credentials: did you mean source?'],
     ];
     for (const [init, option, message] of cases) {
-      const error = (() => {
-        try {
-          return new MongoCredentials(init as never);
-        } catch (e) {
-          return e as InvalidOptionError;
-        }
-      })();
+      const error = outcome(() => new MongoCredentials(init as never)) as InvalidOptionError;
       expect(error, message).to.be.instanceOf(InvalidOptionError);
       expect((error as InvalidOptionError).option).to.equal(option);
       expect((error as Error).message).to.equal(message);
       expect(inspect(error, { depth: 5 })).to.not.include('1234');
     }
-    const refused = (() => {
-      try {
-        return new MongoCredentials({ username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-256' });
-      } catch (e) {
-        return e as InvalidOptionError;
-      }
-    })();
+    const refused = outcome(() => new MongoCredentials({ username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-256' })) as InvalidOptionError;
     expect(refused).to.include({ option: 'password', value: '<not shown>', allowed: 'a password SASLprep accepts, for SCRAM-SHA-256' });
   });
 
