@@ -350,6 +350,9 @@ describe('the npm package', function () {
       const manifest = { name, version: '1.0.0', private: true, type: 'commonjs', dependencies: all };
       fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
     };
+    /** Installs the project in `dir` (from the npm cache where it can). */
+    const install = (dir: string): Promise<Run> =>
+      mustRun('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], dir, 150_000);
 
     before(async function () {
       consumerRxjs = process.env.RXCMAP_CONSUMER_RXJS || peerFloor('rxjs');
@@ -371,8 +374,7 @@ describe('the npm package', function () {
         const tsconfig = { compilerOptions: { ...COMMON_OPTIONS, ...build.options }, files: [build.entry] };
         fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
       }
-      const install = ['install', '--no-audit', '--no-fund', '--prefer-offline'];
-      await mustRun('npm install', 'npm', install, consumer, 150_000);
+      await install(consumer);
       // All builds compile at once; each test below awaits its own.
       for (const build of BUILDS) {
         compiled.set(build.label, run(process.execPath, [tsc, '-p', build.label], consumer, 120_000));
@@ -476,7 +478,7 @@ describe('the npm package', function () {
       fs.writeFileSync(path.join(project, 'main.ts'), OPENTELEMETRY_PROGRAM);
       const options = { ...COMMON_OPTIONS, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' };
       fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['main.ts'] }, null, 2));
-      await mustRun('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], project, 150_000);
+      await install(project);
       const installed = readJson(path.join(project, 'node_modules', '@opentelemetry', 'api', 'package.json')).version;
       expect(installed).to.equal(floor);
       const compiledHere = await run(process.execPath, [tsc, '-p', '.'], project, 120_000);
