@@ -65,7 +65,7 @@ describe('CheckOutRequest', function () {
     const warnings: Error[] = [];
     const onWarning = (w: Error): void => void warnings.push(w);
     process.on('warning', onWarning);
-    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    const pool = poolOfOneEstablishedAtOnce();
     try {
       pool.ready();
       const held = await pool.checkOut();
@@ -94,7 +94,7 @@ describe('CheckOutRequest', function () {
   });
 
   it('a checkout served as it enters never listens to its signal; one whose signal code run by the pool aborted as it entered is cancelled at once', function () {
-    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    const pool = poolOfOneEstablishedAtOnce();
     try {
       pool.ready();
       const controller = new AbortController();
@@ -150,7 +150,7 @@ describe('CheckOutRequest', function () {
   it('an abort cancels checkouts sharing its signal in WaitQueue order, though one was made by an events$ subscriber as the other entered', function () {
     // The checkout made while the first entered is behind it in the WaitQueue, but listened to the signal first (the
     // first listens once its entry returns): before, the abort cancelled it first.
-    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    const pool = poolOfOneEstablishedAtOnce();
     try {
       pool.ready();
       let held: MockConnection | undefined;
@@ -178,7 +178,7 @@ describe('CheckOutRequest', function () {
     // The listener is added once the checkout has entered the pool: before, the throw reached the caller (the Promise
     // form's then threw) while the checkout stayed in the WaitQueue, and the connection checked in next went to it and
     // was never checked in again (inUseConnectionCount stayed 1 with nothing checked out).
-    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+    const pool = poolOfOneEstablishedAtOnce();
     try {
       pool.ready();
       const refused = new TypeError('listeners refused');
@@ -476,6 +476,15 @@ describe('CheckOutRequest', function () {
     expect(events.map((e) => e.type).filter((t) => t.startsWith('ConnectionChecked'))).to.deep.equal(['ConnectionCheckedIn', 'ConnectionCheckedOut', 'ConnectionCheckedIn']);
   });
 });
+
+/**
+ * A pool of one connection on virtual time, not yet ready and not observed, whose connection is established as soon as
+ * it is asked for (its factory emits synchronously), so a checkout of the ready pool is served or queued as it is
+ * subscribed to.
+ */
+function poolOfOneEstablishedAtOnce(): ConnectionPoolCore<MockConnection> {
+  return new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+}
 
 /** A ready pool of one connection on virtual time, with its events recorded. */
 function poolOfOne(): { pool: ConnectionPoolCore<MockConnection>; clock: VirtualClock; events: ConnectionPoolEvent[] } {
