@@ -5,6 +5,7 @@ import { inspect } from 'node:util';
 import { CmapError, MongoNetworkError, MongoServerError, PoolClearedError } from '../lib';
 import { InvalidOptionError } from '../lib';
 import { inWords } from '../lib/errors';
+import { MINIFIED_NAMES, withClassesRenamed } from './support/renamed-classes';
 
 describe('errors', function () {
   it('every error class the package exports extends CmapError', function () {
@@ -14,6 +15,49 @@ describe('errors', function () {
     expect(errorClasses.length, 'error classes exported').to.be.above(15);
     const outside = errorClasses.filter(([, value]) => value !== CmapError && !(value.prototype instanceof CmapError)).map(([name]) => name);
     expect(outside).to.deep.equal([]);
+  });
+
+  it('every error keeps its class name as its name, also once a minifying bundler has renamed the classes', function () {
+    // esbuild --minify named WaitQueueTimeoutError "jc" and webpack's terser "": err.name, String(err), the JSON
+    // form and the log feed's error type all followed it.
+    const examples: Record<string, () => Error> = {
+      CmapError: () => new CmapError('m'),
+      InvalidOptionError: () => new InvalidOptionError('maxPoolSize', -1, 'an integer >= 0'),
+      PoolClosedError: () => new rxcmap.PoolClosedError('h:1'),
+      PoolClearedError: () => new PoolClearedError('h:1', 'cleared'),
+      WaitQueueTimeoutError: () => new rxcmap.WaitQueueTimeoutError('h:1', 100),
+      WaitQueueFullError: () => new rxcmap.WaitQueueFullError('h:1', 5),
+      CheckOutCancelledError: () => new rxcmap.CheckOutCancelledError('h:1'),
+      ConnectionCheckInError: () => new rxcmap.ConnectionCheckInError('h:1', 1, 'not checked out'),
+      MongoNetworkError: () => new MongoNetworkError('h:1', 'reset'),
+      MongoNetworkTimeoutError: () => new rxcmap.MongoNetworkTimeoutError('h:1', 'timed out'),
+      MongoServerError: () => new MongoServerError({ ok: 0, errmsg: 'failed' }),
+      ConnectionBusyError: () => new rxcmap.ConnectionBusyError('h:1', 1),
+      PoolCallbackError: () => new rxcmap.PoolCallbackError('h:1', 'connectionFactory', 'threw'),
+      AuthenticationError: () => new rxcmap.AuthenticationError('refused'),
+      MongoCompatibilityError: () => new rxcmap.MongoCompatibilityError('no serviceId'),
+      ClientClosedError: () => new rxcmap.ClientClosedError(['h:1']),
+      ServerSelectionError: () => new rxcmap.ServerSelectionError(['h:1'], 30_000),
+      WireProtocolError: () => new rxcmap.WireProtocolError('bad'),
+    };
+    const classes = Object.entries(rxcmap).filter(([, value]) => typeof value === 'function' && value.prototype instanceof Error);
+    expect(Object.keys(examples).sort(), 'an example of every exported error class').to.deep.equal(classes.map(([name]) => name).sort());
+    for (const name of MINIFIED_NAMES) {
+      withClassesRenamed(
+        classes.map(([, value]) => value as Function),
+        name,
+        () => {
+          for (const [expected, make] of Object.entries(examples)) {
+            const error = make();
+            const json = JSON.parse(JSON.stringify(error)) as { name: string };
+            const shown = { name: error.name, text: String(error).split(':')[0], json: json.name, stack: String(error.stack).split(':')[0] };
+            expect(shown, `classes named "${name}"`).to.deep.equal({ name: expected, text: expected, json: expected, stack: expected });
+          }
+        },
+      );
+    }
+    class ApplicationError extends CmapError {}
+    expect(new ApplicationError('m').name, "a user's subclass is named after its class").to.equal('ApplicationError');
   });
 
   it('inWords never shows the password of a URI in what it writes, whatever was thrown', function () {

@@ -65,6 +65,11 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  * spec; everything else as {@link ConnectionPoolCore}.
  */
 export class ConnectionPool<C extends PoolConnection = Connection> extends ConnectionPoolCore<C> {
+  /** `"ConnectionPool"`, as {@link ConnectionPoolCore}'s (a literal that survives a bundler renaming classes). */
+  override get [Symbol.toStringTag](): string {
+    return 'ConnectionPool';
+  }
+
   /**
    * The log messages derived from `events$` (component `connection`): every CMAP message (level `debug`) when the
    * component logs at `debug` (see the `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); with leak

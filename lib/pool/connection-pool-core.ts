@@ -446,14 +446,24 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   }
 
   /**
-   * What `util.inspect` (and so `console.log`) shows: the class name and the {@link snapshot}, e.g.
-   * `ConnectionPool { address: 'localhost:27017', state: 'ready', ... }`, at any depth and with `showHidden`, never
-   * the pool's connections, sockets and waiters.
+   * The pool's kind, `"ConnectionPoolCore"` (`"ConnectionPool"` for the subclass): what `Object.prototype.toString`
+   * and `util.inspect` show. A literal, so it stays when a bundler renames classes (esbuild or terser minifying).
+   *
+   * Source: extension (ECMAScript `Symbol.toStringTag`).
+   */
+  get [Symbol.toStringTag](): string {
+    return 'ConnectionPoolCore';
+  }
+
+  /**
+   * What `util.inspect` (and so `console.log`) shows: the pool's kind (its `Symbol.toStringTag`) and the
+   * {@link snapshot}, e.g. `ConnectionPool { address: 'localhost:27017', state: 'ready', ... }`, at any depth and with
+   * `showHidden`, never the pool's connections, sockets and waiters.
    *
    * Source: extension (see {@link toJSON}).
    */
   [inspect.custom](_depth: number, options: InspectOptionsStylized, show: typeof inspect = inspect): string {
-    return `${this.constructor.name} ${show(this.snapshot(), { ...options, depth: 2 })}`;
+    return `${this[Symbol.toStringTag]} ${show(this.snapshot(), { ...options, depth: 2 })}`;
   }
 
   /**

@@ -8,6 +8,7 @@ import { VirtualClock } from '../../lib/testing';
 import { closeTimeline } from '../support/close-timeline';
 import { microtasks } from '../support/microtasks';
 import { outcome, withPollutedPrototype } from '../support/prototype-pollution';
+import { MINIFIED_NAMES, withClassesRenamed } from '../support/renamed-classes';
 
 const noop = (): void => undefined;
 
@@ -1588,6 +1589,20 @@ describe('ConnectionPool', function () {
       expect(inspect(pool)).to.match(/^ConnectionPool \{/);
       for (const c of held) pool.checkIn(c);
       pool.close();
+    });
+
+    it('names the pool by its kind, also once a minifying bundler has renamed the classes', function () {
+      const core = new ConnectionPoolCore({ address: 'db:27017', connectionFactory: (d) => of(new MockConnection(d)) });
+      const full = new ConnectionPool({ address: 'db:27017' });
+      for (const name of MINIFIED_NAMES) {
+        withClassesRenamed([ConnectionPoolCore, ConnectionPool], name, () => {
+          expect(inspect(core), `classes named "${name}"`).to.match(/^ConnectionPoolCore \{\s+address: 'db:27017'/);
+          expect(inspect(full), `classes named "${name}"`).to.match(/^ConnectionPool \{\s+address: 'db:27017'/);
+          expect(Object.prototype.toString.call(full)).to.equal('[object ConnectionPool]');
+        });
+      }
+      core.close();
+      full.close();
     });
   });
 });
