@@ -8,6 +8,7 @@ import { Observable, type SchedulerLike, type Subscriber, type Subscription, typ
 import { abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
+import { rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
 import { Waiter, type GiveBack } from './wait-queue';
 import { reportUnhandled } from './report-unhandled';
 
@@ -310,6 +311,11 @@ class PromiseWaiter<C> extends Waiter<C> {
     const { onfulfilled, onrejected, resolve } = this;
     if (resolve !== undefined) {
       this.onfulfilled = this.onrejected = this.resolve = undefined;
+      if (!ok && takesCallerFrames(value)) {
+        resolve(rejectWithCallerFrames(value, onfulfilled, onrejected));
+        if (others !== undefined) for (const [f, r, res] of others) res(rejectWithCallerFrames(value, f, r));
+        return true;
+      }
       void SETTLED.then(() => {
         notify(onfulfilled, onrejected, resolve, ok, value);
         if (others !== undefined) for (const [f, r, res] of others) notify(f, r, res, ok, value);
@@ -323,6 +329,7 @@ class PromiseWaiter<C> extends Waiter<C> {
     const ok = this.later;
     if (typeof ok === 'boolean') {
       const value = this.value;
+      if (!ok && takesCallerFrames(value)) return rejectWithCallerFrames(value, onfulfilled, onrejected);
       const callback = ok ? onfulfilled : onrejected;
       if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));
       return ok ? SETTLED.then(() => value) : Promise.reject(value);
