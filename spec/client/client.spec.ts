@@ -206,6 +206,26 @@ describe('connect() / Client', function () {
     expect(await busy).to.include({ ok: 1 });
   });
 
+  it("a command whose checkout runs out of the pool's waitQueueTimeoutMS names the caller that awaited it", async function () {
+    const [a] = await start();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1&waitQueueTimeoutMS=300`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 400 } });
+    const busy = client.command('admin', { ping: 1 });
+    async function runReport(): Promise<unknown> {
+      return await client.command('admin', { ping: 1 });
+    }
+    const waited = runReport().catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1 && pool.snapshot().waitQueueLength === 1)).to.equal(true);
+    clock.advance(300);
+    const error = await waited;
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(String((error as Error).stack)).to.include('\n    at async runReport (');
+    expect(await busy).to.include({ ok: 1 });
+  });
+
   it('a command with a fraction of a ms of timeoutMS left for its checkout never gives the checkout 0 or less', async function () {
     // What was left was read twice, the clock moving in between: 0.25 ms left at the check became -0.25 ms for the
     // checkout, which threw InvalidOptionError (timeoutMS must be >= 0); exactly 0 gave it no deadline at all.

@@ -11,8 +11,9 @@
  * `rxcmap/opentelemetry` beside the lowest `@opentelemetry/api` its peer range allows must type-check and run too; and
  * the CommonJS, ESM and node10 builds must run a pool against the embedded endpoint with
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler, a
- * cancelled checkout fails with the package's CheckOutCancelledError), then exit by themselves, the CommonJS one under
- * `node --frozen-intrinsics` too. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
+ * cancelled checkout fails with the package's CheckOutCancelledError, errors and pools carry their names, a failed
+ * checkout's stack names the consumer's function that awaited it), then exit by themselves, the CommonJS one under
+ * `node --frozen-intrinsics` too, and bundled and minified by esbuild (which renames every class). The consumer's install needs the npm registry, or an npm cache that already holds its packages.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -95,7 +96,8 @@ function exportTargets(value: unknown): string[] {
 
 /** The consumer program: the same text for every module format. */
 function program(label: string): string {
-  return `import { CheckOutCancelledError, ConnectionPool, ConnectionPoolCore, type ConnectionFactory, type PoolConnection } from 'rxcmap';
+  return `import { inspect } from 'node:util';
+import { CheckOutCancelledError, ConnectionPool, ConnectionPoolCore, PoolClosedError, type ConnectionFactory, type PoolConnection } from 'rxcmap';
 import { EmbeddedServer } from 'rxcmap/testing';
 import { Observable, VirtualTimeScheduler } from 'rxjs';
 
@@ -118,6 +120,11 @@ interface Operation {
 }
 const operation: Operation = {};
 
+/** The consumer's own async function around a checkout, which a failed checkout's stack must name. */
+async function checkOutFrom(pool: ConnectionPool): Promise<unknown> {
+  return await pool.checkOut();
+}
+
 async function main(): Promise<void> {
   const server = await new EmbeddedServer().start();
   try {
@@ -134,6 +141,11 @@ async function main(): Promise<void> {
     }
     const virtual = new ConnectionPool({ address: server.address, scheduler: new VirtualTimeScheduler() });
     virtual.close();
+    // Names and stacks as production logs show them, also once a minifying bundler has renamed every class.
+    if (!inspect(virtual).startsWith('ConnectionPool {')) throw new Error('a pool is shown as ' + inspect(virtual).slice(0, 40));
+    const refused = await checkOutFrom(virtual).catch((err: unknown) => err);
+    if (!(refused instanceof PoolClosedError) || refused.name !== 'PoolClosedError') throw new Error('a closed pool refused with ' + String(refused));
+    if (!/\\n {4}at async /.test(String(refused.stack))) throw new Error('no caller frame in ' + String(refused.stack));
     const own = new ConnectionPoolCore({ address: server.address, connectionFactory: ownFactory, maxPoolSize: 1 });
     try {
       own.ready();
@@ -141,7 +153,7 @@ async function main(): Promise<void> {
       const controller = new AbortController();
       const waiting = own.checkOut({ signal: controller.signal }).then(
         () => 'served',
-        (err: unknown) => (err instanceof CheckOutCancelledError ? 'cancelled' : err),
+        (err: unknown) => (err instanceof CheckOutCancelledError && err.name === 'CheckOutCancelledError' ? 'cancelled' : err),
       );
       controller.abort();
       const outcome = await waiting;
@@ -215,6 +227,23 @@ const COMPILERS = [
   { alias: 'typescript-lowest', version: '5.0.4', builds: ['nodenext-cjs', 'node10'] },
   { alias: 'typescript-7', version: '7.0.2', builds: ['nodenext-cjs', 'nodenext-esm', 'bundler'] },
 ] as const;
+
+/**
+ * The bundler the consumer installs to bundle and minify its CommonJS build, as serverless and container deployments
+ * ship an application: esbuild, which renames every class it minifies.
+ */
+const ESBUILD_VERSION = '0.28.2';
+
+/** Bundles `entry` (with the packages it requires) into `outfile`, minified, through esbuild's JavaScript API. */
+const BUNDLE_SCRIPT = `require('esbuild').buildSync({
+  entryPoints: [process.argv[2]],
+  outfile: process.argv[3],
+  bundle: true,
+  minify: true,
+  platform: 'node',
+  logLevel: 'warning',
+});
+`;
 
 /** A consumer of `rxcmap/opentelemetry`: it records a pool's metrics through the OpenTelemetry API. */
 const OPENTELEMETRY_PROGRAM = `import { metrics } from '@opentelemetry/api';
@@ -366,6 +395,7 @@ describe('the npm package', function () {
         rxcmap: `file:${packed}`,
         rxjs: consumerRxjs,
         ...Object.fromEntries(COMPILERS.map((c) => [c.alias, `npm:typescript@${c.version}`])),
+        esbuild: ESBUILD_VERSION,
       });
       for (const build of BUILDS) {
         const dir = path.join(consumer, build.label);
@@ -487,6 +517,22 @@ describe('the npm package', function () {
       expect(r.timedOut, describeRun('node out/main.js: did not exit by itself', r)).to.equal(false);
       expect(r.code, describeRun('node out/main.js', r)).to.equal(0);
       expect(r.stdout.split('\n')).to.include('consumer ok opentelemetry');
+    });
+
+    // Bundled for deployment: a minifier renames rxcmap's classes (esbuild: `class jc`), so anything that read a
+    // class's name (an error's name, a pool's inspect) would show the new one.
+    it('runs the nodenext-cjs build bundled and minified by esbuild, its classes renamed, with error names, pool kind and caller frames intact', async function () {
+      await compiled.get('nodenext-cjs');
+      fs.writeFileSync(path.join(consumer, 'bundle.js'), BUNDLE_SCRIPT);
+      const bundled = path.join('bundled', 'main.js');
+      await mustRun('esbuild', process.execPath, ['bundle.js', path.join('nodenext-cjs', 'out', 'main.js'), bundled], consumer, 60_000);
+      const text = fs.readFileSync(path.join(consumer, bundled), 'utf8');
+      expect(text, 'rxcmap inside the bundle').to.include('Attempted to check out a connection from closed connection pool');
+      expect(text, 'the minifier renamed the classes').to.not.match(/class (PoolClosedError|ConnectionPool)\b/);
+      const r = await run(process.execPath, [bundled], consumer, 30_000);
+      expect(r.timedOut, describeRun('node bundled/main.js: did not exit by itself', r)).to.equal(false);
+      expect(r.code, describeRun('node bundled/main.js', r)).to.equal(0);
+      expect(r.stdout.split('\n')).to.include('consumer ok nodenext-cjs');
     });
 
     // Hardened realms (Node's frozen intrinsics, as SES-style lockdowns leave the platform): nothing the package does
