@@ -209,13 +209,13 @@ describe('connect() / Client', function () {
   it("a command whose checkout runs out of the pool's waitQueueTimeoutMS names the caller that awaited it", async function () {
     const [a] = await start();
     const clock = new VirtualClock();
-    client = connect(`mongodb://${a.address}/?maxPoolSize=1&waitQueueTimeoutMS=300`, { scheduler: clock });
-    const pool = [...client.pools.values()][0];
+    const opened = (client = connect(`mongodb://${a.address}/?maxPoolSize=1&waitQueueTimeoutMS=300`, { scheduler: clock }));
+    const pool = [...opened.pools.values()][0];
     expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 400 } });
-    const busy = client.command('admin', { ping: 1 });
+    const busy = opened.command('admin', { ping: 1 });
     async function runReport(): Promise<unknown> {
-      return await client.command('admin', { ping: 1 });
+      return await opened.command('admin', { ping: 1 });
     }
     const waited = runReport().catch((e: unknown) => e);
     expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1 && pool.snapshot().waitQueueLength === 1)).to.equal(true);
