@@ -137,7 +137,9 @@ function loadClientKey(context: SecureContextOptions, file: string, password: st
     createSecureContext({ cert: context.cert, key: context.key, passphrase: context.passphrase });
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
-    if (code === 'ERR_OSSL_BAD_DECRYPT') {
+    // A wrong passphrase is reported as a bad decrypt, except when the bytes it decrypts to end in valid padding
+    // (about one passphrase in 200 for AES-CBC): OpenSSL then fails on them as on a malformed key.
+    if (code === 'ERR_OSSL_BAD_DECRYPT' || (ENCRYPTED_KEY.test(String(context.key)) && !decrypts(context.key, password))) {
       throw new InvalidOptionError(
         'tlsCertificateKeyFilePassword',
         password,
@@ -147,6 +149,19 @@ function loadClientKey(context: SecureContextOptions, file: string, password: st
       );
     }
     throw new InvalidOptionError('tlsCertificateKeyFile', file, `a PEM file with the client certificate and its private key (${message})`);
+  }
+}
+
+/** A PEM private key encrypted with a passphrase: PKCS#8 (`ENCRYPTED PRIVATE KEY`) or the legacy `Proc-Type` form. */
+const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4, *ENCRYPTED/;
+
+/** Whether `password` decrypts the encrypted private key in `key` (a PEM, the certificate beside it allowed). */
+function decrypts(key: SecureContextOptions['key'], password: string | undefined): boolean {
+  try {
+    createPrivateKey({ key: String(key), format: 'pem', passphrase: password ?? '' });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
+import * as tls from 'node:tls';
 import { firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
 import { nodeTlsOptions, wantsTls } from '../../lib/connection/tls-options';
@@ -68,6 +69,24 @@ describe('TLS settings (tls-options)', function () {
       const e = refused({ tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: `wrong-${PASSPHRASE}` });
       expect(e.option).to.equal('tlsCertificateKeyFilePassword');
       expect(e.value).to.equal('<not shown>');
+      expect(e.message).to.match(/passphrase/);
+    });
+
+    it('a wrong tlsCertificateKeyFilePassword that decrypts the key into bytes that are no key still names that option', function () {
+      // AES-CBC with a wrong passphrase ends in valid padding about once in 200 passphrases: OpenSSL then reports the
+      // garbage it decrypted (DECODER "unsupported") rather than a bad decrypt, which named the file instead.
+      const content = fs.readFileSync(encrypted, 'utf8');
+      let wrong: string | undefined;
+      for (let i = 0; i < 5000 && wrong === undefined; i++) {
+        try {
+          tls.createSecureContext({ cert: content, key: content, passphrase: `wrong-${i}` });
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ERR_OSSL_BAD_DECRYPT') wrong = `wrong-${i}`;
+        }
+      }
+      expect(wrong, 'a passphrase OpenSSL does not report as a bad decrypt').to.be.a('string');
+      const e = refused({ tlsCertificateKeyFile: encrypted, tlsCertificateKeyFilePassword: wrong });
+      expect(e.option).to.equal('tlsCertificateKeyFilePassword');
       expect(e.message).to.match(/passphrase/);
     });
 

@@ -13,7 +13,6 @@ import { Broadcast } from '../../lib/pool/broadcast';
 import { WaitQueue } from '../../lib/pool/wait-queue';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { collectingReports, FAULT_SCENARIOS, FAULT_SITES, FaultScene, injectFault, recordOutcome, violations, type Injection, type Outcome } from '../support/fault-sweep';
-import { microtasks } from '../support/microtasks';
 
 /** Makes `method` of `proto` throw `fault` on its `nth` call from now (1 = the next), once; returns the restore. */
 function throwOnce(proto: object, method: string, fault: Error, nth = 1): () => void {
@@ -191,7 +190,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const fault = new Error('injected: clock read');
     restore.push(throwOnce(clock, 'now', fault)); // the cancel step's first clock read (for its event)
     controller.abort();
-    await microtasks(); // the Promise forms settle on microtasks
+    await Promise.resolve();
     expect(reported).to.deep.equal([fault]);
     expect(outcome.settled).to.equal(1);
     expect((outcome.error as Error).cause).to.equal(fault);
