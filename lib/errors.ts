@@ -23,8 +23,8 @@ export const ErrorLabel = Object.freeze({
 /**
  * Base class of every error rxcmap raises.
  *
- * - `name`: the concrete class name, e.g. `"PoolClosedError"`: a literal for rxcmap's own classes (it stays when a
- *   minifying bundler renames them), the class's `name` for a subclass of user code.
+ * - `name`: the concrete class name, e.g. `"PoolClosedError"`: written as a literal for rxcmap's own classes (it
+ *   stays when a minifying bundler renames them), the class's own `name` for a subclass of user code.
  * - `errorLabels`: the MongoDB error labels attached to this error (see {@link ErrorLabel}).
  * - `cause`: the underlying error, when there is one.
  *
@@ -46,8 +46,7 @@ export class CmapError extends Error {
 
   constructor(message: string, options?: { cause?: unknown; labels?: readonly string[] }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    // Our own subclasses name themselves with a literal field; a user's subclass is named after its class.
-    this.name = new.target === CmapError ? 'CmapError' : new.target.name;
+    this.name = OWN_ERROR_NAMES.get(new.target) ?? new.target.name;
     this.errorLabels = new ErrorLabels(options?.labels ?? []);
   }
 
@@ -178,8 +177,6 @@ function foreignErrorJson(error: Error): Record<string, unknown> {
  * suggestion: extension (the MongoDB Node.js driver also rejects unknown client options).
  */
 export class InvalidOptionError extends CmapError {
-  /** Always `"InvalidOptionError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'InvalidOptionError';
   /** The value given, or a `<... not shown>` placeholder in place of a secret (a password, credentials). */
   readonly value: unknown;
   /** For an unknown option: the known option it most likely meant, when one is close; otherwise undefined. */
@@ -390,8 +387,6 @@ export interface PoolHoldings {
  * Closing on a fault of the pool itself is an extension (a pool that fails closed: no checkout is left waiting).
  */
 export class PoolClosedError extends CmapError {
-  /** Always `"PoolClosedError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'PoolClosedError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -415,8 +410,6 @@ export class PoolClosedError extends CmapError {
  * extension.
  */
 export class PoolClearedError extends CmapError {
-  /** Always `"PoolClearedError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'PoolClearedError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -527,8 +520,6 @@ export function inWords(value: unknown): string {
  * timeout error).
  */
 export class WaitQueueTimeoutError extends CmapError {
-  /** Always `"WaitQueueTimeoutError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'WaitQueueTimeoutError';
   /** The checkout's own timeoutMS (ms) when that is what elapsed; undefined for the pool's waitQueueTimeoutMS. */
   readonly timeoutMS: number | undefined;
   /** In load-balanced mode, the pool's maxPoolSize (0: no limit), which the message gives; undefined otherwise. */
@@ -569,8 +560,6 @@ export class WaitQueueTimeoutError extends CmapError {
  * Source: extension (reactor-pool's `maxPendingAcquire`, which fails an acquire beyond it at once).
  */
 export class WaitQueueFullError extends CmapError {
-  /** Always `"WaitQueueFullError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'WaitQueueFullError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -592,8 +581,6 @@ export class WaitQueueFullError extends CmapError {
  * carries reason `cancelled`.
  */
 export class CheckOutCancelledError extends CmapError {
-  /** Always `"CheckOutCancelledError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'CheckOutCancelledError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -612,8 +599,6 @@ export class CheckOutCancelledError extends CmapError {
  * Source: CMAP spec, "Checking In a Connection" ("MUST throw an Error if this is attempted").
  */
 export class ConnectionCheckInError extends CmapError {
-  /** Always `"ConnectionCheckInError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'ConnectionCheckInError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -680,8 +665,6 @@ function cut(text: string): string {
  * wire-protocol error); the name is the MongoDB Node.js driver's.
  */
 export class MongoNetworkError extends CmapError {
-  /** Always `"MongoNetworkError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name: 'MongoNetworkError' | 'MongoNetworkTimeoutError' = 'MongoNetworkError';
   constructor(
     /** The Endpoint's `host:port`. */
     readonly address: string,
@@ -701,10 +684,7 @@ export class MongoNetworkError extends CmapError {
  * Source: CMAP spec, "Connection" (Errored: network timeout) and "Clearing a non-load balanced pool"; server
  * monitoring spec, "Network or command error during server check"; the name is the MongoDB Node.js driver's.
  */
-export class MongoNetworkTimeoutError extends MongoNetworkError {
-  /** Always `"MongoNetworkTimeoutError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'MongoNetworkTimeoutError';
-}
+export class MongoNetworkTimeoutError extends MongoNetworkError {}
 
 /**
  * The server answered a command with `ok: 0`. The message is the reply's `errmsg` (else `"command failed"`), and
@@ -715,8 +695,6 @@ export class MongoNetworkTimeoutError extends MongoNetworkError {
  * MongoDB Node.js driver's.
  */
 export class MongoServerError extends CmapError {
-  /** Always `"MongoServerError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'MongoServerError';
   /** The server's numeric error code (`code` in the reply), when it gave one. */
   readonly code: number | undefined;
   /** The server's error name (`codeName` in the reply), e.g. `"Unauthorized"`, when it gave one. */
@@ -747,8 +725,6 @@ export class MongoServerError extends CmapError {
  * Source: CMAP spec, "Connection" (Single Track).
  */
 export class ConnectionBusyError extends CmapError {
-  /** Always `"ConnectionBusyError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'ConnectionBusyError';
   constructor(
     /** The Endpoint's `host:port`. */
     readonly address: string,
@@ -770,8 +746,6 @@ export class ConnectionBusyError extends CmapError {
  * Source: extension (CMAP "Establishing a Connection": an establishment error fails the checkout and frees the slot).
  */
 export class PoolCallbackError extends CmapError {
-  /** Always `"PoolCallbackError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'PoolCallbackError';
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -796,8 +770,6 @@ export class PoolCallbackError extends CmapError {
  * Source: auth spec, "Authentication Handshake", "SCRAM-SHA-1", "SCRAM-SHA-256".
  */
 export class AuthenticationError extends CmapError {
-  /** Always `"AuthenticationError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'AuthenticationError';
   constructor(message: string, cause?: unknown) {
     super(message, { cause });
   }
@@ -809,10 +781,7 @@ export class AuthenticationError extends CmapError {
  *
  * Source: load balancer spec, "Connection Establishment".
  */
-export class MongoCompatibilityError extends CmapError {
-  /** Always `"MongoCompatibilityError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'MongoCompatibilityError';
-}
+export class MongoCompatibilityError extends CmapError {}
 
 /**
  * The client was closed: thrown by `command()` and `selectPool()` called after `close()`, and the rejection of every
@@ -821,8 +790,6 @@ export class MongoCompatibilityError extends CmapError {
  * Source: extension (a closed MongoDB client refuses operations; the driver's MongoClient does likewise).
  */
 export class ClientClosedError extends CmapError {
-  /** Always `"ClientClosedError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'ClientClosedError';
   constructor(
     /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
@@ -839,8 +806,6 @@ export class ClientClosedError extends CmapError {
  * timeout spec (server selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
  */
 export class ServerSelectionError extends CmapError {
-  /** Always `"ServerSelectionError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
-  override readonly name = 'ServerSelectionError';
   constructor(
     /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
@@ -872,6 +837,34 @@ export class ServerSelectionError extends CmapError {
  * maxMessageSizeBytes"); handshake spec (`maxBsonObjectSize`).
  */
 export class WireProtocolError extends CmapError {
-  /** Always `"WireProtocolError"`, a literal, so a bundler that renames classes (esbuild or terser minifying) keeps it. */
+  /** Always `"WireProtocolError"`. */
   override readonly name = 'WireProtocolError';
 }
+
+/**
+ * rxcmap's own error classes, by their names written as literals: a minifying bundler renames the classes (esbuild
+ * wrote `class jc` for WaitQueueTimeoutError, terser an anonymous class), never these names. A class of user code
+ * (a subclass of any of them) is not here, and takes its class's own name.
+ */
+const OWN_ERROR_NAMES: ReadonlyMap<Function, string> = new Map(
+  Object.entries({
+    CmapError,
+    InvalidOptionError,
+    PoolClosedError,
+    PoolClearedError,
+    WaitQueueTimeoutError,
+    WaitQueueFullError,
+    CheckOutCancelledError,
+    ConnectionCheckInError,
+    MongoNetworkError,
+    MongoNetworkTimeoutError,
+    MongoServerError,
+    ConnectionBusyError,
+    PoolCallbackError,
+    AuthenticationError,
+    MongoCompatibilityError,
+    ClientClosedError,
+    ServerSelectionError,
+    WireProtocolError,
+  }).map(([name, type]) => [type, name]),
+);

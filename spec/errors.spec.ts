@@ -56,8 +56,11 @@ describe('errors', function () {
         },
       );
     }
+    // A class of user code keeps its own name, a subclass of a concrete error as much as one of CmapError.
     class ApplicationError extends CmapError {}
-    expect(new ApplicationError('m').name, "a user's subclass is named after its class").to.equal('ApplicationError');
+    class ReportTimeoutError extends rxcmap.WaitQueueTimeoutError {}
+    expect(new ApplicationError('m').name).to.equal('ApplicationError');
+    expect(new ReportTimeoutError('h:1', 100).name).to.equal('ReportTimeoutError');
   });
 
   it('inWords never shows the password of a URI in what it writes, whatever was thrown', function () {

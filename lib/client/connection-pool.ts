@@ -65,9 +65,9 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  * spec; everything else as {@link ConnectionPoolCore}.
  */
 export class ConnectionPool<C extends PoolConnection = Connection> extends ConnectionPoolCore<C> {
-  /** `"ConnectionPool"`, as {@link ConnectionPoolCore}'s (a literal that survives a bundler renaming classes). */
+  /** `"ConnectionPool"` (the class's own name for a subclass of user code), as {@link ConnectionPoolCore}'s. */
   override get [Symbol.toStringTag](): string {
-    return 'ConnectionPool';
+    return this.constructor === ConnectionPool ? 'ConnectionPool' : this.constructor.name;
   }
 
   /**

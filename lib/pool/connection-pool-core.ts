@@ -446,13 +446,14 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   }
 
   /**
-   * The pool's kind, `"ConnectionPoolCore"` (`"ConnectionPool"` for the subclass): what `Object.prototype.toString`
-   * and `util.inspect` show. A literal, so it stays when a bundler renames classes (esbuild or terser minifying).
+   * The pool's kind, `"ConnectionPoolCore"` (`"ConnectionPool"` for the subclass, the class's own name for a subclass
+   * of user code): what `Object.prototype.toString` (`[object ConnectionPoolCore]`) and `util.inspect` show. Written
+   * as a literal, so it stays when a minifying bundler renames the classes (esbuild, terser).
    *
    * Source: extension (ECMAScript `Symbol.toStringTag`).
    */
   get [Symbol.toStringTag](): string {
-    return 'ConnectionPoolCore';
+    return this.constructor === ConnectionPoolCore ? 'ConnectionPoolCore' : this.constructor.name;
   }
 
   /**

@@ -1601,6 +1601,10 @@ describe('ConnectionPool', function () {
           expect(Object.prototype.toString.call(full)).to.equal('[object ConnectionPool]');
         });
       }
+      class ReportPool extends ConnectionPool {}
+      const own = new ReportPool({ address: 'db:27017' });
+      expect(inspect(own), 'a subclass of user code').to.match(/^ReportPool \{/);
+      own.close();
       core.close();
       full.close();
     });
