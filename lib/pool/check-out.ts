@@ -276,7 +276,8 @@ type Listener<C> = readonly [OnFulfilled<C>, OnRejected, Resolve];
  * known (the usual case when a connection is available: the pool delivers while the first `then` is still running)
  * chains on a settled native Promise; one made before waits with one Promise and its `resolve`, nothing more, and
  * is settled directly (no internal Promise chained to it). Callbacks always run on a microtask, never inside the
- * pool's own processing (Promises/A+).
+ * pool's own processing (Promises/A+). A failure with a pool error calls its callbacks on that same microtask from a
+ * native Promise step, in which the caller's async frames are read (see `caller-frames.ts`).
  */
 class PromiseWaiter<C> extends Waiter<C> {
   /**
@@ -312,8 +313,8 @@ class PromiseWaiter<C> extends Waiter<C> {
     if (resolve !== undefined) {
       this.onfulfilled = this.onrejected = this.resolve = undefined;
       if (!ok && takesCallerFrames(value)) {
-        resolve(rejectWithCallerFrames(value, onfulfilled, onrejected));
-        if (others !== undefined) for (const [f, r, res] of others) res(rejectWithCallerFrames(value, f, r));
+        rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value));
+        if (others !== undefined) for (const [f, r, res] of others) rejectWithCallerFrames(value, f, () => notify(f, r, res, false, value));
         return true;
       }
       void SETTLED.then(() => {
@@ -329,8 +330,10 @@ class PromiseWaiter<C> extends Waiter<C> {
     const ok = this.later;
     if (typeof ok === 'boolean') {
       const value = this.value;
-      if (!ok && takesCallerFrames(value)) return rejectWithCallerFrames(value, onfulfilled, onrejected);
       const callback = ok ? onfulfilled : onrejected;
+      if (typeof callback === 'function' && !ok && takesCallerFrames(value)) {
+        return new Promise((resolve) => rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value)));
+      }
       if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));
       return ok ? SETTLED.then(() => value) : Promise.reject(value);
     }

@@ -11,6 +11,7 @@ import { establishChannel, isTraced, Trace, type EstablishTraceContext } from '.
 import { CmapError, ErrorLabel, isError, MongoNetworkError, PoolCallbackError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
+import { countFailure } from './caller-frames';
 import type { Command } from './commands';
 import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored, serviceKey } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
@@ -84,6 +85,7 @@ export class CommandRunner<C extends PoolConnection> {
         if (!c.waiter.deliver(c.connection, this.giveBack)) this.giveBack(c.connection, c.waiter);
         return;
       case 'fail':
+        countFailure(c.error);
         c.waiter.fail(c.error);
         return;
       case 'arm': {

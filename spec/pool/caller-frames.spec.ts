@@ -1,7 +1,8 @@
 /**
- * The caller's frames on a failed checkout: an awaited checkout that fails with a pool error names, in the error's
- * stack, the async functions that awaited it, whether it failed later (WaitQueue timeout, clear) or at once (closed
- * pool); a cancel keeps its frameless error; the Promise semantics of `then` stay those of a rejected Promise.
+ * The caller's frames on a failed checkout: on Node.js 22 and later, an awaited checkout that fails with a pool error
+ * of its own names, in the error's stack, the async functions that awaited it, whether it failed later (WaitQueue
+ * timeout, clear) or at once (closed pool); an error shared by several checkouts, a cancel's, and any stack on
+ * Node.js 20 stay as they were; the Promise semantics and the order of outcomes stay those of native Promises.
  */
 import { expect } from 'chai';
 import {
@@ -12,10 +13,14 @@ import {
   WaitQueueTimeoutError,
   type CheckOutRequest,
 } from '../../lib';
-import { appendCallerFrames } from '../../lib/pool/caller-frames';
+import { appendCallerFrames, countFailure } from '../../lib/pool/caller-frames';
 import { of } from 'rxjs';
 import { MockConnection, VirtualClock } from '../../lib/testing';
+import { microtasks } from '../support/microtasks';
 import { outcome } from '../support/prototype-pollution';
+
+/** Whether this Node.js keeps an Error's stack as V8's lazy accessor (22 and later): only there are frames appended. */
+const LAZY_STACKS = typeof Object.getOwnPropertyDescriptor(new Error(), 'stack')?.get === 'function';
 
 /** A ready pool of one connection on virtual time, established at once; waitQueueTimeoutMS 100. */
 function virtualPool(maxPoolSize = 1) {
@@ -47,6 +52,16 @@ function asyncFrames(error: unknown): string[] {
     .map((line) => line.slice('    at async '.length).split(' ')[0]!);
 }
 
+/**
+ * Checks the callers an awaited checkout's error names: `callers`, in that order, on Node.js 22 and later; on 20, none
+ * of them (its stack stays the pool's).
+ */
+function expectCallers(error: unknown, callers: readonly string[]): void {
+  const frames = asyncFrames(error);
+  if (LAZY_STACKS) expect(frames.join(' '), String((error as Error).stack)).to.include(callers.join(' '));
+  else for (const caller of callers) expect(frames, String((error as Error).stack)).to.not.include(caller);
+}
+
 describe('the caller frames of a failed checkout', function () {
   it('a WaitQueue timeout names the async functions that awaited the checkout, after the pool frames', async function () {
     const { pool, clock } = virtualPool();
@@ -55,26 +70,28 @@ describe('the caller frames of a failed checkout', function () {
     await clock.advanceAsync(100);
     const error = await waiting;
     expect(error).to.be.instanceOf(WaitQueueTimeoutError);
-    expect(asyncFrames(error).join(' ')).to.include('loadAccount handleAccountRoute');
+    expectCallers(error, ['loadAccount', 'handleAccountRoute']);
     const stack = String((error as Error).stack);
     expect(stack.startsWith('WaitQueueTimeoutError: Timed out'), stack).to.equal(true);
-    expect(stack.indexOf('waitQueueTimer'), 'the pool frame where it was decided, first').to.be.within(0, stack.indexOf('at async loadAccount'));
+    if (LAZY_STACKS) expect(stack.indexOf('waitQueueTimer'), 'the pool frame where it was decided, first').to.be.within(0, stack.indexOf('at async loadAccount'));
     pool.checkIn(held);
     pool.close();
   });
 
-  it('so does a checkout refused at once by a closed pool, and one evicted by a clear', async function () {
+  it('so does a checkout refused at once by a closed pool, and the one waiter a clear evicted', async function () {
     const { pool } = virtualPool();
     const held = await pool.checkOut();
     const evicted = handleAccountRoute(pool.checkOut()).catch((e: unknown) => e);
+    await microtasks(); // an await enters its checkout on a microtask
+    expect(pool.snapshot().waitQueueLength).to.equal(1);
     pool.clear();
     const cleared = await evicted;
     expect(cleared).to.be.instanceOf(PoolClearedError);
-    expect(asyncFrames(cleared).join(' ')).to.include('loadAccount handleAccountRoute');
+    expectCallers(cleared, ['loadAccount', 'handleAccountRoute']);
     pool.close();
     const closed = await handleAccountRoute(pool.checkOut()).catch((e: unknown) => e);
     expect(closed).to.be.instanceOf(PoolClosedError);
-    expect(asyncFrames(closed).join(' ')).to.include('loadAccount handleAccountRoute');
+    expectCallers(closed, ['loadAccount', 'handleAccountRoute']);
     void held;
   });
 
@@ -86,7 +103,7 @@ describe('the caller frames of a failed checkout', function () {
     }
     const error = await runQuery().catch((e: unknown) => e);
     expect(error).to.be.instanceOf(PoolClosedError);
-    expect(asyncFrames(error)).to.include('runQuery');
+    expectCallers(error, ['runQuery']);
   });
 
   it('appends the frames once when two awaits share one request, those of the first to receive it', async function () {
@@ -101,8 +118,33 @@ describe('the caller frames of a failed checkout', function () {
     }
     const [a, b] = await Promise.all([first().catch((e: unknown) => e), second().catch((e: unknown) => e)]);
     expect(a, 'one error for both').to.equal(b);
-    expect(asyncFrames(a)[0]).to.equal('first');
+    expectCallers(a, ['first']);
     expect(asyncFrames(a)).to.not.include('second');
+  });
+
+  it("appends no caller's frames to the one error a clear gives every waiter, nor to the events carrying it", async function () {
+    const { pool } = virtualPool();
+    const held = await pool.checkOut();
+    const failed: unknown[] = [];
+    pool.events$.subscribe((e) => void (e.type === 'ConnectionCheckOutFailed' && failed.push(e.error)));
+    async function alphaRoute(): Promise<unknown> {
+      return await pool.checkOut();
+    }
+    async function betaRoute(): Promise<unknown> {
+      return await pool.checkOut();
+    }
+    const observed = new Promise((resolve) => pool.checkOut().subscribe({ error: resolve }));
+    const errors = Promise.all([alphaRoute().catch((e: unknown) => e), betaRoute().catch((e: unknown) => e), observed]);
+    await microtasks(); // an await enters its checkout on a microtask
+    expect(pool.snapshot().waitQueueLength).to.equal(3);
+    pool.clear();
+    const [alpha, beta, viaObservable] = await errors;
+    expect(beta, 'one error').to.equal(alpha);
+    expect(viaObservable, 'one error').to.equal(alpha);
+    expect(failed).to.deep.equal([alpha, alpha, alpha]);
+    expect(asyncFrames(alpha)).to.not.include.members(['alphaRoute', 'betaRoute']);
+    pool.checkIn(held);
+    pool.close();
   });
 
   it('leaves a cancelled checkout frameless: its place is in the abort reason', async function () {
@@ -136,10 +178,13 @@ describe('the caller frames of a failed checkout', function () {
         throw thrown;
       }).then(undefined, (e: unknown) => e),
     ).to.equal(thrown);
-    // A then made before the failure, settled by close(), behaves alike.
+    // A then made before the failure, settled by close(), behaves alike, and its onfulfilled is never called.
     const open = virtualPool();
     const held = await open.pool.checkOut();
-    const early = open.pool.checkOut().then(undefined, (e: unknown) => ['early', e]);
+    const early = open.pool.checkOut().then(
+      () => ['fulfilled'],
+      (e: unknown) => ['early', e],
+    );
     open.pool.close();
     const [label, error] = (await early) as [string, unknown];
     expect(label).to.equal('early');
@@ -147,16 +192,79 @@ describe('the caller frames of a failed checkout', function () {
     void held;
   });
 
-  it('never throws, and leaves a stack it cannot read or write as it was', function () {
-    const frozen = Object.freeze(new PoolClosedError('db.example:27017'));
-    const before = frozen.stack;
+  it('keeps the order in which outcomes reach their callers: a failure first stays first', async function () {
+    // A native rejected Promise's callbacks run as soon as a fulfilled one's: the frames must not delay them.
+    const closed = virtualPool().pool;
+    closed.close();
+    const open = virtualPool().pool;
+    const order: string[] = [];
+    const done = Promise.all([
+      closed.checkOut().then(undefined, () => order.push('closed')),
+      open.checkOut().then((c) => {
+        order.push('open');
+        open.checkIn(c);
+      }),
+    ]);
+    await done;
+    expect(order).to.deep.equal(['closed', 'open']);
+    const raced = await Promise.race([closed.checkOut(), open.checkOut()]).then(
+      (c) => c,
+      (e: unknown) => e,
+    );
+    expect(raced, 'Promise.race settles with the failure, as with native Promises').to.be.instanceOf(PoolClosedError);
+    open.close();
+  });
+
+  it('appends at the first read of the stack, once, and keeps what is assigned to it (Node.js 22 and later)', async function () {
+    if (!LAZY_STACKS) this.skip();
+    async function inner(error: Error): Promise<void> {
+      await null;
+      appendCallerFrames(error);
+    }
+    async function outer(error: Error): Promise<void> {
+      await inner(error);
+    }
+    const error = new PoolClosedError('db.example:27017');
+    const before = String(error.stack);
+    countFailure(error);
+    await outer(error);
+    expect(String(error.stack)).to.equal(`${before}\n${String(error.stack).split('\n').slice(before.split('\n').length).join('\n')}`);
+    expect(asyncFrames(error)).to.include('outer');
+    await outer(error);
+    expect(asyncFrames(error).filter((f) => f === 'outer'), 'once').to.have.length(1);
+    error.stack = 'replaced';
+    expect(error.stack).to.equal('replaced');
+  });
+
+  it('leaves a stack as it was when the error failed several checkouts, or cannot be read or replaced, and never throws', async function () {
+    async function append(error: Error): Promise<void> {
+      await null;
+      appendCallerFrames(error);
+    }
+    const shared = new PoolClosedError('db.example:27017');
+    const sharedBefore = shared.stack;
+    countFailure(shared);
+    countFailure(shared);
+    await append(shared);
+    expect(shared.stack, 'failed two checkouts').to.equal(sharedBefore);
+    const frozen = new PoolClosedError('db.example:27017');
+    countFailure(frozen);
+    Object.freeze(frozen);
+    const frozenBefore = frozen.stack;
     expect(outcome(() => appendCallerFrames(frozen))).to.equal(undefined);
-    expect(frozen.stack).to.equal(before);
+    expect(frozen.stack).to.equal(frozenBefore);
+    const plain = new PoolClosedError('db.example:27017');
+    Object.defineProperty(plain, 'stack', { value: 'PoolClosedError: as Node.js 20 keeps it', writable: true, configurable: true });
+    countFailure(plain);
+    await append(plain);
+    expect(plain.stack, 'a plain value, as on Node.js 20').to.equal('PoolClosedError: as Node.js 20 keeps it');
     const saved = Error.prepareStackTrace;
+    const unusual = new PoolClosedError('db.example:27017');
+    countFailure(unusual);
     Error.prepareStackTrace = () => ['not', 'a', 'string'];
     try {
-      const error = new PoolClosedError('db.example:27017');
-      expect(outcome(() => appendCallerFrames(error))).to.equal(undefined);
+      await append(unusual);
+      expect(outcome(() => unusual.stack)).to.not.be.instanceOf(Error);
     } finally {
       Error.prepareStackTrace = saved;
     }
