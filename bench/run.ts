@@ -20,6 +20,7 @@ import { BASELINE_COMMIT } from './baseline';
 import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, baselinePeers, generic, limit, limitShape, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
 import { abortAlone, adminCommand, cancelCost, cycles, fill, heapPerWaiter, ping, waits, type WaitForm, type WaitResult } from './scenarios';
 import { CHECK_CYCLES, checkModes, type ModeCheck } from './mode-check';
+import { loadTimes } from './load-time';
 import { extensionsReport, EXTENSIONS_CELL_MIN_RATIO, EXTENSIONS_MIN_RATIO, instrumentationReport, INSTRUMENTED_CELL_MIN_RATIO, INSTRUMENTED_MIN_RATIO, type Target } from './report';
 import { roundOrder } from './round-order';
 import { callersLabel, costShare, human, median, micros, ratio, table } from './stats';
@@ -518,6 +519,19 @@ async function main(): Promise<void> {
     out.push('#### end-to-end ping (pool of 10, 50 callers, unobserved, pings/s, median)', '');
     out.push(table(['rxcmap pool + connection', 'driver MongoClient'], [[human(pings.rxcmap), `${human(pings.driver)} (${ratio(pings.driver, pings.rxcmap)})`]]), '');
     target('end-to-end ping ≥ 2× MongoClient', pings.rxcmap >= 2 * pings.driver, `${(pings.rxcmap / pings.driver).toFixed(2)}×`);
+    // 7. Load time: require() in a fresh process, as a cold start pays it.
+    log('load time');
+    const loads = loadTimes(quick ? 5 : 15);
+    report.loadMS = loads;
+    out.push('#### load time: `require()` in a fresh process (ms, median)', '');
+    out.push(
+      table(
+        ['rxcmap', 'driver (`mongodb`)', 'rxjs alone'],
+        [[loads.rxcmap.toFixed(1), `${loads.mongodb.toFixed(1)} (${ratio(loads.mongodb, loads.rxcmap)})`, loads.rxjs.toFixed(1)]],
+      ),
+      '',
+    );
+    target('load time ≤ the driver\'s', loads.rxcmap <= loads.mongodb, `${loads.rxcmap.toFixed(1)} ms against ${loads.mongodb.toFixed(1)} ms`);
   } finally {
     child.kill('SIGTERM');
   }

@@ -13,7 +13,8 @@
  * seedlist discovery spec ("URI Validation"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
  * in URI implies authentication", "Errors", "Connection String Options").
  */
-import { ConnectionString } from 'mongodb-connection-string-url';
+import type { ConnectionString } from 'mongodb-connection-string-url';
+import { connectionStringClass } from './lazy-dependencies';
 import { parseAddress } from './address';
 import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
@@ -244,7 +245,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   rejectUnescapedSocketPath(uri);
   let parsed: ConnectionString;
   try {
-    parsed = new ConnectionString(uri);
+    parsed = new (connectionStringClass())(uri);
   } catch (error) {
     throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
   }

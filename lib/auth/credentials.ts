@@ -5,7 +5,7 @@
  * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
  */
 import { inspect } from 'node:util';
-import { saslprep } from '@mongodb-js/saslprep';
+import { saslprep } from '../lazy-dependencies';
 import { InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 

@@ -6,7 +6,7 @@
  */
 import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
-import { saslprep } from '@mongodb-js/saslprep';
+import { saslprep } from '../lazy-dependencies';
 import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
 import { optionValue } from '../options';
 import type { AuthMechanism, MongoCredentials } from './credentials';

@@ -13,7 +13,8 @@
  * the consumer's own rxjs (a checkout is an `Observable` of it, its `VirtualTimeScheduler` is a pool scheduler, a
  * cancelled checkout fails with the package's CheckOutCancelledError, errors and pools carry their names, a failed
  * checkout's stack names the consumer's function that awaited it), then exit by themselves, the CommonJS one under
- * `node --frozen-intrinsics` too, and bundled and minified by esbuild (which renames every class). The consumer's install needs the npm registry, or an npm cache that already holds its packages.
+ * `node --frozen-intrinsics` too, and bundled and minified by esbuild (which renames every class). Loaded alone, the
+ * main entry leaves the connection string parser and SASLprep unloaded until a URI or a SCRAM-SHA-256 password needs them. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -145,7 +146,9 @@ async function main(): Promise<void> {
     if (!inspect(virtual).startsWith('ConnectionPool {')) throw new Error('a pool is shown as ' + inspect(virtual).slice(0, 40));
     const refused = await checkOutFrom(virtual).catch((err: unknown) => err);
     if (!(refused instanceof PoolClosedError) || refused.name !== 'PoolClosedError') throw new Error('a closed pool refused with ' + String(refused));
-    if (!/\\n {4}at async /.test(String(refused.stack))) throw new Error('no caller frame in ' + String(refused.stack));
+    // Node.js 22 and later keep a stack lazily, and there the caller's frames are appended to it.
+    const lazyStacks = typeof Object.getOwnPropertyDescriptor(new Error(), 'stack')?.get === 'function';
+    if (lazyStacks !== /\\n {4}at async /.test(String(refused.stack))) throw new Error('caller frames: ' + String(refused.stack));
     const own = new ConnectionPoolCore({ address: server.address, connectionFactory: ownFactory, maxPoolSize: 1 });
     try {
       own.ready();
@@ -486,6 +489,27 @@ describe('the npm package', function () {
         expect(r.code, describeRun(`node ${file}`, r)).to.equal(0);
         expect(r.stdout.trim()).to.equal(said);
       }
+    });
+
+    // A cold start (a serverless function, a CLI) pays for every module loaded: these two only some uses need.
+    it('loads the connection string parser and SASLprep only once a URI or a SCRAM-SHA-256 password needs them', async function () {
+      const script = `
+        const path = require('node:path');
+        const lazy = ['mongodb-connection-string-url', '@mongodb-js/saslprep'];
+        const loaded = () => lazy.filter((name) => Object.keys(require.cache).some((f) => f.includes(path.join('node_modules', name, '')))).join(' ');
+        const rxcmap = require('rxcmap');
+        const steps = [loaded()];
+        new rxcmap.ConnectionPool({ address: 'localhost:27017' }).close();
+        steps.push(loaded());
+        rxcmap.connect('mongodb://localhost:27017/').close();
+        steps.push(loaded());
+        new rxcmap.MongoCredentials({ username: 'u', password: 'p', mechanism: 'SCRAM-SHA-256' });
+        steps.push(loaded());
+        console.log(JSON.stringify(steps));
+      `;
+      const r = await run(process.execPath, ['-e', script], consumer, 30_000);
+      expect(r.code, describeRun('node -e (lazy dependencies)', r)).to.equal(0);
+      expect(JSON.parse(r.stdout)).to.deep.equal(['', '', 'mongodb-connection-string-url', 'mongodb-connection-string-url @mongodb-js/saslprep']);
     });
 
     for (const build of BUILDS.filter((b) => b.output !== undefined)) {
