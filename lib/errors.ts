@@ -21,6 +21,13 @@ export const ErrorLabel = Object.freeze({
 } as const);
 
 /**
+ * rxcmap's own error classes, each with its name written as a literal (each class adds itself): a minifying bundler
+ * renames the classes (esbuild wrote `class jc` for WaitQueueTimeoutError, terser an anonymous class), never these
+ * names. A class of user code (a subclass of any of them) is not here, and takes its class's own name.
+ */
+const OWN_ERROR_NAMES = new Map<Function, string>();
+
+/**
  * Base class of every error rxcmap raises.
  *
  * - `name`: the concrete class name, e.g. `"PoolClosedError"`: written as a literal for rxcmap's own classes (it
@@ -32,6 +39,9 @@ export const ErrorLabel = Object.freeze({
  * Driver and Language"); error labels: the MongoDB drivers' `errorLabels` (a server reply's `errorLabels`).
  */
 export class CmapError extends Error {
+  static {
+    OWN_ERROR_NAMES.set(this, 'CmapError');
+  }
   /**
    * The MongoDB error labels of this error (see {@link ErrorLabel}), a mutable Set: the connection factory adds the
    * backpressure labels to establishment errors. Empty when there are none.
@@ -177,6 +187,9 @@ function foreignErrorJson(error: Error): Record<string, unknown> {
  * suggestion: extension (the MongoDB Node.js driver also rejects unknown client options).
  */
 export class InvalidOptionError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'InvalidOptionError');
+  }
   /** The value given, or a `<... not shown>` placeholder in place of a secret (a password, credentials). */
   readonly value: unknown;
   /** For an unknown option: the known option it most likely meant, when one is close; otherwise undefined. */
@@ -387,6 +400,9 @@ export interface PoolHoldings {
  * Closing on a fault of the pool itself is an extension (a pool that fails closed: no checkout is left waiting).
  */
 export class PoolClosedError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'PoolClosedError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -410,6 +426,9 @@ export class PoolClosedError extends CmapError {
  * extension.
  */
 export class PoolClearedError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'PoolClearedError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -520,6 +539,9 @@ export function inWords(value: unknown): string {
  * timeout error).
  */
 export class WaitQueueTimeoutError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'WaitQueueTimeoutError');
+  }
   /** The checkout's own timeoutMS (ms) when that is what elapsed; undefined for the pool's waitQueueTimeoutMS. */
   readonly timeoutMS: number | undefined;
   /** In load-balanced mode, the pool's maxPoolSize (0: no limit), which the message gives; undefined otherwise. */
@@ -560,6 +582,9 @@ export class WaitQueueTimeoutError extends CmapError {
  * Source: extension (reactor-pool's `maxPendingAcquire`, which fails an acquire beyond it at once).
  */
 export class WaitQueueFullError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'WaitQueueFullError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -581,6 +606,9 @@ export class WaitQueueFullError extends CmapError {
  * carries reason `cancelled`.
  */
 export class CheckOutCancelledError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'CheckOutCancelledError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -599,6 +627,9 @@ export class CheckOutCancelledError extends CmapError {
  * Source: CMAP spec, "Checking In a Connection" ("MUST throw an Error if this is attempted").
  */
 export class ConnectionCheckInError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'ConnectionCheckInError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -665,6 +696,9 @@ function cut(text: string): string {
  * wire-protocol error); the name is the MongoDB Node.js driver's.
  */
 export class MongoNetworkError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'MongoNetworkError');
+  }
   constructor(
     /** The Endpoint's `host:port`. */
     readonly address: string,
@@ -684,7 +718,11 @@ export class MongoNetworkError extends CmapError {
  * Source: CMAP spec, "Connection" (Errored: network timeout) and "Clearing a non-load balanced pool"; server
  * monitoring spec, "Network or command error during server check"; the name is the MongoDB Node.js driver's.
  */
-export class MongoNetworkTimeoutError extends MongoNetworkError {}
+export class MongoNetworkTimeoutError extends MongoNetworkError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'MongoNetworkTimeoutError');
+  }
+}
 
 /**
  * The server answered a command with `ok: 0`. The message is the reply's `errmsg` (else `"command failed"`), and
@@ -695,6 +733,9 @@ export class MongoNetworkTimeoutError extends MongoNetworkError {}
  * MongoDB Node.js driver's.
  */
 export class MongoServerError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'MongoServerError');
+  }
   /** The server's numeric error code (`code` in the reply), when it gave one. */
   readonly code: number | undefined;
   /** The server's error name (`codeName` in the reply), e.g. `"Unauthorized"`, when it gave one. */
@@ -725,6 +766,9 @@ export class MongoServerError extends CmapError {
  * Source: CMAP spec, "Connection" (Single Track).
  */
 export class ConnectionBusyError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'ConnectionBusyError');
+  }
   constructor(
     /** The Endpoint's `host:port`. */
     readonly address: string,
@@ -746,6 +790,9 @@ export class ConnectionBusyError extends CmapError {
  * Source: extension (CMAP "Establishing a Connection": an establishment error fails the checkout and frees the slot).
  */
 export class PoolCallbackError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'PoolCallbackError');
+  }
   constructor(
     /** The pool's Endpoint, `host:port`. */
     readonly address: string,
@@ -770,6 +817,9 @@ export class PoolCallbackError extends CmapError {
  * Source: auth spec, "Authentication Handshake", "SCRAM-SHA-1", "SCRAM-SHA-256".
  */
 export class AuthenticationError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'AuthenticationError');
+  }
   constructor(message: string, cause?: unknown) {
     super(message, { cause });
   }
@@ -781,7 +831,11 @@ export class AuthenticationError extends CmapError {
  *
  * Source: load balancer spec, "Connection Establishment".
  */
-export class MongoCompatibilityError extends CmapError {}
+export class MongoCompatibilityError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'MongoCompatibilityError');
+  }
+}
 
 /**
  * The client was closed: thrown by `command()` and `selectPool()` called after `close()`, and the rejection of every
@@ -790,6 +844,9 @@ export class MongoCompatibilityError extends CmapError {}
  * Source: extension (a closed MongoDB client refuses operations; the driver's MongoClient does likewise).
  */
 export class ClientClosedError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'ClientClosedError');
+  }
   constructor(
     /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
@@ -806,6 +863,9 @@ export class ClientClosedError extends CmapError {
  * timeout spec (server selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
  */
 export class ServerSelectionError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'ServerSelectionError');
+  }
   constructor(
     /** Every host of the client, `host:port`, in URI order. */
     readonly hosts: readonly string[],
@@ -837,34 +897,10 @@ export class ServerSelectionError extends CmapError {
  * maxMessageSizeBytes"); handshake spec (`maxBsonObjectSize`).
  */
 export class WireProtocolError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'WireProtocolError');
+  }
   /** Always `"WireProtocolError"`. */
   override readonly name = 'WireProtocolError';
 }
 
-/**
- * rxcmap's own error classes, by their names written as literals: a minifying bundler renames the classes (esbuild
- * wrote `class jc` for WaitQueueTimeoutError, terser an anonymous class), never these names. A class of user code
- * (a subclass of any of them) is not here, and takes its class's own name.
- */
-const OWN_ERROR_NAMES: ReadonlyMap<Function, string> = new Map(
-  Object.entries({
-    CmapError,
-    InvalidOptionError,
-    PoolClosedError,
-    PoolClearedError,
-    WaitQueueTimeoutError,
-    WaitQueueFullError,
-    CheckOutCancelledError,
-    ConnectionCheckInError,
-    MongoNetworkError,
-    MongoNetworkTimeoutError,
-    MongoServerError,
-    ConnectionBusyError,
-    PoolCallbackError,
-    AuthenticationError,
-    MongoCompatibilityError,
-    ClientClosedError,
-    ServerSelectionError,
-    WireProtocolError,
-  }).map(([name, type]) => [type, name]),
-);
