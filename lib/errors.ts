@@ -900,7 +900,5 @@ export class WireProtocolError extends CmapError {
   static {
     OWN_ERROR_NAMES.set(this, 'WireProtocolError');
   }
-  /** Always `"WireProtocolError"`. */
-  override readonly name = 'WireProtocolError';
 }
 

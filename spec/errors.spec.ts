@@ -60,7 +60,9 @@ describe('errors', function () {
     class ApplicationError extends CmapError {}
     class ReportTimeoutError extends rxcmap.WaitQueueTimeoutError {}
     expect(new ApplicationError('m').name).to.equal('ApplicationError');
+    class FrameTooLargeError extends rxcmap.WireProtocolError {}
     expect(new ReportTimeoutError('h:1', 100).name).to.equal('ReportTimeoutError');
+    expect(new FrameTooLargeError('too large').name).to.equal('FrameTooLargeError');
   });
 
   it('inWords never shows the password of a URI in what it writes, whatever was thrown', function () {
