@@ -243,9 +243,10 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // Called from JavaScript, the URI may be anything: only a string is parsed (a URL object, say, is refused too).
   if (typeof uri !== 'string') throw new InvalidOptionError('uri', uri, 'a string: a mongodb:// connection string');
   rejectUnescapedSocketPath(uri);
+  const ConnectionStringParser = connectionStringClass();
   let parsed: ConnectionString;
   try {
-    parsed = new (connectionStringClass())(uri);
+    parsed = new ConnectionStringParser(uri);
   } catch (error) {
     throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
   }

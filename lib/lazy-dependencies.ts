@@ -13,18 +13,20 @@ import type * as Saslprep from '@mongodb-js/saslprep';
 let connectionStringUrl: typeof ConnectionStringUrl | undefined;
 let saslprepModule: typeof Saslprep | undefined;
 
-/** `mongodb-connection-string-url`'s `ConnectionString` class, loaded on the first call. */
+/**
+ * `mongodb-connection-string-url`'s `ConnectionString` class, loaded on the first call. Call it outside any `try`
+ * that blames the URI: a module that cannot be loaded is no fault of the user's input.
+ */
 export function connectionStringClass(): typeof ConnectionStringUrl.ConnectionString {
   connectionStringUrl ??= require('mongodb-connection-string-url') as typeof ConnectionStringUrl;
   return connectionStringUrl.ConnectionString;
 }
 
 /**
- * SASLprep (RFC 4013) of `password`, by `@mongodb-js/saslprep`, loaded on the first call.
- *
- * @throws {Error} (from `@mongodb-js/saslprep`) when SASLprep refuses it; the message names the rule, not the password.
+ * `@mongodb-js/saslprep`'s SASLprep (RFC 4013) function, loaded on the first call. Call it outside any `try` that
+ * blames the password: a module that cannot be loaded is no fault of the user's input.
  */
-export function saslprep(password: string): string {
+export function saslprepFunction(): typeof Saslprep.saslprep {
   saslprepModule ??= require('@mongodb-js/saslprep') as typeof Saslprep;
-  return saslprepModule.saslprep(password);
+  return saslprepModule.saslprep;
 }

@@ -5,7 +5,7 @@
  * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
  */
 import { inspect } from 'node:util';
-import { saslprep } from '../lazy-dependencies';
+import { saslprepFunction } from '../lazy-dependencies';
 import { InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
@@ -109,6 +109,7 @@ export class MongoCredentials {
     // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism is
     // set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule broken.
     if (mechanism === 'SCRAM-SHA-256') {
+      const saslprep = saslprepFunction();
       try {
         saslprep(password);
       } catch (error) {

@@ -6,7 +6,7 @@
  */
 import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
-import { saslprep } from '../lazy-dependencies';
+import { saslprepFunction } from '../lazy-dependencies';
 import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
 import { optionValue } from '../options';
 import type { AuthMechanism, MongoCredentials } from './credentials';
@@ -46,7 +46,7 @@ export function scramHash(mechanism: AuthMechanism): { algorithm: 'sha1' | 'sha2
  */
 export function scramPassword(mechanism: AuthMechanism, username: string, password: string): string {
   if (mechanism === 'SCRAM-SHA-1') return createHash('md5').update(`${username}:mongo:${password}`, 'utf8').digest('hex');
-  return saslprep(password);
+  return saslprepFunction()(password);
 }
 
 /**
@@ -266,6 +266,7 @@ export async function scramAuthenticate(
   // Prepared before anything is sent: a password SASLprep refuses could never authenticate. Its error names the
   // rule broken (RFC 4013), never the password.
   let password: string;
+  if (mechanism === 'SCRAM-SHA-256') saslprepFunction(); // loaded here: failing to load it is not the password's fault
   try {
     password = scramPassword(mechanism, credentials.username, credentials.password);
   } catch (error) {

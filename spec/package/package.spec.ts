@@ -510,6 +510,30 @@ describe('the npm package', function () {
       const r = await run(process.execPath, ['-e', script], consumer, 30_000);
       expect(r.code, describeRun('node -e (lazy dependencies)', r)).to.equal(0);
       expect(JSON.parse(r.stdout)).to.deep.equal(['', '', 'mongodb-connection-string-url', 'mongodb-connection-string-url @mongodb-js/saslprep']);
+      // One that cannot be loaded fails with its own error, never as the user's URI or password refused.
+      const missing = `
+        const Module = require('node:module');
+        const load = Module._load;
+        Module._load = function (request, ...rest) {
+          if (request === 'mongodb-connection-string-url' || request === '@mongodb-js/saslprep') {
+            throw Object.assign(new Error("Cannot find module '" + request + "'"), { code: 'MODULE_NOT_FOUND' });
+          }
+          return load.call(this, request, ...rest);
+        };
+        const rxcmap = require('rxcmap');
+        const seen = [];
+        const attempts = [
+          () => rxcmap.connect('mongodb://localhost:27017/'),
+          () => new rxcmap.MongoCredentials({ username: 'u', password: 'p', mechanism: 'SCRAM-SHA-256' }),
+        ];
+        for (const attempt of attempts) {
+          try { attempt(); seen.push('no error'); } catch (err) { seen.push(err.code + ' ' + (err instanceof rxcmap.CmapError)); }
+        }
+        console.log(JSON.stringify(seen));
+      `;
+      const m = await run(process.execPath, ['-e', missing], consumer, 30_000);
+      expect(m.code, describeRun('node -e (missing dependencies)', m)).to.equal(0);
+      expect(JSON.parse(m.stdout)).to.deep.equal(['MODULE_NOT_FOUND false', 'MODULE_NOT_FOUND false']);
     });
 
     for (const build of BUILDS.filter((b) => b.output !== undefined)) {
