@@ -8,7 +8,7 @@ import { Observable, type SchedulerLike, type Subscriber, type Subscription, typ
 import { abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
-import { rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
+import { countFailure, rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
 import { Waiter, type GiveBack } from './wait-queue';
 import { reportUnhandled } from './report-unhandled';
 
@@ -288,6 +288,11 @@ class PromiseWaiter<C> extends Waiter<C> {
   private value: unknown = undefined;
   /** The first `then` waiting for the outcome (all but always the only one), when there is one. */
   private onfulfilled: OnFulfilled<C> = undefined;
+  /**
+   * The first `then`'s rejection callback while it waits. After settlement, `null` once some `then` has received the
+   * outcome: a later one is not the first caller, and its failure names no caller (see caller-frames.ts). One field
+   * for both keeps a waiting checkout small.
+   */
   private onrejected: OnRejected = undefined;
   private resolve: Resolve | undefined = undefined;
   /** Stops listening to the AbortSignal, when there is one. */
@@ -311,10 +316,11 @@ class PromiseWaiter<C> extends Waiter<C> {
     this.detach = undefined;
     const { onfulfilled, onrejected, resolve } = this;
     if (resolve !== undefined) {
-      this.onfulfilled = this.onrejected = this.resolve = undefined;
-      if (!ok && takesCallerFrames(value)) {
+      this.onfulfilled = this.resolve = undefined;
+      this.onrejected = null;
+      // Several `then`s share the outcome: no one of them is the caller, so none names itself (see caller-frames.ts).
+      if (!ok && others === undefined && takesCallerFrames(value)) {
         rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value));
-        if (others !== undefined) for (const [f, r, res] of others) rejectWithCallerFrames(value, f, () => notify(f, r, res, false, value));
         return true;
       }
       void SETTLED.then(() => {
@@ -331,7 +337,11 @@ class PromiseWaiter<C> extends Waiter<C> {
     if (typeof ok === 'boolean') {
       const value = this.value;
       const callback = ok ? onfulfilled : onrejected;
-      if (typeof callback === 'function' && !ok && takesCallerFrames(value)) {
+      const first = this.onrejected === undefined;
+      this.onrejected = null;
+      // A second caller of the failure: the error is no longer one caller's, should the first not have named itself yet.
+      if (!ok && !first) countFailure(value as Error);
+      if (typeof callback === 'function' && !ok && first && takesCallerFrames(value)) {
         return new Promise((resolve) => rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value)));
       }
       if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));

@@ -4,12 +4,11 @@
  * bounded however many checkouts it records.
  */
 import { expect } from 'chai';
-import * as v8 from 'node:v8';
-import * as vm from 'node:vm';
 import { InvalidOptionError, type ClientEvent, type PoolSnapshot } from '../../lib';
 import { LiveStats } from '../../examples/live-stats';
 import { enterScreen, frame, leaveScreen } from '../../examples/live-screen';
 import { CELL_LEGEND, renderLiveView, sparkline, type CellState, type LiveViewModel } from '../../examples/live-view';
+import { fullGc } from '../support/full-gc';
 
 const cells = (states: [CellState, number][]): { id: number; state: CellState }[] => {
   let id = 0;
@@ -92,11 +91,7 @@ const snapshot = (s: Partial<PoolSnapshot>): PoolSnapshot => ({
   ...s,
 });
 
-/** A full garbage collection, with or without --expose-gc. */
-const gc: () => void = (() => {
-  v8.setFlagsFromString('--expose-gc');
-  return vm.runInNewContext('gc') as () => void;
-})();
+const gc = fullGc;
 
 const RUN = { endpoint: 'e', durationMS: 10_000, workers: 1, maxPoolSize: 10 };
 
