@@ -492,7 +492,7 @@ describe('the npm package', function () {
     });
 
     // A cold start (a serverless function, a CLI) pays for every module loaded: these two only some uses need.
-    it('loads the connection string parser and SASLprep only once a URI or a SCRAM-SHA-256 password needs them', async function () {
+    it('loads the connection string parser and SASLprep only once a URI or a SCRAM-SHA-256 password needs them, and fails with their own error when they cannot be loaded', async function () {
       const script = `
         const path = require('node:path');
         const lazy = ['mongodb-connection-string-url', '@mongodb-js/saslprep'];
