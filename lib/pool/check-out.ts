@@ -289,9 +289,9 @@ class PromiseWaiter<C> extends Waiter<C> {
   /** The first `then` waiting for the outcome (all but always the only one), when there is one. */
   private onfulfilled: OnFulfilled<C> = undefined;
   /**
-   * The first `then`'s rejection callback while it waits. After settlement, `null` once some `then` has received the
-   * outcome: a later one is not the first caller, and its failure names no caller (see caller-frames.ts). One field
-   * for both keeps a waiting checkout small.
+   * The first `then`'s rejection callback while it waits. After a failure, `null` once some `then` has received it:
+   * a later one is not the first caller, and its failure names no caller (see caller-frames.ts). One field for both
+   * keeps a waiting checkout small.
    */
   private onrejected: OnRejected = undefined;
   private resolve: Resolve | undefined = undefined;
@@ -337,12 +337,14 @@ class PromiseWaiter<C> extends Waiter<C> {
     if (typeof ok === 'boolean') {
       const value = this.value;
       const callback = ok ? onfulfilled : onrejected;
-      const first = this.onrejected === undefined;
-      this.onrejected = null;
-      // A second caller of the failure: the error is no longer one caller's, should the first not have named itself yet.
-      if (!ok && !first) countFailure(value as Error);
-      if (typeof callback === 'function' && !ok && first && takesCallerFrames(value)) {
-        return new Promise((resolve) => rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value)));
+      if (!ok) {
+        const first = this.onrejected === undefined;
+        this.onrejected = null;
+        // A second caller of the failure: the error is no longer one caller's, should the first not have named itself yet.
+        if (!first) countFailure(value as Error);
+        else if (typeof callback === 'function' && takesCallerFrames(value)) {
+          return new Promise((resolve) => rejectWithCallerFrames(value, onfulfilled, () => notify(onfulfilled, onrejected, resolve, false, value)));
+        }
       }
       if (typeof callback === 'function') return SETTLED.then(() => callback(value as C));
       return ok ? SETTLED.then(() => value) : Promise.reject(value);
