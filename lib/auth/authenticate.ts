@@ -8,7 +8,6 @@
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
-import { saslprepFunction } from '../lazy-dependencies';
 import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
 
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
@@ -37,7 +36,6 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
  */
 export function speculativeStart(credentials: MongoCredentials): ScramStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
-  if (mechanism === 'SCRAM-SHA-256') saslprepFunction(); // loaded here: failing to load it is not the password's fault
   try {
     scramPassword(mechanism, credentials.username, credentials.password);
   } catch {

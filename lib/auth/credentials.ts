@@ -106,10 +106,12 @@ export class MongoCredentials {
     if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism)) {
       throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
+    // SASLprep is loaded with the credentials, before anything that blames the password (here, or authentication,
+    // which SASLpreps it for SCRAM-SHA-256, negotiated too): a module that cannot be loaded is no fault of the input.
+    const saslprep = saslprepFunction();
     // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism is
     // set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule broken.
     if (mechanism === 'SCRAM-SHA-256') {
-      const saslprep = saslprepFunction();
       try {
         saslprep(password);
       } catch (error) {

@@ -266,7 +266,6 @@ export async function scramAuthenticate(
   // Prepared before anything is sent: a password SASLprep refuses could never authenticate. Its error names the
   // rule broken (RFC 4013), never the password.
   let password: string;
-  if (mechanism === 'SCRAM-SHA-256') saslprepFunction(); // loaded here: failing to load it is not the password's fault
   try {
     password = scramPassword(mechanism, credentials.username, credentials.password);
   } catch (error) {
