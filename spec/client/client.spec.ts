@@ -8,6 +8,7 @@ import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, Mo
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { LAZY_STACKS } from '../support/lazy-stacks';
 import { startWireProxy } from '../support/wire-proxy';
 
 describe('connect() / Client', function () {
@@ -222,9 +223,7 @@ describe('connect() / Client', function () {
     clock.advance(300);
     const error = await waited;
     expect(error).to.be.instanceOf(WaitQueueTimeoutError);
-    // Node.js 22 and later keep a stack lazily, and there the caller's frames are appended to it.
-    const lazyStacks = typeof Object.getOwnPropertyDescriptor(new Error(), 'stack')?.get === 'function';
-    expect(String((error as Error).stack).includes('\n    at async runReport ('), 'the caller named').to.equal(lazyStacks);
+    expect(String((error as Error).stack).includes('\n    at async runReport ('), 'the caller named (Node.js 22 and later)').to.equal(LAZY_STACKS);
     expect(await busy).to.include({ ok: 1 });
   });
 

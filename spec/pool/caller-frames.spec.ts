@@ -18,10 +18,8 @@ import { of } from 'rxjs';
 import { MockConnection, VirtualClock } from '../../lib/testing';
 import { fullGc } from '../support/full-gc';
 import { microtasks } from '../support/microtasks';
+import { LAZY_STACKS } from '../support/lazy-stacks';
 import { outcome } from '../support/prototype-pollution';
-
-/** Whether this Node.js keeps an Error's stack as V8's lazy accessor (22 and later): only there are frames appended. */
-const LAZY_STACKS = typeof Object.getOwnPropertyDescriptor(new Error(), 'stack')?.get === 'function';
 
 /** A ready pool of one connection on virtual time, established at once; waitQueueTimeoutMS 100. */
 function virtualPool(maxPoolSize = 1) {
