@@ -20,6 +20,7 @@ import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism, type Credentials
 import type { ConnectionOptions } from './connection/connect';
 import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
+import { proxySettings } from './connection/proxy';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
@@ -89,7 +90,7 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client';
-type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source';
+type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -125,6 +126,10 @@ key('serverSelectionTimeoutMS', 'client', 'selection');
 key('loadBalanced', 'client', 'bool');
 key('directConnection', 'client', 'bool');
 key('serverMonitoringMode', 'client', 'monitoringMode');
+key('proxyHost', 'connection', 'proxy');
+key('proxyPort', 'connection', 'proxyPort');
+key('proxyUsername', 'connection', 'proxy');
+key('proxyPassword', 'connection', 'proxy');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
@@ -142,8 +147,8 @@ const OPTIONS_OBJECT_ONLY = new Map<string, string>(
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
-    'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'proxyHost', 'proxyPort',
-    'proxyUsername', 'proxyPassword', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
+    'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel',
+    'readPreference', 'readPreferenceTags', 'replicaSet',
     'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
     'srvMaxHosts', 'srvServiceName', 'timeoutMS', 'tlsDisableCertificateRevocationCheck',
     'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
@@ -177,10 +182,12 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
  *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
- *   or without credentials); and for credentials with an empty user name. Messages never contain the password.
+ *   or without credentials); for credentials with an empty user name; for a proxy key given twice with different
+ *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
+ *   together or alone (see `proxySettings`). Messages never contain the password (nor the proxy's).
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
-  return parse(uri, undefined, undefined);
+  return parse(uri, undefined, undefined, true);
 }
 
 /** What the connection string spec forbids in a database name once decoded: `/`, `\\`, space, `"` and `$`. */
@@ -222,7 +229,7 @@ function authDatabase(path: string): string {
  * official Node.js driver.
  */
 export function parseConnectionStringWithCredentials(uri: string, credentials: MongoCredentials | CredentialsInit): ParsedConnectionString {
-  return parse(uri, credentials, undefined);
+  return parse(uri, credentials, undefined, true);
 }
 
 /**
@@ -236,10 +243,12 @@ export function parseConnectionStringWithCredentials(uri: string, credentials: M
  * (an invalid value is ignored with a warning); extension: options given in code override the URI's.
  */
 export function parseConnectionStringForClient(uri: string, options: { readonly credentials?: MongoCredentials | CredentialsInit; readonly maxPoolSize?: number }): ParsedConnectionString {
-  return parse(uri, options.credentials, options.maxPoolSize);
+  // The proxy options that must come together are checked once merged with the options object (checkConnectionOptions).
+  return parse(uri, options.credentials, options.maxPoolSize, false);
 }
 
-function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined, maxPoolSizeOption: number | undefined): ParsedConnectionString {
+/** `proxyAlone`: whether the URI's proxy options must be complete by themselves (no options object completes them). */
+function parse(uri: string, given: MongoCredentials | CredentialsInit | undefined, maxPoolSizeOption: number | undefined, proxyAlone: boolean): ParsedConnectionString {
   // Called from JavaScript, the URI may be anything: only a string is parsed (a URL object, say, is refused too).
   if (typeof uri !== 'string') throw new InvalidOptionError('uri', uri, 'a string: a mongodb:// connection string');
   rejectUnescapedSocketPath(uri);
@@ -264,8 +273,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     const lower = rawKey.toLowerCase();
     if (lower === 'tls' || lower === 'ssl') tlsAndSsl.push([rawKey, value]);
     const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
-    if (seen.has(lower)) {
-      if (seen.get(lower) !== value) warnings.push(`${rawKey} is given more than once; using the last value`);
+    if (seen.has(lower) && seen.get(lower) !== value) {
+      // The proxy says where every connection goes: which of two proxies (or ports, or users) is no guess to make.
+      if (KEYS[lower]?.kind === 'proxy' || KEYS[lower]?.kind === 'proxyPort') {
+        throw new InvalidOptionError(KEYS[lower].name, shown, 'given once (or each time with the same value)');
+      }
+      warnings.push(`${rawKey} is given more than once; using the last value`);
     }
     seen.set(lower, value);
     const spec = KEYS[lower];
@@ -360,6 +373,9 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     directConnection: client.directConnection === true,
     replicaSet: seen.has('replicaset'),
   });
+  // SOCKS5 support spec: a proxyPort, proxyUsername or proxyPassword without proxyHost, or a user name without a
+  // password and the reverse, are errors.
+  if (proxyAlone) proxySettings(connection);
 
   // Credentials: a credential delimiter (@) means authentication, even with an empty user name.
   const authSource = connection.authSource as string | undefined;
@@ -573,6 +589,15 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       // Auth spec, "Errors": an empty authSource is an error, with or without credentials (not ignored).
       if (text === '') throw new InvalidOptionError('authSource', text, 'a non-empty database name');
       return { value: text };
+    case 'proxy':
+      // Checked with the other proxy options once all are read (proxySettings): an invalid one is an error, never
+      // ignored, as ignoring it would send connections around the proxy, or to another port of it.
+      return { value: text };
+    case 'proxyPort':
+      if (!(Number.isSafeInteger(int) && int >= 1 && int <= 65535)) {
+        throw new InvalidOptionError('proxyPort', text, 'an integer from 1 to 65535: the TCP port of the SOCKS5 proxy');
+      }
+      return { value: int };
     case 'mechanism':
       if (!(AUTH_MECHANISMS as readonly string[]).includes(text)) {
         throw new InvalidOptionError('authMechanism', text, `one of ${AUTH_MECHANISMS.join(', ')}`);

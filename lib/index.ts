@@ -51,6 +51,7 @@ export { connectionFactory } from './connection/connect';
 export type { ConnectionOptions, Endpoint } from './connection/connect';
 export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } from './connection/connection-options';
 export type { TlsSettings } from './connection/tls-options';
+export type { ProxyOptions } from './connection/proxy';
 export type { DriverInfoOptions } from './connection/handshake';
 export { MongoCredentials, AUTH_MECHANISMS } from './auth/credentials';
 export type { AuthMechanism, CredentialsInit } from './auth/credentials';

@@ -400,3 +400,69 @@ describe('parseConnectionString*() given a URI that is not a string', () => {
     });
   }
 });
+
+describe('parseConnectionString: the proxy options (SOCKS5 support spec; URI options spec, proxy-options tests)', function () {
+  /** The URI options spec's proxy-options test cases: the URI, and whether it is valid. */
+  const cases: readonly (readonly [string, boolean])[] = [
+    ['mongodb://localhost/?proxyPort=1080', false],
+    ['mongodb://localhost/?proxyUsername=abc', false],
+    ['mongodb://localhost/?proxyPassword=def', false],
+    ['mongodb://localhost/?proxyPort=1080&proxyUsername=abc&proxyPassword=def', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyUsername=abc', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyPassword=def', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyHost=localhost2', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyPort=1234&proxyPort=12345', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyUsername=abc&proxyUsername=def&proxyPassword=123', false],
+    ['mongodb://localhost/?proxyHost=localhost&proxyUsername=abc&proxyPassword=123&proxyPassword=456', false],
+    ['mongodb://localhost/?proxyHost=localhost', true],
+    ['mongodb://localhost/?proxyHost=localhost&proxyPort=1080', true],
+    ['mongodb://localhost/?proxyHost=localhost&proxyPort=12345', true],
+    ['mongodb://rs1,rs2,rs3/?proxyHost=localhost&proxyPort=12345', true],
+    ['mongodb://rs1,rs2,rs3/?proxyHost=localhost&proxyPort=12345&proxyUsername=asdf&proxyPassword=qwerty', true],
+  ];
+  for (const [uri, valid] of cases) {
+    it(`${valid ? 'accepts' : 'refuses'} ${uri}`, function () {
+      let error: unknown;
+      let parsed;
+      try {
+        parsed = parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      if (valid) {
+        expect(error).to.equal(undefined);
+        expect(parsed!.warnings).to.deep.equal([]);
+        expect(parsed!.connectionOptions.proxyHost).to.equal('localhost');
+      } else {
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.match(/^proxy(Host|Port|Username|Password)$/);
+        // The passwords of these cases (def, 123, 456) are never shown.
+        if ((error as InvalidOptionError).option === 'proxyPassword') expect((error as Error).message).to.not.match(/def|123|456/);
+      }
+    });
+  }
+
+  it('reads the four options, proxyPort as a number, and keeps the proxy password out of warnings and the redacted URI', function () {
+    const p = parseConnectionString('mongodb://h/?proxyHost=proxy.example&proxyPort=1081&proxyUsername=bob&proxyPassword=Pr0xyS3cret&proxyPassword=Pr0xyS3cret');
+    expect(p.connectionOptions).to.include({ proxyHost: 'proxy.example', proxyPort: 1081, proxyUsername: 'bob', proxyPassword: 'Pr0xyS3cret' });
+    expect(p.warnings).to.deep.equal([]);
+    expect(p.redacted).to.not.include('Pr0xyS3cret');
+  });
+
+  it('refuses a proxyPort that is not an integer from 1 to 65535, rather than ignoring it (which would pick port 1080)', function () {
+    for (const port of ['0', '65536', '-1', 'abc', '1080.5', '']) {
+      expect(() => parseConnectionString(`mongodb://h/?proxyHost=p&proxyPort=${port}`), port).to.throw(InvalidOptionError, /proxyPort.*1 to 65535/);
+    }
+  });
+
+  it('never shows a repeated proxyPassword', function () {
+    let error: unknown;
+    try {
+      parseConnectionString('mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=Pr0xyS3cret&proxyPassword=Other5ecret');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).to.be.instanceOf(InvalidOptionError);
+    expect(inspect(error)).to.not.match(/Pr0xyS3cret|Other5ecret/);
+  });
+});

@@ -128,6 +128,12 @@ function connectionOptionArbitraries(
     tlsAllowInvalidHostnames: rarely(option(fc.boolean())),
     tlsInsecure: rarely(option(fc.boolean())),
     tlsServerName: option(fc.constantFrom('localhost', 'db.example')),
+    // The proxy options must come together (port, user name and password need the host; the last two each other),
+    // so each is mostly left unset; the password goes where a proxy password is given.
+    proxyHost: rarely(option(mostly('proxy.example', '[::1]'))),
+    proxyPort: rarely(option(fc.integer({ min: 1, max: 65535 }))),
+    proxyUsername: rarely(option(mostly('bob', ''))),
+    proxyPassword: rarely(fc.oneof({ arbitrary: fc.constant(pw), weight: 20 }, fc.constantFrom([pw], pw.repeat(40)), wrong)),
   };
 }
 

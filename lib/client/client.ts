@@ -227,7 +227,8 @@ export class Client {
     requireBoolean('loadBalanced', o.loadBalanced);
     requireBoolean('directConnection', o.directConnection);
     requireScheduler('scheduler', o.scheduler);
-    checkConnectionOptions(pick(o, CLIENT_CONNECTION_OPTION_NAMES), 'connect()');
+    // The URI may complete them (a proxyHost for the options' proxyUsername and proxyPassword): checked whole below.
+    checkConnectionOptions(pick(o, CLIENT_CONNECTION_OPTION_NAMES), 'connect()', '', [], true);
     const logSettings = resolveLogSettings(o.logging);
 
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit

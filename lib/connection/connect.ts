@@ -20,6 +20,8 @@ import {
   MongoNetworkTimeoutError,
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
+import { socksClientClass } from '../lazy-dependencies';
+import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
@@ -31,6 +33,7 @@ import {
   DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS,
   type ConnectionOptions,
 } from './connection-options';
+import { proxySettings, socks5Connect, type ProxySettings } from './proxy';
 import { nodeTlsOptions, wantsTls } from './tls-options';
 import { WireProtocolError } from './wire-protocol';
 
@@ -48,8 +51,11 @@ export interface Endpoint {
   port?: number;
 }
 
-/** Where in establishment a failure happened; decides the backpressure labels. */
-type Phase = 'connect' | 'hello' | 'auth';
+/**
+ * Where in establishment a failure happened; decides the backpressure labels. `proxy`: connecting to the SOCKS5
+ * proxy and the SOCKS5 exchange with it, up to its report that the connection to the server is made.
+ */
+type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
 
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
@@ -59,7 +65,10 @@ type Phase = 'connect' | 'hello' | 'auth';
  * server that answers it authenticates the connection with hello + saslContinue instead of hello + saslStart +
  * saslContinue; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
  * socket has TCP keepalive on, its first probe after
- * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}).
+ * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
+ * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
+ * connect to the server's host name as given (never resolved here); TLS then runs over that connection, with the
+ * server (see {@link ProxyOptions}).
  *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
  * `MAX_HELLO_REPLY_BYTES`, 1 MiB),
@@ -67,7 +76,9 @@ type Phase = 'connect' | 'hello' | 'auth';
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
  * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during
- * the TLS handshake, connectTimeoutMS elapsing), except DNS failures, TLS errors that are not socket I/O
+ * the TLS handshake, connectTimeoutMS elapsing), except failures to connect to the SOCKS5 proxy or of the SOCKS5
+ * exchange with it (authentication refused, the proxy refusing or failing to reach the server, connectTimeoutMS
+ * elapsing meanwhile; their message names the proxy, and none has a `cause`), DNS failures, TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
  * of OpenSSL or of Node's TLS layer) and a malformed hello reply (a MongoNetworkError whose cause is a
  * WireProtocolError); nothing raised during authentication carries them. In load-balanced mode an
@@ -85,7 +96,7 @@ type Phase = 'connect' | 'hello' | 'auth';
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
  * "Authentication Handshake"; load
- * balancer spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
+ * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
@@ -143,9 +154,14 @@ export function connectionFactoryWithMetadata(
   checkEndpoint(o.host, o.port);
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
+  const proxy = proxySettings(o);
+  // The SOCKS5 client is loaded with the factory: a module that cannot be loaded fails here, with its own error, not
+  // later inside a socket's event handler.
+  if (proxy !== undefined) socksClientClass();
   const settings: EstablishSettings = {
     endpoint: { host: o.host, port: o.port },
     tlsOptions,
+    proxy,
     handshake: currentHandshake,
     compressors: compressors as CompressorName[],
     credentials,
@@ -163,6 +179,8 @@ export function connectionFactoryWithMetadata(
 interface EstablishSettings {
   readonly endpoint: Endpoint;
   readonly tlsOptions: tls.ConnectionOptions | undefined;
+  /** The SOCKS5 proxy TCP connections go through. */
+  readonly proxy: ProxySettings | undefined;
   /** The handshake command a connection whose establishment starts now sends. */
   readonly handshake: () => Record<string, unknown>;
   readonly compressors: CompressorName[];
@@ -199,7 +217,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     const { host, port } = s.endpoint;
     // The metadata as this connection is created: a later append is for the connections created after it.
     const handshake = s.handshake();
-    let phase: Phase = 'connect';
+    // A Unix domain socket path is no TCP connection: it never goes through the proxy (SOCKS5 support spec,
+    // "Connection Establishment": "a new outgoing TCP connection").
+    const proxy = port === undefined ? undefined : s.proxy;
+    const via = proxy === undefined ? '' : ` through the SOCKS5 proxy ${proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host}:${proxy.port}`;
+    let phase: Phase = proxy === undefined ? 'connect' : 'proxy';
     let delivered = false;
     /** Ends the SCRAM conversation when the establishment ends first (its reason: why). */
     const conversation = new AbortController();
@@ -221,11 +243,15 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     if (signal.aborted) return onAbort();
 
     const socket: net.Socket =
-      s.tlsOptions !== undefined
-        ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port })
-        : port === undefined
-          ? net.connect({ path: host })
-          : net.connect({ host, port });
+      proxy !== undefined
+        ? net.connect({ host: proxy.host, port: proxy.port })
+        : s.tlsOptions !== undefined
+          ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port })
+          : port === undefined
+            ? net.connect({ path: host })
+            : net.connect({ host, port });
+    /** Through a proxy with TLS: the TLS socket over `socket`, once the proxy has connected it to the server. */
+    let tunnelled: tls.TLSSocket | undefined;
     socket.setNoDelay(true);
     // TCP keepalive, so that a load balancer, NAT or firewall does not drop an idle pooled connection, and a peer
     // gone without a FIN is found. Set on 'connect' (TLS included: tls.connect ignores the keepAlive options of its
@@ -246,17 +272,49 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             s.connectTimeoutMS,
             () => {
               deadlinePhase ??= phase;
-              return socket.bytesRead;
+              return (tunnelled ?? socket).bytesRead;
             },
           )
         : undefined;
     signal.addEventListener('abort', onAbort, { once: true });
     const onSocketError = (error: Error): void =>
-      fail(new MongoNetworkError(address, `connecting to ${address} failed: ${connectErrorDetail(error)}`, { cause: error }));
+      fail(new MongoNetworkError(address, `connecting to ${address}${via} failed: ${connectErrorDetail(error)}`, { cause: error }));
     socket.once('error', onSocketError);
-    socket.once(s.tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
-      socket.off('error', onSocketError);
-      const connection = new Connection(socket, {
+    if (proxy === undefined) {
+      socket.once(s.tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
+        socket.off('error', onSocketError);
+        handshakeOn(socket);
+      });
+    } else {
+      socket.once('connect', () => {
+        // connectTimeoutMS (armed before, and a second later than the library's own limit) fires first, so the
+        // establishment fails with a MongoNetworkTimeoutError; with none, the exchange keeps the library's 30 s limit.
+        const limit = s.connectTimeoutMS > 0 ? Math.min(s.connectTimeoutMS + 1000, MAX_TIMER_DELAY_MS) : undefined;
+        socks5Connect(socket, proxy, host, port as number, limit).then(
+          () => {
+            if (subscriber.closed) return;
+            phase = 'connect';
+            if (s.tlsOptions === undefined) {
+              socket.off('error', onSocketError);
+              return handshakeOn(socket);
+            }
+            // TLS with the server, over the proxy's connection; its errors (the server's certificate included) are
+            // the server's, as without a proxy. The TCP socket keeps its listener: it may still report an error.
+            const secure = tls.connect({ ...s.tlsOptions, socket, host });
+            tunnelled = secure;
+            secure.once('error', onSocketError);
+            secure.once('secureConnect', () => {
+              secure.off('error', onSocketError);
+              handshakeOn(secure);
+            });
+          },
+          (error: Error) => fail(new MongoNetworkError(address, `connecting to ${address}${via} failed: ${error.message}`)),
+        );
+      });
+    }
+    /** The handshake, then authentication, on `established`: the socket connected to the server. */
+    const handshakeOn = (established: net.Socket): void => {
+      const connection = new Connection(established, {
         ...descriptor,
         socketTimeoutMS: s.socketTimeoutMS,
         zlibCompressionLevel: s.zlibCompressionLevel,
@@ -317,12 +375,13 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           subscriber.complete();
         })
         .catch(fail);
-    });
+    };
     return () => {
       timer?.clear();
       signal.removeEventListener('abort', onAbort);
       if (!delivered) {
         conversation.abort();
+        tunnelled?.destroy();
         socket.destroy();
       }
     };
@@ -398,7 +457,9 @@ function isTlsError(cause: unknown): boolean {
 /**
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
  * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
- * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: DNS failures, this host running out
+ * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
+ * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
+ * failures, this host running out
  * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL; for a host name tried address by address, only
  * when every attempt failed so, see {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
@@ -406,7 +467,7 @@ function isTlsError(cause: unknown): boolean {
  * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.
  */
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
-  if (!(error instanceof MongoNetworkError) || phase === 'auth') return error;
+  if (!(error instanceof MongoNetworkError) || phase === 'auth' || phase === 'proxy') return error;
   const cause = error.cause as NodeJS.ErrnoException | undefined;
   if (!isHostSideError(cause) && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);

@@ -18,6 +18,7 @@ import {
 } from '../options';
 import { checkDriverInfo, type DriverInfoOptions } from './handshake';
 import { SUPPORTED_COMPRESSORS } from './op-compressed';
+import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions } from './proxy';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 
 /**
@@ -25,9 +26,10 @@ import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
  * options, loadBalanced); handshake spec, "client.application.name", "Supporting Wrapping Libraries" (driverInfo);
- * auth spec, "MongoCredential"; load balancer spec, "Connection Establishment".
+ * auth spec, "MongoCredential"; load balancer spec, "Connection Establishment"; SOCKS5 support spec (the proxy
+ * options, see {@link ProxyOptions}).
  */
-export interface ConnectionOptions extends TlsSettings {
+export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   /** Sent in the handshake as `client.application.name` (at most 128 bytes). */
   appName?: string | undefined;
   /**
@@ -91,11 +93,12 @@ export const MAX_KEEP_ALIVE_INITIAL_DELAY_MS = 32_767_000;
 
 /**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
- * loadBalanced, keepAliveInitialDelay, then the {@link TLS_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
- * loadBalanced, the tls options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); auth spec,
- * "MongoCredential" (`credentials`); extension: keepAliveInitialDelay (the official Node.js driver's option).
+ * loadBalanced, the tls options, the proxy options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`);
+ * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; extension: keepAliveInitialDelay (the official
+ * Node.js driver's option).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
@@ -108,6 +111,7 @@ export const CONNECTION_OPTION_NAMES = [
   'loadBalanced',
   'keepAliveInitialDelay',
   ...TLS_OPTION_NAMES,
+  ...PROXY_OPTION_NAMES,
 ] as const satisfies readonly (keyof ConnectionOptions)[];
 true satisfies ListsEveryOption<ConnectionOptions, typeof CONNECTION_OPTION_NAMES>;
 
@@ -132,24 +136,28 @@ const STRING_OPTIONS = [
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
  * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a `{ username, password, source?, mechanism? }`
  * object (validated as MongoCredentials does); the booleans real booleans; `tlsCAFile`, `tlsCertificateKeyFile`,
- * `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string. Undefined values are allowed
- * everywhere.
+ * `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy options as
+ * {@link proxySettings} checks them (each type, proxyPort 1 to 65535, user name and password at most 255 bytes, and
+ * which must come together). Undefined values are allowed everywhere.
  *
  * @param options the options to check.
  * @param owner what received them (named in an unknown-option error), e.g. `"ConnectionPool"`.
  * @param path prefix of the keys in an unknown-option error, e.g. `"connectionOptions."`.
  * @param extraKeys other keys the receiver accepts at the same level (e.g. the Endpoint's `host` and `port`).
+ * @param partial whether other options complete these (`connect()`'s options object, completed by the URI's): each
+ *   proxy option is then checked alone ({@link checkProxyValues}), not for those that must come together.
  * @throws {InvalidOptionError} naming the first invalid option, its value (never a password or credentials) and
  *   what is allowed; for an unknown key, the closest known option.
  *
- * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential"; extension:
- * keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}).
+ * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential"; SOCKS5 support spec,
+ * "MongoClient Configuration"; extension: keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}).
  */
 export function checkConnectionOptions(
   options: unknown,
   owner: string,
   path = '',
   extraKeys: readonly string[] = [],
+  partial = false,
 ): void {
   const given = requireOptionsObject(path === '' ? 'options' : path.slice(0, -1), options, 'an object of connection options');
   if (given === undefined) return;
@@ -208,4 +216,6 @@ export function checkConnectionOptions(
   if (password !== undefined && typeof password !== 'string') {
     throw new InvalidOptionError('tlsCertificateKeyFilePassword', password, 'a string');
   }
+  if (partial) checkProxyValues(o);
+  else proxySettings(o);
 }

@@ -416,8 +416,8 @@ describe('connect() / Client', function () {
     }
 
     it('logs one warn message per warning, to the destination and to every log$ subscriber, never with a password', async function () {
-      const { written, received } = logged('mongodb://alice:Pw-s3cret@127.0.0.1:1/?maxPoolSze=5&proxyPassword=Pw-s3cret', { client: 'warn' });
-      const expected = ['unknown option maxPoolSze is ignored (did you mean maxPoolSize?)', 'proxyPassword is not supported by rxcmap and is ignored'];
+      const { written, received } = logged('mongodb://alice:Pw-s3cret@127.0.0.1:1/?maxPoolSze=5&tlsCertificateKeyFilePasword=Pw-s3cret', { client: 'warn' });
+      const expected = ['unknown option maxPoolSze is ignored (did you mean maxPoolSize?)', 'unknown option tlsCertificateKeyFilePasword is ignored (did you mean tlsCertificateKeyFilePassword?)'];
       expect(client!.warnings).to.deep.equal(expected);
       for (const messages of [written, received]) {
         expect(messages.map((m) => [m.component, m.level, m.render()])).to.deep.equal(expected.map((w) => ['client', 'warn', w]));
