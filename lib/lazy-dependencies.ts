@@ -1,20 +1,17 @@
 /**
  * The dependencies only some uses need, loaded on their first use rather than with the package: the connection
  * string parser (`mongodb-connection-string-url`, with the Unicode tables of its URL parser) for a `mongodb://` URI,
- * SASLprep (`@mongodb-js/saslprep`, with its code point tables) with the first credentials, and the SOCKS5 client
- * (`socks`) with the first connection factory that has a proxy. The first two were a fifth of what loading rxcmap cost
- * (about 50 of 235 ms in a fresh Node.js 20 process): a pool given an `address`, with no credentials and no proxy,
- * never loads them, which shortens a serverless function's or a CLI's cold start.
+ * and SASLprep (`@mongodb-js/saslprep`, with its code point tables) with the first credentials. Together they were a
+ * fifth of what loading rxcmap cost (about 50 of 235 ms in a fresh Node.js 20 process): a pool given an `address`,
+ * with no credentials, never loads them, which shortens a serverless function's or a CLI's cold start.
  *
  * Source: extension (what loading a package costs a cold start; the libraries stay the ones the project names).
  */
 import type * as ConnectionStringUrl from 'mongodb-connection-string-url';
 import type * as Saslprep from '@mongodb-js/saslprep';
-import type * as Socks from 'socks';
 
 let connectionStringUrl: typeof ConnectionStringUrl | undefined;
 let saslprepModule: typeof Saslprep | undefined;
-let socksModule: typeof Socks | undefined;
 
 /**
  * `mongodb-connection-string-url`'s `ConnectionString` class, loaded on the first call. Call it outside any `try`
@@ -33,14 +30,4 @@ export function connectionStringClass(): typeof ConnectionStringUrl.ConnectionSt
 export function saslprepFunction(): typeof Saslprep.saslprep {
   saslprepModule ??= require('@mongodb-js/saslprep') as typeof Saslprep;
   return saslprepModule.saslprep;
-}
-
-/**
- * `socks`'s `SocksClient` class (a SOCKS5 client, RFC 1928 and 1929), loaded on the first call: by the first
- * connection factory made with a proxy, as it is made, so that a module that cannot be loaded throws there (its own
- * error) rather than inside a socket's event handler.
- */
-export function socksClientClass(): typeof Socks.SocksClient {
-  socksModule ??= require('socks') as typeof Socks;
-  return socksModule.SocksClient;
 }

@@ -20,8 +20,6 @@ import {
   MongoNetworkTimeoutError,
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
-import { socksClientClass } from '../lazy-dependencies';
-import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
@@ -33,7 +31,8 @@ import {
   DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS,
   type ConnectionOptions,
 } from './connection-options';
-import { proxySettings, socks5Connect, type ProxySettings } from './proxy';
+import { proxySettings, type ProxySettings } from './proxy';
+import { socks5Connect } from './socks5';
 import { nodeTlsOptions, wantsTls } from './tls-options';
 import { WireProtocolError } from './wire-protocol';
 
@@ -155,9 +154,6 @@ export function connectionFactoryWithMetadata(
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
   const proxy = proxySettings(o);
-  // The SOCKS5 client is loaded with the factory: a module that cannot be loaded fails here, with its own error, not
-  // later inside a socket's event handler.
-  if (proxy !== undefined) socksClientClass();
   const settings: EstablishSettings = {
     endpoint: { host: o.host, port: o.port },
     tlsOptions,
@@ -287,10 +283,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       });
     } else {
       socket.once('connect', () => {
-        // connectTimeoutMS (armed before, and a second later than the library's own limit) fires first, so the
-        // establishment fails with a MongoNetworkTimeoutError; with none, the exchange keeps the library's 30 s limit.
-        const limit = s.connectTimeoutMS > 0 ? Math.min(s.connectTimeoutMS + 1000, MAX_TIMER_DELAY_MS) : undefined;
-        socks5Connect(socket, proxy, host, port as number, limit).then(
+        // Bounded by connectTimeoutMS, as the rest of the establishment; with 0, not at all.
+        socks5Connect(socket, proxy, host, port as number).then(
           () => {
             if (subscriber.closed) return;
             phase = 'connect';

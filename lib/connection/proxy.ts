@@ -1,14 +1,11 @@
 /**
- * Connections through a SOCKS5 proxy: the proxy options, their checks, and the SOCKS5 exchange (RFC 1928 CONNECT,
- * with "no authentication" or the username/password authentication of RFC 1929) on a socket opened to the proxy,
- * which then carries the connection (TLS included) as if it had been opened to the server.
+ * The SOCKS5 proxy options and their checks. The exchange with the proxy is socks5.ts.
  *
- * Source: SOCKS5 support spec ("MongoClient Configuration", "Connection Establishment"); URI options spec (proxyHost,
- * proxyPort, proxyUsername, proxyPassword). The SOCKS5 client is the `socks` library's.
+ * Source: SOCKS5 support spec, "MongoClient Configuration"; URI options spec (proxyHost, proxyPort, proxyUsername,
+ * proxyPassword).
  */
-import { isIP, type Socket } from 'node:net';
+import { isIP } from 'node:net';
 import { InvalidOptionError } from '../errors';
-import { socksClientClass } from '../lazy-dependencies';
 import { optionValues } from '../options';
 
 /**
@@ -140,31 +137,4 @@ function unbracketed(host: string): string {
   const inner = host.slice(1, -1);
   if (isIP(inner) !== 6) throw new InvalidOptionError('proxyHost', host, 'a domain name, an IPv4 address, or an IPv6 address (with or without brackets)');
   return inner;
-}
-
-/**
- * Runs the SOCKS5 exchange on `socket`, connected to the proxy: the greeting (offering "no authentication", and
- * username/password when the settings have them), the authentication, then CONNECT to `host`:`port`, `host` sent as
- * given (a domain name is never resolved here). Resolves once the proxy reports the connection made, the socket then
- * carrying it; rejects with an Error whose message says what failed (the proxy refused the authentication or the
- * connection, with its reply, or closed the socket). The Error holds nothing else: neither the settings nor the
- * password. `timeoutMS`: how long the exchange may take before it fails (the caller's own deadline should come first);
- * undefined: the library's default, 30000 ms.
- *
- * Source: SOCKS5 support spec, "Connection Establishment" (steps 1 to 3).
- */
-export async function socks5Connect(socket: Socket, proxy: ProxySettings, host: string, port: number, timeoutMS: number | undefined): Promise<void> {
-  const SocksClient = socksClientClass();
-  try {
-    await SocksClient.createConnection({
-      command: 'connect',
-      existing_socket: socket,
-      destination: { host, port },
-      proxy: { host: proxy.host, port: proxy.port, type: 5, userId: proxy.username, password: proxy.password },
-      timeout: timeoutMS,
-    });
-  } catch (error) {
-    // socks's errors carry the options they were given, the password included: only the message leaves here.
-    throw new Error(error instanceof Error ? error.message : 'the SOCKS5 exchange failed');
-  }
 }

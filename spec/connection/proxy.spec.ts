@@ -26,9 +26,11 @@ import {
   type ConnectionPoolEvent,
   type LogMessage,
 } from '../../lib';
-import { proxySettings, socks5Connect } from '../../lib/connection/proxy';
+import { proxySettings } from '../../lib/connection/proxy';
+import { socks5Connect } from '../../lib/connection/socks5';
 import { EmbeddedServer } from '../../lib/testing';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { fullGc } from '../support/full-gc';
 import { startSocks5Proxy, type Socks5Proxy, type Socks5ProxyOptions } from '../support/socks5-proxy';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
@@ -273,9 +275,38 @@ describe('connections through a SOCKS5 proxy', function () {
     expect(direct).to.be.instanceOf(MongoNetworkError);
   });
 
+  it('sends a host name that is not ASCII in its IDNA form, its length in bytes: the proxy is asked for that host and port, not another', async function () {
+    const routed = await proxy({ map: () => server });
+    const c = await establish('bücher.example', 27017, { proxyHost: '127.0.0.1', proxyPort: routed.port, connectTimeoutMS: 2000 });
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    c.destroy();
+    // What Node's lookup asks DNS for without a proxy.
+    expect(routed.requests.at(-1)).to.include({ addressType: 3, host: 'xn--bcher-kva.example', port: 27017 });
+    // A name with no ASCII form, or one longer than 255 bytes in it, fails before anything is sent to the proxy.
+    const before = routed.requests.length;
+    const long = await establish(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`, 27017, { proxyHost: '127.0.0.1', proxyPort: routed.port }).catch((e: unknown) => e);
+    expect((long as Error).message).to.match(/cannot be sent to a SOCKS5 proxy: its ASCII form is longer than 255 bytes/);
+    expect(routed.requests.length).to.equal(before);
+  });
+
+  it('a connection established through the proxy is not kept reachable once closed (as one established directly is not)', async function () {
+    /** Establishes one connection to `host`:`port` with `options`, closes it, and returns a weak reference to it. */
+    async function closed(host: string, port: number, options: ConnectionOptions): Promise<WeakRef<Connection>> {
+      const c = await establish(host, port, options);
+      c.destroy();
+      return new WeakRef(c);
+    }
+    const direct = await closed(server.host, server.port, {});
+    const proxied = await closed('localhost', 12345, { proxyHost: '127.0.0.1', proxyPort: openProxy.port, connectTimeoutMS: 30000 });
+    await new Promise((r) => setTimeout(r, 50));
+    fullGc();
+    expect(direct.deref(), 'the direct connection').to.equal(undefined);
+    expect(proxied.deref(), 'the proxied connection').to.equal(undefined);
+  });
+
   it('sends an IPv4 or IPv6 address as an address (ATYP 1 or 4), not as a name', async function () {
     const routed = await proxy({ map: () => server });
-    for (const [host, type, sent] of [['127.0.0.1', 1, '127.0.0.1'], ['::1', 4, '::1']] as const) {
+    for (const [host, type, sent] of [['127.0.0.1', 1, '127.0.0.1'], ['::1', 4, '::1'], ['2001:db8::7:0:1', 4, '2001:db8::7:0:1'], ['::ffff:127.0.0.1', 4, '::ffff:7f00:1']] as const) {
       const c = await establish(host, 27017, { proxyHost: '127.0.0.1', proxyPort: routed.port });
       c.destroy();
       expect(routed.requests.at(-1)).to.include({ addressType: type, host: sent, port: 27017 });
@@ -337,7 +368,7 @@ describe('connections through a SOCKS5 proxy', function () {
 
     it('the proxy refusing the user name and password, with no cause that holds the settings', async function () {
       const error = await failure(authProxy, { proxyUsername: 'username', proxyPassword: 'wr0ng-Pass' });
-      expect(error.message).to.match(/through the SOCKS5 proxy 127\.0\.0\.1:\d+ failed: Socks5 Authentication failed/);
+      expect(error.message).to.match(/through the SOCKS5 proxy 127\.0\.0\.1:\d+ failed: the proxy refused the user name and password \(RFC 1929 status 0x01\)$/);
       expect([...error.errorLabels]).to.deep.equal([]);
       expect(error.cause).to.equal(undefined);
       expect(inspect(error, { depth: Infinity, showHidden: true })).to.not.include('wr0ng-Pass');
@@ -346,14 +377,14 @@ describe('connections through a SOCKS5 proxy', function () {
 
     it('the proxy refusing credentials the client does not have (no acceptable method)', async function () {
       const error = await failure(authProxy);
-      expect(error.message).to.match(/through the SOCKS5 proxy 127\.0\.0\.1:\d+ failed: .*no accepted authentication type/);
+      expect(error.message).to.match(/through the SOCKS5 proxy 127\.0\.0\.1:\d+ failed: the proxy accepts none of the authentication methods offered \(no authentication\)$/);
       expect([...error.errorLabels]).to.deep.equal([]);
     });
 
-    for (const [code, name] of [[5, 'ConnectionRefused'], [4, 'HostUnreachable'], [1, 'Failure']] as const) {
-      it(`the proxy failing to reach the server (reply ${code}, ${name}): no label, though the server may be what refused`, async function () {
+    for (const [code, meaning] of [[5, 'connection refused'], [4, 'host unreachable'], [1, 'general SOCKS server failure'], [9, 'unassigned']] as const) {
+      it(`the proxy failing to reach the server (reply ${code}, ${meaning}): no label, though the server may be what refused`, async function () {
         const error = await failure(await proxy({ replyCode: code }));
-        expect(error.message).to.match(new RegExp(`rejected connection - ${name}`));
+        expect(error.message).to.match(new RegExp(`failed: the proxy could not connect to the server: ${meaning} \\(SOCKS5 reply 0x0${code}\\)$`));
         expect([...error.errorLabels]).to.deep.equal([]);
       });
     }
@@ -392,10 +423,10 @@ describe('connections through a SOCKS5 proxy', function () {
       const socket = net.connect(authProxy.port, '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
       const settings = { host: '127.0.0.1', port: authProxy.port, username: 'username', password: 'wr0ng-Pass' };
-      const error = await socks5Connect(socket, settings, 'localhost', 12345, 2000).catch((e: unknown) => e);
+      const error = await socks5Connect(socket, settings, 'localhost', 12345).catch((e: unknown) => e);
       socket.destroy();
       expect(error).to.be.instanceOf(Error);
-      expect((error as Error).message).to.match(/Authentication failed/);
+      expect((error as Error).message).to.equal('the proxy refused the user name and password (RFC 1929 status 0x01)');
       expect(Object.keys(error as Error)).to.deep.equal([]);
       expect(inspect(error, { depth: Infinity, showHidden: true })).to.not.include('wr0ng-Pass');
     });
@@ -406,12 +437,51 @@ describe('connections through a SOCKS5 proxy', function () {
       c.destroy();
     });
 
-    it('a proxy that sends bytes after its reply, before the server said anything, fails the establishment', async function () {
+    it('a proxy that sends bytes after its reply, before the server said anything, fails the establishment, over TCP or TLS', async function () {
       const extra = await proxy({ behaviour: 'extra-bytes' });
-      const error = await failure(extra);
-      expect(error.message).to.match(/localhost:12345/);
+      for (const options of [{}, { tls: true, tlsCAFile: path.join(fixtures, 'ca.pem') }]) {
+        const error = await failure(extra, options);
+        expect(error.message).to.match(/failed: the proxy sent 4 bytes after its CONNECT reply, before the server could have sent any$/);
+      }
       expect(await eventually(() => extra.openSockets() === 0)).to.equal(true);
     });
+
+    /**
+     * A proxy that answers each chunk the client sends with the next of `replies` (hex, then `|end` to close the
+     * connection after it), then stays silent.
+     */
+    async function scripted(replies: string[]): Promise<number> {
+      const server = net.createServer((socket) => {
+        let n = 0;
+        socket.on('error', () => undefined);
+        socket.on('data', () => {
+          const [reply, end] = (replies[n++] ?? '').split('|');
+          if (reply !== '') socket.write(Buffer.from(reply, 'hex'));
+          if (end === 'end') socket.end();
+        });
+      });
+      await new Promise((r) => server.listen(0, '127.0.0.1', () => r(undefined)));
+      after(() => server.close());
+      server.unref();
+      return (server.address() as net.AddressInfo).port;
+    }
+
+    const broken: [string, string[], ConnectionOptions, RegExp][] = [
+      ['replies in another protocol', ['4854'], {}, /the proxy does not speak SOCKS5 \(its reply starts with 0x48, not 0x05\)$/],
+      ['chooses a method that was not offered (username/password, without credentials)', ['0502'], {}, /the proxy chose authentication method 0x02, which was not offered$/],
+      ['chooses GSSAPI', ['0501'], { proxyUsername: 'u', proxyPassword: 'x' }, /the proxy chose authentication method 0x01, which was not offered$/],
+      ['replies to CONNECT with an unknown address type', ['0500', '05000007' + '00'.repeat(6)], {}, /the proxy's CONNECT reply has an unknown address type \(0x07\)$/],
+      ['replies to CONNECT in another version', ['0500', '04000001' + '00'.repeat(6)], {}, /the proxy does not speak SOCKS5 \(its reply starts with 0x04, not 0x05\)$/],
+      ['closes after half of its CONNECT reply', ['0500', '05000001|end'], {}, /the proxy closed the connection during the SOCKS5 exchange \(awaiting its CONNECT reply\)$/],
+      ['refuses the CONNECT with 2 bytes, then closes', ['0500', '0505|end'], {}, /the proxy could not connect to the server: connection refused \(SOCKS5 reply 0x05\)$/],
+    ];
+    for (const [what, replies, options, message] of broken) {
+      it(`a proxy that ${what} fails the establishment, saying so`, async function () {
+        const error = await failure(await scripted(replies), { connectTimeoutMS: 1000, ...options });
+        expect(error.message).to.match(message);
+        expect([...error.errorLabels]).to.deep.equal([]);
+      });
+    }
 
     it('unsubscribing during the SOCKS5 exchange closes the socket to the proxy', async function () {
       const silent = await proxy({ behaviour: 'silent' });

@@ -14,8 +14,7 @@
  * cancelled checkout fails with the package's CheckOutCancelledError, errors and pools carry their names, a failed
  * checkout's stack names the consumer's function that awaited it), then exit by themselves, the CommonJS one under
  * `node --frozen-intrinsics` too, and bundled and minified by esbuild (which renames every class). Loaded alone, the
- * main entry leaves the connection string parser, SASLprep and the SOCKS5 client unloaded until a URI, credentials or a
- * proxy need them. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
+ * main entry leaves the connection string parser and SASLprep unloaded until a URI or credentials need them. The consumer's install needs the npm registry, or an npm cache that already holds its packages.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -492,11 +491,11 @@ describe('the npm package', function () {
       }
     });
 
-    // A cold start (a serverless function, a CLI) pays for every module loaded: these three only some uses need.
-    it('loads the connection string parser, SASLprep and the SOCKS5 client only once a URI, credentials or a proxy need them, and fails with their own error when they cannot be loaded', async function () {
+    // A cold start (a serverless function, a CLI) pays for every module loaded: these two only some uses need.
+    it('loads the connection string parser and SASLprep only once a URI or credentials need them, and fails with their own error when they cannot be loaded', async function () {
       const script = `
         const path = require('node:path');
-        const lazy = ['mongodb-connection-string-url', '@mongodb-js/saslprep', 'socks'];
+        const lazy = ['mongodb-connection-string-url', '@mongodb-js/saslprep'];
         const loaded = () => lazy.filter((name) => Object.keys(require.cache).some((f) => f.includes(path.join('node_modules', name, '')))).join(' ');
         const rxcmap = require('rxcmap');
         const steps = [loaded()];
@@ -506,19 +505,17 @@ describe('the npm package', function () {
         steps.push(loaded());
         new rxcmap.MongoCredentials({ username: 'u', password: 'p' }); // the mechanism negotiated: SCRAM-SHA-256 likely
         steps.push(loaded());
-        rxcmap.connectionFactory({ host: 'localhost', port: 27017, proxyHost: 'proxy.example' });
-        steps.push(loaded());
         console.log(JSON.stringify(steps));
       `;
       const r = await run(process.execPath, ['-e', script], consumer, 30_000);
       expect(r.code, describeRun('node -e (lazy dependencies)', r)).to.equal(0);
-      expect(JSON.parse(r.stdout)).to.deep.equal(['', '', 'mongodb-connection-string-url', 'mongodb-connection-string-url @mongodb-js/saslprep', 'mongodb-connection-string-url @mongodb-js/saslprep socks']);
+      expect(JSON.parse(r.stdout)).to.deep.equal(['', '', 'mongodb-connection-string-url', 'mongodb-connection-string-url @mongodb-js/saslprep']);
       // One that cannot be loaded fails with its own error, never as the user's URI or password refused.
       const missing = `
         const Module = require('node:module');
         const load = Module._load;
         Module._load = function (request, ...rest) {
-          if (request === 'mongodb-connection-string-url' || request === '@mongodb-js/saslprep' || request === 'socks') {
+          if (request === 'mongodb-connection-string-url' || request === '@mongodb-js/saslprep') {
             throw Object.assign(new Error("Cannot find module '" + request + "'"), { code: 'MODULE_NOT_FOUND' });
           }
           return load.call(this, request, ...rest);
@@ -528,7 +525,6 @@ describe('the npm package', function () {
         const attempts = [
           () => rxcmap.connect('mongodb://localhost:27017/'),
           () => new rxcmap.MongoCredentials({ username: 'u', password: 'p' }),
-          () => rxcmap.connectionFactory({ host: 'localhost', port: 27017, proxyHost: 'proxy.example' }),
         ];
         for (const attempt of attempts) {
           try { attempt(); seen.push('no error'); } catch (err) { seen.push(err.code + ' ' + (err instanceof rxcmap.CmapError)); }
@@ -537,7 +533,7 @@ describe('the npm package', function () {
       `;
       const m = await run(process.execPath, ['-e', missing], consumer, 30_000);
       expect(m.code, describeRun('node -e (missing dependencies)', m)).to.equal(0);
-      expect(JSON.parse(m.stdout)).to.deep.equal(['MODULE_NOT_FOUND false', 'MODULE_NOT_FOUND false', 'MODULE_NOT_FOUND false']);
+      expect(JSON.parse(m.stdout)).to.deep.equal(['MODULE_NOT_FOUND false', 'MODULE_NOT_FOUND false']);
     });
 
     for (const build of BUILDS.filter((b) => b.output !== undefined)) {
