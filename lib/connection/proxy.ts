@@ -131,10 +131,13 @@ function credential(name: 'proxyUsername' | 'proxyPassword', value: unknown, sho
   return value === '' ? undefined : value;
 }
 
-/** A proxy host with the brackets of an IPv6 address removed (`[::1]` → `::1`). */
+/**
+ * A proxy host with the brackets of an IPv6 address removed (`[::1]` → `::1`). A `:` elsewhere than in an IPv6
+ * address is refused: `proxy.example:1081` would be looked up as a host name (ENOTFOUND), its port never used.
+ */
 function unbracketed(host: string): string {
-  if (!host.startsWith('[') || !host.endsWith(']')) return host;
-  const inner = host.slice(1, -1);
-  if (isIP(inner) !== 6) throw new InvalidOptionError('proxyHost', host, 'a domain name, an IPv4 address, or an IPv6 address (with or without brackets)');
+  const allowed = 'a domain name, an IPv4 address, or an IPv6 address (with or without brackets), without a port (give the port as proxyPort)';
+  const inner = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  if (inner !== host ? isIP(inner) !== 6 : host.includes(':') && isIP(host) !== 6) throw new InvalidOptionError('proxyHost', host, allowed);
   return inner;
 }

@@ -81,6 +81,9 @@ describe('proxySettings (SOCKS5 support spec, "MongoClient Configuration")', fun
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ proxyHost: 5 }, 'proxyHost', /a string/],
       [{ proxyHost: '[db.example]' }, 'proxyHost', /IPv6 address/],
+      [{ proxyHost: 'proxy.example:1081' }, 'proxyHost', /without a port \(give the port as proxyPort\)/],
+      [{ proxyHost: '127.0.0.1:1081' }, 'proxyHost', /without a port/],
+      [{ proxyHost: '[::1]:1081' }, 'proxyHost', /without a port/],
       [{ proxyHost: 'p', proxyPort: 0 }, 'proxyPort', /1 to 65535/],
       [{ proxyHost: 'p', proxyPort: 65536 }, 'proxyPort', /1 to 65535/],
       [{ proxyHost: 'p', proxyPort: '1080' }, 'proxyPort', /1 to 65535/],
