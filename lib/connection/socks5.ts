@@ -77,7 +77,8 @@ export function socks5Connect(socket: Socket, proxy: ProxySettings, host: string
         if (next instanceof Error) return finish(next);
         if (next === 'done') {
           if (received.length > 0) {
-            return finish(new Error(`the proxy sent ${received.length} bytes after its CONNECT reply, before the server could have sent any`));
+            const bytes = received.length === 1 ? '1 byte' : `${received.length} bytes`;
+            return finish(new Error(`the proxy sent ${bytes} after its CONNECT reply, before the server could have sent any`));
           }
           return finish(undefined);
         }
