@@ -32,7 +32,7 @@ import {
   type ConnectionOptions,
 } from './connection-options';
 import { proxySettings, type ProxySettings } from './proxy';
-import { socks5Connect } from './socks5';
+import { socks5Connect, socks5HostProblem } from './socks5';
 import { nodeTlsOptions, wantsTls } from './tls-options';
 import { WireProtocolError } from './wire-protocol';
 
@@ -86,7 +86,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * Handshake Errors").
  *
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
- *   option), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
+ *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
+ *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
  *   which ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
@@ -154,6 +155,9 @@ export function connectionFactoryWithMetadata(
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
   const proxy = proxySettings(o);
+  // Through a proxy, the host name is sent as is: one a SOCKS5 request cannot hold is refused now, not per connection.
+  const unsendable = proxy !== undefined && o.port !== undefined ? socks5HostProblem(o.host) : undefined;
+  if (unsendable !== undefined) throw new InvalidOptionError('host', o.host, `a host a SOCKS5 proxy can be asked for (with proxyHost): ${unsendable}`);
   const settings: EstablishSettings = {
     endpoint: { host: o.host, port: o.port },
     tlsOptions,

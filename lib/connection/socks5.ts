@@ -134,14 +134,15 @@ function replyLength(step: 'method' | 'authentication' | 'reply', received: Buff
   if (received.length >= 1 && received[0] !== VERSION) return notSocks5(received[0]);
   // A refusal is read as soon as its code is: the address that follows means nothing then.
   if (received.length >= 2 && received[1] !== 0x00) return 2;
-  if (received.length < 5) return undefined;
+  // The address type is the fourth byte; a domain name's length, the fifth.
+  if (received.length < 4) return undefined;
   switch (received[3]) {
     case IPV4:
       return 4 + 4 + 2;
     case IPV6:
       return 4 + 16 + 2;
     case DOMAIN_NAME:
-      return 4 + 1 + received[4] + 2;
+      return received.length < 5 ? undefined : 4 + 1 + received[4] + 2;
     default:
       return new Error(`the proxy's CONNECT reply has an unknown address type (0x${hex(received[3])})`);
   }
@@ -163,19 +164,31 @@ function credentialsRequest(username: string, password: string): Buffer {
 }
 
 /**
+ * Why `host` cannot be sent to a SOCKS5 proxy as a CONNECT destination, or undefined when it can: an IPv4 or IPv6
+ * address always can; a domain name needs an ASCII (IDNA) form (`a b.example` has none) of at most 255 bytes.
+ *
+ * Source: RFC 1928, "Requests" (DST.ADDR: a fully-qualified domain name after one octet of length).
+ */
+export function socks5HostProblem(host: string): string | undefined {
+  if (isIP(host) !== 0) return undefined;
+  const length = domainToASCII(host).length;
+  if (length === 0) return 'it is not a valid domain name (it has no ASCII form)';
+  return length > 255 ? `its ASCII form is ${length} bytes, more than the 255 a SOCKS5 request holds` : undefined;
+}
+
+/**
  * The CONNECT request for `host`:`port`: an IPv4 or IPv6 address as one, anything else as a domain name in its ASCII
- * (IDNA) form, its length in bytes; an Error for a name IDNA refuses or longer than 255 bytes.
+ * (IDNA) form, its length in bytes; an Error for a name {@link socks5HostProblem} refuses.
  */
 function connectRequest(host: string, port: number): Buffer | Error {
   let address: Buffer;
   const family = isIP(host);
+  const problem = socks5HostProblem(host);
+  if (problem !== undefined) return new Error(`the server's host name cannot be sent to a SOCKS5 proxy: ${problem}`);
   if (family === 4) address = Buffer.from([IPV4, ...host.split('.').map(Number)]);
   else if (family === 6) address = Buffer.concat([Buffer.from([IPV6]), ipv6Bytes(host)]);
   else {
     const name = Buffer.from(domainToASCII(host), 'ascii');
-    if (name.length === 0 || name.length > 255) {
-      return new Error(`the server's host name cannot be sent to a SOCKS5 proxy: ${name.length === 0 ? 'it is not a valid domain name' : 'its ASCII form is longer than 255 bytes'}`);
-    }
     address = Buffer.concat([Buffer.from([DOMAIN_NAME, name.length]), name]);
   }
   return Buffer.concat([Buffer.from([VERSION, CONNECT, 0x00]), address, Buffer.from([port >> 8, port & 0xff])]);

@@ -290,11 +290,13 @@ describe('connections through a SOCKS5 proxy', function () {
     c.destroy();
     // What Node's lookup asks DNS for without a proxy.
     expect(routed.requests.at(-1)).to.include({ addressType: 3, host: 'xn--bcher-kva.example', port: 27017 });
-    // A name with no ASCII form, or one longer than 255 bytes in it, fails before anything is sent to the proxy.
-    const before = routed.requests.length;
-    const long = await establish(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`, 27017, { proxyHost: '127.0.0.1', proxyPort: routed.port }).catch((e: unknown) => e);
-    expect((long as Error).message).to.match(/cannot be sent to a SOCKS5 proxy: its ASCII form is longer than 255 bytes/);
-    expect(routed.requests.length).to.equal(before);
+    // A name longer than 255 bytes in its ASCII form is refused as the factory is made: no connection could carry it.
+    const before = routed.accepted();
+    const long = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`;
+    const error = await establish(long, 27017, { proxyHost: '127.0.0.1', proxyPort: routed.port }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(InvalidOptionError);
+    expect(error).to.include({ option: 'host', allowed: 'a host a SOCKS5 proxy can be asked for (with proxyHost): its ASCII form is 263 bytes, more than the 255 a SOCKS5 request holds' });
+    expect(routed.accepted()).to.equal(before);
   });
 
   it('a connection established through the proxy is not kept reachable once closed (as one established directly is not)', async function () {
@@ -479,6 +481,7 @@ describe('connections through a SOCKS5 proxy', function () {
       ['chooses a method that was not offered (username/password, without credentials)', ['0502'], {}, /the proxy chose authentication method 0x02, which was not offered$/],
       ['chooses GSSAPI', ['0501'], { proxyUsername: 'u', proxyPassword: 'x' }, /the proxy chose authentication method 0x01, which was not offered$/],
       ['replies to CONNECT with an unknown address type', ['0500', '05000007' + '00'.repeat(6)], {}, /the proxy's CONNECT reply has an unknown address type \(0x07\)$/],
+      ['replies to CONNECT with an unknown address type in 4 bytes, then waits', ['0500', '05000007'], {}, /the proxy's CONNECT reply has an unknown address type \(0x07\)$/],
       ['replies to CONNECT in another version', ['0500', '04000001' + '00'.repeat(6)], {}, /the proxy does not speak SOCKS5 \(its reply starts with 0x04, not 0x05\)$/],
       ['closes after half of its CONNECT reply', ['0500', '05000001|end'], {}, /the proxy closed the connection during the SOCKS5 exchange \(awaiting its CONNECT reply\)$/],
       ['refuses the CONNECT with 2 bytes, then closes', ['0500', '0505|end'], {}, /the proxy could not connect to the server: connection refused \(SOCKS5 reply 0x05\)$/],
