@@ -77,7 +77,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during
  * the TLS handshake, connectTimeoutMS elapsing), except failures to connect to the SOCKS5 proxy or of the SOCKS5
  * exchange with it (authentication refused, the proxy refusing or failing to reach the server, connectTimeoutMS
- * elapsing meanwhile; their message names the proxy, and none has a `cause`), DNS failures, TLS errors that are not socket I/O
+ * elapsing meanwhile; their message names the proxy, and only a socket error connecting to the proxy is their `cause`),
+ * DNS failures, TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
  * of OpenSSL or of Node's TLS layer) and a malformed hello reply (a MongoNetworkError whose cause is a
  * WireProtocolError); nothing raised during authentication carries them. In load-balanced mode an

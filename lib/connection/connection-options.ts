@@ -40,8 +40,8 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    */
   driverInfo?: DriverInfoOptions | undefined;
   /**
-   * Time allowed for socket connect, TLS, handshake and authentication together, in ms, at most 2147483647 (one
-   * Node timer); 0 = no limit. Default 10000.
+   * Time allowed for socket connect (with a proxy, the SOCKS5 exchange too), TLS, handshake and authentication
+   * together, in ms, at most 2147483647 (one Node timer); 0 = no limit. Default 10000.
    */
   connectTimeoutMS?: number | undefined;
   /**

@@ -17,7 +17,7 @@ import { optionValues } from '../options';
 export interface ProxyOptions {
   /**
    * The SOCKS5 proxy every TCP connection (TLS included) goes through: a domain name, or an IPv4 or IPv6 address (an
-   * IPv6 address with or without brackets). The server's host name is passed to the proxy as it is: it is never
+   * IPv6 address with or without brackets), without a port (that is `proxyPort`). The server's host name is passed to the proxy as it is: it is never
    * resolved here (no DNS query for it leaves this host). A connection to a Unix domain socket path never goes
    * through the proxy. Undefined or `''`: no proxy.
    */
@@ -90,8 +90,8 @@ export function proxySettings(options: { readonly [K in keyof ProxyOptions]?: un
 
 /**
  * Checks each proxy option by itself, for options that others may complete (`connect()`'s options object, which the
- * URI's proxy options complete, and the reverse): a proxyHost that is not a string (or an IPv6 address in brackets
- * that is not one), a proxyPort that is not an integer from 1 to 65535, a proxyUsername or proxyPassword that is not
+ * URI's proxy options complete, and the reverse): a proxyHost that is not a string, has a port in it, or is in
+ * brackets without being an IPv6 address, a proxyPort that is not an integer from 1 to 65535, a proxyUsername or proxyPassword that is not
  * a string or is longer than 255 bytes of UTF-8. Returns the options, with the user name and password undefined
  * where `''` (as not given).
  *
@@ -116,15 +116,16 @@ export function checkProxyValues(options: { readonly [K in keyof ProxyOptions]?:
   return {
     proxyHost: o.proxyHost,
     proxyPort: o.proxyPort,
-    username: credential('proxyUsername', o.proxyUsername, o.proxyUsername),
-    password: credential('proxyPassword', o.proxyPassword, '<not shown>'),
+    username: credential('proxyUsername', o.proxyUsername),
+    password: credential('proxyPassword', o.proxyPassword),
   };
 }
 
-/** A proxy user name or password: undefined when not given or `''`; `shown` is what an error may show of it. */
-function credential(name: 'proxyUsername' | 'proxyPassword', value: unknown, shown: unknown): string | undefined {
+/** A proxy user name or password: undefined when not given or `''`. An error shows the user name, never the password. */
+function credential(name: 'proxyUsername' | 'proxyPassword', value: unknown): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidOptionError(name, name === 'proxyPassword' ? '<not shown>' : value, 'a string');
+  const shown = name === 'proxyPassword' ? '<not shown>' : value;
+  if (typeof value !== 'string') throw new InvalidOptionError(name, shown, 'a string');
   if (Buffer.byteLength(value) > MAX_CREDENTIAL_BYTES) {
     throw new InvalidOptionError(name, shown, `at most ${MAX_CREDENTIAL_BYTES} bytes of UTF-8 (RFC 1929)`);
   }
