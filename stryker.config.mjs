@@ -2,7 +2,8 @@
 // - `npm run test:mutation`: the pool core (lib/pool), against its unit, property and CMAP format tests;
 // - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED);
 // - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT);
-// - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication.
+// - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication;
+// - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -56,6 +57,12 @@ const scopes = {
       'spec/client/re-authentication.spec.ts',
     ],
     reports: 'reports/mutation-handshake',
+  },
+  proxy: {
+    mutate: ['lib/connection/socks5.ts', 'lib/connection/proxy.ts'],
+    // With the URI's proxy keys, which the connection string parser checks with the same rules.
+    spec: ['spec/connection/socks5.spec.ts', 'spec/connection/proxy.spec.ts', 'spec/connection-string.spec.ts'],
+    reports: 'reports/mutation-proxy',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];

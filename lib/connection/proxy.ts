@@ -90,8 +90,8 @@ export function proxySettings(options: { readonly [K in keyof ProxyOptions]?: un
 
 /**
  * Checks each proxy option by itself, for options that others may complete (`connect()`'s options object, which the
- * URI's proxy options complete, and the reverse): a proxyHost that is not a string, has a port in it, or is in
- * brackets without being an IPv6 address, a proxyPort that is not an integer from 1 to 65535, a proxyUsername or proxyPassword that is not
+ * URI's proxy options complete, and the reverse): a proxyHost that is not a string (its form is checked once the
+ * options are whole, by {@link proxySettings}), a proxyPort that is not an integer from 1 to 65535, a proxyUsername or proxyPassword that is not
  * a string or is longer than 255 bytes of UTF-8. Returns the options, with the user name and password undefined
  * where `''` (as not given).
  *
@@ -109,7 +109,6 @@ export function checkProxyValues(options: { readonly [K in keyof ProxyOptions]?:
   if (o.proxyHost !== undefined && typeof o.proxyHost !== 'string') {
     throw new InvalidOptionError('proxyHost', o.proxyHost, 'a string: the domain name or IP address of a SOCKS5 proxy');
   }
-  if (typeof o.proxyHost === 'string' && o.proxyHost !== '') unbracketed(o.proxyHost);
   if (o.proxyPort !== undefined && (typeof o.proxyPort !== 'number' || !Number.isInteger(o.proxyPort) || o.proxyPort < 1 || o.proxyPort > 65535)) {
     throw new InvalidOptionError('proxyPort', o.proxyPort, 'an integer from 1 to 65535: the TCP port of the SOCKS5 proxy');
   }
@@ -134,11 +133,15 @@ function credential(name: 'proxyUsername' | 'proxyPassword', value: unknown): st
 
 /**
  * A proxy host with the brackets of an IPv6 address removed (`[::1]` → `::1`). A `:` elsewhere than in an IPv6
- * address is refused: `proxy.example:1081` would be looked up as a host name (ENOTFOUND), its port never used.
+ * address is refused (`proxy.example:1081` would be looked up as a host name, ENOTFOUND, its port never used), and
+ * so is a bracket anywhere but around an IPv6 address.
  */
 function unbracketed(host: string): string {
-  const allowed = 'a domain name, an IPv4 address, or an IPv6 address (with or without brackets), without a port (give the port as proxyPort)';
-  const inner = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  if (inner !== host ? isIP(inner) !== 6 : host.includes(':') && isIP(host) !== 6) throw new InvalidOptionError('proxyHost', host, allowed);
+  const bracketed = /^\[(.*)\]$/.exec(host);
+  const inner = bracketed === null ? host : bracketed[1];
+  const valid = bracketed === null ? !/[[\]]/.test(host) && (!host.includes(':') || isIP(host) === 6) : isIP(inner) === 6;
+  if (!valid) {
+    throw new InvalidOptionError('proxyHost', host, 'a domain name, an IPv4 address, or an IPv6 address (with or without brackets), without a port (give the port as proxyPort)');
+  }
   return inner;
 }

@@ -55,21 +55,23 @@ describe('proxySettings (SOCKS5 support spec, "MongoClient Configuration")', fun
   });
 
   it('errors for proxyPort, proxyUsername or proxyPassword without proxyHost, and for a user name without a password or the reverse', function () {
-    const cases: [Record<string, unknown>, string][] = [
-      [{ proxyPort: 1080 }, 'proxyPort'],
-      [{ proxyUsername: 'u', proxyPassword: PROXY_PASSWORD }, 'proxyUsername'],
-      [{ proxyPassword: PROXY_PASSWORD }, 'proxyPassword'],
-      [{ proxyHost: '', proxyPort: 1080 }, 'proxyPort'],
-      [{ proxyHost: 'p', proxyUsername: 'u' }, 'proxyUsername'],
-      [{ proxyHost: 'p', proxyPassword: PROXY_PASSWORD }, 'proxyPassword'],
+    const alone = 'given only with proxyHost (the SOCKS5 proxy it applies to)';
+    const pair = (other: string): string => `given only with ${other} (RFC 1929 authentication needs both)`;
+    const cases: [Record<string, unknown>, string, unknown, string][] = [
+      [{ proxyPort: 1080 }, 'proxyPort', 1080, alone],
+      [{ proxyUsername: 'u', proxyPassword: PROXY_PASSWORD }, 'proxyUsername', 'u', alone],
+      [{ proxyPassword: PROXY_PASSWORD }, 'proxyPassword', '<not shown>', alone],
+      [{ proxyHost: '', proxyPort: 1080 }, 'proxyPort', 1080, alone],
+      [{ proxyHost: 'p', proxyUsername: 'u' }, 'proxyUsername', 'u', pair('proxyPassword')],
+      [{ proxyHost: 'p', proxyPassword: PROXY_PASSWORD }, 'proxyPassword', '<not shown>', pair('proxyUsername')],
       // A zero-length user name or password is ignored: the other is then alone.
-      [{ proxyHost: 'p', proxyUsername: '', proxyPassword: PROXY_PASSWORD }, 'proxyPassword'],
-      [{ proxyHost: 'p', proxyUsername: 'u', proxyPassword: '' }, 'proxyUsername'],
+      [{ proxyHost: 'p', proxyUsername: '', proxyPassword: PROXY_PASSWORD }, 'proxyPassword', '<not shown>', pair('proxyUsername')],
+      [{ proxyHost: 'p', proxyUsername: 'u', proxyPassword: '' }, 'proxyUsername', 'u', pair('proxyPassword')],
     ];
-    for (const [options, option] of cases) {
+    for (const [options, option, value, allowed] of cases) {
       const error = thrown(() => proxySettings(options));
       expect(error, inspect(options)).to.be.instanceOf(InvalidOptionError);
-      expect((error as InvalidOptionError).option).to.equal(option);
+      expect(error, inspect(options)).to.include({ option, value, allowed });
       expect(inspect(error)).to.not.include(PROXY_PASSWORD);
     }
     // Both zero-length: no authentication, as neither was given.
@@ -78,8 +80,10 @@ describe('proxySettings (SOCKS5 support spec, "MongoClient Configuration")', fun
 
   it('refuses values of the wrong type or range, and a user name or password over 255 bytes (RFC 1929), never showing the password', function () {
     const long = 'é'.repeat(128); // 256 bytes of UTF-8
-    const cases: [Record<string, unknown>, string, RegExp][] = [
+    const cases: [Record<string, unknown>, string, RegExp, unknown?][] = [
       [{ proxyHost: 5 }, 'proxyHost', /a string/],
+      [{ proxyHost: '[::1' }, 'proxyHost', /without a port/],
+      [{ proxyHost: 'a]b' }, 'proxyHost', /without a port/],
       [{ proxyHost: '[db.example]' }, 'proxyHost', /IPv6 address/],
       [{ proxyHost: 'proxy.example:1081' }, 'proxyHost', /without a port \(give the port as proxyPort\)/],
       [{ proxyHost: '127.0.0.1:1081' }, 'proxyHost', /without a port/],
@@ -87,20 +91,22 @@ describe('proxySettings (SOCKS5 support spec, "MongoClient Configuration")', fun
       [{ proxyHost: 'p', proxyPort: 0 }, 'proxyPort', /1 to 65535/],
       [{ proxyHost: 'p', proxyPort: 65536 }, 'proxyPort', /1 to 65535/],
       [{ proxyHost: 'p', proxyPort: '1080' }, 'proxyPort', /1 to 65535/],
-      [{ proxyHost: 'p', proxyUsername: 5, proxyPassword: PROXY_PASSWORD }, 'proxyUsername', /a string/],
+      [{ proxyHost: 'p', proxyUsername: 5, proxyPassword: PROXY_PASSWORD }, 'proxyUsername', /a string/, 5],
       [{ proxyHost: 'p', proxyUsername: long, proxyPassword: PROXY_PASSWORD }, 'proxyUsername', /at most 255 bytes/],
       [{ proxyHost: 'p', proxyUsername: 'u', proxyPassword: `${PROXY_PASSWORD}${long}` }, 'proxyPassword', /at most 255 bytes/],
-      [{ proxyHost: 'p', proxyUsername: 'u', proxyPassword: [PROXY_PASSWORD] }, 'proxyPassword', /a string/],
+      [{ proxyHost: 'p', proxyUsername: 'u', proxyPassword: [PROXY_PASSWORD] }, 'proxyPassword', /a string/, '<not shown>'],
     ];
-    for (const [options, option, allowed] of cases) {
+    for (const [options, option, allowed, value] of cases) {
       const error = thrown(() => proxySettings(options));
       expect(error, inspect(options)).to.be.instanceOf(InvalidOptionError);
       expect((error as InvalidOptionError).option).to.equal(option);
       expect((error as InvalidOptionError).allowed).to.match(allowed);
+      if (value !== undefined) expect((error as InvalidOptionError).value).to.deep.equal(value);
       expect(inspect(error)).to.not.include(PROXY_PASSWORD);
     }
-    // The longest allowed: 255 bytes each.
+    // The limits themselves are allowed: 255 bytes each, ports 1 and 65535.
     expect(proxySettings({ proxyHost: 'p', proxyUsername: 'u'.repeat(255), proxyPassword: 'p'.repeat(255) })).to.not.equal(undefined);
+    expect([1, 65535].map((proxyPort) => proxySettings({ proxyHost: 'p', proxyPort })?.port)).to.deep.equal([1, 65535]);
   });
 
   it('connect(), a connection factory and a pool check them before anything is opened', function () {
@@ -185,9 +191,10 @@ describe('connections through a SOCKS5 proxy', function () {
   /**
    * The SOCKS5 support spec's prose tests: each connection string runs a hello through a fresh client, and succeeds
    * or fails as the spec's table says. `<mappedhost>` is localhost:12345 (each proxy maps it to the server), and
-   * `<replicaset>` the server's own address, which the proxy reaches as it is.
+   * `<replicaset>` the server's own address, which the proxy reaches as it is. `tlsQuery`: the URI options of TLS (in
+   * both forms: what varies is where the proxy options are given).
    */
-  function proseTable(tlsQuery: () => string, tlsOptions: () => Record<string, unknown>, replicaset: () => string): void {
+  function proseTable(tlsQuery: () => string, replicaset: () => string): void {
     const auth = (): number => authProxy.port;
     const open = (): number => openProxy.port;
     const rows: [string, () => string, () => number, string, boolean][] = [
@@ -211,9 +218,8 @@ describe('connections through a SOCKS5 proxy', function () {
           const params = Object.fromEntries(new URLSearchParams(query));
           const c =
             form === 'in the URI'
-              ? client(`mongodb://${hosts()}/?${query}${tlsQuery()}`, tlsOptions())
+              ? client(`mongodb://${hosts()}/?${query}${tlsQuery()}`)
               : client(`mongodb://${hosts()}/?${tlsQuery().replace(/^&/, '')}`, {
-                  ...tlsOptions(),
                   proxyHost: params.proxyHost,
                   proxyPort: Number(params.proxyPort),
                   ...(params.proxyUsername === undefined ? {} : { proxyUsername: params.proxyUsername, proxyPassword: params.proxyPassword }),
@@ -238,7 +244,6 @@ describe('connections through a SOCKS5 proxy', function () {
   describe('the prose tests, over TCP (or as MONGODB_URI connects)', function () {
     proseTable(
       () => '',
-      () => ({}),
       () => endpoint.address,
     );
   });
@@ -260,7 +265,6 @@ describe('connections through a SOCKS5 proxy', function () {
     });
     proseTable(
       () => `&tls=true&tlsCAFile=${encodeURIComponent(path.join(fixtures, 'ca.pem'))}`,
-      () => ({}),
       () => `localhost:${server.port}`,
     );
 

@@ -81,6 +81,8 @@ describe('socks5Connect (RFC 1928, RFC 1929)', function () {
       ['::', 27017, '04 00000000000000000000000000000000 6989'],
       ['fe80::1%eth0', 27017, '04 fe800000000000000000000000000001 6989'],
       ['::ffff:192.0.2.1%eth0', 27017, '04 00000000000000000000ffffc0000201 6989'],
+      ['::ffff:192.168.100.200', 27017, '04 00000000000000000000ffffc0a864c8 6989'],
+      [`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}`, 27017, `03 ff ${Buffer.from(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}`).toString('hex')} 6989`],
       ['bücher.example', 27017, `03 15 ${Buffer.from('xn--bcher-kva.example').toString('hex')} 6989`],
       ['DB.Example', 27017, `03 0a ${Buffer.from('db.example').toString('hex')} 6989`],
     ];
@@ -107,6 +109,23 @@ describe('socks5Connect (RFC 1928, RFC 1929)', function () {
       expect(await outcome(socket, noAuth, host)).to.match(why);
       expect(socket.written).to.deep.equal([]);
     }
+  });
+
+  it('names each refusal of the CONNECT by its RFC 1928 meaning, and each way the proxy can refuse the methods offered', async function () {
+    const meanings = ['general SOCKS server failure', 'connection not allowed by ruleset', 'network unreachable', 'host unreachable', 'connection refused', 'TTL expired', 'command not supported', 'address type not supported', 'unassigned'];
+    for (const [i, meaning] of meanings.entries()) {
+      const code = i + 1;
+      const reply = Buffer.from([0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0]);
+      expect(await outcome(new ScriptedSocket([hex('0500'), reply]), noAuth)).to.equal(`the proxy could not connect to the server: ${meaning} (SOCKS5 reply 0x0${code})`);
+    }
+    expect(await outcome(new ScriptedSocket([hex('05ff')]), withAuth)).to.equal('the proxy accepts none of the authentication methods offered (no authentication, username/password)');
+    expect(await outcome(new ScriptedSocket([hex('0500'), Buffer.concat([GRANTED, hex('ff')])]), noAuth)).to.equal('the proxy sent 1 byte after its CONNECT reply, before the server could have sent any');
+  });
+
+  it('fails at the first byte of a CONNECT reply that is not SOCKS5, without waiting for more', async function () {
+    const settled = outcome(new ScriptedSocket([hex('0500'), hex('04')]), noAuth);
+    const waited = new Promise((r) => setTimeout(() => r('still waiting'), 200));
+    expect(await Promise.race([settled, waited])).to.equal('the proxy does not speak SOCKS5 (its reply starts with 0x04, not 0x05)');
   });
 
   it('removes its listeners once settled, either way', async function () {
