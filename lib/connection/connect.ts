@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { calculateObjectSize } from 'bson';
 import { Observable } from 'rxjs';
-import { checkEndpoint } from '../address';
+import { checkEndpoint, writtenAddress } from '../address';
 import { authenticate, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
 import {
@@ -155,9 +155,12 @@ export function connectionFactoryWithMetadata(
   checkEndpoint(o.host, o.port);
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
   const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
-  const proxy = proxySettings(o);
+  // Checked whatever the Endpoint; a Unix domain socket path is no TCP connection, and never goes through the proxy
+  // (SOCKS5 support spec, "Connection Establishment": "a new outgoing TCP connection").
+  const configured = proxySettings(o);
+  const proxy = o.port === undefined ? undefined : configured;
   // Through a proxy, the host name is sent as is: one a SOCKS5 request cannot hold is refused now, not per connection.
-  const unsendable = proxy !== undefined && o.port !== undefined ? socks5HostProblem(o.host) : undefined;
+  const unsendable = proxy === undefined ? undefined : socks5HostProblem(o.host);
   if (unsendable !== undefined) throw new InvalidOptionError('host', o.host, `a host a SOCKS5 proxy can be asked for (with proxyHost): ${unsendable}`);
   const settings: EstablishSettings = {
     endpoint: { host: o.host, port: o.port },
@@ -180,7 +183,7 @@ export function connectionFactoryWithMetadata(
 interface EstablishSettings {
   readonly endpoint: Endpoint;
   readonly tlsOptions: tls.ConnectionOptions | undefined;
-  /** The SOCKS5 proxy TCP connections go through. */
+  /** The SOCKS5 proxy the connections go through (none for a Unix domain socket path). */
   readonly proxy: ProxySettings | undefined;
   /** The handshake command a connection whose establishment starts now sends. */
   readonly handshake: () => Record<string, unknown>;
@@ -218,10 +221,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     const { host, port } = s.endpoint;
     // The metadata as this connection is created: a later append is for the connections created after it.
     const handshake = s.handshake();
-    // A Unix domain socket path is no TCP connection: it never goes through the proxy (SOCKS5 support spec,
-    // "Connection Establishment": "a new outgoing TCP connection").
-    const proxy = port === undefined ? undefined : s.proxy;
-    const via = proxy === undefined ? '' : ` through the SOCKS5 proxy ${proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host}:${proxy.port}`;
+    const { proxy } = s;
+    const via = proxy === undefined ? '' : ` through the SOCKS5 proxy ${writtenAddress(proxy.host, proxy.port)}`;
     let phase: Phase = proxy === undefined ? 'connect' : 'proxy';
     let delivered = false;
     /** Ends the SCRAM conversation when the establishment ends first (its reason: why). */
