@@ -170,10 +170,13 @@ function credentialsRequest(username: string, password: string): Buffer {
  * Source: RFC 1928, "Requests" (DST.ADDR: a fully-qualified domain name after one octet of length).
  */
 export function socks5HostProblem(host: string): string | undefined {
-  if (isIP(host) !== 0) return undefined;
-  const length = domainToASCII(host).length;
-  if (length === 0) return 'it is not a valid domain name (it has no ASCII form)';
-  return length > 255 ? `its ASCII form is ${length} bytes, more than the 255 a SOCKS5 request holds` : undefined;
+  return isIP(host) !== 0 ? undefined : nameProblem(domainToASCII(host));
+}
+
+/** Why a domain name's ASCII (IDNA) form, `''` when it has none, cannot be a CONNECT destination; undefined if it can. */
+function nameProblem(ascii: string): string | undefined {
+  if (ascii === '') return 'it is not a valid domain name (it has no ASCII form)';
+  return ascii.length > 255 ? `its ASCII form is ${ascii.length} bytes, more than the 255 a SOCKS5 request holds` : undefined;
 }
 
 /**
@@ -183,13 +186,13 @@ export function socks5HostProblem(host: string): string | undefined {
 function connectRequest(host: string, port: number): Buffer | Error {
   let address: Buffer;
   const family = isIP(host);
-  const problem = socks5HostProblem(host);
-  if (problem !== undefined) return new Error(`the server's host name cannot be sent to a SOCKS5 proxy: ${problem}`);
   if (family === 4) address = Buffer.from([IPV4, ...host.split('.').map(Number)]);
   else if (family === 6) address = Buffer.concat([Buffer.from([IPV6]), ipv6Bytes(host)]);
   else {
-    const name = Buffer.from(domainToASCII(host), 'ascii');
-    address = Buffer.concat([Buffer.from([DOMAIN_NAME, name.length]), name]);
+    const ascii = domainToASCII(host);
+    const problem = nameProblem(ascii);
+    if (problem !== undefined) return new Error(`the server's host name cannot be sent to a SOCKS5 proxy: ${problem}`);
+    address = Buffer.concat([Buffer.from([DOMAIN_NAME, ascii.length]), Buffer.from(ascii, 'ascii')]);
   }
   return Buffer.concat([Buffer.from([VERSION, CONNECT, 0x00]), address, Buffer.from([port >> 8, port & 0xff])]);
 }
