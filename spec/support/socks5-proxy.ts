@@ -81,6 +81,11 @@ const EXTRA_BYTES = Buffer.of(0xde, 0xad, 0xbe, 0xef);
 /** How long the 'trickle' proxy waits before each byte of a reply. */
 const TRICKLE_MS = 5;
 
+/** Whether `socket` can still be written to: neither destroyed nor ended by this side. */
+function writable(socket: net.Socket): boolean {
+  return !socket.destroyed && !socket.writableEnded;
+}
+
 /** A CONNECT reply with `code`; the bound address is 0.0.0.0:0 (IPv4). */
 function connectReply(code: number): Buffer {
   return Buffer.of(0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0);
@@ -139,7 +144,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
     /** Writes a reply (byte by byte for 'trickle'), then calls `then` once it is all handed to the socket. */
     const send = (bytes: Buffer, then?: () => void): void => {
       if (behaviour !== 'trickle') {
-        if (!client.destroyed && !client.writableEnded) client.write(bytes);
+        if (writable(client)) client.write(bytes);
         then?.();
         return;
       }
@@ -147,7 +152,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
         trickle = trickle
           .then(() => new Promise<void>((resolve) => setTimeout(resolve, TRICKLE_MS)))
           .then(() => {
-            if (!closing && !client.destroyed && !client.writableEnded) client.write(Buffer.of(byte));
+            if (!closing && writable(client)) client.write(Buffer.of(byte));
           });
       }
       if (then !== undefined) void trickle.then(() => (closing ? undefined : then()));
@@ -156,7 +161,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
     const finish = (): void => {
       stage = 'mute';
       upstream?.destroy();
-      if (!client.destroyed && !client.writableEnded) client.end();
+      if (writable(client)) client.end();
     };
     /** Writes a reply, then closes. */
     const refuse = (bytes: Buffer): void => {
@@ -170,12 +175,19 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
       client.destroy();
     };
 
-    const onGreeting = (): boolean => {
+    /**
+     * Whether the message waiting starts with `version`: false while no byte is in, and (closing the connection) for
+     * a message of another version.
+     */
+    const startsWith = (version: number): boolean => {
       if (buffer.length < 1) return false;
-      if (buffer[0] !== 0x05) {
-        malformed();
-        return false;
-      }
+      if (buffer[0] === version) return true;
+      malformed();
+      return false;
+    };
+
+    const onGreeting = (): boolean => {
+      if (!startsWith(0x05)) return false;
       if (buffer.length < 2 || buffer.length < 2 + buffer[1]) return false;
       const methods = [...buffer.subarray(2, 2 + buffer[1])];
       buffer = buffer.subarray(2 + buffer[1]);
@@ -205,11 +217,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
     };
 
     const onAuth = (): boolean => {
-      if (buffer.length < 1) return false;
-      if (buffer[0] !== 0x01) {
-        malformed();
-        return false;
-      }
+      if (!startsWith(0x01)) return false;
       if (buffer.length < 2) return false;
       const userLength = buffer[1];
       if (buffer.length < 3 + userLength) return false;
@@ -232,11 +240,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
     };
 
     const onRequest = (): boolean => {
-      if (buffer.length < 1) return false;
-      if (buffer[0] !== 0x05) {
-        malformed();
-        return false;
-      }
+      if (!startsWith(0x05)) return false;
       if (buffer.length < 5) return false;
       const command = buffer[1];
       const addressType = buffer[3];
@@ -299,7 +303,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
         all.delete(socket);
         if (stage === 'piping') {
           if (hadError) client.destroy();
-          else if (!client.destroyed && !client.writableEnded) client.end();
+          else if (writable(client)) client.end();
         }
       });
       socket.on('error', (error: NodeJS.ErrnoException) => {
@@ -322,10 +326,10 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
           buffer = Buffer.alloc(0);
           if (clientEnded) socket.end();
           socket.on('data', (chunk: Buffer) => {
-            if (!client.destroyed && !client.writableEnded) client.write(chunk);
+            if (writable(client)) client.write(chunk);
           });
           socket.on('end', () => {
-            if (!client.destroyed && !client.writableEnded) client.end();
+            if (writable(client)) client.end();
           });
         });
       });
@@ -333,7 +337,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
 
     client.on('data', (chunk: Buffer) => {
       if (stage === 'piping') {
-        if (upstream !== undefined && !upstream.destroyed && !upstream.writableEnded) upstream.write(chunk);
+        if (upstream !== undefined && writable(upstream)) upstream.write(chunk);
         return;
       }
       if (stage === 'mute') return;
@@ -348,7 +352,7 @@ export async function startSocks5Proxy(options: Socks5ProxyOptions = {}): Promis
       clientEnded = true;
       clients.delete(client);
       if (stage === 'piping') {
-        if (upstream !== undefined && !upstream.destroyed && !upstream.writableEnded) upstream.end();
+        if (upstream !== undefined && writable(upstream)) upstream.end();
       } else if (stage !== 'connecting') {
         // A client gone before the exchange finished: nothing more to answer, once the replies under way are written.
         void trickle.then(finish);
