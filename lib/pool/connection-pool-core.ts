@@ -475,7 +475,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * Returns a lazy {@link CheckOutRequest}: `await` it (cancel with `options.signal`), or subscribe to it (cancel by
    * unsubscribing). Fails with PoolClosedError (pool closed), PoolClearedError (pool paused, or cleared while
    * waiting; retryable), WaitQueueTimeoutError, WaitQueueFullError (`maxWaitQueueSize` already waiting),
-   * CheckOutCancelledError (signal aborted), or the error that failed the establishment of the connection it started.
+   * CheckOutCancelledError (signal aborted), or the error that failed the establishment of the connection it started
+   * (or of a background one it waited on). A connection established goes to the oldest checkout waiting on one; a
+   * failure, to the checkout that started that establishment.
    *
    * @example
    * ```ts

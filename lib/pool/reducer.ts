@@ -626,9 +626,14 @@ function establishFailed<C extends PoolConnection>(
   const rec = s.records.get(id);
   if (rec === undefined || rec.state !== 'pending') return; // abandoned already
   const current = rec.generation === s.generation;
-  // Each establishment outcome goes to the oldest claimant, a failure as a success does: the checkout waiting on
-  // an establishment gets its error (and may retry), rather than silently moving on to the next one.
-  const claimant = current ? s.claimants.shift() : undefined;
+  // The failure goes to the checkout that started the establishment, while it still waits on it (CMAP "Checking Out a
+  // Connection": the thread establishing a connection gets its error), not to an older checkout waiting on another
+  // establishment, which may still succeed. One that nobody started for a checkout still waiting on it (a background
+  // populate, or one whose starter left) goes to the oldest claimant: the checkout waiting on an establishment gets
+  // its error (and may retry), rather than silently moving on to the next one.
+  const starter = rec.starter;
+  let claimant: Waiter<C> | undefined;
+  if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : s.claimants.shift();
   // Load-balanced mode: errors before or during the handshake never clear the pool; one after it (during
   // authentication) names the service the connection reached, and clears that service only (load balancer spec).
   if (clearPool && current) {
@@ -638,19 +643,15 @@ function establishFailed<C extends PoolConnection>(
       if (serviceId !== undefined) clearService(s, serviceId, out, error);
     }
   }
-  const starter = rec.starter;
   closeRecord(s, rec, 'error', out, error);
-  if (claimant !== undefined) {
-    failWaiter(s, claimant, 'connectionError', error, out);
-    if (starter !== undefined && starter !== claimant && starter.state === 'claimant') passClaim(s, starter, claimant, out);
-  }
+  if (claimant !== undefined) failWaiter(s, claimant, 'connectionError', error, out);
   serveWaiters(s, out);
   // No populate here: after an error, minPoolSize is restored by the next Background Thread Run, never at the same
   // instant (an establishment failing at once would otherwise be retried in a loop).
 }
 
 /**
- * The outcome of the establishment `starter` started went to `claimant`, an older checkout (each outcome goes to the
+ * The connection `starter` started went to `claimant`, an older checkout (each connection established goes to the
  * oldest claimant), so `starter`, still waiting, now waits on the claim `claimant` held. When that was an establishment
  * `claimant` started, `starter` takes it over as its own; otherwise (a background populate, or one whose claimant
  * left) `starter` waits on an establishment it did not start, and waitQueueTimeoutMS applies to it again, from when

@@ -38,7 +38,8 @@ export interface ConnectionRecord<C> {
   holder: Waiter<C> | undefined;
   /**
    * While pending: the checkout that started its establishment (CMAP "Checking Out a Connection": it left the WaitQueue
-   * to establish it, so waitQueueTimeoutMS no longer applies to it); undefined for a background populate.
+   * to establish it, so waitQueueTimeoutMS no longer applies to it, and its failure is that checkout's); undefined for a
+   * background populate.
    */
   starter: Waiter<C> | undefined;
   /** Clock time (ms) of ConnectionCreated. */

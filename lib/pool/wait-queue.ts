@@ -134,6 +134,17 @@ export class WaitQueue<C> {
     return true;
   }
 
+  /**
+   * Removes member `w` as {@link remove} does, and counts it among the waiters taken out in this step (see
+   * {@link takeAll}): the caller owes it an outcome, as it does one it shifted out. Returns false when `w` is not a
+   * member.
+   */
+  take(w: Waiter<C>): boolean {
+    if (!this.remove(w)) return false;
+    this.taken[this.takenCount++] = w;
+    return true;
+  }
+
   /** The members, in the order they would come out, leaving them members: O(size), for a short queue (the claimants). */
   toArray(): Waiter<C>[] {
     const out: Waiter<C>[] = [];

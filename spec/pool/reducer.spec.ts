@@ -299,17 +299,55 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.events.filter((e) => e.type === 'ConnectionCheckOutFailed').at(-1)).to.include({ reason: 'timeout', time: 60, duration: 50 });
     });
 
-    it('times out a checkout whose establishment failed for an older checkout, leaving it waiting on a background populate', function () {
+    it('fails the checkout whose own establishment failed, leaving an older one waiting on a background populate to its deadline', function () {
       const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
       b.dispatch({ type: 'ready' });
       const w1 = b.checkOut(); // claims connection 1, the populate
       const w2 = b.checkOut(); // starts connection 2
       b.time = 1;
       b.failEstablishment(2, new Error('connection 2 refused'), false);
-      expect(b.errorOf(w1)?.message, 'the outcome goes to the oldest claimant').to.equal('connection 2 refused');
+      expect(b.errorOf(w2)?.message, 'the failure goes to the checkout that started the establishment').to.equal('connection 2 refused');
+      expect(b.errorOf(w1), 'not to the older one, waiting on another').to.equal(undefined);
       b.advanceTo(1000);
-      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.errorOf(w1)).to.be.instanceOf(WaitQueueTimeoutError);
       expect(b.events.filter((e) => e.type === 'ConnectionCheckOutFailed').at(-1)).to.include({ reason: 'timeout', time: 50 });
+    });
+
+    it('gives an establishment\'s failure to the checkout that started it, and an older checkout the connection it started', function () {
+      // w1 starts connection 1 (slow), w2 starts connection 2, which fails first: w2 gets that error (its ConnectionClosed
+      // names connection 2), w1 keeps waiting and gets connection 1 (CMAP "Checking Out a Connection").
+      const b = new Bench({ maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      b.time = 10;
+      b.failEstablishment(2, new Error('connection 2 refused: overloaded'), false);
+      expect(b.errorOf(w2)?.message).to.equal('connection 2 refused: overloaded');
+      expect(b.errorOf(w1)).to.equal(undefined);
+      expect(b.types().slice(-2)).to.deep.equal(['ConnectionClosed', 'ConnectionCheckOutFailed']);
+      expect(b.events.at(-2)).to.include({ connectionId: 2, reason: 'error' });
+      b.time = 50;
+      expect(b.succeed(1)).to.equal(b.connectionOf(w1));
+      b.advanceTo(1000);
+      expect(b.outcomes.map((o) => o.kind), 'one outcome each').to.deep.equal(['fail', 'deliver']);
+    });
+
+    it('gives a failure to the checkout that took over the establishment, once an older one got the outcome it started', function () {
+      // w1 and w2 each start one; connection 2 (w2's) goes to w1, the oldest; w2 takes over connection 1 as its own, so
+      // connection 1's failure is w2's; a third checkout, queued behind, is not failed by it.
+      const b = new Bench({ maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      const w3 = b.checkOut();
+      b.time = 10;
+      expect(b.succeed(2)).to.equal(b.connectionOf(w1));
+      b.time = 20;
+      b.failEstablishment(1, new Error('connection 1 refused'), false);
+      expect(b.errorOf(w2)?.message).to.equal('connection 1 refused');
+      expect(b.errorOf(w3)).to.equal(undefined);
+      expect(w3.state, 'w3 now starts its own').to.equal('claimant');
     });
 
     it('lets a checkout whose establishment went to an older one wait on that one\'s own establishment without a deadline', function () {
