@@ -169,14 +169,29 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     onfulfilled?: ((value: C) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
+    return this.promiseWaiter().join(onfulfilled, onrejected) as Promise<R1 | R2>;
+  }
+
+  /** The checkout of the Promise form: started by the first call (the first `then`, or {@link enterNow}). */
+  private promiseWaiter(): PromiseWaiter<C> {
     let waiter = this.waiter;
     if (waiter === undefined) {
       const trace = isTraced(checkOutChannel) ? startTrace(this.port) : undefined;
       waiter = this.waiter = trace === undefined ? new PromiseWaiter<C>() : new TracedPromiseWaiter<C>(trace);
       startCheckOut(this.port, this.settings, waiter, this, trace);
     }
-    return waiter.join(onfulfilled, onrejected) as Promise<R1 | R2>;
+    return waiter;
   }
+}
+
+/**
+ * Starts the Promise form of `request` now, as its first `then` would, and returns it: an `await` of it later (as
+ * `withConnection` awaits its checkout, a microtask after its call) then shares that checkout. So a checkout the pool
+ * makes for its caller enters the WaitQueue at the call, in call order with checkouts subscribed to or `then`ed.
+ */
+export function enterNow<C>(request: CheckOutRequest<C>): CheckOutRequest<C> {
+  request['promiseWaiter']();
+  return request;
 }
 
 /**

@@ -40,11 +40,12 @@ import { checkPoolCoreOptions, optionValue, optionValues, requireDurationMS, req
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
-import { CheckOutRequest, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
+import { CheckOutRequest, enterNow, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
 import { hexServiceId, idOf, isPromiseLike, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { PoolInput } from './pool-input';
+import { reportUnhandled } from './report-unhandled';
 import { warmUp } from './warm-up';
 import { reduceFailingClosed } from './reducer';
 import { initialPoolState, inUseConnectionCount, recordOf, waitingCheckOutCount, type ConnectionPoolState, type PoolState } from './state';
@@ -632,7 +633,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    */
   withConnection<T>(fn: (connection: C) => T | PromiseLike<T>, options?: CheckOutOptions): Promise<T> {
     requireScope('withConnection', fn);
-    return this.scoped(fn, this.checkOut(options));
+    // It enters the WaitQueue now, not when scoped's `await` reaches it a microtask later: in call order.
+    return this.scoped(fn, enterNow(this.checkOut(options)));
   }
 
   private async scoped<T>(fn: (connection: C) => T | PromiseLike<T>, checkOut: PromiseLike<C>): Promise<T> {
@@ -816,13 +818,21 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * before it finished) is checked in to be closed, and torn down with that error as the pool takes the check-in, so
    * the pool never lends it out mid-request (whether or not the connection reports itself errored once destroyed).
    */
-  private release(connection: C, holder: Waiter<C> | undefined, finished: boolean, running = false): void {
+  private release(connection: C, holder: Waiter<C> | undefined, finished: boolean, running = false, again = true): void {
     const rec = holder === undefined ? undefined : recordOf(this.poolState, connection);
     if (holder === undefined || rec?.connection !== connection || rec.state !== 'in use' || rec.holder !== holder) return;
     const discard = running
       ? new MongoNetworkError(this.address, `Connection ${rec.id} to ${this.address} closed: its scoped checkout ended while its scope was still running`)
       : this.discardIfBusy(connection, rec.id, finished, 'its scoped checkout ended');
-    this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
+    try {
+      this.actions.next({ type: 'checkIn', connection: rec.connection, holder, discard });
+    } catch (fault) {
+      // A fault of the pool's own input, which may have lost the check-in. Nobody called checkIn here to retry it, and
+      // thrown from a scope's end it would replace fn's result, or vanish in an RxJS teardown: it is reported as any
+      // fault of the pool is, and the check-in is made once more a microtask later (a duplicate is ignored).
+      reportUnhandled(fault);
+      if (again) queueMicrotask(() => this.release(connection, holder, finished, running, false));
+    }
   }
 
   /**

@@ -343,11 +343,37 @@ describe('ConnectionPool', function () {
   });
 
   describe('withConnection', function () {
+    it('enters the WaitQueue at its call, in call order with checkouts then-ed or subscribed to in the same turn', async function () {
+      // A pool of 1, its connection held; then one synchronous burst of five checkouts. Each served one records its name
+      // and gives the connection back: the order served is the order of the calls.
+      const { pool, clock, events } = makePool({ maxPoolSize: 1 });
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      const served: string[] = [];
+      const as = (name: string) => (c: MockConnection): void => {
+        served.push(name);
+        pool.checkIn(c);
+      };
+      const all = Promise.all([
+        pool.withConnection(() => void served.push('withConnection 1')),
+        pool.checkOut().then(as('then')),
+        firstValueFrom(pool.checkOut()).then(as('subscribe')),
+        pool.withConnection(() => void served.push('withConnection 2')),
+        firstValueFrom(pool.withConnection$(() => of(served.push('withConnection$')))),
+      ]);
+      expect(events.filter((e) => e.type === 'ConnectionCheckOutStarted'), 'all five in the pool at the call').to.have.length(6);
+      pool.checkIn(held!);
+      await all;
+      expect(served).to.deep.equal(['withConnection 1', 'then', 'subscribe', 'withConnection 2', 'withConnection$']);
+    });
+
     it('checks the connection in after fn resolves, after fn throws, and when fn checked it in itself', async function () {
       const { pool, clock } = makePool();
       pool.ready();
       const run = async <T>(p: Promise<T>): Promise<T> => {
-        await microtasks(); // withConnection awaits the request, which enters the pool a microtask later
+        await microtasks(); // fn runs a microtask after the connection is delivered
         clock.advance(10);
         return p;
       };

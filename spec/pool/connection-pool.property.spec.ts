@@ -505,7 +505,7 @@ class Run {
   }
 
   private withConnection(sig: Signal, bodyMS: number, early: boolean, throws: boolean, o: CheckOutStepOptions): void {
-    const controller = this.signal(sig === 'pre' ? 'live' : sig);
+    const controller = this.signal(sig);
     const r = this.newRequest('with', sig !== 'pre', o, controller);
     const bodyError = new Error(`body of checkout #${r.n} failed`);
     const result = this.pool.withConnection(
@@ -525,8 +525,6 @@ class Run {
       },
       this.options(controller, o),
     );
-    // Aborted right after the call: withConnection enters the pool a microtask later, so it never does.
-    if (sig === 'pre') controller!.abort(new Error('aborted before the checkout started'));
     result.then(
       (v) =>
         this.guard(() => {
