@@ -24,14 +24,14 @@ import type { LogSink } from './log-settings';
 export function openLogSink(path: string | LogSink): LogSink {
   if (typeof path !== 'string') return guarded(path, 'the log sink');
   const lower = path.toLowerCase();
-  if (lower === 'stdout') return streamSink(() => fs.createWriteStream('', { fd: 1, autoClose: false }), 'stdout');
-  if (lower === 'stderr') return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
+  if (lower === 'stdout') return streamSink(() => standardStream(1), 'stdout');
+  if (lower === 'stderr') return streamSink(() => standardStream(2), 'stderr');
   let first: fs.WriteStream;
   try {
     first = fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   } catch (error) {
     warn(`the log file could not be opened (${(error as Error).message}); logging to stderr instead`);
-    return streamSink(() => fs.createWriteStream('', { fd: 2, autoClose: false }), 'stderr');
+    return streamSink(() => standardStream(2), 'stderr');
   }
   // Opened again after close only as a regular file (or to create one): opening a FIFO or a device would block the
   // event loop until a reader comes, and the reader of a closed log may be gone.
@@ -41,6 +41,47 @@ export function openLogSink(path: string | LogSink): LogSink {
     return fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   };
   return streamSink(openAgain, 'the log file', first);
+}
+
+/**
+ * A write stream of the log's own over stdout (`fd` 1) or stderr (2), never closing it. Once `process.stdout` or
+ * `process.stderr` is used, in any thread (a `console.log`, a worker's output forwarded by the main thread), Node leaves
+ * that descriptor non-blocking when it is a pipe or a socket (a shell pipe, a container's log driver, a parent
+ * process): a write to it while its reader is behind fails with EAGAIN. A plain `fs.WriteStream` tries such a write
+ * again only five times at once, then fails, and the log would stop; here it is tried again until the reader made
+ * room, as Node's own stdout waits for it.
+ */
+function standardStream(fd: 1 | 2): fs.WriteStream {
+  return fs.createWriteStream('', { fd, autoClose: false, fs: WAITING_FS });
+}
+
+/** The longest wait, in ms, between two tries of a write that found a standard stream's pipe full. */
+const MAX_FULL_PIPE_WAIT_MS = 50;
+
+/**
+ * `fs.write` and `fs.writev` that try a write again when the pipe is full (EAGAIN), after 1 ms, then twice as long
+ * each time up to {@link MAX_FULL_PIPE_WAIT_MS}; every other outcome is passed on as it came.
+ */
+const WAITING_FS = {
+  open: fs.open,
+  close: fs.close,
+  write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number | null, callback: (error: NodeJS.ErrnoException | null, written: number, buffer: Uint8Array) => void): void {
+    untilRoom((done) => fs.write(fd, buffer, offset, length, position, done), callback);
+  },
+  writev(fd: number, buffers: NodeJS.ArrayBufferView[], position: number | null, callback: (error: NodeJS.ErrnoException | null, written: number, buffers: NodeJS.ArrayBufferView[]) => void): void {
+    untilRoom((done) => fs.writev(fd, buffers, position, done), callback);
+  },
+};
+
+/** Calls `attempt` until it ends other than with EAGAIN, waiting longer each time (see {@link WAITING_FS}). */
+function untilRoom<A extends unknown[]>(attempt: (done: (error: NodeJS.ErrnoException | null, ...rest: A) => void) => void, callback: (error: NodeJS.ErrnoException | null, ...rest: A) => void): void {
+  let waitMS = 1;
+  const done = (error: NodeJS.ErrnoException | null, ...rest: A): void => {
+    if (error?.code !== 'EAGAIN') return callback(error, ...rest);
+    setTimeout(() => attempt(done), waitMS);
+    waitMS = Math.min(2 * waitMS, MAX_FULL_PIPE_WAIT_MS);
+  };
+  attempt(done);
 }
 
 /**
