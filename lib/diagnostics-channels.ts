@@ -54,8 +54,9 @@ export interface ServerAttributes {
 
 /**
  * What every message and trace context carries: the server (see {@link ServerAttributes}) and the pool that published
- * it. The channels are shared by every pool of the process, so two pools of one server (two clients of it) publish
- * the same address and the same connection ids: `pool` tells them apart.
+ * it. The channels are shared by every pool of the thread (a worker thread has its own, as for every
+ * `node:diagnostics_channel` channel), so two pools of one server (two clients of it) publish the same address and the
+ * same connection ids: `pool` tells them apart.
  *
  * Source: extension (a pool's identity: CMAP numbers connections per pool, "Monotonically Increasing ID").
  */

@@ -73,8 +73,9 @@ export class CmapError extends Error {
    * included), or beyond the first 9 written, is written as its name or as `{ name, message }`; a field whose getter
    * throws is left out. A plain object of strings, numbers, booleans, arrays and objects. Never throws.
    *
-   * This is what to send to a worker (`postMessage`) or keep with `structuredClone`: those keep only an Error's message
-   * and stack (its `name` becomes `"Error"`, its fields are dropped), so the error itself does not travel as one.
+   * This is what to send to a worker (`postMessage`) or keep with `structuredClone`: those keep only an Error's message,
+   * stack and `cause` (each a plain Error: its `name` becomes `"Error"`, its fields are dropped), so the error itself
+   * does not travel as one.
    *
    * Source: extension (what loggers and workers receive of an error; CMAP "Connection Pool Errors": errors
    * idiomatic to the language).

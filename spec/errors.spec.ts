@@ -174,7 +174,12 @@ describe('errors', function () {
     const fields: Record<string, unknown> = {};
     for (const key in cleared) fields[key] = (cleared as unknown as Record<string, unknown>)[key];
     expect(JSON.parse(JSON.stringify(fields))).to.deep.include({ errorLabels: ['RetryableError', 'RetryableWriteError'] });
-    // structuredClone (worker.postMessage) of an Error keeps only its message and stack: toJSON() is what to send.
+    // structuredClone (worker.postMessage) of an Error keeps only its message, stack and cause, each a plain Error
+    // (as the README says): toJSON() is what to send.
+    const cloned = structuredClone(cleared) as Error & { cause: Error & { errorLabels?: unknown } };
+    expect([cloned.name, cloned.message, cloned.stack]).to.deep.equal(['Error', cleared.message, cleared.stack]);
+    expect(cloned).to.not.have.property('errorLabels');
+    expect([cloned.cause.name, cloned.cause.message, cloned.cause.errorLabels]).to.deep.equal(['Error', reset.message, undefined]);
     const server = new MongoServerError({ ok: 0, errmsg: 'not primary', code: 10107, errorLabels: ['RetryableWriteError'] });
     expect(structuredClone(server.toJSON())).to.deep.include({ name: 'MongoServerError', message: 'not primary', code: 10107, errorLabels: ['RetryableWriteError'] });
     // A cause chain that loops, or one longer than any real one, is cut rather than followed for ever.
