@@ -138,18 +138,18 @@ describe('log sinks', function () {
     const script = `console.log('started');\nconsole.error('started');\n${inWorker}\n${run('stdout')}`;
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
     const output = { stdout: '', stderr: '' };
-    child.stdout.on('data', (d) => (output.stdout += d));
-    child.stderr.on('data', (d) => (output.stderr += d));
+    child.stdout!.on('data', (d) => (output.stdout += d));
+    child.stderr!.on('data', (d) => (output.stderr += d));
     // Slow readers: nothing is read until well after both pools logged everything, so both pipes fill up.
-    child.stdout.pause();
-    child.stderr.pause();
+    child.stdout!.pause();
+    child.stderr!.pause();
     let done = '';
     child.stdio[3]!.on('data', (d) => {
       done += d;
       if (done === 'done\ndone\n') {
         setTimeout(() => {
-          child.stdout.resume();
-          child.stderr.resume();
+          child.stdout!.resume();
+          child.stderr!.resume();
         }, 500);
       }
     });
