@@ -3,7 +3,8 @@
 // - `npm run test:mutation:wire` (STRYKER_SCOPE=wire): the wire layer (message framing, OP_MSG, OP_COMPRESSED);
 // - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT);
 // - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication;
-// - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange.
+// - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange;
+// - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry metrics.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -63,6 +64,21 @@ const scopes = {
     // With the URI's proxy keys, which the connection string parser checks with the same rules.
     spec: ['spec/connection/socks5.spec.ts', 'spec/connection/proxy.spec.ts', 'spec/connection-string.spec.ts'],
     reports: 'reports/mutation-proxy',
+  },
+  observability: {
+    mutate: ['lib/logging/**/*.ts', 'lib/opentelemetry/**/*.ts'],
+    // With the specs that read log$ or the metrics from outside: the client's log messages, the logging options, the
+    // leak messages, and the examples that export the metrics (Prometheus) and draw the pool from its events and messages.
+    spec: [
+      'spec/logging/**/*.spec.ts',
+      'spec/opentelemetry/**/*.spec.ts',
+      'spec/client/client.spec.ts',
+      'spec/options.spec.ts',
+      'spec/pool/leak-detection.spec.ts',
+      'spec/examples/live-view.spec.ts',
+      'spec/examples/prometheus.spec.ts',
+    ],
+    reports: 'reports/mutation-observability',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];

@@ -80,7 +80,9 @@ export interface LoggedPoolHoldings extends Omit<PoolHoldings, 'oldestCheckOut'>
 export const MAX_LOGGED_CAUSES = 8;
 
 /**
- * The fields of a connection log message, with the spec's key names; absent values are omitted (never null).
+ * The fields of a connection log message, with the spec's key names; an absent value is never null: its key is left
+ * out, or (in the three checkout messages, built as one literal each) holds `undefined`. The structured form,
+ * `toJSON()`, leaves every key without a value out.
  *
  * Source: CMAP spec, "Connection Pool Logging" ("Common Fields" and each message's keys); logging spec, "Omitting
  * Null Values from Log Messages".

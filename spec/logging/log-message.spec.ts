@@ -357,8 +357,48 @@ describe('connection log messages', function () {
     expect(logged.response!.startsWith('{"ok":0,"errmsg":"huge","cursor":{"firstBatch":[{"n":1},{"n":2},')).to.equal(true);
   });
 
+  it('writes the error of a connection closed by one in its text, and no options on a pool created without any', function () {
+    const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
+    const reset = new MongoNetworkError('db.example:27018', 'connection 4 to db.example:27018 closed: ECONNRESET');
+    const closed = connectionLogMessage({ type: 'ConnectionClosed', address: 'db.example:27018', time: 0, connectionId: 4, reason: 'error', error: reset }, server, 1000);
+    expect(closed.render()).to.equal(
+      'Connection closed: address=db.example:27018, driver-generated ID=4. Reason: An error occurred while using the connection. Error: MongoNetworkError: connection 4 to db.example:27018 closed: ECONNRESET',
+    );
+    // A pool created with no option the message lists: its text has no "using options", its fields none of them.
+    const created = connectionLogMessage({ type: 'ConnectionPoolCreated', address: 'db.example:27018', time: 0, options: {} }, server, 1000);
+    expect(created.render()).to.equal('Connection pool created for db.example:27018');
+    expect(Object.keys(created.fields)).to.deep.equal(['message', 'serverHost', 'serverPort']);
+  });
+
+  it('writes the serviceId of a load-balanced pool\'s clear in its fields and its text', function () {
+    const server = { address: 'lb.example:27017', host: 'lb.example', port: 27017 };
+    const serviceId = '65f0c0ffee0000000000000a';
+    const cleared = connectionLogMessage({ type: 'ConnectionPoolCleared', address: 'lb.example:27017', time: 0, serviceId } as never, server, 1000);
+    expect(cleared.fields).to.deep.equal({ message: 'Connection pool cleared', serverHost: 'lb.example', serverPort: 27017, serviceId });
+    expect(cleared.render()).to.equal(`Connection pool for lb.example:27017 cleared for serviceId ${serviceId}`);
+  });
+
+  it('stops at a loop through the establishment error of a PoolCallbackError, writing each error once', async function () {
+    const establishment = new Error('connect ECONNREFUSED');
+    const policy = new PoolCallbackError('db.example:27018', 'clearOnEstablishmentError', 'clearOnEstablishmentError threw', { cause: new Error('policy bug') }, establishment);
+    (establishment as { cause?: unknown }).cause = policy; // the establishment error leads back to the error that carries it
+    const logged = await loggedFailure(policy);
+    expect(logged).to.deep.include({
+      type: 'PoolCallbackError',
+      message: 'clearOnEstablishmentError threw',
+      establishmentError: { type: 'Error', message: 'connect ECONNREFUSED' },
+      cause: { type: 'Error', message: 'policy bug' },
+    });
+  });
+
+  it('writes the holdings of a pool whose purposes or oldest checkout are missing (null), without them', async function () {
+    const error = Object.assign(new Error('connect failed'), { pool: { inUseConnectionCount: 2, inUseByPurpose: null, pendingConnectionCount: 1, oldestCheckOut: null } });
+    const logged = await loggedFailure(error);
+    expect(logged.pool).to.deep.equal({ inUseConnectionCount: 2, pendingConnectionCount: 1 });
+  });
+
   it('leaves out keys without a value: a Unix domain socket has no serverPort, in every message', async function () {
-    const { pool, json } = loggedPool({ address: '/tmp/mongodb-27017.sock' });
+    const { pool, json, messages } = loggedPool({ address: '/tmp/mongodb-27017.sock' });
     pool.ready();
     pool.checkIn(await pool.checkOut());
     pool.close();
@@ -367,6 +407,12 @@ describe('connection log messages', function () {
     for (const line of lines) {
       expect(line.serverHost).to.equal('/tmp/mongodb-27017.sock');
       expect(line, String(line.message)).to.not.have.property('serverPort');
+    }
+    // Nor as a key without a value in the fields a sink is handed, but in the three checkout messages (one literal each).
+    const checkouts = ['Connection checkout started', 'Connection checked out', 'Connection checked in'];
+    for (const m of messages) {
+      if (checkouts.includes(m.fields.message)) expect(m.fields.serverPort).to.equal(undefined);
+      else expect(Object.keys(m.fields), m.fields.message).to.not.include('serverPort');
     }
   });
 
