@@ -629,11 +629,13 @@ function establishFailed<C extends PoolConnection>(
   // The failure goes to the checkout that started the establishment, while it still waits on it (CMAP "Checking Out a
   // Connection": the thread establishing a connection gets its error), not to an older checkout waiting on another
   // establishment, which may still succeed. One that nobody started for a checkout still waiting on it (a background
-  // populate, or one whose starter left) goes to the oldest claimant: the checkout waiting on an establishment gets
-  // its error (and may retry), rather than silently moving on to the next one.
+  // populate, or one whose starter left) goes to the oldest claimant that waits on an establishment it did not start
+  // (the one that claimed this one in its starter's place): the checkout waiting on an establishment gets its error
+  // (and may retry), rather than silently moving on to the next one; one whose own establishment is still under way
+  // keeps waiting on it.
   const starter = rec.starter;
   let claimant: Waiter<C> | undefined;
-  if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : s.claimants.shift();
+  if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : takeClaimantWithoutOwn(s, rec);
   // Load-balanced mode: errors before or during the handshake never clear the pool; one after it (during
   // authentication) names the service the connection reached, and clears that service only (load balancer spec).
   if (clearPool && current) {
@@ -648,6 +650,21 @@ function establishFailed<C extends PoolConnection>(
   serveWaiters(s, out);
   // No populate here: after an error, minPoolSize is restored by the next Background Thread Run, never at the same
   // instant (an establishment failing at once would otherwise be retried in a loop).
+}
+
+/**
+ * Removes and returns the oldest claimant (high-priority ones first) that did not start an establishment still under
+ * way other than `rec`, counted among the waiters taken out in this step; undefined when every claimant waits on an
+ * establishment of its own. O(connections + claimants), on a failed establishment only.
+ */
+function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>, rec: ConnectionRecord<C>): Waiter<C> | undefined {
+  if (s.claimants.length === 0) return undefined;
+  const starters = new Set<Waiter<C>>();
+  for (const other of s.records.values()) {
+    if (other !== rec && other.state === 'pending' && other.starter?.state === 'claimant') starters.add(other.starter);
+  }
+  const claimant = starters.size === 0 ? s.claimants.peek() : s.claimants.toArray().find((w) => !starters.has(w));
+  return claimant !== undefined && s.claimants.take(claimant) ? claimant : undefined;
 }
 
 /**

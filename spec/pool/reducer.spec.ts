@@ -350,6 +350,45 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(w3.state, 'w3 now starts its own').to.equal('claimant');
     });
 
+    it('gives the failure of an establishment whose starter left to the checkout that claimed it, not to an older one waiting on its own', function () {
+      // w1 and w2 each start one; w2 leaves and w3 claims connection 2 in its place. Connection 2's failure is w3's:
+      // w1, whose own connection 1 is still under way, keeps waiting and gets it.
+      const b = new Bench({ maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      const w2 = b.checkOut();
+      b.cancel(w2);
+      const w3 = b.checkOut();
+      expect([...b.pending]).to.deep.equal([1, 2]);
+      b.time = 10;
+      b.failEstablishment(2, new Error('connection 2 refused: overloaded'), false);
+      expect(b.errorOf(w3)?.message).to.equal('connection 2 refused: overloaded');
+      expect(b.errorOf(w1), 'not the checkout whose own establishment is under way').to.equal(undefined);
+      b.time = 50;
+      expect(b.succeed(1)).to.equal(b.connectionOf(w1));
+    });
+
+    it('gives a background populate\'s failure to the checkout that claimed it, not to an older one waiting on its own', function () {
+      // minPoolSize 2: connection 1 is made, 2 fails; x holds 1; s starts 3; 1 is checked in errored and closed, so the
+      // pool populates 4, which w claims. Connection 4's failure is w's: s keeps waiting on its own connection 3.
+      const b = new Bench({ minPoolSize: 2, maxPoolSize: 4, maxConnecting: 2, waitQueueTimeoutMS: 100, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const c1 = b.succeed(1);
+      b.failEstablishment(2, new Error('connection 2 refused'), false);
+      b.checkOut(); // holds 1
+      const s = b.checkOut(); // starts 3
+      c1.errored = true;
+      b.checkIn(c1); // closed: the pool populates 4
+      const w = b.checkOut(); // claims 4
+      expect([...b.pending]).to.deep.equal([3, 4]);
+      b.time = 5;
+      b.failEstablishment(4, new Error('connection 4 refused: overloaded'), false);
+      expect(b.errorOf(w)?.message).to.equal('connection 4 refused: overloaded');
+      expect(b.errorOf(s), 'not the checkout whose own establishment is under way').to.equal(undefined);
+      b.time = 10;
+      expect(b.succeed(3)).to.equal(b.connectionOf(s));
+    });
+
     it('lets a checkout whose establishment went to an older one wait on that one\'s own establishment without a deadline', function () {
       // w1 and w2 each start an establishment; connection 2 (w2's) is established first and goes to w1: w2 takes over
       // connection 1, which w1 started for a checkout, as its own.
