@@ -478,7 +478,8 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * waiting; retryable), WaitQueueTimeoutError, WaitQueueFullError (`maxWaitQueueSize` already waiting),
    * CheckOutCancelledError (signal aborted), or the error that failed the establishment of the connection it started
    * (or of a background one it waited on). A connection established goes to the oldest checkout waiting on one; a
-   * failure, to the checkout that started that establishment.
+   * failure, to the checkout that started that establishment, else to the oldest one waiting on an establishment it
+   * did not start (one whose own establishment is under way keeps waiting on it).
    *
    * @example
    * ```ts
