@@ -82,6 +82,48 @@ describe('resolveLogSettings', function () {
     expect(optionOf(5)).to.equal('logging');
   });
 
+  it('reads MONGODB_LOG_MAX_DOCUMENT_LENGTH as a whole number, spaces around it allowed, and ignores anything else', function () {
+    const length = (value: string): number => resolveLogSettings({}, { MONGODB_LOG_MAX_DOCUMENT_LENGTH: value }).maxDocumentLength;
+    expect(length('12')).to.equal(12);
+    expect(length(' 12 ')).to.equal(12);
+    expect(length('0')).to.equal(0);
+    for (const invalid of ['12abc', '-1', '1.5', 'abc', '', ' ']) expect(length(invalid), JSON.stringify(invalid)).to.equal(1000);
+  });
+
+  it('reads MONGODB_LOG_PATH without the spaces around it, and ignores one of spaces only', function () {
+    expect(resolveLogSettings({}, { MONGODB_LOG_PATH: ' stdout ' }).path).to.equal('stdout');
+    expect(resolveLogSettings({}, { MONGODB_LOG_PATH: '   ' }).path).to.equal('stderr');
+  });
+
+  it('accepts maxDocumentLength 0, over the environment', function () {
+    expect(resolveLogSettings({ maxDocumentLength: 0 }, { MONGODB_LOG_MAX_DOCUMENT_LENGTH: '50' }).maxDocumentLength).to.equal(0);
+  });
+
+  it('says what each invalid programmatic value should be: option, value and what it accepts', function () {
+    const thrown = (options: unknown): InvalidOptionError => {
+      try {
+        resolveLogSettings(options as never, {});
+      } catch (error) {
+        if (error instanceof InvalidOptionError) return error;
+        throw error;
+      }
+      throw new Error(`accepted ${JSON.stringify(options)}`);
+    };
+    expect(thrown({ componentSeverities: { connection: 'loud' } })).to.include({
+      option: 'logging.componentSeverities.connection',
+      value: 'loud',
+      allowed: 'one of off, emergency, alert, critical, error, warn, notice, info, debug, trace',
+    });
+    expect(thrown({ maxDocumentLength: -1 })).to.include({ option: 'logging.maxDocumentLength', value: -1, allowed: 'an integer >= 0' });
+    expect(thrown({ maxDocumentLength: 1.5 })).to.include({ option: 'logging.maxDocumentLength', value: 1.5 });
+    const sinkShape = '"stderr", "stdout", a file path, or a sink object with a write(message) function';
+    expect(thrown({ path: '   ' })).to.include({ option: 'logging.path', value: '   ', allowed: sinkShape });
+    expect(thrown({ path: null })).to.include({ option: 'logging.path', value: null, allowed: sinkShape });
+    expect(thrown({ componentSeverities: { conection: 'debug' } }).message).to.equal(
+      'Unknown option logging.componentSeverities.conection of logging.componentSeverities: did you mean connection?',
+    );
+  });
+
   it('willLog: debug messages need debug or trace', function () {
     expect(willLog('debug', 'debug')).to.equal(true);
     expect(willLog('trace', 'debug')).to.equal(true);
