@@ -184,7 +184,10 @@ export function instrumentConnectionPool(
     throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
   }
   rejectUnknownOptions(options, INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPool');
-  const meter = optionValue(options, 'meter') ?? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version);
+  // Only a missing meter means the default: a null one is refused like any other value that is not a Meter, rather
+  // than sending the pool's metrics to the global MeterProvider unseen.
+  const givenMeter = optionValue(options, 'meter');
+  const meter = givenMeter === undefined ? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version) : givenMeter;
   if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
     throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
   }

@@ -439,11 +439,49 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       pool.close();
     });
 
+    it('says what each refused pool, options or Meter should be: option, value and what it accepts', function () {
+      const { meter } = harness();
+      const { pool } = virtualPool();
+      const thrown = (call: () => unknown): InvalidOptionError => {
+        try {
+          call();
+        } catch (error) {
+          if (error instanceof InvalidOptionError) return error;
+          throw error;
+        }
+        throw new Error('accepted');
+      };
+      const { snapshot: _snapshot, ...noSnapshot } = { address: pool.address, options: pool.options, events$: pool.events$, state$: pool.state$, state: pool.state, snapshot: () => pool.snapshot() };
+      const { events$: _events$, ...noEvents } = { address: pool.address, options: pool.options, events$: pool.events$, state$: pool.state$, state: pool.state, snapshot: () => pool.snapshot() };
+      const aPool = 'a ConnectionPool or ConnectionPoolCore';
+      for (const notAPool of [null, undefined, 'db.example:27017', noSnapshot, noEvents]) {
+        expect(thrown(() => instrumentConnectionPool(notAPool as never, { meter })), String(notAPool)).to.include({ option: 'pool', allowed: aPool });
+      }
+      const anObject = 'an object { meter?, poolName? }, or nothing';
+      for (const notOptions of [null, 5, 'orders']) {
+        expect(thrown(() => instrumentConnectionPool(pool, notOptions as never))).to.include({ option: 'options', value: notOptions, allowed: anObject });
+      }
+      const aMeter = 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)';
+      const histogramsOnly = { createHistogram: meter.createHistogram.bind(meter) };
+      const callbacksOnly = { addBatchObservableCallback: meter.addBatchObservableCallback.bind(meter) };
+      for (const notAMeter of [null, 5, histogramsOnly, callbacksOnly]) {
+        expect(thrown(() => instrumentConnectionPool(pool, { meter: notAMeter as never })), String(notAMeter)).to.include({ option: 'meter', allowed: aMeter });
+      }
+      const first = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
+      expect(thrown(() => instrumentConnectionPool(pool, { meter, poolName: 'orders' }))).to.include({
+        option: 'poolName',
+        value: 'orders',
+        allowed: 'a name no other pool being recorded through this Meter has (give each pool its own)',
+      });
+      first.unsubscribe();
+      pool.close();
+    });
+
     it('refuses an unknown option, naming the closest one, rather than recording under the default pool name', function () {
       const { meter } = harness();
       const { pool } = virtualPool();
       const call = (): unknown => instrumentConnectionPool(pool, { meter, poolname: 'orders' } as never);
-      expect(call).to.throw(InvalidOptionError, /poolname.*did you mean poolName\?/).with.property('option', 'poolname');
+      expect(call).to.throw(InvalidOptionError, 'Unknown option poolname of instrumentConnectionPool: did you mean poolName?').with.property('option', 'poolname');
       pool.close();
     });
   });
