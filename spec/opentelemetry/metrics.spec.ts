@@ -9,11 +9,11 @@ import {
   type Histogram,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
-import type { Subscription } from 'rxjs';
-import { ConnectionPool, InvalidOptionError, type PoolConnection } from '../../lib';
+import { Observable, type Subscription } from 'rxjs';
+import { ConnectionPool, InvalidOptionError, type PoolConnection, type PoolSnapshot } from '../../lib';
 import type { Connection } from '../../lib/connection/connection';
 import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
-import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../../lib/opentelemetry';
+import { instrumentConnectionPool, type ConnectionPoolInstrumentation, type InstrumentedPool } from '../../lib/opentelemetry';
 import { DRIVER_INFO } from '../../lib/version';
 import { closeTimeline } from '../support/close-timeline';
 
@@ -421,6 +421,121 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       finished.unsubscribe();
       replacing.unsubscribe();
       pool.close();
+    });
+
+    it('names a third pool of one server address#3 by default, after address and address#2', function () {
+      const { meter } = harness();
+      const pools = [1, 2, 3].map(() => virtualPool().pool);
+      const instrumentations = pools.map((pool) => instrumentConnectionPool(pool, { meter }));
+      expect(instrumentations.map((i) => i.poolName)).to.deep.equal(['db.example:27017', 'db.example:27017#2', 'db.example:27017#3']);
+      for (const i of instrumentations) i.unsubscribe();
+      for (const pool of pools) pool.close();
+    });
+
+    it('gives a pool over a Unix domain socket no server.port attribute', async function () {
+      const { meter, collect } = harness();
+      const { pool } = virtualPool({ address: '/tmp/mongodb-27017.sock', maxPoolSize: 3 });
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      const socket = { 'db.client.connection.pool.name': '/tmp/mongodb-27017.sock', 'server.address': '/tmp/mongodb-27017.sock' };
+      expect(instrumentation.attributes).to.deep.equal(socket);
+      expect(pointsOf(await collect(), 'db.client.connection.max')[0].attributes).to.deep.equal(socket);
+      instrumentation.unsubscribe();
+      pool.close();
+    });
+
+    it('stops recording when disposed, as by a using declaration', function () {
+      const { meter } = harness();
+      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
+      let removals = 0;
+      meter.removeBatchObservableCallback = (...args) => {
+        removals++;
+        removeCallback(...args);
+      };
+      const { pool } = virtualPool();
+      let scoped: ConnectionPoolInstrumentation | undefined;
+      {
+        using instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'scoped' });
+        scoped = instrumentation;
+        expect(scoped.closed).to.equal(false);
+      }
+      expect(scoped.closed).to.equal(true);
+      expect(removals, 'the collection callback removed').to.equal(1);
+      instrumentConnectionPool(pool, { meter, poolName: 'scoped' }).unsubscribe(); // the name is free again
+      pool.close();
+    });
+
+    it('stops at once for a pool already closed with its last connection closed, freeing its name', function () {
+      const { meter } = harness();
+      const { pool } = virtualPool();
+      pool.close(); // no connection: finished
+      const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
+      expect(instrumentation.closed).to.equal(true);
+      instrumentConnectionPool(virtualPool().pool, { meter, poolName: 'orders' }).unsubscribe();
+      instrumentation.unsubscribe();
+    });
+
+    it('follows a pool already closed when instrumented until its last connection is closed', function () {
+      const { meter } = harness();
+      const { pool, clock } = virtualPool();
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      pool.close(); // a connection is still checked out
+      const instrumentation = instrumentConnectionPool(pool, { meter });
+      expect(instrumentation.closed).to.equal(false);
+      pool.checkIn(held!); // the last connection: closed
+      expect(instrumentation.closed).to.equal(true);
+    });
+
+    it('keeps the name of the pool that took it over when the finished pool it replaced is unsubscribed', function () {
+      const { meter } = harness();
+      const old = virtualPool().pool;
+      const finished = instrumentConnectionPool(old, { meter });
+      old.close(); // finished: its name is free
+      const { pool } = virtualPool();
+      const replacing = instrumentConnectionPool(pool, { meter });
+      expect(replacing.poolName).to.equal(finished.poolName);
+      finished.unsubscribe(); // as its first collection after 60 s does
+      expect(() => instrumentConnectionPool(virtualPool().pool, { meter, poolName: replacing.poolName })).to.throw(InvalidOptionError);
+      expect(instrumentConnectionPool(virtualPool().pool, { meter }).poolName).to.equal('db.example:27017#2');
+    });
+
+    it('follows state$ only once the pool is closed, and not after unsubscribe', function () {
+      const { meter } = harness();
+      const { pool, clock } = virtualPool();
+      let subscribed = 0;
+      let active = 0;
+      const state$ = new Observable<PoolSnapshot>((subscriber) => {
+        subscribed++;
+        active++;
+        const subscription = pool.state$.subscribe(subscriber);
+        return () => {
+          active--;
+          subscription.unsubscribe();
+        };
+      });
+      const observed: InstrumentedPool = {
+        address: pool.address,
+        options: pool.options,
+        events$: pool.events$,
+        state$,
+        get state() {
+          return pool.state;
+        },
+        snapshot: () => pool.snapshot(),
+      };
+      const instrumentation = instrumentConnectionPool(observed, { meter });
+      pool.ready();
+      let held: MockConnection | undefined;
+      pool.checkOut().subscribe((c) => (held = c));
+      clock.advance(10);
+      expect(subscribed, 'while the pool is open').to.equal(0);
+      pool.close(); // a connection is still checked out
+      expect([subscribed, active]).to.deep.equal([1, 1]);
+      instrumentation.unsubscribe();
+      expect(active, 'after unsubscribe').to.equal(0);
+      pool.checkIn(held!);
     });
 
     it('rejects what is not a pool, a Meter or a pool name with an InvalidOptionError naming it', function () {
