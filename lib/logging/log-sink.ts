@@ -102,10 +102,15 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
   let ended: Promise<void> = Promise.resolve();
   /** The lines written since the last close, waiting for `ended` to be written through a stream opened again. */
   let late: string[] | undefined;
+  // Settles once every line is written (or the stream failed) and, for a file, once its descriptor is closed: a
+  // file's stream reports its failure only then, and the lines written after close must not open it again before.
   const end = (s: fs.WriteStream): Promise<void> =>
     new Promise<void>((resolve) => {
-      if (s.destroyed || s.writableEnded) return resolve();
-      s.end(() => resolve()); // once every line is written (or the stream failed)
+      const closes = (s as fs.WriteStream & { autoClose?: boolean }).autoClose === true; // a file's, not stdout's or stderr's
+      if (s.closed) return resolve();
+      if (closes) s.once('close', () => resolve());
+      if (s.destroyed || s.writableEnded) return void (closes || resolve());
+      s.end(() => void (closes || resolve()));
     });
   const writeLate = (): Promise<void> | undefined => {
     const lines = late!;

@@ -163,6 +163,37 @@ describe('log sinks', function () {
     }
   });
 
+  it('a file that fails is switched off: nothing more is written to it, not even after close, and one warning says why', async function () {
+    if (!fs.existsSync('/dev/full')) this.skip(); // a device whose every write fails (ENOSPC)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-'));
+    const file = path.join(dir, 'pool.log'); // first the full device, then a regular file that could be written
+    const regular = path.join(dir, 'regular.log');
+    fs.writeFileSync(regular, '');
+    fs.symlinkSync('/dev/full', file);
+    const line = (i: number) => ({ toJSON: () => ({ i }), render: () => String(i) });
+    const warnings: string[] = [];
+    const emit = process.emitWarning;
+    process.emitWarning = ((w: string) => void warnings.push(w)) as typeof process.emitWarning;
+    try {
+      const sink = openLogSink(file);
+      sink.write(line(1)); // fails
+      const closing = sink.close?.();
+      sink.write(line(2)); // after close, while the failing write is under way
+      fs.rmSync(file);
+      fs.symlinkSync(regular, file);
+      await closing;
+      await new Promise((r) => setImmediate(r));
+      sink.write(line(3)); // after the failure
+      await sink.close?.();
+      await new Promise((r) => setImmediate(r));
+      expect(fs.readFileSync(regular, 'utf8')).to.equal('');
+      expect(warnings).to.deep.equal(['rxcmap: the log file failed (ENOSPC: no space left on device, write); logging to it stopped']);
+    } finally {
+      process.emitWarning = emit;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('writes a file through a buffered stream and flushes it on close', async function () {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-')), 'pool.log');
     const sink = openLogSink(file);
