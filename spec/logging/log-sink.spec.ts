@@ -163,6 +163,41 @@ describe('log sinks', function () {
     }
   });
 
+  it('writes "stdout" and "stderr" in any case to the process\'s own streams, and leaves them open after close', async function () {
+    this.timeout(30_000);
+    // In a child process of its own, whose stdout and stderr are read here; its working directory shows no file is made.
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-'));
+    const script = [
+      `const { openLogSink } = require(${JSON.stringify(path.join(root, 'lib/logging/log-sink'))});`,
+      'const line = (i) => ({ toJSON: () => ({ i }), render: () => i });',
+      '(async () => {',
+      "  for (const [destination, i] of [['STDOUT', 'out'], ['Stderr', 'err'], ['no-such-dir/pool.log', 'instead of the file']]) {",
+      '    const sink = openLogSink(destination);',
+      '    sink.write(line(i));',
+      '    await sink.close();',
+      '  }',
+      "  process.stdout.write('stdout still open\\n');",
+      "  process.stderr.write('stderr still open\\n');",
+      '})();',
+    ].join('\n');
+    const register = require.resolve('ts-node/register/transpile-only');
+    const child = spawn(process.execPath, ['-r', register, '-e', script], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TS_NODE_PROJECT: path.join(root, 'tsconfig.json') } });
+    const output = { stdout: '', stderr: '' };
+    child.stdout.on('data', (d) => (output.stdout += d));
+    child.stderr.on('data', (d) => (output.stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      expect(code, output.stderr).to.equal(0);
+      expect(output.stdout).to.equal('{"i":"out"}\nstdout still open\n');
+      const stderr = output.stderr.split('\n');
+      expect(stderr.filter((l) => l.startsWith('{'))).to.deep.equal(['{"i":"err"}', '{"i":"instead of the file"}']);
+      expect(stderr).to.include('stderr still open');
+      expect(fs.readdirSync(cwd), 'files made').to.deep.equal([]);
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
   it('a file that fails is switched off: nothing more is written to it, not even after close, and one warning says why', async function () {
     if (!fs.existsSync('/dev/full')) this.skip(); // a device whose every write fails (ENOSPC)
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-'));
