@@ -40,7 +40,7 @@ export function openLogSink(path: string | LogSink): LogSink {
     if (stats !== undefined && !stats.isFile()) throw new Error('it is not a regular file, so it is not opened again after close');
     return fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   };
-  return streamSink(openAgain, 'the log file', first);
+  return streamSink(openAgain, 'the log file', first, true);
 }
 
 /**
@@ -88,7 +88,7 @@ function untilRoom<A extends unknown[]>(attempt: (done: (error: NodeJS.ErrnoExce
  * A sink over write streams of its own, `open` making each: buffered; switched off (with a warning) at the first
  * error, of a stream or of opening one again after `close`.
  */
-function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteStream): LogSink {
+function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteStream, closesFile = false): LogSink {
   let failed = false;
   const fail = (error: Error): void => {
     if (failed) return;
@@ -102,15 +102,15 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
   let ended: Promise<void> = Promise.resolve();
   /** The lines written since the last close, waiting for `ended` to be written through a stream opened again. */
   let late: string[] | undefined;
-  // Settles once every line is written (or the stream failed) and, for a file, once its descriptor is closed: a
-  // file's stream reports its failure only then, and the lines written after close must not open it again before.
+  // Settles once every line is written (or the stream failed) and, for a file (`closesFile`: its streams close their
+  // descriptor, stdout's and stderr's never do), once its descriptor is closed: a file's stream reports its failure
+  // only then, and the lines written after close must not open it again before.
   const end = (s: fs.WriteStream): Promise<void> =>
     new Promise<void>((resolve) => {
-      const closes = (s as fs.WriteStream & { autoClose?: boolean }).autoClose === true; // a file's, not stdout's or stderr's
       if (s.closed) return resolve();
-      if (closes) s.once('close', () => resolve());
-      if (s.destroyed || s.writableEnded) return void (closes || resolve());
-      s.end(() => void (closes || resolve()));
+      if (closesFile) s.once('close', () => resolve());
+      if (s.destroyed || s.writableEnded) return void (closesFile || resolve());
+      s.end(() => void (closesFile || resolve()));
     });
   const writeLate = (): Promise<void> | undefined => {
     const lines = late!;
