@@ -677,7 +677,8 @@ function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>, rec: 
  */
 function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>, claimant: Waiter<C>, out: Command<C>[]): void {
   const timeout = s.options.waitQueueTimeoutMS;
-  if (timeout === 0) return; // no deadlines to keep
+  // Without waitQueueTimeoutMS no checkout has a deadline, and the establishment `claimant` started (if any) is found
+  // the same way: `starter` takes it over all the same, so that its failure is `starter`'s (see establishFailed).
   if (claimant.deadline === undefined) {
     for (const rec of s.records.values()) {
       if (rec.state === 'pending' && rec.starter === claimant) {
@@ -686,6 +687,7 @@ function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>
       }
     }
   }
+  if (timeout === 0) return; // no deadlines to keep
   const deadline = Math.max(claimant.deadline ?? -Infinity, starter.startedAt! + timeout);
   starter.deadline = deadline;
   if (s.waitTimerAt === undefined || s.waitTimerAt > deadline) armTimer(s, 'waitQueue', deadline, out);

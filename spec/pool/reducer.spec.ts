@@ -389,6 +389,27 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.succeed(3)).to.equal(b.connectionOf(s));
     });
 
+    it('without waitQueueTimeoutMS too, a checkout that took over an older one\'s establishment keeps waiting on it when another fails', function () {
+      // waitQueueTimeoutMS 0 (the default): A and B each start one; B's connection 2 goes to A, so B takes over A's
+      // connection 1. C starts 3 and leaves; D claims 3. Connection 3's failure is D's, not B's.
+      const b = new Bench({ maxPoolSize: 4, maxConnecting: 3 });
+      b.dispatch({ type: 'ready' });
+      const a = b.checkOut();
+      const w = b.checkOut();
+      b.time = 1;
+      expect(b.succeed(2)).to.equal(b.connectionOf(a));
+      const c = b.checkOut();
+      b.cancel(c);
+      const d = b.checkOut();
+      expect([...b.pending]).to.deep.equal([1, 3]);
+      b.time = 2;
+      b.failEstablishment(3, new Error('connection 3 refused: overloaded'), false);
+      expect(b.errorOf(d)?.message).to.equal('connection 3 refused: overloaded');
+      expect(b.errorOf(w), 'not the checkout waiting on the establishment it took over').to.equal(undefined);
+      b.time = 3;
+      expect(b.succeed(1)).to.equal(b.connectionOf(w));
+    });
+
     it('lets a checkout whose establishment went to an older one wait on that one\'s own establishment without a deadline', function () {
       // w1 and w2 each start an establishment; connection 2 (w2's) is established first and goes to w1: w2 takes over
       // connection 1, which w1 started for a checkout, as its own.
