@@ -159,6 +159,10 @@ describe('connection log messages', function () {
     const withEmoji = 'ab😀cd'; // the emoji is two UTF-16 code units at indexes 2 and 3
     expect(truncate(withEmoji, 3)).to.equal('ab...');
     expect(truncate(withEmoji, 4)).to.equal('ab😀...');
+    // The high surrogates at both ends of their range, and a lone low surrogate (cut like any code unit).
+    expect(truncate('a\ud800\udc00b', 2)).to.equal('a...');
+    expect(truncate('a\udbff\udfffb', 2)).to.equal('a...');
+    expect(truncate('a\udc00bc', 2)).to.equal('a\udc00...');
     const long = new MongoServerError({ ok: 0, errmsg: 'x'.repeat(50), code: 2 });
     const messages: ConnectionLogMessage[] = [];
     const sink: LogSink = { write: (m) => messages.push(m as ConnectionLogMessage) };
@@ -368,6 +372,28 @@ describe('connection log messages', function () {
     const created = connectionLogMessage({ type: 'ConnectionPoolCreated', address: 'db.example:27018', time: 0, options: {} }, server, 1000);
     expect(created.render()).to.equal('Connection pool created for db.example:27018');
     expect(Object.keys(created.fields)).to.deep.equal(['message', 'serverHost', 'serverPort']);
+  });
+
+  it('gives each close and checkout failure reason the text the CMAP spec names (extensions: texts of their own)', function () {
+    const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
+    const closed = (reason: string): unknown =>
+      connectionLogMessage({ type: 'ConnectionClosed', address: 'db.example:27018', time: 0, connectionId: 1, reason } as never, server, 1000).fields.reason;
+    expect(['stale', 'idle', 'error', 'poolClosed', 'expired'].map(closed)).to.deep.equal([
+      'Connection became stale because the pool was cleared',
+      'Connection has been available but unused for longer than the configured max idle time',
+      'An error occurred while using the connection',
+      'Connection pool was closed',
+      'Connection reached its maximum lifetime (maxLifeTimeMS)',
+    ]);
+    const failed = (reason: string): unknown =>
+      connectionLogMessage({ type: 'ConnectionCheckOutFailed', address: 'db.example:27018', time: 0, reason, duration: 1 } as never, server, 1000).fields.reason;
+    expect(['timeout', 'connectionError', 'poolClosed', 'cancelled', 'waitQueueFull'].map(failed)).to.deep.equal([
+      'Wait queue timeout elapsed without a connection becoming available',
+      'An error occurred while trying to establish a new connection',
+      'Connection pool was closed',
+      'The checkout was cancelled before a connection was delivered',
+      'The wait queue was full (maxWaitQueueSize checkouts were waiting)',
+    ]);
   });
 
   it('writes the serviceId of a load-balanced pool\'s clear in its fields and its text', function () {
