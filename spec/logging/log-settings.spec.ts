@@ -2,6 +2,17 @@ import { expect } from 'chai';
 import { InvalidOptionError } from '../../lib';
 import { LOG_COMPONENTS, resolveLogSettings, willLog } from '../../lib/logging/log-settings';
 
+/** The InvalidOptionError resolveLogSettings throws for `options` (failing the test when it accepts them). */
+function thrown(options: unknown): InvalidOptionError {
+  try {
+    resolveLogSettings(options as never, {});
+  } catch (error) {
+    if (error instanceof InvalidOptionError) return error;
+    throw error;
+  }
+  throw new Error(`accepted ${JSON.stringify(options)}`);
+}
+
 describe('resolveLogSettings', function () {
   it('is off by default, stderr, 1000', function () {
     expect(resolveLogSettings({}, {})).to.deep.equal({
@@ -41,15 +52,6 @@ describe('resolveLogSettings', function () {
   });
 
   it('rejects a misspelt logging option or component, naming the closest one, and a componentSeverities of the wrong shape', function () {
-    const thrown = (options: unknown): InvalidOptionError => {
-      try {
-        resolveLogSettings(options as never, {});
-      } catch (error) {
-        if (error instanceof InvalidOptionError) return error;
-        throw error;
-      }
-      throw new Error(`accepted ${JSON.stringify(options)}`);
-    };
     const path = thrown({ pathh: 'stderr' });
     expect(path).to.include({ option: 'logging.pathh', suggestion: 'path' });
     expect(path.message).to.equal('Unknown option logging.pathh of logging: did you mean path?');
@@ -100,15 +102,6 @@ describe('resolveLogSettings', function () {
   });
 
   it('says what each invalid programmatic value should be: option, value and what it accepts', function () {
-    const thrown = (options: unknown): InvalidOptionError => {
-      try {
-        resolveLogSettings(options as never, {});
-      } catch (error) {
-        if (error instanceof InvalidOptionError) return error;
-        throw error;
-      }
-      throw new Error(`accepted ${JSON.stringify(options)}`);
-    };
     expect(thrown({ componentSeverities: { connection: 'loud' } })).to.include({
       option: 'logging.componentSeverities.connection',
       value: 'loud',

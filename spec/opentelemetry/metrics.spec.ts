@@ -30,6 +30,13 @@ function harness() {
   const reader = new ManualReader();
   const provider = new MeterProvider({ readers: [reader] });
   const meter = provider.getMeter('metrics.spec');
+  // How many times a callback was removed from the Meter.
+  let removed = 0;
+  const removeCallback = meter.removeBatchObservableCallback.bind(meter);
+  meter.removeBatchObservableCallback = (...args) => {
+    removed++;
+    removeCallback(...args);
+  };
   const scopes: { name: string; version?: string }[] = [];
   const collect = async (): Promise<Collected> => {
     const { resourceMetrics, errors } = await reader.collect();
@@ -39,7 +46,7 @@ function harness() {
     for (const scope of resourceMetrics.scopeMetrics) for (const m of scope.metrics) byName.set(m.descriptor.name, m);
     return byName;
   };
-  return { meter, collect, provider, scopes };
+  return { meter, collect, provider, scopes, removals: () => removed };
 }
 
 function pointsOf(c: Collected, name: string): DataPoint<unknown>[] {
@@ -231,13 +238,7 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
     });
 
     it('once the closed pool has closed its last connection, reports its counts as 0 for 60 s, not the last ones, then removes its callback', async function () {
-      const { meter, collect } = harness();
-      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
-      let removals = 0;
-      meter.removeBatchObservableCallback = (...args) => {
-        removals++;
-        removeCallback(...args);
-      };
+      const { meter, removals, collect } = harness();
       const { pool, clock } = virtualPool({ maxPoolSize: 2 });
       const instrumentation = instrumentConnectionPool(pool, { meter });
       pool.ready();
@@ -259,27 +260,21 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
       try {
         Date.now = () => finished + 59_000;
         expect(counts(await collect()), 'a collection within 60 s').to.deep.equal([0, 0, 0]);
-        expect(removals).to.equal(0);
+        expect(removals()).to.equal(0);
         Date.now = () => finished + 61_000;
         expect(counts(await collect()), 'the first collection after 60 s').to.deep.equal([0, 0, 0]);
         await Promise.resolve();
-        expect(removals, 'removed after it').to.equal(1);
+        expect(removals(), 'removed after it').to.equal(1);
         expect(counts(await collect()), 'the last values collected').to.deep.equal([0, 0, 0]);
         instrumentation.unsubscribe();
-        expect(removals, 'once').to.equal(1);
+        expect(removals(), 'once').to.equal(1);
       } finally {
         Date.now = now;
       }
     });
 
     it('removes a finished pool\'s callback after 120 s when no reader collects, on a timer that keeps no process alive', function () {
-      const { meter } = harness();
-      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
-      let removals = 0;
-      meter.removeBatchObservableCallback = (...args) => {
-        removals++;
-        removeCallback(...args);
-      };
+      const { meter, removals } = harness();
       const { pool } = virtualPool({ maxPoolSize: 1 });
       instrumentConnectionPool(pool, { meter });
       const timers: { delay: number | undefined; run: () => void; unref: boolean }[] = [];
@@ -295,9 +290,9 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
         globalThis.setTimeout = original;
       }
       expect(timers.map((t) => [t.delay, t.unref])).to.deep.equal([[120_000, true]]);
-      expect(removals).to.equal(0);
+      expect(removals()).to.equal(0);
       timers[0].run();
-      expect(removals).to.equal(1);
+      expect(removals()).to.equal(1);
     });
 
     it('clears that timer once the callback is removed otherwise, so a finished recorder is not kept for 120 s', function () {
@@ -444,13 +439,7 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
     });
 
     it('stops recording when disposed, as by a using declaration', function () {
-      const { meter } = harness();
-      const removeCallback = meter.removeBatchObservableCallback.bind(meter);
-      let removals = 0;
-      meter.removeBatchObservableCallback = (...args) => {
-        removals++;
-        removeCallback(...args);
-      };
+      const { meter, removals } = harness();
       const { pool } = virtualPool();
       let scoped: ConnectionPoolInstrumentation | undefined;
       {
@@ -459,7 +448,7 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
         expect(scoped.closed).to.equal(false);
       }
       expect(scoped.closed).to.equal(true);
-      expect(removals, 'the collection callback removed').to.equal(1);
+      expect(removals(), 'the collection callback removed').to.equal(1);
       instrumentConnectionPool(pool, { meter, poolName: 'scoped' }).unsubscribe(); // the name is free again
       pool.close();
     });
