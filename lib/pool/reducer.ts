@@ -635,7 +635,7 @@ function establishFailed<C extends PoolConnection>(
   // keeps waiting on it.
   const starter = rec.starter;
   let claimant: Waiter<C> | undefined;
-  if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : takeClaimantWithoutOwn(s, rec);
+  if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : takeClaimantWithoutOwn(s);
   // Load-balanced mode: errors before or during the handshake never clear the pool; one after it (during
   // authentication) names the service the connection reached, and clears that service only (load balancer spec).
   if (clearPool && current) {
@@ -653,18 +653,20 @@ function establishFailed<C extends PoolConnection>(
 }
 
 /**
- * Removes and returns the oldest claimant (high-priority ones first) that did not start an establishment still under
- * way other than `rec`, counted among the waiters taken out in this step; undefined when every claimant waits on an
- * establishment of its own. O(connections + claimants), on a failed establishment only.
+ * Removes and returns the oldest claimant (high-priority ones first) that has no establishment of its own under way,
+ * counted among the waiters taken out in this step; undefined when every claimant waits on one of its own. Called
+ * for a failed establishment whose starter is no claimant, so none of them owns that one. O(claimants × connections),
+ * on a failed establishment only.
  */
-function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>, rec: ConnectionRecord<C>): Waiter<C> | undefined {
-  if (s.claimants.length === 0) return undefined;
-  const starters = new Set<Waiter<C>>();
-  for (const other of s.records.values()) {
-    if (other !== rec && other.state === 'pending' && other.starter?.state === 'claimant') starters.add(other.starter);
-  }
-  const claimant = starters.size === 0 ? s.claimants.peek() : s.claimants.toArray().find((w) => !starters.has(w));
+function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>): Waiter<C> | undefined {
+  const claimant = s.claimants.toArray().find((w) => pendingStartedBy(s, w) === undefined);
   return claimant !== undefined && s.claimants.take(claimant) ? claimant : undefined;
+}
+
+/** The establishment under way that `w` started and still owns (see ConnectionRecord.starter), if any. O(connections). */
+function pendingStartedBy<C>(s: PoolState<C>, w: Waiter<C>): ConnectionRecord<C> | undefined {
+  for (const rec of s.records.values()) if (rec.state === 'pending' && rec.starter === w) return rec;
+  return undefined;
 }
 
 /**
@@ -679,13 +681,10 @@ function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>
   const timeout = s.options.waitQueueTimeoutMS;
   // Without waitQueueTimeoutMS no checkout has a deadline, and the establishment `claimant` started (if any) is found
   // the same way: `starter` takes it over all the same, so that its failure is `starter`'s (see establishFailed).
-  if (claimant.deadline === undefined) {
-    for (const rec of s.records.values()) {
-      if (rec.state === 'pending' && rec.starter === claimant) {
-        rec.starter = starter;
-        return;
-      }
-    }
+  const own = claimant.deadline === undefined ? pendingStartedBy(s, claimant) : undefined;
+  if (own !== undefined) {
+    own.starter = starter;
+    return;
   }
   if (timeout === 0) return; // no deadlines to keep
   const deadline = Math.max(claimant.deadline ?? -Infinity, starter.startedAt! + timeout);
