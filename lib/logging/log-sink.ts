@@ -109,8 +109,12 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
     new Promise<void>((resolve) => {
       if (s.closed) return resolve();
       if (closesFile) s.once('close', () => resolve());
-      if (s.destroyed || s.writableEnded) return void (closesFile || resolve());
-      s.end(() => void (closesFile || resolve()));
+      // Written through: done, unless the file's closing is still awaited.
+      const written = (): void => {
+        if (!closesFile) resolve();
+      };
+      if (s.destroyed || s.writableEnded) return written();
+      s.end(written);
     });
   const writeLate = (): Promise<void> | undefined => {
     const lines = late!;
