@@ -4,7 +4,9 @@
 // - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT);
 // - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication;
 // - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange;
-// - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry metrics.
+// - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry metrics;
+// - `npm run test:mutation:configuration` (STRYKER_SCOPE=configuration): the connection string, the options and their
+//   checks, the addresses, and the connection and TLS options.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -79,6 +81,29 @@ const scopes = {
       'spec/examples/prometheus.spec.ts',
     ],
     reports: 'reports/mutation-observability',
+  },
+  configuration: {
+    mutate: [
+      'lib/connection-string.ts',
+      'lib/options.ts',
+      'lib/address.ts',
+      'lib/connection/connection-options.ts',
+      'lib/connection/tls-options.ts',
+    ],
+    // With the specs that hand options in through the public calls: the client (URIs, timeoutMS), the monitoring
+    // mode, TCP keepalive and the TLS files.
+    spec: [
+      'spec/connection-string.spec.ts',
+      'spec/connection-string.fuzz.spec.ts',
+      'spec/options.spec.ts',
+      'spec/options.fuzz.spec.ts',
+      'spec/address.spec.ts',
+      'spec/connection/tls-options.spec.ts',
+      'spec/connection/keep-alive.spec.ts',
+      'spec/client/client.spec.ts',
+      'spec/client/server-monitoring-mode.spec.ts',
+    ],
+    reports: 'reports/mutation-configuration',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
