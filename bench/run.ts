@@ -358,6 +358,7 @@ async function main(): Promise<void> {
 
     // 2. Checkout-wait latency, in its own runs.
     const waitRows: string[][] = [];
+    const tailRows: string[][] = [];
     const waitData: Record<string, unknown>[] = [];
     for (const [size, callers] of WAIT_CELLS) {
       const cellStart = Date.now();
@@ -367,18 +368,29 @@ async function main(): Promise<void> {
       log(`checkout wait: maxPoolSize ${size}, ${callersLabel(callers)} (${Date.now() - cellStart} ms)`);
       const cell: Record<string, unknown> = { maxPoolSize: size, callers };
       const row = [String(size), String(callers)];
+      const tail = [String(size), String(callers)];
       for (const peer of PEERS) {
         const r: WaitResult[] = runs.get(peer.name)!;
-        const m = { p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)) };
+        const of = (k: keyof WaitResult): number => median(r.map((x) => x[k]));
+        const m: WaitResult = { p50: of('p50'), p99: of('p99'), p999: of('p999'), max: of('max'), gcLongest: of('gcLongest') };
         cell[peer.name] = m;
         row.push(`${micros(m.p50)} / ${micros(m.p99)}`);
+        tail.push(`${micros(m.p999)} / ${micros(m.max)} (${micros(m.gcLongest)})`);
       }
       waitRows.push(row);
+      tailRows.push(tail);
       waitData.push(cell);
     }
     report.checkoutWaitMicros = waitData;
     out.push('#### checkout wait (p50 / p99, µs, median; measured apart from throughput)', '');
     out.push(table(['maxPoolSize', 'callers', ...PEERS.map((p) => p.name)], waitRows), '');
+    out.push(
+      '#### checkout wait, the tail (p99.9 / max, µs, median; in parentheses the longest garbage-collection pause of the same run)',
+      '',
+      'The same runs as above. A checkout waiting while the collector pauses the thread waits at least that pause: a max near the pause in parentheses is the collector\'s, not the pool\'s.',
+      '',
+    );
+    out.push(table(['maxPoolSize', 'callers', ...PEERS.map((p) => p.name)], tailRows), '');
 
     // 3. Heap per waiting checkout, unobserved.
     log('heap per waiting checkout');

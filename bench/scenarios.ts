@@ -6,6 +6,7 @@
  * Throughput loops read no clock: only the whole run is timed. Checkout-wait latency is measured by its own scenario
  * ({@link waits}), whose clock reads are its own cost and never reach a throughput figure.
  */
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { MongoClient } from 'mongodb';
 import { firstValueFrom, from, type Subscription } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, type ConnectionPoolEvent } from '../lib';
@@ -36,20 +37,38 @@ export async function cycles(pool: PoolUnderTest, callers: number, ops: number):
   return (done / elapsed) * 1000;
 }
 
-/** Checkout-wait latency percentiles, in µs. */
+/** Checkout-wait latency percentiles, in µs, and the longest garbage-collection pause of the same run. */
 export interface WaitResult {
   p50: number;
   p99: number;
+  /** The 99.9th percentile. */
+  p999: number;
+  /** The longest wait of the run. */
+  max: number;
+  /**
+   * The longest garbage-collection pause that began during the run (0 when none did): every checkout waiting then
+   * waits at least this long, so a `max` close to it is the collector's, not the pool's.
+   */
+  gcLongest: number;
 }
 
 /**
  * Checkout-wait latency: the same loops as {@link cycles}, each checkout timed from the call to the connection in
- * hand (the clock is read twice per cycle, so this scenario's throughput is not reported).
+ * hand (the clock is read twice per cycle, so this scenario's throughput is not reported). Garbage-collection pauses
+ * are recorded by a `gc` PerformanceObserver, which receives them after the run.
  */
 export async function waits(pool: PoolUnderTest, callers: number, ops: number): Promise<WaitResult> {
   const samples = new Float64Array(ops + callers);
   let done = 0;
   let recorded = 0;
+  let gcLongest = 0;
+  const started = performance.now();
+  let ended = Number.POSITIVE_INFINITY;
+  const pause = (entry: PerformanceEntry): void => {
+    if (entry.startTime >= started && entry.startTime < ended) gcLongest = Math.max(gcLongest, entry.duration);
+  };
+  const observer = new PerformanceObserver((list) => list.getEntries().forEach(pause));
+  observer.observe({ entryTypes: ['gc'] });
   const loop = async (): Promise<void> => {
     while (done < ops) {
       done++;
@@ -60,8 +79,17 @@ export async function waits(pool: PoolUnderTest, callers: number, ops: number): 
       pool.release(item);
     }
   };
-  await Promise.all(Array.from({ length: callers }, loop));
-  return { p50: percentile(samples, recorded, 50) * 1000, p99: percentile(samples, recorded, 99) * 1000 };
+  try {
+    await Promise.all(Array.from({ length: callers }, loop));
+    ended = performance.now();
+    // The observer is called on a later turn of the event loop; wait for the pauses that began before the end.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    observer.takeRecords().forEach(pause);
+  } finally {
+    observer.disconnect();
+  }
+  const at = (p: number): number => percentile(samples, recorded, p) * 1000;
+  return { p50: at(50), p99: at(99), p999: at(99.9), max: at(100), gcLongest: gcLongest * 1000 };
 }
 
 /** How a waiting checkout is held: a promise (awaited), or a subscription (rxcmap's Observable form). */

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { abortAlone } from '../../bench/scenarios';
+import type { PoolUnderTest } from '../../bench/peers';
+import { abortAlone, waits } from '../../bench/scenarios';
 
 describe('bench scenarios: the cancel floors', () => {
   it('abort() alone times every abort of each batch', async () => {
@@ -12,5 +13,37 @@ describe('bench scenarios: the cancel floors', () => {
     const micros = await abortAlone(50, 100, true);
     expect(micros).to.be.a('number').and.to.be.greaterThan(0);
     expect(Number.isFinite(micros)).to.equal(true);
+  });
+});
+
+describe('bench scenarios: checkout wait', () => {
+  /** A pool whose every checkout is served at once but the `slowAt`-th, which waits `slowMS`; `work` runs in each. */
+  function fakePool(slowAt: number, slowMS: number, work: () => void = () => undefined): PoolUnderTest {
+    let calls = 0;
+    return {
+      acquire: () => {
+        work();
+        return ++calls === slowAt ? new Promise((resolve) => setTimeout(() => resolve(calls), slowMS)) : Promise.resolve(calls);
+      },
+      release: () => undefined,
+      verifyMode: () => undefined,
+      close: async () => undefined,
+    };
+  }
+
+  it('reports the slowest checkout as max and the tail percentiles between the median and it', async () => {
+    const r = await waits(fakePool(500, 30), 1, 2000);
+    expect(r.max, 'the one checkout that waited 30 ms').to.be.at.least(30_000);
+    expect(r.p50).to.be.below(1000);
+    expect(r.p999, 'one sample in 2000 is above the 99.9th percentile').to.be.below(r.max);
+    expect(r.p99).to.be.at.most(r.p999);
+  });
+
+  it('records the longest garbage-collection pause that began during the run', async () => {
+    // Each checkout allocates 64 KiB of short-lived arrays: the young generation is collected several times.
+    const garbage: unknown[] = [];
+    const r = await waits(fakePool(0, 0, () => void garbage.splice(0, 1, new Array(8192).fill(0))), 1, 3000);
+    expect(r.gcLongest, 'at least one scavenge during the run').to.be.greaterThan(0);
+    expect(r.gcLongest).to.be.below(1e6);
   });
 });
