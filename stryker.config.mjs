@@ -6,7 +6,9 @@
 // - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange;
 // - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry metrics;
 // - `npm run test:mutation:configuration` (STRYKER_SCOPE=configuration): the connection string, the options and their
-//   checks, the addresses, and the connection and TLS options.
+//   checks, the addresses, and the connection and TLS options;
+// - `npm run test:mutation:client` (STRYKER_SCOPE=client): the client (connect, server selection, command, timeoutMS)
+//   and the default wiring of a ConnectionPool (connections, the log feed).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -104,6 +106,24 @@ const scopes = {
       'spec/client/server-monitoring-mode.spec.ts',
     ],
     reports: 'reports/mutation-configuration',
+  },
+  client: {
+    mutate: ['lib/client/**/*.ts'],
+    // With the specs that run pools through ConnectionPool or connect(): the log messages of the pool and the client,
+    // the options, the monitor, the CMAP tests and prose, load-balanced mode, leak detection and the traces.
+    spec: [
+      'spec/client/**/*.spec.ts',
+      'spec/logging/log-message.spec.ts',
+      'spec/options.spec.ts',
+      'spec/connection-string.spec.ts',
+      'spec/monitor/monitor.spec.ts',
+      'spec/cmap/cmap-format.spec.ts',
+      'spec/cmap/prose.spec.ts',
+      'spec/pool/load-balanced.spec.ts',
+      'spec/pool/leak-detection.spec.ts',
+      'spec/diagnostics-channels.spec.ts',
+    ],
+    reports: 'reports/mutation-client',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
