@@ -840,7 +840,8 @@ export class MongoCompatibilityError extends CmapError {
 
 /**
  * The client was closed: thrown by `command()` and `selectPool()` called after `close()`, and the rejection of every
- * server selection still waiting when `close()` was called (it settles at once, not at serverSelectionTimeoutMS).
+ * server selection still waiting when `close()` was called (it settles at once, not at serverSelectionTimeoutMS), and
+ * of every `command()` then waiting for its checkout or with its command in flight.
  *
  * Source: extension (a closed MongoDB client refuses operations; the driver's MongoClient does likewise).
  */

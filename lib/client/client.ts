@@ -15,7 +15,7 @@ import type { Connection } from '../connection/connection';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -206,6 +206,10 @@ export class Client {
   /** Emits once, when the client is closed: pending selections end then. */
   private readonly closing = new Subject<void>();
   private closed = false;
+  /** Whether drain() was called: from then on a checkout is refused with PoolClosedError, as drain() says. */
+  private draining = false;
+  /** The pools close() closed (those a drain had not closed already): the checkouts it ended fail as ClientClosedError. */
+  private readonly closedByClient = new Set<ConnectionPool<Connection>>();
   /** The connections `command()` has a command in flight on: `close()` closes them. */
   private readonly commandConnections = new Set<Connection>();
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
@@ -504,8 +508,8 @@ export class Client {
    * load-balanced mode nothing is checked and the pool's state does not change; only the errors that clear the pool
    * clear the connection's service, once per service generation.
    *
-   * @throws (rejection) ClientClosedError (the client was closed while the command waited or was in flight; see
-   *   {@link close}), ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
+   * @throws (rejection) ClientClosedError (the client was closed while the command waited for a server or for its
+   *   checkout, or was in flight; see {@link close}), ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
@@ -531,7 +535,15 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
-    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined));
+    // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
+    const draining = this.draining;
+    const closedByClient = (error: unknown): never => {
+      // close() ended the checkout while it waited (in the WaitQueue, or for its connection's establishment): the
+      // command fails as every wait close() ends does, not with the pool's own error.
+      if (error instanceof PoolClosedError && !draining && this.closedByClient.has(pool)) throw new ClientClosedError(this.hosts);
+      throw error;
+    };
+    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined)).catch(closedByClient);
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     // Read once: the clock moves between two reads, and a checkout given 0 would have no deadline, a negative one throw.
     const remaining = left();
@@ -541,7 +553,7 @@ export class Client {
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
         throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS, maxPoolSize: error.maxPoolSize });
       }
-      throw error;
+      return closedByClient(error);
     });
   }
 
@@ -632,16 +644,18 @@ export class Client {
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
+    this.draining = true;
     await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));
     await this.close();
   }
 
   /**
    * Closes every monitor and pool, and fails every server selection still waiting (`command()` included) with
-   * ClientClosedError at once. A `command()` whose command is in flight fails with ClientClosedError too, its
-   * connection closed (the pool's ConnectionClosed reason `poolClosed`): without a socketTimeoutMS nothing else would
-   * end a command to a server gone silent. Connections checked out from `pools` by other code close when checked in.
-   * Resolves once the log destination the client opened is flushed. Idempotent. To let commands finish first, use
+   * ClientClosedError at once, and so every `command()` waiting for its checkout (in the WaitQueue, or for its
+   * connection's establishment) that a drain had not refused. A `command()` whose command is in flight fails with
+   * ClientClosedError too, its connection closed (the pool's ConnectionClosed reason `poolClosed`): without a
+   * socketTimeoutMS nothing else would end a command to a server gone silent. Connections checked out from `pools`
+   * by other code close when checked in. Resolves once the log destination the client opened is flushed. Idempotent. To let commands finish first, use
    * {@link drain}.
    *
    * Source: CMAP spec, "Closing a Connection Pool" (each pool); server monitoring spec (its monitors); extension: the
@@ -654,7 +668,10 @@ export class Client {
     this.closing.next();
     this.closing.complete();
     for (const monitor of this.monitors.values()) monitor.close();
-    for (const pool of this.pools.values()) pool.close();
+    for (const pool of this.pools.values()) {
+      if (pool.state !== 'closed') this.closedByClient.add(pool);
+      pool.close();
+    }
     if (this.commandConnections.size > 0) {
       const closed = new ClientClosedError(this.hosts);
       for (const connection of [...this.commandConnections]) connection.destroy(closed);

@@ -297,6 +297,32 @@ describe('connect() / Client', function () {
     expect(events.filter((e) => e.type === 'ConnectionCheckedIn' || e.type === 'ConnectionClosed').map((e) => e.type)).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed']);
   });
 
+  it('close() fails a command waiting for its checkout (in the WaitQueue, or for its connection\'s establishment) with ClientClosedError, as any other wait', async function () {
+    const [a] = await start();
+    // Polling every 10 s: no hello of the monitor's meets the fail point on hello below.
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1&serverMonitoringMode=poll&heartbeatFrequencyMS=10000`);
+    const pool = [...client.pools.values()][0];
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    // The only connection held by a ping the server holds; a second command waits in the WaitQueue.
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
+    const inFlight = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const queued = client.command('admin', { ping: 1 }, { timeoutMS: 20_000 }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1 && pool.snapshot().waitQueueLength === 1)).to.equal(true);
+    await client.close();
+    expect(await inFlight).to.be.instanceOf(ClientClosedError);
+    expect(await queued, 'waiting in the WaitQueue').to.be.instanceOf(ClientClosedError);
+    // A command whose connection is being established: the server holds its handshake.
+    client = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`);
+    const second = [...client.pools.values()][0];
+    await client.selectPool();
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 30_000 } });
+    const establishing = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => second.snapshot().pendingConnectionCount === 1)).to.equal(true);
+    await client.close();
+    expect(await establishing, 'waiting for its connection').to.be.instanceOf(ClientClosedError);
+    expect(await eventually(() => a.openConnections === 0)).to.equal(true);
+  });
+
   it('rejects a misspelt option key, naming the closest option, and a boolean given as a string', function () {
     let error: unknown;
     try {
