@@ -12,6 +12,7 @@ import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval,
 import { parseAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
+import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
@@ -150,6 +151,12 @@ const CLIENT_CONNECTION_OPTION_NAMES = CONNECTION_OPTION_NAMES.filter((name) => 
 /** The pool options of a client, handed to every pool. */
 const CLIENT_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NAMES, ...BACKGROUND_OPTION_NAMES] as const;
 
+/** The connection factories of one host: its pool's, and its monitor's (none in load-balanced mode). */
+interface HostFactories {
+  readonly pool: ConnectionFactory<Connection>;
+  readonly monitor: ConnectionFactory<Connection> | undefined;
+}
+
 /** The names of the options of `command()` and `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 
@@ -280,6 +287,9 @@ export class Client {
     checkConnectionOptions(connectionOptions, 'connect()');
     // One client metadata for every connection of the client; appendMetadata() changes it for those made later.
     this.metadata = new ClientMetadata(optionValue(connectionOptions, 'appName'), optionValue(connectionOptions, 'driverInfo'));
+    // Each host's connection factories, before the log destination is opened: one may still refuse its options (a
+    // TLS file it cannot read, a host the SOCKS5 proxy cannot be asked for), and nothing is opened then.
+    const factories = this.connectionFactories(connectionOptions, loadBalanced, o.scheduler);
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
     const clientMessages = willLog(logSettings.severities.client, 'warn')
@@ -303,7 +313,7 @@ export class Client {
     const monitors = new Map<string, Monitor>();
     const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
     try {
-      this.openServers(pools, monitors, heartbeats, {
+      this.openServers(pools, monitors, heartbeats, factories, {
         poolOptions,
         connectionOptions,
         loadBalanced,
@@ -330,11 +340,39 @@ export class Client {
     });
   }
 
+  /**
+   * The connection factories of each host: its pool's and (unless load-balanced) its monitor's, sharing the client's
+   * metadata (see appendMetadata). Opens nothing.
+   *
+   * @throws {InvalidOptionError} for options a factory refuses (a TLS file it cannot read, a host the proxy cannot be
+   *   asked for).
+   */
+  private connectionFactories(
+    connectionOptions: ConnectionOptions,
+    loadBalanced: boolean,
+    scheduler: SchedulerLike | undefined,
+  ): Map<string, HostFactories> {
+    const monitorOptions = monitoringConnectionOptions(connectionOptions);
+    const factories = new Map<string, HostFactories>();
+    for (const address of this.hosts) {
+      const { host, port } = parseAddress(address);
+      factories.set(address, {
+        pool: connectionFactoryWithMetadata({ ...connectionOptions, loadBalanced, host, port }, this.metadata),
+        // load balancer spec: no monitoring connection
+        monitor: loadBalanced
+          ? undefined
+          : connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata, () => (scheduler ?? timerScheduler).now()),
+      });
+    }
+    return factories;
+  }
+
   /** Makes the pool and (unless load-balanced) the monitor of each host; each monitor's heartbeats drive its pool. */
   private openServers(
     pools: Map<string, ConnectionPool<Connection>>,
     monitors: Map<string, Monitor>,
     heartbeats: Observable<ServerHeartbeatEvent>[],
+    factories: ReadonlyMap<string, HostFactories>,
     o: {
       poolOptions: PoolOptions & BackgroundOptions;
       connectionOptions: ConnectionOptions;
@@ -348,18 +386,16 @@ export class Client {
     const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
     const monitorOptions = monitoringConnectionOptions(connectionOptions);
     for (const address of this.hosts) {
-      const { host, port } = parseAddress(address);
-      // The pool's and the monitor's factories share the client's metadata (see appendMetadata).
-      const connectionFactory = connectionFactoryWithMetadata({ ...connectionOptions, loadBalanced, host, port }, this.metadata);
-      const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory, loadBalanced, logging, scheduler });
+      const factory = factories.get(address)!;
+      const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory: factory.pool, loadBalanced, logging, scheduler });
       pools.set(pool.address, pool);
-      if (loadBalanced) continue; // load balancer spec: no monitoring connection; the pool is usable at once
+      if (factory.monitor === undefined) continue; // load-balanced: no monitoring connection; the pool is usable at once
       const monitor = new Monitor({
         address,
         heartbeatFrequencyMS,
         serverMonitoringMode,
         connectionOptions: monitorOptions,
-        connectionFactory: connectionFactoryWithMetadata({ ...monitorOptions, host, port }, this.metadata, () => (scheduler ?? timerScheduler).now()),
+        connectionFactory: factory.monitor,
         scheduler,
       });
       monitors.set(monitor.address, monitor);

@@ -2,6 +2,9 @@
  * connect(): one pool and one monitor per host sharing the same options (CMAP prose tests 1–3), URI versus object
  * options, the merged event feed, command() and close() over real sockets against embedded endpoints.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
 import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
@@ -347,6 +350,24 @@ describe('connect() / Client', function () {
     expect(() => connect('mongodb://127.0.0.1:1', null as never)).to.throw(InvalidOptionError, /Invalid options: null/);
     // Checked before any pool or monitor is made, in load-balanced mode too (where no monitor would check it).
     expect(() => connect('mongodb://127.0.0.1:1/?loadBalanced=true', { heartbeatFrequencyMS: 100 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
+  });
+
+  it('a connection option refused only as the connections are set up (a TLS file, a host the proxy cannot be asked for) opens no log file and makes no pool', function () {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'));
+    try {
+      const file = path.join(dir, 'client.log');
+      const logging = { componentSeverities: { connection: 'debug' as const, client: 'warn' as const }, path: file };
+      expect(() => connect('mongodb://127.0.0.1:1/?tls=true&tlsCAFile=/nonexistent/ca.pem&maxPoolSze=1', { logging })).to.throw(InvalidOptionError, /tlsCAFile/);
+      expect(fs.existsSync(file), 'the log file').to.equal(false);
+      // The second host's factory refuses it: the first host's pool was made, its creation and closing logged.
+      const written: unknown[] = [];
+      const sink: LogSink = { write: (m) => void written.push(m) };
+      const long = Array.from({ length: 5 }, () => 'a'.repeat(60)).join('.');
+      expect(() => connect(`mongodb://127.0.0.1:1,${long}:2/?proxyHost=127.0.0.1`, { logging: { ...logging, path: sink } })).to.throw(InvalidOptionError, /host/);
+      expect(written, 'messages of a client that was never made').to.deep.equal([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('serverSelectionTimeoutMS beyond 2147483647 ms (what one timer holds) is refused in the options, ignored with a warning in the URI', async function () {
