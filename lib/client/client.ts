@@ -570,7 +570,9 @@ export class Client {
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
-    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
+    // Draining, every pool refuses a checkout, ready or not: the first one says so at once (PoolClosedError), where
+    // waiting for a ready one would take until a check readied it, the drain ended, or serverSelectionTimeoutMS.
+    const pool = this.draining && !this.closed ? this.pools.values().next().value! : await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const closedByClient = (error: unknown): never => {
@@ -661,7 +663,7 @@ export class Client {
 
   /**
    * Drains every pool (see `ConnectionPoolCore.drain`): commands whose checkout is waiting or in use finish, new ones
-   * fail with PoolClosedError; then closes the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or
+   * fail at once with PoolClosedError (a server ready or not); then closes the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or
    * absent: no deadline) a pool still busy interrupts its in-use connections and closes. Resolves once the client is
    * closed.
    *
