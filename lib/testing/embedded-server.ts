@@ -719,7 +719,13 @@ export class EmbeddedServer {
       const wake = (): void => {
         if (due()) done(true);
       };
-      const timer = setTimeout(() => done(true), ms);
+      // A maxAwaitTimeMS longer than one Node timer holds waits on a chain of timers, as mongod waits it whole: one
+      // timer would fire after 1 ms and answer the streaming client at once, again and again.
+      let timer: NodeJS.Timeout;
+      const wait = (left: number): void => {
+        timer = setTimeout(() => (left > MAX_TIMER_DELAY_MS ? wait(left - MAX_TIMER_DELAY_MS) : done(true)), Math.min(left, MAX_TIMER_DELAY_MS));
+      };
+      wait(ms);
       socket.once('close', onClose);
       this.awaitingHellos.add(wake);
     });

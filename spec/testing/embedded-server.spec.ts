@@ -210,6 +210,31 @@ describe('EmbeddedServer', function () {
     server = await new EmbeddedServer().start(); // for afterEach
   });
 
+  it('waits a maxAwaitTimeMS longer than one Node timer holds (3e9 ms) rather than answering at once', async function () {
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once('connect', r));
+    const framer = new MessageFramer();
+    let replies = 0;
+    socket.on('data', (chunk: Buffer) => void (replies += framer.push(chunk).length));
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      socket.write(encodeOpMsg(1, 0, { hello: 1, topologyVersion: server.topologyVersion, maxAwaitTimeMS: 3e9, $db: 'admin' }, OpMsgFlag.exhaustAllowed));
+      expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+      // One timer of 3e9 ms fires after 1 ms (TimeoutOverflowWarning): the hello would be answered, then again.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(replies, 'no reply before maxAwaitTimeMS').to.equal(0);
+      expect(server.awaitingHelloCount).to.equal(1);
+      expect(warnings.map((w) => w.name)).to.not.include('TimeoutOverflowWarning');
+    } finally {
+      process.off('warning', onWarning);
+      socket.destroy();
+    }
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);
