@@ -255,7 +255,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const ConnectionStringParser = connectionStringClass();
   let parsed: ConnectionString;
   try {
-    parsed = new ConnectionStringParser(uri);
+    parsed = new ConnectionStringParser(hashesAsText(uri));
   } catch (error) {
     throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
   }
@@ -488,6 +488,23 @@ function rejectUnescapedSocketPath(uri: string): void {
   throw new InvalidOptionError('uri', '<connection string not shown>', 'a host list whose Unix domain socket paths are URL encoded', {
     message: `Unsupported host '${shown}', UNIX socket domain paths must be URL encoded${shown === path ? ` (write ${encodeURIComponent(path)})` : ''}`,
   });
+}
+
+/**
+ * `uri` with each "#" after its host list percent-encoded (`%23`): a connection string has no fragment, so a "#" in the
+ * auth database or in an option value is part of it. Read as a URL, the "#" would start a fragment, and the rest of the
+ * URI would be dropped without a word: `?appName=a#b&tls=true` would give appName "a" and no TLS at all.
+ *
+ * Source: connection string spec, "Auth Database" (everything up to the first "?" or end of string) and "Connection
+ * Options" (everything after the first "?" to the end of the string).
+ */
+function hashesAsText(uri: string): string {
+  const scheme = uri.indexOf('://');
+  if (scheme < 0) return uri;
+  const afterHosts = uri.slice(scheme + 3).search(/[/?]/);
+  if (afterHosts < 0) return uri;
+  const start = scheme + 3 + afterHosts;
+  return uri.slice(0, start) + uri.slice(start).replace(/#/g, '%23');
 }
 
 /**

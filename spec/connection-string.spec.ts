@@ -379,6 +379,19 @@ describe('parseConnectionString', function () {
     expect(String((error as Error).message)).to.not.include('S3cretPw');
     expect((error as Error).message).to.match(/must be percent-encoded/);
   });
+
+  it('reads a "#" after the host list as part of the auth database or option value, never as the start of a fragment', function () {
+    // Connection string spec: the options run to the end of the string. As a URL fragment, "#b&tls=true" would be
+    // dropped in silence: appName "a" and no TLS.
+    const p = parseConnectionString('mongodb://u:p@h/my#db?appName=a#b&tls=true&tlsCertificateKeyFilePassword=k#3y');
+    expect(p.appName).to.equal('a#b');
+    expect(p.connectionOptions.tls).to.equal(true);
+    expect(p.connectionOptions.tlsCertificateKeyFilePassword).to.equal('k#3y');
+    expect((p.connectionOptions.credentials as MongoCredentials).source).to.equal('my#db');
+    expect(p.warnings).to.deep.equal([]);
+    // The redacted form shows no part of a secret that follows a "#".
+    expect(p.redacted).to.not.include('3y');
+  });
 });
 
 describe('parseConnectionString*() given a URI that is not a string', () => {
