@@ -278,7 +278,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       if (KEYS[lower]?.kind === 'proxy' || KEYS[lower]?.kind === 'proxyPort') {
         throw new InvalidOptionError(KEYS[lower].name, shown, 'given once (or each time with the same value)');
       }
-      warnings.push(`${rawKey} is given more than once; using the last value`);
+      // The last valid one: an invalid value is ignored (below), so an earlier valid one stays.
+      warnings.push(`${rawKey} is given more than once; using the last valid value`);
     }
     seen.set(lower, value);
     const spec = KEYS[lower];

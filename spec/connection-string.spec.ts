@@ -37,9 +37,18 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal([
       'unknown option fooBar is ignored',
       'readPreference is not supported by rxcmap and is ignored',
-      'appName is given more than once; using the last value',
+      'appName is given more than once; using the last valid value',
     ]);
     expect(p.appName).to.equal('b');
+  });
+
+  it('says a repeated key takes its last valid value, which an invalid last value leaves as it was', function () {
+    const p = parseConnectionString('mongodb://h/?maxPoolSize=5&maxPoolSize=abc');
+    expect(p.poolOptions).to.deep.equal({ maxPoolSize: 5 });
+    expect(p.warnings).to.deep.equal([
+      'maxPoolSize is given more than once; using the last valid value',
+      'maxPoolSize="abc" is ignored: maxPoolSize must be an integer >= 0',
+    ]);
   });
 
   it("says where an option of connect()'s options object goes when it is given in the URI", function () {
