@@ -270,7 +270,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const tlsAndSsl: [string, string][] = [];
 
   for (const [rawKey, value] of parsed.searchParams) {
-    const lower = rawKey.toLowerCase();
+    const lower = keyLowerCase(rawKey);
     if (lower === 'tls' || lower === 'ssl') tlsAndSsl.push([rawKey, value]);
     const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
     if (seen.has(lower) && seen.get(lower) !== value) {
@@ -524,6 +524,18 @@ function decodeHost(host: string): string {
 }
 
 /**
+ * A key of the query, its ASCII letters A to Z lower-cased and every other character left as it is. `toLowerCase()`
+ * would also fold non-ASCII letters onto ASCII ones: the Kelvin sign (U+212A) becomes "k", so
+ * `tlsCertificate\u212AeyFile` would be read as tlsCertificateKeyFile instead of being ignored as an unknown key.
+ *
+ * Source: connection string spec, "Keys" ("lower casing the uppercase ASCII characters A through Z; other characters
+ * are left as-is").
+ */
+function keyLowerCase(key: string): string {
+  return key.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+}
+
+/**
  * Throws for a key with no "=" in the query (`?tls`, `?w`): a connection string's options are key=value pairs, and a
  * bare key is an incomplete one, most often a truncated or mistyped URI, not an option given an empty value.
  *
@@ -563,7 +575,7 @@ function redact(parsed: ConnectionString): string {
     } catch {
       name = '';
     }
-    return KEYS[name.toLowerCase()] === undefined ? `${piece.slice(0, equals)}=_credentials_` : piece;
+    return KEYS[keyLowerCase(name)] === undefined ? `${piece.slice(0, equals)}=_credentials_` : piece;
   });
   return `${text.slice(0, query)}?${pieces.join('&')}`;
 }

@@ -42,6 +42,16 @@ describe('parseConnectionString', function () {
     expect(p.appName).to.equal('b');
   });
 
+  it('lower-cases only the ASCII letters of a key: a Kelvin sign is no "k"', function () {
+    // U+212A KELVIN SIGN, which toLowerCase() turns into "k": the key is not tlsCertificateKeyFile.
+    const p = parseConnectionString('mongodb://h/?tlsCertificate%E2%84%AAeyFile=%2Fclient.pem&TLSCERTIFICATEKEYFILEPASSWORD=x');
+    expect(p.connectionOptions).to.not.have.property('tlsCertificateKeyFile');
+    expect(p.connectionOptions.tlsCertificateKeyFilePassword).to.equal('x');
+    expect(p.warnings).to.have.length(1);
+    expect(p.warnings[0]).to.match(/^unknown option tlsCertificate\u212AeyFile is ignored/);
+    expect(p.redacted).to.not.include('client.pem');
+  });
+
   it('says a repeated key takes its last valid value, which an invalid last value leaves as it was', function () {
     const p = parseConnectionString('mongodb://h/?maxPoolSize=5&maxPoolSize=abc');
     expect(p.poolOptions).to.deep.equal({ maxPoolSize: 5 });
