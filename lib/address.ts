@@ -24,8 +24,9 @@ export interface ServerAddress {
 }
 
 /**
- * Parses `host`, `host:port`, `[ipv6]`, `[ipv6]:port` or a Unix domain socket path ending in `.sock`.
- * A missing port means 27017. A host is case-insensitive (RFC 3986, section 3.2.2), so host names are lower-cased, and
+ * Parses `host`, `host:port`, `[ipv6]`, `[ipv6]:port` or a Unix domain socket path: one that holds a `/` and ends in
+ * `.sock` (`./mongodb.sock` for a socket file of the working directory). A name ending in `.sock` without a `/`
+ * (`mongodb-27017.sock`) is a host name, as the connection string spec's tests read it. A missing port means 27017. A host is case-insensitive (RFC 3986, section 3.2.2), so host names are lower-cased, and
  * an IPv6 address is written in its canonical text form (RFC 5952: lower-case hex, zeros compressed): every spelling of
  * one server gives one `address`, hence one pool and one monitor. An IPv6 zone id (`fe80::1%eth0`) is kept as given.
  *
@@ -34,10 +35,10 @@ export interface ServerAddress {
  *   (`010.0.0.1`, which the resolver would read as 8.0.0.1; `127.1`), or the port is not an integer from 1 to 65535.
  */
 export function parseAddress(value: unknown): ServerAddress {
-  const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path ending in .sock)';
+  const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path with a "/", ending in .sock)';
   if (typeof value !== 'string' || value.trim() === '') throw new InvalidOptionError('address', value, allowed);
   const text = value.trim();
-  if (text.endsWith('.sock') && !hasUserinfo(text)) return Object.freeze({ address: text, host: text });
+  if (isSocketPath(text) && !hasUserinfo(text)) return Object.freeze({ address: text, host: text });
   // What errors name from here on: never the password of user information given with the host.
   const shown = withoutUserinfo(value);
 
@@ -76,6 +77,15 @@ export function parseAddress(value: unknown): ServerAddress {
 export function writtenAddress(host: string, port: number | undefined): string {
   if (port === undefined) return host;
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * Whether `text` is a Unix domain socket path: it holds a `/` and ends in `.sock`. The connection string spec asks for
+ * the `.sock` ending, and its tests read `mongodb-27017.sock` (no `/`) as a host name: that name would otherwise
+ * connect to a socket file of the working directory, not to the server named.
+ */
+function isSocketPath(text: string): boolean {
+  return text.endsWith('.sock') && text.includes('/');
 }
 
 /** Whether `text` starts with user information (`user:password@`): an `@` before any `/` (a socket path may hold one after). */
@@ -131,31 +141,31 @@ function ipv6Text(literal: string, value: unknown, allowed: string): string {
 
 /**
  * Checks an Endpoint given as `host` and `port` (as a connection factory takes it) by the rules {@link parseAddress}
- * applies to an address string: a Unix domain socket path ends in `.sock` and has no port; any other host has a port
+ * applies to an address string: a Unix domain socket path holds a `/`, ends in `.sock` and has no port; any other host has a port
  * from 1 to 65535, and is a host name, an IPv4 address or an IPv6 address written without brackets.
  *
  * @throws {InvalidOptionError} (option `port`) for a port that is not an integer from 1 to 65535, a missing port with a
- *   host that is not a socket path (`{ host: 'localhost' }` would otherwise be taken for a socket file of that name),
- *   or a port with a socket path containing "/" (`db.sock` with a port is a host name, as in `db.sock:27017`);
+ *   host that is not a socket path (`{ host: 'localhost' }` or `{ host: 'db.sock' }` would otherwise be taken for a
+ *   socket file of that name), or a port with a socket path;
  *   (option `host`) for an IPv6 address in brackets, a host made of numbers that is no dotted-decimal IPv4 address,
  *   a `host:port` string or a host containing whitespace, `/`, `?`, `#` or `@`.
  *
- * Source: connection string spec, "Host" (socket paths end in ".sock"), "Port" (an integer from 1 to 65535).
+ * Source: connection string spec, "Host" (socket paths end in ".sock"; its tests read "mongodb-27017.sock" as a host
+ * name), "Port" (an integer from 1 to 65535).
  */
 export function checkEndpoint(host: string, port: number | undefined): void {
   if (hasUserinfo(host)) throw new InvalidOptionError('host', withoutUserinfo(host), 'a host name, an IP address or a Unix domain socket path, without user information');
-  const isSocketPath = host.endsWith('.sock');
+  const socketPath = isSocketPath(host);
   if (port === undefined) {
-    if (!isSocketPath) {
-      throw new InvalidOptionError('port', port, `an integer from 1 to 65535 for host ${JSON.stringify(withoutUserinfo(host))} (only a Unix domain socket path, ending in .sock, has no port)`);
+    if (!socketPath) {
+      throw new InvalidOptionError('port', port, `an integer from 1 to 65535 for host ${JSON.stringify(withoutUserinfo(host))} (only a Unix domain socket path, with a "/" and ending in .sock, has no port)`);
     }
     return;
   }
   if (!isPort(port)) {
     throw new InvalidOptionError('port', port, 'an integer from 1 to 65535, or absent for a Unix domain socket');
   }
-  // With a port, "db.sock" is a host name (parseAddress reads "db.sock:27017" so); a path is not.
-  if (isSocketPath && host.includes('/')) {
+  if (socketPath) {
     throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(withoutUserinfo(host))} is a Unix domain socket path`);
   }
   if (isNumericHost(host)) throw new InvalidOptionError('host', host, DOTTED_DECIMAL);

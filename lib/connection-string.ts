@@ -56,8 +56,8 @@ export interface UriClientOptions {
 /** A parsed connection string. */
 export interface ParsedConnectionString {
   /**
-   * Every host, normalized to `host:port`, or a Unix domain socket path (percent-decoded, case kept, ending in
-   * `.sock`), each once (a host listed again is a warning).
+   * Every host, normalized to `host:port`, or a Unix domain socket path (percent-decoded, case kept, holding a `/`
+   * and ending in `.sock`; `mongodb-27017.sock` is a host name), each once (a host listed again is a warning).
    */
   readonly hosts: readonly string[];
   /** Whether it is a `mongodb+srv://` URI (its hosts are SRV names, not servers). */

@@ -15,6 +15,9 @@ describe('parseAddress', function () {
     ['[::FFFF:7F00:1]', { address: '[::ffff:127.0.0.1]:27017', host: '::ffff:127.0.0.1', port: 27017 }],
     ['[FE80::1%Eth0]', { address: '[fe80::1%Eth0]:27017', host: 'fe80::1%Eth0', port: 27017 }],
     ['/tmp/mongodb-27017.sock', { address: '/tmp/mongodb-27017.sock', host: '/tmp/mongodb-27017.sock' }],
+    ['./mongodb-27017.sock', { address: './mongodb-27017.sock', host: './mongodb-27017.sock' }],
+    // Without a "/", a name ending in .sock is a host name (the connection string spec's tests read it so).
+    ['mongodb-27017.sock', { address: 'mongodb-27017.sock:27017', host: 'mongodb-27017.sock', port: 27017 }],
   ];
   for (const [text, expected] of valid) {
     it(`parses ${text}`, function () {

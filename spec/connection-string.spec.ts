@@ -162,6 +162,12 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://10.0.0.7:27018,%2Frun%2Fm.sock').hosts).to.deep.equal(['10.0.0.7:27018', '/run/m.sock']);
   });
 
+  it('reads a host ending in .sock without a "/" as a host name, as the connection string spec\'s tests do', function () {
+    // "hostname resembling relative path": otherwise the pool would dial a socket file of the working directory.
+    expect(parseConnectionString('mongodb://mongodb-27017.sock,%2Ftmp%2Fmongodb-27018.sock').hosts).to.deep.equal(['mongodb-27017.sock:27017', '/tmp/mongodb-27018.sock']);
+    expect(parseConnectionString('mongodb://mongodb-27017.sock,rel%2Fmongodb-27018.sock').hosts).to.deep.equal(['mongodb-27017.sock:27017', 'rel/mongodb-27018.sock']);
+  });
+
   it('refuses a Unix domain socket path whose slashes are not URL encoded, saying so, never echoing credentials', function () {
     // Connection string spec, "Host": "an exception MUST be thrown informing users that paths must be URL encoded".
     for (const uri of [

@@ -44,7 +44,7 @@ export type { ConnectionOptions } from './connection-options';
  * Source: CMAP spec, "Endpoint"; connection string spec, "Host Information".
  */
 export interface Endpoint {
-  /** A host name, an IP address (IPv6 without brackets), or a Unix domain socket path (ending in `.sock`). */
+  /** A host name, an IP address (IPv6 without brackets), or a Unix domain socket path (with a `/`, ending in `.sock`; `db.sock` alone is a host name). */
   host: string;
   /** The TCP port, from 1 to 65535; absent for a Unix domain socket, and only then. */
   port?: number;
@@ -89,7 +89,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
- *   which ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
+ *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
  *   `checkConnectionOptions`.

@@ -59,7 +59,7 @@ import type { Waiter } from './wait-queue';
  * load balancer spec (`loadBalanced`); each extension names its own source.
  */
 export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends PoolOptions, PoolExtensionOptions, BackgroundOptions {
-  /** The Endpoint, `host:port` (host alone means port 27017), `[v6]:port`, or a `*.sock` path. Required. */
+  /** The Endpoint, `host:port` (host alone means port 27017), `[v6]:port`, or a Unix domain socket path (with a `/`, ending in `.sock`). Required. */
   address: string;
   /** Establishes connections (see {@link ConnectionFactory}). Required here; `ConnectionPool` defaults it to TCP. */
   connectionFactory: ConnectionFactory<C>;

@@ -32,6 +32,7 @@ describe('connectionFactory (establishment)', function () {
     // connect time, with ENOENT, ENOTFOUND or ECONNREFUSED rather than an error naming the option.
     const bad: [Record<string, unknown>, string, RegExp][] = [
       [{ host: 'localhost' }, 'port', /port must be an integer from 1 to 65535 for host "localhost" \(only a Unix domain socket path/],
+      [{ host: 'db.sock' }, 'port', /for host "db.sock" \(only a Unix domain socket path, with a "\/" and ending in .sock, has no port/],
       [{ host: 'db.example.com:27017' }, 'port', /for host "db.example.com:27017"/],
       [{ host: '127.0.0.1', port: 0 }, 'port', /Invalid port: 0 \(port must be an integer from 1 to 65535/],
       [{ host: '/tmp/mongodb-27017.sock', port: 27017 }, 'port', /port must be absent: host "\/tmp\/mongodb-27017.sock" is a Unix domain socket path/],
