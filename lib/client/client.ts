@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, takeUntil, tap, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, EMPTY, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, takeUntil, tap, throwError, timeout, type SchedulerLike } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -215,6 +215,8 @@ export class Client {
   private closed = false;
   /** Whether drain() was called: from then on a checkout is refused with PoolClosedError, as drain() says. */
   private draining = false;
+  /** Emits once, when drain() starts: the server selections of commands then waiting end, their checkouts refused. */
+  private readonly drainStarted = new Subject<void>();
   /** The pools close() closed (those a drain had not closed already): the checkouts it ended fail as ClientClosedError. */
   private readonly closedByClient = new Set<ConnectionPool<Connection>>();
   /** The connections `command()` has a command in flight on: `close()` closes them. */
@@ -483,7 +485,7 @@ export class Client {
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
    * Requests immediate checks while it waits, as {@link selectPool} says.
    */
-  private async select(waitMS: number, timeoutMS: number | undefined): Promise<ConnectionPool<Connection>> {
+  private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hosts);
     const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
@@ -499,6 +501,8 @@ export class Client {
           filter((p): p is ConnectionPool<Connection> => p !== undefined),
         ),
         interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).pipe(tap(requestChecks), ignoreElements()),
+        // A command's selection ends when a drain starts: no pool will serve its checkout any more (see command()).
+        endAtDrain ? this.drainStarted.pipe(map(() => this.pools.values().next().value!)) : EMPTY,
       ).pipe(
         timeout({
           first: waitMS,
@@ -571,8 +575,9 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, every pool refuses a checkout, ready or not: the first one says so at once (PoolClosedError), where
-    // waiting for a ready one would take until a check readied it, the drain ended, or serverSelectionTimeoutMS.
-    const pool = this.draining && !this.closed ? this.pools.values().next().value! : await this.select(bound ?? this.serverSelectionTimeoutMS, bound);
+    // waiting for a ready one would take until a check readied it, the drain ended, or serverSelectionTimeoutMS. A
+    // selection still waiting when the drain starts ends then, the same way.
+    const pool = this.draining && !this.closed ? this.pools.values().next().value! : await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const closedByClient = (error: unknown): never => {
@@ -663,7 +668,7 @@ export class Client {
 
   /**
    * Drains every pool (see `ConnectionPoolCore.drain`): commands whose checkout is waiting or in use finish, new ones
-   * fail at once with PoolClosedError (a server ready or not); then closes the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or
+   * fail at once with PoolClosedError (a server ready or not), and so do those still waiting for a server; then closes the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or
    * absent: no deadline) a pool still busy interrupts its in-use connections and closes. Resolves once the client is
    * closed.
    *
@@ -683,7 +688,10 @@ export class Client {
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
     this.draining = true;
-    await Promise.all([...this.pools.values()].map((pool) => pool.drain({ timeoutMS })));
+    const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
+    // The pools refuse checkouts now: the commands still selecting a server go to their refusal at once.
+    this.drainStarted.next();
+    await Promise.all(drained);
     await this.close();
   }
 

@@ -470,6 +470,26 @@ describe('connect() / Client', function () {
     expect(await held).to.be.instanceOf(ClientClosedError);
   });
 
+  it('drain(): a command still waiting for a server when the drain starts fails at once with PoolClosedError too', async function () {
+    const [a] = await start();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
+    const held = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
+    pool.clear(); // paused: no check readies it before the virtual clock moves
+    const selecting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 20)); // it waits for a ready server
+    const drained = client.drain();
+    const outcome = await Promise.race([selecting, new Promise((r) => setTimeout(() => r('still waiting 1 s later'), 1000))]);
+    expect(outcome).to.be.instanceOf(PoolClosedError);
+    await client.close();
+    await drained;
+    expect(await held).to.be.instanceOf(ClientClosedError);
+  });
+
   describe('connection string warnings on the log feed (component client, level warn)', function () {
     function logged(uri: string, severities: object) {
       const written: LogMessage[] = [];
