@@ -470,8 +470,8 @@ export function checkTopologyOptions(o: {
 /**
  * Throws for a Unix domain socket path written with its slashes unescaped where a host belongs
  * (`mongodb:///tmp/mongodb-27017.sock`, `mongodb://user:pw@/tmp/mongodb-27017.sock/db`,
- * `mongodb://a,/tmp/mongodb-27017.sock`): its first "/" ends the host list, which is then empty or ends in an empty
- * host, and the path is read as the auth database. The message names the path and its encoded form rather than
+ * `mongodb://a,/tmp/mongodb-27017.sock`, `mongodb://./mongodb-27017.sock`): its first "/" ends the host list, which is
+ * then empty or ends in an empty host (or in the host "." or ".."), and the path is read as the auth database. The message names the path and its encoded form rather than
  * saying only that the host list is invalid. A candidate containing "@" is never shown (it may hold a password).
  *
  * @throws {InvalidOptionError} (option `uri`) "Unsupported host '<path>', UNIX socket domain paths must be URL encoded".
@@ -480,11 +480,14 @@ export function checkTopologyOptions(o: {
  * informing users that paths must be URL encoded").
  */
 function rejectUnescapedSocketPath(uri: string): void {
-  const match = /^mongodb(?:\+srv)?:\/\/([^/?#]*)\/([^?#]*?\.sock)(?:\/[^?#]*)?(?:[?#].*)?$/is.exec(uri);
+  // A "#" after the host list is text (see hashesAsText): it may be part of the path, or follow it.
+  const match = /^mongodb(?:\+srv)?:\/\/([^/?#]*)\/([^?]*?\.sock)(?:[/#][^?]*)?(?:\?.*)?$/is.exec(uri);
   if (match === null) return;
   const hostList = match[1].slice(match[1].lastIndexOf('@') + 1);
-  if (hostList !== '' && !hostList.endsWith(',')) return;
-  const path = `/${match[2]}`;
+  // The last host empty (an absolute path), or "." or ".." (a relative one, ./mongodb.sock): no host is named so.
+  const last = hostList.slice(hostList.lastIndexOf(',') + 1);
+  if (last !== '' && last !== '.' && last !== '..') return;
+  const path = `${last}/${match[2]}`;
   const shown = path.includes('@') ? '<path not shown>' : path;
   throw new InvalidOptionError('uri', '<connection string not shown>', 'a host list whose Unix domain socket paths are URL encoded', {
     message: `Unsupported host '${shown}', UNIX socket domain paths must be URL encoded${shown === path ? ` (write ${encodeURIComponent(path)})` : ''}`,

@@ -191,6 +191,32 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://%2Ftmp%2Fmongodb-27017.sock/orders').hosts).to.deep.equal(['/tmp/mongodb-27017.sock']);
   });
 
+  it('refuses a relative socket path (./, ../) or one holding a "#" written with its slashes unescaped, rather than reading the host "."', function () {
+    // `./mongodb-27017.sock` is how a socket file of the working directory is named now that `mongodb-27017.sock`
+    // alone is a host name; unescaped, its "/" ended the host list: host ".", auth database "mongodb-27017.sock".
+    for (const [uri, path] of [
+      ['mongodb://./mongodb-27017.sock', './mongodb-27017.sock'],
+      ['mongodb://carol:hunter2@./mongodb-27017.sock/orders?appName=a', './mongodb-27017.sock'],
+      ['mongodb://10.0.0.7,../run/mongodb-27017.sock', '../run/mongodb-27017.sock'],
+      ['mongodb:///tmp/a#b.sock', '/tmp/a#b.sock'],
+      ['mongodb:///tmp/mongodb-27017.sock#x', '/tmp/mongodb-27017.sock'],
+    ]) {
+      let error: unknown;
+      try {
+        parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, uri).to.be.instanceOf(InvalidOptionError).with.property('option', 'uri');
+      expect((error as Error).message, uri).to.equal(`Unsupported host '${path}', UNIX socket domain paths must be URL encoded (write ${encodeURIComponent(path)})`);
+      expect(inspect(error)).to.not.include('hunter2');
+    }
+    expect(parseConnectionString('mongodb://.%2Fmongodb-27017.sock').hosts).to.deep.equal(['./mongodb-27017.sock']);
+    expect(parseConnectionString('mongodb://%2Ftmp%2Fa%23b.sock').hosts).to.deep.equal(['/tmp/a#b.sock']);
+    // A host and a dotted auth database stay what they are (connection string spec, valid-db-with-dotted-name).
+    expect(parseConnectionString('mongodb://localhost/admin.sock').hosts).to.deep.equal(['localhost:27017']);
+  });
+
   it('refuses a host whose percent-encoding is malformed with an InvalidOptionError, never echoing credentials', function () {
     for (const uri of ['mongodb://db%zz.example.com:27017', 'mongodb://10.0.0.7,%E0%A4%A.sock', 'mongodb://db%']) {
       expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError, /Invalid address: .*percent-encoding/);
