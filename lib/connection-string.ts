@@ -257,7 +257,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   try {
     parsed = new ConnectionStringParser(hashesAsText(uri));
   } catch (error) {
-    throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${(error as Error).message})`);
+    throw new InvalidOptionError('uri', '<connection string not shown>', `a valid mongodb:// connection string (${parserMessage(error)})`);
   }
   rejectKeysWithoutValue(parsed.search);
   const warnings: string[] = [];
@@ -492,6 +492,18 @@ function rejectUnescapedSocketPath(uri: string): void {
   throw new InvalidOptionError('uri', '<connection string not shown>', 'a host list whose Unix domain socket paths are URL encoded', {
     message: `Unsupported host '${shown}', UNIX socket domain paths must be URL encoded${shown === path ? ` (write ${encodeURIComponent(path)})` : ''}`,
   });
+}
+
+/**
+ * What the URL library's error says, without the text it quotes as a user name: that is everything before the first
+ * "@" of the URI, which, when the "@" is in an option value (`?proxyPassword=s3cret@x`), is the query up to it, a
+ * password included.
+ */
+function parserMessage(error: unknown): string {
+  const message = (error as Error).message;
+  return /^Username contains unescaped characters/.test(message)
+    ? 'the user name contains unescaped characters; or an "@" in an option value is not percent-encoded (%40)'
+    : message;
 }
 
 /**

@@ -191,6 +191,20 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://%2Ftmp%2Fmongodb-27017.sock/orders').hosts).to.deep.equal(['/tmp/mongodb-27017.sock']);
   });
 
+  it('never shows the query up to an unescaped "@" in an option value, which the URL library reads as a user name', function () {
+    for (const uri of ['mongodb://db/?proxyHost=p&proxyUsername=u&proxyPassword=s3cret@x', 'mongodb://db/?tlsCertificateKeyFilePassword=s3cret@x', 'mongodb://us[er:pw@db']) {
+      let error: unknown;
+      try {
+        parseConnectionString(uri);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, uri).to.be.instanceOf(InvalidOptionError).with.property('option', 'uri');
+      expect((error as Error).message, uri).to.not.match(/s3cret|proxyPassword|us\[er/);
+      expect((error as Error).message, uri).to.include('not percent-encoded (%40)');
+    }
+  });
+
   it('refuses a relative socket path (./, ../) or one holding a "#" written with its slashes unescaped, rather than reading the host "."', function () {
     // `./mongodb-27017.sock` is how a socket file of the working directory is named now that `mongodb-27017.sock`
     // alone is a host name; unescaped, its "/" ended the host list: host ".", auth database "mongodb-27017.sock".
