@@ -276,7 +276,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     if (seen.has(lower) && seen.get(lower) !== value) {
       // The proxy says where every connection goes: which of two proxies (or ports, or users) is no guess to make.
       if (KEYS[lower]?.kind === 'proxy' || KEYS[lower]?.kind === 'proxyPort') {
-        throw new InvalidOptionError(KEYS[lower].name, shown, 'given once (or each time with the same value)');
+        // The value itself (the error quotes it), not the quoted text a warning shows.
+        throw new InvalidOptionError(KEYS[lower].name, SECRET.has(lower) ? '<not shown>' : value, 'given once (or each time with the same value)');
       }
       // The last valid one: an invalid value is ignored (below), so an earlier valid one stays.
       warnings.push(`${rawKey} is given more than once; using the last valid value`);

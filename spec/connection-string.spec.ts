@@ -533,6 +533,16 @@ describe('parseConnectionString: the proxy options (SOCKS5 support spec; URI opt
     }
   });
 
+  it('names a proxy option given twice with different values by its last value, quoted once', function () {
+    for (const [query, message] of [
+      ['proxyHost=p1&proxyHost=p2', 'Invalid proxyHost: "p2" (proxyHost must be given once (or each time with the same value))'],
+      ['proxyHost=p&proxyPort=1080&proxyPort=1081', 'Invalid proxyPort: "1081" (proxyPort must be given once (or each time with the same value))'],
+      ['proxyHost=p&proxyUsername=u1&proxyUsername=u2&proxyPassword=pw', 'Invalid proxyUsername: "u2" (proxyUsername must be given once (or each time with the same value))'],
+    ]) {
+      expect(() => parseConnectionString(`mongodb://h/?${query}`), query).to.throw(InvalidOptionError).with.property('message', message);
+    }
+  });
+
   it('never shows a repeated proxyPassword', function () {
     const uri = 'mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=Pr0xyS3cret&proxyPassword=Other5ecret';
     expect(() => parseConnectionString(uri))
