@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials } from '../lib';
-import { parseConnectionString, parseConnectionStringWithCredentials } from '../lib/connection-string';
+import { parseConnectionString, parseConnectionStringForClient, parseConnectionStringWithCredentials } from '../lib/connection-string';
 
 describe('parseConnectionString', function () {
   it('reads every CMAP pool option under the spec name, case-insensitively', function () {
@@ -456,6 +456,189 @@ describe('parseConnectionString', function () {
     expect(p.warnings).to.deep.equal([]);
     // The redacted form shows no part of a secret that follows a "#".
     expect(p.redacted).to.not.include('3y');
+  });
+});
+
+describe('parseConnectionString: values at and beyond the limits of each key', function () {
+  /** The options a URI sets, and its warnings. */
+  function read(query: string): { pool: object; connection: object; client: object; warnings: readonly string[] } {
+    const p = parseConnectionString(`mongodb://h/?${query}`);
+    return { pool: { ...p.poolOptions }, connection: { ...p.connectionOptions }, client: { ...p.clientOptions }, warnings: p.warnings };
+  }
+
+  it('takes an integer as decimal digits only (surrounding spaces aside), not "+5", "5e1" or "0x10", which Number() reads', function () {
+    expect(read('maxPoolSize=%205%20').pool).to.deep.equal({ maxPoolSize: 5 });
+    for (const value of ['%2B5', '5e1', '0x10', '5abc', 'abc5']) {
+      expect(read(`maxPoolSize=${value}`), value).to.deep.include({ pool: {} }).and.have.property('warnings').that.has.length(1);
+    }
+  });
+
+  it('takes 0 but no negative number of ms for the pool and the connection timeouts', function () {
+    expect(read('maxIdleTimeMS=0&connectTimeoutMS=0')).to.deep.include({ pool: { maxIdleTimeMS: 0 }, connection: { connectTimeoutMS: 0 }, warnings: [] });
+    expect(read('maxIdleTimeMS=-1&connectTimeoutMS=-1&socketTimeoutMS=-5')).to.deep.include({
+      pool: {},
+      connection: {},
+      warnings: [
+        'maxIdleTimeMS="-1" is ignored: maxIdleTimeMS must be an integer number of ms >= 0',
+        'connectTimeoutMS="-1" is ignored: connectTimeoutMS must be an integer number of ms from 0 to 2147483647',
+        'socketTimeoutMS="-5" is ignored: socketTimeoutMS must be an integer number of ms from 0 to 2147483647',
+      ],
+    });
+  });
+
+  it('takes a heartbeatFrequencyMS from 500 ms, and a zlibCompressionLevel from -1 to 9', function () {
+    expect(read('heartbeatFrequencyMS=500&zlibCompressionLevel=-1').client).to.deep.equal({ heartbeatFrequencyMS: 500 });
+    expect(read('zlibCompressionLevel=-1').connection).to.deep.equal({ zlibCompressionLevel: -1 });
+    expect(read('zlibCompressionLevel=0').connection).to.deep.equal({ zlibCompressionLevel: 0 });
+    expect(read('zlibCompressionLevel=9').connection).to.deep.equal({ zlibCompressionLevel: 9 });
+    expect(read('heartbeatFrequencyMS=499&zlibCompressionLevel=10')).to.deep.include({
+      client: {},
+      connection: {},
+      warnings: [
+        'heartbeatFrequencyMS="499" is ignored: heartbeatFrequencyMS must be an integer number of ms >= 500',
+        'zlibCompressionLevel="10" is ignored: zlibCompressionLevel must be an integer from -1 to 9',
+      ],
+    });
+    expect(read('zlibCompressionLevel=-2')).to.deep.include({ connection: {}, warnings: ['zlibCompressionLevel="-2" is ignored: zlibCompressionLevel must be an integer from -1 to 9'] });
+  });
+
+  it('takes each serverMonitoringMode', function () {
+    for (const mode of ['auto', 'stream', 'poll']) expect(read(`serverMonitoringMode=${mode}`), mode).to.deep.include({ client: { serverMonitoringMode: mode }, warnings: [] });
+    expect(read('serverMonitoringMode=Auto').warnings).to.deep.equal(['serverMonitoringMode="Auto" is ignored: serverMonitoringMode must be one of "auto", "stream", "poll"']);
+  });
+
+  it('ignores an empty file name or key password with a warning that never shows the password, and an appName beyond 128 bytes', function () {
+    expect(read('tlsCertificateKeyFilePassword=&tlsCAFile=')).to.deep.include({
+      connection: {},
+      warnings: [
+        'tlsCertificateKeyFilePassword=<not shown> is ignored: tlsCertificateKeyFilePassword must be a non-empty string',
+        'tlsCAFile="" is ignored: tlsCAFile must be a non-empty string',
+      ],
+    });
+    const longest = 'é'.repeat(64);
+    expect(read(`appName=${encodeURIComponent(longest)}`)).to.deep.include({ connection: { appName: longest }, warnings: [] });
+    expect(read(`appName=${encodeURIComponent(`${longest}a`)}`)).to.deep.include({
+      connection: {},
+      warnings: [`appName="${longest}a" is ignored: appName must be at most 128 bytes`],
+    });
+  });
+
+  it('reads compressors as a trimmed list, empty entries and "none" included, naming each one it drops', function () {
+    expect(read('compressors=zlib,')).to.deep.include({ connection: { compressors: ['zlib'] }, warnings: [] });
+    expect(read('compressors=%20none%20,zlib')).to.deep.include({ connection: { compressors: ['none', 'zlib'] }, warnings: [] });
+    expect(read('compressors=snappy,zlib,zstd').warnings).to.deep.equal(['compressors snappy, zstd are not supported and are ignored']);
+  });
+
+  it('reads ssl as tls, and the two tlsAllow keys as booleans', function () {
+    expect(read('ssl=true')).to.deep.include({ connection: { tls: true }, warnings: [] });
+    expect(read('ssl=false')).to.deep.include({ connection: { tls: false }, warnings: [] });
+    expect(read('tls=true&tlsAllowInvalidCertificates=true')).to.deep.include({ connection: { tls: true, tlsAllowInvalidCertificates: true }, warnings: [] });
+    expect(read('tls=true&tlsAllowInvalidHostnames=false')).to.deep.include({ connection: { tls: true, tlsAllowInvalidHostnames: false }, warnings: [] });
+  });
+
+  it('turns TLS on for a mongodb+srv URI unless tls=false, and leaves it unset for a mongodb:// one', function () {
+    expect(parseConnectionString('mongodb+srv://cluster0.example.net/').connectionOptions).to.deep.equal({ tls: true });
+    expect(parseConnectionString('mongodb+srv://cluster0.example.net/?tls=false').connectionOptions).to.deep.equal({ tls: false });
+    expect(parseConnectionString('mongodb://h/').connectionOptions).to.deep.equal({});
+  });
+
+  it('says that each key of the URI options spec it does not act on is not supported, not that it is unknown', function () {
+    const keys = ['authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
+      'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS', 'timeoutMS', 'tlsDisableCertificateRevocationCheck', 'tlsDisableOCSPEndpointCheck',
+      'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries', 'enableOverloadRetargeting', 'uuidRepresentation'];
+    for (const key of keys) expect(read(`${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
+    for (const key of ['srvServiceName', 'srvMaxHosts']) {
+      expect(parseConnectionString(`mongodb+srv://cluster0.example.net/?${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
+    }
+  });
+
+  it('sets appName and replicaSet on the result only when given, so that spreading it overrides nothing', function () {
+    expect(Object.keys(parseConnectionString('mongodb://h/'))).to.not.include.members(['appName']).and.not.include.members(['replicaSet']);
+    expect(parseConnectionString('mongodb://h/?appName=a&replicaSet=rs')).to.include({ appName: 'a', replicaSet: 'rs' });
+  });
+
+  it('takes minPoolSize equal to maxPoolSize, and says which maxPoolSize a larger one exceeds', function () {
+    expect(parseConnectionString('mongodb://h/?maxPoolSize=5&minPoolSize=5').poolOptions).to.deep.equal({ maxPoolSize: 5, minPoolSize: 5 });
+    expect(parseConnectionString('mongodb://h/?maxPoolSize=2&minPoolSize=5').warnings).to.deep.equal(['minPoolSize=5 is ignored: it must be <= maxPoolSize (2)']);
+    expect(parseConnectionStringForClient('mongodb://h/?maxPoolSize=9&minPoolSize=5', { maxPoolSize: 3 }).warnings).to.deep.equal([
+      'minPoolSize=5 is ignored: it must be <= the maxPoolSize option (3)',
+    ]);
+  });
+
+  it('names the topology conflicts with the value true and what it conflicts with', function () {
+    for (const [uri, message] of [
+      ['mongodb://a,b/?directConnection=true', 'Invalid directConnection: true (directConnection must be false (or absent) with several hosts or a mongodb+srv URI)'],
+      ['mongodb+srv://a.example.net/?directConnection=true', 'Invalid directConnection: true (directConnection must be false (or absent) with several hosts or a mongodb+srv URI)'],
+      ['mongodb://a,b/?loadBalanced=true', 'Invalid loadBalanced: true (loadBalanced must be false (or absent) with several hosts)'],
+      ['mongodb://a/?loadBalanced=true&replicaSet=rs', 'Invalid loadBalanced: true (loadBalanced must be false (or absent) with replicaSet)'],
+      ['mongodb://a/?loadBalanced=true&directConnection=true', 'Invalid loadBalanced: true (loadBalanced must be false (or absent) with directConnection=true)'],
+    ]) {
+      expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError).with.property('message', message);
+    }
+  });
+
+  it('names the authMechanisms it supports for another one, with or without credentials', function () {
+    for (const uri of ['mongodb://u:p@a/?authMechanism=GSSAPI', 'mongodb://a/?authMechanism=GSSAPI']) {
+      expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError).with.property('message', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1)');
+    }
+  });
+
+  it("checks a proxyPort when it reads the URI for connect(), whose options object may complete the other proxy options", function () {
+    // The proxy options that must come together are checked once merged with the options object: a proxyPort alone is no error here.
+    expect(parseConnectionStringForClient('mongodb://h/?proxyPort=1080', {}).connectionOptions).to.deep.equal({ proxyPort: 1080 });
+    expect(parseConnectionStringForClient('mongodb://h/?proxyPort=1', {}).connectionOptions).to.deep.equal({ proxyPort: 1 });
+    expect(parseConnectionStringForClient('mongodb://h/?proxyPort=65535', {}).connectionOptions).to.deep.equal({ proxyPort: 65535 });
+    for (const port of ['0', '65536', '-1', 'abc', '1080.5']) {
+      expect(() => parseConnectionStringForClient(`mongodb://h/?proxyPort=${port}`, {}), port)
+        .to.throw(InvalidOptionError)
+        .with.property('message', `Invalid proxyPort: "${port}" (proxyPort must be an integer from 1 to 65535: the TCP port of the SOCKS5 proxy)`);
+    }
+  });
+});
+
+describe('parseConnectionString: what its errors and redacted URI show', function () {
+  it('names an unescaped socket path holding an "@" by a placeholder, with no encoded form', function () {
+    let error: unknown;
+    try {
+      parseConnectionString('mongodb:///tmp/a@b.sock');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).to.be.instanceOf(InvalidOptionError).and.include({ option: 'uri', value: '<connection string not shown>', allowed: 'a host list whose Unix domain socket paths are URL encoded' });
+    expect((error as Error).message).to.equal("Unsupported host '<path not shown>', UNIX socket domain paths must be URL encoded");
+  });
+
+  it('names a host list made invalid by credentials as the uri, never showing it', function () {
+    expect(() => parseConnectionString('mongodb://alice:S3cretPw/x@::1/db'))
+      .to.throw(InvalidOptionError)
+      .with.property('message', "Invalid uri: <connection string not shown> (uri must be a host list of host[:port] entries (a user name or password containing '/', ':', '@', '?' or '#' must be percent-encoded))");
+  });
+
+  it('names a key with no value by its decoded name, "+" as a space', function () {
+    expect(() => parseConnectionString('mongodb://h/?app+name')).to.throw(InvalidOptionError).with.property('option', 'app name');
+  });
+
+  it('leaves a URI without a query or with empty pieces as it is, and hides the value of an empty or "+"-spelt key', function () {
+    expect(parseConnectionString('mongodb://u:pw@h/db').redacted).to.equal('mongodb://_credentials_@h/db');
+    expect(parseConnectionString('mongodb://h/?appName=a&&tls=true').redacted).to.equal('mongodb://h/?appName=a&&tls=true');
+    expect(parseConnectionString('mongodb://h/?=s3cret').redacted).to.equal('mongodb://h/?=_credentials_');
+    // "+" is a space in a query: tlsCertificateKeyFile Password is no known key, and its value is hidden.
+    expect(parseConnectionString('mongodb://h/?tlsCertificateKeyFile+Password=s3cret').redacted).to.equal('mongodb://h/?tlsCertificateKeyFile+Password=_credentials_');
+  });
+});
+
+describe('parseConnectionStringWithCredentials: what the URI adds to the credentials option', function () {
+  it('gives credentials without a mechanism the URI authMechanism, in a new MongoCredentials', function () {
+    const credentials = new MongoCredentials({ username: 'bob', password: 'pw' });
+    const p = parseConnectionStringWithCredentials('mongodb://h/?authMechanism=SCRAM-SHA-256', credentials);
+    expect(p.connectionOptions.credentials).to.be.instanceOf(MongoCredentials).and.include({ username: 'bob', mechanism: 'SCRAM-SHA-256' });
+    expect(p.connectionOptions.credentials).to.not.equal(credentials);
+    expect(p.warnings).to.deep.equal([]);
+  });
+
+  it('warns about no authSource or authMechanism the URI does not give', function () {
+    expect(parseConnectionStringWithCredentials('mongodb://h/', new MongoCredentials({ username: 'bob', password: 'pw', source: 'hr' })).warnings).to.deep.equal([]);
+    expect(parseConnectionStringWithCredentials('mongodb://h/', { username: 'bob', password: 'pw', mechanism: 'SCRAM-SHA-1' }).warnings).to.deep.equal([]);
   });
 });
 
