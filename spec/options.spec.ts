@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
-import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, ConnectionPoolCore, Monitor, MongoCredentials, connectionFactory, type CredentialsInit } from '../lib';
+import { DEFAULT_POOL_OPTIONS, InvalidOptionError, ConnectionPool, ConnectionPoolCore, Monitor, MongoCredentials, connect, connectionFactory, type CredentialsInit } from '../lib';
 import { nodeTlsOptions, wantsTls } from '../lib/connection/tls-options';
 import { resolveLogSettings } from '../lib/logging/log-settings';
 import { CONNECTION_POOL_OPTION_NAMES } from '../lib/client/connection-pool';
-import { checkPoolCoreOptions, closestOptionName, optionValue, optionValues, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, resolvePoolOptions } from '../lib/options';
+import { checkPoolCoreOptions, closestOptionName, definedOnly, optionValue, optionValues, POOL_CORE_OPTION_NAMES, rejectUnknownOptions, requireMethodOptions, requireScheduler, resolvePoolOptions } from '../lib/options';
 import { MockConnectionFactory } from '../lib/testing';
 import { outcome, withPollutedPrototype } from './support/prototype-pollution';
 
@@ -275,6 +275,44 @@ describe('connection options wherever they are given', function () {
     );
   });
 
+  it('a Monitor with its own factory refuses each connection option of the wrong type, naming it, its value and what is allowed', function () {
+    const factory = new MockConnectionFactory().factory as never;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ appName: 5 }, 'Invalid appName: 5 (appName must be a string)'],
+      [{ driverInfo: 5 }, 'Invalid driverInfo: 5 (driverInfo must be a { name, version?, platform? } object of strings)'],
+      [{ socketTimeoutMS: -1 }, 'Invalid socketTimeoutMS: -1 (socketTimeoutMS must be a number of ms from 0 to 2147483647 (0 means no limit))'],
+      [{ compressors: 'zlib' }, 'Invalid compressors: "zlib" (compressors must be an array of compressor names (zlib, none))'],
+      [{ proxyPort: 1080 }, 'Invalid proxyPort: 1080 (proxyPort must be given only with proxyHost (the SOCKS5 proxy it applies to))'],
+      [
+        { credentials: { username: 'u', password: 'p', bogus: 1 } },
+        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism',
+      ],
+      [
+        { credentials: Object.assign(Object.create(null) as object, { username: 'u', password: 'p', bogus: 1 }) },
+        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism',
+      ],
+    ];
+    for (const level of [10, -2, 1.5, '5']) {
+      cases.push([{ zlibCompressionLevel: level }, `Invalid zlibCompressionLevel: ${JSON.stringify(level)} (zlibCompressionLevel must be an integer from -1 to 9)`]);
+    }
+    for (const [connectionOptions, message] of cases) {
+      expect(invalidOption(() => new Monitor({ address: 'db:1', connectionFactory: factory, connectionOptions: connectionOptions as never })).message).to.equal(message);
+    }
+    for (const level of [-1, 0, 9]) {
+      new Monitor({ address: 'db:1', connectionFactory: factory, connectionOptions: { zlibCompressionLevel: level } }).close();
+    }
+  });
+
+  it('connectionFactory names its options when they are not an object', function () {
+    expect(invalidOption(() => connectionFactory(5 as never)).message).to.equal('Invalid options: 5 (options must be an object of connection options)');
+  });
+
+  it('connect() checks the proxy options together once merged with the URI\'s: a proxyPort without proxyHost in either is refused', async function () {
+    expect(invalidOption(() => connect('mongodb://db:1/', { proxyPort: 1080 }))).to.include({ option: 'proxyPort', value: 1080 });
+    const client = connect('mongodb://db:1/?proxyHost=proxy.example', { proxyPort: 1080 });
+    await client.close();
+  });
+
   it('connectTimeoutMS and socketTimeoutMS beyond what one Node timer holds (2^31 - 1 ms) are refused, not cut to 1 ms', function () {
     const allowed = 'must be a number of ms from 0 to 2147483647 (0 means no limit)';
     for (const option of ['connectTimeoutMS', 'socketTimeoutMS'] as const) {
@@ -380,5 +418,98 @@ describe('optionValue: values found only on Object.prototype are absent (prototy
     expect(seen.tlsOptions).to.include({ rejectUnauthorized: true, servername: 'db.example' });
     expect(seen.tlsOptions).not.to.have.own.property('checkServerIdentity');
     expect(seen.credentials).to.be.instanceOf(InvalidOptionError).and.include({ option: 'password' });
+  });
+});
+
+describe('each pool option refused names itself, its value and what is allowed', function () {
+  const ms = 'a number of ms >= 0 (0 means no limit)';
+  const cases: [Record<string, unknown>, string][] = [
+    [{ minPoolSize: -1 }, 'Invalid minPoolSize: -1 (minPoolSize must be an integer >= 0)'],
+    [{ maxIdleTimeMS: -1 }, `Invalid maxIdleTimeMS: -1 (maxIdleTimeMS must be ${ms})`],
+    [{ waitQueueTimeoutMS: -1 }, `Invalid waitQueueTimeoutMS: -1 (waitQueueTimeoutMS must be ${ms})`],
+    [{ leakDetectionThresholdMS: -1 }, 'Invalid leakDetectionThresholdMS: -1 (leakDetectionThresholdMS must be a number of ms >= 0 (0 turns leak detection off))'],
+    [{ maxWaitQueueSize: -1 }, 'Invalid maxWaitQueueSize: -1 (maxWaitQueueSize must be an integer >= 0 (0 means unbounded))'],
+    [{ maxLifeTimeMS: -1 }, `Invalid maxLifeTimeMS: -1 (maxLifeTimeMS must be ${ms})`],
+    [{ maxLifeTimeJitterMS: -1 }, 'Invalid maxLifeTimeJitterMS: -1 (maxLifeTimeJitterMS must be a number of ms >= 0)'],
+    [{ maxLifeTimeMS: 100, maxLifeTimeJitterMS: 101 }, 'Invalid maxLifeTimeJitterMS: 101 (maxLifeTimeJitterMS must be <= maxLifeTimeMS (100))'],
+    [{ minPoolSize: 6, maxPoolSize: 5 }, 'Invalid minPoolSize: 6 (minPoolSize must be <= maxPoolSize (5) when maxPoolSize is not 0)'],
+  ];
+  for (const interval of ['abc', NaN, Infinity, 0]) {
+    const shown = typeof interval === 'string' ? `"${interval}"` : String(interval);
+    const allowed = 'a positive number of ms, or a negative number to never run (0 is not allowed)';
+    cases.push([{ backgroundThreadIntervalMS: interval }, `Invalid backgroundThreadIntervalMS: ${shown} (backgroundThreadIntervalMS must be ${allowed})`]);
+  }
+  for (const [options, message] of cases) {
+    it(`${JSON.stringify(options, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v))}`, function () {
+      expect(invalidOption(() => resolvePoolOptions(options)).message).to.equal(message);
+    });
+  }
+
+  it('takes the limits themselves: minPoolSize = maxPoolSize, a jitter = maxLifeTimeMS, any jitter without a lifetime', function () {
+    expect(resolvePoolOptions({ minPoolSize: 5, maxPoolSize: 5 })).to.include({ minPoolSize: 5, maxPoolSize: 5 });
+    expect(resolvePoolOptions({ maxLifeTimeMS: 100, maxLifeTimeJitterMS: 100 })).to.include({ maxLifeTimeJitterMS: 100 });
+    expect(resolvePoolOptions({ maxLifeTimeMS: 0, maxLifeTimeJitterMS: 5 })).to.include({ maxLifeTimeJitterMS: 5 });
+  });
+
+  it('maxLifeTimeJitterMS defaults to 2.5% of maxLifeTimeMS; one given is kept, and not reported unless given', function () {
+    const derived = resolvePoolOptions({ maxLifeTimeMS: 60_000 });
+    expect(derived).to.include({ maxLifeTimeMS: 60_000, maxLifeTimeJitterMS: 1500 });
+    expect(derived.userSet).to.deep.equal({ maxLifeTimeMS: 60_000 });
+    expect(resolvePoolOptions({ maxLifeTimeMS: 60_000, maxLifeTimeJitterMS: 10 })).to.include({ maxLifeTimeJitterMS: 10 });
+    expect(resolvePoolOptions({ maxLifeTimeMS: 60_000, maxLifeTimeJitterMS: 0 })).to.include({ maxLifeTimeJitterMS: 0 });
+  });
+
+  it('reads options through a Proxy whose get trap computes them (no own property behind them)', function () {
+    const computed = new Proxy({}, { get: (_target, key) => (key === 'maxPoolSize' ? 7 : undefined) });
+    expect(resolvePoolOptions(computed)).to.include({ maxPoolSize: 7 });
+  });
+
+  it('definedOnly drops the undefined values, so spreading it never overrides a default with undefined', function () {
+    expect(definedOnly({ a: 1, b: undefined, c: null })).to.deep.equal({ a: 1, c: null });
+  });
+});
+
+describe('method options and schedulers of the wrong shape', function () {
+  it('requireMethodOptions names "<method> options", the value and the options it takes', function () {
+    for (const [value, shown] of [[5, '5'], [null, 'null'], [[], '[]'], ['x', '"x"']] as const) {
+      expect(invalidOption(() => requireMethodOptions('checkOut', value, ['timeoutMS', 'signal'])).message).to.equal(
+        `Invalid checkOut options: ${shown} (checkOut options must be an object { timeoutMS?, signal? }, or nothing)`,
+      );
+    }
+    expect(() => requireMethodOptions('checkOut', { timeoutMS: 5 }, ['timeoutMS', 'signal'])).to.not.throw();
+    expect(invalidOption(() => requireMethodOptions('checkOut', { timeoutMs: 5 }, ['timeoutMS', 'signal']))).to.include({ option: 'timeoutMs', suggestion: 'timeoutMS' });
+  });
+
+  it('requireScheduler takes an object with now() and schedule(), nothing else', function () {
+    const allowed = 'scheduler must be an RxJS SchedulerLike (an object with now() and schedule() functions)';
+    expect(invalidOption(() => requireScheduler('scheduler', null)).message).to.equal(`Invalid scheduler: null (${allowed})`);
+    expect(invalidOption(() => requireScheduler('scheduler', { schedule() {} })).option).to.equal('scheduler');
+    expect(invalidOption(() => requireScheduler('scheduler', { now: () => 0 })).option).to.equal('scheduler');
+    expect(invalidOption(() => requireScheduler('scheduler', Object.assign(() => 0, { now: () => 0, schedule: () => 0 }))).option).to.equal('scheduler');
+    expect(() => requireScheduler('scheduler', { now: () => 0, schedule: () => 0 })).to.not.throw();
+  });
+
+  it('checkPoolCoreOptions names a connectionFactory that is not a function, and the shape it must have', function () {
+    expect(invalidOption(() => checkPoolCoreOptions({ address: 'h', connectionFactory: 'tcp' })).message).to.equal(
+      'Invalid connectionFactory: "tcp" (connectionFactory must be a function (descriptor) => ObservableInput<connection>)',
+    );
+  });
+});
+
+describe('closestOptionName: the edit distance and its limits', function () {
+  it('up to 4 characters, 1 edit; up to 8, 2; beyond, 3', function () {
+    expect(closestOptionName('pxrx', ['port']), 'two edits on a 4-character name').to.equal(undefined);
+    expect(closestOptionName('pxrt', ['port'])).to.equal('port');
+    expect(closestOptionName('pxrtz', ['portz']), 'one edit on a 5-character name').to.equal('portz');
+    expect(closestOptionName('pxrxz', ['portz']), 'two edits on a 5-character name').to.equal('portz');
+    expect(closestOptionName('tlxz', ['tls']), 'a substitution and a deletion, the last character included').to.equal(undefined);
+  });
+
+  it('an adjacent swap counts as one edit, only for the two characters swapped', function () {
+    expect(closestOptionName('pls', ['tls'])).to.equal('tls');
+    expect(closestOptionName('lt', ['tls'])).to.equal(undefined);
+    expect(closestOptionName('appnea', ['appName'])).to.equal(undefined);
+    expect(closestOptionName('appanep', ['appName'])).to.equal(undefined);
+    expect(closestOptionName('tlsiencre', ['tlsInsecure'])).to.equal(undefined);
   });
 });
