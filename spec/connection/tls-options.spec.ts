@@ -174,6 +174,99 @@ describe('TLS settings (tls-options)', function () {
     expect(wantsTls({ tls: false })).to.equal(false);
   });
 
+  it('what each of tls, tlsInsecure, tlsAllowInvalidCertificates and tlsAllowInvalidHostnames turns off', function () {
+    const cases: [Parameters<typeof nodeTlsOptions>[0], boolean, boolean][] = [
+      // settings, certificate verified, host name checked
+      [{ tls: true }, true, true],
+      [{ tlsInsecure: true }, false, false],
+      [{ tlsInsecure: false }, true, true],
+      [{ tlsAllowInvalidCertificates: true }, false, true],
+      [{ tlsAllowInvalidHostnames: true }, true, false],
+      [{ tlsAllowInvalidCertificates: false, tlsAllowInvalidHostnames: false }, true, true],
+      [{ tlsAllowInvalidCertificates: true, tlsAllowInvalidHostnames: true }, false, false],
+    ];
+    for (const [settings, verified, checked] of cases) {
+      const options = nodeTlsOptions(settings, 'db.example');
+      expect(options.rejectUnauthorized, JSON.stringify(settings)).to.equal(verified);
+      // No check of the host name: a checkServerIdentity that accepts any.
+      expect(options.checkServerIdentity === undefined, JSON.stringify(settings)).to.equal(checked);
+      if (!checked) expect(options.checkServerIdentity!('db.example', {} as never)).to.equal(undefined);
+    }
+    expect(wantsTls({ tls: true })).to.equal(true);
+  });
+
+  it('tlsInsecure with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames (whatever their values) is a conflict naming tlsInsecure', function () {
+    const allowed = 'tlsInsecure must be not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames';
+    for (const other of [{ tlsAllowInvalidCertificates: false }, { tlsAllowInvalidHostnames: true }]) {
+      expect(() => nodeTlsOptions({ tlsInsecure: true, ...other }, 'db.example'), Object.keys(other)[0]).to.throw(
+        InvalidOptionError,
+        `Invalid tlsInsecure: true (${allowed})`,
+      );
+    }
+    expect(() => wantsTls({ tls: false, tlsServerName: 'db.example' })).to.throw(InvalidOptionError, 'Invalid tls: false (tls must be true when tlsServerName is set)');
+  });
+
+  it('a TLS file that cannot be read names its option, the path and the reason', function () {
+    const missing = path.join(dir, 'missing.pem');
+    for (const option of ['tlsCAFile', 'tlsCertificateKeyFile'] as const) {
+      expect(() => nodeTlsOptions({ [option]: missing }, 'localhost')).to.throw(
+        InvalidOptionError,
+        `Invalid ${option}: ${JSON.stringify(missing)} (${option} must be a readable PEM file (ENOENT))`,
+      );
+    }
+  });
+
+  it('says which of the key file and its passphrase is wrong: missing passphrase, key without certificate, key not the certificate\'s', function () {
+    expect(() => nodeTlsOptions({ tlsCertificateKeyFile: encrypted }, 'localhost')).to.throw(
+      InvalidOptionError,
+      `Invalid tlsCertificateKeyFilePassword: undefined (tlsCertificateKeyFilePassword must be given: the private key in tlsCertificateKeyFile ${encrypted} is encrypted)`,
+    );
+    // The right passphrase, but no certificate beside the key: the file is what is wrong, not the passphrase.
+    const keyOnly = path.join(dir, 'encrypted-key-only.pem');
+    fs.writeFileSync(keyOnly, crypto.createPrivateKey(keyPem).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: PASSPHRASE }));
+    const prefix = `Invalid tlsCertificateKeyFile: ${JSON.stringify(keyOnly)} (tlsCertificateKeyFile must be a PEM file with the client certificate and its private key (`;
+    expect(() => nodeTlsOptions({ tlsCertificateKeyFile: keyOnly, tlsCertificateKeyFilePassword: PASSPHRASE }, 'localhost'))
+      .to.throw(InvalidOptionError)
+      .that.satisfies((e: InvalidOptionError) => e.message.startsWith(prefix) && e.message.length > prefix.length + 3);
+    const ecKey = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const mismatched = path.join(dir, 'mismatched-message.pem');
+    fs.writeFileSync(mismatched, new crypto.X509Certificate(fs.readFileSync(file('client.pem'))).toString() + ecKey);
+    expect(() => nodeTlsOptions({ tlsCertificateKeyFile: mismatched }, 'localhost')).to.throw(
+      InvalidOptionError,
+      `Invalid tlsCertificateKeyFile: ${JSON.stringify(mismatched)} (tlsCertificateKeyFile must be a PEM file with the client certificate and its private key (its private key is not the certificate's))`,
+    );
+  });
+
+  it('a tlsCAFile names why it is refused: no certificate at all, or the first reason none parses', function () {
+    const allowed = 'tlsCAFile must be a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
+    expect(() => nodeTlsOptions({ tlsCAFile: garbage }, 'localhost')).to.throw(InvalidOptionError, `Invalid tlsCAFile: ${JSON.stringify(garbage)} (${allowed}; it holds none)`);
+    const block = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+    const reason = (() => {
+      try {
+        new crypto.X509Certificate(block);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'parsed';
+    })();
+    expect(reason).to.not.equal('');
+    const corrupt = path.join(dir, 'two-corrupt-ca.pem');
+    fs.writeFileSync(corrupt, block + block.replace('AAAA', 'BBBB'));
+    expect(() => nodeTlsOptions({ tlsCAFile: corrupt }, 'localhost')).to.throw(
+      InvalidOptionError,
+      `Invalid tlsCAFile: ${JSON.stringify(corrupt)} (${allowed}; none of its certificates parses (${reason}))`,
+    );
+  });
+
+  it('takes the OpenSSL trusted-certificate form (-----BEGIN TRUSTED CERTIFICATE-----), for the CA and the client certificate', function () {
+    const trustedCa = path.join(dir, 'trusted-ca.pem');
+    fs.writeFileSync(trustedCa, fs.readFileSync(file('ca.pem'), 'utf8').replace(/CERTIFICATE/g, 'TRUSTED CERTIFICATE'));
+    expect(() => nodeTlsOptions({ tlsCAFile: trustedCa }, 'localhost')).to.not.throw();
+    const trustedClient = path.join(dir, 'trusted-client.pem');
+    fs.writeFileSync(trustedClient, keyPem + new crypto.X509Certificate(fs.readFileSync(file('client.pem'))).toString().replace(/CERTIFICATE/g, 'TRUSTED CERTIFICATE'));
+    expect(() => nodeTlsOptions({ tlsCertificateKeyFile: trustedClient }, 'localhost')).to.not.throw();
+  });
+
   describe('an established TLS connection', function () {
     // Embedded endpoint only, whatever MONGODB_URI says: the test needs a server that asks for a client certificate
     // and trusts the fixtures' CA, which MONGODB_URI's server need not do.
