@@ -164,6 +164,50 @@ describe('connect() / Client', function () {
     expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'admin.carol' });
   });
 
+  it('refuses a mongodb+srv URI, saying it does no SRV resolution, and opens nothing', function () {
+    expect(() => connect('mongodb+srv://alice:s3cret@cluster0.example.net/'))
+      .to.throw(InvalidOptionError, /^Invalid uri: .* \(uri must be a mongodb:\/\/ connection string \(mongodb\+srv needs SRV resolution, which rxcmap does not do\)\)$/)
+      .with.property('option', 'uri');
+    let thrown: unknown;
+    try {
+      connect('mongodb+srv://alice:s3cret@cluster0.example.net/');
+    } catch (error) {
+      thrown = error;
+    }
+    expect((thrown as Error).message).to.not.include('s3cret');
+  });
+
+  it('refuses a serverSelectionTimeoutMS or heartbeatFrequencyMS out of range, given as an option, naming it and what is allowed', function () {
+    for (const value of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2_147_483_648, '5']) {
+      expect(() => connect('mongodb://127.0.0.1:1/', { serverSelectionTimeoutMS: value as number }), String(value))
+        .to.throw(InvalidOptionError, 'serverSelectionTimeoutMS must be a number of ms > 0 and at most 2147483647')
+        .with.property('option', 'serverSelectionTimeoutMS');
+    }
+    expect(connect('mongodb://127.0.0.1:1/', { serverSelectionTimeoutMS: 2_147_483_647 }).serverSelectionTimeoutMS).to.equal(2_147_483_647);
+    for (const value of [499, Number.NaN, '1000']) {
+      expect(() => connect('mongodb://127.0.0.1:1/', { heartbeatFrequencyMS: value as number }), String(value))
+        .to.throw(InvalidOptionError, 'heartbeatFrequencyMS must be a number of ms >= 500')
+        .with.property('option', 'heartbeatFrequencyMS');
+    }
+  });
+
+  it('a client closed in the tick connect() made it starts no monitor: the server sees no connection', async function () {
+    const [a] = await start();
+    const c = connect(`mongodb://${a.address}/`);
+    await c.close();
+    // Monitors start on the next microtask; give one a chance to connect, had it started.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(a.connectionsAccepted).to.equal(0);
+  });
+
+  it('a ServerSelectionError has the last failed check of the host as its cause', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=200`);
+    const error = await client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect((error as Error).cause).to.be.instanceOf(MongoNetworkError);
+  });
+
   it('fails command() with ServerSelectionError when no server becomes ready', async function () {
     const port = await closedPort();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=200`);
