@@ -496,40 +496,41 @@ describe('connect() / Client', function () {
     expect(await eventually(() => a.openConnections === 0)).to.equal(true);
   });
 
-  it('drain(): a new command fails at once with PoolClosedError though no server is ready, rather than waiting for one', async function () {
+  /**
+   * A polling client on virtual time (no check readies a pool before the clock moves) with one command held in flight
+   * by the server, its pool then cleared: paused, no server ready.
+   */
+  async function pausedWithCommandInFlight(): Promise<{ c: Client; held: Promise<unknown> }> {
     const [a] = await start();
-    const clock = new VirtualClock();
-    client = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: clock });
-    const pool = [...client.pools.values()][0];
-    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const c = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: new VirtualClock() });
+    client = c;
+    const pool = [...c.pools.values()][0];
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
     a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
-    const held = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const held = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
-    pool.clear(); // paused: no check readies it before the virtual clock moves
-    const drained = client.drain();
-    const refused = await Promise.race([client.command('admin', { ping: 1 }).catch((e: unknown) => e), new Promise((r) => setTimeout(() => r('still waiting 1 s later'), 1000))]);
+    pool.clear();
+    return { c, held };
+  }
+
+  it('drain(): a new command fails at once with PoolClosedError though no server is ready, rather than waiting for one', async function () {
+    const { c, held } = await pausedWithCommandInFlight();
+    const drained = c.drain();
+    const refused = await Promise.race([c.command('admin', { ping: 1 }).catch((e: unknown) => e), new Promise((r) => setTimeout(() => r('still waiting 1 s later'), 1000))]);
     expect(refused).to.be.instanceOf(PoolClosedError);
-    await client.close();
+    await c.close();
     await drained;
     expect(await held).to.be.instanceOf(ClientClosedError);
   });
 
   it('drain(): a command still waiting for a server when the drain starts fails at once with PoolClosedError too', async function () {
-    const [a] = await start();
-    const clock = new VirtualClock();
-    client = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: clock });
-    const pool = [...client.pools.values()][0];
-    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 30_000 } });
-    const held = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
-    expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
-    pool.clear(); // paused: no check readies it before the virtual clock moves
-    const selecting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const { c, held } = await pausedWithCommandInFlight();
+    const selecting = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 20)); // it waits for a ready server
-    const drained = client.drain();
+    const drained = c.drain();
     const outcome = await Promise.race([selecting, new Promise((r) => setTimeout(() => r('still waiting 1 s later'), 1000))]);
     expect(outcome).to.be.instanceOf(PoolClosedError);
-    await client.close();
+    await c.close();
     await drained;
     expect(await held).to.be.instanceOf(ClientClosedError);
   });
