@@ -26,9 +26,10 @@ export interface ServerAddress {
 /**
  * Parses `host`, `host:port`, `[ipv6]`, `[ipv6]:port` or a Unix domain socket path: one that holds a `/` and ends in
  * `.sock` (`./mongodb.sock` for a socket file of the working directory). A name ending in `.sock` without a `/`
- * (`mongodb-27017.sock`) is a host name, as the connection string spec's tests read it. A missing port means 27017. A host is case-insensitive (RFC 3986, section 3.2.2), so host names are lower-cased, and
- * an IPv6 address is written in its canonical text form (RFC 5952: lower-case hex, zeros compressed): every spelling of
- * one server gives one `address`, hence one pool and one monitor. An IPv6 zone id (`fe80::1%eth0`) is kept as given.
+ * (`mongodb-27017.sock`) is a host name, as the connection string spec's tests read it. A missing port means 27017. A
+ * host is case-insensitive (RFC 3986, section 3.2.2), so host names are lower-cased, and an IPv6 address is written in
+ * its canonical text form (RFC 5952: lower-case hex, zeros compressed): every spelling of one server gives one
+ * `address`, hence one pool and one monitor. An IPv6 zone id (`fe80::1%eth0`) is kept as given.
  *
  * @throws {InvalidOptionError} (option `address`) when the value is not a non-empty string of one of those forms, the
  *   text between brackets is not an IPv6 address, the host is made of numbers but is no dotted-decimal IPv4 address
