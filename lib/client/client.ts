@@ -291,7 +291,8 @@ export class Client {
     this.metadata = new ClientMetadata(optionValue(connectionOptions, 'appName'), optionValue(connectionOptions, 'driverInfo'));
     // Each host's connection factories, before the log destination is opened: one may still refuse its options (a
     // TLS file it cannot read, a host the SOCKS5 proxy cannot be asked for), and nothing is opened then.
-    const factories = this.connectionFactories(connectionOptions, loadBalanced, o.scheduler);
+    const monitorOptions = monitoringConnectionOptions(connectionOptions);
+    const factories = this.connectionFactories(connectionOptions, monitorOptions, loadBalanced, o.scheduler);
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
     const clientMessages = willLog(logSettings.severities.client, 'warn')
@@ -317,7 +318,7 @@ export class Client {
     try {
       this.openServers(pools, monitors, heartbeats, factories, {
         poolOptions,
-        connectionOptions,
+        monitorOptions,
         loadBalanced,
         logging,
         heartbeatFrequencyMS: frequency,
@@ -351,10 +352,10 @@ export class Client {
    */
   private connectionFactories(
     connectionOptions: ConnectionOptions,
+    monitorOptions: ConnectionOptions,
     loadBalanced: boolean,
     scheduler: SchedulerLike | undefined,
   ): Map<string, HostFactories> {
-    const monitorOptions = monitoringConnectionOptions(connectionOptions);
     const factories = new Map<string, HostFactories>();
     for (const address of this.hosts) {
       const { host, port } = parseAddress(address);
@@ -377,7 +378,8 @@ export class Client {
     factories: ReadonlyMap<string, HostFactories>,
     o: {
       poolOptions: PoolOptions & BackgroundOptions;
-      connectionOptions: ConnectionOptions;
+      /** The connection options of the monitors (see monitoringConnectionOptions). */
+      monitorOptions: ConnectionOptions;
       loadBalanced: boolean;
       logging: LoggingOptions;
       heartbeatFrequencyMS: number | undefined;
@@ -385,8 +387,7 @@ export class Client {
       scheduler: SchedulerLike | undefined;
     },
   ): void {
-    const { poolOptions, connectionOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
-    const monitorOptions = monitoringConnectionOptions(connectionOptions);
+    const { poolOptions, monitorOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
     for (const address of this.hosts) {
       const factory = factories.get(address)!;
       const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory: factory.pool, loadBalanced, logging, scheduler });
