@@ -488,6 +488,11 @@ export class Client {
    */
   private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hosts);
+    // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
+    // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
+    // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
+    const first = (): ConnectionPool<Connection> => this.pools.values().next().value!;
+    if (endAtDrain && this.draining) return first();
     const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
     const now = ready();
     if (now !== undefined) return now;
@@ -502,8 +507,7 @@ export class Client {
           filter((p): p is ConnectionPool<Connection> => p !== undefined),
         ),
         interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).pipe(tap(requestChecks), ignoreElements()),
-        // A command's selection ends when a drain starts: no pool will serve its checkout any more (see command()).
-        endAtDrain ? this.drainStarted.pipe(map(() => this.pools.values().next().value!)) : EMPTY,
+        endAtDrain ? this.drainStarted.pipe(map(first)) : EMPTY,
       ).pipe(
         timeout({
           first: waitMS,
@@ -575,10 +579,8 @@ export class Client {
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
-    // Draining, every pool refuses a checkout, ready or not: the first one says so at once (PoolClosedError), where
-    // waiting for a ready one would take until a check readied it, the drain ended, or serverSelectionTimeoutMS. A
-    // selection still waiting when the drain starts ends then, the same way.
-    const pool = this.draining && !this.closed ? this.pools.values().next().value! : await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true);
+    // Draining, this is a pool that refuses it at once (see select).
+    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const closedByClient = (error: unknown): never => {
