@@ -655,11 +655,14 @@ function establishFailed<C extends PoolConnection>(
 /**
  * Removes and returns the oldest claimant (high-priority ones first) that has no establishment of its own under way,
  * counted among the waiters taken out in this step; undefined when every claimant waits on one of its own. Called
- * for a failed establishment whose starter is no claimant, so none of them owns that one. O(claimants × connections),
- * on a failed establishment only.
+ * for a failed establishment whose starter is no claimant, so none of them owns that one. O(connections + claimants):
+ * the owners are collected in one pass over the records, not looked up per claimant (1,000 claimants on a pool of
+ * 100 would be 100,000 steps).
  */
 function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>): Waiter<C> | undefined {
-  const claimant = s.claimants.toArray().find((w) => pendingStartedBy(s, w) === undefined);
+  const owners = new Set<Waiter<C>>();
+  for (const rec of s.records.values()) if (rec.state === 'pending' && rec.starter !== undefined) owners.add(rec.starter);
+  const claimant = s.claimants.toArray().find((w) => !owners.has(w));
   return claimant !== undefined && s.claimants.take(claimant) ? claimant : undefined;
 }
 
