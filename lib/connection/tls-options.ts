@@ -182,26 +182,27 @@ function checkKeyMatchesCertificate(context: SecureContextOptions, file: string)
   }
 }
 
-/** What Node reads from a CA file: PEM certificates. */
-const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g;
+/**
+ * What Node reads from a CA file: PEM certificates, in the plain form and in OpenSSL's trusted-certificate forms
+ * (TRUSTED CERTIFICATE: the certificate's DER followed by its trust settings; X509 CERTIFICATE: the old name).
+ */
+const PEM_CERTIFICATE = /-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----([^-]*)-----END \1-----/g;
 
 /**
  * Throws unless `pem` holds a PEM certificate that parses. Node loads the PEM certificates of a CA file and skips
- * whatever else it holds without a word, and the file replaces its bundled roots: a file of none (a DER file, a key,
- * a truncated download) would leave no trusted authority, and every server certificate would fail verification as if
- * the server's were wrong.
+ * whatever else it holds without a word (a corrupt certificate too), and the file replaces its bundled roots: a file
+ * of none (a DER file, a key, a truncated download) would leave no trusted authority, and every server certificate
+ * would fail verification as if the server's were wrong. A block is parsed from its DER, which X509Certificate reads
+ * with the trust settings of the trusted form after it.
  */
 function checkCertificateAuthorities(pem: Buffer, file: string): void {
   const allowed = 'a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
-  const text = pem.toString('latin1');
-  // OpenSSL's trusted-certificate forms: Node loads them too; X509Certificate does not parse them.
-  if (/-----BEGIN (TRUSTED|X509) CERTIFICATE-----/.test(text)) return;
-  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  const blocks = [...pem.toString('latin1').matchAll(PEM_CERTIFICATE)];
   if (blocks.length === 0) throw new InvalidOptionError('tlsCAFile', file, `${allowed}; it holds none`);
   let reason = '';
-  for (const block of blocks) {
+  for (const [, , body] of blocks) {
     try {
-      new X509Certificate(block);
+      new X509Certificate(Buffer.from(body, 'base64'));
       return;
     } catch (error) {
       reason ||= (error as Error).message;

@@ -18,6 +18,16 @@ const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
 const PASSPHRASE = 'Key-Pa55phrase-of-the-test';
 
+/** The DER of the fixtures' CA certificate. */
+const caDer = (): Buffer => new crypto.X509Certificate(fs.readFileSync(file('ca.pem'))).raw;
+
+/** `der` as a PEM block labelled `label`, in lines of 64 characters. */
+const pemBlock = (der: Buffer, label: string): string =>
+  `-----BEGIN ${label}-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END ${label}-----\n`;
+
+/** OpenSSL's trust settings of a trusted certificate (X509_CERT_AUX): trusted for TLS server authentication. */
+const SERVER_AUTH_TRUST = Buffer.from('300c300a06082b06010505070301', 'hex');
+
 /** Establishes one connection with `options` to `address`. */
 async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
   const [host, port] = address.split(':');
@@ -243,7 +253,7 @@ describe('TLS settings (tls-options)', function () {
     const block = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
     const reason = (() => {
       try {
-        new crypto.X509Certificate(block);
+        new crypto.X509Certificate(Buffer.from('AAAA', 'base64'));
       } catch (error) {
         return (error as Error).message;
       }
@@ -267,6 +277,17 @@ describe('TLS settings (tls-options)', function () {
     expect(() => nodeTlsOptions({ tlsCertificateKeyFile: trustedClient }, 'localhost')).to.not.throw();
   });
 
+  it('refuses a CA file whose only certificate, in a trusted-certificate form, does not parse', function () {
+    // Node loads nothing from such a block, without a word: every server would fail verification as if its
+    // certificate were wrong ("unable to verify the first certificate").
+    const allowed = 'tlsCAFile must be a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
+    for (const label of ['TRUSTED CERTIFICATE', 'X509 CERTIFICATE']) {
+      const corrupt = path.join(dir, `corrupt-${label.split(' ')[0]}.pem`);
+      fs.writeFileSync(corrupt, pemBlock(caDer().subarray(0, 100), label));
+      expect(() => nodeTlsOptions({ tlsCAFile: corrupt }, 'localhost'), label).to.throw(InvalidOptionError, `Invalid tlsCAFile: ${JSON.stringify(corrupt)} (${allowed}; none of its certificates parses (`);
+    }
+  });
+
   describe('an established TLS connection', function () {
     // Embedded endpoint only, whatever MONGODB_URI says: the test needs a server that asks for a client certificate
     // and trusts the fixtures' CA, which MONGODB_URI's server need not do.
@@ -277,6 +298,17 @@ describe('TLS settings (tls-options)', function () {
       }).start();
     });
     after(() => server.stop());
+
+    it('verifies the server against a CA file in the trusted-certificate form, trust settings and all', async function () {
+      const trusted = path.join(dir, 'trusted-with-settings.pem');
+      fs.writeFileSync(trusted, pemBlock(Buffer.concat([caDer(), SERVER_AUTH_TRUST]), 'TRUSTED CERTIFICATE'));
+      const c = await establish(server.address.replace('127.0.0.1', 'localhost'), { tlsCAFile: trusted, tlsCertificateKeyFile: clear });
+      try {
+        expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        c.destroy();
+      }
+    });
 
     it('shows neither the key passphrase nor the private key to inspection', async function () {
       const address = server.address.replace('127.0.0.1', 'localhost');
