@@ -14,7 +14,12 @@ import type { PoolExtensionOptions, PoolOptions } from './options';
  * - `poolClosed`: the pool was closed;
  * - `expired`: an rxcmap extension: the connection outlived its lifetime (`maxLifeTimeMS`).
  *
- * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason); `expired`: extension (see `maxLifeTimeMS`).
+ * Where more than one holds, the first of `poolClosed`, then `error` for a connection that failed itself (its socket
+ * or a request on it; the event carries that error), then `stale`, then the others. A connection whose network error
+ * cleared the pool closes with `error` and that error, not `stale` (the spec leaves the order open).
+ *
+ * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason); `expired`: extension (see `maxLifeTimeMS`); the order
+ * where several hold: extension (the official Node.js driver also reports `error` for a connection that errored).
  */
 export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed' | 'expired';
 

@@ -512,8 +512,13 @@ function checkIn<C extends PoolConnection>(
     }
   }
   rec.checkOutSite = undefined;
+  // The pool's close first; then the connection's own error (a command's network error that cleared the pool is why
+  // this one closes, and the events show it), unless that error is the pool's interruption of it; then staleness.
   const reason: ConnectionClosedReason | undefined =
-    s.state === 'closed' ? 'poolClosed' : isStale(s, rec) ? 'stale' : discard !== undefined ? 'error' : (erroredReason(rec) ?? expiredReason(s, rec));
+    s.state === 'closed'
+      ? 'poolClosed'
+      : ((rec.generation > s.interruptedGeneration ? erroredReason(rec) : undefined) ??
+        (isStale(s, rec) ? 'stale' : discard !== undefined ? 'error' : expiredReason(s, rec)));
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out, discard);
     populate(s, out);
@@ -856,6 +861,7 @@ function clear<C extends PoolConnection>(
   publishClear(s, s.generation, undefined, interruptInUseConnections, cause, out);
 
   if (interruptInUseConnections) {
+    s.interruptedGeneration = clearedGeneration;
     const interrupted = PoolClearedError.interrupted(s.address, cause);
     for (const rec of [...s.records.values()]) {
       if (rec.generation > clearedGeneration) continue;

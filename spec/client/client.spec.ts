@@ -643,7 +643,10 @@ describe('connect() / Client', function () {
       a.services.map((id) => id.toHexString()).sort(),
     );
     expect(pool.state, 'load-balanced clears never pause').to.equal('ready');
-    expect(events.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['stale', 'stale', 'stale', 'stale']);
+    // Each closed for its own network error, which the events then show, not as stale.
+    const closed = events.filter((e) => e.type === 'ConnectionClosed') as Array<{ reason: string; error?: Error }>;
+    expect(closed.map((e) => e.reason)).to.deep.equal(['error', 'error', 'error', 'error']);
+    for (const e of closed) expect(e.error).to.be.instanceOf(MongoNetworkError);
     expect(await client!.command('admin', { ping: 1 })).to.include({ ok: 1 });
   });
 
@@ -892,9 +895,11 @@ describe('connect() / Client', function () {
       expect(later.filter((e) => !e.awaited)).to.have.length(1);
       expect(later.length).to.be.at.most(2);
       expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
-      // The two that failed, checked in after the clear, and the idle ones, found at the next checkout: every
-      // connection of the cleared generation closed as stale, none failing a command.
-      expect(count('ConnectionClosed', 'stale')).to.equal(established);
+      // The two that failed, checked in after the clear, closed for their own network error (which the events then
+      // show); the idle ones, found at the next checkout, as stale, none failing a command.
+      const errors = events.filter((e) => e.type === 'ConnectionClosed' && e.reason === 'error') as Array<{ error?: Error }>;
+      expect(errors.map((e) => e.error)).to.have.length(2).and.satisfy((all: unknown[]) => all.every((e) => e instanceof MongoNetworkError));
+      expect(count('ConnectionClosed', 'stale')).to.equal(established - 2);
       expect(count('ConnectionClosed')).to.equal(established);
     });
 

@@ -758,15 +758,52 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.events.at(-1)).to.not.have.property('error');
     });
 
-    it('carries no error on a close for another reason, nor one whose error cannot be read', function () {
-      const { b, w1, w2, c1, c2 } = twoCheckedOut();
+    it('closes an errored connection checked in after the clear its error caused with reason error and that error, not stale', function () {
+      // A command's network error clears the pool, then the connection comes back: its own error is why it closed,
+      // and the only place the events and the log show the error that caused the clear.
+      const { b, w1, c1 } = twoCheckedOut();
+      const reset = new Error('read ECONNRESET');
       c1.errored = true;
-      c1.error = new Error('read ECONNRESET');
+      c1.error = reset;
       b.dispatch({ type: 'clear', interruptInUseConnections: false });
-      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 }); // stale first: the clear made it so
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error', error: reset });
+    });
+
+    it('closes a connection an interrupting clear errored as stale when it comes back, and one errored later by its own error', function () {
+      const { b, w1, c1 } = twoCheckedOut();
+      b.dispatch({ type: 'clear', interruptInUseConnections: true });
+      expect(c1.destroyed, 'interrupted').to.equal(true);
+      c1.errored = true;
+      c1.error = c1.destroyError;
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 });
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
       expect(b.events.at(-1)).to.not.have.property('error');
-      b.dispatch({ type: 'checkIn', connection: c2, holder: w2 });
+      // A connection of the generation after the interruption, errored by its own network error after a later clear.
+      b.dispatch({ type: 'ready' });
+      const w = b.checkOut();
+      const c = b.succeed([...b.pending].at(-1)!);
+      expect(b.connectionOf(w)).to.equal(c);
+      const reset = new Error('read ECONNRESET');
+      c.errored = true;
+      c.error = reset;
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      b.dispatch({ type: 'checkIn', connection: c, holder: w });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: c.id, reason: 'error', error: reset });
+    });
+
+    it('carries no error on a close for another reason, nor one whose error cannot be read', function () {
+      const { b, w1, w2, c1, c2 } = twoCheckedOut();
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'stale' });
+      expect(b.events.at(-1)).to.not.have.property('error');
+      c2.errored = true;
+      c2.error = new Error('read ECONNRESET');
+      b.dispatch({ type: 'close' });
+      b.dispatch({ type: 'checkIn', connection: c2, holder: w2 }); // the pool's close comes first
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 2, reason: 'poolClosed' });
+      expect(b.events.at(-1)).to.not.have.property('error');
       const e = new Bench();
       e.dispatch({ type: 'ready' });
       const w = e.checkOut();
