@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { asyncScheduler, EMPTY, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, takeUntil, tap, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, Subscription, tap, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -210,13 +210,19 @@ export class Client {
   private readonly scheduler: SchedulerLike;
   /** The client metadata every pool's and monitor's new connections send in their handshake. */
   private readonly metadata: ClientMetadata;
-  /** Emits once, when the client is closed: pending selections end then. */
-  private readonly closing = new Subject<void>();
   private closed = false;
   /** Whether drain() was called: from then on a checkout is refused with PoolClosedError, as drain() says. */
   private draining = false;
-  /** Emits once, when drain() starts: the server selections of commands then waiting end, their checkouts refused. */
-  private readonly drainStarted = new Subject<void>();
+  /**
+   * The server selections waiting for a ready server (see {@link select}), each told of a ready pool, of the start of a
+   * drain (`'drain'`), and of the client's close (ClientClosedError). One Set and one subscription to the pools'
+   * events serve them all, so a selection joins and leaves in O(1) and an event is read once however many wait: in an
+   * outage every command waits here, thousands at a time, and the pool that becomes ready then sends them on in one
+   * pass.
+   */
+  private readonly selections = new Set<Subscriber<ConnectionPool<Connection> | 'drain'>>();
+  /** The subscription to the pools' events while a selection waits (none otherwise: nobody to tell). */
+  private selectionEvents: Subscription | undefined;
   /** The pools close() closed (those a drain had not closed already): the checkouts it ended fail as ClientClosedError. */
   private readonly closedByClient = new Set<ConnectionPool<Connection>>();
   /** The connections `command()` has a command in flight on: `close()` closes them. */
@@ -493,8 +499,7 @@ export class Client {
     // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
     const first = (): ConnectionPool<Connection> => this.pools.values().next().value!;
     if (endAtDrain && this.draining) return first();
-    const ready = (): ConnectionPool<Connection> | undefined => [...this.pools.values()].find((p) => p.state === 'ready');
-    const now = ready();
+    const now = this.readyPool();
     if (now !== undefined) return now;
     const requestChecks = (): void => {
       for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
@@ -502,24 +507,60 @@ export class Client {
     requestChecks();
     return firstValueFrom(
       merge(
-        merge(...[...this.pools.values()].map((p) => p.events$)).pipe(
-          map(ready),
-          filter((p): p is ConnectionPool<Connection> => p !== undefined),
+        this.selection$().pipe(
+          filter((signal) => signal !== 'drain' || endAtDrain),
+          map((signal) => (signal === 'drain' ? first() : signal)),
         ),
         interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).pipe(tap(requestChecks), ignoreElements()),
-        endAtDrain ? this.drainStarted.pipe(map(first)) : EMPTY,
       ).pipe(
         timeout({
           first: waitMS,
           with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
           scheduler: this.scheduler,
         }),
-        takeUntil(this.closing),
       ),
     ).catch((error: unknown) => {
       if (this.closed) throw new ClientClosedError(this.hosts);
       throw error;
     });
+  }
+
+  /** The first ready pool, in host order, if any. */
+  private readyPool(): ConnectionPool<Connection> | undefined {
+    for (const pool of this.pools.values()) if (pool.state === 'ready') return pool;
+    return undefined;
+  }
+
+  /**
+   * One waiting selection's news (see {@link selections}): a ready pool (at once when one is ready as it subscribes),
+   * `'drain'` when a drain starts, ClientClosedError when the client closes. The pools' events are followed while
+   * some selection waits.
+   */
+  private selection$(): Observable<ConnectionPool<Connection> | 'drain'> {
+    return new Observable<ConnectionPool<Connection> | 'drain'>((subscriber) => {
+      if (this.closed) return subscriber.error(new ClientClosedError(this.hosts));
+      const selections = this.selections;
+      selections.add(subscriber);
+      if (this.selectionEvents === undefined) {
+        // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
+        const events = (this.selectionEvents = new Subscription());
+        events.add(merge(...[...this.pools.values()].map((p) => p.events$)).subscribe(() => this.announceReadyPool()));
+      } else {
+        const ready = this.readyPool();
+        if (ready !== undefined) subscriber.next(ready);
+      }
+      return () => {
+        if (!selections.delete(subscriber) || selections.size > 0) return;
+        this.selectionEvents?.unsubscribe();
+        this.selectionEvents = undefined;
+      };
+    });
+  }
+
+  /** After a pool event: the first ready pool, if any, goes to every waiting selection. */
+  private announceReadyPool(): void {
+    const ready = this.readyPool();
+    if (ready !== undefined) for (const selection of [...this.selections]) selection.next(ready);
   }
 
   /**
@@ -693,7 +734,7 @@ export class Client {
     this.draining = true;
     const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
     // The pools refuse checkouts now: the commands still selecting a server go to their refusal at once.
-    this.drainStarted.next();
+    for (const selection of [...this.selections]) selection.next('drain');
     await Promise.all(drained);
     await this.close();
   }
@@ -714,8 +755,10 @@ export class Client {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.closing.next();
-    this.closing.complete();
+    if (this.selections.size > 0) {
+      const closed = new ClientClosedError(this.hosts);
+      for (const selection of [...this.selections]) selection.error(closed);
+    }
     for (const monitor of this.monitors.values()) monitor.close();
     for (const pool of this.pools.values()) {
       if (pool.state !== 'closed') this.closedByClient.add(pool);

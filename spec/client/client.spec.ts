@@ -12,6 +12,8 @@ import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { LAZY_STACKS } from '../support/lazy-stacks';
+import { Observable } from 'rxjs';
+import type { ConnectionPoolEvent } from '../../lib/events';
 import { startWireProxy } from '../support/wire-proxy';
 
 describe('connect() / Client', function () {
@@ -303,6 +305,53 @@ describe('connect() / Client', function () {
     expect(error).to.be.instanceOf(ClientClosedError);
     expect(performance.now() - started, 'settled at close, not at serverSelectionTimeoutMS').to.be.below(2000);
     expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
+  });
+
+  it('commands waiting for a server share one subscription to the pool\'s events: each event is read once, however many wait, and all go on when the pool is ready', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`);
+    const pool = [...client.pools.values()][0];
+    // What the client's selections do with the pool: subscriptions to its events, and reads of its state.
+    let subscribed = 0;
+    let following = 0;
+    let stateReads = 0;
+    const events$ = pool.events$;
+    Object.defineProperty(pool, 'events$', {
+      value: new Observable<ConnectionPoolEvent>((subscriber) => {
+        subscribed++;
+        following++;
+        const subscription = events$.subscribe(subscriber);
+        return () => {
+          following--;
+          subscription.unsubscribe();
+        };
+      }),
+    });
+    const state = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Object.getPrototypeOf(pool)), 'state')!.get!;
+    Object.defineProperty(pool, 'state', {
+      get() {
+        stateReads++;
+        return state.call(pool);
+      },
+    });
+    const commands = Array.from({ length: 200 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
+    await new Promise((r) => setTimeout(r, 20)); // they all wait for a ready server
+    expect(subscribed, 'one subscription for every waiting selection').to.equal(1);
+    stateReads = 0;
+    pool.checkOut().subscribe({ error: () => undefined }); // refused by the paused pool: two events
+    expect(stateReads, 'each event read once, not once per waiting command').to.be.at.most(2);
+    pool.ready();
+    expect(following, 'left once nobody waits').to.equal(0);
+    const outcomes = await Promise.all(commands);
+    expect(outcomes.filter((e) => e instanceof ServerSelectionError || e instanceof ClientClosedError), 'every command went on to its checkout').to.deep.equal([]);
+    // A later wait follows the events again, and close() ends every one waiting.
+    pool.clear();
+    const waiting = Array.from({ length: 3 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(following).to.equal(1);
+    await client.close();
+    for (const outcome of await Promise.all(waiting)) expect(outcome).to.be.instanceOf(ClientClosedError);
+    expect(following).to.equal(0);
   });
 
   it('close() fails a command in flight with ClientClosedError at once and closes its connection, where nothing else would end it (no socketTimeoutMS, a server gone silent)', async function () {
