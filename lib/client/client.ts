@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import type { Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, ignoreElements, interval, map, merge, Observable, Subject, Subscription, tap, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -470,7 +470,8 @@ export class Client {
   /**
    * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
    * immediate check (`Monitor.requestCheck()`) of the monitor of every pool that is not ready: at once, then again
-   * every minHeartbeatFrequencyMS (500 ms) until it resolves, so a server that is healthy again is found about
+   * every minHeartbeatFrequencyMS (500 ms) until it resolves (one such request for all the selections waiting, on the
+   * beat begun when the first of them began to wait), so a server that is healthy again is found about
    * 500 ms after its last failed check rather than heartbeatFrequencyMS later. A monitor whose check is in progress
    * ignores the request, and none checks sooner than 500 ms after its previous check ended.
    *
@@ -501,18 +502,11 @@ export class Client {
     if (endAtDrain && this.draining) return first();
     const now = this.readyPool();
     if (now !== undefined) return now;
-    const requestChecks = (): void => {
-      for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
-    };
-    requestChecks();
+    this.requestChecks();
     return firstValueFrom(
-      merge(
-        this.selection$().pipe(
-          filter((signal) => signal !== 'drain' || endAtDrain),
-          map((signal) => (signal === 'drain' ? first() : signal)),
-        ),
-        interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).pipe(tap(requestChecks), ignoreElements()),
-      ).pipe(
+      this.selection$().pipe(
+        filter((signal) => signal !== 'drain' || endAtDrain),
+        map((signal) => (signal === 'drain' ? first() : signal)),
         timeout({
           first: waitMS,
           with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
@@ -525,6 +519,11 @@ export class Client {
     });
   }
 
+  /** Requests an immediate check of every server whose pool is not ready (see {@link selectPool}). */
+  private requestChecks(): void {
+    for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
+  }
+
   /** The first ready pool, in host order, if any. */
   private readyPool(): ConnectionPool<Connection> | undefined {
     for (const pool of this.pools.values()) if (pool.state === 'ready') return pool;
@@ -533,8 +532,9 @@ export class Client {
 
   /**
    * One waiting selection's news (see {@link selections}): a ready pool (at once when one is ready as it subscribes),
-   * `'drain'` when a drain starts, ClientClosedError when the client closes. The pools' events are followed while
-   * some selection waits.
+   * `'drain'` when a drain starts, ClientClosedError when the client closes. While some selection waits, the pools'
+   * events are followed, and immediate checks are requested every minHeartbeatFrequencyMS (500 ms) from when the first
+   * began waiting: once for all of them, the monitors taking no more than one request per 500 ms anyway.
    */
   private selection$(): Observable<ConnectionPool<Connection> | 'drain'> {
     return new Observable<ConnectionPool<Connection> | 'drain'>((subscriber) => {
@@ -545,6 +545,7 @@ export class Client {
         // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
         const events = (this.selectionEvents = new Subscription());
         events.add(merge(...[...this.pools.values()].map((p) => p.events$)).subscribe(() => this.announceReadyPool()));
+        events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
         const ready = this.readyPool();
         if (ready !== undefined) subscriber.next(ready);

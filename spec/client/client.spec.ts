@@ -354,6 +354,26 @@ describe('connect() / Client', function () {
     expect(following).to.equal(0);
   });
 
+  it('commands waiting for a server request immediate checks together: each at once, then one request every minHeartbeatFrequencyMS for all', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`, { scheduler: clock });
+    const monitor = [...client.monitors.values()][0];
+    let requests = 0;
+    monitor.requestCheck = () => void requests++;
+    const commands = Array.from({ length: 50 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
+    await new Promise((r) => setTimeout(r, 20)); // they all wait for a ready server
+    expect(requests, 'each asks at once').to.equal(50);
+    clock.advance(500);
+    expect(requests, 'then one request for all of them').to.equal(51);
+    clock.advance(500);
+    expect(requests).to.equal(52);
+    await client.close();
+    for (const outcome of await Promise.all(commands)) expect(outcome).to.be.instanceOf(ClientClosedError);
+    clock.advance(500);
+    expect(requests, 'none once nobody waits').to.equal(52);
+  });
+
   it('close() fails a command in flight with ClientClosedError at once and closes its connection, where nothing else would end it (no socketTimeoutMS, a server gone silent)', async function () {
     const [a] = await start();
     client = connect(`mongodb://${a.address}`);
