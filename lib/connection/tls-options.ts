@@ -182,33 +182,51 @@ function checkKeyMatchesCertificate(context: SecureContextOptions, file: string)
   }
 }
 
-/**
- * What Node reads from a CA file: PEM certificates, in the plain form and in OpenSSL's trusted-certificate forms
- * (TRUSTED CERTIFICATE: the certificate's DER followed by its trust settings; X509 CERTIFICATE: the old name).
- */
-const PEM_CERTIFICATE = /-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----([^-]*)-----END \1-----/g;
+/** The names of the PEM blocks Node reads a CA certificate from (OpenSSL's plain and trusted-certificate forms). */
+const CERTIFICATE_LABELS = new Set(['CERTIFICATE', 'TRUSTED CERTIFICATE', 'X509 CERTIFICATE']);
+
+/** A PEM block's first line (at the start of a line, as OpenSSL reads it), and its last. */
+const PEM_BEGIN = /^-----BEGIN (.*)-----[ \t\r]*$/gm;
+const PEM_END = /^-----END (.*)-----[ \t\r]*$/gm;
 
 /**
- * Throws unless `pem` holds a PEM certificate that parses. Node loads the PEM certificates of a CA file and skips
- * whatever else it holds without a word (a corrupt certificate too), and the file replaces its bundled roots: a file
- * of none (a DER file, a key, a truncated download) would leave no trusted authority, and every server certificate
- * would fail verification as if the server's were wrong. A block is parsed from its DER, which X509Certificate reads
- * with the trust settings of the trusted form after it.
+ * Throws unless Node would load at least one certificate from `pem`. Node reads the PEM blocks of a CA file in order
+ * and skips those that hold no certificate (a key, say), but stops at the first certificate block it cannot read (a
+ * corrupt one, one with bytes after its certificate, an END line of another name): the certificates after it are
+ * never loaded. A file that yields none leaves the server's certificate checked against Node's bundled roots only, and
+ * every connection to a server whose authority it names then fails verification as if the server's certificate were
+ * wrong. Each block is read from its PEM text by X509Certificate, which reads it as Node's loader does (the trust
+ * settings of the trusted forms included).
  */
 function checkCertificateAuthorities(pem: Buffer, file: string): void {
   const allowed = 'a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
-  const blocks = [...pem.toString('latin1').matchAll(PEM_CERTIFICATE)];
+  // (A UTF-8 byte order mark before the first line is read past.)
+  const text = pem.toString('latin1').replace(/^\xEF\xBB\xBF/, '');
+  const blocks = [...text.matchAll(PEM_BEGIN)].filter((begin) => CERTIFICATE_LABELS.has(begin[1]));
   if (blocks.length === 0) throw new InvalidOptionError('tlsCAFile', file, `${allowed}; it holds none`);
-  let reason = '';
-  for (const [, , body] of blocks) {
-    try {
-      new X509Certificate(Buffer.from(body, 'base64'));
-      return;
-    } catch (error) {
-      reason ||= (error as Error).message;
-    }
+  const reason = certificateBlockError(text, blocks[0]);
+  if (reason === undefined) return;
+  // Node reads no certificate after the first it cannot read: say so when a later one would have done.
+  const later = blocks.slice(1).some((begin) => certificateBlockError(text, begin) === undefined);
+  throw new InvalidOptionError(
+    'tlsCAFile',
+    file,
+    later ? `${allowed}; its first certificate does not parse (${reason}), and none after it is read` : `${allowed}; none of its certificates parses (${reason})`,
+  );
+}
+
+/** Why the certificate block that `begin` opens in `text` cannot be read, as Node reads it; undefined when it can. */
+function certificateBlockError(text: string, begin: RegExpMatchArray): string | undefined {
+  const from = begin.index!;
+  PEM_END.lastIndex = from + begin[0].length;
+  const end = PEM_END.exec(text);
+  if (end === null || end[1] !== begin[1]) return `no line -----END ${begin[1]}----- closes it`;
+  try {
+    new X509Certificate(text.slice(from, end.index + end[0].length));
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
   }
-  throw new InvalidOptionError('tlsCAFile', file, `${allowed}; none of its certificates parses (${reason})`);
 }
 
 function readFile(option: string, path: string): Buffer {

@@ -253,7 +253,7 @@ describe('TLS settings (tls-options)', function () {
     const block = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
     const reason = (() => {
       try {
-        new crypto.X509Certificate(Buffer.from('AAAA', 'base64'));
+        new crypto.X509Certificate(block);
       } catch (error) {
         return (error as Error).message;
       }
@@ -285,6 +285,40 @@ describe('TLS settings (tls-options)', function () {
       const corrupt = path.join(dir, `corrupt-${label.split(' ')[0]}.pem`);
       fs.writeFileSync(corrupt, pemBlock(caDer().subarray(0, 100), label));
       expect(() => nodeTlsOptions({ tlsCAFile: corrupt }, 'localhost'), label).to.throw(InvalidOptionError, `Invalid tlsCAFile: ${JSON.stringify(corrupt)} (${allowed}; none of its certificates parses (`);
+    }
+  });
+
+  it('refuses a CA file whose first certificate Node cannot read, whatever follows it: Node reads no certificate after that one', function () {
+    // Node stops at the first certificate block it cannot read: a good certificate after a corrupt one (or after one
+    // with bytes past its end, bad base64, an END line of another name) is never loaded, and every server fails
+    // verification ("unable to verify the first certificate").
+    const allowed = 'tlsCAFile must be a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
+    const good = pemBlock(caDer(), 'CERTIFICATE');
+    const unreadable: Record<string, string> = {
+      'corrupt then good': pemBlock(caDer().subarray(0, 100), 'CERTIFICATE') + good,
+      'corrupt trusted then good': pemBlock(caDer().subarray(0, 100), 'TRUSTED CERTIFICATE') + good,
+      'END of another name then good': good.replace('END CERTIFICATE', 'END TRUSTED CERTIFICATE') + good,
+      'bytes after the certificate': pemBlock(Buffer.concat([caDer(), Buffer.from('deadbeef', 'hex')]), 'CERTIFICATE'),
+      'trusted, its trust settings corrupt': pemBlock(Buffer.concat([caDer(), Buffer.from('3003020101', 'hex')]), 'TRUSTED CERTIFICATE'),
+      'bad base64': good.replace('\n', '\n*'),
+      'indented': `  ${good}`,
+    };
+    for (const [name, text] of Object.entries(unreadable)) {
+      const f = path.join(dir, `unreadable-${name.replace(/\W+/g, '-')}.pem`);
+      fs.writeFileSync(f, text);
+      expect(() => nodeTlsOptions({ tlsCAFile: f }, 'localhost'), name).to.throw(InvalidOptionError, `Invalid tlsCAFile: ${JSON.stringify(f)} (${allowed}; `);
+    }
+    // What Node does load from: CRLF lines, a byte order mark, a bad certificate after a good one, a system bundle.
+    const readable: Record<string, string | Buffer> = {
+      crlf: good.replace(/\n/g, '\r\n'),
+      bom: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(good)]),
+      'good then corrupt': good + pemBlock(caDer().subarray(0, 100), 'CERTIFICATE'),
+    };
+    if (fs.existsSync('/etc/ssl/certs/ca-certificates.crt')) readable.bundle = fs.readFileSync('/etc/ssl/certs/ca-certificates.crt');
+    for (const [name, text] of Object.entries(readable)) {
+      const f = path.join(dir, `readable-${name.replace(/\W+/g, '-')}.pem`);
+      fs.writeFileSync(f, text);
+      expect(() => nodeTlsOptions({ tlsCAFile: f }, 'localhost'), name).to.not.throw();
     }
   });
 
