@@ -513,11 +513,11 @@ function checkIn<C extends PoolConnection>(
   }
   rec.checkOutSite = undefined;
   // The pool's close first; then the connection's own error (a command's network error that cleared the pool is why
-  // this one closes, and the events show it), unless that error is the pool's interruption of it; then staleness.
+  // this one closes, and the events show it), unless its error is the pool's interruption of it; then staleness.
   const reason: ConnectionClosedReason | undefined =
     s.state === 'closed'
       ? 'poolClosed'
-      : ((rec.generation > s.interruptedGeneration ? erroredReason(rec) : undefined) ??
+      : ((rec.interrupted ? undefined : erroredReason(rec)) ??
         (isStale(s, rec) ? 'stale' : discard !== undefined ? 'error' : expiredReason(s, rec)));
   if (reason !== undefined) {
     closeRecord(s, rec, reason, out, discard);
@@ -552,6 +552,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     checkedOutAt: NaN,
     checkOutSite: undefined,
     leakSuspected: false,
+    interrupted: false,
     holder: undefined,
     starter,
     prev: undefined,
@@ -861,12 +862,15 @@ function clear<C extends PoolConnection>(
   publishClear(s, s.generation, undefined, interruptInUseConnections, cause, out);
 
   if (interruptInUseConnections) {
-    s.interruptedGeneration = clearedGeneration;
     const interrupted = PoolClearedError.interrupted(s.address, cause);
     for (const rec of [...s.records.values()]) {
       if (rec.generation > clearedGeneration) continue;
       if (rec.state === 'pending') closeRecord(s, rec, 'stale', out);
-      else if (rec.state === 'in use') out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
+      else if (rec.state === 'in use') {
+        // One that failed by itself already keeps its own error as the reason it closes (see checkIn).
+        if (erroredReason(rec) === undefined) rec.interrupted = true;
+        out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
+      }
     }
   }
   // The WaitQueue is cleared eagerly, claimants first (they are the oldest), so every waiter can retry at once.

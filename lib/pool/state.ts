@@ -57,6 +57,11 @@ export interface ConnectionRecord<C> {
   checkOutSite: CheckOutSite | undefined;
   /** Leak detection: whether its current checkout was reported as a suspected leak. */
   leakSuspected: boolean;
+  /**
+   * Whether a clear with interruptInUseConnections tore it down while in use, before any error of its own: the error
+   * it then reports is the interruption's, and it closes as stale when checked in.
+   */
+  interrupted: boolean;
   /** Links among the available connections (undefined when not available). */
   prev: ConnectionRecord<C> | undefined;
   next: ConnectionRecord<C> | undefined;
@@ -124,11 +129,6 @@ export interface PoolState<C> {
   purposes: WeakMap<Waiter<C>, 'cursor' | 'transaction'> | undefined;
   /** The error that caused the last clear (part of PoolClearedError's message). */
   clearCause: unknown;
-  /**
-   * The generation the last clear with interruptInUseConnections ended (-1: none): the connections of it and older
-   * still in use are the ones it interrupted, closed as stale when checked in, though their interruption errored them.
-   */
-  interruptedGeneration: number;
   /** Whether the pool was ever marked ready (picks PoolClearedError's message). */
   everReady: boolean;
   /** The clock reading of the current step (ms), read at most once per step; NaN until read. */
@@ -168,7 +168,6 @@ export function initialPoolState<C>(
     checkOutSites: options.leakDetectionThresholdMS > 0 ? new WeakMap() : undefined,
     purposes: undefined,
     clearCause: undefined,
-    interruptedGeneration: -1,
     everReady: false,
     stepTime: NaN,
     commands: [],

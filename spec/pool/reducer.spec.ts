@@ -792,6 +792,25 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: c.id, reason: 'error', error: reset });
     });
 
+    it('closes a connection errored by its own error before an interrupting clear with reason error and that error: the clear did not interrupt it', function () {
+      // Its network error cleared the pool; before it came back, a failed check cleared it again, interrupting the
+      // connections in use: this one had failed already, and its own error is still why it closed.
+      const { b, w1, w2, c1, c2 } = twoCheckedOut();
+      const reset = new Error('read ECONNRESET');
+      c1.errored = true;
+      c1.error = reset;
+      b.dispatch({ type: 'clear', interruptInUseConnections: false });
+      b.dispatch({ type: 'clear', interruptInUseConnections: true });
+      expect(c2.destroyed, 'c2 interrupted').to.equal(true);
+      c2.errored = true;
+      c2.error = c2.destroyError;
+      b.dispatch({ type: 'checkIn', connection: c1, holder: w1 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 1, reason: 'error', error: reset });
+      b.dispatch({ type: 'checkIn', connection: c2, holder: w2 });
+      expect(b.events.at(-1)).to.include({ type: 'ConnectionClosed', connectionId: 2, reason: 'stale' });
+      expect(b.events.at(-1)).to.not.have.property('error');
+    });
+
     it('carries no error on a close for another reason, nor one whose error cannot be read', function () {
       const { b, w1, w2, c1, c2 } = twoCheckedOut();
       b.dispatch({ type: 'clear', interruptInUseConnections: false });
