@@ -33,6 +33,25 @@ describe('stateChangeError', function () {
     expect(stateChangeError({ ok: 1 })).to.equal(undefined);
   });
 
+  it('counts ok: true as success, as ok: 1: its code and errmsg are not read, its writeConcernError is', function () {
+    expect(stateChangeError({ ok: true, code: 10107, errmsg: 'not master' })).to.equal(undefined);
+    expect(stateChangeError({ ok: true, writeConcernError: { code: 91, errmsg: 'shutting down' } })).to.include({ shuttingDown: true });
+    for (const ok of [0, false, 0.5, '1', undefined]) {
+      expect(stateChangeError({ ok, code: 10107, errmsg: 'x' }), `ok: ${String(ok)} is a failure`).to.include({ shuttingDown: false });
+    }
+  });
+
+  it('never throws for a reply of odd shape: a writeConcernError that is null or not an object, an errmsg or code of another type', function () {
+    for (const writeConcernError of [null, 'not master', 91]) {
+      expect(stateChangeError({ ok: 1, writeConcernError }), String(writeConcernError)).to.equal(undefined);
+    }
+    expect(stateChangeError({ ok: 0 }), 'neither code nor errmsg').to.equal(undefined);
+    expect(stateChangeError({ ok: 0, errmsg: 42 }), 'an errmsg that is not a string').to.equal(undefined);
+    expect(stateChangeError({ ok: 1, writeConcernError: {} }), 'an empty writeConcernError').to.equal(undefined);
+    expect(stateChangeError({ ok: 0, code: '10107', errmsg: 'not master' }), 'a code that is not a number counts as none: the message is read').to.include({ shuttingDown: false });
+    expect(stateChangeError({ ok: 0, code: '10107', errmsg: 'interrupted' })).to.equal(undefined);
+  });
+
   it('carries the reply\'s topologyVersion', function () {
     const topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(3) };
     expect(stateChangeError({ ok: 0, code: 10107, topologyVersion })?.topologyVersion).to.deep.equal(topologyVersion);
