@@ -110,10 +110,12 @@ const scopes = {
   client: {
     mutate: ['lib/client/**/*.ts'],
     // With the specs that run pools through ConnectionPool or connect(): the log messages of the pool and the client,
-    // the options, the monitor, the CMAP tests and prose, load-balanced mode, leak detection and the traces.
+    // the log destinations a pool opens and closes, the options, the monitor, the CMAP tests and prose, load-balanced
+    // mode, leak detection and the traces.
     spec: [
       'spec/client/**/*.spec.ts',
       'spec/logging/log-message.spec.ts',
+      'spec/logging/log-sink.spec.ts',
       'spec/options.spec.ts',
       'spec/connection-string.spec.ts',
       'spec/monitor/monitor.spec.ts',

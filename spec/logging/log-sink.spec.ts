@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { connect, ConnectionPool, InvalidOptionError } from '../../lib';
 import { eventually } from '../support/endpoint';
+import { openFiles } from '../support/open-files';
 import { openLogSink } from '../../lib/logging/log-sink';
 import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
@@ -242,13 +243,6 @@ describe('log sinks', function () {
   it('takes messages written after close: each burst is appended in order through the file opened again, and closed after it', async function () {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-')), 'pool.log');
     const line = (i: number) => ({ toJSON: () => ({ i }), render: () => String(i) });
-    const openFiles = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
-      } catch {
-        return false;
-      }
-    }).length;
     const sink = openLogSink(file);
     for (let i = 0; i < 100; i++) sink.write(line(i));
     const closing = sink.close?.(); // not awaited: the next burst comes while the first is still being written
@@ -260,7 +254,7 @@ describe('log sinks', function () {
     await new Promise((r) => setTimeout(r, 10)); // the descriptor is closed right after the stream finishes
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { i: number }).i);
     expect(lines).to.deep.equal([...Array(151).keys()]);
-    expect(openFiles(), 'descriptors of the file left open').to.equal(0);
+    expect(openFiles(file), 'descriptors of the file left open').to.equal(0);
   });
 
   it('does not open a FIFO again after close (that would block until a reader comes): its later messages are dropped, with one warning', async function () {
@@ -319,6 +313,43 @@ describe('log sinks', function () {
       'Checkout failed for connection to db:27017. Reason: Connection pool was closed. Duration: 0 ms',
     ]);
     expect(written).to.deep.equal(viaLog);
+  });
+
+  it("a pool closes the log file it opened once the closed pool's last connection is closed, after that connection's messages", async function () {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-sink-')), 'pool.log');
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const pool = new ConnectionPool<MockConnection>({ address: 'db:27017', scheduler: clock, connectionFactory: mock.factory, logging: { componentSeverities: debug, path: file } });
+    expect(openFiles(file), 'opened with the pool').to.equal(1);
+    pool.ready();
+    let held: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (held = c));
+    clock.advance(10);
+    pool.close();
+    await new Promise((r) => setImmediate(r));
+    expect(openFiles(file), 'open while a connection of the closed pool is out').to.equal(1);
+    pool.checkIn(held!);
+    expect(await eventually(() => openFiles(file) === 0), 'closed after the last connection').to.equal(true);
+    const messages = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { message: string }).message);
+    expect(messages.slice(-3)).to.deep.equal(['Connection pool closed', 'Connection checked in', 'Connection closed']);
+  });
+
+  it('a pool never closes a sink object handed to it: the application that made it closes it', async function () {
+    const clock = new VirtualClock();
+    const mock = new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 });
+    const written: string[] = [];
+    let closes = 0;
+    const sink = { write: (m: { render(): string }) => void written.push(m.render()), close: () => void closes++ };
+    const pool = new ConnectionPool<MockConnection>({ address: 'db:27017', scheduler: clock, connectionFactory: mock.factory, logging: { componentSeverities: debug, path: sink } });
+    pool.ready();
+    let held: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (held = c));
+    clock.advance(10);
+    pool.close();
+    pool.checkIn(held!);
+    await new Promise((r) => setImmediate(r));
+    expect(written.at(-1)).to.match(/^Connection closed/);
+    expect(closes).to.equal(0);
   });
 
   it("a client closed while a connection is checked out: that connection's check-in and close still reach the client's file", async function () {
