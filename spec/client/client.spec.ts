@@ -11,6 +11,7 @@ import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, Mo
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { openFiles } from '../support/open-files';
 import { LAZY_STACKS } from '../support/lazy-stacks';
 import { Observable } from 'rxjs';
 import type { ConnectionPoolEvent } from '../../lib/events';
@@ -569,9 +570,10 @@ describe('connect() / Client', function () {
    * A polling client on virtual time (no check readies a pool before the clock moves) with one command held in flight
    * by the server, its pool then cleared: paused, no server ready.
    */
-  async function pausedWithCommandInFlight(): Promise<{ c: Client; held: Promise<unknown> }> {
+  async function pausedWithCommandInFlight(): Promise<{ c: Client; clock: VirtualClock; held: Promise<unknown> }> {
     const [a] = await start();
-    const c = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: new VirtualClock() });
+    const clock = new VirtualClock();
+    const c = connect(`mongodb://${a.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=10000`, { scheduler: clock });
     client = c;
     const pool = [...c.pools.values()][0];
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
@@ -579,7 +581,7 @@ describe('connect() / Client', function () {
     const held = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
     pool.clear();
-    return { c, held };
+    return { c, clock, held };
   }
 
   it('drain(): a new command fails at once with PoolClosedError though no server is ready, rather than waiting for one', async function () {
@@ -602,6 +604,190 @@ describe('connect() / Client', function () {
     await c.close();
     await drained;
     expect(await held).to.be.instanceOf(ClientClosedError);
+  });
+
+  it('names the options object and scheduler it refuses, and what each must be', function () {
+    expect(() => connect('mongodb://127.0.0.1:1', 5 as never)).to.throw(InvalidOptionError, 'Invalid options: 5 (options must be an object of client options)');
+    expect(() => connect('mongodb://127.0.0.1:1', { scheduler: {} } as never))
+      .to.throw(InvalidOptionError, /^Invalid scheduler: .* \(scheduler must be an RxJS SchedulerLike/)
+      .with.property('option', 'scheduler');
+  });
+
+  it('names a misspelt key of the credentials option by its path; proxy credentials in the options may take their proxyHost from the URI', async function () {
+    expect(() => connect('mongodb://127.0.0.1:1', { credentials: { username: 'u', password: 'p', sourc: 'admin' } } as never))
+      .to.throw(InvalidOptionError, /^Unknown option credentials\.sourc of credentials: did you mean source\?/)
+      .with.property('option', 'credentials.sourc');
+    const c = connect('mongodb://127.0.0.1:1/?proxyHost=127.0.0.1', { proxyUsername: 'u', proxyPassword: 'p' });
+    await c.close();
+    expect(() => connect('mongodb://127.0.0.1:1/', { proxyUsername: 'u', proxyPassword: 'p' }), 'without any proxyHost').to.throw(InvalidOptionError, /proxyHost/);
+  });
+
+  describe('the log destination', function () {
+    let dir: string;
+    beforeEach(() => void (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'))));
+    afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const messages = (file: string): string[] => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { message: string }).message);
+
+    it('a file path: opened once by the client for every pool, flushed and closed when close() resolves', async function () {
+      const [a, b] = await start(2);
+      const file = path.join(dir, 'client.log');
+      client = connect(`mongodb://${a.address},${b.address}/`, { logging: { componentSeverities: { connection: 'debug' }, path: file } });
+      expect(openFiles(file), 'descriptors of the file').to.equal(1);
+      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      await client.close();
+      expect(openFiles(file), 'descriptors left once close() resolved').to.equal(0);
+      const written = messages(file);
+      expect(written.filter((m) => m === 'Connection pool created'), 'one per pool').to.have.length(2);
+      expect(written.filter((m) => m === 'Connection pool closed'), 'one per pool, written before close() resolved').to.have.length(2);
+    });
+
+    it('every component off: no file is opened or created, whatever the path', async function () {
+      const file = path.join(dir, 'off.log');
+      client = connect('mongodb://127.0.0.1:1/?fooBar=1', { logging: { componentSeverities: { client: 'off', connection: 'off', topology: 'off' }, path: file } });
+      expect(client.warnings).to.have.length(1);
+      await client.close();
+      expect(fs.existsSync(file)).to.equal(false);
+    });
+
+    it("a sink object: every message written to it with the client's severities, and never closed by the client", async function () {
+      const written: LogMessage[] = [];
+      let closes = 0;
+      const sink: LogSink = { write: (m) => void written.push(m as LogMessage), close: () => void closes++ };
+      client = connect('mongodb://127.0.0.1:1/?fooBar=1', { logging: { componentSeverities: { client: 'warn', connection: 'debug' }, path: sink } });
+      await client.close();
+      expect(written.map((m) => m.toJSON().message)).to.deep.equal(['unknown option fooBar is ignored', 'Connection pool created', 'Connection pool closed']);
+      expect(closes).to.equal(0);
+    });
+  });
+
+  it('selectPool() while a drain is under way still waits for a ready pool (only command() is refused at once), and fails with ClientClosedError as the drain closes the client', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/`, { scheduler: new VirtualClock() });
+    const drained = client.drain();
+    const selected = client.selectPool().catch((e: unknown) => e);
+    await drained;
+    expect(await selected).to.be.instanceOf(ClientClosedError);
+  });
+
+  it("a ServerSelectionError's cause is the newest of the hosts' failed checks", async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://127.0.0.1:${port},127.0.0.2:${port},127.0.0.3:${port}/?serverSelectionTimeoutMS=300`, { scheduler: clock });
+    const failed: Error[] = [];
+    client.events$.subscribe((e) => void (e.type === 'ServerHeartbeatFailed' && failed.push(e.error)));
+    expect(await eventually(() => failed.length === 3)).to.equal(true);
+    const waiting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    clock.advance(300);
+    const error = await waiting;
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect((error as Error).cause).to.equal(failed[2]);
+  });
+
+  it('command() with timeoutMS equal to serverSelectionTimeoutMS: server selection runs out as serverSelectionTimeoutMS; without timeoutMS it waits that long too', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=300`, { scheduler: clock });
+    const settled: string[] = [];
+    const bounded = client.command('admin', { ping: 1 }, { timeoutMS: 300 }).catch((e: unknown) => e).finally(() => settled.push('bounded'));
+    const unbounded = client.command('admin', { ping: 1 }).catch((e: unknown) => e).finally(() => settled.push('unbounded'));
+    clock.advance(299);
+    await new Promise((r) => setImmediate(r));
+    expect(settled, 'both still waiting 1 ms before serverSelectionTimeoutMS').to.deep.equal([]);
+    clock.advance(1);
+    for (const error of [await bounded, await unbounded]) {
+      expect(error).to.be.instanceOf(ServerSelectionError);
+      expect(error).to.deep.include({ serverSelectionTimeoutMS: 300, timeoutMS: undefined });
+      expect((error as Error).message).to.match(/serverSelectionTimeoutMS=300 ms/).and.not.match(/operation's timeoutMS/);
+    }
+  });
+
+  it('a command whose timeoutMS has exactly run out once its server is selected fails with WaitQueueTimeoutError, starting no checkout', async function () {
+    const [a] = await start();
+    const clock = new VirtualClock();
+    const base = clock.now.bind(clock);
+    let moved = 0;
+    const reads: number[] = []; // what each read of the clock adds, in order
+    clock.now = () => base() + (moved = reads.shift() ?? moved);
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1&heartbeatFrequencyMS=10000`, { scheduler: clock });
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const pool = [...client.pools.values()][0];
+    const held = await pool.checkOut();
+    const started: unknown[] = [];
+    client.events$.subscribe((e) => void (e.type === 'ConnectionCheckOutStarted' && started.push(e)));
+    reads.push(0, 5); // the command starts at +0; the server is selected at +5, its timeoutMS
+    const outcome = client.command('admin', { ping: 1 }, { timeoutMS: 5 }).catch((e: unknown) => e);
+    const settledAtOnce = await Promise.race([outcome, new Promise((r) => setImmediate(() => r('still waiting')))]);
+    pool.checkIn(held);
+    expect(reads, 'the clock read twice').to.deep.equal([]);
+    expect(settledAtOnce).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(settledAtOnce).to.deep.include({ timeoutMS: 5 });
+    expect(started, 'no checkout started').to.deep.equal([]);
+  });
+
+  it("a checkout that ran out of the pool's waitQueueTimeoutMS keeps that error, also within a longer timeoutMS and when close() comes before it settles", async function () {
+    const [a] = await start();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1&waitQueueTimeoutMS=300&heartbeatFrequencyMS=10000`, { scheduler: clock });
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const pool = [...client.pools.values()][0];
+    const held = await pool.checkOut();
+    const plain = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const bounded = client.command('admin', { ping: 1 }, { timeoutMS: 5000 }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().waitQueueLength === 2)).to.equal(true);
+    clock.advance(300);
+    const closed = client.close(); // the checkouts failed already: their errors are not the close's
+    for (const error of [await plain, await bounded]) {
+      expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(error).to.deep.include({ waitQueueTimeoutMS: 300, timeoutMS: undefined });
+    }
+    pool.checkIn(held);
+    await closed;
+  });
+
+  it('drain(): a command it refused fails with PoolClosedError, also when close() comes before that settles', async function () {
+    const { c, held } = await pausedWithCommandInFlight();
+    const drained = c.drain();
+    const refused = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    await c.close();
+    expect(await refused).to.be.instanceOf(PoolClosedError);
+    await drained;
+    expect(await held).to.be.instanceOf(ClientClosedError);
+  });
+
+  it('drain({ timeoutMS }): a command still in flight at the deadline is interrupted, and the drain ends then', async function () {
+    const { c, clock, held } = await pausedWithCommandInFlight();
+    const settled: string[] = [];
+    const drained = c.drain({ timeoutMS: 100 }).finally(() => settled.push('drained'));
+    clock.advance(99);
+    await new Promise((r) => setImmediate(r));
+    expect(settled).to.deep.equal([]);
+    clock.advance(1);
+    expect(await eventually(() => settled.length === 1), 'drained at its deadline').to.equal(true);
+    await drained;
+    expect(await held).to.be.instanceOf(Error);
+  });
+
+  it('drain() refuses a timeoutMS that is not a number of ms >= 0, naming it, and drains nothing', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/`, { scheduler: new VirtualClock() });
+    for (const timeoutMS of [-1, Number.NaN, '100']) {
+      const refused = await client.drain({ timeoutMS: timeoutMS as number }).catch((e: unknown) => e);
+      expect(refused, String(timeoutMS)).to.be.instanceOf(InvalidOptionError).and.include({ option: 'timeoutMS' });
+      expect((refused as Error).message).to.match(/timeoutMS must be a number of ms >= 0 \(0 means no deadline\)\)$/);
+    }
+    expect([...client.pools.values()][0].state).to.not.equal('closed');
+  });
+
+  it('close() leaves open a connection that other code checked out after a command ran on it, until it is checked in', async function () {
+    const [a] = await start();
+    client = connect(`mongodb://${a.address}/?maxPoolSize=1`);
+    expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const pool = [...client.pools.values()][0];
+    const connection = await pool.checkOut(); // the one the command ran on
+    await client.close();
+    expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pool.checkIn(connection); // closed now
+    expect(await eventually(() => a.openConnections === 0)).to.equal(true);
   });
 
   describe('connection string warnings on the log feed (component client, level warn)', function () {
@@ -781,6 +967,37 @@ describe('connect() / Client', function () {
       expect(pool.state).to.equal('paused');
       clock.advance(500);
       expect(await eventually(() => count('ServerHeartbeatStarted') === checks + 1 && pool.state === 'ready')).to.equal(true);
+    });
+
+    it('a 4.2 server (maxWireVersion 8) keeps its pool on a "not writable primary" error, as any later server', async function () {
+      const [a] = await start(1, { maxWireVersion: 8 });
+      a.handle('find', () => ({ ok: 0, code: 10107, errmsg: 'not primary' }));
+      const { clock, pool, count } = await pollingOn(a);
+      const checks = count('ServerHeartbeatStarted');
+      expect(await client!.command('test', { find: 'c' }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
+      expect([count('ConnectionPoolCleared'), pool.state]).to.deep.equal([0, 'ready']);
+      clock.advance(500);
+      expect(await eventually(() => count('ServerHeartbeatStarted') === checks + 1), 'an immediate check').to.equal(true);
+    });
+
+    it('a state change error of a connection older than the last clear is stale: nothing is cleared or checked again', async function () {
+      const [a] = await start();
+      let reply: (r: Record<string, unknown>) => void = () => undefined;
+      a.handle('find', () => new Promise((resolve) => (reply = resolve)));
+      const { clock, pool, count } = await pollingOn(a);
+      const held = client!.command('test', { find: 'c' }).catch((e: unknown) => e);
+      expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1)).to.equal(true);
+      // The pool is cleared and readied again by a check while the command is held on its connection of generation 0.
+      pool.clear();
+      client!.monitors.get(pool.address)!.requestCheck();
+      clock.advance(500);
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      const checks = count('ServerHeartbeatStarted');
+      reply({ ok: 0, code: 91, errmsg: 'shutting down' }); // no topologyVersion: only its generation says it is stale
+      expect(await held).to.be.instanceOf(MongoServerError).and.include({ code: 91 });
+      clock.advance(500);
+      await settle();
+      expect([count('ConnectionPoolCleared'), pool.state, count('ServerHeartbeatStarted')]).to.deep.equal([1, 'ready', checks]);
     });
 
     it('an error whose topologyVersion is not newer than the server\'s last is stale and ignored; a newer one counts, and is remembered', async function () {
