@@ -14,9 +14,10 @@ import type { PoolExtensionOptions, PoolOptions } from './options';
  * - `poolClosed`: the pool was closed;
  * - `expired`: an rxcmap extension: the connection outlived its lifetime (`maxLifeTimeMS`).
  *
- * Where more than one holds, the first of `poolClosed`, then `error` for a connection that failed itself (its socket
- * or a request on it; the event carries that error), then `stale`, then the others. A connection whose network error
- * cleared the pool closes with `error` and that error, not `stale` (the spec leaves the order open).
+ * Where more than one holds, the first of: `poolClosed`; `error` for a connection that failed by itself (its socket
+ * or its wire protocol; the event carries that error), not one a clear's interruptInUseConnections tore down; `stale`;
+ * `error` for one checked in with a request in flight; `expired`. A connection whose network error cleared the pool
+ * thus closes with `error` and that error, not `stale` (the spec leaves the order open).
  *
  * Source: CMAP spec, "Events" (ConnectionClosedEvent.reason); `expired`: extension (see `maxLifeTimeMS`); the order
  * where several hold: extension (the official Node.js driver also reports `error` for a connection that errored).
