@@ -17,6 +17,9 @@ import { Observable } from 'rxjs';
 import type { ConnectionPoolEvent } from '../../lib/events';
 import { startWireProxy } from '../support/wire-proxy';
 
+/** How many server selections of `c` wait for a ready server (its private Set of them). */
+const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;
+
 describe('connect() / Client', function () {
   it('refuses a URI that is not a string with an InvalidOptionError naming uri, not an internal message', () => {
     for (const value of [5, null, undefined, {}, ['mongodb://localhost']]) {
@@ -336,7 +339,7 @@ describe('connect() / Client', function () {
       },
     });
     const commands = Array.from({ length: 200 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
-    await new Promise((r) => setTimeout(r, 20)); // they all wait for a ready server
+    expect(await eventually(() => selectionsWaiting(client!) === 200), 'they all wait for a ready server').to.equal(true);
     expect(subscribed, 'one subscription for every waiting selection').to.equal(1);
     stateReads = 0;
     pool.checkOut().subscribe({ error: () => undefined }); // refused by the paused pool: two events
@@ -348,7 +351,7 @@ describe('connect() / Client', function () {
     // A later wait follows the events again, and close() ends every one waiting.
     pool.clear();
     const waiting = Array.from({ length: 3 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
-    await new Promise((r) => setTimeout(r, 20));
+    expect(await eventually(() => selectionsWaiting(client!) === 3)).to.equal(true);
     expect(following).to.equal(1);
     await client.close();
     for (const outcome of await Promise.all(waiting)) expect(outcome).to.be.instanceOf(ClientClosedError);
@@ -363,7 +366,7 @@ describe('connect() / Client', function () {
     let requests = 0;
     monitor.requestCheck = () => void requests++;
     const commands = Array.from({ length: 50 }, () => client!.command('admin', { ping: 1 }).catch((e: unknown) => e));
-    await new Promise((r) => setTimeout(r, 20)); // they all wait for a ready server
+    expect(await eventually(() => selectionsWaiting(client!) === 50), 'they all wait for a ready server').to.equal(true);
     expect(requests, 'each asks at once').to.equal(50);
     clock.advance(500);
     expect(requests, 'then one request for all of them').to.equal(51);
