@@ -1,10 +1,9 @@
 /**
- * ConnectionPool, the pool with its default wiring: its name, the checks of its default factory's options, and which
- * log messages its feed carries at each level of the `connection` component.
+ * ConnectionPool, the pool with its default wiring: its name and the checks of its default factory's options (which log
+ * messages it carries at each level: spec/pool/leak-detection.spec.ts and spec/logging).
  */
 import { expect } from 'chai';
-import { ConnectionPool, InvalidOptionError, type ConnectionLogMessage } from '../../lib';
-import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
+import { ConnectionPool, InvalidOptionError } from '../../lib';
 import { MINIFIED_NAMES, withClassesRenamed } from '../support/renamed-classes';
 
 describe('ConnectionPool', function () {
@@ -28,30 +27,5 @@ describe('ConnectionPool', function () {
     expect(() => new ConnectionPool({ address: 'db:27017', connectionOptions: { appNme: 'x' } as never }))
       .to.throw(InvalidOptionError, /^Unknown option connectionOptions\.appNme of ConnectionPool: did you mean appName\?/)
       .with.property('option', 'connectionOptions.appNme');
-  });
-
-  it('with leak detection and connection logging at warn or info, logs the leak messages only: no debug message reaches the feed or the destination', function () {
-    for (const severity of ['warn', 'info'] as const) {
-      const clock = new VirtualClock();
-      const written: ConnectionLogMessage[] = [];
-      const pool = new ConnectionPool<MockConnection>({
-        address: 'db.example:27017',
-        scheduler: clock,
-        connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory,
-        leakDetectionThresholdMS: 100,
-        logging: { componentSeverities: { connection: severity }, path: { write: (m) => void written.push(m as ConnectionLogMessage) } },
-      });
-      const viaLog: ConnectionLogMessage[] = [];
-      pool.log$.subscribe((m) => viaLog.push(m));
-      pool.ready();
-      const held: MockConnection[] = [];
-      pool.checkOut().subscribe((c) => held.push(c));
-      clock.advance(100);
-      pool.checkIn(held[0]);
-      pool.close();
-      const expected = severity === 'warn' ? ['Connection leak suspected'] : ['Connection leak suspected', 'Connection leak suspect checked in'];
-      expect(written.map((m) => m.fields.message), severity).to.deep.equal(expected);
-      expect(viaLog.map((m) => m.fields.message), `${severity}: log$`).to.deep.equal(expected);
-    }
   });
 });

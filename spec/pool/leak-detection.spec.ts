@@ -142,7 +142,7 @@ describe('leak detection (leakDetectionThresholdMS)', function () {
     }
   });
 
-  it('logs a suspected leak at warn and its check-in at info, with connection logging at warn or info only', function () {
+  it('logs a suspected leak at warn and its check-in at info, with connection logging at warn or info only (and no debug message then), to the destination and log$ alike', function () {
     const logged = (severity: 'warn' | 'info' | 'debug') => {
       const clock = new VirtualClock();
       const messages: ConnectionLogMessage[] = [];
@@ -153,13 +153,17 @@ describe('leak detection (leakDetectionThresholdMS)', function () {
         leakDetectionThresholdMS: 100,
         logging: { componentSeverities: { connection: severity }, path: { write: (m) => void messages.push(m as ConnectionLogMessage) } },
       });
+      const viaLog: ConnectionLogMessage[] = [];
+      pool.log$.subscribe((m) => viaLog.push(m));
       pool.ready();
       const held: MockConnection[] = [];
       pool.checkOut().subscribe((c) => held.push(c));
       clock.advance(100);
       pool.checkIn(held[0]);
       pool.close();
-      return messages.filter((m) => m.level !== 'debug').map((m) => [m.level, m.fields.message, m.render().split('\n')[0]]);
+      expect(viaLog, `${severity}: log$ carries what the destination gets`).to.deep.equal(messages);
+      // At debug, the pool's other messages come too; at warn or info, none but the leak messages.
+      return messages.filter((m) => severity !== 'debug' || m.level !== 'debug').map((m) => [m.level, m.fields.message, m.render().split('\n')[0]]);
     };
     const suspected = ['warn', 'Connection leak suspected', 'Connection leak suspected: address=db.example:27017, driver-generated ID=1, checked out 100 ms ago by:'];
     const checkedIn = ['info', 'Connection leak suspect checked in', 'Connection leak suspect checked in: address=db.example:27017, driver-generated ID=1, after 100 ms'];
