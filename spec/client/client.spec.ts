@@ -358,6 +358,30 @@ describe('connect() / Client', function () {
     expect(following).to.equal(0);
   });
 
+  it('a command leaving the wait for a server (its timeoutMS ran out) leaves the others waiting on the pool\'s events: they go on when the pool is ready', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`, { scheduler: clock });
+    const pool = [...client.pools.values()][0];
+    const short = client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
+    const long = client.selectPool();
+    expect(await eventually(() => selectionsWaiting(client!) === 2), 'both wait for a ready server').to.equal(true);
+    clock.advance(100);
+    expect(await short).to.be.instanceOf(ServerSelectionError);
+    expect(selectionsWaiting(client)).to.equal(1);
+    pool.ready();
+    expect(await long).to.equal(pool);
+  });
+
+  it('selectPool() already waiting for a server when a drain starts keeps waiting (only command() is refused at once), and fails with ClientClosedError as the drain closes the client', async function () {
+    const port = await closedPort();
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`, { scheduler: new VirtualClock() });
+    const waiting = client.selectPool().catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(client!) === 1)).to.equal(true);
+    await client.drain();
+    expect(await waiting).to.be.instanceOf(ClientClosedError);
+  });
+
   it('commands waiting for a server request immediate checks together: each at once, then one request every minHeartbeatFrequencyMS for all', async function () {
     const port = await closedPort();
     const clock = new VirtualClock();
