@@ -513,10 +513,7 @@ export class Client {
           scheduler: this.scheduler,
         }),
       ),
-    ).catch((error: unknown) => {
-      if (this.closed) throw new ClientClosedError(this.hosts);
-      throw error;
-    });
+    );
   }
 
   /** Requests an immediate check of every server whose pool is not ready (see {@link selectPool}). */
@@ -537,8 +534,8 @@ export class Client {
    * began waiting: once for all of them, the monitors taking no more than one request per 500 ms anyway.
    */
   private selection$(): Observable<ConnectionPool<Connection> | 'drain'> {
+    // Subscribed only by select(), in the same step as its check that the client is open: close() then ends it.
     return new Observable<ConnectionPool<Connection> | 'drain'>((subscriber) => {
-      if (this.closed) return subscriber.error(new ClientClosedError(this.hosts));
       const selections = this.selections;
       selections.add(subscriber);
       if (this.selectionEvents === undefined) {
