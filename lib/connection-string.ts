@@ -473,7 +473,8 @@ export function checkTopologyOptions(o: {
  * (`mongodb:///tmp/mongodb-27017.sock`, `mongodb://user:pw@/tmp/mongodb-27017.sock/db`,
  * `mongodb://a,/tmp/mongodb-27017.sock`, `mongodb://./mongodb-27017.sock`): its first "/" ends the host list, which is
  * then empty or ends in an empty host (or in the host "." or ".."), and the path is read as the auth database. The
- * message names the path and its encoded form rather than saying only that the host list is invalid. A candidate containing "@" is never shown (it may hold a password).
+ * message names the path and its encoded form rather than saying only that the host list is invalid. A candidate
+ * containing "@" is never shown (it may hold a password).
  *
  * @throws {InvalidOptionError} (option `uri`) "Unsupported host '<path>', UNIX socket domain paths must be URL encoded".
  *

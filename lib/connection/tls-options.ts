@@ -194,8 +194,8 @@ const PEM_END = /^-----END (.*)-----[ \t\r]*$/gm;
  * and skips those that hold no certificate (a key, say), but stops at the first certificate block it cannot read (a
  * corrupt one, one with bytes after its certificate, an END line of another name): the certificates after it are
  * never loaded. A file that yields none leaves the authority it names untrusted, and every connection to a server it
- * signed then fails verification as if the server's certificate were wrong. Each block is read from its PEM text by X509Certificate, which reads it as Node's loader does (the trust
- * settings of the trusted forms included).
+ * signed then fails verification as if the server's certificate were wrong. Each block is read from its PEM text by
+ * X509Certificate, which reads it as Node's loader does (the trust settings of the trusted forms included).
  */
 function checkCertificateAuthorities(pem: Buffer, file: string): void {
   const allowed = 'a PEM file of certificate authority certificates (-----BEGIN CERTIFICATE-----)';
