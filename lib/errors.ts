@@ -376,9 +376,9 @@ export interface PoolHoldings {
   /** Checkouts waiting (in the WaitQueue, or for an establishment they claimed); for a timeout, this one included. */
   readonly waitQueueLength: number;
   /**
-   * The checkout that has held its connection longest, when the pool timed every checkout that holds a connection (it
-   * times them while `events$` is observed, waitQueueTimeoutMS is set, or leak detection is on); undefined otherwise
-   * (one was checked out while nobody observed the pool: it may be the oldest), or when none is in use.
+   * The checkout that has held its connection longest, when the pool timed it (it times checkouts while `events$` is
+   * observed, waitQueueTimeoutMS is set, or leak detection is on); undefined when it was not timed (it was made while
+   * nobody observed the pool), or when none is in use.
    */
   readonly oldestCheckOut:
     | {

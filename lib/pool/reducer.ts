@@ -154,6 +154,12 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
     if (s.observed) emit(out, { type: 'ConnectionClosed', address: s.address, time: now(s), connectionId: rec.id, reason: 'poolClosed' });
     out.push(rec.connection === undefined ? { type: 'abort', id: rec.id } : { type: 'destroy', connection: rec.connection });
   }
+  // Those left are in use: their list is rebuilt in checkout order (an untimed checkout first, as it may be the
+  // oldest), for their check-ins and leak detection. (Their counts by purpose are no longer read: a closed pool has
+  // no holdings to report, as nothing waits in it.)
+  s.inUse.clear();
+  const checkedOutAt = (rec: ConnectionRecord<C>): number => (Number.isNaN(rec.checkedOutAt) ? -Infinity : rec.checkedOutAt);
+  for (const rec of [...s.records.values()].sort((a, b) => checkedOutAt(a) - checkedOutAt(b))) s.inUse.push(rec);
   for (const service of s.serviceGenerations.values()) service.connectionCount = 0;
   for (const rec of s.records.values()) {
     const service = rec.serviceId === undefined ? undefined : s.serviceGenerations.get(rec.serviceId);
@@ -268,6 +274,8 @@ function checkOutTo<C extends PoolConnection>(
   rec.state = 'in use';
   rec.holder = w;
   w.state = 'done';
+  s.inUse.push(rec);
+  if (s.purposes !== undefined) countPurpose(s, w, 1);
   // The checkout is timed only when something reads the time: an observer, a timeout's holdings, leak detection.
   const leakThreshold = s.options.leakDetectionThresholdMS;
   rec.checkedOutAt = s.observed || s.options.waitQueueTimeoutMS > 0 || leakThreshold > 0 ? now(s) : NaN;
@@ -396,27 +404,15 @@ function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: 
 
 /**
  * What the pool holds now (see {@link PoolHoldings}): its counts, and the checkout that has held its connection
- * longest, found by one pass over the connections (at most maxPoolSize of them), when every checkout holding a
- * connection was timed.
+ * longest (the head of the in-use list), when that checkout was timed. O(1): read as often as checkouts time out or
+ * are refused, however many connections are in use.
  */
 function holdings<C>(s: PoolState<C>): PoolHoldings {
   const inUse = inUseConnectionCount(s);
-  let oldest: ConnectionRecord<C> | undefined;
-  // A checkout that was not timed (made while nobody observed the pool) may be the oldest: then none can be named.
-  let untimed = false;
-  let cursor = 0;
-  let transaction = 0;
-  if (inUse > 0) {
-    const purposes = s.purposes;
-    for (const rec of s.records.values()) {
-      if (rec.state !== 'in use') continue;
-      if (Number.isNaN(rec.checkedOutAt)) untimed = true;
-      else if (rec.checkedOutAt < (oldest?.checkedOutAt ?? Infinity)) oldest = rec;
-      const purpose = purposes === undefined || rec.holder === undefined ? undefined : purposes.get(rec.holder);
-      if (purpose === 'cursor') cursor++;
-      else if (purpose === 'transaction') transaction++;
-    }
-  }
+  // A checkout that was not timed (made while nobody observed the pool) has no duration: then none can be named.
+  const head = s.inUse.head;
+  const oldest = head === undefined || Number.isNaN(head.checkedOutAt) ? undefined : head;
+  const { cursor, transaction } = s.inUseByPurpose;
   return Object.freeze({
     inUseConnectionCount: inUse,
     inUseByPurpose: Object.freeze({ cursor, transaction, operation: inUse - cursor - transaction }),
@@ -424,10 +420,16 @@ function holdings<C>(s: PoolState<C>): PoolHoldings {
     availableConnectionCount: s.available.size,
     waitQueueLength: waitingCheckOutCount(s),
     oldestCheckOut:
-      oldest === undefined || untimed
+      oldest === undefined
         ? undefined
         : Object.freeze({ connectionId: oldest.id, duration: now(s) - oldest.checkedOutAt, checkOutStack: framesOf(oldest.checkOutSite) }),
   });
+}
+
+/** Counts a connection checked out (`delta` 1) or in (-1) for `holder`'s purpose, when it gave one. */
+function countPurpose<C>(s: PoolState<C>, holder: Waiter<C>, delta: 1 | -1): void {
+  const purpose = s.purposes!.get(holder);
+  if (purpose !== undefined) s.inUseByPurpose[purpose] += delta;
 }
 
 /** The frames of a captured `checkOut` stack (its lines after the first), or undefined when none was captured. */
@@ -440,20 +442,21 @@ function framesOf(site: { stack?: string } | undefined): string | undefined {
  * Leak detection's check: each connection checked out for at least leakDetectionThresholdMS is reported once
  * (ConnectionLeakSuspected), at the first check that finds it due while the pool is observed; the timer is re-armed
  * for the next checkout that will reach the threshold, or a threshold later while a due one waits for an observer.
- * One pass over the connections (at most maxPoolSize) per firing, and it fires at most once per threshold while
- * checkouts are short.
+ * The in-use list is in checkout order, so the due checkouts are at its head: a firing reads those and the first one
+ * not due, however many connections are in use; it fires at most once per threshold while checkouts are short.
  */
 function leakDetectionTimer<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   s.leakTimerAt = undefined;
   const threshold = s.options.leakDetectionThresholdMS;
   const time = now(s);
   let next = Infinity;
-  for (const rec of s.records.values()) {
-    if (rec.state !== 'in use' || rec.leakSuspected) continue;
+  for (let rec = s.inUse.head; rec !== undefined; rec = rec.next) {
+    if (rec.leakSuspected) continue;
     const due = rec.checkedOutAt + threshold;
     if (due > time) {
+      // The first one not due: every later checkout is younger (a threshold later while due ones wait is later still).
       next = Math.min(next, due);
-      continue;
+      break;
     }
     if (!s.observed) {
       // Nobody to tell: it stays a suspect to report, looked at again a threshold later, so an observer who comes
@@ -494,6 +497,9 @@ function checkIn<C extends PoolConnection>(
     const used = now(s) - rec.checkedOutAt;
     emit(out, { type: 'ConnectionCheckedIn', address: s.address, time: now(s), connectionId: rec.id, duration: Number.isNaN(used) ? undefined : used });
   }
+  // After its event: should this fail (a fault of the pool), the teardown closes a connection the events show checked in.
+  s.inUse.remove(rec);
+  if (s.purposes !== undefined) countPurpose(s, holder, -1);
   if (checkInChannel.hasSubscribers) {
     const { address, serverAddress, serverPort, pool } = s.server;
     out.push({ type: 'publish', channel: checkInChannel, message: { address, serverAddress, serverPort, pool, connectionId: rec.id } });
@@ -559,6 +565,7 @@ function createConnection<C extends PoolConnection>(s: PoolState<C>, out: Comman
     next: undefined,
   };
   s.records.set(id, rec);
+  if (starter !== undefined) s.startedEstablishments.set(starter, rec);
   s.pendingConnectionCount++;
   s.claimablePendingCount++;
   if (s.observed) emit(out, { type: 'ConnectionCreated', address: s.address, time: now(s), connectionId: id });
@@ -661,21 +668,17 @@ function establishFailed<C extends PoolConnection>(
 /**
  * Removes and returns the oldest claimant (high-priority ones first) that has no establishment of its own under way,
  * counted among the waiters taken out in this step; undefined when every claimant waits on one of its own. Called
- * for a failed establishment whose starter is no claimant, so none of them owns that one. O(connections + claimants):
- * the owners are collected in one pass over the records, not looked up per claimant (1,000 claimants on a pool of
- * 100 would be 100,000 steps).
+ * for a failed establishment whose starter is no claimant, so none of them owns that one. O(claimants).
  */
 function takeClaimantWithoutOwn<C extends PoolConnection>(s: PoolState<C>): Waiter<C> | undefined {
-  const owners = new Set<Waiter<C>>();
-  for (const rec of s.records.values()) if (rec.state === 'pending' && rec.starter !== undefined) owners.add(rec.starter);
-  const claimant = s.claimants.toArray().find((w) => !owners.has(w));
+  const claimant = s.claimants.toArray().find((w) => pendingStartedBy(s, w) === undefined);
   return claimant !== undefined && s.claimants.take(claimant) ? claimant : undefined;
 }
 
-/** The establishment under way that `w` started and still owns (see ConnectionRecord.starter), if any. O(connections). */
+/** The establishment under way that `w` started and still owns (see ConnectionRecord.starter), if any. O(1). */
 function pendingStartedBy<C>(s: PoolState<C>, w: Waiter<C>): ConnectionRecord<C> | undefined {
-  for (const rec of s.records.values()) if (rec.state === 'pending' && rec.starter === w) return rec;
-  return undefined;
+  const rec = s.startedEstablishments.get(w);
+  return rec !== undefined && rec.state === 'pending' && rec.starter === w ? rec : undefined;
 }
 
 /**
@@ -693,6 +696,7 @@ function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>
   const own = claimant.deadline === undefined ? pendingStartedBy(s, claimant) : undefined;
   if (own !== undefined) {
     own.starter = starter;
+    s.startedEstablishments.set(starter, own);
     return;
   }
   if (timeout === 0) return; // no deadlines to keep
@@ -940,9 +944,7 @@ function isDrained<C>(s: PoolState<C>): boolean {
 function drainTimeout<C extends PoolConnection>(s: PoolState<C>, out: Command<C>[]): void {
   if (s.state === 'closed') return;
   const interrupted = new PoolClosedError(s.address);
-  for (const rec of s.records.values()) {
-    if (rec.state === 'in use') out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
-  }
+  for (let rec = s.inUse.head; rec !== undefined; rec = rec.next) out.push({ type: 'destroy', connection: rec.connection!, error: interrupted });
   close(s, out);
 }
 

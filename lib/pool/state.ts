@@ -9,9 +9,9 @@
 import type { PoolAttributes } from '../diagnostics-channels';
 import type { ResolvedPoolOptions } from '../options';
 import type { CheckOutSite } from './actions';
-import { AvailableConnections } from './available-connections';
 import type { Command } from './commands';
 import { idOf } from './connection-checks';
+import { ConnectionList } from './connection-list';
 import type { PoolConnection } from './contract';
 import { WaitQueue, type Waiter } from './wait-queue';
 
@@ -62,7 +62,7 @@ export interface ConnectionRecord<C> {
    * it then reports is the interruption's, and it closes as stale when checked in.
    */
   interrupted: boolean;
-  /** Links among the available connections (undefined when not available). */
+  /** Links in the list it is in: the available connections, or those in use (undefined while pending). */
   prev: ConnectionRecord<C> | undefined;
   next: ConnectionRecord<C> | undefined;
 }
@@ -106,7 +106,14 @@ export interface PoolState<C> {
   /** Every connection that is not closed: pending, available and in use. Its size is totalConnectionCount. */
   readonly records: Map<number, ConnectionRecord<C>>;
   /** CMAP `availableConnections`; its size is availableConnectionCount. */
-  readonly available: AvailableConnections<ConnectionRecord<C>>;
+  readonly available: ConnectionList<ConnectionRecord<C>>;
+  /**
+   * The connections in use, in checkout order (the one held longest at the head; a connection handed from one
+   * checkout to the next goes to the tail): what the holdings of a WaitQueue timeout and leak detection read.
+   */
+  readonly inUse: ConnectionList<ConnectionRecord<C>>;
+  /** Of the connections in use, how many are held for a cursor and for a transaction (see `purposes`). */
+  readonly inUseByPurpose: { cursor: number; transaction: number };
   /** CMAP `pendingConnectionCount`: connections being established. */
   pendingConnectionCount: number;
   /** Of those, the ones of the current generation: the only ones a waiter may claim. */
@@ -115,6 +122,12 @@ export interface PoolState<C> {
   readonly waitQueue: WaitQueue<C>;
   /** Checkouts holding a claim on a current-generation establishment; always older than every queued waiter. */
   readonly claimants: WaitQueue<C>;
+  /**
+   * Each checkout → the last establishment it started or took over (the reverse of ConnectionRecord.starter), so that
+   * the one it still owns is found without a pass over the connections. An entry is current only while that record is
+   * pending with this checkout as its starter; a stale one goes with its checkout.
+   */
+  readonly startedEstablishments: WeakMap<Waiter<C>, ConnectionRecord<C>>;
   /** The deadline the WaitQueue timer is armed for, if it is armed. */
   waitTimerAt: number | undefined;
   /** Leak detection: the time the leak detection timer is armed for, if it is armed. */
@@ -123,8 +136,8 @@ export interface PoolState<C> {
   readonly checkOutSites: WeakMap<Waiter<C>, CheckOutSite> | undefined;
   /**
    * Load balancer spec "Connection Tracking": the checkouts made for a cursor or a transaction (`checkOut({ purpose
-   * })`); every other checkout is for an operation. Made on the first such checkout; read only to count the connections
-   * in use by purpose, through each in-use connection's holder.
+   * })`); every other checkout is for an operation. Made on the first such checkout; read as a connection is checked
+   * out and in, to keep `inUseByPurpose`.
    */
   purposes: WeakMap<Waiter<C>, 'cursor' | 'transaction'> | undefined;
   /** The error that caused the last clear (part of PoolClearedError's message). */
@@ -158,11 +171,14 @@ export function initialPoolState<C>(
     observed: false,
     nextConnectionId: 1,
     records: new Map(),
-    available: new AvailableConnections<ConnectionRecord<C>>(),
+    available: new ConnectionList<ConnectionRecord<C>>(),
+    inUse: new ConnectionList<ConnectionRecord<C>>(),
+    inUseByPurpose: { cursor: 0, transaction: 0 },
     pendingConnectionCount: 0,
     claimablePendingCount: 0,
     waitQueue: new WaitQueue<C>('queued'),
     claimants: new WaitQueue<C>('claimant'),
+    startedEstablishments: new WeakMap(),
     waitTimerAt: undefined,
     leakTimerAt: undefined,
     checkOutSites: options.leakDetectionThresholdMS > 0 ? new WeakMap() : undefined,

@@ -339,6 +339,46 @@ describe('the holdings in the errors of waiting checkouts', function () {
     // Connection 2 (held 130 ms) is not the oldest checkout: connection 1 has been held since t=10.
     expect(error.pool).to.deep.include({ inUseConnectionCount: 2, oldestCheckOut: undefined });
   });
+
+  it('names the oldest checkout when it was timed, though a younger one, made while nobody observed, was not', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 2 }, false);
+    const held: MockConnection[] = [];
+    const dashboard = pool.events$.subscribe();
+    checkOutFromHandler(pool, held); // connection 1 at t=10, timed
+    clock.advance(10);
+    dashboard.unsubscribe();
+    clock.advance(40);
+    checkOutFromHandler(pool, held); // connection 2 at t=60, untimed
+    clock.advance(10);
+    const waiting = pool.checkOut({ timeoutMS: 30 }).then(undefined, (e: unknown) => e);
+    clock.advance(30);
+    const error = (await waiting) as WaitQueueTimeoutError;
+    expect(held.map((c) => c.id)).to.deep.equal([1, 2]);
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    expect(error.pool).to.deep.include({ inUseConnectionCount: 2, waitQueueLength: 1 });
+    expect(error.pool?.oldestCheckOut).to.deep.include({ connectionId: 1, duration: 80 });
+  });
+
+  it('counts a connection handed from one checkout to the next as checked out when the next one got it', async function () {
+    const { pool, clock } = virtualPool({ maxPoolSize: 2, waitQueueTimeoutMS: 1000 });
+    const held: MockConnection[] = [];
+    checkOutFromHandler(pool, held); // connection 1 at t=10
+    clock.advance(10);
+    clock.advance(20);
+    checkOutFromHandler(pool, held); // connection 2 at t=40
+    clock.advance(10);
+    const next = pool.checkOut();
+    clock.advance(20);
+    pool.checkIn(held[0]); // connection 1 goes straight to `next` at t=60
+    expect(await next).to.equal(held[0]);
+    clock.advance(25);
+    const waiting = pool.checkOut({ timeoutMS: 15 }).then(undefined, (e: unknown) => e);
+    clock.advance(15);
+    const error = (await waiting) as WaitQueueTimeoutError;
+    expect(error).to.be.instanceOf(WaitQueueTimeoutError);
+    // Connection 2 (checked out at t=40) has been held longest; connection 1 only since t=60.
+    expect(error.pool?.oldestCheckOut).to.deep.include({ connectionId: 2, duration: 60 });
+  });
 });
 
 /** Counts calls of Error.captureStackTrace until restored. */

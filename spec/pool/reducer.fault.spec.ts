@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { config } from 'rxjs';
 import { ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
-import { AvailableConnections } from '../../lib/pool/available-connections';
+import { ConnectionList } from '../../lib/pool/connection-list';
 import { Broadcast } from '../../lib/pool/broadcast';
 import { WaitQueue } from '../../lib/pool/wait-queue';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
@@ -238,7 +238,7 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     const fault = new Error('injected: established');
     // Nobody waits for the background populate's connection: it is made available, and the fault comes as it is
     // linked into the available list (its record already says available).
-    restore.push(throwOnce(AvailableConnections.prototype, 'push', fault));
+    restore.push(throwOnce(ConnectionList.prototype, 'push', fault));
     clock.advance(10);
     expect(pool.state).to.equal('closed');
     expect(reported).to.deep.equal([fault]);

@@ -6,7 +6,7 @@
  */
 import { config, Subject, type Subscription } from 'rxjs';
 import { ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
-import { AvailableConnections } from '../../lib/pool/available-connections';
+import { ConnectionList } from '../../lib/pool/connection-list';
 import { RingBuffer } from '../../lib/pool/ring-buffer';
 import { WaitQueue } from '../../lib/pool/wait-queue';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
@@ -15,7 +15,7 @@ import { microtasks } from './microtasks';
 /** The methods a fault is injected into: every data structure the reducer's steps go through. */
 export const FAULT_SITES: readonly (readonly [string, object, string])[] = [
   ...['push', 'shift', 'shiftLane', 'remove', 'drain', 'peek', 'peekLane', 'hasHigh'].map((m) => [`WaitQueue.${m}`, WaitQueue.prototype, m] as const),
-  ...['push', 'remove'].map((m) => [`AvailableConnections.${m}`, AvailableConnections.prototype, m] as const),
+  ...['push', 'remove'].map((m) => [`ConnectionList.${m}`, ConnectionList.prototype, m] as const),
   ...['push', 'shift', 'peek', 'retain'].map((m) => [`RingBuffer.${m}`, RingBuffer.prototype, m] as const),
 ];
 
