@@ -429,9 +429,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
       pendingConnectionCount: s.pendingConnectionCount,
       inUseConnectionCount: inUseConnectionCount(s),
       waitQueueLength: waitingCheckOutCount(s),
-      serviceGenerations: Object.freeze(
-        [...s.serviceGenerations].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })),
-      ),
+      serviceGenerations: serviceGenerationsOf(s, this.lastSnapshot),
     });
   }
 
@@ -924,6 +922,16 @@ interface StateJoiner {
 /** `PoolSnapshot.draining`: a drain took effect and the pool is not closed yet. */
 function isDraining<C>(s: PoolState<C>): boolean {
   return s.draining && s.state !== 'closed';
+}
+
+/**
+ * A snapshot's frozen `serviceGenerations`: shared with `last` (the last snapshot taken for state$) while no service
+ * changed since, so the snapshot published after each batch copies nothing that did not change (for a pool that
+ * reaches no service, the same empty array every time).
+ */
+function serviceGenerationsOf<C>(s: PoolState<C>, last: PoolSnapshot | undefined): readonly ServiceGenerationSnapshot[] {
+  if (last !== undefined && sameServices(last, s)) return last.serviceGenerations;
+  return Object.freeze([...s.serviceGenerations].map(([serviceId, g]) => Object.freeze({ serviceId, generation: g.generation, connectionCount: g.connectionCount })));
 }
 
 function sameServices<C>(last: PoolSnapshot, s: PoolState<C>): boolean {

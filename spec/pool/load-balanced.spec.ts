@@ -14,6 +14,7 @@ import {
   WaitQueueTimeoutError,
   type ConnectionClosedEvent,
   type ConnectionPoolEvent,
+  type PoolSnapshot,
 } from '../../lib';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { Bench } from './harness';
@@ -227,6 +228,47 @@ describe('load-balanced mode', function () {
   });
 
   describe('state$', function () {
+    it('shares a snapshot\'s services with the last one published while none changed (frozen, as every snapshot is)', function () {
+      const pool = new ConnectionPoolCore<MockConnection>({
+        address: 'lb:27017',
+        loadBalanced: true,
+        scheduler: new VirtualClock(),
+        connectionFactory: (d) => of(new MockConnection(d, d.id === 3 ? B : A)),
+      });
+      const published: PoolSnapshot[] = [];
+      pool.state$.subscribe((s) => published.push(s));
+      pool.ready();
+      const held: MockConnection[] = [];
+      for (let i = 0; i < 2; i++) pool.checkOut().subscribe((c) => held.push(c));
+      const before = published.length;
+      pool.checkIn(held[0]); // the counts change, the services do not
+      pool.checkIn(held[1]);
+      const [first, second] = published.slice(before);
+      expect(first.availableConnectionCount).to.equal(1);
+      expect(second.availableConnectionCount).to.equal(2);
+      expect(second.serviceGenerations).to.equal(first.serviceGenerations);
+      expect(first.serviceGenerations).to.deep.equal([{ serviceId: A, generation: 0, connectionCount: 2 }]);
+      expect(Object.isFrozen(first.serviceGenerations) && Object.isFrozen(first.serviceGenerations[0])).to.equal(true);
+      // A third connection, to another service: a new array, with both.
+      const third: MockConnection[] = [];
+      for (let i = 0; i < 3; i++) pool.checkOut().subscribe((c) => third.push(c));
+      expect(published.at(-1)!.serviceGenerations).to.not.equal(first.serviceGenerations);
+      expect(published.at(-1)!.serviceGenerations).to.deep.equal([
+        { serviceId: A, generation: 0, connectionCount: 2 },
+        { serviceId: B, generation: 0, connectionCount: 1 },
+      ]);
+      // A pool that reaches no service: every snapshot has the same frozen empty array.
+      const plain = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', scheduler: new VirtualClock(), connectionFactory: (d) => of(new MockConnection(d)) });
+      const snapshots: PoolSnapshot[] = [];
+      plain.state$.subscribe((s) => snapshots.push(s));
+      plain.ready();
+      plain.checkOut().subscribe((c) => plain.checkIn(c));
+      expect(snapshots.length).to.be.greaterThan(2);
+      expect(new Set(snapshots.map((s) => s.serviceGenerations)).size).to.equal(1);
+      expect(snapshots[0].serviceGenerations).to.deep.equal([]);
+      expect(Object.isFrozen(snapshots[0].serviceGenerations)).to.equal(true);
+    });
+
     it('publishes a batch that changes only which services the connections reach, not how many connections there are', function () {
       const C = 'cccccccccccccccccccccccc';
       const serviceOf = [A, B, B, A, C, A]; // the service connection n reaches: serviceOf[n - 1]
