@@ -47,8 +47,14 @@ export interface ServerHeartbeatSucceededEvent {
    */
   readonly awaited: boolean;
   /**
-   * ms from the start of the check to its reply; when the check had to open the monitoring connection, that
-   * includes connecting and the handshake.
+   * ms from sending the `hello` (or legacy hello) to its reply. When the check opened the monitoring connection, the
+   * handshake hello's (the connection's `handshakeDurationMS`), without the socket connect and TLS handshake before
+   * it (the whole establishment for a connection that does not record it). Not `awaited`, it is the same measurement
+   * as the check's RTT sample; `awaited`, it includes the server's wait of up to maxAwaitTimeMS.
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (ServerHeartbeatSucceededEvent
+   * `duration`: "the time to send the message and receive the reply"; "When the awaited field is false, the time
+   * measurement used MUST be the same measurement used for the RTT calculation").
    */
   readonly duration: number;
   /**

@@ -475,11 +475,13 @@ export class Monitor {
       this.known = true;
       this.lastCheckOk = true;
       // A handshake's hello or a polling hello measures the round trip (the socket connect and TLS handshake before a
-      // new connection's hello do not); a streamed reply measures the server's wait.
-      if (!awaited) this.roundTripTimes.add(handshakeSample(handshakeDurationMS, now - started));
+      // new connection's hello do not), and that is the check's duration too; a streamed reply measures the server's
+      // wait, and is no sample.
+      const duration = awaited ? now - started : handshakeSample(handshakeDurationMS, now - started);
+      if (!awaited) this.roundTripTimes.add(duration);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
-      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration: now - started, reply });
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration, reply });
       this.followRtt();
       // Cancelled by a subscriber of that event: the next check is the requested one, 500 ms after this one.
       if (cancellation !== undefined) return false;

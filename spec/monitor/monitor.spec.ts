@@ -732,6 +732,19 @@ describe('Monitor on virtual time (scripted connections)', function () {
     ]);
   });
 
+  it('gives a check that opens the monitoring connection the duration of its handshake hello, its RTT sample, not of the connect before it', async function () {
+    // 25 ms to establish, of which the handshake hello took 6 (the TCP connect and TLS handshake the rest).
+    const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 25, handshakeDurationMS: 6 }), answer: () => ({ afterMS: 40 }) });
+    r.monitor.start();
+    await r.clock.advanceAsync(10_100);
+    const succeeded = r.heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').map((e) => [e.time, e.awaited, 'duration' in e ? e.duration : undefined]);
+    expect(succeeded, 'the time is still the check\'s end').to.deep.equal([
+      [25, false, 6],
+      [10_065, false, 40],
+    ]);
+    expect(r.monitor.minRoundTripTimeMS, 'the same measurements as the samples').to.equal(6);
+  });
+
   it('after a network error, checks again at once only a server that was known: not at the first check, nor again after a failed retry', async function () {
     let n = 0;
     const r = rig(
