@@ -162,7 +162,8 @@ export interface PoolSnapshot {
   readonly waitQueueLength: number;
   /**
    * Load-balanced mode (CMAP `serviceGenerations`): each service's generation and connection count (a connection
-   * counts from its handshake on).
+   * counts from its handshake on); empty otherwise. Frozen, and the same array as the previous snapshot's while no
+   * service changed.
    */
   readonly serviceGenerations: readonly ServiceGenerationSnapshot[];
 }
