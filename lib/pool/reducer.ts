@@ -154,12 +154,11 @@ function tearDown<C extends PoolConnection>(s: PoolState<C>, action: Action<C>, 
     if (s.observed) emit(out, { type: 'ConnectionClosed', address: s.address, time: now(s), connectionId: rec.id, reason: 'poolClosed' });
     out.push(rec.connection === undefined ? { type: 'abort', id: rec.id } : { type: 'destroy', connection: rec.connection });
   }
-  // Those left are in use: their list is rebuilt in checkout order (an untimed checkout first, as it may be the
-  // oldest), for their check-ins and leak detection. (Their counts by purpose are no longer read: a closed pool has
-  // no holdings to report, as nothing waits in it.)
+  // Those left are in use: their list is rebuilt in checkout order, for their check-ins and for leak detection, its
+  // only reader once the pool is closed (their counts by purpose are no longer read: a closed pool has no holdings to
+  // report, as nothing waits in it). With leak detection on, every checkout was timed.
   s.inUse.clear();
-  const checkedOutAt = (rec: ConnectionRecord<C>): number => (Number.isNaN(rec.checkedOutAt) ? -Infinity : rec.checkedOutAt);
-  for (const rec of [...s.records.values()].sort((a, b) => checkedOutAt(a) - checkedOutAt(b))) s.inUse.push(rec);
+  for (const rec of [...s.records.values()].sort((a, b) => a.checkedOutAt - b.checkedOutAt)) s.inUse.push(rec);
   for (const service of s.serviceGenerations.values()) service.connectionCount = 0;
   for (const rec of s.records.values()) {
     const service = rec.serviceId === undefined ? undefined : s.serviceGenerations.get(rec.serviceId);
@@ -691,9 +690,9 @@ function pendingStartedBy<C>(s: PoolState<C>, w: Waiter<C>): ConnectionRecord<C>
  */
 function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>, claimant: Waiter<C>, out: Command<C>[]): void {
   const timeout = s.options.waitQueueTimeoutMS;
-  // Without waitQueueTimeoutMS no checkout has a deadline, and the establishment `claimant` started (if any) is found
-  // the same way: `starter` takes it over all the same, so that its failure is `starter`'s (see establishFailed).
-  const own = claimant.deadline === undefined ? pendingStartedBy(s, claimant) : undefined;
+  // With waitQueueTimeoutMS or without, `starter` takes over the establishment `claimant` started, so that its failure
+  // is `starter`'s (see establishFailed).
+  const own = pendingStartedBy(s, claimant);
   if (own !== undefined) {
     own.starter = starter;
     s.startedEstablishments.set(starter, own);

@@ -155,6 +155,31 @@ describe('a fault of the pool itself closes the pool: nothing waits for ever, no
     expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 1, inUseConnectionCount: 1 });
   });
 
+  it('connections still checked out after a fault stay watched by leak detection, oldest checkout first', function () {
+    const { pool, clock, events } = virtualPool(3, { leakDetectionThresholdMS: 1000 });
+    const a = track(pool);
+    const b = track(pool);
+    clock.advance(10); // connections 1 and 2 checked out at t=10
+    clock.advance(10);
+    pool.checkIn(a.connection!);
+    clock.advance(480);
+    const c = track(pool); // connection 1 again, at t=500: held since after connection 2, made before it
+    expect([b.connection!.id, c.connection!.id]).to.deep.equal([2, 1]);
+    const fault = new Error('injected: WaitQueue.push');
+    restore.push(throwOnce(WaitQueue.prototype, 'push', fault));
+    track(pool);
+    expect(pool.state).to.equal('closed');
+    expect(reported).to.deep.equal([fault]);
+    const suspected = (): number[] => events.filter((e) => e.type === 'ConnectionLeakSuspected').map((e) => (e as { connectionId: number }).connectionId);
+    clock.advance(1010 - clock.now());
+    expect(suspected(), 'connection 2, held since t=10, at t=1010').to.deep.equal([2]);
+    clock.advance(500);
+    expect(suspected(), 'connection 1, held since t=500, at t=1500').to.deep.equal([2, 1]);
+    pool.checkIn(b.connection!);
+    pool.checkIn(c.connection!);
+    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, inUseConnectionCount: 0 });
+  });
+
   it('a clock that keeps failing: the teardown still settles every checkout and closes every connection, its events timed by the system clock', function () {
     const { pool, clock, mock, events } = virtualPool(1);
     const a = track(pool);
