@@ -28,6 +28,8 @@ export interface ModeCheck {
    * each), read through the probe's reader.
    */
   measurementsPerCycle?: number;
+  /** Watched peers: the snapshots their `state$` subscriber received per cycle. */
+  snapshotsPerCycle?: number;
 }
 
 /** The CMAP log messages of one checkOut/checkIn cycle, and those of a pool's life around it. */
@@ -47,6 +49,12 @@ const LIFE_EVENTS = ['connectionPoolCreated', 'connectionPoolReady', 'connection
 export async function checkModes(address: string, peers: readonly Peer[], log: (line: string) => void): Promise<ModeCheck[]> {
   const checks: ModeCheck[] = [];
   for (const peer of peers) {
+    if (peer.mode === 'watched') {
+      const check = await checkWatched(address, peer);
+      checks.push(check);
+      log(`mode check: ${peer.name}: ${check.snapshotsPerCycle} state$ snapshots and ${check.writesPerCycle} log messages per cycle over ${check.cycles} cycles`);
+      continue;
+    }
     if (peer.mode === 'instrumented') {
       const check = await checkInstrumented(address, peer);
       checks.push(check);
@@ -104,6 +112,30 @@ export async function checkModes(address: string, peers: readonly Peer[], log: (
     );
   }
   return checks;
+}
+
+/**
+ * The check of a watched peer: its `state$` subscriber receives 2 snapshots per cycle at 1 caller (the pool's counts
+ * change as a connection goes out, and as it comes back), at least one per cycle at 100 callers on a pool of 10 (a
+ * connection handed to a waiter changes the WaitQueue's length), and nothing is logged.
+ */
+async function checkWatched(address: string, peer: Peer): Promise<ModeCheck> {
+  const probe = new Probe();
+  const pool = await peer.open(CHECK_POOL_SIZE, address, probe);
+  pool.verifyMode();
+  let total = 0;
+  let snapshots = 0;
+  for (const callers of CHECK_CALLERS) {
+    const before = probe.snapshots;
+    await cycles(pool, callers, CHECK_CYCLES);
+    const received = probe.snapshots - before;
+    const enough = callers === 1 ? received === 2 * CHECK_CYCLES : received >= CHECK_CYCLES;
+    if (!enough || probe.writes !== 0) fail(peer, `${CHECK_CYCLES} cycles at ${callers} callers gave ${received} snapshots and ${probe.writes} log messages`);
+    total += CHECK_CYCLES;
+    snapshots += received;
+  }
+  await pool.close();
+  return { peer: peer.name, cycles: total, eventsPerCycle: 0, writesPerCycle: 0, lifecycle: {}, snapshotsPerCycle: snapshots / total };
 }
 
 /** The metric names an instrumented pool's check reads. */

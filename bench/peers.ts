@@ -10,6 +10,8 @@
  * - `logging`: the `connection` component logs at `debug` to a no-op sink (rxcmap's `logging` option; the driver's
  *   `mongodbLogComponentSeverities` and `mongodbLogPath`).
  *
+ * rxcmap only, `watched`: one no-op subscriber on `state$` (a dashboard of the pool's counts) and nothing else.
+ *
  * rxcmap only, `instrumented`: `instrumentConnectionPool` of `rxcmap/opentelemetry` records the pool's metrics, and
  * nothing else listens. Three variants: the API's Meter with no SDK registered (no exporter attached), an
  * `@opentelemetry/sdk-metrics` MeterProvider with no reader, and one with a PeriodicExportingMetricReader whose
@@ -47,8 +49,8 @@ const { TimeoutContext } = require('mongodb/lib/timeout') as { TimeoutContext: {
 /** How a pool is watched while it is measured, in the modes both rxcmap and the driver are measured in. */
 export type Mode = 'unobserved' | 'observed' | 'logging';
 export const MODES: readonly Mode[] = ['unobserved', 'observed', 'logging'];
-/** The mode of a peer: one of {@link MODES}, or `instrumented` (rxcmap only). */
-export type PeerMode = Mode | 'instrumented';
+/** The mode of a peer: one of {@link MODES}, or `watched` or `instrumented` (rxcmap only). */
+export type PeerMode = Mode | 'watched' | 'instrumented';
 
 /** The driver's CMAP event names, as listened to on a MongoClient. */
 export const DRIVER_CMAP_EVENTS = [
@@ -73,6 +75,8 @@ export const DRIVER_CMAP_EVENTS = [
 export class Probe {
   events = 0;
   writes = 0;
+  /** Snapshots received on `state$` (a watched peer). */
+  snapshots = 0;
   readonly eventsByType = new Map<string, number>();
   readonly writesByMessage = new Map<string, number>();
   /** Set by an instrumented peer: a reader of the Meter its pool is instrumented with, collected by the check only. */
@@ -90,9 +94,14 @@ export class Probe {
     this.writesByMessage.set(key, (this.writesByMessage.get(key) ?? 0) + 1);
   }
 
+  snapshot(): void {
+    this.snapshots++;
+  }
+
   reset(): void {
     this.events = 0;
     this.writes = 0;
+    this.snapshots = 0;
     this.eventsByType.clear();
     this.writesByMessage.clear();
   }
@@ -157,6 +166,29 @@ function rxcmapPeer(mode: Mode, library: { readonly ConnectionPool: typeof Conne
         () => {
           check((pool.log$ === EMPTY) === (mode !== 'logging'), `rxcmap ${mode}: log$ is ${pool.log$ === EMPTY ? 'off' : 'on'}`);
           check((subscriber?.closed === false) === (mode === 'observed'), `rxcmap ${mode}: ${subscriber ? 'a' : 'no'} live subscriber on events$`);
+        },
+        async () => pool.close(),
+      );
+      await warm(put, maxPoolSize);
+      return put;
+    },
+  };
+}
+
+/** rxcmap watched: one no-op subscriber on `state$`, no `events$` subscriber, no logging. */
+function watchedPeer(): Peer {
+  return {
+    name: 'rxcmap watched',
+    mode: 'watched',
+    async open(maxPoolSize, address, probe) {
+      const pool = new ConnectionPool({ address, maxPoolSize, maxConnecting: Math.min(maxPoolSize, 10) });
+      const subscriber = pool.state$.subscribe(probe ? () => probe.snapshot() : noop);
+      pool.ready();
+      const put = rxcmapUnderTest(
+        pool,
+        () => {
+          check(pool.log$ === EMPTY, 'rxcmap watched: log$ is on');
+          check(!subscriber.closed, 'rxcmap watched: no live subscriber on state$');
         },
         async () => pool.close(),
       );
@@ -439,6 +471,9 @@ export const DRIVER: Readonly<Record<Mode, Peer>> = {
  * limit behind a lazy thenable, and the limit on rxcmap's shape.
  */
 export const PEERS: readonly Peer[] = [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m]), tarn, generic, limit, limitThenable, limitShape];
+
+/** rxcmap watched through `state$`, measured in the throughput scenario only, beside {@link PEERS}. */
+export const WATCHED: Peer = watchedPeer();
 
 /**
  * rxcmap instrumented with `rxcmap/opentelemetry`, measured in the throughput scenario only, beside {@link PEERS}: with

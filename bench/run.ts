@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BASELINE_COMMIT } from './baseline';
-import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, baselinePeers, generic, limit, limitShape, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
+import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, WATCHED, baselinePeers, generic, limit, limitShape, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
 import { abortAlone, adminCommand, cancelCost, cycles, fill, heapPerWaiter, ping, waits, type WaitForm, type WaitResult } from './scenarios';
 import { CHECK_CYCLES, checkModes, type ModeCheck } from './mode-check';
 import { loadTimes } from './load-time';
@@ -101,10 +101,10 @@ const PEER_ENTRIES: readonly Entry[] = PEERS.map((peer) => ({ name: peer.name, p
 /** rxcmap unobserved and observed before its extensions (see baseline.ts), or why they are not measured. */
 const BASELINE = baselinePeers();
 /**
- * The peers of the throughput scenario: every peer, then rxcmap instrumented with and without a reader, then rxcmap
- * before its extensions.
+ * The peers of the throughput scenario: every peer, then rxcmap watched through state$, then rxcmap instrumented with
+ * and without a reader, then rxcmap before its extensions.
  */
-const THROUGHPUT_PEERS: readonly Peer[] = [...PEERS, ...INSTRUMENTED, ...(typeof BASELINE === 'string' ? [] : [BASELINE.unobserved, BASELINE.observed])];
+const THROUGHPUT_PEERS: readonly Peer[] = [...PEERS, WATCHED, ...INSTRUMENTED, ...(typeof BASELINE === 'string' ? [] : [BASELINE.unobserved, BASELINE.observed])];
 const THROUGHPUT_ENTRIES: readonly Entry[] = THROUGHPUT_PEERS.map((peer) => ({ name: peer.name, peer }));
 
 /**
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
   let modeChecks: ModeCheck[] = [];
   try {
     // 0. Each mode is what it claims.
-    modeChecks = await checkModes(address, [...MODES.map((m) => RXCMAP[m]), ...INSTRUMENTED, ...MODES.map((m) => DRIVER[m])], log);
+    modeChecks = await checkModes(address, [...MODES.map((m) => RXCMAP[m]), WATCHED, ...INSTRUMENTED, ...MODES.map((m) => DRIVER[m])], log);
     report.modeChecks = modeChecks;
 
     // Warm-up and calibration, not recorded.
@@ -278,7 +278,35 @@ async function main(): Promise<void> {
       }
     }
 
-    // 1b. The OpenTelemetry instrumentation, from the same runs.
+    // 1b. Watched through state$, from the same runs.
+    out.push('#### watched through `state$`, checkOut → microtask → checkIn (cycles/s, median; same runs as above)', '');
+    out.push(
+      'rxcmap watched: one no-op subscriber on `state$` (a dashboard of the pool\'s counts; it receives a snapshot after ' +
+        'each batch that changes one, two per cycle at 1 caller) and none on `events$`. In parentheses, the ratio to rxcmap ' +
+        `unobserved, of the medians. Target, as for observed: ≥ 0.5× rxcmap unobserved at ${CALLERS.join(', ')} callers.` +
+        (INFO_CALLERS.length > 0 ? ` ${INFO_CALLERS.join(', ')} callers: information, no target.` : ''),
+      '',
+    );
+    out.push(
+      table(
+        ['maxPoolSize', 'callers', 'rxcmap unobserved', 'rxcmap observed', 'rxcmap watched'],
+        POOL_SIZES.flatMap((size) =>
+          allCallers.map((callers) => {
+            const [ru, ro, rw] = [RXCMAP.unobserved, RXCMAP.observed, WATCHED].map((p) => at(size, callers, p));
+            return [String(size), String(callers), human(ru), `${human(ro)} (${ratio(ro, ru)})`, `${human(rw)} (${ratio(rw, ru)})`];
+          }),
+        ),
+      ),
+      '',
+    );
+    for (const size of POOL_SIZES) {
+      for (const callers of CALLERS) {
+        const [ru, rw] = [RXCMAP.unobserved, WATCHED].map((p) => at(size, callers, p));
+        target(`rxcmap watched ≥ 0.5× rxcmap unobserved (maxPoolSize ${size}, ${callersLabel(callers)})`, rw >= 0.5 * ru, `${(rw / ru).toFixed(2)}×`);
+      }
+    }
+
+    // 1c. The OpenTelemetry instrumentation, from the same runs.
     const [instrumented, instrumentedSdk, instrumentedWithReader] = INSTRUMENTED;
     const otel = instrumentationReport(
       POOL_SIZES.flatMap((size) =>
@@ -314,7 +342,7 @@ async function main(): Promise<void> {
     out.push(otel.table, '');
     checks.push(...otel.targets);
 
-    // 1c. The extensions unused: rxcmap against itself before them, from the same runs.
+    // 1d. The extensions unused: rxcmap against itself before them, from the same runs.
     out.push(`#### the extensions unused: rxcmap against rxcmap at ${BASELINE_COMMIT}, before them (cycles/s, median; same runs as above)`, '');
     if (typeof BASELINE === 'string') {
       out.push(`Not measured: ${BASELINE}.`, '');
@@ -554,16 +582,18 @@ async function main(): Promise<void> {
   const header =
     `Measured ${String(report.date).slice(0, 10)} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), Node ${m.node}, ${m.platform}; ` +
     `${report.mode} run, ${rounds} rounds, ${SECONDS_PER_RUN} s per throughput run, medians.`;
-  const perCycle = (name: string, key: 'eventsPerCycle' | 'writesPerCycle' | 'measurementsPerCycle'): string =>
+  const perCycle = (name: string, key: 'eventsPerCycle' | 'writesPerCycle' | 'measurementsPerCycle' | 'snapshotsPerCycle'): string =>
     String(modeChecks.find((c) => c.peer === name)?.[key] ?? 'n/a');
   const modesNote =
     'Modes: `unobserved` (no listener, no logging), `observed` (a no-op subscriber on rxcmap\'s `events$`; a no-op listener ' +
     'on the MongoClient for each CMAP event), `logging` (the `connection` component at `debug` to a no-op sink); rxcmap ' +
-    'only, `instrumented` (`rxcmap/opentelemetry` records the pool\'s metrics, no other subscriber; the API\'s Meter, or an SDK one). ' +
+    'only, `watched` (a no-op subscriber on `state$`, none on `events$`) and `instrumented` (`rxcmap/opentelemetry` records the pool\'s metrics, no other subscriber; the API\'s Meter, or an SDK one). ' +
     `Checked before measuring, over ${CHECK_CYCLES} cycles at 1 and at 100 callers on a pool of 10: ` +
     `observed listeners received ${perCycle(RXCMAP.observed.name, 'eventsPerCycle')} (rxcmap) and ${perCycle(DRIVER.observed.name, 'eventsPerCycle')} (driver) events per cycle, ` +
     `logging sinks ${perCycle(RXCMAP.logging.name, 'writesPerCycle')} (rxcmap) and ${perCycle(DRIVER.logging.name, 'writesPerCycle')} (driver) messages per cycle, ` +
-    'unobserved pools had neither listener nor logger; instrumented pools, recording for the check on an SDK Meter read ' +
+    'unobserved pools had neither listener nor logger; ' +
+    `the watched pool's subscriber received ${perCycle(WATCHED.name, 'snapshotsPerCycle')} state$ snapshots per cycle; ` +
+    'instrumented pools, recording for the check on an SDK Meter read ' +
     `through a reader (the variant with a reader: its own), recorded ` +
     `${INSTRUMENTED.map((p) => `${perCycle(p.name, 'measurementsPerCycle')} (${p.name})`).join(', ')} histogram measurements per cycle (one wait_time, one use_time).`;
   const met = checks.filter((c) => c.met).length;
