@@ -1,14 +1,17 @@
 /**
  * Property-based test of the reducer: random option sets and random action sequences (checkouts, cancellations,
  * check-ins, establishment outcomes, clears, ready, close, time passing), checking after every action that the pool
- * keeps its invariants, and at the end that nothing was lost or leaked.
+ * keeps its invariants (its counts; its lists of available and in-use connections, and the counts by purpose, against
+ * the connections themselves), and at the end that nothing was lost or leaked. Scripts are drawn at every length up to
+ * 80 steps (fast-check's default bias would keep them to a handful).
  *
  * A fixed seed, as in the pool property test, so that every run checks the same scripts; PROPERTY_SEED and
  * PROPERTY_RUNS run another seed or more scripts.
  */
 import { expect } from 'chai';
 import * as fc from 'fast-check';
-import { Bench, FakeConnection } from './harness';
+import { Bench, FakeConnection, TestWaiter } from './harness';
+import type { ConnectionRecord, PoolState } from '../../lib/pool/state';
 import type { Waiter } from '../../lib/pool/wait-queue';
 import { envInt, pick } from '../support/property';
 
@@ -49,6 +52,23 @@ const options = fc
   })
   .map((o) => ({ ...o, minPoolSize: o.maxPoolSize === 0 ? o.minPoolSize : Math.min(o.minPoolSize, o.maxPoolSize) }));
 
+/** The records linked in `list` from its head, checking each link back and the list's tail and size on the way. */
+function linked(list: PoolState<FakeConnection>['inUse'], what: string): ConnectionRecord<FakeConnection>[] {
+  const out: ConnectionRecord<FakeConnection>[] = [];
+  let prev: ConnectionRecord<FakeConnection> | undefined;
+  for (let rec = list.head; rec !== undefined && out.length <= list.size; rec = rec.next) {
+    expect(rec.prev, `${what}: the link back of connection ${rec.id}`).to.equal(prev);
+    out.push(rec);
+    prev = rec;
+  }
+  expect(list.tail, `${what}: its tail is its last record`).to.equal(prev);
+  expect(out.length, `${what}: its size is the number of records linked`).to.equal(list.size);
+  return out;
+}
+
+/** A checkout's purpose (`checkOut({ purpose })`), cycled over the checkouts of a script rather than drawn. */
+const PURPOSES = [undefined, 'cursor', 'transaction'] as const;
+
 const SEED = envInt('PROPERTY_SEED', 424242);
 const RUNS = envInt('PROPERTY_RUNS', 400);
 
@@ -56,12 +76,15 @@ const RUNS = envInt('PROPERTY_RUNS', 400);
 describe('reduce (property: random action sequences)', function () {
   it('keeps counts, limits, FIFO service and single settlement; loses and leaks nothing', function () {
     fc.assert(
-      fc.property(options, fc.array(step, { minLength: 1, maxLength: 80 }), (opts, steps) => {
+      fc.property(options, fc.noBias(fc.array(step, { minLength: 1, maxLength: 80, size: 'max' })), (opts, steps) => {
         const { loadBalanced, ...poolOptions } = opts;
         const b = new Bench(poolOptions, true, loadBalanced);
         const services = ['s0', 's1', 's2'];
         const waiters: Waiter<FakeConnection>[] = [];
         const held: FakeConnection[] = [];
+        // Connection id → the order of its last checkout: the in-use list must be in that order.
+        const checkedOut = new Map<number, number>();
+        let checkOuts = 0;
 
         const check = (deliveredNow: Waiter<FakeConnection>[]): void => {
           const s = b.state;
@@ -89,6 +112,30 @@ describe('reduce (property: random action sequences)', function () {
             const older = waiters.slice(0, waiters.indexOf(w)).filter((o) => o.state !== 'done');
             expect(older, 'FIFO: no older waiter is still waiting').to.have.length(0);
           }
+          // The in-use and available lists: exactly the records in use and available, the in-use ones in checkout
+          // order (the oldest checkout at the head, which the holdings of a timeout name); no record in both.
+          const inUse = linked(s.inUse, 'in-use list');
+          const available = linked(s.available, 'available list');
+          const ids = (recs: ConnectionRecord<FakeConnection>[]): number[] => recs.map((rec) => rec.id);
+          const inUseRecords = [...s.records.values()].filter((rec) => rec.state === 'in use');
+          inUseRecords.sort((a, b) => checkedOut.get(a.id)! - checkedOut.get(b.id)!);
+          expect(ids(inUse), 'in-use list = the connections in use, in checkout order').to.deep.equal(ids(inUseRecords));
+          expect(ids(available), 'available list = the available connections').to.have.members(
+            ids([...s.records.values()].filter((rec) => rec.state === 'available')),
+          );
+          // The counts by purpose kept as connections go out and in = a recount over the holders.
+          const byPurpose = { cursor: 0, transaction: 0 };
+          for (const rec of inUseRecords) {
+            const purpose = rec.holder === undefined ? undefined : s.purposes?.get(rec.holder);
+            if (purpose !== undefined) byPurpose[purpose]++;
+          }
+          expect({ ...s.inUseByPurpose }, 'connections in use by purpose').to.deep.equal(byPurpose);
+          // Each claimant's own establishment (the one whose failure is its) is the one the map finds.
+          for (const rec of s.records.values()) {
+            if (rec.state === 'pending' && rec.starter?.state === 'claimant') {
+              expect(s.startedEstablishments.get(rec.starter), `the establishment connection ${rec.id}'s starter owns`).to.equal(rec);
+            }
+          }
           const settled = new Map<Waiter<FakeConnection>, number>();
           for (const o of b.outcomes) settled.set(o.waiter, (settled.get(o.waiter) ?? 0) + 1);
           for (const n of settled.values()) expect(n, 'a checkout settles once').to.equal(1);
@@ -97,9 +144,12 @@ describe('reduce (property: random action sequences)', function () {
         for (const st of steps) {
           const before = b.outcomes.length;
           switch (st.t) {
-            case 'checkOut':
-              waiters.push(b.checkOut());
+            case 'checkOut': {
+              const waiter = new TestWaiter();
+              b.dispatch({ type: 'checkOut', waiter, purpose: PURPOSES[waiters.length % PURPOSES.length] });
+              waiters.push(waiter);
               break;
+            }
             case 'cancel': {
               const w = pick(waiters.filter((x) => x.state !== 'done'), st.i);
               if (w) b.cancel(w);
@@ -152,6 +202,7 @@ describe('reduce (property: random action sequences)', function () {
             const current = loadBalanced ? b.state.serviceGenerations.get(rec.serviceId!)!.generation : b.state.generation;
             expect(rec.generation, 'never hands out a stale connection').to.equal(current);
             held.push(o.connection!);
+            checkedOut.set(o.connection!.id, ++checkOuts);
           }
           check(delivered.map((o) => o.waiter));
         }
