@@ -64,9 +64,10 @@ export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends Poo
   /** Establishes connections (see {@link ConnectionFactory}). Required here; `ConnectionPool` defaults it to TCP. */
   connectionFactory: ConnectionFactory<C>;
   /**
-   * The clock and timers of the pool (WaitQueue deadlines, Background Thread Runs). Default: unref'd Node timers
-   * and a monotonic clock. Inject a virtual-time scheduler (`VirtualClock` from `rxcmap/testing`) to test
-   * deterministically.
+   * The clock and timers of the pool (WaitQueue deadlines, Background Thread Runs, leak detection). Default: unref'd
+   * Node timers and a monotonic clock. Inject a virtual-time scheduler (`VirtualClock` from `rxcmap/testing`) to test
+   * deterministically. Its `now()` must not go back (the pool orders deadlines and checkouts by it): with a wall
+   * clock's (RxJS's `asyncScheduler` reads `Date.now()`), a step back delays timeouts and leak reports by as much.
    */
   scheduler?: SchedulerLike | undefined;
   /**
