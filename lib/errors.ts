@@ -858,6 +858,29 @@ export class ClientClosedError extends CmapError {
 }
 
 /**
+ * The monitor was closed while one of its checks was in progress: the `error` of the ServerHeartbeatFailed event that
+ * `Monitor.close()` publishes for that check (a streaming wait for the server's next reply, a hello, or the
+ * establishment of the monitoring connection), before heartbeats$ completes, so that every ServerHeartbeatStarted has
+ * its Succeeded or Failed event. It says nothing of the server: `heartbeatActions()` maps it to no pool action (the
+ * pool is neither cleared nor marked), and a client does not count it as its server's last check.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Guarantees", "Heartbeats" ("every
+ * ServerHeartbeatStartedEvent has either a correlating ServerHeartbeatSucceededEvent or ServerHeartbeatFailedEvent");
+ * the error class: extension.
+ */
+export class MonitorClosedError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'MonitorClosedError');
+  }
+  constructor(
+    /** The monitored server, `host:port`. */
+    readonly address: string,
+  ) {
+    super(`The monitor of ${address} was closed while its check was in progress`);
+  }
+}
+
+/**
  * No server became ready within serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on
  * the error). `cause` is the last heartbeat error, when there is one.
  *

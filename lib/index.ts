@@ -42,6 +42,7 @@ export {
   ServerSelectionError,
   PoolCallbackError,
   ClientClosedError,
+  MonitorClosedError,
 } from './errors';
 
 export { Connection } from './connection/connection';

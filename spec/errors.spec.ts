@@ -37,6 +37,7 @@ describe('errors', function () {
       AuthenticationError: () => new rxcmap.AuthenticationError('refused'),
       MongoCompatibilityError: () => new rxcmap.MongoCompatibilityError('no serviceId'),
       ClientClosedError: () => new rxcmap.ClientClosedError(['h:1']),
+      MonitorClosedError: () => new rxcmap.MonitorClosedError('h:1'),
       ServerSelectionError: () => new rxcmap.ServerSelectionError(['h:1'], 30_000),
       WireProtocolError: () => new rxcmap.WireProtocolError('bad'),
     };

@@ -16,7 +16,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, type LogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -416,6 +416,11 @@ export class Client {
       toPool.pipe(heartbeatActions()).subscribe(pool.input);
       monitor.heartbeats$.subscribe({
         next: (e) => {
+          // The check close() ended: published, so that its ServerHeartbeatStarted has its end, and nothing more.
+          if (e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError) {
+            published.next(e);
+            return;
+          }
           // Each host's last check, when it failed; the newest failure is the Map's last entry.
           if (e.type === 'ServerHeartbeatFailed') {
             this.heartbeatErrors.delete(address);
@@ -743,8 +748,10 @@ export class Client {
    * connection's establishment) that a drain had not refused. A `command()` whose command is in flight fails with
    * ClientClosedError too, its connection closed (the pool's ConnectionClosed reason `poolClosed`): without a
    * socketTimeoutMS nothing else would end a command to a server gone silent. Connections checked out from `pools`
-   * by other code close when checked in. Resolves once the log destination the client opened is flushed. Idempotent. To let commands finish first, use
-   * {@link drain}.
+   * by other code close when checked in. A monitor's check in progress (always one while streaming) ends with
+   * ServerHeartbeatFailed (error: {@link MonitorClosedError}), published in `events$` during this call, before the
+   * pools close; it clears no pool. No heartbeat event comes after that one. Resolves once the log
+   * destination the client opened is flushed. Idempotent. To let commands finish first, use {@link drain}.
    *
    * Source: CMAP spec, "Closing a Connection Pool" (each pool); server monitoring spec (its monitors); extension: the
    * waiting selections failed at once, and the connections of commands in flight closed (as the official Node.js

@@ -7,14 +7,15 @@
  * during server check"; CMAP spec, "interruptInUseConnections".
  */
 import { mergeMap, type OperatorFunction } from 'rxjs';
-import { MongoNetworkTimeoutError } from '../errors';
+import { MongoNetworkTimeoutError, MonitorClosedError } from '../errors';
 import type { PoolInputAction } from '../pool/connection-pool-core';
 import type { ServerHeartbeatEvent, ServerHeartbeatFailedEvent } from './heartbeat-events';
 
 /**
  * Maps heartbeat events to pool input actions: ServerHeartbeatSucceeded → `{ type: 'ready' }`;
- * ServerHeartbeatFailed → `{ type: 'clear', cause: error, interruptInUseConnections: error is a network timeout }`;
- * ServerHeartbeatStarted → nothing. Any other value (a pool or client event of a merged stream such as a client's
+ * ServerHeartbeatFailed → `{ type: 'clear', cause: error, interruptInUseConnections: error is a network timeout }`,
+ * except the one `Monitor.close()` ends a check in progress with (error: {@link MonitorClosedError}) → nothing: a
+ * closed monitor says nothing of the server; ServerHeartbeatStarted → nothing. Any other value (a pool or client event of a merged stream such as a client's
  * `events$`, or a value that is no event at all: null, a number, an object without a heartbeat `type`) → nothing: it
  * is passed over, without erroring the stream, so that only a heartbeat can ready or clear the pool.
  *
@@ -38,6 +39,8 @@ function actionFor(e: unknown): PoolInputAction[] {
   if (event.type === 'ServerHeartbeatSucceeded') return [{ type: 'ready' }];
   if (event.type === 'ServerHeartbeatFailed') {
     const error = (event as ServerHeartbeatFailedEvent).error;
+    // The monitor was closed, the server not found failing: the pool is left as it is.
+    if (error instanceof MonitorClosedError) return [];
     return [{ type: 'clear', cause: error, interruptInUseConnections: error instanceof MongoNetworkTimeoutError }];
   }
   return [];

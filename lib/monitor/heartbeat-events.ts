@@ -65,10 +65,11 @@ export interface ServerHeartbeatSucceededEvent {
 }
 
 /**
- * A check failed. The monitoring connection is closed; the next check opens a new one.
+ * A check failed. The monitoring connection is closed; the next check opens a new one. Also the end of a check in
+ * progress when the monitor is closed (error: MonitorClosedError).
  *
  * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatFailedEvent), "Network or command error during
- * server check".
+ * server check"; server discovery and monitoring logging and monitoring spec, "Guarantees", "Heartbeats".
  */
 export interface ServerHeartbeatFailedEvent {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
@@ -88,8 +89,9 @@ export interface ServerHeartbeatFailedEvent {
   readonly duration: number;
   /**
    * Why: a {@link MongoNetworkError} (or {@link MongoNetworkTimeoutError} after connectTimeoutMS), a
-   * {@link MongoServerError}, or whatever else the connection factory failed with (wrapped in an `Error` if it was
-   * not one).
+   * {@link MongoServerError}, whatever else the connection factory failed with (wrapped in an `Error` if it was
+   * not one), or a {@link MonitorClosedError} when `Monitor.close()` ended the check (nothing is known of the server
+   * then: the pool is not cleared).
    */
   readonly error: Error;
 }

@@ -17,7 +17,7 @@ import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connec
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
-import { InvalidOptionError, inWords, isError, MongoNetworkError, PoolCallbackError } from '../errors';
+import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, isErrored } from '../pool/connection-checks';
 import { establish } from './establish';
@@ -202,6 +202,11 @@ export class Monitor {
   private checking = false;
   /** Ends the check in progress with the error given (see {@link cancelCheck}); set while a check waits on the server. */
   private cancelCurrent: ((error: Error) => void) | undefined;
+  /**
+   * The check whose ServerHeartbeatStarted was published and whose Succeeded or Failed was not yet: `close()` ends it
+   * with ServerHeartbeatFailed (MonitorClosedError).
+   */
+  private inProgress: { readonly started: number; readonly awaited: boolean } | undefined;
 
   /**
    * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
@@ -339,7 +344,14 @@ export class Monitor {
    * too: aborted, or destroyed as it arrives), completes heartbeats$. Idempotent; callable from a heartbeats$
    * subscriber. A connection whose `destroy()` throws, or returns a Promise that rejects, counts as closed: close()
    * still completes heartbeats$, and the rejection is handled.
-   * Source: server monitoring spec, "Monitor thread".
+   *
+   * A check in progress (its ServerHeartbeatStarted published, a streaming wait included) ends with
+   * ServerHeartbeatFailed, published by this call before heartbeats$ completes: `error` a {@link MonitorClosedError},
+   * `duration` the ms from the check's start, `awaited` the check's. No other event follows, and the check does
+   * nothing more: no connection opened, no further check. `heartbeatActions()` maps that event to no pool action.
+   *
+   * Source: server monitoring spec, "Monitor thread"; server discovery and monitoring logging and monitoring spec,
+   * "Guarantees", "Heartbeats" (every ServerHeartbeatStartedEvent has a correlating Succeeded or Failed event).
    */
   close(): void {
     if (this.closed) return;
@@ -352,6 +364,13 @@ export class Monitor {
     this.rttMonitor?.close();
     this.rttMonitor = undefined;
     this.wake?.();
+    const check = this.inProgress;
+    this.inProgress = undefined;
+    if (check !== undefined) {
+      const now = this.scheduler.now();
+      const error = new MonitorClosedError(this.address);
+      this.events.next(Object.freeze({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: check.awaited, duration: now - check.started, error }));
+    }
     this.events.complete();
   }
 
@@ -416,6 +435,8 @@ export class Monitor {
       };
     });
     cancelled.catch(() => undefined); // awaited through cancellable() only
+    // Set first: a subscriber of ServerHeartbeatStarted may close the monitor, which then ends this check.
+    this.inProgress = { started, awaited };
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
@@ -481,6 +502,7 @@ export class Monitor {
       if (!awaited) this.roundTripTimes.add(duration);
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
+      this.inProgress = undefined;
       this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration, reply });
       this.followRtt();
       // Cancelled by a subscriber of that event: the next check is the requested one, 500 ms after this one.
@@ -497,6 +519,7 @@ export class Monitor {
       this.connection = undefined;
       this.topologyVersion = undefined;
       this.roundTripTimes.reset();
+      this.inProgress = undefined;
       this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
@@ -505,6 +528,7 @@ export class Monitor {
       return wasKnown && err instanceof MongoNetworkError;
     } finally {
       this.cancelCurrent = undefined;
+      this.inProgress = undefined;
       this.checking = false;
       this.lastCheckEnd = this.scheduler.now();
     }

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
-import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -139,6 +139,40 @@ describe('connect() / Client', function () {
     expect(await eventually(() => a.openConnections === 0)).to.equal(true);
     const after = await client.command('admin', { ping: 1 }).catch((e) => e);
     expect(after).to.be.instanceOf(ClientClosedError);
+  });
+
+  it('close() ends each monitor\'s check in progress with ServerHeartbeatFailed (MonitorClosedError), streaming or polling: every Started has its end, no clear, nothing after', async function () {
+    const [a] = await start();
+    const closes: [string, number][] = [['stream', 5], ['poll', 3]];
+    for (const [mode, n] of closes) {
+      for (let i = 0; i < n; i++) {
+        const label = `${mode}, close ${i + 1}`;
+        const events: ClientEvent[] = [];
+        const c = (client = connect(`mongodb://${a.address}/?serverMonitoringMode=${mode}&heartbeatFrequencyMS=500&appName=closing`));
+        c.events$.subscribe((e) => events.push(e));
+        const count = (type: string): number => events.filter((e) => e.type === type).length;
+        expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1), label).to.equal(true);
+        if (mode === 'stream') {
+          expect(await eventually(() => a.awaitingHelloCount === 1), `${label}: the streaming wait`).to.equal(true);
+        } else {
+          // The next polling check's hello is held by the server: closed while it is in flight.
+          a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 5000, appName: 'closing' } });
+          expect(await eventually(() => count('ServerHeartbeatStarted') === 2, 2000), `${label}: the next check`).to.equal(true);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await c.close();
+        const atClose = events.length;
+        expect(count('ServerHeartbeatStarted'), label).to.equal(count('ServerHeartbeatSucceeded') + count('ServerHeartbeatFailed'));
+        const failed = events.filter((e) => e.type === 'ServerHeartbeatFailed');
+        expect(failed.map((e) => [e.awaited, e.error.constructor]), label).to.deep.equal([[mode === 'stream', MonitorClosedError]]);
+        expect(count('ConnectionPoolCleared'), `${label}: clears`).to.equal(0);
+        const heartbeatsAfter = events.slice(events.indexOf(failed[0]) + 1).filter((e) => e.type.startsWith('ServerHeartbeat'));
+        expect(heartbeatsAfter, `${label}: heartbeats after the close's`).to.deep.equal([]);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(events.length, `${label}: events after close() resolved`).to.equal(atClose);
+        a.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+      }
+    }
   });
 
   it('authenticates pool connections with the URI credentials, never printing the password', async function () {

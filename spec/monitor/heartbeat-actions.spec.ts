@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { firstValueFrom, from, toArray } from 'rxjs';
-import { heartbeatActions, MongoNetworkError, MongoNetworkTimeoutError, type PoolInputAction, type ServerHeartbeatEvent } from '../../lib';
+import { heartbeatActions, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, type PoolInputAction, type ServerHeartbeatEvent } from '../../lib';
 
 const address = 'localhost:27017';
 
@@ -27,6 +27,15 @@ describe('heartbeatActions()', () => {
       { type: 'clear', cause: timeout, interruptInUseConnections: true },
       { type: 'clear', cause: network, interruptInUseConnections: false },
     ]);
+  });
+
+  it('maps the ServerHeartbeatFailed a closed monitor ends its check with (MonitorClosedError) to nothing: the pool is left as it is', async () => {
+    const actions = await actionsOf([
+      { type: 'ServerHeartbeatSucceeded', address, awaited: false, duration: 1, reply: {} },
+      { type: 'ServerHeartbeatStarted', address, awaited: true },
+      { type: 'ServerHeartbeatFailed', address, awaited: true, duration: 1, error: new MonitorClosedError(address) },
+    ]);
+    expect(actions).to.deep.equal([{ type: 'ready' }]);
   });
 
   it('passes over the events of a merged stream that are not heartbeats: a clear is not followed by a ready', async () => {

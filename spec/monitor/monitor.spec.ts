@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { createServer, type Socket } from 'net';
 import { ObjectId, type Document } from 'bson';
 import { Observable, of } from 'rxjs';
-import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -417,7 +417,7 @@ describe('Monitor', function () {
   });
 
   describe('close()', function () {
-    it('from a ServerHeartbeatStarted subscriber: the check opens no connection, and heartbeats$ completes', async function () {
+    it('from a ServerHeartbeatStarted subscriber: the check ends with ServerHeartbeatFailed, opens no connection, and heartbeats$ completes', async function () {
       let established = 0;
       const factory = connectionFactory({ host: '127.0.0.1', port: Number(server.address.split(':')[1]) });
       monitor = new Monitor({
@@ -437,7 +437,8 @@ describe('Monitor', function () {
       });
       monitor.start();
       await new Promise((r) => setTimeout(r, 50));
-      expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'complete']);
+      // The check ends with the close: its ServerHeartbeatStarted has its ServerHeartbeatFailed.
+      expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed', 'complete']);
       expect(established, 'establishments started after close()').to.equal(0);
       expect(server.connectionsAccepted, 'sockets the endpoint accepted').to.equal(0);
     });
@@ -871,6 +872,49 @@ describe('Monitor on virtual time (scripted connections)', function () {
   });
 
   describe('close()', function () {
+    it('ends a check in progress with ServerHeartbeatFailed (MonitorClosedError), polling and streaming: every Started has its end, no clear, no check after', async function () {
+      type Plan = Parameters<typeof rig>[1];
+      const streamed = { hello: { ok: 1, isWritablePrimary: true, topologyVersion } };
+      // [mode, state closed in, plan, virtual ms before the state, awaited of the check in progress (none: asleep)]
+      const cases: [ServerMonitoringMode, string, Plan, number, boolean | undefined][] = [
+        ['poll', 'establishing its connection', { establish: () => ({ afterMS: 60_000 }) }, 0, false],
+        ['poll', 'its hello in flight', { answer: () => ({ afterMS: 60_000 }) }, 10_000, false],
+        ['poll', 'asleep between checks', {}, 0, undefined],
+        ['stream', 'establishing its connection', { establish: () => ({ ...streamed, afterMS: 60_000 }) }, 0, false],
+        ['stream', 'waiting on the server\'s next reply', { establish: () => streamed, answer: () => ({ afterMS: 10_000, moreToCome: true, reply: streamed.hello }) }, 0, true],
+      ];
+      const closesAt = [0, 1, 250, 4_321, 9_999];
+      for (const [mode, state, plan, before, awaited] of cases) {
+        for (const k of closesAt) {
+          const label = `${mode}, closed ${k} ms into ${state}`;
+          const r = rig({ serverMonitoringMode: mode }, plan);
+          const actions: string[] = [];
+          r.monitor.heartbeats$.pipe(heartbeatActions()).subscribe((a) => actions.push(a.type));
+          r.monitor.start();
+          await r.clock.advanceAsync(before);
+          await r.clock.advanceAsync(k);
+          const seen = r.heartbeats.length;
+          r.monitor.close();
+          const count = (type: string): number => r.heartbeats.filter((e) => e.type === type).length;
+          expect(count('ServerHeartbeatStarted'), label).to.equal(count('ServerHeartbeatSucceeded') + count('ServerHeartbeatFailed'));
+          const published = r.heartbeats.slice(seen);
+          if (awaited === undefined) expect(published, label).to.deep.equal([]);
+          else {
+            expect(published.map((e) => e.type), label).to.deep.equal(['ServerHeartbeatFailed']);
+            const failed = published[0] as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
+            expect(failed.error, label).to.be.instanceOf(MonitorClosedError);
+            expect(failed.error.message).to.equal('The monitor of db:27017 was closed while its check was in progress');
+            expect({ awaited: failed.awaited, duration: failed.duration, time: failed.time }, label).to.deep.equal({ awaited, duration: k, time: before + k });
+          }
+          expect(actions, `${label}: the pool actions`).to.not.include('clear');
+          const establishments = r.establishments.length;
+          await r.clock.advanceAsync(60_000);
+          expect(r.establishments.length, `${label}: establishments after close()`).to.equal(establishments);
+          expect(r.heartbeats.length, `${label}: events after close()`).to.equal(seen + (awaited === undefined ? 0 : 1));
+        }
+      }
+    });
+
     it('while its connection is being established: counts no connection from then on, and cancelCheck() likewise', async function () {
       const closing = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ afterMS: 60_000 }) });
       closing.monitor.start();

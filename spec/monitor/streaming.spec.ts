@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { ObjectId } from 'bson';
-import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
+import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { WireProtocolError } from '../../lib/connection/wire-protocol';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
@@ -177,7 +177,10 @@ describe('Monitor: streaming protocol', function () {
     expect(completed).to.equal(true);
     expect(await eventually(() => server.openConnections === 0 && server.awaitingHelloCount === 0, 1000)).to.equal(true);
     expect(Date.now() - started).to.be.below(500);
-    expect(heartbeats.at(-1)!.type, 'no event after close').to.equal('ServerHeartbeatStarted');
+    // The streaming wait ends with the close, as a failed check that clears nothing; no event after it.
+    expect(heartbeats.slice(-2).map((e) => `${e.type}:${e.awaited}`)).to.deep.equal(['ServerHeartbeatStarted:true', 'ServerHeartbeatFailed:true']);
+    expect((heartbeats.at(-1) as Failed).error).to.be.instanceOf(MonitorClosedError);
+    expect(events.filter((e) => e.type === 'ConnectionPoolCleared'), 'clears').to.deep.equal([]);
   });
 
   it('cancelCheck() during a streaming wait fails the check at once and closes the connection; the next check comes 500 ms later', async function () {
