@@ -59,7 +59,7 @@ export type { AuthMechanism, CredentialsInit } from './auth/credentials';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
-export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
+export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, TopologyLogMessage, TopologyLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
 
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS, SERVER_MONITORING_MODES } from './monitor/monitor';
 export { heartbeatActions } from './monitor/heartbeat-actions';

@@ -7,9 +7,9 @@
  * from a connection string); server monitoring spec (a monitor per server, pools readied and cleared by it); load
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
-import type { Document } from 'bson';
+import { ObjectId, type Document } from 'bson';
 import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
-import { parseAddress } from '../address';
+import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
@@ -18,7 +18,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, type LogMessage } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -87,7 +87,8 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   directConnection?: boolean | undefined;
   /**
    * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
-   * connection string warnings) and the `connection` component's `debug` messages (CMAP).
+   * connection string warnings), the `connection` component's `debug` messages (CMAP) and the `topology` component's
+   * `debug` messages (each monitor's heartbeats: Server heartbeat started, succeeded, failed).
    */
   logging?: LoggingOptions | undefined;
   /**
@@ -196,15 +197,29 @@ export class Client {
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
    * connection string warning, made when the client was created and given to every subscriber, when `client` logs
    * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
-   * CMAP log messages of every pool, merged (when `connection` logs at `debug`). Each message is also written to the
-   * logging destination. Empty when both are off.
+   * CMAP log messages of every pool, merged (when `connection` logs at `debug`), and the heartbeat messages of every
+   * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
+   * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
+   * to it, and nothing is made otherwise). Each message is also written to the logging destination. Empty when all
+   * are off.
    *
-   * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; logging
-   * spec, "Components".
+   * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; server
+   * discovery and monitoring logging and monitoring spec, "Server Heartbeat Started/Succeeded/Failed" Log Messages;
+   * logging spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */
   readonly serverSelectionTimeoutMS: number;
+  /**
+   * The client's own id: a new ObjectId's 24-character hex string, made when the client is created, unique to it
+   * (across processes and threads too). The `topologyId` of its `topology` log messages, which tells apart the
+   * messages of two clients of one server written to one destination.
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Topology IDs" ("a unique value that is
+   * specific to the Topology", created once with it; "The language may decide how to generate the value and what
+   * type the value is"), as the Java driver's ClusterId makes it.
+   */
+  readonly topologyId: string = new ObjectId().toHexString();
 
   private readonly sink: LogSink | undefined;
   private readonly scheduler: SchedulerLike;
@@ -318,11 +333,26 @@ export class Client {
       for (const message of clientMessages) sink.write(message);
     }
 
+    // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
+    // and published in log$ before the event reaches events$ and the pool.
+    const topologyLog = new Subject<TopologyLogMessage>();
+    let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
+    if (willLog(logSettings.severities.topology, 'debug')) {
+      const sink = this.sink ?? openLogSink(logSettings.path);
+      const { maxDocumentLength } = logSettings;
+      heartbeatLog = (event, server) => {
+        const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength);
+        sink.write(message);
+        topologyLog.next(message);
+      };
+    }
+
     const pools = new Map<string, ConnectionPool<Connection>>();
     const monitors = new Map<string, Monitor>();
     const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
     try {
       this.openServers(pools, monitors, heartbeats, factories, {
+        heartbeatLog,
         poolOptions,
         monitorOptions,
         loadBalanced,
@@ -341,7 +371,9 @@ export class Client {
     this.pools = pools;
     this.monitors = monitors;
     this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
-    this.log$ = merge(from(clientMessages), ...[...pools.values()].map((p) => p.log$));
+    const logs: Observable<LogMessage>[] = [from(clientMessages), ...[...pools.values()].map((p) => p.log$)];
+    if (heartbeatLog !== undefined) logs.push(topologyLog);
+    this.log$ = merge(...logs);
     for (const pool of pools.values()) if (loadBalanced) pool.ready();
     // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
     queueMicrotask(() => {
@@ -383,6 +415,8 @@ export class Client {
     heartbeats: Observable<ServerHeartbeatEvent>[],
     factories: ReadonlyMap<string, HostFactories>,
     o: {
+      /** Writes and publishes the log message of a heartbeat event (none when the `topology` component is not at debug). */
+      heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
       poolOptions: PoolOptions & BackgroundOptions;
       /** The connection options of the monitors (see monitoringConnectionOptions). */
       monitorOptions: ConnectionOptions;
@@ -393,7 +427,7 @@ export class Client {
       scheduler: SchedulerLike | undefined;
     },
   ): void {
-    const { poolOptions, monitorOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
+    const { heartbeatLog, poolOptions, monitorOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
     for (const address of this.hosts) {
       const factory = factories.get(address)!;
       const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory: factory.pool, loadBalanced, logging, scheduler });
@@ -414,8 +448,11 @@ export class Client {
       const toPool = new Subject<ServerHeartbeatEvent>();
       heartbeats.push(published);
       toPool.pipe(heartbeatActions()).subscribe(pool.input);
+      const server = parseAddress(address);
       monitor.heartbeats$.subscribe({
         next: (e) => {
+          // Its log message first: the spec's order of log messages is that of the changes they report.
+          heartbeatLog?.(e, server);
           // The check close() ended: published, so that its ServerHeartbeatStarted has its end, and nothing more.
           if (e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError) {
             published.next(e);

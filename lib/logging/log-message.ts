@@ -1,15 +1,18 @@
 /**
  * CMAP events as the spec's log messages: structured (exact key names) and, through `render()`, unstructured; and
- * the client's own messages (component `client`: connection string warnings).
+ * the client's own messages (component `client`: connection string warnings); the heartbeat messages (component
+ * `topology`).
  *
  * Source: CMAP spec, "Connection Pool Logging" (every message, its keys, reason strings and unstructured form);
  * logging spec ("Representing Errors", "Omitting Null Values", truncation of documents); connection string spec,
- * "Keys", "Values" (WARN messages for what a connection string has that is ignored).
+ * "Keys", "Values" (WARN messages for what a connection string has that is ignored); server discovery and monitoring
+ * logging and monitoring spec, "Log Messages" (the heartbeat messages).
  */
 import { EJSON } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
+import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
 import type { ListsEveryOption, PoolOptions } from '../options';
 import { documentPrefix } from './document-prefix';
 
@@ -214,12 +217,82 @@ export class ClientLogMessage {
 }
 
 /**
- * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`)
- * or a {@link ClientLogMessage} (`client`, `warn`).
+ * The fields of a heartbeat log message, under the spec's key names; a key without a value is left out.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Common Fields", "Server Heartbeat Started",
+ * "Server Heartbeat Succeeded" and "Server Heartbeat Failed" Log Messages; logging spec, "Omitting Null Values from
+ * Log Messages".
+ */
+export interface TopologyLogFields {
+  /** `"Server heartbeat started"`, `"Server heartbeat succeeded"` or `"Server heartbeat failed"`. */
+  readonly message: 'Server heartbeat started' | 'Server heartbeat succeeded' | 'Server heartbeat failed';
+  /** The id of the client whose monitor checked (`Client.topologyId`: a 24-character hex string). */
+  readonly topologyId: string;
+  /** The monitored server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
+  readonly serverHost: string;
+  /** The monitored server's port (27017 when the address gave none); absent for a Unix domain socket. */
+  readonly serverPort?: number;
+  /** The driver's id of the monitoring connection: the event's `connectionId` (always 0). */
+  readonly driverConnectionId: number;
+  /** The server's id of the monitoring connection (the event's `serverConnectionId`), when known. */
+  readonly serverConnectionId?: number;
+  /** Whether the check is of the streaming protocol (the event's `awaited`). */
+  readonly awaited: boolean;
+  /** Succeeded and failed: the event's `duration`, in ms. */
+  readonly durationMS?: number;
+  /** Succeeded: the server's reply as relaxed Extended JSON, truncated to the max document length. */
+  readonly reply?: string;
+  /**
+   * Failed: the event's error, written as every logged error is (see {@link LoggedError}). Never redacted: a
+   * monitoring connection is never authenticated, so its hello is not a sensitive command.
+   */
+  readonly failure?: LoggedError;
+}
+
+/**
+ * One log message of the `topology` component, at `debug`: a client's heartbeat messages, made from its monitors'
+ * heartbeat events ("Server heartbeat started", "succeeded", "failed"), one per event, when the component logs at
+ * `debug` (nothing is built otherwise). Treat it as immutable (it is shared by every subscriber of `log$`). `time` is
+ * in ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time` is not a
+ * valid date; `render()` never throws.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Log Messages" ("MUST be logged at Debug level
+ * and use the topology log component"), "Server Heartbeat Started/Succeeded/Failed" Log Messages; logging spec,
+ * "Components", "Structured versus Unstructured Logging".
+ */
+export class TopologyLogMessage {
+  /** The log component: always `topology`. */
+  readonly component = 'topology' as const;
+  /** The severity: always `debug`. */
+  readonly level = 'debug' as const;
+
+  constructor(
+    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
+    readonly time: number,
+    /** The structured fields, under the spec's key names. */
+    readonly fields: TopologyLogFields,
+  ) {}
+
+  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
+  toJSON(): Record<string, unknown> {
+    const json: Record<string, unknown> = { t: new Date(this.time).toISOString(), c: this.component, s: this.level };
+    for (const [key, value] of Object.entries(this.fields)) if (value !== undefined) json[key] = value;
+    return json;
+  }
+
+  /** The spec's unstructured form of this message. */
+  render(): string {
+    return renderTopologyMessage(this.fields);
+  }
+}
+
+/**
+ * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`),
+ * a {@link ClientLogMessage} (`client`, `warn`) or a {@link TopologyLogMessage} (`topology`, `debug`).
  *
  * Source: logging spec, "Components", "Log Severity Levels".
  */
-export type LogMessage = ConnectionLogMessage | ClientLogMessage;
+export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage;
 
 /**
  * The pool options Connection pool created reports (each only when the user set it), in the order the CMAP message
@@ -539,4 +612,54 @@ function errorText(error: LoggedError): string {
   let text = `${error.type}: ${error.message}`;
   for (let cause = error.cause; cause !== undefined; cause = cause.cause) text += `, caused by ${cause.type}: ${cause.message}`;
   return text;
+}
+
+/**
+ * The log message of a heartbeat event of the client whose id is `topologyId`, for the monitor of `server`: the reply
+ * and the error truncated to `maxDocumentLength` (only the part of the reply that shows within it is written). Never
+ * throws (a reply or an error that cannot be read is said to be so).
+ */
+export function heartbeatLogMessage(
+  event: ServerHeartbeatEvent,
+  server: ServerAddress,
+  topologyId: string,
+  maxDocumentLength: number,
+): TopologyLogMessage {
+  const common = {
+    topologyId,
+    serverHost: server.host,
+    ...(server.port === undefined ? {} : { serverPort: server.port }),
+    driverConnectionId: event.connectionId,
+    ...(event.serverConnectionId === undefined ? {} : { serverConnectionId: event.serverConnectionId }),
+    awaited: event.awaited,
+  };
+  switch (event.type) {
+    case 'ServerHeartbeatStarted':
+      return new TopologyLogMessage(event.time, { message: 'Server heartbeat started', ...common });
+    case 'ServerHeartbeatSucceeded':
+      return new TopologyLogMessage(event.time, { message: 'Server heartbeat succeeded', ...common, durationMS: event.duration, reply: responseText(event.reply, maxDocumentLength) });
+    case 'ServerHeartbeatFailed':
+      return new TopologyLogMessage(event.time, { message: 'Server heartbeat failed', ...common, durationMS: event.duration, failure: logError(event.error, maxDocumentLength) });
+  }
+}
+
+/**
+ * The unstructured form (SDAM logging and monitoring spec, "Server Heartbeat Started/Succeeded/Failed" Log
+ * Messages), omitting the segment of an unknown serverConnectionId; `{{serverHost}}:{{serverPort}}` written as the
+ * connection messages write it (an IPv6 host in brackets, a Unix domain socket path alone).
+ */
+export function renderTopologyMessage(f: TopologyLogFields): string {
+  const where = writtenAddress(f.serverHost, f.serverPort);
+  const serverId = f.serverConnectionId === undefined ? '' : ` and server-generated ID ${f.serverConnectionId}`;
+  const on = `for ${where} on connection with driver-generated ID ${f.driverConnectionId}${serverId} in topology with ID ${f.topologyId}. Awaited: ${f.awaited}`;
+  switch (f.message) {
+    case 'Server heartbeat started':
+      return `Heartbeat started ${on}`;
+    case 'Server heartbeat succeeded':
+      return `Heartbeat succeeded in ${f.durationMS} ms ${on}. Reply: ${f.reply}`;
+    case 'Server heartbeat failed':
+      return `Heartbeat failed in ${f.durationMS} ms ${on}. Failure: ${f.failure ? errorText(f.failure) : ''}`;
+    default:
+      return f.message;
+  }
 }

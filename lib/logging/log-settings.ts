@@ -32,12 +32,13 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /**
  * The log components whose severity can be set (a frozen array): `client` (the client's own messages: warnings about
  * its connection string, level `warn`; over MONGODB_LOG_CLIENT), `connection` (the CMAP log messages, level `debug`;
- * over MONGODB_LOG_CONNECTION) and `topology` (accepted and resolved; this library emits no topology messages; over
- * MONGODB_LOG_TOPOLOGY).
+ * over MONGODB_LOG_CONNECTION) and `topology` (a client's heartbeat messages, level `debug`: Server heartbeat
+ * started, succeeded, failed; over MONGODB_LOG_TOPOLOGY).
  *
  * Source: logging spec, "Components" (`connection`, `topology`; "Drivers MAY define additional language-specific
- * components"); CMAP spec, "Connection Pool Logging" (component `connection`); `client`: the MongoDB Node.js
- * driver's component of the same name and variable; connection string spec, "Keys" and "Values" (WARN messages).
+ * components"); CMAP spec, "Connection Pool Logging" (component `connection`); server discovery and monitoring
+ * logging and monitoring spec, "Log Messages" (component `topology`); `client`: the MongoDB Node.js driver's
+ * component of the same name and variable; connection string spec, "Keys" and "Values" (WARN messages).
  */
 export const LOG_COMPONENTS = Object.freeze(['client', 'connection', 'topology'] as const);
 
@@ -75,7 +76,8 @@ export interface LogSink {
 export interface LoggingOptions {
   /**
    * Minimum severity per component; `default` applies to components not named. CMAP messages are `debug`, so
-   * `{ connection: 'debug' }` turns them on; connection string warnings are `warn` messages of `client`. Over
+   * `{ connection: 'debug' }` turns them on; a client's heartbeat messages are `debug` messages of `topology`;
+   * connection string warnings are `warn` messages of `client`. Over
    * MONGODB_LOG_CLIENT / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
    */
   componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>> | undefined;

@@ -14,6 +14,23 @@ import type { Document } from 'bson';
 export interface ServerHeartbeatStartedEvent {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatStarted';
+  /**
+   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
+   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
+   * connection is 1). An int, never `host:port` (that is `address`).
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
+   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
+   */
+  readonly connectionId: number;
+  /**
+   * The server's id for that connection (the `connectionId` of its handshake reply), when known: absent while the
+   * check opens the connection (a first check, or one after a failure), and when the server gave none.
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
+   * known").
+   */
+  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check started: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
@@ -35,6 +52,23 @@ export interface ServerHeartbeatStartedEvent {
 export interface ServerHeartbeatSucceededEvent {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatSucceeded';
+  /**
+   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
+   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
+   * connection is 1). An int, never `host:port` (that is `address`).
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
+   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
+   */
+  readonly connectionId: number;
+  /**
+   * The server's id for that connection (the `connectionId` of its handshake reply); absent when the server gave
+   * none.
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
+   * known").
+   */
+  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check ended: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
@@ -74,6 +108,23 @@ export interface ServerHeartbeatSucceededEvent {
 export interface ServerHeartbeatFailedEvent {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatFailed';
+  /**
+   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
+   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
+   * connection is 1). An int, never `host:port` (that is `address`).
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
+   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
+   */
+  readonly connectionId: number;
+  /**
+   * The server's id for that connection (the `connectionId` of its handshake reply), when known: absent while the
+   * check opens the connection (a failure before the connection was established), and when the server gave none.
+   *
+   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
+   * known").
+   */
+  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check failed: the monitor's scheduler `now()` (ms since the Unix epoch by default). */

@@ -54,6 +54,30 @@ function moreToComeOf(connection: Connection | undefined): boolean {
 }
 
 /**
+ * The id a monitor gives its connection factory for every monitoring connection, and its heartbeat events'
+ * `connectionId` (the RTT connection is 1).
+ */
+const MONITORING_CONNECTION_ID = 0;
+
+/**
+ * The server's id for `connection` (its handshake reply's `connectionId`), when it has one that can be read: a
+ * connection of a user's connectionFactory may have none, or a getter that throws.
+ */
+function serverConnectionIdOf(connection: Connection | undefined): number | undefined {
+  try {
+    const id: unknown = connection?.server.serverConnectionId;
+    return typeof id === 'number' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `{ serverConnectionId }` when it is known, else nothing: an event leaves the key out. */
+function serverIdField(id: number | undefined): { serverConnectionId?: number } {
+  return id === undefined ? {} : { serverConnectionId: id };
+}
+
+/**
  * Which monitoring protocol a monitor uses: `stream` uses the streaming protocol when the server supports it (its
  * hello reply carries `topologyVersion`, MongoDB 4.4+) and polls otherwise; `poll` always polls; `auto` (the default)
  * polls when the process runs on a FaaS platform (detected as for the handshake's `client.env.name`: AWS Lambda, Azure
@@ -206,7 +230,7 @@ export class Monitor {
    * The check whose ServerHeartbeatStarted was published and whose Succeeded or Failed was not yet: `close()` ends it
    * with ServerHeartbeatFailed (MonitorClosedError).
    */
-  private inProgress: { readonly started: number; readonly awaited: boolean } | undefined;
+  private inProgress: { readonly started: number; readonly awaited: boolean; serverConnectionId: number | undefined } | undefined;
 
   /**
    * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
@@ -369,7 +393,8 @@ export class Monitor {
     if (check !== undefined) {
       const now = this.scheduler.now();
       const error = new MonitorClosedError(this.address);
-      this.events.next(Object.freeze({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited: check.awaited, duration: now - check.started, error }));
+      const ids = { connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId) };
+      this.events.next(Object.freeze({ type: 'ServerHeartbeatFailed', address: this.address, ...ids, time: now, awaited: check.awaited, duration: now - check.started, error }));
     }
     this.events.complete();
   }
@@ -436,8 +461,8 @@ export class Monitor {
     });
     cancelled.catch(() => undefined); // awaited through cancellable() only
     // Set first: a subscriber of ServerHeartbeatStarted may close the monitor, which then ends this check.
-    this.inProgress = { started, awaited };
-    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, time: started, awaited });
+    const check = (this.inProgress = { started, awaited, serverConnectionId: serverConnectionIdOf(connection) });
+    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId), time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
      * the check went on with it, still ends the check. What `work` yields after a cancellation is given to `discard`
@@ -471,6 +496,7 @@ export class Monitor {
           return false;
         }
         this.connection = connection;
+        check.serverConnectionId = serverConnectionIdOf(connection);
         reply = connection.hello;
         handshakeDurationMS = connection.handshakeDurationMS;
       } else if (moreToCome) {
@@ -503,7 +529,7 @@ export class Monitor {
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
       this.inProgress = undefined;
-      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, time: now, awaited, duration, reply });
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId), time: now, awaited, duration, reply });
       this.followRtt();
       // Cancelled by a subscriber of that event: the next check is the requested one, 500 ms after this one.
       if (cancellation !== undefined) return false;
@@ -520,7 +546,8 @@ export class Monitor {
       this.topologyVersion = undefined;
       this.roundTripTimes.reset();
       this.inProgress = undefined;
-      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, time: now, awaited, duration: now - started, error: err });
+      const ids = { connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId) };
+      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, ...ids, time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
       this.lastCheckOk = false;
@@ -539,7 +566,7 @@ export class Monitor {
    * connection outlives the monitor.
    */
   private connect(): Promise<Connection> {
-    const { connection, subscription } = establish(this.factory, this.address, 0, () => this.closed);
+    const { connection, subscription } = establish(this.factory, this.address, MONITORING_CONNECTION_ID, () => this.closed);
     this.establishing = subscription;
     return connection.finally(() => {
       if (this.establishing === subscription) this.establishing = undefined;

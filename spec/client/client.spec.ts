@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
-import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink } from '../../lib';
+import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink, type ClientOptions, type TopologyLogMessage } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -718,6 +718,83 @@ describe('connect() / Client', function () {
       await client.close();
       expect(written.map((m) => m.toJSON().message)).to.deep.equal(['unknown option fooBar is ignored', 'Connection pool created', 'Connection pool closed']);
       expect(closes).to.equal(0);
+    });
+  });
+
+  describe('heartbeat log messages (component topology)', function () {
+    /** The environment variables a case sets, put back after it. */
+    const saved: Record<string, string | undefined> = {};
+    afterEach(function () {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+        delete saved[name];
+      }
+    });
+
+    const cases: [string, Record<string, string>, ClientOptions['logging']][] = [
+      ['logging option', {}, { componentSeverities: { topology: 'debug', connection: 'debug' } }],
+      ['MONGODB_LOG_TOPOLOGY=debug', { MONGODB_LOG_TOPOLOGY: 'debug', MONGODB_LOG_CONNECTION: 'debug' }, {}],
+      ['MONGODB_LOG_ALL=debug', { MONGODB_LOG_ALL: 'debug' }, {}],
+    ];
+    for (const [how, env, logging] of cases) {
+      it(`topology at debug (${how}): one message per heartbeat, with the spec's keys, written before the pool reacts, and every started one ends, at close too`, async function () {
+        for (const [name, value] of Object.entries(env)) {
+          saved[name] = process.env[name];
+          process.env[name] = value;
+        }
+        const [a] = await start();
+        const written: LogMessage[] = [];
+        const sink: LogSink = { write: (m) => void written.push(m as LogMessage) };
+        const c = (client = connect(`mongodb://${a.address}/?heartbeatFrequencyMS=500&appName=hblog&serverMonitoringMode=stream`, { logging: { ...logging, path: sink } }));
+        const fed: LogMessage[] = [];
+        c.log$.subscribe((m) => fed.push(m));
+        const heartbeats: ClientEvent[] = [];
+        c.events$.subscribe((e) => e.type.startsWith('ServerHeartbeat') && heartbeats.push(e));
+        expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatSucceeded') && a.awaitingHelloCount === 1)).to.equal(true);
+        // A failing heartbeat: the server closes the monitoring connection (unified test logging-standalone, "Failing heartbeat").
+        a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], closeConnection: true, appName: 'hblog' } });
+        expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'))).to.equal(true);
+        expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').length === 2)).to.equal(true);
+        // Streaming again (500 ms after the failure): closed during that wait.
+        expect(await eventually(() => a.awaitingHelloCount === 1, 2000)).to.equal(true);
+        await c.close();
+
+        const topology = written.filter((m): m is TopologyLogMessage => m.component === 'topology');
+        expect(topology.length, 'one message per heartbeat event').to.equal(heartbeats.length);
+        expect(fed.filter((m) => m.component === 'topology'), 'log$ carries the messages written').to.deep.equal(topology);
+        const json = topology.map((m) => m.toJSON());
+        const messages = json.map((m) => m.message);
+        expect(messages.filter((m) => m === 'Server heartbeat started').length, 'every started one ends').to.equal(messages.filter((m) => m !== 'Server heartbeat started').length);
+        expect(json.every((m) => m.c === 'topology' && m.s === 'debug' && m.topologyId === c.topologyId && m.serverHost === '127.0.0.1' && m.serverPort === Number(a.address.split(':')[1]) && m.driverConnectionId === 0)).to.equal(true);
+        expect(c.topologyId).to.match(/^[0-9a-f]{24}$/);
+        // Unified test logging-standalone, "Successful heartbeat": the first two messages.
+        expect(json[0]).to.include({ message: 'Server heartbeat started', awaited: false }).and.not.have.property('serverConnectionId');
+        expect(json[1]).to.include({ message: 'Server heartbeat succeeded', awaited: false });
+        expect(json[1].serverConnectionId).to.be.a('number');
+        expect(json[1].durationMS).to.be.a('number');
+        expect(JSON.parse(json[1].reply as string)).to.include({ ok: 1 });
+        const failure = json.find((m) => m.message === 'Server heartbeat failed')!;
+        expect(failure).to.include({ awaited: true });
+        expect(failure.durationMS).to.be.a('number');
+        expect(failure.failure).to.include({ type: 'MongoNetworkError' });
+        expect(json.at(-1)!.failure, 'the check the close ended').to.include({ type: 'MonitorClosedError' });
+        // Written as its event is published, before the pool it readies says so.
+        const order = written.map((m) => m.toJSON().message);
+        expect(order.indexOf('Server heartbeat succeeded')).to.be.below(order.indexOf('Connection pool ready'));
+      });
+    }
+
+    it('topology off (the default): no topology message, and nothing in log$ for it', async function () {
+      const [a] = await start();
+      const written: LogMessage[] = [];
+      client = connect(`mongodb://${a.address}/?heartbeatFrequencyMS=500`, { logging: { componentSeverities: { connection: 'debug', topology: 'info' }, path: { write: (m) => void written.push(m as LogMessage) } } });
+      const fed: LogMessage[] = [];
+      client.log$.subscribe((m) => fed.push(m));
+      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      await client.close();
+      expect(written.length).to.be.above(0);
+      expect([...written, ...fed].filter((m) => m.component === 'topology')).to.deep.equal([]);
     });
   });
 

@@ -239,10 +239,10 @@ describe('examples/live-view', function () {
       const stats = new LiveStats({ now: clock.now, logLength: 3 });
       stats.start();
       clock.t += 250;
-      stats.onEvent({ type: 'ServerHeartbeatSucceeded', address: 'h:1', time: 0, awaited: false, duration: 0.42, reply: {} });
+      stats.onEvent({ type: 'ServerHeartbeatSucceeded', address: 'h:1', connectionId: 0, time: 0, awaited: false, duration: 0.42, reply: {} });
       stats.onEvent({ type: 'ConnectionPoolCleared', address: 'h:1', time: 0, interruptInUseConnections: false });
       const error = new Error('ECONNRESET');
-      stats.onEvent({ type: 'ServerHeartbeatFailed', address: 'h:1', time: 0, awaited: false, duration: 3, error });
+      stats.onEvent({ type: 'ServerHeartbeatFailed', address: 'h:1', connectionId: 0, time: 0, awaited: false, duration: 3, error });
       stats.onEvent({ type: 'ConnectionPoolReady', address: 'h:1', time: 0 });
       expect(stats.model(RUN).log).to.deep.equal([
         { atMS: 250, text: 'pool cleared' },

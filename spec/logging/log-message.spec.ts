@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
-import { ClientLogMessage, connectionLogMessage, truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, connectionLogMessage, heartbeatLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -465,5 +465,66 @@ describe('connection log messages', function () {
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
     expect(lines[0]).to.equal('existing line');
     expect(lines.slice(1).map((l) => JSON.parse(l).message)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection pool closed']);
+  });
+});
+
+describe('heartbeat log messages (component topology)', function () {
+  const topologyId = '65f1c0a2b3c4d5e6f7a8b9c0';
+  const server = { address: 'db.example:27018', host: 'db.example', port: 27018 };
+  const base = { address: 'db.example:27018', time: Date.UTC(2024, 0, 2, 3, 4, 5), connectionId: 0 };
+  const json = (m: ReturnType<typeof heartbeatLogMessage>): Record<string, unknown> => {
+    const { t, ...rest } = m.toJSON();
+    expect(t).to.equal('2024-01-02T03:04:05.000Z');
+    return rest;
+  };
+
+  it('started, succeeded, failed: the spec\'s keys (debug, topology), and its unstructured sentences', function () {
+    const started = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: false }, server, topologyId, 1000);
+    expect(json(started)).to.deep.equal({ c: 'topology', s: 'debug', message: 'Server heartbeat started', topologyId, serverHost: 'db.example', serverPort: 27018, driverConnectionId: 0, awaited: false });
+    expect(started.render()).to.equal(`Heartbeat started for db.example:27018 on connection with driver-generated ID 0 in topology with ID ${topologyId}. Awaited: false`);
+
+    const reply = { ok: 1, isWritablePrimary: true, connectionId: 7 };
+    const succeeded = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatSucceeded', serverConnectionId: 7, awaited: true, duration: 12.5, reply }, server, topologyId, 1000);
+    expect(json(succeeded)).to.deep.equal({
+      c: 'topology',
+      s: 'debug',
+      message: 'Server heartbeat succeeded',
+      topologyId,
+      serverHost: 'db.example',
+      serverPort: 27018,
+      driverConnectionId: 0,
+      serverConnectionId: 7,
+      awaited: true,
+      durationMS: 12.5,
+      reply: '{"ok":1,"isWritablePrimary":true,"connectionId":7}',
+    });
+    expect(succeeded.render()).to.equal(
+      `Heartbeat succeeded in 12.5 ms for db.example:27018 on connection with driver-generated ID 0 and server-generated ID 7 in topology with ID ${topologyId}. Awaited: true. Reply: {"ok":1,"isWritablePrimary":true,"connectionId":7}`,
+    );
+
+    const error = new MongoServerError({ ok: 0, code: 91, codeName: 'ShutdownInProgress', errmsg: 'shutting down' });
+    const failed = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatFailed', serverConnectionId: 7, awaited: false, duration: 3, error }, server, topologyId, 1000);
+    const failedJson = json(failed);
+    expect(failedJson).to.deep.include({ message: 'Server heartbeat failed', driverConnectionId: 0, serverConnectionId: 7, awaited: false, durationMS: 3 });
+    expect(failedJson.failure).to.deep.include({ type: 'MongoServerError', message: 'shutting down', code: 91, codeName: 'ShutdownInProgress' });
+    expect(failed.render()).to.equal(
+      `Heartbeat failed in 3 ms for db.example:27018 on connection with driver-generated ID 0 and server-generated ID 7 in topology with ID ${topologyId}. Awaited: false. Failure: MongoServerError: shutting down`,
+    );
+  });
+
+  it('truncates the reply and the failure to maxDocumentLength; a Unix domain socket has no serverPort, an IPv6 host is written in brackets', function () {
+    const reply = { ok: 1, blob: 'x'.repeat(100_000) };
+    const cut = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatSucceeded', awaited: false, duration: 1, reply }, server, topologyId, 20);
+    expect(cut.fields.reply).to.equal('{"ok":1,"blob":"xxxx...');
+    const failed = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatFailed', awaited: false, duration: 1, error: new MongoNetworkError('h:1', 'y'.repeat(50)) }, server, topologyId, 10);
+    expect(failed.fields.failure?.message).to.equal('yyyyyyyyyy...');
+
+    const socket = { address: '/tmp/mongodb-27017.sock', host: '/tmp/mongodb-27017.sock' };
+    const overSocket = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: false }, socket, topologyId, 1000);
+    expect(overSocket.toJSON()).to.not.have.key('serverPort');
+    expect(overSocket.render()).to.match(/^Heartbeat started for \/tmp\/mongodb-27017\.sock on connection/);
+    const v6 = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: true }, { address: '[::1]:27017', host: '::1', port: 27017 }, topologyId, 1000);
+    expect(v6.fields).to.include({ serverHost: '::1', serverPort: 27017 });
+    expect(v6.render()).to.match(/^Heartbeat started for \[::1\]:27017 on connection/);
   });
 });

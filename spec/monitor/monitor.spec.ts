@@ -599,7 +599,6 @@ describe('Monitor on virtual time (scripted connections)', function () {
 
   class ScriptedConnection {
     readonly calls: Call[] = [];
-    readonly server = { helloOk: true };
     moreToCome = false;
     destroyed = false;
     constructor(
@@ -617,6 +616,10 @@ describe('Monitor on virtual time (scripted connections)', function () {
     }
     destroy(): void {
       this.destroyed = true;
+    }
+    /** As a handshake records it: the server's id for the connection is its hello's `connectionId`. */
+    get server(): { helloOk: boolean; serverConnectionId: number | undefined } {
+      return { helloOk: true, serverConnectionId: typeof this.hello.connectionId === 'number' ? this.hello.connectionId : undefined };
     }
     private reply(call: Call): Promise<Document> {
       this.calls.push(call);
@@ -711,6 +714,28 @@ describe('Monitor on virtual time (scripted connections)', function () {
       expect(stream.monitor.streaming).to.equal(true);
       stream.monitor.close();
     }
+  });
+
+  it('gives each heartbeat event the monitoring connection\'s ids: connectionId 0 always, serverConnectionId once the connection\'s handshake gave one', async function () {
+    const r = rig(
+      { serverMonitoringMode: 'poll' },
+      {
+        establish: (n) => (n === 1 ? { hello: { ok: 1, isWritablePrimary: true, connectionId: 41 } } : { error: networkError() }),
+        answer: () => ({ error: networkError() }),
+      },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(10_000);
+    const ids = r.heartbeats.map((e) => [e.type.replace('ServerHeartbeat', ''), e.connectionId, 'serverConnectionId' in e ? e.serverConnectionId : 'absent']);
+    expect(ids).to.deep.equal([
+      ['Started', 0, 'absent'], // opening the connection: the server's id is not known yet
+      ['Succeeded', 0, 41],
+      ['Started', 0, 41],
+      ['Failed', 0, 41], // the hello failed on connection 41
+      ['Started', 0, 'absent'], // retried at once, on a new connection
+      ['Failed', 0, 'absent'], // which could not be established
+    ]);
+    expect(r.establishments.map(([, id]) => id), 'the id each monitoring connection was made with').to.deep.equal([0, 0]);
   });
 
   it('times its heartbeat events on its scheduler: time is the end, duration the virtual time the check took', async function () {
