@@ -4,7 +4,7 @@
  * emitted, and with no work running nothing may be in use, waiting or being established.
  */
 import type { Subscription } from 'rxjs';
-import type { ConnectionPoolCore, ConnectionPoolEvent, PoolSnapshot, ServerHeartbeatEvent } from '../lib';
+import { MonitorClosedError, type ConnectionPoolCore, type ConnectionPoolEvent, type PoolSnapshot, type ServerHeartbeatEvent } from '../lib';
 
 /** What an audit reads of a pool: its events and its snapshot. */
 export type AuditedPool = Pick<ConnectionPoolCore, 'events$' | 'snapshot'>;
@@ -132,7 +132,7 @@ export class PoolAudit {
 export class MonitorAudit {
   /** ServerHeartbeatSucceeded events. */
   succeeded = 0;
-  /** ServerHeartbeatFailed events. */
+  /** ServerHeartbeatFailed events, but for the check a close() ended (MonitorClosedError). */
   failed = 0;
   private connected = false;
   private checking = false;
@@ -149,7 +149,8 @@ export class MonitorAudit {
         this.connected = true;
         break;
       case 'ServerHeartbeatFailed':
-        this.failed++;
+        // The check close() ended says nothing of the server: no failure.
+        if (!(event.error instanceof MonitorClosedError)) this.failed++;
         this.checking = false;
         this.connected = false;
         break;

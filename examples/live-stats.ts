@@ -8,7 +8,7 @@
  * summarised the way HdrHistogram-based monitors do).
  */
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
-import { InvalidOptionError, type ClientEvent, type PoolSnapshot } from '../lib';
+import { InvalidOptionError, MonitorClosedError, type ClientEvent, type PoolSnapshot } from '../lib';
 import type { CellState, ConnectionCell, LiveViewModel, LogEntry } from './live-view';
 
 /** Options of {@link LiveStats}. */
@@ -135,7 +135,9 @@ export class LiveStats {
         this.addLog(`heartbeat ok ${e.duration.toFixed(1)} ms`);
         break;
       case 'ServerHeartbeatFailed':
-        this.addLog(`heartbeat failed after ${e.duration.toFixed(1)} ms: ${e.error.message}`);
+        // The check a close() ended says nothing of the server.
+        if (e.error instanceof MonitorClosedError) this.addLog('monitor closed');
+        else this.addLog(`heartbeat failed after ${e.duration.toFixed(1)} ms: ${e.error.message}`);
         break;
     }
   }

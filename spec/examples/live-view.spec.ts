@@ -4,7 +4,7 @@
  * bounded however many checkouts it records.
  */
 import { expect } from 'chai';
-import { InvalidOptionError, type ClientEvent, type PoolSnapshot } from '../../lib';
+import { InvalidOptionError, MonitorClosedError, type ClientEvent, type PoolSnapshot } from '../../lib';
 import { LiveStats } from '../../examples/live-stats';
 import { enterScreen, frame, leaveScreen } from '../../examples/live-screen';
 import { CELL_LEGEND, renderLiveView, sparkline, type CellState, type LiveViewModel } from '../../examples/live-view';
@@ -249,6 +249,9 @@ describe('examples/live-view', function () {
         { atMS: 250, text: 'heartbeat failed after 3.0 ms: ECONNRESET' },
         { atMS: 250, text: 'pool ready' },
       ]);
+      // The check a close() ended is not logged as a failed heartbeat.
+      stats.onEvent({ type: 'ServerHeartbeatFailed', address: 'h:1', connectionId: 0, time: 0, awaited: true, duration: 120, error: new MonitorClosedError('h:1') });
+      expect(stats.model(RUN).log.at(-1)).to.deep.equal({ atMS: 250, text: 'monitor closed' });
     });
 
     it('bounded memory: a million waits fill histograms, not lists; the series keep historyLength windows', function () {
