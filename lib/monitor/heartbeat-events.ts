@@ -6,31 +6,35 @@
 import type { Document } from 'bson';
 
 /**
+ * The ids of the monitoring connection a check runs on, in every heartbeat event.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common Fields"
+ * (`driverConnectionId`: "MUST NOT contain the host/port"; `serverConnectionId`: "if known").
+ */
+export interface HeartbeatConnectionIds {
+  /**
+   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
+   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
+   * connection is 1). An int, never `host:port` (that is `address`).
+   */
+  readonly connectionId: number;
+  /**
+   * The server's id for that connection (the `connectionId` of its handshake reply), when known: absent while the
+   * check opens the connection (a first check, one after a failure, a failure before the connection was
+   * established), and when the server gave none.
+   */
+  readonly serverConnectionId?: number;
+}
+
+/**
  * A check started: emitted before the monitor connects (first check, or after a failure), sends `hello`, or (streaming)
  * reads the server's next reply.
  *
  * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatStartedEvent).
  */
-export interface ServerHeartbeatStartedEvent {
+export interface ServerHeartbeatStartedEvent extends HeartbeatConnectionIds {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatStarted';
-  /**
-   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
-   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
-   * connection is 1). An int, never `host:port` (that is `address`).
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
-   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
-   */
-  readonly connectionId: number;
-  /**
-   * The server's id for that connection (the `connectionId` of its handshake reply), when known: absent while the
-   * check opens the connection (a first check, or one after a failure), and when the server gave none.
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
-   * known").
-   */
-  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check started: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
@@ -49,26 +53,9 @@ export interface ServerHeartbeatStartedEvent {
  *
  * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatSucceededEvent).
  */
-export interface ServerHeartbeatSucceededEvent {
+export interface ServerHeartbeatSucceededEvent extends HeartbeatConnectionIds {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatSucceeded';
-  /**
-   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
-   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
-   * connection is 1). An int, never `host:port` (that is `address`).
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
-   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
-   */
-  readonly connectionId: number;
-  /**
-   * The server's id for that connection (the `connectionId` of its handshake reply); absent when the server gave
-   * none.
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
-   * known").
-   */
-  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check ended: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
@@ -105,26 +92,9 @@ export interface ServerHeartbeatSucceededEvent {
  * Source: server monitoring spec, "SDAM Monitoring" (ServerHeartbeatFailedEvent), "Network or command error during
  * server check"; server discovery and monitoring logging and monitoring spec, "Guarantees", "Heartbeats".
  */
-export interface ServerHeartbeatFailedEvent {
+export interface ServerHeartbeatFailedEvent extends HeartbeatConnectionIds {
   /** The event's name; discriminates {@link ServerHeartbeatEvent}. */
   readonly type: 'ServerHeartbeatFailed';
-  /**
-   * The driver's id of the monitoring connection the check runs on, or opens: always 0 (with the default factory,
-   * the connection's `id`), the id a monitor gives its connection factory for every monitoring connection (its RTT
-   * connection is 1). An int, never `host:port` (that is `address`).
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Events API" (`connectionId`), "Common
-   * Fields" (`driverConnectionId`: "MUST NOT contain the host/port").
-   */
-  readonly connectionId: number;
-  /**
-   * The server's id for that connection (the `connectionId` of its handshake reply), when known: absent while the
-   * check opens the connection (a failure before the connection was established), and when the server gave none.
-   *
-   * Source: server discovery and monitoring logging and monitoring spec, "Common Fields" (`serverConnectionId`: "if
-   * known").
-   */
-  readonly serverConnectionId?: number;
   /** The monitored server, `host:port`. */
   readonly address: string;
   /** When the check failed: the monitor's scheduler `now()` (ms since the Unix epoch by default). */
