@@ -231,6 +231,10 @@ export class Monitor {
    * with ServerHeartbeatFailed (MonitorClosedError).
    */
   private inProgress: { readonly started: number; readonly awaited: boolean; serverConnectionId: number | undefined } | undefined;
+  /** How many heartbeat events are being delivered now (more than one only when a subscriber's close() ends a check). */
+  private delivering = 0;
+  /** close() was called from a subscriber: its ServerHeartbeatFailed and the completion wait for that delivery to end. */
+  private endDeferred = false;
 
   /**
    * Every heartbeat event, hot: Started, then Succeeded or Failed, for each check. Completes when the monitor is
@@ -373,6 +377,8 @@ export class Monitor {
    * ServerHeartbeatFailed, published by this call before heartbeats$ completes: `error` a {@link MonitorClosedError},
    * `duration` the ms from the check's start, `awaited` the check's. No other event follows, and the check does
    * nothing more: no connection opened, no further check. `heartbeatActions()` maps that event to no pool action.
+   * Called from a heartbeats$ subscriber, that ServerHeartbeatFailed and the completion come once the event being
+   * delivered has reached every subscriber, so each sees a check's start before its end.
    *
    * Source: server monitoring spec, "Monitor thread"; server discovery and monitoring logging and monitoring spec,
    * "Guarantees", "Heartbeats" (every ServerHeartbeatStartedEvent has a correlating Succeeded or Failed event).
@@ -388,6 +394,14 @@ export class Monitor {
     this.rttMonitor?.close();
     this.rttMonitor = undefined;
     this.wake?.();
+    // From a subscriber: the event it was given first reaches every other subscriber, so none of them sees the end of
+    // a check before its start, or the completion before an event the others had.
+    if (this.delivering > 0) this.endDeferred = true;
+    else this.end();
+  }
+
+  /** The end of close(): the check in progress ends with ServerHeartbeatFailed (MonitorClosedError), heartbeats$ completes. */
+  private end(): void {
     const check = this.inProgress;
     this.inProgress = undefined;
     if (check !== undefined) {
@@ -619,6 +633,16 @@ export class Monitor {
   }
 
   private emit(event: ServerHeartbeatEvent): void {
-    if (!this.closed) this.events.next(Object.freeze(event));
+    if (this.closed) return;
+    this.delivering++;
+    try {
+      this.events.next(Object.freeze(event));
+    } finally {
+      this.delivering--;
+      if (this.delivering === 0 && this.endDeferred) {
+        this.endDeferred = false;
+        this.end();
+      }
+    }
   }
 }

@@ -954,6 +954,28 @@ describe('Monitor on virtual time (scripted connections)', function () {
       expect(cancelling.monitor.connectionCount, 'after cancelCheck(), until the next check').to.equal(0);
     });
 
+    it('from a heartbeats$ subscriber: every later subscriber still gets that event first, then the end close() gives its check, then the completion', async function () {
+      for (const closeOn of ['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded'] as const) {
+        const r = rig({ serverMonitoringMode: 'poll' });
+        const closer: string[] = [];
+        const later: string[] = [];
+        r.monitor.heartbeats$.subscribe({
+          next: (e) => {
+            closer.push(e.type);
+            if (e.type === closeOn) r.monitor.close();
+          },
+          complete: () => closer.push('complete'),
+        });
+        r.monitor.heartbeats$.subscribe({ next: (e) => later.push(e.type), complete: () => later.push('complete') });
+        r.monitor.start();
+        await r.clock.advanceAsync(0);
+        const expected = closeOn === 'ServerHeartbeatStarted' ? ['ServerHeartbeatStarted', 'ServerHeartbeatFailed', 'complete'] : ['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'complete'];
+        expect(closer, `closed on ${closeOn}: the closing subscriber`).to.deep.equal(expected);
+        expect(later, `closed on ${closeOn}: a later subscriber`).to.deep.equal(expected);
+        expect(r.heartbeats.map((e) => e.type), `closed on ${closeOn}: the first subscriber`).to.deep.equal(expected.slice(0, 2));
+      }
+    });
+
     it('from a ServerHeartbeatSucceeded subscriber while streaming: no RTT connection is opened later, no timer is left', async function () {
       const r = rig(
         { serverMonitoringMode: 'stream' },
