@@ -862,7 +862,8 @@ export class ClientClosedError extends CmapError {
  * `Monitor.close()` publishes for that check (a streaming wait for the server's next reply, a hello, or the
  * establishment of the monitoring connection), before heartbeats$ completes, so that every ServerHeartbeatStarted has
  * its Succeeded or Failed event. It says nothing of the server: `heartbeatActions()` maps it to no pool action (the
- * pool is neither cleared nor marked), and a client does not count it as its server's last check.
+ * pool is neither cleared nor marked); a client publishes it as its monitors are closed, when no command can select a
+ * server any more.
  *
  * Source: server discovery and monitoring logging and monitoring spec, "Guarantees", "Heartbeats" ("every
  * ServerHeartbeatStartedEvent has either a correlating ServerHeartbeatSucceededEvent or ServerHeartbeatFailedEvent");

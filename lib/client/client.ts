@@ -371,9 +371,7 @@ export class Client {
     this.pools = pools;
     this.monitors = monitors;
     this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
-    const logs: Observable<LogMessage>[] = [from(clientMessages), ...[...pools.values()].map((p) => p.log$)];
-    if (heartbeatLog !== undefined) logs.push(topologyLog);
-    this.log$ = merge(...logs);
+    this.log$ = merge(from(clientMessages), ...[...pools.values()].map((p) => p.log$), topologyLog);
     for (const pool of pools.values()) if (loadBalanced) pool.ready();
     // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
     queueMicrotask(() => {
@@ -453,11 +451,6 @@ export class Client {
         next: (e) => {
           // Its log message first: the spec's order of log messages is that of the changes they report.
           heartbeatLog?.(e, server);
-          // The check close() ended: published, so that its ServerHeartbeatStarted has its end, and nothing more.
-          if (e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError) {
-            published.next(e);
-            return;
-          }
           // Each host's last check, when it failed; the newest failure is the Map's last entry.
           if (e.type === 'ServerHeartbeatFailed') {
             this.heartbeatErrors.delete(address);

@@ -587,6 +587,8 @@ describe('Monitor on virtual time (scripted connections)', function () {
     handshakeDurationMS?: number;
     /** A connection whose `moreToCome` getter throws (a user's factory's). */
     moreToComeThrows?: boolean;
+    /** A connection whose `server` getter throws (a user's factory's). */
+    serverThrows?: boolean;
   }
   interface Call {
     op: 'command' | 'nextReply';
@@ -672,6 +674,9 @@ describe('Monitor on virtual time (scripted connections)', function () {
           if (e.error !== undefined) return reject(e.error);
           const hello = e.hello ?? { ok: 1, isWritablePrimary: true, maxWireVersion: 21 };
           const c = new ScriptedConnection(establishments.length, hello, e.handshakeDurationMS, clock, plan.answer ?? (() => ({})));
+          if (e.serverThrows === true) {
+            Object.defineProperty(c, 'server', { get: () => { throw new TypeError('server cannot be read'); } });
+          }
           if (e.moreToComeThrows === true) {
             Object.defineProperty(c, 'moreToCome', { get: () => { throw new TypeError('moreToCome cannot be read'); }, set: () => undefined });
           }
@@ -736,6 +741,40 @@ describe('Monitor on virtual time (scripted connections)', function () {
       ['Failed', 0, 'absent'], // which could not be established
     ]);
     expect(r.establishments.map(([, id]) => id), 'the id each monitoring connection was made with').to.deep.equal([0, 0]);
+  });
+
+  it('leaves serverConnectionId out when the connection\'s server cannot be read (a user\'s factory\'s connection)', async function () {
+    const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ serverThrows: true, hello: { ok: 1, isWritablePrimary: true, connectionId: 7 } }) });
+    r.monitor.start();
+    await r.clock.advanceAsync(10_000);
+    const ids = r.heartbeats.map((e) => [e.type.replace('ServerHeartbeat', ''), e.connectionId, 'serverConnectionId' in e ? e.serverConnectionId : 'absent']);
+    expect(ids).to.deep.equal([
+      ['Started', 0, 'absent'],
+      ['Succeeded', 0, 'absent'],
+      ['Started', 0, 'absent'],
+      ['Failed', 0, 'absent'], // its hello cannot be sent: which command to use is read from `server` too
+    ]);
+    expect(String((r.heartbeats[3] as { error?: unknown }).error)).to.equal('TypeError: server cannot be read');
+  });
+
+  it('gives a streamed reply the duration of the server\'s wait for it, not the time since the stream began', async function () {
+    const r = rig(
+      { heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream' },
+      {
+        establish: () => ({ afterMS: 5, hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        answer: () => ({ afterMS: 500, moreToCome: true, reply: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+      },
+    );
+    r.monitor.start();
+    await r.clock.advanceAsync(1_505);
+    const succeeded = r.heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').map((e) => [e.time, e.awaited, 'duration' in e ? e.duration : undefined]);
+    expect(succeeded).to.deep.equal([
+      [5, false, 5],
+      [505, true, 500],
+      [1005, true, 500],
+      [1505, true, 500],
+    ]);
+    r.monitor.close();
   });
 
   it('times its heartbeat events on its scheduler: time is the end, duration the virtual time the check took', async function () {
