@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
-import { ClientLogMessage, connectionLogMessage, heartbeatLogMessage, truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, connectionLogMessage, heartbeatLogMessage, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -522,6 +522,11 @@ describe('heartbeat log messages (component topology)', function () {
     const socket = { address: '/tmp/mongodb-27017.sock', host: '/tmp/mongodb-27017.sock' };
     const overSocket = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: false }, socket, topologyId, 1000);
     expect(overSocket.toJSON()).to.not.have.key('serverPort');
+    // A key without a value is left out of the fields themselves (logging spec, "Omitting Null Values"), and out of the
+    // structured form even when a message is made with one.
+    expect(overSocket.fields).to.not.have.any.keys('serverPort', 'serverConnectionId');
+    const made = new TopologyLogMessage(base.time, { ...overSocket.fields, serverPort: undefined, serverConnectionId: undefined });
+    expect(made.toJSON()).to.not.have.any.keys('serverPort', 'serverConnectionId');
     expect(overSocket.render()).to.match(/^Heartbeat started for \/tmp\/mongodb-27017\.sock on connection/);
     const v6 = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: true }, { address: '[::1]:27017', host: '::1', port: 27017 }, topologyId, 1000);
     expect(v6.fields).to.include({ serverHost: '::1', serverPort: 27017 });
