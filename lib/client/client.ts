@@ -781,8 +781,8 @@ export class Client {
    * by other code close when checked in. A monitor's check in progress (always one while streaming) ends with
    * ServerHeartbeatFailed (error: {@link MonitorClosedError}), published in `events$` during this call, before the
    * pools close (called from a subscriber of a heartbeat event: once that event has reached every subscriber); it
-   * clears no pool. No heartbeat event comes after that one. Resolves once the log
-   * destination the client opened is flushed. Idempotent. To let commands finish first, use {@link drain}.
+   * clears no pool. No heartbeat event comes after that one. Resolves once the log destination the client opened is
+   * flushed. Idempotent. To let commands finish first, use {@link drain}.
    *
    * Source: CMAP spec, "Closing a Connection Pool" (each pool); server monitoring spec (its monitors); extension: the
    * waiting selections failed at once, and the connections of commands in flight closed (as the official Node.js
