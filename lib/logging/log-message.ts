@@ -156,10 +156,7 @@ export class ConnectionLogMessage {
 
   /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
   toJSON(): Record<string, unknown> {
-    const json: Record<string, unknown> = { t: new Date(this.time).toISOString(), c: this.component, s: this.level };
-    // Logging spec, "Omitting Null Values": keys without a value are left out.
-    for (const [key, value] of Object.entries(this.fields)) if (value !== undefined) json[key] = value;
-    return json;
+    return structuredForm(this);
   }
 
   /** The spec's unstructured form of this message. */
@@ -207,7 +204,7 @@ export class ClientLogMessage {
 
   /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then `message`. */
   toJSON(): Record<string, unknown> {
-    return { t: new Date(this.time).toISOString(), c: this.component, s: this.level, message: this.fields.message };
+    return structuredForm(this);
   }
 
   /** The unstructured form: the message itself. */
@@ -275,15 +272,24 @@ export class TopologyLogMessage {
 
   /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
   toJSON(): Record<string, unknown> {
-    const json: Record<string, unknown> = { t: new Date(this.time).toISOString(), c: this.component, s: this.level };
-    for (const [key, value] of Object.entries(this.fields)) if (value !== undefined) json[key] = value;
-    return json;
+    return structuredForm(this);
   }
 
   /** The spec's unstructured form of this message. */
   render(): string {
     return renderTopologyMessage(this.fields);
   }
+}
+
+/**
+ * The structured form of a log message: `t` (its time as an ISO string), `c` (component), `s` (severity), then its
+ * fields under the spec's key names, those without a value left out (logging spec, "Omitting Null Values"). Throws a
+ * RangeError only when `time` is not a valid date.
+ */
+function structuredForm(m: { readonly time: number; readonly component: string; readonly level: string; readonly fields: object }): Record<string, unknown> {
+  const json: Record<string, unknown> = { t: new Date(m.time).toISOString(), c: m.component, s: m.level };
+  for (const [key, value] of Object.entries(m.fields)) if (value !== undefined) json[key] = value;
+  return json;
 }
 
 /**
