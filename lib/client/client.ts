@@ -328,17 +328,18 @@ export class Client {
       maxDocumentLength: logSettings.maxDocumentLength,
       path: this.sink ?? logSettings.path,
     };
-    if (clientMessages.length > 0) {
-      const sink = this.sink ?? openLogSink(logSettings.path);
-      for (const message of clientMessages) sink.write(message);
-    }
+    // The client's own messages (connection string warnings, heartbeats) reach that destination through one writer,
+    // opened for the first of them.
+    let own: LogSink | undefined;
+    const ownSink = (): LogSink => (own ??= this.sink ?? openLogSink(logSettings.path));
+    for (const message of clientMessages) ownSink().write(message);
 
     // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
     // and published in log$ before the event reaches events$ and the pool.
     const topologyLog = new Subject<TopologyLogMessage>();
     let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
     if (willLog(logSettings.severities.topology, 'debug')) {
-      const sink = this.sink ?? openLogSink(logSettings.path);
+      const sink = ownSink();
       const { maxDocumentLength } = logSettings;
       heartbeatLog = (event, server) => {
         const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength);
