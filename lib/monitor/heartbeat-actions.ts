@@ -12,12 +12,13 @@ import type { PoolInputAction } from '../pool/connection-pool-core';
 import type { ServerHeartbeatEvent, ServerHeartbeatFailedEvent } from './heartbeat-events';
 
 /**
- * Maps heartbeat events to pool input actions: ServerHeartbeatSucceeded → `{ type: 'ready' }`;
- * ServerHeartbeatFailed → `{ type: 'clear', cause: error, interruptInUseConnections: error is a network timeout }`,
- * except the one `Monitor.close()` ends a check in progress with (error: {@link MonitorClosedError}) → nothing: a
- * closed monitor says nothing of the server; ServerHeartbeatStarted → nothing. Any other value (a pool or client event of a merged stream such as a client's
- * `events$`, or a value that is no event at all: null, a number, an object without a heartbeat `type`) → nothing: it
- * is passed over, without erroring the stream, so that only a heartbeat can ready or clear the pool.
+ * Maps heartbeat events to pool input actions: ServerHeartbeatSucceeded → `{ type: 'ready' }`; ServerHeartbeatFailed →
+ * `{ type: 'clear', cause: error, interruptInUseConnections: error is a network timeout }`, except the one
+ * `Monitor.close()` ends a check in progress with (error: {@link MonitorClosedError}) → nothing: a closed monitor says
+ * nothing of the server; ServerHeartbeatStarted → nothing. Any other value (a pool or client event of a merged stream
+ * such as a client's `events$`, or a value that is no event at all: null, a number, an object without a heartbeat
+ * `type`) → nothing: it is passed over, without erroring the stream, so that only a heartbeat can ready or clear the
+ * pool.
  *
  * @example
  * ```ts
