@@ -144,10 +144,10 @@ async function warm(pool: PoolUnderTest, n: number): Promise<void> {
 }
 
 /**
- * rxcmap in one mode; `library` and `name` pick another build of it (the baseline before the extensions, see
- * baseline.ts).
+ * rxcmap in one mode, or watched (one no-op subscriber on `state$`, none on `events$`, no logging); `library` and
+ * `name` pick another build of it (the baseline before the extensions, see baseline.ts).
  */
-function rxcmapPeer(mode: Mode, library: { readonly ConnectionPool: typeof ConnectionPool } = { ConnectionPool }, name = `rxcmap ${mode}`): Peer {
+function rxcmapPeer(mode: Mode | 'watched', library: { readonly ConnectionPool: typeof ConnectionPool } = { ConnectionPool }, name = `rxcmap ${mode}`): Peer {
   return {
     name,
     mode,
@@ -159,36 +159,20 @@ function rxcmapPeer(mode: Mode, library: { readonly ConnectionPool: typeof Conne
         maxConnecting: Math.min(maxPoolSize, 10),
         ...(mode === 'logging' ? { logging: { componentSeverities: { connection: 'debug' }, path: sink } } : {}),
       });
-      const subscriber = mode === 'observed' ? pool.events$.subscribe(probe ? (e: ConnectionPoolEvent) => probe.event(e.type) : noop) : undefined;
+      const subscriber =
+        mode === 'observed'
+          ? pool.events$.subscribe(probe ? (e: ConnectionPoolEvent) => probe.event(e.type) : noop)
+          : mode === 'watched'
+            ? pool.state$.subscribe(probe ? () => probe.snapshot() : noop)
+            : undefined;
+      const watchedStream = mode === 'watched' ? 'state$' : 'events$';
       pool.ready();
       const put = rxcmapUnderTest(
         pool,
         () => {
           check((pool.log$ === EMPTY) === (mode !== 'logging'), `rxcmap ${mode}: log$ is ${pool.log$ === EMPTY ? 'off' : 'on'}`);
-          check((subscriber?.closed === false) === (mode === 'observed'), `rxcmap ${mode}: ${subscriber ? 'a' : 'no'} live subscriber on events$`);
-        },
-        async () => pool.close(),
-      );
-      await warm(put, maxPoolSize);
-      return put;
-    },
-  };
-}
-
-/** rxcmap watched: one no-op subscriber on `state$`, no `events$` subscriber, no logging. */
-function watchedPeer(): Peer {
-  return {
-    name: 'rxcmap watched',
-    mode: 'watched',
-    async open(maxPoolSize, address, probe) {
-      const pool = new ConnectionPool({ address, maxPoolSize, maxConnecting: Math.min(maxPoolSize, 10) });
-      const subscriber = pool.state$.subscribe(probe ? () => probe.snapshot() : noop);
-      pool.ready();
-      const put = rxcmapUnderTest(
-        pool,
-        () => {
-          check(pool.log$ === EMPTY, 'rxcmap watched: log$ is on');
-          check(!subscriber.closed, 'rxcmap watched: no live subscriber on state$');
+          const live = subscriber?.closed === false;
+          check(live === (mode === 'observed' || mode === 'watched'), `rxcmap ${mode}: ${live ? 'a' : 'no'} live subscriber on ${watchedStream}`);
         },
         async () => pool.close(),
       );
@@ -473,7 +457,7 @@ export const DRIVER: Readonly<Record<Mode, Peer>> = {
 export const PEERS: readonly Peer[] = [...MODES.map((m) => RXCMAP[m]), ...MODES.map((m) => DRIVER[m]), tarn, generic, limit, limitThenable, limitShape];
 
 /** rxcmap watched through `state$`, measured in the throughput scenario only, beside {@link PEERS}. */
-export const WATCHED: Peer = watchedPeer();
+export const WATCHED: Peer = rxcmapPeer('watched');
 
 /**
  * rxcmap instrumented with `rxcmap/opentelemetry`, measured in the throughput scenario only, beside {@link PEERS}: with
