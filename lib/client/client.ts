@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, mergeMap, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -191,7 +191,10 @@ export class Client {
   readonly pools: ReadonlyMap<string, ConnectionPool<Connection>>;
   /** The monitor of each host (none in load-balanced mode). */
   readonly monitors: ReadonlyMap<string, Monitor>;
-  /** Pool events and heartbeat events of every host, merged; each carries its `address`. */
+  /**
+   * Pool events and heartbeat events of every host, merged; each carries its `address`. In load-balanced mode each
+   * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its ConnectionPoolCreated.
+   */
   readonly events$: Observable<ClientEvent>;
   /**
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
@@ -371,9 +374,11 @@ export class Client {
     }
     this.pools = pools;
     this.monitors = monitors;
-    this.events$ = merge(...[...pools.values()].map((p) => p.events$), ...heartbeats);
-    this.log$ = merge(from(clientMessages), ...[...pools.values()].map((p) => p.log$), topologyLog);
-    for (const pool of pools.values()) if (loadBalanced) pool.ready();
+    // Load-balanced: each pool is ready at once, before anyone can subscribe; its subscribers receive that
+    // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
+    const poolFeeds = [...pools.values()].map((p) => (loadBalanced ? readyAtOnce(p) : { events$: p.events$, log$: p.log$ }));
+    this.events$ = merge(...poolFeeds.map((f) => f.events$), ...heartbeats);
+    this.log$ = merge(from(clientMessages), ...poolFeeds.map((f) => f.log$), topologyLog);
     // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
     queueMicrotask(() => {
       if (!this.closed) for (const monitor of monitors.values()) monitor.start();
@@ -829,6 +834,30 @@ export class Client {
  */
 export function connect(uri: string, options: ClientOptions = {}): Client {
   return new Client(uri, options);
+}
+
+/**
+ * Readies `pool` (load-balanced mode: before the client is returned, so before anyone can subscribe to it) and returns
+ * its feeds, in which every subscriber receives its ConnectionPoolReady, and the message of it, right after the
+ * ConnectionPoolCreated (and its message) the pool gives each subscriber first: otherwise no subscriber of the client
+ * would ever see them.
+ */
+function readyAtOnce(pool: ConnectionPool<Connection>): { events$: Observable<ConnectionPoolEvent>; log$: Observable<LogMessage> } {
+  let ready: ConnectionPoolEvent | undefined;
+  let readyMessage: LogMessage | undefined;
+  const events = pool.events$.subscribe((e) => {
+    if (e.type === 'ConnectionPoolReady') ready = e;
+  });
+  const log = pool.log$.subscribe((m) => {
+    if (m.fields.message === 'Connection pool ready') readyMessage = m;
+  });
+  pool.ready();
+  events.unsubscribe();
+  log.unsubscribe();
+  return {
+    events$: pool.events$.pipe(mergeMap((e) => (e.type === 'ConnectionPoolCreated' && ready !== undefined ? [e, ready] : [e]))),
+    log$: pool.log$.pipe(mergeMap((m): LogMessage[] => (m.fields.message === 'Connection pool created' && readyMessage !== undefined ? [m, readyMessage] : [m]))),
+  };
 }
 
 function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {

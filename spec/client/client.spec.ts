@@ -1002,6 +1002,24 @@ describe('connect() / Client', function () {
     expect([...client.pools.values()][0].snapshot().serviceGenerations).to.have.length(1);
   });
 
+  it('load-balanced: a subscriber attached right after connect() sees ConnectionPoolCreated, then ConnectionPoolReady, in events$ and log$', async function () {
+    const [a] = await start(1, { loadBalancedServices: 1 });
+    const written: string[] = [];
+    client = connect(`mongodb://${a.address}/?loadBalanced=true`, {
+      logging: { componentSeverities: { connection: 'debug' }, path: { write: (m) => void written.push(String((m.toJSON() as { message?: unknown }).message)) } },
+    });
+    const events: string[] = [];
+    const messages: string[] = [];
+    client.events$.subscribe((e) => events.push(e.type));
+    client.log$.subscribe((m) => messages.push(String(m.toJSON().message)));
+    expect([...client.pools.values()][0].state, 'ready at once').to.equal('ready');
+    await client.command('admin', { ping: 1 });
+    expect(events.slice(0, 3)).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady', 'ConnectionCheckOutStarted']);
+    expect(events.filter((t) => t === 'ConnectionPoolReady')).to.have.length(1);
+    expect(messages.slice(0, 3)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection checkout started']);
+    expect(messages, 'log$ shows what the destination has').to.deep.equal(written);
+  });
+
   it('load-balanced: a command whose checkout runs out of timeoutMS says what holds the pool, in the load balancer spec\'s words', async function () {
     // Embedded endpoint only: it plays the load balancer (loadBalancedServices), which MONGODB_URI's server is not.
     const [a] = await start(1, { loadBalancedServices: 1 });
