@@ -649,12 +649,17 @@ function establishFailed<C extends PoolConnection>(
   let claimant: Waiter<C> | undefined;
   if (current) claimant = starter !== undefined && s.claimants.take(starter) ? starter : takeClaimantWithoutOwn(s);
   // Load-balanced mode: errors before or during the handshake never clear the pool; one after it (during
-  // authentication) names the service the connection reached, and clears that service only (load balancer spec).
+  // authentication) names the service the connection reached, and clears that service only (load balancer spec),
+  // unless that service was cleared since the connection took its generation at its handshake: a stale error, which
+  // would otherwise make the connections made since that clear stale too (SDAM error handling: errors of an older
+  // generation are ignored).
   if (clearPool && current) {
     if (!s.loadBalanced) clear(s, false, error, out);
     else {
       const serviceId = serviceIdOfError(error);
-      if (serviceId !== undefined) clearService(s, serviceId, out, error);
+      const taken = s.handshakeGenerations?.get(id);
+      const staleService = taken !== undefined && serviceId !== undefined && serviceId === rec.serviceId && taken !== s.serviceGenerations.get(serviceId)?.generation;
+      if (serviceId !== undefined && !staleService) clearService(s, serviceId, out, error);
     }
   }
   closeRecord(s, rec, 'error', out, error);

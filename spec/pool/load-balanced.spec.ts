@@ -148,6 +148,27 @@ describe('load-balanced mode', function () {
       expect(b.state.available.size).to.equal(1);
     });
 
+    it('an establishment error after the handshake of a connection whose service was cleared since clears nothing more', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      const [w1, w2] = [b.checkOut(), b.checkOut()]; // connections 1 and 2
+      b.dispatch({ type: 'handshakeDone', id: 1, serviceId: A });
+      b.dispatch({ type: 'handshakeDone', id: 2, serviceId: A });
+      const first = Object.assign(new Error('authentication 1 failed'), { serviceId: A });
+      b.failEstablishment(1, first, true); // clears A: generation 1
+      expect(b.errorOf(w1)).to.equal(first);
+      const w3 = b.checkOut(); // connection 3, established after the clear
+      b.dispatch({ type: 'handshakeDone', id: 3, serviceId: A });
+      const c = b.succeed(3, A);
+      const second = Object.assign(new Error('authentication 2 failed'), { serviceId: A });
+      b.failEstablishment(2, second, true); // of generation 0: stale
+      expect(b.errorOf(w2) ?? b.errorOf(w3)).to.equal(second);
+      expect(b.events.filter((e) => e.type === 'ConnectionPoolCleared'), 'cleared once').to.have.length(1);
+      expect(b.state.serviceGenerations.get(A)).to.deep.equal({ generation: 1, connectionCount: 1 });
+      b.checkIn(c);
+      expect(b.events.at(-1), 'the connection made after the clear stays').to.include({ type: 'ConnectionCheckedIn', connectionId: 3 });
+    });
+
     it('a service clear is a no-op on a closed pool, and schedules no run when background runs are off', function () {
       const closed = new Bench({}, true, true);
       closed.dispatch({ type: 'close' });
