@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, mergeMap, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -854,10 +854,26 @@ function readyAtOnce(pool: ConnectionPool<Connection>): { events$: Observable<Co
   pool.ready();
   events.unsubscribe();
   log.unsubscribe();
-  return {
-    events$: pool.events$.pipe(mergeMap((e) => (e.type === 'ConnectionPoolCreated' && ready !== undefined ? [e, ready] : [e]))),
-    log$: pool.log$.pipe(mergeMap((m): LogMessage[] => (m.fields.message === 'Connection pool created' && readyMessage !== undefined ? [m, readyMessage] : [m]))),
-  };
+  return { events$: afterFirst(pool.events$, ready), log$: afterFirst(pool.log$, readyMessage) };
+}
+
+/** `source`, with `extra` (when defined) sent to each subscriber right after the first value `source` gives it. */
+function afterFirst<T>(source: Observable<T>, extra: T | undefined): Observable<T> {
+  if (extra === undefined) return source;
+  return new Observable<T>((subscriber) => {
+    let first = true;
+    return source.subscribe({
+      next: (value) => {
+        subscriber.next(value);
+        if (first) {
+          first = false;
+          subscriber.next(extra);
+        }
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    });
+  });
 }
 
 function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
