@@ -53,8 +53,10 @@ export type LogComponent = (typeof LOG_COMPONENTS)[number];
  */
 export interface LogSink {
   /**
-   * Receives each message (structured; `render()` gives the unstructured form). If it throws, rxcmap stops writing to
-   * the sink and emits one process warning (code `RXCMAP_LOG_SINK_FAILED`); the application is not affected.
+   * Receives each message (structured; `render()` gives the unstructured form), in the order of the events. May be
+   * async: a Promise it returns is not awaited (the next message does not wait for it). If it throws, or its Promise
+   * rejects, rxcmap stops writing to the sink and emits one process warning (code `RXCMAP_LOG_SINK_FAILED`) per pool
+   * or client it was given to; the application is not affected.
    */
   write(message: { toJSON(): object; render(): string }): void;
   /**

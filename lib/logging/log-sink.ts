@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
 import { optionValue } from '../options';
+import { isPromiseLike } from '../pool/connection-checks';
 import type { LogSink } from './log-settings';
 
 /**
@@ -154,19 +155,24 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
   };
 }
 
-/** An application's sink, whose `write` or `close` may throw: switched off at its first failure, with a warning. */
+/**
+ * An application's sink, whose `write` or `close` may throw, or return a Promise that rejects (an async `write`):
+ * switched off at its first failure, with a warning. Its Promises are not awaited: messages are handed over in order.
+ */
 function guarded(sink: LogSink, name: string): LogSink {
   let failed = false;
-  const fail = (error: unknown): void => {
+  const fail = (error: unknown, how = 'threw'): void => {
     if (failed) return;
     failed = true;
-    warn(`${name} threw (${inWords(error)}); logging to it stopped`);
+    warn(`${name} ${how} (${inWords(error)}); logging to it stopped`);
   };
+  const rejected = (error: unknown): void => fail(error, 'rejected');
   return {
     write(message) {
       if (failed) return;
       try {
-        sink.write(message);
+        const written: unknown = sink.write(message);
+        if (isPromiseLike(written)) written.then(undefined, rejected);
       } catch (error) {
         fail(error);
       }
