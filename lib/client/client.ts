@@ -323,18 +323,20 @@ export class Client {
       ? parsed.warnings.map((warning) => new ClientLogMessage(this.scheduler.now(), { message: warning }))
       : [];
 
-    // One log destination for every pool of the client.
+    // One log destination for every pool of the client, opened once: a file or stream the client closes, or the
+    // application's sink object guarded once, so that its first failure stops the client's writing to it (one warning).
     const loggingOn = Object.values(logSettings.severities).some((level) => level !== 'off');
-    this.sink = loggingOn && typeof logSettings.path === 'string' ? openLogSink(logSettings.path) : undefined;
+    const { path } = logSettings;
+    this.sink = loggingOn && typeof path === 'string' ? openLogSink(path) : undefined;
+    const destination = loggingOn ? (this.sink ?? openLogSink(path)) : undefined;
     const logging: LoggingOptions = {
       componentSeverities: { ...logSettings.severities },
       maxDocumentLength: logSettings.maxDocumentLength,
-      path: this.sink ?? logSettings.path,
+      path: destination ?? path,
     };
-    // The client's own messages (connection string warnings, heartbeats) reach that destination through one writer,
-    // opened for the first of them.
-    let own: LogSink | undefined;
-    const ownSink = (): LogSink => (own ??= this.sink ?? openLogSink(logSettings.path));
+    // The client's own messages (connection string warnings, heartbeats; each kind made only when its component
+    // logs, so only when logging is on) reach that destination too.
+    const ownSink = (): LogSink => destination ?? openLogSink(path);
     for (const message of clientMessages) ownSink().write(message);
 
     // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
