@@ -13,7 +13,7 @@ import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import { countFailure } from './caller-frames';
 import type { Command } from './commands';
-import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored, serviceKey } from './connection-checks';
+import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored, isPromiseLike, serviceKey } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
 import type { Waiter } from './wait-queue';
@@ -197,22 +197,31 @@ export class CommandRunner<C extends PoolConnection> {
   }
 
   /**
-   * Asks the establishment error policy whether `error` clears the pool. A policy that throws fails the
-   * establishment with a PoolCallbackError (carrying both errors) and the default rule decides.
+   * Asks the establishment error policy whether `error` clears the pool. A policy that throws, or returns a Promise
+   * (an async function: the pool decides in the step that reports the failure, and a Promise is no decision), fails
+   * the establishment with a PoolCallbackError (carrying both errors) and the default rule decides; the Promise's
+   * rejection, if any, is ignored.
    */
   private decideClear(error: Error): { error: Error; clearPool: boolean } {
+    let failure: string;
+    let cause: unknown;
     try {
-      return { error, clearPool: Boolean(this.ctx.clearOnEstablishmentError(error)) };
+      const decision: unknown = this.ctx.clearOnEstablishmentError(error);
+      if (!isPromiseLike(decision)) return { error, clearPool: Boolean(decision) };
+      decision.then(undefined, () => undefined);
+      failure = 'clearOnEstablishmentError returned a Promise (it must return a boolean)';
     } catch (policyError) {
-      const message = `clearOnEstablishmentError threw: ${messageOf(policyError)}; the establishment had failed with: ${messageOf(error)}`;
-      let clearPool = true;
-      try {
-        clearPool = defaultClearOnEstablishmentError(error);
-      } catch {
-        // An error whose labels cannot be read (say an object made from a CmapError prototype): not backpressure.
-      }
-      return { error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, { cause: policyError }, error), clearPool };
+      failure = `clearOnEstablishmentError threw: ${messageOf(policyError)}`;
+      cause = policyError;
     }
+    const message = `${failure}; the establishment had failed with: ${messageOf(error)}`;
+    let clearPool = true;
+    try {
+      clearPool = defaultClearOnEstablishmentError(error);
+    } catch {
+      // An error whose labels cannot be read (say an object made from a CmapError prototype): not backpressure.
+    }
+    return { error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, cause === undefined ? undefined : { cause }, error), clearPool };
   }
 
   private abort(id: number): void {

@@ -73,7 +73,8 @@ export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends Poo
   /**
    * Decides whether an establishment error clears the pool (generation + 1, paused, WaitQueue evicted), as SDAM
    * does for errors before or during the handshake. Default: every error clears, except one labelled
-   * `SystemOverloadedError` (CMAP "Backpressure-enabled").
+   * `SystemOverloadedError` (CMAP "Backpressure-enabled"). It must decide at once: one that throws or returns a Promise
+   * (an async function) fails the establishment's checkout with a PoolCallbackError, and the default decides.
    */
   clearOnEstablishmentError?: ((error: Error) => boolean) | undefined;
   /**

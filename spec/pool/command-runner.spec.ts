@@ -113,6 +113,30 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     expect(pool.state, 'the default rule decided: an unlabelled error clears').to.equal('paused');
   });
 
+  it('fails the establishment with a PoolCallbackError when clearOnEstablishmentError is async; the default decides and no rejection goes unhandled', async function () {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const overloaded = new CmapError('overloaded', { labels: [ErrorLabel.SystemOverloadedError] });
+      for (const [policy, rejects] of [[async () => false, false], [async () => Promise.reject(new Error('policy bug')), true]] as const) {
+        const { pool, events } = poolWith(() => throwError(() => overloaded), policy as never);
+        const { errors } = checkOutOnce(pool);
+        expect(errors).to.have.length(1);
+        const error = errors[0] as PoolCallbackError;
+        expect(error).to.be.instanceOf(PoolCallbackError);
+        expect(error.message).to.equal('clearOnEstablishmentError returned a Promise (it must return a boolean); the establishment had failed with: overloaded');
+        expect(error.establishmentError).to.equal(overloaded);
+        expect(events.some((e) => e.type === 'ConnectionPoolCleared'), `the default decided (rejects: ${rejects}): an overload does not clear`).to.equal(false);
+        expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0, state: 'ready' });
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).to.deep.equal([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('fails the establishment once when clearOnEstablishmentError throws on an error whose message and labels cannot be read', function () {
     const odd = Object.create(MongoNetworkError.prototype) as MongoNetworkError; // no errorLabels of its own
     Object.defineProperty(odd, 'message', { get: () => { throw new Error('unreadable'); } });
