@@ -856,20 +856,26 @@ function readyAtOnce(pool: ConnectionPool<Connection>): { events$: Observable<Co
   pool.ready();
   events.unsubscribe();
   log.unsubscribe();
-  return { events$: afterFirst(pool.events$, ready), log$: afterFirst(pool.log$, readyMessage) };
+  // Not once the pool is closed: a subscriber then learns it was created, not that it is ready.
+  const open = (): boolean => pool.state !== 'closed';
+  return { events$: afterFirst(pool.events$, ready, open), log$: afterFirst(pool.log$, readyMessage, open) };
 }
 
-/** `source`, with `extra` (when defined) sent to each subscriber right after the first value `source` gives it. */
-function afterFirst<T>(source: Observable<T>, extra: T | undefined): Observable<T> {
+/**
+ * `source`, with `extra` (when defined) sent to each subscriber right after the first value `source` gives it, if
+ * `when()` holds as it subscribes.
+ */
+function afterFirst<T>(source: Observable<T>, extra: T | undefined, when: () => boolean): Observable<T> {
   if (extra === undefined) return source;
   return new Observable<T>((subscriber) => {
+    const owed = when();
     let first = true;
     return source.subscribe({
       next: (value) => {
         subscriber.next(value);
         if (first) {
           first = false;
-          subscriber.next(extra);
+          if (owed) subscriber.next(extra);
         }
       },
       error: (error: unknown) => subscriber.error(error),

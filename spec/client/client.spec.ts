@@ -1042,6 +1042,14 @@ describe('connect() / Client', function () {
     expect(events.filter((t) => t === 'ConnectionPoolReady')).to.have.length(1);
     expect(messages.slice(0, 3)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection checkout started']);
     expect(messages, 'log$ shows what the destination has').to.deep.equal(written);
+    const later: string[] = [];
+    client.events$.subscribe((e) => later.push(e.type)).unsubscribe();
+    expect(later, 'a subscriber after the first command').to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+    await client.close();
+    const afterClose: string[] = [];
+    client.events$.subscribe((e) => afterClose.push(e.type)).unsubscribe();
+    client.log$.subscribe((m) => afterClose.push(String(m.toJSON().message))).unsubscribe();
+    expect(afterClose, 'a closed pool is not said to be ready').to.deep.equal(['ConnectionPoolCreated', 'Connection pool created']);
   });
 
   it('load-balanced: a command whose checkout runs out of timeoutMS says what holds the pool, in the load balancer spec\'s words', async function () {
