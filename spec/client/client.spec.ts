@@ -16,6 +16,7 @@ import { LAZY_STACKS } from '../support/lazy-stacks';
 import { Observable } from 'rxjs';
 import type { ConnectionPoolEvent } from '../../lib/events';
 import { startWireProxy } from '../support/wire-proxy';
+import { warningsOf } from '../support/process-warnings';
 
 /** How many server selections of `c` wait for a ready server (its private Set of them). */
 const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;
@@ -930,26 +931,20 @@ describe('connect() / Client', function () {
 
   it('a log sink that fails is switched off for the whole client at its first failure, with one warning', async function () {
     const [a, b] = await start(2);
-    const warnings: string[] = [];
-    const onWarning = (w: Error): void => void warnings.push(w.message);
-    process.on('warning', onWarning);
-    try {
-      let calls = 0;
-      const sink = {
-        write() {
-          calls++;
-          throw new Error('log service unavailable');
-        },
-      };
+    let calls = 0;
+    const sink = {
+      write() {
+        calls++;
+        throw new Error('log service unavailable');
+      },
+    };
+    const warnings = await warningsOf(async () => {
       client = connect(`mongodb://${a.address},${b.address}/?maxPoolSize=3&unknownOption=1`, { logging: { componentSeverities: { default: 'debug' }, path: sink } });
       for (let i = 0; i < 4; i++) await client.command('admin', { ping: 1 });
       await client.close();
-      await new Promise((r) => setImmediate(r));
-      expect(calls, 'one client, one destination: tried once').to.equal(1);
-      expect(warnings).to.deep.equal(['rxcmap: the log sink threw (log service unavailable); logging to it stopped']);
-    } finally {
-      process.off('warning', onWarning);
-    }
+    });
+    expect(calls, 'one client, one destination: tried once').to.equal(1);
+    expect(warnings.map((w) => w.message)).to.deep.equal(['rxcmap: the log sink threw (log service unavailable); logging to it stopped']);
   });
 
   describe('connection string warnings on the log feed (component client, level warn)', function () {

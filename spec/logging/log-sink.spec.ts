@@ -11,6 +11,8 @@ import * as path from 'node:path';
 import { connect, ConnectionPool, InvalidOptionError } from '../../lib';
 import { eventually } from '../support/endpoint';
 import { openFiles } from '../support/open-files';
+import { warningsOf } from '../support/process-warnings';
+import { unhandledRejectionsOf } from '../support/unhandled';
 import { openLogSink } from '../../lib/logging/log-sink';
 import { EmbeddedServer, MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
@@ -62,37 +64,30 @@ describe('log sinks', function () {
   });
 
   it('an async sink whose write rejects is switched off with one warning, and no rejection goes unhandled', async function () {
-    const warnings: Error[] = [];
-    const unhandled: unknown[] = [];
-    const onWarning = (w: Error): void => void warnings.push(w);
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-    process.on('warning', onWarning);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      let calls = 0;
-      const sink = {
-        async write() {
-          calls++;
-          await Promise.resolve();
-          throw new Error('log service unavailable');
-        },
-      };
-      const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: debug, path: sink } });
-      pool.ready(); // Connection pool created, Connection pool ready: both written before the first rejects
-      await new Promise((r) => setImmediate(r));
-      const c = await pool.checkOut();
-      pool.checkIn(c);
-      pool.close();
-      await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setImmediate(r));
-      expect(unhandled).to.deep.equal([]);
-      expect(calls, 'switched off once its first Promise rejected').to.equal(2);
-      expect(warnings.map((w) => w.message)).to.deep.equal(['rxcmap: the log sink rejected (log service unavailable); logging to it stopped']);
-      expect((warnings[0] as Error & { code?: string }).code).to.equal('RXCMAP_LOG_SINK_FAILED');
-    } finally {
-      process.off('warning', onWarning);
-      process.off('unhandledRejection', onUnhandled);
-    }
+    let calls = 0;
+    const sink = {
+      async write() {
+        calls++;
+        await Promise.resolve();
+        throw new Error('log service unavailable');
+      },
+    };
+    let warnings: Error[] = [];
+    const unhandled = await unhandledRejectionsOf(async () => {
+      warnings = await warningsOf(async () => {
+        const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: debug, path: sink } });
+        pool.ready(); // Connection pool created, Connection pool ready: both written before the first rejects
+        await new Promise((r) => setImmediate(r));
+        const c = await pool.checkOut();
+        pool.checkIn(c);
+        pool.close();
+        await new Promise((r) => setImmediate(r));
+      });
+    });
+    expect(unhandled).to.deep.equal([]);
+    expect(calls, 'switched off once its first Promise rejected').to.equal(2);
+    expect(warnings.map((w) => w.message)).to.deep.equal(['rxcmap: the log sink rejected (log service unavailable); logging to it stopped']);
+    expect((warnings[0] as Error & { code?: string }).code).to.equal('RXCMAP_LOG_SINK_FAILED');
   });
 
   it('a sink that throws something that cannot be written is switched off with one warning, and never throws itself', async function () {

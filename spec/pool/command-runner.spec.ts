@@ -9,6 +9,7 @@ import { config, EMPTY, Observable, of, throwError } from 'rxjs';
 import { CmapError, ConnectionPoolCore, ErrorLabel, MongoNetworkError, PoolCallbackError, PoolClosedError, type ConnectionFactory, type ConnectionPoolEvent, type PoolConnection } from '../../lib';
 import { defaultClearOnEstablishmentError } from '../../lib/pool/command-runner';
 import { microtasks } from '../support/microtasks';
+import { unhandledRejectionsOf } from '../support/unhandled';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 function poolWith(factory: ConnectionFactory<PoolConnection>, clearOnEstablishmentError?: (e: Error) => boolean) {
@@ -114,11 +115,8 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
   });
 
   it('fails the establishment with a PoolCallbackError when clearOnEstablishmentError is async; the default decides and no rejection goes unhandled', async function () {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      const overloaded = new CmapError('overloaded', { labels: [ErrorLabel.SystemOverloadedError] });
+    const overloaded = new CmapError('overloaded', { labels: [ErrorLabel.SystemOverloadedError] });
+    const unhandled = await unhandledRejectionsOf(() => {
       for (const [policy, rejects] of [[async () => false, false], [async () => Promise.reject(new Error('policy bug')), true]] as const) {
         const { pool, events } = poolWith(() => throwError(() => overloaded), policy as never);
         const { errors } = checkOutOnce(pool);
@@ -130,11 +128,8 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
         expect(events.some((e) => e.type === 'ConnectionPoolCleared'), `the default decided (rejects: ${rejects}): an overload does not clear`).to.equal(false);
         expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0, state: 'ready' });
       }
-      await new Promise((r) => setImmediate(r));
-      expect(unhandled).to.deep.equal([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
+    expect(unhandled).to.deep.equal([]);
   });
 
   it('fails the establishment once when clearOnEstablishmentError throws on an error whose message and labels cannot be read', function () {
