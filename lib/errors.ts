@@ -785,8 +785,9 @@ export class ConnectionBusyError extends CmapError {
  * threw, returned something that is not an ObservableInput, or emitted something that is not the connection it was
  * asked for (an object with `destroy()` and the descriptor's `id`); or `clearOnEstablishmentError` threw or returned a
  * Promise (it decides at once). The checkout waiting on that establishment fails with this error
- * (ConnectionCheckOutFailed, reason `connectionError`); the pending slot is freed. `cause` is what the callback threw, if it threw. A monitor's `connectionFactory` that
- * fails with something that is not an Error gives this error as the ServerHeartbeatFailed `error`.
+ * (ConnectionCheckOutFailed, reason `connectionError`); the pending slot is freed. `cause` is what the callback threw,
+ * if it threw. A monitor's `connectionFactory` that fails with something that is not an Error gives this error as the
+ * ServerHeartbeatFailed `error`.
  *
  * Source: extension (CMAP "Establishing a Connection": an establishment error fails the checkout and frees the slot).
  */
