@@ -863,20 +863,28 @@ function readyAtOnce(pool: ConnectionPool<Connection>): { events$: Observable<Co
 
 /**
  * `source`, with `extra` (when defined) sent to each subscriber right after the first value `source` gives it, if
- * `when()` holds as it subscribes.
+ * `when()` holds as it subscribes: before any value `source` gives while that first one is delivered (the events of a
+ * checkout the subscriber starts from its first callback come after the ConnectionPoolReady that preceded them).
  */
 function afterFirst<T>(source: Observable<T>, extra: T | undefined, when: () => boolean): Observable<T> {
   if (extra === undefined) return source;
   return new Observable<T>((subscriber) => {
-    const owed = when();
+    let owed = when();
     let first = true;
+    const payExtra = (): void => {
+      if (!owed) return;
+      owed = false;
+      subscriber.next(extra);
+    };
     return source.subscribe({
       next: (value) => {
-        subscriber.next(value);
-        if (first) {
-          first = false;
-          if (owed) subscriber.next(extra);
+        if (!first) {
+          payExtra(); // a value given while the first one is delivered
+          return subscriber.next(value);
         }
+        first = false;
+        subscriber.next(value);
+        payExtra();
       },
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),

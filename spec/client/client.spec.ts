@@ -1047,6 +1047,36 @@ describe('connect() / Client', function () {
     expect(afterClose, 'a closed pool is not said to be ready').to.deep.equal(['ConnectionPoolCreated', 'Connection pool created']);
   });
 
+  it('load-balanced: a checkout or close() started from the first events$ or log$ callback comes after ConnectionPoolReady', async function () {
+    const [a] = await start(1, { loadBalancedServices: 1 });
+    client = connect(`mongodb://${a.address}/?loadBalanced=true`, { logging: { componentSeverities: { connection: 'debug' }, path: { write() {} } } });
+    const pool = [...client.pools.values()][0];
+    const events: string[] = [];
+    const messages: string[] = [];
+    const checkOut = (): void => void pool.checkOut().then((c) => pool.checkIn(c));
+    client.events$.subscribe((e) => {
+      events.push(e.type);
+      if (events.length === 1) checkOut();
+    });
+    client.log$.subscribe((m) => {
+      messages.push(String(m.toJSON().message));
+      if (messages.length === 1) checkOut();
+    });
+    expect(events.slice(0, 3)).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady', 'ConnectionCheckOutStarted']);
+    expect(events.filter((t) => t === 'ConnectionPoolReady')).to.have.length(1);
+    expect(messages.slice(0, 3)).to.deep.equal(['Connection pool created', 'Connection pool ready', 'Connection checkout started']);
+    expect(messages.filter((t) => t === 'Connection pool ready')).to.have.length(1);
+    const closing: string[] = [];
+    const c2 = connect(`mongodb://${a.address}/?loadBalanced=true`);
+    c2.events$.subscribe((e) => {
+      closing.push(e.type);
+      if (closing.length === 1) void c2.close();
+    });
+    expect(closing.slice(0, 2)).to.deep.equal(['ConnectionPoolCreated', 'ConnectionPoolReady']);
+    expect(closing.filter((t) => t === 'ConnectionPoolReady')).to.have.length(1);
+    await c2.close();
+  });
+
   it('load-balanced: a command whose checkout runs out of timeoutMS says what holds the pool, in the load balancer spec\'s words', async function () {
     // Embedded endpoint only: it plays the load balancer (loadBalancedServices), which MONGODB_URI's server is not.
     const [a] = await start(1, { loadBalancedServices: 1 });
