@@ -172,7 +172,8 @@ function guarded(sink: LogSink, name: string): LogSink {
       if (failed) return;
       try {
         const written: unknown = sink.write(message);
-        if (isPromiseLike(written)) written.then(undefined, rejected);
+        // A fulfilment handler too: a thenable of the application's may call it without checking it is one.
+        if (isPromiseLike(written)) written.then(ignore, rejected);
       } catch (error) {
         fail(error);
       }
@@ -186,6 +187,8 @@ function guarded(sink: LogSink, name: string): LogSink {
     },
   };
 }
+
+function ignore(): void {}
 
 function warn(text: string): void {
   process.emitWarning(`rxcmap: ${text}`, { code: 'RXCMAP_LOG_SINK_FAILED' });

@@ -208,7 +208,7 @@ export class CommandRunner<C extends PoolConnection> {
     try {
       const decision: unknown = this.ctx.clearOnEstablishmentError(error);
       if (!isPromiseLike(decision)) return { error, clearPool: Boolean(decision) };
-      decision.then(undefined, () => undefined);
+      decision.then(ignore, ignore); // both: a thenable of the application's may call either without checking it is one
       failure = 'clearOnEstablishmentError returned a Promise (it must return a boolean)';
     } catch (policyError) {
       failure = `clearOnEstablishmentError threw: ${messageOf(policyError)}`;
@@ -291,3 +291,5 @@ function messageOf(x: unknown): string {
   return describe(x);
 }
 
+
+function ignore(): void {}

@@ -90,6 +90,24 @@ describe('log sinks', function () {
     expect((warnings[0] as Error & { code?: string }).code).to.equal('RXCMAP_LOG_SINK_FAILED');
   });
 
+  it('a sink whose write returns a thenable that calls only its first callback is not switched off', async function () {
+    const written: string[] = [];
+    const sink = {
+      write(m: { render(): string }) {
+        written.push(m.render());
+        return { then: (done: () => void) => done() }; // done() without asking whether it was given
+      },
+    };
+    const warnings = await warningsOf(async () => {
+      const pool = new ConnectionPool({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, logging: { componentSeverities: debug, path: sink as never } });
+      pool.ready();
+      pool.checkIn(await pool.checkOut());
+      pool.close();
+    });
+    expect(warnings.map((w) => w.message)).to.deep.equal([]);
+    expect(written, 'every message written').to.have.length(9);
+  });
+
   it('a sink that throws something that cannot be written is switched off with one warning, and never throws itself', async function () {
     const warnings: Error[] = [];
     const onWarning = (w: Error): void => void warnings.push(w);

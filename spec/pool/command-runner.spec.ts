@@ -132,6 +132,17 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
     expect(unhandled).to.deep.equal([]);
   });
 
+  it('says clearOnEstablishmentError returned a Promise when it returns a thenable that calls either callback without asking', function () {
+    const overloaded = new CmapError('overloaded', { labels: [ErrorLabel.SystemOverloadedError] });
+    for (const settle of ['fulfil', 'reject'] as const) {
+      const policy = () => ({ then: (fulfil: (v: boolean) => void, reject: (e: Error) => void) => (settle === 'fulfil' ? fulfil(false) : reject(new Error('policy bug'))) });
+      const { pool } = poolWith(() => throwError(() => overloaded), policy as never);
+      const { errors } = checkOutOnce(pool);
+      expect(errors).to.have.length(1);
+      expect((errors[0] as Error).message, settle).to.equal('clearOnEstablishmentError returned a Promise (it must return a boolean); the establishment had failed with: overloaded');
+    }
+  });
+
   it('fails the establishment once when clearOnEstablishmentError throws on an error whose message and labels cannot be read', function () {
     const odd = Object.create(MongoNetworkError.prototype) as MongoNetworkError; // no errorLabels of its own
     Object.defineProperty(odd, 'message', { get: () => { throw new Error('unreadable'); } });
