@@ -44,8 +44,8 @@ export interface LoggedError {
    */
   readonly pool?: LoggedPoolHoldings;
   /**
-   * A PoolCallbackError's `establishmentError` (the establishment error `clearOnEstablishmentError` threw on), written
-   * the same way.
+   * A PoolCallbackError's `establishmentError` (the establishment error `clearOnEstablishmentError` threw or returned a
+   * Promise on), written the same way.
    */
   readonly establishmentError?: LoggedError;
   /**

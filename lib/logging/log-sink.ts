@@ -3,8 +3,9 @@
  * form) through a buffered stream of the log's own; or a sink object of the application's.
  *
  * A destination that fails never reaches the application: a closed pipe (EPIPE, say `node app | head`), a file that
- * cannot be opened or written, or a sink whose `write` throws is switched off after its first failure, with one
- * process warning (`process.emitWarning`, code `RXCMAP_LOG_SINK_FAILED`) saying why. Nothing is thrown.
+ * cannot be opened or written, or a sink whose `write` throws (or returns a Promise that rejects) is switched off
+ * after its first failure, with one process warning (`process.emitWarning`, code `RXCMAP_LOG_SINK_FAILED`) saying
+ * why. Nothing is thrown.
  *
  * Source: logging spec, "Configurable Log Destination"; extension: failure isolation and buffering.
  */
