@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
 import { optionValue } from '../options';
-import { isPromiseLike } from '../pool/connection-checks';
+import { ignore, isPromiseLike } from '../pool/connection-checks';
 import type { LogSink } from './log-settings';
 
 /**
@@ -188,8 +188,6 @@ function guarded(sink: LogSink, name: string): LogSink {
     },
   };
 }
-
-function ignore(): void {}
 
 function warn(text: string): void {
   process.emitWarning(`rxcmap: ${text}`, { code: 'RXCMAP_LOG_SINK_FAILED' });

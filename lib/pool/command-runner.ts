@@ -13,7 +13,7 @@ import type { ConnectionPoolEvent } from '../events';
 import type { Action, TimerName } from './actions';
 import { countFailure } from './caller-frames';
 import type { Command } from './commands';
-import { destroyQuietly, destroyWhenResolved, idOf, isConnection, isErrored, isPromiseLike, serviceKey } from './connection-checks';
+import { destroyQuietly, destroyWhenResolved, idOf, ignore, isConnection, isErrored, isPromiseLike, serviceKey } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
 import { reportUnhandled } from './report-unhandled';
 import type { Waiter } from './wait-queue';
@@ -290,6 +290,3 @@ function messageOf(x: unknown): string {
   }
   return describe(x);
 }
-
-
-function ignore(): void {}

@@ -143,4 +143,5 @@ export function destroyWhenResolved(input: unknown): void {
   }
 }
 
-function ignore(): void {}
+/** Does nothing: the handler of a Promise's outcome that is of no interest. */
+export function ignore(): void {}
