@@ -657,8 +657,8 @@ function establishFailed<C extends PoolConnection>(
     if (!s.loadBalanced) clear(s, false, error, out);
     else {
       const serviceId = serviceIdOfError(error);
-      const taken = s.handshakeGenerations?.get(id);
-      const staleService = taken !== undefined && serviceId !== undefined && serviceId === rec.serviceId && taken !== s.serviceGenerations.get(serviceId)?.generation;
+      // The service its handshake joined (rec.serviceId), with the generation it took there.
+      const staleService = serviceId !== undefined && serviceId === rec.serviceId && s.handshakeGenerations?.get(id) !== s.serviceGenerations.get(serviceId)?.generation;
       if (serviceId !== undefined && !staleService) clearService(s, serviceId, out, error);
     }
   }

@@ -125,6 +125,7 @@ describe('CommandRunner with a misbehaving connectionFactory or policy', functio
         expect(error).to.be.instanceOf(PoolCallbackError);
         expect(error.message).to.equal('clearOnEstablishmentError returned a Promise (it must return a boolean); the establishment had failed with: overloaded');
         expect(error.establishmentError).to.equal(overloaded);
+        expect(Object.hasOwn(error, 'cause'), 'nothing was thrown').to.equal(false);
         expect(events.some((e) => e.type === 'ConnectionPoolCleared'), `the default decided (rejects: ${rejects}): an overload does not clear`).to.equal(false);
         expect(pool.snapshot()).to.include({ pendingConnectionCount: 0, totalConnectionCount: 0, state: 'ready' });
       }

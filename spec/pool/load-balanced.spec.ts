@@ -169,6 +169,19 @@ describe('load-balanced mode', function () {
       expect(b.events.at(-1), 'the connection made after the clear stays').to.include({ type: 'ConnectionCheckedIn', connectionId: 3 });
     });
 
+    it('an establishment error naming a service clears it when no handshake of that connection took its generation', function () {
+      const b = new Bench({}, true, true);
+      b.dispatch({ type: 'ready' });
+      b.checkOut(); // connection 1: no handshakeDone (a factory that does not report it)
+      b.checkOut(); // connection 2: its handshake reached A, then A was cleared
+      b.dispatch({ type: 'handshakeDone', id: 2, serviceId: A });
+      b.dispatch({ type: 'clear', serviceId: A, interruptInUseConnections: false });
+      b.failEstablishment(1, Object.assign(new Error('authentication 1 failed'), { serviceId: A }), true);
+      b.failEstablishment(2, Object.assign(new Error('authentication 2 failed'), { serviceId: B }), true); // another service named
+      const cleared = b.events.filter((e) => e.type === 'ConnectionPoolCleared').map((e) => (e as { serviceId?: string }).serviceId);
+      expect(cleared, 'the clear, then one per error').to.deep.equal([A, A, B]);
+    });
+
     it('a service clear is a no-op on a closed pool, and schedules no run when background runs are off', function () {
       const closed = new Bench({}, true, true);
       closed.dispatch({ type: 'close' });
