@@ -221,7 +221,7 @@ export class CommandRunner<C extends PoolConnection> {
     } catch {
       // An error whose labels cannot be read (say an object made from a CmapError prototype): not backpressure.
     }
-    return { error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, cause === undefined ? undefined : { cause }, error), clearPool };
+    return { error: new PoolCallbackError(this.ctx.address, 'clearOnEstablishmentError', message, { cause }, error), clearPool };
   }
 
   private abort(id: number): void {
