@@ -84,6 +84,23 @@ export function listenToAbort(signal: AbortSignal, listener: () => void, turn: n
     if (!listeners.delete(entry) || listeners.size > 0) return;
     // The last one gone: the signal is let go of, as its own listeners would be.
     if (registrations.get(signal) === registration) registrations.delete(signal);
-    registered[Symbol.dispose]();
+    try {
+      registered[Symbol.dispose]();
+    } catch {
+      // A signal whose removeEventListener throws keeps the pool's listener, which finds nothing left to run. The
+      // throw must not reach the caller: it stops listening as its wait settles, in the middle of that settlement.
+    }
   };
+}
+
+/**
+ * The `reason` of an aborted signal, or what reading it throws (a getter of a signal-like object): an abort is
+ * passed on with a reason either way, never lost to a throw inside an abort listener.
+ */
+export function abortReason(signal: AbortSignal): unknown {
+  try {
+    return signal.reason;
+  } catch (error) {
+    return error;
+  }
 }

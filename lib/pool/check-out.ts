@@ -5,7 +5,7 @@
  * Source: CMAP spec, "Checking Out a Connection", "WaitQueue".
  */
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
-import { abortTurn, listenToAbort } from '../abort-listeners';
+import { abortReason, abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
 import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { countFailure, rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
@@ -131,7 +131,7 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     const signal = settings?.signal;
     const trace = isTraced(checkOutChannel) ? startTrace(port) : undefined;
     if (signal?.aborted) {
-      const error = cancelled(port.address, signal.reason);
+      const error = cancelled(port.address, abortReason(signal));
       if (trace !== undefined) {
         trace.skip();
         endTrace(trace, false, error);
@@ -412,7 +412,7 @@ function startCheckOut<C>(
   if (signal?.aborted) {
     waiter.state = 'done';
     trace?.skip(); // the waiter's settlement ends the trace
-    waiter.settle(false, cancelled(port.address, signal.reason));
+    waiter.settle(false, cancelled(port.address, abortReason(signal)));
     return;
   }
   const turn = signal === undefined ? 0 : abortTurn();
@@ -513,7 +513,7 @@ function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal:
  * processing.
  */
 function abort<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal): void {
-  if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, signal.reason));
+  if (waiter.state !== 'done') port.leave(waiter, cancelled(port.address, abortReason(signal)));
 }
 
 /**

@@ -32,7 +32,7 @@ import {
   type SchedulerLike,
   type Subscriber,
 } from 'rxjs';
-import { listenToAbort } from '../abort-listeners';
+import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
@@ -538,7 +538,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const signal = optionValue(options, 'signal');
     requireAbortSignal(signal);
     return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+      if (signal?.aborted) return reject(abortReason(signal));
       let stopListening: (() => void) | undefined;
       const subscription = this.warmUp$().subscribe({
         next: resolve,
@@ -552,7 +552,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         try {
           stopListening = listenToAbort(signal, () => {
             subscription.unsubscribe();
-            reject(signal.reason);
+            reject(abortReason(signal));
           });
         } catch (error) {
           // A signal that refuses listeners: the wait could never be cancelled, so it ends now with that error.

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type Subscription } from 'rxjs';
+import { config, forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type Subscription } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
@@ -201,6 +201,68 @@ describe('CheckOutRequest', function () {
         await microtasks();
         expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
       }
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a signal whose removeEventListener throws: a waiting checkout is still served, and the throw reaches nobody (Promise and Observable forms)', async function () {
+    // Before, the Promise form's settlement threw while it stopped listening: the caller never received the connection
+    // it was served (inUseConnectionCount stayed 1 with nothing checked out) and the pool reported the throw as
+    // unhandled; the Observable form threw an UnsubscriptionError from its teardown.
+    const pool = poolOfOneEstablishedAtOnce();
+    const reported: unknown[] = [];
+    const onUnhandledError = config.onUnhandledError;
+    config.onUnhandledError = (e) => reported.push(e);
+    try {
+      pool.ready();
+      const signal = new AbortController().signal;
+      signal.removeEventListener = () => {
+        throw new TypeError('listeners kept');
+      };
+      for (const form of ['promise', 'observable'] as const) {
+        const held = await pool.checkOut();
+        const request = pool.checkOut({ signal });
+        let outcome: unknown = 'unsettled';
+        if (form === 'promise') void request.then((c) => (outcome = c), (e: unknown) => (outcome = e));
+        else request.subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
+        pool.checkIn(held);
+        await microtasks();
+        expect(outcome, form).to.equal(held);
+        pool.checkIn(outcome as MockConnection);
+        expect(pool.snapshot(), form).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+      }
+      expect(reported).to.deep.equal([]);
+    } finally {
+      config.onUnhandledError = onUnhandledError;
+      pool.close();
+    }
+  });
+
+  it('a signal whose reason cannot be read still cancels a waiting checkout, with what reading it threw as the cause (Promise and Observable forms)', async function () {
+    // Before, the abort listener threw (reported from a timer: an uncaught exception) and the checkout waited on.
+    const pool = poolOfOneEstablishedAtOnce();
+    try {
+      pool.ready();
+      const held = await pool.checkOut();
+      for (const form of ['promise', 'observable'] as const) {
+        const controller = new AbortController();
+        const unreadable = new TypeError('no reason');
+        Object.defineProperty(controller.signal, 'reason', {
+          get() {
+            throw unreadable;
+          },
+        });
+        const request = pool.checkOut({ signal: controller.signal });
+        let outcome: unknown = 'unsettled';
+        if (form === 'promise') void request.then((c) => (outcome = c), (e: unknown) => (outcome = e));
+        else request.subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
+        controller.abort();
+        await microtasks();
+        expect(outcome, form).to.be.instanceOf(CheckOutCancelledError).with.property('cause', unreadable);
+        expect(pool.snapshot(), form).to.include({ waitQueueLength: 0 });
+      }
+      pool.checkIn(held);
     } finally {
       pool.close();
     }

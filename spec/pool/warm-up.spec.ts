@@ -159,6 +159,32 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect((pool as unknown as { poolState: { observed: boolean } }).poolState.observed, 'events$ still observed').to.equal(false);
   });
 
+  it('a signal whose reason cannot be read still ends the wait, with what reading it threw; one whose removeEventListener throws still resolves', async function () {
+    // Before, the abort listener threw (reported from a timer: an uncaught exception) and warmUp never settled; a
+    // signal that refused to let the pool's listener go threw from the warm-up's completion.
+    const { pool, clock } = virtualPool({ minPoolSize: 2 });
+    pool.ready();
+    const controller = new AbortController();
+    const unreadable = new TypeError('no reason');
+    Object.defineProperty(controller.signal, 'reason', {
+      get() {
+        throw unreadable;
+      },
+    });
+    const aborted = watch(pool.warmUp({ signal: controller.signal }));
+    controller.abort();
+    await microtasks();
+    expect(aborted.error).to.equal(unreadable);
+    const signal = new AbortController().signal;
+    signal.removeEventListener = () => {
+      throw new TypeError('listeners kept');
+    };
+    const warm = watch(pool.warmUp({ signal }));
+    clock.advance(10);
+    await microtasks();
+    expect(warm.value).to.include({ availableConnectionCount: 2 });
+  });
+
   it('as an Observable: emits the snapshot and completes; unsubscribing stops waiting', function () {
     const { pool, clock } = virtualPool({ minPoolSize: 2 });
     pool.ready();
