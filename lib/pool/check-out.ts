@@ -421,10 +421,12 @@ function startCheckOut<C>(
   if (settings !== undefined && settings.timeoutMS > 0 && waiter.state !== 'done') {
     const deadline = armDeadline(port, waiter, settings.timeoutMS);
     const detach = waiter.detach;
-    waiter.detach = () => {
-      deadline.unsubscribe();
-      detach?.();
-    };
+    if (deadline !== undefined) {
+      waiter.detach = () => {
+        deadline.unsubscribe();
+        detach?.();
+      };
+    }
   }
 }
 
@@ -435,11 +437,21 @@ function enter<C>(port: CheckOutPort<C>, waiter: Waiter<C>, request: CheckOutReq
   else trace.run(port.enter, port, waiter, request, high);
 }
 
-/** A checkout's own deadline: when it passes first, the pool fails the checkout with a timeout (in commit order). */
-function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: number): Subscription {
-  return port.scheduler.schedule(() => {
-    if (waiter.state !== 'done') port.leave(waiter, undefined, timeoutMS);
-  }, timeoutMS);
+/**
+ * A checkout's own deadline: when it passes first, the pool fails the checkout with a timeout (in commit order). A
+ * scheduler that throws from `schedule` fails the checkout with that error (in commit order, as it has entered the
+ * pool already) rather than leave it waiting with no deadline, or throw to a caller who would never take the
+ * connection it is then served; undefined then.
+ */
+function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: number): Subscription | undefined {
+  try {
+    return port.scheduler.schedule(() => {
+      if (waiter.state !== 'done') port.leave(waiter, undefined, timeoutMS);
+    }, timeoutMS);
+  } catch (error) {
+    if (waiter.state !== 'done') port.leave(waiter, error instanceof Error ? error : cancelled(port.address, error));
+    return undefined;
+  }
 }
 
 /** A new checkout trace (see {@link CheckOutTraceContext}). */

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { config, forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type Subscription } from 'rxjs';
+import { config, forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
@@ -263,6 +263,40 @@ describe('CheckOutRequest', function () {
         expect(pool.snapshot(), form).to.include({ waitQueueLength: 0 });
       }
       pool.checkIn(held);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a scheduler whose schedule throws fails a waiting checkout with a timeoutMS with that error, and the pool does not hand it the next connection', async function () {
+    // Before, the Promise form's first then threw (withConnection threw synchronously) while the checkout stayed in the
+    // WaitQueue: the connection checked in next went to it and was never checked in again.
+    const clock = new VirtualClock();
+    const refused = new Error('no timers');
+    // It refuses the checkouts' 100 ms deadlines only; the pool's own timers are armed as usual.
+    const scheduler: SchedulerLike = {
+      now: () => clock.now(),
+      schedule: (work: (state?: unknown) => void, delay?: number, state?: unknown) => {
+        if (delay === 100) throw refused;
+        return clock.schedule(work, delay, state);
+      },
+    } as SchedulerLike;
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler, connectionFactory: (d) => of(new MockConnection(d)) });
+    try {
+      pool.ready();
+      for (const form of ['withConnection', 'promise', 'observable'] as const) {
+        const held = await pool.checkOut();
+        let outcome: unknown = 'unsettled';
+        if (form === 'withConnection') void pool.withConnection(() => 'ran', { timeoutMS: 100 }).then((c) => (outcome = c), (e: unknown) => (outcome = e));
+        else if (form === 'promise') void pool.checkOut({ timeoutMS: 100 }).then((c) => (outcome = c), (e: unknown) => (outcome = e));
+        else pool.checkOut({ timeoutMS: 100 }).subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
+        await microtasks();
+        expect(outcome, form).to.equal(refused);
+        expect(pool.snapshot(), form).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+        pool.checkIn(held);
+        await microtasks();
+        expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+      }
     } finally {
       pool.close();
     }
