@@ -6,7 +6,7 @@ import { Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../errors';
 import { optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
-import { hexServiceId } from '../pool/connection-checks';
+import { hexServiceId, isPromiseLike } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
@@ -76,11 +76,15 @@ export interface MockConnectionFactoryOptions {
   establishDelayMS?: number | undefined;
   /** Times the establishment on this scheduler (virtual time in tests); default: real timers. */
   scheduler?: SchedulerLike | undefined;
-  /** Return an error to make the establishment of that connection fail with it. */
+  /**
+   * Return an error to make the establishment of that connection fail with it. It decides at once: one that returns a
+   * Promise (an async function) fails the establishment with an InvalidOptionError (option `failWith`).
+   */
   failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
   /**
    * The serviceId the handshake of that connection reports, for load-balanced tests: an ObjectId's 24-character hex
-   * string (anything else fails the establishment with InvalidOptionError), or undefined.
+   * string (anything else fails the establishment with InvalidOptionError), or undefined. It decides at once: a
+   * Promise (an async function) fails the establishment with an InvalidOptionError (option `serviceIdOf`).
    */
   serviceIdOf?: (descriptor: ConnectionDescriptor) => string | undefined;
 }
@@ -143,9 +147,9 @@ export class MockConnectionFactory {
         // connection refuses, an error of failWith or serviceIdOf) fails this establishment, not the process.
         let connection: MockConnection;
         try {
-          const error = this.options.failWith?.(descriptor);
+          const error = decidedAtOnce('failWith', this.options.failWith?.(descriptor));
           if (error !== undefined) return subscriber.error(error);
-          connection = new MockConnection(descriptor, this.options.serviceIdOf?.(descriptor));
+          connection = new MockConnection(descriptor, decidedAtOnce('serviceIdOf', this.options.serviceIdOf?.(descriptor)));
         } catch (error) {
           return subscriber.error(error);
         }
@@ -175,4 +179,21 @@ export class MockConnectionFactory {
         }
       };
     });
+}
+
+/**
+ * What `failWith` or `serviceIdOf` returned, which must be decided at once. A Promise (an async function) is refused
+ * with an InvalidOptionError naming the option, and its rejection is ignored rather than left unhandled: taken as it
+ * is, a Promise counted as an error (failWith) or as a serviceId no handshake reports (serviceIdOf), whatever it
+ * would resolve to.
+ */
+function decidedAtOnce<T>(option: 'failWith' | 'serviceIdOf', value: T): T {
+  if (!isPromiseLike(value)) return value;
+  try {
+    value.then(undefined, () => undefined);
+  } catch {
+    // A thenable whose then throws: nothing of it is left pending.
+  }
+  const allowed = option === 'failWith' ? 'a function that returns an Error or undefined at once (not a Promise)' : 'a function that returns a serviceId or undefined at once (not a Promise)';
+  throw new InvalidOptionError(option, value, allowed);
 }

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
+import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('MockConnectionFactory', function () {
   it('refuses options it would misread with an InvalidOptionError naming the option', function () {
@@ -53,6 +54,24 @@ describe('MockConnectionFactory', function () {
       process.removeListener('uncaughtException', onUncaught);
     }
     expect(escaped).to.deep.equal([]);
+  });
+
+  it('an async failWith or serviceIdOf fails the establishment with an InvalidOptionError naming it, and leaves no unhandled rejection', async function () {
+    // Before, the Promise itself was taken as failWith's error (an async failWith that decided not to fail failed
+    // every establishment) or as a serviceId, and each one that rejected was an unhandled rejection.
+    const cases: [string, MockConnectionFactory][] = [
+      ['failWith', new MockConnectionFactory({ failWith: (async () => undefined) as never })],
+      ['failWith', new MockConnectionFactory({ failWith: (async () => Promise.reject(new RangeError('from failWith'))) as never })],
+      ['serviceIdOf', new MockConnectionFactory({ serviceIdOf: (async () => Promise.reject(new RangeError('from serviceIdOf'))) as never })],
+    ];
+    const unhandled = await unhandledRejectionsOf(async () => {
+      for (const [option, factory] of cases) {
+        const error = await firstValueFrom(from(factory.factory({ id: 1, generation: 0, address: 'h:1' } as never))).then(() => undefined, (e: unknown) => e);
+        expect(error, option).to.be.instanceOf(InvalidOptionError).with.property('option', option);
+        expect(factory.created, option).to.have.length(0);
+      }
+    }, 20);
+    expect(unhandled).to.deep.equal([]);
   });
 
   it('a MockConnection refuses a descriptor it cannot take its id, generation and address from', function () {
