@@ -29,7 +29,7 @@ import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type Compres
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
-import { InvalidOptionError } from '../errors';
+import { inWords, InvalidOptionError } from '../errors';
 import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { FailCommandPoint } from './fail-points';
@@ -147,8 +147,8 @@ export interface ClientConnectionInfo {
 /**
  * A command handler: receives the command document (over OP_MSG with `$db`, and each document sequence as the field of
  * its name, as mongod runs a command) and the connection it came on, and returns (or resolves to) the reply document. A
- * handler that throws or rejects is answered with `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message
- * as `errmsg`; a `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
+ * handler that throws or rejects (with any value), or returns something that is not a document, is answered with
+ * `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message (or what was thrown, in words) as `errmsg`; a `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
  */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
 
@@ -762,8 +762,14 @@ export class EmbeddedServer {
     let reply: Document;
     try {
       reply = handler ? await handler(command, client) : { ok: 1 };
+      const given: unknown = reply;
+      if (given === null || typeof given !== 'object' || Array.isArray(given)) {
+        const what = given == null ? String(given) : Array.isArray(given) ? 'an array' : `a ${typeof given}`;
+        throw new TypeError(`the handler of ${name} returned ${what}, not a reply document`);
+      }
     } catch (error) {
-      return { ok: 0, errmsg: (error as Error).message, code: 2, codeName: 'BadValue' };
+      // Whatever was thrown (null, a string, an Error whose message getter throws): the client gets an answer.
+      return { ok: 0, errmsg: inWords(error), code: 2, codeName: 'BadValue' };
     }
     // As mongod: the fail point's writeConcernError is added once the command ran and succeeded.
     const succeeded = reply.ok === 1 || reply.ok === true;

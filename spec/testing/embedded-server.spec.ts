@@ -106,6 +106,28 @@ describe('EmbeddedServer', function () {
     a.close();
   });
 
+  it('answers BadValue, on a connection it keeps open, when a handler throws something that is not an Error or returns something that is not a document', async function () {
+    // Before, a handler that threw null or undefined, or returned anything but an object, had the connection closed
+    // (a client saw a network error, not the handler's fault), and one that threw a string was answered without errmsg.
+    const a = await rawClient(server.address);
+    const cases: [string, () => unknown, string][] = [
+      ['throws null', () => { throw null; }, 'null'],
+      ['throws undefined', () => { throw undefined; }, 'undefined'],
+      ['throws a string', () => { throw 'out of stock'; }, 'out of stock'],
+      ['rejects with null', () => Promise.reject(null), 'null'],
+      ['returns undefined', () => undefined, 'the handler of foo returned undefined, not a reply document'],
+      ['returns null', () => null, 'the handler of foo returned null, not a reply document'],
+      ['resolves to a number', async () => 5, 'the handler of foo returned a number, not a reply document'],
+      ['returns an array', () => [{ ok: 1 }], 'the handler of foo returned an array, not a reply document'],
+    ];
+    for (const [what, handler, errmsg] of cases) {
+      server.handle('foo', handler as () => Document);
+      expect(await a.send({ foo: 1, $db: 'admin' }), what).to.deep.equal({ ok: 0, errmsg, code: 2, codeName: 'BadValue' });
+    }
+    expect(a.socket.destroyed).to.equal(false);
+    a.close();
+  });
+
   it('answers an OP_MSG request without $db with error 40571, as mongod, instead of running it on admin', async function () {
     const a = await rawClient(server.address);
     expect(await a.send({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], errorCode: 2 } })).to.deep.equal({
