@@ -8,6 +8,7 @@
  * "Connection pools" (Development status); CMAP spec, "Connection Pool Monitoring".
  */
 import {
+  diag,
   metrics,
   ValueType,
   type Attributes,
@@ -202,7 +203,13 @@ export function instrumentConnectionPool(
   }
   let poolName = given ?? pool.address;
   for (let n = 2; recording.has(poolName); n++) poolName = `${pool.address}#${n}`;
-  return new PoolMetricsRecorder(pool, meter, poolName, recording);
+  try {
+    return new PoolMetricsRecorder(pool, meter, poolName, recording);
+  } catch (error) {
+    // A Meter that threw while the instruments were made: the name records nothing, and stays free.
+    recording.delete(poolName);
+    throw error;
+  }
 }
 
 /** The option names of {@link ConnectionPoolInstrumentationOptions}. */
@@ -365,8 +372,20 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     this.unsubscribe();
   }
 
-  /** Records what one CMAP event measures (durations in ms on the events, seconds on the instruments). */
+  /**
+   * Records what one CMAP event measures (durations in ms on the events, seconds on the instruments). An instrument
+   * that throws (the API says they never do) is reported to OpenTelemetry's `diag` logger, as the API reports its own
+   * errors: thrown from an `events$` subscriber, it would be an uncaught exception, ending the process.
+   */
   private record(event: ConnectionPoolEvent): void {
+    try {
+      this.measure(event);
+    } catch (error) {
+      diag.error(`rxcmap: recording ${event.type} of pool ${this.poolName} failed`, error);
+    }
+  }
+
+  private measure(event: ConnectionPoolEvent): void {
     switch (event.type) {
       case 'ConnectionReady':
         this.createTime.record(event.duration / 1000, this.attributes);

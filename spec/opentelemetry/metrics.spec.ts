@@ -632,3 +632,55 @@ describe('rxcmap/opentelemetry: instrumentConnectionPool', function () {
     });
   });
 });
+
+describe('instrumentConnectionPool with a Meter that throws', function () {
+  it('an instrument that throws is reported to diag, not thrown from the pool\'s events; a Meter that throws while instruments are made leaves the name free', async function () {
+    // Before, every measurement an instrument threw from was an uncaught exception (7 for 3 withConnection calls),
+    // and a name whose instruments could not be made stayed taken.
+    const escaped: unknown[] = [];
+    const onUncaught = (error: unknown): void => void escaped.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    const logged: unknown[][] = [];
+    const { diag: otelDiag } = await import('@opentelemetry/api');
+    otelDiag.setLogger({ error: (...args: unknown[]) => logged.push(args), warn: () => {}, info: () => {}, debug: () => {}, verbose: () => {} });
+    const pool = new ConnectionPool<MockConnection>({ address: 'db:27017', connectionFactory: new MockConnectionFactory().factory });
+    try {
+      const base = metrics.getMeter('t');
+      const throwing = {
+        record() {
+          throw new Error('record refused');
+        },
+        add() {
+          throw new Error('add refused');
+        },
+      };
+      let refuseNext = true;
+      const meter = Object.assign(Object.create(base) as object, {
+        createHistogram: () => {
+          if (refuseNext) {
+            refuseNext = false;
+            throw new Error('no histograms');
+          }
+          return throwing;
+        },
+        createCounter: () => throwing,
+        addBatchObservableCallback: () => undefined,
+        removeBatchObservableCallback: () => undefined,
+      }) as never;
+      expect(() => instrumentConnectionPool(pool, { meter, poolName: 'orders' })).to.throw('no histograms');
+      const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
+      pool.ready();
+      for (let i = 0; i < 3; i++) await pool.withConnection(() => 1);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(escaped).to.deep.equal([]);
+      expect(logged.length).to.be.greaterThan(0);
+      expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
+      instrumentation.unsubscribe();
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      otelDiag.disable();
+      pool.close();
+    }
+  });
+});
+
