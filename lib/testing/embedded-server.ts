@@ -148,7 +148,8 @@ export interface ClientConnectionInfo {
  * A command handler: receives the command document (over OP_MSG with `$db`, and each document sequence as the field of
  * its name, as mongod runs a command) and the connection it came on, and returns (or resolves to) the reply document. A
  * handler that throws or rejects (with any value), or returns something that is not a document, is answered with
- * `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message (or what was thrown, in words) as `errmsg`; a `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
+ * `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message (or what was thrown, in words) as `errmsg`; a
+ * `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
  */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
 

@@ -6,7 +6,7 @@ import { Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../errors';
 import { optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
-import { hexServiceId, isPromiseLike } from '../pool/connection-checks';
+import { hexServiceId, ignore, isPromiseLike } from '../pool/connection-checks';
 import type { ConnectionFactory } from '../pool/contract';
 import type { ConnectionDescriptor, PoolConnection } from '../pool/contract';
 
@@ -190,7 +190,7 @@ export class MockConnectionFactory {
 function decidedAtOnce<T>(option: 'failWith' | 'serviceIdOf', value: T): T {
   if (!isPromiseLike(value)) return value;
   try {
-    value.then(undefined, () => undefined);
+    value.then(ignore, ignore);
   } catch {
     // A thenable whose then throws: nothing of it is left pending.
   }
