@@ -11,17 +11,16 @@
  */
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
-import { optionValue } from '../options';
 import { ignore, isPromiseLike } from '../pool/connection-checks';
 import type { LogSink } from './log-settings';
 
 /**
  * Opens the sink for `path`: `stderr`, `stdout` (case-insensitive), a file path (appended to; created if missing;
- * stderr when it cannot be opened), or a sink object. The sink returned never throws from `write`; its `close`
- * flushes what is buffered (the Promise settles when it is written) and closes a file it opened. A destination of
- * its own (not a sink object) still takes messages written after `close`: each burst of them is written, in order
- * after everything before, through the destination opened again and closed once they are written, so nothing is
- * lost and no file stays open between bursts.
+ * stderr when it cannot be opened), or a sink object. The sink returned never throws from `write`; its `close` (none
+ * for a sink object, which stays the application's to close) flushes what is buffered (the Promise settles when it
+ * is written) and closes a file it opened. A destination of its own (not a sink object) still takes messages written
+ * after `close`: each burst of them is written, in order after everything before, through the destination opened
+ * again and closed once they are written, so nothing is lost and no file stays open between bursts.
  */
 export function openLogSink(path: string | LogSink): LogSink {
   if (typeof path !== 'string') return guarded(path, 'the log sink');
@@ -157,8 +156,9 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
 }
 
 /**
- * An application's sink, whose `write` or `close` may throw, or return a Promise that rejects (an async `write`):
- * switched off at its first failure, with a warning. Its Promises are not awaited: messages are handed over in order.
+ * An application's sink, whose `write` may throw, or return a Promise that rejects (an async `write`): switched off at
+ * its first failure, with a warning. Its Promises are not awaited: messages are handed over in order. It has no
+ * `close`: the application's sink is the application's to close.
  */
 function guarded(sink: LogSink, name: string): LogSink {
   let failed = false;
@@ -175,13 +175,6 @@ function guarded(sink: LogSink, name: string): LogSink {
         const written: unknown = sink.write(message);
         // A fulfilment handler too: a thenable of the application's may call it without checking it is one.
         if (isPromiseLike(written)) written.then(ignore, rejected);
-      } catch (error) {
-        fail(error);
-      }
-    },
-    close() {
-      try {
-        return optionValue(sink, 'close')?.call(sink);
       } catch (error) {
         fail(error);
       }
