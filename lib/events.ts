@@ -28,7 +28,9 @@ export type ConnectionClosedReason = 'stale' | 'idle' | 'error' | 'poolClosed' |
  * Why a checkout failed (CMAP `ConnectionCheckOutFailedEvent.reason`):
  * - `poolClosed`: the pool was closed;
  * - `timeout`: the checkout waited longer than waitQueueTimeoutMS;
- * - `connectionError`: establishing a connection failed, or the pool was paused (cleared or not yet ready);
+ * - `connectionError`: establishing a connection failed, or the pool was paused (cleared or not yet ready), or the
+ *   checkout could not be set up (its AbortSignal refused a listener, the pool's scheduler refused its `timeoutMS`
+ *   deadline: it fails with that error);
  * - `cancelled`: an rxcmap extension: the caller gave up (unsubscribed, or aborted its AbortSignal) before a
  *   connection was delivered. Monitors that only know the spec's three reasons can treat it as theirs to ignore.
  * - `waitQueueFull`: an rxcmap extension: `maxWaitQueueSize` checkouts were already waiting.

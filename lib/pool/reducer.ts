@@ -332,7 +332,9 @@ function cancel<C extends PoolConnection>(
       type: 'ConnectionCheckOutFailed',
       address: s.address,
       time: now(s),
-      reason: held === undefined ? 'cancelled' : 'timeout',
+      // An error other than the front end's cancellation is one the checkout could not be set up without (its signal
+      // refused a listener, its scheduler a deadline): nobody gave up, and its trace says connectionError too.
+      reason: held !== undefined ? 'timeout' : abortError === undefined || abortError instanceof CheckOutCancelledError ? 'cancelled' : 'connectionError',
       duration: sinceStart(s, w),
       error: error ?? new CheckOutCancelledError(s.address),
     });

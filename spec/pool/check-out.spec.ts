@@ -3,6 +3,7 @@
  * a Promise checkout its caller had already abandoned, and one served into an Observable chain already torn down.
  */
 import { expect } from 'chai';
+import { tracingChannel } from 'node:diagnostics_channel';
 import { getEventListeners } from 'node:events';
 import { config, forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Subscriber, timeout, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
@@ -298,6 +299,43 @@ describe('CheckOutRequest', function () {
         expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
       }
     } finally {
+      pool.close();
+    }
+  });
+
+  it('a checkout its scheduler or signal refused: ConnectionCheckOutFailed gives the reason its trace gives, not cancelled (nobody gave up)', async function () {
+    // Before, the event said `cancelled` (the caller gave up) while the trace said `connectionError` for the same
+    // failure, with the same error.
+    const clock = new VirtualClock();
+    const scheduler: SchedulerLike = {
+      now: () => clock.now(),
+      schedule: (work: (state?: unknown) => void, delay?: number, state?: unknown) => {
+        if (delay === 100) throw new Error('no timers');
+        return clock.schedule(work, delay, state);
+      },
+    } as SchedulerLike;
+    const pool = new ConnectionPoolCore<MockConnection>({ address: 'db:27017', maxPoolSize: 1, scheduler, connectionFactory: (d) => of(new MockConnection(d)) });
+    const reasons: string[] = [];
+    pool.events$.subscribe((e) => {
+      if (e.type === 'ConnectionCheckOutFailed') reasons.push(`event ${e.reason}`);
+    });
+    const traced = { start() {}, end() {}, asyncStart() {}, error() {}, asyncEnd: (c: { outcome?: string }) => void reasons.push(`trace ${c.outcome}`) };
+    const channel = tracingChannel('rxcmap:pool:checkOut');
+    channel.subscribe(traced as never);
+    try {
+      pool.ready();
+      const held = await pool.checkOut();
+      reasons.length = 0;
+      const signal = new AbortController().signal;
+      signal.addEventListener = () => {
+        throw new TypeError('listeners refused');
+      };
+      await pool.checkOut({ timeoutMS: 100 }).then(undefined, () => undefined);
+      await pool.checkOut({ signal }).then(undefined, () => undefined);
+      expect(reasons).to.deep.equal(['event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError']);
+      pool.checkIn(held);
+    } finally {
+      channel.unsubscribe(traced as never);
       pool.close();
     }
   });
