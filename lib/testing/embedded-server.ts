@@ -147,8 +147,9 @@ export interface ClientConnectionInfo {
 /**
  * A command handler: receives the command document (over OP_MSG with `$db`, and each document sequence as the field of
  * its name, as mongod runs a command) and the connection it came on, and returns (or resolves to) the reply document. A
- * handler that throws or rejects (with any value), or returns something that is not a document, is answered with
- * `{ ok: 0, code: 2, codeName: 'BadValue' }` and the error's message (or what was thrown, in words) as `errmsg`; a
+ * handler that throws or rejects (with any value), or returns something that is not a document (or one that cannot be
+ * encoded as BSON: a Buffer, a Date, a cycle), is answered with `{ ok: 0, code: 2, codeName: 'BadValue' }` and the
+ * error's message (or what was thrown, in words) as `errmsg`, on a connection it keeps open; a
  * `failCommand` fail point with `writeConcernError` adds it to a reply with `ok: 1`. Source: extension.
  */
 export type CommandHandler = (command: Document, client: ClientConnectionInfo) => Document | Promise<Document>;
@@ -602,7 +603,7 @@ export class EmbeddedServer {
         }
         const response = invalid ?? (await this.run(socket, client, command, command.$db));
         if (response === undefined || moreToCome) return;
-        reply = encodeOpMsg(0, raw.header.requestId, response);
+        reply = encodeAnswer(name ?? '', response, (document) => encodeOpMsg(0, raw.header.requestId, document));
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
       } else if (message.header.opCode === OpCode.OP_QUERY) {
         // Only the legacy hello may still come as OP_QUERY, as on current mongod.
@@ -615,7 +616,7 @@ export class EmbeddedServer {
         }
         const response = await this.run(socket, client, command, query.fullCollectionName.split('.')[0]);
         if (response === undefined) return;
-        reply = encodeOpReply(0, raw.header.requestId, response);
+        reply = encodeAnswer(name, response, (document) => encodeOpReply(0, raw.header.requestId, document));
       } else {
         socket.destroy();
         return;
@@ -652,16 +653,23 @@ export class EmbeddedServer {
     const maxAwaitTimeMS = Number(command.maxAwaitTimeMS);
     let requested: unknown = command.topologyVersion;
     let responseTo = requestId;
-    const send = (response: Document, flags: number): void => {
+    // Whether `response` itself was sent: one that cannot be encoded is answered with a BadValue, which ends the stream.
+    const send = (response: Document, flags: number): boolean => {
       const id = this.nextReplyId++;
-      let reply = encodeOpMsg(id, responseTo, response, flags);
+      let sent = true;
+      let reply = encodeAnswer(name, response, (document) => {
+        sent = document === response;
+        return encodeOpMsg(id, responseTo, document, sent ? flags : 0);
+      });
       if (compress) reply = compressMessage(reply);
       responseTo = id;
       if (!socket.destroyed) socket.write(reply);
+      return sent;
     };
     const version = requested as { processId?: unknown; counter?: unknown } | null;
     if (typeof version !== 'object' || version === null || !Number.isFinite(maxAwaitTimeMS) || maxAwaitTimeMS < 0) {
-      return send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion and maxAwaitTimeMS must be given together' }, 0);
+      send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion and maxAwaitTimeMS must be given together' }, 0);
+      return;
     }
     client.awaitingHello = true;
     try {
@@ -681,7 +689,7 @@ export class EmbeddedServer {
     maxAwaitTimeMS: number,
     exhaustAllowed: boolean,
     requested: unknown,
-    send: (response: Document, flags: number) => void,
+    send: (response: Document, flags: number) => boolean,
   ): Promise<void> {
     for (;;) {
       const current = requested as { processId?: unknown; counter?: unknown };
@@ -689,15 +697,15 @@ export class EmbeddedServer {
       if (sameProcess && Number(current.counter) > this.topologyCounter) {
         // As mongod (a replica set member): a counter this process never reached is an error, not a wait.
         const errmsg = `Received a topology version with counter: ${Number(current.counter)} which is greater than the server topology version counter: ${this.topologyCounter}`;
-        return send({ ok: 0, errmsg, code: 31382, codeName: 'Location31382' }, 0);
+        send({ ok: 0, errmsg, code: 31382, codeName: 'Location31382' }, 0);
+        return;
       }
       if (sameProcess && !(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS))) return;
       const response = await this.run(socket, client, command, db);
       if (response === undefined || socket.destroyed) return;
       const ok = response.ok === 1 || response.ok === true;
       const more = exhaustAllowed && ok;
-      send(response, more ? OpMsgFlag.moreToCome : 0);
-      if (!more) return;
+      if (!send(response, more ? OpMsgFlag.moreToCome : 0) || !more) return;
       requested = response.topologyVersion;
     }
   }
@@ -871,4 +879,18 @@ function sleepUnlessClosed(socket: net.Socket, ms: number): Promise<boolean> {
     const timer = setTimeout(() => done(true), ms);
     socket.once('close', onClose);
   });
+}
+
+/**
+ * The reply message of command `name`: `response` encoded, or, when a handler's reply cannot be encoded as BSON (a
+ * Buffer or a Date for a document, a cycle), a BadValue saying why, so that the client gets an answer and the
+ * connection stays open, as for a handler that throws (see {@link CommandHandler}).
+ */
+function encodeAnswer(name: string, response: Document, encode: (document: Document) => Buffer): Buffer {
+  try {
+    return encode(response);
+  } catch (error) {
+    const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+    return encode({ ok: 0, errmsg: `the reply of ${name} cannot be encoded as BSON: ${inWords(cause)}`, code: 2, codeName: 'BadValue' });
+  }
 }

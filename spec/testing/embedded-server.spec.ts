@@ -128,6 +128,21 @@ describe('EmbeddedServer', function () {
     a.close();
   });
 
+  it('answers BadValue, on a connection it keeps open, when a handler returns an object that cannot be encoded as a reply (a Buffer, a Date, a cycle)', async function () {
+    // Before, the encoding threw and the connection was closed: the client saw a network error, not the handler's fault.
+    const cyclic: Document = { ok: 1 };
+    cyclic.self = cyclic;
+    const a = await rawClient(server.address);
+    for (const [what, reply] of [['a Buffer', Buffer.from('abc')], ['a Date', new Date(0)], ['a cycle', cyclic]] as const) {
+      server.handle('foo', () => reply as Document);
+      const answer = await a.send({ foo: 1, $db: 'admin' });
+      expect(answer, what).to.include({ ok: 0, code: 2, codeName: 'BadValue' });
+      expect(answer.errmsg, what).to.match(/^the reply of foo cannot be encoded as BSON: ./);
+    }
+    expect(a.socket.destroyed).to.equal(false);
+    a.close();
+  });
+
   it('answers an OP_MSG request without $db with error 40571, as mongod, instead of running it on admin', async function () {
     const a = await rawClient(server.address);
     expect(await a.send({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], errorCode: 2 } })).to.deep.equal({
