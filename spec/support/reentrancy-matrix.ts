@@ -15,6 +15,7 @@
  *   report) and no other error goes unhandled.
  */
 import * as dc from 'node:diagnostics_channel';
+import { diag, DiagLogLevel } from '@opentelemetry/api';
 import { config, defer, finalize, map, Observable, of, tap, type Subscription } from 'rxjs';
 import { ConnectionPool } from '../../lib/client/connection-pool';
 import { CONNECTION_POOL_EVENT_TYPES, EXTENSION_EVENT_TYPES, type ConnectionPoolEvent } from '../../lib/events';
@@ -222,6 +223,9 @@ function connectionMember(prop: 'errored' | 'busy' | 'destroy' | 'serviceId', fi
 }
 
 /** Every site (43). */
+/** The errors reported to OpenTelemetry's diag logger by the OpenTelemetry instrument site. */
+const diagnosed: unknown[] = [];
+
 export const SITES: readonly Site[] = [
   ...EVENT_TYPES.map((t): Site => ({ name: `events$:${t}`, install: onEvent(t) })),
   {
@@ -277,8 +281,13 @@ export const SITES: readonly Site[] = [
         addBatchObservableCallback() {},
         removeBatchObservableCallback() {},
       };
+      // An instrument that throws is reported to OpenTelemetry's diag logger: that is where its error surfaces.
+      diag.setLogger({ error: (_message, ...args) => void diagnosed.push(...args), warn() {}, info() {}, debug() {}, verbose() {} }, DiagLogLevel.ERROR);
       const handle = instrumentConnectionPool(pool as never, { meter: meter as never });
-      return () => handle.unsubscribe();
+      return () => {
+        handle.unsubscribe();
+        diag.disable();
+      };
     },
   },
   { name: 'abort listener added before checkOut', checkOutForm: 'abortListenerBefore' },
@@ -634,6 +643,7 @@ export async function runCell(site: Site, actionName: ActionName): Promise<strin
         unhandled.some((u) => carries(u, thrown)) ||
         [...c.userErrors].some((u) => carries(u, thrown)) ||
         warnings.includes('RXCMAP_LOG_SINK_FAILED') ||
+        diagnosed.some((u) => carries(u, thrown)) ||
         events.some((e) => carries((e as { error?: unknown }).error, thrown));
       if (!surfaced) c.violations.push('the error thrown at the site reached nobody');
     }
