@@ -168,11 +168,12 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *   (option `options`), a key that is not one of its options (named, with the closest one: a misspelt `poolName` is
  *   not silently replaced by the default), a `meter` that is not an OpenTelemetry Meter (option `meter`), or a
  *   `poolName` that is not a non-empty string or that another pool being recorded through the same Meter has (option
- *   `poolName`).
+ *   `poolName`); what the Meter throws while the instruments are made (the name stays free). Once recording, an
+ *   instrument that throws is reported to OpenTelemetry's `diag` logger, never thrown.
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
- * "Connection pools" (`db.client.connection.pool.name` unique within the application; db.client.connection.count, .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time,
- * .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
+ * "Connection pools" (`db.client.connection.pool.name` unique within the application; db.client.connection.count,
+ * .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time, .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
  */
 export function instrumentConnectionPool(
   pool: InstrumentedPool,
