@@ -77,8 +77,9 @@ export interface MockConnectionFactoryOptions {
   /** Times the establishment on this scheduler (virtual time in tests); default: real timers. */
   scheduler?: SchedulerLike | undefined;
   /**
-   * Return an error to make the establishment of that connection fail with it. It decides at once: one that returns a
-   * Promise (an async function) fails the establishment with an InvalidOptionError (option `failWith`).
+   * Return an error to make the establishment of that connection fail with it, undefined to let it succeed. It decides
+   * at once: one that returns a Promise (an async function) or anything else fails the establishment with an
+   * InvalidOptionError (option `failWith`).
    */
   failWith?: (descriptor: ConnectionDescriptor) => Error | undefined;
   /**
@@ -188,6 +189,10 @@ export class MockConnectionFactory {
  * would resolve to.
  */
 function decidedAtOnce<T>(option: 'failWith' | 'serviceIdOf', value: T): T {
+  if (option === 'failWith' && value !== undefined && !isPromiseLike(value) && !(value instanceof Error)) {
+    // `condition && new Error(...)` gives false: neither an error nor undefined, and not the factory's fault.
+    throw new InvalidOptionError(option, value, 'a function that returns an Error or undefined');
+  }
   if (!isPromiseLike(value)) return value;
   try {
     value.then(ignore, ignore);

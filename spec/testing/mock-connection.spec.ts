@@ -56,13 +56,15 @@ describe('MockConnectionFactory', function () {
     expect(escaped).to.deep.equal([]);
   });
 
-  it('an async failWith or serviceIdOf fails the establishment with an InvalidOptionError naming it, and leaves no unhandled rejection', async function () {
+  it('an async failWith or serviceIdOf, or a failWith returning neither an Error nor undefined, fails the establishment with an InvalidOptionError naming it, and leaves no unhandled rejection', async function () {
     // Before, the Promise itself was taken as failWith's error (an async failWith that decided not to fail failed
     // every establishment) or as a serviceId, and each one that rejected was an unhandled rejection.
     const cases: [string, MockConnectionFactory][] = [
       ['failWith', new MockConnectionFactory({ failWith: (async () => undefined) as never })],
       ['failWith', new MockConnectionFactory({ failWith: (async () => Promise.reject(new RangeError('from failWith'))) as never })],
       ['serviceIdOf', new MockConnectionFactory({ serviceIdOf: (async () => Promise.reject(new RangeError('from serviceIdOf'))) as never })],
+      // `condition && new Error()`: false is no error, and the establishment fails naming failWith, not the factory.
+      ['failWith', new MockConnectionFactory({ failWith: ((d: { id: number }) => d.id > 1 && new Error('later ones')) as never })],
     ];
     const unhandled = await unhandledRejectionsOf(async () => {
       for (const [option, factory] of cases) {
