@@ -674,6 +674,8 @@ describe('instrumentConnectionPool with a Meter that throws', function () {
       await new Promise((resolve) => setTimeout(resolve, 10));
       expect(escaped).to.deep.equal([]);
       expect(logged.length).to.be.greaterThan(0);
+      expect(logged[0][0], 'what failed, and where').to.match(/^rxcmap: recording Connection\w+ of pool orders failed$/);
+      expect(logged[0][1]).to.be.instanceOf(Error).with.property('message').that.matches(/refused$/);
       expect(pool.snapshot()).to.include({ availableConnectionCount: 1, inUseConnectionCount: 0 });
       instrumentation.unsubscribe();
     } finally {
