@@ -31,6 +31,18 @@ async function abortWaitingCheckouts(pool: ConnectionPoolCore<MockConnection>): 
   return outcomes;
 }
 
+/**
+ * A checkout that failed with `refused` while `held` was the pool's one connection: it left the WaitQueue, and once
+ * `held` is checked in, nothing is in use and the connection is available (no dead checkout took it).
+ */
+async function expectRefusedThenFreed(pool: ConnectionPoolCore<MockConnection>, held: MockConnection, form: string, outcome: unknown, refused: unknown): Promise<void> {
+  expect(outcome, form).to.equal(refused);
+  expect(pool.snapshot(), form).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+  pool.checkIn(held);
+  await microtasks();
+  expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+}
+
 describe('CheckOutRequest', function () {
   it('leaves no listener on a signal shared by many checkouts once each has ended (Observable and Promise forms)', async function () {
     const clock = new VirtualClock();
@@ -196,11 +208,7 @@ describe('CheckOutRequest', function () {
         } else {
           request.subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
         }
-        expect(outcome, form).to.equal(refused);
-        expect(pool.snapshot(), form).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
-        pool.checkIn(held);
-        await microtasks();
-        expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+        await expectRefusedThenFreed(pool, held, form, outcome, refused);
       }
     } finally {
       pool.close();
@@ -292,11 +300,7 @@ describe('CheckOutRequest', function () {
         else if (form === 'promise') void pool.checkOut({ timeoutMS: 100 }).then((c) => (outcome = c), (e: unknown) => (outcome = e));
         else pool.checkOut({ timeoutMS: 100 }).subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
         await microtasks();
-        expect(outcome, form).to.equal(refused);
-        expect(pool.snapshot(), form).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
-        pool.checkIn(held);
-        await microtasks();
-        expect(pool.snapshot(), `${form}: once the held connection is back`).to.include({ inUseConnectionCount: 0, availableConnectionCount: 1 });
+        await expectRefusedThenFreed(pool, held, form, outcome, refused);
       }
     } finally {
       pool.close();
