@@ -193,7 +193,8 @@ export class Client {
   readonly monitors: ReadonlyMap<string, Monitor>;
   /**
    * Pool events and heartbeat events of every host, merged; each carries its `address`. In load-balanced mode each
-   * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its ConnectionPoolCreated.
+   * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
+   * ConnectionPoolCreated, unless the client is closed.
    */
   readonly events$: Observable<ClientEvent>;
   /**

@@ -173,7 +173,8 @@ export interface ConnectionPoolInstrumentation extends Disposable {
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", section
  * "Connection pools" (`db.client.connection.pool.name` unique within the application; db.client.connection.count,
- * .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time, .wait_time, .use_time); CMAP spec, "Connection Pool Monitoring" (the events and their `duration`).
+ * .idle.max, .idle.min, .max, .pending_requests, .timeouts, .create_time, .wait_time, .use_time); CMAP spec,
+ * "Connection Pool Monitoring" (the events and their `duration`).
  */
 export function instrumentConnectionPool(
   pool: InstrumentedPool,

@@ -7,7 +7,7 @@
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { abortReason, abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
-import { CheckOutCancelledError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
+import { CheckOutCancelledError, inWords, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { countFailure, rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
 import { Waiter, type GiveBack } from './wait-queue';
 import { reportUnhandled } from './report-unhandled';
@@ -449,7 +449,8 @@ function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: num
       if (waiter.state !== 'done') port.leave(waiter, undefined, timeoutMS);
     }, timeoutMS);
   } catch (error) {
-    if (waiter.state !== 'done') port.leave(waiter, error instanceof Error ? error : cancelled(port.address, error));
+    const refused = error instanceof Error ? error : new Error(`the pool's scheduler refused the deadline: ${inWords(error)}`, { cause: error });
+    if (waiter.state !== 'done') port.leave(waiter, refused);
     return undefined;
   }
 }

@@ -653,7 +653,8 @@ export class EmbeddedServer {
     const maxAwaitTimeMS = Number(command.maxAwaitTimeMS);
     let requested: unknown = command.topologyVersion;
     let responseTo = requestId;
-    // Whether `response` itself was sent: one that cannot be encoded is answered with a BadValue, which ends the stream.
+    // Whether `response` itself was sent: one that cannot be encoded is answered with a BadValue, which ends the
+    // stream.
     const send = (response: Document, flags: number): boolean => {
       const id = this.nextReplyId++;
       let sent = true;

@@ -315,6 +315,7 @@ describe('CheckOutRequest', function () {
       now: () => clock.now(),
       schedule: (work: (state?: unknown) => void, delay?: number, state?: unknown) => {
         if (delay === 100) throw new Error('no timers');
+        if (delay === 200) throw 'timers off'; // not an Error: wrapped in one, still no cancellation
         return clock.schedule(work, delay, state);
       },
     } as SchedulerLike;
@@ -336,7 +337,9 @@ describe('CheckOutRequest', function () {
       };
       await pool.checkOut({ timeoutMS: 100 }).then(undefined, () => undefined);
       await pool.checkOut({ signal }).then(undefined, () => undefined);
-      expect(reasons).to.deep.equal(['event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError']);
+      const wrapped = await pool.checkOut({ timeoutMS: 200 }).then(undefined, (e: unknown) => e);
+      expect(wrapped).to.be.instanceOf(Error).with.property('message', "the pool's scheduler refused the deadline: timers off");
+      expect(reasons).to.deep.equal(['event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError']);
       pool.checkIn(held);
     } finally {
       channel.unsubscribe(traced as never);
