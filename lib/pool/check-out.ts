@@ -501,8 +501,9 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
  * then removing a listener would be the costliest part of their path (about 1.2 µs of the 2.1 µs such a checkout took).
  * An abort during the entry (by code the pool ran meanwhile: an `events$` subscriber, a factory) reaches the pool now,
  * as the listener would have passed it on. A signal that throws from its addEventListener fails the checkout with that
- * error. `turn` was taken before the entry, so that an abort cancels in the order the checkouts entered, though one
- * entered by code the pool ran during this entry (a checkout made by an `events$` subscriber) listened first.
+ * error (an Error made for it, with the value as its `cause`, when it is not an Error): nobody gave up. `turn` was
+ * taken before the entry, so that an abort cancels in the order the checkouts entered, though one entered by code the
+ * pool ran during this entry (a checkout made by an `events$` subscriber) listened first.
  */
 function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal, turn: number): (() => void) | undefined {
   if (waiter.state === 'done') return undefined;
@@ -515,7 +516,8 @@ function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal:
   } catch (error) {
     // The signal refused the listener (its addEventListener threw): the checkout has entered the pool already, so the
     // pool fails it with that error, in commit order, rather than leave it waiting for a connection nobody would take.
-    port.leave(waiter, error instanceof Error ? error : cancelled(port.address, error));
+    const refused = error instanceof Error ? error : new Error(`the checkout's signal refused a listener: ${inWords(error)}`, { cause: error });
+    port.leave(waiter, refused);
     return undefined;
   }
 }

@@ -339,7 +339,15 @@ describe('CheckOutRequest', function () {
       await pool.checkOut({ signal }).then(undefined, () => undefined);
       const wrapped = await pool.checkOut({ timeoutMS: 200 }).then(undefined, (e: unknown) => e);
       expect(wrapped).to.be.instanceOf(Error).with.property('message', "the pool's scheduler refused the deadline: timers off");
-      expect(reasons).to.deep.equal(['event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError', 'event connectionError', 'trace connectionError']);
+      const stringly = new AbortController().signal;
+      stringly.addEventListener = () => {
+        throw 'listeners off'; // not an Error: wrapped in one, still no cancellation
+      };
+      const refused = await pool.checkOut({ signal: stringly }).then(undefined, (e: unknown) => e);
+      expect(refused).to.be.instanceOf(Error).and.not.instanceOf(CheckOutCancelledError);
+      expect(refused).to.have.property('message', "the checkout's signal refused a listener: listeners off");
+      expect(refused).to.have.property('cause', 'listeners off');
+      expect(reasons).to.deep.equal(Array(4).fill(['event connectionError', 'trace connectionError']).flat());
       pool.checkIn(held);
     } finally {
       channel.unsubscribe(traced as never);
