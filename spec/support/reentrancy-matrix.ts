@@ -222,10 +222,10 @@ function connectionMember(prop: 'errored' | 'busy' | 'destroy' | 'serviceId', fi
   };
 }
 
-/** Every site (43). */
 /** The errors reported to OpenTelemetry's diag logger by the OpenTelemetry instrument site. */
 const diagnosed: unknown[] = [];
 
+/** Every site (43). */
 export const SITES: readonly Site[] = [
   ...EVENT_TYPES.map((t): Site => ({ name: `events$:${t}`, install: onEvent(t) })),
   {
