@@ -205,7 +205,8 @@ export class Client {
    * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
    * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
    * to it, and nothing is made otherwise). Each message is also written to the logging destination. Empty when all
-   * are off.
+   * are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
+   * "Connection pool created" one (as `events$` does the events), unless the client is closed.
    *
    * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; server
    * discovery and monitoring logging and monitoring spec, "Server Heartbeat Started/Succeeded/Failed" Log Messages;
