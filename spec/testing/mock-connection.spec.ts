@@ -72,7 +72,7 @@ describe('MockConnectionFactory', function () {
         expect(error, option).to.be.instanceOf(InvalidOptionError).with.property('option', option);
         expect(factory.created, option).to.have.length(0);
       }
-    }, 20);
+    });
     expect(unhandled).to.deep.equal([]);
   });
 
