@@ -671,7 +671,7 @@ describe('instrumentConnectionPool with a Meter that throws', function () {
       const instrumentation = instrumentConnectionPool(pool, { meter, poolName: 'orders' });
       pool.ready();
       for (let i = 0; i < 3; i++) await pool.withConnection(() => 1);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 0)); // RxJS reports a subscriber's throw on a timer
       expect(escaped).to.deep.equal([]);
       expect(logged.length).to.be.greaterThan(0);
       expect(logged[0][0], 'what failed, and where').to.match(/^rxcmap: recording Connection\w+ of pool orders failed$/);
