@@ -337,20 +337,18 @@ export class Client {
       path: destination ?? path,
     };
     // The client's own messages (connection string warnings, heartbeats; each kind made only when its component
-    // logs, so only when logging is on) reach that destination too.
-    const ownSink = (): LogSink => destination ?? openLogSink(path);
-    for (const message of clientMessages) ownSink().write(message);
+    // logs, so only when logging is on and there is a destination) reach that destination too.
+    for (const message of clientMessages) destination?.write(message);
 
     // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
     // and published in log$ before the event reaches events$ and the pool.
     const topologyLog = new Subject<TopologyLogMessage>();
     let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
-    if (willLog(logSettings.severities.topology, 'debug')) {
-      const sink = ownSink();
+    if (destination !== undefined && willLog(logSettings.severities.topology, 'debug')) {
       const { maxDocumentLength } = logSettings;
       heartbeatLog = (event, server) => {
         const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength);
-        sink.write(message);
+        destination.write(message);
         topologyLog.next(message);
       };
     }
