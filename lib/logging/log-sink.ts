@@ -20,9 +20,20 @@ import type { LogSink } from './log-settings';
  * for a sink object, which stays the application's to close) flushes what is buffered (the Promise settles when it
  * is written) and closes a file it opened. A destination of its own (not a sink object) still takes messages written
  * after `close`: each burst of them is written, in order after everything before, through the destination opened
- * again and closed once they are written, so nothing is lost and no file stays open between bursts.
+ * again and closed once they are written, so nothing is lost and no file stays open between bursts. A sink this
+ * function returned is given back as it is: it already never throws, so it is not guarded again.
  */
 export function openLogSink(path: string | LogSink): LogSink {
+  if (typeof path !== 'string' && opened.has(path)) return path;
+  const sink = openSink(path);
+  opened.add(sink);
+  return sink;
+}
+
+/** The sinks {@link openLogSink} returned: given to it again (a client's destination, handed to its pools), as is. */
+const opened = new WeakSet<LogSink>();
+
+function openSink(path: string | LogSink): LogSink {
   if (typeof path !== 'string') return guarded(path, 'the log sink');
   const lower = path.toLowerCase();
   if (lower === 'stdout') return streamSink(() => standardStream(1), 'stdout');

@@ -108,6 +108,17 @@ describe('log sinks', function () {
     expect(written, 'every message written').to.have.length(9);
   });
 
+  it('gives back a sink it opened as it is, so a destination handed on (a client\'s, to its pools) is not guarded twice', function () {
+    const application = { write() {} };
+    const guarded = openLogSink(application);
+    expect(guarded, 'an application\'s sink is guarded').to.not.equal(application);
+    expect(openLogSink(guarded)).to.equal(guarded);
+    const stderr = openLogSink('stderr');
+    expect(openLogSink(stderr)).to.equal(stderr);
+    void stderr.close?.();
+    expect(openLogSink(application), 'the application\'s own object is guarded anew').to.not.equal(guarded);
+  });
+
   it('a sink that throws something that cannot be written is switched off with one warning, and never throws itself', async function () {
     const warnings: Error[] = [];
     const onWarning = (w: Error): void => void warnings.push(w);
