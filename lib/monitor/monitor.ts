@@ -24,7 +24,7 @@ import { establish } from './establish';
 import { handshakeSample, RoundTripTimes, RttMonitor } from './rtt';
 import { optionValue, optionValues, rejectUnknownOptions, requireFunction, requireOptionsObject, requireScheduler, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
-import type { ServerHeartbeatEvent } from './heartbeat-events';
+import type { HeartbeatConnectionIds, ServerHeartbeatEvent } from './heartbeat-events';
 import { asTopologyVersion } from './topology-version';
 
 /**
@@ -72,9 +72,9 @@ function serverConnectionIdOf(connection: Connection | undefined): number | unde
   }
 }
 
-/** `{ serverConnectionId }` when it is known, else nothing: an event leaves the key out. */
-function serverIdField(id: number | undefined): { serverConnectionId?: number } {
-  return id === undefined ? {} : { serverConnectionId: id };
+/** A heartbeat event's ids: the monitoring connection's, and the server's when known (else the key is left out). */
+function connectionIds(serverConnectionId: number | undefined): HeartbeatConnectionIds {
+  return serverConnectionId === undefined ? { connectionId: MONITORING_CONNECTION_ID } : { connectionId: MONITORING_CONNECTION_ID, serverConnectionId };
 }
 
 /**
@@ -407,8 +407,7 @@ export class Monitor {
     if (check !== undefined) {
       const now = this.scheduler.now();
       const error = new MonitorClosedError(this.address);
-      const ids = { connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId) };
-      this.events.next(Object.freeze({ type: 'ServerHeartbeatFailed', address: this.address, ...ids, time: now, awaited: check.awaited, duration: now - check.started, error }));
+      this.events.next(Object.freeze({ type: 'ServerHeartbeatFailed', address: this.address, ...connectionIds(check.serverConnectionId), time: now, awaited: check.awaited, duration: now - check.started, error }));
     }
     this.events.complete();
   }
@@ -476,7 +475,7 @@ export class Monitor {
     cancelled.catch(() => undefined); // awaited through cancellable() only
     // Set first: a subscriber of ServerHeartbeatStarted may close the monitor, which then ends this check.
     const check = (this.inProgress = { started, awaited, serverConnectionId: serverConnectionIdOf(connection) });
-    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId), time: started, awaited });
+    this.emit({ type: 'ServerHeartbeatStarted', address: this.address, ...connectionIds(check.serverConnectionId), time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
      * the check went on with it, still ends the check. What `work` yields after a cancellation is given to `discard`
@@ -543,7 +542,7 @@ export class Monitor {
       // Feature discovery: a reply with topologyVersion says the server supports awaitable hello.
       this.topologyVersion = this.streamingEnabled ? asTopologyVersion(reply.topologyVersion) : undefined;
       this.inProgress = undefined;
-      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId), time: now, awaited, duration, reply });
+      this.emit({ type: 'ServerHeartbeatSucceeded', address: this.address, ...connectionIds(check.serverConnectionId), time: now, awaited, duration, reply });
       this.followRtt();
       // Cancelled by a subscriber of that event: the next check is the requested one, 500 ms after this one.
       if (cancellation !== undefined) return false;
@@ -560,8 +559,7 @@ export class Monitor {
       this.topologyVersion = undefined;
       this.roundTripTimes.reset();
       this.inProgress = undefined;
-      const ids = { connectionId: MONITORING_CONNECTION_ID, ...serverIdField(check.serverConnectionId) };
-      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, ...ids, time: now, awaited, duration: now - started, error: err });
+      this.emit({ type: 'ServerHeartbeatFailed', address: this.address, ...connectionIds(check.serverConnectionId), time: now, awaited, duration: now - started, error: err });
       const wasKnown = this.known;
       this.known = false;
       this.lastCheckOk = false;
