@@ -8,7 +8,9 @@
 // - `npm run test:mutation:configuration` (STRYKER_SCOPE=configuration): the connection string, the options and their
 //   checks, the addresses, and the connection and TLS options;
 // - `npm run test:mutation:client` (STRYKER_SCOPE=client): the client (connect, server selection, command, timeoutMS)
-//   and the default wiring of a ConnectionPool (connections, the log feed).
+//   and the default wiring of a ConnectionPool (connections, the log feed);
+// - `npm run test:mutation:testing` (STRYKER_SCOPE=testing): `rxcmap/testing`, the doubles applications test against
+//   (the embedded endpoint, fail points, SCRAM users, mock connections, the virtual clock).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -126,6 +128,22 @@ const scopes = {
       'spec/diagnostics-channels.spec.ts',
     ],
     reports: 'reports/mutation-client',
+  },
+  testing: {
+    mutate: ['lib/testing/**/*.ts'],
+    // With the specs that drive the doubles through the pool, the client and the official driver: fail points in
+    // the CMAP tests and the monitor, SCRAM conversations, load-balanced services, connection faults.
+    spec: [
+      'spec/testing/**/*.spec.ts',
+      'spec/cmap/**/*.spec.ts',
+      'spec/auth/**/*.spec.ts',
+      'spec/client/re-authentication.spec.ts',
+      'spec/connection/connect.spec.ts',
+      'spec/connection/tcp-faults.spec.ts',
+      'spec/monitor/monitor.spec.ts',
+      'spec/pool/load-balanced.spec.ts',
+    ],
+    reports: 'reports/mutation-testing',
   },
 };
 const scope = scopes[process.env.STRYKER_SCOPE ?? 'pool'];
