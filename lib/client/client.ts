@@ -814,6 +814,18 @@ export class Client {
     }
     await this.sink?.close?.();
   }
+
+  /**
+   * {@link close}, for an `await using` declaration (`await using client = connect(uri)`): the client closes when the
+   * block that declared it is left, however it is left, and the block's exit waits for it. Resolves as `close()` does
+   * (once the log destination the client opened is flushed). Idempotent.
+   *
+   * Source: extension (TC39 explicit resource management, `Symbol.asyncDispose`; the official Node.js driver's
+   * `MongoClient[Symbol.asyncDispose]()` is its `close()` the same way).
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
 }
 
 /**

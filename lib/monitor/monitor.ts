@@ -400,6 +400,17 @@ export class Monitor {
     else this.end();
   }
 
+  /**
+   * {@link close}, for a `using` declaration (`using monitor = new Monitor(...)`): the monitor closes when the block
+   * that declared it is left, however it is left. Synchronous and idempotent as `close()`; never throws.
+   *
+   * Source: extension (TC39 explicit resource management, `Symbol.dispose`; the official Node.js driver's MongoClient,
+   * sessions and cursors are disposable the same way).
+   */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   /** The end of close(): the check in progress ends with ServerHeartbeatFailed (MonitorClosedError), heartbeats$ completes. */
   private end(): void {
     const check = this.inProgress;

@@ -433,6 +433,17 @@ export class EmbeddedServer {
   }
 
   /**
+   * {@link stop}, for an `await using` declaration (`await using server = await new EmbeddedServer().start()`): the
+   * endpoint stops when the block that declared it is left, however it is left, and the block's exit waits for every
+   * connection to close. Never rejects.
+   *
+   * Source: extension (TC39 explicit resource management, `Symbol.asyncDispose`).
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  /**
    * Replaces the endpoint's users while it runs: `users` becomes the whole list, of the same shape as the `users`
    * option ({@link EmbeddedUser}). A user may come back under its name with a new password, salt, iteration count or
    * mechanisms, or be left out (it no longer exists); every user is created anew, with a fresh random salt per

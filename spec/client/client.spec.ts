@@ -1303,6 +1303,26 @@ describe('connect() / Client', function () {
       return setFailPoint(this, endpoint, command);
     }
 
+    it('an `await using` declaration closes the client when its block is left by a throw, before the code after it runs', async function () {
+      const thrown = new Error('the block failed');
+      let used: Client | undefined;
+      const events: string[] = [];
+      try {
+        await using scoped = connect(`mongodb://${endpoint.address}/`, { ...endpoint.connectionOptions, appName });
+        client = used = scoped;
+        scoped.events$.subscribe((e) => {
+          if (!e.type.startsWith('ServerHeartbeat')) events.push(e.type);
+        });
+        expect(await scoped.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        throw thrown;
+      } catch (error) {
+        expect(error).to.equal(thrown);
+      }
+      expect(events.at(-1)).to.equal('ConnectionPoolClosed');
+      expect(await used!.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
+      if (endpoint.embedded) expect(await eventually(() => endpoint.embedded!.openConnections === 0)).to.equal(true);
+    });
+
     it('a waiting command() requests an immediate check at once, then every minHeartbeatFrequencyMS, not waiting heartbeatFrequencyMS', async function () {
       // The first two checks fail with a command error (no retry at once): the pool is not ready after either.
       await failPoint.call(this, { mode: { times: 2 }, data: { failCommands: ['hello', 'isMaster'], errorCode: 91, appName } });

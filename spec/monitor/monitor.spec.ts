@@ -47,6 +47,21 @@ describe('Monitor', function () {
 
   const count = (type: string): number => [...heartbeats, ...events].filter((e) => e.type === type).length;
 
+  it('a `using` declaration closes the monitor when its block is left: heartbeats$ completes and its connection closes', async function () {
+    let completed = false;
+    {
+      using scoped = new Monitor({ address: server.address, heartbeatFrequencyMS: 500 });
+      monitor = scoped;
+      scoped.heartbeats$.subscribe({ next: (e) => heartbeats.push(e), complete: () => (completed = true) });
+      scoped.start();
+      expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
+      expect(server.openConnections).to.equal(1);
+      expect(completed).to.equal(false);
+    }
+    expect(completed).to.equal(true);
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
   it('rejects a heartbeatFrequencyMS below 500 ms', function () {
     expect(() => new Monitor({ address: 'h:1', heartbeatFrequencyMS: 499 })).to.throw(InvalidOptionError, /heartbeatFrequencyMS/);
   });

@@ -494,6 +494,24 @@ describe('ConnectionPool', function () {
       expect(mock.aborted).to.equal(1);
       expect(pool.snapshot()).to.include({ state: 'closed', totalConnectionCount: 0 });
     });
+
+    it('a `using` declaration closes the pool when its block is left by a throw', function () {
+      const { pool, clock, mock, types } = makePool({ minPoolSize: 2 });
+      const thrown = new Error('the block failed');
+      try {
+        using scoped = pool;
+        scoped.ready();
+        clock.advance(10); // 2 connections established and available
+        throw thrown;
+      } catch (error) {
+        expect(error).to.equal(thrown);
+      }
+      expect(pool.state).to.equal('closed');
+      expect(mock.created.map((c) => c.destroyed)).to.deep.equal([true, true]);
+      expect(types().filter((t) => t === 'ConnectionPoolClosed')).to.have.lengthOf(1);
+      pool[Symbol.dispose](); // idempotent, as close()
+      expect(types().filter((t) => t === 'ConnectionPoolClosed')).to.have.lengthOf(1);
+    });
   });
 
   describe('state$', function () {

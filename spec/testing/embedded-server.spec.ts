@@ -247,6 +247,26 @@ describe('EmbeddedServer', function () {
     server = await new EmbeddedServer().start(); // for afterEach
   });
 
+  it('an `await using` declaration stops the endpoint when its block is left, its connections closed before the code after it runs', async function () {
+    let used: EmbeddedServer | undefined;
+    let socket: net.Socket | undefined;
+    {
+      await using scoped = await new EmbeddedServer().start();
+      used = scoped;
+      const [host, port] = scoped.address.split(':');
+      socket = net.connect({ host, port: Number(port) });
+      socket.on('error', () => undefined);
+      await new Promise((r) => socket!.once('connect', r));
+      expect(await eventually(() => scoped.openConnections === 1)).to.equal(true);
+    }
+    expect(used.openConnections).to.equal(0);
+    await eventually(() => socket!.closed);
+    expect(socket.closed).to.equal(true);
+    const [host, port] = used.address.split(':');
+    const refused = await new Promise<unknown>((resolve) => net.connect({ host, port: Number(port) }).once('error', resolve).once('connect', () => resolve('connected')));
+    expect(refused).to.have.property('code', 'ECONNREFUSED');
+  });
+
   it('waits a maxAwaitTimeMS longer than one Node timer holds (3e9 ms) rather than answering at once', async function () {
     const [host, port] = server.address.split(':');
     const socket = net.connect({ host, port: Number(port) });
