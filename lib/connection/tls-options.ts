@@ -70,7 +70,10 @@ export function wantsTls(settings: TlsSettings): boolean {
 }
 
 /**
- * Node `tls.connect` options for `host`, reading the files named in `s`. `host` is undefined for a Unix domain
+ * Node `tls.connect` options for `host`, reading the files named in `s`, with one `secureContext` made now (from the
+ * files, else Node's default trust store) for every connection made with them; so Node's TLS defaults (its
+ * `DEFAULT_MIN_VERSION`, or default CA certificates set by `tls.setDefaultCACertificates()`) changed later do not
+ * reach them. `host` is undefined for a Unix domain
  * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
  * `localhost`. The settings are read with `optionValue` (none from Object.prototype).
  *
@@ -100,9 +103,11 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
     context.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
   }
-  // One secure context, made here: each TLS socket keeps the options it was made with, so given the key, its
-  // passphrase and the CA bundle, every connection would show them to inspection (util.inspect of a Connection).
-  if (s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined) options.secureContext = secureContext(context, s);
+  // One secure context, made here, for every connection: each TLS socket keeps the options it was made with, so
+  // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
+  // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
+  // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
+  options.secureContext = s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined ? secureContext(context, s) : createSecureContext();
   // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
   // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
   // ignores a trailing dot on either side, so the name checked is unchanged.

@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import * as tls from 'node:tls';
+import nodeTls = require('node:tls');
 import { firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
 import { nodeTlsOptions, wantsTls } from '../../lib/connection/tls-options';
@@ -319,6 +320,31 @@ describe('TLS settings (tls-options)', function () {
       const f = path.join(dir, `readable-${name.replace(/\W+/g, '-')}.pem`);
       fs.writeFileSync(f, text);
       expect(() => nodeTlsOptions({ tlsCAFile: f }, 'localhost'), name).to.not.throw();
+    }
+  });
+
+  it('makes one secure context for all the connections of a factory, with no file given too (Node\'s roots)', async function () {
+    const server = await new EmbeddedServer({ tls: { key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')) } }).start();
+    const made = nodeTls.createSecureContext;
+    let contexts = 0;
+    try {
+      const [host, port] = server.address.replace('127.0.0.1', 'localhost').split(':');
+      for (const settings of [{ tls: true }, { tlsAllowInvalidCertificates: true }, { tlsServerName: 'localhost' }, { tlsCAFile: file('ca.pem') }]) {
+        const factory = connectionFactory({ ...settings, host, port: Number(port), connectTimeoutMS: 2000 });
+        contexts = 0;
+        nodeTls.createSecureContext = (...args) => (contexts++, made(...args));
+        for (let id = 1; id <= 3; id++) {
+          const signal = new AbortController().signal;
+          const attempt = firstValueFrom(from(factory({ id, generation: 0, address: `${host}:${port}`, signal })));
+          // Without the CA, the embedded server's certificate fails verification: the context is what is counted.
+          await attempt.then((c) => c.destroy(), () => undefined);
+        }
+        nodeTls.createSecureContext = made;
+        expect(contexts, JSON.stringify(settings)).to.equal(0);
+      }
+    } finally {
+      nodeTls.createSecureContext = made;
+      await server.stop();
     }
   });
 
