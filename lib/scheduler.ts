@@ -8,7 +8,42 @@
 import { AsyncResource } from 'node:async_hooks';
 import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
 
-const origin = performance.timeOrigin;
+/**
+ * The clock of {@link timerScheduler}: `performance.timeOrigin + performance.now()`, epoch ms, read from the global
+ * `performance` at each call. Test frameworks' fake timers (`@sinonjs/fake-timers`, as jest, vitest and sinon install
+ * them) replace that global, and put the real one back when uninstalled: the clock then takes the new one's time, but
+ * never goes back. One behind it (a fake clock from epoch 0 as sinon's, a real one after a test moved its fake clock
+ * past real time) is continued from the last value instead, as is a clock that goes back, so a duration timed across
+ * the change is never negative and a deadline set before it is not moved by the process's uptime.
+ */
+const clock = {
+  /** The `performance.now` function read. */
+  source: performance.now,
+  /** ms added to what it returns: its `performance.timeOrigin`, and what kept the clock from going back. */
+  offset: performance.timeOrigin,
+  /** The last reading of that clock, with `offset`. */
+  base: -Infinity,
+  /** The last value returned (at least `base`; see {@link reached}). */
+  last: -Infinity,
+};
+
+function monotonicNow(): number {
+  const perf = performance;
+  const raw = perf.now();
+  if (perf.now !== clock.source) {
+    // Another clock: its own time, unless that is behind.
+    clock.source = perf.now;
+    clock.offset = Number.isFinite(perf.timeOrigin) ? perf.timeOrigin : 0;
+    clock.base = clock.last;
+  }
+  let time = clock.offset + raw;
+  if (time < clock.base) {
+    clock.offset += clock.base - time;
+    time = clock.base;
+  }
+  clock.base = time;
+  return (clock.last = time > clock.last ? time : clock.last);
+}
 
 /**
  * The async context every timer is armed in: the one this module was loaded in (no request's), never the context of
@@ -68,7 +103,10 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 
 /**
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
- * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; `schedule(work, delay)`
+ * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; it reads the global
+ * `performance` each time, so it follows fake timers that replace it (jest, vitest, sinon: `@sinonjs/fake-timers`),
+ * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
+ * its last value, e.g. sinon's from epoch 0, is continued from that value); `schedule(work, delay)`
  * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
@@ -80,7 +118,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */
 export const timerScheduler: SchedulerLike = Object.freeze({
-  now: (): number => origin + performance.now(),
+  now: monotonicNow,
   schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
     return new UnrefTimerAction<T>(work).schedule(state, delay);
   },

@@ -4,9 +4,61 @@ import { defer, of } from 'rxjs';
 import { ConnectionPoolCore, timerScheduler } from '../lib';
 import { ConnectionPool } from '../lib/client/connection-pool';
 import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
-import { EmbeddedServer, MockConnection } from '../lib/testing';
+import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../lib/testing';
 import { blockEventLoop } from './support/blocked-loop';
 import { startWireProxy } from './support/wire-proxy';
+
+/**
+ * A stand-in for the globals a test framework's fake timers replace (`@sinonjs/fake-timers`, as installed by jest,
+ * vitest and sinon): `setTimeout`, `clearTimeout`, `setImmediate`, `clearImmediate`, and `performance` when `perf` is
+ * set. Timers run only on `tick(ms)`; `performance.now()` then moves with them. `restore()` puts the real ones back.
+ */
+function fakeGlobals(perf: boolean) {
+  type Timer = { fn: () => void; due: number; cleared: boolean; unref: () => Timer; hasRef: () => boolean };
+  const saved = {
+    setTimeout: globalThis.setTimeout,
+    clearTimeout: globalThis.clearTimeout,
+    setImmediate: globalThis.setImmediate,
+    clearImmediate: globalThis.clearImmediate,
+    performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')!,
+  };
+  let time = 0;
+  const timers: Timer[] = [];
+  const add = (fn: () => void, delay: number): Timer => {
+    const timer: Timer = { fn, due: time + Math.max(0, delay), cleared: false, unref: () => timer, hasRef: () => false };
+    timers.push(timer);
+    return timer;
+  };
+  const clear = (timer: Timer | undefined) => {
+    if (timer !== undefined && timers.includes(timer)) timer.cleared = true; // a timer of its own only, as fake timers do
+  };
+  globalThis.setTimeout = ((fn: () => void, delay: number) => add(fn, delay)) as unknown as typeof setTimeout;
+  globalThis.clearTimeout = clear as unknown as typeof clearTimeout;
+  globalThis.setImmediate = ((fn: () => void) => add(fn, 0)) as unknown as typeof setImmediate;
+  globalThis.clearImmediate = clear as unknown as typeof clearImmediate;
+  if (perf) Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+  return {
+    /** Runs the timers due by now + ms, in order, and leaves the time there. */
+    tick(ms: number): void {
+      const target = time + ms;
+      for (;;) {
+        const next = timers.filter((t) => !t.cleared && t.due <= target).sort((a, b) => a.due - b.due)[0];
+        if (next === undefined) break;
+        next.cleared = true;
+        time = next.due;
+        next.fn();
+      }
+      time = target;
+    },
+    restore(): void {
+      globalThis.setTimeout = saved.setTimeout;
+      globalThis.clearTimeout = saved.clearTimeout;
+      globalThis.setImmediate = saved.setImmediate;
+      globalThis.clearImmediate = saved.clearImmediate;
+      Object.defineProperty(globalThis, 'performance', saved.performance);
+    },
+  };
+}
 
 describe('timerScheduler', function () {
   it('reads a monotonic clock in epoch milliseconds', function () {
@@ -70,6 +122,39 @@ describe('timerScheduler', function () {
     // The first establishment may start within ready() itself; every replacement comes from a Background Thread Run.
     expect(establishedUnder.length).to.be.at.least(4);
     expect(establishedUnder.slice(1)).to.deep.equal(establishedUnder.slice(1).map(() => undefined));
+  });
+
+  it('keeps now() going forward, from where it was, when performance is replaced (fake timers installed or removed)', function () {
+    // Fake timers installed after rxcmap was loaded give performance.now() from 0: a checkout or establishment timed
+    // across the change had a negative duration, and a deadline set before it lay the process's uptime further away.
+    const before = timerScheduler.now();
+    const clock = new VirtualClock(); // the mock's establishments, on a clock of their own
+    const pool = new ConnectionPoolCore({ address: 'db:1', connectionFactory: new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 }).factory });
+    const durations: number[] = [];
+    pool.events$.subscribe((e) => {
+      if (e.type === 'ConnectionReady' || e.type === 'ConnectionCheckedOut') durations.push(e.duration ?? NaN);
+    });
+    pool.ready();
+    let connection: MockConnection | undefined;
+    pool.checkOut().subscribe((c) => (connection = c)); // in the pool at once: its establishment starts now
+    let installedAt: number;
+    const fake = fakeGlobals(true);
+    try {
+      installedAt = timerScheduler.now();
+      expect(installedAt, 'not back when installed').to.be.at.least(before);
+      fake.tick(50);
+      expect(timerScheduler.now() - installedAt, 'moves with the fake clock').to.equal(50);
+      clock.advance(10); // established, and checked out, on the fake clock
+      expect(connection).to.not.equal(undefined);
+      pool.checkIn(connection!);
+    } finally {
+      fake.restore();
+      pool.close();
+    }
+    const removed = timerScheduler.now();
+    expect(removed - (installedAt + 50), 'goes on from there when removed').to.be.within(0, 200);
+    expect(durations).to.have.length(2);
+    for (const d of durations) expect(d).to.be.within(0, 1000);
   });
 
   it('unrefs its timers so they never keep the process alive', function () {
