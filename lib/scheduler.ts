@@ -46,6 +46,17 @@ function monotonicNow(): number {
 }
 
 /**
+ * A timer armed for `due` (a {@link monotonicNow} time) ran: from now on the clock reads at least `due`. Fake timers
+ * that leave `performance` real (vitest before v4, sinon with a `toFake` list of timers) run a timer when the test
+ * moves their clock, not when `performance.now()` has moved by its delay: work that compares a deadline with `now()`
+ * (a WaitQueue timeout, an idle time) would see it not passed, and re-arm for ever. With real timers `due` is at most
+ * about a millisecond ahead of the clock (Node may run a timer that early), so this changes nothing there.
+ */
+function reached(due: number): void {
+  if (due > clock.last) clock.last = due;
+}
+
+/**
  * The async context every timer is armed in: the one this module was loaded in (no request's), never the context of
  * the call that armed it. A pool re-arms its timers while it processes a checkout; a timer armed in that checkout's
  * context would run later work (a Background Thread Run's establishments, an idle connection's close) inside it, so
@@ -62,6 +73,8 @@ export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
+  /** When the work is due, on {@link monotonicNow}. */
+  private due = 0;
   /** The work's turn, once its timer expired: the check phase that follows the poll phase, which reads the sockets. */
   private immediate: NodeJS.Immediate | undefined;
 
@@ -72,6 +85,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   schedule(state?: T, delay = 0): Subscription {
     if (this.closed) return this;
     this.cancel();
+    this.due = monotonicNow() + Math.max(0, delay);
     this.arm(state, Math.max(0, delay));
     return this;
   }
@@ -86,6 +100,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
       // the event loop was blocked serves its checkout before that checkout's deadline is seen as passed.
       this.immediate = setImmediate(() => {
         this.immediate = undefined;
+        reached(this.due);
         this.work.call(this, state);
       });
     }, step);
@@ -106,7 +121,9 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; it reads the global
  * `performance` each time, so it follows fake timers that replace it (jest, vitest, sinon: `@sinonjs/fake-timers`),
  * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
- * its last value, e.g. sinon's from epoch 0, is continued from that value); `schedule(work, delay)`
+ * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
+ * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
+ * that leave `performance` real; `schedule(work, delay)`
  * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, of } from 'rxjs';
-import { ConnectionPoolCore, timerScheduler } from '../lib';
+import { ConnectionPoolCore, timerScheduler, WaitQueueTimeoutError } from '../lib';
 import { ConnectionPool } from '../lib/client/connection-pool';
 import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../lib/testing';
@@ -155,6 +155,36 @@ describe('timerScheduler', function () {
     expect(removed - (installedAt + 50), 'goes on from there when removed').to.be.within(0, 200);
     expect(durations).to.have.length(2);
     for (const d of durations) expect(d).to.be.within(0, 1000);
+  });
+
+  it("runs a timer's work with now() at least its delay later, when the timers are faked and performance is not", function () {
+    // vitest's fake timers before v4, and sinon's with toFake ['setTimeout', ...], fake the timers and leave
+    // performance real: a WaitQueue deadline seen as not passed when its timer ran was re-armed, and a checkout never
+    // timed out however far the test moved its clock.
+    const fake = fakeGlobals(false);
+    const clock = new VirtualClock();
+    const pool = new ConnectionPoolCore({
+      address: 'db:1',
+      maxPoolSize: 1,
+      waitQueueTimeoutMS: 100,
+      connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory,
+    });
+    try {
+      const start = timerScheduler.now();
+      let elapsed = NaN;
+      timerScheduler.schedule(() => (elapsed = timerScheduler.now() - start), 100);
+      pool.ready();
+      pool.checkOut().subscribe();
+      clock.advance(0);
+      let failure: unknown;
+      pool.checkOut().subscribe({ error: (e: unknown) => (failure = e) });
+      fake.tick(100);
+      expect(elapsed).to.be.at.least(100);
+      expect(failure).to.be.instanceOf(WaitQueueTimeoutError);
+    } finally {
+      fake.restore();
+      pool.close();
+    }
   });
 
   it('unrefs its timers so they never keep the process alive', function () {
