@@ -93,16 +93,21 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   /** Arms a timer for `delay` ms: one Node timer, or a chain of them for a delay beyond what one can hold. */
   private arm(state: T | undefined, delay: number): void {
     const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
-    const handle = timerContext.runInAsyncScope(setTimeout, undefined, () => {
+    // Each callback runs only while it is the one armed: a clearTimeout or clearImmediate other than the one that armed
+    // it (fake timers installed meanwhile clear only their own) may leave it to run after a cancel or a re-arm.
+    const handle: NodeJS.Timeout = timerContext.runInAsyncScope(setTimeout, undefined, () => {
+      if (this.handle !== handle) return;
       this.handle = undefined;
       if (step < delay) return this.arm(state, delay - step);
       // After the I/O pending now is read: a connection checked in, or established, from a reply that arrived while
       // the event loop was blocked serves its checkout before that checkout's deadline is seen as passed.
-      this.immediate = setImmediate(() => {
+      const immediate: NodeJS.Immediate = setImmediate(() => {
+        if (this.immediate !== immediate) return;
         this.immediate = undefined;
         reached(this.due);
         this.work.call(this, state);
       });
+      this.immediate = immediate;
     }, step);
     handle.unref();
     this.handle = handle;
@@ -129,7 +134,9 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
  * after its poll phase): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
  * replies that arrived meanwhile were read. Work runs in the async context rxcmap was loaded in, not in the one of
- * the call that armed it (an AsyncLocalStorage store current at `schedule()` is not current in `work`). The default
+ * the call that armed it (an AsyncLocalStorage store current at `schedule()` is not current in `work`). Work
+ * unsubscribed never runs, nor runs at the time of an earlier arming once re-armed, even when the `clearTimeout` in
+ * place could not clear its Node timer (fake timers installed after it was armed). The default
  * `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).

@@ -14,7 +14,7 @@ import { startWireProxy } from './support/wire-proxy';
  * set. Timers run only on `tick(ms)`; `performance.now()` then moves with them. `restore()` puts the real ones back.
  */
 function fakeGlobals(perf: boolean) {
-  type Timer = { fn: () => void; due: number; cleared: boolean; unref: () => Timer; hasRef: () => boolean };
+  type Timer = { fn: () => void; due: number; cleared: boolean; immediate: boolean; unref: () => Timer; hasRef: () => boolean };
   const saved = {
     setTimeout: globalThis.setTimeout,
     clearTimeout: globalThis.clearTimeout,
@@ -24,8 +24,8 @@ function fakeGlobals(perf: boolean) {
   };
   let time = 0;
   const timers: Timer[] = [];
-  const add = (fn: () => void, delay: number): Timer => {
-    const timer: Timer = { fn, due: time + Math.max(0, delay), cleared: false, unref: () => timer, hasRef: () => false };
+  const add = (fn: () => void, delay: number, immediate = false): Timer => {
+    const timer: Timer = { fn, due: time + Math.max(0, delay), cleared: false, immediate, unref: () => timer, hasRef: () => false };
     timers.push(timer);
     return timer;
   };
@@ -34,15 +34,15 @@ function fakeGlobals(perf: boolean) {
   };
   globalThis.setTimeout = ((fn: () => void, delay: number) => add(fn, delay)) as unknown as typeof setTimeout;
   globalThis.clearTimeout = clear as unknown as typeof clearTimeout;
-  globalThis.setImmediate = ((fn: () => void) => add(fn, 0)) as unknown as typeof setImmediate;
+  globalThis.setImmediate = ((fn: () => void) => add(fn, 0, true)) as unknown as typeof setImmediate;
   globalThis.clearImmediate = clear as unknown as typeof clearImmediate;
   if (perf) Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
   return {
-    /** Runs the timers due by now + ms, in order, and leaves the time there. */
-    tick(ms: number): void {
+    /** Runs the timers due by now + ms, in order (the immediates too, unless `immediates` is false), and leaves the time there. */
+    tick(ms: number, immediates = true): void {
       const target = time + ms;
       for (;;) {
-        const next = timers.filter((t) => !t.cleared && t.due <= target).sort((a, b) => a.due - b.due)[0];
+        const next = timers.filter((t) => !t.cleared && t.due <= target && (immediates || !t.immediate)).sort((a, b) => a.due - b.due)[0];
         if (next === undefined) break;
         next.cleared = true;
         time = next.due;
@@ -184,6 +184,29 @@ describe('timerScheduler', function () {
     } finally {
       fake.restore();
       pool.close();
+    }
+  });
+
+  it('never runs work unsubscribed after fake timers were installed, though their clearTimeout cannot clear its timer', function () {
+    // Fake timers clear only their own timers (they warn and leave a real one running): a pool timer armed before
+    // they were installed and cancelled after ran its work anyway, as a stale WaitQueue or Background Thread run.
+    const ran: string[] = [];
+    const real = fakeGlobals(false); // the timers as armed
+    try {
+      const timer = timerScheduler.schedule(() => ran.push('timer'), 20);
+      const immediate = timerScheduler.schedule(() => ran.push('immediate'), 10);
+      real.tick(10, false); // the second one's timer expired: its work waits for its immediate
+      const installed = fakeGlobals(false); // installed now: clears none of the timers above
+      try {
+        timer.unsubscribe();
+        immediate.unsubscribe();
+      } finally {
+        installed.restore();
+      }
+      real.tick(20);
+      expect(ran).to.deep.equal([]);
+    } finally {
+      real.restore();
     }
   });
 
