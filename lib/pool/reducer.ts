@@ -204,8 +204,9 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
     s.waitQueue.remove(w);
     return failWaiter(s, w, 'waitQueueFull', new WaitQueueFullError(s.address, maxWaitQueueSize, holdings(s)), out);
   }
-  // Queued, or waiting on an establishment it did not start: either way its deadline stands.
-  if (w.deadline !== undefined && s.waitTimerAt === undefined) armTimer(s, 'waitQueue', w.deadline, out);
+  // Queued, or waiting on an establishment it did not start: either way its deadline stands. A WaitQueue timer still
+  // armed for a time passed was lost (see waitTimerLost): armed again, for now.
+  if (w.deadline !== undefined && (s.waitTimerAt === undefined || waitTimerLost(s))) armTimer(s, 'waitQueue', s.waitTimerAt ?? w.deadline, out);
 }
 
 /**
@@ -397,6 +398,16 @@ function loadBalancedMaxPoolSize<C>(s: PoolState<C>): number | undefined {
 }
 
 /** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
+/**
+ * Whether the WaitQueue timer is armed for a time already passed: its run, due before this step, did not come. The
+ * scheduler lost it (fake timers uninstalled while it was armed drop it); with it the timeouts of every checkout behind
+ * it would be lost, the timer being armed for the head of the WaitQueue only. (A timer merely late, its run still
+ * coming, is armed again too: it runs then, once.)
+ */
+function waitTimerLost<C>(s: PoolState<C>): boolean {
+  return s.waitTimerAt !== undefined && s.waitTimerAt < now(s);
+}
+
 function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: number, out: Command<C>[]): void {
   if (timer === 'waitQueue') s.waitTimerAt = at;
   else s.leakTimerAt = at;
@@ -709,6 +720,7 @@ function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>
   const deadline = Math.max(claimant.deadline ?? -Infinity, starter.startedAt! + timeout);
   starter.deadline = deadline;
   if (s.waitTimerAt === undefined || s.waitTimerAt > deadline) armTimer(s, 'waitQueue', deadline, out);
+  else if (waitTimerLost(s)) armTimer(s, 'waitQueue', s.waitTimerAt, out);
 }
 
 function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {

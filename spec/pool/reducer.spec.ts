@@ -874,6 +874,37 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.advanceTo(130);
       expect(b.errorOf(late)).to.be.instanceOf(WaitQueueTimeoutError);
     });
+    it('is armed again when a checkout enters while it is overdue (lost: fake timers uninstalled before it ran)', function () {
+      // Fake timers drop the timers armed with them when uninstalled. The WaitQueue timer is armed for its head only:
+      // lost, no later checkout timed out either while the pool stayed full.
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      const first = b.checkOut(); // waits, until 100
+      expect(b.timers.get('waitQueue')).to.equal(100);
+      b.timers.delete('waitQueue'); // lost
+      b.time = 500;
+      const later = b.checkOut(); // until 600
+      expect(b.timers.get('waitQueue'), 'armed for now: the lost one was due').to.equal(500);
+      b.advanceTo(500);
+      expect(b.errorOf(first)).to.be.instanceOf(WaitQueueTimeoutError);
+      expect(b.errorOf(later)).to.equal(undefined);
+      b.advanceTo(600);
+      expect(b.errorOf(later)).to.be.instanceOf(WaitQueueTimeoutError);
+    });
+
+    it('is not armed again by a checkout that enters while it is due at that very time', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      b.checkOut();
+      b.time = 100;
+      const armed = b.commands.filter((x) => x.type === 'arm').length;
+      b.checkOut();
+      expect(b.commands.filter((x) => x.type === 'arm').length).to.equal(armed);
+    });
   });
 
   describe('durations and time', function () {
