@@ -46,14 +46,30 @@ function monotonicNow(): number {
 }
 
 /**
+ * How far ahead of the clock a timer may run, in ms, and the clock only wait for it (see {@link reached}): Node runs a
+ * timer when its millisecond loop time reaches the due time, up to about a millisecond before `performance.now()`
+ * shows the whole delay passed.
+ */
+const TIMER_EARLY_MS = 1;
+
+/**
  * A timer armed for `due` (a {@link monotonicNow} time) ran: from now on the clock reads at least `due`. Fake timers
  * that leave `performance` real (vitest before v4, sinon with a `toFake` list of timers) run a timer when the test
  * moves their clock, not when `performance.now()` has moved by its delay: work that compares a deadline with `now()`
- * (a WaitQueue timeout, an idle time) would see it not passed, and re-arm for ever. With real timers `due` is at most
- * about a millisecond ahead of the clock (Node may run a timer that early), so this changes nothing there.
+ * (a WaitQueue timeout, an idle time) would see it not passed, and re-arm for ever. Such a clock, behind by more than
+ * {@link TIMER_EARLY_MS}, is moved forward to `due` and goes on from there (held at `due` until it caught up, it would
+ * stand still for as long as the test moved its fake clock, every duration 0, after the fakes are gone too). A timer
+ * run early by Node (at most about a millisecond) only holds the clock at `due` until it catches up: moved forward each
+ * time, the clock would gain on real time at every timer.
  */
 function reached(due: number): void {
-  if (due > clock.last) clock.last = due;
+  const current = monotonicNow();
+  if (due <= current) return;
+  if (due - current > TIMER_EARLY_MS) {
+    clock.offset += due - current;
+    clock.base += due - current;
+  }
+  clock.last = due;
 }
 
 /**
@@ -128,7 +144,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
  * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
  * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
- * that leave `performance` real; `schedule(work, delay)`
+ * that leave `performance` real (the clock is then moved forward to it, and goes on from there); `schedule(work, delay)`
  * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,

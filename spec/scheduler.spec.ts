@@ -185,6 +185,40 @@ describe('timerScheduler', function () {
       fake.restore();
       pool.close();
     }
+    // Moved forward, the clock goes on at once (held until real time caught up, it stood still for 100 ms: every
+    // duration 0, an idle connection never perishing, in the tests after this one too).
+    const a = timerScheduler.now();
+    const until = performance.now() + 20;
+    while (performance.now() < until);
+    expect(timerScheduler.now() - a).to.be.within(15, 1000);
+  });
+
+  it('only holds now() at the due time of a timer Node runs up to a millisecond early, never gaining on the clock', function () {
+    // Node runs a timer once its millisecond loop time reaches the due time, up to about 1 ms before performance.now()
+    // shows the delay passed. Moved forward to the due time at each such timer, the clock would gain on real time.
+    let time = 1000;
+    const pending: (() => void)[] = [];
+    const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
+    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), { unref: () => undefined })) as unknown as typeof setTimeout;
+    globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    try {
+      const start = timerScheduler.now();
+      let seen = NaN;
+      timerScheduler.schedule(() => (seen = timerScheduler.now() - start), 100);
+      time += 99.4; // Node's loop time reached the due time: the timer runs, 0.6 ms early
+      pending.shift()!(); // the timer
+      pending.shift()!(); // its turn after the poll phase
+      expect(seen, 'the delay passed, for the work').to.equal(100);
+      time += 0.3;
+      expect(timerScheduler.now() - start, 'held until the clock catches up').to.equal(100);
+      time += 0.5;
+      expect(timerScheduler.now() - start, 'then the clock itself, not 100.5').to.be.closeTo(100.2, 0.01);
+    } finally {
+      globalThis.setTimeout = saved.setTimeout;
+      globalThis.setImmediate = saved.setImmediate;
+      Object.defineProperty(globalThis, 'performance', saved.performance);
+    }
   });
 
   it('never runs work unsubscribed after fake timers were installed, though their clearTimeout cannot clear its timer', function () {

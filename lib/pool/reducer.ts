@@ -206,7 +206,10 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
   }
   // Queued, or waiting on an establishment it did not start: either way its deadline stands. A WaitQueue timer still
   // armed for a time passed was lost (see waitTimerLost): armed again, for now.
-  if (w.deadline !== undefined && (s.waitTimerAt === undefined || waitTimerLost(s))) armTimer(s, 'waitQueue', s.waitTimerAt ?? w.deadline, out);
+  if (w.deadline !== undefined) {
+    if (s.waitTimerAt === undefined) armTimer(s, 'waitQueue', w.deadline, out);
+    else if (waitTimerLost(s)) renewWaitTimer(s, out);
+  }
 }
 
 /**
@@ -397,20 +400,30 @@ function loadBalancedMaxPoolSize<C>(s: PoolState<C>): number | undefined {
   return s.loadBalanced ? s.options.maxPoolSize : undefined;
 }
 
-/** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
 /**
  * Whether the WaitQueue timer is armed for a time already passed: its run, due before this step, did not come. The
  * scheduler lost it (fake timers uninstalled while it was armed drop it); with it the timeouts of every checkout behind
  * it would be lost, the timer being armed for the head of the WaitQueue only. (A timer merely late, its run still
- * coming, is armed again too: it runs then, once.)
+ * coming, is armed again too: it runs then, once.) Once armed again, it is not taken for lost again before it runs or
+ * is armed for another time: checkouts arriving while it is late (an event loop behind its timers) arm it once, not
+ * once each.
  */
 function waitTimerLost<C>(s: PoolState<C>): boolean {
-  return s.waitTimerAt !== undefined && s.waitTimerAt < now(s);
+  return s.waitTimerAt !== undefined && !s.waitTimerRenewed && s.waitTimerAt < now(s);
 }
 
+/** Arms the WaitQueue timer again for the time it was armed for (passed: it runs at once), as lost. */
+function renewWaitTimer<C>(s: PoolState<C>, out: Command<C>[]): void {
+  armTimer(s, 'waitQueue', s.waitTimerAt!, out);
+  s.waitTimerRenewed = true;
+}
+
+/** Arms one of the pool's timers for clock time `at` (ms), recording when it is due. */
 function armTimer<C>(s: PoolState<C>, timer: 'waitQueue' | 'leakDetection', at: number, out: Command<C>[]): void {
-  if (timer === 'waitQueue') s.waitTimerAt = at;
-  else s.leakTimerAt = at;
+  if (timer === 'waitQueue') {
+    s.waitTimerAt = at;
+    s.waitTimerRenewed = false;
+  } else s.leakTimerAt = at;
   out.push({ type: 'arm', timer, delay: Math.max(0, at - now(s)) });
 }
 
@@ -720,7 +733,7 @@ function passClaim<C extends PoolConnection>(s: PoolState<C>, starter: Waiter<C>
   const deadline = Math.max(claimant.deadline ?? -Infinity, starter.startedAt! + timeout);
   starter.deadline = deadline;
   if (s.waitTimerAt === undefined || s.waitTimerAt > deadline) armTimer(s, 'waitQueue', deadline, out);
-  else if (waitTimerLost(s)) armTimer(s, 'waitQueue', s.waitTimerAt, out);
+  else if (waitTimerLost(s)) renewWaitTimer(s, out);
 }
 
 function endPending<C>(s: PoolState<C>, rec: ConnectionRecord<C>): void {

@@ -130,6 +130,8 @@ export interface PoolState<C> {
   readonly startedEstablishments: WeakMap<Waiter<C>, ConnectionRecord<C>>;
   /** The deadline the WaitQueue timer is armed for, if it is armed. */
   waitTimerAt: number | undefined;
+  /** Whether the WaitQueue timer was armed again as lost, for the time it is armed for (see the reducer's waitTimerLost). */
+  waitTimerRenewed: boolean;
   /** Leak detection: the time the leak detection timer is armed for, if it is armed. */
   leakTimerAt: number | undefined;
   /** Leak detection: where each waiting checkout was requested (only while leak detection is on). */
@@ -180,6 +182,7 @@ export function initialPoolState<C>(
     claimants: new WaitQueue<C>('claimant'),
     startedEstablishments: new WeakMap(),
     waitTimerAt: undefined,
+    waitTimerRenewed: false,
     leakTimerAt: undefined,
     checkOutSites: options.leakDetectionThresholdMS > 0 ? new WeakMap() : undefined,
     purposes: undefined,

@@ -894,6 +894,24 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(b.errorOf(later)).to.be.instanceOf(WaitQueueTimeoutError);
     });
 
+    it('is armed again once, not by each checkout that enters while it is late, until it runs', function () {
+      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
+      b.dispatch({ type: 'ready' });
+      b.checkOut();
+      b.succeed(1);
+      b.checkOut(); // waits, until 100
+      b.time = 150; // the timer is late (an event loop behind), or lost
+      const arms = () => b.commands.filter((x) => x.type === 'arm' && x.timer === 'waitQueue').length;
+      const before = arms();
+      b.checkOut();
+      expect(arms(), 'armed again').to.equal(before + 1);
+      b.time = 160;
+      b.checkOut();
+      b.time = 170;
+      b.checkOut();
+      expect(arms(), 'not again while that one is coming').to.equal(before + 1);
+    });
+
     it('is not armed again by a checkout that enters while it is due at that very time', function () {
       const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
       b.dispatch({ type: 'ready' });
