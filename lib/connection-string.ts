@@ -116,6 +116,7 @@ key('ssl', 'connection', 'bool');
 key('tlsCAFile', 'connection', 'string');
 key('tlsCertificateKeyFile', 'connection', 'string');
 key('tlsCertificateKeyFilePassword', 'connection', 'string');
+key('tlsCRLFile', 'connection', 'string');
 key('tlsAllowInvalidCertificates', 'connection', 'bool');
 key('tlsAllowInvalidHostnames', 'connection', 'bool');
 key('tlsInsecure', 'connection', 'bool');

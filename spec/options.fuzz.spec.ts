@@ -128,6 +128,7 @@ function connectionOptionArbitraries(
     tlsAllowInvalidHostnames: rarely(option(fc.boolean())),
     tlsInsecure: rarely(option(fc.boolean())),
     tlsServerName: option(fc.constantFrom('localhost', 'db.example')),
+    tlsCRLFile: rarely(option(mostly(fixture('crl-none-revoked.pem'), fixture('ca.pem')))),
     // The proxy options must come together (port, user name and password need the host; the last two each other),
     // so each is mostly left unset; the password goes where a proxy password is given.
     proxyHost: rarely(option(mostly('proxy.example', '[::1]'))),

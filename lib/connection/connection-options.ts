@@ -126,6 +126,7 @@ const STRING_OPTIONS = [
   'tlsCAFile',
   'tlsCertificateKeyFile',
   'tlsServerName',
+  'tlsCRLFile',
 ] as const satisfies readonly (keyof ConnectionOptions)[];
 
 /**

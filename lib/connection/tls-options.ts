@@ -16,11 +16,12 @@ import { optionValues, type ListsEveryOption } from '../options';
  * that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
  * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, a tlsCAFile without a
  * PEM certificate, or a client key it cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key;
- * no key and certificate in the file).
+ * no key and certificate in the file), or a tlsCRLFile without a revocation list that parses.
  *
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, "Conflicting TLS options"); `tlsServerName`:
- * extension (Node's `tls.connect` `servername`).
+ * extension (Node's `tls.connect` `servername`); `tlsCRLFile`: extension (the official Node.js driver's option of that
+ * name; Node's secure context `crl`).
  */
 export interface TlsSettings {
   /**
@@ -49,11 +50,18 @@ export interface TlsSettings {
    * `localhost`). A trailing dot (a fully qualified `db.example.com.`) is not sent (RFC 6066, section 3).
    */
   tlsServerName?: string | undefined;
+  /**
+   * PEM file of certificate revocation lists (`-----BEGIN X509 CRL-----` blocks, each signed by the authority it
+   * speaks for): a certificate they revoke is refused (error code `CERT_REVOKED`); the server's chain is then checked
+   * against them, so each authority of it needs its list here.
+   */
+  tlsCRLFile?: string | undefined;
 }
 
 /**
  * Whether the settings ask for TLS: `tls: true`, or any other TLS option (tlsCAFile, tlsCertificateKeyFile,
- * tlsCertificateKeyFilePassword, tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, tlsServerName)
+ * tlsCertificateKeyFilePassword, tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, tlsServerName,
+ * tlsCRLFile)
  * set, whatever its value, unless `tls` is false. The settings are read with `optionValue` (none from
  * Object.prototype).
  *
@@ -81,8 +89,9 @@ export function wantsTls(settings: TlsSettings): boolean {
  *   when it holds no PEM certificate that parses (Node would skip everything else in silence, trusting no one);
  *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
  *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
- *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); or tlsInsecure when it
- *   is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
+ *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); tlsCRLFile when the
+ *   file cannot be read or holds no PEM revocation list, or one that does not parse; or tlsInsecure when it is
+ *   combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
 export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
   const s = optionValues(settings, TLS_OPTION_NAMES);
@@ -103,11 +112,12 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
     context.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
   }
+  if (s.tlsCRLFile !== undefined) context.crl = revocationLists(s.tlsCRLFile);
   // One secure context, made here, for every connection: each TLS socket keeps the options it was made with, so
   // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
   // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
   // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
-  options.secureContext = s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined ? secureContext(context, s) : createSecureContext();
+  options.secureContext = s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined ? secureContext(context, s) : createSecureContext(context);
   // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
   // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
   // ignores a trailing dot on either side, so the name checked is unchanged.
@@ -134,6 +144,24 @@ function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsC
   }
   if (s.tlsCertificateKeyFile !== undefined) checkKeyMatchesCertificate(context, s.tlsCertificateKeyFile);
   return made;
+}
+
+/**
+ * The revocation lists in the PEM file at `path`, one PEM block each (Node loads only the first list of a buffer it is
+ * given), each checked to parse: Node would otherwise fail on one that does not with a bare "Failed to parse CRL",
+ * naming no file; and a file without one (a certificate given by mistake) would check nothing.
+ */
+function revocationLists(path: string): string[] {
+  const pem = readFile('tlsCRLFile', path);
+  const allowed = 'a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----)';
+  const blocks = pem.toString('latin1').match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
+  if (blocks.length === 0) throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; it holds none`);
+  try {
+    createSecureContext({ crl: blocks });
+  } catch (error) {
+    throw new InvalidOptionError('tlsCRLFile', path, `${allowed} (${(error as Error).message})`);
+  }
+  return blocks;
 }
 
 /** Loads the client certificate and key of `context` alone; throws the InvalidOptionError that names what is wrong. */
@@ -244,7 +272,8 @@ function readFile(option: string, path: string): Buffer {
 /**
  * The option names of {@link TlsSettings} (a readonly tuple), in the URI options spec's order.
  *
- * Source: URI options spec (the tls options); `tlsServerName`: extension (Node's `servername`).
+ * Source: URI options spec (the tls options); `tlsServerName`: extension (Node's `servername`); `tlsCRLFile`:
+ * extension (the official Node.js driver's option).
  */
 export const TLS_OPTION_NAMES = [
   'tls',
@@ -255,5 +284,6 @@ export const TLS_OPTION_NAMES = [
   'tlsAllowInvalidHostnames',
   'tlsInsecure',
   'tlsServerName',
+  'tlsCRLFile',
 ] as const satisfies readonly (keyof TlsSettings)[];
 true satisfies ListsEveryOption<TlsSettings, typeof TLS_OPTION_NAMES>;

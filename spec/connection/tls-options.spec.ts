@@ -11,7 +11,8 @@ import { inspect } from 'node:util';
 import * as tls from 'node:tls';
 import nodeTls = require('node:tls');
 import { firstValueFrom, from } from 'rxjs';
-import { InvalidOptionError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
+import { InvalidOptionError, MongoNetworkError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
+import { parseConnectionString } from '../../lib/connection-string';
 import { nodeTlsOptions, wantsTls } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
 
@@ -346,6 +347,68 @@ describe('TLS settings (tls-options)', function () {
       nodeTls.createSecureContext = made;
       await server.stop();
     }
+  });
+
+  describe('tlsCRLFile (revocation lists)', function () {
+    // Embedded endpoint only, whatever MONGODB_URI says: the test needs a server whose certificate a list revokes.
+    let server: EmbeddedServer;
+    let address: string;
+    before(async function () {
+      server = await new EmbeddedServer({ tls: { key: fs.readFileSync(file('crl-server.key')), cert: fs.readFileSync(file('crl-server.crt')) } }).start();
+      address = server.address.replace('127.0.0.1', 'localhost');
+    });
+    after(() => server.stop());
+
+    it('refuses a server whose certificate the list revokes (CERT_REVOKED), and connects when the list names another', async function () {
+      const refused = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-revoked.pem'), connectTimeoutMS: 2000 }).then(
+        (c) => (c.destroy(), 'connected'),
+        (e: unknown) => e,
+      );
+      expect(refused).to.be.instanceOf(MongoNetworkError);
+      expect((refused as Error & { cause?: { code?: string } }).cause?.code).to.equal('CERT_REVOKED');
+      const c = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-none-revoked.pem') });
+      try {
+        expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        c.destroy();
+      }
+    });
+
+    it('reads every list of the file, not only the first (Node loads only the first of a buffer)', async function () {
+      // The server's CA's list second: loaded alone, the first (another CA's) left that CA without a list.
+      const both = path.join(dir, 'two-lists.pem');
+      fs.writeFileSync(both, fs.readFileSync(file('crl-other-issuer.pem'), 'latin1') + fs.readFileSync(file('crl-revoked.pem'), 'latin1'));
+      const refused = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: both, connectTimeoutMS: 2000 }).then(
+        (c) => (c.destroy(), 'connected'),
+        (e: unknown) => e,
+      );
+      expect((refused as Error & { cause?: { code?: string } }).cause?.code).to.equal('CERT_REVOKED');
+    });
+
+    it('is taken from the URI, as the official driver takes it, and turns TLS on', function () {
+      const uri = `mongodb://${address}/?tlsCAFile=${encodeURIComponent(file('crl-ca.pem'))}&tlsCRLFile=${encodeURIComponent(file('crl-revoked.pem'))}`;
+      const parsed = parseConnectionString(uri);
+      expect(parsed.warnings).to.deep.equal([]);
+      expect(parsed.connectionOptions).to.include({ tlsCRLFile: file('crl-revoked.pem') });
+      expect(wantsTls({ tlsCRLFile: file('crl-revoked.pem') })).to.equal(true);
+    });
+
+    it('a file that cannot be read, holds no list, or a list that does not parse is an InvalidOptionError naming tlsCRLFile', function () {
+      const missing = path.join(dir, 'missing-crl.pem');
+      expect(() => nodeTlsOptions({ tlsCRLFile: missing }, 'localhost')).to.throw(
+        InvalidOptionError,
+        `Invalid tlsCRLFile: ${JSON.stringify(missing)} (tlsCRLFile must be a readable PEM file (ENOENT))`,
+      );
+      // A certificate given by mistake would check nothing.
+      expect(() => nodeTlsOptions({ tlsCRLFile: file('crl-ca.pem') }, 'localhost')).to.throw(
+        InvalidOptionError,
+        `(tlsCRLFile must be a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----); it holds none)`,
+      );
+      const corrupt = path.join(dir, 'corrupt-crl.pem');
+      fs.writeFileSync(corrupt, fs.readFileSync(file('crl-none-revoked.pem'), 'latin1') + '-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n');
+      expect(() => nodeTlsOptions({ tlsCRLFile: corrupt }, 'localhost')).to.throw(InvalidOptionError, /^Invalid tlsCRLFile: .*\(tlsCRLFile must be a PEM file of certificate revocation lists \(-----BEGIN X509 CRL-----\) \(.+\)\)$/);
+      expect(() => connectionFactory({ tlsCRLFile: corrupt, host: 'localhost', port: 1 })).to.throw(InvalidOptionError, /tlsCRLFile/);
+    });
   });
 
   describe('an established TLS connection', function () {
