@@ -90,7 +90,7 @@ export function wantsTls(settings: TlsSettings): boolean {
  *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
  *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
  *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); tlsCRLFile when the
- *   file cannot be read or holds no PEM revocation list, or one that does not parse; or tlsInsecure when it is
+ *   file cannot be read or holds no PEM revocation list, or one that is cut short or does not parse; or tlsInsecure when it is
  *   combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
 export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
@@ -149,13 +149,23 @@ function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsC
 /**
  * The revocation lists in the PEM file at `path`, one PEM block each (Node loads only the first list of a buffer it is
  * given), each checked to parse: Node would otherwise fail on one that does not with a bare "Failed to parse CRL",
- * naming no file; and a file without one (a certificate given by mistake) would check nothing.
+ * naming no file; and a file without one (a certificate given by mistake) would check nothing. A list cut short (a
+ * BEGIN line no END line closes, as a partial download leaves) is refused too: left out, the lists before it would be
+ * checked alone, and a certificate only it revokes trusted.
  */
 function revocationLists(path: string): string[] {
   const pem = readFile('tlsCRLFile', path);
   const allowed = 'a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----)';
-  const blocks = pem.toString('latin1').match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
-  if (blocks.length === 0) throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; it holds none`);
+  const text = pem.toString('latin1');
+  const blocks = text.match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
+  const begun = text.match(/-----BEGIN X509 CRL-----/g)?.length ?? 0;
+  if (begun === 0) throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; it holds none`);
+  // Each block spans one BEGIN line to the next END line: a BEGIN line inside a block, or after the last, is unclosed.
+  const unclosed = blocks.findIndex((block) => block.lastIndexOf('-----BEGIN X509 CRL-----') > 0);
+  if (unclosed !== -1 || blocks.length < begun) {
+    const at = unclosed === -1 ? blocks.length + 1 : unclosed + 1;
+    throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; its list ${at} of ${begun} has no line -----END X509 CRL----- closing it`);
+  }
   try {
     createSecureContext({ crl: blocks });
   } catch (error) {

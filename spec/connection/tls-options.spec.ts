@@ -409,6 +409,18 @@ describe('TLS settings (tls-options)', function () {
       expect(() => nodeTlsOptions({ tlsCRLFile: corrupt }, 'localhost')).to.throw(InvalidOptionError, /^Invalid tlsCRLFile: .*\(tlsCRLFile must be a PEM file of certificate revocation lists \(-----BEGIN X509 CRL-----\) \(.+\)\)$/);
       expect(() => connectionFactory({ tlsCRLFile: corrupt, host: 'localhost', port: 1 })).to.throw(InvalidOptionError, /tlsCRLFile/);
     });
+
+    it('a list cut short (no END line) is an InvalidOptionError naming tlsCRLFile, not left out in silence', function () {
+      // A newer list of the server's CA after an older one, truncated (a partial download): left out, the older list
+      // alone would be checked, and a certificate only the newer one revokes would be trusted.
+      const revoked = fs.readFileSync(file('crl-revoked.pem'), 'latin1');
+      const truncated = path.join(dir, 'truncated-crl.pem');
+      fs.writeFileSync(truncated, fs.readFileSync(file('crl-none-revoked.pem'), 'latin1') + revoked.slice(0, revoked.indexOf('-----END')));
+      expect(() => nodeTlsOptions({ tlsCRLFile: truncated }, 'localhost')).to.throw(
+        InvalidOptionError,
+        `(tlsCRLFile must be a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----); its list 2 of 2 has no line -----END X509 CRL----- closing it)`,
+      );
+    });
   });
 
   describe('an established TLS connection', function () {
