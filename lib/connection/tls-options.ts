@@ -53,7 +53,8 @@ export interface TlsSettings {
   /**
    * PEM file of certificate revocation lists (`-----BEGIN X509 CRL-----` blocks, each signed by the authority it
    * speaks for): a certificate they revoke is refused (error code `CERT_REVOKED`); the server's chain is then checked
-   * against them, so each authority of it needs its list here.
+   * against them, so each authority of it needs its list here. On Node.js 20 a context with revocation lists leaves
+   * out the certificates of `NODE_EXTRA_CA_CERTS` (Node.js 24 keeps them): give such a CA with tlsCAFile there.
    */
   tlsCRLFile?: string | undefined;
 }
@@ -117,7 +118,7 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
   // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
   // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
-  options.secureContext = s.tlsCAFile !== undefined || s.tlsCertificateKeyFile !== undefined ? secureContext(context, s) : createSecureContext(context);
+  options.secureContext = secureContext(context, s);
   // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
   // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
   // ignores a trailing dot on either side, so the name checked is unchanged.
@@ -128,34 +129,40 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 }
 
 /**
- * The secure context of `context`, made once. When OpenSSL refuses it, the client key is loaded alone to tell a key
- * it cannot use (a wrong or missing passphrase, no key) from a CA file it cannot use; and a key it accepted is checked
- * against the certificate, which OpenSSL does only when both are of one type. So a key or CA file that cannot be used
- * fails here, once and typed, rather than as OpenSSL's bare error (or a missing client certificate) at every
- * connection attempt.
+ * The secure context of `context`, made once (each file parsed once: a revocation file of a large authority holds
+ * megabytes). When OpenSSL refuses it, the revocation lists, then the client key, are loaded alone to tell lists that
+ * do not parse, or a key it cannot use (a wrong or missing passphrase, no key), from a CA file it cannot use; and a key
+ * it accepted is checked against the certificate, which OpenSSL does only when both are of one type. So a file that
+ * cannot be used fails here, once and typed, rather than as OpenSSL's bare error (or a missing client certificate) at
+ * every connection attempt.
  */
-function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword'>): SecureContext {
+function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>): SecureContext {
   let made: SecureContext;
   try {
     made = createSecureContext(context);
   } catch (error) {
+    if (s.tlsCRLFile !== undefined) loadRevocationLists(context, s.tlsCRLFile);
     if (s.tlsCertificateKeyFile !== undefined) loadClientKey(context, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
+    if (s.tlsCAFile === undefined) throw error;
     throw new InvalidOptionError('tlsCAFile', s.tlsCAFile, `a PEM file of certificate authorities (${(error as Error).message})`);
   }
   if (s.tlsCertificateKeyFile !== undefined) checkKeyMatchesCertificate(context, s.tlsCertificateKeyFile);
   return made;
 }
 
+/** What a tlsCRLFile must be, as its InvalidOptionError says. */
+const CRL_FILE_ALLOWED = 'a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----)';
+
 /**
  * The revocation lists in the PEM file at `path`, one PEM block each (Node loads only the first list of a buffer it is
- * given), each checked to parse: Node would otherwise fail on one that does not with a bare "Failed to parse CRL",
- * naming no file; and a file without one (a certificate given by mistake) would check nothing. A list cut short (a
- * BEGIN line no END line closes, as a partial download leaves) is refused too: left out, the lists before it would be
- * checked alone, and a certificate only it revokes trusted.
+ * given). A file without one (a certificate given by mistake) would check nothing; a list cut short (a BEGIN line no
+ * END line closes, as a partial download leaves), left out, would leave the lists before it checked alone, and a
+ * certificate only it revokes trusted: both are refused. Whether each list parses is found as the secure context is
+ * made (see {@link loadRevocationLists}).
  */
 function revocationLists(path: string): string[] {
   const pem = readFile('tlsCRLFile', path);
-  const allowed = 'a PEM file of certificate revocation lists (-----BEGIN X509 CRL-----)';
+  const allowed = CRL_FILE_ALLOWED;
   const text = pem.toString('latin1');
   const blocks = text.match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
   const begun = text.match(/-----BEGIN X509 CRL-----/g)?.length ?? 0;
@@ -166,12 +173,19 @@ function revocationLists(path: string): string[] {
     const at = unclosed === -1 ? blocks.length + 1 : unclosed + 1;
     throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; its list ${at} of ${begun} has no line -----END X509 CRL----- closing it`);
   }
-  try {
-    createSecureContext({ crl: blocks });
-  } catch (error) {
-    throw new InvalidOptionError('tlsCRLFile', path, `${allowed} (${(error as Error).message})`);
-  }
   return blocks;
+}
+
+/**
+ * Loads the revocation lists of `context` alone; throws the InvalidOptionError naming tlsCRLFile when they do not
+ * parse, which Node reports as a bare "Failed to parse CRL", naming no file.
+ */
+function loadRevocationLists(context: SecureContextOptions, path: string): void {
+  try {
+    createSecureContext({ crl: context.crl });
+  } catch (error) {
+    throw new InvalidOptionError('tlsCRLFile', path, `${CRL_FILE_ALLOWED} (${(error as Error).message})`);
+  }
 }
 
 /** Loads the client certificate and key of `context` alone; throws the InvalidOptionError that names what is wrong. */

@@ -385,6 +385,19 @@ describe('TLS settings (tls-options)', function () {
       expect((refused as Error & { cause?: { code?: string } }).cause?.code).to.equal('CERT_REVOKED');
     });
 
+    it('parses the file once, as the secure context is made (a large authority\'s lists hold megabytes)', function () {
+      const made = nodeTls.createSecureContext;
+      let contexts = 0;
+      nodeTls.createSecureContext = (...args) => (contexts++, made(...args));
+      try {
+        nodeTlsOptions({ tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-revoked.pem') }, 'localhost');
+        nodeTlsOptions({ tls: true, tlsCRLFile: file('crl-revoked.pem') }, 'localhost');
+      } finally {
+        nodeTls.createSecureContext = made;
+      }
+      expect(contexts).to.equal(2);
+    });
+
     it('is taken from the URI, as the official driver takes it, and turns TLS on', function () {
       const uri = `mongodb://${address}/?tlsCAFile=${encodeURIComponent(file('crl-ca.pem'))}&tlsCRLFile=${encodeURIComponent(file('crl-revoked.pem'))}`;
       const parsed = parseConnectionString(uri);
