@@ -64,7 +64,7 @@ const TIMER_EARLY_MS = 1;
  */
 function reached(due: number): void {
   const current = monotonicNow();
-  if (due <= current) return;
+  if (!(due > current)) return; // passed, or not a number
   if (due - current > TIMER_EARLY_MS) {
     clock.offset += due - current;
     clock.base += due - current;
@@ -101,8 +101,10 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   schedule(state?: T, delay = 0): Subscription {
     if (this.closed) return this;
     this.cancel();
-    this.due = monotonicNow() + Math.max(0, delay);
-    this.arm(state, Math.max(0, delay));
+    // Negative, or not a number (NaN): 0. A NaN due time would stop the clock of every pool once the work ran.
+    const ms = delay > 0 ? delay : 0;
+    this.due = monotonicNow() + ms;
+    this.arm(state, ms);
     return this;
   }
 
@@ -145,7 +147,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
  * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
  * that leave `performance` real (the clock is then moved forward to it, and goes on from there); `schedule(work, delay)`
- * takes its delay in ms (negative counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
+ * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
  * after its poll phase): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
