@@ -14,7 +14,8 @@ import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
  * them) replace that global, and put the real one back when uninstalled: the clock then takes the new one's time, but
  * never goes back. One behind it (a fake clock from epoch 0 as sinon's, a real one after a test moved its fake clock
  * past real time) is continued from the last value instead, as is a clock that goes back, so a duration timed across
- * the change is never negative and a deadline set before it is not moved by the process's uptime.
+ * the change is never negative and a deadline set before it is not moved by the process's uptime. A reading that is
+ * not a finite number is skipped (the last value is returned; NaN before any reading was).
  */
 const clock = {
   /** The `performance.now` function read. */
@@ -30,6 +31,9 @@ const clock = {
 function monotonicNow(): number {
   const perf = performance;
   const raw = perf.now();
+  // A reading that is not a finite number (a stub's NaN, Infinity or string) is skipped: kept, as the clock never
+  // goes back, an Infinity would stay for the rest of the process.
+  if (!Number.isFinite(raw)) return clock.last > -Infinity ? clock.last : NaN;
   if (perf.now !== clock.source) {
     // Another clock: its own time, unless that is behind.
     clock.source = perf.now;

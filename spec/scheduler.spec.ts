@@ -193,6 +193,27 @@ describe('timerScheduler', function () {
     expect(timerScheduler.now() - a).to.be.within(15, 1000);
   });
 
+  it('skips a reading of a replaced performance.now() that is not a finite number, and goes on once it is put back', function () {
+    // A stub returning Infinity (or a value that is not a number) once left the clock of every pool at Infinity for the
+    // rest of the process: it never goes back. Deadlines were then Infinity, each WaitQueue timeout fired at once.
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+    const before = timerScheduler.now();
+    const readings: number[] = [];
+    for (const value of [Infinity, -Infinity, NaN, '12', undefined]) {
+      Object.defineProperty(globalThis, 'performance', { value: { now: () => value, timeOrigin: 0 }, configurable: true, writable: true });
+      try {
+        readings.push(timerScheduler.now());
+      } finally {
+        Object.defineProperty(globalThis, 'performance', saved);
+      }
+    }
+    for (const r of readings) expect(r).to.be.a('number').and.be.within(before, before + 1000);
+    const a = timerScheduler.now();
+    const until = performance.now() + 20;
+    while (performance.now() < until);
+    expect(timerScheduler.now() - a).to.be.within(15, 1000);
+  });
+
   it('only holds now() at the due time of a timer Node runs up to a millisecond early, never gaining on the clock', function () {
     // Node runs a timer once its millisecond loop time reaches the due time, up to about 1 ms before performance.now()
     // shows the delay passed. Moved forward to the due time at each such timer, the clock would gain on real time.
