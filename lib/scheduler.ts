@@ -63,13 +63,15 @@ const TIMER_EARLY_MS = 1;
  * (a WaitQueue timeout, an idle time) would see it not passed, and re-arm for ever. Such a clock, behind by more than
  * {@link TIMER_EARLY_MS}, is moved forward to `due` and goes on from there (held at `due` until it caught up, it would
  * stand still for as long as the test moved its fake clock, every duration 0, after the fakes are gone too). A timer
- * run early by Node (at most about a millisecond) only holds the clock at `due` until it catches up: moved forward each
- * time, the clock would gain on real time at every timer.
+ * run early by Node (`nodeTimer`: armed with Node's own `setTimeout`) only holds the clock at `due` until it catches
+ * up, however early it ran: about a millisecond at most where libuv's loop time follows `CLOCK_MONOTONIC`, more where
+ * it follows `CLOCK_MONOTONIC_COARSE` (kernels with a 1 ms tick) and a tick is taken late; moved forward at such
+ * timers, the clock would gain on real time for good.
  */
-function reached(due: number): void {
+function reached(due: number, nodeTimer: boolean): void {
   const current = monotonicNow();
   if (!(due > current)) return; // passed, or not a number
-  if (due - current > TIMER_EARLY_MS) {
+  if (!nodeTimer && due - current > TIMER_EARLY_MS) {
     clock.offset += due - current;
     clock.base += due - current;
   }
@@ -90,6 +92,15 @@ const timerContext = new AsyncResource('RXCMAP_TIMER');
  * after 1 ms instead, so a longer delay is armed as a chain of timers.
  */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/**
+ * Whether a `setTimeout` handle is one of Node's own timers (a `Timeout`), not a fake timers' one (`@sinonjs/fake-timers`
+ * and jest's legacy fakes return plain objects): its run follows the loop time, which never runs ahead of the clock.
+ */
+function isNodeTimer(handle: unknown): boolean {
+  const proto = typeof handle === 'object' && handle !== null ? Object.getPrototypeOf(handle) : null;
+  return proto !== null && proto !== Object.prototype && proto.constructor?.name === 'Timeout';
+}
 
 class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
@@ -126,7 +137,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
       const immediate: NodeJS.Immediate = setImmediate(() => {
         if (this.immediate !== immediate) return;
         this.immediate = undefined;
-        reached(this.due);
+        reached(this.due, isNodeTimer(handle));
         this.work.call(this, state);
       });
       this.immediate = immediate;
@@ -150,7 +161,8 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
  * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
  * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
- * that leave `performance` real (the clock is then moved forward to it, and goes on from there); `schedule(work, delay)`
+ * that leave `performance` real (the clock is then moved forward to it, and goes on from there; after a run of Node's own
+timers, up to a millisecond or so early, it is only held there until it catches up); `schedule(work, delay)`
  * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,

@@ -242,6 +242,41 @@ describe('timerScheduler', function () {
     }
   });
 
+  it("never moves now() forward at a Node timer that ran more than a millisecond early, so it never gains on the clock", function () {
+    // libuv's loop time follows CLOCK_MONOTONIC_COARSE on kernels with a 1 ms tick: a tick taken late lets a Node timer
+    // run more than 1 ms before performance.now() shows its delay passed. Moved forward at each such timer, the clock
+    // gained on real time for good (tens of ms over 100k timer runs), and WaitQueue timeouts came that much early.
+    let time = 1000;
+    const pending: (() => void)[] = [];
+    const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
+    // Node's own timers, their runs taken in hand
+    const nodeTimer = (): NodeJS.Timeout => {
+      const handle = saved.setTimeout(() => undefined, 60_000);
+      clearTimeout(handle);
+      return handle;
+    };
+    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
+    globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    try {
+      const start = timerScheduler.now();
+      let seen = NaN;
+      timerScheduler.schedule(() => (seen = timerScheduler.now() - start), 100);
+      time += 98.5; // the loop time, late by a tick, reached the due time: the timer runs 1.5 ms early
+      pending.shift()!(); // the timer
+      pending.shift()!(); // its turn after the poll phase
+      expect(seen, 'the delay passed, for the work').to.equal(100);
+      time += 1.5;
+      expect(timerScheduler.now() - start, 'held until the clock catches up, not moved forward').to.equal(100);
+      time += 1;
+      expect(timerScheduler.now() - start, 'then the clock itself').to.equal(101);
+    } finally {
+      globalThis.setTimeout = saved.setTimeout;
+      globalThis.setImmediate = saved.setImmediate;
+      Object.defineProperty(globalThis, 'performance', saved.performance);
+    }
+  });
+
   it('never runs work unsubscribed after fake timers were installed, though their clearTimeout cannot clear its timer', function () {
     // Fake timers clear only their own timers (they warn and leave a real one running): a pool timer armed before
     // they were installed and cancelled after ran its work anyway, as a stale WaitQueue or Background Thread run.
