@@ -108,6 +108,14 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private due = 0;
   /** The work's turn, once its timer expired: the check phase that follows the poll phase, which reads the sockets. */
   private immediate: NodeJS.Immediate | undefined;
+  /**
+   * The `clearTimeout` and `clearImmediate` of the moment `handle` and `immediate` were made: a handle goes back to
+   * the functions that made it. Node's `clearImmediate` given a fake timers' handle (the fakes uninstalled since)
+   * counts down its pending immediates, and below zero its event loop never waits again (a process at 100% CPU); a
+   * fake's `clearTimeout` given Node's handle leaves that timer running.
+   */
+  private clearTimer: typeof clearTimeout = clearTimeout;
+  private clearTurn: typeof clearImmediate = clearImmediate;
 
   constructor(private readonly work: (this: SchedulerAction<T>, state?: T) => void) {
     super(() => this.cancel());
@@ -128,17 +136,22 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
     const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
     // Each callback runs only while it is the one armed: a clearTimeout or clearImmediate other than the one that armed
     // it (fake timers installed meanwhile clear only their own) may leave it to run after a cancel or a re-arm.
+    this.clearTimer = clearTimeout;
     const handle: NodeJS.Timeout = timerContext.runInAsyncScope(setTimeout, undefined, () => {
       if (this.handle !== handle) return;
       this.handle = undefined;
       if (step < delay) return this.arm(state, delay - step);
+      // A fake timers' timer (the test moved their clock): at once, at the time the test moved to. There is no event
+      // loop to wait for, and a 0 ms immediate made during their tick runs 1 ms later, so `tickAsync(100)` would not
+      // time out a checkout of waitQueueTimeoutMS 100.
+      if (!isNodeTimer(handle)) return this.run(state, false);
       // After the I/O pending now is read: a connection checked in, or established, from a reply that arrived while
       // the event loop was blocked serves its checkout before that checkout's deadline is seen as passed.
+      this.clearTurn = clearImmediate;
       const immediate: NodeJS.Immediate = setImmediate(() => {
         if (this.immediate !== immediate) return;
         this.immediate = undefined;
-        reached(this.due, isNodeTimer(handle));
-        this.work.call(this, state);
+        this.run(state, true);
       });
       this.immediate = immediate;
     }, step);
@@ -146,9 +159,15 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
     this.handle = handle;
   }
 
+  /** Runs the work, the clock at least at its due time (see {@link reached}). */
+  private run(state: T | undefined, nodeTimer: boolean): void {
+    reached(this.due, nodeTimer);
+    this.work.call(this, state);
+  }
+
   private cancel(): void {
-    if (this.handle !== undefined) clearTimeout(this.handle);
-    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    if (this.handle !== undefined) this.clearTimer(this.handle);
+    if (this.immediate !== undefined) this.clearTurn(this.immediate);
     this.handle = undefined;
     this.immediate = undefined;
   }
@@ -161,12 +180,12 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
  * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
  * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
- * that leave `performance` real (the clock is then moved forward to it, and goes on from there; after a run of Node's own
-timers, up to a millisecond or so early, it is only held there until it catches up); `schedule(work, delay)`
+ * that leave `performance` real (the clock is then moved forward to it, and goes on from there; after a run of Node's
+ * own timers, up to a millisecond or so early, it is only held there until it catches up); `schedule(work, delay)`
  * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
  * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
- * after its poll phase): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
+ * after its poll phase; under fake timers, at once, at the time the test moved their clock to): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
  * replies that arrived meanwhile were read. Work runs in the async context rxcmap was loaded in, not in the one of
  * the call that armed it (an AsyncLocalStorage store current at `schedule()` is not current in `work`). Work
  * unsubscribed never runs, nor runs at the time of an earlier arming once re-armed, even when the `clearTimeout` in

@@ -11,9 +11,13 @@ import { startWireProxy } from './support/wire-proxy';
 /**
  * A stand-in for the globals a test framework's fake timers replace (`@sinonjs/fake-timers`, as installed by jest,
  * vitest and sinon): `setTimeout`, `clearTimeout`, `setImmediate`, `clearImmediate`, and `performance` when `perf` is
- * set. Timers run only on `tick(ms)`; `performance.now()` then moves with them. `restore()` puts the real ones back.
+ * set. Timers run only on `tick(ms)`; `performance.now()` then moves with them. As there, a timer of 0 ms (an
+ * immediate too) made while `tick` runs timers is due 1 ms later. `restore()` puts the real ones back. With `asNode`,
+ * its timers stand in for Node's own instead: each a `Timeout`, as Node's `setTimeout` returns.
  */
-function fakeGlobals(perf: boolean) {
+class Timeout {}
+
+function fakeGlobals(perf: boolean, asNode = false) {
   type Timer = { fn: () => void; due: number; cleared: boolean; immediate: boolean; unref: () => Timer; hasRef: () => boolean };
   const saved = {
     setTimeout: globalThis.setTimeout,
@@ -23,14 +27,19 @@ function fakeGlobals(perf: boolean) {
     performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')!,
   };
   let time = 0;
+  let ticking = false;
   const timers: Timer[] = [];
   const add = (fn: () => void, delay: number, immediate = false): Timer => {
-    const timer: Timer = { fn, due: time + Math.max(0, delay), cleared: false, immediate, unref: () => timer, hasRef: () => false };
+    const ms = delay > 0 ? delay : ticking ? 1 : 0;
+    const timer: Timer = Object.assign(asNode ? new Timeout() : {}, { fn, due: time + ms, cleared: false, immediate, unref: () => timer, hasRef: () => false });
     timers.push(timer);
     return timer;
   };
+  /** Handles given to its clearTimeout or clearImmediate that it did not make (Node's own would be corrupted). */
+  let foreign = 0;
   const clear = (timer: Timer | undefined) => {
     if (timer !== undefined && timers.includes(timer)) timer.cleared = true; // a timer of its own only, as fake timers do
+    else if (timer !== undefined) foreign++;
   };
   globalThis.setTimeout = ((fn: () => void, delay: number) => add(fn, delay)) as unknown as typeof setTimeout;
   globalThis.clearTimeout = clear as unknown as typeof clearTimeout;
@@ -38,6 +47,9 @@ function fakeGlobals(perf: boolean) {
   globalThis.clearImmediate = clear as unknown as typeof clearImmediate;
   if (perf) Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
   return {
+    get foreign(): number {
+      return foreign;
+    },
     /** Runs the timers due by now + ms, in order (the immediates too, unless `immediates` is false), and leaves the time there. */
     tick(ms: number, immediates = true): void {
       const target = time + ms;
@@ -46,7 +58,12 @@ function fakeGlobals(perf: boolean) {
         if (next === undefined) break;
         next.cleared = true;
         time = next.due;
-        next.fn();
+        ticking = true;
+        try {
+          next.fn();
+        } finally {
+          ticking = false;
+        }
       }
       time = target;
     },
@@ -220,7 +237,7 @@ describe('timerScheduler', function () {
     let time = 1000;
     const pending: (() => void)[] = [];
     const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
-    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), { unref: () => undefined })) as unknown as typeof setTimeout;
+    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), Object.assign(new Timeout(), { unref: () => undefined }))) as unknown as typeof setTimeout;
     globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
     Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
     try {
@@ -281,7 +298,7 @@ describe('timerScheduler', function () {
     // Fake timers clear only their own timers (they warn and leave a real one running): a pool timer armed before
     // they were installed and cancelled after ran its work anyway, as a stale WaitQueue or Background Thread run.
     const ran: string[] = [];
-    const real = fakeGlobals(false); // the timers as armed
+    const real = fakeGlobals(false, true); // Node's timers, as armed
     try {
       const timer = timerScheduler.schedule(() => ran.push('timer'), 20);
       const immediate = timerScheduler.schedule(() => ran.push('immediate'), 10);
@@ -295,6 +312,10 @@ describe('timerScheduler', function () {
       }
       real.tick(20);
       expect(ran).to.deep.equal([]);
+      // Each cleared with the clearTimeout or clearImmediate of the moment it was made: Node's clearImmediate given a
+      // fake's handle (fake timers uninstalled meanwhile) counts down its pending immediates, and below zero the event
+      // loop never waits again (a process at 100% CPU).
+      expect([real.foreign, installed.foreign]).to.deep.equal([0, 0]);
     } finally {
       real.restore();
     }
