@@ -55,12 +55,30 @@ describe('VirtualClock', function () {
     clock.advance(5);
     for (const bad of [-1, Number.NaN, Infinity, '10' as unknown as number]) {
       expect(() => clock.advance(bad), String(bad)).to.throw(InvalidOptionError, 'VirtualClock.advance(ms)').with.property('option', 'ms');
+      expect(() => clock.advance(bad), String(bad)).to.throw(InvalidOptionError).with.property('allowed', 'a finite number >= 0');
     }
     for (const bad of [Number.NaN, Infinity, '10' as unknown as number]) {
       expect(() => clock.advanceTo(bad), String(bad)).to.throw(InvalidOptionError, 'VirtualClock.advanceTo(time)').with.property('option', 'time');
+      expect(() => clock.advanceTo(bad), String(bad)).to.throw(InvalidOptionError).with.property('allowed', 'a finite number');
     }
     clock.advanceTo(3); // not ahead: no-op
     expect(clock.now()).to.equal(5);
+  });
+
+  it('advanceTo moves to an absolute time ahead, running what is due by then, and runs nothing at the current time', function () {
+    const clock = new VirtualClock();
+    const ran: number[] = [];
+    clock.advance(5);
+    clock.schedule(() => ran.push(clock.now()), 0);
+    clock.advanceTo(5); // not ahead: the timer due now waits for the next move
+    expect(ran).to.deep.equal([]);
+    clock.schedule(() => ran.push(clock.now()), 10);
+    clock.advanceTo(12);
+    expect(clock.now()).to.equal(12);
+    expect(ran).to.deep.equal([5]);
+    clock.advanceTo(15);
+    expect(clock.now()).to.equal(15);
+    expect(ran).to.deep.equal([5, 15]);
   });
 });
 
@@ -126,6 +144,7 @@ describe('VirtualClock.advanceAsync', function () {
       let refused: unknown;
       await clock.advanceAsync(bad).catch((e: unknown) => (refused = e));
       expect(refused, String(bad)).to.be.instanceOf(InvalidOptionError).with.property('option', 'ms');
+      expect((refused as Error).message, String(bad)).to.equal(`VirtualClock.advanceAsync(ms): ms must be a finite number >= 0, got ${String(bad)}`);
     }
     expect(clock.now()).to.equal(10);
   });
