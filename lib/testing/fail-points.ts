@@ -68,7 +68,7 @@ const CODE_NAMES: Record<number, string> = {
   43: 'CursorNotFound',
   50: 'MaxTimeMSExpired',
   59: 'CommandNotFound',
-  64: 'WriteConcernFailed',
+  64: 'WriteConcernTimeout',
   72: 'InvalidOptions',
   79: 'UnknownReplWriteConcern',
   89: 'NetworkTimeout',

@@ -167,7 +167,7 @@ describe('FailCommandPoint (failCommand)', function () {
       [1, 'InternalError'], [2, 'BadValue'], [6, 'HostUnreachable'], [7, 'HostNotFound'], [8, 'UnknownError'],
       [11, 'UserNotFound'], [13, 'Unauthorized'], [18, 'AuthenticationFailed'], [20, 'IllegalOperation'],
       [24, 'LockTimeout'], [26, 'NamespaceNotFound'], [43, 'CursorNotFound'], [50, 'MaxTimeMSExpired'],
-      [59, 'CommandNotFound'], [72, 'InvalidOptions'], [79, 'UnknownReplWriteConcern'],
+      [59, 'CommandNotFound'], [64, 'WriteConcernTimeout'], [72, 'InvalidOptions'], [79, 'UnknownReplWriteConcern'],
       [89, 'NetworkTimeout'], [91, 'ShutdownInProgress'], [100, 'UnsatisfiableWriteConcern'], [112, 'WriteConflict'],
       [134, 'ReadConcernMajorityNotAvailableYet'], [175, 'QueryPlanKilled'], [189, 'PrimarySteppedDown'],
       [237, 'CursorKilled'], [251, 'NoSuchTransaction'], [262, 'ExceededTimeLimit'], [9001, 'SocketException'],
