@@ -645,7 +645,8 @@ export class EmbeddedServer {
   }
 
   /**
-   * An awaitable hello, as mongod 4.4+ answers it: with `topologyVersion` and `maxAwaitTimeMS` both (else an error),
+   * An awaitable hello, as mongod 4.4+ answers it: with `topologyVersion` and `maxAwaitTimeMS` both (one without the
+   * other is error 31368, a negative maxAwaitTimeMS error 31373, a topologyVersion that is no document BadValue),
    * it waits until the topology changes (the counter passes the request's), maxAwaitTimeMS elapses, or the fail point
    * is configured to apply to it, unless the request's processId is another one (then it answers at once). With
    * exhaustAllowed, every successful reply has moreToCome and the next one follows the same way, waiting from the
@@ -679,8 +680,20 @@ export class EmbeddedServer {
       return sent;
     };
     const version = requested as { processId?: unknown; counter?: unknown } | null;
-    if (typeof version !== 'object' || version === null || !Number.isFinite(maxAwaitTimeMS) || maxAwaitTimeMS < 0) {
-      send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion and maxAwaitTimeMS must be given together' }, 0);
+    // As mongod: one of the two fields without the other is error 31368, a negative maxAwaitTimeMS error 31373.
+    if ((version === undefined) !== (command.maxAwaitTimeMS === undefined)) {
+      const errmsg = version === undefined
+        ? "A request with 'maxAwaitTimeMS' must include a 'topologyVersion'"
+        : "A request with a 'topologyVersion' must include 'maxAwaitTimeMS'";
+      send({ ok: 0, errmsg, code: 31368, codeName: 'Location31368' }, 0);
+      return;
+    }
+    if (maxAwaitTimeMS < 0) {
+      send({ ok: 0, errmsg: 'maxAwaitTimeMS must be a non-negative integer', code: 31373, codeName: 'Location31373' }, 0);
+      return;
+    }
+    if (typeof version !== 'object' || version === null || !Number.isFinite(maxAwaitTimeMS)) {
+      send({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'topologyVersion must be a document and maxAwaitTimeMS a number' }, 0);
       return;
     }
     client.awaitingHello = true;

@@ -50,6 +50,27 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 31382 });
   });
 
+  it('refuses an awaitable hello missing topologyVersion or maxAwaitTimeMS, or with a negative maxAwaitTimeMS, with mongod\'s codes and messages, and keeps the connection', async function () {
+    const c = await open();
+    const tv = c.hello.topologyVersion;
+    const refused = async (command: Document): Promise<unknown> => c.command('admin', command).catch((e: unknown) => e);
+    expect(await refused({ hello: 1, maxAwaitTimeMS: 100 })).to.be.instanceOf(MongoServerError).and.include({
+      code: 31368, codeName: 'Location31368', message: "A request with 'maxAwaitTimeMS' must include a 'topologyVersion'",
+    });
+    expect(await refused({ isMaster: 1, topologyVersion: tv })).to.be.instanceOf(MongoServerError).and.include({
+      code: 31368, codeName: 'Location31368', message: "A request with a 'topologyVersion' must include 'maxAwaitTimeMS'",
+    });
+    expect(await refused({ hello: 1, topologyVersion: tv, maxAwaitTimeMS: -1 })).to.be.instanceOf(MongoServerError).and.include({
+      code: 31373, codeName: 'Location31373', message: 'maxAwaitTimeMS must be a non-negative integer',
+    });
+    expect(await refused({ hello: 1, topologyVersion: null, maxAwaitTimeMS: 100 })).to.be.instanceOf(MongoServerError).and.include({ code: 2, codeName: 'BadValue' });
+    // maxAwaitTimeMS 0 is valid: the reply comes at once.
+    const started = Date.now();
+    expect(await c.command('admin', { hello: 1, topologyVersion: tv, maxAwaitTimeMS: 0 })).to.include({ ok: 1, isWritablePrimary: true });
+    expect(Date.now() - started).to.be.below(1_000);
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+  });
+
   it('an awaitable hello waits maxAwaitTimeMS when nothing changes, and answers at once on changeTopology()', async function () {
     const c = await open();
     let started = Date.now();
