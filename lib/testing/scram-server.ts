@@ -150,7 +150,10 @@ export class ScramUsers {
   start(db: string, command: Document, speculative = false): { reply: Document; conversation?: ScramConversation } {
     const mechanism = command.mechanism as AuthMechanism;
     const message = (saslPayloadText(command.payload) ?? '');
-    if (!message.startsWith('n,,')) return { reply: authFailed() };
+    if (!message.startsWith('n,,')) {
+      if (!speculative) this.count(this.currentGeneration, 'failed');
+      return { reply: authFailed() };
+    }
     const clientFirstBare = message.slice(3);
     const attrs = parseAttributes(clientFirstBare);
     const name = unescapeUsername(attrs.get('n') ?? '');

@@ -518,6 +518,16 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
     expect(server.scramConversations()).to.deep.equal({ started: 0, succeeded: 0, failed: 5 });
   });
 
+  it('counts a saslStart without the gs2 header n,, as a failed conversation, as it answers it AuthenticationFailed', async function () {
+    const c = await open();
+    for (const header of ['y,,', 'p=tls-unique,,', '']) {
+      const payload = Buffer.from(`${header}n=alice,r=abcdef`);
+      const error = await c.command('admin', { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload }).catch((e: unknown) => e);
+      expect(error, header).to.be.instanceOf(MongoServerError).and.include({ code: 18, codeName: 'AuthenticationFailed' });
+    }
+    expect(server.scramConversations()).to.deep.equal({ started: 0, succeeded: 0, failed: 3 });
+  });
+
   it('a user left out no longer authenticates; an empty list turns authentication off for new commands', async function () {
     const kept = await open({ username: 'alice', password: 'pencil' });
     server.setUsers([{ username: 'bob', password: 'pencil', iterations: 4096 }]);
