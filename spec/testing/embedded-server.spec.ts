@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -350,6 +351,25 @@ describe('EmbeddedServer', function () {
     expect(await a.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
   });
 
+  it('with loadBalancedServices, answers a loadBalanced hello with a serviceId, round-robin over the services, and other hellos without', async function () {
+    const lb = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await rawClient(lb.address);
+      const reply = await c.send({ hello: 1, loadBalanced: true, $db: 'admin' });
+      ids.push(String(reply.serviceId));
+      expect(await c.send({ hello: 1, $db: 'admin' })).to.not.have.property('serviceId');
+      c.close();
+    }
+    expect(ids[0]).to.match(/^[0-9a-f]{24}$/);
+    expect(ids[1]).to.not.equal(ids[0]);
+    expect(ids[2]).to.equal(ids[0]);
+    await lb.stop();
+    const plain = await rawClient(server.address);
+    expect(await plain.send({ hello: 1, loadBalanced: true, $db: 'admin' })).to.not.have.property('serviceId');
+    plain.close();
+  });
+
   it('negotiates only the compressors it accepts', async function () {
     const c = await rawClient(server.address);
     expect((await c.send({ hello: 1, compression: ['snappy', 'zlib'], $db: 'admin' })).compression).to.deep.equal(['zlib']);
@@ -441,6 +461,105 @@ describe('EmbeddedServer options', function () {
     for (const options of [{}, undefined, { port: 0, maxWireVersion: 8, version: '4.2.0', compressors: [], loadBalancedServices: 2 }]) {
       expect(() => new EmbeddedServer(options), JSON.stringify(options)).to.not.throw();
     }
+  });
+});
+
+describe('EmbeddedServer SCRAM conversation, step by step (raw saslStart / saslContinue)', function () {
+  const salt = Buffer.from('a-fixed-salt-for-tests');
+  let server: EmbeddedServer;
+  beforeEach(async function () {
+    server = await new EmbeddedServer({ users: [{ username: 'a,b=c', password: 'pencil', salt, iterations: 4096, mechanisms: ['SCRAM-SHA-256'] }] }).start();
+  });
+  afterEach(async function () {
+    await server.stop();
+  });
+
+  /** saslStart for user `a,b=c` (escaped as SCRAM requires) with `clientNonce`; the reply and the client-first-bare. */
+  const start = (c: { send(doc: Document): Promise<Document> }, clientNonce: string, extra: Document = {}, gs2 = 'n,,') => {
+    const bare = `n=a=2Cb=3Dc,r=${clientNonce}`;
+    return { bare, reply: c.send({ saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from(gs2 + bare), ...extra, $db: 'admin' }) };
+  };
+  /** The client-final message proving password `pencil` for the conversation (RFC 5802 / auth spec, SCRAM-SHA-256). */
+  const clientFinal = (bare: string, serverFirst: string, nonce = /r=([^,]*)/.exec(serverFirst)![1]): Buffer => {
+    const salted = pbkdf2Sync('pencil', salt, 4096, 32, 'sha256');
+    const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+    const storedKey = createHash('sha256').update(clientKey).digest();
+    const withoutProof = `c=biws,r=${nonce}`;
+    const signature = createHmac('sha256', storedKey).update(`${bare},${serverFirst},${withoutProof}`).digest();
+    const proof = Buffer.from(clientKey.map((b, i) => b ^ signature[i]));
+    return Buffer.from(`${withoutProof},p=${proof.toString('base64')}`);
+  };
+  const payloadText = (reply: Document): string => Buffer.from(reply.payload.buffer).toString();
+  const authFailed = { ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' };
+
+  it('answers each step as mongod: ProtocolError before saslStart, AuthenticationFailed for a bad gs2 header or nonce, done: false until the empty exchange', async function () {
+    const c = await rawClient(server.address);
+    expect(await c.send({ saslContinue: 1, conversationId: 1, payload: Buffer.alloc(0), $db: 'admin' })).to.deep.equal({
+      ok: 0, code: 17, codeName: 'ProtocolError', errmsg: 'No SASL session state found',
+    });
+    expect(await start(c, 'nonce0', {}, 'y,,').reply).to.deep.equal(authFailed);
+    // A wrong nonce in client-final fails the conversation.
+    let { bare, reply } = start(c, 'nonce1');
+    let first = await reply;
+    expect(first).to.include({ ok: 1, done: false, conversationId: 1 });
+    expect(await c.send({ saslContinue: 1, conversationId: 1, payload: clientFinal(bare, payloadText(first), 'nonce1-not-the-servers'), $db: 'admin' })).to.deep.equal(authFailed);
+    expect(await c.send({ listDatabases: 1, $db: 'admin' })).to.include({ ok: 0, code: 13 });
+    // Without skipEmptyExchange: the proof is answered with done: false and v=..., the empty exchange with done: true.
+    ({ bare, reply } = start(c, 'nonce2'));
+    first = await reply;
+    expect(payloadText(first)).to.match(/^r=nonce2[^,]+,s=[^,]+,i=4096$/);
+    const second = await c.send({ saslContinue: 1, conversationId: 1, payload: clientFinal(bare, payloadText(first)), $db: 'admin' });
+    expect(second).to.include({ ok: 1, done: false, conversationId: 1 });
+    expect(payloadText(second)).to.match(/^v=/);
+    const third = await c.send({ saslContinue: 1, conversationId: 1, payload: Buffer.alloc(0), $db: 'admin' });
+    expect(third).to.include({ ok: 1, done: true, conversationId: 1 });
+    expect(payloadText(third)).to.equal('');
+    expect(await c.send({ listDatabases: 1, $db: 'admin' })).to.include({ ok: 1 });
+    expect(server.scramConversations()).to.deep.equal({ started: 2, succeeded: 1, failed: 2 });
+    c.close();
+  });
+
+  it('with skipEmptyExchange, answers the proof with done: true', async function () {
+    const c = await rawClient(server.address);
+    const { bare, reply } = start(c, 'nonce3', { options: { skipEmptyExchange: true } });
+    const first = await reply;
+    expect(first).to.include({ ok: 1, done: false });
+    const second = await c.send({ saslContinue: 1, conversationId: 1, payload: clientFinal(bare, payloadText(first)), $db: 'admin' });
+    expect(second).to.include({ ok: 1, done: true });
+    expect(await c.send({ connectionStatus: 1, $db: 'admin' })).to.nested.include({ 'authInfo.authenticatedUsers[0].user': 'a,b=c' });
+    c.close();
+  });
+
+  it('answers the handshake\'s saslSupportedMechs and speculativeAuthenticate only for a stored user and a saslStart document on a db', async function () {
+    const c = await rawClient(server.address);
+    const hello = await c.send({ hello: 1, saslSupportedMechs: 'admin.a,b=c', $db: 'admin' });
+    expect(hello.saslSupportedMechs).to.deep.equal(['SCRAM-SHA-256']);
+    expect(await c.send({ hello: 1, saslSupportedMechs: 'admin.nobody', $db: 'admin' })).to.not.have.property('saslSupportedMechs');
+    const bare = 'n=a=2Cb=3Dc,r=nonce4';
+    const saslStart = { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from(`n,,${bare}`), db: 'admin' };
+    // Not a saslStart first, a db that is no string, an unknown user: no answer, as if the field had not been sent.
+    for (const request of [{ mechanism: 'SCRAM-SHA-256', saslStart: 1, payload: saslStart.payload, db: 'admin' }, { ...saslStart, db: ['admin'] }, { ...saslStart, payload: Buffer.from('n,,n=nobody,r=x') }]) {
+      const d = await rawClient(server.address);
+      expect(await d.send({ hello: 1, speculativeAuthenticate: request, $db: 'admin' }), JSON.stringify(request)).to.include({ ok: 1 }).and.not.have.property('speculativeAuthenticate');
+      d.close();
+    }
+    // A stored user: the server-first message without ok, and the conversation goes on with saslContinue.
+    const reply = await c.send({ hello: 1, speculativeAuthenticate: saslStart, $db: 'admin' });
+    expect(reply.speculativeAuthenticate).to.include({ conversationId: 1, done: false }).and.not.have.property('ok');
+    const proof = await c.send({ saslContinue: 1, conversationId: 1, payload: clientFinal(bare, payloadText(reply.speculativeAuthenticate)), $db: 'admin' });
+    expect(proof).to.include({ ok: 1, done: false });
+    expect(await c.send({ listDatabases: 1, $db: 'admin' })).to.include({ ok: 1 });
+    expect(server.scramConversations()).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
+    c.close();
+  });
+
+  it('ignores speculativeAuthenticate below maxWireVersion 9, as a mongod older than 4.4', async function () {
+    const old = await new EmbeddedServer({ maxWireVersion: 8, users: [{ username: 'u', password: 'p', iterations: 4096 }] }).start();
+    const c = await rawClient(old.address);
+    const speculativeAuthenticate = { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from('n,,n=u,r=x'), db: 'admin' };
+    expect(await c.send({ hello: 1, speculativeAuthenticate, $db: 'admin' })).to.include({ ok: 1 }).and.not.have.property('speculativeAuthenticate');
+    c.close();
+    await old.stop();
   });
 });
 
