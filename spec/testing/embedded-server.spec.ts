@@ -678,19 +678,33 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
     expect(server.clientConnections()[1].user).to.equal(undefined);
   });
 
+  it('accepts a salt of 1 or 1024 bytes and a db other than admin', async function () {
+    server.setUsers([
+      { username: 'one', password: 'p', salt: Buffer.alloc(1, 7), iterations: 4096 },
+      { username: 'max', password: 'p', salt: Buffer.alloc(1024, 7), iterations: 4096, db: 'test' },
+    ]);
+    expect(server.usersGeneration).to.equal(1);
+    expect(await scram(await open(), { username: 'max', password: 'p', source: 'test' })).to.include(`s=${Buffer.alloc(1024, 7).toString('base64')}`);
+  });
+
   it('checks every user before replacing any: an invalid list throws InvalidOptionError and leaves the users as they were', async function () {
     const invalid: [unknown, RegExp][] = [
-      [undefined, /Invalid users/],
+      [undefined, /Invalid users: .*\(users must be an array of users\)/],
       [
         [alice('s3cret-pw', S2, 5000), { username: 'bob', password: 's3cret-pw', iterations: 0 }],
-        /Invalid iterations: 0/,
+        /Invalid iterations: 0 \(iterations must be a positive integer\)/,
       ],
-      [[{ username: '', password: 's3cret-pw' }], /Invalid username/],
-      [[{ username: 'bob', password: 42 }], /Invalid password: "<not shown>"/],
-      [[{ username: 'bob', password: 's3cret-pw', db: '' }], /Invalid db/],
-      [[{ username: 'bob', password: 's3cret-pw', mechanisms: ['PLAIN'] }], /Invalid mechanisms/],
+      [[null], /Invalid user: null \(user must be an object \{ username, password, ... \}\)/],
+      [['bob'], /Invalid user: .*\(user must be an object/],
+      [[{ username: '', password: 's3cret-pw' }], /Invalid username: .*\(username must be a non-empty string\)/],
+      [[{ username: 'bob', password: 42 }], /Invalid password: "<not shown>" \(password must be a string\)/],
+      [[{ username: 'bob', password: 's3cret-pw', db: '' }], /Invalid db: .*\(db must be a non-empty database name\)/],
+      [[{ username: 'bob', password: 's3cret-pw', db: 5 }], /Invalid db: 5 /],
+      [[{ username: 'bob', password: 's3cret-pw', mechanisms: ['PLAIN'] }], /Invalid mechanisms: .*\(mechanisms must be a non-empty list of SCRAM-SHA-256, SCRAM-SHA-1\)/],
+      [[{ username: 'bob', password: 's3cret-pw', mechanisms: ['SCRAM-SHA-256', 'PLAIN'] }], /Invalid mechanisms/],
       [[{ username: 'bob', password: 's3cret-pw', mechanisms: [] }], /Invalid mechanisms/],
-      [[{ username: 'bob', password: 's3cret-pw', salt: Buffer.alloc(0) }], /Invalid salt/],
+      [[{ username: 'bob', password: 's3cret-pw', salt: Buffer.alloc(0) }], /Invalid salt: .*\(salt must be a Uint8Array of 1 to 1024 bytes\)/],
+      [[{ username: 'bob', password: 's3cret-pw', salt: Buffer.alloc(1025) }], /Invalid salt/],
       [[{ username: 'bob', password: 's3cret-pw', salt: 'c2FsdA==' }], /Invalid salt/],
     ];
     for (const [users, message] of invalid) {
