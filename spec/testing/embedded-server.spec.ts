@@ -458,7 +458,21 @@ describe('EmbeddedServer options', function () {
     for (const [option, options] of cases) {
       expect(() => new EmbeddedServer(options as never), JSON.stringify(options)).to.throw(InvalidOptionError).with.property('option', option);
     }
-    for (const options of [{}, undefined, { port: 0, maxWireVersion: 8, version: '4.2.0', compressors: [], loadBalancedServices: 2 }]) {
+    const allowed: [unknown, string][] = [
+      [{ port: 65536 }, 'an integer from 0 to 65535 (0: a free port)'],
+      [{ maxWireVersion: 1.5 }, 'an integer >= 0'],
+      [{ version: '' }, 'a non-empty version string such as "8.0.0"'],
+      [{ compressors: ['zlib', 'snappy'] }, 'an array of "zlib"'],
+      [{ loadBalancedServices: -1 }, 'an integer >= 0'],
+      [{ tls: 'on' }, 'an object { key, cert, ca?, requestCert? } (PEM)'],
+      [{ tls: { key: 'k' } }, 'an object { key, cert, ca?, requestCert? } (PEM) with key and cert'],
+      [{ tls: { cert: 'c' } }, 'an object { key, cert, ca?, requestCert? } (PEM) with key and cert'],
+    ];
+    for (const [options, wording] of allowed) {
+      expect(() => new EmbeddedServer(options as never), JSON.stringify(options)).to.throw(InvalidOptionError).with.property('allowed', wording);
+    }
+    expect(() => new EmbeddedServer({ prot: 1 } as never)).to.throw(InvalidOptionError, /EmbeddedServer/);
+    for (const options of [{}, undefined, { port: 0, maxWireVersion: 8, version: '4.2.0', compressors: [], loadBalancedServices: 2 }, { port: 65535, compressors: ['zlib'] }]) {
       expect(() => new EmbeddedServer(options), JSON.stringify(options)).to.not.throw();
     }
   });
@@ -911,6 +925,18 @@ describe('EmbeddedServer.waitForOpenConnections()', function () {
       const call = () => server.waitForOpenConnections(count as number, options as { timeoutMS?: number });
       expect(call, `${String(count)} ${JSON.stringify(options)}`).to.throw(InvalidOptionError).with.property('option', option);
     }
+    expect(() => server.waitForOpenConnections(-1)).to.throw(InvalidOptionError).with.property('allowed').that.matches(/^an integer >= 0/);
+    expect(() => server.waitForOpenConnections(0, { timeoutMS: -1 })).to.throw(InvalidOptionError).with.property('allowed').that.matches(/^a number of ms from 0 to \d+/);
+    expect(() => server.waitForOpenConnections(0, { timeoutMs: 5 } as never)).to.throw(InvalidOptionError, /waitForOpenConnections/);
+  });
+
+  it('resolves at once when the count is already reached, whatever timeoutMS from 0 to the longest Node timer', async function () {
+    const server = await new EmbeddedServer().start();
+    const started = Date.now();
+    expect(await server.waitForOpenConnections(0, { timeoutMS: 2 ** 31 - 1 })).to.equal(0);
+    expect(await server.waitForOpenConnections(0, { timeoutMS: 0 })).to.equal(0);
+    expect(Date.now() - started).to.be.below(1_000);
+    await server.stop();
   });
 });
 
