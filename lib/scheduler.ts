@@ -50,9 +50,8 @@ function monotonicNow(): number {
 }
 
 /**
- * How far ahead of the clock a timer may run, in ms, and the clock only wait for it (see {@link reached}): Node runs a
- * timer when its millisecond loop time reaches the due time, up to about a millisecond before `performance.now()`
- * shows the whole delay passed.
+ * How far ahead of the clock, in ms, a fake timers' timer may run and only hold the clock at its due time rather than
+ * move it there (see {@link reached}).
  */
 const TIMER_EARLY_MS = 1;
 
@@ -94,8 +93,9 @@ const timerContext = new AsyncResource('RXCMAP_TIMER');
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 /**
- * Whether a `setTimeout` handle is one of Node's own timers (a `Timeout`), not a fake timers' one (`@sinonjs/fake-timers`
- * and jest's legacy fakes return plain objects): its run follows the loop time, which never runs ahead of the clock.
+ * Whether a `setTimeout` handle is one of Node's own timers (a `Timeout`), not a fake timers' one
+ * (`@sinonjs/fake-timers` and jest's legacy fakes return plain objects): its run follows the loop time, which runs
+ * ahead of the clock by a millisecond or so at most.
  */
 function isNodeTimer(handle: unknown): boolean {
   const proto = typeof handle === 'object' && handle !== null ? Object.getPrototypeOf(handle) : null;
@@ -134,8 +134,8 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   /** Arms a timer for `delay` ms: one Node timer, or a chain of them for a delay beyond what one can hold. */
   private arm(state: T | undefined, delay: number): void {
     const step = delay > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delay;
-    // Each callback runs only while it is the one armed: a clearTimeout or clearImmediate other than the one that armed
-    // it (fake timers installed meanwhile clear only their own) may leave it to run after a cancel or a re-arm.
+    // Each callback runs only while it is the one armed: a fake timers' clear, once they are uninstalled, clears
+    // nothing, and the callback would run after a cancel or a re-arm.
     this.clearTimer = clearTimeout;
     const handle: NodeJS.Timeout = timerContext.runInAsyncScope(setTimeout, undefined, () => {
       if (this.handle !== handle) return;
@@ -182,15 +182,15 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
  * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
  * that leave `performance` real (the clock is then moved forward to it, and goes on from there; after a run of Node's
  * own timers, up to a millisecond or so early, it is only held there until it catches up); `schedule(work, delay)`
- * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it is
- * armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
+ * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it
+ * is armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
  * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
- * after its poll phase; under fake timers, at once, at the time the test moved their clock to): after the event loop was blocked, a WaitQueue deadline is never seen as passed before the
- * replies that arrived meanwhile were read. Work runs in the async context rxcmap was loaded in, not in the one of
- * the call that armed it (an AsyncLocalStorage store current at `schedule()` is not current in `work`). Work
- * unsubscribed never runs, nor runs at the time of an earlier arming once re-armed, even when the `clearTimeout` in
- * place could not clear its Node timer (fake timers installed after it was armed). The default
- * `scheduler` of pools and monitors.
+ * after its poll phase; under fake timers, at once, at the time the test moved their clock to): after the event loop
+ * was blocked, a WaitQueue deadline is never seen as passed before the replies that arrived meanwhile were read. Work
+ * runs in the async context rxcmap was loaded in, not in the one of the call that armed it (an AsyncLocalStorage store
+ * current at `schedule()` is not current in `work`). Work unsubscribed never runs, nor runs at the time of an earlier
+ * arming once re-armed; each timer is cleared with the `clearTimeout` or `clearImmediate` of the moment it was armed
+ * (fake timers installed or uninstalled meanwhile). The default `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */

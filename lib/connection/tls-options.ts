@@ -62,8 +62,7 @@ export interface TlsSettings {
 /**
  * Whether the settings ask for TLS: `tls: true`, or any other TLS option (tlsCAFile, tlsCertificateKeyFile,
  * tlsCertificateKeyFilePassword, tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure, tlsServerName,
- * tlsCRLFile)
- * set, whatever its value, unless `tls` is false. The settings are read with `optionValue` (none from
+ * tlsCRLFile) set, whatever its value, unless `tls` is false. The settings are read with `optionValue` (none from
  * Object.prototype).
  *
  * @throws {InvalidOptionError} naming tls when it is false and another TLS option is set.
@@ -82,17 +81,17 @@ export function wantsTls(settings: TlsSettings): boolean {
  * Node `tls.connect` options for `host`, reading the files named in `s`, with one `secureContext` made now (from the
  * files, else Node's default trust store) for every connection made with them; so Node's TLS defaults (its
  * `DEFAULT_MIN_VERSION`, or default CA certificates set by `tls.setDefaultCACertificates()`) changed later do not
- * reach them. `host` is undefined for a Unix domain
- * socket: no SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against
- * `localhost`. The settings are read with `optionValue` (none from Object.prototype).
+ * reach them. `host` is undefined for a Unix domain socket: no SNI server name is sent unless tlsServerName gives one,
+ * and Node verifies the certificate against `localhost`. The settings are read with `optionValue` (none from
+ * Object.prototype).
  *
  * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read; tlsCAFile
  *   when it holds no PEM certificate that parses (Node would skip everything else in silence, trusting no one);
  *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
  *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
  *   certificate (no PEM, a certificate without its key, a key that is not the certificate's); tlsCRLFile when the
- *   file cannot be read or holds no PEM revocation list, or one that is cut short or does not parse; or tlsInsecure when it is
- *   combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
+ *   file cannot be read or holds no PEM revocation list, or one that is cut short or does not parse; or tlsInsecure
+ *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
 export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
   const s = optionValues(settings, TLS_OPTION_NAMES);
@@ -161,17 +160,15 @@ const CRL_FILE_ALLOWED = 'a PEM file of certificate revocation lists (-----BEGIN
  * made (see {@link loadRevocationLists}).
  */
 function revocationLists(path: string): string[] {
-  const pem = readFile('tlsCRLFile', path);
-  const allowed = CRL_FILE_ALLOWED;
-  const text = pem.toString('latin1');
+  const text = readFile('tlsCRLFile', path).toString('latin1');
   const blocks = text.match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
   const begun = text.match(/-----BEGIN X509 CRL-----/g)?.length ?? 0;
-  if (begun === 0) throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; it holds none`);
+  if (begun === 0) throw new InvalidOptionError('tlsCRLFile', path, `${CRL_FILE_ALLOWED}; it holds none`);
   // Each block spans one BEGIN line to the next END line: a BEGIN line inside a block, or after the last, is unclosed.
   const unclosed = blocks.findIndex((block) => block.lastIndexOf('-----BEGIN X509 CRL-----') > 0);
   if (unclosed !== -1 || blocks.length < begun) {
     const at = unclosed === -1 ? blocks.length + 1 : unclosed + 1;
-    throw new InvalidOptionError('tlsCRLFile', path, `${allowed}; its list ${at} of ${begun} has no line -----END X509 CRL----- closing it`);
+    throw new InvalidOptionError('tlsCRLFile', path, `${CRL_FILE_ALLOWED}; its list ${at} of ${begun} has no line -----END X509 CRL----- closing it`);
   }
   return blocks;
 }

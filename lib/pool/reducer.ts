@@ -205,7 +205,7 @@ function checkOut<C extends PoolConnection>(s: PoolState<C>, w: Waiter<C>, high:
     return failWaiter(s, w, 'waitQueueFull', new WaitQueueFullError(s.address, maxWaitQueueSize, holdings(s)), out);
   }
   // Queued, or waiting on an establishment it did not start: either way its deadline stands. A WaitQueue timer still
-  // armed for a time passed was lost (see waitTimerLost): armed again, for now.
+  // armed for a time passed was lost (see waitTimerLost): armed again, it runs at once.
   if (w.deadline !== undefined) {
     if (s.waitTimerAt === undefined) armTimer(s, 'waitQueue', w.deadline, out);
     else if (waitTimerLost(s)) renewWaitTimer(s, out);

@@ -130,7 +130,7 @@ export interface PoolState<C> {
   readonly startedEstablishments: WeakMap<Waiter<C>, ConnectionRecord<C>>;
   /** The deadline the WaitQueue timer is armed for, if it is armed. */
   waitTimerAt: number | undefined;
-  /** Whether the WaitQueue timer was armed again as lost, for the time it is armed for (see the reducer's waitTimerLost). */
+  /** Whether the WaitQueue timer was armed again as lost, for the time it is armed for (see `waitTimerLost`). */
   waitTimerRenewed: boolean;
   /** Leak detection: the time the leak detection timer is armed for, if it is armed. */
   leakTimerAt: number | undefined;

@@ -68,8 +68,8 @@ export class VirtualClock extends VirtualTimeScheduler {
    *
    * One advance at a time: calling {@link advance} or another `advanceAsync` before this one resolves moves the clock
    * under it (it never moves back). The turns it waits are real ones, taken with the `setImmediate` Node had when this
-   * module was loaded (fake timers installed later do not stop it; installed before, it is theirs, and the advance waits
-   * until their clock runs it); I/O already due runs in them too.
+   * module was loaded (fake timers installed later do not stop it; installed before, it is theirs, and the advance
+   * waits until their clock runs it); I/O already due runs in them too.
    *
    * @param ms how far to move, in ms; a finite number >= 0.
    * @returns a Promise that resolves once the clock is at `now() + ms` and the promise jobs pending then have run.
