@@ -912,6 +912,25 @@ describe('reduce (pool reducer, virtual time)', function () {
       expect(arms(), 'not again while that one is coming').to.equal(before + 1);
     });
 
+    it('is armed again when a checkout left waiting on a populate takes a deadline while it is overdue', function () {
+      // w1 (t=0, deadline 50) claims the populate; w2 (t=10) starts connection 2. The timer, armed for 50, is lost;
+      // connection 2 goes to w1 at t=55 and w2 waits on the populate until 60: the timer must come again for it.
+      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+      b.dispatch({ type: 'ready' });
+      const w1 = b.checkOut();
+      b.time = 10;
+      const w2 = b.checkOut();
+      expect(b.timers.get('waitQueue')).to.equal(50);
+      b.timers.delete('waitQueue'); // lost
+      b.time = 55;
+      expect(b.succeed(2)).to.equal(b.connectionOf(w1));
+      expect(b.timers.get('waitQueue'), 'armed for now: the lost one was due').to.equal(55);
+      b.advanceTo(55);
+      expect(b.errorOf(w2), 'not before its own deadline').to.equal(undefined);
+      b.advanceTo(60);
+      expect(b.errorOf(w2)).to.be.instanceOf(WaitQueueTimeoutError);
+    });
+
     it('is not armed again by a checkout that enters while it is due at that very time', function () {
       const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
       b.dispatch({ type: 'ready' });
