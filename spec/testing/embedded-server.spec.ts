@@ -352,19 +352,23 @@ describe('EmbeddedServer', function () {
   });
 
   it('with loadBalancedServices, answers a loadBalanced hello with a serviceId, round-robin over the services, and other hellos without', async function () {
-    const lb = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const c = await rawClient(lb.address);
-      const reply = await c.send({ hello: 1, loadBalanced: true, $db: 'admin' });
-      ids.push(String(reply.serviceId));
-      expect(await c.send({ hello: 1, $db: 'admin' })).to.not.have.property('serviceId');
-      c.close();
+    {
+      await using lb = await new EmbeddedServer({ loadBalancedServices: 2 }).start();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const c = await rawClient(lb.address);
+        try {
+          const reply = await c.send({ hello: 1, loadBalanced: true, $db: 'admin' });
+          ids.push(String(reply.serviceId));
+          expect(await c.send({ hello: 1, $db: 'admin' })).to.not.have.property('serviceId');
+        } finally {
+          c.close();
+        }
+      }
+      expect(ids[0]).to.match(/^[0-9a-f]{24}$/);
+      expect(ids[1]).to.not.equal(ids[0]);
+      expect(ids[2]).to.equal(ids[0]);
     }
-    expect(ids[0]).to.match(/^[0-9a-f]{24}$/);
-    expect(ids[1]).to.not.equal(ids[0]);
-    expect(ids[2]).to.equal(ids[0]);
-    await lb.stop();
     const plain = await rawClient(server.address);
     expect(await plain.send({ hello: 1, loadBalanced: true, $db: 'admin' })).to.not.have.property('serviceId');
     plain.close();
@@ -568,12 +572,10 @@ describe('EmbeddedServer SCRAM conversation, step by step (raw saslStart / saslC
   });
 
   it('ignores speculativeAuthenticate below maxWireVersion 9, as a mongod older than 4.4', async function () {
-    const old = await new EmbeddedServer({ maxWireVersion: 8, users: [{ username: 'u', password: 'p', iterations: 4096 }] }).start();
+    await using old = await new EmbeddedServer({ maxWireVersion: 8, users: [{ username: 'u', password: 'p', iterations: 4096 }] }).start();
     const c = await rawClient(old.address);
     const speculativeAuthenticate = { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from('n,,n=u,r=x'), db: 'admin' };
     expect(await c.send({ hello: 1, speculativeAuthenticate, $db: 'admin' })).to.include({ ok: 1 }).and.not.have.property('speculativeAuthenticate');
-    c.close();
-    await old.stop();
   });
 });
 
@@ -931,12 +933,11 @@ describe('EmbeddedServer.waitForOpenConnections()', function () {
   });
 
   it('resolves at once when the count is already reached, whatever timeoutMS from 0 to the longest Node timer', async function () {
-    const server = await new EmbeddedServer().start();
+    await using server = await new EmbeddedServer().start();
     const started = Date.now();
     expect(await server.waitForOpenConnections(0, { timeoutMS: 2 ** 31 - 1 })).to.equal(0);
     expect(await server.waitForOpenConnections(0, { timeoutMS: 0 })).to.equal(0);
     expect(Date.now() - started).to.be.below(1_000);
-    await server.stop();
   });
 });
 
