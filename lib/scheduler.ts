@@ -174,23 +174,24 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 }
 
 /**
- * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive.
- * `now()` is monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; it reads the global
- * `performance` each time, so it follows fake timers that replace it (jest, vitest, sinon: `@sinonjs/fake-timers`),
- * taking their time when they are installed and the real one when uninstalled, but never going back (a clock behind
- * its last value, e.g. sinon's from epoch 0, is continued from that value); when a
- * timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also under fake timers
- * that leave `performance` real (the clock is then moved forward to it, and goes on from there; after a run of Node's
- * own timers, up to a millisecond or so early, it is only held there until it catches up); `schedule(work, delay)`
- * takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one timer, it
- * is armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay has passed
- * and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it expire,
- * after its poll phase; under fake timers, at once, at the time the test moved their clock to): after the event loop
- * was blocked, a WaitQueue deadline is never seen as passed before the replies that arrived meanwhile were read. Work
- * runs in the async context rxcmap was loaded in, not in the one of the call that armed it (an AsyncLocalStorage store
- * current at `schedule()` is not current in `work`). Work unsubscribed never runs, nor runs at the time of an earlier
- * arming once re-armed; each timer is cleared with the `clearTimeout` or `clearImmediate` of the moment it was armed
- * (fake timers installed or uninstalled meanwhile). The default `scheduler` of pools and monitors.
+ * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive. `now()` is
+ * monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; it reads the global `performance` each
+ * time, so it follows fake timers that replace it (jest, vitest, sinon: `@sinonjs/fake-timers`), taking their time when
+ * they are installed and the real one when uninstalled, but never going back (a clock behind its last value, e.g.
+ * sinon's from epoch 0, is continued from that value; a reading that is not a finite number is skipped, the last value
+ * returned); when a timer's work runs, `now()` reads at least the time it was due (its delay after `schedule()`), also
+ * under fake timers that leave `performance` real (the clock is then moved forward to it, and goes on from there; after
+ * a timer that ran early, by 1 ms at most under fake timers, or by however much for Node's own timers, whose loop time
+ * runs ahead of `performance.now()`, it is only held there until it catches up, never moved forward); `schedule(work,
+ * delay)` takes its delay in ms (negative or NaN counts as 0; beyond 2147483647 ms (2^31 - 1), Node's limit for one
+ * timer, it is armed as a chain of timers, so a long deadline is never cut to 1 ms), and runs the work once the delay
+ * has passed and the I/O pending by then has been read (in the check phase of the loop turn whose timers phase saw it
+ * expire, after its poll phase; under fake timers, at once, at the time the test moved their clock to): after the event
+ * loop was blocked, a WaitQueue deadline is never seen as passed before the replies that arrived meanwhile were read.
+ * Work runs in the async context rxcmap was loaded in, not in the one of the call that armed it (an AsyncLocalStorage
+ * store current at `schedule()` is not current in `work`). Work unsubscribed never runs, nor runs at the time of an
+ * earlier arming once re-armed; each timer is cleared with the `clearTimeout` or `clearImmediate` of the moment it was
+ * armed (fake timers installed or uninstalled meanwhile). The default `scheduler` of pools and monitors.
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */
