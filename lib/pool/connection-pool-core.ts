@@ -762,7 +762,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    * that declared it is left, however it is left. Synchronous and idempotent as `close()`; never throws.
    *
    * Source: extension (TC39 explicit resource management, `Symbol.dispose`; the official Node.js driver's MongoClient,
-   * sessions and cursors are disposable the same way).
+   * sessions and cursors are disposable too, asynchronously, with `Symbol.asyncDispose`).
    */
   [Symbol.dispose](): void {
     this.close();
