@@ -507,7 +507,7 @@ describe('EmbeddedServer SCRAM conversation, step by step (raw saslStart / saslC
     const proof = Buffer.from(clientKey.map((b, i) => b ^ signature[i]));
     return Buffer.from(`${withoutProof},p=${proof.toString('base64')}`);
   };
-  const payloadText = (reply: Document): string => Buffer.from(reply.payload.buffer).toString();
+  const payloadText = (reply: Document): string => saslPayloadText(reply.payload) ?? '';
   const authFailed = { ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' };
 
   it('answers each step as mongod: ProtocolError before saslStart, AuthenticationFailed for a bad gs2 header or nonce, done: false until the empty exchange', async function () {
