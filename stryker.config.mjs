@@ -4,7 +4,8 @@
 // - `npm run test:mutation:monitor` (STRYKER_SCOPE=monitor): the server monitor (heartbeats, streaming, RTT);
 // - `npm run test:mutation:handshake` (STRYKER_SCOPE=handshake): establishment, the handshake and authentication;
 // - `npm run test:mutation:proxy` (STRYKER_SCOPE=proxy): the SOCKS5 proxy options and exchange;
-// - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry metrics;
+// - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry
+//   metrics;
 // - `npm run test:mutation:configuration` (STRYKER_SCOPE=configuration): the connection string, the options and their
 //   checks, the addresses, and the connection and TLS options;
 // - `npm run test:mutation:client` (STRYKER_SCOPE=client): the client (connect, server selection, command, timeoutMS)

@@ -50,7 +50,10 @@ function fakeGlobals(perf: boolean, asNode = false) {
     get foreign(): number {
       return foreign;
     },
-    /** Runs the timers due by now + ms, in order (the immediates too, unless `immediates` is false), and leaves the time there. */
+    /**
+     * Runs the timers due by now + ms, in order (the immediates too, unless `immediates` is false), and leaves the
+     * time there.
+     */
     tick(ms: number, immediates = true): void {
       const target = time + ms;
       for (;;) {

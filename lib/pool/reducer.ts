@@ -1008,7 +1008,9 @@ function runsEnabled<C>(s: PoolState<C>): boolean {
   return s.options.backgroundThreadIntervalMS > 0;
 }
 
-/** ms since the waiter's checkout started; undefined when it started before anyone observed (its start was not timed). */
+/**
+ * ms since the waiter's checkout started; undefined when it started before anyone observed (its start was not timed).
+ */
 function sinceStart<C>(s: PoolState<C>, w: Waiter<C>): number | undefined {
   return w.startedAt === undefined ? undefined : now(s) - w.startedAt;
 }

@@ -67,7 +67,9 @@ export interface ConnectionRecord<C> {
   next: ConnectionRecord<C> | undefined;
 }
 
-/** A service behind the load balancer: its generation and how many connections reach it (each from its handshake on). */
+/**
+ * A service behind the load balancer: its generation and how many connections reach it (each from its handshake on).
+ */
 export interface ServiceGeneration {
   generation: number;
   connectionCount: number;
