@@ -80,6 +80,22 @@ function fakeGlobals(perf: boolean, asNode = false) {
   };
 }
 
+/**
+ * A copy of lib/scheduler of its own: its `timerScheduler` keeps a clock apart from the one pools read by default, so
+ * a test may move that clock far ahead (a timer of days run at once by fake timers) without moving the process's.
+ */
+function isolatedScheduler(): typeof import('../lib/scheduler') {
+  const id = require.resolve('../lib/scheduler');
+  const shared = require.cache[id];
+  delete require.cache[id];
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('../lib/scheduler') as typeof import('../lib/scheduler');
+  } finally {
+    require.cache[id] = shared;
+  }
+}
+
 describe('timerScheduler', function () {
   it('reads a monotonic clock in epoch milliseconds', function () {
     const a = timerScheduler.now();
@@ -147,9 +163,11 @@ describe('timerScheduler', function () {
   it('keeps now() going forward, from where it was, when performance is replaced (fake timers installed or removed)', function () {
     // Fake timers installed after rxcmap was loaded give performance.now() from 0: a checkout or establishment timed
     // across the change had a negative duration, and a deadline set before it lay the process's uptime further away.
+    // A clock of its own: the one every pool of the process reads would stay ahead by the fake clock's moves.
+    const { timerScheduler } = isolatedScheduler();
     const before = timerScheduler.now();
     const clock = new VirtualClock(); // the mock's establishments, on a clock of their own
-    const pool = new ConnectionPoolCore({ address: 'db:1', connectionFactory: new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 }).factory });
+    const pool = new ConnectionPoolCore({ address: 'db:1', scheduler: timerScheduler, connectionFactory: new MockConnectionFactory({ scheduler: clock, establishDelayMS: 10 }).factory });
     const durations: number[] = [];
     pool.events$.subscribe((e) => {
       if (e.type === 'ConnectionReady' || e.type === 'ConnectionCheckedOut') durations.push(e.duration ?? NaN);
@@ -181,10 +199,13 @@ describe('timerScheduler', function () {
     // vitest's fake timers before v4, and sinon's with toFake ['setTimeout', ...], fake the timers and leave
     // performance real: a WaitQueue deadline seen as not passed when its timer ran was re-armed, and a checkout never
     // timed out however far the test moved its clock.
+    // A clock of its own: the one every pool of the process reads would stay ahead by the fake clock's moves.
+    const { timerScheduler } = isolatedScheduler();
     const fake = fakeGlobals(false);
     const clock = new VirtualClock();
     const pool = new ConnectionPoolCore({
       address: 'db:1',
+      scheduler: timerScheduler,
       maxPoolSize: 1,
       waitQueueTimeoutMS: 100,
       connectionFactory: new MockConnectionFactory({ scheduler: clock }).factory,
@@ -240,6 +261,8 @@ describe('timerScheduler', function () {
     // and a tick is taken late. Moved forward at each such timer, the clock gained on real time for good (tens of ms
     // over 100k timer runs), and WaitQueue timeouts came that much early.
     for (const early of [0.6, 1.5]) {
+      // A clock of its own: the one every pool of the process reads would stay ahead by the fake clock's moves.
+      const { timerScheduler } = isolatedScheduler();
       let time = 1000;
       const pending: (() => void)[] = [];
       const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
@@ -335,6 +358,9 @@ describe('timerScheduler', function () {
     }) as unknown as typeof setTimeout;
     globalThis.clearTimeout = ((timer: { cleared: boolean }) => (timer.cleared = true)) as unknown as typeof clearTimeout;
     const ran: number[] = [];
+    // Run at the end of the chain, the work moves the clock to its due time, 74 days ahead: on a copy of its own,
+    // not the clock every pool of the process (and every spec file after this one) reads.
+    const { timerScheduler } = isolatedScheduler();
     try {
       const delay = 2 * MAX_TIMER_DELAY_MS + 5;
       timerScheduler.schedule(() => ran.push(delay), delay);
