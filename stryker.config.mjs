@@ -133,7 +133,8 @@ const scopes = {
   testing: {
     mutate: ['lib/testing/**/*.ts'],
     // With the specs that drive the doubles through the pool, the client and the official driver: fail points in
-    // the CMAP tests and the monitor, SCRAM conversations, load-balanced services, connection faults.
+    // the CMAP tests and the monitor, the awaitable hello of a streaming monitor, SCRAM conversations, load-balanced
+    // services, connection faults.
     spec: [
       'spec/testing/**/*.spec.ts',
       'spec/cmap/**/*.spec.ts',
@@ -142,6 +143,7 @@ const scopes = {
       'spec/connection/connect.spec.ts',
       'spec/connection/tcp-faults.spec.ts',
       'spec/monitor/monitor.spec.ts',
+      'spec/monitor/streaming.spec.ts',
       'spec/pool/load-balanced.spec.ts',
     ],
     reports: 'reports/mutation-testing',
