@@ -790,7 +790,8 @@ export class EmbeddedServer {
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
     if (this.users.enabled && client.user === undefined && !OPEN_COMMANDS.has(name)) {
-      return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${name} requires authentication` };
+      // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
+      return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
     }
     const handler = this.handlers.get(name);
     let reply: Document;

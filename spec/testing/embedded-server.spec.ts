@@ -958,3 +958,42 @@ describe('EmbeddedServer.handle()', function () {
     }
   });
 });
+
+describe('EmbeddedServer replies as mongod words them', function () {
+  let server: EmbeddedServer;
+  afterEach(async function () {
+    await server.stop();
+  });
+
+  it('refuses a command before authentication with Unauthorized naming the command as sent, and answers buildInfo, ping and connectionStatus without it', async function () {
+    server = await new EmbeddedServer({ users: [{ username: 'alice', password: 'pencil', iterations: 4096 }] }).start();
+    const c = await rawClient(server.address);
+    expect(await c.send({ listDatabases: 1, $db: 'admin' })).to.deep.equal({ ok: 0, code: 13, codeName: 'Unauthorized', errmsg: 'command listDatabases requires authentication' });
+    expect(await c.send({ find: 'things', $db: 'test' })).to.deep.equal({ ok: 0, code: 13, codeName: 'Unauthorized', errmsg: 'command find requires authentication' });
+    expect(await c.send({ buildInfo: 1, $db: 'admin' })).to.include({ ok: 1 });
+    expect(await c.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
+    expect(await c.send({ connectionStatus: 1, $db: 'admin' })).to.include({ ok: 1 });
+    c.close();
+  });
+
+  it('answers buildInfo with the version, its four-number versionArray and maxBsonObjectSize 16 MiB, and endSessions with ok: 1', async function () {
+    server = await new EmbeddedServer({ version: '7.0.12' }).start();
+    const c = await rawClient(server.address);
+    expect(await c.send({ buildInfo: 1, $db: 'admin' })).to.deep.equal({ version: '7.0.12', versionArray: [7, 0, 12, 0], maxBsonObjectSize: 16777216, ok: 1 });
+    expect(await c.send({ endSessions: [], $db: 'admin' })).to.deep.equal({ ok: 1 });
+    c.close();
+  });
+
+  it('words the refusals of configureFailPoint off admin and of a second client metadata as mongod', async function () {
+    server = await new EmbeddedServer().start();
+    const c = await rawClient(server.address);
+    expect(await c.send({ configureFailPoint: 'failCommand', mode: 'off', $db: 'test' })).to.deep.equal({
+      ok: 0, errmsg: 'configureFailPoint may only be run against the admin database.', code: 13, codeName: 'Unauthorized',
+    });
+    await c.send({ hello: 1, client: { application: { name: 'a' } }, $db: 'admin' });
+    expect(await c.send({ hello: 1, client: { application: { name: 'a' } }, $db: 'admin' })).to.deep.equal({
+      ok: 0, errmsg: 'The client metadata document may only be sent in the first hello', code: 186, codeName: 'ClientMetadataCannotBeMutated',
+    });
+    c.close();
+  });
+});
