@@ -320,6 +320,21 @@ describe('EmbeddedServer', function () {
     await closed;
   });
 
+  it('answers an OP_QUERY hello (also wrapped in $query) with OP_REPLY, and closes the connection on any other command sent to a $cmd namespace', async function () {
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const ask = (requestId: number, query: Document) => new Promise<Document>((resolve) => {
+      socket.once('data', (chunk: Buffer) => resolve(decodeOpReply(new MessageFramer().push(chunk)[0].body)));
+      socket.write(encodeOpQuery(requestId, 'admin.$cmd', query));
+    });
+    expect(await ask(1, { hello: 1 })).to.include({ isWritablePrimary: true, ok: 1 });
+    expect(await ask(2, { $query: { isMaster: 1 } })).to.include({ ismaster: true, ok: 1 });
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(encodeOpQuery(3, 'admin.$cmd', { ping: 1 }));
+    await closed;
+  });
+
   it('closes client connections from the server side: those selected (by appName), or all, and keeps listening', async function () {
     const a = await rawClient(server.address);
     const b = await rawClient(server.address);
@@ -994,6 +1009,50 @@ describe('EmbeddedServer replies as mongod words them', function () {
     expect(await c.send({ hello: 1, client: { application: { name: 'a' } }, $db: 'admin' })).to.deep.equal({
       ok: 0, errmsg: 'The client metadata document may only be sent in the first hello', code: 186, codeName: 'ClientMetadataCannotBeMutated',
     });
+    c.close();
+  });
+});
+
+describe('EmbeddedServer failCommand, as mongod applies it', function () {
+  let server: EmbeddedServer;
+  afterEach(async function () {
+    await server.stop();
+  });
+  const failPoint = (data: Document) => ({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data, $db: 'admin' });
+
+  it('never fails configureFailPoint itself, even when failCommands names it, so the fail point can be turned off', async function () {
+    server = await new EmbeddedServer().start();
+    const c = await rawClient(server.address);
+    expect(await c.send(failPoint({ failCommands: ['configureFailPoint', 'ping'], errorCode: 2 }))).to.deep.equal({ ok: 1 });
+    expect(await c.send({ ping: 1, $db: 'admin' })).to.include({ ok: 0, code: 2 });
+    expect(await c.send({ configureFailPoint: 'failCommand', mode: 'off', $db: 'admin' })).to.deep.equal({ ok: 1 });
+    expect(await c.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
+    c.close();
+  });
+
+  it('adds topologyVersion to a State Change Error only (from maxWireVersion 9), not to other errors', async function () {
+    server = await new EmbeddedServer().start();
+    const c = await rawClient(server.address);
+    await c.send(failPoint({ failCommands: ['find'], errorCode: 91 }));
+    expect(await c.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 91 }).and.to.have.property('topologyVersion');
+    await c.send(failPoint({ failCommands: ['find'], errorCode: 2 }));
+    expect(await c.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 2 }).and.not.to.have.property('topologyVersion');
+    c.close();
+    await server.stop();
+    server = await new EmbeddedServer({ maxWireVersion: 8 }).start();
+    const old = await rawClient(server.address);
+    await old.send(failPoint({ failCommands: ['find'], errorCode: 91 }));
+    expect(await old.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 91 }).and.not.to.have.property('topologyVersion');
+    old.close();
+  });
+
+  it('adds the writeConcernError to a reply that succeeded with ok: true as with ok: 1', async function () {
+    server = await new EmbeddedServer().start();
+    server.handle('insert', () => ({ ok: true, n: 1 }));
+    const c = await rawClient(server.address);
+    const writeConcernError = { code: 64, codeName: 'WriteConcernTimeout', errmsg: 'waiting for replication timed out' };
+    await c.send(failPoint({ failCommands: ['insert'], writeConcernError }));
+    expect(await c.send({ insert: 'c', documents: [{}], $db: 'test' })).to.deep.equal({ ok: true, n: 1, writeConcernError });
     c.close();
   });
 });
