@@ -136,4 +136,80 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     expect(await waiting).to.be.instanceOf(MongoNetworkError);
     expect(await eventually(() => server.awaitingHelloCount === 0 && server.openConnections === 0)).to.equal(true);
   });
+
+  it('answers at once, without waiting maxAwaitTimeMS, when the topology changed before the request or a fail point for it is already on', async function () {
+    const c = await open();
+    const stale = c.hello.topologyVersion;
+    server.changeTopology();
+    let started = Date.now();
+    expect(Number((await c.command('admin', { hello: 1, topologyVersion: stale, maxAwaitTimeMS: 5000 })).topologyVersion.counter)).to.equal(1);
+    expect(Date.now() - started).to.be.below(1000);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'watcher' } });
+    started = Date.now();
+    const current = { processId: stale.processId, counter: Long.fromNumber(1) };
+    expect(await c.command('admin', { hello: 1, topologyVersion: current, maxAwaitTimeMS: 5000 }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError).and.include({ code: 91 });
+    expect(Date.now() - started).to.be.below(1000);
+  });
+
+  it('words error 31382 as mongod, with both counters', async function () {
+    const c = await open();
+    const ahead = { processId: c.hello.topologyVersion.processId, counter: Long.fromNumber(5) };
+    expect(await c.command('admin', { hello: 1, topologyVersion: ahead, maxAwaitTimeMS: 100 }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError).and.include({
+      code: 31382, codeName: 'Location31382',
+      message: 'Received a topology version with counter: 5 which is greater than the server topology version counter: 0',
+    });
+  });
+
+  it('shows awaitingHello on the connection only while its awaitable hello waits or streams', async function () {
+    const c = await open();
+    const waiting = c.command('admin', awaitable(c, 5000));
+    expect(await eventually(() => server.clientConnections()[0]?.awaitingHello === true)).to.equal(true);
+    server.changeTopology();
+    await waiting;
+    expect(server.clientConnections()[0].awaitingHello).to.equal(false);
+    await c.command('admin', { hello: 1, topologyVersion: { processId: new ObjectId(), counter: Long.fromNumber(0) }, maxAwaitTimeMS: 100 });
+    expect(server.clientConnections()[0].awaitingHello).to.equal(false);
+  });
+
+  it('ends the stream on a hello reply that cannot be encoded: the BadValue answer has no moreToCome', async function () {
+    const c = await open();
+    const cycle: Document = { ok: 1 };
+    cycle.self = cycle;
+    server.handle('hello', () => cycle);
+    const error = await c.command('admin', awaitable(c, 100), { exhaustAllowed: true }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 2, codeName: 'BadValue' });
+    expect(c.moreToCome).to.equal(false);
+    server.handle('hello', () => ({ ok: 1, isWritablePrimary: true }));
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+  });
+
+  it('keeps streaming after a hello handler\'s reply with ok: true, as after ok: 1', async function () {
+    const c = await open();
+    server.handle('hello', () => ({ ok: true, isWritablePrimary: true, topologyVersion: server.topologyVersion }));
+    await c.command('admin', { hello: 1, topologyVersion: { processId: new ObjectId(), counter: Long.fromNumber(0) }, maxAwaitTimeMS: 5000 }, { exhaustAllowed: true });
+    expect(c.moreToCome).to.equal(true);
+  });
+
+  it('streams past many topology changes on one connection without a process warning (no listener left behind per wait)', async function () {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): number => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const c = await open();
+      const first = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+      expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+      server.changeTopology();
+      await first;
+      for (let i = 2; i <= 15; i++) {
+        const next = c.nextReply();
+        expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+        server.changeTopology();
+        expect(Number((await next).topologyVersion.counter)).to.equal(i);
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => w.message)).to.deep.equal([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
