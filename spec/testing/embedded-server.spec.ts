@@ -411,6 +411,21 @@ describe('EmbeddedServer', function () {
     await closed; // refused: the endpoint closes the connection
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
+
+  it('answers an awaitable hello compressed when it came compressed, and plain when it came plain, on a connection that negotiated zlib', async function () {
+    const c = await rawClient(server.address);
+    const { topologyVersion } = await c.send({ hello: 1, compression: ['zlib'], $db: 'admin' });
+    const other = { processId: new BSON.ObjectId(), counter: topologyVersion.counter };
+    const opCodeOfReply = (message: Buffer): Promise<number> => {
+      const reply = new Promise<Buffer>((resolve) => c.socket.once('data', resolve));
+      c.socket.write(message);
+      return reply.then((b) => b.readInt32LE(12));
+    };
+    const hello = (requestId: number): Buffer => encodeOpMsg(requestId, 0, { hello: 1, topologyVersion: other, maxAwaitTimeMS: 100, $db: 'admin' });
+    expect(await opCodeOfReply(compressMessage(hello(7)))).to.equal(OpCode.OP_COMPRESSED);
+    expect(await opCodeOfReply(hello(8))).to.equal(OpCode.OP_MSG);
+    c.close();
+  });
 });
 
 
@@ -1054,5 +1069,22 @@ describe('EmbeddedServer failCommand, as mongod applies it', function () {
     await c.send(failPoint({ failCommands: ['insert'], writeConcernError }));
     expect(await c.send({ insert: 'c', documents: [{}], $db: 'test' })).to.deep.equal({ ok: true, n: 1, writeConcernError });
     c.close();
+  });
+
+  it('blocks many commands in turn on one connection (blockTimeMS) without a process warning (no listener left behind per block)', async function () {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): number => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      server = await new EmbeddedServer().start();
+      const c = await rawClient(server.address);
+      await c.send(failPoint({ failCommands: ['ping'], blockConnection: true, blockTimeMS: 1 }));
+      for (let i = 0; i < 15; i++) expect(await c.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => w.message)).to.deep.equal([]);
+      c.close();
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
