@@ -916,6 +916,51 @@ describe('EmbeddedServer restarted on a port it picked (port 0)', function () {
   });
 });
 
+describe('EmbeddedServer.start()', function () {
+  it('keeps, at its first start, the processId and topology changes it has from construction: only a restart renews them', async function () {
+    const server = new EmbeddedServer();
+    const processId = server.topologyVersion.processId;
+    server.changeTopology();
+    await server.start();
+    try {
+      expect(server.topologyVersion.processId.equals(processId)).to.equal(true);
+      expect(Number(server.topologyVersion.counter)).to.equal(1);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('rejects with EADDRINUSE when its port is taken by another process\'s listener, instead of throwing an unhandled error', async function () {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const error = await new EmbeddedServer({ port }).start().catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(Error).and.include({ code: 'EADDRINUSE' });
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it('restarts fifteen times without a process warning (no listener left behind per start)', async function () {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): number => warnings.push(w);
+    process.on('warning', onWarning);
+    const server = new EmbeddedServer();
+    try {
+      for (let i = 0; i < 15; i++) {
+        await server.start();
+        await server.stop();
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => w.message)).to.deep.equal([]);
+    } finally {
+      process.off('warning', onWarning);
+      await server.stop();
+    }
+  });
+});
+
 describe('EmbeddedServer.waitForOpenConnections()', function () {
   it('resolves once the server has seen the connections of a closed pool close, and to the count at its timeout otherwise', async function () {
     const server = await new EmbeddedServer().start();
