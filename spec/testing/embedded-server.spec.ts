@@ -293,6 +293,17 @@ describe('EmbeddedServer', function () {
     }
   });
 
+  it('keeps serving after a client resets its connection (ECONNRESET on the server side is not thrown)', async function () {
+    const c = await rawClient(server.address);
+    await c.send({ ping: 1, $db: 'admin' });
+    c.socket.write(encodeOpMsg(9, 0, { ping: 1, $db: 'admin' }));
+    c.socket.resetAndDestroy();
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+    const d = await rawClient(server.address);
+    expect(await d.send({ ping: 1, $db: 'admin' })).to.deep.equal({ ok: 1 });
+    d.close();
+  });
+
   it('counts its open connections', async function () {
     expect(server.openConnections).to.equal(0);
     const c = await rawClient(server.address);
