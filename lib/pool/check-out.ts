@@ -7,7 +7,7 @@
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { abortReason, abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
-import { CheckOutCancelledError, inWords, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
+import { CheckOutCancelledError, inWords, isError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { countFailure, rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
 import { Waiter, type GiveBack } from './wait-queue';
 import { reportUnhandled } from './report-unhandled';
@@ -449,10 +449,17 @@ function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: num
       if (waiter.state !== 'done') port.leave(waiter, undefined, timeoutMS);
     }, timeoutMS);
   } catch (error) {
-    const refused = error instanceof Error ? error : new Error(`the pool's scheduler refused the deadline: ${inWords(error)}`, { cause: error });
-    if (waiter.state !== 'done') port.leave(waiter, refused);
+    if (waiter.state !== 'done') port.leave(waiter, refusal("the pool's scheduler refused the deadline", error));
     return undefined;
   }
+}
+
+/**
+ * The error a checkout fails with when what it was set up with (its signal, the pool's scheduler) threw: that Error,
+ * or, for any other value, an Error saying `what` refused, the value as its `cause`.
+ */
+function refusal(what: string, thrown: unknown): Error {
+  return isError(thrown) ? thrown : new Error(`${what}: ${inWords(thrown)}`, { cause: thrown });
 }
 
 /** A new checkout trace (see {@link CheckOutTraceContext}). */
@@ -516,8 +523,7 @@ function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal:
   } catch (error) {
     // The signal refused the listener (its addEventListener threw): the checkout has entered the pool already, so the
     // pool fails it with that error, in commit order, rather than leave it waiting for a connection nobody would take.
-    const refused = error instanceof Error ? error : new Error(`the checkout's signal refused a listener: ${inWords(error)}`, { cause: error });
-    port.leave(waiter, refused);
+    port.leave(waiter, refusal("the checkout's signal refused a listener", error));
     return undefined;
   }
 }
