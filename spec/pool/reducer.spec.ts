@@ -874,14 +874,21 @@ describe('reduce (pool reducer, virtual time)', function () {
       b.advanceTo(130);
       expect(b.errorOf(late)).to.be.instanceOf(WaitQueueTimeoutError);
     });
-    it('is armed again when a checkout enters while it is overdue (lost: fake timers uninstalled before it ran)', function () {
-      // Fake timers drop the timers armed with them when uninstalled. The WaitQueue timer is armed for its head only:
-      // lost, no later checkout timed out either while the pool stayed full.
+    /** A pool of 1 whose connection is held, and a checkout waiting until t = 100. */
+    function heldWithWaiter(): { b: Bench; first: ReturnType<Bench['checkOut']> } {
       const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
       b.dispatch({ type: 'ready' });
       b.checkOut();
       b.succeed(1);
-      const first = b.checkOut(); // waits, until 100
+      return { b, first: b.checkOut() };
+    }
+    /** How many times the WaitQueue timer was armed so far. */
+    const waitQueueArms = (b: Bench): number => b.commands.filter((x) => x.type === 'arm' && x.timer === 'waitQueue').length;
+
+    it('is armed again when a checkout enters while it is overdue (lost: fake timers uninstalled before it ran)', function () {
+      // Fake timers drop the timers armed with them when uninstalled. The WaitQueue timer is armed for its head only:
+      // lost, no later checkout timed out either while the pool stayed full.
+      const { b, first } = heldWithWaiter();
       expect(b.timers.get('waitQueue')).to.equal(100);
       b.timers.delete('waitQueue'); // lost
       b.time = 500;
@@ -895,21 +902,16 @@ describe('reduce (pool reducer, virtual time)', function () {
     });
 
     it('is armed again once, not by each checkout that enters while it is late, until it runs', function () {
-      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
-      b.dispatch({ type: 'ready' });
-      b.checkOut();
-      b.succeed(1);
-      b.checkOut(); // waits, until 100
+      const { b } = heldWithWaiter();
       b.time = 150; // the timer is late (an event loop behind), or lost
-      const arms = () => b.commands.filter((x) => x.type === 'arm' && x.timer === 'waitQueue').length;
-      const before = arms();
+      const before = waitQueueArms(b);
       b.checkOut();
-      expect(arms(), 'armed again').to.equal(before + 1);
+      expect(waitQueueArms(b), 'armed again').to.equal(before + 1);
       b.time = 160;
       b.checkOut();
       b.time = 170;
       b.checkOut();
-      expect(arms(), 'not again while that one is coming').to.equal(before + 1);
+      expect(waitQueueArms(b), 'not again while that one is coming').to.equal(before + 1);
     });
 
     it('is armed again when a checkout left waiting on a populate takes a deadline while it is overdue', function () {
@@ -932,11 +934,7 @@ describe('reduce (pool reducer, virtual time)', function () {
     });
 
     it('is not armed again by a checkout that enters while it is due at that very time', function () {
-      const b = new Bench({ maxPoolSize: 1, waitQueueTimeoutMS: 100 });
-      b.dispatch({ type: 'ready' });
-      b.checkOut();
-      b.succeed(1);
-      b.checkOut();
+      const { b } = heldWithWaiter();
       b.time = 100;
       const armed = b.commands.filter((x) => x.type === 'arm').length;
       b.checkOut();
