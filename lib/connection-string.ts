@@ -6,7 +6,7 @@
  * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
  * close) and keys this library does not support. A client logs each warning as a `warn` message of its `client` log
  * component. Security-relevant conflicts, impossible topologies, a key with no value, and credentials options that
- * cannot apply (an empty authSource, an authMechanism without credentials) are errors.
+ * cannot apply (an empty authSource, a SCRAM authMechanism without credentials, a MONGODB-X509 password) are errors.
  *
  * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
  * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
@@ -182,8 +182,9 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for `directConnection=true` with several hosts or an SRV
  *   URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
- *   SCRAM-SHA-1 / SCRAM-SHA-256, or one without credentials in the URI; for an empty authSource (`authSource=`, with
- *   or without credentials); for credentials with an empty user name; for a proxy key given twice with different
+ *   SCRAM-SHA-1, SCRAM-SHA-256 and MONGODB-X509, or a SCRAM one without credentials in the URI; for MONGODB-X509 with
+ *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
+ *   with or without credentials); for credentials with an empty user name; for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
  *   together or alone (see `proxySettings`). Messages never contain the password (nor the proxy's).
  */
@@ -224,7 +225,8 @@ function authDatabase(path: string): string {
  * option's credentials so completed (a plain object always becomes one, shared by every pool of the client).
  *
  * @throws {InvalidOptionError} as {@link parseConnectionString} does, but for an authMechanism without credentials in
- *   the URI.
+ *   the URI; for MONGODB-X509 (the URI's or the credentials') with a password or a source other than `$external`
+ *   (which is its default, whatever the URI's database).
  *
  * Source: URI options spec (authMechanism, authSource); extension: options given in code complete the URI's, as in the
  * official Node.js driver.
@@ -390,8 +392,9 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   if (given !== undefined) {
     // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
     // as for credentials in the URI) fill in what they leave unset.
-    const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? authSource ?? (database() || undefined));
     const mechanism = optionValue(given, 'mechanism') ?? authMechanism;
+    // MONGODB-X509 users are in $external, whatever the URI's database (auth spec, "Connection String Options").
+    const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? authSource ?? (mechanism === 'MONGODB-X509' ? undefined : database() || undefined));
     // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
     // dropped silently.
     if (authSource !== undefined && source !== authSource) {
@@ -410,13 +413,19 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
+    const x509 = authMechanism === 'MONGODB-X509';
     // As MongoCredentials at once, which keeps the password out of inspection and JSON of everything parsed here.
+    // MONGODB-X509 takes no password: one written (`user:secret@`, `user:@`) is refused there, not dropped.
+    const passwordWritten = /^[^/]*:\/\/[^/@]*:[^/]*@/.test(uri);
     connection.credentials = new MongoCredentials({
       username,
-      password: decodeURIComponent(parsed.password),
-      source: authSource ?? (database() || 'admin'),
+      ...(x509 && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
+      source: authSource ?? (x509 ? undefined : database() || 'admin'),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
     });
+  } else if (authMechanism === 'MONGODB-X509') {
+    // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
+    connection.credentials = new MongoCredentials({ mechanism: authMechanism, ...(authSource !== undefined ? { source: authSource } : {}) });
   } else if (authMechanism !== undefined) {
     // Auth spec, "Errors": a mechanism with its required information (a SCRAM user name) missing is an error.
     throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials (user[:password]@host in the URI, or the credentials option of connect()): SCRAM needs a user name');

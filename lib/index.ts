@@ -54,8 +54,8 @@ export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } 
 export type { TlsSettings } from './connection/tls-options';
 export type { ProxyOptions } from './connection/proxy';
 export type { DriverInfoOptions } from './connection/handshake';
-export { MongoCredentials, AUTH_MECHANISMS } from './auth/credentials';
-export type { AuthMechanism, CredentialsInit } from './auth/credentials';
+export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';
+export type { AuthMechanism, ScramMechanism, CredentialsInit } from './auth/credentials';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';

@@ -1,14 +1,23 @@
 /**
  * The authentication step of establishing a connection: picks the mechanism (explicit, or negotiated through the
- * handshake's `saslSupportedMechs`) and runs it, going on from the handshake's speculative saslStart when the server
- * answered it.
+ * handshake's `saslSupportedMechs`) and runs it, going on from the handshake's speculative first message when the
+ * server answered it.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake", "Default Authentication
- * Methods", "Speculative Authentication"; handshake spec, "Speculative Authentication".
+ * Methods", "MONGODB-X509"; handshake spec, "Speculative Authentication".
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
 import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
+import { x509Authenticate, x509Command } from './x509';
+
+/**
+ * The first message of an authentication a handshake carries as `speculativeAuthenticate`: a SCRAM saslStart
+ * ({@link ScramStart}), or the MONGODB-X509 `authenticate` command.
+ *
+ * Source: handshake spec, "Speculative Authentication".
+ */
+export type SpeculativeStart = ScramStart | { readonly mechanism: 'MONGODB-X509'; readonly speculativeAuthenticate: Document };
 
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
 export function saslSupportedMechsRequest(credentials: MongoCredentials): string | undefined {
@@ -26,18 +35,22 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 }
 
 /**
- * The saslStart a handshake carries as `speculativeAuthenticate` (with a fresh client nonce: one per connection):
- * with the credentials' mechanism, or SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password
- * cannot be prepared with SASLprep for SCRAM-SHA-256: that conversation could never finish, and a negotiated
- * SCRAM-SHA-1 (which does not SASLprep) may still authenticate.
+ * The first message a handshake carries as `speculativeAuthenticate`: for MONGODB-X509 its `authenticate` command;
+ * otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
+ * SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password cannot be prepared with SASLprep for
+ * SCRAM-SHA-256: that conversation could never finish, and a negotiated SCRAM-SHA-1 (which does not SASLprep) may
+ * still authenticate.
  *
  * Source: handshake spec, "Speculative Authentication" (SCRAM-SHA-256 when no mechanism is given, and the saslStart
- * fields plus `db`); auth spec, "SCRAM-SHA-256" (passwords are SASLprep'd).
+ * fields plus `db`; for MONGODB-X509 the conversation's command); auth spec, "SCRAM-SHA-256" (passwords are
+ * SASLprep'd).
  */
-export function speculativeStart(credentials: MongoCredentials): ScramStart | undefined {
+export function speculativeStart(credentials: MongoCredentials): SpeculativeStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
+  if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
-    scramPassword(mechanism, credentials.username, credentials.password);
+    // SCRAM credentials always have both (see MongoCredentials).
+    scramPassword(mechanism, credentials.username ?? '', credentials.password ?? '');
   } catch {
     return undefined;
   }
@@ -47,12 +60,13 @@ export function speculativeStart(credentials: MongoCredentials): ScramStart | un
 /**
  * Authenticates a connection whose handshake returned `handshakeReply`, sending commands with `run`. When the
  * handshake carried `speculative` ({@link speculativeStart}) and its reply has a `speculativeAuthenticate` document
- * for the mechanism selected, the conversation goes on from that document (saslContinue); otherwise (an older server,
- * or one that did not take the speculative saslStart) the whole conversation runs. The key derivation runs off the
- * event loop; `signal` ends the conversation (see {@link scramAuthenticate}).
+ * for the mechanism selected, the conversation goes on from that document (SCRAM: saslContinue; MONGODB-X509: done);
+ * otherwise (an older server, or one that did not take the speculative message) the whole conversation runs. The key
+ * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
+ * {@link x509Authenticate}).
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
- *   1,000,000 (see {@link scramAuthenticate}).
+ *   1,000,000 (see {@link scramAuthenticate}) and a certificate subject no user has (see {@link x509Authenticate}).
  * @throws `signal.reason` (rejection) once `signal` aborts.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake"; handshake spec, "Speculative
@@ -63,13 +77,15 @@ export function authenticate(
   credentials: MongoCredentials,
   handshakeReply: Document,
   signal?: AbortSignal,
-  speculative?: ScramStart,
+  speculative?: SpeculativeStart,
 ): Promise<void> {
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
+  const answered = speculative !== undefined && speculativeReply !== undefined && speculative.mechanism === mechanism;
+  if (mechanism === 'MONGODB-X509') return x509Authenticate(run, credentials, { signal, speculativeReply: answered ? speculativeReply : undefined });
   // A speculative answer for another mechanism than the one selected (SCRAM-SHA-256 tried, SCRAM-SHA-1 negotiated)
   // is not used: the mechanism is the one the default rules select.
-  if (speculative !== undefined && speculativeReply !== undefined && speculative.mechanism === mechanism) {
+  if (answered && 'clientNonce' in speculative) {
     return scramAuthenticate(run, credentials, mechanism, { signal, clientNonce: speculative.clientNonce, speculativeReply });
   }
   return scramAuthenticate(run, credentials, mechanism, { signal });

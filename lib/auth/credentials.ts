@@ -2,7 +2,7 @@
  * MongoCredentials: who a connection authenticates as. The password is kept out of every enumerable property, JSON
  * and `util.inspect` output, so it cannot leak into errors, events or logs by accident.
  *
- * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in SCRAM".
  */
 import { inspect } from 'node:util';
 import { saslprepFunction } from '../lazy-dependencies';
@@ -10,28 +10,63 @@ import { InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /**
- * The mechanisms this library speaks, in order of preference (a frozen array).
+ * The SCRAM mechanisms, in order of preference (a frozen array): the one the default rules pick when the server lists
+ * it first.
  *
  * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "Default Authentication Methods".
  */
-export const AUTH_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] as const);
+export const SCRAM_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] as const);
 
 /** A SCRAM mechanism name. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (`mechanism` of MongoCredential). */
+export type ScramMechanism = (typeof SCRAM_MECHANISMS)[number];
+
+/**
+ * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509, which is never negotiated
+ * (only used when asked for).
+ *
+ * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509", "Default Authentication Methods".
+ */
+export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509'] as const);
+
+/**
+ * A mechanism name of {@link AUTH_MECHANISMS}. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509"
+ * (`mechanism` of MongoCredential).
+ */
 export type AuthMechanism = (typeof AUTH_MECHANISMS)[number];
+
+/**
+ * The database every MONGODB-X509 user is in, and so its credentials' source: `$external`.
+ *
+ * Source: auth spec, "MONGODB-X509" (source MUST be "$external").
+ */
+export const EXTERNAL_SOURCE = '$external';
 
 /**
  * What {@link MongoCredentials} are made from.
  *
- * Source: auth spec, "MongoCredential" (username, source, password, mechanism).
+ * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509".
  */
 export interface CredentialsInit {
-  /** Non-empty. Sent as given (never SASLprep'd). */
-  username: string;
-  /** The password; may be empty. Never shown in errors, JSON or inspection. */
-  password: string;
-  /** The database that holds the user (authSource). Default `admin`. */
+  /**
+   * Non-empty. Sent as given (never SASLprep'd). Required, except with mechanism MONGODB-X509, where the client
+   * certificate's subject is the user name: omit it there (the server takes the subject), or give that subject as RFC
+   * 2253 writes it (`openssl x509 -subject -nameopt RFC2253`).
+   */
+  username?: string | undefined;
+  /**
+   * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM; must be absent with
+   * mechanism MONGODB-X509 (the client certificate is the credential).
+   */
+  password?: string | undefined;
+  /**
+   * The database that holds the user (authSource). Default `admin`; with mechanism MONGODB-X509, `$external`, the only
+   * one allowed there.
+   */
   source?: string | undefined;
-  /** Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. */
+  /**
+   * Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. MONGODB-X509 (over TLS,
+   * with a client certificate: `tlsCertificateKeyFile`) is never negotiated.
+   */
   mechanism?: AuthMechanism | undefined;
 }
 
@@ -56,16 +91,20 @@ const saltedPasswordCaches = new WeakMap<MongoCredentials, Map<string, Promise<B
 const MAX_CACHED_SALTED_PASSWORDS = 16;
 
 /**
- * Credentials for SCRAM authentication, validated at construction. The password is kept out of every enumerable
- * property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance, so reusing
- * one instance for many connections derives each once.
+ * Credentials for SCRAM or MONGODB-X509 authentication, validated at construction. The password is kept out of every
+ * enumerable property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance,
+ * so reusing one instance for many connections derives each once.
  *
- * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "Caching credentials in SCRAM".
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in
+ * SCRAM".
  */
 export class MongoCredentials {
-  /** The user name, as given. */
-  readonly username: string;
-  /** The database that holds the user (authSource); `admin` unless given. */
+  /**
+   * The user name, as given; undefined only with mechanism MONGODB-X509 when none was given (the server takes the
+   * client certificate's subject).
+   */
+  readonly username: string | undefined;
+  /** The database that holds the user (authSource); `admin` unless given, `$external` for MONGODB-X509. */
   readonly source: string;
   /**
    * The mechanism to use; undefined to negotiate it (SCRAM-SHA-256 when the server lists it for the user, else
@@ -75,15 +114,18 @@ export class MongoCredentials {
 
   /**
    * @throws {InvalidOptionError} for an `init` that is not an object (option `credentials`), a key of a plain object
-   *   that is not one of {@link CredentialsInit}'s (named, with the closest one, its value not shown), an empty or
-   *   non-string username, a non-string password, an empty source, a
-   *   mechanism other than SCRAM-SHA-1 and SCRAM-SHA-256, or (mechanism SCRAM-SHA-256 only) a password SASLprep
-   *   refuses (a prohibited character, an unassigned code point, misplaced bidirectional characters; the message
-   *   names the rule, never the password). A password for SCRAM-SHA-1 or a negotiated mechanism is not checked:
-   *   SCRAM-SHA-1 does not SASLprep it.
+   *   that is not one of {@link CredentialsInit}'s (named, with the closest one, its value not shown), a
+   *   mechanism other than those of {@link AUTH_MECHANISMS}, an empty source; for SCRAM (a mechanism of
+   *   {@link SCRAM_MECHANISMS}, or none): an empty or non-string username, a non-string password, or (mechanism
+   *   SCRAM-SHA-256 only) a password SASLprep refuses (a prohibited character, an unassigned code point, misplaced
+   *   bidirectional characters; the message names the rule, never the password); for MONGODB-X509: a username given
+   *   that is not a non-empty string, any password (never shown), or a source other than `$external`. A password for
+   *   SCRAM-SHA-1 or a negotiated mechanism is not checked: SCRAM-SHA-1 does not SASLprep it.
    *
-   * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential),
-   * "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST NOT be).
+   * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
+   * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST
+   * NOT be), "MONGODB-X509" (no error without a username; password MUST NOT be specified; source MUST be
+   * "$external").
    */
   constructor(init: CredentialsInit) {
     requireOptionsObject('credentials', init, 'a { username, password, source?, mechanism? } object', true);
@@ -95,41 +137,49 @@ export class MongoCredentials {
     const username = optionValue(init, 'username');
     const password = optionValue(init, 'password');
     const mechanism = optionValue(init, 'mechanism');
-    if (typeof username !== 'string' || username === '') {
-      throw new InvalidOptionError('username', username, 'a non-empty string');
-    }
-    if (typeof password !== 'string') {
-      throw new InvalidOptionError('password', '<not shown>', 'a string');
-    }
-    const source = optionValue(init, 'source') ?? 'admin';
-    if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
     if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism)) {
       throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
+    const x509 = mechanism === 'MONGODB-X509';
+    if (x509 ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
+      throw new InvalidOptionError('username', username, x509 ? 'a non-empty string (the client certificate\'s subject, RFC 2253), or none' : 'a non-empty string');
+    }
+    if (x509 ? password !== undefined : typeof password !== 'string') {
+      throw new InvalidOptionError('password', '<not shown>', x509 ? 'none for MONGODB-X509: the client certificate is the credential' : 'a string');
+    }
+    const source = optionValue(init, 'source') ?? (x509 ? EXTERNAL_SOURCE : 'admin');
+    if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
+    if (x509 && source !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', source, `${EXTERNAL_SOURCE} for MONGODB-X509`);
     // SASLprep is loaded with the credentials, before anything that blames the password (here, or authentication,
     // which SASLpreps it for SCRAM-SHA-256, negotiated too): a module that cannot be loaded is no fault of the input.
-    const saslprep = saslprepFunction();
-    // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism is
-    // set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule broken.
-    if (mechanism === 'SCRAM-SHA-256') {
-      try {
-        saslprep(password);
-      } catch (error) {
-        const why = `SASLprep (RFC 4013) refuses it: ${(error as Error).message}`;
-        throw new InvalidOptionError('password', '<not shown>', 'a password SASLprep accepts, for SCRAM-SHA-256', {
-          message: `Invalid password for SCRAM-SHA-256: ${why}`,
-        });
+    if (!x509) {
+      const saslprep = saslprepFunction();
+      // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism
+      // is set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule
+      // broken.
+      if (mechanism === 'SCRAM-SHA-256') {
+        try {
+          saslprep(password as string);
+        } catch (error) {
+          const why = `SASLprep (RFC 4013) refuses it: ${(error as Error).message}`;
+          throw new InvalidOptionError('password', '<not shown>', 'a password SASLprep accepts, for SCRAM-SHA-256', {
+            message: `Invalid password for SCRAM-SHA-256: ${why}`,
+          });
+        }
       }
+      passwords.set(this, password as string);
     }
     this.username = username;
     this.source = source;
     this.mechanism = mechanism;
-    passwords.set(this, password);
   }
 
-  /** The password (not an own property: it never shows in JSON or inspection). */
-  get password(): string {
-    return passwords.get(this)!;
+  /**
+   * The password (not an own property: it never shows in JSON or inspection); undefined for MONGODB-X509, which has
+   * none.
+   */
+  get password(): string | undefined {
+    return passwords.get(this);
   }
 
   /**
@@ -166,16 +216,16 @@ export class MongoCredentials {
     return salted;
   }
 
-  /** The JSON form: `username`, `source` and (when set) `mechanism`; never the password. */
+  /** The JSON form: `username` (when set), `source` and (when set) `mechanism`; never the password. */
   toJSON(): {
-    /** As {@link MongoCredentials.username}. */
-    username: string;
+    /** As {@link MongoCredentials.username}, present only when set. */
+    username?: string;
     /** As {@link MongoCredentials.source}. */
     source: string;
     /** As {@link MongoCredentials.mechanism}, present only when set. */
     mechanism?: AuthMechanism;
   } {
-    return { username: this.username, source: this.source, ...(this.mechanism ? { mechanism: this.mechanism } : {}) };
+    return { ...(this.username !== undefined ? { username: this.username } : {}), source: this.source, ...(this.mechanism ? { mechanism: this.mechanism } : {}) };
   }
 
   /** What `util.inspect` (and `console.log`) shows: `MongoCredentials` and the JSON form, never the password. */

@@ -9,7 +9,7 @@ import { Binary, type Document } from 'bson';
 import { saslprepFunction } from '../lazy-dependencies';
 import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
 import { optionValue } from '../options';
-import type { AuthMechanism, MongoCredentials } from './credentials';
+import type { MongoCredentials, ScramMechanism } from './credentials';
 
 /** The smallest iteration count a client accepts (auth spec: MUST enforce 4096). */
 export const MIN_ITERATIONS = 4096;
@@ -33,7 +33,7 @@ export const MIN_ITERATIONS = 4096;
 export const MAX_ITERATIONS = 1_000_000;
 
 /** Hash parameters of a SCRAM mechanism. */
-export function scramHash(mechanism: AuthMechanism): { algorithm: 'sha1' | 'sha256'; length: number } {
+export function scramHash(mechanism: ScramMechanism): { algorithm: 'sha1' | 'sha256'; length: number } {
   return mechanism === 'SCRAM-SHA-256' ? { algorithm: 'sha256', length: 32 } : { algorithm: 'sha1', length: 20 };
 }
 
@@ -44,7 +44,7 @@ export function scramHash(mechanism: AuthMechanism): { algorithm: 'sha1' | 'sha2
  *   character, an unassigned code point, misplaced bidirectional characters); its message names the rule, not the
  *   password. {@link scramAuthenticate} turns it into an AuthenticationError.
  */
-export function scramPassword(mechanism: AuthMechanism, username: string, password: string): string {
+export function scramPassword(mechanism: ScramMechanism, username: string, password: string): string {
   if (mechanism === 'SCRAM-SHA-1') return createHash('md5').update(`${username}:mongo:${password}`, 'utf8').digest('hex');
   return saslprepFunction()(password);
 }
@@ -57,7 +57,7 @@ export function scramPassword(mechanism: AuthMechanism, username: string, passwo
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802, section 2.2, Hi()).
  */
-export function saltPassword(mechanism: AuthMechanism, password: string, salt: Buffer, iterations: number): Buffer {
+export function saltPassword(mechanism: ScramMechanism, password: string, salt: Buffer, iterations: number): Buffer {
   const { algorithm, length } = scramHash(mechanism);
   return pbkdf2Sync(password, salt, iterations, length, algorithm);
 }
@@ -73,7 +73,7 @@ export function saltPassword(mechanism: AuthMechanism, password: string, salt: B
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802, section 2.2, Hi()).
  */
 export function saltPasswordAsync(
-  mechanism: AuthMechanism,
+  mechanism: ScramMechanism,
   password: string,
   salt: Buffer,
   iterations: number,
@@ -85,12 +85,12 @@ export function saltPasswordAsync(
 }
 
 /** HMAC(key, text) with the mechanism's hash. */
-export function hmac(mechanism: AuthMechanism, key: Buffer, text: string): Buffer {
+export function hmac(mechanism: ScramMechanism, key: Buffer, text: string): Buffer {
   return createHmac(scramHash(mechanism).algorithm, key).update(text, 'utf8').digest();
 }
 
 /** H(data) with the mechanism's hash. */
-export function hash(mechanism: AuthMechanism, data: Buffer): Buffer {
+export function hash(mechanism: ScramMechanism, data: Buffer): Buffer {
   return createHash(scramHash(mechanism).algorithm).update(data).digest();
 }
 
@@ -166,7 +166,7 @@ export interface ScramOptions {
  */
 export interface ScramStart {
   /** The mechanism of the conversation. */
-  readonly mechanism: AuthMechanism;
+  readonly mechanism: ScramMechanism;
   /** The client nonce, base64. */
   readonly clientNonce: string;
   /** `{ saslStart: 1, mechanism, payload, autoAuthorize: 1, options: { skipEmptyExchange: true } }`. */
@@ -188,7 +188,7 @@ export interface ScramStart {
  */
 export function scramStart(
   credentials: MongoCredentials,
-  mechanism: AuthMechanism,
+  mechanism: ScramMechanism,
   clientNonce: string = newClientNonce(),
 ): ScramStart {
   const command: Document = {
@@ -208,7 +208,8 @@ function newClientNonce(): string {
 
 /** The client-first message without its GS2 header. */
 function clientFirstBare(credentials: MongoCredentials, clientNonce: string): string {
-  return `n=${escapeUsername(credentials.username)},r=${clientNonce}`;
+  // SCRAM credentials always have a user name (see MongoCredentials); scramAuthenticate refuses others first.
+  return `n=${escapeUsername(credentials.username ?? '')},r=${clientNonce}`;
 }
 
 /**
@@ -218,7 +219,8 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
  * the event loop ({@link saltPasswordAsync}) and cached in `credentials` per mechanism, salt and iteration count;
  * concurrent conversations that need the same one share a single derivation.
  *
- * @throws {AuthenticationError} (rejection) when the password cannot be prepared with SASLprep for SCRAM-SHA-256 (a
+ * @throws {AuthenticationError} (rejection) when the credentials have no user name or password (MONGODB-X509 ones,
+ *   nothing sent), the password cannot be prepared with SASLprep for SCRAM-SHA-256 (a
  *   prohibited character, say: refused before anything is sent, the message naming the SASLprep rule broken), the
  *   server rejects the credentials (cause: its error), sends a malformed or inconsistent message (a first reply
  *   without a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the
@@ -238,7 +240,7 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
 export async function scramAuthenticate(
   run: RunCommand,
   credentials: MongoCredentials,
-  mechanism: AuthMechanism,
+  mechanism: ScramMechanism,
   options: ScramOptions = {},
 ): Promise<void> {
   // Read as optionValue reads options: a clientNonce or speculativeReply found only on Object.prototype (polluted by
@@ -246,7 +248,7 @@ export async function scramAuthenticate(
   const signal = optionValue(options, 'signal');
   const clientNonce = optionValue(options, 'clientNonce') ?? newClientNonce();
   const speculativeReply = optionValue(options, 'speculativeReply');
-  const who = `user "${credentials.username}" on "${credentials.source}" with ${mechanism}`;
+  const who = `${credentials.username === undefined ? 'no user name' : `user "${credentials.username}"`} on "${credentials.source}" with ${mechanism}`;
   const fail = (why: string, cause?: unknown): never => {
     throw new AuthenticationError(`Authentication failed for ${who}: ${why}`, cause);
   };
@@ -265,9 +267,11 @@ export async function scramAuthenticate(
 
   // Prepared before anything is sent: a password SASLprep refuses could never authenticate. Its error names the
   // rule broken (RFC 4013), never the password.
+  const { username, password: clearPassword } = credentials;
+  if (username === undefined || clearPassword === undefined) return fail('SCRAM needs a user name and a password, and these credentials have none (they are for MONGODB-X509)');
   let password: string;
   try {
-    password = scramPassword(mechanism, credentials.username, credentials.password);
+    password = scramPassword(mechanism, username, clearPassword);
   } catch (error) {
     return fail(`the password cannot be prepared with SASLprep (RFC 4013), as ${mechanism} requires: ${(error as Error).message}`);
   }

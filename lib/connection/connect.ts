@@ -62,7 +62,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * true` and a `setName`, which holds no users), and emits the {@link Connection}. With credentials, the handshake
  * carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set SCRAM-SHA-1), so a
  * server that answers it authenticates the connection with hello + saslContinue instead of hello + saslStart +
- * saslContinue; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
+ * saslContinue; with MONGODB-X509 it carries the `authenticate` command, and a server that answers it needs no more
+ * than the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
  * socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
@@ -91,12 +92,12 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
  *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
- *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password); see
- *   `checkConnectionOptions`.
+ *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
+ *   without `tlsCertificateKeyFile`, naming `authMechanism`); see `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
- * "Authentication Handshake"; load
+ * "Authentication Handshake", "MONGODB-X509"; load
  * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
@@ -138,6 +139,11 @@ export function connectionFactoryWithMetadata(
   const given = o.credentials;
   const credentials =
     given === undefined ? undefined : given instanceof MongoCredentials ? given : new MongoCredentials(given);
+  // Auth spec, "Errors": a mechanism without its required information is an error. MONGODB-X509's is the client
+  // certificate, without which no server can authenticate the connection.
+  if (credentials?.mechanism === 'MONGODB-X509' && o.tlsCertificateKeyFile === undefined) {
+    throw new InvalidOptionError('authMechanism', 'MONGODB-X509', 'with tlsCertificateKeyFile: MONGODB-X509 authenticates by the client certificate of a TLS connection');
+  }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
   const parts = {
     compressors,

@@ -7,9 +7,10 @@
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - OP_COMPRESSED (zlib) once negotiated;
- * - SCRAM-SHA-1 and SCRAM-SHA-256 users: with users configured, commands other than the handshake, authentication,
- *   ping, buildInfo and connectionStatus require an authenticated connection; the users can be replaced while it
- *   runs ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
+ * - SCRAM-SHA-1 and SCRAM-SHA-256 users, and MONGODB-X509 users (in `$external`, over TLS with verified client
+ *   certificates): with users configured, commands other than the handshake, authentication, ping, buildInfo and
+ *   connectionStatus require an authenticated connection; the users can be replaced while it runs
+ *   ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
  * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
  *   `maxAwaitTimeMS`) and, when the request sets exhaustAllowed, streaming hello (replies with moreToCome), as
  *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
@@ -50,7 +51,10 @@ export interface EmbeddedServerOptions {
   maxWireVersion?: number | undefined;
   /** Server version it reports in buildInfo. Default "8.0.0". */
   version?: string | undefined;
-  /** Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256). */
+  /**
+   * Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256; MONGODB-X509 for users in
+   * `$external`, which needs `tls` with `ca` and `requestCert`).
+   */
   users?: EmbeddedUser[] | undefined;
   /** Serve TLS with this key and certificate (PEM); `ca` and `requestCert` check client certificates. */
   tls?: {
@@ -123,6 +127,12 @@ export interface ClientConnectionInfo {
   /** The user this connection authenticated as (`<db>.<user>`), if any. */
   user: string | undefined;
   /**
+   * The subject of the client certificate this connection presented and the endpoint verified (with `tls.ca` and
+   * `requestCert`), as RFC 2253 writes it (the most specific attribute first): the user MONGODB-X509 authenticates
+   * as. Undefined without such a certificate.
+   */
+  readonly certificateSubject: string | undefined;
+  /**
    * The users generation ({@link EmbeddedServer.usersGeneration}) whose user this connection last authenticated
    * against: the generation its SCRAM conversation started in. Undefined until it authenticates.
    */
@@ -160,6 +170,7 @@ const OPEN_COMMANDS = new Set([
   'ismaster',
   'saslstart',
   'saslcontinue',
+  'authenticate',
   'ping',
   'buildinfo',
   'connectionstatus',
@@ -535,6 +546,8 @@ export class EmbeddedServer {
       appName: undefined,
       compressor: undefined,
       user: undefined,
+      // With requestCert, a certificate that does not verify never gets this far (the TLS handshake refuses it).
+      certificateSubject: socket instanceof tls.TLSSocket ? certificateSubject(socket) : undefined,
       usersGeneration: undefined,
       saslConversations: 0,
       conversation: undefined,
@@ -789,6 +802,7 @@ export class EmbeddedServer {
       }
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
+    if (name === 'authenticate') return this.authenticateX509(db, command, client).reply;
     if (this.users.enabled && client.user === undefined && !OPEN_COMMANDS.has(name)) {
       // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
       return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
@@ -832,14 +846,44 @@ export class EmbeddedServer {
   }
 
   /**
+   * The `authenticate` command, answered as a mongod does for MONGODB-X509: over a connection without TLS,
+   * ProtocolError (17) "SSL support is required for the MONGODB-X509 mechanism."; on a database other than
+   * `$external`, ProtocolError "X.509 authentication must always use the $external database."; then AuthenticationFailed
+   * (18, "Authentication failed.", the words a mongod gives for every such failure) for another mechanism, a
+   * connection without a verified client certificate, a `user` that is not its subject, or a subject no user of
+   * `$external` has. Success: `{ dbname: '$external', user: <subject>, ok: 1 }`, and the connection is authenticated.
+   */
+  private authenticateX509(db: string, command: Document, client: ClientConnectionInfo): { reply: Document; authenticated: boolean } {
+    const refused = (code: number, codeName: string, errmsg: string): { reply: Document; authenticated: boolean } => ({ reply: { ok: 0, errmsg, code, codeName }, authenticated: false });
+    if (this.options.tls === undefined) return refused(17, 'ProtocolError', 'SSL support is required for the MONGODB-X509 mechanism.');
+    if (db !== '$external') return refused(17, 'ProtocolError', 'X.509 authentication must always use the $external database.');
+    const subject = client.certificateSubject;
+    const user: unknown = command.user ?? subject;
+    if (command.mechanism !== 'MONGODB-X509' || subject === undefined || user !== subject || !this.users.isX509User(subject)) {
+      return refused(18, 'AuthenticationFailed', 'Authentication failed.');
+    }
+    client.user = `$external.${subject}`;
+    client.usersGeneration = this.users.generation;
+    return { reply: { dbname: '$external', user: subject, ok: 1 }, authenticated: true };
+  }
+
+  /**
    * The handshake's `speculativeAuthenticate`, answered as a mongod of 4.4 or later (maxWireVersion 9 and up) does: a
    * saslStart document with a string `db` runs as a saslStart on that database, and its reply without `ok` is the
-   * answer (the conversation then goes on with saslContinue); anything else, and a saslStart that fails (unknown user
-   * or mechanism), gives no answer, as if it had not been sent. Older servers ignore the field.
+   * answer (the conversation then goes on with saslContinue); a MONGODB-X509 `authenticate` document runs on
+   * `$external`, and its reply without `ok` (`{ dbname, user }`) is the answer (the connection is then authenticated);
+   * anything else, and a saslStart or authenticate that fails (unknown user or mechanism), gives no answer, as if it
+   * had not been sent. Older servers ignore the field.
    */
   private speculativeSaslStart(request: unknown, client: ClientConnectionInfo): Document | undefined {
     if ((this.options.maxWireVersion ?? 25) < 9 || request === null || typeof request !== 'object') return undefined;
     const document = request as Document;
+    if (Object.keys(document)[0] === 'authenticate') {
+      const { reply, authenticated } = this.authenticateX509('$external', document, client);
+      if (!authenticated) return undefined;
+      const { ok: _ok, ...answer } = reply;
+      return answer;
+    }
     if (Object.keys(document)[0] !== 'saslStart' || typeof document.db !== 'string') return undefined;
     const { reply, conversation } = this.users.start(document.db, document, true);
     if (conversation === undefined) return undefined;
@@ -881,6 +925,16 @@ export class EmbeddedServer {
     reply.ok = 1;
     return reply;
   }
+}
+
+/**
+ * The subject of the certificate `socket`'s peer presented, as RFC 2253 writes it (`openssl x509 -subject -nameopt
+ * RFC2253`; the form a mongod compares a MONGODB-X509 user name with): Node gives the attributes one per line, escaped
+ * as RFC 2253 escapes them, in the certificate's order; RFC 2253 puts the last first. Undefined without one.
+ */
+function certificateSubject(socket: tls.TLSSocket): string | undefined {
+  const subject = socket.getPeerX509Certificate()?.subject;
+  return subject === undefined ? undefined : subject.split('\n').reverse().map((rdn) => rdn.replace(/ \+ /g, '+')).join(',');
 }
 
 /** connectionStatus as a mongod answers it: the authenticated user, if any (the endpoint has no roles). */

@@ -6,28 +6,36 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
-import { AUTH_MECHANISMS, type AuthMechanism } from '../auth/credentials';
+import { EXTERNAL_SOURCE, SCRAM_MECHANISMS, type ScramMechanism } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
 import { hash, hmac, parseAttributes, saltPassword, saslPayloadText, scramPassword, xor } from '../auth/scram';
 
 /**
- * A user of the embedded endpoint. Its salt is drawn (or taken from `salt`) when the user is created: when the
- * endpoint is constructed, or by `EmbeddedServer.setUsers`; its SCRAM keys are derived the first time a client sends
- * a proof for it (synchronously, on the event loop the endpoint shares with its clients), so a user whose iteration
- * count a client refuses costs nothing.
+ * A user of the embedded endpoint: a SCRAM user, or, in database `$external`, a MONGODB-X509 user (no password: the
+ * client certificate's subject is its name, as a mongod's `$external` users are made). A SCRAM user's salt is drawn
+ * (or taken from `salt`) when the user is created: when the endpoint is constructed, or by
+ * `EmbeddedServer.setUsers`; its SCRAM keys are derived the first time a client sends a proof for it (synchronously,
+ * on the event loop the endpoint shares with its clients), so a user whose iteration count a client refuses costs
+ * nothing.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (what a server stores for a user: salt, iteration count, stored
- * and server keys).
+ * and server keys), "MONGODB-X509" (the user is the subject, RFC 2253, in `$external`).
  */
 export interface EmbeddedUser {
-  /** The user name. */
+  /**
+   * The user name; for a MONGODB-X509 user, the client certificate's subject as RFC 2253 writes it (as
+   * `openssl x509 -subject -nameopt RFC2253` prints it: the most specific attribute first).
+   */
   username: string;
-  /** The password, in clear text (prepared as each mechanism requires when the user is added). */
-  password: string;
-  /** The database that holds the user. Default `admin`. */
+  /**
+   * The password, in clear text (prepared as each mechanism requires when the user is added). Required for a SCRAM
+   * user; none for a user in `$external` (MONGODB-X509).
+   */
+  password?: string | undefined;
+  /** The database that holds the user. Default `admin`; `$external` makes a MONGODB-X509 user. */
   db?: string | undefined;
   /** The mechanisms the user can authenticate with. Default both, SCRAM-SHA-1 and SCRAM-SHA-256. */
-  mechanisms?: AuthMechanism[] | undefined;
+  mechanisms?: ScramMechanism[] | undefined;
   /**
    * The SCRAM iteration count the endpoint asks for (`i=` in its server-first message), for every mechanism of the
    * user: a positive integer. Default: mongod's, 10000 for SCRAM-SHA-1 (`scramIterationCount`) and 15000 for
@@ -55,12 +63,12 @@ interface StoredCredential {
 interface StoredUser {
   readonly username: string;
   readonly db: string;
-  readonly credentials: Partial<Record<AuthMechanism, StoredCredential>>;
+  readonly credentials: Partial<Record<ScramMechanism, StoredCredential>>;
 }
 
 /** One SASL conversation in progress on a connection. */
 export interface ScramConversation {
-  readonly mechanism: AuthMechanism;
+  readonly mechanism: ScramMechanism;
   readonly user: StoredUser;
   /** The users generation the conversation started in (its salt and keys are that generation's). */
   readonly generation: number;
@@ -71,7 +79,7 @@ export interface ScramConversation {
   step: 'proof' | 'final';
 }
 
-const ITERATIONS: Record<AuthMechanism, number> = { 'SCRAM-SHA-1': 10_000, 'SCRAM-SHA-256': 15_000 };
+const ITERATIONS: Record<ScramMechanism, number> = { 'SCRAM-SHA-1': 10_000, 'SCRAM-SHA-256': 15_000 };
 
 const authFailed = (): Document => ({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' });
 
@@ -136,10 +144,18 @@ export class ScramUsers {
     counts[outcome]++;
   }
 
+  /**
+   * Whether `subject` (RFC 2253) is a MONGODB-X509 user: a user of `$external`, which has no SCRAM credentials.
+   */
+  isX509User(subject: string): boolean {
+    const user = this.users.get(`${EXTERNAL_SOURCE}.${subject}`);
+    return user !== undefined && user.db === EXTERNAL_SOURCE;
+  }
+
   /** The mechanisms of `<db>.<username>`, for a handshake's `saslSupportedMechs`; undefined for an unknown user. */
-  mechanismsOf(qualifiedName: string): AuthMechanism[] | undefined {
+  mechanismsOf(qualifiedName: string): ScramMechanism[] | undefined {
     const user = this.users.get(qualifiedName);
-    return user ? (Object.keys(user.credentials) as AuthMechanism[]) : undefined;
+    return user ? (Object.keys(user.credentials) as ScramMechanism[]) : undefined;
   }
 
   /**
@@ -148,7 +164,7 @@ export class ScramUsers {
    * never been sent.
    */
   start(db: string, command: Document, speculative = false): { reply: Document; conversation?: ScramConversation } {
-    const mechanism = command.mechanism as AuthMechanism;
+    const mechanism = command.mechanism as ScramMechanism;
     const message = (saslPayloadText(command.payload) ?? '');
     if (!message.startsWith('n,,')) {
       if (!speculative) this.count(this.currentGeneration, 'failed');
@@ -239,13 +255,19 @@ function storedUser(user: EmbeddedUser): StoredUser {
   if (typeof user.username !== 'string' || user.username === '') {
     throw new InvalidOptionError('username', user.username, 'a non-empty string');
   }
-  if (typeof user.password !== 'string') throw new InvalidOptionError('password', user.password, 'a string');
   if (user.db !== undefined && (typeof user.db !== 'string' || user.db === '')) {
     throw new InvalidOptionError('db', user.db, 'a non-empty database name');
   }
-  const mechanisms = user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as AuthMechanism[]);
-  if (!Array.isArray(mechanisms) || mechanisms.length === 0 || !mechanisms.every((m) => AUTH_MECHANISMS.includes(m))) {
-    throw new InvalidOptionError('mechanisms', mechanisms, `a non-empty list of ${AUTH_MECHANISMS.join(', ')}`);
+  if (user.db === EXTERNAL_SOURCE) {
+    // A MONGODB-X509 user: its name is all it has.
+    const scramOnly = (['password', 'mechanisms', 'iterations', 'salt'] as const).find((key) => user[key] !== undefined);
+    if (scramOnly !== undefined) throw new InvalidOptionError(scramOnly, scramOnly === 'password' ? '<not shown>' : user[scramOnly], `none for a user in ${EXTERNAL_SOURCE} (MONGODB-X509)`);
+    return { username: user.username, db: EXTERNAL_SOURCE, credentials: {} };
+  }
+  if (typeof user.password !== 'string') throw new InvalidOptionError('password', user.password, 'a string');
+  const mechanisms = user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as ScramMechanism[]);
+  if (!Array.isArray(mechanisms) || mechanisms.length === 0 || !mechanisms.every((m) => SCRAM_MECHANISMS.includes(m))) {
+    throw new InvalidOptionError('mechanisms', mechanisms, `a non-empty list of ${SCRAM_MECHANISMS.join(', ')}`);
   }
   if (user.iterations !== undefined && !(Number.isSafeInteger(user.iterations) && user.iterations > 0)) {
     throw new InvalidOptionError('iterations', user.iterations, 'a positive integer');
@@ -255,7 +277,7 @@ function storedUser(user: EmbeddedUser): StoredUser {
     throw new InvalidOptionError('salt', salt, 'a Uint8Array of 1 to 1024 bytes');
   }
   const db = user.db ?? 'admin';
-  const credentials: Partial<Record<AuthMechanism, StoredCredential>> = {};
+  const credentials: Partial<Record<ScramMechanism, StoredCredential>> = {};
   for (const mechanism of mechanisms) {
     const drawn = salt === undefined ? randomBytes(16) : Buffer.from(salt);
     const iterations = user.iterations ?? ITERATIONS[mechanism];

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Binary, type Document } from 'bson';
 import { MongoCredentials } from '../../lib';
 import { authenticate, saslSupportedMechsRequest, selectMechanism, speculativeStart } from '../../lib/auth/authenticate';
+import type { ScramStart } from '../../lib/auth/scram';
 
 describe('mechanism negotiation (auth spec, "Mechanism Negotiation via Handshake", "Default Authentication Methods")', function () {
   it('asks for the mechanisms of <source>.<username>, the user name as given (never SASLprep\'d), only when none is set', function () {
@@ -41,7 +42,7 @@ describe('mechanism negotiation (auth spec, "Mechanism Negotiation via Handshake
 
 describe('speculative authentication (handshake spec, "Speculative Authentication")', function () {
   it('speculates with the mechanism set, else SCRAM-SHA-256; the saslStart plus db (the credentials\' source)', function () {
-    const negotiated = speculativeStart(new MongoCredentials({ username: 'u,=', password: 'p', source: 'sales' }))!;
+    const negotiated = speculativeStart(new MongoCredentials({ username: 'u,=', password: 'p', source: 'sales' })) as ScramStart;
     expect(negotiated.mechanism).to.equal('SCRAM-SHA-256');
     expect(negotiated.speculativeAuthenticate).to.include({ saslStart: 1, mechanism: 'SCRAM-SHA-256', autoAuthorize: 1, db: 'sales' });
     expect(negotiated.speculativeAuthenticate.options).to.deep.equal({ skipEmptyExchange: true });
@@ -59,7 +60,7 @@ describe('speculative authentication (handshake spec, "Speculative Authenticatio
 
   it('goes on from the speculative answer only for the mechanism selected; otherwise the whole conversation runs', async function () {
     const credentials = new MongoCredentials({ username: 'u', password: 'p' });
-    const speculative = speculativeStart(credentials)!;
+    const speculative = speculativeStart(credentials) as ScramStart;
     const answer = { conversationId: 1, done: false, payload: new Binary(Buffer.from(`r=${speculative.clientNonce}xyz,s=c2FsdA==,i=4096`)) };
     const sent: string[] = [];
     const run = async (_db: string, cmd: Document): Promise<Document> => {

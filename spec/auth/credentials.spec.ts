@@ -71,7 +71,7 @@ describe('MongoCredentials', function () {
       [{ username: 'u', password: 1234 }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
       [{ username: 'u', password: 'p', source: '' }, 'authSource', 'Invalid authSource: "" (authSource must be a non-empty database name)'],
       [{ username: 'u', password: 'p', source: 5 }, 'authSource', 'Invalid authSource: 5 (authSource must be a non-empty database name)'],
-      [{ username: 'u', password: 'p', mechanism: 'PLAIN' }, 'authMechanism', 'Invalid authMechanism: "PLAIN" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1)'],
+      [{ username: 'u', password: 'p', mechanism: 'PLAIN' }, 'authMechanism', 'Invalid authMechanism: "PLAIN" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509)'],
       // An object without a prototype is a plain object too: its keys are checked.
       [Object.assign(Object.create(null) as object, { username: 'u', password: 'p', sorce: 'db' }), 'credentials.sorce', 'Unknown option credentials.sorce of credentials: did you mean source?'],
     ];
@@ -84,6 +84,30 @@ describe('MongoCredentials', function () {
     }
     const refused = outcome(() => new MongoCredentials({ username: 'u', password: 'bell\u0007', mechanism: 'SCRAM-SHA-256' })) as InvalidOptionError;
     expect(refused).to.include({ option: 'password', value: '<not shown>', allowed: 'a password SASLprep accepts, for SCRAM-SHA-256' });
+  });
+
+  it('takes MONGODB-X509 with or without a user name, in $external, and refuses a password (never shown) or another source', function () {
+    const anonymous = new MongoCredentials({ mechanism: 'MONGODB-X509' });
+    expect(anonymous).to.include({ username: undefined, source: '$external', mechanism: 'MONGODB-X509', password: undefined });
+    expect(inspect(anonymous)).to.equal("MongoCredentials { source: '$external', mechanism: 'MONGODB-X509' }");
+    expect(new MongoCredentials({ mechanism: 'MONGODB-X509', username: 'CN=client', source: '$external' }).toJSON()).to.deep.equal({ username: 'CN=client', source: '$external', mechanism: 'MONGODB-X509' });
+    const cases: [unknown, string, string][] = [
+      [{ mechanism: 'MONGODB-X509', password: 'hunter2' }, 'password', 'Invalid password: "<not shown>" (password must be none for MONGODB-X509: the client certificate is the credential)'],
+      [{ mechanism: 'MONGODB-X509', username: 'CN=client', password: '' }, 'password', 'Invalid password: "<not shown>" (password must be none for MONGODB-X509: the client certificate is the credential)'],
+      [{ mechanism: 'MONGODB-X509', username: '' }, 'username', 'Invalid username: "" (username must be a non-empty string (the client certificate\'s subject, RFC 2253), or none)'],
+      [{ mechanism: 'MONGODB-X509', username: 7 }, 'username', 'Invalid username: 7 (username must be a non-empty string (the client certificate\'s subject, RFC 2253), or none)'],
+      [{ mechanism: 'MONGODB-X509', source: 'admin' }, 'authSource', 'Invalid authSource: "admin" (authSource must be $external for MONGODB-X509)'],
+      // Without MONGODB-X509, a user name and a password stay required.
+      [{ password: 'p' }, 'username', 'Invalid username: undefined (username must be a non-empty string)'],
+      [{ username: 'u', mechanism: 'SCRAM-SHA-1' }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
+    ];
+    for (const [init, option, message] of cases) {
+      const error = outcome(() => new MongoCredentials(init as never)) as InvalidOptionError;
+      expect(error, message).to.be.instanceOf(InvalidOptionError);
+      expect(error.option).to.equal(option);
+      expect(error.message).to.equal(message);
+      expect(inspect(error, { depth: 5 })).to.not.include('hunter2');
+    }
   });
 
   it('shows its JSON form when inspected', function () {

@@ -174,6 +174,15 @@ describe('SCRAM (auth spec conversations)', function () {
     expect(error.cause).to.be.instanceOf(MongoServerError);
   });
 
+  it('refuses credentials without a user name and password (MONGODB-X509 ones) before sending anything', async function () {
+    const sent: Document[] = [];
+    const run = async (_db: string, command: Document): Promise<Document> => (sent.push(command), { ok: 1 });
+    const error = await scramAuthenticate(run, new MongoCredentials({ mechanism: 'MONGODB-X509' }), 'SCRAM-SHA-256').catch((e) => e);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect(error.message).to.equal('Authentication failed for no user name on "$external" with SCRAM-SHA-256: SCRAM needs a user name and a password, and these credentials have none (they are for MONGODB-X509)');
+    expect(sent).to.deep.equal([]);
+  });
+
   it('accepts iteration counts from 4096 to 1,000,000', function () {
     expect(MIN_ITERATIONS).to.equal(4096);
     expect(MAX_ITERATIONS).to.equal(1_000_000);

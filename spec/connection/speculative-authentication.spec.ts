@@ -75,7 +75,7 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
     const speculative = hellos[0].speculativeAuthenticate as Document;
     expect(speculative).to.include({ saslStart: 1, mechanism: credentials.mechanism ?? 'SCRAM-SHA-256', db: source });
     expect(speculative.options).to.deep.equal({ skipEmptyExchange: true });
-    expect(text(speculative.payload)).to.match(new RegExp(`^n,,n=${credentials.username.replace(/=/g, '=3D').replace(/,/g, '=2C')},r=[A-Za-z0-9+/=]{32}$`));
+    expect(text(speculative.payload)).to.match(new RegExp(`^n,,n=${credentials.username!.replace(/=/g, '=3D').replace(/,/g, '=2C')},r=[A-Za-z0-9+/=]{32}$`));
   });
 
   it('draws a fresh client nonce for every connection', async function () {

@@ -15,7 +15,7 @@ import {
   MongoNetworkTimeoutError,
   MongoServerError,
   connectionFactory,
-  type AuthMechanism,
+  type ScramMechanism,
   type Connection,
   type CredentialsInit,
 } from '../../lib';
@@ -455,7 +455,7 @@ async function scram(
   c: Connection,
   credentials: CredentialsInit,
   between?: () => void,
-  mechanism: AuthMechanism = 'SCRAM-SHA-256',
+  mechanism: ScramMechanism = 'SCRAM-SHA-256',
 ): Promise<string | undefined> {
   let serverFirst: string | undefined;
   let continued = false;
@@ -617,6 +617,89 @@ describe('EmbeddedServer SCRAM conversation, step by step (raw saslStart / saslC
     const c = await rawClient(old.address);
     const speculativeAuthenticate = { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from('n,,n=u,r=x'), db: 'admin' };
     expect(await c.send({ hello: 1, speculativeAuthenticate, $db: 'admin' })).to.include({ ok: 1 }).and.not.have.property('speculativeAuthenticate');
+  });
+});
+
+describe('EmbeddedServer MONGODB-X509 users (raw authenticate, as mongod answers it)', function () {
+  const fixture = (name: string): Buffer => fs.readFileSync(path.resolve(__dirname, '../fixtures/tls', name));
+  /** The subject of x509-client.pem as RFC 2253 writes it (fixtures README). */
+  const SUBJECT = 'CN=client,OU=Drivers,O=rxcmap\\, test,L=Reykjavik,ST=Reykjavik,C=IS';
+  const authFailed = { ok: 0, errmsg: 'Authentication failed.', code: 18, codeName: 'AuthenticationFailed' };
+  /** One connection with x509-client.pem and no credentials to a TLS endpoint `server`. */
+  async function tlsConnection(server: EmbeddedServer): Promise<Connection> {
+    const [host, port] = server.address.split(':');
+    const factory = connectionFactory({ host, port: Number(port), tlsCAFile: path.resolve(__dirname, '../fixtures/tls/ca.pem'), tlsCertificateKeyFile: path.resolve(__dirname, '../fixtures/tls/x509-client.pem') });
+    return firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+  }
+  const tlsOf = (requestCert: boolean) => ({ key: fixture('server.key'), cert: fixture('server.crt'), ca: fixture('x509-ca.pem'), requestCert });
+
+  it('authenticates the verified certificate\'s subject on $external only, and words each refusal as mongod', async function () {
+    const server = await new EmbeddedServer({ users: [{ username: SUBJECT, db: '$external' }], tls: tlsOf(true) }).start();
+    server.handle('whoami', (_command, client) => ({ ok: 1, subject: client.certificateSubject ?? null, user: client.user ?? null }));
+    const c = await tlsConnection(server);
+    try {
+      const users = async (): Promise<unknown> => (await c.command('admin', { connectionStatus: 1 })).authInfo.authenticatedUsers;
+      expect(await users()).to.deep.equal([]);
+      const refusal = (command: Document, db = '$external') => c.command(db, command).then(() => undefined, (e: MongoServerError) => e.response);
+      expect(await refusal({ authenticate: 1, mechanism: 'MONGODB-X509' }, 'admin')).to.deep.equal({
+        ok: 0, errmsg: 'X.509 authentication must always use the $external database.', code: 17, codeName: 'ProtocolError',
+      });
+      expect(await refusal({ authenticate: 1, mechanism: 'SCRAM-SHA-1' })).to.deep.equal(authFailed);
+      expect(await refusal({ authenticate: 1, mechanism: 'MONGODB-X509', user: 'CN=client' })).to.deep.equal(authFailed);
+      expect(await users()).to.deep.equal([]);
+      expect(await c.command('$external', { authenticate: 1, mechanism: 'MONGODB-X509' })).to.deep.equal({ dbname: '$external', user: SUBJECT, ok: 1 });
+      expect(await users()).to.deep.equal([{ user: SUBJECT, db: '$external' }]);
+      expect(await c.command('admin', { whoami: 1 })).to.deep.equal({ ok: 1, subject: SUBJECT, user: `$external.${SUBJECT}` });
+    } finally {
+      c.destroy();
+      await server.stop();
+    }
+  });
+
+  it('refuses MONGODB-X509 without TLS (ProtocolError) and without a verified client certificate (AuthenticationFailed)', async function () {
+    const plain = await new EmbeddedServer({ users: [{ username: SUBJECT, db: '$external' }] }).start();
+    const c = await rawClient(plain.address);
+    try {
+      expect(await c.send({ authenticate: 1, mechanism: 'MONGODB-X509', $db: '$external' })).to.deep.equal({
+        ok: 0, errmsg: 'SSL support is required for the MONGODB-X509 mechanism.', code: 17, codeName: 'ProtocolError',
+      });
+    } finally {
+      c.close();
+      await plain.stop();
+    }
+    // TLS without requestCert: the client presents no certificate, so there is no subject to authenticate.
+    const unasked = await new EmbeddedServer({ users: [{ username: SUBJECT, db: '$external' }], tls: tlsOf(false) }).start();
+    const t = await tlsConnection(unasked);
+    try {
+      const error = await t.command('$external', { authenticate: 1, mechanism: 'MONGODB-X509' }).catch((e: MongoServerError) => e);
+      expect((error as MongoServerError).response).to.deep.equal(authFailed);
+    } finally {
+      t.destroy();
+      await unasked.stop();
+    }
+  });
+
+  it('answers a speculative authenticate in the hello only when it would succeed', async function () {
+    const server = await new EmbeddedServer({ users: [{ username: SUBJECT, db: '$external' }], tls: tlsOf(true) }).start();
+    const c = await tlsConnection(server);
+    try {
+      const hello = (speculativeAuthenticate: Document) => c.command('admin', { hello: 1, speculativeAuthenticate });
+      expect((await hello({ authenticate: 1, mechanism: 'MONGODB-X509', user: 'CN=other' })).speculativeAuthenticate).to.equal(undefined);
+      expect((await hello({ authenticate: 1, mechanism: 'MONGODB-X509' })).speculativeAuthenticate).to.deep.equal({ dbname: '$external', user: SUBJECT });
+    } finally {
+      c.destroy();
+      await server.stop();
+    }
+  });
+
+  it('takes a user of $external with its name alone: a password or a SCRAM setting is refused', function () {
+    for (const [user, message] of [
+      [{ username: SUBJECT, db: '$external', password: 'pencil' }, 'Invalid password: "<not shown>" (password must be none for a user in $external (MONGODB-X509))'],
+      [{ username: SUBJECT, db: '$external', mechanisms: ['SCRAM-SHA-256'] }, 'Invalid mechanisms: ["SCRAM-SHA-256"] (mechanisms must be none for a user in $external (MONGODB-X509))'],
+      [{ username: SUBJECT, db: '$external', iterations: 4096 }, 'Invalid iterations: 4096 (iterations must be none for a user in $external (MONGODB-X509))'],
+    ] as [EmbeddedUser, string][]) {
+      expect(() => new EmbeddedServer({ users: [user] }), message).to.throw(InvalidOptionError).with.property('message', message);
+    }
   });
 });
 
