@@ -726,12 +726,12 @@ export class MongoNetworkTimeoutError extends MongoNetworkError {
 }
 
 /**
- * The server answered a command with `ok: 0`. The message is the reply's `errmsg` (else `"command failed"`), and
- * `errorLabels` holds the reply's `errorLabels`. The connection stays usable. The reply itself (`response`) is kept
- * out of the error's JSON and inspected forms.
+ * The server answered a command with `ok: 0`. The message is the reply's `errmsg`, else the `$err` of a reply in the
+ * legacy format (else `"command failed"`), and `errorLabels` holds the reply's `errorLabels`. The connection stays
+ * usable. The reply itself (`response`) is kept out of the error's JSON and inspected forms.
  *
- * Source: the MongoDB server's command reply (`ok`, `errmsg`, `code`, `codeName`, `errorLabels`); the name is the
- * MongoDB Node.js driver's.
+ * Source: the MongoDB server's command reply (`ok`, `errmsg`, `code`, `codeName`, `errorLabels`; `$err` in the legacy
+ * reply format); the name, and the message read from `errmsg` or `$err`, are the MongoDB Node.js driver's.
  */
 export class MongoServerError extends CmapError {
   static {
@@ -753,11 +753,22 @@ export class MongoServerError extends CmapError {
     response: Readonly<Record<string, unknown>>,
   ) {
     const labels = Array.isArray(response.errorLabels) ? (response.errorLabels as string[]) : [];
-    super(typeof response.errmsg === 'string' ? response.errmsg : 'command failed', { labels });
+    super(serverErrorMessage(response) ?? 'command failed', { labels });
     Object.defineProperty(this, 'response', { value: response, enumerable: false, writable: false, configurable: true });
     this.code = typeof response.code === 'number' ? response.code : undefined;
     this.codeName = typeof response.codeName === 'string' ? response.codeName : undefined;
   }
+}
+
+/**
+ * What a failed reply says went wrong: its `errmsg`, else the `$err` of a reply in the legacy format, when that is a
+ * string; undefined when neither is.
+ *
+ * Source: the MongoDB server's command reply (`errmsg`; `$err` in the legacy reply format).
+ */
+export function serverErrorMessage(reply: Readonly<Record<string, unknown>>): string | undefined {
+  if (typeof reply.errmsg === 'string') return reply.errmsg;
+  return typeof reply.$err === 'string' ? reply.$err : undefined;
 }
 
 /**

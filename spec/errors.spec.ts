@@ -149,6 +149,16 @@ describe('errors', function () {
     }
   });
 
+  it("a server error's message is the reply's errmsg, else its legacy $err, as the MongoDB Node.js driver reads it", function () {
+    // A reply in the legacy format says what failed in `$err` only: that text is the error's message, not a generic one.
+    expect(new MongoServerError({ ok: 0, $err: 'not master', code: 10107 }).message).to.equal('not master');
+    expect(new MongoServerError({ $err: 'cursor id 7 not found', code: 43 }).message).to.equal('cursor id 7 not found');
+    expect(new MongoServerError({ ok: 0, errmsg: 'E11000 duplicate key', $err: 'older text', code: 11000 }).message).to.equal('E11000 duplicate key');
+    expect(new MongoServerError({ ok: 0, errmsg: 42, $err: 'legacy text' }).message, 'an errmsg that is not a string').to.equal('legacy text');
+    expect(new MongoServerError({ ok: 0, $err: 42 }).message, 'neither is a string').to.equal('command failed');
+    expect(new MongoServerError({ ok: 0 }).message).to.equal('command failed');
+  });
+
   it('a server error keeps its whole reply on `response`, but loggers that walk its fields do not write it', function () {
     // A reply may hold megabytes (an errInfo, say); a logger writing the error with JSON.stringify, or as pino's error
     // serializer does (every enumerable field), must write what the error is, not the reply.

@@ -9,6 +9,7 @@
  * "topologyVersion".
  */
 import type { Document } from 'bson';
+import { serverErrorMessage } from '../errors';
 import { asTopologyVersion, compareTopologyVersion } from '../monitor/topology-version';
 
 /** "node is recovering" codes: InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress. */
@@ -37,8 +38,8 @@ export interface StateChangeError {
 
 /**
  * The state change error `reply` reports, if any: a reply whose `ok` is neither 1 nor true is checked by its `code`,
- * else (no code, or code 0) by its `errmsg` ("node is recovering" or "not master or secondary": recovering; else "not
- * master": not writable primary); a successful reply is checked the same way by its `writeConcernError`.
+ * else (no code, or code 0) by its message, `errmsg` (a legacy reply's `$err` when it has none): "node is recovering"
+ * or "not master or secondary": recovering; else "not master": not writable primary; a successful reply is checked the same way by its `writeConcernError`.
  * `writeErrors` are never checked. Never throws.
  *
  * Source: as the module.
@@ -49,7 +50,7 @@ export function stateChangeError(reply: Readonly<Document>): StateChangeError | 
   const error = failed ? reply : wce !== null && typeof wce === 'object' ? (wce as Document) : undefined;
   if (error === undefined) return undefined;
   const code = typeof error.code === 'number' && error.code !== 0 ? error.code : undefined;
-  const message = typeof error.errmsg === 'string' ? error.errmsg : '';
+  const message = serverErrorMessage(error) ?? '';
   const isStateChange =
     code !== undefined
       ? RECOVERING_CODES.has(code) || NOT_WRITABLE_PRIMARY_CODES.has(code)

@@ -52,6 +52,13 @@ describe('stateChangeError', function () {
     expect(stateChangeError({ ok: 0, code: '10107', errmsg: 'interrupted' })).to.equal(undefined);
   });
 
+  it('reads a legacy reply\'s $err as its message when it has no errmsg', function () {
+    expect(stateChangeError({ ok: 0, $err: 'not master' })).to.include({ shuttingDown: false });
+    expect(stateChangeError({ $err: 'node is recovering' })).to.include({ shuttingDown: false });
+    expect(stateChangeError({ ok: 0, errmsg: 'interrupted', $err: 'not master' }), 'errmsg first').to.equal(undefined);
+    expect(stateChangeError({ ok: 0, $err: 'interrupted' })).to.equal(undefined);
+  });
+
   it('carries the reply\'s topologyVersion', function () {
     const topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(3) };
     expect(stateChangeError({ ok: 0, code: 10107, topologyVersion })?.topologyVersion).to.deep.equal(topologyVersion);
