@@ -15,6 +15,20 @@ export interface OpMsg {
   readonly flags: number;
   readonly document: Document;
   readonly sequences: ReadonlyMap<string, Document[]>;
+  /**
+   * Whether the body document holds a string that is not valid UTF-8, read with U+FFFD in place of each bad sequence
+   * (only with {@link DecodeOptions.acceptInvalidUtf8}; false otherwise).
+   */
+  readonly invalidUtf8: boolean;
+}
+
+/** Options of {@link decodeOpMsg}. */
+export interface DecodeOptions {
+  /**
+   * Read a body document whose BSON is whole but which holds a string that is not valid UTF-8, with U+FFFD in place of
+   * each bad sequence, and say so in {@link OpMsg.invalidUtf8}, rather than refuse it as invalid BSON. Default false.
+   */
+  readonly acceptInvalidUtf8?: boolean;
 }
 
 /**
@@ -98,9 +112,9 @@ function checkLimits(size: number, limits: OutgoingLimits): void {
  *
  * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, two document
  *   sequences with the same identifier, an unknown section kind, a section that overruns the message, or invalid
- *   BSON.
+ *   BSON (a string that is not valid UTF-8 included, except in the body document with `acceptInvalidUtf8`).
  */
-export function decodeOpMsg(body: Buffer): OpMsg {
+export function decodeOpMsg(body: Buffer, options: DecodeOptions = {}): OpMsg {
   if (body.length < 5) throw new WireProtocolError(`OP_MSG too short: ${body.length} bytes after the header`);
   const flags = body.readUInt32LE(0);
   const requiredUnknown = flags & 0xffff & ~(OpMsgFlag.checksumPresent | OpMsgFlag.moreToCome);
@@ -108,12 +122,14 @@ export function decodeOpMsg(body: Buffer): OpMsg {
   const end = flags & OpMsgFlag.checksumPresent ? body.length - 4 : body.length;
   let offset = 4;
   let document: Document | undefined;
+  let invalidUtf8 = false;
+  const onInvalidUtf8 = options.acceptInvalidUtf8 === true ? (): void => void (invalidUtf8 = true) : undefined;
   const sequences = new Map<string, Document[]>();
   while (offset < end) {
     const kind = body[offset++];
     if (kind === 0) {
       if (document !== undefined) throw new WireProtocolError('OP_MSG has more than one body section');
-      const [doc, size] = readBsonDocument(body, offset, end);
+      const [doc, size] = readBsonDocument(body, offset, end, onInvalidUtf8);
       document = doc;
       offset += size;
     } else if (kind === 1) {
@@ -144,5 +160,5 @@ export function decodeOpMsg(body: Buffer): OpMsg {
     }
   }
   if (document === undefined) throw new WireProtocolError('OP_MSG has no body section');
-  return { flags, document, sequences };
+  return { flags, document, sequences, invalidUtf8 };
 }

@@ -231,15 +231,32 @@ export class MessageFramer {
 /**
  * Reads the BSON document at `offset` (which must end by `end`) and returns it with its size in bytes.
  *
- * @throws {WireProtocolError} for a size that overruns `end` or invalid BSON (including invalid UTF-8).
+ * With `onInvalidUtf8`, a document whose BSON is whole but which holds a string that is not valid UTF-8 is read with
+ * each bad sequence replaced by U+FFFD, and `onInvalidUtf8` is called; without it, such a document is invalid BSON.
+ *
+ * @throws {WireProtocolError} for a size that overruns `end` or invalid BSON (including invalid UTF-8, unless
+ *   `onInvalidUtf8` is given).
  */
-export function readBsonDocument(buf: Buffer, offset: number, end: number): [Document, number] {
+export function readBsonDocument(buf: Buffer, offset: number, end: number, onInvalidUtf8?: () => void): [Document, number] {
   if (offset + 4 > end) throw new WireProtocolError('BSON document overruns the message');
   const size = buf.readInt32LE(offset);
   if (size < 5 || offset + size > end) throw new WireProtocolError(`BSON document has invalid size ${size}`);
+  const bytes = buf.subarray(offset, offset + size);
   try {
-    return [deserialize(buf.subarray(offset, offset + size), { validation: { utf8: true } }), size];
+    return [deserialize(bytes, { validation: { utf8: true } }), size];
   } catch (error) {
+    if (onInvalidUtf8 !== undefined) {
+      let document: Document | undefined;
+      try {
+        document = deserialize(bytes, { validation: { utf8: false } });
+      } catch {
+        // not only its UTF-8: invalid BSON, as below
+      }
+      if (document !== undefined) {
+        onInvalidUtf8();
+        return [document, size];
+      }
+    }
     throw new WireProtocolError(`invalid BSON: ${(error as Error).message}`);
   }
 }

@@ -2,13 +2,14 @@
  * Every kind of bad reply fails the command with a typed network error and leaves the connection errored, so the
  * pool closes it with reason `error` on check-in, and no socket stays open on the server side. The peer is the
  * hostile server (spec/support/hostile-server.ts): it answers the handshake properly (announcing maxMessageSizeBytes
- * 2^31-1, which the client bounds to 48,000,000), then answers the next request with the bytes under test.
+ * 2^31-1, which the client bounds to 48,000,000), then answers the next request with the bytes under test. A whole
+ * reply whose only fault is a string that is not valid UTF-8 is not a bad reply of this kind (see the last block).
  */
 import { expect } from 'chai';
 import type * as net from 'node:net';
 import { serialize } from 'bson';
-import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
-import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
+import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connect, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { OpCode, WireProtocolError, writeHeader } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
@@ -104,4 +105,133 @@ describe('malformed replies and network failures (through the pool)', function (
       }
     });
   }
+});
+
+/** The BSON of `{ <fields>, <name>: "a\xff\xfeb" }`: whole, but with a string that is not valid UTF-8. */
+function withInvalidUtf8(fields: Record<string, unknown>, name: string): Buffer {
+  const head = Buffer.from(serialize(fields)).subarray(4, -1); // the elements of `fields`
+  const text = Buffer.from([0x61, 0xff, 0xfe, 0x62, 0]);
+  const length = Buffer.alloc(4);
+  length.writeInt32LE(text.length);
+  const element = Buffer.concat([Buffer.from([0x02]), Buffer.from(`${name}\0`), length, text]);
+  const size = 4 + head.length + element.length + 1;
+  const out = Buffer.alloc(size);
+  out.writeInt32LE(size, 0);
+  Buffer.concat([head, element, Buffer.from([0])]).copy(out, 4);
+  return out;
+}
+
+/** An OP_MSG reply to `responseTo` whose body is the BSON `bson`, with flag bits `flags`. */
+function opMsgWith(bson: Buffer, responseTo: number, flags = 0): Buffer {
+  const out = Buffer.alloc(16 + 5 + bson.length);
+  writeHeader(out, { messageLength: out.length, requestId: 9, responseTo, opCode: OpCode.OP_MSG });
+  out.writeUInt32LE(flags, 16);
+  bson.copy(out, 21);
+  return out;
+}
+
+describe('a whole reply holding a string that is not valid UTF-8', function () {
+  // The message and its BSON are whole, so the connection is in step with the server: only a value is unreadable (a
+  // document stored with bad UTF-8, or an errmsg the server cut inside a character). The command fails; the connection,
+  // its pool and the server are fine.
+  const hello = { isWritablePrimary: true, helloOk: true, maxWireVersion: 21, minWireVersion: 0, maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 };
+
+  /** A server that answers hello properly, `find` with `bad` (with flag bits `flags`), and anything else with `{ ok: 1 }`. */
+  function serverAnswering(bad: Buffer, flags = 0): Promise<HostileServer> {
+    return startHostileServer({
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, socket) => {
+          const id = request.header.requestId;
+          const name = Object.keys(decodeOpMsg(request.body).document)[0]?.toLowerCase();
+          if (name === 'find') socket.write(opMsgWith(bad, id, flags));
+          else socket.write(encodeOpMsg(1, id, name === 'hello' || name === 'ismaster' ? hello : { ok: 1 }));
+        },
+      },
+    });
+  }
+
+  it('ok: 1: rejects with a WireProtocolError saying so; the connection stays usable and pooled', async function () {
+    const server = await serverAnswering(withInvalidUtf8({ ok: 1, cursor: { id: 0, ns: 'test.c' } }, 'name'));
+    const pool = new ConnectionPool({ address: server.address });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const c: Connection = await pool.checkOut();
+      const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(WireProtocolError);
+      expect(error).to.not.be.instanceOf(MongoNetworkError);
+      expect((error as Error).message).to.match(/not valid UTF-8/);
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
+      pool.checkIn(c);
+      expect(events.map((e) => e.type)).to.not.include('ConnectionClosed');
+      expect(pool.snapshot().availableConnectionCount).to.equal(1);
+    } finally {
+      pool.close();
+      await server.close();
+    }
+  });
+
+  it('ok: 0: rejects with the MongoServerError, its code and labels kept (the bad bytes of its errmsg replaced by U+FFFD)', async function () {
+    const reply = withInvalidUtf8({ ok: 0, code: 11000, codeName: 'DuplicateKey', errorLabels: ['SomeLabel'] }, 'errmsg');
+    const server = await serverAnswering(reply);
+    const pool = new ConnectionPool({ address: server.address });
+    pool.ready();
+    try {
+      const c: Connection = await pool.checkOut();
+      const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoServerError);
+      expect(error).to.include({ code: 11000, codeName: 'DuplicateKey', message: 'a\ufffd\ufffdb' });
+      expect((error as MongoServerError).hasErrorLabel('SomeLabel')).to.equal(true);
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
+      pool.checkIn(c);
+    } finally {
+      pool.close();
+      await server.close();
+    }
+  });
+
+  it('through a client: neither clears the pool nor checks the server again', async function () {
+    const server = await serverAnswering(withInvalidUtf8({ ok: 1 }, 'name'));
+    const client = connect(`mongodb://${server.address}/?directConnection=true&heartbeatFrequencyMS=60000`);
+    const types: string[] = [];
+    client.events$.subscribe((e) => types.push(e.type));
+    try {
+      await client.command('admin', { ping: 1 });
+      const checks = types.filter((t) => t === 'ServerHeartbeatStarted').length;
+      const error = await client.command('test', { find: 'c' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(WireProtocolError);
+      expect(await client.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 600)); // past minHeartbeatFrequencyMS
+      expect(types.filter((t) => t === 'ConnectionPoolCleared')).to.deep.equal([]);
+      expect(types.filter((t) => t === 'ConnectionClosed')).to.deep.equal([]);
+      expect(types.filter((t) => t === 'ServerHeartbeatStarted').length).to.equal(checks);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('in a streamed reply (moreToCome), still fails the connection: a stream cannot leave a reply out', async function () {
+    const server = await serverAnswering(withInvalidUtf8({ ok: 1 }, 'name'), OpMsgFlag.moreToCome);
+    const pool = new ConnectionPool({ address: server.address });
+    pool.ready();
+    try {
+      const c: Connection = await pool.checkOut();
+      const error = await c.command('test', { find: 'c' }, { exhaustAllowed: true }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
+      expect((error as Error).message).to.match(/not valid UTF-8/);
+      expect(c.errored).to.equal(true);
+      pool.checkIn(c);
+    } finally {
+      pool.close();
+      await server.close();
+    }
+    // Decoded without acceptInvalidUtf8 (the embedded endpoint reading a request), such a document is invalid BSON.
+    expect(() => decodeOpMsg(Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), withInvalidUtf8({ ok: 1 }, 'name')]))).to.throw(WireProtocolError, /invalid BSON/);
+  });
 });
