@@ -927,8 +927,9 @@ export class ServerSelectionError extends CmapError {
  * (maxMessageSizeBytes, the negotiated compressors); the message says what is wrong, and names the limit and what is
  * allowed. A `Connection` turns such a reply into a `MongoNetworkError` whose `cause` it is.
  *
- * Also what `Connection.command` rejects with, as it is, for a reply with `ok: 1` that is whole but holds a string
- * that is not valid UTF-8 (a document stored so): the reply cannot be returned, and the connection stays usable.
+ * Also what `Connection.command` rejects with, as it is, for a reply with `ok: 1` that is whole but holds a value that
+ * cannot be read as JavaScript (a document stored so: a string that is not valid UTF-8, a regular expression `RegExp`
+ * refuses): the reply cannot be returned, and the connection stays usable.
  *
  * Also thrown by `encodeOpMsg` for a command that cannot be sent: larger than maxBsonObjectSize + 16 KiB or
  * maxMessageSizeBytes, or not encodable as BSON. `Connection.command` rejects with it as it is: nothing was sent,

@@ -305,16 +305,20 @@ export class Connection implements PoolConnection {
    *   one would fire after 1 ms) or an `exhaustAllowed` that is not a boolean; nothing is sent and the connection
    *   stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
-   * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A string of it that
-   *   is not valid UTF-8 (an `errmsg` cut inside a character, say) is read with U+FFFD in place of each bad sequence.
-   * @throws {WireProtocolError} (rejection) when the reply has `ok: 1` and its BSON is whole but holds a string that is
-   *   not valid UTF-8 (a document stored so): it cannot be returned, and the connection stays usable.
+   * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A value of it that
+   *   cannot be read as JavaScript is read leniently: a string that is not valid UTF-8 (an `errmsg` cut inside a
+   *   character, say) with U+FFFD in place of each bad sequence, every regular expression as a `BSONRegExp` when one
+   *   of them is one `RegExp` refuses.
+   * @throws {WireProtocolError} (rejection) when the reply has `ok: 1` and its BSON is whole but holds a value that
+   *   cannot be read as JavaScript (a document stored so): a string that is not valid UTF-8, or a regular expression
+   *   `RegExp` refuses (PCRE syntax such as `(?i)` or `a++`); the message quotes what was refused. It cannot be
+   *   returned, and the connection stays usable.
    * @throws {WireProtocolError} (rejection) when the command cannot be sent: its document is larger than the
    *   handshake's maxBsonObjectSize + 16 KiB, its OP_MSG larger than maxMessageSizeBytes (the message names the size
    *   and the limit), or it cannot be encoded as BSON (a cycle, say; `cause`: the BSON library's error). Nothing is
    *   sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
-   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than the UTF-8 of a string, an OP_COMPRESSED with a compressor that was not negotiated
+   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than such a value, an OP_COMPRESSED with a compressor that was not negotiated
    *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
    *   `exhaustAllowed`, or with `ok: 0`) or a reply to another request; for a malformed
    *   reply its `cause` is the `WireProtocolError` saying what is wrong;
@@ -459,7 +463,7 @@ export class Connection implements PoolConnection {
     }
     let document: Document;
     let moreToCome: boolean;
-    let invalidUtf8: boolean;
+    let unreadable: string | undefined;
     try {
       const message = decompressMessage(raw, {
         compressors: this.acceptedCompressors,
@@ -469,11 +473,11 @@ export class Connection implements PoolConnection {
         const opCode = message.header.opCode;
         throw new WireProtocolError(`unexpected opcode ${opCode} in reply (expected OP_MSG, ${OpCode.OP_MSG})`);
       }
-      const reply = decodeOpMsg(message.body, { acceptInvalidUtf8: true });
+      const reply = decodeOpMsg(message.body, { acceptUnreadableValues: true });
       moreToCome = (reply.flags & OpMsgFlag.moreToCome) !== 0;
-      invalidUtf8 = reply.invalidUtf8;
+      unreadable = reply.unreadable;
       // A streamed reply cannot be left out of its stream: one that cannot be read fails the connection.
-      if (invalidUtf8 && (moreToCome || inFlight === undefined)) throw new WireProtocolError('invalid BSON: a string in a streamed reply is not valid UTF-8');
+      if (unreadable !== undefined && (moreToCome || inFlight === undefined)) throw new WireProtocolError(`invalid BSON: ${unreadable}`);
       // Only a request with exhaustAllowed may be answered by a stream of replies (OP_MSG spec, "moreToCome").
       if (moreToCome && !(inFlight?.exhaustAllowed ?? true)) {
         throw new WireProtocolError(
@@ -494,13 +498,13 @@ export class Connection implements PoolConnection {
     }
     this.streamResponseTo = moreToCome ? raw.header.requestId : undefined;
     if (inFlight === undefined) return void this.unread.push(document);
-    if (invalidUtf8) {
+    if (unreadable !== undefined) {
       // The message and its BSON are whole: the connection is in step with the server, only a value of this reply is
       // unreadable. A failed reply still says what failed (its code, its labels); a successful one cannot be returned.
-      const unreadable = new WireProtocolError(
-        `the reply on connection ${this.id} to ${this.address} holds a string that is not valid UTF-8, so it cannot be returned; the connection stays usable`,
+      const error = new WireProtocolError(
+        `the reply on connection ${this.id} to ${this.address} holds a value that cannot be read (${unreadable}), so it cannot be returned; the connection stays usable`,
       );
-      return this.settle(undefined, succeeded(document) ? unreadable : new MongoServerError(document));
+      return this.settle(undefined, succeeded(document) ? error : new MongoServerError(document));
     }
     if (succeeded(document)) this.settle(document, undefined);
     else this.settle(undefined, new MongoServerError(document));

@@ -16,19 +16,21 @@ export interface OpMsg {
   readonly document: Document;
   readonly sequences: ReadonlyMap<string, Document[]>;
   /**
-   * Whether the body document holds a string that is not valid UTF-8, read with U+FFFD in place of each bad sequence
-   * (only with {@link DecodeOptions.acceptInvalidUtf8}; false otherwise).
+   * When the body document holds a value that cannot be read as JavaScript (only with
+   * {@link DecodeOptions.acceptUnreadableValues}): what the strict reading said, e.g. `"Invalid UTF-8 string in BSON
+   * document"`; the document is then read leniently (see `readBsonDocument`). Undefined otherwise.
    */
-  readonly invalidUtf8: boolean;
+  readonly unreadable: string | undefined;
 }
 
 /** Options of {@link decodeOpMsg}. */
 export interface DecodeOptions {
   /**
-   * Read a body document whose BSON is whole but which holds a string that is not valid UTF-8, with U+FFFD in place of
-   * each bad sequence, and say so in {@link OpMsg.invalidUtf8}, rather than refuse it as invalid BSON. Default false.
+   * Read a body document whose BSON is whole but which holds a value that cannot be read as JavaScript (a string that
+   * is not valid UTF-8, a regular expression `RegExp` refuses) leniently, and say so in {@link OpMsg.unreadable},
+   * rather than refuse it as invalid BSON. Default false.
    */
-  readonly acceptInvalidUtf8?: boolean;
+  readonly acceptUnreadableValues?: boolean;
 }
 
 /**
@@ -112,7 +114,8 @@ function checkLimits(size: number, limits: OutgoingLimits): void {
  *
  * @throws {WireProtocolError} for unknown required flag bits, a missing or repeated body section, two document
  *   sequences with the same identifier, an unknown section kind, a section that overruns the message, or invalid
- *   BSON (a string that is not valid UTF-8 included, except in the body document with `acceptInvalidUtf8`).
+ *   BSON (a value that cannot be read as JavaScript included, except in the body document with
+ *   `acceptUnreadableValues`).
  */
 export function decodeOpMsg(body: Buffer, options: DecodeOptions = {}): OpMsg {
   if (body.length < 5) throw new WireProtocolError(`OP_MSG too short: ${body.length} bytes after the header`);
@@ -122,14 +125,14 @@ export function decodeOpMsg(body: Buffer, options: DecodeOptions = {}): OpMsg {
   const end = flags & OpMsgFlag.checksumPresent ? body.length - 4 : body.length;
   let offset = 4;
   let document: Document | undefined;
-  let invalidUtf8 = false;
-  const onInvalidUtf8 = options.acceptInvalidUtf8 === true ? (): void => void (invalidUtf8 = true) : undefined;
+  let unreadable: string | undefined;
+  const onUnreadable = options.acceptUnreadableValues === true ? (reason: string): void => void (unreadable = reason) : undefined;
   const sequences = new Map<string, Document[]>();
   while (offset < end) {
     const kind = body[offset++];
     if (kind === 0) {
       if (document !== undefined) throw new WireProtocolError('OP_MSG has more than one body section');
-      const [doc, size] = readBsonDocument(body, offset, end, onInvalidUtf8);
+      const [doc, size] = readBsonDocument(body, offset, end, onUnreadable);
       document = doc;
       offset += size;
     } else if (kind === 1) {
@@ -160,5 +163,5 @@ export function decodeOpMsg(body: Buffer, options: DecodeOptions = {}): OpMsg {
     }
   }
   if (document === undefined) throw new WireProtocolError('OP_MSG has no body section');
-  return { flags, document, sequences, invalidUtf8 };
+  return { flags, document, sequences, unreadable };
 }

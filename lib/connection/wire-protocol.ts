@@ -231,13 +231,15 @@ export class MessageFramer {
 /**
  * Reads the BSON document at `offset` (which must end by `end`) and returns it with its size in bytes.
  *
- * With `onInvalidUtf8`, a document whose BSON is whole but which holds a string that is not valid UTF-8 is read with
- * each bad sequence replaced by U+FFFD, and `onInvalidUtf8` is called; without it, such a document is invalid BSON.
+ * With `onUnreadable`, a document whose BSON is whole but which holds a value that cannot be read as JavaScript (a
+ * string that is not valid UTF-8, a regular expression `RegExp` refuses, such as PCRE's `(?i)`) is read with each bad
+ * UTF-8 sequence replaced by U+FFFD and every regular expression as a `BSONRegExp`, and `onUnreadable` is called with
+ * what the strict reading said; without it, such a document is invalid BSON.
  *
- * @throws {WireProtocolError} for a size that overruns `end` or invalid BSON (including invalid UTF-8, unless
- *   `onInvalidUtf8` is given).
+ * @throws {WireProtocolError} for a size that overruns `end` or invalid BSON (including such values, unless
+ *   `onUnreadable` is given).
  */
-export function readBsonDocument(buf: Buffer, offset: number, end: number, onInvalidUtf8?: () => void): [Document, number] {
+export function readBsonDocument(buf: Buffer, offset: number, end: number, onUnreadable?: (reason: string) => void): [Document, number] {
   if (offset + 4 > end) throw new WireProtocolError('BSON document overruns the message');
   const size = buf.readInt32LE(offset);
   if (size < 5 || offset + size > end) throw new WireProtocolError(`BSON document has invalid size ${size}`);
@@ -245,15 +247,15 @@ export function readBsonDocument(buf: Buffer, offset: number, end: number, onInv
   try {
     return [deserialize(bytes, { validation: { utf8: true } }), size];
   } catch (error) {
-    if (onInvalidUtf8 !== undefined) {
+    if (onUnreadable !== undefined) {
       let document: Document | undefined;
       try {
-        document = deserialize(bytes, { validation: { utf8: false } });
+        document = deserialize(bytes, { validation: { utf8: false }, bsonRegExp: true });
       } catch {
-        // not only its UTF-8: invalid BSON, as below
+        // not only a value: invalid BSON, as below
       }
       if (document !== undefined) {
-        onInvalidUtf8();
+        onUnreadable((error as Error).message);
         return [document, size];
       }
     }

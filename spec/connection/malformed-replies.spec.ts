@@ -3,11 +3,12 @@
  * pool closes it with reason `error` on check-in, and no socket stays open on the server side. The peer is the
  * hostile server (spec/support/hostile-server.ts): it answers the handshake properly (announcing maxMessageSizeBytes
  * 2^31-1, which the client bounds to 48,000,000), then answers the next request with the bytes under test. A whole
- * reply whose only fault is a string that is not valid UTF-8 is not a bad reply of this kind (see the last block).
+ * reply whose only fault is a value JavaScript cannot read (a string that is not valid UTF-8, a regular expression
+ * RegExp refuses) is not a bad reply of this kind (see the last block).
  */
 import { expect } from 'chai';
 import type * as net from 'node:net';
-import { serialize } from 'bson';
+import { BSONRegExp, serialize } from 'bson';
 import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connect, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { OpCode, WireProtocolError, writeHeader } from '../../lib/connection/wire-protocol';
@@ -130,7 +131,7 @@ function opMsgWith(bson: Buffer, responseTo: number, flags = 0): Buffer {
   return out;
 }
 
-describe('a whole reply holding a string that is not valid UTF-8', function () {
+describe('a whole reply holding a value JavaScript cannot read (a string that is not valid UTF-8, a regular expression RegExp refuses)', function () {
   // The message and its BSON are whole, so the connection is in step with the server: only a value is unreadable (a
   // document stored with bad UTF-8, or an errmsg the server cut inside a character). The command fails; the connection,
   // its pool and the server are fine.
@@ -162,7 +163,7 @@ describe('a whole reply holding a string that is not valid UTF-8', function () {
       const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(WireProtocolError);
       expect(error).to.not.be.instanceOf(MongoNetworkError);
-      expect((error as Error).message).to.match(/not valid UTF-8/);
+      expect((error as Error).message).to.match(/cannot be read \(Invalid UTF-8 string in BSON document\)/);
       expect(c.errored).to.equal(false);
       expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
       pool.checkIn(c);
@@ -215,6 +216,31 @@ describe('a whole reply holding a string that is not valid UTF-8', function () {
     }
   });
 
+  it('a regular expression JavaScript cannot compile (PCRE syntax a server accepts) is such a value too', async function () {
+    // A server stores `/(?i)abc/` or `/a++b/` as it is; `new RegExp` refuses both.
+    for (const [reply, expected] of [
+      [serialize({ ok: 1, cursor: { id: 0, ns: 'test.c', firstBatch: [{ _id: 1, pattern: new BSONRegExp('(?i)abc', '') }] } }), WireProtocolError],
+      [serialize({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'bad', errInfo: { pattern: new BSONRegExp('a++b', '') } }), MongoServerError],
+    ] as const) {
+      const server = await serverAnswering(Buffer.from(reply));
+      const pool = new ConnectionPool({ address: server.address });
+      pool.ready();
+      try {
+        const c: Connection = await pool.checkOut();
+        const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(expected);
+        if (expected === WireProtocolError) expect((error as Error).message).to.match(/Invalid regular expression: \/\(\?i\)abc\//);
+        else expect(error).to.include({ code: 2, codeName: 'BadValue', message: 'bad' });
+        expect(c.errored).to.equal(false);
+        expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
+        pool.checkIn(c);
+      } finally {
+        pool.close();
+        await server.close();
+      }
+    }
+  });
+
   it('in a streamed reply (moreToCome), still fails the connection: a stream cannot leave a reply out', async function () {
     const server = await serverAnswering(withInvalidUtf8({ ok: 1 }, 'name'), OpMsgFlag.moreToCome);
     const pool = new ConnectionPool({ address: server.address });
@@ -224,7 +250,7 @@ describe('a whole reply holding a string that is not valid UTF-8', function () {
       const error = await c.command('test', { find: 'c' }, { exhaustAllowed: true }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
-      expect((error as Error).message).to.match(/not valid UTF-8/);
+      expect((error as Error).message).to.match(/Invalid UTF-8/);
       expect(c.errored).to.equal(true);
       pool.checkIn(c);
     } finally {
