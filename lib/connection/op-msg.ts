@@ -2,7 +2,7 @@
  * OP_MSG: the message format of every command and reply, encoded and decoded with `bson`.
  *
  * Source: OP_MSG spec ("OP_MSG", "flagBits", "Sections": exactly one Payload Type 0, each Payload Type 1 identifier
- * unique per message).
+ * unique per message); `undefined` sent as null: the official Node.js driver's default (`ignoreUndefined: false`).
  */
 import { calculateObjectSize, serialize, type Document } from 'bson';
 import { HEADER_LENGTH, OpCode, readBsonDocument, WireProtocolError, writeHeader } from './wire-protocol';
@@ -55,9 +55,17 @@ export interface OutgoingLimits {
 }
 
 /**
+ * How a command document is serialized: an `undefined` value is sent as null, as the official Node.js driver sends
+ * it by default (its `ignoreUndefined: false`), not left out as `bson.serialize` does by default: a filter such as
+ * `{ owner: undefined }` then matches the documents without an owner, never every document.
+ */
+const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
+
+/**
  * Encodes an OP_MSG with one body section (kind 0) holding `document`. With `limits`, a document larger than
  * maxBsonObjectSize + 16 KiB, or a message larger than maxMessageSizeBytes, is refused. The document is serialized
- * once (a `toBSON` or a getter runs once, as with `bson.serialize`).
+ * once (a `toBSON` or a getter runs once, as with `bson.serialize`); a value `undefined` is sent as null, wherever it
+ * is (the official Node.js driver's default), rather than left out.
  *
  * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a value BSON cannot hold, more than
  *   the BSON library's 17 MiB buffer; `cause`: the BSON library's error), or is beyond `limits`: the message names the
@@ -66,7 +74,7 @@ export interface OutgoingLimits {
 export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0, limits?: OutgoingLimits): Buffer {
   let bson: Uint8Array;
   try {
-    bson = serialize(document);
+    bson = serialize(document, SERIALIZE_OPTIONS);
   } catch (error) {
     // Beyond the BSON library's buffer, a document too large for the server gets the limit's message.
     if (limits !== undefined) {
@@ -88,7 +96,7 @@ export function encodeOpMsg(requestId: number, responseTo: number, document: Doc
 /** The document's BSON size, when it can be computed. */
 function sizeOf(document: Document): number | undefined {
   try {
-    return calculateObjectSize(document);
+    return calculateObjectSize(document, SERIALIZE_OPTIONS);
   } catch {
     return undefined;
   }

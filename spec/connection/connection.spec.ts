@@ -80,6 +80,30 @@ describe('Connection (TCP, OP_MSG)', function () {
     }
   }
 
+  it('sends an undefined value as null, as the official driver does by default: a filter never loses a field', async function () {
+    if (endpoint.connectionOptions.tls) {
+      console.log('      skipped: MONGODB_URI uses TLS, which the proxy recording the commands sent cannot read');
+      return this.skip();
+    }
+    const sent: Document[] = [];
+    const proxy = await startWireProxy(endpoint.address, { request: (command) => (command.find === 'rxcmap_undefined_values' && sent.push(command), command) });
+    try {
+      const [host, port] = proxy.address.split(':');
+      const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
+      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: proxy.address, signal: new AbortController().signal })));
+      try {
+        // Left out, `owner` would make the filter match every document: a delete with it would delete them all.
+        await c.command('rxcmap_test', { find: 'rxcmap_undefined_values', filter: { owner: undefined, tags: { $in: [undefined, 'a'] } }, limit: 1 });
+      } finally {
+        c.destroy();
+      }
+    } finally {
+      await proxy.stop();
+    }
+    expect(sent).to.have.length(1);
+    expect(sent[0].filter).to.deep.equal({ owner: null, tags: { $in: [null, 'a'] } });
+  });
+
   it('refuses a database name that is not a non-empty string without NUL ($db) with InvalidOptionError, sending nothing; the connection stays usable', async function () {
     await throughRecordingProxy(this, async (c, sentSince) => {
       for (const db of [undefined, '', 'a\0b', 42]) {
