@@ -11,11 +11,12 @@ import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetwor
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
-import { compressMessage, decompressMessage, mayCompress, type CompressorName } from './op-compressed';
+import { compressMessage, compressMessageOffLoop, decompressMessage, mayCompress, ZLIB_OFF_LOOP_MIN_BYTES, type CompressorName } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   effectiveMaxMessageSizeBytes,
+  HEADER_LENGTH,
   MessageFramer,
   OpCode,
   WireProtocolError,
@@ -126,6 +127,8 @@ interface InFlight {
   /** Whether the request set exhaustAllowed (or this is the read of a streamed reply): moreToCome is allowed. */
   readonly exhaustAllowed: boolean;
   timer: IoTimeout | undefined;
+  /** The promise `resolve` and `reject` settle. */
+  readonly reply: Promise<Document>;
 }
 
 let nextRequestId = 1;
@@ -295,7 +298,10 @@ export class Connection implements PoolConnection {
    * Runs one command on database `db` and resolves to the reply document. Compressed when a compressor was
    * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication) and a
    * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
-   * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes).
+   * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
+   * or more ({@link ZLIB_OFF_LOOP_MIN_BYTES}) is compressed on Node's thread pool, so the event loop is not held
+   * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
+   * compressed.
    *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
@@ -352,14 +358,42 @@ export class Connection implements PoolConnection {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.compressor !== undefined && mayCompress(Object.keys(command)[0] ?? '')) {
-      const compressed = compressMessage(message, this.zlibCompressionLevel);
-      // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
-      if (compressed.length <= this.server.maxMessageSizeBytes) message = compressed;
+    if (this.compressor === undefined || !mayCompress(Object.keys(command)[0] ?? '')) return this.send(message, requestId, exhaustAllowed, timeoutMS);
+    if (message.length - HEADER_LENGTH < ZLIB_OFF_LOOP_MIN_BYTES) {
+      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), requestId, exhaustAllowed, timeoutMS);
     }
+    // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
+    // now on; its timeout starts when the message is sent.
+    const inFlight = this.track(requestId, exhaustAllowed);
+    compressMessageOffLoop(message, this.zlibCompressionLevel).then(
+      (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
+      // Compression is optional: a message zlib could not compress goes as it is.
+      () => this.sendTracked(inFlight, message, timeoutMS),
+    );
+    return inFlight.reply;
+  }
+
+  /** The message to send for `message`: `compressed`, unless it exceeds maxMessageSizeBytes. */
+  private compressedOrNot(message: Buffer, compressed: Buffer): Buffer {
+    // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
+    return compressed.length <= this.server.maxMessageSizeBytes ? compressed : message;
+  }
+
+  /** Sends `message`, the request `requestId`, and returns its reply. */
+  private send(message: Buffer, requestId: number, exhaustAllowed: boolean, timeoutMS: number | undefined): Promise<Document> {
     const reply = this.await(requestId, exhaustAllowed, timeoutMS);
     this.socket.write(message);
     return reply;
+  }
+
+  /**
+   * Sends `message` for the request `inFlight` made busy before, and arms its timeout; unless the request was settled
+   * meanwhile (the connection failed or was destroyed): nothing is sent then.
+   */
+  private sendTracked(inFlight: InFlight, message: Buffer, timeoutMS: number | undefined): void {
+    if (this.inFlight !== inFlight || this.destroyed) return;
+    this.arm(inFlight, timeoutMS);
+    this.socket.write(message);
   }
 
   /**
@@ -399,20 +433,36 @@ export class Connection implements PoolConnection {
   }
 
   /** The reply to the request `requestId` (or the streamed reply whose responseTo it is), with its timeout armed. */
-  private await(requestId: number, exhaustAllowed: boolean, timeoutMS = this.socketTimeoutMS): Promise<Document> {
-    return new Promise<Document>((resolve, reject) => {
-      const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined };
-      this.inFlight = inFlight;
-      if (timeoutMS > 0) {
-        // Expires only once what the socket already received is read: a reply that arrived while the event loop was
-        // blocked is no timeout.
-        inFlight.timer = new IoTimeout(
-          () => this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`)),
-          timeoutMS,
-          this.bytesReceived,
-        );
-      }
+  private await(requestId: number, exhaustAllowed: boolean, timeoutMS?: number): Promise<Document> {
+    const inFlight = this.track(requestId, exhaustAllowed);
+    this.arm(inFlight, timeoutMS);
+    return inFlight.reply;
+  }
+
+  /** Makes the request `requestId` the one in flight (the connection is busy), without a timeout yet. */
+  private track(requestId: number, exhaustAllowed: boolean): InFlight {
+    let resolve!: (doc: Document) => void;
+    let reject!: (error: Error) => void;
+    const reply = new Promise<Document>((res, rej) => {
+      resolve = res;
+      reject = rej;
     });
+    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined, reply };
+    this.inFlight = inFlight;
+    return inFlight;
+  }
+
+  /** Arms the timeout of the request `inFlight`: `timeoutMS`, by default socketTimeoutMS (0: none). */
+  private arm(inFlight: InFlight, timeoutMS = this.socketTimeoutMS): void {
+    if (timeoutMS > 0) {
+      // Expires only once what the socket already received is read: a reply that arrived while the event loop was
+      // blocked is no timeout.
+      inFlight.timer = new IoTimeout(
+        () => this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`)),
+        timeoutMS,
+        this.bytesReceived,
+      );
+    }
   }
 
   /** Closes the socket (idempotent) and fails the request in flight with `error`, or a network error. */

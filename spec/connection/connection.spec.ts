@@ -314,6 +314,60 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     c.destroy();
   });
 
+  describe('zlib work on large messages runs off the event loop (as the Node.js driver does it)', function () {
+    /** Random hex text of `bytes` characters: BSON writes and reads it fast, zlib takes much longer. */
+    const hexText = (bytes: number): string => randomBytes(bytes / 2).toString('hex');
+
+    it('compresses a large command without blocking the event loop for the compression', async function () {
+      this.timeout(60_000);
+      const c = await establish(
+        {
+          misbehaviour: { kind: 'answer', answer: (request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })) },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      const command = { insert: 'x', text: hexText(16 * 1024 * 1024 - 1024) };
+      // What compressing its OP_MSG on the event loop costs, on this machine now.
+      let start = performance.now();
+      compressMessage(encodeOpMsg(1, 0, { ...command, $db: 'db' }));
+      const compressionMS = performance.now() - start;
+      start = performance.now();
+      const reply = c.command('db', command);
+      const blockedMS = performance.now() - start;
+      expect(await reply).to.include({ ok: 1 });
+      expect(blockedMS, `command() held the event loop ${blockedMS.toFixed(0)} ms; compressing takes ${compressionMS.toFixed(0)} ms`).to.be.below(compressionMS / 2);
+      c.destroy();
+    });
+
+    it('a connection destroyed while it compresses a large command is busy until then, and sends nothing', async function () {
+      this.timeout(60_000);
+      const received: number[] = [];
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              received.push(request.header.messageLength);
+              socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      const reply = c.command('db', { insert: 'x', text: hexText(4 * 1024 * 1024) });
+      expect(c.busy).to.equal(true);
+      expect(await c.command('db', { ping: 1 }).catch((error: unknown) => error)).to.be.instanceOf(ConnectionBusyError);
+      c.destroy();
+      const error = await reply.catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect((error as Error).message).to.match(/was closed by the pool/);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(received).to.deep.equal([]);
+    });
+  });
+
   it('records maxMessageSizeBytes bounded to 48,000,000 when the server announces 2^31-1', async function () {
     const c = await establish({ misbehaviour: { kind: 'silent' }, hello: { maxMessageSizeBytes: 2 ** 31 - 1 } });
     expect(c.hello.maxMessageSizeBytes).to.equal(2 ** 31 - 1);
