@@ -11,7 +11,16 @@ import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetwor
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
-import { compressMessage, compressMessageOffLoop, decompressMessage, mayCompress, ZLIB_OFF_LOOP_MIN_BYTES, type CompressorName } from './op-compressed';
+import {
+  compressMessage,
+  compressMessageOffLoop,
+  decompressMessage,
+  decompressMessageOffLoop,
+  inflatesLarge,
+  mayCompress,
+  ZLIB_OFF_LOOP_MIN_BYTES,
+  type CompressorName,
+} from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -191,6 +200,10 @@ export class Connection implements PoolConnection {
   /** Streamed replies received and not yet read with {@link nextReply}, in order. */
   private readonly unread: Document[] = [];
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
+  /** Messages received and not yet read: those that came while one was being inflated. */
+  private readonly received: WireMessage[] = [];
+  /** The inflation of a large compressed reply on the thread pool, while it runs. */
+  private inflating: Promise<void> | undefined;
   /** The compressors offered in the handshake (`ConnectionInit.offeredCompressors`). */
   private readonly offeredCompressors: readonly CompressorName[];
   /** The compressors an OP_COMPRESSED reply may use: the offered ones until the handshake, then the negotiated one. */
@@ -301,7 +314,8 @@ export class Connection implements PoolConnection {
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
    * or more ({@link ZLIB_OFF_LOOP_MIN_BYTES}) is compressed on Node's thread pool, so the event loop is not held
    * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
-   * compressed.
+   * compressed. Likewise a zlib-compressed reply announcing 64 KiB or more is inflated on the thread pool; its
+   * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order.
    *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
@@ -469,6 +483,7 @@ export class Connection implements PoolConnection {
   destroy(error?: Error): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.received.length = 0;
     this.settle(undefined, error ?? this.networkError('was closed by the pool'));
     this.socket.destroy();
   }
@@ -485,12 +500,23 @@ export class Connection implements PoolConnection {
     } catch (error) {
       return this.fail(this.protocolError(error));
     }
-    for (const message of messages) {
-      if (this.destroyed) return;
+    for (const message of messages) this.received.push(message);
+    this.readReceived();
+  }
+
+  /**
+   * Reads the messages received, in order, until one is being inflated on the thread pool (the others wait for it).
+   * Then, with no request in flight and no stream, any byte received is one nobody asked for.
+   */
+  private readReceived(): void {
+    while (this.inflating === undefined) {
+      const message = this.received.shift();
+      if (message === undefined || this.destroyed) break;
       this.onMessage(message);
     }
-    // The reply came with the start of another message behind it.
-    if (!this.destroyed && this.inFlight === undefined && this.streamResponseTo === undefined && this.framer.bufferedBytes > 0) {
+    if (this.inflating !== undefined || this.destroyed) return;
+    // The reply came with the start of another message (or a whole one) behind it.
+    if (this.inFlight === undefined && this.streamResponseTo === undefined && this.framer.bufferedBytes > 0) {
       this.fail(this.unsolicited(this.framer.bufferedBytes));
     }
   }
@@ -511,14 +537,44 @@ export class Connection implements PoolConnection {
       const detail = `reply responseTo ${raw.header.responseTo} does not match the request in flight (${expected})`;
       return this.fail(this.protocolError(new WireProtocolError(detail)));
     }
+    const limits = { compressors: this.acceptedCompressors, maxMessageSizeBytes: this.server.maxMessageSizeBytes };
+    if (inflatesLarge(raw)) {
+      // Inflated on the thread pool, so the event loop goes on meanwhile. The reply has arrived whole: its deadline
+      // is met. Messages received meanwhile wait for it.
+      inFlight?.timer?.clear();
+      const inflating = decompressMessageOffLoop(raw, limits).then(
+        (message) => {
+          if (this.inflating !== inflating || this.destroyed) return;
+          this.inflating = undefined;
+          this.onDecompressed(raw, message);
+          this.readReceived();
+        },
+        (error: unknown) => {
+          if (this.inflating !== inflating || this.destroyed) return;
+          this.inflating = undefined;
+          this.fail(this.protocolError(error));
+        },
+      );
+      this.inflating = inflating;
+      return;
+    }
+    let message: WireMessage;
+    try {
+      message = decompressMessage(raw, limits);
+    } catch (error) {
+      return this.fail(this.protocolError(error));
+    }
+    this.onDecompressed(raw, message);
+  }
+
+  /** Reads the reply `message` (received as `raw`, which it is unless `raw` was compressed). */
+  private onDecompressed(raw: WireMessage, message: WireMessage): void {
+    // Read now: a request in flight may have started while `raw` was being inflated (nextReply).
+    const inFlight = this.inFlight;
     let document: Document;
     let moreToCome: boolean;
     let unreadable: string | undefined;
     try {
-      const message = decompressMessage(raw, {
-        compressors: this.acceptedCompressors,
-        maxMessageSizeBytes: this.server.maxMessageSizeBytes,
-      });
       if (message.header.opCode !== OpCode.OP_MSG) {
         const opCode = message.header.opCode;
         throw new WireProtocolError(`unexpected opcode ${opCode} in reply (expected OP_MSG, ${OpCode.OP_MSG})`);
@@ -575,6 +631,7 @@ export class Connection implements PoolConnection {
     this.settle(undefined, error);
     if (!this.destroyed) {
       this.destroyed = true;
+      this.received.length = 0;
       this.socket.destroy();
     }
   }

@@ -4,7 +4,7 @@
  *
  * Source: OP_COMPRESSED spec (wire format; compressor ids; "Messages that MUST NOT be compressed").
  */
-import { deflate, deflateSync, inflateSync } from 'node:zlib';
+import { deflate, deflateSync, inflate, inflateSync } from 'node:zlib';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   HEADER_LENGTH,
@@ -136,7 +136,72 @@ const DEFAULT_LIMITS: DecompressionLimits = {
  * Source: OP_COMPRESSED spec ("OP_COMPRESSED", "Compressor IDs"); the limits are an extension.
  */
 export function decompressMessage(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): WireMessage {
-  if (message.header.opCode !== OpCode.OP_COMPRESSED) return message;
+  const compressed = checkCompressed(message, limits);
+  if (compressed === undefined) return message;
+  if (compressed.compressorId === CompressorId.noop) return unwrapped(message, compressed, compressed.data);
+  let original: Buffer;
+  try {
+    original = inflateSync(compressed.data, { maxOutputLength: Math.max(compressed.uncompressedSize, 1) });
+  } catch (error) {
+    throw inflateError(error, compressed.uncompressedSize);
+  }
+  return unwrapped(message, compressed, original);
+}
+
+/**
+ * Whether {@link decompressMessage} of `message` would inflate {@link ZLIB_OFF_LOOP_MIN_BYTES} or more with zlib: an
+ * OP_COMPRESSED whose compressor id is zlib and whose announced `uncompressedSize` is that large. Reads the header
+ * fields only; never throws.
+ */
+export function inflatesLarge(message: WireMessage): boolean {
+  const body = message.body;
+  return (
+    message.header.opCode === OpCode.OP_COMPRESSED &&
+    body.length >= 9 &&
+    body[8] === CompressorId.zlib &&
+    body.readInt32LE(4) >= ZLIB_OFF_LOOP_MIN_BYTES
+  );
+}
+
+/**
+ * As {@link decompressMessage}, inflating on Node's thread pool (zlib's asynchronous `inflate`, with the same output
+ * limit), so the event loop goes on meanwhile. Resolves to the message carried (or `message` itself when it is not an
+ * OP_COMPRESSED); rejects with the {@link WireProtocolError} decompressMessage throws.
+ */
+export function decompressMessageOffLoop(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): Promise<WireMessage> {
+  let compressed: CompressedBody | undefined;
+  try {
+    compressed = checkCompressed(message, limits);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (compressed === undefined) return Promise.resolve(message);
+  if (compressed.compressorId === CompressorId.noop) return settleUnwrapped(message, compressed, compressed.data);
+  const checked = compressed;
+  return new Promise((resolve, reject) => {
+    inflate(checked.data, { maxOutputLength: Math.max(checked.uncompressedSize, 1) }, (error, original) => {
+      if (error !== null) reject(inflateError(error, checked.uncompressedSize));
+      else settleUnwrapped(message, checked, original).then(resolve, reject);
+    });
+  });
+}
+
+/** The checked header fields of an OP_COMPRESSED body, and its compressed data. */
+interface CompressedBody {
+  readonly originalOpCode: number;
+  readonly uncompressedSize: number;
+  readonly compressorId: number;
+  readonly data: Buffer;
+}
+
+/**
+ * The header fields of `message` when it is an OP_COMPRESSED, checked against `limits` as {@link decompressMessage}
+ * says; undefined for another message.
+ *
+ * @throws {WireProtocolError} as decompressMessage, for everything but the data itself.
+ */
+function checkCompressed(message: WireMessage, limits: DecompressionLimits): CompressedBody | undefined {
+  if (message.header.opCode !== OpCode.OP_COMPRESSED) return undefined;
   const body = message.body;
   if (body.length < 9) {
     throw new WireProtocolError(`OP_COMPRESSED too short: ${body.length} bytes after the header, at least 9 needed`);
@@ -164,27 +229,40 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
     );
   }
   if (originalOpCode === OpCode.OP_COMPRESSED) throw new WireProtocolError('OP_COMPRESSED wraps another OP_COMPRESSED');
-  let original: Buffer;
-  if (compressorId === CompressorId.noop) {
-    original = body.subarray(9);
-  } else {
-    try {
-      original = inflateSync(body.subarray(9), { maxOutputLength: Math.max(uncompressedSize, 1) });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw new WireProtocolError(
-          `OP_COMPRESSED zlib data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes ` +
-            `(the inflate output limit, maxOutputLength); refused`,
-        );
-      }
-      throw new WireProtocolError(`OP_COMPRESSED zlib data is invalid: ${(error as Error).message}`);
-    }
+  return { originalOpCode, uncompressedSize, compressorId, data: body.subarray(9) };
+}
+
+/** The error for zlib data that failed to inflate within `uncompressedSize` bytes. */
+function inflateError(error: unknown, uncompressedSize: number): WireProtocolError {
+  if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+    return new WireProtocolError(
+      `OP_COMPRESSED zlib data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes ` +
+        `(the inflate output limit, maxOutputLength); refused`,
+    );
   }
-  if (original.length !== uncompressedSize) {
-    throw new WireProtocolError(`OP_COMPRESSED announced ${uncompressedSize} bytes but held ${original.length}`);
+  return new WireProtocolError(`OP_COMPRESSED zlib data is invalid: ${(error as Error).message}`);
+}
+
+/**
+ * The message `message` carries, once its data decompressed to `original`.
+ *
+ * @throws {WireProtocolError} when `original` is not the announced size.
+ */
+function unwrapped(message: WireMessage, compressed: CompressedBody, original: Buffer): WireMessage {
+  if (original.length !== compressed.uncompressedSize) {
+    throw new WireProtocolError(`OP_COMPRESSED announced ${compressed.uncompressedSize} bytes but held ${original.length}`);
   }
   return {
-    header: { ...message.header, opCode: originalOpCode, messageLength: HEADER_LENGTH + original.length },
+    header: { ...message.header, opCode: compressed.originalOpCode, messageLength: HEADER_LENGTH + original.length },
     body: original,
   };
+}
+
+/** {@link unwrapped}, as a promise. */
+function settleUnwrapped(message: WireMessage, compressed: CompressedBody, original: Buffer): Promise<WireMessage> {
+  try {
+    return Promise.resolve(unwrapped(message, compressed, original));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

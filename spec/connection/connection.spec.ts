@@ -5,7 +5,9 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import { inspect } from 'node:util';
-import type { Document } from 'bson';
+import { serialize, type Document } from 'bson';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { inflateSync } from 'node:zlib';
 import { firstValueFrom, from } from 'rxjs';
 import {
   Connection,
@@ -20,7 +22,7 @@ import {
   type ConnectionPoolOptions,
 } from '../../lib';
 import { compressMessage } from '../../lib/connection/op-compressed';
-import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -365,6 +367,126 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect((error as Error).message).to.match(/was closed by the pool/);
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(received).to.deep.equal([]);
+    });
+
+    /** An OP_MSG replying `{ ok: 1, a, b, c }`, each of them `part` (built by hand: bson writes at most 17 MiB). */
+    function bigReply(responseTo: number, part: string): Buffer {
+      const fields = ['a', 'b', 'c'].map((name) => {
+        const doc = Buffer.from(serialize({ [name]: part }));
+        return doc.subarray(4, doc.length - 1);
+      });
+      const ok = Buffer.from(serialize({ ok: 1 }));
+      const elements = Buffer.concat([ok.subarray(4, ok.length - 1), ...fields, Buffer.from([0])]);
+      const document = Buffer.concat([Buffer.alloc(4), elements]);
+      document.writeInt32LE(document.length, 0);
+      const message = Buffer.concat([Buffer.alloc(HEADER_LENGTH + 5), document]);
+      message.writeInt32LE(message.length, 0);
+      message.writeInt32LE(1, 4);
+      message.writeInt32LE(responseTo, 8);
+      message.writeInt32LE(OpCode.OP_MSG, 12);
+      return message;
+    }
+
+    it('decompresses a large reply without blocking the event loop for the decompression', async function () {
+      this.timeout(60_000);
+      const part = hexText(14 * 1024 * 1024);
+      // Made once: the server (in this process) then only writes them, with the responseTo of each request.
+      const replies = { plain: bigReply(0, part), zipped: compressMessage(bigReply(0, part)) };
+      let compressed = true;
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              const reply = compressed ? replies.zipped : replies.plain;
+              reply.writeInt32LE(request.header.requestId, 8);
+              socket.write(reply);
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      const inflateMS = (() => {
+        const zipped = replies.zipped.subarray(HEADER_LENGTH + 9);
+        const start = performance.now();
+        inflateSync(zipped);
+        return performance.now() - start;
+      })();
+      /** The longest the event loop was held while the reply to one command came and was read, in ms. */
+      async function longestBlock(): Promise<number> {
+        const histogram = monitorEventLoopDelay({ resolution: 1 });
+        histogram.enable();
+        const reply = await c.command('db', { find: 'x' });
+        // The histogram records a block when its timer runs next, after it.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        histogram.disable();
+        expect(reply.a).to.equal(part);
+        return histogram.max / 1e6;
+      }
+      compressed = false;
+      await longestBlock();
+      const plain = Math.min(await longestBlock(), await longestBlock());
+      compressed = true;
+      await longestBlock();
+      const zipped = Math.min(await longestBlock(), await longestBlock());
+      expect(
+        zipped,
+        `a compressed reply held the event loop ${zipped.toFixed(0)} ms, an uncompressed one ${plain.toFixed(0)} ms; inflating it takes ${inflateMS.toFixed(0)} ms`,
+      ).to.be.below(plain + inflateMS / 4);
+      c.destroy();
+    });
+
+    it('reads streamed replies in order when a large compressed one is inflated off the event loop', async function () {
+      const text = hexText(1024 * 1024);
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              const to = request.header.requestId;
+              socket.write(
+                Buffer.concat([
+                  compressMessage(encodeOpMsg(100, to, { ok: 1, n: 0, text }, OpMsgFlag.moreToCome)),
+                  encodeOpMsg(101, 100, { ok: 1, n: 1 }, OpMsgFlag.moreToCome),
+                  compressMessage(encodeOpMsg(102, 101, { ok: 1, n: 2, text }, OpMsgFlag.moreToCome)),
+                  encodeOpMsg(103, 102, { ok: 1, n: 3 }),
+                ]),
+              );
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      const first = await c.command('admin', { find: 'x' }, { exhaustAllowed: true });
+      expect(first).to.include({ n: 0, text });
+      const rest = [await c.nextReply(), await c.nextReply(), await c.nextReply()];
+      expect(rest.map((r) => r.n)).to.deep.equal([1, 2, 3]);
+      expect(rest[1].text).to.equal(text);
+      expect(c.moreToCome).to.equal(false);
+      expect(c.errored).to.equal(false);
+      c.destroy();
+    });
+
+    it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
+      const text = hexText(1024 * 1024);
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              const to = request.header.requestId;
+              socket.write(Buffer.concat([compressMessage(encodeOpMsg(100, to, { ok: 1, text })), encodeOpMsg(101, to, { ok: 1 })]));
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      expect(await c.command('db', { find: 'x' })).to.include({ ok: 1, text });
+      expect(await eventually(() => c.errored)).to.equal(true);
+      expect(c.error?.message).to.match(/responseTo \d+ does not match the request in flight \(none\)/);
     });
   });
 

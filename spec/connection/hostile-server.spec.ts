@@ -149,6 +149,14 @@ const commandCases: Case[] = [
     wire: true,
   },
   {
+    what: 'a compressed bomb announcing 1 MiB over a negotiated compressor (inflated on the thread pool)',
+    server: { misbehaviour: { kind: 'compressed-bomb', announcedBytes: 1024 * 1024 }, hello: { compression: ['zlib'] } },
+    client: COMPRESSED,
+    error: MongoNetworkError,
+    message: /inflates beyond its announced uncompressedSize of 1048576 bytes \(the inflate output limit, maxOutputLength\)/,
+    wire: true,
+  },
+  {
     what: 'a snappy-compressed reply when zlib was negotiated',
     server: {
       misbehaviour: {
