@@ -98,7 +98,7 @@ describe('wire protocol (OP_MSG framing)', function () {
     ];
     for (const document of documents) {
       toBSONCalls = 0;
-      const expected = Buffer.from(serialize(document));
+      const expected = Buffer.from(serialize(document, { ignoreUndefined: false }));
       toBSONCalls = 0;
       const limits = { maxBsonObjectSize: 16 * 1024 * 1024, maxMessageSizeBytes: 48_000_000 };
       const message = encodeOpMsg(1, 0, document, 0, limits);
