@@ -929,12 +929,18 @@ export class EmbeddedServer {
 
 /**
  * The subject of the certificate `socket`'s peer presented, as RFC 2253 writes it (`openssl x509 -subject -nameopt
- * RFC2253`; the form a mongod compares a MONGODB-X509 user name with): Node gives the attributes one per line, escaped
- * as RFC 2253 escapes them, in the certificate's order; RFC 2253 puts the last first. Undefined without one.
+ * RFC2253`; the form a mongod compares a MONGODB-X509 user name with): Node gives the RDNs one per line, the attributes
+ * of a multi-valued one joined by ` + `, escaped as RFC 2253 escapes them (a `+` in a value as `\+`), in the
+ * certificate's order, non-ASCII characters as they are. RFC 2253 (as openssl and mongod write it) puts every
+ * attribute in the reverse order, those of a multi-valued RDN too, and writes each byte of a non-ASCII character's
+ * UTF-8 as `\XX`. Attributes of an OID openssl does not name are written as Node gives them (`1.2.3.4=value`), as a
+ * mongod does. Undefined without one.
  */
 function certificateSubject(socket: tls.TLSSocket): string | undefined {
   const subject = socket.getPeerX509Certificate()?.subject;
-  return subject === undefined ? undefined : subject.split('\n').reverse().map((rdn) => rdn.replace(/ \+ /g, '+')).join(',');
+  if (subject === undefined) return undefined;
+  const ordered = subject.split('\n').reverse().map((rdn) => rdn.split(' + ').reverse().join('+')).join(',');
+  return ordered.replace(/[^\x00-\x7f]/gu, (character) => [...Buffer.from(character, 'utf8')].map((byte) => `\\${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
 }
 
 /** connectionStatus as a mongod answers it: the authenticated user, if any (the endpoint has no roles). */

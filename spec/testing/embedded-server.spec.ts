@@ -692,6 +692,27 @@ describe('EmbeddedServer MONGODB-X509 users (raw authenticate, as mongod answers
     }
   });
 
+  it('names a subject with multi-valued RDNs and non-ASCII values as openssl\'s RFC 2253 form and mongod do', async function () {
+    // `openssl x509 -in x509-rdn-client.pem -noout -subject -nameopt RFC2253` (fixtures README): every attribute in the
+    // reverse order of the certificate's, a multi-valued RDN's too, and each byte of a non-ASCII character as \XX.
+    const RDN_SUBJECT = 'UID=42+CN=J\\C3\\B3n,OU=Drivers+O=rxcmap,ST=Reykjav\\C3\\ADk,C=IS';
+    const server = await new EmbeddedServer({
+      users: [{ username: RDN_SUBJECT, db: '$external' }],
+      tls: { key: fixture('server.key'), cert: fixture('server.crt'), ca: fixture('x509-rdn-ca.pem'), requestCert: true },
+    }).start();
+    server.handle('whoami', (_command, client) => ({ ok: 1, subject: client.certificateSubject ?? null }));
+    const [host, port] = server.address.split(':');
+    const factory = connectionFactory({ host, port: Number(port), tlsCAFile: path.resolve(__dirname, '../fixtures/tls/ca.pem'), tlsCertificateKeyFile: path.resolve(__dirname, '../fixtures/tls/x509-rdn-client.pem') });
+    const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+    try {
+      expect(await c.command('$external', { authenticate: 1, mechanism: 'MONGODB-X509' })).to.deep.equal({ dbname: '$external', user: RDN_SUBJECT, ok: 1 });
+      expect(await c.command('admin', { whoami: 1 })).to.deep.equal({ ok: 1, subject: RDN_SUBJECT });
+    } finally {
+      c.destroy();
+      await server.stop();
+    }
+  });
+
   it('takes a user of $external with its name alone: a password or a SCRAM setting is refused', function () {
     for (const [user, message] of [
       [{ username: SUBJECT, db: '$external', password: 'pencil' }, 'Invalid password: "<not shown>" (password must be none for a user in $external (MONGODB-X509))'],
