@@ -55,7 +55,11 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   compressors?: readonly string[] | undefined;
   /** zlib level, -1 (zlib's default) to 9. Default -1. */
   zlibCompressionLevel?: number | undefined;
-  /** Authenticate every connection (SCRAM-SHA-256 or SCRAM-SHA-1). */
+  /**
+   * Authenticate every connection: SCRAM-SHA-256 or SCRAM-SHA-1 (`{ username, password, source?, mechanism? }`), or
+   * MONGODB-X509 (`{ mechanism: 'MONGODB-X509', username? }`, in `$external`, with the client certificate of
+   * `tlsCertificateKeyFile`, which it requires). See {@link CredentialsInit}.
+   */
   credentials?: MongoCredentials | CredentialsInit | undefined;
   /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
   loadBalanced?: boolean | undefined;

@@ -471,9 +471,10 @@ export class EmbeddedServer {
    * {@link closeConnections} (`(c) => c.user === 'admin.name'`).
    *
    * @throws {InvalidOptionError} synchronously, leaving the users as they were: when `users` is not an array, or for
-   *   a user whose `username` is not a non-empty string, `password` not a string (its value never shown), `db` not a
-   *   non-empty string, `mechanisms` not a non-empty list of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a
-   *   positive integer, or `salt` not a Uint8Array of 1 to 1024 bytes.
+   *   a user whose `username` is not a non-empty string or `db` not a non-empty string; for a SCRAM user (any `db` but
+   *   `$external`), `password` not a string (its value never shown), `mechanisms` not a non-empty list of SCRAM-SHA-1 /
+   *   SCRAM-SHA-256, `iterations` not a positive integer, or `salt` not a Uint8Array of 1 to 1024 bytes; for a
+   *   MONGODB-X509 user (`db` `$external`), any `password` (never shown), `mechanisms`, `iterations` or `salt`.
    *
    * Source: extension (the users of a new primary after a failover, or of user-management commands: the auth spec's
    * "SCRAM-SHA-1" and "SCRAM-SHA-256" server state; the legacy pooling notes, which re-authenticate every connection

@@ -125,8 +125,10 @@ export class ScramUsers {
    * generation up. All are checked before any is stored, so an invalid list leaves the users as they were.
    *
    * @throws {InvalidOptionError} when `users` is not an array, or for a user whose `username` is not a non-empty
-   *   string, `password` not a string (never shown), `db` not a non-empty string, `mechanisms` not a non-empty list
-   *   of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a positive integer, or `salt` not 1 to 1024 bytes.
+   *   string or `db` not a non-empty string; for a SCRAM user (any `db` but `$external`), `password` not a string
+   *   (never shown), `mechanisms` not a non-empty list of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a positive
+   *   integer, or `salt` not 1 to 1024 bytes; for a MONGODB-X509 user (`db` `$external`), any `password` (never
+   *   shown), `mechanisms`, `iterations` or `salt`.
    */
   replace(users: readonly EmbeddedUser[]): void {
     this.users = storedUsers(users);
