@@ -150,7 +150,9 @@ const STRING_OPTIONS = [
  * @param path prefix of the keys in an unknown-option error, e.g. `"connectionOptions."`.
  * @param extraKeys other keys the receiver accepts at the same level (e.g. the Endpoint's `host` and `port`).
  * @param partial whether other options complete these (`connect()`'s options object, completed by the URI's): each
- *   proxy option is then checked alone ({@link checkProxyValues}), not for those that must come together.
+ *   proxy option is then checked alone ({@link checkProxyValues}), not for those that must come together, and
+ *   `credentials` only for its shape (an object of {@link CredentialsInit} keys): the URI's authMechanism and
+ *   authSource complete it, and it is checked as MongoCredentials once so completed.
  * @throws {InvalidOptionError} naming the first invalid option, its value (never a password or credentials) and
  *   what is allowed; for an unknown key, the closest known option.
  *
@@ -207,8 +209,10 @@ export function checkConnectionOptions(
     if (proto === Object.prototype || proto === null) {
       rejectUnknownOptions(init, CREDENTIALS_INIT_NAMES, 'credentials', `${path}credentials.`);
     }
-    // Constructed only to run its checks (user name, password type, source, mechanism): it is not kept.
-    new MongoCredentials(init as unknown as CredentialsInit);
+    // Constructed only to run its checks (user name, password type, source, mechanism): it is not kept. Not when
+    // other options complete these: a URI's authMechanism and authSource (else its database) complete the credentials,
+    // which are checked once so completed (`{ username }` alone is whole with the URI's MONGODB-X509, not otherwise).
+    if (!partial) new MongoCredentials(init as unknown as CredentialsInit);
   }
   for (const name of BOOLEAN_OPTIONS) requireBoolean(name, o[name]);
   for (const name of STRING_OPTIONS) {

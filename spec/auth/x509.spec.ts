@@ -237,6 +237,23 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
         await client.close();
       }
     });
+
+    it('runs commands through connect() with credentials in the options object that the URI\'s mechanism completes', async function () {
+      const uri = `mongodb://${server.address}/sales?directConnection=true&authMechanism=MONGODB-X509&tlsCAFile=${encodeURIComponent(file('ca.pem'))}&tlsCertificateKeyFile=${encodeURIComponent(file('x509-client.pem'))}`;
+      for (const credentials of [{ username: SUBJECT }, {}, { source: '$external' }] as CredentialsInit[]) {
+        const client = connect(uri, { credentials });
+        try {
+          const status = await client.command('admin', { connectionStatus: 1 });
+          expect(status.authInfo.authenticatedUsers, inspect(credentials)).to.deep.equal([{ user: SUBJECT, db: '$external' }]);
+        } finally {
+          await client.close();
+        }
+      }
+      // What the URI's mechanism cannot complete is still refused, before anything is opened.
+      expect(() => connect(uri, { credentials: { username: SUBJECT, password: 'pencil-secret' } })).to.throw(InvalidOptionError).with.property('option', 'password');
+      expect(() => connect(uri, { credentials: { username: SUBJECT, sourec: '$external' } as CredentialsInit })).to.throw(InvalidOptionError, 'sourec');
+      expect(() => connect(uri, { credentials: { username: 5 } as unknown as CredentialsInit })).to.throw(InvalidOptionError).with.property('option', 'username');
+    });
   });
 
   describe('against MONGODB_URI', function () {
