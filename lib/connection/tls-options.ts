@@ -85,7 +85,8 @@ export function wantsTls(settings: TlsSettings): boolean {
  * and Node verifies the certificate against `localhost`. The settings are read with `optionValue` (none from
  * Object.prototype).
  *
- * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read; tlsCAFile
+ * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read (a PEM text
+ *   given in place of its path, a private key say, is not shown); tlsCAFile
  *   when it holds no PEM certificate that parses (Node would skip everything else in silence, trusting no one);
  *   tlsCertificateKeyFilePassword (never showing it) when the private key in tlsCertificateKeyFile is encrypted and
  *   that passphrase is missing or does not decrypt it; tlsCertificateKeyFile when it holds no usable private key and
@@ -282,10 +283,19 @@ function certificateBlockError(text: string, begin: RegExpMatchArray): string | 
   }
 }
 
+/**
+ * The contents of the file at `path`, named by option `option`.
+ *
+ * @throws {InvalidOptionError} naming `option` when the file cannot be read (the path and the reason shown); when
+ *   `path` holds a PEM block (`-----BEGIN`: the text of a file, a private key perhaps, given instead of its path),
+ *   without showing it.
+ */
 function readFile(option: string, path: string): Buffer {
   try {
     return fs.readFileSync(path);
   } catch (error) {
+    // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
+    if (path.includes('-----BEGIN')) throw new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
     throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
 }

@@ -228,6 +228,28 @@ describe('TLS settings (tls-options)', function () {
     }
   });
 
+  it('a PEM given where a file path belongs (a private key, say) is refused without showing it, in the error or its inspection', function () {
+    const pem = fs.readFileSync(file('x509-client.pem'), 'utf8');
+    const keyLine = pem.split('\n')[pem.split('\n').findIndex((line) => line.includes('BEGIN PRIVATE KEY')) + 1];
+    const makes: [string, () => unknown][] = [
+      ['tlsCertificateKeyFile', () => nodeTlsOptions({ tlsCertificateKeyFile: pem }, 'localhost')],
+      ['tlsCAFile', () => nodeTlsOptions({ tlsCAFile: pem }, 'localhost')],
+      ['tlsCertificateKeyFile', () => connect(`mongodb://localhost/?tlsCertificateKeyFile=${encodeURIComponent(pem)}`)],
+      ['tlsCertificateKeyFile', () => connect('mongodb://localhost/', { tlsCertificateKeyFile: pem })],
+    ];
+    for (const [option, make] of makes) {
+      let error: unknown;
+      try {
+        make();
+      } catch (e) {
+        error = e;
+      }
+      expect(error, option).to.be.instanceOf(InvalidOptionError).with.property('option', option);
+      expect((error as Error).message).to.equal(`Invalid ${option}: <PEM text not shown> (${option} must be the path of a readable PEM file, not its text)`);
+      expect(`${(error as Error).message} ${inspect(error, { depth: 5 })} ${JSON.stringify(error)}`).to.not.include(keyLine);
+    }
+  });
+
   it('says which of the key file and its passphrase is wrong: missing passphrase, key without certificate, key not the certificate\'s', function () {
     expect(() => nodeTlsOptions({ tlsCertificateKeyFile: encrypted }, 'localhost')).to.throw(
       InvalidOptionError,
