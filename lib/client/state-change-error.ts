@@ -39,7 +39,8 @@ export interface StateChangeError {
 /**
  * The state change error `reply` reports, if any: a reply whose `ok` is neither 1 nor true is checked by its `code`,
  * else (no code, or code 0) by its message, `errmsg` (a legacy reply's `$err` when it has none): "node is recovering"
- * or "not master or secondary": recovering; else "not master": not writable primary; a successful reply is checked the same way by its `writeConcernError`.
+ * or "not master or secondary": recovering; else "not master": not writable primary; a successful reply is checked
+ * the same way by its `writeConcernError`.
  * `writeErrors` are never checked. Never throws.
  *
  * Source: as the module.

@@ -338,8 +338,8 @@ export class Connection implements PoolConnection {
    *   and the limit), or it cannot be encoded as BSON (a cycle, say; `cause`: the BSON library's error). Nothing is
    *   sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
-   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than such a value, an OP_COMPRESSED with a compressor that was not negotiated
-   *   or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
+   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than such a value, an OP_COMPRESSED with a compressor
+   *   that was not negotiated or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
    *   `exhaustAllowed`, or with `ok: 0`) or a reply to another request; for a malformed
    *   reply its `cause` is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
