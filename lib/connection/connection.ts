@@ -200,7 +200,10 @@ export class Connection implements PoolConnection {
   /** Streamed replies received and not yet read with {@link nextReply}, in order. */
   private readonly unread: Document[] = [];
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
-  /** Messages received and not yet read: those that came while one was being inflated. */
+  /**
+   * Messages received and not yet read: those that came while one was being inflated (the socket is not read
+   * meanwhile, so they are at most the rest of the chunk that completed it).
+   */
   private readonly received: WireMessage[] = [];
   /** The inflation of a large compressed reply on the thread pool, while it runs. */
   private inflating: Promise<void> | undefined;
@@ -540,12 +543,16 @@ export class Connection implements PoolConnection {
     const limits = { compressors: this.acceptedCompressors, maxMessageSizeBytes: this.server.maxMessageSizeBytes };
     if (inflatesLarge(raw)) {
       // Inflated on the thread pool, so the event loop goes on meanwhile. The reply has arrived whole: its deadline
-      // is met. Messages received meanwhile wait for it.
+      // is met. Messages received meanwhile wait for it, and the socket is read no further until it is inflated: a
+      // server sending on (zlib's asynchronous inflate yields to the event loop every 16 KiB of output, so a flood of
+      // bytes also slows it down) would otherwise have the connection hold whatever it sends meanwhile.
       inFlight?.timer?.clear();
+      this.socket.pause();
       const inflating = decompressMessageOffLoop(raw, limits).then(
         (message) => {
           if (this.inflating !== inflating || this.destroyed) return;
           this.inflating = undefined;
+          this.socket.resume();
           this.onDecompressed(raw, message);
           this.readReceived();
         },

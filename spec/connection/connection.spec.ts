@@ -28,7 +28,7 @@ import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { blockEventLoop } from '../support/blocked-loop';
 import { startWireProxy } from '../support/wire-proxy';
-import { opCompressed, startHostileServer, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
+import { opCompressed, startHostileServer, zlibBomb, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
 import * as pkg from '../../package.json';
 
 describe('Connection (TCP, OP_MSG)', function () {
@@ -467,6 +467,43 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect(c.moreToCome).to.equal(false);
       expect(c.errored).to.equal(false);
       c.destroy();
+    });
+
+    it('holds at most a few MB of what a server sends while a large compressed reply is inflated', async function () {
+      this.timeout(60_000);
+      // The reply inflates to 40 MB of zeros (not a valid OP_MSG: it fails the command once inflated); the server
+      // then sends 1 MB messages as fast as the client reads them, up to 300 MB.
+      const announced = 40_000_000;
+      let sent = 0;
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              const to = request.header.requestId;
+              socket.write(opCompressed(to, zlibBomb(announced), announced));
+              const flood = encodeOpMsg(5, to, { ok: 1, pad: 'y'.repeat(1 << 20) });
+              const pump = (): void => {
+                while (!socket.destroyed && sent < 300e6) {
+                  sent += flood.length;
+                  if (!socket.write(flood)) return void socket.once('drain', pump);
+                }
+              };
+              pump();
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      const received = (c as unknown as { received: { body: Buffer }[] }).received;
+      let held = 0;
+      const sampler = setInterval(() => (held = Math.max(held, received.reduce((n, m) => n + m.body.length, 0))), 1);
+      const error = await c.command('db', { find: 'x' }).catch((e: unknown) => e);
+      clearInterval(sampler);
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect((error as Error).message).to.match(/BSON document has invalid size 0/);
+      expect(held, `held ${(held / 1e6).toFixed(0)} MB of the ${(sent / 1e6).toFixed(0)} MB sent`).to.be.below(4e6);
     });
 
     it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
