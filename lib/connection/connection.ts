@@ -207,6 +207,8 @@ export class Connection implements PoolConnection {
   private readonly received: WireMessage[] = [];
   /** The inflation of a large compressed reply on the thread pool, while it runs. */
   private inflating: Promise<void> | undefined;
+  /** The error of the socket, or of the peer's close, met while a reply was inflated: the connection fails with it next. */
+  private lostWith: Error | undefined;
   /** The compressors offered in the handshake (`ConnectionInit.offeredCompressors`). */
   private readonly offeredCompressors: readonly CompressorName[];
   /** The compressors an OP_COMPRESSED reply may use: the offered ones until the handshake, then the negotiated one. */
@@ -231,8 +233,8 @@ export class Connection implements PoolConnection {
     this.offeredCompressors = init.offeredCompressors ?? [];
     this.acceptedCompressors = this.offeredCompressors;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (error) => this.fail(this.networkError(error.message, error)));
-    const closed = (): void => this.fail(this.networkError('closed by the server or the network'));
+    socket.on('error', (error) => this.lost(this.networkError(error.message, error)));
+    const closed = (): void => this.lost(this.networkError('closed by the server or the network'));
     // The peer's FIN: no reply can come any more. The socket closes only a moment later (or never, on a socket that
     // allows half-open connections), and until then an idle connection must already count as errored, so that the
     // pool closes it rather than hand it out. Every byte received before the FIN was delivered before 'end'.
@@ -266,8 +268,9 @@ export class Connection implements PoolConnection {
 
   /**
    * True once the connection met a network error, timeout or wire-protocol error, or was destroyed; also as soon as
-   * the peer ended or closed the socket, whether or not a request was in flight, and as soon as a byte arrives with no
-   * request in flight (a reply nobody asked for: the error is a {@link MongoNetworkError} whose `cause`, a
+   * the peer ended or closed the socket, whether or not a request was in flight (when a reply received before is
+   * still being inflated on the thread pool, once it and those received behind it are read), and as soon as a byte
+   * arrives with no request in flight (a reply nobody asked for: the error is a {@link MongoNetworkError} whose `cause`, a
    * `WireProtocolError`, says "received N bytes with no request in flight"; nothing of it is kept) (CMAP
    * "Perishable: Errored").
    */
@@ -518,6 +521,7 @@ export class Connection implements PoolConnection {
       this.onMessage(message);
     }
     if (this.inflating !== undefined || this.destroyed) return;
+    if (this.lostWith !== undefined) return this.fail(this.lostWith);
     // The reply came with the start of another message (or a whole one) behind it.
     if (this.inFlight === undefined && this.streamResponseTo === undefined && this.framer.bufferedBytes > 0) {
       this.fail(this.unsolicited(this.framer.bufferedBytes));
@@ -630,6 +634,16 @@ export class Connection implements PoolConnection {
   /** The network error for a malformed reply; `cause` is the {@link WireProtocolError} (or other error) met. */
   private protocolError(error: unknown): MongoNetworkError {
     return this.networkError(`failed: wire-protocol error: ${(error as Error).message}`, error);
+  }
+
+  /**
+   * The socket failed, or the peer closed it: the connection fails with `error`, once the messages it received whole
+   * before are read, as they are when none is being inflated (a reply inflated on the thread pool, and those received
+   * behind it).
+   */
+  private lost(error: Error): void {
+    if (this.inflating !== undefined && !this.destroyed) this.lostWith ??= error;
+    else this.fail(error);
   }
 
   /** Marks the connection errored, fails the request in flight, and closes the socket. */

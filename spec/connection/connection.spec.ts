@@ -506,6 +506,42 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect(held, `held ${(held / 1e6).toFixed(0)} MB of the ${(sent / 1e6).toFixed(0)} MB sent`).to.be.below(4e6);
     });
 
+    it('reads a large compressed reply the server sent before closing the connection, then is errored', async function () {
+      const text = hexText(1024 * 1024);
+      const c = await establish(
+        {
+          misbehaviour: { kind: 'answer', answer: (request, socket) => socket.end(compressMessage(encodeOpMsg(1, request.header.requestId, { ok: 1, text }))) },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      expect(await c.command('db', { find: 'x' })).to.include({ ok: 1, text });
+      expect(await eventually(() => c.errored)).to.equal(true);
+      expect(c.error?.message).to.match(/closed by the server or the network/);
+    });
+
+    it('reads the streamed replies received whole before the server closed the connection, a large compressed one among them', async function () {
+      const text = hexText(1024 * 1024);
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              socket.write(encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome));
+              const rest = [compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, text }, OpMsgFlag.moreToCome)), encodeOpMsg(102, 101, { ok: 1, n: 2 }, OpMsgFlag.moreToCome)];
+              setTimeout(() => socket.end(Buffer.concat(rest)), 20);
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const read = async (): Promise<unknown> => c.nextReply().then((reply) => reply.n, (error: Error) => error.message);
+      expect([await read(), await read(), await read()]).to.deep.equal([1, 2, `connection 1 to ${server!.address} closed by the server or the network`]);
+    });
+
     it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
       const text = hexText(1024 * 1024);
       const c = await establish(
