@@ -428,8 +428,9 @@ export class Connection implements PoolConnection {
    *   as it is.
    * @throws {ConnectionBusyError} (rejection) when another read is in progress.
    * @throws {MongoServerError}, {@link MongoNetworkError}, {@link MongoNetworkTimeoutError} (rejection) as
-   *   {@link command}, `timeoutMS` (default socketTimeoutMS) counting from this call; replies received before the
-   *   connection failed are read first.
+   *   {@link command}, `timeoutMS` (default socketTimeoutMS) counting from this call and met once the reply has
+   *   arrived whole (a large compressed one may still be inflated then); replies received before the connection failed
+   *   are read first.
    *
    * Source: OP_MSG spec ("moreToCome"); server monitoring spec, "Streaming hello or legacy hello" (each response
    * processed, in the order received).
@@ -477,8 +478,13 @@ export class Connection implements PoolConnection {
     if (timeoutMS > 0) {
       // Expires only once what the socket already received is read: a reply that arrived while the event loop was
       // blocked is no timeout.
+      // Nor while a reply that has arrived whole is inflated: that reply answers the request in flight (a read of the
+      // stream it belongs to, begun meanwhile), or fails the connection.
       inFlight.timer = new IoTimeout(
-        () => this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`)),
+        () => {
+          if (this.inflating !== undefined && !this.destroyed) return;
+          this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`));
+        },
         timeoutMS,
         this.bytesReceived,
       );

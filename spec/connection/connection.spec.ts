@@ -542,6 +542,31 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect([await read(), await read(), await read()]).to.deep.equal([1, 2, `connection 1 to ${server!.address} closed by the server or the network`]);
     });
 
+    it('a streamed reply that arrived whole is read within the timeout of nextReply, however long it takes to inflate', async function () {
+      // 15 MB that compress to some 15 KB: both replies come in one read, and the second takes a while to inflate.
+      const big = 'a'.repeat(15 * 1024 * 1024);
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              const first = encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome);
+              socket.write(Buffer.concat([first, compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, big }))]));
+            },
+          },
+          hello: { compression: ['zlib'] },
+        },
+        { compressors: ['zlib'] },
+      );
+      expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
+      expect((c as unknown as { inflating: unknown }).inflating, 'the second reply is being inflated').to.not.equal(undefined);
+      const second = await c.nextReply({ timeoutMS: 1 }).catch((error: Error) => error);
+      expect(second).to.include({ n: 1 });
+      expect(c.errored).to.equal(false);
+      expect(c.moreToCome).to.equal(false);
+      c.destroy();
+    });
+
     it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
       const text = hexText(1024 * 1024);
       const c = await establish(
