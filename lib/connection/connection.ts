@@ -136,6 +136,11 @@ interface InFlight {
   /** Whether the request set exhaustAllowed (or this is the read of a streamed reply): moreToCome is allowed. */
   readonly exhaustAllowed: boolean;
   timer: IoTimeout | undefined;
+  /**
+   * Whether the request was sent (a read of a stream: at once): a reply can answer it only then. False while a large
+   * command is compressed.
+   */
+  sent: boolean;
   /** The promise `resolve` and `reject` settle. */
   readonly reply: Promise<Document>;
 }
@@ -270,7 +275,8 @@ export class Connection implements PoolConnection {
    * True once the connection met a network error, timeout or wire-protocol error, or was destroyed; also as soon as
    * the peer ended or closed the socket, whether or not a request was in flight (when a reply received before is
    * still being inflated on the thread pool, once it and those received behind it are read), and as soon as a byte
-   * arrives with no request in flight (a reply nobody asked for: the error is a {@link MongoNetworkError} whose `cause`, a
+   * arrives with no request in flight, or before the one in flight was sent (a large command being compressed): a
+   * reply nobody asked for (the error is a {@link MongoNetworkError} whose `cause`, a
    * `WireProtocolError`, says "received N bytes with no request in flight"; nothing of it is kept) (CMAP
    * "Perishable: Errored").
    */
@@ -413,6 +419,7 @@ export class Connection implements PoolConnection {
   private sendTracked(inFlight: InFlight, message: Buffer, timeoutMS: number | undefined): void {
     if (this.inFlight !== inFlight || this.destroyed) return;
     this.arm(inFlight, timeoutMS);
+    inFlight.sent = true;
     this.socket.write(message);
   }
 
@@ -457,6 +464,7 @@ export class Connection implements PoolConnection {
   private await(requestId: number, exhaustAllowed: boolean, timeoutMS?: number): Promise<Document> {
     const inFlight = this.track(requestId, exhaustAllowed);
     this.arm(inFlight, timeoutMS);
+    inFlight.sent = true;
     return inFlight.reply;
   }
 
@@ -468,7 +476,7 @@ export class Connection implements PoolConnection {
       resolve = res;
       reject = rej;
     });
-    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined, reply };
+    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined, sent: false, reply };
     this.inFlight = inFlight;
     return inFlight;
   }
@@ -505,7 +513,8 @@ export class Connection implements PoolConnection {
     // for. Refused at once, rather than buffered until a message completes: a server could otherwise park up to
     // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
     // A server streaming replies (moreToCome) may send the next one before it is read.
-    if (this.inFlight === undefined && this.streamResponseTo === undefined) return this.fail(this.unsolicited(chunk.length));
+    // Nor can a reply come before its command was sent (while a large one is compressed).
+    if (!(this.inFlight?.sent ?? false) && this.streamResponseTo === undefined) return this.fail(this.unsolicited(chunk.length));
     let messages: WireMessage[];
     try {
       messages = this.framer.push(chunk);

@@ -567,6 +567,33 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       c.destroy();
     });
 
+    it('a reply that comes while a large command is compressed, before it is sent, answers nothing: the connection fails', async function () {
+      this.timeout(60_000);
+      const received: number[] = [];
+      server = await startHostileServer({
+        at: 'handshake',
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, socket) => {
+            if (received.push(request.header.opCode) > 1) return void socket.write(encodeOpMsg(3, request.header.requestId, { ok: 1 }));
+            const helloId = request.header.requestId;
+            socket.write(encodeOpMsg(1, helloId, { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, compression: ['zlib'], ok: 1 }));
+            // Request ids are sequential: the next request of this process is the command. Its reply, before it is sent.
+            setTimeout(() => socket.write(encodeOpMsg(2, helloId + 1, { ok: 1, n: 1 })), 20);
+          },
+        },
+      });
+      started.push(server);
+      const factory = connectionFactory({ compressors: ['zlib'], host: '127.0.0.1', port: server.port });
+      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+      const outcome = await c.command('db', { insert: 'x', text: hexText(16 * 1024 * 1024) }).catch((error: Error) => error);
+      expect(outcome).to.be.instanceOf(MongoNetworkError);
+      expect((outcome as Error).message).to.match(/received \d+ bytes with no request in flight/);
+      expect(c.errored).to.equal(true);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(received, 'what the server received (opcodes)').to.deep.equal([OpCode.OP_MSG]);
+    });
+
     it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
       const text = hexText(1024 * 1024);
       const c = await establish(
