@@ -82,7 +82,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * DNS failures, TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
  * of OpenSSL or of Node's TLS layer) and a malformed hello reply (a MongoNetworkError whose cause is a
- * WireProtocolError); nothing raised during authentication carries them. In load-balanced mode an
+ * WireProtocolError; a hello reply holding a value JavaScript cannot read, such as a string that is not valid UTF-8,
+ * is one); nothing raised during authentication carries them. In load-balanced mode an
  * error after the handshake (during authentication, or the connection errored before it was handed over) carries the
  * service it reached as `serviceId` (hex string), so the pool clears that service only (load balancer spec, "Initial
  * Handshake Errors").
@@ -333,6 +334,13 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       const helloSent = s.now();
       connection
         .command('admin', command, { timeoutMS: 0 })
+        .catch((error: unknown) => {
+          // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
+          // command; but the connection would keep that reply for life: it is a malformed hello reply.
+          if (!(error instanceof WireProtocolError)) throw error;
+          const detail = 'wire-protocol error: the hello reply holds a value that cannot be read';
+          throw new MongoNetworkError(address, `connection ${descriptor.id} to ${address} failed: ${detail}`, { cause: error });
+        })
         .then(async (reply) => {
           if (subscriber.closed) return;
           // The hello's round trip alone: the RTT sample a monitor takes from a new connection.

@@ -9,7 +9,8 @@
 import { expect } from 'chai';
 import type * as net from 'node:net';
 import { BSONRegExp, serialize } from 'bson';
-import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connect, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { firstValueFrom, from } from 'rxjs';
+import { ConnectionPool, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connect, connectionFactory, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { OpCode, WireProtocolError, writeHeader } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
@@ -259,5 +260,24 @@ describe('a whole reply holding a value JavaScript cannot read (a string that is
     }
     // Decoded without acceptInvalidUtf8 (the embedded endpoint reading a request), such a document is invalid BSON.
     expect(() => decodeOpMsg(Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), withInvalidUtf8({ ok: 1 }, 'name')]))).to.throw(WireProtocolError, /invalid BSON/);
+  });
+
+  it('in the hello reply of the handshake: the establishment fails as for a malformed hello reply, its socket closed', async function () {
+    // The connection keeps its hello reply for life, and has not been handed over: it is of no use.
+    const server = await startHostileServer({
+      at: 'handshake',
+      misbehaviour: { kind: 'answer', answer: (request, socket) => socket.write(opMsgWith(withInvalidUtf8(hello, 'me'), request.header.requestId)) },
+    });
+    const factory = connectionFactory({ host: '127.0.0.1', port: server.port });
+    try {
+      const error = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal }))).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect((error as Error).message).to.match(/failed: wire-protocol error: the hello reply holds a value that cannot be read/);
+      expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
+      expect((error as MongoNetworkError).hasErrorLabel('SystemOverloadedError')).to.equal(false);
+      expect(await eventually(() => server.open === 0, 1000), 'server-side socket left open').to.equal(true);
+    } finally {
+      await server.close();
+    }
   });
 });
