@@ -17,7 +17,7 @@ import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connec
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
-import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError } from '../errors';
+import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError, WireProtocolError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, isErrored } from '../pool/connection-checks';
 import { establish } from './establish';
@@ -533,10 +533,10 @@ export class Monitor {
           topologyVersion: this.topologyVersion,
           maxAwaitTimeMS: this.heartbeatFrequencyMS,
         };
-        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.awaitedTimeoutMS, exhaustAllowed: true }));
+        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.awaitedTimeoutMS, exhaustAllowed: true }).catch(this.malformedHello));
       } else {
         const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
-        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }));
+        reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }).catch(this.malformedHello));
       }
       // Cancelled between the reply (or the new connection) and here: the check fails all the same, and the catch
       // closes the connection, a new one included.
@@ -583,6 +583,17 @@ export class Monitor {
       this.lastCheckEnd = this.scheduler.now();
     }
   }
+
+  /**
+   * Rethrows the error of a check's hello; a hello reply holding a value that cannot be read (a string that is not
+   * valid UTF-8), which fails only its command, as a malformed reply: for a check, whose reply is the server's
+   * description, it is one, as for an establishment (a {@link MongoNetworkError} whose cause is the WireProtocolError).
+   */
+  private readonly malformedHello = (error: unknown): never => {
+    if (!(error instanceof WireProtocolError)) throw error;
+    const detail = 'wire-protocol error: the hello reply holds a value that cannot be read';
+    throw new MongoNetworkError(this.address, `the check of ${this.address} failed: ${detail}`, { cause: error });
+  };
 
   /**
    * Establishes the monitoring connection (see {@link establish}): `close()` or `cancelCheck()` abort it, and no

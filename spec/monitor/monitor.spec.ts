@@ -4,9 +4,9 @@
  */
 import { expect } from 'chai';
 import { createServer, type Socket } from 'net';
-import { ObjectId, type Document } from 'bson';
+import { ObjectId, serialize, type Document } from 'bson';
 import { Observable, of } from 'rxjs';
-import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
+import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, WireProtocolError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -14,6 +14,9 @@ import type { TestEndpoint } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 import { unhandledRejectionsOf } from '../support/unhandled';
 import { blockEventLoop } from '../support/blocked-loop';
+import { startHostileServer } from '../support/hostile-server';
+import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { OpCode, writeHeader } from '../../lib/connection/wire-protocol';
 
 describe('Monitor', function () {
   let server: EmbeddedServer;
@@ -1089,5 +1092,45 @@ describe('Monitor on virtual time (scripted connections)', function () {
     expect(() => new Monitor(null as never)).to.throw(InvalidOptionError, /an object with at least an address/);
     expect(() => new Monitor({ address: 'h:1', connectionOptions: { conectTimeoutMS: 1 } as never })).to.throw(InvalidOptionError, 'Unknown option connectionOptions.conectTimeoutMS of Monitor: did you mean connectTimeoutMS?');
     expect(() => new Monitor({ address: 'h:1', connectionFactory: 'tcp' as never })).to.throw(InvalidOptionError, /a function \(descriptor\) => ObservableInput<Connection>/);
+  });
+});
+
+describe('Monitor: a hello reply holding a value that cannot be read', function () {
+  it('fails the check with a network error, so a known server is checked again at once', async function () {
+    // { isWritablePrimary, helloOk, maxWireVersion, ok: 1, me: "a\xff\xfeb" }: whole BSON, a string not valid UTF-8.
+    const hello = { isWritablePrimary: true, helloOk: true, maxWireVersion: 21, ok: 1 };
+    const unreadable = (responseTo: number): Buffer => {
+      const doc = Buffer.from(serialize({ ...hello, me: 'aXYb' }));
+      doc.set([0xff, 0xfe], doc.indexOf('aXYb') + 1);
+      const out = Buffer.concat([Buffer.alloc(21), doc]);
+      writeHeader(out, { messageLength: out.length, requestId: 7, responseTo, opCode: OpCode.OP_MSG });
+      return out;
+    };
+    const server = await startHostileServer({
+      at: 'handshake',
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, socket) => {
+          const handshake = decodeOpMsg(request.body).document.client !== undefined;
+          socket.write(handshake ? encodeOpMsg(1, request.header.requestId, hello) : unreadable(request.header.requestId));
+        },
+      },
+    });
+    const monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+    const heartbeats: { type: string; time: number; error?: Error }[] = [];
+    monitor.heartbeats$.subscribe((e) => heartbeats.push({ type: e.type, time: performance.now(), error: 'error' in e ? e.error : undefined }));
+    try {
+      monitor.start();
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
+      const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed')!;
+      expect(failed.error).to.be.instanceOf(MongoNetworkError);
+      expect(failed.error!.message).to.match(/failed: wire-protocol error: the hello reply holds a value that cannot be read/);
+      expect(failed.error!.cause).to.be.instanceOf(WireProtocolError);
+      // Checked again at once on a new connection, not heartbeatFrequencyMS later.
+      expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').length >= 2, 250)).to.equal(true);
+    } finally {
+      monitor.close();
+      await server.close();
+    }
   });
 });
