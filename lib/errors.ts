@@ -761,14 +761,15 @@ export class MongoServerError extends CmapError {
 }
 
 /**
- * What a failed reply says went wrong: its `errmsg`, else the `$err` of a reply in the legacy format, when that is a
- * string; undefined when neither is.
+ * What a failed reply says went wrong: its `errmsg`, else (none, or empty) the `$err` of a reply in the legacy
+ * format, when that is a string; an empty `errmsg` when that is all; undefined when neither is a string.
  *
  * Source: the MongoDB server's command reply (`errmsg`; `$err` in the legacy reply format).
  */
 export function serverErrorMessage(reply: Readonly<Record<string, unknown>>): string | undefined {
-  if (typeof reply.errmsg === 'string') return reply.errmsg;
-  return typeof reply.$err === 'string' ? reply.$err : undefined;
+  if (typeof reply.errmsg === 'string' && reply.errmsg !== '') return reply.errmsg;
+  if (typeof reply.$err === 'string') return reply.$err;
+  return typeof reply.errmsg === 'string' ? reply.errmsg : undefined;
 }
 
 /**

@@ -156,6 +156,9 @@ describe('errors', function () {
     expect(new MongoServerError({ ok: 0, errmsg: 'E11000 duplicate key', $err: 'older text', code: 11000 }).message).to.equal('E11000 duplicate key');
     expect(new MongoServerError({ ok: 0, errmsg: 42, $err: 'legacy text' }).message, 'an errmsg that is not a string').to.equal('legacy text');
     expect(new MongoServerError({ ok: 0, $err: 42 }).message, 'neither is a string').to.equal('command failed');
+    // An empty errmsg says nothing: the legacy text says what failed (and makes a state change error known as one).
+    expect(new MongoServerError({ ok: 0, errmsg: '', $err: 'not master' }).message).to.equal('not master');
+    expect(new MongoServerError({ ok: 0, errmsg: '' }).message, 'an empty errmsg alone').to.equal('');
     expect(new MongoServerError({ ok: 0 }).message).to.equal('command failed');
   });
 
