@@ -226,7 +226,8 @@ function clientFirstBare(credentials: MongoCredentials, clientNonce: string): st
  *   without a numeric `conversationId`, a `speculativeReply` that is not a document, a nonce that does not extend the
  *   client nonce), an iteration count below {@link MIN_ITERATIONS} (4096) or above {@link MAX_ITERATIONS}
  *   (1,000,000), a message to send that the server could not take (a server nonce so long that the client-final
- *   message exceeds maxBsonObjectSize: cause the WireProtocolError, nothing sent), an `e=` server error (its text cut
+ *   message exceeds maxBsonObjectSize: cause the WireProtocolError, nothing sent), a reply holding a value that cannot
+ *   be read (a string that is not valid UTF-8: cause the WireProtocolError), an `e=` server error (its text cut
  *   to {@link MAX_SERVER_ERROR_CHARS}), or a server signature that does not verify. A server-first message with a
  *   mandatory extension (`m=`, RFC 5802 section 5.1) or a salt that is not padded base64 of at least one byte is
  *   refused before any key is derived or proof sent. Messages name the user, source and mechanism, never the
@@ -258,9 +259,9 @@ export async function scramAuthenticate(
       return await run(credentials.source, command);
     } catch (error) {
       if (error instanceof MongoServerError) return fail(error.message, error);
-      // A command the server could not take (its proof grown past maxBsonObjectSize by a server nonce of megabytes):
-      // nothing was sent, and the conversation is malformed.
-      if (error instanceof WireProtocolError) return fail(`the ${Object.keys(command)[0]} cannot be sent: ${error.message}`, error);
+      // A command the server could not take (its proof grown past maxBsonObjectSize by a server nonce of megabytes:
+      // nothing was sent), or a reply holding a value that cannot be read: the conversation is malformed.
+      if (error instanceof WireProtocolError) return fail(`the ${Object.keys(command)[0]} failed: ${error.message}`, error);
       throw error;
     }
   };

@@ -43,9 +43,9 @@ export interface X509Options {
  *
  * @throws {AuthenticationError} (rejection) when the server refuses (cause: its error; e.g. AuthenticationFailed when
  *   no user of `$external` has the certificate's subject, or the user name given is not that subject; ProtocolError
- *   over a connection without TLS), when the command cannot be sent (cause: the WireProtocolError), or when the
- *   handshake's answer is not a document. Messages name the user (or "the client certificate's subject"), never a
- *   key.
+ *   over a connection without TLS), when the command cannot be sent or its reply read (cause: the WireProtocolError),
+ *   or when the handshake's answer is not a document. Messages name the user (or "the client certificate's
+ *   subject"), never a key.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "MONGODB-X509" ("Conversation"); handshake spec, "Speculative Authentication" (go on from the
@@ -69,7 +69,7 @@ export async function x509Authenticate(run: RunCommand, credentials: MongoCreden
     await run(EXTERNAL_SOURCE, x509Command(credentials));
   } catch (error) {
     if (error instanceof MongoServerError) fail(error.message, error);
-    if (error instanceof WireProtocolError) fail(`the authenticate command cannot be sent: ${error.message}`, error);
+    if (error instanceof WireProtocolError) fail(`the authenticate command failed: ${error.message}`, error);
     throw error;
   }
 }

@@ -634,7 +634,7 @@ export class Connection implements PoolConnection {
       // The message and its BSON are whole: the connection is in step with the server, only a value of this reply is
       // unreadable. A failed reply still says what failed (its code, its labels); a successful one cannot be returned.
       const error = new WireProtocolError(
-        `the reply on connection ${this.id} to ${this.address} holds a value that cannot be read (${unreadable}), so it cannot be returned; the connection stays usable`,
+        `the reply on connection ${this.id} to ${this.address} holds a value that cannot be read (${unreadable}), so it cannot be returned`,
       );
       return this.settle(undefined, succeeded(document) ? error : new MongoServerError(document));
     }

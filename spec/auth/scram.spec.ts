@@ -183,6 +183,14 @@ describe('SCRAM (auth spec conversations)', function () {
     expect(sent).to.deep.equal([]);
   });
 
+  it('names a reply that cannot be read as the step that failed, not as one that could not be sent (cause: its error)', async function () {
+    const unreadable = new WireProtocolError('the reply on connection 1 to h:1 holds a value that cannot be read (Invalid UTF-8 string in BSON document), so it cannot be returned');
+    const error = await scramAuthenticate(async () => Promise.reject(unreadable), new MongoCredentials({ username: 'u', password: 'p' }), 'SCRAM-SHA-1').catch((e) => e);
+    expect(error).to.be.instanceOf(AuthenticationError);
+    expect(error.message).to.equal(`Authentication failed for user "u" on "admin" with SCRAM-SHA-1: the saslStart failed: ${unreadable.message}`);
+    expect(error.cause).to.equal(unreadable);
+  });
+
   it('accepts iteration counts from 4096 to 1,000,000', function () {
     expect(MIN_ITERATIONS).to.equal(4096);
     expect(MAX_ITERATIONS).to.equal(1_000_000);
@@ -259,7 +267,7 @@ describe('SCRAM (auth spec conversations)', function () {
       const error = await scramAuthenticate(run, creds, 'SCRAM-SHA-256', { clientNonce: 'abc' }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(AuthenticationError);
       expect((error as AuthenticationError).cause).to.be.instanceOf(WireProtocolError);
-      expect((error as Error).message).to.match(/^Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the saslContinue cannot be sent: the command document is \d+ bytes, more than maxBsonObjectSize/);
+      expect((error as Error).message).to.match(/^Authentication failed for user "user" on "admin" with SCRAM-SHA-256: the saslContinue failed: the command document is \d+ bytes, more than maxBsonObjectSize/);
       expect(sent).to.deep.equal(['saslContinue']);
       expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 }); // nothing was sent: still usable
     } finally {

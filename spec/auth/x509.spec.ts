@@ -81,7 +81,7 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
       const unsendable = new WireProtocolError('the command document is too large');
       const malformed = await rejection(x509Authenticate(recorder(async () => Promise.reject(unsendable)).run, x509()));
       expect(malformed).to.be.instanceOf(AuthenticationError);
-      expect((malformed as Error).message).to.match(/the authenticate command cannot be sent: the command document is too large$/);
+      expect((malformed as Error).message).to.match(/the authenticate command failed: the command document is too large$/);
       expect((malformed as Error).cause).to.equal(unsendable);
 
       const network = new Error('connection reset');
