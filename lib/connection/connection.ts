@@ -336,6 +336,8 @@ export class Connection implements PoolConnection {
    *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
    *   one would fire after 1 ms) or an `exhaustAllowed` that is not a boolean; nothing is sent and the connection
    *   stays usable.
+   * @throws what reading `command` throws (rejection; a revoked Proxy's TypeError, say): nothing is sent and the
+   *   connection stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A value of it that
    *   cannot be read as JavaScript is read leniently: a string that is not valid UTF-8 (an `errmsg` cut inside a
@@ -366,25 +368,24 @@ export class Connection implements PoolConnection {
     if (typeof db !== 'string' || db === '' || db.includes('\0')) {
       return Promise.reject(new InvalidOptionError('db', db, 'a non-empty string without NUL characters'));
     }
-    if (command === null || typeof command !== 'object' || Array.isArray(command)) {
-      return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
-    }
     let timeoutMS: number | undefined;
     let exhaustAllowed: boolean;
-    try {
-      ({ timeoutMS, exhaustAllowed } = commandOptions('command', options, COMMAND_OPTION_NAMES));
-    } catch (error) {
-      return Promise.reject(error);
-    }
     const requestId = newRequestId();
+    let name: string;
     let message: Buffer;
+    // Every read of `command` inside: a revoked Proxy, or one whose traps throw, rejects as any invalid command does.
     try {
+      if (command === null || typeof command !== 'object' || Array.isArray(command)) {
+        return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
+      }
+      ({ timeoutMS, exhaustAllowed } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      name = Object.keys(command)[0] ?? '';
       const flags = exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0;
       message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.compressor === undefined || !mayCompress(Object.keys(command)[0] ?? '')) return this.send(message, requestId, exhaustAllowed, timeoutMS);
+    if (this.compressor === undefined || !mayCompress(name)) return this.send(message, requestId, exhaustAllowed, timeoutMS);
     if (message.length - HEADER_LENGTH < ZLIB_OFF_LOOP_MIN_BYTES) {
       return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), requestId, exhaustAllowed, timeoutMS);
     }

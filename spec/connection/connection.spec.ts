@@ -165,6 +165,27 @@ describe('Connection (TCP, OP_MSG)', function () {
     });
   });
 
+  it('rejects, never throws, for a command Proxy that is revoked or whose traps throw, sending nothing; the connection stays usable', async function () {
+    await throughRecordingProxy(this, async (c, sentSince) => {
+      const revocable = Proxy.revocable({ ping: 1 }, {});
+      revocable.revoke();
+      const trap = new Error('ownKeys trap');
+      const throwing = new Proxy({ ping: 1 }, { ownKeys: () => { throw trap; } });
+      for (const [what, command, expected] of [['revoked', revocable.proxy, TypeError], ['ownKeys throws', throwing, Error]] as const) {
+        let pending: Promise<unknown>;
+        try {
+          pending = c.command('admin', command as Document);
+        } catch (error) {
+          expect.fail(`threw synchronously for a Proxy that is ${what}: ${String(error)}`);
+        }
+        expect(await pending.then(() => 'resolved', (e: unknown) => e), what).to.be.instanceOf(expected);
+      }
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(sentSince()).to.deep.equal(['ping']);
+    });
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {
