@@ -65,11 +65,13 @@ const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
  * Encodes an OP_MSG with one body section (kind 0) holding `document`. With `limits`, a document larger than
  * maxBsonObjectSize + 16 KiB, or a message larger than maxMessageSizeBytes, is refused. The document is serialized
  * once (a `toBSON` or a getter runs once, as with `bson.serialize`); a value `undefined` is sent as null, wherever it
- * is (the official Node.js driver's default), rather than left out.
+ * is (the official Node.js driver's default), rather than left out. Values the BSON library encodes with a loss go as
+ * it encodes them, as with the driver: a BigInt beyond 64 bits wrapped to its low 64, an invalid Date as 1970-01-01,
+ * functions and symbols left out.
  *
- * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a value BSON cannot hold, more than
- *   the BSON library's 17 MiB buffer; `cause`: the BSON library's error), or is beyond `limits`: the message names the
- *   size, the limit and what is allowed.
+ * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a key holding a NUL character, a
+ *   `toBSON` that throws, more than the BSON library's 17 MiB buffer; `cause`: the BSON library's error), or is beyond
+ *   `limits`: the message names the size, the limit and what is allowed.
  */
 export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0, limits?: OutgoingLimits): Buffer {
   let bson: Uint8Array;
