@@ -50,7 +50,7 @@ export function speculativeStart(credentials: MongoCredentials): SpeculativeStar
   if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
     // SCRAM credentials always have both (see MongoCredentials).
-    scramPassword(mechanism, credentials.username ?? '', credentials.password ?? '');
+    scramPassword(mechanism, credentials.username!, credentials.password!);
   } catch {
     return undefined;
   }
