@@ -48,10 +48,20 @@ export interface CommandOptions {
    * hello or legacy hello".
    */
   readonly exhaustAllowed?: boolean | undefined;
+  /**
+   * Document sequences to send after the command document, each an OP_MSG section of Payload Type 1 whose identifier
+   * is its key (the command argument it stands for, such as `documents` of an insert or `updates` of an update, which
+   * the command document must then not hold): `{ documents: [doc1, doc2] }`. What bulk writes use, and must when a
+   * batch has more than one entry; the documents of a sequence may together reach maxMessageSizeBytes (48 MB), each at
+   * most maxBsonObjectSize. An identifier is a non-empty string without NUL characters; each value an array of
+   * documents (objects, not arrays). Source: OP_MSG spec ("Sections", Payload Type 1; "Bulk writes SHOULD use Payload
+   * Type 1, and MUST do so when the batch contains more than one entry").
+   */
+  readonly documentSequences?: Readonly<Record<string, readonly Document[]>> | undefined;
 }
 
 /** The keys of {@link CommandOptions}, and those `nextReply` takes. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed'] as const satisfies readonly (keyof CommandOptions)[];
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences'] as const satisfies readonly (keyof CommandOptions)[];
 const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
 
 /**
@@ -66,6 +76,36 @@ function commandOptions(method: string, options: unknown, names: readonly string
   const timeoutMS = given === undefined ? undefined : requireTimerDurationMS('timeoutMS', given);
   const exhaustAllowed = names.includes('exhaustAllowed') && requireBoolean('exhaustAllowed', optionValue(options as CommandOptions | undefined, 'exhaustAllowed')) === true;
   return { timeoutMS, exhaustAllowed };
+}
+
+/** What {@link CommandOptions.documentSequences} must be. */
+const DOCUMENT_SEQUENCES_ALLOWED = 'an object of document sequences: each key a non-empty identifier without NUL that the command document does not hold, each value an array of documents';
+
+/**
+ * The checked `documentSequences` of `command` (see {@link CommandOptions.documentSequences}), in their order;
+ * undefined when none are given.
+ *
+ * @throws {InvalidOptionError} (option `documentSequences`) for a value that is not a plain object, an identifier that
+ *   is empty, holds a NUL character, is `$db` or a key of `command`, or a value that is not an array of documents.
+ */
+function documentSequences(given: unknown, command: Document): Map<string, readonly Document[]> | undefined {
+  if (given === undefined) return undefined;
+  const proto: unknown = given !== null && typeof given === 'object' ? Object.getPrototypeOf(given) : undefined;
+  // Named by its kind, never shown: a value of documents could be megabytes.
+  if (proto !== Object.prototype && proto !== null) {
+    throw new InvalidOptionError('documentSequences', given !== null && typeof given === 'object' ? Object.prototype.toString.call(given) : given, DOCUMENT_SEQUENCES_ALLOWED);
+  }
+  const sequences = new Map<string, readonly Document[]>();
+  for (const [identifier, documents] of Object.entries(given as Record<string, unknown>)) {
+    const taken = identifier === '$db' || Object.hasOwn(command, identifier);
+    const isDocument = (d: unknown): boolean => d !== null && typeof d === 'object' && !Array.isArray(d);
+    if (identifier === '' || identifier.includes('\0') || taken || !Array.isArray(documents) || !documents.every(isDocument)) {
+      const what = taken ? `its identifier ${JSON.stringify(identifier)} is also a key of the command document` : `its entry ${JSON.stringify(identifier)} is not an identifier with an array of documents`;
+      throw new InvalidOptionError('documentSequences', identifier, DOCUMENT_SEQUENCES_ALLOWED, { message: `Invalid documentSequences: ${what} (documentSequences must be ${DOCUMENT_SEQUENCES_ALLOWED})` });
+    }
+    sequences.set(identifier, documents as Document[]);
+  }
+  return sequences;
 }
 
 /**
@@ -379,9 +419,10 @@ export class Connection implements PoolConnection {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
       ({ timeoutMS, exhaustAllowed } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0;
-      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server);
+      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server, sequences);
     } catch (error) {
       return Promise.reject(error);
     }

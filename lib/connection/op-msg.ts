@@ -69,30 +69,84 @@ const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
  * it encodes them, as with the driver: a BigInt beyond 64 bits wrapped to its low 64, an invalid Date as 1970-01-01,
  * functions and symbols left out.
  *
- * @throws {WireProtocolError} when `document` cannot be encoded as BSON (a cycle, a key holding a NUL character, a
- *   `toBSON` that throws, more than the BSON library's 17 MiB buffer; `cause`: the BSON library's error), or is beyond
- *   `limits`: the message names the size, the limit and what is allowed.
+ * With `sequences`, each entry follows the body as a document sequence (Payload Type 1) whose identifier is its key,
+ * its documents encoded one after another, in order: what a bulk write puts there (`documents` of an insert). With
+ * `limits`, a document of a sequence larger than maxBsonObjectSize is refused too, and the message's size counts every
+ * section.
+ *
+ * @throws {WireProtocolError} when `document`, or a document of a sequence, cannot be encoded as BSON (a cycle, a key
+ *   holding a NUL character, a `toBSON` that throws, more than the BSON library's 17 MiB buffer; `cause`: the BSON
+ *   library's error), or is beyond `limits`: the message names the size, the limit and what is allowed.
  */
-export function encodeOpMsg(requestId: number, responseTo: number, document: Document, flags = 0, limits?: OutgoingLimits): Buffer {
-  let bson: Uint8Array;
-  try {
-    bson = serialize(document, SERIALIZE_OPTIONS);
-  } catch (error) {
-    // Beyond the BSON library's buffer, a document too large for the server gets the limit's message.
-    if (limits !== undefined) {
-      const size = sizeOf(document);
-      if (size !== undefined) checkLimits(size, limits);
-    }
-    throw new WireProtocolError(`the command cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
+export function encodeOpMsg(
+  requestId: number,
+  responseTo: number,
+  document: Document,
+  flags = 0,
+  limits?: OutgoingLimits,
+  sequences?: ReadonlyMap<string, readonly Document[]>,
+): Buffer {
+  const check = limits === undefined ? undefined : (size: number): void => checkLimits(size, limits);
+  const bson = encodeDocument(document, 'the command', check);
+  check?.(bson.length);
+  // Each sequence section: kind 1, its size (itself, the identifier and the documents), the identifier as a C string.
+  const sections: { identifier: Buffer; documents: Uint8Array[]; size: number }[] = [];
+  let length = HEADER_LENGTH + 4 + 1 + bson.length;
+  for (const [name, documents] of sequences ?? []) {
+    const identifier = Buffer.from(`${name}\0`, 'utf8');
+    const encoded = documents.map((d, i) => {
+      const what = `document ${i} of sequence ${name}`;
+      const checkOne = limits === undefined ? undefined : (size: number): void => {
+        if (size > limits.maxBsonObjectSize) throw new WireProtocolError(`${what} is ${size} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize}; nothing was sent`);
+      };
+      const bytes = encodeDocument(d, what, checkOne);
+      checkOne?.(bytes.length);
+      return bytes;
+    });
+    const size = 4 + identifier.length + encoded.reduce((sum, d) => sum + d.length, 0);
+    sections.push({ identifier, documents: encoded, size });
+    length += 1 + size;
   }
-  if (limits !== undefined) checkLimits(bson.length, limits);
-  const length = HEADER_LENGTH + 4 + 1 + bson.length;
+  if (limits !== undefined && length > limits.maxMessageSizeBytes) {
+    throw new WireProtocolError(`the command's OP_MSG would be ${length} bytes, more than maxMessageSizeBytes ${limits.maxMessageSizeBytes}; nothing was sent`);
+  }
   const out = Buffer.allocUnsafe(length);
   writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
   out.writeUInt32LE(flags >>> 0, 16);
   out[20] = 0;
   out.set(bson, 21);
+  let offset = 21 + bson.length;
+  for (const section of sections) {
+    out[offset++] = 1;
+    out.writeInt32LE(section.size, offset);
+    offset += 4;
+    out.set(section.identifier, offset);
+    offset += section.identifier.length;
+    for (const d of section.documents) {
+      out.set(d, offset);
+      offset += d.length;
+    }
+  }
   return out;
+}
+
+/**
+ * `document` as BSON (see {@link SERIALIZE_OPTIONS}); `what` names it in the error. When it cannot be encoded, its
+ * size (when it can be computed) goes to `checkSize` first: beyond the BSON library's buffer, a document too large for
+ * the server gets the limit's message.
+ *
+ * @throws {WireProtocolError} as {@link encodeOpMsg} says, or what `checkSize` throws.
+ */
+function encodeDocument(document: Document, what: string, checkSize: ((size: number) => void) | undefined): Uint8Array {
+  try {
+    return serialize(document, SERIALIZE_OPTIONS);
+  } catch (error) {
+    if (checkSize !== undefined) {
+      const size = sizeOf(document);
+      if (size !== undefined) checkSize(size);
+    }
+    throw new WireProtocolError(`${what} cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
+  }
 }
 
 /** The document's BSON size, when it can be computed. */

@@ -186,6 +186,49 @@ describe('Connection (TCP, OP_MSG)', function () {
     });
   });
 
+  it('sends document sequences (Payload Type 1), which the server reads as the command argument they are named for', async function () {
+    const seen: Document[][] = [];
+    endpoint.embedded?.handle('insert', (command) => (seen.push(command.documents as Document[]), { ok: 1, n: (command.documents as Document[]).length }));
+    const collection = `sequences_${process.pid}_${Date.now()}`;
+    const documents = [{ _id: 1, a: 'x' }, { _id: 2, a: undefined }, { _id: 3, nested: { b: [1, 2] } }];
+    const reply = await pool().withConnection(async (c) => {
+      const inserted = await c.command('rxcmap_test', { insert: collection, ordered: true }, { documentSequences: { documents } });
+      // Against a real server: the documents are there, then gone.
+      if (endpoint.embedded === undefined) {
+        const found = await c.command('rxcmap_test', { find: collection, sort: { _id: 1 } });
+        expect(found.cursor.firstBatch).to.deep.equal([{ _id: 1, a: 'x' }, { _id: 2, a: null }, { _id: 3, nested: { b: [1, 2] } }]);
+        await c.command('rxcmap_test', { drop: collection });
+      }
+      return inserted;
+    });
+    expect(reply).to.include({ ok: 1, n: 3 });
+    if (endpoint.embedded) expect(seen).to.deep.equal([[{ _id: 1, a: 'x' }, { _id: 2, a: null }, { _id: 3, nested: { b: [1, 2] } }]]);
+  });
+
+  it('refuses document sequences it would misread with InvalidOptionError naming the entry, sending nothing; the connection stays usable', async function () {
+    await throughRecordingProxy(this, async (c, sentSince) => {
+      const cases: [unknown, RegExp][] = [
+        [[{ a: 1 }], /^Invalid documentSequences: "\[object Array\]" \(/],
+        [new Map([['documents', [{ a: 1 }]]]), /^Invalid documentSequences: "\[object Map\]" \(/],
+        [{ documents: { a: 1 } }, /its entry "documents" is not an identifier with an array of documents/],
+        [{ documents: [{ a: 1 }, [2]] }, /its entry "documents" is not an identifier with an array of documents/],
+        [{ documents: [null] }, /its entry "documents" is not an identifier with an array of documents/],
+        [{ '': [{ a: 1 }] }, /its entry "" is not an identifier/],
+        [{ 'a\0b': [{ a: 1 }] }, /its entry "a\\u0000b" is not an identifier/],
+        [{ insert: [{ a: 1 }] }, /its identifier "insert" is also a key of the command document/],
+        [{ $db: [{ a: 1 }] }, /its identifier "\$db" is also a key of the command document/],
+      ];
+      for (const [documentSequences, message] of cases) {
+        const error = await c.command('db', { insert: 'c' }, { documentSequences: documentSequences as never }).catch((e: unknown) => e);
+        expect(error, String(message)).to.be.instanceOf(InvalidOptionError).with.property('option', 'documentSequences');
+        expect((error as Error).message).to.match(message);
+      }
+      expect(c.errored).to.equal(false);
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(sentSince()).to.deep.equal(['ping']);
+    });
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { serialize } from 'bson';
+import { serialize, type Document } from 'bson';
 import { inspect } from 'node:util';
 import { deflateSync } from 'node:zlib';
 import { compressMessage, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
@@ -118,6 +118,45 @@ describe('wire protocol (OP_MSG framing)', function () {
     const msg = decodeOpMsg(Buffer.concat([flags, Buffer.from([0]), body, Buffer.from([1]), seqSize, id, ...docs, Buffer.alloc(4)]));
     expect(msg.document).to.deep.equal({ insert: 'c' });
     expect(msg.sequences.get('documents')).to.deep.equal([{ a: 1 }, { a: 2 }]);
+  });
+
+  it('encodes document sequences (kind 1) after the body, in order, byte for byte as the spec lays them out', function () {
+    const sequences = new Map<string, Document[]>([['documents', [{ a: 1 }, { a: 'é', b: undefined }]], ['ops', []]]);
+    const bytes = encodeOpMsg(5, 0, { insert: 'c', $db: 'db' }, 0, undefined, sequences);
+    const body = Buffer.from(serialize({ insert: 'c', $db: 'db' }));
+    const docs = [Buffer.from(serialize({ a: 1 })), Buffer.from(serialize({ a: 'é', b: null }))];
+    const section = (identifier: string, documents: Buffer[]): Buffer => {
+      const id = Buffer.from(`${identifier}\0`);
+      const size = Buffer.alloc(4);
+      size.writeInt32LE(4 + id.length + documents.reduce((n, d) => n + d.length, 0));
+      return Buffer.concat([Buffer.from([1]), size, id, ...documents]);
+    };
+    expect(bytes.readInt32LE(0)).to.equal(bytes.length);
+    expect(bytes.subarray(16)).to.deep.equal(Buffer.concat([Buffer.alloc(4), Buffer.from([0]), body, section('documents', docs), section('ops', [])]));
+    const decoded = decodeOpMsg(bytes.subarray(HEADER_LENGTH));
+    expect(decoded.document).to.deep.equal({ insert: 'c', $db: 'db' });
+    expect([...decoded.sequences]).to.deep.equal([['documents', [{ a: 1 }, { a: 'é', b: null }]], ['ops', []]]);
+  });
+
+  it('refuses a sequence document beyond maxBsonObjectSize, a message beyond maxMessageSizeBytes, and one that cannot be encoded, naming it', function () {
+    const limits = { maxBsonObjectSize: 1024, maxMessageSizeBytes: 4096 };
+    const seq = (documents: Document[]) => new Map([['documents', documents]]);
+    // 20 documents of about 1000 bytes: more than a command document may hold (1024 + 16 KiB), allowed as a sequence.
+    const batch = Array.from({ length: 20 }, () => ({ s: 'x'.repeat(980) }));
+    const roomy = { maxBsonObjectSize: 1024, maxMessageSizeBytes: 48_000 };
+    expect(() => encodeOpMsg(1, 0, { insert: 'c', documents: batch }, 0, roomy)).to.throw(WireProtocolError, /more than maxBsonObjectSize 1024 \+ 16384/);
+    expect(encodeOpMsg(1, 0, { insert: 'c' }, 0, roomy, seq(batch)).length).to.be.above(1024 + 16 * 1024);
+    expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([{ s: 'x' }, { s: 'x'.repeat(1100) }]))).to.throw(
+      WireProtocolError,
+      /^document 1 of sequence documents is 11\d\d bytes, more than maxBsonObjectSize 1024; nothing was sent$/,
+    );
+    expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq(Array.from({ length: 5 }, () => ({ s: 'x'.repeat(900) }))))).to.throw(
+      WireProtocolError,
+      /^the command's OP_MSG would be 4\d{3} bytes, more than maxMessageSizeBytes 4096; nothing was sent$/,
+    );
+    const cycle: Document = {};
+    cycle.self = cycle;
+    expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([{}, cycle]))).to.throw(WireProtocolError, /^document 1 of sequence documents cannot be encoded as BSON: /);
   });
 
   const malformed: [string, Buffer, RegExp][] = [
