@@ -229,6 +229,17 @@ describe('Connection (TCP, OP_MSG)', function () {
     });
   });
 
+  it('document sequences pass through the recording proxy to the server unchanged', async function () {
+    const seen: Document[] = [];
+    endpoint.embedded?.handle('insert', (command) => (seen.push(command), { ok: 1, n: (command.documents as Document[]).length }));
+    await throughRecordingProxy(this, async (c, sentSince) => {
+      const reply = await c.command('db', { insert: 'c' }, { documentSequences: { documents: [{ a: 1 }, { a: 2 }] } });
+      expect(reply).to.include({ ok: 1, n: 2 });
+      expect(sentSince()).to.deep.equal(['insert']);
+    });
+    if (endpoint.embedded) expect(seen).to.deep.equal([{ insert: 'c', $db: 'db', documents: [{ a: 1 }, { a: 2 }] }]);
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {

@@ -1,9 +1,9 @@
 /**
  * A TCP proxy for tests, in front of a server (the embedded endpoint or MONGODB_URI's): it records every message a
  * client sends (the command name of each OP_MSG, `OP_<code>` for anything else) and can rewrite OP_MSG commands on
- * their way to the server and replies on their way back, so one test can play an older server (a field the server
- * never sees) or a hostile one (a reply changed in flight) in front of a real one. Plain TCP only: a TLS stream
- * passes unchanged but cannot be read.
+ * their way to the server (their document sequences passed on unchanged) and replies on their way back, so one test
+ * can play an older server (a field the server never sees) or a hostile one (a reply changed in flight) in front of a
+ * real one. Plain TCP only: a TLS stream passes unchanged but cannot be read.
  */
 import * as net from 'node:net';
 import type { Document } from 'bson';
@@ -77,12 +77,14 @@ export async function startWireProxy(target: string, hooks: WireProxyHooks = {})
           upstream.write(raw(message));
           continue;
         }
-        let command = decodeOpMsg(message.body).document;
+        const decoded = decodeOpMsg(message.body);
+        let command = decoded.document;
         commands.push(Object.keys(command)[0]);
         command = proxy.hooks.request?.(command, number) ?? command;
         if (proxy.hooks.hold?.(command, number) === true) continue;
         requests.set(message.header.requestId, command);
-        upstream.write(encodeOpMsg(message.header.requestId, 0, command));
+        // The document sequences (a bulk write's `documents`, say) go on as they came, after the command.
+        upstream.write(encodeOpMsg(message.header.requestId, 0, command, 0, undefined, decoded.sequences));
       }
     });
     upstream.on('data', (chunk: Buffer) => {
