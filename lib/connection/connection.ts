@@ -83,10 +83,12 @@ const DOCUMENT_SEQUENCES_ALLOWED = 'an object of document sequences: each key a 
 
 /**
  * The checked `documentSequences` of `command` (see {@link CommandOptions.documentSequences}), in their order;
- * undefined when none are given.
+ * undefined when none are given. Each array's elements are read once, by index, into a new array: the documents
+ * checked are the documents encoded.
  *
  * @throws {InvalidOptionError} (option `documentSequences`) for a value that is not a plain object, an identifier that
- *   is empty, holds a NUL character, is `$db` or a key of `command`, or a value that is not an array of documents.
+ *   is empty, holds a NUL character, is `$db` or a key of `command`, or a value that is not an array of documents (a
+ *   hole in the array included; the message names the element).
  */
 function documentSequences(given: unknown, command: Document): Map<string, readonly Document[]> | undefined {
   if (given === undefined) return undefined;
@@ -96,14 +98,22 @@ function documentSequences(given: unknown, command: Document): Map<string, reado
     throw new InvalidOptionError('documentSequences', given !== null && typeof given === 'object' ? Object.prototype.toString.call(given) : given, DOCUMENT_SEQUENCES_ALLOWED);
   }
   const sequences = new Map<string, readonly Document[]>();
+  const refuse = (identifier: string, what: string): InvalidOptionError =>
+    new InvalidOptionError('documentSequences', identifier, DOCUMENT_SEQUENCES_ALLOWED, { message: `Invalid documentSequences: ${what} (documentSequences must be ${DOCUMENT_SEQUENCES_ALLOWED})` });
   for (const [identifier, documents] of Object.entries(given as Record<string, unknown>)) {
     const taken = identifier === '$db' || Object.hasOwn(command, identifier);
-    const isDocument = (d: unknown): boolean => d !== null && typeof d === 'object' && !Array.isArray(d);
-    if (identifier === '' || identifier.includes('\0') || taken || !Array.isArray(documents) || !documents.every(isDocument)) {
-      const what = taken ? `its identifier ${JSON.stringify(identifier)} is also a key of the command document` : `its entry ${JSON.stringify(identifier)} is not an identifier with an array of documents`;
-      throw new InvalidOptionError('documentSequences', identifier, DOCUMENT_SEQUENCES_ALLOWED, { message: `Invalid documentSequences: ${what} (documentSequences must be ${DOCUMENT_SEQUENCES_ALLOWED})` });
+    const notSequence = `its entry ${JSON.stringify(identifier)} is not an identifier with an array of documents`;
+    if (taken) throw refuse(identifier, `its identifier ${JSON.stringify(identifier)} is also a key of the command document`);
+    if (identifier === '' || identifier.includes('\0') || !Array.isArray(documents)) throw refuse(identifier, notSequence);
+    // Each element read once, by index (a hole reads as undefined): the documents checked are the documents encoded.
+    const length = documents.length;
+    const checked: Document[] = [];
+    for (let i = 0; i < length; i++) {
+      const d: unknown = documents[i];
+      if (d === null || typeof d !== 'object' || Array.isArray(d)) throw refuse(identifier, `${notSequence}: its element ${i} is missing or not a document`);
+      checked.push(d as Document);
     }
-    sequences.set(identifier, documents as Document[]);
+    sequences.set(identifier, checked);
   }
   return sequences;
 }

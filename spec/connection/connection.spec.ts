@@ -240,6 +240,33 @@ describe('Connection (TCP, OP_MSG)', function () {
     if (endpoint.embedded) expect(seen).to.deep.equal([{ insert: 'c', $db: 'db', documents: [{ a: 1 }, { a: 2 }] }]);
   });
 
+  it('reads each document of a sequence once, and refuses a hole in the array with InvalidOptionError naming it, sending nothing', async function () {
+    const seen: Document[][] = [];
+    endpoint.embedded?.handle('insert', (command) => (seen.push(command.documents as Document[]), { ok: 1, n: (command.documents as Document[]).length }));
+    await throughRecordingProxy(this, async (c, sentSince) => {
+      // eslint-disable-next-line no-sparse-arrays
+      for (const documents of [[, { a: 1 }], [{ a: 1 }, , { b: 2 }]]) {
+        const error = await c.command('db', { insert: 'c' }, { documentSequences: { documents } as never }).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'documentSequences');
+        expect((error as Error).message).to.match(/its entry "documents" is not an identifier with an array of documents: its element [01] is missing or not a document/);
+      }
+      // An array whose own `every` says yes to anything is still checked element by element.
+      const lying = Object.assign([5], { every: () => true });
+      const error = await c.command('db', { insert: 'c' }, { documentSequences: { documents: lying as never } }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'documentSequences');
+      expect(sentSince()).to.deep.equal([]);
+      // An element read once: the document checked is the document sent.
+      let reads = 0;
+      const documents: Document[] = [];
+      Object.defineProperty(documents, 0, { enumerable: true, get: () => (reads++ === 0 ? { a: 1 } : 5) });
+      expect(await c.command('db', { insert: 'c' }, { documentSequences: { documents } })).to.include({ ok: 1, n: 1 });
+      expect(reads).to.equal(1);
+      if (endpoint.embedded) expect(seen).to.deep.equal([[{ a: 1 }]]);
+      expect(c.errored).to.equal(false);
+      expect(sentSince()).to.deep.equal(['insert']);
+    });
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {
