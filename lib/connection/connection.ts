@@ -53,8 +53,9 @@ export interface CommandOptions {
    * is its key (the command argument it stands for, such as `documents` of an insert or `updates` of an update, which
    * the command document must then not hold): `{ documents: [doc1, doc2] }`. What bulk writes use, and must when a
    * batch has more than one entry; the documents of a sequence may together reach maxMessageSizeBytes (48 MB), each at
-   * most maxBsonObjectSize. An identifier is a non-empty string without NUL characters; each value an array of
-   * documents (objects, not arrays). Source: OP_MSG spec ("Sections", Payload Type 1; "Bulk writes SHOULD use Payload
+   * most maxBsonObjectSize. An identifier is a non-empty string without NUL characters or unpaired surrogates (it is
+   * sent as UTF-8, which has none: two identifiers would become one); each value an array of documents (objects, not
+   * arrays), each element read once. Source: OP_MSG spec ("Sections", Payload Type 1; "Bulk writes SHOULD use Payload
    * Type 1, and MUST do so when the batch contains more than one entry").
    */
   readonly documentSequences?: Readonly<Record<string, readonly Document[]>> | undefined;
@@ -79,7 +80,11 @@ function commandOptions(method: string, options: unknown, names: readonly string
 }
 
 /** What {@link CommandOptions.documentSequences} must be. */
-const DOCUMENT_SEQUENCES_ALLOWED = 'an object of document sequences: each key a non-empty identifier without NUL that the command document does not hold, each value an array of documents';
+const DOCUMENT_SEQUENCES_ALLOWED =
+  'an object of document sequences: each key a non-empty identifier without NUL or unpaired surrogate that the command document does not hold, each value an array of documents';
+
+/** An unpaired UTF-16 surrogate: UTF-8 has no encoding for it, and sends U+FFFD in its place. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
 
 /**
  * The checked `documentSequences` of `command` (see {@link CommandOptions.documentSequences}), in their order;
@@ -87,8 +92,8 @@ const DOCUMENT_SEQUENCES_ALLOWED = 'an object of document sequences: each key a 
  * checked are the documents encoded.
  *
  * @throws {InvalidOptionError} (option `documentSequences`) for a value that is not a plain object, an identifier that
- *   is empty, holds a NUL character, is `$db` or a key of `command`, or a value that is not an array of documents (a
- *   hole in the array included; the message names the element).
+ *   is empty, holds a NUL character or an unpaired surrogate, is `$db` or a key of `command`, or a value that is not an
+ *   array of documents (a hole in the array included; the message names the element).
  */
 function documentSequences(given: unknown, command: Document): Map<string, readonly Document[]> | undefined {
   if (given === undefined) return undefined;
@@ -104,7 +109,8 @@ function documentSequences(given: unknown, command: Document): Map<string, reado
     const taken = identifier === '$db' || Object.hasOwn(command, identifier);
     const notSequence = `its entry ${JSON.stringify(identifier)} is not an identifier with an array of documents`;
     if (taken) throw refuse(identifier, `its identifier ${JSON.stringify(identifier)} is also a key of the command document`);
-    if (identifier === '' || identifier.includes('\0') || !Array.isArray(documents)) throw refuse(identifier, notSequence);
+    // The identifier goes as UTF-8: with an unpaired surrogate it would name another sequence (two of them, the same).
+    if (identifier === '' || identifier.includes('\0') || UNPAIRED_SURROGATE.test(identifier) || !Array.isArray(documents)) throw refuse(identifier, notSequence);
     // Each element read once, by index (a hole reads as undefined): the documents checked are the documents encoded.
     const length = documents.length;
     const checked: Document[] = [];

@@ -267,6 +267,26 @@ describe('Connection (TCP, OP_MSG)', function () {
     });
   });
 
+  it('refuses a sequence identifier with an unpaired surrogate, which UTF-8 would send as another identifier; sends any other Unicode one', async function () {
+    const seen: Document[] = [];
+    endpoint.embedded?.handle('insert', (command) => (seen.push(command), { ok: 1, n: 1 }));
+    await throughRecordingProxy(this, async (c, sentSince) => {
+      // Both would go as U+FFFD: one message with two sequences of the same identifier, which no server takes.
+      const illFormed: Record<string, Document[]>[] = [{ '\uD800': [{ a: 1 }], '\uDC00': [{ b: 1 }] }, { 'a\uDC00': [{ a: 1 }] }];
+      for (const documentSequences of illFormed) {
+        const error = await c.command('db', { insert: 'c' }, { documentSequences }).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'documentSequences');
+        expect((error as Error).message).to.match(/is not an identifier with an array of documents/);
+      }
+      expect(c.errored).to.equal(false);
+      expect(sentSince()).to.deep.equal([]);
+      const documentSequences = { 'dokümente': [{ a: 1 }], '文档': [{ b: 1 }], '\u{1F600}': [{ c: 1 }] };
+      expect(await c.command('db', { insert: 'c' }, { documentSequences })).to.include({ ok: 1 });
+      expect(sentSince()).to.deep.equal(['insert']);
+    });
+    if (endpoint.embedded) expect(seen).to.deep.equal([{ insert: 'c', $db: 'db', 'dokümente': [{ a: 1 }], '文档': [{ b: 1 }], '\u{1F600}': [{ c: 1 }] }]);
+  });
+
   it('establishes, handshakes and runs ping through the pool', async function () {
     const p = pool();
     const reply = await p.withConnection(async (c) => {
