@@ -75,8 +75,9 @@ const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
  * section.
  *
  * @throws {WireProtocolError} when `document`, or a document of a sequence, cannot be encoded as BSON (a cycle, a key
- *   holding a NUL character, a `toBSON` that throws, more than the BSON library's 17 MiB buffer; `cause`: the BSON
- *   library's error), or is beyond `limits`: the message names the size, the limit and what is allowed.
+ *   holding a NUL character, a `toBSON` that throws, more than the BSON library's 17 MiB buffer, which would cut a
+ *   string short; `cause`: the BSON library's error, if it threw one), or is beyond `limits`: the message names the
+ *   size (the document's true size, also beyond that buffer), the limit and what is allowed.
  */
 export function encodeOpMsg(
   requestId: number,
@@ -131,15 +132,27 @@ export function encodeOpMsg(
 }
 
 /**
- * `document` as BSON (see {@link SERIALIZE_OPTIONS}); `what` names it in the error. When it cannot be encoded, its
- * size (when it can be computed) goes to `checkSize` first: beyond the BSON library's buffer, a document too large for
- * the server gets the limit's message.
+ * The size of the buffer the BSON library serializes into, in bytes: 17 MiB. A string that does not fit is cut short
+ * there without an error (only a Binary or Buffer that does not fit throws), so a longer document comes out as valid
+ * BSON of about this size that holds less than was given.
+ *
+ * Source: bson (`serialize`'s internal buffer, 17 MiB by default).
+ */
+const BSON_BUFFER_BYTES = 17 * 1024 * 1024;
+
+/**
+ * `document` as BSON (see {@link SERIALIZE_OPTIONS}); `what` names it in the error. When it cannot be encoded, or
+ * comes out within a few bytes of the BSON library's 17 MiB buffer ({@link BSON_BUFFER_BYTES}), where a string may
+ * have been cut short, its size is computed (a second reading of the document, only then): a document too large for
+ * the server goes to `checkSize` and gets the limit's message with its true size, and one whose BSON is shorter than
+ * its size is refused rather than sent without what was cut.
  *
  * @throws {WireProtocolError} as {@link encodeOpMsg} says, or what `checkSize` throws.
  */
 function encodeDocument(document: Document, what: string, checkSize: ((size: number) => void) | undefined): Uint8Array {
+  let bytes: Uint8Array;
   try {
-    return serialize(document, SERIALIZE_OPTIONS);
+    bytes = serialize(document, SERIALIZE_OPTIONS);
   } catch (error) {
     if (checkSize !== undefined) {
       const size = sizeOf(document);
@@ -147,6 +160,18 @@ function encodeDocument(document: Document, what: string, checkSize: ((size: num
     }
     throw new WireProtocolError(`${what} cannot be encoded as BSON: ${(error as Error).message}; nothing was sent`, { cause: error });
   }
+  // A cut string leaves at most 3 bytes of the buffer unused (part of a character), and its document ends after it.
+  if (bytes.length >= BSON_BUFFER_BYTES - 4) {
+    const size = sizeOf(document);
+    if (size !== bytes.length) {
+      if (checkSize !== undefined && size !== undefined) checkSize(size);
+      throw new WireProtocolError(
+        `${what} cannot be encoded as BSON: it is ${size ?? `more than ${bytes.length}`} bytes, more than the BSON library's ` +
+          `${BSON_BUFFER_BYTES}-byte buffer (which would cut its strings short); nothing was sent`,
+      );
+    }
+  }
+  return bytes;
 }
 
 /** The document's BSON size, when it can be computed. */

@@ -159,6 +159,31 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([{}, cycle]))).to.throw(WireProtocolError, /^document 1 of sequence documents cannot be encoded as BSON: /);
   });
 
+  it('refuses a document beyond the BSON library\'s 17 MiB buffer, which cuts its strings short, naming its true size', function () {
+    const MiB = 1024 * 1024;
+    const limits = { maxBsonObjectSize: 16 * MiB, maxMessageSizeBytes: 48_000_000 };
+    const huge = { s: 'x'.repeat(20 * MiB) };
+    const size = 20 * MiB + 13;
+    expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, new Map([['documents', [huge]]]))).to.throw(
+      WireProtocolError,
+      new RegExp(`^document 0 of sequence documents is ${size} bytes, more than maxBsonObjectSize ${16 * MiB}; nothing was sent$`),
+    );
+    expect(() => encodeOpMsg(1, 0, { insert: 'c', ...huge }, 0, limits)).to.throw(WireProtocolError, new RegExp(`^the command document is ${size + 14} bytes, more than`));
+    // A server announcing larger limits, or none given: refused rather than sent cut short.
+    const roomy = { maxBsonObjectSize: 32 * MiB, maxMessageSizeBytes: 48_000_000 };
+    for (const message of [
+      () => encodeOpMsg(1, 0, { insert: 'c' }, 0, roomy, new Map([['documents', [huge]]])),
+      () => encodeOpMsg(1, 0, { insert: 'c' }, 0, undefined, new Map([['documents', [{ a: 'x'.repeat(10 * MiB), b: 'y'.repeat(10 * MiB) }]]])),
+      () => encodeOpMsg(1, 0, { insert: 'c', ...huge }, 0, roomy),
+      () => encodeOpMsg(1, 0, { insert: 'c', ...huge }),
+    ]) {
+      expect(message).to.throw(WireProtocolError, /cannot be encoded as BSON: it is \d+ bytes, more than the BSON library's 17825792-byte buffer/);
+    }
+    // Up to the buffer, as before.
+    const fits = encodeOpMsg(1, 0, { insert: 'c' }, 0, roomy, new Map([['documents', [{ s: 'x'.repeat(17 * MiB - 64) }]]]));
+    expect(decodeOpMsg(fits.subarray(HEADER_LENGTH)).sequences.get('documents')?.[0].s).to.have.length(17 * MiB - 64);
+  });
+
   const malformed: [string, Buffer, RegExp][] = [
     ['too short', Buffer.alloc(3), /too short/],
     ['unknown required flag bits', Buffer.concat([Buffer.from([4, 0, 0, 0, 0]), Buffer.from(serialize({ ok: 1 }))]), /unknown required flag/],
