@@ -390,8 +390,11 @@ export class Connection implements PoolConnection {
    * @throws {InvalidOptionError} (rejection) when `command` is not a document (option `command`), or for options that
    *   are not an object (option `command options`), a key that is not a {@link CommandOptions} key (named, with the
    *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
-   *   one would fire after 1 ms) or an `exhaustAllowed` that is not a boolean; nothing is sent and the connection
-   *   stays usable.
+   *   one would fire after 1 ms), an `exhaustAllowed` that is not a boolean, or `documentSequences` that are not what
+   *   {@link CommandOptions.documentSequences} says (option `documentSequences`: not a plain object, an identifier
+   *   that is empty, holds a NUL or an unpaired surrogate, or is `$db` or a key of `command`, or a value that is not an
+   *   array of documents; the message names the entry, and the element); nothing is sent and the connection stays
+   *   usable.
    * @throws what reading `command` throws (rejection; a revoked Proxy's TypeError, say): nothing is sent and the
    *   connection stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
@@ -404,9 +407,10 @@ export class Connection implements PoolConnection {
    *   `RegExp` refuses (PCRE syntax such as `(?i)` or `a++`); the message quotes what was refused. It cannot be
    *   returned, and the connection stays usable.
    * @throws {WireProtocolError} (rejection) when the command cannot be sent: its document is larger than the
-   *   handshake's maxBsonObjectSize + 16 KiB, its OP_MSG larger than maxMessageSizeBytes (the message names the size
-   *   and the limit), or it cannot be encoded as BSON (a cycle, say; `cause`: the BSON library's error). Nothing is
-   *   sent and the connection stays usable.
+   *   handshake's maxBsonObjectSize + 16 KiB, a document of its sequences larger than maxBsonObjectSize, its OP_MSG
+   *   (every section) larger than maxMessageSizeBytes (the message names the size and the limit), or its document or
+   *   one of its sequences (named, `document <i> of sequence <identifier>`) cannot be encoded as BSON (a cycle, say;
+   *   `cause`: the BSON library's error). Nothing is sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
    *   maxMessageSizeBytes, unknown opcode, invalid BSON other than such a value, an OP_COMPRESSED with a compressor
    *   that was not negotiated or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
