@@ -72,7 +72,8 @@ const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
  * With `sequences`, each entry follows the body as a document sequence (Payload Type 1) whose identifier is its key,
  * its documents encoded one after another, in order: what a bulk write puts there (`documents` of an insert). With
  * `limits`, a document of a sequence larger than maxBsonObjectSize is refused too, and the message's size counts every
- * section.
+ * section: a batch that would take it past maxMessageSizeBytes is refused at the document that does so, the documents
+ * after it neither read nor encoded.
  *
  * @throws {WireProtocolError} when `document`, or a document of a sequence, cannot be encoded as BSON (a cycle, a key
  *   holding a NUL character, a `toBSON` that throws, more than the BSON library's 17 MiB buffer, which would cut a
@@ -93,24 +94,31 @@ export function encodeOpMsg(
   // Each sequence section: kind 1, its size (itself, the identifier and the documents), the identifier as a C string.
   const sections: { identifier: Buffer; documents: Uint8Array[]; size: number }[] = [];
   let length = HEADER_LENGTH + 4 + 1 + bson.length;
-  for (const [name, documents] of sequences ?? []) {
+  const tooLong = (at: string): WireProtocolError =>
+    new WireProtocolError(`the command's OP_MSG would be ${at}, more than maxMessageSizeBytes ${limits?.maxMessageSizeBytes}; nothing was sent`);
+  const entries = [...(sequences ?? [])];
+  for (const [s, [name, documents]] of entries.entries()) {
     const identifier = Buffer.from(`${name}\0`, 'utf8');
-    const encoded = documents.map((d, i) => {
-      const what = `document ${i} of sequence ${name}`;
-      const checkOne = limits === undefined ? undefined : (size: number): void => {
-        if (size > limits.maxBsonObjectSize) throw new WireProtocolError(`${what} is ${size} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize}; nothing was sent`);
-      };
-      const bytes = encodeDocument(d, what, checkOne);
-      checkOne?.(bytes.length);
-      return bytes;
-    });
-    const size = 4 + identifier.length + encoded.reduce((sum, d) => sum + d.length, 0);
-    sections.push({ identifier, documents: encoded, size });
+    const encoded: Uint8Array[] = [];
+    let size = 4 + identifier.length;
     length += 1 + size;
+    for (let i = 0; i < documents.length; i++) {
+      const what = `document ${i} of sequence ${name}`;
+      const checkOne = limits === undefined ? undefined : (bytes: number): void => {
+        if (bytes > limits.maxBsonObjectSize) throw new WireProtocolError(`${what} is ${bytes} bytes, more than maxBsonObjectSize ${limits.maxBsonObjectSize}; nothing was sent`);
+      };
+      const bytes = encodeDocument(documents[i], what, checkOne);
+      checkOne?.(bytes.length);
+      encoded.push(bytes);
+      size += bytes.length;
+      length += bytes.length;
+      // A batch too large stops at the document that makes it so: the rest is neither read nor encoded.
+      const last = i === documents.length - 1 && s === entries.length - 1;
+      if (limits !== undefined && length > limits.maxMessageSizeBytes && !last) throw tooLong(`at least ${length} bytes (at ${what})`);
+    }
+    sections.push({ identifier, documents: encoded, size });
   }
-  if (limits !== undefined && length > limits.maxMessageSizeBytes) {
-    throw new WireProtocolError(`the command's OP_MSG would be ${length} bytes, more than maxMessageSizeBytes ${limits.maxMessageSizeBytes}; nothing was sent`);
-  }
+  if (limits !== undefined && length > limits.maxMessageSizeBytes) throw tooLong(`${length} bytes`);
   const out = Buffer.allocUnsafe(length);
   writeHeader(out, { messageLength: length, requestId, responseTo, opCode: OpCode.OP_MSG });
   out.writeUInt32LE(flags >>> 0, 16);

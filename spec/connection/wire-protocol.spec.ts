@@ -159,6 +159,17 @@ describe('wire protocol (OP_MSG framing)', function () {
     expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([{}, cycle]))).to.throw(WireProtocolError, /^document 1 of sequence documents cannot be encoded as BSON: /);
   });
 
+  it('stops encoding a batch at the document that takes the message past maxMessageSizeBytes', function () {
+    const limits = { maxBsonObjectSize: 1024, maxMessageSizeBytes: 4096 };
+    let encoded = 0;
+    const documents = Array.from({ length: 50 }, () => ({ toBSON: () => (encoded++, { s: 'x'.repeat(900) }) }));
+    expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, new Map([['documents', documents]]))).to.throw(
+      WireProtocolError,
+      /^the command's OP_MSG would be at least 4\d{3} bytes \(at document 4 of sequence documents\), more than maxMessageSizeBytes 4096; nothing was sent$/,
+    );
+    expect(encoded).to.equal(5);
+  });
+
   it('refuses a document beyond the BSON library\'s 17 MiB buffer, which cuts its strings short, naming its true size', function () {
     const MiB = 1024 * 1024;
     const limits = { maxBsonObjectSize: 16 * MiB, maxMessageSizeBytes: 48_000_000 };
