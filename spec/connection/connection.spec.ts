@@ -158,6 +158,7 @@ describe('Connection (TCP, OP_MSG)', function () {
         );
         expect(error, option).to.be.instanceOf(InvalidOptionError);
         expect((error as InvalidOptionError).option, option).to.equal(option);
+        if (option === 'command') expect((error as InvalidOptionError).allowed).to.equal('a command document, such as { ping: 1 }');
       }
       expect(c.errored).to.equal(false);
       expect(await c.command('admin', { ping: 1 }, { timeoutMS: 2 ** 31 - 1 })).to.include({ ok: 1 });
@@ -208,6 +209,8 @@ describe('Connection (TCP, OP_MSG)', function () {
   it('refuses document sequences it would misread with InvalidOptionError naming the entry, sending nothing; the connection stays usable', async function () {
     await throughRecordingProxy(this, async (c, sentSince) => {
       const cases: [unknown, RegExp][] = [
+        [null, /^Invalid documentSequences: null \(documentSequences must be an object of document sequences: each key a non-empty identifier without NUL or unpaired surrogate that the command document does not hold, each value an array of documents\)$/],
+        [5, /^Invalid documentSequences: 5 \(/],
         [[{ a: 1 }], /^Invalid documentSequences: "\[object Array\]" \(/],
         [new Map([['documents', [{ a: 1 }]]]), /^Invalid documentSequences: "\[object Map\]" \(/],
         [{ documents: { a: 1 } }, /its entry "documents" is not an identifier with an array of documents/],

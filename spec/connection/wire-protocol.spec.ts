@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { serialize, type Document } from 'bson';
 import { inspect } from 'node:util';
 import { deflateSync } from 'node:zlib';
-import { compressMessage, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
+import { compressMessage, compressMessageOffLoop, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import {
   COALESCE_BUFFER_BYTES,
@@ -146,6 +146,10 @@ describe('wire protocol (OP_MSG framing)', function () {
     const roomy = { maxBsonObjectSize: 1024, maxMessageSizeBytes: 48_000 };
     expect(() => encodeOpMsg(1, 0, { insert: 'c', documents: batch }, 0, roomy)).to.throw(WireProtocolError, /more than maxBsonObjectSize 1024 \+ 16384/);
     expect(encodeOpMsg(1, 0, { insert: 'c' }, 0, roomy, seq(batch)).length).to.be.above(1024 + 16 * 1024);
+    // A document of exactly maxBsonObjectSize is allowed: 1024 bytes, its string of 1024 - 4 - 1 - 2 - 4 - 1 - 1 characters.
+    const exact = { s: 'x'.repeat(1024 - 13) };
+    expect(serialize(exact).length).to.equal(1024);
+    expect(decodeOpMsg(encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([exact])).subarray(HEADER_LENGTH)).sequences.get('documents')).to.deep.equal([exact]);
     expect(() => encodeOpMsg(1, 0, { insert: 'c' }, 0, limits, seq([{ s: 'x' }, { s: 'x'.repeat(1100) }]))).to.throw(
       WireProtocolError,
       /^document 1 of sequence documents is 11\d\d bytes, more than maxBsonObjectSize 1024; nothing was sent$/,
@@ -516,6 +520,12 @@ describe('wire-layer edges (limits at their exact values, malformed sections, bu
       expect(compressMessage(message)).to.deep.equal(compressMessage(message, -1));
       expect(compressMessage(message)).not.to.deep.equal(compressMessage(message, 1));
       for (const out of [stored, best]) expect(decompressMessage(framed(out), zlibOnly).body).to.deep.equal(message.subarray(HEADER_LENGTH));
+    });
+
+    it('compresses on the thread pool at the level given, byte for byte as on the event loop', async function () {
+      const message = encodeOpMsg(1, 0, { insert: 'c', documents: [...Array(3000).keys()].map((i) => ({ i, text: 'abcdefghij'.repeat(3) })) });
+      for (const level of [0, 1, 9, -1]) expect(await compressMessageOffLoop(message, level), String(level)).to.deep.equal(compressMessage(message, level));
+      expect(await compressMessageOffLoop(message)).to.deep.equal(compressMessage(message, -1));
     });
 
     it('accepts an uncompressedSize of exactly maxMessageSizeBytes less the header', function () {
