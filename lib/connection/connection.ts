@@ -380,7 +380,7 @@ export class Connection implements PoolConnection {
    * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication) and a
    * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
-   * or more ({@link ZLIB_OFF_LOOP_MIN_BYTES}) is compressed on Node's thread pool, so the event loop is not held
+   * or more (`ZLIB_OFF_LOOP_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
    * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
    * compressed. Likewise a zlib-compressed reply announcing 64 KiB or more is inflated on the thread pool; its
    * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order.

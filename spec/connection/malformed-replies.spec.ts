@@ -153,8 +153,12 @@ describe('a whole reply holding a value JavaScript cannot read (a string that is
     });
   }
 
-  it('ok: 1: rejects with a WireProtocolError saying so; the connection stays usable and pooled', async function () {
-    const server = await serverAnswering(withInvalidUtf8({ ok: 1, cursor: { id: 0, ns: 'test.c' } }, 'name'));
+  /**
+   * The error of a `find` that a server answers with `reply`, on a connection checked out of a pool; then proves the
+   * connection usable (a ping), pooled again once checked in, and never closed.
+   */
+  async function findErrorOnUsableConnection(reply: Buffer): Promise<unknown> {
+    const server = await serverAnswering(reply);
     const pool = new ConnectionPool({ address: server.address });
     const events: ConnectionPoolEvent[] = [];
     pool.events$.subscribe((e) => events.push(e));
@@ -162,38 +166,30 @@ describe('a whole reply holding a value JavaScript cannot read (a string that is
     try {
       const c: Connection = await pool.checkOut();
       const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
-      expect(error).to.be.instanceOf(WireProtocolError);
-      expect(error).to.not.be.instanceOf(MongoNetworkError);
-      expect((error as Error).message).to.match(/cannot be read \(Invalid UTF-8 string in BSON document\)/);
       expect(c.errored).to.equal(false);
       expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
       pool.checkIn(c);
       expect(events.map((e) => e.type)).to.not.include('ConnectionClosed');
       expect(pool.snapshot().availableConnectionCount).to.equal(1);
+      return error;
     } finally {
       pool.close();
       await server.close();
     }
+  }
+
+  it('ok: 1: rejects with a WireProtocolError saying so; the connection stays usable and pooled', async function () {
+    const error = await findErrorOnUsableConnection(withInvalidUtf8({ ok: 1, cursor: { id: 0, ns: 'test.c' } }, 'name'));
+    expect(error).to.be.instanceOf(WireProtocolError);
+    expect(error).to.not.be.instanceOf(MongoNetworkError);
+    expect((error as Error).message).to.match(/cannot be read \(Invalid UTF-8 string in BSON document\)/);
   });
 
   it('ok: 0: rejects with the MongoServerError, its code and labels kept (the bad bytes of its errmsg replaced by U+FFFD)', async function () {
-    const reply = withInvalidUtf8({ ok: 0, code: 11000, codeName: 'DuplicateKey', errorLabels: ['SomeLabel'] }, 'errmsg');
-    const server = await serverAnswering(reply);
-    const pool = new ConnectionPool({ address: server.address });
-    pool.ready();
-    try {
-      const c: Connection = await pool.checkOut();
-      const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
-      expect(error).to.be.instanceOf(MongoServerError);
-      expect(error).to.include({ code: 11000, codeName: 'DuplicateKey', message: 'a\ufffd\ufffdb' });
-      expect((error as MongoServerError).hasErrorLabel('SomeLabel')).to.equal(true);
-      expect(c.errored).to.equal(false);
-      expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
-      pool.checkIn(c);
-    } finally {
-      pool.close();
-      await server.close();
-    }
+    const error = await findErrorOnUsableConnection(withInvalidUtf8({ ok: 0, code: 11000, codeName: 'DuplicateKey', errorLabels: ['SomeLabel'] }, 'errmsg'));
+    expect(error).to.be.instanceOf(MongoServerError);
+    expect(error).to.include({ code: 11000, codeName: 'DuplicateKey', message: 'a\ufffd\ufffdb' });
+    expect((error as MongoServerError).hasErrorLabel('SomeLabel')).to.equal(true);
   });
 
   it('through a client: neither clears the pool nor checks the server again', async function () {
@@ -223,22 +219,10 @@ describe('a whole reply holding a value JavaScript cannot read (a string that is
       [serialize({ ok: 1, cursor: { id: 0, ns: 'test.c', firstBatch: [{ _id: 1, pattern: new BSONRegExp('(?i)abc', '') }] } }), WireProtocolError],
       [serialize({ ok: 0, code: 2, codeName: 'BadValue', errmsg: 'bad', errInfo: { pattern: new BSONRegExp('a++b', '') } }), MongoServerError],
     ] as const) {
-      const server = await serverAnswering(Buffer.from(reply));
-      const pool = new ConnectionPool({ address: server.address });
-      pool.ready();
-      try {
-        const c: Connection = await pool.checkOut();
-        const error = await c.command('test', { find: 'c' }).catch((e: unknown) => e);
-        expect(error).to.be.instanceOf(expected);
-        if (expected === WireProtocolError) expect((error as Error).message).to.match(/Invalid regular expression: \/\(\?i\)abc\//);
-        else expect(error).to.include({ code: 2, codeName: 'BadValue', message: 'bad' });
-        expect(c.errored).to.equal(false);
-        expect(await c.command('admin', { ping: 1 })).to.deep.equal({ ok: 1 });
-        pool.checkIn(c);
-      } finally {
-        pool.close();
-        await server.close();
-      }
+      const error = await findErrorOnUsableConnection(Buffer.from(reply));
+      expect(error).to.be.instanceOf(expected);
+      if (expected === WireProtocolError) expect((error as Error).message).to.match(/Invalid regular expression: \/\(\?i\)abc\//);
+      else expect(error).to.include({ code: 2, codeName: 'BadValue', message: 'bad' });
     }
   });
 
