@@ -23,7 +23,7 @@ import {
 } from '../../lib';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
-import { HEADER_LENGTH, OpCode, WireProtocolError } from '../../lib/connection/wire-protocol';
+import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { blockEventLoop } from '../support/blocked-loop';
@@ -391,6 +391,11 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     return firstValueFrom(from(factory(descriptor)));
   }
 
+  /** A connection that negotiated zlib with a server answering each command (the hello aside) with `answer`. */
+  function establishZlib(answer: (request: WireMessage, socket: net.Socket) => void): Promise<Connection> {
+    return establish({ misbehaviour: { kind: 'answer', answer }, hello: { compression: ['zlib'] } }, { compressors: ['zlib'] });
+  }
+
   /** Answers every command with `{ ok: 1, n }`, compressed with `compressorId` (0 noop, 2 zlib). */
   const compressedAnswers = (compressorId: number): HostileServerOptions => ({
     misbehaviour: {
@@ -470,19 +475,10 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     it('a connection destroyed while it compresses a large command is busy until then, and sends nothing', async function () {
       this.timeout(60_000);
       const received: number[] = [];
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              received.push(request.header.messageLength);
-              socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        received.push(request.header.messageLength);
+        socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+      });
       const reply = c.command('db', { insert: 'x', text: hexText(4 * 1024 * 1024) });
       expect(c.busy).to.equal(true);
       expect(await c.command('db', { ping: 1 }).catch((error: unknown) => error)).to.be.instanceOf(ConnectionBusyError);
@@ -518,20 +514,11 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       // Made once: the server (in this process) then only writes them, with the responseTo of each request.
       const replies = { plain: bigReply(0, part), zipped: compressMessage(bigReply(0, part)) };
       let compressed = true;
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              const reply = compressed ? replies.zipped : replies.plain;
-              reply.writeInt32LE(request.header.requestId, 8);
-              socket.write(reply);
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        const reply = compressed ? replies.zipped : replies.plain;
+        reply.writeInt32LE(request.header.requestId, 8);
+        socket.write(reply);
+      });
       const inflateMS = (() => {
         const zipped = replies.zipped.subarray(HEADER_LENGTH + 9);
         const start = performance.now();
@@ -564,26 +551,17 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('reads streamed replies in order when a large compressed one is inflated off the event loop', async function () {
       const text = hexText(1024 * 1024);
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              const to = request.header.requestId;
-              socket.write(
-                Buffer.concat([
-                  compressMessage(encodeOpMsg(100, to, { ok: 1, n: 0, text }, OpMsgFlag.moreToCome)),
-                  encodeOpMsg(101, 100, { ok: 1, n: 1 }, OpMsgFlag.moreToCome),
-                  compressMessage(encodeOpMsg(102, 101, { ok: 1, n: 2, text }, OpMsgFlag.moreToCome)),
-                  encodeOpMsg(103, 102, { ok: 1, n: 3 }),
-                ]),
-              );
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        const to = request.header.requestId;
+        socket.write(
+          Buffer.concat([
+            compressMessage(encodeOpMsg(100, to, { ok: 1, n: 0, text }, OpMsgFlag.moreToCome)),
+            encodeOpMsg(101, 100, { ok: 1, n: 1 }, OpMsgFlag.moreToCome),
+            compressMessage(encodeOpMsg(102, 101, { ok: 1, n: 2, text }, OpMsgFlag.moreToCome)),
+            encodeOpMsg(103, 102, { ok: 1, n: 3 }),
+          ]),
+        );
+      });
       const first = await c.command('admin', { find: 'x' }, { exhaustAllowed: true });
       expect(first).to.include({ n: 0, text });
       const rest = [await c.nextReply(), await c.nextReply(), await c.nextReply()];
@@ -600,27 +578,18 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       // then sends 1 MB messages as fast as the client reads them, up to 300 MB.
       const announced = 40_000_000;
       let sent = 0;
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              const to = request.header.requestId;
-              socket.write(opCompressed(to, zlibBomb(announced), announced));
-              const flood = encodeOpMsg(5, to, { ok: 1, pad: 'y'.repeat(1 << 20) });
-              const pump = (): void => {
-                while (!socket.destroyed && sent < 300e6) {
-                  sent += flood.length;
-                  if (!socket.write(flood)) return void socket.once('drain', pump);
-                }
-              };
-              pump();
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        const to = request.header.requestId;
+        socket.write(opCompressed(to, zlibBomb(announced), announced));
+        const flood = encodeOpMsg(5, to, { ok: 1, pad: 'y'.repeat(1 << 20) });
+        const pump = (): void => {
+          while (!socket.destroyed && sent < 300e6) {
+            sent += flood.length;
+            if (!socket.write(flood)) return void socket.once('drain', pump);
+          }
+        };
+        pump();
+      });
       const received = (c as unknown as { received: { body: Buffer }[] }).received;
       let held = 0;
       const sampler = setInterval(() => (held = Math.max(held, received.reduce((n, m) => n + m.body.length, 0))), 1);
@@ -647,20 +616,11 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('reads the streamed replies received whole before the server closed the connection, a large compressed one among them', async function () {
       const text = hexText(1024 * 1024);
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              socket.write(encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome));
-              const rest = [compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, text }, OpMsgFlag.moreToCome)), encodeOpMsg(102, 101, { ok: 1, n: 2 }, OpMsgFlag.moreToCome)];
-              setTimeout(() => socket.end(Buffer.concat(rest)), 20);
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        socket.write(encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome));
+        const rest = [compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, text }, OpMsgFlag.moreToCome)), encodeOpMsg(102, 101, { ok: 1, n: 2 }, OpMsgFlag.moreToCome)];
+        setTimeout(() => socket.end(Buffer.concat(rest)), 20);
+      });
       expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
       await new Promise((resolve) => setTimeout(resolve, 100));
       const read = async (): Promise<unknown> => c.nextReply().then((reply) => reply.n, (error: Error) => error.message);
@@ -670,19 +630,10 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     it('a streamed reply that arrived whole is read within the timeout of nextReply, however long it takes to inflate', async function () {
       // 15 MB that compress to some 15 KB: both replies come in one read, and the second takes a while to inflate.
       const big = 'a'.repeat(15 * 1024 * 1024);
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              const first = encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome);
-              socket.write(Buffer.concat([first, compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, big }))]));
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        const first = encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome);
+        socket.write(Buffer.concat([first, compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, big }))]));
+      });
       expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
       expect((c as unknown as { inflating: unknown }).inflating, 'the second reply is being inflated').to.not.equal(undefined);
       const second = await c.nextReply({ timeoutMS: 1 }).catch((error: Error) => error);
@@ -721,19 +672,10 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('fails the connection when a large compressed reply comes with a message nobody asked for', async function () {
       const text = hexText(1024 * 1024);
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              const to = request.header.requestId;
-              socket.write(Buffer.concat([compressMessage(encodeOpMsg(100, to, { ok: 1, text })), encodeOpMsg(101, to, { ok: 1 })]));
-            },
-          },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => {
+        const to = request.header.requestId;
+        socket.write(Buffer.concat([compressMessage(encodeOpMsg(100, to, { ok: 1, text })), encodeOpMsg(101, to, { ok: 1 })]));
+      });
       expect(await c.command('db', { find: 'x' })).to.include({ ok: 1, text });
       expect(await eventually(() => c.errored)).to.equal(true);
       expect(c.error?.message).to.match(/responseTo \d+ does not match the request in flight \(none\)/);
