@@ -412,10 +412,10 @@ export class Connection implements PoolConnection {
    *   one of its sequences (named, `document <i> of sequence <identifier>`) cannot be encoded as BSON (a cycle, say;
    *   `cause`: the BSON library's error). Nothing is sent and the connection stays usable.
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
-   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than such a value, an OP_COMPRESSED with a compressor
-   *   that was not negotiated or that inflates beyond its announced size, an OP_MSG with the moreToCome flag set when the request did not set
-   *   `exhaustAllowed`, or with `ok: 0`) or a reply to another request; for a malformed
-   *   reply its `cause` is the `WireProtocolError` saying what is wrong;
+   *   maxMessageSizeBytes, unknown opcode, invalid BSON other than a value that cannot be read as JavaScript, an
+   *   OP_COMPRESSED with a compressor that was not negotiated or that inflates beyond its announced size, an OP_MSG
+   *   with the moreToCome flag set when the request did not set `exhaustAllowed`, or with `ok: 0`) or a reply to
+   *   another request; for a malformed reply its `cause` is the `WireProtocolError` saying what is wrong;
    *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
    *   errored.
    * @throws the error the connection was destroyed with while the command was in flight (rejection): from its pool,

@@ -849,10 +849,11 @@ export class EmbeddedServer {
   /**
    * The `authenticate` command, answered as a mongod does for MONGODB-X509: over a connection without TLS,
    * ProtocolError (17) "SSL support is required for the MONGODB-X509 mechanism."; on a database other than
-   * `$external`, ProtocolError "X.509 authentication must always use the $external database."; then AuthenticationFailed
-   * (18, "Authentication failed.", the words a mongod gives for every such failure) for another mechanism, a
-   * connection without a verified client certificate, a `user` that is not its subject, or a subject no user of
-   * `$external` has. Success: `{ dbname: '$external', user: <subject>, ok: 1 }`, and the connection is authenticated.
+   * `$external`, ProtocolError "X.509 authentication must always use the $external database."; then
+   * AuthenticationFailed (18, "Authentication failed.", the words a mongod gives for every such failure) for another
+   * mechanism, a connection without a verified client certificate, a `user` that is not its subject, or a subject no
+   * user of `$external` has. Success: `{ dbname: '$external', user: <subject>, ok: 1 }`, and the connection is
+   * authenticated.
    */
   private authenticateX509(db: string, command: Document, client: ClientConnectionInfo): { reply: Document; authenticated: boolean } {
     const refused = (code: number, codeName: string, errmsg: string): { reply: Document; authenticated: boolean } => ({ reply: { ok: 0, errmsg, code, codeName }, authenticated: false });
