@@ -242,7 +242,7 @@ describe('a whole reply holding a value JavaScript cannot read (a string that is
       pool.close();
       await server.close();
     }
-    // Decoded without acceptInvalidUtf8 (the embedded endpoint reading a request), such a document is invalid BSON.
+    // Decoded without acceptUnreadableValues (as the endpoint reads a request), such a document is invalid BSON.
     expect(() => decodeOpMsg(Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), withInvalidUtf8({ ok: 1 }, 'name')]))).to.throw(WireProtocolError, /invalid BSON/);
   });
 
