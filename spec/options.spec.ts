@@ -178,7 +178,7 @@ describe('options of the wrong type', function () {
     ['connectionOptions: "tls"', { connectionOptions: 'tls' }, 'connectionOptions', /an object of connection options/],
     ['compressors: "zlib"', { connectionOptions: { compressors: 'zlib' } }, 'compressors', /an array of compressor names/],
     ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, none/],
-    ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials/],
+    ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials or a \{ username, password, source\?, mechanism\? \} object, or \{ mechanism: 'MONGODB-X509', username\? \}/],
     ['credentials: []', { connectionOptions: { credentials: [] } }, 'credentials', /MongoCredentials/],
     ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms from 0 to 2147483647/],
     ['zlibCompressionLevel: "5"', { connectionOptions: { zlibCompressionLevel: '5' } }, 'zlibCompressionLevel', /from -1 to 9/],

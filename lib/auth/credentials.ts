@@ -128,7 +128,8 @@ export class MongoCredentials {
    * "$external").
    */
   constructor(init: CredentialsInit) {
-    requireOptionsObject('credentials', init, 'a { username, password, source?, mechanism? } object', true);
+    const shape = "a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
+    requireOptionsObject('credentials', init, shape, true);
     // A plain object takes only the CredentialsInit keys (a misspelt `source` must not fall back to admin); a class
     // instance (credentials of another copy of this library, say) is read through its properties.
     const proto: unknown = Object.getPrototypeOf(init);

@@ -201,7 +201,8 @@ export function checkConnectionOptions(
     throw new InvalidOptionError('zlibCompressionLevel', level, 'an integer from -1 to 9');
   }
   if (o.credentials !== undefined && !(o.credentials instanceof MongoCredentials)) {
-    const shape = 'a MongoCredentials or a { username, password, source?, mechanism? } object';
+    const shape =
+      "a MongoCredentials or a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
     const init = requireOptionsObject('credentials', o.credentials, shape, true);
     // A plain object takes only the CredentialsInit keys; a class instance (a MongoCredentials of another copy of
     // this library, say) is read through its properties, as MongoCredentials reads it.

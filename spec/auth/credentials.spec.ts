@@ -66,7 +66,7 @@ describe('MongoCredentials', function () {
 
   it('names the option, the value (never a password) and what is allowed, for each invalid credential', function () {
     const cases: [unknown, string, string][] = [
-      [null, 'credentials', 'Invalid credentials: null (credentials must be a { username, password, source?, mechanism? } object)'],
+      [null, 'credentials', "Invalid credentials: null (credentials must be a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? })"],
       [{ username: '', password: 'p' }, 'username', 'Invalid username: "" (username must be a non-empty string)'],
       [{ username: 'u', password: 1234 }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
       [{ username: 'u', password: 'p', source: '' }, 'authSource', 'Invalid authSource: "" (authSource must be a non-empty database name)'],
