@@ -139,11 +139,11 @@ const STRING_OPTIONS = [
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
- * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a `{ username, password, source?, mechanism? }`
- * object (validated as MongoCredentials does); the booleans real booleans; `tlsCAFile`, `tlsCertificateKeyFile`,
- * `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy options as
- * {@link proxySettings} checks them (each type, proxyPort 1 to 65535, user name and password at most 255 bytes, and
- * which must come together). Undefined values are allowed everywhere.
+ * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
+ * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
+ * `tlsCertificateKeyFile`, `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy
+ * options as {@link proxySettings} checks them (each type, proxyPort 1 to 65535, user name and password at most 255
+ * bytes, and which must come together). Undefined values are allowed everywhere.
  *
  * @param options the options to check.
  * @param owner what received them (named in an unknown-option error), e.g. `"ConnectionPool"`.
