@@ -877,7 +877,7 @@ export class EmbeddedServer {
    * anything else, and a saslStart or authenticate that fails (unknown user or mechanism), gives no answer, as if it
    * had not been sent. Older servers ignore the field.
    */
-  private speculativeSaslStart(request: unknown, client: ClientConnectionInfo): Document | undefined {
+  private speculativeAuthentication(request: unknown, client: ClientConnectionInfo): Document | undefined {
     if ((this.options.maxWireVersion ?? 25) < 9 || request === null || typeof request !== 'object') return undefined;
     const document = request as Document;
     if (Object.keys(document)[0] === 'authenticate') {
@@ -922,7 +922,7 @@ export class EmbeddedServer {
       if (mechanisms !== undefined) reply.saslSupportedMechs = mechanisms;
     }
     if (this.streams) reply.topologyVersion = this.topologyVersion;
-    const speculative = this.speculativeSaslStart(command.speculativeAuthenticate, client);
+    const speculative = this.speculativeAuthentication(command.speculativeAuthenticate, client);
     if (speculative !== undefined) reply.speculativeAuthenticate = speculative;
     reply.ok = 1;
     return reply;
