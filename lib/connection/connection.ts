@@ -32,7 +32,10 @@ import {
   type WireMessage,
 } from './wire-protocol';
 
-/** Options of one {@link Connection.command} call. Source: extension (a per-command socketTimeoutMS). */
+/**
+ * Options of one {@link Connection.command} call. Source: `timeoutMS` an extension (a per-command socketTimeoutMS);
+ * `exhaustAllowed` and `documentSequences` the OP_MSG spec, as each says.
+ */
 export interface CommandOptions {
   /**
    * Fail the command (and error the connection) if its whole reply has not arrived within this many ms of sending
