@@ -452,13 +452,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('compresses a large command without blocking the event loop for the compression', async function () {
       this.timeout(60_000);
-      const c = await establish(
-        {
-          misbehaviour: { kind: 'answer', answer: (request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })) },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })));
       const command = { insert: 'x', text: hexText(16 * 1024 * 1024 - 1024) };
       // What compressing its OP_MSG on the event loop costs, on this machine now.
       let start = performance.now();
@@ -602,13 +596,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('reads a large compressed reply the server sent before closing the connection, then is errored', async function () {
       const text = hexText(1024 * 1024);
-      const c = await establish(
-        {
-          misbehaviour: { kind: 'answer', answer: (request, socket) => socket.end(compressMessage(encodeOpMsg(1, request.header.requestId, { ok: 1, text }))) },
-          hello: { compression: ['zlib'] },
-        },
-        { compressors: ['zlib'] },
-      );
+      const c = await establishZlib((request, socket) => socket.end(compressMessage(encodeOpMsg(1, request.header.requestId, { ok: 1, text }))));
       expect(await c.command('db', { find: 'x' })).to.include({ ok: 1, text });
       expect(await eventually(() => c.errored)).to.equal(true);
       expect(c.error?.message).to.match(/closed by the server or the network/);
