@@ -59,11 +59,11 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
  * handshake and authentication (none with an arbiter, outside load-balanced mode: a hello reply with `arbiterOnly:
- * true` and a `setName`, which holds no users), and emits the {@link Connection}. With credentials, the handshake
- * carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set SCRAM-SHA-1), so a
- * server that answers it authenticates the connection with hello + saslContinue instead of hello + saslStart +
- * saslContinue; with MONGODB-X509 it carries the `authenticate` command, and a server that answers it needs no more
- * than the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
+ * true` and a `setName`, which holds no users), and emits the {@link Connection}. With SCRAM credentials, the
+ * handshake carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set
+ * SCRAM-SHA-1), so a server that answers it authenticates the connection with hello + saslContinue instead of hello +
+ * saslStart + saslContinue; with MONGODB-X509 it carries the `authenticate` command, and a server that answers it
+ * needs no more than the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
  * socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
