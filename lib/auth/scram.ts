@@ -209,7 +209,7 @@ function newClientNonce(): string {
 /** The client-first message without its GS2 header. */
 function clientFirstBare(credentials: MongoCredentials, clientNonce: string): string {
   // SCRAM credentials always have a user name (see MongoCredentials); scramAuthenticate refuses others first.
-  return `n=${escapeUsername(credentials.username ?? '')},r=${clientNonce}`;
+  return `n=${escapeUsername(credentials.username!)},r=${clientNonce}`;
 }
 
 /**

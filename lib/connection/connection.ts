@@ -13,12 +13,12 @@ import type { PoolConnection } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import {
   compressMessage,
-  compressMessageOffLoop,
+  compressMessageOnThreadPool,
   decompressMessage,
-  decompressMessageOffLoop,
+  decompressMessageOnThreadPool,
   inflatesLarge,
   mayCompress,
-  ZLIB_OFF_LOOP_MIN_BYTES,
+  ZLIB_THREAD_POOL_MIN_BYTES,
   type CompressorName,
 } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
@@ -383,7 +383,7 @@ export class Connection implements PoolConnection {
    * negotiated, except for the commands the OP_COMPRESSED spec keeps uncompressed (handshake, authentication) and a
    * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
-   * or more (`ZLIB_OFF_LOOP_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
+   * or more (`ZLIB_THREAD_POOL_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
    * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
    * compressed. Likewise a zlib-compressed reply announcing 64 KiB or more is inflated on the thread pool; its
    * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order.
@@ -450,13 +450,13 @@ export class Connection implements PoolConnection {
       return Promise.reject(error);
     }
     if (this.compressor === undefined || !mayCompress(name)) return this.send(message, requestId, exhaustAllowed, timeoutMS);
-    if (message.length - HEADER_LENGTH < ZLIB_OFF_LOOP_MIN_BYTES) {
+    if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
       return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), requestId, exhaustAllowed, timeoutMS);
     }
     // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
     // now on; its timeout starts when the message is sent.
     const inFlight = this.track(requestId, exhaustAllowed);
-    compressMessageOffLoop(message, this.zlibCompressionLevel).then(
+    compressMessageOnThreadPool(message, this.zlibCompressionLevel).then(
       (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
       // Compression is optional: a message zlib could not compress goes as it is.
       () => this.sendTracked(inFlight, message, timeoutMS),
@@ -632,7 +632,7 @@ export class Connection implements PoolConnection {
       // bytes also slows it down) would otherwise have the connection hold whatever it sends meanwhile.
       inFlight?.timer?.clear();
       this.socket.pause();
-      const inflating = decompressMessageOffLoop(raw, limits).then(
+      const inflating = decompressMessageOnThreadPool(raw, limits).then(
         (message) => {
           if (this.inflating !== inflating || this.destroyed) return;
           this.inflating = undefined;

@@ -51,7 +51,7 @@ export function mayCompress(commandName: string): boolean {
  *
  * Source: extension (the Node.js driver runs every zlib call on the thread pool).
  */
-export const ZLIB_OFF_LOOP_MIN_BYTES = 64 * 1024;
+export const ZLIB_THREAD_POOL_MIN_BYTES = 64 * 1024;
 
 /**
  * Wraps a whole message (header included) in OP_COMPRESSED with zlib at `level` (-1 = zlib's default, 0..9), on the
@@ -66,7 +66,7 @@ export function compressMessage(message: Buffer, level = -1): Buffer {
  * goes on meanwhile. Resolves to the OP_COMPRESSED message; rejects with zlib's error (none is expected for a valid
  * level).
  */
-export function compressMessageOffLoop(message: Buffer, level = -1): Promise<Buffer> {
+export function compressMessageOnThreadPool(message: Buffer, level = -1): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     deflate(message.subarray(HEADER_LENGTH), { level }, (error, compressed) => {
       if (error !== null) reject(error);
@@ -149,7 +149,7 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
 }
 
 /**
- * Whether {@link decompressMessage} of `message` would inflate {@link ZLIB_OFF_LOOP_MIN_BYTES} or more with zlib: an
+ * Whether {@link decompressMessage} of `message` would inflate {@link ZLIB_THREAD_POOL_MIN_BYTES} or more with zlib: an
  * OP_COMPRESSED whose compressor id is zlib and whose announced `uncompressedSize` is that large. Reads the header
  * fields only; never throws.
  */
@@ -159,7 +159,7 @@ export function inflatesLarge(message: WireMessage): boolean {
     message.header.opCode === OpCode.OP_COMPRESSED &&
     body.length >= 9 &&
     body[8] === CompressorId.zlib &&
-    body.readInt32LE(4) >= ZLIB_OFF_LOOP_MIN_BYTES
+    body.readInt32LE(4) >= ZLIB_THREAD_POOL_MIN_BYTES
   );
 }
 
@@ -168,7 +168,7 @@ export function inflatesLarge(message: WireMessage): boolean {
  * limit), so the event loop goes on meanwhile. Resolves to the message carried (or `message` itself when it is not an
  * OP_COMPRESSED); rejects with the {@link WireProtocolError} decompressMessage throws.
  */
-export function decompressMessageOffLoop(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): Promise<WireMessage> {
+export function decompressMessageOnThreadPool(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): Promise<WireMessage> {
   let compressed: CompressedBody | undefined;
   try {
     compressed = checkCompressed(message, limits);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { serialize, type Document } from 'bson';
 import { inspect } from 'node:util';
 import { deflateSync } from 'node:zlib';
-import { compressMessage, compressMessageOffLoop, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
+import { compressMessage, compressMessageOnThreadPool, decompressMessage, mayCompress, type DecompressionLimits } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import {
   COALESCE_BUFFER_BYTES,
@@ -524,8 +524,8 @@ describe('wire-layer edges (limits at their exact values, malformed sections, bu
 
     it('compresses on the thread pool at the level given, byte for byte as on the event loop', async function () {
       const message = encodeOpMsg(1, 0, { insert: 'c', documents: [...Array(3000).keys()].map((i) => ({ i, text: 'abcdefghij'.repeat(3) })) });
-      for (const level of [0, 1, 9, -1]) expect(await compressMessageOffLoop(message, level), String(level)).to.deep.equal(compressMessage(message, level));
-      expect(await compressMessageOffLoop(message)).to.deep.equal(compressMessage(message, -1));
+      for (const level of [0, 1, 9, -1]) expect(await compressMessageOnThreadPool(message, level), String(level)).to.deep.equal(compressMessage(message, level));
+      expect(await compressMessageOnThreadPool(message)).to.deep.equal(compressMessage(message, -1));
     });
 
     it('accepts an uncompressedSize of exactly maxMessageSizeBytes less the header', function () {
