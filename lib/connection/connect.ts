@@ -108,6 +108,21 @@ export function connectionFactory(options: ConnectionOptions & Endpoint): Connec
   return connectionFactoryWithMetadata(options, undefined);
 }
 
+/**
+ * The error of a hello whose command failed with `error`: as it is, unless it is the WireProtocolError of a reply
+ * holding a value JavaScript cannot read (a string that is not valid UTF-8), which fails only its command; a hello's
+ * reply is kept for life (establishment) or is the server's description (a monitor's check), so for a hello it is a
+ * malformed reply: a {@link MongoNetworkError} on `address` whose cause is that error, its message `<what> failed:
+ * wire-protocol error: …`.
+ *
+ * Source: handshake spec (the hello reply describes the server); server monitoring spec, "Network or command error
+ * during server check".
+ */
+export function malformedHello(error: unknown, address: string, what: string): unknown {
+  if (!(error instanceof WireProtocolError)) return error;
+  return new MongoNetworkError(address, `${what} failed: wire-protocol error: the hello reply holds a value that cannot be read`, { cause: error });
+}
+
 /** The options {@link connectionFactoryWithMetadata} reads: the Endpoint's and the connection options. */
 const ENDPOINT_AND_CONNECTION_OPTION_NAMES = ['host', 'port', ...CONNECTION_OPTION_NAMES] as const;
 
@@ -337,9 +352,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .catch((error: unknown) => {
           // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
           // command; but the connection would keep that reply for life: it is a malformed hello reply.
-          if (!(error instanceof WireProtocolError)) throw error;
-          const detail = 'wire-protocol error: the hello reply holds a value that cannot be read';
-          throw new MongoNetworkError(address, `connection ${descriptor.id} to ${address} failed: ${detail}`, { cause: error });
+          throw malformedHello(error, address, `connection ${descriptor.id} to ${address}`);
         })
         .then(async (reply) => {
           if (subscriber.closed) return;

@@ -13,11 +13,11 @@
 import type { Document } from 'bson';
 import { Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
-import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
+import { connectionFactoryWithMetadata, malformedHello, type ConnectionOptions } from '../connection/connect';
 import { checkConnectionOptions } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
-import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError, WireProtocolError } from '../errors';
+import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, isErrored } from '../pool/connection-checks';
 import { establish } from './establish';
@@ -587,12 +587,10 @@ export class Monitor {
   /**
    * Rethrows the error of a check's hello; a hello reply holding a value that cannot be read (a string that is not
    * valid UTF-8), which fails only its command, as a malformed reply: for a check, whose reply is the server's
-   * description, it is one, as for an establishment (a {@link MongoNetworkError} whose cause is the WireProtocolError).
+   * description, it is one, as for an establishment (see `malformedHello` of connection/connect).
    */
   private readonly malformedHello = (error: unknown): never => {
-    if (!(error instanceof WireProtocolError)) throw error;
-    const detail = 'wire-protocol error: the hello reply holds a value that cannot be read';
-    throw new MongoNetworkError(this.address, `the check of ${this.address} failed: ${detail}`, { cause: error });
+    throw malformedHello(error, this.address, `the check of ${this.address}`);
   };
 
   /**
