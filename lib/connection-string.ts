@@ -389,12 +389,16 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   delete connection.authMechanism;
   // The URI database: the default source of credentials (auth spec, SCRAM "source"); read only where it is that.
   const database = (): string => authDatabase(parsed.pathname.replace(/^\//, ''));
+  // The source the URI gives credentials of `mechanism`: its authSource, else its database, but for MONGODB-X509,
+  // whose users are in $external whatever the database (auth spec, "Connection String Options"); undefined leaves the
+  // credentials' own default (admin, or $external).
+  const uriSource = (mechanism: AuthMechanism | undefined): string | undefined =>
+    authSource ?? (mechanism === 'MONGODB-X509' ? undefined : database() || undefined);
   if (given !== undefined) {
     // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
     // as for credentials in the URI) fill in what they leave unset.
     const mechanism = optionValue(given, 'mechanism') ?? authMechanism;
-    // MONGODB-X509 users are in $external, whatever the URI's database (auth spec, "Connection String Options").
-    const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? authSource ?? (mechanism === 'MONGODB-X509' ? undefined : database() || undefined));
+    const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? uriSource(mechanism));
     // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
     // dropped silently.
     if (authSource !== undefined && source !== authSource) {
@@ -420,12 +424,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     connection.credentials = new MongoCredentials({
       username,
       ...(x509 && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
-      source: authSource ?? (x509 ? undefined : database() || 'admin'),
+      source: uriSource(authMechanism),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
     });
   } else if (authMechanism === 'MONGODB-X509') {
     // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
-    connection.credentials = new MongoCredentials({ mechanism: authMechanism, ...(authSource !== undefined ? { source: authSource } : {}) });
+    connection.credentials = new MongoCredentials({ mechanism: authMechanism, source: uriSource(authMechanism) });
   } else if (authMechanism !== undefined) {
     // Auth spec, "Errors": a mechanism with its required information (a SCRAM user name) missing is an error.
     throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials (user[:password]@host in the URI, or the credentials option of connect()): SCRAM needs a user name');
