@@ -134,6 +134,22 @@ export const MAX_SERVER_ERROR_CHARS = 300;
 export type RunCommand = (db: string, command: Document) => Promise<Document>;
 
 /**
+ * Runs `command` on `db` with `run` as the step `step` of an authentication (its command's name, in messages) and
+ * resolves to the reply. The server's refusal (a MongoServerError), and a command that cannot be sent or whose reply
+ * cannot be read (a WireProtocolError: the conversation is malformed), go to `fail` with why and the error as cause;
+ * any other error (the network's) is thrown as it is.
+ */
+export async function runStep(run: RunCommand, db: string, command: Document, step: string, fail: (why: string, cause: unknown) => never): Promise<Document> {
+  try {
+    return await run(db, command);
+  } catch (error) {
+    if (error instanceof MongoServerError) return fail(error.message, error);
+    if (error instanceof WireProtocolError) return fail(`the ${step} failed: ${error.message}`, error);
+    throw error;
+  }
+}
+
+/**
  * Options of {@link scramAuthenticate}.
  *
  * Source: extension (cancellation of an establishment: CMAP spec, "Establishing a Connection"; the fixed nonce
@@ -253,17 +269,11 @@ export async function scramAuthenticate(
   const fail = (why: string, cause?: unknown): never => {
     throw new AuthenticationError(`Authentication failed for ${who}: ${why}`, cause);
   };
-  const send = async (command: Document): Promise<Document> => {
+  const send = (command: Document): Promise<Document> => {
     signal?.throwIfAborted();
-    try {
-      return await run(credentials.source, command);
-    } catch (error) {
-      if (error instanceof MongoServerError) return fail(error.message, error);
-      // A command the server could not take (its proof grown past maxBsonObjectSize by a server nonce of megabytes:
-      // nothing was sent), or a reply holding a value that cannot be read: the conversation is malformed.
-      if (error instanceof WireProtocolError) return fail(`the ${Object.keys(command)[0]} failed: ${error.message}`, error);
-      throw error;
-    }
+    // A command the server could not take (its proof grown past maxBsonObjectSize by a server nonce of megabytes) fails
+    // the conversation as a refusal does.
+    return runStep(run, credentials.source, command, Object.keys(command)[0], fail);
   };
 
   // Prepared before anything is sent: a password SASLprep refuses could never authenticate. Its error names the

@@ -6,10 +6,10 @@
  * Source: auth spec, "MONGODB-X509"; handshake spec, "Speculative Authentication".
  */
 import type { Document } from 'bson';
-import { AuthenticationError, MongoServerError, WireProtocolError } from '../errors';
+import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
 import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
-import type { RunCommand } from './scram';
+import { runStep, type RunCommand } from './scram';
 
 /**
  * The `authenticate` command of MONGODB-X509: `{ authenticate: 1, mechanism: 'MONGODB-X509' }`, with `user` only when
@@ -65,11 +65,5 @@ export async function x509Authenticate(run: RunCommand, credentials: MongoCreden
     }
     return;
   }
-  try {
-    await run(EXTERNAL_SOURCE, x509Command(credentials));
-  } catch (error) {
-    if (error instanceof MongoServerError) fail(error.message, error);
-    if (error instanceof WireProtocolError) fail(`the authenticate command failed: ${error.message}`, error);
-    throw error;
-  }
+  await runStep(run, EXTERNAL_SOURCE, x509Command(credentials), 'authenticate command', fail);
 }
