@@ -70,6 +70,9 @@ export interface CredentialsInit {
   mechanism?: AuthMechanism | undefined;
 }
 
+/** The two shapes of a {@link CredentialsInit}, as an InvalidOptionError for a value of another kind names them. */
+export const CREDENTIALS_SHAPES = "a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
+
 /** The keys of a {@link CredentialsInit}. */
 export const CREDENTIALS_INIT_NAMES = ['username', 'password', 'source', 'mechanism'] as const satisfies readonly (keyof CredentialsInit)[];
 true satisfies ListsEveryOption<CredentialsInit, typeof CREDENTIALS_INIT_NAMES>;
@@ -128,8 +131,7 @@ export class MongoCredentials {
    * "$external").
    */
   constructor(init: CredentialsInit) {
-    const shape = "a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
-    requireOptionsObject('credentials', init, shape, true);
+    requireOptionsObject('credentials', init, CREDENTIALS_SHAPES, true);
     // A plain object takes only the CredentialsInit keys (a misspelt `source` must not fall back to admin); a class
     // instance (credentials of another copy of this library, say) is read through its properties.
     const proto: unknown = Object.getPrototypeOf(init);

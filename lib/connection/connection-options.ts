@@ -6,7 +6,7 @@
  * options, loadBalanced); handshake spec, "Supporting Wrapping Libraries" (driverInfo); auth spec, "MongoCredential";
  * extension: keepAliveInitialDelay (the official Node.js driver's option of that name).
  */
-import { CREDENTIALS_INIT_NAMES, MongoCredentials, type CredentialsInit } from '../auth/credentials';
+import { CREDENTIALS_INIT_NAMES, CREDENTIALS_SHAPES, MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
 import {
   optionValues,
@@ -201,9 +201,7 @@ export function checkConnectionOptions(
     throw new InvalidOptionError('zlibCompressionLevel', level, 'an integer from -1 to 9');
   }
   if (o.credentials !== undefined && !(o.credentials instanceof MongoCredentials)) {
-    const shape =
-      "a MongoCredentials or a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
-    const init = requireOptionsObject('credentials', o.credentials, shape, true);
+    const init = requireOptionsObject('credentials', o.credentials, `a MongoCredentials or ${CREDENTIALS_SHAPES}`, true);
     // A plain object takes only the CredentialsInit keys; a class instance (a MongoCredentials of another copy of
     // this library, say) is read through its properties, as MongoCredentials reads it.
     const proto = Object.getPrototypeOf(init);
