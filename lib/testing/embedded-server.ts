@@ -26,6 +26,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Long, ObjectId, type Document } from 'bson';
+import { EXTERNAL_SOURCE } from '../auth/credentials';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
@@ -858,15 +859,15 @@ export class EmbeddedServer {
   private authenticateX509(db: string, command: Document, client: ClientConnectionInfo): { reply: Document; authenticated: boolean } {
     const refused = (code: number, codeName: string, errmsg: string): { reply: Document; authenticated: boolean } => ({ reply: { ok: 0, errmsg, code, codeName }, authenticated: false });
     if (this.options.tls === undefined) return refused(17, 'ProtocolError', 'SSL support is required for the MONGODB-X509 mechanism.');
-    if (db !== '$external') return refused(17, 'ProtocolError', 'X.509 authentication must always use the $external database.');
+    if (db !== EXTERNAL_SOURCE) return refused(17, 'ProtocolError', 'X.509 authentication must always use the $external database.');
     const subject = client.certificateSubject;
     const user: unknown = command.user ?? subject;
     if (command.mechanism !== 'MONGODB-X509' || subject === undefined || user !== subject || !this.users.isX509User(subject)) {
       return refused(18, 'AuthenticationFailed', 'Authentication failed.');
     }
-    client.user = `$external.${subject}`;
+    client.user = `${EXTERNAL_SOURCE}.${subject}`;
     client.usersGeneration = this.users.generation;
-    return { reply: { dbname: '$external', user: subject, ok: 1 }, authenticated: true };
+    return { reply: { dbname: EXTERNAL_SOURCE, user: subject, ok: 1 }, authenticated: true };
   }
 
   /**
@@ -881,7 +882,7 @@ export class EmbeddedServer {
     if ((this.options.maxWireVersion ?? 25) < 9 || request === null || typeof request !== 'object') return undefined;
     const document = request as Document;
     if (Object.keys(document)[0] === 'authenticate') {
-      const { reply, authenticated } = this.authenticateX509('$external', document, client);
+      const { reply, authenticated } = this.authenticateX509(EXTERNAL_SOURCE, document, client);
       if (!authenticated) return undefined;
       const { ok: _ok, ...answer } = reply;
       return answer;
