@@ -5,6 +5,19 @@ import { reduce } from '../../lib/pool/reducer';
 import { initialPoolState } from '../../lib/pool/state';
 import { Bench, FakeConnection, TestWaiter } from './harness';
 
+/**
+ * A ready pool (minPoolSize 1, maxPoolSize 2, maxConnecting 2, waitQueueTimeoutMS 50) where w1 (t=0, deadline 50)
+ * claims the populate and w2 (t=10) starts connection 2; the clock at 10.
+ */
+function populateClaimedAndSecondStarted(): { b: Bench; w1: ReturnType<Bench['checkOut']>; w2: ReturnType<Bench['checkOut']> } {
+  const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
+  b.dispatch({ type: 'ready' });
+  const w1 = b.checkOut();
+  b.time = 10;
+  const w2 = b.checkOut();
+  return { b, w1, w2 };
+}
+
 describe('reduce (pool reducer, virtual time)', function () {
   describe('checkOut', function () {
     it('fails at once on a paused pool with PoolClearedError and reason connectionError', function () {
@@ -282,11 +295,7 @@ describe('reduce (pool reducer, virtual time)', function () {
     it('gives a checkout left waiting on a populate the later of its own deadline and the one the older checkout had', function () {
       // w1 (t=0, deadline 50) claims the populate; w2 (t=10, its own deadline 60) starts connection 2, which goes to w1
       // at t=20: w2 now waits on the populate, until its own deadline, 60, not w1's 50 nor one counted backwards.
-      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
-      b.dispatch({ type: 'ready' });
-      const w1 = b.checkOut();
-      b.time = 10;
-      const w2 = b.checkOut();
+      const { b, w1, w2 } = populateClaimedAndSecondStarted();
       expect([...b.pending]).to.deep.equal([1, 2]);
       b.time = 20;
       expect(b.succeed(2)).to.equal(b.connectionOf(w1));
@@ -917,11 +926,7 @@ describe('reduce (pool reducer, virtual time)', function () {
     it('is armed again when a checkout left waiting on a populate takes a deadline while it is overdue', function () {
       // w1 (t=0, deadline 50) claims the populate; w2 (t=10) starts connection 2. The timer, armed for 50, is lost;
       // connection 2 goes to w1 at t=55 and w2 waits on the populate until 60: the timer must come again for it.
-      const b = new Bench({ minPoolSize: 1, maxPoolSize: 2, maxConnecting: 2, waitQueueTimeoutMS: 50, backgroundThreadIntervalMS: 10_000 });
-      b.dispatch({ type: 'ready' });
-      const w1 = b.checkOut();
-      b.time = 10;
-      const w2 = b.checkOut();
+      const { b, w1, w2 } = populateClaimedAndSecondStarted();
       expect(b.timers.get('waitQueue')).to.equal(50);
       b.timers.delete('waitQueue'); // lost
       b.time = 55;
