@@ -8,7 +8,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import type { Document } from 'bson';
-import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
   ConnectionPool,
@@ -18,7 +17,6 @@ import {
   WireProtocolError,
   connect,
   connectionFactory,
-  type Connection,
   type ConnectionOptions,
   type CredentialsInit,
 } from '../../lib';
@@ -26,6 +24,7 @@ import { authenticate, speculativeStart } from '../../lib/auth/authenticate';
 import { x509Authenticate, x509Command } from '../../lib/auth/x509';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
+import { authenticatedUsers, establishOne } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -175,22 +174,12 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
       server?.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
     });
 
-    async function establish(address: string, connectionOptions: ConnectionOptions): Promise<Connection> {
-      const [host, port] = address.split(':');
-      const factory = connectionFactory({ ...connectionOptions, host, port: Number(port) });
-      return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-    }
-    async function authenticatedAs(connection: Connection): Promise<string[]> {
-      const status = await connection.command('admin', { connectionStatus: 1 });
-      return (status.authInfo.authenticatedUsers as { user: string; db: string }[]).map((u) => `${u.db}.${u.user}`);
-    }
-
     it('authenticates as the certificate\'s subject in the hello alone: no authenticate command is sent', async function () {
       // Any authenticate command would fail: the connection authenticates all the same, so the handshake did it.
       server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['authenticate'], errorCode: 18 } });
       for (const credentials of [{ mechanism: 'MONGODB-X509' as const }, { mechanism: 'MONGODB-X509' as const, username: SUBJECT }]) {
-        const connection = await establish(server.address, { ...options, credentials });
-        expect(await authenticatedAs(connection)).to.deep.equal([`$external.${SUBJECT}`]);
+        const connection = await establishOne(server.address, { ...options, credentials });
+        expect(await authenticatedUsers(connection)).to.deep.equal([`$external.${SUBJECT}`]);
         connection.destroy();
       }
     });
@@ -198,11 +187,11 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
     it('sends the authenticate command where the server does not speculate (before 4.4), and fails with its refusal', async function () {
       const old = await new EmbeddedServer({ maxWireVersion: 8, users: [{ username: SUBJECT, db: '$external' }], tls: { key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')), ca: fs.readFileSync(file('x509-ca.pem')), requestCert: true } }).start();
       try {
-        const connection = await establish(old.address, options);
-        expect(await authenticatedAs(connection)).to.deep.equal([`$external.${SUBJECT}`]);
+        const connection = await establishOne(old.address, options);
+        expect(await authenticatedUsers(connection)).to.deep.equal([`$external.${SUBJECT}`]);
         connection.destroy();
         old.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['authenticate'], errorCode: 18 } });
-        const error = await rejection(establish(old.address, options));
+        const error = await rejection(establishOne(old.address, options));
         expect(error).to.be.instanceOf(AuthenticationError);
         expect((error as Error).cause).to.be.instanceOf(MongoServerError).with.property('code', 18);
       } finally {
@@ -211,11 +200,11 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
     });
 
     it('fails with AuthenticationError for a user name that is not the subject, or a subject no user has', async function () {
-      const wrongName = await rejection(establish(server.address, { ...options, credentials: { mechanism: 'MONGODB-X509', username: 'CN=someone else' } }));
+      const wrongName = await rejection(establishOne(server.address, { ...options, credentials: { mechanism: 'MONGODB-X509', username: 'CN=someone else' } }));
       expect(wrongName).to.be.instanceOf(AuthenticationError);
       expect((wrongName as Error).message).to.equal('Authentication failed for user "CN=someone else" on "$external" with MONGODB-X509: Authentication failed.');
       expect((wrongName as Error).cause).to.be.instanceOf(MongoServerError).with.property('codeName', 'AuthenticationFailed');
-      const noUser = await rejection(establish(server.address, { ...options, tlsCertificateKeyFile: file('client.pem') }));
+      const noUser = await rejection(establishOne(server.address, { ...options, tlsCertificateKeyFile: file('client.pem') }));
       expect(noUser).to.be.instanceOf(AuthenticationError);
       expect((noUser as Error).message).to.match(/^Authentication failed for the client certificate's subject on "\$external" with MONGODB-X509: /);
     });

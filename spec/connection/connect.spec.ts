@@ -8,22 +8,15 @@ import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { ObjectId } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionOptions, type ConnectionPoolEvent } from '../../lib';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { spyOnDerivations, ticker } from '../support/derivations';
 import { blockEventLoop } from '../support/blocked-loop';
-import { closedPort, eventually } from '../support/endpoint';
+import { closedPort, establishOne, eventually } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
-
-/** Establishes one connection with `options` to `address`; resolves to it or rejects with the error. */
-async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
-  const [host, port] = address.split(':');
-  const factory = connectionFactory({ ...options, host, port: Number(port) });
-  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-}
 
 describe('connectionFactory (establishment)', function () {
   describe('the Endpoint', function () {
@@ -80,7 +73,7 @@ describe('connectionFactory (establishment)', function () {
     it('negotiates SCRAM-SHA-256 when the server lists it, and authenticates', async function () {
       let mechanism: unknown;
       server.handle('whoami', (_cmd, client) => ({ ok: 1, user: client.user, mechanism: client.conversation?.mechanism }));
-      const c = await establish(server.address, { credentials: { username: 'both', password: 'pencil' } });
+      const c = await establishOne(server.address, { credentials: { username: 'both', password: 'pencil' } });
       const reply = await c.command('admin', { whoami: 1 });
       mechanism = reply.mechanism;
       expect(reply.user).to.equal('admin.both');
@@ -90,13 +83,13 @@ describe('connectionFactory (establishment)', function () {
 
     it('falls back to SCRAM-SHA-1 when the user has only that mechanism', async function () {
       server.handle('whoami', (_cmd, client) => ({ ok: 1, mechanism: client.conversation?.mechanism }));
-      const c = await establish(server.address, { credentials: { username: 'sha1', password: 'sha1pass' } });
+      const c = await establishOne(server.address, { credentials: { username: 'sha1', password: 'sha1pass' } });
       expect((await c.command('admin', { whoami: 1 })).mechanism).to.equal('SCRAM-SHA-1');
       c.destroy();
     });
 
     it('uses authSource, and SASLprep for SCRAM-SHA-256 passwords', async function () {
-      const c = await establish(server.address, { credentials: { username: 'app', password: 'ÅpPle', source: 'appdb' } });
+      const c = await establishOne(server.address, { credentials: { username: 'app', password: 'ÅpPle', source: 'appdb' } });
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       c.destroy();
     });
@@ -108,18 +101,18 @@ describe('connectionFactory (establishment)', function () {
       try {
         const hello = { ismaster: false, secondary: false, arbiterOnly: true, setName: 'rs0', helloOk: true, minWireVersion: 0, maxWireVersion: 25, ok: 1 };
         arbiter.handle('ismaster', () => hello);
-        const c = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
+        const c = await establishOne(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
         expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
         c.destroy();
         expect(arbiter.scramConversations()).to.deep.equal({ started: 0, succeeded: 0, failed: 0 });
         // arbiterOnly without a setName is no RSArbiter (SDAM): authentication still happens, and fails here.
         arbiter.handle('ismaster', () => ({ ...hello, setName: undefined }));
-        const error = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+        const error = await establishOne(arbiter.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
         expect(error).to.be.instanceOf(AuthenticationError);
         // A replica set member that is no arbiter (a setName, arbiterOnly false) holds the users: it is authenticated.
         arbiter.handle('ismaster', () => ({ ...hello, arbiterOnly: false, secondary: true }));
         arbiter.setUsers([{ username: 'both', password: 'pencil' }]);
-        const member = await establish(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
+        const member = await establishOne(arbiter.address, { credentials: { username: 'both', password: 'pencil' } });
         member.destroy();
         expect(arbiter.scramConversations()).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
       } finally {
@@ -131,7 +124,7 @@ describe('connectionFactory (establishment)', function () {
       const balanced = await new EmbeddedServer({ users: [{ username: 'both', password: 'pencil' }] }).start();
       try {
         balanced.handle('hello', () => ({ isWritablePrimary: false, arbiterOnly: true, setName: 'rs0', helloOk: true, serviceId: new ObjectId(), maxWireVersion: 25, ok: 1 }));
-        const c = await establish(balanced.address, { loadBalanced: true, credentials: { username: 'both', password: 'pencil' } });
+        const c = await establishOne(balanced.address, { loadBalanced: true, credentials: { username: 'both', password: 'pencil' } });
         c.destroy();
         expect(balanced.scramConversations()).to.deep.equal({ started: 1, succeeded: 1, failed: 0 });
       } finally {
@@ -140,7 +133,7 @@ describe('connectionFactory (establishment)', function () {
     });
 
     it('without credentials, commands that need authentication are refused', async function () {
-      const c = await establish(server.address, {});
+      const c = await establishOne(server.address, {});
       const error = await c.command('admin', { listDatabases: 1 }).catch((e) => e);
       expect(error).to.be.instanceOf(MongoServerError);
       expect(error.code).to.equal(13);
@@ -195,7 +188,7 @@ describe('connectionFactory (establishment)', function () {
         return match(name, appName);
       };
       // Warm the code paths up, so that timings below measure the establishment only.
-      (await establish(server.address, { credentials: { username: 'usual', password: 'pencil' } })).destroy();
+      (await establishOne(server.address, { credentials: { username: 'usual', password: 'pencil' } })).destroy();
     });
     after(() => server.stop());
     beforeEach(async function () {
@@ -222,7 +215,7 @@ describe('connectionFactory (establishment)', function () {
       const creds = new MongoCredentials({ username: 'hostile', password: 'pencil' });
       const derivations = spyOnDerivations(creds, tick);
       const started = performance.now();
-      const error = await establish(server.address, { credentials: creds }).catch((e) => e);
+      const error = await establishOne(server.address, { credentials: creds }).catch((e) => e);
       const elapsed = performance.now() - started;
       expect(error).to.be.instanceOf(AuthenticationError);
       expect(error.message).to.equal(
@@ -240,7 +233,7 @@ describe('connectionFactory (establishment)', function () {
       const derivations = spyOnDerivations(creds, tick);
       const connectTimeoutMS = 50;
       const started = performance.now();
-      const error = await establish(server.address, { credentials: creds, connectTimeoutMS }).catch((e) => e);
+      const error = await establishOne(server.address, { credentials: creds, connectTimeoutMS }).catch((e) => e);
       const elapsed = performance.now() - started;
       expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
       expect(error.message).to.match(/timed out after 50 ms \(during auth\)/);
@@ -258,7 +251,7 @@ describe('connectionFactory (establishment)', function () {
     it('concurrent establishments with the same credentials derive the salted password once', async function () {
       const creds = new MongoCredentials({ username: 'usual', password: 'pencil' });
       const derivations = spyOnDerivations(creds, tick);
-      const connections = await Promise.all([establish(server.address, { credentials: creds }), establish(server.address, { credentials: creds })]);
+      const connections = await Promise.all([establishOne(server.address, { credentials: creds }), establishOne(server.address, { credentials: creds })]);
       expect(derivations).to.have.length(1);
       for (const c of connections) {
         expect(await c.command('admin', { listDatabases: 1 })).to.include({ ok: 1 });
@@ -327,16 +320,16 @@ describe('connectionFactory (establishment)', function () {
     });
 
     it('connects when the server certificate verifies against tlsCAFile', async function () {
-      const c = await establish(server.address.replace('127.0.0.1', 'localhost'), { tls: true, tlsCAFile: file('ca.pem') });
+      const c = await establishOne(server.address.replace('127.0.0.1', 'localhost'), { tls: true, tlsCAFile: file('ca.pem') });
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       c.destroy();
     });
 
     it('fails against the wrong CA, without backpressure labels; tlsAllowInvalidCertificates accepts it', async function () {
-      const error = await establish(server.address, { tlsCAFile: file('other-ca.pem') }).catch((e) => e);
+      const error = await establishOne(server.address, { tlsCAFile: file('other-ca.pem') }).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect(error.hasErrorLabel('SystemOverloadedError')).to.equal(false);
-      const c = await establish(server.address, { tlsCAFile: file('other-ca.pem'), tlsAllowInvalidCertificates: true });
+      const c = await establishOne(server.address, { tlsCAFile: file('other-ca.pem'), tlsAllowInvalidCertificates: true });
       c.destroy();
     });
 
@@ -356,7 +349,7 @@ describe('connectionFactory (establishment)', function () {
       try {
         for (const [s, code] of [[old, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION'], [banner, 'ERR_SSL_WRONG_VERSION_NUMBER']] as const) {
           const address = `127.0.0.1:${(s.address() as net.AddressInfo).port}`;
-          const error = await establish(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
+          const error = await establishOne(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
           expect(error).to.be.instanceOf(MongoNetworkError);
           expect(error.cause.code).to.equal(code);
           expect([...error.errorLabels], code).to.deep.equal([]);
@@ -375,7 +368,7 @@ describe('connectionFactory (establishment)', function () {
       await new Promise((r) => closing.listen(0, '127.0.0.1', () => r(undefined)));
       try {
         const address = `127.0.0.1:${(closing.address() as net.AddressInfo).port}`;
-        const error = await establish(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
+        const error = await establishOne(address, { tls: true, tlsAllowInvalidCertificates: true, connectTimeoutMS: 1000 }).catch((e) => e);
         expect(error).to.be.instanceOf(MongoNetworkError);
         expect(error).to.not.be.instanceOf(MongoNetworkTimeoutError);
         expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
@@ -415,9 +408,9 @@ describe('connectionFactory (establishment)', function () {
     });
 
     it('presents the client certificate from tlsCertificateKeyFile when the server requires one', async function () {
-      const refused = await establish(mutual.address, { tlsCAFile: file('ca.pem') }).catch((e) => e);
+      const refused = await establishOne(mutual.address, { tlsCAFile: file('ca.pem') }).catch((e) => e);
       expect(refused).to.be.instanceOf(MongoNetworkError);
-      const c = await establish(mutual.address, { tlsCAFile: file('ca.pem'), tlsCertificateKeyFile: file('client.pem') });
+      const c = await establishOne(mutual.address, { tlsCAFile: file('ca.pem'), tlsCertificateKeyFile: file('client.pem') });
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       c.destroy();
     });
@@ -432,13 +425,13 @@ describe('connectionFactory (establishment)', function () {
           seen.push(client.compressor);
           return { ok: 1, echoed: cmd.echo };
         });
-        const c = await establish(server.address, { compressors: ['zlib'], zlibCompressionLevel: 6 });
+        const c = await establishOne(server.address, { compressors: ['zlib'], zlibCompressionLevel: 6 });
         expect(c.compressor).to.equal('zlib');
         const big = 'x'.repeat(10_000);
         expect((await c.command('admin', { echo: big })).echoed).to.equal(big);
         expect(seen).to.deep.equal(['zlib']);
         c.destroy();
-        const plain = await establish(server.address, {});
+        const plain = await establishOne(server.address, {});
         expect(plain.compressor).to.equal(undefined);
         plain.destroy();
       } finally {
@@ -455,7 +448,7 @@ describe('connectionFactory (establishment)', function () {
   describe('failures and backpressure labels', function () {
     it('labels a refused connection SystemOverloadedError + RetryableError, and the default policy does not clear', async function () {
       const port = await closedPort();
-      const error = await establish(`127.0.0.1:${port}`, {}).catch((e) => e);
+      const error = await establishOne(`127.0.0.1:${port}`, {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
       const pool = new ConnectionPool({ address: `127.0.0.1:${port}` });
@@ -488,7 +481,7 @@ describe('connectionFactory (establishment)', function () {
         await new Promise((r) => broken.listen(0, '127.0.0.1', () => r(undefined)));
         try {
           const address = `127.0.0.1:${(broken.address() as net.AddressInfo).port}`;
-          const error = await establish(address, { connectTimeoutMS: 1000 }).catch((e) => e);
+          const error = await establishOne(address, { connectTimeoutMS: 1000 }).catch((e) => e);
           expect(error, what).to.be.instanceOf(MongoNetworkError);
           expect(error.message, what).to.match(/wire-protocol error/);
           expect([...error.errorLabels], what).to.deep.equal([]);
@@ -520,7 +513,7 @@ describe('connectionFactory (establishment)', function () {
       try {
         const port = Number(server.address.split(':')[1]);
         await withDualStackName(async () => {
-          const connection = await establish(`dual-stack.test:${port}`, {});
+          const connection = await establishOne(`dual-stack.test:${port}`, {});
           expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
           connection.destroy();
         });
@@ -533,7 +526,7 @@ describe('connectionFactory (establishment)', function () {
       // Node tries each address (autoSelectFamily) and fails with an AggregateError, whose own message is empty.
       const port = await closedPort();
       await withDualStackName(async () => {
-        const error = await establish(`dual-stack.test:${port}`, {}).catch((e) => e);
+        const error = await establishOne(`dual-stack.test:${port}`, {}).catch((e) => e);
         expect(error).to.be.instanceOf(MongoNetworkError);
         expect(error.message).to.equal(
           `connecting to dual-stack.test:${port} failed: connect ECONNREFUSED ::1:${port}; connect ECONNREFUSED 127.0.0.1:${port}`,
@@ -552,7 +545,7 @@ describe('connectionFactory (establishment)', function () {
           process.nextTick(() => (callback as (error: Error) => void)(Object.assign(new Error(`getaddrinfo ${code} local-limit.test`), { code, syscall: 'getaddrinfo' })));
         };
         try {
-          const error = await establish('local-limit.test:27017', {}).catch((e) => e);
+          const error = await establishOne('local-limit.test:27017', {}).catch((e) => e);
           expect(error, code).to.be.instanceOf(MongoNetworkError);
           expect(error.message, code).to.include(code);
           expect([...error.errorLabels], code).to.deep.equal([]);
@@ -572,7 +565,7 @@ describe('connectionFactory (establishment)', function () {
       };
       try {
         await withDualStackName(async () => {
-          const error = await establish(`dual-stack.test:${port}`, {}).catch((e) => e);
+          const error = await establishOne(`dual-stack.test:${port}`, {}).catch((e) => e);
           expect(error).to.be.instanceOf(MongoNetworkError);
           expect(error.message).to.include('EADDRNOTAVAIL ::1').and.to.include(`ECONNREFUSED 127.0.0.1:${port}`);
           expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
@@ -583,7 +576,7 @@ describe('connectionFactory (establishment)', function () {
     });
 
     it('does not label a DNS failure', async function () {
-      const error = await establish('no-such-host.invalid:27017', {}).catch((e) => e);
+      const error = await establishOne('no-such-host.invalid:27017', {}).catch((e) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect(error.errorLabels.size).to.equal(0);
     });
@@ -593,7 +586,7 @@ describe('connectionFactory (establishment)', function () {
       await new Promise((r) => silent.once('listening', r));
       try {
         const address = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
-        const error = await establish(address, { connectTimeoutMS: 100 }).catch((e) => e);
+        const error = await establishOne(address, { connectTimeoutMS: 100 }).catch((e) => e);
         expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
         expect(error.message).to.match(/timed out after 100 ms \(during hello\)/);
         expect(error.hasErrorLabel('SystemOverloadedError')).to.equal(true);
@@ -606,7 +599,7 @@ describe('connectionFactory (establishment)', function () {
       const server = await new EmbeddedServer().start();
       try {
         server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['isMaster'], errorCode: 91 } });
-        const error = await establish(server.address, {}).catch((e) => e);
+        const error = await establishOne(server.address, {}).catch((e) => e);
         expect(error).to.be.instanceOf(MongoServerError);
         expect(error.code).to.equal(91);
         expect(error.errorLabels.size).to.equal(0);
@@ -643,7 +636,7 @@ describe('connectionFactory: replies received while the event loop was blocked',
   });
 
   it('establishes the connection, though connectTimeoutMS ran out during the block', async function () {
-    const outcome = await establish(proxy.address, { connectTimeoutMS: 100 }).catch((e: unknown) => e);
+    const outcome = await establishOne(proxy.address, { connectTimeoutMS: 100 }).catch((e: unknown) => e);
     expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
     expect(blocks).to.equal(1);
     (outcome as Connection).destroy();
@@ -680,7 +673,7 @@ describe('connectionFactory: what each establishment sets up', function () {
     const credentials = { username: 'both', password: 'pencil' };
     for (const command of ['isMaster', 'saslContinue']) {
       server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: [command], blockConnection: true, blockTimeMS: 150 } });
-      const outcome = await establish(server.address, { socketTimeoutMS: 30, connectTimeoutMS: 5000, credentials }).catch((e: unknown) => e);
+      const outcome = await establishOne(server.address, { socketTimeoutMS: 30, connectTimeoutMS: 5000, credentials }).catch((e: unknown) => e);
       expect(outcome, `${command}: ${String(outcome)}`).to.not.be.instanceOf(Error);
       (outcome as Connection).destroy();
     }
@@ -690,7 +683,7 @@ describe('connectionFactory: what each establishment sets up', function () {
 
   it('connectTimeoutMS 0 sets no deadline: a hello answered after 150 ms establishes', async function () {
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['isMaster'], blockConnection: true, blockTimeMS: 150 } });
-    const outcome = await establish(server.address, { connectTimeoutMS: 0 }).catch((e: unknown) => e);
+    const outcome = await establishOne(server.address, { connectTimeoutMS: 0 }).catch((e: unknown) => e);
     expect(outcome, String(outcome)).to.not.be.instanceOf(Error);
     (outcome as Connection).destroy();
   });
@@ -740,7 +733,7 @@ describe('connectionFactory: what each establishment sets up', function () {
       return original.apply(this, args);
     };
     try {
-      const c = await establish(server.address, {});
+      const c = await establishOne(server.address, {});
       c.destroy();
     } finally {
       net.Socket.prototype.setNoDelay = original;
@@ -750,7 +743,7 @@ describe('connectionFactory: what each establishment sets up', function () {
 
   it('a network error during authentication carries no backpressure label (the server answered the hello: it is not overloaded)', async function () {
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslContinue'], closeConnection: true } });
-    const error = await establish(server.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+    const error = await establishOne(server.address, { credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(MongoNetworkError);
     expect([...(error as MongoNetworkError).errorLabels]).to.deep.equal([]);
   });
@@ -769,7 +762,7 @@ describe('connectionFactory: the phase a deadline passed in', function () {
       hold: (command) => command.saslContinue !== undefined,
     });
     try {
-      const error = await establish(proxy.address, { connectTimeoutMS: 100, credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
+      const error = await establishOne(proxy.address, { connectTimeoutMS: 100, credentials: { username: 'both', password: 'pencil' } }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
       expect((error as Error).message).to.match(/timed out after 100 ms \(during hello\)$/);
       expect([...(error as MongoNetworkError).errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
@@ -800,8 +793,8 @@ describe('connectionFactory: what the handshake offers and reports', function ()
   });
 
   it("offers no compressor for compressors ['none'], and leaves 'none' out of a list that has others", async function () {
-    (await establish(proxy.address, { compressors: ['none'] })).destroy();
-    (await establish(proxy.address, { compressors: ['none', 'zlib'] })).destroy();
+    (await establishOne(proxy.address, { compressors: ['none'] })).destroy();
+    (await establishOne(proxy.address, { compressors: ['none', 'zlib'] })).destroy();
     expect(hellos).to.have.length(2);
     expect(hellos[0]).to.not.have.property('compression');
     expect(hellos[1].compression).to.deep.equal(['zlib']);
@@ -809,7 +802,7 @@ describe('connectionFactory: what the handshake offers and reports', function ()
 
   it("a refused connection's message is Node's own (the address and port refused)", async function () {
     const port = await closedPort();
-    const error = await establish(`127.0.0.1:${port}`, {}).catch((e: unknown) => e);
+    const error = await establishOne(`127.0.0.1:${port}`, {}).catch((e: unknown) => e);
     expect((error as Error).message).to.equal(`connecting to 127.0.0.1:${port} failed: connect ECONNREFUSED 127.0.0.1:${port}`);
   });
 

@@ -12,7 +12,6 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { firstValueFrom, from } from 'rxjs';
 import {
   Connection,
   ConnectionPool,
@@ -28,16 +27,9 @@ import {
   MAX_KEEP_ALIVE_INITIAL_DELAY_MS,
 } from '../../lib/connection/connection-options';
 import { EmbeddedServer } from '../../lib/testing';
-import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { establishOne, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
-
-/** Establishes one connection with `options` to `address` through the default factory. */
-async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
-  const [host, port] = address.split(':');
-  const factory = connectionFactory({ ...options, host, port: Number(port) });
-  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-}
 
 interface KeepAliveCall {
   readonly socket: net.Socket;
@@ -164,7 +156,7 @@ describe('keepAliveInitialDelay (TCP keepalive on every connection)', function (
       [5000, 5000],
     ] as const) {
       it(`keepAliveInitialDelay ${given ?? 'unset'}: setKeepAlive(true, ${expected}) on the socket`, async function () {
-        const c = await establish(endpoint.address, { ...endpoint.connectionOptions, keepAliveInitialDelay: given });
+        const c = await establishOne(endpoint.address, { ...endpoint.connectionOptions, keepAliveInitialDelay: given });
         try {
           expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
           expect(spy.calls.map(({ enable, initialDelay }) => [enable, initialDelay])).to.deep.equal([[true, expected]]);
@@ -193,8 +185,8 @@ describe('keepAliveInitialDelay (TCP keepalive on every connection)', function (
 
     it('the kernel runs the keepalive timer with the delay asked (Linux, ss)', async function () {
       if (!hasSs) this.skip(); // needs Linux and ss (iproute2) to read the socket's timer
-      const c = await establish(endpoint.address, endpoint.connectionOptions);
-      const zero = await establish(endpoint.address, { ...endpoint.connectionOptions, keepAliveInitialDelay: 0 });
+      const c = await establishOne(endpoint.address, endpoint.connectionOptions);
+      const zero = await establishOne(endpoint.address, { ...endpoint.connectionOptions, keepAliveInitialDelay: 0 });
       try {
         const timer = kernelKeepAliveTimerMS(spy.sockets[0].localPort!);
         expect(timer).to.be.within(110_000, 120_000);
@@ -228,7 +220,7 @@ describe('keepAliveInitialDelay (TCP keepalive on every connection)', function (
     const address = (): string => server.address.replace('127.0.0.1', 'localhost');
 
     it('a TLS socket gets setKeepAlive(true, keepAliveInitialDelay)', async function () {
-      const c = await establish(address(), { ...tlsOptions(), keepAliveInitialDelay: 30_000 });
+      const c = await establishOne(address(), { ...tlsOptions(), keepAliveInitialDelay: 30_000 });
       try {
         expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
         expect(spy.calls.map(({ enable, initialDelay }) => [enable, initialDelay])).to.deep.equal([[true, 30_000]]);
@@ -240,7 +232,7 @@ describe('keepAliveInitialDelay (TCP keepalive on every connection)', function (
 
     it('the kernel runs the keepalive timer of a TLS connection (Linux, ss)', async function () {
       if (!hasSs) this.skip(); // needs Linux and ss (iproute2) to read the socket's timer
-      const c = await establish(address(), tlsOptions());
+      const c = await establishOne(address(), tlsOptions());
       try {
         expect(kernelKeepAliveTimerMS(spy.sockets[0].localPort!)).to.be.within(110_000, 120_000);
       } finally {

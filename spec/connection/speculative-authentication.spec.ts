@@ -6,26 +6,12 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { Binary, type Document } from 'bson';
-import { firstValueFrom, from } from 'rxjs';
-import { AuthenticationError, connectionFactory, type Connection, type ConnectionOptions, type CredentialsInit } from '../../lib';
+import { AuthenticationError, type ConnectionOptions, type CredentialsInit } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
-import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { authenticatedUsers, establishOne, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
 const PASSWORD = 'pencil-secret-4711';
-
-/** Establishes one connection to `address`; resolves to it or rejects with the error. */
-async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
-  const [host, port] = address.split(':');
-  const factory = connectionFactory({ ...options, host, port: Number(port) });
-  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-}
-
-/** The user names `connectionStatus` reports as authenticated on `connection`. */
-async function authenticatedUsers(connection: Connection): Promise<string[]> {
-  const status = await connection.command('admin', { connectionStatus: 1 });
-  return (status.authInfo.authenticatedUsers as { user: string; db: string }[]).map((u) => `${u.db}.${u.user}`);
-}
 
 const text = (payload: unknown): string => Buffer.from((payload as Binary).buffer).toString('utf8');
 const binary = (value: string): Binary => new Binary(Buffer.from(value, 'utf8'));
@@ -63,7 +49,7 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
   it('authenticates with hello + saslContinue: the saslStart rides in the handshake, with db', async function () {
     const hellos: Document[] = [];
     proxy.hooks = { request: (command) => (hellos.push(command), command) };
-    const connection = await establish(proxy.address, options);
+    const connection = await establishOne(proxy.address, options);
     const source = credentials.source ?? 'admin';
     expect(await authenticatedUsers(connection)).to.include(`${source}.${credentials.username}`);
     connection.destroy();
@@ -86,7 +72,7 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
         return command;
       },
     };
-    for (let i = 0; i < 2; i++) (await establish(proxy.address, options)).destroy();
+    for (let i = 0; i < 2; i++) (await establishOne(proxy.address, options)).destroy();
     expect(nonces).to.have.length(2);
     expect(nonces[0]).to.not.equal(nonces[1]);
   });
@@ -98,14 +84,14 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
         return command;
       },
     };
-    const connection = await establish(proxy.address, options);
+    const connection = await establishOne(proxy.address, options);
     expect(await authenticatedUsers(connection)).to.include(`${credentials.source ?? 'admin'}.${credentials.username}`);
     connection.destroy();
     expect(proxy.commands.slice(1, proxy.commands.indexOf('connectionStatus'))).to.deep.equal(['saslStart', 'saslContinue']);
   });
 
   it('a wrong password fails with AuthenticationError after hello + saslContinue, showing no password', async function () {
-    const error = await establish(proxy.address, { ...options, credentials: { ...credentials, password: 'wrong-secret-0815' } }).catch((e: unknown) => e);
+    const error = await establishOne(proxy.address, { ...options, credentials: { ...credentials, password: 'wrong-secret-0815' } }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(AuthenticationError);
     expect(proxy.commands.slice(1)).to.deep.equal(['saslContinue']);
     expect(inspect(error, { depth: 10, showHidden: true })).to.not.include('wrong-secret-0815');
@@ -121,7 +107,7 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
           return { ...reply, speculativeAuthenticate: change(reply.speculativeAuthenticate, command) };
         },
       };
-      const error = await establish(proxy.address, options).catch((e: unknown) => e);
+      const error = await establishOne(proxy.address, options).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(AuthenticationError);
       expect(inspect(error, { depth: 10, showHidden: true })).to.not.include(credentials.password);
       expect(await eventually(() => proxy.sockets.closed === 1), 'the client closed the socket').to.equal(true);
@@ -159,7 +145,7 @@ describe(`speculative authentication (handshake spec, "Speculative Authenticatio
         reply: (reply, command) =>
           command.saslContinue === 1 && text(reply.payload).startsWith('v=') ? { ...reply, payload: binary(`v=${Buffer.alloc(32, 1).toString('base64')}`) } : reply,
       };
-      const error = await establish(proxy.address, options).catch((e: unknown) => e);
+      const error = await establishOne(proxy.address, options).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(AuthenticationError);
       expect((error as Error).message).to.include('the server signature does not verify');
       expect(proxy.commands.slice(1)).to.deep.equal(['saslContinue']);
@@ -194,7 +180,7 @@ describe('speculative authentication with the embedded endpoint (mechanisms, old
   it('speculates with SCRAM-SHA-1 when the credentials set it', async function () {
     const speculated: Document[] = [];
     proxy.hooks = { request: (command) => (command.speculativeAuthenticate && speculated.push(command.speculativeAuthenticate), command) };
-    const connection = await establish(proxy.address, { credentials: { username: 'sha1', password: PASSWORD, mechanism: 'SCRAM-SHA-1' } });
+    const connection = await establishOne(proxy.address, { credentials: { username: 'sha1', password: PASSWORD, mechanism: 'SCRAM-SHA-1' } });
     expect(await authenticatedUsers(connection)).to.deep.equal(['admin.sha1']);
     connection.destroy();
     expect(speculated.map((s) => s.mechanism)).to.deep.equal(['SCRAM-SHA-1']);
@@ -206,7 +192,7 @@ describe('speculative authentication with the embedded endpoint (mechanisms, old
     const before = server.scramConversations(generation);
     const speculated: Document[] = [];
     proxy.hooks = { request: (command) => (command.speculativeAuthenticate && speculated.push(command.speculativeAuthenticate), command) };
-    const connection = await establish(proxy.address, { credentials: { username: 'sha1', password: PASSWORD } });
+    const connection = await establishOne(proxy.address, { credentials: { username: 'sha1', password: PASSWORD } });
     expect(await authenticatedUsers(connection)).to.deep.equal(['admin.sha1']);
     connection.destroy();
     expect(speculated.map((s) => s.mechanism)).to.deep.equal(['SCRAM-SHA-256']);
@@ -220,7 +206,7 @@ describe('speculative authentication with the embedded endpoint (mechanisms, old
     const old = await new EmbeddedServer({ maxWireVersion: 8, users: [{ username: 'both', password: PASSWORD }] }).start();
     const oldProxy = await startWireProxy(old.address);
     try {
-      const connection = await establish(oldProxy.address, { credentials: { username: 'both', password: PASSWORD } });
+      const connection = await establishOne(oldProxy.address, { credentials: { username: 'both', password: PASSWORD } });
       expect(await authenticatedUsers(connection)).to.deep.equal(['admin.both']);
       connection.destroy();
       expect(oldProxy.commands.slice(0, 3)).to.deep.equal(['isMaster', 'saslStart', 'saslContinue']);
@@ -240,7 +226,7 @@ describe('speculative authentication with the embedded endpoint (mechanisms, old
       ...over,
     });
     const hello = async (speculativeAuthenticate: unknown): Promise<Document> => {
-      const connection = await establish(server.address, {});
+      const connection = await establishOne(server.address, {});
       try {
         return await connection.command('admin', { hello: 1, speculativeAuthenticate });
       } finally {

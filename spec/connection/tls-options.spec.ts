@@ -11,10 +11,11 @@ import { inspect } from 'node:util';
 import * as tls from 'node:tls';
 import nodeTls = require('node:tls');
 import { firstValueFrom, from } from 'rxjs';
-import { InvalidOptionError, MongoNetworkError, connect, connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
+import { InvalidOptionError, MongoNetworkError, connect, connectionFactory } from '../../lib';
 import { parseConnectionString } from '../../lib/connection-string';
 import { nodeTlsOptions, wantsTls } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
+import { establishOne } from '../support/endpoint';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -29,13 +30,6 @@ const pemBlock = (der: Buffer, label: string): string =>
 
 /** OpenSSL's trust settings of a trusted certificate (X509_CERT_AUX): trusted for TLS server authentication. */
 const SERVER_AUTH_TRUST = Buffer.from('300c300a06082b06010505070301', 'hex');
-
-/** Establishes one connection with `options` to `address`. */
-async function establish(address: string, options: ConnectionOptions): Promise<Connection> {
-  const [host, port] = address.split(':');
-  const factory = connectionFactory({ ...options, host, port: Number(port) });
-  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
-}
 
 describe('TLS settings (tls-options)', function () {
   let dir: string;
@@ -382,13 +376,13 @@ describe('TLS settings (tls-options)', function () {
     after(() => server.stop());
 
     it('refuses a server whose certificate the list revokes (CERT_REVOKED), and connects when the list names another', async function () {
-      const refused = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-revoked.pem'), connectTimeoutMS: 2000 }).then(
+      const refused = await establishOne(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-revoked.pem'), connectTimeoutMS: 2000 }).then(
         (c) => (c.destroy(), 'connected'),
         (e: unknown) => e,
       );
       expect(refused).to.be.instanceOf(MongoNetworkError);
       expect((refused as Error & { cause?: { code?: string } }).cause?.code).to.equal('CERT_REVOKED');
-      const c = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-none-revoked.pem') });
+      const c = await establishOne(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: file('crl-none-revoked.pem') });
       try {
         expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       } finally {
@@ -400,7 +394,7 @@ describe('TLS settings (tls-options)', function () {
       // The server's CA's list second: loaded alone, the first (another CA's) left that CA without a list.
       const both = path.join(dir, 'two-lists.pem');
       fs.writeFileSync(both, fs.readFileSync(file('crl-other-issuer.pem'), 'latin1') + fs.readFileSync(file('crl-revoked.pem'), 'latin1'));
-      const refused = await establish(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: both, connectTimeoutMS: 2000 }).then(
+      const refused = await establishOne(address, { tlsCAFile: file('crl-ca.pem'), tlsCRLFile: both, connectTimeoutMS: 2000 }).then(
         (c) => (c.destroy(), 'connected'),
         (e: unknown) => e,
       );
@@ -472,7 +466,7 @@ describe('TLS settings (tls-options)', function () {
     it('verifies the server against a CA file in the trusted-certificate form, trust settings and all', async function () {
       const trusted = path.join(dir, 'trusted-with-settings.pem');
       fs.writeFileSync(trusted, pemBlock(Buffer.concat([caDer(), SERVER_AUTH_TRUST]), 'TRUSTED CERTIFICATE'));
-      const c = await establish(server.address.replace('127.0.0.1', 'localhost'), { tlsCAFile: trusted, tlsCertificateKeyFile: clear });
+      const c = await establishOne(server.address.replace('127.0.0.1', 'localhost'), { tlsCAFile: trusted, tlsCertificateKeyFile: clear });
       try {
         expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       } finally {
@@ -483,7 +477,7 @@ describe('TLS settings (tls-options)', function () {
     it('shows neither the key passphrase nor the private key to inspection', async function () {
       const address = server.address.replace('127.0.0.1', 'localhost');
       for (const [tlsCertificateKeyFile, password] of [[encrypted, PASSPHRASE], [clear, undefined]] as const) {
-        const c = await establish(address, {
+        const c = await establishOne(address, {
           tlsCAFile: file('ca.pem'),
           tlsCertificateKeyFile,
           ...(password === undefined ? {} : { tlsCertificateKeyFilePassword: password }),

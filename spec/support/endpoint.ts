@@ -5,7 +5,7 @@
 import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory, type ConnectionOptions } from '../../lib';
+import { connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
 import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
 import { parseConnectionString } from '../../lib/connection-string';
 
@@ -43,6 +43,19 @@ export async function startTestEndpoint(options: { users?: EmbeddedUser[] } = {}
     adminCommand,
     stop: async () => embedded?.stop(),
   };
+}
+
+/** Establishes one connection (id 1, generation 0) to `address` (`host:port`) with `options`; resolves to it or rejects. */
+export function establishOne(address: string, options: ConnectionOptions = {}): Promise<Connection> {
+  const [host, port] = address.split(':');
+  const factory = connectionFactory({ ...options, host, port: Number(port) });
+  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
+}
+
+/** The users `connectionStatus` reports as authenticated on `connection`, as `<db>.<user>`. */
+export async function authenticatedUsers(connection: Connection): Promise<string[]> {
+  const status = await connection.command('admin', { connectionStatus: 1 });
+  return (status.authInfo.authenticatedUsers as { user: string; db: string }[]).map((u) => `${u.db}.${u.user}`);
 }
 
 /** Turns the failCommand fail point off (a server without one is fine) and stops the endpoint. */

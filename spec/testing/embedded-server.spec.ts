@@ -25,7 +25,7 @@ import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg
 import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
 import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';
 import { compressMessage } from '../../lib/connection/op-compressed';
-import { eventually } from '../support/endpoint';
+import { establishOne, eventually } from '../support/endpoint';
 
 /** A bare client: one socket, raw OP_MSG, no pool and no handshake. */
 async function rawClient(address: string): Promise<{ socket: net.Socket; send(doc: Document): Promise<Document>; close(): void }> {
@@ -441,10 +441,8 @@ describe('EmbeddedServer', function () {
 
 
 /** Establishes one connection (handshake, and authentication when `credentials` are given) to `address`. */
-async function establish(address: string, credentials?: CredentialsInit): Promise<Connection> {
-  const [host, port] = address.split(':');
-  const factory = connectionFactory({ host, port: Number(port), ...(credentials ? { credentials } : {}) });
-  return firstValueFrom(from(factory({ id: 1, generation: 0, address, signal: new AbortController().signal })));
+function establish(address: string, credentials?: CredentialsInit): Promise<Connection> {
+  return establishOne(address, credentials ? { credentials } : {});
 }
 
 /**
@@ -626,10 +624,8 @@ describe('EmbeddedServer MONGODB-X509 users (raw authenticate, as mongod answers
   const SUBJECT = 'CN=client,OU=Drivers,O=rxcmap\\, test,L=Reykjavik,ST=Reykjavik,C=IS';
   const authFailed = { ok: 0, errmsg: 'Authentication failed.', code: 18, codeName: 'AuthenticationFailed' };
   /** One connection with x509-client.pem and no credentials to a TLS endpoint `server`. */
-  async function tlsConnection(server: EmbeddedServer): Promise<Connection> {
-    const [host, port] = server.address.split(':');
-    const factory = connectionFactory({ host, port: Number(port), tlsCAFile: path.resolve(__dirname, '../fixtures/tls/ca.pem'), tlsCertificateKeyFile: path.resolve(__dirname, '../fixtures/tls/x509-client.pem') });
-    return firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+  function tlsConnection(server: EmbeddedServer): Promise<Connection> {
+    return establishOne(server.address, { tlsCAFile: path.resolve(__dirname, '../fixtures/tls/ca.pem'), tlsCertificateKeyFile: path.resolve(__dirname, '../fixtures/tls/x509-client.pem') });
   }
   const tlsOf = (requestCert: boolean) => ({ key: fixture('server.key'), cert: fixture('server.crt'), ca: fixture('x509-ca.pem'), requestCert });
 
