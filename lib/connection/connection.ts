@@ -34,7 +34,7 @@ import {
 
 /**
  * Options of one {@link Connection.command} call. Source: `timeoutMS` an extension (a per-command socketTimeoutMS);
- * `exhaustAllowed` and `documentSequences` the OP_MSG spec, as each says.
+ * `exhaustAllowed`, `documentSequences` and `moreToCome` the OP_MSG spec, as each says.
  */
 export interface CommandOptions {
   /**
@@ -62,10 +62,38 @@ export interface CommandOptions {
    * Type 1, and MUST do so when the batch contains more than one entry").
    */
   readonly documentSequences?: Readonly<Record<string, readonly Document[]>> | undefined;
+  /**
+   * Send the command with the OP_MSG moreToCome flag (bit 1, 0x2): the server runs it and sends no reply. What an
+   * unacknowledged write (w: 0, "fire-and-forget") must use, with the command's `writeConcern` `{ w: 0 }`. Default
+   * false.
+   *
+   * - The promise resolves to `{ ok: 1 }` (a new object each time; what the official Node.js driver returns for it)
+   *   once the message is written to the socket (handed to the operating system), not when the server ran it; the
+   *   connection is then free for its next command (not {@link Connection.busy}), and may be checked in at once.
+   * - The outcome is never known: a write error (a duplicate key, a validation failure) or a command error is dropped
+   *   by the server, by design. A server that finds it is no longer primary closes the connection instead: the
+   *   connection is then errored, and its next command fails with a {@link MongoNetworkError} (the pool closes it,
+   *   as any errored connection); the write, and any sent after it on that connection, may be lost.
+   * - A reply the server sends anyway answers nothing: it fails the connection with a {@link MongoNetworkError}
+   *   (`cause`: a `WireProtocolError`), the next command's error.
+   * - `timeoutMS` (default socketTimeoutMS) bounds the write: a message the socket has not taken within it (a server
+   *   that stopped reading) fails the connection with a {@link MongoNetworkTimeoutError}.
+   * - Compressed as any command (the flag travels inside OP_COMPRESSED); `documentSequences` are sent as usual (a
+   *   bulk write).
+   * - Refused with {@link InvalidOptionError} (option `moreToCome`, nothing sent): with `exhaustAllowed` (a request
+   *   that wants no reply cannot take a stream of them), and for a command whose `writeConcern` is present and is not
+   *   a document with `w: 0` (a number 0): it asks for an acknowledgement that cannot come. A command without
+   *   `writeConcern` is sent as it is (the server applies its default write concern and still replies nothing):
+   *   setting `w: 0` on an unacknowledged write is the caller's part of the spec's MUST.
+   *
+   * Source: OP_MSG spec, "moreToCome On Requests" ("Clients doing unacknowledged writes MUST set the moreToCome flag,
+   * and MUST set the writeConcern to w=0") and the Q & A on fire-and-forget.
+   */
+  readonly moreToCome?: boolean | undefined;
 }
 
 /** The keys of {@link CommandOptions}, and those `nextReply` takes. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences'] as const satisfies readonly (keyof CommandOptions)[];
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome'] as const satisfies readonly (keyof CommandOptions)[];
 const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
 
 /**
@@ -74,12 +102,41 @@ const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof
  *
  * @throws {InvalidOptionError} as {@link Connection.command} says.
  */
-function commandOptions(method: string, options: unknown, names: readonly string[]): { timeoutMS: number | undefined; exhaustAllowed: boolean } {
+function commandOptions(
+  method: string,
+  options: unknown,
+  names: readonly string[],
+): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean } {
   requireMethodOptions(method, options, names);
   const given = optionValue(options as CommandOptions | undefined, 'timeoutMS');
   const timeoutMS = given === undefined ? undefined : requireTimerDurationMS('timeoutMS', given);
-  const exhaustAllowed = names.includes('exhaustAllowed') && requireBoolean('exhaustAllowed', optionValue(options as CommandOptions | undefined, 'exhaustAllowed')) === true;
-  return { timeoutMS, exhaustAllowed };
+  const flag = (name: 'exhaustAllowed' | 'moreToCome'): boolean =>
+    names.includes(name) && requireBoolean(name, optionValue(options as CommandOptions | undefined, name)) === true;
+  const exhaustAllowed = flag('exhaustAllowed');
+  const moreToCome = flag('moreToCome');
+  if (moreToCome && exhaustAllowed) {
+    throw new InvalidOptionError('moreToCome', true, 'false when exhaustAllowed is true', {
+      message: 'Invalid moreToCome: a request with moreToCome gets no reply, so it cannot set exhaustAllowed (a stream of replies) too',
+    });
+  }
+  return { timeoutMS, exhaustAllowed, moreToCome };
+}
+
+/**
+ * Refuses a `command` sent with moreToCome whose `writeConcern` asks for an acknowledgement: one that is present and
+ * is not a document with `w: 0` (the number). See {@link CommandOptions.moreToCome}.
+ *
+ * @throws {InvalidOptionError} (option `moreToCome`).
+ */
+function requireUnacknowledged(command: Document): void {
+  if (!Object.hasOwn(command, 'writeConcern')) return;
+  const writeConcern: unknown = command.writeConcern;
+  const w: unknown = writeConcern !== null && typeof writeConcern === 'object' ? (writeConcern as Document).w : undefined;
+  if (w === 0) return;
+  const shown = w === undefined ? 'no w (the default, w: 1)' : `w: ${typeof w === 'string' ? JSON.stringify(w) : String(w)}`;
+  throw new InvalidOptionError('moreToCome', true, 'false unless the command has no writeConcern or one with w: 0', {
+    message: `Invalid moreToCome: the command's writeConcern has ${shown}, which asks for an acknowledgement no reply will bring; an unacknowledged write must have writeConcern w: 0 (OP_MSG spec, "moreToCome On Requests")`,
+  });
 }
 
 /** What {@link CommandOptions.documentSequences} must be. */
@@ -188,12 +245,20 @@ export interface ServerDescription {
   readonly helloOk: boolean;
 }
 
+/** What a request in flight is: its id, and how it was sent. */
+type Request = Pick<InFlight, 'requestId' | 'exhaustAllowed' | 'unacknowledged'>;
+
 interface InFlight {
   readonly requestId: number;
   readonly resolve: (doc: Document) => void;
   readonly reject: (error: Error) => void;
   /** Whether the request set exhaustAllowed (or this is the read of a streamed reply): moreToCome is allowed. */
   readonly exhaustAllowed: boolean;
+  /**
+   * Whether the request was sent with moreToCome: it is settled with `{ ok: 1 }` once written, and any byte received
+   * meanwhile is a reply nobody awaits.
+   */
+  readonly unacknowledged: boolean;
   timer: IoTimeout | undefined;
   /**
    * Whether the request was sent (a read of a stream: at once): a reply can answer it only then. False while a large
@@ -386,14 +451,18 @@ export class Connection implements PoolConnection {
    * or more (`ZLIB_THREAD_POOL_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
    * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
    * compressed. Likewise a zlib-compressed reply announcing 64 KiB or more is inflated on the thread pool; its
-   * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order.
+   * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order. With
+   * {@link CommandOptions.moreToCome} (an unacknowledged write) no reply is awaited: it resolves to `{ ok: 1 }` once the
+   * message is written, and the errors below that come from a reply cannot occur.
    *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
    * @throws {InvalidOptionError} (rejection) when `command` is not a document (option `command`), or for options that
    *   are not an object (option `command options`), a key that is not a {@link CommandOptions} key (named, with the
    *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
-   *   one would fire after 1 ms), an `exhaustAllowed` that is not a boolean, or `documentSequences` that are not what
+   *   one would fire after 1 ms), an `exhaustAllowed` or `moreToCome` that is not a boolean, `moreToCome` with
+   *   `exhaustAllowed` or with a `writeConcern` that is not `{ w: 0 }` (option `moreToCome`, see
+   *   {@link CommandOptions.moreToCome}), or `documentSequences` that are not what
    *   {@link CommandOptions.documentSequences} says (option `documentSequences`: not a plain object, an identifier
    *   that is empty, holds a NUL or an unpaired surrogate, or is `$db` or a key of `command`, or a value that is not an
    *   array of documents; the message names the entry, and the element); nothing is sent and the connection stays
@@ -433,6 +502,7 @@ export class Connection implements PoolConnection {
     }
     let timeoutMS: number | undefined;
     let exhaustAllowed: boolean;
+    let moreToCome: boolean;
     const requestId = newRequestId();
     let name: string;
     let message: Buffer;
@@ -441,21 +511,23 @@ export class Connection implements PoolConnection {
       if (command === null || typeof command !== 'object' || Array.isArray(command)) {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
-      ({ timeoutMS, exhaustAllowed } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      ({ timeoutMS, exhaustAllowed, moreToCome } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      if (moreToCome) requireUnacknowledged(command);
       const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
-      const flags = exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0;
+      const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server, sequences);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.compressor === undefined || !mayCompress(name)) return this.send(message, requestId, exhaustAllowed, timeoutMS);
+    const request = { requestId, exhaustAllowed, unacknowledged: moreToCome };
+    if (this.compressor === undefined || !mayCompress(name)) return this.send(message, request, timeoutMS);
     if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
-      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), requestId, exhaustAllowed, timeoutMS);
+      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), request, timeoutMS);
     }
     // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
     // now on; its timeout starts when the message is sent.
-    const inFlight = this.track(requestId, exhaustAllowed);
+    const inFlight = this.track(request);
     compressMessageOnThreadPool(message, this.zlibCompressionLevel).then(
       (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
       // Compression is optional: a message zlib could not compress goes as it is.
@@ -470,11 +542,11 @@ export class Connection implements PoolConnection {
     return compressed.length <= this.server.maxMessageSizeBytes ? compressed : message;
   }
 
-  /** Sends `message`, the request `requestId`, and returns its reply. */
-  private send(message: Buffer, requestId: number, exhaustAllowed: boolean, timeoutMS: number | undefined): Promise<Document> {
-    const reply = this.await(requestId, exhaustAllowed, timeoutMS);
-    this.socket.write(message);
-    return reply;
+  /** Sends `message`, the request `request`, and returns its reply (`{ ok: 1 }` once written when unacknowledged). */
+  private send(message: Buffer, request: Request, timeoutMS: number | undefined): Promise<Document> {
+    const inFlight = this.track(request);
+    this.sendTracked(inFlight, message, timeoutMS);
+    return inFlight.reply;
   }
 
   /**
@@ -485,7 +557,16 @@ export class Connection implements PoolConnection {
     if (this.inFlight !== inFlight || this.destroyed) return;
     this.arm(inFlight, timeoutMS);
     inFlight.sent = true;
-    this.socket.write(message);
+    if (!inFlight.unacknowledged) return void this.socket.write(message);
+    // No reply will come (OP_MSG spec, "moreToCome On Requests"): done once the socket has taken the message. A write
+    // that fails fails the connection through the socket's 'error'.
+    this.socket.write(message, (error) => {
+      if (error === undefined || error === null) {
+        if (this.inFlight === inFlight) this.settle({ ok: 1 }, undefined);
+      } else {
+        this.fail(this.networkError(`failed writing an unacknowledged command: ${error.message}`, error));
+      }
+    });
   }
 
   /**
@@ -522,26 +603,21 @@ export class Connection implements PoolConnection {
     if (this.streamResponseTo === undefined) {
       return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
     }
-    return this.await(this.streamResponseTo, true, timeoutMS);
-  }
-
-  /** The reply to the request `requestId` (or the streamed reply whose responseTo it is), with its timeout armed. */
-  private await(requestId: number, exhaustAllowed: boolean, timeoutMS?: number): Promise<Document> {
-    const inFlight = this.track(requestId, exhaustAllowed);
+    const inFlight = this.track({ requestId: this.streamResponseTo, exhaustAllowed: true, unacknowledged: false });
     this.arm(inFlight, timeoutMS);
     inFlight.sent = true;
     return inFlight.reply;
   }
 
-  /** Makes the request `requestId` the one in flight (the connection is busy), without a timeout yet. */
-  private track(requestId: number, exhaustAllowed: boolean): InFlight {
+  /** Makes the request `request` the one in flight (the connection is busy), without a timeout yet. */
+  private track({ requestId, exhaustAllowed, unacknowledged }: Request): InFlight {
     let resolve!: (doc: Document) => void;
     let reject!: (error: Error) => void;
     const reply = new Promise<Document>((res, rej) => {
       resolve = res;
       reject = rej;
     });
-    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, timer: undefined, sent: false, reply };
+    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, unacknowledged, timer: undefined, sent: false, reply };
     this.inFlight = inFlight;
     return inFlight;
   }
@@ -556,7 +632,8 @@ export class Connection implements PoolConnection {
       inFlight.timer = new IoTimeout(
         () => {
           if (this.inflating !== undefined && !this.destroyed) return;
-          this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms waiting for a reply`));
+          const waiting = inFlight.unacknowledged ? 'writing an unacknowledged command' : 'waiting for a reply';
+          this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} timed out after ${timeoutMS} ms ${waiting}`));
         },
         timeoutMS,
         this.bytesReceived,
@@ -579,7 +656,10 @@ export class Connection implements PoolConnection {
     // maxMessageSizeBytes in every idle connection of a pool, for as long as it stays idle.
     // A server streaming replies (moreToCome) may send the next one before it is read.
     // Nor can a reply come before its command was sent (while a large one is compressed).
-    if (!(this.inFlight?.sent ?? false) && this.streamResponseTo === undefined) return this.fail(this.unsolicited(chunk.length));
+    // Nor to a request with moreToCome (OP_MSG spec: "There is no response to a request where moreToCome has been set").
+    if ((!(this.inFlight?.sent ?? false) || this.inFlight?.unacknowledged === true) && this.streamResponseTo === undefined) {
+      return this.fail(this.unsolicited(chunk.length));
+    }
     let messages: WireMessage[];
     try {
       messages = this.framer.push(chunk);
@@ -610,9 +690,11 @@ export class Connection implements PoolConnection {
 
   /** The network error for `bytes` bytes received with no request in flight. */
   private unsolicited(bytes: number): MongoNetworkError {
-    return this.protocolError(
-      new WireProtocolError(`received ${bytes} bytes with no request in flight (a reply must answer a request of this client)`),
-    );
+    const detail =
+      this.inFlight?.unacknowledged === true
+        ? `received ${bytes} bytes while sending a request with moreToCome, which gets no reply`
+        : `received ${bytes} bytes with no request in flight (a reply must answer a request of this client)`;
+    return this.protocolError(new WireProtocolError(detail));
   }
 
   private onMessage(raw: WireMessage): void {

@@ -1,0 +1,292 @@
+/**
+ * Unacknowledged writes: `command(db, cmd, { moreToCome: true })` sends the OP_MSG with the moreToCome flag and awaits
+ * no reply (OP_MSG spec, "moreToCome On Requests"). Against the embedded endpoint, or the server in MONGODB_URI when it
+ * is set; the bytes on the wire are read through a recording pipe (skipped when MONGODB_URI uses TLS).
+ */
+import { expect } from 'chai';
+import * as net from 'node:net';
+import { inflateSync } from 'node:zlib';
+import { ObjectId, type Document } from 'bson';
+import { ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
+import { MessageFramer, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
+import { establishOne, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startHostileServer } from '../support/hostile-server';
+
+const where = process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint';
+
+/** A TCP pipe to `target` that keeps every message the client sent, as framed on the wire (compressed or not). */
+interface RecordingPipe {
+  readonly address: string;
+  /** The messages the client sent, in order. */
+  readonly sent: WireMessage[];
+  stop(): Promise<void>;
+}
+
+async function startRecordingPipe(target: string): Promise<RecordingPipe> {
+  const [host, port] = target.split(':');
+  const sent: WireMessage[] = [];
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host, port: Number(port) });
+    const framer = new MessageFramer();
+    open.add(client).add(upstream);
+    client.on('data', (chunk: Buffer) => {
+      for (const message of framer.push(chunk)) sent.push(message);
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    const close = (): void => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
+    };
+    for (const s of [client, upstream]) {
+      s.on('error', close);
+      s.on('close', close);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    sent,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const s of open) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The OP_MSG flag bits and sections of `message`, unwrapping an OP_COMPRESSED (zlib) first. */
+function opMsgOf(message: WireMessage): { compressed: boolean; flags: number; document: Document; sequences: ReadonlyMap<string, Document[]> } {
+  let body = message.body;
+  const compressed = message.header.opCode === OpCode.OP_COMPRESSED;
+  if (compressed) {
+    expect(body.readInt32LE(0)).to.equal(OpCode.OP_MSG);
+    body = inflateSync(body.subarray(9));
+  } else {
+    expect(message.header.opCode).to.equal(OpCode.OP_MSG);
+  }
+  return { compressed, ...decodeOpMsg(body) };
+}
+
+describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`, function () {
+  let endpoint: TestEndpoint;
+  let pipe: RecordingPipe;
+  let collection: string;
+  const appName = `rxcmap-more-to-come-${process.pid}`;
+
+  before(async function () {
+    endpoint = await startTestEndpoint();
+    // The embedded endpoint stores nothing: a collection of its own, for insert and find, as a mongod runs them.
+    const stored = new Map<string, Document[]>();
+    endpoint.embedded?.handle('insert', (cmd) => {
+      const docs = stored.get(String(cmd.insert)) ?? [];
+      docs.push(...(cmd.documents as Document[]));
+      stored.set(String(cmd.insert), docs);
+      return { n: (cmd.documents as Document[]).length, ok: 1 };
+    });
+    endpoint.embedded?.handle('find', (cmd) => {
+      const filter = (cmd.filter ?? {}) as Document;
+      const docs = (stored.get(String(cmd.find)) ?? []).filter((d) => Object.entries(filter).every(([k, v]) => String(d[k]) === String(v)));
+      return { cursor: { id: 0n, ns: `${String(cmd.$db)}.${String(cmd.find)}`, firstBatch: docs }, ok: 1 };
+    });
+  });
+  after(() => stopTestEndpoint(endpoint));
+  beforeEach(async function () {
+    collection = `more_to_come_${new ObjectId().toHexString()}`;
+    if (endpoint.connectionOptions.tls) {
+      console.log('      skipped: MONGODB_URI uses TLS, which the recording pipe cannot read');
+      return this.skip();
+    }
+    pipe = await startRecordingPipe(endpoint.address);
+  });
+  afterEach(async function () {
+    await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+    await pipe?.stop();
+  });
+
+  function connect(options: { compressors?: string[] } = {}): Promise<Connection> {
+    return establishOne(pipe.address, { ...endpoint.connectionOptions, appName, ...options } as never);
+  }
+
+  async function readBack(c: Connection, filter: Document = {}): Promise<Document[]> {
+    const reply = await c.command('rxcmap_test', { find: collection, filter });
+    return reply.cursor.firstBatch as Document[];
+  }
+
+  it('sets moreToCome (0x2) and no other flag bit, resolves { ok: 1 } once written, and the next command on the connection runs', async function () {
+    const c = await connect();
+    try {
+      const before = pipe.sent.length;
+      const reply = await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1, x: 'a' }], writeConcern: { w: 0 } }, { moreToCome: true });
+      expect(reply).to.deep.equal({ ok: 1 });
+      expect(c.busy).to.equal(false);
+      expect(c.errored).to.equal(false);
+      expect(await eventually(() => pipe.sent.length > before)).to.equal(true);
+      const sent = pipe.sent.slice(before);
+      expect(sent).to.have.length(1);
+      const msg = opMsgOf(sent[0]);
+      expect(msg.compressed).to.equal(false);
+      expect(msg.flags).to.equal(OpMsgFlag.moreToCome);
+      expect(msg.document).to.deep.include({ insert: collection, writeConcern: { w: 0 }, $db: 'rxcmap_test' });
+      // The write took effect, and the connection answers the next command (no stray reply in between).
+      expect(await readBack(c)).to.deep.equal([{ _id: 1, x: 'a' }]);
+      expect(c.errored).to.equal(false);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('keeps the flag inside OP_COMPRESSED, for a small command and for one compressed on the thread pool', async function () {
+    const c = await connect({ compressors: ['zlib'] });
+    try {
+      expect(c.compressor).to.equal('zlib');
+      const before = pipe.sent.length;
+      await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true });
+      const big = 'y'.repeat(100 * 1024);
+      await c.command('rxcmap_test', { insert: collection, writeConcern: { w: 0 } }, { moreToCome: true, documentSequences: { documents: [{ _id: 2, big }] } });
+      expect(await eventually(() => pipe.sent.length >= before + 2)).to.equal(true);
+      const sent = pipe.sent.slice(before);
+      expect(sent.map((m) => m.header.opCode)).to.deep.equal([OpCode.OP_COMPRESSED, OpCode.OP_COMPRESSED]);
+      const [small, large] = sent.map(opMsgOf);
+      expect(small.flags).to.equal(OpMsgFlag.moreToCome);
+      expect(large.flags).to.equal(OpMsgFlag.moreToCome);
+      expect(large.sequences.get('documents')).to.deep.equal([{ _id: 2, big }]);
+      expect((await readBack(c)).map((d) => d._id)).to.deep.equal([1, 2]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('awaits no reply: resolves while the server still holds the write (a blocked insert)', async function () {
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['insert'], blockConnection: true, blockTimeMS: 1000, appName } });
+    const c = await connect();
+    try {
+      const started = Date.now();
+      await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true });
+      const tookMS = Date.now() - started;
+      expect(tookMS).to.be.below(500);
+      // The next command waits its turn behind the write on the server, and sees it done.
+      expect(await readBack(c)).to.deep.equal([{ _id: 1 }]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('a write the server drops (a duplicate key, say) is not reported, and the connection stays usable', async function () {
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 11000, appName } });
+    const c = await connect();
+    try {
+      expect(await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true })).to.deep.equal({ ok: 1 });
+      expect(await readBack(c)).to.deep.equal([]);
+      expect(c.errored).to.equal(false);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('refuses moreToCome with exhaustAllowed, with a writeConcern that asks for an acknowledgement, or not a boolean: InvalidOptionError, nothing sent', async function () {
+    const c = await connect();
+    try {
+      const before = pipe.sent.length;
+      const refusal = (command: Document, options: Document): Promise<unknown> =>
+        c.command('rxcmap_test', command, options as never).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const insert = (writeConcern?: Document): Document => ({ insert: collection, documents: [{ _id: 1 }], ...(writeConcern ? { writeConcern } : {}) });
+      const exhaust = await refusal(insert({ w: 0 }), { moreToCome: true, exhaustAllowed: true });
+      expect(exhaust).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
+      expect((exhaust as Error).message).to.match(/exhaustAllowed/);
+      for (const writeConcern of [{ w: 1 }, { w: 'majority' }, { j: true }, { w: 2, wtimeout: 10 }]) {
+        const error = await refusal(insert(writeConcern), { moreToCome: true });
+        expect(error, JSON.stringify(writeConcern)).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
+        expect((error as Error).message).to.match(/w: 0/);
+      }
+      const notBoolean = await refusal(insert({ w: 0 }), { moreToCome: 'yes' });
+      expect(notBoolean).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
+      expect(pipe.sent.length).to.equal(before);
+      // The connection stays usable.
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      expect(await readBack(c)).to.deep.equal([]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('takes a command without writeConcern (such as killCursors) and moreToCome: false as an acknowledged command', async function () {
+    const c = await connect();
+    try {
+      const before = pipe.sent.length;
+      expect(await c.command('rxcmap_test', { killCursors: collection, cursors: [] }, { moreToCome: true })).to.deep.equal({ ok: 1 });
+      const reply = await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 5 }] }, { moreToCome: false });
+      expect(reply).to.include({ n: 1 });
+      expect(pipe.sent.slice(before).map((m) => opMsgOf(m).flags)).to.deep.equal([OpMsgFlag.moreToCome, 0]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('a busy connection refuses it with ConnectionBusyError, sending nothing', async function () {
+    const c = await connect();
+    try {
+      const first = c.command('admin', { ping: 1 });
+      const before = pipe.sent.length;
+      const error = await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(ConnectionBusyError);
+      await first;
+      expect(pipe.sent.length).to.equal(before + 1);
+      expect(await readBack(c)).to.deep.equal([]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('a pooled connection checked in right after an unacknowledged write is available again, not closed', async function () {
+    const pool = new ConnectionPool({ address: pipe.address, connectionOptions: { ...endpoint.connectionOptions, appName } });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const c = await pool.checkOut();
+      await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true });
+      pool.checkIn(c);
+      const again = await pool.checkOut();
+      expect(again.id).to.equal(c.id);
+      expect(await readBack(again as Connection)).to.deep.equal([{ _id: 1 }]);
+      pool.checkIn(again);
+      expect(events.filter((e) => e.type === 'ConnectionClosed')).to.deep.equal([]);
+    } finally {
+      pool.close();
+    }
+  });
+});
+
+describe('Connection: a server that replies to a moreToCome request anyway', function () {
+  it('fails the connection with a network error (a reply nobody awaits); the next command fails with it', async function () {
+    const server = await startHostileServer({
+      misbehaviour: { kind: 'answer', answer: (request, s) => s.write(encodeOpMsg(7, request.header.requestId, { ok: 1 })) },
+    });
+    const c = await establishOne(server.address);
+    try {
+      expect(await c.command('db', { insert: 'c', documents: [{}], writeConcern: { w: 0 } }, { moreToCome: true })).to.deep.equal({ ok: 1 });
+      expect(await eventually(() => c.errored)).to.equal(true);
+      expect(c.error).to.be.instanceOf(MongoNetworkError);
+      expect((c.error as Error).cause).to.be.instanceOf(WireProtocolError);
+      const error = await c.command('db', { ping: 1 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.equal(c.error);
+    } finally {
+      c.destroy();
+      await server.close();
+    }
+  });
+});
