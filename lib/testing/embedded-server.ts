@@ -14,6 +14,9 @@
  * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
  *   `maxAwaitTimeMS`) and, when the request sets exhaustAllowed, streaming hello (replies with moreToCome), as
  *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
+ * - a request with the OP_MSG moreToCome flag (an unacknowledged write) is run and gets no reply; when it fails with a
+ *   not-primary error (codes 189, 10107, 11602, 13435, 13436, from a handler or the fail point) the connection is
+ *   closed instead, and any other error is dropped, as mongod does (OP_MSG spec, "moreToCome On Requests");
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
  *
@@ -176,6 +179,14 @@ const OPEN_COMMANDS = new Set([
   'buildinfo',
   'connectionstatus',
 ]);
+
+/**
+ * The error codes of mongod's NotPrimaryError category (PrimarySteppedDown, NotWritablePrimary,
+ * InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary): a request with moreToCome that
+ * fails with one of them closes its connection. Source: MongoDB server (error_codes.yml; service_entry_point_common,
+ * the moreToCome branch of the command response).
+ */
+const NOT_PRIMARY_CODES = new Set([189, 10107, 11602, 13435, 13436]);
 
 /** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */
 const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
@@ -628,7 +639,14 @@ export class EmbeddedServer {
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
         }
         const response = invalid ?? (await this.run(socket, client, command, command.$db));
-        if (response === undefined || moreToCome) return;
+        if (response === undefined) return;
+        if (moreToCome) {
+          // As mongod: no reply; a not-primary error closes the connection, so that the client selects a server
+          // again; any other error is dropped (OP_MSG spec, "moreToCome On Requests").
+          const failed = response.ok !== 1 && response.ok !== true;
+          if (failed && NOT_PRIMARY_CODES.has(Number(response.code))) socket.destroy();
+          return;
+        }
         reply = encodeAnswer(name ?? '', response, (document) => encodeOpMsg(0, raw.header.requestId, document));
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
       } else if (message.header.opCode === OpCode.OP_QUERY) {

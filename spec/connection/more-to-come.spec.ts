@@ -188,6 +188,23 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
     }
   });
 
+  it('a server that is no longer primary closes the connection: the next command fails with a network error', async function () {
+    // As mongod: a not-primary error (NotWritablePrimary, 10107) of a moreToCome request closes the connection.
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 10107, appName } });
+    const c = await connect();
+    try {
+      expect(await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true })).to.deep.equal({ ok: 1 });
+      const error = await c.command('admin', { ping: 1 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(c.errored).to.equal(true);
+    } finally {
+      c.destroy();
+    }
+  });
+
   it('refuses moreToCome with exhaustAllowed, with a writeConcern that asks for an acknowledgement, or not a boolean: InvalidOptionError, nothing sent', async function () {
     const c = await connect();
     try {

@@ -180,6 +180,45 @@ describe('EmbeddedServer', function () {
     socket.destroy();
   });
 
+  it('closes the connection when a moreToCome request fails with a not-primary error, and drops any other error, as mongod', async function () {
+    // mongod (service_entry_point_common.cpp, makeCommandResponse): a moreToCome request that met a not-primary error
+    // (NotPrimaryError category: 189, 10107, 11602, 13435, 13436) ends the session "to get client to go through server
+    // selection again"; every other error is dropped, the connection kept.
+    const outcome = async (failure: Document | undefined): Promise<{ replies: number[]; closed: boolean }> => {
+      const [host, port] = server.address.split(':');
+      const socket = net.connect({ host, port: Number(port) });
+      await new Promise((r) => socket.once('connect', r));
+      const framer = new MessageFramer();
+      const replies: number[] = [];
+      let closed = false;
+      socket.on('data', (chunk: Buffer) => replies.push(...framer.push(chunk).map((m) => m.header.responseTo)));
+      socket.on('close', () => (closed = true));
+      socket.on('error', () => undefined);
+      server.handle('insert', () => failure ?? { ok: 1, n: 1 });
+      socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
+      socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
+      await eventually(() => closed || replies.length >= 1);
+      socket.destroy();
+      return { replies, closed: replies.length === 0 && closed };
+    };
+    for (const code of [189, 10107, 11602, 13435, 13436]) {
+      expect(await outcome({ ok: 0, code, errmsg: 'not primary' }), `code ${code}`).to.deep.equal({ replies: [], closed: true });
+    }
+    for (const code of [11000, 2, 91, 11600]) {
+      expect(await outcome({ ok: 0, code, errmsg: 'dropped' }), `code ${code}`).to.deep.equal({ replies: [2], closed: false });
+    }
+    expect(await outcome(undefined)).to.deep.equal({ replies: [2], closed: false });
+    // Through the failCommand fail point, as on mongod: its error is the command's.
+    server.handle('insert', () => ({ ok: 1, n: 1 }));
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 10107 } });
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.on('error', () => undefined);
+    socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
+    await closed;
+  });
+
   it('gives a handler the documents of a document sequence (kind 1 section) as the field of that name, as mongod runs the command', async function () {
     const seen: Document[] = [];
     server.handle('insert', (command) => {
