@@ -19,7 +19,9 @@
  * `RetryableWriteError` for a retryable error of a retryable write on 4.4+) are not added. An `errorCode` it has no
  * name for gets codeName `Location<code>`, as mongod names a code missing from its table. `failCommands` names are
  * matched without regard to case (so `isMaster` covers `ismaster`, as on mongod, where both name one command; but
- * `PING` matches `ping` too, which mongod's exact match would not).
+ * `PING` matches `ping` too, which mongod's exact match would not). A command sent with the OP_MSG moreToCome flag (an
+ * unacknowledged write) gets no reply, whatever the fail point does: an `errorCode` of a not-primary error (189, 10107,
+ * 11602, 13435, 13436) closes its connection instead, any other one is dropped, as on mongod.
  */
 import type { Document } from 'bson';
 import { InvalidOptionError } from '../errors';
