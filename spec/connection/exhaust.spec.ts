@@ -169,4 +169,24 @@ describe('Connection: exhaustAllowed and moreToCome', function () {
     pool.checkIn(c);
     expect(await eventually(() => server.open === 0, 1000)).to.equal(true);
   });
+  it('refuses an unacknowledged write (moreToCome) while the server streams replies, as any command: ConnectionBusyError', async function () {
+    answer = (request, s) => (requests.length === 1 ? s.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })) : stream(2, request.header.requestId, s, false));
+    const c: Connection = await pool.checkOut();
+    try {
+      await c.command('admin', { hello: 1 }, { exhaustAllowed: true });
+      await c.command('admin', { hello: 1 }, { exhaustAllowed: true });
+      expect(c.moreToCome).to.equal(true);
+      const sent = requests.length;
+      const error = await c.command('db', { insert: 'c', documents: [{}], writeConcern: { w: 0 } }, { moreToCome: true }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(ConnectionBusyError);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(requests.length).to.equal(sent);
+    } finally {
+      c.destroy();
+      pool.checkIn(c);
+    }
+  });
 });

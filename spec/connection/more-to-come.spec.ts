@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import { inflateSync } from 'node:zlib';
-import { ObjectId, type Document } from 'bson';
-import { ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { Binary, ObjectId, type Document } from 'bson';
+import { ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { MessageFramer, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
 import { establishOne, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -283,9 +283,52 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       pool.close();
     }
   });
+
+  it('the pool closes a connection the server closed after an unacknowledged write (reason error) and hands out another', async function () {
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 10107, appName } });
+    const pool = new ConnectionPool({ address: pipe.address, connectionOptions: { ...endpoint.connectionOptions, appName } });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const c = (await pool.checkOut()) as Connection;
+      await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true });
+      expect(await eventually(() => c.errored)).to.equal(true);
+      pool.checkIn(c);
+      expect(events.find((e) => e.type === 'ConnectionClosed')).to.include({ connectionId: c.id, reason: 'error' });
+      const next = (await pool.checkOut()) as Connection;
+      expect(next.id).to.not.equal(c.id);
+      expect(await next.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      pool.checkIn(next);
+    } finally {
+      pool.close();
+    }
+  });
 });
 
 describe('Connection: a server that replies to a moreToCome request anyway', function () {
+  it('timeoutMS bounds the write: a message the server does not read fails the connection with MongoNetworkTimeoutError', async function () {
+    // The server stops reading after the first request: a 20 MB message cannot leave the client's socket.
+    const server = await startHostileServer({ misbehaviour: { kind: 'answer', answer: (_request, s) => s.pause() } });
+    const c = await establishOne(server.address);
+    try {
+      await c.command('db', { insert: 'c', documents: [{}], writeConcern: { w: 0 } }, { moreToCome: true });
+      const big = new Binary(Buffer.alloc(10 * 1024 * 1024));
+      const started = Date.now();
+      const error = await c.command('db', { insert: 'c', writeConcern: { w: 0 } }, { moreToCome: true, timeoutMS: 200, documentSequences: { documents: [{ big }, { big }] } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect((error as Error).message).to.match(/timed out after 200 ms writing an unacknowledged command/);
+      expect(Date.now() - started).to.be.below(2000);
+      expect(c.errored).to.equal(true);
+    } finally {
+      c.destroy();
+      await server.close();
+    }
+  });
+
   it('fails the connection with a network error (a reply nobody awaits); the next command fails with it', async function () {
     const server = await startHostileServer({
       misbehaviour: { kind: 'answer', answer: (request, s) => s.write(encodeOpMsg(7, request.header.requestId, { ok: 1 })) },
