@@ -12,6 +12,7 @@ import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg
 import { MessageFramer, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
 import { establishOne, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startHostileServer } from '../support/hostile-server';
+import { startWireProxy } from '../support/wire-proxy';
 
 const where = process.env.MONGODB_URI ? 'MONGODB_URI' : 'embedded endpoint';
 
@@ -281,6 +282,22 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       expect(events.filter((e) => e.type === 'ConnectionClosed')).to.deep.equal([]);
     } finally {
       pool.close();
+    }
+  });
+
+  it('passes through the wire proxy of the specs unanswered (the proxy keeps the flag bits of what it rewrites)', async function () {
+    const proxy = await startWireProxy(endpoint.address);
+    try {
+      const c = await establishOne(proxy.address, { ...endpoint.connectionOptions, appName } as never);
+      try {
+        await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true });
+        expect(await readBack(c)).to.deep.equal([{ _id: 1 }]);
+        expect(c.errored).to.equal(false);
+      } finally {
+        c.destroy();
+      }
+    } finally {
+      await proxy.stop();
     }
   });
 

@@ -7,7 +7,7 @@
  */
 import * as net from 'node:net';
 import type { Document } from 'bson';
-import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { MessageFramer, OpCode, writeHeader, type WireMessage } from '../../lib/connection/wire-protocol';
 
 export interface WireProxyHooks {
@@ -83,8 +83,10 @@ export async function startWireProxy(target: string, hooks: WireProxyHooks = {})
         command = proxy.hooks.request?.(command, number) ?? command;
         if (proxy.hooks.hold?.(command, number) === true) continue;
         requests.set(message.header.requestId, command);
-        // The document sequences (a bulk write's `documents`, say) go on as they came, after the command.
-        upstream.write(encodeOpMsg(message.header.requestId, 0, command, 0, undefined, decoded.sequences));
+        // The document sequences (a bulk write's `documents`, say) go on as they came, after the command, and so does the
+        // moreToCome bit: such a request must stay one the server does not answer. (exhaustAllowed is not passed on:
+        // the proxy rewrites one reply per request.)
+        upstream.write(encodeOpMsg(message.header.requestId, 0, command, decoded.flags & OpMsgFlag.moreToCome, undefined, decoded.sequences));
       }
     });
     upstream.on('data', (chunk: Buffer) => {
