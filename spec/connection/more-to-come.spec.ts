@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import * as net from 'node:net';
 import { inflateSync } from 'node:zlib';
 import { Binary, ObjectId, type Document } from 'bson';
+import { MongoClient } from 'mongodb';
 import { ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { MessageFramer, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
@@ -298,6 +299,34 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       }
     } finally {
       await proxy.stop();
+    }
+  });
+
+  it('sends what the official driver sends for insertOne(doc, { writeConcern: { w: 0 } }): the same OP_MSG body, byte for byte, plain and compressed', async function () {
+    if (!endpoint.embedded) return this.skip(); // the driver would need MONGODB_URI's credentials and TLS
+    for (const compressors of [[], ['zlib']]) {
+      const client = new MongoClient(`mongodb://${pipe.address}/?directConnection=true${compressors.length > 0 ? '&compressors=zlib' : ''}`);
+      await client.connect();
+      let before = pipe.sent.length;
+      await client.db('rxcmap_test').collection(collection).insertOne({ _id: 1 as never, x: 'a' }, { writeConcern: { w: 0 } });
+      await client.close();
+      const isInsert = (m: WireMessage): boolean => Object.keys(opMsgOf(m).document)[0] === 'insert';
+      expect(await eventually(() => pipe.sent.slice(before).some(isInsert))).to.equal(true);
+      const driver = pipe.sent.slice(before).find(isInsert)!;
+      const c = await connect({ compressors });
+      try {
+        before = pipe.sent.length;
+        const command = { insert: collection, documents: [{ _id: 1, x: 'a' }], ordered: true, writeConcern: { w: 0 } };
+        await c.command('rxcmap_test', command, { moreToCome: true });
+        expect(await eventually(() => pipe.sent.length > before)).to.equal(true);
+        const ours = pipe.sent[before];
+        // Everything but the header's requestId (each client numbers its own): opCode, responseTo 0, the body.
+        expect(ours.header.opCode, `compressors ${compressors.join()}`).to.equal(driver.header.opCode);
+        expect(ours.header.responseTo).to.equal(0);
+        expect(ours.body.equals(driver.body), `compressors ${compressors.join()}`).to.equal(true);
+      } finally {
+        c.destroy();
+      }
     }
   });
 
