@@ -544,6 +544,8 @@ export class Connection implements PoolConnection {
 
   /** Sends `message`, the request `request`, and returns its reply (`{ ok: 1 }` once written when unacknowledged). */
   private send(message: Buffer, request: Request, timeoutMS: number | undefined): Promise<Document> {
+    // Destroyed while the command was encoded (by a getter of its document, say): nothing is sent.
+    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     const inFlight = this.track(request);
     this.sendTracked(inFlight, message, timeoutMS);
     return inFlight.reply;

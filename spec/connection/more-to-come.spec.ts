@@ -236,6 +236,26 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
     }
   });
 
+  it('a connection destroyed while the command is encoded (a getter of its document) rejects it, acknowledged or not, sending nothing', async function () {
+    for (const moreToCome of [false, true]) {
+      const c = await connect();
+      const before = pipe.sent.length;
+      const command = { insert: collection, writeConcern: { w: 0 }, get documents() {
+        c.destroy();
+        return [{ _id: 1 }];
+      } };
+      const settled = await Promise.race([
+        c.command('rxcmap_test', command, { moreToCome }).then(
+          () => 'resolved',
+          (e: unknown) => e,
+        ),
+        new Promise((r) => setTimeout(() => r('pending after 1 s'), 1000)),
+      ]);
+      expect(settled, `moreToCome ${moreToCome}`).to.be.instanceOf(MongoNetworkError);
+      expect(pipe.sent.length).to.equal(before);
+    }
+  });
+
   it('takes a command without writeConcern (such as killCursors) and moreToCome: false as an acknowledged command', async function () {
     const c = await connect();
     try {
