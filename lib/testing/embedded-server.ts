@@ -7,8 +7,9 @@
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - OP_COMPRESSED (zlib) once negotiated;
- * - SCRAM-SHA-1 and SCRAM-SHA-256 users, and MONGODB-X509 users (in `$external`, over TLS with verified client
- *   certificates): with users configured, commands other than the handshake, authentication, ping, buildInfo and
+ * - SCRAM-SHA-1 and SCRAM-SHA-256 users, MONGODB-X509 users (in `$external`, over TLS with verified client
+ *   certificates) and PLAIN (LDAP users in `$external`, given the password their directory holds; the SCRAM users
+ *   elsewhere, as a mongod with PLAIN enabled): with users configured, commands other than the handshake, authentication, ping, buildInfo and
  *   connectionStatus require an authenticated connection; the users can be replaced while it runs
  *   ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
  * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
@@ -57,7 +58,8 @@ export interface EmbeddedServerOptions {
   version?: string | undefined;
   /**
    * Users; when given, connections must authenticate (SCRAM-SHA-1 / SCRAM-SHA-256; MONGODB-X509 for users in
-   * `$external`, which needs `tls` with `ca` and `requestCert`).
+   * `$external`, which needs `tls` with `ca` and `requestCert`; PLAIN for users in `$external` given a password, and
+   * for SCRAM users).
    */
   users?: EmbeddedUser[] | undefined;
   /** Serve TLS with this key and certificate (PEM); `ca` and `requestCert` check client certificates. */
@@ -485,8 +487,9 @@ export class EmbeddedServer {
    * @throws {InvalidOptionError} synchronously, leaving the users as they were: when `users` is not an array, or for
    *   a user whose `username` is not a non-empty string or `db` not a non-empty string; for a SCRAM user (any `db` but
    *   `$external`), `password` not a string (its value never shown), `mechanisms` not a non-empty list of SCRAM-SHA-1 /
-   *   SCRAM-SHA-256, `iterations` not a positive integer, or `salt` not a Uint8Array of 1 to 1024 bytes; for a
-   *   MONGODB-X509 user (`db` `$external`), any `password` (never shown), `mechanisms`, `iterations` or `salt`.
+   *   SCRAM-SHA-256, `iterations` not a positive integer, or `salt` not a Uint8Array of 1 to 1024 bytes; for a user
+   *   of `$external` (MONGODB-X509, PLAIN), a `password` that is not a string (never shown), any `mechanisms`,
+   *   `iterations` or `salt`.
    *
    * Source: extension (the users of a new primary after a failover, or of user-management commands: the auth spec's
    * "SCRAM-SHA-1" and "SCRAM-SHA-256" server state; the legacy pooling notes, which re-authenticate every connection
@@ -846,6 +849,16 @@ export class EmbeddedServer {
   }
 
   private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
+    if (name === 'saslstart' && command.mechanism === 'PLAIN') {
+      // One step: done at once, or refused (see ScramUsers.plain); no conversation is left to continue.
+      client.conversation = undefined;
+      const { reply, user } = this.users.plain(db, command);
+      if (user !== undefined) {
+        client.user = user;
+        client.usersGeneration = this.users.generation;
+      }
+      return reply;
+    }
     if (name === 'saslstart') {
       const { reply, conversation } = this.users.start(db, command);
       client.conversation = conversation;
@@ -893,8 +906,9 @@ export class EmbeddedServer {
    * saslStart document with a string `db` runs as a saslStart on that database, and its reply without `ok` is the
    * answer (the conversation then goes on with saslContinue); a MONGODB-X509 `authenticate` document runs on
    * `$external`, and its reply without `ok` (`{ dbname, user }`) is the answer (the connection is then authenticated);
-   * anything else, and a saslStart or authenticate that fails (unknown user or mechanism), gives no answer, as if it
-   * had not been sent. Older servers ignore the field.
+   * anything else, a PLAIN saslStart (a mongod refuses a plaintext mechanism there), and a saslStart or authenticate
+   * that fails (unknown user or mechanism), gives no answer, as if it had not been sent. Older servers ignore the
+   * field.
    */
   private speculativeAuthentication(request: unknown, client: ClientConnectionInfo): Document | undefined {
     if ((this.options.maxWireVersion ?? 25) < 9 || request === null || typeof request !== 'object') return undefined;
@@ -905,7 +919,7 @@ export class EmbeddedServer {
       const { ok: _ok, ...answer } = reply;
       return answer;
     }
-    if (Object.keys(document)[0] !== 'saslStart' || typeof document.db !== 'string') return undefined;
+    if (Object.keys(document)[0] !== 'saslStart' || typeof document.db !== 'string' || document.mechanism === 'PLAIN') return undefined;
     const { reply, conversation } = this.users.start(document.db, document, true);
     if (conversation === undefined) return undefined;
     client.conversation = conversation;

@@ -1,8 +1,9 @@
 /**
  * The server side of SCRAM-SHA-1 and SCRAM-SHA-256 for the embedded endpoint: stored credentials, and the
- * saslStart / saslContinue conversation a mongod runs.
+ * saslStart / saslContinue conversation a mongod runs; and the one saslStart of PLAIN, checked as a mongod whose
+ * `authenticationMechanisms` include PLAIN checks it (LDAP for `$external`, the SCRAM credentials elsewhere).
  *
- * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802 / RFC 7677 server steps).
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256" (RFC 5802 / RFC 7677 server steps), "PLAIN" (RFC 4616).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Binary, type Document } from 'bson';
@@ -12,7 +13,9 @@ import { hash, hmac, parseAttributes, saltPassword, saslPayloadText, scramPasswo
 
 /**
  * A user of the embedded endpoint: a SCRAM user, or, in database `$external`, a MONGODB-X509 user (no password: the
- * client certificate's subject is its name, as a mongod's `$external` users are made). A SCRAM user's salt is drawn
+ * client certificate's subject is its name, as a mongod's `$external` users are made) or a PLAIN user (its password
+ * stands for the one the LDAP server holds for it; its name can be a certificate subject too, as one `$external` user
+ * serves both in a mongod). A SCRAM user's salt is drawn
  * (or taken from `salt`) when the user is created: when the endpoint is constructed, or by
  * `EmbeddedServer.setUsers`; its SCRAM keys are derived the first time a client sends a proof for it (synchronously,
  * on the event loop the endpoint shares with its clients), so a user whose iteration count a client refuses costs
@@ -29,10 +32,14 @@ export interface EmbeddedUser {
   username: string;
   /**
    * The password, in clear text (prepared as each mechanism requires when the user is added). Required for a SCRAM
-   * user; none for a user in `$external` (MONGODB-X509).
+   * user. In `$external`: the password the LDAP server would check for PLAIN (compared as given, byte for byte); none
+   * for a MONGODB-X509 user only.
    */
   password?: string | undefined;
-  /** The database that holds the user. Default `admin`; `$external` makes a MONGODB-X509 user. */
+  /**
+   * The database that holds the user. Default `admin`; `$external` makes a MONGODB-X509 user, and with a `password` a
+   * PLAIN (LDAP) user.
+   */
   db?: string | undefined;
   /** The mechanisms the user can authenticate with. Default both, SCRAM-SHA-1 and SCRAM-SHA-256. */
   mechanisms?: ScramMechanism[] | undefined;
@@ -64,6 +71,8 @@ interface StoredUser {
   readonly username: string;
   readonly db: string;
   readonly credentials: Partial<Record<ScramMechanism, StoredCredential>>;
+  /** For a user of `$external` given a password: the password its LDAP server holds, UTF-8. */
+  readonly ldapPassword?: Buffer;
 }
 
 /** One SASL conversation in progress on a connection. */
@@ -127,8 +136,8 @@ export class ScramUsers {
    * @throws {InvalidOptionError} when `users` is not an array, or for a user whose `username` is not a non-empty
    *   string or `db` not a non-empty string; for a SCRAM user (any `db` but `$external`), `password` not a string
    *   (never shown), `mechanisms` not a non-empty list of SCRAM-SHA-1 / SCRAM-SHA-256, `iterations` not a positive
-   *   integer, or `salt` not 1 to 1024 bytes; for a MONGODB-X509 user (`db` `$external`), any `password` (never
-   *   shown), `mechanisms`, `iterations` or `salt`.
+   *   integer, or `salt` not 1 to 1024 bytes; for a user of `$external` (MONGODB-X509, PLAIN), a `password` given that
+   *   is not a string (never shown), any `mechanisms`, `iterations` or `salt`.
    */
   replace(users: readonly EmbeddedUser[]): void {
     this.users = storedUsers(users);
@@ -152,6 +161,45 @@ export class ScramUsers {
   isX509User(subject: string): boolean {
     const user = this.users.get(`${EXTERNAL_SOURCE}.${subject}`);
     return user !== undefined && user.db === EXTERNAL_SOURCE;
+  }
+
+  /**
+   * The saslStart of PLAIN on database `db`, answered as a mongod with PLAIN among its `authenticationMechanisms`
+   * answers it: the payload `[authzid]\0authcid\0password` (RFC 4616) must have both NULs, a non-empty user name, an
+   * authorization identity empty or equal to it, and a non-empty password. In `$external` the password must be the
+   * user's (what its LDAP server would check); in any other database, as a mongod's own PLAIN does, it must derive the
+   * user's stored SCRAM-SHA-256 key (the password as given, not SASLprep'd), or, for a user without SCRAM-SHA-256,
+   * its SCRAM-SHA-1 key (of MongoDB's MD5 digest). Success: `{ conversationId: 1, done: true, payload: <empty>, ok: 1 }`
+   * and the user `<db>.<name>`; any failure: AuthenticationFailed (18) "Authentication failed.", the words a mongod
+   * gives for each. PLAIN conversations are not counted with the SCRAM ones.
+   *
+   * Source: auth spec, "PLAIN" ("Conversation"); mongod's PLAIN server mechanisms (LDAP in `$external`, its own
+   * users elsewhere).
+   */
+  plain(db: string, command: Document): { reply: Document; user?: string } {
+    const payload = command.payload instanceof Binary ? Buffer.from(command.payload.buffer) : Buffer.alloc(0);
+    const first = payload.indexOf(0);
+    const second = first < 0 ? -1 : payload.indexOf(0, first + 1);
+    if (second < 0) return { reply: authFailed() };
+    const authzid = payload.subarray(0, first);
+    const name = payload.subarray(first + 1, second).toString('utf8');
+    const password = payload.subarray(second + 1);
+    if (name === '' || (authzid.length > 0 && authzid.toString('utf8') !== name) || password.length === 0) return { reply: authFailed() };
+    const user = this.users.get(`${db}.${name}`);
+    if (user === undefined || user.db !== db) return { reply: authFailed() };
+    let proved: boolean;
+    if (db === EXTERNAL_SOURCE) {
+      proved = user.ldapPassword !== undefined && user.ldapPassword.length === password.length && timingSafeEqual(user.ldapPassword, password);
+    } else {
+      const mechanism: ScramMechanism = user.credentials['SCRAM-SHA-256'] !== undefined ? 'SCRAM-SHA-256' : 'SCRAM-SHA-1';
+      const credential = user.credentials[mechanism]!;
+      const clear = password.toString('utf8');
+      const key = mechanism === 'SCRAM-SHA-256' ? clear : scramPassword(mechanism, name, clear);
+      const storedKey = hash(mechanism, hmac(mechanism, saltPassword(mechanism, key, credential.salt, credential.iterations), 'Client Key'));
+      proved = timingSafeEqual(storedKey, credential.keys().storedKey);
+    }
+    if (!proved) return { reply: authFailed() };
+    return { reply: { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 }, user: `${db}.${name}` };
   }
 
   /** The mechanisms of `<db>.<username>`, for a handshake's `saslSupportedMechs`; undefined for an unknown user. */
@@ -261,10 +309,11 @@ function storedUser(user: EmbeddedUser): StoredUser {
     throw new InvalidOptionError('db', user.db, 'a non-empty database name');
   }
   if (user.db === EXTERNAL_SOURCE) {
-    // A MONGODB-X509 user: its name is all it has.
-    const scramOnly = (['password', 'mechanisms', 'iterations', 'salt'] as const).find((key) => user[key] !== undefined);
-    if (scramOnly !== undefined) throw new InvalidOptionError(scramOnly, scramOnly === 'password' ? '<not shown>' : user[scramOnly], `none for a user in ${EXTERNAL_SOURCE} (MONGODB-X509)`);
-    return { username: user.username, db: EXTERNAL_SOURCE, credentials: {} };
+    // A MONGODB-X509 user (its name is all it has), and a PLAIN one with the password of its LDAP server.
+    const scramOnly = (['mechanisms', 'iterations', 'salt'] as const).find((key) => user[key] !== undefined);
+    if (scramOnly !== undefined) throw new InvalidOptionError(scramOnly, user[scramOnly], `none for a user in ${EXTERNAL_SOURCE} (MONGODB-X509, PLAIN)`);
+    if (user.password !== undefined && typeof user.password !== 'string') throw new InvalidOptionError('password', '<not shown>', 'a string, or none');
+    return { username: user.username, db: EXTERNAL_SOURCE, credentials: {}, ...(user.password === undefined ? {} : { ldapPassword: Buffer.from(user.password, 'utf8') }) };
   }
   if (typeof user.password !== 'string') throw new InvalidOptionError('password', user.password, 'a string');
   const mechanisms = user.mechanisms ?? (['SCRAM-SHA-1', 'SCRAM-SHA-256'] as ScramMechanism[]);

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
-import { BSON, type Document } from 'bson';
+import { BSON, Binary, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   AuthenticationError,
@@ -748,13 +748,85 @@ describe('EmbeddedServer MONGODB-X509 users (raw authenticate, as mongod answers
     }
   });
 
-  it('takes a user of $external with its name alone: a password or a SCRAM setting is refused', function () {
+  it('takes a user of $external with its name and, for PLAIN, a password: a SCRAM setting or a password not a string is refused', function () {
     for (const [user, message] of [
-      [{ username: SUBJECT, db: '$external', password: 'pencil' }, 'Invalid password: "<not shown>" (password must be none for a user in $external (MONGODB-X509))'],
-      [{ username: SUBJECT, db: '$external', mechanisms: ['SCRAM-SHA-256'] }, 'Invalid mechanisms: ["SCRAM-SHA-256"] (mechanisms must be none for a user in $external (MONGODB-X509))'],
-      [{ username: SUBJECT, db: '$external', iterations: 4096 }, 'Invalid iterations: 4096 (iterations must be none for a user in $external (MONGODB-X509))'],
+      [{ username: SUBJECT, db: '$external', password: 5 as unknown as string }, 'Invalid password: "<not shown>" (password must be a string, or none)'],
+      [{ username: SUBJECT, db: '$external', mechanisms: ['SCRAM-SHA-256'] }, 'Invalid mechanisms: ["SCRAM-SHA-256"] (mechanisms must be none for a user in $external (MONGODB-X509, PLAIN))'],
+      [{ username: SUBJECT, db: '$external', iterations: 4096 }, 'Invalid iterations: 4096 (iterations must be none for a user in $external (MONGODB-X509, PLAIN))'],
     ] as [EmbeddedUser, string][]) {
       expect(() => new EmbeddedServer({ users: [user] }), message).to.throw(InvalidOptionError).with.property('message', message);
+    }
+    expect(() => new EmbeddedServer({ users: [{ username: SUBJECT, db: '$external', password: 'pencil' }] })).to.not.throw();
+  });
+});
+
+describe('EmbeddedServer PLAIN (raw saslStart, as a mongod with PLAIN enabled answers it)', function () {
+  const authFailed = { ok: 0, errmsg: 'Authentication failed.', code: 18, codeName: 'AuthenticationFailed' };
+  const done = { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 };
+  const saslStart = (payload: string | Buffer): Document => ({ saslStart: 1, mechanism: 'PLAIN', payload: new Binary(Buffer.isBuffer(payload) ? payload : Buffer.from(payload, 'utf8')), autoAuthorize: 1 });
+  let server: EmbeddedServer;
+  before(async function () {
+    server = await new EmbeddedServer({
+      users: [
+        { username: 'user', password: 'pencil', db: '$external' },
+        { username: 'CN=x509 only', db: '$external' },
+        { username: 'scram', password: 'p\u00A0w', db: 'sales' },
+        { username: 'sha1', password: 'pw1', db: 'sales', mechanisms: ['SCRAM-SHA-1'] },
+      ],
+    }).start();
+  });
+  after(async function () {
+    await server?.stop();
+  });
+  /** Sends `command` to `db` on a fresh connection; resolves to the reply (or the refusal's) and the users after it. */
+  async function attempt(db: string, command: Document): Promise<{ reply: Document; users: unknown }> {
+    const c = await establishOne(server.address);
+    try {
+      const reply = await c.command(db, command).catch((e: MongoServerError) => e.response);
+      const users = (await c.command('admin', { connectionStatus: 1 })).authInfo.authenticatedUsers;
+      return { reply, users };
+    } finally {
+      c.destroy();
+    }
+  }
+
+  it('authenticates a user of $external in one step, with or without the authorization identity (the auth spec\'s two forms)', async function () {
+    for (const payload of [Buffer.from('AHVzZXIAcGVuY2ls', 'base64'), Buffer.from('dXNlcgB1c2VyAHBlbmNpbA==', 'base64')]) {
+      const { reply, users } = await attempt('$external', saslStart(payload));
+      expect(reply).to.deep.equal(done);
+      expect(users).to.deep.equal([{ user: 'user', db: '$external' }]);
+    }
+  });
+
+  it('answers every refusal with AuthenticationFailed, "Authentication failed.", and authenticates nobody', async function () {
+    for (const payload of ['\0user\0wrong', '\0nobody\0pencil', '\0user\0', '\0\0pencil', 'other\0user\0pencil', 'user-pencil', '\0user', '\0CN=x509 only\0pencil']) {
+      const { reply, users } = await attempt('$external', saslStart(payload));
+      expect(reply, JSON.stringify(payload)).to.deep.equal(authFailed);
+      expect(users).to.deep.equal([]);
+    }
+  });
+
+  it('checks a user of another database against its SCRAM credentials: SCRAM-SHA-256 with the password as given, else SCRAM-SHA-1', async function () {
+    // The SCRAM-SHA-256 key was derived from the SASLprep'd password ('p w': U+00A0 mapped to a space), and PLAIN
+    // derives from the password as given, as a mongod does: only the prepared form matches.
+    expect((await attempt('sales', saslStart('\0scram\0p w'))).users).to.deep.equal([{ user: 'scram', db: 'sales' }]);
+    expect((await attempt('sales', saslStart('\0scram\0p\u00A0w'))).reply).to.deep.equal(authFailed);
+    expect((await attempt('sales', saslStart('\0sha1\0pw1'))).users).to.deep.equal([{ user: 'sha1', db: 'sales' }]);
+    expect((await attempt('sales', saslStart('\0sha1\0pw2'))).reply).to.deep.equal(authFailed);
+    // An LDAP user is in $external only.
+    expect((await attempt('admin', saslStart('\0user\0pencil'))).reply).to.deep.equal(authFailed);
+  });
+
+  it('leaves no conversation to continue, and never answers PLAIN in the handshake', async function () {
+    const c = await establishOne(server.address);
+    try {
+      await c.command('$external', saslStart('\0user\0pencil'));
+      const error = await c.command('$external', { saslContinue: 1, conversationId: 1, payload: new Binary(Buffer.alloc(0)) }).catch((e: MongoServerError) => e);
+      expect((error as MongoServerError).response).to.deep.equal({ ok: 0, code: 17, codeName: 'ProtocolError', errmsg: 'No SASL session state found' });
+      const hello = await c.command('admin', { hello: 1, speculativeAuthenticate: { ...saslStart('\0user\0pencil'), db: '$external' } });
+      expect(hello).to.not.have.property('speculativeAuthenticate');
+    } finally {
+      c.destroy();
     }
   });
 });
@@ -824,7 +896,7 @@ describe('EmbeddedServer users changed while running (setUsers)', function () {
   it('answers saslStart for a mechanism it does not have with AuthenticationFailed, whatever its name, and the connection stays usable', async function () {
     // Names an Object has as properties (constructor, toString, __proto__) included: they are no stored mechanism.
     const c = await open();
-    for (const mechanism of ['PLAIN', 'constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+    for (const mechanism of ['GSSAPI', 'constructor', 'toString', '__proto__', 'hasOwnProperty']) {
       const payload = Buffer.from('n,,n=alice,r=abcdef');
       const error = await c.command('admin', { saslStart: 1, mechanism, payload, options: { skipEmptyExchange: true } }).catch((e: unknown) => e);
       expect(error, mechanism).to.be.instanceOf(MongoServerError).with.property('code', 18);
