@@ -6,7 +6,8 @@
  * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
  * close) and keys this library does not support. A client logs each warning as a `warn` message of its `client` log
  * component. Security-relevant conflicts, impossible topologies, a key with no value, and credentials options that
- * cannot apply (an empty authSource, a SCRAM authMechanism without credentials, a MONGODB-X509 password) are errors.
+ * cannot apply (an empty authSource, a SCRAM or PLAIN authMechanism without credentials, a MONGODB-X509 password) are
+ * errors.
  *
  * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
  * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
@@ -182,7 +183,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for `directConnection=true` with several hosts or an SRV
  *   URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
- *   SCRAM-SHA-1, SCRAM-SHA-256 and MONGODB-X509, or a SCRAM one without credentials in the URI; for MONGODB-X509 with
+ *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN, or a SCRAM or PLAIN one without credentials in the URI (PLAIN
+ *   credentials are in the authSource, else the URI's database, else `$external`); for MONGODB-X509 with
  *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
  *   with or without credentials); for credentials with an empty user name; for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
@@ -431,8 +433,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
     connection.credentials = new MongoCredentials({ mechanism: authMechanism, source: uriSource(authMechanism) });
   } else if (authMechanism !== undefined) {
-    // Auth spec, "Errors": a mechanism with its required information (a SCRAM user name) missing is an error.
-    throw new InvalidOptionError('authMechanism', authMechanism, 'given with credentials (user[:password]@host in the URI, or the credentials option of connect()): SCRAM needs a user name');
+    // Auth spec, "Errors": a mechanism with its required information (a SCRAM or PLAIN user name) missing is an error.
+    throw new InvalidOptionError('authMechanism', authMechanism, `given with credentials (user[:password]@host in the URI, or the credentials option of connect()): ${authMechanism === 'PLAIN' ? 'PLAIN' : 'SCRAM'} needs a user name`);
   } else if (authSource !== undefined) {
     // Auth spec: an authSource without credentials is not a request for authentication.
     warnings.push('authSource is ignored: the URI has no credentials');

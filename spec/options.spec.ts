@@ -178,7 +178,7 @@ describe('options of the wrong type', function () {
     ['connectionOptions: "tls"', { connectionOptions: 'tls' }, 'connectionOptions', /an object of connection options/],
     ['compressors: "zlib"', { connectionOptions: { compressors: 'zlib' } }, 'compressors', /an array of compressor names/],
     ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, none/],
-    ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials or a \{ username, password, source\?, mechanism\? \} object, or \{ mechanism: 'MONGODB-X509', username\? \}/],
+    ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials or a \{ username, password, source\?, mechanism\? \} object \(SCRAM, or mechanism 'PLAIN'\), or \{ mechanism: 'MONGODB-X509', username\? \}/],
     ['credentials: []', { connectionOptions: { credentials: [] } }, 'credentials', /MongoCredentials/],
     ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms from 0 to 2147483647/],
     ['zlibCompressionLevel: "5"', { connectionOptions: { zlibCompressionLevel: '5' } }, 'zlibCompressionLevel', /from -1 to 9/],
@@ -195,7 +195,7 @@ describe('options of the wrong type', function () {
   }
 
   it('never shows a password: credentials and tlsCertificateKeyFilePassword values are redacted', function () {
-    const credentials = { username: 'alice', password: 'Pw-s3cret', mechanism: 'PLAIN' };
+    const credentials = { username: 'alice', password: 'Pw-s3cret', mechanism: 'GSSAPI' };
     const mechanism = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { credentials } as never }));
     expect(mechanism.option).to.equal('authMechanism');
     const misspelt = invalidOption(() => new ConnectionPool({ address: 'h:1', connectionOptions: { credentials: { ...credentials, mechanism: undefined, pasword: 'Pw-s3cret' } } as never }));

@@ -4,10 +4,11 @@
  * server answered it.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake", "Default Authentication
- * Methods", "MONGODB-X509"; handshake spec, "Speculative Authentication".
+ * Methods", "MONGODB-X509", "PLAIN"; handshake spec, "Speculative Authentication".
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
+import { plainAuthenticate } from './plain';
 import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
 import { x509Authenticate, x509Command } from './x509';
 
@@ -36,17 +37,19 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 
 /**
  * The first message a handshake carries as `speculativeAuthenticate`: for MONGODB-X509 its `authenticate` command;
- * otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
+ * none for PLAIN (the handshake spec lists no speculative form of it, and a mongod refuses a plaintext mechanism
+ * there); otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
  * SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password cannot be prepared with SASLprep for
  * SCRAM-SHA-256: that conversation could never finish, and a negotiated SCRAM-SHA-1 (which does not SASLprep) may
  * still authenticate.
  *
  * Source: handshake spec, "Speculative Authentication" (SCRAM-SHA-256 when no mechanism is given, and the saslStart
- * fields plus `db`; for MONGODB-X509 the conversation's command); auth spec, "SCRAM-SHA-256" (passwords are
- * SASLprep'd).
+ * fields plus `db`; for MONGODB-X509 the conversation's command; nothing for other mechanisms); auth spec,
+ * "SCRAM-SHA-256" (passwords are SASLprep'd).
  */
 export function speculativeStart(credentials: MongoCredentials): SpeculativeStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
+  if (mechanism === 'PLAIN') return undefined;
   if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
     // SCRAM credentials always have both (see MongoCredentials).
@@ -61,12 +64,14 @@ export function speculativeStart(credentials: MongoCredentials): SpeculativeStar
  * Authenticates a connection whose handshake returned `handshakeReply`, sending commands with `run`. When the
  * handshake carried `speculative` ({@link speculativeStart}) and its reply has a `speculativeAuthenticate` document
  * for the mechanism selected, the conversation goes on from that document (SCRAM: saslContinue; MONGODB-X509: done);
- * otherwise (an older server, or one that did not take the speculative message) the whole conversation runs. The key
+ * otherwise (an older server, or one that did not take the speculative message) the whole conversation runs. PLAIN
+ * is never speculative: its one saslStart is sent ({@link plainAuthenticate}). The key
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
  * {@link x509Authenticate}).
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
- *   1,000,000 (see {@link scramAuthenticate}) and a certificate subject no user has (see {@link x509Authenticate}).
+ *   1,000,000 (see {@link scramAuthenticate}), a certificate subject no user has (see {@link x509Authenticate}) and
+ *   a PLAIN user name or password the server refuses (see {@link plainAuthenticate}).
  * @throws `signal.reason` (rejection) once `signal` aborts.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake"; handshake spec, "Speculative
@@ -82,6 +87,7 @@ export function authenticate(
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
   const answered = speculative !== undefined && speculativeReply !== undefined && speculative.mechanism === mechanism;
+  if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal });
   if (mechanism === 'MONGODB-X509') return x509Authenticate(run, credentials, { signal, speculativeReply: answered ? speculativeReply : undefined });
   // A speculative answer for another mechanism than the one selected (SCRAM-SHA-256 tried, SCRAM-SHA-1 negotiated)
   // is not used: the mechanism is the one the default rules select.

@@ -2,7 +2,8 @@
  * MongoCredentials: who a connection authenticates as. The password is kept out of every enumerable property, JSON
  * and `util.inspect` output, so it cannot leak into errors, events or logs by accident.
  *
- * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in SCRAM".
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "PLAIN", "Caching credentials
+ * in SCRAM".
  */
 import { inspect } from 'node:util';
 import { saslprepFunction } from '../lazy-dependencies';
@@ -21,30 +22,33 @@ export const SCRAM_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] a
 export type ScramMechanism = (typeof SCRAM_MECHANISMS)[number];
 
 /**
- * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509, which is never negotiated
- * (only used when asked for).
+ * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509 and PLAIN, which are never
+ * negotiated (only used when asked for).
  *
- * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509", "Default Authentication Methods".
+ * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509", "PLAIN", "Default Authentication Methods"
+ * (drivers MUST NOT use any other mechanism, e.g. PLAIN, as the default).
  */
-export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509'] as const);
+export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509', 'PLAIN'] as const);
 
 /**
- * A mechanism name of {@link AUTH_MECHANISMS}. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509"
- * (`mechanism` of MongoCredential).
+ * A mechanism name of {@link AUTH_MECHANISMS}. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509",
+ * "PLAIN" (`mechanism` of MongoCredential).
  */
 export type AuthMechanism = (typeof AUTH_MECHANISMS)[number];
 
 /**
- * The database every MONGODB-X509 user is in, and so its credentials' source: `$external`.
+ * The database of the users whose credentials the server does not store: every MONGODB-X509 user, and so its
+ * credentials' only source; PLAIN (LDAP) users, and so the default source of PLAIN credentials.
  *
- * Source: auth spec, "MONGODB-X509" (source MUST be "$external").
+ * Source: auth spec, "MONGODB-X509" (source MUST be "$external"), "PLAIN" (the `$external` database must be used;
+ * source defaults to the URI's database, else `$external`).
  */
 export const EXTERNAL_SOURCE = '$external';
 
 /**
  * What {@link MongoCredentials} are made from.
  *
- * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509".
+ * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509", "PLAIN".
  */
 export interface CredentialsInit {
   /**
@@ -54,24 +58,26 @@ export interface CredentialsInit {
    */
   username?: string | undefined;
   /**
-   * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM; must be absent with
-   * mechanism MONGODB-X509 (the client certificate is the credential).
+   * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM and PLAIN (which sends it
+   * as given, never SASLprep'd: the LDAP server checks it); must be absent with mechanism MONGODB-X509 (the client
+   * certificate is the credential).
    */
   password?: string | undefined;
   /**
    * The database that holds the user (authSource). Default `admin`; with mechanism MONGODB-X509, `$external`, the only
-   * one allowed there.
+   * one allowed there; with mechanism PLAIN, `$external` (where LDAP users are).
    */
   source?: string | undefined;
   /**
    * Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. MONGODB-X509 (over TLS,
-   * with a client certificate: `tlsCertificateKeyFile`) is never negotiated.
+   * with a client certificate: `tlsCertificateKeyFile`) and PLAIN (LDAP, over TLS: the password travels in clear text
+   * inside it) are never negotiated.
    */
   mechanism?: AuthMechanism | undefined;
 }
 
 /** The two shapes of a {@link CredentialsInit}, as an InvalidOptionError for a value of another kind names them. */
-export const CREDENTIALS_SHAPES = "a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? }";
+export const CREDENTIALS_SHAPES = "a { username, password, source?, mechanism? } object (SCRAM, or mechanism 'PLAIN'), or { mechanism: 'MONGODB-X509', username? }";
 
 /** The keys of a {@link CredentialsInit}. */
 export const CREDENTIALS_INIT_NAMES = ['username', 'password', 'source', 'mechanism'] as const satisfies readonly (keyof CredentialsInit)[];
@@ -94,7 +100,7 @@ const saltedPasswordCaches = new WeakMap<MongoCredentials, Map<string, Promise<B
 const MAX_CACHED_SALTED_PASSWORDS = 16;
 
 /**
- * Credentials for SCRAM or MONGODB-X509 authentication, validated at construction. The password is kept out of every
+ * Credentials for SCRAM, MONGODB-X509 or PLAIN authentication, validated at construction. The password is kept out of every
  * enumerable property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance,
  * so reusing one instance for many connections derives each once.
  *
@@ -107,7 +113,10 @@ export class MongoCredentials {
    * client certificate's subject).
    */
   readonly username: string | undefined;
-  /** The database that holds the user (authSource); `admin` unless given, `$external` for MONGODB-X509. */
+  /**
+   * The database that holds the user (authSource); `admin` unless given, `$external` for MONGODB-X509 and, unless
+   * given, for PLAIN.
+   */
   readonly source: string;
   /**
    * The mechanism to use; undefined to negotiate it (SCRAM-SHA-256 when the server lists it for the user, else
@@ -119,16 +128,18 @@ export class MongoCredentials {
    * @throws {InvalidOptionError} for an `init` that is not an object (option `credentials`), a key of a plain object
    *   that is not one of {@link CredentialsInit}'s (named, with the closest one, its value not shown), a
    *   mechanism other than those of {@link AUTH_MECHANISMS}, an empty source; for SCRAM (a mechanism of
-   *   {@link SCRAM_MECHANISMS}, or none): an empty or non-string username, a non-string password, or (mechanism
+   *   {@link SCRAM_MECHANISMS}, or none) and PLAIN: an empty or non-string username, a non-string password (never
+   *   shown: `"<not shown>"`), or (mechanism
    *   SCRAM-SHA-256 only) a password SASLprep refuses (a prohibited character, an unassigned code point, misplaced
    *   bidirectional characters; the message names the rule, never the password); for MONGODB-X509: a username given
    *   that is not a non-empty string, any password (never shown), or a source other than `$external`. A password for
-   *   SCRAM-SHA-1 or a negotiated mechanism is not checked: SCRAM-SHA-1 does not SASLprep it.
+   *   SCRAM-SHA-1, PLAIN or a negotiated mechanism is not checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it.
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST
    * NOT be), "MONGODB-X509" (no error without a username; password MUST NOT be specified; source MUST be
-   * "$external").
+   * "$external"), "PLAIN" (username MUST be specified and non-zero length; password MUST be specified; source
+   * defaults to `$external`).
    */
   constructor(init: CredentialsInit) {
     requireOptionsObject('credentials', init, CREDENTIALS_SHAPES, true);
@@ -150,7 +161,7 @@ export class MongoCredentials {
     if (x509 ? password !== undefined : typeof password !== 'string') {
       throw new InvalidOptionError('password', '<not shown>', x509 ? 'none for MONGODB-X509: the client certificate is the credential' : 'a string');
     }
-    const source = optionValue(init, 'source') ?? (x509 ? EXTERNAL_SOURCE : 'admin');
+    const source = optionValue(init, 'source') ?? (x509 || mechanism === 'PLAIN' ? EXTERNAL_SOURCE : 'admin');
     if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
     if (x509 && source !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', source, `${EXTERNAL_SOURCE} for MONGODB-X509`);
     // SASLprep is loaded with the credentials, before anything that blames the password (here, or authentication,

@@ -47,7 +47,7 @@ describe('MongoCredentials', function () {
 
   it('rejects an empty username, an unknown mechanism and an empty source', function () {
     expect(() => new MongoCredentials({ username: '', password: 'p' })).to.throw(InvalidOptionError, /username/);
-    expect(() => new MongoCredentials({ username: 'u', password: 'p', mechanism: 'PLAIN' as never })).to.throw(InvalidOptionError, /authMechanism/);
+    expect(() => new MongoCredentials({ username: 'u', password: 'p', mechanism: 'GSSAPI' as never })).to.throw(InvalidOptionError, /authMechanism/);
     expect(() => new MongoCredentials({ username: 'u', password: 'p', source: '' })).to.throw(InvalidOptionError, /authSource/);
   });
 
@@ -66,12 +66,12 @@ describe('MongoCredentials', function () {
 
   it('names the option, the value (never a password) and what is allowed, for each invalid credential', function () {
     const cases: [unknown, string, string][] = [
-      [null, 'credentials', "Invalid credentials: null (credentials must be a { username, password, source?, mechanism? } object, or { mechanism: 'MONGODB-X509', username? })"],
+      [null, 'credentials', "Invalid credentials: null (credentials must be a { username, password, source?, mechanism? } object (SCRAM, or mechanism 'PLAIN'), or { mechanism: 'MONGODB-X509', username? })"],
       [{ username: '', password: 'p' }, 'username', 'Invalid username: "" (username must be a non-empty string)'],
       [{ username: 'u', password: 1234 }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
       [{ username: 'u', password: 'p', source: '' }, 'authSource', 'Invalid authSource: "" (authSource must be a non-empty database name)'],
       [{ username: 'u', password: 'p', source: 5 }, 'authSource', 'Invalid authSource: 5 (authSource must be a non-empty database name)'],
-      [{ username: 'u', password: 'p', mechanism: 'PLAIN' }, 'authMechanism', 'Invalid authMechanism: "PLAIN" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509)'],
+      [{ username: 'u', password: 'p', mechanism: 'GSSAPI' }, 'authMechanism', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN)'],
       // An object without a prototype is a plain object too: its keys are checked.
       [Object.assign(Object.create(null) as object, { username: 'u', password: 'p', sorce: 'db' }), 'credentials.sorce', 'Unknown option credentials.sorce of credentials: did you mean source?'],
     ];
