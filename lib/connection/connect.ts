@@ -63,7 +63,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * handshake carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set
  * SCRAM-SHA-1), so a server that answers it authenticates the connection with hello + saslContinue instead of hello +
  * saslStart + saslContinue; with MONGODB-X509 it carries the `authenticate` command, and a server that answers it
- * needs no more than the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
+ * needs no more than the hello; with PLAIN it carries nothing, and one saslStart follows the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
  * socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
@@ -94,11 +94,11 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
- *   without `tlsCertificateKeyFile`, naming `authMechanism`); see `checkConnectionOptions`.
+ *   without `tlsCertificateKeyFile`, and PLAIN without TLS, naming `authMechanism`); see `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
- * "Authentication Handshake", "MONGODB-X509"; load
+ * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS: an extension); load
  * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
@@ -159,6 +159,11 @@ export function connectionFactoryWithMetadata(
   // certificate, without which no server can authenticate the connection.
   if (credentials?.mechanism === 'MONGODB-X509' && o.tlsCertificateKeyFile === undefined) {
     throw new InvalidOptionError('authMechanism', 'MONGODB-X509', 'with tlsCertificateKeyFile: MONGODB-X509 authenticates by the client certificate of a TLS connection');
+  }
+  // PLAIN puts the password in clear text in its saslStart: over TCP without TLS anyone on the path reads it (and an
+  // LDAP password is often the user's password everywhere). A mongod accepts it all the same; this library does not.
+  if (credentials?.mechanism === 'PLAIN' && !wantsTls(o)) {
+    throw new InvalidOptionError('authMechanism', 'PLAIN', 'with TLS (tls=true): PLAIN sends the password in clear text');
   }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
   const parts = {

@@ -164,6 +164,26 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
         }
       }
     });
+
+    it('is refused without TLS when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
+      for (const make of [
+        () => connectionFactory({ host: '127.0.0.1', port: 1, credentials: { username: 'alice', password: SECRET, mechanism: 'PLAIN' } }),
+        () => connectionFactory({ host: '127.0.0.1', port: 1, tls: false, credentials: plain() }),
+        () => new ConnectionPool({ address: '127.0.0.1:1', connectionOptions: { credentials: plain() } }),
+        () => connect('mongodb://alice:pencil-secret@127.0.0.1:1/?authMechanism=PLAIN'),
+      ]) {
+        let error: unknown;
+        try {
+          make();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'authMechanism');
+        expect((error as Error).message).to.equal('Invalid authMechanism: "PLAIN" (authMechanism must be with TLS (tls=true): PLAIN sends the password in clear text)');
+        expect(shown(error)).to.not.include(SECRET);
+      }
+      expect(() => connectionFactory({ host: '127.0.0.1', port: 1, tls: true, credentials: plain() })).to.not.throw();
+    });
   });
 
   describe('credentials in the connection string (auth spec, "Connection String Options")', function () {
