@@ -58,7 +58,8 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   /**
    * Authenticate every connection: SCRAM-SHA-256 or SCRAM-SHA-1 (`{ username, password, source?, mechanism? }`), or
    * MONGODB-X509 (`{ mechanism: 'MONGODB-X509', username? }`, in `$external`, with the client certificate of
-   * `tlsCertificateKeyFile`, which it requires). See {@link CredentialsInit}.
+   * `tlsCertificateKeyFile`, which it requires), or PLAIN (`{ username, password, mechanism: 'PLAIN', source? }`, LDAP,
+   * in `$external` unless given; TLS required). See {@link CredentialsInit}.
    */
   credentials?: MongoCredentials | CredentialsInit | undefined;
   /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
