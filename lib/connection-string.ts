@@ -4,7 +4,8 @@
  *
  * Invalid values in a URI are warnings and are ignored (connection string spec: "Any invalid Values for a given key
  * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
- * close) and keys this library does not support. A client logs each warning as a `warn` message of its `client` log
+ * close) and keys this library does not support; so is PLAIN authenticating on the URI's database for want of an
+ * authSource (as the auth spec says it does, though LDAP users are in `$external`). A client logs each warning as a `warn` message of its `client` log
  * component. Security-relevant conflicts, impossible topologies, a key with no value, and credentials options that
  * cannot apply (an empty authSource, a SCRAM or PLAIN authMechanism without credentials, a MONGODB-X509 password) are
  * errors.
@@ -396,11 +397,19 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // credentials' own default (admin, or $external).
   const uriSource = (mechanism: AuthMechanism | undefined): string | undefined =>
     authSource ?? (mechanism === 'MONGODB-X509' ? undefined : database() || undefined);
+  // PLAIN takes the URI's database as its source when there is no authSource (auth spec, "PLAIN"), but LDAP users
+  // are in $external: a database written for the application's data would send the password where no such user is.
+  const warnIfPlainOnDatabase = (mechanism: unknown): void => {
+    if (mechanism === 'PLAIN' && authSource === undefined && database() !== '') {
+      warnings.push(`authMechanism=PLAIN authenticates on the URI's database "${database()}" (there is no authSource); LDAP users are in $external: add authSource=$external if the user is one`);
+    }
+  };
   if (given !== undefined) {
     // The option's credentials replace the URI's; the URI's mechanism and source (its authSource, else its database,
     // as for credentials in the URI) fill in what they leave unset.
     const mechanism = optionValue(given, 'mechanism') ?? authMechanism;
     const source = given instanceof MongoCredentials ? given.source : (optionValue(given, 'source') ?? uriSource(mechanism));
+    if (!(given instanceof MongoCredentials) && optionValue(given, 'source') === undefined) warnIfPlainOnDatabase(mechanism);
     // Where the option sets its own (a MongoCredentials always has a source, admin by default), the URI's is not
     // dropped silently.
     if (authSource !== undefined && source !== authSource) {
@@ -423,6 +432,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     // As MongoCredentials at once, which keeps the password out of inspection and JSON of everything parsed here.
     // MONGODB-X509 takes no password: one written (`user:secret@`, `user:@`) is refused there, not dropped.
     const passwordWritten = /^[^/]*:\/\/[^/@]*:[^/]*@/.test(uri);
+    warnIfPlainOnDatabase(authMechanism);
     connection.credentials = new MongoCredentials({
       username,
       ...(x509 && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),

@@ -208,6 +208,21 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       });
     }
 
+    it('warns when the source is the URI\'s database for want of an authSource: LDAP users are in $external', function () {
+      const warning = 'authMechanism=PLAIN authenticates on the URI\'s database "sales" (there is no authSource); LDAP users are in $external: add authSource=$external if the user is one';
+      expect(parseConnectionString('mongodb://alice:pencil-secret@localhost/sales?authMechanism=PLAIN').warnings).to.deep.equal([warning]);
+      expect(parseConnectionStringWithCredentials('mongodb://localhost/sales?authMechanism=PLAIN', { username: 'alice', password: SECRET }).warnings).to.deep.equal([warning]);
+      for (const [uri, credentials] of [
+        ['mongodb://alice:pencil-secret@localhost/?authMechanism=PLAIN', undefined],
+        ['mongodb://alice:pencil-secret@localhost/sales?authMechanism=PLAIN&authSource=$external', undefined],
+        ['mongodb://alice:pencil-secret@localhost/sales?authMechanism=SCRAM-SHA-256', undefined],
+        ['mongodb://localhost/sales?authMechanism=PLAIN', { username: 'alice', password: SECRET, source: 'sales' }],
+      ] as [string, CredentialsInit | undefined][]) {
+        const parsed = credentials === undefined ? parseConnectionString(uri) : parseConnectionStringWithCredentials(uri, credentials);
+        expect(parsed.warnings, uri).to.deep.equal([]);
+      }
+    });
+
     it('keeps the password out of what the parse shows, and takes one written empty as a password', function () {
       const parsed = parseConnectionString('mongodb://alice:pencil-secret@localhost/?authMechanism=PLAIN');
       expect(`${inspect(parsed, { depth: 8 })} ${JSON.stringify(parsed)}`).to.not.include(SECRET);
