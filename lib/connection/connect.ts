@@ -94,7 +94,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
- *   without `tlsCertificateKeyFile`, and PLAIN without TLS, naming `authMechanism`); see `checkConnectionOptions`.
+ *   without `tlsCertificateKeyFile`, and PLAIN without TLS over TCP, naming `authMechanism`); see `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
@@ -162,8 +162,9 @@ export function connectionFactoryWithMetadata(
   }
   // PLAIN puts the password in clear text in its saslStart: over TCP without TLS anyone on the path reads it (and an
   // LDAP password is often the user's password everywhere). A mongod accepts it all the same; this library does not.
-  if (credentials?.mechanism === 'PLAIN' && !wantsTls(o)) {
-    throw new InvalidOptionError('authMechanism', 'PLAIN', 'with TLS (tls=true): PLAIN sends the password in clear text');
+  // A Unix domain socket (no port) crosses no network: the file's permissions guard it.
+  if (credentials?.mechanism === 'PLAIN' && !wantsTls(o) && o.port !== undefined) {
+    throw new InvalidOptionError('authMechanism', 'PLAIN', 'with TLS (tls=true), or over a Unix domain socket: PLAIN sends the password in clear text');
   }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
   const parts = {

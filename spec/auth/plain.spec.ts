@@ -165,7 +165,7 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
-    it('is refused without TLS when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
+    it('is refused without TLS over TCP when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
       for (const make of [
         () => connectionFactory({ host: '127.0.0.1', port: 1, credentials: { username: 'alice', password: SECRET, mechanism: 'PLAIN' } }),
         () => connectionFactory({ host: '127.0.0.1', port: 1, tls: false, credentials: plain() }),
@@ -179,10 +179,13 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
           error = e;
         }
         expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'authMechanism');
-        expect((error as Error).message).to.equal('Invalid authMechanism: "PLAIN" (authMechanism must be with TLS (tls=true): PLAIN sends the password in clear text)');
+        expect((error as Error).message).to.equal('Invalid authMechanism: "PLAIN" (authMechanism must be with TLS (tls=true), or over a Unix domain socket: PLAIN sends the password in clear text)');
         expect(shown(error)).to.not.include(SECRET);
       }
       expect(() => connectionFactory({ host: '127.0.0.1', port: 1, tls: true, credentials: plain() })).to.not.throw();
+      // A Unix domain socket crosses no network.
+      expect(() => connectionFactory({ host: '/tmp/mongodb-27017.sock', credentials: plain() })).to.not.throw();
+      expect(() => new ConnectionPool({ address: '/tmp/mongodb-27017.sock', connectionOptions: { credentials: plain() } })).to.not.throw();
     });
   });
 
