@@ -512,7 +512,8 @@ export class EmbeddedServer {
   /**
    * The counts of the SCRAM conversations of users generation `usersGeneration` (default: the current one), from
    * every connection, open or since closed. A conversation counts in the generation it started in, even if the users
-   * change before it ends. A fresh object each call; zeros for a generation that had none.
+   * change before it ends. A fresh object each call; zeros for a generation that had none. PLAIN's one-step
+   * saslStarts are not SCRAM conversations and count nowhere here; a connection's `user` tells whether one succeeded.
    *
    * Source: extension (see {@link setUsers}).
    */
