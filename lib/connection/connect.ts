@@ -94,11 +94,11 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
- *   without `tlsCertificateKeyFile`, and PLAIN without TLS over TCP, naming `authMechanism`); see `checkConnectionOptions`.
+ *   without `tlsCertificateKeyFile`, and PLAIN over TCP with TLS neither on nor turned off outright, naming `authMechanism`); see `checkConnectionOptions`.
  *
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
- * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS: an extension); load
+ * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS unless `tls: false` is given: an extension); load
  * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
@@ -161,10 +161,15 @@ export function connectionFactoryWithMetadata(
     throw new InvalidOptionError('authMechanism', 'MONGODB-X509', 'with tlsCertificateKeyFile: MONGODB-X509 authenticates by the client certificate of a TLS connection');
   }
   // PLAIN puts the password in clear text in its saslStart: over TCP without TLS anyone on the path reads it (and an
-  // LDAP password is often the user's password everywhere). A mongod accepts it all the same; this library does not.
-  // A Unix domain socket (no port) crosses no network: the file's permissions guard it.
-  if (credentials?.mechanism === 'PLAIN' && !wantsTls(o) && o.port !== undefined) {
-    throw new InvalidOptionError('authMechanism', 'PLAIN', 'with TLS (tls=true), or over a Unix domain socket: PLAIN sends the password in clear text');
+  // LDAP password is often the user's password everywhere). A mongod accepts it all the same, so the clear text is
+  // the user's to choose (`tls: false`, said outright), never a default. A Unix domain socket (no port) crosses no
+  // network: the file's permissions guard it.
+  if (credentials?.mechanism === 'PLAIN' && o.port !== undefined && o.tls !== false && !wantsTls(o)) {
+    throw new InvalidOptionError(
+      'authMechanism',
+      'PLAIN',
+      'with TLS (tls=true), over a Unix domain socket, or with tls=false given outright: PLAIN sends the password in clear text',
+    );
   }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
   const parts = {

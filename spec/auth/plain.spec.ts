@@ -165,10 +165,10 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
-    it('is refused without TLS over TCP when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
+    it('is refused over TCP with TLS left unset when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
       for (const make of [
         () => connectionFactory({ host: '127.0.0.1', port: 1, credentials: { username: 'alice', password: SECRET, mechanism: 'PLAIN' } }),
-        () => connectionFactory({ host: '127.0.0.1', port: 1, tls: false, credentials: plain() }),
+        () => connectionFactory({ host: '127.0.0.1', port: 1, tls: undefined, credentials: plain() }),
         () => new ConnectionPool({ address: '127.0.0.1:1', connectionOptions: { credentials: plain() } }),
         () => connect('mongodb://alice:pencil-secret@127.0.0.1:1/?authMechanism=PLAIN'),
       ]) {
@@ -179,10 +179,17 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
           error = e;
         }
         expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'authMechanism');
-        expect((error as Error).message).to.equal('Invalid authMechanism: "PLAIN" (authMechanism must be with TLS (tls=true), or over a Unix domain socket: PLAIN sends the password in clear text)');
+        expect((error as Error).message).to.equal(
+          'Invalid authMechanism: "PLAIN" (authMechanism must be with TLS (tls=true), over a Unix domain socket, or with tls=false given outright: PLAIN sends the password in clear text)',
+        );
         expect(shown(error)).to.not.include(SECRET);
       }
       expect(() => connectionFactory({ host: '127.0.0.1', port: 1, tls: true, credentials: plain() })).to.not.throw();
+      // The clear text chosen outright: a mongod accepts it, so the user may.
+      expect(() => connectionFactory({ host: '127.0.0.1', port: 1, tls: false, credentials: plain() })).to.not.throw();
+      expect(() => new ConnectionPool({ address: '127.0.0.1:1', connectionOptions: { tls: false, credentials: plain() } })).to.not.throw();
+      const client = connect('mongodb://alice:pencil-secret@127.0.0.1:1/?authMechanism=PLAIN&tls=false');
+      void client.close();
       // A Unix domain socket crosses no network.
       expect(() => connectionFactory({ host: '/tmp/mongodb-27017.sock', credentials: plain() })).to.not.throw();
       expect(() => new ConnectionPool({ address: '/tmp/mongodb-27017.sock', connectionOptions: { credentials: plain() } })).to.not.throw();
