@@ -841,9 +841,10 @@ export class AuthenticationError extends CmapError {
 
 /**
  * The server cannot serve the requested mode: e.g. load-balanced mode against a server whose handshake reply has no
- * `serviceId`.
+ * `serviceId`, or a declared Stable API version against a server that does not know the `hello` command (`cause`: the
+ * server's CommandNotFound error).
  *
- * Source: load balancer spec, "Connection Establishment".
+ * Source: load balancer spec, "Connection Establishment"; Stable API spec, "Handshake behavior".
  */
 export class MongoCompatibilityError extends CmapError {
   static {

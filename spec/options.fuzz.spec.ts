@@ -114,6 +114,13 @@ function connectionOptionArbitraries(
     zlibCompressionLevel: option(fc.integer({ min: -1, max: 9 })),
     credentials,
     loadBalanced: option(fc.boolean()),
+    // Mostly unset, and rarely wrong when set: connect() constructs in few runs already (one wrong value is enough).
+    serverApi: rarely(
+      fc.oneof(
+        { arbitrary: fc.record({ version: fc.constant('1'), strict: fc.boolean(), deprecationErrors: fc.boolean() }, { requiredKeys: ['version'] }), weight: 40 },
+        fc.constantFrom({ version: '2' }, { version: 1 }, {}, { version: '1', strict: 'yes' }, { version: '1', stric: true }, '1', null),
+      ),
+    ),
     // The TLS switches conflict with each other (tls false with any other, tlsInsecure with either "allow invalid"
     // option), so they are mostly left unset, else every object would be refused for a conflict.
     tls: rarely(option(fc.boolean())),

@@ -18,6 +18,7 @@ import {
   MongoCompatibilityError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
+  MongoServerError,
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
@@ -32,6 +33,7 @@ import {
   type ConnectionOptions,
 } from './connection-options';
 import { proxySettings, type ProxySettings } from './proxy';
+import { checkServerApi, type ServerApi } from './server-api';
 import { socks5Connect, socks5HostProblem } from './socks5';
 import { nodeTlsOptions, wantsTls } from './tls-options';
 import { WireProtocolError } from './wire-protocol';
@@ -123,6 +125,27 @@ export function malformedHello(error: unknown, address: string, what: string): u
   return new MongoNetworkError(address, `${what} failed: wire-protocol error: the hello reply holds a value that cannot be read`, { cause: error });
 }
 
+/** The server error code of a command the server does not know (`CommandNotFound`). */
+const COMMAND_NOT_FOUND = 59;
+
+/**
+ * The error of a handshake `hello` that failed with `error` while a Stable API version is declared: a
+ * {@link MongoCompatibilityError} on `address` (its `cause` the server's error) when the server does not know the
+ * `hello` command (CommandNotFound, code 59: a server older than 4.4.2 / 4.2.10 / 4.0.21 / 3.6.21, which predates the
+ * Stable API too), since a declared API version forbids falling back to the legacy hello; `error` as it is otherwise.
+ * A monitor's check failing so makes the server Unknown.
+ *
+ * Source: Stable API spec, "Handshake behavior" ("If the server does not support hello, the server description MUST
+ * reflect this with an Unknown server type").
+ */
+export function helloNotSupported(error: unknown, serverApi: ServerApi | undefined, address: string): unknown {
+  if (serverApi === undefined || !(error instanceof MongoServerError) || error.code !== COMMAND_NOT_FOUND) return error;
+  const message =
+    `the server at ${address} does not support the hello command, which a declared Stable API version (serverApi ` +
+    `version ${serverApi.version}) requires; the legacy hello is never used with one: ${error.message}`;
+  return new MongoCompatibilityError(message, { cause: error });
+}
+
 /** The options {@link connectionFactoryWithMetadata} reads: the Endpoint's and the connection options. */
 const ENDPOINT_AND_CONNECTION_OPTION_NAMES = ['host', 'port', ...CONNECTION_OPTION_NAMES] as const;
 
@@ -172,10 +195,13 @@ export function connectionFactoryWithMetadata(
     );
   }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
+  // A frozen copy, read once: changing the caller's object later changes nothing (Stable API spec, "ServerApi class").
+  const serverApi = o.serverApi === undefined ? undefined : checkServerApi(o.serverApi);
   const parts = {
     compressors,
     saslSupportedMechs: credentials ? saslSupportedMechsRequest(credentials) : undefined,
     loadBalanced: o.loadBalanced === true,
+    serverApi: serverApi !== undefined,
   };
   // Built again only when the metadata changed (an append), so establishments share one command otherwise.
   let handshake = handshakeCommand({ ...parts, metadata: client.document });
@@ -206,6 +232,7 @@ export function connectionFactoryWithMetadata(
     socketTimeoutMS,
     zlibCompressionLevel,
     loadBalanced: o.loadBalanced === true,
+    serverApi,
     // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
     keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
     now,
@@ -226,6 +253,8 @@ interface EstablishSettings {
   readonly socketTimeoutMS: number;
   readonly zlibCompressionLevel: number;
   readonly loadBalanced: boolean;
+  /** The declared Stable API version (checked and frozen), if any. */
+  readonly serverApi: ServerApi | undefined;
   /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
   readonly keepAliveInitialDelay: number;
   /** The clock of `handshakeDurationMS`, in ms. */
@@ -352,6 +381,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         socketTimeoutMS: s.socketTimeoutMS,
         zlibCompressionLevel: s.zlibCompressionLevel,
         offeredCompressors: s.compressors,
+        serverApi: s.serverApi,
       });
       phase = 'hello';
       // Speculative authentication: the saslStart rides in the handshake, with a client nonce of this connection's.
@@ -363,7 +393,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .catch((error: unknown) => {
           // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
           // command; but the connection would keep that reply for life: it is a malformed hello reply.
-          throw malformedHello(error, address, `connection ${descriptor.id} to ${address}`);
+          throw helloNotSupported(malformedHello(error, address, `connection ${descriptor.id} to ${address}`), s.serverApi, address);
         })
         .then(async (reply) => {
           if (subscriber.closed) return;

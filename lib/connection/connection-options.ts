@@ -17,6 +17,7 @@ import {
   type ListsEveryOption,
 } from '../options';
 import { checkDriverInfo, type DriverInfoOptions } from './handshake';
+import { checkServerApi, type ServerApi } from './server-api';
 import { SUPPORTED_COMPRESSORS } from './op-compressed';
 import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions } from './proxy';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
@@ -76,6 +77,16 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    * connections alive, and reveal a peer that vanished without a FIN.
    */
   keepAliveInitialDelay?: number | undefined;
+  /**
+   * The Stable API version to declare: `{ version: '1', strict?, deprecationErrors? }` (see {@link ServerApi} and
+   * `ServerApiVersion`). Every command of every connection (handshake, authentication, monitoring, the commands run
+   * on it, getMore included) then carries `apiVersion`, and `apiStrict` / `apiDeprecationErrors` when given; the
+   * handshake and monitoring use `hello`. Copied and frozen when given. Never read from a connection string. Default:
+   * none declared, and no API field is ever sent.
+   *
+   * Source: Stable API spec.
+   */
+  serverApi?: ServerApi | undefined;
 }
 
 /**
@@ -98,11 +109,11 @@ export const MAX_KEEP_ALIVE_INITIAL_DELAY_MS = 32_767_000;
 
 /**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
- * loadBalanced, keepAliveInitialDelay, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
  * loadBalanced, the tls options, the proxy options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`);
- * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; extension: keepAliveInitialDelay (the official
+ * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension: keepAliveInitialDelay (the official
  * Node.js driver's option).
  */
 export const CONNECTION_OPTION_NAMES = [
@@ -115,6 +126,7 @@ export const CONNECTION_OPTION_NAMES = [
   'credentials',
   'loadBalanced',
   'keepAliveInitialDelay',
+  'serverApi',
   ...TLS_OPTION_NAMES,
   ...PROXY_OPTION_NAMES,
 ] as const satisfies readonly (keyof ConnectionOptions)[];
@@ -140,7 +152,7 @@ const STRING_OPTIONS = [
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
- * integer from -1 to 9; `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
+ * integer from -1 to 9; `serverApi` a {@link ServerApi} (see `checkServerApi`); `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
  * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
  * `tlsCertificateKeyFile`, `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy
  * options as {@link proxySettings} checks them (each type, proxyPort 1 to 65535, user name and password at most 255
@@ -176,6 +188,7 @@ export function checkConnectionOptions(
     throw new InvalidOptionError('appName', o.appName, 'a string');
   }
   if (o.driverInfo !== undefined) checkDriverInfo(o.driverInfo, 'driverInfo', path);
+  if (o.serverApi !== undefined) checkServerApi(o.serverApi, path);
   if (o.connectTimeoutMS !== undefined) requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS);
   if (o.socketTimeoutMS !== undefined) requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS);
   const delay = o.keepAliveInitialDelay;

@@ -22,6 +22,7 @@ import {
   type CompressorName,
 } from './op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
+import { serverApiFields, type ServerApi } from './server-api';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   effectiveMaxMessageSizeBytes,
@@ -211,6 +212,11 @@ export interface ConnectionInit {
    * (a compressed handshake reply is refused).
    */
   readonly offeredCompressors?: readonly CompressorName[];
+  /**
+   * The declared Stable API version, already checked (`checkServerApi`): every command of the connection carries its
+   * fields. Default: none (no API field is sent).
+   */
+  readonly serverApi?: ServerApi | undefined;
 }
 
 /**
@@ -318,7 +324,17 @@ export class Connection implements PoolConnection {
    * handshake").
    */
   handshakeDurationMS: number | undefined;
+  /**
+   * The Stable API version this connection declares (frozen), or undefined when none is declared. With one, every
+   * command it sends carries `apiVersion` (and `apiStrict` / `apiDeprecationErrors` when given), and monitoring uses
+   * `hello`.
+   *
+   * Source: Stable API spec, "Sending Declared API Version to the Server", "Handshake behavior".
+   */
+  readonly serverApi: ServerApi | undefined;
 
+  /** The command fields of {@link serverApi} (frozen), or undefined when none is declared. */
+  private readonly apiFields: Readonly<Document> | undefined;
   private erroredBy: Error | undefined;
   /** Bytes read from the socket so far (how a timeout sees a reply still being read), as the establishment's sees them. */
   private readonly bytesReceived = (): number => this.socket.bytesRead;
@@ -361,6 +377,8 @@ export class Connection implements PoolConnection {
     this.zlibCompressionLevel = init.zlibCompressionLevel ?? -1;
     this.offeredCompressors = init.offeredCompressors ?? [];
     this.acceptedCompressors = this.offeredCompressors;
+    this.serverApi = init.serverApi;
+    this.apiFields = init.serverApi === undefined ? undefined : serverApiFields(init.serverApi);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.lost(this.networkError(error.message, error)));
     const closed = (): void => this.lost(this.networkError('closed by the server or the network'));
@@ -455,6 +473,12 @@ export class Connection implements PoolConnection {
    * {@link CommandOptions.moreToCome} (an unacknowledged write) no reply is awaited: it resolves to `{ ok: 1 }` once the
    * message is written, and the errors below that come from a reply cannot occur.
    *
+   * With a declared Stable API version ({@link serverApi}), the message carries `apiVersion` (and `apiStrict` /
+   * `apiDeprecationErrors` when declared) after the command's own fields, whatever the command (getMore and
+   * transaction commands included); `command` itself is never changed. The command document is not inspected: putting
+   * `apiVersion`, `apiStrict` or `apiDeprecationErrors` in it as well is not supported, and what is then sent is
+   * undefined (today the declared values replace them). Without a declared version no API field is added.
+   *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
    * @throws {InvalidOptionError} (rejection) when `command` is not a document (option `command`), or for options that
@@ -516,7 +540,9 @@ export class Connection implements PoolConnection {
       const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
-      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server, sequences);
+      // Stable API spec, "Generic command helper": the command is not inspected; the declared fields go in whatever it holds.
+      const body = this.apiFields === undefined ? { ...command, $db: db } : { ...command, ...this.apiFields, $db: db };
+      message = encodeOpMsg(requestId, 0, body, flags, this.server, sequences);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -4,7 +4,8 @@
  *
  * Source: handshake spec, "Connection handshake", "Hello Command", "client.env", "Supporting Wrapping Libraries",
  * "Limitations"; auth spec, "Mechanism Negotiation via Handshake"; OP_COMPRESSED spec (compression negotiation); load
- * balancer spec ("loadBalanced" in the handshake).
+ * balancer spec ("loadBalanced" in the handshake); Stable API spec, "Handshake behavior" (`hello` with a declared API
+ * version).
  */
 import { existsSync } from 'node:fs';
 import * as os from 'node:os';
@@ -316,27 +317,35 @@ export interface HandshakeParts {
   readonly saslSupportedMechs?: string;
   /** Load-balanced mode: send `hello` with `loadBalanced: true`. */
   readonly loadBalanced?: boolean;
+  /**
+   * A Stable API version is declared: send `hello`, never the legacy hello (the connection adds the API fields, as to
+   * every command).
+   */
+  readonly serverApi?: boolean;
 }
 
 /**
  * The hello command a connection sends after its handshake (a monitor's checks): `hello` when the handshake reply
- * said `helloOk: true`, else the legacy hello, `isMaster`.
+ * said `helloOk: true` or a Stable API version is declared (`serverApi`, whatever helloOk says), else the legacy
+ * hello, `isMaster`.
  *
  * Source: handshake spec, "Connection handshake" (`helloOk`); server monitoring spec, "Monitoring" (hello or legacy
- * hello).
+ * hello); Stable API spec, "Handshake behavior" (with a declared API version, MUST NOT use the legacy hello
+ * "during the initial handshake or afterwards").
  */
-export function helloCommandName(helloOk: boolean): 'hello' | 'isMaster' {
-  return helloOk ? 'hello' : 'isMaster';
+export function helloCommandName(helloOk: boolean, serverApi = false): 'hello' | 'isMaster' {
+  return helloOk || serverApi ? 'hello' : 'isMaster';
 }
 
 /**
- * The first command on a connection, sent over OP_MSG to `admin`: legacy hello (`isMaster`) with `helloOk: true`,
- * or `hello` with `loadBalanced: true` in load-balanced mode; always the backpressure version `"2"`. The same for
+ * The first command on a connection, sent over OP_MSG to `admin`: legacy hello (`isMaster`) with `helloOk: true`;
+ * `hello` with `loadBalanced: true` in load-balanced mode; `hello` (without `helloOk`) when a Stable API version is
+ * declared (Stable API spec, "Handshake behavior"); always the backpressure version `"2"`. The same for
  * every connection of a factory: establishment adds the connection's own `speculativeAuthenticate` (its client nonce
  * is per connection; see `speculativeStart` in `auth/authenticate`).
  */
 export function handshakeCommand(parts: HandshakeParts): Document {
-  const command: Document = parts.loadBalanced ? { hello: 1, loadBalanced: true } : { isMaster: 1, helloOk: true };
+  const command: Document = parts.loadBalanced ? { hello: 1, loadBalanced: true } : parts.serverApi ? { hello: 1 } : { isMaster: 1, helloOk: true };
   command.backpressure = '2';
   command.client = parts.metadata;
   if (parts.compressors && parts.compressors.length > 0) command.compression = [...parts.compressors];

@@ -139,9 +139,10 @@ export interface MonitorOptions {
   /** Streaming or polling (see {@link ServerMonitoringMode}). Default `auto`. */
   serverMonitoringMode?: ServerMonitoringMode | undefined;
   /**
-   * How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout). Credentials are
-   * ignored. With a `connectionFactory`, only `connectTimeoutMS` is read (as the checks' timeout): the factory makes
-   * the connections.
+   * How connections are made (TLS, appName, connectTimeoutMS, which is also each check's timeout; `serverApi`: every
+   * hello is `hello` with the API fields). Credentials are ignored. With a `connectionFactory`, only `connectTimeoutMS`
+   * is read (as the checks' timeout): the factory makes the connections, and each connection's own `serverApi` decides
+   * its hellos.
    */
   connectionOptions?: ConnectionOptions | undefined;
   /** Replaces the default TCP factory (tests); `connectionOptions` then serve only for `connectTimeoutMS`. */
@@ -163,7 +164,8 @@ export interface MonitorOptions {
  * timeout, `ok: 0`, a malformed reply) is a failed check as in polling: the connection is closed and the protocol
  * restarts on a new connection.
  *
- * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk`) on a
+ * Polling protocol (otherwise): each check runs `hello` (legacy hello when the server did not answer `helloOk` and the
+ * connection declares no Stable API version: with one, always `hello`, with its API fields) on a
  * dedicated, unauthenticated connection, with connectTimeoutMS as its timeout; when there is no connection, opening one
  * (its handshake reply) is the check. A failed check closes that connection; after a network error on a server that
  * was known (its previous check succeeded), the next check starts at once, else after heartbeatFrequencyMS.
@@ -185,7 +187,9 @@ export interface MonitorOptions {
  * check" (a connection found closed after an idle of over twice heartbeatFrequencyMS is replaced rather than checked:
  * extension, after CMAP's perished connections), "minHeartbeatFrequencyMS", "heartbeatFrequencyMS", "Socket timeout
  * for monitoring is connectTimeoutMS", "serverMonitoringMode", "Streaming Protocol" ("Streaming hello or legacy
- * hello", "Socket timeout", "SDAM Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation").
+ * hello", "Socket timeout", "SDAM Monitoring", "Heartbeat frequency", "hello or legacy hello Cancellation"); Stable API
+ * spec, "Handshake behavior" (`hello` only, with a declared API version; a server without `hello` fails the check, so
+ * it is Unknown).
  */
 export class Monitor {
   /** The monitored server, normalized to `host:port`. */
@@ -529,13 +533,13 @@ export class Monitor {
       } else if (awaited) {
         // Awaitable hello with exhaustAllowed: the server replies on a topology change or after maxAwaitTimeMS.
         const command = {
-          [helloCommandName(this.connection.server.helloOk)]: 1,
+          [helloCommandName(this.connection.server.helloOk, this.connection.serverApi !== undefined)]: 1,
           topologyVersion: this.topologyVersion,
           maxAwaitTimeMS: this.heartbeatFrequencyMS,
         };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.awaitedTimeoutMS, exhaustAllowed: true }).catch(this.malformedHello));
       } else {
-        const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
+        const command = { [helloCommandName(this.connection.server.helloOk, this.connection.serverApi !== undefined)]: 1 };
         reply = await cancellable(this.connection.command('admin', command, { timeoutMS: this.connectTimeoutMS }).catch(this.malformedHello));
       }
       // Cancelled between the reply (or the new connection) and here: the check fails all the same, and the catch

@@ -61,7 +61,7 @@ export class RoundTripTimes {
 
 /**
  * The RTT task of a streaming monitor: every heartbeatFrequencyMS, a `hello` (legacy hello when the server did not
- * answer helloOk) on its own dedicated, unauthenticated connection, whose duration is a sample; a new connection's
+ * answer helloOk and the connection declares no Stable API version) on its own dedicated, unauthenticated connection, whose duration is a sample; a new connection's
  * handshake's hello is the sample instead (the connection's `handshakeDurationMS`; the whole establishment's duration
  * for a connection that does not record it). Publishes no event; an error only closes its connection (the
  * next round opens a new one) and never touches the server's state or the samples already taken. Each command's
@@ -131,7 +131,7 @@ export class RttMonitor {
         this.connection = established;
         handshakeDurationMS = established.handshakeDurationMS;
       } else {
-        const command = { [helloCommandName(this.connection.server.helloOk)]: 1 };
+        const command = { [helloCommandName(this.connection.server.helloOk, this.connection.serverApi !== undefined)]: 1 };
         await this.connection.command('admin', command, { timeoutMS: this.o.connectTimeoutMS });
       }
       // A new connection's sample is its handshake's hello, without the socket connect and TLS handshake before it.
