@@ -19,7 +19,13 @@
  *   not-primary error (codes 189, 10107, 11602, 13435, 13436, from a handler or the fail point) the connection is
  *   closed instead, and any other error is dropped, as mongod does (OP_MSG spec, "moreToCome On Requests");
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
- * - server-side connection resets ({@link EmbeddedServer.closeConnections}).
+ * - server-side connection resets ({@link EmbeddedServer.closeConnections});
+ * - the Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`) of every command, checked as mongod
+ *   checks them (TypeMismatch 14 for a wrong type; 4886600 for apiStrict or apiDeprecationErrors without apiVersion;
+ *   APIVersionError 322 for a version other than "1"), `requireApiVersion` (498870 for a command without apiVersion),
+ *   and recorded per connection ({@link ClientConnectionInfo.apiParameters}). Unlike mongod it does not refuse
+ *   commands outside API version 1 under `apiStrict`, nor check a getMore's parameters against its cursor's (it
+ *   holds no cursors).
  *
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
@@ -80,6 +86,14 @@ export interface EmbeddedServerOptions {
    * assigned to connections round-robin. Default 0 (not a load balancer: such a handshake gets no serviceId).
    */
   loadBalancedServices?: number | undefined;
+  /**
+   * Require a Stable API version, as mongod's `requireApiVersion` parameter does: every command (hello and the legacy
+   * hello, the handshake, authentication and monitoring included) without `apiVersion` fails with code 498870
+   * (`Location498870`, "The apiVersion parameter is required, please configure your MongoClient's API version").
+   * Default false. Whatever this option, the API parameters of every command are checked as mongod checks them (see
+   * {@link EmbeddedServer}).
+   */
+  requireApiVersion?: boolean | undefined;
 }
 
 /** Whether `value` is undefined or an integer from `min` to `max`. */
@@ -102,6 +116,9 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (SUPPORTED_COMPRESSORS as readonly unknown[]).includes(c)))) {
     throw new InvalidOptionError('compressors', compressors, `an array of ${SUPPORTED_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
   }
+  if (options.requireApiVersion !== undefined && typeof options.requireApiVersion !== 'boolean') {
+    throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
+  }
   if (!isIntegerOrUnset(loadBalancedServices, 0)) throw new InvalidOptionError('loadBalancedServices', loadBalancedServices, 'an integer >= 0');
   if (tlsOptions !== undefined) {
     const given = requireOptionsObject('tls', tlsOptions, 'an object { key, cert, ca?, requestCert? } (PEM)', true);
@@ -115,7 +132,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -158,6 +175,53 @@ export interface ClientConnectionInfo {
    * what a streaming monitor's connection does all the time.
    */
   awaitingHello: boolean;
+  /**
+   * The Stable API parameters the last command of each name (lower case: `hello`, `saslstart`, `ping`...) carried on
+   * this connection: a document of those of `apiVersion`, `apiStrict` and `apiDeprecationErrors` it held (`{}` for
+   * none), whether or not the command then succeeded. `handshakeApiParameters` keeps the handshake's.
+   */
+  readonly apiParameters: Record<string, Readonly<Document>>;
+  /** The Stable API parameters of this connection's first command (its handshake), as in {@link apiParameters}. */
+  handshakeApiParameters: Readonly<Document> | undefined;
+}
+
+/** The command fields of the Stable API parameters. Source: Stable API spec, "Command Syntax". */
+const API_PARAMETER_NAMES = ['apiVersion', 'apiStrict', 'apiDeprecationErrors'] as const;
+
+/** The Stable API parameters `command` holds (only those it holds). */
+function apiParametersOf(command: Document): Document {
+  const found: Document = {};
+  for (const name of API_PARAMETER_NAMES) if (Object.prototype.hasOwnProperty.call(command, name)) found[name] = command[name];
+  return found;
+}
+
+/**
+ * mongod's refusal of a command's API parameters, or undefined when it accepts them: a parameter of the wrong type
+ * (TypeMismatch 14), `apiStrict` or `apiDeprecationErrors` without `apiVersion` (4886600), an `apiVersion` other than
+ * "1" (APIVersionError 322), or, with `requireApiVersion`, no API parameter at all (498870).
+ *
+ * Source: extension (mongod's `initializeAPIParameters` and `enforceRequireAPIVersion`).
+ */
+function apiParametersRefusal(api: Document, requireApiVersion: boolean): Document | undefined {
+  for (const name of API_PARAMETER_NAMES) {
+    const value: unknown = api[name];
+    const type = name === 'apiVersion' ? 'string' : 'boolean';
+    if (value !== undefined && typeof value !== type) {
+      const actual = value === null ? 'null' : typeof value === 'number' ? (Number.isInteger(value) ? 'int' : 'double') : typeof value === 'string' ? 'string' : typeof value === 'boolean' ? 'bool' : 'object';
+      return { ok: 0, errmsg: `BSON field 'APIParametersFromClient.${name}' is the wrong type '${actual}', expected type '${type === 'boolean' ? 'bool' : type}'`, code: 14, codeName: 'TypeMismatch' };
+    }
+  }
+  if ((api.apiStrict !== undefined || api.apiDeprecationErrors !== undefined) && api.apiVersion === undefined) {
+    return { ok: 0, errmsg: 'Provided apiStrict and/or apiDeprecationErrors without passing apiVersion', code: 4886600, codeName: 'Location4886600' };
+  }
+  if (api.apiVersion !== undefined && api.apiVersion !== '1') {
+    const errmsg = api.apiVersion === '2' ? 'Cannot accept API version 2' : 'API version must be "1"';
+    return { ok: 0, errmsg, code: 322, codeName: 'APIVersionError' };
+  }
+  if (requireApiVersion && api.apiVersion === undefined) {
+    return { ok: 0, errmsg: "The apiVersion parameter is required, please configure your MongoClient's API version", code: 498870, codeName: 'Location498870' };
+  }
+  return undefined;
 }
 
 /**
@@ -249,7 +313,8 @@ export class EmbeddedServer {
    *   that is not an {@link EmbeddedServerOptions} option (with the closest one), a `port` that is not an integer
    *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `version` that is
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`), a `tls` that
-   *   is not an object with `key` and `cert`, or an invalid user (see {@link setUsers}).
+   *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, or an invalid user (see
+   *   {@link setUsers}).
    */
   constructor(given: EmbeddedServerOptions = {}) {
     requireOptionsObject('options', given, 'an EmbeddedServerOptions object, or nothing', true);
@@ -570,6 +635,8 @@ export class EmbeddedServer {
       conversation: undefined,
       serviceId: this.services.length > 0 ? this.services[(this.nextConnectionId - 2) % this.services.length] : undefined,
       awaitingHello: false,
+      apiParameters: Object.create(null) as Record<string, Readonly<Document>>,
+      handshakeApiParameters: undefined,
     };
     this.sockets.set(socket, client);
     this.connectionCountChanged();
@@ -805,6 +872,13 @@ export class EmbeddedServer {
   /** Runs one command; undefined means the connection was closed instead of answered. */
   private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
+    // As mongod: the API parameters are checked before anything else runs (initializeAPIParameters, then
+    // requireApiVersion); a refused hello leaves the connection's metadata unset.
+    const api = apiParametersOf(command);
+    client.apiParameters[name] = api;
+    client.handshakeApiParameters ??= api;
+    const refusal = apiParametersRefusal(api, this.options.requireApiVersion === true);
+    if (refusal !== undefined) return refusal;
     if ((name === 'hello' || name === 'ismaster') && command.client !== undefined) {
       // As mongod: the client metadata is the first hello's, and cannot be sent again (handshake spec, "client").
       if (this.metadataSent.has(client)) {

@@ -1355,3 +1355,62 @@ describe('EmbeddedServer failCommand, as mongod applies it', function () {
     }
   });
 });
+
+describe('EmbeddedServer: Stable API parameters, as mongod checks them', function () {
+  let server: EmbeddedServer;
+  afterEach(async function () {
+    await server?.stop();
+  });
+
+  it('requireApiVersion refuses a command without apiVersion (498870), hello and the OP_QUERY legacy hello included', async function () {
+    server = await new EmbeddedServer({ requireApiVersion: true }).start();
+    const refused = await establishOne(server.address).catch((e: unknown) => e);
+    expect(refused).to.include({ code: 498870, codeName: 'Location498870' });
+    expect((refused as Error).message).to.equal("The apiVersion parameter is required, please configure your MongoClient's API version");
+    // The legacy hello over OP_QUERY, as old drivers open with: refused the same way.
+    const socket = net.connect(Number(server.address.split(':')[1]), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(encodeOpQuery(1, 'admin.$cmd', { isMaster: 1 }));
+    const framer = new MessageFramer();
+    const reply = await new Promise<Document>((resolve) => socket.on('data', (chunk: Buffer) => {
+      const [message] = framer.push(chunk);
+      if (message !== undefined) resolve(decodeOpReply(message.body));
+    }));
+    socket.destroy();
+    expect(reply).to.include({ ok: 0, code: 498870 });
+  });
+
+  it('accepts a command with apiVersion "1" and records, per connection, what each command carried', async function () {
+    server = await new EmbeddedServer({ requireApiVersion: true }).start();
+    const connection = await establishOne(server.address, { serverApi: { version: '1', strict: false } });
+    try {
+      await connection.command('admin', { ping: 1 });
+      const [info] = server.clientConnections();
+      expect(info.handshakeApiParameters).to.deep.equal({ apiVersion: '1', apiStrict: false });
+      expect(info.apiParameters.ping).to.deep.equal({ apiVersion: '1', apiStrict: false });
+    } finally {
+      connection.destroy();
+    }
+  });
+
+  it('refuses apiStrict or apiDeprecationErrors without apiVersion (4886600), a version other than "1" (APIVersionError 322), a wrong type (TypeMismatch 14)', async function () {
+    server = await new EmbeddedServer().start();
+    const connection = await establishOne(server.address);
+    try {
+      const run = (command: Document) => connection.command('admin', command).then(() => ({}), (e: { code?: number; codeName?: string; message: string }) => ({ code: e.code, codeName: e.codeName, message: e.message }));
+      expect(await run({ ping: 1, apiStrict: true })).to.deep.equal({ code: 4886600, codeName: 'Location4886600', message: 'Provided apiStrict and/or apiDeprecationErrors without passing apiVersion' });
+      expect(await run({ ping: 1, apiDeprecationErrors: false })).to.include({ code: 4886600 });
+      expect(await run({ ping: 1, apiVersion: '3' })).to.deep.equal({ code: 322, codeName: 'APIVersionError', message: 'API version must be "1"' });
+      expect(await run({ ping: 1, apiVersion: 1 })).to.deep.equal({ code: 14, codeName: 'TypeMismatch', message: "BSON field 'APIParametersFromClient.apiVersion' is the wrong type 'int', expected type 'string'" });
+      expect(await run({ ping: 1, apiVersion: '1', apiStrict: 'yes' })).to.include({ code: 14 });
+      expect(await run({ ping: 1, apiVersion: '1', apiStrict: true, apiDeprecationErrors: true })).to.deep.equal({});
+      expect(await run({ ping: 1 }), 'without requireApiVersion').to.deep.equal({});
+    } finally {
+      connection.destroy();
+    }
+  });
+
+  it('refuses a requireApiVersion that is not a boolean', function () {
+    expect(() => new EmbeddedServer({ requireApiVersion: 'yes' as never })).to.throw(InvalidOptionError, /requireApiVersion/);
+  });
+});
