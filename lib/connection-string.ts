@@ -13,7 +13,9 @@
  * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
  * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
  * seedlist discovery spec ("URI Validation"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
- * in URI implies authentication", "Errors", "Connection String Options").
+ * in URI implies authentication", "Errors", "Connection String Options"); Stable API spec, "No URI Options" (`serverApi`
+ * in a URI is an error, as in the official driver; `apiVersion`, `apiStrict`, `apiDeprecationErrors` are ignored with
+ * a warning).
  */
 import type { ConnectionString } from 'mongodb-connection-string-url';
 import { connectionStringClass } from './lazy-dependencies';
@@ -147,6 +149,12 @@ const OPTIONS_OBJECT_ONLY = new Map<string, string>(
     .map((name) => [name.toLowerCase(), name]),
 );
 
+/**
+ * The command's API parameters (lower case): ignored in a URI with a warning that names the serverApi option. Source:
+ * Stable API spec, "No URI Options".
+ */
+const API_PARAMETERS = new Set(['apiversion', 'apistrict', 'apideprecationerrors']);
+
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
@@ -189,7 +197,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
  *   with or without credentials); for credentials with an empty user name; for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
- *   together or alone (see `proxySettings`). Messages never contain the password (nor the proxy's).
+ *   together or alone (see `proxySettings`); for a `serverApi` key (any case: a Stable API version is declared only
+ *   in code). Messages never contain the password (nor the proxy's).
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
   return parse(uri, undefined, undefined, true);
@@ -277,6 +286,11 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
 
   for (const [rawKey, value] of parsed.searchParams) {
     const lower = keyLowerCase(rawKey);
+    // Stable API spec, "No URI Options": a declared API version comes only from code. The official driver refuses a
+    // URI's serverApi alike (MongoParseError); ignoring it would leave the application without the version it meant.
+    if (lower === 'serverapi') {
+      throw new InvalidOptionError(rawKey, value, `absent from the connection string: a Stable API version is declared only by the serverApi option of connect() (ServerApiVersion)`);
+    }
     if (lower === 'tls' || lower === 'ssl') tlsAndSsl.push([rawKey, value]);
     const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
     if (seen.has(lower) && seen.get(lower) !== value) {
@@ -294,6 +308,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       const objectOnly = OPTIONS_OBJECT_ONLY.get(lower);
       if (UNSUPPORTED.has(lower)) {
         warnings.push(`${rawKey} is not supported by rxcmap and is ignored`);
+      } else if (API_PARAMETERS.has(lower)) {
+        warnings.push(`${rawKey} is ignored: a Stable API version is declared only by the serverApi option of connect(), never by the connection string`);
       } else if (objectOnly !== undefined) {
         warnings.push(`${rawKey} is ignored: it is not a connection string option; give ${objectOnly} in the options of connect()`);
       } else {
