@@ -54,6 +54,8 @@ export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } 
 export type { TlsSettings } from './connection/tls-options';
 export type { ProxyOptions } from './connection/proxy';
 export type { DriverInfoOptions } from './connection/handshake';
+export { ServerApiVersion } from './connection/server-api';
+export type { ServerApi, ServerApiVersionId } from './connection/server-api';
 export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';
 export type { AuthMechanism, ScramMechanism, CredentialsInit } from './auth/credentials';
 
