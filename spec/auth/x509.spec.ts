@@ -199,6 +199,20 @@ describe('MONGODB-X509 (auth spec, "MONGODB-X509")', function () {
       }
     });
 
+    it('with a declared Stable API version, the authenticate command carries it (a server that requires it accepts the connection)', async function () {
+      const old = await new EmbeddedServer({ maxWireVersion: 8, requireApiVersion: true, users: [{ username: SUBJECT, db: '$external' }], tls: { key: fs.readFileSync(file('server.key')), cert: fs.readFileSync(file('server.crt')), ca: fs.readFileSync(file('x509-ca.pem')), requestCert: true } }).start();
+      try {
+        const connection = await establishOne(old.address, { ...options, serverApi: { version: '1', strict: true } });
+        const [info] = old.clientConnections();
+        connection.destroy();
+        expect(info.user).to.equal(`$external.${SUBJECT}`);
+        expect(info.apiParameters.authenticate).to.deep.equal({ apiVersion: '1', apiStrict: true });
+        expect(info.handshakeApiParameters).to.deep.equal({ apiVersion: '1', apiStrict: true });
+      } finally {
+        await old.stop();
+      }
+    });
+
     it('fails with AuthenticationError for a user name that is not the subject, or a subject no user has', async function () {
       const wrongName = await rejection(establishOne(server.address, { ...options, credentials: { mechanism: 'MONGODB-X509', username: 'CN=someone else' } }));
       expect(wrongName).to.be.instanceOf(AuthenticationError);
