@@ -21,7 +21,7 @@ import {
   ZLIB_THREAD_POOL_MIN_BYTES,
   type CompressorName,
 } from './op-compressed';
-import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
+import { bsonElements, decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import { serverApiFields, type ServerApi } from './server-api';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -333,8 +333,8 @@ export class Connection implements PoolConnection {
    */
   readonly serverApi: ServerApi | undefined;
 
-  /** The command fields of {@link serverApi} (frozen), or undefined when none is declared. */
-  private readonly apiFields: Readonly<Document> | undefined;
+  /** The command fields of {@link serverApi}, as BSON elements appended to every command, or undefined when none is declared. */
+  private readonly apiElements: Uint8Array | undefined;
   private erroredBy: Error | undefined;
   /** Bytes read from the socket so far (how a timeout sees a reply still being read), as the establishment's sees them. */
   private readonly bytesReceived = (): number => this.socket.bytesRead;
@@ -378,7 +378,7 @@ export class Connection implements PoolConnection {
     this.offeredCompressors = init.offeredCompressors ?? [];
     this.acceptedCompressors = this.offeredCompressors;
     this.serverApi = init.serverApi;
-    this.apiFields = init.serverApi === undefined ? undefined : serverApiFields(init.serverApi);
+    this.apiElements = init.serverApi === undefined ? undefined : bsonElements(serverApiFields(init.serverApi));
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.lost(this.networkError(error.message, error)));
     const closed = (): void => this.lost(this.networkError('closed by the server or the network'));
@@ -474,10 +474,11 @@ export class Connection implements PoolConnection {
    * message is written, and the errors below that come from a reply cannot occur.
    *
    * With a declared Stable API version ({@link serverApi}), the message carries `apiVersion` (and `apiStrict` /
-   * `apiDeprecationErrors` when declared) after the command's own fields, whatever the command (getMore and
-   * transaction commands included); `command` itself is never changed. The command document is not inspected: putting
-   * `apiVersion`, `apiStrict` or `apiDeprecationErrors` in it as well is not supported, and what is then sent is
-   * undefined (today the declared values replace them). Without a declared version no API field is added.
+   * `apiDeprecationErrors` when declared) after the command's own fields and `$db`, whatever the command (getMore and
+   * transaction commands included), encoded once for the connection; `command` itself is never changed. The command
+   * document is not inspected: putting `apiVersion`, `apiStrict` or `apiDeprecationErrors` in it as well is not
+   * supported, and the behaviour is then undefined (today both are sent, the command's first, and the server may
+   * refuse the command). Without a declared version no API field is added, and nothing else is done.
    *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
@@ -540,9 +541,9 @@ export class Connection implements PoolConnection {
       const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
-      // Stable API spec, "Generic command helper": the command is not inspected; the declared fields go in whatever it holds.
-      const body = this.apiFields === undefined ? { ...command, $db: db } : { ...command, ...this.apiFields, $db: db };
-      message = encodeOpMsg(requestId, 0, body, flags, this.server, sequences);
+      // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
+      // are written after its own, whatever it holds.
+      message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server, sequences, this.apiElements);
     } catch (error) {
       return Promise.reject(error);
     }

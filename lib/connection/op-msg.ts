@@ -75,6 +75,11 @@ const SERIALIZE_OPTIONS = Object.freeze({ ignoreUndefined: false });
  * section: a batch that would take it past maxMessageSizeBytes is refused at the document that does so, the documents
  * after it neither read nor encoded.
  *
+ * With `extraElements` (the BSON elements of a document: its bytes without the leading length and the trailing 0,
+ * see {@link bsonElements}), they are written at the end of the body document, after `document`'s own fields, without
+ * re-encoding or copying `document`: what a connection appends to every command (the declared Stable API fields).
+ * The limits count them. A key of `document` equal to one of theirs is then sent twice.
+ *
  * @throws {WireProtocolError} when `document`, or a document of a sequence, cannot be encoded as BSON (a cycle, a key
  *   holding a NUL character, a `toBSON` that throws, more than the BSON library's 17 MiB buffer, which would cut a
  *   string short; `cause`: the BSON library's error, if it threw one), or is beyond `limits`: the message names the
@@ -87,13 +92,15 @@ export function encodeOpMsg(
   flags = 0,
   limits?: OutgoingLimits,
   sequences?: ReadonlyMap<string, readonly Document[]>,
+  extraElements?: Uint8Array,
 ): Buffer {
   const check = limits === undefined ? undefined : (size: number): void => checkLimits(size, limits);
   const bson = encodeDocument(document, 'the command', check);
-  check?.(bson.length);
+  const extra = extraElements === undefined ? 0 : extraElements.length;
+  check?.(bson.length + extra);
   // Each sequence section: kind 1, its size (itself, the identifier and the documents), the identifier as a C string.
   const sections: { identifier: Buffer; documents: Uint8Array[]; size: number }[] = [];
-  let length = HEADER_LENGTH + 4 + 1 + bson.length;
+  let length = HEADER_LENGTH + 4 + 1 + bson.length + extra;
   const tooLong = (at: string): WireProtocolError =>
     new WireProtocolError(`the command's OP_MSG would be ${at}, more than maxMessageSizeBytes ${limits?.maxMessageSizeBytes}; nothing was sent`);
   const entries = [...(sequences ?? [])];
@@ -124,7 +131,13 @@ export function encodeOpMsg(
   out.writeUInt32LE(flags >>> 0, 16);
   out[20] = 0;
   out.set(bson, 21);
-  let offset = 21 + bson.length;
+  if (extraElements !== undefined && extra > 0) {
+    // The elements go where the document's terminating 0 was, then a new terminator; the document's length grows.
+    out.set(extraElements, 21 + bson.length - 1);
+    out[21 + bson.length - 1 + extra] = 0;
+    out.writeInt32LE(bson.length + extra, 21);
+  }
+  let offset = 21 + bson.length + extra;
   for (const section of sections) {
     out[offset++] = 1;
     out.writeInt32LE(section.size, offset);
@@ -261,4 +274,15 @@ export function decodeOpMsg(body: Buffer, options: DecodeOptions = {}): OpMsg {
   }
   if (document === undefined) throw new WireProtocolError('OP_MSG has no body section');
   return { flags, document, sequences, unreadable };
+}
+
+/**
+ * The BSON elements of `document`: its encoding without the leading int32 length and the trailing 0, to append to
+ * another document (see `extraElements` of {@link encodeOpMsg}).
+ *
+ * @throws {WireProtocolError} when `document` cannot be encoded as BSON.
+ */
+export function bsonElements(document: Document): Uint8Array {
+  const bytes = encodeDocument(document, 'the extra fields', undefined);
+  return bytes.slice(4, bytes.length - 1);
 }

@@ -5,7 +5,7 @@
  * (through a proxy that reads the commands), else the embedded endpoint.
  */
 import { expect } from 'chai';
-import type { Document } from 'bson';
+import { serialize, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   connect,
@@ -23,6 +23,7 @@ import {
 } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { parseConnectionString } from '../../lib/connection-string';
+import { bsonElements, decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
 import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
@@ -100,6 +101,22 @@ describe('Stable API (serverApi)', function () {
       } finally {
         await server.stop();
       }
+    });
+  });
+
+  describe('the encoding', function () {
+    it('appends the declared fields, encoded once, to the body document without re-encoding it; the limits count them', function () {
+      const extra = bsonElements({ apiVersion: '1', apiStrict: true });
+      const message = encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, undefined, undefined, extra);
+      const plain = encodeOpMsg(7, 0, { find: 'c', $db: 'db', apiVersion: '1', apiStrict: true });
+      expect(message.equals(plain), 'the same bytes as the whole document encoded at once').to.equal(true);
+      const decoded = decodeOpMsg(message.subarray(16));
+      expect(decoded.document).to.deep.equal({ find: 'c', $db: 'db', apiVersion: '1', apiStrict: true });
+      const size = serialize({ find: 'c', $db: 'db' }).length;
+      // A document just within maxBsonObjectSize + 16 KiB alone is refused once the fields take it over.
+      const limits = { maxBsonObjectSize: size - 16 * 1024 + extra.length - 1, maxMessageSizeBytes: 48_000_000 };
+      expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits)).not.to.throw();
+      expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits, undefined, extra)).to.throw(/the command document is \d+ bytes/);
     });
   });
 
@@ -192,14 +209,17 @@ describe('Stable API (serverApi)', function () {
       for (const command of sent) expect(apiOf(command), Object.keys(command)[0]).to.deep.equal({});
     });
 
-    it('the command document is not inspected: API fields the caller put in it are sent with the declared values in their place', async function () {
+    it('the command document is not inspected: the declared fields follow its own fields and $db, whatever it holds', async function () {
       const connection = await establish(proxy.address, { ...endpoint.connectionOptions, serverApi: { version: '1' } });
       try {
-        await connection.command('admin', { ping: 1, apiVersion: '1', apiStrict: false });
+        const ping = { ping: 1, apiStrict: false };
+        await connection.command('admin', ping);
+        expect(ping).to.deep.equal({ ping: 1, apiStrict: false });
       } finally {
         connection.destroy();
       }
-      expect(apiOf(sent.at(-1)!)).to.deep.equal({ apiVersion: '1', apiStrict: false });
+      expect(Object.keys(sent.at(-1)!)).to.deep.equal(['ping', 'apiStrict', '$db', 'apiVersion']);
+      expect(apiOf(sent.at(-1)!)).to.deep.equal({ apiStrict: false, apiVersion: '1' });
     });
 
     it('a server that does not know hello fails the establishment with MongoCompatibilityError (cause: its CommandNotFound)', async function () {
