@@ -57,8 +57,9 @@ import { asTopologyVersion } from '../monitor/topology-version';
  *
  * Source: CMAP spec, "Connection Pool Options" (set at the client level, the same for every pool); URI options spec
  * (the option names); server monitoring spec, "heartbeatFrequencyMS", "serverMonitoringMode"; load balancer spec, "loadBalanced"; logging
- * spec (the `logging` option); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); `scheduler`:
- * extension (injection for tests).
+ * spec (the `logging` option); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`); Stable API spec
+ * (`serverApi`: given here only, never by the URI, and then carried by every command of every pool and monitor);
+ * `scheduler`: extension (injection for tests).
  */
 export interface ClientOptions extends PoolOptions, PoolExtensionOptions, BackgroundOptions, ConnectionOptions {
   /**

@@ -33,7 +33,7 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
    * handshake, authentication), configured by `connectionOptions`.
    */
   connectionFactory?: ConnectionFactory<C> | undefined;
-  /** Options of the default connection factory (appName, timeouts, TLS, credentials). Ignored when `connectionFactory` is given. */
+  /** Options of the default connection factory (appName, timeouts, TLS, credentials, serverApi). Ignored when `connectionFactory` is given. */
   connectionOptions?: ConnectionOptions | undefined;
   /**
    * Logging of the CMAP log messages (component `connection`, level `debug`), over the MONGODB_LOG_* environment

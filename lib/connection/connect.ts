@@ -72,6 +72,10 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * connect to the server's host name as given (never resolved here); TLS then runs over that connection, with the
  * server (see {@link ProxyOptions}).
  *
+ * With `serverApi` (a declared Stable API version), the handshake is `hello` and every command of the connection
+ * carries the API fields (see {@link ConnectionOptions.serverApi}); a server that does not know `hello` fails the
+ * establishment with {@link MongoCompatibilityError} (see `helloNotSupported`).
+ *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
  * `MAX_HELLO_REPLY_BYTES`, 1 MiB),
  * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused),
@@ -93,7 +97,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
- *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, appName, driverInfo (a field containing `|`, or
+ *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
  *   without `tlsCertificateKeyFile`, and PLAIN over TCP with TLS neither on nor turned off outright, naming `authMechanism`); see `checkConnectionOptions`.
@@ -101,7 +105,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * Source: CMAP spec, "Establishing a Connection" and "Backpressure-enabled" (error labels); handshake spec,
  * "Connection handshake", "Speculative Authentication"; OP_COMPRESSED spec (compressor negotiation); auth spec,
  * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS unless `tls: false` is given: an extension); load
- * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; extension: TCP keepalive (the official Node.js driver's
+ * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; Stable API spec,
+ * "Handshake behavior"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {

@@ -3,7 +3,8 @@
  * one request at a time.
  *
  * Source: CMAP spec, "Connection" (Single Endpoint, Single Lifetime, Single Track, Perishable: Errored); OP_MSG spec;
- * OP_COMPRESSED spec; handshake spec (what the handshake reply tells about the server).
+ * OP_COMPRESSED spec; handshake spec (what the handshake reply tells about the server); Stable API spec (the declared
+ * API fields on every command).
  */
 import type { Socket } from 'node:net';
 import { ObjectId, type Document } from 'bson';
@@ -291,7 +292,8 @@ export function newRequestId(): number {
  *
  * Source: CMAP spec, "Connection" (Single Endpoint, Single Lifetime, Single Track, Monotonically Increasing ID,
  * Perishable: Errored); OP_MSG spec; OP_COMPRESSED spec (the commands sent uncompressed); handshake spec (what the
- * handshake reply tells about the server).
+ * handshake reply tells about the server); Stable API spec, "Sending Declared API Version to the Server" (see
+ * {@link Connection.serverApi}).
  */
 export class Connection implements PoolConnection {
   /** The pool-assigned id (CMAP "Monotonically Increasing ID"). */
