@@ -157,7 +157,7 @@ describe('Stable API (serverApi)', function () {
       await endpoint?.stop();
     });
 
-    it('declared: the handshake is hello (never isMaster) with apiVersion only, and so is every command, getMore included; the command object is not changed', async function () {
+    it('declared: the handshake is hello (never isMaster) with apiVersion only, and so is every command, getMore and commitTransaction included; the command object is not changed', async function () {
       const connection = await establish(proxy.address, { ...endpoint.connectionOptions, serverApi: { version: ServerApiVersion.v1 } });
       try {
         const ping = { ping: 1 };
@@ -165,6 +165,8 @@ describe('Stable API (serverApi)', function () {
         expect(ping, 'the caller\'s command').to.deep.equal({ ping: 1 });
         // A getMore of a cursor that does not exist: the server refuses it, but only what it carried matters here.
         await connection.command('admin', { getMore: 1, collection: 'c' }).catch(() => undefined);
+        // Transaction commands too (Stable API spec, "Transactions"): no transaction here, so the server may refuse it.
+        await connection.command('admin', { commitTransaction: 1 }).catch(() => undefined);
       } finally {
         connection.destroy();
       }
@@ -174,7 +176,7 @@ describe('Stable API (serverApi)', function () {
       expect(proxy.commands.filter((c) => c.startsWith('OP_')), 'only OP_MSG').to.deep.equal([]);
       expect(sent.length).to.be.at.least(3);
       for (const command of sent) expect(apiOf(command), Object.keys(command)[0]).to.deep.equal({ apiVersion: '1' });
-      expect(proxy.commands).to.include.members(['ping', 'getMore']);
+      expect(proxy.commands).to.include.members(['ping', 'getMore', 'commitTransaction']);
     });
 
     it('declared with strict and deprecationErrors false: both are sent, as given, on every command', async function () {
