@@ -14,7 +14,10 @@ import { optionValue, rejectUnknownOptions, requireBoolean, requireOptionsObject
  *
  * Source: Stable API spec, "ServerApiVersion enumeration".
  */
-export const ServerApiVersion = Object.freeze({ v1: '1' } as const);
+export const ServerApiVersion = Object.freeze({
+  /** API version 1 (MongoDB 5.0 and later). */
+  v1: '1',
+} as const);
 
 /** One of the {@link ServerApiVersion} values: `'1'`. Source: Stable API spec, "ServerApiVersion enumeration". */
 export type ServerApiVersionId = (typeof ServerApiVersion)[keyof typeof ServerApiVersion];
