@@ -705,6 +705,8 @@ export class EmbeddedServer {
           invalid = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
         }
         const awaitable = command.topologyVersion !== undefined || command.maxAwaitTimeMS !== undefined;
+        // As mongod: API parameters are checked before an awaitable hello waits, not maxAwaitTimeMS later.
+        if (invalid === undefined && awaitable) invalid = this.refuseApiParameters(client, name ?? '', command);
         if (invalid === undefined && (name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
           return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
@@ -869,15 +871,23 @@ export class EmbeddedServer {
     });
   }
 
+  /**
+   * Records the Stable API parameters of a command on its connection, and returns mongod's refusal of them, if any
+   * (see {@link apiParametersRefusal}).
+   */
+  private refuseApiParameters(client: ClientConnectionInfo, name: string, command: Document): Document | undefined {
+    const api = apiParametersOf(command);
+    client.apiParameters[name] = api;
+    client.handshakeApiParameters ??= api;
+    return apiParametersRefusal(api, this.options.requireApiVersion === true);
+  }
+
   /** Runs one command; undefined means the connection was closed instead of answered. */
   private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
     // As mongod: the API parameters are checked before anything else runs (initializeAPIParameters, then
     // requireApiVersion); a refused hello leaves the connection's metadata unset.
-    const api = apiParametersOf(command);
-    client.apiParameters[name] = api;
-    client.handshakeApiParameters ??= api;
-    const refusal = apiParametersRefusal(api, this.options.requireApiVersion === true);
+    const refusal = this.refuseApiParameters(client, name, command);
     if (refusal !== undefined) return refusal;
     if ((name === 'hello' || name === 'ismaster') && command.client !== undefined) {
       // As mongod: the client metadata is the first hello's, and cannot be sent again (handshake spec, "client").

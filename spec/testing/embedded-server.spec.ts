@@ -1410,6 +1410,21 @@ describe('EmbeddedServer: Stable API parameters, as mongod checks them', functio
     }
   });
 
+  it('refuses the API parameters of an awaitable hello at once, before it waits', async function () {
+    server = await new EmbeddedServer().start();
+    const connection = await establishOne(server.address);
+    try {
+      const started = Date.now();
+      const error = await connection
+        .command('admin', { hello: 1, topologyVersion: connection.hello.topologyVersion, maxAwaitTimeMS: 5000, apiStrict: true })
+        .catch((e: unknown) => e);
+      expect(error).to.include({ code: 4886600 });
+      expect(Date.now() - started, 'ms').to.be.below(1000);
+    } finally {
+      connection.destroy();
+    }
+  });
+
   it('refuses a requireApiVersion that is not a boolean', function () {
     expect(() => new EmbeddedServer({ requireApiVersion: 'yes' as never })).to.throw(InvalidOptionError, /requireApiVersion/);
   });
