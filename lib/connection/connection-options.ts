@@ -17,7 +17,7 @@ import {
   type ListsEveryOption,
 } from '../options';
 import { checkDriverInfo, type DriverInfoOptions } from './handshake';
-import { checkServerApi, type ServerApi } from './server-api';
+import { checkServerApi, type ServerApi, type ServerApiVersionId } from './server-api';
 import { SUPPORTED_COMPRESSORS } from './op-compressed';
 import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions } from './proxy';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
@@ -79,14 +79,14 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   keepAliveInitialDelay?: number | undefined;
   /**
    * The Stable API version to declare: `{ version: '1', strict?, deprecationErrors? }` (see {@link ServerApi} and
-   * `ServerApiVersion`). Every command of every connection (handshake, authentication, monitoring, the commands run
+   * `ServerApiVersion`), or the version alone (`ServerApiVersion.v1`, as the official driver also takes it). Every command of every connection (handshake, authentication, monitoring, the commands run
    * on it, getMore included) then carries `apiVersion`, and `apiStrict` / `apiDeprecationErrors` when given; the
    * handshake and monitoring use `hello`. Copied and frozen when given. Never read from a connection string. Default:
    * none declared, and no API field is ever sent.
    *
    * Source: Stable API spec.
    */
-  serverApi?: ServerApi | undefined;
+  serverApi?: ServerApi | ServerApiVersionId | undefined;
 }
 
 /**

@@ -51,11 +51,11 @@ const VERSIONS: readonly unknown[] = Object.values(ServerApiVersion);
 /**
  * Checks a {@link ServerApi} and returns a frozen copy of it holding only the fields given (each read once): an object
  * with no key but `version`, `strict` and `deprecationErrors`; `version` one of {@link ServerApiVersion}'s values
- * (`'1'`); `strict` and `deprecationErrors` booleans or absent.
+ * (`'1'`); `strict` and `deprecationErrors` booleans or absent. A version alone (`'1'`) stands for `{ version }`.
  *
  * @param value what was given.
  * @param path prefix of the option names in errors, e.g. `"connectionOptions."`.
- * @throws {InvalidOptionError} naming `serverApi` (not an object), `serverApi.version` (missing, or an unknown
+ * @throws {InvalidOptionError} naming `serverApi` (not an object nor a known version), `serverApi.version` (missing, or an unknown
  *   version, with the versions allowed), `serverApi.strict` / `serverApi.deprecationErrors` (not a boolean), or an
  *   unknown key (with the closest known one).
  *
@@ -64,7 +64,12 @@ const VERSIONS: readonly unknown[] = Object.values(ServerApiVersion);
  */
 export function checkServerApi(value: unknown, path = ''): ServerApi {
   const name = `${path}serverApi`;
-  const given = requireOptionsObject(name, value, `a { version: '1', strict?, deprecationErrors? } object (see ServerApiVersion)`, true);
+  // The version alone, as the official driver also takes it (`serverApi: ServerApiVersion.v1`).
+  if (typeof value === 'string') {
+    if (VERSIONS.includes(value)) return Object.freeze({ version: value as ServerApiVersionId });
+    throw new InvalidOptionError(name, value, `one of the API versions ${VERSIONS.map((v) => `'${String(v)}'`).join(', ')} (ServerApiVersion), or a { version, strict?, deprecationErrors? } object`);
+  }
+  const given = requireOptionsObject(name, value, `a { version: '1', strict?, deprecationErrors? } object, or the version alone (see ServerApiVersion)`, true);
   rejectUnknownOptions(given, SERVER_API_OPTION_NAMES, 'serverApi', `${name}.`);
   const version = optionValue(given as Partial<ServerApi>, 'version');
   if (!VERSIONS.includes(version)) {

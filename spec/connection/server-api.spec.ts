@@ -49,7 +49,8 @@ describe('Stable API (serverApi)', function () {
     });
 
     const invalid: [unknown, string, RegExp][] = [
-      ['1', 'serverApi', /serverApi must be a \{ version: '1'/],
+      ['2', 'serverApi', /serverApi must be one of the API versions '1' \(ServerApiVersion\), or a \{ version/],
+      [1, 'serverApi', /serverApi must be a \{ version: '1'/],
       [null, 'serverApi', /serverApi must be/],
       [{}, 'serverApi.version', /one of the API versions '1'/],
       [{ version: '2' }, 'serverApi.version', /serverApi\.version: "2" .*'1'/],
@@ -79,6 +80,18 @@ describe('Stable API (serverApi)', function () {
         }
       });
     }
+
+    it('takes the version alone, as the official driver does: serverApi: ServerApiVersion.v1 is { version: "1" }', async function () {
+      const server = await new EmbeddedServer({ requireApiVersion: true }).start();
+      try {
+        const connection = await establish(server.address, { serverApi: ServerApiVersion.v1 });
+        expect(connection.serverApi).to.deep.equal({ version: '1' });
+        expect(server.clientConnections()[0].handshakeApiParameters).to.deep.equal({ apiVersion: '1' });
+        connection.destroy();
+      } finally {
+        await server.stop();
+      }
+    });
 
     it('is copied once given: changing the object afterwards changes nothing sent', async function () {
       const server = await new EmbeddedServer({ requireApiVersion: true }).start();
