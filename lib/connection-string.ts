@@ -195,7 +195,7 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN, or a SCRAM or PLAIN one without credentials in the URI (PLAIN
  *   credentials are in the authSource, else the URI's database, else `$external`); for MONGODB-X509 with
  *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
- *   with or without credentials); for credentials with an empty user name; for a proxy key given twice with different
+ *   with or without credentials); for credentials with an empty user name, or for PLAIN with a NUL (`%00`) in the user name or password (see MongoCredentials); for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
  *   together or alone (see `proxySettings`); for a `serverApi` key (any case: a Stable API version is declared only
  *   in code). Messages never contain the password (nor the proxy's).

@@ -54,12 +54,12 @@ export interface CredentialsInit {
   /**
    * Non-empty. Sent as given (never SASLprep'd). Required, except with mechanism MONGODB-X509, where the client
    * certificate's subject is the user name: omit it there (the server takes the subject), or give that subject as RFC
-   * 2253 writes it (`openssl x509 -subject -nameopt RFC2253`).
+   * 2253 writes it (`openssl x509 -subject -nameopt RFC2253`). With PLAIN, without NUL (U+0000) or lone surrogate.
    */
   username?: string | undefined;
   /**
    * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM and PLAIN (which sends it
-   * as given, never SASLprep'd: the LDAP server checks it); must be absent with mechanism MONGODB-X509 (the client
+   * as given, never SASLprep'd: the LDAP server checks it; without NUL or lone surrogate there); must be absent with mechanism MONGODB-X509 (the client
    * certificate is the credential).
    */
   password?: string | undefined;
@@ -131,15 +131,17 @@ export class MongoCredentials {
    *   {@link SCRAM_MECHANISMS}, or none) and PLAIN: an empty or non-string username, a non-string password (never
    *   shown: `"<not shown>"`), or (mechanism
    *   SCRAM-SHA-256 only) a password SASLprep refuses (a prohibited character, an unassigned code point, misplaced
-   *   bidirectional characters; the message names the rule, never the password); for MONGODB-X509: a username given
-   *   that is not a non-empty string, any password (never shown), or a source other than `$external`. A password for
-   *   SCRAM-SHA-1, PLAIN or a negotiated mechanism is not checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it.
+   *   bidirectional characters; the message names the rule, never the password); for PLAIN, a username or password
+   *   holding a NUL (U+0000) or a lone surrogate, which its saslStart cannot carry as given (the password never
+   *   shown); for MONGODB-X509: a username given that is not a non-empty string, any password (never shown), or a
+   *   source other than `$external`. A password for SCRAM-SHA-1, PLAIN or a negotiated mechanism is not otherwise
+   *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it.
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST
    * NOT be), "MONGODB-X509" (no error without a username; password MUST NOT be specified; source MUST be
    * "$external"), "PLAIN" (username MUST be specified and non-zero length; password MUST be specified; source
-   * defaults to `$external`).
+   * defaults to `$external`); RFC 4616, section 2 (authcid and passwd are UTF-8 without NUL).
    */
   constructor(init: CredentialsInit) {
     requireOptionsObject('credentials', init, CREDENTIALS_SHAPES, true);
@@ -164,6 +166,14 @@ export class MongoCredentials {
     const source = optionValue(init, 'source') ?? (x509 || mechanism === 'PLAIN' ? EXTERNAL_SOURCE : 'admin');
     if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
     if (x509 && source !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', source, `${EXTERNAL_SOURCE} for MONGODB-X509`);
+    // PLAIN sends `\0<username>\0<password>` as UTF-8 (RFC 4616: neither may hold a NUL). A NUL would move the field
+    // boundary: "alice\0x" is read by the server as the user "alice" with the password "x\0<password>" (which a mongod
+    // cuts at its NUL); a lone surrogate would be sent as U+FFFD, a password the user did not give.
+    if (mechanism === 'PLAIN') {
+      const unsendable = 'without NUL (U+0000) or lone surrogate, for PLAIN: its saslStart sends it as UTF-8 between NULs';
+      if (!plainSendable(username as string)) throw new InvalidOptionError('username', username, `a user name ${unsendable}`);
+      if (!plainSendable(password as string)) throw new InvalidOptionError('password', '<not shown>', `a password ${unsendable}`);
+    }
     // SASLprep is loaded with the credentials, before anything that blames the password (here, or authentication,
     // which SASLpreps it for SCRAM-SHA-256, negotiated too): a module that cannot be loaded is no fault of the input.
     if (!x509) {
@@ -246,4 +256,9 @@ export class MongoCredentials {
   [inspect.custom](): string {
     return `MongoCredentials ${inspect(this.toJSON())}`;
   }
+}
+
+/** Whether `text` reaches a PLAIN server as it is: no NUL (a field separator of RFC 4616) and no lone surrogate. */
+function plainSendable(text: string): boolean {
+  return !/[\0\p{Cs}]/u.test(text);
 }

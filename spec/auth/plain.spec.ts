@@ -165,6 +165,40 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
+    it('refuses a user name or password the saslStart cannot carry as given (RFC 4616: no NUL; UTF-8), never showing the password', function () {
+      // A NUL ends a field of the payload: "alice\0x" would be sent as the user "alice" with the password "x\0<password>"
+      // (which a mongod cuts at its NUL); a lone surrogate would be sent as U+FFFD, another password.
+      const cases: [CredentialsInit, string, RegExp][] = [
+        [{ username: 'alice\0x', password: SECRET }, 'username', /^Invalid username: "alice\\u0000x" \(username must be a user name without NUL \(U\+0000\) or lone surrogate, for PLAIN/],
+        [{ username: 'alice\uD800', password: SECRET }, 'username', /^Invalid username: .* \(username must be a user name without NUL \(U\+0000\) or lone surrogate, for PLAIN/],
+        [{ username: 'alice', password: `${SECRET}\0x` }, 'password', /^Invalid password: "<not shown>" \(password must be a password without NUL \(U\+0000\) or lone surrogate, for PLAIN/],
+        [{ username: 'alice', password: `${SECRET}\uDC00` }, 'password', /^Invalid password: "<not shown>" \(password must be a password without NUL \(U\+0000\) or lone surrogate, for PLAIN/],
+      ];
+      for (const [init, option, message] of cases) {
+        const makers = [
+          () => new MongoCredentials({ ...init, mechanism: 'PLAIN' }),
+          () => parseConnectionStringWithCredentials('mongodb://localhost/?authMechanism=PLAIN', init),
+        ];
+        // A URI holds a NUL (%00), never a lone surrogate.
+        if (!/\p{Cs}/u.test(`${init.username}${init.password}`)) {
+          makers.push(() => parseConnectionString(`mongodb://${encodeURIComponent(init.username!)}:${encodeURIComponent(init.password!)}@localhost/?authMechanism=PLAIN`));
+        }
+        for (const make of makers) {
+          let error: unknown;
+          try {
+            make();
+          } catch (e) {
+            error = e;
+          }
+          expect(error, `${option}: ${make.toString()}`).to.be.instanceOf(InvalidOptionError).with.property('option', option);
+          expect((error as Error).message).to.match(message);
+          expect(shown(error)).to.not.include(SECRET);
+        }
+      }
+      // The same strings stay valid for SCRAM-SHA-1 and a negotiated mechanism, whose payloads escape nothing of theirs.
+      expect(() => new MongoCredentials({ username: 'alice', password: `${SECRET}\0x`, mechanism: 'SCRAM-SHA-1' })).to.not.throw();
+    });
+
     it('is refused over TCP with TLS left unset when the factory is made, naming authMechanism: the password would cross the network in clear', function () {
       for (const make of [
         () => connectionFactory({ host: '127.0.0.1', port: 1, credentials: { username: 'alice', password: SECRET, mechanism: 'PLAIN' } }),
