@@ -6,7 +6,7 @@
  * Source: auth spec, "PLAIN", "SASL Mechanisms"; handshake spec, "Speculative Authentication".
  */
 import { Binary, type Document } from 'bson';
-import { AuthenticationError } from '../errors';
+import { AuthenticationError, MongoServerError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
@@ -44,7 +44,9 @@ export interface PlainOptions {
  *   the server refuses (cause: its error; AuthenticationFailed, 18, "Authentication failed." for a wrong password or
  *   an unknown user; MechanismUnavailable, 334, where PLAIN is not enabled for that database), when the command cannot
  *   be sent or its reply read (cause: the WireProtocolError), or when the reply does not end the conversation.
- *   Messages name the user, source and mechanism, never the password.
+ *   Messages name the user, source and mechanism, never the password: a refusal whose reply quotes the password
+ *   (the server received it in clear) has each occurrence replaced by `<password not shown>`, in its message and in
+ *   its cause (a MongoServerError of the reply so redacted).
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
  * Source: auth spec, "PLAIN" ("Conversation"), "SASL Mechanisms" (continue while `done` is false: PLAIN never is).
@@ -57,6 +59,50 @@ export async function plainAuthenticate(run: RunCommand, credentials: MongoCrede
   };
   signal?.throwIfAborted();
   const command = plainCommand(credentials);
-  const reply = await runStep(run, credentials.source, command, 'saslStart', fail);
+  const reply = await runStep(withoutEcho(run, credentials.password!), credentials.source, command, 'saslStart', fail);
   if (reply.done !== true) fail('the server did not end the conversation after the saslStart (PLAIN has one step)');
+}
+
+/** What a server's refusal shows in place of the password it quotes. */
+const PASSWORD_NOT_SHOWN = '<password not shown>';
+
+/**
+ * `run`, whose MongoServerError rejections are rebuilt from their reply with every occurrence of `password` in its
+ * strings (at any depth of documents and arrays) replaced by {@link PASSWORD_NOT_SHOWN}: PLAIN gives the server the
+ * password in clear, and a server or LDAP proxy that quotes what it was sent must not carry it into errors, events
+ * and logs. Other rejections, and refusals that do not quote it, pass as they are.
+ */
+function withoutEcho(run: RunCommand, password: string): RunCommand {
+  if (password === '') return run;
+  return async (db, command) => {
+    try {
+      return await run(db, command);
+    } catch (error) {
+      if (!(error instanceof MongoServerError) || !quotes(error.response, password)) throw error;
+      throw new MongoServerError(redacted(error.response, password) as Record<string, unknown>);
+    }
+  };
+}
+
+/** Whether a string of `value` (a reply, at any depth) holds `password`. */
+function quotes(value: unknown, password: string): boolean {
+  if (typeof value === 'string') return value.includes(password);
+  if (Array.isArray(value)) return value.some((v) => quotes(v, password));
+  if (isDocument(value)) return Object.entries(value).some(([k, v]) => k.includes(password) || quotes(v, password));
+  return false;
+}
+
+/** `value` with `password` replaced in each of its strings and keys; values of other kinds are kept as they are. */
+function redacted(value: unknown, password: string): unknown {
+  if (typeof value === 'string') return value.split(password).join(PASSWORD_NOT_SHOWN);
+  if (Array.isArray(value)) return value.map((v) => redacted(v, password));
+  if (isDocument(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [redacted(k, password), redacted(v, password)]));
+  return value;
+}
+
+/** A plain document of a reply (not a BSON value such as a Binary or an ObjectId). */
+function isDocument(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }

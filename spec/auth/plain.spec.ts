@@ -352,6 +352,39 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
+    it('never shows the password a server echoes in its refusal: not in the error, its cause, the cause\'s reply, a pool event or a log message', async function () {
+      const recording = ScramUsers.prototype.plain;
+      // An LDAP proxy (or a server's diagnostics) that quotes what it was sent: it received the password in clear.
+      ScramUsers.prototype.plain = function (this: ScramUsers, _db: string, command: Document) {
+        const sent = payloadOf(command).toString('utf8').split('\0');
+        return { reply: { ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: `LDAP bind of "${sent[1]}" with "${sent[2]}" failed`, errorLabels: [`bind:${sent[2]}`], detail: { tried: [sent[2]] } } };
+      };
+      try {
+        const error = await rejection(establishOne(server.address, options));
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.equal('Authentication failed for user "alice" on "$external" with PLAIN: LDAP bind of "alice" with "<password not shown>" failed');
+        const cause = (error as Error).cause as MongoServerError;
+        expect(cause).to.be.instanceOf(MongoServerError).with.property('code', 18);
+        expect(cause.codeName).to.equal('AuthenticationFailed');
+        expect(`${shown(error)} ${shown(cause)} ${inspect(cause.response, { depth: 8 })} ${cause.stack} ${(error as Error).stack}`).to.not.include(SECRET);
+
+        const messages: string[] = [];
+        const pool = new ConnectionPool({ address: server.address, connectionOptions: options, logging: { componentSeverities: { connection: 'debug' }, path: { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) } } });
+        const events: string[] = [];
+        pool.events$.subscribe((e) => events.push(shown(e)));
+        pool.ready();
+        try {
+          expect(await pool.withConnection((c) => c.command('admin', { ping: 1 })).catch((e: unknown) => e)).to.be.instanceOf(AuthenticationError);
+        } finally {
+          pool.close();
+        }
+        expect(messages.join('\n')).to.include('<password not shown>');
+        expect([...events, ...messages].join('\n')).to.not.include(SECRET);
+      } finally {
+        ScramUsers.prototype.plain = recording;
+      }
+    });
+
     it('authenticates an internal user in another source, as a mongod with PLAIN enabled checks its SCRAM credentials', async function () {
       const connection = await establishOne(server.address, { ...tls, credentials: { username: 'bob', password: SECRET, mechanism: 'PLAIN', source: 'sales' } });
       expect(await authenticatedUsers(connection)).to.deep.equal(['sales.bob']);
