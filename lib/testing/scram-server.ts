@@ -167,9 +167,10 @@ export class ScramUsers {
    * The saslStart of PLAIN on database `db`, answered as a mongod with PLAIN among its `authenticationMechanisms`
    * answers it: the payload `[authzid]\0authcid\0password` (RFC 4616) must have both NULs, a non-empty user name, an
    * authorization identity empty or equal to it, and a non-empty password. In `$external` the password must be the
-   * user's (what its LDAP server would check); in any other database, as a mongod's own PLAIN does, it must derive the
-   * user's stored SCRAM-SHA-256 key (the password as given, not SASLprep'd), or, for a user without SCRAM-SHA-256,
-   * its SCRAM-SHA-1 key (of MongoDB's MD5 digest). Success: `{ conversationId: 1, done: true, payload: <empty>, ok: 1 }`
+   * user's (what its LDAP server would check); in any other database, as a mongod's own PLAIN does, the password up to
+   * its first NUL (a mongod reads it as a C string; empty then is a failure) must derive the user's stored
+   * SCRAM-SHA-256 key (the password as given, not SASLprep'd), or, for a user without SCRAM-SHA-256, its SCRAM-SHA-1
+   * key (of MongoDB's MD5 digest). Success: `{ conversationId: 1, done: true, payload: <empty>, ok: 1 }`
    * and the user `<db>.<name>`; any failure: AuthenticationFailed (18) "Authentication failed.", the words a mongod
    * gives for each. PLAIN conversations are not counted with the SCRAM ones.
    *
@@ -183,7 +184,11 @@ export class ScramUsers {
     if (second < 0) return { reply: authFailed() };
     const authzid = payload.subarray(0, first);
     const name = payload.subarray(first + 1, second).toString('utf8');
-    const password = payload.subarray(second + 1);
+    const rest = payload.subarray(second + 1);
+    // A mongod reads the password of its own users as a C string: up to its first NUL. (The LDAP password of a user
+    // of $external is the directory's to judge: compared whole.)
+    const end = db === EXTERNAL_SOURCE ? -1 : rest.indexOf(0);
+    const password = end < 0 ? rest : rest.subarray(0, end);
     if (name === '' || (authzid.length > 0 && authzid.toString('utf8') !== name) || password.length === 0) return { reply: authFailed() };
     const user = this.users.get(`${db}.${name}`);
     if (user === undefined || user.db !== db) return { reply: authFailed() };

@@ -817,6 +817,14 @@ describe('EmbeddedServer PLAIN (raw saslStart, as a mongod with PLAIN enabled an
     expect((await attempt('admin', saslStart('\0user\0pencil'))).reply).to.deep.equal(authFailed);
   });
 
+  it('cuts the password of a user of another database at its first NUL, as a mongod does (it reads it as a C string)', async function () {
+    // mongod's PLAIN for its own users: pwd = input.substr(secondNull + 1).c_str(), then the empty check.
+    expect((await attempt('sales', saslStart('\0sha1\0pw1\0anything'))).users).to.deep.equal([{ user: 'sha1', db: 'sales' }]);
+    expect((await attempt('sales', saslStart('\0scram\0p w\0anything'))).users).to.deep.equal([{ user: 'scram', db: 'sales' }]);
+    expect((await attempt('sales', saslStart('\0sha1\0\0pw1'))).reply).to.deep.equal(authFailed);
+    expect((await attempt('sales', saslStart('\0sha1\0pw1\0'))).users).to.deep.equal([{ user: 'sha1', db: 'sales' }]);
+  });
+
   it('leaves no conversation to continue, and never answers PLAIN in the handshake', async function () {
     const c = await establishOne(server.address);
     try {
