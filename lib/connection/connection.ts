@@ -7,7 +7,7 @@
  * API fields on every command).
  */
 import type { Socket } from 'node:net';
-import { ObjectId, type Document } from 'bson';
+import { deserialize, ObjectId, onDemand, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { PoolConnection } from '../pool/contract';
@@ -84,7 +84,9 @@ export interface CommandOptions {
    *   bulk write).
    * - Refused with {@link InvalidOptionError} (option `moreToCome`, nothing sent): with `exhaustAllowed` (a request
    *   that wants no reply cannot take a stream of them), and for a command whose `writeConcern` is present and is not
-   *   a document with `w: 0` (a number 0): it asks for an acknowledgement that cannot come. A command without
+   *   a document with `w: 0` (a number 0): it asks for an acknowledgement that cannot come. Judged on the encoded
+   *   command, what the server reads (a getter read once, a `toBSON` applied, own properties only; a BSON Int32,
+   *   Double or Long 0 is w: 0). A command without
    *   `writeConcern` is sent as it is (the server applies its default write concern and still replies nothing):
    *   setting `w: 0` on an unacknowledged write is the caller's part of the spec's MUST.
    *
@@ -124,22 +126,37 @@ function commandOptions(
   return { timeoutMS, exhaustAllowed, moreToCome };
 }
 
+/** Where an encoded OP_MSG's body section (kind 0) starts: after the header, the flag bits and the kind byte. */
+const OP_MSG_BODY_OFFSET = HEADER_LENGTH + 4 + 1;
+
 /**
  * Refuses a `command` sent with moreToCome whose `writeConcern` asks for an acknowledgement: one that is present and
- * is not a document with `w: 0` (the number). See {@link CommandOptions.moreToCome}.
+ * is not a document with `w: 0` (the number). Judged on `message`, the encoded OP_MSG (body first), so on what the
+ * server will read: a getter or Proxy read once, a `toBSON` applied, only own enumerable properties, a BSON Int32,
+ * Double or Long 0 as the number 0. See {@link CommandOptions.moreToCome}.
  *
  * @throws {InvalidOptionError} (option `moreToCome`).
  */
-function requireUnacknowledged(command: Document): void {
-  if (!Object.hasOwn(command, 'writeConcern')) return;
-  const writeConcern: unknown = command.writeConcern;
-  const w: unknown = writeConcern !== null && typeof writeConcern === 'object' ? (writeConcern as Document).w : undefined;
+function requireUnacknowledged(message: Buffer): void {
+  let found: { type: number; offset: number; length: number } | undefined;
+  for (const [type, nameOffset, nameLength, offset, length] of onDemand.parseToElements(message, OP_MSG_BODY_OFFSET)) {
+    if (nameLength === WRITE_CONCERN.length && message.toString('utf8', nameOffset, nameOffset + nameLength) === WRITE_CONCERN) {
+      found = { type, offset, length };
+    }
+  }
+  if (found === undefined) return;
+  const writeConcern: Document | undefined = found.type === BSON_DOCUMENT ? deserialize(message.subarray(found.offset, found.offset + found.length)) : undefined;
+  const w: unknown = writeConcern?.w;
   if (w === 0) return;
-  const shown = w === undefined ? 'no w (the default, w: 1)' : `w: ${typeof w === 'string' ? JSON.stringify(w) : String(w)}`;
+  const shown = writeConcern === undefined ? 'no document' : w === undefined ? 'no w (the default, w: 1)' : `w: ${typeof w === 'string' ? JSON.stringify(w) : String(w)}`;
   throw new InvalidOptionError('moreToCome', true, 'false unless the command has no writeConcern or one with w: 0', {
     message: `Invalid moreToCome: the command's writeConcern has ${shown}, which asks for an acknowledgement no reply will bring; an unacknowledged write must have writeConcern w: 0 (OP_MSG spec, "moreToCome On Requests")`,
   });
 }
+
+/** The BSON type of an embedded document, and the body field {@link requireUnacknowledged} reads. */
+const BSON_DOCUMENT = 3;
+const WRITE_CONCERN = 'writeConcern';
 
 /** What {@link CommandOptions.documentSequences} must be. */
 const DOCUMENT_SEQUENCES_ALLOWED =
@@ -539,13 +556,14 @@ export class Connection implements PoolConnection {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
       ({ timeoutMS, exhaustAllowed, moreToCome } = commandOptions('command', options, COMMAND_OPTION_NAMES));
-      if (moreToCome) requireUnacknowledged(command);
       const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
       // are written after its own, whatever it holds.
       message = encodeOpMsg(requestId, 0, { ...command, $db: db }, flags, this.server, sequences, this.apiElements);
+      // On the bytes to be sent: the document is read once, as they were encoded.
+      if (moreToCome) requireUnacknowledged(message);
     } catch (error) {
       return Promise.reject(error);
     }

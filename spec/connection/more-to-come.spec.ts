@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import { inflateSync } from 'node:zlib';
-import { Binary, ObjectId, type Document } from 'bson';
+import { Binary, Double, Int32, Long, ObjectId, type Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
@@ -231,6 +231,48 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       // The connection stays usable.
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       expect(await readBack(c)).to.deep.equal([]);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('judges the writeConcern that goes on the wire, read once: a getter, a toBSON or an inherited w cannot pass w: 0 and send another, and a BSON 0 is w: 0', async function () {
+    const c = await connect();
+    try {
+      const before = pipe.sent.length;
+      const insert = (extra: Document): Document => Object.assign({ insert: collection, documents: [{ _id: 1 }] }, extra);
+      // A getter answering w: 0 to the first read and w: 1 to the next.
+      let reads = 0;
+      const flipping = insert({});
+      Object.defineProperty(flipping, 'writeConcern', { enumerable: true, get: () => (++reads === 1 ? { w: 0 } : { w: 1 }) });
+      let wReads = 0;
+      const flippingW = {};
+      Object.defineProperty(flippingW, 'w', { enumerable: true, get: () => (++wReads === 1 ? 0 : 'majority') });
+      // Read once: the w: 0 judged is the w: 0 sent.
+      for (const command of [flipping, insert({ writeConcern: flippingW })]) {
+        expect(await c.command('rxcmap_test', command, { moreToCome: true })).to.deep.equal({ ok: 1 });
+        await eventually(() => pipe.sent.length > before);
+        expect(opMsgOf(pipe.sent.at(-1)!).document.writeConcern).to.deep.equal({ w: 0 });
+        pipe.sent.length = before;
+      }
+      const refused: Document[] = [
+        insert({ writeConcern: { w: 0, toBSON: () => ({ w: 1 }) } }),
+        // w: 0 read through the prototype, but not an own property: BSON sends {}, the default write concern.
+        insert({ writeConcern: Object.create({ w: 0 }) as Document }),
+      ];
+      for (const [i, command] of refused.entries()) {
+        const error = await c.command('rxcmap_test', command, { moreToCome: true }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error, `case ${i}`).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
+      }
+      expect(pipe.sent.length).to.equal(before);
+      // What BSON sends as the number 0 is w: 0, whatever its JavaScript shape.
+      for (const writeConcern of [{ w: new Int32(0) }, { w: new Double(0) }, { w: Long.fromNumber(0) }, new Map([['w', 0]])]) {
+        expect(await c.command('rxcmap_test', insert({ writeConcern }), { moreToCome: true })).to.deep.equal({ ok: 1 });
+      }
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
     } finally {
       c.destroy();
     }
