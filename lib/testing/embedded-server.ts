@@ -15,7 +15,8 @@
  * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
  *   `maxAwaitTimeMS`) and, when the request sets exhaustAllowed, streaming hello (replies with moreToCome), as
  *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
- * - a request with the OP_MSG moreToCome flag (an unacknowledged write) is run and gets no reply; when it fails with a
+ * - a request with the OP_MSG moreToCome flag (an unacknowledged write; a hello too, awaitable or with exhaustAllowed:
+ *   it waits as one, and neither replies nor streams) is run and gets no reply; when it fails with a
  *   not-primary error (codes 189, 10107, 11602, 13435, 13436, from a handler or the fail point) the connection is
  *   closed instead, and any other error is dropped, as mongod does (OP_MSG spec, "moreToCome On Requests");
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
@@ -253,6 +254,17 @@ const OPEN_COMMANDS = new Set([
  * the moreToCome branch of the command response).
  */
 const NOT_PRIMARY_CODES = new Set([189, 10107, 11602, 13435, 13436]);
+
+/**
+ * What mongod does with the response to a request sent with moreToCome: sends nothing; a not-primary error (see
+ * {@link NOT_PRIMARY_CODES}) closes the connection, so that the client selects a server again; any other error is
+ * dropped (OP_MSG spec, "moreToCome On Requests"). Source: MongoDB server, service_entry_point_common
+ * (makeCommandResponse: the moreToCome branch comes before exhaust, for every command).
+ */
+function dropUnacknowledged(socket: net.Socket, response: Document): void {
+  const failed = response.ok !== 1 && response.ok !== true;
+  if (failed && NOT_PRIMARY_CODES.has(Number(response.code))) socket.destroy();
+}
 
 /** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */
 const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
@@ -709,17 +721,12 @@ export class EmbeddedServer {
         if (invalid === undefined && awaitable) invalid = this.refuseApiParameters(client, name ?? '', command);
         if (invalid === undefined && (name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
-          return await this.serveAwaitable(socket, client, command, raw.header.requestId, exhaustAllowed, compressed && client.compressor !== undefined);
+          const reply = { requestId: raw.header.requestId, exhaustAllowed, moreToCome, compress: compressed && client.compressor !== undefined };
+          return await this.serveAwaitable(socket, client, command, reply);
         }
         const response = invalid ?? (await this.run(socket, client, command, command.$db));
         if (response === undefined) return;
-        if (moreToCome) {
-          // As mongod: no reply; a not-primary error closes the connection, so that the client selects a server
-          // again; any other error is dropped (OP_MSG spec, "moreToCome On Requests").
-          const failed = response.ok !== 1 && response.ok !== true;
-          if (failed && NOT_PRIMARY_CODES.has(Number(response.code))) socket.destroy();
-          return;
-        }
+        if (moreToCome) return dropUnacknowledged(socket, response);
         reply = encodeAnswer(name ?? '', response, (document) => encodeOpMsg(0, raw.header.requestId, document));
         if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
       } else if (message.header.opCode === OpCode.OP_QUERY) {
@@ -756,15 +763,15 @@ export class EmbeddedServer {
    * it waits until the topology changes (the counter passes the request's), maxAwaitTimeMS elapses, or the fail point
    * is configured to apply to it, unless the request's processId is another one (then it answers at once). With
    * exhaustAllowed, every successful reply has moreToCome and the next one follows the same way, waiting from the
-   * topologyVersion just sent; an `ok: 0` reply ends the stream. The socket closing ends it all.
+   * topologyVersion just sent; an `ok: 0` reply ends the stream. The socket closing ends it all. With moreToCome it
+   * is run (and waits) the same, but nothing is sent and nothing streamed, as mongod reads moreToCome before
+   * exhaustAllowed (see {@link dropUnacknowledged}).
    */
   private async serveAwaitable(
     socket: net.Socket,
     client: ClientConnectionInfo,
     command: Document,
-    requestId: number,
-    exhaustAllowed: boolean,
-    compress: boolean,
+    { requestId, exhaustAllowed, moreToCome, compress }: { requestId: number; exhaustAllowed: boolean; moreToCome: boolean; compress: boolean },
   ): Promise<void> {
     const name = Object.keys(command)[0].toLowerCase();
     const db = String(command.$db);
@@ -774,6 +781,10 @@ export class EmbeddedServer {
     // Whether `response` itself was sent: one that cannot be encoded is answered with a BadValue, which ends the
     // stream.
     const send = (response: Document, flags: number): boolean => {
+      if (moreToCome) {
+        dropUnacknowledged(socket, response);
+        return false;
+      }
       const id = this.nextReplyId++;
       let sent = true;
       let reply = encodeAnswer(name, response, (document) => {

@@ -219,6 +219,41 @@ describe('EmbeddedServer', function () {
     await closed;
   });
 
+  it('sends no reply to an awaitable or streaming hello sent with moreToCome, as mongod (the flag is read before exhaust)', async function () {
+    // mongod (service_entry_point_common.cpp, makeCommandResponse): a request with moreToCome gets no reply, whatever the
+    // command; exhaustAllowed is looked at only for a reply that is sent.
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const framer = new MessageFramer();
+    const replies: number[] = [];
+    let first: Document | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      for (const m of framer.push(chunk)) {
+        first ??= decodeOpMsg(m.body).document;
+        replies.push(m.header.responseTo);
+      }
+    });
+    socket.on('error', () => undefined);
+    try {
+      socket.write(encodeOpMsg(9, 0, { hello: 1, $db: 'admin' }));
+      await eventually(() => first !== undefined);
+      replies.length = 0;
+      // This process's topologyVersion: each waits maxAwaitTimeMS, as a monitor's would.
+      const topologyVersion = first!.topologyVersion as Document;
+      const awaitable = { hello: 1, topologyVersion, maxAwaitTimeMS: 50, $db: 'admin' };
+      socket.write(encodeOpMsg(1, 0, awaitable, OpMsgFlag.moreToCome));
+      socket.write(encodeOpMsg(2, 0, awaitable, OpMsgFlag.moreToCome | OpMsgFlag.exhaustAllowed));
+      socket.write(encodeOpMsg(3, 0, { hello: 1, topologyVersion, $db: 'admin' }, OpMsgFlag.moreToCome));
+      socket.write(encodeOpMsg(4, 0, { ping: 1, $db: 'admin' }));
+      await eventually(() => replies.length >= 1);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(replies).to.deep.equal([4]);
+    } finally {
+      socket.destroy();
+    }
+  });
+
   it('gives a handler the documents of a document sequence (kind 1 section) as the field of that name, as mongod runs the command', async function () {
     const seen: Document[] = [];
     server.handle('insert', (command) => {
