@@ -17,8 +17,9 @@
  *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
  * - a request with the OP_MSG moreToCome flag (an unacknowledged write; a hello too, awaitable or with exhaustAllowed:
  *   it waits as one, and neither replies nor streams) is run and gets no reply; when it fails with a
- *   not-primary error (codes 189, 10107, 11602, 13435, 13436, from a handler or the fail point) the connection is
- *   closed instead, and any other error is dropped, as mongod does (OP_MSG spec, "moreToCome On Requests");
+ *   not-primary error (codes 189, 10107, 11602, 13435, 13436, from a handler or the fail point), or its last write
+ *   error (`writeErrors`) is one, the connection is closed instead, and any other error is dropped, as mongod does
+ *   (OP_MSG spec, "moreToCome On Requests");
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections});
  * - the Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`) of every command, checked as mongod
@@ -258,12 +259,18 @@ const NOT_PRIMARY_CODES = new Set([189, 10107, 11602, 13435, 13436]);
 /**
  * What mongod does with the response to a request sent with moreToCome: sends nothing; a not-primary error (see
  * {@link NOT_PRIMARY_CODES}) closes the connection, so that the client selects a server again; any other error is
- * dropped (OP_MSG spec, "moreToCome On Requests"). Source: MongoDB server, service_entry_point_common
- * (makeCommandResponse: the moreToCome branch comes before exhaust, for every command).
+ * dropped (OP_MSG spec, "moreToCome On Requests"). The error that counts is the last one met: the command's, when it
+ * failed (`ok` not 1), else the last of its `writeErrors` (a write error of the batch is recorded as one). Source:
+ * MongoDB server, service_entry_point_common (makeCommandResponse: the moreToCome branch comes before exhaust, for
+ * every command, and reads the NotPrimaryErrorTracker); write_ops_exec (handleError records each write error, the last
+ * one recorded deciding).
  */
 function dropUnacknowledged(socket: net.Socket, response: Document): void {
   const failed = response.ok !== 1 && response.ok !== true;
-  if (failed && NOT_PRIMARY_CODES.has(Number(response.code))) socket.destroy();
+  const writeErrors: unknown = response.writeErrors;
+  const lastWriteError: unknown = Array.isArray(writeErrors) ? writeErrors.at(-1) : undefined;
+  const code: unknown = failed ? response.code : lastWriteError !== null && typeof lastWriteError === 'object' ? (lastWriteError as Document).code : undefined;
+  if (NOT_PRIMARY_CODES.has(Number(code))) socket.destroy();
 }
 
 /** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */

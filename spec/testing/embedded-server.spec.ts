@@ -219,6 +219,36 @@ describe('EmbeddedServer', function () {
     await closed;
   });
 
+  it('closes the connection when the last write error of a moreToCome write is a not-primary error, as mongod', async function () {
+    // mongod (write_ops_exec.cpp, handleError) records each write error of a batch in the NotPrimaryErrorTracker, the
+    // last one recorded deciding; a not-primary one closes the connection of a moreToCome request as a command error
+    // does (OP_MSG spec: "Write errors due to not-primary will close the connection").
+    const outcome = async (writeErrors: Document[]): Promise<{ replies: number[]; closed: boolean }> => {
+      const [host, port] = server.address.split(':');
+      const socket = net.connect({ host, port: Number(port) });
+      await new Promise((r) => socket.once('connect', r));
+      const framer = new MessageFramer();
+      const replies: number[] = [];
+      let closed = false;
+      socket.on('data', (chunk: Buffer) => replies.push(...framer.push(chunk).map((m) => m.header.responseTo)));
+      socket.on('close', () => (closed = true));
+      socket.on('error', () => undefined);
+      server.handle('insert', () => ({ ok: 1, n: 0, writeErrors }));
+      socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}, {}], ordered: false, writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
+      socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
+      await eventually(() => closed || replies.length >= 1);
+      socket.destroy();
+      return { replies, closed: replies.length === 0 && closed };
+    };
+    const writeError = (index: number, code: number): Document => ({ index, code, errmsg: 'failed' });
+    for (const code of [189, 10107, 11602, 13435, 13436]) {
+      expect(await outcome([writeError(0, code)]), `code ${code}`).to.deep.equal({ replies: [], closed: true });
+      expect(await outcome([writeError(0, 11000), writeError(1, code)]), `11000 then ${code}`).to.deep.equal({ replies: [], closed: true });
+    }
+    expect(await outcome([writeError(0, 11000)])).to.deep.equal({ replies: [2], closed: false });
+    expect(await outcome([writeError(0, 10107), writeError(1, 11000)])).to.deep.equal({ replies: [2], closed: false });
+  });
+
   it('sends no reply to an awaitable or streaming hello sent with moreToCome, as mongod (the flag is read before exhaust)', async function () {
     // mongod (service_entry_point_common.cpp, makeCommandResponse): a request with moreToCome gets no reply, whatever the
     // command; exhaustAllowed is looked at only for a reply that is sent.
