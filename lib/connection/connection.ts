@@ -84,7 +84,8 @@ export interface CommandOptions {
    *   bulk write).
    * - Refused with {@link InvalidOptionError} (option `moreToCome`, nothing sent): with `exhaustAllowed` (a request
    *   that wants no reply cannot take a stream of them), and for a command whose `writeConcern` is present and is not
-   *   a document with `w: 0` (a number 0): it asks for an acknowledgement that cannot come. Judged on the encoded
+   *   a document with `w: 0` (a number 0), or that has `j` or `fsync` true (a server acknowledges such a write once
+   *   it is in the journal, whatever w is): it asks for an acknowledgement that cannot come. Judged on the encoded
    *   command, what the server reads (a getter read once, a `toBSON` applied, own properties only; a BSON Int32,
    *   Double or Long 0 is w: 0). A command without
    *   `writeConcern` is sent as it is (the server applies its default write concern and still replies nothing):
@@ -131,9 +132,9 @@ const OP_MSG_BODY_OFFSET = HEADER_LENGTH + 4 + 1;
 
 /**
  * Refuses a `command` sent with moreToCome whose `writeConcern` asks for an acknowledgement: one that is present and
- * is not a document with `w: 0` (the number). Judged on `message`, the encoded OP_MSG (body first), so on what the
- * server will read: a getter or Proxy read once, a `toBSON` applied, only own enumerable properties, a BSON Int32,
- * Double or Long 0 as the number 0. See {@link CommandOptions.moreToCome}.
+ * is not a document with `w: 0` (the number), or has `j` or `fsync` true. Judged on `message`, the encoded OP_MSG
+ * (body first), so on what the server will read: a getter or Proxy read once, a `toBSON` applied, only own enumerable
+ * properties, a BSON Int32, Double or Long 0 as the number 0. See {@link CommandOptions.moreToCome}.
  *
  * @throws {InvalidOptionError} (option `moreToCome`).
  */
@@ -147,11 +148,23 @@ function requireUnacknowledged(message: Buffer): void {
   if (found === undefined) return;
   const writeConcern: Document | undefined = found.type === BSON_DOCUMENT ? deserialize(message.subarray(found.offset, found.offset + found.length)) : undefined;
   const w: unknown = writeConcern?.w;
+  // A server waits for the journal for j: true (fsync: true) whatever w is, and acknowledges once it is written.
+  const journaled = (['j', 'fsync'] as const).find((key) => isTrue(writeConcern?.[key]));
+  if (w === 0 && journaled !== undefined) {
+    throw new InvalidOptionError('moreToCome', true, 'false unless the command has no writeConcern or one with w: 0 without j or fsync true', {
+      message: `Invalid moreToCome: the command's writeConcern has w: 0 with ${journaled}: true, which asks for an acknowledgement once the write is in the journal (j prevails over w: 0 on the server), and no reply will bring it; an unacknowledged write must have writeConcern w: 0 alone (OP_MSG spec, "moreToCome On Requests")`,
+    });
+  }
   if (w === 0) return;
   const shown = writeConcern === undefined ? 'no document' : w === undefined ? 'no w (the default, w: 1)' : `w: ${typeof w === 'string' ? JSON.stringify(w) : String(w)}`;
   throw new InvalidOptionError('moreToCome', true, 'false unless the command has no writeConcern or one with w: 0', {
     message: `Invalid moreToCome: the command's writeConcern has ${shown}, which asks for an acknowledgement no reply will bring; an unacknowledged write must have writeConcern w: 0 (OP_MSG spec, "moreToCome On Requests")`,
   });
+}
+
+/** Whether a writeConcern's `j` or `fsync` value asks for it, as the server reads one: true, or a number other than 0. */
+function isTrue(value: unknown): boolean {
+  return value === true || (typeof value === 'number' && value !== 0 && !Number.isNaN(value));
 }
 
 /** The BSON type of an embedded document, and the body field {@link requireUnacknowledged} reads. */

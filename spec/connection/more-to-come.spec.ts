@@ -278,6 +278,32 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
     }
   });
 
+  it('refuses w: 0 with j or fsync true, which a server acknowledges once journaled: InvalidOptionError, nothing sent', async function () {
+    // mongod waits for the journal for j: true (or fsync: true) whatever w is (write_concern.cpp, waitForWriteConcern:
+    // the sync mode is waited for before w), and the MongoDB manual: "If you specify w: 0 but include j: true, the
+    // j: true prevails to request acknowledgment". No reply can bring that acknowledgement.
+    const c = await connect();
+    try {
+      const before = pipe.sent.length;
+      for (const writeConcern of [{ w: 0, j: true }, { w: 0, j: 1 }, { w: 0, fsync: true }, { w: 0, wtimeout: 5, j: true }]) {
+        const error = await c.command('rxcmap_test', { insert: collection, documents: [{ _id: 1 }], writeConcern }, { moreToCome: true }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error, JSON.stringify(writeConcern)).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
+        expect((error as Error).message).to.match(/journal/);
+      }
+      expect(pipe.sent.length).to.equal(before);
+      // j: false, fsync: false and a wtimeout ask for nothing more than w: 0.
+      for (const writeConcern of [{ w: 0, j: false }, { w: 0, fsync: false }, { w: 0, wtimeout: 5 }]) {
+        expect(await c.command('rxcmap_test', { insert: collection, documents: [{}], writeConcern }, { moreToCome: true })).to.deep.equal({ ok: 1 });
+      }
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    } finally {
+      c.destroy();
+    }
+  });
+
   it('a connection destroyed while the command is encoded (a getter of its document) rejects it, acknowledged or not, sending nothing', async function () {
     for (const moreToCome of [false, true]) {
       const c = await connect();
