@@ -268,7 +268,9 @@ export class Client {
     requireBoolean('directConnection', o.directConnection);
     requireScheduler('scheduler', o.scheduler);
     // The URI may complete them (a proxyHost for the options' proxyUsername and proxyPassword): checked whole below.
-    checkConnectionOptions(pick(o, CLIENT_CONNECTION_OPTION_NAMES), 'connect()', '', [], true);
+    const serverApi = checkConnectionOptions(pick(o, CLIENT_CONNECTION_OPTION_NAMES), 'connect()', '', [], true);
+    // Its checked copy from here on: read once, every pool and monitor declares what that reading said.
+    if (serverApi !== undefined) o.serverApi = serverApi;
     const logSettings = resolveLogSettings(o.logging);
 
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit

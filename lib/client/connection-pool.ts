@@ -14,6 +14,7 @@ import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSettings, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import { checkConnectionOptions } from '../connection/connection-options';
+import type { ServerApi } from '../connection/server-api';
 import { InvalidOptionError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { checkPoolCoreOptions, optionValue, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
@@ -83,8 +84,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
 
   constructor(options: ConnectionPoolOptions<C>) {
     // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
-    const settings = checkOptions(options);
-    super(coreOptions(options));
+    const { settings, serverApi } = checkOptions(options);
+    super(coreOptions(options, serverApi));
     const server = parseAddress(optionValue(options, 'address'));
     const threshold = settings.severities.connection;
     const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
@@ -142,26 +143,26 @@ true satisfies ListsEveryOption<ConnectionPoolCoreOptions<PoolConnection>, typeo
 
 /**
  * Checks every key and the type of every value the core does not check itself (the pool options' ranges and the
- * address are the core's), and returns the resolved log settings.
+ * address are the core's), and returns the resolved log settings and the checked copy of `connectionOptions.serverApi`.
  */
-function checkOptions(options: unknown): LogSettings {
+function checkOptions(options: unknown): { settings: LogSettings; serverApi: ServerApi | undefined } {
   checkPoolCoreOptions(options, 'ConnectionPool', ['connectionOptions', 'logging']);
   const o = options as ConnectionPoolOptions<PoolConnection>;
   const connectionOptions = optionValue(o, 'connectionOptions');
-  checkConnectionOptions(connectionOptions, 'ConnectionPool', 'connectionOptions.');
+  const serverApi = checkConnectionOptions(connectionOptions, 'ConnectionPool', 'connectionOptions.');
   const nested = optionValue(connectionOptions as { loadBalanced?: unknown } | undefined, 'loadBalanced');
   if (nested !== undefined) {
     // One place says whether the pool is load-balanced: the pool's option, which also sets its handshake.
     throw new InvalidOptionError('connectionOptions.loadBalanced', nested, "absent: set the pool's own loadBalanced option");
   }
-  return resolveLogSettings(optionValue(o, 'logging'));
+  return { settings: resolveLogSettings(optionValue(o, 'logging')), serverApi };
 }
 
 /**
  * The core's options: only its own keys (the core may reject any other), with the default TCP factory filled in when
- * none is given.
+ * none is given (with `serverApi`, the checked copy of the connection options' serverApi, in place of theirs).
  */
-function coreOptions<C extends PoolConnection>(options: ConnectionPoolOptions<C>): ConnectionPoolCoreOptions<C> {
+function coreOptions<C extends PoolConnection>(options: ConnectionPoolOptions<C>, serverApi: ServerApi | undefined): ConnectionPoolCoreOptions<C> {
   // No prototype: reading an option the caller did not give finds nothing, here and in the core.
   const core = Object.create(null) as Record<string, unknown>;
   for (const name of POOL_CORE_OPTION_NAMES) {
@@ -172,7 +173,7 @@ function coreOptions<C extends PoolConnection>(options: ConnectionPoolOptions<C>
     const { host, port } = parseAddress(core.address);
     const loadBalanced = core.loadBalanced === true;
     const connectionOptions = optionValue(options, 'connectionOptions');
-    core.connectionFactory = connectionFactory({ ...connectionOptions, loadBalanced, host, port });
+    core.connectionFactory = connectionFactory({ ...connectionOptions, ...(serverApi === undefined ? {} : { serverApi }), loadBalanced, host, port });
   }
   return core as unknown as ConnectionPoolCoreOptions<C>;
 }

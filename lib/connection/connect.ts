@@ -111,8 +111,11 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
-  checkConnectionOptions(options, 'connectionFactory', '', ['host', 'port'] satisfies (keyof Endpoint)[]);
-  return connectionFactoryWithMetadata(options, undefined);
+  const serverApi = checkConnectionOptions(options, 'connectionFactory', '', ['host', 'port'] satisfies (keyof Endpoint)[]);
+  if (serverApi === undefined) return connectionFactoryWithMetadata(options, undefined);
+  // The checked copy in place of the caller's serverApi: its fields are read once (see checkServerApi).
+  const o = optionValues(options, ENDPOINT_AND_CONNECTION_OPTION_NAMES) as ConnectionOptions & Endpoint;
+  return connectionFactoryWithMetadata({ ...o, serverApi }, undefined);
 }
 
 /**
@@ -200,7 +203,8 @@ export function connectionFactoryWithMetadata(
     );
   }
   const client = metadata ?? new ClientMetadata(o.appName, o.driverInfo);
-  // A frozen copy, read once: changing the caller's object later changes nothing (Stable API spec, "ServerApi class").
+  // A frozen copy, read once (a copy checked before, by the front end, is taken as it is): changing the caller's
+  // object later changes nothing (Stable API spec, "ServerApi class").
   const serverApi = o.serverApi === undefined ? undefined : checkServerApi(o.serverApi);
   const parts = {
     compressors,

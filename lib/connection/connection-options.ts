@@ -166,6 +166,8 @@ const STRING_OPTIONS = [
  *   proxy option is then checked alone ({@link checkProxyValues}), not for those that must come together, and
  *   `credentials` only for its shape (an object of {@link CredentialsInit} keys): the URI's authMechanism and
  *   authSource complete it, and it is checked as MongoCredentials once so completed.
+ * @returns the checked, frozen copy of `serverApi` (see `checkServerApi`), undefined when it is not given: what the
+ *   receiver passes on in place of the caller's object, so that its fields are read once.
  * @throws {InvalidOptionError} naming the first invalid option, its value (never a password or credentials) and
  *   what is allowed; for an unknown key, the closest known option.
  *
@@ -178,9 +180,9 @@ export function checkConnectionOptions(
   path = '',
   extraKeys: readonly string[] = [],
   partial = false,
-): void {
+): ServerApi | undefined {
   const given = requireOptionsObject(path === '' ? 'options' : path.slice(0, -1), options, 'an object of connection options');
-  if (given === undefined) return;
+  if (given === undefined) return undefined;
   const known = extraKeys.length === 0 ? CONNECTION_OPTION_NAMES : [...CONNECTION_OPTION_NAMES, ...extraKeys];
   rejectUnknownOptions(given, known, owner, path);
   const o = optionValues(given, CONNECTION_OPTION_NAMES);
@@ -188,7 +190,7 @@ export function checkConnectionOptions(
     throw new InvalidOptionError('appName', o.appName, 'a string');
   }
   if (o.driverInfo !== undefined) checkDriverInfo(o.driverInfo, 'driverInfo', path);
-  if (o.serverApi !== undefined) checkServerApi(o.serverApi, path);
+  const serverApi = o.serverApi === undefined ? undefined : checkServerApi(o.serverApi, path);
   if (o.connectTimeoutMS !== undefined) requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS);
   if (o.socketTimeoutMS !== undefined) requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS);
   const delay = o.keepAliveInitialDelay;
@@ -240,4 +242,5 @@ export function checkConnectionOptions(
   }
   if (partial) checkProxyValues(o);
   else proxySettings(o);
+  return serverApi;
 }

@@ -48,10 +48,21 @@ true satisfies ListsEveryOption<ServerApi, typeof SERVER_API_OPTION_NAMES>;
 
 const VERSIONS: readonly unknown[] = Object.values(ServerApiVersion);
 
+/** The copies {@link checkServerApi} returned: frozen, so passed on as they are, without reading them again. */
+const CHECKED = new WeakSet<object>();
+
+/** `checked`, remembered as a copy {@link checkServerApi} made. */
+function remembered(checked: ServerApi): ServerApi {
+  CHECKED.add(checked);
+  return checked;
+}
+
 /**
  * Checks a {@link ServerApi} and returns a frozen copy of it holding only the fields given (each read once): an object
  * with no key but `version`, `strict` and `deprecationErrors`; `version` one of {@link ServerApiVersion}'s values
- * (`'1'`); `strict` and `deprecationErrors` booleans or absent. A version alone (`'1'`) stands for `{ version }`.
+ * (`'1'`); `strict` and `deprecationErrors` booleans or absent. A version alone (`'1'`) stands for `{ version }`. A
+ * copy it returned is returned as it is, unread: the front ends check the caller's object once and pass that copy on,
+ * so that a getter or Proxy is read once and every connection declares what that reading said.
  *
  * @param value what was given.
  * @param path prefix of the option names in errors, e.g. `"connectionOptions."`.
@@ -64,9 +75,10 @@ const VERSIONS: readonly unknown[] = Object.values(ServerApiVersion);
  */
 export function checkServerApi(value: unknown, path = ''): ServerApi {
   const name = `${path}serverApi`;
+  if (typeof value === 'object' && value !== null && CHECKED.has(value)) return value as ServerApi;
   // The version alone, as the official driver also takes it (`serverApi: ServerApiVersion.v1`).
   if (typeof value === 'string') {
-    if (VERSIONS.includes(value)) return Object.freeze({ version: value as ServerApiVersionId });
+    if (VERSIONS.includes(value)) return remembered(Object.freeze({ version: value as ServerApiVersionId }));
     throw new InvalidOptionError(name, value, `one of the API versions ${VERSIONS.map((v) => `'${String(v)}'`).join(', ')} (ServerApiVersion), or a { version, strict?, deprecationErrors? } object`);
   }
   const given = requireOptionsObject(name, value, `a { version: '1', strict?, deprecationErrors? } object, or the version alone (see ServerApiVersion)`, true);
@@ -81,7 +93,7 @@ export function checkServerApi(value: unknown, path = ''): ServerApi {
   const checked: { version: ServerApiVersionId; strict?: boolean; deprecationErrors?: boolean } = { version: version as ServerApiVersionId };
   if (strict !== undefined) checked.strict = strict;
   if (deprecationErrors !== undefined) checked.deprecationErrors = deprecationErrors;
-  return Object.freeze(checked);
+  return remembered(Object.freeze(checked));
 }
 
 /**

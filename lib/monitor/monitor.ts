@@ -253,7 +253,8 @@ export class Monitor {
     const m = optionValues(options, MONITOR_OPTION_NAMES);
     requireScheduler('scheduler', m.scheduler);
     requireFunction('connectionFactory', m.connectionFactory, 'a function (descriptor) => ObservableInput<Connection>');
-    checkConnectionOptions(m.connectionOptions, 'Monitor', 'connectionOptions.');
+    // The checked copy of serverApi is what the connections declare: its fields are read once (see checkServerApi).
+    const serverApi = checkConnectionOptions(m.connectionOptions, 'Monitor', 'connectionOptions.');
     const server = parseAddress(m.address);
     this.address = server.address;
     const frequency = m.heartbeatFrequencyMS ?? 10_000;
@@ -267,7 +268,7 @@ export class Monitor {
     // One Node timer: a longer delay would fire after 1 ms.
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = m.scheduler ?? timerScheduler;
-    const connectionOptions = monitoringConnectionOptions(m.connectionOptions ?? {});
+    const connectionOptions = { ...monitoringConnectionOptions(m.connectionOptions ?? {}), ...(serverApi === undefined ? {} : { serverApi }) };
     // Its connections time their handshake hello on the monitor's clock: an RTT sample like the others.
     const scheduler = this.scheduler;
     this.factory =

@@ -115,6 +115,49 @@ describe('Stable API (serverApi)', function () {
         await server.stop();
       }
     });
+
+    it('is read once per front end: each field of the given object is read once, and one client\'s connections all declare what was read', async function () {
+      const reads: Record<string, number> = {};
+      const counted = (): ServerApi =>
+        new Proxy({ version: '1', strict: true, deprecationErrors: false } as ServerApi, {
+          get(target, key, receiver) {
+            if (typeof key === 'string') reads[key] = (reads[key] ?? 0) + 1;
+            return Reflect.get(target, key, receiver) as unknown;
+          },
+        });
+      const fronts: [string, () => { close?: () => unknown }][] = [
+        ['connectionFactory', () => (connectionFactory({ host: 'h', port: 1, serverApi: counted() }), {})],
+        ['ConnectionPool', () => new ConnectionPool({ address: 'h:1', connectionOptions: { serverApi: counted() } })],
+        ['Monitor', () => new Monitor({ address: 'h:1', connectionOptions: { serverApi: counted() } })],
+        ['connect() (two hosts)', () => connect('mongodb://h:1,h:2/', { serverApi: counted() })],
+      ];
+      for (const [front, make] of fronts) {
+        for (const key of Object.keys(reads)) delete reads[key];
+        const made = make();
+        void made.close?.();
+        expect({ version: reads.version, strict: reads.strict, deprecationErrors: reads.deprecationErrors }, front).to.deep.equal({ version: 1, strict: 1, deprecationErrors: 1 });
+      }
+      // A getter that answers otherwise once read: every connection of the client (its pool's, its monitor's and
+      // RTT's) declares what the first reading said, as one client must declare one version.
+      const server = await new EmbeddedServer({ requireApiVersion: true }).start();
+      let strictReads = 0;
+      const changing = {
+        version: '1' as const,
+        get strict() {
+          return ++strictReads === 1;
+        },
+      };
+      const client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=500`, { serverApi: changing });
+      try {
+        await client.command('admin', { ping: 1 });
+        const infos = server.clientConnections();
+        expect(infos.length, 'a monitoring and a pooled connection at least').to.be.at.least(2);
+        for (const info of infos) expect(info.handshakeApiParameters).to.deep.equal({ apiVersion: '1', apiStrict: true });
+      } finally {
+        await client.close();
+        await server.stop();
+      }
+    });
   });
 
   describe('the encoding', function () {
