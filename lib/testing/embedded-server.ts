@@ -23,7 +23,9 @@
  * - the `failCommand` fail point through `configureFailPoint` on `admin` (see {@link FailCommandPoint});
  * - server-side connection resets ({@link EmbeddedServer.closeConnections});
  * - the Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`) of every command, checked as mongod
- *   checks them (TypeMismatch 14 for a wrong type; 4886600 for apiStrict or apiDeprecationErrors without apiVersion;
+ *   checks them, in the order they come in the command's BSON (TypeMismatch 14 for a wrong type; 40413 for one given
+ *   twice, as when a command holding apiVersion is sent on a connection that declares one; 4886600 for apiStrict or
+ *   apiDeprecationErrors without apiVersion;
  *   APIVersionError 322 for a version other than "1"), `requireApiVersion` (498870 for a command without apiVersion),
  *   and recorded per connection ({@link ClientConnectionInfo.apiParameters}). Unlike mongod it does not refuse
  *   commands outside API version 1 under `apiStrict`, nor check a getMore's parameters against its cursor's (it
@@ -37,7 +39,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { Long, ObjectId, type Document } from 'bson';
+import { Long, ObjectId, onDemand, type Document } from 'bson';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
@@ -195,6 +197,57 @@ function apiParametersOf(command: Document): Document {
   const found: Document = {};
   for (const name of API_PARAMETER_NAMES) if (Object.prototype.hasOwnProperty.call(command, name)) found[name] = command[name];
   return found;
+}
+
+/** The names of the BSON types by type number, as mongod names them in a TypeMismatch error. */
+const BSON_TYPE_NAMES: Readonly<Record<number, string>> = {
+  1: 'double', 2: 'string', 3: 'object', 4: 'array', 5: 'binData', 6: 'undefined', 7: 'objectId', 8: 'bool', 9: 'date', 10: 'null',
+  11: 'regex', 12: 'dbPointer', 13: 'javascript', 14: 'symbol', 15: 'javascriptWithScope', 16: 'int', 17: 'timestamp', 18: 'long',
+  19: 'decimal', 127: 'maxKey', 255: 'minKey',
+};
+
+/**
+ * The bytes of the body document (kind 0 section) of an OP_MSG body `body` (the bytes after the header), already
+ * decoded by `decodeOpMsg`, so well formed.
+ */
+function bodyDocumentBytes(body: Buffer): Buffer | undefined {
+  const end = (body.readUInt32LE(0) & OpMsgFlag.checksumPresent) !== 0 ? body.length - 4 : body.length;
+  for (let offset = 4; offset < end; ) {
+    const kind = body[offset++];
+    const size = body.readInt32LE(offset);
+    if (kind === 0) return body.subarray(offset, offset + size);
+    offset += size;
+  }
+  return undefined;
+}
+
+/**
+ * mongod's refusal of the API parameters of a command as they come, in order, in its BSON `document`, which a
+ * decoded document cannot show (it keeps one value per key): the first API parameter of the wrong BSON type
+ * (TypeMismatch 14), else the first given twice (40413, "is a duplicate field"): what a command holding `apiVersion`
+ * on a connection that declares one gets. Undefined when each is given at most once with its type: the rest is
+ * {@link apiParametersRefusal}'s.
+ *
+ * Source: extension (mongod's `APIParametersFromClient` parser: each field's type, then whether it was seen).
+ */
+function apiParametersInOrderRefusal(document: Uint8Array): Document | undefined {
+  let seen: Set<string> | undefined;
+  for (const [type, nameOffset, nameLength] of onDemand.parseToElements(document, 0)) {
+    // Only names of 9 to 20 bytes starting with "api" can be one: the others are not read.
+    if (nameLength < 9 || nameLength > 20 || document[nameOffset] !== 0x61 || document[nameOffset + 1] !== 0x70 || document[nameOffset + 2] !== 0x69) continue;
+    const name = Buffer.from(document.buffer, document.byteOffset + nameOffset, nameLength).toString('utf8');
+    if (!(API_PARAMETER_NAMES as readonly string[]).includes(name)) continue;
+    const expected = name === 'apiVersion' ? 2 : 8;
+    if (type !== expected) {
+      const actual = BSON_TYPE_NAMES[type] ?? String(type);
+      return { ok: 0, errmsg: `BSON field 'APIParametersFromClient.${name}' is the wrong type '${actual}', expected type '${BSON_TYPE_NAMES[expected]}'`, code: 14, codeName: 'TypeMismatch' };
+    }
+    if (seen?.has(name) === true) {
+      return { ok: 0, errmsg: `BSON field 'APIParametersFromClient.${name}' is a duplicate field`, code: 40413, codeName: 'Location40413' };
+    }
+    (seen ??= new Set()).add(name);
+  }
+  return undefined;
 }
 
 /**
@@ -724,14 +777,17 @@ export class EmbeddedServer {
           invalid = { ok: 0, errmsg: 'OP_MSG requests require a $db argument', code: 40571, codeName: 'Location40571' };
         }
         const awaitable = command.topologyVersion !== undefined || command.maxAwaitTimeMS !== undefined;
+        // As mongod: each API parameter as it comes in the BSON, so one given twice is seen.
+        const body = bodyDocumentBytes(message.body);
+        const inOrder = body === undefined ? undefined : apiParametersInOrderRefusal(body);
         // As mongod: API parameters are checked before an awaitable hello waits, not maxAwaitTimeMS later.
-        if (invalid === undefined && awaitable) invalid = this.refuseApiParameters(client, name ?? '', command);
+        if (invalid === undefined && awaitable) invalid = this.refuseApiParameters(client, name ?? '', command, inOrder);
         if (invalid === undefined && (name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
           const reply = { requestId: raw.header.requestId, exhaustAllowed, moreToCome, compress: compressed && client.compressor !== undefined };
           return await this.serveAwaitable(socket, client, command, reply);
         }
-        const response = invalid ?? (await this.run(socket, client, command, command.$db));
+        const response = invalid ?? (await this.run(socket, client, command, command.$db, inOrder));
         if (response === undefined) return;
         if (moreToCome) return dropUnacknowledged(socket, response);
         reply = encodeAnswer(name ?? '', response, (document) => encodeOpMsg(0, raw.header.requestId, document));
@@ -890,22 +946,25 @@ export class EmbeddedServer {
   }
 
   /**
-   * Records the Stable API parameters of a command on its connection, and returns mongod's refusal of them, if any
-   * (see {@link apiParametersRefusal}).
+   * Records the Stable API parameters of a command on its connection, and returns mongod's refusal of them, if any:
+   * `inOrder` (see {@link apiParametersInOrderRefusal}) when given, else {@link apiParametersRefusal}'s.
    */
-  private refuseApiParameters(client: ClientConnectionInfo, name: string, command: Document): Document | undefined {
+  private refuseApiParameters(client: ClientConnectionInfo, name: string, command: Document, inOrder?: Document): Document | undefined {
     const api = apiParametersOf(command);
     client.apiParameters[name] = api;
     client.handshakeApiParameters ??= api;
-    return apiParametersRefusal(api, this.options.requireApiVersion === true);
+    return inOrder ?? apiParametersRefusal(api, this.options.requireApiVersion === true);
   }
 
-  /** Runs one command; undefined means the connection was closed instead of answered. */
-  private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string): Promise<Document | undefined> {
+  /**
+   * Runs one command; undefined means the connection was closed instead of answered. `inOrder`: the refusal of its API
+   * parameters as they came in its BSON (see {@link apiParametersInOrderRefusal}), if any.
+   */
+  private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string, inOrder?: Document): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
     // As mongod: the API parameters are checked before anything else runs (initializeAPIParameters, then
     // requireApiVersion); a refused hello leaves the connection's metadata unset.
-    const refusal = this.refuseApiParameters(client, name, command);
+    const refusal = this.refuseApiParameters(client, name, command, inOrder);
     if (refusal !== undefined) return refusal;
     if ((name === 'hello' || name === 'ismaster') && command.client !== undefined) {
       // As mongod: the client metadata is the first hello's, and cannot be sent again (handshake spec, "client").

@@ -1483,6 +1483,23 @@ describe('EmbeddedServer: Stable API parameters, as mongod checks them', functio
     }
   });
 
+  it('refuses an API parameter given twice (40413), as mongod does: a command holding apiVersion on a connection that declares one', async function () {
+    server = await new EmbeddedServer().start();
+    const connection = await establishOne(server.address, { serverApi: { version: '1' } });
+    try {
+      const run = (command: Document) => connection.command('admin', command).then(() => ({}), (e: { code?: number; codeName?: string; message: string }) => ({ code: e.code, codeName: e.codeName, message: e.message }));
+      // The declared apiVersion follows the command's own: the same field twice, which mongod refuses.
+      expect(await run({ ping: 1, apiVersion: '1' })).to.deep.equal({ code: 40413, codeName: 'Location40413', message: "BSON field 'APIParametersFromClient.apiVersion' is a duplicate field" });
+      // mongod reads the fields in order, each one's type first: the command's wrong type is what it reports.
+      expect(await run({ ping: 1, apiVersion: 1 })).to.include({ code: 14 });
+      expect(await run({ ping: 1 })).to.deep.equal({});
+      const awaitable = await run({ hello: 1, topologyVersion: connection.hello.topologyVersion, maxAwaitTimeMS: 5000, apiVersion: '1' });
+      expect(awaitable, 'an awaitable hello, at once').to.include({ code: 40413 });
+    } finally {
+      connection.destroy();
+    }
+  });
+
   it('refuses the API parameters of an awaitable hello at once, before it waits', async function () {
     server = await new EmbeddedServer().start();
     const connection = await establishOne(server.address);
