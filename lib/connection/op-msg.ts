@@ -94,10 +94,11 @@ export function encodeOpMsg(
   sequences?: ReadonlyMap<string, readonly Document[]>,
   extraElements?: Uint8Array,
 ): Buffer {
-  const check = limits === undefined ? undefined : (size: number): void => checkLimits(size, limits);
-  const bson = encodeDocument(document, 'the command', check);
   const extra = extraElements === undefined ? 0 : extraElements.length;
-  check?.(bson.length + extra);
+  // The document's size as sent: its own and the extra elements', also when it is known only from an encoding failure.
+  const check = limits === undefined ? undefined : (size: number): void => checkLimits(size + extra, limits);
+  const bson = encodeDocument(document, 'the command', check);
+  check?.(bson.length);
   // Each sequence section: kind 1, its size (itself, the identifier and the documents), the identifier as a C string.
   const sections: { identifier: Buffer; documents: Uint8Array[]; size: number }[] = [];
   let length = HEADER_LENGTH + 4 + 1 + bson.length + extra;

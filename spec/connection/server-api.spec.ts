@@ -5,7 +5,7 @@
  * (through a proxy that reads the commands), else the embedded endpoint.
  */
 import { expect } from 'chai';
-import { serialize, type Document } from 'bson';
+import { Binary, calculateObjectSize, serialize, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import {
   connect,
@@ -173,6 +173,19 @@ describe('Stable API (serverApi)', function () {
       const limits = { maxBsonObjectSize: size - 16 * 1024 + extra.length - 1, maxMessageSizeBytes: 48_000_000 };
       expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits)).not.to.throw();
       expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits, undefined, extra)).to.throw(/the command document is \d+ bytes/);
+    });
+  });
+
+  describe('the encoding of a command beyond the BSON library\'s buffer', function () {
+    it('names the size with the declared fields counted, as for any other command too large', function () {
+      const extra = bsonElements({ apiVersion: '1', apiStrict: true });
+      const limits = { maxBsonObjectSize: 16 * 1024 * 1024, maxMessageSizeBytes: 48_000_000 };
+      // A Binary the BSON library cannot fit (it throws), and a string it would cut short (refused after the fact).
+      for (const big of [new Binary(Buffer.alloc(18 * 1024 * 1024)), 'x'.repeat(18 * 1024 * 1024)]) {
+        const document = { insert: 'c', $db: 'db', big };
+        const size = calculateObjectSize(document) + extra.length;
+        expect(() => encodeOpMsg(7, 0, document, 0, limits, undefined, extra)).to.throw(`the command document is ${size} bytes`);
+      }
     });
   });
 
