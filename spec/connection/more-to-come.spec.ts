@@ -228,9 +228,11 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       const notBoolean = await refusal(insert({ w: 0 }), { moreToCome: 'yes' });
       expect(notBoolean).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
       expect(pipe.sent.length).to.equal(before);
-      // The connection stays usable.
+      // The connection stays usable, and the same acknowledged write without moreToCome is sent and answered.
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
       expect(await readBack(c)).to.deep.equal([]);
+      expect(await c.command('rxcmap_test', insert({ w: 1 }))).to.include({ ok: 1, n: 1 });
+      expect(await readBack(c)).to.deep.equal([{ _id: 1 }]);
     } finally {
       c.destroy();
     }

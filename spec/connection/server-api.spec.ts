@@ -174,6 +174,16 @@ describe('Stable API (serverApi)', function () {
       expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits)).not.to.throw();
       expect(() => encodeOpMsg(7, 0, { find: 'c', $db: 'db' }, 0, limits, undefined, extra)).to.throw(/the command document is \d+ bytes/);
     });
+    it('appends them to the body document only: document sequences after it keep their place and bytes', function () {
+      const extra = bsonElements({ apiVersion: '1', apiDeprecationErrors: true });
+      const sequences = new Map([['documents', [{ _id: 1 }, { _id: 2, x: 'y' }]]]);
+      const message = encodeOpMsg(7, 0, { insert: 'c', $db: 'db' }, 0, undefined, sequences, extra);
+      const plain = encodeOpMsg(7, 0, { insert: 'c', $db: 'db', apiVersion: '1', apiDeprecationErrors: true }, 0, undefined, sequences);
+      expect(message.equals(plain), 'the same bytes as the whole document encoded at once').to.equal(true);
+      const decoded = decodeOpMsg(message.subarray(16));
+      expect(decoded.document).to.deep.equal({ insert: 'c', $db: 'db', apiVersion: '1', apiDeprecationErrors: true });
+      expect(decoded.sequences).to.deep.equal(new Map([['documents', [{ _id: 1 }, { _id: 2, x: 'y' }]]]));
+    });
   });
 
   describe('the encoding of a command beyond the BSON library\'s buffer', function () {
@@ -291,6 +301,27 @@ describe('Stable API (serverApi)', function () {
       }
       expect(Object.keys(sent.at(-1)!)).to.deep.equal(['ping', 'apiStrict', '$db', 'apiVersion']);
       expect(apiOf(sent.at(-1)!)).to.deep.equal({ apiStrict: false, apiVersion: '1' });
+    });
+
+    it('not declared: a server that does not answer helloOk is monitored with the legacy hello (server monitoring spec), a refusal of it is no compatibility error', async function () {
+      this.timeout(5000);
+      proxy.hooks.reply = (reply) => {
+        const { helloOk: _, ...rest } = reply;
+        return rest;
+      };
+      const monitor = new Monitor({ address: proxy.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', connectionOptions: { ...endpoint.connectionOptions, connectTimeoutMS: 2000 } });
+      monitor.start();
+      try {
+        expect(await eventually(() => sent.length >= 3, 3000)).to.equal(true);
+      } finally {
+        monitor.close();
+      }
+      expect(new Set(proxy.commands)).to.deep.equal(new Set(['isMaster']));
+      proxy.hooks.reply = (reply, command) =>
+        Object.keys(command)[0] === 'isMaster' ? { ok: 0, errmsg: "no such command: 'isMaster'", code: 59, codeName: 'CommandNotFound' } : reply;
+      const error = await establish(proxy.address, endpoint.connectionOptions).catch((e: unknown) => e);
+      expect(error).not.to.be.instanceOf(MongoCompatibilityError);
+      expect(String((error as Error).message)).to.include("no such command: 'isMaster'");
     });
 
     it('a server that does not know hello fails the establishment with MongoCompatibilityError (cause: its CommandNotFound)', async function () {
