@@ -70,7 +70,8 @@ const PASSWORD_NOT_SHOWN = '<password not shown>';
  * `run`, whose MongoServerError rejections are rebuilt from their reply with every occurrence of `password` in its
  * strings (at any depth of documents and arrays) replaced by {@link PASSWORD_NOT_SHOWN}: PLAIN gives the server the
  * password in clear, and a server or LDAP proxy that quotes what it was sent must not carry it into errors, events
- * and logs. Other rejections, and refusals that do not quote it, pass as they are.
+ * and logs. Other rejections, and refusals that do not quote it, pass as they are. A reply too deep to search (nested
+ * beyond the call stack) is rebuilt from its `code`, `codeName` and `errmsg` alone, the last redacted.
  */
 function withoutEcho(run: RunCommand, password: string): RunCommand {
   if (password === '') return run;
@@ -78,8 +79,16 @@ function withoutEcho(run: RunCommand, password: string): RunCommand {
     try {
       return await run(db, command);
     } catch (error) {
-      if (!(error instanceof MongoServerError) || !quotes(error.response, password)) throw error;
-      throw new MongoServerError(redacted(error.response, password) as Record<string, unknown>);
+      if (!(error instanceof MongoServerError)) throw error;
+      const reply = error.response;
+      try {
+        if (!quotes(reply, password)) throw error;
+        throw new MongoServerError(redacted(reply, password) as Record<string, unknown>);
+      } catch (rebuilt) {
+        if (!(rebuilt instanceof RangeError)) throw rebuilt;
+        const { code, codeName, errmsg } = reply;
+        throw new MongoServerError({ ok: 0, code, codeName, errmsg: typeof errmsg === 'string' ? redacted(errmsg, password) : errmsg });
+      }
     }
   };
 }

@@ -385,6 +385,21 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
+    it('a refusal nested too deep to search is rebuilt from its code, codeName and errmsg, the password not shown (no RangeError)', async function () {
+      // A reply can nest millions of levels (the connection decodes them); searching it recursively overflows the stack.
+      let deep: Document = { tried: SECRET };
+      for (let i = 0; i < 200_000; i++) deep = { d: deep };
+      const refusal = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: `bind with ${SECRET} failed`, deep });
+      const credentials = new MongoCredentials({ username: 'alice', password: SECRET, mechanism: 'PLAIN' });
+      const error = await rejection(plainAuthenticate(() => Promise.reject(refusal), credentials));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message).to.equal('Authentication failed for user "alice" on "$external" with PLAIN: bind with <password not shown> failed');
+      const cause = (error as Error).cause as MongoServerError;
+      expect(cause).to.be.instanceOf(MongoServerError).with.property('code', 18);
+      expect(cause.codeName).to.equal('AuthenticationFailed');
+      expect(`${shown(error)} ${inspect(cause.response, { depth: 3 })}`).to.not.include(SECRET);
+    });
+
     it('authenticates an internal user in another source, as a mongod with PLAIN enabled checks its SCRAM credentials', async function () {
       const connection = await establishOne(server.address, { ...tls, credentials: { username: 'bob', password: SECRET, mechanism: 'PLAIN', source: 'sales' } });
       expect(await authenticatedUsers(connection)).to.deep.equal(['sales.bob']);
