@@ -10,9 +10,13 @@
  * cannot apply (an empty authSource, a SCRAM or PLAIN authMechanism without credentials, a MONGODB-X509 password) are
  * errors.
  *
+ * A `mongodb+srv://` URI is parsed here as it is written (its one host name, srvServiceName, srvMaxHosts, TLS on by
+ * default); the DNS queries that give its hosts and the TXT record's options are made by the client (`connect()`, see
+ * `lib/client/srv.ts`), which then reads the `mongodb://` URI they make with this same parser.
+ *
  * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
  * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
- * seedlist discovery spec ("URI Validation"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
+ * seedlist discovery spec ("URI Validation", "srvServiceName", "srvMaxHosts", "Validation Before Querying DNS"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
  * in URI implies authentication", "Errors", "Connection String Options"); Stable API spec, "No URI Options" (`serverApi`
  * in a URI is an error, as in the official driver; `apiVersion`, `apiStrict`, `apiDeprecationErrors` are ignored with
  * a warning).
@@ -64,8 +68,26 @@ export interface ParsedConnectionString {
    * and ending in `.sock`; `mongodb-27017.sock` is a host name), each once (a host listed again is a warning).
    */
   readonly hosts: readonly string[];
-  /** Whether it is a `mongodb+srv://` URI (its hosts are SRV names, not servers). */
+  /**
+   * Whether it is a `mongodb+srv://` URI: `hosts` is then its one host name (no port), whose SRV and TXT records give
+   * the servers and default options when a client connects (see `connect()`).
+   */
   readonly isSRV: boolean;
+  /**
+   * `srvServiceName` of a `mongodb+srv://` URI, when given: the SRV service queried (`_{srvServiceName}._tcp.{host}`;
+   * default "mongodb"). Letters, digits and single hyphens, at most 62 characters; another value is ignored with a
+   * warning.
+   *
+   * Source: initial DNS seedlist discovery spec, "srvServiceName".
+   */
+  readonly srvServiceName?: string;
+  /**
+   * `srvMaxHosts` of a `mongodb+srv://` URI, when given: at most this many of the SRV records' hosts are used, picked
+   * at random (0: all); an integer >= 0, another value ignored with a warning.
+   *
+   * Source: initial DNS seedlist discovery spec, "srvMaxHosts".
+   */
+  readonly srvMaxHosts?: number;
   /** `appName`, when given. */
   readonly appName?: string;
   /** The CMAP pool options it sets, under the spec's names. */
@@ -93,8 +115,8 @@ export interface ParsedConnectionString {
   readonly redacted: string;
 }
 
-type Target = 'pool' | 'connection' | 'client';
-type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort';
+type Target = 'pool' | 'connection' | 'client' | 'srv';
+type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -135,6 +157,8 @@ key('proxyHost', 'connection', 'proxy');
 key('proxyPort', 'connection', 'proxyPort');
 key('proxyUsername', 'connection', 'proxy');
 key('proxyPassword', 'connection', 'proxy');
+key('srvServiceName', 'srv', 'serviceName');
+key('srvMaxHosts', 'srv', 'count');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
@@ -161,7 +185,7 @@ const UNSUPPORTED = new Set(
     'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel',
     'readPreference', 'readPreferenceTags', 'replicaSet',
     'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
-    'srvMaxHosts', 'srvServiceName', 'timeoutMS', 'tlsDisableCertificateRevocationCheck',
+    'timeoutMS', 'tlsDisableCertificateRevocationCheck',
     'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
     'enableOverloadRetargeting', 'uuidRepresentation',
   ].map((k) => k.toLowerCase()),
@@ -189,8 +213,9 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   `tlsAllowInvalidCertificates`, `tlsAllowInvalidHostnames`, `tlsDisableOCSPEndpointCheck` or
  *   `tlsDisableCertificateRevocationCheck`, `tlsAllowInvalidCertificates` with either of the last two, those two
  *   together, instances of `tls` and `ssl` (a repeated one included) that do not all have the same value; for
- *   `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for `directConnection=true` with several hosts or an SRV
- *   URI; for
+ *   `srvServiceName` or `srvMaxHosts` in a `mongodb://` URI; for a positive `srvMaxHosts` with `replicaSet` or
+ *   `loadBalanced=true`; for a port or several hosts in a `mongodb+srv://` URI; for `directConnection=true` with several
+ *   hosts or an SRV URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
  *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN, or a SCRAM or PLAIN one without credentials in the URI (PLAIN
  *   credentials are in the authSource, else the URI's database, else `$external`); for MONGODB-X509 with
@@ -280,6 +305,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const pool = Object.create(null) as Record<string, unknown>;
   const connection = Object.create(null) as Record<string, unknown>;
   const client = Object.create(null) as Record<string, unknown>;
+  const srv = Object.create(null) as Record<string, unknown>;
   const seen = new Map<string, string>();
   /** Every instance of tls and ssl, in order: a repeated one included (URI options spec, item 8). */
   const tlsAndSsl: [string, string][] = [];
@@ -325,7 +351,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       continue;
     }
     if (converted.warning !== undefined) warnings.push(converted.warning);
-    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : client;
+    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : client;
     target[spec.name] = converted.value;
   }
 
@@ -382,8 +408,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     const times = listed.filter((h) => h === host).length;
     if (times > 1) warnings.push(`host ${host} is listed ${times} times; it is used once`);
   }
-  // Initial DNS seedlist discovery spec, "URI Validation": the SRV options are errors in a mongodb:// URI (rxcmap does
-  // no SRV resolution, but they say the URI was meant as an SRV one, as loadBalanced with replicaSet is checked).
+  // Initial DNS seedlist discovery spec, "URI Validation": the SRV options are errors in a mongodb:// URI.
   if (!parsed.isSRV) {
     const srvOption = ['srvServiceName', 'srvMaxHosts'].find((o) => seen.has(o.toLowerCase()));
     if (srvOption !== undefined) {
@@ -396,6 +421,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     loadBalanced: client.loadBalanced === true,
     directConnection: client.directConnection === true,
     replicaSet: seen.has('replicaset'),
+    srvMaxHosts: srv.srvMaxHosts as number | undefined,
   });
   // SOCKS5 support spec: a proxyPort, proxyUsername or proxyPassword without proxyHost, or a user name without a
   // password and the reverse, are errors.
@@ -473,6 +499,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     isSRV: parsed.isSRV,
     ...(appName === undefined ? {} : { appName }),
     ...(replicaSet === undefined ? {} : { replicaSet }),
+    ...(typeof srv.srvServiceName === 'string' ? { srvServiceName: srv.srvServiceName } : {}),
+    ...(typeof srv.srvMaxHosts === 'number' ? { srvMaxHosts: srv.srvMaxHosts } : {}),
     poolOptions: Object.freeze(pool as PoolOptions),
     connectionOptions: Object.freeze(connection as ConnectionOptions),
     clientOptions: Object.freeze(client as UriClientOptions),
@@ -483,12 +511,16 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
 
 /**
  * Throws for a topology the options describe that cannot be: `directConnection=true` with several hosts or a
- * `mongodb+srv` URI; `loadBalanced=true` with several hosts, a `replicaSet` or `directConnection=true`. Applied to a
- * connection string's own options, and by `connect()` to them merged with its options object.
+ * `mongodb+srv` URI; `loadBalanced=true` with several hosts, a `replicaSet` or `directConnection=true`; a positive
+ * `srvMaxHosts` with a `replicaSet` or `loadBalanced=true`. Applied to a connection string's own options, and by
+ * `connect()` to them merged with its options object (and, for a `mongodb+srv` URI, with the hosts and TXT options
+ * found).
  *
- * @throws {InvalidOptionError} (option `directConnection` or `loadBalanced`, value `true`) naming what it conflicts with.
+ * @throws {InvalidOptionError} (option `directConnection` or `loadBalanced`, value `true`; or `srvMaxHosts`, its value)
+ *   naming what it conflicts with.
  *
- * Source: URI options spec, "directConnection"; load balancer spec, "URI Validation".
+ * Source: URI options spec, "directConnection"; load balancer spec, "URI Validation"; initial DNS seedlist discovery
+ * spec, "URI Validation" (srvMaxHosts).
  */
 export function checkTopologyOptions(o: {
   /** How many hosts the host list has. */
@@ -499,6 +531,8 @@ export function checkTopologyOptions(o: {
   readonly directConnection: boolean;
   /** Whether a `replicaSet` is given. */
   readonly replicaSet: boolean;
+  /** The srvMaxHosts of a `mongodb+srv` URI, when it gives one. */
+  readonly srvMaxHosts?: number | undefined;
 }): void {
   if (o.directConnection && (o.hostCount > 1 || o.isSRV)) {
     throw new InvalidOptionError('directConnection', true, 'false (or absent) with several hosts or a mongodb+srv URI');
@@ -507,6 +541,10 @@ export function checkTopologyOptions(o: {
     if (o.hostCount > 1) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with several hosts');
     if (o.replicaSet) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with replicaSet');
     if (o.directConnection) throw new InvalidOptionError('loadBalanced', true, 'false (or absent) with directConnection=true');
+  }
+  if (o.srvMaxHosts !== undefined && o.srvMaxHosts > 0) {
+    if (o.replicaSet) throw new InvalidOptionError('srvMaxHosts', o.srvMaxHosts, '0 (or absent) with replicaSet');
+    if (o.loadBalanced) throw new InvalidOptionError('srvMaxHosts', o.srvMaxHosts, '0 (or absent) with loadBalanced=true');
   }
 }
 
@@ -687,6 +725,12 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
         throw new InvalidOptionError('proxyPort', text, 'an integer from 1 to 65535: the TCP port of the SOCKS5 proxy');
       }
       return { value: int };
+    case 'serviceName':
+      // RFC 6335, section 5.1 (letters, digits, hyphens; a letter; no hyphen first, last or doubled), but for its 15
+      // characters: the spec allows up to 62, the longest DNS label with the leading "_".
+      return /^(?=.*[A-Za-z])[A-Za-z0-9](?:-?[A-Za-z0-9])*$/.test(text) && text.length <= 62
+        ? { value: text }
+        : { error: 'an SRV service name: letters, digits and single hyphens (not first or last), with a letter, at most 62 characters' };
     case 'mechanism':
       if (!(AUTH_MECHANISMS as readonly string[]).includes(text)) {
         throw new InvalidOptionError('authMechanism', text, `one of ${AUTH_MECHANISMS.join(', ')}`);

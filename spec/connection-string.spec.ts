@@ -333,13 +333,34 @@ describe('parseConnectionString', function () {
     }
   });
 
-  it('accepts the SRV options in a mongodb+srv URI, ignoring them with a warning (it does no SRV resolution)', function () {
+  it('reads the SRV options of a mongodb+srv URI, and ignores an invalid value with a warning', function () {
     const p = parseConnectionString('mongodb+srv://cluster0.example.net/?srvServiceName=mongo-east&srvMaxHosts=2');
     expect(p.isSRV).to.equal(true);
-    expect(p.warnings).to.deep.equal([
-      'srvServiceName is not supported by rxcmap and is ignored',
-      'srvMaxHosts is not supported by rxcmap and is ignored',
+    expect(p.warnings).to.deep.equal([]);
+    expect(p).to.include({ srvServiceName: 'mongo-east', srvMaxHosts: 2 });
+    const q = parseConnectionString('mongodb+srv://cluster0.example.net/?srvServiceName=-east&srvMaxHosts=-1');
+    expect(q).to.not.have.property('srvServiceName');
+    expect(q).to.not.have.property('srvMaxHosts');
+    expect(q.warnings).to.deep.equal([
+      'srvServiceName="-east" is ignored: srvServiceName must be an SRV service name: letters, digits and single hyphens (not first or last), with a letter, at most 62 characters',
+      'srvMaxHosts="-1" is ignored: srvMaxHosts must be an integer >= 0',
     ]);
+    // Up to 62 characters (63 with the "_" of the DNS label), more than RFC 6335's 15.
+    expect(parseConnectionString(`mongodb+srv://c.example.net/?srvServiceName=${'a'.repeat(62)}`).srvServiceName).to.equal('a'.repeat(62));
+    expect(parseConnectionString(`mongodb+srv://c.example.net/?srvServiceName=${'a'.repeat(63)}`)).to.not.have.property('srvServiceName');
+    expect(parseConnectionString('mongodb+srv://c.example.net/?srvServiceName=a--b')).to.not.have.property('srvServiceName');
+    expect(parseConnectionString('mongodb+srv://c.example.net/?srvServiceName=123')).to.not.have.property('srvServiceName');
+    expect(parseConnectionString('mongodb+srv://c.example.net/?srvServiceName=customname').srvServiceName).to.equal('customname');
+  });
+
+  it('refuses a positive srvMaxHosts with replicaSet or loadBalanced=true, and accepts srvMaxHosts=0 with them', function () {
+    expect(() => parseConnectionString('mongodb+srv://c.example.net/?replicaSet=repl0&srvMaxHosts=1'))
+      .to.throw(InvalidOptionError, 'Invalid srvMaxHosts: 1 (srvMaxHosts must be 0 (or absent) with replicaSet)');
+    expect(() => parseConnectionString('mongodb+srv://c.example.net/?loadBalanced=true&srvMaxHosts=1'))
+      .to.throw(InvalidOptionError, 'Invalid srvMaxHosts: 1 (srvMaxHosts must be 0 (or absent) with loadBalanced=true)');
+    expect(parseConnectionString('mongodb+srv://c.example.net/?replicaSet=repl0&srvMaxHosts=0').srvMaxHosts).to.equal(0);
+    expect(parseConnectionString('mongodb+srv://c.example.net/?loadBalanced=true&srvMaxHosts=0').srvMaxHosts).to.equal(0);
+    expect(parseConnectionString('mongodb+srv://c.example.net/?loadBalanced=false&srvMaxHosts=3').srvMaxHosts).to.equal(3);
   });
 
   it('rejects every pair of conflicting TLS keys, whatever their values, including the two it does not act on', function () {
@@ -520,9 +541,6 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
       'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS', 'timeoutMS', 'tlsDisableCertificateRevocationCheck', 'tlsDisableOCSPEndpointCheck',
       'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries', 'enableOverloadRetargeting', 'uuidRepresentation'];
     for (const key of keys) expect(read(`${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
-    for (const key of ['srvServiceName', 'srvMaxHosts']) {
-      expect(parseConnectionString(`mongodb+srv://cluster0.example.net/?${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
-    }
   });
 
   it('sets appName and replicaSet on the result only when given, so that spreading it overrides nothing', function () {
