@@ -925,6 +925,35 @@ export class ServerSelectionError extends CmapError {
 }
 
 /**
+ * The seedlist of a `mongodb+srv://` connection string could not be discovered or used: the SRV query of
+ * `_{srvServiceName}._tcp.{hostname}` failed (a DNS error, no such name, no SRV record, the deadline passed), an SRV
+ * target is not in the parent domain of `hostname`, there is more than one TXT record, or a TXT record holds an option
+ * other than authSource, replicaSet and loadBalanced or one without `=` and value; or the options the TXT record and the
+ * URI give together with the hosts found are an impossible combination (loadBalanced=true with several hosts,
+ * srvMaxHosts with replicaSet or loadBalanced=true; `cause` is then that InvalidOptionError). The rejection of every
+ * `command()` and `selectPool()` waiting for the resolution when it failed; the next one resolves again. The message
+ * names the host name and the reason, never the credentials of the connection string.
+ *
+ * Source: initial DNS seedlist discovery spec, "Querying DNS" ("an error MUST be raised indicating that the URI could
+ * not be used to find hostnames. The error SHALL include the reason"), "Default Connection String Options", "URI
+ * Validation" (the validation after the SRV and TXT lookup, erroring during operation execution).
+ */
+export class SrvResolutionError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'SrvResolutionError');
+  }
+  constructor(
+    /** The host name of the `mongodb+srv://` connection string, as written there. */
+    readonly hostname: string,
+    /** Why, in words (e.g. `"no SRV record for _mongodb._tcp.cluster0.example.net (ENOTFOUND)"`). */
+    readonly reason: string,
+    cause?: unknown,
+  ) {
+    super(`The hosts of mongodb+srv://${hostname} could not be found: ${reason}`, cause === undefined ? undefined : { cause });
+  }
+}
+
+/**
  * Thrown by the framer and the decoders for bytes that are not a valid message, or a message beyond a limit
  * (maxMessageSizeBytes, the negotiated compressors); the message says what is wrong, and names the limit and what is
  * allowed. A `Connection` turns such a reply into a `MongoNetworkError` whose `cause` it is.

@@ -40,6 +40,7 @@ export {
   AuthenticationError,
   MongoCompatibilityError,
   ServerSelectionError,
+  SrvResolutionError,
   PoolCallbackError,
   ClientClosedError,
   MonitorClosedError,

@@ -39,6 +39,7 @@ describe('errors', function () {
       ClientClosedError: () => new rxcmap.ClientClosedError(['h:1']),
       MonitorClosedError: () => new rxcmap.MonitorClosedError('h:1'),
       ServerSelectionError: () => new rxcmap.ServerSelectionError(['h:1'], 30_000),
+      SrvResolutionError: () => new rxcmap.SrvResolutionError('cluster0.example.net', 'no SRV record'),
       WireProtocolError: () => new rxcmap.WireProtocolError('bad'),
     };
     const classes = Object.entries(rxcmap).filter(([, value]) => typeof value === 'function' && value.prototype instanceof Error);

@@ -8,15 +8,15 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, Observable, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, mergeMap, Observable, ReplaySubject, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
-import { checkTopologyOptions, parseConnectionStringForClient } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError } from '../errors';
+import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
+import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -45,6 +45,7 @@ import {
 } from '../options';
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
+import { discoverSeedlist, resolvedUri } from './srv';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 import { asTopologyVersion } from '../monitor/topology-version';
@@ -159,6 +160,57 @@ interface HostFactories {
   readonly monitor: ConnectionFactory<Connection> | undefined;
 }
 
+/** What a client connects its hosts with (see `Client.hostSettings`). */
+export interface HostSettings {
+  readonly connectionOptions: ConnectionOptions;
+  readonly poolOptions: PoolOptions & BackgroundOptions & PoolExtensionOptions;
+  readonly loadBalanced: boolean;
+  readonly replicaSet: string | undefined;
+}
+
+/** The seedlist discovery of a client of a `mongodb+srv://` URI (see `Client.discover`). */
+interface SrvState {
+  /** The URI's host name. */
+  readonly hostname: string;
+  /** The URI, as given. */
+  readonly uri: string;
+  readonly srvServiceName: string | undefined;
+  readonly srvMaxHosts: number | undefined;
+  /** The discovery's deadline, in ms (0: none). */
+  readonly connectTimeoutMS: number;
+  /** The discovery in progress, or the one that succeeded. */
+  discovery: Promise<void> | undefined;
+  /** Whether the hosts are found and open. */
+  done: boolean;
+  /** Aborted by close(): cancels the DNS queries. */
+  readonly abort: AbortController;
+  /** Opens the hosts of the `mongodb://` URI the discovery gave. */
+  readonly open: (resolved: string) => void;
+}
+
+/** What each client connects its hosts with, once they are known (see {@link connectedSettings}). */
+const CONNECTED_SETTINGS = new WeakMap<Client, ConnectedSettings>();
+
+/** What a client connects its hosts with: its {@link HostSettings}, and its URI's SRV options. */
+export interface ConnectedSettings extends HostSettings {
+  readonly srvMaxHosts: number | undefined;
+  readonly srvServiceName: string | undefined;
+}
+
+/**
+ * What `client` connects its hosts with (its connection and pool options, loadBalanced, the URI's or TXT record's
+ * replicaSet, its SRV options), once its hosts are known; undefined before (a `mongodb+srv://` URI's seedlist not yet
+ * discovered). Internal: not exported by the package (tests read the options a seedlist discovery gave).
+ *
+ * Source: extension.
+ */
+export function connectedSettings(client: Client): ConnectedSettings | undefined {
+  return CONNECTED_SETTINGS.get(client);
+}
+
+/** connectTimeoutMS when neither the URI nor the options give it, in ms. Source: URI options spec. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
 /** The names of the options of `command()` and `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 
@@ -167,8 +219,12 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  * ready at once). Each monitor's heartbeats mark its pool ready or clear it (see {@link heartbeatActions}). Create
  * it with {@link connect}.
  *
- * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid or
- *   `mongodb+srv` URI; a key of `options` that is not one of {@link ClientOptions}, or of `options.logging`
+ * A `mongodb+srv://` URI's hosts are found by DNS once the client is created (see {@link connect}): its `hosts`,
+ * `pools` and `monitors` are empty until then.
+ *
+ * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
+ *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
+ *   replicaSet or loadBalanced=true included); a key of `options` that is not one of {@link ClientOptions}, or of `options.logging`
  *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
  *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
  *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts;
@@ -179,19 +235,29 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  * connection string and URI options specs.
  */
 export class Client {
-  /** The hosts, `host:port`. */
-  readonly hosts: readonly string[];
+  /**
+   * The hosts, `host:port`. For a `mongodb+srv://` URI: empty until its seedlist is discovered (see {@link connect}),
+   * then the hosts its SRV records gave (at most srvMaxHosts of them).
+   */
+  get hosts(): readonly string[] {
+    return this.hostList;
+  }
   /**
    * What the URI parser ignored, and why (never shows a password). Each is also logged: a `warn` message of the
    * `client` component (see {@link log$}).
    */
-  readonly warnings: readonly string[];
+  get warnings(): readonly string[] {
+    return this.warningList;
+  }
   /** The connection string with its credentials redacted. */
   readonly redactedUri: string;
-  /** The pool of each host. All share the same options. */
-  readonly pools: ReadonlyMap<string, ConnectionPool<Connection>>;
-  /** The monitor of each host (none in load-balanced mode). */
-  readonly monitors: ReadonlyMap<string, Monitor>;
+  /**
+   * The pool of each host. All share the same options. For a `mongodb+srv://` URI, empty until its seedlist is
+   * discovered.
+   */
+  readonly pools: ReadonlyMap<string, ConnectionPool<Connection>> = new Map();
+  /** The monitor of each host (none in load-balanced mode; none before the seedlist of a `mongodb+srv://` URI is known). */
+  readonly monitors: ReadonlyMap<string, Monitor> = new Map();
   /**
    * Pool events and heartbeat events of every host, merged; each carries its `address`. In load-balanced mode each
    * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
@@ -227,6 +293,14 @@ export class Client {
    */
   readonly topologyId: string = new ObjectId().toHexString();
 
+  private hostList: readonly string[] = [];
+  private warningList: readonly string[];
+  /** The pools' and monitors' feeds, given once they are open (at once, or once an SRV seedlist is discovered). */
+  private readonly feeds = new ReplaySubject<{ events$: Observable<ClientEvent>; log$: Observable<LogMessage> }>(1);
+  /** The `client` component's messages of warnings found after the client was created (those of an SRV seedlist). */
+  private readonly lateClientLog = new Subject<LogMessage>();
+  /** A `mongodb+srv://` URI's discovery: its host name, and its discovery in progress or done (see {@link discover}). */
+  private srv: SrvState | undefined;
   private readonly sink: LogSink | undefined;
   private readonly scheduler: SchedulerLike;
   /** The client metadata every pool's and monitor's new connections send in their handshake. */
@@ -279,11 +353,7 @@ export class Client {
     // Credentials given here replace the URI's, completed by its authMechanism and authSource (else its database).
     // The URI's minPoolSize is judged against the maxPoolSize that applies: the options', when they set one.
     const parsed = parseConnectionStringForClient(uri, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
-    if (parsed.isSRV) {
-      throw new InvalidOptionError('uri', parsed.redacted, 'a mongodb:// connection string (mongodb+srv needs SRV resolution, which rxcmap does not do)');
-    }
-    this.hosts = parsed.hosts;
-    this.warnings = parsed.warnings;
+    this.warningList = parsed.warnings;
     this.redactedUri = parsed.redacted;
     const client = { ...parsed.clientOptions, ...definedOnly(pick(o, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
     const serverMonitoringMode = requireServerMonitoringMode(optionValue(client, 'serverMonitoringMode'));
@@ -298,35 +368,21 @@ export class Client {
     if (frequency !== undefined && !validFrequency) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
-    const loadBalanced = optionValue(client, 'loadBalanced') === true;
-    const directConnection = optionValue(client, 'directConnection') === true;
-    // The URI's own topology options were checked as it was parsed; the same rules apply to them merged with these:
-    // loadBalanced from the object with the URI's replicaSet or directConnection=true (or both from the object) is
-    // the same impossible topology, not one to settle by ignoring one of them.
-    const replicaSet = parsed.replicaSet !== undefined;
-    checkTopologyOptions({ hostCount: this.hosts.length, isSRV: parsed.isSRV, loadBalanced, directConnection, replicaSet });
-
-    // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
-    const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
-      ...parsed.connectionOptions,
-      ...definedOnly(pick(o, CLIENT_CONNECTION_OPTION_NAMES)),
-      credentials: parsed.connectionOptions.credentials,
-    };
-    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(o, CLIENT_POOL_OPTION_NAMES)) };
-    resolvePoolOptions(poolOptions);
-    // The URI's values with the object's, checked as each pool and monitor checks what it is given.
-    checkConnectionOptions(connectionOptions, 'connect()');
+    // The options of the URI (and, for a mongodb+srv one, of its TXT record) merged with these, checked (see hostSettings).
+    const first = this.hostSettings(parsed, o);
+    const { connectionOptions } = first;
     // One client metadata for every connection of the client; appendMetadata() changes it for those made later.
     this.metadata = new ClientMetadata(optionValue(connectionOptions, 'appName'), optionValue(connectionOptions, 'driverInfo'));
     // Each host's connection factories, before the log destination is opened: one may still refuse its options (a
-    // TLS file it cannot read, a host the SOCKS5 proxy cannot be asked for), and nothing is opened then.
+    // TLS file it cannot read, a host the SOCKS5 proxy cannot be asked for), and nothing is opened then. For a
+    // mongodb+srv URI, tried on its host name: the options are refused now, not once its hosts are found.
     const monitorOptions = monitoringConnectionOptions(connectionOptions);
-    const factories = this.connectionFactories(connectionOptions, monitorOptions, loadBalanced, o.scheduler);
+    const factories = this.connectionFactories(parsed.hosts, connectionOptions, monitorOptions, first.loadBalanced, o.scheduler);
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
-    const clientMessages = willLog(logSettings.severities.client, 'warn')
-      ? parsed.warnings.map((warning) => new ClientLogMessage(this.scheduler.now(), { message: warning }))
-      : [];
+    const clientMessage = (warning: string): ClientLogMessage => new ClientLogMessage(this.scheduler.now(), { message: warning });
+    const logsClientWarnings = willLog(logSettings.severities.client, 'warn');
+    const clientMessages = logsClientWarnings ? parsed.warnings.map(clientMessage) : [];
 
     // One log destination for every pool of the client, opened once: a file or stream the client closes, or the
     // application's sink object guarded once, so that its first failure stops the client's writing to it (one warning).
@@ -355,39 +411,171 @@ export class Client {
         topologyLog.next(message);
       };
     }
+    this.events$ = this.feeds.pipe(mergeMap((f) => f.events$));
+    this.log$ = merge(from(clientMessages), this.lateClientLog, this.feeds.pipe(mergeMap((f) => f.log$)), topologyLog);
 
-    const pools = new Map<string, ConnectionPool<Connection>>();
-    const monitors = new Map<string, Monitor>();
-    const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
-    try {
-      this.openServers(pools, monitors, heartbeats, factories, {
-        heartbeatLog,
-        poolOptions,
-        monitorOptions,
-        loadBalanced,
-        logging,
-        heartbeatFrequencyMS: frequency,
-        serverMonitoringMode,
-        scheduler: o.scheduler,
+    const open = (settings: HostSettings, hosts: readonly string[], hostFactories: Map<string, HostFactories>): void => {
+      const pools = this.pools as Map<string, ConnectionPool<Connection>>;
+      const monitors = this.monitors as Map<string, Monitor>;
+      const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
+      this.hostList = hosts;
+      try {
+        this.openServers(pools, monitors, heartbeats, hostFactories, {
+          heartbeatLog,
+          poolOptions: settings.poolOptions,
+          monitorOptions: monitoringConnectionOptions(settings.connectionOptions),
+          loadBalanced: settings.loadBalanced,
+          logging,
+          heartbeatFrequencyMS: frequency,
+          serverMonitoringMode,
+          scheduler: o.scheduler,
+        });
+      } catch (error) {
+        // A pool or monitor refused its options: close what was made before it.
+        for (const monitor of monitors.values()) monitor.close();
+        for (const pool of pools.values()) pool.close();
+        pools.clear();
+        monitors.clear();
+        this.hostList = [];
+        throw error;
+      }
+      CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
+      // Load-balanced: each pool is ready at once, before anyone can subscribe; its subscribers receive that
+      // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
+      const poolFeeds = [...pools.values()].map((p) => (settings.loadBalanced ? readyAtOnce(p) : { events$: p.events$, log$: p.log$ }));
+      this.feeds.next({ events$: merge(...poolFeeds.map((f) => f.events$), ...heartbeats), log$: merge(...poolFeeds.map((f) => f.log$)) });
+      this.feeds.complete();
+      // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
+      queueMicrotask(() => {
+        if (!this.closed) for (const monitor of monitors.values()) monitor.start();
       });
-    } catch (error) {
-      // A pool or monitor refused its options: close what was made before it.
-      for (const monitor of monitors.values()) monitor.close();
-      for (const pool of pools.values()) pool.close();
-      void this.sink?.close?.();
-      throw error;
+    };
+
+    if (!parsed.isSRV) {
+      try {
+        open(first, parsed.hosts, factories);
+      } catch (error) {
+        void this.sink?.close?.();
+        throw error;
+      }
+      return;
     }
-    this.pools = pools;
-    this.monitors = monitors;
-    // Load-balanced: each pool is ready at once, before anyone can subscribe; its subscribers receive that
-    // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
-    const poolFeeds = [...pools.values()].map((p) => (loadBalanced ? readyAtOnce(p) : { events$: p.events$, log$: p.log$ }));
-    this.events$ = merge(...poolFeeds.map((f) => f.events$), ...heartbeats);
-    this.log$ = merge(from(clientMessages), ...poolFeeds.map((f) => f.log$), topologyLog);
-    // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
-    queueMicrotask(() => {
-      if (!this.closed) for (const monitor of monitors.values()) monitor.start();
+    // mongodb+srv: the hosts and the TXT record's options are found first (see discover); they make the URI the client
+    // then connects with, checked again whole, with the options of the options object.
+    const srvOpen = (resolved: string): void => {
+      const effective = parseConnectionStringForClient(resolved, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
+      const settings = this.hostSettings(effective, o, parsed.srvMaxHosts);
+      // The warnings the TXT record adds (a replicaSet it gives is not acted on, as in the URI).
+      const known = [...parsed.warnings];
+      const added = effective.warnings.filter((warning) => {
+        const i = known.indexOf(warning);
+        if (i < 0) return true;
+        known.splice(i, 1);
+        return false;
+      });
+      const hostFactories = this.connectionFactories(effective.hosts, settings.connectionOptions, monitoringConnectionOptions(settings.connectionOptions), settings.loadBalanced, o.scheduler);
+      open(settings, effective.hosts, hostFactories);
+      if (added.length > 0) {
+        this.warningList = Object.freeze([...this.warningList, ...added]);
+        if (logsClientWarnings) {
+          for (const warning of added) {
+            const message = clientMessage(warning);
+            destination?.write(message);
+            this.lateClientLog.next(message);
+          }
+        }
+      }
+    };
+    this.srv = {
+      hostname: parseAddress(parsed.hosts[0]).host,
+      uri,
+      srvServiceName: parsed.srvServiceName,
+      srvMaxHosts: parsed.srvMaxHosts,
+      connectTimeoutMS: optionValue(connectionOptions, 'connectTimeoutMS') ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      discovery: undefined,
+      done: false,
+      abort: new AbortController(),
+      open: srvOpen,
+    };
+    // Started at once; a failure no command awaits is kept for the next one (which starts it again).
+    this.discover().catch(() => undefined);
+  }
+
+  /**
+   * The settings of the hosts of `parsed` (a connection string whose hosts are servers, or a `mongodb+srv` one before
+   * its discovery) merged with the options object `o`: its connection and pool options, loadBalanced, replicaSet,
+   * checked as each pool and monitor will check them, and against the topology rules.
+   *
+   * @throws {InvalidOptionError} as {@link Client} says.
+   */
+  private hostSettings(parsed: ParsedConnectionString, o: ClientOptions, srvMaxHosts?: number): HostSettings {
+    const client = { ...parsed.clientOptions, ...definedOnly(pick(o, ['loadBalanced', 'directConnection'])) };
+    const loadBalanced = optionValue(client, 'loadBalanced') === true;
+    const directConnection = optionValue(client, 'directConnection') === true;
+    // The URI's own topology options were checked as it was parsed; the same rules apply to them merged with these:
+    // loadBalanced from the object with the URI's replicaSet or directConnection=true (or both from the object) is
+    // the same impossible topology, not one to settle by ignoring one of them.
+    const replicaSet = parsed.replicaSet !== undefined;
+    checkTopologyOptions({ hostCount: parsed.hosts.length, isSRV: parsed.isSRV, loadBalanced, directConnection, replicaSet, srvMaxHosts: srvMaxHosts ?? parsed.srvMaxHosts });
+
+    // loadBalanced goes to each pool as the pool's own option (which also sets its handshake), not in these.
+    const { loadBalanced: _loadBalanced, ...connectionOptions }: ConnectionOptions = {
+      ...parsed.connectionOptions,
+      ...definedOnly(pick(o, CLIENT_CONNECTION_OPTION_NAMES)),
+      credentials: parsed.connectionOptions.credentials,
+    };
+    const poolOptions = { ...parsed.poolOptions, ...definedOnly(pick(o, CLIENT_POOL_OPTION_NAMES)) };
+    resolvePoolOptions(poolOptions);
+    // The URI's values with the object's, checked as each pool and monitor checks what it is given.
+    checkConnectionOptions(connectionOptions, 'connect()');
+    return { connectionOptions, poolOptions, loadBalanced, replicaSet: parsed.replicaSet };
+  }
+
+  /**
+   * The discovery of the seedlist of the client's `mongodb+srv://` URI, then the opening of its hosts' pools and
+   * monitors: the one in progress, or a new one when none is or the last one failed (resolved at once when it is
+   * done, or for a `mongodb://` URI). Bounded by connectTimeoutMS (default 30000 ms; 0: none); cancelled by
+   * {@link close}, then rejected with ClientClosedError.
+   *
+   * @throws {SrvResolutionError} (rejection) as discoverSeedlist does, or when the URI's and TXT record's options with
+   *   the hosts found are an impossible combination (`cause`: that InvalidOptionError).
+   */
+  private discover(): Promise<void> {
+    const srv = this.srv;
+    if (srv === undefined || srv.done) return Promise.resolve();
+    if (this.closed) return Promise.reject(new ClientClosedError(this.hostsForErrors()));
+    if (srv.discovery !== undefined) return srv.discovery;
+    const discovery = discoverSeedlist(srv.hostname, {
+      srvServiceName: srv.srvServiceName,
+      srvMaxHosts: srv.srvMaxHosts,
+      timeoutMS: srv.connectTimeoutMS,
+      signal: srv.abort.signal,
+    }).then(
+      (seedlist) => {
+        if (this.closed) throw new ClientClosedError(this.hostsForErrors());
+        try {
+          srv.open(resolvedUri(srv.uri, seedlist.hosts, seedlist.txtOptions));
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : String(error);
+          throw new SrvResolutionError(srv.hostname, `its hosts (${seedlist.hosts.join(', ')}) and options cannot be used: ${reason}`, error);
+        }
+        srv.done = true;
+      },
+      (error: unknown) => {
+        throw this.closed ? new ClientClosedError(this.hostsForErrors()) : error;
+      },
+    );
+    srv.discovery = discovery;
+    // A failed discovery is not kept: the next command starts a new one.
+    discovery.catch(() => {
+      if (srv.discovery === discovery) srv.discovery = undefined;
     });
+    return discovery;
+  }
+
+  /** The hosts that errors name: the client's, or the host name of a mongodb+srv URI before its hosts are known. */
+  private hostsForErrors(): readonly string[] {
+    return this.hostList.length > 0 || this.srv === undefined ? this.hostList : [this.srv.hostname];
   }
 
   /**
@@ -398,13 +586,14 @@ export class Client {
    *   asked for).
    */
   private connectionFactories(
+    hosts: readonly string[],
     connectionOptions: ConnectionOptions,
     monitorOptions: ConnectionOptions,
     loadBalanced: boolean,
     scheduler: SchedulerLike | undefined,
   ): Map<string, HostFactories> {
     const factories = new Map<string, HostFactories>();
-    for (const address of this.hosts) {
+    for (const address of hosts) {
       const { host, port } = parseAddress(address);
       factories.set(address, {
         pool: connectionFactoryWithMetadata({ ...connectionOptions, loadBalanced, host, port }, this.metadata),
@@ -437,7 +626,7 @@ export class Client {
     },
   ): void {
     const { heartbeatLog, poolOptions, monitorOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
-    for (const address of this.hosts) {
+    for (const address of factories.keys()) {
       const factory = factories.get(address)!;
       const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory: factory.pool, loadBalanced, logging, scheduler });
       pools.set(pool.address, pool);
@@ -540,7 +729,13 @@ export class Client {
    * Requests immediate checks while it waits, as {@link selectPool} says.
    */
   private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false): Promise<ConnectionPool<Connection>> {
-    if (this.closed) throw new ClientClosedError(this.hosts);
+    if (this.closed) throw new ClientClosedError(this.hostsForErrors());
+    if (this.srv !== undefined && !this.srv.done) {
+      // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait.
+      const start = this.scheduler.now();
+      await this.awaitDiscovery(waitMS, timeoutMS);
+      waitMS = Math.max(1, waitMS - (this.scheduler.now() - start));
+    }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
     // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
     // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
@@ -555,10 +750,30 @@ export class Client {
         map((signal) => (signal === 'drain' ? first() : signal)),
         timeout({
           first: waitMS,
-          with: () => throwError(() => new ServerSelectionError(this.hosts, this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
+          with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
           scheduler: this.scheduler,
         }),
       ),
+    );
+  }
+
+  /**
+   * Waits for the discovery of the seedlist (see {@link discover}) at most `waitMS`.
+   *
+   * @throws {SrvResolutionError} (rejection) when it failed; {@link ServerSelectionError} when it did not end within
+   *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close().
+   */
+  private awaitDiscovery(waitMS: number, timeoutMS: number | undefined): Promise<void> {
+    const hostname = this.srv!.hostname;
+    return firstValueFrom(
+      from(this.discover()).pipe(
+        timeout({
+          first: waitMS,
+          with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS)),
+          scheduler: this.scheduler,
+        }),
+      ),
+      { defaultValue: undefined },
     );
   }
 
@@ -671,7 +886,7 @@ export class Client {
     const closedByClient = (error: unknown): never => {
       // close() ended the checkout while it waited (in the WaitQueue, or for its connection's establishment): the
       // command fails as every wait close() ends does, not with the pool's own error.
-      if (error instanceof PoolClosedError && !draining && this.closedByClient.has(pool)) throw new ClientClosedError(this.hosts);
+      if (error instanceof PoolClosedError && !draining && this.closedByClient.has(pool)) throw new ClientClosedError(this.hostsForErrors());
       throw error;
     };
     if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined)).catch(closedByClient);
@@ -696,7 +911,7 @@ export class Client {
   private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
     // Closed between the checkout and this call: close() did not see this connection, and nothing would end a command
     // sent on it now (a closed pool closes an in-use connection only once it is checked in).
-    if (this.closed) throw new ClientClosedError(this.hosts);
+    if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     const monitor = this.monitors.get(pool.address);
     // Load-balanced mode (no monitor): the connection's service and that service's generation as the command starts
     // (a connection there counts in its service's generation, not in the pool's, which stays 0).
@@ -802,8 +1017,11 @@ export class Client {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A seedlist discovery in progress: its DNS queries cancelled, what waits for it failed with ClientClosedError.
+    this.srv?.abort.abort(new ClientClosedError(this.hostsForErrors()));
+    if (!this.srv?.done) this.feeds.complete();
     if (this.selections.size > 0) {
-      const closed = new ClientClosedError(this.hosts);
+      const closed = new ClientClosedError(this.hostsForErrors());
       for (const selection of [...this.selections]) selection.error(closed);
     }
     for (const monitor of this.monitors.values()) monitor.close();
@@ -812,7 +1030,7 @@ export class Client {
       pool.close();
     }
     if (this.commandConnections.size > 0) {
-      const closed = new ClientClosedError(this.hosts);
+      const closed = new ClientClosedError(this.hostsForErrors());
       for (const connection of [...this.commandConnections]) connection.destroy(closed);
     }
     await this.sink?.close?.();
@@ -842,7 +1060,22 @@ export class Client {
  * await client.close();
  * ```
  *
- * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec.
+ * A `mongodb+srv://{host}` URI (the one Atlas shows) is accepted: the client is returned at once, and its hosts are
+ * found first: the SRV records of `_{srvServiceName}._tcp.{host}` (default service `mongodb`) give them (at most
+ * srvMaxHosts, picked at random; each must be in the parent domain of `{host}`), and the TXT record of `{host}` (at most
+ * one) default options: only authSource, replicaSet and loadBalanced, which the URI's options and these options
+ * override. TLS is on unless tls=false (or ssl=false) is given in the URI or here. The queries use Node's `dns/promises`
+ * Resolver on the servers of `dns.getServers()`, and are given up after connectTimeoutMS (default 30000 ms; 0: none).
+ * No pool or monitor opens before both answered; `command()` and `selectPool()` wait for them within their own wait
+ * (serverSelectionTimeoutMS, or a shorter timeoutMS: then ServerSelectionError, cause a SrvResolutionError saying the
+ * queries are in progress), and fail with {@link SrvResolutionError} when the discovery failed (the next one tries
+ * again), with ClientClosedError when `close()` cancelled it. The records are read once: no SRV polling (the "Polling
+ * SRV Records for mongos Discovery" spec is not implemented).
+ *
+ * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec;
+ * initial DNS seedlist discovery spec ("Seedlist Discovery", "Default Connection String Options", "URI Validation":
+ * the SRV lookup asynchronous, "a MongoClient being instantiated but erroring later during operation execution"); the
+ * deadline: extension (the spec sets none).
  *
  * @throws {InvalidOptionError} for a URI that is not a string (option `uri`), an invalid URI, an unknown option or invalid option value given here, or an
  *   impossible combination (see {@link Client} and `parseConnectionString`). Unknown URI options and invalid URI values

@@ -205,17 +205,13 @@ describe('connect() / Client', function () {
     expect(await client.command('admin', { whoami: 1 })).to.include({ user: 'admin.carol' });
   });
 
-  it('refuses a mongodb+srv URI, saying it does no SRV resolution, and opens nothing', function () {
-    expect(() => connect('mongodb+srv://alice:s3cret@cluster0.example.net/'))
-      .to.throw(InvalidOptionError, /^Invalid uri: .* \(uri must be a mongodb:\/\/ connection string \(mongodb\+srv needs SRV resolution, which rxcmap does not do\)\)$/)
-      .with.property('option', 'uri');
-    let thrown: unknown;
-    try {
-      connect('mongodb+srv://alice:s3cret@cluster0.example.net/');
-    } catch (error) {
-      thrown = error;
-    }
-    expect((thrown as Error).message).to.not.include('s3cret');
+  it('accepts a mongodb+srv URI: returns at once, its hosts found by DNS before any pool opens (see srv.spec.ts)', async function () {
+    const client = connect('mongodb+srv://alice:s3cret@cluster0.example.net/');
+    expect(client.hosts).to.deep.equal([]);
+    expect(client.pools.size).to.equal(0);
+    expect(client.redactedUri).to.not.include('s3cret');
+    await client.close();
+    expect(client.pools.size).to.equal(0);
   });
 
   it('refuses a serverSelectionTimeoutMS or heartbeatFrequencyMS out of range, given as an option, naming it and what is allowed', function () {

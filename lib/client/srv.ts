@@ -1,0 +1,237 @@
+/**
+ * Initial DNS seedlist discovery: the hosts and default options of a `mongodb+srv://{hostname}` connection string,
+ * from the SRV records of `_{srvServiceName}._tcp.{hostname}` and the TXT record of `{hostname}`, queried once with
+ * Node's `dns/promises` Resolver (on the servers `dns.getServers()` gives as it starts, so `dns.setServers()` applies).
+ * SRV polling (the "Polling SRV Records for mongos Discovery" spec) is not done: the hosts found at the start stay the
+ * client's hosts.
+ *
+ * Source: initial DNS seedlist discovery spec.
+ */
+import { getServers, promises as dnsPromises, type SrvRecord } from 'node:dns';
+import { SrvResolutionError } from '../errors';
+
+/**
+ * The default SRV service name (the `srvServiceName` URI option): `_mongodb._tcp.{hostname}` is queried.
+ *
+ * Source: initial DNS seedlist discovery spec, "srvServiceName".
+ */
+export const DEFAULT_SRV_SERVICE_NAME = 'mongodb';
+
+/** The only options a TXT record may give (lower case). Source: spec, "Default Connection String Options". */
+const TXT_OPTIONS = new Set(['authsource', 'replicaset', 'loadbalanced']);
+
+/** What {@link discoverSeedlist} found. */
+export interface Seedlist {
+  /** The seedlist, `host:port` (lower case), at most srvMaxHosts of the SRV targets when it is > 0. */
+  readonly hosts: readonly string[];
+  /** The TXT record's options as key/value pairs, in order (empty when there is no TXT record). */
+  readonly txtOptions: readonly (readonly [string, string])[];
+}
+
+/** A host name in lower case, without the trailing dot of a fully qualified name. */
+function normalize(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
+}
+
+/**
+ * Whether the SRV target `target` may be used for the SRV host name `hostname`: it must end with `.{domainname}`,
+ * where `{domainname}` is `hostname` without its left-most part when `hostname` has three or more `.`-separated parts,
+ * and the whole `hostname` otherwise (then `target` has at least one more level than it). Case-insensitive; a
+ * trailing dot is ignored.
+ *
+ * Source: initial DNS seedlist discovery spec, "Connection String Format" ({subdomain}, {domainname}), "Querying DNS"
+ * (host names MUST share the SRV's {domainname}; with fewer than three parts, at least one more domain level).
+ */
+export function matchesParentDomain(target: string, hostname: string): boolean {
+  const host = normalize(hostname);
+  const name = normalize(target);
+  const parts = host.split('.');
+  const domain = parts.length >= 3 ? parts.slice(1).join('.') : host;
+  // Ending in ".{domain}" gives at least one more level than {domain}: for a host of one or two parts, than the host.
+  return name.endsWith(`.${domain}`) && name.length > domain.length + 1;
+}
+
+/**
+ * The options of a TXT record (its strings joined, in order): `key=value` pairs separated by `&`, each key
+ * authSource, replicaSet or loadBalanced (any case), percent-decoded.
+ *
+ * @throws {SrvResolutionError} for a pair without `=` (misformatted), or any other key (named; its value is not shown).
+ *
+ * Source: initial DNS seedlist discovery spec, "Default Connection String Options" ("MUST only support the
+ * authSource, replicaSet, and loadBalanced options through a TXT record, and MUST raise an error if any other option is
+ * encountered"; "If any connection string option in a TXT record is incorrectly formatted, a Client MUST throw a parse
+ * exception").
+ */
+export function parseTxtOptions(hostname: string, text: string): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const piece of text.split('&')) {
+    if (piece === '') continue;
+    const equals = piece.indexOf('=');
+    if (equals <= 0) throw new SrvResolutionError(hostname, `the TXT record of ${hostname} holds an option that is not key=value`);
+    let key: string;
+    let value: string;
+    try {
+      key = decodeURIComponent(piece.slice(0, equals));
+      value = decodeURIComponent(piece.slice(equals + 1));
+    } catch {
+      throw new SrvResolutionError(hostname, `the TXT record of ${hostname} holds an option whose percent-encoding is invalid`);
+    }
+    if (!TXT_OPTIONS.has(key.replace(/[A-Z]+/g, (l) => l.toLowerCase()))) {
+      throw new SrvResolutionError(hostname, `the TXT record of ${hostname} gives ${key}, but a TXT record may give only authSource, replicaSet and loadBalanced`);
+    }
+    pairs.push([key, value]);
+  }
+  return pairs;
+}
+
+/**
+ * `count` of `items` picked at random (a Fisher-Yates shuffle of a copy, its first `count`); all of them, in their
+ * order, when `count` is 0 or at least their number.
+ *
+ * Source: initial DNS seedlist discovery spec, "Querying DNS" (srvMaxHosts: "randomly select that many hosts";
+ * "SHOULD use the Fisher-Yates shuffle").
+ */
+export function pickAtRandom<T>(items: readonly T[], count: number, random: () => number = Math.random): T[] {
+  if (count <= 0 || count >= items.length) return [...items];
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy.slice(0, count);
+}
+
+/** Options of {@link discoverSeedlist}. */
+export interface SeedlistOptions {
+  /** The SRV service name: `_{srvServiceName}._tcp.{hostname}` is queried. Default "mongodb". */
+  readonly srvServiceName?: string | undefined;
+  /** At most this many hosts, picked at random (0: all). Default 0. */
+  readonly srvMaxHosts?: number | undefined;
+  /** The deadline of both queries together, in ms (0: none). */
+  readonly timeoutMS?: number | undefined;
+  /** Aborting it cancels the queries: the promise rejects with the signal's reason. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A DNS error's code and message, in words. */
+function dnsReason(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  return code !== undefined ? `${code}${message === undefined ? '' : ` (${message})`}` : String(message ?? error);
+}
+
+/**
+ * Queries the SRV records of `_{srvServiceName}._tcp.{hostname}` and the TXT records of `hostname` (in parallel; no
+ * connection is made before both answered), checks them, and returns the seedlist and the TXT record's options. SRV
+ * priority and weight are ignored; CNAME records are not looked for.
+ *
+ * @throws {SrvResolutionError} (rejection) for a DNS error or a deadline passed (code and reason in the message), no
+ *   SRV record, a target outside the parent domain (see {@link matchesParentDomain}), more than one TXT record, or a TXT
+ *   record {@link parseTxtOptions} refuses; the signal's reason when `signal` is aborted.
+ *
+ * Source: initial DNS seedlist discovery spec, "Querying DNS", "Default Connection String Options", "CNAME not
+ * supported"; the deadline: extension (the spec sets none).
+ */
+export async function discoverSeedlist(hostname: string, options: SeedlistOptions = {}): Promise<Seedlist> {
+  const service = options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME;
+  const srvName = `_${service}._tcp.${hostname}`;
+  const resolver = new dnsPromises.Resolver();
+  resolver.setServers(getServers());
+  const { signal } = options;
+  signal?.throwIfAborted();
+  let timedOut = false;
+  const onAbort = (): void => resolver.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const timeoutMS = options.timeoutMS ?? 0;
+  const timer =
+    timeoutMS > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          resolver.cancel();
+        }, timeoutMS)
+      : undefined;
+  timer?.unref();
+  const failure = (what: string) => (error: unknown) => {
+    if (signal?.aborted === true) throw signal.reason;
+    if (timedOut) throw new SrvResolutionError(hostname, `the DNS query of ${what} did not answer within ${timeoutMS} ms`, error);
+    throw new SrvResolutionError(hostname, `the DNS query of ${what} failed: ${dnsReason(error)}`, error);
+  };
+  try {
+    // Both asked before either is judged: a TXT error is not lost behind an SRV one, nor the reverse.
+    const [srv, txt] = await Promise.allSettled([resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`)), resolveTxt(resolver, hostname).catch(failure(`TXT ${hostname}`))]);
+    if (srv.status === 'rejected') throw srv.reason;
+    if (txt.status === 'rejected') throw txt.reason;
+    return { hosts: seedlist(hostname, srvName, srv.value, options.srvMaxHosts ?? 0), txtOptions: txtOptions(hostname, txt.value) };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The TXT records of `hostname`; none when the name has no TXT record (ENODATA) or no record at all (ENOTFOUND). */
+async function resolveTxt(resolver: dnsPromises.Resolver, hostname: string): Promise<string[][]> {
+  try {
+    return await resolver.resolveTxt(hostname);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ENODATA' || code === 'ENOTFOUND') return [];
+    throw error;
+  }
+}
+
+/** The checked seedlist of the SRV answer `records` (see {@link discoverSeedlist}). */
+function seedlist(hostname: string, srvName: string, records: readonly SrvRecord[], srvMaxHosts: number): string[] {
+  if (records.length === 0) throw new SrvResolutionError(hostname, `no SRV record for ${srvName}`);
+  const hosts: string[] = [];
+  for (const record of records) {
+    if (!matchesParentDomain(record.name, hostname)) {
+      throw new SrvResolutionError(hostname, `the SRV target ${record.name} is not in the domain of ${hostname}`);
+    }
+    const host = `${normalize(record.name)}:${record.port}`;
+    if (!hosts.includes(host)) hosts.push(host);
+  }
+  return pickAtRandom(hosts, srvMaxHosts);
+}
+
+/** The options of the TXT answer `records` (at most one record, its strings joined). */
+function txtOptions(hostname: string, records: readonly (readonly string[])[]): [string, string][] {
+  if (records.length > 1) throw new SrvResolutionError(hostname, `${hostname} has ${records.length} TXT records; at most one is allowed`);
+  return records.length === 0 ? [] : parseTxtOptions(hostname, records[0].join(''));
+}
+
+/**
+ * The `mongodb://` connection string `uri` (a `mongodb+srv://` one) stands for once its seedlist is known: the host
+ * replaced by `hosts`, srvServiceName and srvMaxHosts left out, each TXT option the URI does not give (any case)
+ * added, and `tls=true` added when the URI gives neither tls nor ssl. The credentials, auth database and other
+ * options stay as written.
+ *
+ * Source: initial DNS seedlist discovery spec, "Example" (the URI the driver MUST treat the host information as),
+ * "Validation Before Querying DNS" (TLS on unless tls=false is given), "Default Connection String Options" (the
+ * Connection String's options override the TXT record's).
+ */
+export function resolvedUri(uri: string, hosts: readonly string[], txt: readonly (readonly [string, string])[]): string {
+  const match = /^mongodb\+srv:\/\/([^/?]*)(.*)$/is.exec(uri);
+  if (match === null) throw new TypeError('not a mongodb+srv:// connection string');
+  const authority = match[1];
+  const at = authority.lastIndexOf('@');
+  const userinfo = at < 0 ? '' : authority.slice(0, at + 1);
+  let rest = match[2];
+  const query = rest.indexOf('?');
+  const path = query < 0 ? rest : rest.slice(0, query);
+  const pieces = query < 0 ? [] : rest.slice(query + 1).split('&');
+  const keyOf = (piece: string): string => {
+    const name = piece.split('=')[0];
+    try {
+      return decodeURIComponent(name).replace(/[A-Z]+/g, (l) => l.toLowerCase());
+    } catch {
+      return name;
+    }
+  };
+  const kept = pieces.filter((piece) => !['srvservicename', 'srvmaxhosts'].includes(keyOf(piece)));
+  const given = new Set(pieces.map(keyOf));
+  for (const [key, value] of txt) {
+    if (!given.has(key.replace(/[A-Z]+/g, (l) => l.toLowerCase()))) kept.push(`${encodeURIComponent(key)}=${encodeURIComponent(value)}`);
+  }
+  if (!given.has('tls') && !given.has('ssl')) kept.push('tls=true');
+  rest = `${path === '' ? '/' : path}?${kept.filter((p) => p !== '').join('&')}`;
+  return `mongodb://${userinfo}${hosts.join(',')}${rest}`;
+}
