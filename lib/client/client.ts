@@ -178,6 +178,8 @@ interface SrvState {
   readonly srvMaxHosts: number | undefined;
   /** The discovery's deadline, in ms (0: none). */
   readonly connectTimeoutMS: number;
+  /** Whether the credentials are MONGODB-X509 ones, whose source is `$external`: a TXT record's authSource is not for them. */
+  readonly externalSource: boolean;
   /** The discovery in progress, or the one that succeeded. */
   discovery: Promise<void> | undefined;
   /** Whether the hosts are found and open. */
@@ -492,6 +494,7 @@ export class Client {
       srvServiceName: parsed.srvServiceName,
       srvMaxHosts: parsed.srvMaxHosts,
       connectTimeoutMS: optionValue(connectionOptions, 'connectTimeoutMS') ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      externalSource: connectionOptions.credentials?.mechanism === 'MONGODB-X509',
       discovery: undefined,
       done: false,
       abort: new AbortController(),
@@ -554,7 +557,10 @@ export class Client {
       (seedlist) => {
         if (this.closed) throw new ClientClosedError(this.hostsForErrors());
         try {
-          srv.open(resolvedUri(srv.uri, seedlist.hosts, seedlist.txtOptions));
+          // The TXT record's authSource is a default for users in a database: MONGODB-X509 users are all in $external,
+          // where a URI's authSource must point (as the official driver, which applies it only to other mechanisms).
+          const txt = srv.externalSource ? seedlist.txtOptions.filter(([key]) => key.toLowerCase() !== 'authsource') : seedlist.txtOptions;
+          srv.open(resolvedUri(srv.uri, seedlist.hosts, txt));
         } catch (error) {
           const reason = error instanceof Error ? error.message : String(error);
           throw new SrvResolutionError(srv.hostname, `its hosts (${seedlist.hosts.join(', ')}) and options cannot be used: ${reason}`, error);
@@ -1064,7 +1070,7 @@ export class Client {
  * found first: the SRV records of `_{srvServiceName}._tcp.{host}` (default service `mongodb`) give them (at most
  * srvMaxHosts, picked at random; each must be in the parent domain of `{host}`), and the TXT record of `{host}` (at most
  * one) default options: only authSource, replicaSet and loadBalanced, which the URI's options and these options
- * override. TLS is on unless tls=false (or ssl=false) is given in the URI or here. The queries use Node's `dns/promises`
+ * override (MONGODB-X509 credentials keep `$external` whatever the TXT record's authSource). TLS is on unless tls=false (or ssl=false) is given in the URI or here. The queries use Node's `dns/promises`
  * Resolver on the servers of `dns.getServers()`, and are given up after connectTimeoutMS (default 30000 ms; 0: none).
  * No pool or monitor opens before both answered; `command()` and `selectPool()` wait for them within their own wait
  * (serverSelectionTimeoutMS, or a shorter timeoutMS: then ServerSelectionError, cause a SrvResolutionError saying the

@@ -314,6 +314,19 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(connectedSettings(option)!.connectionOptions.credentials?.source).to.equal('admin');
     });
 
+    it('leaves the TXT record\'s authSource to credentials whose source is $external (MONGODB-X509), as the URI\'s own is not', async function () {
+      const certificate = encodeURIComponent(path.join(tlsFixtures, 'client.pem'));
+      const client = open(`mongodb+srv://test5.test.build.10gen.cc/?authMechanism=MONGODB-X509&tlsCertificateKeyFile=${certificate}`);
+      await discovered(client);
+      expect(connectedSettings(client)!.connectionOptions.credentials).to.include({ mechanism: 'MONGODB-X509', source: '$external' });
+      expect(connectedSettings(client)!.replicaSet).to.equal('repl0');
+      const option = open('mongodb+srv://test5.test.build.10gen.cc/', { credentials: { mechanism: 'MONGODB-X509' }, tlsCertificateKeyFile: path.join(tlsFixtures, 'client.pem') });
+      await discovered(option);
+      expect(connectedSettings(option)!.connectionOptions.credentials).to.include({ mechanism: 'MONGODB-X509', source: '$external' });
+      // A URI's own authSource other than $external stays an error.
+      expect(() => open(`mongodb+srv://test5.test.build.10gen.cc/?authMechanism=MONGODB-X509&authSource=thisDB`)).to.throw(InvalidOptionError, /\$external/);
+    });
+
     it('turns TLS off only with tls=false in the URI or the options, never through the TXT record', async function () {
       const uri = open('mongodb+srv://test1.test.build.10gen.cc/?tls=false');
       await discovered(uri);
