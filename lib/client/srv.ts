@@ -55,7 +55,8 @@ export function matchesParentDomain(target: string, hostname: string): boolean {
  * The options of a TXT record (its strings joined, in order): `key=value` pairs separated by `&`, each key
  * authSource, replicaSet or loadBalanced (any case), percent-decoded.
  *
- * @throws {SrvResolutionError} for a pair without `=` (misformatted), or any other key (named; its value is not shown).
+ * @throws {SrvResolutionError} for a pair without `=` or without a value (misformatted), or any other key (named; its
+ *   value is not shown).
  *
  * Source: initial DNS seedlist discovery spec, "Default Connection String Options" ("MUST only support the
  * authSource, replicaSet, and loadBalanced options through a TXT record, and MUST raise an error if any other option is
@@ -68,6 +69,8 @@ export function parseTxtOptions(hostname: string, text: string): [string, string
     if (piece === '') continue;
     const equals = piece.indexOf('=');
     if (equals <= 0) throw new SrvResolutionError(hostname, `the TXT record of ${hostname} holds an option that is not key=value`);
+    // An empty value is no default: what the URI would ignore or refuse (an empty authSource) is a malformed record here.
+    if (equals === piece.length - 1) throw new SrvResolutionError(hostname, `the TXT record of ${hostname} gives ${piece.slice(0, equals)} no value`);
     let key: string;
     let value: string;
     try {

@@ -481,6 +481,8 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(parseTxtOptions('h', '')).to.deep.equal([]);
       expect(() => parseTxtOptions('h', 'authSource')).to.throw(SrvResolutionError, 'not key=value');
       expect(() => parseTxtOptions('h', '=x')).to.throw(SrvResolutionError, 'not key=value');
+      expect(() => parseTxtOptions('h', 'replicaSet=')).to.throw(SrvResolutionError, 'the TXT record of h gives replicaSet no value');
+      expect(() => parseTxtOptions('h', 'authSource=&replicaSet=r')).to.throw(SrvResolutionError, 'gives authSource no value');
       expect(() => parseTxtOptions('h', 'tls=false')).to.throw(SrvResolutionError, 'gives tls,');
       expect(() => parseTxtOptions('h', 'authSource=%zz')).to.throw(SrvResolutionError, 'percent-encoding');
     });
