@@ -369,6 +369,14 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(responder.questions.filter((q) => q.startsWith('SRV')).length).to.equal(asked + 1);
     });
 
+    it('fails for an SRV name that exists with no SRV record (an empty answer: ENODATA)', async function () {
+      // The name exists (NOERROR) with no SRV record in the answer.
+      responder.setZone({ srv: { '_mongodb._tcp.nosrv.test.build.10gen.cc': [] }, txt: { 'nosrv.test.build.10gen.cc': [['replicaSet=r']] } });
+      const error = await discovered(open('mongodb+srv://nosrv.test.build.10gen.cc/')).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(SrvResolutionError);
+      expect((error as Error).message).to.match(/the DNS query of SRV _mongodb\._tcp\.nosrv\.test\.build\.10gen\.cc failed: ENODATA/);
+    });
+
     it('makes commands wait for the DNS answers, and fails them with ServerSelectionError when their wait ends first', async function () {
       responder.delayMS = 300;
       const slow = open('mongodb+srv://test3.test.build.10gen.cc/', { serverSelectionTimeoutMS: 100 });
