@@ -719,6 +719,9 @@ export class Client {
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the newest error among the
    *   hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
+   * @throws {SrvResolutionError} (rejection) for a `mongodb+srv://` URI whose seedlist discovery failed (see
+   *   {@link connect}); it first waits for that discovery, within the same serverSelectionTimeoutMS (ServerSelectionError
+   *   when it is still in progress then).
    *
    * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
    * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
@@ -860,7 +863,8 @@ export class Client {
    * clear the connection's service, once per service generation.
    *
    * @throws (rejection) ClientClosedError (the client was closed while the command waited for a server or for its
-   *   checkout, or was in flight; see {@link close}), ServerSelectionError, the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
+   *   checkout, or was in flight; see {@link close}), ServerSelectionError, SrvResolutionError (a `mongodb+srv://` URI
+   *   whose hosts could not be found; see {@link connect}), the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
