@@ -518,7 +518,8 @@ export class Connection implements PoolConnection {
    *   are not an object (option `command options`), a key that is not a {@link CommandOptions} key (named, with the
    *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
    *   one would fire after 1 ms), an `exhaustAllowed` or `moreToCome` that is not a boolean, `moreToCome` with
-   *   `exhaustAllowed` or with a `writeConcern` that is not `{ w: 0 }` (option `moreToCome`, see
+   *   `exhaustAllowed` or with a `writeConcern` that asks for an acknowledgement (not w: 0, or `j` or `fsync` true;
+   *   option `moreToCome`, see
    *   {@link CommandOptions.moreToCome}), or `documentSequences` that are not what
    *   {@link CommandOptions.documentSequences} says (option `documentSequences`: not a plain object, an identifier
    *   that is empty, holds a NUL or an unpaired surrogate, or is `$db` or a key of `command`, or a value that is not an
