@@ -230,7 +230,9 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  *   (naming the closest option: `maxPoolsize` gives "did you mean maxPoolSize?"); a value of the wrong type or range
  *   (named, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`, `compressors:
  *   'zlib'`, `credentials: null`; or an impossible combination (loadBalanced or directConnection with several hosts;
- *   loadBalanced with directConnection=true or a URI's replicaSet, from the URI or the options, either way round).
+ *   loadBalanced with directConnection=true or a URI's replicaSet, from the URI or the options, either way round;
+ *   PLAIN credentials over TCP with `tls` left unset, and MONGODB-X509 ones without `tlsCertificateKeyFile`, naming
+ *   `authMechanism`).
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
  * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
@@ -1089,7 +1091,7 @@ export class Client {
  *
  * @throws {InvalidOptionError} for a URI that is not a string (option `uri`), an invalid URI, an unknown option or invalid option value given here, or an
  *   impossible combination (see {@link Client} and `parseConnectionString`). Unknown URI options and invalid URI values
- *   are not errors (but for an empty authSource): they are `warnings`, each logged as a `warn` message of the `client`
+ *   are not errors (but for an empty authSource, and a `serverApi` key: a Stable API version is declared in code only): they are `warnings`, each logged as a `warn` message of the `client`
  *   component.
  */
 export function connect(uri: string, options: ClientOptions = {}): Client {

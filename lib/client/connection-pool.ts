@@ -60,7 +60,9 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
  *   ConnectionPool (see {@link ConnectionPoolOptions}), of `connectionOptions` or of `logging` (naming the
  *   closest option: `maxPoolsize` gives "did you mean maxPoolSize?"), and for a value of the wrong type or range
  *   (named in the error, with the value, never a password, and what is allowed), e.g. `loadBalanced: 'true'`,
- *   `logging: null`, `scheduler: {}`, `connectionOptions: { tls: 'yes' }`.
+ *   `logging: null`, `scheduler: {}`, `connectionOptions: { tls: 'yes' }`; and for credentials the connection options
+ *   cannot use (option `authMechanism`: MONGODB-X509 without `tlsCertificateKeyFile`, PLAIN over TCP with `tls` left
+ *   unset; see `connectionFactory`).
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging
  * spec; everything else as {@link ConnectionPoolCore}.
