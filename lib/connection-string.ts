@@ -29,6 +29,7 @@ import type { ConnectionOptions } from './connection/connect';
 import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { proxySettings } from './connection/proxy';
+import { API_PARAMETER_NAMES } from './connection/server-api';
 import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
@@ -177,7 +178,7 @@ const OPTIONS_OBJECT_ONLY = new Map<string, string>(
  * The command's API parameters (lower case): ignored in a URI with a warning that names the serverApi option. Source:
  * Stable API spec, "No URI Options".
  */
-const API_PARAMETERS = new Set(['apiversion', 'apistrict', 'apideprecationerrors']);
+const API_PARAMETERS: ReadonlySet<string> = new Set(API_PARAMETER_NAMES.map((name) => name.toLowerCase()));
 
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(

@@ -97,6 +97,15 @@ export function checkServerApi(value: unknown, path = ''): ServerApi {
 }
 
 /**
+ * The command fields of the Stable API, in the order they are sent: `apiVersion` (a string), `apiStrict` and
+ * `apiDeprecationErrors` (booleans). The names a connection sends, a connection string ignores and the embedded
+ * endpoint checks.
+ *
+ * Source: Stable API spec, "Command Syntax".
+ */
+export const API_PARAMETER_NAMES = Object.freeze(['apiVersion', 'apiStrict', 'apiDeprecationErrors'] as const);
+
+/**
  * The command fields of a checked {@link ServerApi} (a frozen document): `apiVersion`, then `apiStrict` and
  * `apiDeprecationErrors` only when given.
  *

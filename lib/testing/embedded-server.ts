@@ -44,6 +44,7 @@ import { EXTERNAL_SOURCE } from '../auth/credentials';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
+import { API_PARAMETER_NAMES } from '../connection/server-api';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { inWords, InvalidOptionError } from '../errors';
 import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
@@ -188,9 +189,6 @@ export interface ClientConnectionInfo {
   /** The Stable API parameters of this connection's first command (its handshake), as in {@link apiParameters}. */
   handshakeApiParameters: Readonly<Document> | undefined;
 }
-
-/** The command fields of the Stable API parameters. Source: Stable API spec, "Command Syntax". */
-const API_PARAMETER_NAMES = ['apiVersion', 'apiStrict', 'apiDeprecationErrors'] as const;
 
 /** The Stable API parameters `command` holds (only those it holds). */
 function apiParametersOf(command: Document): Document {
