@@ -180,27 +180,37 @@ describe('EmbeddedServer', function () {
     socket.destroy();
   });
 
+  /** What a client sees of a moreToCome request: the responseTo of each reply, and whether the connection closed. */
+  type UnacknowledgedOutcome = { replies: number[]; closed: boolean };
+
+  /**
+   * Sends `insert` with moreToCome (the server's insert handler answering `answer()`) then a ping (request 2) on a new
+   * connection, and tells what came back: the ping's reply, or the connection closed without one.
+   */
+  async function unacknowledgedInsert(insert: Document, answer: () => Document): Promise<UnacknowledgedOutcome> {
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const framer = new MessageFramer();
+    const replies: number[] = [];
+    let closed = false;
+    socket.on('data', (chunk: Buffer) => replies.push(...framer.push(chunk).map((m) => m.header.responseTo)));
+    socket.on('close', () => (closed = true));
+    socket.on('error', () => undefined);
+    server.handle('insert', answer);
+    socket.write(encodeOpMsg(1, 0, insert, OpMsgFlag.moreToCome));
+    socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
+    await eventually(() => closed || replies.length >= 1);
+    socket.destroy();
+    return { replies, closed: replies.length === 0 && closed };
+  }
+
   it('closes the connection when a moreToCome request fails with a not-primary error, and drops any other error, as mongod', async function () {
     // mongod (service_entry_point_common.cpp, makeCommandResponse): a moreToCome request that met a not-primary error
     // (NotPrimaryError category: 189, 10107, 11602, 13435, 13436) ends the session "to get client to go through server
     // selection again"; every other error is dropped, the connection kept.
-    const outcome = async (failure: Document | undefined): Promise<{ replies: number[]; closed: boolean }> => {
-      const [host, port] = server.address.split(':');
-      const socket = net.connect({ host, port: Number(port) });
-      await new Promise((r) => socket.once('connect', r));
-      const framer = new MessageFramer();
-      const replies: number[] = [];
-      let closed = false;
-      socket.on('data', (chunk: Buffer) => replies.push(...framer.push(chunk).map((m) => m.header.responseTo)));
-      socket.on('close', () => (closed = true));
-      socket.on('error', () => undefined);
-      server.handle('insert', () => failure ?? { ok: 1, n: 1 });
-      socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
-      socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
-      await eventually(() => closed || replies.length >= 1);
-      socket.destroy();
-      return { replies, closed: replies.length === 0 && closed };
-    };
+    const outcome = (failure: Document | undefined): Promise<UnacknowledgedOutcome> =>
+      unacknowledgedInsert({ insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, () => failure ?? { ok: 1, n: 1 });
     for (const code of [189, 10107, 11602, 13435, 13436]) {
       expect(await outcome({ ok: 0, code, errmsg: 'not primary' }), `code ${code}`).to.deep.equal({ replies: [], closed: true });
     }
@@ -223,23 +233,8 @@ describe('EmbeddedServer', function () {
     // mongod (write_ops_exec.cpp, handleError) records each write error of a batch in the NotPrimaryErrorTracker, the
     // last one recorded deciding; a not-primary one closes the connection of a moreToCome request as a command error
     // does (OP_MSG spec: "Write errors due to not-primary will close the connection").
-    const outcome = async (writeErrors: Document[]): Promise<{ replies: number[]; closed: boolean }> => {
-      const [host, port] = server.address.split(':');
-      const socket = net.connect({ host, port: Number(port) });
-      await new Promise((r) => socket.once('connect', r));
-      const framer = new MessageFramer();
-      const replies: number[] = [];
-      let closed = false;
-      socket.on('data', (chunk: Buffer) => replies.push(...framer.push(chunk).map((m) => m.header.responseTo)));
-      socket.on('close', () => (closed = true));
-      socket.on('error', () => undefined);
-      server.handle('insert', () => ({ ok: 1, n: 0, writeErrors }));
-      socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}, {}], ordered: false, writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
-      socket.write(encodeOpMsg(2, 0, { ping: 1, $db: 'admin' }));
-      await eventually(() => closed || replies.length >= 1);
-      socket.destroy();
-      return { replies, closed: replies.length === 0 && closed };
-    };
+    const outcome = (writeErrors: Document[]): Promise<UnacknowledgedOutcome> =>
+      unacknowledgedInsert({ insert: 'c', documents: [{}, {}], ordered: false, writeConcern: { w: 0 }, $db: 'test' }, () => ({ ok: 1, n: 0, writeErrors }));
     const writeError = (index: number, code: number): Document => ({ index, code, errmsg: 'failed' });
     for (const code of [189, 10107, 11602, 13435, 13436]) {
       expect(await outcome([writeError(0, code)]), `code ${code}`).to.deep.equal({ replies: [], closed: true });
