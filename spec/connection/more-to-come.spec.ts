@@ -326,7 +326,7 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
     }
   });
 
-  it('takes a command without writeConcern (such as killCursors) and moreToCome: false as an acknowledged command', async function () {
+  it('sends a command without writeConcern (killCursors) with moreToCome as it is, and takes moreToCome: false as an acknowledged command', async function () {
     const c = await connect();
     try {
       const before = pipe.sent.length;
