@@ -30,6 +30,7 @@ import { parseConnectionString, parseConnectionStringWithCredentials } from '../
 import { EmbeddedServer } from '../../lib/testing';
 import { ScramUsers } from '../../lib/testing/scram-server';
 import { authenticatedUsers, establishOne, eventually } from '../support/endpoint';
+import { recordingRun, type RunRecorder } from '../support/run-recorder';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -39,10 +40,7 @@ const SECRET = 'pencil-secret';
 const plain = (init: Partial<CredentialsInit> = {}): MongoCredentials => new MongoCredentials({ username: 'alice', password: SECRET, mechanism: 'PLAIN', ...init });
 
 /** A RunCommand that records what it is asked and answers with `answer`. */
-function recorder(answer: () => Promise<Document> = async () => ({ conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 })) {
-  const sent: [string, Document][] = [];
-  return { sent, run: async (db: string, command: Document): Promise<Document> => (sent.push([db, command]), answer()) };
-}
+const recorder = (answer: () => Promise<Document> = async () => ({ conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 })): RunRecorder => recordingRun(answer);
 
 const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
 

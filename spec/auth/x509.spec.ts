@@ -25,6 +25,7 @@ import { x509Authenticate, x509Command } from '../../lib/auth/x509';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
 import { authenticatedUsers, establishOne } from '../support/endpoint';
+import { recordingRun, type RunRecorder } from '../support/run-recorder';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
 const file = (name: string): string => path.join(fixtures, name);
@@ -34,10 +35,7 @@ const SUBJECT = 'CN=client,OU=Drivers,O=rxcmap\\, test,L=Reykjavik,ST=Reykjavik,
 const x509 = (username?: string): MongoCredentials => new MongoCredentials({ mechanism: 'MONGODB-X509', ...(username === undefined ? {} : { username }) });
 
 /** A RunCommand that records what it is asked and answers with `answer`. */
-function recorder(answer: () => Promise<Document> = async () => ({ dbname: '$external', user: SUBJECT, ok: 1 })) {
-  const sent: [string, Document][] = [];
-  return { sent, run: async (db: string, command: Document): Promise<Document> => (sent.push([db, command]), answer()) };
-}
+const recorder = (answer: () => Promise<Document> = async () => ({ dbname: '$external', user: SUBJECT, ok: 1 })): RunRecorder => recordingRun(answer);
 
 const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
 
