@@ -283,7 +283,7 @@ export interface ServerDescription {
 }
 
 /** What a request in flight is: its id, and how it was sent. */
-type Request = Pick<InFlight, 'requestId' | 'exhaustAllowed' | 'unacknowledged'>;
+type OutgoingRequest = Pick<InFlight, 'requestId' | 'exhaustAllowed' | 'unacknowledged'>;
 
 interface InFlight {
   readonly requestId: number;
@@ -604,7 +604,7 @@ export class Connection implements PoolConnection {
   }
 
   /** Sends `message`, the request `request`, and returns its reply (`{ ok: 1 }` once written when unacknowledged). */
-  private send(message: Buffer, request: Request, timeoutMS: number | undefined): Promise<Document> {
+  private send(message: Buffer, request: OutgoingRequest, timeoutMS: number | undefined): Promise<Document> {
     // Destroyed while the command was encoded (by a getter of its document, say): nothing is sent.
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     const inFlight = this.track(request);
@@ -673,7 +673,7 @@ export class Connection implements PoolConnection {
   }
 
   /** Makes the request `request` the one in flight (the connection is busy), without a timeout yet. */
-  private track({ requestId, exhaustAllowed, unacknowledged }: Request): InFlight {
+  private track({ requestId, exhaustAllowed, unacknowledged }: OutgoingRequest): InFlight {
     let resolve!: (doc: Document) => void;
     let reject!: (error: Error) => void;
     const reply = new Promise<Document>((res, rej) => {
