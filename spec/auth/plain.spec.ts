@@ -383,6 +383,20 @@ describe('PLAIN (auth spec, "PLAIN")', function () {
       }
     });
 
+    it('never keeps the password a refusal echoes in binary data (the payload it was sent, as BinData) in the cause\'s reply', async function () {
+      const payload = (): Binary => new Binary(Buffer.from(`\0alice\0${SECRET}`, 'utf8'));
+      const refusal = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.', received: payload(), tried: [payload()] });
+      const credentials = new MongoCredentials({ username: 'alice', password: SECRET, mechanism: 'PLAIN' });
+      const error = await rejection(plainAuthenticate(() => Promise.reject(refusal), credentials));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      const cause = (error as Error).cause as MongoServerError;
+      expect(cause).to.be.instanceOf(MongoServerError).with.property('code', 18);
+      const received = cause.response.received as Binary;
+      expect(received).to.be.instanceOf(Binary);
+      expect(Buffer.from(received.buffer).toString('utf8')).to.equal('\0alice\0<password not shown>');
+      expect(Buffer.from((cause.response.tried as Binary[])[0].buffer).toString('utf8')).to.equal('\0alice\0<password not shown>');
+    });
+
     it('a refusal nested too deep to search is rebuilt from its code, codeName and errmsg, the password not shown (no RangeError)', async function () {
       // A reply can nest millions of levels (the connection decodes them); searching it recursively overflows the stack.
       let deep: Document = { tried: SECRET };
