@@ -544,10 +544,11 @@ export class Connection implements PoolConnection {
    * @throws {MongoNetworkError} (rejection) on a socket error or close, a malformed reply (bad length, over
    *   maxMessageSizeBytes, unknown opcode, invalid BSON other than a value that cannot be read as JavaScript, an
    *   OP_COMPRESSED with a compressor that was not negotiated or that inflates beyond its announced size, an OP_MSG
-   *   with the moreToCome flag set when the request did not set `exhaustAllowed`, or with `ok: 0`) or a reply to
-   *   another request; for a malformed reply its `cause` is the `WireProtocolError` saying what is wrong;
-   *   {@link MongoNetworkTimeoutError} when `timeoutMS` (default socketTimeoutMS) elapses. Both leave the connection
-   *   errored.
+   *   with the moreToCome flag set when the request did not set `exhaustAllowed`, or with `ok: 0`), a reply to
+   *   another request, or bytes received while a request with `moreToCome` is being written (it gets no reply); for
+   *   a malformed reply its `cause` is the `WireProtocolError` saying what is wrong; {@link MongoNetworkTimeoutError}
+   *   when `timeoutMS` (default socketTimeoutMS) elapses (with `moreToCome`: before the socket took the message).
+   *   Both leave the connection errored.
    * @throws the error the connection was destroyed with while the command was in flight (rejection): from its pool,
    *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
    */
