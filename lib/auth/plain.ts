@@ -70,8 +70,9 @@ const PASSWORD_NOT_SHOWN = '<password not shown>';
  * `run`, whose MongoServerError rejections are rebuilt from their reply with every occurrence of `password` in its
  * strings and binary values (at any depth of documents and arrays) replaced by {@link PASSWORD_NOT_SHOWN}: PLAIN
  * gives the server the password in clear, and a server or LDAP proxy that quotes what it was sent (as text, or the
- * payload itself as BinData) must not carry it into errors, events and logs. Other rejections, and refusals that do not quote it, pass as they are. A reply too deep to search (nested
- * beyond the call stack) is rebuilt from its `code`, `codeName` and `errmsg` alone, the last redacted.
+ * payload itself as BinData) must not carry it into errors, events and logs. Other rejections, and refusals that do
+ * not quote it, pass as they are. A reply too deep to search (nested beyond the call stack) is rebuilt from its
+ * `code`, `codeName` and `errmsg` alone, the last redacted.
  */
 function withoutEcho(run: RunCommand, password: string): RunCommand {
   if (password === '') return run;
