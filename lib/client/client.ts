@@ -270,7 +270,8 @@ export class Client {
   readonly events$: Observable<ClientEvent>;
   /**
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
-   * connection string warning, made when the client was created and given to every subscriber, when `client` logs
+   * connection string warning, made when the client was created (for a `mongodb+srv://` URI, also those its TXT
+   * record adds, once it is read) and given to every subscriber, when `client` logs
    * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
    * CMAP log messages of every pool, merged (when `connection` logs at `debug`), and the heartbeat messages of every
    * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
@@ -301,8 +302,11 @@ export class Client {
   private warningList: readonly string[];
   /** The pools' and monitors' feeds, given once they are open (at once, or once an SRV seedlist is discovered). */
   private readonly feeds = new ReplaySubject<{ events$: Observable<ClientEvent>; log$: Observable<LogMessage> }>(1);
-  /** The `client` component's messages of warnings found after the client was created (those of an SRV seedlist). */
-  private readonly lateClientLog = new Subject<LogMessage>();
+  /**
+   * The `client` component's messages of warnings found after the client was created (those a TXT record adds), kept
+   * for every later subscriber of `log$` as the URI's are (at most one per TXT option).
+   */
+  private readonly lateClientLog = new ReplaySubject<LogMessage>();
   /** A `mongodb+srv://` URI's discovery: its host name, and its discovery in progress or done (see {@link discover}). */
   private srv: SrvState | undefined;
   private readonly sink: LogSink | undefined;

@@ -464,6 +464,16 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(messages).to.deep.equal(['replicaSet is not supported by rxcmap and is ignored']);
     });
 
+    it('gives the warnings the TXT record adds to a log$ subscriber that comes after the discovery, as it gives the URI\'s', async function () {
+      const logging = { componentSeverities: { client: 'warn' }, path: { write: () => undefined } } as never;
+      const client = open('mongodb+srv://test11.test.build.10gen.cc/?foo=1', { logging });
+      await discovered(client);
+      const logged: string[] = [];
+      client.log$.subscribe((m) => logged.push(String(m.fields.message)));
+      expect(client.warnings).to.have.length(2);
+      expect(logged).to.deep.equal(client.warnings);
+    });
+
     it('picks srvMaxHosts hosts at random among the SRV records', async function () {
       const targets = [27017, 27018, 27019, 27020, 27021].map((port) => ({ target: L, port }));
       responder.setZone({ srv: { '_mongodb._tcp.test1.test.build.10gen.cc': targets } });
