@@ -8,6 +8,7 @@
  * Source: initial DNS seedlist discovery spec.
  */
 import { getServers, promises as dnsPromises, type SrvRecord } from 'node:dns';
+import { domainToASCII } from 'node:url';
 import { SrvResolutionError } from '../errors';
 
 /**
@@ -28,16 +29,22 @@ export interface Seedlist {
   readonly txtOptions: readonly (readonly [string, string])[];
 }
 
-/** A host name in lower case, without the trailing dot of a fully qualified name. */
+/**
+ * A host name in lower case, without the trailing dot of a fully qualified name, an internationalized one in its
+ * A-label (`xn--`) form: the form DNS answers with, and Node's resolver asks for (`bücher` is `xn--bcher-kva`).
+ */
 function normalize(name: string): string {
-  return name.toLowerCase().replace(/\.$/, '');
+  const lower = name.toLowerCase().replace(/\.$/, '');
+  if (/^\p{ASCII}*$/u.test(lower)) return lower;
+  const ascii = domainToASCII(lower);
+  return ascii === '' ? lower : ascii.toLowerCase();
 }
 
 /**
  * Whether the SRV target `target` may be used for the SRV host name `hostname`: it must end with `.{domainname}`,
  * where `{domainname}` is `hostname` without its left-most part when `hostname` has three or more `.`-separated parts,
  * and the whole `hostname` otherwise (then `target` has at least one more level than it). Case-insensitive; a
- * trailing dot is ignored.
+ * trailing dot is ignored; internationalized names are compared in their A-label (`xn--`) form.
  *
  * Source: initial DNS seedlist discovery spec, "Connection String Format" ({subdomain}, {domainname}), "Querying DNS"
  * (host names MUST share the SRV's {domainname}; with fewer than three parts, at least one more domain level).

@@ -191,6 +191,15 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect((error as Error).message).to.equal('The hosts of mongodb+srv://mongo.local could not be found: the SRV target test_1.evil.local is not in the domain of mongo.local');
       expect(client.pools.size).to.equal(0);
     });
+    it('accepts the targets of an internationalized host name, which DNS gives in their A-label (xn--) form', async function () {
+      expect(matchesParentDomain('a.xn--bcher-kva.example', 'c0.bücher.example')).to.equal(true);
+      expect(matchesParentDomain('A.XN--BCHER-KVA.example.', 'C0.Bücher.example')).to.equal(true);
+      expect(matchesParentDomain('a.bücher.example', 'c0.xn--bcher-kva.example')).to.equal(true);
+      expect(matchesParentDomain('a.xn--bcher-kva.example', 'c0.bucher.example')).to.equal(false);
+      // The resolver asks for the A-label form of the host name; the target it answers with is in its domain.
+      responder.setZone({ srv: { '_mongodb._tcp.c0.xn--bcher-kva.example': [{ target: 'a.xn--bcher-kva.example', port: 27017 }] } });
+      expect(await discovered(open('mongodb+srv://c0.bücher.example/'))).to.deep.equal(['a.xn--bcher-kva.example:27017']);
+    });
   });
 
   describe('the spec test cases, through a local DNS responder', function () {
