@@ -507,6 +507,18 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
   });
 
   describe('its parts', function () {
+    it('the DNS responder: closing it with answers held back (delayMS) drops them, without an uncaught error', async function () {
+      const own = await new DnsResponder(SPEC_ZONE).start();
+      own.delayMS = 50;
+      const resolver = new dns.promises.Resolver({ timeout: 100, tries: 1 });
+      resolver.setServers([own.server]);
+      const asked = resolver.resolveSrv('_mongodb._tcp.test1.test.build.10gen.cc').catch((e: { code?: string }) => e.code);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await own.close();
+      expect(await asked).to.equal('ETIMEOUT');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    });
+
     it('SrvResolutionError: its name, host name and reason, in its message and JSON form', function () {
       const error = new SrvResolutionError('cluster0.example.net', 'no SRV record for _mongodb._tcp.cluster0.example.net');
       expect(error.name).to.equal('SrvResolutionError');

@@ -35,6 +35,8 @@ export class DnsResponder {
   private readonly socket: Socket = createSocket('udp4');
   private readonly srv = new Map<string, readonly SrvAnswer[]>();
   private readonly txt = new Map<string, readonly (readonly string[])[]>();
+  /** The timers of the answers held back by delayMS. */
+  private readonly held = new Set<NodeJS.Timeout>();
 
   constructor(zone: Zone) {
     this.setZone(zone);
@@ -42,8 +44,13 @@ export class DnsResponder {
       const reply = this.answer(message);
       if (reply === undefined || this.silent) return;
       const send = (): void => this.socket.send(reply, remote.port, remote.address);
-      if (this.delayMS > 0) setTimeout(send, this.delayMS);
-      else send();
+      if (this.delayMS > 0) {
+        const timer = setTimeout(() => {
+          this.held.delete(timer);
+          send();
+        }, this.delayMS);
+        this.held.add(timer);
+      } else send();
     });
   }
 
@@ -62,7 +69,10 @@ export class DnsResponder {
     return this;
   }
 
+  /** Closes the socket; the answers still held back (delayMS) are dropped. */
   close(): Promise<void> {
+    for (const timer of this.held) clearTimeout(timer);
+    this.held.clear();
     return new Promise((resolve) => this.socket.close(() => resolve()));
   }
 
