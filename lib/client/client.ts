@@ -210,8 +210,8 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
   return CONNECTED_SETTINGS.get(client);
 }
 
-/** connectTimeoutMS when neither the URI nor the options give it, in ms. Source: URI options spec. */
-const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/** connectTimeoutMS when neither the URI nor the options give it, in ms: the connections' own default. Source: URI options spec. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /** The names of the options of `command()` and `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
@@ -543,7 +543,8 @@ export class Client {
   /**
    * The discovery of the seedlist of the client's `mongodb+srv://` URI, then the opening of its hosts' pools and
    * monitors: the one in progress, or a new one when none is or the last one failed (resolved at once when it is
-   * done, or for a `mongodb://` URI). Bounded by connectTimeoutMS (default 30000 ms; 0: none); cancelled by
+   * done, or for a `mongodb://` URI). Bounded by connectTimeoutMS (default 10000 ms, as for connections; 0: none of its own, the resolver's retries end
+   * after about 25 s); cancelled by
    * {@link close}, then rejected with ClientClosedError.
    *
    * @throws {SrvResolutionError} (rejection) as discoverSeedlist does, or when the URI's and TXT record's options with
@@ -1080,8 +1081,10 @@ export class Client {
  * found first: the SRV records of `_{srvServiceName}._tcp.{host}` (default service `mongodb`) give them (at most
  * srvMaxHosts, picked at random; each must be in the parent domain of `{host}`), and the TXT record of `{host}` (at most
  * one) default options: only authSource, replicaSet and loadBalanced, which the URI's options and these options
- * override (MONGODB-X509 credentials keep `$external` whatever the TXT record's authSource). TLS is on unless tls=false (or ssl=false) is given in the URI or here. The queries use Node's `dns/promises`
- * Resolver on the servers of `dns.getServers()`, and are given up after connectTimeoutMS (default 30000 ms; 0: none).
+ * override (MONGODB-X509 credentials keep `$external` whatever the TXT record's authSource). TLS is on unless
+ * tls=false (or ssl=false) is given in the URI or here. The queries use Node's `dns/promises` Resolver on the servers
+ * of `dns.getServers()`, and are given up after connectTimeoutMS (default 10000 ms, as for connections; 0: no deadline
+ * of its own, the resolver's own retries then end after about 25 s).
  * No pool or monitor opens before both answered; `command()` and `selectPool()` wait for them within their own wait
  * (serverSelectionTimeoutMS, or a shorter timeoutMS: then ServerSelectionError, cause a SrvResolutionError saying the
  * queries are in progress), and fail with {@link SrvResolutionError} when the discovery failed (the next one tries
