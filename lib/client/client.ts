@@ -989,7 +989,8 @@ export class Client {
   /**
    * Drains every pool (see `ConnectionPoolCore.drain`): commands whose checkout is waiting or in use finish, new ones
    * fail at once with PoolClosedError (a server ready or not), and so do those still waiting for a server; then closes
-   * the client as {@link close} does. At `timeoutMS` (ms, a number >= 0; 0 or absent: no deadline) a pool still busy
+   * the client as {@link close} does (commands still waiting for a `mongodb+srv` seedlist then fail with
+   * ClientClosedError, as at {@link close}: there is no pool to drain yet). At `timeoutMS` (ms, a number >= 0; 0 or absent: no deadline) a pool still busy
    * interrupts its in-use connections and closes. Resolves once the client is closed.
    *
    * @example
