@@ -70,8 +70,8 @@ export interface CredentialsInit {
   source?: string | undefined;
   /**
    * Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. MONGODB-X509 (over TLS,
-   * with a client certificate: `tlsCertificateKeyFile`) and PLAIN (LDAP, over TLS: the password travels in clear text
-   * inside it) are never negotiated.
+   * with a client certificate: `tlsCertificateKeyFile`) and PLAIN (LDAP; the password travels in clear text inside
+   * it, so over TCP TLS is required unless `tls: false` is given outright) are never negotiated.
    */
   mechanism?: AuthMechanism | undefined;
 }

@@ -60,7 +60,8 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    * Authenticate every connection: SCRAM-SHA-256 or SCRAM-SHA-1 (`{ username, password, source?, mechanism? }`), or
    * MONGODB-X509 (`{ mechanism: 'MONGODB-X509', username? }`, in `$external`, with the client certificate of
    * `tlsCertificateKeyFile`, which it requires), or PLAIN (`{ username, password, mechanism: 'PLAIN', source? }`, LDAP,
-   * in `$external` unless given; TLS required). See {@link CredentialsInit}.
+   * in `$external` unless given; over TCP, TLS required unless `tls: false` is given outright). See
+   * {@link CredentialsInit}.
    */
   credentials?: MongoCredentials | CredentialsInit | undefined;
   /** Load-balanced mode: the handshake sends `hello` with `loadBalanced: true`. */
@@ -79,8 +80,9 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   keepAliveInitialDelay?: number | undefined;
   /**
    * The Stable API version to declare: `{ version: '1', strict?, deprecationErrors? }` (see {@link ServerApi} and
-   * `ServerApiVersion`), or the version alone (`ServerApiVersion.v1`, as the official driver also takes it). Every command of every connection (handshake, authentication, monitoring, the commands run
-   * on it, getMore included) then carries `apiVersion`, and `apiStrict` / `apiDeprecationErrors` when given; the
+   * `ServerApiVersion`), or the version alone (`ServerApiVersion.v1`, as the official driver also takes it). Every
+   * command of every connection (handshake, authentication, monitoring, the commands run on it, getMore included) then
+   * carries `apiVersion`, and `apiStrict` / `apiDeprecationErrors` when given; the
    * handshake and monitoring use `hello`. Copied and frozen when given. Never read from a connection string. Default:
    * none declared, and no API field is ever sent.
    *
