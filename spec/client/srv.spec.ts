@@ -12,7 +12,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { ClientClosedError, connect, InvalidOptionError, MongoCredentials, ServerSelectionError, SrvResolutionError, type Client } from '../../lib';
 import { connectedSettings } from '../../lib/client/client';
-import { matchesParentDomain, parseTxtOptions, pickAtRandom, resolvedUri } from '../../lib/client/srv';
+import { discoverSeedlist, matchesParentDomain, parseTxtOptions, pickAtRandom, resolvedUri } from '../../lib/client/srv';
 import { EmbeddedServer } from '../../lib/testing';
 import { DnsResponder, type Zone } from '../support/dns-responder';
 import { startSocks5Proxy, type Socks5Proxy } from '../support/socks5-proxy';
@@ -417,6 +417,25 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(Date.now() - started).to.be.within(180, 1500);
       expect(error).to.be.instanceOf(SrvResolutionError);
       expect((error as Error).message).to.match(/did not answer within 200 ms$/);
+    });
+
+    it('connectTimeoutMS=0 sets no deadline of its own: answers 100 ms late are taken', async function () {
+      responder.delayMS = 100;
+      const client = open('mongodb+srv://test3.test.build.10gen.cc/?connectTimeoutMS=0');
+      expect(await discovered(client)).to.deep.equal(['localhost.test.build.10gen.cc:27017']);
+    });
+
+    it('a target the SRV answer lists twice (in any case, with or without the trailing dot) is one host', async function () {
+      const L = 'localhost.test.build.10gen.cc';
+      responder.setZone({
+        srv: { '_mongodb._tcp.test1.test.build.10gen.cc': [{ target: L, port: 27017 }, { target: `${L.toUpperCase()}.`, port: 27017 }, { target: L, port: 27018 }] },
+      });
+      expect([...(await discovered(open('mongodb+srv://test1.test.build.10gen.cc/')))].sort()).to.deep.equal([`${L}:27017`, `${L}:27018`]);
+      // srvMaxHosts picks among hosts, not records: 2 of them are always 2 hosts (a pick of both copies would be 1).
+      for (let i = 0; i < 30; i++) {
+        const { hosts } = await discoverSeedlist('test1.test.build.10gen.cc', { srvMaxHosts: 2 });
+        expect([...hosts].sort()).to.deep.equal([`${L}:27017`, `${L}:27018`]);
+      }
     });
 
     it('close() during the DNS queries cancels them: waiting commands fail with ClientClosedError at once, nothing is opened', async function () {
