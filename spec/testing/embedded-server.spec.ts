@@ -1461,11 +1461,18 @@ describe('EmbeddedServer: Stable API parameters, as mongod checks them', functio
     }
   });
 
+  /** What `command` run on `connection` in admin gets: `{}` when it succeeds, else the refusal's code, codeName and message. */
+  const refusalOf = (connection: Connection, command: Document): Promise<Document> =>
+    connection.command('admin', command).then(
+      () => ({}),
+      (e: { code?: number; codeName?: string; message: string }) => ({ code: e.code, codeName: e.codeName, message: e.message }),
+    );
+
   it('refuses apiStrict or apiDeprecationErrors without apiVersion (4886600), a version other than "1" (APIVersionError 322), a wrong type (TypeMismatch 14)', async function () {
     server = await new EmbeddedServer().start();
     const connection = await establishOne(server.address);
     try {
-      const run = (command: Document) => connection.command('admin', command).then(() => ({}), (e: { code?: number; codeName?: string; message: string }) => ({ code: e.code, codeName: e.codeName, message: e.message }));
+      const run = (command: Document) => refusalOf(connection, command);
       expect(await run({ ping: 1, apiStrict: true })).to.deep.equal({ code: 4886600, codeName: 'Location4886600', message: 'Provided apiStrict and/or apiDeprecationErrors without passing apiVersion' });
       expect(await run({ ping: 1, apiDeprecationErrors: false })).to.include({ code: 4886600 });
       expect(await run({ ping: 1, apiVersion: '3' })).to.deep.equal({ code: 322, codeName: 'APIVersionError', message: 'API version must be "1"' });
@@ -1482,7 +1489,7 @@ describe('EmbeddedServer: Stable API parameters, as mongod checks them', functio
     server = await new EmbeddedServer().start();
     const connection = await establishOne(server.address, { serverApi: { version: '1' } });
     try {
-      const run = (command: Document) => connection.command('admin', command).then(() => ({}), (e: { code?: number; codeName?: string; message: string }) => ({ code: e.code, codeName: e.codeName, message: e.message }));
+      const run = (command: Document) => refusalOf(connection, command);
       // The declared apiVersion follows the command's own: the same field twice, which mongod refuses.
       expect(await run({ ping: 1, apiVersion: '1' })).to.deep.equal({ code: 40413, codeName: 'Location40413', message: "BSON field 'APIParametersFromClient.apiVersion' is a duplicate field" });
       // mongod reads the fields in order, each one's type first: the command's wrong type is what it reports.
