@@ -629,7 +629,7 @@ function decodeHost(host: string): string {
  * Source: connection string spec, "Keys" ("lower casing the uppercase ASCII characters A through Z; other characters
  * are left as-is").
  */
-function keyLowerCase(key: string): string {
+export function keyLowerCase(key: string): string {
   return key.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 

@@ -9,6 +9,7 @@
  */
 import { getServers, promises as dnsPromises, type SrvRecord } from 'node:dns';
 import { domainToASCII } from 'node:url';
+import { keyLowerCase } from '../connection-string';
 import { SrvResolutionError } from '../errors';
 
 /**
@@ -86,7 +87,7 @@ export function parseTxtOptions(hostname: string, text: string): [string, string
     } catch {
       throw new SrvResolutionError(hostname, `the TXT record of ${hostname} holds an option whose percent-encoding is invalid`);
     }
-    if (!TXT_OPTIONS.has(key.replace(/[A-Z]+/g, (l) => l.toLowerCase()))) {
+    if (!TXT_OPTIONS.has(keyLowerCase(key))) {
       throw new SrvResolutionError(hostname, `the TXT record of ${hostname} gives ${key}, but a TXT record may give only authSource, replicaSet and loadBalanced`);
     }
     pairs.push([key, value]);
@@ -231,7 +232,7 @@ export function resolvedUri(uri: string, hosts: readonly string[], txt: readonly
   const keyOf = (piece: string): string => {
     const name = piece.split('=')[0];
     try {
-      return decodeURIComponent(name).replace(/[A-Z]+/g, (l) => l.toLowerCase());
+      return keyLowerCase(decodeURIComponent(name));
     } catch {
       return name;
     }
@@ -239,7 +240,7 @@ export function resolvedUri(uri: string, hosts: readonly string[], txt: readonly
   const kept = pieces.filter((piece) => !['srvservicename', 'srvmaxhosts'].includes(keyOf(piece)));
   const given = new Set(pieces.map(keyOf));
   for (const [key, value] of txt) {
-    if (!given.has(key.replace(/[A-Z]+/g, (l) => l.toLowerCase()))) kept.push(`${encodeURIComponent(key)}=${encodeURIComponent(value)}`);
+    if (!given.has(keyLowerCase(key))) kept.push(`${encodeURIComponent(key)}=${encodeURIComponent(value)}`);
   }
   if (!given.has('tls') && !given.has('ssl')) kept.push('tls=true');
   rest = `${path === '' ? '/' : path}?${kept.filter((p) => p !== '').join('&')}`;
