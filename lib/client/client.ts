@@ -13,7 +13,7 @@ import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
-import { checkConnectionOptions, CONNECTION_OPTION_NAMES } from '../connection/connection-options';
+import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
@@ -209,9 +209,6 @@ export interface ConnectedSettings extends HostSettings {
 export function connectedSettings(client: Client): ConnectedSettings | undefined {
   return CONNECTED_SETTINGS.get(client);
 }
-
-/** connectTimeoutMS when neither the URI nor the options give it, in ms: the connections' own default. Source: URI options spec. */
-const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /** The names of the options of `command()` and `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;

@@ -29,6 +29,7 @@ import type { CompressorName } from './op-compressed';
 import {
   checkConnectionOptions,
   CONNECTION_OPTION_NAMES,
+  DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS,
   type ConnectionOptions,
 } from './connection-options';
@@ -177,7 +178,7 @@ export function connectionFactoryWithMetadata(
   if (typeof o.host !== 'string' || o.host === '') {
     throw new InvalidOptionError('host', o.host, 'a non-empty host name, IP address or Unix domain socket path');
   }
-  const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? 10_000);
+  const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? DEFAULT_CONNECT_TIMEOUT_MS);
   const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS ?? 0);
   // Each name was checked with the other options (checkConnectionOptions): 'none' is the only one not offered.
   const compressors = (o.compressors ?? []).filter((c) => c !== 'none');

@@ -23,6 +23,13 @@ import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions 
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 
 /**
+ * connectTimeoutMS when neither the options nor a URI give it, in ms: 10000.
+ *
+ * Source: URI options spec ("connectTimeoutMS", default 10,000 ms).
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
  * How connections are established. Durations in ms.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls

@@ -14,7 +14,7 @@ import type { Document } from 'bson';
 import { Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import { connectionFactoryWithMetadata, malformedHello, type ConnectionOptions } from '../connection/connect';
-import { checkConnectionOptions } from '../connection/connection-options';
+import { checkConnectionOptions, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError } from '../errors';
@@ -264,7 +264,7 @@ export class Monitor {
     this.heartbeatFrequencyMS = frequency;
     this.serverMonitoringMode = requireServerMonitoringMode(m.serverMonitoringMode);
     this.streamingEnabled = this.serverMonitoringMode === 'stream' || (this.serverMonitoringMode === 'auto' && clientEnv()?.name === undefined);
-    this.connectTimeoutMS = optionValue(m.connectionOptions, 'connectTimeoutMS') ?? 10_000;
+    this.connectTimeoutMS = optionValue(m.connectionOptions, 'connectTimeoutMS') ?? DEFAULT_CONNECT_TIMEOUT_MS;
     // One Node timer: a longer delay would fire after 1 ms.
     this.awaitedTimeoutMS = this.connectTimeoutMS === 0 ? 0 : Math.min(this.connectTimeoutMS + frequency, MAX_TIMER_DELAY_MS);
     this.scheduler = m.scheduler ?? timerScheduler;
