@@ -6,6 +6,7 @@
  * - OP_MSG commands, and the legacy OP_QUERY hello many clients open with (answered with OP_REPLY);
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
+ * - with `mongos: true`, hello replies as a mongos gives them (`msg: 'isdbgrid'`);
  * - OP_COMPRESSED (zlib) once negotiated;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users, MONGODB-X509 users (in `$external`, over TLS with verified client
  *   certificates) and PLAIN (LDAP users in `$external`, given the password their directory holds; the SCRAM users
@@ -99,6 +100,11 @@ export interface EmbeddedServerOptions {
    * {@link EmbeddedServer}).
    */
   requireApiVersion?: boolean | undefined;
+  /**
+   * Answer hello and the legacy hello as a mongos does: with `msg: 'isdbgrid'`, which makes a client take the
+   * deployment as Sharded (server discovery and monitoring spec, "Server Type"). Default false (a standalone).
+   */
+  mongos?: boolean | undefined;
 }
 
 /** Whether `value` is undefined or an integer from `min` to `max`. */
@@ -124,6 +130,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   if (options.requireApiVersion !== undefined && typeof options.requireApiVersion !== 'boolean') {
     throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
   }
+  if (options.mongos !== undefined && typeof options.mongos !== 'boolean') throw new InvalidOptionError('mongos', options.mongos, 'true or false (a boolean)');
   if (!isIntegerOrUnset(loadBalancedServices, 0)) throw new InvalidOptionError('loadBalancedServices', loadBalancedServices, 'an integer >= 0');
   if (tlsOptions !== undefined) {
     const given = requireOptionsObject('tls', tlsOptions, 'an object { key, cert, ca?, requestCert? } (PEM)', true);
@@ -137,7 +144,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -1102,6 +1109,7 @@ export class EmbeddedServer {
       minWireVersion: 0,
       maxWireVersion: this.options.maxWireVersion ?? 25,
       readOnly: false,
+      ...(this.options.mongos === true ? { msg: 'isdbgrid' } : {}),
     };
     if (Array.isArray(command.compression)) {
       const accepted = this.options.compressors ?? [...SUPPORTED_COMPRESSORS];

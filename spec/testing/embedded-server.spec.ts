@@ -67,6 +67,22 @@ describe('EmbeddedServer', function () {
     b.close();
   });
 
+  it('answers hello and the legacy hello with msg: isdbgrid as a mongos with `mongos: true`, and without it otherwise', async function () {
+    const mongos = await new EmbeddedServer({ mongos: true }).start();
+    try {
+      const a = await rawClient(mongos.address);
+      expect(await a.send({ hello: 1, $db: 'admin' })).to.include({ msg: 'isdbgrid', isWritablePrimary: true, ok: 1 });
+      expect(await a.send({ isMaster: 1, $db: 'admin' })).to.include({ msg: 'isdbgrid', ismaster: true, ok: 1 });
+      a.close();
+      const b = await rawClient(server.address);
+      expect(await b.send({ hello: 1, $db: 'admin' })).to.not.have.property('msg');
+      b.close();
+      expect(() => new EmbeddedServer({ mongos: 'yes' as never })).to.throw(InvalidOptionError, 'mongos');
+    } finally {
+      await mongos.stop();
+    }
+  });
+
   it('answers helloOk: true only to a hello or legacy hello that carried helloOk, as mongod', async function () {
     const a = await rawClient(server.address);
     expect(await a.send({ isMaster: 1, $db: 'admin' })).to.not.have.property('helloOk');
