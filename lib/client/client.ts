@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, filter, firstValueFrom, from, interval, map, merge, mergeMap, Observable, ReplaySubject, Subject, Subscription, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress, type ServerAddress } from '../address';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
@@ -22,7 +22,7 @@ import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLo
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
-import { MIN_HEARTBEAT_FREQUENCY_MS, Monitor, monitoringConnectionOptions, requireServerMonitoringMode, type ServerMonitoringMode } from '../monitor/monitor';
+import { DEFAULT_HEARTBEAT_FREQUENCY_MS, MIN_HEARTBEAT_FREQUENCY_MS, Monitor, monitoringConnectionOptions, requireServerMonitoringMode, type ServerMonitoringMode } from '../monitor/monitor';
 import {
   BACKGROUND_OPTION_NAMES,
   definedOnly,
@@ -46,6 +46,8 @@ import {
 import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { discoverSeedlist, resolvedUri } from './srv';
+import { SrvPoller } from './srv-poller';
+import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 import { asTopologyVersion } from '../monitor/topology-version';
@@ -160,6 +162,28 @@ interface HostFactories {
   readonly monitor: ConnectionFactory<Connection> | undefined;
 }
 
+/** The feeds of one host: its pool's events and log messages, its heartbeats (see `Client.openServer`). */
+interface HostFeed {
+  /** Its pool's events (load-balanced: with ConnectionPoolReady after ConnectionPoolCreated), and its heartbeats. */
+  readonly events$: Observable<ClientEvent>;
+  readonly log$: Observable<LogMessage>;
+  /** Its pool's events, for the waiting server selections. */
+  readonly poolEvents$: Observable<ConnectionPoolEvent>;
+  /** Fired once the host is removed (see `Client.removeHost`) and its pool is done: its feeds then complete. */
+  readonly retired: Subject<void>;
+}
+
+/** What the pools and monitors of a client's hosts are made with, once its hosts are known. */
+interface ServerContext {
+  readonly settings: HostSettings;
+  /** Writes and publishes the log message of a heartbeat event (none when the `topology` component is not at debug). */
+  readonly heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
+  readonly logging: LoggingOptions;
+  readonly heartbeatFrequencyMS: number | undefined;
+  readonly serverMonitoringMode: ServerMonitoringMode;
+  readonly scheduler: SchedulerLike | undefined;
+}
+
 /** What a client connects its hosts with (see `Client.hostSettings`). */
 export interface HostSettings {
   readonly connectionOptions: ConnectionOptions;
@@ -188,6 +212,8 @@ interface SrvState {
   readonly abort: AbortController;
   /** Opens the hosts of the `mongodb://` URI the discovery gave. */
   readonly open: (resolved: string) => void;
+  /** The rescans of the SRV records, once the hosts are open (none in load-balanced mode or with a replicaSet). */
+  poller: SrvPoller | undefined;
 }
 
 /** What each client connects its hosts with, once they are known (see {@link connectedSettings}). */
@@ -221,6 +247,24 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  * A `mongodb+srv://` URI's hosts are found by DNS once the client is created (see {@link connect}): its `hosts`,
  * `pools` and `monitors` are empty until then.
  *
+ * SRV polling: once they are open, the SRV records (not the TXT record) are queried again every rescanSRVIntervalMS,
+ * 60000 ms (Node's resolver gives no TTL, so the spec's 60 s applies; counted from the end of the previous query, or
+ * of the discovery), on the `scheduler` option when given (else unref'd Node timers, which keep no process alive), as
+ * long as the TopologyType may be Unknown or Sharded: never in load-balanced mode nor with a replicaSet (URI, options
+ * or TXT record); no more once a monitor's successful check, while no mongos had answered, is of a server that is not
+ * a mongos (a hello reply without `msg: 'isdbgrid'`, other than an RSGhost's `isreplicaset: true`); once a mongos
+ * answered, the client stays Sharded (see `topologyTypeAfter`). What a query gives:
+ * - a DNS error (its timeout is connectTimeoutMS), no record, or no target in the parent domain: the hosts stay as they
+ *   are, a `warn` message of the `client` component says why (in `log$` and the log destination, not in `warnings`),
+ *   nothing is thrown, and the next query comes heartbeatFrequencyMS later, until one gives a verified target;
+ * - otherwise (each target outside the parent domain left out, with such a message): the hosts still listed are kept,
+ *   unchanged; those no longer listed removed (monitor closed, then pool closed: its checkouts still waiting fail with
+ *   PoolClosedError, a connection in use is closed when checked in, so a command in flight ends as the server answers
+ *   it; their feeds end once the pool is done); the new ones added, in `hosts`, `pools` and `monitors` at once, their
+ *   events and log messages given to the subscribers of `events$` and `log$` already there (all of them, or with
+ *   srvMaxHosts > 0, picked at random until there are srvMaxHosts hosts).
+ * {@link close} and {@link drain} stop the polling and abandon a query in progress.
+ *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
  *   replicaSet or loadBalanced=true included); a key of `options` that is not one of {@link ClientOptions}, or of `options.logging`
@@ -233,12 +277,14 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
  * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
- * connection string and URI options specs.
+ * connection string and URI options specs; Polling SRV Records for mongos Discovery spec, "Implementation" (SRV
+ * polling; the TopologyType: server discovery and monitoring spec, "TopologyType table").
  */
 export class Client {
   /**
    * The hosts, `host:port`. For a `mongodb+srv://` URI: empty until its seedlist is discovered (see {@link connect}),
-   * then the hosts its SRV records gave (at most srvMaxHosts of them).
+   * then the hosts its SRV records gave (at most srvMaxHosts of them), as SRV polling updates them (a new array each
+   * time: those kept, in their order, then those added).
    */
   get hosts(): readonly string[] {
     return this.hostList;
@@ -254,13 +300,18 @@ export class Client {
   readonly redactedUri: string;
   /**
    * The pool of each host. All share the same options. For a `mongodb+srv://` URI, empty until its seedlist is
-   * discovered.
+   * discovered; SRV polling adds and removes pools (a removed one is closed).
    */
   readonly pools: ReadonlyMap<string, ConnectionPool<Connection>> = new Map();
-  /** The monitor of each host (none in load-balanced mode; none before the seedlist of a `mongodb+srv://` URI is known). */
+  /**
+   * The monitor of each host (none in load-balanced mode; none before the seedlist of a `mongodb+srv://` URI is
+   * known; SRV polling adds and removes them, a removed one closed).
+   */
   readonly monitors: ReadonlyMap<string, Monitor> = new Map();
   /**
-   * Pool events and heartbeat events of every host, merged; each carries its `address`. In load-balanced mode each
+   * Pool events and heartbeat events of every host, merged; each carries its `address`. A host SRV polling adds is
+   * followed from then on (its pool's ConnectionPoolCreated first); one it removes until its pool is done (closed, its
+   * last connection checked in); a subscriber that comes later sees only the hosts of that time. In load-balanced mode each
    * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
    * ConnectionPoolCreated, unless the client is closed.
    */
@@ -268,7 +319,8 @@ export class Client {
   /**
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
    * connection string warning, made when the client was created (for a `mongodb+srv://` URI, also those its TXT
-   * record adds, once it is read) and given to every subscriber, when `client` logs
+   * record adds, once it is read) and given to every subscriber; and the warnings of SRV polling (see {@link Client}),
+   * given only to the subscribers of the time, as they recur), when `client` logs
    * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
    * CMAP log messages of every pool, merged (when `connection` logs at `debug`), and the heartbeat messages of every
    * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
@@ -297,8 +349,23 @@ export class Client {
 
   private hostList: readonly string[] = [];
   private warningList: readonly string[];
-  /** The pools' and monitors' feeds, given once they are open (at once, or once an SRV seedlist is discovered). */
-  private readonly feeds = new ReplaySubject<{ events$: Observable<ClientEvent>; log$: Observable<LogMessage> }>(1);
+  /** The feeds of each host now (see {@link openServer}); a host removed by SRV polling leaves it. */
+  private readonly hostFeeds = new Map<string, HostFeed>();
+  /**
+   * The feeds of the hosts opened from now on (all of them, or those SRV polling adds), for the subscribers of
+   * `events$` and `log$` already there; completed by close().
+   */
+  private readonly addedFeeds = new Subject<HostFeed>();
+  /** The feeds of every host, now and later: a subscriber follows the hosts opened after it came too. */
+  private readonly allFeeds$: Observable<HostFeed> = defer(() => merge(from([...this.hostFeeds.values()]), this.addedFeeds));
+  /** What the pools and monitors of new hosts are made with, once the hosts are known (see {@link openServer}). */
+  private serverContext: ServerContext | undefined;
+  /** The TopologyType as far as SRV polling needs it (see `topologyTypeAfter`). */
+  private topologyType: ClientTopologyType = 'Unknown';
+  /** SRV polling's warnings, for the subscribers of `log$` at the time (not kept for later ones: they recur). */
+  private readonly pollingLog = new Subject<LogMessage>();
+  /** Writes and publishes an SRV polling warning (see {@link pollingLog}); nothing when `client` does not log at warn. */
+  private pollingWarning: (warning: string) => void = () => undefined;
   /**
    * The `client` component's messages of warnings found after the client was created (those a TXT record adds), kept
    * for every later subscriber of `log$` as the URI's are (at most one per TXT option).
@@ -416,40 +483,42 @@ export class Client {
         topologyLog.next(message);
       };
     }
-    this.events$ = this.feeds.pipe(mergeMap((f) => f.events$));
-    this.log$ = merge(from(clientMessages), this.lateClientLog, this.feeds.pipe(mergeMap((f) => f.log$)), topologyLog);
+    this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
+    this.log$ = merge(from(clientMessages), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, this.pollingLog);
+    if (logsClientWarnings) {
+      this.pollingWarning = (warning) => {
+        const message = clientMessage(warning);
+        destination?.write(message);
+        this.pollingLog.next(message);
+      };
+    }
 
     const open = (settings: HostSettings, hosts: readonly string[], hostFactories: Map<string, HostFactories>): void => {
       const pools = this.pools as Map<string, ConnectionPool<Connection>>;
       const monitors = this.monitors as Map<string, Monitor>;
-      const heartbeats: Observable<ServerHeartbeatEvent>[] = [];
+      const context: ServerContext = { settings, heartbeatLog, logging, heartbeatFrequencyMS: frequency, serverMonitoringMode, scheduler: o.scheduler };
+      const feeds: [string, HostFeed][] = [];
       this.hostList = hosts;
       try {
-        this.openServers(pools, monitors, heartbeats, hostFactories, {
-          heartbeatLog,
-          poolOptions: settings.poolOptions,
-          monitorOptions: monitoringConnectionOptions(settings.connectionOptions),
-          loadBalanced: settings.loadBalanced,
-          logging,
-          heartbeatFrequencyMS: frequency,
-          serverMonitoringMode,
-          scheduler: o.scheduler,
-        });
+        for (const [address, factory] of hostFactories) feeds.push([address, this.openServer(address, factory, context)]);
       } catch (error) {
         // A pool or monitor refused its options: close what was made before it.
         for (const monitor of monitors.values()) monitor.close();
         for (const pool of pools.values()) pool.close();
         pools.clear();
         monitors.clear();
+        this.hostFeeds.clear();
         this.hostList = [];
         throw error;
       }
+      this.serverContext = context;
+      this.topologyType = initialTopologyType(settings);
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
-      // Load-balanced: each pool is ready at once, before anyone can subscribe; its subscribers receive that
-      // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
-      const poolFeeds = [...pools.values()].map((p) => (settings.loadBalanced ? readyAtOnce(p) : { events$: p.events$, log$: p.log$ }));
-      this.feeds.next({ events$: merge(...poolFeeds.map((f) => f.events$), ...heartbeats), log$: merge(...poolFeeds.map((f) => f.log$)) });
-      this.feeds.complete();
+      for (const [address, feed] of feeds) {
+        // Listed just before it is announced: a subscriber that comes meanwhile takes each feed once.
+        this.hostFeeds.set(address, feed);
+        this.addedFeeds.next(feed);
+      }
       // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
       queueMicrotask(() => {
         if (!this.closed) for (const monitor of monitors.values()) monitor.start();
@@ -502,6 +571,7 @@ export class Client {
       done: false,
       abort: new AbortController(),
       open: srvOpen,
+      poller: undefined,
     };
     // Started at once; a failure no command awaits is kept for the next one (which starts it again).
     this.discover().catch(() => undefined);
@@ -570,6 +640,7 @@ export class Client {
           throw new SrvResolutionError(srv.hostname, `its hosts (${seedlist.hosts.join(', ')}) and options cannot be used: ${reason}`, error);
         }
         srv.done = true;
+        this.startSrvPolling(srv);
       },
       (error: unknown) => {
         throw this.closed ? new ClientClosedError(this.hostsForErrors()) : error;
@@ -581,6 +652,32 @@ export class Client {
       if (srv.discovery === discovery) srv.discovery = undefined;
     });
     return discovery;
+  }
+
+  /**
+   * Starts the rescans of the SRV records of `srv` once its hosts are open (see `SrvPoller`): not in load-balanced
+   * mode, nor with a replicaSet (from the URI, the options or the TXT record), whose TopologyType is never Unknown or
+   * Sharded. The first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd
+   * Node timers, which keep no process alive). The changes are applied by {@link applySrvHosts}; what a rescan cannot
+   * use is a `warn` message of the `client` component.
+   *
+   * Source: Polling SRV Records for mongos Discovery spec, "Implementation".
+   */
+  private startSrvPolling(srv: SrvState): void {
+    const context = this.serverContext;
+    if (context === undefined || this.topologyType === 'LoadBalanced' || this.topologyType === 'Other') return;
+    srv.poller = new SrvPoller({
+      hostname: srv.hostname,
+      srvServiceName: srv.srvServiceName,
+      srvMaxHosts: srv.srvMaxHosts,
+      heartbeatFrequencyMS: context.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS,
+      timeoutMS: srv.connectTimeoutMS,
+      scheduler: context.scheduler ?? timerScheduler,
+      hosts: () => this.hostList,
+      update: (hosts) => this.applySrvHosts(hosts),
+      warn: (warning) => this.pollingWarning(warning),
+    });
+    srv.poller.start();
   }
 
   /** The hosts that errors name: the client's, or the host name of a mongodb+srv URI before its hosts are known. */
@@ -616,74 +713,146 @@ export class Client {
     return factories;
   }
 
-  /** Makes the pool and (unless load-balanced) the monitor of each host; each monitor's heartbeats drive its pool. */
-  private openServers(
-    pools: Map<string, ConnectionPool<Connection>>,
-    monitors: Map<string, Monitor>,
-    heartbeats: Observable<ServerHeartbeatEvent>[],
-    factories: ReadonlyMap<string, HostFactories>,
-    o: {
-      /** Writes and publishes the log message of a heartbeat event (none when the `topology` component is not at debug). */
-      heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
-      poolOptions: PoolOptions & BackgroundOptions;
-      /** The connection options of the monitors (see monitoringConnectionOptions). */
-      monitorOptions: ConnectionOptions;
-      loadBalanced: boolean;
-      logging: LoggingOptions;
-      heartbeatFrequencyMS: number | undefined;
-      serverMonitoringMode: ServerMonitoringMode;
-      scheduler: SchedulerLike | undefined;
-    },
-  ): void {
-    const { heartbeatLog, poolOptions, monitorOptions, loadBalanced, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = o;
-    for (const address of factories.keys()) {
-      const factory = factories.get(address)!;
-      const pool = new ConnectionPool({ address, ...poolOptions, connectionFactory: factory.pool, loadBalanced, logging, scheduler });
+  /**
+   * Makes the pool and (unless load-balanced) the monitor of the host `address`, listed in `pools` and `monitors`
+   * (the monitor not started); the monitor's heartbeats drive the pool. Returns the host's feeds, for `events$` and
+   * `log$` (load-balanced: the pool readied at once).
+   *
+   * @throws {InvalidOptionError} when the pool or the monitor refuses its options (nothing of this host is listed then).
+   */
+  private openServer(address: string, factory: HostFactories, context: ServerContext): HostFeed {
+    const { heartbeatLog, settings, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = context;
+    const pools = this.pools as Map<string, ConnectionPool<Connection>>;
+    const monitors = this.monitors as Map<string, Monitor>;
+    const pool = new ConnectionPool({ address, ...settings.poolOptions, connectionFactory: factory.pool, loadBalanced: settings.loadBalanced, logging, scheduler });
+    const retired = new Subject<void>();
+    // Read as each subscriber comes (not captured now): `events$` is the pool's property.
+    const poolEvents$ = defer(() => pool.events$).pipe(takeUntil(retired));
+    if (factory.monitor === undefined) {
+      // Load-balanced: no monitoring connection; the pool is usable at once. Its subscribers receive that
+      // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
       pools.set(pool.address, pool);
-      if (factory.monitor === undefined) continue; // load-balanced: no monitoring connection; the pool is usable at once
-      const monitor = new Monitor({
+      const feeds = readyAtOnce(pool);
+      return { events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), poolEvents$, retired };
+    }
+    let monitor: Monitor;
+    try {
+      monitor = new Monitor({
         address,
         heartbeatFrequencyMS,
         serverMonitoringMode,
-        connectionOptions: monitorOptions,
+        connectionOptions: monitoringConnectionOptions(settings.connectionOptions),
         connectionFactory: factory.monitor,
         scheduler,
       });
-      monitors.set(monitor.address, monitor);
-      // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
-      // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
-      const published = new Subject<ServerHeartbeatEvent>();
-      const toPool = new Subject<ServerHeartbeatEvent>();
-      heartbeats.push(published);
-      toPool.pipe(heartbeatActions()).subscribe(pool.input);
-      const server = parseAddress(address);
-      monitor.heartbeats$.subscribe({
-        next: (e) => {
-          // Its log message first: the spec's order of log messages is that of the changes they report.
-          heartbeatLog?.(e, server);
-          // Each host's last check, when it failed; the newest failure is the Map's last entry.
-          if (e.type === 'ServerHeartbeatFailed') {
-            this.heartbeatErrors.delete(address);
-            this.heartbeatErrors.set(address, e.error);
-            this.topologyVersions.delete(address);
-          } else if (e.type === 'ServerHeartbeatSucceeded') {
-            const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
-            // A reply older than what the client knows (a state change error that came during the check) changes
-            // nothing: the server stays Unknown, its pool as the error left it.
-            if (isStaleServerDescription(this.topologyVersions.get(address), topologyVersion)) {
-              published.next(e);
-              return;
-            }
-            this.heartbeatErrors.delete(address);
-            setOrDelete(this.topologyVersions, address, topologyVersion);
+    } catch (error) {
+      pool.close();
+      throw error;
+    }
+    pools.set(pool.address, pool);
+    monitors.set(monitor.address, monitor);
+    // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
+    // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
+    const published = new Subject<ServerHeartbeatEvent>();
+    const toPool = new Subject<ServerHeartbeatEvent>();
+    toPool.pipe(heartbeatActions()).subscribe(pool.input);
+    const server = parseAddress(address);
+    monitor.heartbeats$.subscribe({
+      next: (e) => {
+        // Its log message first: the spec's order of log messages is that of the changes they report.
+        heartbeatLog?.(e, server);
+        // Each host's last check, when it failed; the newest failure is the Map's last entry.
+        if (e.type === 'ServerHeartbeatFailed') {
+          this.heartbeatErrors.delete(address);
+          this.heartbeatErrors.set(address, e.error);
+          this.topologyVersions.delete(address);
+        } else if (e.type === 'ServerHeartbeatSucceeded') {
+          const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
+          // A reply older than what the client knows (a state change error that came during the check) changes
+          // nothing: the server stays Unknown, its pool as the error left it.
+          if (isStaleServerDescription(this.topologyVersions.get(address), topologyVersion)) {
+            published.next(e);
+            return;
           }
-          published.next(e);
-          toPool.next(e);
-        },
-        complete: () => {
-          published.complete();
-          toPool.complete();
-        },
+          this.heartbeatErrors.delete(address);
+          setOrDelete(this.topologyVersions, address, topologyVersion);
+          this.onServerType(e.reply);
+        }
+        published.next(e);
+        toPool.next(e);
+      },
+      complete: () => {
+        published.complete();
+        toPool.complete();
+      },
+    });
+    return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), poolEvents$, retired };
+  }
+
+  /**
+   * After a successful check of one of its servers: the client's TopologyType (see `topologyTypeAfter`); SRV polling
+   * stops for good once it is neither Unknown nor Sharded.
+   */
+  private onServerType(reply: Document): void {
+    this.topologyType = topologyTypeAfter(this.topologyType, reply);
+    if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
+  }
+
+  /**
+   * Makes the client's hosts `hosts` (a rescan's; see `SrvPoller`): the hosts no longer in it are removed (see
+   * {@link removeHost}), those new to it opened (pool and monitor, the monitor started on the next microtask), those
+   * in both left alone. A new host whose connection options are refused (an InvalidOptionError from its factory, pool
+   * or monitor) is left out, with a warning. `hosts` keeps the order given.
+   */
+  private applySrvHosts(hosts: readonly string[]): void {
+    const context = this.serverContext;
+    if (this.closed || this.draining || context === undefined) return;
+    for (const address of this.hostList) if (!hosts.includes(address)) this.removeHost(address);
+    const added = hosts.filter((address) => !this.pools.has(address));
+    const opened: string[] = [];
+    for (const address of added) {
+      try {
+        const { settings } = context;
+        const factories = this.connectionFactories([address], settings.connectionOptions, monitoringConnectionOptions(settings.connectionOptions), settings.loadBalanced, context.scheduler);
+        const feed = this.openServer(address, factories.get(address)!, context);
+        this.hostFeeds.set(address, feed);
+        opened.push(address);
+        this.addedFeeds.next(feed);
+      } catch (error) {
+        this.pollingWarning(`SRV polling: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    this.hostList = Object.freeze(hosts.filter((address) => this.pools.has(address)));
+    queueMicrotask(() => {
+      if (this.closed) return;
+      for (const address of opened) this.monitors.get(address)?.start();
+    });
+  }
+
+  /**
+   * Removes the host `address` (SRV polling): its monitor is closed (a check in progress ends with
+   * ServerHeartbeatFailed, MonitorClosedError), then its pool (CMAP "Closing a Connection Pool": ConnectionPoolClosed;
+   * its checkouts still waiting, in the WaitQueue or for an establishment, fail at once with PoolClosedError; a
+   * connection in use stays so until its holder checks it in, then is closed, so a command in flight ends as the
+   * server answers it). Its feeds complete once its pool is done (closed, its last connection checked in), so the
+   * subscribers of `events$` receive those last events; a later subscriber does not see the host.
+   */
+  private removeHost(address: string): void {
+    const monitor = this.monitors.get(address);
+    const pool = this.pools.get(address);
+    monitor?.close();
+    (this.monitors as Map<string, Monitor>).delete(address);
+    (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
+    this.heartbeatErrors.delete(address);
+    this.topologyVersions.delete(address);
+    const feed = this.hostFeeds.get(address);
+    this.hostFeeds.delete(address);
+    if (pool === undefined) return;
+    pool.close();
+    if (feed !== undefined) {
+      pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
+        feed.retired.next();
+        feed.retired.complete();
       });
     }
   }
@@ -815,7 +984,8 @@ export class Client {
       if (this.selectionEvents === undefined) {
         // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
         const events = (this.selectionEvents = new Subscription());
-        events.add(merge(...[...this.pools.values()].map((p) => p.events$)).subscribe(() => this.announceReadyPool()));
+        // The pools of the hosts SRV polling adds meanwhile too.
+        events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe(() => this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
         const ready = this.readyPool();
@@ -1006,6 +1176,7 @@ export class Client {
     const timeoutMS = given === undefined ? 0 : requireDurationMS('timeoutMS', given, 'a number of ms >= 0 (0 means no deadline)');
     if (this.closed) return;
     this.draining = true;
+    this.srv?.poller?.stop();
     const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
     // The pools refuse checkouts now: the commands still selecting a server go to their refusal at once.
     for (const selection of [...this.selections]) selection.next('drain');
@@ -1034,7 +1205,9 @@ export class Client {
     this.closed = true;
     // A seedlist discovery in progress: its DNS queries cancelled, what waits for it failed with ClientClosedError.
     this.srv?.abort.abort(new ClientClosedError(this.hostsForErrors()));
-    if (!this.srv?.done) this.feeds.complete();
+    // SRV polling: the next rescan cancelled, a query in progress aborted.
+    this.srv?.poller?.stop();
+    this.addedFeeds.complete();
     if (this.selections.size > 0) {
       const closed = new ClientClosedError(this.hostsForErrors());
       for (const selection of [...this.selections]) selection.error(closed);
@@ -1086,8 +1259,8 @@ export class Client {
  * No pool or monitor opens before both answered; `command()` and `selectPool()` wait for them within their own wait
  * (serverSelectionTimeoutMS, or a shorter timeoutMS: then ServerSelectionError, cause a SrvResolutionError saying the
  * queries are in progress), and fail with {@link SrvResolutionError} when the discovery failed (the next one tries
- * again), with ClientClosedError when `close()` cancelled it. The records are read once: no SRV polling (the "Polling
- * SRV Records for mongos Discovery" spec is not implemented).
+ * again), with ClientClosedError when `close()` cancelled it. The SRV records are then queried again every 60 s while
+ * the deployment may be sharded, and the hosts follow them (see {@link Client}, "SRV polling").
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options); server monitoring spec; URI options spec;
  * initial DNS seedlist discovery spec ("Seedlist Discovery", "Default Connection String Options", "URI Validation":

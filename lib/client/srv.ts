@@ -2,8 +2,8 @@
  * Initial DNS seedlist discovery: the hosts and default options of a `mongodb+srv://{hostname}` connection string,
  * from the SRV records of `_{srvServiceName}._tcp.{hostname}` and the TXT record of `{hostname}`, queried once with
  * Node's `dns/promises` Resolver (on the servers `dns.getServers()` gives as it starts, so `dns.setServers()` applies).
- * SRV polling (the "Polling SRV Records for mongos Discovery" spec) is not done: the hosts found at the start stay the
- * client's hosts.
+ * The SRV records are queried again later by the client's SRV poller (see `SrvPoller`, lib/client/srv-poller.ts),
+ * through {@link querySrvHosts}.
  *
  * Source: initial DNS seedlist discovery spec.
  */
@@ -186,6 +186,64 @@ async function resolveTxt(resolver: dnsPromises.Resolver, hostname: string): Pro
     const code = (error as { code?: string }).code;
     if (code === 'ENODATA' || code === 'ENOTFOUND') return [];
     throw error;
+  }
+}
+
+/** What {@link querySrvHosts} found. */
+export interface SrvHosts {
+  /** The targets in the parent domain, `host:port` (lower case), each once, in the answer's order. */
+  readonly hosts: readonly string[];
+  /** The targets outside the parent domain (see {@link matchesParentDomain}), as the answer gave them. */
+  readonly rejected: readonly string[];
+}
+
+/**
+ * Queries the SRV records of `_{srvServiceName}._tcp.{hostname}` only (no TXT record), and sorts their targets into
+ * those in the parent domain of `hostname` and the others. SRV priority and weight are ignored.
+ *
+ * @throws {SrvResolutionError} (rejection) for a DNS error (ENOTFOUND, ENODATA for a name without SRV record...) or a
+ *   deadline passed (`timeoutMS`, in ms; 0: none); the signal's reason when `signal` is aborted.
+ *
+ * Source: Polling SRV Records for mongos Discovery spec, "Implementation" (the rescan queries the SRV records of
+ * `_{srvServiceName}._tcp.{hostname}.{domainname}` and verifies each host name's parent domain).
+ */
+export async function querySrvHosts(hostname: string, options: Omit<SeedlistOptions, 'srvMaxHosts'> = {}): Promise<SrvHosts> {
+  const srvName = `_${options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME}._tcp.${hostname}`;
+  const resolver = new dnsPromises.Resolver();
+  resolver.setServers(getServers());
+  const { signal } = options;
+  signal?.throwIfAborted();
+  let timedOut = false;
+  const onAbort = (): void => resolver.cancel();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const timeoutMS = options.timeoutMS ?? 0;
+  const timer =
+    timeoutMS > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          resolver.cancel();
+        }, timeoutMS)
+      : undefined;
+  timer?.unref();
+  try {
+    const records = await resolver.resolveSrv(srvName).catch((error: unknown) => {
+      if (signal?.aborted === true) throw signal.reason;
+      if (timedOut) throw new SrvResolutionError(hostname, `the DNS query of SRV ${srvName} did not answer within ${timeoutMS} ms`, error);
+      throw new SrvResolutionError(hostname, `the DNS query of SRV ${srvName} failed: ${dnsReason(error)}`, error);
+    });
+    const hosts: string[] = [];
+    const rejected: string[] = [];
+    for (const record of records) {
+      if (!matchesParentDomain(record.name, hostname)) rejected.push(record.name);
+      else {
+        const host = `${normalize(record.name)}:${record.port}`;
+        if (!hosts.includes(host)) hosts.push(host);
+      }
+    }
+    return { hosts, rejected };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 

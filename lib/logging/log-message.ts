@@ -180,12 +180,15 @@ export interface ClientLogFields {
 
 /**
  * One log message of the `client` component, at `warn` level: a connection string warning (an unknown or
- * unsupported key, an invalid value, a repeated key: see `ParsedConnectionString.warnings`). Treat it as immutable.
+ * unsupported key, an invalid value, a repeated key: see `ParsedConnectionString.warnings`), or what an SRV polling
+ * rescan could not use and why (its message starts with `SRV polling:`). Treat it as immutable.
  * `time` is in ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time`
  * is not a valid date (a scheduler whose `now()` is outside `Date`'s range); `render()` never throws.
  *
  * Source: connection string spec, "Keys" ("A WARN level logging message MUST be issued for unsupported keys"),
  * "Values" ("Any invalid Values for a given key MUST be ignored and MUST log a WARN level message"), "Repeated Keys";
+ * Polling SRV Records for mongos Discovery spec, "Implementation" (SHOULD log a rescan's non-compliant host names,
+ * and why the records could not be used);
  * logging spec, "Components" (a language-specific component; the MongoDB Node.js driver names it `client`),
  * "Log Severity Levels".
  */

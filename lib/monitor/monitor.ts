@@ -151,6 +151,9 @@ export interface MonitorOptions {
   scheduler?: SchedulerLike | undefined;
 }
 
+/** heartbeatFrequencyMS when none is given: 10000 ms. Source: server monitoring spec, "heartbeatFrequencyMS". */
+export const DEFAULT_HEARTBEAT_FREQUENCY_MS = 10_000;
+
 /**
  * A server monitor. `start()` it, follow {@link heartbeats$}, `close()` it.
  *
@@ -257,7 +260,7 @@ export class Monitor {
     const serverApi = checkConnectionOptions(m.connectionOptions, 'Monitor', 'connectionOptions.');
     const server = parseAddress(m.address);
     this.address = server.address;
-    const frequency = m.heartbeatFrequencyMS ?? 10_000;
+    const frequency = m.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS;
     if (typeof frequency !== 'number' || !Number.isFinite(frequency) || frequency < MIN_HEARTBEAT_FREQUENCY_MS) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }

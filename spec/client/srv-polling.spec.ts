@@ -1,0 +1,356 @@
+/**
+ * SRV polling (mongodb+srv://): the spec's prose tests that apply to rxcmap, through Node's real resolver against a
+ * local DNS responder, with mongos endpoints (EmbeddedServer with `mongos: true`) reached through a SOCKS5 proxy that
+ * sends each SRV target's port to its endpoint. Rescans run on a VirtualClock: 60 virtual seconds are a rescan.
+ *
+ * Source: Polling SRV Records for mongos Discovery spec and its tests (tests/README.md, "Prose Tests").
+ */
+import { expect } from 'chai';
+import * as dns from 'node:dns';
+import { connect, PoolClosedError, type Client } from '../../lib';
+import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSrvIntervalMS, type SrvPoller } from '../../lib/client/srv-poller';
+import { topologyTypeAfter } from '../../lib/client/topology-type';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import { DnsResponder, type Zone } from '../support/dns-responder';
+import { eventually } from '../support/endpoint';
+import { startSocks5Proxy, type Socks5Proxy } from '../support/socks5-proxy';
+
+const L = 'localhost.test.build.10gen.cc';
+const TEST1 = '_mongodb._tcp.test1.test.build.10gen.cc';
+const records = (...ports: number[]) => ports.map((port) => ({ target: L, port }));
+/** The test1, test3 and test22 records of the tests' README, "Configuring the Test Environment". */
+const ZONE: Zone = {
+  srv: {
+    [TEST1]: records(27017, 27018),
+    '_mongodb._tcp.test3.test.build.10gen.cc': records(27017),
+    '_customname._tcp.test22.test.build.10gen.cc': records(27017),
+  },
+};
+const host = (port: number): string => `${L}:${port}`;
+const sorted = (hosts: Iterable<string>): string[] => [...hosts].sort();
+
+describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
+  this.timeout(10_000);
+  let responder: DnsResponder;
+  let dnsServers: string[];
+  let proxy: Socks5Proxy;
+  /** The mongos of ports 27017 to 27020, and a standalone for port 27030. */
+  const servers = new Map<number, EmbeddedServer>();
+  let clock: VirtualClock;
+  const clients: Client[] = [];
+
+  before(async function () {
+    for (const port of [27017, 27018, 27019, 27020]) servers.set(port, await new EmbeddedServer({ mongos: true }).start());
+    servers.set(27030, await new EmbeddedServer().start());
+    proxy = await startSocks5Proxy({
+      map: (_host, port) => {
+        const server = servers.get(port);
+        return server === undefined ? undefined : { host: '127.0.0.1', port: Number(server.address.split(':')[1]) };
+      },
+    });
+    dnsServers = dns.getServers();
+    responder = await new DnsResponder(ZONE).start();
+    dns.setServers([responder.server]);
+  });
+  afterEach(async function () {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    responder.setZone(ZONE);
+    responder.silent = false;
+    responder.questions.length = 0;
+  });
+  after(async function () {
+    dns.setServers(dnsServers);
+    await responder.close();
+    await proxy.close();
+    for (const server of servers.values()) await server.stop();
+  });
+
+  const srvQuestions = (): number => responder.questions.filter((q) => q.startsWith('SRV')).length;
+  const poller = (client: Client): SrvPoller | undefined => client['srv']?.poller;
+
+  /** A client of `uri`'s options on the VirtualClock, its hosts discovered; `sharded`: once a monitor saw a mongos. */
+  async function open(query: string, options: { sharded?: boolean; name?: string } = {}): Promise<Client> {
+    clock = new VirtualClock();
+    const warnings: string[] = [];
+    const client = connect(`mongodb+srv://${options.name ?? 'test1'}.test.build.10gen.cc/?tls=false&serverMonitoringMode=poll&proxyHost=127.0.0.1&proxyPort=${proxy.port}${query}`, {
+      scheduler: clock,
+      logging: { componentSeverities: { client: 'warn', connection: 'debug' }, path: { write: (m: { component: string; fields: { message?: unknown } }) => void (m.component === 'client' && warnings.push(String(m.fields.message))) } } as never,
+    });
+    (client as unknown as { logged: string[] }).logged = warnings;
+    clients.push(client);
+    await client['discover']();
+    if (options.sharded !== false) expect(await eventually(() => client['topologyType'] === 'Sharded'), 'a mongos seen').to.equal(true);
+    return client;
+  }
+  const logged = (client: Client): string[] => (client as unknown as { logged: string[] }).logged;
+
+  /** Moves the clock `ms` and waits for the rescan that comes then to end (one SRV question more, answered). */
+  async function rescanAfter(client: Client, ms = MIN_RESCAN_SRV_INTERVAL_MS): Promise<void> {
+    const asked = srvQuestions();
+    clock.advance(ms);
+    expect(await eventually(() => srvQuestions() > asked), 'an SRV question').to.equal(true);
+    expect(await eventually(() => poller(client)?.['lookup'] === undefined), 'its answer taken').to.equal(true);
+  }
+
+  describe('changing DNS records with test1.test.build.10gen.cc', function () {
+    it('1. addition of a new DNS record: its host is added (pool and monitor, events to a subscriber already there)', async function () {
+      const client = await open('');
+      const events: string[] = [];
+      client.events$.subscribe((e) => events.push(`${e.type} ${e.address}`));
+      events.length = 0; // each pool's ConnectionPoolCreated, given to every subscriber first
+      const messages: string[] = [];
+      client.log$.subscribe((m) => messages.push(`${String(m.fields.message)} ${String((m.fields as { serverPort?: number }).serverPort)}`));
+      responder.setZone({ srv: { [TEST1]: records(27017, 27018, 27019) } });
+      clock.advance(MIN_RESCAN_SRV_INTERVAL_MS - 1);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(srvQuestions(), 'no rescan before 60 s').to.equal(1);
+      await rescanAfter(client, 1);
+      expect(client.hosts).to.deep.equal([host(27017), host(27018), host(27019)]);
+      expect(sorted(client.pools.keys())).to.deep.equal([host(27017), host(27018), host(27019)]);
+      expect(sorted(client.monitors.keys())).to.deep.equal([host(27017), host(27018), host(27019)]);
+      expect(await eventually(() => events.includes(`ConnectionPoolReady ${host(27019)}`))).to.equal(true);
+      expect(events.filter((e) => e.endsWith(host(27019)))[0]).to.equal(`ConnectionPoolCreated ${host(27019)}`);
+      expect(messages).to.include('Connection pool created 27019').and.to.include('Connection pool ready 27019');
+      // The new pool serves commands.
+      expect(await client.pools.get(host(27019))!.withConnection((c) => c.command('admin', { ping: 1 }))).to.include({ ok: 1 });
+    });
+
+    it('2. removal of an existing DNS record: its pool and monitor are closed, the others left alone', async function () {
+      const client = await open('');
+      const kept = client.pools.get(host(27017));
+      const removed = client.pools.get(host(27018))!;
+      const events: string[] = [];
+      client.events$.subscribe((e) => events.push(`${e.type} ${e.address}`));
+      events.length = 0; // each pool's ConnectionPoolCreated, given to every subscriber first
+      responder.setZone({ srv: { [TEST1]: records(27017) } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27017)]);
+      expect([...client.pools.keys()]).to.deep.equal([host(27017)]);
+      expect([...client.monitors.keys()]).to.deep.equal([host(27017)]);
+      expect(client.pools.get(host(27017))).to.equal(kept);
+      expect(removed.state).to.equal('closed');
+      expect(events).to.include(`ConnectionPoolClosed ${host(27018)}`);
+      expect(events.filter((e) => e.endsWith(host(27017)) && e.startsWith('ConnectionPool'))).to.deep.equal([]);
+    });
+
+    it('3. replacement of a DNS record', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27017), host(27019)]);
+      expect(sorted(client.monitors.keys())).to.deep.equal([host(27017), host(27019)]);
+    });
+
+    it('4. replacement of both existing DNS records with one new record; a waiting command gets the new host', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: records(27019) } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27019)]);
+      expect([...client.pools.keys()]).to.deep.equal([host(27019)]);
+      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    });
+
+    it('5. replacement of both existing DNS records with two new records', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: records(27019, 27020) } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27019), host(27020)]);
+      expect(sorted(client.pools.keys())).to.deep.equal([host(27019), host(27020)]);
+    });
+  });
+
+  describe('error scenarios with test1.test.build.10gen.cc: the hosts are unchanged, rescans every heartbeatFrequencyMS', function () {
+    const unchanged = async (client: Client, reason: RegExp): Promise<void> => {
+      expect(client.hosts).to.deep.equal([host(27017), host(27018)]);
+      expect(sorted(client.pools.keys())).to.deep.equal([host(27017), host(27018)]);
+      expect(logged(client).at(-1)).to.match(reason);
+      expect(poller(client)!.intervalMS).to.equal(10_000);
+      // Records again: the next rescan, heartbeatFrequencyMS later, uses them, and 60 s is the interval again.
+      responder.silent = false;
+      responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
+      await rescanAfter(client, 10_000);
+      expect(client.hosts).to.deep.equal([host(27017), host(27019)]);
+      expect(poller(client)!.intervalMS).to.equal(60_000);
+    };
+
+    it('6. DNS record lookup timeout', async function () {
+      const client = await open('&connectTimeoutMS=200');
+      responder.silent = true;
+      const asked = srvQuestions();
+      clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+      expect(await eventually(() => logged(client).length > 0, 3000)).to.equal(true);
+      expect(srvQuestions()).to.be.greaterThan(asked);
+      await unchanged(client, /SRV polling: the hosts are left unchanged, next rescan in 10000 ms: .*did not answer within 200 ms$/);
+    });
+
+    it('7. DNS record lookup failure (the name no longer exists: NXDOMAIN)', async function () {
+      const client = await open('');
+      responder.setZone({ srv: {} });
+      await rescanAfter(client);
+      await unchanged(client, /ENOTFOUND/);
+    });
+
+    it('8. removal of all DNS SRV records (an answer without records: ENODATA)', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: [] } });
+      await rescanAfter(client);
+      await unchanged(client, /ENODATA/);
+    });
+
+    it('records all outside the parent domain change nothing; one outside among valid ones is left out, named', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: [{ target: 'localhost.evil.build.10gen.cc', port: 27019 }] } });
+      await rescanAfter(client);
+      expect(logged(client)).to.deep.equal([
+        'SRV polling: the SRV target localhost.evil.build.10gen.cc of _mongodb._tcp.test1.test.build.10gen.cc is not in the domain of test1.test.build.10gen.cc and is not used',
+        'SRV polling: the hosts are left unchanged, next rescan in 10000 ms: no SRV target is in its domain',
+      ]);
+      expect(client.hosts).to.deep.equal([host(27017), host(27018)]);
+      responder.setZone({ srv: { [TEST1]: [...records(27017, 27020), { target: 'localhost.evil.build.10gen.cc', port: 27019 }] } });
+      await rescanAfter(client, 10_000);
+      expect(client.hosts).to.deep.equal([host(27017), host(27020)]);
+      expect(logged(client)).to.have.length(3);
+    });
+  });
+
+  describe('when polling is not done', function () {
+    it('9. not for load-balanced clusters (test3, loadBalanced=true)', async function () {
+      const client = await open('&loadBalanced=true', { name: 'test3', sharded: false });
+      responder.setZone({ srv: { ...ZONE.srv, '_mongodb._tcp.test3.test.build.10gen.cc': records(27017, 27018) } });
+      clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(client.hosts).to.deep.equal([host(27017)]);
+      expect(srvQuestions()).to.equal(1);
+      expect(poller(client)).to.equal(undefined);
+    });
+
+    it('not with a replicaSet (ReplicaSetNoPrimary from the start)', async function () {
+      const client = await open('&replicaSet=rs0', { sharded: false });
+      responder.setZone({ srv: { [TEST1]: records(27017, 27018, 27019) } });
+      clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(client.hosts).to.have.length(2);
+      expect(srvQuestions()).to.equal(1);
+    });
+
+    it('no more once a server answers as no mongos (Unknown becomes Single or a replica set)', async function () {
+      responder.setZone({ srv: { [TEST1]: records(27030) } });
+      const client = await open('', { sharded: false });
+      expect(await eventually(() => poller(client)?.stopped === true), 'stopped at the standalone\'s reply').to.equal(true);
+      responder.setZone({ srv: { [TEST1]: records(27030, 27017) } });
+      clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(client.hosts).to.deep.equal([host(27030)]);
+      expect(srvQuestions()).to.equal(1);
+    });
+
+    it('while Unknown (no server answered yet), it polls; a command waiting for a server gets the new one', async function () {
+      // 27040: no endpoint there, the proxy refuses it; the topology stays Unknown.
+      responder.setZone({ srv: { [TEST1]: records(27040) } });
+      const client = await open('&serverSelectionTimeoutMS=300000', { sharded: false });
+      const command = client.command('admin', { ping: 1 });
+      responder.setZone({ srv: { [TEST1]: records(27017) } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27017)]);
+      expect(await command).to.include({ ok: 1 });
+    });
+  });
+
+  describe('srvMaxHosts', function () {
+    it('10. all DNS records are selected (srvMaxHosts=0)', async function () {
+      const client = await open('&srvMaxHosts=0');
+      responder.setZone({ srv: { [TEST1]: records(27017, 27019, 27020) } });
+      await rescanAfter(client);
+      await rescanAfter(client);
+      expect(sorted(client.hosts)).to.deep.equal([host(27017), host(27019), host(27020)]);
+    });
+
+    it('11. all DNS records are selected (srvMaxHosts >= records)', async function () {
+      const client = await open('&srvMaxHosts=2');
+      responder.setZone({ srv: { [TEST1]: records(27019, 27020) } });
+      await rescanAfter(client);
+      expect(sorted(client.hosts)).to.deep.equal([host(27019), host(27020)]);
+    });
+
+    it('12. new DNS records are randomly selected (srvMaxHosts > 0), the host still listed kept', async function () {
+      const seen = new Set<string>();
+      for (let i = 0; i < 20 && seen.size < 2; i++) {
+        const client = await open('&srvMaxHosts=2');
+        responder.setZone({ srv: { [TEST1]: records(27017, 27019, 27020) } });
+        await rescanAfter(client);
+        expect(client.hosts).to.have.length(2);
+        expect(client.hosts[0]).to.equal(host(27017));
+        seen.add(client.hosts[1]);
+        await client.close();
+        responder.setZone(ZONE);
+      }
+      // Each pick is 27019 or 27020 with chance 1/2: both seen within 20 tries but with chance 2^-19.
+      expect(sorted(seen)).to.deep.equal([host(27019), host(27020)]);
+    });
+
+    it('rescannedHosts: keeps the hosts still valid, drops the others, fills up to srvMaxHosts at random', function () {
+      expect(rescannedHosts(['a:1', 'b:1'], ['b:1', 'c:1'], 0)).to.deep.equal(['b:1', 'c:1']);
+      expect(rescannedHosts(['a:1', 'b:1'], ['c:1', 'd:1', 'a:1'], 2, () => 0)).to.deep.equal(['a:1', 'd:1']);
+      expect(rescannedHosts(['a:1', 'b:1'], ['c:1', 'd:1', 'a:1'], 2, () => 0.99)).to.deep.equal(['a:1', 'c:1']);
+      expect(rescannedHosts(['a:1', 'b:1'], ['a:1', 'b:1', 'c:1'], 2)).to.deep.equal(['a:1', 'b:1']);
+    });
+  });
+
+  it('13. DNS record with custom service name can be found (srvServiceName=customname)', async function () {
+    const client = await open('&srvServiceName=customname', { name: 'test22' });
+    responder.setZone({ srv: { '_customname._tcp.test22.test.build.10gen.cc': records(27019, 27020) } });
+    await rescanAfter(client);
+    expect(responder.questions.filter((q) => q.startsWith('SRV'))).to.deep.equal(Array(2).fill('SRV _customname._tcp.test22.test.build.10gen.cc'));
+    expect(client.hosts).to.deep.equal([host(27019), host(27020)]);
+  });
+
+  describe('the rest of the client', function () {
+    it('a removed pool: its waiting checkout fails with PoolClosedError, its connection in use is closed at check-in', async function () {
+      const client = await open('&maxPoolSize=1');
+      const pool = client.pools.get(host(27018))!;
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      const held = await pool.checkOut();
+      const waiting = pool.checkOut().then(
+        () => 'delivered',
+        (e: unknown) => e,
+      );
+      const events: string[] = [];
+      client.events$.subscribe((e) => e.address === host(27018) && events.push(e.type));
+      responder.setZone({ srv: { [TEST1]: records(27017) } });
+      await rescanAfter(client);
+      expect(await waiting).to.be.instanceOf(PoolClosedError);
+      expect(await held.command('admin', { ping: 1 }), 'a command in flight on it ends normally').to.include({ ok: 1 });
+      pool.checkIn(held);
+      expect(await eventually(() => events.includes('ConnectionClosed'))).to.equal(true);
+    });
+
+    it('close() stops polling: no rescan is armed, a query in progress is abandoned', async function () {
+      const client = await open('');
+      responder.silent = true;
+      clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+      expect(await eventually(() => poller(client)?.['lookup'] !== undefined)).to.equal(true);
+      await client.close();
+      expect(poller(client)!.stopped).to.equal(true);
+      expect(poller(client)!['lookup']).to.equal(undefined);
+      expect(clock.actions, 'no timer of the client left').to.have.length(0);
+      responder.silent = false;
+      clock.advance(10 * MIN_RESCAN_SRV_INTERVAL_MS);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(srvQuestions()).to.equal(2);
+    });
+
+    it('rescanSrvIntervalMS: the smallest TTL, not below 60 s; 60 s without TTLs', function () {
+      expect(rescanSrvIntervalMS()).to.equal(60_000);
+      expect(rescanSrvIntervalMS([30, 86400])).to.equal(60_000);
+      expect(rescanSrvIntervalMS([300, 86400])).to.equal(300_000);
+    });
+
+    it('topologyTypeAfter: Unknown becomes Sharded at a mongos, stays Unknown at an RSGhost, Other at anything else', function () {
+      expect(topologyTypeAfter('Unknown', { msg: 'isdbgrid' })).to.equal('Sharded');
+      expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
+      expect(topologyTypeAfter('Unknown', { setName: 'rs0', isWritablePrimary: true })).to.equal('Other');
+      expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Other');
+      expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
+    });
+  });
+});
