@@ -8,6 +8,7 @@
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
+import { oidcAuthenticate, oidcReauthenticate, oidcSpeculativeStart } from './oidc';
 import { plainAuthenticate } from './plain';
 import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
 import { x509Authenticate, x509Command } from './x509';
@@ -18,7 +19,20 @@ import { x509Authenticate, x509Command } from './x509';
  *
  * Source: handshake spec, "Speculative Authentication".
  */
-export type SpeculativeStart = ScramStart | { readonly mechanism: 'MONGODB-X509'; readonly speculativeAuthenticate: Document };
+export type SpeculativeStart =
+  | ScramStart
+  | { readonly mechanism: 'MONGODB-X509'; readonly speculativeAuthenticate: Document }
+  | { readonly mechanism: 'MONGODB-OIDC'; readonly speculativeAuthenticate: Document; readonly token: string };
+
+/**
+ * Reauthenticates a connection that was authenticated with {@link authenticate}, sending SASL commands (no hello)
+ * with `run`; what {@link authenticate} resolves to for a mechanism that supports reauthentication (MONGODB-OIDC).
+ *
+ * @throws {AuthenticationError} (rejection) as the mechanism's authentication does.
+ *
+ * Source: auth spec, "Reauthentication".
+ */
+export type Reauthenticate = (run: RunCommand, signal?: AbortSignal) => Promise<void>;
 
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
 export function saslSupportedMechsRequest(credentials: MongoCredentials): string | undefined {
@@ -38,7 +52,8 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 /**
  * The first message a handshake carries as `speculativeAuthenticate`: for MONGODB-X509 its `authenticate` command;
  * none for PLAIN (the handshake spec lists no speculative form of it, and a mongod refuses a plaintext mechanism
- * there); otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
+ * there); for MONGODB-OIDC the one-step saslStart with the cached access token, none when no token is cached;
+ * otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
  * SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password cannot be prepared with SASLprep for
  * SCRAM-SHA-256: that conversation could never finish, and a negotiated SCRAM-SHA-1 (which does not SASLprep) may
  * still authenticate.
@@ -50,6 +65,7 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 export function speculativeStart(credentials: MongoCredentials): SpeculativeStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
   if (mechanism === 'PLAIN') return undefined;
+  if (mechanism === 'MONGODB-OIDC') return oidcSpeculativeStart(credentials);
   if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
     // SCRAM credentials always have both (see MongoCredentials).
@@ -65,7 +81,9 @@ export function speculativeStart(credentials: MongoCredentials): SpeculativeStar
  * handshake carried `speculative` ({@link speculativeStart}) and its reply has a `speculativeAuthenticate` document
  * for the mechanism selected, the conversation goes on from that document (SCRAM: saslContinue; MONGODB-X509: done);
  * otherwise (an older server, or one that did not take the speculative message) the whole conversation runs. PLAIN
- * is never speculative: its one saslStart is sent ({@link plainAuthenticate}). The key
+ * is never speculative: its one saslStart is sent ({@link plainAuthenticate}). MONGODB-OIDC: see
+ * {@link oidcAuthenticate}; it resolves to the connection's {@link Reauthenticate} (the other mechanisms to
+ * undefined: the server never asks them to reauthenticate). The key
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
  * {@link x509Authenticate}).
  *
@@ -83,16 +101,26 @@ export function authenticate(
   handshakeReply: Document,
   signal?: AbortSignal,
   speculative?: SpeculativeStart,
-): Promise<void> {
+): Promise<Reauthenticate | undefined> {
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
   const answered = speculative !== undefined && speculativeReply !== undefined && speculative.mechanism === mechanism;
-  if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal });
-  if (mechanism === 'MONGODB-X509') return x509Authenticate(run, credentials, { signal, speculativeReply: answered ? speculativeReply : undefined });
+  if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal }).then(() => undefined);
+  if (mechanism === 'MONGODB-OIDC') {
+    const speculativeToken = answered && 'token' in speculative ? speculative.token : undefined;
+    return oidcAuthenticate(run, credentials, { signal, speculativeToken, speculativeReply: answered ? speculativeReply : undefined }).then((first) => {
+      // The Connection Cache: the token this connection authenticated with, replaced by each reauthentication.
+      let token = first;
+      return async (again: RunCommand, reauthSignal?: AbortSignal) => {
+        token = await oidcReauthenticate(again, credentials, token, reauthSignal);
+      };
+    });
+  }
+  if (mechanism === 'MONGODB-X509') return x509Authenticate(run, credentials, { signal, speculativeReply: answered ? speculativeReply : undefined }).then(() => undefined);
   // A speculative answer for another mechanism than the one selected (SCRAM-SHA-256 tried, SCRAM-SHA-1 negotiated)
   // is not used: the mechanism is the one the default rules select.
   if (answered && 'clientNonce' in speculative) {
-    return scramAuthenticate(run, credentials, mechanism, { signal, clientNonce: speculative.clientNonce, speculativeReply });
+    return scramAuthenticate(run, credentials, mechanism, { signal, clientNonce: speculative.clientNonce, speculativeReply }).then(() => undefined);
   }
-  return scramAuthenticate(run, credentials, mechanism, { signal });
+  return scramAuthenticate(run, credentials, mechanism, { signal }).then(() => undefined);
 }

@@ -22,13 +22,13 @@ export const SCRAM_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] a
 export type ScramMechanism = (typeof SCRAM_MECHANISMS)[number];
 
 /**
- * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509 and PLAIN, which are never
- * negotiated (only used when asked for).
+ * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509, PLAIN and MONGODB-OIDC
+ * (machine workflow), which are never negotiated (only used when asked for).
  *
  * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509", "PLAIN", "Default Authentication Methods"
  * (drivers MUST NOT use any other mechanism, e.g. PLAIN, as the default).
  */
-export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509', 'PLAIN'] as const);
+export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509', 'PLAIN', 'MONGODB-OIDC'] as const);
 
 /**
  * A mechanism name of {@link AUTH_MECHANISMS}. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509",
@@ -156,16 +156,17 @@ export class MongoCredentials {
     if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism)) {
       throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
-    const x509 = mechanism === 'MONGODB-X509';
-    if (x509 ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
-      throw new InvalidOptionError('username', username, x509 ? 'a non-empty string (the client certificate\'s subject, RFC 2253), or none' : 'a non-empty string');
+    const externalUser = mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC';
+    const oidc = mechanism === 'MONGODB-OIDC';
+    if (externalUser ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
+      throw new InvalidOptionError('username', username, oidc ? 'a non-empty string, or none' : externalUser ? 'a non-empty string (the client certificate\'s subject, RFC 2253), or none' : 'a non-empty string');
     }
-    if (x509 ? password !== undefined : typeof password !== 'string') {
-      throw new InvalidOptionError('password', '<not shown>', x509 ? 'none for MONGODB-X509: the client certificate is the credential' : 'a string');
+    if (externalUser ? password !== undefined : typeof password !== 'string') {
+      throw new InvalidOptionError('password', '<not shown>', oidc ? 'none for MONGODB-OIDC: the access token is the credential' : externalUser ? 'none for MONGODB-X509: the client certificate is the credential' : 'a string');
     }
-    const source = optionValue(init, 'source') ?? (x509 || mechanism === 'PLAIN' ? EXTERNAL_SOURCE : 'admin');
+    const source = optionValue(init, 'source') ?? (externalUser || mechanism === 'PLAIN' ? EXTERNAL_SOURCE : 'admin');
     if (typeof source !== 'string' || source === '') throw new InvalidOptionError('authSource', source, 'a non-empty database name');
-    if (x509 && source !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', source, `${EXTERNAL_SOURCE} for MONGODB-X509`);
+    if (externalUser && source !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', source, `${EXTERNAL_SOURCE} for ${mechanism}`);
     // PLAIN sends `\0<username>\0<password>` as UTF-8 (RFC 4616: neither may hold a NUL). A NUL would move the field
     // boundary: "alice\0x" is read by the server as the user "alice" with the password "x\0<password>" (which a mongod
     // cuts at its NUL); a lone surrogate would be sent as U+FFFD, a password the user did not give.
@@ -176,7 +177,7 @@ export class MongoCredentials {
     }
     // SASLprep is loaded with the credentials, before anything that blames the password (here, or authentication,
     // which SASLpreps it for SCRAM-SHA-256, negotiated too): a module that cannot be loaded is no fault of the input.
-    if (!x509) {
+    if (!externalUser) {
       const saslprep = saslprepFunction();
       // SCRAM-SHA-256 SASLpreps the password: one SASLprep refuses could never authenticate. Only when the mechanism
       // is set: a negotiated one may be SCRAM-SHA-1, which uses the password as it is. The message names the rule

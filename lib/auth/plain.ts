@@ -71,10 +71,10 @@ const PASSWORD_NOT_SHOWN = '<password not shown>';
  * strings and binary values (at any depth of documents and arrays) replaced by {@link PASSWORD_NOT_SHOWN}: PLAIN
  * gives the server the password in clear, and a server or LDAP proxy that quotes what it was sent (as text, or the
  * payload itself as BinData) must not carry it into errors, events and logs. Other rejections, and refusals that do
- * not quote it, pass as they are. A reply too deep to search (nested beyond the call stack) is rebuilt from its
+ * not quote it, pass as they are (MONGODB-OIDC uses it for the access token). A reply too deep to search (nested beyond the call stack) is rebuilt from its
  * `code`, `codeName` and `errmsg` alone, the last redacted.
  */
-function withoutEcho(run: RunCommand, password: string): RunCommand {
+export function withoutEcho(run: RunCommand, password: string): RunCommand {
   if (password === '') return run;
   return async (db, command) => {
     try {

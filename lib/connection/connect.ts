@@ -435,7 +435,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           // its reply says (load balancer spec, "Monitoring": its ServerType is LoadBalancer): it is always authenticated.
           if (s.credentials !== undefined && (s.loadBalanced || !isArbiter(reply))) {
             phase = 'auth';
-            await authenticate(
+            connection.reauthenticate = await authenticate(
               (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 }),
               s.credentials,
               reply,

@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import { deserialize, ObjectId, onDemand, type Document } from 'bson';
 import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
+import type { Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import {
@@ -315,6 +316,9 @@ export function newRequestId(): number {
   return id;
 }
 
+/** ReauthenticationRequired: the server's code for a command that needs the connection reauthenticated first. */
+const REAUTHENTICATION_REQUIRED = 391;
+
 /**
  * A MongoDB connection. The connection factory ({@link connectionFactory}) creates it on a connected socket, runs
  * the handshake and authentication through it, and hands it to the pool; a caller then uses it while it is checked
@@ -356,6 +360,14 @@ export class Connection implements PoolConnection {
    * handshake").
    */
   handshakeDurationMS: number | undefined;
+  /**
+   * How this connection reauthenticates when a command fails with ReauthenticationRequired (391): set by
+   * establishment for a mechanism that supports it (MONGODB-OIDC); undefined otherwise, and then {@link command}
+   * does nothing more than send.
+   *
+   * Source: auth spec, "Reauthentication".
+   */
+  reauthenticate: Reauthenticate | undefined;
   /**
    * The Stable API version this connection declares (frozen), or undefined when none is declared. With one, every
    * command it sends carries `apiVersion` (and `apiStrict` / `apiDeprecationErrors` when given), and monitoring uses
@@ -553,6 +565,34 @@ export class Connection implements PoolConnection {
    *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
+    const reply = this.commandOnce(db, command, options);
+    // Only a connection whose mechanism reauthenticates (MONGODB-OIDC) looks at its failures here.
+    return this.reauthenticate === undefined ? reply : this.reauthenticatingOn(reply, db, command, options);
+  }
+
+  /**
+   * `reply`, or, when it fails with ReauthenticationRequired (391), the connection's reauthentication (SASL only, no
+   * hello) followed by one more attempt of the command, whatever its kind (retryable or not). An error of either is
+   * the command's. Not for a `moreToCome` command (no reply to fail) or an `exhaustAllowed` one (its stream is the
+   * caller's).
+   *
+   * Source: auth spec, "Reauthentication" (MUST reauthenticate and re-attempt the operation, irrespective of whether
+   * it is retryable; MUST NOT resend a hello; errors of either raised to the user).
+   */
+  private async reauthenticatingOn(reply: Promise<Document>, db: string, command: Document, options: CommandOptions): Promise<Document> {
+    try {
+      return await reply;
+    } catch (error) {
+      const reauthenticate = this.reauthenticate;
+      if (!(error instanceof MongoServerError) || error.code !== REAUTHENTICATION_REQUIRED || reauthenticate === undefined) throw error;
+      if (optionValue(options, 'moreToCome') === true || optionValue(options, 'exhaustAllowed') === true) throw error;
+      await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }));
+      return this.commandOnce(db, command, options);
+    }
+  }
+
+  /** {@link command}, without reauthentication. */
+  private commandOnce(db: string, command: Document, options: CommandOptions): Promise<Document> {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.busy) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     // OP_MSG spec, "Global Command Arguments": $db MUST be provided and be a valid database name.

@@ -1,0 +1,396 @@
+/**
+ * MONGODB-OIDC, machine workflow: an access token (a JWT) from a user callback (`OIDC_CALLBACK`) or a built-in
+ * environment (`ENVIRONMENT`: `test`, `azure`, `gcp`, `k8s`), sent in one saslStart (`{ jwt }`), speculatively in the
+ * handshake when a token is cached. One token cache per {@link MongoCredentials} object (what one client holds), shared
+ * by all its connections; each connection remembers the token it authenticated with, to invalidate exactly that one
+ * when the server asks for reauthentication (ReauthenticationRequired, 391). The access token is a secret: no error,
+ * event, log message, inspection or JSON of this library shows it.
+ *
+ * The human workflow (`OIDC_HUMAN_CALLBACK`, IdpInfo, refresh tokens, `ALLOWED_HOSTS`) is not supported: credentials
+ * asking for it are refused (see {@link OIDC_HUMAN_FLOW_UNSUPPORTED}).
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("Machine Authentication Flow", "Built-in OIDC Environment Integrations", "OIDC
+ * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication").
+ */
+import { readFile } from 'node:fs/promises';
+import { Binary, BSON, type Document } from 'bson';
+import { AuthenticationError, MongoServerError } from '../errors';
+import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
+import { withoutEcho } from './plain';
+import { runStep, type RunCommand } from './scram';
+
+/** The mechanism name. Source: auth spec, "MONGODB-OIDC" (mechanism MUST be "MONGODB-OIDC"). */
+export const OIDC_MECHANISM = 'MONGODB-OIDC';
+
+/**
+ * The callback API version passed to an {@link OidcCallback} as `version`.
+ *
+ * Source: auth spec, "OIDC Callback" (drivers MUST pass 1 for the initial callback API version).
+ */
+export const OIDC_CALLBACK_VERSION = 1;
+
+/**
+ * How long an {@link OidcCallback} (or a built-in environment's fetch) may run, in ms, when no earlier deadline
+ * applies: 60000. Once it elapses, its `timeoutContext` aborts and authentication fails.
+ *
+ * Source: auth spec, "OIDC Callback" (if CSOT is not applied, the driver MUST use 1 minute as the timeout).
+ */
+export const OIDC_CALLBACK_TIMEOUT_MS = 60_000;
+
+/**
+ * The least time between two calls of the token source of one credentials object, in ms: 100. A call that would come
+ * sooner waits.
+ *
+ * Source: auth spec, "Credential Caching" ("Authentication": wait until it has been at least 100ms since the last
+ * callback invocation).
+ */
+export const OIDC_MIN_CALL_INTERVAL_MS = 100;
+
+/**
+ * The built-in environments of `ENVIRONMENT` (a frozen array): `test` reads the file named by the environment variable
+ * `OIDC_TOKEN_FILE`; `azure` asks the Azure Instance Metadata Service (needs `TOKEN_RESOURCE`; the user name, if any,
+ * is the managed identity's client id); `gcp` asks the Google Cloud metadata server (needs `TOKEN_RESOURCE`, the
+ * audience); `k8s` reads `AZURE_FEDERATED_TOKEN_FILE`, else `AWS_WEB_IDENTITY_TOKEN_FILE`, else
+ * `/var/run/secrets/kubernetes.io/serviceaccount/token`.
+ *
+ * Source: auth spec, "MONGODB-OIDC" (ENVIRONMENT MUST be one of test, azure, gcp, k8s), "Built-in OIDC Environment
+ * Integrations".
+ */
+export const OIDC_ENVIRONMENTS = Object.freeze(['test', 'azure', 'gcp', 'k8s'] as const);
+
+/** A name of {@link OIDC_ENVIRONMENTS}. Source: auth spec, "MONGODB-OIDC" (ENVIRONMENT). */
+export type OidcEnvironment = (typeof OIDC_ENVIRONMENTS)[number];
+
+/**
+ * What an {@link OidcCallback} is given. Fields may be added in later versions (see `version`); none is removed.
+ *
+ * Source: auth spec, "OIDC Callback" (timeout, username, version).
+ */
+export interface OidcCallbackParams {
+  /** Aborts once the callback has run for `timeoutMS`, or the connection's establishment was given up. */
+  readonly timeoutContext: AbortSignal;
+  /** How long the callback may run, in ms (60000 unless an earlier deadline applies). */
+  readonly timeoutMS: number;
+  /** The credentials' user name, if any. */
+  readonly username: string | undefined;
+  /** The callback API version: {@link OIDC_CALLBACK_VERSION} (1). */
+  readonly version: number;
+}
+
+/**
+ * What an {@link OidcCallback} returns. Other fields are ignored, so more may be read in later versions.
+ *
+ * Source: auth spec, "OIDC Callback" (accessToken; expiresIn, a missing value read as infinite; negative: an error).
+ */
+export interface OidcCredential {
+  /** The access token (a JWT), a non-empty string; sent as is, never validated here. */
+  accessToken: string;
+  /** Seconds until it expires; undefined for no known expiry. Must not be negative. Not used for caching yet. */
+  expiresInSeconds?: number | undefined;
+}
+
+/**
+ * The `OIDC_CALLBACK` mechanism property: returns (or resolves to) an access token. Called for the first connection of
+ * a credentials object and after the server refused the cached token, never twice at once, at least
+ * {@link OIDC_MIN_CALL_INTERVAL_MS} apart; its result is cached and shared by the connections of those credentials.
+ * It should give up when `params.timeoutContext` aborts; authentication fails then anyway.
+ *
+ * Source: auth spec, "OIDC Callback".
+ */
+export type OidcCallback = (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>;
+
+/**
+ * Why credentials with `OIDC_HUMAN_CALLBACK` or `ALLOWED_HOSTS` are refused: the human workflow (two-step
+ * conversation, IdpInfo, refresh tokens) is not implemented; the auth spec makes it optional.
+ *
+ * Source: auth spec, "Human Authentication Flow" (drivers MAY support it).
+ */
+export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OIDC_HUMAN_CALLBACK, ALLOWED_HOSTS) is not supported: use OIDC_CALLBACK or ENVIRONMENT (the machine workflow)';
+
+/**
+ * The base URLs of the metadata endpoints the `azure` and `gcp` environments ask. Tests point them at a local server.
+ *
+ * @internal Not exported from the package.
+ */
+export const oidcMetadataEndpoints = { azure: 'http://169.254.169.254', gcp: 'http://metadata' };
+
+/** The token cache of one credentials object (the auth spec's Client Cache), and the state of its token source. */
+class TokenCache {
+  /** The most recent access token; undefined when none or invalidated. */
+  token: string | undefined;
+  /** The call of the token source in progress, if any: the others wait for it rather than call again. */
+  private pending: Promise<string> | undefined;
+  /** When the token source was last called (performance.now(), ms). */
+  private lastCall = -Infinity;
+
+  /**
+   * The cached token (`cached: true`), else one from `source`: waits for a call in progress, else calls it (after
+   * the 100 ms interval), caches and returns its token.
+   */
+  async get(source: () => Promise<string>): Promise<{ token: string; cached: boolean }> {
+    for (;;) {
+      if (this.token !== undefined) return { token: this.token, cached: true };
+      if (this.pending === undefined) break;
+      // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own).
+      await this.pending.catch(() => undefined);
+    }
+    const call = (async () => {
+      const wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      this.lastCall = performance.now();
+      return source();
+    })();
+    this.pending = call;
+    try {
+      const token = await call;
+      this.token = token;
+      return { token, cached: false };
+    } finally {
+      this.lastCall = performance.now();
+      if (this.pending === call) this.pending = undefined;
+    }
+  }
+
+  /** Forgets the cached token if it is `token` (compare-and-clear: a newer token stays). */
+  invalidate(token: string | undefined): void {
+    if (token !== undefined && this.token === token) this.token = undefined;
+  }
+}
+
+const caches = new WeakMap<MongoCredentials, TokenCache>();
+
+/** The token cache of `credentials` (created on first use). */
+function cacheOf(credentials: MongoCredentials): TokenCache {
+  let cache = caches.get(credentials);
+  if (cache === undefined) caches.set(credentials, (cache = new TokenCache()));
+  return cache;
+}
+
+/**
+ * The token `credentials` hold cached, if any (for tests and diagnostics; the token is a secret: never log it).
+ *
+ * @internal Not exported from the package.
+ */
+export function cachedOidcToken(credentials: MongoCredentials): string | undefined {
+  return caches.get(credentials)?.token;
+}
+
+/** The mechanism properties of `credentials` (none until the credentials carry them). */
+function propertiesOf(credentials: MongoCredentials): Readonly<Record<string, unknown>> {
+  return ((credentials as { mechanismProperties?: Readonly<Record<string, unknown>> }).mechanismProperties ?? {}) as Readonly<Record<string, unknown>>;
+}
+
+/** An AuthenticationError naming the user and mechanism (never the token). */
+function failure(credentials: MongoCredentials, why: string, cause?: unknown): AuthenticationError {
+  const who = credentials.username === undefined ? 'no user name' : `user "${credentials.username}"`;
+  return new AuthenticationError(`Authentication failed for ${who} on "${credentials.source}" with MONGODB-OIDC: ${why}`, cause);
+}
+
+/**
+ * Runs `fetch` with a `timeoutContext` aborting after {@link OIDC_CALLBACK_TIMEOUT_MS} or when `signal` aborts,
+ * and checks what it returns.
+ */
+async function callSource(credentials: MongoCredentials, what: string, fetch: (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>, signal: AbortSignal | undefined): Promise<string> {
+  const controller = new AbortController();
+  const timeoutMS = OIDC_CALLBACK_TIMEOUT_MS;
+  const timer = setTimeout(() => {
+    controller.abort(failure(credentials, `the ${what} did not return within ${timeoutMS} ms`));
+  }, timeoutMS);
+  const onAbort = (): void => controller.abort(signal!.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    signal?.throwIfAborted();
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => undefined);
+    const params: OidcCallbackParams = Object.freeze({ timeoutContext: controller.signal, timeoutMS, username: credentials.username, version: OIDC_CALLBACK_VERSION });
+    let result: OidcCredential;
+    try {
+      result = await Promise.race([Promise.resolve().then(() => fetch(params)), aborted]);
+    } catch (error) {
+      if (controller.signal.aborted) throw controller.signal.reason;
+      throw failure(credentials, `the ${what} failed: ${error instanceof Error ? error.message : String(error)}`, error);
+    }
+    const token: unknown = result !== null && typeof result === 'object' ? result.accessToken : undefined;
+    if (typeof token !== 'string' || token === '') throw failure(credentials, `the ${what} returned no accessToken (a non-empty string)`);
+    const expires: unknown = result.expiresInSeconds;
+    if (expires !== undefined && (typeof expires !== 'number' || !(expires >= 0))) {
+      throw failure(credentials, `the ${what} returned expiresInSeconds ${String(expires)}: a number >= 0, or none, is required`);
+    }
+    return token;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The token source of `credentials`: its OIDC_CALLBACK or built-in ENVIRONMENT. */
+function tokenSource(credentials: MongoCredentials): { what: string; fetch: (params: OidcCallbackParams) => Promise<OidcCredential> | OidcCredential } {
+  const properties = propertiesOf(credentials);
+  const callback = properties.OIDC_CALLBACK;
+  if (typeof callback === 'function') return { what: 'OIDC_CALLBACK', fetch: callback as OidcCallback };
+  const environment = properties.ENVIRONMENT;
+  const resource = typeof properties.TOKEN_RESOURCE === 'string' ? properties.TOKEN_RESOURCE : '';
+  switch (environment) {
+    case 'test':
+      return { what: 'ENVIRONMENT test', fetch: () => fileToken('OIDC_TOKEN_FILE', process.env.OIDC_TOKEN_FILE) };
+    case 'k8s': {
+      const [name, file] = process.env.AZURE_FEDERATED_TOKEN_FILE !== undefined
+        ? ['AZURE_FEDERATED_TOKEN_FILE', process.env.AZURE_FEDERATED_TOKEN_FILE]
+        : process.env.AWS_WEB_IDENTITY_TOKEN_FILE !== undefined
+          ? ['AWS_WEB_IDENTITY_TOKEN_FILE', process.env.AWS_WEB_IDENTITY_TOKEN_FILE]
+          : ['the service account token', '/var/run/secrets/kubernetes.io/serviceaccount/token'];
+      return { what: 'ENVIRONMENT k8s', fetch: () => fileToken(name, file) };
+    }
+    case 'azure':
+      return {
+        what: 'ENVIRONMENT azure',
+        fetch: async ({ timeoutContext, username }) => {
+          const url = new URL('/metadata/identity/oauth2/token', oidcMetadataEndpoints.azure);
+          url.searchParams.set('api-version', '2018-02-01');
+          url.searchParams.set('resource', resource);
+          if (username !== undefined) url.searchParams.set('client_id', username);
+          const body = await httpGet(url, { Accept: 'application/json', Metadata: 'true' }, timeoutContext, 'the Azure Instance Metadata Service');
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(body);
+          } catch {
+            throw new Error('the Azure Instance Metadata Service answered with a body that is not JSON');
+          }
+          const token = (parsed as { access_token?: unknown } | null)?.access_token;
+          if (typeof token !== 'string') throw new Error('the Azure Instance Metadata Service answered without an access_token');
+          const expiresIn = Number((parsed as { expires_in?: unknown }).expires_in);
+          return { accessToken: token, expiresInSeconds: Number.isFinite(expiresIn) && expiresIn >= 0 ? expiresIn : undefined };
+        },
+      };
+    case 'gcp':
+      return {
+        what: 'ENVIRONMENT gcp',
+        fetch: async ({ timeoutContext }) => {
+          const url = new URL('/computeMetadata/v1/instance/service-accounts/default/identity', oidcMetadataEndpoints.gcp);
+          url.searchParams.set('audience', resource);
+          return { accessToken: await httpGet(url, { 'Metadata-Flavor': 'Google' }, timeoutContext, 'the Google Cloud metadata server') };
+        },
+      };
+    default:
+      return { what: 'token source', fetch: () => { throw new Error('neither OIDC_CALLBACK nor ENVIRONMENT is set'); } };
+  }
+}
+
+/** The contents of the token file `file` (named by `name`), as given. */
+async function fileToken(name: string, file: string | undefined): Promise<OidcCredential> {
+  if (file === undefined || file === '') throw new Error(`${name} is not set`);
+  try {
+    return { accessToken: await readFile(file, 'utf8') };
+  } catch (error) {
+    throw new Error(`reading the token file of ${name} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/**
+ * GETs `url` with `headers`; resolves to the body of a 200 answer. Any other status is an error quoting the body (at
+ * most 1000 characters): a metadata service's non-200 body says why, and holds no token.
+ */
+async function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<string> {
+  const response = await fetch(url, { headers, signal });
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`${what} answered HTTP ${response.status}: ${body.slice(0, 1000)}`);
+  return body;
+}
+
+/** The saslStart of the one-step conversation, as the auth spec shows it (no autoAuthorize), holding `token` (a secret: sent, never shown). */
+function jwtStart(token: string): Document {
+  return { saslStart: 1, mechanism: OIDC_MECHANISM, payload: new Binary(BSON.serialize({ jwt: token })) };
+}
+
+/**
+ * The speculative first message for OIDC credentials: the one-step saslStart (with `db: '$external'`) holding the
+ * cached token, and that token; undefined when no token is cached (nothing speculative is sent then).
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("Speculative Authentication": MUST implement it; MUST NOT attempt it without a
+ * cached access token).
+ */
+export function oidcSpeculativeStart(credentials: MongoCredentials): { readonly mechanism: 'MONGODB-OIDC'; readonly speculativeAuthenticate: Document; readonly token: string } | undefined {
+  const token = caches.get(credentials)?.token;
+  if (token === undefined) return undefined;
+  return { mechanism: OIDC_MECHANISM, speculativeAuthenticate: { ...jwtStart(token), db: EXTERNAL_SOURCE }, token };
+}
+
+/** Options of {@link oidcAuthenticate}. */
+export interface OidcOptions {
+  /** Ends the authentication: the callback's `timeoutContext` aborts, and the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal | undefined;
+  /** The token the handshake carried speculatively ({@link oidcSpeculativeStart}). */
+  speculativeToken?: string | undefined;
+  /** The handshake reply's `speculativeAuthenticate`, when the handshake carried one. */
+  speculativeReply?: unknown;
+}
+
+/**
+ * Authenticates with MONGODB-OIDC as `credentials` and resolves to the token the connection authenticated with (its
+ * Connection Cache). When the handshake's speculative saslStart was answered `done: true`, that is all; otherwise the
+ * one-step conversation runs: with the cached token (refused with AuthenticationFailed, 18: invalidated, and a fresh
+ * token fetched and tried once), else with a fresh token from the callback or environment.
+ *
+ * @throws {AuthenticationError} (rejection) when the token source fails, times out (60000 ms), returns no token or a
+ *   negative expiry, or the server refuses the token (cause: its MongoServerError, any echo of the token replaced);
+ *   messages never hold the token.
+ * @throws `options.signal.reason` (rejection) once the signal aborts.
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("One-Step", "Credential Caching" ("Authentication"), "Speculative
+ * Authentication").
+ */
+export async function oidcAuthenticate(run: RunCommand, credentials: MongoCredentials, options: OidcOptions = {}): Promise<string> {
+  const { signal, speculativeToken, speculativeReply } = options;
+  if (speculativeToken !== undefined && speculativeReply !== null && typeof speculativeReply === 'object' && (speculativeReply as Document).done === true) {
+    return speculativeToken;
+  }
+  // The speculative attempt failed: nothing is invalidated (auth spec: MUST NOT), the standard conversation runs.
+  return oneStep(run, credentials, signal);
+}
+
+/**
+ * Reauthenticates a connection that authenticated with `connectionToken` (ReauthenticationRequired, 391, on one of
+ * its commands): that token is invalidated in the cache (only if it is still the cached one), then the one-step
+ * conversation runs as for a new connection, without a hello. Resolves to the connection's new token.
+ *
+ * @throws as {@link oidcAuthenticate}.
+ *
+ * Source: auth spec, "Reauthentication", "MONGODB-OIDC" ("Reauthentication").
+ */
+export function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal): Promise<string> {
+  cacheOf(credentials).invalidate(connectionToken);
+  return oneStep(run, credentials, signal);
+}
+
+/** The auth spec's `auth(connection)`: resolves to the token the connection authenticated with. */
+async function oneStep(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined): Promise<string> {
+  const cache = cacheOf(credentials);
+  const { what, fetch } = tokenSource(credentials);
+  const source = (): Promise<string> => callSource(credentials, what, fetch, signal);
+  signal?.throwIfAborted();
+  let { token, cached } = await cache.get(source);
+  if (cached) {
+    try {
+      await send(run, credentials, token);
+      return token;
+    } catch (error) {
+      if (!(error instanceof AuthenticationError && error.cause instanceof MongoServerError && error.cause.code === 18)) throw error;
+      cache.invalidate(token);
+      ({ token } = await cache.get(source));
+    }
+  }
+  signal?.throwIfAborted();
+  await send(run, credentials, token);
+  return token;
+}
+
+/** Sends the one-step saslStart with `token`. */
+async function send(run: RunCommand, credentials: MongoCredentials, token: string): Promise<void> {
+  const fail = (why: string, cause?: unknown): never => {
+    throw failure(credentials, why, cause);
+  };
+  const reply = await runStep(withoutEcho(run, token), credentials.source, jwtStart(token), 'saslStart', fail);
+  if (reply.done !== true) fail('the server did not end the conversation after the saslStart (the one-step conversation has one step)');
+}
