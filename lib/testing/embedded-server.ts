@@ -51,6 +51,7 @@ import { inWords, InvalidOptionError } from '../errors';
 import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { FailCommandPoint } from './fail-points';
+import { OidcIdentities, type EmbeddedOidcOptions } from './oidc-server';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
 /** Options of an {@link EmbeddedServer}. Source: extension (the settings of a standalone mongod it imitates). */
@@ -105,6 +106,15 @@ export interface EmbeddedServerOptions {
    * deployment as Sharded (server discovery and monitoring spec, "Server Type"). Default false (a standalone).
    */
   mongos?: boolean | undefined;
+  /**
+   * Accept MONGODB-OIDC (on `$external`), as a mongod with an OIDC identity provider: the tokens it accepts (a table,
+   * or JWTs signed with a key: the endpoint is its own stand-in for the IdP; see {@link EmbeddedOidcOptions}). A
+   * saslStart with `jwt` is the one-step conversation, one without it gets the IdP info (two-step), the handshake's
+   * speculative saslStart is answered; a refused or expired token gets AuthenticationFailed (18). Once the token a
+   * connection authenticated with expires, its commands (other than the handshake and authentication) fail with
+   * ReauthenticationRequired (391). With this option, connections must authenticate. Counts: {@link EmbeddedServer.oidc}.
+   */
+  oidc?: EmbeddedOidcOptions | undefined;
 }
 
 /** Whether `value` is undefined or an integer from `min` to `max`. */
@@ -144,7 +154,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -362,6 +372,12 @@ export class EmbeddedServer {
   private nextConnectionId = 1;
   private readonly handlers = new Map<string, CommandHandler>();
   private readonly users: ScramUsers;
+  /** The MONGODB-OIDC side (`oidc` option) and its counts; undefined without that option. */
+  readonly oidc: OidcIdentities | undefined;
+  /** When the OIDC token each connection authenticated with expires (epoch ms). */
+  private readonly oidcExpiry = new WeakMap<ClientConnectionInfo, number>();
+  /** Connections in the middle of a two-step OIDC conversation. */
+  private readonly oidcTwoStep = new WeakSet<ClientConnectionInfo>();
   /** The service ids behind this endpoint when it acts as a load balancer. */
   readonly services: readonly ObjectId[];
   private port = 0;
@@ -400,6 +416,7 @@ export class EmbeddedServer {
     checkEmbeddedServerOptions(options);
     this.options = options;
     this.users = new ScramUsers(options.users);
+    this.oidc = options.oidc === undefined ? undefined : new OidcIdentities(options.oidc);
     this.services = Array.from({ length: options.loadBalancedServices ?? 0 }, () => new ObjectId());
     const onSocket = (socket: net.Socket): void => this.accept(socket);
     this.server = options.tls
@@ -993,7 +1010,11 @@ export class EmbeddedServer {
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
     if (name === 'authenticate') return this.authenticateX509(db, command, client).reply;
-    if (this.users.enabled && client.user === undefined && !OPEN_COMMANDS.has(name)) {
+    const expiry = this.oidc === undefined ? undefined : this.oidcExpiry.get(client);
+    if (expiry !== undefined && expiry <= Date.now() && !OPEN_COMMANDS.has(name)) {
+      return { ok: 0, code: 391, codeName: 'ReauthenticationRequired', errmsg: 'Access token expired' };
+    }
+    if ((this.users.enabled || this.oidc !== undefined) && client.user === undefined && !OPEN_COMMANDS.has(name)) {
       // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
       return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
     }
@@ -1016,6 +1037,9 @@ export class EmbeddedServer {
   }
 
   private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
+    if (this.oidc !== undefined && ((name === 'saslstart' && command.mechanism === 'MONGODB-OIDC') || (name === 'saslcontinue' && this.oidcTwoStep.has(client)))) {
+      return this.authenticateOidc(this.oidc, name, db, command, client);
+    }
     if (name === 'saslstart' && command.mechanism === 'PLAIN') {
       // One step: done at once, or refused (see ScramUsers.plain); no conversation is left to continue.
       client.conversation = undefined;
@@ -1043,6 +1067,21 @@ export class EmbeddedServer {
       client.conversation = undefined;
     }
     return reply;
+  }
+
+  /** A MONGODB-OIDC saslStart or saslContinue (see {@link EmbeddedServerOptions.oidc}). */
+  private authenticateOidc(oidc: OidcIdentities, name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
+    client.conversation = undefined;
+    const outcome = name === 'saslstart' ? oidc.start(db, command) : oidc.continue(command);
+    this.oidcTwoStep.delete(client);
+    if ('awaitingJwt' in outcome && outcome.awaitingJwt === true) this.oidcTwoStep.add(client);
+    if (outcome.user !== undefined) {
+      client.user = outcome.user;
+      client.usersGeneration = this.users.generation;
+      if (outcome.expiresAtMS === undefined) this.oidcExpiry.delete(client);
+      else this.oidcExpiry.set(client, outcome.expiresAtMS);
+    }
+    return outcome.reply;
   }
 
   /**
@@ -1087,6 +1126,13 @@ export class EmbeddedServer {
       return answer;
     }
     if (Object.keys(document)[0] !== 'saslStart' || typeof document.db !== 'string' || document.mechanism === 'PLAIN') return undefined;
+    if (document.mechanism === 'MONGODB-OIDC') {
+      if (this.oidc === undefined) return undefined;
+      const reply = this.authenticateOidc(this.oidc, 'saslstart', document.db, document, client);
+      if (reply.ok !== 1) return undefined;
+      const { ok: _ok, ...answer } = reply;
+      return answer;
+    }
     const { reply, conversation } = this.users.start(document.db, document, true);
     if (conversation === undefined) return undefined;
     client.conversation = conversation;

@@ -13,6 +13,8 @@ export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler } from
 export { FailCommandPoint } from './fail-points';
 export type { FailAction } from './fail-points';
 export type { EmbeddedUser } from './scram-server';
+export { OidcIdentities, signOidcToken } from './oidc-server';
+export type { EmbeddedOidcOptions, OidcOutcome } from './oidc-server';
 export { MockConnection, MockConnectionFactory } from './mock-connection';
 export type { MockConnectionFactoryOptions } from './mock-connection';
 export { VirtualClock } from './virtual-clock';
