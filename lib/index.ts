@@ -59,6 +59,8 @@ export { ServerApiVersion } from './connection/server-api';
 export type { ServerApi, ServerApiVersionId } from './connection/server-api';
 export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';
 export type { AuthMechanism, ScramMechanism, CredentialsInit } from './auth/credentials';
+export { OIDC_MECHANISM, OIDC_CALLBACK_VERSION, OIDC_CALLBACK_TIMEOUT_MS, OIDC_MIN_CALL_INTERVAL_MS, OIDC_ENVIRONMENTS, OIDC_HUMAN_FLOW_UNSUPPORTED } from './auth/oidc';
+export type { OidcCallback, OidcCallbackParams, OidcCredential, OidcEnvironment } from './auth/oidc';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
