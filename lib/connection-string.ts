@@ -24,7 +24,7 @@
 import type { ConnectionString } from 'mongodb-connection-string-url';
 import { connectionStringClass } from './lazy-dependencies';
 import { parseAddress } from './address';
-import { AUTH_MECHANISMS, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
+import { AUTH_MECHANISMS, MECHANISM_PROPERTIES, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
 import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
@@ -117,7 +117,7 @@ export interface ParsedConnectionString {
 }
 
 type Target = 'pool' | 'connection' | 'client' | 'srv';
-type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName';
+type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName' | 'properties';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -149,6 +149,7 @@ key('tlsAllowInvalidHostnames', 'connection', 'bool');
 key('tlsInsecure', 'connection', 'bool');
 key('authSource', 'connection', 'source');
 key('authMechanism', 'connection', 'mechanism');
+key('authMechanismProperties', 'connection', 'properties');
 key('heartbeatFrequencyMS', 'client', 'heartbeat');
 key('serverSelectionTimeoutMS', 'client', 'selection');
 key('loadBalanced', 'client', 'bool');
@@ -183,7 +184,7 @@ const API_PARAMETERS: ReadonlySet<string> = new Set(API_PARAMETER_NAMES.map((nam
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
-    'authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel',
+    'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel',
     'readPreference', 'readPreferenceTags', 'replicaSet',
     'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
     'timeoutMS', 'tlsDisableCertificateRevocationCheck',
@@ -203,7 +204,7 @@ const TLS_CONFLICTS: readonly (readonly [string, readonly string[]])[] = [
 ];
 
 /** Values never echoed in warnings. */
-const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
+const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword', 'authmechanismproperties']);
 
 /**
  * Parses a `mongodb://` or `mongodb+srv://` connection string.
@@ -221,7 +222,10 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword']);
  *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN, or a SCRAM or PLAIN one without credentials in the URI (PLAIN
  *   credentials are in the authSource, else the URI's database, else `$external`); for MONGODB-X509 with
  *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
- *   with or without credentials); for credentials with an empty user name, or for PLAIN with a NUL (`%00`) in the user name or password (see MongoCredentials); for a proxy key given twice with different
+ *   with or without credentials); for credentials with an empty user name, or for PLAIN with a NUL (`%00`) in the user name or password (see MongoCredentials); for an
+ *   `authMechanismProperties` key (option `authMechanismProperties.<KEY>`) the credentials' mechanism does not take, or
+ *   one only the credentials option may set (a list that is not `KEY:value` pairs, each split at its first ':', is
+ *   ignored with a warning, as is one without credentials; its values are never shown); for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
  *   together or alone (see `proxySettings`); for a `serverApi` key (any case: a Stable API version is declared only
  *   in code). Messages never contain the password (nor the proxy's).
@@ -431,8 +435,23 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // Credentials: a credential delimiter (@) means authentication, even with an empty user name.
   const authSource = connection.authSource as string | undefined;
   const authMechanism = connection.authMechanism as AuthMechanism | undefined;
+  const authMechanismProperties = connection.authMechanismProperties as Record<string, string> | undefined;
   delete connection.authSource;
   delete connection.authMechanism;
+  delete connection.authMechanismProperties;
+  // The URI's properties for credentials of `mechanism`: each one a property the connection string may set (auth
+  // spec: ALLOWED_HOSTS, for one, MUST NOT be); the rest is checked with the credentials.
+  const uriProperties = (mechanism: AuthMechanism | undefined): Record<string, string> | undefined => {
+    if (authMechanismProperties === undefined) return undefined;
+    const rules = MECHANISM_PROPERTIES[mechanism ?? 'SCRAM-SHA-256'];
+    for (const name of Object.keys(authMechanismProperties)) {
+      const rule = Object.prototype.hasOwnProperty.call(rules, name) ? rules[name] : undefined;
+      if (rule !== undefined && !rule.inUri) {
+        throw new InvalidOptionError(`authMechanismProperties.${name}`, '<not shown>', 'given in the credentials option of connect() (mechanismProperties), never in the connection string');
+      }
+    }
+    return authMechanismProperties;
+  };
   // The URI database: the default source of credentials (auth spec, SCRAM "source"); read only where it is that.
   const database = (): string => authDatabase(parsed.pathname.replace(/^\//, ''));
   // The source the URI gives credentials of `mechanism`: its authSource, else its database, but for MONGODB-X509,
@@ -461,13 +480,26 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     if (authMechanism !== undefined && mechanism !== authMechanism) {
       warnings.push(`authMechanism=${authMechanism} is ignored: the credentials option sets its own mechanism (${mechanism})`);
     }
+    // The option's properties (a MongoCredentials' when it has any), else the URI's; never a mix of both.
+    const givenProperties = optionValue(given, 'mechanismProperties');
+    const ownProperties = givenProperties !== undefined && !(given instanceof MongoCredentials && Object.keys(givenProperties).length === 0);
+    if (ownProperties && authMechanismProperties !== undefined) {
+      warnings.push('authMechanismProperties is ignored: the credentials option sets its own mechanismProperties');
+    }
+    const mechanismProperties = ownProperties ? givenProperties : uriProperties(mechanism);
     connection.credentials =
       // A plain object becomes one MongoCredentials here, not one per pool: every pool of the client then shares its
       // cache of salted passwords (auth spec, "Caching credentials in SCRAM"), so a user is derived once, not once
       // per server.
-      given instanceof MongoCredentials && source === given.source && mechanism === given.mechanism
+      given instanceof MongoCredentials && source === given.source && mechanism === given.mechanism && (ownProperties || mechanismProperties === undefined)
         ? given
-        : new MongoCredentials({ username: optionValue(given, 'username') as string, password: optionValue(given, 'password') as string, ...(source === undefined ? {} : { source }), ...(mechanism === undefined ? {} : { mechanism }) });
+        : new MongoCredentials({
+          username: optionValue(given, 'username') as string,
+          password: optionValue(given, 'password') as string,
+          ...(source === undefined ? {} : { source }),
+          ...(mechanism === undefined ? {} : { mechanism }),
+          ...(mechanismProperties === undefined ? {} : { mechanismProperties }),
+        });
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
@@ -481,16 +513,22 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       ...(x509 && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
       source: uriSource(authMechanism),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
+      ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
     });
   } else if (authMechanism === 'MONGODB-X509') {
     // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
-    connection.credentials = new MongoCredentials({ mechanism: authMechanism, source: uriSource(authMechanism) });
+    connection.credentials = new MongoCredentials({
+      mechanism: authMechanism,
+      source: uriSource(authMechanism),
+      ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
+    });
   } else if (authMechanism !== undefined) {
     // Auth spec, "Errors": a mechanism with its required information (a SCRAM or PLAIN user name) missing is an error.
     throw new InvalidOptionError('authMechanism', authMechanism, `given with credentials (user[:password]@host in the URI, or the credentials option of connect()): ${authMechanism === 'PLAIN' ? 'PLAIN' : 'SCRAM'} needs a user name`);
-  } else if (authSource !== undefined) {
+  } else {
     // Auth spec: an authSource without credentials is not a request for authentication.
-    warnings.push('authSource is ignored: the URI has no credentials');
+    if (authSource !== undefined) warnings.push('authSource is ignored: the URI has no credentials');
+    if (authMechanismProperties !== undefined) warnings.push('authMechanismProperties is ignored: the URI has no credentials');
   }
 
   const appName = connection.appName as string | undefined;
@@ -673,9 +711,30 @@ function redact(parsed: ConnectionString): string {
     } catch {
       name = '';
     }
-    return KEYS[keyLowerCase(name)] === undefined ? `${piece.slice(0, equals)}=_credentials_` : piece;
+    // authMechanismProperties may carry what a mechanism needs to obtain credentials: hidden as an unknown key is.
+    const lower = keyLowerCase(name);
+    return KEYS[lower] === undefined || lower === 'authmechanismproperties' ? `${piece.slice(0, equals)}=_credentials_` : piece;
   });
   return `${text.slice(0, query)}?${pieces.join('&')}`;
+}
+
+/**
+ * The value of `authMechanismProperties` (a prototype-less object of strings), or `error` saying what it must be: a
+ * list of `KEY:value` pairs separated by ',', each split at its first ':' (a value may hold ':', as a URL does; none
+ * can hold ','), each KEY non-empty and given once. Which keys a mechanism takes is checked with the credentials.
+ *
+ * Source: connection string spec, "Values" (key value pairs); auth spec, "Connection String Options".
+ */
+export function authMechanismPropertiesValue(text: string): { value?: Record<string, string>; error?: string } {
+  const properties = Object.create(null) as Record<string, string>;
+  for (const pair of text.split(',')) {
+    const colon = pair.indexOf(':');
+    if (colon <= 0) return { error: "a list of KEY:value pairs separated by ','" };
+    const name = pair.slice(0, colon);
+    if (Object.prototype.hasOwnProperty.call(properties, name)) return { error: `a list of KEY:value pairs, each KEY once (${name} is given twice)` };
+    properties[name] = pair.slice(colon + 1);
+  }
+  return { value: properties };
 }
 
 /** Converts one value; `error` says what is allowed when the value is invalid. */
@@ -732,6 +791,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       return /^(?=.*[A-Za-z])[A-Za-z0-9](?:-?[A-Za-z0-9])*$/.test(text) && text.length <= 62
         ? { value: text }
         : { error: 'an SRV service name: letters, digits and single hyphens (not first or last), with a letter, at most 62 characters' };
+    case 'properties':
+      return authMechanismPropertiesValue(text);
     case 'mechanism':
       if (!(AUTH_MECHANISMS as readonly string[]).includes(text)) {
         throw new InvalidOptionError('authMechanism', text, `one of ${AUTH_MECHANISMS.join(', ')}`);

@@ -58,7 +58,7 @@ export type { DriverInfoOptions } from './connection/handshake';
 export { ServerApiVersion } from './connection/server-api';
 export type { ServerApi, ServerApiVersionId } from './connection/server-api';
 export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';
-export type { AuthMechanism, ScramMechanism, CredentialsInit } from './auth/credentials';
+export type { AuthMechanism, ScramMechanism, CredentialsInit, MechanismProperties } from './auth/credentials';
 export { OIDC_MECHANISM, OIDC_CALLBACK_VERSION, OIDC_CALLBACK_TIMEOUT_MS, OIDC_MIN_CALL_INTERVAL_MS, OIDC_ENVIRONMENTS, OIDC_HUMAN_FLOW_UNSUPPORTED } from './auth/oidc';
 export type { OidcCallback, OidcCallbackParams, OidcCredential, OidcEnvironment } from './auth/oidc';
 

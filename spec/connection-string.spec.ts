@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials } from '../lib';
-import { parseConnectionString, parseConnectionStringForClient, parseConnectionStringWithCredentials } from '../lib/connection-string';
+import { authMechanismPropertiesValue, parseConnectionString, parseConnectionStringForClient, parseConnectionStringWithCredentials } from '../lib/connection-string';
 
 /** What parseConnectionString throws for `uri` (undefined when it does not throw). */
 function parseError(uri: string): unknown {
@@ -537,7 +537,7 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
   });
 
   it('says that each key of the URI options spec it does not act on is not supported, not that it is unknown', function () {
-    const keys = ['authMechanismProperties', 'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
+    const keys = ['journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
       'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS', 'timeoutMS', 'tlsDisableCertificateRevocationCheck', 'tlsDisableOCSPEndpointCheck',
       'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries', 'enableOverloadRetargeting', 'uuidRepresentation'];
     for (const key of keys) expect(read(`${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
@@ -722,5 +722,48 @@ describe('parseConnectionString: the proxy options (SOCKS5 support spec; URI opt
     expect(() => parseConnectionString(uri))
       .to.throw(InvalidOptionError, /^Invalid proxyPassword: "<not shown>"/)
       .that.satisfies((error: unknown) => !/Pr0xyS3cret|Other5ecret/.test(inspect(error)));
+  });
+});
+
+describe('parseConnectionString: authMechanismProperties', function () {
+  it('splits KEY:value pairs at each first colon, a value keeping later colons; a malformed list or a repeated KEY is refused', function () {
+    expect({ ...authMechanismPropertiesValue('TOKEN_RESOURCE:api://x:8080/a,ENVIRONMENT:azure').value }).to.deep.equal({ TOKEN_RESOURCE: 'api://x:8080/a', ENVIRONMENT: 'azure' });
+    expect(Object.getPrototypeOf(authMechanismPropertiesValue('A:b').value)).to.equal(null);
+    expect({ ...authMechanismPropertiesValue('A:').value }).to.deep.equal({ A: '' });
+    for (const text of ['', 'A', ':b', 'A:b,', 'A:b,,C:d']) expect(authMechanismPropertiesValue(text), text).to.deep.equal({ error: "a list of KEY:value pairs separated by ','" });
+    expect(authMechanismPropertiesValue('A:b,A:c')).to.deep.equal({ error: 'a list of KEY:value pairs, each KEY once (A is given twice)' });
+  });
+
+  it('refuses with the credentials a key their mechanism does not take (SCRAM, PLAIN, MONGODB-X509 take none), never showing the value', function () {
+    for (const uri of [
+      'mongodb://u:p@h/?authMechanismProperties=SERVICE_NAME:s3cr3t',
+      'mongodb://u:p@h/?authMechanism=SCRAM-SHA-1&authMechanismProperties=SERVICE_NAME:s3cr3t',
+      'mongodb://u:p@h/?authMechanism=PLAIN&authMechanismProperties=SERVICE_NAME:s3cr3t',
+      'mongodb://h/?authMechanism=MONGODB-X509&authMechanismProperties=SERVICE_NAME:s3cr3t',
+    ]) {
+      expect(() => parseConnectionString(uri), uri)
+        .to.throw(InvalidOptionError, /^Invalid authMechanismProperties\.SERVICE_NAME \(authMechanismProperties\.SERVICE_NAME must be absent: .* takes no mechanism properties\)$/)
+        .that.satisfies((error: unknown) => !inspect(error, { showHidden: true }).includes('s3cr3t'));
+    }
+    expect(() => parseConnectionStringWithCredentials('mongodb://h/?authMechanismProperties=SERVICE_NAME:s3cr3t', { username: 'u', password: 'p' })).to.throw(
+      InvalidOptionError,
+      /^Invalid authMechanismProperties\.SERVICE_NAME /,
+    );
+  });
+
+  it('ignores with a warning a malformed list, and one without credentials; never shows its values, in warnings or the redacted URI', function () {
+    const malformed = parseConnectionString('mongodb://u:p@h/?authMechanismProperties=s3cr3t');
+    expect(malformed.warnings).to.deep.equal(["authMechanismProperties=<not shown> is ignored: authMechanismProperties must be a list of KEY:value pairs separated by ','"]);
+    expect(malformed.connectionOptions.credentials?.mechanismProperties).to.deep.equal({});
+    const alone = parseConnectionString('mongodb://h/?authMechanismProperties=A:s3cr3t');
+    expect(alone.warnings).to.deep.equal(['authMechanismProperties is ignored: the URI has no credentials']);
+    expect(alone.connectionOptions).to.not.have.property('authMechanismProperties');
+    expect(alone.redacted).to.equal('mongodb://h/?authMechanismProperties=_credentials_');
+    const twice = parseConnectionString('mongodb://h/?authMechanismProperties=A:s3cr3t&authMechanismProperties=A:x');
+    expect(twice.warnings.join()).to.not.include('s3cr3t');
+  });
+
+  it('is no longer among the keys that are not supported', function () {
+    expect(parseConnectionString('mongodb://h/?authMechanismProperties=A:b').warnings.join()).to.not.include('not supported');
   });
 });

@@ -8,7 +8,7 @@
 import { inspect } from 'node:util';
 import { saslprepFunction } from '../lazy-dependencies';
 import { InvalidOptionError } from '../errors';
-import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { closestOptionName, optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /**
  * The SCRAM mechanisms, in order of preference (a frozen array): the one the default rules pick when the server lists
@@ -74,16 +74,117 @@ export interface CredentialsInit {
    * it, so over TCP TLS is required unless `tls: false` is given outright) are never negotiated.
    */
   mechanism?: AuthMechanism | undefined;
+  /**
+   * The mechanism's properties (a plain object), by the auth spec's names; each mechanism takes only its own (see
+   * {@link MECHANISM_PROPERTIES}): SCRAM, MONGODB-X509 and PLAIN take none. Kept as a frozen copy, never shown in
+   * errors, JSON or inspection. The connection string sets them with `authMechanismProperties=KEY:value,KEY2:value`.
+   */
+  mechanismProperties?: MechanismProperties | undefined;
+}
+
+/**
+ * Mechanism properties: the auth spec's property names (upper case, as `AWS_CREDENTIAL_PROVIDER`) and their values.
+ * Which names a mechanism takes, and what each accepts, is {@link MECHANISM_PROPERTIES}.
+ *
+ * Source: auth spec, "MongoCredential" (mechanism_properties), "Connection String Options" (authMechanismProperties).
+ */
+export interface MechanismProperties {
+  readonly [name: string]: unknown;
+}
+
+/**
+ * One mechanism property: what it accepts and where it may be given.
+ *
+ * Source: auth spec, each mechanism's "MongoCredential Properties".
+ */
+export interface MechanismPropertyRule {
+  /** What the property accepts, in words (the `allowed` of the InvalidOptionError for a value it refuses). */
+  readonly allowed: string;
+  /** Whether the connection string may set it (its value is then a string); else only the credentials option may. */
+  readonly inUri: boolean;
+  /** Whether `value` is accepted. */
+  readonly valid: (value: unknown) => boolean;
+}
+
+/**
+ * The mechanism properties each mechanism takes, by name (a frozen object of frozen objects); a negotiated mechanism
+ * (none given) takes those of SCRAM: none. A property of no mechanism's list, or of another mechanism's, is refused.
+ *
+ * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "PLAIN" ("MongoCredential Properties":
+ * mechanism_properties are not listed for them), "Errors" (a mechanism_property given for a mechanism that does not
+ * support it raises an error).
+ */
+export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Record<string, MechanismPropertyRule>> } = deepFreeze({
+  'SCRAM-SHA-256': {},
+  'SCRAM-SHA-1': {},
+  'MONGODB-X509': {},
+  PLAIN: {},
+  'MONGODB-OIDC': {},
+});
+
+function deepFreeze<T extends Record<string, object>>(table: T): T {
+  for (const value of Object.values(table)) Object.freeze(value);
+  return Object.freeze(table);
+}
+
+/** The frozen, prototype-less empty properties of credentials given none. */
+const NO_PROPERTIES: MechanismProperties = Object.freeze(Object.create(null) as MechanismProperties);
+
+/**
+ * The mechanism properties `given` for `mechanism` (undefined: negotiated), checked and copied: a frozen object
+ * without a prototype holding each own enumerable property of `given` (an empty one for `given` undefined).
+ *
+ * @throws {InvalidOptionError} (option `authMechanismProperties`, value not shown) for `given` that is not a plain
+ *   object; (option `authMechanismProperties.<KEY>`, value not shown) for a key `mechanism` does not take, naming the
+ *   properties it takes (or that it takes none) and the mechanism whose property it is, if any; for a value the
+ *   property refuses (its rule's `allowed`).
+ *
+ * Source: auth spec, "MongoCredential", "Errors".
+ */
+export function checkMechanismProperties(
+  mechanism: AuthMechanism | undefined,
+  given: unknown,
+  /** The table to check against: {@link MECHANISM_PROPERTIES} but in tests. */
+  table: { readonly [M in AuthMechanism]: Readonly<Record<string, MechanismPropertyRule>> } = MECHANISM_PROPERTIES,
+): MechanismProperties {
+  if (given === undefined) return NO_PROPERTIES;
+  const proto: unknown = given !== null && typeof given === 'object' ? Object.getPrototypeOf(given) : undefined;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new InvalidOptionError('authMechanismProperties', '<not shown>', 'a plain object of mechanism properties ({ KEY: value })');
+  }
+  const rules = table[mechanism ?? 'SCRAM-SHA-256'];
+  const known = Object.keys(rules);
+  const copy = Object.create(null) as Record<string, unknown>;
+  for (const name of Object.keys(given as object)) {
+    const value: unknown = (given as Record<string, unknown>)[name];
+    const rule = Object.prototype.hasOwnProperty.call(rules, name) ? rules[name] : undefined;
+    if (rule === undefined) {
+      const owner = (Object.keys(table) as AuthMechanism[]).find((m) => Object.prototype.hasOwnProperty.call(table[m], name));
+      const of = mechanism ?? 'SCRAM (negotiated)';
+      const allowed = known.length === 0 ? `absent: ${of} takes no mechanism properties` : `one of the properties of ${of}: ${known.join(', ')}`;
+      const suggestion = owner === undefined ? closestOptionName(name, known) : undefined;
+      const why = owner !== undefined ? `: it is a property of ${owner}` : suggestion !== undefined ? ` (did you mean ${suggestion}?)` : '';
+      throw new InvalidOptionError(`authMechanismProperties.${name}`, '<not shown>', allowed, {
+        message: `Invalid authMechanismProperties.${name}${why} (authMechanismProperties.${name} must be ${allowed})`,
+        ...(suggestion === undefined ? {} : { suggestion }),
+      });
+    }
+    if (!rule.valid(value)) throw new InvalidOptionError(`authMechanismProperties.${name}`, '<not shown>', rule.allowed);
+    copy[name] = value;
+  }
+  return Object.keys(copy).length === 0 ? NO_PROPERTIES : Object.freeze(copy);
 }
 
 /** The two shapes of a {@link CredentialsInit}, as an InvalidOptionError for a value of another kind names them. */
 export const CREDENTIALS_SHAPES = "a { username, password, source?, mechanism? } object (SCRAM, or mechanism 'PLAIN'), or { mechanism: 'MONGODB-X509', username? }";
 
 /** The keys of a {@link CredentialsInit}. */
-export const CREDENTIALS_INIT_NAMES = ['username', 'password', 'source', 'mechanism'] as const satisfies readonly (keyof CredentialsInit)[];
+export const CREDENTIALS_INIT_NAMES = ['username', 'password', 'source', 'mechanism', 'mechanismProperties'] as const satisfies readonly (keyof CredentialsInit)[];
 true satisfies ListsEveryOption<CredentialsInit, typeof CREDENTIALS_INIT_NAMES>;
 
 const passwords = new WeakMap<MongoCredentials, string>();
+/** The mechanism properties of each {@link MongoCredentials}, kept out of the instance as the password is. */
+const mechanismPropertiesOf = new WeakMap<MongoCredentials, MechanismProperties>();
 
 /**
  * The SCRAM salted passwords of each {@link MongoCredentials} (settled or being derived), keyed by mechanism, salt
@@ -135,7 +236,8 @@ export class MongoCredentials {
    *   holding a NUL (U+0000) or a lone surrogate, which its saslStart cannot carry as given (the password never
    *   shown); for MONGODB-X509: a username given that is not a non-empty string, any password (never shown), or a
    *   source other than `$external`. A password for SCRAM-SHA-1, PLAIN or a negotiated mechanism is not otherwise
-   *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it.
+   *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
+   *   values they refuse: see {@link checkMechanismProperties}.
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST
@@ -156,6 +258,7 @@ export class MongoCredentials {
     if (mechanism !== undefined && !AUTH_MECHANISMS.includes(mechanism)) {
       throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
+    const mechanismProperties = checkMechanismProperties(mechanism, optionValue(init, 'mechanismProperties'));
     const externalUser = mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC';
     const oidc = mechanism === 'MONGODB-OIDC';
     if (externalUser ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
@@ -194,9 +297,18 @@ export class MongoCredentials {
       }
       passwords.set(this, password as string);
     }
+    mechanismPropertiesOf.set(this, mechanismProperties);
     this.username = username;
     this.source = source;
     this.mechanism = mechanism;
+  }
+
+  /**
+   * The mechanism properties (a frozen object without a prototype, empty when none were given), by the auth spec's
+   * names. Not an own property: they never show in JSON or inspection.
+   */
+  get mechanismProperties(): MechanismProperties {
+    return mechanismPropertiesOf.get(this) ?? NO_PROPERTIES;
   }
 
   /**
@@ -241,7 +353,10 @@ export class MongoCredentials {
     return salted;
   }
 
-  /** The JSON form: `username` (when set), `source` and (when set) `mechanism`; never the password. */
+  /**
+   * The JSON form: `username` (when set), `source` and (when set) `mechanism`; never the password, nor the mechanism
+   * properties.
+   */
   toJSON(): {
     /** As {@link MongoCredentials.username}, present only when set. */
     username?: string;
@@ -253,7 +368,10 @@ export class MongoCredentials {
     return { ...(this.username !== undefined ? { username: this.username } : {}), source: this.source, ...(this.mechanism ? { mechanism: this.mechanism } : {}) };
   }
 
-  /** What `util.inspect` (and `console.log`) shows: `MongoCredentials` and the JSON form, never the password. */
+  /**
+   * What `util.inspect` (and `console.log`) shows: `MongoCredentials` and the JSON form, never the password nor the
+   * mechanism properties.
+   */
   [inspect.custom](): string {
     return `MongoCredentials ${inspect(this.toJSON())}`;
   }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials, connectionFactory } from '../../lib';
 import { outcome } from '../support/prototype-pollution';
+import { MECHANISM_PROPERTIES, checkMechanismProperties } from '../../lib/auth/credentials';
 
 describe('MongoCredentials', function () {
   it('keeps the password out of JSON, inspection and enumerable properties', function () {
@@ -193,5 +194,110 @@ describe('MongoCredentials', function () {
     await first.catch(() => undefined);
     await creds.saltedPassword('k', derive);
     expect(derived, 'the newer entry was kept').to.equal(1);
+  });
+});
+
+describe('MongoCredentials mechanismProperties', function () {
+  const refusal = (f: () => unknown): InvalidOptionError => {
+    try {
+      f();
+    } catch (error) {
+      expect(error).to.be.instanceOf(InvalidOptionError);
+      return error as InvalidOptionError;
+    }
+    throw new Error('not refused');
+  };
+
+  it('are none for SCRAM, MONGODB-X509 and PLAIN: any key is refused by its path, naming what is allowed, its value not shown', function () {
+    for (const mechanism of [undefined, 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'PLAIN', 'MONGODB-X509'] as const) {
+      const init = mechanism === 'MONGODB-X509' ? { mechanism } : { username: 'u', password: 'p', ...(mechanism ? { mechanism } : {}) };
+      const error = refusal(() => new MongoCredentials({ ...init, mechanismProperties: { SERVICE_NAME: 'hunter2' } }));
+      expect(error.option).to.equal('authMechanismProperties.SERVICE_NAME');
+      expect(error.value).to.equal('<not shown>');
+      expect(error.message).to.equal(
+        `Invalid authMechanismProperties.SERVICE_NAME (authMechanismProperties.SERVICE_NAME must be absent: ${mechanism ?? 'SCRAM (negotiated)'} takes no mechanism properties)`,
+      );
+      expect(inspect(error, { showHidden: true, depth: 9 })).to.not.include('hunter2');
+      // An empty object is none.
+      expect(Object.keys(new MongoCredentials({ ...init, mechanismProperties: {} }).mechanismProperties)).to.deep.equal([]);
+    }
+  });
+
+  it('must be a plain object', function () {
+    for (const value of [null, 'A:b', ['x'], new Map(), () => 1]) {
+      const error = refusal(() => new MongoCredentials({ username: 'u', password: 'p', mechanismProperties: value as never }));
+      expect(error.option, String(value)).to.equal('authMechanismProperties');
+      expect(error.allowed).to.equal('a plain object of mechanism properties ({ KEY: value })');
+    }
+  });
+
+  it('are a frozen prototype-less copy kept out of JSON, inspection, enumerable properties and structuredClone', function () {
+    const creds = new MongoCredentials({ username: 'u', password: 'p' });
+    expect(Object.isFrozen(creds.mechanismProperties)).to.equal(true);
+    expect(Object.getPrototypeOf(creds.mechanismProperties)).to.equal(null);
+    expect(Object.keys(creds)).to.not.include('mechanismProperties');
+    expect(creds.toJSON()).to.not.have.property('mechanismProperties');
+    expect(structuredClone(creds)).to.deep.equal({ username: 'u', source: 'admin', mechanism: undefined });
+  });
+});
+
+describe('checkMechanismProperties', function () {
+  const table = {
+    'SCRAM-SHA-256': {},
+    'SCRAM-SHA-1': {},
+    PLAIN: {},
+    'MONGODB-OIDC': {},
+    'MONGODB-X509': {
+      TOKEN: { allowed: 'a string', inUri: true, valid: (v: unknown) => typeof v === 'string' },
+      CALLBACK: { allowed: 'a function', inUri: false, valid: (v: unknown) => typeof v === 'function' },
+    },
+  } as const;
+
+  it('copies the properties of the mechanism into a frozen prototype-less object, and refuses a value its rule refuses', function () {
+    const given = { TOKEN: 'abc', CALLBACK: () => 1 };
+    const copy = checkMechanismProperties('MONGODB-X509', given, table);
+    expect(copy).to.not.equal(given);
+    expect(Object.isFrozen(copy)).to.equal(true);
+    expect(Object.getPrototypeOf(copy)).to.equal(null);
+    expect({ ...copy }).to.deep.equal(given);
+    given.TOKEN = 'changed';
+    expect(copy.TOKEN).to.equal('abc');
+    const error = (() => {
+      try {
+        return checkMechanismProperties('MONGODB-X509', { TOKEN: 42 }, table);
+      } catch (e) {
+        return e as InvalidOptionError;
+      }
+    })() as InvalidOptionError;
+    expect(error).to.be.instanceOf(InvalidOptionError);
+    expect(error.message).to.equal('Invalid authMechanismProperties.TOKEN: "<not shown>" (authMechanismProperties.TOKEN must be a string)');
+  });
+
+  it('names what the mechanism takes, the closest name, and the mechanism a property of another one belongs to', function () {
+    const message = (mechanism: 'MONGODB-X509' | 'PLAIN', given: object): string => {
+      try {
+        checkMechanismProperties(mechanism, given, table);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(message('MONGODB-X509', { TOKN: 'x' })).to.equal(
+      'Invalid authMechanismProperties.TOKN (did you mean TOKEN?) (authMechanismProperties.TOKN must be one of the properties of MONGODB-X509: TOKEN, CALLBACK)',
+    );
+    expect(message('MONGODB-X509', { ZZZZZZZZ: 'x' })).to.equal(
+      'Invalid authMechanismProperties.ZZZZZZZZ (authMechanismProperties.ZZZZZZZZ must be one of the properties of MONGODB-X509: TOKEN, CALLBACK)',
+    );
+    expect(message('PLAIN', { TOKEN: 'x' })).to.equal(
+      'Invalid authMechanismProperties.TOKEN: it is a property of MONGODB-X509 (authMechanismProperties.TOKEN must be absent: PLAIN takes no mechanism properties)',
+    );
+  });
+
+  it('lists no property for SCRAM, MONGODB-X509 and PLAIN in the real table, which is frozen', function () {
+    for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-1', 'MONGODB-X509', 'PLAIN'] as const) {
+      expect(Object.keys(MECHANISM_PROPERTIES[mechanism]), mechanism).to.deep.equal([]);
+      expect(Object.isFrozen(MECHANISM_PROPERTIES[mechanism])).to.equal(true);
+    }
+    expect(Object.isFrozen(MECHANISM_PROPERTIES)).to.equal(true);
   });
 });
