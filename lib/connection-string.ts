@@ -458,7 +458,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // whose users are in $external whatever the database (auth spec, "Connection String Options"); undefined leaves the
   // credentials' own default (admin, or $external).
   const uriSource = (mechanism: AuthMechanism | undefined): string | undefined =>
-    authSource ?? (mechanism === 'MONGODB-X509' ? undefined : database() || undefined);
+    authSource ?? (mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC' ? undefined : database() || undefined);
   // PLAIN takes the URI's database as its source when there is no authSource (auth spec, "PLAIN"), but LDAP users
   // are in $external: a database written for the application's data would send the password where no such user is.
   const warnIfPlainOnDatabase = (mechanism: unknown): void => {
@@ -503,19 +503,22 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   } else if (/^[^/]*:\/\/[^/]*@/.test(uri)) {
     const username = decodeURIComponent(parsed.username);
     if (username === '') throw new InvalidOptionError('username', '', 'a non-empty string when the URI has credentials');
-    const x509 = authMechanism === 'MONGODB-X509';
+    // MONGODB-X509 and MONGODB-OIDC take no password.
+    const noPassword = authMechanism === 'MONGODB-X509' || authMechanism === 'MONGODB-OIDC';
     // As MongoCredentials at once, which keeps the password out of inspection and JSON of everything parsed here.
     // MONGODB-X509 takes no password: one written (`user:secret@`, `user:@`) is refused there, not dropped.
     const passwordWritten = /^[^/]*:\/\/[^/@]*:[^/]*@/.test(uri);
     warnIfPlainOnDatabase(authMechanism);
     connection.credentials = new MongoCredentials({
       username,
-      ...(x509 && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
+      ...(noPassword && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
       source: uriSource(authMechanism),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
       ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
     });
-  } else if (authMechanism === 'MONGODB-X509') {
+  } else if (authMechanism === 'MONGODB-X509' || authMechanism === 'MONGODB-OIDC') {
+    // MONGODB-OIDC needs no user name either: the token names the user (auth spec, "MONGODB-OIDC": username MAY be
+    // specified).
     // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
     connection.credentials = new MongoCredentials({
       mechanism: authMechanism,

@@ -107,6 +107,14 @@ export interface MechanismPropertyRule {
 }
 
 /**
+ * Why credentials with `OIDC_HUMAN_CALLBACK` or `ALLOWED_HOSTS` are refused: the human workflow (two-step
+ * conversation, IdpInfo, refresh tokens) is not implemented; the auth spec makes it optional.
+ *
+ * Source: auth spec, "Human Authentication Flow" (drivers MAY support it).
+ */
+export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OIDC_HUMAN_CALLBACK, ALLOWED_HOSTS) is not supported: use OIDC_CALLBACK or ENVIRONMENT (the machine workflow)';
+
+/**
  * The mechanism properties each mechanism takes, by name (a frozen object of frozen objects); a negotiated mechanism
  * (none given) takes those of SCRAM: none. A property of no mechanism's list, or of another mechanism's, is refused.
  *
@@ -119,8 +127,51 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
   'SCRAM-SHA-1': {},
   'MONGODB-X509': {},
   PLAIN: {},
-  'MONGODB-OIDC': {},
+  'MONGODB-OIDC': {
+    ENVIRONMENT: { allowed: 'one of test, azure, gcp, k8s', inUri: true, valid: (v) => typeof v === 'string' && (['test', 'azure', 'gcp', 'k8s'] as unknown[]).includes(v) },
+    TOKEN_RESOURCE: {
+      allowed: 'a string (the Azure resource or GCP audience; it may hold colons; one with a comma must be given in the credentials option, not the connection string)',
+      inUri: true,
+      valid: (v) => typeof v === 'string',
+    },
+    OIDC_CALLBACK: { allowed: 'a function returning { accessToken, expiresInSeconds? } (see OidcCallback)', inUri: false, valid: (v) => typeof v === 'function' },
+    OIDC_HUMAN_CALLBACK: { allowed: `absent: ${OIDC_HUMAN_FLOW_UNSUPPORTED}`, inUri: false, valid: () => false },
+    ALLOWED_HOSTS: { allowed: `absent: ${OIDC_HUMAN_FLOW_UNSUPPORTED}`, inUri: false, valid: () => false },
+  },
 });
+
+/**
+ * Checks the MONGODB-OIDC properties together, and the user name with them.
+ *
+ * @throws {InvalidOptionError} (option `authMechanismProperties.ENVIRONMENT`) with neither ENVIRONMENT nor
+ *   OIDC_CALLBACK; (`authMechanismProperties.OIDC_CALLBACK`) with both; (`authMechanismProperties.TOKEN_RESOURCE`)
+ *   without one for azure or gcp, or with one for another source; (`username`) a user name with ENVIRONMENT test,
+ *   gcp or k8s (azure takes it as the managed identity's client id).
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ENVIRONMENT and a callback MUST NOT both be given;
+ * TOKEN_RESOURCE MUST be given exactly for azure and gcp), "Built-in OIDC Environment Integrations" (azure's
+ * client_id); the auth spec tests refuse a user name with ENVIRONMENT test and gcp.
+ */
+function checkOidcProperties(properties: MechanismProperties, username: unknown): void {
+  const environment = properties.ENVIRONMENT as string | undefined;
+  const callback = properties.OIDC_CALLBACK;
+  if (environment === undefined && callback === undefined) {
+    throw new InvalidOptionError('authMechanismProperties.ENVIRONMENT', undefined, 'one of test, azure, gcp, k8s when no OIDC_CALLBACK is given (MONGODB-OIDC needs a token source)');
+  }
+  if (environment !== undefined && callback !== undefined) {
+    throw new InvalidOptionError('authMechanismProperties.OIDC_CALLBACK', '<not shown>', `absent when ENVIRONMENT (${environment}) is given: one token source`);
+  }
+  const needsResource = environment === 'azure' || environment === 'gcp';
+  if (needsResource && properties.TOKEN_RESOURCE === undefined) {
+    throw new InvalidOptionError('authMechanismProperties.TOKEN_RESOURCE', undefined, `a string for ENVIRONMENT ${environment}`);
+  }
+  if (!needsResource && properties.TOKEN_RESOURCE !== undefined) {
+    throw new InvalidOptionError('authMechanismProperties.TOKEN_RESOURCE', '<not shown>', `absent: only ENVIRONMENT azure and gcp take it`);
+  }
+  if (environment !== undefined && environment !== 'azure' && username !== undefined) {
+    throw new InvalidOptionError('username', username, `none with ENVIRONMENT ${environment} (only azure takes one: the managed identity's client id)`);
+  }
+}
 
 function deepFreeze<T extends Record<string, object>>(table: T): T {
   for (const value of Object.values(table)) Object.freeze(value);
@@ -261,6 +312,7 @@ export class MongoCredentials {
     const mechanismProperties = checkMechanismProperties(mechanism, optionValue(init, 'mechanismProperties'));
     const externalUser = mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC';
     const oidc = mechanism === 'MONGODB-OIDC';
+    if (oidc) checkOidcProperties(mechanismProperties, username);
     if (externalUser ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
       throw new InvalidOptionError('username', username, oidc ? 'a non-empty string, or none' : externalUser ? 'a non-empty string (the client certificate\'s subject, RFC 2253), or none' : 'a non-empty string');
     }

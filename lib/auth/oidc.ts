@@ -7,7 +7,7 @@
  * event, log message, inspection or JSON of this library shows it.
  *
  * The human workflow (`OIDC_HUMAN_CALLBACK`, IdpInfo, refresh tokens, `ALLOWED_HOSTS`) is not supported: credentials
- * asking for it are refused (see {@link OIDC_HUMAN_FLOW_UNSUPPORTED}).
+ * asking for it are refused (see `OIDC_HUMAN_FLOW_UNSUPPORTED`).
  *
  * Source: auth spec, "MONGODB-OIDC" ("Machine Authentication Flow", "Built-in OIDC Environment Integrations", "OIDC
  * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication").
@@ -99,13 +99,7 @@ export interface OidcCredential {
  */
 export type OidcCallback = (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>;
 
-/**
- * Why credentials with `OIDC_HUMAN_CALLBACK` or `ALLOWED_HOSTS` are refused: the human workflow (two-step
- * conversation, IdpInfo, refresh tokens) is not implemented; the auth spec makes it optional.
- *
- * Source: auth spec, "Human Authentication Flow" (drivers MAY support it).
- */
-export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OIDC_HUMAN_CALLBACK, ALLOWED_HOSTS) is not supported: use OIDC_CALLBACK or ENVIRONMENT (the machine workflow)';
+export { OIDC_HUMAN_FLOW_UNSUPPORTED } from './credentials';
 
 /**
  * The base URLs of the metadata endpoints the `azure` and `gcp` environments ask. Tests point them at a local server.
@@ -175,9 +169,9 @@ export function cachedOidcToken(credentials: MongoCredentials): string | undefin
   return caches.get(credentials)?.token;
 }
 
-/** The mechanism properties of `credentials` (none until the credentials carry them). */
+/** The mechanism properties of `credentials`. */
 function propertiesOf(credentials: MongoCredentials): Readonly<Record<string, unknown>> {
-  return ((credentials as { mechanismProperties?: Readonly<Record<string, unknown>> }).mechanismProperties ?? {}) as Readonly<Record<string, unknown>>;
+  return credentials.mechanismProperties;
 }
 
 /** An AuthenticationError naming the user and mechanism (never the token). */

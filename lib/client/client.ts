@@ -202,7 +202,7 @@ interface SrvState {
   readonly srvMaxHosts: number | undefined;
   /** The discovery's deadline, in ms (0: none). */
   readonly connectTimeoutMS: number;
-  /** Whether the credentials are MONGODB-X509 ones, whose source is `$external`: a TXT record's authSource is not for them. */
+  /** Whether the credentials are MONGODB-X509 or MONGODB-OIDC ones, whose source is `$external`: a TXT record's authSource is not for them. */
   readonly externalSource: boolean;
   /** The discovery in progress, or the one that succeeded. */
   discovery: Promise<void> | undefined;
@@ -566,7 +566,7 @@ export class Client {
       srvServiceName: parsed.srvServiceName,
       srvMaxHosts: parsed.srvMaxHosts,
       connectTimeoutMS: optionValue(connectionOptions, 'connectTimeoutMS') ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      externalSource: connectionOptions.credentials?.mechanism === 'MONGODB-X509',
+      externalSource: connectionOptions.credentials?.mechanism === 'MONGODB-X509' || connectionOptions.credentials?.mechanism === 'MONGODB-OIDC',
       discovery: undefined,
       done: false,
       abort: new AbortController(),
