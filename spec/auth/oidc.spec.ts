@@ -1,0 +1,447 @@
+/**
+ * MONGODB-OIDC, machine workflow (auth spec, "MONGODB-OIDC"): the one-step saslStart and its speculative form, the
+ * token cache shared by the connections of one credentials object, the callback's parameters, errors and timeout,
+ * reauthentication on ReauthenticationRequired (391), the built-in environments against local files and a local HTTP
+ * server standing for the metadata services, pools and connect(). No test may find a token in an error, event, log
+ * message or inspection.
+ */
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { inspect } from 'node:util';
+import { Binary, BSON, type Document } from 'bson';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoServerError, connect, type CredentialsInit, type LogSink } from '../../lib';
+import { speculativeStart } from '../../lib/auth/authenticate';
+import { parseConnectionString } from '../../lib/connection-string';
+import { cachedOidcToken, OIDC_CALLBACK_TIMEOUT_MS, oidcAuthenticate, oidcMetadataEndpoints, type OidcCallback, type OidcCallbackParams } from '../../lib/auth/oidc';
+import { EmbeddedServer, signOidcToken } from '../../lib/testing';
+import { establishOne } from '../support/endpoint';
+
+const KEY = 'idp-signing-key';
+const TOKEN = signOidcToken(KEY, { sub: 'svc' });
+const BAD_TOKEN = signOidcToken('another-key', { sub: 'svc' });
+
+/** Everything a value shows: its message, its inspection (causes included) and its JSON. */
+const shown = (value: unknown): string => `${value instanceof Error ? value.message : ''} ${inspect(value, { depth: 8 })} ${JSON.stringify(value) ?? ''}`;
+const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
+
+/** A counting callback returning `tokens()` each call. */
+function counting(tokens: () => string): OidcCallback & { calls: OidcCallbackParams[] } {
+  const calls: OidcCallbackParams[] = [];
+  const callback = Object.assign((params: OidcCallbackParams) => {
+    calls.push(params);
+    return { accessToken: tokens() };
+  }, { calls });
+  return callback;
+}
+
+const oidc = (callback: OidcCallback, init: Partial<CredentialsInit> = {}): MongoCredentials =>
+  new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_CALLBACK: callback }, ...init } as CredentialsInit);
+
+describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
+  this.timeout(10_000);
+  let server: EmbeddedServer;
+  /** The saslStart (and speculative) commands the endpoint received. */
+  let received: Document[];
+
+  beforeEach(async function () {
+    server = new EmbeddedServer({ oidc: { signingKey: KEY } });
+    received = [];
+    const original = (server as unknown as { authenticateOidc: (...args: unknown[]) => Document }).authenticateOidc.bind(server);
+    (server as unknown as { authenticateOidc: (...args: unknown[]) => Document }).authenticateOidc = (o, name, db, command, client) => {
+      received.push(command as Document);
+      return original(o, name, db, command, client);
+    };
+    await server.start();
+  });
+  afterEach(async function () {
+    await server.stop();
+  });
+
+  describe('credentials', function () {
+    it('take no password, only $external, and refuse the human workflow with a typed error', function () {
+      const cb = counting(() => TOKEN);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', password: 'x', mechanismProperties: { OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /password/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', source: 'admin', mechanismProperties: { OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /authSource/);
+      expect(oidc(cb).source).to.equal('$external');
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_HUMAN_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /human workflow/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC' } as CredentialsInit)).to.throw(InvalidOptionError, /ENVIRONMENT/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_CALLBACK: cb, ENVIRONMENT: 'test' } } as CredentialsInit)).to.throw(InvalidOptionError, /OIDC_CALLBACK/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ALLOWED_HOSTS: [] , OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /human workflow/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ENVIRONMENT: 'azure' } } as CredentialsInit)).to.throw(InvalidOptionError, /TOKEN_RESOURCE/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ENVIRONMENT: 'test', TOKEN_RESOURCE: 'x' } } as CredentialsInit)).to.throw(InvalidOptionError, /TOKEN_RESOURCE/);
+    });
+  });
+
+  describe('the connection string (auth spec tests, MONGODB-OIDC)', function () {
+    const credentialsOf = (uri: string): MongoCredentials => parseConnectionString(uri).connectionOptions.credentials as MongoCredentials;
+    it('takes ENVIRONMENT and TOKEN_RESOURCE (colons kept), $external as the source whatever the database, and no password', function () {
+      const c = credentialsOf('mongodb://localhost/db?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:api://x:1');
+      expect(c.mechanism).to.equal('MONGODB-OIDC');
+      expect(c.source).to.equal('$external');
+      expect({ ...c.mechanismProperties }).to.deep.equal({ ENVIRONMENT: 'azure', TOKEN_RESOURCE: 'api://x:1' });
+      expect(credentialsOf('mongodb://client@localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:r').username).to.equal('client');
+      expect(credentialsOf('mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:k8s').mechanismProperties.ENVIRONMENT).to.equal('k8s');
+      for (const bad of [
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:invalid',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:gcp',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test,TOKEN_RESOURCE:r',
+        'mongodb://user@localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test',
+        'mongodb://user@localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:gcp,TOKEN_RESOURCE:r',
+        'mongodb://user:pass@localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:r',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authSource=admin&authMechanismProperties=ENVIRONMENT:test',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test,ALLOWED_HOSTS:x',
+        'mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test,OIDC_CALLBACK:x',
+      ]) {
+        expect(() => parseConnectionString(bad), bad).to.throw(InvalidOptionError);
+      }
+    });
+  });
+
+  describe('authentication against the endpoint', function () {
+    it('sends the one-step saslStart { jwt } on $external; the callback gets version 1, the username, 60000 ms and a signal', async function () {
+      const cb = counting(() => TOKEN);
+      const connection = await establishOne(server.address, { credentials: oidc(cb, { username: 'svc' }) });
+      const status = await connection.command('admin', { connectionStatus: 1 });
+      expect(status.authInfo.authenticatedUsers).to.deep.equal([{ user: 'svc', db: '$external' }]);
+      expect(received).to.have.length(1);
+      expect(received[0]).to.include({ saslStart: 1, mechanism: 'MONGODB-OIDC', $db: '$external' });
+      expect(Object.keys(received[0]!)).to.deep.equal(['saslStart', 'mechanism', 'payload', '$db']);
+      const payload = Buffer.from((received[0]!.payload as Binary).buffer);
+      expect(payload.equals(Buffer.from(BSON.serialize({ jwt: TOKEN })))).to.equal(true);
+      expect(cb.calls).to.have.length(1);
+      expect(cb.calls[0]).to.include({ version: 1, username: 'svc', timeoutMS: 60_000 });
+      expect(cb.calls[0]!.timeoutContext).to.be.instanceOf(AbortSignal);
+      connection.destroy();
+    });
+
+    it('calls the callback once for many connections of one credentials object, which then authenticate speculatively', async function () {
+      const cb = counting(() => TOKEN);
+      const credentials = oidc(cb);
+      const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, maxPoolSize: 10 });
+      pool.ready();
+      try {
+        await Promise.all(Array.from({ length: 10 }, () => pool.withConnection((c) => c.command('admin', { ping: 1 }))));
+        expect(cb.calls).to.have.length(1);
+        const first = await establishOne(server.address, { credentials });
+        expect(received.at(-1)).to.include({ saslStart: 1, db: '$external' });
+        expect(speculativeStart(credentials)).to.include({ mechanism: 'MONGODB-OIDC' });
+        expect(cb.calls).to.have.length(1);
+        first.destroy();
+      } finally {
+        pool.close();
+      }
+      expect(server.oidc!.refusals).to.equal(0);
+    });
+
+    it('sends no speculative saslStart without a cached token', async function () {
+      const cb = counting(() => TOKEN);
+      const credentials = oidc(cb);
+      expect(speculativeStart(credentials)).to.equal(undefined);
+      const c = await establishOne(server.address, { credentials });
+      expect(received[0]).to.not.have.property('db');
+      c.destroy();
+    });
+
+    it('a bad token fails with the server\'s AuthenticationFailed (18), the token not shown', async function () {
+      const cb = counting(() => BAD_TOKEN);
+      const error = await rejection(establishOne(server.address, { credentials: oidc(cb) }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).cause).to.be.instanceOf(MongoServerError).with.property('code', 18);
+      expect(shown(error)).to.not.include(BAD_TOKEN);
+    });
+
+    it('a server that echoes the token in its refusal has it replaced in the error and its cause', async function () {
+      const run = async (_db: string, cmd: Document): Promise<Document> => {
+        const jwt = BSON.deserialize(Buffer.from((cmd.payload as Binary).buffer)).jwt as string;
+        throw new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: `bad token ${jwt}` });
+      };
+      const error = await rejection(oidcAuthenticate(run, oidc(counting(() => TOKEN))));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(shown(error)).to.include('bad token');
+      expect(shown(error)).to.not.include(TOKEN);
+    });
+
+    it('a cached token the server refuses is invalidated and the callback called again (18 on the one-step conversation)', async function () {
+      let token = TOKEN;
+      const cb = counting(() => token);
+      const credentials = oidc(cb);
+      (await establishOne(server.address, { credentials })).destroy();
+      await server.stop();
+      server = new EmbeddedServer({ port: Number(server.address.split(':')[1]), oidc: { signingKey: 'rotated' } });
+      await server.start();
+      token = signOidcToken('rotated', { sub: 'svc' });
+      await new Promise((r) => setTimeout(r, 100));
+      const c = await establishOne(server.address, { credentials });
+      expect(cb.calls).to.have.length(2);
+      expect(cachedOidcToken(credentials)).to.equal(token);
+      c.destroy();
+    });
+
+    it('reauthenticates on ReauthenticationRequired (391) and retries once: the failed token invalidated, the callback called again', async function () {
+      const cb = counting(() => TOKEN);
+      const credentials = oidc(cb);
+      const connection = await establishOne(server.address, { credentials });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await new Promise((r) => setTimeout(r, 100));
+      const before = received.length;
+      const reply = await connection.command('test', { find: 'c' });
+      expect(reply.ok).to.equal(1);
+      expect(received.length - before).to.equal(1);
+      expect(received.at(-1)).to.not.have.property('db');
+      expect(cb.calls).to.have.length(2);
+      connection.destroy();
+    });
+
+    it('reauthentication leaves a newer cached token alone: the callback is not called again', async function () {
+      let n = 0;
+      const tokens = [signOidcToken(KEY, { sub: 'svc', exp: 2e9 }), signOidcToken(KEY, { sub: 'svc', exp: 2e9 + 1 })];
+      const cb = counting(() => tokens[n++]!);
+      const credentials = oidc(cb);
+      const a = await establishOne(server.address, { credentials });
+      const b = await establishOne(server.address, { credentials });
+      const failOnce = { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } };
+      await a.command('admin', failOnce);
+      await new Promise((r) => setTimeout(r, 100));
+      await a.command('test', { find: 'c' });
+      expect(cb.calls).to.have.length(2);
+      // b's token is the first one: no longer the cached one, so the cache keeps the second.
+      await b.command('admin', failOnce);
+      await b.command('test', { find: 'c' });
+      expect(cb.calls).to.have.length(2);
+      expect(cachedOidcToken(credentials)).to.equal(tokens[1]);
+      a.destroy();
+      b.destroy();
+    });
+
+    it('retries once only: a second 391 is the command\'s error', async function () {
+      const cb = counting(() => TOKEN);
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], errorCode: 391 } });
+      const before = received.length;
+      expect(await rejection(connection.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
+      expect(received.length - before).to.equal(1);
+      expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      connection.destroy();
+    });
+
+    it('an expired token makes the endpoint answer 391, and the connection reauthenticates with a fresh one', async function () {
+      let exp = Math.floor(Date.now() / 1000) + 1;
+      const cb = counting(() => signOidcToken(KEY, { sub: 'svc', exp }));
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await new Promise((r) => setTimeout(r, 1100 + (exp * 1000 - Date.now())));
+      exp += 3600;
+      expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      connection.destroy();
+    });
+
+    it('a command failing with 391 on a connection of another mechanism is not retried', async function () {
+      const s = new EmbeddedServer();
+      await s.start();
+      try {
+        const c = await establishOne(s.address);
+        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+        expect(await rejection(c.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
+        c.destroy();
+      } finally {
+        await s.stop();
+      }
+    });
+  });
+
+  describe('the callback', function () {
+    it('its error fails authentication as an AuthenticationError with it as the cause', async function () {
+      const thrown = new Error('no token today');
+      const error = await rejection(establishOne(server.address, { credentials: oidc(() => { throw thrown; }) }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message).to.include('no token today');
+      expect((error as Error).cause).to.equal(thrown);
+    });
+
+    it('a negative expiresInSeconds or no accessToken is an error', async function () {
+      for (const result of [{ accessToken: TOKEN, expiresInSeconds: -1 }, { accessToken: '' }, {}]) {
+        const error = await rejection(establishOne(server.address, { credentials: oidc(() => result as { accessToken: string }) }));
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect(shown(error)).to.not.include(TOKEN);
+      }
+    });
+
+    it('times out after 60000 ms (virtual time): its signal aborts and authentication fails', async function () {
+      let signal: AbortSignal | undefined;
+      const original = globalThis.setTimeout;
+      const delays: number[] = [];
+      // Virtual time: the callback's 60000 ms timer fires at once.
+      globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+        delays.push(ms ?? 0);
+        return original(fn, ms === OIDC_CALLBACK_TIMEOUT_MS ? 0 : ms);
+      }) as typeof setTimeout;
+      try {
+        const error = await rejection(establishOne(server.address, { credentials: oidc(({ timeoutContext }) => { signal = timeoutContext; return new Promise(() => undefined); }) }));
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.include('within 60000 ms');
+      } finally {
+        globalThis.setTimeout = original;
+      }
+      expect(delays).to.include(60_000);
+      expect(signal?.aborted).to.equal(true);
+    });
+
+    it('is called at least 100 ms after its last call', async function () {
+      const times: number[] = [];
+      const cb = counting(() => {
+        times.push(performance.now());
+        return times.length === 1 ? BAD_TOKEN : TOKEN;
+      });
+      const credentials = oidc(cb);
+      const first = await rejection(establishOne(server.address, { credentials }));
+      expect(first).to.be.instanceOf(AuthenticationError);
+      // The refused token stays cached until the server refuses it as a cached one; then a new call comes.
+      (await establishOne(server.address, { credentials })).destroy();
+      expect(times).to.have.length(2);
+      expect(times[1]! - times[0]!).to.be.at.least(99);
+    });
+  });
+
+  describe('built-in environments', function () {
+    let dir: string;
+    let metadata: http.Server;
+    let requests: http.IncomingMessage[];
+    let answer: { status: number; body: string };
+    const saved = { ...oidcMetadataEndpoints };
+    const env = { ...process.env };
+
+    beforeEach(async function () {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oidc-'));
+      requests = [];
+      answer = { status: 200, body: '' };
+      metadata = http.createServer((req, res) => {
+        requests.push(req);
+        res.writeHead(answer.status).end(answer.body);
+      });
+      await new Promise<void>((r) => metadata.listen(0, '127.0.0.1', r));
+      const base = `http://127.0.0.1:${(metadata.address() as { port: number }).port}`;
+      oidcMetadataEndpoints.azure = base;
+      oidcMetadataEndpoints.gcp = base;
+    });
+    afterEach(async function () {
+      Object.assign(oidcMetadataEndpoints, saved);
+      for (const k of ['OIDC_TOKEN_FILE', 'AZURE_FEDERATED_TOKEN_FILE', 'AWS_WEB_IDENTITY_TOKEN_FILE']) if (env[k] === undefined) delete process.env[k];
+      await new Promise((r) => metadata.close(r));
+      fs.rmSync(dir, { recursive: true });
+    });
+
+    const env_ = (properties: Record<string, string>, init: Partial<CredentialsInit> = {}): MongoCredentials =>
+      new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: properties, ...init } as CredentialsInit);
+
+    it('test: reads OIDC_TOKEN_FILE', async function () {
+      const file = path.join(dir, 'token');
+      fs.writeFileSync(file, TOKEN);
+      process.env.OIDC_TOKEN_FILE = file;
+      const c = await establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'test' }) });
+      expect(server.oidc!.authentications).to.equal(1);
+      c.destroy();
+      delete process.env.OIDC_TOKEN_FILE;
+      const error = await rejection(establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'test' }) }));
+      expect((error as Error).message).to.include('OIDC_TOKEN_FILE is not set');
+    });
+
+    it('k8s: AZURE_FEDERATED_TOKEN_FILE, else AWS_WEB_IDENTITY_TOKEN_FILE', async function () {
+      fs.writeFileSync(path.join(dir, 'aws'), TOKEN);
+      fs.writeFileSync(path.join(dir, 'azure'), BAD_TOKEN);
+      process.env.AWS_WEB_IDENTITY_TOKEN_FILE = path.join(dir, 'aws');
+      (await establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'k8s' }) })).destroy();
+      process.env.AZURE_FEDERATED_TOKEN_FILE = path.join(dir, 'azure');
+      expect(await rejection(establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'k8s' }) }))).to.be.instanceOf(AuthenticationError);
+    });
+
+    it('azure: GET the IMDS token with the spec\'s headers, resource and client_id; a non-200 answer quotes its body', async function () {
+      answer = { status: 200, body: JSON.stringify({ access_token: TOKEN, expires_in: '3599' }) };
+      (await establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'azure', TOKEN_RESOURCE: 'api://a,b:c' }, { username: 'client-1' }) })).destroy();
+      const url = new URL(requests[0]!.url!, 'http://x');
+      expect(url.pathname).to.equal('/metadata/identity/oauth2/token');
+      expect(Object.fromEntries(url.searchParams)).to.deep.equal({ 'api-version': '2018-02-01', resource: 'api://a,b:c', client_id: 'client-1' });
+      expect(requests[0]!.headers).to.include({ accept: 'application/json', metadata: 'true' });
+      answer = { status: 400, body: 'identity not found' };
+      const error = await rejection(establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'azure', TOKEN_RESOURCE: 'r' }) }));
+      expect((error as Error).message).to.include('HTTP 400: identity not found');
+      expect(new URL(requests[1]!.url!, 'http://x').searchParams.has('client_id')).to.equal(false);
+    });
+
+    it('gcp: GET the identity with audience and Metadata-Flavor: Google; the body is the token', async function () {
+      answer = { status: 200, body: TOKEN };
+      (await establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'gcp', TOKEN_RESOURCE: 'aud' }) })).destroy();
+      const url = new URL(requests[0]!.url!, 'http://x');
+      expect(url.pathname).to.equal('/computeMetadata/v1/instance/service-accounts/default/identity');
+      expect(url.searchParams.get('audience')).to.equal('aud');
+      expect(requests[0]!.headers['metadata-flavor']).to.equal('Google');
+      answer = { status: 404, body: 'no such audience' };
+      expect(((await rejection(establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'gcp', TOKEN_RESOURCE: 'aud' }) }))) as Error).message).to.include('HTTP 404: no such audience');
+    });
+  });
+
+  describe('the endpoint', function () {
+    it('answers a saslStart without jwt with the IdP info (two-step), then takes the jwt in saslContinue; table tokens expire with 18', async function () {
+      const s = new EmbeddedServer({ oidc: { tokens: { 'tok-1': { user: 'u1' }, 'tok-old': { user: 'u2', expiresAtMS: Date.now() - 1 } }, idpInfo: { issuer: 'https://issuer', clientId: 'abcd' } } });
+      await s.start();
+      try {
+        const c = await establishOne(s.address);
+        const start = await c.command('$external', { saslStart: 1, mechanism: 'MONGODB-OIDC', payload: new Binary(BSON.serialize({ n: 'u1' })) });
+        expect(start).to.include({ done: false, conversationId: 1 });
+        expect(BSON.deserialize(Buffer.from((start.payload as Binary).buffer))).to.deep.equal({ issuer: 'https://issuer', clientId: 'abcd' });
+        const next = await c.command('$external', { saslContinue: 1, conversationId: 1, payload: new Binary(BSON.serialize({ jwt: 'tok-1' })) });
+        expect(next).to.include({ done: true });
+        expect((await c.command('admin', { connectionStatus: 1 })).authInfo.authenticatedUsers).to.deep.equal([{ user: 'u1', db: '$external' }]);
+        const old = await rejection(c.command('$external', { saslStart: 1, mechanism: 'MONGODB-OIDC', payload: new Binary(BSON.serialize({ jwt: 'tok-old' })) }));
+        expect(old).to.be.instanceOf(MongoServerError).with.property('code', 18);
+        const admin = await rejection(c.command('admin', { saslStart: 1, mechanism: 'MONGODB-OIDC', payload: new Binary(BSON.serialize({ jwt: 'tok-1' })) }));
+        expect(admin).to.be.instanceOf(MongoServerError);
+        expect(s.oidc).to.include({ authentications: 1, refusals: 1 });
+        c.destroy();
+      } finally {
+        await s.stop();
+      }
+    });
+  });
+
+  describe('pools and connect()', function () {
+    it('the token shows in no event, log message, error or inspection, and connect() authenticates through the URI', async function () {
+      const messages: string[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const texts: string[] = [];
+      for (const token of [TOKEN, BAD_TOKEN]) {
+        const credentials = oidc(() => ({ accessToken: token }));
+        const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+        pool.events$.subscribe((e) => texts.push(shown(e)));
+        pool.ready();
+        const result = await pool.withConnection((c) => c.command('admin', { ping: 1 })).catch((e: unknown) => e);
+        texts.push(shown(result), shown(credentials), shown(pool));
+        pool.close();
+      }
+      const file = path.join(os.tmpdir(), `oidc-${process.pid}`);
+      fs.writeFileSync(file, TOKEN);
+      process.env.OIDC_TOKEN_FILE = file;
+      const client = connect(`mongodb://${server.address}/?directConnection=true&authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test`, {
+        logging: { componentSeverities: { default: 'debug' }, path: sink },
+      });
+      client.events$.subscribe((e) => texts.push(shown(e)));
+      try {
+        const status = await client.command('admin', { connectionStatus: 1 });
+        expect(status.authInfo.authenticatedUsers).to.deep.equal([{ user: 'svc', db: '$external' }]);
+        texts.push(shown(client));
+      } finally {
+        await client.close();
+        delete process.env.OIDC_TOKEN_FILE;
+        fs.rmSync(file);
+      }
+      for (const text of [...texts, ...messages]) {
+        expect(text).to.not.include(TOKEN);
+        expect(text).to.not.include(BAD_TOKEN);
+      }
+      expect(messages.join('\n')).to.include('Authentication failed');
+    });
+  });
+});
