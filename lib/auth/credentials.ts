@@ -55,17 +55,19 @@ export interface CredentialsInit {
    * Non-empty. Sent as given (never SASLprep'd). Required, except with mechanism MONGODB-X509, where the client
    * certificate's subject is the user name: omit it there (the server takes the subject), or give that subject as RFC
    * 2253 writes it (`openssl x509 -subject -nameopt RFC2253`). With PLAIN, without NUL (U+0000) or lone surrogate.
+   * Optional with MONGODB-OIDC: given to the OIDC_CALLBACK, or the managed identity's client id with ENVIRONMENT
+   * azure; refused with the other environments.
    */
   username?: string | undefined;
   /**
    * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM and PLAIN (which sends it
    * as given, never SASLprep'd: the LDAP server checks it; without NUL or lone surrogate there); must be absent with mechanism MONGODB-X509 (the client
-   * certificate is the credential).
+   * certificate is the credential) and MONGODB-OIDC (the access token is).
    */
   password?: string | undefined;
   /**
    * The database that holds the user (authSource). Default `admin`; with mechanism MONGODB-X509, `$external`, the only
-   * one allowed there; with mechanism PLAIN, `$external` (where LDAP users are).
+   * one allowed there, and so with MONGODB-OIDC; with mechanism PLAIN, `$external` (where LDAP users are).
    */
   source?: string | undefined;
   /**
@@ -117,9 +119,12 @@ export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OID
 /**
  * The mechanism properties each mechanism takes, by name (a frozen object of frozen objects); a negotiated mechanism
  * (none given) takes those of SCRAM: none. A property of no mechanism's list, or of another mechanism's, is refused.
+ * MONGODB-OIDC takes ENVIRONMENT and TOKEN_RESOURCE (URI or option) and OIDC_CALLBACK (option only); its
+ * OIDC_HUMAN_CALLBACK and ALLOWED_HOSTS (human workflow) are refused whatever their value
+ * ({@link OIDC_HUMAN_FLOW_UNSUPPORTED}).
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "PLAIN" ("MongoCredential Properties":
- * mechanism_properties are not listed for them), "Errors" (a mechanism_property given for a mechanism that does not
+ * mechanism_properties are not listed for them), "MONGODB-OIDC" ("MongoCredential Properties"), "Errors" (a mechanism_property given for a mechanism that does not
  * support it raises an error).
  */
 export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Record<string, MechanismPropertyRule>> } = deepFreeze({
@@ -288,7 +293,10 @@ export class MongoCredentials {
    *   shown); for MONGODB-X509: a username given that is not a non-empty string, any password (never shown), or a
    *   source other than `$external`. A password for SCRAM-SHA-1, PLAIN or a negotiated mechanism is not otherwise
    *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
-   *   values they refuse: see {@link checkMechanismProperties}.
+   *   values they refuse: see {@link checkMechanismProperties}. For MONGODB-OIDC: any password, a source other than
+   *   `$external`, a username that is not a non-empty string, and the properties' combinations the auth spec refuses
+   *   (neither or both of ENVIRONMENT and OIDC_CALLBACK; TOKEN_RESOURCE missing for azure or gcp, or given for test
+   *   or k8s; a username with an ENVIRONMENT other than azure; any OIDC_HUMAN_CALLBACK or ALLOWED_HOSTS).
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST
