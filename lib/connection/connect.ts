@@ -66,7 +66,10 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * handshake carries the saslStart as `speculativeAuthenticate` (SCRAM-SHA-256 unless the credentials set
  * SCRAM-SHA-1), so a server that answers it authenticates the connection with hello + saslContinue instead of hello +
  * saslStart + saslContinue; with MONGODB-X509 it carries the `authenticate` command, and a server that answers it
- * needs no more than the hello; with PLAIN it carries nothing, and one saslStart follows the hello; unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
+ * needs no more than the hello; with PLAIN it carries nothing, and one saslStart follows the hello; with MONGODB-OIDC
+ * it carries the one-step saslStart once the credentials hold a cached token (else one saslStart follows the hello),
+ * and the connection then reauthenticates itself when a command fails with ReauthenticationRequired (391, see
+ * {@link Connection.reauthenticate}); unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
  * socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
