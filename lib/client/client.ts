@@ -298,6 +298,17 @@ export class Client {
   }
   /** The connection string with its credentials redacted. */
   readonly redactedUri: string;
+
+  /**
+   * What `JSON.stringify` gives of the client: `{ redactedUri, hosts, warnings }` (as the properties of those names;
+   * never a password). Without it the JSON form would walk the client's subscriptions, which are circular once
+   * `events$` or `log$` has a subscriber (a TypeError), and would show nothing useful about the client.
+   *
+   * Source: extension (the pool's `toJSON()` snapshot is its counterpart).
+   */
+  toJSON(): { redactedUri: string; hosts: readonly string[]; warnings: readonly string[] } {
+    return { redactedUri: this.redactedUri, hosts: this.hosts, warnings: this.warnings };
+  }
   /**
    * The pool of each host. All share the same options. For a `mongodb+srv://` URI, empty until its seedlist is
    * discovered; SRV polling adds and removes pools (a removed one is closed).

@@ -184,6 +184,16 @@ describe('connect() / Client', function () {
     expect(client.redactedUri).to.not.include('pencil');
   });
 
+  it('shows its redacted URI, hosts and warnings as JSON, also while events$ and log$ have subscribers', async function () {
+    const [a] = await start(1, { users: [{ username: 'alice', password: 'pencil' }] });
+    client = connect(`mongodb://alice:pencil@${a.address}/?fooBar=1`);
+    client.events$.subscribe(() => undefined);
+    client.log$.subscribe(() => undefined);
+    await client.command('admin', { ping: 1 });
+    expect(JSON.parse(JSON.stringify(client))).to.deep.equal({ redactedUri: client.redactedUri, hosts: [a.address], warnings: ['unknown option fooBar is ignored'] });
+    expect(JSON.stringify(client)).to.not.include('pencil');
+  });
+
   it('credentials given as an option take the URI\'s authMechanism and authSource where they leave them unset', async function () {
     const [a] = await start(1, {
       users: [
