@@ -60,6 +60,20 @@ export function matchesParentDomain(target: string, hostname: string): boolean {
 }
 
 /**
+ * Whether the SRV target `target` with port `port` is a host a client can connect to: a host name made of
+ * `.`-separated labels of letters, digits, `-` and `_` (an internationalized one in its A-label form), at most 63
+ * characters each, and a port from 1 to 65535. DNS carries any byte in a label: a target such as
+ * `localhost,a.example.com` (which a connection string would read as two hosts) or `a b.example.com` is not one.
+ *
+ * Source: initial DNS seedlist discovery spec, "Querying DNS" (the SRV records give host names and ports); RFC 952
+ * and RFC 1123 (host names; `_` accepted, as names in use carry it).
+ */
+export function isUsableTarget(target: string, port: number): boolean {
+  const name = normalize(target);
+  return Number.isInteger(port) && port >= 1 && port <= 65_535 && name.length <= 253 && /^[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*$/.test(name);
+}
+
+/**
  * The options of a TXT record (its strings joined, in order): `key=value` pairs separated by `&`, each key
  * authSource, replicaSet or loadBalanced (any case), percent-decoded.
  *
@@ -136,7 +150,8 @@ function dnsReason(error: unknown): string {
  * priority and weight are ignored; CNAME records are not looked for.
  *
  * @throws {SrvResolutionError} (rejection) for a DNS error or a deadline passed (code and reason in the message), no
- *   SRV record, a target outside the parent domain (see {@link matchesParentDomain}), more than one TXT record, or a TXT
+ *   SRV record, a target outside the parent domain (see {@link matchesParentDomain}) or that is no host name and port
+ *   (see {@link isUsableTarget}), more than one TXT record, or a TXT
  *   record {@link parseTxtOptions} refuses; the signal's reason when `signal` is aborted.
  *
  * Source: initial DNS seedlist discovery spec, "Querying DNS", "Default Connection String Options", "CNAME not
@@ -254,6 +269,10 @@ function seedlist(hostname: string, srvName: string, records: readonly SrvRecord
   for (const record of records) {
     if (!matchesParentDomain(record.name, hostname)) {
       throw new SrvResolutionError(hostname, `the SRV target ${record.name} is not in the domain of ${hostname}`);
+    }
+    // Its host and port are written into the connection string the client then reads: nothing else may be read there.
+    if (!isUsableTarget(record.name, record.port)) {
+      throw new SrvResolutionError(hostname, `the SRV target ${record.name} (port ${record.port}) is not a host name and port a client can connect to`);
     }
     const host = `${normalize(record.name)}:${record.port}`;
     if (!hosts.includes(host)) hosts.push(host);

@@ -191,6 +191,18 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect((error as Error).message).to.equal('The hosts of mongodb+srv://mongo.local could not be found: the SRV target test_1.evil.local is not in the domain of mongo.local');
       expect(client.pools.size).to.equal(0);
     });
+    it('refuses a target that is no host name (a comma, a slash, a space...) or has port 0, rather than reading more hosts out of it', async function () {
+      // Read as a connection string's hosts, "localhost,a.test.build.10gen.cc" would be two hosts, the first one outside the domain.
+      for (const [target, port] of [['localhost,a.test.build.10gen.cc', 27017], ['evil.example:1,a.test.build.10gen.cc', 27017], ['a/b?c=d.test.build.10gen.cc', 27017], ['sp ace.test.build.10gen.cc', 27017], ['a.test.build.10gen.cc', 0]] as const) {
+        responder.setZone({ srv: { '_mongodb._tcp.test1.test.build.10gen.cc': [{ target, port }, { target: 'b.test.build.10gen.cc', port: 27017 }] } });
+        const client = open('mongodb+srv://test1.test.build.10gen.cc/');
+        const error = await discovered(client).catch((e: unknown) => e);
+        expect(error, `${target}:${port}`).to.be.instanceOf(SrvResolutionError);
+        expect((error as Error).message).to.equal(`The hosts of mongodb+srv://test1.test.build.10gen.cc could not be found: the SRV target ${target} (port ${port}) is not a host name and port a client can connect to`);
+        expect(client.pools.size).to.equal(0);
+      }
+    });
+
     it('accepts the targets of an internationalized host name, which DNS gives in their A-label (xn--) form', async function () {
       expect(matchesParentDomain('a.xn--bcher-kva.example', 'c0.bücher.example')).to.equal(true);
       expect(matchesParentDomain('A.XN--BCHER-KVA.example.', 'C0.Bücher.example')).to.equal(true);
