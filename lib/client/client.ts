@@ -254,15 +254,16 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
  * or TXT record); no more once a monitor's successful check, while no mongos had answered, is of a server that is not
  * a mongos (a hello reply without `msg: 'isdbgrid'`, other than an RSGhost's `isreplicaset: true`); once a mongos
  * answered, the client stays Sharded (see `topologyTypeAfter`). What a query gives:
- * - a DNS error (its timeout is connectTimeoutMS), no record, or no target in the parent domain: the hosts stay as they
- *   are, a `warn` message of the `client` component says why (in `log$` and the log destination, not in `warnings`),
- *   nothing is thrown, and the next query comes heartbeatFrequencyMS later, until one gives a verified target;
- * - otherwise (each target outside the parent domain left out, with such a message): the hosts still listed are kept,
- *   unchanged; those no longer listed removed (monitor closed, then pool closed: its checkouts still waiting fail with
- *   PoolClosedError, a connection in use is closed when checked in, so a command in flight ends as the server answers
- *   it; their feeds end once the pool is done); the new ones added, in `hosts`, `pools` and `monitors` at once, their
- *   events and log messages given to the subscribers of `events$` and `log$` already there (all of them, or with
- *   srvMaxHosts > 0, picked at random until there are srvMaxHosts hosts).
+ * - a DNS error (its timeout is connectTimeoutMS), no record, or no target in the parent domain that is a host name
+ *   and port: the hosts stay as they are, a `warn` message of the `client` component says why (in `log$` and the log
+ *   destination, not in `warnings`), nothing is thrown, and the next query comes heartbeatFrequencyMS later, until one
+ *   gives a verified target;
+ * - otherwise (each target outside the parent domain, or no host name and port, left out, with such a message): the
+ *   hosts still listed are kept, unchanged; those no longer listed removed (monitor closed, then pool closed: its
+ *   checkouts still waiting fail with PoolClosedError, a connection in use is closed when checked in, so a command in
+ *   flight ends as the server answers it; their feeds end once the pool is done); the new ones added, in `hosts`,
+ *   `pools` and `monitors` at once, their events and log messages given to the subscribers of `events$` and `log$`
+ *   already there (all of them, or with srvMaxHosts > 0, picked at random until there are srvMaxHosts hosts).
  * {@link close} and {@link drain} stop the polling and abandon a query in progress.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid

@@ -64,7 +64,7 @@ export interface SrvPollerOptions {
   readonly hosts: () => readonly string[];
   /** Called with the new hosts after a rescan that changes them (never with an empty list). */
   readonly update: (hosts: readonly string[]) => void;
-  /** Called with what a rescan could not use, and why (a DNS error, no record, a target outside the domain). */
+  /** Called with what a rescan could not use, and why (a DNS error, no record, a target outside the domain or no host name). */
   readonly warn: (message: string) => void;
   /** The SRV query (tests). Default {@link querySrvHosts}. */
   readonly query?: ((hostname: string, options: { srvServiceName?: string | undefined; timeoutMS: number; signal: AbortSignal }) => Promise<SrvHosts>) | undefined;
@@ -76,9 +76,10 @@ export interface SrvPollerOptions {
  * record) and:
  *
  * - for a DNS error (a timeout at `timeoutMS` included), an answer without any record, or records whose targets are
- *   all outside the parent domain, changes nothing, reports it through `warn`, and sets rescanSRVIntervalMS to
- *   heartbeatFrequencyMS until a rescan obtains a verified record;
- * - otherwise reports each target outside the parent domain through `warn` (it is not used), sets
+ *   all outside the parent domain or no host name and port (`localhost,a.example.com`, port 0: see `isUsableTarget`),
+ *   changes nothing, reports it through `warn`, and sets rescanSRVIntervalMS to heartbeatFrequencyMS until a rescan
+ *   obtains a verified record;
+ * - otherwise reports each such target through `warn` (it is not used), sets
  *   rescanSRVIntervalMS back to {@link rescanSrvIntervalMS} (60 s: Node's resolver gives no TTL), and, when the hosts
  *   {@link rescannedHosts} gives differ from the current ones, calls `update` with them.
  *
@@ -140,9 +141,19 @@ export class SrvPoller {
     const service = `_${srvServiceName ?? 'mongodb'}._tcp.${hostname}`;
     try {
       for (const target of found?.rejected ?? []) this.options.warn(`SRV polling: the SRV target ${target} of ${service} is not in the domain of ${hostname} and is not used`);
+      for (const { target, port } of found?.unusable ?? []) {
+        this.options.warn(`SRV polling: the SRV target ${target} (port ${port}) of ${service} is not a host name and port a client can connect to, and is not used`);
+      }
       if (found === undefined || found.hosts.length === 0) {
         this.interval = this.options.heartbeatFrequencyMS;
-        const reason = found === undefined ? failure : found.rejected.length > 0 ? 'no SRV target is in its domain' : `no SRV record for ${service}`;
+        const reason =
+          found === undefined
+            ? failure
+            : found.unusable.length > 0
+              ? 'no SRV target is a host name and port in its domain'
+              : found.rejected.length > 0
+                ? 'no SRV target is in its domain'
+                : `no SRV record for ${service}`;
         this.options.warn(`SRV polling: the hosts are left unchanged, next rescan in ${this.interval} ms: ${reason}`);
       } else {
         this.interval = rescanSrvIntervalMS();

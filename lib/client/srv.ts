@@ -210,11 +210,14 @@ export interface SrvHosts {
   readonly hosts: readonly string[];
   /** The targets outside the parent domain (see {@link matchesParentDomain}), as the answer gave them. */
   readonly rejected: readonly string[];
+  /** The targets in the parent domain that are no host name and port (see {@link isUsableTarget}), as the answer gave them. */
+  readonly unusable: readonly { readonly target: string; readonly port: number }[];
 }
 
 /**
  * Queries the SRV records of `_{srvServiceName}._tcp.{hostname}` only (no TXT record), and sorts their targets into
- * those in the parent domain of `hostname` and the others. SRV priority and weight are ignored.
+ * the hosts (in the parent domain of `hostname`, a host name and port), those outside that domain, and the others.
+ * SRV priority and weight are ignored.
  *
  * @throws {SrvResolutionError} (rejection) for a DNS error (ENOTFOUND, ENODATA for a name without SRV record...) or a
  *   deadline passed (`timeoutMS`, in ms; 0: none); the signal's reason when `signal` is aborted.
@@ -248,14 +251,16 @@ export async function querySrvHosts(hostname: string, options: Omit<SeedlistOpti
     });
     const hosts: string[] = [];
     const rejected: string[] = [];
+    const unusable: { target: string; port: number }[] = [];
     for (const record of records) {
       if (!matchesParentDomain(record.name, hostname)) rejected.push(record.name);
+      else if (!isUsableTarget(record.name, record.port)) unusable.push({ target: record.name, port: record.port });
       else {
         const host = `${normalize(record.name)}:${record.port}`;
         if (!hosts.includes(host)) hosts.push(host);
       }
     }
-    return { hosts, rejected };
+    return { hosts, rejected, unusable };
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);

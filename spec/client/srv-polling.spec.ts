@@ -211,6 +211,23 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(client.hosts).to.deep.equal([host(27017), host(27020)]);
       expect(logged(client)).to.have.length(3);
     });
+    it('targets that are no host name and port (a comma, a space, port 0) are left out, named; none else changes nothing', async function () {
+      const client = await open('');
+      responder.setZone({ srv: { [TEST1]: [{ target: L, port: 0 }, { target: 'sp ace.test.build.10gen.cc', port: 27019 }] } });
+      await rescanAfter(client);
+      expect(client.hosts).to.deep.equal([host(27017), host(27018)]);
+      expect(sorted(client.pools.keys())).to.deep.equal([host(27017), host(27018)]);
+      expect(logged(client)).to.deep.equal([
+        `SRV polling: the SRV target ${L} (port 0) of _mongodb._tcp.test1.test.build.10gen.cc is not a host name and port a client can connect to, and is not used`,
+        'SRV polling: the SRV target sp ace.test.build.10gen.cc (port 27019) of _mongodb._tcp.test1.test.build.10gen.cc is not a host name and port a client can connect to, and is not used',
+        'SRV polling: the hosts are left unchanged, next rescan in 10000 ms: no SRV target is a host name and port in its domain',
+      ]);
+      expect(poller(client)!.intervalMS).to.equal(10_000);
+      responder.setZone({ srv: { [TEST1]: [{ target: 'localhost,a.test.build.10gen.cc', port: 27019 }, ...records(27017)] } });
+      await rescanAfter(client, 10_000);
+      expect(client.hosts).to.deep.equal([host(27017)]);
+      expect(logged(client)).to.have.length(4);
+    });
   });
 
   describe('when polling is not done', function () {
