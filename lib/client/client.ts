@@ -404,6 +404,11 @@ export class Client {
   private selectionEvents: Subscription | undefined;
   /** The pools close() closed (those a drain had not closed already): the checkouts it ended fail as ClientClosedError. */
   private readonly closedByClient = new Set<ConnectionPool<Connection>>();
+  /**
+   * The pools of the hosts SRV polling removed that still have connections in use, each with the promise resolved once
+   * it is done (its last connection checked in): {@link drain} waits for them as for the others.
+   */
+  private readonly retiringPools = new Map<ConnectionPool<Connection>, Promise<void>>();
   /** The connections `command()` has a command in flight on: `close()` closes them. */
   private readonly commandConnections = new Set<Connection>();
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
@@ -861,12 +866,15 @@ export class Client {
     this.hostFeeds.delete(address);
     if (pool === undefined) return;
     pool.close();
-    if (feed !== undefined) {
-      pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
-        feed.retired.next();
-        feed.retired.complete();
-      });
-    }
+    let done!: () => void;
+    // Listed first: a pool with nothing in use is done at once, as it is subscribed, and leaves the list then.
+    this.retiringPools.set(pool, new Promise<void>((resolve) => (done = resolve)));
+    pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
+      this.retiringPools.delete(pool);
+      feed?.retired.next();
+      feed?.retired.complete();
+      done();
+    });
   }
 
   /**
@@ -1167,10 +1175,12 @@ export class Client {
 
   /**
    * Drains every pool (see `ConnectionPoolCore.drain`): commands whose checkout is waiting or in use finish, new ones
-   * fail at once with PoolClosedError (a server ready or not), and so do those still waiting for a server; then closes
+   * fail at once with PoolClosedError (a server ready or not), and so do those still waiting for a server; the pools of
+   * hosts SRV polling removed, closed already, have their connections in use checked in too; then closes
    * the client as {@link close} does (commands still waiting for a `mongodb+srv` seedlist then fail with
    * ClientClosedError, as at {@link close}: there is no pool to drain yet). At `timeoutMS` (ms, a number >= 0; 0 or absent: no deadline) a pool still busy
-   * interrupts its in-use connections and closes. Resolves once the client is closed.
+   * interrupts its in-use connections and closes (a removed host's commands still in flight then fail with
+   * ClientClosedError). Resolves once the client is closed.
    *
    * @example
    * ```ts
@@ -1190,9 +1200,17 @@ export class Client {
     this.draining = true;
     this.srv?.poller?.stop();
     const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
+    // The pools of hosts SRV polling removed, closed already: their connections in use are checked in before close()
+    // ends what is still in flight, as a drain's are, until timeoutMS.
+    let deadline: Subscription | undefined;
+    const removedDone = new Promise<void>((resolve) => {
+      if (timeoutMS > 0 && this.retiringPools.size > 0) deadline = this.scheduler.schedule(() => resolve(), timeoutMS);
+      void Promise.all(this.retiringPools.values()).then(() => resolve());
+    });
     // The pools refuse checkouts now: the commands still selecting a server go to their refusal at once.
     for (const selection of [...this.selections]) selection.next('drain');
-    await Promise.all(drained);
+    await Promise.all([...drained, removedDone]);
+    deadline?.unsubscribe();
     await this.close();
   }
 

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import * as dns from 'node:dns';
-import { connect, PoolClosedError, type Client } from '../../lib';
+import { ClientClosedError, connect, PoolClosedError, type Client } from '../../lib';
 import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSrvIntervalMS, type SrvPoller } from '../../lib/client/srv-poller';
 import { topologyTypeAfter } from '../../lib/client/topology-type';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
@@ -339,6 +339,35 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(await held.command('admin', { ping: 1 }), 'a command in flight on it ends normally').to.include({ ok: 1 });
       pool.checkIn(held);
       expect(await eventually(() => events.includes('ConnectionClosed'))).to.equal(true);
+    });
+
+    it('drain() lets a command in flight on a removed host finish, as on the hosts still there', async function () {
+      responder.setZone({ srv: { [TEST1]: records(27018) } });
+      const client = await open('');
+      const removed = client.pools.get(host(27018))!;
+      expect(await eventually(() => removed.state === 'ready')).to.equal(true);
+      servers.get(27018)!.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 500 } });
+      const inFlight = client.command('db', { find: 'c' }).catch((e: unknown) => e);
+      expect(await eventually(() => client['commandConnections'].size === 1), 'the find in flight').to.equal(true);
+      responder.setZone({ srv: { [TEST1]: records(27017) } });
+      await rescanAfter(client);
+      expect(removed.state).to.equal('closed');
+      await client.drain();
+      expect(await inFlight).to.include({ ok: 1 });
+      // With a timeoutMS, such a command still in flight then is ended as on the other hosts.
+      const other = await open('');
+      const pool = other.pools.get(host(27017))!;
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      servers.get(27017)!.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 2000 } });
+      const blocked = other.command('db', { find: 'c' }).catch((e: unknown) => e);
+      expect(await eventually(() => other['commandConnections'].size === 1), 'the find in flight').to.equal(true);
+      responder.setZone({ srv: { [TEST1]: records(27018) } });
+      await rescanAfter(other);
+      const draining = other.drain({ timeoutMS: 100 });
+      clock.advance(100);
+      await draining;
+      expect(await blocked).to.be.instanceOf(ClientClosedError);
+      servers.get(27017)!.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
     });
 
     it('close() stops polling: no rescan is armed, a query in progress is abandoned', async function () {
