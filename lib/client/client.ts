@@ -819,7 +819,8 @@ export class Client {
    * Makes the client's hosts `hosts` (a rescan's; see `SrvPoller`): the hosts no longer in it are removed (see
    * {@link removeHost}), those new to it opened (pool and monitor, the monitor started on the next microtask), those
    * in both left alone. A new host whose connection options are refused (an InvalidOptionError from its factory, pool
-   * or monitor) is left out, with a warning. `hosts` keeps the order given.
+   * or monitor) is left out, with a warning; none is opened once the client is closed or draining (a subscriber of the
+   * events of this change may close or drain it). `hosts` keeps the order given.
    */
   private applySrvHosts(hosts: readonly string[]): void {
     const context = this.serverContext;
@@ -828,6 +829,9 @@ export class Client {
     const added = hosts.filter((address) => !this.pools.has(address));
     const opened: string[] = [];
     for (const address of added) {
+      // A subscriber of the events this gives (a removed pool's ConnectionPoolClosed, a new one's ConnectionPoolCreated)
+      // may have closed or drained the client: nothing more is opened then.
+      if (this.closed || this.draining) break;
       try {
         const { settings } = context;
         const factories = this.connectionFactories([address], settings.connectionOptions, monitoringConnectionOptions(settings.connectionOptions), settings.loadBalanced, context.scheduler);

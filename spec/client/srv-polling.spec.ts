@@ -370,6 +370,18 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       servers.get(27017)!.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
     });
 
+    it('close() from a subscriber of a removed host\'s ConnectionPoolClosed: the hosts that rescan adds are not opened', async function () {
+      const client = await open('');
+      client.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolClosed' && e.address === host(27018)) void client.close();
+      });
+      responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
+      await rescanAfter(client);
+      await new Promise((r) => setTimeout(r, 50));
+      expect([...client.pools.values()].map((p) => `${p.address} ${p.state}`)).to.deep.equal([`${host(27017)} closed`]);
+      expect(servers.get(27019)!.openConnections).to.equal(0);
+    });
+
     it('close() stops polling: no rescan is armed, a query in progress is abandoned', async function () {
       const client = await open('');
       responder.silent = true;
