@@ -674,7 +674,7 @@ export class Client {
   /**
    * Starts the rescans of the SRV records of `srv` once its hosts are open (see `SrvPoller`): not in load-balanced
    * mode, nor with a replicaSet (from the URI, the options or the TXT record), whose TopologyType is never Unknown or
-   * Sharded. The first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd
+   * Sharded, nor once the client is closed or draining (a subscriber of its first events may have closed it). The first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd
    * Node timers, which keep no process alive). The changes are applied by {@link applySrvHosts}; what a rescan cannot
    * use is a `warn` message of the `client` component.
    *
@@ -682,6 +682,8 @@ export class Client {
    */
   private startSrvPolling(srv: SrvState): void {
     const context = this.serverContext;
+    // Closed or draining already: by a subscriber of the events the hosts gave as they opened.
+    if (this.closed || this.draining) return;
     if (context === undefined || this.topologyType === 'LoadBalanced' || this.topologyType === 'Other') return;
     srv.poller = new SrvPoller({
       hostname: srv.hostname,

@@ -382,6 +382,21 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(servers.get(27019)!.openConnections).to.equal(0);
     });
 
+    it('close() from a subscriber of the first ConnectionPoolCreated, as the hosts open: no polling starts', async function () {
+      clock = new VirtualClock();
+      const client = connect(`mongodb+srv://test1.test.build.10gen.cc/?tls=false&proxyHost=127.0.0.1&proxyPort=${proxy.port}`, { scheduler: clock });
+      clients.push(client);
+      client.events$.subscribe((e) => {
+        if (e.type === 'ConnectionPoolCreated') void client.close();
+      });
+      await client['discover']().catch(() => undefined);
+      expect(poller(client)?.stopped ?? true, 'no polling').to.equal(true);
+      expect(clock.actions, 'no timer of the client left').to.have.length(0);
+      clock.advance(10 * MIN_RESCAN_SRV_INTERVAL_MS);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(srvQuestions()).to.equal(1);
+    });
+
     it('close() stops polling: no rescan is armed, a query in progress is abandoned', async function () {
       const client = await open('');
       responder.silent = true;
