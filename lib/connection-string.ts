@@ -219,7 +219,8 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword', 'authm
  *   `loadBalanced=true`; for a port or several hosts in a `mongodb+srv://` URI; for `directConnection=true` with several
  *   hosts or an SRV URI; for
  *   `loadBalanced=true` with several hosts, `replicaSet` or `directConnection=true`; for an authMechanism other than
- *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN, or a SCRAM or PLAIN one without credentials in the URI (PLAIN
+ *   SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN, MONGODB-AWS (which takes no user name or password: one in the
+ *   URI is an error) and MONGODB-OIDC (see MongoCredentials for its rules), or a SCRAM or PLAIN one without credentials in the URI (PLAIN
  *   credentials are in the authSource, else the URI's database, else `$external`); for MONGODB-X509 with
  *   a password (`user:password@`) or an authSource other than `$external`; for an empty authSource (`authSource=`,
  *   with or without credentials); for credentials with an empty user name, or for PLAIN with a NUL (`%00`) in the user name or password (see MongoCredentials); for an
@@ -458,7 +459,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // whose users are in $external whatever the database (auth spec, "Connection String Options"); undefined leaves the
   // credentials' own default (admin, or $external).
   const uriSource = (mechanism: AuthMechanism | undefined): string | undefined =>
-    authSource ?? (mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC' ? undefined : database() || undefined);
+    authSource ?? (mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-AWS' || mechanism === 'MONGODB-OIDC' ? undefined : database() || undefined);
   // PLAIN takes the URI's database as its source when there is no authSource (auth spec, "PLAIN"), but LDAP users
   // are in $external: a database written for the application's data would send the password where no such user is.
   const warnIfPlainOnDatabase = (mechanism: unknown): void => {
@@ -516,10 +517,10 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
       ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
     });
-  } else if (authMechanism === 'MONGODB-X509' || authMechanism === 'MONGODB-OIDC') {
-    // MONGODB-OIDC needs no user name either: the token names the user (auth spec, "MONGODB-OIDC": username MAY be
-    // specified).
-    // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509").
+  } else if (authMechanism === 'MONGODB-X509' || authMechanism === 'MONGODB-AWS' || authMechanism === 'MONGODB-OIDC') {
+    // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509");
+    // MONGODB-AWS takes none: its credentials come from the environment or AWS (auth spec, "Obtaining Credentials");
+    // MONGODB-OIDC needs none either: the token names the user (auth spec, "MONGODB-OIDC": username MAY be specified).
     connection.credentials = new MongoCredentials({
       mechanism: authMechanism,
       source: uriSource(authMechanism),

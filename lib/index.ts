@@ -61,6 +61,7 @@ export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } 
 export type { AuthMechanism, ScramMechanism, CredentialsInit, MechanismProperties } from './auth/credentials';
 export { OIDC_MECHANISM, OIDC_CALLBACK_VERSION, OIDC_CALLBACK_TIMEOUT_MS, OIDC_MIN_CALL_INTERVAL_MS, OIDC_ENVIRONMENTS, OIDC_HUMAN_FLOW_UNSUPPORTED } from './auth/oidc';
 export type { OidcCallback, OidcCallbackParams, OidcCredential, OidcEnvironment } from './auth/oidc';
+export type { AwsCredentials, AwsCredentialProvider } from './auth/aws';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';

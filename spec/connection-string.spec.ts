@@ -570,7 +570,7 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
 
   it('names the authMechanisms it supports for another one, with or without credentials', function () {
     for (const uri of ['mongodb://u:p@a/?authMechanism=GSSAPI', 'mongodb://a/?authMechanism=GSSAPI']) {
-      expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError).with.property('message', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN, MONGODB-OIDC)');
+      expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError).with.property('message', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN, MONGODB-AWS, MONGODB-OIDC)');
     }
   });
 

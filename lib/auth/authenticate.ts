@@ -8,6 +8,7 @@
  */
 import type { Document } from 'bson';
 import type { AuthMechanism, MongoCredentials } from './credentials';
+import { awsAuthenticate } from './aws';
 import { oidcAuthenticate, oidcReauthenticate, oidcSpeculativeStart } from './oidc';
 import { plainAuthenticate } from './plain';
 import { scramAuthenticate, scramPassword, scramStart, type RunCommand, type ScramStart } from './scram';
@@ -64,7 +65,8 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
  */
 export function speculativeStart(credentials: MongoCredentials): SpeculativeStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
-  if (mechanism === 'PLAIN') return undefined;
+  // Handshake spec, "Speculative Authentication": only MONGODB-X509, SCRAM and MONGODB-OIDC are speculative.
+  if (mechanism === 'PLAIN' || mechanism === 'MONGODB-AWS') return undefined;
   if (mechanism === 'MONGODB-OIDC') return oidcSpeculativeStart(credentials);
   if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
@@ -117,6 +119,7 @@ export function authenticate(
     });
   }
   if (mechanism === 'MONGODB-X509') return x509Authenticate(run, credentials, { signal, speculativeReply: answered ? speculativeReply : undefined }).then(() => undefined);
+  if (mechanism === 'MONGODB-AWS') return awsAuthenticate(run, credentials, { signal }).then(() => undefined);
   // A speculative answer for another mechanism than the one selected (SCRAM-SHA-256 tried, SCRAM-SHA-1 negotiated)
   // is not used: the mechanism is the one the default rules select.
   if (answered && 'clientNonce' in speculative) {

@@ -22,13 +22,13 @@ export const SCRAM_MECHANISMS = Object.freeze(['SCRAM-SHA-256', 'SCRAM-SHA-1'] a
 export type ScramMechanism = (typeof SCRAM_MECHANISMS)[number];
 
 /**
- * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509, PLAIN and MONGODB-OIDC
- * (machine workflow), which are never negotiated (only used when asked for).
+ * The mechanisms this library speaks (a frozen array): the SCRAM ones, then MONGODB-X509, PLAIN, MONGODB-AWS and
+ * MONGODB-OIDC (machine workflow), which are never negotiated (only used when asked for).
  *
  * Source: auth spec, "SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509", "PLAIN", "Default Authentication Methods"
  * (drivers MUST NOT use any other mechanism, e.g. PLAIN, as the default).
  */
-export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509', 'PLAIN', 'MONGODB-OIDC'] as const);
+export const AUTH_MECHANISMS = Object.freeze([...SCRAM_MECHANISMS, 'MONGODB-X509', 'PLAIN', 'MONGODB-AWS', 'MONGODB-OIDC'] as const);
 
 /**
  * A mechanism name of {@link AUTH_MECHANISMS}. Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509",
@@ -57,17 +57,19 @@ export interface CredentialsInit {
    * 2253 writes it (`openssl x509 -subject -nameopt RFC2253`). With PLAIN, without NUL (U+0000) or lone surrogate.
    * Optional with MONGODB-OIDC: given to the OIDC_CALLBACK, or the managed identity's client id with ENVIRONMENT
    * azure; refused with the other environments.
+   * Must be absent with MONGODB-AWS (auth spec, "Obtaining Credentials": AWS credentials given in the URI or options
+   * are an error; they come from the environment, AWS_CREDENTIAL_PROVIDER or an AWS endpoint).
    */
   username?: string | undefined;
   /**
    * The password; may be empty. Never shown in errors, JSON or inspection. Required for SCRAM and PLAIN (which sends it
    * as given, never SASLprep'd: the LDAP server checks it; without NUL or lone surrogate there); must be absent with mechanism MONGODB-X509 (the client
-   * certificate is the credential) and MONGODB-OIDC (the access token is).
+   * certificate is the credential), MONGODB-AWS and MONGODB-OIDC (the access token is).
    */
   password?: string | undefined;
   /**
    * The database that holds the user (authSource). Default `admin`; with mechanism MONGODB-X509, `$external`, the only
-   * one allowed there, and so with MONGODB-OIDC; with mechanism PLAIN, `$external` (where LDAP users are).
+   * one allowed there, as with MONGODB-AWS and MONGODB-OIDC; with mechanism PLAIN, `$external` (where LDAP users are).
    */
   source?: string | undefined;
   /**
@@ -124,7 +126,8 @@ export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OID
  * ({@link OIDC_HUMAN_FLOW_UNSUPPORTED}).
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "PLAIN" ("MongoCredential Properties":
- * mechanism_properties are not listed for them), "MONGODB-OIDC" ("MongoCredential Properties"), "Errors" (a mechanism_property given for a mechanism that does not
+ * mechanism_properties are not listed for them), "MONGODB-AWS" (AWS_CREDENTIAL_PROVIDER; "Custom Credential
+ * Providers": a function, as the AWS SDK's providers), "MONGODB-OIDC" ("MongoCredential Properties"), "Errors" (a mechanism_property given for a mechanism that does not
  * support it raises an error).
  */
 export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Record<string, MechanismPropertyRule>> } = deepFreeze({
@@ -132,6 +135,13 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
   'SCRAM-SHA-1': {},
   'MONGODB-X509': {},
   PLAIN: {},
+  'MONGODB-AWS': {
+    AWS_CREDENTIAL_PROVIDER: {
+      allowed: 'a function returning a Promise of { accessKeyId, secretAccessKey, sessionToken?, expiration? } (an AWS SDK credential provider)',
+      inUri: false,
+      valid: (value) => typeof value === 'function',
+    },
+  },
   'MONGODB-OIDC': {
     ENVIRONMENT: { allowed: 'one of test, azure, gcp, k8s', inUri: true, valid: (v) => typeof v === 'string' && (['test', 'azure', 'gcp', 'k8s'] as unknown[]).includes(v) },
     TOKEN_RESOURCE: {
@@ -291,6 +301,7 @@ export class MongoCredentials {
    *   bidirectional characters; the message names the rule, never the password); for PLAIN, a username or password
    *   holding a NUL (U+0000) or a lone surrogate, which its saslStart cannot carry as given (the password never
    *   shown); for MONGODB-X509: a username given that is not a non-empty string, any password (never shown), or a
+   *   source other than `$external`; for MONGODB-AWS: any username or password (the password never shown), or a
    *   source other than `$external`. A password for SCRAM-SHA-1, PLAIN or a negotiated mechanism is not otherwise
    *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
    *   values they refuse: see {@link checkMechanismProperties}. For MONGODB-OIDC: any password, a source other than
@@ -318,11 +329,28 @@ export class MongoCredentials {
       throw new InvalidOptionError('authMechanism', mechanism, `one of ${AUTH_MECHANISMS.join(', ')}`);
     }
     const mechanismProperties = checkMechanismProperties(mechanism, optionValue(init, 'mechanismProperties'));
+    // MONGODB-AWS: credentials come from the environment, an AWS endpoint or the AWS_CREDENTIAL_PROVIDER, never from
+    // the URI or the options (auth spec, "Obtaining Credentials": the driver MUST raise an error).
+    if (mechanism === 'MONGODB-AWS') {
+      if (username !== undefined || password !== undefined) {
+        throw new InvalidOptionError(username !== undefined ? 'username' : 'password', username !== undefined ? username : '<not shown>', 'none for MONGODB-AWS: AWS credentials come from the environment variables, the AWS_CREDENTIAL_PROVIDER mechanism property or an AWS endpoint, never from the URI or the credentials option', {
+          message: `Invalid ${username !== undefined ? 'username' : 'password'} for MONGODB-AWS: AWS credentials come from the environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the AWS_CREDENTIAL_PROVIDER mechanism property or an AWS endpoint, never from the URI or the credentials option`,
+        });
+      }
+      const awsSource = optionValue(init, 'source') ?? EXTERNAL_SOURCE;
+      if (awsSource !== EXTERNAL_SOURCE) throw new InvalidOptionError('authSource', awsSource, `${EXTERNAL_SOURCE} for MONGODB-AWS`);
+      mechanismPropertiesOf.set(this, mechanismProperties);
+      this.username = undefined;
+      this.source = EXTERNAL_SOURCE;
+      this.mechanism = mechanism;
+      return;
+    }
     const externalUser = mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC';
     const oidc = mechanism === 'MONGODB-OIDC';
     if (oidc) checkOidcProperties(mechanismProperties, username);
     if (externalUser ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {
       throw new InvalidOptionError('username', username, oidc ? 'a non-empty string, or none' : externalUser ? 'a non-empty string (the client certificate\'s subject, RFC 2253), or none' : 'a non-empty string');
+
     }
     if (externalUser ? password !== undefined : typeof password !== 'string') {
       throw new InvalidOptionError('password', '<not shown>', oidc ? 'none for MONGODB-OIDC: the access token is the credential' : externalUser ? 'none for MONGODB-X509: the client certificate is the credential' : 'a string');

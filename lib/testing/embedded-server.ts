@@ -40,7 +40,8 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { Long, ObjectId, onDemand, type Document } from 'bson';
+import { Binary, Long, ObjectId, onDemand, type Document } from 'bson';
+import { AWS_FAILED, awsServerContinue, awsServerStart, type AwsServerConversation } from './aws-server';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
 import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
@@ -115,6 +116,21 @@ export interface EmbeddedServerOptions {
    * ReauthenticationRequired (391). With this option, connections must authenticate. Counts: {@link EmbeddedServer.oidc}.
    */
   oidc?: EmbeddedOidcOptions | undefined;
+  /**
+   * MONGODB-AWS, as a mongod with it enabled: a saslStart on `$external` gets a server nonce (the client's 32 bytes and
+   * 32 random ones) and `stsHost`; the saslContinue's signed GetCallerIdentity request is then checked. The endpoint's
+   * stand-in for STS: where a mongod would send the request to STS, the endpoint verifies its SigV4 signature itself,
+   * with the secret of the access key ID the Authorization header names in `credentials` (and, when one is listed, the
+   * session token), and checks the nonce, the gs2-cb-flag and the signed headers. A failure is AuthenticationFailed
+   * (18, "Authentication failed.") as a mongod answers; success authenticates the connection as the key's `arn`
+   * (default `arn:aws:iam::000000000000:user/<accessKeyId>`) in `$external`. Connections must then authenticate.
+   */
+  aws?: {
+    /** The keys STS would accept. */
+    credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string | undefined; arn?: string | undefined }[];
+    /** The STS host sent to clients. Default `sts.amazonaws.com`. */
+    stsHost?: string | undefined;
+  } | undefined;
 }
 
 /** Whether `value` is undefined or an integer from `min` to `max`. */
@@ -141,6 +157,13 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
     throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
   }
   if (options.mongos !== undefined && typeof options.mongos !== 'boolean') throw new InvalidOptionError('mongos', options.mongos, 'true or false (a boolean)');
+  if (options.aws !== undefined) {
+    const given = requireOptionsObject('aws', options.aws, 'an object { credentials, stsHost? }', true);
+    const list: unknown = optionValue(given, 'credentials');
+    if (!Array.isArray(list) || !list.every((c: Record<string, unknown>) => c !== null && typeof c === 'object' && typeof c.accessKeyId === 'string' && typeof c.secretAccessKey === 'string')) {
+      throw new InvalidOptionError('aws.credentials', '<not shown>', 'an array of { accessKeyId, secretAccessKey, sessionToken?, arn? } (strings)');
+    }
+  }
   if (!isIntegerOrUnset(loadBalancedServices, 0)) throw new InvalidOptionError('loadBalancedServices', loadBalancedServices, 'an integer >= 0');
   if (tlsOptions !== undefined) {
     const given = requireOptionsObject('tls', tlsOptions, 'an object { key, cert, ca?, requestCert? } (PEM)', true);
@@ -154,7 +177,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc', 'aws'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -378,6 +401,8 @@ export class EmbeddedServer {
   private readonly oidcExpiry = new WeakMap<ClientConnectionInfo, number>();
   /** Connections in the middle of a two-step OIDC conversation. */
   private readonly oidcTwoStep = new WeakSet<ClientConnectionInfo>();
+  /** The MONGODB-AWS conversation of each connection between its saslStart and saslContinue. */
+  private readonly awsConversations = new WeakMap<ClientConnectionInfo, AwsServerConversation>();
   /** The service ids behind this endpoint when it acts as a load balancer. */
   readonly services: readonly ObjectId[];
   private port = 0;
@@ -406,7 +431,7 @@ export class EmbeddedServer {
    *   that is not an {@link EmbeddedServerOptions} option (with the closest one), a `port` that is not an integer
    *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `version` that is
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`), a `tls` that
-   *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, or an invalid user (see
+   *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
    *   {@link setUsers}).
    */
   constructor(given: EmbeddedServerOptions = {}) {
@@ -1014,7 +1039,7 @@ export class EmbeddedServer {
     if (expiry !== undefined && expiry <= Date.now() && !OPEN_COMMANDS.has(name)) {
       return { ok: 0, code: 391, codeName: 'ReauthenticationRequired', errmsg: 'Access token expired' };
     }
-    if ((this.users.enabled || this.oidc !== undefined) && client.user === undefined && !OPEN_COMMANDS.has(name)) {
+    if ((this.users.enabled || this.oidc !== undefined || this.options.aws !== undefined) && client.user === undefined && !OPEN_COMMANDS.has(name)) {
       // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
       return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
     }
@@ -1039,6 +1064,22 @@ export class EmbeddedServer {
   private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
     if (this.oidc !== undefined && ((name === 'saslstart' && command.mechanism === 'MONGODB-OIDC') || (name === 'saslcontinue' && this.oidcTwoStep.has(client)))) {
       return this.authenticateOidc(this.oidc, name, db, command, client);
+    }
+    if (name === 'saslstart' && command.mechanism === 'MONGODB-AWS') {
+      client.conversation = undefined;
+      const started = this.options.aws === undefined ? undefined : awsServerStart(db, command, this.options.aws.stsHost ?? 'sts.amazonaws.com');
+      if (started === undefined) return AWS_FAILED;
+      this.awsConversations.set(client, started.conversation);
+      return started.reply;
+    }
+    const aws = this.awsConversations.get(client);
+    this.awsConversations.delete(client);
+    if (name === 'saslcontinue' && aws !== undefined) {
+      const user = awsServerContinue(aws, command, this.options.aws!.credentials);
+      if (user === undefined) return AWS_FAILED;
+      client.user = `${EXTERNAL_SOURCE}.${user}`;
+      client.usersGeneration = this.users.generation;
+      return { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 };
     }
     if (name === 'saslstart' && command.mechanism === 'PLAIN') {
       // One step: done at once, or refused (see ScramUsers.plain); no conversation is left to continue.

@@ -72,7 +72,7 @@ describe('MongoCredentials', function () {
       [{ username: 'u', password: 1234 }, 'password', 'Invalid password: "<not shown>" (password must be a string)'],
       [{ username: 'u', password: 'p', source: '' }, 'authSource', 'Invalid authSource: "" (authSource must be a non-empty database name)'],
       [{ username: 'u', password: 'p', source: 5 }, 'authSource', 'Invalid authSource: 5 (authSource must be a non-empty database name)'],
-      [{ username: 'u', password: 'p', mechanism: 'GSSAPI' }, 'authMechanism', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN, MONGODB-OIDC)'],
+      [{ username: 'u', password: 'p', mechanism: 'GSSAPI' }, 'authMechanism', 'Invalid authMechanism: "GSSAPI" (authMechanism must be one of SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN, MONGODB-AWS, MONGODB-OIDC)'],
       // An object without a prototype is a plain object too: its keys are checked.
       [Object.assign(Object.create(null) as object, { username: 'u', password: 'p', sorce: 'db' }), 'credentials.sorce', 'Unknown option credentials.sorce of credentials: did you mean source?'],
     ];
@@ -246,6 +246,7 @@ describe('checkMechanismProperties', function () {
     'SCRAM-SHA-256': {},
     'SCRAM-SHA-1': {},
     PLAIN: {},
+    'MONGODB-AWS': {},
     'MONGODB-OIDC': {},
     'MONGODB-X509': {
       TOKEN: { allowed: 'a string', inUri: true, valid: (v: unknown) => typeof v === 'string' },

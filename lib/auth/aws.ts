@@ -1,0 +1,417 @@
+/**
+ * MONGODB-AWS authentication: the two-step SASL conversation, signed with AWS Signature Version 4 (written here with
+ * node:crypto, no AWS SDK), and the credentials it signs with, obtained in the spec's order and cached as it says.
+ *
+ * The secret access key and the session token never appear in an error, an event, a log message, inspection or JSON:
+ * they live only in the objects of this module, and every error raised here is built from fixed words.
+ *
+ * Source: auth spec, "MONGODB-AWS" ("Conversation", "Region Calculation", "Obtaining Credentials", "Credential
+ * Fetching Order", "Caching Credentials").
+ */
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { Binary, deserialize, serialize, type Document } from 'bson';
+import { AuthenticationError } from '../errors';
+import { optionValue } from '../options';
+import type { MongoCredentials } from './credentials';
+import { runStep, type RunCommand } from './scram';
+
+/**
+ * AWS credentials, as an AWS SDK credential provider resolves them.
+ *
+ * Source: auth spec, "Obtaining Credentials" (an access key ID and a secret access key, with a session token for
+ * temporary credentials), "Custom Credential Providers" (the shape of the AWS SDK's provider).
+ */
+export interface AwsCredentials {
+  /** The access key ID: not secret (it is sent in the authorization header). Non-empty. */
+  readonly accessKeyId: string;
+  /** The secret access key: never sent, never shown. Non-empty. */
+  readonly secretAccessKey: string;
+  /** The session token of temporary credentials (sent as X-Amz-Security-Token); absent for long-term ones. */
+  readonly sessionToken?: string | undefined;
+  /** When temporary credentials expire. */
+  readonly expiration?: Date | undefined;
+}
+
+/**
+ * The `AWS_CREDENTIAL_PROVIDER` mechanism property: a function resolving to {@link AwsCredentials}, as the AWS SDK's
+ * providers (`fromNodeProviderChain()`, say) are. Called at each authentication; its result is not cached here (the
+ * SDK's providers cache). A rejection or a result without both keys fails the authentication.
+ *
+ * Source: auth spec, "Custom Credential Providers", "MONGODB-AWS" mechanism_properties.
+ */
+export type AwsCredentialProvider = () => Promise<AwsCredentials>;
+
+/** The body of the signed GetCallerIdentity request. Source: auth spec, "Conversation" (Body, 43 bytes). */
+const BODY = 'Action=GetCallerIdentity&Version=2011-06-15';
+/** Credentials closer than this to their expiration are fetched again. Source: auth spec, "Caching Credentials". */
+const EXPIRY_MARGIN_MS = 5 * 60_000;
+/** The read timeout of the credential endpoints. Source: auth spec, "ECS endpoint" (SHOULD enforce 10 seconds). */
+const ENDPOINT_TIMEOUT_MS = 10_000;
+
+/**
+ * Where credentials are fetched from, and the clock: the spec's addresses; replaced in tests only (see
+ * {@link setAwsEnvironmentForTests}).
+ */
+const environment = {
+  sts: 'https://sts.amazonaws.com',
+  ecs: 'http://169.254.170.2',
+  ec2: 'http://169.254.169.254',
+  now: (): number => Date.now(),
+  env: process.env as Record<string, string | undefined>,
+};
+const defaults = { ...environment };
+
+/**
+ * For tests only (not exported by the package): replaces the STS, ECS and EC2 base URLs, the clock or the
+ * environment variables read; no argument restores the defaults. Clears the credential cache.
+ */
+export function setAwsEnvironmentForTests(replacement?: Partial<typeof environment>): void {
+  Object.assign(environment, defaults, replacement ?? {});
+  cached = undefined;
+}
+
+/** The credentials fetched from an AWS endpoint, kept until five minutes before they expire, or a failure. */
+let cached: AwsCredentials | undefined;
+
+/** Whether `credentials` are more than five minutes away from expiring (or have no expiration). */
+function fresh(credentials: AwsCredentials): boolean {
+  return credentials.expiration === undefined || credentials.expiration.getTime() - environment.now() > EXPIRY_MARGIN_MS;
+}
+
+/** An AuthenticationError in fixed words (never a secret), for MONGODB-AWS. */
+function failure(why: string, cause?: unknown): AuthenticationError {
+  return new AuthenticationError(`Authentication failed on "$external" with MONGODB-AWS: ${why}`, cause);
+}
+
+/**
+ * The credentials to sign with, in the spec's order: the AWS_CREDENTIAL_PROVIDER property; else cached ones still
+ * valid; else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN if set), read now and never cached;
+ * else AssumeRoleWithWebIdentity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN set); else the ECS endpoint
+ * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set), else the EC2 endpoint (IMDSv2); those last three are cached.
+ *
+ * @throws {AuthenticationError} when none can be obtained, naming the source, never a secret.
+ *
+ * Source: auth spec, "Credential Fetching Order", "Environment variables", "Caching Credentials".
+ */
+export async function awsCredentials(credentials: MongoCredentials, signal?: AbortSignal): Promise<AwsCredentials> {
+  const provider = credentials.mechanismProperties.AWS_CREDENTIAL_PROVIDER as AwsCredentialProvider | undefined;
+  if (provider !== undefined) {
+    let given: unknown;
+    try {
+      given = await provider();
+    } catch (error) {
+      throw failure('the AWS_CREDENTIAL_PROVIDER failed', nameOnly(error));
+    }
+    return checked(given, 'the AWS_CREDENTIAL_PROVIDER');
+  }
+  const hit = cached;
+  if (hit !== undefined && fresh(hit)) return hit;
+  const env = environment.env;
+  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {
+    return { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
+  }
+  if (env.AWS_ACCESS_KEY_ID || env.AWS_SECRET_ACCESS_KEY) {
+    throw failure('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together');
+  }
+  let fetched: AwsCredentials;
+  if (env.AWS_WEB_IDENTITY_TOKEN_FILE && env.AWS_ROLE_ARN) {
+    fetched = await webIdentity(env.AWS_WEB_IDENTITY_TOKEN_FILE, env.AWS_ROLE_ARN, env.AWS_ROLE_SESSION_NAME, signal);
+  } else if (env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) {
+    const uri = env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI;
+    fetched = fromJson(await request('GET', `${environment.ecs}${uri.startsWith('/') ? '' : '/'}${uri}`, {}, signal, 'the ECS endpoint'), 'the ECS endpoint');
+  } else {
+    fetched = await ec2(signal);
+  }
+  // Written at once (one assignment): no lock, so concurrent authentications may each fetch (auth spec: MUST not lock).
+  cached = fetched;
+  return fetched;
+}
+
+/** Clears the cache. Source: auth spec, "Caching Credentials" (if AWS authentication fails for any reason). */
+export function clearAwsCredentialCache(): void {
+  cached = undefined;
+}
+
+/** An error's name only: a provider's message may quote what it read. */
+function nameOnly(error: unknown): Error {
+  return new Error(`${error instanceof Error ? error.name : typeof error} (message not shown)`);
+}
+
+/** `given` as AwsCredentials, or an error naming `from` (never its values). */
+function checked(given: unknown, from: string): AwsCredentials {
+  const g = (given ?? {}) as Record<string, unknown>;
+  const { accessKeyId, secretAccessKey, sessionToken, expiration } = g;
+  if (typeof accessKeyId !== 'string' || accessKeyId === '' || typeof secretAccessKey !== 'string' || secretAccessKey === '') {
+    throw failure(`${from} gave no access key ID and secret access key`);
+  }
+  if (sessionToken !== undefined && sessionToken !== null && typeof sessionToken !== 'string') throw failure(`${from} gave a session token that is not a string`);
+  const expires = expiration instanceof Date ? expiration : typeof expiration === 'string' || typeof expiration === 'number' ? new Date(expiration) : undefined;
+  return {
+    accessKeyId,
+    secretAccessKey,
+    ...(typeof sessionToken === 'string' && sessionToken !== '' ? { sessionToken } : {}),
+    ...(expires !== undefined && !Number.isNaN(expires.getTime()) ? { expiration: expires } : {}),
+  };
+}
+
+/** The credentials of an ECS, EC2 or STS JSON answer (AccessKeyId, SecretAccessKey, Token or SessionToken, Expiration). */
+function fromJson(text: string, from: string): AwsCredentials {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw failure(`${from} answered with something that is not JSON`);
+  }
+  if (body === null || typeof body !== 'object') throw failure(`${from} answered with something that is not a JSON object`);
+  return checked(
+    { accessKeyId: body.AccessKeyId, secretAccessKey: body.SecretAccessKey, sessionToken: body.Token ?? body.SessionToken, expiration: body.Expiration },
+    from,
+  );
+}
+
+/**
+ * AssumeRoleWithWebIdentity: a POST to STS with the token file's contents, the role ARN and a session name
+ * (AWS_ROLE_SESSION_NAME, else a random one). Source: auth spec, "AssumeRoleWithWebIdentity".
+ */
+async function webIdentity(tokenFile: string, roleArn: string, sessionName: string | undefined, signal?: AbortSignal): Promise<AwsCredentials> {
+  let token: string;
+  try {
+    token = (await readFile(tokenFile, 'utf8')).trim();
+  } catch (error) {
+    throw failure('the file AWS_WEB_IDENTITY_TOKEN_FILE names cannot be read', nameOnly(error));
+  }
+  const query = new URLSearchParams({
+    Action: 'AssumeRoleWithWebIdentity',
+    RoleSessionName: sessionName || `rxcmap-${randomBytes(8).toString('hex')}`,
+    RoleArn: roleArn,
+    WebIdentityToken: token,
+    Version: '2011-06-15',
+  });
+  const from = 'AssumeRoleWithWebIdentity';
+  const text = await request('POST', `${environment.sts}/?${query.toString()}`, { Accept: 'application/json' }, signal, from);
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw failure(`${from} answered with something that is not JSON`);
+  }
+  // The spec's shape ({ Credentials }) or STS's own ({ AssumeRoleWithWebIdentityResponse: { ...Result: { Credentials } } }).
+  const response = body?.AssumeRoleWithWebIdentityResponse as Record<string, Record<string, unknown>> | undefined;
+  const found = (body?.Credentials ?? response?.AssumeRoleWithWebIdentityResult?.Credentials) as Record<string, unknown> | undefined;
+  const expiration = found?.Expiration;
+  // STS gives seconds since the epoch in JSON; the spec's example, a date.
+  return fromJson(JSON.stringify({ ...found, Expiration: typeof expiration === 'number' && expiration < 1e11 ? expiration * 1000 : expiration }), from);
+}
+
+/** The EC2 endpoint with IMDSv2: a session token (PUT), the role name, then its credentials. Source: auth spec, "EC2 endpoint". */
+async function ec2(signal?: AbortSignal): Promise<AwsCredentials> {
+  const from = 'the EC2 instance metadata endpoint';
+  const token = await request('PUT', `${environment.ec2}/latest/api/token`, { 'X-aws-ec2-metadata-token-ttl-seconds': '30' }, signal, from);
+  const headers = { 'X-aws-ec2-metadata-token': token };
+  const role = (await request('GET', `${environment.ec2}/latest/meta-data/iam/security-credentials/`, headers, signal, from)).trim();
+  if (role === '') throw failure(`${from} gave no role name`);
+  return fromJson(await request('GET', `${environment.ec2}/latest/meta-data/iam/security-credentials/${encodeURIComponent(role)}`, headers, signal, from), from);
+}
+
+/**
+ * One HTTP(S) request; resolves to the body of a 2xx answer. Rejects with an AuthenticationError naming `from` (never
+ * the URL's query, which may hold a token) for another status, a network error, or no answer within 10 s.
+ */
+function request(method: string, url: string, headers: Record<string, string>, signal: AbortSignal | undefined, from: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const parsed = new URL(url);
+    const get = parsed.protocol === 'https:' ? https.request : http.request;
+    const req = get(parsed, { method, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) resolve(Buffer.concat(chunks).toString('utf8'));
+        else reject(failure(`${from} answered with HTTP status ${status}`));
+      });
+      res.on('error', () => reject(failure(`${from} could not be read`)));
+    });
+    req.on('timeout', () => req.destroy(failure(`${from} did not answer within ${ENDPOINT_TIMEOUT_MS} ms`)));
+    req.on('error', (error) => reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached`, nameOnly(error))));
+    req.end();
+  });
+}
+
+/**
+ * The region of STS host `host`, or undefined for a host the spec refuses: empty, over 255 bytes, starting or ending
+ * with a period, or with an empty label. "aws.amazonaws.com" and a host without a period: us-east-1; else the second
+ * label. (The spec's table puts sts.amazonaws.com at us-east-1 too: its second label is "amazonaws", so it is named
+ * here with aws.amazonaws.com.)
+ *
+ * Source: auth spec, "Conversation" (host validation), "Region Calculation".
+ */
+export function awsRegion(host: string): string | undefined {
+  if (host.length === 0 || Buffer.byteLength(host, 'utf8') > 255) return undefined;
+  const labels = host.split('.');
+  if (labels.some((label) => label === '')) return undefined;
+  if (host === 'aws.amazonaws.com' || host === 'sts.amazonaws.com' || labels.length === 1) return 'us-east-1';
+  return labels[1];
+}
+
+/**
+ * What a SigV4 signature covers. Header names are given in any case; they are signed lower-cased, sorted.
+ * Source: AWS Signature Version 4 ("Create a canonical request").
+ */
+export interface SigV4Request {
+  /** HTTP method, e.g. POST. */
+  readonly method: string;
+  /** The canonical URI path, e.g. `/`. */
+  readonly path: string;
+  /** The canonical query string, already encoded and sorted; empty for none. */
+  readonly query: string;
+  /** The headers to sign. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The request body. */
+  readonly body: string;
+  /** Region, e.g. us-east-1. */
+  readonly region: string;
+  /** Service, e.g. sts. */
+  readonly service: string;
+  /** The X-Amz-Date value, `YYYYMMDDTHHMMSSZ`. */
+  readonly amzDate: string;
+}
+
+/**
+ * The Authorization header of `request` signed with `credentials` (AWS4-HMAC-SHA256): `AWS4-HMAC-SHA256
+ * Credential=<key id>/<scope>, SignedHeaders=<names>, Signature=<hex>`.
+ *
+ * Source: AWS Signature Version 4 signing process; auth spec, "Conversation" (MUST follow it).
+ */
+export function sigV4Authorization(request: SigV4Request, credentials: Pick<AwsCredentials, 'accessKeyId' | 'secretAccessKey'>): string {
+  const names = Object.keys(request.headers).map((name) => [name.toLowerCase(), request.headers[name].trim().replace(/\s+/g, ' ')] as const);
+  names.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const signedHeaders = names.map(([name]) => name).join(';');
+  const canonical = [
+    request.method,
+    request.path,
+    request.query,
+    ...names.map(([name, value]) => `${name}:${value}`),
+    '',
+    signedHeaders,
+    sha256(request.body),
+  ].join('\n');
+  const day = request.amzDate.slice(0, 8);
+  const scope = `${day}/${request.region}/${request.service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', request.amzDate, scope, sha256(canonical)].join('\n');
+  let key: Buffer = hmac(`AWS4${credentials.secretAccessKey}`, day);
+  for (const part of [request.region, request.service, 'aws4_request']) key = hmac(key, part);
+  const signature = createHmac('sha256', key).update(toSign, 'utf8').digest('hex');
+  return `AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}`;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function hmac(key: string | Buffer, data: string): Buffer {
+  return createHmac('sha256', key).update(data, 'utf8').digest();
+}
+
+/** `date` as X-Amz-Date: `YYYYMMDDTHHMMSSZ`, UTC. */
+export function amzDate(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+}
+
+/**
+ * The headers the GetCallerIdentity request signs for MONGODB-AWS (content-length, content-type, host, x-amz-date,
+ * x-amz-security-token when there is a session token, x-mongodb-gs2-cb-flag `n`, x-mongodb-server-nonce). Used by the
+ * client and by the test endpoint, which checks the signature.
+ *
+ * Source: auth spec, "Conversation" (the table of headers).
+ */
+export function awsSignedRequest(host: string, serverNonce: Buffer, date: string, sessionToken: string | undefined): SigV4Request {
+  return {
+    method: 'POST',
+    path: '/',
+    query: '',
+    headers: {
+      'Content-Length': String(BODY.length),
+      'Content-Type': 'application/x-www-form-urlencoded',
+      Host: host,
+      'X-Amz-Date': date,
+      ...(sessionToken === undefined ? {} : { 'X-Amz-Security-Token': sessionToken }),
+      'X-MongoDB-Server-Nonce': serverNonce.toString('base64'),
+      'X-MongoDB-GS2-CB-Flag': 'n',
+    },
+    body: BODY,
+    region: awsRegion(host) ?? 'us-east-1',
+    service: 'sts',
+    amzDate: date,
+  };
+}
+
+/** Options of {@link awsAuthenticate}. */
+export interface AwsOptions {
+  /** Ends the authentication: the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal | undefined;
+  /** The client nonce (32 bytes) in place of a random one: for tests. */
+  clientNonce?: Buffer | undefined;
+}
+
+/**
+ * Authenticates with MONGODB-AWS: saslStart `{ r: <32-byte client nonce>, p: 110 }` on `$external`, checks the
+ * server's `{ s, h }` (s: 64 bytes starting with the client nonce; h: a valid STS host), then saslContinue `{ a:
+ * <Authorization>, d: <X-Amz-Date>, t?: <session token> }`. Not speculative (the handshake spec names only X.509,
+ * SCRAM and OIDC). Any failure clears the credential cache.
+ *
+ * @throws {AuthenticationError} for credentials that cannot be obtained, a server answer that fails a check, or the
+ *   server's refusal (its code and message kept as the cause); never with the secret access key or session token.
+ *
+ * Source: auth spec, "MONGODB-AWS", "Conversation", "Caching Credentials".
+ */
+export async function awsAuthenticate(run: RunCommand, credentials: MongoCredentials, options: AwsOptions = {}): Promise<void> {
+  const signal = optionValue(options, 'signal');
+  try {
+    signal?.throwIfAborted();
+    const aws = await awsCredentials(credentials, signal);
+    signal?.throwIfAborted();
+    const fail = (why: string, cause?: unknown): never => {
+      throw failure(why, cause);
+    };
+    const clientNonce = optionValue(options, 'clientNonce') ?? randomBytes(32);
+    const first = await runStep(run, credentials.source, {
+      saslStart: 1,
+      mechanism: 'MONGODB-AWS',
+      payload: new Binary(serialize({ r: new Binary(clientNonce), p: 110 })),
+    }, 'saslStart', fail);
+    let answer: Document;
+    try {
+      answer = deserialize(payloadBytes(first.payload));
+    } catch {
+      throw failure('the server\'s first message is not a BSON document');
+    }
+    const serverNonce = answer.s instanceof Binary ? payloadBytes(answer.s) : undefined;
+    if (serverNonce === undefined || serverNonce.length !== 64 || !serverNonce.subarray(0, 32).equals(clientNonce)) {
+      throw failure('the server nonce is not 64 bytes starting with the client nonce');
+    }
+    const host: unknown = answer.h;
+    if (typeof host !== 'string' || awsRegion(host) === undefined) {
+      throw failure('the STS host the server gave is empty, over 255 bytes, or has an empty label');
+    }
+    const date = amzDate(new Date(environment.now()));
+    const authorization = sigV4Authorization(awsSignedRequest(host, serverNonce, date, aws.sessionToken), aws);
+    const second = await runStep(run, credentials.source, {
+      saslContinue: 1,
+      conversationId: first.conversationId,
+      payload: new Binary(serialize({ a: authorization, d: date, ...(aws.sessionToken === undefined ? {} : { t: aws.sessionToken }) })),
+    }, 'saslContinue', fail);
+    if (second.done !== true) throw failure('the server did not end the conversation after the saslContinue');
+  } catch (error) {
+    cached = undefined;
+    throw error;
+  }
+}
+
+/** The bytes of a BSON Binary. */
+function payloadBytes(value: unknown): Buffer {
+  if (!(value instanceof Binary)) return Buffer.alloc(0);
+  return Buffer.from(value.buffer.buffer, value.buffer.byteOffset, value.position);
+}
