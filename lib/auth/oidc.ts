@@ -67,9 +67,12 @@ export type OidcEnvironment = (typeof OIDC_ENVIRONMENTS)[number];
  * Source: auth spec, "OIDC Callback" (timeout, username, version).
  */
 export interface OidcCallbackParams {
-  /** Aborts once the callback has run for `timeoutMS`, or the connection's establishment was given up. */
+  /**
+   * Aborts once the callback has run for `timeoutMS`, or sooner: when the connection's establishment was given up
+   * (connectTimeoutMS, say), or, reauthenticating, once the command's timeoutMS (default socketTimeoutMS) elapsed.
+   */
   readonly timeoutContext: AbortSignal;
-  /** How long the callback may run, in ms (60000 unless an earlier deadline applies). */
+  /** How long the callback may run at most, in ms: 60000 ({@link OIDC_CALLBACK_TIMEOUT_MS}); `timeoutContext` may abort sooner. */
   readonly timeoutMS: number;
   /** The credentials' user name, if any. */
   readonly username: string | undefined;
@@ -121,13 +124,15 @@ class TokenCache {
    * The cached token (`cached: true`), else one from `source`: waits for a call in progress, else calls it (after
    * the 100 ms interval), caches and returns its token.
    */
-  async get(source: () => Promise<string>): Promise<{ token: string; cached: boolean }> {
+  async get(source: () => Promise<string>, signal?: AbortSignal): Promise<{ token: string; cached: boolean }> {
     for (;;) {
       if (this.token !== undefined) return { token: this.token, cached: true };
       if (this.pending === undefined) break;
-      // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own).
-      await this.pending.catch(() => undefined);
+      // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own). Our own
+      // signal still ends the wait: that call may run for up to its 60000 ms.
+      await untilAborted(this.pending.catch(() => undefined), signal);
     }
+    signal?.throwIfAborted();
     const call = (async () => {
       const wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -149,6 +154,18 @@ class TokenCache {
   invalidate(token: string | undefined): void {
     if (token !== undefined && this.token === token) this.token = undefined;
   }
+}
+
+/** `work`, or a rejection with `signal.reason` as soon as `signal` aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
 }
 
 const caches = new WeakMap<MongoCredentials, TokenCache>();
@@ -364,7 +381,7 @@ async function oneStep(run: RunCommand, credentials: MongoCredentials, signal: A
   const { what, fetch } = tokenSource(credentials);
   const source = (): Promise<string> => callSource(credentials, what, fetch, signal);
   signal?.throwIfAborted();
-  let { token, cached } = await cache.get(source);
+  let { token, cached } = await cache.get(source, signal);
   if (cached) {
     try {
       await send(run, credentials, token);
@@ -372,7 +389,7 @@ async function oneStep(run: RunCommand, credentials: MongoCredentials, signal: A
     } catch (error) {
       if (!(error instanceof AuthenticationError && error.cause instanceof MongoServerError && error.cause.code === 18)) throw error;
       cache.invalidate(token);
-      ({ token } = await cache.get(source));
+      ({ token } = await cache.get(source, signal));
     }
   }
   signal?.throwIfAborted();

@@ -8,7 +8,7 @@
  */
 import type { Socket } from 'node:net';
 import { deserialize, ObjectId, onDemand, type Document } from 'bson';
-import { ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
+import { AuthenticationError, ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import type { Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
@@ -540,6 +540,9 @@ export class Connection implements PoolConnection {
    * @throws what reading `command` throws (rejection; a revoked Proxy's TypeError, say): nothing is sent and the
    *   connection stays usable.
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
+   * @throws {AuthenticationError} (rejection) on a MONGODB-OIDC connection whose command failed with
+   *   ReauthenticationRequired (391), when the reauthentication fails, or its wait for a token outlasts `timeoutMS`
+   *   (default socketTimeoutMS; 0: the token source's own 60000 ms).
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A value of it that
    *   cannot be read as JavaScript is read leniently: a string that is not valid UTF-8 (an `errmsg` cut inside a
    *   character, say) with U+FFFD in place of each bad sequence, every regular expression as a `BSONRegExp` when one
@@ -574,7 +577,8 @@ export class Connection implements PoolConnection {
    * `reply`, or, when it fails with ReauthenticationRequired (391), the connection's reauthentication (SASL only, no
    * hello) followed by one more attempt of the command, whatever its kind (retryable or not). An error of either is
    * the command's. Not for a `moreToCome` command (no reply to fail) or an `exhaustAllowed` one (its stream is the
-   * caller's).
+   * caller's). The command's `timeoutMS` (default socketTimeoutMS; 0: none) also bounds the reauthentication's wait for
+   * a token (its callback's `timeoutContext` aborts): an AuthenticationError once it elapses.
    *
    * Source: auth spec, "Reauthentication" (MUST reauthenticate and re-attempt the operation, irrespective of whether
    * it is retryable; MUST NOT resend a hello; errors of either raised to the user).
@@ -586,7 +590,18 @@ export class Connection implements PoolConnection {
       const reauthenticate = this.reauthenticate;
       if (!(error instanceof MongoServerError) || error.code !== REAUTHENTICATION_REQUIRED || reauthenticate === undefined) throw error;
       if (optionValue(options, 'moreToCome') === true || optionValue(options, 'exhaustAllowed') === true) throw error;
-      await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }));
+      // The command's timeoutMS (default socketTimeoutMS) bounds the token source too, not only each round trip:
+      // a callback that hangs must not hold the command for the source's own 60000 ms.
+      const timeoutMS = optionValue(options, 'timeoutMS') ?? this.socketTimeoutMS;
+      const deadline = new AbortController();
+      const timer = timeoutMS > 0
+        ? setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), timeoutMS)
+        : undefined;
+      try {
+        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }), deadline.signal);
+      } finally {
+        clearTimeout(timer);
+      }
       return this.commandOnce(db, command, options);
     }
   }

@@ -239,6 +239,36 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       connection.destroy();
     });
 
+    it('the command\'s timeoutMS bounds a reauthentication whose callback hangs, and one waiting for another connection\'s call', async function () {
+      let n = 0;
+      const signals: AbortSignal[] = [];
+      const cb: OidcCallback = ({ timeoutContext }) => {
+        if (++n === 1) return { accessToken: TOKEN };
+        signals.push(timeoutContext);
+        return new Promise(() => undefined);
+      };
+      const credentials = oidc(cb);
+      const a = await establishOne(server.address, { credentials });
+      const b = await establishOne(server.address, { credentials });
+      const fail391 = { configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], errorCode: 391 } };
+      await a.command('admin', fail391);
+      await new Promise((r) => setTimeout(r, 100));
+      const started = performance.now();
+      const [ea, eb] = await Promise.all([
+        rejection(a.command('test', { find: 'c' }, { timeoutMS: 300 })),
+        // b waits for a's call of the callback (one at a time), with its own, shorter timeoutMS.
+        new Promise((r) => setTimeout(r, 20)).then(() => rejection(b.command('test', { find: 'c' }, { timeoutMS: 150 }))),
+      ]);
+      const elapsed = performance.now() - started;
+      expect(ea).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('300 ms');
+      expect(eb).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('150 ms');
+      expect(elapsed).to.be.lessThan(1000);
+      expect(n).to.equal(2);
+      expect(signals[0]!.aborted).to.equal(true);
+      a.destroy();
+      b.destroy();
+    });
+
     it('a command failing with 391 on a connection of another mechanism is not retried', async function () {
       const s = new EmbeddedServer();
       await s.start();
