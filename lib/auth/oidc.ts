@@ -301,10 +301,12 @@ async function fileToken(name: string, file: string | undefined): Promise<OidcCr
 
 /**
  * GETs `url` with `headers`; resolves to the body of a 200 answer. Any other status is an error quoting the body (at
- * most 1000 characters): a metadata service's non-200 body says why, and holds no token.
+ * most 1000 characters): a metadata service's non-200 body says why, and holds no token. A redirect is such a status,
+ * never followed: a metadata service does not redirect, and following one would send its headers to, and take a
+ * token from, another host.
  */
 async function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<string> {
-  const response = await fetch(url, { headers, signal });
+  const response = await fetch(url, { headers, signal, redirect: 'manual' });
   const body = await response.text();
   if (response.status !== 200) throw new Error(`${what} answered HTTP ${response.status}: ${body.slice(0, 1000)}`);
   return body;

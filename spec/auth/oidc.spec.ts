@@ -411,6 +411,30 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       answer = { status: 404, body: 'no such audience' };
       expect(((await rejection(establishOne(server.address, { credentials: env_({ ENVIRONMENT: 'gcp', TOKEN_RESOURCE: 'aud' }) }))) as Error).message).to.include('HTTP 404: no such audience');
     });
+
+    it('azure and gcp follow no redirect: the answer is a non-200 one, and no other host is asked (nor sent the Metadata headers)', async function () {
+      const elsewhere: http.IncomingMessage[] = [];
+      const other = http.createServer((req, res) => {
+        elsewhere.push(req);
+        res.end(req.url!.startsWith('/metadata') ? JSON.stringify({ access_token: TOKEN }) : TOKEN);
+      });
+      await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+      try {
+        const port = (other.address() as { port: number }).port;
+        for (const properties of [{ ENVIRONMENT: 'azure', TOKEN_RESOURCE: 'r' }, { ENVIRONMENT: 'gcp', TOKEN_RESOURCE: 'aud' }]) {
+          metadata.removeAllListeners('request');
+          metadata.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+            requests.push(req);
+            res.writeHead(307, { location: `http://127.0.0.1:${port}${req.url}` }).end();
+          });
+          const error = await rejection(establishOne(server.address, { credentials: env_(properties) }));
+          expect(error, properties.ENVIRONMENT).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('HTTP 307');
+        }
+        expect(elsewhere).to.have.length(0);
+      } finally {
+        await new Promise((r) => other.close(r));
+      }
+    });
   });
 
   describe('the endpoint', function () {
