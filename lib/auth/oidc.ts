@@ -300,16 +300,42 @@ async function fileToken(name: string, file: string | undefined): Promise<OidcCr
 }
 
 /**
- * GETs `url` with `headers`; resolves to the body of a 200 answer. Any other status is an error quoting the body (at
+ * GETs `url` with `headers`; resolves to the body of a 200 answer (at most 1 MiB: a larger one is an error, read no
+ * further). Any other status is an error quoting the body (at
  * most 1000 characters): a metadata service's non-200 body says why, and holds no token. A redirect is such a status,
  * never followed: a metadata service does not redirect, and following one would send its headers to, and take a
  * token from, another host.
  */
 async function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<string> {
   const response = await fetch(url, { headers, signal, redirect: 'manual' });
-  const body = await response.text();
+  const body = await boundedText(response, what);
   if (response.status !== 200) throw new Error(`${what} answered HTTP ${response.status}: ${body.slice(0, 1000)}`);
   return body;
+}
+
+/**
+ * The most bytes a metadata service's answer may hold: 1 MiB. An access token is a few KiB; a larger answer is an
+ * error, read no further.
+ */
+const MAX_METADATA_BODY_BYTES = 1024 * 1024;
+
+/** The body of `response` as UTF-8 text; an error once it exceeds {@link MAX_METADATA_BODY_BYTES}. */
+async function boundedText(response: Response, what: string): Promise<string> {
+  if (response.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_METADATA_BODY_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw new Error(`${what} answered HTTP ${response.status} with more than ${MAX_METADATA_BODY_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The saslStart of the one-step conversation, as the auth spec shows it (no autoAuthorize), holding `token` (a secret: sent, never shown). */

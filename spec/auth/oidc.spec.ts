@@ -435,6 +435,32 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
         await new Promise((r) => other.close(r));
       }
     });
+
+    it('azure and gcp read at most 1 MiB of an answer: a larger one is an error, its rest never read', async function () {
+      let written = 0;
+      metadata.removeAllListeners('request');
+      metadata.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+        requests.push(req);
+        res.writeHead(200);
+        const chunk = Buffer.alloc(64 * 1024, 97);
+        const more = (): void => {
+          while (written < 64 * 1024 * 1024) {
+            written += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', more);
+          }
+          res.end();
+        };
+        res.on('close', () => res.destroy());
+        more();
+      });
+      for (const properties of [{ ENVIRONMENT: 'azure', TOKEN_RESOURCE: 'r' }, { ENVIRONMENT: 'gcp', TOKEN_RESOURCE: 'aud' }]) {
+        written = 0;
+        const error = await rejection(establishOne(server.address, { credentials: env_(properties) }));
+        expect(error, properties.ENVIRONMENT).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('more than 1048576 bytes');
+        expect(written, properties.ENVIRONMENT).to.be.lessThan(16 * 1024 * 1024);
+      }
+    });
+
   });
 
   describe('the endpoint', function () {
