@@ -453,6 +453,17 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     }
     return authMechanismProperties;
   };
+  // Credentials refused for a mechanism property the URI's authMechanismProperties would have given, had that value
+  // not been ignored as malformed (a trailing ',', a KEY given twice): the error says so, not only the warning.
+  const withIgnoredProperties = (make: () => MongoCredentials): MongoCredentials => {
+    try {
+      return make();
+    } catch (error) {
+      const ignored = authMechanismProperties === undefined ? warnings.find((w) => w.startsWith('authMechanismProperties=')) : undefined;
+      if (!(error instanceof InvalidOptionError) || ignored === undefined || !error.option.startsWith('authMechanismProperties.')) throw error;
+      throw new InvalidOptionError(error.option, error.value, `${error.allowed}; the URI's ${ignored}`);
+    }
+  };
   // The URI database: the default source of credentials (auth spec, SCRAM "source"); read only where it is that.
   const database = (): string => authDatabase(parsed.pathname.replace(/^\//, ''));
   // The source the URI gives credentials of `mechanism`: its authSource, else its database, but for MONGODB-X509,
@@ -510,22 +521,22 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     // MONGODB-X509 takes no password: one written (`user:secret@`, `user:@`) is refused there, not dropped.
     const passwordWritten = /^[^/]*:\/\/[^/@]*:[^/]*@/.test(uri);
     warnIfPlainOnDatabase(authMechanism);
-    connection.credentials = new MongoCredentials({
+    connection.credentials = withIgnoredProperties(() => new MongoCredentials({
       username,
       ...(noPassword && !passwordWritten ? {} : { password: decodeURIComponent(parsed.password) }),
       source: uriSource(authMechanism),
       ...(authMechanism !== undefined ? { mechanism: authMechanism } : {}),
       ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
-    });
+    }));
   } else if (authMechanism === 'MONGODB-X509' || authMechanism === 'MONGODB-AWS' || authMechanism === 'MONGODB-OIDC') {
     // MONGODB-X509 needs no user name: the server takes the client certificate's subject (auth spec, "MONGODB-X509");
     // MONGODB-AWS takes none: its credentials come from the environment or AWS (auth spec, "Obtaining Credentials");
     // MONGODB-OIDC needs none either: the token names the user (auth spec, "MONGODB-OIDC": username MAY be specified).
-    connection.credentials = new MongoCredentials({
+    connection.credentials = withIgnoredProperties(() => new MongoCredentials({
       mechanism: authMechanism,
       source: uriSource(authMechanism),
       ...(authMechanismProperties !== undefined ? { mechanismProperties: uriProperties(authMechanism) } : {}),
-    });
+    }));
   } else if (authMechanism !== undefined) {
     // Auth spec, "Errors": a mechanism with its required information (a SCRAM or PLAIN user name) missing is an error.
     throw new InvalidOptionError('authMechanism', authMechanism, `given with credentials (user[:password]@host in the URI, or the credentials option of connect()): ${authMechanism === 'PLAIN' ? 'PLAIN' : 'SCRAM'} needs a user name`);

@@ -98,6 +98,11 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       ]) {
         expect(() => parseConnectionString(bad), bad).to.throw(InvalidOptionError);
       }
+      // A malformed list is ignored (with a warning); the credentials' error then says why ENVIRONMENT is missing.
+      for (const list of ['ENVIRONMENT:test,', 'ENVIRONMENT:test,ENVIRONMENT:k8s']) {
+        expect(() => parseConnectionString(`mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=${list}`), list)
+          .to.throw(InvalidOptionError, /authMechanismProperties\.ENVIRONMENT.*the URI's authMechanismProperties=<not shown> is ignored: authMechanismProperties must be a list of KEY:value pairs/);
+      }
     });
   });
 
