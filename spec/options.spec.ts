@@ -285,11 +285,11 @@ describe('connection options wherever they are given', function () {
       [{ proxyPort: 1080 }, 'Invalid proxyPort: 1080 (proxyPort must be given only with proxyHost (the SOCKS5 proxy it applies to))'],
       [
         { credentials: { username: 'u', password: 'p', bogus: 1 } },
-        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism',
+        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism, mechanismProperties',
       ],
       [
         { credentials: Object.assign(Object.create(null) as object, { username: 'u', password: 'p', bogus: 1 }) },
-        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism',
+        'Unknown option connectionOptions.credentials.bogus of credentials: the options are username, password, source, mechanism, mechanismProperties',
       ],
     ];
     for (const level of [10, -2, 1.5, '5']) {
