@@ -50,6 +50,11 @@ const BODY = 'Action=GetCallerIdentity&Version=2011-06-15';
 const EXPIRY_MARGIN_MS = 5 * 60_000;
 /** The read timeout of the credential endpoints. Source: auth spec, "ECS endpoint" (SHOULD enforce 10 seconds). */
 const ENDPOINT_TIMEOUT_MS = 10_000;
+/**
+ * The most an answer of STS, ECS or EC2 may hold: theirs are a few KiB; a longer one fails the authentication
+ * unread, so that an endpoint cannot fill the memory. Source: extension.
+ */
+const MAX_ENDPOINT_ANSWER_BYTES = 65_536;
 
 /**
  * Where credentials are fetched from, and the clock: the spec's addresses; replaced in tests only (see
@@ -218,7 +223,8 @@ async function ec2(signal?: AbortSignal): Promise<AwsCredentials> {
 
 /**
  * One HTTP(S) request; resolves to the body of a 2xx answer. Rejects with an AuthenticationError naming `from` (never
- * the URL's query, which may hold a token) for another status, a network error, or no answer within 10 s.
+ * the URL's query, which may hold a token) for another status, a network error, no answer within 10 s, or an answer
+ * over {@link MAX_ENDPOINT_ANSWER_BYTES}.
  */
 function request(method: string, url: string, headers: Record<string, string>, signal: AbortSignal | undefined, from: string): Promise<string> {
   return new Promise<string>((resolve, reject) => {
@@ -226,7 +232,14 @@ function request(method: string, url: string, headers: Record<string, string>, s
     const get = parsed.protocol === 'https:' ? https.request : http.request;
     const req = get(parsed, { method, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      let length = 0;
+      res.on('data', (chunk: Buffer) => {
+        length += chunk.length;
+        if (length <= MAX_ENDPOINT_ANSWER_BYTES) return void chunks.push(chunk);
+        chunks.length = 0;
+        reject(failure(`${from} answered with more than ${MAX_ENDPOINT_ANSWER_BYTES} bytes`));
+        req.destroy();
+      });
       res.on('end', () => {
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) resolve(Buffer.concat(chunks).toString('utf8'));

@@ -277,6 +277,18 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         expect(requests).to.have.length(3);
       });
 
+      it('stops reading an answer over 64 KiB (a credential answer is a few KiB): an endpoint cannot fill the memory', async function () {
+        const big = ' '.repeat(8 << 20);
+        answer = () => [200, big];
+        setAwsEnvironmentForTests({ ecs: base, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
+        const error = await rejection(awsCredentials(aws()));
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the ECS endpoint answered with more than 65536 bytes');
+        // Just under the limit, padded JSON is still read.
+        answer = () => [200, creds('2100-01-01T00:00:00Z') + ' '.repeat(65536 - creds('2100-01-01T00:00:00Z').length)];
+        expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key' });
+      });
+
       it('fails naming the source, never a secret, for an HTTP error or no endpoint', async function () {
         answer = () => [500, SECRET];
         setAwsEnvironmentForTests({ ec2: base, env: {} });
