@@ -13,7 +13,8 @@ import { readFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { Binary, deserialize, serialize, type Document } from 'bson';
-import { AuthenticationError } from '../errors';
+import { inspect } from 'node:util';
+import { AuthenticationError, MongoServerError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
@@ -386,8 +387,9 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
     signal?.throwIfAborted();
     const aws = await awsCredentials(credentials, signal);
     signal?.throwIfAborted();
+    // The session token goes to the server, which may quote it in its refusal: not shown, there or in the cause.
     const fail = (why: string, cause?: unknown): never => {
-      throw failure(why, cause);
+      throw failure(withoutToken(why, aws.sessionToken), redactedCause(cause, aws.sessionToken));
     };
     const clientNonce = optionValue(options, 'clientNonce') ?? randomBytes(32);
     const first = await runStep(run, credentials.source, {
@@ -421,6 +423,27 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
     cached = undefined;
     throw error;
   }
+}
+
+/** `text` with each occurrence of `token` replaced by `<session token>`. */
+function withoutToken(text: string, token: string | undefined): string {
+  return token === undefined ? text : text.split(token).join('<session token>');
+}
+
+/**
+ * The server's refusal `cause`, or, when it quotes `token` (in its message or anywhere in its reply), a
+ * MongoServerError with its code, code name, labels and message, the token replaced.
+ */
+function redactedCause(cause: unknown, token: string | undefined): unknown {
+  if (token === undefined || !(cause instanceof MongoServerError)) return cause;
+  if (!cause.message.includes(token) && !inspect(cause.response, { depth: Infinity, maxStringLength: Infinity, maxArrayLength: Infinity }).includes(token)) return cause;
+  return new MongoServerError({
+    ok: 0,
+    errmsg: withoutToken(cause.message, token),
+    ...(cause.code === undefined ? {} : { code: cause.code }),
+    ...(cause.codeName === undefined ? {} : { codeName: withoutToken(cause.codeName, token) }),
+    ...(cause.errorLabels.size === 0 ? {} : { errorLabels: [...cause.errorLabels] }),
+  });
 }
 
 /** The bytes of a BSON Binary. */

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { Binary, deserialize, serialize, type Document } from 'bson';
-import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, connect, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoServerError, connect, type LogSink } from '../../lib';
 import { authenticate, speculativeStart } from '../../lib/auth/authenticate';
 import { awsAuthenticate, awsCredentials, awsRegion, awsSignedRequest, setAwsEnvironmentForTests, sigV4Authorization, type AwsCredentials } from '../../lib/auth/aws';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
@@ -138,6 +138,22 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         expect(error, name).to.be.instanceOf(AuthenticationError);
         expect(server.commands, name).to.have.length(1);
       }
+    });
+    it('shows no session token a server echoes in its refusal, in the error or its cause', async function () {
+      env({ AWS_ACCESS_KEY_ID: KEY_ID, AWS_SECRET_ACCESS_KEY: SECRET, AWS_SESSION_TOKEN: TOKEN });
+      const echo = async (db: string, command: Document): Promise<Document> => {
+        if ('saslStart' in command) return fakeServer(goodFirst()).run(db, command);
+        const { t } = deserialize(Buffer.from((command.payload as Binary).buffer));
+        throw new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: `token ${t} is not valid`, errInfo: { token: t } });
+      };
+      const error = await rejection(awsAuthenticate(echo, aws()));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: token <session token> is not valid');
+      const cause = (error as Error).cause as MongoServerError;
+      expect(cause).to.be.instanceOf(MongoServerError);
+      expect([cause.code, cause.codeName, cause.message]).to.deep.equal([18, 'AuthenticationFailed', 'token <session token> is not valid']);
+      expect(shown(error)).to.not.include(TOKEN);
+      expect(inspect(cause.response, { depth: 8 })).to.not.include(TOKEN);
     });
   });
 
