@@ -99,6 +99,7 @@ function failure(why: string, cause?: unknown): AuthenticationError {
  * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set), else the EC2 endpoint (IMDSv2); those last three are cached.
  *
  * @throws {AuthenticationError} when none can be obtained, naming the source, never a secret.
+ * @throws `signal.reason` once `signal` aborts, even while the provider or an endpoint has not answered.
  *
  * Source: auth spec, "Credential Fetching Order", "Environment variables", "Caching Credentials".
  */
@@ -107,8 +108,9 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
   if (provider !== undefined) {
     let given: unknown;
     try {
-      given = await provider();
+      given = await untilAborted(Promise.resolve().then(provider), signal);
     } catch (error) {
+      if (signal?.aborted && error === signal.reason) throw error;
       throw failure('the AWS_CREDENTIAL_PROVIDER failed', nameOnly(error));
     }
     return checked(given, 'the AWS_CREDENTIAL_PROVIDER');
@@ -139,6 +141,20 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
 /** Clears the cache. Source: auth spec, "Caching Credentials" (if AWS authentication fails for any reason). */
 export function clearAwsCredentialCache(): void {
   cached = undefined;
+}
+
+/**
+ * `work`, or a rejection with `signal.reason` as soon as `signal` aborts (a provider cannot be cancelled: its answer
+ * is then ignored).
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** An error's name only: a provider's message may quote what it read. */
@@ -246,10 +262,13 @@ function request(method: string, url: string, headers: Record<string, string>, s
         if (status >= 200 && status < 300) resolve(Buffer.concat(chunks).toString('utf8'));
         else reject(failure(`${from} answered with HTTP status ${status}`));
       });
-      res.on('error', () => reject(failure(`${from} could not be read`)));
+      res.on('error', () => reject(signal?.aborted ? signal.reason : failure(`${from} could not be read`)));
     });
     req.on('timeout', () => req.destroy(failure(`${from} did not answer within ${ENDPOINT_TIMEOUT_MS} ms`)));
-    req.on('error', (error) => reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached`, nameOnly(error))));
+    req.on('error', (error) => {
+      if (signal?.aborted) reject(signal.reason);
+      else reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached`, nameOnly(error)));
+    });
     req.end();
   });
 }

@@ -305,6 +305,27 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key' });
       });
 
+      it('ends with the abort\'s reason once the signal aborts, while a provider or an endpoint has not answered', async function () {
+        const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 500 ms'), 500))]);
+        let controller = new AbortController();
+        const reason = new Error('establishment ended');
+        setTimeout(() => controller.abort(reason), 20);
+        const never = aws({ AWS_CREDENTIAL_PROVIDER: () => new Promise<AwsCredentials>(() => undefined) });
+        expect(await within(awsAuthenticate(fakeServer(goodFirst()).run, never, { signal: controller.signal }))).to.equal(reason);
+        answer = () => [200, creds('2100-01-01T00:00:00Z')];
+        const silent = http.createServer(() => undefined);
+        await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+        try {
+          setAwsEnvironmentForTests({ ecs: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
+          controller = new AbortController();
+          setTimeout(() => controller.abort(reason), 20);
+          expect(await within(awsAuthenticate(fakeServer(goodFirst()).run, aws(), { signal: controller.signal }))).to.equal(reason);
+        } finally {
+          silent.closeAllConnections();
+          silent.close();
+        }
+      });
+
       it('fails naming the source, never a secret, for an HTTP error or no endpoint', async function () {
         answer = () => [500, SECRET];
         setAwsEnvironmentForTests({ ec2: base, env: {} });
