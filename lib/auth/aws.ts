@@ -113,7 +113,13 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
       if (signal?.aborted && error === signal.reason) throw error;
       throw failure('the AWS_CREDENTIAL_PROVIDER failed', nameOnly(error));
     }
-    return checked(given, 'the AWS_CREDENTIAL_PROVIDER');
+    try {
+      return checked(given, 'the AWS_CREDENTIAL_PROVIDER');
+    } catch (error) {
+      if (error instanceof AuthenticationError) throw error;
+      // Its fields could not be read (a getter that throws): its error may quote them.
+      throw failure('the AWS_CREDENTIAL_PROVIDER gave a result that cannot be read', nameOnly(error));
+    }
   }
   const hit = cached;
   if (hit !== undefined && fresh(hit)) return hit;

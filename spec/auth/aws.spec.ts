@@ -211,6 +211,11 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       const failed = await rejection(awsCredentials(aws({ AWS_CREDENTIAL_PROVIDER: async () => Promise.reject(new Error(`boom ${SECRET}`)) })));
       expect(failed).to.be.instanceOf(AuthenticationError);
       expect(shown(failed)).to.not.include(SECRET);
+      // A result whose fields cannot be read (a getter that throws) fails the same way, its error not shown.
+      const unreadable = await rejection(awsCredentials(aws({ AWS_CREDENTIAL_PROVIDER: async () => ({ get accessKeyId(): string { throw new Error(`getter ${SECRET}`); }, secretAccessKey: SECRET }) })));
+      expect(unreadable).to.be.instanceOf(AuthenticationError);
+      expect((unreadable as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the AWS_CREDENTIAL_PROVIDER gave a result that cannot be read');
+      expect(shown(unreadable)).to.not.include(SECRET);
     });
 
     describe('from AWS endpoints (local HTTP servers)', function () {
