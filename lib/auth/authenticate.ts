@@ -28,12 +28,14 @@ export type SpeculativeStart =
 /**
  * Reauthenticates a connection that was authenticated with {@link authenticate}, sending SASL commands (no hello)
  * with `run`; what {@link authenticate} resolves to for a mechanism that supports reauthentication (MONGODB-OIDC).
+ * `signal` ends it; `remainingMS` gives the time left, in ms, to the deadline `signal` aborts at (the command's
+ * timeoutMS), which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000).
  *
  * @throws {AuthenticationError} (rejection) as the mechanism's authentication does.
  *
  * Source: auth spec, "Reauthentication".
  */
-export type Reauthenticate = (run: RunCommand, signal?: AbortSignal) => Promise<void>;
+export type Reauthenticate = (run: RunCommand, signal?: AbortSignal, remainingMS?: () => number) => Promise<void>;
 
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
 export function saslSupportedMechsRequest(credentials: MongoCredentials): string | undefined {
@@ -87,7 +89,8 @@ export function speculativeStart(credentials: MongoCredentials): SpeculativeStar
  * {@link oidcAuthenticate}; it resolves to the connection's {@link Reauthenticate} (the other mechanisms to
  * undefined: the server never asks them to reauthenticate). The key
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
- * {@link x509Authenticate}).
+ * {@link x509Authenticate}); `remainingMS` gives the time left, in ms, to the deadline it aborts at (connectTimeoutMS),
+ * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000).
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
  *   1,000,000 (see {@link scramAuthenticate}), a certificate subject no user has (see {@link x509Authenticate}) and
@@ -103,6 +106,7 @@ export function authenticate(
   handshakeReply: Document,
   signal?: AbortSignal,
   speculative?: SpeculativeStart,
+  remainingMS?: () => number,
 ): Promise<Reauthenticate | undefined> {
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
@@ -110,11 +114,11 @@ export function authenticate(
   if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal }).then(() => undefined);
   if (mechanism === 'MONGODB-OIDC') {
     const speculativeToken = answered && 'token' in speculative ? speculative.token : undefined;
-    return oidcAuthenticate(run, credentials, { signal, speculativeToken, speculativeReply: answered ? speculativeReply : undefined }).then((first) => {
+    return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined }).then((first) => {
       // The Connection Cache: the token this connection authenticated with, replaced by each reauthentication.
       let token = first;
-      return async (again: RunCommand, reauthSignal?: AbortSignal) => {
-        token = await oidcReauthenticate(again, credentials, token, reauthSignal);
+      return async (again: RunCommand, reauthSignal?: AbortSignal, reauthRemainingMS?: () => number) => {
+        token = await oidcReauthenticate(again, credentials, token, reauthSignal, reauthRemainingMS);
       };
     });
   }

@@ -31,9 +31,13 @@ export const OIDC_CALLBACK_VERSION = 1;
 
 /**
  * How long an {@link OidcCallback} (or a built-in environment's fetch) may run, in ms, when no earlier deadline
- * applies: 60000. Once it elapses, its `timeoutContext` aborts and authentication fails.
+ * applies: 60000; the most it is ever given. A deadline that applies shortens it to the time that deadline has left:
+ * establishing a connection, connectTimeoutMS (counted from the socket's opening; 0: no deadline); reauthenticating
+ * after ReauthenticationRequired (391), the command's timeoutMS (default socketTimeoutMS; 0: no deadline). Once it
+ * elapses, its `timeoutContext` aborts and authentication fails.
  *
- * Source: auth spec, "OIDC Callback" (if CSOT is not applied, the driver MUST use 1 minute as the timeout).
+ * Source: auth spec, "OIDC Callback" (the timeout MUST be min(remaining connectTimeoutMS, remaining timeoutMS); if CSOT
+ * is not applied, 1 minute).
  */
 export const OIDC_CALLBACK_TIMEOUT_MS = 60_000;
 
@@ -72,7 +76,12 @@ export interface OidcCallbackParams {
    * (connectTimeoutMS, say), or, reauthenticating, once the command's timeoutMS (default socketTimeoutMS) elapsed.
    */
   readonly timeoutContext: AbortSignal;
-  /** How long the callback may run at most, in ms: 60000 ({@link OIDC_CALLBACK_TIMEOUT_MS}); `timeoutContext` may abort sooner. */
+  /**
+   * How long the callback may run, in ms (an integer from 1 to 60000): the time left to the deadline that applies
+   * (establishing a connection: its connectTimeoutMS; reauthenticating after 391: the command's timeoutMS, default
+   * socketTimeoutMS), capped at 60000 ({@link OIDC_CALLBACK_TIMEOUT_MS}), which is the value when no deadline applies
+   * (that timeout 0). `timeoutContext` aborts once it elapses (or sooner, when the connection is given up otherwise).
+   */
   readonly timeoutMS: number;
   /** The credentials' user name, if any. */
   readonly username: string | undefined;
@@ -129,7 +138,7 @@ class TokenCache {
       if (this.token !== undefined) return { token: this.token, cached: true };
       if (this.pending === undefined) break;
       // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own). Our own
-      // signal still ends the wait: that call may run for up to its 60000 ms.
+      // signal still ends the wait: that call may run for up to its own timeoutMS (60000 ms at most).
       await untilAborted(this.pending.catch(() => undefined), signal);
     }
     signal?.throwIfAborted();
@@ -198,15 +207,32 @@ function failure(credentials: MongoCredentials, why: string, cause?: unknown): A
 }
 
 /**
- * Runs `fetch` with a `timeoutContext` aborting after {@link OIDC_CALLBACK_TIMEOUT_MS} or when `signal` aborts,
- * and checks what it returns.
+ * The `timeoutMS` of a call of the token source: what `remainingMS` (the time left to the deadline that applies) gives,
+ * rounded down (never more than is left), at least 1 and at most {@link OIDC_CALLBACK_TIMEOUT_MS}; that maximum when no
+ * deadline applies.
  */
-async function callSource(credentials: MongoCredentials, what: string, fetch: (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>, signal: AbortSignal | undefined): Promise<string> {
+function callTimeoutMS(remainingMS: (() => number) | undefined): number {
+  const left = remainingMS?.();
+  if (left === undefined || !(left < OIDC_CALLBACK_TIMEOUT_MS)) return OIDC_CALLBACK_TIMEOUT_MS;
+  return Math.max(1, Math.floor(left));
+}
+
+/**
+ * Runs `fetch` with a `timeoutContext` aborting when `signal` aborts, or after its `timeoutMS` ({@link callTimeoutMS}
+ * of `remainingMS`) when that is 60000 (a shorter one is the time left before `signal` aborts), and checks what it
+ * returns.
+ */
+async function callSource(credentials: MongoCredentials, what: string, fetch: (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
   const controller = new AbortController();
-  const timeoutMS = OIDC_CALLBACK_TIMEOUT_MS;
-  const timer = setTimeout(() => {
-    controller.abort(failure(credentials, `the ${what} did not return within ${timeoutMS} ms`));
-  }, timeoutMS);
+  // Read as the call starts, after any wait for another call or for the 100 ms interval.
+  const timeoutMS = callTimeoutMS(remainingMS);
+  // Within 60000 ms, `signal` itself aborts as `timeoutMS` elapses (its deadline's error: a connectTimeoutMS timeout,
+  // the command's timeoutMS): no timer of our own then, which would only end the call a rounding earlier.
+  const timer = timeoutMS < OIDC_CALLBACK_TIMEOUT_MS && signal !== undefined
+    ? undefined
+    : setTimeout(() => {
+      controller.abort(failure(credentials, `the ${what} did not return within ${timeoutMS} ms`));
+    }, timeoutMS);
   const onAbort = (): void => controller.abort(signal!.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
@@ -360,6 +386,12 @@ export function oidcSpeculativeStart(credentials: MongoCredentials): { readonly 
 export interface OidcOptions {
   /** Ends the authentication: the callback's `timeoutContext` aborts, and the Promise rejects with `signal.reason`. */
   signal?: AbortSignal | undefined;
+  /**
+   * The time left, in ms, to the deadline `signal` aborts at (establishing a connection: its connectTimeoutMS); the
+   * callback's `timeoutMS` is that, at most 60000, and its `timeoutContext` aborts with `signal` (without `signal`, on
+   * a timer of that length). Undefined when no deadline applies: 60000.
+   */
+  remainingMS?: (() => number) | undefined;
   /** The token the handshake carried speculatively ({@link oidcSpeculativeStart}). */
   speculativeToken?: string | undefined;
   /** The handshake reply's `speculativeAuthenticate`, when the handshake carried one. */
@@ -372,7 +404,8 @@ export interface OidcOptions {
  * one-step conversation runs: with the cached token (refused with AuthenticationFailed, 18: invalidated, and a fresh
  * token fetched and tried once), else with a fresh token from the callback or environment.
  *
- * @throws {AuthenticationError} (rejection) when the token source fails, times out (60000 ms), returns no token or a
+ * @throws {AuthenticationError} (rejection) when the token source fails, times out (its `timeoutMS`: the time
+ *   `options.remainingMS` gives, at most 60000 ms), returns no token or a
  *   negative expiry, or the server refuses the token (cause: its MongoServerError, any echo of the token replaced);
  *   messages never hold the token.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
@@ -381,33 +414,34 @@ export interface OidcOptions {
  * Authentication").
  */
 export async function oidcAuthenticate(run: RunCommand, credentials: MongoCredentials, options: OidcOptions = {}): Promise<string> {
-  const { signal, speculativeToken, speculativeReply } = options;
+  const { signal, remainingMS, speculativeToken, speculativeReply } = options;
   if (speculativeToken !== undefined && speculativeReply !== null && typeof speculativeReply === 'object' && (speculativeReply as Document).done === true) {
     return speculativeToken;
   }
   // The speculative attempt failed: nothing is invalidated (auth spec: MUST NOT), the standard conversation runs.
-  return oneStep(run, credentials, signal);
+  return oneStep(run, credentials, signal, remainingMS);
 }
 
 /**
  * Reauthenticates a connection that authenticated with `connectionToken` (ReauthenticationRequired, 391, on one of
  * its commands): that token is invalidated in the cache (only if it is still the cached one), then the one-step
- * conversation runs as for a new connection, without a hello. Resolves to the connection's new token.
+ * conversation runs as for a new connection, without a hello. Resolves to the connection's new token. `signal` and
+ * `remainingMS`: as {@link OidcOptions} (the command's timeoutMS).
  *
  * @throws as {@link oidcAuthenticate}.
  *
  * Source: auth spec, "Reauthentication", "MONGODB-OIDC" ("Reauthentication").
  */
-export function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal): Promise<string> {
+export function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal, remainingMS?: () => number): Promise<string> {
   cacheOf(credentials).invalidate(connectionToken);
-  return oneStep(run, credentials, signal);
+  return oneStep(run, credentials, signal, remainingMS);
 }
 
 /** The auth spec's `auth(connection)`: resolves to the token the connection authenticated with. */
-async function oneStep(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined): Promise<string> {
+async function oneStep(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
   const cache = cacheOf(credentials);
   const { what, fetch } = tokenSource(credentials);
-  const source = (): Promise<string> => callSource(credentials, what, fetch, signal);
+  const source = (): Promise<string> => callSource(credentials, what, fetch, signal, remainingMS);
   signal?.throwIfAborted();
   let { token, cached } = await cache.get(source, signal);
   if (cached) {

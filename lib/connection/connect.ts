@@ -339,6 +339,10 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     // then fails as of the phase the deadline passed in (its labels, hence whether the pool is cleared, are that
     // phase's), not the one the replies read since led to.
     let deadlinePhase: Phase | undefined;
+    // The time connectTimeoutMS has left (on the clock of its Node timer), which bounds a MONGODB-OIDC callback's
+    // timeoutMS; 0: no deadline (the callback's 60000 ms).
+    const armed = performance.now();
+    const remainingMS = s.connectTimeoutMS > 0 ? () => s.connectTimeoutMS - (performance.now() - armed) : undefined;
     const timer =
       s.connectTimeoutMS > 0
         ? new IoTimeout(
@@ -444,6 +448,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               reply,
               conversation.signal,
               speculative,
+              remainingMS,
             );
           }
           if (subscriber.closed) return;

@@ -542,7 +542,7 @@ export class Connection implements PoolConnection {
    * @throws {ConnectionBusyError} (rejection) when another command is in flight on this connection.
    * @throws {AuthenticationError} (rejection) on a MONGODB-OIDC connection whose command failed with
    *   ReauthenticationRequired (391), when the reauthentication fails, or its wait for a token outlasts `timeoutMS`
-   *   (default socketTimeoutMS; 0: the token source's own 60000 ms).
+   *   (default socketTimeoutMS; 0: the token source's own 60000 ms); the callback's `timeoutMS` is what is left of it.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A value of it that
    *   cannot be read as JavaScript is read leniently: a string that is not valid UTF-8 (an `errmsg` cut inside a
    *   character, say) with U+FFFD in place of each bad sequence, every regular expression as a `BSONRegExp` when one
@@ -594,11 +594,14 @@ export class Connection implements PoolConnection {
       // a callback that hangs must not hold the command for the source's own 60000 ms.
       const timeoutMS = optionValue(options, 'timeoutMS') ?? this.socketTimeoutMS;
       const deadline = new AbortController();
+      // What is left of it bounds the callback's timeoutMS (0: no deadline, the callback's 60000 ms).
+      const started = performance.now();
+      const remainingMS = timeoutMS > 0 ? () => timeoutMS - (performance.now() - started) : undefined;
       const timer = timeoutMS > 0
         ? setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), timeoutMS)
         : undefined;
       try {
-        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }), deadline.signal);
+        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }), deadline.signal, remainingMS);
       } finally {
         clearTimeout(timer);
       }

@@ -107,9 +107,9 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
   });
 
   describe('authentication against the endpoint', function () {
-    it('sends the one-step saslStart { jwt } on $external; the callback gets version 1, the username, 60000 ms and a signal', async function () {
+    it('sends the one-step saslStart { jwt } on $external; the callback gets version 1, the username, 60000 ms (connectTimeoutMS 0) and a signal', async function () {
       const cb = counting(() => TOKEN);
-      const connection = await establishOne(server.address, { credentials: oidc(cb, { username: 'svc' }) });
+      const connection = await establishOne(server.address, { credentials: oidc(cb, { username: 'svc' }), connectTimeoutMS: 0 });
       const status = await connection.command('admin', { connectionStatus: 1 });
       expect(status.authInfo.authenticatedUsers).to.deep.equal([{ user: 'svc', db: '$external' }]);
       expect(received).to.have.length(1);
@@ -315,7 +315,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
         return original(fn, ms === OIDC_CALLBACK_TIMEOUT_MS ? 0 : ms);
       }) as typeof setTimeout;
       try {
-        const error = await rejection(establishOne(server.address, { credentials: oidc(({ timeoutContext }) => { signal = timeoutContext; return new Promise(() => undefined); }) }));
+        const error = await rejection(establishOne(server.address, { connectTimeoutMS: 0, credentials: oidc(({ timeoutContext }) => { signal = timeoutContext; return new Promise(() => undefined); }) }));
         expect(error).to.be.instanceOf(AuthenticationError);
         expect((error as Error).message).to.include('within 60000 ms');
       } finally {
@@ -323,6 +323,56 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       }
       expect(delays).to.include(60_000);
       expect(signal?.aborted).to.equal(true);
+    });
+
+    it('gets as timeoutMS what connectTimeoutMS, or on 391 the command\'s timeoutMS, has left (virtual clock), 60000 at most; its signal aborts with that deadline', async function () {
+      const realNow = performance.now.bind(performance);
+      const originalSetTimeout = globalThis.setTimeout;
+      const serverHello = server as unknown as { helloReply: (...args: unknown[]) => Document };
+      const hello = serverHello.helloReply.bind(server);
+      let offset = 0;
+      let jump = 0;
+      const delays: number[] = [];
+      // Virtual clock: it jumps `jump` ms while the server answers a hello.
+      serverHello.helloReply = (...args: unknown[]) => {
+        offset += jump;
+        return hello(...args);
+      };
+      performance.now = () => realNow() + offset;
+      globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+        delays.push(ms ?? 0);
+        return originalSetTimeout(fn, ms);
+      }) as typeof setTimeout;
+      try {
+        // 1500 of connectTimeoutMS's 2000 ms spent in the hello: the callback gets what is left, its signal's timer too.
+        jump = 1500;
+        const cb = counting(() => TOKEN);
+        const c = await establishOne(server.address, { credentials: oidc(cb), connectTimeoutMS: 2000 });
+        const first = cb.calls[0]!.timeoutMS;
+        expect(Number.isInteger(first)).to.equal(true);
+        expect(first).to.be.within(300, 500);
+        // Its signal aborts with connectTimeoutMS's: no 60000 ms timer of the callback's own.
+        expect(delays).to.not.include(60_000);
+        // Reauthentication on 391: what the command's timeoutMS has left.
+        jump = 0;
+        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+        expect((await c.command('test', { find: 'c' }, { timeoutMS: 3000 })).ok).to.equal(1);
+        const second = cb.calls[1]!.timeoutMS;
+        expect(Number.isInteger(second)).to.equal(true);
+        expect(second).to.be.within(2500, 3000);
+        expect(delays).to.not.include(60_000);
+        c.destroy();
+        // No deadline (connectTimeoutMS 0), or a later one: 60000.
+        for (const connectTimeoutMS of [0, 120_000]) {
+          const other = counting(() => TOKEN);
+          (await establishOne(server.address, { credentials: oidc(other), connectTimeoutMS })).destroy();
+          expect(other.calls[0]!.timeoutMS).to.equal(60_000);
+        }
+      } finally {
+        serverHello.helloReply = hello;
+        performance.now = realNow;
+        globalThis.setTimeout = originalSetTimeout;
+      }
     });
 
     it('is called at least 100 ms after its last call', async function () {
