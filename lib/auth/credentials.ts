@@ -145,9 +145,9 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
   'MONGODB-OIDC': {
     ENVIRONMENT: { allowed: 'one of test, azure, gcp, k8s', inUri: true, valid: (v) => typeof v === 'string' && (['test', 'azure', 'gcp', 'k8s'] as unknown[]).includes(v) },
     TOKEN_RESOURCE: {
-      allowed: 'a string (the Azure resource or GCP audience; it may hold colons; one with a comma must be given in the credentials option, not the connection string)',
+      allowed: 'a non-empty string (the Azure resource or GCP audience: no token is issued for an empty one; it may hold colons; one with a comma must be given in the credentials option, not the connection string)',
       inUri: true,
-      valid: (v) => typeof v === 'string',
+      valid: (v) => typeof v === 'string' && v !== '',
     },
     OIDC_CALLBACK: { allowed: 'a function returning { accessToken, expiresInSeconds? } (see OidcCallback)', inUri: false, valid: (v) => typeof v === 'function' },
     OIDC_HUMAN_CALLBACK: { allowed: `absent: ${OIDC_HUMAN_FLOW_UNSUPPORTED}`, inUri: false, valid: () => false },
@@ -160,7 +160,7 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
  *
  * @throws {InvalidOptionError} (option `authMechanismProperties.ENVIRONMENT`) with neither ENVIRONMENT nor
  *   OIDC_CALLBACK; (`authMechanismProperties.OIDC_CALLBACK`) with both; (`authMechanismProperties.TOKEN_RESOURCE`)
- *   without one for azure or gcp, or with one for another source; (`username`) a user name with ENVIRONMENT test,
+ *   without one for azure or gcp (an empty one is refused as a property before), or with one for another source; (`username`) a user name with ENVIRONMENT test,
  *   gcp or k8s (azure takes it as the managed identity's client id).
  *
  * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ENVIRONMENT and a callback MUST NOT both be given;
@@ -306,8 +306,8 @@ export class MongoCredentials {
    *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
    *   values they refuse: see {@link checkMechanismProperties}. For MONGODB-OIDC: any password, a source other than
    *   `$external`, a username that is not a non-empty string, and the properties' combinations the auth spec refuses
-   *   (neither or both of ENVIRONMENT and OIDC_CALLBACK; TOKEN_RESOURCE missing for azure or gcp, or given for test
-   *   or k8s; a username with an ENVIRONMENT other than azure; any OIDC_HUMAN_CALLBACK or ALLOWED_HOSTS).
+   *   (neither or both of ENVIRONMENT and OIDC_CALLBACK; TOKEN_RESOURCE missing or empty for azure or gcp, or given
+   *   for test or k8s; a username with an ENVIRONMENT other than azure; any OIDC_HUMAN_CALLBACK or ALLOWED_HOSTS).
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST

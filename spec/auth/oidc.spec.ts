@@ -104,6 +104,15 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
           .to.throw(InvalidOptionError, /authMechanismProperties\.ENVIRONMENT.*the URI's authMechanismProperties=<not shown> is ignored: authMechanismProperties must be a list of KEY:value pairs/);
       }
     });
+
+    it('refuse an empty TOKEN_RESOURCE for azure and gcp (no token can be had for an empty resource or audience), in the URI and the option', function () {
+      for (const environment of ['azure', 'gcp']) {
+        const uri = `mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:${environment},TOKEN_RESOURCE:`;
+        expect(() => parseConnectionString(uri), uri).to.throw(InvalidOptionError, /authMechanismProperties\.TOKEN_RESOURCE.*non-empty/);
+        expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ENVIRONMENT: environment, TOKEN_RESOURCE: '' } } as CredentialsInit), environment)
+          .to.throw(InvalidOptionError, /authMechanismProperties\.TOKEN_RESOURCE.*non-empty/);
+      }
+    });
   });
 
   describe('authentication against the endpoint', function () {
