@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { Binary, deserialize, serialize, type Document } from 'bson';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoServerError, connect, type LogSink } from '../../lib';
-import { authenticate, speculativeStart } from '../../lib/auth/authenticate';
+import { speculativeStart } from '../../lib/auth/authenticate';
 import { awsAuthenticate, awsCredentials, awsRegion, awsSignedRequest, setAwsEnvironmentForTests, sigV4Authorization, type AwsCredentials } from '../../lib/auth/aws';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
@@ -405,7 +405,31 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       } finally {
         await plainClient.close();
       }
-      void authenticate;
     });
+  });
+});
+
+describe('MONGODB-AWS against MONGODB_URI', function () {
+  it('authenticates a pool\'s connections with the credentials of the process environment when MONGODB_URI uses MONGODB-AWS', async function () {
+    const uri = process.env.MONGODB_URI;
+    const parsed = uri === undefined ? undefined : parseConnectionString(uri);
+    if (parsed?.connectionOptions.credentials?.mechanism !== 'MONGODB-AWS') {
+      console.log('      skipped: MONGODB_URI is unset or does not authenticate with MONGODB-AWS');
+      this.skip();
+    }
+    setAwsEnvironmentForTests();
+    const events: string[] = [];
+    const pool = new ConnectionPool({ address: parsed!.hosts[0], connectionOptions: parsed!.connectionOptions });
+    pool.events$.subscribe((e) => events.push(shown(e)));
+    pool.ready();
+    try {
+      const status = await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 }));
+      expect(status.authInfo.authenticatedUsers).to.have.length.greaterThan(0);
+      expect(status.authInfo.authenticatedUsers[0].db).to.equal('$external');
+    } finally {
+      pool.close();
+    }
+    const secret = process.env.AWS_SECRET_ACCESS_KEY;
+    if (secret !== undefined && secret !== '') expect(events.join('\n')).to.not.include(secret);
   });
 });

@@ -589,3 +589,26 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     });
   });
 });
+
+describe('MONGODB-OIDC against MONGODB_URI', function () {
+  it('authenticates a pool\'s connections through the URI\'s ENVIRONMENT when MONGODB_URI uses MONGODB-OIDC', async function () {
+    const uri = process.env.MONGODB_URI;
+    const parsed = uri === undefined ? undefined : parseConnectionString(uri);
+    const credentials = parsed?.connectionOptions.credentials;
+    if (credentials?.mechanism !== 'MONGODB-OIDC') {
+      console.log('      skipped: MONGODB_URI is unset or does not authenticate with MONGODB-OIDC (ENVIRONMENT in its authMechanismProperties)');
+      this.skip();
+    }
+    const pool = new ConnectionPool({ address: parsed!.hosts[0], connectionOptions: parsed!.connectionOptions, maxPoolSize: 3 });
+    pool.ready();
+    try {
+      // Three connections at once: one token for all of them.
+      const statuses = await Promise.all([1, 2, 3].map(() => pool.withConnection((c) => c.command('admin', { connectionStatus: 1 }))));
+      for (const status of statuses) expect(status.authInfo.authenticatedUsers[0].db).to.equal('$external');
+      expect(cachedOidcToken(credentials!)).to.be.a('string');
+    } finally {
+      pool.close();
+    }
+  });
+});
+

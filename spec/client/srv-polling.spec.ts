@@ -8,8 +8,10 @@
 import { expect } from 'chai';
 import * as dns from 'node:dns';
 import { ClientClosedError, connect, PoolClosedError, type Client } from '../../lib';
-import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSrvIntervalMS, type SrvPoller } from '../../lib/client/srv-poller';
+import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSrvIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
+import { querySrvHosts } from '../../lib/client/srv';
 import { topologyTypeAfter } from '../../lib/client/topology-type';
+import { parseConnectionString } from '../../lib/connection-string';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder, type Zone } from '../support/dns-responder';
 import { eventually } from '../support/endpoint';
@@ -425,5 +427,50 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Other');
       expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
     });
+  });
+});
+
+describe('SRV polling against MONGODB_URI', function () {
+  it('a rescan of a mongodb+srv MONGODB_URI\'s records finds the hosts its discovery found, and changes nothing', async function () {
+    const uri = process.env.MONGODB_URI;
+    if (uri === undefined || !uri.startsWith('mongodb+srv://')) {
+      console.log('      skipped: MONGODB_URI is unset or not a mongodb+srv URI');
+      this.skip();
+    }
+    const parsed = parseConnectionString(uri!);
+    const client = connect(uri!);
+    try {
+      expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      const hostname = parsed.hosts[0].replace(/:\d+$/, '');
+      const found = await querySrvHosts(hostname, { srvServiceName: parsed.srvServiceName, timeoutMS: 10_000 });
+      expect(found.rejected).to.deep.equal([]);
+      if ((parsed.srvMaxHosts ?? 0) === 0) expect(sorted(found.hosts)).to.deep.equal(sorted(client.hosts));
+      else expect(found.hosts).to.include.members([...client.hosts]);
+      // One rescan on a virtual clock, through the real resolver: the same records change nothing and warn of nothing.
+      const clock = new VirtualClock();
+      const updates: (readonly string[])[] = [];
+      const warnings: string[] = [];
+      let rescans = 0;
+      const poller = new SrvPoller({
+        hostname,
+        srvServiceName: parsed.srvServiceName,
+        srvMaxHosts: parsed.srvMaxHosts,
+        heartbeatFrequencyMS: 10_000,
+        timeoutMS: 10_000,
+        scheduler: clock,
+        hosts: () => client.hosts,
+        update: (hosts) => updates.push(hosts),
+        warn: (warning) => warnings.push(warning),
+        query: (name, options) => querySrvHosts(name, options).finally(() => rescans++),
+      });
+      poller.start();
+      clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+      expect(await eventually(() => rescans === 1, 10_000)).to.equal(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      poller.stop();
+      expect({ updates, warnings, intervalMS: poller.intervalMS }).to.deep.equal({ updates: [], warnings: [], intervalMS: MIN_RESCAN_SRV_INTERVAL_MS });
+    } finally {
+      await client.close();
+    }
   });
 });
