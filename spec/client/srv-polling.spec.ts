@@ -430,6 +430,126 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
   });
 });
 
+describe('SrvPoller on a scripted SRV query', function () {
+  type Answer = { hosts: string[]; rejected: string[]; unusable?: { target: string; port: number }[] } | Error;
+  /** A poller on a VirtualClock whose queries get `answers` in turn (the last one again when they run out). */
+  function scripted(answers: Answer[], current: string[] = ['a.example.com:1']) {
+    const clock = new VirtualClock();
+    const updates: (readonly string[])[] = [];
+    const warnings: string[] = [];
+    let queries = 0;
+    let settle: (() => void) | undefined;
+    const poller = new SrvPoller({
+      hostname: 'example.com',
+      heartbeatFrequencyMS: 500,
+      timeoutMS: 0,
+      scheduler: clock,
+      hosts: () => current,
+      update: (hosts) => updates.push(hosts),
+      warn: (warning) => warnings.push(warning),
+      query: () => {
+        const answer = answers[Math.min(queries++, answers.length - 1)];
+        return new Promise((resolve, reject) => {
+          settle = () => (answer instanceof Error ? reject(answer) : resolve({ unusable: [], ...answer }));
+        });
+      },
+    });
+    /** Moves the clock by `ms`, then answers the query that started, if any. */
+    const advance = async (ms: number): Promise<void> => {
+      clock.advance(ms);
+      const answer = settle;
+      settle = undefined;
+      answer?.();
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    return { poller, updates, warnings, queries: () => queries, advance, pending: () => settle !== undefined, clock };
+  }
+
+  it('arms one rescan however often start() is called, and none while a rescan runs or once stopped', async function () {
+    const t = scripted([{ hosts: ['a.example.com:1'], rejected: [] }]);
+    t.poller.start();
+    t.poller.start();
+    t.clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.queries()).to.equal(1);
+    t.poller.start();
+    t.clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.queries()).to.equal(1);
+    await t.advance(0);
+    await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.queries()).to.equal(2);
+    t.poller.stop();
+    t.poller.start();
+    await t.advance(10 * MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.queries()).to.equal(2);
+  });
+
+  it('an answer arriving after stop() changes nothing and warns of nothing', async function () {
+    const t = scripted([new Error('SERVFAIL')]);
+    t.poller.start();
+    t.clock.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.pending()).to.equal(true);
+    t.poller.stop();
+    await t.advance(0);
+    expect({ updates: t.updates, warnings: t.warnings }).to.deep.equal({ updates: [], warnings: [] });
+  });
+
+  it('the same hosts again call no update; other hosts do', async function () {
+    const t = scripted([{ hosts: ['a.example.com:1'], rejected: [] }, { hosts: ['b.example.com:1'], rejected: [] }]);
+    t.poller.start();
+    await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.updates).to.deep.equal([]);
+    await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.updates).to.deep.equal([['b.example.com:1']]);
+    expect(t.warnings).to.deep.equal([]);
+  });
+
+  it('names each target outside the domain, and why the hosts were left as they are', async function () {
+    const t = scripted([
+      { hosts: ['a.example.com:1'], rejected: ['evil.test'] },
+      { hosts: [], rejected: ['evil.test'] },
+      { hosts: [], rejected: [] },
+      new Error('querySrv ETIMEOUT'),
+      { hosts: [], rejected: [], unusable: [{ target: 'a b.example.com', port: 1 }] },
+    ]);
+    t.poller.start();
+    await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.poller.intervalMS).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+    await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.poller.intervalMS).to.equal(500);
+    await t.advance(500);
+    await t.advance(500);
+    await t.advance(500);
+    const service = '_mongodb._tcp.example.com';
+    expect(t.warnings).to.deep.equal([
+      `SRV polling: the SRV target evil.test of ${service} is not in the domain of example.com and is not used`,
+      `SRV polling: the SRV target evil.test of ${service} is not in the domain of example.com and is not used`,
+      'SRV polling: the hosts are left unchanged, next rescan in 500 ms: no SRV target is in its domain',
+      `SRV polling: the hosts are left unchanged, next rescan in 500 ms: no SRV record for ${service}`,
+      'SRV polling: the hosts are left unchanged, next rescan in 500 ms: querySrv ETIMEOUT',
+      `SRV polling: the SRV target a b.example.com (port 1) of ${service} is not a host name and port a client can connect to, and is not used`,
+      'SRV polling: the hosts are left unchanged, next rescan in 500 ms: no SRV target is a host name and port in its domain',
+    ]);
+    expect(t.updates).to.deep.equal([]);
+  });
+
+  it('rescanSRVIntervalMS: the smallest known TTL, at least 60 s; TTLs that are not finite and >= 0 are not known', function () {
+    expect(rescanSrvIntervalMS([NaN, -5, Infinity, 120, 300])).to.equal(120_000);
+    expect(rescanSrvIntervalMS([NaN, -5])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(rescanSrvIntervalMS([-500, 90])).to.equal(90_000);
+    expect(rescanSrvIntervalMS([30])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+  });
+
+  it('the TopologyType after a check: Unknown becomes Sharded for a mongos, Other for a member or a standalone, stays Unknown for an RSGhost', function () {
+    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, msg: 'isdbgrid' })).to.equal('Sharded');
+    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Other');
+    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, setName: 'rs0' })).to.equal('Other');
+    expect(topologyTypeAfter('Unknown', { isreplicaset: true, setName: 'rs0' })).to.equal('Other');
+    expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
+    expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
+    expect(topologyTypeAfter('Other', { msg: 'isdbgrid' })).to.equal('Other');
+  });
+});
+
 describe('SRV polling against MONGODB_URI', function () {
   it('a rescan of a mongodb+srv MONGODB_URI\'s records finds the hosts its discovery found, and changes nothing', async function () {
     const uri = process.env.MONGODB_URI;
