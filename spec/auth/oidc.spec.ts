@@ -605,7 +605,8 @@ describe('MONGODB-OIDC against MONGODB_URI', function () {
       // Three connections at once: one token for all of them.
       const statuses = await Promise.all([1, 2, 3].map(() => pool.withConnection((c) => c.command('admin', { connectionStatus: 1 }))));
       for (const status of statuses) expect(status.authInfo.authenticatedUsers[0].db).to.equal('$external');
-      expect(cachedOidcToken(credentials!)).to.be.a('string');
+      expect(credentials).to.be.instanceOf(MongoCredentials);
+      expect(cachedOidcToken(credentials as MongoCredentials)).to.be.a('string');
     } finally {
       pool.close();
     }
