@@ -18,6 +18,7 @@ import { AuthenticationError, MongoServerError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
+import { untilAborted } from './until-aborted';
 
 /**
  * AWS credentials, as an AWS SDK credential provider resolves them.
@@ -147,20 +148,6 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
 /** Clears the cache. Source: auth spec, "Caching Credentials" (if AWS authentication fails for any reason). */
 export function clearAwsCredentialCache(): void {
   cached = undefined;
-}
-
-/**
- * `work`, or a rejection with `signal.reason` as soon as `signal` aborts (a provider cannot be cancelled: its answer
- * is then ignored).
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /** An error's name only: a provider's message may quote what it read. */

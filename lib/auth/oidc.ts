@@ -18,6 +18,7 @@ import { AuthenticationError, MongoServerError } from '../errors';
 import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
 import { withoutEcho } from './plain';
 import { runStep, type RunCommand } from './scram';
+import { untilAborted } from './until-aborted';
 
 /** The mechanism name. Source: auth spec, "MONGODB-OIDC" (mechanism MUST be "MONGODB-OIDC"). */
 export const OIDC_MECHANISM = 'MONGODB-OIDC';
@@ -163,18 +164,6 @@ class TokenCache {
   invalidate(token: string | undefined): void {
     if (token !== undefined && this.token === token) this.token = undefined;
   }
-}
-
-/** `work`, or a rejection with `signal.reason` as soon as `signal` aborts. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
 }
 
 const caches = new WeakMap<MongoCredentials, TokenCache>();
