@@ -160,6 +160,30 @@ function dnsReason(error: unknown): string {
 export async function discoverSeedlist(hostname: string, options: SeedlistOptions = {}): Promise<Seedlist> {
   const service = options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME;
   const srvName = `_${service}._tcp.${hostname}`;
+  return withResolver(hostname, options, async (resolver, failure) => {
+    // Both asked before either is judged: a TXT error is not lost behind an SRV one, nor the reverse.
+    const [srv, txt] = await Promise.allSettled([resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`)), resolveTxt(resolver, hostname).catch(failure(`TXT ${hostname}`))]);
+    if (srv.status === 'rejected') throw srv.reason;
+    if (txt.status === 'rejected') throw txt.reason;
+    return { hosts: seedlist(hostname, srvName, srv.value, options.srvMaxHosts ?? 0), txtOptions: txtOptions(hostname, txt.value) };
+  });
+}
+
+/** Maps a DNS query's rejection to what its caller throws (see {@link withResolver}). */
+type DnsFailure = (what: string) => (error: unknown) => never;
+
+/**
+ * Runs `query` on a resolver asking the servers `dns.getServers()` gives now, cancelled when `options.signal` aborts
+ * or `options.timeoutMS` (ms; 0 or absent: no deadline of rxcmap's) passes; the deadline's timer is unref'd and
+ * cleared, and the abort listener removed, once `query` settles. `query` is given `failure(what)`, which turns a
+ * query's rejection into the signal's reason when aborted, else a {@link SrvResolutionError} naming `hostname`,
+ * `what` was asked and the reason (the deadline in ms, or the DNS code).
+ *
+ * @throws the signal's reason at once when `options.signal` is already aborted; otherwise what `query` throws.
+ *
+ * Source: extension (the seedlist discovery and SRV polling specs set no deadline on the DNS queries).
+ */
+async function withResolver<T>(hostname: string, options: Pick<SeedlistOptions, 'signal' | 'timeoutMS'>, query: (resolver: dnsPromises.Resolver, failure: DnsFailure) => Promise<T>): Promise<T> {
   const resolver = new dnsPromises.Resolver();
   resolver.setServers(getServers());
   const { signal } = options;
@@ -176,17 +200,13 @@ export async function discoverSeedlist(hostname: string, options: SeedlistOption
         }, timeoutMS)
       : undefined;
   timer?.unref();
-  const failure = (what: string) => (error: unknown) => {
+  const failure: DnsFailure = (what) => (error) => {
     if (signal?.aborted === true) throw signal.reason;
     if (timedOut) throw new SrvResolutionError(hostname, `the DNS query of ${what} did not answer within ${timeoutMS} ms`, error);
     throw new SrvResolutionError(hostname, `the DNS query of ${what} failed: ${dnsReason(error)}`, error);
   };
   try {
-    // Both asked before either is judged: a TXT error is not lost behind an SRV one, nor the reverse.
-    const [srv, txt] = await Promise.allSettled([resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`)), resolveTxt(resolver, hostname).catch(failure(`TXT ${hostname}`))]);
-    if (srv.status === 'rejected') throw srv.reason;
-    if (txt.status === 'rejected') throw txt.reason;
-    return { hosts: seedlist(hostname, srvName, srv.value, options.srvMaxHosts ?? 0), txtOptions: txtOptions(hostname, txt.value) };
+    return await query(resolver, failure);
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
@@ -227,28 +247,8 @@ export interface SrvHosts {
  */
 export async function querySrvHosts(hostname: string, options: Omit<SeedlistOptions, 'srvMaxHosts'> = {}): Promise<SrvHosts> {
   const srvName = `_${options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME}._tcp.${hostname}`;
-  const resolver = new dnsPromises.Resolver();
-  resolver.setServers(getServers());
-  const { signal } = options;
-  signal?.throwIfAborted();
-  let timedOut = false;
-  const onAbort = (): void => resolver.cancel();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const timeoutMS = options.timeoutMS ?? 0;
-  const timer =
-    timeoutMS > 0
-      ? setTimeout(() => {
-          timedOut = true;
-          resolver.cancel();
-        }, timeoutMS)
-      : undefined;
-  timer?.unref();
-  try {
-    const records = await resolver.resolveSrv(srvName).catch((error: unknown) => {
-      if (signal?.aborted === true) throw signal.reason;
-      if (timedOut) throw new SrvResolutionError(hostname, `the DNS query of SRV ${srvName} did not answer within ${timeoutMS} ms`, error);
-      throw new SrvResolutionError(hostname, `the DNS query of SRV ${srvName} failed: ${dnsReason(error)}`, error);
-    });
+  return withResolver(hostname, options, async (resolver, failure) => {
+    const records = await resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`));
     const hosts: string[] = [];
     const rejected: string[] = [];
     const unusable: { target: string; port: number }[] = [];
@@ -261,10 +261,7 @@ export async function querySrvHosts(hostname: string, options: Omit<SeedlistOpti
       }
     }
     return { hosts, rejected, unusable };
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-  }
+  });
 }
 
 /** The checked seedlist of the SRV answer `records` (see {@link discoverSeedlist}). */
