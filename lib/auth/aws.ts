@@ -13,12 +13,12 @@ import { readFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { Binary, deserialize, serialize, type Document } from 'bson';
-import { inspect } from 'node:util';
-import { AuthenticationError, MongoServerError } from '../errors';
+import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { untilAborted } from './until-aborted';
+import { binaryBytes, withoutEcho } from './without-echo';
 
 /**
  * AWS credentials, as an AWS SDK credential provider resolves them.
@@ -399,23 +399,24 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
     signal?.throwIfAborted();
     const aws = await awsCredentials(credentials, signal);
     signal?.throwIfAborted();
-    // The session token goes to the server, which may quote it in its refusal: not shown, there or in the cause.
     const fail = (why: string, cause?: unknown): never => {
-      throw failure(withoutToken(why, aws.sessionToken), redactedCause(cause, aws.sessionToken));
+      throw failure(why, cause);
     };
+    // The session token goes to the server, which may quote it in its refusal: not shown, there or in the cause.
+    const send = aws.sessionToken === undefined ? run : withoutEcho(run, aws.sessionToken, SESSION_TOKEN_NOT_SHOWN);
     const clientNonce = optionValue(options, 'clientNonce') ?? randomBytes(32);
-    const first = await runStep(run, credentials.source, {
+    const first = await runStep(send, credentials.source, {
       saslStart: 1,
       mechanism: 'MONGODB-AWS',
       payload: new Binary(serialize({ r: new Binary(clientNonce), p: 110 })),
     }, 'saslStart', fail);
     let answer: Document;
     try {
-      answer = deserialize(payloadBytes(first.payload));
+      answer = deserialize(binaryBytes(first.payload));
     } catch {
       throw failure('the server\'s first message is not a BSON document');
     }
-    const serverNonce = answer.s instanceof Binary ? payloadBytes(answer.s) : undefined;
+    const serverNonce = answer.s instanceof Binary ? binaryBytes(answer.s) : undefined;
     if (serverNonce === undefined || serverNonce.length !== 64 || !serverNonce.subarray(0, 32).equals(clientNonce)) {
       throw failure('the server nonce is not 64 bytes starting with the client nonce');
     }
@@ -425,7 +426,7 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
     }
     const date = amzDate(new Date(environment.now()));
     const authorization = sigV4Authorization(awsSignedRequest(host, serverNonce, date, aws.sessionToken), aws);
-    const second = await runStep(run, credentials.source, {
+    const second = await runStep(send, credentials.source, {
       saslContinue: 1,
       conversationId: first.conversationId,
       payload: new Binary(serialize({ a: authorization, d: date, ...(aws.sessionToken === undefined ? {} : { t: aws.sessionToken }) })),
@@ -437,29 +438,5 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
   }
 }
 
-/** `text` with each occurrence of `token` replaced by `<session token>`. */
-function withoutToken(text: string, token: string | undefined): string {
-  return token === undefined ? text : text.split(token).join('<session token>');
-}
-
-/**
- * The server's refusal `cause`, or, when it quotes `token` (in its message or anywhere in its reply), a
- * MongoServerError with its code, code name, labels and message, the token replaced.
- */
-function redactedCause(cause: unknown, token: string | undefined): unknown {
-  if (token === undefined || !(cause instanceof MongoServerError)) return cause;
-  if (!cause.message.includes(token) && !inspect(cause.response, { depth: Infinity, maxStringLength: Infinity, maxArrayLength: Infinity }).includes(token)) return cause;
-  return new MongoServerError({
-    ok: 0,
-    errmsg: withoutToken(cause.message, token),
-    ...(cause.code === undefined ? {} : { code: cause.code }),
-    ...(cause.codeName === undefined ? {} : { codeName: withoutToken(cause.codeName, token) }),
-    ...(cause.errorLabels.size === 0 ? {} : { errorLabels: [...cause.errorLabels] }),
-  });
-}
-
-/** The bytes of a BSON Binary. */
-function payloadBytes(value: unknown): Buffer {
-  if (!(value instanceof Binary)) return Buffer.alloc(0);
-  return Buffer.from(value.buffer.buffer, value.buffer.byteOffset, value.position);
-}
+/** What a server's refusal shows in place of the session token it quotes. */
+const SESSION_TOKEN_NOT_SHOWN = '<session token>';

@@ -16,9 +16,9 @@ import { readFile } from 'node:fs/promises';
 import { Binary, BSON, type Document } from 'bson';
 import { AuthenticationError, MongoServerError } from '../errors';
 import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
-import { withoutEcho } from './plain';
 import { runStep, type RunCommand } from './scram';
 import { untilAborted } from './until-aborted';
+import { withoutEcho } from './without-echo';
 
 /** The mechanism name. Source: auth spec, "MONGODB-OIDC" (mechanism MUST be "MONGODB-OIDC"). */
 export const OIDC_MECHANISM = 'MONGODB-OIDC';
@@ -395,7 +395,7 @@ export interface OidcOptions {
  *
  * @throws {AuthenticationError} (rejection) when the token source fails, times out (its `timeoutMS`: the time
  *   `options.remainingMS` gives, at most 60000 ms), returns no token or a
- *   negative expiry, or the server refuses the token (cause: its MongoServerError, any echo of the token replaced);
+ *   negative expiry, or the server refuses the token (cause: its MongoServerError, each echo of the token replaced by `<access token not shown>`);
  *   messages never hold the token.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
@@ -453,6 +453,6 @@ async function send(run: RunCommand, credentials: MongoCredentials, token: strin
   const fail = (why: string, cause?: unknown): never => {
     throw failure(credentials, why, cause);
   };
-  const reply = await runStep(withoutEcho(run, token), credentials.source, jwtStart(token), 'saslStart', fail);
+  const reply = await runStep(withoutEcho(run, token, '<access token not shown>'), credentials.source, jwtStart(token), 'saslStart', fail);
   if (reply.done !== true) fail('the server did not end the conversation after the saslStart (the one-step conversation has one step)');
 }

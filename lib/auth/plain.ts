@@ -6,10 +6,11 @@
  * Source: auth spec, "PLAIN", "SASL Mechanisms"; handshake spec, "Speculative Authentication".
  */
 import { Binary, type Document } from 'bson';
-import { AuthenticationError, MongoServerError } from '../errors';
+import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
+import { withoutEcho } from './without-echo';
 
 /**
  * The saslStart of PLAIN: `{ saslStart: 1, mechanism: 'PLAIN', payload, autoAuthorize: 1 }`, where `payload` is the
@@ -59,76 +60,9 @@ export async function plainAuthenticate(run: RunCommand, credentials: MongoCrede
   };
   signal?.throwIfAborted();
   const command = plainCommand(credentials);
-  const reply = await runStep(withoutEcho(run, credentials.password!), credentials.source, command, 'saslStart', fail);
+  const reply = await runStep(withoutEcho(run, credentials.password!, PASSWORD_NOT_SHOWN), credentials.source, command, 'saslStart', fail);
   if (reply.done !== true) fail('the server did not end the conversation after the saslStart (PLAIN has one step)');
 }
 
 /** What a server's refusal shows in place of the password it quotes. */
 const PASSWORD_NOT_SHOWN = '<password not shown>';
-
-/**
- * `run`, whose MongoServerError rejections are rebuilt from their reply with every occurrence of `password` in its
- * strings and binary values (at any depth of documents and arrays) replaced by {@link PASSWORD_NOT_SHOWN}: PLAIN
- * gives the server the password in clear, and a server or LDAP proxy that quotes what it was sent (as text, or the
- * payload itself as BinData) must not carry it into errors, events and logs. Other rejections, and refusals that do
- * not quote it, pass as they are (MONGODB-OIDC uses it for the access token). A reply too deep to search (nested beyond the call stack) is rebuilt from its
- * `code`, `codeName` and `errmsg` alone, the last redacted.
- */
-export function withoutEcho(run: RunCommand, password: string): RunCommand {
-  if (password === '') return run;
-  return async (db, command) => {
-    try {
-      return await run(db, command);
-    } catch (error) {
-      if (!(error instanceof MongoServerError)) throw error;
-      const reply = error.response;
-      try {
-        if (!quotes(reply, password)) throw error;
-        throw new MongoServerError(redacted(reply, password) as Record<string, unknown>);
-      } catch (rebuilt) {
-        if (!(rebuilt instanceof RangeError)) throw rebuilt;
-        const { code, codeName, errmsg } = reply;
-        throw new MongoServerError({ ok: 0, code, codeName, errmsg: typeof errmsg === 'string' ? redacted(errmsg, password) : errmsg });
-      }
-    }
-  };
-}
-
-/** Whether a string or binary value of `value` (a reply, at any depth) holds `password` (its UTF-8 bytes for binary). */
-function quotes(value: unknown, password: string): boolean {
-  if (typeof value === 'string') return value.includes(password);
-  if (value instanceof Binary) return Buffer.from(value.buffer.buffer, value.buffer.byteOffset, value.position).includes(password, 0, 'utf8');
-  if (Array.isArray(value)) return value.some((v) => quotes(v, password));
-  if (isDocument(value)) return Object.entries(value).some(([k, v]) => k.includes(password) || quotes(v, password));
-  return false;
-}
-
-/**
- * `value` with `password` replaced in each of its strings and keys, and in the bytes of each Binary (as UTF-8, the
- * bytes PLAIN sends, e.g. an echoed payload; the Binary keeps its subtype); values of other kinds are kept as they are.
- */
-function redacted(value: unknown, password: string): unknown {
-  if (typeof value === 'string') return value.split(password).join(PASSWORD_NOT_SHOWN);
-  if (value instanceof Binary) {
-    const bytes = Buffer.from(value.buffer.buffer, value.buffer.byteOffset, value.position);
-    const secret = Buffer.from(password, 'utf8');
-    if (secret.length === 0) return value;
-    const parts: Buffer[] = [];
-    let from = 0;
-    for (let at = bytes.indexOf(secret); at >= 0; at = bytes.indexOf(secret, from)) {
-      parts.push(bytes.subarray(from, at), Buffer.from(PASSWORD_NOT_SHOWN, 'utf8'));
-      from = at + secret.length;
-    }
-    return from === 0 ? value : new Binary(Buffer.concat([...parts, bytes.subarray(from)]), value.sub_type);
-  }
-  if (Array.isArray(value)) return value.map((v) => redacted(v, password));
-  if (isDocument(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [redacted(k, password), redacted(v, password)]));
-  return value;
-}
-
-/** A plain document of a reply (not a BSON value such as a Binary or an ObjectId). */
-function isDocument(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}

@@ -155,6 +155,20 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       expect(shown(error)).to.not.include(TOKEN);
       expect(inspect(cause.response, { depth: 8 })).to.not.include(TOKEN);
     });
+    it('shows no session token a server echoes as the payload it was sent (BinData), in the cause', async function () {
+      env({ AWS_ACCESS_KEY_ID: KEY_ID, AWS_SECRET_ACCESS_KEY: SECRET, AWS_SESSION_TOKEN: TOKEN });
+      const echo = async (db: string, command: Document): Promise<Document> => {
+        if ('saslStart' in command) return fakeServer(goodFirst()).run(db, command);
+        throw new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'refused', errorLabels: ['Probe'], errInfo: { tried: command.payload } });
+      };
+      const error = await rejection(awsAuthenticate(echo, aws()));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      const cause = (error as Error).cause as MongoServerError;
+      expect([cause.code, cause.message, cause.hasErrorLabel('Probe')]).to.deep.equal([18, 'refused', true]);
+      const tried = (cause.response.errInfo as { tried: Binary }).tried;
+      const bytes = Buffer.from(tried.buffer.buffer, tried.buffer.byteOffset, tried.position).toString('utf8');
+      expect(bytes).to.include('<session token>').and.not.include(TOKEN);
+    });
   });
 
   describe('credentials', function () {
