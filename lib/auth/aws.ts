@@ -17,6 +17,7 @@ import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
+import { boundedText } from './bounded-body';
 import { untilAborted } from './until-aborted';
 import { binaryBytes, withoutEcho } from './without-echo';
 
@@ -241,21 +242,18 @@ function request(method: string, url: string, headers: Record<string, string>, s
     const parsed = new URL(url);
     const get = parsed.protocol === 'https:' ? https.request : http.request;
     const req = get(parsed, { method, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
-      res.on('data', (chunk: Buffer) => {
-        length += chunk.length;
-        if (length <= MAX_ENDPOINT_ANSWER_BYTES) return void chunks.push(chunk);
-        chunks.length = 0;
-        reject(failure(`${from} answered with more than ${MAX_ENDPOINT_ANSWER_BYTES} bytes`));
-        req.destroy();
-      });
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) resolve(Buffer.concat(chunks).toString('utf8'));
-        else reject(failure(`${from} answered with HTTP status ${status}`));
-      });
-      res.on('error', () => reject(signal?.aborted ? signal.reason : failure(`${from} could not be read`)));
+      const tooLarge = (): AuthenticationError => failure(`${from} answered with more than ${MAX_ENDPOINT_ANSWER_BYTES} bytes`);
+      boundedText(res, MAX_ENDPOINT_ANSWER_BYTES, tooLarge).then(
+        (text) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) resolve(text);
+          else reject(failure(`${from} answered with HTTP status ${status}`));
+        },
+        (error: unknown) => {
+          req.destroy();
+          reject(error instanceof AuthenticationError ? error : signal?.aborted ? signal.reason : failure(`${from} could not be read`));
+        },
+      );
     });
     req.on('timeout', () => req.destroy(failure(`${from} did not answer within ${ENDPOINT_TIMEOUT_MS} ms`)));
     req.on('error', (error) => {

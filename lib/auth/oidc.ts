@@ -17,6 +17,7 @@ import { Binary, BSON, type Document } from 'bson';
 import { AuthenticationError, MongoServerError } from '../errors';
 import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
+import { boundedText } from './bounded-body';
 import { untilAborted } from './until-aborted';
 import { withoutEcho } from './without-echo';
 
@@ -323,7 +324,7 @@ async function fileToken(name: string, file: string | undefined): Promise<OidcCr
  */
 async function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal, what: string): Promise<string> {
   const response = await fetch(url, { headers, signal, redirect: 'manual' });
-  const body = await boundedText(response, what);
+  const body = response.body === null ? '' : await boundedText(response.body, MAX_METADATA_BODY_BYTES, () => new Error(`${what} answered HTTP ${response.status} with more than ${MAX_METADATA_BODY_BYTES} bytes`));
   if (response.status !== 200) throw new Error(`${what} answered HTTP ${response.status}: ${body.slice(0, 1000)}`);
   return body;
 }
@@ -333,25 +334,6 @@ async function httpGet(url: URL, headers: Record<string, string>, signal: AbortS
  * error, read no further.
  */
 const MAX_METADATA_BODY_BYTES = 1024 * 1024;
-
-/** The body of `response` as UTF-8 text; an error once it exceeds {@link MAX_METADATA_BODY_BYTES}. */
-async function boundedText(response: Response, what: string): Promise<string> {
-  if (response.body === null) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_METADATA_BODY_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      throw new Error(`${what} answered HTTP ${response.status} with more than ${MAX_METADATA_BODY_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /** The saslStart of the one-step conversation, as the auth spec shows it (no autoAuthorize), holding `token` (a secret: sent, never shown). */
 function jwtStart(token: string): Document {
