@@ -23,7 +23,7 @@ export const MIN_RESCAN_SRV_INTERVAL_MS = 60_000;
  * Source: Polling SRV Records for mongos Discovery spec, "Implementation" (the lowest TTL of the records of the most
  * recent rescan, not below 60 s).
  */
-export function rescanSrvIntervalMS(ttlSeconds: readonly number[] = []): number {
+export function rescanSRVIntervalMS(ttlSeconds: readonly number[] = []): number {
   const known = ttlSeconds.filter((ttl) => Number.isFinite(ttl) && ttl >= 0);
   return known.length === 0 ? MIN_RESCAN_SRV_INTERVAL_MS : Math.max(MIN_RESCAN_SRV_INTERVAL_MS, Math.min(...known) * 1000);
 }
@@ -80,7 +80,7 @@ export interface SrvPollerOptions {
  *   changes nothing, reports it through `warn`, and sets rescanSRVIntervalMS to heartbeatFrequencyMS until a rescan
  *   obtains a verified record;
  * - otherwise reports each such target through `warn` (it is not used), sets
- *   rescanSRVIntervalMS back to {@link rescanSrvIntervalMS} (60 s: Node's resolver gives no TTL), and, when the hosts
+ *   rescanSRVIntervalMS back to {@link rescanSRVIntervalMS} (60 s: Node's resolver gives no TTL), and, when the hosts
  *   {@link rescannedHosts} gives differ from the current ones, calls `update` with them.
  *
  * Nothing is thrown: `update` and `warn` are called from the timer's callback, and an error they throw ends no
@@ -92,7 +92,7 @@ export interface SrvPollerOptions {
  */
 export class SrvPoller {
   /** rescanSRVIntervalMS now, in ms: 60000, or heartbeatFrequencyMS after a rescan that found no verified record. */
-  get intervalMS(): number {
+  get rescanSRVIntervalMS(): number {
     return this.interval;
   }
   /** Whether {@link stop} was called. */
@@ -156,7 +156,7 @@ export class SrvPoller {
                 : `no SRV record for ${service}`;
         this.options.warn(`SRV polling: the hosts are left unchanged, next rescan in ${this.interval} ms: ${reason}`);
       } else {
-        this.interval = rescanSrvIntervalMS();
+        this.interval = rescanSRVIntervalMS();
         const current = this.options.hosts();
         const next = rescannedHosts(current, found.hosts, this.options.srvMaxHosts ?? 0);
         if (next.length !== current.length || next.some((host, i) => host !== current[i])) this.options.update(next);

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import * as dns from 'node:dns';
 import { ClientClosedError, connect, PoolClosedError, type Client } from '../../lib';
-import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSrvIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
+import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSRVIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
 import { querySrvHosts } from '../../lib/client/srv';
 import { topologyTypeAfter } from '../../lib/client/topology-type';
 import { parseConnectionString } from '../../lib/connection-string';
@@ -166,13 +166,13 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(client.hosts).to.deep.equal([host(27017), host(27018)]);
       expect(sorted(client.pools.keys())).to.deep.equal([host(27017), host(27018)]);
       expect(logged(client).at(-1)).to.match(reason);
-      expect(poller(client)!.intervalMS).to.equal(10_000);
+      expect(poller(client)!.rescanSRVIntervalMS).to.equal(10_000);
       // Records again: the next rescan, heartbeatFrequencyMS later, uses them, and 60 s is the interval again.
       responder.silent = false;
       responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
       await rescanAfter(client, 10_000);
       expect(client.hosts).to.deep.equal([host(27017), host(27019)]);
-      expect(poller(client)!.intervalMS).to.equal(60_000);
+      expect(poller(client)!.rescanSRVIntervalMS).to.equal(60_000);
     };
 
     it('6. DNS record lookup timeout', async function () {
@@ -224,7 +224,7 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
         'SRV polling: the SRV target sp ace.test.build.10gen.cc (port 27019) of _mongodb._tcp.test1.test.build.10gen.cc is not a host name and port a client can connect to, and is not used',
         'SRV polling: the hosts are left unchanged, next rescan in 10000 ms: no SRV target is a host name and port in its domain',
       ]);
-      expect(poller(client)!.intervalMS).to.equal(10_000);
+      expect(poller(client)!.rescanSRVIntervalMS).to.equal(10_000);
       responder.setZone({ srv: { [TEST1]: [{ target: 'localhost,a.test.build.10gen.cc', port: 27019 }, ...records(27017)] } });
       await rescanAfter(client, 10_000);
       expect(client.hosts).to.deep.equal([host(27017)]);
@@ -414,10 +414,10 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(srvQuestions()).to.equal(2);
     });
 
-    it('rescanSrvIntervalMS: the smallest TTL, not below 60 s; 60 s without TTLs', function () {
-      expect(rescanSrvIntervalMS()).to.equal(60_000);
-      expect(rescanSrvIntervalMS([30, 86400])).to.equal(60_000);
-      expect(rescanSrvIntervalMS([300, 86400])).to.equal(300_000);
+    it('rescanSRVIntervalMS: the smallest TTL, not below 60 s; 60 s without TTLs', function () {
+      expect(rescanSRVIntervalMS()).to.equal(60_000);
+      expect(rescanSRVIntervalMS([30, 86400])).to.equal(60_000);
+      expect(rescanSRVIntervalMS([300, 86400])).to.equal(300_000);
     });
 
     it('topologyTypeAfter: Unknown becomes Sharded at a mongos, stays Unknown at an RSGhost, Other at anything else', function () {
@@ -513,9 +513,9 @@ describe('SrvPoller on a scripted SRV query', function () {
     ]);
     t.poller.start();
     await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
-    expect(t.poller.intervalMS).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(t.poller.rescanSRVIntervalMS).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
     await t.advance(MIN_RESCAN_SRV_INTERVAL_MS);
-    expect(t.poller.intervalMS).to.equal(500);
+    expect(t.poller.rescanSRVIntervalMS).to.equal(500);
     await t.advance(500);
     await t.advance(500);
     await t.advance(500);
@@ -533,10 +533,10 @@ describe('SrvPoller on a scripted SRV query', function () {
   });
 
   it('rescanSRVIntervalMS: the smallest known TTL, at least 60 s; TTLs that are not finite and >= 0 are not known', function () {
-    expect(rescanSrvIntervalMS([NaN, -5, Infinity, 120, 300])).to.equal(120_000);
-    expect(rescanSrvIntervalMS([NaN, -5])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
-    expect(rescanSrvIntervalMS([-500, 90])).to.equal(90_000);
-    expect(rescanSrvIntervalMS([30])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(rescanSRVIntervalMS([NaN, -5, Infinity, 120, 300])).to.equal(120_000);
+    expect(rescanSRVIntervalMS([NaN, -5])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
+    expect(rescanSRVIntervalMS([-500, 90])).to.equal(90_000);
+    expect(rescanSRVIntervalMS([30])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
   });
 
   it('the TopologyType after a check: Unknown becomes Sharded for a mongos, Other for a member or a standalone, stays Unknown for an RSGhost', function () {
@@ -588,7 +588,7 @@ describe('SRV polling against MONGODB_URI', function () {
       expect(await eventually(() => rescans === 1, 10_000)).to.equal(true);
       await new Promise((resolve) => setImmediate(resolve));
       poller.stop();
-      expect({ updates, warnings, intervalMS: poller.intervalMS }).to.deep.equal({ updates: [], warnings: [], intervalMS: MIN_RESCAN_SRV_INTERVAL_MS });
+      expect({ updates, warnings, intervalMS: poller.rescanSRVIntervalMS }).to.deep.equal({ updates: [], warnings: [], intervalMS: MIN_RESCAN_SRV_INTERVAL_MS });
     } finally {
       await client.close();
     }
