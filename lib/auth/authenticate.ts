@@ -37,6 +37,19 @@ export type SpeculativeStart =
  */
 export type Reauthenticate = (run: RunCommand, signal?: AbortSignal, remainingMS?: () => number) => Promise<void>;
 
+/**
+ * The `remainingMS` of {@link authenticate} and {@link Reauthenticate} for a deadline of `timeoutMS` (ms) counted from
+ * now: a function giving the time it has left, in ms (on `performance.now()`, the clock of Node's timers; negative
+ * once passed); undefined when `timeoutMS` is 0 (no deadline: a MONGODB-OIDC callback then gets its 60000 ms).
+ *
+ * Source: auth spec, "OIDC Callback" (the callback's timeout is what connectTimeoutMS or timeoutMS has left).
+ */
+export function remainingOf(timeoutMS: number): (() => number) | undefined {
+  if (timeoutMS <= 0) return undefined;
+  const started = performance.now();
+  return () => timeoutMS - (performance.now() - started);
+}
+
 /** The `saslSupportedMechs` value to put in the handshake, when the mechanism must be negotiated. */
 export function saslSupportedMechsRequest(credentials: MongoCredentials): string | undefined {
   return credentials.mechanism === undefined ? `${credentials.source}.${credentials.username}` : undefined;

@@ -9,7 +9,7 @@ import * as tls from 'node:tls';
 import { calculateObjectSize } from 'bson';
 import { Observable } from 'rxjs';
 import { checkEndpoint, writtenAddress } from '../address';
-import { authenticate, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
+import { authenticate, remainingOf, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
 import {
   CmapError,
@@ -341,8 +341,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     let deadlinePhase: Phase | undefined;
     // The time connectTimeoutMS has left (on the clock of its Node timer), which bounds a MONGODB-OIDC callback's
     // timeoutMS; 0: no deadline (the callback's 60000 ms).
-    const armed = performance.now();
-    const remainingMS = s.connectTimeoutMS > 0 ? () => s.connectTimeoutMS - (performance.now() - armed) : undefined;
+    const remainingMS = remainingOf(s.connectTimeoutMS);
     const timer =
       s.connectTimeoutMS > 0
         ? new IoTimeout(

@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import { deserialize, ObjectId, onDemand, type Document } from 'bson';
 import { AuthenticationError, ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
-import type { Reauthenticate } from '../auth/authenticate';
+import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import {
@@ -595,8 +595,7 @@ export class Connection implements PoolConnection {
       const timeoutMS = optionValue(options, 'timeoutMS') ?? this.socketTimeoutMS;
       const deadline = new AbortController();
       // What is left of it bounds the callback's timeoutMS (0: no deadline, the callback's 60000 ms).
-      const started = performance.now();
-      const remainingMS = timeoutMS > 0 ? () => timeoutMS - (performance.now() - started) : undefined;
+      const remainingMS = remainingOf(timeoutMS);
       const timer = timeoutMS > 0
         ? setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), timeoutMS)
         : undefined;
