@@ -48,7 +48,7 @@ export const EXTERNAL_SOURCE = '$external';
 /**
  * What {@link MongoCredentials} are made from.
  *
- * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509", "PLAIN".
+ * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509", "PLAIN", "MONGODB-AWS", "MONGODB-OIDC" (each one's "MongoCredential Properties").
  */
 export interface CredentialsInit {
   /**
@@ -75,7 +75,8 @@ export interface CredentialsInit {
   /**
    * Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. MONGODB-X509 (over TLS,
    * with a client certificate: `tlsCertificateKeyFile`) and PLAIN (LDAP; the password travels in clear text inside
-   * it, so over TCP TLS is required unless `tls: false` is given outright) are never negotiated.
+   * it, so over TCP TLS is required unless `tls: false` is given outright), MONGODB-AWS (AWS IAM credentials, see
+   * `AwsCredentialProvider`) and MONGODB-OIDC (machine workflow, see `OidcCallback`) are never negotiated.
    */
   mechanism?: AuthMechanism | undefined;
   /**
