@@ -5,7 +5,7 @@
  * Source: Polling SRV Records for mongos Discovery spec.
  */
 import type { SchedulerLike, Subscription } from 'rxjs';
-import { pickAtRandom, querySrvHosts, type SrvHosts } from './srv';
+import { pickAtRandom, querySrvHosts, srvRecordName, type SrvHosts } from './srv';
 
 /**
  * The shortest time between two rescans, in ms: 60000 (60 s). Also the interval when the SRV records' TTLs are not
@@ -138,7 +138,7 @@ export class SrvPoller {
     }
     if (lookup.signal.aborted || this.ended) return;
     this.lookup = undefined;
-    const service = `_${srvServiceName ?? 'mongodb'}._tcp.${hostname}`;
+    const service = srvRecordName(hostname, srvServiceName);
     try {
       for (const target of found?.rejected ?? []) this.options.warn(`SRV polling: the SRV target ${target} of ${service} is not in the domain of ${hostname} and is not used`);
       for (const { target, port } of found?.unusable ?? []) {

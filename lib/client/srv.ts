@@ -19,6 +19,17 @@ import { SrvResolutionError } from '../errors';
  */
 export const DEFAULT_SRV_SERVICE_NAME = 'mongodb';
 
+/**
+ * The name whose SRV records give the hosts of `hostname`: `_{srvServiceName}._tcp.{hostname}`, the service
+ * {@link DEFAULT_SRV_SERVICE_NAME} when `srvServiceName` is undefined.
+ *
+ * Source: initial DNS seedlist discovery spec, "Querying DNS", "srvServiceName"; Polling SRV Records for mongos
+ * Discovery spec, "Implementation" (the rescan queries the same name).
+ */
+export function srvRecordName(hostname: string, srvServiceName: string | undefined): string {
+  return `_${srvServiceName ?? DEFAULT_SRV_SERVICE_NAME}._tcp.${hostname}`;
+}
+
 /** The only options a TXT record may give (lower case). Source: spec, "Default Connection String Options". */
 const TXT_OPTIONS = new Set(['authsource', 'replicaset', 'loadbalanced']);
 
@@ -158,8 +169,7 @@ function dnsReason(error: unknown): string {
  * supported"; the deadline: extension (the spec sets none).
  */
 export async function discoverSeedlist(hostname: string, options: SeedlistOptions = {}): Promise<Seedlist> {
-  const service = options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME;
-  const srvName = `_${service}._tcp.${hostname}`;
+  const srvName = srvRecordName(hostname, options.srvServiceName);
   return withResolver(hostname, options, async (resolver, failure) => {
     // Both asked before either is judged: a TXT error is not lost behind an SRV one, nor the reverse.
     const [srv, txt] = await Promise.allSettled([resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`)), resolveTxt(resolver, hostname).catch(failure(`TXT ${hostname}`))]);
@@ -246,7 +256,7 @@ export interface SrvHosts {
  * `_{srvServiceName}._tcp.{hostname}.{domainname}` and verifies each host name's parent domain).
  */
 export async function querySrvHosts(hostname: string, options: Omit<SeedlistOptions, 'srvMaxHosts'> = {}): Promise<SrvHosts> {
-  const srvName = `_${options.srvServiceName ?? DEFAULT_SRV_SERVICE_NAME}._tcp.${hostname}`;
+  const srvName = srvRecordName(hostname, options.srvServiceName);
   return withResolver(hostname, options, async (resolver, failure) => {
     const records = await resolver.resolveSrv(srvName).catch(failure(`SRV ${srvName}`));
     const hosts: string[] = [];
