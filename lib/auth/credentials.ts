@@ -81,7 +81,7 @@ export interface CredentialsInit {
   mechanism?: AuthMechanism | undefined;
   /**
    * The mechanism's properties (a plain object), by the auth spec's names; each mechanism takes only its own (see
-   * {@link MECHANISM_PROPERTIES}): SCRAM, MONGODB-X509 and PLAIN take none. Kept as a frozen copy, never shown in
+   * `MECHANISM_PROPERTIES`): SCRAM, MONGODB-X509 and PLAIN take none. Kept as a frozen copy, never shown in
    * errors, JSON or inspection. The connection string sets them with `authMechanismProperties=KEY:value,KEY2:value`.
    */
   mechanismProperties?: MechanismProperties | undefined;
@@ -89,7 +89,7 @@ export interface CredentialsInit {
 
 /**
  * Mechanism properties: the auth spec's property names (upper case, as `AWS_CREDENTIAL_PROVIDER`) and their values.
- * Which names a mechanism takes, and what each accepts, is {@link MECHANISM_PROPERTIES}.
+ * Which names a mechanism takes, and what each accepts, is `MECHANISM_PROPERTIES`.
  *
  * Source: auth spec, "MongoCredential" (mechanism_properties), "Connection String Options" (authMechanismProperties).
  */
@@ -211,7 +211,7 @@ const NO_PROPERTIES: MechanismProperties = Object.freeze(Object.create(null) as 
 export function checkMechanismProperties(
   mechanism: AuthMechanism | undefined,
   given: unknown,
-  /** The table to check against: {@link MECHANISM_PROPERTIES} but in tests. */
+  /** The table to check against: `MECHANISM_PROPERTIES` but in tests. */
   table: { readonly [M in AuthMechanism]: Readonly<Record<string, MechanismPropertyRule>> } = MECHANISM_PROPERTIES,
 ): MechanismProperties {
   if (given === undefined) return NO_PROPERTIES;
@@ -305,7 +305,7 @@ export class MongoCredentials {
    *   source other than `$external`; for MONGODB-AWS: any username or password (the password never shown), or a
    *   source other than `$external`. A password for SCRAM-SHA-1, PLAIN or a negotiated mechanism is not otherwise
    *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
-   *   values they refuse: see {@link checkMechanismProperties}. For MONGODB-OIDC: any password, a source other than
+   *   values they refuse: see `checkMechanismProperties`. For MONGODB-OIDC: any password, a source other than
    *   `$external`, a username that is not a non-empty string, and the properties' combinations the auth spec refuses
    *   (neither or both of ENVIRONMENT and OIDC_CALLBACK; TOKEN_RESOURCE missing or empty for azure or gcp, or given
    *   for test or k8s; a username with an ENVIRONMENT other than azure; any OIDC_HUMAN_CALLBACK or ALLOWED_HOSTS).

@@ -307,7 +307,14 @@ export class Client {
    *
    * Source: extension (the pool's `toJSON()` snapshot is its counterpart).
    */
-  toJSON(): { redactedUri: string; hosts: readonly string[]; warnings: readonly string[] } {
+  toJSON(): {
+    /** As {@link Client.redactedUri}. */
+    redactedUri: string;
+    /** As {@link Client.hosts}. */
+    hosts: readonly string[];
+    /** As {@link Client.warnings}. */
+    warnings: readonly string[];
+  } {
     return { redactedUri: this.redactedUri, hosts: this.hosts, warnings: this.warnings };
   }
   /**

@@ -69,8 +69,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * needs no more than the hello; with PLAIN it carries nothing, and one saslStart follows the hello; with MONGODB-OIDC
  * it carries the one-step saslStart once the credentials hold a cached token (else one saslStart follows the hello),
  * and the connection then reauthenticates itself when a command fails with ReauthenticationRequired (391, see
- * {@link Connection.reauthenticate}); unsubscribing (or the descriptor's signal aborting) before that destroys the socket. Every TCP or TLS
- * socket has TCP keepalive on, its first probe after
+ * {@link Connection.command}); unsubscribing (or the descriptor's signal aborting) before that destroys the socket.
+ * Every TCP or TLS socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
  * connect to the server's host name as given (never resolved here); TLS then runs over that connection, with the

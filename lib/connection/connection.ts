@@ -363,9 +363,10 @@ export class Connection implements PoolConnection {
   /**
    * How this connection reauthenticates when a command fails with ReauthenticationRequired (391): set by
    * establishment for a mechanism that supports it (MONGODB-OIDC); undefined otherwise, and then {@link command}
-   * does nothing more than send.
+   * does nothing more than send. Set by establishment only.
    *
    * Source: auth spec, "Reauthentication".
+   * @internal
    */
   reauthenticate: Reauthenticate | undefined;
   /**

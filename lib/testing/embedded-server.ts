@@ -127,7 +127,16 @@ export interface EmbeddedServerOptions {
    */
   aws?: {
     /** The keys STS would accept. */
-    credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string | undefined; arn?: string | undefined }[];
+    credentials: {
+      /** The access key ID the Authorization header names. */
+      accessKeyId: string;
+      /** The secret the signature is checked with (never shown). */
+      secretAccessKey: string;
+      /** The session token the request must carry (`x-amz-security-token`), when the key is a temporary one. */
+      sessionToken?: string | undefined;
+      /** The user the connection authenticates as, in `$external`. Default `arn:aws:iam::000000000000:user/<accessKeyId>`. */
+      arn?: string | undefined;
+    }[];
     /** The STS host sent to clients. Default `sts.amazonaws.com`. */
     stsHost?: string | undefined;
   } | undefined;

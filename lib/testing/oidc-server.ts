@@ -17,14 +17,26 @@ import { InvalidOptionError } from '../errors';
  */
 export interface EmbeddedOidcOptions {
   /** Tokens accepted as they are: token to `{ user, expiresAtMS? }` (expiry: epoch ms; none: never expires). */
-  tokens?: Readonly<Record<string, { readonly user: string; readonly expiresAtMS?: number | undefined }>> | undefined;
+  tokens?: Readonly<Record<string, {
+    /** The user the token authenticates, in `$external`. */
+    readonly user: string;
+    /** When the token expires (epoch ms); none: never. */
+    readonly expiresAtMS?: number | undefined;
+  }>> | undefined;
   /**
    * A key: JWTs (`header.payload.signature`, base64url) signed with HMAC-SHA256 under it are accepted, their `sub`
    * the user and `exp` (epoch seconds), if any, the expiry. See {@link signOidcToken}.
    */
   signingKey?: string | Buffer | undefined;
   /** The IdP info a saslStart without `jwt` (the two-step conversation) is answered with. Default issuer `https://idp.invalid`, clientId `rxcmap`. */
-  idpInfo?: { readonly issuer: string; readonly clientId: string; readonly requestScopes?: readonly string[] | undefined } | undefined;
+  idpInfo?: {
+    /** The identity provider's issuer URI. */
+    readonly issuer: string;
+    /** The client id a human workflow would use with it. */
+    readonly clientId: string;
+    /** The scopes to request, if any. */
+    readonly requestScopes?: readonly string[] | undefined;
+  } | undefined;
 }
 
 /**
@@ -75,7 +87,10 @@ export class OidcIdentities {
    * A saslStart of MONGODB-OIDC on `db`: with a `jwt`, the one-step conversation (accepted: done); without (a
    * PrincipalStepRequest, `n` optional), the IdP info, `done: false`, for a saslContinue with the `jwt`.
    */
-  start(db: string, command: Document): OidcOutcome & { readonly awaitingJwt?: boolean } {
+  start(db: string, command: Document): OidcOutcome & {
+    /** Whether the reply is the IdP info (no `jwt` sent): the conversation's saslContinue then carries the token. */
+    readonly awaitingJwt?: boolean;
+  } {
     this.saslStarts++;
     if (db !== EXTERNAL_SOURCE) return { reply: { ok: 0, code: 2, codeName: 'BadValue', errmsg: 'MONGODB-OIDC must use the $external database' } };
     const payload = payloadOf(command);
