@@ -241,7 +241,9 @@ function request(method: string, url: string, headers: Record<string, string>, s
   return new Promise<string>((resolve, reject) => {
     const parsed = new URL(url);
     const get = parsed.protocol === 'https:' ? https.request : http.request;
-    const req = get(parsed, { method, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
+    // agent: false: a socket of its own, closed once answered; none left alive in Node's shared agent between the rare
+    // credential fetches.
+    const req = get(parsed, { method, agent: false, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
       const tooLarge = (): AuthenticationError => failure(`${from} answered with more than ${MAX_ENDPOINT_ANSWER_BYTES} bytes`);
       boundedText(res, MAX_ENDPOINT_ANSWER_BYTES, tooLarge).then(
         (text) => {

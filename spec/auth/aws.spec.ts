@@ -283,6 +283,9 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key' });
         expect(requests.map((r) => `${r.method} ${r.url}`)).to.deep.equal(['PUT /latest/api/token', 'GET /latest/meta-data/iam/security-credentials/', 'GET /latest/meta-data/iam/security-credentials/my-role']);
         expect(requests[0].headers['x-aws-ec2-metadata-token-ttl-seconds']).to.equal('30');
+        // Each request's socket is closed once answered: none is kept alive in a shared agent after the fetch.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(await new Promise((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))))).to.equal(0);
         expect(requests.slice(1).map((r) => r.headers['x-aws-ec2-metadata-token'])).to.deep.equal(['imds-token', 'imds-token']);
       });
 
