@@ -330,8 +330,8 @@ export class Client {
   /**
    * Pool events and heartbeat events of every host, merged; each carries its `address`. A host SRV polling adds is
    * followed from then on (its pool's ConnectionPoolCreated first); one it removes until its pool is done (closed, its
-   * last connection checked in); a subscriber that comes later sees only the hosts of that time. In load-balanced mode each
-   * subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
+   * last connection checked in); a subscriber that comes later sees only the hosts of that time. In load-balanced mode
+   * each subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
    * ConnectionPoolCreated, unless the client is closed.
    */
   readonly events$: Observable<ClientEvent>;
@@ -681,8 +681,9 @@ export class Client {
   /**
    * Starts the rescans of the SRV records of `srv` once its hosts are open (see `SrvPoller`): not in load-balanced
    * mode, nor with a replicaSet (from the URI, the options or the TXT record), whose TopologyType is never Unknown or
-   * Sharded, nor once the client is closed or draining (a subscriber of its first events may have closed it). The first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd
-   * Node timers, which keep no process alive). The changes are applied by {@link applySrvHosts}; what a rescan cannot
+   * Sharded, nor once the client is closed or draining (a subscriber of its first events may have closed it). The
+   * first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd Node timers,
+   * which keep no process alive). The changes are applied by {@link applySrvHosts}; what a rescan cannot
    * use is a `warn` message of the `client` component.
    *
    * Source: Polling SRV Records for mongos Discovery spec, "Implementation".
