@@ -24,7 +24,7 @@
 import type { ConnectionString } from 'mongodb-connection-string-url';
 import { connectionStringClass } from './lazy-dependencies';
 import { parseAddress } from './address';
-import { AUTH_MECHANISMS, MECHANISM_PROPERTIES, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
+import { AUTH_MECHANISMS, isExternalMechanism, MECHANISM_PROPERTIES, MongoCredentials, type AuthMechanism, type CredentialsInit } from './auth/credentials';
 import type { ConnectionOptions } from './connection/connect';
 import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
@@ -467,10 +467,10 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   // The URI database: the default source of credentials (auth spec, SCRAM "source"); read only where it is that.
   const database = (): string => authDatabase(parsed.pathname.replace(/^\//, ''));
   // The source the URI gives credentials of `mechanism`: its authSource, else its database, but for MONGODB-X509,
-  // whose users are in $external whatever the database (auth spec, "Connection String Options"); undefined leaves the
-  // credentials' own default (admin, or $external).
+  // MONGODB-AWS and MONGODB-OIDC, whose users are in $external whatever the database (isExternalMechanism; auth spec,
+  // "Connection String Options"); undefined leaves the credentials' own default (admin, or $external).
   const uriSource = (mechanism: AuthMechanism | undefined): string | undefined =>
-    authSource ?? (mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-AWS' || mechanism === 'MONGODB-OIDC' ? undefined : database() || undefined);
+    authSource ?? (isExternalMechanism(mechanism) ? undefined : database() || undefined);
   // PLAIN takes the URI's database as its source when there is no authSource (auth spec, "PLAIN"), but LDAP users
   // are in $external: a database written for the application's data would send the password where no such user is.
   const warnIfPlainOnDatabase = (mechanism: unknown): void => {

@@ -46,6 +46,16 @@ export type AuthMechanism = (typeof AUTH_MECHANISMS)[number];
 export const EXTERNAL_SOURCE = '$external';
 
 /**
+ * Whether the users of `mechanism` are all in {@link EXTERNAL_SOURCE}, whatever else says (a URI's database, a TXT
+ * record's authSource): MONGODB-X509, MONGODB-AWS and MONGODB-OIDC.
+ *
+ * Source: auth spec, "MONGODB-X509", "MONGODB-AWS", "MONGODB-OIDC" (source MUST be "$external").
+ */
+export function isExternalMechanism(mechanism: AuthMechanism | undefined): boolean {
+  return mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-AWS' || mechanism === 'MONGODB-OIDC';
+}
+
+/**
  * What {@link MongoCredentials} are made from.
  *
  * Source: auth spec, "MongoCredential" (username, source, password, mechanism), "MONGODB-X509", "PLAIN", "MONGODB-AWS", "MONGODB-OIDC" (each one's "MongoCredential Properties").
@@ -346,7 +356,8 @@ export class MongoCredentials {
       this.mechanism = mechanism;
       return;
     }
-    const externalUser = mechanism === 'MONGODB-X509' || mechanism === 'MONGODB-OIDC';
+    // MONGODB-X509 or MONGODB-OIDC here (MONGODB-AWS has returned above).
+    const externalUser = isExternalMechanism(mechanism);
     const oidc = mechanism === 'MONGODB-OIDC';
     if (oidc) checkOidcProperties(mechanismProperties, username);
     if (externalUser ? username !== undefined && (typeof username !== 'string' || username === '') : typeof username !== 'string' || username === '') {

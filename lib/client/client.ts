@@ -47,6 +47,7 @@ import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
+import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
@@ -202,7 +203,7 @@ interface SrvState {
   readonly srvMaxHosts: number | undefined;
   /** The discovery's deadline, in ms (0: none). */
   readonly connectTimeoutMS: number;
-  /** Whether the credentials are MONGODB-X509 or MONGODB-OIDC ones, whose source is `$external`: a TXT record's authSource is not for them. */
+  /** Whether the credentials' source is `$external` (see `isExternalMechanism`): a TXT record's authSource is not for them. */
   readonly externalSource: boolean;
   /** The discovery in progress, or the one that succeeded. */
   discovery: Promise<void> | undefined;
@@ -590,7 +591,7 @@ export class Client {
       srvServiceName: parsed.srvServiceName,
       srvMaxHosts: parsed.srvMaxHosts,
       connectTimeoutMS: optionValue(connectionOptions, 'connectTimeoutMS') ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      externalSource: connectionOptions.credentials?.mechanism === 'MONGODB-X509' || connectionOptions.credentials?.mechanism === 'MONGODB-OIDC',
+      externalSource: isExternalMechanism(connectionOptions.credentials?.mechanism),
       discovery: undefined,
       done: false,
       abort: new AbortController(),

@@ -359,6 +359,15 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(() => open(`mongodb+srv://test5.test.build.10gen.cc/?authMechanism=MONGODB-X509&authSource=thisDB`)).to.throw(InvalidOptionError, /\$external/);
     });
 
+    it('leaves the TXT record\'s authSource to MONGODB-AWS and MONGODB-OIDC credentials too, whose source is $external', async function () {
+      for (const query of ['authMechanism=MONGODB-AWS', 'authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test']) {
+        const client = open(`mongodb+srv://test5.test.build.10gen.cc/?${query}`);
+        await discovered(client);
+        expect(connectedSettings(client)?.connectionOptions.credentials?.source, query).to.equal('$external');
+        expect(connectedSettings(client)!.replicaSet).to.equal('repl0');
+      }
+    });
+
     it('turns TLS off only with tls=false in the URI or the options, never through the TXT record', async function () {
       const uri = open('mongodb+srv://test1.test.build.10gen.cc/?tls=false');
       await discovered(uri);
