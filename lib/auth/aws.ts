@@ -51,7 +51,11 @@ export type AwsCredentialProvider = () => Promise<AwsCredentials>;
 const BODY = 'Action=GetCallerIdentity&Version=2011-06-15';
 /** Credentials closer than this to their expiration are fetched again. Source: auth spec, "Caching Credentials". */
 const EXPIRY_MARGIN_MS = 5 * 60_000;
-/** The read timeout of the credential endpoints. Source: auth spec, "ECS endpoint" (SHOULD enforce 10 seconds). */
+/**
+ * The deadline of each request to a credential endpoint, from its start to the last byte of the answer: an endpoint
+ * that is silent, or that trickles its answer a byte at a time, fails the authentication after it. Source: auth spec,
+ * "ECS endpoint" (SHOULD enforce 10 seconds); extension: counted for the whole request, not for each silence.
+ */
 const ENDPOINT_TIMEOUT_MS = 10_000;
 /**
  * The most an answer of STS, ECS or EC2 may hold: theirs are a few KiB; a longer one fails the authentication
@@ -69,12 +73,13 @@ const environment = {
   ec2: 'http://169.254.169.254',
   now: (): number => Date.now(),
   env: process.env as Record<string, string | undefined>,
+  timeoutMs: ENDPOINT_TIMEOUT_MS,
 };
 const defaults = { ...environment };
 
 /**
- * For tests only (not exported by the package): replaces the STS, ECS and EC2 base URLs, the clock or the
- * environment variables read; no argument restores the defaults. Clears the credential cache.
+ * For tests only (not exported by the package): replaces the STS, ECS and EC2 base URLs, the clock, the environment
+ * variables read or each request's deadline (ms); no argument restores the defaults. Clears the credential cache.
  */
 export function setAwsEnvironmentForTests(replacement?: Partial<typeof environment>): void {
   Object.assign(environment, defaults, replacement ?? {});
@@ -234,16 +239,27 @@ async function ec2(signal?: AbortSignal): Promise<AwsCredentials> {
 
 /**
  * One HTTP(S) request; resolves to the body of a 2xx answer. Rejects with an AuthenticationError naming `from` (never
- * the URL's query, which may hold a token) for another status, a network error, no answer within 10 s, or an answer
- * over {@link MAX_ENDPOINT_ANSWER_BYTES}.
+ * the URL's query, which may hold a token) for another status, a network error, an answer not complete within 10 s of
+ * the request's start (a slow trickle of bytes included), or an answer over {@link MAX_ENDPOINT_ANSWER_BYTES}.
  */
 function request(method: string, url: string, headers: Record<string, string>, signal: AbortSignal | undefined, from: string): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<string>((resolveWith, rejectWith) => {
+    const timeoutMs = environment.timeoutMs;
+    let deadline: NodeJS.Timeout | undefined;
+    const settled = (): void => clearTimeout(deadline);
+    const resolve = (text: string): void => {
+      settled();
+      resolveWith(text);
+    };
+    const reject = (error: unknown): void => {
+      settled();
+      rejectWith(error);
+    };
     const parsed = new URL(url);
     const get = parsed.protocol === 'https:' ? https.request : http.request;
     // agent: false: a socket of its own, closed once answered; none left alive in Node's shared agent between the rare
     // credential fetches.
-    const req = get(parsed, { method, agent: false, headers: { ...headers, 'Content-Length': '0' }, timeout: ENDPOINT_TIMEOUT_MS, ...(signal ? { signal } : {}) }, (res) => {
+    const req = get(parsed, { method, agent: false, headers: { ...headers, 'Content-Length': '0' }, ...(signal ? { signal } : {}) }, (res) => {
       const tooLarge = (): AuthenticationError => failure(`${from} answered with more than ${MAX_ENDPOINT_ANSWER_BYTES} bytes`);
       boundedText(res, MAX_ENDPOINT_ANSWER_BYTES, tooLarge).then(
         (text) => {
@@ -257,7 +273,13 @@ function request(method: string, url: string, headers: Record<string, string>, s
         },
       );
     });
-    req.on('timeout', () => req.destroy(failure(`${from} did not answer within ${ENDPOINT_TIMEOUT_MS} ms`)));
+    // One deadline for the whole request (connection, headers and body): a socket timeout counts silence only, which
+    // an endpoint sending a byte every few seconds would never reach. Rejected first, so that its words are kept.
+    deadline = setTimeout(() => {
+      const error = failure(`${from} did not answer within ${timeoutMs} ms`);
+      reject(error);
+      req.destroy(error);
+    }, timeoutMs);
     req.on('error', (error) => {
       if (signal?.aborted) reject(signal.reason);
       else reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached`, nameOnly(error)));

@@ -348,6 +348,45 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         }
       });
 
+      it('ends each request at its deadline (10 s; 150 ms here): an endpoint silent, or trickling its answer a byte at a time', async function () {
+        const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 1500 ms'), 1500))]);
+        const trickled: number[] = [];
+        const slow = http.createServer((req, res) => {
+          if (req.url === '/silent') return;
+          res.writeHead(200);
+          // A byte every 40 ms: never 150 ms of silence, and the answer never ends.
+          const timer = setInterval(() => res.write(' ', () => trickled.push(Date.now())), 40);
+          res.on('close', () => clearInterval(timer));
+        });
+        await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+        try {
+          const at = `http://127.0.0.1:${(slow.address() as { port: number }).port}`;
+          for (const uri of ['/silent', '/trickle']) {
+            setAwsEnvironmentForTests({ ecs: at, timeoutMs: 150, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: uri } });
+            const started = Date.now();
+            const error = await within(awsCredentials(aws()));
+            const took = Date.now() - started;
+            expect(error, uri).to.be.instanceOf(AuthenticationError);
+            expect((error as Error).message, uri).to.equal('Authentication failed on "$external" with MONGODB-AWS: the ECS endpoint did not answer within 150 ms');
+            expect(took, uri).to.be.within(140, 600);
+          }
+          expect(trickled.length).to.be.greaterThan(1);
+          // The socket is closed at the deadline: no byte is sent on it after.
+          const sent = trickled.length;
+          await new Promise((resolve) => setTimeout(resolve, 120));
+          expect(trickled.length).to.equal(sent);
+        } finally {
+          slow.closeAllConnections();
+          slow.close();
+        }
+        // An answer within the deadline is read; the deadline's timer does not outlive it (the default is 10 s).
+        answer = () => [200, creds('2100-01-01T00:00:00Z')];
+        setAwsEnvironmentForTests({ ecs: base, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
+        const before = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+        expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key' });
+        expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).to.equal(before);
+      });
+
       it('fails naming the source, never a secret, for an HTTP error or no endpoint', async function () {
         answer = () => [500, SECRET];
         setAwsEnvironmentForTests({ ec2: base, env: {} });
