@@ -6,7 +6,8 @@
  * they live only in the objects of this module, and every error raised here is built from fixed words.
  *
  * Source: auth spec, "MONGODB-AWS" ("Conversation", "Region Calculation", "Obtaining Credentials", "Credential
- * Fetching Order", "Caching Credentials").
+ * Fetching Order", "Caching Credentials"); extension: AWS_CONTAINER_CREDENTIALS_FULL_URI and the container
+ * Authorization token (EKS Pod Identity), as the AWS SDK's container credential provider reads them.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -103,12 +104,18 @@ function failure(why: string, cause?: unknown): AuthenticationError {
  * The credentials to sign with, in the spec's order: the AWS_CREDENTIAL_PROVIDER property; else cached ones still
  * valid; else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN if set), read now and never cached;
  * else AssumeRoleWithWebIdentity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN set); else the ECS endpoint
- * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set), else the EC2 endpoint (IMDSv2); those last three are cached.
+ * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set); else the container endpoint AWS_CONTAINER_CREDENTIALS_FULL_URI names
+ * (EKS Pod Identity, some Lambda and Greengrass set-ups; an extension, see {@link containerEndpoint}); else the EC2
+ * endpoint (IMDSv2); those last four are cached. A container endpoint (either variable) is sent the Authorization
+ * header of AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (read at each fetch) or else AWS_CONTAINER_AUTHORIZATION_TOKEN.
  *
- * @throws {AuthenticationError} when none can be obtained, naming the source, never a secret.
+ * @throws {AuthenticationError} when none can be obtained, naming the source, never a secret (nor the container
+ *   Authorization token); for an AWS_CONTAINER_CREDENTIALS_FULL_URI that is not allowed, before any request.
  * @throws `signal.reason` once `signal` aborts, even while the provider or an endpoint has not answered.
  *
- * Source: auth spec, "Credential Fetching Order", "Environment variables", "Caching Credentials".
+ * Source: auth spec, "Credential Fetching Order", "Environment variables", "Caching Credentials"; extension: the AWS
+ * SDK's container credential provider (FULL_URI, the Authorization token), in the place the SDK's chain gives it
+ * (after RELATIVE_URI, before EC2).
  */
 export async function awsCredentials(credentials: MongoCredentials, signal?: AbortSignal): Promise<AwsCredentials> {
   const provider = credentials.mechanismProperties.AWS_CREDENTIAL_PROVIDER as AwsCredentialProvider | undefined;
@@ -142,13 +149,87 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
     fetched = await webIdentity(env.AWS_WEB_IDENTITY_TOKEN_FILE, env.AWS_ROLE_ARN, env.AWS_ROLE_SESSION_NAME, signal);
   } else if (env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) {
     const uri = env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI;
-    fetched = fromJson(await request('GET', `${environment.ecs}${uri.startsWith('/') ? '' : '/'}${uri}`, {}, signal, 'the ECS endpoint'), 'the ECS endpoint');
+    const from = 'the ECS endpoint';
+    fetched = fromJson(await request('GET', `${environment.ecs}${uri.startsWith('/') ? '' : '/'}${uri}`, await containerHeaders(env), signal, from), from);
+  } else if (env.AWS_CONTAINER_CREDENTIALS_FULL_URI) {
+    const url = containerEndpoint(env.AWS_CONTAINER_CREDENTIALS_FULL_URI);
+    const from = 'the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI';
+    fetched = fromJson(await request('GET', url.href, await containerHeaders(env), signal, from), from);
   } else {
     fetched = await ec2(signal);
   }
   // Written at once (one assignment): no lock, so concurrent authentications may each fetch (auth spec: MUST not lock).
   cached = fetched;
   return fetched;
+}
+
+/** The hosts an `http:` AWS_CONTAINER_CREDENTIALS_FULL_URI may name (as WHATWG URL writes them), besides 127.0.0.0/8. */
+const CONTAINER_HOSTS: ReadonlySet<string> = new Set([
+  '169.254.170.2', // ECS task metadata
+  '169.254.170.23', // EKS Pod Identity agent, IPv4
+  '[fd00:ec2::23]', // EKS Pod Identity agent, IPv6
+  '[::1]',
+  'localhost', // Greengrass's token exchange service
+]);
+
+/**
+ * The URL of AWS_CONTAINER_CREDENTIALS_FULL_URI `text` when the AWS SDK's container provider allows it: any `https:`
+ * URL, or an `http:` one whose host is a loopback address (127.0.0.0/8, ::1, localhost), the ECS task metadata address
+ * 169.254.170.2 or an EKS Pod Identity address (169.254.170.23, fd00:ec2::23). IP addresses are compared as written
+ * after WHATWG URL parsing (so `http://127.1/` is 127.0.0.1); no name is resolved, so `http://example.com` and
+ * `http://169.254.169.254` (EC2's metadata service) are refused: plain HTTP elsewhere would let the network read or
+ * forge the credentials.
+ *
+ * @throws {AuthenticationError} naming the variable and what is allowed (never the value, which may hold a
+ *   token in its query) for a value that is not a URL or not allowed.
+ *
+ * Source: extension: the AWS SDK's container credential provider (its allowed hosts; the SDKs and Tools Reference
+ * Guide, "Container credential provider").
+ */
+export function containerEndpoint(text: string): URL {
+  const allowed = 'it must be an https URL, or an http URL to a loopback address (127.0.0.0/8, ::1, localhost), 169.254.170.2 (ECS) or 169.254.170.23 or fd00:ec2::23 (EKS Pod Identity)';
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw failure(`AWS_CONTAINER_CREDENTIALS_FULL_URI is not a URL: ${allowed}`);
+  }
+  if (url.protocol === 'https:') return url;
+  const host = url.hostname;
+  const loopbackV4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  if (url.protocol === 'http:' && (CONTAINER_HOSTS.has(host) || loopbackV4)) return url;
+  throw failure(`AWS_CONTAINER_CREDENTIALS_FULL_URI is not allowed: ${allowed}`);
+}
+
+/**
+ * The headers of a request to a container endpoint: `Authorization` with the contents of the file
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names (read now, at each fetch, as EKS rotates it; surrounding white space
+ * left out), else AWS_CONTAINER_AUTHORIZATION_TOKEN's value, else none.
+ *
+ * @throws {AuthenticationError} for a file that cannot be read or is empty, or a token holding a line break or
+ *   another character an HTTP header cannot carry; never with the token.
+ *
+ * Source: extension: the AWS SDK's container credential provider (the file wins over the variable).
+ */
+async function containerHeaders(env: Record<string, string | undefined>): Promise<Record<string, string>> {
+  let token: string | undefined;
+  let name: string;
+  if (env.AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE) {
+    name = 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names';
+    try {
+      token = (await readFile(env.AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, 'utf8')).trim();
+    } catch (error) {
+      throw failure(`${name} cannot be read`, nameOnly(error));
+    }
+    if (token === '') throw failure(`${name} is empty`);
+  } else {
+    name = 'AWS_CONTAINER_AUTHORIZATION_TOKEN';
+    token = env.AWS_CONTAINER_AUTHORIZATION_TOKEN || undefined;
+  }
+  if (token === undefined) return {};
+  // What Node's HTTP client refuses in a header value (CR and LF above all: they would add headers or a request).
+  if (/[^\t\x20-\x7e\x80-\xff]/.test(token)) throw failure(`the token of ${name} holds a line break or another character an HTTP header cannot carry`);
+  return { Authorization: token };
 }
 
 /** Clears the cache. Source: auth spec, "Caching Credentials" (if AWS authentication fails for any reason). */

@@ -1,26 +1,31 @@
 /**
  * MONGODB-AWS: the conversation and its bytes, the checks of the server's answer, the region, the SigV4 signer against
  * AWS's published examples, each credential source in the spec's order (local HTTP servers in place of STS, ECS and
- * EC2), the cache and its expiry (an injected clock), and pools and connect() against the embedded endpoint (which
- * verifies the signature in place of STS). No test may find the secret access key or the session token in an error,
- * event, log message or inspection.
+ * EC2) with the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity) where the AWS SDK puts it,
+ * each request's deadline, the cache and its expiry (an injected clock), and pools and connect() against the embedded
+ * endpoint (which verifies the signature in place of STS). No test may find the secret access key, the session token
+ * or the container Authorization token in an error, event, log message or inspection.
  */
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { Binary, deserialize, serialize, type Document } from 'bson';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoServerError, connect, type LogSink } from '../../lib';
 import { speculativeStart } from '../../lib/auth/authenticate';
-import { awsAuthenticate, awsCredentials, awsRegion, awsSignedRequest, setAwsEnvironmentForTests, sigV4Authorization, type AwsCredentials } from '../../lib/auth/aws';
+import { awsAuthenticate, awsCredentials, awsRegion, awsSignedRequest, clearAwsCredentialCache, containerEndpoint, setAwsEnvironmentForTests, sigV4Authorization, type AwsCredentials } from '../../lib/auth/aws';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
 
 const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
 const TOKEN = 'session-token-not-to-show';
 const KEY_ID = 'AKIAICGVLKOKZVY3X3DA';
+/** The container endpoint's Authorization token (EKS Pod Identity's service account token): a secret too. */
+const POD_TOKEN = 'eyJhbGciOiJSUzI1NiJ9.pod-identity-token-not-to-show';
 
 const shown = (value: unknown): string => `${value instanceof Error ? value.message : ''} ${inspect(value, { depth: 8, showHidden: true })} ${JSON.stringify(value) ?? ''}`;
 const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
@@ -387,6 +392,199 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).to.equal(before);
       });
 
+      describe('the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity; extension, as the AWS SDK)', function () {
+        const tokenFile = path.join(os.tmpdir(), `aws-pod-token-${process.pid}`);
+        /** Each http.request and https.request call (its URL and headers), passed on to Node's unless `redirect` sends it elsewhere. */
+        let calls: { url: string; headers: Record<string, unknown> }[] = [];
+        let redirect: string | undefined;
+        // Node's own module objects (the namespace imports are read-only views of them).
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const nodeHttp = require('node:http') as { request: typeof http.request };
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const nodeHttps = require('node:https') as { request: typeof https.request };
+        const realHttp = nodeHttp.request;
+        const realHttps = nodeHttps.request;
+        beforeEach(function () {
+          calls = [];
+          redirect = undefined;
+          const spy = (real: typeof http.request) => ((url: URL, options: http.RequestOptions, callback: (res: http.IncomingMessage) => void) => {
+            calls.push({ url: url.href, headers: { ...(options.headers as Record<string, unknown>) } });
+            return real(redirect === undefined ? url : new URL(`${url.pathname}${url.search}`, redirect), options, callback);
+          }) as typeof http.request;
+          nodeHttp.request = spy(realHttp);
+          nodeHttps.request = spy(realHttps as typeof http.request) as typeof https.request;
+        });
+        afterEach(function () {
+          nodeHttp.request = realHttp;
+          nodeHttps.request = realHttps;
+          fs.rmSync(tokenFile, { force: true });
+        });
+
+        it('fetches from an EKS Pod Identity address with the token file\'s Authorization (read at each fetch), and caches the credentials', async function () {
+          answer = (req) => (req.headers.authorization === POD_TOKEN || req.headers.authorization === `${POD_TOKEN}-2` ? [200, creds('2100-01-01T00:00:00Z')] : [403, '']);
+          fs.writeFileSync(tokenFile, `${POD_TOKEN}\n`);
+          redirect = base;
+          setAwsEnvironmentForTests({ ec2: `${base}/ec2`, env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: 'http://169.254.170.23/v1/credentials', AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile } });
+          expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key', secretAccessKey: SECRET, sessionToken: TOKEN });
+          expect(calls).to.deep.equal([{ url: 'http://169.254.170.23/v1/credentials', headers: { Authorization: POD_TOKEN, 'Content-Length': '0' } }]);
+          expect(requests.map((r) => `${r.method} ${r.url} ${r.headers.authorization}`)).to.deep.equal([`GET /v1/credentials ${POD_TOKEN}`]);
+          await awsCredentials(aws());
+          expect(requests).to.have.length(1);
+          // EKS rotates the token: the file is read again at the next fetch.
+          fs.writeFileSync(tokenFile, `${POD_TOKEN}-2`);
+          clearAwsCredentialCache();
+          await awsCredentials(aws());
+          expect(requests.map((r) => r.headers.authorization)).to.deep.equal([POD_TOKEN, `${POD_TOKEN}-2`]);
+          // Its socket is closed once answered, as the other endpoints'.
+          await new Promise((resolve) => setImmediate(resolve));
+          expect(await new Promise((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))))).to.equal(0);
+        });
+
+        it('sends AWS_CONTAINER_AUTHORIZATION_TOKEN when no token file is named, the file\'s token when both are, and no Authorization with neither', async function () {
+          answer = () => [200, creds('2100-01-01T00:00:00Z')];
+          const full = `${base}/full`;
+          fs.writeFileSync(tokenFile, `  ${POD_TOKEN}-file \r\n`);
+          const cases: [Record<string, string>, string | undefined][] = [
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN }, POD_TOKEN],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile }, `${POD_TOKEN}-file`],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile }, `${POD_TOKEN}-file`],
+            [{}, undefined],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: '' }, undefined],
+          ];
+          for (const [vars, sent] of cases) {
+            requests.length = 0;
+            setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: full, ...vars } });
+            expect(await awsCredentials(aws()), JSON.stringify(vars)).to.deep.include({ accessKeyId: 'tmp-key' });
+            expect(requests.map((r) => [r.method, r.url, r.headers.authorization]), JSON.stringify(vars)).to.deep.equal([['GET', '/full', sent]]);
+          }
+        });
+
+        it('comes after the environment, AssumeRoleWithWebIdentity and AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (which also sends the token), and before EC2', async function () {
+          answer = (req) => (req.url === '/sts/?' ? [500, ''] : req.method === 'POST' ? [200, JSON.stringify({ Credentials: { AccessKeyId: 'web-key', SecretAccessKey: SECRET } })] : [200, JSON.stringify({ AccessKeyId: `key${req.url}`, SecretAccessKey: SECRET })]);
+          const web = path.join(os.tmpdir(), `aws-web-token-${process.pid}`);
+          fs.writeFileSync(web, 'the-web-token');
+          try {
+            const full = { AWS_CONTAINER_CREDENTIALS_FULL_URI: `${base}/full`, AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN };
+            const cases: [Record<string, string>, string, string][] = [
+              [{ ...full, AWS_ACCESS_KEY_ID: 'env-key', AWS_SECRET_ACCESS_KEY: 'env-secret' }, 'env-key', ''],
+              [{ ...full, AWS_WEB_IDENTITY_TOKEN_FILE: web, AWS_ROLE_ARN: 'arn:aws:iam::1:role/r' }, 'web-key', 'POST'],
+              [{ ...full, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/relative' }, 'key/relative', `GET /relative ${POD_TOKEN}`],
+              [full, 'key/full', `GET /full ${POD_TOKEN}`],
+              [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN }, 'EC2', `PUT /ec2/latest/api/token ${undefined}`],
+            ];
+            for (const [vars, key, first] of cases) {
+              requests.length = 0;
+              setAwsEnvironmentForTests({ sts: base, ecs: base, ec2: `${base}/ec2`, env: vars });
+              const got = await awsCredentials(aws()).catch((e: unknown) => e);
+              // EC2 is reached with neither URI (its answers here are no IMDSv2 conversation, which does not matter), and
+              // is not sent the container token.
+              if (key !== 'EC2') expect((got as AwsCredentials).accessKeyId, JSON.stringify(vars)).to.equal(key);
+              expect(requests.map((r) => (r.method === 'POST' ? 'POST' : `${r.method} ${r.url} ${r.headers.authorization}`))[0] ?? '', JSON.stringify(vars)).to.equal(first);
+              if (key !== 'EC2') expect(requests.length, JSON.stringify(vars)).to.be.at.most(1);
+            }
+          } finally {
+            fs.rmSync(web);
+          }
+        });
+
+        it('allows https, and http to loopback, ECS and EKS Pod Identity addresses only', async function () {
+          const allowed = [
+            'https://example.com/creds', 'https://169.254.169.254/x', 'http://169.254.170.2/v2/credentials/x', 'http://169.254.170.23/v1/credentials',
+            'http://[fd00:ec2::23]/v1/credentials', 'http://[fd00:0ec2:0:0:0:0:0:23]/v1/credentials', 'http://127.0.0.1:8080/', 'http://127.255.3.4/', 'http://127.1/',
+            'http://[::1]:1338/', 'http://[0:0:0:0:0:0:0:1]/', 'http://localhost:1338/2016-11-01/credentialprovider/', 'http://LOCALHOST/',
+          ];
+          for (const url of allowed) expect(() => containerEndpoint(url), url).to.not.throw();
+          const refused = [
+            'http://example.com/creds', 'http://169.254.169.254/latest/meta-data/iam/security-credentials/r', 'http://169.254.170.3/', 'http://169.254.170.22/',
+            'http://10.0.0.1/', 'http://0.0.0.0/', 'http://128.0.0.1/', 'http://[::ffff:127.0.0.1]/', 'http://[fd00:ec2::24]/', 'http://[::2]/',
+            'http://127.0.0.1.example.com/', 'http://localhost.example.com/', 'ftp://127.0.0.1/', 'file:///etc/passwd', 'ws://127.0.0.1/', 'not a url', '/v1/credentials',
+            `http://example.com/?token=${POD_TOKEN}`,
+          ];
+          fs.writeFileSync(tokenFile, POD_TOKEN);
+          for (const url of refused) {
+            setAwsEnvironmentForTests({ ec2: base, env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: url, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile } });
+            const error = await rejection(awsCredentials(aws()));
+            expect(error, url).to.be.instanceOf(AuthenticationError);
+            const why = url === 'not a url' || url === '/v1/credentials' ? 'is not a URL' : 'is not allowed';
+            expect((error as Error).message, url).to.equal(
+              `Authentication failed on "$external" with MONGODB-AWS: AWS_CONTAINER_CREDENTIALS_FULL_URI ${why}: it must be an https URL, or an http URL to a loopback address (127.0.0.0/8, ::1, localhost), 169.254.170.2 (ECS) or 169.254.170.23 or fd00:ec2::23 (EKS Pod Identity)`,
+            );
+            expect(shown(error), url).to.not.include(POD_TOKEN).and.not.include('example');
+          }
+          // The URL is judged first: a token file that cannot be read does not hide a refused URL.
+          setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: 'http://example.com/', AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: `${tokenFile}-missing` } });
+          expect(((await rejection(awsCredentials(aws()))) as Error).message).to.include('AWS_CONTAINER_CREDENTIALS_FULL_URI is not allowed');
+          // Refused before any request: to it, or to EC2 in its place.
+          expect(calls).to.deep.equal([]);
+          expect(requests).to.deep.equal([]);
+          // Allowed ones are requested: http to 127.0.0.1 here (the other tests), https to a local port (its TLS handshake then fails).
+          let connections = 0;
+          const tcp = net.createServer((socket) => {
+            connections += 1;
+            socket.destroy();
+          });
+          await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+          try {
+            setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: `https://127.0.0.1:${(tcp.address() as net.AddressInfo).port}/creds` } });
+            const error = await rejection(awsCredentials(aws()));
+            expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI could not be reached');
+            expect(connections).to.equal(1);
+            expect(calls.map((c) => c.url)).to.deep.equal([`https://127.0.0.1:${(tcp.address() as net.AddressInfo).port}/creds`]);
+          } finally {
+            tcp.close();
+          }
+        });
+
+        it('refuses a token holding CR, LF or another character a header cannot carry, an empty or unreadable token file, before any request', async function () {
+          const cases: [Record<string, string>, string | undefined, string][] = [
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: `${POD_TOKEN}\r\nX-Injected: 1` }, undefined, 'the token of AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: `${POD_TOKEN}\nX` }, undefined, 'the token of AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: `${POD_TOKEN}\rX` }, undefined, 'the token of AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: `${POD_TOKEN}\u0000` }, undefined, 'the token of AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN: `${POD_TOKEN}\u2028` }, undefined, 'the token of AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile }, `${POD_TOKEN}\r\nX-Injected: 1\n`, 'the token of the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names holds a line break or another character an HTTP header cannot carry'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile, AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN }, ' \n', 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names is empty'],
+            [{ AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: `${tokenFile}-missing`, AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN }, undefined, 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names cannot be read'],
+          ];
+          for (const [vars, file, why] of cases) {
+            if (file !== undefined) fs.writeFileSync(tokenFile, file);
+            for (const uri of [{ AWS_CONTAINER_CREDENTIALS_FULL_URI: `${base}/full` }, { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/relative' }]) {
+              setAwsEnvironmentForTests({ ecs: base, ec2: base, env: { ...uri, ...vars } });
+              const error = await rejection(awsCredentials(aws()));
+              expect(error, why).to.be.instanceOf(AuthenticationError);
+              expect((error as Error).message, why).to.equal(`Authentication failed on "$external" with MONGODB-AWS: ${why}`);
+              expect(shown(error), why).to.not.include(POD_TOKEN);
+            }
+          }
+          expect(calls).to.deep.equal([]);
+          expect(requests).to.deep.equal([]);
+        });
+
+        it('shows the Authorization token in no error: an endpoint that echoes it with 401, answers no JSON, or cannot be reached', async function () {
+          answer = (req) => (req.url === '/401' ? [401, `bad token ${req.headers.authorization}`] : [200, `not json ${req.headers.authorization}`]);
+          const refused = net.createServer();
+          await new Promise<void>((resolve) => refused.listen(0, '127.0.0.1', resolve));
+          const closed = `http://127.0.0.1:${(refused.address() as net.AddressInfo).port}/x`;
+          await new Promise((resolve) => refused.close(resolve));
+          const cases: [string, string][] = [
+            [`${base}/401`, 'the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI answered with HTTP status 401'],
+            [`${base}/200`, 'the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI answered with something that is not JSON'],
+            [closed, 'the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI could not be reached'],
+          ];
+          for (const [url, why] of cases) {
+            setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: url, AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN } });
+            const error = await rejection(awsAuthenticate(fakeServer(goodFirst()).run, aws()));
+            expect((error as Error).message, url).to.equal(`Authentication failed on "$external" with MONGODB-AWS: ${why}`);
+            expect(shown(error), url).to.not.include(POD_TOKEN);
+          }
+          expect(requests.map((r) => r.headers.authorization)).to.deep.equal([POD_TOKEN, POD_TOKEN]);
+          // Nor in the credentials obtained.
+          answer = () => [200, creds('2100-01-01T00:00:00Z')];
+          setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: base, AWS_CONTAINER_AUTHORIZATION_TOKEN: POD_TOKEN } });
+          expect(shown(await awsCredentials(aws()))).to.not.include(POD_TOKEN);
+        });
+      });
+
       it('fails naming the source, never a secret, for an HTTP error or no endpoint', async function () {
         answer = () => [500, SECRET];
         setAwsEnvironmentForTests({ ec2: base, env: {} });
@@ -436,6 +634,44 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       expect(shown((await run()).result)).to.include('Authentication failed.');
       for (const text of [...ok.events, ...failed.events, ...messages, shown(failed.result)]) {
         expect(text).to.not.include(SECRET).and.not.include(TOKEN);
+      }
+    });
+
+    it('a pool authenticates with the credentials of AWS_CONTAINER_CREDENTIALS_FULL_URI; the Authorization token in no event, log or error', async function () {
+      const seen: (string | undefined)[] = [];
+      const agent = http.createServer((req, res) => {
+        seen.push(req.headers.authorization);
+        if (req.headers.authorization !== POD_TOKEN) return void res.writeHead(401).end(`refused ${req.headers.authorization}`);
+        res.writeHead(200).end(JSON.stringify({ AccessKeyId: KEY_ID, SecretAccessKey: SECRET, Token: TOKEN, Expiration: '2100-01-01T00:00:00Z' }));
+      });
+      await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+      const full = `http://127.0.0.1:${(agent.address() as net.AddressInfo).port}/v1/credentials`;
+      const messages: string[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const run = async (token: string): Promise<{ events: string[]; result: unknown }> => {
+        setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: full, AWS_CONTAINER_AUTHORIZATION_TOKEN: token } });
+        const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+        const events: string[] = [];
+        pool.events$.subscribe((e) => events.push(shown(e)));
+        pool.ready();
+        try {
+          return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
+        } finally {
+          pool.close();
+        }
+      };
+      try {
+        const ok = await run(POD_TOKEN);
+        expect(ok.result).to.not.be.instanceOf(Error);
+        expect((ok.result as Document).authInfo.authenticatedUsers[0].db).to.equal('$external');
+        const failed = await run(`${POD_TOKEN}-wrong`);
+        expect(shown(failed.result)).to.include('the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI answered with HTTP status 401');
+        expect(seen).to.deep.equal([POD_TOKEN, `${POD_TOKEN}-wrong`]);
+        for (const text of [...ok.events, ...failed.events, ...messages, shown(failed.result)]) {
+          expect(text).to.not.include(POD_TOKEN).and.not.include(SECRET).and.not.include(TOKEN);
+        }
+      } finally {
+        agent.close();
       }
     });
 
