@@ -492,13 +492,15 @@ describe('the npm package', function () {
     });
 
     // A cold start (a serverless function, a CLI) pays for every module loaded: these two only some uses need.
-    it('loads the connection string parser and SASLprep only once a URI or credentials need them, and fails with their own error when they cannot be loaded', async function () {
+    it('loads the connection string parser, SASLprep and Node\'s HTTP client only once a URI or credentials need them, and fails with their own error when they cannot be loaded', async function () {
       const script = `
         const path = require('node:path');
         const lazy = ['mongodb-connection-string-url', '@mongodb-js/saslprep'];
         const loaded = () => lazy.filter((name) => Object.keys(require.cache).some((f) => f.includes(path.join('node_modules', name, '')))).join(' ');
         const rxcmap = require('rxcmap');
         const steps = [loaded()];
+        // Node's HTTP client, which only MONGODB-AWS credentials fetched from AWS need.
+        if (process.moduleLoadList.some((m) => m === 'NativeModule http' || m === 'NativeModule https')) steps.push('node:http');
         new rxcmap.ConnectionPool({ address: 'localhost:27017' }).close();
         steps.push(loaded());
         rxcmap.connect('mongodb://localhost:27017/').close();
