@@ -560,6 +560,42 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
           expect(requests).to.deep.equal([]);
         });
 
+        it('refuses a token file that is a FIFO, a device or over 64 KiB at once, unread: a FIFO no one writes to held the authentication (and a libuv thread) past every deadline', async function () {
+          if (process.platform === 'win32') this.skip();
+          const fifo = `${tokenFile}-fifo`;
+          fs.rmSync(fifo, { force: true });
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          (require('node:child_process') as typeof import('node:child_process')).execFileSync('mkfifo', [fifo]);
+          fs.writeFileSync(tokenFile, 'x'.repeat(65_537));
+          const cases: [Record<string, string>, string][] = [
+            [{ AWS_CONTAINER_CREDENTIALS_FULL_URI: `${base}/full`, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: fifo }, 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names is not a regular file'],
+            [{ AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/relative', AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: '/dev/zero' }, 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names is not a regular file'],
+            [{ AWS_CONTAINER_CREDENTIALS_FULL_URI: `${base}/full`, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile }, 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names holds more than 65536 bytes'],
+            [{ AWS_WEB_IDENTITY_TOKEN_FILE: fifo, AWS_ROLE_ARN: 'arn:aws:iam::1:role/r' }, 'the file AWS_WEB_IDENTITY_TOKEN_FILE names is not a regular file'],
+            [{ AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: 'arn:aws:iam::1:role/r' }, 'the file AWS_WEB_IDENTITY_TOKEN_FILE names holds more than 65536 bytes'],
+          ];
+          try {
+            for (const [vars, why] of cases) {
+              setAwsEnvironmentForTests({ sts: base, ecs: base, ec2: base, env: vars });
+              const started = Date.now();
+              const error = await Promise.race([rejection(awsCredentials(aws())), new Promise((resolve) => setTimeout(() => resolve('still waiting after 1000 ms'), 1000))]);
+              expect(error, why).to.be.instanceOf(AuthenticationError);
+              expect((error as Error).message, why).to.equal(`Authentication failed on "$external" with MONGODB-AWS: ${why}`);
+              expect(Date.now() - started, why).to.be.below(500);
+            }
+            expect(calls).to.deep.equal([]);
+            expect(requests).to.deep.equal([]);
+          } finally {
+            // A reader still blocked opening the FIFO: a writer that opens and closes it lets the reader go.
+            try {
+              fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+            } catch {
+              // no reader left
+            }
+            fs.rmSync(fifo, { force: true });
+          }
+        });
+
         it('shows the Authorization token in no error: an endpoint that echoes it with 401, answers no JSON, or cannot be reached', async function () {
           answer = (req) => (req.url === '/401' ? [401, `bad token ${req.headers.authorization}`] : [200, `not json ${req.headers.authorization}`]);
           const refused = net.createServer();
