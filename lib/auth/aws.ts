@@ -10,8 +10,6 @@
  * Authorization token (EKS Pod Identity), as the AWS SDK's container credential provider reads them.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import type * as FsPromises from 'node:fs/promises';
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
 import { Binary, deserialize, serialize, type Document } from 'bson';
@@ -20,6 +18,7 @@ import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
+import { readTokenFile } from './token-file';
 import { untilAborted } from './until-aborted';
 import { binaryBytes, withoutEcho } from './without-echo';
 
@@ -48,57 +47,6 @@ export interface AwsCredentials {
  * Source: auth spec, "Custom Credential Providers", "MONGODB-AWS" mechanism_properties.
  */
 export type AwsCredentialProvider = () => Promise<AwsCredentials>;
-
-/**
- * The text of token file `file` (AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, AWS_WEB_IDENTITY_TOKEN_FILE), surrounding
- * white space left out. node:fs/promises is loaded on the first call, as node:http and node:https are on the first
- * request: the HTTP client is a twelfth of what loading the package costs (about 6 of 70 ms in a fresh process), and
- * only MONGODB-AWS credentials fetched from AWS need it.
- *
- * @throws {AuthenticationError} `${name} cannot be read` for a file that cannot be opened or read (its error's name
- *   only as the cause); `${name} is not a regular file` for a FIFO, a device such as /dev/zero or a directory, opened
- *   without waiting and never read (a FIFO no one writes to would hold the authentication, and a libuv thread, for
- *   ever; a device could fill the memory); `${name} holds more than 65536 bytes` for a longer file, read no further.
- *
- * Source: extension (the tokens are a few KiB; STS takes a web identity token of up to 20,000 characters).
- */
-async function readTokenFile(file: string, name: string): Promise<string> {
-  const fs = require('node:fs/promises') as typeof FsPromises;
-  let handle: FsPromises.FileHandle;
-  try {
-    handle = await fs.open(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-  } catch (error) {
-    throw failure(`${name} cannot be read`, nameOnly(error));
-  }
-  try {
-    let stat: Stats;
-    try {
-      stat = await handle.stat();
-    } catch (error) {
-      throw failure(`${name} cannot be read`, nameOnly(error));
-    }
-    if (!stat.isFile()) throw failure(`${name} is not a regular file`);
-    const buffer = Buffer.alloc(MAX_TOKEN_FILE_BYTES + 1);
-    let length = 0;
-    try {
-      for (;;) {
-        const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-        if (bytesRead === 0) break;
-        length += bytesRead;
-        if (length > MAX_TOKEN_FILE_BYTES) throw failure(`${name} holds more than ${MAX_TOKEN_FILE_BYTES} bytes`);
-      }
-    } catch (error) {
-      if (error instanceof AuthenticationError) throw error;
-      throw failure(`${name} cannot be read`, nameOnly(error));
-    }
-    return buffer.toString('utf8', 0, length).trim();
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-}
-
-/** The most a token file may hold; a longer one fails the authentication. Source: extension. */
-const MAX_TOKEN_FILE_BYTES = 65_536;
 
 /** The body of the signed GetCallerIdentity request. Source: auth spec, "Conversation" (Body, 43 bytes). */
 const BODY = 'Action=GetCallerIdentity&Version=2011-06-15';
@@ -268,7 +216,7 @@ async function containerHeaders(env: Record<string, string | undefined>): Promis
   let name: string;
   if (env.AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE) {
     name = 'the file AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE names';
-    token = await readTokenFile(env.AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, name);
+    token = (await readTokenFile(env.AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, name, failure)).trim();
     if (token === '') throw failure(`${name} is empty`);
   } else {
     name = 'AWS_CONTAINER_AUTHORIZATION_TOKEN';
@@ -327,7 +275,7 @@ function fromJson(text: string, from: string): AwsCredentials {
  * (AWS_ROLE_SESSION_NAME, else a random one). Source: auth spec, "AssumeRoleWithWebIdentity".
  */
 async function webIdentity(tokenFile: string, roleArn: string, sessionName: string | undefined, signal?: AbortSignal): Promise<AwsCredentials> {
-  const token = await readTokenFile(tokenFile, 'the file AWS_WEB_IDENTITY_TOKEN_FILE names');
+  const token = (await readTokenFile(tokenFile, 'the file AWS_WEB_IDENTITY_TOKEN_FILE names', failure)).trim();
   const query = new URLSearchParams({
     Action: 'AssumeRoleWithWebIdentity',
     RoleSessionName: sessionName || `rxcmap-${randomBytes(8).toString('hex')}`,

@@ -12,13 +12,13 @@
  * Source: auth spec, "MONGODB-OIDC" ("Machine Authentication Flow", "Built-in OIDC Environment Integrations", "OIDC
  * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication").
  */
-import { readFile } from 'node:fs/promises';
 import { Binary, BSON, type Document } from 'bson';
 import { AuthenticationError, MongoServerError } from '../errors';
 import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
 import { untilAborted } from './until-aborted';
+import { readTokenFile } from './token-file';
 import { withoutEcho } from './without-echo';
 
 /** The mechanism name. Source: auth spec, "MONGODB-OIDC" (mechanism MUST be "MONGODB-OIDC"). */
@@ -305,14 +305,14 @@ function tokenSource(credentials: MongoCredentials): { what: string; fetch: (par
   }
 }
 
-/** The contents of the token file `file` (named by `name`), as given. */
+/**
+ * The contents of the token file `file` (named by `name`), as given: a regular file of at most 64 KiB (see
+ * {@link readTokenFile}); a FIFO or a device is refused unread.
+ */
 async function fileToken(name: string, file: string | undefined): Promise<OidcCredential> {
   if (file === undefined || file === '') throw new Error(`${name} is not set`);
-  try {
-    return { accessToken: await readFile(file, 'utf8') };
-  } catch (error) {
-    throw new Error(`reading the token file of ${name} failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
+  const fail = (why: string, cause?: Error): Error => new Error(cause === undefined ? why : `${why}: ${cause.message}`);
+  return { accessToken: await readTokenFile(file, `the token file of ${name}`, fail) };
 }
 
 /**

@@ -443,6 +443,40 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       expect((error as Error).message).to.include('OIDC_TOKEN_FILE is not set');
     });
 
+    it('test and k8s: a token file that is a FIFO, a device or over 64 KiB fails the establishment at once, unread (a FIFO no one wrote to held it past connectTimeoutMS, /dev/zero filled the memory)', async function () {
+      if (process.platform === 'win32') this.skip();
+      const fifo = path.join(dir, 'fifo');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('node:child_process') as typeof import('node:child_process')).execFileSync('mkfifo', [fifo]);
+      const large = path.join(dir, 'large');
+      fs.writeFileSync(large, 'x'.repeat(65_537));
+      const cases: [string, string, string, string][] = [
+        ['test', 'OIDC_TOKEN_FILE', fifo, 'is not a regular file'],
+        ['test', 'OIDC_TOKEN_FILE', '/dev/zero', 'is not a regular file'],
+        ['test', 'OIDC_TOKEN_FILE', large, 'holds more than 65536 bytes'],
+        ['k8s', 'AWS_WEB_IDENTITY_TOKEN_FILE', fifo, 'is not a regular file'],
+      ];
+      try {
+        for (const [environment, variable, file, why] of cases) {
+          process.env[variable] = file;
+          const started = Date.now();
+          const outcome = establishOne(server.address, { credentials: env_({ ENVIRONMENT: environment }), connectTimeoutMS: 2000 });
+          const error = await Promise.race([rejection(outcome), new Promise((resolve) => setTimeout(() => resolve('still waiting after 1000 ms'), 1000))]);
+          expect(error, `${variable}=${file}`).to.be.instanceOf(AuthenticationError);
+          expect((error as Error).message, `${variable}=${file}`).to.include(why);
+          expect(Date.now() - started).to.be.below(500);
+          delete process.env[variable];
+        }
+        expect(server.oidc!.authentications).to.equal(0);
+      } finally {
+        try {
+          fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+        } catch {
+          // no reader left
+        }
+      }
+    });
+
     it('k8s: AZURE_FEDERATED_TOKEN_FILE, else AWS_WEB_IDENTITY_TOKEN_FILE', async function () {
       fs.writeFileSync(path.join(dir, 'aws'), TOKEN);
       fs.writeFileSync(path.join(dir, 'azure'), BAD_TOKEN);
