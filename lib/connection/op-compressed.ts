@@ -266,3 +266,104 @@ function settleUnwrapped(message: WireMessage, compressed: CompressedBody, origi
     return Promise.reject(error);
   }
 }
+
+/** The snappy and zstd codecs this library can speak in addition to zlib, by name. */
+export type ExtraCompressorName = 'snappy' | 'zstd';
+
+/** Node's zstd functions (Node.js 22.15 / 23.8 and later), absent from older runtimes and from @types/node 20. */
+interface NodeZstd {
+  zstdCompressSync(data: Buffer, options?: { params?: Record<number, number> }): Buffer;
+  zstdDecompressSync(data: Buffer, options?: { maxOutputLength?: number }): Buffer;
+}
+
+/**
+ * Why `name` cannot be used in this process, or undefined when it can: zstd needs Node's `zlib.zstdCompress`
+ * (Node.js 22.15 / 23.8 or later); snappy needs the optional package `snappy` (loaded on this first call, never
+ * with the package). Never throws.
+ *
+ * Source: extension (the official driver loads the same optional `snappy` package and Node's built-in zstd).
+ */
+export function compressorUnavailable(name: ExtraCompressorName): string | undefined {
+  if (name === 'zstd') {
+    return nodeZstd() === undefined ? `Node.js ${process.version} has no zlib.zstdCompress (Node.js 22.15 or later)` : undefined;
+  }
+  try {
+    snappyModule();
+    return undefined;
+  } catch (error) {
+    return `the optional package snappy could not be loaded (npm install snappy): ${(error as Error).message}`;
+  }
+}
+
+function nodeZstd(): NodeZstd | undefined {
+  const z = require('node:zlib') as Partial<NodeZstd>;
+  return typeof z.zstdCompressSync === 'function' && typeof z.zstdDecompressSync === 'function' ? (z as NodeZstd) : undefined;
+}
+
+let snappy: typeof import('snappy') | undefined;
+function snappyModule(): typeof import('snappy') {
+  snappy ??= require('snappy') as typeof import('snappy');
+  return snappy;
+}
+
+/**
+ * Compresses `data` (a message body) with snappy or zstd (level 3, as the official driver), on the event loop.
+ *
+ * @throws {Error} when the compressor is unavailable ({@link compressorUnavailable}).
+ */
+export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
+  if (name === 'snappy') return snappyModule().compressSync(data);
+  const zstd = nodeZstd();
+  if (zstd === undefined) throw new Error(compressorUnavailable('zstd'));
+  return zstd.zstdCompressSync(data, { params: { 100: 3 } });
+}
+
+/**
+ * Decompresses snappy or zstd `data` that announces `uncompressedSize` bytes, never allocating more: snappy's own
+ * length header (a varint) must equal `uncompressedSize` before anything is decompressed; zstd is bounded by
+ * `maxOutputLength`.
+ *
+ * @throws {WireProtocolError} for data that does not decompress, whose length header differs from
+ *   `uncompressedSize`, that inflates beyond it, or that holds fewer bytes.
+ */
+export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Buffer {
+  let out: Buffer;
+  if (name === 'snappy') {
+    const announced = snappyLength(data);
+    if (announced !== uncompressedSize) {
+      throw new WireProtocolError(
+        `OP_COMPRESSED snappy data announces ${announced ?? 'no valid'} uncompressed bytes, the message ${uncompressedSize}; refused`,
+      );
+    }
+    try {
+      out = snappyModule().uncompressSync(data, { asBuffer: true }) as Buffer;
+    } catch (error) {
+      throw new WireProtocolError(`OP_COMPRESSED snappy data is invalid: ${(error as Error).message}`);
+    }
+  } else {
+    const zstd = nodeZstd();
+    if (zstd === undefined) throw new WireProtocolError(`OP_COMPRESSED zstd: ${compressorUnavailable('zstd')}`);
+    try {
+      out = zstd.zstdDecompressSync(data, { maxOutputLength: Math.max(uncompressedSize, 1) });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new WireProtocolError(`OP_COMPRESSED zstd data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes; refused`);
+      }
+      throw new WireProtocolError(`OP_COMPRESSED zstd data is invalid: ${(error as Error).message}`);
+    }
+  }
+  if (out.length !== uncompressedSize) {
+    throw new WireProtocolError(`OP_COMPRESSED announced ${uncompressedSize} bytes but held ${out.length}`);
+  }
+  return out;
+}
+
+/** The uncompressed length snappy's raw format announces (a little-endian base-128 varint of at most 5 bytes). */
+function snappyLength(data: Buffer): number | undefined {
+  let value = 0;
+  for (let i = 0; i < 5 && i < data.length; i++) {
+    value += (data[i] & 0x7f) * 2 ** (7 * i);
+    if ((data[i] & 0x80) === 0) return value;
+  }
+  return undefined;
+}
