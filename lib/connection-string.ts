@@ -30,7 +30,7 @@ import { CONNECTION_OPTION_NAMES } from './connection/connection-options';
 import { MAX_APP_NAME_BYTES } from './connection/handshake';
 import { proxySettings } from './connection/proxy';
 import { API_PARAMETER_NAMES } from './connection/server-api';
-import { SUPPORTED_COMPRESSORS } from './connection/op-compressed';
+import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
@@ -782,9 +782,19 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       const names = text.split(',').map((c) => c.trim()).filter((c) => c !== '');
       const known = names.filter((c) => c === 'none' || (SUPPORTED_COMPRESSORS as readonly string[]).includes(c));
       const dropped = names.filter((c) => !known.includes(c));
+      // snappy or zstd that this process cannot speak (no snappy package, Node.js before 22.15) is left out likewise.
+      const why = new Map(known.flatMap((c) => {
+        const reason = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
+        return reason === undefined ? [] : [[c, reason] as const];
+      }));
+      const unavailable = [...why].map(([c, reason]) => `${c} (${reason})`);
+      const warnings = [
+        ...(dropped.length > 0 ? [`compressors ${dropped.join(', ')} are not supported and are ignored`] : []),
+        ...(unavailable.length > 0 ? [`compressors ${unavailable.join(', ')} are unavailable here and are ignored`] : []),
+      ];
       return {
-        value: known,
-        ...(dropped.length > 0 ? { warning: `compressors ${dropped.join(', ')} are not supported and are ignored` } : {}),
+        value: known.filter((c) => !why.has(c)),
+        ...(warnings.length > 0 ? { warning: warnings.join('; ') } : {}),
       };
     }
     case 'source':

@@ -97,7 +97,7 @@ describe('parseConnectionString', function () {
 
   it('reads connection and client options: timeouts, TLS, compression, heartbeat, loadBalanced', function () {
     const p = parseConnectionString(
-      'mongodb://h:27018/?connectTimeoutMS=100&socketTimeoutMS=200&tls=true&tlsCAFile=/ca.pem&compressors=snappy,zlib&zlibCompressionLevel=5&heartbeatFrequencyMS=800&serverSelectionTimeoutMS=900&loadBalanced=true',
+      'mongodb://h:27018/?connectTimeoutMS=100&socketTimeoutMS=200&tls=true&tlsCAFile=/ca.pem&compressors=lz4,zlib&zlibCompressionLevel=5&heartbeatFrequencyMS=800&serverSelectionTimeoutMS=900&loadBalanced=true',
     );
     expect(p.hosts).to.deep.equal(['h:27018']);
     expect(p.connectionOptions).to.deep.equal({
@@ -109,7 +109,7 @@ describe('parseConnectionString', function () {
       zlibCompressionLevel: 5,
     });
     expect(p.clientOptions).to.deep.equal({ heartbeatFrequencyMS: 800, serverSelectionTimeoutMS: 900, loadBalanced: true });
-    expect(p.warnings).to.deep.equal(['compressors snappy are not supported and are ignored']);
+    expect(p.warnings).to.deep.equal(['compressors lz4 are not supported and are ignored']);
   });
 
   it('ignores a serverSelectionTimeoutMS beyond 2147483647 ms (what one timer holds) with a warning', function () {
@@ -520,7 +520,7 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
   it('reads compressors as a trimmed list, empty entries and "none" included, naming each one it drops', function () {
     expect(read('compressors=zlib,')).to.deep.include({ connection: { compressors: ['zlib'] }, warnings: [] });
     expect(read('compressors=%20none%20,zlib')).to.deep.include({ connection: { compressors: ['none', 'zlib'] }, warnings: [] });
-    expect(read('compressors=snappy,zlib,zstd').warnings).to.deep.equal(['compressors snappy, zstd are not supported and are ignored']);
+    expect(read('compressors=lz4,zlib,brotli').warnings).to.deep.equal(['compressors lz4, brotli are not supported and are ignored']);
   });
 
   it('reads ssl as tls, and the two tlsAllow keys as booleans', function () {

@@ -18,7 +18,7 @@ import {
 } from '../options';
 import { checkDriverInfo, type DriverInfoOptions } from './handshake';
 import { checkServerApi, type ServerApi, type ServerApiVersionId } from './server-api';
-import { SUPPORTED_COMPRESSORS } from './op-compressed';
+import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './op-compressed';
 import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions } from './proxy';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 
@@ -59,7 +59,11 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    * (or one that never answers) holds the command, and up to maxMessageSizeBytes of reply, for as long as it likes.
    */
   socketTimeoutMS?: number | undefined;
-  /** Compressors to offer, in order of preference: `zlib`, or `none`. Default: none offered. */
+  /**
+   * Compressors to offer, in order of preference: `zlib`, `snappy` (needs the optional package `snappy`), `zstd` (needs
+   * Node.js 22.15 or later), or `none`. Default: none offered. An unavailable snappy or zstd is an InvalidOptionError
+   * here; in a connection string it is left out of the offer with a warning.
+   */
   compressors?: readonly string[] | undefined;
   /** zlib level, -1 (zlib's default) to 9. Default -1. */
   zlibCompressionLevel?: number | undefined;
@@ -160,7 +164,8 @@ const STRING_OPTIONS = [
  * {@link CONNECTION_OPTION_NAMES} (plus `extraKeys`); `appName` a string; `driverInfo` a `{ name, version?,
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
- * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `none`; `zlibCompressionLevel` an
+ * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
+ * zstd only where available (`compressorUnavailable`); `zlibCompressionLevel` an
  * integer from -1 to 9; `serverApi` a {@link ServerApi} (see `checkServerApi`); `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
  * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
  * `tlsCertificateKeyFile`, `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy
@@ -218,6 +223,10 @@ export function checkConnectionOptions(
     for (const c of list as unknown[]) {
       if (typeof c !== 'string' || !allowed.includes(c)) {
         throw new InvalidOptionError('compressors', c, `compressor names, each one of ${allowed.join(', ')}`);
+      }
+      const why = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
+      if (why !== undefined) {
+        throw new InvalidOptionError('compressors', c, `a compressor available in this process; ${c} is not: ${why}`);
       }
     }
   }

@@ -643,14 +643,14 @@ export class Connection implements PoolConnection {
     const request = { requestId, exhaustAllowed, unacknowledged: moreToCome };
     if (this.compressor === undefined || !mayCompress(name)) return this.send(message, request, timeoutMS);
     if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
-      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel)), request, timeoutMS);
+      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel, this.compressor)), request, timeoutMS);
     }
     // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
     // now on; its timeout starts when the message is sent.
     const inFlight = this.track(request);
-    compressMessageOnThreadPool(message, this.zlibCompressionLevel).then(
+    compressMessageOnThreadPool(message, this.zlibCompressionLevel, this.compressor).then(
       (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
-      // Compression is optional: a message zlib could not compress goes as it is.
+      // Compression is optional: a message the compressor could not compress goes as it is.
       () => this.sendTracked(inFlight, message, timeoutMS),
     );
     return inFlight.reply;

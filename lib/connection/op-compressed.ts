@@ -1,6 +1,7 @@
 /**
  * OP_COMPRESSED: a message whose body (everything after the header) is compressed. This library speaks zlib (Node's
- * `zlib`) and the no-op compressor; it never compresses the handshake or authentication commands.
+ * `zlib`), snappy (the optional package `snappy`), zstd (Node's `zlib`, Node.js 22.15 or later) and the no-op
+ * compressor; it never compresses the handshake or authentication commands.
  *
  * Source: OP_COMPRESSED spec (wire format; compressor ids; "Messages that MUST NOT be compressed").
  */
@@ -17,8 +18,13 @@ import {
 /** Compressor ids of the OP_COMPRESSED spec. */
 export const CompressorId = Object.freeze({ noop: 0, snappy: 1, zlib: 2, zstd: 3 } as const);
 
-/** The compressors this library can negotiate, in order of preference. */
-export const SUPPORTED_COMPRESSORS = Object.freeze(['zlib'] as const);
+/**
+ * The compressor names this library can negotiate (the offer's order is the application's, as given in `compressors`).
+ * snappy and zstd are usable only where {@link compressorUnavailable} says so.
+ *
+ * Source: OP_COMPRESSED spec ("Compressor IDs"); URI options spec (`compressors`).
+ */
+export const SUPPORTED_COMPRESSORS = Object.freeze(['zlib', 'snappy', 'zstd'] as const);
 
 /** A compressor name this library speaks. */
 export type CompressorName = (typeof SUPPORTED_COMPRESSORS)[number];
@@ -45,7 +51,7 @@ export function mayCompress(commandName: string): boolean {
 
 /**
  * The size from which a message is compressed or decompressed on Node's thread pool rather than on the event loop,
- * in bytes: 64 KiB (its body, uncompressed). zlib takes about 1 ms for 64 KiB at the default level, and some 300 ms
+ * in bytes: 64 KiB (its body, uncompressed), for every compressor (zlib, snappy, zstd). zlib takes about 1 ms for 64 KiB at the default level, and some 300 ms
  * for 16 MiB, during which nothing else of the process would run; below this size, the round trip to the thread
  * pool costs more than it saves.
  *
@@ -54,29 +60,52 @@ export function mayCompress(commandName: string): boolean {
 export const ZLIB_THREAD_POOL_MIN_BYTES = 64 * 1024;
 
 /**
- * Wraps a whole message (header included) in OP_COMPRESSED with zlib at `level` (-1 = zlib's default, 0..9), on the
- * event loop.
+ * Wraps a whole message (header included) in OP_COMPRESSED with `compressor` (default zlib), on the event loop. `level`
+ * is zlib's (-1 = zlib's default, 0..9) and used by zlib only; zstd uses level 3 and snappy has none, as the official
+ * driver.
+ *
+ * @throws {Error} when `compressor` is snappy or zstd and unavailable here ({@link compressorUnavailable}).
  */
-export function compressMessage(message: Buffer, level = -1): Buffer {
-  return wrapCompressed(message, deflateSync(message.subarray(HEADER_LENGTH), { level }));
+export function compressMessage(message: Buffer, level = -1, compressor: CompressorName = 'zlib'): Buffer {
+  const body = message.subarray(HEADER_LENGTH);
+  const compressed = compressor === 'zlib' ? deflateSync(body, { level }) : compressWith(compressor, body);
+  return wrapCompressed(message, compressed, CompressorId[compressor]);
 }
 
 /**
- * As {@link compressMessage}, compressing on Node's thread pool (zlib's asynchronous `deflate`), so the event loop
- * goes on meanwhile. Resolves to the OP_COMPRESSED message; rejects with zlib's error (none is expected for a valid
- * level).
+ * As {@link compressMessage}, compressing on Node's thread pool (zlib's asynchronous `deflate` or `zstdCompress`,
+ * snappy's asynchronous `compress`), so the event loop goes on meanwhile. Resolves to the OP_COMPRESSED message;
+ * rejects with the compressor's error (none is expected for a valid level and an available compressor).
  */
-export function compressMessageOnThreadPool(message: Buffer, level = -1): Promise<Buffer> {
+export function compressMessageOnThreadPool(message: Buffer, level = -1, compressor: CompressorName = 'zlib'): Promise<Buffer> {
+  const body = message.subarray(HEADER_LENGTH);
+  const id = CompressorId[compressor];
+  if (compressor === 'snappy') {
+    let pending: Promise<Buffer>;
+    try {
+      pending = snappyModule().compress(body);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return pending.then((compressed) => wrapCompressed(message, compressed, id));
+  }
   return new Promise((resolve, reject) => {
-    deflate(message.subarray(HEADER_LENGTH), { level }, (error, compressed) => {
+    const done = (error: Error | null, compressed: Buffer): void => {
       if (error !== null) reject(error);
-      else resolve(wrapCompressed(message, compressed));
-    });
+      else resolve(wrapCompressed(message, compressed, id));
+    };
+    if (compressor === 'zlib') {
+      deflate(body, { level }, done);
+      return;
+    }
+    const zstd = nodeZstd();
+    if (zstd === undefined) reject(new Error(compressorUnavailable('zstd')));
+    else zstd.zstdCompress(body, { params: { [ZSTD_C_COMPRESSION_LEVEL]: ZSTD_LEVEL } }, done);
   });
 }
 
-/** The OP_COMPRESSED message carrying `message` (header included), whose body zlib compressed to `compressed`. */
-function wrapCompressed(message: Buffer, compressed: Buffer): Buffer {
+/** The OP_COMPRESSED message carrying `message` (header included), whose body compressor `id` compressed to `compressed`. */
+function wrapCompressed(message: Buffer, compressed: Buffer, id: number): Buffer {
   const originalOpCode = message.readInt32LE(12);
   const length = HEADER_LENGTH + 9 + compressed.length;
   const out = Buffer.allocUnsafe(length);
@@ -88,7 +117,7 @@ function wrapCompressed(message: Buffer, compressed: Buffer): Buffer {
   });
   out.writeInt32LE(originalOpCode, 16);
   out.writeInt32LE(message.length - HEADER_LENGTH, 20);
-  out[24] = CompressorId.zlib;
+  out[24] = id;
   compressed.copy(out, 25);
   return out;
 }
@@ -121,8 +150,9 @@ const DEFAULT_LIMITS: DecompressionLimits = {
 /**
  * Unwraps an OP_COMPRESSED message into the message it carries (same request ids, original opcode). Returns other
  * messages unchanged. Checks the compressor and the announced `uncompressedSize` before decompressing, and inflates
- * with an output limit (zlib `maxOutputLength`) of exactly `uncompressedSize` bytes, so a message that inflates to
- * more (a "zip bomb") is refused after at most that many bytes, never held in full.
+ * with an output limit of exactly `uncompressedSize` bytes (zlib and zstd `maxOutputLength`; snappy's length header
+ * must equal it), so a message that inflates to more (a "zip bomb") is refused after at most that many bytes, never
+ * held in full.
  *
  * `limits` defaults to every compressor this library speaks and 48,000,000 bytes; a connection passes the
  * compressors negotiated on it and its maxMessageSizeBytes.
@@ -139,6 +169,10 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
   const compressed = checkCompressed(message, limits);
   if (compressed === undefined) return message;
   if (compressed.compressorId === CompressorId.noop) return unwrapped(message, compressed, compressed.data);
+  if (compressed.compressorId !== CompressorId.zlib) {
+    const name = compressed.compressorId === CompressorId.snappy ? 'snappy' : 'zstd';
+    return unwrapped(message, compressed, decompressWith(name, compressed.data, compressed.uncompressedSize));
+  }
   let original: Buffer;
   try {
     original = inflateSync(compressed.data, { maxOutputLength: Math.max(compressed.uncompressedSize, 1) });
@@ -149,23 +183,25 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
 }
 
 /**
- * Whether {@link decompressMessage} of `message` would inflate {@link ZLIB_THREAD_POOL_MIN_BYTES} or more with zlib: an
- * OP_COMPRESSED whose compressor id is zlib and whose announced `uncompressedSize` is that large. Reads the header
- * fields only; never throws.
+ * Whether {@link decompressMessage} of `message` would decompress {@link ZLIB_THREAD_POOL_MIN_BYTES} or more with zlib,
+ * snappy or zstd: an OP_COMPRESSED whose compressor id is one of these and whose announced `uncompressedSize` is that
+ * large. Reads the header fields only; never throws.
  */
 export function inflatesLarge(message: WireMessage): boolean {
   const body = message.body;
   return (
     message.header.opCode === OpCode.OP_COMPRESSED &&
     body.length >= 9 &&
-    body[8] === CompressorId.zlib &&
+    body[8] !== CompressorId.noop &&
+    body[8] <= CompressorId.zstd &&
     body.readInt32LE(4) >= ZLIB_THREAD_POOL_MIN_BYTES
   );
 }
 
 /**
- * As {@link decompressMessage}, inflating on Node's thread pool (zlib's asynchronous `inflate`, with the same output
- * limit), so the event loop goes on meanwhile. Resolves to the message carried (or `message` itself when it is not an
+ * As {@link decompressMessage}, decompressing on Node's thread pool (zlib's asynchronous `inflate` or `zstdDecompress`,
+ * with the same output limit; snappy's asynchronous `uncompress`, after the same length-header check), so the event
+ * loop goes on meanwhile. Resolves to the message carried (or `message` itself when it is not an
  * OP_COMPRESSED); rejects with the {@link WireProtocolError} decompressMessage throws.
  */
 export function decompressMessageOnThreadPool(message: WireMessage, limits: DecompressionLimits = DEFAULT_LIMITS): Promise<WireMessage> {
@@ -178,6 +214,12 @@ export function decompressMessageOnThreadPool(message: WireMessage, limits: Deco
   if (compressed === undefined) return Promise.resolve(message);
   if (compressed.compressorId === CompressorId.noop) return settleUnwrapped(message, compressed, compressed.data);
   const checked = compressed;
+  if (checked.compressorId !== CompressorId.zlib) {
+    const name = checked.compressorId === CompressorId.snappy ? 'snappy' : 'zstd';
+    return decompressWithOnThreadPool(name, checked.data, checked.uncompressedSize).then((original) =>
+      unwrapped(message, checked, original),
+    );
+  }
   return new Promise((resolve, reject) => {
     inflate(checked.data, { maxOutputLength: Math.max(checked.uncompressedSize, 1) }, (error, original) => {
       if (error !== null) reject(inflateError(error, checked.uncompressedSize));
@@ -274,7 +316,13 @@ export type ExtraCompressorName = 'snappy' | 'zstd';
 interface NodeZstd {
   zstdCompressSync(data: Buffer, options?: { params?: Record<number, number> }): Buffer;
   zstdDecompressSync(data: Buffer, options?: { maxOutputLength?: number }): Buffer;
+  zstdCompress(data: Buffer, options: { params?: Record<number, number> }, callback: (error: Error | null, result: Buffer) => void): void;
+  zstdDecompress(data: Buffer, options: { maxOutputLength?: number }, callback: (error: Error | null, result: Buffer) => void): void;
 }
+
+/** zlib.constants.ZSTD_c_compressionLevel, and the level the official driver uses. */
+const ZSTD_C_COMPRESSION_LEVEL = 100;
+const ZSTD_LEVEL = 3;
 
 /**
  * Why `name` cannot be used in this process, or undefined when it can: zstd needs Node's `zlib.zstdCompress`
@@ -297,7 +345,7 @@ export function compressorUnavailable(name: ExtraCompressorName): string | undef
 
 function nodeZstd(): NodeZstd | undefined {
   const z = require('node:zlib') as Partial<NodeZstd>;
-  return typeof z.zstdCompressSync === 'function' && typeof z.zstdDecompressSync === 'function' ? (z as NodeZstd) : undefined;
+  return typeof z.zstdCompressSync === 'function' && typeof z.zstdDecompress === 'function' ? (z as NodeZstd) : undefined;
 }
 
 let snappy: typeof import('snappy') | undefined;
@@ -315,7 +363,7 @@ export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
   if (name === 'snappy') return snappyModule().compressSync(data);
   const zstd = nodeZstd();
   if (zstd === undefined) throw new Error(compressorUnavailable('zstd'));
-  return zstd.zstdCompressSync(data, { params: { 100: 3 } });
+  return zstd.zstdCompressSync(data, { params: { [ZSTD_C_COMPRESSION_LEVEL]: ZSTD_LEVEL } });
 }
 
 /**
@@ -329,16 +377,11 @@ export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
 export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Buffer {
   let out: Buffer;
   if (name === 'snappy') {
-    const announced = snappyLength(data);
-    if (announced !== uncompressedSize) {
-      throw new WireProtocolError(
-        `OP_COMPRESSED snappy data announces ${announced ?? 'no valid'} uncompressed bytes, the message ${uncompressedSize}; refused`,
-      );
-    }
+    checkSnappyLength(data, uncompressedSize);
     try {
       out = snappyModule().uncompressSync(data, { asBuffer: true }) as Buffer;
     } catch (error) {
-      throw new WireProtocolError(`OP_COMPRESSED snappy data is invalid: ${(error as Error).message}`);
+      throw codecError('snappy', error, uncompressedSize);
     }
   } else {
     const zstd = nodeZstd();
@@ -346,12 +389,68 @@ export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompre
     try {
       out = zstd.zstdDecompressSync(data, { maxOutputLength: Math.max(uncompressedSize, 1) });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw new WireProtocolError(`OP_COMPRESSED zstd data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes; refused`);
-      }
-      throw new WireProtocolError(`OP_COMPRESSED zstd data is invalid: ${(error as Error).message}`);
+      throw codecError('zstd', error, uncompressedSize);
     }
   }
+  return checkedLength(out, uncompressedSize);
+}
+
+/**
+ * As {@link decompressWith}, on Node's thread pool (snappy's asynchronous `uncompress`, zlib's `zstdDecompress` with
+ * the same `maxOutputLength`). Rejects with the {@link WireProtocolError} decompressWith throws.
+ */
+function decompressWithOnThreadPool(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Promise<Buffer> {
+  if (name === 'snappy') {
+    let pending: Promise<Buffer>;
+    try {
+      checkSnappyLength(data, uncompressedSize);
+      pending = snappyModule().uncompress(data, { asBuffer: true }) as Promise<Buffer>;
+    } catch (error) {
+      return Promise.reject(error instanceof WireProtocolError ? error : codecError('snappy', error, uncompressedSize));
+    }
+    return pending.then(
+      (out) => checkedLength(out, uncompressedSize),
+      (error: unknown) => Promise.reject(codecError('snappy', error, uncompressedSize)),
+    );
+  }
+  const zstd = nodeZstd();
+  if (zstd === undefined) return Promise.reject(new WireProtocolError(`OP_COMPRESSED zstd: ${compressorUnavailable('zstd')}`));
+  return new Promise((resolve, reject) => {
+    zstd.zstdDecompress(data, { maxOutputLength: Math.max(uncompressedSize, 1) }, (error, out) => {
+      if (error !== null) reject(codecError('zstd', error, uncompressedSize));
+      else {
+        try {
+          resolve(checkedLength(out, uncompressedSize));
+        } catch (lengthError) {
+          reject(lengthError);
+        }
+      }
+    });
+  });
+}
+
+/** Refuses snappy `data` whose length header is not `uncompressedSize`, before anything is decompressed. */
+function checkSnappyLength(data: Buffer, uncompressedSize: number): void {
+  const announced = snappyLength(data);
+  if (announced !== uncompressedSize) {
+    throw new WireProtocolError(
+      `OP_COMPRESSED snappy data announces ${announced ?? 'no valid'} uncompressed bytes, the message ${uncompressedSize}; refused`,
+    );
+  }
+}
+
+/** The error for snappy or zstd data that failed to decompress within `uncompressedSize` bytes. */
+function codecError(name: ExtraCompressorName, error: unknown, uncompressedSize: number): WireProtocolError {
+  if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+    return new WireProtocolError(
+      `OP_COMPRESSED ${name} data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes; refused`,
+    );
+  }
+  return new WireProtocolError(`OP_COMPRESSED ${name} data is invalid: ${(error as Error).message}`);
+}
+
+/** `out`, when it holds `uncompressedSize` bytes. @throws {WireProtocolError} otherwise. */
+function checkedLength(out: Buffer, uncompressedSize: number): Buffer {
   if (out.length !== uncompressedSize) {
     throw new WireProtocolError(`OP_COMPRESSED announced ${uncompressedSize} bytes but held ${out.length}`);
   }

@@ -43,7 +43,10 @@ import * as tls from 'node:tls';
 import { Binary, Long, ObjectId, onDemand, type Document } from 'bson';
 import { AWS_FAILED, awsServerContinue, awsServerStart, type AwsServerConversation } from './aws-server';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
-import { compressMessage, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
+import { compressMessage, decompressMessage, type CompressorName } from '../connection/op-compressed';
+
+/** The compressors the endpoint speaks. */
+const ENDPOINT_COMPRESSORS = ['zlib'] as const;
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { API_PARAMETER_NAMES } from '../connection/server-api';
@@ -159,8 +162,8 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   if (version !== undefined && (typeof version !== 'string' || version === '')) {
     throw new InvalidOptionError('version', version, 'a non-empty version string such as "8.0.0"');
   }
-  if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (SUPPORTED_COMPRESSORS as readonly unknown[]).includes(c)))) {
-    throw new InvalidOptionError('compressors', compressors, `an array of ${SUPPORTED_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
+  if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (ENDPOINT_COMPRESSORS as readonly unknown[]).includes(c)))) {
+    throw new InvalidOptionError('compressors', compressors, `an array of ${ENDPOINT_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
   }
   if (options.requireApiVersion !== undefined && typeof options.requireApiVersion !== 'boolean') {
     throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
@@ -1208,7 +1211,7 @@ export class EmbeddedServer {
       ...(this.options.mongos === true ? { msg: 'isdbgrid' } : {}),
     };
     if (Array.isArray(command.compression)) {
-      const accepted = this.options.compressors ?? [...SUPPORTED_COMPRESSORS];
+      const accepted = this.options.compressors ?? [...ENDPOINT_COMPRESSORS];
       const agreed = (command.compression as string[]).filter((c) => accepted.includes(c));
       reply.compression = agreed;
       client.compressor = agreed[0];
