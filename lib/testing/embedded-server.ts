@@ -7,7 +7,8 @@
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - with `mongos: true`, hello replies as a mongos gives them (`msg: 'isdbgrid'`);
- * - OP_COMPRESSED (zlib) once negotiated;
+ * - OP_COMPRESSED (zlib, snappy, zstd: those available in this process) once negotiated, replying with the
+ *   compressor of the request;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users, MONGODB-X509 users (in `$external`, over TLS with verified client
  *   certificates) and PLAIN (LDAP users in `$external`, given the password their directory holds; the SCRAM users
  *   elsewhere, as a mongod with PLAIN enabled): with users configured, commands other than the handshake, authentication, ping, buildInfo and
@@ -43,10 +44,7 @@ import * as tls from 'node:tls';
 import { Binary, Long, ObjectId, onDemand, type Document } from 'bson';
 import { AWS_FAILED, awsServerContinue, awsServerStart, type AwsServerConversation } from './aws-server';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
-import { compressMessage, decompressMessage, type CompressorName } from '../connection/op-compressed';
-
-/** The compressors the endpoint speaks. */
-const ENDPOINT_COMPRESSORS = ['zlib'] as const;
+import { compressMessage, compressorUnavailable, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { API_PARAMETER_NAMES } from '../connection/server-api';
@@ -90,7 +88,10 @@ export interface EmbeddedServerOptions {
     /** Ask every client for a certificate and refuse connections without a valid one. Default false. */
     requestCert?: boolean | undefined;
   } | undefined;
-  /** Compressors it accepts. Default `["zlib"]`. */
+  /**
+   * Compressors it accepts, each `zlib`, `snappy` or `zstd`. Default: those this process can speak (zlib; snappy when
+   * the optional package `snappy` loads; zstd on Node.js 22.15 or later), as mongod's default `snappy,zstd,zlib`.
+   */
   compressors?: string[] | undefined;
   /**
    * Act as a load balancer in front of this many services: a handshake with `loadBalanced: true` gets a `serviceId`,
@@ -162,8 +163,12 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   if (version !== undefined && (typeof version !== 'string' || version === '')) {
     throw new InvalidOptionError('version', version, 'a non-empty version string such as "8.0.0"');
   }
-  if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (ENDPOINT_COMPRESSORS as readonly unknown[]).includes(c)))) {
-    throw new InvalidOptionError('compressors', compressors, `an array of ${ENDPOINT_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
+  if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (SUPPORTED_COMPRESSORS as readonly unknown[]).includes(c)))) {
+    throw new InvalidOptionError('compressors', compressors, `an array of ${SUPPORTED_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
+  }
+  for (const c of compressors ?? []) {
+    const why = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
+    if (why !== undefined) throw new InvalidOptionError('compressors', c, `a compressor available in this process; ${c} is not: ${why}`);
   }
   if (options.requireApiVersion !== undefined && typeof options.requireApiVersion !== 'boolean') {
     throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
@@ -187,6 +192,11 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 
 /** The opCodes a wire message header may carry (what tells one from a TLS record). */
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
+
+/** The compressors this process speaks: zlib, and snappy and zstd where {@link compressorUnavailable} allows. */
+function availableCompressors(): string[] {
+  return SUPPORTED_COMPRESSORS.filter((c) => c === 'zlib' || compressorUnavailable(c) === undefined);
+}
 
 /** The option names of {@link EmbeddedServerOptions}. */
 const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc', 'aws'] as const;
@@ -442,7 +452,8 @@ export class EmbeddedServer {
    * @throws {InvalidOptionError} naming the option, before anything is opened: options that are not an object, a key
    *   that is not an {@link EmbeddedServerOptions} option (with the closest one), a `port` that is not an integer
    *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `version` that is
-   *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`), a `tls` that
+   *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`, `snappy`,
+   *   `zstd`) or that name one unavailable in this process (`compressorUnavailable`), a `tls` that
    *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
    *   {@link setUsers}).
    */
@@ -843,14 +854,14 @@ export class EmbeddedServer {
         if (invalid === undefined && awaitable) invalid = this.refuseApiParameters(client, name ?? '', command, inOrder);
         if (invalid === undefined && (name === 'hello' || name === 'ismaster') && awaitable && this.streams) {
           const exhaustAllowed = (decoded.flags & OpMsgFlag.exhaustAllowed) !== 0;
-          const reply = { requestId: raw.header.requestId, exhaustAllowed, moreToCome, compress: compressed && client.compressor !== undefined };
+          const reply = { requestId: raw.header.requestId, exhaustAllowed, moreToCome, compress: compressed ? (client.compressor as CompressorName | undefined) : undefined };
           return await this.serveAwaitable(socket, client, command, reply);
         }
         const response = invalid ?? (await this.run(socket, client, command, command.$db, inOrder));
         if (response === undefined) return;
         if (moreToCome) return dropUnacknowledged(socket, response);
         reply = encodeAnswer(name ?? '', response, (document) => encodeOpMsg(0, raw.header.requestId, document));
-        if (compressed && client.compressor !== undefined) reply = compressMessage(reply);
+        if (compressed && client.compressor !== undefined) reply = compressMessage(reply, -1, client.compressor as CompressorName);
       } else if (message.header.opCode === OpCode.OP_QUERY) {
         // Only the legacy hello may still come as OP_QUERY, as on current mongod.
         const query = decodeOpQuery(message.body);
@@ -893,7 +904,7 @@ export class EmbeddedServer {
     socket: net.Socket,
     client: ClientConnectionInfo,
     command: Document,
-    { requestId, exhaustAllowed, moreToCome, compress }: { requestId: number; exhaustAllowed: boolean; moreToCome: boolean; compress: boolean },
+    { requestId, exhaustAllowed, moreToCome, compress }: { requestId: number; exhaustAllowed: boolean; moreToCome: boolean; compress: CompressorName | undefined },
   ): Promise<void> {
     const name = Object.keys(command)[0].toLowerCase();
     const db = String(command.$db);
@@ -913,7 +924,7 @@ export class EmbeddedServer {
         sent = document === response;
         return encodeOpMsg(id, responseTo, document, sent ? flags : 0);
       });
-      if (compress) reply = compressMessage(reply);
+      if (compress !== undefined) reply = compressMessage(reply, -1, compress);
       responseTo = id;
       if (!socket.destroyed) socket.write(reply);
       return sent;
@@ -1211,7 +1222,7 @@ export class EmbeddedServer {
       ...(this.options.mongos === true ? { msg: 'isdbgrid' } : {}),
     };
     if (Array.isArray(command.compression)) {
-      const accepted = this.options.compressors ?? [...ENDPOINT_COMPRESSORS];
+      const accepted = this.options.compressors ?? availableCompressors();
       const agreed = (command.compression as string[]).filter((c) => accepted.includes(c));
       reply.compression = agreed;
       client.compressor = agreed[0];
