@@ -177,7 +177,7 @@ describe('options of the wrong type', function () {
     ['clearOnEstablishmentError: true', { clearOnEstablishmentError: true }, 'clearOnEstablishmentError', /a function/],
     ['connectionOptions: "tls"', { connectionOptions: 'tls' }, 'connectionOptions', /an object of connection options/],
     ['compressors: "zlib"', { connectionOptions: { compressors: 'zlib' } }, 'compressors', /an array of compressor names/],
-    ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, none/],
+    ['compressors: [1]', { connectionOptions: { compressors: [1] } }, 'compressors', /one of zlib, snappy, zstd, none/],
     ['credentials: null', { connectionOptions: { credentials: null } }, 'credentials', /MongoCredentials or a \{ username, password, source\?, mechanism\? \} object \(SCRAM, or mechanism 'PLAIN'\), or \{ mechanism: 'MONGODB-X509', username\? \}/],
     ['credentials: []', { connectionOptions: { credentials: [] } }, 'credentials', /MongoCredentials/],
     ['connectTimeoutMS: "100"', { connectionOptions: { connectTimeoutMS: '100' } }, 'connectTimeoutMS', /a number of ms from 0 to 2147483647/],
@@ -281,7 +281,7 @@ describe('connection options wherever they are given', function () {
       [{ appName: 5 }, 'Invalid appName: 5 (appName must be a string)'],
       [{ driverInfo: 5 }, 'Invalid driverInfo: 5 (driverInfo must be a { name, version?, platform? } object of strings)'],
       [{ socketTimeoutMS: -1 }, 'Invalid socketTimeoutMS: -1 (socketTimeoutMS must be a number of ms from 0 to 2147483647 (0 means no limit))'],
-      [{ compressors: 'zlib' }, 'Invalid compressors: "zlib" (compressors must be an array of compressor names (zlib, none))'],
+      [{ compressors: 'zlib' }, 'Invalid compressors: "zlib" (compressors must be an array of compressor names (zlib, snappy, zstd, none))'],
       [{ proxyPort: 1080 }, 'Invalid proxyPort: 1080 (proxyPort must be given only with proxyHost (the SOCKS5 proxy it applies to))'],
       [
         { credentials: { username: 'u', password: 'p', bogus: 1 } },

@@ -1,0 +1,332 @@
+/**
+ * snappy and zstd next to zlib, through the embedded endpoint: negotiation in the offer's order, round trips on and
+ * off the event loop, the commands never compressed, what happens where a compressor is unavailable, and the size
+ * bounds that keep a small message from decompressing into a huge one.
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { connectionFactory, InvalidOptionError } from '../../lib';
+import { parseConnectionString } from '../../lib/connection-string';
+import {
+  compressMessage,
+  compressorUnavailable,
+  compressWith,
+  CompressorId,
+  decompressMessage,
+  decompressMessageOnThreadPool,
+  decompressWith,
+  type CompressorName,
+} from '../../lib/connection/op-compressed';
+import { encodeOpMsg } from '../../lib/connection/op-msg';
+import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
+import { EmbeddedServer } from '../../lib/testing';
+import { establishOne } from '../support/endpoint';
+import { startWireProxy } from '../support/wire-proxy';
+
+const OP_COMPRESSED = `OP_${OpCode.OP_COMPRESSED}`;
+
+/** Skips the test when `name` cannot be used in this process, saying why (zstd before Node.js 22.15). */
+function requireCompressor(context: Mocha.Context, name: CompressorName): void {
+  const why = name === 'zlib' ? undefined : compressorUnavailable(name);
+  if (why !== undefined) {
+    console.log(`      skipped: ${why}`);
+    context.skip();
+  }
+}
+
+/** `message` (header included) as the framer hands it over. */
+function asWireMessage(message: Buffer): WireMessage {
+  return {
+    header: {
+      messageLength: message.readInt32LE(0),
+      requestId: message.readInt32LE(4),
+      responseTo: message.readInt32LE(8),
+      opCode: message.readInt32LE(12),
+    },
+    body: message.subarray(HEADER_LENGTH),
+  };
+}
+
+/** An OP_COMPRESSED wrapping OP_MSG whose `data` (compressor `id`) is announced as `uncompressedSize` bytes. */
+function opCompressed(data: Buffer, uncompressedSize: number, id: number): WireMessage {
+  const body = Buffer.alloc(9 + data.length);
+  body.writeInt32LE(OpCode.OP_MSG, 0);
+  body.writeInt32LE(uncompressedSize, 4);
+  body[8] = id;
+  data.copy(body, 9);
+  return { header: { messageLength: HEADER_LENGTH + body.length, requestId: 1, responseTo: 0, opCode: OpCode.OP_COMPRESSED }, body };
+}
+
+/**
+ * A zstd frame of `bytes` bytes of 'a' in RLE blocks of 128 KiB (4 bytes each), with no content size in its header:
+ * 1 GiB takes 32,774 bytes, and nothing tells the decompressor how much it will produce before it does.
+ */
+function zstdRleFrame(bytes: number): Buffer {
+  const parts = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38])]; // magic; no content size; window 128 KiB
+  for (let left = bytes; left > 0; ) {
+    const n = Math.min(128 * 1024, left);
+    left -= n;
+    const header = (left === 0 ? 1 : 0) | (1 << 1) | (n << 3); // last block?, RLE, size
+    parts.push(Buffer.from([header & 0xff, (header >> 8) & 0xff, (header >> 16) & 0xff, 0x61]));
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * Counts the calls of the asynchronous (thread pool) compress and decompress functions of `name`'s library: snappy's
+ * `compress` / `uncompress`, Node's `zstdCompress` / `zstdDecompress`, zlib's `deflate` / `inflate`.
+ */
+function countAsyncCalls(name: CompressorName): { count: { compress: number; decompress: number }; restore(): void } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const lib = (name === 'snappy' ? require('snappy') : require('node:zlib')) as Record<string, (...args: unknown[]) => unknown>;
+  const names = { snappy: ['compress', 'uncompress'], zstd: ['zstdCompress', 'zstdDecompress'], zlib: ['deflate', 'inflate'] }[name];
+  const count = { compress: 0, decompress: 0 };
+  const real = names.map((n) => lib[n]);
+  names.forEach((n, i) => {
+    lib[n] = (...args: unknown[]) => {
+      count[i === 0 ? 'compress' : 'decompress']++;
+      return real[i](...args);
+    };
+  });
+  return { count, restore: () => names.forEach((n, i) => (lib[n] = real[i])) };
+}
+
+describe('Compressors snappy, zstd and zlib', function () {
+  describe('through the embedded endpoint', function () {
+    let server: EmbeddedServer;
+    const seen: (string | undefined)[] = [];
+    beforeEach(async function () {
+      seen.length = 0;
+      server = await new EmbeddedServer().start();
+      server.handle('echo', (command, client) => {
+        seen.push(client.compressor);
+        return { ok: 1, echoed: command.echo };
+      });
+    });
+    afterEach(async function () {
+      await server.stop();
+    });
+
+    for (const name of ['snappy', 'zstd', 'zlib'] as const) {
+      it(`round-trips small and large (thread pool) commands and replies with ${name}`, async function () {
+        requireCompressor(this, name);
+        const proxy = await startWireProxy(server.address);
+        try {
+          const c = await establishOne(proxy.address, { compressors: [name] });
+          expect(c.compressor).to.equal(name);
+          // 2 KB and 400 KB: below and above the 64 KiB from which compression and decompression leave the event loop,
+          // through the libraries' asynchronous calls (the endpoint, in this process, uses the synchronous ones).
+          const calls = countAsyncCalls(name);
+          try {
+            for (const [text, offLoop] of [['ab'.repeat(1000), 0], ['ab'.repeat(200_000) + 'c', 1]] as const) {
+              const before = { ...calls.count };
+              expect((await c.command('admin', { echo: text })).echoed).to.equal(text);
+              expect({ compress: calls.count.compress - before.compress, decompress: calls.count.decompress - before.decompress }, `${text.length} characters`).to.deep.equal({ compress: offLoop, decompress: offLoop });
+            }
+          } finally {
+            calls.restore();
+          }
+          c.destroy();
+          expect(seen).to.deep.equal([name, name]);
+          // The handshake went uncompressed; both echoes compressed (the endpoint accepts only the negotiated id).
+          expect(proxy.commands.filter((command) => command !== 'endSessions')).to.deep.equal(['isMaster', OP_COMPRESSED, OP_COMPRESSED]);
+        } finally {
+          await proxy.stop();
+        }
+      });
+    }
+
+    it('offers the compressors in the order given, and uses the first the server agrees to', async function () {
+      const hellos: unknown[] = [];
+      const offers: [string[], string[] | undefined, string | undefined][] = [
+        // [offered, endpoint accepts (undefined: all this process speaks), negotiated]
+        [['zstd', 'snappy', 'zlib'], ['zlib', 'snappy'], 'snappy'],
+        [['zstd', 'snappy', 'zlib'], ['zlib'], 'zlib'],
+        [['zlib', 'snappy'], undefined, 'zlib'],
+        [['snappy', 'zlib'], undefined, 'snappy'],
+        [['snappy'], ['zlib'], undefined],
+      ];
+      const zstd = compressorUnavailable('zstd') === undefined;
+      if (zstd) offers.push([['zstd', 'snappy', 'zlib'], undefined, 'zstd'], [['zlib', 'zstd'], ['zstd'], 'zstd']);
+      else console.log(`      zstd left out of the offers: ${compressorUnavailable('zstd')}`);
+      for (const [given, accepts, negotiated] of offers) {
+        const offered = zstd ? given : given.filter((c) => c !== 'zstd');
+        const endpoint = await new EmbeddedServer({ compressors: accepts }).start();
+        const proxy = await startWireProxy(endpoint.address, {
+          request: (command) => {
+            if (command.isMaster !== undefined || command.hello !== undefined) hellos.push(command.compression);
+            return command;
+          },
+        });
+        try {
+          const c = await establishOne(proxy.address, { compressors: offered });
+          expect(c.compressor, `${offered.join(',')} against ${String(accepts)}`).to.equal(negotiated);
+          expect(hellos.pop()).to.deep.equal(offered);
+          await c.command('admin', { ping: 1 });
+          expect(proxy.commands.at(-1)).to.equal(negotiated === undefined ? 'ping' : OP_COMPRESSED);
+          c.destroy();
+        } finally {
+          await proxy.stop();
+          await endpoint.stop();
+        }
+      }
+    });
+
+    it('never compresses the handshake or authentication commands', async function () {
+      const endpoint = await new EmbeddedServer({ users: [{ username: 'u', password: 'pencil' }] }).start();
+      const proxy = await startWireProxy(endpoint.address);
+      try {
+        for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-1'] as const) {
+          proxy.commands.length = 0;
+          const c = await establishOne(proxy.address, { compressors: ['snappy'], credentials: { username: 'u', password: 'pencil', mechanism } });
+          expect(c.compressor).to.equal('snappy');
+          await c.command('admin', { ping: 1 });
+          c.destroy();
+          const sent = proxy.commands.filter((command) => command !== 'endSessions');
+          // The handshake (isMaster, without serverApi) carries the first SCRAM step (speculative authentication),
+          // saslContinue the next ones; then ping goes compressed.
+          expect(sent.at(-1)).to.equal(OP_COMPRESSED);
+          expect(sent[0]).to.equal('isMaster');
+          expect(sent.slice(1, -1)).to.include('saslContinue');
+          expect(sent.slice(1, -1).every((command) => ['saslStart', 'saslContinue'].includes(command)), sent.join(' ')).to.equal(true);
+        }
+      } finally {
+        await proxy.stop();
+        await endpoint.stop();
+      }
+    });
+  });
+
+  describe('where one is unavailable', function () {
+    it('zstd before Node.js 22.15: an option error naming why, left out of a connection string with a warning naming why', function () {
+      const why = compressorUnavailable('zstd');
+      if (why === undefined) {
+        console.log(`      skipped: Node.js ${process.version} has zstd (see the simulated case below)`);
+        this.skip();
+      }
+      expect(why).to.match(/has no zlib\.zstdCompress \(Node\.js 22\.15 or later\)/);
+      const error = (() => {
+        try {
+          connectionFactory({ host: 'h', port: 1, compressors: ['zlib', 'zstd'] });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).to.be.instanceOf(InvalidOptionError).with.property('option', 'compressors');
+      expect((error as Error).message).to.include('zstd').and.include('Node.js 22.15 or later');
+      const parsed = parseConnectionString('mongodb://h/?compressors=zstd,zlib');
+      expect(parsed.connectionOptions.compressors).to.deep.equal(['zlib']);
+      expect(parsed.warnings).to.deep.equal([`compressors zstd (${why}) are unavailable here and are ignored`]);
+      expect(() => new EmbeddedServer({ compressors: ['zstd'] })).to.throw(InvalidOptionError, /Node\.js 22\.15 or later/);
+    });
+
+    it('snappy not installed, zstd absent (simulated in a child process): option errors and warnings naming why', function () {
+      this.timeout(30_000);
+      const root = path.resolve(__dirname, '../..');
+      const script = `
+        const Module = require('node:module');
+        const load = Module._load;
+        const zlib = require('node:zlib');
+        const noZstd = { ...zlib, zstdCompress: undefined, zstdCompressSync: undefined, zstdDecompress: undefined, zstdDecompressSync: undefined };
+        Module._load = function (request, ...rest) {
+          if (request === 'snappy') throw Object.assign(new Error("Cannot find module 'snappy'"), { code: 'MODULE_NOT_FOUND' });
+          if (request === 'node:zlib' || request === 'zlib') return noZstd;
+          return load.call(this, request, ...rest);
+        };
+        const { connectionFactory, InvalidOptionError } = require('./lib');
+        const { parseConnectionString } = require('./lib/connection-string');
+        const { EmbeddedServer } = require('./lib/testing');
+        const out = {};
+        for (const name of ['snappy', 'zstd']) {
+          try { connectionFactory({ host: 'h', port: 1, compressors: [name] }); out[name] = 'accepted'; }
+          catch (e) { out[name] = { invalidOption: e instanceof InvalidOptionError, option: e.option, message: e.message }; }
+          try { new EmbeddedServer({ compressors: [name] }); out['endpoint ' + name] = 'accepted'; }
+          catch (e) { out['endpoint ' + name] = e instanceof InvalidOptionError; }
+        }
+        const parsed = parseConnectionString('mongodb://h/?compressors=snappy,zstd,zlib,lz4');
+        out.uri = { compressors: parsed.connectionOptions.compressors, warnings: parsed.warnings };
+        out.zlib = connectionFactory({ host: 'h', port: 1, compressors: ['zlib'] }) !== undefined;
+        console.log(JSON.stringify(out));
+      `;
+      const r = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
+        cwd: root,
+        env: { ...process.env, TS_NODE_PROJECT: path.join(root, 'tsconfig.json') },
+        encoding: 'utf8',
+      });
+      expect(r.status, r.stderr).to.equal(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.snappy).to.include({ invalidOption: true, option: 'compressors' });
+      expect(out.snappy.message).to.include('snappy').and.include('the optional package snappy could not be loaded (npm install snappy)');
+      expect(out.zstd).to.include({ invalidOption: true, option: 'compressors' });
+      expect(out.zstd.message).to.include('has no zlib.zstdCompress (Node.js 22.15 or later)');
+      expect(out['endpoint snappy']).to.equal(true);
+      expect(out['endpoint zstd']).to.equal(true);
+      expect(out.uri.compressors).to.deep.equal(['zlib']);
+      expect(out.uri.warnings).to.have.length(1);
+      expect(out.uri.warnings[0]).to.match(/^compressors lz4 are not supported and are ignored; compressors snappy \(the optional package snappy could not be loaded \(npm install snappy\): Cannot find module 'snappy'\), zstd \(Node\.js v[\d.]+ has no zlib\.zstdCompress \(Node\.js 22\.15 or later\)\) are unavailable here and are ignored$/);
+      expect(out.zlib).to.equal(true);
+    });
+  });
+
+  describe('the announced size bounds decompression', function () {
+    const body = encodeOpMsg(1, 0, { insert: 'c', documents: Array.from({ length: 20_000 }, (_, i) => ({ i, s: 'abcdefgh' })), $db: 'db' });
+
+    it('snappy: a valid block whose length header differs from uncompressedSize is refused before it is decompressed', async function () {
+      requireCompressor(this, 'snappy');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const snappy = require('snappy') as { uncompressSync: (...a: unknown[]) => unknown; uncompress: (...a: unknown[]) => unknown };
+      const data = compressWith('snappy', body.subarray(HEADER_LENGTH)); // valid: the snappy package decompresses it
+      const real = { sync: snappy.uncompressSync, async: snappy.uncompress };
+      let calls = 0;
+      snappy.uncompressSync = (...a: unknown[]) => (calls++, real.sync(...a));
+      snappy.uncompress = (...a: unknown[]) => (calls++, real.async(...a));
+      try {
+        const actual = body.length - HEADER_LENGTH;
+        for (const announced of [100, actual - 1, actual + 1]) {
+          const message = opCompressed(data, announced, CompressorId.snappy);
+          const refused = new RegExp(`snappy data announces ${actual} uncompressed bytes, the message ${announced}; refused`);
+          expect(() => decompressMessage(message)).to.throw(WireProtocolError, refused);
+          const error = await decompressMessageOnThreadPool(message).catch((e: unknown) => e);
+          expect(error).to.be.instanceOf(WireProtocolError).with.property('message').that.matches(refused);
+        }
+        expect(calls, 'snappy decompressions started').to.equal(0);
+        expect(decompressMessage(opCompressed(data, actual, CompressorId.snappy)).body.equals(body.subarray(HEADER_LENGTH))).to.equal(true);
+        expect(calls).to.equal(1);
+      } finally {
+        snappy.uncompressSync = real.sync;
+        snappy.uncompress = real.async;
+      }
+    });
+
+    it('zstd: a 32 KB frame that expands to 1 GiB fails at the announced size, at once', async function () {
+      requireCompressor(this, 'zstd');
+      const frame = zstdRleFrame(2 ** 30);
+      expect(frame.length).to.equal(32_774);
+      const bomb = /zstd data inflates beyond its announced uncompressedSize of 100000 bytes; refused/;
+      let start = performance.now();
+      expect(() => decompressWith('zstd', frame, 100_000)).to.throw(WireProtocolError, bomb);
+      expect(() => decompressMessage(opCompressed(frame, 100_000, CompressorId.zstd))).to.throw(WireProtocolError, bomb);
+      const syncMS = performance.now() - start;
+      start = performance.now();
+      const error = await decompressMessageOnThreadPool(opCompressed(frame, 100_000, CompressorId.zstd)).catch((e: unknown) => e);
+      const asyncMS = performance.now() - start;
+      expect(error).to.be.instanceOf(WireProtocolError).with.property('message').that.matches(bomb);
+      // Expanding it all takes some 2 s and 1 GiB; stopping at 100 KB takes about 1 ms.
+      expect(syncMS, 'two synchronous refusals').to.be.below(200);
+      expect(asyncMS, 'refusal on the thread pool').to.be.below(200);
+    });
+
+    it('snappy and zstd round-trip through compressMessage / decompressMessage, the compressor id in the header', function () {
+      for (const name of ['snappy', 'zstd'] as const) {
+        if (compressorUnavailable(name) !== undefined) continue;
+        const compressed = compressMessage(body, -1, name);
+        expect(compressed[24]).to.equal(CompressorId[name]);
+        expect(compressed.length).to.be.below(body.length / 3);
+        const back = decompressMessage(asWireMessage(compressed));
+        expect(back.header.opCode).to.equal(OpCode.OP_MSG);
+        expect(back.body.equals(body.subarray(HEADER_LENGTH))).to.equal(true);
+      }
+    });
+  });
+});
