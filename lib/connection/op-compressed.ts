@@ -26,7 +26,7 @@ export const CompressorId = Object.freeze({ noop: 0, snappy: 1, zlib: 2, zstd: 3
  */
 export const SUPPORTED_COMPRESSORS = Object.freeze(['zlib', 'snappy', 'zstd'] as const);
 
-/** A compressor name this library speaks. */
+/** A compressor name this library speaks: `zlib`, `snappy`, `zstd` (the last two where {@link compressorUnavailable} allows). */
 export type CompressorName = (typeof SUPPORTED_COMPRESSORS)[number];
 
 /** Commands that MUST NOT be compressed (lower case). */
@@ -65,6 +65,8 @@ export const ZLIB_THREAD_POOL_MIN_BYTES = 64 * 1024;
  * driver.
  *
  * @throws {Error} when `compressor` is snappy or zstd and unavailable here ({@link compressorUnavailable}).
+ *
+ * Source: OP_COMPRESSED spec ("OP_COMPRESSED", "Compressor IDs"); the zstd level is the official driver's.
  */
 export function compressMessage(message: Buffer, level = -1, compressor: CompressorName = 'zlib'): Buffer {
   const body = message.subarray(HEADER_LENGTH);
@@ -75,7 +77,10 @@ export function compressMessage(message: Buffer, level = -1, compressor: Compres
 /**
  * As {@link compressMessage}, compressing on Node's thread pool (zlib's asynchronous `deflate` or `zstdCompress`,
  * snappy's asynchronous `compress`), so the event loop goes on meanwhile. Resolves to the OP_COMPRESSED message;
- * rejects with the compressor's error (none is expected for a valid level and an available compressor).
+ * rejects with the compressor's error (none is expected for a valid level and an available compressor), or with the
+ * Error {@link compressMessage} throws for an unavailable one.
+ *
+ * Source: extension (the official driver compresses every message on the thread pool).
  */
 export function compressMessageOnThreadPool(message: Buffer, level = -1, compressor: CompressorName = 'zlib'): Promise<Buffer> {
   const body = message.subarray(HEADER_LENGTH);
@@ -355,9 +360,12 @@ function snappyModule(): typeof import('snappy') {
 }
 
 /**
- * Compresses `data` (a message body) with snappy or zstd (level 3, as the official driver), on the event loop.
+ * Compresses `data` (a message body, without the 16-byte header) with snappy (raw block format) or zstd (one frame,
+ * level 3, as the official driver), on the event loop; returns the compressed bytes only (no OP_COMPRESSED header).
  *
  * @throws {Error} when the compressor is unavailable ({@link compressorUnavailable}).
+ *
+ * Source: OP_COMPRESSED spec ("Compressor IDs": snappy 1, zstd 3).
  */
 export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
   if (name === 'snappy') return snappyModule().compressSync(data);
@@ -372,7 +380,9 @@ export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
  * `maxOutputLength`.
  *
  * @throws {WireProtocolError} for data that does not decompress, whose length header differs from
- *   `uncompressedSize`, that inflates beyond it, or that holds fewer bytes.
+ *   `uncompressedSize`, that inflates beyond it, or that holds fewer bytes; for zstd where it is unavailable.
+ *
+ * Source: OP_COMPRESSED spec ("Compressor IDs"); the bound is an extension.
  */
 export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Buffer {
   let out: Buffer;
