@@ -5,7 +5,9 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import * as net from 'node:net';
 import * as path from 'node:path';
+import { MongoClient } from 'mongodb';
 import { connectionFactory, InvalidOptionError } from '../../lib';
 import { parseConnectionString } from '../../lib/connection-string';
 import {
@@ -19,7 +21,7 @@ import {
   type CompressorName,
 } from '../../lib/connection/op-compressed';
 import { encodeOpMsg } from '../../lib/connection/op-msg';
-import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
+import { HEADER_LENGTH, MessageFramer, OpCode, WireProtocolError, writeHeader, type WireMessage } from '../../lib/connection/wire-protocol';
 import { EmbeddedServer } from '../../lib/testing';
 import { establishOne } from '../support/endpoint';
 import { startWireProxy } from '../support/wire-proxy';
@@ -196,6 +198,48 @@ describe('Compressors snappy, zstd and zlib', function () {
         await endpoint.stop();
       }
     });
+  });
+
+  it('the official driver sends the same snappy bytes as this library, and reads the endpoint\'s snappy replies', async function () {
+    requireCompressor(this, 'snappy');
+    this.timeout(20_000);
+    const server = await new EmbeddedServer({ compressors: ['snappy'] }).start();
+    const [host, port] = server.address.split(':');
+    const sent: WireMessage[] = [];
+    // A pass-through TCP proxy that frames what the driver sends.
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(port), host);
+      const framer = new MessageFramer();
+      client.on('data', (chunk) => {
+        sent.push(...framer.push(chunk));
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk) => client.write(chunk));
+      client.on('close', () => upstream.destroy()).on('error', () => undefined);
+      upstream.on('close', () => client.destroy()).on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const driver = new MongoClient(`mongodb://127.0.0.1:${(proxy.address() as net.AddressInfo).port}/?compressors=snappy&directConnection=true&maxPoolSize=1`);
+    try {
+      await driver.connect();
+      expect((await driver.db('a').command({ ping: 1 })).ok).to.equal(1);
+      expect((await driver.db('a').command({ ping: 1, big: 'xyz'.repeat(40_000) })).ok).to.equal(1); // 120 KB
+      const compressed = sent.filter((m) => m.header.opCode === OpCode.OP_COMPRESSED);
+      expect(compressed.map((m) => m.body[8])).to.deep.equal([CompressorId.snappy, CompressorId.snappy]);
+      for (const message of compressed) {
+        const header = Buffer.alloc(HEADER_LENGTH);
+        writeHeader(header, message.header);
+        const plain = decompressMessage(message);
+        const plainBytes = Buffer.alloc(HEADER_LENGTH);
+        writeHeader(plainBytes, plain.header);
+        const ours = compressMessage(Buffer.concat([plainBytes, plain.body]), -1, 'snappy');
+        expect(ours.equals(Buffer.concat([header, message.body])), `${plain.header.messageLength} bytes`).to.equal(true);
+      }
+    } finally {
+      await driver.close();
+      proxy.close();
+      await server.stop();
+    }
   });
 
   describe('where one is unavailable', function () {
