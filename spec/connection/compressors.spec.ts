@@ -23,7 +23,7 @@ import {
 import { encodeOpMsg } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, MessageFramer, OpCode, WireProtocolError, writeHeader, type WireMessage } from '../../lib/connection/wire-protocol';
 import { EmbeddedServer } from '../../lib/testing';
-import { establishOne } from '../support/endpoint';
+import { establishOne, startTestEndpoint } from '../support/endpoint';
 import { startWireProxy } from '../support/wire-proxy';
 
 const OP_COMPRESSED = `OP_${OpCode.OP_COMPRESSED}`;
@@ -372,5 +372,32 @@ describe('Compressors snappy, zstd and zlib', function () {
         expect(back.body.equals(body.subarray(HEADER_LENGTH))).to.equal(true);
       }
     });
+  });
+
+  // Against MONGODB_URI's server when set (a mongod accepts snappy, zstd and zlib by default), else the embedded endpoint.
+  describe('against the test endpoint (MONGODB_URI when set)', function () {
+    for (const name of ['snappy', 'zstd', 'zlib'] as const) {
+      it(`negotiates ${name} and runs compressed commands, the handshake uncompressed`, async function () {
+        requireCompressor(this, name);
+        const endpoint = await startTestEndpoint();
+        const proxy = await startWireProxy(endpoint.address);
+        try {
+          const c = await establishOne(proxy.address, { ...endpoint.connectionOptions, compressors: [name] });
+          expect(c.compressor).to.equal(name);
+          const text = 'xy'.repeat(100_000);
+          const reply = await c.command('admin', { ping: 1, comment: text });
+          expect(reply.ok).to.equal(1);
+          c.destroy();
+          // The proxy reads plain TCP only: over TLS (MONGODB_URI's, say) the bytes pass unread.
+          if (!Object.keys(endpoint.connectionOptions).some((key) => key.startsWith('tls'))) {
+            expect(proxy.commands.at(-1)).to.equal(OP_COMPRESSED);
+            expect(proxy.commands[0]).to.be.oneOf(['isMaster', 'hello']);
+          }
+        } finally {
+          await proxy.stop();
+          await endpoint.stop();
+        }
+      });
+    }
   });
 });
