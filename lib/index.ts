@@ -59,8 +59,8 @@ export { ServerApiVersion } from './connection/server-api';
 export type { ServerApi, ServerApiVersionId } from './connection/server-api';
 export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';
 export type { AuthMechanism, ScramMechanism, CredentialsInit, MechanismProperties } from './auth/credentials';
-export { OIDC_MECHANISM, OIDC_CALLBACK_VERSION, OIDC_CALLBACK_TIMEOUT_MS, OIDC_MIN_CALL_INTERVAL_MS, OIDC_ENVIRONMENTS, OIDC_HUMAN_FLOW_UNSUPPORTED } from './auth/oidc';
-export type { OidcCallback, OidcCallbackParams, OidcCredential, OidcEnvironment } from './auth/oidc';
+export { OIDC_MECHANISM, OIDC_CALLBACK_VERSION, OIDC_CALLBACK_TIMEOUT_MS, OIDC_MIN_CALL_INTERVAL_MS, OIDC_ENVIRONMENTS, OIDC_HUMAN_CALLBACK_TIMEOUT_MS, OIDC_DEFAULT_ALLOWED_HOSTS, OidcHostNotAllowedError } from './auth/oidc';
+export type { OidcCallback, OidcCallbackParams, OidcCredential, OidcEnvironment, IdpInfo, OidcHumanCallback, OidcHumanCallbackParams, OidcHumanCredential } from './auth/oidc';
 export type { AwsCredentials, AwsCredentialProvider } from './auth/aws';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';

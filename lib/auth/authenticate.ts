@@ -68,7 +68,8 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
 /**
  * The first message a handshake carries as `speculativeAuthenticate`: for MONGODB-X509 its `authenticate` command;
  * none for PLAIN (the handshake spec lists no speculative form of it, and a mongod refuses a plaintext mechanism
- * there); for MONGODB-OIDC the one-step saslStart with the cached access token, none when no token is cached;
+ * there); for MONGODB-OIDC the one-step saslStart with the cached access token, none when no token is cached (nor,
+ * with the human workflow, for a `host` its ALLOWED_HOSTS does not match: the token is not sent there);
  * otherwise the saslStart (with a fresh client nonce: one per connection) with the credentials' mechanism, or
  * SCRAM-SHA-256 when the mechanism is negotiated. Undefined when the password cannot be prepared with SASLprep for
  * SCRAM-SHA-256: that conversation could never finish, and a negotiated SCRAM-SHA-1 (which does not SASLprep) may
@@ -78,11 +79,11 @@ export function selectMechanism(credentials: MongoCredentials, handshakeReply: D
  * fields plus `db`; for MONGODB-X509 the conversation's command; nothing for other mechanisms); auth spec,
  * "SCRAM-SHA-256" (passwords are SASLprep'd).
  */
-export function speculativeStart(credentials: MongoCredentials): SpeculativeStart | undefined {
+export function speculativeStart(credentials: MongoCredentials, host?: string): SpeculativeStart | undefined {
   const mechanism = credentials.mechanism ?? 'SCRAM-SHA-256';
   // Handshake spec, "Speculative Authentication": only MONGODB-X509, SCRAM and MONGODB-OIDC are speculative.
   if (mechanism === 'PLAIN' || mechanism === 'MONGODB-AWS') return undefined;
-  if (mechanism === 'MONGODB-OIDC') return oidcSpeculativeStart(credentials);
+  if (mechanism === 'MONGODB-OIDC') return oidcSpeculativeStart(credentials, host);
   if (mechanism === 'MONGODB-X509') return { mechanism, speculativeAuthenticate: x509Command(credentials) };
   try {
     // SCRAM credentials always have both (see MongoCredentials).
@@ -103,11 +104,13 @@ export function speculativeStart(credentials: MongoCredentials): SpeculativeStar
  * undefined: the server never asks them to reauthenticate). The key
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
  * {@link x509Authenticate}); `remainingMS` gives the time left, in ms, to the deadline it aborts at (connectTimeoutMS),
- * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000).
+ * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000; human callback 300000); `host`,
+ * the host connected to (no port), is what MONGODB-OIDC's human workflow checks against `ALLOWED_HOSTS`.
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
  *   1,000,000 (see {@link scramAuthenticate}), a certificate subject no user has (see {@link x509Authenticate}) and
- *   a PLAIN user name or password the server refuses (see {@link plainAuthenticate}).
+ *   a PLAIN user name or password the server refuses (see {@link plainAuthenticate}); an OidcHostNotAllowedError
+ *   (an AuthenticationError) for a `host` the human workflow's ALLOWED_HOSTS does not match, before anything is sent.
  * @throws `signal.reason` (rejection) once `signal` aborts.
  *
  * Source: auth spec, "Authentication Handshake", "Mechanism Negotiation via Handshake"; handshake spec, "Speculative
@@ -120,6 +123,7 @@ export function authenticate(
   signal?: AbortSignal,
   speculative?: SpeculativeStart,
   remainingMS?: () => number,
+  host?: string,
 ): Promise<Reauthenticate | undefined> {
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
@@ -127,11 +131,11 @@ export function authenticate(
   if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal }).then(() => undefined);
   if (mechanism === 'MONGODB-OIDC') {
     const speculativeToken = answered && 'token' in speculative ? speculative.token : undefined;
-    return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined }).then((first) => {
+    return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined, host }).then((first) => {
       // The Connection Cache: the token this connection authenticated with, replaced by each reauthentication.
       let token = first;
       return async (again: RunCommand, reauthSignal?: AbortSignal, reauthRemainingMS?: () => number) => {
-        token = await oidcReauthenticate(again, credentials, token, reauthSignal, reauthRemainingMS);
+        token = await oidcReauthenticate(again, credentials, token, reauthSignal, reauthRemainingMS, host);
       };
     });
   }

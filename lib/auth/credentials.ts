@@ -122,19 +122,20 @@ export interface MechanismPropertyRule {
 }
 
 /**
- * Why credentials with `OIDC_HUMAN_CALLBACK` or `ALLOWED_HOSTS` are refused: the human workflow (two-step
- * conversation, IdpInfo, refresh tokens) is not implemented; the auth spec makes it optional.
+ * The hosts the MONGODB-OIDC human workflow may authenticate to when `ALLOWED_HOSTS` is not given (a frozen array):
+ * `*.mongodb.net`, `*.mongodb-qa.net`, `*.mongodb-dev.net`, `*.mongodbgov.net`, `localhost`, `127.0.0.1`, `::1`,
+ * `*.mongo.com`. A leading `*.` matches any (possibly nested) subdomain, not the domain itself; names compare without
+ * regard to case; ports are ignored.
  *
- * Source: auth spec, "Human Authentication Flow" (drivers MAY support it).
+ * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ALLOWED_HOSTS MUST default to this list).
  */
-export const OIDC_HUMAN_FLOW_UNSUPPORTED = 'the MONGODB-OIDC human workflow (OIDC_HUMAN_CALLBACK, ALLOWED_HOSTS) is not supported: use OIDC_CALLBACK or ENVIRONMENT (the machine workflow)';
+export const OIDC_DEFAULT_ALLOWED_HOSTS = Object.freeze(['*.mongodb.net', '*.mongodb-qa.net', '*.mongodb-dev.net', '*.mongodbgov.net', 'localhost', '127.0.0.1', '::1', '*.mongo.com'] as const);
 
 /**
  * The mechanism properties each mechanism takes, by name (a frozen object of frozen objects); a negotiated mechanism
  * (none given) takes those of SCRAM: none. A property of no mechanism's list, or of another mechanism's, is refused.
- * MONGODB-OIDC takes ENVIRONMENT and TOKEN_RESOURCE (URI or option) and OIDC_CALLBACK (option only); its
- * OIDC_HUMAN_CALLBACK and ALLOWED_HOSTS (human workflow) are refused whatever their value
- * ({@link OIDC_HUMAN_FLOW_UNSUPPORTED}).
+ * MONGODB-OIDC takes ENVIRONMENT and TOKEN_RESOURCE (URI or option), and OIDC_CALLBACK, OIDC_HUMAN_CALLBACK (a
+ * function) and ALLOWED_HOSTS (an array of non-empty strings) in the option only.
  *
  * Source: auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "PLAIN" ("MongoCredential Properties":
  * mechanism_properties are not listed for them), "MONGODB-AWS" (AWS_CREDENTIAL_PROVIDER; "Custom Credential
@@ -161,16 +162,21 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
       valid: (v) => typeof v === 'string' && v !== '',
     },
     OIDC_CALLBACK: { allowed: 'a function returning { accessToken, expiresInSeconds? } (see OidcCallback)', inUri: false, valid: (v) => typeof v === 'function' },
-    OIDC_HUMAN_CALLBACK: { allowed: `absent: ${OIDC_HUMAN_FLOW_UNSUPPORTED}`, inUri: false, valid: () => false },
-    ALLOWED_HOSTS: { allowed: `absent: ${OIDC_HUMAN_FLOW_UNSUPPORTED}`, inUri: false, valid: () => false },
+    OIDC_HUMAN_CALLBACK: { allowed: 'a function returning { accessToken, expiresInSeconds?, refreshToken? } (see OidcHumanCallback)', inUri: false, valid: (v) => typeof v === 'function' },
+    ALLOWED_HOSTS: {
+      allowed: 'an array of non-empty strings (host names or IP addresses, a leading "*." matching subdomains)',
+      inUri: false,
+      valid: (v) => Array.isArray(v) && v.every((h) => typeof h === 'string' && h !== ''),
+    },
   },
 });
 
 /**
  * Checks the MONGODB-OIDC properties together, and the user name with them.
  *
- * @throws {InvalidOptionError} (option `authMechanismProperties.ENVIRONMENT`) with neither ENVIRONMENT nor
- *   OIDC_CALLBACK; (`authMechanismProperties.OIDC_CALLBACK`) with both; (`authMechanismProperties.TOKEN_RESOURCE`)
+ * @throws {InvalidOptionError} (option `authMechanismProperties.ENVIRONMENT`) with none of ENVIRONMENT,
+ *   OIDC_CALLBACK and OIDC_HUMAN_CALLBACK; (`authMechanismProperties.OIDC_CALLBACK`) with ENVIRONMENT and OIDC_CALLBACK;
+ *   (`authMechanismProperties.OIDC_HUMAN_CALLBACK`) with OIDC_HUMAN_CALLBACK and OIDC_CALLBACK or ENVIRONMENT; (`authMechanismProperties.TOKEN_RESOURCE`)
  *   without one for azure or gcp (an empty one is refused as a property before), or with one for another source; (`username`) a user name with ENVIRONMENT test,
  *   gcp or k8s (azure takes it as the managed identity's client id).
  *
@@ -181,8 +187,16 @@ export const MECHANISM_PROPERTIES: { readonly [M in AuthMechanism]: Readonly<Rec
 function checkOidcProperties(properties: MechanismProperties, username: unknown): void {
   const environment = properties.ENVIRONMENT as string | undefined;
   const callback = properties.OIDC_CALLBACK;
+  const human = properties.OIDC_HUMAN_CALLBACK;
+  if (callback !== undefined && human !== undefined) {
+    throw new InvalidOptionError('authMechanismProperties.OIDC_HUMAN_CALLBACK', '<not shown>', 'absent when OIDC_CALLBACK is given: one callback (OIDC_CALLBACK for the machine workflow, OIDC_HUMAN_CALLBACK for the human one)');
+  }
+  if (environment !== undefined && human !== undefined) {
+    throw new InvalidOptionError('authMechanismProperties.OIDC_HUMAN_CALLBACK', '<not shown>', `absent when ENVIRONMENT (${environment}) is given: one token source`);
+  }
+  if (human !== undefined) return;
   if (environment === undefined && callback === undefined) {
-    throw new InvalidOptionError('authMechanismProperties.ENVIRONMENT', undefined, 'one of test, azure, gcp, k8s when no OIDC_CALLBACK is given (MONGODB-OIDC needs a token source)');
+    throw new InvalidOptionError('authMechanismProperties.ENVIRONMENT', undefined, 'one of test, azure, gcp, k8s when neither OIDC_CALLBACK nor OIDC_HUMAN_CALLBACK is given (MONGODB-OIDC needs a token source)');
   }
   if (environment !== undefined && callback !== undefined) {
     throw new InvalidOptionError('authMechanismProperties.OIDC_CALLBACK', '<not shown>', `absent when ENVIRONMENT (${environment}) is given: one token source`);
@@ -317,8 +331,9 @@ export class MongoCredentials {
    *   checked: neither SCRAM-SHA-1 nor PLAIN SASLpreps it. For `mechanismProperties` the mechanism does not take, or
    *   values they refuse: see `checkMechanismProperties`. For MONGODB-OIDC: any password, a source other than
    *   `$external`, a username that is not a non-empty string, and the properties' combinations the auth spec refuses
-   *   (neither or both of ENVIRONMENT and OIDC_CALLBACK; TOKEN_RESOURCE missing or empty for azure or gcp, or given
-   *   for test or k8s; a username with an ENVIRONMENT other than azure; any OIDC_HUMAN_CALLBACK or ALLOWED_HOSTS).
+   *   (no token source, or two of ENVIRONMENT, OIDC_CALLBACK and OIDC_HUMAN_CALLBACK; TOKEN_RESOURCE missing or empty for azure or gcp, or given
+   *   for test or k8s; a username with an ENVIRONMENT other than azure; an OIDC_HUMAN_CALLBACK that is not a function; an
+   *   ALLOWED_HOSTS that is not an array of non-empty strings).
    *
    * Source: auth spec, "Errors" (SHOULD raise an error as early as possible for an invalid credential; MUST when
    * required information is missing), "SCRAM-SHA-256" (passwords MUST be prepared with SASLprep), "SCRAM-SHA-1" (MUST

@@ -6,15 +6,17 @@
  * when the server asks for reauthentication (ReauthenticationRequired, 391). The access token is a secret: no error,
  * event, log message, inspection or JSON of this library shows it.
  *
- * The human workflow (`OIDC_HUMAN_CALLBACK`, IdpInfo, refresh tokens, `ALLOWED_HOSTS`) is not supported: credentials
- * asking for it are refused (see `OIDC_HUMAN_FLOW_UNSUPPORTED`).
+ * Human workflow (`OIDC_HUMAN_CALLBACK`): the two-step conversation (principal name, IdpInfo, then the JWT), the
+ * callback given the IdpInfo and any cached refresh token, the IdpInfo, refresh token and access token cached per
+ * credentials object, the hosts limited by `ALLOWED_HOSTS`. Refresh tokens are secrets too.
  *
  * Source: auth spec, "MONGODB-OIDC" ("Machine Authentication Flow", "Built-in OIDC Environment Integrations", "OIDC
- * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication").
+ * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication"), "Human
+ * Authentication Flow", "OIDC Human Callback", "Two-Step".
  */
 import { Binary, BSON, type Document } from 'bson';
 import { AuthenticationError, MongoServerError } from '../errors';
-import { EXTERNAL_SOURCE, type MongoCredentials } from './credentials';
+import { EXTERNAL_SOURCE, OIDC_DEFAULT_ALLOWED_HOSTS, type MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
 import { untilAborted } from './until-aborted';
@@ -113,7 +115,94 @@ export interface OidcCredential {
  */
 export type OidcCallback = (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>;
 
-export { OIDC_HUMAN_FLOW_UNSUPPORTED } from './credentials';
+export { OIDC_DEFAULT_ALLOWED_HOSTS } from './credentials';
+
+/**
+ * How long an {@link OidcHumanCallback} may run, in ms, when no earlier deadline applies: 300000 (5 minutes, for the
+ * sign-in a person completes); the most it is ever given. A deadline that applies (connectTimeoutMS establishing a
+ * connection; the command's timeoutMS reauthenticating) shortens it to the time that deadline has left.
+ *
+ * Source: auth spec, "OIDC Human Callback" (the timeout duration MUST be 5 minutes).
+ */
+export const OIDC_HUMAN_CALLBACK_TIMEOUT_MS = 300_000;
+
+/**
+ * The identity provider's information, as the server gives it in the two-step conversation's first reply.
+ *
+ * Source: auth spec, "Two-Step" (IdpInfo), "OIDC Human Callback".
+ */
+export interface IdpInfo {
+  /** The issuer URI of the identity provider (the `iss` of its tokens). */
+  readonly issuer: string;
+  /** The client id to sign in with at that provider. */
+  readonly clientId: string;
+  /** Extra scopes to request, if any. */
+  readonly requestScopes?: readonly string[] | undefined;
+}
+
+/**
+ * What an {@link OidcHumanCallback} is given: the {@link OidcCallbackParams} (its `timeoutMS` at most
+ * {@link OIDC_HUMAN_CALLBACK_TIMEOUT_MS}), the IdpInfo and the cached refresh token, if any.
+ *
+ * Source: auth spec, "OIDC Human Callback".
+ */
+export interface OidcHumanCallbackParams extends OidcCallbackParams {
+  /** The identity provider to sign in with (from the server's two-step reply, cached per credentials object). */
+  readonly idpInfo: IdpInfo;
+  /** The refresh token the callback returned before, when one is cached; undefined for a fresh sign-in. A secret. */
+  readonly refreshToken: string | undefined;
+}
+
+/**
+ * What an {@link OidcHumanCallback} returns: an {@link OidcCredential} and optionally a refresh token (a non-empty
+ * string), cached and given to the next call. Other fields are ignored.
+ *
+ * Source: auth spec, "OIDC Human Callback".
+ */
+export interface OidcHumanCredential extends OidcCredential {
+  /** A refresh token for the next call, if the provider issued one; a secret, never shown. */
+  refreshToken?: string | undefined;
+}
+
+/**
+ * The `OIDC_HUMAN_CALLBACK` mechanism property: signs the user in at `params.idpInfo` (with `params.refreshToken`
+ * when given) and returns (or resolves to) the access token. Called once the server gave the IdpInfo (the two-step
+ * conversation), with the refresh token once one is cached, and again after the server refused the token or asked
+ * for reauthentication; never twice at once for one credentials object, at least {@link OIDC_MIN_CALL_INTERVAL_MS}
+ * apart; never for a host `ALLOWED_HOSTS` does not list ({@link OidcHostNotAllowedError}). Not with `OIDC_CALLBACK`
+ * or `ENVIRONMENT`: credentials with both are refused (InvalidOptionError).
+ *
+ * Source: auth spec, "OIDC Human Callback", "Human Authentication Flow".
+ */
+export type OidcHumanCallback = (params: OidcHumanCallbackParams) => OidcHumanCredential | Promise<OidcHumanCredential>;
+
+/**
+ * The human workflow was asked to authenticate to a host its `ALLOWED_HOSTS` (default
+ * {@link OIDC_DEFAULT_ALLOWED_HOSTS}) does not match; nothing was sent and no callback called. `host` names it.
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ALLOWED_HOSTS, a client-side error without invoking
+ * any user-provided callbacks).
+ */
+export class OidcHostNotAllowedError extends AuthenticationError {
+  /** The host refused (as connected to, without port). */
+  readonly host: string;
+  constructor(host: string) {
+    super(`MONGODB-OIDC: the host "${host}" is not in ALLOWED_HOSTS: the human workflow's callback is not called for it (add it to ALLOWED_HOSTS in the credentials option to allow it)`);
+    this.host = host;
+  }
+}
+
+/**
+ * Whether `host` matches one of `patterns` (ALLOWED_HOSTS): equal, or under a `*.` pattern's domain (any depth),
+ * without regard to case; IPv6 brackets are ignored.
+ */
+export function oidcHostAllowed(host: string, patterns: readonly string[]): boolean {
+  const name = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return patterns.some((pattern) => {
+    const p = pattern.toLowerCase();
+    return p.startsWith('*.') ? name.endsWith(p.slice(1)) && name.length > p.length - 1 : name === p;
+  });
+}
 
 /**
  * The base URLs of the metadata endpoints the `azure` and `gcp` environments ask. Tests point them at a local server.
@@ -126,6 +215,10 @@ export const oidcMetadataEndpoints = { azure: 'http://169.254.169.254', gcp: 'ht
 class TokenCache {
   /** The most recent access token; undefined when none or invalidated. */
   token: string | undefined;
+  /** Human workflow: the IdpInfo the server gave. */
+  idpInfo: IdpInfo | undefined;
+  /** Human workflow: the refresh token the callback returned last, if any (a secret). */
+  refreshToken: string | undefined;
   /** The call of the token source in progress, if any: the others wait for it rather than call again. */
   private pending: Promise<string> | undefined;
   /** When the token source was last called (performance.now(), ms). */
@@ -201,9 +294,9 @@ function failure(credentials: MongoCredentials, why: string, cause?: unknown): A
  * rounded down (never more than is left), at least 1 and at most {@link OIDC_CALLBACK_TIMEOUT_MS}; that maximum when no
  * deadline applies.
  */
-function callTimeoutMS(remainingMS: (() => number) | undefined): number {
+function callTimeoutMS(remainingMS: (() => number) | undefined, maxMS = OIDC_CALLBACK_TIMEOUT_MS): number {
   const left = remainingMS?.();
-  if (left === undefined || !(left < OIDC_CALLBACK_TIMEOUT_MS)) return OIDC_CALLBACK_TIMEOUT_MS;
+  if (left === undefined || !(left < maxMS)) return maxMS;
   return Math.max(1, Math.floor(left));
 }
 
@@ -213,12 +306,17 @@ function callTimeoutMS(remainingMS: (() => number) | undefined): number {
  * returns.
  */
 async function callSource(credentials: MongoCredentials, what: string, fetch: (params: OidcCallbackParams) => OidcCredential | Promise<OidcCredential>, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
+  return (await callCredential(credentials, what, fetch, signal, remainingMS)).accessToken;
+}
+
+/** {@link callSource}, resolving to the checked result; `extra` is added to the params, `maxMS` caps `timeoutMS`. */
+async function callCredential(credentials: MongoCredentials, what: string, fetch: (params: never) => OidcHumanCredential | Promise<OidcHumanCredential>, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined, extra: object = {}, maxMS = OIDC_CALLBACK_TIMEOUT_MS): Promise<{ accessToken: string; refreshToken: string | undefined }> {
   const controller = new AbortController();
   // Read as the call starts, after any wait for another call or for the 100 ms interval.
-  const timeoutMS = callTimeoutMS(remainingMS);
+  const timeoutMS = callTimeoutMS(remainingMS, maxMS);
   // Within 60000 ms, `signal` itself aborts as `timeoutMS` elapses (its deadline's error: a connectTimeoutMS timeout,
   // the command's timeoutMS): no timer of our own then, which would only end the call a rounding earlier.
-  const timer = timeoutMS < OIDC_CALLBACK_TIMEOUT_MS && signal !== undefined
+  const timer = timeoutMS < maxMS && signal !== undefined
     ? undefined
     : setTimeout(() => {
       controller.abort(failure(credentials, `the ${what} did not return within ${timeoutMS} ms`));
@@ -231,10 +329,10 @@ async function callSource(credentials: MongoCredentials, what: string, fetch: (p
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
     });
     aborted.catch(() => undefined);
-    const params: OidcCallbackParams = Object.freeze({ timeoutContext: controller.signal, timeoutMS, username: credentials.username, version: OIDC_CALLBACK_VERSION });
-    let result: OidcCredential;
+    const params = Object.freeze({ ...extra, timeoutContext: controller.signal, timeoutMS, username: credentials.username, version: OIDC_CALLBACK_VERSION });
+    let result: OidcHumanCredential;
     try {
-      result = await Promise.race([Promise.resolve().then(() => fetch(params)), aborted]);
+      result = await Promise.race([Promise.resolve().then(() => fetch(params as never)), aborted]);
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason;
       throw failure(credentials, `the ${what} failed: ${error instanceof Error ? error.message : String(error)}`, error);
@@ -245,7 +343,9 @@ async function callSource(credentials: MongoCredentials, what: string, fetch: (p
     if (expires !== undefined && (typeof expires !== 'number' || !(expires >= 0))) {
       throw failure(credentials, `the ${what} returned expiresInSeconds ${String(expires)}: a number >= 0, or none, is required`);
     }
-    return token;
+    const refresh: unknown = result.refreshToken;
+    if (refresh !== undefined && (typeof refresh !== 'string' || refresh === '')) throw failure(credentials, `the ${what} returned a refreshToken that is not a non-empty string`);
+    return { accessToken: token, refreshToken: refresh };
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
@@ -342,13 +442,21 @@ function jwtStart(token: string): Document {
 
 /**
  * The speculative first message for OIDC credentials: the one-step saslStart (with `db: '$external'`) holding the
- * cached token, and that token; undefined when no token is cached (nothing speculative is sent then).
+ * cached token, and that token; undefined when no token is cached, or (human workflow) when `host` matches none of
+ * ALLOWED_HOSTS (nothing speculative is sent then).
  *
  * Source: auth spec, "MONGODB-OIDC" ("Speculative Authentication": MUST implement it; MUST NOT attempt it without a
  * cached access token).
  */
-export function oidcSpeculativeStart(credentials: MongoCredentials): { readonly mechanism: 'MONGODB-OIDC'; readonly speculativeAuthenticate: Document; readonly token: string } | undefined {
+export function oidcSpeculativeStart(credentials: MongoCredentials, host?: string): { readonly mechanism: 'MONGODB-OIDC'; readonly speculativeAuthenticate: Document; readonly token: string } | undefined {
   const token = caches.get(credentials)?.token;
+  if (token !== undefined && typeof propertiesOf(credentials).OIDC_HUMAN_CALLBACK === 'function') {
+    try {
+      checkHost(credentials, host);
+    } catch {
+      return undefined;
+    }
+  }
   if (token === undefined) return undefined;
   return { mechanism: OIDC_MECHANISM, speculativeAuthenticate: { ...jwtStart(token), db: EXTERNAL_SOURCE }, token };
 }
@@ -367,6 +475,11 @@ export interface OidcOptions {
   speculativeToken?: string | undefined;
   /** The handshake reply's `speculativeAuthenticate`, when the handshake carried one. */
   speculativeReply?: unknown;
+  /**
+   * The host connected to (a name or IP address, no port): the human workflow checks it against `ALLOWED_HOSTS`
+   * before anything else. Undefined: not checked (no host is known).
+   */
+  host?: string | undefined;
 }
 
 /**
@@ -385,12 +498,13 @@ export interface OidcOptions {
  * Authentication").
  */
 export async function oidcAuthenticate(run: RunCommand, credentials: MongoCredentials, options: OidcOptions = {}): Promise<string> {
-  const { signal, remainingMS, speculativeToken, speculativeReply } = options;
+  const { signal, remainingMS, speculativeToken, speculativeReply, host } = options;
+  if (typeof propertiesOf(credentials).OIDC_HUMAN_CALLBACK === 'function') checkHost(credentials, host);
   if (speculativeToken !== undefined && speculativeReply !== null && typeof speculativeReply === 'object' && (speculativeReply as Document).done === true) {
     return speculativeToken;
   }
   // The speculative attempt failed: nothing is invalidated (auth spec: MUST NOT), the standard conversation runs.
-  return oneStep(run, credentials, signal, remainingMS);
+  return conversation(run, credentials, signal, remainingMS);
 }
 
 /**
@@ -403,9 +517,100 @@ export async function oidcAuthenticate(run: RunCommand, credentials: MongoCreden
  *
  * Source: auth spec, "Reauthentication", "MONGODB-OIDC" ("Reauthentication").
  */
-export function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal, remainingMS?: () => number): Promise<string> {
+export async function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal, remainingMS?: () => number, host?: string): Promise<string> {
+  if (typeof propertiesOf(credentials).OIDC_HUMAN_CALLBACK === 'function') checkHost(credentials, host);
   cacheOf(credentials).invalidate(connectionToken);
-  return oneStep(run, credentials, signal, remainingMS);
+  return conversation(run, credentials, signal, remainingMS);
+}
+
+/** The conversation of the workflow `credentials` ask for. */
+function conversation(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
+  const human = propertiesOf(credentials).OIDC_HUMAN_CALLBACK;
+  return typeof human === 'function' ? humanFlow(run, credentials, human as OidcHumanCallback, signal, remainingMS) : oneStep(run, credentials, signal, remainingMS);
+}
+
+/** @throws {OidcHostNotAllowedError} when `host` matches none of the credentials' ALLOWED_HOSTS. */
+function checkHost(credentials: MongoCredentials, host: string | undefined): void {
+  if (host === undefined) return;
+  const listed = propertiesOf(credentials).ALLOWED_HOSTS;
+  const patterns = Array.isArray(listed) ? (listed as string[]) : OIDC_DEFAULT_ALLOWED_HOSTS;
+  if (!oidcHostAllowed(host, patterns)) throw new OidcHostNotAllowedError(host);
+}
+
+/** Whether `error` is the server refusing the token (AuthenticationFailed, 18). */
+function refused(error: unknown): boolean {
+  return error instanceof AuthenticationError && error.cause instanceof MongoServerError && error.cause.code === 18;
+}
+
+/** The IdpInfo of a two-step reply's payload. */
+function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
+  const payload: unknown = reply.payload;
+  let doc: Document | undefined;
+  try {
+    if (payload instanceof Binary) doc = BSON.deserialize(Buffer.from(payload.buffer.buffer, payload.buffer.byteOffset, payload.position));
+  } catch {
+    doc = undefined;
+  }
+  const issuer: unknown = doc?.issuer;
+  const clientId: unknown = doc?.clientId;
+  const scopes: unknown = doc?.requestScopes;
+  if (typeof issuer !== 'string' || typeof clientId !== 'string' || (scopes !== undefined && scopes !== null && !(Array.isArray(scopes) && scopes.every((x) => typeof x === 'string')))) {
+    throw failure(credentials, 'the server\'s reply to the principal step holds no IdpInfo { issuer, clientId, requestScopes? }');
+  }
+  return Object.freeze({ issuer, clientId, requestScopes: Array.isArray(scopes) ? Object.freeze([...(scopes as string[])]) : undefined });
+}
+
+/**
+ * The human workflow's authentication of a connection: the cached access token (one-step); else, with a cached
+ * refresh token, a token from the callback given it (one-step); else the two-step conversation: the principal step
+ * (`n`: the user name, if any), the callback given the server's IdpInfo and no refresh token, the JWT step. A token
+ * refused (18) is invalidated (a refreshed one's refresh token cleared too) and the flow restarts; the two-step's
+ * refusal, and any other error, is raised.
+ */
+async function humanFlow(run: RunCommand, credentials: MongoCredentials, callback: OidcHumanCallback, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
+  const cache = cacheOf(credentials);
+  const fail = (why: string, cause?: unknown): never => {
+    throw failure(credentials, why, cause);
+  };
+  for (let attempt = 0; ; attempt++) {
+    signal?.throwIfAborted();
+    let twoStep: { conversationId: unknown } | undefined;
+    let refreshed = false;
+    const { token, cached } = await cache.get(async () => {
+      twoStep = undefined;
+      refreshed = false;
+      let idpInfo = cache.idpInfo;
+      const refreshToken = cache.refreshToken;
+      if (idpInfo === undefined || refreshToken === undefined) {
+        const principal = credentials.username === undefined ? {} : { n: credentials.username };
+        const start = { saslStart: 1, mechanism: OIDC_MECHANISM, payload: new Binary(BSON.serialize(principal)) };
+        const reply = await runStep(run, credentials.source, start, 'saslStart', fail);
+        cache.idpInfo = idpInfo = idpInfoOf(credentials, reply);
+        twoStep = { conversationId: reply.conversationId };
+      } else {
+        refreshed = true;
+      }
+      const result = await callCredential(credentials, 'OIDC_HUMAN_CALLBACK', callback, signal, remainingMS, { idpInfo, refreshToken: twoStep === undefined ? refreshToken : undefined }, OIDC_HUMAN_CALLBACK_TIMEOUT_MS);
+      // A fresh sign-in without a refresh token leaves none cached; a refresh without a new one keeps the old one.
+      if (result.refreshToken !== undefined || twoStep !== undefined) cache.refreshToken = result.refreshToken;
+      return result.accessToken;
+    }, signal);
+    signal?.throwIfAborted();
+    try {
+      if (twoStep !== undefined && !cached) {
+        const jwtStep = { saslContinue: 1, conversationId: (twoStep as { conversationId: unknown }).conversationId, payload: new Binary(BSON.serialize({ jwt: token })) };
+        const reply = await runStep(withoutEcho(run, token, '<access token not shown>'), credentials.source, jwtStep, 'saslContinue', fail);
+        if (reply.done !== true) fail('the server did not end the conversation after the JWT step');
+      } else {
+        await send(run, credentials, token);
+      }
+      return token;
+    } catch (error) {
+      if (!refused(error) || (twoStep !== undefined && !cached) || attempt >= 3) throw error;
+      cache.invalidate(token);
+      if (refreshed && !cached) cache.refreshToken = undefined;
+    }
+  }
 }
 
 /** The auth spec's `auth(connection)`: resolves to the token the connection authenticated with. */

@@ -401,7 +401,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       });
       phase = 'hello';
       // Speculative authentication: the saslStart rides in the handshake, with a client nonce of this connection's.
-      const speculative = s.credentials === undefined ? undefined : speculativeStart(s.credentials);
+      const speculative = s.credentials === undefined ? undefined : speculativeStart(s.credentials, s.endpoint.host);
       const command = speculative === undefined ? handshake : { ...handshake, speculativeAuthenticate: speculative.speculativeAuthenticate };
       const helloSent = s.now();
       connection
@@ -448,6 +448,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               conversation.signal,
               speculative,
               remainingMS,
+              host,
             );
           }
           if (subscriber.closed) return;

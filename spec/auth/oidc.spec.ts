@@ -61,15 +61,15 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
   });
 
   describe('credentials', function () {
-    it('take no password, only $external, and refuse the human workflow with a typed error', function () {
+    it('take no password, only $external, and one callback: OIDC_CALLBACK and OIDC_HUMAN_CALLBACK together are refused', function () {
       const cb = counting(() => TOKEN);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', password: 'x', mechanismProperties: { OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /password/);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', source: 'admin', mechanismProperties: { OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /authSource/);
       expect(oidc(cb).source).to.equal('$external');
-      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_HUMAN_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /human workflow/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_HUMAN_CALLBACK: cb, OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /OIDC_HUMAN_CALLBACK/);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC' } as CredentialsInit)).to.throw(InvalidOptionError, /ENVIRONMENT/);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_CALLBACK: cb, ENVIRONMENT: 'test' } } as CredentialsInit)).to.throw(InvalidOptionError, /OIDC_CALLBACK/);
-      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ALLOWED_HOSTS: [] , OIDC_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /human workflow/);
+      expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ALLOWED_HOSTS: [1], OIDC_HUMAN_CALLBACK: cb } } as CredentialsInit)).to.throw(InvalidOptionError, /ALLOWED_HOSTS/);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ENVIRONMENT: 'azure' } } as CredentialsInit)).to.throw(InvalidOptionError, /TOKEN_RESOURCE/);
       expect(() => new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { ENVIRONMENT: 'test', TOKEN_RESOURCE: 'x' } } as CredentialsInit)).to.throw(InvalidOptionError, /TOKEN_RESOURCE/);
     });
