@@ -134,8 +134,8 @@ export const OIDC_HUMAN_CALLBACK_TIMEOUT_MS = 300_000;
 export interface IdpInfo {
   /** The issuer URI of the identity provider (the `iss` of its tokens). */
   readonly issuer: string;
-  /** The client id to sign in with at that provider. */
-  readonly clientId: string;
+  /** The client id to sign in with at that provider; undefined when the server gives none (a machine user's IdP). */
+  readonly clientId: string | undefined;
   /** Extra scopes to request, if any. */
   readonly requestScopes?: readonly string[] | undefined;
 }
@@ -554,10 +554,10 @@ function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
   const issuer: unknown = doc?.issuer;
   const clientId: unknown = doc?.clientId;
   const scopes: unknown = doc?.requestScopes;
-  if (typeof issuer !== 'string' || typeof clientId !== 'string' || (scopes !== undefined && scopes !== null && !(Array.isArray(scopes) && scopes.every((x) => typeof x === 'string')))) {
-    throw failure(credentials, 'the server\'s reply to the principal step holds no IdpInfo { issuer, clientId, requestScopes? }');
+  if (typeof issuer !== 'string' || (clientId !== undefined && clientId !== null && typeof clientId !== 'string') || (scopes !== undefined && scopes !== null && !(Array.isArray(scopes) && scopes.every((x) => typeof x === 'string')))) {
+    throw failure(credentials, 'the server\'s reply to the principal step holds no IdpInfo { issuer, clientId?, requestScopes? }');
   }
-  return Object.freeze({ issuer, clientId, requestScopes: Array.isArray(scopes) ? Object.freeze([...(scopes as string[])]) : undefined });
+  return Object.freeze({ issuer, clientId: typeof clientId === 'string' ? clientId : undefined, requestScopes: Array.isArray(scopes) ? Object.freeze([...(scopes as string[])]) : undefined });
 }
 
 /**

@@ -14,7 +14,7 @@ export { FailCommandPoint } from './fail-points';
 export type { FailAction } from './fail-points';
 export type { EmbeddedUser } from './scram-server';
 export { OidcIdentities, signOidcToken } from './oidc-server';
-export type { EmbeddedOidcOptions, OidcOutcome } from './oidc-server';
+export type { EmbeddedIdpInfo, EmbeddedOidcOptions, OidcOutcome } from './oidc-server';
 export { MockConnection, MockConnectionFactory } from './mock-connection';
 export type { MockConnectionFactoryOptions } from './mock-connection';
 export { VirtualClock } from './virtual-clock';

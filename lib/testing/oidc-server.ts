@@ -28,15 +28,23 @@ export interface EmbeddedOidcOptions {
    * the user and `exp` (epoch seconds), if any, the expiry. See {@link signOidcToken}.
    */
   signingKey?: string | Buffer | undefined;
-  /** The IdP info a saslStart without `jwt` (the two-step conversation) is answered with. Default issuer `https://idp.invalid`, clientId `rxcmap`. */
-  idpInfo?: {
+  /**
+   * The IdP info a saslStart without `jwt` (the two-step conversation's principal step) is answered with. Default
+   * issuer `https://idp.invalid`, clientId `rxcmap`. A function picks it by the principal name `n` (undefined when the
+   * step has none), as a mongod with several identity providers does; undefined from it refuses the step with
+   * AuthenticationFailed (18).
+   */
+  idpInfo?: ((principal: string | undefined) => EmbeddedIdpInfo | undefined) | EmbeddedIdpInfo | undefined;
+}
+
+/** An identity provider as the endpoint names it in the two-step conversation (see {@link EmbeddedOidcOptions.idpInfo}). */
+export interface EmbeddedIdpInfo {
     /** The identity provider's issuer URI. */
     readonly issuer: string;
-    /** The client id a human workflow would use with it. */
-    readonly clientId: string;
+    /** The client id a human workflow would use with it; none for a machine user's provider. */
+    readonly clientId?: string | undefined;
     /** The scopes to request, if any. */
     readonly requestScopes?: readonly string[] | undefined;
-  } | undefined;
 }
 
 /**
@@ -66,7 +74,7 @@ const REFUSED: Document = { ok: 0, code: 18, codeName: 'AuthenticationFailed', e
 
 /**
  * The MONGODB-OIDC conversations of an EmbeddedServer. Counts what it saw: {@link saslStarts},
- * {@link authentications}, {@link refusals}.
+ * {@link authentications}, {@link refusals}, {@link principalSteps}.
  */
 export class OidcIdentities {
   /** OIDC saslStarts received (speculative ones included). */
@@ -75,6 +83,8 @@ export class OidcIdentities {
   authentications = 0;
   /** Tokens refused (unknown, badly signed or expired). */
   refusals = 0;
+  /** Principal steps (saslStarts without `jwt`: two-step conversations begun). */
+  principalSteps = 0;
 
   /** @throws {InvalidOptionError} (option `oidc`) without `tokens` or `signingKey`. */
   constructor(private readonly options: EmbeddedOidcOptions) {
@@ -96,7 +106,10 @@ export class OidcIdentities {
     const payload = payloadOf(command);
     if (payload === undefined) return { reply: { ok: 0, code: 17, codeName: 'ProtocolError', errmsg: 'Invalid MONGODB-OIDC payload' } };
     if (payload.jwt === undefined) {
-      const idp = this.options.idpInfo ?? { issuer: 'https://idp.invalid', clientId: 'rxcmap' };
+      this.principalSteps++;
+      const given = this.options.idpInfo;
+      const idp = typeof given === 'function' ? given(typeof payload.n === 'string' ? payload.n : undefined) : given ?? { issuer: 'https://idp.invalid', clientId: 'rxcmap' };
+      if (idp === undefined) return { reply: { ...REFUSED } };
       return { reply: { conversationId: 1, done: false, payload: new Binary(BSON.serialize({ ...idp })), ok: 1 }, awaitingJwt: true };
     }
     return this.verify(payload.jwt);
