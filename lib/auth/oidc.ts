@@ -565,7 +565,7 @@ function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
  * refresh token, a token from the callback given it (one-step); else the two-step conversation: the principal step
  * (`n`: the user name, if any), the callback given the server's IdpInfo and no refresh token, the JWT step. A token
  * refused (18) is invalidated (a refreshed one's refresh token cleared too) and the flow restarts; the two-step's
- * refusal, and any other error, is raised.
+ * refusal (its token invalidated too), and any other error, is raised.
  */
 async function humanFlow(run: RunCommand, credentials: MongoCredentials, callback: OidcHumanCallback, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
   const cache = cacheOf(credentials);
@@ -606,8 +606,10 @@ async function humanFlow(run: RunCommand, credentials: MongoCredentials, callbac
       }
       return token;
     } catch (error) {
-      if (!refused(error) || (twoStep !== undefined && !cached) || attempt >= 3) throw error;
+      if (!refused(error)) throw error;
+      // A refused token is never offered again (speculatively either); a fresh sign-in's refusal is the user's error.
       cache.invalidate(token);
+      if ((twoStep !== undefined && !cached) || attempt >= 3) throw error;
       if (refreshed && !cached) cache.refreshToken = undefined;
     }
   }

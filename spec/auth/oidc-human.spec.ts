@@ -1,0 +1,395 @@
+/**
+ * MONGODB-OIDC, human workflow (auth spec, "Human Authentication Flow", "OIDC Human Callback", "Two-Step",
+ * "Credential Caching", "Speculative Authentication", "Reauthentication", ALLOWED_HOSTS): the prose tests of the auth
+ * spec's mongodb-oidc.md "Human Authentication Flow Prose Tests" that the endpoint can play, numbered as there, and
+ * this library's own. No test may find an access or refresh token in an error, event, log message, inspection or JSON.
+ */
+import { expect } from 'chai';
+import { inspect } from 'node:util';
+import { BSON, type Document } from 'bson';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, connect, type CredentialsInit, type LogSink } from '../../lib';
+import { parseConnectionString } from '../../lib/connection-string';
+import { cachedOidcToken, OIDC_DEFAULT_ALLOWED_HOSTS, OIDC_HUMAN_CALLBACK_TIMEOUT_MS, OidcHostNotAllowedError, oidcHostAllowed, type OidcHumanCallback, type OidcHumanCallbackParams, type OidcHumanCredential } from '../../lib/auth/oidc';
+import { EmbeddedServer, signOidcToken } from '../../lib/testing';
+import { establishOne } from '../support/endpoint';
+
+const KEY = 'idp-signing-key';
+const TOKEN = signOidcToken(KEY, { sub: 'user1' });
+const TOKEN2 = signOidcToken(KEY, { sub: 'user2' });
+const BAD_TOKEN = signOidcToken('another-key', { sub: 'user1' });
+const REFRESH = 'refresh-token-secret-1';
+const IDP1 = { issuer: 'https://idp1.invalid', clientId: 'client1', requestScopes: ['openid', 'offline_access'] };
+const IDP2 = { issuer: 'https://idp2.invalid', clientId: 'client2' };
+
+const shown = (value: unknown): string => `${value instanceof Error ? value.message : ''} ${inspect(value, { depth: 8 })} ${JSON.stringify(value) ?? ''}`;
+const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
+
+/** A human callback recording its calls (a copy of each params, with when it was called) and returning `answer(params, n)`. */
+function human(answer: (params: OidcHumanCallbackParams, call: number) => OidcHumanCredential = () => ({ accessToken: TOKEN, refreshToken: REFRESH })): OidcHumanCallback & { calls: (OidcHumanCallbackParams & { at: number })[] } {
+  const calls: (OidcHumanCallbackParams & { at: number })[] = [];
+  return Object.assign((params: OidcHumanCallbackParams) => {
+    calls.push({ ...params, at: performance.now() });
+    return answer(params, calls.length);
+  }, { calls });
+}
+
+const credentialsOf = (callback: OidcHumanCallback, init: Partial<CredentialsInit> = {}, properties: Record<string, unknown> = {}): MongoCredentials =>
+  new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_HUMAN_CALLBACK: callback, ...properties }, ...init } as CredentialsInit);
+
+const fail391 = { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } };
+
+describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")', function () {
+  this.timeout(10_000);
+  let server: EmbeddedServer;
+  /** The OIDC saslStart / saslContinue payloads (decoded) the endpoint received, with the command name. */
+  let received: { name: string; payload: Document | undefined; speculative: boolean }[];
+
+  const start = async (options: ConstructorParameters<typeof EmbeddedServer>[0] = { oidc: { signingKey: KEY, idpInfo: IDP1 } }): Promise<void> => {
+    server = new EmbeddedServer(options);
+    received = [];
+    const target = server as unknown as { authenticateOidc: (...args: unknown[]) => Document };
+    const original = target.authenticateOidc.bind(server);
+    target.authenticateOidc = (o: unknown, name: unknown, db: unknown, c: unknown, client: unknown) => {
+      const command = c as Document;
+      const p = command.payload as { buffer: Uint8Array; position: number } | undefined;
+      let payload: Document | undefined;
+      try {
+        payload = p === undefined ? undefined : BSON.deserialize(Buffer.from(p.buffer.buffer, p.buffer.byteOffset, p.position));
+      } catch {
+        payload = undefined;
+      }
+      received.push({ name: name as string, payload, speculative: 'db' in command });
+      return original(o, name, db, command, client);
+    };
+    await server.start();
+  };
+  afterEach(async function () {
+    await server?.stop();
+  });
+
+  describe('(1) OIDC Human Callback Authentication', function () {
+    beforeEach(() => start());
+
+    it('1.1 single principal, implicit user name: the principal step has no n; the callback gets the IdpInfo; find succeeds', async function () {
+      const cb = human();
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(received.map((r) => r.name)).to.deep.equal(['saslstart', 'saslcontinue']);
+      expect(received[0]!.payload).to.deep.equal({});
+      expect(received[1]!.payload).to.deep.equal({ jwt: TOKEN });
+      expect(cb.calls).to.have.length(1);
+      expect({ ...cb.calls[0]!.idpInfo }).to.deep.equal(IDP1);
+      c.destroy();
+    });
+
+    it('1.2 single principal, explicit user name: n is the user name', async function () {
+      const cb = human();
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb, { username: 'user1@idp' }) });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(received[0]!.payload).to.deep.equal({ n: 'user1@idp' });
+      expect(cb.calls[0]!.username).to.equal('user1@idp');
+      c.destroy();
+    });
+  });
+
+  describe('(1) multiple principals', function () {
+    beforeEach(() => start({ oidc: { signingKey: KEY, idpInfo: (n) => (n === 'user1@idp' ? IDP1 : n === 'user2@idp' ? IDP2 : undefined) } }));
+
+    it('1.3 / 1.4 each user gets its own IdP and authenticates; 1.5 no user name fails (18)', async function () {
+      for (const [user, idp, token] of [['user1@idp', IDP1, TOKEN], ['user2@idp', IDP2, TOKEN2]] as const) {
+        const cb = human(() => ({ accessToken: token }));
+        const c = await establishOne(server.address, { credentials: credentialsOf(cb, { username: user }) });
+        expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+        expect(cb.calls[0]!.idpInfo.issuer).to.equal(idp.issuer);
+        c.destroy();
+      }
+      const cb = human();
+      const error = await rejection(establishOne(server.address, { credentials: credentialsOf(cb) }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(cb.calls).to.have.length(0);
+    });
+  });
+
+  describe('(1) ALLOWED_HOSTS', function () {
+    beforeEach(() => start());
+
+    it('1.6 an empty ALLOWED_HOSTS, or one without the host, fails client-side naming the host: no callback, nothing sent', async function () {
+      for (const allowed of [[], ['example.com']]) {
+        const cb = human();
+        const error = await rejection(establishOne(server.address, { credentials: credentialsOf(cb, {}, { ALLOWED_HOSTS: allowed }) }));
+        expect(error).to.be.instanceOf(OidcHostNotAllowedError);
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as OidcHostNotAllowedError).host).to.equal(server.address.split(':')[0]);
+        expect((error as Error).message).to.include(server.address.split(':')[0]);
+        expect(cb.calls).to.have.length(0);
+      }
+      expect(received).to.have.length(0);
+    });
+
+    it('1.6 the host is checked before a cached token is sent speculatively or reused', async function () {
+      const credentials = credentialsOf(human(), {}, { ALLOWED_HOSTS: ['localhost', '127.0.0.1'] });
+      (await establishOne(server.address, { credentials })).destroy();
+      expect(cachedOidcToken(credentials)).to.equal(TOKEN);
+      (credentials.mechanismProperties.ALLOWED_HOSTS as string[]).length = 0;
+      const before = received.length;
+      expect(await rejection(establishOne(server.address, { credentials }))).to.be.instanceOf(OidcHostNotAllowedError);
+      expect(received.length).to.equal(before);
+    });
+
+    it('1.7 ALLOWED_HOSTS in the connection string is a configuration error', function () {
+      expect(() => parseConnectionString('mongodb+srv://example.com/?authMechanism=MONGODB-OIDC&authMechanismProperties=ALLOWED_HOSTS:%5B%22example.com%22%5D')).to.throw(InvalidOptionError);
+      expect(() => parseConnectionString('mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ALLOWED_HOSTS:example.com')).to.throw(InvalidOptionError);
+    });
+
+    it('matches as the spec says: exact names and addresses, "*." any subdomain depth (not the domain itself), any case; the default list', function () {
+      expect([...OIDC_DEFAULT_ALLOWED_HOSTS]).to.deep.equal(['*.mongodb.net', '*.mongodb-qa.net', '*.mongodb-dev.net', '*.mongodbgov.net', 'localhost', '127.0.0.1', '::1', '*.mongo.com']);
+      const d = OIDC_DEFAULT_ALLOWED_HOSTS;
+      for (const host of ['localhost', '127.0.0.1', '::1', '[::1]', 'a.mongodb.net', 'x.y.mongodb.net', 'C.MongoDB.Net', 'a.mongodb-qa.net', 'a.mongodb-dev.net', 'a.mongodbgov.net', 'a.mongo.com']) {
+        expect(oidcHostAllowed(host, d), host).to.equal(true);
+      }
+      for (const host of ['mongodb.net', 'evilmongodb.net', 'mongodb.net.evil.com', 'example.com', '127.0.0.2', 'localhost.evil', '']) {
+        expect(oidcHostAllowed(host, d), host).to.equal(false);
+      }
+      expect(oidcHostAllowed('example.com', ['example.com'])).to.equal(true);
+      expect(oidcHostAllowed('a.example.com', ['example.com'])).to.equal(false);
+      expect(oidcHostAllowed('a.b.example.com', ['*.example.com'])).to.equal(true);
+      expect(oidcHostAllowed('anything', [])).to.equal(false);
+    });
+
+    it('OIDC_CALLBACK and OIDC_HUMAN_CALLBACK together, or with ENVIRONMENT, are refused; ALLOWED_HOSTS must be strings', function () {
+      const cb = human();
+      expect(() => credentialsOf(cb, {}, { OIDC_CALLBACK: () => ({ accessToken: TOKEN }) })).to.throw(InvalidOptionError, /OIDC_HUMAN_CALLBACK/);
+      expect(() => credentialsOf(cb, {}, { ENVIRONMENT: 'test' })).to.throw(InvalidOptionError, /OIDC_HUMAN_CALLBACK/);
+      expect(() => credentialsOf(cb, {}, { ALLOWED_HOSTS: 'localhost' })).to.throw(InvalidOptionError, /ALLOWED_HOSTS/);
+      expect(() => credentialsOf(cb, {}, { ALLOWED_HOSTS: [''] })).to.throw(InvalidOptionError, /ALLOWED_HOSTS/);
+      expect(() => credentialsOf('x' as unknown as OidcHumanCallback)).to.throw(InvalidOptionError, /OIDC_HUMAN_CALLBACK/);
+      expect(() => parseConnectionString('mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=OIDC_HUMAN_CALLBACK:x')).to.throw(InvalidOptionError);
+    });
+  });
+
+  describe('(1.8) an IdP without clientId (a machine user with a human callback)', function () {
+    beforeEach(() => start({ oidc: { signingKey: KEY, idpInfo: { issuer: 'https://machine.invalid' } } }));
+    it('authenticates; the callback gets clientId undefined', async function () {
+      const cb = human(() => ({ accessToken: TOKEN }));
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb, { username: 'test_machine' }) });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls[0]!.idpInfo).to.deep.include({ issuer: 'https://machine.invalid', clientId: undefined });
+      c.destroy();
+    });
+  });
+
+  describe('(2) OIDC Human Callback Validation', function () {
+    beforeEach(() => start());
+
+    it('2.1 the callback gets idpInfo, refreshToken undefined, timeoutContext, timeoutMS 300000 (no deadline), username, version 1', async function () {
+      const cb = human();
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb, { username: 'u' }), connectTimeoutMS: 0 });
+      const p = cb.calls[0]!;
+      expect(p.version).to.equal(1);
+      expect(p.username).to.equal('u');
+      expect(p.refreshToken).to.equal(undefined);
+      expect(p.timeoutMS).to.equal(OIDC_HUMAN_CALLBACK_TIMEOUT_MS).and.to.equal(300_000);
+      expect(p.timeoutContext).to.be.instanceOf(AbortSignal);
+      expect(p.timeoutContext.aborted).to.equal(false);
+      expect({ ...p.idpInfo }).to.deep.equal(IDP1);
+      c.destroy();
+    });
+
+    it('2.1 a smaller deadline (connectTimeoutMS, virtual clock) gives a smaller timeoutMS', async function () {
+      const realNow = performance.now.bind(performance);
+      const serverHello = server as unknown as { helloReply: (...args: unknown[]) => Document };
+      const hello = serverHello.helloReply.bind(server);
+      let offset = 0;
+      serverHello.helloReply = (...args: unknown[]) => {
+        offset += 1500;
+        return hello(...args);
+      };
+      performance.now = () => realNow() + offset;
+      try {
+        const cb = human();
+        (await establishOne(server.address, { credentials: credentialsOf(cb), connectTimeoutMS: 2000 })).destroy();
+        expect(cb.calls[0]!.timeoutMS).to.be.within(300, 500);
+        const later = human();
+        (await establishOne(server.address, { credentials: credentialsOf(later), connectTimeoutMS: 600_000 })).destroy();
+        expect(later.calls[0]!.timeoutMS).to.equal(300_000);
+      } finally {
+        performance.now = realNow;
+      }
+    });
+
+    it('2.2 a callback returning no accessToken, an empty one, a bad expiry or a bad refreshToken fails authentication', async function () {
+      for (const answer of [{}, { accessToken: '' }, { accessToken: TOKEN, expiresInSeconds: -1 }, { accessToken: TOKEN, refreshToken: 5 }]) {
+        const error = await rejection(establishOne(server.address, { credentials: credentialsOf(human(() => answer as OidcHumanCredential)) }));
+        expect(error, JSON.stringify(answer)).to.be.instanceOf(AuthenticationError);
+      }
+    });
+
+    it('2.3 the refresh token is given to the callback on reauthentication (391)', async function () {
+      const cb = human();
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      await c.command('admin', fail391);
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      expect(cb.calls.map((p) => p.refreshToken)).to.deep.equal([undefined, REFRESH]);
+      // The refresh used the cached IdpInfo: one principal step only.
+      expect(server.oidc!.principalSteps).to.equal(1);
+      expect({ ...cb.calls[1]!.idpInfo }).to.deep.equal(IDP1);
+      c.destroy();
+    });
+  });
+
+  describe('(3) Speculative Authentication', function () {
+    beforeEach(() => start());
+
+    it('3.1 uses speculative authentication once a token is cached: a saslStart fail point does not stop it', async function () {
+      const cb = human();
+      const credentials = credentialsOf(cb);
+      (await establishOne(server.address, { credentials })).destroy();
+      const c = await establishOne(server.address, { credentials });
+      await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslStart'], errorCode: 18 } });
+      const d = await establishOne(server.address, { credentials });
+      expect((await d.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(received.filter((r) => r.speculative).map((r) => r.payload)).to.deep.equal([{ jwt: TOKEN }, { jwt: TOKEN }]);
+      expect(cb.calls).to.have.length(1);
+      c.destroy();
+      d.destroy();
+    });
+
+    it('3.2 does not use speculative authentication without a cached token: a saslStart fail point fails it', async function () {
+      const admin = await establishOne(server.address, { credentials: credentialsOf(human()) });
+      await admin.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslStart'], errorCode: 18 } });
+      const error = await rejection(establishOne(server.address, { credentials: credentialsOf(human()) }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(received.filter((r) => r.speculative)).to.have.length(0);
+      admin.destroy();
+    });
+  });
+
+  describe('(4) Reauthentication', function () {
+    beforeEach(() => start());
+
+    it('4.1 succeeds: the callback called twice (with the refresh token), find retried once', async function () {
+      const cb = human();
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(1);
+      await c.command('admin', fail391);
+      const before = received.length;
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      // One one-step saslStart (the refreshed token), no principal step.
+      expect(received.slice(before).map((r) => [r.name, r.payload])).to.deep.equal([['saslstart', { jwt: TOKEN }]]);
+      c.destroy();
+    });
+
+    it('4.2 succeeds without a refresh token: a new two-step conversation, no refresh token given', async function () {
+      const cb = human(() => ({ accessToken: TOKEN }));
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      await c.command('admin', fail391);
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      expect(cb.calls.map((p) => p.refreshToken)).to.deep.equal([undefined, undefined]);
+      expect(server.oidc!.principalSteps).to.equal(2);
+      c.destroy();
+    });
+
+    it('4.3 succeeds after the refresh fails (refreshed token refused, 18): a fresh sign-in without the refresh token', async function () {
+      const cb = human((p) => ({ accessToken: p.refreshToken === undefined ? TOKEN : BAD_TOKEN, refreshToken: 'bad-refresh-token' }));
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      await c.command('admin', fail391);
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls.map((p) => p.refreshToken)).to.deep.equal([undefined, 'bad-refresh-token', undefined]);
+      expect(server.oidc!.principalSteps).to.equal(2);
+      c.destroy();
+    });
+
+    it('4.4 fails when the refreshed and the fresh token are refused: three calls, spaced 100 ms at least, one at a time', async function () {
+      let running = 0;
+      let overlap = false;
+      const cb = human((_, n) => {
+        overlap ||= running > 0;
+        return { accessToken: n === 1 ? TOKEN : BAD_TOKEN, refreshToken: 'bad-refresh-token' };
+      });
+      const credentials = credentialsOf(cb);
+      const c = await establishOne(server.address, { credentials });
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      await c.command('admin', fail391);
+      const error = await rejection(c.command('test', { find: 'c' }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(cb.calls).to.have.length(3);
+      for (let i = 1; i < cb.calls.length; i++) expect(cb.calls[i]!.at - cb.calls[i - 1]!.at).to.be.at.least(99);
+      expect(overlap).to.equal(false);
+      expect(cachedOidcToken(credentials)).to.equal(undefined);
+      c.destroy();
+    });
+
+    it('an expiring token: the endpoint answers 391 once it expires, and the connection refreshes', async function () {
+      await server.stop();
+      const expiring = 'expiring-access-token';
+      const fresh = 'fresh-access-token';
+      await start({ oidc: { tokens: { [expiring]: { user: 'user1', expiresAtMS: Date.now() + 300 } , [fresh]: { user: 'user1' } }, idpInfo: IDP1 } });
+      const cb = human((p) => ({ accessToken: p.refreshToken === undefined ? expiring : fresh, refreshToken: REFRESH }));
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      await new Promise((r) => setTimeout(r, 400));
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      expect(cb.calls.map((p) => p.refreshToken)).to.deep.equal([undefined, REFRESH]);
+      c.destroy();
+    });
+  });
+
+  describe('caching and secrets', function () {
+    beforeEach(() => start());
+
+    it('connections of one credentials object share one sign-in (one call, one principal step)', async function () {
+      const cb = human();
+      const credentials = credentialsOf(cb);
+      const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, maxPoolSize: 5, minPoolSize: 0 });
+      pool.ready();
+      try {
+        await Promise.all(Array.from({ length: 5 }, () => pool.withConnection(async (c) => {
+          await new Promise((r) => setTimeout(r, 30));
+          return c.command('test', { find: 'c' });
+        })));
+      } finally {
+        pool.close();
+      }
+      expect(cb.calls).to.have.length(1);
+      expect(server.oidc!.principalSteps).to.equal(1);
+    });
+
+    it('no access or refresh token shows in an error, event, log message, inspection or JSON', async function () {
+      const messages: string[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const texts: string[] = [];
+      for (const token of [TOKEN, BAD_TOKEN]) {
+        const credentials = credentialsOf(human(() => ({ accessToken: token, refreshToken: REFRESH })));
+        const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+        pool.events$.subscribe((e) => texts.push(shown(e)));
+        pool.ready();
+        const result = await pool.withConnection(async (c) => {
+          await c.command('admin', fail391);
+          return c.command('test', { find: 'c' });
+        }).catch((e: unknown) => e);
+        texts.push(shown(result), shown(credentials), shown(pool));
+        pool.close();
+      }
+      const client = connect(`mongodb://${server.address}/?directConnection=true`, {
+        credentials: { mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_HUMAN_CALLBACK: () => ({ accessToken: TOKEN, refreshToken: REFRESH }) } },
+        logging: { componentSeverities: { default: 'debug' }, path: sink },
+      } as Parameters<typeof connect>[1]);
+      client.events$.subscribe((e) => texts.push(shown(e)));
+      try {
+        const status = await client.command('admin', { connectionStatus: 1 });
+        expect(status.authInfo.authenticatedUsers).to.deep.equal([{ user: 'user1', db: '$external' }]);
+        texts.push(shown(client));
+      } finally {
+        await client.close();
+      }
+      for (const text of [...texts, ...messages]) {
+        for (const secret of [TOKEN, BAD_TOKEN, REFRESH]) expect(text).to.not.include(secret);
+      }
+      expect(messages.join('\n')).to.include('Authentication failed');
+    });
+  });
+});
