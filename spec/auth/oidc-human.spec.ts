@@ -358,6 +358,19 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       expect(server.oidc!.principalSteps).to.equal(1);
     });
 
+    it('a server echoing the token in its refusal of the JWT step: the error shows it not', async function () {
+      const target = server as unknown as { authenticateOidc: (...args: unknown[]) => Document };
+      const original = target.authenticateOidc;
+      target.authenticateOidc = (...args: unknown[]) => {
+        const reply = original(...args);
+        const last = received.at(-1);
+        return last?.name === 'saslcontinue' ? { ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: `token ${String(last.payload?.jwt)} refused` } : reply;
+      };
+      const error = await rejection(establishOne(server.address, { credentials: credentialsOf(human()) }));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(shown(error)).to.include('refused').and.not.include(TOKEN);
+    });
+
     it('no access or refresh token shows in an error, event, log message, inspection or JSON', async function () {
       const messages: string[] = [];
       const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
