@@ -86,7 +86,8 @@ export interface CredentialsInit {
    * Omit to negotiate: SCRAM-SHA-256 when the server lists it for the user, else SCRAM-SHA-1. MONGODB-X509 (over TLS,
    * with a client certificate: `tlsCertificateKeyFile`) and PLAIN (LDAP; the password travels in clear text inside
    * it, so over TCP TLS is required unless `tls: false` is given outright), MONGODB-AWS (AWS IAM credentials, see
-   * `AwsCredentialProvider`) and MONGODB-OIDC (machine workflow, see `OidcCallback`) are never negotiated.
+   * `AwsCredentialProvider`) and MONGODB-OIDC (machine workflow, see `OidcCallback`; human workflow, see
+   * `OidcHumanCallback`) are never negotiated.
    */
   mechanism?: AuthMechanism | undefined;
   /**

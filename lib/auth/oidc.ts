@@ -486,15 +486,19 @@ export interface OidcOptions {
  * Authenticates with MONGODB-OIDC as `credentials` and resolves to the token the connection authenticated with (its
  * Connection Cache). When the handshake's speculative saslStart was answered `done: true`, that is all; otherwise the
  * one-step conversation runs: with the cached token (refused with AuthenticationFailed, 18: invalidated, and a fresh
- * token fetched and tried once), else with a fresh token from the callback or environment.
+ * token fetched and tried once), else with a fresh token from the callback or environment. With OIDC_HUMAN_CALLBACK,
+ * the human workflow: cached access token, else the refresh token, else the two-step conversation (see the module).
  *
  * @throws {AuthenticationError} (rejection) when the token source fails, times out (its `timeoutMS`: the time
- *   `options.remainingMS` gives, at most 60000 ms), returns no token or a
+ *   `options.remainingMS` gives, at most 60000 ms; 300000 for the human callback), returns no token, a refreshToken
+ *   that is not a non-empty string, or a
  *   negative expiry, or the server refuses the token (cause: its MongoServerError, each echo of the token replaced by `<access token not shown>`);
  *   messages never hold the token.
+ * @throws {OidcHostNotAllowedError} (rejection; an AuthenticationError) with OIDC_HUMAN_CALLBACK, for an
+ *   `options.host` its ALLOWED_HOSTS does not match: before anything is sent or any callback called.
  * @throws `options.signal.reason` (rejection) once the signal aborts.
  *
- * Source: auth spec, "MONGODB-OIDC" ("One-Step", "Credential Caching" ("Authentication"), "Speculative
+ * Source: auth spec, "MONGODB-OIDC" ("One-Step", "Two-Step", "Human Authentication Flow", "Credential Caching" ("Authentication"), "Speculative
  * Authentication").
  */
 export async function oidcAuthenticate(run: RunCommand, credentials: MongoCredentials, options: OidcOptions = {}): Promise<string> {
@@ -510,10 +514,11 @@ export async function oidcAuthenticate(run: RunCommand, credentials: MongoCreden
 /**
  * Reauthenticates a connection that authenticated with `connectionToken` (ReauthenticationRequired, 391, on one of
  * its commands): that token is invalidated in the cache (only if it is still the cached one), then the one-step
- * conversation runs as for a new connection, without a hello. Resolves to the connection's new token. `signal` and
- * `remainingMS`: as {@link OidcOptions} (the command's timeoutMS).
+ * conversation runs as for a new connection, without a hello (human workflow: its flow, refresh token first, after
+ * `host` is checked against ALLOWED_HOSTS). Resolves to the connection's new token. `signal`, `remainingMS` and `host`:
+ * as {@link OidcOptions} (the command's timeoutMS).
  *
- * @throws as {@link oidcAuthenticate}.
+ * @throws as {@link oidcAuthenticate}; {@link OidcHostNotAllowedError} for a `host` ALLOWED_HOSTS does not match.
  *
  * Source: auth spec, "Reauthentication", "MONGODB-OIDC" ("Reauthentication").
  */
