@@ -840,6 +840,25 @@ export class AuthenticationError extends CmapError {
 }
 
 /**
+ * The human workflow was asked to authenticate to a host its `ALLOWED_HOSTS` (default
+ * `OIDC_DEFAULT_ALLOWED_HOSTS`) does not match; nothing was sent and no callback called. `host` names it.
+ *
+ * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ALLOWED_HOSTS, a client-side error without invoking
+ * any user-provided callbacks).
+ */
+export class OidcHostNotAllowedError extends AuthenticationError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'OidcHostNotAllowedError');
+  }
+  /** The host refused (as connected to, without port). */
+  readonly host: string;
+  constructor(host: string) {
+    super(`MONGODB-OIDC: the host "${host}" is not in ALLOWED_HOSTS: the human workflow's callback is not called for it (add it to ALLOWED_HOSTS in the credentials option to allow it)`);
+    this.host = host;
+  }
+}
+
+/**
  * The server cannot serve the requested mode: e.g. load-balanced mode against a server whose handshake reply has no
  * `serviceId`, or a declared Stable API version against a server that does not know the `hello` command (`cause`: the
  * server's CommandNotFound error).

@@ -35,6 +35,7 @@ describe('errors', function () {
       ConnectionBusyError: () => new rxcmap.ConnectionBusyError('h:1', 1),
       PoolCallbackError: () => new rxcmap.PoolCallbackError('h:1', 'connectionFactory', 'threw'),
       AuthenticationError: () => new rxcmap.AuthenticationError('refused'),
+      OidcHostNotAllowedError: () => new rxcmap.OidcHostNotAllowedError('example.com'),
       MongoCompatibilityError: () => new rxcmap.MongoCompatibilityError('no serviceId'),
       ClientClosedError: () => new rxcmap.ClientClosedError(['h:1']),
       MonitorClosedError: () => new rxcmap.MonitorClosedError('h:1'),

@@ -15,7 +15,7 @@
  * Authentication Flow", "OIDC Human Callback", "Two-Step".
  */
 import { Binary, BSON, type Document } from 'bson';
-import { AuthenticationError, MongoServerError } from '../errors';
+import { AuthenticationError, MongoServerError, OidcHostNotAllowedError } from '../errors';
 import { EXTERNAL_SOURCE, OIDC_DEFAULT_ALLOWED_HOSTS, type MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
@@ -176,21 +176,7 @@ export interface OidcHumanCredential extends OidcCredential {
  */
 export type OidcHumanCallback = (params: OidcHumanCallbackParams) => OidcHumanCredential | Promise<OidcHumanCredential>;
 
-/**
- * The human workflow was asked to authenticate to a host its `ALLOWED_HOSTS` (default
- * {@link OIDC_DEFAULT_ALLOWED_HOSTS}) does not match; nothing was sent and no callback called. `host` names it.
- *
- * Source: auth spec, "MONGODB-OIDC" ("MongoCredential Properties": ALLOWED_HOSTS, a client-side error without invoking
- * any user-provided callbacks).
- */
-export class OidcHostNotAllowedError extends AuthenticationError {
-  /** The host refused (as connected to, without port). */
-  readonly host: string;
-  constructor(host: string) {
-    super(`MONGODB-OIDC: the host "${host}" is not in ALLOWED_HOSTS: the human workflow's callback is not called for it (add it to ALLOWED_HOSTS in the credentials option to allow it)`);
-    this.host = host;
-  }
-}
+export { OidcHostNotAllowedError } from '../errors';
 
 /**
  * Whether `host` matches one of `patterns` (ALLOWED_HOSTS): equal, or under a `*.` pattern's domain (any depth),
