@@ -872,6 +872,34 @@ export class MongoCompatibilityError extends CmapError {
 }
 
 /**
+ * The server's wire protocol version range does not overlap rxcmap's (`MIN_SUPPORTED_WIRE_VERSION` to
+ * `MAX_SUPPORTED_WIRE_VERSION`): a server too old (its `maxWireVersion` below rxcmap's minimum) or too new (its
+ * `minWireVersion` above rxcmap's maximum). Raised by the connection factory once the handshake reply is read (before
+ * authentication, and the connection is closed); a pool's establishment fails with it, and clears the pool, a
+ * monitor's check fails with it, and a client's server selection fails with it at once. Its message names the server,
+ * the server's range and rxcmap's.
+ *
+ * Source: server discovery and monitoring spec, "Checking wire protocol compatibility" (the message); server
+ * selection spec, "Server Selection Algorithm" ("If the topology wire version is invalid, raise an error").
+ */
+export class IncompatibleServerError extends MongoCompatibilityError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'IncompatibleServerError');
+  }
+  constructor(
+    /** The Endpoint's `host:port`. */
+    readonly address: string,
+    /** The server's `minWireVersion` (0 when its reply has none). */
+    readonly minWireVersion: number,
+    /** The server's `maxWireVersion` (0 when its reply has none). */
+    readonly maxWireVersion: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * The client was closed: thrown by `command()` and `selectPool()` called after `close()`, and the rejection of every
  * server selection still waiting when `close()` was called (it settles at once, not at serverSelectionTimeoutMS), and
  * of every `command()` then waiting for its checkout or with its command in flight.

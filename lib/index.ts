@@ -39,6 +39,7 @@ export {
   MongoServerError,
   AuthenticationError,
   MongoCompatibilityError,
+  IncompatibleServerError,
   ServerSelectionError,
   SrvResolutionError,
   PoolCallbackError,
@@ -55,6 +56,7 @@ export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } 
 export type { TlsSettings } from './connection/tls-options';
 export type { ProxyOptions } from './connection/proxy';
 export type { DriverInfoOptions } from './connection/handshake';
+export { MIN_SUPPORTED_WIRE_VERSION, MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_SERVER_VERSION, MAX_SUPPORTED_SERVER_VERSION } from './connection/handshake';
 export { ServerApiVersion } from './connection/server-api';
 export type { ServerApi, ServerApiVersionId } from './connection/server-api';
 export { MongoCredentials, AUTH_MECHANISMS, SCRAM_MECHANISMS, EXTERNAL_SOURCE } from './auth/credentials';

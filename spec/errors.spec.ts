@@ -37,6 +37,7 @@ describe('errors', function () {
       AuthenticationError: () => new rxcmap.AuthenticationError('refused'),
       OidcHostNotAllowedError: () => new rxcmap.OidcHostNotAllowedError('example.com'),
       MongoCompatibilityError: () => new rxcmap.MongoCompatibilityError('no serviceId'),
+      IncompatibleServerError: () => new rxcmap.IncompatibleServerError('h:1', 0, 7, 'too old'),
       ClientClosedError: () => new rxcmap.ClientClosedError(['h:1']),
       MonitorClosedError: () => new rxcmap.MonitorClosedError('h:1'),
       ServerSelectionError: () => new rxcmap.ServerSelectionError(['h:1'], 30_000),

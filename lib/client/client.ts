@@ -1065,9 +1065,9 @@ export class Client {
    * pool's last clear, or with a `topologyVersion` no newer than the one of the server's last check or last such
    * error), the server is treated as Unknown: its monitor is asked for an immediate check (`Monitor.requestCheck()`:
    * 500 ms after its last check; ignored while a check is under way, e.g. a streaming wait, which the server answers
-   * itself on a topology change), and for a "node is shutting down" error (91, 11600), or any from a server before
-   * 4.2 (its connection's maxWireVersion < 8), the pool is cleared (cause: that error; the command's pool is paused
-   * until the check readies it again). Other state change errors leave the pool, and its readiness, as they are. In
+   * itself on a topology change), and for a "node is shutting down" error (91, 11600) the pool is cleared (cause: that
+   * error; the command's pool is paused until the check readies it again). (A server before 4.2, whose every state
+   * change error cleared the pool, is never connected to: see `MIN_SUPPORTED_WIRE_VERSION`.) Other state change errors leave the pool, and its readiness, as they are. In
    * load-balanced mode nothing is checked and the pool's state does not change; only the errors that clear the pool
    * clear the connection's service, once per service generation.
    *
@@ -1086,7 +1086,7 @@ export class Client {
    * its connection closed, the server checked again soon; generations keep the clear to one);
    * server discovery and monitoring spec, "Error handling" ("Application errors": generation; "'not writable
    * primary' and 'node is recovering'": the codes, writeConcernError, the immediate check, the clear for "node is
-   * shutting down" or a server before 4.2; "Error handling pseudocode": topologyVersion staleness); load balancer
+   * shutting down"; "Error handling pseudocode": topologyVersion staleness); load balancer
    * spec, "Post-Handshake Errors" (no change to the load balancer's description; only the connections of the
    * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
    * client only as a paused pool (a state change error that does not clear leaves the server selectable).
@@ -1171,7 +1171,7 @@ export class Client {
   private onStateChangeError(pool: ConnectionPool<Connection>, connection: Connection, reply: Document, cause: Error | undefined, serviceGeneration: number | undefined): void {
     const change = stateChangeError(reply);
     if (change === undefined) return;
-    const clears = change.shuttingDown || connection.server.maxWireVersion < 8; // 8: MongoDB 4.2
+    const clears = change.shuttingDown;
     const error = (): Error => cause ?? new MongoServerError(change.error);
     const monitor = this.monitors.get(pool.address);
     if (monitor === undefined) {

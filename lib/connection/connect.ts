@@ -24,7 +24,7 @@ import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
-import { ClientMetadata, handshakeCommand, MAX_HELLO_REPLY_BYTES } from './handshake';
+import { ClientMetadata, handshakeCommand, incompatibleServer, MAX_HELLO_REPLY_BYTES } from './handshake';
 import type { CompressorName } from './op-compressed';
 import {
   checkConnectionOptions,
@@ -424,6 +424,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             });
           }
           connection.applyHandshake(reply);
+          // A server whose wire versions rxcmap does not speak: nothing more is sent to it (no authentication).
+          const incompatible = incompatibleServer(address, connection.server.minWireVersion, connection.server.maxWireVersion);
+          if (incompatible !== undefined) throw incompatible;
           if (s.loadBalanced && connection.serviceId === undefined) {
             throw new MongoCompatibilityError(
               reply.serviceId === undefined || reply.serviceId === null

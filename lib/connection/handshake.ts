@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import { calculateObjectSize, type Document } from 'bson';
 import { DRIVER_INFO } from '../version';
-import { InvalidOptionError } from '../errors';
+import { IncompatibleServerError, InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 
 /** The spec's limit on the size of `client.application.name`, in bytes. */
@@ -306,6 +306,56 @@ export function fitClientMetadata(metadata: Document): Document {
  * Source: extension (bounds what the handshake reply of a broken or hostile server can hold in the client).
  */
 export const MAX_HELLO_REPLY_BYTES = 1024 * 1024;
+
+/**
+ * The oldest wire protocol version rxcmap speaks: 8, MongoDB 4.2. rxcmap needs OP_MSG (wire version 6, MongoDB 3.6)
+ * for every message, the handshake included (handshake spec: OP_MSG for all handshakes), but the specifications it
+ * implements describe no server before 4.2 any more (their pre-4.2 behaviour was removed, 4.2 being the drivers'
+ * minimum supported server version), and MongoDB 3.6 and 4.0 reached their end of life in 2021 and 2022. A server whose
+ * `maxWireVersion` is lower fails the establishment with {@link IncompatibleServerError}. (The official Node.js driver
+ * 7.x requires 9, MongoDB 4.4.)
+ *
+ * Source: server discovery and monitoring spec, "clientMinWireVersion and clientMaxWireVersion", "Checking wire
+ * protocol compatibility"; MongoDB wire version list (8: MongoDB 4.2).
+ */
+export const MIN_SUPPORTED_WIRE_VERSION = 8;
+
+/** The MongoDB version of {@link MIN_SUPPORTED_WIRE_VERSION}: "4.2". */
+export const MIN_SUPPORTED_SERVER_VERSION = '4.2';
+
+/**
+ * The newest wire protocol version rxcmap knows: 25, MongoDB 8.0, the newest server its tests and embedded endpoint
+ * stand for. A newer server is used as long as it still speaks this version (every mongod to date reports
+ * `minWireVersion` 0 to clients); one whose `minWireVersion` is higher fails the establishment with
+ * {@link IncompatibleServerError}.
+ *
+ * Source: server discovery and monitoring spec, "clientMinWireVersion and clientMaxWireVersion", "Checking wire
+ * protocol compatibility"; MongoDB wire version list (25: MongoDB 8.0).
+ */
+export const MAX_SUPPORTED_WIRE_VERSION = 25;
+
+/** The MongoDB version of {@link MAX_SUPPORTED_WIRE_VERSION}: "8.0". */
+export const MAX_SUPPORTED_SERVER_VERSION = '8.0';
+
+/**
+ * The error of a server at `address` whose wire version range (`minWireVersion` to `maxWireVersion` of its hello reply,
+ * each 0 when absent) does not overlap rxcmap's, or undefined when it does: one compare per bound, made once per
+ * connection, at its establishment. The message follows the SDAM spec's, and names both ranges.
+ *
+ * Source: server discovery and monitoring spec, "Checking wire protocol compatibility".
+ */
+export function incompatibleServer(address: string, minWireVersion: number, maxWireVersion: number): IncompatibleServerError | undefined {
+  const ranges = `the server speaks wire versions ${minWireVersion} to ${maxWireVersion}, rxcmap ${MIN_SUPPORTED_WIRE_VERSION} to ${MAX_SUPPORTED_WIRE_VERSION} (MongoDB ${MIN_SUPPORTED_SERVER_VERSION} to ${MAX_SUPPORTED_SERVER_VERSION})`;
+  if (maxWireVersion < MIN_SUPPORTED_WIRE_VERSION) {
+    const message = `Server at ${address} reports wire version ${maxWireVersion}, but this version of rxcmap requires at least ${MIN_SUPPORTED_WIRE_VERSION} (MongoDB ${MIN_SUPPORTED_SERVER_VERSION}): ${ranges}`;
+    return new IncompatibleServerError(address, minWireVersion, maxWireVersion, message);
+  }
+  if (minWireVersion > MAX_SUPPORTED_WIRE_VERSION) {
+    const message = `Server at ${address} requires wire version ${minWireVersion}, but this version of rxcmap only supports up to ${MAX_SUPPORTED_WIRE_VERSION}: ${ranges}`;
+    return new IncompatibleServerError(address, minWireVersion, maxWireVersion, message);
+  }
+  return undefined;
+}
 
 /** What goes into the handshake besides the metadata. */
 export interface HandshakeParts {

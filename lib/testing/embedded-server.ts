@@ -66,9 +66,17 @@ export interface EmbeddedServerOptions {
   /**
    * maxWireVersion it reports. Default 25 (MongoDB 8.0). Below 9 (MongoDB 4.4) the handshake's
    * `speculativeAuthenticate` is ignored, and hello replies carry no `topologyVersion` (so a client polls), as with
-   * servers before 4.4.
+   * servers before 4.4. Below 6 (MongoDB 3.4 and earlier, which predate OP_MSG) it answers only the legacy hello sent
+   * as OP_QUERY (with OP_REPLY) and closes the connection on any OP_MSG, as such a server cannot read one. With
+   * {@link minWireVersion}, what a server outside a client's supported range reports.
    */
   maxWireVersion?: number | undefined;
+  /**
+   * minWireVersion it reports: the oldest wire protocol version it still speaks. Default 0 (every mongod to date
+   * reports 0 to clients); a value above a client's newest wire version stands for a server too new for that client.
+   * At most {@link maxWireVersion} (default 25). It refuses nothing itself: the client decides.
+   */
+  minWireVersion?: number | undefined;
   /** Server version it reports in buildInfo. Default "8.0.0". */
   version?: string | undefined;
   /**
@@ -160,6 +168,9 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   const { port, maxWireVersion, version, compressors, loadBalancedServices, tls: tlsOptions } = options;
   if (!isIntegerOrUnset(port, 0, 65535)) throw new InvalidOptionError('port', port, 'an integer from 0 to 65535 (0: a free port)');
   if (!isIntegerOrUnset(maxWireVersion, 0)) throw new InvalidOptionError('maxWireVersion', maxWireVersion, 'an integer >= 0');
+  if (!isIntegerOrUnset(options.minWireVersion, 0, maxWireVersion ?? 25)) {
+    throw new InvalidOptionError('minWireVersion', options.minWireVersion, `an integer from 0 to maxWireVersion (${maxWireVersion ?? 25})`);
+  }
   if (version !== undefined && (typeof version !== 'string' || version === '')) {
     throw new InvalidOptionError('version', version, 'a non-empty version string such as "8.0.0"');
   }
@@ -199,7 +210,7 @@ function availableCompressors(): string[] {
 }
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc', 'aws'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'minWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc', 'aws'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -451,7 +462,8 @@ export class EmbeddedServer {
    *
    * @throws {InvalidOptionError} naming the option, before anything is opened: options that are not an object, a key
    *   that is not an {@link EmbeddedServerOptions} option (with the closest one), a `port` that is not an integer
-   *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `version` that is
+   *   from 0 to 65535, a `maxWireVersion` or `loadBalancedServices` that is not an integer >= 0, a `minWireVersion`
+   *   that is not an integer from 0 to `maxWireVersion` (default 25), a `version` that is
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`, `snappy`,
    *   `zstd`) or that name one unavailable in this process (`compressorUnavailable`), a `tls` that
    *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
@@ -828,6 +840,11 @@ export class EmbeddedServer {
       const negotiated = client.compressor === undefined ? [] : [client.compressor as CompressorName];
       const message = decompressMessage(raw, { compressors: negotiated, maxMessageSizeBytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES });
       if (message.header.opCode === OpCode.OP_MSG) {
+        // A server before 3.6 (wire version 6) does not know OP_MSG: the connection ends there.
+        if (!this.speaksOpMsg) {
+          socket.destroy();
+          return;
+        }
         const decoded = decodeOpMsg(message.body);
         // As mongod: each document sequence (kind 1 section) becomes the body's field of that name, so a handler sees
         // `documents` of an insert however the client sent them (OP_MSG spec, "Sections").
@@ -883,6 +900,11 @@ export class EmbeddedServer {
       return;
     }
     if (!socket.destroyed) socket.write(reply);
+  }
+
+  /** Whether it speaks OP_MSG (maxWireVersion 6 and up, as mongod 3.6+). */
+  private get speaksOpMsg(): boolean {
+    return (this.options.maxWireVersion ?? 25) >= 6;
   }
 
   /** Whether it speaks awaitable hello and topologyVersion (maxWireVersion 9 and up, as mongod 4.4+). */
@@ -1216,7 +1238,7 @@ export class EmbeddedServer {
       localTime: new Date(),
       logicalSessionTimeoutMinutes: 30,
       connectionId: client.id,
-      minWireVersion: 0,
+      minWireVersion: this.options.minWireVersion ?? 0,
       maxWireVersion: this.options.maxWireVersion ?? 25,
       readOnly: false,
       ...(this.options.mongos === true ? { msg: 'isdbgrid' } : {}),

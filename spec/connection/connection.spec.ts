@@ -13,6 +13,7 @@ import {
   Connection,
   ConnectionBusyError,
   ConnectionPool,
+  IncompatibleServerError,
   InvalidOptionError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
@@ -744,9 +745,12 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
 
     it('maxWireVersion, minWireVersion and maxWriteBatchSize that are not positive integers keep their defaults', async function () {
       for (const announced of [0.5, 7.5, Infinity, 1e300]) {
-        const c = await limited({ maxWireVersion: announced, minWireVersion: announced, maxWriteBatchSize: announced });
-        expect(c.server, String(announced)).to.include({ maxWireVersion: 0, minWireVersion: 0, maxWriteBatchSize: 100_000 });
+        const c = await limited({ maxWireVersion: 21, minWireVersion: announced, maxWriteBatchSize: announced });
+        expect(c.server, String(announced)).to.include({ maxWireVersion: 21, minWireVersion: 0, maxWriteBatchSize: 100_000 });
         c.destroy();
+        // maxWireVersion 0 is older than any server rxcmap speaks to: the establishment fails.
+        const error = await limited({ maxWireVersion: announced }).then(() => undefined, (e: unknown) => e);
+        expect(error, String(announced)).to.be.instanceOf(IncompatibleServerError).with.property('maxWireVersion', 0);
       }
     });
 

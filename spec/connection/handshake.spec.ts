@@ -5,10 +5,22 @@
 import { expect } from 'chai';
 import { calculateObjectSize, deserialize, serialize, type Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory, InvalidOptionError, type DriverInfoOptions } from '../../lib';
-import { ClientMetadata, clientEnv, clientMetadata, fitClientMetadata, MAX_CLIENT_METADATA_BYTES } from '../../lib/connection/handshake';
+import { connectionFactory, IncompatibleServerError, InvalidOptionError, MongoCompatibilityError, MongoNetworkError, type DriverInfoOptions } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import {
+  ClientMetadata,
+  clientEnv,
+  clientMetadata,
+  fitClientMetadata,
+  incompatibleServer,
+  MAX_CLIENT_METADATA_BYTES,
+  MAX_SUPPORTED_SERVER_VERSION,
+  MAX_SUPPORTED_WIRE_VERSION,
+  MIN_SUPPORTED_SERVER_VERSION,
+  MIN_SUPPORTED_WIRE_VERSION,
+} from '../../lib/connection/handshake';
 import { DRIVER_INFO } from '../../lib/version';
-import { startTestEndpoint } from '../support/endpoint';
+import { establishOne, startTestEndpoint } from '../support/endpoint';
 import { startWireProxy } from '../support/wire-proxy';
 
 /** An environment with these variables and no `/.dockerenv`, unless `dockerenv` says otherwise. */
@@ -265,5 +277,78 @@ describe('handshake client metadata', function () {
       expect(metadata.env).to.deep.equal({ name: 'vercel', region: 'cdg1', container: { runtime: 'docker' } });
       expect(metadata.os).to.have.all.keys('type', 'name', 'architecture', 'version');
     });
+  });
+});
+
+describe('wire version compatibility (server discovery and monitoring spec, "Checking wire protocol compatibility")', function () {
+  /** What establishing one connection to an embedded endpoint with `options` gives: the connection, or the error. */
+  async function establishAgainst(options: ConstructorParameters<typeof EmbeddedServer>[0]): Promise<{ error: unknown; server: EmbeddedServer; address: string }> {
+    const server = new EmbeddedServer(options);
+    await server.start();
+    try {
+      const connection = await establishOne(server.address, { connectTimeoutMS: 2000 });
+      connection.destroy();
+      return { error: undefined, server, address: server.address };
+    } catch (error) {
+      return { error, server, address: server.address };
+    } finally {
+      await server.stop();
+    }
+  }
+
+  it('rxcmap speaks wire versions 8 (MongoDB 4.2) to 25 (MongoDB 8.0)', function () {
+    expect([MIN_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_SERVER_VERSION, MAX_SUPPORTED_WIRE_VERSION, MAX_SUPPORTED_SERVER_VERSION]).to.deep.equal([8, '4.2', 25, '8.0']);
+  });
+
+  it('a server too old (maxWireVersion 7, MongoDB 4.0) fails the establishment with IncompatibleServerError naming it and both ranges', async function () {
+    const { error, address } = await establishAgainst({ maxWireVersion: 7 });
+    expect(error).to.be.instanceOf(IncompatibleServerError).and.instanceOf(MongoCompatibilityError);
+    const e = error as IncompatibleServerError;
+    expect({ address: e.address, min: e.minWireVersion, max: e.maxWireVersion, labels: [...e.errorLabels] }).to.deep.equal({ address, min: 0, max: 7, labels: [] });
+    expect(e.message).to.equal(
+      `Server at ${address} reports wire version 7, but this version of rxcmap requires at least 8 (MongoDB 4.2): the server speaks wire versions 0 to 7, rxcmap 8 to 25 (MongoDB 4.2 to 8.0)`,
+    );
+  });
+
+  it('a server too new (minWireVersion 26) fails the establishment with IncompatibleServerError', async function () {
+    const { error, address } = await establishAgainst({ maxWireVersion: 30, minWireVersion: 26 });
+    expect(error).to.be.instanceOf(IncompatibleServerError);
+    expect((error as IncompatibleServerError).message).to.equal(
+      `Server at ${address} requires wire version 26, but this version of rxcmap only supports up to 25: the server speaks wire versions 26 to 30, rxcmap 8 to 25 (MongoDB 4.2 to 8.0)`,
+    );
+  });
+
+  it('the bounds themselves are compatible: maxWireVersion 8, minWireVersion 25, and a newer server that still speaks 25', async function () {
+    for (const options of [{ maxWireVersion: 8 }, { maxWireVersion: 25, minWireVersion: 25 }, { maxWireVersion: 30, minWireVersion: 0 }]) {
+      const { error } = await establishAgainst(options);
+      expect(error, JSON.stringify(options)).to.equal(undefined);
+    }
+  });
+
+  it('an incompatible server gets nothing after the hello: no authentication, the connection closed', async function () {
+    const server = new EmbeddedServer({ maxWireVersion: 7, users: [{ username: 'u', password: 'p' }] });
+    await server.start();
+    try {
+      const error = await establishOne(server.address, { credentials: { username: 'u', password: 'p' } }).then(() => undefined, (e: unknown) => e);
+      expect(error).to.be.instanceOf(IncompatibleServerError);
+      expect(server.scramConversations().started).to.equal(0);
+      expect(await server.waitForOpenConnections(0)).to.equal(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('a server before OP_MSG (maxWireVersion 5, MongoDB 3.4), which closes the connection on the OP_MSG handshake, is a network error: its wire version is never read', async function () {
+    const { error, server } = await establishAgainst({ maxWireVersion: 5 });
+    expect(error).to.be.instanceOf(MongoNetworkError).and.not.instanceOf(IncompatibleServerError);
+    expect(server.connectionsAccepted).to.equal(1);
+  });
+
+  it('incompatibleServer: one compare per bound, a reply without wire versions (0 to 0) is too old', function () {
+    expect(incompatibleServer('h:1', 0, 8)).to.equal(undefined);
+    expect(incompatibleServer('h:1', 25, 25)).to.equal(undefined);
+    expect(incompatibleServer('h:1', 0, 0)?.maxWireVersion).to.equal(0);
+    expect(incompatibleServer('h:1', 26, 26)?.message).to.match(/^Server at h:1 requires wire version 26/);
+    expect(incompatibleServer('h:1', 0, 7)?.message).to.match(/^Server at h:1 reports wire version 7/);
   });
 });

@@ -446,6 +446,33 @@ describe('EmbeddedServer', function () {
     await closed;
   });
 
+  it('reports minWireVersion (default 0) and maxWireVersion as given; below maxWireVersion 6 (MongoDB 3.4) it answers the OP_QUERY hello only and closes the connection on an OP_MSG', async function () {
+    const client = await rawClient(server.address);
+    expect(await client.send({ hello: 1, $db: 'admin' })).to.include({ minWireVersion: 0, maxWireVersion: 25 });
+    client.close();
+    const tooNew = await new EmbeddedServer({ maxWireVersion: 30, minWireVersion: 26 }).start();
+    const old = await new EmbeddedServer({ maxWireVersion: 5 }).start();
+    try {
+      const a = await rawClient(tooNew.address);
+      expect(await a.send({ hello: 1, $db: 'admin' })).to.include({ minWireVersion: 26, maxWireVersion: 30 });
+      a.close();
+      const [host, port] = old.address.split(':');
+      const socket = net.connect({ host, port: Number(port) });
+      await new Promise((r) => socket.once('connect', r));
+      const reply = await new Promise<Document>((resolve) => {
+        socket.once('data', (chunk: Buffer) => resolve(decodeOpReply(new MessageFramer().push(chunk)[0].body)));
+        socket.write(encodeOpQuery(1, 'admin.$cmd', { isMaster: 1 }));
+      });
+      expect(reply).to.include({ ismaster: true, minWireVersion: 0, maxWireVersion: 5, ok: 1 });
+      const closed = new Promise((r) => socket.once('close', r));
+      socket.write(encodeOpMsg(2, 0, { isMaster: 1, $db: 'admin' }));
+      await closed;
+    } finally {
+      await tooNew.stop();
+      await old.stop();
+    }
+  });
+
   it('answers an OP_QUERY hello (also wrapped in $query) with OP_REPLY, and closes the connection on any other command sent to a $cmd namespace', async function () {
     const [host, port] = server.address.split(':');
     const socket = net.connect({ host, port: Number(port) });
@@ -604,6 +631,9 @@ describe('EmbeddedServer options', function () {
       ['port', { port: '27017' }],
       ['maxWireVersion', { maxWireVersion: -1 }],
       ['maxWireVersion', { maxWireVersion: '9' }],
+      ['minWireVersion', { minWireVersion: -1 }],
+      ['minWireVersion', { minWireVersion: 26 }],
+      ['minWireVersion', { maxWireVersion: 7, minWireVersion: 8 }],
       ['version', { version: 8 }],
       ['version', { version: '' }],
       ['compressors', { compressors: ['lz4'] }],
@@ -619,6 +649,8 @@ describe('EmbeddedServer options', function () {
     const allowed: [unknown, string][] = [
       [{ port: 65536 }, 'an integer from 0 to 65535 (0: a free port)'],
       [{ maxWireVersion: 1.5 }, 'an integer >= 0'],
+      [{ minWireVersion: 1.5 }, 'an integer from 0 to maxWireVersion (25)'],
+      [{ maxWireVersion: 30, minWireVersion: 31 }, 'an integer from 0 to maxWireVersion (30)'],
       [{ version: '' }, 'a non-empty version string such as "8.0.0"'],
       [{ compressors: ['zlib', 'lz4'] }, 'an array of "zlib", "snappy", "zstd"'],
       [{ loadBalancedServices: -1 }, 'an integer >= 0'],
