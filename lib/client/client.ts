@@ -16,7 +16,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -808,6 +808,8 @@ export class Client {
         }
         published.next(e);
         toPool.next(e);
+        // An incompatible server makes the topology incompatible: the selections waiting fail now with its error.
+        if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections]) selection.error(e.error);
       },
       complete: () => {
         published.complete();
@@ -926,6 +928,9 @@ export class Client {
    *
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the newest error among the
    *   hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
+   * @throws {IncompatibleServerError} (rejection) at once, without waiting, while the last check of one of the hosts
+   *   failed with it (a server whose wire versions rxcmap does not speak; the newest such error), and as soon as a check
+   *   fails so while it waits; a host's successful check, or its removal, ends that.
    * @throws {ClientClosedError} (rejection) after `close()`, or at once when `close()` is called while it waits.
    * @throws {SrvResolutionError} (rejection) for a `mongodb+srv://` URI whose seedlist discovery failed (see
    *   {@link connect}); it first waits for that discovery, within the same serverSelectionTimeoutMS (ServerSelectionError
@@ -935,7 +940,8 @@ export class Client {
    * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
    * monitoring spec, "Requesting an immediate check", "Application operations are unblocked when a server is found",
    * "minHeartbeatFrequencyMS"; extension: the first ready pool stands for server selection, which this client does
-   * not implement further.
+   * not implement further; server selection spec, "Server Selection Algorithm" ("If the topology wire version is
+   * invalid, raise an error": IncompatibleServerError).
    */
   selectPool(): Promise<ConnectionPool<Connection>> {
     return this.select(this.serverSelectionTimeoutMS, undefined);
@@ -958,6 +964,9 @@ export class Client {
     // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
     const first = (): ConnectionPool<Connection> => this.pools.values().next().value!;
     if (endAtDrain && this.draining) return first();
+    // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready.
+    const incompatible = this.incompatibility();
+    if (incompatible !== undefined) throw incompatible;
     const now = this.readyPool();
     if (now !== undefined) return now;
     this.requestChecks();
@@ -992,6 +1001,18 @@ export class Client {
       ),
       { defaultValue: undefined },
     );
+  }
+
+  /**
+   * The newest IncompatibleServerError among the hosts whose last check failed with one (a server whose wire versions
+   * rxcmap does not speak), if any: the topology is then incompatible (server discovery and monitoring spec,
+   * "Checking wire protocol compatibility") until that host's check succeeds or the host is removed.
+   */
+  private incompatibility(): IncompatibleServerError | undefined {
+    let newest: IncompatibleServerError | undefined;
+    // The Map keeps the newest failure last (see openServer).
+    for (const error of this.heartbeatErrors.values()) if (error instanceof IncompatibleServerError) newest = error;
+    return newest;
   }
 
   /** Requests an immediate check of every server whose pool is not ready (see {@link selectPool}). */
@@ -1072,7 +1093,8 @@ export class Client {
    * clear the connection's service, once per service generation.
    *
    * @throws (rejection) ClientClosedError (the client was closed while the command waited for a server or for its
-   *   checkout, or was in flight; see {@link close}), ServerSelectionError, SrvResolutionError (a `mongodb+srv://` URI
+   *   checkout, or was in flight; see {@link close}), ServerSelectionError, IncompatibleServerError (see
+   *   {@link selectPool}), SrvResolutionError (a `mongodb+srv://` URI
    *   whose hosts could not be found; see {@link connect}), the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,

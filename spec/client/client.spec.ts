@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Long, ObjectId } from 'bson';
 import { expect } from 'chai';
-import { AuthenticationError, ClientClosedError, connect, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink, type ClientOptions, type TopologyLogMessage } from '../../lib';
+import { AuthenticationError, ClientClosedError, connect, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClearedError, PoolClosedError, ServerSelectionError, WaitQueueTimeoutError, type Client, type ClientEvent, type ConnectionPoolCreatedEvent, type LogSink, type ClientOptions, type TopologyLogMessage } from '../../lib';
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -1137,6 +1137,42 @@ describe('connect() / Client', function () {
     expect(await pings(1)).to.have.length(1);
     expect(snapshots).to.equal(0);
     expect(pool.snapshot().serviceGenerations.map((g) => g.generation).sort(), 'the failed command still cleared its service').to.deep.equal([0, 1]);
+  });
+
+  describe('servers whose wire versions rxcmap does not speak (server selection spec: "If the topology wire version is invalid, raise an error")', function () {
+    /** A client of `a` (heartbeatFrequencyMS 10 s, serverSelectionTimeoutMS 30 s), its events recorded. */
+    function clientOf(a: EmbeddedServer, query = '') {
+      client = connect(`mongodb://${a.address}/?serverSelectionTimeoutMS=30000${query}`);
+      const events: ClientEvent[] = [];
+      client.events$.subscribe((e) => events.push(e));
+      return { c: client, count: (type: string) => events.filter((e) => e.type === type).length };
+    }
+
+    for (const [what, options] of [['too old (MongoDB 4.0, maxWireVersion 7)', { maxWireVersion: 7 }], ['too new (minWireVersion 26)', { maxWireVersion: 30, minWireVersion: 26 }]] as const) {
+      it(`a server ${what}: command() fails with IncompatibleServerError as the check fails, not at serverSelectionTimeoutMS, and at once from then on; no pool connection is made`, async function () {
+        const [a] = await start(1, options);
+        const { c, count } = clientOf(a);
+        const started = Date.now();
+        const first = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+        expect(first).to.be.instanceOf(IncompatibleServerError).and.include({ address: a.address, maxWireVersion: options.maxWireVersion });
+        expect(Date.now() - started, 'ms to the first error').to.be.below(2000);
+        const later = Date.now();
+        for (let i = 0; i < 50; i++) expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.equal(first);
+        expect(await c.selectPool().catch((e: unknown) => e)).to.equal(first);
+        expect(Date.now() - later, 'ms for 51 more selections').to.be.below(500);
+        expect([count('ConnectionCreated'), a.connectionsAccepted], 'pool connections, endpoint connections').to.deep.equal([0, 1]);
+        expect([count('ServerHeartbeatFailed'), count('ConnectionPoolReady')]).to.deep.equal([1, 0]);
+      });
+    }
+
+    it('an incompatible host fails the selection even while another host is ready (the topology is incompatible)', async function () {
+      const [good] = await start(1);
+      const [, old] = await start(1, { maxWireVersion: 7 });
+      client = connect(`mongodb://${good.address},${old.address}/?serverSelectionTimeoutMS=30000`);
+      const failed = new Promise<void>((resolve) => client!.events$.subscribe((e) => e.type === 'ServerHeartbeatFailed' && resolve()));
+      await failed;
+      expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(IncompatibleServerError).and.include({ address: old.address });
+    });
   });
 
   describe('state change errors ("not writable primary", "node is recovering") on the embedded endpoint', function () {
