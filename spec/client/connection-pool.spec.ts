@@ -3,7 +3,8 @@
  * messages it carries at each level: spec/pool/leak-detection.spec.ts and spec/logging).
  */
 import { expect } from 'chai';
-import { ConnectionPool, InvalidOptionError } from '../../lib';
+import { ConnectionPool, IncompatibleServerError, InvalidOptionError, PoolClearedError, type ConnectionPoolEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
 import { MINIFIED_NAMES, withClassesRenamed } from '../support/renamed-classes';
 
 describe('ConnectionPool', function () {
@@ -27,5 +28,28 @@ describe('ConnectionPool', function () {
     expect(() => new ConnectionPool({ address: 'db:27017', connectionOptions: { appNme: 'x' } as never }))
       .to.throw(InvalidOptionError, /^Unknown option connectionOptions\.appNme of ConnectionPool: did you mean appName\?/)
       .with.property('option', 'connectionOptions.appNme');
+  });
+  it('against a server whose wire versions it does not speak: the checkout fails with IncompatibleServerError, the pool is cleared by it (paused: no retry, minPoolSize not restored), later checkouts fail with PoolClearedError', async function () {
+    const server = await new EmbeddedServer({ maxWireVersion: 30, minWireVersion: 26 }).start();
+    const pool = new ConnectionPool({ address: server.address, minPoolSize: 5, backgroundThreadIntervalMS: 50 });
+    const events: ConnectionPoolEvent[] = [];
+    pool.events$.subscribe((e) => events.push(e));
+    try {
+      pool.ready();
+      const first = await pool.withConnection((c) => c.command('admin', { ping: 1 })).catch((e: unknown) => e);
+      // minPoolSize's establishments, started with the checkout's, fail the same way: whichever reaches the checkout first.
+      expect(first).to.be.instanceOf(IncompatibleServerError).and.include({ address: server.address, minWireVersion: 26 });
+      expect(pool.state).to.equal('paused');
+      const later = await pool.checkOut().then(undefined, (e: unknown) => e);
+      expect(later).to.be.instanceOf(PoolClearedError).with.property('cause').that.is.instanceOf(IncompatibleServerError);
+      const accepted = server.connectionsAccepted;
+      await new Promise((r) => setTimeout(r, 500));
+      expect(server.connectionsAccepted, 'no establishment in 500 ms (10 background runs)').to.equal(accepted);
+      expect(accepted, 'at most the first wave: the checkout and minPoolSize').to.be.at.most(6);
+      expect(events.filter((e) => e.type === 'ConnectionPoolCleared')).to.have.length(1);
+    } finally {
+      pool.close();
+      await server.stop();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { createServer, type Socket } from 'net';
 import { ObjectId, serialize, type Document } from 'bson';
 import { Observable, of } from 'rxjs';
-import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, WireProtocolError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
+import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, IncompatibleServerError, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, WireProtocolError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
 import { VirtualClock } from '../../lib/testing';
@@ -62,6 +62,19 @@ describe('Monitor', function () {
       expect(completed).to.equal(false);
     }
     expect(completed).to.equal(true);
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('a server whose wire versions rxcmap does not speak (maxWireVersion 7): each check fails with IncompatibleServerError, one connection per heartbeatFrequencyMS (no immediate retry), the pool never readied', async function () {
+    await server.stop();
+    server = await new EmbeddedServer({ maxWireVersion: 7 }).start();
+    setUp();
+    await new Promise((r) => setTimeout(r, 1300));
+    const failed = heartbeats.filter((e) => e.type === 'ServerHeartbeatFailed') as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>[];
+    expect(failed.length, 'checks in 1.3 s at 500 ms').to.be.within(2, 3);
+    for (const f of failed) expect(f.error).to.be.instanceOf(IncompatibleServerError).and.include({ address: server.address, maxWireVersion: 7 });
+    expect(server.connectionsAccepted, 'one connection per check').to.equal(failed.length);
+    expect([count('ConnectionPoolReady'), count('ConnectionPoolCleared'), count('ServerHeartbeatSucceeded')]).to.deep.equal([0, 0, 0]);
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 
