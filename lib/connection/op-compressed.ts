@@ -354,8 +354,19 @@ function nodeZstd(): NodeZstd | undefined {
 }
 
 let snappy: typeof import('snappy') | undefined;
+/**
+ * The optional `snappy` package, loaded on the first call; throws Node's error when it is not installed. The `require`
+ * sits in a `try` so that bundlers (esbuild, webpack) leave a missing optional package to run time rather than failing
+ * the build of an application that never compresses with snappy.
+ */
 function snappyModule(): typeof import('snappy') {
-  snappy ??= require('snappy') as typeof import('snappy');
+  if (snappy === undefined) {
+    try {
+      snappy = require('snappy') as typeof import('snappy');
+    } catch (error) {
+      throw error;
+    }
+  }
   return snappy;
 }
 
