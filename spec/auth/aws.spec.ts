@@ -642,20 +642,26 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       await endpoint.stop();
     });
 
+    /**
+     * connectionStatus through a fresh pool with MONGODB-AWS credentials, its connection log at debug rendered into
+     * `messages`: the pool's events (shown as text) and the command's result or error.
+     */
+    const runPool = async (messages: string[]): Promise<{ events: string[]; result: unknown }> => {
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+      const events: string[] = [];
+      pool.events$.subscribe((e) => events.push(shown(e)));
+      pool.ready();
+      try {
+        return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
+      } finally {
+        pool.close();
+      }
+    };
+
     it('a pool authenticates, and a wrong secret fails with AuthenticationFailed; no secret in any event, log or error', async function () {
       const messages: string[] = [];
-      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
-      const run = async (): Promise<{ events: string[]; result: unknown }> => {
-        const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
-        const events: string[] = [];
-        pool.events$.subscribe((e) => events.push(shown(e)));
-        pool.ready();
-        try {
-          return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
-        } finally {
-          pool.close();
-        }
-      };
+      const run = (): Promise<{ events: string[]; result: unknown }> => runPool(messages);
       env({ AWS_ACCESS_KEY_ID: KEY_ID, AWS_SECRET_ACCESS_KEY: SECRET, AWS_SESSION_TOKEN: TOKEN });
       const ok = await run();
       expect(ok.result).to.not.be.instanceOf(Error);
@@ -683,18 +689,9 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
       const full = `http://127.0.0.1:${(agent.address() as net.AddressInfo).port}/v1/credentials`;
       const messages: string[] = [];
-      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
-      const run = async (token: string): Promise<{ events: string[]; result: unknown }> => {
+      const run = (token: string): Promise<{ events: string[]; result: unknown }> => {
         setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: full, AWS_CONTAINER_AUTHORIZATION_TOKEN: token } });
-        const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
-        const events: string[] = [];
-        pool.events$.subscribe((e) => events.push(shown(e)));
-        pool.ready();
-        try {
-          return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
-        } finally {
-          pool.close();
-        }
+        return runPool(messages);
       };
       try {
         const ok = await run(POD_TOKEN);
