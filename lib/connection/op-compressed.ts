@@ -344,7 +344,8 @@ export function compressorUnavailable(name: ExtraCompressorName): string | undef
     snappyModule();
     return undefined;
   } catch (error) {
-    return `the optional package snappy could not be loaded (npm install snappy): ${(error as Error).message}`;
+    // The first line only: Node's MODULE_NOT_FOUND message goes on with the require stack, the application's file paths.
+    return `the optional package snappy could not be loaded (npm install snappy): ${String((error as Error | undefined)?.message).split('\n')[0]}`;
   }
 }
 

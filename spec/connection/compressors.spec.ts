@@ -274,7 +274,7 @@ describe('Compressors snappy, zstd and zlib', function () {
         const zlib = require('node:zlib');
         const noZstd = { ...zlib, zstdCompress: undefined, zstdCompressSync: undefined, zstdDecompress: undefined, zstdDecompressSync: undefined };
         Module._load = function (request, ...rest) {
-          if (request === 'snappy') throw Object.assign(new Error("Cannot find module 'snappy'"), { code: 'MODULE_NOT_FOUND' });
+          if (request === 'snappy') throw Object.assign(new Error("Cannot find module 'snappy'\\nRequire stack:\\n- /srv/app/secret-project/index.js"), { code: 'MODULE_NOT_FOUND' });
           if (request === 'node:zlib' || request === 'zlib') return noZstd;
           return load.call(this, request, ...rest);
         };
