@@ -18,6 +18,13 @@ import {
 /** Compressor ids of the OP_COMPRESSED spec. */
 export const CompressorId = Object.freeze({ noop: 0, snappy: 1, zlib: 2, zstd: 3 } as const);
 
+/** The name of each compressor id but noop's (the ids {@link checkCompressed} lets through to decompression). */
+const COMPRESSOR_NAMES: Readonly<Record<number, CompressorName>> = Object.freeze({
+  [CompressorId.snappy]: 'snappy',
+  [CompressorId.zlib]: 'zlib',
+  [CompressorId.zstd]: 'zstd',
+});
+
 /**
  * The compressor names this library can negotiate (the offer's order is the application's, as given in `compressors`).
  * snappy and zstd are usable only where {@link compressorUnavailable} says so.
@@ -69,9 +76,7 @@ export const ZLIB_THREAD_POOL_MIN_BYTES = 64 * 1024;
  * Source: OP_COMPRESSED spec ("OP_COMPRESSED", "Compressor IDs"); the zstd level is the official driver's.
  */
 export function compressMessage(message: Buffer, level = -1, compressor: CompressorName = 'zlib'): Buffer {
-  const body = message.subarray(HEADER_LENGTH);
-  const compressed = compressor === 'zlib' ? deflateSync(body, { level }) : compressWith(compressor, body);
-  return wrapCompressed(message, compressed, CompressorId[compressor]);
+  return wrapCompressed(message, compressWith(compressor, message.subarray(HEADER_LENGTH), level), CompressorId[compressor]);
 }
 
 /**
@@ -174,17 +179,7 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
   const compressed = checkCompressed(message, limits);
   if (compressed === undefined) return message;
   if (compressed.compressorId === CompressorId.noop) return unwrapped(message, compressed, compressed.data);
-  if (compressed.compressorId !== CompressorId.zlib) {
-    const name = compressed.compressorId === CompressorId.snappy ? 'snappy' : 'zstd';
-    return unwrapped(message, compressed, decompressWith(name, compressed.data, compressed.uncompressedSize));
-  }
-  let original: Buffer;
-  try {
-    original = inflateSync(compressed.data, { maxOutputLength: Math.max(compressed.uncompressedSize, 1) });
-  } catch (error) {
-    throw inflateError(error, compressed.uncompressedSize);
-  }
-  return unwrapped(message, compressed, original);
+  return unwrapped(message, compressed, decompressWith(COMPRESSOR_NAMES[compressed.compressorId], compressed.data, compressed.uncompressedSize));
 }
 
 /**
@@ -219,18 +214,9 @@ export function decompressMessageOnThreadPool(message: WireMessage, limits: Deco
   if (compressed === undefined) return Promise.resolve(message);
   if (compressed.compressorId === CompressorId.noop) return settleUnwrapped(message, compressed, compressed.data);
   const checked = compressed;
-  if (checked.compressorId !== CompressorId.zlib) {
-    const name = checked.compressorId === CompressorId.snappy ? 'snappy' : 'zstd';
-    return decompressWithOnThreadPool(name, checked.data, checked.uncompressedSize).then((original) =>
-      unwrapped(message, checked, original),
-    );
-  }
-  return new Promise((resolve, reject) => {
-    inflate(checked.data, { maxOutputLength: Math.max(checked.uncompressedSize, 1) }, (error, original) => {
-      if (error !== null) reject(inflateError(error, checked.uncompressedSize));
-      else settleUnwrapped(message, checked, original).then(resolve, reject);
-    });
-  });
+  return decompressWithOnThreadPool(COMPRESSOR_NAMES[checked.compressorId], checked.data, checked.uncompressedSize).then((original) =>
+    unwrapped(message, checked, original),
+  );
 }
 
 /** The checked header fields of an OP_COMPRESSED body, and its compressed data. */
@@ -279,26 +265,13 @@ function checkCompressed(message: WireMessage, limits: DecompressionLimits): Com
   return { originalOpCode, uncompressedSize, compressorId, data: body.subarray(9) };
 }
 
-/** The error for zlib data that failed to inflate within `uncompressedSize` bytes. */
-function inflateError(error: unknown, uncompressedSize: number): WireProtocolError {
-  if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-    return new WireProtocolError(
-      `OP_COMPRESSED zlib data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes ` +
-        `(the inflate output limit, maxOutputLength); refused`,
-    );
-  }
-  return new WireProtocolError(`OP_COMPRESSED zlib data is invalid: ${(error as Error).message}`);
-}
-
 /**
  * The message `message` carries, once its data decompressed to `original`.
  *
  * @throws {WireProtocolError} when `original` is not the announced size.
  */
 function unwrapped(message: WireMessage, compressed: CompressedBody, original: Buffer): WireMessage {
-  if (original.length !== compressed.uncompressedSize) {
-    throw new WireProtocolError(`OP_COMPRESSED announced ${compressed.uncompressedSize} bytes but held ${original.length}`);
-  }
+  checkedLength(original, compressed.uncompressedSize);
   return {
     header: { ...message.header, opCode: compressed.originalOpCode, messageLength: HEADER_LENGTH + original.length },
     body: original,
@@ -372,14 +345,16 @@ function snappyModule(): typeof import('snappy') {
 }
 
 /**
- * Compresses `data` (a message body, without the 16-byte header) with snappy (raw block format) or zstd (one frame,
- * level 3, as the official driver), on the event loop; returns the compressed bytes only (no OP_COMPRESSED header).
+ * Compresses `data` (a message body, without the 16-byte header) with zlib (at `level`: -1 = zlib's default, 0..9),
+ * snappy (raw block format) or zstd (one frame, level 3, as the official driver), on the event loop; returns the
+ * compressed bytes only (no OP_COMPRESSED header).
  *
  * @throws {Error} when the compressor is unavailable ({@link compressorUnavailable}).
  *
- * Source: OP_COMPRESSED spec ("Compressor IDs": snappy 1, zstd 3).
+ * Source: OP_COMPRESSED spec ("Compressor IDs": snappy 1, zlib 2, zstd 3).
  */
-export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
+export function compressWith(name: CompressorName, data: Buffer, level = -1): Buffer {
+  if (name === 'zlib') return deflateSync(data, { level });
   if (name === 'snappy') return snappyModule().compressSync(data);
   const zstd = nodeZstd();
   if (zstd === undefined) throw new Error(compressorUnavailable('zstd'));
@@ -387,18 +362,24 @@ export function compressWith(name: ExtraCompressorName, data: Buffer): Buffer {
 }
 
 /**
- * Decompresses snappy or zstd `data` that announces `uncompressedSize` bytes, never allocating more: snappy's own
- * length header (a varint) must equal `uncompressedSize` before anything is decompressed; zstd is bounded by
- * `maxOutputLength`.
+ * Decompresses zlib, snappy or zstd `data` that announces `uncompressedSize` bytes, never allocating more: zlib and
+ * zstd are bounded by `maxOutputLength`; snappy's own length header (a varint) must equal `uncompressedSize` before
+ * anything is decompressed.
  *
  * @throws {WireProtocolError} for data that does not decompress, whose length header differs from
  *   `uncompressedSize`, that inflates beyond it, or that holds fewer bytes; for zstd where it is unavailable.
  *
  * Source: OP_COMPRESSED spec ("Compressor IDs"); the bound is an extension.
  */
-export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Buffer {
+export function decompressWith(name: CompressorName, data: Buffer, uncompressedSize: number): Buffer {
   let out: Buffer;
-  if (name === 'snappy') {
+  if (name === 'zlib') {
+    try {
+      out = inflateSync(data, { maxOutputLength: Math.max(uncompressedSize, 1) });
+    } catch (error) {
+      throw codecError('zlib', error, uncompressedSize);
+    }
+  } else if (name === 'snappy') {
     checkSnappyLength(data, uncompressedSize);
     try {
       out = snappyModule().uncompressSync(data, { asBuffer: true }) as Buffer;
@@ -418,10 +399,11 @@ export function decompressWith(name: ExtraCompressorName, data: Buffer, uncompre
 }
 
 /**
- * As {@link decompressWith}, on Node's thread pool (snappy's asynchronous `uncompress`, zlib's `zstdDecompress` with
- * the same `maxOutputLength`). Rejects with the {@link WireProtocolError} decompressWith throws.
+ * As {@link decompressWith}, on Node's thread pool (zlib's asynchronous `inflate` and `zstdDecompress` with the same
+ * `maxOutputLength`, snappy's asynchronous `uncompress`). Rejects with the {@link WireProtocolError} decompressWith
+ * throws.
  */
-function decompressWithOnThreadPool(name: ExtraCompressorName, data: Buffer, uncompressedSize: number): Promise<Buffer> {
+function decompressWithOnThreadPool(name: CompressorName, data: Buffer, uncompressedSize: number): Promise<Buffer> {
   if (name === 'snappy') {
     let pending: Promise<Buffer>;
     try {
@@ -435,11 +417,12 @@ function decompressWithOnThreadPool(name: ExtraCompressorName, data: Buffer, unc
       (error: unknown) => Promise.reject(codecError('snappy', error, uncompressedSize)),
     );
   }
-  const zstd = nodeZstd();
-  if (zstd === undefined) return Promise.reject(new WireProtocolError(`OP_COMPRESSED zstd: ${compressorUnavailable('zstd')}`));
+  const zstd = name === 'zstd' ? nodeZstd() : undefined;
+  if (name === 'zstd' && zstd === undefined) return Promise.reject(new WireProtocolError(`OP_COMPRESSED zstd: ${compressorUnavailable('zstd')}`));
+  const decompress = zstd === undefined ? inflate : zstd.zstdDecompress.bind(zstd);
   return new Promise((resolve, reject) => {
-    zstd.zstdDecompress(data, { maxOutputLength: Math.max(uncompressedSize, 1) }, (error, out) => {
-      if (error !== null) reject(codecError('zstd', error, uncompressedSize));
+    decompress(data, { maxOutputLength: Math.max(uncompressedSize, 1) }, (error, out) => {
+      if (error !== null) reject(codecError(name, error, uncompressedSize));
       else {
         try {
           resolve(checkedLength(out, uncompressedSize));
@@ -461,11 +444,15 @@ function checkSnappyLength(data: Buffer, uncompressedSize: number): void {
   }
 }
 
-/** The error for snappy or zstd data that failed to decompress within `uncompressedSize` bytes. */
-function codecError(name: ExtraCompressorName, error: unknown, uncompressedSize: number): WireProtocolError {
+/**
+ * The error for zlib, snappy or zstd data that failed to decompress within `uncompressedSize` bytes (zlib's names the
+ * inflate output limit, as it has since before snappy and zstd).
+ */
+function codecError(name: CompressorName, error: unknown, uncompressedSize: number): WireProtocolError {
   if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+    const limit = name === 'zlib' ? ' (the inflate output limit, maxOutputLength)' : '';
     return new WireProtocolError(
-      `OP_COMPRESSED ${name} data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes; refused`,
+      `OP_COMPRESSED ${name} data inflates beyond its announced uncompressedSize of ${uncompressedSize} bytes${limit}; refused`,
     );
   }
   return new WireProtocolError(`OP_COMPRESSED ${name} data is invalid: ${(error as Error).message}`);
