@@ -784,7 +784,7 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
       const dropped = names.filter((c) => !known.includes(c));
       // snappy or zstd that this process cannot speak (no snappy package, Node.js before 22.15) is left out likewise.
       const why = new Map(known.flatMap((c) => {
-        const reason = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
+        const reason = compressorUnavailable(c);
         return reason === undefined ? [] : [[c, reason] as const];
       }));
       const unavailable = [...why].map(([c, reason]) => `${c} (${reason})`);

@@ -18,7 +18,7 @@ import {
 } from '../options';
 import { checkDriverInfo, type DriverInfoOptions } from './handshake';
 import { checkServerApi, type ServerApi, type ServerApiVersionId } from './server-api';
-import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './op-compressed';
+import { checkCompressorAvailable, SUPPORTED_COMPRESSORS } from './op-compressed';
 import { checkProxyValues, PROXY_OPTION_NAMES, proxySettings, type ProxyOptions } from './proxy';
 import { TLS_OPTION_NAMES, type TlsSettings } from './tls-options';
 
@@ -224,10 +224,7 @@ export function checkConnectionOptions(
       if (typeof c !== 'string' || !allowed.includes(c)) {
         throw new InvalidOptionError('compressors', c, `compressor names, each one of ${allowed.join(', ')}`);
       }
-      const why = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
-      if (why !== undefined) {
-        throw new InvalidOptionError('compressors', c, `a compressor available in this process; ${c} is not: ${why}`);
-      }
+      checkCompressorAvailable(c);
     }
   }
   const level = o.zlibCompressionLevel;

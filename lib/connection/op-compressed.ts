@@ -6,6 +6,7 @@
  * Source: OP_COMPRESSED spec (wire format; compressor ids; "Messages that MUST NOT be compressed").
  */
 import { deflate, deflateSync, inflate, inflateSync } from 'node:zlib';
+import { InvalidOptionError } from '../errors';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   HEADER_LENGTH,
@@ -287,9 +288,6 @@ function settleUnwrapped(message: WireMessage, compressed: CompressedBody, origi
   }
 }
 
-/** The snappy and zstd codecs this library can speak in addition to zlib, by name. */
-export type ExtraCompressorName = 'snappy' | 'zstd';
-
 /** Node's zstd functions (Node.js 22.15 / 23.8 and later), absent from older runtimes and from @types/node 20. */
 interface NodeZstd {
   zstdCompressSync(data: Buffer, options?: { params?: Record<number, number> }): Buffer;
@@ -303,16 +301,18 @@ const ZSTD_C_COMPRESSION_LEVEL = 100;
 const ZSTD_LEVEL = 3;
 
 /**
- * Why `name` cannot be used in this process, or undefined when it can: zstd needs Node's `zlib.zstdCompress`
- * (Node.js 22.15 / 23.8 or later); snappy needs the optional package `snappy` (loaded on this first call, never
- * with the package). Never throws.
+ * Why compressor `name` cannot be used in this process, or undefined when it can (zlib, `none` and any other name
+ * always: an unknown name is refused elsewhere): zstd needs Node's `zlib.zstdCompress` (Node.js 22.15 / 23.8 or
+ * later); snappy needs the optional package `snappy` (loaded on this first call, never with the package). Never
+ * throws.
  *
  * Source: extension (the official driver loads the same optional `snappy` package and Node's built-in zstd).
  */
-export function compressorUnavailable(name: ExtraCompressorName): string | undefined {
+export function compressorUnavailable(name: string): string | undefined {
   if (name === 'zstd') {
     return nodeZstd() === undefined ? `Node.js ${process.version} has no zlib.zstdCompress (Node.js 22.15 or later)` : undefined;
   }
+  if (name !== 'snappy') return undefined;
   try {
     snappyModule();
     return undefined;
@@ -320,6 +320,17 @@ export function compressorUnavailable(name: ExtraCompressorName): string | undef
     // The first line only: Node's MODULE_NOT_FOUND message goes on with the require stack, the application's file paths.
     return `the optional package snappy could not be loaded (npm install snappy): ${String((error as Error | undefined)?.message).split('\n')[0]}`;
   }
+}
+
+/**
+ * Refuses compressor `name` in an options object (a connection's or the embedded endpoint's) when this process
+ * cannot use it.
+ *
+ * @throws {InvalidOptionError} `compressors`, naming the compressor and {@link compressorUnavailable}'s reason.
+ */
+export function checkCompressorAvailable(name: string): void {
+  const why = compressorUnavailable(name);
+  if (why !== undefined) throw new InvalidOptionError('compressors', name, `a compressor available in this process; ${name} is not: ${why}`);
 }
 
 function nodeZstd(): NodeZstd | undefined {

@@ -44,7 +44,7 @@ import * as tls from 'node:tls';
 import { Binary, Long, ObjectId, onDemand, type Document } from 'bson';
 import { AWS_FAILED, awsServerContinue, awsServerStart, type AwsServerConversation } from './aws-server';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
-import { compressMessage, compressorUnavailable, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
+import { checkCompressorAvailable, compressMessage, compressorUnavailable, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../connection/op-msg';
 import { decodeOpQuery, encodeOpReply } from '../connection/op-query';
 import { API_PARAMETER_NAMES } from '../connection/server-api';
@@ -177,10 +177,7 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   if (compressors !== undefined && (!Array.isArray(compressors) || !compressors.every((c) => (SUPPORTED_COMPRESSORS as readonly unknown[]).includes(c)))) {
     throw new InvalidOptionError('compressors', compressors, `an array of ${SUPPORTED_COMPRESSORS.map((c) => `"${c}"`).join(', ')}`);
   }
-  for (const c of compressors ?? []) {
-    const why = c === 'snappy' || c === 'zstd' ? compressorUnavailable(c) : undefined;
-    if (why !== undefined) throw new InvalidOptionError('compressors', c, `a compressor available in this process; ${c} is not: ${why}`);
-  }
+  for (const c of compressors ?? []) checkCompressorAvailable(c);
   if (options.requireApiVersion !== undefined && typeof options.requireApiVersion !== 'boolean') {
     throw new InvalidOptionError('requireApiVersion', options.requireApiVersion, 'true or false (a boolean)');
   }
@@ -206,7 +203,7 @@ const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
 /** The compressors this process speaks: zlib, and snappy and zstd where {@link compressorUnavailable} allows. */
 function availableCompressors(): string[] {
-  return SUPPORTED_COMPRESSORS.filter((c) => c === 'zlib' || compressorUnavailable(c) === undefined);
+  return SUPPORTED_COMPRESSORS.filter((c) => compressorUnavailable(c) === undefined);
 }
 
 /** The option names of {@link EmbeddedServerOptions}. */
