@@ -345,16 +345,14 @@ export const MAX_SUPPORTED_SERVER_VERSION = '8.0';
  * Source: server discovery and monitoring spec, "Checking wire protocol compatibility".
  */
 export function incompatibleServer(address: string, minWireVersion: number, maxWireVersion: number): IncompatibleServerError | undefined {
+  if (maxWireVersion >= MIN_SUPPORTED_WIRE_VERSION && minWireVersion <= MAX_SUPPORTED_WIRE_VERSION) return undefined;
   const ranges = `the server speaks wire versions ${minWireVersion} to ${maxWireVersion}, rxcmap ${MIN_SUPPORTED_WIRE_VERSION} to ${MAX_SUPPORTED_WIRE_VERSION} (MongoDB ${MIN_SUPPORTED_SERVER_VERSION} to ${MAX_SUPPORTED_SERVER_VERSION})`;
   if (maxWireVersion < MIN_SUPPORTED_WIRE_VERSION) {
     const message = `Server at ${address} reports wire version ${maxWireVersion}, but this version of rxcmap requires at least ${MIN_SUPPORTED_WIRE_VERSION} (MongoDB ${MIN_SUPPORTED_SERVER_VERSION}): ${ranges}`;
     return new IncompatibleServerError(address, minWireVersion, maxWireVersion, message);
   }
-  if (minWireVersion > MAX_SUPPORTED_WIRE_VERSION) {
-    const message = `Server at ${address} requires wire version ${minWireVersion}, but this version of rxcmap only supports up to ${MAX_SUPPORTED_WIRE_VERSION}: ${ranges}`;
-    return new IncompatibleServerError(address, minWireVersion, maxWireVersion, message);
-  }
-  return undefined;
+  const message = `Server at ${address} requires wire version ${minWireVersion}, but this version of rxcmap only supports up to ${MAX_SUPPORTED_WIRE_VERSION}: ${ranges}`;
+  return new IncompatibleServerError(address, minWireVersion, maxWireVersion, message);
 }
 
 /** What goes into the handshake besides the metadata. */
