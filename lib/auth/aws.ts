@@ -1,12 +1,15 @@
 /**
  * MONGODB-AWS authentication: the two-step SASL conversation, signed with AWS Signature Version 4 (written here with
- * node:crypto, no AWS SDK), and the credentials it signs with, obtained in the spec's order and cached as it says.
+ * node:crypto), and the credentials it signs with: from the AWS SDK's default credential provider chain when the
+ * application has the optional package `@aws-sdk/credential-providers`, else obtained here in the spec's order and cached
+ * as it says.
  *
  * The secret access key and the session token never appear in an error, an event, a log message, inspection or JSON:
  * they live only in the objects of this module, and every error raised here is built from fixed words.
  *
- * Source: auth spec, "MONGODB-AWS" ("Conversation", "Region Calculation", "Obtaining Credentials", "Credential
- * Fetching Order", "Caching Credentials"); extension: AWS_CONTAINER_CREDENTIALS_FULL_URI and the container
+ * Source: auth spec, "MONGODB-AWS" ("Conversation", "Region Calculation", "Obtaining Credentials" with its recommended
+ * pattern: the SDK when available, else the driver's own sources, "Credential Fetching Order", "Caching Credentials");
+ * extension: AWS_CONTAINER_CREDENTIALS_FULL_URI and the container
  * Authorization token (EKS Pod Identity), as the AWS SDK's container credential provider reads them.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
@@ -75,17 +78,51 @@ const environment = {
   now: (): number => Date.now(),
   env: process.env as Record<string, string | undefined>,
   timeoutMs: ENDPOINT_TIMEOUT_MS,
+  sdk: loadAwsSdk as () => AwsSdk | string,
 };
 const defaults = { ...environment };
 
 /**
  * For tests only (not exported by the package): replaces the STS, ECS and EC2 base URLs, the clock, the environment
- * variables read or each request's deadline (ms); no argument restores the defaults. Clears the credential cache.
+ * variables read, each request's deadline (ms) or the loader of the AWS SDK (returning the module, or why it cannot be
+ * loaded); no argument restores the defaults. Replacing `env` without `sdk` also leaves the SDK out, as if it were not
+ * installed: the SDK reads the process's own environment, not the one given. Clears the credential cache.
  */
 export function setAwsEnvironmentForTests(replacement?: Partial<typeof environment>): void {
-  Object.assign(environment, defaults, replacement ?? {});
+  Object.assign(environment, defaults, replacement?.env !== undefined && replacement.sdk === undefined ? { sdk: () => 'not used in this test' } : {}, replacement ?? {});
   cached = undefined;
+  sdkChain = undefined;
 }
+
+/** What rxcmap uses of the optional package `@aws-sdk/credential-providers`. */
+interface AwsSdk {
+  fromNodeProviderChain(): AwsCredentialProvider;
+}
+
+let loaded: AwsSdk | string | undefined;
+/**
+ * The optional package `@aws-sdk/credential-providers`, loaded on the first MONGODB-AWS authentication (never with the
+ * package), or the first line of why it cannot be loaded (Node's MODULE_NOT_FOUND message goes on with the require
+ * stack, the application's file paths). The `require` sits in a `try` so that bundlers leave a missing optional package
+ * to run time.
+ */
+function loadAwsSdk(): AwsSdk | string {
+  if (loaded === undefined) {
+    try {
+      const sdk = require('@aws-sdk/credential-providers') as Partial<AwsSdk>;
+      loaded = typeof sdk.fromNodeProviderChain === 'function' ? (sdk as AwsSdk) : 'it has no fromNodeProviderChain';
+    } catch (error) {
+      loaded = String((error as Error | undefined)?.message).split('\n')[0]!;
+    }
+  }
+  return loaded;
+}
+
+/**
+ * The AWS SDK's default credential provider chain, made on first use and kept until an authentication fails (the
+ * SDK caches the credentials it resolves and fetches them again before they expire; a new chain starts with none).
+ */
+let sdkChain: AwsCredentialProvider | undefined;
 
 /** The credentials fetched from an AWS endpoint, kept until five minutes before they expire, or a failure. */
 let cached: AwsCredentials | undefined;
@@ -101,8 +138,11 @@ function failure(why: string, cause?: unknown): AuthenticationError {
 }
 
 /**
- * The credentials to sign with, in the spec's order: the AWS_CREDENTIAL_PROVIDER property; else cached ones still
- * valid; else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN if set), read now and never cached;
+ * The credentials to sign with, in the spec's order: the AWS_CREDENTIAL_PROVIDER property; else, when the optional
+ * package `@aws-sdk/credential-providers` can be loaded, its `fromNodeProviderChain()` (the SDK's own order: the
+ * environment variables, IAM Identity Center (SSO), the shared credentials and config files with AWS_PROFILE,
+ * credential_process, web identity, the container and EC2 endpoints; one chain per process, whose credentials the SDK
+ * caches and refreshes; the others below are then not used); else cached ones still valid; else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN if set), read now and never cached;
  * else AssumeRoleWithWebIdentity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN set); else the ECS endpoint
  * (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set); else the container endpoint AWS_CONTAINER_CREDENTIALS_FULL_URI names
  * (EKS Pod Identity, some Lambda and Greengrass set-ups; an extension, see {@link containerEndpoint}); else the EC2
@@ -110,30 +150,23 @@ function failure(why: string, cause?: unknown): AuthenticationError {
  * header of AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (read at each fetch) or else AWS_CONTAINER_AUTHORIZATION_TOKEN.
  *
  * @throws {AuthenticationError} when none can be obtained, naming the source, never a secret (nor the container
- *   Authorization token); for an AWS_CONTAINER_CREDENTIALS_FULL_URI that is not allowed, before any request.
- * @throws `signal.reason` once `signal` aborts, even while the provider or an endpoint has not answered.
+ *   Authorization token; a provider's or the SDK's error by its name only); for an AWS_CONTAINER_CREDENTIALS_FULL_URI
+ *   that is not allowed, before any request; when EC2, the last source, fails, saying which sources need the SDK and
+ *   why it could not be loaded.
+ * @throws `signal.reason` once `signal` aborts, even while the provider, the SDK or an endpoint has not answered.
  *
- * Source: auth spec, "Credential Fetching Order", "Environment variables", "Caching Credentials"; extension: the AWS
+ * Source: auth spec, "Obtaining Credentials" (the SDK if available, else the driver's own sources), "Credential
+ * Fetching Order", "Environment variables", "Caching Credentials"; extension: the AWS
  * SDK's container credential provider (FULL_URI, the Authorization token), in the place the SDK's chain gives it
  * (after RELATIVE_URI, before EC2).
  */
 export async function awsCredentials(credentials: MongoCredentials, signal?: AbortSignal): Promise<AwsCredentials> {
   const provider = credentials.mechanismProperties.AWS_CREDENTIAL_PROVIDER as AwsCredentialProvider | undefined;
-  if (provider !== undefined) {
-    let given: unknown;
-    try {
-      given = await untilAborted(Promise.resolve().then(provider), signal);
-    } catch (error) {
-      if (signal?.aborted && error === signal.reason) throw error;
-      throw failure('the AWS_CREDENTIAL_PROVIDER failed', nameOnly(error));
-    }
-    try {
-      return checked(given, 'the AWS_CREDENTIAL_PROVIDER');
-    } catch (error) {
-      if (error instanceof AuthenticationError) throw error;
-      // Its fields could not be read (a getter that throws): its error may quote them.
-      throw failure('the AWS_CREDENTIAL_PROVIDER gave a result that cannot be read', nameOnly(error));
-    }
+  if (provider !== undefined) return fromProvider(provider, 'the AWS_CREDENTIAL_PROVIDER', signal);
+  const sdk = environment.sdk();
+  if (typeof sdk !== 'string') {
+    sdkChain ??= sdk.fromNodeProviderChain();
+    return fromProvider(sdkChain, 'the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers)', signal);
   }
   const hit = cached;
   if (hit !== undefined && fresh(hit)) return hit;
@@ -156,7 +189,13 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
     const from = 'the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI';
     fetched = fromJson(await request('GET', url.href, await containerHeaders(env), signal, from), from);
   } else {
-    fetched = await ec2(signal);
+    try {
+      fetched = await ec2(signal);
+    } catch (error) {
+      if (!(error instanceof AuthenticationError)) throw error;
+      // The last source: say where else credentials could have come from, and why they were not looked for there.
+      throw new AuthenticationError(`${error.message}; shared credentials and config files (AWS_PROFILE), IAM Identity Center (SSO) and credential_process are read only through the optional package @aws-sdk/credential-providers (npm install @aws-sdk/credential-providers), which could not be loaded: ${sdk}`, error.cause);
+    }
   }
   // Written at once (one assignment): no lock, so concurrent authentications may each fetch (auth spec: MUST not lock).
   cached = fetched;
@@ -228,9 +267,37 @@ async function containerHeaders(env: Record<string, string | undefined>): Promis
   return { Authorization: token };
 }
 
-/** Clears the cache. Source: auth spec, "Caching Credentials" (if AWS authentication fails for any reason). */
+/**
+ * The credentials `provider` (the AWS_CREDENTIAL_PROVIDER or the SDK's chain, named by `from`) resolves to, checked.
+ *
+ * @throws {AuthenticationError} naming `from` when it rejects or gives no usable credentials, with its error's name
+ *   only (its message may quote what it read).
+ * @throws `signal.reason` once `signal` aborts, even while the provider has not answered.
+ */
+async function fromProvider(provider: AwsCredentialProvider, from: string, signal: AbortSignal | undefined): Promise<AwsCredentials> {
+  let given: unknown;
+  try {
+    given = await untilAborted(Promise.resolve().then(provider), signal);
+  } catch (error) {
+    if (signal?.aborted && error === signal.reason) throw error;
+    throw failure(`${from} failed`, nameOnly(error));
+  }
+  try {
+    return checked(given, from);
+  } catch (error) {
+    if (error instanceof AuthenticationError) throw error;
+    // Its fields could not be read (a getter that throws): its error may quote them.
+    throw failure(`${from} gave a result that cannot be read`, nameOnly(error));
+  }
+}
+
+/**
+ * Clears the cache, and the AWS SDK's chain with the credentials it keeps. Source: auth spec, "Caching Credentials" (if
+ * AWS authentication fails for any reason).
+ */
 export function clearAwsCredentialCache(): void {
   cached = undefined;
+  sdkChain = undefined;
 }
 
 /** An error's name only: a provider's message may quote what it read. */
@@ -527,7 +594,7 @@ export async function awsAuthenticate(run: RunCommand, credentials: MongoCredent
     }, 'saslContinue', fail);
     if (second.done !== true) throw failure('the server did not end the conversation after the saslContinue');
   } catch (error) {
-    cached = undefined;
+    clearAwsCredentialCache();
     throw error;
   }
 }

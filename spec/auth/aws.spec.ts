@@ -7,6 +7,7 @@
  * or the container Authorization token in an error, event, log message or inspection.
  */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -26,6 +27,9 @@ const TOKEN = 'session-token-not-to-show';
 const KEY_ID = 'AKIAICGVLKOKZVY3X3DA';
 /** The container endpoint's Authorization token (EKS Pod Identity's service account token): a secret too. */
 const POD_TOKEN = 'eyJhbGciOiJSUzI1NiJ9.pod-identity-token-not-to-show';
+/** Long-term keys of a shared credentials file's profile, which only the AWS SDK reads. */
+const FILE_KEY_ID = 'AKIAIOSFODNN7PROFILE';
+const FILE_SECRET = 'profile/secret+key-not-to-show';
 
 const shown = (value: unknown): string => `${value instanceof Error ? value.message : ''} ${inspect(value, { depth: 8, showHidden: true })} ${JSON.stringify(value) ?? ''}`;
 const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
@@ -731,6 +735,183 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         await plainClient.close();
       }
     });
+  });
+});
+
+/**
+ * Runs `body` with the process's AWS_* variables replaced by `vars`, the shared files pointed at `dir`'s (missing ones
+ * unless `vars` names others) and EC2's metadata service off: the AWS SDK reads the process's own environment.
+ */
+async function withProcessEnv<T>(dir: string, vars: Record<string, string>, body: () => Promise<T>): Promise<T> {
+  const saved = Object.entries(process.env).filter(([name]) => name.startsWith('AWS_'));
+  for (const [name] of saved) delete process.env[name];
+  Object.assign(process.env, { AWS_CONFIG_FILE: path.join(dir, 'no-config'), AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'no-credentials'), AWS_EC2_METADATA_DISABLED: 'true', ...vars });
+  try {
+    return await body();
+  } finally {
+    for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) delete process.env[name];
+    Object.assign(process.env, Object.fromEntries(saved));
+  }
+}
+
+describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obtaining Credentials")', function () {
+  let dir: string;
+  let endpoint: EmbeddedServer;
+  before(async function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-aws-sdk-'));
+    endpoint = new EmbeddedServer({ aws: { credentials: [{ accessKeyId: KEY_ID, secretAccessKey: SECRET, sessionToken: TOKEN }, { accessKeyId: FILE_KEY_ID, secretAccessKey: FILE_SECRET }] } });
+    await endpoint.start();
+  });
+  after(async function () {
+    await endpoint.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(function () {
+    setAwsEnvironmentForTests();
+  });
+
+  /** A file of `dir` named `name` holding `text`; its path. */
+  const file = (name: string, text: string): string => {
+    const at = path.join(dir, name);
+    fs.writeFileSync(at, text);
+    return at;
+  };
+  /**
+   * A config file whose profile `profile` runs a credential_process printing `output` (and counting its runs in
+   * `<name>.runs`, after `delayMs`); its path and the count.
+   */
+  const processProfile = (name: string, output: string, delayMs = 0): { config: string; runs: () => number } => {
+    const runs = path.join(dir, `${name}.runs`);
+    const script = file(`${name}.js`, `require('fs').appendFileSync(${JSON.stringify(runs)}, 'x'); setTimeout(() => process.stdout.write(${JSON.stringify(output)}), ${delayMs});`);
+    const config = file(`${name}.config`, `[profile ${name}]\ncredential_process = "${process.execPath}" "${script}"\n`);
+    return { config, runs: () => (fs.existsSync(runs) ? fs.readFileSync(runs, 'utf8').length : 0) };
+  };
+  const processOutput = JSON.stringify({ Version: 1, AccessKeyId: KEY_ID, SecretAccessKey: SECRET, SessionToken: TOKEN, Expiration: '2100-01-01T00:00:00Z' });
+
+  /** connectionStatus through a fresh pool with MONGODB-AWS credentials: the command's result or error, and the pool's events and debug log as text. */
+  const runPool = async (): Promise<{ result: unknown; seen: string[] }> => {
+    const seen: string[] = [];
+    const sink: LogSink = { write: (m) => void seen.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+    pool.events$.subscribe((e) => seen.push(shown(e)));
+    pool.ready();
+    try {
+      return { seen, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
+    } finally {
+      pool.close();
+    }
+  };
+
+  it('a pool authenticates with a profile of the shared credentials file (AWS_PROFILE), which without the SDK fails at EC2 saying the SDK is needed', async function () {
+    const credentialsFile = file('credentials', `[default]\naws_access_key_id = AKIAWRONGDEFAULT\naws_secret_access_key = wrong\n\n[mongo]\naws_access_key_id = ${FILE_KEY_ID}\naws_secret_access_key = ${FILE_SECRET}\n`);
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const ec2 = `http://127.0.0.1:${(closed.address() as net.AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    await withProcessEnv(dir, { AWS_SHARED_CREDENTIALS_FILE: credentialsFile, AWS_PROFILE: 'mongo' }, async () => {
+      const ok = await runPool();
+      expect(ok.result, shown(ok.result)).to.not.be.instanceOf(Error);
+      expect((ok.result as Document).authInfo.authenticatedUsers[0]).to.deep.equal({ user: `arn:aws:iam::000000000000:user/${FILE_KEY_ID}`, db: '$external' });
+      // The same process without the SDK: the spec's own sources, none of which reads the file.
+      setAwsEnvironmentForTests({ sdk: () => "Cannot find module '@aws-sdk/credential-providers'", ec2 });
+      const without = await runPool();
+      expect(without.result).to.be.instanceOf(Error);
+      expect(shown(without.result)).to.include(
+        "the EC2 instance metadata endpoint could not be reached; shared credentials and config files (AWS_PROFILE), IAM Identity Center (SSO) and credential_process are read only through the optional package @aws-sdk/credential-providers (npm install @aws-sdk/credential-providers), which could not be loaded: Cannot find module '@aws-sdk/credential-providers'",
+      );
+      for (const text of [...ok.seen, ...without.seen, shown(without.result)]) expect(text).to.not.include(FILE_SECRET);
+    });
+  });
+
+  it('one chain per process: concurrent authentications run a credential_process once; a failed authentication starts a new chain', async function () {
+    this.timeout(20_000);
+    const { config, runs } = processProfile('once', processOutput);
+    await withProcessEnv(dir, { AWS_CONFIG_FILE: config, AWS_PROFILE: 'once' }, async () => {
+      const all = await Promise.all(Array.from({ length: 10 }, () => awsCredentials(aws())));
+      expect(all.map((c) => [c.accessKeyId, c.sessionToken])).to.deep.equal(Array.from({ length: 10 }, () => [KEY_ID, TOKEN]));
+      expect(all[0]!.expiration?.toISOString()).to.equal('2100-01-01T00:00:00.000Z');
+      const ok = await runPool();
+      expect((ok.result as Document).authInfo.authenticatedUsers[0].db, shown(ok.result)).to.equal('$external');
+      expect(runs()).to.equal(1);
+      const refused = fakeServer(goodFirst());
+      const refusing = async (db: string, command: Document): Promise<Document> => ('saslContinue' in command ? { ok: 0, code: 18, errmsg: 'Authentication failed.' } : refused.run(db, command));
+      expect(await rejection(awsAuthenticate(refusing, aws()))).to.be.instanceOf(AuthenticationError);
+      await awsCredentials(aws());
+      expect(runs()).to.equal(2);
+      for (const text of ok.seen) expect(text).to.not.include(SECRET).and.not.include(TOKEN);
+    });
+  });
+
+  it('the AWS_CREDENTIAL_PROVIDER comes before the SDK', async function () {
+    const { config, runs } = processProfile('second', processOutput);
+    await withProcessEnv(dir, { AWS_CONFIG_FILE: config, AWS_PROFILE: 'second' }, async () => {
+      const given = await awsCredentials(aws({ AWS_CREDENTIAL_PROVIDER: async () => ({ accessKeyId: FILE_KEY_ID, secretAccessKey: FILE_SECRET }) }));
+      expect(given.accessKeyId).to.equal(FILE_KEY_ID);
+      expect(runs()).to.equal(0);
+    });
+  });
+
+  it('the SDK finding nothing, or given output quoting the secret, fails naming the SDK with its error\'s name only', async function () {
+    this.timeout(20_000);
+    await withProcessEnv(dir, { AWS_PROFILE: 'nowhere' }, async () => {
+      const error = await rejection(awsCredentials(aws()));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers) failed');
+      expect(((error as Error).cause as Error).message).to.equal('CredentialsProviderError (message not shown)');
+    });
+    const { config } = processProfile('broken', `{"Version": 1, "AccessKeyId": "${KEY_ID}", "SecretAccessKey": "${SECRET}", "SessionToken": "${TOKEN}"`);
+    await withProcessEnv(dir, { AWS_CONFIG_FILE: config, AWS_PROFILE: 'broken' }, async () => {
+      const error = await rejection(awsCredentials(aws()));
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(shown(error)).to.not.include(SECRET).and.not.include(TOKEN);
+    });
+  });
+
+  it('an abort ends the wait for a credential_process that has not answered', async function () {
+    this.timeout(20_000);
+    const { config, runs } = processProfile('slow', processOutput, 1_500);
+    await withProcessEnv(dir, { AWS_CONFIG_FILE: config, AWS_PROFILE: 'slow' }, async () => {
+      const controller = new AbortController();
+      const reason = new Error('connectTimeoutMS');
+      const started = Date.now();
+      setTimeout(() => controller.abort(reason), 100);
+      expect(await rejection(awsCredentials(aws(), controller.signal))).to.equal(reason);
+      expect(Date.now() - started).to.be.below(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      expect(runs()).to.equal(1);
+    });
+  });
+
+  it('is loaded with the first MONGODB-AWS authentication, not with the package; one that cannot be loaded is named by its first line only (simulated in a child process)', function () {
+    this.timeout(30_000);
+    const root = path.resolve(__dirname, '../..');
+    const script = `
+      const Module = require('node:module');
+      const { setAwsEnvironmentForTests, awsCredentials } = require('./lib/auth/aws');
+      require('./lib');
+      const out = { loadedWithPackage: Object.keys(require.cache).some((k) => k.includes('@aws-sdk')) };
+      const load = Module._load;
+      Module._load = function (request, ...rest) {
+        if (request === '@aws-sdk/credential-providers') throw Object.assign(new Error("Cannot find module '@aws-sdk/credential-providers'\\nRequire stack:\\n- /srv/app/secret-project/index.js"), { code: 'MODULE_NOT_FOUND' });
+        return load.call(this, request, ...rest);
+      };
+      setAwsEnvironmentForTests({ ec2: 'http://127.0.0.1:1' });
+      const { MongoCredentials } = require('./lib');
+      awsCredentials(new MongoCredentials({ mechanism: 'MONGODB-AWS' })).then(
+        () => console.log(JSON.stringify({ ...out, message: 'resolved' })),
+        (e) => console.log(JSON.stringify({ ...out, message: e.message })),
+      );
+    `;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_')));
+    const r = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
+      cwd: root,
+      env: { ...env, TS_NODE_PROJECT: path.join(root, 'tsconfig.json') },
+      encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).to.equal(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.loadedWithPackage).to.equal(false);
+    expect(out.message).to.match(/^Authentication failed on "\$external" with MONGODB-AWS: the EC2 instance metadata endpoint could not be reached; .* which could not be loaded: Cannot find module '@aws-sdk\/credential-providers'$/);
   });
 });
 
