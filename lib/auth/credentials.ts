@@ -68,7 +68,7 @@ export interface CredentialsInit {
    * Optional with MONGODB-OIDC: given to the OIDC_CALLBACK, or the managed identity's client id with ENVIRONMENT
    * azure; refused with the other environments.
    * Must be absent with MONGODB-AWS (auth spec, "Obtaining Credentials": AWS credentials given in the URI or options
-   * are an error; they come from the environment, AWS_CREDENTIAL_PROVIDER or an AWS endpoint).
+   * are an error; they come from AWS_CREDENTIAL_PROVIDER, the AWS SDK when installed, the environment or an AWS endpoint).
    */
   username?: string | undefined;
   /**
@@ -360,8 +360,8 @@ export class MongoCredentials {
     // the URI or the options (auth spec, "Obtaining Credentials": the driver MUST raise an error).
     if (mechanism === 'MONGODB-AWS') {
       if (username !== undefined || password !== undefined) {
-        throw new InvalidOptionError(username !== undefined ? 'username' : 'password', username !== undefined ? username : '<not shown>', 'none for MONGODB-AWS: AWS credentials come from the environment variables, the AWS_CREDENTIAL_PROVIDER mechanism property or an AWS endpoint, never from the URI or the credentials option', {
-          message: `Invalid ${username !== undefined ? 'username' : 'password'} for MONGODB-AWS: AWS credentials come from the environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the AWS_CREDENTIAL_PROVIDER mechanism property or an AWS endpoint, never from the URI or the credentials option`,
+        throw new InvalidOptionError(username !== undefined ? 'username' : 'password', username !== undefined ? username : '<not shown>', 'none for MONGODB-AWS: AWS credentials come from the environment variables, the AWS_CREDENTIAL_PROVIDER mechanism property, the AWS SDK or an AWS endpoint, never from the URI or the credentials option', {
+          message: `Invalid ${username !== undefined ? 'username' : 'password'} for MONGODB-AWS: AWS credentials come from the environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the AWS_CREDENTIAL_PROVIDER mechanism property, the AWS SDK (@aws-sdk/credential-providers, when installed) or an AWS endpoint, never from the URI or the credentials option`,
         });
       }
       const awsSource = optionValue(init, 'source') ?? EXTERNAL_SOURCE;
