@@ -165,8 +165,13 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
   if (provider !== undefined) return fromProvider(provider, 'the AWS_CREDENTIAL_PROVIDER', signal);
   const sdk = environment.sdk();
   if (typeof sdk !== 'string') {
-    sdkChain ??= sdk.fromNodeProviderChain();
-    return fromProvider(sdkChain, 'the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers)', signal);
+    const from = 'the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers)';
+    try {
+      sdkChain ??= sdk.fromNodeProviderChain();
+    } catch (error) {
+      throw failure(`${from} could not be made`, nameOnly(error));
+    }
+    return fromProvider(sdkChain, from, signal);
   }
   const hit = cached;
   if (hit !== undefined && fresh(hit)) return hit;

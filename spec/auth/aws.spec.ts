@@ -867,6 +867,16 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
     });
   });
 
+  it('an SDK whose chain cannot be made, or whose chain is not a function, fails the authentication naming it', async function () {
+    setAwsEnvironmentForTests({ sdk: () => ({ fromNodeProviderChain: () => { throw new Error(SECRET); } }) });
+    const thrown = await rejection(awsCredentials(aws()));
+    expect(thrown).to.be.instanceOf(AuthenticationError);
+    expect((thrown as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers) could not be made');
+    expect(shown(thrown)).to.not.include(SECRET);
+    setAwsEnvironmentForTests({ sdk: () => ({ fromNodeProviderChain: () => 'not a provider' as unknown as () => Promise<AwsCredentials> }) });
+    expect(((await rejection(awsCredentials(aws()))) as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the AWS SDK\'s default credential provider chain (@aws-sdk/credential-providers) gave no access key ID and secret access key');
+  });
+
   it('an abort ends the wait for a credential_process that has not answered', async function () {
     this.timeout(20_000);
     const { config, runs } = processProfile('slow', processOutput, 1_500);
