@@ -51,7 +51,9 @@ export { Connection } from './connection/connection';
 export { WireProtocolError } from './errors';
 export type { CommandOptions, ServerDescription } from './connection/connection';
 export { connectionFactory } from './connection/connect';
-export type { ConnectionOptions, Endpoint } from './connection/connect';
+export type { ConnectionOptions, Endpoint, TcpConnectionFactory } from './connection/connect';
+export { SENSITIVE_COMMANDS, isSensitiveCommand } from './connection/command-events';
+export type { CommandEvent, CommandEventFields, CommandEventSink, CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent } from './connection/command-events';
 export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } from './connection/connection-options';
 export type { TlsSettings } from './connection/tls-options';
 export type { ProxyOptions } from './connection/proxy';
@@ -67,7 +69,7 @@ export type { AwsCredentials, AwsCredentialProvider } from './auth/aws';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
-export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, TopologyLogMessage, TopologyLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
+export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, CommandLogMessage, CommandLogFields, TopologyLogMessage, TopologyLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
 
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS, SERVER_MONITORING_MODES } from './monitor/monitor';
 export { heartbeatActions } from './monitor/heartbeat-actions';

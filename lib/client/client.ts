@@ -10,6 +10,7 @@
 import { ObjectId, type Document } from 'bson';
 import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { parseAddress, type ServerAddress } from '../address';
+import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
@@ -168,6 +169,8 @@ interface HostFeed {
   /** Its pool's events (load-balanced: with ConnectionPoolReady after ConnectionPoolCreated), and its heartbeats. */
   readonly events$: Observable<ClientEvent>;
   readonly log$: Observable<LogMessage>;
+  /** Its pool's command events. */
+  readonly commandEvents$: Observable<CommandEvent>;
   /** Its pool's events, for the waiting server selections. */
   readonly poolEvents$: Observable<ConnectionPoolEvent>;
   /** Fired once the host is removed (see `Client.removeHost`) and its pool is done: its feeds then complete. */
@@ -336,6 +339,15 @@ export class Client {
    * ConnectionPoolCreated, unless the client is closed.
    */
   readonly events$: Observable<ClientEvent>;
+  /**
+   * The command events of every host's pool, merged (see `ConnectionPool.commandEvents$`): the application's commands
+   * (`command()`, `withConnection`), never the handshakes, authentication or the monitors' heartbeats. A host SRV
+   * polling adds is followed from then on; a subscriber that comes later sees only the commands of its time. While
+   * nobody subscribes (and the `command` log component is below `debug`), nothing is built for them.
+   *
+   * Source: command logging and monitoring spec, "Events API", "Guarantees", "Security".
+   */
+  readonly commandEvents$: Observable<CommandEvent>;
   /**
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
    * connection string warning, made when the client was created (for a `mongodb+srv://` URI, also those its TXT
@@ -509,6 +521,7 @@ export class Client {
       };
     }
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
+    this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
     this.log$ = merge(from(clientMessages), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, this.pollingLog);
     if (logsClientWarnings) {
       this.pollingWarning = (warning) => {
@@ -756,12 +769,13 @@ export class Client {
     const retired = new Subject<void>();
     // Read as each subscriber comes (not captured now): `events$` is the pool's property.
     const poolEvents$ = defer(() => pool.events$).pipe(takeUntil(retired));
+    const commandEvents$ = pool.commandEvents$.pipe(takeUntil(retired));
     if (factory.monitor === undefined) {
       // Load-balanced: no monitoring connection; the pool is usable at once. Its subscribers receive that
       // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
       pools.set(pool.address, pool);
       const feeds = readyAtOnce(pool);
-      return { events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), poolEvents$, retired };
+      return { events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
     }
     let monitor: Monitor;
     try {
@@ -816,7 +830,7 @@ export class Client {
         toPool.complete();
       },
     });
-    return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), poolEvents$, retired };
+    return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
   }
 
   /**

@@ -6,11 +6,12 @@
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging spec.
  */
-import { EMPTY, filter, map, type Observable } from 'rxjs';
+import { EMPTY, filter, isObservable, map, merge, type Observable } from 'rxjs';
 import { parseAddress } from '../address';
+import type { CommandEvent } from '../connection/command-events';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
-import { connectionLogMessage, type ConnectionLogMessage } from '../logging/log-message';
+import { commandLogMessage, connectionLogMessage, type CommandLogMessage, type ConnectionLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSettings, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import { checkConnectionOptions } from '../connection/connection-options';
@@ -82,42 +83,65 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    *
    * Source: CMAP spec, "Connection Pool Logging"; logging spec; leak messages: extension (see `ConnectionLogMessage`).
    */
-  readonly log$: Observable<ConnectionLogMessage>;
+  readonly log$: Observable<ConnectionLogMessage | CommandLogMessage>;
+
+  /**
+   * The command events of the application's commands on this pool's connections: CommandStarted, then
+   * CommandSucceeded or CommandFailed with the same `requestId` (see {@link CommandEvent}), never for the handshake,
+   * authentication or a monitor's heartbeats. Hot: what happens while subscribed. While nobody subscribes (and the
+   * `command` log component is below `debug`), no connection builds an event: one property read per command. Emits
+   * for connections of rxcmap's own factories (the default one, or one made by `connectionFactory`); with any other
+   * `connectionFactory` it completes at once.
+   *
+   * Source: command logging and monitoring spec, "Events API", "Guarantees", "Security".
+   */
+  readonly commandEvents$: Observable<CommandEvent>;
 
   constructor(options: ConnectionPoolOptions<C>) {
     // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
     const { settings, serverApi } = checkOptions(options);
-    super(coreOptions(options, serverApi));
+    const core = coreOptions(options, serverApi);
+    super(core);
     const server = parseAddress(optionValue(options, 'address'));
+    // rxcmap's own factories carry their connections' command events; a user's may not (read once, as any option).
+    const commandEvents$: unknown = (core.connectionFactory as { commandEvents$?: unknown }).commandEvents$;
+    this.commandEvents$ = isObservable(commandEvents$) ? (commandEvents$ as Observable<CommandEvent>) : EMPTY;
     const threshold = settings.severities.connection;
     const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
     let logged: ((e: ConnectionPoolEvent) => boolean) | undefined;
+    let poolLog$: Observable<ConnectionLogMessage>;
     if (willLog(threshold, 'debug')) {
-      this.log$ = this.events$.pipe(map(message));
+      poolLog$ = this.events$.pipe(map(message));
       logged = () => true;
     } else if (this.options.leakDetectionThresholdMS > 0 && willLog(threshold, 'warn')) {
       const checkedIn = willLog(threshold, 'info');
       logged = (e) => e.type === 'ConnectionLeakSuspected' || (checkedIn && e.type === 'ConnectionLeakSuspectCheckedIn');
-      this.log$ = this.events$.pipe(filter(logged), map(message));
+      poolLog$ = this.events$.pipe(filter(logged), map(message));
     } else {
-      this.log$ = EMPTY;
+      poolLog$ = EMPTY;
     }
-    if (logged !== undefined) this.writeLog(settings.path, logged, message);
+    const commandsLogged = willLog(settings.severities.command, 'debug') && this.commandEvents$ !== EMPTY;
+    const commandMessage = (e: CommandEvent): CommandLogMessage => commandLogMessage(e, server, settings.maxDocumentLength);
+    if (logged !== undefined || commandsLogged) this.writeLog(settings.path, logged ?? (() => false), message, commandsLogged ? commandMessage : undefined);
+    this.log$ = commandsLogged ? merge(poolLog$, this.commandEvents$.pipe(map(commandMessage))) : poolLog$;
   }
 
   /**
    * Writes the message of every event `logged` accepts to `path`, for as long as the pool lives: a closed pool still
    * reports the checkouts attempted on it (CMAP "Connection Pool Logging": each message is emitted whenever its event
-   * is). A destination it opened (a path, not a sink object) is closed once the closed pool's last connection is
-   * closed, after that batch's messages; messages after it open the destination again for as long as they take.
+   * is); and, given `commandMessage`, the message of every command event, to the same destination. A destination it
+   * opened (a path, not a sink object) is closed once the closed pool's last connection is closed, after that batch's
+   * messages; messages after it (a command that was in flight) open the destination again for as long as they take.
    */
   private writeLog(
     path: string | LogSink,
     logged: (e: ConnectionPoolEvent) => boolean,
     message: (e: ConnectionPoolEvent) => ConnectionLogMessage,
+    commandMessage: ((e: CommandEvent) => CommandLogMessage) | undefined,
   ): void {
     const sink = openLogSink(path);
     const owned = typeof path === 'string';
+    if (commandMessage !== undefined) this.commandEvents$.subscribe((e) => sink.write(commandMessage(e)));
     this.events$.subscribe((event) => {
       if (logged(event)) sink.write(message(event));
       // state$ is followed only once the pool is closed (no snapshot is built before); it completes after the batch

@@ -7,7 +7,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { calculateObjectSize } from 'bson';
-import { Observable } from 'rxjs';
+import { Observable, Subject } from 'rxjs';
 import { checkEndpoint, writtenAddress } from '../address';
 import { authenticate, remainingOf, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
 import { MongoCredentials } from '../auth/credentials';
@@ -22,6 +22,7 @@ import {
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
+import type { CommandEvent } from './command-events';
 import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, incompatibleServer, MAX_HELLO_REPLY_BYTES } from './handshake';
@@ -113,7 +114,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * "Handshake behavior"; extension: TCP keepalive (the official Node.js driver's
  * `keepAliveInitialDelay`).
  */
-export function connectionFactory(options: ConnectionOptions & Endpoint): ConnectionFactory<Connection> {
+export function connectionFactory(options: ConnectionOptions & Endpoint): TcpConnectionFactory {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
   const serverApi = checkConnectionOptions(options, 'connectionFactory', '', ['host', 'port'] satisfies (keyof Endpoint)[]);
   if (serverApi === undefined) return connectionFactoryWithMetadata(options, undefined);
@@ -175,7 +176,7 @@ export function connectionFactoryWithMetadata(
   options: ConnectionOptions & Endpoint,
   metadata: ClientMetadata | undefined,
   now: () => number = () => performance.now(),
-): ConnectionFactory<Connection> {
+): TcpConnectionFactory {
   // Each option read once, none from Object.prototype (see optionValue); what follows reads only this copy.
   const o = optionValues(options, ENDPOINT_AND_CONNECTION_OPTION_NAMES);
   if (typeof o.host !== 'string' || o.host === '') {
@@ -249,8 +250,25 @@ export function connectionFactoryWithMetadata(
     // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
     keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
     now,
+    commandEvents: new Subject<CommandEvent>(),
   };
-  return (descriptor) => establish(settings, descriptor);
+  const factory = (descriptor: ConnectionDescriptor): Observable<Connection> => establish(settings, descriptor);
+  return Object.assign(factory, { commandEvents$: settings.commandEvents.asObservable() });
+}
+
+/**
+ * A connection factory of rxcmap's own (see {@link connectionFactory}), with the command events of the connections
+ * it establishes.
+ *
+ * Source: CMAP spec, "Establishing a Connection"; `commandEvents$`: command logging and monitoring spec, "Events API".
+ */
+export interface TcpConnectionFactory extends ConnectionFactory<Connection> {
+  /**
+   * The command events of every connection this factory established (see {@link CommandEvent}): the application's
+   * commands, never the handshake's or authentication's. Hot: only what happens while subscribed is received; while
+   * nobody is subscribed, no connection builds an event. A subscriber that throws does not fail the command.
+   */
+  readonly commandEvents$: Observable<CommandEvent>;
 }
 
 interface EstablishSettings {
@@ -272,6 +290,8 @@ interface EstablishSettings {
   readonly keepAliveInitialDelay: number;
   /** The clock of `handshakeDurationMS`, in ms. */
   readonly now: () => number;
+  /** Where the established connections publish their command events. */
+  readonly commandEvents: Subject<CommandEvent>;
 }
 
 /**
@@ -460,6 +480,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           // another for the same checkout, as often as the server does it.
           if (connection.errored) throw connection.error ?? new MongoNetworkError(address, `connection to ${address} closed during establishment`);
           delivered = true;
+          // From now on its commands are the application's: published (the handshake's and authentication's never are).
+          connection.commandEvents = s.commandEvents;
           subscriber.next(connection);
           subscriber.complete();
         })

@@ -12,6 +12,7 @@ import { AuthenticationError, ConnectionBusyError, InvalidOptionError, MongoNetw
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
+import { isSensitiveCommand, redactedFailure, type CommandEventFields, type CommandEventSink } from './command-events';
 import { IoTimeout } from './io-timeout';
 import {
   compressMessage,
@@ -370,6 +371,16 @@ export class Connection implements PoolConnection {
    */
   reauthenticate: Reauthenticate | undefined;
   /**
+   * Where the application's commands on this connection publish their command events (CommandStarted, then
+   * CommandSucceeded or CommandFailed): set by the connection factory once the connection is established, so that the
+   * handshake's and authentication's commands never are; a monitoring connection has none. Nothing is built while it
+   * is not `observed`. Reauthentication's own commands (MONGODB-OIDC after a 391) publish none either.
+   *
+   * Source: command logging and monitoring spec ("Events API"; log messages MUST NOT be emitted for the handshake or
+   * heartbeats).
+   */
+  commandEvents: CommandEventSink | undefined;
+  /**
    * The Stable API version this connection declares (frozen), or undefined when none is declared. With one, every
    * command it sends carries `apiVersion` (and `apiStrict` / `apiDeprecationErrors` when given), and monitoring uses
    * `hello`.
@@ -569,7 +580,7 @@ export class Connection implements PoolConnection {
    *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
-    const reply = this.commandOnce(db, command, options);
+    const reply = this.commandOnce(db, command, options, this.commandEvents);
     // Only a connection whose mechanism reauthenticates (MONGODB-OIDC) looks at its failures here.
     return this.reauthenticate === undefined ? reply : this.reauthenticatingOn(reply, db, command, options);
   }
@@ -601,16 +612,16 @@ export class Connection implements PoolConnection {
         ? setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), timeoutMS)
         : undefined;
       try {
-        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }), deadline.signal, remainingMS);
+        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS);
       } finally {
         clearTimeout(timer);
       }
-      return this.commandOnce(db, command, options);
+      return this.commandOnce(db, command, options, this.commandEvents);
     }
   }
 
-  /** {@link command}, without reauthentication. */
-  private commandOnce(db: string, command: Document, options: CommandOptions): Promise<Document> {
+  /** {@link command}, without reauthentication; its command events go to `events` (none when undefined). */
+  private commandOnce(db: string, command: Document, options: CommandOptions, events: CommandEventSink | undefined): Promise<Document> {
     if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     if (this.busy) return Promise.reject(new ConnectionBusyError(this.address, this.id));
     // OP_MSG spec, "Global Command Arguments": $db MUST be provided and be a valid database name.
@@ -623,13 +634,14 @@ export class Connection implements PoolConnection {
     const requestId = newRequestId();
     let name: string;
     let message: Buffer;
+    let sequences: Map<string, readonly Document[]> | undefined;
     // Every read of `command` inside: a revoked Proxy, or one whose traps throw, rejects as any invalid command does.
     try {
       if (command === null || typeof command !== 'object' || Array.isArray(command)) {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
       ({ timeoutMS, exhaustAllowed, moreToCome } = commandOptions('command', options, COMMAND_OPTION_NAMES));
-      const sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
+      sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
@@ -641,6 +653,67 @@ export class Connection implements PoolConnection {
       return Promise.reject(error);
     }
     const request = { requestId, exhaustAllowed, unacknowledged: moreToCome };
+    if (events === undefined || !events.observed) return this.dispatch(message, request, timeoutMS, name);
+    // Only now is anything built for the events: somebody receives them.
+    const settled = this.published(events, requestId, db, name, command, sequences);
+    return settled(this.dispatch(message, request, timeoutMS, name));
+  }
+
+  /**
+   * Publishes CommandStarted for the command about to be sent, and returns what publishes its CommandSucceeded or
+   * CommandFailed once its reply settles (the reply's outcome unchanged). Never throws: a command document that can
+   * no longer be read (a getter that throws) is published as `{}`.
+   *
+   * Source: command logging and monitoring spec, "Events API", "Guarantees", "Security", "Implementation Notes".
+   */
+  private published(
+    events: CommandEventSink,
+    requestId: number,
+    db: string,
+    name: string,
+    command: Document,
+    sequences: ReadonlyMap<string, readonly Document[]> | undefined,
+  ): (reply: Promise<Document>) => Promise<Document> {
+    const sensitive = isSensitiveCommand(name, command);
+    const serverConnectionId = this.server.serverConnectionId;
+    const serviceId = this.serviceId;
+    const fields = (time: number): CommandEventFields => ({
+      address: this.address,
+      time,
+      connectionId: this.id,
+      ...(serverConnectionId === undefined ? {} : { serverConnectionId }),
+      ...(serviceId === undefined ? {} : { serviceId }),
+      requestId,
+      databaseName: db,
+      commandName: name,
+    });
+    let sent: Document = {};
+    if (!sensitive) {
+      try {
+        // As sent: the document, $db, the declared API fields, and each document sequence as an array.
+        sent = { ...command, $db: db, ...(this.serverApi === undefined ? {} : serverApiFields(this.serverApi)) };
+        for (const [identifier, documents] of sequences ?? []) sent[identifier] = documents;
+      } catch {
+        sent = {};
+      }
+    }
+    events.next({ type: 'CommandStarted', ...fields(Date.now()), command: sent });
+    const start = performance.now();
+    return (reply) =>
+      reply.then(
+        (doc) => {
+          events.next({ type: 'CommandSucceeded', ...fields(Date.now()), duration: performance.now() - start, reply: sensitive ? {} : doc });
+          return doc;
+        },
+        (error: Error) => {
+          events.next({ type: 'CommandFailed', ...fields(Date.now()), duration: performance.now() - start, failure: sensitive ? redactedFailure(error) : error });
+          throw error;
+        },
+      );
+  }
+
+  /** Sends the encoded command `message` (compressed when negotiated and allowed for command `name`); its reply. */
+  private dispatch(message: Buffer, request: OutgoingRequest, timeoutMS: number | undefined, name: string): Promise<Document> {
     if (this.compressor === undefined || !mayCompress(name)) return this.send(message, request, timeoutMS);
     if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
       return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel, this.compressor)), request, timeoutMS);

@@ -1,16 +1,18 @@
 /**
  * CMAP events as the spec's log messages: structured (exact key names) and, through `render()`, unstructured; and
  * the client's own messages (component `client`: connection string warnings); the heartbeat messages (component
- * `topology`).
+ * `topology`); the command messages (component `command`).
  *
  * Source: CMAP spec, "Connection Pool Logging" (every message, its keys, reason strings and unstructured form);
  * logging spec ("Representing Errors", "Omitting Null Values", truncation of documents); connection string spec,
  * "Keys", "Values" (WARN messages for what a connection string has that is ignored); server discovery and monitoring
- * logging and monitoring spec, "Log Messages" (the heartbeat messages).
+ * logging and monitoring spec, "Log Messages" (the heartbeat messages); command logging and monitoring spec, "Log
+ * Messages" (the command messages).
  */
 import { EJSON } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
+import type { CommandEvent } from '../connection/command-events';
 import type { ConnectionPoolEvent } from '../events';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
 import type { ListsEveryOption, PoolOptions } from '../options';
@@ -296,12 +298,81 @@ function structuredForm(m: { readonly time: number; readonly component: string; 
 }
 
 /**
+ * The fields of a command log message, under the spec's key names; a key without a value is left out.
+ *
+ * Source: command logging and monitoring spec, "Common Fields", "Command Started Message", "Command Succeeded
+ * Message", "Command Failed Message"; logging spec, "Omitting Null Values from Log Messages".
+ */
+export interface CommandLogFields {
+  /** `"Command started"`, `"Command succeeded"` or `"Command failed"`. */
+  readonly message: 'Command started' | 'Command succeeded' | 'Command failed';
+  /** The command's name, e.g. `"find"`. */
+  readonly commandName: string;
+  /** The database it ran on. */
+  readonly databaseName: string;
+  /** The request id of its message, the same in its two messages. */
+  readonly requestId: number;
+  /** The driver's id of the connection (its CMAP `connectionId`), without the host and port. */
+  readonly driverConnectionId: number;
+  /** The server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
+  readonly serverHost: string;
+  /** The server's port (27017 when the address gave none); absent for a Unix domain socket. */
+  readonly serverPort?: number;
+  /** The server's id of the connection, when the server gave one. */
+  readonly serverConnectionId?: number;
+  /** The service behind a load balancer (hex string), in load-balanced mode. */
+  readonly serviceId?: string;
+  /** Started: the command as relaxed Extended JSON, truncated to the max document length (`{}` when sensitive). */
+  readonly command?: string;
+  /** Succeeded and failed: the event's `duration`, in ms. */
+  readonly durationMS?: number;
+  /** Succeeded: the reply as relaxed Extended JSON, truncated to the max document length (`{}` when sensitive). */
+  readonly reply?: string;
+  /** Failed: the event's failure, written as every logged error is (see {@link LoggedError}); redacted when sensitive. */
+  readonly failure?: LoggedError;
+}
+
+/**
+ * One log message of the `command` component, at `debug`: "Command started", "succeeded" or "failed", made from one
+ * command event when the component logs at `debug` (nothing is built otherwise). Treat it as immutable. `time` is in
+ * ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time` is not a valid
+ * date; `render()` never throws.
+ *
+ * Source: command logging and monitoring spec, "Log Messages" ("MUST be logged at Debug level and use the command log
+ * component"); logging spec, "Components", "Structured versus Unstructured Logging".
+ */
+export class CommandLogMessage {
+  /** The log component: always `command`. */
+  readonly component = 'command' as const;
+  /** The severity: always `debug`. */
+  readonly level = 'debug' as const;
+
+  constructor(
+    /** When the event was emitted: the event's `time` (ms since the Unix epoch). */
+    readonly time: number,
+    /** The structured fields, under the spec's key names. */
+    readonly fields: CommandLogFields,
+  ) {}
+
+  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
+  toJSON(): Record<string, unknown> {
+    return structuredForm(this);
+  }
+
+  /** The spec's unstructured form of this message. */
+  render(): string {
+    return renderCommandMessage(this.fields);
+  }
+}
+
+/**
  * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`),
- * a {@link ClientLogMessage} (`client`, `warn`) or a {@link TopologyLogMessage} (`topology`, `debug`).
+ * a {@link ClientLogMessage} (`client`, `warn`), a {@link TopologyLogMessage} (`topology`, `debug`) or a
+ * {@link CommandLogMessage} (`command`, `debug`).
  *
  * Source: logging spec, "Components", "Log Severity Levels".
  */
-export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage;
+export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage | CommandLogMessage;
 
 /**
  * The pool options Connection pool created reports (each only when the user set it), in the order the CMAP message
@@ -668,6 +739,55 @@ export function renderTopologyMessage(f: TopologyLogFields): string {
       return `Heartbeat succeeded in ${f.durationMS} ms ${on}. Reply: ${f.reply}`;
     case 'Server heartbeat failed':
       return `Heartbeat failed in ${f.durationMS} ms ${on}. Failure: ${f.failure ? errorText(f.failure) : ''}`;
+    default:
+      return f.message;
+  }
+}
+
+/**
+ * The log message of a command event from the server `server`: the command and the reply truncated to
+ * `maxDocumentLength` (only the part that shows within it is written). Never throws (a document or an error that
+ * cannot be read is said to be so).
+ *
+ * Source: command logging and monitoring spec, "Log Messages".
+ */
+export function commandLogMessage(event: CommandEvent, server: ServerAddress, maxDocumentLength: number): CommandLogMessage {
+  const common = {
+    commandName: event.commandName,
+    databaseName: event.databaseName,
+    requestId: event.requestId,
+    driverConnectionId: event.connectionId,
+    serverHost: server.host,
+    ...(server.port === undefined ? {} : { serverPort: server.port }),
+    ...(event.serverConnectionId === undefined ? {} : { serverConnectionId: event.serverConnectionId }),
+    ...(event.serviceId === undefined ? {} : { serviceId: event.serviceId }),
+  };
+  switch (event.type) {
+    case 'CommandStarted':
+      return new CommandLogMessage(event.time, { message: 'Command started', ...common, command: responseText(event.command, maxDocumentLength) });
+    case 'CommandSucceeded':
+      return new CommandLogMessage(event.time, { message: 'Command succeeded', ...common, durationMS: event.duration, reply: responseText(event.reply, maxDocumentLength) });
+    case 'CommandFailed':
+      return new CommandLogMessage(event.time, { message: 'Command failed', ...common, durationMS: event.duration, failure: logError(event.failure, maxDocumentLength) });
+  }
+}
+
+/**
+ * The unstructured form (command logging and monitoring spec, "Command Started/Succeeded/Failed Message"), leaving
+ * out the segments of an unknown serverConnectionId and of a service id outside load-balanced mode, and the operation
+ * id (rxcmap has none); `{{serverHost}}:{{serverPort}}` written as the connection messages write it.
+ */
+export function renderCommandMessage(f: CommandLogFields): string {
+  const serverId = f.serverConnectionId === undefined ? '' : ` and server-generated ID ${f.serverConnectionId}`;
+  const service = f.serviceId === undefined ? '' : ` with service ID ${f.serviceId}`;
+  const where = `using a connection with driver-generated ID ${f.driverConnectionId}${serverId} to ${writtenAddress(f.serverHost, f.serverPort)}${service}. The requestID is ${f.requestId}`;
+  switch (f.message) {
+    case 'Command started':
+      return `Command "${f.commandName}" started on database "${f.databaseName}" ${where}. Command: ${f.command}`;
+    case 'Command succeeded':
+      return `Command "${f.commandName}" succeeded on database "${f.databaseName}" in ${f.durationMS} ms ${where}. Command reply: ${f.reply}`;
+    case 'Command failed':
+      return `Command "${f.commandName}" failed on database "${f.databaseName}" in ${f.durationMS} ms ${where}. Error: ${f.failure ? errorText(f.failure) : ''}`;
     default:
       return f.message;
   }

@@ -31,16 +31,18 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * The log components whose severity can be set (a frozen array): `client` (the client's own messages: warnings about
- * its connection string, level `warn`; over MONGODB_LOG_CLIENT), `connection` (the CMAP log messages, level `debug`;
- * over MONGODB_LOG_CONNECTION) and `topology` (a client's heartbeat messages, level `debug`: Server heartbeat
+ * its connection string, level `warn`; over MONGODB_LOG_CLIENT), `command` (the application's commands, level
+ * `debug`: Command started, succeeded, failed; over MONGODB_LOG_COMMAND), `connection` (the CMAP log messages, level
+ * `debug`; over MONGODB_LOG_CONNECTION) and `topology` (a client's heartbeat messages, level `debug`: Server heartbeat
  * started, succeeded, failed; over MONGODB_LOG_TOPOLOGY).
  *
- * Source: logging spec, "Components" (`connection`, `topology`; "Drivers MAY define additional language-specific
- * components"); CMAP spec, "Connection Pool Logging" (component `connection`); server discovery and monitoring
+ * Source: logging spec, "Components" (`command`, `connection`, `topology`; "Drivers MAY define additional
+ * language-specific components"); command logging and monitoring spec, "Log Messages" (component `command`); CMAP
+ * spec, "Connection Pool Logging" (component `connection`); server discovery and monitoring
  * logging and monitoring spec, "Log Messages" (component `topology`); `client`: the MongoDB Node.js driver's
  * component of the same name and variable; connection string spec, "Keys" and "Values" (WARN messages).
  */
-export const LOG_COMPONENTS = Object.freeze(['client', 'connection', 'topology'] as const);
+export const LOG_COMPONENTS = Object.freeze(['client', 'command', 'connection', 'topology'] as const);
 
 /** A log component name (see {@link LOG_COMPONENTS}). Source: logging spec, "Components". */
 export type LogComponent = (typeof LOG_COMPONENTS)[number];
@@ -80,7 +82,7 @@ export interface LoggingOptions {
    * Minimum severity per component; `default` applies to components not named. CMAP messages are `debug`, so
    * `{ connection: 'debug' }` turns them on; a client's heartbeat messages are `debug` messages of `topology`;
    * connection string warnings are `warn` messages of `client`. Over
-   * MONGODB_LOG_CLIENT / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
+   * MONGODB_LOG_CLIENT / MONGODB_LOG_COMMAND / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
    */
   componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>> | undefined;
   /** `stderr` (default), `stdout`, a file path (appended to), or a sink. Over MONGODB_LOG_PATH. */
@@ -101,6 +103,7 @@ export const DEFAULT_MAX_DOCUMENT_LENGTH = 1000;
 
 const ENV_OF: Record<LogComponent, string> = {
   client: 'MONGODB_LOG_CLIENT',
+  command: 'MONGODB_LOG_COMMAND',
   connection: 'MONGODB_LOG_CONNECTION',
   topology: 'MONGODB_LOG_TOPOLOGY',
 };

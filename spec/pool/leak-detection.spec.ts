@@ -154,7 +154,7 @@ describe('leak detection (leakDetectionThresholdMS)', function () {
         logging: { componentSeverities: { connection: severity }, path: { write: (m) => void messages.push(m as ConnectionLogMessage) } },
       });
       const viaLog: ConnectionLogMessage[] = [];
-      pool.log$.subscribe((m) => viaLog.push(m));
+      pool.log$.subscribe((m) => viaLog.push(m as ConnectionLogMessage));
       pool.ready();
       const held: MockConnection[] = [];
       pool.checkOut().subscribe((c) => held.push(c));

@@ -1,0 +1,314 @@
+/**
+ * Command events (command logging and monitoring spec): CommandStarted, then CommandSucceeded or CommandFailed with
+ * the same requestId, for the application's commands only (never the handshake, authentication or heartbeats), the
+ * command as sent (document sequences as arrays), sensitive commands redacted, unacknowledged writes, nothing built
+ * while nobody receives them; and their log messages (component `command`). Against the embedded endpoint, and the
+ * server of MONGODB_URI where it is set (the tests that need the endpoint's own users or fail points say so).
+ */
+import { expect } from 'chai';
+import { firstValueFrom, from } from 'rxjs';
+import { MongoCredentials, MongoNetworkError, MongoServerError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
+import { isSensitiveCommand, redactedFailure } from '../../lib/connection/command-events';
+import type { CommandLogMessage } from '../../lib/logging/log-message';
+import { resolveLogSettings } from '../../lib/logging/log-settings';
+import { EmbeddedServer, signOidcToken } from '../../lib/testing';
+import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+
+describe('command events (command logging and monitoring spec)', function () {
+  let endpoint: TestEndpoint;
+  before(async function () {
+    endpoint = await startTestEndpoint();
+  });
+  after(async function () {
+    await stopTestEndpoint(endpoint);
+  });
+
+  /** A pool on the endpoint, its command events recorded (from now on) into `events`. */
+  const watchedPool = (events: CommandEvent[], extra: { logging?: ConstructorParameters<typeof ConnectionPool>[0]['logging'] } = {}): ConnectionPool => {
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions, ...extra });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    return pool;
+  };
+
+  it('a command is published as CommandStarted then CommandSucceeded, the same requestId, the command as sent with its $db and document sequences', async function () {
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      const [ping, insert] = await pool.withConnection(async (c) => [
+        await c.command('admin', { ping: 1 }),
+        await c.command('rxcmap_test', { insert: 'command_events', ordered: true }, { documentSequences: { documents: [{ a: 1 }, { a: 2 }] } }),
+      ]);
+      expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandSucceeded', 'CommandStarted', 'CommandSucceeded']);
+      const [pingStarted, pingSucceeded, insertStarted, insertSucceeded] = events as [CommandEvent, CommandEvent, CommandEvent, CommandEvent];
+      expect(pingStarted).to.deep.include({ address: endpoint.address, commandName: 'ping', databaseName: 'admin', connectionId: 1, command: { ping: 1, $db: 'admin' } });
+      expect(pingSucceeded).to.deep.include({ commandName: 'ping', databaseName: 'admin', requestId: pingStarted.requestId, connectionId: 1, reply: ping });
+      expect(insertStarted).to.deep.include({ commandName: 'insert', databaseName: 'rxcmap_test', command: { insert: 'command_events', ordered: true, $db: 'rxcmap_test', documents: [{ a: 1 }, { a: 2 }] } });
+      expect(insertSucceeded).to.deep.include({ requestId: insertStarted.requestId, reply: insert });
+      expect(insertStarted.requestId).to.be.greaterThan(pingStarted.requestId);
+      for (const e of events) {
+        expect(e.serverConnectionId, e.type).to.be.a('number');
+        expect(e.serviceId).to.equal(undefined);
+        expect(e.time).to.be.within(Date.now() - 10_000, Date.now());
+        if (e.type !== 'CommandStarted') expect(e.duration).to.be.a('number').and.at.least(0);
+      }
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('the handshake and authentication are never published: the first event of a SCRAM pool is the application\'s command (embedded endpoint\'s users)', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const server = await new EmbeddedServer({ users: [{ username: 'app', password: 'pencil' }] }).start();
+    const events: CommandEvent[] = [];
+    const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials: { username: 'app', password: 'pencil' } } });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 }));
+      expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted connectionStatus', 'CommandSucceeded connectionStatus']);
+    } finally {
+      pool.close();
+      await server.stop();
+    }
+  });
+
+  it('a server error is CommandFailed with the error the command rejects with; a network error too', async function () {
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      const refused = await pool.withConnection((c) => c.command('rxcmap_test', { find: 'command_events' })).catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(MongoServerError);
+      await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], closeConnection: true } });
+      const lost = await pool.withConnection((c) => c.command('rxcmap_test', { find: 'command_events' })).catch((e: unknown) => e);
+      expect(lost).to.be.instanceOf(MongoNetworkError);
+      expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed', 'CommandStarted', 'CommandFailed']);
+      const [s1, f1, s2, f2] = events as [CommandEvent, CommandEvent & { failure: Error }, CommandEvent, CommandEvent & { failure: Error }];
+      expect(f1.requestId).to.equal(s1.requestId);
+      expect(f1.failure).to.equal(refused);
+      expect(f2.requestId).to.equal(s2.requestId);
+      expect(f2.failure).to.equal(lost);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('an unacknowledged command (moreToCome) is CommandSucceeded with { ok: 1 } once written', async function () {
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      await pool.withConnection((c) => c.command('rxcmap_test', { insert: 'command_events', documents: [{ b: 1 }], writeConcern: { w: 0 } }, { moreToCome: true }));
+      expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandSucceeded']);
+      expect(events[1]).to.deep.include({ reply: { ok: 1 }, requestId: events[0]!.requestId });
+      expect((events[0] as { command: Record<string, unknown> }).command.writeConcern).to.deep.equal({ w: 0 });
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('sensitive commands are published with {} for the command and reply, a server error by its code, codeName and labels only', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      await pool.withConnection(async (c) => {
+        await c.command('admin', { createUser: 'someone', pwd: 'pw-not-to-show', roles: [] }).catch(() => undefined);
+        await c.command('admin', { hello: 1, speculativeAuthenticate: { saslStart: 1, payload: 'secret-payload' } }).catch(() => undefined);
+        await c.command('admin', { hello: 1 });
+        await c.command('$external', { saslStart: 1, mechanism: 'PLAIN', payload: Buffer.from('\0u\0pw-not-to-show') }).catch(() => undefined);
+      });
+      const started = events.filter((e) => e.type === 'CommandStarted') as (CommandEvent & { command: object })[];
+      expect(started.map((e) => [e.commandName, e.command])).to.deep.equal([['createUser', {}], ['hello', {}], ['hello', { hello: 1, $db: 'admin' }], ['saslStart', {}]]);
+      const ends = events.filter((e) => e.type !== 'CommandStarted');
+      expect(ends).to.have.length(4);
+      const [createUser, speculative, , sasl] = ends as (CommandEvent & { reply?: object; failure?: Error })[];
+      if (createUser!.type === 'CommandSucceeded') expect(createUser!.reply).to.deep.equal({});
+      if (speculative!.type === 'CommandSucceeded') expect(speculative!.reply).to.deep.equal({});
+      expect(sasl!.type).to.equal('CommandFailed');
+      const failure = sasl!.failure as MongoServerError;
+      expect(failure).to.be.instanceOf(MongoServerError);
+      expect(failure.message).to.equal('command failed');
+      expect(Object.keys(failure.response).sort()).to.deep.equal(['code', 'ok'].concat(failure.codeName === undefined ? [] : ['codeName']).sort());
+      expect(JSON.stringify(events, (_k, v: unknown) => (v instanceof Error ? `${v.message} ${JSON.stringify((v as MongoServerError).response)}` : v))).to.not.include('pw-not-to-show').and.not.include('secret-payload');
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('nothing is built while nobody receives the events: the command document is read once unobserved, once more observed', async function () {
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions });
+    pool.ready();
+    try {
+      let reads = 0;
+      const command = { ping: 1, get comment(): string { reads++; return 'counted'; } };
+      const readsOf = async (): Promise<number> => {
+        reads = 0;
+        await pool.withConnection((c) => c.command('admin', command));
+        return reads;
+      };
+      const unobserved = await readsOf();
+      const subscription = pool.commandEvents$.subscribe();
+      const observed = await readsOf();
+      subscription.unsubscribe();
+      const after = await readsOf();
+      expect([unobserved, observed, after]).to.deep.equal([1, 2, 1]);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a factory of rxcmap\'s own carries the events of its connections; a pool with another factory has none', async function () {
+    const [host, port] = endpoint.address.split(':') as [string, string];
+    const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
+    const events: CommandEvent[] = [];
+    factory.commandEvents$.subscribe((e) => events.push(e));
+    const connection: Connection = await firstValueFrom(from(factory({ id: 7, generation: 0, address: endpoint.address, signal: new AbortController().signal })));
+    try {
+      await connection.command('admin', { ping: 1 });
+    } finally {
+      connection.destroy();
+    }
+    expect(events.map((e) => `${e.type} ${e.commandName} c${e.connectionId}`)).to.deep.equal(['CommandStarted ping c7', 'CommandSucceeded ping c7']);
+    const foreign = new ConnectionPool({ address: endpoint.address, connectionFactory: (d) => factory(d) });
+    let completed = false;
+    foreign.commandEvents$.subscribe({ complete: () => (completed = true) });
+    foreign.close();
+    expect(completed).to.equal(true);
+  });
+
+  it('a client publishes its pools\' commands, never its monitors\' heartbeats', async function () {
+    const uri = process.env.MONGODB_URI ?? `mongodb://${endpoint.address}/?directConnection=true&heartbeatFrequencyMS=500`;
+    const client = connect(uri);
+    const events: CommandEvent[] = [];
+    client.commandEvents$.subscribe((e) => events.push(e));
+    try {
+      await client.command('admin', { ping: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 600)); // a heartbeat or two meanwhile
+      await client.command('admin', { ping: 2 });
+    } finally {
+      await client.close();
+    }
+    expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping', 'CommandStarted ping', 'CommandSucceeded ping']);
+  });
+
+  it('a load-balanced connection\'s events carry its serviceId (embedded endpoint as a load balancer)', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const server = await new EmbeddedServer({ loadBalancedServices: 1 }).start();
+    const events: CommandEvent[] = [];
+    const pool = new ConnectionPool({ address: server.address, loadBalanced: true });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const serviceId = await pool.withConnection(async (c) => {
+        await c.command('admin', { ping: 1 });
+        return c.serviceId;
+      });
+      expect(serviceId).to.match(/^[0-9a-f]{24}$/);
+      expect(events.map((e) => e.serviceId)).to.deep.equal([serviceId, serviceId]);
+    } finally {
+      pool.close();
+      await server.stop();
+    }
+  });
+
+  it('a command retried after a reauthentication (391) is published twice, each send with its own requestId; the reauthentication not at all', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const key = 'idp-signing-key';
+    const server = await new EmbeddedServer({ oidc: { signingKey: key } }).start();
+    const credentials = new MongoCredentials({ mechanism: 'MONGODB-OIDC', mechanismProperties: { OIDC_CALLBACK: async () => ({ accessToken: signOidcToken(key, { sub: 'svc' }) }) } });
+    const events: CommandEvent[] = [];
+    const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials } });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      await pool.withConnection(async (c) => {
+        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+        events.length = 0;
+        await c.command('test', { find: 'c' });
+      });
+      expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted find', 'CommandFailed find', 'CommandStarted find', 'CommandSucceeded find']);
+      expect(events[1]!.requestId).to.equal(events[0]!.requestId);
+      expect(events[3]!.requestId).to.equal(events[2]!.requestId).and.not.equal(events[0]!.requestId);
+      expect(((events[1] as CommandFailedEvent).failure as MongoServerError).code).to.equal(391);
+    } finally {
+      pool.close();
+      await server.stop();
+    }
+  });
+
+  describe('log messages (component `command`)', function () {
+    it('are written at debug, with the spec\'s keys and forms, documents truncated to maxDocumentLength, sensitive ones as {}', async function () {
+      const messages: CommandLogMessage[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(m as CommandLogMessage) };
+      const events: CommandEvent[] = [];
+      const viaLog: string[] = [];
+      const pool = watchedPool(events, { logging: { componentSeverities: { command: 'debug' }, path: sink, maxDocumentLength: 20 } });
+      pool.log$.subscribe((m) => viaLog.push(m.component));
+      try {
+        await pool.withConnection(async (c) => {
+          await c.command('admin', { ping: 1, comment: 'a comment longer than twenty characters' });
+          await c.command('admin', { createUser: 'someone', pwd: 'pw-not-to-show', roles: [] }).catch(() => undefined);
+        });
+      } finally {
+        pool.close();
+      }
+      expect(messages.map((m) => m.fields.message)).to.deep.equal(['Command started', 'Command succeeded', 'Command started', messages[3]!.fields.message]);
+      expect(viaLog).to.deep.equal(['command', 'command', 'command', 'command']);
+      const [started, succeeded, sensitive] = messages as [CommandLogMessage, CommandLogMessage, CommandLogMessage];
+      const [host, port] = endpoint.address.split(':') as [string, string];
+      const json = started.toJSON();
+      expect(json).to.include({ c: 'command', s: 'debug', message: 'Command started', commandName: 'ping', databaseName: 'admin', driverConnectionId: 1, serverHost: host, serverPort: Number(port), requestId: events[0]!.requestId });
+      expect(json.command).to.equal('{"ping":1,"comment":...');
+      expect(started.render()).to.equal(
+        `Command "ping" started on database "admin" using a connection with driver-generated ID 1 and server-generated ID ${events[0]!.serverConnectionId} to ${endpoint.address}. The requestID is ${events[0]!.requestId}. Command: {"ping":1,"comment":...`,
+      );
+      expect(succeeded.toJSON()).to.include({ message: 'Command succeeded', durationMS: (events[1] as { duration: number }).duration });
+      expect(succeeded.render()).to.match(/^Command "ping" succeeded on database "admin" in [\d.]+ ms using a connection with driver-generated ID 1 .*\. Command reply: /);
+      expect(sensitive.fields.command).to.equal('{}');
+      expect(JSON.stringify(messages.map((m) => [m.toJSON(), m.render()]))).to.not.include('pw-not-to-show');
+    });
+
+    it('a failed command\'s message carries its error; MONGODB_LOG_COMMAND sets the component\'s level', async function () {
+      await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
+      const messages: CommandLogMessage[] = [];
+      const pool = watchedPool([], { logging: { componentSeverities: { command: 'debug' }, path: { write: (m) => void messages.push(m as CommandLogMessage) } } });
+      try {
+        await pool.withConnection((c) => c.command('rxcmap_test', { find: 'command_events' })).catch(() => undefined);
+      } finally {
+        pool.close();
+      }
+      const failed = messages[1]!;
+      expect(failed.toJSON()).to.deep.include({ message: 'Command failed', commandName: 'find' });
+      expect(failed.fields.failure).to.include({ type: 'MongoServerError', code: 2 });
+      expect(failed.render()).to.match(new RegExp(`^Command "find" failed on database "rxcmap_test" in [\\d.]+ ms .* Error: MongoServerError: ${failed.fields.failure!.message}$`));
+      expect(resolveLogSettings({}, { MONGODB_LOG_COMMAND: 'debug' }).severities.command).to.equal('debug');
+      expect(resolveLogSettings({}, { MONGODB_LOG_ALL: 'debug', MONGODB_LOG_COMMAND: 'off' }).severities.command).to.equal('off');
+    });
+  });
+
+  describe('which commands are sensitive (spec, "Security")', function () {
+    it('the listed commands, and hello or legacy hello with speculativeAuthenticate only', function () {
+      for (const name of ['authenticate', 'saslStart', 'saslContinue', 'getnonce', 'createUser', 'updateUser', 'copydbgetnonce', 'copydbsaslstart', 'copydb']) {
+        expect(isSensitiveCommand(name, { [name]: 1 }), name).to.equal(true);
+      }
+      for (const name of ['hello', 'isMaster', 'ismaster']) {
+        expect(isSensitiveCommand(name, { [name]: 1, speculativeAuthenticate: {} }), name).to.equal(true);
+        expect(isSensitiveCommand(name, { [name]: 1 }), name).to.equal(false);
+      }
+      expect(isSensitiveCommand('find', { find: 'c', speculativeAuthenticate: {} })).to.equal(false);
+      expect(isSensitiveCommand('hello', { hello: 1, get speculativeAuthenticate(): never { throw new Error('unreadable'); } })).to.equal(true);
+    });
+
+    it('a redacted server error keeps code, codeName and errorLabels only; other errors stay as they are', function () {
+      const error = new MongoServerError({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'secret in here', errorLabels: ['SystemOverloadedError'], extra: 'secret' });
+      const redacted = redactedFailure(error) as MongoServerError;
+      expect(redacted).to.be.instanceOf(MongoServerError);
+      expect(redacted.response).to.deep.equal({ ok: 0, code: 18, codeName: 'AuthenticationFailed', errorLabels: ['SystemOverloadedError'] });
+      expect(redacted.message).to.equal('command failed');
+      expect(redacted.hasErrorLabel('SystemOverloadedError')).to.equal(true);
+      const network = new MongoNetworkError('h:1', 'lost');
+      expect(redactedFailure(network)).to.equal(network);
+    });
+  });
+});
