@@ -559,6 +559,20 @@ async function main(): Promise<void> {
     out.push('#### end-to-end ping (pool of 10, 50 callers, unobserved, pings/s, median)', '');
     out.push(table(['rxcmap pool + connection', 'driver MongoClient'], [[human(pings.rxcmap), `${human(pings.driver)} (${ratio(pings.driver, pings.rxcmap)})`]]), '');
     target('end-to-end ping ≥ 2× MongoClient', pings.rxcmap >= 2 * pings.driver, `${(pings.rxcmap / pings.driver).toFixed(2)}×`);
+    // The same with the command events watched, as APM does (rxcmap's commandEvents$; the driver's monitorCommands).
+    log('end-to-end ping, command events watched');
+    const watchedRuns = { rxcmap: [] as number[], driver: [] as number[] };
+    for (let r = 0; r < rounds; r++) {
+      for (const kind of roundOrder(['rxcmap', 'driver'] as const, r)) {
+        gc();
+        watchedRuns[kind].push(await ping(kind, address, 50, pingOps, pingOps / 10, true));
+      }
+    }
+    const watchedPings = { rxcmap: median(watchedRuns.rxcmap), driver: median(watchedRuns.driver) };
+    report.pingWatchedPerSec = watchedPings;
+    out.push('#### end-to-end ping, command events watched (one no-op subscriber; the driver with monitorCommands and no-op listeners; pings/s, median)', '');
+    out.push(table(['rxcmap pool + connection', 'driver MongoClient', 'rxcmap watched / unwatched'], [[human(watchedPings.rxcmap), `${human(watchedPings.driver)} (${ratio(watchedPings.driver, watchedPings.rxcmap)})`, `${(watchedPings.rxcmap / pings.rxcmap).toFixed(2)}×`]]), '');
+    target('end-to-end ping, command events watched ≥ 2× MongoClient watched', watchedPings.rxcmap >= 2 * watchedPings.driver, `${(watchedPings.rxcmap / watchedPings.driver).toFixed(2)}×`);
     // 7. Load time: require() in a fresh process, as a cold start pays it.
     log('load time');
     const loads = loadTimes(quick ? 5 : 15);

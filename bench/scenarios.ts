@@ -281,19 +281,24 @@ export async function fill(kind: 'rxcmap' | 'driver', address: string, appName: 
 }
 
 /**
- * End-to-end `ping` throughput, unobserved: `callers` concurrent loops through pool + connection, pool of 10; the
- * first `primeOps` pings (untimed) bring the hot path up to speed.
+ * End-to-end `ping` throughput: `callers` concurrent loops through pool + connection, pool of 10; the first
+ * `primeOps` pings (untimed) bring the hot path up to speed. `commandsWatched`: with one no-op subscriber of the
+ * command events (rxcmap's `commandEvents$`; the driver's `monitorCommands` with no-op listeners of its three command
+ * events), as APM runs; else unobserved.
  */
-export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number, primeOps: number): Promise<number> {
+export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number, primeOps: number, commandsWatched = false): Promise<number> {
   let run: () => Promise<unknown>;
   let close: () => Promise<void>;
   if (kind === 'rxcmap') {
     const pool = new ConnectionPool({ address, maxPoolSize: 10, maxConnecting: 10 });
+    if (commandsWatched) pool.commandEvents$.subscribe(() => undefined);
     pool.ready();
     run = () => pool.withConnection((c) => c.command('admin', { ping: 1 }));
     close = async () => pool.close();
   } else {
-    const client = await new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10 }).connect();
+    const client = new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10, monitorCommands: commandsWatched });
+    if (commandsWatched) for (const name of ['commandStarted', 'commandSucceeded', 'commandFailed'] as const) client.on(name, () => undefined);
+    await client.connect();
     const admin = client.db('admin');
     run = () => admin.command({ ping: 1 });
     close = () => client.close();
