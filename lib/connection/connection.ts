@@ -524,8 +524,9 @@ export class Connection implements PoolConnection {
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
    * or more (`ZLIB_THREAD_POOL_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
    * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
-   * compressed. Likewise a zlib-compressed reply announcing 64 KiB or more is inflated on the thread pool; its
-   * `timeoutMS` is met once it has arrived whole, and messages received meanwhile are read after it, in order. With
+   * compressed. Likewise a compressed reply announcing 64 KiB or more, or carrying 64 KiB or more of compressed data,
+   * is decompressed on the thread pool; its `timeoutMS` is met once it has arrived whole, and messages received
+   * meanwhile are read after it, in order. With
    * {@link CommandOptions.moreToCome} (an unacknowledged write) no reply is awaited: it resolves to `{ ok: 1 }` once the
    * message is written, and the errors below that come from a reply cannot occur.
    *

@@ -184,9 +184,11 @@ export function decompressMessage(message: WireMessage, limits: DecompressionLim
 }
 
 /**
- * Whether {@link decompressMessage} of `message` would decompress {@link ZLIB_THREAD_POOL_MIN_BYTES} or more with zlib,
- * snappy or zstd: an OP_COMPRESSED whose compressor id is one of these and whose announced `uncompressedSize` is that
- * large. Reads the header fields only; never throws.
+ * Whether {@link decompressMessage} of `message` would read or produce {@link ZLIB_THREAD_POOL_MIN_BYTES} or more with
+ * zlib, snappy or zstd: an OP_COMPRESSED whose compressor id is one of these and whose announced `uncompressedSize`,
+ * or whose compressed data, is that large. The compressed data counts too: a server may announce a few bytes and send
+ * 47 MB that decompress to nothing (empty zlib stored blocks, empty zstd blocks), which takes zlib some 50 ms and zstd
+ * some 200 ms to read through. Reads the header fields only; never throws.
  */
 export function inflatesLarge(message: WireMessage): boolean {
   const body = message.body;
@@ -195,7 +197,7 @@ export function inflatesLarge(message: WireMessage): boolean {
     body.length >= 9 &&
     body[8] !== CompressorId.noop &&
     body[8] <= CompressorId.zstd &&
-    body.readInt32LE(4) >= ZLIB_THREAD_POOL_MIN_BYTES
+    (body.readInt32LE(4) >= ZLIB_THREAD_POOL_MIN_BYTES || body.length - 9 >= ZLIB_THREAD_POOL_MIN_BYTES)
   );
 }
 

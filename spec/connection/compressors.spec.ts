@@ -24,6 +24,7 @@ import { encodeOpMsg } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, MessageFramer, OpCode, WireProtocolError, writeHeader, type WireMessage } from '../../lib/connection/wire-protocol';
 import { EmbeddedServer } from '../../lib/testing';
 import { establishOne, startTestEndpoint } from '../support/endpoint';
+import { opCompressed as hostileOpCompressed, startHostileServer } from '../support/hostile-server';
 import { startWireProxy } from '../support/wire-proxy';
 
 const OP_COMPRESSED = `OP_${OpCode.OP_COMPRESSED}`;
@@ -360,6 +361,49 @@ describe('Compressors snappy, zstd and zlib', function () {
       expect(syncMS, 'two synchronous refusals').to.be.below(200);
       expect(asyncMS, 'refusal on the thread pool').to.be.below(200);
     });
+
+    // Data that decompresses to nothing: empty zlib stored blocks (5 bytes each), empty zstd raw blocks (3 bytes each).
+    // 40 MB of either takes 50 ms (zlib) to 200 ms (zstd) to read through; announced as 100 bytes, it must still
+    // leave the event loop.
+    const emptyData: Record<'zlib' | 'zstd', (bytes: number) => Buffer> = {
+      zlib: (bytes) => {
+        const blocks = Math.floor(bytes / 5);
+        const data = Buffer.alloc(2 + blocks * 5 + 9);
+        data[0] = 0x78;
+        data[1] = 0x9c;
+        for (let i = 0; i <= blocks; i++) data.writeUInt16LE(0xffff, 2 + i * 5 + 3); // LEN 0, NLEN 0xffff
+        data[2 + blocks * 5] = 1; // the last block is final
+        data.writeUInt32BE(1, 2 + blocks * 5 + 5); // Adler-32 of nothing
+        return data;
+      },
+      zstd: (bytes) => {
+        const blocks = Math.floor(bytes / 3);
+        const data = Buffer.alloc(6 + blocks * 3 + 3);
+        data.writeUInt32LE(0xfd2fb528, 0); // magic; no content size; smallest window
+        data[6 + blocks * 3] = 1; // the last block
+        return data;
+      },
+    };
+    for (const name of ['zlib', 'zstd'] as const) {
+      it(`${name}: 64 KiB of compressed data or more is decompressed on the thread pool, whatever uncompressedSize it announces`, async function () {
+        requireCompressor(this, name);
+        const data = emptyData[name](1024 * 1024);
+        const server = await startHostileServer({
+          hello: { compression: [name] },
+          misbehaviour: { kind: 'answer', answer: (request, socket) => socket.write(hostileOpCompressed(request.header.requestId, data, 100, CompressorId[name])) },
+        });
+        const calls = countAsyncCalls(name);
+        try {
+          const c = await establishOne(server.address, { compressors: [name] });
+          const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+          expect(error).to.have.property('message').that.includes('OP_COMPRESSED announced 100 bytes but held 0');
+          expect(calls.count.decompress, `${data.length} bytes of ${name} data announcing 100`).to.equal(1);
+        } finally {
+          calls.restore();
+          await server.close();
+        }
+      });
+    }
 
     it('snappy and zstd round-trip through compressMessage / decompressMessage, the compressor id in the header', function () {
       for (const name of ['snappy', 'zstd'] as const) {
