@@ -488,8 +488,8 @@ export class Connection implements PoolConnection {
   }
 
   /**
-   * Records the handshake reply: the server's limits and identity, and the negotiated compressor (the first of the
-   * reply's `compression` list that is in `offeredCompressors`, by default those of `ConnectionInit`). From then on
+   * Records the handshake reply: the server's limits and identity, and the negotiated compressor (the first of
+   * `offeredCompressors`, by default those of `ConnectionInit`, that the reply's `compression` list holds). From then on
    * a reply is accepted up to `server.maxMessageSizeBytes` (at most 48,000,000 bytes), and an OP_COMPRESSED reply
    * only with the negotiated compressor or noop (none negotiated: every OP_COMPRESSED reply fails its command).
    * Called by the factory.
@@ -512,8 +512,9 @@ export class Connection implements PoolConnection {
       helloOk: reply.helloOk === true,
     };
     this.framer = new MessageFramer(this.server.maxMessageSizeBytes);
-    const agreed = Array.isArray(reply.compression) ? (reply.compression as string[]) : [];
-    this.compressor = agreed.find((c): c is CompressorName => offeredCompressors.includes(c as CompressorName));
+    const agreed: unknown[] = Array.isArray(reply.compression) ? reply.compression : [];
+    // OP_COMPRESSED spec: the first of the client's list that the server lists, whatever the server's order.
+    this.compressor = offeredCompressors.find((c) => agreed.includes(c));
     this.acceptedCompressors = this.compressor === undefined ? [] : [this.compressor];
   }
 

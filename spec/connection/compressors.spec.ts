@@ -176,6 +176,34 @@ describe('Compressors snappy, zstd and zlib', function () {
       }
     });
 
+    it("uses the first compressor of the client's list that the server lists, whatever the server's order", async function () {
+      requireCompressor(this, 'snappy');
+      // OP_COMPRESSED spec, "MongoDB Handshake Amendment": clients MUST use the first compressor in the client's
+      // configured compressors list that is also in the server's list.
+      const used: number[] = [];
+      const server = await startHostileServer({
+        hello: { compression: ['zlib', 'snappy'] },
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, socket) => {
+            used.push(request.header.opCode === OpCode.OP_COMPRESSED ? request.body[8] : -1);
+            socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+          },
+        },
+      });
+      try {
+        for (const [offered, expected] of [[['snappy', 'zlib'], 'snappy'], [['zlib', 'snappy'], 'zlib']] as const) {
+          const c = await establishOne(server.address, { compressors: offered });
+          expect(c.compressor, `${offered.join(',')} against zlib,snappy`).to.equal(expected);
+          await c.command('admin', { ping: 1 });
+          expect(used.pop()).to.equal(CompressorId[expected]);
+          c.destroy();
+        }
+      } finally {
+        await server.close();
+      }
+    });
+
     it('never compresses the handshake or authentication commands', async function () {
       const endpoint = await new EmbeddedServer({ users: [{ username: 'u', password: 'pencil' }] }).start();
       const proxy = await startWireProxy(endpoint.address);
