@@ -13,8 +13,8 @@ import { MongoServerError } from '../errors';
  * What every command event carries: the server, the connection and the command it is about.
  *
  * Source: command logging and monitoring spec, "Events API" (`connectionId`, `serverConnectionId`, `serviceId`,
- * `requestId`, `databaseName`, `commandName`; `operationId` is OPTIONAL and not given: rxcmap runs commands, not
- * operations).
+ * `requestId`, `operationId` (OPTIONAL: given when the caller numbers its operations), `databaseName`,
+ * `commandName`).
  */
 export interface CommandEventFields {
   /** The server, `host:port` (or the Unix domain socket path), as in every CMAP event's `address`. */
@@ -29,6 +29,8 @@ export interface CommandEventFields {
   readonly serviceId?: string;
   /** The request id of the command's message (OP_MSG `requestID`): the same in a command's two events. */
   readonly requestId: number;
+  /** The operation the command is part of, when the caller gave one (`CommandOptions.operationId`). */
+  readonly operationId?: number;
   /** The database the command ran on (its `$db`). */
   readonly databaseName: string;
   /** The command's name: its document's first key, e.g. `"find"`. */

@@ -97,10 +97,19 @@ export interface CommandOptions {
    * and MUST set the writeConcern to w=0") and the Q & A on fire-and-forget.
    */
   readonly moreToCome?: boolean | undefined;
+  /**
+   * The operation this command is part of, as the caller numbers its operations: an integer from 0 to
+   * 2^53 - 1. Carried only by the command's events and log messages (`operationId`), so that the commands of one
+   * operation (a bulk write's batches, a cursor's getMores) can be linked; nothing is sent. Default: none.
+   *
+   * Source: command logging and monitoring spec, "Events API" (`operationId`, OPTIONAL), "Bulk Writes" (linked by
+   * the same operationId).
+   */
+  readonly operationId?: number | undefined;
 }
 
 /** The keys of {@link CommandOptions}, and those `nextReply` takes. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome'] as const satisfies readonly (keyof CommandOptions)[];
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome', 'operationId'] as const satisfies readonly (keyof CommandOptions)[];
 const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
 
 /**
@@ -113,8 +122,12 @@ function commandOptions(
   method: string,
   options: unknown,
   names: readonly string[],
-): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean } {
+): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean; operationId: number | undefined } {
   requireMethodOptions(method, options, names);
+  const operationId = names.includes('operationId') ? optionValue(options as CommandOptions | undefined, 'operationId') : undefined;
+  if (operationId !== undefined && !(Number.isSafeInteger(operationId) && operationId >= 0)) {
+    throw new InvalidOptionError('operationId', operationId, 'an integer from 0 to 2^53 - 1');
+  }
   const given = optionValue(options as CommandOptions | undefined, 'timeoutMS');
   const timeoutMS = given === undefined ? undefined : requireTimerDurationMS('timeoutMS', given);
   const flag = (name: 'exhaustAllowed' | 'moreToCome'): boolean =>
@@ -126,7 +139,7 @@ function commandOptions(
       message: 'Invalid moreToCome: a request with moreToCome gets no reply, so it cannot set exhaustAllowed (a stream of replies) too',
     });
   }
-  return { timeoutMS, exhaustAllowed, moreToCome };
+  return { timeoutMS, exhaustAllowed, moreToCome, operationId };
 }
 
 /** Where an encoded OP_MSG's body section (kind 0) starts: after the header, the flag bits and the kind byte. */
@@ -633,6 +646,7 @@ export class Connection implements PoolConnection {
     let timeoutMS: number | undefined;
     let exhaustAllowed: boolean;
     let moreToCome: boolean;
+    let operationId: number | undefined;
     const requestId = newRequestId();
     let name: string;
     let message: Buffer;
@@ -642,7 +656,7 @@ export class Connection implements PoolConnection {
       if (command === null || typeof command !== 'object' || Array.isArray(command)) {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
-      ({ timeoutMS, exhaustAllowed, moreToCome } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      ({ timeoutMS, exhaustAllowed, moreToCome, operationId } = commandOptions('command', options, COMMAND_OPTION_NAMES));
       sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
@@ -657,7 +671,7 @@ export class Connection implements PoolConnection {
     const request = { requestId, exhaustAllowed, unacknowledged: moreToCome };
     if (events === undefined || !events.observed) return this.dispatch(message, request, timeoutMS, name);
     // Only now is anything built for the events: somebody receives them.
-    const settled = this.published(events, requestId, db, name, command, sequences);
+    const settled = this.published(events, requestId, operationId, db, name, command, sequences);
     return settled(this.dispatch(message, request, timeoutMS, name));
   }
 
@@ -671,6 +685,7 @@ export class Connection implements PoolConnection {
   private published(
     events: CommandEventSink,
     requestId: number,
+    operationId: number | undefined,
     db: string,
     name: string,
     command: Document,
@@ -686,6 +701,7 @@ export class Connection implements PoolConnection {
       ...(serverConnectionId === undefined ? {} : { serverConnectionId }),
       ...(serviceId === undefined ? {} : { serviceId }),
       requestId,
+      ...(operationId === undefined ? {} : { operationId }),
       databaseName: db,
       commandName: name,
     });

@@ -312,6 +312,8 @@ export interface CommandLogFields {
   readonly databaseName: string;
   /** The request id of its message, the same in its two messages. */
   readonly requestId: number;
+  /** The operation it is part of, when the caller gave one. */
+  readonly operationId?: number;
   /** The driver's id of the connection (its CMAP `connectionId`), without the host and port. */
   readonly driverConnectionId: number;
   /** The server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
@@ -756,6 +758,7 @@ export function commandLogMessage(event: CommandEvent, server: ServerAddress, ma
     commandName: event.commandName,
     databaseName: event.databaseName,
     requestId: event.requestId,
+    ...(event.operationId === undefined ? {} : { operationId: event.operationId }),
     driverConnectionId: event.connectionId,
     serverHost: server.host,
     ...(server.port === undefined ? {} : { serverPort: server.port }),
@@ -774,13 +777,13 @@ export function commandLogMessage(event: CommandEvent, server: ServerAddress, ma
 
 /**
  * The unstructured form (command logging and monitoring spec, "Command Started/Succeeded/Failed Message"), leaving
- * out the segments of an unknown serverConnectionId and of a service id outside load-balanced mode, and the operation
- * id (rxcmap has none); `{{serverHost}}:{{serverPort}}` written as the connection messages write it.
+ * out the segments of an unknown serverConnectionId, of a service id outside load-balanced mode and of an operation
+ * id the caller did not give; `{{serverHost}}:{{serverPort}}` written as the connection messages write it.
  */
 export function renderCommandMessage(f: CommandLogFields): string {
   const serverId = f.serverConnectionId === undefined ? '' : ` and server-generated ID ${f.serverConnectionId}`;
   const service = f.serviceId === undefined ? '' : ` with service ID ${f.serviceId}`;
-  const where = `using a connection with driver-generated ID ${f.driverConnectionId}${serverId} to ${writtenAddress(f.serverHost, f.serverPort)}${service}. The requestID is ${f.requestId}`;
+  const where = `using a connection with driver-generated ID ${f.driverConnectionId}${serverId} to ${writtenAddress(f.serverHost, f.serverPort)}${service}. The requestID is ${f.requestId}${f.operationId === undefined ? '' : ` and the operation ID is ${f.operationId}`}`;
   switch (f.message) {
     case 'Command started':
       return `Command "${f.commandName}" started on database "${f.databaseName}" ${where}. Command: ${f.command}`;

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { firstValueFrom, from } from 'rxjs';
-import { MongoCredentials, MongoNetworkError, MongoServerError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
+import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoServerError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
 import { isSensitiveCommand, redactedFailure } from '../../lib/connection/command-events';
 import type { CommandLogMessage } from '../../lib/logging/log-message';
 import { resolveLogSettings } from '../../lib/logging/log-settings';
@@ -71,6 +71,30 @@ describe('command events (command logging and monitoring spec)', function () {
       pool.close();
       await server.stop();
     }
+  });
+
+  it('an operationId the caller gives is carried by both events and the log messages only; an invalid one is refused before anything is sent', async function () {
+    const events: CommandEvent[] = [];
+    const messages: CommandLogMessage[] = [];
+    const pool = watchedPool(events, { logging: { componentSeverities: { command: 'debug' }, path: { write: (m) => void messages.push(m as CommandLogMessage) } } });
+    try {
+      await pool.withConnection(async (c) => {
+        await c.command('rxcmap_test', { insert: 'command_events', documents: [{ c: 1 }] }, { operationId: 42 });
+        await c.command('rxcmap_test', { insert: 'command_events', documents: [{ c: 2 }] }, { operationId: 42 });
+        await c.command('admin', { ping: 1 });
+        for (const bad of [-1, 1.5, Number.MAX_SAFE_INTEGER + 1, '42', null]) {
+          const error = await c.command('admin', { ping: 1 }, { operationId: bad as number }).catch((e: unknown) => e);
+          expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).with.property('option', 'operationId');
+        }
+      });
+    } finally {
+      pool.close();
+    }
+    expect(events.map((e) => e.operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined]);
+    expect(events.filter((e) => e.type === 'CommandStarted').map((e) => Object.keys((e as { command: object }).command))).to.deep.equal([['insert', 'documents', '$db'], ['insert', 'documents', '$db'], ['ping', '$db']]);
+    expect(messages.map((m) => m.toJSON().operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined]);
+    expect(messages[0]!.render()).to.match(/\. The requestID is \d+ and the operation ID is 42\. Command: /);
+    expect(messages[4]!.render()).to.match(/\. The requestID is \d+\. Command: /);
   });
 
   it('a server error is CommandFailed with the error the command rejects with; a network error too', async function () {
