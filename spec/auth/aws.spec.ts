@@ -220,6 +220,16 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       expect(parseConnectionStringWithCredentials('mongodb://h/?authMechanism=MONGODB-AWS', instance).connectionOptions.credentials).to.equal(instance);
     });
 
+    it('refuses AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY alone, naming the pair, before any endpoint is asked', async function () {
+      for (const vars of [{ AWS_ACCESS_KEY_ID: 'env-key' }, { AWS_SECRET_ACCESS_KEY: SECRET }]) {
+        setAwsEnvironmentForTests({ ec2: 'http://127.0.0.1:1', env: vars });
+        const error = await rejection(awsCredentials(aws()));
+        expect(error, Object.keys(vars)[0]).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together');
+        expect(shown(error)).to.not.include(SECRET);
+      }
+    });
+
     it('come from the provider first, then the environment (read at each authentication), never cached', async function () {
       const vars: Record<string, string> = { AWS_ACCESS_KEY_ID: 'env-key', AWS_SECRET_ACCESS_KEY: 'env-secret' };
       env(vars);
@@ -284,6 +294,51 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         setAwsEnvironmentForTests({ ecs: base, ec2: `${base}/ec2`, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/v2/credentials/abc' } });
         expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key', sessionToken: TOKEN });
         expect(requests.map((r) => `${r.method} ${r.url}`)).to.deep.equal(['GET /v2/credentials/abc']);
+      });
+
+      it('reads each answer as the endpoints write it, and refuses what they would not: odd statuses, shapes and fields', async function () {
+        const failing = async (status: number, body: string, vars: Record<string, string> = { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: 'v2/c' }): Promise<string> => {
+          answer = () => [status, body];
+          setAwsEnvironmentForTests({ ecs: base, ec2: base, env: vars });
+          const error = await rejection(awsCredentials(aws()));
+          expect(error, body).to.be.instanceOf(AuthenticationError);
+          expect(shown(error), body).to.not.include(SECRET);
+          return (error as Error).message.replace('Authentication failed on "$external" with MONGODB-AWS: ', '');
+        };
+        // A relative URI without its leading slash is still a path of the ECS address.
+        answer = () => [200, creds('2100-01-01T00:00:00Z')];
+        setAwsEnvironmentForTests({ ecs: base, ec2: base, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: 'v2/c' } });
+        await awsCredentials(aws());
+        expect(requests.map((r) => r.url)).to.deep.equal(['/v2/c']);
+        expect(await failing(300, creds('2100-01-01T00:00:00Z'))).to.equal('the ECS endpoint answered with HTTP status 300');
+        expect(await failing(200, 'null')).to.equal('the ECS endpoint answered with something that is not a JSON object');
+        expect(await failing(200, '"text"')).to.equal('the ECS endpoint answered with something that is not a JSON object');
+        expect(await failing(200, JSON.stringify({ AccessKeyId: 'k', SecretAccessKey: SECRET, Token: 7 }))).to.equal('the ECS endpoint gave a session token that is not a string');
+        expect(await failing(200, JSON.stringify({ AccessKeyId: '', SecretAccessKey: SECRET }))).to.equal('the ECS endpoint gave no access key ID and secret access key');
+        // A null or empty session token is no session token.
+        for (const Token of [null, '']) {
+          answer = () => [200, JSON.stringify({ AccessKeyId: 'k', SecretAccessKey: SECRET, Token })];
+          setAwsEnvironmentForTests({ ecs: base, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
+          expect(await awsCredentials(aws()), String(Token)).to.not.have.property('sessionToken');
+        }
+        // EC2: the role name as IMDS writes it (a line), and none at all.
+        answer = (req) => (req.method === 'PUT' ? [200, 'imds-token'] : req.url!.endsWith('/security-credentials/') ? [200, 'my-role\n'] : [200, creds('2100-01-01T00:00:00Z')]);
+        requests.length = 0;
+        setAwsEnvironmentForTests({ ec2: base, env: {} });
+        await awsCredentials(aws());
+        expect(requests.at(-1)!.url).to.equal('/latest/meta-data/iam/security-credentials/my-role');
+        answer = (req) => (req.method === 'PUT' ? [200, 'imds-token'] : [200, ' \n']);
+        setAwsEnvironmentForTests({ ec2: base, env: {} });
+        expect(((await rejection(awsCredentials(aws()))) as Error).message).to.include('the EC2 instance metadata endpoint gave no role name');
+        // STS gives its Expiration in seconds since the epoch; a date or milliseconds are read as they are.
+        const file = path.join(os.tmpdir(), `aws-token-exp-${process.pid}`);
+        fs.writeFileSync(file, 'the-web-token');
+        for (const [Expiration, iso] of [[4102444800, '2100-01-01T00:00:00.000Z'], [4102444800000, '2100-01-01T00:00:00.000Z'], ['2100-01-01T00:00:00Z', '2100-01-01T00:00:00.000Z']] as const) {
+          answer = () => [200, JSON.stringify({ Credentials: { AccessKeyId: 'web-key', SecretAccessKey: SECRET, SessionToken: TOKEN, Expiration } })];
+          setAwsEnvironmentForTests({ sts: base, env: { AWS_WEB_IDENTITY_TOKEN_FILE: file, AWS_ROLE_ARN: 'arn:aws:iam::1:role/r' } });
+          expect((await awsCredentials(aws())).expiration!.toISOString(), String(Expiration)).to.equal(iso);
+        }
+        fs.rmSync(file);
       });
 
       it('EC2 with IMDSv2: a PUT for a token, the role name, its credentials, each with the token', async function () {
@@ -494,7 +549,7 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         it('allows https, and http to loopback, ECS and EKS Pod Identity addresses only', async function () {
           const allowed = [
             'https://example.com/creds', 'https://169.254.169.254/x', 'http://169.254.170.2/v2/credentials/x', 'http://169.254.170.23/v1/credentials',
-            'http://[fd00:ec2::23]/v1/credentials', 'http://[fd00:0ec2:0:0:0:0:0:23]/v1/credentials', 'http://127.0.0.1:8080/', 'http://127.255.3.4/', 'http://127.1/',
+            'http://[fd00:ec2::23]/v1/credentials', 'http://[fd00:0ec2:0:0:0:0:0:23]/v1/credentials', 'http://127.0.0.1:8080/', 'http://127.255.3.4/', 'http://127.1/', 'http://127.10.200.30/',
             'http://[::1]:1338/', 'http://[0:0:0:0:0:0:0:1]/', 'http://localhost:1338/2016-11-01/credentialprovider/', 'http://LOCALHOST/',
           ];
           for (const url of allowed) expect(() => containerEndpoint(url), url).to.not.throw();
@@ -907,10 +962,19 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
       };
       setAwsEnvironmentForTests({ ec2: 'http://127.0.0.1:1' });
       const { MongoCredentials } = require('./lib');
-      awsCredentials(new MongoCredentials({ mechanism: 'MONGODB-AWS' })).then(
-        () => console.log(JSON.stringify({ ...out, message: 'resolved' })),
-        (e) => console.log(JSON.stringify({ ...out, message: e.message })),
-      );
+      const credentials = new MongoCredentials({ mechanism: 'MONGODB-AWS' });
+      awsCredentials(credentials).then(() => 'resolved', (e) => e.message).then((message) => {
+        out.message = message;
+        // A package of that name without fromNodeProviderChain (another version, a stub) is not used either.
+        Module._load = function (request, ...rest) {
+          if (request === '@aws-sdk/credential-providers') return {};
+          return load.call(this, request, ...rest);
+        };
+        delete require.cache[require.resolve('./lib/auth/aws')];
+        const fresh = require('./lib/auth/aws');
+        fresh.setAwsEnvironmentForTests({ ec2: 'http://127.0.0.1:1' });
+        return fresh.awsCredentials(credentials).then(() => 'resolved', (e) => e.message);
+      }).then((stub) => console.log(JSON.stringify({ ...out, stub })));
     `;
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_')));
     const r = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
@@ -922,6 +986,7 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
     const out = JSON.parse(r.stdout);
     expect(out.loadedWithPackage).to.equal(false);
     expect(out.message).to.match(/^Authentication failed on "\$external" with MONGODB-AWS: the EC2 instance metadata endpoint could not be reached; .* which could not be loaded: Cannot find module '@aws-sdk\/credential-providers'$/);
+    expect(out.stub).to.match(/could not be loaded: it has no fromNodeProviderChain$/);
   });
 });
 

@@ -53,6 +53,21 @@ describe('readTokenFile', function () {
     }
   });
 
+  it('closes the file it opened, whether it read it or refused it: no descriptor is left behind (Linux)', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const file = path.join(dir, 'token');
+    const open = (): number => fs.readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 20; i++) {
+      fs.writeFileSync(file, 'tok');
+      await readTokenFile(file, 'the file', fail);
+      fs.writeFileSync(file, 'y'.repeat(MAX_TOKEN_FILE_BYTES + 1));
+      await refusal(readTokenFile(file, 'the file', fail));
+      await refusal(readTokenFile(dir, 'the file', fail));
+    }
+    expect(open()).to.be.at.most(before + 2);
+  });
+
   it('gives a missing file\'s system error by name and code only: the path, which the message would quote, is not shown', async function () {
     const file = path.join(dir, 'secret-name');
     const error = await refusal(readTokenFile(file, 'the file X names', fail));
