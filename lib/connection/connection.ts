@@ -551,12 +551,17 @@ export class Connection implements PoolConnection {
    * supported, and the behaviour is then undefined (today both are sent, the command's first, and the server may
    * refuse the command). Without a declared version no API field is added, and nothing else is done.
    *
+   * While its {@link commandEvents} are observed, the command publishes CommandStarted once its message is built, then
+   * CommandSucceeded or CommandFailed with the same `requestId` (and the caller's `operationId`); a command refused
+   * before its message is built publishes nothing.
+   *
    * @throws {InvalidOptionError} (rejection, option `db`) when `db` is not a non-empty string without NUL characters
    *   (it is the command's `$db`, which the OP_MSG spec requires); nothing is sent and the connection stays usable.
    * @throws {InvalidOptionError} (rejection) when `command` is not a document (option `command`), or for options that
    *   are not an object (option `command options`), a key that is not a {@link CommandOptions} key (named, with the
    *   closest one), a `timeoutMS` that is not a number of ms from 0 to 2147483647 (what one Node timer holds; a longer
-   *   one would fire after 1 ms), an `exhaustAllowed` or `moreToCome` that is not a boolean, `moreToCome` with
+   *   one would fire after 1 ms), an `operationId` that is not an integer from 0 to 2^53 - 1, an `exhaustAllowed` or
+   *   `moreToCome` that is not a boolean, `moreToCome` with
    *   `exhaustAllowed` or with a `writeConcern` that asks for an acknowledgement (not w: 0, or `j` or `fsync` true;
    *   option `moreToCome`, see
    *   {@link CommandOptions.moreToCome}), or `documentSequences` that are not what
