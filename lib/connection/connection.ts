@@ -741,6 +741,8 @@ export class Connection implements PoolConnection {
     if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
       return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel, this.compressor)), request, timeoutMS);
     }
+    // Destroyed while the command was encoded (by a getter of its document, say): nothing is compressed or sent.
+    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
     // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
     // now on; its timeout starts when the message is sent.
     const inFlight = this.track(request);

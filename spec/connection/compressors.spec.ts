@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { MongoClient } from 'mongodb';
-import { connectionFactory, InvalidOptionError } from '../../lib';
+import { connectionFactory, InvalidOptionError, MongoNetworkError } from '../../lib';
 import { parseConnectionString } from '../../lib/connection-string';
 import {
   compressMessage,
@@ -201,6 +201,23 @@ describe('Compressors snappy, zstd and zlib', function () {
         }
       } finally {
         await server.close();
+      }
+    });
+
+    it('a connection destroyed while a large command is encoded (a getter of its document) rejects it as closed, compressing nothing', async function () {
+      const c = await establishOne(server.address, { compressors: ['zlib'] });
+      const calls = countAsyncCalls('zlib');
+      try {
+        // 200 KB: compressed on the thread pool, had the connection stayed open.
+        const command = { echo: 'ab'.repeat(100_000), get comment() {
+          c.destroy();
+          return 'destroyed';
+        } };
+        const error = await c.command('admin', command).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(MongoNetworkError).with.property('message').that.matches(/connection 1 to \S+ is closed$/);
+        expect(calls.count.compress, 'thread-pool compressions started').to.equal(0);
+      } finally {
+        calls.restore();
       }
     });
 
