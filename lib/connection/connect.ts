@@ -184,8 +184,9 @@ export function connectionFactoryWithMetadata(
   }
   const connectTimeoutMS = requireTimerDurationMS('connectTimeoutMS', o.connectTimeoutMS ?? DEFAULT_CONNECT_TIMEOUT_MS);
   const socketTimeoutMS = requireTimerDurationMS('socketTimeoutMS', o.socketTimeoutMS ?? 0);
-  // Each name was checked with the other options (checkConnectionOptions): 'none' is the only one not offered.
-  const compressors = (o.compressors ?? []).filter((c) => c !== 'none');
+  // Each name was checked with the other options (checkConnectionOptions): 'none' is the only one not offered, and a
+  // name given twice is offered once, where it first appears (its place in the order of preference).
+  const compressors = [...new Set((o.compressors ?? []).filter((c) => c !== 'none'))];
   const zlibCompressionLevel = o.zlibCompressionLevel ?? -1;
   const keepAliveInitialDelay = o.keepAliveInitialDelay ?? DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS;
   const given = o.credentials;
