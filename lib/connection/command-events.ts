@@ -39,7 +39,9 @@ export interface CommandEventFields {
 
 /**
  * A command is sent: emitted once its message is built (a command that cannot be encoded, or is refused before that,
- * has no events), before it is written.
+ * has no events), before it is written. The connection is busy from then on: a command a subscriber runs on it meanwhile
+ * is refused (ConnectionBusyError); one that checks the connection in or destroys it fails this command, which is then
+ * not sent.
  *
  * Source: command logging and monitoring spec, "Events API" (CommandStartedEvent), "Implementation Notes".
  */

@@ -673,11 +673,19 @@ export class Connection implements PoolConnection {
     } catch (error) {
       return Promise.reject(error);
     }
-    const request = { requestId, exhaustAllowed, unacknowledged: moreToCome };
-    if (events === undefined || !events.observed) return this.dispatch(message, request, timeoutMS, name);
+    // Destroyed while the command was encoded (by a getter of its document, say): nothing is sent.
+    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
+    // Busy from now on, before CommandStarted: a subscriber that runs a command on this connection meanwhile meets
+    // ConnectionBusyError, one that destroys it (or checks it in) fails this command, which is then not sent.
+    const inFlight = this.track({ requestId, exhaustAllowed, unacknowledged: moreToCome });
+    if (events === undefined || !events.observed) {
+      this.dispatch(inFlight, message, timeoutMS, name);
+      return inFlight.reply;
+    }
     // Only now is anything built for the events: somebody receives them.
     const settled = this.published(events, requestId, operationId, db, name, command, sequences);
-    return settled(this.dispatch(message, request, timeoutMS, name));
+    this.dispatch(inFlight, message, timeoutMS, name);
+    return settled(inFlight.reply);
   }
 
   /**
@@ -735,38 +743,35 @@ export class Connection implements PoolConnection {
       );
   }
 
-  /** Sends the encoded command `message` (compressed when negotiated and allowed for command `name`); its reply. */
-  private dispatch(message: Buffer, request: OutgoingRequest, timeoutMS: number | undefined, name: string): Promise<Document> {
-    if (this.compressor === undefined || !mayCompress(name)) return this.send(message, request, timeoutMS);
+  /**
+   * Sends the encoded command `message` (compressed when negotiated and allowed for command `name`) for the request
+   * `inFlight` made busy before; nothing when it was settled meanwhile.
+   */
+  private dispatch(inFlight: InFlight, message: Buffer, timeoutMS: number | undefined, name: string): void {
+    if (this.compressor === undefined || !mayCompress(name)) return this.sendTracked(inFlight, message, timeoutMS);
     if (message.length - HEADER_LENGTH < ZLIB_THREAD_POOL_MIN_BYTES) {
-      return this.send(this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel, this.compressor)), request, timeoutMS);
+      let compressed: Buffer;
+      try {
+        compressed = this.compressedOrNot(message, compressMessage(message, this.zlibCompressionLevel, this.compressor));
+      } catch {
+        // Compression is optional: a message the compressor could not compress goes as it is.
+        compressed = message;
+      }
+      return this.sendTracked(inFlight, compressed, timeoutMS);
     }
-    // Destroyed while the command was encoded (by a getter of its document, say): nothing is compressed or sent.
-    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
-    // A large command is compressed on the thread pool: the event loop goes on meanwhile. The connection is busy from
-    // now on; its timeout starts when the message is sent.
-    const inFlight = this.track(request);
+    // A large command is compressed on the thread pool: the event loop goes on meanwhile. Its timeout starts when the
+    // message is sent.
     compressMessageOnThreadPool(message, this.zlibCompressionLevel, this.compressor).then(
       (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
       // Compression is optional: a message the compressor could not compress goes as it is.
       () => this.sendTracked(inFlight, message, timeoutMS),
     );
-    return inFlight.reply;
   }
 
   /** The message to send for `message`: `compressed`, unless it exceeds maxMessageSizeBytes. */
   private compressedOrNot(message: Buffer, compressed: Buffer): Buffer {
     // zlib makes incompressible data a little longer: near the limit, only the uncompressed message stays within it.
     return compressed.length <= this.server.maxMessageSizeBytes ? compressed : message;
-  }
-
-  /** Sends `message`, the request `request`, and returns its reply (`{ ok: 1 }` once written when unacknowledged). */
-  private send(message: Buffer, request: OutgoingRequest, timeoutMS: number | undefined): Promise<Document> {
-    // Destroyed while the command was encoded (by a getter of its document, say): nothing is sent.
-    if (this.errored) return Promise.reject(this.erroredBy ?? this.networkError('is closed'));
-    const inFlight = this.track(request);
-    this.sendTracked(inFlight, message, timeoutMS);
-    return inFlight.reply;
   }
 
   /**

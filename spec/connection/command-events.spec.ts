@@ -182,6 +182,43 @@ describe('command events (command logging and monitoring spec)', function () {
     }
   });
 
+  it('the connection is busy from CommandStarted on: a subscriber\'s command on it meets ConnectionBusyError, a check-in there closes it and fails the command', async function () {
+    const within = <T>(p: Promise<T>): Promise<T | 'pending after 2 s'> => Promise.race([p, new Promise<'pending after 2 s'>((r) => setTimeout(() => r('pending after 2 s'), 2000))]);
+    const outcome = (p: Promise<unknown>): Promise<string> => within(p.then(() => 'ok', (e: Error) => e.name));
+    // A command run by the subscriber on the same connection, while the first is being published.
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      let nested: Promise<string> | undefined;
+      const connection = await pool.checkOut();
+      const subscription = pool.commandEvents$.subscribe((e) => {
+        if (e.type === 'CommandStarted' && nested === undefined) nested = outcome(connection.command('admin', { buildInfo: 1 }));
+      });
+      const outer = await outcome(connection.command('admin', { ping: 1 }));
+      subscription.unsubscribe();
+      expect({ outer, nested: await nested, errored: connection.errored }).to.deep.equal({ outer: 'ok', nested: 'ConnectionBusyError', errored: false });
+      expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping']);
+      pool.checkIn(connection);
+    } finally {
+      pool.close();
+    }
+    // A check-in of the connection by the subscriber: it must not go back to the pool with the command still to send.
+    const checkedIn: CommandEvent[] = [];
+    const other = watchedPool(checkedIn);
+    try {
+      const connection = await other.checkOut();
+      const subscription = other.commandEvents$.subscribe((e) => {
+        if (e.type === 'CommandStarted') other.checkIn(connection);
+      });
+      const outer = await outcome(connection.command('admin', { ping: 1 }));
+      subscription.unsubscribe();
+      expect({ outer, errored: connection.errored }).to.deep.equal({ outer: 'MongoNetworkError', errored: true });
+      expect(checkedIn.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted ping', 'CommandFailed ping']);
+    } finally {
+      other.close();
+    }
+  });
+
   it('a factory of rxcmap\'s own carries the events of its connections; a pool with another factory has none', async function () {
     const [host, port] = endpoint.address.split(':') as [string, string];
     const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
