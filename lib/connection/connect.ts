@@ -267,7 +267,9 @@ export interface TcpConnectionFactory extends ConnectionFactory<Connection> {
   /**
    * The command events of every connection this factory established (see {@link CommandEvent}): the application's
    * commands, never the handshake's or authentication's. Hot: only what happens while subscribed is received; while
-   * nobody is subscribed, no connection builds an event. A subscriber that throws does not fail the command.
+   * nobody is subscribed, no connection builds an event. A subscriber that throws does not fail the command, nor
+   * leave its connection busy (with RxJS's `useDeprecatedSynchronousErrorHandling` too): its error is reported as RxJS
+   * reports an unhandled one (`config.onUnhandledError`, else thrown asynchronously).
    */
   readonly commandEvents$: Observable<CommandEvent>;
 }

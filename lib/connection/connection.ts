@@ -12,7 +12,8 @@ import { AuthenticationError, ConnectionBusyError, InvalidOptionError, MongoNetw
 import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
-import { isSensitiveCommand, redactedFailure, type CommandEventFields, type CommandEventSink } from './command-events';
+import { isSensitiveCommand, redactedFailure, type CommandEvent, type CommandEventFields, type CommandEventSink } from './command-events';
+import { reportUnhandled } from '../pool/report-unhandled';
 import { IoTimeout } from './io-timeout';
 import {
   compressMessage,
@@ -728,16 +729,16 @@ export class Connection implements PoolConnection {
         sent = {};
       }
     }
-    events.next({ type: 'CommandStarted', ...fields(Date.now()), command: sent });
+    publish(events, { type: 'CommandStarted', ...fields(Date.now()), command: sent });
     const start = performance.now();
     return (reply) =>
       reply.then(
         (doc) => {
-          events.next({ type: 'CommandSucceeded', ...fields(Date.now()), duration: performance.now() - start, reply: sensitive ? {} : doc });
+          publish(events, { type: 'CommandSucceeded', ...fields(Date.now()), duration: performance.now() - start, reply: sensitive ? {} : doc });
           return doc;
         },
         (error: Error) => {
-          events.next({ type: 'CommandFailed', ...fields(Date.now()), duration: performance.now() - start, failure: sensitive ? redactedFailure(error) : error });
+          publish(events, { type: 'CommandFailed', ...fields(Date.now()), duration: performance.now() - start, failure: sensitive ? redactedFailure(error) : error });
           throw error;
         },
       );
@@ -1051,6 +1052,19 @@ export class Connection implements PoolConnection {
     inFlight.timer?.clear();
     if (error !== undefined) inFlight.reject(error);
     else inFlight.resolve(reply!);
+  }
+}
+
+/**
+ * Hands `event` to `events`. A throw (a subscriber's, with RxJS's `useDeprecatedSynchronousErrorHandling`, or a sink's
+ * own) is reported as RxJS reports an unhandled error, never the command's: it neither fails the command nor leaves
+ * the connection busy.
+ */
+function publish(events: CommandEventSink, event: CommandEvent): void {
+  try {
+    events.next(event);
+  } catch (error) {
+    reportUnhandled(error);
   }
 }
 

@@ -6,7 +6,7 @@
  * server of MONGODB_URI where it is set (the tests that need the endpoint's own users or fail points say so).
  */
 import { expect } from 'chai';
-import { firstValueFrom, from } from 'rxjs';
+import { config, firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoServerError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
 import { isSensitiveCommand, redactedFailure } from '../../lib/connection/command-events';
 import type { CommandLogMessage } from '../../lib/logging/log-message';
@@ -216,6 +216,39 @@ describe('command events (command logging and monitoring spec)', function () {
       expect(checkedIn.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted ping', 'CommandFailed ping']);
     } finally {
       other.close();
+    }
+  });
+
+  it('a subscriber that throws never fails the command nor holds the connection, even with RxJS\'s synchronous error handling', async function () {
+    const reported: unknown[] = [];
+    const saved = { sync: config.useDeprecatedSynchronousErrorHandling, onUnhandledError: config.onUnhandledError };
+    config.onUnhandledError = (error) => void reported.push(error);
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      for (const sync of [false, true]) {
+        config.useDeprecatedSynchronousErrorHandling = sync;
+        for (const type of ['CommandStarted', 'CommandSucceeded'] as const) {
+          const subscription = pool.commandEvents$.subscribe((e) => {
+            if (e.type === type) throw new Error(`subscriber failed on ${type}`);
+          });
+          const outcome = await pool.withConnection(async (c) => {
+            const first = await c.command('admin', { ping: 1 }).then(() => 'ok', (e: Error) => e.message);
+            subscription.unsubscribe();
+            const busy = c.busy;
+            const second = await c.command('admin', { ping: 1 }).then(() => 'ok', (e: Error) => e.name);
+            return { first, busy, second };
+          });
+          expect(outcome, `${type}, synchronous error handling ${sync}`).to.deep.equal({ first: 'ok', busy: false, second: 'ok' });
+        }
+      }
+      await new Promise((r) => setTimeout(r, 10));
+      // Each reported once, as RxJS reports an unhandled error (asynchronously for its default handling).
+      expect(reported.map((e) => (e as Error).message).sort()).to.deep.equal(['subscriber failed on CommandStarted', 'subscriber failed on CommandStarted', 'subscriber failed on CommandSucceeded', 'subscriber failed on CommandSucceeded']);
+    } finally {
+      config.useDeprecatedSynchronousErrorHandling = saved.sync;
+      config.onUnhandledError = saved.onUnhandledError;
+      pool.close();
     }
   });
 
