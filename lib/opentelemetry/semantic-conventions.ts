@@ -1,5 +1,6 @@
 /**
- * The names, units and attribute keys of the OpenTelemetry database client connection pool metrics, as constants
+ * The names, units and attribute keys of the OpenTelemetry database client connection pool metrics (and, at the end,
+ * of `db.client.operation.duration`, Stable, with the attributes the conventions for MongoDB give it), as constants
  * named the way `@opentelemetry/semantic-conventions` names them (`METRIC_*`, `ATTR_*`, `*_VALUE_*`). They are at
  * Development status there, and that package asks users of unstable conventions to copy the definitions they need
  * rather than import its `incubating` entry point; these are those copies.
@@ -132,3 +133,32 @@ export const ATTR_SERVER_PORT = 'server.port';
  * `ExplicitBucketBoundaries` advice).
  */
 export const DB_CLIENT_CONNECTION_TIME_BUCKETS: readonly number[] = Object.freeze([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10]);
+
+/**
+ * `db.client.operation.duration`: Histogram (double), unit `s`, the duration of database client operations (Stable).
+ * For MongoDB, one per command.
+ *
+ * Source: semantic conventions, database client metrics, "Metric: db.client.operation.duration".
+ */
+export const METRIC_DB_CLIENT_OPERATION_DURATION = 'db.client.operation.duration';
+
+/** `db.system.name`: the database management system (Required on `db.client.operation.duration`). Source: attribute registry "db". */
+export const ATTR_DB_SYSTEM_NAME = 'db.system.name';
+
+/** The `db.system.name` of MongoDB. Source: semantic conventions for MongoDB. */
+export const DB_SYSTEM_NAME_VALUE_MONGODB = 'mongodb';
+
+/** `db.operation.name`: for MongoDB, the command's name (`find`, `getMore`). Source: semantic conventions for MongoDB. */
+export const ATTR_DB_OPERATION_NAME = 'db.operation.name';
+
+/** `db.namespace`: for MongoDB, the database name. Source: semantic conventions for MongoDB. */
+export const ATTR_DB_NAMESPACE = 'db.namespace';
+
+/** `db.collection.name`: the collection the command names, as the application gave it. Source: semantic conventions for MongoDB. */
+export const ATTR_DB_COLLECTION_NAME = 'db.collection.name';
+
+/** `db.response.status_code`: for MongoDB, the server's error code as a string. Source: semantic conventions for MongoDB. */
+export const ATTR_DB_RESPONSE_STATUS_CODE = 'db.response.status_code';
+
+/** `error.type`: the class of error an operation ended with, present if and only if it failed. Source: attribute registry "error". */
+export const ATTR_ERROR_TYPE = 'error.type';
