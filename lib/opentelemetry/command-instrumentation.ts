@@ -33,6 +33,7 @@ import {
  * Source: extension (the public surface of `ConnectionPool` and `Client`).
  */
 export interface InstrumentedCommands {
+  /** The command events recorded (see `ConnectionPool.commandEvents$`, `Client.commandEvents$`). */
   readonly commandEvents$: Observable<CommandEvent>;
 }
 
