@@ -219,6 +219,36 @@ export class ClientLogMessage {
 }
 
 /**
+ * What the `debug` messages made one per event share (a heartbeat's, a command's): the event's time, the structured
+ * fields under the spec's key names, and the structured form. A subclass names its component and writes its
+ * unstructured form. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time`
+ * is not a valid date.
+ *
+ * Source: logging spec, "Structured versus Unstructured Logging", "Including Timestamps in Log Messages".
+ */
+export abstract class DebugLogMessage<F extends object> {
+  /** The log component. */
+  abstract readonly component: string;
+  /** The severity: always `debug`. */
+  readonly level = 'debug' as const;
+
+  constructor(
+    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
+    readonly time: number,
+    /** The structured fields, under the spec's key names. */
+    readonly fields: F,
+  ) {}
+
+  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
+  toJSON(): Record<string, unknown> {
+    return structuredForm(this);
+  }
+
+  /** The spec's unstructured form of this message. */
+  abstract render(): string;
+}
+
+/**
  * The fields of a heartbeat log message, under the spec's key names; a key without a value is left out.
  *
  * Source: server discovery and monitoring logging and monitoring spec, "Common Fields", "Server Heartbeat Started",
@@ -262,23 +292,9 @@ export interface TopologyLogFields {
  * and use the topology log component"), "Server Heartbeat Started/Succeeded/Failed" Log Messages; logging spec,
  * "Components", "Structured versus Unstructured Logging".
  */
-export class TopologyLogMessage {
+export class TopologyLogMessage extends DebugLogMessage<TopologyLogFields> {
   /** The log component: always `topology`. */
   readonly component = 'topology' as const;
-  /** The severity: always `debug`. */
-  readonly level = 'debug' as const;
-
-  constructor(
-    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
-    readonly time: number,
-    /** The structured fields, under the spec's key names. */
-    readonly fields: TopologyLogFields,
-  ) {}
-
-  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
-  toJSON(): Record<string, unknown> {
-    return structuredForm(this);
-  }
 
   /** The spec's unstructured form of this message. */
   render(): string {
@@ -343,23 +359,9 @@ export interface CommandLogFields {
  * Source: command logging and monitoring spec, "Log Messages" ("MUST be logged at Debug level and use the command log
  * component"); logging spec, "Components", "Structured versus Unstructured Logging".
  */
-export class CommandLogMessage {
+export class CommandLogMessage extends DebugLogMessage<CommandLogFields> {
   /** The log component: always `command`. */
   readonly component = 'command' as const;
-  /** The severity: always `debug`. */
-  readonly level = 'debug' as const;
-
-  constructor(
-    /** When the event was emitted: the event's `time` (ms since the Unix epoch). */
-    readonly time: number,
-    /** The structured fields, under the spec's key names. */
-    readonly fields: CommandLogFields,
-  ) {}
-
-  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
-  toJSON(): Record<string, unknown> {
-    return structuredForm(this);
-  }
 
   /** The spec's unstructured form of this message. */
   render(): string {
