@@ -5,7 +5,8 @@
  *
  * Starts the embedded MongoDB endpoint (unless MONGODB_URI names a server), connects through `connect()` (a pool per
  * host, maxPoolSize 5, minPoolSize 1, a monitor that readies the pool), instruments every pool with
- * `instrumentConnectionPool(pool, { meter, poolName })`, prints the metrics URL as one line on stdout, then runs
+ * `instrumentConnectionPool(pool, { meter, poolName })` and the client's commands with `instrumentCommands(client, {
+ * meter })` (`db.client.operation.duration`), prints the metrics URL as one line on stdout, then runs
  * `--workers` concurrent workers for `--seconds`: each checks a connection out, pings, holds it 1 to 10 ms (the
  * work of a request), and checks it in. More workers than connections, so checkouts wait and every metric moves.
  * Then it shuts down in order (the workers finish, the pools close, recording stops, the HTTP server closes, the
@@ -36,7 +37,7 @@ import { parseArgs } from 'node:util';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ClientClosedError, connect, InvalidOptionError } from '../lib';
-import { instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../lib/opentelemetry';
+import { instrumentCommands, instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../lib/opentelemetry';
 import { EmbeddedServer } from '../lib/testing';
 import { hidePassword } from './demo-args';
 import { unreachable } from './unreachable';
@@ -150,6 +151,8 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
     // pool names must be unique within the application: one pool per host, so the host joins the name when several
     instrumentConnectionPool(pool, { meter, poolName: client.pools.size === 1 ? settings.poolName : `${settings.poolName}/${address}` }),
   );
+  // Every command's duration (db.client.operation.duration), by command, database and server.
+  const commands = instrumentCommands(client, { meter });
 
   let scrapes = 0;
   const metricsServer = http.createServer((request, response) => {
@@ -167,6 +170,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
       await closed;
     }
     for (const instrumentation of instrumentations) instrumentation.unsubscribe();
+    commands.unsubscribe();
     await meterProvider.shutdown(); // shuts the exporter down (its own server was never started)
   };
 

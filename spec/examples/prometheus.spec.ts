@@ -147,6 +147,13 @@ describe('examples/prometheus.ts', function () {
     // Each use holds the connection at least 1 ms (and far less than a second): the values are seconds, not ms.
     expect(one('db_client_connection_use_time_sum') / uses, 'mean use time, s').to.be.within(0.001, 1);
 
+    // The commands' durations: the workers' pings on admin, by command, in seconds.
+    const operations = samples(text).filter((s) => s.name.startsWith('db_client_operation_duration'));
+    expect(text).to.include('\n# TYPE db_client_operation_duration histogram\n');
+    const pingCount = operations.find((s) => s.name === 'db_client_operation_duration_count' && s.labels.db_operation_name === 'ping');
+    expect(pingCount?.labels).to.include({ db_system_name: 'mongodb', db_namespace: 'admin', server_address: '127.0.0.1' });
+    expect(pingCount!.value, 'pings measured').to.be.at.least(uses);
+
     const { code, signal, stdout, stderr } = await example.exited(8_000);
     const exitedAfterMS = Date.now() - scrapedAt;
     expect(signal, stderr).to.equal(null);
