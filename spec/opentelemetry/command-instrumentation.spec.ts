@@ -1,13 +1,13 @@
 /**
  * instrumentCommands: `db.client.operation.duration` recorded from a pool's or client's command events, with the
  * OpenTelemetry conventions' attributes for MongoDB, through a real SDK MeterProvider read by hand; against the
- * embedded endpoint.
+ * embedded endpoint, or the server of MONGODB_URI when it is set (the fail points need its test commands).
  */
 import { expect } from 'chai';
 import { diag, DiagLogLevel, ValueType, type Meter } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, InvalidOptionError, connect, type CommandEvent } from '../../lib';
-import { EmbeddedServer } from '../../lib/testing';
+import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { instrumentCommands } from '../../lib/opentelemetry';
 
 /** A reader collected from by hand. */
@@ -30,17 +30,20 @@ function harness(): { meter: Meter; collect: () => Promise<MetricData | undefine
 }
 
 describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', function () {
-  let server: EmbeddedServer;
+  let server: TestEndpoint;
   before(async function () {
-    server = await new EmbeddedServer().start();
+    server = await startTestEndpoint();
   });
   after(async function () {
-    await server.stop();
+    await stopTestEndpoint(server);
   });
+  /** A pool on the endpoint, with the connection options its server needs. */
+  const newPool = (): ConnectionPool => new ConnectionPool({ address: server.address, connectionOptions: server.connectionOptions });
 
   it('records each command\'s duration in seconds with the MongoDB attributes; a failure with error.type and db.response.status_code', async function () {
     const { meter, collect } = harness();
-    const pool = new ConnectionPool({ address: server.address });
+    await setFailPoint(this, server, { mode: 'off' });
+    const pool = newPool();
     const events: CommandEvent[] = [];
     pool.commandEvents$.subscribe((e) => events.push(e));
     const instrumentation = instrumentCommands(pool, { meter });
@@ -51,7 +54,7 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
         await c.command('shop', { find: 'orders', filter: {} });
         await c.command('shop', { find: 'orders', filter: {} });
         await c.command('admin', { ping: 1 });
-        await c.command('admin', { createUser: 'someone', pwd: 'pw', roles: [] }).catch(() => undefined);
+        await c.command('admin', { updateUser: 'nobody-rxcmap-test', pwd: 'pw' }).catch(() => undefined);
         await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 11000 } });
         await c.command('shop', { insert: 'orders', documents: [{ a: 1 }] }).catch(() => undefined);
         await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['update'], closeConnection: true } });
@@ -72,8 +75,8 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
     const ping = points.find((p) => p.attributes['db.operation.name'] === 'ping')!;
     expect(ping.attributes).to.not.have.property('db.collection.name');
     // A sensitive command's document is not published: no collection is read from it.
-    const createUser = points.find((p) => p.attributes['db.operation.name'] === 'createUser')!;
-    expect(createUser.attributes).to.not.have.property('db.collection.name');
+    const updateUser = points.find((p) => p.attributes['db.operation.name'] === 'updateUser')!;
+    expect(updateUser.attributes).to.not.have.property('db.collection.name');
     const insert = points.find((p) => p.attributes['db.operation.name'] === 'insert')!;
     expect(insert.attributes).to.deep.include({ 'db.collection.name': 'orders', 'error.type': '11000', 'db.response.status_code': '11000' });
     const update = points.find((p) => p.attributes['db.operation.name'] === 'update')!;
@@ -89,7 +92,7 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
 
   it('a client\'s commands are recorded too; unsubscribe (or dispose) stops recording, and the events are no longer built for it', async function () {
     const { meter, collect } = harness();
-    const client = connect(`mongodb://${server.address}/?directConnection=true`);
+    const client = connect(process.env.MONGODB_URI ?? `mongodb://${server.address}/?directConnection=true`);
     try {
       const instrumentation = instrumentCommands(client, { meter });
       await client.command('admin', { ping: 1 });
@@ -108,7 +111,7 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
     const logged: string[] = [];
     diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
     const meter = { createHistogram: () => ({ record: () => { throw new Error('exporter down'); } }) } as unknown as Meter;
-    const pool = new ConnectionPool({ address: server.address });
+    const pool = newPool();
     pool.ready();
     try {
       const instrumentation = instrumentCommands(pool, { meter });
@@ -123,7 +126,7 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
   });
 
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key and a meter that is not one, naming each', function () {
-    const pool = new ConnectionPool({ address: server.address });
+    const pool = newPool();
     try {
       const refused = (f: () => unknown): string => {
         try {
