@@ -7,7 +7,7 @@
  * Writes", "Succeeded or Failed", "Error Handling", "Implementation Notes" (document sequences); durations in ms.
  */
 import type { Document } from 'bson';
-import { MongoServerError } from '../errors';
+import { isError, MongoNetworkError, MongoServerError, WireProtocolError } from '../errors';
 
 /**
  * What every command event carries: the server, the connection and the command it is about.
@@ -85,7 +85,8 @@ export interface CommandFailedEvent extends CommandEventFields {
   readonly duration: number;
   /**
    * The error the command's Promise rejects with; for a sensitive command a server error is replaced by a
-   * MongoServerError carrying only its `code`, `codeName` and `errorLabels` (its message: `"command failed"`).
+   * MongoServerError carrying only its `code`, `codeName` and `errorLabels` (its message: `"command failed"`), and an
+   * error about a reply that could not be read by one without its detail (see {@link redactedFailure}).
    */
   readonly failure: Error;
 }
@@ -146,17 +147,42 @@ export function isSensitiveCommand(name: string, command: Document): boolean {
 
 /**
  * The failure a sensitive command's CommandFailed event shows for `error`: a server error reduced to its `code`,
- * `codeName` and `errorLabels`; any other error (network, timeout) as it is, since it holds nothing the server said.
+ * `codeName` and `errorLabels`; an error about a reply that could not be read (a {@link WireProtocolError}, itself or
+ * as the `cause` of a network error), whose message may quote what the reply holds (a regular expression `RegExp`
+ * refuses, say), with that detail left out: the same class, `address` and `errorLabels`, no `cause`; any other error
+ * (network, timeout) as it is, since it holds nothing the server said.
  *
- * Source: command logging and monitoring spec, "Security" (a server-side error: every field but `code`, `codeName`,
- * `errorLabels` redacted).
+ * Source: command logging and monitoring spec, "Security" (the reply replaced by `{}`; a server-side error: every
+ * field but `code`, `codeName`, `errorLabels` redacted).
  */
 export function redactedFailure(error: Error): Error {
-  if (!(error instanceof MongoServerError)) return error;
-  return new MongoServerError({
-    ok: 0,
-    ...(error.code === undefined ? {} : { code: error.code }),
-    ...(error.codeName === undefined ? {} : { codeName: error.codeName }),
-    ...(error.errorLabels.size === 0 ? {} : { errorLabels: [...error.errorLabels] }),
-  });
+  if (error instanceof MongoServerError) {
+    return new MongoServerError({
+      ok: 0,
+      ...(error.code === undefined ? {} : { code: error.code }),
+      ...(error.codeName === undefined ? {} : { codeName: error.codeName }),
+      ...(error.errorLabels.size === 0 ? {} : { errorLabels: [...error.errorLabels] }),
+    });
+  }
+  if (error instanceof WireProtocolError) return new WireProtocolError(REDACTED_REPLY, { labels: [...error.errorLabels] });
+  if (error instanceof MongoNetworkError && readsReply(error.cause)) {
+    // "connection 3 to host:port failed: wire-protocol error: <what the reply held>": the part before the detail.
+    const at = error.message.indexOf(': wire-protocol error');
+    const prefix = at < 0 ? `connection to ${error.address} failed` : error.message.slice(0, at);
+    const Network = error.constructor as typeof MongoNetworkError;
+    return new Network(error.address, `${prefix}: wire-protocol error: ${REDACTED_REPLY}`, { labels: [...error.errorLabels] });
+  }
+  return error;
+}
+
+/** What a redacted error about a sensitive command's reply says in place of its detail. */
+const REDACTED_REPLY = 'the reply of a sensitive command could not be read (the detail, which may quote the reply, is redacted)';
+
+/** Whether `cause`, or an error of its `cause` chain (at most 8 deep), is a {@link WireProtocolError}. */
+function readsReply(cause: unknown): boolean {
+  for (let depth = 0; depth < 8 && isError(cause); depth++) {
+    if (cause instanceof WireProtocolError) return true;
+    cause = cause.cause;
+  }
+  return false;
 }

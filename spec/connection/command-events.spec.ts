@@ -5,9 +5,10 @@
  * while nobody receives them; and their log messages (component `command`). Against the embedded endpoint, and the
  * server of MONGODB_URI where it is set (the tests that need the endpoint's own users or fail points say so).
  */
+import { BSONRegExp } from 'bson';
 import { expect } from 'chai';
 import { config, firstValueFrom, from } from 'rxjs';
-import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoServerError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
+import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, WireProtocolError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
 import { isSensitiveCommand, redactedFailure } from '../../lib/connection/command-events';
 import type { CommandLogMessage } from '../../lib/logging/log-message';
 import { resolveLogSettings } from '../../lib/logging/log-settings';
@@ -157,6 +158,30 @@ describe('command events (command logging and monitoring spec)', function () {
       expect(JSON.stringify(events, (_k, v: unknown) => (v instanceof Error ? `${v.message} ${JSON.stringify((v as MongoServerError).response)}` : v))).to.not.include('pw-not-to-show').and.not.include('secret-payload');
     } finally {
       pool.close();
+    }
+  });
+
+  it('a sensitive command\'s reply that cannot be read is not quoted by its failure, in the event or the log message (embedded endpoint)', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const server = await new EmbeddedServer().start();
+    // A value RegExp refuses: the reply cannot be returned, and the error about it quotes the value.
+    server.handle('createUser', () => ({ ok: 1, credentials: new BSONRegExp('(?i)reply-secret', '') }));
+    const events: CommandEvent[] = [];
+    const messages: CommandLogMessage[] = [];
+    const pool = new ConnectionPool({ address: server.address, logging: { componentSeverities: { command: 'debug' }, maxDocumentLength: 100_000, path: { write: (m) => void messages.push(m as CommandLogMessage) } } });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      const error = await pool.withConnection((c) => c.command('admin', { createUser: 'someone', pwd: 'pw', roles: [] })).catch((e: Error) => e);
+      // The application's own promise still says what was refused.
+      expect((error as Error).message).to.include('reply-secret');
+      const failed = events.find((e): e is CommandFailedEvent => e.type === 'CommandFailed');
+      expect(failed?.failure).to.be.instanceOf(WireProtocolError);
+      const shown = JSON.stringify(events, (_k, v: unknown) => (v instanceof Error ? { message: v.message, cause: String(v.cause) } : v)) + JSON.stringify(messages.map((m) => m.toJSON()));
+      expect(shown).to.not.include('reply-secret');
+    } finally {
+      pool.close();
+      await server.stop();
     }
   });
 
@@ -403,6 +428,19 @@ describe('command events (command logging and monitoring spec)', function () {
       expect(redacted.hasErrorLabel('SystemOverloadedError')).to.equal(true);
       const network = new MongoNetworkError('h:1', 'lost');
       expect(redactedFailure(network)).to.equal(network);
+      // A reply that cannot be read: the detail (which may quote the reply) left out, the class and labels kept.
+      const quoting = new MongoNetworkError('h:1', 'connection 3 to h:1 failed: wire-protocol error: invalid BSON: Invalid regular expression: /reply-secret/', {
+        cause: new WireProtocolError('invalid BSON: Invalid regular expression: /reply-secret/'),
+        labels: ['SystemOverloadedError'],
+      });
+      const redactedNetwork = redactedFailure(quoting) as MongoNetworkError;
+      expect(redactedNetwork).to.be.instanceOf(MongoNetworkError);
+      expect(redactedNetwork.address).to.equal('h:1');
+      expect(redactedNetwork.message).to.match(/^connection 3 to h:1 failed: wire-protocol error: /).and.not.include('reply-secret');
+      expect(redactedNetwork.cause).to.equal(undefined);
+      expect(redactedNetwork.hasErrorLabel('SystemOverloadedError')).to.equal(true);
+      const timeout = new MongoNetworkTimeoutError('h:1', 'timed out');
+      expect(redactedFailure(timeout)).to.equal(timeout);
     });
   });
 });
