@@ -6,9 +6,9 @@
  *
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging spec.
  */
-import { EMPTY, filter, isObservable, map, merge, type Observable } from 'rxjs';
+import { EMPTY, filter, isObservable, map, merge, Subject, type Observable } from 'rxjs';
 import { parseAddress } from '../address';
-import type { CommandEvent } from '../connection/command-events';
+import type { CommandEvent, CommandEventSink } from '../connection/command-events';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
 import type { Connection } from '../connection/connection';
 import { commandLogMessage, connectionLogMessage, type CommandLogMessage, type ConnectionLogMessage } from '../logging/log-message';
@@ -88,7 +88,9 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
   /**
    * The command events of the application's commands on this pool's connections: CommandStarted, then
    * CommandSucceeded or CommandFailed with the same `requestId` (see {@link CommandEvent}), never for the handshake,
-   * authentication or a monitor's heartbeats. Hot: what happens while subscribed. While nobody subscribes (and the
+   * authentication or a monitor's heartbeats; those of this pool's connections only, even when its factory serves
+   * other pools too (their events then stay off this stream, and off this pool's log). Hot: what happens while
+   * subscribed. While nobody subscribes (and the
    * `command` log component is below `debug`), no connection builds an event: one property read per command. Emits
    * for connections of rxcmap's own factories (the default one, or one made by `connectionFactory`); with any other
    * `connectionFactory` it completes at once.
@@ -101,11 +103,12 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
     const { settings, serverApi } = checkOptions(options);
     const core = coreOptions(options, serverApi);
+    // rxcmap's own factories carry their connections' command events; a user's may not (read once, as any option).
+    // The pool publishes those of its own connections only: a factory may serve other pools too.
+    const commandEvents = ownCommandEvents(core);
     super(core);
     const server = parseAddress(optionValue(options, 'address'));
-    // rxcmap's own factories carry their connections' command events; a user's may not (read once, as any option).
-    const commandEvents$: unknown = (core.connectionFactory as { commandEvents$?: unknown }).commandEvents$;
-    this.commandEvents$ = isObservable(commandEvents$) ? (commandEvents$ as Observable<CommandEvent>) : EMPTY;
+    this.commandEvents$ = commandEvents === undefined ? EMPTY : commandEvents.asObservable();
     const threshold = settings.severities.connection;
     const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
     let logged: ((e: ConnectionPoolEvent) => boolean) | undefined;
@@ -149,6 +152,54 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
       if (owned && event.type === 'ConnectionPoolClosed') this.state$.subscribe({ complete: () => void sink.close?.() });
     });
   }
+}
+
+/**
+ * When `core`'s factory carries command events (`commandEvents$`: rxcmap's own factories), replaces it by one that
+ * has each connection it establishes publish its command events to the Subject returned too, as well as to the
+ * factory's; undefined (the factory left as it is) otherwise. So a pool's `commandEvents$` holds its own connections'
+ * commands, never those of another pool sharing the factory (whose connection ids are numbered apart, so the same).
+ */
+function ownCommandEvents<C extends PoolConnection>(core: ConnectionPoolCoreOptions<C>): Subject<CommandEvent> | undefined {
+  const factory = core.connectionFactory;
+  if (!isObservable((factory as { commandEvents$?: unknown }).commandEvents$)) return undefined;
+  const events = new Subject<CommandEvent>();
+  // Read as a property, not by class: a connection of another copy of rxcmap publishes the same way.
+  const attach = (connection: C): C => {
+    try {
+      const sink = (connection as { commandEvents?: unknown }).commandEvents as CommandEventSink | undefined;
+      if (sink !== null && typeof sink === 'object' && typeof sink.next === 'function') {
+        (connection as { commandEvents?: CommandEventSink }).commandEvents = bothSinks(events, sink);
+      }
+    } catch {
+      // A connection whose property cannot be read or set publishes to its factory only.
+    }
+    return connection;
+  };
+  (core as { connectionFactory: ConnectionFactory<C> }).connectionFactory = (descriptor) => {
+    const made = factory(descriptor);
+    if (isObservable(made)) return made.pipe(map(attach));
+    // A factory of the application's that carries rxcmap's commandEvents$ may return a Promise.
+    if (made !== null && typeof made === 'object' && typeof (made as PromiseLike<C>).then === 'function') return Promise.resolve(made as PromiseLike<C>).then(attach);
+    return made;
+  };
+  return events;
+}
+
+/** A sink that hands each event to `pool`, then to `factory`, each while somebody receives it. */
+function bothSinks(pool: Subject<CommandEvent>, factory: CommandEventSink): CommandEventSink {
+  return {
+    get observed(): boolean {
+      return pool.observed || factory.observed;
+    },
+    next(event: CommandEvent): void {
+      try {
+        if (pool.observed) pool.next(event);
+      } finally {
+        if (factory.observed) factory.next(event);
+      }
+    },
+  };
 }
 
 /**

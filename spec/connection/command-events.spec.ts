@@ -296,6 +296,31 @@ describe('command events (command logging and monitoring spec)', function () {
     expect(completed).to.equal(true);
   });
 
+  it('a pool publishes its own connections\' commands only, when its factory serves another pool too; the factory publishes both', async function () {
+    const [host, port] = endpoint.address.split(':') as [string, string];
+    const factory = connectionFactory({ ...endpoint.connectionOptions, host, port: Number(port) });
+    const seen = { a: [] as string[], b: [] as string[], factory: [] as string[] };
+    const a = new ConnectionPool({ address: endpoint.address, connectionFactory: factory });
+    const b = new ConnectionPool({ address: endpoint.address, connectionFactory: factory });
+    a.commandEvents$.subscribe((e) => seen.a.push(`${e.type} ${e.commandName}`));
+    b.commandEvents$.subscribe((e) => seen.b.push(`${e.type} ${e.commandName}`));
+    factory.commandEvents$.subscribe((e) => seen.factory.push(`${e.type} ${e.commandName}`));
+    a.ready();
+    b.ready();
+    try {
+      await a.withConnection((c) => c.command('admin', { ping: 1 }));
+      await b.withConnection((c) => c.command('admin', { buildInfo: 1 }));
+      expect(seen).to.deep.equal({
+        a: ['CommandStarted ping', 'CommandSucceeded ping'],
+        b: ['CommandStarted buildInfo', 'CommandSucceeded buildInfo'],
+        factory: ['CommandStarted ping', 'CommandSucceeded ping', 'CommandStarted buildInfo', 'CommandSucceeded buildInfo'],
+      });
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('a client publishes its pools\' commands, never its monitors\' heartbeats', async function () {
     const uri = process.env.MONGODB_URI ?? `mongodb://${endpoint.address}/?directConnection=true&heartbeatFrequencyMS=500`;
     const client = connect(uri);
