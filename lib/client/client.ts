@@ -342,8 +342,9 @@ export class Client {
   /**
    * The command events of every host's pool, merged (see `ConnectionPool.commandEvents$`): the application's commands
    * (`command()`, `withConnection`), never the handshakes, authentication or the monitors' heartbeats. A host SRV
-   * polling adds is followed from then on; a subscriber that comes later sees only the commands of its time. While
-   * nobody subscribes (and the `command` log component is below `debug`), nothing is built for them.
+   * polling adds is followed from then on; a subscriber that comes later sees only the commands of its time.
+   * Completes once the client is closed and its pools are done (their last connections closed). While nobody
+   * subscribes (and the `command` log component is below `debug`), nothing is built for them.
    *
    * Source: command logging and monitoring spec, "Events API", "Guarantees", "Security".
    */

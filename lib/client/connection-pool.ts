@@ -90,7 +90,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    * CommandSucceeded or CommandFailed with the same `requestId` (see {@link CommandEvent}), never for the handshake,
    * authentication or a monitor's heartbeats; those of this pool's connections only, even when its factory serves
    * other pools too (their events then stay off this stream, and off this pool's log). Hot: what happens while
-   * subscribed. While nobody subscribes (and the
+   * subscribed; completes once the pool is closed (or drained) and its last connection closed. While nobody
+   * subscribes (and the
    * `command` log component is below `debug`), no connection builds an event: one property read per command. Emits
    * for connections of rxcmap's own factories (the default one, or one made by `connectionFactory`); with any other
    * `connectionFactory` it completes at once.
@@ -98,6 +99,11 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    * Source: command logging and monitoring spec, "Events API", "Guarantees", "Security".
    */
   readonly commandEvents$: Observable<CommandEvent>;
+
+  /** Where this pool's connections publish their command events (none with a factory that has none). */
+  private readonly ownCommandEvents: Subject<CommandEvent> | undefined;
+  /** Whether `commandEvents$` is set to complete once the closed pool is done. */
+  private commandEventsEnding = false;
 
   constructor(options: ConnectionPoolOptions<C>) {
     // Every option is checked before the pool exists, so an invalid one leaves nothing behind.
@@ -108,6 +114,7 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     const commandEvents = ownCommandEvents(core);
     super(core);
     const server = parseAddress(optionValue(options, 'address'));
+    this.ownCommandEvents = commandEvents;
     this.commandEvents$ = commandEvents === undefined ? EMPTY : commandEvents.asObservable();
     const threshold = settings.severities.connection;
     const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
@@ -127,6 +134,29 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     const commandMessage = (e: CommandEvent): CommandLogMessage => commandLogMessage(e, server, settings.maxDocumentLength);
     if (logged !== undefined || commandsLogged) this.writeLog(settings.path, logged ?? (() => false), message, commandsLogged ? commandMessage : undefined);
     this.log$ = commandsLogged ? merge(poolLog$, this.commandEvents$.pipe(map(commandMessage))) : poolLog$;
+  }
+
+  /**
+   * Closes the pool, as {@link ConnectionPoolCore.close} does; `commandEvents$` completes once the closed pool is done
+   * (its last connection closed): no command of it can come any more, and a subscriber's subscription ends.
+   */
+  override close(): void {
+    super.close();
+    this.endCommandEvents();
+  }
+
+  /** Drains the pool, as {@link ConnectionPoolCore.drain} does; `commandEvents$` completes as after {@link close}. */
+  override drain(options?: { timeoutMS?: number | undefined }): Promise<void> {
+    const drained = super.drain(options);
+    return drained.then(() => this.endCommandEvents());
+  }
+
+  /** Completes `commandEvents$` once the closed pool is done (`state$` completes). Idempotent. */
+  private endCommandEvents(): void {
+    const events = this.ownCommandEvents;
+    if (events === undefined || this.commandEventsEnding) return;
+    this.commandEventsEnding = true;
+    this.state$.subscribe({ complete: () => events.complete() });
   }
 
   /**

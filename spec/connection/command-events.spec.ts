@@ -321,6 +321,40 @@ describe('command events (command logging and monitoring spec)', function () {
     }
   });
 
+  it('commandEvents$ completes once the closed pool is done, after the commands still in flight; a client\'s once it is closed', async function () {
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions });
+    const seen: string[] = [];
+    pool.commandEvents$.subscribe({ next: (e) => seen.push(`${e.type} ${e.commandName}`), complete: () => seen.push('complete') });
+    pool.ready();
+    const connection = await pool.checkOut();
+    pool.close();
+    await connection.command('admin', { ping: 1 });
+    expect(seen).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping']);
+    pool.checkIn(connection);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping', 'complete']);
+    let lateCompleted = false;
+    pool.commandEvents$.subscribe({ complete: () => (lateCompleted = true) });
+    expect(lateCompleted).to.equal(true);
+    // A drained pool's too.
+    const drained = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions });
+    let drainedCompleted = false;
+    drained.commandEvents$.subscribe({ complete: () => (drainedCompleted = true) });
+    drained.ready();
+    await drained.withConnection((c) => c.command('admin', { ping: 1 }));
+    await drained.drain();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(drainedCompleted).to.equal(true);
+    // A client's: a subscription an APM agent never ends does not hold the closed client.
+    const client = connect(process.env.MONGODB_URI ?? `mongodb://${endpoint.address}/?directConnection=true`);
+    let clientCompleted = false;
+    client.commandEvents$.subscribe({ complete: () => (clientCompleted = true) });
+    await client.command('admin', { ping: 1 });
+    await client.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(clientCompleted).to.equal(true);
+  });
+
   it('a client publishes its pools\' commands, never its monitors\' heartbeats', async function () {
     const uri = process.env.MONGODB_URI ?? `mongodb://${endpoint.address}/?directConnection=true&heartbeatFrequencyMS=500`;
     const client = connect(uri);
