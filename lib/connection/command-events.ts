@@ -68,7 +68,11 @@ export interface CommandSucceededEvent extends CommandEventFields {
   readonly type: 'CommandSucceeded';
   /** ms from just before the message was written (after its encoding) to the reply, read as a document. */
   readonly duration: number;
-  /** The server's reply; `{}` for a sensitive command. */
+  /**
+   * The server's reply; `{}` for a sensitive command. The very object the command resolves to (not a copy, so that
+   * nothing is parsed twice): treat it as read-only, since a subscriber that changes it (trims or redacts it in place)
+   * changes what the application receives.
+   */
   readonly reply: Readonly<Document>;
 }
 
