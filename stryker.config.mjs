@@ -75,10 +75,12 @@ const scopes = {
   observability: {
     mutate: ['lib/logging/**/*.ts', 'lib/opentelemetry/**/*.ts'],
     // With the specs that read log$ or the metrics from outside: the client's log messages, the logging options, the
-    // leak messages, and the examples that export the metrics (Prometheus) and draw the pool from its events and messages.
+    // leak messages, the command messages, and the examples that export the metrics (Prometheus) and draw the pool
+    // from its events and messages.
     spec: [
       'spec/logging/**/*.spec.ts',
       'spec/opentelemetry/**/*.spec.ts',
+      'spec/connection/command-events.spec.ts',
       'spec/client/client.spec.ts',
       'spec/options.spec.ts',
       'spec/pool/leak-detection.spec.ts',

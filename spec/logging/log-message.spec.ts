@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
-import { ClientLogMessage, connectionLogMessage, heartbeatLogMessage, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
+import { parseAddress } from '../../lib/address';
+import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -531,5 +532,31 @@ describe('heartbeat log messages (component topology)', function () {
     const v6 = heartbeatLogMessage({ ...base, type: 'ServerHeartbeatStarted', awaited: true }, { address: '[::1]:27017', host: '::1', port: 27017 }, topologyId, 1000);
     expect(v6.fields).to.include({ serverHost: '::1', serverPort: 27017 });
     expect(v6.render()).to.match(/^Heartbeat started for \[::1\]:27017 on connection/);
+  });
+});
+
+describe('command log messages (component command)', function () {
+  const base = { time: Date.UTC(2026, 0, 2, 3, 4, 5), connectionId: 4, requestId: 17, databaseName: 'shop', commandName: 'find' } as const;
+
+  it('leave out what is unknown: the server\'s connection id, the port of a socket path, the service and operation ids', function () {
+    const started = commandLogMessage({ type: 'CommandStarted', address: '/tmp/mongodb-27017.sock', ...base, command: { find: 'orders' } }, parseAddress('/tmp/mongodb-27017.sock'), 1000);
+    expect(started).to.be.instanceOf(CommandLogMessage);
+    expect(started.toJSON()).to.deep.equal({
+      t: '2026-01-02T03:04:05.000Z', c: 'command', s: 'debug', message: 'Command started', commandName: 'find', databaseName: 'shop', requestId: 17,
+      driverConnectionId: 4, serverHost: '/tmp/mongodb-27017.sock', command: '{"find":"orders"}',
+    });
+    expect(started.render()).to.equal('Command "find" started on database "shop" using a connection with driver-generated ID 4 to /tmp/mongodb-27017.sock. The requestID is 17. Command: {"find":"orders"}');
+  });
+
+  it('write what is known: the server\'s connection id, the port, the service and operation ids, and a failure with its causes', function () {
+    const ids = { serverConnectionId: 99, serviceId: '0123456789abcdef01234567', operationId: 5 };
+    const failure = new MongoNetworkError('db.example:27017', 'closed', { cause: new Error('reset') });
+    const failed = commandLogMessage({ type: 'CommandFailed', address: 'db.example:27017', ...base, ...ids, duration: 1.5, failure }, parseAddress('db.example:27017'), 1000);
+    expect(failed.toJSON()).to.deep.include({ message: 'Command failed', serverHost: 'db.example', serverPort: 27017, ...ids, durationMS: 1.5 });
+    expect(failed.render()).to.equal(
+      'Command "find" failed on database "shop" in 1.5 ms using a connection with driver-generated ID 4 and server-generated ID 99 to db.example:27017 with service ID 0123456789abcdef01234567. The requestID is 17 and the operation ID is 5. Error: MongoNetworkError: closed, caused by Error: reset',
+    );
+    const succeeded = commandLogMessage({ type: 'CommandSucceeded', address: 'db.example:27017', ...base, duration: 0.25, reply: { ok: 1 } }, parseAddress('db.example:27017'), 1000);
+    expect(succeeded.render()).to.equal('Command "find" succeeded on database "shop" in 0.25 ms using a connection with driver-generated ID 4 to db.example:27017. The requestID is 17. Command reply: {"ok":1}');
   });
 });
