@@ -336,7 +336,8 @@ export class Client {
    * followed from then on (its pool's ConnectionPoolCreated first); one it removes until its pool is done (closed, its
    * last connection checked in); a subscriber that comes later sees only the hosts of that time. In load-balanced mode
    * each subscriber receives the pool's ConnectionPoolReady (the pool is ready at once) right after its
-   * ConnectionPoolCreated, unless the client is closed.
+   * ConnectionPoolCreated, unless the client is closed. Completes once the client is closed and its pools are done
+   * (their last connections closed, after those events), so a subscription nobody ends keeps no closed client.
    */
   readonly events$: Observable<ClientEvent>;
   /**
@@ -1298,6 +1299,15 @@ export class Client {
     for (const pool of this.pools.values()) {
       if (pool.state !== 'closed') this.closedByClient.add(pool);
       pool.close();
+      // Its feeds end once it is done (its last connection closed, after that batch's events): a subscription nobody
+      // ends (an APM agent's) then no longer keeps the closed client reachable.
+      const feed = this.hostFeeds.get(pool.address);
+      if (feed !== undefined) {
+        pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
+          feed.retired.next();
+          feed.retired.complete();
+        });
+      }
     }
     if (this.commandConnections.size > 0) {
       const closed = new ClientClosedError(this.hostsForErrors());

@@ -690,6 +690,27 @@ describe('connect() / Client', function () {
     expect(() => connect('mongodb://127.0.0.1:1/', { proxyUsername: 'u', proxyPassword: 'p' }), 'without any proxyHost').to.throw(InvalidOptionError, /proxyHost/);
   });
 
+  it('events$ completes once the closed client\'s pools are done, after their closing events, also with a command in flight at close', async function () {
+    const [a] = await start(1);
+    for (const loadBalanced of [false, true]) {
+      const b = loadBalanced ? await new EmbeddedServer({ loadBalancedServices: 1 }).start() : a;
+      const c = connect(`mongodb://${b.address}/?${loadBalanced ? 'loadBalanced=true' : 'directConnection=true'}`);
+      const seen: string[] = [];
+      let completed = false;
+      c.events$.subscribe({ next: (e) => seen.push(e.type), complete: () => (completed = true) });
+      await c.command('admin', { ping: 1 });
+      b.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 100 } });
+      const inFlight = c.command('test', { find: 'c' }).catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await c.close();
+      await inFlight;
+      expect(await eventually(() => completed), `completed (loadBalanced ${loadBalanced})`).to.equal(true);
+      expect(seen.slice(-2), `loadBalanced ${loadBalanced}`).to.include('ConnectionClosed');
+      expect(seen, `loadBalanced ${loadBalanced}`).to.include('ConnectionPoolClosed');
+      if (loadBalanced) await b.stop();
+    }
+  });
+
   describe('the log destination', function () {
     let dir: string;
     beforeEach(() => void (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'))));
