@@ -35,6 +35,7 @@ describe('command events (command logging and monitoring spec)', function () {
   it('a command is published as CommandStarted then CommandSucceeded, the same requestId, the command as sent with its $db and document sequences', async function () {
     const events: CommandEvent[] = [];
     const pool = watchedPool(events);
+    const began = performance.now();
     try {
       const [ping, insert] = await pool.withConnection(async (c) => [
         await c.command('admin', { ping: 1 }),
@@ -49,9 +50,11 @@ describe('command events (command logging and monitoring spec)', function () {
       expect(insertStarted.requestId).to.be.greaterThan(pingStarted.requestId);
       for (const e of events) {
         expect(e.serverConnectionId, e.type).to.be.a('number');
-        expect(e.serviceId).to.equal(undefined);
+        // What is unknown is left out, not set to undefined: no serviceId outside load-balanced mode, no operationId.
+        const last = e.type === 'CommandStarted' ? 'command' : e.type === 'CommandSucceeded' ? 'reply' : 'failure';
+        expect(Object.keys(e).sort(), e.type).to.deep.equal(['type', 'address', 'time', 'connectionId', 'serverConnectionId', 'requestId', 'databaseName', 'commandName', ...(e.type === 'CommandStarted' ? [] : ['duration']), last].sort());
         expect(e.time).to.be.within(Date.now() - 10_000, Date.now());
-        if (e.type !== 'CommandStarted') expect(e.duration).to.be.a('number').and.at.least(0);
+        if (e.type !== 'CommandStarted') expect(e.duration).to.be.a('number').and.at.least(0).and.below(performance.now() - began);
       }
     } finally {
       pool.close();
@@ -99,6 +102,7 @@ describe('command events (command logging and monitoring spec)', function () {
   });
 
   it('a server error is CommandFailed with the error the command rejects with; a network error too', async function () {
+    const began = performance.now();
     await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
     const events: CommandEvent[] = [];
     const pool = watchedPool(events);
@@ -109,7 +113,8 @@ describe('command events (command logging and monitoring spec)', function () {
       const lost = await pool.withConnection((c) => c.command('rxcmap_test', { find: 'command_events' })).catch((e: unknown) => e);
       expect(lost).to.be.instanceOf(MongoNetworkError);
       expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed', 'CommandStarted', 'CommandFailed']);
-      const [s1, f1, s2, f2] = events as [CommandEvent, CommandEvent & { failure: Error }, CommandEvent, CommandEvent & { failure: Error }];
+      const [s1, f1, s2, f2] = events as [CommandEvent, CommandEvent & { failure: Error; duration: number }, CommandEvent, CommandEvent & { failure: Error; duration: number }];
+      for (const f of [f1, f2]) expect(f.duration).to.be.at.least(0).and.below(performance.now() - began);
       expect(f1.requestId).to.equal(s1.requestId);
       expect(f1.failure).to.equal(refused);
       expect(f2.requestId).to.equal(s2.requestId);
@@ -182,6 +187,20 @@ describe('command events (command logging and monitoring spec)', function () {
     } finally {
       pool.close();
       await server.stop();
+    }
+  });
+
+  it('a command document a getter of which throws once encoded is published as {}, and runs as sent', async function () {
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      let reads = 0;
+      const command = { ping: 1, get comment(): string { if (++reads > 1) throw new Error('read twice'); return 'once'; } };
+      expect((await pool.withConnection((c) => c.command('admin', command))).ok).to.equal(1);
+      expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandSucceeded']);
+      expect((events[0] as { command: object }).command).to.deep.equal({});
+    } finally {
+      pool.close();
     }
   });
 
