@@ -33,7 +33,9 @@ export interface ServerAddress {
  *
  * @throws {InvalidOptionError} (option `address`) when the value is not a non-empty string of one of those forms, the
  *   text between brackets is not an IPv6 address, the host is made of numbers but is no dotted-decimal IPv4 address
- *   (`010.0.0.1`, which the resolver would read as 8.0.0.1; `127.1`), or the port is not an integer from 1 to 65535.
+ *   (`010.0.0.1`, which the resolver would read as 8.0.0.1; `127.1`), the host holds a control character (U+0000 to
+ *   U+001F, U+007F: the resolver reads `evil.com\0.mongodb.net` as evil.com), or the port is not an integer from 1 to
+ *   65535.
  */
 export function parseAddress(value: unknown): ServerAddress {
   const allowed = 'a "host:port" string (host alone means port 27017; IPv6 as "[::1]:27017"; or a path with a "/", ending in .sock)';
@@ -58,7 +60,9 @@ export function parseAddress(value: unknown): ServerAddress {
     host = parts[0];
     portText = parts[1];
   }
-  if (host === '' || /[\s/?#@]/.test(host)) throw new InvalidOptionError('address', shown, allowed);
+  // A control character (NUL above all, where the resolver stops reading) would make the host named differ from the
+  // one connected to: `evil.com\0.mongodb.net` resolves evil.com.
+  if (host === '' || /[\s/?#@\x00-\x1f\x7f]/.test(host)) throw new InvalidOptionError('address', shown, allowed);
   if (isNumericHost(host)) throw new InvalidOptionError('address', shown, DOTTED_DECIMAL);
   const port = portText === undefined ? DEFAULT_PORT : Number(portText);
   if (!/^\d+$/.test(portText ?? '1') || !isPort(port)) {
@@ -149,7 +153,7 @@ function ipv6Text(literal: string, value: unknown, allowed: string): string {
  *   host that is not a socket path (`{ host: 'localhost' }` or `{ host: 'db.sock' }` would otherwise be taken for a
  *   socket file of that name), or a port with a socket path;
  *   (option `host`) for an IPv6 address in brackets, a host made of numbers that is no dotted-decimal IPv4 address,
- *   a `host:port` string or a host containing whitespace, `/`, `?`, `#` or `@`.
+ *   a `host:port` string or a host containing whitespace, a control character, `/`, `?`, `#` or `@`.
  *
  * Source: connection string spec, "Host" (socket paths end in ".sock"; its tests read "mongodb-27017.sock" as a host
  * name), "Port" (an integer from 1 to 65535).
@@ -170,7 +174,7 @@ export function checkEndpoint(host: string, port: number | undefined): void {
     throw new InvalidOptionError('port', port, `absent: host ${JSON.stringify(withoutUserinfo(host))} is a Unix domain socket path`);
   }
   if (isNumericHost(host)) throw new InvalidOptionError('host', host, DOTTED_DECIMAL);
-  if ((host.includes(':') && !isIPv6(host)) || /[\s/?#@[\]]/.test(host)) {
+  if ((host.includes(':') && !isIPv6(host)) || /[\s/?#@[\]\x00-\x1f\x7f]/.test(host)) {
     throw new InvalidOptionError('host', withoutUserinfo(host), 'a host name, an IPv4 address or an IPv6 address without brackets (e.g. ::1), with the port given as port');
   }
 }

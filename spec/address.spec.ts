@@ -40,7 +40,7 @@ describe('parseAddress', function () {
 
   // A port is decimal digits only: not "+1", " 1", "1e3", "1.0" or "0x10", which Number() would read as a port; no host
   // is empty; one ":" at most outside brackets, and only ":" after them; "@" before a path's "/" is user information.
-  for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', 'host:1:2', ':27017', '[::1', '[::1]x', '[::1]x27017', 'ho st', 'host:+1', 'host: 1', 'host:1e3', 'host:1.0', 'host:0x10', '[1.2.3.4]', '[v1.fe]', '[:]:1', '[db.example.com]:27017', '@/tmp/mongodb-27017.sock', 42, undefined]) {
+  for (const bad of ['', '  ', 'host:0', 'host:65536', 'host:12ab', 'a:b:c', 'host:1:2', ':27017', '[::1', '[::1]x', '[::1]x27017', 'ho st', 'host:+1', 'host: 1', 'host:1e3', 'host:1.0', 'host:0x10', '[1.2.3.4]', '[v1.fe]', '[:]:1', '[db.example.com]:27017', '@/tmp/mongodb-27017.sock', 'evil.com\u0000.mongodb.net', 'host\u0001', 'ho\u007fst:27017', 42, undefined]) {
     it(`rejects ${JSON.stringify(bad)} with an InvalidOptionError for address`, function () {
       expect(() => parseAddress(bad)).to.throw(InvalidOptionError, /Invalid address/);
     });

@@ -180,9 +180,11 @@ export { OidcHostNotAllowedError } from '../errors';
 
 /**
  * Whether `host` matches one of `patterns` (ALLOWED_HOSTS): equal, or under a `*.` pattern's domain (any depth),
- * without regard to case; IPv6 brackets are ignored.
+ * without regard to case; IPv6 brackets are ignored. A host holding a control character (U+0000 to U+001F, U+007F)
+ * matches none: the resolver reads `evil.com\0.mongodb.net` as evil.com.
  */
 export function oidcHostAllowed(host: string, patterns: readonly string[]): boolean {
+  if (/[\x00-\x1f\x7f]/.test(host)) return false;
   const name = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   return patterns.some((pattern) => {
     const p = pattern.toLowerCase();

@@ -136,6 +136,19 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       expect(received.length).to.equal(before);
     });
 
+    it('a host with a NUL (the resolver reads only what precedes it) is refused: "127.0.0.1\\0.mongodb.net" gets no sign-in, no token', async function () {
+      const port = server.address.split(':')[1];
+      for (const host of ['127.0.0.1\u0000.mongodb.net', '127.0.0.1\u0001.mongodb.net', 'localhost\u007f.mongodb.net']) {
+        expect(oidcHostAllowed(host, OIDC_DEFAULT_ALLOWED_HOSTS), JSON.stringify(host)).to.equal(false);
+        const cb = human();
+        const error = await rejection(Promise.resolve().then(() => establishOne(`${host}:${port}`, { credentials: credentialsOf(cb) })));
+        expect(error, JSON.stringify(host)).to.be.instanceOf(Error);
+        expect(cb.calls, JSON.stringify(host)).to.have.length(0);
+        expect(() => parseConnectionString(`mongodb://${encodeURIComponent(host)}:${port}/`), JSON.stringify(host)).to.throw(InvalidOptionError);
+      }
+      expect(received).to.have.length(0);
+    });
+
     it('1.7 ALLOWED_HOSTS in the connection string is a configuration error', function () {
       expect(() => parseConnectionString('mongodb+srv://example.com/?authMechanism=MONGODB-OIDC&authMechanismProperties=ALLOWED_HOSTS:%5B%22example.com%22%5D')).to.throw(InvalidOptionError);
       expect(() => parseConnectionString('mongodb://localhost/?authMechanism=MONGODB-OIDC&authMechanismProperties=ALLOWED_HOSTS:example.com')).to.throw(InvalidOptionError);
