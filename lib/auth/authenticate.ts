@@ -105,7 +105,8 @@ export function speculativeStart(credentials: MongoCredentials, host?: string): 
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
  * {@link x509Authenticate}); `remainingMS` gives the time left, in ms, to the deadline it aborts at (connectTimeoutMS),
  * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000; human callback 300000); `host`,
- * the host connected to (no port), is what MONGODB-OIDC's human workflow checks against `ALLOWED_HOSTS`.
+ * the host connected to (no port), is what MONGODB-OIDC's human workflow checks against `ALLOWED_HOSTS`;
+ * `holdDeadline` holds that deadline while MONGODB-OIDC's human callback runs (see {@link OidcOptions.holdDeadline}).
  *
  * @throws {AuthenticationError} (rejection) when authentication fails, including an iteration count outside 4096 to
  *   1,000,000 (see {@link scramAuthenticate}), a certificate subject no user has (see {@link x509Authenticate}) and
@@ -124,6 +125,7 @@ export function authenticate(
   speculative?: SpeculativeStart,
   remainingMS?: () => number,
   host?: string,
+  holdDeadline?: () => () => void,
 ): Promise<Reauthenticate | undefined> {
   const mechanism = selectMechanism(credentials, handshakeReply);
   const speculativeReply: unknown = handshakeReply.speculativeAuthenticate;
@@ -131,7 +133,7 @@ export function authenticate(
   if (mechanism === 'PLAIN') return plainAuthenticate(run, credentials, { signal }).then(() => undefined);
   if (mechanism === 'MONGODB-OIDC') {
     const speculativeToken = answered && 'token' in speculative ? speculative.token : undefined;
-    return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined, host }).then((first) => {
+    return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined, host, holdDeadline }).then((first) => {
       // The Connection Cache: the token this connection authenticated with, replaced by each reauthentication.
       let token = first;
       return async (again: RunCommand, reauthSignal?: AbortSignal, reauthRemainingMS?: () => number) => {

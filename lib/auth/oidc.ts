@@ -118,9 +118,10 @@ export type OidcCallback = (params: OidcCallbackParams) => OidcCredential | Prom
 export { OIDC_DEFAULT_ALLOWED_HOSTS } from './credentials';
 
 /**
- * How long an {@link OidcHumanCallback} may run, in ms, when no earlier deadline applies: 300000 (5 minutes, for the
- * sign-in a person completes); the most it is ever given. A deadline that applies (connectTimeoutMS establishing a
- * connection; the command's timeoutMS reauthenticating) shortens it to the time that deadline has left.
+ * How long an {@link OidcHumanCallback} may run, in ms: 300000 (5 minutes, for the sign-in a person completes).
+ * Establishing a connection, connectTimeoutMS does not shorten it: that deadline is held while the callback runs (or
+ * another connection's call of it is awaited) and resumes after it. Reauthenticating after 391, a command's timeoutMS
+ * (default socketTimeoutMS, 0: none) still shortens it to the time that deadline has left.
  *
  * Source: auth spec, "OIDC Human Callback" (the timeout duration MUST be 5 minutes).
  */
@@ -213,16 +214,22 @@ class TokenCache {
   private lastCall = -Infinity;
 
   /**
-   * The cached token (`cached: true`), else one from `source`: waits for a call in progress, else calls it (after
-   * the 100 ms interval), caches and returns its token.
+   * The cached token (`cached: true`), else one from `source`: waits for a call in progress (its deadline held by
+   * `hold`, if given, meanwhile), else calls it (after the 100 ms interval), caches and returns its token.
    */
-  async get(source: () => Promise<string>, signal?: AbortSignal): Promise<{ token: string; cached: boolean }> {
+  async get(source: () => Promise<string>, signal?: AbortSignal, hold?: () => () => void): Promise<{ token: string; cached: boolean }> {
     for (;;) {
       if (this.token !== undefined) return { token: this.token, cached: true };
       if (this.pending === undefined) break;
       // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own). Our own
-      // signal still ends the wait: that call may run for up to its own timeoutMS (60000 ms at most).
-      await untilAborted(this.pending.catch(() => undefined), signal);
+      // signal still ends the wait: that call may run for up to its own timeoutMS (60000 ms at most). `hold`: the
+      // deadline is held meanwhile (another connection's human sign-in).
+      const resume = hold?.();
+      try {
+        await untilAborted(this.pending.catch(() => undefined), signal);
+      } finally {
+        resume?.();
+      }
     }
     signal?.throwIfAborted();
     const call = (async () => {
@@ -468,6 +475,13 @@ export interface OidcOptions {
    * before anything else. Undefined: not checked (no host is known).
    */
   host?: string | undefined;
+  /**
+   * Holds the deadline `signal` aborts at (establishing a connection: connectTimeoutMS) and returns what resumes it:
+   * the human workflow holds it while the OIDC_HUMAN_CALLBACK runs, or another connection's call of it is awaited,
+   * as that callback is given 5 minutes whatever the deadline ({@link OIDC_HUMAN_CALLBACK_TIMEOUT_MS}). `signal`
+   * aborting otherwise (the pool closed) still ends the callback. Undefined: nothing to hold.
+   */
+  holdDeadline?: (() => () => void) | undefined;
 }
 
 /**
@@ -490,13 +504,13 @@ export interface OidcOptions {
  * Authentication").
  */
 export async function oidcAuthenticate(run: RunCommand, credentials: MongoCredentials, options: OidcOptions = {}): Promise<string> {
-  const { signal, remainingMS, speculativeToken, speculativeReply, host } = options;
+  const { signal, remainingMS, speculativeToken, speculativeReply, host, holdDeadline } = options;
   if (typeof propertiesOf(credentials).OIDC_HUMAN_CALLBACK === 'function') checkHost(credentials, host);
   if (speculativeToken !== undefined && speculativeReply !== null && typeof speculativeReply === 'object' && (speculativeReply as Document).done === true) {
     return speculativeToken;
   }
   // The speculative attempt failed: nothing is invalidated (auth spec: MUST NOT), the standard conversation runs.
-  return conversation(run, credentials, signal, remainingMS);
+  return conversation(run, credentials, signal, remainingMS, holdDeadline);
 }
 
 /**
@@ -517,9 +531,9 @@ export async function oidcReauthenticate(run: RunCommand, credentials: MongoCred
 }
 
 /** The conversation of the workflow `credentials` ask for. */
-function conversation(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
+function conversation(run: RunCommand, credentials: MongoCredentials, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined, holdDeadline?: () => () => void): Promise<string> {
   const human = propertiesOf(credentials).OIDC_HUMAN_CALLBACK;
-  return typeof human === 'function' ? humanFlow(run, credentials, human as OidcHumanCallback, signal, remainingMS) : oneStep(run, credentials, signal, remainingMS);
+  return typeof human === 'function' ? humanFlow(run, credentials, human as OidcHumanCallback, signal, remainingMS, holdDeadline) : oneStep(run, credentials, signal, remainingMS);
 }
 
 /** @throws {OidcHostNotAllowedError} when `host` matches none of the credentials' ALLOWED_HOSTS. */
@@ -560,7 +574,7 @@ function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
  * refused (18) is invalidated (a refreshed one's refresh token cleared too) and the flow restarts; the two-step's
  * refusal (its token invalidated too), and any other error, is raised.
  */
-async function humanFlow(run: RunCommand, credentials: MongoCredentials, callback: OidcHumanCallback, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined): Promise<string> {
+async function humanFlow(run: RunCommand, credentials: MongoCredentials, callback: OidcHumanCallback, signal: AbortSignal | undefined, remainingMS: (() => number) | undefined, holdDeadline?: () => () => void): Promise<string> {
   const cache = cacheOf(credentials);
   const fail = (why: string, cause?: unknown): never => {
     throw failure(credentials, why, cause);
@@ -583,11 +597,19 @@ async function humanFlow(run: RunCommand, credentials: MongoCredentials, callbac
       } else {
         refreshed = true;
       }
-      const result = await callCredential(credentials, 'OIDC_HUMAN_CALLBACK', callback, signal, remainingMS, { idpInfo, refreshToken: twoStep === undefined ? refreshToken : undefined }, OIDC_HUMAN_CALLBACK_TIMEOUT_MS);
+      // Auth spec, "OIDC Human Callback": 5 minutes, for a person to sign in. A held deadline (connectTimeoutMS) does
+      // not shorten it; one that cannot be held (a command's timeoutMS, reauthenticating) still does.
+      const resume = holdDeadline?.();
+      let result: { accessToken: string; refreshToken: string | undefined };
+      try {
+        result = await callCredential(credentials, 'OIDC_HUMAN_CALLBACK', callback, signal, holdDeadline === undefined ? remainingMS : undefined, { idpInfo, refreshToken: twoStep === undefined ? refreshToken : undefined }, OIDC_HUMAN_CALLBACK_TIMEOUT_MS);
+      } finally {
+        resume?.();
+      }
       // A fresh sign-in without a refresh token leaves none cached; a refresh without a new one keeps the old one.
       if (result.refreshToken !== undefined || twoStep !== undefined) cache.refreshToken = result.refreshToken;
       return result.accessToken;
-    }, signal);
+    }, signal, holdDeadline);
     signal?.throwIfAborted();
     try {
       if (twoStep !== undefined && !cached) {

@@ -365,20 +365,40 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     // The time connectTimeoutMS has left (on the clock of its Node timer), which bounds a MONGODB-OIDC callback's
     // timeoutMS; 0: no deadline (the callback's 60000 ms).
     const remainingMS = remainingOf(s.connectTimeoutMS);
-    const timer =
-      s.connectTimeoutMS > 0
-        ? new IoTimeout(
-            () => {
-              const at = deadlinePhase ?? phase;
-              fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
-            },
-            s.connectTimeoutMS,
-            () => {
-              deadlinePhase ??= phase;
-              return (tunnelled ?? socket).bytesRead;
-            },
-          )
-        : undefined;
+    const arm = (delayMS: number): IoTimeout =>
+      new IoTimeout(
+        () => {
+          const at = deadlinePhase ?? phase;
+          fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
+        },
+        delayMS,
+        () => {
+          deadlinePhase ??= phase;
+          return (tunnelled ?? socket).bytesRead;
+        },
+      );
+    let timer = s.connectTimeoutMS > 0 ? arm(s.connectTimeoutMS) : undefined;
+    // MONGODB-OIDC's human callback (a person signing in) is given 5 minutes whatever connectTimeoutMS: the deadline
+    // is held while it runs (nothing is sent or awaited from the server then), and resumes with what it had left.
+    let holds = 0;
+    let deadlineAt = performance.now() + s.connectTimeoutMS;
+    let heldLeftMS = 0;
+    const holdDeadline = (): (() => void) => {
+      if (timer === undefined && holds === 0) return () => undefined;
+      if (holds++ === 0) {
+        heldLeftMS = Math.max(1, deadlineAt - performance.now());
+        timer?.clear();
+        timer = undefined;
+      }
+      let resumed = false;
+      return () => {
+        if (resumed) return;
+        resumed = true;
+        if (--holds > 0 || subscriber.closed) return;
+        deadlineAt = performance.now() + heldLeftMS;
+        timer = arm(heldLeftMS);
+      };
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     const onSocketError = (error: Error): void =>
       fail(new MongoNetworkError(address, `connecting to ${address}${via} failed: ${connectErrorDetail(error)}`, { cause: error }));
@@ -475,6 +495,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               speculative,
               remainingMS,
               host,
+              holdDeadline,
             );
           }
           if (subscriber.closed) return;

@@ -208,26 +208,32 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       c.destroy();
     });
 
-    it('2.1 a smaller deadline (connectTimeoutMS, virtual clock) gives a smaller timeoutMS', async function () {
-      const realNow = performance.now.bind(performance);
-      const serverHello = server as unknown as { helloReply: (...args: unknown[]) => Document };
-      const hello = serverHello.helloReply.bind(server);
-      let offset = 0;
-      serverHello.helloReply = (...args: unknown[]) => {
-        offset += 1500;
-        return hello(...args);
-      };
-      performance.now = () => realNow() + offset;
-      try {
-        const cb = human();
-        (await establishOne(server.address, { credentials: credentialsOf(cb), connectTimeoutMS: 2000 })).destroy();
-        expect(cb.calls[0]!.timeoutMS).to.be.within(300, 500);
-        const later = human();
-        (await establishOne(server.address, { credentials: credentialsOf(later), connectTimeoutMS: 600_000 })).destroy();
-        expect(later.calls[0]!.timeoutMS).to.equal(300_000);
-      } finally {
-        performance.now = realNow;
-      }
+    it('2.1 connectTimeoutMS does not shorten the callback (5 minutes): a 1500 ms sign-in with connectTimeoutMS 1000 succeeds, the deadline resumes after it', async function () {
+      const slow = human((params, call) => {
+        void params;
+        void call;
+        return new Promise<OidcHumanCredential>((resolve) => setTimeout(() => resolve({ accessToken: TOKEN, refreshToken: REFRESH }), 1500)) as unknown as OidcHumanCredential;
+      });
+      const c = await establishOne(server.address, { credentials: credentialsOf(slow), connectTimeoutMS: 1000 });
+      expect(slow.calls[0]!.timeoutMS).to.equal(OIDC_HUMAN_CALLBACK_TIMEOUT_MS);
+      expect(slow.calls[0]!.timeoutContext.aborted).to.equal(false);
+      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      c.destroy();
+      // After the sign-in, the JWT step is bounded by what connectTimeoutMS had left: a server that never answers it
+      // fails the establishment about 1000 ms (not 1500 + 1000 ms) after the start, less the time before the callback.
+      const target = server as unknown as { authenticateOidc: (...args: unknown[]) => Document | Promise<Document> };
+      const original = target.authenticateOidc;
+      target.authenticateOidc = (...args: unknown[]) => (args[1] === 'saslcontinue' ? new Promise<Document>(() => undefined) : original(...args));
+      const again = human((params, call) => {
+        void params;
+        void call;
+        return new Promise<OidcHumanCredential>((resolve) => setTimeout(() => resolve({ accessToken: TOKEN }), 1500)) as unknown as OidcHumanCredential;
+      });
+      const began = performance.now();
+      const error = await rejection(establishOne(server.address, { credentials: credentialsOf(again), connectTimeoutMS: 1000 }));
+      const took = performance.now() - began;
+      expect((error as Error).message).to.match(/timed out after 1000 ms \(during auth\)/);
+      expect(took).to.be.within(2300, 2900);
     });
 
     it('2.2 a callback returning no accessToken, an empty one, a bad expiry or a bad refreshToken fails authentication', async function () {
