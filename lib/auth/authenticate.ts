@@ -29,13 +29,14 @@ export type SpeculativeStart =
  * Reauthenticates a connection that was authenticated with {@link authenticate}, sending SASL commands (no hello)
  * with `run`; what {@link authenticate} resolves to for a mechanism that supports reauthentication (MONGODB-OIDC).
  * `signal` ends it; `remainingMS` gives the time left, in ms, to the deadline `signal` aborts at (the command's
- * timeoutMS), which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000).
+ * timeoutMS), which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000); `holdDeadline`
+ * holds that deadline while MONGODB-OIDC's human callback runs (see {@link OidcOptions.holdDeadline}).
  *
  * @throws {AuthenticationError} (rejection) as the mechanism's authentication does.
  *
  * Source: auth spec, "Reauthentication".
  */
-export type Reauthenticate = (run: RunCommand, signal?: AbortSignal, remainingMS?: () => number) => Promise<void>;
+export type Reauthenticate = (run: RunCommand, signal?: AbortSignal, remainingMS?: () => number, holdDeadline?: () => () => void) => Promise<void>;
 
 /**
  * The `remainingMS` of {@link authenticate} and {@link Reauthenticate} for a deadline of `timeoutMS` (ms) counted from
@@ -136,8 +137,8 @@ export function authenticate(
     return oidcAuthenticate(run, credentials, { signal, remainingMS, speculativeToken, speculativeReply: answered ? speculativeReply : undefined, host, holdDeadline }).then((first) => {
       // The Connection Cache: the token this connection authenticated with, replaced by each reauthentication.
       let token = first;
-      return async (again: RunCommand, reauthSignal?: AbortSignal, reauthRemainingMS?: () => number) => {
-        token = await oidcReauthenticate(again, credentials, token, reauthSignal, reauthRemainingMS, host);
+      return async (again: RunCommand, reauthSignal?: AbortSignal, reauthRemainingMS?: () => number, reauthHold?: () => () => void) => {
+        token = await oidcReauthenticate(again, credentials, token, reauthSignal, reauthRemainingMS, host, reauthHold);
       };
     });
   }

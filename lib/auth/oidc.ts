@@ -119,9 +119,9 @@ export { OIDC_DEFAULT_ALLOWED_HOSTS } from './credentials';
 
 /**
  * How long an {@link OidcHumanCallback} may run, in ms: 300000 (5 minutes, for the sign-in a person completes).
- * Establishing a connection, connectTimeoutMS does not shorten it: that deadline is held while the callback runs (or
- * another connection's call of it is awaited) and resumes after it. Reauthenticating after 391, a command's timeoutMS
- * (default socketTimeoutMS, 0: none) still shortens it to the time that deadline has left.
+ * Neither connectTimeoutMS (establishing a connection) nor a command's timeoutMS (reauthenticating after 391) shortens
+ * it: that deadline is held while the callback runs (or another connection's call of it is awaited) and resumes after
+ * it, with what it had left, for the steps that talk to the server.
  *
  * Source: auth spec, "OIDC Human Callback" (the timeout duration MUST be 5 minutes).
  */
@@ -517,17 +517,17 @@ export async function oidcAuthenticate(run: RunCommand, credentials: MongoCreden
  * Reauthenticates a connection that authenticated with `connectionToken` (ReauthenticationRequired, 391, on one of
  * its commands): that token is invalidated in the cache (only if it is still the cached one), then the one-step
  * conversation runs as for a new connection, without a hello (human workflow: its flow, refresh token first, after
- * `host` is checked against ALLOWED_HOSTS). Resolves to the connection's new token. `signal`, `remainingMS` and `host`:
- * as {@link OidcOptions} (the command's timeoutMS).
+ * `host` is checked against ALLOWED_HOSTS). Resolves to the connection's new token. `signal`, `remainingMS`, `host` and
+ * `holdDeadline`: as {@link OidcOptions} (the command's timeoutMS).
  *
  * @throws as {@link oidcAuthenticate}; {@link OidcHostNotAllowedError} for a `host` ALLOWED_HOSTS does not match.
  *
  * Source: auth spec, "Reauthentication", "MONGODB-OIDC" ("Reauthentication").
  */
-export async function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal, remainingMS?: () => number, host?: string): Promise<string> {
+export async function oidcReauthenticate(run: RunCommand, credentials: MongoCredentials, connectionToken: string | undefined, signal?: AbortSignal, remainingMS?: () => number, host?: string, holdDeadline?: () => () => void): Promise<string> {
   if (typeof propertiesOf(credentials).OIDC_HUMAN_CALLBACK === 'function') checkHost(credentials, host);
   cacheOf(credentials).invalidate(connectionToken);
-  return conversation(run, credentials, signal, remainingMS);
+  return conversation(run, credentials, signal, remainingMS, holdDeadline);
 }
 
 /** The conversation of the workflow `credentials` ask for. */
@@ -597,8 +597,8 @@ async function humanFlow(run: RunCommand, credentials: MongoCredentials, callbac
       } else {
         refreshed = true;
       }
-      // Auth spec, "OIDC Human Callback": 5 minutes, for a person to sign in. A held deadline (connectTimeoutMS) does
-      // not shorten it; one that cannot be held (a command's timeoutMS, reauthenticating) still does.
+      // Auth spec, "OIDC Human Callback": 5 minutes, for a person to sign in, not subject to the deadline (held
+      // meanwhile); without a way to hold it, what it has left still bounds the call.
       const resume = holdDeadline?.();
       let result: { accessToken: string; refreshToken: string | undefined };
       try {

@@ -576,6 +576,7 @@ export class Connection implements PoolConnection {
    * @throws {AuthenticationError} (rejection) on a MONGODB-OIDC connection whose command failed with
    *   ReauthenticationRequired (391), when the reauthentication fails, or its wait for a token outlasts `timeoutMS`
    *   (default socketTimeoutMS; 0: the token source's own 60000 ms); the callback's `timeoutMS` is what is left of it.
+   *   A human callback (OIDC_HUMAN_CALLBACK) is not bounded by it: it has its 5 minutes, `timeoutMS` held meanwhile.
    * @throws {MongoServerError} (rejection) when the reply has `ok: 0`; the connection stays usable. A value of it that
    *   cannot be read as JavaScript is read leniently: a string that is not valid UTF-8 (an `errmsg` cut inside a
    *   character, say) with U+FFFD in place of each bad sequence, every regular expression as a `BSONRegExp` when one
@@ -629,12 +630,35 @@ export class Connection implements PoolConnection {
       const deadline = new AbortController();
       // What is left of it bounds the callback's timeoutMS (0: no deadline, the callback's 60000 ms).
       const remainingMS = remainingOf(timeoutMS);
-      const timer = timeoutMS > 0
-        ? setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), timeoutMS)
-        : undefined;
+      const arm = (delayMS: number): NodeJS.Timeout =>
+        setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), delayMS);
+      let timer = timeoutMS > 0 ? arm(timeoutMS) : undefined;
+      // MONGODB-OIDC's human callback (a person signing in) is not subject to the command's timeoutMS (auth spec, "OIDC
+      // Human Callback"): the deadline is held while it runs, and resumes with what it had left.
+      let deadlineAt = performance.now() + timeoutMS;
+      let holds = 0;
+      let heldLeftMS = 0;
+      let done = false;
+      const holdDeadline = (): (() => void) => {
+        if (done || (timer === undefined && holds === 0)) return () => undefined;
+        if (holds++ === 0) {
+          heldLeftMS = Math.max(1, deadlineAt - performance.now());
+          clearTimeout(timer);
+          timer = undefined;
+        }
+        let resumed = false;
+        return () => {
+          if (resumed) return;
+          resumed = true;
+          if (--holds > 0 || done || deadline.signal.aborted) return;
+          deadlineAt = performance.now() + heldLeftMS;
+          timer = arm(heldLeftMS);
+        };
+      };
       try {
-        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS);
+        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, holdDeadline);
       } finally {
+        done = true;
         clearTimeout(timer);
       }
       return this.commandOnce(db, command, options, this.commandEvents);

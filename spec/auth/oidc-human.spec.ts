@@ -302,6 +302,21 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       c.destroy();
     });
 
+    it('a command\'s timeoutMS does not shorten the callback on reauthentication: an 800 ms refresh within timeoutMS 500 succeeds', async function () {
+      const cb = human((params, call) => {
+        void params;
+        if (call === 1) return { accessToken: TOKEN, refreshToken: REFRESH };
+        return new Promise<OidcHumanCredential>((resolve) => setTimeout(() => resolve({ accessToken: TOKEN2 }), 800)) as unknown as OidcHumanCredential;
+      });
+      const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
+      await c.command('admin', fail391);
+      expect((await c.command('test', { find: 'c' }, { timeoutMS: 500 })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      expect(cb.calls[1]!.timeoutMS).to.equal(OIDC_HUMAN_CALLBACK_TIMEOUT_MS);
+      expect(cb.calls[1]!.refreshToken).to.equal(REFRESH);
+      c.destroy();
+    });
+
     it('4.2 succeeds without a refresh token: a new two-step conversation, no refresh token given', async function () {
       const cb = human(() => ({ accessToken: TOKEN }));
       const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
