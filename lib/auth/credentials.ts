@@ -293,13 +293,25 @@ const saltedPasswordCaches = new WeakMap<MongoCredentials, Map<string, Promise<B
 const MAX_CACHED_SALTED_PASSWORDS = 16;
 
 /**
- * Credentials for SCRAM, MONGODB-X509 or PLAIN authentication, validated at construction. The password is kept out of every
+ * Credentials for SCRAM, MONGODB-X509 or PLAIN authentication, validated at construction; `username`, `source` and
+ * `mechanism` are read-only at run time too (a strict-mode assignment throws a TypeError). The password is kept out of every
  * enumerable property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance,
  * so reusing one instance for many connections derives each once.
  *
  * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in
  * SCRAM".
  */
+/**
+ * Makes the `username`, `source` and `mechanism` of `credentials` read-only (non-writable, non-configurable): what is
+ * cached for credentials (SCRAM's salted passwords, MONGODB-OIDC's tokens, IdpInfo and refresh token) is for that user,
+ * source and mechanism, and must never be sent for another one assigned later.
+ */
+function fixFields(credentials: MongoCredentials): void {
+  for (const name of ['username', 'source', 'mechanism'] as const) {
+    Object.defineProperty(credentials, name, { value: credentials[name], writable: false, configurable: false, enumerable: true });
+  }
+}
+
 export class MongoCredentials {
   /**
    * The user name, as given; undefined only with mechanism MONGODB-X509 when none was given (the server takes the
@@ -370,6 +382,7 @@ export class MongoCredentials {
       this.username = undefined;
       this.source = EXTERNAL_SOURCE;
       this.mechanism = mechanism;
+      fixFields(this);
       return;
     }
     // MONGODB-X509 or MONGODB-OIDC here (MONGODB-AWS has returned above).
@@ -417,6 +430,7 @@ export class MongoCredentials {
     this.username = username;
     this.source = source;
     this.mechanism = mechanism;
+    fixFields(this);
   }
 
   /**

@@ -392,6 +392,20 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       expect(server.oidc!.principalSteps).to.equal(1);
     });
 
+    it('the user name of credentials that signed in cannot be changed: their cached tokens are never sent for another user', async function () {
+      const cb = human();
+      const credentials = credentialsOf(cb, { username: 'user1' });
+      (await establishOne(server.address, { credentials })).destroy();
+      expect(() => {
+        (credentials as { username: string | undefined }).username = 'user2';
+      }).to.throw(TypeError);
+      expect(() => {
+        (credentials as { source: string }).source = 'admin';
+      }).to.throw(TypeError);
+      expect(credentials.username).to.equal('user1');
+      expect(credentials.source).to.equal('$external');
+    });
+
     it('a server echoing the token in its refusal of the JWT step: the error shows it not', async function () {
       const target = server as unknown as { authenticateOidc: (...args: unknown[]) => Document };
       const original = target.authenticateOidc;
