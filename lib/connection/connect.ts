@@ -10,6 +10,8 @@ import { calculateObjectSize } from 'bson';
 import { Observable, Subject } from 'rxjs';
 import { checkEndpoint, writtenAddress } from '../address';
 import { authenticate, remainingOf, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
+import type { RunCommand } from '../auth/scram';
+import { withoutEcho } from '../auth/without-echo';
 import { MongoCredentials } from '../auth/credentials';
 import {
   CmapError,
@@ -447,8 +449,11 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       const speculative = s.credentials === undefined ? undefined : speculativeStart(s.credentials, s.endpoint.host);
       const command = speculative === undefined ? handshake : { ...handshake, speculativeAuthenticate: speculative.speculativeAuthenticate };
       const helloSent = s.now();
-      connection
-        .command('admin', command, { timeoutMS: 0 })
+      const sendHello: RunCommand = (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 });
+      // A MONGODB-OIDC access token sent speculatively is a secret: a refusal quoting it must not carry it into
+      // errors, events and logs (as the saslStart's refusal does not).
+      const runHello = speculative !== undefined && 'token' in speculative ? withoutEcho(sendHello, speculative.token, '<access token not shown>') : sendHello;
+      runHello('admin', command)
         .catch((error: unknown) => {
           // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
           // command; but the connection would keep that reply for life: it is a malformed hello reply.

@@ -419,6 +419,34 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       expect(shown(error)).to.include('refused').and.not.include(TOKEN);
     });
 
+    it('a server refusing the handshake that carried the token speculatively, quoting it: no error, event or log message shows it', async function () {
+      const messages: string[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const credentials = credentialsOf(human());
+      const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+      const texts: string[] = [];
+      pool.events$.subscribe((e) => texts.push(shown(e)));
+      pool.ready();
+      try {
+        await pool.withConnection((c) => c.command('test', { find: 'c' }));
+        pool.clear();
+        pool.ready();
+        const target = server as unknown as { helloReply: (legacy: boolean, command: Document, client: unknown) => Document };
+        target.helloReply = (_legacy, command) => {
+          const p = (command.speculativeAuthenticate as Document | undefined)?.payload as { buffer: Uint8Array; position: number } | undefined;
+          const jwt = p === undefined ? '' : String(BSON.deserialize(Buffer.from(p.buffer.buffer, p.buffer.byteOffset, p.position)).jwt);
+          return { ok: 0, code: 8000, codeName: 'AtlasError', errmsg: `bad handshake ${jwt}` };
+        };
+        const error = await rejection(pool.withConnection((c) => c.command('test', { find: 'c' })));
+        expect(shown(error)).to.include('bad handshake');
+        texts.push(shown(error), String((error as Error).stack));
+      } finally {
+        pool.close();
+      }
+      expect(messages.join('\n')).to.include('bad handshake');
+      for (const text of [...texts, ...messages]) expect(text).to.not.include(TOKEN);
+    });
+
     it('no access or refresh token shows in an error, event, log message, inspection or JSON', async function () {
       const messages: string[] = [];
       const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
