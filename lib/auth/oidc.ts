@@ -14,6 +14,7 @@
  * Callback", "One-Step", "Credential Caching", "Speculative Authentication", "Reauthentication"), "Human
  * Authentication Flow", "OIDC Human Callback", "Two-Step".
  */
+import { isIPv6, SocketAddress } from 'node:net';
 import { Binary, BSON, type Document } from 'bson';
 import { AuthenticationError, MongoServerError, OidcHostNotAllowedError } from '../errors';
 import { EXTERNAL_SOURCE, OIDC_DEFAULT_ALLOWED_HOSTS, type MongoCredentials } from './credentials';
@@ -181,16 +182,31 @@ export { OidcHostNotAllowedError } from '../errors';
 
 /**
  * Whether `host` matches one of `patterns` (ALLOWED_HOSTS): equal, or under a `*.` pattern's domain (any depth),
- * without regard to case; IPv6 brackets are ignored. A host holding a control character (U+0000 to U+001F, U+007F)
+ * without regard to case; IPv6 brackets are ignored, and IPv6 addresses compare in their canonical form (`::1` matches
+ * `0:0:0:0:0:0:0:1` and `[::1]`). A host holding a control character (U+0000 to U+001F, U+007F)
  * matches none: the resolver reads `evil.com\0.mongodb.net` as evil.com.
  */
 export function oidcHostAllowed(host: string, patterns: readonly string[]): boolean {
   if (/[\x00-\x1f\x7f]/.test(host)) return false;
-  const name = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const name = hostForm(host);
   return patterns.some((pattern) => {
-    const p = pattern.toLowerCase();
+    const p = hostForm(pattern);
     return p.startsWith('*.') ? name.endsWith(p.slice(1)) && name.length > p.length - 1 : name === p;
   });
+}
+
+/**
+ * `host` as hosts are compared: lower case, without IPv6 brackets, an IPv6 address in its canonical text form (RFC
+ * 5952, as the address of a pool is written): `[::1]`, `0:0:0:0:0:0:0:1` and `::1` are one host.
+ */
+function hostForm(host: string): string {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (!isIPv6(bare)) return bare;
+  try {
+    return new SocketAddress({ address: bare, family: 'ipv6' }).address;
+  } catch {
+    return bare;
+  }
 }
 
 /**

@@ -167,6 +167,12 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       expect(oidcHostAllowed('a.example.com', ['example.com'])).to.equal(false);
       expect(oidcHostAllowed('a.b.example.com', ['*.example.com'])).to.equal(true);
       expect(oidcHostAllowed('anything', [])).to.equal(false);
+      // IPv6 addresses compare as addresses: any spelling of the pattern matches the host's canonical form.
+      expect(oidcHostAllowed('::1', ['[::1]'])).to.equal(true);
+      expect(oidcHostAllowed('::1', ['0:0:0:0:0:0:0:1'])).to.equal(true);
+      expect(oidcHostAllowed('2001:db8::1', ['2001:DB8:0:0:0:0:0:1'])).to.equal(true);
+      expect(oidcHostAllowed('2001:db8::2', ['2001:db8::1'])).to.equal(false);
+      expect(oidcHostAllowed('::ffff:7f00:1', OIDC_DEFAULT_ALLOWED_HOSTS)).to.equal(false);
     });
 
     it('OIDC_CALLBACK and OIDC_HUMAN_CALLBACK together, or with ENVIRONMENT, are refused; ALLOWED_HOSTS must be strings', function () {
