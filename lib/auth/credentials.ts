@@ -293,15 +293,6 @@ const saltedPasswordCaches = new WeakMap<MongoCredentials, Map<string, Promise<B
 const MAX_CACHED_SALTED_PASSWORDS = 16;
 
 /**
- * Credentials for SCRAM, MONGODB-X509 or PLAIN authentication, validated at construction; `username`, `source` and
- * `mechanism` are read-only at run time too (a strict-mode assignment throws a TypeError). The password is kept out of every
- * enumerable property, JSON and `util.inspect` output. The salted passwords derived from it are cached per instance,
- * so reusing one instance for many connections derives each once.
- *
- * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in
- * SCRAM".
- */
-/**
  * Makes the `username`, `source` and `mechanism` of `credentials` read-only (non-writable, non-configurable): what is
  * cached for credentials (SCRAM's salted passwords, MONGODB-OIDC's tokens, IdpInfo and refresh token) is for that user,
  * source and mechanism, and must never be sent for another one assigned later.
@@ -312,6 +303,15 @@ function fixFields(credentials: MongoCredentials): void {
   }
 }
 
+/**
+ * Credentials for SCRAM, MONGODB-X509, PLAIN, MONGODB-AWS or MONGODB-OIDC authentication, validated at construction;
+ * `username`, `source` and `mechanism` are read-only at run time too (a strict-mode assignment throws a TypeError).
+ * The password is kept out of every enumerable property, JSON and `util.inspect` output. The salted passwords
+ * derived from it are cached per instance, so reusing one instance for many connections derives each once.
+ *
+ * Source: auth spec, "MongoCredential", "SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-X509", "Caching credentials in
+ * SCRAM".
+ */
 export class MongoCredentials {
   /**
    * The user name, as given; undefined only with mechanism MONGODB-X509 when none was given (the server takes the

@@ -90,7 +90,7 @@ export interface CommandFailedEvent extends CommandEventFields {
   /**
    * The error the command's Promise rejects with; for a sensitive command a server error is replaced by a
    * MongoServerError carrying only its `code`, `codeName` and `errorLabels` (its message: `"command failed"`), and an
-   * error about a reply that could not be read by one without its detail (see {@link redactedFailure}).
+   * error about a reply that could not be read by one without its detail (see `redactedFailure`).
    */
   readonly failure: Error;
 }
