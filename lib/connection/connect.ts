@@ -25,6 +25,7 @@ import {
 import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import type { CommandEvent } from './command-events';
+import { HeldDeadline } from './held-deadline';
 import { IoTimeout } from './io-timeout';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, incompatibleServer, MAX_HELLO_REPLY_BYTES } from './handshake';
@@ -367,40 +368,23 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     // The time connectTimeoutMS has left (on the clock of its Node timer), which bounds a MONGODB-OIDC callback's
     // timeoutMS; 0: no deadline (the callback's 60000 ms).
     const remainingMS = remainingOf(s.connectTimeoutMS);
-    const arm = (delayMS: number): IoTimeout =>
-      new IoTimeout(
-        () => {
-          const at = deadlinePhase ?? phase;
-          fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
-        },
-        delayMS,
-        () => {
-          deadlinePhase ??= phase;
-          return (tunnelled ?? socket).bytesRead;
-        },
-      );
-    let timer = s.connectTimeoutMS > 0 ? arm(s.connectTimeoutMS) : undefined;
     // MONGODB-OIDC's human callback (a person signing in) is given 5 minutes whatever connectTimeoutMS: the deadline
     // is held while it runs (nothing is sent or awaited from the server then), and resumes with what it had left.
-    let holds = 0;
-    let deadlineAt = performance.now() + s.connectTimeoutMS;
-    let heldLeftMS = 0;
-    const holdDeadline = (): (() => void) => {
-      if (timer === undefined && holds === 0) return () => undefined;
-      if (holds++ === 0) {
-        heldLeftMS = Math.max(1, deadlineAt - performance.now());
-        timer?.clear();
-        timer = undefined;
-      }
-      let resumed = false;
-      return () => {
-        if (resumed) return;
-        resumed = true;
-        if (--holds > 0 || subscriber.closed) return;
-        deadlineAt = performance.now() + heldLeftMS;
-        timer = arm(heldLeftMS);
-      };
-    };
+    const deadline = new HeldDeadline(
+      (delayMS) =>
+        new IoTimeout(
+          () => {
+            const at = deadlinePhase ?? phase;
+            fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
+          },
+          delayMS,
+          () => {
+            deadlinePhase ??= phase;
+            return (tunnelled ?? socket).bytesRead;
+          },
+        ),
+      s.connectTimeoutMS,
+    );
     signal.addEventListener('abort', onAbort, { once: true });
     const onSocketError = (error: Error): void =>
       fail(new MongoNetworkError(address, `connecting to ${address}${via} failed: ${connectErrorDetail(error)}`, { cause: error }));
@@ -500,7 +484,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               speculative,
               remainingMS,
               host,
-              holdDeadline,
+              deadline.hold,
             );
           }
           if (subscriber.closed) return;
@@ -517,7 +501,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         .catch(fail);
     };
     return () => {
-      timer?.clear();
+      deadline.end();
       signal.removeEventListener('abort', onAbort);
       if (!delivered) {
         conversation.abort();

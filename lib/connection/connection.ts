@@ -14,6 +14,7 @@ import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
 import { isSensitiveCommand, redactedFailure, type CommandEvent, type CommandEventFields, type CommandEventSink } from './command-events';
 import { reportUnhandled } from '../pool/report-unhandled';
+import { HeldDeadline } from './held-deadline';
 import { IoTimeout } from './io-timeout';
 import {
   compressMessage,
@@ -630,36 +631,16 @@ export class Connection implements PoolConnection {
       const deadline = new AbortController();
       // What is left of it bounds the callback's timeoutMS (0: no deadline, the callback's 60000 ms).
       const remainingMS = remainingOf(timeoutMS);
-      const arm = (delayMS: number): NodeJS.Timeout =>
-        setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), delayMS);
-      let timer = timeoutMS > 0 ? arm(timeoutMS) : undefined;
       // MONGODB-OIDC's human callback (a person signing in) is not subject to the command's timeoutMS (auth spec, "OIDC
       // Human Callback"): the deadline is held while it runs, and resumes with what it had left.
-      let deadlineAt = performance.now() + timeoutMS;
-      let holds = 0;
-      let heldLeftMS = 0;
-      let done = false;
-      const holdDeadline = (): (() => void) => {
-        if (done || (timer === undefined && holds === 0)) return () => undefined;
-        if (holds++ === 0) {
-          heldLeftMS = Math.max(1, deadlineAt - performance.now());
-          clearTimeout(timer);
-          timer = undefined;
-        }
-        let resumed = false;
-        return () => {
-          if (resumed) return;
-          resumed = true;
-          if (--holds > 0 || done || deadline.signal.aborted) return;
-          deadlineAt = performance.now() + heldLeftMS;
-          timer = arm(heldLeftMS);
-        };
-      };
+      const held = new HeldDeadline((delayMS) => {
+        const timer = setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), delayMS);
+        return { clear: () => clearTimeout(timer) };
+      }, timeoutMS);
       try {
-        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, holdDeadline);
+        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, held.hold);
       } finally {
-        done = true;
-        clearTimeout(timer);
+        held.end();
       }
       return this.commandOnce(db, command, options, this.commandEvents);
     }
