@@ -51,6 +51,22 @@ function fakeServer(first: (clientNonce: Buffer) => Document): { run: (db: strin
     },
   };
 }
+/**
+ * connectionStatus through a fresh pool on `address` with MONGODB-AWS credentials, its connection log at debug rendered
+ * into `messages`: the pool's events (shown as text) and the command's result or error.
+ */
+async function runPoolOn(address: string, messages: string[]): Promise<{ events: string[]; result: unknown }> {
+  const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+  const pool = new ConnectionPool({ address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
+  const events: string[] = [];
+  pool.events$.subscribe((e) => events.push(shown(e)));
+  pool.ready();
+  try {
+    return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
+  } finally {
+    pool.close();
+  }
+}
 const goodFirst = (host = 'sts.amazonaws.com') => (nonce: Buffer): Document => ({ s: new Binary(Buffer.concat([nonce, Buffer.alloc(32, 7)])), h: host });
 
 afterEach(function () {
@@ -701,22 +717,7 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       await endpoint.stop();
     });
 
-    /**
-     * connectionStatus through a fresh pool with MONGODB-AWS credentials, its connection log at debug rendered into
-     * `messages`: the pool's events (shown as text) and the command's result or error.
-     */
-    const runPool = async (messages: string[]): Promise<{ events: string[]; result: unknown }> => {
-      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
-      const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
-      const events: string[] = [];
-      pool.events$.subscribe((e) => events.push(shown(e)));
-      pool.ready();
-      try {
-        return { events, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
-      } finally {
-        pool.close();
-      }
-    };
+    const runPool = (messages: string[]): Promise<{ events: string[]; result: unknown }> => runPoolOn(endpoint.address, messages);
 
     it('a pool authenticates, and a wrong secret fails with AuthenticationFailed; no secret in any event, log or error', async function () {
       const messages: string[] = [];
@@ -843,18 +844,11 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
   };
   const processOutput = JSON.stringify({ Version: 1, AccessKeyId: KEY_ID, SecretAccessKey: SECRET, SessionToken: TOKEN, Expiration: '2100-01-01T00:00:00Z' });
 
-  /** connectionStatus through a fresh pool with MONGODB-AWS credentials: the command's result or error, and the pool's events and debug log as text. */
+  /** connectionStatus through a fresh pool: the command's result or error, and the pool's events and debug log as text. */
   const runPool = async (): Promise<{ result: unknown; seen: string[] }> => {
-    const seen: string[] = [];
-    const sink: LogSink = { write: (m) => void seen.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
-    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: { credentials: aws() }, logging: { componentSeverities: { connection: 'debug' }, path: sink } });
-    pool.events$.subscribe((e) => seen.push(shown(e)));
-    pool.ready();
-    try {
-      return { seen, result: await pool.withConnection((c) => c.command('admin', { connectionStatus: 1 })).catch((e: unknown) => e) };
-    } finally {
-      pool.close();
-    }
+    const messages: string[] = [];
+    const { events, result } = await runPoolOn(endpoint.address, messages);
+    return { result, seen: [...events, ...messages] };
   };
 
   it('a pool authenticates with a profile of the shared credentials file (AWS_PROFILE), which without the SDK fails at EC2 saying the SDK is needed', async function () {
