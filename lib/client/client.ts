@@ -19,7 +19,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage, type CommandLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -356,16 +356,17 @@ export class Client {
    * record adds, once it is read) and given to every subscriber; and the warnings of SRV polling (see {@link Client}),
    * given only to the subscribers of the time, as they recur), when `client` logs
    * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
-   * CMAP log messages of every pool, merged (when `connection` logs at `debug`), and the heartbeat messages of every
+   * CMAP log messages of every pool, merged (when `connection` logs at `debug`), the command messages of every pool
+   * (one {@link CommandLogMessage} per command event, when `command` logs at `debug`), and the heartbeat messages of every
    * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
    * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
    * to it, and nothing is made otherwise). Each message is also written to the logging destination. Empty when all
    * are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
    * "Connection pool created" one (as `events$` does the events), unless the client is closed.
    *
-   * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; server
-   * discovery and monitoring logging and monitoring spec, "Server Heartbeat Started/Succeeded/Failed" Log Messages;
-   * logging spec, "Components".
+   * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; command
+   * logging and monitoring spec, "Log Messages"; server discovery and monitoring logging and monitoring spec, "Server
+   * Heartbeat Started/Succeeded/Failed" Log Messages; logging spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */

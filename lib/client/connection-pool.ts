@@ -78,10 +78,12 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    * The log messages derived from `events$` (component `connection`): every CMAP message (level `debug`) when the
    * component logs at `debug` (see the `logging` option and MONGODB_LOG_CONNECTION / MONGODB_LOG_ALL); with leak
    * detection on (`leakDetectionThresholdMS`), its messages from level `warn` (leak suspected) or `info` (a suspect
-   * checked in) up. Otherwise it completes at once and nothing is built. Each message has the spec's structured keys
-   * (`toJSON()`) and its unstructured form (`render()`).
+   * checked in) up; and, when the `command` component logs at `debug` (MONGODB_LOG_COMMAND), one
+   * {@link CommandLogMessage} per event of `commandEvents$`. Otherwise it completes at once and nothing is built. Each
+   * message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`).
    *
-   * Source: CMAP spec, "Connection Pool Logging"; logging spec; leak messages: extension (see `ConnectionLogMessage`).
+   * Source: CMAP spec, "Connection Pool Logging"; command logging and monitoring spec, "Log Messages"; logging spec;
+   * leak messages: extension (see `ConnectionLogMessage`).
    */
   readonly log$: Observable<ConnectionLogMessage | CommandLogMessage>;
 

@@ -80,8 +80,8 @@ export interface LogSink {
 export interface LoggingOptions {
   /**
    * Minimum severity per component; `default` applies to components not named. CMAP messages are `debug`, so
-   * `{ connection: 'debug' }` turns them on; a client's heartbeat messages are `debug` messages of `topology`;
-   * connection string warnings are `warn` messages of `client`. Over
+   * `{ connection: 'debug' }` turns them on; the command messages are `debug` messages of `command`; a client's
+   * heartbeat messages are `debug` messages of `topology`; connection string warnings are `warn` messages of `client`. Over
    * MONGODB_LOG_CLIENT / MONGODB_LOG_COMMAND / MONGODB_LOG_CONNECTION / MONGODB_LOG_TOPOLOGY / MONGODB_LOG_ALL.
    */
   componentSeverities?: Partial<Record<LogComponent | 'default', LogLevel>> | undefined;
