@@ -83,7 +83,7 @@ export interface CommandInstrumentation extends Disposable {
  *
  * Mapping choices: a MongoDB "operation" in the conventions' sense is one command (a cursor's `find` and each
  * `getMore` are measured apart, as the conventions' MongoDB example does); a write whose reply holds write errors has
- * `ok: 1` and is a success, as for the command monitoring spec; a command whose events were not observed records
+ * `ok: 1` and is a success, as for the command logging and monitoring spec; a command whose events were not observed records
  * nothing (recording subscribes to `commandEvents$`, which makes each command build its events: the cost of
  * instrumenting). An instrument that throws is reported to OpenTelemetry's `diag` logger, never thrown.
  *
