@@ -105,7 +105,8 @@ export function speculativeStart(credentials: MongoCredentials, host?: string): 
  * undefined: the server never asks them to reauthenticate). The key
  * derivation runs off the event loop; `signal` ends the conversation (see {@link scramAuthenticate},
  * {@link x509Authenticate}); `remainingMS` gives the time left, in ms, to the deadline it aborts at (connectTimeoutMS),
- * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000; human callback 300000); `host`,
+ * which bounds a MONGODB-OIDC callback's `timeoutMS` (undefined: no deadline, 60000; human callback 300000, not
+ * bounded by it when `holdDeadline` is given); `host`,
  * the host connected to (no port), is what MONGODB-OIDC's human workflow checks against `ALLOWED_HOSTS`;
  * `holdDeadline` holds that deadline while MONGODB-OIDC's human callback runs (see {@link OidcOptions.holdDeadline}).
  *

@@ -479,7 +479,8 @@ export interface OidcOptions {
   /**
    * The time left, in ms, to the deadline `signal` aborts at (establishing a connection: its connectTimeoutMS); the
    * callback's `timeoutMS` is that, at most 60000, and its `timeoutContext` aborts with `signal` (without `signal`, on
-   * a timer of that length). Undefined when no deadline applies: 60000.
+   * a timer of that length). Undefined when no deadline applies: 60000. The OIDC_HUMAN_CALLBACK's is 300000 whatever
+   * is left when `holdDeadline` is given (the deadline is held instead), else what is left, at most 300000.
    */
   remainingMS?: (() => number) | undefined;
   /** The token the handshake carried speculatively ({@link oidcSpeculativeStart}). */
