@@ -61,8 +61,11 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   socketTimeoutMS?: number | undefined;
   /**
    * Compressors to offer, in order of preference: `zlib`, `snappy` (needs the optional package `snappy`), `zstd` (needs
-   * Node.js 22.15 or later), or `none`. Default: none offered. An unavailable snappy or zstd is an InvalidOptionError
-   * here; in a connection string it is left out of the offer with a warning.
+   * Node.js 22.15 or later), or `none`. Default: none offered. The first of them that the server's hello lists is
+   * used, whatever the server's order; a name given twice is offered once, in its first place. An unavailable snappy
+   * or zstd is an InvalidOptionError here; in a connection string it is left out of the offer with a warning.
+   *
+   * Source: OP_COMPRESSED spec (the first of the application's list that the server supports); URI options spec.
    */
   compressors?: readonly string[] | undefined;
   /** zlib level, -1 (zlib's default) to 9. Default -1. */
