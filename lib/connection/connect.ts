@@ -74,6 +74,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * it carries the one-step saslStart once the credentials hold a cached token (else one saslStart follows the hello),
  * and the connection then reauthenticates itself when a command fails with ReauthenticationRequired (391, see
  * {@link Connection.command}); unsubscribing (or the descriptor's signal aborting) before that destroys the socket.
+ * The factory carries `commandEvents$`, the command events of the application's commands on every connection it
+ * established (see {@link TcpConnectionFactory}).
  * Every TCP or TLS socket has TCP keepalive on, its first probe after
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
@@ -86,7 +88,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  *
  * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
  * `MAX_HELLO_REPLY_BYTES`, 1 MiB),
- * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed), `MongoServerError` (the handshake was refused),
+ * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed; held while a MONGODB-OIDC human callback runs),
+ * `MongoServerError` (the handshake was refused),
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
  * `SystemOverloadedError` and `RetryableError` labels (a refused or reset connection, the peer closing it during

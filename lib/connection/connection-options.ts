@@ -49,7 +49,8 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   driverInfo?: DriverInfoOptions | undefined;
   /**
    * Time allowed for socket connect (with a proxy, the SOCKS5 exchange too), TLS, handshake and authentication
-   * together, in ms, at most 2147483647 (one Node timer); 0 = no limit. Default 10000.
+   * together, in ms, at most 2147483647 (one Node timer); 0 = no limit. Default 10000. A MONGODB-OIDC human callback
+   * (a person signing in) does not count: it has its 5 minutes, this deadline held meanwhile.
    */
   connectTimeoutMS?: number | undefined;
   /**
