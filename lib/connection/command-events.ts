@@ -66,7 +66,10 @@ export interface CommandStartedEvent extends CommandEventFields {
 export interface CommandSucceededEvent extends CommandEventFields {
   /** The event's name; discriminates {@link CommandEvent}. */
   readonly type: 'CommandSucceeded';
-  /** ms from just before the message was written (after its encoding) to the reply, read as a document. */
+  /**
+   * ms from just after CommandStarted (the message encoded, not yet compressed or written) to the reply, read as a
+   * document: a compressed command's compression is counted.
+   */
   readonly duration: number;
   /**
    * The server's reply; `{}` for a sensitive command. The very object the command resolves to (not a copy, so that
@@ -85,7 +88,7 @@ export interface CommandSucceededEvent extends CommandEventFields {
 export interface CommandFailedEvent extends CommandEventFields {
   /** The event's name; discriminates {@link CommandEvent}. */
   readonly type: 'CommandFailed';
-  /** ms from just before the message was written to the failure. */
+  /** ms from just after CommandStarted (the message encoded, not yet compressed or written) to the failure. */
   readonly duration: number;
   /**
    * The error the command's Promise rejects with; for a sensitive command a server error is replaced by a

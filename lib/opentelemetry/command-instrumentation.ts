@@ -68,8 +68,8 @@ export interface CommandInstrumentation extends Disposable {
 /**
  * Records `db.client.operation.duration` (Histogram, double, unit `s`, the conventions' bucket boundaries advised)
  * for each command of `source` (a `ConnectionPool` or a `Client`): one measurement per CommandSucceeded or
- * CommandFailed, its `duration` in seconds (from just before the command was written to its reply or failure), with
- * the attributes of the conventions for MongoDB:
+ * CommandFailed, its `duration` in seconds (from just after its CommandStarted, before compression and the write, to
+ * its reply or failure), with the attributes of the conventions for MongoDB:
  *
  * | attribute | value |
  * | --- | --- |
