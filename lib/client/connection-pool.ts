@@ -93,8 +93,8 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    * authentication or a monitor's heartbeats; those of this pool's connections only, even when its factory serves
    * other pools too (their events then stay off this stream, and off this pool's log). Hot: what happens while
    * subscribed; completes once the pool is closed (or drained) and its last connection closed. While nobody
-   * subscribes (and the
-   * `command` log component is below `debug`), no connection builds an event: one property read per command. Emits
+   * subscribes (and the `command` log component is below `debug`), no connection builds an event: one property read
+   * per command. Emits
    * for connections of rxcmap's own factories (the default one, or one made by `connectionFactory`); with any other
    * `connectionFactory` it completes at once.
    *
