@@ -93,7 +93,8 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   directConnection?: boolean | undefined;
   /**
    * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
-   * connection string warnings), the `connection` component's `debug` messages (CMAP) and the `topology` component's
+   * connection string warnings), the `connection` component's `debug` messages (CMAP), the `command` component's
+   * `debug` messages (the application's commands: Command started, succeeded, failed) and the `topology` component's
    * `debug` messages (each monitor's heartbeats: Server heartbeat started, succeeded, failed).
    */
   logging?: LoggingOptions | undefined;

@@ -38,8 +38,9 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
   /** Options of the default connection factory (appName, timeouts, TLS, credentials, serverApi). Ignored when `connectionFactory` is given. */
   connectionOptions?: ConnectionOptions | undefined;
   /**
-   * Logging of the CMAP log messages (component `connection`, level `debug`), over the MONGODB_LOG_* environment
-   * variables. When enabled, the pool writes every message to the configured destination, and `log$` emits them.
+   * Logging of the CMAP log messages (component `connection`, level `debug`) and of the command messages (component
+   * `command`, level `debug`), over the MONGODB_LOG_* environment variables. When enabled, the pool writes every
+   * message to the configured destination, and `log$` emits them.
    */
   logging?: LoggingOptions | undefined;
 }
