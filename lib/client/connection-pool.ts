@@ -1,10 +1,12 @@
 /**
  * ConnectionPool: the pool with its default wiring, the composition root of one pool. It is the
  * {@link ConnectionPoolCore} state machine, plus what a MongoDB driver's pool has by default: real connections over
- * TCP/TLS (socket connect, OP_MSG `hello` handshake, authentication) unless a `connectionFactory` is given, and the
- * CMAP log feed (`log$`, written to the MONGODB_LOG_* destination).
+ * TCP/TLS (socket connect, OP_MSG `hello` handshake, authentication) unless a `connectionFactory` is given, the
+ * command events of its connections (`commandEvents$`), and the log feed (`log$`: CMAP and command messages, written
+ * to the MONGODB_LOG_* destination).
  *
- * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; logging spec.
+ * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; command logging
+ * and monitoring spec; logging spec.
  */
 import { EMPTY, filter, isObservable, map, merge, Subject, type Observable } from 'rxjs';
 import { parseAddress } from '../address';
@@ -47,7 +49,8 @@ export interface ConnectionPoolOptions<C extends PoolConnection = Connection> ex
 
 /**
  * A MongoDB connection pool for one Endpoint, per the CMAP specification, as one serialized reactive state machine
- * (see {@link ConnectionPoolCore} for everything it does), over real connections and with the CMAP log feed.
+ * (see {@link ConnectionPoolCore} for everything it does), over real connections, with their command events and the
+ * log feed.
  *
  * @example
  * ```ts
