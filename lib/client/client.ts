@@ -1,7 +1,7 @@
 /**
  * The client-level entry point: `connect(uri, options)` builds, for each host, one connection pool and one monitor
- * (none in load-balanced mode) sharing the same options, and offers one merged event feed, the log feed,
- * `command()` on a ready server, and `close()`.
+ * (none in load-balanced mode) sharing the same options, and offers one merged event feed, the merged command events
+ * (`commandEvents$`), the log feed, `command()` on a ready server, and `close()`.
  *
  * Source: CMAP spec ("Connection Pool Options": options at the client level, the same for all pools; parsing them
  * from a connection string); server monitoring spec (a monitor per server, pools readied and cleared by it); load
