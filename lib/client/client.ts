@@ -904,10 +904,8 @@ export class Client {
     let done!: () => void;
     // Listed first: a pool with nothing in use is done at once, as it is subscribed, and leaves the list then.
     this.retiringPools.set(pool, new Promise<void>((resolve) => (done = resolve)));
-    pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
+    whenDone(pool, feed, () => {
       this.retiringPools.delete(pool);
-      feed?.retired.next();
-      feed?.retired.complete();
       done();
     });
   }
@@ -1304,12 +1302,7 @@ export class Client {
       // Its feeds end once it is done (its last connection closed, after that batch's events): a subscription nobody
       // ends (an APM agent's) then no longer keeps the closed client reachable.
       const feed = this.hostFeeds.get(pool.address);
-      if (feed !== undefined) {
-        pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
-          feed.retired.next();
-          feed.retired.complete();
-        });
-      }
+      if (feed !== undefined) whenDone(pool, feed);
     }
     if (this.commandConnections.size > 0) {
       const closed = new ClientClosedError(this.hostsForErrors());
@@ -1368,6 +1361,18 @@ export class Client {
  */
 export function connect(uri: string, options: ClientOptions = {}): Client {
   return new Client(uri, options);
+}
+
+/**
+ * Once the closed `pool` is done (`state$` completes: its last connection closed, after that batch's events), runs
+ * `then` and ends `feed`, the feeds of its host: their subscribers' streams complete.
+ */
+function whenDone(pool: ConnectionPool<Connection>, feed: HostFeed | undefined, then?: () => void): void {
+  pool.state$.pipe(ignoreElements(), endWith(undefined)).subscribe(() => {
+    then?.();
+    feed?.retired.next();
+    feed?.retired.complete();
+  });
 }
 
 /**
