@@ -143,8 +143,10 @@ export interface IdpInfo {
 }
 
 /**
- * What an {@link OidcHumanCallback} is given: the {@link OidcCallbackParams} (its `timeoutMS` at most
- * {@link OIDC_HUMAN_CALLBACK_TIMEOUT_MS}), the IdpInfo and the cached refresh token, if any.
+ * What an {@link OidcHumanCallback} is given: the {@link OidcCallbackParams}, the IdpInfo and the cached refresh
+ * token, if any. Its `timeoutMS` is {@link OIDC_HUMAN_CALLBACK_TIMEOUT_MS} (300000): connectTimeoutMS, or
+ * reauthenticating the command's timeoutMS, is held while it runs, so neither shortens it nor aborts `timeoutContext`;
+ * the connection given up otherwise (its pool closed) still does.
  *
  * Source: auth spec, "OIDC Human Callback".
  */
@@ -238,7 +240,8 @@ class TokenCache {
       if (this.token !== undefined) return { token: this.token, cached: true };
       if (this.pending === undefined) break;
       // Another connection is fetching: its token, once cached, is ours too (a failed call: try our own). Our own
-      // signal still ends the wait: that call may run for up to its own timeoutMS (60000 ms at most). `hold`: the
+      // signal still ends the wait: that call may run for up to its own timeoutMS (60000 ms at most; a human callback
+      // 300000). `hold`: the
       // deadline is held meanwhile (another connection's human sign-in).
       const resume = hold?.();
       try {
