@@ -6,13 +6,13 @@
  * db.client.operation.duration" (Stable), "Semantic conventions for MongoDB"; command logging and monitoring spec
  * (the events).
  */
-import { diag, metrics, ValueType, type Attributes, type Histogram, type Meter } from '@opentelemetry/api';
+import { diag, ValueType, type Attributes, type Histogram, type Meter } from '@opentelemetry/api';
 import type { Observable, Subscription } from 'rxjs';
 import { parseAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { InvalidOptionError, MongoServerError } from '../errors';
-import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
-import { DRIVER_INFO } from '../version';
+import { rejectUnknownOptions, type ListsEveryOption } from '../options';
+import { meterOption } from './meter-option';
 import {
   ATTR_DB_COLLECTION_NAME,
   ATTR_DB_NAMESPACE,
@@ -119,12 +119,7 @@ export function instrumentCommands(source: InstrumentedCommands, options: Comman
     throw new InvalidOptionError('options', options, 'an object { meter? }, or nothing');
   }
   rejectUnknownOptions(options, COMMAND_INSTRUMENTATION_OPTION_NAMES, 'instrumentCommands');
-  const givenMeter = optionValue(options, 'meter');
-  const meter = givenMeter === undefined ? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version) : givenMeter;
-  if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function') {
-    throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
-  }
-  return new CommandMetricsRecorder(events$ as Observable<CommandEvent>, meter);
+  return new CommandMetricsRecorder(events$ as Observable<CommandEvent>, meterOption(options, ['createHistogram']));
 }
 
 /** The option names of {@link CommandInstrumentationOptions}. */

@@ -9,7 +9,6 @@
  */
 import {
   diag,
-  metrics,
   ValueType,
   type Attributes,
   type BatchObservableCallback,
@@ -24,7 +23,7 @@ import { InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
 import type { ConnectionPoolEvent } from '../events';
 import type { ConnectionPoolCore } from '../pool/connection-pool-core';
-import { DRIVER_INFO } from '../version';
+import { meterOption } from './meter-option';
 import {
   ATTR_DB_CLIENT_CONNECTION_POOL_NAME,
   ATTR_DB_CLIENT_CONNECTION_STATE,
@@ -187,13 +186,7 @@ export function instrumentConnectionPool(
     throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
   }
   rejectUnknownOptions(options, INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPool');
-  // Only a missing meter means the default: a null one is refused like any other value that is not a Meter, rather
-  // than sending the pool's metrics to the global MeterProvider unseen.
-  const givenMeter = optionValue(options, 'meter');
-  const meter = givenMeter === undefined ? metrics.getMeter(DRIVER_INFO.name, DRIVER_INFO.version) : givenMeter;
-  if (meter === null || typeof meter !== 'object' || typeof meter.createHistogram !== 'function' || typeof meter.addBatchObservableCallback !== 'function') {
-    throw new InvalidOptionError('meter', meter, 'an OpenTelemetry Meter (e.g. metrics.getMeter(name) of @opentelemetry/api)');
-  }
+  const meter = meterOption(options, ['createHistogram', 'addBatchObservableCallback']);
   const given = optionValue(options, 'poolName');
   if (given !== undefined && (typeof given !== 'string' || given === '')) {
     throw new InvalidOptionError('poolName', given, 'a non-empty string');
