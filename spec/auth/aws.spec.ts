@@ -429,7 +429,9 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       });
 
       it('ends each request at its deadline (10 s; 150 ms here): an endpoint silent, or trickling its answer a byte at a time', async function () {
-        const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 1500 ms'), 1500))]);
+        const guards: NodeJS.Timeout[] = [];
+        const within = (work: Promise<unknown>): Promise<unknown> =>
+          Promise.race([rejection(work), new Promise((resolve) => guards.push(setTimeout(() => resolve('still waiting after 1500 ms'), 1500)))]);
         const trickled: number[] = [];
         const slow = http.createServer((req, res) => {
           if (req.url === '/silent') return;
@@ -456,15 +458,39 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
           await new Promise((resolve) => setTimeout(resolve, 120));
           expect(trickled.length).to.equal(sent);
         } finally {
+          guards.forEach(clearTimeout);
           slow.closeAllConnections();
           slow.close();
         }
-        // An answer within the deadline is read; the deadline's timer does not outlive it (the default is 10 s).
+        // An answer within the deadline is read; the deadline's timer does not outlive it (the default is 10 s). The
+        // request's own timers are followed, not the process's count, which other tests' timers change meanwhile.
         answer = () => [200, creds('2100-01-01T00:00:00Z')];
         setAwsEnvironmentForTests({ ecs: base, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
-        const before = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-        expect(await awsCredentials(aws())).to.deep.include({ accessKeyId: 'tmp-key' });
-        expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).to.equal(before);
+        const armed = new Set<unknown>();
+        let deadlines = 0;
+        const realSet = globalThis.setTimeout;
+        const realClear = globalThis.clearTimeout;
+        globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => {
+          const timer = Reflect.apply(realSet, globalThis, [fn, ms, ...rest]) as NodeJS.Timeout;
+          if (ms === 10_000) {
+            deadlines += 1;
+            armed.add(timer);
+          }
+          return timer;
+        }) as typeof setTimeout;
+        globalThis.clearTimeout = ((timer: NodeJS.Timeout | undefined) => {
+          armed.delete(timer);
+          realClear(timer);
+        }) as typeof clearTimeout;
+        let credentials: unknown;
+        try {
+          credentials = await awsCredentials(aws());
+        } finally {
+          globalThis.setTimeout = realSet;
+          globalThis.clearTimeout = realClear;
+        }
+        expect(credentials).to.deep.include({ accessKeyId: 'tmp-key' });
+        expect([deadlines, armed.size]).to.deep.equal([1, 0]);
       });
 
       describe('the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity; extension, as the AWS SDK)', function () {
