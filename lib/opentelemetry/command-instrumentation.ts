@@ -8,20 +8,16 @@
  */
 import { diag, ValueType, type Attributes, type Histogram, type Meter } from '@opentelemetry/api';
 import type { Observable, Subscription } from 'rxjs';
-import { parseAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
-import { InvalidOptionError, MongoServerError } from '../errors';
+import { InvalidOptionError } from '../errors';
 import { rejectUnknownOptions, type ListsEveryOption } from '../options';
-import { meterOption } from './meter-option';
+import { addFailureAttributes, commandCollection, ServerAttributes } from './command-attributes';
+import { meterOption } from './provider-option';
 import {
   ATTR_DB_COLLECTION_NAME,
   ATTR_DB_NAMESPACE,
   ATTR_DB_OPERATION_NAME,
-  ATTR_DB_RESPONSE_STATUS_CODE,
   ATTR_DB_SYSTEM_NAME,
-  ATTR_ERROR_TYPE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
   DB_CLIENT_CONNECTION_TIME_BUCKETS,
   DB_SYSTEM_NAME_VALUE_MONGODB,
   METRIC_DB_CLIENT_OPERATION_DURATION,
@@ -76,7 +72,7 @@ export interface CommandInstrumentation extends Disposable {
  * | `db.system.name` | `mongodb` |
  * | `db.operation.name` | the command's name (`find`, `insert`, `getMore`) |
  * | `db.namespace` | the database |
- * | `db.collection.name` | the command's first value when it is a string (`{ find: 'orders' }`: `orders`); absent otherwise, and for a sensitive command (its document is not published) |
+ * | `db.collection.name` | the command's first value when it is a string (`{ find: 'orders' }`: `orders`), a `getMore`'s `collection`; absent otherwise, on the `admin` database, and for a sensitive command (its document is not published) |
  * | `server.address`, `server.port` | the server (no port for a Unix domain socket) |
  * | `error.type` | failed only: a server error's code as a string (`11000`), else the error's name (`MongoNetworkError`, `MongoNetworkTimeoutError`) |
  * | `db.response.status_code` | failed with a server error only: its code as a string |
@@ -134,7 +130,7 @@ class CommandMetricsRecorder implements CommandInstrumentation {
   /** The collection of each command in flight, by request id (from its CommandStarted): none for the others. */
   private readonly collections = new Map<number, string>();
   /** The server attributes of each address met, made once. */
-  private readonly servers = new Map<string, Attributes>();
+  private readonly servers = new ServerAttributes();
 
   constructor(events$: Observable<CommandEvent>, meter: Meter) {
     this.duration = meter.createHistogram(METRIC_DB_CLIENT_OPERATION_DURATION, {
@@ -163,8 +159,8 @@ class CommandMetricsRecorder implements CommandInstrumentation {
   private record(event: CommandEvent): void {
     try {
       if (event.type === 'CommandStarted') {
-        const first: unknown = event.command[event.commandName];
-        if (typeof first === 'string' && first !== '') this.collections.set(event.requestId, first);
+        const collection = commandCollection(event.commandName, event.command, event.databaseName);
+        if (collection !== undefined) this.collections.set(event.requestId, collection);
         return;
       }
       const collection = this.collections.get(event.requestId);
@@ -174,27 +170,12 @@ class CommandMetricsRecorder implements CommandInstrumentation {
         [ATTR_DB_OPERATION_NAME]: event.commandName,
         [ATTR_DB_NAMESPACE]: event.databaseName,
         ...(collection === undefined ? {} : { [ATTR_DB_COLLECTION_NAME]: collection }),
-        ...this.server(event.address),
+        ...this.servers.of(event.address),
       };
-      if (event.type === 'CommandFailed') {
-        const code = event.failure instanceof MongoServerError ? event.failure.code : undefined;
-        if (code !== undefined) attributes[ATTR_DB_RESPONSE_STATUS_CODE] = String(code);
-        attributes[ATTR_ERROR_TYPE] = code !== undefined ? String(code) : event.failure.name;
-      }
+      if (event.type === 'CommandFailed') addFailureAttributes(attributes, event.failure);
       this.duration.record(event.duration / 1000, attributes);
     } catch (error) {
       diag.error(`rxcmap: recording ${event.type} of ${event.commandName} failed`, error);
     }
-  }
-
-  /** `server.address` and (not for a Unix domain socket) `server.port` of `address`. */
-  private server(address: string): Attributes {
-    let attributes = this.servers.get(address);
-    if (attributes === undefined) {
-      const server = parseAddress(address);
-      attributes = { [ATTR_SERVER_ADDRESS]: server.host, ...(server.port === undefined ? {} : { [ATTR_SERVER_PORT]: server.port }) };
-      this.servers.set(address, attributes);
-    }
-    return attributes;
   }
 }

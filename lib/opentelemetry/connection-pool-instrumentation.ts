@@ -23,7 +23,7 @@ import { InvalidOptionError } from '../errors';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
 import type { ConnectionPoolEvent } from '../events';
 import type { ConnectionPoolCore } from '../pool/connection-pool-core';
-import { meterOption } from './meter-option';
+import { meterOption } from './provider-option';
 import {
   ATTR_DB_CLIENT_CONNECTION_POOL_NAME,
   ATTR_DB_CLIENT_CONNECTION_STATE,

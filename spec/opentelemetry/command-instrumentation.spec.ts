@@ -77,6 +77,9 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
     // A sensitive command's document is not published: no collection is read from it.
     const updateUser = points.find((p) => p.attributes['db.operation.name'] === 'updateUser')!;
     expect(updateUser.attributes).to.not.have.property('db.collection.name');
+    // A command on admin names no collection: configureFailPoint's first value is a fail point.
+    const failPoint = points.find((p) => p.attributes['db.operation.name'] === 'configureFailPoint')!;
+    expect(failPoint.attributes).to.not.have.property('db.collection.name');
     const insert = points.find((p) => p.attributes['db.operation.name'] === 'insert')!;
     expect(insert.attributes).to.deep.include({ 'db.collection.name': 'orders', 'error.type': '11000', 'db.response.status_code': '11000' });
     const update = points.find((p) => p.attributes['db.operation.name'] === 'update')!;
