@@ -545,21 +545,24 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
   } catch (e) {
     return { code, codeName, response: `(the reply cannot be read: ${inWords(e)})` };
   }
-  return { code, codeName, response: responseText(response, maxDocumentLength) };
+  return { code, codeName, response: documentText(response, maxDocumentLength) };
 }
 
 /**
- * A server reply as relaxed Extended JSON, truncated to `maxDocumentLength`; only the part of the reply that shows
- * within that length is written (see {@link documentPrefix}), so a huge reply costs no more than a small one. A reply
- * that cannot be written (a getter that throws, say: a user factory's error can hold anything) is said to be so,
- * rather than throwing where the log message is built, in an `events$` subscriber.
+ * A document (a command or a server reply) as relaxed Extended JSON, truncated to `maxDocumentLength` (cut text ends
+ * with `...`); only the part of the document that shows within that length is written (see {@link documentPrefix}),
+ * so a huge reply costs no more than a small one. A document that cannot be written (a getter that throws, say: a
+ * user factory's error can hold anything) is said to be so, rather than throwing where the log message (or span) is
+ * built, in an `events$` subscriber.
+ *
+ * Source: logging spec, "Configurable Max Document Length".
  */
-function responseText(response: unknown, maxDocumentLength: number): string {
+export function documentText(response: unknown, maxDocumentLength: number): string {
   let text: string;
   try {
     text = EJSON.stringify(documentPrefix(response, maxDocumentLength), { relaxed: true });
   } catch (error) {
-    text = `(the reply cannot be written as Extended JSON: ${inWords(error)})`;
+    text = `(the document cannot be written as Extended JSON: ${inWords(error)})`;
   }
   return truncate(text, maxDocumentLength);
 }
@@ -721,7 +724,7 @@ export function heartbeatLogMessage(
     case 'ServerHeartbeatStarted':
       return new TopologyLogMessage(event.time, { message: 'Server heartbeat started', ...common });
     case 'ServerHeartbeatSucceeded':
-      return new TopologyLogMessage(event.time, { message: 'Server heartbeat succeeded', ...common, durationMS: event.duration, reply: responseText(event.reply, maxDocumentLength) });
+      return new TopologyLogMessage(event.time, { message: 'Server heartbeat succeeded', ...common, durationMS: event.duration, reply: documentText(event.reply, maxDocumentLength) });
     case 'ServerHeartbeatFailed':
       return new TopologyLogMessage(event.time, { message: 'Server heartbeat failed', ...common, durationMS: event.duration, failure: logError(event.error, maxDocumentLength) });
   }
@@ -769,9 +772,9 @@ export function commandLogMessage(event: CommandEvent, server: ServerAddress, ma
   };
   switch (event.type) {
     case 'CommandStarted':
-      return new CommandLogMessage(event.time, { message: 'Command started', ...common, command: responseText(event.command, maxDocumentLength) });
+      return new CommandLogMessage(event.time, { message: 'Command started', ...common, command: documentText(event.command, maxDocumentLength) });
     case 'CommandSucceeded':
-      return new CommandLogMessage(event.time, { message: 'Command succeeded', ...common, durationMS: event.duration, reply: responseText(event.reply, maxDocumentLength) });
+      return new CommandLogMessage(event.time, { message: 'Command succeeded', ...common, durationMS: event.duration, reply: documentText(event.reply, maxDocumentLength) });
     case 'CommandFailed':
       return new CommandLogMessage(event.time, { message: 'Command failed', ...common, durationMS: event.duration, failure: logError(event.failure, maxDocumentLength) });
   }

@@ -1,10 +1,10 @@
 /**
- * `rxcmap/opentelemetry`: the OpenTelemetry database client connection pool metrics of a pool, and the operation
- * duration of its (or a client's) commands. A separate entry point, so that only applications that use it need
- * `@opentelemetry/api` (an optional peer dependency).
+ * `rxcmap/opentelemetry`: the OpenTelemetry database client connection pool metrics of a pool, the operation
+ * duration of its (or a client's) commands, and a span per command. A separate entry point, so that only applications
+ * that use it need `@opentelemetry/api` (an optional peer dependency).
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", sections
- * "Connection pools" and "Database operation".
+ * "Connection pools" and "Database operation"; MongoDB OpenTelemetry spec, "Instrumenting Server Commands".
  *
  * @packageDocumentation
  */
@@ -16,4 +16,6 @@ export type {
 } from './connection-pool-instrumentation';
 export { instrumentCommands } from './command-instrumentation';
 export type { CommandInstrumentation, CommandInstrumentationOptions, InstrumentedCommands } from './command-instrumentation';
+export { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from './command-tracing';
+export type { CommandTracing, CommandTracingOptions } from './command-tracing';
 export * from './semantic-conventions';

@@ -162,3 +162,42 @@ export const ATTR_DB_RESPONSE_STATUS_CODE = 'db.response.status_code';
 
 /** `error.type`: the class of error an operation ended with, present if and only if it failed. Source: attribute registry "error". */
 export const ATTR_ERROR_TYPE = 'error.type';
+
+/** `db.command.name`: the name of the server command a command span describes. Source: MongoDB OpenTelemetry spec, "Command Span Attributes". */
+export const ATTR_DB_COMMAND_NAME = 'db.command.name';
+
+/**
+ * `db.query.summary`: for a MongoDB command span, `<command> <database>.<collection>`, or `<command> <database>` when
+ * it names no collection. Source: MongoDB OpenTelemetry spec, "db.query.summary"; attribute registry "db" (Stable).
+ */
+export const ATTR_DB_QUERY_SUMMARY = 'db.query.summary';
+
+/**
+ * `db.query.text`: the command sent, as relaxed Extended JSON (opt-in, truncated). Source: MongoDB OpenTelemetry spec,
+ * "db.query.text"; attribute registry "db" (Stable).
+ */
+export const ATTR_DB_QUERY_TEXT = 'db.query.text';
+
+/** `network.transport`: `tcp`, or `unix` for a Unix domain socket. Source: attribute registry "network" (Stable). */
+export const ATTR_NETWORK_TRANSPORT = 'network.transport';
+
+/** `network.transport` value `tcp`. Source: attribute registry "network". */
+export const NETWORK_TRANSPORT_VALUE_TCP = 'tcp';
+
+/** `network.transport` value `unix`. Source: attribute registry "network". */
+export const NETWORK_TRANSPORT_VALUE_UNIX = 'unix';
+
+/** `db.mongodb.driver_connection_id` (int): the driver's id of the connection. Source: MongoDB OpenTelemetry spec. */
+export const ATTR_DB_MONGODB_DRIVER_CONNECTION_ID = 'db.mongodb.driver_connection_id';
+
+/** `db.mongodb.server_connection_id` (int): the server's id of the connection. Source: MongoDB OpenTelemetry spec. */
+export const ATTR_DB_MONGODB_SERVER_CONNECTION_ID = 'db.mongodb.server_connection_id';
+
+/** `db.mongodb.cursor_id` (int64): the cursor a command creates or uses. Source: MongoDB OpenTelemetry spec. */
+export const ATTR_DB_MONGODB_CURSOR_ID = 'db.mongodb.cursor_id';
+
+/** `db.mongodb.lsid` (string): the logical session id a command carries. Source: MongoDB OpenTelemetry spec. */
+export const ATTR_DB_MONGODB_LSID = 'db.mongodb.lsid';
+
+/** `db.mongodb.txn_number` (int64): the transaction number a command carries. Source: MongoDB OpenTelemetry spec. */
+export const ATTR_DB_MONGODB_TXN_NUMBER = 'db.mongodb.txn_number';

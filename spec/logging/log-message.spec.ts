@@ -329,7 +329,7 @@ describe('connection log messages', function () {
       },
     });
     const logged = await loggedFailure(new MongoServerError(reply));
-    expect(logged).to.include({ message: 'odd', response: '(the reply cannot be written as Extended JSON: no reading this)' });
+    expect(logged).to.include({ message: 'odd', response: '(the document cannot be written as Extended JSON: no reading this)' });
   });
 
   it("writes a factory's error whose name, message or labels cannot be read, or are not strings, instead of throwing in the events$ subscriber", async function () {

@@ -1,0 +1,314 @@
+/**
+ * OpenTelemetry spans for a pool's or client's commands, made from their command events (`commandEvents$`): one span
+ * of kind CLIENT per command, a child of the span active where the command was called.
+ *
+ * Source: MongoDB OpenTelemetry spec, "Instrumenting Server Commands" (span name, kind, attributes, exceptions,
+ * `db.query.text`), "Tracer Attributes", "Security Implication"; OpenTelemetry semantic conventions v1.44.0, "Semantic
+ * conventions for database client spans", "Recording errors"; command logging and monitoring spec (the events).
+ */
+import { context, diag, SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { Binary, Long, type Document } from 'bson';
+import type { Observable, Subscription } from 'rxjs';
+import type { CommandEvent, CommandStartedEvent } from '../connection/command-events';
+import { InvalidOptionError } from '../errors';
+import { documentText } from '../logging/log-message';
+import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
+import { addFailureAttributes, commandCollection, ServerAttributes } from './command-attributes';
+import type { InstrumentedCommands } from './command-instrumentation';
+import { tracerOption } from './provider-option';
+import {
+  ATTR_DB_COLLECTION_NAME,
+  ATTR_DB_COMMAND_NAME,
+  ATTR_DB_MONGODB_CURSOR_ID,
+  ATTR_DB_MONGODB_DRIVER_CONNECTION_ID,
+  ATTR_DB_MONGODB_LSID,
+  ATTR_DB_MONGODB_SERVER_CONNECTION_ID,
+  ATTR_DB_MONGODB_TXN_NUMBER,
+  ATTR_DB_NAMESPACE,
+  ATTR_DB_QUERY_SUMMARY,
+  ATTR_DB_QUERY_TEXT,
+  ATTR_DB_SYSTEM_NAME,
+  ATTR_NETWORK_TRANSPORT,
+  ATTR_SERVER_PORT,
+  DB_SYSTEM_NAME_VALUE_MONGODB,
+  NETWORK_TRANSPORT_VALUE_TCP,
+  NETWORK_TRANSPORT_VALUE_UNIX,
+} from './semantic-conventions';
+
+/**
+ * The environment variable whose positive integer value is the default {@link CommandTracingOptions.queryTextMaxLength}.
+ *
+ * Source: MongoDB OpenTelemetry spec, "Environment Variables for configuring OpenTelemetry"
+ * (`OTEL_#{LANG}_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH`, `NODE` for Node.js as in OpenTelemetry JS's own
+ * `OTEL_NODE_*` variables).
+ */
+export const QUERY_TEXT_MAX_LENGTH_ENV = 'OTEL_NODE_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH';
+
+/**
+ * Options of {@link traceCommands}.
+ *
+ * Source: MongoDB OpenTelemetry spec, "`MongoClient` Options for configuring OpenTelemetry on the client level"
+ * (`query_text_max_length`); extension: `tracer` defaults as OpenTelemetry instrumentations do.
+ */
+export interface CommandTracingOptions {
+  /**
+   * The Tracer that makes the spans. Default: `trace.getTracer('rxcmap', <version>)` of `@opentelemetry/api`, which
+   * makes no-op spans until an SDK TracerProvider is registered globally.
+   */
+  tracer?: Tracer | undefined;
+  /**
+   * The most UTF-16 code units of `db.query.text`, an integer from 0 to 2^31 - 1; 0 leaves the attribute out. A
+   * longer text is cut there and ends with `...`. Default: the value of {@link QUERY_TEXT_MAX_LENGTH_ENV} when it is a
+   * positive integer, else 0. The text holds the values of the command (filters, documents): turn it on knowing where
+   * the spans go.
+   */
+  queryTextMaxLength?: number | undefined;
+}
+
+/**
+ * The handle of traced commands: {@link unsubscribe} (or a `using` declaration) stops tracing.
+ *
+ * Source: extension (RxJS `Subscription.unsubscribe`, TC39 explicit resource management `Symbol.dispose`).
+ */
+export interface CommandTracing extends Disposable {
+  /** Whether tracing has ended: unsubscribed and no span left open, or the source's `commandEvents$` completed. */
+  readonly closed: boolean;
+  /**
+   * Stops tracing (idempotent): no span is started from then on; those open end with their commands, and then the
+   * commands' events are no longer built for it.
+   */
+  unsubscribe(): void;
+  /** The same as {@link unsubscribe}, for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * Makes one span per command of `source` (a `ConnectionPool` or a `Client`), from its CommandStarted to its
+ * CommandSucceeded or CommandFailed:
+ *
+ * - name: the command's name (`find`, `insert`, `getMore`); kind CLIENT; parent: the span active where
+ *   `Connection.command` was called (the command's operation span in a driver built on rxcmap), whose async context
+ *   CommandStarted is published in;
+ * - attributes, given when the span starts (for samplers):
+ *
+ * | attribute | value |
+ * | --- | --- |
+ * | `db.system.name` | `mongodb` |
+ * | `db.command.name` | the command's name |
+ * | `db.namespace` | the database |
+ * | `db.collection.name` | the collection the command names (its first value when a string, a `getMore`'s `collection`); absent on `admin` and for a command naming none (`{ ping: 1 }`, `{ aggregate: 1 }`) |
+ * | `db.query.summary` | `<command> <database>.<collection>`, or `<command> <database>` |
+ * | `server.address`, `server.port` | the server (no port for a Unix domain socket) |
+ * | `network.transport` | `tcp`, or `unix` for a Unix domain socket |
+ * | `db.mongodb.driver_connection_id`, `db.mongodb.server_connection_id` | the connection's ids (the server's when its hello gave one) |
+ * | `db.mongodb.lsid` | the command's `lsid.id` as a UUID string, when it carries one |
+ * | `db.mongodb.txn_number` | its `txnNumber`, when it carries one |
+ * | `db.mongodb.cursor_id` | a `getMore`'s cursor, or the cursor a reply opens (`cursor.id` other than 0); added at the end for the latter |
+ * | `db.query.text` | only with {@link CommandTracingOptions.queryTextMaxLength}: the command as relaxed Extended JSON without `lsid`, `$db`, `$clusterTime` and `signature` |
+ *
+ * - a failed command: status ERROR with the error's message, the exception recorded (an `exception` event with its
+ *   class name as `exception.type`, its message and stack), `error.type` (a server error's code as a string, else the error's name, as for
+ *   `db.client.operation.duration`) and, for a server error, `db.response.status_code`;
+ * - a sensitive command (authentication, user management, a hello carrying `speculativeAuthenticate`: their command
+ *   is withheld from the events) has no span; nor have the handshake and the monitors' heartbeats, which publish no
+ *   events.
+ *
+ * A cursor id or transaction number beyond 2^53 - 1 is given as its decimal string (a number would lose digits). A
+ * span or a Tracer that throws is reported to OpenTelemetry's `diag` logger, never to the command. Tracing subscribes
+ * to `commandEvents$`, so each command builds its events (the cost of tracing); with no SDK registered, spans are
+ * no-ops but the events are still built: call this only to trace.
+ *
+ * @example
+ * ```ts
+ * import { trace } from '@opentelemetry/api';
+ * import { connect } from 'rxcmap';
+ * import { traceCommands } from 'rxcmap/opentelemetry';
+ *
+ * const client = connect('mongodb://localhost:27017');
+ * using tracing = traceCommands(client, { tracer: trace.getTracer('my-service') });
+ * ```
+ *
+ * @param source a `ConnectionPool` or a `Client` (anything with `commandEvents$`).
+ * @param options the Tracer and the query text's length; see {@link CommandTracingOptions}.
+ * @returns the handle that stops tracing.
+ * @throws {InvalidOptionError} for a `source` without `commandEvents$` (option `source`), options that are not an
+ *   object (option `options`), a key that is not one of its options (named, with the closest one), a `tracer` that is
+ *   not an OpenTelemetry Tracer (option `tracer`), or a `queryTextMaxLength` (or the environment variable's value when
+ *   the option is not given and the variable is set) that is not an integer from 0 to 2^31 - 1.
+ *
+ * Source: MongoDB OpenTelemetry spec, "Instrumenting Server Commands" (a span per command sent, except sensitive
+ * ones; name, kind CLIENT, attributes; an exception recorded on failure), "db.query.text" (off by default, truncated
+ * to the configured length), "Security Implication"; semantic conventions, "Recording errors" (status ERROR with the
+ * exception's message, `error.type` the same as the metric's). Disabled until called: the spec's "disabled by default".
+ */
+export function traceCommands(source: InstrumentedCommands, options: CommandTracingOptions = {}): CommandTracing {
+  const events$: unknown = source === null || typeof source !== 'object' ? undefined : (source as { commandEvents$?: unknown }).commandEvents$;
+  if (events$ === null || typeof events$ !== 'object' || typeof (events$ as { subscribe?: unknown }).subscribe !== 'function') {
+    throw new InvalidOptionError('source', source, 'a ConnectionPool or Client (an object with commandEvents$)');
+  }
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('options', options, 'an object { tracer?, queryTextMaxLength? }, or nothing');
+  }
+  rejectUnknownOptions(options, COMMAND_TRACING_OPTION_NAMES, 'traceCommands');
+  const tracer = tracerOption(options, ['startSpan']);
+  return new CommandSpans(events$ as Observable<CommandEvent>, tracer, queryTextMaxLength(optionValue(options, 'queryTextMaxLength')));
+}
+
+/** The option names of {@link CommandTracingOptions}. */
+const COMMAND_TRACING_OPTION_NAMES = ['tracer', 'queryTextMaxLength'] as const;
+COMMAND_TRACING_OPTION_NAMES satisfies readonly (keyof CommandTracingOptions)[];
+true satisfies ListsEveryOption<CommandTracingOptions, typeof COMMAND_TRACING_OPTION_NAMES>;
+
+/** The largest `queryTextMaxLength`. */
+const MAX_QUERY_TEXT_LENGTH = 0x7fffffff;
+
+/** `queryTextMaxLength` as given, else from {@link QUERY_TEXT_MAX_LENGTH_ENV}, else 0; refused unless an integer in range. */
+function queryTextMaxLength(given: unknown): number {
+  const fromEnvironment = given === undefined ? process.env[QUERY_TEXT_MAX_LENGTH_ENV] : undefined;
+  if (given === undefined && (fromEnvironment === undefined || fromEnvironment === '')) return 0;
+  const value = given === undefined ? Number(fromEnvironment) : given;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_QUERY_TEXT_LENGTH || (given === undefined && !/^\d+$/.test(fromEnvironment ?? ''))) {
+    const name = given === undefined ? QUERY_TEXT_MAX_LENGTH_ENV : 'queryTextMaxLength';
+    throw new InvalidOptionError(name, given === undefined ? fromEnvironment : given, `an integer from 0 to ${MAX_QUERY_TEXT_LENGTH} (0: no db.query.text)`);
+  }
+  return value;
+}
+
+/** The top-level fields `db.query.text` leaves out. Source: MongoDB OpenTelemetry spec, "db.query.text". */
+const QUERY_TEXT_OMITTED: ReadonlySet<string> = new Set(['lsid', '$db', '$clusterTime', 'signature']);
+
+/** The spans behind {@link traceCommands}. */
+class CommandSpans implements CommandTracing {
+  private readonly subscription: Subscription;
+  /** The span of each command in flight, by request id. */
+  private readonly open = new Map<number, Span>();
+  private readonly servers = new ServerAttributes();
+  /** Unsubscribed: no span starts; the subscription ends once none is open. */
+  private stopping = false;
+
+  constructor(
+    events$: Observable<CommandEvent>,
+    private readonly tracer: Tracer,
+    private readonly queryTextMaxLength: number,
+  ) {
+    this.subscription = events$.subscribe({ next: (event) => this.record(event), complete: () => this.endAll() });
+  }
+
+  get closed(): boolean {
+    return this.subscription.closed;
+  }
+
+  unsubscribe(): void {
+    this.stopping = true;
+    if (this.open.size === 0) this.subscription.unsubscribe();
+  }
+
+  [Symbol.dispose](): void {
+    this.unsubscribe();
+  }
+
+  /** Starts or ends a span for one event; never throws (it runs inside a `commandEvents$` subscriber). */
+  private record(event: CommandEvent): void {
+    try {
+      if (event.type === 'CommandStarted') {
+        if (!this.stopping) this.start(event);
+        return;
+      }
+      const span = this.open.get(event.requestId);
+      if (span === undefined) return;
+      this.open.delete(event.requestId);
+      try {
+        if (event.type === 'CommandSucceeded') {
+          const cursorId = replyCursorId(event.reply);
+          if (cursorId !== undefined && event.commandName !== 'getMore') span.setAttribute(ATTR_DB_MONGODB_CURSOR_ID, cursorId);
+        } else {
+          const attributes: Attributes = {};
+          addFailureAttributes(attributes, event.failure);
+          span.setAttributes(attributes);
+          // Its class as exception.type (the SDK would take a server error's code, which error.type holds already).
+          const { name, message, stack } = event.failure;
+          span.recordException(stack === undefined ? { name, message } : { name, message, stack });
+          span.setStatus({ code: SpanStatusCode.ERROR, message: event.failure.message });
+        }
+      } finally {
+        span.end();
+      }
+    } catch (error) {
+      diag.error(`rxcmap: tracing ${event.type} of ${event.commandName} failed`, error);
+    } finally {
+      if (this.stopping && this.open.size === 0) this.subscription?.unsubscribe();
+    }
+  }
+
+  /** Starts the span of a command, unless it is sensitive (its command withheld: `{}`, where any other has `$db`). */
+  private start(event: CommandStartedEvent): void {
+    const command = event.command;
+    if (!Object.prototype.hasOwnProperty.call(command, '$db')) return;
+    const name = event.commandName;
+    const database = event.databaseName;
+    const collection = commandCollection(name, command, database);
+    const server = this.servers.of(event.address);
+    const attributes: Attributes = {
+      [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_MONGODB,
+      [ATTR_DB_COMMAND_NAME]: name,
+      [ATTR_DB_NAMESPACE]: database,
+      ...(collection === undefined ? {} : { [ATTR_DB_COLLECTION_NAME]: collection }),
+      [ATTR_DB_QUERY_SUMMARY]: collection === undefined ? `${name} ${database}` : `${name} ${database}.${collection}`,
+      ...server,
+      [ATTR_NETWORK_TRANSPORT]: server[ATTR_SERVER_PORT] === undefined ? NETWORK_TRANSPORT_VALUE_UNIX : NETWORK_TRANSPORT_VALUE_TCP,
+      [ATTR_DB_MONGODB_DRIVER_CONNECTION_ID]: event.connectionId,
+      ...(event.serverConnectionId === undefined ? {} : { [ATTR_DB_MONGODB_SERVER_CONNECTION_ID]: event.serverConnectionId }),
+    };
+    addCommandFields(attributes, name, command);
+    if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(queryDocument(command), this.queryTextMaxLength);
+    const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, context.active());
+    this.open.set(event.requestId, span);
+  }
+
+  /** Ends the spans still open when `commandEvents$` completes (none, once every command has settled). */
+  private endAll(): void {
+    for (const span of this.open.values()) span.end();
+    this.open.clear();
+  }
+}
+
+/** Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never throws. */
+function addCommandFields(attributes: Attributes, name: string, command: Readonly<Document>): void {
+  try {
+    const lsid: unknown = (command.lsid as { id?: unknown } | undefined)?.id;
+    if (lsid instanceof Binary && lsid.sub_type === Binary.SUBTYPE_UUID && lsid.length() === 16) attributes[ATTR_DB_MONGODB_LSID] = lsid.toUUID().toHexString(true);
+    const txnNumber = int64(command.txnNumber);
+    if (txnNumber !== undefined) attributes[ATTR_DB_MONGODB_TXN_NUMBER] = txnNumber;
+    if (name === 'getMore') {
+      const cursorId = int64(command.getMore);
+      if (cursorId !== undefined) attributes[ATTR_DB_MONGODB_CURSOR_ID] = cursorId;
+    }
+  } catch {
+    // A field that cannot be read is left out.
+  }
+}
+
+/** The cursor a reply opens (`cursor.id`, not 0), else undefined. Never throws. */
+function replyCursorId(reply: Readonly<Document>): number | string | undefined {
+  try {
+    const id = int64((reply.cursor as { id?: unknown } | undefined)?.id);
+    return id === 0 || id === '0' ? undefined : id;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An int64 as an attribute value: a number when exact, else its decimal string; undefined for anything else. */
+function int64(value: unknown): number | string | undefined {
+  if (typeof value === 'number') return Number.isInteger(value) ? value : undefined;
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (Long.isLong(value)) return value.lessThanOrEqual(Number.MAX_SAFE_INTEGER) && value.greaterThanOrEqual(Number.MIN_SAFE_INTEGER) ? value.toNumber() : value.toString();
+  return undefined;
+}
+
+/** `command` without the fields `db.query.text` leaves out, as a new object (the event's command is shared). */
+function queryDocument(command: Readonly<Document>): Document {
+  const shown: Document = {};
+  for (const key of Object.keys(command)) if (!QUERY_TEXT_OMITTED.has(key)) shown[key] = command[key];
+  return shown;
+}

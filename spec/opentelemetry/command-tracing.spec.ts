@@ -1,0 +1,256 @@
+/**
+ * traceCommands: a span per command from a pool's or client's command events, as the MongoDB OpenTelemetry spec's
+ * "Instrumenting Server Commands" says, through a real SDK TracerProvider and an in-memory exporter; against the
+ * embedded endpoint, or the server of MONGODB_URI when it is set (the fail points need its test commands), and on
+ * command events made by hand for what one server cannot show (cursor ids, sessions, a Unix domain socket).
+ */
+import { expect } from 'chai';
+import { context, diag, DiagLogLevel, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { Binary, Long, UUID } from 'bson';
+import { Subject } from 'rxjs';
+import { ConnectionPool, InvalidOptionError, MongoServerError, connect, type CommandEvent } from '../../lib';
+import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
+
+/** A Tracer of a fresh SDK TracerProvider, and the spans it has finished. */
+function harness(): { tracer: Tracer; finished: () => ReadableSpan[] } {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  return { tracer: provider.getTracer('command-tracing.spec'), finished: () => exporter.getFinishedSpans() };
+}
+
+/** The fields every hand-made event carries, for request `requestId` on `address`. */
+const fields = (requestId: number, commandName: string, address = 'db.example.com:27017') => ({
+  address,
+  time: 0,
+  connectionId: 7,
+  serverConnectionId: 40,
+  requestId,
+  databaseName: 'shop',
+  commandName,
+});
+
+describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Commands")', function () {
+  let server: TestEndpoint;
+  let contextManager: AsyncLocalStorageContextManager;
+  before(async function () {
+    server = await startTestEndpoint();
+    contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+  });
+  after(async function () {
+    context.disable();
+    await stopTestEndpoint(server);
+  });
+  /** A pool on the endpoint, with the connection options its server needs. */
+  const newPool = (): ConnectionPool => new ConnectionPool({ address: server.address, connectionOptions: server.connectionOptions });
+
+  it('one CLIENT span per command, named after it, under the span active where it was called, with the spec\'s attributes; none for a sensitive command', async function () {
+    const { tracer, finished } = harness();
+    await setFailPoint(this, server, { mode: 'off' });
+    const pool = newPool();
+    const tracing = traceCommands(pool, { tracer });
+    pool.ready();
+    const [host, port] = server.address.split(':') as [string, string];
+    const operation = tracer.startSpan('operation');
+    try {
+      await context.with(trace.setSpan(context.active(), operation), () =>
+        pool.withConnection(async (c) => {
+          await c.command('shop', { find: 'orders', filter: { sku: 'a-1' } });
+          await c.command('admin', { ping: 1 });
+          await c.command('admin', { updateUser: 'nobody-rxcmap-test', pwd: 'secret-pw' }).catch(() => undefined);
+        }),
+      );
+    } finally {
+      operation.end();
+      pool.close();
+      tracing.unsubscribe();
+    }
+    const spans = finished().filter((s) => s.name !== 'operation');
+    expect(spans.map((s) => s.name)).to.deep.equal(['find', 'ping']);
+    const [find, ping] = spans as [ReadableSpan, ReadableSpan];
+    for (const span of spans) {
+      expect(span.kind).to.equal(SpanKind.CLIENT);
+      expect(span.parentSpanContext?.spanId).to.equal(operation.spanContext().spanId);
+      expect(span.spanContext().traceId).to.equal(operation.spanContext().traceId);
+      expect(span.status.code).to.equal(SpanStatusCode.UNSET);
+      expect(span.instrumentationScope.name).to.equal('command-tracing.spec');
+    }
+    const connectionIds = { 'db.mongodb.driver_connection_id': find.attributes['db.mongodb.driver_connection_id'] };
+    expect(connectionIds['db.mongodb.driver_connection_id']).to.be.a('number');
+    const serverConnectionId = find.attributes['db.mongodb.server_connection_id'];
+    expect(serverConnectionId, 'the server\'s hello gives its connection id').to.be.a('number');
+    const common = { 'db.system.name': 'mongodb', 'server.address': host, 'server.port': Number(port), 'network.transport': 'tcp', ...connectionIds, 'db.mongodb.server_connection_id': serverConnectionId };
+    expect(find.attributes).to.deep.equal({ ...common, 'db.command.name': 'find', 'db.namespace': 'shop', 'db.collection.name': 'orders', 'db.query.summary': 'find shop.orders' });
+    expect(ping.attributes).to.deep.equal({ ...common, 'db.command.name': 'ping', 'db.namespace': 'admin', 'db.query.summary': 'ping admin' });
+    // Nothing of the command's values without queryTextMaxLength, and nothing of the sensitive one anywhere.
+    expect(JSON.stringify(finished().map((s) => s.attributes))).to.not.match(/a-1|secret-pw|nobody/);
+  });
+
+  it('a failed command: status ERROR with its message, the exception recorded, error.type and db.response.status_code as the metric has them', async function () {
+    const { tracer, finished } = harness();
+    await setFailPoint(this, server, { mode: 'off' });
+    const pool = newPool();
+    const tracing = traceCommands(pool, { tracer });
+    pool.ready();
+    const failures: Error[] = [];
+    try {
+      await pool.withConnection(async (c) => {
+        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 11000 } });
+        await c.command('shop', { insert: 'orders', documents: [{ a: 1 }] }).catch((e: Error) => void failures.push(e));
+        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['update'], closeConnection: true } });
+        await c.command('shop', { update: 'orders', updates: [] }).catch((e: Error) => void failures.push(e));
+      });
+    } finally {
+      pool.close();
+      tracing.unsubscribe();
+    }
+    const [insertError, updateError] = failures as [Error, Error];
+    expect(insertError).to.be.instanceOf(MongoServerError);
+    const byName = new Map(finished().map((s) => [s.name, s]));
+    const insert = byName.get('insert')!;
+    expect(insert.status).to.deep.equal({ code: SpanStatusCode.ERROR, message: insertError.message });
+    expect(insert.attributes).to.deep.include({ 'db.collection.name': 'orders', 'error.type': '11000', 'db.response.status_code': '11000' });
+    expect(insert.events.map((e) => [e.name, e.attributes?.['exception.type'], e.attributes?.['exception.message']])).to.deep.equal([['exception', insertError.name, insertError.message]]);
+    expect(insert.events[0]!.attributes?.['exception.stacktrace']).to.be.a('string');
+    const update = byName.get('update')!;
+    expect(update.status).to.deep.equal({ code: SpanStatusCode.ERROR, message: updateError.message });
+    expect(update.attributes).to.deep.include({ 'error.type': 'MongoNetworkError' });
+    expect(update.attributes).to.not.have.property('db.response.status_code');
+    // The admin command names no collection: its first value is a fail point.
+    expect(byName.get('configureFailPoint')!.attributes).to.not.have.property('db.collection.name');
+  });
+
+  it('db.query.text only when asked: relaxed Extended JSON without lsid, $db, $clusterTime and signature, cut at queryTextMaxLength; the environment variable sets the default', function () {
+    const lsid = { id: new Binary(new UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b').buffer, Binary.SUBTYPE_UUID) };
+    const command = { find: 'orders', filter: { n: Long.fromNumber(5) }, lsid, $clusterTime: { clusterTime: 1 }, signature: 'x', $db: 'shop' };
+    const texts = (options: Parameters<typeof traceCommands>[1]): unknown[] => {
+      const { tracer, finished } = harness();
+      const events = new Subject<CommandEvent>();
+      const tracing = traceCommands({ commandEvents$: events }, { tracer, ...options });
+      events.next({ type: 'CommandStarted', ...fields(1, 'find'), command });
+      events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1 } });
+      tracing.unsubscribe();
+      return finished().map((s) => s.attributes['db.query.text']);
+    };
+    const saved = process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+    try {
+      delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+      expect(texts({})).to.deep.equal([undefined]);
+      expect(texts({ queryTextMaxLength: 0 })).to.deep.equal([undefined]);
+      expect(texts({ queryTextMaxLength: 1000 })).to.deep.equal(['{"find":"orders","filter":{"n":5}}']);
+      expect(texts({ queryTextMaxLength: 10 })).to.deep.equal(['{"find":"o...']);
+      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = '17';
+      expect(texts({})).to.deep.equal(['{"find":"orders",...']);
+      // The option wins over the environment.
+      expect(texts({ queryTextMaxLength: 0 })).to.deep.equal([undefined]);
+      for (const bad of ['-1', '1.5', 'ten', '0x10', '2147483648']) {
+        process.env[QUERY_TEXT_MAX_LENGTH_ENV] = bad;
+        expect(() => texts({}), bad).to.throw(InvalidOptionError, QUERY_TEXT_MAX_LENGTH_ENV);
+      }
+      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = '';
+      expect(texts({})).to.deep.equal([undefined]);
+    } finally {
+      if (saved === undefined) delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+      else process.env[QUERY_TEXT_MAX_LENGTH_ENV] = saved;
+    }
+  });
+
+  it('the session, transaction and cursor ids: lsid as a UUID string, txnNumber, a getMore\'s cursor and the cursor a reply opens (a string past 2^53 - 1); a Unix domain socket is transport unix', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const uuid = '0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b';
+    const lsid = { id: new Binary(new UUID(uuid).buffer, Binary.SUBTYPE_UUID) };
+    const big = Long.fromString('9007199254740993');
+    events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'orders', lsid, txnNumber: Long.fromNumber(3), $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1, cursor: { id: big, firstBatch: [] } } });
+    events.next({ type: 'CommandStarted', ...fields(2, 'getMore'), command: { getMore: Long.fromNumber(12), collection: 'orders', $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(2, 'getMore'), duration: 1, reply: { ok: 1, cursor: { id: 0, nextBatch: [] } } });
+    events.next({ type: 'CommandStarted', ...fields(3, 'aggregate', '/tmp/mongodb-27017.sock'), command: { aggregate: 1, pipeline: [], $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(3, 'aggregate', '/tmp/mongodb-27017.sock'), duration: 1, reply: { ok: 1, cursor: { id: 0, firstBatch: [] } } });
+    tracing.unsubscribe();
+    const [find, getMore, aggregate] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
+    expect(find.attributes).to.deep.include({ 'db.mongodb.lsid': uuid, 'db.mongodb.txn_number': 3, 'db.mongodb.cursor_id': '9007199254740993' });
+    expect(getMore.attributes).to.deep.include({ 'db.collection.name': 'orders', 'db.query.summary': 'getMore shop.orders', 'db.mongodb.cursor_id': 12 });
+    expect(aggregate.attributes).to.deep.include({ 'server.address': '/tmp/mongodb-27017.sock', 'network.transport': 'unix', 'db.query.summary': 'aggregate shop' });
+    expect(aggregate.attributes).to.not.have.any.keys('server.port', 'db.mongodb.cursor_id', 'db.collection.name', 'db.mongodb.lsid');
+  });
+
+  it('unsubscribe: no span starts, one open ends with its command, then the events are no longer built for it; the source\'s end ends any open; a Tracer that throws is reported to diag, never to the command', async function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
+    tracing[Symbol.dispose]();
+    expect([tracing.closed, events.observed]).to.deep.equal([false, true]);
+    events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'b', $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(2, 'find'), duration: 1, reply: { ok: 1 } });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1 } });
+    expect([tracing.closed, events.observed]).to.deep.equal([true, false]);
+    expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a']);
+    // A source that completes with a span open (none does while its commands settle first) ends it.
+    const ending = new Subject<CommandEvent>();
+    const ended = traceCommands({ commandEvents$: ending }, { tracer });
+    ending.next({ type: 'CommandStarted', ...fields(3, 'find'), command: { find: 'c', $db: 'shop' } });
+    ending.complete();
+    expect(ended.closed).to.equal(true);
+    expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a', 'c']);
+
+    const logged: string[] = [];
+    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const pool = newPool();
+    pool.ready();
+    try {
+      const throwing = traceCommands(pool, { tracer: { startSpan: () => { throw new Error('exporter down'); } } as unknown as Tracer });
+      const reply = await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+      expect(reply.ok).to.equal(1);
+      expect(logged).to.deep.equal(['rxcmap: tracing CommandStarted of ping failed']);
+      throwing.unsubscribe();
+      expect(throwing.closed).to.equal(true);
+    } finally {
+      pool.close();
+      diag.disable();
+    }
+  });
+
+  it('a client\'s commands are traced too; its close ends tracing', async function () {
+    const { tracer, finished } = harness();
+    const client = connect(process.env.MONGODB_URI ?? `mongodb://${server.address}/?directConnection=true`);
+    const tracing = traceCommands(client, { tracer });
+    try {
+      await client.command('admin', { ping: 1 });
+    } finally {
+      await client.close();
+    }
+    expect(finished().map((s) => [s.name, s.attributes['db.namespace']])).to.deep.equal([['ping', 'admin']]);
+    expect(tracing.closed).to.equal(true);
+  });
+
+  it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
+    const events = new Subject<CommandEvent>();
+    const refused = (f: () => unknown): string => {
+      try {
+        f();
+      } catch (error) {
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        return (error as InvalidOptionError).option;
+      }
+      return 'accepted';
+    };
+    expect(refused(() => traceCommands({} as never))).to.equal('source');
+    expect(refused(() => traceCommands(null as never))).to.equal('source');
+    expect(refused(() => traceCommands({ commandEvents$: events }, null as never))).to.equal('options');
+    expect(refused(() => traceCommands({ commandEvents$: events }, { tracr: {} } as never))).to.equal('tracr');
+    expect(refused(() => traceCommands({ commandEvents$: events }, { tracer: {} as Tracer }))).to.equal('tracer');
+    expect(refused(() => traceCommands({ commandEvents$: events }, { tracer: null as never }))).to.equal('tracer');
+    for (const bad of [-1, 1.5, Number.NaN, 2 ** 31, '10'])
+      expect(refused(() => traceCommands({ commandEvents$: events }, { queryTextMaxLength: bad as number })), String(bad)).to.equal('queryTextMaxLength');
+    expect(events.observed).to.equal(false);
+    const tracing = traceCommands({ commandEvents$: events });
+    expect(tracing.closed).to.equal(false);
+    tracing.unsubscribe();
+  });
+});
