@@ -88,7 +88,8 @@ export interface CommandTracing extends Disposable {
  *
  * - name: the command's name (`find`, `insert`, `getMore`); kind CLIENT; parent: the span active where
  *   `Connection.command` was called (the command's operation span in a driver built on rxcmap), whose async context
- *   CommandStarted is published in;
+ *   CommandStarted is published in; start: when CommandStarted is received, with sub-millisecond precision; end: that
+ *   plus the command's `duration` (so the span lasts what the command events and `db.client.operation.duration` say);
  * - attributes, given when the span starts (for samplers):
  *
  * | attribute | value |
@@ -180,8 +181,8 @@ const QUERY_TEXT_OMITTED: ReadonlySet<string> = new Set(['lsid', '$db', '$cluste
 /** The spans behind {@link traceCommands}. */
 class CommandSpans implements CommandTracing {
   private readonly subscription: Subscription;
-  /** The span of each command in flight, by request id. */
-  private readonly open = new Map<number, Span>();
+  /** The span of each command in flight, and when it started (epoch ms with a fraction), by request id. */
+  private readonly open = new Map<number, { readonly span: Span; readonly startTime: number }>();
   private readonly servers = new ServerAttributes();
   /** Unsubscribed: no span starts; the subscription ends once none is open. */
   private stopping = false;
@@ -214,9 +215,10 @@ class CommandSpans implements CommandTracing {
         if (!this.stopping) this.start(event);
         return;
       }
-      const span = this.open.get(event.requestId);
-      if (span === undefined) return;
+      const started = this.open.get(event.requestId);
+      if (started === undefined) return;
       this.open.delete(event.requestId);
+      const span = started.span;
       try {
         if (event.type === 'CommandSucceeded') {
           const cursorId = replyCursorId(event.reply);
@@ -231,7 +233,8 @@ class CommandSpans implements CommandTracing {
           span.setStatus({ code: SpanStatusCode.ERROR, message: event.failure.message });
         }
       } finally {
-        span.end();
+        // The command's own duration: the span lasts what its events say.
+        span.end(started.startTime + event.duration);
       }
     } catch (error) {
       diag.error(`rxcmap: tracing ${event.type} of ${event.commandName} failed`, error);
@@ -261,15 +264,24 @@ class CommandSpans implements CommandTracing {
     };
     addCommandFields(attributes, name, command);
     if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(queryDocument(command), this.queryTextMaxLength);
-    const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, context.active());
-    this.open.set(event.requestId, span);
+    const startTime = epochMilliseconds();
+    const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, startTime }, context.active());
+    this.open.set(event.requestId, { span, startTime });
   }
 
   /** Ends the spans still open when `commandEvents$` completes (none, once every command has settled). */
   private endAll(): void {
-    for (const span of this.open.values()) span.end();
+    for (const { span } of this.open.values()) span.end(epochMilliseconds());
     this.open.clear();
   }
+}
+
+/**
+ * Now, in ms since the Unix epoch with a sub-microsecond fraction: spans stamped with `Date.now()` (what the SDK uses
+ * unless given a time) could not order commands a few microseconds apart.
+ */
+function epochMilliseconds(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never throws. */

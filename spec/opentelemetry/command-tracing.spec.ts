@@ -158,7 +158,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     }
   });
 
-  it('the session, transaction and cursor ids: lsid as a UUID string, txnNumber, a getMore\'s cursor and the cursor a reply opens (a string past 2^53 - 1); a Unix domain socket is transport unix', function () {
+  it('the session, transaction and cursor ids: lsid as a UUID string, txnNumber, a getMore\'s cursor and the cursor a reply opens (a string past 2^53 - 1); a Unix domain socket is transport unix; each span lasts its command\'s duration', function () {
     const { tracer, finished } = harness();
     const events = new Subject<CommandEvent>();
     const tracing = traceCommands({ commandEvents$: events }, { tracer });
@@ -168,12 +168,16 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'orders', lsid, txnNumber: Long.fromNumber(3), $db: 'shop' } });
     events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1, cursor: { id: big, firstBatch: [] } } });
     events.next({ type: 'CommandStarted', ...fields(2, 'getMore'), command: { getMore: Long.fromNumber(12), collection: 'orders', $db: 'shop' } });
-    events.next({ type: 'CommandSucceeded', ...fields(2, 'getMore'), duration: 1, reply: { ok: 1, cursor: { id: 0, nextBatch: [] } } });
+    events.next({ type: 'CommandSucceeded', ...fields(2, 'getMore'), duration: 2.5, reply: { ok: 1, cursor: { id: 0, nextBatch: [] } } });
     events.next({ type: 'CommandStarted', ...fields(3, 'aggregate', '/tmp/mongodb-27017.sock'), command: { aggregate: 1, pipeline: [], $db: 'shop' } });
     events.next({ type: 'CommandSucceeded', ...fields(3, 'aggregate', '/tmp/mongodb-27017.sock'), duration: 1, reply: { ok: 1, cursor: { id: 0, firstBatch: [] } } });
     tracing.unsubscribe();
     const [find, getMore, aggregate] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
     expect(find.attributes).to.deep.include({ 'db.mongodb.lsid': uuid, 'db.mongodb.txn_number': 3, 'db.mongodb.cursor_id': '9007199254740993' });
+    // Each span lasts its command's duration (ms in the events, [s, ns] in the span).
+    const ms = ([seconds, nanos]: [number, number]): number => seconds * 1e3 + nanos / 1e6;
+    expect(ms(find.duration)).to.be.closeTo(1, 1e-3);
+    expect(ms(getMore.duration)).to.be.closeTo(2.5, 1e-3);
     expect(getMore.attributes).to.deep.include({ 'db.collection.name': 'orders', 'db.query.summary': 'getMore shop.orders', 'db.mongodb.cursor_id': 12 });
     expect(aggregate.attributes).to.deep.include({ 'server.address': '/tmp/mongodb-27017.sock', 'network.transport': 'unix', 'db.query.summary': 'aggregate shop' });
     expect(aggregate.attributes).to.not.have.any.keys('server.port', 'db.mongodb.cursor_id', 'db.collection.name', 'db.mongodb.lsid');
