@@ -2,15 +2,16 @@
  * The pool's checkouts as OpenTelemetry spans: a subscriber of the `rxcmap:pool:checkOut` TracingChannel turns each
  * checkout into a span `checkOut` (from the moment it enters the pool to its outcome), one of
  * `rxcmap:connection:establish` turns each connection establishment into a span `establish`, and each message on
- * `rxcmap:pool:checkIn` becomes an event `checkIn` on the active span. The library itself knows nothing of
- * OpenTelemetry: it publishes on `node:diagnostics_channel`, and this file is the whole bridge.
+ * `rxcmap:pool:checkIn` becomes an event `checkIn` on the active span. The pool itself knows nothing of
+ * OpenTelemetry: it publishes on `node:diagnostics_channel`, and this file is the bridge for checkouts; the commands'
+ * spans come from `traceCommands` (`rxcmap/opentelemetry`), which reads the command events.
  *
  * Starts the embedded MongoDB endpoint (unless MONGODB_URI names a server), connects through `connect()` (a pool per
  * host, maxPoolSize 5, minPoolSize 0: every connection is established for a checkout), and runs `--operations`
  * operations, `--concurrency` at a time. Each is a span `operation` (the application's unit of work) holding: the
- * `checkOut` span, then a span `ping` (kind CLIENT) around `connection.command('admin', { ping: 1 })`, then the
- * check-in. With `--closed-pool`, one more operation runs after the pool closed: its checkout fails with
- * PoolClosedError, and its spans have status ERROR.
+ * `checkOut` span, then the span `ping` (kind CLIENT) that `traceCommands` makes for
+ * `connection.command('admin', { ping: 1 })`, then the check-in. With `--closed-pool`, one more operation runs after
+ * the pool closed: its checkout fails with PoolClosedError, and its spans have status ERROR.
  *
  * The parent of an `establish` span: the checkout's span is bound (`bindStore`) to the synchronous part of its trace
  * (`start` to `end`), where the pool processes the checkout and starts the establishment it needs, so that
@@ -72,11 +73,17 @@ import {
   InvalidOptionError,
   type CheckInMessage,
   type CheckOutTraceContext,
-  type Connection,
   type EstablishTraceContext,
   type ServerAttributes,
 } from '../lib';
-import { ATTR_DB_CLIENT_CONNECTION_POOL_NAME, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT } from '../lib/opentelemetry';
+import {
+  ATTR_DB_CLIENT_CONNECTION_POOL_NAME,
+  ATTR_DB_MONGODB_DRIVER_CONNECTION_ID,
+  ATTR_ERROR_TYPE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  traceCommands,
+} from '../lib/opentelemetry';
 import { EmbeddedServer } from '../lib/testing';
 import { hidePassword } from './demo-args';
 import { unreachable } from './unreachable';
@@ -96,16 +103,6 @@ ${USAGE}
   -h, --help         print this help and exit
 `;
 
-/** Attribute names of the MongoDB driver OpenTelemetry specification (command spans) not in `rxcmap/opentelemetry`. */
-const ATTR_DB_SYSTEM_NAME = 'db.system.name';
-const ATTR_DB_NAMESPACE = 'db.namespace';
-const ATTR_DB_COMMAND_NAME = 'db.command.name';
-const ATTR_DB_QUERY_SUMMARY = 'db.query.summary';
-const ATTR_NETWORK_TRANSPORT = 'network.transport';
-const ATTR_DB_MONGODB_DRIVER_CONNECTION_ID = 'db.mongodb.driver_connection_id';
-const ATTR_DB_MONGODB_SERVER_CONNECTION_ID = 'db.mongodb.server_connection_id';
-/** `error.type` (OpenTelemetry semantic conventions, Stable): the error's class name. */
-const ATTR_ERROR_TYPE = 'error.type';
 /**
  * This example's own attributes: how a checkout or an establishment ended (the channels' `outcome`), the pool
  * generation a connection is established for, the operation's number.
@@ -199,7 +196,7 @@ function fail(span: Span, error: unknown, time: number): void {
  *
  * Returns the function that unsubscribes.
  */
-function traceConnectionPools(tracer: Tracer, servers: WeakMap<object, ServerAttributes>): () => void {
+function traceConnectionPools(tracer: Tracer): () => void {
   const checkOuts = diagnosticsChannel.tracingChannel<Context, CheckOutTraceContext>(DIAGNOSTICS_CHANNELS.checkOut);
   const establishments = diagnosticsChannel.tracingChannel<unknown, EstablishTraceContext>(
     DIAGNOSTICS_CHANNELS.establish,
@@ -243,7 +240,6 @@ function traceConnectionPools(tracer: Tracer, servers: WeakMap<object, ServerAtt
       if (message.connectionId !== undefined) {
         span.setAttribute(ATTR_DB_MONGODB_DRIVER_CONNECTION_ID, message.connectionId);
       }
-      if (typeof message.result === 'object' && message.result !== null) servers.set(message.result, message);
       span.end(failedAt.get(message) ?? now());
     },
   };
@@ -334,9 +330,9 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const tracer = provider.getTracer('rxcmap-tracing-example');
-  /** The server each checked-out connection reaches, as its checkout's trace told (for the command spans). */
-  const servers = new WeakMap<object, ServerAttributes>();
-  const untrace = traceConnectionPools(tracer, servers);
+  const untrace = traceConnectionPools(tracer);
+  // A span per command, from the client's command events: its parent is the span active where the command is called.
+  const commands = traceCommands(client, { tracer });
 
   let connectionsCreated = 0;
   const counting = [...client.pools.values()].map((pool) =>
@@ -348,6 +344,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
   const stop = async (): Promise<ReadableSpan[]> => {
     for (const subscription of counting) subscription.unsubscribe();
     untrace();
+    commands.unsubscribe();
     await provider.forceFlush();
     const spans = exporter.getFinishedSpans();
     await provider.shutdown();
@@ -375,7 +372,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
         try {
           const connection = await pool.checkOut();
           try {
-            await ping(tracer, connection, servers.get(connection));
+            await connection.command('admin', { ping: 1 });
           } finally {
             pool.checkIn(connection);
           }
@@ -405,32 +402,6 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
   process.stdout.write(renderTree(spans));
   process.stdout.write(`${JSON.stringify(summarize(spans, { operations, failedOperations, connectionsCreated }))}\n`);
   return 0;
-}
-
-/** A span `ping` (kind CLIENT, the MongoDB driver OpenTelemetry specification's command span) around the command. */
-function ping(tracer: Tracer, connection: Connection, server: ServerAttributes | undefined): Promise<void> {
-  const attributes: Attributes = {
-    [ATTR_DB_SYSTEM_NAME]: 'mongodb',
-    [ATTR_DB_NAMESPACE]: 'admin',
-    [ATTR_DB_COMMAND_NAME]: 'ping',
-    [ATTR_DB_QUERY_SUMMARY]: 'ping admin',
-    [ATTR_DB_MONGODB_DRIVER_CONNECTION_ID]: connection.id,
-    ...(server === undefined ? {} : serverAttributes(server)),
-    ...(server?.serverPort === undefined ? {} : { [ATTR_NETWORK_TRANSPORT]: 'tcp' }),
-  };
-  if (connection.server.serverConnectionId !== undefined)
-    attributes[ATTR_DB_MONGODB_SERVER_CONNECTION_ID] = connection.server.serverConnectionId;
-  return tracer.startActiveSpan('ping', { kind: SpanKind.CLIENT, startTime: now(), attributes }, async (span) => {
-    try {
-      await connection.command('admin', { ping: 1 });
-    } catch (error) {
-      const time = now();
-      fail(span, error, time);
-      span.end(time);
-      throw error;
-    }
-    span.end(now());
-  });
 }
 
 /** An HrTime (seconds, nanoseconds) in ms. */
