@@ -16,6 +16,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+// First: it instruments the driver's modules as they load.
+import './command-tracing';
 import { BASELINE_COMMIT } from './baseline';
 import { DRIVER, INSTRUMENTED, MODES, PEERS, RXCMAP, WATCHED, baselinePeers, generic, limit, limitShape, limitThenable, tarn, type Mode, type Peer, type PoolUnderTest } from './peers';
 import { abortAlone, adminCommand, cancelCost, cycles, fill, heapPerWaiter, ping, waits, type WaitForm, type WaitResult } from './scenarios';
@@ -565,7 +567,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const kind of roundOrder(['rxcmap', 'driver'] as const, r)) {
         gc();
-        watchedRuns[kind].push(await ping(kind, address, 50, pingOps, pingOps / 10, true));
+        watchedRuns[kind].push(await ping(kind, address, 50, pingOps, pingOps / 10, 'watched'));
       }
     }
     const watchedPings = { rxcmap: median(watchedRuns.rxcmap), driver: median(watchedRuns.driver) };
@@ -573,6 +575,20 @@ async function main(): Promise<void> {
     out.push('#### end-to-end ping, command events watched (one no-op subscriber; the driver with monitorCommands and no-op listeners; pings/s, median)', '');
     out.push(table(['rxcmap pool + connection', 'driver MongoClient', 'rxcmap watched / unwatched'], [[human(watchedPings.rxcmap), `${human(watchedPings.driver)} (${ratio(watchedPings.driver, watchedPings.rxcmap)})`, `${(watchedPings.rxcmap / pings.rxcmap).toFixed(2)}×`]]), '');
     target('end-to-end ping, command events watched ≥ 2× MongoClient watched', watchedPings.rxcmap >= 2 * watchedPings.driver, `${(watchedPings.rxcmap / watchedPings.driver).toFixed(2)}×`);
+    // The same with every command traced, as an OpenTelemetry setup does (rxcmap's traceCommands; the driver through
+    // @opentelemetry/instrumentation-mongodb): information, no target.
+    log('end-to-end ping, commands traced');
+    const tracedRuns = { rxcmap: [] as number[], driver: [] as number[] };
+    for (let r = 0; r < rounds; r++) {
+      for (const kind of roundOrder(['rxcmap', 'driver'] as const, r)) {
+        gc();
+        tracedRuns[kind].push(await ping(kind, address, 50, pingOps, pingOps / 10, 'traced'));
+      }
+    }
+    const tracedPings = { rxcmap: median(tracedRuns.rxcmap), driver: median(tracedRuns.driver) };
+    report.pingTracedPerSec = tracedPings;
+    out.push('#### end-to-end ping, commands traced (a span per command, batched to an exporter that drops them, each caller under a request span; the driver through @opentelemetry/instrumentation-mongodb; pings/s, median)', '');
+    out.push(table(['rxcmap pool + connection', 'driver MongoClient', 'rxcmap traced / unwatched'], [[human(tracedPings.rxcmap), `${human(tracedPings.driver)} (${ratio(tracedPings.driver, tracedPings.rxcmap)})`, `${(tracedPings.rxcmap / pings.rxcmap).toFixed(2)}×`]]), '');
     // 7. Load time: require() in a fresh process, as a cold start pays it.
     log('load time');
     const loads = loadTimes(quick ? 5 : 15);

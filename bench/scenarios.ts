@@ -7,9 +7,12 @@
  * ({@link waits}), whose clock reads are its own cost and never reach a throughput figure.
  */
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { context } from '@opentelemetry/api';
 import { MongoClient } from 'mongodb';
 import { firstValueFrom, from, type Subscription } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, type ConnectionPoolEvent } from '../lib';
+import { traceCommands } from '../lib/opentelemetry';
+import { startTracing } from './command-tracing';
 import { DirectAbortController } from './direct-signal';
 import type { PoolUnderTest } from './peers';
 import { percentile } from './stats';
@@ -281,23 +284,31 @@ export async function fill(kind: 'rxcmap' | 'driver', address: string, appName: 
 }
 
 /**
- * End-to-end `ping` throughput: `callers` concurrent loops through pool + connection, pool of 10; the first
- * `primeOps` pings (untimed) bring the hot path up to speed. `commandsWatched`: with one no-op subscriber of the
- * command events (rxcmap's `commandEvents$`; the driver's `monitorCommands` with no-op listeners of its three command
- * events), as APM runs; else unobserved.
+ * How the end-to-end ping's commands are watched: `unobserved`; `watched`, with one no-op subscriber of the command
+ * events (rxcmap's `commandEvents$`; the driver's `monitorCommands` with no-op listeners of its three command events),
+ * as APM runs; `traced`, a span per command as an OpenTelemetry setup makes them (see command-tracing.ts).
  */
-export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number, primeOps: number, commandsWatched = false): Promise<number> {
+export type CommandWatch = 'unobserved' | 'watched' | 'traced';
+
+/**
+ * End-to-end `ping` throughput: `callers` concurrent loops through pool + connection, pool of 10; the first
+ * `primeOps` pings (untimed) bring the hot path up to speed. `watch`: see {@link CommandWatch}. A traced run that
+ * exports fewer command spans than it ran pings throws: it would not be measuring what it claims.
+ */
+export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: number, ops: number, primeOps: number, watch: CommandWatch = 'unobserved'): Promise<number> {
   let run: () => Promise<unknown>;
   let close: () => Promise<void>;
+  const tracing = watch === 'traced' ? startTracing(kind === 'driver') : undefined;
   if (kind === 'rxcmap') {
     const pool = new ConnectionPool({ address, maxPoolSize: 10, maxConnecting: 10 });
-    if (commandsWatched) pool.commandEvents$.subscribe(() => undefined);
+    if (watch === 'watched') pool.commandEvents$.subscribe(() => undefined);
+    if (tracing !== undefined) traceCommands(pool, { tracer: tracing.tracer });
     pool.ready();
     run = () => pool.withConnection((c) => c.command('admin', { ping: 1 }));
     close = async () => pool.close();
   } else {
-    const client = new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10, monitorCommands: commandsWatched });
-    if (commandsWatched) for (const name of ['commandStarted', 'commandSucceeded', 'commandFailed'] as const) client.on(name, () => undefined);
+    const client = new MongoClient(`mongodb://${address}/?directConnection=true`, { maxPoolSize: 10, maxConnecting: 10, monitorCommands: watch === 'watched' });
+    if (watch === 'watched') for (const name of ['commandStarted', 'commandSucceeded', 'commandFailed'] as const) client.on(name, () => undefined);
     await client.connect();
     const admin = client.db('admin');
     run = () => admin.command({ ping: 1 });
@@ -311,7 +322,8 @@ export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: 
       await run();
     }
   };
-  const all = (): Promise<void[]> => Promise.all(Array.from({ length: callers }, loop));
+  const caller = tracing === undefined ? loop : (): Promise<void> => context.with(tracing.requestContext(), loop);
+  const all = (): Promise<void[]> => Promise.all(Array.from({ length: callers }, caller));
   target = primeOps;
   await all();
   done = 0;
@@ -320,6 +332,10 @@ export async function ping(kind: 'rxcmap' | 'driver', address: string, callers: 
   await all();
   const elapsed = performance.now() - started;
   await close();
+  if (tracing !== undefined) {
+    await tracing.stop();
+    if (tracing.exported() < primeOps + ops) throw new Error(`${kind}: ${tracing.exported()} command spans exported for ${primeOps + ops} pings`);
+  }
   return (done / elapsed) * 1000;
 }
 
