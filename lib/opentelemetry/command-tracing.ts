@@ -108,8 +108,8 @@ export interface CommandTracing extends Disposable {
  * | `db.query.text` | only with {@link CommandTracingOptions.queryTextMaxLength}: the command as relaxed Extended JSON without `lsid`, `$db`, `$clusterTime` and `signature` |
  *
  * - a failed command: status ERROR with the error's message, the exception recorded (an `exception` event with its
- *   class name as `exception.type`, its message and stack), `error.type` (a server error's code as a string, else the error's name, as for
- *   `db.client.operation.duration`) and, for a server error, `db.response.status_code`;
+ *   class name as `exception.type`, its message and stack), `error.type` (a server error's code as a string, else the
+ *   error's name, as for `db.client.operation.duration`) and, for a server error, `db.response.status_code`;
  * - a sensitive command (authentication, user management, a hello carrying `speculativeAuthenticate`: their command
  *   is withheld from the events) has no span; nor have the handshake and the monitors' heartbeats, which publish no
  *   events.
