@@ -239,7 +239,8 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       const error = await rejection(establishOne(server.address, { credentials: credentialsOf(again), connectTimeoutMS: 1000 }));
       const took = performance.now() - began;
       expect((error as Error).message).to.match(/timed out after 1000 ms \(during auth\)/);
-      expect(took).to.be.within(2300, 2900);
+      // 3500 ms if the JWT step had connectTimeoutMS whole again; the upper bound leaves a loaded machine 1000 ms of lag.
+      expect(took).to.be.within(2300, 3300);
     });
 
     it('2.2 a callback returning no accessToken, an empty one, a bad expiry or a bad refreshToken fails authentication', async function () {
