@@ -363,7 +363,9 @@ export class Client {
    * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
    * to it, and nothing is made otherwise). Each message is also written to the logging destination. Empty when all
    * are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
-   * "Connection pool created" one (as `events$` does the events), unless the client is closed.
+   * "Connection pool created" one (as `events$` does the events), unless the client is closed. Completes once the
+   * client is closed and its pools and monitors are done (after their last messages), as `events$` does; a subscriber
+   * that comes later receives the client's connection string warnings, then the completion.
    *
    * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; command
    * logging and monitoring spec, "Log Messages"; server discovery and monitoring logging and monitoring spec, "Server
@@ -407,6 +409,11 @@ export class Client {
    * for every later subscriber of `log$` as the URI's are (at most one per TXT option).
    */
   private readonly lateClientLog = new ReplaySubject<LogMessage>();
+  /**
+   * The heartbeat messages of every monitor (component `topology`, when it logs at debug), for the subscribers of
+   * `log$` at the time; completed once close() closed every monitor and each published its last heartbeat.
+   */
+  private readonly topologyLog = new Subject<TopologyLogMessage>();
   /** A `mongodb+srv://` URI's discovery: its host name, and its discovery in progress or done (see {@link discover}). */
   private srv: SrvState | undefined;
   private readonly sink: LogSink | undefined;
@@ -514,7 +521,7 @@ export class Client {
 
     // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
     // and published in log$ before the event reaches events$ and the pool.
-    const topologyLog = new Subject<TopologyLogMessage>();
+    const topologyLog = this.topologyLog;
     let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
     if (destination !== undefined && willLog(logSettings.severities.topology, 'debug')) {
       const { maxDocumentLength } = logSettings;
@@ -1308,7 +1315,21 @@ export class Client {
       const closed = new ClientClosedError(this.hostsForErrors());
       for (const connection of [...this.commandConnections]) connection.destroy(closed);
     }
+    this.endLog();
     await this.sink?.close?.();
+  }
+
+  /**
+   * Ends the client's own parts of `log$` once closed (the pools' parts end with the pools): the `client` messages
+   * (nothing adds any now: SRV polling stopped, the discovery cancelled) at once, the heartbeat messages once every
+   * monitor published its last heartbeat (the check close() ended; later when close() was called from a subscriber of
+   * a heartbeat). So `log$` completes once the closed client is done, as `events$` does.
+   */
+  private endLog(): void {
+    this.pollingLog.complete();
+    this.lateClientLog.complete();
+    const lastHeartbeats = [...this.monitors.values()].map((monitor) => monitor.heartbeats$.pipe(ignoreElements()));
+    merge(...lastHeartbeats).subscribe({ complete: () => this.topologyLog.complete() });
   }
 
   /**

@@ -711,6 +711,47 @@ describe('connect() / Client', function () {
     }
   });
 
+  it('log$ completes once the closed client\'s pools are done, as events$ does, whatever is logged, its last messages first', async function () {
+    const [a] = await start(1);
+    const lb = await new EmbeddedServer({ loadBalancedServices: 1 }).start();
+    servers.push(lb);
+    const severities = [
+      { client: 'off', connection: 'off', topology: 'off', command: 'off' },
+      { client: 'warn', connection: 'debug', topology: 'debug', command: 'debug' },
+    ] as const;
+    for (const loadBalanced of [false, true]) {
+      for (const componentSeverities of severities) {
+        const label = `loadBalanced ${loadBalanced}, ${JSON.stringify(componentSeverities)}`;
+        const b = loadBalanced ? lb : a;
+        const c = connect(`mongodb://${b.address}/?${loadBalanced ? 'loadBalanced=true' : 'directConnection=true'}&unknownOption=1`, {
+          logging: { componentSeverities, path: { write: () => undefined } },
+        });
+        const seen: string[] = [];
+        let completed = false;
+        let eventsCompleted = false;
+        c.log$.subscribe({ next: (m) => seen.push(String(m.toJSON().message)), complete: () => (completed = true) });
+        c.events$.subscribe({ complete: () => (eventsCompleted = true) });
+        await c.command('admin', { ping: 1 });
+        await c.close();
+        expect(await eventually(() => eventsCompleted), `events$ completed (${label})`).to.equal(true);
+        expect(await eventually(() => completed), `log$ completed (${label})`).to.equal(true);
+        if (componentSeverities.connection === 'debug') expect(seen, label).to.include('Connection pool closed');
+        if (componentSeverities.topology === 'debug' && !loadBalanced) expect(seen, `the check close() ended (${label})`).to.include('Server heartbeat failed');
+      }
+    }
+  });
+
+  it('log$ of a closed client completes for a subscriber that comes later too', async function () {
+    const [a] = await start(1);
+    const c = (client = connect(`mongodb://${a.address}/?unknownOption=1`, { logging: { componentSeverities: { client: 'warn', topology: 'debug' }, path: { write: () => undefined } } }));
+    await c.close();
+    let completed = false;
+    const seen: LogMessage[] = [];
+    c.log$.subscribe({ next: (m) => seen.push(m), complete: () => (completed = true) });
+    expect(await eventually(() => completed)).to.equal(true);
+    expect(seen.map((m) => m.component), 'the connection string warning is still given').to.include('client');
+  });
+
   describe('the log destination', function () {
     let dir: string;
     beforeEach(() => void (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'))));
