@@ -84,7 +84,10 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
    * detection on (`leakDetectionThresholdMS`), its messages from level `warn` (leak suspected) or `info` (a suspect
    * checked in) up; and, when the `command` component logs at `debug` (MONGODB_LOG_COMMAND), one
    * {@link CommandLogMessage} per event of `commandEvents$`. Otherwise it completes at once and nothing is built. Each
-   * message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`).
+   * message has the spec's structured keys (`toJSON()`) and its unstructured form (`render()`). Completes as the
+   * streams it derives from do: never while it carries CMAP messages (as `events$`: a closed pool still reports each
+   * checkout attempted on it), once the closed pool is done when it carries command messages only. A `Client` ends its
+   * subscription to it once the pool is done (see `Client.log$`).
    *
    * Source: CMAP spec, "Connection Pool Logging"; command logging and monitoring spec, "Log Messages"; logging spec;
    * leak messages: extension (see `ConnectionLogMessage`).
