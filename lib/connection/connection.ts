@@ -28,6 +28,7 @@ import {
 } from './op-compressed';
 import { bsonElements, decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import { serverApiFields, type ServerApi } from './server-api';
+import { serverConnectionIdOf } from './server-connection-id';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   effectiveMaxMessageSizeBytes,
@@ -291,7 +292,10 @@ export interface ServerDescription {
   readonly maxMessageSizeBytes: number;
   /** The most write operations the server accepts in one batch (`maxWriteBatchSize`; 100000). */
   readonly maxWriteBatchSize: number;
-  /** The server's id for this connection (`connectionId` in the reply). */
+  /**
+   * The server's id for this connection (`connectionId` in the reply): a non-negative integer up to 2^53 - 1; absent when
+   * the reply has none or one no server sends (see `serverConnectionIdOf`).
+   */
   readonly serverConnectionId: number | undefined;
   /** The service behind a load balancer (`serviceId` in the reply), in load-balanced mode. */
   readonly serviceId: ObjectId | undefined;
@@ -521,7 +525,8 @@ export class Connection implements PoolConnection {
       maxBsonObjectSize: num(reply.maxBsonObjectSize, 16 * 1024 * 1024),
       maxMessageSizeBytes: effectiveMaxMessageSizeBytes(reply.maxMessageSizeBytes),
       maxWriteBatchSize: num(reply.maxWriteBatchSize, 100_000),
-      serverConnectionId: typeof reply.connectionId === 'number' ? reply.connectionId : undefined,
+      // An int64: only a non-negative integer a number holds exactly (NaN, Infinity, 1.5 or -1 count as none).
+      serverConnectionId: serverConnectionIdOf(reply.connectionId),
       // Only an ObjectId is a serviceId (load balancer spec); anything else counts as none.
       serviceId: reply.serviceId instanceof ObjectId ? reply.serviceId : undefined,
       helloOk: reply.helloOk === true,

@@ -17,6 +17,7 @@ import { connectionFactoryWithMetadata, malformedHello, type ConnectionOptions }
 import { checkConnectionOptions, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import type { Connection } from '../connection/connection';
 import { clientEnv, helloCommandName } from '../connection/handshake';
+import { serverConnectionIdOf } from '../connection/server-connection-id';
 import { InvalidOptionError, inWords, isError, MongoNetworkError, MonitorClosedError, PoolCallbackError } from '../errors';
 import type { ConnectionFactory } from '../pool/contract';
 import { destroyQuietly, isErrored } from '../pool/connection-checks';
@@ -60,13 +61,13 @@ function moreToComeOf(connection: Connection | undefined): boolean {
 const MONITORING_CONNECTION_ID = 0;
 
 /**
- * The server's id for `connection` (its handshake reply's `connectionId`), when it has one that can be read: a
- * connection of a user's connectionFactory may have none, or a getter that throws.
+ * The server's id for `connection` (its handshake reply's `connectionId`), when it has one that can be read and a
+ * server could send (see `serverConnectionIdOf`): a connection of a user's connectionFactory may have none, another
+ * value, or a getter that throws.
  */
-function serverConnectionIdOf(connection: Connection | undefined): number | undefined {
+function serverConnectionIdFrom(connection: Connection | undefined): number | undefined {
   try {
-    const id: unknown = connection?.server.serverConnectionId;
-    return typeof id === 'number' ? id : undefined;
+    return serverConnectionIdOf(connection?.server.serverConnectionId);
   } catch {
     return undefined;
   }
@@ -493,7 +494,7 @@ export class Monitor {
     });
     cancelled.catch(() => undefined); // awaited through cancellable() only
     // Set first: a subscriber of ServerHeartbeatStarted may close the monitor, which then ends this check.
-    const check = (this.inProgress = { started, awaited, serverConnectionId: serverConnectionIdOf(connection) });
+    const check = (this.inProgress = { started, awaited, serverConnectionId: serverConnectionIdFrom(connection) });
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, ...connectionIds(check.serverConnectionId), time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
@@ -528,7 +529,7 @@ export class Monitor {
           return false;
         }
         this.connection = connection;
-        check.serverConnectionId = serverConnectionIdOf(connection);
+        check.serverConnectionId = serverConnectionIdFrom(connection);
         reply = connection.hello;
         handshakeDurationMS = connection.handshakeDurationMS;
       } else if (moreToCome) {

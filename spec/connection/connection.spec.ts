@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import { inspect } from 'node:util';
-import { serialize, type Document } from 'bson';
+import { Double, Int32, Long, serialize, type Document } from 'bson';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { inflateSync } from 'node:zlib';
 import { firstValueFrom, from } from 'rxjs';
@@ -18,6 +18,7 @@ import {
   MongoNetworkError,
   MongoNetworkTimeoutError,
   connectionFactory,
+  type CommandEvent,
   type ConnectionOptions,
   type ConnectionPoolEvent,
   type ConnectionPoolOptions,
@@ -669,6 +670,59 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect(await eventually(() => c.errored)).to.equal(true);
       expect(c.error?.message).to.match(/responseTo \d+ does not match the request in flight \(none\)/);
     });
+  });
+
+  describe('the server\'s id for the connection (hello\'s connectionId, an int64): only an integer a server sends', function () {
+    /** A connection to a server whose hello carries `connectionId`, and the command events of one ping on it. */
+    async function pingWith(connectionId: unknown): Promise<{ c: Connection; events: CommandEvent[] }> {
+      server = await startHostileServer({ misbehaviour: { kind: 'answer', answer: (request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })) }, hello: { connectionId } });
+      started.push(server);
+      const factory = connectionFactory({ host: '127.0.0.1', port: server.port });
+      const events: CommandEvent[] = [];
+      factory.commandEvents$.subscribe((e) => events.push(e));
+      const c = await firstValueFrom(from(factory({ id: 1, generation: 0, address: server.address, signal: new AbortController().signal })));
+      await c.command('admin', { ping: 1 });
+      return { c, events };
+    }
+
+    const hostile: [string, unknown][] = [
+      ['NaN', NaN],
+      ['Infinity', Infinity],
+      ['-Infinity', -Infinity],
+      ['a negative integer', -1],
+      ['a non-integer', 1.5],
+      ['a double beyond 2^53', 2 ** 53],
+      ['a huge double', 1e300],
+      ['an int64 beyond 2^53', Long.fromString('9223372036854775807')],
+      ['a negative int64', Long.fromNumber(-5)],
+      ['a string', '5'],
+      ['a boolean', true],
+      ['null', null],
+      ['a document', { id: 5 }],
+    ];
+    for (const [name, value] of hostile) {
+      it(`${name}: treated as absent, in the server description and the command events`, async function () {
+        const { c, events } = await pingWith(value);
+        expect(c.server.serverConnectionId, 'server.serverConnectionId').to.equal(undefined);
+        expect(events.map((e) => 'serverConnectionId' in e), 'in the command events').to.deep.equal([false, false]);
+        c.destroy();
+      });
+    }
+
+    const sent: [string, unknown, number][] = [
+      ['an int32', new Int32(41), 41],
+      ['an int64', Long.fromNumber(2 ** 40), 2 ** 40],
+      ['a double holding an integer', new Double(42), 42],
+      ['0', new Int32(0), 0],
+    ];
+    for (const [name, value, expected] of sent) {
+      it(`${name}: kept as a number, in the server description and the command events`, async function () {
+        const { c, events } = await pingWith(value);
+        expect(c.server.serverConnectionId).to.equal(expected);
+        expect(events.map((e) => e.serverConnectionId)).to.deep.equal([expected, expected]);
+        c.destroy();
+      });
+    }
   });
 
   it('records maxMessageSizeBytes bounded to 48,000,000 when the server announces 2^31-1', async function () {

@@ -774,6 +774,16 @@ describe('Monitor on virtual time (scripted connections)', function () {
     expect(r.establishments.map(([, id]) => id), 'the id each monitoring connection was made with').to.deep.equal([0, 0]);
   });
 
+  it('leaves serverConnectionId out when the connection\'s server gives one no server sends (not a non-negative safe integer: a user\'s factory\'s connection)', async function () {
+    for (const connectionId of [NaN, Infinity, -1, 1.5, 2 ** 53]) {
+      const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ hello: { ok: 1, isWritablePrimary: true, connectionId } }) });
+      r.monitor.start();
+      await r.clock.advanceAsync(1_000);
+      expect(r.heartbeats.map((e) => 'serverConnectionId' in e), String(connectionId)).to.deep.equal([false, false]);
+      r.monitor.close();
+    }
+  });
+
   it('leaves serverConnectionId out when the connection\'s server cannot be read (a user\'s factory\'s connection)', async function () {
     const r = rig({ serverMonitoringMode: 'poll' }, { establish: () => ({ serverThrows: true, hello: { ok: 1, isWritablePrimary: true, connectionId: 7 } }) });
     r.monitor.start();
