@@ -433,6 +433,8 @@ export class Connection implements PoolConnection {
   private readonly offeredCompressors: readonly CompressorName[];
   /** The compressors an OP_COMPRESSED reply may use: the offered ones until the handshake, then the negotiated one. */
   private acceptedCompressors: readonly CompressorName[];
+  /** Whether {@link applyHandshake} recorded the handshake reply: until then the compressors were only offered. */
+  private handshaken = false;
   private readonly socketTimeoutMS: number;
   private readonly zlibCompressionLevel: number;
 
@@ -517,6 +519,7 @@ export class Connection implements PoolConnection {
    */
   applyHandshake(reply: Document, offeredCompressors: readonly CompressorName[] = this.offeredCompressors): void {
     this.hello = reply;
+    this.handshaken = true;
     // The reply's limits are int32s: a double that is not a positive integer (0.5, Infinity, NaN) is no limit at all.
     const num = (v: unknown, fallback: number): number => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : fallback);
     this.server = {
@@ -942,7 +945,7 @@ export class Connection implements PoolConnection {
       const detail = `reply responseTo ${raw.header.responseTo} does not match the request in flight (${expected})`;
       return this.fail(this.protocolError(new WireProtocolError(detail)));
     }
-    const limits = { compressors: this.acceptedCompressors, maxMessageSizeBytes: this.server.maxMessageSizeBytes };
+    const limits = { compressors: this.acceptedCompressors, duringHandshake: !this.handshaken, maxMessageSizeBytes: this.server.maxMessageSizeBytes };
     if (inflatesLarge(raw)) {
       // Inflated on the thread pool, so the event loop goes on meanwhile. The reply has arrived whole: its deadline
       // is met. Messages received meanwhile wait for it, and the socket is read no further until it is inflated: a

@@ -141,10 +141,15 @@ function wrapCompressed(message: Buffer, compressed: Buffer, id: number): Buffer
  */
 export interface DecompressionLimits {
   /**
-   * The compressors negotiated in the handshake. An OP_COMPRESSED is accepted only when this is not empty, and then
-   * only with one of these compressor ids or noop (0).
+   * The compressors negotiated in the handshake (those offered, while {@link duringHandshake}). An OP_COMPRESSED is
+   * accepted only when this is not empty, and then only with one of these compressor ids or noop (0).
    */
   readonly compressors: readonly CompressorName[];
+  /**
+   * Whether the handshake is still under way: `compressors` are then those the client offered, none negotiated yet,
+   * and a refusal says so ("offered", "during the handshake"). Default false.
+   */
+  readonly duringHandshake?: boolean;
   /**
    * The largest message accepted once decompressed, header included, in bytes: the connection's maxMessageSizeBytes
    * (see `effectiveMaxMessageSizeBytes`).
@@ -245,16 +250,22 @@ function checkCompressed(message: WireMessage, limits: DecompressionLimits): Com
   const originalOpCode = body.readInt32LE(0);
   const uncompressedSize = body.readInt32LE(4);
   const compressorId = body[8];
-  const negotiated = limits.compressors.map((name) => CompressorId[name]);
-  if (negotiated.length === 0) {
+  const accepted = limits.compressors.map((name) => CompressorId[name]);
+  // Before the handshake's reply, the compressors were only offered: the words say which.
+  const handshake = limits.duringHandshake === true;
+  if (accepted.length === 0) {
     throw new WireProtocolError(
-      `OP_COMPRESSED (compressor id ${compressorId}) received, but no compressor was negotiated in the handshake`,
+      handshake
+        ? `OP_COMPRESSED (compressor id ${compressorId}) received during the handshake, but no compressor was offered`
+        : `OP_COMPRESSED (compressor id ${compressorId}) received, but no compressor was negotiated in the handshake`,
     );
   }
-  if (compressorId !== CompressorId.noop && !negotiated.includes(compressorId as (typeof negotiated)[number])) {
+  if (compressorId !== CompressorId.noop && !accepted.includes(compressorId as (typeof accepted)[number])) {
     const allowed = limits.compressors.map((name) => `${name} (id ${CompressorId[name]})`).join(', ');
     throw new WireProtocolError(
-      `OP_COMPRESSED uses compressor id ${compressorId}, but only the negotiated ${allowed} or noop (id 0) is accepted`,
+      handshake
+        ? `OP_COMPRESSED uses compressor id ${compressorId} during the handshake, but only the offered ${allowed} or noop (id 0) is accepted`
+        : `OP_COMPRESSED uses compressor id ${compressorId}, but only the negotiated ${allowed} or noop (id 0) is accepted`,
     );
   }
   const maxBodyBytes = limits.maxMessageSizeBytes - HEADER_LENGTH;

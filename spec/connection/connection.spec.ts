@@ -858,7 +858,17 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     const error = await c.command('admin', { isMaster: 1 }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(MongoNetworkError);
     expect((error as Error).cause).to.be.instanceOf(WireProtocolError);
-    expect((error as Error).message).to.match(/no compressor was negotiated in the handshake/);
+    expect((error as Error).message).to.match(/OP_COMPRESSED \(compressor id 2\) received during the handshake, but no compressor was offered/);
+    expect((error as Error).message).to.not.match(/negotiated/);
+    expect(c.errored).to.equal(true);
+  });
+
+  it('refuses a handshake reply compressed with a compressor that was not offered, naming those offered (none was negotiated yet)', async function () {
+    const c = await compressedHandshake(['snappy'] as never);
+    const error = await c.command('admin', { isMaster: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoNetworkError);
+    expect((error as Error).message).to.match(/OP_COMPRESSED uses compressor id 2 during the handshake, but only the offered snappy \(id 1\) or noop \(id 0\) is accepted/);
+    expect((error as Error).message).to.not.match(/negotiated/);
     expect(c.errored).to.equal(true);
   });
 });
