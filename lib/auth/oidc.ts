@@ -129,14 +129,16 @@ export { OIDC_DEFAULT_ALLOWED_HOSTS } from './credentials';
 export const OIDC_HUMAN_CALLBACK_TIMEOUT_MS = 300_000;
 
 /**
- * The identity provider's information, as the server gives it in the two-step conversation's first reply.
+ * The identity provider's information, as the server gives it in the two-step conversation's first reply. A reply
+ * whose issuer is empty or not a URL, or whose clientId is empty, fails the authentication with an AuthenticationError
+ * before the callback is called.
  *
  * Source: auth spec, "Two-Step" (IdpInfo), "OIDC Human Callback".
  */
 export interface IdpInfo {
-  /** The issuer URI of the identity provider (the `iss` of its tokens). */
+  /** The issuer URI of the identity provider (the `iss` of its tokens): an absolute URL, never empty. */
   readonly issuer: string;
-  /** The client id to sign in with at that provider; undefined when the server gives none (a machine user's IdP). */
+  /** The client id to sign in with at that provider (never empty); undefined when the server gives none (a machine user's IdP). */
   readonly clientId: string | undefined;
   /** Extra scopes to request, if any. */
   readonly requestScopes?: readonly string[] | undefined;
@@ -569,7 +571,12 @@ function refused(error: unknown): boolean {
   return error instanceof AuthenticationError && error.cause instanceof MongoServerError && error.cause.code === 18;
 }
 
-/** The IdpInfo of a two-step reply's payload. */
+/**
+ * The IdpInfo of a two-step reply's payload: an issuer that is a URL, a clientId that is absent or not empty.
+ *
+ * @throws {AuthenticationError} for a payload that holds no IdpInfo, or one whose issuer is empty or not a URL, or
+ *   whose clientId is empty (the message quotes none of the payload).
+ */
 function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
   const payload: unknown = reply.payload;
   let doc: Document | undefined;
@@ -583,6 +590,18 @@ function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
   const scopes: unknown = doc?.requestScopes;
   if (typeof issuer !== 'string' || (clientId !== undefined && clientId !== null && typeof clientId !== 'string') || (scopes !== undefined && scopes !== null && !(Array.isArray(scopes) && scopes.every((x) => typeof x === 'string')))) {
     throw failure(credentials, 'the server\'s reply to the principal step holds no IdpInfo { issuer, clientId?, requestScopes? }');
+  }
+  // Auth spec, "Two-Step": the issuer is the URL of the Authentication Server (the `iss` of its tokens), the clientId
+  // an id at it: the callback could sign in nowhere with an empty one. The values are not quoted: nothing of the
+  // server's reply goes into the message.
+  const why = issuer.trim() === ''
+    ? 'issuer is empty'
+    : !URL.canParse(issuer)
+      ? 'issuer is not a URL'
+      : undefined;
+  if (why !== undefined) throw failure(credentials, `the server's IdpInfo's ${why}: it must be the URL of the identity provider (auth spec, "Two-Step")`);
+  if (typeof clientId === 'string' && clientId.trim() === '') {
+    throw failure(credentials, 'the server\'s IdpInfo\'s clientId is empty: it must be absent or the client\'s id at the identity provider (auth spec, "Two-Step")');
   }
   return Object.freeze({ issuer, clientId: typeof clientId === 'string' ? clientId : undefined, requestScopes: Array.isArray(scopes) ? Object.freeze([...(scopes as string[])]) : undefined });
 }

@@ -197,6 +197,27 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
     });
   });
 
+  describe('an IdpInfo the auth spec does not allow (issuer: a URL; clientId, when given: an id)', function () {
+    const cases: [string, Document, RegExp][] = [
+      ['an empty issuer', { issuer: '', clientId: 'client1' }, /IdpInfo's issuer is empty: it must be the URL of the identity provider/],
+      ['an issuer of spaces', { issuer: '  ', clientId: 'client1' }, /IdpInfo's issuer is empty: it must be the URL of the identity provider/],
+      ['an issuer that is not a URL', { issuer: 'idp1', clientId: 'client1' }, /IdpInfo's issuer is not a URL: it must be the URL of the identity provider/],
+      ['an empty clientId', { issuer: 'https://idp1.invalid', clientId: '' }, /IdpInfo's clientId is empty: it must be absent or the client's id at the identity provider/],
+    ];
+    for (const [what, idpInfo, message] of cases) {
+      it(`${what}: refused with an AuthenticationError saying so, the callback never called, no token in it`, async function () {
+        await start({ oidc: { signingKey: KEY, idpInfo: idpInfo as never } });
+        const cb = human();
+        const error = await rejection(establishOne(server.address, { credentials: credentialsOf(cb) }));
+        expect(error).to.be.instanceOf(AuthenticationError);
+        expect((error as Error).message).to.match(message);
+        expect(cb.calls, 'the human callback').to.have.length(0);
+        expect(shown(error)).to.not.include(TOKEN).and.not.include(REFRESH);
+        await server.stop();
+      });
+    }
+  });
+
   describe('(2) OIDC Human Callback Validation', function () {
     beforeEach(() => start());
 
