@@ -1,4 +1,4 @@
-import { Binary } from 'bson';
+import { Binary, type Document } from 'bson';
 import { MongoServerError } from '../errors';
 import type { RunCommand } from './scram';
 
@@ -33,6 +33,20 @@ export function withoutEcho(run: RunCommand, secret: string, shown: string): Run
       }
     }
   };
+}
+
+/**
+ * `reply` (a server's reply document) with every occurrence of `secret` in its strings, keys and binary values (at any
+ * depth of documents and arrays) replaced by `shown`, as {@link withoutEcho} rebuilds a refusal: `reply` itself when it
+ * quotes none, or `secret` is empty; otherwise a copy (`reply` is left as it is).
+ *
+ * @throws {RangeError} for a reply nested too deep to search (beyond the call stack).
+ *
+ * Source: extension (the auth spec does not say how a quoted secret is hidden).
+ */
+export function withoutSecret(reply: Document, secret: string, shown: string): Document {
+  if (secret === '' || !quotes(reply, secret)) return reply;
+  return redacted(reply, secret, shown) as Document;
 }
 
 /** The bytes of a BSON Binary (up to its `position`, a view, not a copy); none for another value. */

@@ -6,7 +6,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { calculateObjectSize } from 'bson';
+import { calculateObjectSize, type Document } from 'bson';
 import { Observable, Subject } from 'rxjs';
 import { checkEndpoint, writtenAddress } from '../address';
 import { authenticate, remainingOf, saslSupportedMechsRequest, speculativeStart } from '../auth/authenticate';
@@ -27,6 +27,7 @@ import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import type { CommandEvent } from './command-events';
 import { HeldDeadline } from './held-deadline';
 import { IoTimeout } from './io-timeout';
+import { ACCESS_TOKEN_NOT_SHOWN, keptHelloReply } from './kept-hello';
 import { Connection } from './connection';
 import { ClientMetadata, handshakeCommand, incompatibleServer, MAX_HELLO_REPLY_BYTES } from './handshake';
 import type { CompressorName } from './op-compressed';
@@ -439,7 +440,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       const sendHello: RunCommand = (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 });
       // A MONGODB-OIDC access token sent speculatively is a secret: a refusal quoting it must not carry it into
       // errors, events and logs (as the saslStart's refusal does not).
-      const runHello = speculative !== undefined && 'token' in speculative ? withoutEcho(sendHello, speculative.token, '<access token not shown>') : sendHello;
+      const runHello = speculative !== undefined && 'token' in speculative ? withoutEcho(sendHello, speculative.token, ACCESS_TOKEN_NOT_SHOWN) : sendHello;
       runHello('admin', command)
         .catch((error: unknown) => {
           // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
@@ -458,7 +459,17 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
               cause: new WireProtocolError(detail),
             });
           }
-          connection.applyHandshake(reply);
+          // Kept for life and shown to whoever holds the connection: without the speculative authentication's reply,
+          // nor any quotation of an access token sent speculatively. The authentication reads `reply` itself.
+          let kept: Document;
+          try {
+            kept = keptHelloReply(reply, speculative !== undefined && 'token' in speculative ? speculative.token : undefined);
+          } catch (error) {
+            if (!(error instanceof RangeError)) throw error;
+            const detail = 'the hello reply quotes the access token sent, nested too deep to take it out';
+            throw new MongoNetworkError(address, `connection ${descriptor.id} to ${address} failed: ${detail}`, { cause: new WireProtocolError(detail) });
+          }
+          connection.applyHandshake(kept);
           // A server whose wire versions rxcmap does not speak: nothing more is sent to it (no authentication).
           const incompatible = incompatibleServer(address, connection.server.minWireVersion, connection.server.maxWireVersion);
           if (incompatible !== undefined) throw incompatible;

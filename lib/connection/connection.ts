@@ -356,7 +356,11 @@ export class Connection implements PoolConnection {
   readonly generation: number;
   /** The Endpoint, `host:port`. */
   readonly address: string;
-  /** The raw handshake reply (`hello` / legacy hello), once the handshake is done. */
+  /**
+   * The handshake reply (`hello` / legacy hello), once the handshake is done: as the server sent it, but for its
+   * `speculativeAuthenticate` (the authentication's, not kept) and any quotation of a MONGODB-OIDC access token sent
+   * speculatively (`<access token not shown>`).
+   */
   hello: Readonly<Document> = {};
   /** The server's limits and identity, from the handshake. */
   server: ServerDescription = {

@@ -475,6 +475,43 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       for (const text of [...texts, ...messages]) expect(text).to.not.include(TOKEN);
     });
 
+    it('a server accepting the handshake that carried the token speculatively, quoting it in its reply: the connection keeps no copy, nor any event or log message', async function () {
+      const messages: string[] = [];
+      const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
+      const credentials = credentialsOf(human());
+      const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, logging: { componentSeverities: { connection: 'debug', command: 'debug' }, path: sink } });
+      const texts: string[] = [];
+      pool.events$.subscribe((e) => texts.push(shown(e)));
+      pool.commandEvents$.subscribe((e) => texts.push(shown(e)));
+      pool.ready();
+      try {
+        await pool.withConnection((c) => c.command('test', { find: 'c' }));
+        pool.clear();
+        pool.ready();
+        const target = server as unknown as { helloReply: (legacy: boolean, command: Document, client: unknown) => Document };
+        const original = target.helloReply.bind(server);
+        target.helloReply = (legacy, command, client) => {
+          const reply = original(legacy, command, client);
+          const p = (command.speculativeAuthenticate as Document | undefined)?.payload as { buffer: Uint8Array; position: number } | undefined;
+          if (p === undefined) return reply;
+          const jwt = String(BSON.deserialize(Buffer.from(p.buffer.buffer, p.buffer.byteOffset, p.position)).jwt);
+          // A buggy proxy echoing what it was sent: in the speculative reply, and beside it.
+          return { ...reply, speculativeAuthenticate: { ...(reply.speculativeAuthenticate as Document), echo: jwt }, note: `received ${jwt}`, tags: [{ jwt }] };
+        };
+        await pool.withConnection(async (c) => {
+          expect(received.filter((r) => r.speculative).map((r) => r.payload), 'sent speculatively').to.deep.equal([{ jwt: TOKEN }]);
+          expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+          expect(c.hello, 'the speculative reply: used by the authentication, not kept').to.not.have.property('speculativeAuthenticate');
+          expect(c.hello.note).to.equal('received <access token not shown>');
+          expect(c.hello.maxWireVersion, 'the rest kept').to.equal(c.server.maxWireVersion).and.be.above(0);
+          texts.push(shown(c.hello), shown(c), shown(c.server));
+        });
+      } finally {
+        pool.close();
+      }
+      for (const text of [...texts, ...messages]) expect(text).to.not.include(TOKEN);
+    });
+
     it('no access or refresh token shows in an error, event, log message, inspection or JSON', async function () {
       const messages: string[] = [];
       const sink: LogSink = { write: (m) => void messages.push(`${m.render()} ${JSON.stringify(m.toJSON())}`) };
