@@ -269,10 +269,21 @@ class CommandSpans implements CommandTracing {
     this.open.set(event.requestId, { span, startTime });
   }
 
-  /** Ends the spans still open when `commandEvents$` completes (none, once every command has settled). */
+  /**
+   * Ends the spans still open when `commandEvents$` completes (none, once every command has settled). Never throws
+   * (it runs inside a `commandEvents$` subscriber): a span that throws is reported to `diag`, and the others still end.
+   */
   private endAll(): void {
-    for (const { span } of this.open.values()) span.end(epochMilliseconds());
+    const open = [...this.open.values()];
     this.open.clear();
+    const now = epochMilliseconds();
+    for (const { span } of open) {
+      try {
+        span.end(now);
+      } catch (error) {
+        diag.error('rxcmap: ending a command span when the command events completed failed', error);
+      }
+    }
   }
 }
 

@@ -9,7 +9,7 @@ import { context, diag, DiagLogLevel, SpanKind, SpanStatusCode, trace, type Trac
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Binary, Long, UUID } from 'bson';
-import { Subject } from 'rxjs';
+import { config, Subject } from 'rxjs';
 import { ConnectionPool, InvalidOptionError, MongoServerError, connect, type CommandEvent } from '../../lib';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
@@ -231,6 +231,40 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     }
     expect(finished().map((s) => [s.name, s.attributes['db.namespace']])).to.deep.equal([['ping', 'admin']]);
     expect(tracing.closed).to.equal(true);
+  });
+
+  it('a span that throws when the source ends (its end, a span open) is reported to diag and the other open spans still end: never thrown out of the subscriber', async function () {
+    const { tracer, finished } = harness();
+    let first = true;
+    const failing = {
+      startSpan: (...args: Parameters<Tracer['startSpan']>) => {
+        const span = tracer.startSpan(...args);
+        if (!first) return span;
+        first = false;
+        return Object.assign(Object.create(span) as object, { end: () => { throw new Error('exporter down'); } });
+      },
+    } as unknown as Tracer;
+    const logged: string[] = [];
+    const unhandled: unknown[] = [];
+    const savedOnUnhandledError = config.onUnhandledError;
+    config.onUnhandledError = (e) => void unhandled.push(e);
+    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    try {
+      const events = new Subject<CommandEvent>();
+      const tracing = traceCommands({ commandEvents$: events }, { tracer: failing });
+      events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
+      events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'b', $db: 'shop' } });
+      events.complete();
+      // RxJS reports what a subscriber throws from a timer.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(unhandled.map(String)).to.deep.equal([]);
+      expect(logged).to.have.length(1);
+      expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['b']);
+      expect(tracing.closed).to.equal(true);
+    } finally {
+      config.onUnhandledError = savedOnUnhandledError;
+      diag.disable();
+    }
   });
 
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
