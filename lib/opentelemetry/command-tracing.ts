@@ -224,13 +224,26 @@ class CommandSpans implements CommandTracing {
           const cursorId = replyCursorId(event.reply);
           if (cursorId !== undefined && event.commandName !== 'getMore') span.setAttribute(ATTR_DB_MONGODB_CURSOR_ID, cursorId);
         } else {
-          const attributes: Attributes = {};
-          addFailureAttributes(attributes, event.failure);
-          span.setAttributes(attributes);
+          // Each call apart: a span that throws at one still gets the others (the status above all).
+          const failure = event.failure;
+          const attempt = (what: string, call: () => void): void => {
+            try {
+              call();
+            } catch (error) {
+              diag.error(`rxcmap: ${what} of the ${event.commandName} span failed`, error);
+            }
+          };
+          attempt('the failure attributes', () => {
+            const attributes: Attributes = {};
+            addFailureAttributes(attributes, failure);
+            span.setAttributes(attributes);
+          });
           // Its class as exception.type (the SDK would take a server error's code, which error.type holds already).
-          const { name, message, stack } = event.failure;
-          span.recordException(stack === undefined ? { name, message } : { name, message, stack });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: event.failure.message });
+          attempt('the exception', () => {
+            const { name, message, stack } = failure;
+            span.recordException(stack === undefined ? { name, message } : { name, message, stack });
+          });
+          attempt('the status', () => span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message }));
         }
       } finally {
         // The command's own duration: the span lasts what its events say.

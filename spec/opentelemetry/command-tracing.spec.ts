@@ -267,6 +267,34 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     }
   });
 
+  it('a failed command\'s span that throws at one of its calls (attributes, exception, status) still gets the others, and ends', function () {
+    const statuses: Record<string, unknown> = {};
+    diag.setLogger({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    try {
+      for (const method of ['setAttributes', 'recordException', 'setStatus'] as const) {
+        const { tracer, finished } = harness();
+        const failing = {
+          startSpan: (...args: Parameters<Tracer['startSpan']>) =>
+            Object.assign(Object.create(tracer.startSpan(...args)) as object, { [method]: () => { throw new Error(`${method} failed`); } }),
+        } as unknown as Tracer;
+        const events = new Subject<CommandEvent>();
+        const tracing = traceCommands({ commandEvents$: events }, { tracer: failing });
+        events.next({ type: 'CommandStarted', ...fields(1, 'insert'), command: { insert: 'a', $db: 'shop' } });
+        events.next({ type: 'CommandFailed', ...fields(1, 'insert'), duration: 1, failure: new MongoServerError({ ok: 0, code: 11000, errmsg: 'E11000 duplicate key' }) });
+        tracing.unsubscribe();
+        const [span] = finished();
+        statuses[method] = [span?.status.code, span?.attributes['error.type'], span?.events.length];
+      }
+    } finally {
+      diag.disable();
+    }
+    expect(statuses).to.deep.equal({
+      setAttributes: [SpanStatusCode.ERROR, undefined, 1],
+      recordException: [SpanStatusCode.ERROR, '11000', 0],
+      setStatus: [SpanStatusCode.UNSET, '11000', 1],
+    });
+  });
+
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
     const refused = (f: () => unknown): string => {
