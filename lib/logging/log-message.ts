@@ -9,7 +9,8 @@
  * logging and monitoring spec, "Log Messages" (the heartbeat messages); command logging and monitoring spec, "Log
  * Messages" (the command messages).
  */
-import { EJSON } from 'bson';
+import { randomUUID } from 'node:crypto';
+import { EJSON, Long } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
 import type { CommandEvent } from '../connection/command-events';
@@ -551,20 +552,82 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
 /**
  * A document (a command or a server reply) as relaxed Extended JSON, truncated to `maxDocumentLength` (cut text ends
  * with `...`); only the part of the document that shows within that length is written (see {@link documentPrefix}),
- * so a huge reply costs no more than a small one. A document that cannot be written (a getter that throws, say: a
- * user factory's error can hold anything) is said to be so, rather than throwing where the log message (or span) is
- * built, in an `events$` subscriber.
+ * so a huge reply costs no more than a small one. A 64-bit integer (a BSON Long, a bigint) beyond 2^53 - 1 in
+ * magnitude is written with all its digits, as relaxed Extended JSON writes an Int64 (`bson` would write the nearest
+ * double: a cursor id `5476541286716842819` as `5476541286716843000`); one inside a Map or an object with its own
+ * `toJSON` is left to `bson`. A document that cannot be written (a getter that throws, say: a user factory's error can
+ * hold anything) is said to be so, rather than throwing where the log message (or span) is built, in an `events$`
+ * subscriber.
  *
- * Source: logging spec, "Configurable Max Document Length".
+ * Source: logging spec, "Configurable Max Document Length"; Extended JSON spec (relaxed Int64: an integer).
  */
 export function documentText(response: unknown, maxDocumentLength: number): string {
   let text: string;
   try {
-    text = EJSON.stringify(documentPrefix(response, maxDocumentLength), { relaxed: true });
+    const digits: string[] = [];
+    text = EJSON.stringify(markedIntegers(documentPrefix(response, maxDocumentLength), digits), { relaxed: true });
+    if (digits.length > 0) text = text.replace(MARKED_INTEGER, (_, index: string) => digits[Number(index)]!);
   } catch (error) {
     text = `(the document cannot be written as Extended JSON: ${inWords(error)})`;
   }
   return truncate(text, maxDocumentLength);
+}
+
+/**
+ * What stands for a 64-bit integer beyond 2^53 - 1 until the text is written: a string of its own, whose random part
+ * no string of a document can be written with (it is never shown), followed by the integer's index and `\u0001`.
+ */
+const INTEGER_MARK = `\u0001${randomUUID().replaceAll('-', '')}:`;
+/** A mark, as JSON writes it (control characters as `\u0001`), with the index of its integer. */
+const MARKED_INTEGER = new RegExp(`"\\\\u0001${INTEGER_MARK.slice(1)}(\\d+)\\\\u0001"`, 'g');
+
+/**
+ * `copy` (a {@link documentPrefix} copy: its plain objects and arrays are its own) with each Long or bigint beyond
+ * 2^53 - 1 in magnitude in its plain objects and arrays replaced by a mark, its digits pushed to `digits`. A container
+ * with none is returned as it is (never changed in place).
+ */
+function markedIntegers(value: unknown, digits: string[]): unknown {
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? value : mark(value.toString(), digits);
+  if (value === null || typeof value !== 'object') return value;
+  if (Long.isLong(value)) return value.greaterThan(MAX_SAFE) || value.lessThan(MIN_SAFE) ? mark(value.toString(), digits) : value;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (prototype !== Array.prototype) return value;
+    let changed: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const marked = markedIntegers(value[i], digits);
+      if (marked !== value[i]) (changed ??= [...(value as unknown[])])[i] = marked;
+    }
+    return changed ?? value;
+  }
+  // The documents the copy made (plain objects); any other object (a BSON value, a Date, a toJSON) as it is.
+  if (prototype !== Object.prototype || '_bsontype' in value || Object.prototype.propertyIsEnumerable.call(value, 'toJSON')) return value;
+  let changed: Record<string, unknown> | undefined;
+  for (const key of Object.keys(value)) {
+    const field = (value as Record<string, unknown>)[key];
+    const marked = markedIntegers(field, digits);
+    if (marked === field) continue;
+    changed ??= copyOf(value as Record<string, unknown>);
+    Object.defineProperty(changed, key, { value: marked, writable: true, enumerable: true, configurable: true });
+  }
+  return changed ?? value;
+}
+
+/** 2^53 - 1 and its negative, as Longs. */
+const MAX_SAFE = Long.fromNumber(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = Long.fromNumber(Number.MIN_SAFE_INTEGER);
+
+/** The mark of an integer written `written`, which is pushed to `digits`. */
+function mark(written: string, digits: string[]): string {
+  digits.push(written);
+  return `${INTEGER_MARK}${digits.length - 1}\u0001`;
+}
+
+/** A plain object with the own enumerable fields of `value`, in order (a `__proto__` key an own field too). */
+function copyOf(value: Record<string, unknown>): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) Object.defineProperty(copy, key, { value: value[key], writable: true, enumerable: true, configurable: true });
+  return copy;
 }
 
 /** The log message of a CMAP event. */

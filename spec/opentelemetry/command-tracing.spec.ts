@@ -295,6 +295,29 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     });
   });
 
+  it('db.query.text writes a 64-bit integer beyond 2^53 with all its digits (a getMore\'s cursor id as db.mongodb.cursor_id has it), cut as any text', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer, queryTextMaxLength: 1000 });
+    const cursorId = Long.fromString('5476541286716842819');
+    const command = { getMore: cursorId, collection: 'orders', $db: 'shop' };
+    events.next({ type: 'CommandStarted', ...fields(1, 'getMore'), command });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'getMore'), duration: 1, reply: { ok: 1 } });
+    events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'orders', filter: { n: { $in: [-(2n ** 63n), 2n ** 62n + 1n, Long.fromNumber(7)] } }, $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(2, 'find'), duration: 1, reply: { ok: 1 } });
+    tracing.unsubscribe();
+    const [getMore, find] = finished() as [ReadableSpan, ReadableSpan];
+    expect(getMore.attributes['db.query.text']).to.equal('{"getMore":5476541286716842819,"collection":"orders"}');
+    expect(getMore.attributes['db.mongodb.cursor_id']).to.equal('5476541286716842819');
+    expect(find.attributes['db.query.text']).to.equal('{"find":"orders","filter":{"n":{"$in":[-9223372036854775808,4611686018427387905,7]}}}');
+    // Cut at the max length as any text: the digits count.
+    const cut = traceCommands({ commandEvents$: events }, { tracer, queryTextMaxLength: 20 });
+    events.next({ type: 'CommandStarted', ...fields(3, 'getMore'), command });
+    events.next({ type: 'CommandSucceeded', ...fields(3, 'getMore'), duration: 1, reply: { ok: 1 } });
+    cut.unsubscribe();
+    expect(finished()[2]!.attributes['db.query.text']).to.equal('{"getMore":547654128...');
+  });
+
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
     const refused = (f: () => unknown): string => {
