@@ -23,11 +23,15 @@ import { Binary } from 'bson';
  * cyclic within the max length is written as far as the max length, not refused.
  *
  * @param maxLength the max document length (UTF-16 code units), an integer ≥ 0.
+ * @param omitted top-level keys left out of the copy (and never read), as if `document` did not have them: for a
+ *   document written without some of its fields (a command without `lsid`, say), with no copy of it made first.
  * @throws whatever reading `document` throws (a getter), or RangeError for a document nested deeper than the stack
  *   when `maxLength` is large.
  */
-export function documentPrefix(document: unknown, maxLength: number): unknown {
-  return new Pruner(maxLength).copy(document);
+export function documentPrefix(document: unknown, maxLength: number, omitted?: ReadonlySet<string>): unknown {
+  const pruner = new Pruner(maxLength);
+  if (omitted === undefined || kindOf(document) !== 'document') return pruner.copy(document);
+  return pruner.document(document as object, Object.keys(document as object), omitted);
 }
 
 /** Binary subtype of a vector: its payload is validated when written, so it is never cut. */
@@ -92,11 +96,13 @@ class Pruner {
     return out;
   }
 
-  private document(value: object, keys: readonly string[]): Record<string, unknown> {
+  /** The document `value` with its `keys` (but those `omitted`), as far as the max length. */
+  document(value: object, keys: readonly string[], omitted?: ReadonlySet<string>): Record<string, unknown> {
     this.written += 1; // {
     const out: Record<string, unknown> = {};
     for (const key of keys) {
       if (this.full()) break;
+      if (omitted?.has(key)) continue;
       const field = (value as Record<string, unknown>)[key];
       const kind = kindOf(field);
       const name = this.key(key);

@@ -557,15 +557,15 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
  * double: a cursor id `5476541286716842819` as `5476541286716843000`); one inside a Map or an object with its own
  * `toJSON` is left to `bson`. A document that cannot be written (a getter that throws, say: a user factory's error can
  * hold anything) is said to be so, rather than throwing where the log message (or span) is built, in an `events$`
- * subscriber.
+ * subscriber. `omitted`: top-level keys written as if the document did not have them (see {@link documentPrefix}).
  *
  * Source: logging spec, "Configurable Max Document Length"; Extended JSON spec (relaxed Int64: an integer).
  */
-export function documentText(response: unknown, maxDocumentLength: number): string {
+export function documentText(response: unknown, maxDocumentLength: number, omitted?: ReadonlySet<string>): string {
   let text: string;
   try {
     const digits: string[] = [];
-    text = EJSON.stringify(markedIntegers(documentPrefix(response, maxDocumentLength), digits), { relaxed: true });
+    text = EJSON.stringify(markedIntegers(documentPrefix(response, maxDocumentLength, omitted), digits), { relaxed: true });
     if (digits.length > 0) text = text.replace(MARKED_INTEGER, (_, index: string) => digits[Number(index)]!);
   } catch (error) {
     text = `(the document cannot be written as Extended JSON: ${inWords(error)})`;

@@ -276,7 +276,8 @@ class CommandSpans implements CommandTracing {
       ...(event.serverConnectionId === undefined ? {} : { [ATTR_DB_MONGODB_SERVER_CONNECTION_ID]: event.serverConnectionId }),
     };
     addCommandFields(attributes, name, command);
-    if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(queryDocument(command), this.queryTextMaxLength);
+    // Only what shows within the max length is read: not every field of a command with many.
+    if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(command, this.queryTextMaxLength, QUERY_TEXT_OMITTED);
     const startTime = epochMilliseconds();
     const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, startTime }, context.active());
     this.open.set(event.requestId, { span, startTime });
@@ -342,9 +343,3 @@ function int64(value: unknown): number | string | undefined {
   return undefined;
 }
 
-/** `command` without the fields `db.query.text` leaves out, as a new object (the event's command is shared). */
-function queryDocument(command: Readonly<Document>): Document {
-  const shown: Document = {};
-  for (const key of Object.keys(command)) if (!QUERY_TEXT_OMITTED.has(key)) shown[key] = command[key];
-  return shown;
-}

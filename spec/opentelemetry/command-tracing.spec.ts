@@ -318,6 +318,23 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(finished()[2]!.attributes['db.query.text']).to.equal('{"getMore":547654128...');
   });
 
+  it('db.query.text reads only what shows within queryTextMaxLength of a command with 100,000 top-level fields: not each field', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer, queryTextMaxLength: 100 });
+    let reads = 0;
+    const command: Record<string, unknown> = { insert: 'orders' };
+    for (let i = 0; i < 100_000; i++) {
+      Object.defineProperty(command, `f${i}`, { enumerable: true, get: () => (reads++, i) });
+    }
+    command.$db = 'shop';
+    events.next({ type: 'CommandStarted', ...fields(1, 'insert'), command });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'insert'), duration: 1, reply: { ok: 1 } });
+    tracing.unsubscribe();
+    expect(finished()[0]!.attributes['db.query.text']).to.equal('{"insert":"orders","f0":0,"f1":1,"f2":2,"f3":3,"f4":4,"f5":5,"f6":6,"f7":7,"f8":8,"f9":9,"f10":10,"f...');
+    expect(reads).to.be.below(50);
+  });
+
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
     const refused = (f: () => unknown): string => {
