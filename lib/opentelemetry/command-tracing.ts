@@ -301,13 +301,27 @@ class CommandSpans implements CommandTracing {
   }
 }
 
+/** `performance.timeOrigin`, moved whenever the monotonic clock has drifted from the wall clock (see {@link epochMilliseconds}). */
+let wallOrigin = performance.timeOrigin;
+
 /**
  * Now, in ms since the Unix epoch with a sub-microsecond fraction: spans stamped with `Date.now()` (what the SDK uses
- * unless given a time) could not order commands a few microseconds apart.
+ * unless given a time) could not order commands a few microseconds apart. The monotonic clock (`performance.now()`)
+ * is read from an origin kept on the wall clock: `performance.timeOrigin + performance.now()` alone falls behind
+ * `Date.now()` for good after a host is suspended or its clock stepped, while the SDK stamps every other span (a
+ * command's parent among them) on `Date.now()`; the commands' spans would then lie outside their parents.
  */
 function epochMilliseconds(): number {
-  return performance.timeOrigin + performance.now();
+  const now = performance.now();
+  const wall = Date.now();
+  const stamp = wallOrigin + now;
+  // Date.now() is a whole ms: a stamp on the same clock lies within [wall, wall + 1); one more ms either side is
+  // rounding, beyond that the clocks have drifted apart.
+  if (stamp >= wall - 1 && stamp < wall + 2) return stamp;
+  wallOrigin = wall + 0.5 - now;
+  return wallOrigin + now;
 }
+
 
 /** Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never throws. */
 function addCommandFields(attributes: Attributes, name: string, command: Readonly<Document>): void {

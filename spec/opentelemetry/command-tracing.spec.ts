@@ -335,6 +335,37 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(reads).to.be.below(50);
   });
 
+  it('a command span is stamped on the wall clock, as the SDK stamps its parent: still inside it once the monotonic clock has drifted 60 s from Date.now() (a host suspended, an NTP step)', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const ms = ([seconds, nanos]: [number, number]): number => seconds * 1e3 + nanos / 1e6;
+    const realNow = Date.now;
+    // The wall clock 60 s ahead of performance.timeOrigin + performance.now(), which does not count a suspension.
+    Date.now = () => Math.floor(performance.timeOrigin + performance.now() + 60_000);
+    try {
+      const operation = tracer.startSpan('operation');
+      context.with(trace.setSpan(context.active(), operation), () => {
+        events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
+        events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'b', $db: 'shop' } });
+      });
+      events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 0.5, reply: { ok: 1 } });
+      events.next({ type: 'CommandSucceeded', ...fields(2, 'find'), duration: 0.5, reply: { ok: 1 } });
+      operation.end(Date.now() + 1);
+    } finally {
+      Date.now = realNow;
+      tracing.unsubscribe();
+    }
+    const [a, b, operation] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
+    expect(operation.name).to.equal('operation');
+    for (const span of [a, b]) {
+      expect(ms(span.startTime) - ms(operation.startTime), 'starts after its parent').to.be.within(-1, 50);
+      expect(ms(operation.endTime) - ms(span.endTime), 'ends before its parent').to.be.within(-1, 50);
+    }
+    // Still ordered: the second command starts after the first.
+    expect(ms(b.startTime)).to.be.above(ms(a.startTime));
+  });
+
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
     const refused = (f: () => unknown): string => {
