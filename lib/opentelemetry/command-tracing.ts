@@ -326,8 +326,8 @@ function epochMilliseconds(): number {
 /** Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never throws. */
 function addCommandFields(attributes: Attributes, name: string, command: Readonly<Document>): void {
   try {
-    const lsid: unknown = (command.lsid as { id?: unknown } | undefined)?.id;
-    if (lsid instanceof Binary && lsid.sub_type === Binary.SUBTYPE_UUID && lsid.length() === 16) attributes[ATTR_DB_MONGODB_LSID] = lsid.toUUID().toHexString(true);
+    const lsid = uuidText((command.lsid as { id?: unknown } | undefined)?.id);
+    if (lsid !== undefined) attributes[ATTR_DB_MONGODB_LSID] = lsid;
     const txnNumber = int64(command.txnNumber);
     if (txnNumber !== undefined) attributes[ATTR_DB_MONGODB_TXN_NUMBER] = txnNumber;
     if (name === 'getMore') {
@@ -337,6 +337,19 @@ function addCommandFields(attributes: Attributes, name: string, command: Readonl
   } catch {
     // A field that cannot be read is left out.
   }
+}
+
+/**
+ * `value` as a UUID string (`0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b`) when it is a BSON Binary of subtype 4 and 16 bytes,
+ * of this copy of bson or of any other (an ES module application's, another version's: known by its `_bsontype`, as
+ * bson itself knows them), else undefined.
+ */
+function uuidText(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || (value as { _bsontype?: unknown })._bsontype !== 'Binary') return undefined;
+  const { sub_type: subType, buffer, position } = value as { sub_type?: unknown; buffer?: unknown; position?: unknown };
+  if (subType !== Binary.SUBTYPE_UUID || !(buffer instanceof Uint8Array) || position !== 16 || buffer.length < 16) return undefined;
+  const hex = Buffer.from(buffer.buffer, buffer.byteOffset, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** The cursor a reply opens (`cursor.id`, not 0), else undefined. Never throws. */

@@ -32,6 +32,18 @@ const fields = (requestId: number, commandName: string, address = 'db.example.co
   commandName,
 });
 
+/** A copy of bson of its own, as another package's (or an ES module's) would be: its classes are not this one's. */
+function otherBson(): typeof import('bson') {
+  const path = require.resolve('bson');
+  const loaded = require.cache[path];
+  delete require.cache[path];
+  try {
+    return require('bson') as typeof import('bson');
+  } finally {
+    require.cache[path] = loaded;
+  }
+}
+
 describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Commands")', function () {
   let server: TestEndpoint;
   let contextManager: AsyncLocalStorageContextManager;
@@ -364,6 +376,17 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     }
     // Still ordered: the second command starts after the first.
     expect(ms(b.startTime)).to.be.above(ms(a.startTime));
+  });
+
+  it('db.mongodb.lsid from a session id made by another copy of bson (an ES module application\'s, another version\'s)', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const uuid = '0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b';
+    events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'orders', lsid: { id: new (otherBson().UUID)(uuid) }, $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1 } });
+    tracing.unsubscribe();
+    expect(finished()[0]!.attributes['db.mongodb.lsid']).to.equal(uuid);
   });
 
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
