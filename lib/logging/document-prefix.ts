@@ -141,11 +141,12 @@ class Pruner {
 
   /** A Binary's payload is written in base64: 4 characters per 3 bytes, so a cut at 3 bytes keeps a prefix. */
   private binary(value: Binary): Binary {
-    const bytes = value.buffer;
+    const bytes: unknown = value.buffer;
     const kept = 3 * Math.ceil((this.maxLength + 1) / 4);
     const subType = value.sub_type;
-    // A subtype outside a byte would change when a new Binary is made; a vector's cut payload would fail validation.
-    if (bytes.length <= kept || !Number.isInteger(subType) || subType < 0 || subType > 0xff || subType === BINARY_SUBTYPE_VECTOR) {
+    // A subtype outside a byte would change when a new Binary is made; a vector's cut payload would fail validation;
+    // a Binary of another copy of bson without bytes as this one has them is left to it.
+    if (!(bytes instanceof Uint8Array) || bytes.length <= kept || !Number.isInteger(subType) || subType < 0 || subType > 0xff || subType === BINARY_SUBTYPE_VECTOR) {
       this.written += 1;
       return value;
     }
@@ -180,8 +181,9 @@ function kindOf(value: unknown): Kind {
   const tag = tagOf(value);
   if (tag === '[object Date]' || tag === '[object RegExp]') return 'written';
   const bsonType = (value as { _bsontype?: unknown })._bsontype;
-  // A BSON value is written by its toExtendedJSON (or bson throws, and there is nothing to agree with).
-  if (bsonType !== undefined) return value instanceof Binary ? 'binary' : 'written';
+  // A BSON value is written by its toExtendedJSON (or bson throws, and there is nothing to agree with). A Binary is
+  // known by its `_bsontype`, as bson knows it: one of another copy of bson (an ES module's) is no instance of this one.
+  if (bsonType !== undefined) return bsonType === 'Binary' ? 'binary' : 'written';
   // JSON calls an own enumerable toJSON instead of writing the document (bson copies only enumerable keys).
   if (Object.prototype.propertyIsEnumerable.call(value, 'toJSON') && typeof (value as { toJSON?: unknown }).toJSON === 'function') return 'unsure';
   return ArrayBuffer.isView(value) && !(value instanceof DataView) ? 'indexed' : 'document';

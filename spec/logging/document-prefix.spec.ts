@@ -119,6 +119,24 @@ describe('documentPrefix: the part of a document its Extended JSON shows within 
     expect(binary.data.sub_type).to.equal(5);
   });
 
+  it('cuts a Binary of another copy of bson (an ES module application\'s, another version\'s) as its own: the text agrees, the copy is small', function () {
+    const path = require.resolve('bson');
+    const loaded = require.cache[path];
+    delete require.cache[path];
+    let other: typeof import('bson');
+    try {
+      other = require('bson') as typeof import('bson');
+    } finally {
+      require.cache[path] = loaded;
+    }
+    const document = { data: new other.Binary(new Uint8Array(4 * 1024 * 1024).fill(7), 5), uuid: new other.UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b') };
+    const prefix = documentPrefix(document, 1000) as { data: { buffer: Uint8Array; sub_type: number } };
+    expect(prefix.data.buffer.length).to.equal(753);
+    expect(prefix.data.sub_type).to.equal(5);
+    expect(written(document, 1000)).to.equal(reference(document, 1000));
+    expect(written({ uuid: document.uuid }, 1000)).to.equal(reference({ uuid: document.uuid }, 1000));
+  });
+
   it('writes a reply nested 100,000 deep, or cyclic, as far as the max length', function () {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 100_000; i++) deep = { a: deep };
