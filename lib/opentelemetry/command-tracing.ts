@@ -71,7 +71,7 @@ export interface CommandTracingOptions {
  * Source: extension (RxJS `Subscription.unsubscribe`, TC39 explicit resource management `Symbol.dispose`).
  */
 export interface CommandTracing extends Disposable {
-  /** Whether tracing has ended: unsubscribed and no span left open, or the source's `commandEvents$` completed. */
+  /** Whether tracing has ended: unsubscribed and no span left open, or the source's `commandEvents$` completed (or failed). */
   readonly closed: boolean;
   /**
    * Stops tracing (idempotent): no span is started from then on; those open end with their commands, and then the
@@ -115,9 +115,10 @@ export interface CommandTracing extends Disposable {
  *   events.
  *
  * A cursor id or transaction number beyond 2^53 - 1 is given as its decimal string (a number would lose digits). A
- * span or a Tracer that throws is reported to OpenTelemetry's `diag` logger, never to the command. Tracing subscribes
- * to `commandEvents$`, so each command builds its events (the cost of tracing); with no SDK registered, spans are
- * no-ops but the events are still built: call this only to trace.
+ * span or a Tracer that throws is reported to OpenTelemetry's `diag` logger, never to the command; so is a
+ * `commandEvents$` that fails (the spans open are ended, tracing with them). Tracing subscribes to `commandEvents$`,
+ * so each command builds its events (the cost of tracing); with no SDK registered, spans are no-ops but the events are
+ * still built: call this only to trace.
  *
  * @example
  * ```ts
@@ -192,7 +193,15 @@ class CommandSpans implements CommandTracing {
     private readonly tracer: Tracer,
     private readonly queryTextMaxLength: number,
   ) {
-    this.subscription = events$.subscribe({ next: (event) => this.record(event), complete: () => this.endAll() });
+    this.subscription = events$.subscribe({
+      next: (event) => this.record(event),
+      complete: () => this.endAll(),
+      // A source of the application's may fail: its error is no command's, and nobody else would receive it.
+      error: (error: unknown) => {
+        diag.error('rxcmap: the command events traced failed; tracing ended', error);
+        this.endAll();
+      },
+    });
   }
 
   get closed(): boolean {

@@ -389,6 +389,29 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(finished()[0]!.attributes['db.mongodb.lsid']).to.equal(uuid);
   });
 
+  it('a source that errors (a user\'s commandEvents$ through an operator that fails) ends the open spans and tracing, its error reported to diag, not rethrown from a timer', async function () {
+    const { tracer, finished } = harness();
+    const logged: string[] = [];
+    const unhandled: unknown[] = [];
+    const savedOnUnhandledError = config.onUnhandledError;
+    config.onUnhandledError = (e) => void unhandled.push(e);
+    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    try {
+      const events = new Subject<CommandEvent>();
+      const tracing = traceCommands({ commandEvents$: events }, { tracer });
+      events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
+      events.error(new Error('feed failed'));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(unhandled.map(String)).to.deep.equal([]);
+      expect(logged).to.have.length(1);
+      expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a']);
+      expect(tracing.closed).to.equal(true);
+    } finally {
+      config.onUnhandledError = savedOnUnhandledError;
+      diag.disable();
+    }
+  });
+
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
     const refused = (f: () => unknown): string => {
