@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { diag, DiagLogLevel, ValueType, type Meter } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
-import { ConnectionPool, InvalidOptionError, connect, type CommandEvent } from '../../lib';
+import { ConnectionPool, connect, type CommandEvent } from '../../lib';
+import { refusedOption } from '../support/refused-option';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { instrumentCommands } from '../../lib/opentelemetry';
 
@@ -131,20 +132,11 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key and a meter that is not one, naming each', function () {
     const pool = newPool();
     try {
-      const refused = (f: () => unknown): string => {
-        try {
-          f();
-        } catch (error) {
-          expect(error).to.be.instanceOf(InvalidOptionError);
-          return (error as InvalidOptionError).option;
-        }
-        return 'accepted';
-      };
-      expect(refused(() => instrumentCommands({} as never))).to.equal('source');
-      expect(refused(() => instrumentCommands(null as never))).to.equal('source');
-      expect(refused(() => instrumentCommands(pool, null as never))).to.equal('options');
-      expect(refused(() => instrumentCommands(pool, { metre: {} } as never))).to.equal('metre');
-      expect(refused(() => instrumentCommands(pool, { meter: {} as Meter }))).to.equal('meter');
+      expect(refusedOption(() => instrumentCommands({} as never))).to.equal('source');
+      expect(refusedOption(() => instrumentCommands(null as never))).to.equal('source');
+      expect(refusedOption(() => instrumentCommands(pool, null as never))).to.equal('options');
+      expect(refusedOption(() => instrumentCommands(pool, { metre: {} } as never))).to.equal('metre');
+      expect(refusedOption(() => instrumentCommands(pool, { meter: {} as Meter }))).to.equal('meter');
       const instrumentation = instrumentCommands(pool);
       expect(instrumentation.closed).to.equal(false);
       instrumentation.unsubscribe();

@@ -11,6 +11,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { Binary, Long, UUID } from 'bson';
 import { config, Subject } from 'rxjs';
 import { ConnectionPool, InvalidOptionError, MongoServerError, connect, type CommandEvent } from '../../lib';
+import { refusedOption } from '../support/refused-option';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
 
@@ -414,23 +415,14 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
 
   it('refuses a source without commandEvents$, options that are not an object, a misspelt key, a tracer that is not one and a bad queryTextMaxLength, naming each', function () {
     const events = new Subject<CommandEvent>();
-    const refused = (f: () => unknown): string => {
-      try {
-        f();
-      } catch (error) {
-        expect(error).to.be.instanceOf(InvalidOptionError);
-        return (error as InvalidOptionError).option;
-      }
-      return 'accepted';
-    };
-    expect(refused(() => traceCommands({} as never))).to.equal('source');
-    expect(refused(() => traceCommands(null as never))).to.equal('source');
-    expect(refused(() => traceCommands({ commandEvents$: events }, null as never))).to.equal('options');
-    expect(refused(() => traceCommands({ commandEvents$: events }, { tracr: {} } as never))).to.equal('tracr');
-    expect(refused(() => traceCommands({ commandEvents$: events }, { tracer: {} as Tracer }))).to.equal('tracer');
-    expect(refused(() => traceCommands({ commandEvents$: events }, { tracer: null as never }))).to.equal('tracer');
+    expect(refusedOption(() => traceCommands({} as never))).to.equal('source');
+    expect(refusedOption(() => traceCommands(null as never))).to.equal('source');
+    expect(refusedOption(() => traceCommands({ commandEvents$: events }, null as never))).to.equal('options');
+    expect(refusedOption(() => traceCommands({ commandEvents$: events }, { tracr: {} } as never))).to.equal('tracr');
+    expect(refusedOption(() => traceCommands({ commandEvents$: events }, { tracer: {} as Tracer }))).to.equal('tracer');
+    expect(refusedOption(() => traceCommands({ commandEvents$: events }, { tracer: null as never }))).to.equal('tracer');
     for (const bad of [-1, 1.5, Number.NaN, 2 ** 31, '10'])
-      expect(refused(() => traceCommands({ commandEvents$: events }, { queryTextMaxLength: bad as number })), String(bad)).to.equal('queryTextMaxLength');
+      expect(refusedOption(() => traceCommands({ commandEvents$: events }, { queryTextMaxLength: bad as number })), String(bad)).to.equal('queryTextMaxLength');
     expect(events.observed).to.equal(false);
     const tracing = traceCommands({ commandEvents$: events });
     expect(tracing.closed).to.equal(false);
