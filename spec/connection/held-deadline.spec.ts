@@ -48,6 +48,18 @@ describe('HeldDeadline', function () {
     expect(armed).to.deep.equal([1000, 1000]);
   });
 
+  it('a hold taken while another is held changes nothing: armed again once both are released, with what was left when the first was taken', function () {
+    const { deadline, armed, advance } = harness(1000);
+    advance(400);
+    const first = deadline.hold();
+    advance(5000); // past the deadline, had it run: but it is held
+    const second = deadline.hold();
+    first();
+    expect(armed).to.deep.equal([1000]);
+    second();
+    expect(armed).to.deep.equal([1000, 600]);
+  });
+
   it('holds nothing without a deadline, once it has passed, or once ended; end clears its timer and it is never armed again', function () {
     const none = harness(0);
     expect(none.armed).to.deep.equal([]);
