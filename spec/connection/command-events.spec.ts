@@ -520,5 +520,37 @@ describe('command events (command logging and monitoring spec)', function () {
       const timeout = new MongoNetworkTimeoutError('h:1', 'timed out');
       expect(redactedFailure(timeout)).to.equal(timeout);
     });
+
+    it('a redacted server error leaves out what the server did not give: no code, codeName or errorLabels key', function () {
+      const redacted = redactedFailure(new MongoServerError({ ok: 0, errmsg: 'secret in here' })) as MongoServerError;
+      expect(redacted.response).to.deep.equal({ ok: 0 });
+      expect(redacted.message).to.equal('command failed');
+    });
+
+    it('a reply that cannot be read: the WireProtocolError keeps its class and labels, and says its detail is redacted', function () {
+      const redacted = redactedFailure(new WireProtocolError('invalid BSON: /reply-secret/', { labels: ['SystemOverloadedError'] }));
+      expect(redacted).to.be.instanceOf(WireProtocolError);
+      expect(redacted.message).to.match(/redacted/).and.not.include('reply-secret');
+      expect((redacted as WireProtocolError).hasErrorLabel('SystemOverloadedError')).to.equal(true);
+    });
+
+    it('a network error caused by a reply that cannot be read, further down its cause chain or with a message of another form, is redacted; its chain is followed 8 causes deep, so a cyclic one ends', function () {
+      /** A network error whose cause chain is `depth` errors deep, the last a WireProtocolError quoting the reply. */
+      const chained = (depth: number, message = 'lost the reply'): MongoNetworkError => {
+        let cause: Error = new WireProtocolError('invalid BSON: /reply-secret/');
+        for (let i = 1; i < depth; i++) cause = new Error(`wrapping ${i}`, { cause });
+        return new MongoNetworkError('h:1', message, { cause });
+      };
+      // No "wire-protocol error" in its message: the connection and address still said, the detail not.
+      const other = redactedFailure(chained(1, 'lost the reply: /reply-secret/'));
+      expect(other).to.be.instanceOf(MongoNetworkError);
+      expect(other.message).to.match(/^connection to h:1 failed: wire-protocol error: .*redacted/).and.not.include('reply-secret');
+      expect(redactedFailure(chained(8)).message).to.match(/redacted/);
+      const beyond = chained(9);
+      expect(redactedFailure(beyond)).to.equal(beyond);
+      const cyclic = new MongoNetworkError('h:1', 'lost', { cause: new Error('first') });
+      (cyclic.cause as Error).cause = cyclic;
+      expect(redactedFailure(cyclic)).to.equal(cyclic);
+    });
   });
 });
