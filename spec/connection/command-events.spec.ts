@@ -204,6 +204,51 @@ describe('command events (command logging and monitoring spec)', function () {
     }
   });
 
+  it('a command whose connection is destroyed while it is encoded (by a getter of its document) has no events and rejects as the closed connection', async function () {
+    const events: CommandEvent[] = [];
+    const pool = watchedPool(events);
+    try {
+      const connection = await pool.checkOut();
+      const command = { ping: 1, get comment(): string { connection.destroy(); return 'destroying'; } };
+      const outcome = await Promise.race([connection.command('admin', command), new Promise((r) => setTimeout(() => r('pending after 2 s'), 2000))]).catch((e: unknown) => e);
+      expect(outcome).to.be.instanceOf(MongoNetworkError);
+      expect((outcome as Error).message).to.equal(`connection ${connection.id} to ${endpoint.address} is closed`);
+      expect(events).to.deep.equal([]);
+      pool.checkIn(connection);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a server that gives no connectionId in its handshake: the events leave serverConnectionId out (embedded endpoint)', async function () {
+    if (endpoint.embedded === undefined) this.skip();
+    const server = await new EmbeddedServer().start();
+    const hello = (cmd: Record<string, unknown>): Record<string, unknown> => ({
+      ...('hello' in cmd ? { isWritablePrimary: true } : { ismaster: true }),
+      ...(typeof cmd.helloOk === 'boolean' ? { helloOk: true } : {}),
+      maxBsonObjectSize: 16 * 1024 * 1024,
+      maxMessageSizeBytes: 48_000_000,
+      maxWriteBatchSize: 100_000,
+      minWireVersion: 0,
+      maxWireVersion: 25,
+      ok: 1,
+    });
+    server.handle('hello', hello);
+    server.handle('ismaster', hello);
+    const events: CommandEvent[] = [];
+    const pool = new ConnectionPool({ address: server.address });
+    pool.commandEvents$.subscribe((e) => events.push(e));
+    pool.ready();
+    try {
+      await pool.withConnection((c) => c.command('admin', { ping: 1 }));
+      expect(events.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandSucceeded']);
+      for (const e of events) expect(Object.keys(e), e.type).to.not.include('serverConnectionId');
+    } finally {
+      pool.close();
+      await server.stop();
+    }
+  });
+
   it('nothing is built while nobody receives the events: the command document is read once unobserved, once more observed', async function () {
     const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions });
     pool.ready();
