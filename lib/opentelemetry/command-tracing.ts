@@ -36,7 +36,9 @@ import {
 } from './semantic-conventions';
 
 /**
- * The environment variable whose positive integer value is the default {@link CommandTracingOptions.queryTextMaxLength}.
+ * The environment variable whose value, an integer from 0 to 2^31 - 1 in decimal digits, is the default
+ * {@link CommandTracingOptions.queryTextMaxLength}; unset or empty, the default is 0. {@link traceCommands} throws for
+ * any other value when the option is not given.
  *
  * Source: MongoDB OpenTelemetry spec, "Environment Variables for configuring OpenTelemetry"
  * (`OTEL_#{LANG}_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH`, `NODE` for Node.js as in OpenTelemetry JS's own
@@ -57,10 +59,11 @@ export interface CommandTracingOptions {
    */
   tracer?: Tracer | undefined;
   /**
-   * The most UTF-16 code units of `db.query.text`, an integer from 0 to 2^31 - 1; 0 leaves the attribute out. A
-   * longer text is cut there and ends with `...`. Default: the value of {@link QUERY_TEXT_MAX_LENGTH_ENV} when it is a
-   * positive integer, else 0. The text holds the values of the command (filters, documents): turn it on knowing where
-   * the spans go.
+   * The max length of the command's text in `db.query.text` (UTF-16 code units), an integer from 0 to 2^31 - 1; 0
+   * leaves the attribute out. A longer text is cut there and `...` is added (so the attribute holds at most that
+   * length plus 3), as the logging spec's max document length cuts. Default: the value of
+   * {@link QUERY_TEXT_MAX_LENGTH_ENV} when it is set, else 0. The text holds the values of the command (filters,
+   * documents): turn it on knowing where the spans go.
    */
   queryTextMaxLength?: number | undefined;
 }
