@@ -163,7 +163,10 @@ export const ATTR_DB_RESPONSE_STATUS_CODE = 'db.response.status_code';
 /** `error.type`: the class of error an operation ended with, present if and only if it failed. Source: attribute registry "error". */
 export const ATTR_ERROR_TYPE = 'error.type';
 
-/** `db.command.name`: the name of the server command a command span describes. Source: MongoDB OpenTelemetry spec, "Command Span Attributes". */
+/**
+ * `db.command.name`: the name of the server command a command span describes.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes".
+ */
 export const ATTR_DB_COMMAND_NAME = 'db.command.name';
 
 /**
@@ -187,17 +190,32 @@ export const NETWORK_TRANSPORT_VALUE_TCP = 'tcp';
 /** `network.transport` value `unix`. Source: attribute registry "network". */
 export const NETWORK_TRANSPORT_VALUE_UNIX = 'unix';
 
-/** `db.mongodb.driver_connection_id` (int): the driver's id of the connection. Source: MongoDB OpenTelemetry spec. */
+/**
+ * `db.mongodb.driver_connection_id` (int64): the driver's id of the connection.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes".
+ */
 export const ATTR_DB_MONGODB_DRIVER_CONNECTION_ID = 'db.mongodb.driver_connection_id';
 
-/** `db.mongodb.server_connection_id` (int): the server's id of the connection. Source: MongoDB OpenTelemetry spec. */
+/**
+ * `db.mongodb.server_connection_id` (int64): the server's id of the connection, when the server gave one.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes".
+ */
 export const ATTR_DB_MONGODB_SERVER_CONNECTION_ID = 'db.mongodb.server_connection_id';
 
-/** `db.mongodb.cursor_id` (int64): the cursor a command creates or uses. Source: MongoDB OpenTelemetry spec. */
+/**
+ * `db.mongodb.cursor_id` (int64): the cursor a command creates or uses.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes", "db.mongodb.cursor_id".
+ */
 export const ATTR_DB_MONGODB_CURSOR_ID = 'db.mongodb.cursor_id';
 
-/** `db.mongodb.lsid` (string): the logical session id a command carries. Source: MongoDB OpenTelemetry spec. */
+/**
+ * `db.mongodb.lsid` (string): the logical session id a command carries.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes".
+ */
 export const ATTR_DB_MONGODB_LSID = 'db.mongodb.lsid';
 
-/** `db.mongodb.txn_number` (int64): the transaction number a command carries. Source: MongoDB OpenTelemetry spec. */
+/**
+ * `db.mongodb.txn_number` (int64): the transaction number a command carries.
+ * Source: MongoDB OpenTelemetry spec, "Command Span Attributes".
+ */
 export const ATTR_DB_MONGODB_TXN_NUMBER = 'db.mongodb.txn_number';
