@@ -24,12 +24,13 @@ import {
 } from './semantic-conventions';
 
 /**
- * What {@link instrumentCommands} reads: a `commandEvents$` stream. Every `ConnectionPool` and `Client` has one.
+ * What {@link instrumentCommands} and `traceCommands` read: a `commandEvents$` stream. Every `ConnectionPool` and
+ * `Client` has one.
  *
  * Source: extension (the public surface of `ConnectionPool` and `Client`).
  */
 export interface InstrumentedCommands {
-  /** The command events recorded (see `ConnectionPool.commandEvents$`, `Client.commandEvents$`). */
+  /** The command events measured or traced (see `ConnectionPool.commandEvents$`, `Client.commandEvents$`). */
   readonly commandEvents$: Observable<CommandEvent>;
 }
 
