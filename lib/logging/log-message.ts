@@ -552,7 +552,7 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
 /**
  * A document (a command or a server reply) as relaxed Extended JSON, truncated to `maxDocumentLength` (cut text ends
  * with `...`); only the part of the document that shows within that length is written (see {@link documentPrefix}),
- * so a huge reply costs no more than a small one. A 64-bit integer (a BSON Long, a bigint) beyond 2^53 - 1 in
+ * so a huge document costs no more than a small one. A 64-bit integer (a BSON Long, a bigint) beyond 2^53 - 1 in
  * magnitude is written with all its digits, as relaxed Extended JSON writes an Int64 (`bson` would write the nearest
  * double: a cursor id `5476541286716842819` as `5476541286716843000`); one inside a Map or an object with its own
  * `toJSON` is left to `bson`. A document that cannot be written (a getter that throws, say: a user factory's error can
@@ -561,11 +561,11 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
  *
  * Source: logging spec, "Configurable Max Document Length"; Extended JSON spec (relaxed Int64: an integer).
  */
-export function documentText(response: unknown, maxDocumentLength: number, omitted?: ReadonlySet<string>): string {
+export function documentText(document: unknown, maxDocumentLength: number, omitted?: ReadonlySet<string>): string {
   let text: string;
   try {
     const digits: string[] = [];
-    text = EJSON.stringify(markedIntegers(documentPrefix(response, maxDocumentLength, omitted), digits), { relaxed: true });
+    text = EJSON.stringify(markedIntegers(documentPrefix(document, maxDocumentLength, omitted), digits), { relaxed: true });
     if (digits.length > 0) text = text.replace(MARKED_INTEGER, (_, index: string) => digits[Number(index)]!);
   } catch (error) {
     text = `(the document cannot be written as Extended JSON: ${inWords(error)})`;
