@@ -130,15 +130,18 @@ export const OIDC_HUMAN_CALLBACK_TIMEOUT_MS = 300_000;
 
 /**
  * The identity provider's information, as the server gives it in the two-step conversation's first reply. A reply
- * whose issuer is empty or not a URL, or whose clientId is empty, fails the authentication with an AuthenticationError
- * before the callback is called.
+ * whose issuer is empty (or only white space) or not a URL, or whose clientId is empty (or only white space), fails
+ * the authentication with an AuthenticationError before the callback is called.
  *
  * Source: auth spec, "Two-Step" (IdpInfo), "OIDC Human Callback".
  */
 export interface IdpInfo {
-  /** The issuer URI of the identity provider (the `iss` of its tokens): an absolute URL, never empty. */
+  /** The issuer URI of the identity provider (the `iss` of its tokens): an absolute URL. */
   readonly issuer: string;
-  /** The client id to sign in with at that provider (never empty); undefined when the server gives none (a machine user's IdP). */
+  /**
+   * The client id to sign in with at that provider (never empty nor only white space); undefined when the server
+   * gives none (a machine user's IdP).
+   */
   readonly clientId: string | undefined;
   /** Extra scopes to request, if any. */
   readonly requestScopes?: readonly string[] | undefined;
@@ -572,10 +575,11 @@ function refused(error: unknown): boolean {
 }
 
 /**
- * The IdpInfo of a two-step reply's payload: an issuer that is a URL, a clientId that is absent or not empty.
+ * The IdpInfo of a two-step reply's payload: an issuer that is a URL, a clientId that is absent or neither empty nor
+ * only white space.
  *
- * @throws {AuthenticationError} for a payload that holds no IdpInfo, or one whose issuer is empty or not a URL, or
- *   whose clientId is empty (the message quotes none of the payload).
+ * @throws {AuthenticationError} for a payload that holds no IdpInfo, or one whose issuer is empty (or only white
+ *   space) or not a URL, or whose clientId is empty (or only white space); the message quotes none of the payload.
  */
 function idpInfoOf(credentials: MongoCredentials, reply: Document): IdpInfo {
   const payload: unknown = reply.payload;
