@@ -293,8 +293,8 @@ export interface ServerDescription {
   /** The most write operations the server accepts in one batch (`maxWriteBatchSize`; 100000). */
   readonly maxWriteBatchSize: number;
   /**
-   * The server's id for this connection (`connectionId` in the reply): a non-negative integer up to 2^53 - 1; absent when
-   * the reply has none or one no server sends (see `serverConnectionIdOf`).
+   * The server's id for this connection (`connectionId` in the reply): a non-negative integer up to 2^53 - 1; absent
+   * when the reply has none or one no server sends (see `serverConnectionIdOf`).
    */
   readonly serverConnectionId: number | undefined;
   /** The service behind a load balancer (`serviceId` in the reply), in load-balanced mode. */

@@ -182,7 +182,8 @@ function kindOf(value: unknown): Kind {
   if (tag === '[object Date]' || tag === '[object RegExp]') return 'written';
   const bsonType = (value as { _bsontype?: unknown })._bsontype;
   // A BSON value is written by its toExtendedJSON (or bson throws, and there is nothing to agree with). A Binary is
-  // known by its `_bsontype`, as bson knows it: one of another copy of bson (an ES module's) is no instance of this one.
+  // known by its `_bsontype`, as bson knows it: one of another copy of bson (an ES module's) is no instance of this
+  // one.
   if (bsonType !== undefined) return bsonType === 'Binary' ? 'binary' : 'written';
   // JSON calls an own enumerable toJSON instead of writing the document (bson copies only enumerable keys).
   if (Object.prototype.propertyIsEnumerable.call(value, 'toJSON') && typeof (value as { toJSON?: unknown }).toJSON === 'function') return 'unsure';

@@ -74,7 +74,10 @@ export interface CommandTracingOptions {
  * Source: extension (RxJS `Subscription.unsubscribe`, TC39 explicit resource management `Symbol.dispose`).
  */
 export interface CommandTracing extends Disposable {
-  /** Whether tracing has ended: unsubscribed and no span left open, or the source's `commandEvents$` completed (or failed). */
+  /**
+   * Whether tracing has ended: unsubscribed and no span left open, or the source's `commandEvents$` completed (or
+   * failed).
+   */
   readonly closed: boolean;
   /**
    * Stops tracing (idempotent): no span is started from then on; those open end with their commands, and then the
@@ -167,7 +170,11 @@ true satisfies ListsEveryOption<CommandTracingOptions, typeof COMMAND_TRACING_OP
 /** The largest `queryTextMaxLength`. */
 const MAX_QUERY_TEXT_LENGTH = 0x7fffffff;
 
-/** `queryTextMaxLength` as given, else from {@link QUERY_TEXT_MAX_LENGTH_ENV}, else 0; refused unless an integer in range. */
+/**
+ * `queryTextMaxLength` as given, else from {@link QUERY_TEXT_MAX_LENGTH_ENV}, else 0.
+ *
+ * @throws {InvalidOptionError} (option `queryTextMaxLength`, or the variable's name) unless an integer in range.
+ */
 function queryTextMaxLength(given: unknown): number {
   const fromEnvironment = given === undefined ? process.env[QUERY_TEXT_MAX_LENGTH_ENV] : undefined;
   if (given === undefined && (fromEnvironment === undefined || fromEnvironment === '')) return 0;
@@ -313,7 +320,10 @@ class CommandSpans implements CommandTracing {
   }
 }
 
-/** `performance.timeOrigin`, moved whenever the monotonic clock has drifted from the wall clock (see {@link epochMilliseconds}). */
+/**
+ * `performance.timeOrigin`, moved whenever the monotonic clock has drifted from the wall clock (see
+ * {@link epochMilliseconds}).
+ */
 let wallOrigin = performance.timeOrigin;
 
 /**
@@ -334,8 +344,10 @@ function epochMilliseconds(): number {
   return wallOrigin + now;
 }
 
-
-/** Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never throws. */
+/**
+ * Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never
+ * throws.
+ */
 function addCommandFields(attributes: Attributes, name: string, command: Readonly<Document>): void {
   try {
     const lsid = uuidText((command.lsid as { id?: unknown } | undefined)?.id);
