@@ -517,7 +517,8 @@ export class Connection implements PoolConnection {
    * `offeredCompressors`, by default those of `ConnectionInit`, that the reply's `compression` list holds). From then on
    * a reply is accepted up to `server.maxMessageSizeBytes` (at most 48,000,000 bytes), and an OP_COMPRESSED reply
    * only with the negotiated compressor or noop (none negotiated: every OP_COMPRESSED reply fails its command).
-   * Called by the factory.
+   * `reply` becomes {@link hello} as given: the factory passes it without its `speculativeAuthenticate` and any quoted
+   * access token (see `keptHelloReply`). Called by the factory.
    *
    * Source: handshake spec, "Connection handshake"; OP_COMPRESSED spec, "MongoDB Handshake Amendment".
    */

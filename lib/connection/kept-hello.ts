@@ -1,5 +1,6 @@
 /**
- * The hello reply a connection keeps for life (`Connection.hello`), once the handshake's authentication has read it.
+ * The hello reply a connection keeps for life (`Connection.hello`): the handshake reply without what only the
+ * handshake's authentication reads, which reads the reply as the server sent it.
  */
 import type { Document } from 'bson';
 import { withoutSecret } from '../auth/without-echo';
