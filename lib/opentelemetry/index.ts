@@ -4,7 +4,8 @@
  * that use it need `@opentelemetry/api` (an optional peer dependency).
  *
  * Source: OpenTelemetry semantic conventions v1.44.0, "Semantic conventions for database client metrics", sections
- * "Connection pools" and "Database operation"; MongoDB OpenTelemetry spec, "Instrumenting Server Commands".
+ * "Connection pools" and "Database operation", and "Semantic conventions for database client spans"; MongoDB
+ * OpenTelemetry spec, "Instrumenting Server Commands".
  *
  * @packageDocumentation
  */
