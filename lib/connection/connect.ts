@@ -439,8 +439,9 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       const helloSent = s.now();
       const sendHello: RunCommand = (db, cmd) => connection.command(db, cmd, { timeoutMS: 0 });
       // A MONGODB-OIDC access token sent speculatively is a secret: a refusal quoting it must not carry it into
-      // errors, events and logs (as the saslStart's refusal does not).
-      const runHello = speculative !== undefined && 'token' in speculative ? withoutEcho(sendHello, speculative.token, ACCESS_TOKEN_NOT_SHOWN) : sendHello;
+      // errors, events and logs (as the saslStart's refusal does not), nor a reply quoting it into the kept hello.
+      const speculativeToken = speculative !== undefined && 'token' in speculative ? speculative.token : undefined;
+      const runHello = speculativeToken !== undefined ? withoutEcho(sendHello, speculativeToken, ACCESS_TOKEN_NOT_SHOWN) : sendHello;
       runHello('admin', command)
         .catch((error: unknown) => {
           // A hello reply holding a value JavaScript cannot read (a string that is not valid UTF-8) fails only its
@@ -463,7 +464,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           // nor any quotation of an access token sent speculatively. The authentication reads `reply` itself.
           let kept: Document;
           try {
-            kept = keptHelloReply(reply, speculative !== undefined && 'token' in speculative ? speculative.token : undefined);
+            kept = keptHelloReply(reply, speculativeToken);
           } catch (error) {
             if (!(error instanceof RangeError)) throw error;
             const detail = 'the hello reply quotes the access token sent, nested too deep to take it out';

@@ -65,7 +65,7 @@ const MONITORING_CONNECTION_ID = 0;
  * server could send (see `serverConnectionIdOf`): a connection of a user's connectionFactory may have none, another
  * value, or a getter that throws.
  */
-function serverConnectionIdFrom(connection: Connection | undefined): number | undefined {
+function heartbeatServerConnectionId(connection: Connection | undefined): number | undefined {
   try {
     return serverConnectionIdOf(connection?.server.serverConnectionId);
   } catch {
@@ -494,7 +494,7 @@ export class Monitor {
     });
     cancelled.catch(() => undefined); // awaited through cancellable() only
     // Set first: a subscriber of ServerHeartbeatStarted may close the monitor, which then ends this check.
-    const check = (this.inProgress = { started, awaited, serverConnectionId: serverConnectionIdFrom(connection) });
+    const check = (this.inProgress = { started, awaited, serverConnectionId: heartbeatServerConnectionId(connection) });
     this.emit({ type: 'ServerHeartbeatStarted', address: this.address, ...connectionIds(check.serverConnectionId), time: started, awaited });
     /**
      * `work` or the cancellation, whichever comes first; a cancellation that comes after `work` settled, but before
@@ -529,7 +529,7 @@ export class Monitor {
           return false;
         }
         this.connection = connection;
-        check.serverConnectionId = serverConnectionIdFrom(connection);
+        check.serverConnectionId = heartbeatServerConnectionId(connection);
         reply = connection.hello;
         handshakeDurationMS = connection.handshakeDurationMS;
       } else if (moreToCome) {
