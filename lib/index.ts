@@ -52,7 +52,7 @@ export { WireProtocolError } from './errors';
 export type { CommandOptions, ServerDescription } from './connection/connection';
 export { connectionFactory } from './connection/connect';
 export type { ConnectionOptions, Endpoint, TcpConnectionFactory } from './connection/connect';
-export { SENSITIVE_COMMANDS, isSensitiveCommand } from './connection/command-events';
+export { SENSITIVE_COMMANDS, isSensitiveCommand, isWithheld } from './connection/command-events';
 export type { CommandEvent, CommandEventFields, CommandEventSink, CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent } from './connection/command-events';
 export { DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS, MAX_KEEP_ALIVE_INITIAL_DELAY_MS } from './connection/connection-options';
 export type { TlsSettings } from './connection/tls-options';

@@ -132,6 +132,18 @@ export const SENSITIVE_COMMANDS: ReadonlySet<string> = new Set([
   'copydb',
 ]);
 
+/**
+ * Whether the command of `event` was withheld: a sensitive command's (see {@link isSensitiveCommand}), or one whose
+ * document could not be read again once sent, is published as `{}`; every other carries at least `$db`. What the
+ * command spans read to leave a sensitive command out.
+ *
+ * Source: command logging and monitoring spec, "Security"; MongoDB OpenTelemetry spec, "Instrumenting Server
+ * Commands" (no span for a sensitive command).
+ */
+export function isWithheld(event: CommandStartedEvent): boolean {
+  return !Object.prototype.hasOwnProperty.call(event.command, '$db');
+}
+
 /** hello and both casings of legacy hello: sensitive when they carry `speculativeAuthenticate`. */
 const HELLO_NAMES: ReadonlySet<string> = new Set(['hello', 'isMaster', 'ismaster']);
 

@@ -9,7 +9,7 @@
 import { context, diag, SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import { Binary, Long, type Document } from 'bson';
 import type { Observable, Subscription } from 'rxjs';
-import type { CommandEvent, CommandStartedEvent } from '../connection/command-events';
+import { isWithheld, type CommandEvent, type CommandStartedEvent } from '../connection/command-events';
 import { InvalidOptionError } from '../errors';
 import { documentText } from '../logging/log-message';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
@@ -275,10 +275,10 @@ class CommandSpans implements CommandTracing {
     }
   }
 
-  /** Starts the span of a command, unless it is sensitive (its command withheld: `{}`, where any other has `$db`). */
+  /** Starts the span of a command, unless its command was withheld (a sensitive command: see `isWithheld`). */
   private start(event: CommandStartedEvent): void {
     const command = event.command;
-    if (!Object.prototype.hasOwnProperty.call(command, '$db')) return;
+    if (isWithheld(event)) return;
     const name = event.commandName;
     const database = event.databaseName;
     const collection = commandCollection(name, command, database);
