@@ -9,7 +9,7 @@ import { BSONRegExp } from 'bson';
 import { expect } from 'chai';
 import { config, firstValueFrom, from } from 'rxjs';
 import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, WireProtocolError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
-import { isSensitiveCommand, redactedFailure } from '../../lib/connection/command-events';
+import { isSensitiveCommand, isWithheld, redactedFailure, type CommandStartedEvent } from '../../lib/connection/command-events';
 import type { CommandLogMessage } from '../../lib/logging/log-message';
 import { resolveLogSettings } from '../../lib/logging/log-settings';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
@@ -137,7 +137,7 @@ describe('command events (command logging and monitoring spec)', function () {
     }
   });
 
-  it('sensitive commands are published with {} for the command and reply, a server error by its code, codeName and labels only', async function () {
+  it('sensitive commands are published with {} for the command and reply (isWithheld), a server error by its code, codeName and labels only', async function () {
     if (endpoint.embedded === undefined) this.skip();
     const events: CommandEvent[] = [];
     const pool = watchedPool(events);
@@ -150,6 +150,8 @@ describe('command events (command logging and monitoring spec)', function () {
       });
       const started = events.filter((e) => e.type === 'CommandStarted') as (CommandEvent & { command: object })[];
       expect(started.map((e) => [e.commandName, e.command])).to.deep.equal([['createUser', {}], ['hello', {}], ['hello', { hello: 1, $db: 'admin' }], ['saslStart', {}]]);
+      // isWithheld tells the withheld ones from the one sent as it is.
+      expect(started.map((e) => isWithheld(e as CommandStartedEvent))).to.deep.equal([true, true, false, true]);
       const ends = events.filter((e) => e.type !== 'CommandStarted');
       expect(ends).to.have.length(4);
       const [createUser, speculative, , sasl] = ends as (CommandEvent & { reply?: object; failure?: Error })[];
