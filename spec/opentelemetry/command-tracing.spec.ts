@@ -22,6 +22,26 @@ function harness(): { tracer: Tracer; finished: () => ReadableSpan[] } {
   return { tracer: provider.getTracer('command-tracing.spec'), finished: () => exporter.getFinishedSpans() };
 }
 
+/**
+ * Collects the errors reported to OpenTelemetry's diag logger and to RxJS's `config.onUnhandledError` (where RxJS
+ * sends what a subscriber throws), until `restore()`.
+ */
+function collectReports(): { logged: string[]; unhandled: unknown[]; restore: () => void } {
+  const logged: string[] = [];
+  const unhandled: unknown[] = [];
+  const saved = config.onUnhandledError;
+  config.onUnhandledError = (e) => void unhandled.push(e);
+  diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+  return {
+    logged,
+    unhandled,
+    restore: () => {
+      config.onUnhandledError = saved;
+      diag.disable();
+    },
+  };
+}
+
 /** The fields every hand-made event carries, for request `requestId` on `address`. */
 const fields = (requestId: number, commandName: string, address = 'db.example.com:27017') => ({
   address,
@@ -257,11 +277,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
         return Object.assign(Object.create(span) as object, { end: () => { throw new Error('exporter down'); } });
       },
     } as unknown as Tracer;
-    const logged: string[] = [];
-    const unhandled: unknown[] = [];
-    const savedOnUnhandledError = config.onUnhandledError;
-    config.onUnhandledError = (e) => void unhandled.push(e);
-    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const { logged, unhandled, restore } = collectReports();
     try {
       const events = new Subject<CommandEvent>();
       const tracing = traceCommands({ commandEvents$: events }, { tracer: failing });
@@ -275,8 +291,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['b']);
       expect(tracing.closed).to.equal(true);
     } finally {
-      config.onUnhandledError = savedOnUnhandledError;
-      diag.disable();
+      restore();
     }
   });
 
@@ -392,11 +407,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
 
   it('a source that errors (a user\'s commandEvents$ through an operator that fails) ends the open spans and tracing, its error reported to diag, not rethrown from a timer', async function () {
     const { tracer, finished } = harness();
-    const logged: string[] = [];
-    const unhandled: unknown[] = [];
-    const savedOnUnhandledError = config.onUnhandledError;
-    config.onUnhandledError = (e) => void unhandled.push(e);
-    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const { logged, unhandled, restore } = collectReports();
     try {
       const events = new Subject<CommandEvent>();
       const tracing = traceCommands({ commandEvents$: events }, { tracer });
@@ -408,8 +419,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a']);
       expect(tracing.closed).to.equal(true);
     } finally {
-      config.onUnhandledError = savedOnUnhandledError;
-      diag.disable();
+      restore();
     }
   });
 
