@@ -2,6 +2,7 @@
  * The server's id for a connection, as a hello reply's `connectionId` gives it.
  */
 import { Long } from 'bson';
+import { exactNumber } from '../int64';
 
 /**
  * The server's id for a connection read from `value`, a hello reply's `connectionId` as BSON decodes it: an int32, an
@@ -17,6 +18,6 @@ import { Long } from 'bson';
  * double and so fails the handshake; an id is metadata, so here it is only left out.
  */
 export function serverConnectionIdOf(value: unknown): number | undefined {
-  const id = Long.isLong(value) ? (value.greaterThan(Number.MAX_SAFE_INTEGER) ? undefined : value.toNumber()) : value;
+  const id = Long.isLong(value) ? exactNumber(value) : value;
   return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : undefined;
 }

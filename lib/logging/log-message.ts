@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { EJSON, Long } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
+import { exactNumber } from '../int64';
 import type { CommandEvent } from '../connection/command-events';
 import type { ConnectionPoolEvent } from '../events';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -587,9 +588,8 @@ const MARKED_INTEGER = new RegExp(`"\\\\u0001${INTEGER_MARK.slice(1)}(\\d+)\\\\u
  * with none is returned as it is (never changed in place).
  */
 function markedIntegers(value: unknown, digits: string[]): unknown {
-  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? value : mark(value.toString(), digits);
+  if (typeof value === 'bigint' || Long.isLong(value)) return exactNumber(value) === undefined ? mark(value.toString(), digits) : value;
   if (value === null || typeof value !== 'object') return value;
-  if (Long.isLong(value)) return value.greaterThan(MAX_SAFE) || value.lessThan(MIN_SAFE) ? mark(value.toString(), digits) : value;
   const prototype: unknown = Object.getPrototypeOf(value);
   if (Array.isArray(value)) {
     if (prototype !== Array.prototype) return value;
@@ -612,10 +612,6 @@ function markedIntegers(value: unknown, digits: string[]): unknown {
   }
   return changed ?? value;
 }
-
-/** 2^53 - 1 and its negative, as Longs. */
-const MAX_SAFE = Long.fromNumber(Number.MAX_SAFE_INTEGER);
-const MIN_SAFE = Long.fromNumber(Number.MIN_SAFE_INTEGER);
 
 /** The mark of an integer written `written`, which is pushed to `digits`. */
 function mark(written: string, digits: string[]): string {

@@ -11,6 +11,7 @@ import { Binary, Long, type Document } from 'bson';
 import type { Observable, Subscription } from 'rxjs';
 import { isWithheld, type CommandEvent, type CommandStartedEvent } from '../connection/command-events';
 import { InvalidOptionError } from '../errors';
+import { exactNumber } from '../int64';
 import { documentText } from '../logging/log-message';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
 import { addFailureAttributes, commandCollection, ServerAttributes } from './command-attributes';
@@ -389,8 +390,7 @@ function replyCursorId(reply: Readonly<Document>): number | string | undefined {
 /** An int64 as an attribute value: a number when exact, else its decimal string; undefined for anything else. */
 function int64(value: unknown): number | string | undefined {
   if (typeof value === 'number') return Number.isInteger(value) ? value : undefined;
-  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
-  if (Long.isLong(value)) return value.lessThanOrEqual(Number.MAX_SAFE_INTEGER) && value.greaterThanOrEqual(Number.MIN_SAFE_INTEGER) ? value.toNumber() : value.toString();
+  if (typeof value === 'bigint' || Long.isLong(value)) return exactNumber(value) ?? value.toString();
   return undefined;
 }
 
