@@ -12,7 +12,7 @@ import type { Observable, Subscription } from 'rxjs';
 import { isWithheld, type CommandEvent, type CommandStartedEvent } from '../connection/command-events';
 import { InvalidOptionError } from '../errors';
 import { exactNumber } from '../int64';
-import { documentText } from '../logging/log-message';
+import { documentText, truncate } from '../logging/log-message';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
 import { addFailureAttributes, commandCollection, ServerAttributes } from './command-attributes';
 import type { InstrumentedCommands } from './command-instrumentation';
@@ -115,7 +115,8 @@ export interface CommandTracing extends Disposable {
  * | `db.query.text` | only with {@link CommandTracingOptions.queryTextMaxLength}: the command as relaxed Extended JSON without `lsid`, `$db`, `$clusterTime` and `signature` |
  *
  * - a failed command: status ERROR with the error's message, the exception recorded (an `exception` event with its
- *   class name as `exception.type`, its message and stack), `error.type` (a server error's code as a string, else the
+ *   class name as `exception.type`, its message and stack; the message cut at 4096 UTF-16 code units in both, the
+ *   stack at 16384, `...` added where cut: a server's message can be megabytes), `error.type` (a server error's code as a string, else the
  *   error's name, as for `db.client.operation.duration`) and, for a server error, `db.response.status_code`;
  * - a sensitive command (authentication, user management, a hello carrying `speculativeAuthenticate`: their command
  *   is withheld from the events) has no span; nor have the handshake and the monitors' heartbeats, which publish no
@@ -261,9 +262,10 @@ class CommandSpans implements CommandTracing {
           // Its class as exception.type (the SDK would take a server error's code, which error.type holds already).
           attempt('the exception', () => {
             const { name, message, stack } = failure;
-            span.recordException(stack === undefined ? { name, message } : { name, message, stack });
+            const bounded = boundedMessage(message);
+            span.recordException(stack === undefined ? { name, message: bounded } : { name, message: bounded, stack: boundedStack(stack, message, bounded) });
           });
-          attempt('the status', () => span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message }));
+          attempt('the status', () => span.setStatus({ code: SpanStatusCode.ERROR, message: boundedMessage(failure.message) }));
         }
       } finally {
         // The command's own duration: the span lasts what its events say.
@@ -319,6 +321,32 @@ class CommandSpans implements CommandTracing {
       }
     }
   }
+}
+
+/**
+ * The most UTF-16 code units of a failure's message in the span's status and its `exception.message` (`...` added
+ * when cut): a server's `errmsg` can be megabytes (up to a 16 MB reply), which the SDK's attribute limits do not bound
+ * in the status (nor at all by default), and an exporter refuses a batch past its message size (4 MB for an OTLP
+ * collector's gRPC receiver), dropping every span in it. Server messages are far shorter than this.
+ */
+const MAX_ERROR_MESSAGE_LENGTH = 4096;
+/** The most UTF-16 code units of a failure's stack in `exception.stacktrace` (`...` added when cut). */
+const MAX_ERROR_STACK_LENGTH = 16384;
+
+/** `message` cut to {@link MAX_ERROR_MESSAGE_LENGTH} (never inside a surrogate pair); anything else as it is. */
+function boundedMessage(message: string): string {
+  return typeof message === 'string' ? truncate(message, MAX_ERROR_MESSAGE_LENGTH) : message;
+}
+
+/**
+ * `stack` with the failure's `message` in it (V8 heads a stack with `<name>: <message>`) replaced by `bounded`, its
+ * cut, so the frames after a long message are kept; then cut to {@link MAX_ERROR_STACK_LENGTH}.
+ */
+function boundedStack(stack: string, message: string, bounded: string): string {
+  if (typeof stack !== 'string') return stack;
+  const at = bounded === message ? -1 : stack.indexOf(message);
+  const kept = at === -1 ? stack : `${stack.slice(0, at)}${bounded}${stack.slice(at + message.length)}`;
+  return truncate(kept, MAX_ERROR_STACK_LENGTH);
 }
 
 /**

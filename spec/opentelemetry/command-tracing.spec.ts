@@ -156,6 +156,32 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(byName.get('configureFailPoint')!.attributes).to.not.have.property('db.collection.name');
   });
 
+  it('a server error\'s message of 16 MB is cut to 4096 code units (and ...) in the status and the exception\'s message, its stack to 16384 with its frames kept; never inside a surrogate pair', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const huge = 'x'.repeat(16 * 1024 * 1024);
+    // A surrogate pair across the cut: code units 4095 and 4096.
+    const emoji = `${'y'.repeat(4095)}\u{1F600}${'z'.repeat(10)}`;
+    const failures = [new MongoServerError({ ok: 0, code: 2, errmsg: huge }), new MongoServerError({ ok: 0, code: 2, errmsg: emoji }), new MongoServerError({ ok: 0, code: 2, errmsg: 'short' })];
+    failures.forEach((failure, i) => {
+      events.next({ type: 'CommandStarted', ...fields(i, 'insert'), command: { insert: 'a', $db: 'shop' } });
+      events.next({ type: 'CommandFailed', ...fields(i, 'insert'), duration: 1, failure });
+    });
+    tracing.unsubscribe();
+    const [big, pair, short] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
+    const texts = (span: ReadableSpan) => ({ status: span.status.message!, message: span.events[0]!.attributes!['exception.message'] as string, stack: span.events[0]!.attributes!['exception.stacktrace'] as string });
+    // Lengths and ends, not the texts: a failure would print 16 MB.
+    const shape = (text: string) => [text.length, text.slice(-5)];
+    const cut = `${'x'.repeat(4096)}...`;
+    const { status, message, stack } = texts(big);
+    expect([shape(status), shape(message), status === cut && message === cut]).to.deep.equal([[4099, 'xx...'], [4099, 'xx...'], true]);
+    expect(stack.length).to.be.at.most(16384 + 3);
+    expect(stack.startsWith(`MongoServerError: ${cut}\n    at `), 'the message cut in the stack, its frames after it').to.equal(true);
+    expect([texts(pair).status, texts(pair).message].map(shape)).to.deep.equal([[4098, 'yy...'], [4098, 'yy...']]);
+    expect(texts(short)).to.deep.equal({ status: 'short', message: 'short', stack: failures[2]!.stack });
+  });
+
   it('db.query.text only when asked: relaxed Extended JSON without lsid, $db, $clusterTime and signature, cut at queryTextMaxLength; the environment variable sets the default', function () {
     const lsid = { id: new Binary(new UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b').buffer, Binary.SUBTYPE_UUID) };
     const command = { find: 'orders', filter: { n: Long.fromNumber(5) }, lsid, $clusterTime: { clusterTime: 1 }, signature: 'x', $db: 'shop' };
