@@ -37,9 +37,10 @@ import {
 } from './semantic-conventions';
 
 /**
- * The environment variable whose value, an integer from 0 to 2^31 - 1 in decimal digits, is the default
- * {@link CommandTracingOptions.queryTextMaxLength}; unset or empty, the default is 0. {@link traceCommands} throws for
- * any other value when the option is not given.
+ * The environment variable whose value, an integer from 0 to 2^31 - 1 in decimal digits (blanks around it ignored), is
+ * the default {@link CommandTracingOptions.queryTextMaxLength}; unset or blank, the default is 0. Any other value is
+ * ignored (the default is 0) with a warning on OpenTelemetry's `diag` logger, as OpenTelemetry SDKs treat their own
+ * variables: a deployment's environment never stops {@link traceCommands}.
  *
  * Source: MongoDB OpenTelemetry spec, "Environment Variables for configuring OpenTelemetry"
  * (`OTEL_#{LANG}_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH`, `NODE` for Node.js as in OpenTelemetry JS's own
@@ -63,8 +64,8 @@ export interface CommandTracingOptions {
    * The max length of the command's text in `db.query.text` (UTF-16 code units), an integer from 0 to 2^31 - 1; 0
    * leaves the attribute out. A longer text is cut there and `...` is added (so the attribute holds at most that
    * length plus 3), as the logging spec's max document length cuts. Default: the value of
-   * {@link QUERY_TEXT_MAX_LENGTH_ENV} when it is set, else 0. The text holds the values of the command (filters,
-   * documents): turn it on knowing where the spans go.
+   * {@link QUERY_TEXT_MAX_LENGTH_ENV} when it is set to a valid one, else 0. The text holds the values of the command
+   * (filters, documents): turn it on knowing where the spans go.
    */
   queryTextMaxLength?: number | undefined;
 }
@@ -143,8 +144,8 @@ export interface CommandTracing extends Disposable {
  * @returns the handle that stops tracing.
  * @throws {InvalidOptionError} for a `source` without `commandEvents$` (option `source`), options that are not an
  *   object (option `options`), a key that is not one of its options (named, with the closest one), a `tracer` that is
- *   not an OpenTelemetry Tracer (option `tracer`), or a `queryTextMaxLength` (or the environment variable's value when
- *   the option is not given and the variable is set) that is not an integer from 0 to 2^31 - 1.
+ *   not an OpenTelemetry Tracer (option `tracer`), or a `queryTextMaxLength` that is not an integer from 0 to
+ *   2^31 - 1 (a bad value of {@link QUERY_TEXT_MAX_LENGTH_ENV} is warned of on `diag` and ignored, not thrown).
  *
  * Source: MongoDB OpenTelemetry spec, "Instrumenting Server Commands" (a span per command sent, except sensitive
  * ones; name, kind CLIENT, attributes; an exception recorded on failure), "db.query.text" (off by default, truncated
@@ -173,19 +174,28 @@ true satisfies ListsEveryOption<CommandTracingOptions, typeof COMMAND_TRACING_OP
 const MAX_QUERY_TEXT_LENGTH = 0x7fffffff;
 
 /**
- * `queryTextMaxLength` as given, else from {@link QUERY_TEXT_MAX_LENGTH_ENV}, else 0.
+ * `queryTextMaxLength` as given, else from {@link QUERY_TEXT_MAX_LENGTH_ENV}, else 0. A bad value of the variable is
+ * warned of on `diag` and ignored (0), as OpenTelemetry SDKs treat their own variables.
  *
- * @throws {InvalidOptionError} (option `queryTextMaxLength`, or the variable's name) unless an integer in range.
+ * @throws {InvalidOptionError} (option `queryTextMaxLength`) unless the option given is an integer in range.
  */
 function queryTextMaxLength(given: unknown): number {
-  const fromEnvironment = given === undefined ? process.env[QUERY_TEXT_MAX_LENGTH_ENV] : undefined;
-  if (given === undefined && (fromEnvironment === undefined || fromEnvironment === '')) return 0;
-  const value = given === undefined ? Number(fromEnvironment) : given;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_QUERY_TEXT_LENGTH || (given === undefined && !/^\d+$/.test(fromEnvironment ?? ''))) {
-    const name = given === undefined ? QUERY_TEXT_MAX_LENGTH_ENV : 'queryTextMaxLength';
-    throw new InvalidOptionError(name, given === undefined ? fromEnvironment : given, `an integer from 0 to ${MAX_QUERY_TEXT_LENGTH} (0: no db.query.text)`);
+  if (given === undefined) return queryTextMaxLengthFromEnvironment();
+  if (typeof given !== 'number' || !Number.isInteger(given) || given < 0 || given > MAX_QUERY_TEXT_LENGTH) {
+    throw new InvalidOptionError('queryTextMaxLength', given, `an integer from 0 to ${MAX_QUERY_TEXT_LENGTH} (0: no db.query.text)`);
   }
-  return value;
+  return given;
+}
+
+/** The value of {@link QUERY_TEXT_MAX_LENGTH_ENV} (blanks around it ignored); 0 when unset, blank or bad (warned of). */
+function queryTextMaxLengthFromEnvironment(): number {
+  const raw = process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+  const text = raw?.trim() ?? '';
+  if (text === '') return 0;
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (value <= MAX_QUERY_TEXT_LENGTH) return value;
+  diag.warn(`rxcmap: ignoring ${QUERY_TEXT_MAX_LENGTH_ENV}=${JSON.stringify(raw)}: not an integer from 0 to ${MAX_QUERY_TEXT_LENGTH}; db.query.text is left out`);
+  return 0;
 }
 
 /** The top-level fields `db.query.text` leaves out. Source: MongoDB OpenTelemetry spec, "db.query.text". */

@@ -10,7 +10,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Binary, Long, UUID } from 'bson';
 import { config, Subject } from 'rxjs';
-import { ConnectionPool, InvalidOptionError, MongoServerError, connect, type CommandEvent } from '../../lib';
+import { ConnectionPool, MongoServerError, connect, type CommandEvent } from '../../lib';
 import { refusedOption } from '../support/refused-option';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
@@ -182,7 +182,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(texts(short)).to.deep.equal({ status: 'short', message: 'short', stack: failures[2]!.stack });
   });
 
-  it('db.query.text only when asked: relaxed Extended JSON without lsid, $db, $clusterTime and signature, cut at queryTextMaxLength; the environment variable sets the default', function () {
+  it('db.query.text only when asked: relaxed Extended JSON without lsid, $db, $clusterTime and signature, cut at queryTextMaxLength; the environment variable sets the default (a bad value warned of on diag and ignored)', function () {
     const lsid = { id: new Binary(new UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b').buffer, Binary.SUBTYPE_UUID) };
     const command = { find: 'orders', filter: { n: Long.fromNumber(5) }, lsid, $clusterTime: { clusterTime: 1 }, signature: 'x', $db: 'shop' };
     const texts = (options: Parameters<typeof traceCommands>[1]): unknown[] => {
@@ -205,12 +205,28 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       expect(texts({})).to.deep.equal(['{"find":"orders",...']);
       // The option wins over the environment.
       expect(texts({ queryTextMaxLength: 0 })).to.deep.equal([undefined]);
-      for (const bad of ['-1', '1.5', 'ten', '0x10', '2147483648']) {
-        process.env[QUERY_TEXT_MAX_LENGTH_ENV] = bad;
-        expect(() => texts({}), bad).to.throw(InvalidOptionError, QUERY_TEXT_MAX_LENGTH_ENV);
+      // Surrounding blanks are no error (a value written in a YAML block, say).
+      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = ' 17\n';
+      expect(texts({})).to.deep.equal(['{"find":"orders",...']);
+      // A bad value is warned of on diag and ignored (the default, no text), as OpenTelemetry SDKs treat theirs: a
+      // deployment's environment must not stop the application from starting.
+      const warned: string[] = [];
+      diag.setLogger({ error: () => undefined, warn: (m: string) => void warned.push(m), info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
+      try {
+        for (const bad of ['-1', '1.5', 'ten', '0x10', '2147483648']) {
+          process.env[QUERY_TEXT_MAX_LENGTH_ENV] = bad;
+          expect(texts({}), bad).to.deep.equal([undefined]);
+          // The option given, the variable is not read.
+          expect(texts({ queryTextMaxLength: 10 }), bad).to.deep.equal(['{"find":"o...']);
+        }
+      } finally {
+        diag.disable();
       }
-      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = '';
-      expect(texts({})).to.deep.equal([undefined]);
+      expect(warned).to.deep.equal(['-1', '1.5', 'ten', '0x10', '2147483648'].map((bad) => `rxcmap: ignoring ${QUERY_TEXT_MAX_LENGTH_ENV}=${JSON.stringify(bad)}: not an integer from 0 to 2147483647; db.query.text is left out`));
+      for (const blank of ['', ' ']) {
+        process.env[QUERY_TEXT_MAX_LENGTH_ENV] = blank;
+        expect(texts({})).to.deep.equal([undefined]);
+      }
     } finally {
       if (saved === undefined) delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
       else process.env[QUERY_TEXT_MAX_LENGTH_ENV] = saved;
