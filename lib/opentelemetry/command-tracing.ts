@@ -94,7 +94,7 @@ export interface CommandTracing extends Disposable {
  * Makes one span per command of `source` (a `ConnectionPool` or a `Client`), from its CommandStarted to its
  * CommandSucceeded or CommandFailed:
  *
- * - name: the command's name (`find`, `insert`, `getMore`); kind CLIENT; parent: the span active where
+ * - name: the command's name (`find`, `insert`, `getMore`), `mongodb` for a command named `''`; kind CLIENT; parent: the span active where
  *   `Connection.command` was called (the command's operation span in a driver built on rxcmap), whose async context
  *   CommandStarted is published in; start: when CommandStarted is received, with sub-millisecond precision; end: that
  *   plus the command's `duration` (so the span lasts what the command events and `db.client.operation.duration` say);
@@ -150,7 +150,8 @@ export interface CommandTracing extends Disposable {
  * Source: MongoDB OpenTelemetry spec, "Instrumenting Server Commands" (a span per command sent, except sensitive
  * ones; name, kind CLIENT, attributes; an exception recorded on failure), "db.query.text" (off by default, truncated
  * to the configured length), "Security Implication"; semantic conventions, "Recording errors" (status ERROR with the
- * exception's message, `error.type` the same as the metric's). Disabled until called: the spec's "disabled by default".
+ * exception's message, `error.type` the same as the metric's), database spans, "Name" (`{db.system.name}` when there
+ * is no operation name). Disabled until called: the spec's "disabled by default".
  */
 export function traceCommands(source: InstrumentedCommands, options: CommandTracingOptions = {}): CommandTracing {
   const events$: unknown = source === null || typeof source !== 'object' ? undefined : (source as { commandEvents$?: unknown }).commandEvents$;
@@ -311,7 +312,9 @@ class CommandSpans implements CommandTracing {
     // Only what shows within the max length is read: not every field of a command with many.
     if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(command, this.queryTextMaxLength, QUERY_TEXT_OMITTED);
     const startTime = epochMilliseconds();
-    const span = this.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, startTime }, context.active());
+    // A command named '' (an empty first key) has no name to give: the semantic conventions' last resort.
+    const spanName = name === '' ? DB_SYSTEM_NAME_VALUE_MONGODB : name;
+    const span = this.tracer.startSpan(spanName, { kind: SpanKind.CLIENT, attributes, startTime }, context.active());
     this.open.set(event.requestId, { span, startTime });
   }
 

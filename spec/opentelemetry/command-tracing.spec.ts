@@ -182,6 +182,17 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(texts(short)).to.deep.equal({ status: 'short', message: 'short', stack: failures[2]!.stack });
   });
 
+  it('a command named \'\' (a runCommand with an empty first key) gets a span named mongodb, db.system.name, as the semantic conventions name a span with no operation name; db.command.name is still \'\'', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    events.next({ type: 'CommandStarted', ...fields(1, ''), command: { '': 1, $db: 'shop' } });
+    events.next({ type: 'CommandFailed', ...fields(1, ''), duration: 1, failure: new MongoServerError({ ok: 0, code: 59, codeName: 'CommandNotFound', errmsg: "no such command: ''" }) });
+    tracing.unsubscribe();
+    const [span] = finished() as [ReadableSpan];
+    expect([span.name, span.attributes['db.command.name'], span.attributes['error.type']]).to.deep.equal(['mongodb', '', '59']);
+  });
+
   it('db.query.text only when asked: relaxed Extended JSON without lsid, $db, $clusterTime and signature, cut at queryTextMaxLength; the environment variable sets the default (a bad value warned of on diag and ignored)', function () {
     const lsid = { id: new Binary(new UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b').buffer, Binary.SUBTYPE_UUID) };
     const command = { find: 'orders', filter: { n: Long.fromNumber(5) }, lsid, $clusterTime: { clusterTime: 1 }, signature: 'x', $db: 'shop' };
