@@ -112,7 +112,7 @@ export interface CommandTracing extends Disposable {
  * | `db.mongodb.driver_connection_id`, `db.mongodb.server_connection_id` | the connection's ids (the server's when its hello gave one) |
  * | `db.mongodb.lsid` | the command's `lsid.id` as a UUID string, when it carries one |
  * | `db.mongodb.txn_number` | its `txnNumber`, when it carries one |
- * | `db.mongodb.cursor_id` | a `getMore`'s cursor, or the cursor a reply opens (`cursor.id` other than 0); added at the end for the latter |
+ * | `db.mongodb.cursor_id` | a `getMore`'s cursor, a `killCursors`' when it names one only (`cursors: [id]`), or the cursor a reply opens (`cursor.id` other than 0); added at the end for the latter |
  * | `db.query.text` | only with {@link CommandTracingOptions.queryTextMaxLength}: the command as relaxed Extended JSON without `lsid`, `$db`, `$clusterTime` and `signature` |
  *
  * - a failed command: status ERROR with the error's message, the exception recorded (an `exception` event with its
@@ -387,8 +387,8 @@ function epochMilliseconds(): number {
 }
 
 /**
- * Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and a `getMore`'s `db.mongodb.cursor_id` from `command`. Never
- * throws.
+ * Adds `db.mongodb.lsid`, `db.mongodb.txn_number` and the `db.mongodb.cursor_id` of a `getMore`, or of a
+ * `killCursors` of one cursor, from `command`. Never throws.
  */
 function addCommandFields(attributes: Attributes, name: string, command: Readonly<Document>): void {
   try {
@@ -396,10 +396,11 @@ function addCommandFields(attributes: Attributes, name: string, command: Readonl
     if (lsid !== undefined) attributes[ATTR_DB_MONGODB_LSID] = lsid;
     const txnNumber = int64(command.txnNumber);
     if (txnNumber !== undefined) attributes[ATTR_DB_MONGODB_TXN_NUMBER] = txnNumber;
-    if (name === 'getMore') {
-      const cursorId = int64(command.getMore);
-      if (cursorId !== undefined) attributes[ATTR_DB_MONGODB_CURSOR_ID] = cursorId;
-    }
+    // The cursor a command uses: a getMore's; a killCursors' when it names one only (the attribute holds one id).
+    const cursors: unknown = name === 'killCursors' ? command.cursors : undefined;
+    const used = name === 'getMore' ? command.getMore : Array.isArray(cursors) && cursors.length === 1 ? cursors[0] : undefined;
+    const cursorId = int64(used);
+    if (cursorId !== undefined) attributes[ATTR_DB_MONGODB_CURSOR_ID] = cursorId;
   } catch {
     // A field that cannot be read is left out.
   }

@@ -269,6 +269,25 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(aggregate.attributes).to.not.have.any.keys('server.port', 'db.mongodb.cursor_id', 'db.collection.name', 'db.mongodb.lsid');
   });
 
+  it('a killCursors of one cursor has it as db.mongodb.cursor_id (a string past 2^53 - 1), so the span of a cursor closed early is found by its id; one of several cursors has none (the attribute holds one)', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const commands = [
+      { killCursors: 'orders', cursors: [Long.fromString('5476541286716842819')], $db: 'shop' },
+      { killCursors: 'orders', cursors: [Long.fromNumber(12)], $db: 'shop' },
+      { killCursors: 'orders', cursors: [Long.fromNumber(12), Long.fromNumber(13)], $db: 'shop' },
+      { killCursors: 'orders', cursors: [], $db: 'shop' },
+    ];
+    commands.forEach((command, i) => {
+      events.next({ type: 'CommandStarted', ...fields(i, 'killCursors'), command });
+      events.next({ type: 'CommandSucceeded', ...fields(i, 'killCursors'), duration: 1, reply: { ok: 1, cursorsKilled: command.cursors } });
+    });
+    tracing.unsubscribe();
+    expect(finished().map((s) => s.attributes['db.mongodb.cursor_id'])).to.deep.equal(['5476541286716842819', 12, undefined, undefined]);
+    expect(finished()[0]!.attributes['db.collection.name']).to.equal('orders');
+  });
+
   it('unsubscribe: no span starts, one open ends with its command, then the events are no longer built for it; the source\'s end ends any open; a Tracer that throws is reported to diag, never to the command', async function () {
     const { tracer, finished } = harness();
     const events = new Subject<CommandEvent>();
