@@ -555,8 +555,8 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
  * with `...`); only the part of the document that shows within that length is written (see {@link documentPrefix}),
  * so a huge document costs no more than a small one. A 64-bit integer (a BSON Long, a bigint) beyond 2^53 - 1 in
  * magnitude is written with all its digits, as relaxed Extended JSON writes an Int64 (`bson` would write the nearest
- * double: a cursor id `5476541286716842819` as `5476541286716843000`); one inside a Map or an object with its own
- * `toJSON` is left to `bson`. A document that cannot be written (a getter that throws, say: a user factory's error can
+ * double: a cursor id `5476541286716842819` as `5476541286716843000`), in a Map as in a plain object; one inside an
+ * object with its own `toJSON` is left to `bson` (which writes that object as JSON does, not as Extended JSON). A document that cannot be written (a getter that throws, say: a user factory's error can
  * hold anything) is said to be so, rather than throwing where the log message (or span) is built, in an `events$`
  * subscriber. `omitted`: top-level keys written as if the document did not have them (see {@link documentPrefix}).
  *
@@ -584,18 +584,40 @@ const MARKED_INTEGER = new RegExp(`"\\\\u0001${INTEGER_MARK.slice(1)}(\\d+)\\\\u
 
 /**
  * `copy` (a {@link documentPrefix} copy: its plain objects and arrays are its own) with each Long or bigint beyond
- * 2^53 - 1 in magnitude in its plain objects and arrays replaced by a mark, its digits pushed to `digits`. A container
- * with none is returned as it is (never changed in place).
+ * 2^53 - 1 in magnitude in its plain objects, arrays and Maps replaced by a mark, its digits pushed to `digits`. A
+ * container with none is returned as it is (never changed in place: a Map of the caller's is copied).
  */
-function markedIntegers(value: unknown, digits: string[]): unknown {
+function markedIntegers(value: unknown, digits: string[], within = new Set<object>()): unknown {
   if (typeof value === 'bigint' || Long.isLong(value)) return exactNumber(value) === undefined ? mark(value.toString(), digits) : value;
   if (value === null || typeof value !== 'object') return value;
+  // A container inside itself (in a Map, which the copy keeps as it is) is left to bson, which says it is circular.
+  if (within.has(value)) return value;
+  within.add(value);
+  try {
+    return markedContainer(value, digits, within);
+  } finally {
+    within.delete(value);
+  }
+}
+
+/** {@link markedIntegers} of an object, `within` the containers around it. */
+function markedContainer(value: object, digits: string[], within: Set<object>): unknown {
+  // A Map is written as a document of its entries (bson knows one by its tag too): its values marked in a new Map.
+  if (value instanceof Map || Object.prototype.toString.call(value) === '[object Map]') {
+    let changed = false;
+    const entries = [...(value as Map<unknown, unknown>)].map(([key, field]): [unknown, unknown] => {
+      const marked = markedIntegers(field, digits, within);
+      if (marked !== field) changed = true;
+      return [key, marked];
+    });
+    return changed ? new Map(entries) : value;
+  }
   const prototype: unknown = Object.getPrototypeOf(value);
   if (Array.isArray(value)) {
     if (prototype !== Array.prototype) return value;
     let changed: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
-      const marked = markedIntegers(value[i], digits);
+      const marked = markedIntegers(value[i], digits, within);
       if (marked !== value[i]) (changed ??= [...(value as unknown[])])[i] = marked;
     }
     return changed ?? value;
@@ -605,7 +627,7 @@ function markedIntegers(value: unknown, digits: string[]): unknown {
   let changed: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const field = (value as Record<string, unknown>)[key];
-    const marked = markedIntegers(field, digits);
+    const marked = markedIntegers(field, digits, within);
     if (marked === field) continue;
     changed ??= copyOf(value as Record<string, unknown>);
     Object.defineProperty(changed, key, { value: marked, writable: true, enumerable: true, configurable: true });

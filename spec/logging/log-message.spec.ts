@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { Long } from 'bson';
 import { parseAddress } from '../../lib/address';
 import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
@@ -546,6 +547,15 @@ describe('command log messages (component command)', function () {
       driverConnectionId: 4, serverHost: '/tmp/mongodb-27017.sock', command: '{"find":"orders"}',
     });
     expect(started.render()).to.equal('Command "find" started on database "shop" using a connection with driver-generated ID 4 to /tmp/mongodb-27017.sock. The requestID is 17. Command: {"find":"orders"}');
+  });
+
+  it('write a 64-bit integer beyond 2^53 inside a Map (a sort or filter built as one, which bson sends as a document) with all its digits, as in a plain object', function () {
+    const id = Long.fromString('5476541286716842819');
+    const command = { find: 'orders', filter: new Map<string, unknown>([['n', id], ['m', new Map([['k', [2n ** 62n + 1n]]])]]), sort: new Map([['a', 1]]), plain: { n: id } };
+    const started = commandLogMessage({ type: 'CommandStarted', address: 'db.example:27017', ...base, command }, parseAddress('db.example:27017'), 1000);
+    expect(started.toJSON().command).to.equal('{"find":"orders","filter":{"n":5476541286716842819,"m":{"k":[4611686018427387905]}},"sort":{"a":1},"plain":{"n":5476541286716842819}}');
+    // The Map given is left as it is.
+    expect(command.filter.get('n')).to.equal(id);
   });
 
   it('write what is known: the server\'s connection id, the port, the service and operation ids, and a failure with its causes', function () {
