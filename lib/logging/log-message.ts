@@ -556,9 +556,10 @@ function serverFields(error: MongoServerError, maxDocumentLength: number): { cod
  * so a huge document costs no more than a small one. A 64-bit integer (a BSON Long, a bigint) beyond 2^53 - 1 in
  * magnitude is written with all its digits, as relaxed Extended JSON writes an Int64 (`bson` would write the nearest
  * double: a cursor id `5476541286716842819` as `5476541286716843000`), in a Map as in a plain object; one inside an
- * object with its own `toJSON` is left to `bson` (which writes that object as JSON does, not as Extended JSON). A document that cannot be written (a getter that throws, say: a user factory's error can
- * hold anything) is said to be so, rather than throwing where the log message (or span) is built, in an `events$`
- * subscriber. `omitted`: top-level keys written as if the document did not have them (see {@link documentPrefix}).
+ * object with its own `toJSON` is left to `bson` (which writes that object as JSON does, not as Extended JSON). A
+ * document that cannot be written (a getter that throws, say: a user factory's error can hold anything) is said to be
+ * so, rather than throwing where the log message (or span) is built, in an `events$` subscriber. `omitted`: top-level
+ * keys written as if the document did not have them (see {@link documentPrefix}).
  *
  * Source: logging spec, "Configurable Max Document Length"; Extended JSON spec (relaxed Int64: an integer).
  */

@@ -94,10 +94,11 @@ export interface CommandTracing extends Disposable {
  * Makes one span per command of `source` (a `ConnectionPool` or a `Client`), from its CommandStarted to its
  * CommandSucceeded or CommandFailed:
  *
- * - name: the command's name (`find`, `insert`, `getMore`), `mongodb` for a command named `''`; kind CLIENT; parent: the span active where
- *   `Connection.command` was called (the command's operation span in a driver built on rxcmap), whose async context
- *   CommandStarted is published in; start: when CommandStarted is received, with sub-millisecond precision; end: that
- *   plus the command's `duration` (so the span lasts what the command events and `db.client.operation.duration` say);
+ * - name: the command's name (`find`, `insert`, `getMore`), `mongodb` for a command named `''`; kind CLIENT; parent:
+ *   the span active where `Connection.command` was called (the command's operation span in a driver built on
+ *   rxcmap), whose async context CommandStarted is published in; start: when CommandStarted is received, with
+ *   sub-millisecond precision; end: that plus the command's `duration` (so the span lasts what the command events and
+ *   `db.client.operation.duration` say);
  * - attributes, given when the span starts (for samplers):
  *
  * | attribute | value |
@@ -117,8 +118,9 @@ export interface CommandTracing extends Disposable {
  *
  * - a failed command: status ERROR with the error's message, the exception recorded (an `exception` event with its
  *   class name as `exception.type`, its message and stack; the message cut at 4096 UTF-16 code units in both, the
- *   stack at 16384, `...` added where cut: a server's message can be megabytes), `error.type` (a server error's code as a string, else the
- *   error's name, as for `db.client.operation.duration`) and, for a server error, `db.response.status_code`;
+ *   stack at 16384, `...` added where cut: a server's message can be megabytes), `error.type` (a server error's code
+ *   as a string, else the error's name, as for `db.client.operation.duration`) and, for a server error,
+ *   `db.response.status_code`;
  * - a sensitive command (authentication, user management, a hello carrying `speculativeAuthenticate`: their command
  *   is withheld from the events) has no span; nor have the handshake and the monitors' heartbeats, which publish no
  *   events.
