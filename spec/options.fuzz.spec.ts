@@ -109,6 +109,8 @@ function connectionOptionArbitraries(
     ),
     connectTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
     keepAliveInitialDelay: option(fc.integer({ min: 0, max: 300_000 })),
+    autoSelectFamily: rarely(option(fc.boolean())),
+    autoSelectFamilyAttemptTimeout: rarely(option(fc.integer({ min: 1, max: 5_000 }))),
     socketTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
     compressors: option(fc.subarray(['zlib', 'none'])),
     zlibCompressionLevel: option(fc.integer({ min: -1, max: 9 })),

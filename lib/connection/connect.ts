@@ -78,7 +78,10 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * The factory carries `commandEvents$`, the command events of the application's commands on every connection it
  * established (see {@link TcpConnectionFactory}).
  * Every TCP or TLS socket has TCP keepalive on, its first probe after
- * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). With
+ * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). A host
+ * name that resolves to several addresses is connected to as `autoSelectFamily` and `autoSelectFamilyAttemptTimeout`
+ * say (Node's defaults when not given: each address tried in turn, each attempt but the last abandoned after 250 ms;
+ * see {@link ConnectionOptions.autoSelectFamily}); connectTimeoutMS bounds them all together. With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
  * connect to the server's host name as given (never resolved here); TLS then runs over that connection, with the
  * server (see {@link ProxyOptions}).
@@ -109,7 +112,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
- *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
+ *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
  *   without `tlsCertificateKeyFile`, and PLAIN over TCP with TLS neither on nor turned off outright, naming `authMechanism`); see `checkConnectionOptions`.
@@ -119,7 +122,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS unless `tls: false` is given: an extension); load
  * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; Stable API spec,
  * "Handshake behavior"; extension: TCP keepalive (the official Node.js driver's
- * `keepAliveInitialDelay`).
+ * `keepAliveInitialDelay`), the choice among a host name's addresses (the official Node.js driver's `autoSelectFamily`
+ * and `autoSelectFamilyAttemptTimeout`).
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): TcpConnectionFactory {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
@@ -257,6 +261,11 @@ export function connectionFactoryWithMetadata(
     serverApi,
     // Node counts the delay in whole seconds, rounded down: under 1000 ms it would mean "keep the OS default".
     keepAliveInitialDelay: keepAliveInitialDelay === 0 ? 0 : Math.max(1000, keepAliveInitialDelay),
+    // Only those given: Node's defaults otherwise (which net.setDefaultAutoSelectFamily() and the command line set).
+    addressSelection: {
+      ...(o.autoSelectFamily === undefined ? {} : { autoSelectFamily: o.autoSelectFamily }),
+      ...(o.autoSelectFamilyAttemptTimeout === undefined ? {} : { autoSelectFamilyAttemptTimeout: o.autoSelectFamilyAttemptTimeout }),
+    },
     now,
     commandEvents: new Subject<CommandEvent>(),
   };
@@ -298,6 +307,8 @@ interface EstablishSettings {
   readonly serverApi: ServerApi | undefined;
   /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
   readonly keepAliveInitialDelay: number;
+  /** How a host name's several addresses are tried: the autoSelectFamily options given, for every TCP connect. */
+  readonly addressSelection: Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'autoSelectFamilyAttemptTimeout'>;
   /** The clock of `handshakeDurationMS`, in ms. */
   readonly now: () => number;
   /** Where the established connections publish their command events. */
@@ -349,14 +360,15 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     };
     if (signal.aborted) return onAbort();
 
+    const { addressSelection } = s;
     const socket: net.Socket =
       proxy !== undefined
-        ? net.connect({ host: proxy.host, port: proxy.port })
+        ? net.connect({ host: proxy.host, port: proxy.port, ...addressSelection })
         : s.tlsOptions !== undefined
-          ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port })
+          ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port, ...addressSelection })
           : port === undefined
             ? net.connect({ path: host })
-            : net.connect({ host, port });
+            : net.connect({ host, port, ...addressSelection });
     /** Through a proxy with TLS: the TLS socket over `socket`, once the proxy has connected it to the server. */
     let tunnelled: tls.TLSSocket | undefined;
     socket.setNoDelay(true);

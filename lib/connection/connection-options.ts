@@ -4,7 +4,8 @@
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
  * options, loadBalanced); handshake spec, "Supporting Wrapping Libraries" (driverInfo); auth spec, "MongoCredential";
- * extension: keepAliveInitialDelay (the official Node.js driver's option of that name).
+ * extension: keepAliveInitialDelay, autoSelectFamily and autoSelectFamilyAttemptTimeout (the official Node.js driver's
+ * options of those names).
  */
 import { CREDENTIALS_INIT_NAMES, CREDENTIALS_SHAPES, MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
@@ -94,6 +95,29 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    */
   keepAliveInitialDelay?: number | undefined;
   /**
+   * How a host name that resolves to several addresses (IPv6 and IPv4, several A records) is connected to: `true`,
+   * Node's `autoSelectFamily` (RFC 8305 "Happy Eyeballs"): the addresses are tried one after the other, IPv6 and IPv4
+   * interleaved, each attempt but the last abandoned after {@link ConnectionOptions.autoSelectFamilyAttemptTimeout} ms without an
+   * answer, and the first to connect is used; `false`: only the first address the lookup returns is tried, for as
+   * long as connectTimeoutMS allows. A boolean. Default: Node's (`net.getDefaultAutoSelectFamily()`, true since
+   * Node.js 20, or what `net.setDefaultAutoSelectFamily()` / `--no-network-family-autoselection` set). Applies to the
+   * SOCKS5 proxy's host name too, with `proxyHost`; an IP address or a Unix domain socket path has one address only.
+   *
+   * Source: extension, the official Node.js driver's option of that name (Node's `net.connect` option).
+   */
+  autoSelectFamily?: boolean | undefined;
+  /**
+   * With {@link ConnectionOptions.autoSelectFamily}, how long each attempt but the last may wait for the connection, in ms, before the
+   * next address is tried: an integer from 1 to 2147483647; Node counts one under 10 as 10. Default: Node's
+   * (`net.getDefaultAutoSelectFamilyAttemptTimeout()`, 250). A link whose TCP handshake takes longer (a long-haul
+   * or satellite link, a congested VPN) loses every address but the last to it, and the establishment fails when that
+   * one is unreachable: raise it above the link's round trip. Connecting as a whole is still bounded by
+   * connectTimeoutMS.
+   *
+   * Source: extension, the official Node.js driver's option of that name (Node's `net.connect` option).
+   */
+  autoSelectFamilyAttemptTimeout?: number | undefined;
+  /**
    * The Stable API version to declare: `{ version: '1', strict?, deprecationErrors? }` (see {@link ServerApi} and
    * `ServerApiVersion`), or the version alone (`ServerApiVersion.v1`, as the official driver also takes it). Every
    * command of every connection (handshake, authentication, monitoring, the commands run on it, getMore included) then
@@ -125,13 +149,21 @@ export const DEFAULT_KEEP_ALIVE_INITIAL_DELAY_MS = 120_000;
 export const MAX_KEEP_ALIVE_INITIAL_DELAY_MS = 32_767_000;
 
 /**
+ * The largest {@link ConnectionOptions.autoSelectFamilyAttemptTimeout}: 2147483647 ms, the largest Node's
+ * `net.connect` accepts (a 32-bit integer).
+ *
+ * Source: extension (Node's `net.connect`, `autoSelectFamilyAttemptTimeout`).
+ */
+export const MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS = 2_147_483_647;
+
+/**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
- * loadBalanced, keepAliveInitialDelay, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
  * loadBalanced, the tls options, the proxy options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`);
- * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension: keepAliveInitialDelay (the official
- * Node.js driver's option).
+ * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension: keepAliveInitialDelay,
+ * autoSelectFamily and autoSelectFamilyAttemptTimeout (the official Node.js driver's options).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
@@ -143,6 +175,8 @@ export const CONNECTION_OPTION_NAMES = [
   'credentials',
   'loadBalanced',
   'keepAliveInitialDelay',
+  'autoSelectFamily',
+  'autoSelectFamilyAttemptTimeout',
   'serverApi',
   ...TLS_OPTION_NAMES,
   ...PROXY_OPTION_NAMES,
@@ -151,6 +185,7 @@ true satisfies ListsEveryOption<ConnectionOptions, typeof CONNECTION_OPTION_NAME
 
 const BOOLEAN_OPTIONS = [
   'loadBalanced',
+  'autoSelectFamily',
   'tls',
   'tlsAllowInvalidCertificates',
   'tlsAllowInvalidHostnames',
@@ -168,7 +203,8 @@ const STRING_OPTIONS = [
  * {@link CONNECTION_OPTION_NAMES} (plus `extraKeys`); `appName` a string; `driverInfo` a `{ name, version?,
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
- * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
+ * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `autoSelectFamilyAttemptTimeout` an integer number of ms from 1 to
+ * {@link MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS}; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
  * zstd only where available (`compressorUnavailable`); `zlibCompressionLevel` an
  * integer from -1 to 9; `serverApi` a {@link ServerApi} (see `checkServerApi`); `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
  * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
@@ -190,7 +226,8 @@ const STRING_OPTIONS = [
  *   what is allowed; for an unknown key, the closest known option.
  *
  * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential"; SOCKS5 support spec,
- * "MongoClient Configuration"; extension: keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}).
+ * "MongoClient Configuration"; extension: keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}),
+ * autoSelectFamily and autoSelectFamilyAttemptTimeout (see {@link ConnectionOptions.autoSelectFamily}).
  */
 export function checkConnectionOptions(
   options: unknown,
@@ -217,6 +254,11 @@ export function checkConnectionOptions(
   if (delay !== undefined && !valid) {
     const allowed = `an integer number of ms from 0 (the OS default delay) to ${max}`;
     throw new InvalidOptionError('keepAliveInitialDelay', delay, allowed);
+  }
+  const attempt = o.autoSelectFamilyAttemptTimeout;
+  const maxAttempt = MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS;
+  if (attempt !== undefined && !(typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt >= 1 && attempt <= maxAttempt)) {
+    throw new InvalidOptionError('autoSelectFamilyAttemptTimeout', attempt, `an integer number of ms from 1 to ${maxAttempt}`);
   }
   const allowed = [...SUPPORTED_COMPRESSORS, 'none'];
   if (o.compressors !== undefined) {

@@ -1,0 +1,143 @@
+/**
+ * A host name that resolves to several addresses (IPv6 and IPv4, several A records), as production names do: Node
+ * tries them in turn (`autoSelectFamily`, RFC 8305 "Happy Eyeballs"), abandoning each attempt but the last after
+ * `autoSelectFamilyAttemptTimeout` ms (250 by default). The addresses are loopback ones: 127.0.0.1 serves, 127.0.0.3
+ * refuses, and 127.0.0.2 is made slow (its connect completes, to the server, only after a delay) by intercepting the
+ * TCP handle's connect.
+ */
+import { expect } from 'chai';
+import { connect, InvalidOptionError, MongoNetworkError } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import { establishOne } from '../support/endpoint';
+
+type Lookup = (...args: unknown[]) => void;
+
+/** Runs `fn` while the host name `several.test` resolves to `addresses`, in that order. */
+async function withAddresses<T>(addresses: string[], fn: () => Promise<T>): Promise<T> {
+  const dns = require('node:dns') as { lookup: Lookup };
+  const lookup = dns.lookup;
+  dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
+    if (host !== 'several.test') return lookup(host, options, callback);
+    const all = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const cb = callback as (error: null, address: unknown, family?: number) => void;
+    process.nextTick(() => ((options as { all?: boolean }).all === true ? cb(null, all) : cb(null, all[0].address, all[0].family)));
+  };
+  try {
+    return await fn();
+  } finally {
+    dns.lookup = lookup;
+  }
+}
+
+interface TcpHandle {
+  connect(req: { oncomplete?: unknown }, address: string, port: number): number;
+}
+
+/**
+ * Runs `fn` while a TCP connect to `slow` completes only after `delayMS`, to 127.0.0.1 (the server) on the same port:
+ * a reachable address over a link slower than Node's attempt timeout. An attempt Node abandoned meanwhile is not
+ * completed.
+ */
+async function withSlowAddress<T>(slow: string, delayMS: number, fn: () => Promise<T>): Promise<T> {
+  const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: TcpHandle } } }).binding('tcp_wrap');
+  const connect = TCP.prototype.connect;
+  const timers: NodeJS.Timeout[] = [];
+  TCP.prototype.connect = function (this: TcpHandle, req, address, port) {
+    if (address !== slow) return connect.call(this, req, address, port);
+    timers.push(
+      setTimeout(() => {
+        if (req.oncomplete !== undefined) connect.call(this, req, '127.0.0.1', port);
+      }, delayMS),
+    );
+    return 0;
+  };
+  try {
+    return await fn();
+  } finally {
+    TCP.prototype.connect = connect;
+    for (const timer of timers) clearTimeout(timer);
+  }
+}
+
+describe('a host name resolving to several addresses', function () {
+  let server: EmbeddedServer;
+  let port: number;
+  before(async function () {
+    server = await new EmbeddedServer().start();
+    port = Number(server.address.split(':')[1]);
+  });
+  after(async function () {
+    await server.stop();
+  });
+
+  describe('autoSelectFamily and autoSelectFamilyAttemptTimeout', function () {
+    // The first address is reachable in 600 ms, the second refuses: Node's 250 ms attempt timeout abandons the one
+    // that would have answered, and the establishment fails well within connectTimeoutMS.
+    const slowThenRefused = ['127.0.0.2', '127.0.0.3'];
+
+    it("with Node's defaults, an address slower than 250 ms is abandoned for the next (what the options are for)", async function () {
+      const error = await withAddresses(slowThenRefused, () => withSlowAddress('127.0.0.2', 600, () => establishOne(`several.test:${port}`, {}).catch((e) => e)));
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(error.message).to.equal(`connecting to several.test:${port} failed: connect ETIMEDOUT 127.0.0.2:${port}; connect ECONNREFUSED 127.0.0.3:${port}`);
+    });
+
+    it('autoSelectFamilyAttemptTimeout longer than the link: the slow address connects', async function () {
+      const started = performance.now();
+      const connection = await withAddresses(slowThenRefused, () =>
+        withSlowAddress('127.0.0.2', 600, () => establishOne(`several.test:${port}`, { autoSelectFamilyAttemptTimeout: 2000 })),
+      );
+      try {
+        expect(performance.now() - started).to.be.within(550, 2000);
+        expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        connection.destroy();
+      }
+    });
+
+    it('autoSelectFamily false: only the first address is tried, with no attempt timeout', async function () {
+      const connection = await withAddresses(slowThenRefused, () =>
+        withSlowAddress('127.0.0.2', 600, () => establishOne(`several.test:${port}`, { autoSelectFamily: false })),
+      );
+      try {
+        expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        connection.destroy();
+      }
+      // And a first address that refuses is not followed by the next one.
+      const error = await withAddresses(['127.0.0.3', '127.0.0.1'], () => establishOne(`several.test:${port}`, { autoSelectFamily: false }).catch((e) => e));
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(error.message).to.equal(`connecting to several.test:${port} failed: connect ECONNREFUSED 127.0.0.3:${port}`);
+    });
+
+    it("reach a client's monitor and pool: a command over the slow address succeeds with autoSelectFamilyAttemptTimeout", async function () {
+      const reply = await withAddresses(slowThenRefused, () =>
+        withSlowAddress('127.0.0.2', 600, async () => {
+          const client = connect(`mongodb://several.test:${port}/?directConnection=true&serverSelectionTimeoutMS=5000`, { autoSelectFamilyAttemptTimeout: 2000 });
+          try {
+            return await client.command('admin', { ping: 1 });
+          } finally {
+            await client.close();
+          }
+        }),
+      );
+      expect(reply).to.include({ ok: 1 });
+    });
+
+    it('refuses values of the wrong type or range with an InvalidOptionError naming the option', function () {
+      const bad: [Record<string, unknown>, string, RegExp][] = [
+        [{ autoSelectFamily: 'yes' }, 'autoSelectFamily', /^Invalid autoSelectFamily: "yes" \(autoSelectFamily must be true or false/],
+        [{ autoSelectFamily: 1 }, 'autoSelectFamily', /^Invalid autoSelectFamily: 1 /],
+        [{ autoSelectFamilyAttemptTimeout: 0 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: 0 \(autoSelectFamilyAttemptTimeout must be an integer number of ms from 1 to 2147483647/],
+        [{ autoSelectFamilyAttemptTimeout: -1 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: -1 /],
+        [{ autoSelectFamilyAttemptTimeout: 2.5 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: 2.5 /],
+        [{ autoSelectFamilyAttemptTimeout: 2 ** 31 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: 2147483648 /],
+        [{ autoSelectFamilyAttemptTimeout: '500' }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: "500" /],
+      ];
+      for (const [options, option, message] of bad) {
+        expect(() => establishOne(`several.test:${port}`, options as never), JSON.stringify(options))
+          .to.throw(InvalidOptionError, message)
+          .with.property('option', option);
+      }
+    });
+  });
+});
