@@ -90,9 +90,13 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * carries the API fields (see {@link ConnectionOptions.serverApi}); a server that does not know `hello` fails the
  * establishment with {@link MongoCompatibilityError} (see `helloNotSupported`).
  *
- * Fails with {@link MongoNetworkError} (connect error, socket closed, TLS failure, a hello reply larger than
+ * Fails with {@link MongoNetworkError} (connect error: for a host name whose every address failed, each one's error in
+ * turn; socket closed, TLS failure, a hello reply larger than
  * `MAX_HELLO_REPLY_BYTES`, 1 MiB),
- * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed; held while a MONGODB-OIDC human callback runs),
+ * {@link MongoNetworkTimeoutError} (connectTimeoutMS elapsed; held while a MONGODB-OIDC human callback runs; when it
+ * elapses while a host name's several addresses are tried, its message says what each met, in order: Node's error for
+ * one that failed, `<ip:port> did not answer within autoSelectFamilyAttemptTimeout (<n> ms)`, `<ip:port> had not
+ * answered` for the one still tried),
  * `MongoServerError` (the handshake was refused),
  * `AuthenticationError`, or `MongoCompatibilityError` (load-balanced mode, and the hello reply has no ObjectId
  * `serviceId`). Network errors and timeouts before or during the handshake carry the
@@ -371,6 +375,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
             : net.connect({ host, port, ...addressSelection });
     /** Through a proxy with TLS: the TLS socket over `socket`, once the proxy has connected it to the server. */
     let tunnelled: tls.TLSSocket | undefined;
+    // What each of a host name's several addresses met, for a timeout before the socket connected (see attemptsDetail).
+    const attempts = recordAttempts(socket, s.addressSelection);
     socket.setNoDelay(true);
     // TCP keepalive, so that a load balancer, NAT or firewall does not drop an idle pooled connection, and a peer
     // gone without a FIN is found. Set on 'connect' (TLS included: tls.connect ignores the keepAlive options of its
@@ -391,7 +397,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
         new IoTimeout(
           () => {
             const at = deadlinePhase ?? phase;
-            fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at})`), at);
+            const tried = socket.connecting ? attemptsDetail(attempts) : '';
+            fail(new MongoNetworkTimeoutError(address, `connecting to ${address} timed out after ${s.connectTimeoutMS} ms (during ${at}${tried})`), at);
           },
           delayMS,
           () => {
@@ -537,6 +544,52 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       }
     };
   });
+}
+
+/** One attempt at one of a host name's addresses: the address (`ip:port`, `[ip6]:port`) and what it met, once known. */
+interface Attempt {
+  readonly address: string;
+  outcome?: string;
+}
+
+/**
+ * The attempts `socket` makes at a host name's several addresses (Node's `connectionAttempt*` events, emitted only
+ * when it tries more than one), in order, recorded until it connects. `selection`: the autoSelectFamily options given,
+ * for the attempt timeout an abandoned attempt is said to have waited (Node's default when not given; under 10 ms
+ * counts as 10, as Node counts it).
+ */
+function recordAttempts(socket: net.Socket, selection: EstablishSettings['addressSelection']): Attempt[] {
+  const attempts: Attempt[] = [];
+  const attemptMS = Math.max(10, selection.autoSelectFamilyAttemptTimeout ?? net.getDefaultAutoSelectFamilyAttemptTimeout());
+  // The attempt at `ip` still waiting: Node tries one address at a time, so the last one started.
+  const find = (ip: string, port: number): Attempt | undefined => {
+    const last = attempts.at(-1);
+    return last !== undefined && last.outcome === undefined && last.address === writtenAddress(ip, port) ? last : undefined;
+  };
+  const started = (ip: string, port: number): void => void attempts.push({ address: writtenAddress(ip, port) });
+  const failed = (ip: string, port: number, _family: number, error: Error): void => {
+    const attempt = find(ip, port);
+    if (attempt !== undefined) attempt.outcome = error.message;
+  };
+  const abandoned = (ip: string, port: number): void => {
+    const attempt = find(ip, port);
+    if (attempt !== undefined) attempt.outcome = `${attempt.address} did not answer within autoSelectFamilyAttemptTimeout (${attemptMS} ms)`;
+  };
+  socket.on('connectionAttempt', started).on('connectionAttemptFailed', failed).on('connectionAttemptTimeout', abandoned);
+  socket.once('connect', () => {
+    socket.off('connectionAttempt', started).off('connectionAttemptFailed', failed).off('connectionAttemptTimeout', abandoned);
+  });
+  return attempts;
+}
+
+/**
+ * What the attempts at a host name's several addresses met, for connectTimeoutMS elapsing before any connected:
+ * `; <outcome>; …; <address> had not answered`, each in order (Node's error message for a failed one); `''` when one
+ * address or none was tried (nothing to add to the host name's timeout).
+ */
+function attemptsDetail(attempts: readonly Attempt[]): string {
+  if (attempts.length < 2) return '';
+  return attempts.map((a) => `; ${a.outcome ?? `${a.address} had not answered`}`).join('');
 }
 
 /**

@@ -6,7 +6,8 @@
  * TCP handle's connect.
  */
 import { expect } from 'chai';
-import { connect, InvalidOptionError, MongoNetworkError } from '../../lib';
+import * as net from 'node:net';
+import { connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { establishOne } from '../support/endpoint';
 
@@ -137,6 +138,45 @@ describe('a host name resolving to several addresses', function () {
         expect(() => establishOne(`several.test:${port}`, options as never), JSON.stringify(options))
           .to.throw(InvalidOptionError, message)
           .with.property('option', option);
+      }
+    });
+  });
+
+  describe('connectTimeoutMS elapsing while the addresses are tried', function () {
+    it('names what each address met: the refused one, the one abandoned after the attempt timeout, the one still unanswered', async function () {
+      // 127.0.0.2 and 127.0.0.4 do not answer within the test (black holes); 127.0.0.3 refuses.
+      const error = await withAddresses(['127.0.0.3', '127.0.0.2', '127.0.0.4'], () =>
+        withSlowAddress('127.0.0.2', 60_000, () =>
+          withSlowAddress('127.0.0.4', 60_000, () => establishOne(`several.test:${port}`, { connectTimeoutMS: 600, autoSelectFamilyAttemptTimeout: 300 }).catch((e) => e)),
+        ),
+      );
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(error.message).to.equal(
+        `connecting to several.test:${port} timed out after 600 ms (during connect; connect ECONNREFUSED 127.0.0.3:${port}; ` +
+          `127.0.0.2:${port} did not answer within autoSelectFamilyAttemptTimeout (300 ms); 127.0.0.4:${port} had not answered)`,
+      );
+      expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+    });
+
+    it('says nothing more for one address, nor once the socket connected', async function () {
+      const error = await withAddresses(['127.0.0.2'], () =>
+        withSlowAddress('127.0.0.2', 60_000, () => establishOne(`several.test:${port}`, { connectTimeoutMS: 300 }).catch((e) => e)),
+      );
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(error.message).to.equal(`connecting to several.test:${port} timed out after 300 ms (during connect)`);
+      // Connected to 127.0.0.1 after 127.0.0.3 refused, then a TLS handshake that is never answered: the addresses
+      // are no longer the question.
+      const silent = net.createServer(() => undefined);
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const silentPort = (silent.address() as net.AddressInfo).port;
+      try {
+        const stalled = await withAddresses(['127.0.0.3', '127.0.0.1'], () =>
+          establishOne(`several.test:${silentPort}`, { connectTimeoutMS: 300, tls: true }).catch((e) => e),
+        );
+        expect(stalled).to.be.instanceOf(MongoNetworkTimeoutError);
+        expect(stalled.message).to.equal(`connecting to several.test:${silentPort} timed out after 300 ms (during connect)`);
+      } finally {
+        silent.close();
       }
     });
   });
