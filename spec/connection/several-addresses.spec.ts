@@ -10,6 +10,7 @@ import * as net from 'node:net';
 import { connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { establishOne } from '../support/endpoint';
+import { startSocks5Proxy } from '../support/socks5-proxy';
 
 type Lookup = (...args: unknown[]) => void;
 
@@ -122,6 +123,29 @@ describe('a host name resolving to several addresses', function () {
         }),
       );
       expect(reply).to.include({ ok: 1 });
+    });
+
+    it("apply to the SOCKS5 proxy's host name (proxyHost)", async function () {
+      const proxy = await startSocks5Proxy();
+      try {
+        const through = { proxyHost: 'several.test', proxyPort: proxy.port };
+        // The proxy's addresses: 127.0.0.2 slow, then 127.0.0.3 refusing; the proxy itself listens on 127.0.0.1.
+        const [failed, connection] = await withAddresses(slowThenRefused, () =>
+          withSlowAddress('127.0.0.2', 600, async () => [
+            await establishOne(`127.0.0.1:${port}`, through).catch((e) => e),
+            await establishOne(`127.0.0.1:${port}`, { ...through, autoSelectFamilyAttemptTimeout: 2000 }),
+          ]),
+        );
+        expect(failed).to.be.instanceOf(MongoNetworkError);
+        expect(failed.message).to.match(/connect ETIMEDOUT 127\.0\.0\.2:\d+; connect ECONNREFUSED 127\.0\.0\.3:\d+$/);
+        try {
+          expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        } finally {
+          connection.destroy();
+        }
+      } finally {
+        await proxy.close();
+      }
     });
 
     it('refuses values of the wrong type or range with an InvalidOptionError naming the option', function () {
