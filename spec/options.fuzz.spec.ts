@@ -173,11 +173,15 @@ function shown(error: unknown): string {
   return [String((error as Error).message), JSON.stringify(error), inspect(error, { depth: 6 })].join('\n');
 }
 
-/** Checks that a run saw both outcomes, each in at least 5% of its runs (so both paths were exercised). */
+/**
+ * Checks that a run saw both outcomes, each in at least 2.5% of its runs (so both paths were exercised). Not 5%:
+ * connect()'s options construct in about 5.3% of runs (213 of 4000), so 200 runs fell under a 5% floor for one seed in
+ * two, and any option added to the record moved the fixed seed's draw across it.
+ */
 function expectBothOutcomes(counts: { ok: number; invalid: number }): void {
   const runs = counts.ok + counts.invalid;
-  expect(counts.ok, 'options that construct').to.be.at.least(runs / 20);
-  expect(counts.invalid, 'options that are refused').to.be.at.least(runs / 20);
+  expect(counts.ok, 'options that construct').to.be.at.least(runs / 40);
+  expect(counts.invalid, 'options that are refused').to.be.at.least(runs / 40);
 }
 
 /** The outcomes a run saw. */
