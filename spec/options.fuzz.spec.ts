@@ -111,6 +111,7 @@ function connectionOptionArbitraries(
     keepAliveInitialDelay: option(fc.integer({ min: 0, max: 300_000 })),
     autoSelectFamily: rarely(option(fc.boolean())),
     autoSelectFamilyAttemptTimeout: rarely(option(fc.integer({ min: 1, max: 5_000 }))),
+    family: rarely(option(fc.constantFrom(0, 4, 6))),
     socketTimeoutMS: option(fc.integer({ min: 0, max: 10_000 })),
     compressors: option(fc.subarray(['zlib', 'none'])),
     zlibCompressionLevel: option(fc.integer({ min: -1, max: 9 })),

@@ -81,7 +81,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * `keepAliveInitialDelay` ms of idleness (default 120000; see {@link ConnectionOptions.keepAliveInitialDelay}). A host
  * name that resolves to several addresses is connected to as `autoSelectFamily` and `autoSelectFamilyAttemptTimeout`
  * say (Node's defaults when not given: each address tried in turn, each attempt but the last abandoned after 250 ms;
- * see {@link ConnectionOptions.autoSelectFamily}); connectTimeoutMS bounds them all together. With
+ * see {@link ConnectionOptions.autoSelectFamily}), among those of the IP version `family` allows (both by default);
+ * connectTimeoutMS bounds them all together. With
  * `proxyHost`, each TCP connection (not one to a Unix domain socket) is opened to the SOCKS5 proxy, which is asked to
  * connect to the server's host name as given (never resolved here); TLS then runs over that connection, with the
  * server (see {@link ProxyOptions}).
@@ -116,7 +117,7 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
- *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
+ *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
  *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
  *   without `tlsCertificateKeyFile`, and PLAIN over TCP with TLS neither on nor turned off outright, naming `authMechanism`); see `checkConnectionOptions`.
@@ -126,8 +127,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * "Authentication Handshake", "MONGODB-X509", "PLAIN" (refused without TLS unless `tls: false` is given: an extension); load
  * balancer spec, "Connection Establishment"; SOCKS5 support spec, "Connection Establishment"; Stable API spec,
  * "Handshake behavior"; extension: TCP keepalive (the official Node.js driver's
- * `keepAliveInitialDelay`), the choice among a host name's addresses (the official Node.js driver's `autoSelectFamily`
- * and `autoSelectFamilyAttemptTimeout`).
+ * `keepAliveInitialDelay`), the choice among a host name's addresses (the official Node.js driver's `autoSelectFamily`,
+ * `autoSelectFamilyAttemptTimeout` and `family`).
  */
 export function connectionFactory(options: ConnectionOptions & Endpoint): TcpConnectionFactory {
   // Every key and value type first (unknown keys name the closest option), so nothing below meets a wrong shape.
@@ -269,6 +270,7 @@ export function connectionFactoryWithMetadata(
     addressSelection: {
       ...(o.autoSelectFamily === undefined ? {} : { autoSelectFamily: o.autoSelectFamily }),
       ...(o.autoSelectFamilyAttemptTimeout === undefined ? {} : { autoSelectFamilyAttemptTimeout: o.autoSelectFamilyAttemptTimeout }),
+      ...(o.family === undefined ? {} : { family: o.family }),
     },
     now,
     commandEvents: new Subject<CommandEvent>(),
@@ -311,8 +313,8 @@ interface EstablishSettings {
   readonly serverApi: ServerApi | undefined;
   /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
   readonly keepAliveInitialDelay: number;
-  /** How a host name's several addresses are tried: the autoSelectFamily options given, for every TCP connect. */
-  readonly addressSelection: Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'autoSelectFamilyAttemptTimeout'>;
+  /** Which of a host name's addresses are tried, and how: the autoSelectFamily and family options given, for every TCP connect. */
+  readonly addressSelection: Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'autoSelectFamilyAttemptTimeout' | 'family'>;
   /** The clock of `handshakeDurationMS`, in ms. */
   readonly now: () => number;
   /** Where the established connections publish their command events. */

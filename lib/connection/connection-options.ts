@@ -4,8 +4,8 @@
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel, the tls
  * options, loadBalanced); handshake spec, "Supporting Wrapping Libraries" (driverInfo); auth spec, "MongoCredential";
- * extension: keepAliveInitialDelay, autoSelectFamily and autoSelectFamilyAttemptTimeout (the official Node.js driver's
- * options of those names).
+ * extension: keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout and family (the official Node.js
+ * driver's options of those names).
  */
 import { CREDENTIALS_INIT_NAMES, CREDENTIALS_SHAPES, MongoCredentials, type CredentialsInit } from '../auth/credentials';
 import { InvalidOptionError } from '../errors';
@@ -118,6 +118,17 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    */
   autoSelectFamilyAttemptTimeout?: number | undefined;
   /**
+   * Which addresses of a host name are used: `4`, its IPv4 addresses only; `6`, its IPv6 addresses only; `0`, both.
+   * With 4 or 6, only the first address of that family is tried (no {@link ConnectionOptions.autoSelectFamily} among
+   * several): for a host whose IPv6 (or IPv4) path is black-holed, no connection then waits on it first. An IP
+   * address is connected to as it is, whatever `family`. Default 0. With `proxyHost`, for the proxy's host name (the
+   * proxy resolves the server's).
+   *
+   * Source: extension, the official Node.js driver's option of that name (Node's `net.connect` option, passed to
+   * `dns.lookup`).
+   */
+  family?: 0 | 4 | 6 | undefined;
+  /**
    * The Stable API version to declare: `{ version: '1', strict?, deprecationErrors? }` (see {@link ServerApi} and
    * `ServerApiVersion`), or the version alone (`ServerApiVersion.v1`, as the official driver also takes it). Every
    * command of every connection (handshake, authentication, monitoring, the commands run on it, getMore included) then
@@ -158,12 +169,12 @@ export const MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
- * loadBalanced, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
  * loadBalanced, the tls options, the proxy options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`);
  * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension: keepAliveInitialDelay,
- * autoSelectFamily and autoSelectFamilyAttemptTimeout (the official Node.js driver's options).
+ * autoSelectFamily, autoSelectFamilyAttemptTimeout and family (the official Node.js driver's options).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
@@ -177,6 +188,7 @@ export const CONNECTION_OPTION_NAMES = [
   'keepAliveInitialDelay',
   'autoSelectFamily',
   'autoSelectFamilyAttemptTimeout',
+  'family',
   'serverApi',
   ...TLS_OPTION_NAMES,
   ...PROXY_OPTION_NAMES,
@@ -204,7 +216,7 @@ const STRING_OPTIONS = [
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `autoSelectFamilyAttemptTimeout` an integer number of ms from 1 to
- * {@link MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS}; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
+ * {@link MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS}; `family` 0, 4 or 6; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
  * zstd only where available (`compressorUnavailable`); `zlibCompressionLevel` an
  * integer from -1 to 9; `serverApi` a {@link ServerApi} (see `checkServerApi`); `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
  * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
@@ -227,7 +239,8 @@ const STRING_OPTIONS = [
  *
  * Source: URI options spec (each option's allowed values); auth spec, "MongoCredential"; SOCKS5 support spec,
  * "MongoClient Configuration"; extension: keepAliveInitialDelay (see {@link ConnectionOptions.keepAliveInitialDelay}),
- * autoSelectFamily and autoSelectFamilyAttemptTimeout (see {@link ConnectionOptions.autoSelectFamily}).
+ * autoSelectFamily, autoSelectFamilyAttemptTimeout and family (see {@link ConnectionOptions.autoSelectFamily},
+ * {@link ConnectionOptions.family}).
  */
 export function checkConnectionOptions(
   options: unknown,
@@ -259,6 +272,9 @@ export function checkConnectionOptions(
   const maxAttempt = MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS;
   if (attempt !== undefined && !(typeof attempt === 'number' && Number.isSafeInteger(attempt) && attempt >= 1 && attempt <= maxAttempt)) {
     throw new InvalidOptionError('autoSelectFamilyAttemptTimeout', attempt, `an integer number of ms from 1 to ${maxAttempt}`);
+  }
+  if (o.family !== undefined && o.family !== 0 && o.family !== 4 && o.family !== 6) {
+    throw new InvalidOptionError('family', o.family, '0 (IPv4 and IPv6), 4 (IPv4 only) or 6 (IPv6 only)');
   }
   const allowed = [...SUPPORTED_COMPRESSORS, 'none'];
   if (o.compressors !== undefined) {

@@ -14,13 +14,14 @@ import { startSocks5Proxy } from '../support/socks5-proxy';
 
 type Lookup = (...args: unknown[]) => void;
 
-/** Runs `fn` while the host name `several.test` resolves to `addresses`, in that order. */
+/** Runs `fn` while the host name `several.test` resolves to `addresses`, in that order (those of the family asked, if one is). */
 async function withAddresses<T>(addresses: string[], fn: () => Promise<T>): Promise<T> {
   const dns = require('node:dns') as { lookup: Lookup };
   const lookup = dns.lookup;
   dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
     if (host !== 'several.test') return lookup(host, options, callback);
-    const all = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const asked = (options as { family?: unknown }).family;
+    const all = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })).filter((a) => (asked !== 4 && asked !== 6) || a.family === asked);
     const cb = callback as (error: null, address: unknown, family?: number) => void;
     process.nextTick(() => ((options as { all?: boolean }).all === true ? cb(null, all) : cb(null, all[0].address, all[0].family)));
   };
@@ -33,6 +34,7 @@ async function withAddresses<T>(addresses: string[], fn: () => Promise<T>): Prom
 
 interface TcpHandle {
   connect(req: { oncomplete?: unknown }, address: string, port: number): number;
+  connect6(req: { oncomplete?: unknown }, address: string, port: number): number;
 }
 
 /**
@@ -42,21 +44,25 @@ interface TcpHandle {
  */
 async function withSlowAddress<T>(slow: string, delayMS: number, fn: () => Promise<T>): Promise<T> {
   const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: TcpHandle } } }).binding('tcp_wrap');
-  const connect = TCP.prototype.connect;
+  const { connect, connect6 } = TCP.prototype;
   const timers: NodeJS.Timeout[] = [];
-  TCP.prototype.connect = function (this: TcpHandle, req, address, port) {
-    if (address !== slow) return connect.call(this, req, address, port);
-    timers.push(
-      setTimeout(() => {
-        if (req.oncomplete !== undefined) connect.call(this, req, '127.0.0.1', port);
-      }, delayMS),
-    );
-    return 0;
-  };
+  const delayed = (real: TcpHandle['connect']): TcpHandle['connect'] =>
+    function (this: TcpHandle, req, address, port) {
+      if (address !== slow) return real.call(this, req, address, port);
+      timers.push(
+        setTimeout(() => {
+          if (req.oncomplete !== undefined) connect.call(this, req, '127.0.0.1', port);
+        }, delayMS),
+      );
+      return 0;
+    };
+  TCP.prototype.connect = delayed(connect);
+  TCP.prototype.connect6 = delayed(connect6);
   try {
     return await fn();
   } finally {
     TCP.prototype.connect = connect;
+    TCP.prototype.connect6 = connect6;
     for (const timer of timers) clearTimeout(timer);
   }
 }
@@ -72,7 +78,7 @@ describe('a host name resolving to several addresses', function () {
     await server.stop();
   });
 
-  describe('autoSelectFamily and autoSelectFamilyAttemptTimeout', function () {
+  describe('autoSelectFamily, autoSelectFamilyAttemptTimeout and family', function () {
     // The first address is reachable in 600 ms, the second refuses: Node's 250 ms attempt timeout abandons the one
     // that would have answered, and the establishment fails well within connectTimeoutMS.
     const slowThenRefused = ['127.0.0.2', '127.0.0.3'];
@@ -148,6 +154,27 @@ describe('a host name resolving to several addresses', function () {
       }
     });
 
+    it('family 4 skips the IPv6 addresses: no 250 ms lost on a black-holed IPv6 path for each connection; family 6, the IPv4 ones', async function () {
+      const blackHoledIpv6 = ['::1', '127.0.0.1'];
+      const timed = (options: Record<string, unknown>): Promise<[number, unknown]> =>
+        withAddresses(blackHoledIpv6, () =>
+          withSlowAddress('::1', 60_000, async () => {
+            const started = performance.now();
+            const outcome = await establishOne(`several.test:${port}`, { connectTimeoutMS: 1000, ...options }).catch((e) => e);
+            if (!(outcome instanceof Error)) outcome.destroy();
+            return [performance.now() - started, outcome];
+          }),
+        );
+      const [byDefault] = await timed({});
+      expect(byDefault).to.be.at.least(240);
+      const [ipv4Only, connected] = await timed({ family: 4 });
+      expect(connected).to.not.be.instanceOf(Error);
+      expect(ipv4Only).to.be.below(200);
+      const [, ipv6Only] = await timed({ family: 6 });
+      expect(ipv6Only).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(ipv6Only).to.have.property('message', `connecting to several.test:${port} timed out after 1000 ms (during connect)`);
+    });
+
     it('refuses values of the wrong type or range with an InvalidOptionError naming the option', function () {
       const bad: [Record<string, unknown>, string, RegExp][] = [
         [{ autoSelectFamily: 'yes' }, 'autoSelectFamily', /^Invalid autoSelectFamily: "yes" \(autoSelectFamily must be true or false/],
@@ -157,6 +184,9 @@ describe('a host name resolving to several addresses', function () {
         [{ autoSelectFamilyAttemptTimeout: 2.5 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: 2.5 /],
         [{ autoSelectFamilyAttemptTimeout: 2 ** 31 }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: 2147483648 /],
         [{ autoSelectFamilyAttemptTimeout: '500' }, 'autoSelectFamilyAttemptTimeout', /^Invalid autoSelectFamilyAttemptTimeout: "500" /],
+        [{ family: 5 }, 'family', /^Invalid family: 5 \(family must be 0 \(IPv4 and IPv6\), 4 \(IPv4 only\) or 6 \(IPv6 only\)\)$/],
+        [{ family: '4' }, 'family', /^Invalid family: "4" /],
+        [{ family: 'IPv4' }, 'family', /^Invalid family: "IPv4" /],
       ];
       for (const [options, option, message] of bad) {
         expect(() => establishOne(`several.test:${port}`, options as never), JSON.stringify(options))
