@@ -105,7 +105,8 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * the TLS handshake, connectTimeoutMS elapsing), except failures to connect to the SOCKS5 proxy or of the SOCKS5
  * exchange with it (authentication refused, the proxy refusing or failing to reach the server, connectTimeoutMS
  * elapsing meanwhile; their message names the proxy, and only a socket error connecting to the proxy is their `cause`),
- * DNS failures, TLS errors that are not socket I/O
+ * DNS failures, no route to the server's address (ENETUNREACH, EHOSTUNREACH: every address, for a host name that has
+ * several), TLS errors that are not socket I/O
  * (certificate or host name verification, a TLS protocol version refused, a peer that does not speak TLS: any error
  * of OpenSSL or of Node's TLS layer) and a malformed hello reply (a MongoNetworkError whose cause is a
  * WireProtocolError; a hello reply holding a value JavaScript cannot read, such as a string that is not valid UTF-8,
@@ -619,14 +620,23 @@ const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 
 const LOCAL_RESOURCE_ERRORS = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']);
 
 /**
- * Whether a connect error comes of DNS or of this host's own resources only: for a host name whose addresses were
- * each tried (an AggregateError, its `code` the first attempt's), every attempt did; one attempt the server could
- * have failed (refused, reset, timed out) makes the whole error one an overloaded server may cause.
+ * Errors of an address with no route to it: no route to its network from this host (ENETUNREACH: an IPv6 address of
+ * a dual-stack name on a client without IPv6, say), or no host answering at it (EHOSTUNREACH: no reply to ARP or
+ * neighbour discovery, a router's ICMP "host unreachable", or a firewall rejecting with "host prohibited"). The
+ * connection never reached a listening server, and none of these depends on its load: its load cannot have caused them.
+ */
+const NO_ROUTE_ERRORS = new Set(['ENETUNREACH', 'EHOSTUNREACH']);
+
+/**
+ * Whether a connect error comes of DNS, of this host's own resources or of an address with no route to it only: for a
+ * host name whose addresses were each tried (an AggregateError, its `code` the first attempt's), every attempt did;
+ * one attempt the server could have failed (refused, reset, timed out) makes the whole error one an overloaded server
+ * may cause.
  */
 function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
   const hostSide = (e: unknown): boolean => {
     const code = (e as NodeJS.ErrnoException | null)?.code ?? '';
-    return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code);
+    return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code) || NO_ROUTE_ERRORS.has(code);
   };
   if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(hostSide);
   return hostSide(cause);
@@ -666,8 +676,9 @@ function isTlsError(cause: unknown): boolean {
  * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
  * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
  * failures, this host running out
- * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL; for a host name tried address by address, only
- * when every attempt failed so, see {@link isHostSideError}), every TLS error
+ * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
+ * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
+ * {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
  * a peer that does not speak TLS), and a malformed reply to the hello (its cause a {@link WireProtocolError}: a
  * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import * as net from 'node:net';
-import { connect, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError } from '../../lib';
+import { connect, ConnectionPool, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { establishOne } from '../support/endpoint';
 import { startSocks5Proxy } from '../support/socks5-proxy';
@@ -232,6 +232,64 @@ describe('a host name resolving to several addresses', function () {
       } finally {
         silent.close();
       }
+    });
+  });
+
+  describe('addresses with no route to them', function () {
+    /** Runs `fn` while a TCP connect to each address of `codes` fails at once with that errno, as the kernel fails it. */
+    async function withUnreachable<T>(codes: Record<string, 'ENETUNREACH' | 'EHOSTUNREACH'>, fn: () => Promise<T>): Promise<T> {
+      const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: TcpHandle } } }).binding('tcp_wrap');
+      const { connect, connect6 } = TCP.prototype;
+      const errno = (require('node:os') as typeof import('node:os')).constants.errno;
+      const failing = (real: TcpHandle['connect']): TcpHandle['connect'] =>
+        function (this: TcpHandle, req, address, port) {
+          const code = codes[address];
+          return code === undefined ? real.call(this, req, address, port) : -errno[code];
+        };
+      TCP.prototype.connect = failing(connect);
+      TCP.prototype.connect6 = failing(connect6);
+      try {
+        return await fn();
+      } finally {
+        TCP.prototype.connect = connect;
+        TCP.prototype.connect6 = connect6;
+      }
+    }
+
+    it('every address unreachable (no route to its network or host: the server never reached) carries no backpressure label, and clears the pool', async function () {
+      // A dual-stack name on a client with no IPv6 route, whose IPv4 path is gone too.
+      const unreachable = { '::1': 'ENETUNREACH', '127.0.0.2': 'EHOSTUNREACH' } as const;
+      const error = await withAddresses(['::1', '127.0.0.2'], () => withUnreachable(unreachable, () => establishOne(`several.test:${port}`, {}).catch((e) => e)));
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      // Node adds the local address to a connect that fails at once (" - Local (…)").
+      expect(error.message).to.match(new RegExp(`^connecting to several.test:${port} failed: connect ENETUNREACH ::1:${port}\\b.*; connect EHOSTUNREACH 127\\.0\\.0\\.2:${port}\\b`));
+      expect([...error.errorLabels]).to.deep.equal([]);
+      const events = await withAddresses(['::1', '127.0.0.2'], () =>
+        withUnreachable(unreachable, async () => {
+          const pool = new ConnectionPool({ address: `several.test:${port}` });
+          const seen: ConnectionPoolEvent[] = [];
+          pool.events$.subscribe((e) => seen.push(e));
+          pool.ready();
+          await pool.checkOut().then((c) => pool.checkIn(c), () => undefined);
+          pool.close();
+          return seen.map((e) => e.type);
+        }),
+      );
+      expect(events).to.include.members(['ConnectionClosed', 'ConnectionCheckOutFailed', 'ConnectionPoolCleared']);
+    });
+
+    it('one address unreachable and another refused: labelled, as the refusal may come of an overloaded server', async function () {
+      const error = await withAddresses(['::1', '127.0.0.3'], () =>
+        withUnreachable({ '::1': 'ENETUNREACH' }, () => establishOne(`several.test:${port}`, {}).catch((e) => e)),
+      );
+      expect(error.message).to.match(new RegExp(`^connecting to several.test:${port} failed: connect ENETUNREACH ::1:${port}\\b.*; connect ECONNREFUSED 127\\.0\\.0\\.3:${port}$`));
+      expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
+    });
+
+    it('one address alone, unreachable: no label either', async function () {
+      const error = await withUnreachable({ '127.0.0.2': 'EHOSTUNREACH' }, () => establishOne(`127.0.0.2:${port}`, {}).catch((e) => e));
+      expect(error.message).to.match(new RegExp(`^connecting to 127.0.0.2:${port} failed: connect EHOSTUNREACH 127\\.0\\.0\\.2:${port}\\b`));
+      expect([...error.errorLabels]).to.deep.equal([]);
     });
   });
 });
