@@ -14,6 +14,7 @@ import { ConnectionPool, MongoServerError, connect, type CommandEvent } from '..
 import { refusedOption } from '../support/refused-option';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
+import { DRIVER_INFO } from '../../lib/version';
 
 /** A Tracer of a fresh SDK TracerProvider, and the spans it has finished. */
 function harness(): { tracer: Tracer; finished: () => ReadableSpan[] } {
@@ -359,7 +360,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       // RxJS reports what a subscriber throws from a timer.
       await new Promise((resolve) => setTimeout(resolve, 5));
       expect(unhandled.map(String)).to.deep.equal([]);
-      expect(logged).to.have.length(1);
+      expect(logged).to.deep.equal(['rxcmap: ending a command span when the command events completed failed']);
       expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['b']);
       expect(tracing.closed).to.equal(true);
     } finally {
@@ -369,7 +370,8 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
 
   it('a failed command\'s span that throws at one of its calls (attributes, exception, status) still gets the others, and ends', function () {
     const statuses: Record<string, unknown> = {};
-    diag.setLogger({ error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const logged: string[] = [];
+    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
     try {
       for (const method of ['setAttributes', 'recordException', 'setStatus'] as const) {
         const { tracer, finished } = harness();
@@ -393,6 +395,8 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       recordException: [SpanStatusCode.ERROR, '11000', 0],
       setStatus: [SpanStatusCode.UNSET, '11000', 1],
     });
+    // Each reported to diag, naming what failed and the command.
+    expect(logged).to.deep.equal(['the failure attributes', 'the exception', 'the status'].map((what) => `rxcmap: ${what} of the insert span failed`));
   });
 
   it('db.query.text writes a 64-bit integer beyond 2^53 with all its digits (a getMore\'s cursor id as db.mongodb.cursor_id has it), cut as any text', function () {
@@ -487,7 +491,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       events.error(new Error('feed failed'));
       await new Promise((resolve) => setTimeout(resolve, 5));
       expect(unhandled.map(String)).to.deep.equal([]);
-      expect(logged).to.have.length(1);
+      expect(logged).to.deep.equal(['rxcmap: the command events traced failed; tracing ended']);
       expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a']);
       expect(tracing.closed).to.equal(true);
     } finally {
@@ -509,5 +513,89 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     const tracing = traceCommands({ commandEvents$: events });
     expect(tracing.closed).to.equal(false);
     tracing.unsubscribe();
+  });
+
+  it('each refusal names what is allowed: a source, options, a known key, a Tracer, a max length; a source whose commandEvents$ is null or has no subscribe, options of 5, a tracer missing startSpan are refused too, and the largest max length taken', function () {
+    const events = new Subject<CommandEvent>();
+    const message = (f: () => unknown): string => {
+      try {
+        f();
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(message(() => traceCommands({ commandEvents$: null } as never))).to.match(/a ConnectionPool or Client \(an object with commandEvents\$/);
+    expect(refusedOption(() => traceCommands({ commandEvents$: { subscribe: 1 } } as never))).to.equal('source');
+    expect(message(() => traceCommands({ commandEvents$: events }, 5 as never))).to.match(/Invalid options: 5.*an object \{ tracer\?, queryTextMaxLength\? \}/);
+    expect(message(() => traceCommands({ commandEvents$: events }, { tracr: {} } as never))).to.match(/traceCommands.*tracer/);
+    expect(message(() => traceCommands({ commandEvents$: events }, { tracer: { startActiveSpan: () => undefined } as never }))).to.match(/an OpenTelemetry Tracer/);
+    expect(message(() => traceCommands({ commandEvents$: events }, { queryTextMaxLength: -1 }))).to.match(/an integer from 0 to 2147483647 \(0: no db\.query\.text\)/);
+    const { tracer } = harness();
+    const widest = traceCommands({ commandEvents$: events }, { tracer, queryTextMaxLength: 2 ** 31 - 1 });
+    widest.unsubscribe();
+    expect(events.observed).to.equal(false);
+  });
+
+  it('the largest max length in the environment variable is taken, and an unset or blank variable is no warning', function () {
+    const saved = process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+    const warned: string[] = [];
+    diag.setLogger({ error: () => undefined, warn: (m: string) => void warned.push(m), info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
+    try {
+      const text = (): unknown => {
+        const { tracer, finished } = harness();
+        const events = new Subject<CommandEvent>();
+        const tracing = traceCommands({ commandEvents$: events }, { tracer });
+        events.next({ type: 'CommandStarted', ...fields(1, 'ping'), command: { ping: 1, $db: 'admin' } });
+        events.next({ type: 'CommandSucceeded', ...fields(1, 'ping'), duration: 1, reply: { ok: 1 } });
+        tracing.unsubscribe();
+        return finished()[0]!.attributes['db.query.text'];
+      };
+      delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+      expect(text()).to.equal(undefined);
+      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = ' ';
+      expect(text()).to.equal(undefined);
+      process.env[QUERY_TEXT_MAX_LENGTH_ENV] = '2147483647';
+      expect(text()).to.equal('{"ping":1}');
+      expect(warned).to.deep.equal([]);
+    } finally {
+      diag.disable();
+      if (saved === undefined) delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
+      else process.env[QUERY_TEXT_MAX_LENGTH_ENV] = saved;
+    }
+  });
+
+  it('db.mongodb.lsid only for a UUID: none for a session id of another Binary subtype, of other than 16 bytes, or not a Binary', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    const bytes = new UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b').buffer;
+    // 15 bytes written into a Binary's larger buffer: its position says how many it holds.
+    const short = new Binary(undefined, Binary.SUBTYPE_UUID);
+    short.write(bytes.subarray(0, 15), 0);
+    const ids = [new Binary(bytes, Binary.SUBTYPE_DEFAULT), new Binary(bytes.subarray(0, 15), Binary.SUBTYPE_UUID), short, { _bsontype: 'Binary', sub_type: 4, buffer: [...bytes], position: 16 }, '0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b'];
+    ids.forEach((id, i) => {
+      events.next({ type: 'CommandStarted', ...fields(i, 'find'), command: { find: 'orders', lsid: { id }, $db: 'shop' } });
+      events.next({ type: 'CommandSucceeded', ...fields(i, 'find'), duration: 1, reply: { ok: 1 } });
+    });
+    tracing.unsubscribe();
+    expect(finished().map((s) => s.attributes['db.mongodb.lsid'])).to.deep.equal([undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('the Tracer by default is the global provider\'s, named rxcmap with its version', function () {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const events = new Subject<CommandEvent>();
+      const tracing = traceCommands({ commandEvents$: events });
+      events.next({ type: 'CommandStarted', ...fields(1, 'ping'), command: { ping: 1, $db: 'admin' } });
+      events.next({ type: 'CommandSucceeded', ...fields(1, 'ping'), duration: 1, reply: { ok: 1 } });
+      tracing.unsubscribe();
+      const [span] = exporter.getFinishedSpans();
+      expect([span?.instrumentationScope.name, span?.instrumentationScope.version]).to.deep.equal(['rxcmap', DRIVER_INFO.version]);
+    } finally {
+      trace.disable();
+    }
   });
 });
