@@ -620,6 +620,48 @@ export class CheckOutCancelledError extends CmapError {
 }
 
 /**
+ * Thrown by `Connection.command()` and `Client.command()` when their `signal` aborts before the command settled (or
+ * was already aborted when it was called): the Promise rejects with it. `cause` is the signal's reason, as for
+ * {@link CheckOutCancelledError} (which `Client.command()` rejects with when the abort comes during its checkout).
+ *
+ * - `address`: the server, `host:port`; undefined when no server was selected yet (`Client.command()`).
+ * - `connectionId`: the connection the command was on; undefined before one was checked out.
+ * - `commandName`: the command's name (its document's first key).
+ * - `sent`: whether the command was written to the socket (wholly or in part) before the abort. When true the server
+ *   may have run it, or may still be running it (a write may have been applied), and its reply was never read: the
+ *   connection was closed (CMAP: a connection with a reply still unread never goes back to the pool), and its pool
+ *   closes it with reason `error` once it is checked in. When false nothing of the command reached the server, and
+ *   the connection stays usable.
+ *
+ * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself
+ * and closes the connection likewise); the word and the `cause` are those of {@link CheckOutCancelledError}.
+ */
+export class CommandCancelledError extends CmapError {
+  static {
+    OWN_ERROR_NAMES.set(this, 'CommandCancelledError');
+  }
+  constructor(
+    /** The server, `host:port`; undefined when no server was selected yet. */
+    readonly address: string | undefined,
+    /** The connection the command was on; undefined before one was checked out. */
+    readonly connectionId: number | undefined,
+    /** The command's name (its document's first key). */
+    readonly commandName: string,
+    /** Whether any of the command was written to the socket before the abort (see the class). */
+    readonly sent: boolean,
+    cause?: unknown,
+  ) {
+    const on = connectionId === undefined ? '' : ` on connection ${connectionId} to ${address}`;
+    const when = sent
+      ? 'after it was sent, before its reply was read: the server may have run it, and the connection is closed'
+      : connectionId === undefined
+        ? 'before a server was selected'
+        : 'before it was sent';
+    super(`Command ${commandName}${on} was cancelled ${when}`, { cause });
+  }
+}
+
+/**
  * Thrown synchronously by `checkIn` for a connection this pool did not create, one that is not checked out (already
  * checked in, or never delivered), or one already closed by the pool.
  *

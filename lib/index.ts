@@ -32,6 +32,7 @@ export {
   WaitQueueTimeoutError,
   WaitQueueFullError,
   CheckOutCancelledError,
+  CommandCancelledError,
   ConnectionCheckInError,
   ConnectionBusyError,
   MongoNetworkError,

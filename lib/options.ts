@@ -555,3 +555,21 @@ export function checkPoolCoreOptions(
   requireScheduler('scheduler', optionValue(o, 'scheduler'));
   requireBoolean('loadBalanced', optionValue(o, 'loadBalanced'));
 }
+
+/**
+ * Returns `value` when it is undefined or an AbortSignal, judged by its shape as Node's own APIs judge one (a boolean
+ * `aborted`, `addEventListener` and `removeEventListener` functions): signals of polyfills, of other realms and of DOM
+ * emulations are not instances of this realm's AbortSignal. The same rule and wording as `checkOut`'s `signal`.
+ *
+ * @throws {InvalidOptionError} (option `name`) for anything else.
+ *
+ * Source: extension (the web platform's AbortSignal, as `fetch` takes it).
+ */
+export function requireAbortSignal(name: string, value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  const s = value as Partial<AbortSignal> | null;
+  if (s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function') {
+    return value as AbortSignal;
+  }
+  throw new InvalidOptionError(name, value, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+}

@@ -28,6 +28,7 @@ describe('errors', function () {
       WaitQueueTimeoutError: () => new rxcmap.WaitQueueTimeoutError('h:1', 100),
       WaitQueueFullError: () => new rxcmap.WaitQueueFullError('h:1', 5),
       CheckOutCancelledError: () => new rxcmap.CheckOutCancelledError('h:1'),
+      CommandCancelledError: () => new rxcmap.CommandCancelledError('h:1', 1, 'ping', false),
       ConnectionCheckInError: () => new rxcmap.ConnectionCheckInError('h:1', 1, 'not checked out'),
       MongoNetworkError: () => new MongoNetworkError('h:1', 'reset'),
       MongoNetworkTimeoutError: () => new rxcmap.MongoNetworkTimeoutError('h:1', 'timed out'),

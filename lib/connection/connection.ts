@@ -8,8 +8,9 @@
  */
 import type { Socket } from 'node:net';
 import { deserialize, ObjectId, onDemand, type Document } from 'bson';
-import { AuthenticationError, ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
-import { optionValue, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
+import { abortReason, listenToAbort } from '../abort-listeners';
+import { AuthenticationError, CommandCancelledError, ConnectionBusyError, InvalidOptionError, inWords, isError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
+import { optionValue, requireAbortSignal, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
 import { isSensitiveCommand, redactedFailure, type CommandEvent, type CommandEventFields, type CommandEventSink } from './command-events';
@@ -41,7 +42,8 @@ import {
 
 /**
  * Options of one {@link Connection.command} call. Source: `timeoutMS` an extension (a per-command socketTimeoutMS);
- * `exhaustAllowed`, `documentSequences` and `moreToCome` the OP_MSG spec, as each says.
+ * `signal` an extension, the official Node.js driver's `signal` option; `exhaustAllowed`, `documentSequences` and
+ * `moreToCome` the OP_MSG spec, as each says.
  */
 export interface CommandOptions {
   /**
@@ -109,10 +111,34 @@ export interface CommandOptions {
    * the same operationId).
    */
   readonly operationId?: number | undefined;
+  /**
+   * Cancels the command when it aborts (the caller gave up: an HTTP request aborted, a subscriber gone): an
+   * AbortSignal (`AbortController.signal`, `AbortSignal.timeout(ms)`, a framework's request signal), or an object of
+   * its shape. The command rejects at once with {@link CommandCancelledError}, `cause` the signal's reason:
+   *
+   * - already aborted when `command` is called: nothing is built, sent or published (no command events), and the
+   *   connection stays usable (`sent` false);
+   * - aborted before the command was written (while a large one is compressed, or by a CommandStarted subscriber):
+   *   nothing is sent, CommandFailed is published, and the connection stays usable (`sent` false);
+   * - aborted once it was written (awaiting its reply, or an unacknowledged one being written): CommandFailed is
+   *   published (its `failure` the same error), and the connection is closed, as its reply will never be read (CMAP:
+   *   a connection with a reply unread never goes back to the pool): it is {@link Connection.errored} with a
+   *   {@link MongoNetworkError} saying so, and its pool closes it (reason `error`) once it is checked in. The server
+   *   may have run the command (`sent` true);
+   * - aborted after the command settled: nothing happens.
+   *
+   * One listener of rxcmap's stays on the signal while any command or checkout it governs waits (none once they all
+   * settled), whatever their number: a long-lived signal shared by many commands collects no listeners. A signal whose
+   * `addEventListener` throws fails the command with that error (nothing sent, no events). Default: none.
+   *
+   * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself,
+   * and likewise closes a connection whose reply is awaited); the error's word and `cause` as `checkOut`'s `signal`.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** The keys of {@link CommandOptions}, and those `nextReply` takes. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome', 'operationId'] as const satisfies readonly (keyof CommandOptions)[];
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome', 'operationId', 'signal'] as const satisfies readonly (keyof CommandOptions)[];
 const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
 
 /**
@@ -125,8 +151,9 @@ function commandOptions(
   method: string,
   options: unknown,
   names: readonly string[],
-): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean; operationId: number | undefined } {
+): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean; operationId: number | undefined; signal: AbortSignal | undefined } {
   requireMethodOptions(method, options, names);
+  const signal = names.includes('signal') ? requireAbortSignal('signal', optionValue(options as CommandOptions | undefined, 'signal')) : undefined;
   const operationId = names.includes('operationId') ? optionValue(options as CommandOptions | undefined, 'operationId') : undefined;
   if (operationId !== undefined && !(Number.isSafeInteger(operationId) && operationId >= 0)) {
     throw new InvalidOptionError('operationId', operationId, 'an integer from 0 to 2^53 - 1');
@@ -142,7 +169,7 @@ function commandOptions(
       message: 'Invalid moreToCome: a request with moreToCome gets no reply, so it cannot set exhaustAllowed (a stream of replies) too',
     });
   }
-  return { timeoutMS, exhaustAllowed, moreToCome, operationId };
+  return { timeoutMS, exhaustAllowed, moreToCome, operationId, signal };
 }
 
 /** Where an encoded OP_MSG's body section (kind 0) starts: after the header, the flag bits and the kind byte. */
@@ -325,6 +352,8 @@ interface InFlight {
   sent: boolean;
   /** The promise `resolve` and `reject` settle. */
   readonly reply: Promise<Document>;
+  /** Stops listening to the command's `signal`: called as the request settles. */
+  stopListening: (() => void) | undefined;
 }
 
 let nextRequestId = 1;
@@ -614,6 +643,14 @@ export class Connection implements PoolConnection {
    *   Both leave the connection errored.
    * @throws the error the connection was destroyed with while the command was in flight (rejection): from its pool,
    *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
+   * @throws {CommandCancelledError} (rejection) when `signal` aborts before the command settled, or was aborted
+   *   already (`cause`: the signal's reason): nothing sent and the connection usable when `sent` is false; the
+   *   connection closed when `sent` is true (see {@link CommandOptions.signal}). On a MONGODB-OIDC connection an abort
+   *   during a reauthentication takes effect once the reauthentication ends (bounded by `timeoutMS`): the command is
+   *   then not sent again.
+   * @throws {InvalidOptionError} (rejection, option `signal`) for a `signal` that is not an AbortSignal (by its shape:
+   *   a boolean `aborted`, `addEventListener` and `removeEventListener`); nothing is sent and the connection stays
+   *   usable. A signal whose `addEventListener` throws fails the command with what it threw.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
     const reply = this.commandOnce(db, command, options, this.commandEvents);
@@ -671,6 +708,7 @@ export class Connection implements PoolConnection {
     let exhaustAllowed: boolean;
     let moreToCome: boolean;
     let operationId: number | undefined;
+    let signal: AbortSignal | undefined;
     const requestId = newRequestId();
     let name: string;
     let message: Buffer;
@@ -680,9 +718,11 @@ export class Connection implements PoolConnection {
       if (command === null || typeof command !== 'object' || Array.isArray(command)) {
         return Promise.reject(new InvalidOptionError('command', command, 'a command document, such as { ping: 1 }'));
       }
-      ({ timeoutMS, exhaustAllowed, moreToCome, operationId } = commandOptions('command', options, COMMAND_OPTION_NAMES));
+      ({ timeoutMS, exhaustAllowed, moreToCome, operationId, signal } = commandOptions('command', options, COMMAND_OPTION_NAMES));
       sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
+      // The caller gave up already: nothing is built, sent or published.
+      if (signal?.aborted === true) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
       // are written after its own, whatever it holds.
@@ -697,6 +737,20 @@ export class Connection implements PoolConnection {
     // Busy from now on, before CommandStarted: a subscriber that runs a command on this connection meanwhile meets
     // ConnectionBusyError, one that destroys it (or checks it in) fails this command, which is then not sent.
     const inFlight = this.track({ requestId, exhaustAllowed, unacknowledged: moreToCome });
+    if (signal !== undefined) {
+      // Aborted while the command was encoded (by a getter of its document, say): nothing is sent.
+      if (signal.aborted) {
+        this.inFlight = undefined;
+        return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
+      }
+      try {
+        inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal));
+      } catch (error) {
+        // The signal refused a listener: the command could never be cancelled, so it is not sent.
+        this.inFlight = undefined;
+        return Promise.reject(isError(error) ? error : new Error(`the command's signal refused a listener: ${inWords(error)}`, { cause: error }));
+      }
+    }
     if (events === undefined || !events.observed) {
       this.dispatch(inFlight, message, timeoutMS, name);
       return inFlight.reply;
@@ -861,7 +915,7 @@ export class Connection implements PoolConnection {
       resolve = res;
       reject = rej;
     });
-    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, unacknowledged, timer: undefined, sent: false, reply };
+    const inFlight: InFlight = { requestId, resolve, reject, exhaustAllowed, unacknowledged, timer: undefined, sent: false, reply, stopListening: undefined };
     this.inFlight = inFlight;
     return inFlight;
   }
@@ -883,6 +937,19 @@ export class Connection implements PoolConnection {
         this.bytesReceived,
       );
     }
+  }
+
+  /**
+   * The command `name` of request `inFlight` was cancelled by its signal: it fails with {@link CommandCancelledError}
+   * (`cause` the signal's reason). Once any of it was written, its reply will never be read: the connection is closed
+   * (errored with a network error saying why), so that its pool closes it rather than hand it out again. Nothing when
+   * the request settled already.
+   */
+  private cancel(inFlight: InFlight, name: string, signal: AbortSignal): void {
+    if (this.inFlight !== inFlight) return;
+    const sent = inFlight.sent;
+    this.settle(undefined, new CommandCancelledError(this.address, this.id, name, sent, abortReason(signal)));
+    if (sent) this.fail(this.networkError(`was closed: its command ${name} was cancelled after it was sent, before its reply was read`));
   }
 
   /** Closes the socket (idempotent) and fails the request in flight with `error`, or a network error. */
@@ -1068,6 +1135,7 @@ export class Connection implements PoolConnection {
     if (inFlight === undefined) return;
     this.inFlight = undefined;
     inFlight.timer?.clear();
+    inFlight.stopListening?.();
     if (error !== undefined) inFlight.reject(error);
     else inFlight.resolve(reply!);
   }

@@ -1,0 +1,182 @@
+/**
+ * `Connection.command({ signal })`: a command whose caller gave up (an HTTP request aborted, a subscriber gone) fails
+ * at once with CommandCancelledError; one that reached the server closes its connection (its reply is never read, so
+ * the connection never goes back to the pool), one that did not leaves it usable; CommandFailed follows every
+ * CommandStarted; no listener stays on the signal once its commands settled. Against the embedded endpoint (a handler
+ * counts what the server receives; the `failCommand` fail point holds a reply back).
+ */
+import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
+import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+
+describe('Connection.command: signal (a command its caller gives up on)', function () {
+  this.timeout(20_000);
+  let server: EmbeddedServer;
+  /** How many `ping`s the server received. */
+  let pings = 0;
+  let pool: ConnectionPool;
+  let commands: CommandEvent[];
+  let poolEvents: ConnectionPoolEvent[];
+
+  beforeEach(async function () {
+    server = await new EmbeddedServer().start();
+    pings = 0;
+    server.handle('ping', () => {
+      pings++;
+      return { ok: 1 };
+    });
+    pool = new ConnectionPool({ address: server.address, maxPoolSize: 1 });
+    commands = [];
+    poolEvents = [];
+    pool.commandEvents$.subscribe((e) => commands.push(e));
+    pool.events$.subscribe((e) => poolEvents.push(e));
+    pool.ready();
+  });
+  afterEach(async function () {
+    pool.close();
+    await server.stop();
+  });
+
+  /** The pool events after ConnectionCreated... as `type` or `type:reason`. */
+  const poolTypes = (): string[] =>
+    poolEvents.filter((e) => e.type === 'ConnectionCheckedIn' || e.type === 'ConnectionClosed' || e.type === 'ConnectionCreated').map((e) => ('reason' in e ? `${e.type}:${String(e.reason)}` : e.type));
+
+  it('an already-aborted signal fails at once with CommandCancelledError (cause: its reason): nothing sent or published, the connection usable', async function () {
+    const connection = await pool.checkOut();
+    const controller = new AbortController();
+    const reason = new Error('request aborted');
+    controller.abort(reason);
+    const error = await connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ name: 'CommandCancelledError', address: server.address, connectionId: connection.id, commandName: 'ping', sent: false, cause: reason });
+    expect((error as Error).message).to.equal(`Command ping on connection ${connection.id} to ${server.address} was cancelled before it was sent`);
+    expect(pings, 'pings received').to.equal(0);
+    expect(commands, 'command events').to.deep.equal([]);
+    expect(connection.errored).to.equal(false);
+    expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pool.checkIn(connection);
+    expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn']);
+  });
+
+  it('aborted while its reply is awaited: fails at once, CommandFailed with that error, the connection closed (reason error), never reused', async function () {
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
+    const connection = await pool.checkOut();
+    const controller = new AbortController();
+    const settled = connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    // Written and held by the server (the fail point blocks it before it runs).
+    expect(await eventually(() => commands.length === 1)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 50));
+    const abortedAt = performance.now();
+    controller.abort();
+    const error = await settled;
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ connectionId: connection.id, commandName: 'ping', sent: true, cause: controller.signal.reason });
+    expect((error as Error).message).to.match(/was cancelled after it was sent, before its reply was read: the server may have run it, and the connection is closed$/);
+    await new Promise((r) => setImmediate(r));
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
+    expect((commands[1] as CommandEvent & { failure: Error }).failure).to.equal(error);
+    expect(commands[1]!.requestId).to.equal(commands[0]!.requestId);
+    // Its reply will never be read: errored, with a network error that says why, and closed as it is checked in.
+    expect(connection.errored).to.equal(true);
+    expect(connection.error).to.be.instanceOf(MongoNetworkError);
+    expect(connection.error!.message).to.match(/was closed: its command ping was cancelled after it was sent, before its reply was read$/);
+    expect(await server.waitForOpenConnections(0, { timeoutMS: 2000 }), 'the socket is closed').to.equal(0);
+    pool.checkIn(connection);
+    expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn', 'ConnectionClosed:error']);
+    const next = await pool.checkOut();
+    expect(next.id, 'a new connection').to.not.equal(connection.id);
+    expect(await next.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pool.checkIn(next);
+  });
+
+  it('aborted after CommandStarted, before it is written (by a subscriber): nothing sent, CommandFailed, the connection usable', async function () {
+    const connection = await pool.checkOut();
+    const controller = new AbortController();
+    const subscription = pool.commandEvents$.subscribe((e) => e.type === 'CommandStarted' && controller.abort());
+    const error = await connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    subscription.unsubscribe();
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: false });
+    await new Promise((r) => setImmediate(r));
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
+    expect(pings, 'pings received').to.equal(0);
+    expect(connection.errored).to.equal(false);
+    expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(pings).to.equal(1);
+    pool.checkIn(connection);
+    expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn']);
+  });
+
+  it('aborted after it settled: nothing happens, the connection goes back to the pool', async function () {
+    const connection = await pool.checkOut();
+    const controller = new AbortController();
+    expect(await connection.command('admin', { ping: 1 }, { signal: controller.signal })).to.include({ ok: 1 });
+    controller.abort();
+    expect(connection.errored).to.equal(false);
+    pool.checkIn(connection);
+    expect((await pool.withConnection((c) => c.id)), 'the same connection, reused').to.equal(connection.id);
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandSucceeded']);
+    expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn', 'ConnectionCheckedIn']);
+  });
+
+  it('one signal over 10,000 commands: one listener while one is in flight, none once they settled', async function () {
+    const controller = new AbortController();
+    const { signal } = controller;
+    const connection = await pool.checkOut();
+    try {
+      for (let i = 0; i < 10_000; i++) {
+        const reply = connection.command('admin', { ping: 1 }, { signal });
+        if (i === 0) expect(getEventListeners(signal, 'abort').length, 'listeners while in flight').to.equal(1);
+        await reply;
+      }
+      expect(getEventListeners(signal, 'abort').length, 'listeners after 10,000 commands').to.equal(0);
+      expect(pings).to.equal(10_000);
+    } finally {
+      pool.checkIn(connection);
+    }
+  });
+
+  it('a signal that is not an AbortSignal is refused with InvalidOptionError naming signal, before anything is sent', async function () {
+    const connection = await pool.checkOut();
+    for (const value of [{}, 'abort', 5, null, { aborted: 'no', addEventListener() {}, removeEventListener() {} }]) {
+      const error = await connection.command('admin', { ping: 1 }, { signal: value as unknown as AbortSignal }).catch((e: unknown) => e);
+      expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
+      expect((error as Error).message).to.match(/\(signal must be an AbortSignal \(e\.g\. AbortController\.signal or AbortSignal\.timeout\(ms\)\)\)$/);
+    }
+    // An AbortSignal of another realm or a polyfill: its shape is what counts.
+    const polyfill = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+    expect(await connection.command('admin', { ping: 1 }, { signal: polyfill as unknown as AbortSignal })).to.include({ ok: 1 });
+    expect(pings).to.equal(1);
+    expect(connection.busy).to.equal(false);
+    pool.checkIn(connection);
+  });
+
+  it('a signal whose addEventListener throws fails the command with that error: nothing sent, the connection usable', async function () {
+    const connection = await pool.checkOut();
+    const refusal = new Error('no listeners here');
+    const signal = {
+      aborted: false,
+      addEventListener() {
+        throw refusal;
+      },
+      removeEventListener() {},
+    };
+    const error = await connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    expect(error).to.equal(refusal);
+    expect(pings).to.equal(0);
+    expect(commands).to.deep.equal([]);
+    expect(connection.busy).to.equal(false);
+    expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pool.checkIn(connection);
+  });
+});
+
+/** Polls `condition` every 5 ms for up to 2 s. */
+async function eventually(condition: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 400; i++) {
+    if (condition()) return true;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return condition();
+}
