@@ -8,7 +8,8 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
@@ -17,7 +18,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage, type CommandLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -34,6 +35,7 @@ import {
   rejectUnknownOptions,
   requireBoolean,
   requireDurationMS,
+  requireAbortSignal,
   requireMethodOptions,
   requireTimerDurationMS,
   requireOptionsObject,
@@ -241,8 +243,32 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
   return CONNECTED_SETTINGS.get(client);
 }
 
-/** The names of the options of `command()` and `drain()`. */
+/** The names of the options of `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
+/** The names of the options of `command()`. */
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
+
+/**
+ * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
+ * without a signal. Its listener (one per signal, see `listenToAbort`) leaves as it is unsubscribed.
+ */
+function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error): Observable<never> | undefined {
+  if (signal === undefined) return undefined;
+  return new Observable<never>((subscriber) => {
+    if (signal.aborted) return subscriber.error(cancelled());
+    // A signal whose addEventListener throws: the Observable errors with what it threw.
+    return listenToAbort(signal, () => subscriber.error(cancelled()));
+  });
+}
+
+/** The name of command document `command` (its first key) for a message, '' when it has none or cannot be read. */
+function commandNameOf(command: unknown): string {
+  try {
+    return command !== null && typeof command === 'object' ? (Object.keys(command)[0] ?? '') : '';
+  } catch {
+    return '';
+  }
+}
 
 /**
  * A client of one deployment: a pool and a monitor per host (one pool and no monitor in load-balanced mode, its pool
@@ -974,12 +1000,12 @@ export class Client {
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
    * Requests immediate checks while it waits, as {@link selectPool} says.
    */
-  private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false): Promise<ConnectionPool<Connection>> {
+  private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     if (this.srv !== undefined && !this.srv.done) {
       // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait.
       const start = this.scheduler.now();
-      await this.awaitDiscovery(waitMS, timeoutMS);
+      await this.awaitDiscovery(waitMS, timeoutMS, cancelled$);
       waitMS = Math.max(1, waitMS - (this.scheduler.now() - start));
     }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
@@ -993,17 +1019,17 @@ export class Client {
     const now = this.readyPool();
     if (now !== undefined) return now;
     this.requestChecks();
-    return firstValueFrom(
-      this.selection$().pipe(
-        filter((signal) => signal !== 'drain' || endAtDrain),
-        map((signal) => (signal === 'drain' ? first() : signal)),
-        timeout({
-          first: waitMS,
-          with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
-          scheduler: this.scheduler,
-        }),
-      ),
+    const selected$ = this.selection$().pipe(
+      filter((signal) => signal !== 'drain' || endAtDrain),
+      map((signal) => (signal === 'drain' ? first() : signal)),
+      timeout({
+        first: waitMS,
+        with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
+        scheduler: this.scheduler,
+      }),
     );
+    // A command whose signal aborts leaves the selection at once (its wait, and its share of the immediate checks).
+    return firstValueFrom(cancelled$ === undefined ? selected$ : race(selected$, cancelled$));
   }
 
   /**
@@ -1012,18 +1038,16 @@ export class Client {
    * @throws {SrvResolutionError} (rejection) when it failed; {@link ServerSelectionError} when it did not end within
    *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close().
    */
-  private awaitDiscovery(waitMS: number, timeoutMS: number | undefined): Promise<void> {
+  private awaitDiscovery(waitMS: number, timeoutMS: number | undefined, cancelled$?: Observable<never>): Promise<void> {
     const hostname = this.srv!.hostname;
-    return firstValueFrom(
-      from(this.discover()).pipe(
-        timeout({
-          first: waitMS,
-          with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS)),
-          scheduler: this.scheduler,
-        }),
-      ),
-      { defaultValue: undefined },
+    const discovered$ = from(this.discover()).pipe(
+      timeout({
+        first: waitMS,
+        with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS)),
+        scheduler: this.scheduler,
+      }),
     );
+    return firstValueFrom(cancelled$ === undefined ? discovered$ : race(discovered$, cancelled$), { defaultValue: undefined });
   }
 
   /**
@@ -1094,6 +1118,17 @@ export class Client {
    * reply wait at most what is left after the checkout; a reply that does not come in time fails the command with
    * MongoNetworkTimeoutError and closes that connection (its reply could still arrive).
    *
+   * `options.signal` (an AbortSignal, or an object of its shape: a caller that may give up, such as an HTTP request's
+   * or a subscriber's) cancels the whole operation when it aborts, and the command rejects at once, `cause` the
+   * signal's reason: already aborted, with CommandCancelledError before anything is done; while it waits for a ready
+   * server (or a `mongodb+srv` seedlist), with CommandCancelledError (no `address`, `sent` false), leaving the
+   * selection; while it waits for its checkout, with the pool's CheckOutCancelledError (ConnectionCheckOutFailed reason
+   * `cancelled`); once checked out, as `Connection.command`'s `signal` says (CommandCancelledError: nothing sent and
+   * the connection checked in for reuse; or, once sent, CommandFailed published and the connection closed, reason
+   * `error`, since its reply is never read). A cancelled command clears no pool and requests no check. One listener
+   * stays on the signal while anything it governs waits, none once all settled. Source: extension, the official
+   * Node.js driver's `signal` option (which rejects with the signal's reason itself).
+   *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear
    * since the connection was made already did, and its monitor's check in progress is cancelled and its connection
@@ -1121,9 +1156,11 @@ export class Client {
    *   whose hosts could not be found; see {@link connect}), the checkout's errors (PoolClearedError, WaitQueueTimeoutError (also when
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
-   *   MongoNetworkTimeoutError, ...), or InvalidOptionError for options that are not an object, a key other than
-   *   `timeoutMS` (named, with the closest option), a `timeoutMS` that is not a number of ms from 0 to 2147483647, or
-   *   (from the connection) a `db` that is not a non-empty string without NUL characters.
+   *   MongoNetworkTimeoutError, ...), CommandCancelledError or CheckOutCancelledError (`signal` aborted, see above), or
+   *   InvalidOptionError for options that are not an object, a key other than `timeoutMS` and `signal` (named, with
+   *   the closest option), a `timeoutMS` that is not a number of ms from 0 to 2147483647, a `signal` that is not an
+   *   AbortSignal (by its shape), or (from the connection) a `db` that is not a non-empty string without NUL
+   *   characters.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
    * server monitoring spec, "hello or legacy hello Cancellation", "Drivers cancel in-progress monitor checks" (a
@@ -1136,15 +1173,19 @@ export class Client {
    * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
    * client only as a paused pool (a state change error that does not clear leaves the server selectable).
    */
-  async command(db: string, command: Document, options?: { timeoutMS?: number | undefined }): Promise<Document> {
-    requireMethodOptions('command', options, TIMEOUT_OPTION_NAMES);
+  async command(db: string, command: Document, options?: { timeoutMS?: number | undefined; signal?: AbortSignal | undefined }): Promise<Document> {
+    requireMethodOptions('command', options, COMMAND_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
+    const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
+    // Before a server is selected: no address, no connection, nothing sent.
+    const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
+    if (signal?.aborted === true) throw unselected();
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true);
+    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected));
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const closedByClient = (error: unknown): never => {
@@ -1153,12 +1194,14 @@ export class Client {
       if (error instanceof PoolClosedError && !draining && this.closedByClient.has(pool)) throw new ClientClosedError(this.hostsForErrors());
       throw error;
     };
-    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined)).catch(closedByClient);
+    // The checkout takes the signal (CheckOutCancelledError when it aborts meanwhile), and so does the command.
+    const checkOut = signal === undefined ? undefined : { signal };
+    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut).catch(closedByClient);
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     // Read once: the clock moves between two reads, and a checkout given 0 would have no deadline, a negative one throw.
     const remaining = left();
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left())), { timeoutMS: remaining }).catch((error: unknown) => {
+    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut }).catch((error: unknown) => {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
         throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS, maxPoolSize: error.maxPoolSize });
@@ -1172,7 +1215,7 @@ export class Client {
    * connection's service, and a state change error (of a failed command, or a reply's writeConcernError) is handled
    * by {@link onStateChangeError} (see {@link command}). The reply or error is the connection's, unchanged.
    */
-  private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined): Promise<Document> {
+  private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined, signal: AbortSignal | undefined): Promise<Document> {
     // Closed between the checkout and this call: close() did not see this connection, and nothing would end a command
     // sent on it now (a closed pool closes an in-use connection only once it is checked in).
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
@@ -1184,7 +1227,9 @@ export class Client {
     let reply: Document;
     this.commandConnections.add(connection);
     try {
-      reply = await connection.command(db, command, { timeoutMS }); // undefined: the connection's socketTimeoutMS
+      // timeoutMS undefined: the connection's socketTimeoutMS. A cancelled command (CommandCancelledError) clears
+      // nothing: the server did nothing wrong.
+      reply = await connection.command(db, command, { timeoutMS, signal });
     } catch (error) {
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {

@@ -1,0 +1,140 @@
+/**
+ * `Client.command({ signal })`: a caller that gives up (an HTTP request aborted, a subscriber gone) ends its command
+ * at once wherever it is: waiting for a ready server, for its checkout, or for its reply; a command that reached the
+ * server closes its connection (never reused), clearing nothing; no listener stays on a long-lived signal. Against the
+ * embedded endpoint (its `failCommand` fail point holds a reply back).
+ */
+import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
+import { CheckOutCancelledError, CommandCancelledError, connect, InvalidOptionError, type Client, type ClientEvent, type CommandEvent } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import { closedPort, eventually } from '../support/endpoint';
+
+/** How many server selections of `c` wait for a ready server (its private Set of them). */
+const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;
+
+describe('Client.command: signal (a command its caller gives up on)', function () {
+  this.timeout(30_000);
+  let server: EmbeddedServer | undefined;
+  let client: Client | undefined;
+  let pings = 0;
+
+  async function started(uriOptions = ''): Promise<{ c: Client; events: ClientEvent[]; commands: CommandEvent[] }> {
+    server = await new EmbeddedServer().start();
+    pings = 0;
+    server.handle('ping', () => {
+      pings++;
+      return { ok: 1 };
+    });
+    const c = (client = connect(`mongodb://${server.address}/?${uriOptions}`));
+    const events: ClientEvent[] = [];
+    const commands: CommandEvent[] = [];
+    c.events$.subscribe((e) => events.push(e));
+    c.commandEvents$.subscribe((e) => commands.push(e));
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pings = 0;
+    events.length = 0;
+    commands.length = 0;
+    return { c, events, commands };
+  }
+
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await server?.stop();
+    server = undefined;
+  });
+
+  const types = (events: ClientEvent[], names: readonly string[]): string[] =>
+    events.filter((e) => names.includes(e.type)).map((e) => ('reason' in e ? `${e.type}:${String(e.reason)}` : e.type));
+
+  it('an already-aborted signal fails at once with CommandCancelledError: no server selected, no checkout, nothing sent', async function () {
+    const { c, events, commands } = await started();
+    const controller = new AbortController();
+    controller.abort();
+    const error = await c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ address: undefined, connectionId: undefined, commandName: 'ping', sent: false, cause: controller.signal.reason });
+    expect((error as Error).message).to.equal('Command ping was cancelled before a server was selected');
+    expect(types(events, ['ConnectionCheckOutStarted']), 'no checkout').to.deep.equal([]);
+    expect(commands).to.deep.equal([]);
+    expect(pings).to.equal(0);
+  });
+
+  it('aborted while it waits for a ready server: fails at once with CommandCancelledError and leaves the selection', async function () {
+    const port = await closedPort();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=20000&connectTimeoutMS=20000`));
+    const controller = new AbortController();
+    const settled = c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners while it waits').to.equal(1);
+    const abortedAt = performance.now();
+    controller.abort();
+    const error = await settled;
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: undefined, sent: false, cause: controller.signal.reason });
+    expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
+  });
+
+  it("aborted while it waits for its checkout: the pool's CheckOutCancelledError, ConnectionCheckOutFailed reason cancelled, nothing sent", async function () {
+    const { c, events } = await started('maxPoolSize=1');
+    server!.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 500 } });
+    const pool = [...c.pools.values()][0]!;
+    const busy = c.command('admin', { ping: 1 });
+    const controller = new AbortController();
+    const settled = c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(await eventually(() => pool.snapshot().waitQueueLength === 1)).to.equal(true);
+    controller.abort();
+    const error = await settled;
+    expect(error).to.be.instanceOf(CheckOutCancelledError).and.have.property('cause', controller.signal.reason);
+    expect(pool.snapshot().waitQueueLength).to.equal(0);
+    expect(types(events, ['ConnectionCheckOutFailed'])).to.deep.equal(['ConnectionCheckOutFailed:cancelled']);
+    expect(await busy).to.include({ ok: 1 });
+    expect(pings, 'only the first ping reached the server').to.equal(1);
+  });
+
+  it('aborted while its reply is awaited: fails at once, CommandFailed, its connection closed (reason error), the pool neither cleared nor paused', async function () {
+    const { c, events, commands } = await started();
+    server!.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
+    const pool = [...c.pools.values()][0]!;
+    const controller = new AbortController();
+    const settled = c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(await eventually(() => commands.length === 1)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 50));
+    const abortedAt = performance.now();
+    controller.abort();
+    const error = await settled;
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: server!.address, commandName: 'ping', sent: true, cause: controller.signal.reason });
+    await new Promise((r) => setImmediate(r));
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
+    expect((commands[1] as CommandEvent & { failure: Error }).failure).to.equal(error);
+    expect(types(events, ['ConnectionCheckedIn', 'ConnectionClosed', 'ConnectionPoolCleared'])).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed:error']);
+    expect(pool.state).to.equal('ready');
+    expect(pool.snapshot().totalConnectionCount, 'its connection closed').to.equal(0);
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
+  });
+
+  it('one signal over 10,000 commands: no listener left once they settled', async function () {
+    const { c } = await started();
+    const { signal } = new AbortController();
+    for (let i = 0; i < 10_000; i++) await c.command('admin', { ping: 1 }, { signal });
+    expect(getEventListeners(signal, 'abort').length, 'listeners after 10,000 commands').to.equal(0);
+    expect(pings).to.equal(10_000);
+  });
+
+  it('a signal that is not an AbortSignal is refused with InvalidOptionError naming signal, before a server is selected', async function () {
+    const { c, events } = await started();
+    for (const value of [{}, 'abort', null, { aborted: 1, addEventListener() {}, removeEventListener() {} }]) {
+      const error = await c.command('admin', { ping: 1 }, { signal: value as unknown as AbortSignal }).catch((e: unknown) => e);
+      expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
+    }
+    const misspelt = await c.command('admin', { ping: 1 }, { sigal: new AbortController().signal } as never).catch((e: unknown) => e);
+    expect(misspelt).to.be.instanceOf(InvalidOptionError);
+    expect((misspelt as Error).message).to.match(/did you mean signal\?/);
+    expect(types(events, ['ConnectionCheckOutStarted'])).to.deep.equal([]);
+    expect(pings).to.equal(0);
+  });
+});
