@@ -738,15 +738,16 @@ export class Connection implements PoolConnection {
     // ConnectionBusyError, one that destroys it (or checks it in) fails this command, which is then not sent.
     const inFlight = this.track({ requestId, exhaustAllowed, unacknowledged: moreToCome });
     if (signal !== undefined) {
-      // Aborted while the command was encoded (by a getter of its document, say): nothing is sent.
-      if (signal.aborted) {
-        this.inFlight = undefined;
-        return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
-      }
       try {
+        // Aborted while the command was encoded (by a getter of its document, say): nothing is sent.
+        if (signal.aborted) {
+          this.inFlight = undefined;
+          return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
+        }
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal));
       } catch (error) {
-        // The signal refused a listener: the command could never be cancelled, so it is not sent.
+        // The signal refused a listener (or its `aborted` threw): the command could never be cancelled, so it is not
+        // sent.
         this.inFlight = undefined;
         return Promise.reject(isError(error) ? error : new Error(`the command's signal refused a listener: ${inWords(error)}`, { cause: error }));
       }

@@ -170,6 +170,63 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
     pool.checkIn(connection);
   });
+
+  it('a signal whose aborted getter throws once the command is encoded rejects with that error, never throws: nothing sent', async function () {
+    const connection = await pool.checkOut();
+    const broken = new Error('aborted getter broke');
+    let reads = 0;
+    const signal = {
+      get aborted(): boolean {
+        if (++reads === 3) throw broken;
+        return false;
+      },
+      addEventListener() {},
+      removeEventListener() {},
+    };
+    let thrown: unknown;
+    let settled: Promise<unknown> | undefined;
+    try {
+      settled = connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown, 'thrown synchronously').to.equal(undefined);
+    expect(await settled).to.equal(broken);
+    expect(pings).to.equal(0);
+    expect(connection.busy).to.equal(false);
+    pool.checkIn(connection);
+  });
+
+  it('a large command compressed on the thread pool, aborted before it is written: nothing sent, CommandFailed, the connection reused', async function () {
+    await server.stop();
+    server = await new EmbeddedServer({ compressors: ['zlib'] }).start();
+    let inserts = 0;
+    server.handle('insert', () => {
+      inserts++;
+      return { ok: 1, n: 1 };
+    });
+    pool.close();
+    pool = new ConnectionPool({ address: server.address, maxPoolSize: 1, connectionOptions: { compressors: ['zlib'] } });
+    commands = [];
+    pool.commandEvents$.subscribe((e) => commands.push(e));
+    pool.ready();
+    const connection = await pool.checkOut();
+    expect(connection.compressor).to.equal('zlib');
+    const controller = new AbortController();
+    // 256 KiB: compressed on the thread pool, so the abort below comes before it is written.
+    const documents = [{ _id: 1, blob: 'x'.repeat(256 * 1024) }];
+    const settled = connection.command('app', { insert: 'c', documents }, { signal: controller.signal }).catch((e: unknown) => e);
+    controller.abort();
+    const error = await settled;
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'insert', sent: false });
+    await new Promise((r) => setTimeout(r, 100)); // the compression has ended meanwhile
+    expect(inserts, 'inserts received').to.equal(0);
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
+    expect(connection.errored).to.equal(false);
+    expect(await connection.command('app', { insert: 'c', documents })).to.include({ ok: 1 });
+    expect(inserts).to.equal(1);
+    pool.checkIn(connection);
+  });
 });
 
 /** Polls `condition` every 5 ms for up to 2 s. */
