@@ -117,6 +117,30 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
   });
 
+  it('one signal over 20 commands on 5 connections, aborted at once: each settles once, 5 CommandFailed, the 5 connections closed, none left listening', async function () {
+    const { c, events, commands } = await started('maxPoolSize=5');
+    server!.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
+    const pool = [...c.pools.values()][0]!;
+    const controller = new AbortController();
+    const outcomes = Array.from({ length: 20 }, () => c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e));
+    expect(await eventually(() => commands.length === 5 && pool.snapshot().waitQueueLength === 15)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners while 20 wait').to.equal(1);
+    controller.abort();
+    const errors = await Promise.all(outcomes);
+    const kinds = errors.map((e) => (e instanceof CommandCancelledError ? `sent ${String(e.sent)}` : e instanceof CheckOutCancelledError ? 'checkout' : String(e)));
+    expect(kinds.filter((k) => k === 'sent true').length, 'cancelled after they were sent').to.equal(5);
+    expect(kinds.filter((k) => k === 'checkout').length, 'cancelled in the WaitQueue').to.equal(15);
+    await new Promise((r) => setImmediate(r));
+    expect(commands.filter((e) => e.type === 'CommandStarted').length).to.equal(5);
+    expect(commands.filter((e) => e.type === 'CommandFailed').length).to.equal(5);
+    expect(types(events, ['ConnectionClosed', 'ConnectionPoolCleared'])).to.deep.equal(Array(5).fill('ConnectionClosed:error'));
+    expect(pool.snapshot()).to.deep.include({ totalConnectionCount: 0, waitQueueLength: 0 });
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners once all settled').to.equal(0);
+    server!.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'off' });
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+  });
+
   it('one signal over 10,000 commands: no listener left once they settled', async function () {
     const { c } = await started();
     const { signal } = new AbortController();
