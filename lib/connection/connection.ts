@@ -125,6 +125,9 @@ export interface CommandOptions {
    *   a connection with a reply unread never goes back to the pool): it is {@link Connection.errored} with a
    *   {@link MongoNetworkError} saying so, and its pool closes it (reason `error`) once it is checked in. The server
    *   may have run the command (`sent` true);
+   * - on a MONGODB-OIDC connection, aborted while it is reauthenticated after ReauthenticationRequired (391, the
+   *   command not run): the command is not sent again (`sent` false), the token callback's `timeoutContext` aborts,
+   *   and the connection, its authentication left half done, is closed;
    * - aborted after the command settled: nothing happens.
    *
    * One listener of rxcmap's stays on the signal while any command or checkout it governs waits (none once they all
@@ -645,9 +648,12 @@ export class Connection implements PoolConnection {
    *   `PoolClearedError` for a clear with `interruptInUseConnections`, `PoolClosedError` at a drain's deadline.
    * @throws {CommandCancelledError} (rejection) when `signal` aborts before the command settled, or was aborted
    *   already (`cause`: the signal's reason): nothing sent and the connection usable when `sent` is false; the
-   *   connection closed when `sent` is true (see {@link CommandOptions.signal}). On a MONGODB-OIDC connection an abort
-   *   during a reauthentication takes effect once the reauthentication ends (bounded by `timeoutMS`): the command is
-   *   then not sent again.
+   *   connection closed when `sent` is true (see {@link CommandOptions.signal}). On a MONGODB-OIDC connection, after
+   *   ReauthenticationRequired (391, the command not run): aborted as the 391 came, nothing more is sent and the
+   *   connection stays usable; aborted during the reauthentication, the command is not sent again (`sent` false), the
+   *   token callback's `timeoutContext` aborts, and the connection, its authentication left half done, is closed.
+   *   A signal whose `addEventListener` throws then fails the command with what it threw, before the reauthentication
+   *   (the connection usable).
    * @throws {InvalidOptionError} (rejection, option `signal`) for a `signal` that is not an AbortSignal (by its shape:
    *   a boolean `aborted`, `addEventListener` and `removeEventListener`); nothing is sent and the connection stays
    *   usable. A signal whose `addEventListener` throws fails the command with what it threw.
@@ -687,10 +693,35 @@ export class Connection implements PoolConnection {
         const timer = setTimeout(() => deadline.abort(new AuthenticationError(`reauthenticating connection ${this.id} to ${this.address} did not finish within the command's timeoutMS (${timeoutMS} ms)`)), delayMS);
         return { clear: () => clearTimeout(timer) };
       }, timeoutMS);
+      const signal = optionValue(options, 'signal');
+      const cancelled = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, nameOf(command), false, abortReason(signal!));
+      // The caller gave up as the 391 came: nothing more is sent, and the connection is reauthenticated by its next
+      // command.
+      if (signal?.aborted === true) throw cancelled();
+      let stopListening: (() => void) | undefined;
+      let abandon!: (error: Error) => void;
+      // Rejects as the caller gives up during the reauthentication: the command fails at once, and the connection,
+      // whose authentication is left half done (a SASL reply unread, or a token awaited), is closed, never reused.
+      const abandoned = new Promise<never>((_resolve, reject) => (abandon = reject));
+      if (signal !== undefined) {
+        try {
+          stopListening = listenToAbort(signal, () => {
+            const error = cancelled();
+            abandon(error);
+            deadline.abort(error);
+            this.fail(this.networkError(`was closed: its command ${error.commandName} was cancelled while the connection was reauthenticated`));
+          });
+        } catch (refused) {
+          // The signal refused a listener: the reauthentication could not be cancelled, so it does not start.
+          throw isError(refused) ? refused : new Error(`the command's signal refused a listener: ${inWords(refused)}`, { cause: refused });
+        }
+      }
       try {
-        await reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, held.hold);
+        const reauthenticated = reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, held.hold);
+        await (stopListening === undefined ? reauthenticated : Promise.race([reauthenticated, abandoned]));
       } finally {
         held.end();
+        stopListening?.();
       }
       return this.commandOnce(db, command, options, this.commandEvents);
     }
@@ -1152,6 +1183,15 @@ function publish(events: CommandEventSink, event: CommandEvent): void {
     events.next(event);
   } catch (error) {
     reportUnhandled(error);
+  }
+}
+
+/** The name of command document `command` (its first key), '' when it has none or cannot be read. */
+function nameOf(command: Document): string {
+  try {
+    return Object.keys(command)[0] ?? '';
+  } catch {
+    return '';
   }
 }
 

@@ -7,8 +7,8 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
-import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
-import { EmbeddedServer } from '../../lib/testing';
+import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
+import { EmbeddedServer, signOidcToken } from '../../lib/testing';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
   this.timeout(20_000);
@@ -226,6 +226,82 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     expect(await connection.command('app', { insert: 'c', documents })).to.include({ ok: 1 });
     expect(inserts).to.equal(1);
     pool.checkIn(connection);
+  });
+
+  describe('on a MONGODB-OIDC connection, after ReauthenticationRequired (391)', function () {
+    const key = 'idp-signing-key';
+    let oidc: EmbeddedServer;
+    let oidcPool: ConnectionPool;
+    let calls: number;
+    let contexts: AbortSignal[];
+    let events: CommandEvent[];
+    let oidcPoolEvents: ConnectionPoolEvent[];
+
+    beforeEach(async function () {
+      oidc = await new EmbeddedServer({ oidc: { signingKey: key } }).start();
+      calls = 0;
+      contexts = [];
+      const credentials = new MongoCredentials({
+        mechanism: 'MONGODB-OIDC',
+        mechanismProperties: {
+          OIDC_CALLBACK: async ({ timeoutContext }: { timeoutContext: AbortSignal }) => {
+            contexts.push(timeoutContext);
+            // The reauthentication's call takes 300 ms.
+            if (++calls > 1) await new Promise((r) => setTimeout(r, 300));
+            return { accessToken: signOidcToken(key, { sub: 'svc' }) };
+          },
+        },
+      });
+      events = [];
+      oidcPoolEvents = [];
+      oidcPool = new ConnectionPool({ address: oidc.address, connectionOptions: { credentials } });
+      oidcPool.commandEvents$.subscribe((e) => events.push(e));
+      oidcPool.events$.subscribe((e) => oidcPoolEvents.push(e));
+      oidcPool.ready();
+    });
+    afterEach(async function () {
+      oidcPool.close();
+      await oidc.stop();
+    });
+
+    it('aborted during the reauthentication: fails at once, not sent again, the callback told, the connection closed', async function () {
+      const connection = await oidcPool.checkOut();
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      events.length = 0;
+      const controller = new AbortController();
+      const settled = connection.command('test', { find: 'c' }, { signal: controller.signal }).catch((e: unknown) => e);
+      expect(await eventually(() => calls === 2)).to.equal(true);
+      const abortedAt = performance.now();
+      controller.abort();
+      const error = await settled;
+      expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'find', sent: false, cause: controller.signal.reason });
+      expect(contexts[1]!.aborted, "the reauthentication's callback timeoutContext aborted").to.equal(true);
+      expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted find', 'CommandFailed find']);
+      expect(connection.errored).to.equal(true);
+      expect(connection.error!.message).to.match(/was closed: its command find was cancelled while the connection was reauthenticated$/);
+      oidcPool.checkIn(connection);
+      expect(oidcPoolEvents.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['error']);
+      await new Promise((r) => setTimeout(r, 400)); // the callback has returned meanwhile: nothing is sent on the closed connection
+      expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
+      expect(await oidcPool.withConnection((c) => c.command('test', { find: 'c' }))).to.include({ ok: 1 });
+    });
+
+    it('aborted as the 391 comes (by a CommandFailed subscriber): nothing more is sent, no reauthentication, the connection usable', async function () {
+      const connection = await oidcPool.checkOut();
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      events.length = 0;
+      const controller = new AbortController();
+      const subscription = oidcPool.commandEvents$.subscribe((e) => e.type === 'CommandFailed' && controller.abort());
+      const error = await connection.command('test', { find: 'c' }, { signal: controller.signal }).catch((e: unknown) => e);
+      subscription.unsubscribe();
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'find', sent: false });
+      expect(calls, 'callback calls: the establishment only').to.equal(1);
+      expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted find', 'CommandFailed find']);
+      expect(connection.errored).to.equal(false);
+      expect(await connection.command('test', { find: 'c' })).to.include({ ok: 1 });
+      oidcPool.checkIn(connection);
+    });
   });
 });
 
