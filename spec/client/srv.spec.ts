@@ -7,10 +7,11 @@
  */
 import { expect } from 'chai';
 import * as dns from 'node:dns';
+import { getEventListeners } from 'node:events';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { ClientClosedError, connect, InvalidOptionError, MongoCredentials, ServerSelectionError, SrvResolutionError, type Client } from '../../lib';
+import { ClientClosedError, CommandCancelledError, connect, InvalidOptionError, MongoCredentials, ServerSelectionError, SrvResolutionError, type Client } from '../../lib';
 import { connectedSettings } from '../../lib/client/client';
 import { discoverSeedlist, matchesParentDomain, parseTxtOptions, pickAtRandom, resolvedUri } from '../../lib/client/srv';
 import { EmbeddedServer } from '../../lib/testing';
@@ -427,6 +428,23 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(error).to.be.instanceOf(ServerSelectionError);
       expect((error as Error).message).to.equal('No server of test3.test.build.10gen.cc became ready within serverSelectionTimeoutMS=100 ms; last check failed with: The hosts of mongodb+srv://test3.test.build.10gen.cc could not be found: the DNS queries are still in progress');
       // The discovery goes on: the hosts are there once it answers.
+      expect(await discovered(slow)).to.deep.equal(['localhost.test.build.10gen.cc:27017']);
+    });
+
+    it('a command whose signal aborts while it waits for the DNS answers fails at once with CommandCancelledError, listening no more', async function () {
+      responder.delayMS = 500;
+      const slow = open('mongodb+srv://test3.test.build.10gen.cc/', { serverSelectionTimeoutMS: 5000 });
+      const controller = new AbortController();
+      const settled = slow.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(getEventListeners(controller.signal, 'abort').length, 'listeners while it waits').to.equal(1);
+      const abortedAt = Date.now();
+      controller.abort();
+      const error = await settled;
+      expect(Date.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: undefined, sent: false, cause: controller.signal.reason });
+      expect((error as Error).message).to.equal('Command ping was cancelled before a server was selected');
+      expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
       expect(await discovered(slow)).to.deep.equal(['localhost.test.build.10gen.cc:27017']);
     });
 
