@@ -81,7 +81,8 @@ export interface CommandSucceededEvent extends CommandEventFields {
 
 /**
  * A command failed: the server answered `ok: 0` (a MongoServerError), or the command could not be written or its reply
- * not read (a network error, a timeout, the connection destroyed by its pool).
+ * not read (a network error, a timeout, the connection destroyed by its pool), or its caller's `signal` aborted after
+ * CommandStarted (a CommandCancelledError; a command whose signal was aborted already has no events).
  *
  * Source: command logging and monitoring spec, "Events API" (CommandFailedEvent), "Error Handling", "Security".
  */
