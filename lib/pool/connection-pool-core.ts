@@ -36,7 +36,7 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress } from '../address';
 import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
-import { checkPoolCoreOptions, optionValue, optionValues, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
+import { checkPoolCoreOptions, optionValue, optionValues, requireAbortSignal, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
@@ -536,7 +536,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
   warmUp(options?: { signal?: AbortSignal | undefined }): Promise<PoolSnapshot> {
     requireMethodOptions('warmUp', options, WARM_UP_OPTION_NAMES);
     const signal = optionValue(options, 'signal');
-    requireAbortSignal(signal);
+    requireAbortSignal('signal', signal);
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(abortReason(signal));
       let stopListening: (() => void) | undefined;
@@ -973,7 +973,7 @@ function checkOutSettings(options: CheckOutOptions): CheckOutSettings {
   const p = Object.prototype as CheckOutOptions;
   const clean = p.signal === undefined && p.priority === undefined && p.timeoutMS === undefined && p.purpose === undefined;
   const { signal, priority, timeoutMS, purpose } = clean ? options : optionValues(options, CHECK_OUT_OPTION_NAMES);
-  requireAbortSignal(signal);
+  requireAbortSignal('signal', signal);
   if (priority !== undefined && priority !== 'high' && priority !== 'normal') {
     throw new InvalidOptionError('priority', priority, "'high' or 'normal'");
   }
@@ -1008,26 +1008,4 @@ const WARM_UP_OPTION_NAMES = ['signal'] as const;
 /** Checks the scope function of `withConnection` or `withConnection$`, before anything is checked out. */
 function requireScope(method: string, fn: unknown): void {
   if (typeof fn !== 'function') throw new InvalidOptionError(`${method} fn`, fn, 'a function that takes the connection');
-}
-
-/** Checks an option `signal`: undefined, or an AbortSignal (by its shape). */
-function requireAbortSignal(signal: unknown): void {
-  if (signal !== undefined && !isAbortSignal(signal)) {
-    throw new InvalidOptionError('signal', signal, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
-  }
-}
-
-/**
- * An AbortSignal by its shape, as Node's own APIs check it: signals of polyfills, of other realms and of DOM
- * emulations are not instances of this realm's AbortSignal.
- */
-function isAbortSignal(value: unknown): value is AbortSignal {
-  const s = value as Partial<AbortSignal> | null;
-  return (
-    s !== null &&
-    typeof s === 'object' &&
-    typeof s.aborted === 'boolean' &&
-    typeof s.addEventListener === 'function' &&
-    typeof s.removeEventListener === 'function'
-  );
 }
