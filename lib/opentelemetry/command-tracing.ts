@@ -425,7 +425,7 @@ function uuidText(value: unknown): string | undefined {
 function replyCursorId(reply: Readonly<Document>): number | string | undefined {
   try {
     const id = int64((reply.cursor as { id?: unknown } | undefined)?.id);
-    return id === 0 || id === '0' ? undefined : id;
+    return id === 0 ? undefined : id;
   } catch {
     return undefined;
   }

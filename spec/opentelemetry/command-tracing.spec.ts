@@ -439,35 +439,38 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(reads).to.be.below(50);
   });
 
-  it('a command span is stamped on the wall clock, as the SDK stamps its parent: still inside it once the monotonic clock has drifted 60 s from Date.now() (a host suspended, an NTP step)', function () {
-    const { tracer, finished } = harness();
-    const events = new Subject<CommandEvent>();
-    const tracing = traceCommands({ commandEvents$: events }, { tracer });
-    const ms = ([seconds, nanos]: [number, number]): number => seconds * 1e3 + nanos / 1e6;
-    const realNow = Date.now;
-    // The wall clock 60 s ahead of performance.timeOrigin + performance.now(), which does not count a suspension.
-    Date.now = () => Math.floor(performance.timeOrigin + performance.now() + 60_000);
-    try {
-      const operation = tracer.startSpan('operation');
-      context.with(trace.setSpan(context.active(), operation), () => {
-        events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
-        events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'b', $db: 'shop' } });
-      });
-      events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 0.5, reply: { ok: 1 } });
-      events.next({ type: 'CommandSucceeded', ...fields(2, 'find'), duration: 0.5, reply: { ok: 1 } });
-      operation.end(Date.now() + 1);
-    } finally {
-      Date.now = realNow;
-      tracing.unsubscribe();
+  it('a command span is stamped on the wall clock, as the SDK stamps its parent: still inside it once the monotonic clock has drifted 60 s from Date.now(), either way (a host suspended, an NTP step back or forth)', function () {
+    for (const drift of [60_000, -60_000]) {
+      const { tracer, finished } = harness();
+      const events = new Subject<CommandEvent>();
+      const tracing = traceCommands({ commandEvents$: events }, { tracer });
+      const ms = ([seconds, nanos]: [number, number]): number => seconds * 1e3 + nanos / 1e6;
+      const realNow = Date.now;
+      // The wall clock 60 s ahead of performance.timeOrigin + performance.now(), which does not count a suspension,
+      // then 60 s behind it (a clock stepped back).
+      Date.now = () => Math.floor(performance.timeOrigin + performance.now() + drift);
+      try {
+        const operation = tracer.startSpan('operation');
+        context.with(trace.setSpan(context.active(), operation), () => {
+          events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: 'a', $db: 'shop' } });
+          events.next({ type: 'CommandStarted', ...fields(2, 'find'), command: { find: 'b', $db: 'shop' } });
+        });
+        events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 0.5, reply: { ok: 1 } });
+        events.next({ type: 'CommandSucceeded', ...fields(2, 'find'), duration: 0.5, reply: { ok: 1 } });
+        operation.end(Date.now() + 1);
+      } finally {
+        Date.now = realNow;
+        tracing.unsubscribe();
+      }
+      const [a, b, operation] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
+      expect(operation.name).to.equal('operation');
+      for (const span of [a, b]) {
+        expect(ms(span.startTime) - ms(operation.startTime), 'starts after its parent').to.be.within(-1, 50);
+        expect(ms(operation.endTime) - ms(span.endTime), 'ends before its parent').to.be.within(-1, 50);
+      }
+      // Still ordered: the second command starts after the first.
+      expect(ms(b.startTime)).to.be.above(ms(a.startTime));
     }
-    const [a, b, operation] = finished() as [ReadableSpan, ReadableSpan, ReadableSpan];
-    expect(operation.name).to.equal('operation');
-    for (const span of [a, b]) {
-      expect(ms(span.startTime) - ms(operation.startTime), 'starts after its parent').to.be.within(-1, 50);
-      expect(ms(operation.endTime) - ms(span.endTime), 'ends before its parent').to.be.within(-1, 50);
-    }
-    // Still ordered: the second command starts after the first.
-    expect(ms(b.startTime)).to.be.above(ms(a.startTime));
   });
 
   it('db.mongodb.lsid from a session id made by another copy of bson (an ES module application\'s, another version\'s)', function () {
@@ -563,6 +566,17 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       if (saved === undefined) delete process.env[QUERY_TEXT_MAX_LENGTH_ENV];
       else process.env[QUERY_TEXT_MAX_LENGTH_ENV] = saved;
     }
+  });
+
+  it('a command naming the collection \'\' has no db.collection.name: its summary names the database only', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    events.next({ type: 'CommandStarted', ...fields(1, 'find'), command: { find: '', $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'find'), duration: 1, reply: { ok: 1 } });
+    tracing.unsubscribe();
+    const [span] = finished();
+    expect([span?.attributes['db.collection.name'], span?.attributes['db.query.summary']]).to.deep.equal([undefined, 'find shop']);
   });
 
   it('db.mongodb.lsid only for a UUID: none for a session id of another Binary subtype, of other than 16 bytes, or not a Binary', function () {
