@@ -579,6 +579,17 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect([span?.attributes['db.collection.name'], span?.attributes['db.query.summary']]).to.deep.equal([undefined, 'find shop']);
   });
 
+  it('ids given as bigint (a driver that builds commands with them) are read as Longs are: a number when exact, else a decimal string', function () {
+    const { tracer, finished } = harness();
+    const events = new Subject<CommandEvent>();
+    const tracing = traceCommands({ commandEvents$: events }, { tracer });
+    events.next({ type: 'CommandStarted', ...fields(1, 'getMore'), command: { getMore: 5476541286716842819n, collection: 'orders', txnNumber: 3n, $db: 'shop' } });
+    events.next({ type: 'CommandSucceeded', ...fields(1, 'getMore'), duration: 1, reply: { ok: 1, cursor: { id: 0n, nextBatch: [] } } });
+    tracing.unsubscribe();
+    const [span] = finished();
+    expect([span?.attributes['db.mongodb.cursor_id'], span?.attributes['db.mongodb.txn_number']]).to.deep.equal(['5476541286716842819', 3]);
+  });
+
   it('db.mongodb.lsid only for a UUID: none for a session id of another Binary subtype, of other than 16 bytes, or not a Binary', function () {
     const { tracer, finished } = harness();
     const events = new Subject<CommandEvent>();
