@@ -71,7 +71,7 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     const abortedAt = performance.now();
     controller.abort();
     const error = await settled;
-    expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection (selection waits 20 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: undefined, sent: false, cause: controller.signal.reason });
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
     expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
@@ -105,7 +105,7 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     const abortedAt = performance.now();
     controller.abort();
     const error = await settled;
-    expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(100);
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the reply is held 5 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: server!.address, commandName: 'ping', sent: true, cause: controller.signal.reason });
     await new Promise((r) => setImmediate(r));
     expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
