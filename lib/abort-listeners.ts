@@ -46,15 +46,22 @@ export function abortTurn(): number {
  * again, does nothing). `signal` must not be aborted yet (callers check `signal.aborted` first). Listeners on one
  * signal run in the order of their turns (`turn`, taken with {@link abortTurn} when the wait began; by default, the
  * order they were added in); one added or removed while they run is not run. A listener that throws does not stop the
- * others: its error is thrown from a timer, as Node reports an error thrown by an event listener.
+ * others: its error is thrown from a timer, as Node reports an error thrown by an event listener. Never runs
+ * `listener` inside this call: a signal that aborts as it is listened to (its `addEventListener` calls back at once)
+ * runs it in a microtask, as Node does for a signal aborted already.
  */
 export function listenToAbort(signal: AbortSignal, listener: () => void, turn: number = abortTurn()): () => void {
   let registration = registrations.get(signal);
   if (registration === undefined) {
     const listeners = new Set<Entry>();
     const order = { last: turn, unordered: false };
-    const registered = addAbortListener(signal, () => {
-      registrations.delete(signal);
+    // A signal that aborts as it is listened to (its addEventListener calls back at once): the listeners run in a
+    // microtask, as Node runs them for a signal aborted already, once they are all in place; never inside this call.
+    let registering = true;
+    let abortedWhileRegistering = false;
+    const runAll = (): void => {
+      // Run late (see above), this registration may have been let go of and another made for the signal meanwhile.
+      if (registrations.get(signal)?.listeners === listeners) registrations.delete(signal);
       // Over a snapshot, each taken out as it runs: a listener's work may remove others (not run then), and one added
       // now goes to a registration of its own.
       const snapshot = [...listeners];
@@ -69,9 +76,15 @@ export function listenToAbort(signal: AbortSignal, listener: () => void, turn: n
           });
         }
       }
+    };
+    const registered = addAbortListener(signal, () => {
+      if (registering) abortedWhileRegistering = true;
+      else runAll();
     });
+    registering = false;
     registration = { listeners, registered, order };
     registrations.set(signal, registration);
+    if (abortedWhileRegistering) queueMicrotask(runAll);
   } else if (turn < registration.order.last) {
     registration.order.unordered = true;
   } else {

@@ -132,7 +132,8 @@ export interface CommandOptions {
    *
    * One listener of rxcmap's stays on the signal while any command or checkout it governs waits (none once they all
    * settled), whatever their number: a long-lived signal shared by many commands collects no listeners. A signal whose
-   * `addEventListener` throws fails the command with that error (nothing sent, no events). Default: none.
+   * `addEventListener` throws fails the command with that error (nothing sent, no events); one that aborts as it is
+   * listened to (a wrapper finding its upstream aborted) cancels it as an aborted one does (nothing sent). Default: none.
    *
    * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself,
    * and likewise closes a connection whose reply is awaited); the error's word and `cause` as `checkOut`'s `signal`.
@@ -776,9 +777,16 @@ export class Connection implements PoolConnection {
           return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
         }
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal));
+        // Aborted as it was listened to (a signal whose addEventListener aborts it): nothing is sent.
+        if (signal.aborted) {
+          inFlight.stopListening();
+          this.inFlight = undefined;
+          return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
+        }
       } catch (error) {
         // The signal refused a listener (or its `aborted` threw): the command could never be cancelled, so it is not
         // sent.
+        inFlight.stopListening?.();
         this.inFlight = undefined;
         return Promise.reject(isError(error) ? error : new Error(`the command's signal refused a listener: ${inWords(error)}`, { cause: error }));
       }

@@ -77,6 +77,34 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
   });
 
+  it('a signal that aborts as it is listened to, while no server is ready: fails at once with CommandCancelledError', async function () {
+    const port = await closedPort();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000`));
+    const target = new EventTarget();
+    const reason = new Error('upstream aborted');
+    let aborted = false;
+    // A wrapper that subscribes to an upstream signal as it is listened to, and finds it aborted just then.
+    const signal = {
+      get aborted(): boolean {
+        return aborted;
+      },
+      reason,
+      addEventListener(type: string, listener: (event: Event) => void, options: { once?: boolean }) {
+        target.addEventListener(type, listener, options);
+        aborted = true;
+        target.dispatchEvent(new Event('abort'));
+      },
+      removeEventListener(type: string, listener: (event: Event) => void, options: object) {
+        target.removeEventListener(type, listener, options);
+      },
+    };
+    const start = performance.now();
+    const error = await c.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    expect(performance.now() - start, 'ms to the rejection').to.be.below(1000);
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: undefined, sent: false, cause: reason });
+    expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
+  });
+
   it("aborted while it waits for its checkout: the pool's CheckOutCancelledError, ConnectionCheckOutFailed reason cancelled, nothing sent", async function () {
     const { c, events } = await started('maxPoolSize=1');
     server!.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 500 } });

@@ -197,6 +197,38 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     pool.checkIn(connection);
   });
 
+  it('a signal that aborts as it is listened to (its addEventListener aborts it) cancels the command at once: nothing sent', async function () {
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 2000 } });
+    const connection = await pool.checkOut();
+    const target = new EventTarget();
+    const reason = new Error('upstream aborted');
+    let aborted = false;
+    // A wrapper that subscribes to an upstream signal as it is listened to, and finds it aborted just then.
+    const signal = {
+      get aborted(): boolean {
+        return aborted;
+      },
+      reason,
+      addEventListener(type: string, listener: (event: Event) => void, options: { once?: boolean }) {
+        target.addEventListener(type, listener, options);
+        aborted = true;
+        target.dispatchEvent(new Event('abort'));
+      },
+      removeEventListener(type: string, listener: (event: Event) => void, options: object) {
+        target.removeEventListener(type, listener, options);
+      },
+    };
+    const start = performance.now();
+    const error = await connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    expect(performance.now() - start, 'ms to the rejection').to.be.below(500);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ sent: false, cause: reason });
+    expect(pings).to.equal(0);
+    expect(connection.errored).to.equal(false);
+    expect(connection.busy).to.equal(false);
+    pool.checkIn(connection);
+  });
+
   it('a large command compressed on the thread pool, aborted before it is written: nothing sent, CommandFailed, the connection reused', async function () {
     await server.stop();
     server = await new EmbeddedServer({ compressors: ['zlib'] }).start();
