@@ -40,13 +40,30 @@ describe('Monitor: streaming protocol', function () {
   function setUp(options: Partial<ConstructorParameters<typeof Monitor>[0]> = {}, address = server.address): Monitor {
     monitor = new Monitor({ address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 }, ...options });
     pool = new ConnectionPool({ address, connectionOptions: { appName: 'pool' } });
-    monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+    monitor.heartbeats$.subscribe((e) => record(e));
     pool.events$.subscribe((e) => events.push(e));
     monitor.heartbeats$.pipe(heartbeatActions()).subscribe(pool.input);
     monitor.start();
     return monitor;
   }
   const shape = (): string[] => heartbeats.map((e) => `${e.type.replace('ServerHeartbeat', '')}:${e.awaited}`);
+  /** The connections the server had accepted as each heartbeat was seen. */
+  const acceptedAt = new WeakMap<ServerHeartbeatEvent, number>();
+  const record = (e: ServerHeartbeatEvent): void => {
+    heartbeats.push(e);
+    acceptedAt.set(e, server.connectionsAccepted);
+  };
+  /**
+   * The check after the heartbeat at `index`: the ms from that heartbeat to its start on the monitor's clock, and the
+   * connections the server had accepted as it started. Timed by the events rather than by a test timer racing the
+   * monitor's, which a loaded machine's pause could let the monitor's win.
+   */
+  async function nextCheck(index: number): Promise<{ afterMS: number; accepted: number }> {
+    const started = (): ServerHeartbeatEvent | undefined => heartbeats.slice(index + 1).find((e) => e.type === 'ServerHeartbeatStarted');
+    expect(await eventually(() => started() !== undefined, 5000), 'the next check').to.equal(true);
+    const next = started()!;
+    return { afterMS: next.time - heartbeats[index].time, accepted: acceptedAt.get(next)! };
+  }
 
   it('after the handshake, waits on an awaitable hello: a topology change reaches it within ms, as awaited heartbeats', async function () {
     const m = setUp();
@@ -55,8 +72,9 @@ describe('Monitor: streaming protocol', function () {
     expect(pool!.state).to.equal('ready');
     const started = Date.now();
     server.changeTopology();
-    expect(await eventually(() => heartbeats.length === 5)).to.equal(true);
-    expect(Date.now() - started, 'ms from the change to the heartbeat').to.be.below(200);
+    // Polling, the change would come heartbeatFrequencyMS (10 s) later: 5 s leaves a loaded machine's pauses room.
+    expect(await eventually(() => heartbeats.length === 5, 5000)).to.equal(true);
+    expect(Date.now() - started, 'ms from the change to the heartbeat').to.be.below(5000);
     expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Succeeded:true', 'Started:true']);
     const reply = (heartbeats[3] as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatSucceeded' }>).reply;
     expect(Number(reply.topologyVersion.counter)).to.equal(1);
@@ -71,8 +89,9 @@ describe('Monitor: streaming protocol', function () {
     expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
     const started = Date.now();
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], errorCode: 91, appName: 'monitor' } });
-    expect(await eventually(() => events.some((e) => e.type === 'ConnectionPoolCleared'), 1000)).to.equal(true);
-    expect(Date.now() - started, 'ms from the shutdown to the clear').to.be.below(200);
+    // Polling, the clear would come heartbeatFrequencyMS (10 s) later: 5 s leaves a loaded machine's pauses room.
+    expect(await eventually(() => events.some((e) => e.type === 'ConnectionPoolCleared'), 5000)).to.equal(true);
+    expect(Date.now() - started, 'ms from the shutdown to the clear').to.be.below(5000);
     const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Failed;
     expect(failed.awaited).to.equal(true);
     expect(failed.error).to.be.instanceOf(MongoServerError);
@@ -82,11 +101,12 @@ describe('Monitor: streaming protocol', function () {
     setUp();
     expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
-    expect(await eventually(() => events.filter((e) => e.type === 'ConnectionPoolReady').length === 2, 1000)).to.equal(true);
+    // Not retried at once, the pool would be readied heartbeatFrequencyMS (10 s) later.
+    expect(await eventually(() => events.filter((e) => e.type === 'ConnectionPoolReady').length === 2, 5000)).to.equal(true);
     expect(shape().slice(0, 6)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
     expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
     // Streaming again, minHeartbeatFrequencyMS after the failure.
-    expect(await eventually(() => heartbeats.length === 7, 1500)).to.equal(true);
+    expect(await eventually(() => heartbeats.length === 7, 5000)).to.equal(true);
     expect(shape()[6]).to.equal('Started:true');
   });
 
@@ -119,7 +139,10 @@ describe('Monitor: streaming protocol', function () {
     const clock = new VirtualClock();
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
     setUp({ scheduler: clock });
-    await new Promise((r) => setTimeout(r, 300));
+    // Waited for by its events rather than for a fixed 300 ms, which a loaded machine's pause could outlast; without
+    // the pause the monitor would reconnect as fast as the network allows, more than once within 50 ms.
+    expect(await eventually(() => heartbeats.length >= 6 && server.connectionsAccepted >= 2, 5000)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 50));
     expect(server.connectionsAccepted, 'the first connection, and the one retrying at once').to.equal(2);
     expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
     clock.advance(499);
@@ -189,12 +212,15 @@ describe('Monitor: streaming protocol', function () {
     const accepted = server.connectionsAccepted;
     const started = Date.now();
     m.cancelCheck(new Error('an application connection was reset'));
-    expect(await eventually(() => shape().at(-1) === 'Failed:true')).to.equal(true);
-    expect(Date.now() - started).to.be.below(100);
-    expect((heartbeats.at(-1) as Failed).error).to.be.instanceOf(MongoNetworkError);
+    // Not cancelled, the check would end when the server streams its reply, maxAwaitTimeMS (10 s) later.
+    expect(await eventually(() => shape().at(-1) === 'Failed:true', 5000)).to.equal(true);
+    expect(Date.now() - started).to.be.below(5000);
+    const failedAt = heartbeats.length - 1;
+    expect((heartbeats[failedAt] as Failed).error).to.be.instanceOf(MongoNetworkError);
     expect(await eventually(() => server.awaitingHelloCount === 0)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(server.connectionsAccepted, 'no new monitoring connection before 500 ms').to.equal(accepted);
+    const next = await nextCheck(failedAt);
+    expect(next.accepted, 'no new monitoring connection before the next check').to.equal(accepted);
+    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
     expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
   });
 
@@ -203,7 +229,7 @@ describe('Monitor: streaming protocol', function () {
     monitor = m;
     let cancelled = false;
     m.heartbeats$.subscribe((e) => {
-      heartbeats.push(e);
+      record(e);
       // The first streaming check, as it starts: the server is found unusable by an application connection.
       if (e.type === 'ServerHeartbeatStarted' && e.awaited && !cancelled) {
         cancelled = true;
@@ -212,38 +238,40 @@ describe('Monitor: streaming protocol', function () {
     });
     m.start();
     expect(await eventually(() => heartbeats.length >= 4)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 100));
     expect(shape().slice(0, 4)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true']);
     expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
-    expect(server.connectionsAccepted, 'no monitoring connection opened in place of the closed one before 500 ms').to.equal(1);
+    const next = await nextCheck(3);
+    expect(next.accepted, 'no monitoring connection opened in place of the closed one before the next check').to.equal(1);
+    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
   });
 
   it('cancelCheck() from the ServerHeartbeatStarted subscriber of a first check fails it before it connects', async function () {
     const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 2000 } });
     monitor = m;
     m.heartbeats$.subscribe((e) => {
-      heartbeats.push(e);
+      record(e);
       if (heartbeats.length === 1) m.cancelCheck(new Error('an application connection was reset'));
     });
     m.start();
     expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 100));
     expect(shape().slice(0, 2)).to.deep.equal(['Started:false', 'Failed:false']);
-    expect(server.connectionsAccepted).to.equal(0);
+    const next = await nextCheck(1);
+    expect(next.accepted, 'no connection before the next check').to.equal(0);
+    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
   });
 
   it('cancelCheck() from a ServerHeartbeatSucceeded subscriber: the next check comes 500 ms later, on a new connection, the server no longer known', async function () {
     const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 } });
     monitor = m;
     m.heartbeats$.subscribe((e) => {
-      heartbeats.push(e);
+      record(e);
       if (heartbeats.length === 2) m.cancelCheck(new Error('an application connection was reset'));
     });
     m.start();
     expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(shape(), 'no check before 500 ms').to.deep.equal(['Started:false', 'Succeeded:false']);
-    expect(server.connectionsAccepted).to.equal(1);
+    const next = await nextCheck(1);
+    expect(next.accepted).to.equal(1);
+    expect(next.afterMS, 'no check before 500 ms').to.be.at.least(500);
     expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
     expect(shape().slice(2, 5)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true']);
   });
