@@ -591,19 +591,20 @@ describe('connect() / Client', function () {
     const [a] = await start();
     client = connect(`mongodb://${a.address}/?maxPoolSize=1`);
     expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 600 } });
-    // The reply wait: the server holds the reply 600 ms; the command gives up at its deadline.
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 2000 } });
+    // The reply wait: the server holds the reply 2 s; the command gives up at its deadline. (A command that waited for
+    // the reply would take the 2 s: 1.5 s leaves a loaded machine's pauses room.)
     let began = Date.now();
     const late = await client.command('admin', { ping: 1 }, { timeoutMS: 150 }).catch((e: unknown) => e);
     expect(late).to.be.instanceOf(MongoNetworkTimeoutError);
-    expect(Date.now() - began).to.be.within(140, 550);
-    // The checkout: the only connection is busy for 600 ms, so the second command times out waiting for it.
+    expect(Date.now() - began).to.be.within(140, 1500);
+    // The checkout: the only connection is busy for 2 s, so the second command times out waiting for it.
     const busy = client.command('admin', { ping: 1 });
     began = Date.now();
     const waited = await client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
     expect(waited).to.be.instanceOf(WaitQueueTimeoutError);
     expect(waited).to.deep.include({ timeoutMS: 100 });
-    expect(Date.now() - began).to.be.within(90, 500);
+    expect(Date.now() - began).to.be.within(90, 1500);
     expect(await busy).to.include({ ok: 1 });
     expect(await client.command('admin', { ping: 1 }, { timeoutMS: -1 }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
     // Beyond what one Node timer holds, the reply wait would time out after 1 ms: refused instead.
@@ -1221,7 +1222,8 @@ describe('connect() / Client', function () {
         const later = Date.now();
         for (let i = 0; i < 50; i++) expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.equal(first);
         expect(await c.selectPool().catch((e: unknown) => e)).to.equal(first);
-        expect(Date.now() - later, 'ms for 51 more selections').to.be.below(500);
+        // Each waiting for the next check (500 ms after the last) instead, they would take some 25 s.
+        expect(Date.now() - later, 'ms for 51 more selections').to.be.below(5000);
         expect([count('ConnectionCreated'), a.connectionsAccepted], 'pool connections, endpoint connections').to.deep.equal([0, 1]);
         expect([count('ServerHeartbeatFailed'), count('ConnectionPoolReady')]).to.deep.equal([1, 0]);
       });
