@@ -357,7 +357,8 @@ describe('Monitor', function () {
       await new Promise((r) => setTimeout(r, 20));
       const cause = new Error('an application connection was reset');
       monitor.cancelCheck(cause);
-      expect(await eventually(() => count('ServerHeartbeatFailed') === 1, 500), 'the check ended').to.equal(true);
+      // Not cancelled, the check would wait on the silent server for ever (the clock does not move).
+      expect(await eventually(() => count('ServerHeartbeatFailed') === 1, 2000), 'the check ended').to.equal(true);
       const failed = heartbeats.at(-1) as Extract<ServerHeartbeatEvent, { type: 'ServerHeartbeatFailed' }>;
       expect(failed.error).to.be.instanceOf(MongoNetworkError);
       expect(failed.error).to.not.be.instanceOf(MongoNetworkTimeoutError);
@@ -1139,18 +1140,23 @@ describe('Monitor: a hello reply holding a value that cannot be read', function 
         },
       },
     });
-    const monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+    // On a virtual clock: the polling check comes when the test moves it, and a check heartbeatFrequencyMS after the
+    // failure never would (a 250 ms wait for it on the real clock raced a loaded machine's pauses).
+    const clock = new VirtualClock();
+    const monitor = new Monitor({ address: server.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', scheduler: clock });
     const heartbeats: { type: string; time: number; error?: Error }[] = [];
     monitor.heartbeats$.subscribe((e) => heartbeats.push({ type: e.type, time: performance.now(), error: 'error' in e ? e.error : undefined }));
     try {
       monitor.start();
-      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatSucceeded'), 5000)).to.equal(true);
+      clock.advance(500);
+      expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 5000)).to.equal(true);
       const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed')!;
       expect(failed.error).to.be.instanceOf(MongoNetworkError);
       expect(failed.error!.message).to.match(/failed: wire-protocol error: the hello reply holds a value that cannot be read/);
       expect(failed.error!.cause).to.be.instanceOf(WireProtocolError);
       // Checked again at once on a new connection, not heartbeatFrequencyMS later.
-      expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').length >= 2, 250)).to.equal(true);
+      expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded').length >= 2, 5000)).to.equal(true);
     } finally {
       monitor.close();
       await server.close();
