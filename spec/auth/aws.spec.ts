@@ -408,7 +408,8 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
       });
 
       it('ends with the abort\'s reason once the signal aborts, while a provider or an endpoint has not answered', async function () {
-        const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 500 ms'), 500))]);
+        // Without the abort, neither ever ends: 2.5 s leaves a loaded machine's pauses room.
+        const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 2500 ms'), 2500).unref())]);
         let controller = new AbortController();
         const reason = new Error('establishment ended');
         setTimeout(() => controller.abort(reason), 20);
