@@ -284,9 +284,11 @@ describe('connect() / Client', function () {
     const heartbeats: string[] = [];
     client.events$.subscribe((e) => void (e.type.startsWith('ServerHeartbeat') && heartbeats.push(e.type)));
     expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
-    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 400 } });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 3000 } });
     // Both wait for server selection; the check they request readies the pool 500 virtual ms later. The first then
-    // holds the only connection (its ping held by the server), the second waits for it with 300 ms of its 800 left.
+    // holds the only connection (its ping held by the server, for 3 real s: the steps below, on the virtual clock,
+    // must end before it comes back, and a loaded runner's pause could outlast a shorter hold), the second waits for
+    // it with 300 ms of its 800 left.
     const busy = client.command('admin', { ping: 1 });
     const waited = client.command('admin', { ping: 1 }, { timeoutMS: 800 }).catch((e: unknown) => e);
     clock.advance(500);
