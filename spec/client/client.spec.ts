@@ -309,7 +309,9 @@ describe('connect() / Client', function () {
     const opened = (client = connect(`mongodb://${a.address}/?maxPoolSize=1&waitQueueTimeoutMS=300`, { scheduler: clock }));
     const pool = [...opened.pools.values()][0];
     expect(await eventually(() => pool.state === 'ready')).to.equal(true);
-    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 400 } });
+    // The busy ping held 3 real s: the waiter's deadline, on the virtual clock, must pass before it comes back, and a
+    // loaded runner's pause could outlast a shorter hold.
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 3000 } });
     const busy = opened.command('admin', { ping: 1 });
     async function runReport(): Promise<unknown> {
       return await opened.command('admin', { ping: 1 });
