@@ -18,6 +18,7 @@ import {
 } from '../../lib';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { Bench } from './harness';
+import { eventually } from '../support/endpoint';
 
 const A = 'aaaaaaaaaaaaaaaaaaaaaaaa';
 const B = 'bbbbbbbbbbbbbbbbbbbbbbbb';
@@ -506,10 +507,13 @@ describe('load-balanced mode', function () {
       try {
         const held = await pool.checkOut();
         const serviceId = server.services[0].toHexString();
-        const blocked = { failCommands: ['saslContinue'], blockConnection: true, blockTimeMS: 300 };
+        // Held 2.5 s: counted only once authenticated, connection 2 would not count within the 1.5 s waited for it (a
+        // fixed 150 ms wait inside a 300 ms hold raced a loaded runner's pauses on both sides).
+        const blocked = { failCommands: ['saslContinue'], blockConnection: true, blockTimeMS: 2500 };
         await held.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: blocked });
         const second = pool.checkOut().then((c) => c); // connection 2: handshake, then saslContinue held back
-        await new Promise((resolve) => setTimeout(resolve, 150));
+        const counted = await eventually(() => pool.snapshot().serviceGenerations[0]?.connectionCount === 2, 1500);
+        expect(counted, 'connection 2 counted while it authenticates').to.equal(true);
         expect(pool.snapshot().serviceGenerations, 'connection 2 counts toward its service from its handshake on').to.deep.equal([
           { serviceId, generation: 0, connectionCount: 2 },
         ]);
