@@ -311,7 +311,9 @@ describe('TCP faults under the pool (fault proxy in front of the embedded endpoi
       });
       try {
         await client.command('admin', { ping: 1 });
-        server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 600 } });
+        // Held 3 s, far past the 150 ms: a reply held 600 ms could arrive within a loaded runner's pause of the client
+        // and be read before the timeout, as a reply received during a blocked event loop is.
+        server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 3000 } });
         const o = await outcome(client.command('admin', { ping: 1 }));
         expect(o.error).to.be.instanceOf(MongoNetworkTimeoutError);
         // SDAM "Error handling": a network timeout on an application connection neither marks the server Unknown nor
