@@ -13,7 +13,7 @@ import { isSensitiveCommand, isWithheld, redactedFailure, type CommandStartedEve
 import type { CommandLogMessage } from '../../lib/logging/log-message';
 import { resolveLogSettings } from '../../lib/logging/log-settings';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
-import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 describe('command events (command logging and monitoring spec)', function () {
   let endpoint: TestEndpoint;
@@ -397,7 +397,9 @@ describe('command events (command logging and monitoring spec)', function () {
     await connection.command('admin', { ping: 1 });
     expect(seen).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping']);
     pool.checkIn(connection);
-    await new Promise((r) => setTimeout(r, 50));
+    // Waited for, not assumed within 50 ms (a loaded runner's pause could outlast it); never completing is the wrong
+    // behaviour.
+    await eventually(() => seen.includes('complete'), 2000);
     expect(seen).to.deep.equal(['CommandStarted ping', 'CommandSucceeded ping', 'complete']);
     let lateCompleted = false;
     pool.commandEvents$.subscribe({ complete: () => (lateCompleted = true) });
@@ -409,16 +411,14 @@ describe('command events (command logging and monitoring spec)', function () {
     drained.ready();
     await drained.withConnection((c) => c.command('admin', { ping: 1 }));
     await drained.drain();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(drainedCompleted).to.equal(true);
+    expect(await eventually(() => drainedCompleted, 2000)).to.equal(true);
     // A client's: a subscription an APM agent never ends does not hold the closed client.
     const client = connect(process.env.MONGODB_URI ?? `mongodb://${endpoint.address}/?directConnection=true`);
     let clientCompleted = false;
     client.commandEvents$.subscribe({ complete: () => (clientCompleted = true) });
     await client.command('admin', { ping: 1 });
     await client.close();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(clientCompleted).to.equal(true);
+    expect(await eventually(() => clientCompleted, 2000)).to.equal(true);
   });
 
   it('a client publishes its pools\' commands, never its monitors\' heartbeats', async function () {
