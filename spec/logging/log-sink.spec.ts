@@ -309,7 +309,9 @@ describe('log sinks', function () {
     await new Promise((r) => setImmediate(r));
     sink.write(line(150)); // a burst after every earlier write finished
     await sink.close?.();
-    await new Promise((r) => setTimeout(r, 10)); // the descriptor is closed right after the stream finishes
+    // The descriptor is closed right after the stream finishes: waited for (a loaded runner's pause could outlast a
+    // fixed 10 ms), as a descriptor left open never closes.
+    await eventually(() => openFiles(file) === 0, 2000);
     const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { i: number }).i);
     expect(lines).to.deep.equal([...Array(151).keys()]);
     expect(openFiles(file), 'descriptors of the file left open').to.equal(0);
