@@ -278,8 +278,8 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
         mechanismProperties: {
           OIDC_CALLBACK: async ({ timeoutContext }: { timeoutContext: AbortSignal }) => {
             contexts.push(timeoutContext);
-            // The reauthentication's call takes 1.5 s.
-            if (++calls > 1) await new Promise((r) => setTimeout(r, 1500));
+            // The reauthentication's call takes 1 s.
+            if (++calls > 1) await new Promise((r) => setTimeout(r, 1000));
             return { accessToken: signOidcToken(key, { sub: 'svc' }) };
           },
         },
@@ -306,7 +306,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       const abortedAt = performance.now();
       controller.abort();
       const error = await settled;
-      expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the callback takes 1.5 s)').to.be.below(1000);
+      expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the callback takes 1 s)').to.be.below(700);
       expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'find', sent: false, cause: controller.signal.reason });
       expect(contexts[1]!.aborted, "the reauthentication's callback timeoutContext aborted").to.equal(true);
       expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted find', 'CommandFailed find']);
@@ -314,7 +314,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       expect(connection.error!.message).to.match(/was closed: its command find was cancelled while the connection was reauthenticated$/);
       oidcPool.checkIn(connection);
       expect(oidcPoolEvents.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['error']);
-      await new Promise((r) => setTimeout(r, 1600)); // the callback has returned meanwhile: nothing is sent on the closed connection
+      await new Promise((r) => setTimeout(r, 1100)); // the callback has returned meanwhile: nothing is sent on the closed connection
       expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
       expect(await oidcPool.withConnection((c) => c.command('test', { find: 'c' }))).to.include({ ok: 1 });
     });
