@@ -2,31 +2,33 @@
  * `Connection.command({ signal })`: a command whose caller gave up (an HTTP request aborted, a subscriber gone) fails
  * at once with CommandCancelledError; one that reached the server closes its connection (its reply is never read, so
  * the connection never goes back to the pool), one that did not leaves it usable; CommandFailed follows every
- * CommandStarted; no listener stays on the signal once its commands settled. Against the embedded endpoint (a handler
- * counts what the server receives; the `failCommand` fail point holds a reply back).
+ * CommandStarted; no listener stays on the signal once its commands settled. Against the embedded endpoint, or the
+ * server of MONGODB_URI when it is set (the `failCommand` fail point holds a reply back; what the server received is
+ * counted on the embedded endpoint only, and the compression and MONGODB-OIDC cases run on endpoints of their own).
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
+import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
   this.timeout(20_000);
-  let server: EmbeddedServer;
-  /** How many `ping`s the server received. */
+  let endpoint: TestEndpoint;
+  /** How many `ping`s the server received (the embedded endpoint's count). */
   let pings = 0;
   let pool: ConnectionPool;
   let commands: CommandEvent[];
   let poolEvents: ConnectionPoolEvent[];
 
   beforeEach(async function () {
-    server = await new EmbeddedServer().start();
+    endpoint = await startTestEndpoint();
     pings = 0;
-    server.handle('ping', () => {
+    endpoint.embedded?.handle('ping', () => {
       pings++;
       return { ok: 1 };
     });
-    pool = new ConnectionPool({ address: server.address, maxPoolSize: 1 });
+    pool = new ConnectionPool({ address: endpoint.address, maxPoolSize: 1, connectionOptions: endpoint.connectionOptions });
     commands = [];
     poolEvents = [];
     pool.commandEvents$.subscribe((e) => commands.push(e));
@@ -35,7 +37,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   });
   afterEach(async function () {
     pool.close();
-    await server.stop();
+    await stopTestEndpoint(endpoint);
   });
 
   /** The pool events after ConnectionCreated... as `type` or `type:reason`. */
@@ -49,9 +51,9 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     controller.abort(reason);
     const error = await connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(CommandCancelledError);
-    expect(error).to.deep.include({ name: 'CommandCancelledError', address: server.address, connectionId: connection.id, commandName: 'ping', sent: false, cause: reason });
-    expect((error as Error).message).to.equal(`Command ping on connection ${connection.id} to ${server.address} was cancelled before it was sent`);
-    expect(pings, 'pings received').to.equal(0);
+    expect(error).to.deep.include({ name: 'CommandCancelledError', address: endpoint.address, connectionId: connection.id, commandName: 'ping', sent: false, cause: reason });
+    expect((error as Error).message).to.equal(`Command ping on connection ${connection.id} to ${endpoint.address} was cancelled before it was sent`);
+    if (endpoint.embedded !== undefined) expect(pings, 'pings received').to.equal(0);
     expect(commands, 'command events').to.deep.equal([]);
     expect(connection.errored).to.equal(false);
     expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
@@ -60,7 +62,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   });
 
   it('aborted while its reply is awaited: fails at once, CommandFailed with that error, the connection closed (reason error), never reused', async function () {
-    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
     const connection = await pool.checkOut();
     const controller = new AbortController();
     const settled = connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
@@ -82,7 +84,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     expect(connection.errored).to.equal(true);
     expect(connection.error).to.be.instanceOf(MongoNetworkError);
     expect(connection.error!.message).to.match(/was closed: its command ping was cancelled after it was sent, before its reply was read$/);
-    expect(await server.waitForOpenConnections(0, { timeoutMS: 2000 }), 'the socket is closed').to.equal(0);
+    if (endpoint.embedded !== undefined) expect(await endpoint.embedded.waitForOpenConnections(0, { timeoutMS: 2000 }), 'the socket is closed').to.equal(0);
     pool.checkIn(connection);
     expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn', 'ConnectionClosed:error']);
     const next = await pool.checkOut();
@@ -100,10 +102,10 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: false });
     await new Promise((r) => setImmediate(r));
     expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
-    expect(pings, 'pings received').to.equal(0);
+    if (endpoint.embedded !== undefined) expect(pings, 'pings received').to.equal(0);
     expect(connection.errored).to.equal(false);
     expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    expect(pings).to.equal(1);
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(1);
     pool.checkIn(connection);
     expect(poolTypes()).to.deep.equal(['ConnectionCreated', 'ConnectionCheckedIn']);
   });
@@ -131,7 +133,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
         await reply;
       }
       expect(getEventListeners(signal, 'abort').length, 'listeners after 10,000 commands').to.equal(0);
-      expect(pings).to.equal(10_000);
+      if (endpoint.embedded !== undefined) expect(pings).to.equal(10_000);
     } finally {
       pool.checkIn(connection);
     }
@@ -147,7 +149,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     // An AbortSignal of another realm or a polyfill: its shape is what counts.
     const polyfill = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
     expect(await connection.command('admin', { ping: 1 }, { signal: polyfill as unknown as AbortSignal })).to.include({ ok: 1 });
-    expect(pings).to.equal(1);
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(1);
     expect(connection.busy).to.equal(false);
     pool.checkIn(connection);
   });
@@ -164,7 +166,7 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     };
     const error = await connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
     expect(error).to.equal(refusal);
-    expect(pings).to.equal(0);
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(0);
     expect(commands).to.deep.equal([]);
     expect(connection.busy).to.equal(false);
     expect(await connection.command('admin', { ping: 1 })).to.include({ ok: 1 });
@@ -192,13 +194,13 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     }
     expect(thrown, 'thrown synchronously').to.equal(undefined);
     expect(await settled).to.equal(broken);
-    expect(pings).to.equal(0);
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(0);
     expect(connection.busy).to.equal(false);
     pool.checkIn(connection);
   });
 
   it('a signal that aborts as it is listened to (its addEventListener aborts it) cancels the command at once: nothing sent', async function () {
-    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
     const connection = await pool.checkOut();
     const target = new EventTarget();
     const reason = new Error('upstream aborted');
@@ -223,41 +225,44 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     expect(performance.now() - start, 'ms to the rejection (the reply would be held 5 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError);
     expect(error).to.deep.include({ sent: false, cause: reason });
-    expect(pings).to.equal(0);
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(0);
     expect(connection.errored).to.equal(false);
     expect(connection.busy).to.equal(false);
     pool.checkIn(connection);
   });
 
   it('a large command compressed on the thread pool, aborted before it is written: nothing sent, CommandFailed, the connection reused', async function () {
-    await server.stop();
-    server = await new EmbeddedServer({ compressors: ['zlib'] }).start();
-    let inserts = 0;
-    server.handle('insert', () => {
-      inserts++;
-      return { ok: 1, n: 1 };
-    });
-    pool.close();
-    pool = new ConnectionPool({ address: server.address, maxPoolSize: 1, connectionOptions: { compressors: ['zlib'] } });
-    commands = [];
-    pool.commandEvents$.subscribe((e) => commands.push(e));
-    pool.ready();
-    const connection = await pool.checkOut();
-    expect(connection.compressor).to.equal('zlib');
-    const controller = new AbortController();
-    // 256 KiB: compressed on the thread pool, so the abort below comes before it is written.
-    const documents = [{ _id: 1, blob: 'x'.repeat(256 * 1024) }];
-    const settled = connection.command('app', { insert: 'c', documents }, { signal: controller.signal }).catch((e: unknown) => e);
-    controller.abort();
-    const error = await settled;
-    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'insert', sent: false });
-    await new Promise((r) => setTimeout(r, 100)); // the compression has ended meanwhile
-    expect(inserts, 'inserts received').to.equal(0);
-    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
-    expect(connection.errored).to.equal(false);
-    expect(await connection.command('app', { insert: 'c', documents })).to.include({ ok: 1 });
-    expect(inserts).to.equal(1);
-    pool.checkIn(connection);
+    const server = await new EmbeddedServer({ compressors: ['zlib'] }).start();
+    try {
+      let inserts = 0;
+      server.handle('insert', () => {
+        inserts++;
+        return { ok: 1, n: 1 };
+      });
+      pool.close();
+      pool = new ConnectionPool({ address: server.address, maxPoolSize: 1, connectionOptions: { compressors: ['zlib'] } });
+      commands = [];
+      pool.commandEvents$.subscribe((e) => commands.push(e));
+      pool.ready();
+      const connection = await pool.checkOut();
+      expect(connection.compressor).to.equal('zlib');
+      const controller = new AbortController();
+      // 256 KiB: compressed on the thread pool, so the abort below comes before it is written.
+      const documents = [{ _id: 1, blob: 'x'.repeat(256 * 1024) }];
+      const settled = connection.command('app', { insert: 'c', documents }, { signal: controller.signal }).catch((e: unknown) => e);
+      controller.abort();
+      const error = await settled;
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'insert', sent: false });
+      await new Promise((r) => setTimeout(r, 100)); // the compression has ended meanwhile
+      expect(inserts, 'inserts received').to.equal(0);
+      expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
+      expect(connection.errored).to.equal(false);
+      expect(await connection.command('app', { insert: 'c', documents })).to.include({ ok: 1 });
+      expect(inserts).to.equal(1);
+      pool.checkIn(connection);
+    } finally {
+      await server.stop();
+    }
   });
 
   describe('on a MONGODB-OIDC connection, after ReauthenticationRequired (391)', function () {
