@@ -118,8 +118,10 @@ type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
  * @throws {InvalidOptionError} for a key that is not a connection option, `host` or `port` (naming the closest
  *   option), a host a SOCKS5 proxy cannot be asked for (with `proxyHost`: a name with no ASCII form, or one longer
  *   than 255 bytes in it), or an invalid host or port (a port from 1 to 65535 for a host, none for a Unix domain socket path,
- *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi (see `checkServerApi`), appName, driverInfo (a field containing `|`, or
- *   a name and version too long for the 512-byte client metadata), compressor, zlibCompressionLevel, TLS option (a
+ *   which holds a `/` and ends in `.sock`; an IPv6 address without brackets: see `checkEndpoint`), timeout,
+ *   keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi (see `checkServerApi`),
+ *   appName, driverInfo (a field containing `|`, or a name and version too long for the 512-byte client metadata),
+ *   compressor, zlibCompressionLevel, TLS option (a
  *   value of the wrong type included, e.g. `tls: 'yes'`) or credentials (never showing the password; MONGODB-X509
  *   without `tlsCertificateKeyFile`, and PLAIN over TCP with TLS neither on nor turned off outright, naming `authMechanism`); see `checkConnectionOptions`.
  *
@@ -314,7 +316,10 @@ interface EstablishSettings {
   readonly serverApi: ServerApi | undefined;
   /** TCP keepalive's initial delay in ms (0: the OS default), at least 1000 otherwise. */
   readonly keepAliveInitialDelay: number;
-  /** Which of a host name's addresses are tried, and how: the autoSelectFamily and family options given, for every TCP connect. */
+  /**
+   * Which of a host name's addresses are tried, and how: the autoSelectFamily, autoSelectFamilyAttemptTimeout and
+   * family options given (none: Node's defaults), for every TCP connect.
+   */
   readonly addressSelection: Pick<net.TcpNetConnectOpts, 'autoSelectFamily' | 'autoSelectFamilyAttemptTimeout' | 'family'>;
   /** The clock of `handshakeDurationMS`, in ms. */
   readonly now: () => number;

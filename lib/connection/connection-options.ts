@@ -97,9 +97,9 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
   /**
    * How a host name that resolves to several addresses (IPv6 and IPv4, several A records) is connected to: `true`,
    * Node's `autoSelectFamily` (RFC 8305 "Happy Eyeballs"): the addresses are tried one after the other, IPv6 and IPv4
-   * interleaved, each attempt but the last abandoned after {@link ConnectionOptions.autoSelectFamilyAttemptTimeout} ms without an
-   * answer, and the first to connect is used; `false`: only the first address the lookup returns is tried, for as
-   * long as connectTimeoutMS allows. A boolean. Default: Node's (`net.getDefaultAutoSelectFamily()`, true since
+   * interleaved, each attempt but the last abandoned after {@link ConnectionOptions.autoSelectFamilyAttemptTimeout} ms
+   * without an answer, and the first to connect is used; `false`: only the first address the lookup returns is tried,
+   * for as long as connectTimeoutMS allows. A boolean. Default: Node's (`net.getDefaultAutoSelectFamily()`, true since
    * Node.js 20, or what `net.setDefaultAutoSelectFamily()` / `--no-network-family-autoselection` set). Applies to the
    * SOCKS5 proxy's host name too, with `proxyHost`; an IP address or a Unix domain socket path has one address only.
    *
@@ -107,11 +107,11 @@ export interface ConnectionOptions extends TlsSettings, ProxyOptions {
    */
   autoSelectFamily?: boolean | undefined;
   /**
-   * With {@link ConnectionOptions.autoSelectFamily}, how long each attempt but the last may wait for the connection, in ms, before the
-   * next address is tried: an integer from 1 to 2147483647; Node counts one under 10 as 10. Default: Node's
-   * (`net.getDefaultAutoSelectFamilyAttemptTimeout()`, 250). A link whose TCP handshake takes longer (a long-haul
-   * or satellite link, a congested VPN) loses every address but the last to it, and the establishment fails when that
-   * one is unreachable: raise it above the link's round trip. Connecting as a whole is still bounded by
+   * With {@link ConnectionOptions.autoSelectFamily}, how long each attempt but the last may wait for the connection, in
+   * ms, before the next address is tried: an integer from 1 to 2147483647; Node counts one under 10 as 10. Default:
+   * Node's (`net.getDefaultAutoSelectFamilyAttemptTimeout()`, 250). A link whose TCP handshake takes longer (a
+   * long-haul or satellite link, a congested VPN) loses every address but the last to it, and the establishment fails
+   * when that one is unreachable: raise it above the link's round trip. Connecting as a whole is still bounded by
    * connectTimeoutMS.
    *
    * Source: extension, the official Node.js driver's option of that name (Node's `net.connect` option).
@@ -169,12 +169,14 @@ export const MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * Every option name of `ConnectionOptions` (a readonly tuple): appName, driverInfo, the timeouts, compression, credentials,
- * loadBalanced, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi, then the {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
+ * loadBalanced, keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout, family, serverApi, then the
+ * {@link TLS_OPTION_NAMES} and the {@link PROXY_OPTION_NAMES}.
  *
  * Source: URI options spec (appName, connectTimeoutMS, socketTimeoutMS, compressors, zlibCompressionLevel,
  * loadBalanced, the tls options, the proxy options); handshake spec, "Supporting Wrapping Libraries" (`driverInfo`);
- * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension: keepAliveInitialDelay,
- * autoSelectFamily, autoSelectFamilyAttemptTimeout and family (the official Node.js driver's options).
+ * auth spec, "MongoCredential" (`credentials`); SOCKS5 support spec; Stable API spec (`serverApi`); extension:
+ * keepAliveInitialDelay, autoSelectFamily, autoSelectFamilyAttemptTimeout and family (the official Node.js driver's
+ * options).
  */
 export const CONNECTION_OPTION_NAMES = [
   'appName',
@@ -216,8 +218,8 @@ const STRING_OPTIONS = [
  * platform? }` object of strings without `|`; `connectTimeoutMS` and `socketTimeoutMS`
  * numbers of ms >= 0; `keepAliveInitialDelay` an integer number of ms from 0 to
  * {@link MAX_KEEP_ALIVE_INITIAL_DELAY_MS}; `autoSelectFamilyAttemptTimeout` an integer number of ms from 1 to
- * {@link MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS}; `family` 0, 4 or 6; `compressors` an array of `zlib` / `snappy` / `zstd` / `none`, snappy and
- * zstd only where available (`compressorUnavailable`); `zlibCompressionLevel` an
+ * {@link MAX_AUTO_SELECT_FAMILY_ATTEMPT_TIMEOUT_MS}; `family` 0, 4 or 6; `compressors` an array of `zlib` / `snappy` /
+ * `zstd` / `none`, snappy and zstd only where available (`compressorUnavailable`); `zlibCompressionLevel` an
  * integer from -1 to 9; `serverApi` a {@link ServerApi} (see `checkServerApi`); `credentials` a {@link MongoCredentials} or a {@link CredentialsInit} object (validated as
  * MongoCredentials does, unless `partial`: see below); the booleans real booleans; `tlsCAFile`,
  * `tlsCertificateKeyFile`, `tlsServerName` non-empty strings; `tlsCertificateKeyFilePassword` a string; the proxy

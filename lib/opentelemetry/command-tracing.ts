@@ -190,7 +190,9 @@ function queryTextMaxLength(given: unknown): number {
   return given;
 }
 
-/** The value of {@link QUERY_TEXT_MAX_LENGTH_ENV} (blanks around it ignored); 0 when unset, blank or bad (warned of). */
+/**
+ * The value of {@link QUERY_TEXT_MAX_LENGTH_ENV} (blanks around it ignored); 0 when unset, blank or bad (warned of).
+ */
 function queryTextMaxLengthFromEnvironment(): number {
   const raw = process.env[QUERY_TEXT_MAX_LENGTH_ENV];
   const text = raw?.trim() ?? '';
