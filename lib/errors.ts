@@ -626,13 +626,14 @@ export class CheckOutCancelledError extends CmapError {
  *
  * - `address`: the server, `host:port`; undefined when no server was selected yet (`Client.command()`).
  * - `connectionId`: the connection the command was on; undefined before one was checked out.
- * - `commandName`: the command's name (its document's first key).
+ * - `commandName`: the command's name (its document's first key; '' when it has none).
  * - `sent`: whether the command was written to the socket (wholly or in part) before the abort. When true the server
  *   may have run it, or may still be running it (a write may have been applied), and its reply was never read: the
- *   connection was closed (CMAP: a connection with a reply still unread never goes back to the pool), and its pool
- *   closes it with reason `error` once it is checked in. When false the command did not run on the server (nothing
- *   of it was written, or the server refused it with ReauthenticationRequired), and the connection stays usable,
- *   unless the abort came during its MONGODB-OIDC reauthentication, which closes it (see `Connection.command`).
+ *   connection was closed, and its pool closes it with reason `error` once it is checked in (CMAP, "Connection": an
+ *   errored connection is perished; "Checking In a Connection": a perished one is closed). When false the command did
+ *   not run on the server (nothing of it was written, or the server refused it with ReauthenticationRequired), and the
+ *   connection stays usable, unless the abort came during its MONGODB-OIDC reauthentication, which closes it (see
+ *   `Connection.command`).
  *
  * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself
  * and closes the connection likewise); the word and the `cause` are those of {@link CheckOutCancelledError}.

@@ -121,10 +121,10 @@ export interface CommandOptions {
    * - aborted before the command was written (while a large one is compressed, or by a CommandStarted subscriber):
    *   nothing is sent, CommandFailed is published, and the connection stays usable (`sent` false);
    * - aborted once it was written (awaiting its reply, or an unacknowledged one being written): CommandFailed is
-   *   published (its `failure` the same error), and the connection is closed, as its reply will never be read (CMAP:
-   *   a connection with a reply unread never goes back to the pool): it is {@link Connection.errored} with a
-   *   {@link MongoNetworkError} saying so, and its pool closes it (reason `error`) once it is checked in. The server
-   *   may have run the command (`sent` true);
+   *   published (its `failure` the same error), and the connection is closed, as its reply will never be read: it is
+   *   {@link Connection.errored} with a {@link MongoNetworkError} saying so, and its pool closes it (reason `error`)
+   *   once it is checked in (CMAP, "Connection": an errored connection is perished; "Checking In a Connection": a
+   *   perished one is closed). The server may have run the command (`sent` true);
    * - on a MONGODB-OIDC connection, aborted while it is reauthenticated after ReauthenticationRequired (391, the
    *   command not run): the command is not sent again (`sent` false), the token callback's `timeoutContext` aborts,
    *   and the connection, its authentication left half done, is closed;
@@ -133,7 +133,8 @@ export interface CommandOptions {
    * One listener of rxcmap's stays on the signal while any command or checkout it governs waits (none once they all
    * settled), whatever their number: a long-lived signal shared by many commands collects no listeners. A signal whose
    * `addEventListener` throws fails the command with that error (nothing sent, no events); one that aborts as it is
-   * listened to (a wrapper finding its upstream aborted) cancels it as an aborted one does (nothing sent). Default: none.
+   * listened to (a wrapper finding its upstream aborted) cancels it as an aborted one does (nothing sent). Default:
+   * none.
    *
    * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself,
    * and likewise closes a connection whose reply is awaited); the error's word and `cause` as `checkOut`'s `signal`.
@@ -653,11 +654,13 @@ export class Connection implements PoolConnection {
    *   ReauthenticationRequired (391, the command not run): aborted as the 391 came, nothing more is sent and the
    *   connection stays usable; aborted during the reauthentication, the command is not sent again (`sent` false), the
    *   token callback's `timeoutContext` aborts, and the connection, its authentication left half done, is closed.
-   *   A signal whose `addEventListener` throws then fails the command with what it threw, before the reauthentication
-   *   (the connection usable).
    * @throws {InvalidOptionError} (rejection, option `signal`) for a `signal` that is not an AbortSignal (by its shape:
    *   a boolean `aborted`, `addEventListener` and `removeEventListener`); nothing is sent and the connection stays
-   *   usable. A signal whose `addEventListener` throws fails the command with what it threw.
+   *   usable.
+   * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter, once the command
+   *   is encoded) throws: that Error, or an Error saying the signal refused a listener, the value its `cause`. Nothing
+   *   is sent (on a MONGODB-OIDC connection after ReauthenticationRequired: the reauthentication does not start), no
+   *   events are published, and the connection stays usable.
    */
   command(db: string, command: Document, options: CommandOptions = {}): Promise<Document> {
     const reply = this.commandOnce(db, command, options, this.commandEvents);
