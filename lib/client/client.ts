@@ -13,7 +13,7 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
-import type { Connection } from '../connection/connection';
+import { commandNameOf, type Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
@@ -259,15 +259,6 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error): O
     // A signal whose addEventListener throws: the Observable errors with what it threw.
     return listenToAbort(signal, () => subscriber.error(cancelled()));
   });
-}
-
-/** The name of command document `command` (its first key) for a message, '' when it has none or cannot be read. */
-function commandNameOf(command: unknown): string {
-  try {
-    return command !== null && typeof command === 'object' ? (Object.keys(command)[0] ?? '') : '';
-  } catch {
-    return '';
-  }
 }
 
 /**

@@ -698,7 +698,7 @@ export class Connection implements PoolConnection {
         return { clear: () => clearTimeout(timer) };
       }, timeoutMS);
       const signal = optionValue(options, 'signal');
-      const cancelled = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, nameOf(command), false, abortReason(signal!));
+      const cancelled = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, commandNameOf(command), false, abortReason(signal!));
       // The caller gave up as the 391 came: nothing more is sent, and the connection is reauthenticated by its next
       // command.
       if (signal?.aborted === true) throw cancelled();
@@ -1197,10 +1197,13 @@ function publish(events: CommandEventSink, event: CommandEvent): void {
   }
 }
 
-/** The name of command document `command` (its first key), '' when it has none or cannot be read. */
-function nameOf(command: Document): string {
+/**
+ * The name of command document `command` (its first key) for an error's message, '' when it has none, is not an
+ * object or cannot be read (a revoked Proxy, say). Never throws.
+ */
+export function commandNameOf(command: unknown): string {
   try {
-    return Object.keys(command)[0] ?? '';
+    return command !== null && typeof command === 'object' ? (Object.keys(command)[0] ?? '') : '';
   } catch {
     return '';
   }
