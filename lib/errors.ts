@@ -493,6 +493,15 @@ export function isError(value: unknown): value is Error {
 }
 
 /**
+ * The error to fail with when what a caller supplied threw as it was set up (an AbortSignal refusing a listener, a
+ * scheduler refusing a deadline): that Error, or, for any other value, an Error saying `what` refused, the value as its
+ * `cause`. Never throws. Source: extension.
+ */
+export function refusal(what: string, thrown: unknown): Error {
+  return isError(thrown) ? thrown : new Error(`${what}: ${inWords(thrown)}`, { cause: thrown });
+}
+
+/**
  * An error or any thrown value in words, for a message or a warning: an Error's message, else the value as `String()`
  * writes it. Never throws (the value comes from user code: a clear's cause, what a log sink or an option getter
  * threw, and the words are often written from inside the pool's processing): a value `String()` cannot convert (an

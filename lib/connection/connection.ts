@@ -9,7 +9,7 @@
 import type { Socket } from 'node:net';
 import { deserialize, ObjectId, onDemand, type Document } from 'bson';
 import { abortReason, listenToAbort } from '../abort-listeners';
-import { AuthenticationError, CommandCancelledError, ConnectionBusyError, InvalidOptionError, inWords, isError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../errors';
+import { AuthenticationError, CommandCancelledError, ConnectionBusyError, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, refusal } from '../errors';
 import { optionValue, requireAbortSignal, requireBoolean, requireMethodOptions, requireTimerDurationMS } from '../options';
 import { remainingOf, type Reauthenticate } from '../auth/authenticate';
 import type { PoolConnection } from '../pool/contract';
@@ -717,7 +717,7 @@ export class Connection implements PoolConnection {
           });
         } catch (refused) {
           // The signal refused a listener: the reauthentication could not be cancelled, so it does not start.
-          throw isError(refused) ? refused : new Error(`the command's signal refused a listener: ${inWords(refused)}`, { cause: refused });
+          throw refusal("the command's signal refused a listener", refused);
         }
       }
       try {
@@ -791,7 +791,7 @@ export class Connection implements PoolConnection {
         // sent.
         inFlight.stopListening?.();
         this.inFlight = undefined;
-        return Promise.reject(isError(error) ? error : new Error(`the command's signal refused a listener: ${inWords(error)}`, { cause: error }));
+        return Promise.reject(refusal("the command's signal refused a listener", error));
       }
     }
     if (events === undefined || !events.observed) {

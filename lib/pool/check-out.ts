@@ -7,7 +7,7 @@
 import { Observable, type SchedulerLike, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { abortReason, abortTurn, listenToAbort } from '../abort-listeners';
 import { checkOutChannel, isTraced, Trace, type CheckOutTraceContext } from '../diagnostics-channels';
-import { CheckOutCancelledError, inWords, isError, PoolClosedError, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
+import { CheckOutCancelledError, PoolClosedError, refusal, WaitQueueFullError, WaitQueueTimeoutError } from '../errors';
 import { countFailure, rejectWithCallerFrames, takesCallerFrames } from './caller-frames';
 import { Waiter, type GiveBack } from './wait-queue';
 import { reportUnhandled } from './report-unhandled';
@@ -452,14 +452,6 @@ function armDeadline<C>(port: CheckOutPort<C>, waiter: Waiter<C>, timeoutMS: num
     if (waiter.state !== 'done') port.leave(waiter, refusal("the pool's scheduler refused the deadline", error));
     return undefined;
   }
-}
-
-/**
- * The error a checkout fails with when what it was set up with (its signal, the pool's scheduler) threw: that Error,
- * or, for any other value, an Error saying `what` refused, the value as its `cause`.
- */
-function refusal(what: string, thrown: unknown): Error {
-  return isError(thrown) ? thrown : new Error(`${what}: ${inWords(thrown)}`, { cause: thrown });
 }
 
 /** A new checkout trace (see {@link CheckOutTraceContext}). */
