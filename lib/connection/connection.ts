@@ -699,19 +699,19 @@ export class Connection implements PoolConnection {
       }, timeoutMS);
       const signal = optionValue(options, 'signal');
       const cancelled = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, commandNameOf(command), false, abortReason(signal!));
-      // The caller gave up as the 391 came: nothing more is sent, and the connection is reauthenticated by its next
+      // The signal aborted as the 391 came: nothing more is sent, and the connection is reauthenticated by its next
       // command.
       if (signal?.aborted === true) throw cancelled();
       let stopListening: (() => void) | undefined;
-      let abandon!: (error: Error) => void;
-      // Rejects as the caller gives up during the reauthentication: the command fails at once, and the connection,
-      // whose authentication is left half done (a SASL reply unread, or a token awaited), is closed, never reused.
-      const abandoned = new Promise<never>((_resolve, reject) => (abandon = reject));
+      let cancelReauthentication!: (error: Error) => void;
+      // Rejects as the signal aborts during the reauthentication: the command fails at once, and the connection, whose
+      // authentication is left half done (a SASL reply unread, or a token awaited), is closed, never reused.
+      const reauthenticationCancelled = new Promise<never>((_resolve, reject) => (cancelReauthentication = reject));
       if (signal !== undefined) {
         try {
           stopListening = listenToAbort(signal, () => {
             const error = cancelled();
-            abandon(error);
+            cancelReauthentication(error);
             deadline.abort(error);
             this.fail(this.networkError(`was closed: its command ${error.commandName} was cancelled while the connection was reauthenticated`));
           });
@@ -722,7 +722,7 @@ export class Connection implements PoolConnection {
       }
       try {
         const reauthenticated = reauthenticate((authDb, authCommand) => this.commandOnce(authDb, authCommand, { timeoutMS: optionValue(options, 'timeoutMS') }, undefined), deadline.signal, remainingMS, held.hold);
-        await (stopListening === undefined ? reauthenticated : Promise.race([reauthenticated, abandoned]));
+        await (stopListening === undefined ? reauthenticated : Promise.race([reauthenticated, reauthenticationCancelled]));
       } finally {
         held.end();
         stopListening?.();
@@ -756,7 +756,7 @@ export class Connection implements PoolConnection {
       ({ timeoutMS, exhaustAllowed, moreToCome, operationId, signal } = commandOptions('command', options, COMMAND_OPTION_NAMES));
       sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
-      // The caller gave up already: nothing is built, sent or published.
+      // The signal aborted already: nothing is built, sent or published.
       if (signal?.aborted === true) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
