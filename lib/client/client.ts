@@ -989,7 +989,8 @@ export class Client {
 
   /**
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
-   * Requests immediate checks while it waits, as {@link selectPool} says.
+   * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's signal, see
+   * `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned without it.
    */
   private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
@@ -1024,10 +1025,12 @@ export class Client {
   }
 
   /**
-   * Waits for the discovery of the seedlist (see {@link discover}) at most `waitMS`.
+   * Waits for the discovery of the seedlist (see {@link discover}) at most `waitMS`, and no longer than `cancelled$`
+   * (a command's signal) lets it: the discovery goes on for the other waits.
    *
    * @throws {SrvResolutionError} (rejection) when it failed; {@link ServerSelectionError} when it did not end within
-   *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close().
+   *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close();
+   *   the error of `cancelled$` (CommandCancelledError) when it errors first.
    */
   private awaitDiscovery(waitMS: number, timeoutMS: number | undefined, cancelled$?: Observable<never>): Promise<void> {
     const hostname = this.srv!.hostname;
