@@ -465,8 +465,8 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
           process.env[variable] = file;
           const started = Date.now();
           const outcome = establishOne(server.address, { credentials: env_({ ENVIRONMENT: environment }), connectTimeoutMS: 2000 });
-          // Opened as a FIFO waits, the establishment would end at connectTimeoutMS (2 s) with a timeout, and the race at
-          // 2.5 s; 1.5 s leaves a loaded machine's pauses room.
+          // Opened as a FIFO waits, the establishment would end at connectTimeoutMS (2 s) with a timeout, and the race
+          // at 2.5 s; 1.5 s leaves a loaded machine's pauses room.
           const error = await Promise.race([rejection(outcome), new Promise((resolve) => setTimeout(() => resolve('still waiting after 2500 ms'), 2500).unref())]);
           expect(error, `${variable}=${file}`).to.be.instanceOf(AuthenticationError);
           expect((error as Error).message, `${variable}=${file}`).to.include(why);

@@ -490,7 +490,8 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       const started = Date.now();
       await client.close();
       const [a, b] = await Promise.all([command, pool]);
-      // Not cancelled, they would wait for the DNS deadline (connectTimeoutMS, 10 s) or serverSelectionTimeoutMS (30 s).
+      // Not cancelled, they would wait for the DNS deadline (connectTimeoutMS, 10 s) or serverSelectionTimeoutMS
+      // (30 s).
       expect(Date.now() - started).to.be.below(2000);
       for (const e of [a, b]) {
         expect(e).to.be.instanceOf(ClientClosedError);

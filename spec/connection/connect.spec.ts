@@ -222,7 +222,8 @@ describe('connectionFactory (establishment)', function () {
         'Authentication failed for user "hostile" on "admin" with SCRAM-SHA-256: the server asked for 30000000 iterations, more than the maximum 1000000',
       );
       expect(error.hasErrorLabel('SystemOverloadedError')).to.equal(false);
-      // Deriving 30,000,000 iterations takes some 6 s on or off the event loop: 2 s leaves a loaded machine's pauses room.
+      // Deriving 30,000,000 iterations takes some 6 s on or off the event loop: 2 s leaves a loaded machine's pauses
+      // room.
       expect(elapsed).to.be.below(2000);
       expect(derivations).to.have.length(0);
       expect(received).to.not.include('saslcontinue');

@@ -14,7 +14,10 @@ import { startSocks5Proxy } from '../support/socks5-proxy';
 
 type Lookup = (...args: unknown[]) => void;
 
-/** Runs `fn` while the host name `several.test` resolves to `addresses`, in that order (those of the family asked, if one is). */
+/**
+ * Runs `fn` while the host name `several.test` resolves to `addresses`, in that order (those of the family asked, if
+ * one is).
+ */
 async function withAddresses<T>(addresses: string[], fn: () => Promise<T>): Promise<T> {
   const dns = require('node:dns') as { lookup: Lookup };
   const lookup = dns.lookup;
@@ -237,7 +240,9 @@ describe('a host name resolving to several addresses', function () {
   });
 
   describe('addresses with no route to them', function () {
-    /** Runs `fn` while a TCP connect to each address of `codes` fails at once with that errno, as the kernel fails it. */
+    /**
+     * Runs `fn` while a TCP connect to each address of `codes` fails at once with that errno, as the kernel fails it.
+     */
     async function withUnreachable<T>(codes: Record<string, 'ENETUNREACH' | 'EHOSTUNREACH'>, fn: () => Promise<T>): Promise<T> {
       const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: TcpHandle } } }).binding('tcp_wrap');
       const { connect, connect6 } = TCP.prototype;
