@@ -18,7 +18,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, refusal, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage, type CommandLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -250,14 +250,18 @@ const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
 
 /**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
- * without a signal. Its listener (one per signal, see `listenToAbort`) leaves as it is unsubscribed.
+ * without a signal. Its listener (one per signal, see `listenToAbort`) leaves as it is unsubscribed. A signal whose
+ * `addEventListener` throws makes it error with that Error (or one saying so, as `Connection.command` says).
  */
 function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error): Observable<never> | undefined {
   if (signal === undefined) return undefined;
   return new Observable<never>((subscriber) => {
     if (signal.aborted) return subscriber.error(cancelled());
-    // A signal whose addEventListener throws: the Observable errors with what it threw.
-    return listenToAbort(signal, () => subscriber.error(cancelled()));
+    try {
+      return listenToAbort(signal, () => subscriber.error(cancelled()));
+    } catch (error) {
+      return subscriber.error(refusal("the command's signal refused a listener", error));
+    }
   });
 }
 
@@ -1120,8 +1124,10 @@ export class Client {
    * `cancelled`); once checked out, as `Connection.command`'s `signal` says (CommandCancelledError: nothing sent and
    * the connection checked in for reuse; or, once sent, CommandFailed published and the connection closed, reason
    * `error`, since its reply is never read). A cancelled command clears no pool and requests no check. One listener
-   * stays on the signal while anything it governs waits, none once all settled. Source: extension, the official
-   * Node.js driver's `signal` option (which rejects with the signal's reason itself).
+   * stays on the signal while anything it governs waits, none once all settled. A signal whose `addEventListener`
+   * throws fails the command with that Error (or an Error saying the signal refused a listener, the value its `cause`),
+   * wherever it waits. Source: extension, the official Node.js driver's `signal` option (which rejects with the
+   * signal's reason itself).
    *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear

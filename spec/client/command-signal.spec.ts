@@ -112,6 +112,24 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
   });
 
+  it('a signal whose addEventListener throws a value that is not an Error, while no server is ready: an Error saying so, at once', async function () {
+    const port = await closedPort();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`));
+    const signal = {
+      aborted: false,
+      addEventListener() {
+        throw 'listeners off';
+      },
+      removeEventListener() {},
+    };
+    const start = performance.now();
+    const error = await c.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
+    // As Connection.command and the checkout fail for such a signal: an Error, the value its cause.
+    expect(error).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: listeners off", cause: 'listeners off' });
+    expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
+  });
+
   it("aborted while it waits for its checkout: the pool's CheckOutCancelledError, ConnectionCheckOutFailed reason cancelled, nothing sent", async function () {
     const { c, events } = await started('maxPoolSize=1');
     await setFailPoint(this, server!, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 1500 } });
