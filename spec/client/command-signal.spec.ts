@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import { CheckOutCancelledError, CommandCancelledError, connect, InvalidOptionError, type Client, type ClientEvent, type CommandEvent } from '../../lib';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { abortingAsListened } from '../support/signals';
 
 /** `uri` with the URI options `options` (`a=1&b=2`) added to its own. */
 function withOptions(uri: string, options: string): string {
@@ -87,26 +88,11 @@ describe('Client.command: signal (a command its caller gives up on)', function (
   it('a signal that aborts as it is listened to, while no server is ready: fails at once with CommandCancelledError', async function () {
     const port = await closedPort();
     const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`));
-    const target = new EventTarget();
     const reason = new Error('upstream aborted');
-    let aborted = false;
     // A wrapper that subscribes to an upstream signal as it is listened to, and finds it aborted just then.
-    const signal = {
-      get aborted(): boolean {
-        return aborted;
-      },
-      reason,
-      addEventListener(type: string, listener: (event: Event) => void, options: { once?: boolean }) {
-        target.addEventListener(type, listener, options);
-        aborted = true;
-        target.dispatchEvent(new Event('abort'));
-      },
-      removeEventListener(type: string, listener: (event: Event) => void, options: object) {
-        target.removeEventListener(type, listener, options);
-      },
-    };
+    const signal = abortingAsListened(reason);
     const start = performance.now();
-    const error = await c.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const error = await c.command('admin', { ping: 1 }, { signal }).catch((e: unknown) => e);
     expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ address: undefined, sent: false, cause: reason });
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);

@@ -11,6 +11,7 @@ import { getEventListeners } from 'node:events';
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { abortingAsListened } from '../support/signals';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
   this.timeout(20_000);
@@ -202,26 +203,11 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   it('a signal that aborts as it is listened to (its addEventListener aborts it) cancels the command at once: nothing sent', async function () {
     await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
     const connection = await pool.checkOut();
-    const target = new EventTarget();
     const reason = new Error('upstream aborted');
-    let aborted = false;
     // A wrapper that subscribes to an upstream signal as it is listened to, and finds it aborted just then.
-    const signal = {
-      get aborted(): boolean {
-        return aborted;
-      },
-      reason,
-      addEventListener(type: string, listener: (event: Event) => void, options: { once?: boolean }) {
-        target.addEventListener(type, listener, options);
-        aborted = true;
-        target.dispatchEvent(new Event('abort'));
-      },
-      removeEventListener(type: string, listener: (event: Event) => void, options: object) {
-        target.removeEventListener(type, listener, options);
-      },
-    };
+    const signal = abortingAsListened(reason);
     const start = performance.now();
-    const error = await connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const error = await connection.command('admin', { ping: 1 }, { signal }).catch((e: unknown) => e);
     expect(performance.now() - start, 'ms to the rejection (the reply would be held 5 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError);
     expect(error).to.deep.include({ sent: false, cause: reason });

@@ -1,0 +1,28 @@
+/**
+ * AbortSignal shapes for the tests of a `signal` option.
+ */
+
+/**
+ * A signal of AbortSignal's shape that aborts as it is listened to: a wrapper that subscribes to an upstream signal
+ * when its `addEventListener` is called, and finds it aborted just then (`reason` its reason), so the listener is
+ * called back inside that `addEventListener` call.
+ */
+export function abortingAsListened(reason: unknown): AbortSignal {
+  const target = new EventTarget();
+  let aborted = false;
+  const signal = {
+    get aborted(): boolean {
+      return aborted;
+    },
+    reason,
+    addEventListener(type: string, listener: (event: Event) => void, options: { once?: boolean }) {
+      target.addEventListener(type, listener, options);
+      aborted = true;
+      target.dispatchEvent(new Event('abort'));
+    },
+    removeEventListener(type: string, listener: (event: Event) => void, options: object) {
+      target.removeEventListener(type, listener, options);
+    },
+  };
+  return signal as unknown as AbortSignal;
+}
