@@ -6,6 +6,7 @@ import { ConnectionPool } from '../lib/client/connection-pool';
 import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../lib/testing';
 import { blockEventLoop } from './support/blocked-loop';
+import { freshCopy } from './support/fresh-copy';
 import { startWireProxy } from './support/wire-proxy';
 
 /**
@@ -85,15 +86,7 @@ function fakeGlobals(perf: boolean, asNode = false) {
  * a test may move that clock far ahead (a timer of days run at once by fake timers) without moving the process's.
  */
 function isolatedScheduler(): typeof import('../lib/scheduler') {
-  const id = require.resolve('../lib/scheduler');
-  const shared = require.cache[id];
-  delete require.cache[id];
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('../lib/scheduler') as typeof import('../lib/scheduler');
-  } finally {
-    require.cache[id] = shared;
-  }
+  return freshCopy<typeof import('../lib/scheduler')>(require.resolve('../lib/scheduler'));
 }
 
 describe('timerScheduler', function () {

@@ -4,6 +4,7 @@ import { Binary, Decimal128, EJSON, Long, ObjectId, Timestamp, UUID } from 'bson
 import { documentPrefix } from '../../lib/logging/document-prefix';
 import { truncate } from '../../lib/logging/log-message';
 import { fuzzParameters } from '../support/fuzz';
+import { freshCopy } from '../support/fresh-copy';
 
 /** The text the logging spec asks for: the whole document's relaxed Extended JSON, cut naively at `max`. */
 const reference = (document: unknown, max: number): string => truncate(EJSON.stringify(document, { relaxed: true }), max);
@@ -120,15 +121,7 @@ describe('documentPrefix: the part of a document its Extended JSON shows within 
   });
 
   it('cuts a Binary of another copy of bson (an ES module application\'s, another version\'s) as its own: the text agrees, the copy is small', function () {
-    const path = require.resolve('bson');
-    const loaded = require.cache[path];
-    delete require.cache[path];
-    let other: typeof import('bson');
-    try {
-      other = require('bson') as typeof import('bson');
-    } finally {
-      require.cache[path] = loaded;
-    }
+    const other = freshCopy<typeof import('bson')>(require.resolve('bson'));
     const document = { data: new other.Binary(new Uint8Array(4 * 1024 * 1024).fill(7), 5), uuid: new other.UUID('0b4c6c1e-5d3f-4a7e-9c1b-2f0a8e6d4c3b') };
     const prefix = documentPrefix(document, 1000) as { data: { buffer: Uint8Array; sub_type: number } };
     expect(prefix.data.buffer.length).to.equal(753);

@@ -4,9 +4,10 @@
  * embedded endpoint, or the server of MONGODB_URI when it is set (the fail points need its test commands).
  */
 import { expect } from 'chai';
-import { diag, DiagLogLevel, ValueType, type Meter } from '@opentelemetry/api';
+import { diag, ValueType, type Meter } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, connect, type CommandEvent } from '../../lib';
+import { diagMessages } from '../support/diag-messages';
 import { refusedOption } from '../support/refused-option';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { instrumentCommands } from '../../lib/opentelemetry';
@@ -112,8 +113,7 @@ describe('instrumentCommands (OpenTelemetry db.client.operation.duration)', func
   });
 
   it('an instrument that throws is reported to diag, never to the command', async function () {
-    const logged: string[] = [];
-    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const logged = diagMessages('error');
     const meter = { createHistogram: () => ({ record: () => { throw new Error('exporter down'); } }) } as unknown as Meter;
     const pool = newPool();
     pool.ready();

@@ -5,13 +5,15 @@
  * command events made by hand for what one server cannot show (cursor ids, sessions, a Unix domain socket).
  */
 import { expect } from 'chai';
-import { context, diag, DiagLogLevel, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { context, diag, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Binary, Long, UUID } from 'bson';
 import { config, Subject } from 'rxjs';
 import { ConnectionPool, MongoServerError, connect, type CommandEvent } from '../../lib';
 import { refusedOption } from '../support/refused-option';
+import { diagMessages } from '../support/diag-messages';
+import { freshCopy } from '../support/fresh-copy';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { QUERY_TEXT_MAX_LENGTH_ENV, traceCommands } from '../../lib/opentelemetry';
 import { DRIVER_INFO } from '../../lib/version';
@@ -28,11 +30,10 @@ function harness(): { tracer: Tracer; finished: () => ReadableSpan[] } {
  * sends what a subscriber throws), until `restore()`.
  */
 function collectReports(): { logged: string[]; unhandled: unknown[]; restore: () => void } {
-  const logged: string[] = [];
   const unhandled: unknown[] = [];
   const saved = config.onUnhandledError;
   config.onUnhandledError = (e) => void unhandled.push(e);
-  diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+  const logged = diagMessages('error');
   return {
     logged,
     unhandled,
@@ -56,14 +57,7 @@ const fields = (requestId: number, commandName: string, address = 'db.example.co
 
 /** A copy of bson of its own, as another package's (or an ES module's) would be: its classes are not this one's. */
 function otherBson(): typeof import('bson') {
-  const path = require.resolve('bson');
-  const loaded = require.cache[path];
-  delete require.cache[path];
-  try {
-    return require('bson') as typeof import('bson');
-  } finally {
-    require.cache[path] = loaded;
-  }
+  return freshCopy<typeof import('bson')>(require.resolve('bson'));
 }
 
 describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Commands")', function () {
@@ -222,8 +216,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
       expect(texts({})).to.deep.equal(['{"find":"orders",...']);
       // A bad value is warned of on diag and ignored (the default, no text), as OpenTelemetry SDKs treat theirs: a
       // deployment's environment must not stop the application from starting.
-      const warned: string[] = [];
-      diag.setLogger({ error: () => undefined, warn: (m: string) => void warned.push(m), info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
+      const warned = diagMessages('warn');
       try {
         for (const bad of ['-1', '1.5', 'ten', '0x10', '2147483648']) {
           process.env[QUERY_TEXT_MAX_LENGTH_ENV] = bad;
@@ -309,8 +302,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
     expect(ended.closed).to.equal(true);
     expect(finished().map((s) => s.attributes['db.collection.name'])).to.deep.equal(['a', 'c']);
 
-    const logged: string[] = [];
-    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const logged = diagMessages('error');
     const pool = newPool();
     pool.ready();
     try {
@@ -370,8 +362,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
 
   it('a failed command\'s span that throws at one of its calls (attributes, exception, status) still gets the others, and ends', function () {
     const statuses: Record<string, unknown> = {};
-    const logged: string[] = [];
-    diag.setLogger({ error: (m: string) => void logged.push(m), warn: () => undefined, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.ERROR);
+    const logged = diagMessages('error');
     try {
       for (const method of ['setAttributes', 'recordException', 'setStatus'] as const) {
         const { tracer, finished } = harness();
@@ -544,8 +535,7 @@ describe('traceCommands (MongoDB OpenTelemetry spec, "Instrumenting Server Comma
 
   it('the largest max length in the environment variable is taken, and an unset or blank variable is no warning', function () {
     const saved = process.env[QUERY_TEXT_MAX_LENGTH_ENV];
-    const warned: string[] = [];
-    diag.setLogger({ error: () => undefined, warn: (m: string) => void warned.push(m), info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
+    const warned = diagMessages('warn');
     try {
       const text = (): unknown => {
         const { tracer, finished } = harness();
