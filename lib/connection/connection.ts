@@ -773,25 +773,22 @@ export class Connection implements PoolConnection {
     // ConnectionBusyError, one that destroys it (or checks it in) fails this command, which is then not sent.
     const inFlight = this.track({ requestId, exhaustAllowed, unacknowledged: moreToCome });
     if (signal !== undefined) {
+      // The command given up before it was sent: the connection is free again, and it fails with `error`.
+      const unsent = (error: Error): Promise<never> => {
+        inFlight.stopListening?.();
+        this.inFlight = undefined;
+        return Promise.reject(error);
+      };
       try {
-        // Aborted while the command was encoded (by a getter of its document, say): nothing is sent.
-        if (signal.aborted) {
-          this.inFlight = undefined;
-          return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
-        }
+        // Aborted while the command was encoded (by a getter of its document, say), or as it was listened to (a
+        // signal whose addEventListener aborts it): nothing is sent.
+        if (signal.aborted) return unsent(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal));
-        // Aborted as it was listened to (a signal whose addEventListener aborts it): nothing is sent.
-        if (signal.aborted) {
-          inFlight.stopListening();
-          this.inFlight = undefined;
-          return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
-        }
+        if (signal.aborted) return unsent(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
       } catch (error) {
         // The signal refused a listener (or its `aborted` threw): the command could never be cancelled, so it is not
         // sent.
-        inFlight.stopListening?.();
-        this.inFlight = undefined;
-        return Promise.reject(refusal("the command's signal refused a listener", error));
+        return unsent(refusal("the command's signal refused a listener", error));
       }
     }
     if (events === undefined || !events.observed) {
