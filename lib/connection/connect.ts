@@ -41,7 +41,7 @@ import {
 import { proxySettings, type ProxySettings } from './proxy';
 import { checkServerApi, type ServerApi } from './server-api';
 import { socks5Connect, socks5HostProblem } from './socks5';
-import { nodeTlsOptions, wantsTls } from './tls-options';
+import { currentTlsOptions, wantsTls } from './tls-options';
 import { WireProtocolError } from './wire-protocol';
 
 export type { ConnectionOptions } from './connection-options';
@@ -247,7 +247,7 @@ export function connectionFactoryWithMetadata(
   // whatever the Endpoint.
   checkEndpoint(o.host, o.port);
   // A Unix domain socket path is no host name: it gives no SNI server name (see nodeTlsOptions).
-  const tlsOptions = wantsTls(o) ? nodeTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
+  const tlsOptions = wantsTls(o) ? currentTlsOptions(o, o.port === undefined ? undefined : o.host) : undefined;
   // Checked whatever the Endpoint; a Unix domain socket path is no TCP connection, and never goes through the proxy
   // (SOCKS5 support spec, "Connection Establishment": "a new outgoing TCP connection").
   const configured = proxySettings(o);
@@ -301,7 +301,8 @@ export interface TcpConnectionFactory extends ConnectionFactory<Connection> {
 
 interface EstablishSettings {
   readonly endpoint: Endpoint;
-  readonly tlsOptions: tls.ConnectionOptions | undefined;
+  /** The TLS options of a connection opened now (its files read again when they changed; see currentTlsOptions). */
+  readonly tlsOptions: (() => tls.ConnectionOptions) | undefined;
   /** The SOCKS5 proxy the connections go through (none for a Unix domain socket path). */
   readonly proxy: ProxySettings | undefined;
   /** The handshake command a connection whose establishment starts now sends. */
@@ -373,11 +374,12 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     if (signal.aborted) return onAbort();
 
     const { addressSelection } = s;
+    const tlsOptions = s.tlsOptions?.();
     const socket: net.Socket =
       proxy !== undefined
         ? net.connect({ host: proxy.host, port: proxy.port, ...addressSelection })
-        : s.tlsOptions !== undefined
-          ? tls.connect(port === undefined ? { ...s.tlsOptions, path: host } : { ...s.tlsOptions, host, port, ...addressSelection })
+        : tlsOptions !== undefined
+          ? tls.connect(port === undefined ? { ...tlsOptions, path: host } : { ...tlsOptions, host, port, ...addressSelection })
           : port === undefined
             ? net.connect({ path: host })
             : net.connect({ host, port, ...addressSelection });
@@ -421,7 +423,7 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
       fail(new MongoNetworkError(address, `connecting to ${address}${via} failed: ${connectErrorDetail(error)}`, { cause: error }));
     socket.once('error', onSocketError);
     if (proxy === undefined) {
-      socket.once(s.tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
+      socket.once(tlsOptions !== undefined ? 'secureConnect' : 'connect', () => {
         socket.off('error', onSocketError);
         handshakeOn(socket);
       });
@@ -432,13 +434,13 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
           () => {
             if (subscriber.closed) return;
             phase = 'connect';
-            if (s.tlsOptions === undefined) {
+            if (tlsOptions === undefined) {
               socket.off('error', onSocketError);
               return handshakeOn(socket);
             }
             // TLS with the server, over the proxy's connection; its errors (the server's certificate included) are
             // the server's, as without a proxy. The TCP socket keeps its listener: it may still report an error.
-            const secure = tls.connect({ ...s.tlsOptions, socket, host });
+            const secure = tls.connect({ ...tlsOptions, socket, host });
             tunnelled = secure;
             secure.once('error', onSocketError);
             secure.once('secureConnect', () => {

@@ -12,8 +12,9 @@ import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
 
 /**
- * TLS settings. File paths are read once, when the connection factory is made. The factory (and a pool or client
- * that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
+ * TLS settings. The files are read when the connection factory is made, and read again by the next connection to open
+ * once any of them was replaced or written (see {@link currentTlsOptions}). The factory (and a pool or client that
+ * makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
  * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, a tlsCAFile without a
  * PEM certificate, or a client key it cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key;
  * no key and certificate in the file), or a tlsCRLFile without a revocation list that parses.
@@ -102,6 +103,82 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   const allowInvalidCertificates = s.tlsInsecure === true || s.tlsAllowInvalidCertificates === true;
   const allowInvalidHostnames = s.tlsInsecure === true || s.tlsAllowInvalidHostnames === true;
   const options: NodeTlsOptions = { rejectUnauthorized: !allowInvalidCertificates };
+  // One secure context, made here, for every connection: each TLS socket keeps the options it was made with, so
+  // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
+  // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
+  // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
+  options.secureContext = secureContextOfFiles(s);
+  // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
+  // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
+  // ignores a trailing dot on either side, so the name checked is unchanged.
+  const servername = (s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined))?.replace(/\.$/, '');
+  if (servername !== undefined && servername !== '') options.servername = servername;
+  if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
+  return options;
+}
+
+/**
+ * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
+ * called (the files read then, errors thrown then), and given again by the function returned, which a connection
+ * calls as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile;
+ * one `stat` each); when any of them was replaced or written since it was last read (its device, inode, size,
+ * modification or change time differ; a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it,
+ * a file written in place), all of them are read again and a new secure context made from them, for this connection
+ * and those after it. A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
+ * revocation list refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list
+ * speaks for: `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections
+ * already open keep the certificates they were made with (as mongod's `rotateCertificates` does for its own). Files
+ * that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed) leave the
+ * previous context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and
+ * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change seen; the next change is
+ * read again.
+ *
+ * @throws {InvalidOptionError} as {@link nodeTlsOptions}, when this is called; the function returned throws none.
+ *
+ * Source: extension (mongod's `rotateCertificates`; the Go driver's reload of its TLS files, GODRIVER-3916; the
+ * official Node.js driver reads them once, when a client connects).
+ */
+export function currentTlsOptions(settings: TlsSettings, host: string | undefined): () => NodeTlsOptions {
+  const s = optionValues(settings, TLS_OPTION_NAMES);
+  const paths = [s.tlsCAFile, s.tlsCertificateKeyFile, s.tlsCRLFile].filter((path) => path !== undefined);
+  // Looked at before they are read: a change after this is seen by the next connection (at worst read twice).
+  let versions = paths.map(fileVersion);
+  let options = nodeTlsOptions(s, host);
+  if (paths.length === 0) return () => options;
+  return () => {
+    const now = paths.map(fileVersion);
+    if (now.every((version, i) => version === versions[i])) return options;
+    versions = now;
+    try {
+      options = { ...options, secureContext: secureContextOfFiles(s) };
+    } catch (error) {
+      process.emitWarning(`rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`, {
+        code: 'RXCMAP_TLS_FILES_UNUSABLE',
+      });
+    }
+    return options;
+  };
+}
+
+/**
+ * What identifies the contents of the file at `path` without reading it: device, inode, size, modification and change
+ * times of what the path leads to (symbolic links followed); the error code when it cannot be looked at.
+ */
+function fileVersion(path: string): string {
+  try {
+    const { dev, ino, size, mtimeMs, ctimeMs } = fs.statSync(path);
+    return `${dev}:${ino}:${size}:${mtimeMs}:${ctimeMs}`;
+  } catch (error) {
+    return `unreadable: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  }
+}
+
+/**
+ * The secure context of the files named in `s` (read now), else of Node's default trust store.
+ *
+ * @throws {InvalidOptionError} as {@link nodeTlsOptions} says, for the files.
+ */
+function secureContextOfFiles(s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>): SecureContext {
   const context: SecureContextOptions = {};
   if (s.tlsCAFile !== undefined) {
     context.ca = readFile('tlsCAFile', s.tlsCAFile);
@@ -114,18 +191,7 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
     if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
   }
   if (s.tlsCRLFile !== undefined) context.crl = revocationLists(s.tlsCRLFile);
-  // One secure context, made here, for every connection: each TLS socket keeps the options it was made with, so
-  // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
-  // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
-  // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
-  options.secureContext = secureContext(context, s);
-  // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
-  // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
-  // ignores a trailing dot on either side, so the name checked is unchanged.
-  const servername = (s.tlsServerName ?? (host !== undefined && isIP(host) === 0 ? host : undefined))?.replace(/\.$/, '');
-  if (servername !== undefined && servername !== '') options.servername = servername;
-  if (allowInvalidHostnames) options.checkServerIdentity = () => undefined;
-  return options;
+  return secureContext(context, s);
 }
 
 /**

@@ -1,0 +1,225 @@
+/**
+ * TLS files replaced on disk while the process runs, as production replaces them: a client certificate renewed by
+ * cert-manager or Vault, a CA bundle that gains the authority of a CA rotation, a revocation list refreshed before (or
+ * after) its nextUpdate passed. Each new connection of a factory uses the files as they are now; one open already keeps
+ * what it was made with.
+ *
+ * Embedded endpoint only, whatever MONGODB_URI says: the tests need servers with the fixtures' certificates.
+ */
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { firstValueFrom, from } from 'rxjs';
+import { connectionFactory, MongoNetworkError, type Connection, type ConnectionOptions } from '../../lib';
+import { currentTlsOptions } from '../../lib/connection/tls-options';
+import { EmbeddedServer } from '../../lib/testing';
+import { warningsOf } from '../support/process-warnings';
+
+const fixtures = path.resolve(__dirname, '../fixtures/tls');
+const fixture = (name: string): Buffer => fs.readFileSync(path.join(fixtures, name));
+
+/** The subjects of the fixtures' two client certificates, as the endpoint names them (RFC 2253). */
+const FIRST_SUBJECT = 'CN=rxcmap client';
+const RENEWED_SUBJECT = 'CN=client,OU=Drivers,O=rxcmap\\, test,L=Reykjavik,ST=Reykjavik,C=IS';
+
+/** The PEM block labelled `label` in `pem`. */
+const pemBlock = (pem: Buffer, label: string): string =>
+  new RegExp(`-----BEGIN ${label}-----[\\s\\S]*?-----END ${label}-----\\n`).exec(pem.toString())![0];
+
+/** Replaces the file at `file` with `contents` as a writer that renames a finished copy over it does (new inode). */
+function replaceByRename(file: string, contents: Buffer): void {
+  const copy = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(copy, contents);
+  fs.renameSync(copy, file);
+}
+
+describe('TLS files replaced on disk (tls-options)', function () {
+  let dir: string;
+  beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-tls-replaced-'))));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** A factory for `server` with `options`, and a function that establishes one more connection with it. */
+  function factoryFor(server: EmbeddedServer, options: ConnectionOptions): () => Promise<Connection> {
+    const [, port] = server.address.split(':');
+    const factory = connectionFactory({ ...options, host: 'localhost', port: Number(port), connectTimeoutMS: 5000 });
+    let id = 0;
+    return () => firstValueFrom(from(factory({ id: ++id, generation: 0, address: `localhost:${port}`, signal: new AbortController().signal })));
+  }
+
+  /** Why `connection` failed: its cause's code (OpenSSL's, through Node), or 'connected' (and it is closed). */
+  const outcome = (connection: Promise<Connection>): Promise<string | undefined> =>
+    connection.then(
+      (c) => (c.destroy(), 'connected'),
+      (e: unknown) => (expect(e).to.be.instanceOf(MongoNetworkError), (e as Error & { cause?: { code?: string } }).cause?.code),
+    );
+
+  describe('a client certificate renewed', function () {
+    let server: EmbeddedServer;
+    before(async function () {
+      // Trusts the authorities of both client certificates, and names the one each connection presented.
+      server = await new EmbeddedServer({
+        tls: { key: fixture('server.key'), cert: fixture('server.crt'), ca: Buffer.concat([fixture('ca.pem'), fixture('x509-ca.pem')]), requestCert: true },
+      }).start();
+      server.handle('whoami', (_command, client) => ({ ok: 1, subject: client.certificateSubject ?? null }));
+    });
+    after(() => server.stop());
+
+    const subjectOf = async (c: Connection): Promise<unknown> => (await c.command('admin', { whoami: 1 })).subject;
+
+    it('is presented by the next connection when a finished copy is renamed over the file; those open keep the old one', async function () {
+      const keyFile = path.join(dir, 'client.pem');
+      fs.writeFileSync(keyFile, fixture('client.pem'));
+      const next = factoryFor(server, { tlsCAFile: path.join(fixtures, 'ca.pem'), tlsCertificateKeyFile: keyFile });
+      const first = await next();
+      try {
+        expect(await subjectOf(first)).to.equal(FIRST_SUBJECT);
+        replaceByRename(keyFile, fixture('x509-client.pem'));
+        const second = await next();
+        try {
+          expect(await subjectOf(second)).to.equal(RENEWED_SUBJECT);
+          expect(await subjectOf(first)).to.equal(FIRST_SUBJECT);
+        } finally {
+          second.destroy();
+        }
+      } finally {
+        first.destroy();
+      }
+    });
+
+    it('is presented when the file is written in place, and through a Kubernetes Secret volume\'s swapped link', async function () {
+      // A Secret volume: the file is a link through `..data`, itself a link to the current version's directory; an
+      // update makes a new directory and renames a new `..data` link over the old one.
+      fs.mkdirSync(path.join(dir, 'v1'));
+      fs.writeFileSync(path.join(dir, 'v1', 'tls.pem'), fixture('client.pem'));
+      fs.symlinkSync('v1', path.join(dir, '..data'));
+      fs.symlinkSync(path.join('..data', 'tls.pem'), path.join(dir, 'tls.pem'));
+      const next = factoryFor(server, { tlsCAFile: path.join(fixtures, 'ca.pem'), tlsCertificateKeyFile: path.join(dir, 'tls.pem') });
+      const subjects: unknown[] = [];
+      const subjectOfNext = async (): Promise<void> => {
+        const c = await next();
+        try {
+          subjects.push(await subjectOf(c));
+        } finally {
+          c.destroy();
+        }
+      };
+      await subjectOfNext();
+      fs.mkdirSync(path.join(dir, 'v2'));
+      fs.writeFileSync(path.join(dir, 'v2', 'tls.pem'), fixture('x509-client.pem'));
+      fs.symlinkSync('v2', path.join(dir, '..data_tmp'));
+      fs.renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+      await subjectOfNext();
+      // In place: the same inode, written again.
+      fs.writeFileSync(path.join(dir, 'tls.pem'), fixture('client.pem'));
+      await subjectOfNext();
+      await subjectOfNext();
+      expect(subjects).to.deep.equal([FIRST_SUBJECT, RENEWED_SUBJECT, FIRST_SUBJECT, FIRST_SUBJECT]);
+    });
+
+    it('a replacement that cannot be used (half-written, a key not its certificate\'s, removed) leaves the last one in use, with one warning per change naming the file, never the key', async function () {
+      const keyFile = path.join(dir, 'client.pem');
+      fs.writeFileSync(keyFile, fixture('client.pem'));
+      const next = factoryFor(server, { tlsCAFile: path.join(fixtures, 'ca.pem'), tlsCertificateKeyFile: keyFile });
+      const subjectOfNext = async (): Promise<unknown> => {
+        const c = await next();
+        try {
+          return await subjectOf(c);
+        } finally {
+          c.destroy();
+        }
+      };
+      const renewed = fixture('x509-client.pem');
+      const keyLine = renewed.toString().split('\n').find((line) => /^[A-Za-z0-9+/]{64}$/.test(line))!;
+      const unusable: [string, () => void][] = [
+        ['half-written', () => fs.writeFileSync(keyFile, renewed.subarray(0, renewed.length >> 1))],
+        // The renewed certificate beside the old key.
+        ['key not the certificate\'s', () => fs.writeFileSync(keyFile, pemBlock(fixture('client.pem'), 'PRIVATE KEY') + pemBlock(renewed, 'CERTIFICATE'))],
+        ['removed', () => fs.rmSync(keyFile)],
+      ];
+      for (const [label, change] of unusable) {
+        change();
+        let subjects: unknown[] = [];
+        const warnings = await warningsOf(async () => (subjects = [await subjectOfNext(), await subjectOfNext()]));
+        expect(subjects, label).to.deep.equal([FIRST_SUBJECT, FIRST_SUBJECT]);
+        expect(warnings.map((w) => (w as Error & { code?: string }).code), label).to.deep.equal(['RXCMAP_TLS_FILES_UNUSABLE']);
+        expect(warnings[0].message, label).to.include('tlsCertificateKeyFile').and.include(keyFile).and.not.include(keyLine);
+      }
+      replaceByRename(keyFile, renewed);
+      const warnings = await warningsOf(async () => expect(await subjectOfNext()).to.equal(RENEWED_SUBJECT));
+      expect(warnings).to.deep.equal([]);
+    });
+  });
+
+  it('a CA file that gains the authority of a CA rotation is trusted by the next connection', async function () {
+    const server = await new EmbeddedServer({ tls: { key: fixture('crl-server.key'), cert: fixture('crl-server.crt') } }).start();
+    try {
+      const caFile = path.join(dir, 'ca.pem');
+      fs.writeFileSync(caFile, fixture('ca.pem'));
+      const next = factoryFor(server, { tlsCAFile: caFile });
+      expect(await outcome(next())).to.equal('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+      fs.writeFileSync(caFile, Buffer.concat([fixture('ca.pem'), fixture('crl-ca.pem')]));
+      expect(await outcome(next())).to.equal('connected');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  describe('a revocation list refreshed', function () {
+    it('whose nextUpdate passed (every connection refused: CRL_HAS_EXPIRED) is used by the next connection once refreshed', async function () {
+      const server = await new EmbeddedServer({ tls: { key: fixture('dated-server.key'), cert: fixture('dated-server.crt') } }).start();
+      try {
+        const crlFile = path.join(dir, 'crl.pem');
+        fs.writeFileSync(crlFile, fixture('dated-crl-expired.pem'));
+        const next = factoryFor(server, { tlsCAFile: path.join(fixtures, 'dated-ca.pem'), tlsCRLFile: crlFile });
+        expect(await outcome(next())).to.equal('CRL_HAS_EXPIRED');
+        replaceByRename(crlFile, fixture('dated-crl-current.pem'));
+        expect(await outcome(next())).to.equal('connected');
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('that now revokes the server\'s certificate refuses the next connection (CERT_REVOKED)', async function () {
+      const server = await new EmbeddedServer({ tls: { key: fixture('crl-server.key'), cert: fixture('crl-server.crt') } }).start();
+      try {
+        const crlFile = path.join(dir, 'crl.pem');
+        fs.writeFileSync(crlFile, fixture('crl-none-revoked.pem'));
+        const next = factoryFor(server, { tlsCAFile: path.join(fixtures, 'crl-ca.pem'), tlsCRLFile: crlFile });
+        expect(await outcome(next())).to.equal('connected');
+        replaceByRename(crlFile, fixture('crl-revoked.pem'));
+        expect(await outcome(next())).to.equal('CERT_REVOKED');
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('currentTlsOptions', function () {
+    it('reads the files again only when one of them changed: the same secure context otherwise', function () {
+      const caFile = path.join(dir, 'ca.pem');
+      const crlFile = path.join(dir, 'crl.pem');
+      fs.writeFileSync(caFile, fixture('crl-ca.pem'));
+      fs.writeFileSync(crlFile, fixture('crl-none-revoked.pem'));
+      const options = currentTlsOptions({ tlsCAFile: caFile, tlsCRLFile: crlFile }, 'localhost');
+      const first = options();
+      expect(options().secureContext).to.equal(first.secureContext);
+      expect(options()).to.equal(first);
+      // Written again in place (the same inode): its size and modification time tell.
+      fs.writeFileSync(crlFile, fixture('crl-revoked.pem'));
+      const second = options();
+      expect(second.secureContext).to.not.equal(first.secureContext);
+      expect(options().secureContext).to.equal(second.secureContext);
+      // The other file.
+      fs.writeFileSync(caFile, fixture('crl-ca.pem'));
+      expect(options().secureContext).to.not.equal(second.secureContext);
+      // What is not read from a file stays as it was.
+      expect(options()).to.include({ servername: 'localhost', rejectUnauthorized: true });
+    });
+
+    it('without files (Node\'s default trust store), gives one set of options', function () {
+      const options = currentTlsOptions({ tls: true }, 'localhost');
+      expect(options()).to.equal(options());
+    });
+  });
+});
