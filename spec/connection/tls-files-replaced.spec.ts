@@ -10,8 +10,9 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory, MongoNetworkError, type Connection, type ConnectionOptions } from '../../lib';
+import { connect, connectionFactory, MongoNetworkError, ServerSelectionError, type Connection, type ConnectionOptions } from '../../lib';
 import { currentTlsOptions } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
 import { warningsOf } from '../support/process-warnings';
@@ -176,6 +177,26 @@ describe('TLS files replaced on disk (tls-options)', function () {
         replaceByRename(crlFile, fixture('dated-crl-current.pem'));
         expect(await outcome(next())).to.equal('connected');
       } finally {
+        await server.stop();
+      }
+    });
+
+    it('a client whose list expired (no server selectable) runs commands again once the list is refreshed, without a restart', async function () {
+      const server = await new EmbeddedServer({ tls: { key: fixture('dated-server.key'), cert: fixture('dated-server.crt') } }).start();
+      const crlFile = path.join(dir, 'crl.pem');
+      fs.writeFileSync(crlFile, fixture('dated-crl-expired.pem'));
+      const client = connect(`mongodb://localhost:${server.address.split(':')[1]}/?heartbeatFrequencyMS=500&serverSelectionTimeoutMS=1000`, {
+        tlsCAFile: path.join(fixtures, 'dated-ca.pem'),
+        tlsCRLFile: crlFile,
+      });
+      try {
+        const refused = await client.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e);
+        expect(refused).to.be.instanceOf(ServerSelectionError);
+        expect(inspect(refused)).to.include('CRL_HAS_EXPIRED');
+        replaceByRename(crlFile, fixture('dated-crl-current.pem'));
+        expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      } finally {
+        await client.close();
         await server.stop();
       }
     });
