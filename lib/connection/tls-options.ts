@@ -162,14 +162,15 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
 
 /**
  * What identifies the contents of the file at `path` without reading it: device, inode, size, modification and change
- * times of what the path leads to (symbolic links followed); the error code when it cannot be looked at.
+ * times of what the path leads to (symbolic links followed); `unreadable` when it cannot be looked at (whatever the
+ * reason: such a file cannot be read either).
  */
 function fileVersion(path: string): string {
   try {
     const { dev, ino, size, mtimeMs, ctimeMs } = fs.statSync(path);
     return `${dev}:${ino}:${size}:${mtimeMs}:${ctimeMs}`;
-  } catch (error) {
-    return `unreadable: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  } catch {
+    return 'unreadable';
   }
 }
 
