@@ -128,7 +128,8 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
  * revocation list refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list
  * speaks for: `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections
  * already open keep the certificates they were made with (as mongod's `rotateCertificates` does for its own). Files
- * that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed) leave the
+ * that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
+ * that now leads to a FIFO, a device or a directory: not read, see readReplacedFile) leave the
  * previous context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and
  * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change seen; the next change is
  * read again.
@@ -150,7 +151,7 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
     if (now.every((version, i) => version === versions[i])) return options;
     versions = now;
     try {
-      options = { ...options, secureContext: secureContextOfFiles(s) };
+      options = { ...options, secureContext: secureContextOfFiles(s, readReplacedFile) };
     } catch (error) {
       process.emitWarning(`rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`, {
         code: 'RXCMAP_TLS_FILES_UNUSABLE',
@@ -175,23 +176,26 @@ function fileVersion(path: string): string {
 }
 
 /**
- * The secure context of the files named in `s` (read now), else of Node's default trust store.
+ * The secure context of the files named in `s` (read now with `read`), else of Node's default trust store.
  *
  * @throws {InvalidOptionError} as {@link nodeTlsOptions} says, for the files.
  */
-function secureContextOfFiles(s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>): SecureContext {
+function secureContextOfFiles(
+  s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>,
+  read: (option: string, path: string) => Buffer = readFile,
+): SecureContext {
   const context: SecureContextOptions = {};
   if (s.tlsCAFile !== undefined) {
-    context.ca = readFile('tlsCAFile', s.tlsCAFile);
+    context.ca = read('tlsCAFile', s.tlsCAFile);
     checkCertificateAuthorities(context.ca, s.tlsCAFile);
   }
   if (s.tlsCertificateKeyFile !== undefined) {
-    const pem = readFile('tlsCertificateKeyFile', s.tlsCertificateKeyFile);
+    const pem = read('tlsCertificateKeyFile', s.tlsCertificateKeyFile);
     context.cert = pem;
     context.key = pem;
     if (s.tlsCertificateKeyFilePassword !== undefined) context.passphrase = s.tlsCertificateKeyFilePassword;
   }
-  if (s.tlsCRLFile !== undefined) context.crl = revocationLists(s.tlsCRLFile);
+  if (s.tlsCRLFile !== undefined) context.crl = revocationLists(s.tlsCRLFile, read);
   return secureContext(context, s);
 }
 
@@ -227,8 +231,8 @@ const CRL_FILE_ALLOWED = 'a PEM file of certificate revocation lists (-----BEGIN
  * certificate only it revokes trusted: both are refused. Whether each list parses is found as the secure context is
  * made (see {@link loadRevocationLists}).
  */
-function revocationLists(path: string): string[] {
-  const text = readFile('tlsCRLFile', path).toString('latin1');
+function revocationLists(path: string, read: (option: string, path: string) => Buffer): string[] {
+  const text = read('tlsCRLFile', path).toString('latin1');
   const blocks = text.match(/-----BEGIN X509 CRL-----[\s\S]*?-----END X509 CRL-----/g) ?? [];
   const begun = text.match(/-----BEGIN X509 CRL-----/g)?.length ?? 0;
   if (begun === 0) throw new InvalidOptionError('tlsCRLFile', path, `${CRL_FILE_ALLOWED}; it holds none`);
@@ -364,6 +368,33 @@ function readFile(option: string, path: string): Buffer {
     // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
     if (path.includes('-----BEGIN')) throw new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
     throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+/**
+ * The contents of the file at `path`, named by option `option`, read again because it changed while the process runs:
+ * as {@link readFile}, but a path that now leads to something other than a regular file (a FIFO, a device such as
+ * /dev/zero, a directory) is opened without waiting and never read. A read of a FIFO waits until a writer closes it,
+ * and the event loop with it (this runs as a connection opens its socket); a device could fill the memory. At startup
+ * such a path is read as it is (a shell's process substitution, `<(…)`, is a pipe read once).
+ *
+ * @throws {InvalidOptionError} naming `option` as {@link readFile}, or when the path is not a regular file.
+ */
+function readReplacedFile(option: string, path: string): Buffer {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  } catch {
+    return readFile(option, path);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new InvalidOptionError(option, path, 'a regular file (a FIFO, a device or a directory is not read)');
+    return fs.readFileSync(fd);
+  } catch (error) {
+    if (error instanceof InvalidOptionError) throw error;
+    throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

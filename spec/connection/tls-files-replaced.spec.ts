@@ -7,6 +7,7 @@
  * Embedded endpoint only, whatever MONGODB_URI says: the tests need servers with the fixtures' certificates.
  */
 import { expect } from 'chai';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -236,6 +237,30 @@ describe('TLS files replaced on disk (tls-options)', function () {
       expect(options().secureContext).to.not.equal(second.secureContext);
       // What is not read from a file stays as it was.
       expect(options()).to.include({ servername: 'localhost', rejectUnauthorized: true });
+    });
+
+    it('does not read a path that became a FIFO or a device (the connection, and the event loop, would wait on it): the last files stay in use, with a warning', async function () {
+      const caFile = path.join(dir, 'ca.pem');
+      fs.writeFileSync(caFile, fixture('ca.pem'));
+      const options = currentTlsOptions({ tlsCAFile: caFile }, 'localhost');
+      const first = options();
+      fs.rmSync(caFile);
+      execFileSync('mkfifo', [caFile]);
+      // A writer that holds the FIFO open for 1.5 s and writes nothing: a read of it waits until it closes.
+      const writer = spawn('sh', ['-c', `sleep 1.5 > '${caFile}'`], { stdio: 'ignore' });
+      try {
+        let took = Infinity;
+        const warnings = await warningsOf(() => {
+          const start = performance.now();
+          expect(options()).to.equal(first);
+          took = performance.now() - start;
+        });
+        expect(took).to.be.below(500);
+        expect(warnings.map((w) => w.message)).to.have.lengthOf(1);
+        expect(warnings[0].message).to.include('ca.pem').and.include('a regular file');
+      } finally {
+        writer.kill();
+      }
     });
 
     it('without files (Node\'s default trust store), gives one set of options', function () {
