@@ -132,7 +132,8 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
  * that now leads to a FIFO, a device or a directory: not read, see readReplacedFile) leave the
  * previous context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and
  * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change seen; the next change is
- * read again.
+ * read again. A read that failed for want of the process's resources (EMFILE, ENFILE, ENOMEM: no file descriptor
+ * left in a burst of sockets) is tried again by the next connection, without another warning.
  *
  * @throws {InvalidOptionError} as {@link nodeTlsOptions}, when this is called; the function returned throws none.
  *
@@ -146,13 +147,20 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   let versions = paths.map(fileVersion);
   let options = nodeTlsOptions(s, host);
   if (paths.length === 0) return () => options;
+  // The versions a warning was given for: one per change, however many connections find it unusable.
+  let warned: string | undefined;
   return () => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
-    versions = now;
     try {
       options = { ...options, secureContext: secureContextOfFiles(s, readReplacedFile) };
+      versions = now;
     } catch (error) {
+      // A read that failed for want of the process's resources (no file descriptor left in a burst of sockets, no
+      // memory) says nothing of the files: the next connection reads them again, or a renewal would wait for a change.
+      if (!PROCESS_SHORTAGES.has(error as Error)) versions = now;
+      if (warned === now.join('\n')) return options;
+      warned = now.join('\n');
       process.emitWarning(`rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`, {
         code: 'RXCMAP_TLS_FILES_UNUSABLE',
       });
@@ -365,10 +373,24 @@ function readFile(option: string, path: string): Buffer {
   try {
     return fs.readFileSync(path);
   } catch (error) {
-    // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
-    if (path.includes('-----BEGIN')) throw new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
-    throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw readError(option, path, error);
   }
+}
+
+/** The system error codes of a read that failed for want of the process's resources, not because of the file. */
+const SHORTAGE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM']);
+
+/** The errors of {@link readError} for a read that failed with one of {@link SHORTAGE_CODES}. */
+const PROCESS_SHORTAGES = new WeakSet<Error>();
+
+/** The InvalidOptionError of option `option` whose file `path` could not be opened or read (with `error`). */
+function readError(option: string, path: string, error: unknown): InvalidOptionError {
+  // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
+  if (path.includes('-----BEGIN')) return new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
+  const code = (error as NodeJS.ErrnoException).code;
+  const made = new InvalidOptionError(option, path, `a readable PEM file (${code ?? (error as Error).message})`);
+  if (code !== undefined && SHORTAGE_CODES.has(code)) PROCESS_SHORTAGES.add(made);
+  return made;
 }
 
 /**
@@ -384,15 +406,15 @@ function readReplacedFile(option: string, path: string): Buffer {
   let fd: number;
   try {
     fd = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-  } catch {
-    return readFile(option, path);
+  } catch (error) {
+    throw readError(option, path, error);
   }
   try {
     if (!fs.fstatSync(fd).isFile()) throw new InvalidOptionError(option, path, 'a regular file (a FIFO, a device or a directory is not read)');
     return fs.readFileSync(fd);
   } catch (error) {
     if (error instanceof InvalidOptionError) throw error;
-    throw new InvalidOptionError(option, path, `a readable PEM file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw readError(option, path, error);
   } finally {
     fs.closeSync(fd);
   }

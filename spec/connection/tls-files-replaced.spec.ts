@@ -263,6 +263,32 @@ describe('TLS files replaced on disk (tls-options)', function () {
       }
     });
 
+    it('reads a renewed file again when the process had no file descriptor left to read it (EMFILE), once it has one', async function () {
+      const keyFile = path.join(dir, 'client.pem');
+      fs.writeFileSync(keyFile, fixture('client.pem'));
+      const options = currentTlsOptions({ tlsCAFile: path.join(fixtures, 'ca.pem'), tlsCertificateKeyFile: keyFile }, 'localhost');
+      const first = options();
+      replaceByRename(keyFile, fixture('x509-client.pem'));
+      // Every descriptor taken, as by a burst of sockets: the renewal cannot be read now.
+      const taken: number[] = [];
+      const warnings = await warningsOf(() => {
+        try {
+          for (;;) taken.push(fs.openSync('/dev/null', 'r'));
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).to.equal('EMFILE');
+        }
+        try {
+          expect(options()).to.equal(first);
+        } finally {
+          for (const fd of taken) fs.closeSync(fd);
+        }
+        expect(options().secureContext).to.not.equal(first.secureContext);
+        expect(options().secureContext).to.equal(options().secureContext);
+      });
+      expect(warnings.map((w) => w.message)).to.have.lengthOf(1);
+      expect(warnings[0].message).to.include('EMFILE');
+    });
+
     it('without files (Node\'s default trust store), gives one set of options', function () {
       const options = currentTlsOptions({ tls: true }, 'localhost');
       expect(options()).to.equal(options());
