@@ -118,6 +118,12 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 }
 
 /**
+ * For each set of TLS file paths read again (joined by line feeds), the versions and warning last given for them: one
+ * warning per change in the process. As many entries as sets of paths the process was given.
+ */
+const WARNED = new Map<string, string>();
+
+/**
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
  * called (the files read then, errors thrown then), and given again by the function returned, which a connection
  * calls as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile;
@@ -131,8 +137,8 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
  * that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
  * that now leads to a FIFO, a device or a directory: not read, see readReplacedFile) leave the
  * previous context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and
- * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change seen; the next change is
- * read again. A read that failed for want of the process's resources (EMFILE, ENFILE, ENOMEM: no file descriptor
+ * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change in the process, however
+ * many factories (a client's pool and monitor of each host) and connections find it; the next change is read again. A read that failed for want of the process's resources (EMFILE, ENFILE, ENOMEM: no file descriptor
  * left in a burst of sockets) is tried again by the next connection, without another warning.
  *
  * @throws {InvalidOptionError} as {@link nodeTlsOptions}, when this is called; the function returned throws none.
@@ -147,8 +153,7 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   let versions = paths.map(fileVersion);
   let options = nodeTlsOptions(s, host);
   if (paths.length === 0) return () => options;
-  // The versions a warning was given for: one per change, however many connections find it unusable.
-  let warned: string | undefined;
+  const pathsKey = paths.join('\n');
   return () => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
@@ -159,11 +164,13 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
       // A read that failed for want of the process's resources (no file descriptor left in a burst of sockets, no
       // memory) says nothing of the files: the next connection reads them again, or a renewal would wait for a change.
       if (!PROCESS_SHORTAGES.has(error as Error)) versions = now;
-      if (warned === now.join('\n')) return options;
-      warned = now.join('\n');
-      process.emitWarning(`rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`, {
-        code: 'RXCMAP_TLS_FILES_UNUSABLE',
-      });
+      const message = `rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`;
+      // One warning per change in the process: every pool and monitor of a client (one each per host), and every
+      // connection of each, reads the same files.
+      const seen = `${now.join('\n')}\n${message}`;
+      if (WARNED.get(pathsKey) === seen) return options;
+      WARNED.set(pathsKey, seen);
+      process.emitWarning(message, { code: 'RXCMAP_TLS_FILES_UNUSABLE' });
     }
     return options;
   };

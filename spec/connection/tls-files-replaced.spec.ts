@@ -289,6 +289,19 @@ describe('TLS files replaced on disk (tls-options)', function () {
       expect(warnings[0].message).to.include('EMFILE');
     });
 
+    it('warns once per change in the process, however many factories read the files (a client\'s pool and monitor of each host)', async function () {
+      const caFile = path.join(dir, 'ca.pem');
+      fs.writeFileSync(caFile, fixture('ca.pem'));
+      const [pool, monitor, otherHost] = [0, 1, 2].map(() => currentTlsOptions({ tlsCAFile: caFile }, 'localhost'));
+      // A CA bundle half-written.
+      fs.writeFileSync(caFile, fixture('ca.pem').subarray(0, 300));
+      const warnings = await warningsOf(() => [pool, monitor, otherHost, pool, monitor].forEach((options) => options()));
+      expect(warnings.map((w) => w.message)).to.have.lengthOf(1);
+      // The next change is warned of again.
+      fs.writeFileSync(caFile, fixture('ca.pem').subarray(0, 200));
+      expect(await warningsOf(() => [pool, monitor, otherHost].forEach((options) => options()))).to.have.lengthOf(1);
+    });
+
     it('without files (Node\'s default trust store), gives one set of options', function () {
       const options = currentTlsOptions({ tls: true }, 'localhost');
       expect(options()).to.equal(options());
