@@ -7,6 +7,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
+import { resolve as resolvePath } from 'node:path';
 import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
@@ -127,7 +128,7 @@ const WARNED = new Map<string, string>();
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
  * called (the files read then, errors thrown then), and given again by the function returned, which a connection
  * calls as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile;
- * one `stat` each); when any of them was replaced or written since it was last read (its device, inode, size,
+ * one `stat` each; a relative path resolved against the process's directory when this is called, not when it moves); when any of them was replaced or written since it was last read (its device, inode, size,
  * modification or change time differ; a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it,
  * a file written in place), all of them are read again and a new secure context made from them, for this connection
  * and those after it. A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
@@ -147,11 +148,16 @@ const WARNED = new Map<string, string>();
  * official Node.js driver reads them once, when a client connects).
  */
 export function currentTlsOptions(settings: TlsSettings, host: string | undefined): () => NodeTlsOptions {
-  const s = optionValues(settings, TLS_OPTION_NAMES);
+  const given = optionValues(settings, TLS_OPTION_NAMES);
+  // The files the paths name now: a relative path is not read again from another directory the process moved to
+  // (process.chdir), where the same name may be another file (another authority's).
+  const absolute = (path: string | undefined): string | undefined => (path === undefined ? undefined : resolvePath(path));
+  const s = { ...given, tlsCAFile: absolute(given.tlsCAFile), tlsCertificateKeyFile: absolute(given.tlsCertificateKeyFile), tlsCRLFile: absolute(given.tlsCRLFile) };
   const paths = [s.tlsCAFile, s.tlsCertificateKeyFile, s.tlsCRLFile].filter((path) => path !== undefined);
   // Looked at before they are read: a change after this is seen by the next connection (at worst read twice).
   let versions = paths.map(fileVersion);
-  let options = nodeTlsOptions(s, host);
+  // Read first as given, so that errors name the paths as given.
+  let options = nodeTlsOptions(given, host);
   if (paths.length === 0) return () => options;
   const pathsKey = paths.join('\n');
   return () => {

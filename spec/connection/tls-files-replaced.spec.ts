@@ -302,6 +302,30 @@ describe('TLS files replaced on disk (tls-options)', function () {
       expect(await warningsOf(() => [pool, monitor, otherHost].forEach((options) => options()))).to.have.lengthOf(1);
     });
 
+    it('keeps reading the files a relative path named when the factory was made, after the process changes its directory', async function () {
+      const first = path.join(dir, 'first');
+      const second = path.join(dir, 'second');
+      fs.mkdirSync(first);
+      fs.mkdirSync(second);
+      fs.writeFileSync(path.join(first, 'ca.pem'), fixture('ca.pem'));
+      // Another authority under the same relative name, in the directory the process moves to.
+      fs.writeFileSync(path.join(second, 'ca.pem'), fixture('other-ca.pem'));
+      const cwd = process.cwd();
+      try {
+        process.chdir(first);
+        const options = currentTlsOptions({ tlsCAFile: 'ca.pem' }, 'localhost');
+        const made = options();
+        process.chdir(second);
+        const warnings = await warningsOf(() => expect(options()).to.equal(made));
+        expect(warnings).to.deep.equal([]);
+        // A change of the file it read is still seen.
+        replaceByRename(path.join(first, 'ca.pem'), Buffer.concat([fixture('ca.pem'), fixture('x509-ca.pem')]));
+        expect(options().secureContext).to.not.equal(made.secureContext);
+      } finally {
+        process.chdir(cwd);
+      }
+    });
+
     it('without files (Node\'s default trust store), gives one set of options', function () {
       const options = currentTlsOptions({ tls: true }, 'localhost');
       expect(options()).to.equal(options());
