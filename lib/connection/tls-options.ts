@@ -4,7 +4,7 @@
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
@@ -119,6 +119,13 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 }
 
 /**
+ * For each set of TLS files read again (their absolute paths and the passphrase's SHA-256, as JSON), the versions last read and
+ * the secure context made from them, held weakly (the factories using it hold it): made once per change in the
+ * process. As many entries as sets of files the process was given.
+ */
+const RELOADED = new Map<string, { versions: string; context: WeakRef<SecureContext> }>();
+
+/**
  * For each set of TLS file paths read again (joined by line feeds), the versions and warning last given for them: one
  * warning per change in the process. As many entries as sets of paths the process was given.
  */
@@ -131,7 +138,8 @@ const WARNED = new Map<string, string>();
  * one `stat` each; a relative path resolved against the process's directory when this is called, not when it moves); when any of them was replaced or written since it was last read (its device, inode, size,
  * modification or change time differ; a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it,
  * a file written in place), all of them are read again and a new secure context made from them, for this connection
- * and those after it. A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
+ * and those after it (one context per change in the process: other factories of the same files and passphrase that
+ * find the same change use it). A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
  * revocation list refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list
  * speaks for: `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections
  * already open keep the certificates they were made with (as mongod's `rotateCertificates` does for its own). Files
@@ -160,11 +168,24 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   let options = nodeTlsOptions(given, host);
   if (paths.length === 0) return () => options;
   const pathsKey = paths.join('\n');
+  // What the secure context is made of: the files at their places (one absent is not another's), and the passphrase
+  // (its digest: the key outlives the factory).
+  const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHash('sha256').update(s.tlsCertificateKeyFilePassword).digest('base64');
+  const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase]);
   return () => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
     try {
-      options = { ...options, secureContext: secureContextOfFiles(s, readReplacedFile) };
+      // Made once per change in the process: every pool and monitor of a client (one each per host) reads the same
+      // files, and a revocation list of a large authority takes 100 ms of the event loop to parse.
+      const seen = now.join('\n');
+      const last = RELOADED.get(sharedKey);
+      let context = last?.versions === seen ? last.context.deref() : undefined;
+      if (context === undefined) {
+        context = secureContextOfFiles(s, readReplacedFile);
+        RELOADED.set(sharedKey, { versions: seen, context: new WeakRef(context) });
+      }
+      options = { ...options, secureContext: context };
       versions = now;
     } catch (error) {
       // A read that failed for want of the process's resources (no file descriptor left in a burst of sockets, no

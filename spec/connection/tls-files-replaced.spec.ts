@@ -326,6 +326,22 @@ describe('TLS files replaced on disk (tls-options)', function () {
       }
     });
 
+    it('reads a changed file once in the process, however many factories use it (a client\'s pool and monitor of each host)', function () {
+      const caFile = path.join(dir, 'ca.pem');
+      const crlFile = path.join(dir, 'crl.pem');
+      fs.writeFileSync(caFile, fixture('crl-ca.pem'));
+      fs.writeFileSync(crlFile, fixture('crl-none-revoked.pem'));
+      const factories = [0, 1, 2].map(() => currentTlsOptions({ tlsCAFile: caFile, tlsCRLFile: crlFile }, 'localhost'));
+      replaceByRename(crlFile, fixture('crl-revoked.pem'));
+      const contexts = new Set(factories.map((options) => options().secureContext));
+      expect(contexts.size).to.equal(1);
+      // Another passphrase, or other files, are not given that context.
+      const other = currentTlsOptions({ tlsCAFile: path.join(fixtures, 'crl-ca.pem'), tlsCRLFile: crlFile }, 'localhost');
+      replaceByRename(crlFile, fixture('crl-none-revoked.pem'));
+      expect(other().secureContext).to.not.equal(factories[0]().secureContext);
+      expect(factories[1]().secureContext).to.equal(factories[0]().secureContext);
+    });
+
     it('without files (Node\'s default trust store), gives one set of options', function () {
       const options = currentTlsOptions({ tls: true }, 'localhost');
       expect(options()).to.equal(options());
