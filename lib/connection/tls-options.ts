@@ -119,8 +119,8 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 }
 
 /**
- * For each set of TLS files read again (their absolute paths and the passphrase's SHA-256, as JSON), the versions last read and
- * the secure context made from them, held weakly (the factories using it hold it): made once per change in the
+ * For each set of TLS files read again (their absolute paths and the passphrase's SHA-256, as JSON), the versions last
+ * read and the secure context made from them, held weakly (the factories using it hold it): made once per change in the
  * process. As many entries as sets of files the process was given.
  */
 const RELOADED = new Map<string, { versions: string; context: WeakRef<SecureContext> }>();
@@ -133,22 +133,26 @@ const WARNED = new Map<string, string>();
 
 /**
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
- * called (the files read then, errors thrown then), and given again by the function returned, which a connection
- * calls as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile;
- * one `stat` each; a relative path resolved against the process's directory when this is called, not when it moves); when any of them was replaced or written since it was last read (its device, inode, size,
- * modification or change time differ; a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it,
- * a file written in place), all of them are read again and a new secure context made from them, for this connection
- * and those after it (one context per change in the process: other factories of the same files and passphrase that
- * find the same change use it). A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
- * revocation list refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list
- * speaks for: `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections
- * already open keep the certificates they were made with (as mongod's `rotateCertificates` does for its own). Files
- * that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
- * that now leads to a FIFO, a device or a directory: not read, see readReplacedFile) leave the
- * previous context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and
- * reason, as {@link InvalidOptionError} gives them: never a key or passphrase) per change in the process, however
- * many factories (a client's pool and monitor of each host) and connections find it; the next change is read again. A read that failed for want of the process's resources (EMFILE, ENFILE, ENOMEM: no file descriptor
- * left in a burst of sockets) is tried again by the next connection, without another warning.
+ * called (the files read then, errors thrown then), and given again by the function returned, which a connection calls
+ * as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile; one
+ * `stat` each; a relative path resolved against the process's directory when this is called, not where it has moved
+ * since). When any of them was replaced or written since it was last read (its device, inode, size, modification or
+ * change time differ: a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it, a file written in
+ * place), all of them are read again and a new secure context made from them, for this connection and those after it;
+ * one per change in the process: the other factories of the same files and passphrase that find the same change use it.
+ * A client certificate renewed before it expires, a CA bundle that gained a new authority, or a revocation list
+ * refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list speaks for:
+ * `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections already open keep the
+ * certificates they were made with (as mongod's `rotateCertificates` does for its own): with MONGODB-X509, a pool holds
+ * connections of the old certificate's subject and of the new one until the old ones close.
+ *
+ * Files that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
+ * that now leads to a FIFO, a device or a directory, which is opened without waiting and not read) leave the previous
+ * context in use, with one process warning (code `RXCMAP_TLS_FILES_UNUSABLE`, the option, path and reason, as {@link
+ * InvalidOptionError} gives them: never a key or passphrase) per change in the process, however many factories (a
+ * client's pool and monitor of each host) and connections find it; the next change is read again. A read that failed
+ * for want of the process's resources (EMFILE, ENFILE, ENOMEM: no file descriptor left in a burst of sockets) is tried
+ * again by the next connection, without another warning.
  *
  * @throws {InvalidOptionError} as {@link nodeTlsOptions}, when this is called; the function returned throws none.
  *
