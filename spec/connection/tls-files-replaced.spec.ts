@@ -264,6 +264,9 @@ describe('TLS files replaced on disk (tls-options)', function () {
     });
 
     it('reads a renewed file again when the process had no file descriptor left to read it (EMFILE), once it has one', async function () {
+      // Takes every descriptor the process may open: only where that is a few tens of thousands.
+      const limit = Number(/^Max open files\s+(\d+)/m.exec(fs.existsSync('/proc/self/limits') ? fs.readFileSync('/proc/self/limits', 'utf8') : '')?.[1]);
+      if (!(limit <= 65536)) this.skip();
       const keyFile = path.join(dir, 'client.pem');
       fs.writeFileSync(keyFile, fixture('client.pem'));
       const options = currentTlsOptions({ tlsCAFile: path.join(fixtures, 'ca.pem'), tlsCertificateKeyFile: keyFile }, 'localhost');
