@@ -630,8 +630,9 @@ export class CheckOutCancelledError extends CmapError {
 
 /**
  * Thrown by `Connection.command()` and `Client.command()` when their `signal` aborts before the command settled (or
- * was already aborted when it was called): the Promise rejects with it. `cause` is the signal's reason, as for
- * {@link CheckOutCancelledError} (which `Client.command()` rejects with when the abort comes during its checkout).
+ * was already aborted when it was called), and by `Connection.nextReply()` likewise: the Promise rejects with it.
+ * `cause` is the signal's reason, as for {@link CheckOutCancelledError} (which `Client.command()` rejects with when the
+ * abort comes during its checkout).
  *
  * - `address`: the server, `host:port`; undefined when no server was selected yet (`Client.command()`).
  * - `connectionId`: the connection the command was on; undefined before one was checked out.
@@ -642,7 +643,12 @@ export class CheckOutCancelledError extends CmapError {
  *   errored connection is perished; "Checking In a Connection": a perished one is closed). When false the command did
  *   not run on the server (nothing of it was written, or the server refused it with ReauthenticationRequired), and the
  *   connection stays usable, unless the abort came during its MONGODB-OIDC reauthentication, which closes it (see
- *   `Connection.command`).
+ *   `Connection.command`). For `streamedReply` see below.
+ * - `streamedReply`: true when what was cancelled is `Connection.nextReply`, the read of a reply the server streams to
+ *   the exhaustAllowed command `commandName`: that command was sent, and ran, before. `sent` true: the read was
+ *   waiting, and the connection was closed (as above), since the stream's next reply will never be read; `sent`
+ *   false: the signal was aborted already, nothing was read, and the connection is left as it was (still streaming).
+ *   False for a command.
  *
  * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself
  * and closes the connection likewise); the word and the `cause` are those of {@link CheckOutCancelledError}.
@@ -661,13 +667,17 @@ export class CommandCancelledError extends CmapError {
     /** Whether any of the command was written to the socket before the abort (see the class). */
     readonly sent: boolean,
     cause?: unknown,
+    /** Whether what was cancelled is `Connection.nextReply`, the read of a streamed reply (see the class). */
+    readonly streamedReply: boolean = false,
   ) {
     const on = connectionId === undefined ? '' : ` on connection ${connectionId} to ${address}`;
     const when = sent
       ? 'after it was sent, before its reply was read: the server may have run it, and the connection is closed'
-      : connectionId === undefined
-        ? 'before a server was selected'
-        : 'before it was sent';
+      : streamedReply
+        ? 'before its next streamed reply was read: nothing was read, and the connection is left as it was'
+        : connectionId === undefined
+          ? 'before a server was selected'
+          : 'before it was sent';
     super(`Command ${commandName}${on} was cancelled ${when}`, { cause });
   }
 }

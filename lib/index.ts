@@ -50,7 +50,7 @@ export {
 
 export { Connection } from './connection/connection';
 export { WireProtocolError } from './errors';
-export type { CommandOptions, ServerDescription } from './connection/connection';
+export type { CommandOptions, NextReplyOptions, ServerDescription } from './connection/connection';
 export { connectionFactory } from './connection/connect';
 export type { ConnectionOptions, Endpoint, TcpConnectionFactory } from './connection/connect';
 export { SENSITIVE_COMMANDS, isSensitiveCommand, isWithheld } from './connection/command-events';

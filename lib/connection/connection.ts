@@ -130,6 +130,9 @@ export interface CommandOptions {
    *   and the connection, its authentication left half done, is closed;
    * - aborted after the command settled: nothing happens.
    *
+   * With `exhaustAllowed`, the signal covers the command until its first reply; each later read of the stream
+   * ({@link Connection.nextReply}) takes a `signal` of its own ({@link NextReplyOptions.signal}).
+   *
    * One listener of rxcmap's stays on the signal while any command or checkout it governs waits (none once they all
    * settled), whatever their number: a long-lived signal shared by many commands collects no listeners. A signal whose
    * `addEventListener` throws fails the command with that error (nothing sent, no events); one that aborts as it is
@@ -142,9 +145,43 @@ export interface CommandOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+/**
+ * Options of one {@link Connection.nextReply} call. Source: `timeoutMS` an extension (a per-read socketTimeoutMS);
+ * `signal` an extension, as {@link CommandOptions.signal}.
+ */
+export interface NextReplyOptions {
+  /**
+   * Fail the read (and error the connection) if the next streamed reply has not arrived whole within this many ms of
+   * the call: a number of ms from 0 to 2147483647; 0 = no limit. Default: the connection's socketTimeoutMS.
+   */
+  readonly timeoutMS?: number | undefined;
+  /**
+   * Cancels the read when it aborts (the caller gave up on the stream: a subscriber of an exhaust cursor gone): an
+   * AbortSignal, or an object of its shape, as {@link CommandOptions.signal}. The read rejects at once with
+   * {@link CommandCancelledError} (`streamedReply` true, `commandName` the exhaustAllowed command whose stream it
+   * reads, `cause` the signal's reason):
+   *
+   * - already aborted when `nextReply` is called (or as it is listened to): nothing is read (a reply received already
+   *   stays for the next read), and the connection is left as it was, still {@link Connection.moreToCome} (`sent`
+   *   false);
+   * - aborted while the read waits for the next reply: the connection is closed, as the stream's next reply will never
+   *   be read: it is {@link Connection.errored} with a {@link MongoNetworkError} saying so, and its pool closes it
+   *   (reason `error`) once it is checked in, as for a command cancelled once sent (`sent` true);
+   * - aborted after the read settled: nothing happens.
+   *
+   * The signal covers this one read: the exhaustAllowed command's own `signal` does not cover the reads after it. One
+   * listener of rxcmap's stays on the signal while any read, command or checkout it governs waits (none once they all
+   * settled). A signal whose `addEventListener` throws fails the read with that error (nothing read, the connection as
+   * it was). Default: none.
+   *
+   * Source: extension, as {@link CommandOptions.signal}.
+   */
+  readonly signal?: AbortSignal | undefined;
+}
+
 /** The keys of {@link CommandOptions}, and those `nextReply` takes. */
 const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome', 'operationId', 'signal'] as const satisfies readonly (keyof CommandOptions)[];
-const NEXT_REPLY_OPTION_NAMES = ['timeoutMS'] as const satisfies readonly (keyof CommandOptions)[];
+const NEXT_REPLY_OPTION_NAMES = ['timeoutMS', 'signal'] as const satisfies readonly (keyof CommandOptions)[];
 
 /**
  * The checked options of `command` or `nextReply` (`method`): `timeoutMS` undefined for the connection's
@@ -455,6 +492,8 @@ export class Connection implements PoolConnection {
   private inFlight: InFlight | undefined;
   /** While the server streams replies (the last one had moreToCome): the `responseTo` its next reply carries. */
   private streamResponseTo: number | undefined;
+  /** The name of the last exhaustAllowed command sent: the command whose stream {@link nextReply} reads. */
+  private streamCommandName = '';
   /** Streamed replies received and not yet read with {@link nextReply}, in order. */
   private readonly unread: Document[] = [];
   private framer = new MessageFramer(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
@@ -772,6 +811,7 @@ export class Connection implements PoolConnection {
     // Busy from now on, before CommandStarted: a subscriber that runs a command on this connection meanwhile meets
     // ConnectionBusyError, one that destroys it (or checks it in) fails this command, which is then not sent.
     const inFlight = this.track({ requestId, exhaustAllowed, unacknowledged: moreToCome });
+    if (exhaustAllowed) this.streamCommandName = name;
     if (signal !== undefined) {
       // The command given up before it was sent: the connection is free again, and it fails with `error`.
       const unsent = (error: Error): Promise<never> => {
@@ -915,9 +955,15 @@ export class Connection implements PoolConnection {
    * @throws {WireProtocolError} (rejection) when the connection is not {@link moreToCome}: no streamed reply will
    *   come. The connection is left as it is.
    * @throws {InvalidOptionError} (rejection) for options that are not an object (option `nextReply options`), a key
-   *   other than `timeoutMS`, or a `timeoutMS` that is not a number of ms from 0 to 2147483647; the connection is left
+   *   other than `timeoutMS` and `signal`, a `timeoutMS` that is not a number of ms from 0 to 2147483647, or a
+   *   `signal` that is not an AbortSignal (option `signal`, by its shape, as {@link command}); the connection is left
    *   as it is.
    * @throws {ConnectionBusyError} (rejection) when another read is in progress.
+   * @throws {CommandCancelledError} (rejection, `streamedReply` true) when `signal` aborts before the reply was read,
+   *   or was aborted already (`cause`: the signal's reason): nothing read and the connection left as it was when
+   *   `sent` is false; the connection closed when `sent` is true (see {@link NextReplyOptions.signal}).
+   * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter) throws, as
+   *   {@link command} says: nothing is read, and the connection is left as it was.
    * @throws {MongoServerError}, {@link MongoNetworkError}, {@link MongoNetworkTimeoutError} (rejection) as
    *   {@link command}, `timeoutMS` (default socketTimeoutMS) counting from this call and met once the reply has
    *   arrived whole (a large compressed one may still be inflated then); replies received before the connection failed
@@ -926,14 +972,24 @@ export class Connection implements PoolConnection {
    * Source: OP_MSG spec ("moreToCome"); server monitoring spec, "Streaming hello or legacy hello" (each response
    * processed, in the order received).
    */
-  nextReply(options: { readonly timeoutMS?: number } = {}): Promise<Document> {
+  nextReply(options: NextReplyOptions = {}): Promise<Document> {
     let timeoutMS: number | undefined;
+    let signal: AbortSignal | undefined;
     try {
-      ({ timeoutMS } = commandOptions('nextReply', options, NEXT_REPLY_OPTION_NAMES));
+      ({ timeoutMS, signal } = commandOptions('nextReply', options, NEXT_REPLY_OPTION_NAMES));
     } catch (error) {
       return Promise.reject(error);
     }
     if (this.inFlight !== undefined) return Promise.reject(new ConnectionBusyError(this.address, this.id));
+    const name = this.streamCommandName;
+    // Nothing read (a reply received already stays for the next read), the connection left as it is.
+    const unread = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, name, false, abortReason(signal!), true);
+    try {
+      // The signal aborted already: nothing is read.
+      if (signal?.aborted === true) return Promise.reject(unread());
+    } catch (error) {
+      return Promise.reject(refusal("the command's signal refused a listener", error));
+    }
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
     if (queued !== undefined) return succeeded(queued) ? Promise.resolve(queued) : Promise.reject(new MongoServerError(queued));
@@ -942,8 +998,25 @@ export class Connection implements PoolConnection {
       return Promise.reject(new WireProtocolError(`connection ${this.id} to ${this.address} has no streamed reply to read: the last reply did not set moreToCome`));
     }
     const inFlight = this.track({ requestId: this.streamResponseTo, exhaustAllowed: true, unacknowledged: false });
-    this.arm(inFlight, timeoutMS);
+    // A read of a stream is sent at once: its command was.
     inFlight.sent = true;
+    if (signal !== undefined) {
+      // Given up before the read began (the signal aborted as it was listened to, or refused a listener): the
+      // connection is as it was.
+      const unstarted = (error: Error): Promise<never> => {
+        inFlight.stopListening?.();
+        this.inFlight = undefined;
+        return Promise.reject(error);
+      };
+      try {
+        // Aborted while waiting: the stream's next reply will never be read, so the connection is closed (see cancel).
+        inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal, true));
+        if (signal.aborted) return unstarted(unread());
+      } catch (error) {
+        return unstarted(refusal("the command's signal refused a listener", error));
+      }
+    }
+    this.arm(inFlight, timeoutMS);
     return inFlight.reply;
   }
 
@@ -980,15 +1053,15 @@ export class Connection implements PoolConnection {
   }
 
   /**
-   * The command `name` of request `inFlight` was cancelled by its signal: it fails with {@link CommandCancelledError}
-   * (`cause` the signal's reason). Once any of it was written, its reply will never be read: the connection is closed
+   * The command `name` of request `inFlight` (or, `streamedReply`, the read of its next streamed reply) was cancelled
+   * by its signal: it fails with {@link CommandCancelledError} (`cause` the signal's reason). Once any of it was written, its reply will never be read: the connection is closed
    * (errored with a network error saying why), so that its pool closes it rather than hand it out again. Nothing when
    * the request settled already.
    */
-  private cancel(inFlight: InFlight, name: string, signal: AbortSignal): void {
+  private cancel(inFlight: InFlight, name: string, signal: AbortSignal, streamedReply = false): void {
     if (this.inFlight !== inFlight) return;
     const sent = inFlight.sent;
-    this.settle(undefined, new CommandCancelledError(this.address, this.id, name, sent, abortReason(signal)));
+    this.settle(undefined, new CommandCancelledError(this.address, this.id, name, sent, abortReason(signal), streamedReply));
     if (sent) this.fail(this.networkError(`was closed: its command ${name} was cancelled after it was sent, before its reply was read`));
   }
 

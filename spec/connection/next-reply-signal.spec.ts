@@ -1,0 +1,207 @@
+/**
+ * `Connection.nextReply({ signal })`: a reader of a streamed reply (an exhaust cursor whose subscriber is gone) gives
+ * up at once with CommandCancelledError; a read cancelled while it waited closes its connection (the stream's next
+ * reply is never read, so the connection never goes back to the pool), one cancelled before it began leaves the
+ * connection as it was; no listener stays on the signal once its reads settled. The stream is a streaming hello
+ * (exhaustAllowed, awaitable), against the embedded endpoint or the server of MONGODB_URI when it is set (the embedded
+ * endpoint's topology change brings the next reply at once; a server of MONGODB_URI streams one every maxAwaitTimeMS).
+ */
+import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
+import { Long, ObjectId, type Document } from 'bson';
+import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoNetworkError, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { abortingAsListened } from '../support/signals';
+
+describe('Connection.nextReply: signal (a streamed reply its reader gives up on)', function () {
+  this.timeout(30_000);
+  let endpoint: TestEndpoint;
+  let pool: ConnectionPool;
+  let poolEvents: ConnectionPoolEvent[];
+
+  beforeEach(async function () {
+    endpoint = await startTestEndpoint();
+    pool = new ConnectionPool({ address: endpoint.address, maxPoolSize: 1, connectionOptions: endpoint.connectionOptions });
+    poolEvents = [];
+    pool.events$.subscribe((e) => poolEvents.push(e));
+    pool.ready();
+  });
+  afterEach(async function () {
+    pool.close();
+    await stopTestEndpoint(endpoint);
+  });
+
+  /** The pool events ConnectionCheckedIn and ConnectionClosed, as `type` or `type:reason`. */
+  const poolTypes = (): string[] =>
+    poolEvents.filter((e) => e.type === 'ConnectionCheckedIn' || e.type === 'ConnectionClosed').map((e) => ('reason' in e ? `${e.type}:${String(e.reason)}` : e.type));
+
+  /** How many streamed replies `connection` received and did not read yet (its private queue of them). */
+  const unreadOf = (connection: Connection): number => (connection as unknown as { unread: unknown[] }).unread.length;
+
+  /**
+   * Starts a streaming hello on `connection`: answered at once (its topologyVersion names another process), then one
+   * reply every `maxAwaitTimeMS` (or at each topology change of the embedded endpoint). Resolves to the first reply.
+   */
+  async function streaming(connection: Connection, maxAwaitTimeMS: number): Promise<Document> {
+    const topologyVersion = { processId: new ObjectId(), counter: Long.fromNumber(0) };
+    const first = await connection.command('admin', { hello: 1, topologyVersion, maxAwaitTimeMS }, { exhaustAllowed: true });
+    expect(connection.moreToCome, 'the server streams').to.equal(true);
+    return first;
+  }
+
+  it('an already-aborted signal rejects at once with CommandCancelledError (cause: its reason): nothing read, the connection as it was', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 200);
+    await new Promise((r) => setTimeout(r, 400)); // one streamed reply received, not yet read
+    const controller = new AbortController();
+    const reason = new Error('subscriber gone');
+    controller.abort(reason);
+    const received = unreadOf(connection);
+    expect(received, 'streamed replies received, not yet read').to.be.above(0);
+    const start = performance.now();
+    const error = await connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(performance.now() - start, 'ms to the rejection').to.be.below(50);
+    expect(unreadOf(connection), 'streamed replies not yet read, after the rejection').to.be.at.least(received);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ address: endpoint.address, connectionId: connection.id, commandName: 'hello', sent: false, streamedReply: true, cause: reason });
+    expect((error as Error).message).to.equal(
+      `Command hello on connection ${connection.id} to ${endpoint.address} was cancelled before its next streamed reply was read: nothing was read, and the connection is left as it was`,
+    );
+    expect(connection.errored).to.equal(false);
+    expect(connection.moreToCome).to.equal(true);
+    // The reply received meanwhile is still there, read at once.
+    const readAt = performance.now();
+    expect(await connection.nextReply()).to.include({ ok: 1 });
+    expect(performance.now() - readAt, 'ms to read the reply received before').to.be.below(100);
+    expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('aborted while it waits for the next reply: rejects at once, the connection closed (reason error), never reused', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 10_000);
+    const controller = new AbortController();
+    const settled = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners while it waits').to.equal(1);
+    const abortedAt = performance.now();
+    controller.abort();
+    const error = await settled;
+    expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the next reply comes in 10 s)').to.be.below(2000);
+    expect(error).to.be.instanceOf(CommandCancelledError);
+    expect(error).to.deep.include({ connectionId: connection.id, commandName: 'hello', sent: true, streamedReply: true, cause: controller.signal.reason });
+    expect((error as Error).message).to.match(/^Command hello on connection \d+ to .+ was cancelled after it was sent, before its reply was read: the server may have run it, and the connection is closed$/);
+    expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
+    // The stream's next reply will never be read: errored, with a network error that says why, and closed as it is
+    // checked in.
+    expect(connection.errored).to.equal(true);
+    expect(connection.error).to.be.instanceOf(MongoNetworkError);
+    expect(connection.error!.message).to.match(/was closed: its command hello was cancelled after it was sent, before its reply was read$/);
+    if (endpoint.embedded !== undefined) expect(await endpoint.embedded.waitForOpenConnections(0, { timeoutMS: 2000 }), 'the socket is closed').to.equal(0);
+    pool.checkIn(connection);
+    expect(poolTypes()).to.deep.equal(['ConnectionCheckedIn', 'ConnectionClosed:error']);
+    const next = await pool.checkOut();
+    expect(next.id, 'a new connection').to.not.equal(connection.id);
+    expect(await next.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    pool.checkIn(next);
+  });
+
+  it('aborted after it settled: nothing happens, the stream goes on', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 200);
+    const controller = new AbortController();
+    expect(await connection.nextReply({ signal: controller.signal })).to.include({ ok: 1 });
+    controller.abort();
+    expect(connection.errored).to.equal(false);
+    expect(connection.moreToCome).to.equal(true);
+    expect(await connection.nextReply()).to.include({ ok: 1 });
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('one signal over 10,000 reads of one stream: one listener while one waits, none once they settled', async function () {
+    // A server of MONGODB_URI streams one reply per maxAwaitTimeMS (100 ms): 20 reads there.
+    const embedded = endpoint.embedded;
+    const reads = embedded === undefined ? 20 : 10_000;
+    const { signal } = new AbortController();
+    const connection = await pool.checkOut();
+    try {
+      await streaming(connection, embedded === undefined ? 100 : 10_000);
+      for (let i = 0; i < reads; i++) {
+        const reply = connection.nextReply({ signal });
+        if (i === 0) expect(getEventListeners(signal, 'abort').length, 'listeners while one waits').to.equal(1);
+        embedded?.changeTopology();
+        expect(await reply).to.include({ ok: 1 });
+      }
+      expect(getEventListeners(signal, 'abort').length, `listeners after ${reads} reads`).to.equal(0);
+      expect(connection.errored).to.equal(false);
+    } finally {
+      connection.destroy();
+      pool.checkIn(connection);
+    }
+  });
+
+  it('a signal that is not an AbortSignal is refused with InvalidOptionError naming signal: nothing read, the connection as it was', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 200);
+    await new Promise((r) => setTimeout(r, 300)); // one streamed reply received, not yet read
+    for (const value of [{}, 'abort', 5, null, { aborted: 'no', addEventListener() {}, removeEventListener() {} }]) {
+      const error = await connection.nextReply({ signal: value as unknown as AbortSignal }).catch((e: unknown) => e);
+      expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
+      expect((error as Error).message).to.match(/\(signal must be an AbortSignal \(e\.g\. AbortController\.signal or AbortSignal\.timeout\(ms\)\)\)$/);
+    }
+    const misspelt = await connection.nextReply({ sigal: new AbortController().signal } as never).catch((e: unknown) => e);
+    expect(misspelt).to.be.instanceOf(InvalidOptionError);
+    expect((misspelt as Error).message).to.match(/did you mean signal\?/);
+    expect(connection.errored).to.equal(false);
+    expect(connection.busy).to.equal(true);
+    expect(unreadOf(connection), 'streamed replies received, not yet read').to.be.above(0);
+    // An AbortSignal of another realm or a polyfill: its shape is what counts. It reads the reply received before.
+    const polyfill = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+    const readAt = performance.now();
+    expect(await connection.nextReply({ signal: polyfill as unknown as AbortSignal })).to.include({ ok: 1 });
+    expect(performance.now() - readAt, 'ms to read the reply received before').to.be.below(100);
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('a signal whose addEventListener throws fails the read with that error: nothing read, the connection as it was', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 200);
+    const refusal = new Error('no listeners here');
+    const signal = {
+      aborted: false,
+      addEventListener() {
+        throw refusal;
+      },
+      removeEventListener() {},
+    };
+    const error = await connection.nextReply({ signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    expect(error).to.equal(refusal);
+    expect(connection.errored).to.equal(false);
+    // No read is left in flight: the next one is taken, and reads the stream.
+    expect(await connection.nextReply()).to.include({ ok: 1 });
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('a signal that aborts as it is listened to rejects at once: nothing read, the connection as it was', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 10_000);
+    const reason = new Error('upstream aborted');
+    const start = performance.now();
+    const error = await connection.nextReply({ signal: abortingAsListened(reason) }).catch((e: unknown) => e);
+    expect(performance.now() - start, 'ms to the rejection (the next reply comes in 10 s)').to.be.below(2000);
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: false, streamedReply: true, cause: reason });
+    expect(connection.errored).to.equal(false);
+    expect(connection.moreToCome).to.equal(true);
+    // No read is left in flight: a new one waits for the stream (ConnectionBusyError otherwise).
+    const controller = new AbortController();
+    const waiting = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+    expect(await waiting).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true });
+    pool.checkIn(connection);
+  });
+});
