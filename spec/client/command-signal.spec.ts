@@ -8,15 +8,8 @@
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import { CheckOutCancelledError, CommandCancelledError, connect, InvalidOptionError, type Client, type ClientEvent, type CommandEvent } from '../../lib';
-import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { abortingAsListened } from '../support/signals';
-
-/** `uri` with the URI options `options` (`a=1&b=2`) added to its own. */
-function withOptions(uri: string, options: string): string {
-  if (options === '') return uri;
-  if (uri.includes('?')) return `${uri}&${options}`;
-  return /^mongodb(\+srv)?:\/\/[^/]+\//.test(uri) ? `${uri}?${options}` : `${uri}/?${options}`;
-}
 
 /** How many server selections of `c` wait for a ready server (its private Set of them). */
 const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;

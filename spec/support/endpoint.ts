@@ -92,3 +92,10 @@ export function closedPort(): Promise<number> {
     });
   });
 }
+
+/** `uri` with the URI options `options` (`a=1&b=2`) added to its own. */
+export function withOptions(uri: string, options: string): string {
+  if (options === '') return uri;
+  if (uri.includes('?')) return `${uri}&${options}`;
+  return /^mongodb(\+srv)?:\/\/[^/]+\//.test(uri) ? `${uri}?${options}` : `${uri}/?${options}`;
+}
