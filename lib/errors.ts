@@ -630,7 +630,8 @@ export class CheckOutCancelledError extends CmapError {
 
 /**
  * Thrown by `Connection.command()` and `Client.command()` when their `signal` aborts before the command settled (or
- * was already aborted when it was called), and by `Connection.nextReply()` likewise: the Promise rejects with it.
+ * was already aborted when it was called), and by `Connection.nextReply()` and `Client.selectPool()` likewise: the
+ * Promise rejects with it.
  * `cause` is the signal's reason, as for {@link CheckOutCancelledError} (which `Client.command()` rejects with when the
  * abort comes during its checkout).
  *
@@ -649,6 +650,9 @@ export class CheckOutCancelledError extends CmapError {
  *   waiting, and the connection was closed (as above), since the stream's next reply will never be read; `sent`
  *   false: the signal was aborted already, nothing was read, and the connection is left as it was (still streaming).
  *   False for a command.
+ *
+ * `Client.selectPool()` rejects with it when its `signal` aborts before a ready server was found, as `Client.command()`
+ * does during its server selection: no `address` or `connectionId`, `commandName` '' (no command), `sent` false.
  *
  * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself
  * and closes the connection likewise); the word and the `cause` are those of {@link CheckOutCancelledError}.
@@ -678,7 +682,7 @@ export class CommandCancelledError extends CmapError {
         : connectionId === undefined
           ? 'before a server was selected'
           : 'before it was sent';
-    super(`Command ${commandName}${on} was cancelled ${when}`, { cause });
+    super(`Command${commandName === '' ? '' : ` ${commandName}`}${on} was cancelled ${when}`, { cause });
   }
 }
 

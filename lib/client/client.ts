@@ -247,6 +247,8 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 /** The names of the options of `command()`. */
 const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
+/** The names of the options of `selectPool()`. */
+const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
 
 /**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
@@ -970,6 +972,13 @@ export class Client {
    * 500 ms after its last failed check rather than heartbeatFrequencyMS later. A monitor whose check is in progress
    * ignores the request, and none checks sooner than 500 ms after its previous check ended.
    *
+   * `options.signal` (an AbortSignal, or an object of its shape: a caller that may give up, such as an HTTP request's
+   * or a subscriber's) ends the wait when it aborts: already aborted, it rejects at once, before anything is done (no
+   * check requested); aborted while it waits (for a ready server, or a `mongodb+srv` seedlist), it rejects at once and
+   * leaves the selection (its share of the immediate checks too); aborted once it resolved, nothing happens. A pool
+   * ready at once is returned without listening to it. One listener of rxcmap's stays on the signal while anything it
+   * governs waits, none once all settled. Default: none.
+   *
    * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the newest error among the
    *   hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
    * @throws {IncompatibleServerError} (rejection) at once, without waiting, while the last check of one of the hosts
@@ -979,22 +988,42 @@ export class Client {
    * @throws {SrvResolutionError} (rejection) for a `mongodb+srv://` URI whose seedlist discovery failed (see
    *   {@link connect}); it first waits for that discovery, within the same serverSelectionTimeoutMS (ServerSelectionError
    *   when it is still in progress then).
+   * @throws {CommandCancelledError} (rejection) when `options.signal` aborts before a ready server was found, or was
+   *   aborted already (`cause`: the signal's reason; no `address` or `connectionId`, `commandName` '', `sent` false),
+   *   as `command()` rejects when its signal aborts during its server selection; see `options.signal` above.
+   * @throws {InvalidOptionError} (rejection) for options that are not an object (option `selectPool options`), a key
+   *   other than `signal` (named, with the closest option), or a `signal` that is not an AbortSignal (option `signal`,
+   *   by its shape, as `command()`); nothing is done.
+   * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter) throws: that
+   *   Error, or an Error saying the signal refused a listener, the value its `cause`, as `command()` says.
    *
    * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
    * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
    * monitoring spec, "Requesting an immediate check", "Application operations are unblocked when a server is found",
    * "minHeartbeatFrequencyMS"; extension: the first ready pool stands for server selection, which this client does
    * not implement further; server selection spec, "Server Selection Algorithm" ("If the topology wire version is
-   * invalid, raise an error": IncompatibleServerError).
+   * invalid, raise an error": IncompatibleServerError); `signal` an extension, as `command()`'s (the official Node.js
+   * driver's `signal` option).
    */
-  selectPool(): Promise<ConnectionPool<Connection>> {
-    return this.select(this.serverSelectionTimeoutMS, undefined);
+  selectPool(options?: { signal?: AbortSignal | undefined }): Promise<ConnectionPool<Connection>> {
+    let signal: AbortSignal | undefined;
+    // Before a server is selected: no address, no connection, no command.
+    const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, '', false, abortReason(signal!));
+    try {
+      requireMethodOptions('selectPool', options, SELECT_POOL_OPTION_NAMES);
+      signal = requireAbortSignal('signal', optionValue(options, 'signal'));
+      if (signal?.aborted === true) return Promise.reject(unselected());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.select(this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected));
   }
 
   /**
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
-   * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's signal, see
-   * `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned without it.
+   * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's or selectPool's
+   * signal, see `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned
+   * without it.
    */
   private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
