@@ -8,10 +8,15 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
+import type * as net from 'node:net';
 import { Long, ObjectId, type Document } from 'bson';
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoNetworkError, type Connection, type ConnectionPoolEvent } from '../../lib';
-import { startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { compressMessage } from '../../lib/connection/op-compressed';
+import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
+import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startHostileServer, type HostileServer } from '../support/hostile-server';
 import { abortingAsListened } from '../support/signals';
+import { unhandledRejectionsOf } from '../support/unhandled';
 
 describe('Connection.nextReply: signal (a streamed reply its reader gives up on)', function () {
   this.timeout(30_000);
@@ -202,6 +207,151 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     await new Promise((r) => setTimeout(r, 20));
     controller.abort();
     expect(await waiting).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true });
+    pool.checkIn(connection);
+  });
+});
+
+describe('Connection.nextReply: signal, racing the stream (a scripted server)', function () {
+  let server: HostileServer;
+  let pool: ConnectionPool;
+  let socket: net.Socket | undefined;
+  /** The requestId of the last reply streamed: the responseTo of the next one. */
+  let last: number;
+  let nextId: number;
+
+  beforeEach(async function () {
+    socket = undefined;
+    nextId = 100;
+    server = await startHostileServer({
+      hello: { compression: ['zlib'] },
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, s) => {
+          // The exhaustAllowed command's first reply, with moreToCome: the stream is open.
+          socket = s;
+          last = nextId++;
+          s.write(encodeOpMsg(last, request.header.requestId, { n: 0, ok: 1 }, OpMsgFlag.moreToCome));
+        },
+      },
+    });
+    pool = new ConnectionPool({ address: server.address, connectionOptions: { compressors: ['zlib'], socketTimeoutMS: 5000 } });
+    pool.ready();
+  });
+  afterEach(async function () {
+    pool.close();
+    await server.close();
+  });
+
+  /** Streams the next reply, with moreToCome; a `blob` of `bytes` bytes compressed with zlib when `bytes` is given. */
+  function streamNext(n: number, bytes?: number): void {
+    const id = nextId++;
+    const reply = encodeOpMsg(id, last, { n, ok: 1, ...(bytes === undefined ? {} : { blob: 'x'.repeat(bytes) }) }, OpMsgFlag.moreToCome);
+    socket!.write(bytes === undefined ? reply : compressMessage(reply, -1, 'zlib'));
+    last = id;
+  }
+
+  /** Polls `condition` at every turn of the event loop (after the sockets are read) for up to 2 s. */
+  async function soon(condition: () => boolean): Promise<boolean> {
+    const deadline = performance.now() + 2000;
+    while (!condition() && performance.now() < deadline) await new Promise((r) => setImmediate(r));
+    return condition();
+  }
+
+  async function streaming(): Promise<Connection> {
+    const connection = await pool.checkOut();
+    expect(connection.compressor).to.equal('zlib');
+    expect(await connection.command('admin', { hello: 1 }, { exhaustAllowed: true })).to.include({ n: 0 });
+    return connection;
+  }
+
+  it('aborted in the turn its reply is written: cancelled once, the connection closed, the late reply changing nothing', async function () {
+    const connection = await streaming();
+    const controller = new AbortController();
+    const unhandled = await unhandledRejectionsOf(async () => {
+      const reading = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+      await new Promise((r) => setTimeout(r, 20));
+      streamNext(1);
+      controller.abort();
+      const error = await reading;
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true, streamedReply: true });
+      await new Promise((r) => setTimeout(r, 50)); // the reply has reached the closed connection meanwhile, or not
+    });
+    expect(unhandled).to.deep.equal([]);
+    expect(connection.errored).to.equal(true);
+    expect(connection.error!.message).to.match(/was cancelled after it was sent, before its reply was read$/);
+    pool.checkIn(connection);
+    expect(await eventually(() => server.open === 0, 2000), 'the socket is closed').to.equal(true);
+  });
+
+  it('aborted as its reply settles it (in its continuation): the reply stands, the stream goes on', async function () {
+    const connection = await streaming();
+    const controller = new AbortController();
+    const reading = connection.nextReply({ signal: controller.signal }).then((reply) => {
+      controller.abort();
+      return reply;
+    });
+    streamNext(1);
+    expect(await reading).to.include({ n: 1 });
+    expect(connection.errored).to.equal(false);
+    expect(connection.moreToCome).to.equal(true);
+    streamNext(2);
+    expect(await connection.nextReply()).to.include({ n: 2 });
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('aborted while a large compressed streamed reply is inflated: cancelled at once, the connection closed, the inflated reply dropped', async function () {
+    const connection = await streaming();
+    const controller = new AbortController();
+    const inflating = (): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
+    const unhandled = await unhandledRejectionsOf(async () => {
+      const reading = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+      streamNext(1, 8 * 1024 * 1024); // 8 MiB, some 8 KiB compressed: inflated on the thread pool, in some 35 ms
+      expect(await soon(inflating), 'the reply is being inflated').to.equal(true);
+      const abortedAt = performance.now();
+      controller.abort();
+      const error = await reading;
+      expect(performance.now() - abortedAt, 'ms from the abort to the rejection').to.be.below(50);
+      expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true, streamedReply: true });
+      await new Promise((r) => setTimeout(r, 300)); // the inflation has ended meanwhile
+    });
+    expect(unhandled).to.deep.equal([]);
+    expect(connection.errored).to.equal(true);
+    expect(connection.error!.message).to.match(/was cancelled after it was sent, before its reply was read$/);
+    pool.checkIn(connection);
+  });
+
+  it('already aborted while a streamed reply is inflated: nothing read, the inflated reply read next', async function () {
+    const connection = await streaming();
+    const controller = new AbortController();
+    controller.abort();
+    const inflating = (): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
+    streamNext(1, 8 * 1024 * 1024);
+    expect(await soon(inflating), 'the reply is being inflated').to.equal(true);
+    const error = await connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: false, streamedReply: true });
+    const reply = await connection.nextReply();
+    expect(reply).to.include({ n: 1 });
+    expect((reply.blob as string).length).to.equal(8 * 1024 * 1024);
+    expect(connection.errored).to.equal(false);
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('the connection failed first: the read fails with its network error, a later abort does nothing, none left listening', async function () {
+    const connection = await streaming();
+    const controller = new AbortController();
+    streamNext(1);
+    await new Promise((r) => setTimeout(r, 20)); // received, not yet read
+    const reading = connection.nextReply({ signal: controller.signal });
+    expect(await reading).to.include({ n: 1 });
+    const waiting = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
+    socket!.destroy();
+    const error = await waiting;
+    expect(error).to.be.instanceOf(MongoNetworkError).and.not.be.instanceOf(CommandCancelledError);
+    expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
+    controller.abort();
+    expect(connection.error).to.equal(error);
     pool.checkIn(connection);
   });
 });
