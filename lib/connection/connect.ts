@@ -571,18 +571,14 @@ interface Attempt {
 function recordAttempts(socket: net.Socket, selection: EstablishSettings['addressSelection']): Attempt[] {
   const attempts: Attempt[] = [];
   const attemptMS = Math.max(10, selection.autoSelectFamilyAttemptTimeout ?? net.getDefaultAutoSelectFamilyAttemptTimeout());
-  // The attempt at `ip` still waiting: Node tries one address at a time, so the last one started.
-  const find = (ip: string, port: number): Attempt | undefined => {
-    const last = attempts.at(-1);
-    return last !== undefined && last.outcome === undefined && last.address === writtenAddress(ip, port) ? last : undefined;
-  };
+  // Node tries one address at a time: each failure or abandonment is that of the attempt started last.
   const started = (ip: string, port: number): void => void attempts.push({ address: writtenAddress(ip, port) });
-  const failed = (ip: string, port: number, _family: number, error: Error): void => {
-    const attempt = find(ip, port);
+  const failed = (_ip: string, _port: number, _family: number, error: Error): void => {
+    const attempt = attempts.at(-1);
     if (attempt !== undefined) attempt.outcome = error.message;
   };
-  const abandoned = (ip: string, port: number): void => {
-    const attempt = find(ip, port);
+  const abandoned = (): void => {
+    const attempt = attempts.at(-1);
     if (attempt !== undefined) attempt.outcome = `${attempt.address} did not answer within autoSelectFamilyAttemptTimeout (${attemptMS} ms)`;
   };
   socket.on('connectionAttempt', started).on('connectionAttemptFailed', failed).on('connectionAttemptTimeout', abandoned);

@@ -216,6 +216,26 @@ describe('a host name resolving to several addresses', function () {
       expect([...error.errorLabels]).to.have.members(['SystemOverloadedError', 'RetryableError']);
     });
 
+    it('names both of two addresses: the refused one and the one still unanswered', async function () {
+      const error = await withAddresses(['127.0.0.3', '127.0.0.2'], () =>
+        withSlowAddress('127.0.0.2', 60_000, () => establishOne(`several.test:${port}`, { connectTimeoutMS: 300 }).catch((e) => e)),
+      );
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(error.message).to.equal(
+        `connecting to several.test:${port} timed out after 300 ms (during connect; connect ECONNREFUSED 127.0.0.3:${port}; 127.0.0.2:${port} had not answered)`,
+      );
+    });
+
+    it('stops listening to the attempts once the socket connected: an established connection keeps no listener of them', async function () {
+      const c = await withAddresses(['127.0.0.3', '127.0.0.1'], () => establishOne(`several.test:${port}`, {}));
+      try {
+        const socket = (c as unknown as { socket: net.Socket }).socket;
+        expect(['connectionAttempt', 'connectionAttemptFailed', 'connectionAttemptTimeout'].map((name) => socket.listenerCount(name))).to.deep.equal([0, 0, 0]);
+      } finally {
+        c.destroy();
+      }
+    });
+
     it('says nothing more for one address, nor once the socket connected', async function () {
       const error = await withAddresses(['127.0.0.2'], () =>
         withSlowAddress('127.0.0.2', 60_000, () => establishOne(`several.test:${port}`, { connectTimeoutMS: 300 }).catch((e) => e)),
