@@ -11,15 +11,13 @@ import { AuthenticationError, ClientClosedError, connect, IncompatibleServerErro
 import type { LogMessage } from '../../lib/logging/log-message';
 import { EmbeddedServer, VirtualClock, type CommandHandler } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { selectionsWaiting } from '../support/selections';
 import { openFiles } from '../support/open-files';
 import { LAZY_STACKS } from '../support/lazy-stacks';
 import { Observable } from 'rxjs';
 import type { ConnectionPoolEvent } from '../../lib/events';
 import { startWireProxy } from '../support/wire-proxy';
 import { warningsOf } from '../support/process-warnings';
-
-/** How many server selections of `c` wait for a ready server (its private Set of them). */
-const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;
 
 describe('connect() / Client', function () {
   it('refuses a URI that is not a string with an InvalidOptionError naming uri, not an internal message', () => {

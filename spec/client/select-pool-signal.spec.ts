@@ -8,10 +8,8 @@ import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import { CommandCancelledError, connect, InvalidOptionError, type Client } from '../../lib';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { selectionsWaiting } from '../support/selections';
 import { abortingAsListened } from '../support/signals';
-
-/** How many server selections of `c` wait for a ready server (its private Set of them). */
-const selectionsWaiting = (c: Client): number => (c as unknown as { selections: Set<unknown> }).selections.size;
 
 describe('Client.selectPool: signal (a server selection its caller gives up on)', function () {
   this.timeout(30_000);
