@@ -257,6 +257,9 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
     return condition();
   }
 
+  /** Whether `connection` is inflating a compressed reply (on the thread pool) now. */
+  const inflating = (connection: Connection): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
+
   async function streaming(): Promise<Connection> {
     const connection = await pool.checkOut();
     expect(connection.compressor).to.equal('zlib');
@@ -303,11 +306,10 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
   it('aborted while a large compressed streamed reply is inflated: cancelled at once, the connection closed, the inflated reply dropped', async function () {
     const connection = await streaming();
     const controller = new AbortController();
-    const inflating = (): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
     const unhandled = await unhandledRejectionsOf(async () => {
       const reading = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
       streamNext(1, 8 * 1024 * 1024); // 8 MiB, some 8 KiB compressed: inflated on the thread pool, in some 35 ms
-      expect(await soon(inflating), 'the reply is being inflated').to.equal(true);
+      expect(await soon(() => inflating(connection)), 'the reply is being inflated').to.equal(true);
       controller.abort();
       // Before the inflation (on the thread pool) can end.
       const error = await atOnce(reading);
@@ -324,9 +326,8 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
     const connection = await streaming();
     const controller = new AbortController();
     controller.abort();
-    const inflating = (): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
     streamNext(1, 8 * 1024 * 1024);
-    expect(await soon(inflating), 'the reply is being inflated').to.equal(true);
+    expect(await soon(() => inflating(connection)), 'the reply is being inflated').to.equal(true);
     const error = await connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: false, streamedReply: true });
     const reply = await connection.nextReply();
