@@ -232,8 +232,10 @@ describe('TLS files replaced on disk (tls-options)', function () {
       const second = options();
       expect(second.secureContext).to.not.equal(first.secureContext);
       expect(options().secureContext).to.equal(second.secureContext);
-      // The other file.
-      fs.writeFileSync(caFile, fixture('crl-ca.pem'));
+      // The other file, written in place with a bundle of another size: the same bytes written again within the
+      // kernel's timestamp tick (4 ms at HZ=250; the two writes here are some 2 ms apart) would leave its size and times
+      // as they were.
+      fs.writeFileSync(caFile, Buffer.concat([fixture('crl-ca.pem'), fixture('ca.pem')]));
       expect(options().secureContext).to.not.equal(second.secureContext);
       // What is not read from a file stays as it was.
       expect(options()).to.include({ servername: 'localhost', rejectUnauthorized: true });
