@@ -340,11 +340,20 @@ describe('TLS files replaced on disk (tls-options)', function () {
       replaceByRename(crlFile, fixture('crl-revoked.pem'));
       const contexts = new Set(factories.map((options) => options().secureContext));
       expect(contexts.size).to.equal(1);
-      // Another passphrase, or other files, are not given that context.
+      // Other files are not given that context.
       const other = currentTlsOptions({ tlsCAFile: path.join(fixtures, 'crl-ca.pem'), tlsCRLFile: crlFile }, 'localhost');
       replaceByRename(crlFile, fixture('crl-none-revoked.pem'));
       expect(other().secureContext).to.not.equal(factories[0]().secureContext);
       expect(factories[1]().secureContext).to.equal(factories[0]().secureContext);
+    });
+
+    it('gives the context of a changed client key file only to the factories of the same passphrase', function () {
+      const keyFile = path.join(dir, 'client.pem');
+      fs.writeFileSync(keyFile, fixture('client.pem'));
+      const [one, sameAsOne, two] = ['one', 'one', 'two'].map((password) => currentTlsOptions({ tlsCertificateKeyFile: keyFile, tlsCertificateKeyFilePassword: password }, 'localhost'));
+      replaceByRename(keyFile, fixture('x509-client.pem'));
+      expect(sameAsOne!().secureContext).to.equal(one!().secureContext);
+      expect(two!().secureContext).to.not.equal(one!().secureContext);
     });
 
     it('without files (Node\'s default trust store), gives one set of options', function () {
