@@ -635,9 +635,11 @@ export class CheckOutCancelledError extends CmapError {
  * `cause` is the signal's reason, as for {@link CheckOutCancelledError} (which `Client.command()` rejects with when the
  * abort comes during its checkout).
  *
- * - `address`: the server, `host:port`; undefined when no server was selected yet (`Client.command()`).
+ * - `address`: the server, `host:port`; undefined when no server was selected yet (`Client.command()`,
+ *   `Client.selectPool()`).
  * - `connectionId`: the connection the command was on; undefined before one was checked out.
- * - `commandName`: the command's name (its document's first key; '' when it has none).
+ * - `commandName`: the command's name (its document's first key; '' when it has none); for `Connection.nextReply`, the
+ *   exhaustAllowed command whose stream it reads; '' for `Client.selectPool()` (no command).
  * - `sent`: whether the command was written to the socket (wholly or in part) before the abort. When true the server
  *   may have run it, or may still be running it (a write may have been applied), and its reply was never read: the
  *   connection was closed, and its pool closes it with reason `error` once it is checked in (CMAP, "Connection": an
