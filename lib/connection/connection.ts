@@ -179,9 +179,9 @@ export interface NextReplyOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** The keys of {@link CommandOptions}, and those `nextReply` takes. */
+/** The keys of {@link CommandOptions}, and those of {@link NextReplyOptions}, which `nextReply` takes. */
 const COMMAND_OPTION_NAMES = ['timeoutMS', 'exhaustAllowed', 'documentSequences', 'moreToCome', 'operationId', 'signal'] as const satisfies readonly (keyof CommandOptions)[];
-const NEXT_REPLY_OPTION_NAMES = ['timeoutMS', 'signal'] as const satisfies readonly (keyof CommandOptions)[];
+const NEXT_REPLY_OPTION_NAMES = ['timeoutMS', 'signal'] as const satisfies readonly (keyof NextReplyOptions)[];
 
 /**
  * The checked options of `command` or `nextReply` (`method`): `timeoutMS` undefined for the connection's
