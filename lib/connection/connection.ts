@@ -1054,9 +1054,10 @@ export class Connection implements PoolConnection {
 
   /**
    * The command `name` of request `inFlight` (or, `streamedReply`, the read of its next streamed reply) was cancelled
-   * by its signal: it fails with {@link CommandCancelledError} (`cause` the signal's reason). Once any of it was written, its reply will never be read: the connection is closed
-   * (errored with a network error saying why), so that its pool closes it rather than hand it out again. Nothing when
-   * the request settled already.
+   * by its signal: it fails with {@link CommandCancelledError} (`cause` the signal's reason). Once any of it was
+   * written (a read of a stream: always), its reply will never be read: the connection is closed (errored with a
+   * network error saying why), so that its pool closes it rather than hand it out again. Nothing when the request
+   * settled already.
    */
   private cancel(inFlight: InFlight, name: string, signal: AbortSignal, streamedReply = false): void {
     if (this.inFlight !== inFlight) return;
