@@ -121,15 +121,41 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
 /**
  * For each set of TLS files read again (their absolute paths and the passphrase's SHA-256, as JSON), the versions last
  * read and the secure context made from them, held weakly (the factories using it hold it): made once per change in the
- * process. As many entries as sets of files the process was given.
+ * process. An entry goes with the last factory of its files (see {@link FORGET}).
  */
 const RELOADED = new Map<string, { versions: string; context: WeakRef<SecureContext> }>();
 
 /**
  * For each set of TLS file paths read again (joined by line feeds), the versions and warning last given for them: one
- * warning per change in the process. As many entries as sets of paths the process was given.
+ * warning per change in the process. An entry goes with the last factory of its paths (see {@link FORGET}).
  */
 const WARNED = new Map<string, string>();
+
+/**
+ * How many factories alive (their functions of {@link currentTlsOptions}) use each key of {@link RELOADED} (JSON, `[`
+ * first) and of {@link WARNED} (absolute paths): a process that makes clients of ever new files (a tenant's
+ * certificate written to a new directory) keeps no entry of the files it no longer uses.
+ */
+const USERS = new Map<string, number>();
+
+/** Forgets the keys of a function of {@link currentTlsOptions} collected with its factory. */
+const FORGET = new FinalizationRegistry<readonly string[]>((keys) => {
+  for (const key of keys) {
+    const users = (USERS.get(key) ?? 1) - 1;
+    if (users > 0) {
+      USERS.set(key, users);
+    } else {
+      USERS.delete(key);
+      RELOADED.delete(key);
+      WARNED.delete(key);
+    }
+  }
+});
+
+/** How many sets of TLS files the process remembers a reading or a warning of (for the tests; not in the package). */
+export function rememberedTlsFileSets(): number {
+  return RELOADED.size + WARNED.size;
+}
 
 /**
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
@@ -176,7 +202,7 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   // (its digest: the key outlives the factory).
   const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHash('sha256').update(s.tlsCertificateKeyFilePassword).digest('base64');
   const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase]);
-  return () => {
+  const current = (): NodeTlsOptions => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
     try {
@@ -205,6 +231,9 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
     }
     return options;
   };
+  for (const key of [sharedKey, pathsKey]) USERS.set(key, (USERS.get(key) ?? 0) + 1);
+  FORGET.register(current, [sharedKey, pathsKey]);
+  return current;
 }
 
 /**

@@ -14,8 +14,9 @@ import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
 import { connect, connectionFactory, MongoNetworkError, ServerSelectionError, type Connection, type ConnectionOptions } from '../../lib';
-import { currentTlsOptions } from '../../lib/connection/tls-options';
+import { currentTlsOptions, rememberedTlsFileSets } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
+import { fullGc } from '../support/full-gc';
 import { warningsOf } from '../support/process-warnings';
 
 const fixtures = path.resolve(__dirname, '../fixtures/tls');
@@ -354,6 +355,28 @@ describe('TLS files replaced on disk (tls-options)', function () {
       replaceByRename(keyFile, fixture('x509-client.pem'));
       expect(sameAsOne!().secureContext).to.equal(one!().secureContext);
       expect(two!().secureContext).to.not.equal(one!().secureContext);
+    });
+
+    it('forgets the files of factories gone: a process that makes clients of ever new files keeps nothing of the old ones', async function () {
+      const before = rememberedTlsFileSets();
+      for (let i = 0; i < 20; i++) {
+        const caFile = path.join(dir, `tenant-${i}.pem`);
+        fs.writeFileSync(caFile, fixture('ca.pem'));
+        let options: (() => unknown) | undefined = currentTlsOptions({ tlsCAFile: caFile }, 'localhost');
+        // Renewed, or replaced by a file that cannot be used (a warning).
+        fs.writeFileSync(caFile, i % 2 === 0 ? Buffer.concat([fixture('ca.pem'), fixture('x509-ca.pem')]) : fixture('ca.pem').subarray(0, 100));
+        await warningsOf(() => options!());
+        options = undefined;
+      }
+      expect(rememberedTlsFileSets(), 'while the factories may live').to.be.at.least(before + 20);
+      // Their functions are collected, then the registry's callbacks run in a later turn.
+      let remembered = Infinity;
+      for (let i = 0; i < 50 && remembered > before; i++) {
+        fullGc();
+        await new Promise((r) => setTimeout(r, 10));
+        remembered = rememberedTlsFileSets();
+      }
+      expect(remembered, 'once they are gone').to.be.at.most(before);
     });
 
     it('without files (Node\'s default trust store), gives one set of options', function () {
