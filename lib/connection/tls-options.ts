@@ -4,7 +4,7 @@
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
  */
-import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { createHmac, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
@@ -118,8 +118,11 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   return options;
 }
 
+/** The key of the passphrases' HMACs in {@link RELOADED}'s keys: random, for this process only. */
+const PASSPHRASE_KEY = randomBytes(32);
+
 /**
- * For each set of TLS files read again (their absolute paths and the passphrase's SHA-256, as JSON), the versions last
+ * For each set of TLS files read again (their absolute paths and the passphrase's HMAC, as JSON), the versions last
  * read and the secure context made from them, held weakly (the factories using it hold it): made once per change in the
  * process. An entry goes with the last factory of its files (see {@link FORGET}).
  */
@@ -199,8 +202,9 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   if (paths.length === 0) return () => options;
   const pathsKey = paths.join('\n');
   // What the secure context is made of: the files at their places (one absent is not another's), and the passphrase
-  // (its digest: the key outlives the factory).
-  const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHash('sha256').update(s.tlsCertificateKeyFilePassword).digest('base64');
+  // (its HMAC under a key of this process's own: the map key outlives the factory, and a plain digest of a weak
+  // passphrase found in a heap snapshot could be guessed offline).
+  const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHmac('sha256', PASSPHRASE_KEY).update(s.tlsCertificateKeyFilePassword).digest('base64');
   const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase]);
   const current = (): NodeTlsOptions => {
     const now = paths.map(fileVersion);
