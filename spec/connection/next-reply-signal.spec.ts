@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
 import type * as net from 'node:net';
 import { Long, ObjectId, type Document } from 'bson';
-import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoNetworkError, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { CommandCancelledError, ConnectionBusyError, ConnectionPool, InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, WireProtocolError, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -188,6 +188,61 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     // No read is left in flight: the next one is taken, and reads the stream.
     expect(await connection.nextReply()).to.include({ ok: 1 });
     connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('a signal whose aborted getter throws, on the first look or as it is listened to, fails the read with that error (a value thrown, wrapped and named): nothing read, the connection as it was', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 200);
+    /** A signal whose `aborted` throws `thrown` at its read number `at`. */
+    const throwingAt = (at: number, thrown: unknown): AbortSignal => {
+      let reads = 0;
+      return {
+        get aborted(): boolean {
+          if (++reads === at) throw thrown;
+          return false;
+        },
+        addEventListener() {},
+        removeEventListener() {},
+      } as unknown as AbortSignal;
+    };
+    // Read 1 is the shape check of the options (what it throws is the rejection, as for command()).
+    for (const at of [2, 3]) {
+      const broken = new Error(`aborted getter broke at read ${at}`);
+      expect(await connection.nextReply({ signal: throwingAt(at, broken) }).catch((e: unknown) => e), `read ${at}`).to.equal(broken);
+      const wrapped = (await connection.nextReply({ signal: throwingAt(at, 'no') }).catch((e: unknown) => e)) as Error;
+      expect(wrapped.message, `read ${at}`).to.equal("the command's signal refused a listener: no");
+      expect(wrapped.cause, `read ${at}`).to.equal('no');
+      expect(connection.errored).to.equal(false);
+    }
+    // No read is left in flight: the next one is taken, and reads the stream.
+    expect(await connection.nextReply()).to.include({ ok: 1 });
+    connection.destroy();
+    pool.checkIn(connection);
+  });
+
+  it('a second read while one waits is refused with ConnectionBusyError, signal or not; a connection not streaming has no reply to read', async function () {
+    const connection = await pool.checkOut();
+    expect(await connection.nextReply({ signal: new AbortController().signal }).catch((e: unknown) => e))
+      .to.be.instanceOf(WireProtocolError)
+      .with.property('message', `connection ${connection.id} to ${endpoint.address} has no streamed reply to read: the last reply did not set moreToCome`);
+    await streaming(connection, 10_000);
+    while (unreadOf(connection) > 0) await connection.nextReply();
+    const waiting = connection.nextReply();
+    expect(await connection.nextReply({ signal: new AbortController().signal }).catch((e: unknown) => e)).to.be.instanceOf(ConnectionBusyError);
+    expect(await connection.nextReply().catch((e: unknown) => e)).to.be.instanceOf(ConnectionBusyError);
+    connection.destroy();
+    await waiting.catch(() => undefined);
+    pool.checkIn(connection);
+  });
+
+  it('a read whose timeoutMS passes says it was waiting for a reply (it writes nothing)', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 10_000);
+    while (unreadOf(connection) > 0) await connection.nextReply();
+    const error = await connection.nextReply({ timeoutMS: 100, signal: new AbortController().signal }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+    expect((error as Error).message).to.equal(`connection ${connection.id} to ${endpoint.address} timed out after 100 ms waiting for a reply`);
     pool.checkIn(connection);
   });
 
