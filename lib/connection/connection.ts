@@ -814,11 +814,7 @@ export class Connection implements PoolConnection {
     if (exhaustAllowed) this.streamCommandName = name;
     if (signal !== undefined) {
       // The command given up before it was sent: the connection is free again, and it fails with `error`.
-      const unsent = (error: Error): Promise<never> => {
-        inFlight.stopListening?.();
-        this.inFlight = undefined;
-        return Promise.reject(error);
-      };
+      const unsent = (error: Error): Promise<never> => this.untrack(inFlight, error);
       try {
         // Aborted while the command was encoded (by a getter of its document, say), or as it was listened to (a
         // signal whose addEventListener aborts it): nothing is sent.
@@ -1003,11 +999,7 @@ export class Connection implements PoolConnection {
     if (signal !== undefined) {
       // Given up before the read began (the signal aborted as it was listened to, or refused a listener): the
       // connection is as it was.
-      const unstarted = (error: Error): Promise<never> => {
-        inFlight.stopListening?.();
-        this.inFlight = undefined;
-        return Promise.reject(error);
-      };
+      const unstarted = (error: Error): Promise<never> => this.untrack(inFlight, error);
       try {
         // Aborted while waiting: the stream's next reply will never be read, so the connection is closed (see cancel).
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal, true));
@@ -1018,6 +1010,16 @@ export class Connection implements PoolConnection {
     }
     this.arm(inFlight, timeoutMS);
     return inFlight.reply;
+  }
+
+  /**
+   * Gives up the request `inFlight` before any of it began (nothing sent, or no streamed reply waited for): its
+   * signal's listener removed, the connection free again; rejects with `error`.
+   */
+  private untrack(inFlight: InFlight, error: Error): Promise<never> {
+    inFlight.stopListening?.();
+    this.inFlight = undefined;
+    return Promise.reject(error);
   }
 
   /** Makes the request `request` the one in flight (the connection is busy), without a timeout yet. */

@@ -14,8 +14,9 @@ import { optionValues, type ListsEveryOption } from '../options';
 
 /**
  * TLS settings. The files are read when the connection factory is made, and read again by the next connection to open
- * once any of them was replaced or written (see {@link currentTlsOptions}). The factory (and a pool or client that
- * makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
+ * once any of them was replaced or written on disk (one `stat` per file per connection; connections open keep theirs;
+ * files that cannot be used leave the last ones in use, with a process warning `RXCMAP_TLS_FILES_UNUSABLE`). The
+ * factory (and a pool or client that makes one) throws {@link InvalidOptionError} for `tls: false` with another TLS option, `tlsInsecure`
  * combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames, a file it cannot read, a tlsCAFile without a
  * PEM certificate, or a client key it cannot use (tlsCertificateKeyFilePassword missing or wrong for an encrypted key;
  * no key and certificate in the file), or a tlsCRLFile without a revocation list that parses.
