@@ -236,6 +236,18 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     pool.checkIn(connection);
   });
 
+  it('a read of a connection its holder destroyed fails with a network error saying it is closed, signal or not', async function () {
+    const connection = await pool.checkOut();
+    await streaming(connection, 10_000);
+    while (unreadOf(connection) > 0) await connection.nextReply();
+    connection.destroy();
+    for (const options of [{}, { signal: new AbortController().signal }]) {
+      const error = await connection.nextReply(options).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkError).with.property('message', `connection ${connection.id} to ${endpoint.address} is closed`);
+    }
+    pool.checkIn(connection);
+  });
+
   it('a read whose timeoutMS passes says it was waiting for a reply (it writes nothing)', async function () {
     const connection = await pool.checkOut();
     await streaming(connection, 10_000);
