@@ -133,12 +133,10 @@ describe('examples/demo.ts (the main job)', function () {
   });
 
   it('bad arguments give the reason and one usage line on stderr, exit 2, and never a stack trace or a password', async function () {
+    // Each flag's refusal is the parser's (spec/examples/demo-args.spec.ts, in process); here, one of them and each way
+    // a URI is refused, as the process reports them (each run a process of its own, some 2 s of CPU).
     const cases: [string[], RegExp, NodeJS.ProcessEnv?][] = [
       [['--workers', '-1'], /--workers must be an integer >= 1, got "-1"/],
-      [['--workers', '1.5'], /--workers must be an integer >= 1, got "1.5"/],
-      [['--duration', '0'], /--duration must be a number of seconds > 0/],
-      [['--duration', 'abc'], /--duration must be a number of seconds > 0.*"abc"/],
-      [['--bogus'], /unknown flag --bogus/],
       [['mongodb://demo:pencil-secret@localhost'], /unexpected argument at position 1/],
       [['--uri', 'notauri'], /invalid --uri: .*valid mongodb:\/\/ connection string/],
       [['--uri', 'mongodb://demo:pencil-secret@localhost:notaport'], /invalid --uri: /],
