@@ -10,7 +10,7 @@ import { getEventListeners } from 'node:events';
 import { CheckOutCancelledError, CommandCancelledError, connect, InvalidOptionError, type Client, type ClientEvent, type CommandEvent } from '../../lib';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { cancelledWhileSelecting, selectionsWaiting } from '../support/selections';
-import { abortingAsListened } from '../support/signals';
+import { abortingAsListened, refusingListeners } from '../support/signals';
 
 describe('Client.command: signal (a command its caller gives up on)', function () {
   this.timeout(30_000);
@@ -82,15 +82,9 @@ describe('Client.command: signal (a command its caller gives up on)', function (
   it('a signal whose addEventListener throws a value that is not an Error, while no server is ready: an Error saying so, at once', async function () {
     const port = await closedPort();
     const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`));
-    const signal = {
-      aborted: false,
-      addEventListener() {
-        throw 'listeners off';
-      },
-      removeEventListener() {},
-    };
+    const signal = refusingListeners('listeners off');
     const start = performance.now();
-    const error = await c.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const error = await c.command('admin', { ping: 1 }, { signal }).catch((e: unknown) => e);
     expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
     // As Connection.command and the checkout fail for such a signal: an Error, the value its cause.
     expect(error).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: listeners off", cause: 'listeners off' });

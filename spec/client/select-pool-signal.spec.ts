@@ -9,7 +9,7 @@ import { getEventListeners } from 'node:events';
 import { CommandCancelledError, connect, InvalidOptionError, type Client } from '../../lib';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { cancelledWhileSelecting, selectionsWaiting } from '../support/selections';
-import { abortingAsListened } from '../support/signals';
+import { abortingAsListened, refusingListeners } from '../support/signals';
 
 describe('Client.selectPool: signal (a server selection its caller gives up on)', function () {
   this.timeout(30_000);
@@ -99,15 +99,9 @@ describe('Client.selectPool: signal (a server selection its caller gives up on)'
 
   it('a signal whose addEventListener throws a value that is not an Error, while no server is ready: an Error saying so, at once', async function () {
     const c = await down(10_000);
-    const signal = {
-      aborted: false,
-      addEventListener() {
-        throw 'listeners off';
-      },
-      removeEventListener() {},
-    };
+    const signal = refusingListeners('listeners off');
     const start = performance.now();
-    const error = await c.selectPool({ signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const error = await c.selectPool({ signal }).catch((e: unknown) => e);
     expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: listeners off", cause: 'listeners off' });
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);

@@ -11,7 +11,7 @@ import { getEventListeners } from 'node:events';
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
-import { abortingAsListened } from '../support/signals';
+import { abortingAsListened, refusingListeners } from '../support/signals';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
   this.timeout(20_000);
@@ -158,14 +158,8 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   it('a signal whose addEventListener throws fails the command with that error: nothing sent, the connection usable', async function () {
     const connection = await pool.checkOut();
     const refusal = new Error('no listeners here');
-    const signal = {
-      aborted: false,
-      addEventListener() {
-        throw refusal;
-      },
-      removeEventListener() {},
-    };
-    const error = await connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const signal = refusingListeners(refusal);
+    const error = await connection.command('admin', { ping: 1 }, { signal }).catch((e: unknown) => e);
     expect(error).to.equal(refusal);
     if (endpoint.embedded !== undefined) expect(pings).to.equal(0);
     expect(commands).to.deep.equal([]);

@@ -16,7 +16,7 @@ import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
 import { microtasks } from '../support/microtasks';
-import { abortingAsListened } from '../support/signals';
+import { abortingAsListened, refusingListeners } from '../support/signals';
 import { unhandledRejectionsOf } from '../support/unhandled';
 
 /**
@@ -175,14 +175,8 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     const connection = await pool.checkOut();
     await streaming(connection, 200);
     const refusal = new Error('no listeners here');
-    const signal = {
-      aborted: false,
-      addEventListener() {
-        throw refusal;
-      },
-      removeEventListener() {},
-    };
-    const error = await connection.nextReply({ signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+    const signal = refusingListeners(refusal);
+    const error = await connection.nextReply({ signal }).catch((e: unknown) => e);
     expect(error).to.equal(refusal);
     expect(connection.errored).to.equal(false);
     // No read is left in flight: the next one is taken, and reads the stream.

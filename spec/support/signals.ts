@@ -26,3 +26,15 @@ export function abortingAsListened(reason: unknown): AbortSignal {
   };
   return signal as unknown as AbortSignal;
 }
+
+/** A signal of AbortSignal's shape, not aborted, whose `addEventListener` throws `thrown`: it refuses every listener. */
+export function refusingListeners(thrown: unknown): AbortSignal {
+  const signal = {
+    aborted: false,
+    addEventListener() {
+      throw thrown;
+    },
+    removeEventListener() {},
+  };
+  return signal as unknown as AbortSignal;
+}
