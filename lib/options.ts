@@ -559,7 +559,8 @@ export function checkPoolCoreOptions(
 /**
  * Returns `value` when it is undefined or an AbortSignal, judged by its shape as Node's own APIs judge one (a boolean
  * `aborted`, `addEventListener` and `removeEventListener` functions): signals of polyfills, of other realms and of DOM
- * emulations are not instances of this realm's AbortSignal. `checkOut`, `warmUp` and `command` check theirs with it.
+ * emulations are not instances of this realm's AbortSignal. `checkOut`, `warmUp`, `command`, `nextReply` and
+ * `selectPool` check theirs with it.
  *
  * @throws {InvalidOptionError} (option `name`) for anything else.
  *

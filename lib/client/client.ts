@@ -13,12 +13,12 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
-import { commandNameOf, type Connection } from '../connection/connection';
+import { commandNameOf, signalRefused, type Connection } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, refusal, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage, type CommandLogMessage } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -262,7 +262,7 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error): O
     try {
       return listenToAbort(signal, () => subscriber.error(cancelled()));
     } catch (error) {
-      return subscriber.error(refusal("the command's signal refused a listener", error));
+      return subscriber.error(signalRefused(error));
     }
   });
 }

@@ -756,7 +756,7 @@ export class Connection implements PoolConnection {
           });
         } catch (refused) {
           // The signal refused a listener: the reauthentication could not be cancelled, so it does not start.
-          throw refusal("the command's signal refused a listener", refused);
+          throw signalRefused(refused);
         }
       }
       try {
@@ -824,7 +824,7 @@ export class Connection implements PoolConnection {
       } catch (error) {
         // The signal refused a listener (or its `aborted` threw): the command could never be cancelled, so it is not
         // sent.
-        return unsent(refusal("the command's signal refused a listener", error));
+        return unsent(signalRefused(error));
       }
     }
     if (events === undefined || !events.observed) {
@@ -984,7 +984,7 @@ export class Connection implements PoolConnection {
       // The signal aborted already: nothing is read.
       if (signal?.aborted === true) return Promise.reject(unread());
     } catch (error) {
-      return Promise.reject(refusal("the command's signal refused a listener", error));
+      return Promise.reject(signalRefused(error));
     }
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
@@ -1005,7 +1005,7 @@ export class Connection implements PoolConnection {
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal, true));
         if (signal.aborted) return unstarted(unread());
       } catch (error) {
-        return unstarted(refusal("the command's signal refused a listener", error));
+        return unstarted(signalRefused(error));
       }
     }
     this.arm(inFlight, timeoutMS);
@@ -1268,6 +1268,15 @@ function publish(events: CommandEventSink, event: CommandEvent): void {
   } catch (error) {
     reportUnhandled(error);
   }
+}
+
+/**
+ * The error a command, a streamed read or a server selection fails with when its `signal` threw as it was looked at
+ * or listened to: that Error, or an Error saying the command's signal refused a listener, `thrown` its `cause`. Never
+ * throws.
+ */
+export function signalRefused(thrown: unknown): Error {
+  return refusal("the command's signal refused a listener", thrown);
 }
 
 /**
