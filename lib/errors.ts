@@ -207,13 +207,16 @@ export class InvalidOptionError extends CmapError {
       message?: string;
       /** As {@link InvalidOptionError.suggestion}. */
       suggestion?: string;
+      /** What was thrown as the value was looked at (a getter of it threw), as the error's `cause`. */
+      cause?: unknown;
     },
   ) {
     const shown = redactOptionValue(option, value);
     // A placeholder, or the redacted description of an object, is shown as it is (not quoted as a string value).
     const asIs = typeof shown === 'string' && (PLACEHOLDER.test(shown) || (shown !== value && typeof value === 'object'));
     const text = asIs ? shown : describeValue(shown);
-    super(details?.message ?? `Invalid ${option}: ${text} (${option} must be ${allowed})`);
+    const message = details?.message ?? `Invalid ${option}: ${text} (${option} must be ${allowed})`;
+    super(message, details !== undefined && 'cause' in details ? { cause: details.cause } : undefined);
     this.value = shown;
     this.suggestion = details?.suggestion;
   }
@@ -677,10 +680,12 @@ export class CommandCancelledError extends CmapError {
     readonly streamedReply: boolean = false,
   ) {
     const on = connectionId === undefined ? '' : ` on connection ${connectionId} to ${address}`;
-    const when = sent
-      ? 'after it was sent, before its reply was read: the server may have run it, and the connection is closed'
-      : streamedReply
-        ? 'before its next streamed reply was read: nothing was read, and the connection is left as it was'
+    const when = streamedReply
+      ? sent
+        ? "while its next streamed reply was awaited: the stream's replies will not be read, and the connection is closed"
+        : 'before its next streamed reply was read: nothing was read, and the connection is left as it was'
+      : sent
+        ? 'after it was sent, before its reply was read: the server may have run it, and the connection is closed'
         : connectionId === undefined
           ? 'before a server was selected'
           : 'before it was sent';

@@ -325,7 +325,7 @@ function readOption<K extends keyof AllPoolOptions>(options: AllPoolOptions, nam
   try {
     return optionValue(options, name);
   } catch (error) {
-    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${inWords(error)})` });
+    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${inWords(error)})`, cause: error });
   }
 }
 
@@ -562,15 +562,25 @@ export function checkPoolCoreOptions(
  * emulations are not instances of this realm's AbortSignal. `checkOut`, `warmUp`, `command`, `nextReply` and
  * `selectPool` check theirs with it.
  *
- * @throws {InvalidOptionError} (option `name`) for anything else.
+ * @throws {InvalidOptionError} (option `name`) for anything else, and for a value whose `aborted`,
+ *   `addEventListener` or `removeEventListener` throws as it is read (what it threw is the error's `cause`).
  *
  * Source: extension (the web platform's AbortSignal, as `fetch` takes it).
  */
 export function requireAbortSignal(name: string, value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
   const s = value as Partial<AbortSignal> | null;
-  if (s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function') {
-    return value as AbortSignal;
+  try {
+    if (s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function') {
+      return value as AbortSignal;
+    }
+  } catch (thrown) {
+    // A getter of its shape threw (a revoked Proxy, a hostile `aborted`): not a signal the call can read.
+    const message = `Invalid ${name}: reading it as an AbortSignal threw (${inWords(thrown)}); ${name} must be ${SIGNAL_ALLOWED}`;
+    throw new InvalidOptionError(name, undefined, SIGNAL_ALLOWED, { message, cause: thrown });
   }
-  throw new InvalidOptionError(name, value, 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
+  throw new InvalidOptionError(name, value, SIGNAL_ALLOWED);
 }
+
+/** What a `signal` option accepts, in words. */
+const SIGNAL_ALLOWED = 'an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))';

@@ -76,17 +76,20 @@ describe('resolvePoolOptions', function () {
   });
 
   it('names an option whose getter throws, and quotes what it threw', function () {
+    const unreachable = new Error('secret store unreachable');
     const options = Object.defineProperty({}, 'waitQueueTimeoutMS', {
       enumerable: true,
       get: () => {
-        throw new Error('secret store unreachable');
+        throw unreachable;
       },
     });
     const error = invalidOption(() => resolvePoolOptions(options));
-    expect(error).to.include({ option: 'waitQueueTimeoutMS', allowed: 'a value that can be read' });
+    expect(error).to.include({ option: 'waitQueueTimeoutMS', allowed: 'a value that can be read', cause: unreachable });
     expect(error.message).to.equal('Invalid waitQueueTimeoutMS: reading it threw (secret store unreachable)');
-    const core = invalidOption(() => new ConnectionPoolCore({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, get maxPoolSize(): number { throw Object.create(null); } }));
+    const bare = Object.create(null);
+    const core = invalidOption(() => new ConnectionPoolCore({ address: 'h:1', connectionFactory: new MockConnectionFactory().factory, get maxPoolSize(): number { throw bare; } }));
     expect(core.message).to.equal('Invalid maxPoolSize: reading it threw ({})');
+    expect(core.cause, 'what the getter threw').to.equal(bare);
   });
 
   it('allows a negative backgroundThreadIntervalMS (never run) but not 0', function () {

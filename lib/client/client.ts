@@ -13,7 +13,7 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
-import { commandNameOf, signalRefused, type Connection } from '../connection/connection';
+import { commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
@@ -251,18 +251,31 @@ const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
 const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
 
 /**
+ * Whether `signal` (if any) has aborted. A signal whose `aborted` throws (it passed the shape check, then broke)
+ * fails its `owner` with what it threw, as {@link cancelledBy} does: see `signalRefused`.
+ */
+function abortedAlready(signal: AbortSignal | undefined, owner: SignalOwner): boolean {
+  try {
+    return signal?.aborted === true;
+  } catch (error) {
+    throw signalRefused(error, owner);
+  }
+}
+
+/**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
  * without a signal. Its listener (one per signal, see `listenToAbort`) leaves as it is unsubscribed. A signal whose
- * `addEventListener` throws makes it error with that Error (or one saying so, as `Connection.command` says).
+ * `aborted` or `addEventListener` throws makes it error with that Error, or with one saying the `owner`'s signal
+ * refused a listener (see `signalRefused`).
  */
-function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error): Observable<never> | undefined {
+function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, owner: SignalOwner): Observable<never> | undefined {
   if (signal === undefined) return undefined;
   return new Observable<never>((subscriber) => {
-    if (signal.aborted) return subscriber.error(cancelled());
     try {
+      if (signal.aborted) return subscriber.error(cancelled());
       return listenToAbort(signal, () => subscriber.error(cancelled()));
     } catch (error) {
-      return subscriber.error(signalRefused(error));
+      return subscriber.error(signalRefused(error, owner));
     }
   });
 }
@@ -1012,11 +1025,11 @@ export class Client {
     try {
       requireMethodOptions('selectPool', options, SELECT_POOL_OPTION_NAMES);
       signal = requireAbortSignal('signal', optionValue(options, 'signal'));
-      if (signal?.aborted === true) return Promise.reject(unselected());
+      if (abortedAlready(signal, 'server selection')) return Promise.reject(unselected());
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.select(this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected));
+    return this.select(this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
   }
 
   /**
@@ -1209,12 +1222,12 @@ export class Client {
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
     // Before a server is selected: no address, no connection, nothing sent.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
-    if (signal?.aborted === true) throw unselected();
+    if (abortedAlready(signal, 'command')) throw unselected();
     const start = this.scheduler.now();
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected));
+    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const closedByClient = (error: unknown): never => {

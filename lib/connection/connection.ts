@@ -984,7 +984,7 @@ export class Connection implements PoolConnection {
       // The signal aborted already: nothing is read.
       if (signal?.aborted === true) return Promise.reject(unread());
     } catch (error) {
-      return Promise.reject(signalRefused(error));
+      return Promise.reject(signalRefused(error, 'streamed read'));
     }
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
@@ -1005,7 +1005,7 @@ export class Connection implements PoolConnection {
         inFlight.stopListening = listenToAbort(signal, () => this.cancel(inFlight, name, signal, true));
         if (signal.aborted) return unstarted(unread());
       } catch (error) {
-        return unstarted(signalRefused(error));
+        return unstarted(signalRefused(error, 'streamed read'));
       }
     }
     this.arm(inFlight, timeoutMS);
@@ -1270,13 +1270,16 @@ function publish(events: CommandEventSink, event: CommandEvent): void {
   }
 }
 
+/** Whose `signal` refused a listener, in an error's words: a command's, a streamed read's, a server selection's. */
+export type SignalOwner = 'command' | 'streamed read' | 'server selection';
+
 /**
- * The error a command, a streamed read or a server selection fails with when its `signal` threw as it was looked at
- * or listened to: that Error, or an Error saying the command's signal refused a listener, `thrown` its `cause`. Never
- * throws.
+ * The error a command, a streamed read or a server selection (`owner`) fails with when its `signal` threw as it was
+ * looked at or listened to: that Error, or an Error saying the owner's signal refused a listener, `thrown` its
+ * `cause`. Never throws.
  */
-export function signalRefused(thrown: unknown): Error {
-  return refusal("the command's signal refused a listener", thrown);
+export function signalRefused(thrown: unknown, owner: SignalOwner = 'command'): Error {
+  return refusal(`the ${owner}'s signal refused a listener`, thrown);
 }
 
 /**

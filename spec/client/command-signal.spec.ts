@@ -10,7 +10,7 @@ import { getEventListeners } from 'node:events';
 import { CheckOutCancelledError, CommandCancelledError, connect, InvalidOptionError, type Client, type ClientEvent, type CommandEvent } from '../../lib';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { cancelledWhileSelecting, selectionsWaiting } from '../support/selections';
-import { abortingAsListened, refusingListeners } from '../support/signals';
+import { abortingAsListened, brokenAtRead, refusingListeners } from '../support/signals';
 
 describe('Client.command: signal (a command its caller gives up on)', function () {
   this.timeout(30_000);
@@ -88,6 +88,21 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
     // As Connection.command and the checkout fail for such a signal: an Error, the value its cause.
     expect(error).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: listeners off", cause: 'listeners off' });
+    expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
+  });
+
+  it('a signal whose aborted getter throws after the shape check, at the first look or as selection listens: that error, or an Error saying so, nothing selected', async function () {
+    const port = await closedPort();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`));
+    // Read 1 is the shape check (an InvalidOptionError), 2 the look before selection, 3 the selection's own.
+    for (const at of [2, 3]) {
+      const broken = new Error(`aborted getter broke at read ${at}`);
+      const start = performance.now();
+      expect(await c.command('admin', { ping: 1 }, { signal: brokenAtRead(at, broken) }).catch((e: unknown) => e), `read ${at}`).to.equal(broken);
+      const wrapped = await c.command('admin', { ping: 1 }, { signal: brokenAtRead(at, 'no') }).catch((e: unknown) => e);
+      expect(performance.now() - start, 'ms to both rejections (selection would wait 10 s)').to.be.below(2000);
+      expect(wrapped, `read ${at}`).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: no", cause: 'no' });
+    }
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
   });
 

@@ -9,7 +9,7 @@ import { getEventListeners } from 'node:events';
 import { CommandCancelledError, connect, InvalidOptionError, type Client } from '../../lib';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { cancelledWhileSelecting, selectionsWaiting } from '../support/selections';
-import { abortingAsListened, refusingListeners } from '../support/signals';
+import { abortingAsListened, brokenAtRead, refusingListeners, unreadableAborted } from '../support/signals';
 
 describe('Client.selectPool: signal (a server selection its caller gives up on)', function () {
   this.timeout(30_000);
@@ -89,6 +89,9 @@ describe('Client.selectPool: signal (a server selection its caller gives up on)'
       expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
       expect((error as Error).message).to.match(/\(signal must be an AbortSignal \(e\.g\. AbortController\.signal or AbortSignal\.timeout\(ms\)\)\)$/);
     }
+    const unreadable = await c.selectPool({ signal: unreadableAborted('torn down') }).catch((e: unknown) => e);
+    expect(unreadable).to.be.instanceOf(InvalidOptionError).and.include({ option: 'signal', cause: 'torn down' });
+    expect((unreadable as Error).message).to.match(/^Invalid signal: reading it as an AbortSignal threw \(torn down\); signal must be an AbortSignal/);
     const misspelt = await c.selectPool({ sigal: new AbortController().signal } as never).catch((e: unknown) => e);
     expect(misspelt).to.be.instanceOf(InvalidOptionError);
     expect((misspelt as Error).message).to.match(/did you mean signal\?/);
@@ -97,13 +100,27 @@ describe('Client.selectPool: signal (a server selection its caller gives up on)'
     expect(selectionsWaiting(c), 'selections waiting').to.equal(0);
   });
 
+  it('a signal whose aborted getter throws after the shape check, at the first look or as selection listens: that error, or an Error saying so, nothing selected', async function () {
+    const c = await down(10_000);
+    // Read 1 is the shape check (an InvalidOptionError), 2 the look before selection, 3 the selection's own.
+    for (const at of [2, 3]) {
+      const broken = new Error(`aborted getter broke at read ${at}`);
+      const start = performance.now();
+      expect(await c.selectPool({ signal: brokenAtRead(at, broken) }).catch((e: unknown) => e), `read ${at}`).to.equal(broken);
+      const wrapped = await c.selectPool({ signal: brokenAtRead(at, 'no') }).catch((e: unknown) => e);
+      expect(performance.now() - start, 'ms to both rejections (selection would wait 10 s)').to.be.below(2000);
+      expect(wrapped, `read ${at}`).to.be.instanceOf(Error).and.include({ message: "the server selection's signal refused a listener: no", cause: 'no' });
+    }
+    expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
+  });
+
   it('a signal whose addEventListener throws a value that is not an Error, while no server is ready: an Error saying so, at once', async function () {
     const c = await down(10_000);
     const signal = refusingListeners('listeners off');
     const start = performance.now();
     const error = await c.selectPool({ signal }).catch((e: unknown) => e);
     expect(performance.now() - start, 'ms to the rejection (selection would wait 10 s)').to.be.below(2000);
-    expect(error).to.be.instanceOf(Error).and.include({ message: "the command's signal refused a listener: listeners off", cause: 'listeners off' });
+    expect(error).to.be.instanceOf(Error).and.include({ message: "the server selection's signal refused a listener: listeners off", cause: 'listeners off' });
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
   });
 

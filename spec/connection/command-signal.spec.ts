@@ -11,7 +11,7 @@ import { getEventListeners } from 'node:events';
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
 import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
-import { abortingAsListened, refusingListeners } from '../support/signals';
+import { abortingAsListened, brokenAtRead, refusingListeners, unreadableAborted } from '../support/signals';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
   this.timeout(20_000);
@@ -147,6 +147,10 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
       expect((error as Error).message).to.match(/\(signal must be an AbortSignal \(e\.g\. AbortController\.signal or AbortSignal\.timeout\(ms\)\)\)$/);
     }
+    // One whose `aborted` throws as it is read, a value that is not an Error: refused the same way, what it threw the cause.
+    const unreadable = await connection.command('admin', { ping: 1 }, { signal: unreadableAborted('torn down') }).catch((e: unknown) => e);
+    expect(unreadable).to.be.instanceOf(InvalidOptionError).and.include({ option: 'signal', cause: 'torn down' });
+    expect((unreadable as Error).message).to.equal('Invalid signal: reading it as an AbortSignal threw (torn down); signal must be an AbortSignal (e.g. AbortController.signal or AbortSignal.timeout(ms))');
     // An AbortSignal of another realm or a polyfill: its shape is what counts.
     const polyfill = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
     expect(await connection.command('admin', { ping: 1 }, { signal: polyfill as unknown as AbortSignal })).to.include({ ok: 1 });
@@ -171,19 +175,11 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   it('a signal whose aborted getter throws once the command is encoded rejects with that error, never throws: nothing sent', async function () {
     const connection = await pool.checkOut();
     const broken = new Error('aborted getter broke');
-    let reads = 0;
-    const signal = {
-      get aborted(): boolean {
-        if (++reads === 3) throw broken;
-        return false;
-      },
-      addEventListener() {},
-      removeEventListener() {},
-    };
+    const signal = brokenAtRead(3, broken);
     let thrown: unknown;
     let settled: Promise<unknown> | undefined;
     try {
-      settled = connection.command('admin', { ping: 1 }, { signal: signal as unknown as AbortSignal }).catch((e: unknown) => e);
+      settled = connection.command('admin', { ping: 1 }, { signal }).catch((e: unknown) => e);
     } catch (error) {
       thrown = error;
     }

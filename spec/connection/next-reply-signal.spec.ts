@@ -16,7 +16,7 @@ import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startHostileServer, type HostileServer } from '../support/hostile-server';
 import { microtasks } from '../support/microtasks';
-import { abortingAsListened, refusingListeners } from '../support/signals';
+import { abortingAsListened, refusingListeners, unreadableAborted, brokenAtRead } from '../support/signals';
 import { unhandledRejectionsOf } from '../support/unhandled';
 
 /**
@@ -98,7 +98,7 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the next reply comes in 10 s)').to.be.below(2000);
     expect(error).to.be.instanceOf(CommandCancelledError);
     expect(error).to.deep.include({ connectionId: connection.id, commandName: 'hello', sent: true, streamedReply: true, cause: controller.signal.reason });
-    expect((error as Error).message).to.match(/^Command hello on connection \d+ to .+ was cancelled after it was sent, before its reply was read: the server may have run it, and the connection is closed$/);
+    expect((error as Error).message).to.match(/^Command hello on connection \d+ to .+ was cancelled while its next streamed reply was awaited: the stream's replies will not be read, and the connection is closed$/);
     expect(getEventListeners(controller.signal, 'abort').length, 'listeners once it settled').to.equal(0);
     // The stream's next reply will never be read: errored, with a network error that says why, and closed as it is
     // checked in.
@@ -158,6 +158,9 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
       expect(error, String(value)).to.be.instanceOf(InvalidOptionError).and.have.property('option', 'signal');
       expect((error as Error).message).to.match(/\(signal must be an AbortSignal \(e\.g\. AbortController\.signal or AbortSignal\.timeout\(ms\)\)\)$/);
     }
+    const unreadable = await connection.nextReply({ signal: unreadableAborted('torn down') }).catch((e: unknown) => e);
+    expect(unreadable).to.be.instanceOf(InvalidOptionError).and.include({ option: 'signal', cause: 'torn down' });
+    expect((unreadable as Error).message).to.match(/^Invalid signal: reading it as an AbortSignal threw \(torn down\); signal must be an AbortSignal/);
     const misspelt = await connection.nextReply({ sigal: new AbortController().signal } as never).catch((e: unknown) => e);
     expect(misspelt).to.be.instanceOf(InvalidOptionError);
     expect((misspelt as Error).message).to.match(/did you mean signal\?/);
@@ -188,24 +191,12 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
   it('a signal whose aborted getter throws, on the first look or as it is listened to, fails the read with that error (a value thrown, wrapped and named): nothing read, the connection as it was', async function () {
     const connection = await pool.checkOut();
     await streaming(connection, 200);
-    /** A signal whose `aborted` throws `thrown` at its read number `at`. */
-    const throwingAt = (at: number, thrown: unknown): AbortSignal => {
-      let reads = 0;
-      return {
-        get aborted(): boolean {
-          if (++reads === at) throw thrown;
-          return false;
-        },
-        addEventListener() {},
-        removeEventListener() {},
-      } as unknown as AbortSignal;
-    };
-    // Read 1 is the shape check of the options (what it throws is the rejection, as for command()).
+    // Read 1 is the shape check of the options: what it throws is an InvalidOptionError's cause (see above).
     for (const at of [2, 3]) {
       const broken = new Error(`aborted getter broke at read ${at}`);
-      expect(await connection.nextReply({ signal: throwingAt(at, broken) }).catch((e: unknown) => e), `read ${at}`).to.equal(broken);
-      const wrapped = (await connection.nextReply({ signal: throwingAt(at, 'no') }).catch((e: unknown) => e)) as Error;
-      expect(wrapped.message, `read ${at}`).to.equal("the command's signal refused a listener: no");
+      expect(await connection.nextReply({ signal: brokenAtRead(at, broken) }).catch((e: unknown) => e), `read ${at}`).to.equal(broken);
+      const wrapped = (await connection.nextReply({ signal: brokenAtRead(at, 'no') }).catch((e: unknown) => e)) as Error;
+      expect(wrapped.message, `read ${at}`).to.equal("the streamed read's signal refused a listener: no");
       expect(wrapped.cause, `read ${at}`).to.equal('no');
       expect(connection.errored).to.equal(false);
     }

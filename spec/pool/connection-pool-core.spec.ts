@@ -861,6 +861,9 @@ describe('ConnectionPool', function () {
         [() => pool.input.next({ type: 'clear', serviceId: 5 } as never), 'serviceId', /Invalid serviceId: 5/],
         [() => pool.checkOut({ signal: 'x' } as never), 'signal', /Invalid signal: "x" \(signal must be an AbortSignal/],
         [() => pool.checkOut({ signal: { aborted: false } } as never), 'signal', /Invalid signal/],
+        // One whose `aborted` throws as it is read (a value that is not an Error): refused at the call likewise.
+        [() => pool.checkOut({ signal: { get aborted() { throw 'torn down'; }, addEventListener: noop, removeEventListener: noop } } as never), 'signal', /^Invalid signal: reading it as an AbortSignal threw \(torn down\); signal must be an AbortSignal/],
+        [() => pool.warmUp({ signal: { get aborted() { throw 'torn down'; }, addEventListener: noop, removeEventListener: noop } } as never), 'signal', /^Invalid signal: reading it as an AbortSignal threw \(torn down\)/],
         // An AbortSignal by its shape needs all of: an object, a boolean `aborted`, addEventListener, removeEventListener.
         [() => pool.checkOut({ signal: { aborted: 'no', addEventListener: noop, removeEventListener: noop } } as never), 'signal', /Invalid signal/],
         [() => pool.checkOut({ signal: { aborted: false, removeEventListener: noop } } as never), 'signal', /Invalid signal/],

@@ -38,3 +38,36 @@ export function refusingListeners(thrown: unknown): AbortSignal {
   };
   return signal as unknown as AbortSignal;
 }
+
+/**
+ * An object that cannot be read as an AbortSignal: its `aborted` getter throws `thrown` (as a revoked Proxy or a
+ * signal of a torn-down realm does).
+ */
+export function unreadableAborted(thrown: unknown): AbortSignal {
+  const signal = {
+    get aborted(): boolean {
+      throw thrown;
+    },
+    addEventListener() {},
+    removeEventListener() {},
+  };
+  return signal as unknown as AbortSignal;
+}
+
+/**
+ * A signal of AbortSignal's shape, never aborted, whose `aborted` getter throws `thrown` at its read number `at` (1 is
+ * the first look, the options' shape check) and returns false at every other: a signal that breaks after it was
+ * accepted.
+ */
+export function brokenAtRead(at: number, thrown: unknown): AbortSignal {
+  let reads = 0;
+  const signal = {
+    get aborted(): boolean {
+      if (++reads === at) throw thrown;
+      return false;
+    },
+    addEventListener() {},
+    removeEventListener() {},
+  };
+  return signal as unknown as AbortSignal;
+}
