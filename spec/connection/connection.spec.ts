@@ -482,7 +482,8 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       const error = await reply.catch((e: unknown) => e);
       expect(error).to.be.instanceOf(MongoNetworkError);
       expect((error as Error).message).to.match(/was closed by the pool/);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Whatever was written reaches the server before the close does.
+      expect(await eventually(() => server!.closed === server!.accepted), 'the server saw the connection close').to.equal(true);
       expect(received).to.deep.equal([]);
     });
 
@@ -612,7 +613,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
         setTimeout(() => socket.end(Buffer.concat(rest)), 20);
       });
       expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await eventually(() => c.errored), 'the server closed the connection').to.equal(true);
       const read = async (): Promise<unknown> => c.nextReply().then((reply) => reply.n, (error: Error) => error.message);
       expect([await read(), await read(), await read()]).to.deep.equal([1, 2, `connection 1 to ${server!.address} closed by the server or the network`]);
     });
@@ -656,7 +657,8 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect(outcome).to.be.instanceOf(MongoNetworkError);
       expect((outcome as Error).message).to.match(/received \d+ bytes with no request in flight/);
       expect(c.errored).to.equal(true);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Whatever was written reaches the server before the close does.
+      expect(await eventually(() => server!.closed === server!.accepted), 'the server saw the connection close').to.equal(true);
       expect(received, 'what the server received (opcodes)').to.deep.equal([OpCode.OP_MSG]);
     });
 

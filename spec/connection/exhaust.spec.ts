@@ -80,8 +80,8 @@ describe('Connection: exhaustAllowed and moreToCome', function () {
     answer = (request, s) => (streamed = stream(2, request.header.requestId, s, false));
     const c: Connection = await pool.checkOut();
     await c.command('admin', { hello: 1 }, { exhaustAllowed: true });
-    await eventually(() => streamed !== 0);
-    await new Promise((r) => setTimeout(r, 20)); // the second reply is received before it is read
+    // The second reply is received before it is read.
+    expect(await eventually(() => (c as unknown as { unread: unknown[] }).unread.length > 0), 'a streamed reply received, not yet read').to.equal(true);
     expect((await c.nextReply()).n).to.equal(1);
     const waiting = c.nextReply();
     socket!.write(encodeOpMsg(500, streamed, { n: 2, ok: 1 }));
