@@ -26,6 +26,7 @@ import { optionValues, requireTimerDurationMS } from '../options';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import type { CommandEvent } from './command-events';
 import { HeldDeadline } from './held-deadline';
+import { LOCAL_RESOURCE_ERRORS } from './local-resource-errors';
 import { IoTimeout } from './io-timeout';
 import { ACCESS_TOKEN_NOT_SHOWN, keptHelloReply } from './kept-hello';
 import { Connection } from './connection';
@@ -617,12 +618,6 @@ function isArbiter(reply: Record<string, unknown>): boolean {
 const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
 
 /**
- * Errors of this host's own resources, whatever the server's load: out of file descriptors (for the process, or for
- * the system) or of local addresses and ports to connect from.
- */
-const LOCAL_RESOURCE_ERRORS = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']);
-
-/**
  * Errors of an address with no route to it: no route to its network from this host (ENETUNREACH: an IPv6 address of
  * a dual-stack name on a client without IPv6, say), or no host answering at it (EHOSTUNREACH: no reply to ARP or
  * neighbour discovery, a router's ICMP "host unreachable", or a firewall rejecting with "host prohibited"). The
@@ -679,7 +674,7 @@ function isTlsError(cause: unknown): boolean {
  * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
  * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
  * failures, this host running out
- * of file descriptors or local ports (EMFILE, ENFILE, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
+ * of file descriptors, memory or local ports (EMFILE, ENFILE, ENOMEM, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
  * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
  * {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,

@@ -11,6 +11,7 @@ import { resolve as resolvePath } from 'node:path';
 import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
+import { LOCAL_RESOURCE_ERRORS } from './local-resource-errors';
 
 /**
  * TLS settings. The files are read when the connection factory is made, and read again by the next connection to open
@@ -225,7 +226,7 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
     } catch (error) {
       // A read that failed for want of the process's resources (no file descriptor left in a burst of sockets, no
       // memory) says nothing of the files: the next connection reads them again, or a renewal would wait for a change.
-      if (!PROCESS_SHORTAGES.has(error as Error)) versions = now;
+      if (!LOCAL_RESOURCE_READ_ERRORS.has(error as Error)) versions = now;
       const message = `rxcmap: a TLS file changed on disk and cannot be used (${(error as Error).message}); new connections go on with the TLS files as last read`;
       // One warning per change in the process: every pool and monitor of a client (one each per host), and every
       // connection of each, reads the same files.
@@ -449,11 +450,8 @@ function readFile(option: string, path: string): Buffer {
   }
 }
 
-/** The system error codes of a read that failed for want of the process's resources, not because of the file. */
-const SHORTAGE_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM']);
-
-/** The errors of {@link readError} for a read that failed with one of {@link SHORTAGE_CODES}. */
-const PROCESS_SHORTAGES = new WeakSet<Error>();
+/** The errors of {@link readError} for a read that failed with one of {@link LOCAL_RESOURCE_ERRORS}, not because of the file. */
+const LOCAL_RESOURCE_READ_ERRORS = new WeakSet<Error>();
 
 /** The InvalidOptionError of option `option` whose file `path` could not be opened or read (with `error`). */
 function readError(option: string, path: string, error: unknown): InvalidOptionError {
@@ -461,7 +459,7 @@ function readError(option: string, path: string, error: unknown): InvalidOptionE
   if (path.includes('-----BEGIN')) return new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
   const code = (error as NodeJS.ErrnoException).code;
   const made = new InvalidOptionError(option, path, `a readable PEM file (${code ?? (error as Error).message})`);
-  if (code !== undefined && SHORTAGE_CODES.has(code)) PROCESS_SHORTAGES.add(made);
+  if (code !== undefined && LOCAL_RESOURCE_ERRORS.has(code)) LOCAL_RESOURCE_READ_ERRORS.add(made);
   return made;
 }
 

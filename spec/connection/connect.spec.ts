@@ -539,10 +539,10 @@ describe('connectionFactory (establishment)', function () {
       });
     });
 
-    it('does not label an error of this host\'s own resources (out of file descriptors, of local ports): no server load causes it', async function () {
+    it('does not label an error of this host\'s own resources (out of file descriptors, of memory, of local ports): no server load causes it', async function () {
       const dns = require('node:dns') as { lookup: (...args: unknown[]) => void };
       const lookup = dns.lookup;
-      for (const code of ['EMFILE', 'ENFILE', 'EADDRNOTAVAIL']) {
+      for (const code of ['EMFILE', 'ENFILE', 'ENOMEM', 'EADDRNOTAVAIL']) {
         // The lookup fails as getaddrinfo does when the process is out of descriptors (EAI_SYSTEM, errno EMFILE).
         dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
           if (host !== 'local-limit.test') return lookup(host, options, callback);
