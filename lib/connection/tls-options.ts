@@ -83,7 +83,8 @@ export function wantsTls(settings: TlsSettings): boolean {
 
 /**
  * Node `tls.connect` options for `host`, reading the files named in `s`, with one `secureContext` made now (from the
- * files, else Node's default trust store) for every connection made with them; so Node's TLS defaults (its
+ * files, else Node's default trust store; or `context`, one made of the same files, which are then not read) for every
+ * connection made with them; so Node's TLS defaults (its
  * `DEFAULT_MIN_VERSION`, or default CA certificates set by `tls.setDefaultCACertificates()`) changed later do not
  * reach them. `host` is undefined for a Unix domain socket: no SNI server name is sent unless tlsServerName gives one,
  * and Node verifies the certificate against `localhost`. The settings are read with `optionValue` (none from
@@ -98,7 +99,7 @@ export function wantsTls(settings: TlsSettings): boolean {
  *   file cannot be read or holds no PEM revocation list, or one that is cut short or does not parse; or tlsInsecure
  *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
-export function nodeTlsOptions(settings: TlsSettings, host: string | undefined): NodeTlsOptions {
+export function nodeTlsOptions(settings: TlsSettings, host: string | undefined, context?: SecureContext): NodeTlsOptions {
   const s = optionValues(settings, TLS_OPTION_NAMES);
   if (s.tlsInsecure !== undefined && (s.tlsAllowInvalidCertificates !== undefined || s.tlsAllowInvalidHostnames !== undefined)) {
     throw new InvalidOptionError('tlsInsecure', s.tlsInsecure, 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
@@ -110,7 +111,7 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
   // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
   // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
-  options.secureContext = secureContextOfFiles(s);
+  options.secureContext = context ?? secureContextOfFiles(s);
   // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
   // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
   // ignores a trailing dot on either side, so the name checked is unchanged.
@@ -120,15 +121,16 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined):
   return options;
 }
 
-/** The key of the passphrases' HMACs in {@link RELOADED}'s keys: random, for this process only. */
+/** The key of the passphrases' HMACs in {@link CONTEXTS}'s keys: random, for this process only. */
 const PASSPHRASE_KEY = randomBytes(32);
 
 /**
- * For each set of TLS files read again (their absolute paths and the passphrase's HMAC, as JSON), the versions last
- * read and the secure context made from them, held weakly (the factories using it hold it): made once per change in the
- * process. An entry goes with the last factory of its files (see {@link FORGET}).
+ * For each set of TLS files (their absolute paths and the passphrase's HMAC, as JSON), the versions last read and the
+ * secure context made from them, held weakly (the factories using it hold it): made once per set of files as they are
+ * in the process, by the first factory of them, then once per change. An entry goes with the last factory of its files
+ * (see {@link FORGET}).
  */
-const RELOADED = new Map<string, { versions: string; context: WeakRef<SecureContext> }>();
+const CONTEXTS = new Map<string, { versions: string; context: WeakRef<SecureContext> }>();
 
 /**
  * For each set of TLS file paths read again (joined by line feeds), the versions and warning last given for them: one
@@ -137,7 +139,7 @@ const RELOADED = new Map<string, { versions: string; context: WeakRef<SecureCont
 const WARNED = new Map<string, string>();
 
 /**
- * How many factories alive (their functions of {@link currentTlsOptions}) use each key of {@link RELOADED} (JSON, `[`
+ * How many factories alive (their functions of {@link currentTlsOptions}) use each key of {@link CONTEXTS} (JSON, `[`
  * first) and of {@link WARNED} (absolute paths): a process that makes clients of ever new files (a tenant's
  * certificate written to a new directory) keeps no entry of the files it no longer uses.
  */
@@ -151,7 +153,7 @@ const FORGET = new FinalizationRegistry<readonly string[]>((keys) => {
       USERS.set(key, users);
     } else {
       USERS.delete(key);
-      RELOADED.delete(key);
+      CONTEXTS.delete(key);
       WARNED.delete(key);
     }
   }
@@ -159,23 +161,26 @@ const FORGET = new FinalizationRegistry<readonly string[]>((keys) => {
 
 /** How many sets of TLS files the process remembers a reading or a warning of (for the tests; not in the package). */
 export function rememberedTlsFileSets(): number {
-  return RELOADED.size + WARNED.size;
+  return CONTEXTS.size + WARNED.size;
 }
 
 /**
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
- * called (the files read then, errors thrown then), and given again by the function returned, which a connection calls
- * as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile; one
- * `stat` each; a relative path resolved against the process's directory when this is called, not where it has moved
- * since). When any of them was replaced or written since it was last read (its device, inode, size, modification or
- * change time differ: a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it, a file written in
- * place), all of them are read again and a new secure context made from them, for this connection and those after it;
- * one per change in the process: the other factories of the same files and passphrase that find the same change use it.
- * A client certificate renewed before it expires, a CA bundle that gained a new authority, or a revocation list
- * refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list speaks for:
- * `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections already open keep the
- * certificates they were made with (as mongod's `rotateCertificates` does for its own): with MONGODB-X509, a pool holds
- * connections of the old certificate's subject and of the new one until the old ones close.
+ * called (the files read then, errors thrown then; or, when a factory of the process made a secure context of the same
+ * files as they are now, with the same passphrase, that context, the files not read again: a client makes a pool and a
+ * monitor for each of its hosts, and a CA bundle of 145 authorities takes 23 ms of the event loop to load, a 4.4 MB
+ * revocation list 125 ms), and given again by the function returned, which a connection calls as it opens its socket.
+ * That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile; one `stat` each; a relative
+ * path resolved against the process's directory when this is called, not where it has moved since). When any of them
+ * was replaced or written since it was last read (its device, inode, size, modification or change time differ: a
+ * Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it, a file written in place), all of them
+ * are read again and a new secure context made from them, for this connection and those after it; one per change in the
+ * process: the other factories of the same files and passphrase that find the same change use it. A client certificate
+ * renewed before it expires, a CA bundle that gained a new authority, or a revocation list refreshed before its
+ * nextUpdate passed (after it, OpenSSL refuses every certificate the list speaks for: `CRL_HAS_EXPIRED`) is so used by
+ * the next connection, without a new pool or client. Connections already open keep the certificates they were made with
+ * (as mongod's `rotateCertificates` does for its own): with MONGODB-X509, a pool holds connections of the old
+ * certificate's subject and of the new one until the old ones close.
  *
  * Files that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
  * that now leads to a FIFO, a device or a directory, which is opened without waiting and not read) leave the previous
@@ -199,15 +204,24 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   const paths = [s.tlsCAFile, s.tlsCertificateKeyFile, s.tlsCRLFile].filter((path) => path !== undefined);
   // Looked at before they are read: a change after this is seen by the next connection (at worst read twice).
   let versions = paths.map(fileVersion);
-  // Read first as given, so that errors name the paths as given.
-  let options = nodeTlsOptions(given, host);
-  if (paths.length === 0) return () => options;
+  if (paths.length === 0) {
+    const fixed = nodeTlsOptions(given, host);
+    return () => fixed;
+  }
   const pathsKey = paths.join('\n');
   // What the secure context is made of: the files at their places (one absent is not another's), and the passphrase
   // (its HMAC under a key of this process's own: the map key outlives the factory, and a plain digest of a weak
   // passphrase found in a heap snapshot could be guessed offline).
   const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHmac('sha256', PASSPHRASE_KEY).update(s.tlsCertificateKeyFilePassword).digest('base64');
   const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase]);
+  // The context another factory made of these files as they are now, else one made of them now, read as given, so
+  // that errors name the paths as given. Files that could not be looked at are read, never taken as unchanged.
+  const first = versions.join('\n');
+  const readable = !versions.includes(UNREADABLE);
+  const known = CONTEXTS.get(sharedKey);
+  const shared = readable && known?.versions === first ? known.context.deref() : undefined;
+  let options = nodeTlsOptions(given, host, shared);
+  if (shared === undefined && readable) CONTEXTS.set(sharedKey, { versions: first, context: new WeakRef(options.secureContext!) });
   const current = (): NodeTlsOptions => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
@@ -215,11 +229,11 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
       // Made once per change in the process: every pool and monitor of a client (one each per host) reads the same
       // files, and a revocation list of a large authority takes 100 ms of the event loop to parse.
       const seen = now.join('\n');
-      const last = RELOADED.get(sharedKey);
+      const last = CONTEXTS.get(sharedKey);
       let context = last?.versions === seen ? last.context.deref() : undefined;
       if (context === undefined) {
         context = secureContextOfFiles(s, readReplacedFile);
-        RELOADED.set(sharedKey, { versions: seen, context: new WeakRef(context) });
+        CONTEXTS.set(sharedKey, { versions: seen, context: new WeakRef(context) });
       }
       options = { ...options, secureContext: context };
       versions = now;
@@ -244,17 +258,20 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
 
 /**
  * What identifies the contents of the file at `path` without reading it: device, inode, size, modification and change
- * times of what the path leads to (symbolic links followed); `unreadable` when it cannot be looked at (whatever the
- * reason: such a file cannot be read either).
+ * times of what the path leads to (symbolic links followed); {@link UNREADABLE} when it cannot be looked at (whatever
+ * the reason: such a file cannot be read either).
  */
 function fileVersion(path: string): string {
   try {
     const { dev, ino, size, mtimeMs, ctimeMs } = fs.statSync(path);
     return `${dev}:${ino}:${size}:${mtimeMs}:${ctimeMs}`;
   } catch {
-    return 'unreadable';
+    return UNREADABLE;
   }
 }
+
+/** The version of a file that cannot be looked at (see {@link fileVersion}). */
+const UNREADABLE = 'unreadable';
 
 /**
  * The secure context of the files named in `s` (read now with `read`), else of Node's default trust store.

@@ -11,11 +11,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import nodeTls = require('node:tls');
 import { inspect } from 'node:util';
 import { firstValueFrom, from } from 'rxjs';
 import { connect, connectionFactory, MongoNetworkError, ServerSelectionError, type Connection, type ConnectionOptions } from '../../lib';
 import { currentTlsOptions, rememberedTlsFileSets } from '../../lib/connection/tls-options';
 import { EmbeddedServer } from '../../lib/testing';
+import { closedPort } from '../support/endpoint';
 import { fullGc } from '../support/full-gc';
 import { warningsOf } from '../support/process-warnings';
 
@@ -346,6 +348,45 @@ describe('TLS files replaced on disk (tls-options)', function () {
       replaceByRename(crlFile, fixture('crl-none-revoked.pem'));
       expect(other().secureContext).to.not.equal(factories[0]().secureContext);
       expect(factories[1]().secureContext).to.equal(factories[0]().secureContext);
+    });
+
+    it('loads the files once in the process as factories are made, however many (a client\'s pool and monitor of each host); a file changed since is loaded again', async function () {
+      const caFile = path.join(dir, 'ca.pem');
+      const crlFile = path.join(dir, 'crl.pem');
+      fs.writeFileSync(caFile, fixture('crl-ca.pem'));
+      fs.writeFileSync(crlFile, fixture('crl-none-revoked.pem'));
+      const made = nodeTls.createSecureContext;
+      let contexts = 0;
+      nodeTls.createSecureContext = (...args) => (contexts++, made(...args));
+      try {
+        const factories = Array.from({ length: 10 }, (_, i) => currentTlsOptions({ tlsCAFile: caFile, tlsCRLFile: crlFile }, `h${i}.example.com`));
+        expect(contexts, 'contexts made for 10 factories of the same files').to.equal(1);
+        expect(new Set(factories.map((options) => options().secureContext)).size).to.equal(1);
+        // What is not read from a file stays each factory's own.
+        expect(factories[3]!()).to.include({ servername: 'h3.example.com' });
+        // A client of three hosts makes a pool and a monitor for each: their factories take that context too.
+        const ports = await Promise.all([closedPort(), closedPort(), closedPort()]);
+        const client = connect(`mongodb://${ports.map((p) => `localhost:${p}`).join(',')}/?tlsCAFile=${encodeURIComponent(caFile)}&tlsCRLFile=${encodeURIComponent(crlFile)}`);
+        await client.close();
+        expect(contexts, 'contexts made once a client of three hosts was made too').to.equal(1);
+        // The same files under a relative path are the same files.
+        currentTlsOptions({ tlsCAFile: path.relative(process.cwd(), caFile), tlsCRLFile: crlFile }, 'localhost');
+        expect(contexts, 'a relative path to the same file').to.equal(1);
+        // A file changed since: the next factory loads the files again, and the factories made before take its context.
+        const before = factories[0]!().secureContext;
+        replaceByRename(crlFile, fixture('crl-revoked.pem'));
+        const later = currentTlsOptions({ tlsCAFile: caFile, tlsCRLFile: crlFile }, 'localhost');
+        expect(contexts, 'a factory made after the list changed').to.equal(2);
+        expect(later().secureContext, 'the later factory\'s context').to.not.equal(before);
+        expect(factories[0]!().secureContext, 'an older factory, at its next connection').to.equal(later().secureContext);
+        expect(contexts, 'contexts made once the older factories read the change').to.equal(2);
+        // Other files, or the same files under another passphrase, are not given that context.
+        currentTlsOptions({ tlsCAFile: caFile }, 'localhost');
+        currentTlsOptions({ tlsCAFile: caFile, tlsCRLFile: crlFile, tlsCertificateKeyFilePassword: 'other' }, 'localhost');
+        expect(contexts, 'other files, another passphrase').to.equal(4);
+      } finally {
+        nodeTls.createSecureContext = made;
+      }
     });
 
     it('gives the context of a changed client key file only to the factories of the same passphrase', function () {
