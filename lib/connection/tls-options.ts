@@ -4,10 +4,11 @@
  * Source: URI options spec (tls, tlsCAFile, tlsCertificateKeyFile, tlsCertificateKeyFilePassword,
  * tlsAllowInvalidCertificates, tlsAllowInvalidHostnames, tlsInsecure); Node's `tls`.
  */
-import { createHmac, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
+import * as nodeTls from 'node:tls';
 import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
@@ -213,7 +214,11 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   // (its HMAC under a key of this process's own: the map key outlives the factory, and a plain digest of a weak
   // passphrase found in a heap snapshot could be guessed offline).
   const passphrase = s.tlsCertificateKeyFilePassword === undefined ? null : createHmac('sha256', PASSPHRASE_KEY).update(s.tlsCertificateKeyFilePassword).digest('base64');
-  const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase]);
+  // And Node's TLS defaults as they are now, which a context takes as it is made: a factory made after the
+  // application raised tls.DEFAULT_MIN_VERSION (or changed its ciphers, curves or default trust store) is not given a
+  // context made before, and its contexts made of changed files keep the defaults it was made with.
+  const defaults = tlsDefaults(s.tlsCAFile === undefined);
+  const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase, defaults.key]);
   // The context another factory made of these files as they are now, else one made of them now, read as given, so
   // that errors name the paths as given. Files that could not be looked at are read, never taken as unchanged.
   const first = versions.join('\n');
@@ -232,7 +237,7 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
       const last = CONTEXTS.get(sharedKey);
       let context = last?.versions === seen ? last.context.deref() : undefined;
       if (context === undefined) {
-        context = secureContextOfFiles(s, readReplacedFile);
+        context = secureContextOfFiles(s, readReplacedFile, defaults.options);
         CONTEXTS.set(sharedKey, { versions: seen, context: new WeakRef(context) });
       }
       options = { ...options, secureContext: context };
@@ -257,6 +262,24 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
 }
 
 /**
+ * Node's TLS defaults that a secure context takes as it is made (`tls.DEFAULT_MIN_VERSION`, `DEFAULT_MAX_VERSION`,
+ * `DEFAULT_CIPHERS`, `DEFAULT_ECDH_CURVE`, as options that make a context of them later), and, for a context of no CA
+ * file (`withTrustStore`), a digest of the default CA certificates (those `tls.setDefaultCACertificates()` sets, where
+ * Node has it); `key` identifies them all.
+ */
+function tlsDefaults(withTrustStore: boolean): { options: SecureContextOptions; key: string } {
+  const options: SecureContextOptions = {
+    minVersion: nodeTls.DEFAULT_MIN_VERSION,
+    maxVersion: nodeTls.DEFAULT_MAX_VERSION,
+    ciphers: nodeTls.DEFAULT_CIPHERS,
+    ecdhCurve: nodeTls.DEFAULT_ECDH_CURVE,
+  };
+  const certificates = (nodeTls as { getCACertificates?: (type: string) => readonly string[] }).getCACertificates;
+  const trustStore = withTrustStore && certificates !== undefined ? createHash('sha256').update(certificates('default').join('\n')).digest('base64') : null;
+  return { options, key: JSON.stringify([options.minVersion, options.maxVersion, options.ciphers, options.ecdhCurve, trustStore]) };
+}
+
+/**
  * What identifies the contents of the file at `path` without reading it: device, inode, size, modification and change
  * times of what the path leads to (symbolic links followed); {@link UNREADABLE} when it cannot be looked at (whatever
  * the reason: such a file cannot be read either).
@@ -274,15 +297,17 @@ function fileVersion(path: string): string {
 const UNREADABLE = 'unreadable';
 
 /**
- * The secure context of the files named in `s` (read now with `read`), else of Node's default trust store.
+ * The secure context of the files named in `s` (read now with `read`), else of Node's default trust store; with the
+ * protocol versions, ciphers and curves of `defaults` (else Node's defaults now).
  *
  * @throws {InvalidOptionError} as {@link nodeTlsOptions} says, for the files.
  */
 function secureContextOfFiles(
   s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>,
   read: (option: string, path: string) => Buffer = readFile,
+  defaults: SecureContextOptions = {},
 ): SecureContext {
-  const context: SecureContextOptions = {};
+  const context: SecureContextOptions = { ...defaults };
   if (s.tlsCAFile !== undefined) {
     context.ca = read('tlsCAFile', s.tlsCAFile);
     checkCertificateAuthorities(context.ca, s.tlsCAFile);

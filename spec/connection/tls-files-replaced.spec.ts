@@ -389,6 +389,37 @@ describe('TLS files replaced on disk (tls-options)', function () {
       }
     });
 
+    it('gives a factory made after Node\'s TLS defaults changed a context of the new defaults, not the one of the same files made before', async function () {
+      const caFile = path.join(dir, 'ca.pem');
+      fs.writeFileSync(caFile, fixture('ca.pem'));
+      // A server that speaks TLS 1.2 at most, as an old deployment does.
+      const server = nodeTls.createServer({ key: fixture('server.key'), cert: fixture('server.crt'), maxVersion: 'TLSv1.2' }, (socket) => socket.end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as { port: number }).port;
+      const protocolOf = (options: nodeTls.ConnectionOptions): Promise<string> =>
+        new Promise((resolve) => {
+          const socket = nodeTls.connect({ ...options, host: '127.0.0.1', port }, () => (resolve(String(socket.getProtocol())), socket.destroy()));
+          socket.on('error', (error: NodeJS.ErrnoException) => resolve(String(error.code)));
+        });
+      const minimum = nodeTls.DEFAULT_MIN_VERSION;
+      try {
+        const before = currentTlsOptions({ tlsCAFile: caFile }, 'localhost');
+        expect(await protocolOf(before())).to.equal('TLSv1.2');
+        // The application requires TLS 1.3 from now on: a client made now must not negotiate less.
+        nodeTls.DEFAULT_MIN_VERSION = 'TLSv1.3';
+        const after = currentTlsOptions({ tlsCAFile: caFile }, 'localhost');
+        expect(await protocolOf(after()), 'a factory made after the default changed').to.equal('ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION');
+        expect(await protocolOf(before()), 'a factory made before keeps its context').to.equal('TLSv1.2');
+        // Its files replaced: each factory's new context is of the defaults it was made with.
+        replaceByRename(caFile, Buffer.concat([fixture('ca.pem'), fixture('x509-ca.pem')]));
+        expect(await protocolOf(after()), 'after a change, the later factory').to.equal('ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION');
+        expect(await protocolOf(before()), 'after a change, the earlier factory').to.equal('TLSv1.2');
+      } finally {
+        nodeTls.DEFAULT_MIN_VERSION = minimum;
+        server.close();
+      }
+    });
+
     it('gives the context of a changed client key file only to the factories of the same passphrase', function () {
       const keyFile = path.join(dir, 'client.pem');
       fs.writeFileSync(keyFile, fixture('client.pem'));
