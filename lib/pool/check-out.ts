@@ -130,8 +130,9 @@ export class CheckOutRequest<C> extends Observable<C> implements PromiseLike<C> 
     const { port, settings } = this;
     const signal = settings?.signal;
     const trace = isTraced(checkOutChannel) ? startTrace(port) : undefined;
-    if (signal?.aborted) {
-      const error = cancelled(port.address, abortReason(signal));
+    const aborted = abortedBeforeEntry(signal);
+    if (aborted !== false) {
+      const error = aborted === true ? cancelled(port.address, abortReason(signal!)) : aborted;
       if (trace !== undefined) {
         trace.skip();
         endTrace(trace, false, error);
@@ -409,10 +410,11 @@ function startCheckOut<C>(
   trace: Trace<CheckOutTraceContext> | undefined,
 ): void {
   const signal = settings?.signal;
-  if (signal?.aborted) {
+  const aborted = abortedBeforeEntry(signal);
+  if (aborted !== false) {
     waiter.state = 'done';
     trace?.skip(); // the waiter's settlement ends the trace
-    waiter.settle(false, cancelled(port.address, abortReason(signal)));
+    waiter.settle(false, aborted === true ? cancelled(port.address, abortReason(signal!)) : aborted);
     return;
   }
   const turn = signal === undefined ? 0 : abortTurn();
@@ -506,17 +508,31 @@ function endTrace(trace: Trace<CheckOutTraceContext>, ok: boolean, value: unknow
  */
 function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal: AbortSignal, turn: number): (() => void) | undefined {
   if (waiter.state === 'done') return undefined;
-  if (signal.aborted) {
-    abort(port, waiter, signal);
-    return undefined;
-  }
   try {
+    if (signal.aborted) {
+      abort(port, waiter, signal);
+      return undefined;
+    }
     return listenToAbort(signal, () => abort(port, waiter, signal), turn);
   } catch (error) {
+    // Or its `aborted` getter threw (it broke after the options were checked): the checkout is failed likewise.
     // The signal refused the listener (its addEventListener threw): the checkout has entered the pool already, so the
     // pool fails it with that error, in commit order, rather than leave it waiting for a connection nobody would take.
     port.leave(waiter, refusal("the checkout's signal refused a listener", error));
     return undefined;
+  }
+}
+
+/**
+ * Whether a checkout's `signal` (if any) has aborted, looked at before the checkout enters the pool; or, when its
+ * `aborted` getter throws (a signal that broke after the options were checked), the Error to fail the checkout with:
+ * what it threw, or an Error made for it with the value as its `cause`. Never throws.
+ */
+function abortedBeforeEntry(signal: AbortSignal | undefined): boolean | Error {
+  try {
+    return signal?.aborted === true;
+  } catch (error) {
+    return refusal("the checkout's signal refused a listener", error);
   }
 }
 

@@ -215,6 +215,51 @@ describe('CheckOutRequest', function () {
     }
   });
 
+  it('a signal whose aborted getter breaks after the option check fails the checkout with an Error, and the pool does not hand it the next connection (Promise and Observable forms)', async function () {
+    // Read 1 is the option check; read 2 the look before the checkout enters the pool; read 3 the look as it waits.
+    // Before: read 3 threw out of the entry with the checkout left in the WaitQueue (the next connection checked in
+    // went to it and stayed in use for good), and a value that is not an Error reached the caller bare.
+    const pool = poolOfOneEstablishedAtOnce();
+    try {
+      pool.ready();
+      for (const at of [2, 3]) {
+        for (const thrown of [new TypeError('torn down'), null, Symbol('torn down')]) {
+          for (const form of ['promise', 'observable'] as const) {
+            const what = `read ${at}, ${String(thrown)}, ${form}`;
+            let reads = 0;
+            const signal = {
+              get aborted(): boolean {
+                if (++reads === at) throw thrown;
+                return false;
+              },
+              addEventListener() {},
+              removeEventListener() {},
+            } as unknown as AbortSignal;
+            const held = await pool.checkOut();
+            const request = pool.checkOut({ signal });
+            let outcome: unknown = 'unsettled';
+            if (form === 'promise') {
+              outcome = await within50ms(Promise.resolve(request).then(undefined, (e: unknown) => e));
+            } else {
+              request.subscribe({ next: (c) => (outcome = c), error: (e: unknown) => (outcome = e) });
+            }
+            expect(outcome, what).to.be.instanceOf(Error);
+            if (!(thrown instanceof Error)) {
+              expect((outcome as Error).message, what).to.match(/^the checkout's signal refused a listener: /);
+              expect((outcome as Error).cause, what).to.equal(thrown);
+            }
+            expect(pool.snapshot(), what).to.include({ waitQueueLength: 0, inUseConnectionCount: 1 });
+            pool.checkIn(held);
+            await microtasks();
+            expect(pool.snapshot(), `${what}, once the held connection is checked in`).to.include({ waitQueueLength: 0, inUseConnectionCount: 0 });
+          }
+        }
+      }
+    } finally {
+      pool.close();
+    }
+  });
+
   it('a signal whose removeEventListener throws: a waiting checkout is still served, and the throw reaches nobody (Promise and Observable forms)', async function () {
     // Before, the Promise form's settlement threw while it stopped listening: the caller never received the connection
     // it was served (inUseConnectionCount stayed 1 with nothing checked out) and the pool reported the throw as
