@@ -34,7 +34,7 @@ import {
 } from 'rxjs';
 import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress } from '../address';
-import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError } from '../errors';
+import { ConnectionCheckInError, InvalidOptionError, MongoNetworkError, refusal } from '../errors';
 import type { ConnectionPoolCreatedEvent, ConnectionPoolEvent } from '../events';
 import { checkPoolCoreOptions, optionValue, optionValues, requireAbortSignal, requireDurationMS, requireMethodOptions, resolvePoolOptions, type ListsEveryOption, type BackgroundOptions, type PoolExtensionOptions, type PoolOptions, type ResolvedPoolOptions } from '../options';
 import { timerScheduler } from '../scheduler';
@@ -528,8 +528,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
    *   included (`ready()` starts establishing at once) (the pool is then cleared unless
    *   `clearOnEstablishmentError` says not to: by default an error labelled `SystemOverloadedError` does not clear);
    *   PoolClosedError when the pool is or gets closed; the signal's `reason` when `options.signal` aborts (the pool
-   *   goes on filling), and the value its `addEventListener` throws when it refuses a listener; InvalidOptionError
-   *   when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
+   *   goes on filling), and the Error its `aborted` or `addEventListener` throws when it breaks or refuses a
+   *   listener (for a value that is not an Error, an Error saying the warm-up's signal refused a listener, the value
+   *   its `cause`); InvalidOptionError when minPoolSize > 0 but `backgroundThreadIntervalMS` < 0.
    *
    * Source: extension (the Rust driver's `Client::warm_connection_pool`); see {@link warmUp$} for the Observable form.
    */
@@ -538,7 +539,12 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const signal = optionValue(options, 'signal');
     requireAbortSignal('signal', signal);
     return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(abortReason(signal));
+      try {
+        if (signal?.aborted) return reject(abortReason(signal));
+      } catch (error) {
+        // Its `aborted` getter threw (it broke after the options were checked): the wait could not be cancelled.
+        return reject(refusal("the warm-up's signal refused a listener", error));
+      }
       let stopListening: (() => void) | undefined;
       const subscription = this.warmUp$().subscribe({
         next: resolve,
@@ -557,7 +563,7 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
         } catch (error) {
           // A signal that refuses listeners: the wait could never be cancelled, so it ends now with that error.
           subscription.unsubscribe();
-          reject(error);
+          reject(refusal("the warm-up's signal refused a listener", error));
         }
       }
     });

@@ -159,6 +159,38 @@ describe('ConnectionPoolCore.warmUp', function () {
     expect((pool as unknown as { poolState: { observed: boolean } }).poolState.observed, 'events$ still observed').to.equal(false);
   });
 
+  it('a signal that breaks after it was accepted (aborted throws) or refuses a listener with a value that is not an Error rejects with an Error naming the warm-up\'s signal, the value its cause', async function () {
+    const { pool } = virtualPool({ minPoolSize: 2 });
+    pool.ready();
+    for (const thrown of [null, undefined, Symbol('torn down'), 'torn down']) {
+      let reads = 0;
+      // Read 1 is the option check: it breaks at the next.
+      const broken = {
+        get aborted(): boolean {
+          if (++reads === 2) throw thrown;
+          return false;
+        },
+        addEventListener() {},
+        removeEventListener() {},
+      } as unknown as AbortSignal;
+      const refusing = {
+        aborted: false,
+        addEventListener() {
+          throw thrown;
+        },
+        removeEventListener() {},
+      } as unknown as AbortSignal;
+      for (const [what, signal] of [['aborted throws', broken], ['addEventListener throws', refusing]] as const) {
+        const outcome = watch(pool.warmUp({ signal }));
+        await microtasks();
+        expect(outcome.error, `${what}: ${String(thrown)}`).to.be.instanceOf(Error);
+        expect((outcome.error as Error).message, `${what}: ${String(thrown)}`).to.match(/^the warm-up's signal refused a listener: /);
+        expect((outcome.error as Error).cause, `${what}: ${String(thrown)}`).to.equal(thrown);
+      }
+    }
+    expect((pool as unknown as { poolState: { observed: boolean } }).poolState.observed, 'events$ still observed').to.equal(false);
+  });
+
   it('a signal whose reason cannot be read still ends the wait, with what reading it threw; one whose removeEventListener throws still resolves', async function () {
     // Before, the abort listener threw (reported from a timer: an uncaught exception) and warmUp never settled; a
     // signal that refused to let the pool's listener go threw from the warm-up's completion.
