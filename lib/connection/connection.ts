@@ -696,8 +696,8 @@ export class Connection implements PoolConnection {
    * @throws {InvalidOptionError} (rejection, option `signal`) for a `signal` that is not an AbortSignal (by its shape:
    *   a boolean `aborted`, `addEventListener` and `removeEventListener`); nothing is sent and the connection stays
    *   usable.
-   * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter, once the command
-   *   is encoded) throws: that Error, or an Error saying the signal refused a listener, the value its `cause`. Nothing
+   * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter, once the options
+   *   are checked) throws: that Error, or an Error saying the signal refused a listener, the value its `cause`. Nothing
    *   is sent (on a MONGODB-OIDC connection after ReauthenticationRequired: the reauthentication does not start), no
    *   events are published, and the connection stays usable.
    */
@@ -795,8 +795,15 @@ export class Connection implements PoolConnection {
       ({ timeoutMS, exhaustAllowed, moreToCome, operationId, signal } = commandOptions('command', options, COMMAND_OPTION_NAMES));
       sequences = documentSequences(optionValue(options as CommandOptions, 'documentSequences'), command);
       name = Object.keys(command)[0] ?? '';
-      // The signal aborted already: nothing is built, sent or published.
-      if (signal?.aborted === true) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal)));
+      // The signal aborted already: nothing is built, sent or published. One whose `aborted` throws (it broke after
+      // the options were checked) fails the command as it does once the command is encoded.
+      let aborted: boolean;
+      try {
+        aborted = signal?.aborted === true;
+      } catch (error) {
+        return Promise.reject(signalRefused(error));
+      }
+      if (aborted) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal!)));
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
       // are written after its own, whatever it holds.

@@ -190,6 +190,23 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     pool.checkIn(connection);
   });
 
+  it('a signal whose aborted getter throws a value that is not an Error at its first look after the option check rejects with an Error saying so, the value its cause: nothing sent', async function () {
+    const connection = await pool.checkOut();
+    // Read 1 is the option check; read 2 the look before the command is encoded; read 3 the look once it is.
+    for (const at of [2, 3]) {
+      for (const thrown of [null, undefined, Symbol('torn down'), 'torn down']) {
+        const error = await connection.command('admin', { ping: 1 }, { signal: brokenAtRead(at, thrown) }).catch((e: unknown) => e);
+        expect(error, `read ${at}, ${String(thrown)}`).to.be.instanceOf(Error);
+        expect((error as Error).message, `read ${at}, ${String(thrown)}`).to.match(/^the command's signal refused a listener: /);
+        expect((error as Error).cause, `read ${at}, ${String(thrown)}`).to.equal(thrown);
+      }
+    }
+    if (endpoint.embedded !== undefined) expect(pings).to.equal(0);
+    expect(commands).to.deep.equal([]);
+    expect(connection.busy).to.equal(false);
+    pool.checkIn(connection);
+  });
+
   it('a signal that aborts as it is listened to (its addEventListener aborts it) cancels the command at once: nothing sent', async function () {
     await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 5000 } });
     const connection = await pool.checkOut();
