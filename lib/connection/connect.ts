@@ -674,7 +674,7 @@ function isTlsError(cause: unknown): boolean {
  * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
  * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
  * failures, this host running out
- * of file descriptors, memory or local ports (EMFILE, ENFILE, ENOMEM, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
+ * of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
  * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
  * {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
