@@ -626,15 +626,22 @@ const DNS_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 
 const NO_ROUTE_ERRORS = new Set(['ENETUNREACH', 'EHOSTUNREACH']);
 
 /**
- * Whether a connect error comes of DNS, of this host's own resources or of an address with no route to it only: for a
- * host name whose addresses were each tried (an AggregateError, its `code` the first attempt's), every attempt did;
- * one attempt the server could have failed (refused, reset, timed out) makes the whole error one an overloaded server
- * may cause.
+ * Errors of a connect this host's own policy refused before anything was sent: a local firewall rule (EPERM, EACCES
+ * from the kernel's packet filter), a broadcast address, or a Unix domain socket its permissions do not let this
+ * process write to (EACCES). The server was never reached: its load cannot have caused them.
+ */
+const HOST_POLICY_ERRORS = new Set(['EPERM', 'EACCES']);
+
+/**
+ * Whether a connect error comes of DNS, of this host's own resources or policy, or of an address with no route to it
+ * only: for a host name whose addresses were each tried (an AggregateError, its `code` the first attempt's), every
+ * attempt did; one attempt the server could have failed (refused, reset, timed out) makes the whole error one an
+ * overloaded server may cause.
  */
 function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
   const hostSide = (e: unknown): boolean => {
     const code = (e as NodeJS.ErrnoException | null)?.code ?? '';
-    return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code) || NO_ROUTE_ERRORS.has(code);
+    return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code) || NO_ROUTE_ERRORS.has(code) || HOST_POLICY_ERRORS.has(code);
   };
   if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(hostSide);
   return hostSide(cause);
@@ -674,7 +681,7 @@ function isTlsError(cause: unknown): boolean {
  * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
  * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
  * failures, this host running out
- * of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS, EADDRNOTAVAIL), no route to the address (ENETUNREACH,
+ * of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS, EADDRNOTAVAIL), a connect this host's policy refused (EPERM, EACCES), no route to the address (ENETUNREACH,
  * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
  * {@link isHostSideError}), every TLS error
  * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,

@@ -576,6 +576,25 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
+    it('does not label a connect this host\'s own policy refused (EPERM, EACCES: a local firewall rule, a broadcast address): no server load causes it', async function () {
+      const port = await closedPort();
+      const { TCP } = (process as unknown as { binding(name: string): { TCP: { prototype: Record<string, (...args: unknown[]) => unknown> } } }).binding('tcp_wrap');
+      const connect4 = TCP.prototype.connect;
+      for (const code of ['EPERM', 'EACCES'] as const) {
+        TCP.prototype.connect = function (this: unknown, ...args: unknown[]) {
+          return args[1] === '127.0.0.1' ? -(require('node:os') as typeof import('node:os')).constants.errno[code] : connect4.apply(this, args);
+        };
+        try {
+          const error = await establishOne(`127.0.0.1:${port}`, {}).catch((e) => e);
+          expect(error, code).to.be.instanceOf(MongoNetworkError);
+          expect(error.message, code).to.include(code);
+          expect([...error.errorLabels], code).to.deep.equal([]);
+        } finally {
+          TCP.prototype.connect = connect4;
+        }
+      }
+    });
+
     it('labels a host name\'s failed attempts when only the first was out of local resources (::1 unusable, IPv6 off), the next refused by the server', async function () {
       // Node's AggregateError takes the code of its first attempt: EADDRNOTAVAIL here, whatever the next attempt met.
       const port = await closedPort();
