@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import type * as net from 'node:net';
 import type { Document } from 'bson';
 import { ConnectionBusyError, ConnectionPool, MongoNetworkError, type Connection } from '../../lib';
+import { MAX_UNREAD_STREAMED_REPLIES } from '../../lib/connection/connection';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
 import { eventually } from '../support/endpoint';
@@ -88,6 +89,27 @@ describe('Connection: exhaustAllowed and moreToCome', function () {
     expect((await waiting).n).to.equal(2);
     expect(c.moreToCome).to.equal(false);
     pool.checkIn(c);
+  });
+
+  it(`holds at most ${MAX_UNREAD_STREAMED_REPLIES} streamed replies nobody read: a server streaming on fails the connection, its memory bounded`, async function () {
+    const unread = (c: Connection): number => (c as unknown as { unread: unknown[] }).unread.length;
+    // As many as it holds, the stream still open: nothing fails, and they are read in order.
+    answer = (request, s) => stream(1 + MAX_UNREAD_STREAMED_REPLIES, request.header.requestId, s, false);
+    const held: Connection = await pool.checkOut();
+    expect((await held.command('admin', { hello: 1 }, { exhaustAllowed: true })).n).to.equal(0);
+    expect(await eventually(() => unread(held) === MAX_UNREAD_STREAMED_REPLIES), 'replies held').to.equal(true);
+    expect(held.errored).to.equal(false);
+    expect((await held.nextReply()).n).to.equal(1);
+    held.destroy();
+    pool.checkIn(held);
+    // One more than that: the connection fails with a protocol error that says why, and holds no more.
+    answer = (request, s) => stream(2 + MAX_UNREAD_STREAMED_REPLIES, request.header.requestId, s, false);
+    const flooded: Connection = await pool.checkOut();
+    expect((await flooded.command('admin', { hello: 1 }, { exhaustAllowed: true })).n).to.equal(0);
+    expect(await eventually(() => flooded.errored), 'the connection failed').to.equal(true);
+    expect(flooded.error).to.be.instanceOf(MongoNetworkError);
+    expect(flooded.error?.message).to.include(`more than ${MAX_UNREAD_STREAMED_REPLIES} streamed replies received and not yet read`);
+    pool.checkIn(flooded);
   });
 
   it('without exhaustAllowed, a moreToCome reply still errors the connection', async function () {
