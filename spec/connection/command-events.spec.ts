@@ -88,15 +88,17 @@ describe('command events (command logging and monitoring spec)', function () {
         await c.command('admin', { ping: 1 });
         for (const bad of [-1, 1.5, Number.MAX_SAFE_INTEGER + 1, '42', null]) {
           const error = await c.command('admin', { ping: 1 }, { operationId: bad as number }).catch((e: unknown) => e);
-          expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).with.property('option', 'operationId');
+          expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).and.include({ option: 'operationId', allowed: 'an integer from 0 to 2^53 - 1' });
         }
+        // 0 is an operation's id like any other.
+        expect(await c.command('admin', { ping: 1 }, { operationId: 0 })).to.include({ ok: 1 });
       });
     } finally {
       pool.close();
     }
-    expect(events.map((e) => e.operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined]);
-    expect(events.filter((e) => e.type === 'CommandStarted').map((e) => Object.keys((e as { command: object }).command))).to.deep.equal([['insert', 'documents', '$db'], ['insert', 'documents', '$db'], ['ping', '$db']]);
-    expect(messages.map((m) => m.toJSON().operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined]);
+    expect(events.map((e) => e.operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined, 0, 0]);
+    expect(events.filter((e) => e.type === 'CommandStarted').map((e) => Object.keys((e as { command: object }).command))).to.deep.equal([['insert', 'documents', '$db'], ['insert', 'documents', '$db'], ['ping', '$db'], ['ping', '$db']]);
+    expect(messages.map((m) => m.toJSON().operationId)).to.deep.equal([42, 42, 42, 42, undefined, undefined, 0, 0]);
     expect(messages[0]!.render()).to.match(/\. The requestID is \d+ and the operation ID is 42\. Command: /);
     expect(messages[4]!.render()).to.match(/\. The requestID is \d+\. Command: /);
   });

@@ -220,11 +220,22 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
       const insert = (writeConcern?: Document): Document => ({ insert: collection, documents: [{ _id: 1 }], ...(writeConcern ? { writeConcern } : {}) });
       const exhaust = await refusal(insert({ w: 0 }), { moreToCome: true, exhaustAllowed: true });
       expect(exhaust).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
-      expect((exhaust as Error).message).to.match(/exhaustAllowed/);
-      for (const writeConcern of [{ w: 1 }, { w: 'majority' }, { j: true }, { w: 2, wtimeout: 10 }]) {
-        const error = await refusal(insert(writeConcern), { moreToCome: true });
-        expect(error, JSON.stringify(writeConcern)).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
-        expect((error as Error).message).to.match(/w: 0/);
+      expect((exhaust as Error).message).to.equal('Invalid moreToCome: a request with moreToCome gets no reply, so it cannot set exhaustAllowed (a stream of replies) too');
+      expect(exhaust).to.include({ allowed: 'false when exhaustAllowed is true', value: true });
+      // Each refusal says what the writeConcern has.
+      const cases: [unknown, string][] = [
+        [{ w: 1 }, 'w: 1'],
+        [{ w: 'majority' }, 'w: "majority"'],
+        [{ j: true }, 'no w (the default, w: 1)'],
+        [{ w: 2, wtimeout: 10 }, 'w: 2'],
+        ['majority', 'no document'],
+      ];
+      for (const [writeConcern, shown] of cases) {
+        const error = await refusal({ insert: collection, documents: [{ _id: 1 }], writeConcern }, { moreToCome: true });
+        expect(error, JSON.stringify(writeConcern)).to.be.instanceOf(InvalidOptionError).and.include({ option: 'moreToCome', value: true, allowed: 'false unless the command has no writeConcern or one with w: 0' });
+        expect((error as Error).message, JSON.stringify(writeConcern)).to.equal(
+          `Invalid moreToCome: the command's writeConcern has ${shown}, which asks for an acknowledgement no reply will bring; an unacknowledged write must have writeConcern w: 0 (OP_MSG spec, "moreToCome On Requests")`,
+        );
       }
       const notBoolean = await refusal(insert({ w: 0 }), { moreToCome: 'yes' });
       expect(notBoolean).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
@@ -294,7 +305,8 @@ describe(`Connection: unacknowledged writes, moreToCome on requests (${where})`,
           (e: unknown) => e,
         );
         expect(error, JSON.stringify(writeConcern)).to.be.instanceOf(InvalidOptionError).with.property('option', 'moreToCome');
-        expect((error as Error).message).to.match(/journal/);
+        expect((error as Error).message).to.match(/journal/).and.include(`writeConcern has w: 0 with ${'fsync' in writeConcern ? 'fsync' : 'j'}: true`);
+        expect(error).to.include({ allowed: 'false unless the command has no writeConcern or one with w: 0 without j or fsync true', value: true });
       }
       expect(pipe.sent.length).to.equal(before);
       // j: false, fsync: false and a wtimeout ask for nothing more than w: 0.
