@@ -676,17 +676,17 @@ function isTlsError(cause: unknown): boolean {
 }
 
 /**
- * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError
- * and RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake,
- * connectTimeoutMS elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5
- * proxy or of the SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS
- * failures, this host running out
- * of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS, EADDRNOTAVAIL), a connect this host's policy refused (EPERM, EACCES), no route to the address (ENETUNREACH,
+ * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError and
+ * RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake, connectTimeoutMS
+ * elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5 proxy or of the
+ * SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS failures, this host
+ * running out of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS,
+ * EADDRNOTAVAIL), a connect this host's policy refused (EPERM, EACCES), no route to the address (ENETUNREACH,
  * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
- * {@link isHostSideError}), every TLS error
- * that is not socket I/O (see {@link isTlsError}: certificate or host name verification, a protocol version refused,
- * a peer that does not speak TLS), and a malformed reply to the hello (its cause a {@link WireProtocolError}: a
- * peer that is not a MongoDB server, or a broken one). Errors during authentication never get them.
+ * {@link isHostSideError}), every TLS error that is not socket I/O (see {@link isTlsError}: certificate or host name
+ * verification, a protocol version refused, a peer that does not speak TLS), and a malformed reply to the hello (its
+ * cause a {@link WireProtocolError}: a peer that is not a MongoDB server, or a broken one). Errors during
+ * authentication never get them.
  */
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
   if (!(error instanceof MongoNetworkError) || phase === 'auth' || phase === 'proxy') return error;
