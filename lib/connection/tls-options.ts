@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import * as nodeTls from 'node:tls';
-import { createSecureContext, type ConnectionOptions as NodeTlsOptions, type SecureContext, type SecureContextOptions } from 'node:tls';
+import type { ConnectionOptions as NodeTlsOptions, SecureContext, SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
 import { optionValues, type ListsEveryOption } from '../options';
 import { LOCAL_RESOURCE_ERRORS } from './local-resource-errors';
@@ -85,11 +85,10 @@ export function wantsTls(settings: TlsSettings): boolean {
 /**
  * Node `tls.connect` options for `host`, reading the files named in `s`, with one `secureContext` made now (from the
  * files, else Node's default trust store; or `context`, one made of the same files, which are then not read) for every
- * connection made with them; so Node's TLS defaults (its
- * `DEFAULT_MIN_VERSION`, or default CA certificates set by `tls.setDefaultCACertificates()`) changed later do not
- * reach them. `host` is undefined for a Unix domain socket: no SNI server name is sent unless tlsServerName gives one,
- * and Node verifies the certificate against `localhost`. The settings are read with `optionValue` (none from
- * Object.prototype).
+ * connection made with them; so Node's TLS defaults (its `DEFAULT_MIN_VERSION`, or default CA certificates set by
+ * `tls.setDefaultCACertificates()`) changed later do not reach them. `host` is undefined for a Unix domain socket: no
+ * SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against `localhost`. The
+ * settings are read with `optionValue` (none from Object.prototype).
  *
  * @throws {InvalidOptionError} naming tlsCAFile or tlsCertificateKeyFile when the file cannot be read (a PEM text
  *   given in place of its path, a private key say, is not shown); tlsCAFile
@@ -168,20 +167,20 @@ export function rememberedTlsFileSets(): number {
 /**
  * {@link nodeTlsOptions} for every connection of a factory, as its TLS files are now: the options made when this is
  * called (the files read then, errors thrown then; or, when a factory of the process made a secure context of the same
- * files as they are now, with the same passphrase, that context, the files not read again: a client makes a pool and a
- * monitor for each of its hosts, and a CA bundle of 145 authorities takes 23 ms of the event loop to load, a 4.4 MB
- * revocation list 125 ms), and given again by the function returned, which a connection calls as it opens its socket.
- * That function first looks at the files (tlsCAFile, tlsCertificateKeyFile, tlsCRLFile; one `stat` each; a relative
- * path resolved against the process's directory when this is called, not where it has moved since). When any of them
- * was replaced or written since it was last read (its device, inode, size, modification or change time differ: a
- * Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it, a file written in place), all of them
- * are read again and a new secure context made from them, for this connection and those after it; one per change in the
- * process: the other factories of the same files and passphrase that find the same change use it. A client certificate
- * renewed before it expires, a CA bundle that gained a new authority, or a revocation list refreshed before its
- * nextUpdate passed (after it, OpenSSL refuses every certificate the list speaks for: `CRL_HAS_EXPIRED`) is so used by
- * the next connection, without a new pool or client. Connections already open keep the certificates they were made with
- * (as mongod's `rotateCertificates` does for its own): with MONGODB-X509, a pool holds connections of the old
- * certificate's subject and of the new one until the old ones close.
+ * files as they are now, with the same passphrase and under the same Node TLS defaults, that context, the files not
+ * read again: a client makes a pool and a monitor for each of its hosts, and a CA bundle of 145 authorities takes 23 ms
+ * of the event loop to load, a 4.4 MB revocation list 125 ms), and given again by the function returned, which a
+ * connection calls as it opens its socket. That function first looks at the files (tlsCAFile, tlsCertificateKeyFile,
+ * tlsCRLFile; one `stat` each; a relative path resolved against the process's directory when this is called, not where
+ * it has moved since). When any of them was replaced or written since it was last read (its device, inode, size,
+ * modification or change time differ: a Kubernetes Secret's or cert-manager's swapped symbolic link, a `mv` over it, a
+ * file written in place), all of them are read again and a new secure context made from them, for this connection and
+ * those after it; one per change in the process: the other factories of the same files and passphrase that find the
+ * same change use it. A client certificate renewed before it expires, a CA bundle that gained a new authority, or a
+ * revocation list refreshed before its nextUpdate passed (after it, OpenSSL refuses every certificate the list speaks
+ * for: `CRL_HAS_EXPIRED`) is so used by the next connection, without a new pool or client. Connections already open
+ * keep the certificates they were made with (as mongod's `rotateCertificates` does for its own): with MONGODB-X509, a
+ * pool holds connections of the old certificate's subject and of the new one until the old ones close.
  *
  * Files that cannot be used as read again (a copy half-written, a key not the new certificate's, a file removed, a path
  * that now leads to a FIFO, a device or a directory, which is opened without waiting and not read) leave the previous
@@ -333,7 +332,7 @@ function secureContextOfFiles(
 function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>): SecureContext {
   let made: SecureContext;
   try {
-    made = createSecureContext(context);
+    made = nodeTls.createSecureContext(context);
   } catch (error) {
     if (s.tlsCRLFile !== undefined) loadRevocationLists(context, s.tlsCRLFile);
     if (s.tlsCertificateKeyFile !== undefined) loadClientKey(context, s.tlsCertificateKeyFile, s.tlsCertificateKeyFilePassword);
@@ -374,7 +373,7 @@ function revocationLists(path: string, read: (option: string, path: string) => B
  */
 function loadRevocationLists(context: SecureContextOptions, path: string): void {
   try {
-    createSecureContext({ crl: context.crl });
+    nodeTls.createSecureContext({ crl: context.crl });
   } catch (error) {
     throw new InvalidOptionError('tlsCRLFile', path, `${CRL_FILE_ALLOWED} (${(error as Error).message})`);
   }
@@ -383,7 +382,7 @@ function loadRevocationLists(context: SecureContextOptions, path: string): void 
 /** Loads the client certificate and key of `context` alone; throws the InvalidOptionError that names what is wrong. */
 function loadClientKey(context: SecureContextOptions, file: string, password: string | undefined): void {
   try {
-    createSecureContext({ cert: context.cert, key: context.key, passphrase: context.passphrase });
+    nodeTls.createSecureContext({ cert: context.cert, key: context.key, passphrase: context.passphrase });
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
     // A wrong passphrase is reported as a bad decrypt, except when the bytes it decrypts to end in valid padding
