@@ -9,6 +9,7 @@ import { config, forkJoin, groupBy, map, merge, mergeMap, NEVER, of, Subject, Su
 import { CheckOutCancelledError, ConnectionPoolCore, PoolClosedError, type ConnectionPoolEvent } from '../../lib';
 import { MockConnection, MockConnectionFactory, VirtualClock } from '../../lib/testing';
 import { microtasks } from '../support/microtasks';
+import { brokenAtRead } from '../support/signals';
 
 /** What `outcome` settles with, or 'unsettled' when it does not within 50 ms. */
 function within50ms(outcome: Promise<unknown>): Promise<unknown> {
@@ -226,15 +227,7 @@ describe('CheckOutRequest', function () {
         for (const thrown of [new TypeError('torn down'), null, Symbol('torn down')]) {
           for (const form of ['promise', 'observable'] as const) {
             const what = `read ${at}, ${String(thrown)}, ${form}`;
-            let reads = 0;
-            const signal = {
-              get aborted(): boolean {
-                if (++reads === at) throw thrown;
-                return false;
-              },
-              addEventListener() {},
-              removeEventListener() {},
-            } as unknown as AbortSignal;
+            const signal = brokenAtRead(at, thrown);
             const held = await pool.checkOut();
             const request = pool.checkOut({ signal });
             let outcome: unknown = 'unsettled';

@@ -8,6 +8,7 @@ import { ConnectionPool, ConnectionPoolCore, InvalidOptionError, MongoNetworkErr
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 import { startTestEndpoint } from '../support/endpoint';
 import { microtasks } from '../support/microtasks';
+import { brokenAtRead, refusingListeners } from '../support/signals';
 
 function virtualPool(options: { minPoolSize?: number; failId?: number; backgroundThreadIntervalMS?: number } = {}) {
   const clock = new VirtualClock();
@@ -163,23 +164,9 @@ describe('ConnectionPoolCore.warmUp', function () {
     const { pool } = virtualPool({ minPoolSize: 2 });
     pool.ready();
     for (const thrown of [null, undefined, Symbol('torn down'), 'torn down']) {
-      let reads = 0;
       // Read 1 is the option check: it breaks at the next.
-      const broken = {
-        get aborted(): boolean {
-          if (++reads === 2) throw thrown;
-          return false;
-        },
-        addEventListener() {},
-        removeEventListener() {},
-      } as unknown as AbortSignal;
-      const refusing = {
-        aborted: false,
-        addEventListener() {
-          throw thrown;
-        },
-        removeEventListener() {},
-      } as unknown as AbortSignal;
+      const broken = brokenAtRead(2, thrown);
+      const refusing = refusingListeners(thrown);
       for (const [what, signal] of [['aborted throws', broken], ['addEventListener throws', refusing]] as const) {
         const outcome = watch(pool.warmUp({ signal }));
         await microtasks();
