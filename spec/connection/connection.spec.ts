@@ -485,6 +485,9 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       // Whatever was written reaches the server before the close does.
       expect(await eventually(() => server!.closed === server!.accepted), 'the server saw the connection close').to.equal(true);
       expect(received).to.deep.equal([]);
+      // Closed by the pool: errored, but by no error of the network, even once its socket has closed.
+      expect(c.errored).to.equal(true);
+      expect(c.error, 'the error that made it errored').to.equal(undefined);
     });
 
     /** An OP_MSG replying `{ ok: 1, a, b, c }`, each of them `part` (built by hand: bson writes at most 17 MiB). */
