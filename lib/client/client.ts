@@ -13,7 +13,7 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
-import { commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
+import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
@@ -249,18 +249,6 @@ const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
 /** The names of the options of `selectPool()`. */
 const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
-
-/**
- * Whether `signal` (if any) has aborted. A signal whose `aborted` throws (it passed the shape check, then broke)
- * fails its `owner` with what it threw, as {@link cancelledBy} does: see `signalRefused`.
- */
-function abortedAlready(signal: AbortSignal | undefined, owner: SignalOwner): boolean {
-  try {
-    return signal?.aborted === true;
-  } catch (error) {
-    throw signalRefused(error, owner);
-  }
-}
 
 /**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none

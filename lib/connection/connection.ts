@@ -797,13 +797,7 @@ export class Connection implements PoolConnection {
       name = Object.keys(command)[0] ?? '';
       // The signal aborted already: nothing is built, sent or published. One whose `aborted` throws (it broke after
       // the options were checked) fails the command as it does once the command is encoded.
-      let aborted: boolean;
-      try {
-        aborted = signal?.aborted === true;
-      } catch (error) {
-        return Promise.reject(signalRefused(error));
-      }
-      if (aborted) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal!)));
+      if (abortedAlready(signal, 'command')) return Promise.reject(new CommandCancelledError(this.address, this.id, name, false, abortReason(signal!)));
       const flags = (exhaustAllowed ? OpMsgFlag.exhaustAllowed : 0) | (moreToCome ? OpMsgFlag.moreToCome : 0);
       // Stable API spec, "Generic command helper": the command is not inspected; the declared fields, encoded once,
       // are written after its own, whatever it holds.
@@ -989,9 +983,9 @@ export class Connection implements PoolConnection {
     const unread = (): CommandCancelledError => new CommandCancelledError(this.address, this.id, name, false, abortReason(signal!), true);
     try {
       // The signal aborted already: nothing is read.
-      if (signal?.aborted === true) return Promise.reject(unread());
+      if (abortedAlready(signal, 'streamed read')) return Promise.reject(unread());
     } catch (error) {
-      return Promise.reject(signalRefused(error, 'streamed read'));
+      return Promise.reject(error);
     }
     // Replies received before the connection failed are still read, in order.
     const queued = this.unread.shift();
@@ -1287,6 +1281,19 @@ export type SignalOwner = 'command' | 'streamed read' | 'server selection';
  */
 export function signalRefused(thrown: unknown, owner: SignalOwner = 'command'): Error {
   return refusal(`the ${owner}'s signal refused a listener`, thrown);
+}
+
+/**
+ * Whether `signal` (if any) has aborted, as a command, a streamed read or a server selection (`owner`) looks before it
+ * starts. A signal whose `aborted` throws (it passed the shape check, then broke) fails the owner: throws
+ * {@link signalRefused}'s error.
+ */
+export function abortedAlready(signal: AbortSignal | undefined, owner: SignalOwner): boolean {
+  try {
+    return signal?.aborted === true;
+  } catch (error) {
+    throw signalRefused(error, owner);
+  }
 }
 
 /**
