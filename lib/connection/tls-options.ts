@@ -82,9 +82,12 @@ export function wantsTls(settings: TlsSettings): boolean {
   return s.tls === true || other !== undefined;
 }
 
+/** The settings a secure context is made of: the files, and the client key's passphrase. */
+type TlsFiles = Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>;
+
 /**
  * Node `tls.connect` options for `host`, reading the files named in `s`, with one `secureContext` made now (from the
- * files, else Node's default trust store; or `context`, one made of the same files, which are then not read) for every
+ * files, else Node's default trust store; by `contextOf`, which may give one made of the same files before) for every
  * connection made with them; so Node's TLS defaults (its `DEFAULT_MIN_VERSION`, or default CA certificates set by
  * `tls.setDefaultCACertificates()`) changed later do not reach them. `host` is undefined for a Unix domain socket: no
  * SNI server name is sent unless tlsServerName gives one, and Node verifies the certificate against `localhost`. The
@@ -99,7 +102,7 @@ export function wantsTls(settings: TlsSettings): boolean {
  *   file cannot be read or holds no PEM revocation list, or one that is cut short or does not parse; or tlsInsecure
  *   when it is combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames.
  */
-export function nodeTlsOptions(settings: TlsSettings, host: string | undefined, context?: SecureContext): NodeTlsOptions {
+export function nodeTlsOptions(settings: TlsSettings, host: string | undefined, contextOf: (files: TlsFiles) => SecureContext = (files) => secureContextOfFiles(files)): NodeTlsOptions {
   const s = optionValues(settings, TLS_OPTION_NAMES);
   if (s.tlsInsecure !== undefined && (s.tlsAllowInvalidCertificates !== undefined || s.tlsAllowInvalidHostnames !== undefined)) {
     throw new InvalidOptionError('tlsInsecure', s.tlsInsecure, 'not combined with tlsAllowInvalidCertificates or tlsAllowInvalidHostnames');
@@ -111,7 +114,7 @@ export function nodeTlsOptions(settings: TlsSettings, host: string | undefined, 
   // given the key, its passphrase and the CA bundle, every connection would show them to inspection (util.inspect of
   // a Connection). Without files too (Node's bundled roots, as with `tls=true` alone): Node would otherwise make a
   // context per connection, an OpenSSL context and its trust store set up each time, kept for the socket's life.
-  options.secureContext = context ?? secureContextOfFiles(s);
+  options.secureContext = contextOf(s);
   // RFC 6066, section 3: the SNI host name is sent "without a trailing dot"; a fully qualified host ("db.example.com.")
   // would otherwise reach SNI routing as a name no route or certificate selection carries. Node's certificate check
   // ignores a trailing dot on either side, so the name checked is unchanged.
@@ -219,26 +222,15 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   const defaults = tlsDefaults(s.tlsCAFile === undefined);
   const sharedKey = JSON.stringify([s.tlsCAFile ?? null, s.tlsCertificateKeyFile ?? null, s.tlsCRLFile ?? null, passphrase, defaults.key]);
   // The context another factory made of these files as they are now, else one made of them now, read as given, so
-  // that errors name the paths as given. Files that could not be looked at are read, never taken as unchanged.
-  const first = versions.join('\n');
-  const readable = !versions.includes(UNREADABLE);
-  const known = CONTEXTS.get(sharedKey);
-  const shared = readable && known?.versions === first ? known.context.deref() : undefined;
-  let options = nodeTlsOptions(given, host, shared);
-  if (shared === undefined && readable) CONTEXTS.set(sharedKey, { versions: first, context: new WeakRef(options.secureContext!) });
+  // that errors name the paths as given.
+  let options = nodeTlsOptions(given, host, (files) => sharedContext(sharedKey, versions, () => secureContextOfFiles(files)));
   const current = (): NodeTlsOptions => {
     const now = paths.map(fileVersion);
     if (now.every((version, i) => version === versions[i])) return options;
     try {
       // Made once per change in the process: every pool and monitor of a client (one each per host) reads the same
       // files, and a revocation list of a large authority takes 100 ms of the event loop to parse.
-      const seen = now.join('\n');
-      const last = CONTEXTS.get(sharedKey);
-      let context = last?.versions === seen ? last.context.deref() : undefined;
-      if (context === undefined) {
-        context = secureContextOfFiles(s, readReplacedFile, defaults.options);
-        CONTEXTS.set(sharedKey, { versions: seen, context: new WeakRef(context) });
-      }
+      const context = sharedContext(sharedKey, now, () => secureContextOfFiles(s, readReplacedFile, defaults.options));
       options = { ...options, secureContext: context };
       versions = now;
     } catch (error) {
@@ -258,6 +250,24 @@ export function currentTlsOptions(settings: TlsSettings, host: string | undefine
   for (const key of [sharedKey, pathsKey]) USERS.set(key, (USERS.get(key) ?? 0) + 1);
   FORGET.register(current, [sharedKey, pathsKey]);
   return current;
+}
+
+/**
+ * The secure context of the set of files `key` (see {@link CONTEXTS}) whose versions are `versions`: the one a factory
+ * made of them so, else the one `make` makes now, remembered for the factories after it. Files that could not be looked
+ * at ({@link UNREADABLE}) are never taken as unchanged: their context is made, and not remembered.
+ *
+ * @throws what `make` throws.
+ */
+function sharedContext(key: string, versions: readonly string[], make: () => SecureContext): SecureContext {
+  const seen = versions.join('\n');
+  const lookedAt = !versions.includes(UNREADABLE);
+  const known = CONTEXTS.get(key);
+  const shared = lookedAt && known?.versions === seen ? known.context.deref() : undefined;
+  if (shared !== undefined) return shared;
+  const made = make();
+  if (lookedAt) CONTEXTS.set(key, { versions: seen, context: new WeakRef(made) });
+  return made;
 }
 
 /**
@@ -302,7 +312,7 @@ const UNREADABLE = 'unreadable';
  * @throws {InvalidOptionError} as {@link nodeTlsOptions} says, for the files.
  */
 function secureContextOfFiles(
-  s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>,
+  s: TlsFiles,
   read: (option: string, path: string) => Buffer = readFile,
   defaults: SecureContextOptions = {},
 ): SecureContext {
@@ -329,7 +339,7 @@ function secureContextOfFiles(
  * cannot be used fails here, once and typed, rather than as OpenSSL's bare error (or a missing client certificate) at
  * every connection attempt.
  */
-function secureContext(context: SecureContextOptions, s: Pick<TlsSettings, 'tlsCAFile' | 'tlsCertificateKeyFile' | 'tlsCertificateKeyFilePassword' | 'tlsCRLFile'>): SecureContext {
+function secureContext(context: SecureContextOptions, s: TlsFiles): SecureContext {
   let made: SecureContext;
   try {
     made = nodeTls.createSecureContext(context);
@@ -491,7 +501,10 @@ function readFile(option: string, path: string): Buffer {
   }
 }
 
-/** The errors of {@link readError} for a read that failed with one of {@link LOCAL_RESOURCE_ERRORS}, not because of the file. */
+/**
+ * The errors of {@link readError} for a read that failed with one of {@link LOCAL_RESOURCE_ERRORS}, not because of the
+ * file.
+ */
 const LOCAL_RESOURCE_READ_ERRORS = new WeakSet<Error>();
 
 /** The InvalidOptionError of option `option` whose file `path` could not be opened or read (with `error`). */
