@@ -524,15 +524,16 @@ function listenWhileWaiting<C>(port: CheckOutPort<C>, waiter: Waiter<C>, signal:
 }
 
 /**
- * Whether a checkout's `signal` (if any) has aborted, looked at before the checkout enters the pool; or, when its
- * `aborted` getter throws (a signal that broke after the options were checked), the Error to fail the checkout with:
- * what it threw, or an Error made for it with the value as its `cause`. Never throws.
+ * Whether `signal` (if any) has aborted, looked at before a checkout enters the pool or a warm-up waits (`owner`: whose
+ * signal it is, in words); or, when its `aborted` getter throws (a signal that broke after the options were checked),
+ * the Error to fail it with: what it threw, or an Error saying the owner's signal refused a listener, the value its
+ * `cause`. Never throws.
  */
-function abortedBeforeEntry(signal: AbortSignal | undefined): boolean | Error {
+export function abortedBeforeEntry(signal: AbortSignal | undefined, owner = 'checkout'): boolean | Error {
   try {
     return signal?.aborted === true;
   } catch (error) {
-    return refusal("the checkout's signal refused a listener", error);
+    return refusal(`the ${owner}'s signal refused a listener`, error);
   }
 }
 

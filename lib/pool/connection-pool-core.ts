@@ -40,7 +40,7 @@ import { checkPoolCoreOptions, optionValue, optionValues, requireAbortSignal, re
 import { timerScheduler } from '../scheduler';
 import { isControlAction, type Action, type CheckOutSite } from './actions';
 import { Broadcast } from './broadcast';
-import { CheckOutRequest, enterNow, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
+import { abortedBeforeEntry, CheckOutRequest, enterNow, type CheckOutOptions, type CheckOutPort, type CheckOutSettings } from './check-out';
 import { CommandRunner, defaultClearOnEstablishmentError } from './command-runner';
 import { hexServiceId, idOf, isPromiseLike, mayBeBusy } from './connection-checks';
 import type { ConnectionFactory, PoolConnection } from './contract';
@@ -539,12 +539,9 @@ export class ConnectionPoolCore<C extends PoolConnection = PoolConnection> {
     const signal = optionValue(options, 'signal');
     requireAbortSignal('signal', signal);
     return new Promise((resolve, reject) => {
-      try {
-        if (signal?.aborted) return reject(abortReason(signal));
-      } catch (error) {
-        // Its `aborted` getter threw (it broke after the options were checked): the wait could not be cancelled.
-        return reject(refusal("the warm-up's signal refused a listener", error));
-      }
+      // Its `aborted` getter may throw (it broke after the options were checked): the wait could not be cancelled.
+      const aborted = abortedBeforeEntry(signal, 'warm-up');
+      if (aborted !== false) return reject(aborted === true ? abortReason(signal!) : aborted);
       let stopListening: (() => void) | undefined;
       const subscription = this.warmUp$().subscribe({
         next: resolve,
