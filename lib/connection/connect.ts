@@ -602,12 +602,15 @@ function attemptsDetail(attempts: readonly Attempt[]): string {
 /**
  * What a socket error met while connecting says. A host name that resolves to several addresses (`localhost` as ::1
  * and 127.0.0.1) is tried address by address, and when every attempt fails Node reports an AggregateError whose own
- * message is empty: the message of each attempt then, in order.
+ * message is empty: the message of each attempt then, in order. A refusal by Node's permission model says how to allow it.
  */
 function connectErrorDetail(error: Error): string {
-  if (error.message !== '') return error.message;
   const attempts = error instanceof AggregateError ? (error.errors as unknown[]).map((e) => (e instanceof Error ? e.message : String(e))) : [];
-  return attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
+  const detail = error.message !== '' ? error.message : attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
+  // A host name's lookup refused by the permission model says only `getaddrinfo ERR_ACCESS_DENIED <host>`.
+  return (error as NodeJS.ErrnoException).code === 'ERR_ACCESS_DENIED' && !detail.includes('--allow-net')
+    ? `${detail} (Node's permission model does not allow this process the network: run it with --allow-net)`
+    : detail;
 }
 
 /** Whether a hello reply describes an RSArbiter (SDAM: `arbiterOnly: true` with a `setName`). */
@@ -627,10 +630,11 @@ const NO_ROUTE_ERRORS = new Set(['ENETUNREACH', 'EHOSTUNREACH']);
 
 /**
  * Errors of a connect this host's own policy refused before anything was sent: a local firewall rule (EPERM, EACCES
- * from the kernel's packet filter), a broadcast address, or a Unix domain socket its permissions do not let this
- * process write to (EACCES). The server was never reached: its load cannot have caused them.
+ * from the kernel's packet filter), a broadcast address, a Unix domain socket its permissions do not let this
+ * process write to (EACCES), or Node's permission model (ERR_ACCESS_DENIED: `--permission` without `--allow-net`,
+ * Node.js 25 and later). The server was never reached: its load cannot have caused them.
  */
-const HOST_POLICY_ERRORS = new Set(['EPERM', 'EACCES']);
+const HOST_POLICY_ERRORS = new Set(['EPERM', 'EACCES', 'ERR_ACCESS_DENIED']);
 
 /**
  * Whether a connect error comes of DNS, of this host's own resources or policy, or of an address with no route to it

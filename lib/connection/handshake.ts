@@ -27,7 +27,10 @@ export const MAX_CLIENT_METADATA_BYTES = 512;
 export interface ExecutionEnvironment {
   /** Environment variables (default `process.env`). */
   readonly variables: Readonly<Record<string, string | undefined>>;
-  /** Whether the file `.dockerenv` exists in the root directory (default: checked on the file system). */
+  /**
+   * Whether the file `.dockerenv` exists in the root directory (default: checked on the file system; false where Node's
+   * permission model does not allow this process to look).
+   */
   readonly dockerenv: boolean;
 }
 
@@ -91,7 +94,20 @@ export function clientEnv(environment: ExecutionEnvironment = currentEnvironment
 
 /** The environment of this process: `process.env`, and whether `/.dockerenv` exists. */
 function currentEnvironment(): ExecutionEnvironment {
-  return { variables: process.env, dockerenv: existsSync('/.dockerenv') };
+  return { variables: process.env, dockerenv: dockerenvExists() };
+}
+
+/**
+ * Whether `/.dockerenv` exists; false when this process may not look (Node's permission model, `--permission` without
+ * `--allow-fs-read` for it, makes `existsSync` throw ERR_ACCESS_DENIED rather than answer): the container's runtime is
+ * then left out of the handshake, which the spec allows for any field it cannot know.
+ */
+function dockerenvExists(): boolean {
+  try {
+    return existsSync('/.dockerenv');
+  } catch {
+    return false;
+  }
 }
 
 /** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */

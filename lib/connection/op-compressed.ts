@@ -316,8 +316,8 @@ const ZSTD_LEVEL = 3;
 /**
  * Why compressor `name` cannot be used in this process, or undefined when it can (zlib, `none` and any other name
  * always: an unknown name is refused elsewhere): zstd needs Node's `zlib.zstdCompress` (Node.js 22.15 / 23.8 or
- * later); snappy needs the optional package `snappy` (loaded on this first call, never with the package). Never
- * throws.
+ * later); snappy needs the optional package `snappy` (loaded on this first call, never with the package), a native
+ * addon that Node's permission model must allow (`--allow-addons`). Never throws.
  *
  * Source: extension (the official driver loads the same optional `snappy` package and Node's built-in zstd).
  */
@@ -330,6 +330,9 @@ export function compressorUnavailable(name: string): string | undefined {
     snappyModule();
     return undefined;
   } catch (error) {
+    // snappy is a native addon: under Node's permission model without --allow-addons its loader fails, and says only
+    // that it found no binding for this platform, advising a reinstall that cannot help.
+    if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND' && addonsDenied()) return 'it is a native addon, and Node\'s permission model does not allow this process native addons (run it with --allow-addons)';
     // The first line only: Node's MODULE_NOT_FOUND message goes on with the require stack, the application's file paths.
     return `the optional package snappy could not be loaded (npm install snappy): ${String((error as Error | undefined)?.message).split('\n')[0]}`;
   }
@@ -344,6 +347,16 @@ export function compressorUnavailable(name: string): string | undefined {
 export function checkCompressorAvailable(name: string): void {
   const why = compressorUnavailable(name);
   if (why !== undefined) throw new InvalidOptionError('compressors', name, `a compressor available in this process; ${name} is not: ${why}`);
+}
+
+/** Whether Node's permission model is on and does not allow native addons (`--permission` without `--allow-addons`). */
+function addonsDenied(): boolean {
+  const permission = (process as { permission?: { has(scope: string): boolean } }).permission;
+  try {
+    return permission !== undefined && !permission.has('addon');
+  } catch {
+    return false;
+  }
 }
 
 function nodeZstd(): NodeZstd | undefined {

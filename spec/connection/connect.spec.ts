@@ -578,6 +578,29 @@ describe('connectionFactory (establishment)', function () {
       }
     });
 
+    it('does not label a connect Node\'s permission model refused (ERR_ACCESS_DENIED: --permission without --allow-net, Node.js 25 and later), and says how to allow it', async function () {
+      // Node.js 26 under --permission fails a host name's connect as its lookup: `getaddrinfo ERR_ACCESS_DENIED <host>`,
+      // an error with code ERR_ACCESS_DENIED and permission 'Net' (and an IP literal's with Node's own message, which
+      // names --allow-net already).
+      const dns = require('node:dns') as { lookup: (...args: unknown[]) => void };
+      const lookup = dns.lookup;
+      dns.lookup = (host: unknown, options: unknown, callback: unknown) => {
+        if (host !== 'no-network.test') return lookup(host, options, callback);
+        const denied = Object.assign(new Error('getaddrinfo ERR_ACCESS_DENIED no-network.test'), { code: 'ERR_ACCESS_DENIED', permission: 'Net', resource: 'no-network.test' });
+        process.nextTick(() => (callback as (error: Error) => void)(denied));
+      };
+      try {
+        const error = await establishOne('no-network.test:27017', {}).catch((e) => e);
+        expect(error).to.be.instanceOf(MongoNetworkError);
+        expect(error.message).to.equal(
+          "connecting to no-network.test:27017 failed: getaddrinfo ERR_ACCESS_DENIED no-network.test (Node's permission model does not allow this process the network: run it with --allow-net)",
+        );
+        expect([...error.errorLabels]).to.deep.equal([]);
+      } finally {
+        dns.lookup = lookup;
+      }
+    });
+
     it('labels a host name\'s failed attempts when only the first was out of local resources (::1 unusable, IPv6 off), the next refused by the server', async function () {
       // Node's AggregateError takes the code of its first attempt: EADDRNOTAVAIL here, whatever the next attempt met.
       const port = await closedPort();
