@@ -16,7 +16,8 @@ export const MAX_TOKEN_FILE_BYTES = 65_536;
  * first call, not with the package (only these mechanisms need it).
  *
  * @throws the error `fail(why, cause?)` builds, with `why` one of `${name} cannot be read` (a file that cannot be
- *   opened or read; `cause` an Error giving only the system error's name and code, never its message), `${name} is not a
+ *   opened or read; `cause` an Error giving only the system error's name and code, never its message; the flag to
+ *   give where Node's permission model refused the open), `${name} is not a
  *   regular file` (a FIFO, a device such as /dev/zero, a directory: opened without waiting and never read, since a FIFO
  *   no one writes to would hold the authentication, and a libuv thread, for ever, and a device could fill the memory),
  *   or `${name} holds more than 65536 bytes`.
@@ -31,7 +32,9 @@ export async function readTokenFile(file: string, name: string, fail: (why: stri
   try {
     handle = await fs.open(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
   } catch (error) {
-    throw fail(`${name} cannot be read`, systemError(error));
+    // Node's permission model (`--permission`) refuses the open of a file outside what --allow-fs-read allows.
+    const denied = (error as NodeJS.ErrnoException | undefined)?.code === 'ERR_ACCESS_DENIED';
+    throw fail(`${name} cannot be read${denied ? ": Node's permission model does not allow this process to read it (run it with --allow-fs-read for the file)" : ''}`, systemError(error));
   }
   try {
     let stat: Stats;

@@ -57,6 +57,10 @@ describe('under Node\'s permission model (reads allowed only under the applicati
     expect(result.tlsCAFile).to.match(/^InvalidOptionError: Invalid tlsCAFile: ".*ca\.pem" \(tlsCAFile must be a readable PEM file \(ERR_ACCESS_DENIED: Node's permission model does not allow this process to read it; run it with --allow-fs-read for the file\)\)$/);
   });
 
+  it('fails the read of a token file it may not read naming the flag, the system error without its message', function () {
+    expect(result.tokenFile).to.equal("OIDC_TOKEN_FILE cannot be read: Node's permission model does not allow this process to read it (run it with --allow-fs-read for the file) [Error ERR_ACCESS_DENIED (message not shown)]");
+  });
+
   it('says snappy is unavailable because native addons are not allowed, not that a reinstall is needed', function () {
     expect(result.snappy).to.equal("it is a native addon, and Node's permission model does not allow this process native addons (run it with --allow-addons)");
   });

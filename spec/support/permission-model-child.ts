@@ -5,6 +5,7 @@
  * `PERMISSION_DENIED_FILE` is a readable file outside the repository (a CA file the process may not read).
  */
 import { ConnectionPool, connectionFactory } from '../../lib';
+import { readTokenFile } from '../../lib/auth/token-file';
 import { ClientMetadata } from '../../lib/connection/handshake';
 import { compressorUnavailable } from '../../lib/connection/op-compressed';
 import { openLogSink } from '../../lib/logging/log-sink';
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   }
   result.tlsCAFile = messageOf(() => connectionFactory({ host: 'localhost', port: 27017, tls: true, tlsCAFile: denied }));
   result.snappy = compressorUnavailable('snappy') ?? null;
+  result.tokenFile = await readTokenFile(denied, 'OIDC_TOKEN_FILE', (why, cause) => new Error(`${why} [${cause?.message}]`)).catch((error: Error) => error.message);
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(w.message));
   const sink = openLogSink(`${denied}.log`);
