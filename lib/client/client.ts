@@ -15,6 +15,7 @@ import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
+import type { CheckOutOptions } from '../pool/check-out';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
@@ -1155,8 +1156,8 @@ export class Client {
    * the connection checked in for reuse; or, once sent, CommandFailed published and the connection closed, reason
    * `error`, since its reply is never read). A cancelled command clears no pool and requests no check. One listener
    * stays on the signal while anything it governs waits, none once all settled. A signal whose `addEventListener`
-   * throws fails the command with that Error (or an Error saying the signal refused a listener, the value its `cause`),
-   * wherever it waits. Source: extension, the official Node.js driver's `signal` option (which rejects with the
+   * throws, or whose `aborted` getter throws after the options were checked, fails the command with that Error (or an
+   * Error saying the signal refused a listener, the value its `cause`), wherever it waits. Source: extension, the official Node.js driver's `signal` option (which rejects with the
    * signal's reason itself).
    *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
@@ -1218,25 +1219,36 @@ export class Client {
     const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
-    const closedByClient = (error: unknown): never => {
+    const commandError = (error: unknown): never => {
       // close() ended the checkout while it waited (in the WaitQueue, or for its connection's establishment): the
       // command fails as every wait close() ends does, not with the pool's own error.
       if (error instanceof PoolClosedError && !draining && this.closedByClient.has(pool)) throw new ClientClosedError(this.hostsForErrors());
+      // The checkout and the connection look at the signal's shape again: one that fails there passed it above, so it
+      // broke since (its `aborted` getter threw). Not an invalid option of the caller's: the command's signal failed.
+      if (error instanceof InvalidOptionError && error.option === 'signal') throw signalRefused(error.cause, 'command');
       throw error;
     };
     // The checkout takes the signal (CheckOutCancelledError when it aborts meanwhile), and so does the command.
     const checkOut = signal === undefined ? undefined : { signal };
-    if (timeoutMS === 0) return pool.withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut).catch(closedByClient);
+    // What withConnection throws (its own look at the options) fails the command as what it rejects with does.
+    const withConnection = (fn: (connection: Connection) => Promise<Document>, checkOutOptions: CheckOutOptions | undefined): Promise<Document> => {
+      try {
+        return pool.withConnection(fn, checkOutOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    if (timeoutMS === 0) return withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut).catch(commandError);
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     // Read once: the clock moves between two reads, and a checkout given 0 would have no deadline, a negative one throw.
     const remaining = left();
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut }).catch((error: unknown) => {
+    return withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut }).catch((error: unknown) => {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
         throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS, maxPoolSize: error.maxPoolSize });
       }
-      return closedByClient(error);
+      return commandError(error);
     });
   }
 

@@ -106,6 +106,25 @@ describe('Client.command: signal (a command its caller gives up on)', function (
     expect(selectionsWaiting(c), 'selections still waiting').to.equal(0);
   });
 
+  it('a signal whose aborted getter throws once a ready server was selected (the checkout\'s and the connection\'s looks): that error, or an Error with it as cause, never an InvalidOptionError, and nothing held', async function () {
+    const { c } = await started();
+    const pool = [...c.pools.values()][0]!;
+    // With a ready server, read 3 is the checkout's look at the options, 4 its look before it enters the pool, 5 the
+    // connection's look at the command's options, 6 and later its looks before it sends.
+    for (let at = 3; at <= 8; at++) {
+      const broken = new Error(`aborted getter broke at read ${at}`);
+      const error = await c.command('admin', { ping: 1 }, { signal: brokenAtRead(at, broken) }).then(() => undefined, (e: unknown) => e);
+      expect(error, `read ${at}`).to.equal(broken);
+      const wrapped = await c.command('admin', { ping: 1 }, { signal: brokenAtRead(at, null) }).then(() => undefined, (e: unknown) => e);
+      expect(wrapped, `read ${at}`).to.be.instanceOf(Error).and.not.be.instanceOf(InvalidOptionError);
+      expect((wrapped as Error).message, `read ${at}`).to.match(/^the (command|checkout)'s signal refused a listener: null$/);
+      expect((wrapped as Error).cause, `read ${at}`).to.equal(null);
+    }
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(pool.snapshot().inUseConnectionCount, 'connections left in use').to.equal(0);
+    expect(pool.snapshot().waitQueueLength, 'checkouts left waiting').to.equal(0);
+  });
+
   it("aborted while it waits for its checkout: the pool's CheckOutCancelledError, ConnectionCheckOutFailed reason cancelled, nothing sent", async function () {
     const { c, events } = await started('maxPoolSize=1');
     await setFailPoint(this, server!, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 1500 } });
