@@ -2,9 +2,9 @@
  * ts-node's transpiler for this repository (tsconfig.json, "ts-node"."transpiler"): TypeScript's own
  * `transpileModule`, as ts-node's transpile-only mode runs it, with each file's output kept on disk under
  * node_modules/.cache/rxcmap-transpile, keyed by the file's text, its name, the compiler options and TypeScript's
- * version. The emit is TypeScript's, byte for byte; only its cost is paid once: the tests start some fifty processes
- * (the examples, the soak run, the permission-model child), and each transpiled the library again (1.6 of its 2.2 s
- * of start-up). An output that TypeScript reported diagnostics for is not kept.
+ * version. The emit is TypeScript's, byte for byte; only its cost is paid once: each process the tests start (the
+ * examples, the soak run, the permission-model child) transpiled the library again (1.6 of its 2.2 s of start-up). An
+ * output that TypeScript reported diagnostics for is not kept.
  *
  * Written in JavaScript: ts-node loads it before it can load TypeScript files.
  */
