@@ -15,7 +15,6 @@ import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import type { ConnectionFactory } from '../pool/contract';
-import type { CheckOutOptions } from '../pool/check-out';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
@@ -1230,26 +1229,28 @@ export class Client {
     };
     // The checkout takes the signal (CheckOutCancelledError when it aborts meanwhile), and so does the command.
     const checkOut = signal === undefined ? undefined : { signal };
-    // What withConnection throws (its own look at the options) fails the command as what it rejects with does.
-    const withConnection = (fn: (connection: Connection) => Promise<Document>, checkOutOptions: CheckOutOptions | undefined): Promise<Document> => {
+    // Awaited in a try: what withConnection throws (its own look at the options) fails the command as what it rejects
+    // with does.
+    if (timeoutMS === 0) {
       try {
-        return pool.withConnection(fn, checkOutOptions);
+        return await pool.withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut);
       } catch (error) {
-        return Promise.reject(error);
+        return commandError(error);
       }
-    };
-    if (timeoutMS === 0) return withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut).catch(commandError);
+    }
     const left = (): number => timeoutMS - (this.scheduler.now() - start);
     // Read once: the clock moves between two reads, and a checkout given 0 would have no deadline, a negative one throw.
     const remaining = left();
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
-    return withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut }).catch((error: unknown) => {
+    try {
+      return await pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut });
+    } catch (error) {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
         throw new WaitQueueTimeoutError(pool.address, timeoutMS, error.pool, { timeoutMS, maxPoolSize: error.maxPoolSize });
       }
       return commandError(error);
-    });
+    }
   }
 
   /**
