@@ -33,7 +33,8 @@ describe('under Node\'s permission model (reads allowed only under the applicati
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(
         process.execPath,
-        [flag, `--allow-fs-read=${ROOT}/*`, '-r', 'ts-node/register/transpile-only', path.join(ROOT, 'spec/support/permission-model-child.ts')],
+        // Node.js 25 and later deny the network too unless allowed (the endpoint listens, the pool connects).
+        [flag, `--allow-fs-read=${ROOT}/*`, ...(process.allowedNodeEnvironmentFlags.has('--allow-net') ? ['--allow-net'] : []), '-r', 'ts-node/register/transpile-only', path.join(ROOT, 'spec/support/permission-model-child.ts')],
         { cwd: ROOT, env: { ...process.env, TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), PERMISSION_DENIED_FILE: denied, NODE_OPTIONS: '' }, timeout: 50_000 },
         (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
       );
