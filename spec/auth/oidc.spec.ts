@@ -6,13 +6,14 @@
  * message or inspection.
  */
 import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { Binary, BSON, type Document } from 'bson';
-import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoServerError, connect, type CredentialsInit, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkTimeoutError, MongoServerError, connect, type CredentialsInit, type LogSink } from '../../lib';
 import { speculativeStart } from '../../lib/auth/authenticate';
 import { parseConnectionString } from '../../lib/connection-string';
 import { cachedOidcToken, OIDC_CALLBACK_TIMEOUT_MS, oidcAuthenticate, oidcMetadataEndpoints, type OidcCallback, type OidcCallbackParams } from '../../lib/auth/oidc';
@@ -242,6 +243,54 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       connection.destroy();
     });
 
+    it('reauthenticates on 391 only: a command failing with another server error, or an exhaustAllowed command failing with 391 (its stream is the caller\'s), fails as it came, no SASL sent, the callback not called again', async function () {
+      const cb = counting(() => TOKEN);
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
+      const before = received.length;
+      expect(await rejection(connection.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 2);
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      expect(await rejection(connection.command('test', { find: 'c' }, { exhaustAllowed: true }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
+      expect(received.length - before, 'SASL commands sent').to.equal(0);
+      expect(cb.calls).to.have.length(1);
+      expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      connection.destroy();
+    });
+
+    it('stops listening to the command\'s signal and ends the reauthentication\'s deadline once a reauthenticated command settled: a later abort leaves the connection usable', async function () {
+      const cb = counting(() => TOKEN);
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      const controller = new AbortController();
+      const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      const timersBefore = timers();
+      expect((await connection.command('test', { find: 'c' }, { signal: controller.signal, timeoutMS: 5000 })).ok).to.equal(1);
+      expect(cb.calls).to.have.length(2);
+      expect(getEventListeners(controller.signal, 'abort'), 'listeners left on the signal').to.have.length(0);
+      // Nor is the reauthentication's deadline left armed (a timer holding the process for the rest of the 5 s).
+      expect(timers(), 'timers left').to.equal(timersBefore);
+      controller.abort();
+      expect(connection.errored).to.equal(false);
+      expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      connection.destroy();
+    });
+
+    it('a signal that refuses its listener as the reauthentication would begin fails the command with that Error; nothing is reauthenticated', async function () {
+      const cb = counting(() => TOKEN);
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      // A signal of AbortSignal's shape that takes its first listener (the command's send and reply) and refuses the next.
+      const refused = new Error('no second listener');
+      let adds = 0;
+      const signal = { aborted: false, addEventListener: () => { if (++adds > 1) throw refused; }, removeEventListener: () => undefined } as unknown as AbortSignal;
+      const before = received.length;
+      expect(await rejection(connection.command('test', { find: 'c' }, { signal }))).to.equal(refused);
+      expect(adds).to.equal(2);
+      expect(received.length - before, 'SASL commands sent').to.equal(0);
+      expect(cb.calls).to.have.length(1);
+      connection.destroy();
+    });
+
     it('an expired token makes the endpoint answer 391, and the connection reauthenticates with a fresh one', async function () {
       let exp = Math.floor(Date.now() / 1000) + 1;
       const cb = counting(() => signOidcToken(KEY, { sub: 'svc', exp }));
@@ -281,6 +330,22 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       expect(signals[0]!.aborted).to.equal(true);
       a.destroy();
       b.destroy();
+    });
+
+    it('the command\'s timeoutMS bounds each SASL round trip of its reauthentication: a saslStart the server holds fails the command by then', async function () {
+      // The 391 comes of the token's expiry (the endpoint's one fail point then holds the saslStart).
+      const exp = Math.floor(Date.now() / 1000) + 1;
+      const cb = counting(() => signOidcToken(KEY, { sub: 'svc', exp: cb.calls.length > 1 ? exp + 3600 : exp }));
+      const connection = await establishOne(server.address, { credentials: oidc(cb) });
+      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslStart'], blockConnection: true, blockTimeMS: 1500 } });
+      await new Promise((r) => setTimeout(r, 1100 + (exp * 1000 - Date.now())));
+      const started = performance.now();
+      const error = await rejection(connection.command('test', { find: 'c' }, { timeoutMS: 200 }));
+      const elapsed = performance.now() - started;
+      expect(elapsed, 'ms to the rejection (the server holds the saslStart 1500 ms)').to.be.below(1000);
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect((error as Error).message).to.match(/^connection 1 to .* timed out after 200 ms waiting for a reply$/);
+      connection.destroy();
     });
 
     it('a command failing with 391 on a connection of another mechanism is not retried', async function () {
