@@ -50,6 +50,19 @@ describe('Monitor', function () {
 
   const count = (type: string): number => [...heartbeats, ...events].filter((e) => e.type === type).length;
 
+  /**
+   * Resolves to whether the monitor came to sleep until its next check: its one timer armed on `clock`. A polling
+   * monitor arms none while it checks (its connection's timeouts are real timers), so time moved after this moves
+   * the sleep, not the check before it.
+   */
+  const asleep = (clock: VirtualClock): Promise<boolean> => eventually(() => clock.actions.length === 1);
+
+  /**
+   * Resolves to whether the monitoring connection has read the server's close of it (it counts as errored): what the
+   * monitor's next check finds, at once, without a request.
+   */
+  const closeRead = (m: Monitor): Promise<boolean> => eventually(() => (m as unknown as { connection: Connection | undefined }).connection?.errored === true);
+
   it('a `using` declaration closes the monitor when its block is left: heartbeats$ completes and its connection closes', async function () {
     let completed = false;
     {
@@ -74,10 +87,10 @@ describe('Monitor', function () {
     setUp(2000, { scheduler: clock });
     const failures = (): number => count('ServerHeartbeatFailed');
     expect(await eventually(() => failures() === 1, 5000)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 50));
-    clock.advance(499);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(failures(), 'no retry at once, nor before heartbeatFrequencyMS').to.equal(1);
+    // A retry at once would arm no timer: the monitor would check again without the clock moving.
+    expect(await asleep(clock), 'the next check armed on the clock, none at once').to.equal(true);
+    await clock.advanceAsync(499);
+    expect([count('ServerHeartbeatStarted'), failures()], 'no retry at once, nor before heartbeatFrequencyMS').to.deep.equal([1, 1]);
     for (const n of [2, 3]) {
       clock.advance(n === 2 ? 1 : 500);
       expect(await eventually(() => failures() === n, 5000), `check ${n}`).to.equal(true);
@@ -135,7 +148,9 @@ describe('Monitor', function () {
       mode: { times: 1 },
       data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 1500, appName: 'monitor' },
     });
-    server.handle('slow', () => new Promise((r) => setTimeout(() => r({ ok: 1 }), 1000)));
+    // Answered long after the clear, which comes about 800 ms in (requestCheck() waits out minHeartbeatFrequencyMS
+    // from the last check, then the check times out after connectTimeoutMS); the timer holds no process alive.
+    server.handle('slow', () => new Promise((r) => setTimeout(() => r({ ok: 1 }), 10_000).unref()));
     const running = inUse.command('admin', { slow: 1 }).catch((e) => e);
     monitor.requestCheck();
     expect(await eventually(() => count('ConnectionPoolCleared') === 1, 3000)).to.equal(true);
@@ -216,9 +231,8 @@ describe('Monitor', function () {
     monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
     monitor.start();
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 20));
-    clock.advance(9_999);
-    await new Promise((r) => setTimeout(r, 20));
+    expect(await asleep(clock)).to.equal(true);
+    await clock.advanceAsync(9_999);
     expect(count('ServerHeartbeatStarted')).to.equal(1);
     clock.advance(1);
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
@@ -233,7 +247,7 @@ describe('Monitor', function () {
     const { pool } = setUp(2000, { serverMonitoringMode: 'poll' });
     expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     expect(server.closeConnections((c) => c.appName === 'monitor')).to.equal(1);
-    await new Promise((r) => setTimeout(r, 20)); // the client has read the close
+    expect(await closeRead(monitor!), 'the client has read the close').to.equal(true);
     blockEventLoop(1_200); // frozen past the next check (due 500 ms after the last), and past twice that
     expect(await eventually(() => count('ServerHeartbeatStarted') === 2 && heartbeats.length === 4)).to.equal(true);
     expect(heartbeats.map((e) => e.type)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
@@ -247,7 +261,8 @@ describe('Monitor', function () {
     const { pool } = setUp(2000, { heartbeatFrequencyMS: 10_000, scheduler: clock, serverMonitoringMode: 'poll' });
     expect(await eventually(() => pool.state === 'ready')).to.equal(true);
     expect(server.closeConnections((c) => c.appName === 'monitor')).to.equal(1);
-    await new Promise((r) => setTimeout(r, 20));
+    expect(await closeRead(monitor!), 'the client has read the close').to.equal(true);
+    expect(await asleep(clock)).to.equal(true);
     clock.advance(10_000); // on time
     expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
     expect(heartbeats.map((e) => e.type).slice(2)).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed', 'ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
@@ -275,7 +290,8 @@ describe('Monitor', function () {
     const acceptor = createServer((socket) => held.push(socket));
     await new Promise<void>((resolve) => acceptor.listen(port, '127.0.0.1', resolve));
     try {
-      await new Promise((r) => setTimeout(r, 20)); // the client has read the close
+      expect(await closeRead(monitor), 'the client has read the close').to.equal(true);
+      expect(await asleep(clock)).to.equal(true);
       const checkStarted = Date.now();
       clock.advance(10_000);
       expect(await eventually(() => count('ConnectionPoolCleared') > 0, connectTimeoutMS + 1000)).to.equal(true);
@@ -341,6 +357,8 @@ describe('Monitor', function () {
       await stopTestEndpoint(endpoint);
     });
     const open = (): number => proxy!.sockets.accepted - proxy!.sockets.closed;
+    /** The `hello` commands the proxy has passed on to the server (a check's, once its connection is established). */
+    const hellosSent = (): number => proxy!.commands.filter((name) => name === 'hello').length;
 
     /**
      * A polling monitor (its subject here is a check's hello), and a way to make the server hold back its next `hello`
@@ -362,10 +380,12 @@ describe('Monitor', function () {
       monitor.start();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
       await stopAnswering(this);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(clock)).to.equal(true);
+      const sent = hellosSent();
       clock.advance(10_000);
       expect(await eventually(() => count('ServerHeartbeatStarted') === 2)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 20));
+      // The check waits on the server: its hello is on its way there, and the fail point holds it back.
+      expect(await eventually(() => hellosSent() === sent + 1), 'the check\'s hello sent').to.equal(true);
       const cause = new Error('an application connection was reset');
       monitor.cancelCheck(cause);
       // Not cancelled, the check would wait on the silent server for ever (the clock does not move).
@@ -376,8 +396,8 @@ describe('Monitor', function () {
       expect(failed.error.cause).to.equal(cause);
       expect(await eventually(() => open() === 0), 'the monitoring connection closed').to.equal(true);
       // The server counts as no longer known: no check at once, but the next one 500 ms after this one ended.
-      clock.advance(499);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(clock), 'the next check armed on the clock, none at once').to.equal(true);
+      await clock.advanceAsync(499);
       expect(count('ServerHeartbeatStarted')).to.equal(2);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
@@ -389,13 +409,12 @@ describe('Monitor', function () {
       const { monitor } = unresponsiveOnDemand(clock);
       monitor.start();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(clock)).to.equal(true);
       clock.advance(200);
       monitor.cancelCheck();
       expect(await eventually(() => open() === 0), 'the monitoring connection closed').to.equal(true);
       expect(heartbeats).to.have.length(2);
-      clock.advance(299);
-      await new Promise((r) => setTimeout(r, 20));
+      await clock.advanceAsync(299);
       expect(count('ServerHeartbeatStarted')).to.equal(1);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
@@ -479,7 +498,8 @@ describe('Monitor', function () {
         complete: () => seen.push('complete'),
       });
       monitor.start();
-      await new Promise((r) => setTimeout(r, 50));
+      // Every promise job the check left has run: a connection it opened would have been asked of the factory by now.
+      await new Promise((r) => setImmediate(r));
       // The check ends with the close: its ServerHeartbeatStarted has its ServerHeartbeatFailed.
       expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatFailed', 'complete']);
       expect(established, 'establishments started after close()').to.equal(0);
@@ -500,7 +520,7 @@ describe('Monitor', function () {
       monitor.start();
       monitor.close();
       resolve(connection);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setImmediate(r)); // the resolved connection has reached the monitor
       expect(destroyCalls(), 'destroy() calls').to.equal(1);
     });
 
@@ -510,7 +530,7 @@ describe('Monitor', function () {
       monitor = new Monitor({ address: 'h:1', connectionFactory: () => of(connection) });
       monitor.start();
       monitor.close();
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setImmediate(r)); // the emitted connection has reached the check
       expect(destroyCalls(), 'destroy() calls').to.equal(1);
     });
 
@@ -533,7 +553,7 @@ describe('Monitor', function () {
       const seen: string[] = [];
       monitor.heartbeats$.subscribe((e) => seen.push(e.type));
       monitor.start();
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setImmediate(r)); // the check has taken its connection (the next one is 500 ms away)
       expect(seen).to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
       expect([first, second, third].map((c) => c.destroyCalls()), 'destroy() calls while open').to.deep.equal([0, 1, 1]);
       monitor.close();
@@ -557,7 +577,7 @@ describe('Monitor', function () {
             let completed = false;
             m.heartbeats$.subscribe({ complete: () => (completed = true) });
             m.start();
-            if (closeAt === 'after the check took it') await new Promise((r) => setTimeout(r, 5));
+            if (closeAt === 'after the check took it') await new Promise((r) => setImmediate(r));
             expect(() => m.close(), closeAt).to.not.throw();
             expect(completed, `heartbeats$ completed (${closeAt})`).to.equal(true);
           }
@@ -590,17 +610,15 @@ describe('Monitor', function () {
       expect(count('ServerHeartbeatStarted')).to.equal(1);
       monitor.requestCheck();
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 1)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 20));
-      clock.advance(9_999);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(clock)).to.equal(true);
+      await clock.advanceAsync(9_999);
       expect(count('ServerHeartbeatStarted'), 'checks started within heartbeatFrequencyMS').to.equal(1);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 2)).to.equal(true);
       // Once no check is in progress, a request is honoured, minHeartbeatFrequencyMS after the last check ended.
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(clock)).to.equal(true);
       monitor.requestCheck();
-      clock.advance(499);
-      await new Promise((r) => setTimeout(r, 20));
+      await clock.advanceAsync(499);
       expect(count('ServerHeartbeatStarted')).to.equal(2);
       clock.advance(1);
       expect(await eventually(() => count('ServerHeartbeatSucceeded') === 3)).to.equal(true);

@@ -95,7 +95,9 @@ describe('Monitor: RTT', function () {
     for (let round = 1; round < delays.length; round++) {
       clock.advance(10_000);
       expect(await eventually(() => answered === round + 1), `round ${round}`).to.equal(true);
-      await new Promise((r) => setTimeout(r, 5));
+      // The round took its sample once the reply reached it, and then armed the next round (the streaming check
+      // waits on the server, on no timer of the clock).
+      expect(await eventually(() => clock.actions.length === 1), `round ${round} ended`).to.equal(true);
       mins.push(monitor.minRoundTripTimeMS);
     }
     // Samples 7 (handshake), 9 (the RTT connection's handshake), then 30, 25, 20, 15, 12, 11, 10, 40, 50, 60.
@@ -105,7 +107,9 @@ describe('Monitor: RTT', function () {
     expect(heartbeats.map((e) => e.type), 'no event for RTT commands').to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded', 'ServerHeartbeatStarted']);
     // An RTT connection error publishes nothing and changes no state: the next round opens a new one.
     server.closeConnections((c) => !c.awaitingHello);
-    await new Promise((r) => setTimeout(r, 20));
+    // The next round meets the error (the hello on the closed connection fails), and ends.
+    clock.advance(10_000);
+    expect(await eventually(() => clock.actions.length === 1 && monitor!.connectionCount === 1), 'the round on the closed connection ended').to.equal(true);
     expect(heartbeats).to.have.length(3);
     expect(monitor.minRoundTripTimeMS).to.equal(10);
     monitor.close();
@@ -175,11 +179,13 @@ describe('Monitor: RTT', function () {
           ),
       });
       monitor.start();
+      // Each check ends with the monitor asleep: its next check armed on the clock, its one timer.
+      const asleep = (): Promise<boolean> => eventually(() => clock.actions.length === 1);
       expect(await eventually(() => answered === 1)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await asleep(), 'the first check ended').to.equal(true);
       clock.advance(10_000);
       expect(await eventually(() => answered === 2)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 5));
+      expect(await asleep(), 'the second check ended').to.equal(true);
       // The establishment took 7 (the handshake hello's reply moved the clock), the polling hello 9.
       mins[String(bogus)] = monitor.minRoundTripTimeMS;
       monitor.close();
@@ -247,7 +253,7 @@ describe('RttMonitor', function () {
     for (let round = 1; round <= 2; round++) {
       clock.advance(heartbeatFrequencyMS);
       expect(await eventually(() => samples.taken.length >= round)).to.equal(true);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await eventually(() => clock.actions.length === 1), 'the next round armed').to.equal(true);
       rtt.start();
     }
     expect(samples.taken, 'one sample a round').to.have.length(2);
@@ -263,11 +269,14 @@ describe('RttMonitor', function () {
     clock.advance(heartbeatFrequencyMS);
     rtt.close(); // its hello in flight
     rtt.start();
+    // The round in flight ends on its destroyed connection; a round that ran on after it would open a connection.
     for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+      await turn();
       clock.advance(heartbeatFrequencyMS);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await turn();
+    expect(clock.actions, 'no round armed').to.have.length(0);
+    expect(rtt.connectionCount, 'none being established').to.equal(0);
     expect(server.connectionsAccepted, 'no connection after close').to.equal(1);
     expect(await eventually(() => server!.openConnections === 0)).to.equal(true);
     expect(samples.taken).to.have.length(1);

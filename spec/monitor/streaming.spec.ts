@@ -132,6 +132,12 @@ describe('Monitor: streaming protocol', function () {
     }
   });
 
+  /**
+   * Whether a timer is armed on `clock` for the virtual time `time`: there, the monitor's pause before it streams on
+   * (its RTT task's next round is due heartbeatFrequencyMS, 10 s, after it started).
+   */
+  const pauseEndsAt = (clock: VirtualClock, time: number): boolean => clock.actions.some((action) => action.delay === time);
+
   it('a server that completes handshakes but drops every awaitable hello is reconnected to once per minHeartbeatFrequencyMS, not as fast as the network allows', async function () {
     // A proxy without exhaust support does this: each handshake succeeds (the server is known), each awaitable hello
     // fails with a network error, which on a known server is retried at once, on a new connection whose handshake
@@ -142,15 +148,17 @@ describe('Monitor: streaming protocol', function () {
     // Waited for by its events rather than for a fixed 300 ms, which a loaded machine's pause could outlast; without
     // the pause the monitor would reconnect as fast as the network allows, more than once within 50 ms.
     expect(await eventually(() => heartbeats.length >= 6 && server.connectionsAccepted >= 2, 5000)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 50));
+    // The monitor pauses: the end of its pause armed on the clock, minHeartbeatFrequencyMS after the failure.
+    expect(await eventually(() => pauseEndsAt(clock, 500)), 'pausing until 500').to.equal(true);
     expect(server.connectionsAccepted, 'the first connection, and the one retrying at once').to.equal(2);
     expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
-    clock.advance(499);
-    await new Promise((r) => setTimeout(r, 50));
+    await clock.advanceAsync(499);
+    expect(heartbeats, 'no check started 1 ms before minHeartbeatFrequencyMS').to.have.length(6);
     expect(server.connectionsAccepted, '1 ms before minHeartbeatFrequencyMS').to.equal(2);
     clock.advance(1);
     expect(await eventually(() => server.connectionsAccepted === 3)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 100));
+    // The new connection's handshake succeeded, and the monitor pauses again, minHeartbeatFrequencyMS after that failure.
+    expect(await eventually(() => pauseEndsAt(clock, 1000)), 'pausing until 1000').to.equal(true);
     expect(server.connectionsAccepted).to.equal(3);
   });
 
