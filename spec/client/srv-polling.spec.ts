@@ -69,6 +69,12 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
 
   const srvQuestions = (): number => responder.questions.filter((q) => q.startsWith('SRV')).length;
   const poller = (client: Client): SrvPoller | undefined => client['srv']?.poller;
+  /**
+   * Whether a rescan is under way: its SRV query asked and not yet answered. A rescan starts in the timer the clock
+   * runs, so right after `clock.advance()` this says whether the time moved started one, before its question has
+   * reached the DNS responder.
+   */
+  const rescanning = (client: Client): boolean => poller(client)?.['lookup'] !== undefined;
 
   /** A client of `uri`'s options on the VirtualClock, its hosts discovered; `sharded`: once a monitor saw a mongos. */
   async function open(query: string, options: { sharded?: boolean; name?: string } = {}): Promise<Client> {
@@ -104,7 +110,7 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       client.log$.subscribe((m) => messages.push(`${String(m.fields.message)} ${String((m.fields as { serverPort?: number }).serverPort)}`));
       responder.setZone({ srv: { [TEST1]: records(27017, 27018, 27019) } });
       clock.advance(MIN_RESCAN_SRV_INTERVAL_MS - 1);
-      await new Promise((r) => setTimeout(r, 50));
+      expect(rescanning(client), 'no rescan before 60 s').to.equal(false);
       expect(srvQuestions(), 'no rescan before 60 s').to.equal(1);
       await rescanAfter(client, 1);
       expect(client.hosts).to.deep.equal([host(27017), host(27018), host(27019)]);
@@ -237,7 +243,8 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       const client = await open('&loadBalanced=true', { name: 'test3', sharded: false });
       responder.setZone({ srv: { ...ZONE.srv, '_mongodb._tcp.test3.test.build.10gen.cc': records(27017, 27018) } });
       clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
-      await new Promise((r) => setTimeout(r, 100));
+      // No poller, so no rescan to start: what the time moved ran is done once the promise jobs it left have run.
+      await new Promise((r) => setImmediate(r));
       expect(client.hosts).to.deep.equal([host(27017)]);
       expect(srvQuestions()).to.equal(1);
       expect(poller(client)).to.equal(undefined);
@@ -247,7 +254,8 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       const client = await open('&replicaSet=rs0', { sharded: false });
       responder.setZone({ srv: { [TEST1]: records(27017, 27018, 27019) } });
       clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setImmediate(r));
+      expect(poller(client), 'no poller').to.equal(undefined);
       expect(client.hosts).to.have.length(2);
       expect(srvQuestions()).to.equal(1);
     });
@@ -258,7 +266,8 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(await eventually(() => poller(client)?.stopped === true), 'stopped at the standalone\'s reply').to.equal(true);
       responder.setZone({ srv: { [TEST1]: records(27030, 27017) } });
       clock.advance(2 * MIN_RESCAN_SRV_INTERVAL_MS);
-      await new Promise((r) => setTimeout(r, 100));
+      expect(rescanning(client), 'no rescan started').to.equal(false);
+      await new Promise((r) => setImmediate(r));
       expect(client.hosts).to.deep.equal([host(27030)]);
       expect(srvQuestions()).to.equal(1);
     });
@@ -379,12 +388,14 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       });
       responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
       await rescanAfter(client);
-      // Waited for rather than assumed done within 50 ms, which a loaded runner's pause could outlast; then 50 ms more,
-      // in which a host opened would be connected to.
+      // Waited for rather than assumed done within 50 ms, which a loaded runner's pause could outlast. A host opened
+      // would have its pool and monitor in the client's maps from the rescan on (close() empties neither), its monitor
+      // started on the microtask after it: connecting, one connection counted, from then on.
       const states = (): string[] => [...client.pools.values()].map((p) => `${p.address} ${p.state}`);
       await eventually(() => states().every((state) => state.endsWith(' closed')), 2000);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setImmediate(r));
       expect(states()).to.deep.equal([`${host(27017)} closed`]);
+      expect([...client.monitors].map(([address, m]) => `${address} ${m.connectionCount}`), 'monitors, and their connections').to.deep.equal([`${host(27017)} 0`]);
       expect(servers.get(27019)!.openConnections).to.equal(0);
     });
 
@@ -399,7 +410,7 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(poller(client)?.stopped ?? true, 'no polling').to.equal(true);
       expect(clock.actions, 'no timer of the client left').to.have.length(0);
       clock.advance(10 * MIN_RESCAN_SRV_INTERVAL_MS);
-      await new Promise((r) => setTimeout(r, 50));
+      expect(rescanning(client), 'no rescan started').to.equal(false);
       expect(srvQuestions()).to.equal(1);
     });
 
@@ -414,9 +425,11 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(clock.actions, 'no timer of the client left').to.have.length(0);
       responder.silent = false;
       clock.advance(10 * MIN_RESCAN_SRV_INTERVAL_MS);
-      // The abandoned query's question counted (waited for: a loaded runner may deliver it late), and no other.
+      // No rescan started by the time moved, so no question after the abandoned query's; that one counted (waited
+      // for: a loaded runner may deliver it late).
+      expect(rescanning(client), 'no rescan started').to.equal(false);
+      expect(clock.actions, 'no timer of the client left').to.have.length(0);
       await eventually(() => srvQuestions() >= 2, 2000);
-      await new Promise((r) => setTimeout(r, 50));
       expect(srvQuestions()).to.equal(2);
     });
 
