@@ -16,6 +16,7 @@ import { connectedSettings } from '../../lib/client/client';
 import { discoverSeedlist, matchesParentDomain, parseTxtOptions, pickAtRandom, resolvedUri } from '../../lib/client/srv';
 import { EmbeddedServer } from '../../lib/testing';
 import { DnsResponder, type Zone } from '../support/dns-responder';
+import { eventually } from '../support/endpoint';
 import { startSocks5Proxy, type Socks5Proxy } from '../support/socks5-proxy';
 
 const fixtures = path.resolve(__dirname, '../fixtures/initial-dns-seedlist-discovery');
@@ -435,10 +436,12 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
 
     it('a command whose signal aborts while it waits for the DNS answers fails at once with CommandCancelledError, listening no more', async function () {
       responder.delayMS = 1500;
+      const asked = responder.questions.length;
       const slow = open('mongodb+srv://test3.test.build.10gen.cc/', { serverSelectionTimeoutMS: 5000 });
       const controller = new AbortController();
       const settled = slow.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
-      await new Promise((r) => setTimeout(r, 100));
+      // The command waits for the DNS answers: the questions have reached the responder, which holds the answers back.
+      expect(await eventually(() => responder.questions.length >= asked + 2), 'SRV and TXT questions asked').to.equal(true);
       expect(getEventListeners(controller.signal, 'abort').length, 'listeners while it waits').to.equal(1);
       const abortedAt = Date.now();
       controller.abort();
@@ -481,12 +484,14 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
 
     it('close() during the DNS queries cancels them: waiting commands fail with ClientClosedError at once, nothing is opened', async function () {
       responder.silent = true;
+      const asked = responder.questions.length;
       const client = open('mongodb+srv://test3.test.build.10gen.cc/');
       const events: string[] = [];
       const sub = client.events$.subscribe({ next: (e) => events.push(e.type), complete: () => events.push('complete') });
       const command = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
       const pool = client.selectPool().catch((e: unknown) => e);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The DNS queries are in progress: their questions reached the responder, which never answers.
+      expect(await eventually(() => responder.questions.length >= asked + 2), 'SRV and TXT questions asked').to.equal(true);
       const started = Date.now();
       await client.close();
       const [a, b] = await Promise.all([command, pool]);
@@ -510,7 +515,9 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       const discovery = discovered(client).catch((e: unknown) => e);
       await client.close();
       expect(await discovery).to.be.instanceOf(ClientClosedError);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The discovery that was in progress has ended (a failed one is not kept; one that took the answers, 50 ms on,
+      // would be): nothing more can come of it.
+      expect(await eventually(() => client['srv']?.discovery === undefined), 'the discovery in progress at close() ended').to.equal(true);
       expect(client.pools.size).to.equal(0);
     });
 
@@ -575,10 +582,11 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       const resolver = new dns.promises.Resolver({ timeout: 100, tries: 1 });
       resolver.setServers([own.server]);
       const asked = resolver.resolveSrv('_mongodb._tcp.test1.test.build.10gen.cc').catch((e: { code?: string }) => e.code);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await eventually(() => own.questions.length === 1), 'the question reached it, its answer held back').to.equal(true);
       await own.close();
       expect(await asked).to.equal('ETIMEOUT');
-      await new Promise((resolve) => setTimeout(resolve, 60));
+      // The answer held back was due 50 ms after the question, before the resolver's 100 ms timeout ended `asked`:
+      // sent on the closed socket, it would have thrown by now.
     });
 
     it('SrvResolutionError: its name, host name and reason, in its message and JSON form', function () {
