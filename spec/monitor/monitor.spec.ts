@@ -357,8 +357,11 @@ describe('Monitor', function () {
       await stopTestEndpoint(endpoint);
     });
     const open = (): number => proxy!.sockets.accepted - proxy!.sockets.closed;
-    /** The `hello` commands the proxy has passed on to the server (a check's, once its connection is established). */
-    const hellosSent = (): number => proxy!.commands.filter((name) => name === 'hello').length;
+    /**
+     * The hellos and legacy hellos the proxy has passed on to the server: a connection's handshake, and each check of
+     * an established monitoring connection (`hello`, or a legacy hello to a server without helloOk).
+     */
+    const hellosSent = (): number => proxy!.commands.filter((name) => name === 'hello' || name === 'isMaster' || name === 'ismaster').length;
 
     /**
      * A polling monitor (its subject here is a check's hello), and a way to make the server hold back its next `hello`
