@@ -22,6 +22,7 @@ import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
 import { readTokenFile } from './token-file';
+import { permissionRefusal } from '../permission-model';
 import { untilAborted } from './until-aborted';
 import { binaryBytes, withoutEcho } from './without-echo';
 
@@ -169,7 +170,7 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
     try {
       sdkChain ??= sdk.fromNodeProviderChain();
     } catch (error) {
-      throw failure(`${from} could not be made`, nameOnly(error));
+      throw failure(`${from} could not be made${refusedBecause(error)}`, nameOnly(error));
     }
     return fromProvider(sdkChain, from, signal);
   }
@@ -285,7 +286,7 @@ async function fromProvider(provider: AwsCredentialProvider, from: string, signa
     given = await untilAborted(Promise.resolve().then(provider), signal);
   } catch (error) {
     if (signal?.aborted && error === signal.reason) throw error;
-    throw failure(`${from} failed`, nameOnly(error));
+    throw failure(`${from} failed${refusedBecause(error)}`, nameOnly(error));
   }
   try {
     return checked(given, from);
@@ -305,9 +306,27 @@ export function clearAwsCredentialCache(): void {
   sdkChain = undefined;
 }
 
-/** An error's name only: a provider's message may quote what it read. */
+/**
+ * An error's name and its system error code (ECONNREFUSED, ERR_ACCESS_DENIED), only: a provider's message may quote
+ * what it read.
+ */
 function nameOnly(error: unknown): Error {
-  return new Error(`${error instanceof Error ? error.name : typeof error} (message not shown)`);
+  let code: unknown;
+  try {
+    code = (error as { code?: unknown } | null | undefined)?.code;
+  } catch {
+    // A foreign error whose `code` getter throws: its name only.
+  }
+  return new Error(`${error instanceof Error ? error.name : typeof error}${typeof code === 'string' && /^E[A-Z0-9_]+$/.test(code) ? ` ${code}` : ''} (message not shown)`);
+}
+
+/**
+ * `: ` and what Node's permission model refused, with the flag that allows it, when `error` (or its cause) is its
+ * refusal (a token or credentials file the SDK may not read, an endpoint the process may not reach); else nothing.
+ */
+function refusedBecause(error: unknown): string {
+  const refusal = permissionRefusal(error);
+  return refusal === undefined ? '' : `: ${refusal}`;
 }
 
 /** `given` as AwsCredentials, or an error naming `from` (never its values). */
@@ -426,7 +445,7 @@ function request(method: string, url: string, headers: Record<string, string>, s
     }, timeoutMs);
     req.on('error', (error) => {
       if (signal?.aborted) reject(signal.reason);
-      else reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached`, nameOnly(error)));
+      else reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached${refusedBecause(error)}`, nameOnly(error)));
     });
     req.end();
   });

@@ -8,6 +8,7 @@
  * Source: initial DNS seedlist discovery spec.
  */
 import { getServers, promises as dnsPromises, type SrvRecord } from 'node:dns';
+import { permissionRefusal } from '../permission-model';
 import { domainToASCII } from 'node:url';
 import { keyLowerCase } from '../connection-string';
 import { SrvResolutionError } from '../errors';
@@ -149,10 +150,14 @@ export interface SeedlistOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** A DNS error's code and message, in words. */
+/**
+ * A DNS error's code and message, in words; for a query Node's permission model refused (ERR_ACCESS_DENIED, Node.js 25
+ * and later without `--allow-net`: its message names no flag), the flag that allows it.
+ */
 function dnsReason(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
-  return code !== undefined ? `${code}${message === undefined ? '' : ` (${message})`}` : String(message ?? error);
+  const refusal = permissionRefusal(error);
+  return code !== undefined ? `${code}${message === undefined ? '' : ` (${message})`}${refusal === undefined ? '' : `: ${refusal}`}` : String(message ?? error);
 }
 
 /**

@@ -420,6 +420,23 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect((error as Error).message).to.match(/the DNS query of SRV _mongodb\._tcp\.nosrv\.test\.build\.10gen\.cc failed: ENODATA/);
     });
 
+    it('names --allow-net when Node\'s permission model refuses the SRV query (Node.js 25+ without it: the query\'s own message names no flag)', async function () {
+      // What Node.js 26 rejects a query with under --permission without --allow-net: no `permission`, a bare message.
+      const resolveSrv = dns.promises.Resolver.prototype.resolveSrv;
+      dns.promises.Resolver.prototype.resolveSrv = function (name: string) {
+        return Promise.reject(Object.assign(new Error(`querySrv ERR_ACCESS_DENIED ${name}`), { code: 'ERR_ACCESS_DENIED' }));
+      };
+      try {
+        const error = await discoverSeedlist('test1.test.build.10gen.cc').catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(SrvResolutionError);
+        expect((error as Error).message).to.equal(
+          "The hosts of mongodb+srv://test1.test.build.10gen.cc could not be found: the DNS query of SRV _mongodb._tcp.test1.test.build.10gen.cc failed: ERR_ACCESS_DENIED (querySrv ERR_ACCESS_DENIED _mongodb._tcp.test1.test.build.10gen.cc): Node's permission model does not allow this process the network (run it with --allow-net)",
+        );
+      } finally {
+        dns.promises.Resolver.prototype.resolveSrv = resolveSrv;
+      }
+    });
+
     it('makes commands wait for the DNS answers, and fails them with ServerSelectionError when their wait ends first', async function () {
       // The answers come 1 s late: a command that waited for them would end then, not at its 100 ms; 900 ms leaves a
       // loaded machine's pauses room.

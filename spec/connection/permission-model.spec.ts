@@ -62,6 +62,14 @@ describe('under Node\'s permission model (reads allowed only under the applicati
     expect(result.tokenFile).to.equal("OIDC_TOKEN_FILE cannot be read: Node's permission model does not allow this process to read it (run it with --allow-fs-read for the file) [Error ERR_ACCESS_DENIED (message not shown)]");
   });
 
+  it('fails MONGODB-AWS credentials the AWS SDK may not read naming the flag and the code, the SDK\'s message not shown', function () {
+    // The SDK's error was shown by its name only ("Error (message not shown)"): nothing said a permission was missing.
+    expect(result.awsSdk).to.deep.equal({
+      message: "Authentication failed on \"$external\" with MONGODB-AWS: the AWS SDK's default credential provider chain (@aws-sdk/credential-providers) failed: Node's permission model does not allow this process to read the file (run it with --allow-fs-read for the file)",
+      cause: 'Error ERR_ACCESS_DENIED (message not shown)',
+    });
+  });
+
   it('says snappy is unavailable because native addons are not allowed, not that a reinstall is needed', function () {
     expect(result.snappy).to.equal("it is a native addon, and Node's permission model does not allow this process native addons (run it with --allow-addons)");
   });

@@ -5,7 +5,9 @@
  * `PERMISSION_DENIED_FILE` is a readable file outside the repository (a CA file the process may not read).
  */
 import { ConnectionPool, connectionFactory } from '../../lib';
+import { awsCredentials } from '../../lib/auth/aws';
 import { readTokenFile } from '../../lib/auth/token-file';
+import { MongoCredentials } from '../../lib';
 import { ClientMetadata } from '../../lib/connection/handshake';
 import { compressorUnavailable } from '../../lib/connection/op-compressed';
 import { openLogSink } from '../../lib/logging/log-sink';
@@ -43,6 +45,14 @@ async function main(): Promise<void> {
   result.tlsCAFile = messageOf(() => connectionFactory({ host: 'localhost', port: 27017, tls: true, tlsCAFile: denied }));
   result.snappy = compressorUnavailable('snappy') ?? null;
   result.tokenFile = await readTokenFile(denied, 'OIDC_TOKEN_FILE', (why, cause) => new Error(`${why} [${cause?.message}]`)).catch((error: Error) => error.message);
+  // The AWS SDK's chain (installed here) reads the web identity token file (and the shared config files) itself.
+  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE']) delete process.env[name];
+  process.env.AWS_WEB_IDENTITY_TOKEN_FILE = denied;
+  process.env.AWS_ROLE_ARN = 'arn:aws:iam::000000000000:role/permission-model';
+  result.awsSdk = await awsCredentials(new MongoCredentials({ mechanism: 'MONGODB-AWS' })).then(
+    () => 'resolved',
+    (error: Error) => ({ message: error.message, cause: (error.cause as Error | undefined)?.message }),
+  );
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(w.message));
   const sink = openLogSink(`${denied}.log`);
