@@ -11,6 +11,7 @@
  */
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
+import { permissionRefusal } from '../permission-model';
 import { ignore, isPromiseLike } from '../pool/connection-checks';
 import type { LogSink } from './log-settings';
 
@@ -42,7 +43,7 @@ function openSink(path: string | LogSink): LogSink {
   try {
     first = fs.createWriteStream('', { fd: fs.openSync(path, 'a'), autoClose: true });
   } catch (error) {
-    warn(`the log file could not be opened (${(error as Error).message}); logging to stderr instead`);
+    warn(`the log file could not be opened (${reason(error)}); logging to stderr instead`);
     return streamSink(() => standardStream(2), 'stderr');
   }
   // Opened again after close only as a regular file (or to create one): opening a FIFO or a device would block the
@@ -105,7 +106,7 @@ function streamSink(open: () => fs.WriteStream, name: string, first?: fs.WriteSt
   const fail = (error: Error): void => {
     if (failed) return;
     failed = true;
-    warn(`${name} failed (${error.message}); logging to it stopped`);
+    warn(`${name} failed (${reason(error)}); logging to it stopped`);
   };
   const watch = (stream: fs.WriteStream): fs.WriteStream => stream.on('error', fail);
   /** The open stream; undefined once closed. */
@@ -191,6 +192,16 @@ function guarded(sink: LogSink, name: string): LogSink {
       }
     },
   };
+}
+
+/**
+ * `error`'s message; for a refusal of Node's permission model whose message names no flag (Node.js 20's `Access to
+ * this API has been restricted`), with the flag that allows it.
+ */
+function reason(error: unknown): string {
+  const message = (error as Error).message;
+  const refusal = permissionRefusal(error);
+  return refusal === undefined || message.includes('--allow-') ? message : `${message}: ${refusal}`;
 }
 
 function warn(text: string): void {
