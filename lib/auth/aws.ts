@@ -317,7 +317,7 @@ function nameOnly(error: unknown): Error {
   } catch {
     // A foreign error whose `code` getter throws: its name only.
   }
-  return new Error(`${error instanceof Error ? error.name : typeof error}${typeof code === 'string' && /^E[A-Z0-9_]+$/.test(code) ? ` ${code}` : ''} (message not shown)`);
+  return new Error(`${error instanceof Error ? error.name : typeof error}${typeof code === 'string' && /^E[A-Z0-9_]{1,40}$/.test(code) ? ` ${code}` : ''} (message not shown)`);
 }
 
 /**

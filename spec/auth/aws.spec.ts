@@ -631,6 +631,8 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
             setAwsEnvironmentForTests({ env: { AWS_CONTAINER_CREDENTIALS_FULL_URI: `https://127.0.0.1:${(tcp.address() as net.AddressInfo).port}/creds` } });
             const error = await rejection(awsCredentials(aws()));
             expect((error as Error).message).to.equal('Authentication failed on "$external" with MONGODB-AWS: the container endpoint of AWS_CONTAINER_CREDENTIALS_FULL_URI could not be reached');
+            // The system error's code says why (the connection reset during the TLS handshake), its message not shown.
+            expect(((error as Error).cause as Error).message).to.equal('Error ECONNRESET (message not shown)');
             expect(connections).to.equal(1);
             expect(calls.map((c) => c.url)).to.deep.equal([`https://127.0.0.1:${(tcp.address() as net.AddressInfo).port}/creds`]);
           } finally {
