@@ -11,6 +11,7 @@ import { resolve as resolvePath } from 'node:path';
 import * as nodeTls from 'node:tls';
 import type { ConnectionOptions as NodeTlsOptions, SecureContext, SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
+import { permissionRefusal } from '../permission-model';
 import { optionValues, type ListsEveryOption } from '../options';
 import { LOCAL_RESOURCE_ERRORS } from './local-resource-errors';
 
@@ -512,13 +513,8 @@ function readError(option: string, path: string, error: unknown): InvalidOptionE
   // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
   if (path.includes('-----BEGIN')) return new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
   const code = (error as NodeJS.ErrnoException).code;
-  const made = new InvalidOptionError(
-    option,
-    path,
-    code === 'ERR_ACCESS_DENIED'
-      ? `a readable PEM file (ERR_ACCESS_DENIED: Node's permission model does not allow this process to read it; run it with --allow-fs-read for the file)`
-      : `a readable PEM file (${code ?? (error as Error).message})`,
-  );
+  const refusal = permissionRefusal(error);
+  const made = new InvalidOptionError(option, path, `a readable PEM file (${code ?? (error as Error).message}${refusal === undefined ? '' : `: ${refusal}`})`);
   if (code !== undefined && LOCAL_RESOURCE_ERRORS.has(code)) LOCAL_RESOURCE_READ_ERRORS.add(made);
   return made;
 }

@@ -593,7 +593,7 @@ describe('connectionFactory (establishment)', function () {
         const error = await establishOne('no-network.test:27017', {}).catch((e) => e);
         expect(error).to.be.instanceOf(MongoNetworkError);
         expect(error.message).to.equal(
-          "connecting to no-network.test:27017 failed: getaddrinfo ERR_ACCESS_DENIED no-network.test (Node's permission model does not allow this process the network: run it with --allow-net)",
+          "connecting to no-network.test:27017 failed: getaddrinfo ERR_ACCESS_DENIED no-network.test: Node's permission model does not allow this process the network (run it with --allow-net)",
         );
         expect([...error.errorLabels]).to.deep.equal([]);
       } finally {

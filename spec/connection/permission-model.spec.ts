@@ -55,11 +55,11 @@ describe('under Node\'s permission model (reads allowed only under the applicati
   });
 
   it('refuses a TLS file it may not read with an InvalidOptionError naming the option and the permission', function () {
-    expect(result.tlsCAFile).to.match(/^InvalidOptionError: Invalid tlsCAFile: ".*ca\.pem" \(tlsCAFile must be a readable PEM file \(ERR_ACCESS_DENIED: Node's permission model does not allow this process to read it; run it with --allow-fs-read for the file\)\)$/);
+    expect(result.tlsCAFile).to.match(/^InvalidOptionError: Invalid tlsCAFile: ".*ca\.pem" \(tlsCAFile must be a readable PEM file \(ERR_ACCESS_DENIED: Node's permission model does not allow this process to read the file \(run it with --allow-fs-read for the file\)\)\)$/);
   });
 
   it('fails the read of a token file it may not read naming the flag, the system error without its message', function () {
-    expect(result.tokenFile).to.equal("OIDC_TOKEN_FILE cannot be read: Node's permission model does not allow this process to read it (run it with --allow-fs-read for the file) [Error ERR_ACCESS_DENIED (message not shown)]");
+    expect(result.tokenFile).to.equal("OIDC_TOKEN_FILE cannot be read: Node's permission model does not allow this process to read the file (run it with --allow-fs-read for the file) [Error ERR_ACCESS_DENIED (message not shown)]");
   });
 
   it('fails MONGODB-AWS credentials the AWS SDK may not read naming the flag and the code, the SDK\'s message not shown', function () {
