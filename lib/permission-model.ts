@@ -42,3 +42,30 @@ function refusal(error: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * `text`, followed by `: ` and {@link permissionRefusal}'s words when `error` is a refusal of Node's permission model
+ * and `text` names no `--allow-*` flag already (Node.js 22 and later name one in their own messages, not Node.js 20,
+ * nor a DNS query's or a lookup's message on any version).
+ */
+export function withPermissionRefusal(text: string, error: unknown): string {
+  const refusal = permissionRefusal(error);
+  return refusal === undefined || text.includes('--allow-') ? text : `${text}: ${refusal}`;
+}
+
+/**
+ * Whether Node's permission model is on and does not allow this process native addons (`--permission` without
+ * `--allow-addons`); false without the model. Where an addon's loader hides the model's refusal behind its own
+ * error (snappy's says it found no binding for the platform), this is how to tell.
+ */
+export function addonsDenied(): boolean {
+  const permission = (process as { permission?: { has(scope: string): boolean } }).permission;
+  try {
+    return permission !== undefined && !permission.has('addon');
+  } catch {
+    return false;
+  }
+}
+
+/** The words for native addons refused by the permission model, as {@link permissionRefusal} gives them. */
+export const ADDONS_DENIED = `Node's permission model does not allow this process ${FLAGS.Addon}`;

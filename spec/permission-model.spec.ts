@@ -2,7 +2,7 @@
  * lib/permission-model.ts: the words for a refusal of Node's permission model, by the scope refused.
  */
 import { expect } from 'chai';
-import { permissionRefusal } from '../lib/permission-model';
+import { permissionRefusal, withPermissionRefusal } from '../lib/permission-model';
 
 const denied = (permission?: string): Error => Object.assign(new Error('Access to this API has been restricted'), { code: 'ERR_ACCESS_DENIED', ...(permission === undefined ? {} : { permission }) });
 
@@ -28,5 +28,14 @@ describe('permissionRefusal (what Node\'s permission model refused, and the flag
     const looping = new Error('a') as Error & { cause?: unknown };
     looping.cause = looping;
     expect(permissionRefusal(looping)).to.equal(undefined);
+  });
+
+  it('adds the refusal to a text that names no flag, and leaves one that does (Node.js 22 and later name it) or another error\'s as it is', function () {
+    expect(withPermissionRefusal('querySrv ERR_ACCESS_DENIED _mongodb._tcp.example.com', denied())).to.equal(
+      "querySrv ERR_ACCESS_DENIED _mongodb._tcp.example.com: Node's permission model does not allow this process the network (run it with --allow-net)",
+    );
+    const named = 'connect ERR_ACCESS_DENIED Access to this API has been restricted. Use --allow-net to manage permissions.';
+    expect(withPermissionRefusal(named, denied('Net'))).to.equal(named);
+    expect(withPermissionRefusal('connect ECONNREFUSED 127.0.0.1:1', Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).to.equal('connect ECONNREFUSED 127.0.0.1:1');
   });
 });

@@ -19,10 +19,10 @@ import { Binary, deserialize, serialize, type Document } from 'bson';
 import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
 import type { MongoCredentials } from './credentials';
+import { withPermissionRefusal } from '../permission-model';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
 import { readTokenFile } from './token-file';
-import { permissionRefusal } from '../permission-model';
 import { untilAborted } from './until-aborted';
 import { binaryBytes, withoutEcho } from './without-echo';
 
@@ -170,7 +170,7 @@ export async function awsCredentials(credentials: MongoCredentials, signal?: Abo
     try {
       sdkChain ??= sdk.fromNodeProviderChain();
     } catch (error) {
-      throw failure(`${from} could not be made${refusedBecause(error)}`, nameOnly(error));
+      throw failure(withPermissionRefusal(`${from} could not be made`, error), nameOnly(error));
     }
     return fromProvider(sdkChain, from, signal);
   }
@@ -286,7 +286,7 @@ async function fromProvider(provider: AwsCredentialProvider, from: string, signa
     given = await untilAborted(Promise.resolve().then(provider), signal);
   } catch (error) {
     if (signal?.aborted && error === signal.reason) throw error;
-    throw failure(`${from} failed${refusedBecause(error)}`, nameOnly(error));
+    throw failure(withPermissionRefusal(`${from} failed`, error), nameOnly(error));
   }
   try {
     return checked(given, from);
@@ -320,14 +320,6 @@ function nameOnly(error: unknown): Error {
   return new Error(`${error instanceof Error ? error.name : typeof error}${typeof code === 'string' && /^E[A-Z0-9_]{1,40}$/.test(code) ? ` ${code}` : ''} (message not shown)`);
 }
 
-/**
- * `: ` and what Node's permission model refused, with the flag that allows it, when `error` (or its cause) is its
- * refusal (a token or credentials file the SDK may not read, an endpoint the process may not reach); else nothing.
- */
-function refusedBecause(error: unknown): string {
-  const refusal = permissionRefusal(error);
-  return refusal === undefined ? '' : `: ${refusal}`;
-}
 
 /** `given` as AwsCredentials, or an error naming `from` (never its values). */
 function checked(given: unknown, from: string): AwsCredentials {
@@ -445,7 +437,7 @@ function request(method: string, url: string, headers: Record<string, string>, s
     }, timeoutMs);
     req.on('error', (error) => {
       if (signal?.aborted) reject(signal.reason);
-      else reject(error instanceof AuthenticationError ? error : failure(`${from} could not be reached${refusedBecause(error)}`, nameOnly(error)));
+      else reject(error instanceof AuthenticationError ? error : failure(withPermissionRefusal(`${from} could not be reached`, error), nameOnly(error)));
     });
     req.end();
   });

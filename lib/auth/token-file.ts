@@ -7,7 +7,7 @@
  */
 import type { Stats } from 'node:fs';
 import type * as FsPromises from 'node:fs/promises';
-import { permissionRefusal } from '../permission-model';
+import { withPermissionRefusal } from '../permission-model';
 
 /** The most a token file may hold, in bytes; a longer one is refused, read no further. */
 export const MAX_TOKEN_FILE_BYTES = 65_536;
@@ -34,8 +34,7 @@ export async function readTokenFile(file: string, name: string, fail: (why: stri
     handle = await fs.open(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
   } catch (error) {
     // Node's permission model (`--permission`) refuses the open of a file outside what --allow-fs-read allows.
-    const refusal = permissionRefusal(error);
-    throw fail(`${name} cannot be read${refusal === undefined ? '' : `: ${refusal}`}`, systemError(error));
+    throw fail(withPermissionRefusal(`${name} cannot be read`, error), systemError(error));
   }
   try {
     let stat: Stats;

@@ -1156,8 +1156,8 @@ export class Client {
    * `error`, since its reply is never read). A cancelled command clears no pool and requests no check. One listener
    * stays on the signal while anything it governs waits, none once all settled. A signal whose `addEventListener`
    * throws, or whose `aborted` getter throws after the options were checked, fails the command with that Error (or an
-   * Error saying the signal refused a listener, the value its `cause`), wherever it waits. Source: extension, the official Node.js driver's `signal` option (which rejects with the
-   * signal's reason itself).
+   * Error saying the signal refused a listener, the value its `cause`), wherever it waits. Source: extension, the
+   * official Node.js driver's `signal` option (which rejects with the signal's reason itself).
    *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear

@@ -8,10 +8,10 @@
  * Source: initial DNS seedlist discovery spec.
  */
 import { getServers, promises as dnsPromises, type SrvRecord } from 'node:dns';
-import { permissionRefusal } from '../permission-model';
 import { domainToASCII } from 'node:url';
 import { keyLowerCase } from '../connection-string';
 import { SrvResolutionError } from '../errors';
+import { withPermissionRefusal } from '../permission-model';
 
 /**
  * The default SRV service name (the `srvServiceName` URI option): `_mongodb._tcp.{hostname}` is queried.
@@ -156,8 +156,7 @@ export interface SeedlistOptions {
  */
 function dnsReason(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
-  const refusal = permissionRefusal(error);
-  return code !== undefined ? `${code}${message === undefined ? '' : ` (${message})`}${refusal === undefined ? '' : `: ${refusal}`}` : String(message ?? error);
+  return code !== undefined ? withPermissionRefusal(`${code}${message === undefined ? '' : ` (${message})`}`, error) : String(message ?? error);
 }
 
 /**

@@ -23,7 +23,7 @@ import {
   MongoServerError,
 } from '../errors';
 import { optionValues, requireTimerDurationMS } from '../options';
-import { permissionRefusal } from '../permission-model';
+import { withPermissionRefusal } from '../permission-model';
 import type { ConnectionDescriptor, ConnectionFactory } from '../pool/contract';
 import type { CommandEvent } from './command-events';
 import { HeldDeadline } from './held-deadline';
@@ -609,8 +609,7 @@ function connectErrorDetail(error: Error): string {
   const attempts = error instanceof AggregateError ? (error.errors as unknown[]).map((e) => (e instanceof Error ? e.message : String(e))) : [];
   const detail = error.message !== '' ? error.message : attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
   // A host name's lookup refused by the permission model says only `getaddrinfo ERR_ACCESS_DENIED <host>`.
-  const refusal = permissionRefusal(error);
-  return refusal === undefined || detail.includes('--allow-') ? detail : `${detail}: ${refusal}`;
+  return withPermissionRefusal(detail, error);
 }
 
 /** Whether a hello reply describes an RSArbiter (SDAM: `arbiterOnly: true` with a `setName`). */

@@ -7,6 +7,7 @@
  */
 import { deflate, deflateSync, inflate, inflateSync } from 'node:zlib';
 import { InvalidOptionError } from '../errors';
+import { ADDONS_DENIED, addonsDenied } from '../permission-model';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   HEADER_LENGTH,
@@ -332,7 +333,7 @@ export function compressorUnavailable(name: string): string | undefined {
   } catch (error) {
     // snappy is a native addon: under Node's permission model without --allow-addons its loader fails, and says only
     // that it found no binding for this platform, advising a reinstall that cannot help.
-    if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND' && addonsDenied()) return 'it is a native addon, and Node\'s permission model does not allow this process native addons (run it with --allow-addons)';
+    if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND' && addonsDenied()) return `it is a native addon, and ${ADDONS_DENIED}`;
     // The first line only: Node's MODULE_NOT_FOUND message goes on with the require stack, the application's file paths.
     return `the optional package snappy could not be loaded (npm install snappy): ${String((error as Error | undefined)?.message).split('\n')[0]}`;
   }
@@ -347,16 +348,6 @@ export function compressorUnavailable(name: string): string | undefined {
 export function checkCompressorAvailable(name: string): void {
   const why = compressorUnavailable(name);
   if (why !== undefined) throw new InvalidOptionError('compressors', name, `a compressor available in this process; ${name} is not: ${why}`);
-}
-
-/** Whether Node's permission model is on and does not allow native addons (`--permission` without `--allow-addons`). */
-function addonsDenied(): boolean {
-  const permission = (process as { permission?: { has(scope: string): boolean } }).permission;
-  try {
-    return permission !== undefined && !permission.has('addon');
-  } catch {
-    return false;
-  }
 }
 
 function nodeZstd(): NodeZstd | undefined {

@@ -11,8 +11,8 @@ import { resolve as resolvePath } from 'node:path';
 import * as nodeTls from 'node:tls';
 import type { ConnectionOptions as NodeTlsOptions, SecureContext, SecureContextOptions } from 'node:tls';
 import { InvalidOptionError } from '../errors';
-import { permissionRefusal } from '../permission-model';
 import { optionValues, type ListsEveryOption } from '../options';
+import { withPermissionRefusal } from '../permission-model';
 import { LOCAL_RESOURCE_ERRORS } from './local-resource-errors';
 
 /**
@@ -513,8 +513,7 @@ function readError(option: string, path: string, error: unknown): InvalidOptionE
   // A PEM where a path belongs (the driver's `key` and `cert` options take the text): never echoed, a key least.
   if (path.includes('-----BEGIN')) return new InvalidOptionError(option, '<PEM text not shown>', 'the path of a readable PEM file, not its text');
   const code = (error as NodeJS.ErrnoException).code;
-  const refusal = permissionRefusal(error);
-  const made = new InvalidOptionError(option, path, `a readable PEM file (${code ?? (error as Error).message}${refusal === undefined ? '' : `: ${refusal}`})`);
+  const made = new InvalidOptionError(option, path, `a readable PEM file (${withPermissionRefusal(code ?? (error as Error).message, error)})`);
   if (code !== undefined && LOCAL_RESOURCE_ERRORS.has(code)) LOCAL_RESOURCE_READ_ERRORS.add(made);
   return made;
 }

@@ -11,7 +11,7 @@
  */
 import * as fs from 'node:fs';
 import { inWords } from '../errors';
-import { permissionRefusal } from '../permission-model';
+import { withPermissionRefusal } from '../permission-model';
 import { ignore, isPromiseLike } from '../pool/connection-checks';
 import type { LogSink } from './log-settings';
 
@@ -199,9 +199,7 @@ function guarded(sink: LogSink, name: string): LogSink {
  * this API has been restricted`), with the flag that allows it.
  */
 function reason(error: unknown): string {
-  const message = (error as Error).message;
-  const refusal = permissionRefusal(error);
-  return refusal === undefined || message.includes('--allow-') ? message : `${message}: ${refusal}`;
+  return withPermissionRefusal((error as Error).message, error);
 }
 
 function warn(text: string): void {
