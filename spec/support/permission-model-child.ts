@@ -4,10 +4,9 @@
  * writes, native addons, child processes or workers. Prints one JSON line: what each public path did there.
  * `PERMISSION_DENIED_FILE` is a readable file outside the repository (a CA file the process may not read).
  */
-import { ConnectionPool, connectionFactory } from '../../lib';
+import { ConnectionPool, connectionFactory, MongoCredentials } from '../../lib';
 import { awsCredentials } from '../../lib/auth/aws';
 import { readTokenFile } from '../../lib/auth/token-file';
-import { MongoCredentials } from '../../lib';
 import { ClientMetadata } from '../../lib/connection/handshake';
 import { compressorUnavailable } from '../../lib/connection/op-compressed';
 import { openLogSink } from '../../lib/logging/log-sink';
