@@ -28,6 +28,11 @@ const BAD_TOKEN = signOidcToken('another-key', { sub: 'svc' });
 const shown = (value: unknown): string => `${value instanceof Error ? value.message : ''} ${inspect(value, { depth: 8 })} ${JSON.stringify(value) ?? ''}`;
 const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => undefined, (e: unknown) => e);
 
+/** The fail point that fails the next `times` find commands with `errorCode` (391: ReauthenticationRequired). */
+function failFind(errorCode: number, times = 1): Document {
+  return { configureFailPoint: 'failCommand', mode: { times }, data: { failCommands: ['find'], errorCode } };
+}
+
 /** A counting callback returning `tokens()` each call. */
 function counting(tokens: () => string): OidcCallback & { calls: OidcCallbackParams[] } {
   const calls: OidcCallbackParams[] = [];
@@ -200,7 +205,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const cb = counting(() => TOKEN);
       const credentials = oidc(cb);
       const connection = await establishOne(server.address, { credentials });
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await connection.command('admin', failFind(391));
       await new Promise((r) => setTimeout(r, 100));
       const before = received.length;
       const reply = await connection.command('test', { find: 'c' });
@@ -218,7 +223,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const credentials = oidc(cb);
       const a = await establishOne(server.address, { credentials });
       const b = await establishOne(server.address, { credentials });
-      const failOnce = { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } };
+      const failOnce = failFind(391);
       await a.command('admin', failOnce);
       await new Promise((r) => setTimeout(r, 100));
       await a.command('test', { find: 'c' });
@@ -235,7 +240,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     it('retries once only: a second 391 is the command\'s error', async function () {
       const cb = counting(() => TOKEN);
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await connection.command('admin', failFind(391, 2));
       const before = received.length;
       expect(await rejection(connection.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
       expect(received.length - before).to.equal(1);
@@ -246,10 +251,10 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     it('reauthenticates on 391 only: a command failing with another server error, or an exhaustAllowed command failing with 391 (its stream is the caller\'s), fails as it came, no SASL sent, the callback not called again', async function () {
       const cb = counting(() => TOKEN);
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
+      await connection.command('admin', failFind(2));
       const before = received.length;
       expect(await rejection(connection.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 2);
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await connection.command('admin', failFind(391));
       expect(await rejection(connection.command('test', { find: 'c' }, { exhaustAllowed: true }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
       expect(received.length - before, 'SASL commands sent').to.equal(0);
       expect(cb.calls).to.have.length(1);
@@ -260,7 +265,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     it('stops listening to the command\'s signal and ends the reauthentication\'s deadline once a reauthenticated command settled: a later abort leaves the connection usable', async function () {
       const cb = counting(() => TOKEN);
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await connection.command('admin', failFind(391));
       const controller = new AbortController();
       const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
       const timersBefore = timers();
@@ -278,7 +283,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     it('a signal that refuses its listener as the reauthentication would begin fails the command with that Error; nothing is reauthenticated', async function () {
       const cb = counting(() => TOKEN);
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
-      await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+      await connection.command('admin', failFind(391));
       // A signal of AbortSignal's shape that takes its first listener (the command's send and reply) and refuses the next.
       const refused = new Error('no second listener');
       let adds = 0;
@@ -313,7 +318,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const credentials = oidc(cb);
       const a = await establishOne(server.address, { credentials });
       const b = await establishOne(server.address, { credentials });
-      const fail391 = { configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], errorCode: 391 } };
+      const fail391 = failFind(391, 2);
       await a.command('admin', fail391);
       await new Promise((r) => setTimeout(r, 100));
       const started = performance.now();
@@ -353,7 +358,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       await s.start();
       try {
         const c = await establishOne(s.address);
-        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+        await c.command('admin', failFind(391));
         expect(await rejection(c.command('test', { find: 'c' }))).to.be.instanceOf(MongoServerError).with.property('code', 391);
         c.destroy();
       } finally {
@@ -432,7 +437,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
         expect(delays).to.not.include(60_000);
         // Reauthentication on 391: what the command's timeoutMS has left.
         jump = 0;
-        await c.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 391 } });
+        await c.command('admin', failFind(391));
         before = realNow();
         expect((await c.command('test', { find: 'c' }, { timeoutMS: 3000 })).ok).to.equal(1);
         const second = cb.calls[1]!.timeoutMS;
