@@ -37,10 +37,14 @@ function refusal(error: unknown): string | undefined {
   for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if ((e as { code?: unknown }).code !== 'ERR_ACCESS_DENIED') continue;
     const permission = (e as { permission?: unknown }).permission;
-    const what = typeof permission === 'string' ? (FLAGS[permission] ?? `what it asked (${permission}; run it with the --allow-* flag that allows it)`) : FLAGS.Net;
-    return `Node's permission model does not allow this process ${what}`;
+    return denied(typeof permission === 'string' ? (FLAGS[permission] ?? `what it asked (${permission}; run it with the --allow-* flag that allows it)`) : FLAGS.Net);
   }
   return undefined;
+}
+
+/** The words for `what` (one of {@link FLAGS}' values) refused by the permission model. */
+function denied(what: string): string {
+  return `Node's permission model does not allow this process ${what}`;
 }
 
 /**
@@ -49,8 +53,8 @@ function refusal(error: unknown): string | undefined {
  * nor a DNS query's or a lookup's message on any version).
  */
 export function withPermissionRefusal(text: string, error: unknown): string {
-  const refusal = permissionRefusal(error);
-  return refusal === undefined || text.includes('--allow-') ? text : `${text}: ${refusal}`;
+  const words = permissionRefusal(error);
+  return words === undefined || text.includes('--allow-') ? text : `${text}: ${words}`;
 }
 
 /**
@@ -68,4 +72,4 @@ export function addonsDenied(): boolean {
 }
 
 /** The words for native addons refused by the permission model, as {@link permissionRefusal} gives them. */
-export const ADDONS_DENIED = `Node's permission model does not allow this process ${FLAGS.Addon}`;
+export const ADDONS_DENIED = denied(FLAGS.Addon);

@@ -18,8 +18,8 @@ import type * as Https from 'node:https';
 import { Binary, deserialize, serialize, type Document } from 'bson';
 import { AuthenticationError } from '../errors';
 import { optionValue } from '../options';
-import type { MongoCredentials } from './credentials';
 import { withPermissionRefusal } from '../permission-model';
+import type { MongoCredentials } from './credentials';
 import { runStep, type RunCommand } from './scram';
 import { boundedText } from './bounded-body';
 import { readTokenFile } from './token-file';
@@ -319,7 +319,6 @@ function nameOnly(error: unknown): Error {
   }
   return new Error(`${error instanceof Error ? error.name : typeof error}${typeof code === 'string' && /^E[A-Z0-9_]{1,40}$/.test(code) ? ` ${code}` : ''} (message not shown)`);
 }
-
 
 /** `given` as AwsCredentials, or an error naming `from` (never its values). */
 function checked(given: unknown, from: string): AwsCredentials {

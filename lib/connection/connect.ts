@@ -606,10 +606,14 @@ function attemptsDetail(attempts: readonly Attempt[]): string {
  * message is empty: the message of each attempt then, in order. A refusal by Node's permission model says how to allow it.
  */
 function connectErrorDetail(error: Error): string {
-  const attempts = error instanceof AggregateError ? (error.errors as unknown[]).map((e) => (e instanceof Error ? e.message : String(e))) : [];
-  const detail = error.message !== '' ? error.message : attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
   // A host name's lookup refused by the permission model says only `getaddrinfo ERR_ACCESS_DENIED <host>`.
-  return withPermissionRefusal(detail, error);
+  return withPermissionRefusal(error.message !== '' ? error.message : attemptsMessage(error), error);
+}
+
+/** The messages of an AggregateError's attempts, in order; else the error's code or name. */
+function attemptsMessage(error: Error): string {
+  const attempts = error instanceof AggregateError ? (error.errors as unknown[]).map((e) => (e instanceof Error ? e.message : String(e))) : [];
+  return attempts.filter((m) => m !== '').join('; ') || ((error as NodeJS.ErrnoException).code ?? error.name);
 }
 
 /** Whether a hello reply describes an RSArbiter (SDAM: `arbiterOnly: true` with a `setName`). */
