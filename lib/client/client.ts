@@ -20,7 +20,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, heartbeatLogMessage, type LogMessage, type TopologyLogMessage, type CommandLogMessage } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, truncate, type LogMessage, type TopologyLogMessage, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -247,6 +247,22 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 /** The names of the options of `command()`. */
 const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
+/**
+ * How a client logs its server selections: whether at `debug` (else only the waiting message, at `info`), the max
+ * document length, and where each message goes (the destination, then `log$`).
+ */
+interface SelectionLogging {
+  readonly debug: boolean;
+  readonly maxDocumentLength: number;
+  readonly write: (message: ServerSelectionLogMessage) => void;
+}
+
+/**
+ * The selector the server selection messages name: a client selects the first server whose pool is ready, in host
+ * order (it has no read preference).
+ */
+const SELECTOR = 'first ready server';
+
 /** The names of the options of `selectPool()`. */
 const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
 
@@ -385,7 +401,10 @@ export class Client {
    * (one {@link CommandLogMessage} per command event, when `command` logs at `debug`), and the heartbeat messages of every
    * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
    * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
-   * to it, and nothing is made otherwise). Each message is also written to the logging destination. Empty when all
+   * to it, and nothing is made otherwise), and the server selection messages of `command()` and `selectPool()` (a
+   * {@link ServerSelectionLogMessage}: started, succeeded, failed when `serverSelection` logs at `debug`; the waiting
+   * message when it logs at `info` or more verbosely: MONGODB_LOG_SERVER_SELECTION). Each message is also written to
+   * the logging destination. Empty when all
    * are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
    * "Connection pool created" one (as `events$` does the events), unless the client is closed. Completes once the
    * client is closed and its pools and monitors are done (after their last messages), as `events$` does; a subscriber
@@ -393,7 +412,7 @@ export class Client {
    *
    * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; command
    * logging and monitoring spec, "Log Messages"; server discovery and monitoring logging and monitoring spec, "Server
-   * Heartbeat Started/Succeeded/Failed" Log Messages; logging spec, "Components".
+   * Heartbeat Started/Succeeded/Failed" Log Messages; server selection spec, "Logging"; logging spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */
@@ -438,6 +457,15 @@ export class Client {
    * `log$` at the time; completed once close() closed every monitor and each published its last heartbeat.
    */
   private readonly topologyLog = new Subject<TopologyLogMessage>();
+  /**
+   * The server selection messages (component `serverSelection`, when it logs at info or debug), for the subscribers
+   * of `log$` at the time; completed once the client is closed and every selection that logged its start logged its end.
+   */
+  private readonly selectionLog = new Subject<ServerSelectionLogMessage>();
+  /** How server selections are logged; undefined when `serverSelection` logs at neither info nor debug. */
+  private readonly selectionLogging: SelectionLogging | undefined;
+  /** The selections that logged their start and not yet their end (see {@link loggedSelect}). */
+  private selectionsLogging = 0;
   /** A `mongodb+srv://` URI's discovery: its host name, and its discovery in progress or done (see {@link discover}). */
   private srv: SrvState | undefined;
   private readonly sink: LogSink | undefined;
@@ -555,9 +583,23 @@ export class Client {
         topologyLog.next(message);
       };
     }
+    // The server selection messages (component `serverSelection`): the waiting message at info, the others at debug.
+    const selectionLevel = logSettings.severities.serverSelection;
+    const selectionLog = this.selectionLog;
+    this.selectionLogging =
+      destination === undefined || !willLog(selectionLevel, 'info')
+        ? undefined
+        : {
+            debug: willLog(selectionLevel, 'debug'),
+            maxDocumentLength: logSettings.maxDocumentLength,
+            write: (message) => {
+              destination.write(message);
+              selectionLog.next(message);
+            },
+          };
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
-    this.log$ = merge(from(clientMessages), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, this.pollingLog);
+    this.log$ = merge(from(clientMessages), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
     if (logsClientWarnings) {
       this.pollingWarning = (warning) => {
         const message = clientMessage(warning);
@@ -1017,18 +1059,80 @@ export class Client {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.select(this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
+    return this.select('selectPool', this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
   }
 
   /**
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
    * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's or selectPool's
    * signal, see `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned
-   * without it.
+   * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs, for `operation`.
    */
-  private async select(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+  private select(operation: string, waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+    const logging = this.selectionLogging;
+    if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
+    return this.loggedSelect(logging, operation, waitMS, timeoutMS, endAtDrain, cancelled$);
+  }
+
+  /**
+   * {@link selectServer}, logged: "Server selection started" first, "Waiting for suitable server to become available"
+   * once if no server is ready at the start (at `info`, the others at `debug`), then "Server selection succeeded" or
+   * "Server selection failed" with the error it fails with (a cancellation and the client's close included). The end
+   * of the last selection logged after close() completes the messages' part of `log$`.
+   */
+  private async loggedSelect(
+    logging: SelectionLogging,
+    operation: string,
+    waitMS: number,
+    timeoutMS: number | undefined,
+    endAtDrain: boolean,
+    cancelled$: Observable<never> | undefined,
+  ): Promise<ConnectionPool<Connection>> {
+    const start = this.scheduler.now();
+    const log = ({ message, ...rest }: Omit<ServerSelectionLogFields, 'selector' | 'operation' | 'topologyDescription'>, level: 'debug' | 'info' = 'debug'): void => {
+      if (level === 'info' || logging.debug) {
+        const topologyDescription = this.topologyDescription(logging.maxDocumentLength);
+        logging.write(new ServerSelectionLogMessage(this.scheduler.now(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
+      }
+    };
+    this.selectionsLogging++;
+    let waiting = false;
+    const waits = (): void => {
+      if (waiting) return;
+      waiting = true;
+      log({ message: 'Waiting for suitable server to become available', remainingTimeMS: Math.max(0, waitMS - (this.scheduler.now() - start)) }, 'info');
+    };
+    try {
+      log({ message: 'Server selection started' });
+      const pool = await this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$, waits);
+      const { host, port } = parseAddress(pool.address);
+      log({ message: 'Server selection succeeded', serverHost: host, ...(port === undefined ? {} : { serverPort: port }) });
+      return pool;
+    } catch (error) {
+      log({ message: 'Server selection failed', failure: logError(error as Error, logging.maxDocumentLength) });
+      throw error;
+    } finally {
+      if (--this.selectionsLogging === 0 && this.closed) this.selectionLog.complete();
+    }
+  }
+
+  /**
+   * The client's servers as the server selection messages describe them (see `ServerSelectionLogFields`): JSON of its
+   * TopologyType and, per host, its address and its pool's state; truncated to `maxDocumentLength`.
+   */
+  private topologyDescription(maxDocumentLength: number): string {
+    const servers = [...this.pools].map(([address, pool]) => ({ address, pool: pool.state }));
+    return truncate(JSON.stringify({ type: this.topologyType, servers }), maxDocumentLength);
+  }
+
+  /**
+   * The server selection itself (see {@link select}); `waits` is called as it starts to wait (for the seedlist's
+   * discovery, or for a ready server).
+   */
+  private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     if (this.srv !== undefined && !this.srv.done) {
+      waits?.();
       // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait.
       const start = this.scheduler.now();
       await this.awaitDiscovery(waitMS, timeoutMS, cancelled$);
@@ -1044,6 +1148,7 @@ export class Client {
     if (incompatible !== undefined) throw incompatible;
     const now = this.readyPool();
     if (now !== undefined) return now;
+    waits?.();
     this.requestChecks();
     const selected$ = this.selection$().pipe(
       filter((signal) => signal !== 'drain' || endAtDrain),
@@ -1215,7 +1320,7 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
+    const pool = await this.select(commandNameOf(command), bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const commandError = (error: unknown): never => {
@@ -1411,11 +1516,15 @@ export class Client {
    * Ends the client's own parts of `log$` once closed (the pools' parts end with the pools): the `client` messages
    * (nothing adds any now: SRV polling stopped, the discovery cancelled) at once, the heartbeat messages once every
    * monitor published its last heartbeat (the check close() ended; later when close() was called from a subscriber of
-   * a heartbeat). So `log$` completes once the closed client is done, as `events$` does.
+   * a heartbeat), the server selection messages once every selection logged has logged its end. So `log$` completes
+   * once the closed client is done, as `events$` does.
    */
   private endLog(): void {
     this.pollingLog.complete();
     this.lateClientLog.complete();
+    // A selection logged and still going on (one that waits for the seedlist's discovery, which ends a moment later)
+    // completes it as it logs its end.
+    if (this.selectionsLogging === 0) this.selectionLog.complete();
     const lastHeartbeats = [...this.monitors.values()].map((monitor) => monitor.heartbeats$.pipe(ignoreElements()));
     merge(...lastHeartbeats).subscribe({ complete: () => this.topologyLog.complete() });
   }

@@ -1,13 +1,14 @@
 /**
  * CMAP events as the spec's log messages: structured (exact key names) and, through `render()`, unstructured; and
  * the client's own messages (component `client`: connection string warnings); the heartbeat messages (component
- * `topology`); the command messages (component `command`).
+ * `topology`); the command messages (component `command`); the server selection messages (component
+ * `serverSelection`).
  *
  * Source: CMAP spec, "Connection Pool Logging" (every message, its keys, reason strings and unstructured form);
  * logging spec ("Representing Errors", "Omitting Null Values", truncation of documents); connection string spec,
  * "Keys", "Values" (WARN messages for what a connection string has that is ignored); server discovery and monitoring
  * logging and monitoring spec, "Log Messages" (the heartbeat messages); command logging and monitoring spec, "Log
- * Messages" (the command messages).
+ * Messages" (the command messages); server selection spec, "Logging" (the server selection messages).
  */
 import { randomUUID } from 'node:crypto';
 import { EJSON, Long } from 'bson';
@@ -372,13 +373,85 @@ export class CommandLogMessage extends DebugLogMessage<CommandLogFields> {
 }
 
 /**
+ * The fields of a server selection log message, under the spec's key names; a key without a value is left out.
+ *
+ * Source: server selection spec, "Logging" ("Common Fields" and each message's keys); logging spec, "Omitting Null
+ * Values from Log Messages".
+ */
+export interface ServerSelectionLogFields {
+  /**
+   * `"Server selection started"`, `"Server selection succeeded"`, `"Server selection failed"` or `"Waiting for suitable
+   * server to become available"`.
+   */
+  readonly message: 'Server selection started' | 'Server selection succeeded' | 'Server selection failed' | 'Waiting for suitable server to become available';
+  /**
+   * What the selection looks for. rxcmap has no read preference: a client takes the first server whose pool is ready,
+   * in host order, so this is always `"first ready server"`.
+   */
+  readonly selector: string;
+  /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
+  readonly operation: string;
+  /**
+   * The client's view of its servers when the message is made, as JSON: its TopologyType as far as rxcmap keeps one
+   * (`Unknown`, `Sharded`, `LoadBalanced`, `Other`), and per host in host order its address and its pool's state
+   * (`ready`: selectable; `paused`: Unknown to this client; `closed`); truncated to the max document length. Why a
+   * host's last check failed is in the `topology` component's "Server heartbeat failed" message, and in a failed
+   * selection's `failure`.
+   */
+  readonly topologyDescription: string;
+  /** Succeeded: the selected server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
+  readonly serverHost?: string;
+  /** Succeeded: the selected server's port (27017 when the address gave none); absent for a Unix domain socket. */
+  readonly serverPort?: number;
+  /** Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}). */
+  readonly failure?: LoggedError;
+  /** Waiting: the ms left before the selection times out. */
+  readonly remainingTimeMS?: number;
+}
+
+/**
+ * One log message of the `serverSelection` component: a client's "Server selection started", "succeeded" and
+ * "failed" at `debug`, and "Waiting for suitable server to become available" at `info` (once per selection, when no
+ * server is ready at its start), made by `command()` and `selectPool()` when the component logs at that level (nothing
+ * is built otherwise). Treat it as immutable (it is shared by every subscriber of `log$`). `time` is in ms. The
+ * constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time` is not a valid date;
+ * `render()` never throws.
+ *
+ * Source: server selection spec, "Logging" (the four messages, their levels, "only emit this message once per
+ * operation"); logging spec, "Components", "Log Severity Levels", "Structured versus Unstructured Logging".
+ */
+export class ServerSelectionLogMessage {
+  /** The log component: always `serverSelection`. */
+  readonly component = 'serverSelection' as const;
+
+  constructor(
+    /** When the message was made, in ms since the Unix epoch (the client's scheduler's `now()`). */
+    readonly time: number,
+    /** The structured fields, under the spec's key names. */
+    readonly fields: ServerSelectionLogFields,
+    /** The severity: `info` for the waiting message, `debug` for the others. */
+    readonly level: 'debug' | 'info' = 'debug',
+  ) {}
+
+  /** The structured form: `t` (ISO time), `c` (component), `s` (severity), then the spec's keys. */
+  toJSON(): Record<string, unknown> {
+    return structuredForm(this);
+  }
+
+  /** The spec's unstructured form of this message. */
+  render(): string {
+    return renderServerSelectionMessage(this.fields);
+  }
+}
+
+/**
  * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`),
  * a {@link ClientLogMessage} (`client`, `warn`), a {@link TopologyLogMessage} (`topology`, `debug`) or a
  * {@link CommandLogMessage} (`command`, `debug`).
  *
  * Source: logging spec, "Components", "Log Severity Levels".
  */
-export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage | CommandLogMessage;
+export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage | CommandLogMessage | ServerSelectionLogMessage;
 
 /**
  * The pool options Connection pool created reports (each only when the user set it), in the order the CMAP message
@@ -878,6 +951,27 @@ export function renderCommandMessage(f: CommandLogFields): string {
       return `Command "${f.commandName}" succeeded on database "${f.databaseName}" in ${f.durationMS} ms ${where}. Command reply: ${f.reply}`;
     case 'Command failed':
       return `Command "${f.commandName}" failed on database "${f.databaseName}" in ${f.durationMS} ms ${where}. Error: ${f.failure ? errorText(f.failure) : ''}`;
+    default:
+      return f.message;
+  }
+}
+
+/**
+ * The unstructured form (server selection spec, "Logging": each message's unstructured form), leaving out the
+ * operation id segment (rxcmap has no operation ids); `{{serverHost}}:{{serverPort}}` written as the connection
+ * messages write it.
+ */
+export function renderServerSelectionMessage(f: ServerSelectionLogFields): string {
+  const rest = `Selector: ${f.selector}, topology description: ${f.topologyDescription}`;
+  switch (f.message) {
+    case 'Server selection started':
+      return `Server selection started for operation ${f.operation}. ${rest}`;
+    case 'Server selection succeeded':
+      return `Server selection succeeded for operation ${f.operation}. Selected server: ${writtenAddress(f.serverHost ?? '', f.serverPort)}. ${rest}`;
+    case 'Server selection failed':
+      return `Server selection failed for operation ${f.operation}. Failure: ${f.failure ? errorText(f.failure) : ''}. ${rest}`;
+    case 'Waiting for suitable server to become available':
+      return `Waiting for server to become available for operation ${f.operation}. Remaining time: ${f.remainingTimeMS} ms. ${rest}.`;
     default:
       return f.message;
   }

@@ -33,16 +33,19 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * The log components whose severity can be set (a frozen array): `client` (the client's own messages: warnings about
  * its connection string, level `warn`; over MONGODB_LOG_CLIENT), `command` (the application's commands, level
  * `debug`: Command started, succeeded, failed; over MONGODB_LOG_COMMAND), `connection` (the CMAP log messages, level
- * `debug`; over MONGODB_LOG_CONNECTION) and `topology` (a client's heartbeat messages, level `debug`: Server heartbeat
+ * `debug`; over MONGODB_LOG_CONNECTION), `serverSelection` (a client's server selections: Server selection started,
+ * succeeded, failed at `debug`, Waiting for suitable server to become available at `info`; over
+ * MONGODB_LOG_SERVER_SELECTION) and `topology` (a client's heartbeat messages, level `debug`: Server heartbeat
  * started, succeeded, failed; over MONGODB_LOG_TOPOLOGY).
  *
- * Source: logging spec, "Components" (`command`, `connection`, `topology`; "Drivers MAY define additional
- * language-specific components"); command logging and monitoring spec, "Log Messages" (component `command`); CMAP
- * spec, "Connection Pool Logging" (component `connection`); server discovery and monitoring
- * logging and monitoring spec, "Log Messages" (component `topology`); `client`: the MongoDB Node.js driver's
- * component of the same name and variable; connection string spec, "Keys" and "Values" (WARN messages).
+ * Source: logging spec, "Components" (`command`, `connection`, `serverSelection`, `topology`; "Drivers MAY define
+ * additional language-specific components"); command logging and monitoring spec, "Log Messages" (component
+ * `command`); CMAP spec, "Connection Pool Logging" (component `connection`); server selection spec, "Logging"
+ * (component `serverSelection`); server discovery and monitoring logging and monitoring spec, "Log Messages"
+ * (component `topology`); `client`: the MongoDB Node.js driver's component of the same name and variable; connection
+ * string spec, "Keys" and "Values" (WARN messages).
  */
-export const LOG_COMPONENTS = Object.freeze(['client', 'command', 'connection', 'topology'] as const);
+export const LOG_COMPONENTS = Object.freeze(['client', 'command', 'connection', 'serverSelection', 'topology'] as const);
 
 /** A log component name (see {@link LOG_COMPONENTS}). Source: logging spec, "Components". */
 export type LogComponent = (typeof LOG_COMPONENTS)[number];
@@ -105,6 +108,7 @@ const ENV_OF: Record<LogComponent, string> = {
   client: 'MONGODB_LOG_CLIENT',
   command: 'MONGODB_LOG_COMMAND',
   connection: 'MONGODB_LOG_CONNECTION',
+  serverSelection: 'MONGODB_LOG_SERVER_SELECTION',
   topology: 'MONGODB_LOG_TOPOLOGY',
 };
 

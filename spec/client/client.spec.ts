@@ -719,8 +719,8 @@ describe('connect() / Client', function () {
     const lb = await new EmbeddedServer({ loadBalancedServices: 1 }).start();
     servers.push(lb);
     const severities = [
-      { client: 'off', connection: 'off', topology: 'off', command: 'off' },
-      { client: 'warn', connection: 'debug', topology: 'debug', command: 'debug' },
+      { client: 'off', connection: 'off', topology: 'off', command: 'off', serverSelection: 'off' },
+      { client: 'warn', connection: 'debug', topology: 'debug', command: 'debug', serverSelection: 'debug' },
     ] as const;
     for (const loadBalanced of [false, true]) {
       for (const componentSeverities of severities) {
@@ -740,6 +740,7 @@ describe('connect() / Client', function () {
         expect(await eventually(() => completed), `log$ completed (${label})`).to.equal(true);
         if (componentSeverities.connection === 'debug') expect(seen, label).to.include('Connection pool closed');
         if (componentSeverities.topology === 'debug' && !loadBalanced) expect(seen, `the check close() ended (${label})`).to.include('Server heartbeat failed');
+        if (componentSeverities.serverSelection === 'debug') expect(seen, label).to.include('Server selection succeeded');
       }
     }
   });

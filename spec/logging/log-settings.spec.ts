@@ -16,7 +16,7 @@ function thrown(options: unknown): InvalidOptionError {
 describe('resolveLogSettings', function () {
   it('is off by default, stderr, 1000', function () {
     expect(resolveLogSettings({}, {})).to.deep.equal({
-      severities: { client: 'off', command: 'off', connection: 'off', topology: 'off' },
+      severities: { client: 'off', command: 'off', connection: 'off', serverSelection: 'off', topology: 'off' },
       path: 'stderr',
       maxDocumentLength: 1000,
     });
@@ -24,19 +24,19 @@ describe('resolveLogSettings', function () {
 
   it('reads MONGODB_LOG_ALL, lets a component variable win over it, and is case-insensitive', function () {
     const s = resolveLogSettings({}, { MONGODB_LOG_ALL: 'INFO', MONGODB_LOG_CONNECTION: 'Debug' });
-    expect(s.severities).to.deep.equal({ client: 'info', command: 'info', connection: 'debug', topology: 'info' });
+    expect(s.severities).to.deep.equal({ client: 'info', command: 'info', connection: 'debug', serverSelection: 'info', topology: 'info' });
   });
 
   it('lets programmatic options win over the environment', function () {
     const env = { MONGODB_LOG_CONNECTION: 'debug', MONGODB_LOG_PATH: 'stdout', MONGODB_LOG_MAX_DOCUMENT_LENGTH: '50' };
     const s = resolveLogSettings({ componentSeverities: { connection: 'off' }, path: 'stderr', maxDocumentLength: 10 }, env);
-    expect(s).to.deep.equal({ severities: { client: 'off', command: 'off', connection: 'off', topology: 'off' }, path: 'stderr', maxDocumentLength: 10 });
+    expect(s).to.deep.equal({ severities: { client: 'off', command: 'off', connection: 'off', serverSelection: 'off', topology: 'off' }, path: 'stderr', maxDocumentLength: 10 });
     expect(resolveLogSettings({ componentSeverities: { default: 'trace' } }, {}).severities.connection).to.equal('trace');
   });
 
   it('ignores invalid environment values instead of throwing', function () {
     const s = resolveLogSettings({}, { MONGODB_LOG_CONNECTION: 'loud', MONGODB_LOG_ALL: 'debug', MONGODB_LOG_MAX_DOCUMENT_LENGTH: '-3', MONGODB_LOG_PATH: '' });
-    expect(s).to.deep.equal({ severities: { client: 'debug', command: 'debug', connection: 'debug', topology: 'debug' }, path: 'stderr', maxDocumentLength: 1000 });
+    expect(s).to.deep.equal({ severities: { client: 'debug', command: 'debug', connection: 'debug', serverSelection: 'debug', topology: 'debug' }, path: 'stderr', maxDocumentLength: 1000 });
   });
 
   it('throws a typed error for invalid programmatic values', function () {
@@ -45,10 +45,17 @@ describe('resolveLogSettings', function () {
   });
 
   it('reads MONGODB_LOG_CLIENT for the client component (connection string warnings), like the other components', function () {
-    expect(LOG_COMPONENTS).to.deep.equal(['client', 'command', 'connection', 'topology']);
-    expect(resolveLogSettings({}, { MONGODB_LOG_CLIENT: 'WARN' }).severities).to.deep.equal({ client: 'warn', command: 'off', connection: 'off', topology: 'off' });
+    expect(LOG_COMPONENTS).to.deep.equal(['client', 'command', 'connection', 'serverSelection', 'topology']);
+    expect(resolveLogSettings({}, { MONGODB_LOG_CLIENT: 'WARN' }).severities).to.deep.equal({ client: 'warn', command: 'off', connection: 'off', serverSelection: 'off', topology: 'off' });
     expect(resolveLogSettings({ componentSeverities: { client: 'off' } }, { MONGODB_LOG_CLIENT: 'warn' }).severities.client).to.equal('off');
     expect(resolveLogSettings({}, { MONGODB_LOG_ALL: 'error', MONGODB_LOG_CLIENT: 'debug' }).severities).to.deep.include({ client: 'debug', connection: 'error' });
+  });
+
+  it('reads MONGODB_LOG_SERVER_SELECTION for the serverSelection component (logging spec, "Components"), and takes it programmatically', function () {
+    expect(resolveLogSettings({}, { MONGODB_LOG_SERVER_SELECTION: 'Debug' }).severities).to.deep.equal({ client: 'off', command: 'off', connection: 'off', serverSelection: 'debug', topology: 'off' });
+    expect(resolveLogSettings({}, { MONGODB_LOG_ALL: 'info', MONGODB_LOG_SERVER_SELECTION: 'off' }).severities).to.deep.include({ serverSelection: 'off', topology: 'info' });
+    expect(resolveLogSettings({ componentSeverities: { serverSelection: 'info' } }, { MONGODB_LOG_SERVER_SELECTION: 'debug' }).severities.serverSelection).to.equal('info');
+    expect(thrown({ componentSeverities: { serverselection: 'debug' } })).to.include({ suggestion: 'serverSelection' });
   });
 
   it('rejects a misspelt logging option or component, naming the closest one, and a componentSeverities of the wrong shape', function () {
@@ -58,7 +65,7 @@ describe('resolveLogSettings', function () {
     expect(thrown({ componentSeverities: { conection: 'debug' } })).to.include({ option: 'logging.componentSeverities.conection', suggestion: 'connection' });
     expect(thrown({ componentSeverities: { Client: 'warn' } })).to.include({ suggestion: 'client' });
     expect(thrown({ componentSeverities: 'debug' }).message).to.equal(
-      'Invalid logging.componentSeverities: "debug" (logging.componentSeverities must be an object of levels by component (client, command, connection, topology, default))',
+      'Invalid logging.componentSeverities: "debug" (logging.componentSeverities must be an object of levels by component (client, command, connection, serverSelection, topology, default))',
     );
     expect(thrown({ componentSeverities: ['debug'] }).option).to.equal('logging.componentSeverities');
     expect(thrown([]).option).to.equal('logging');

@@ -1,0 +1,153 @@
+/**
+ * A client's server selection messages (component `serverSelection`): what `log$` and the log destination say while
+ * commands wait for a server, as in an outage or a network partition, where the operator asks why commands waited.
+ * Against the embedded endpoint, or the server of MONGODB_URI when it is set (a closed port stands for a server that
+ * is down).
+ */
+import { expect } from 'chai';
+import { ClientClosedError, CommandCancelledError, connect, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { VirtualClock } from '../../lib/testing';
+import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { selectionsWaiting } from '../support/selections';
+
+describe('Client: server selection log messages (server selection spec, "Logging")', function () {
+  this.timeout(20_000);
+  let server: TestEndpoint | undefined;
+  let client: Client | undefined;
+
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    if (server !== undefined) await stopTestEndpoint(server);
+    server = undefined;
+  });
+
+  /** The messages written to the client's log destination, and those of `log$`, in order. */
+  function logged(): { written: LogMessage[]; feed: LogMessage[]; logging: (level: LogLevel, others?: LogLevel) => object } {
+    const written: LogMessage[] = [];
+    const feed: LogMessage[] = [];
+    return {
+      written,
+      feed,
+      logging: (level, others = 'off') => ({ componentSeverities: { serverSelection: level, default: others }, path: { write: (m: LogMessage) => void written.push(m) } }),
+    };
+  }
+
+  const selectionMessages = (messages: readonly LogMessage[]): ServerSelectionLogMessage[] =>
+    messages.filter((m): m is ServerSelectionLogMessage => m.component === 'serverSelection');
+
+  /** A client of a server that is down, on virtual time. */
+  async function down(level: LogLevel, serverSelectionTimeoutMS = 3000): Promise<{ c: Client; clock: VirtualClock; log: ReturnType<typeof logged> }> {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const log = logged();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=${serverSelectionTimeoutMS}&connectTimeoutMS=20000`, { scheduler: clock, logging: log.logging(level) }));
+    c.log$.subscribe((m) => log.feed.push(m));
+    return { c, clock, log };
+  }
+
+  it('a command on a ready server: "Server selection started" then "succeeded", at debug, with the common keys and the server selected; no waiting message', async function () {
+    server = await startTestEndpoint();
+    const log = logged();
+    const c = (client = connect(withOptions(process.env.MONGODB_URI ?? `mongodb://${server.address}/`, 'heartbeatFrequencyMS=500'), { logging: log.logging('debug') }));
+    c.log$.subscribe((m) => log.feed.push(m));
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    log.written.length = 0;
+    log.feed.length = 0;
+    await c.command('admin', { ping: 1 });
+    const pool = [...c.pools.values()][0];
+    const [host, port] = [pool.address.slice(0, pool.address.lastIndexOf(':')), Number(pool.address.slice(pool.address.lastIndexOf(':') + 1))];
+    const messages = selectionMessages(log.written);
+    expect(messages.map((m) => [m.fields.message, m.level])).to.deep.equal([
+      ['Server selection started', 'debug'],
+      ['Server selection succeeded', 'debug'],
+    ]);
+    const description = JSON.parse(messages[0].fields.topologyDescription) as { type: string; servers: { address: string; pool: string }[] };
+    expect(description.servers).to.deep.equal([...c.pools.keys()].map((address) => ({ address, pool: 'ready' })));
+    expect(messages[0].toJSON()).to.include({ c: 'serverSelection', s: 'debug', message: 'Server selection started', selector: 'first ready server', operation: 'ping' });
+    expect(Object.keys(messages[1].toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operation', 'topologyDescription', 'serverHost', 'serverPort']);
+    expect(messages[1].fields).to.include({ serverHost: host, serverPort: port });
+    expect(messages[1].render()).to.equal(`Server selection succeeded for operation ping. Selected server: ${pool.address}. Selector: first ready server, topology description: ${messages[1].fields.topologyDescription}`);
+    expect(selectionMessages(log.feed), 'log$ carries what the destination was given').to.deep.equal(messages);
+  });
+
+  it('no ready server: one "Waiting for suitable server to become available" (info) however long it waits, then "Server selection failed" with the ServerSelectionError', async function () {
+    const { c, clock, log } = await down('debug');
+    const failed = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    // Immediate checks are requested every 500 ms meanwhile: still one waiting message.
+    for (let elapsed = 0; elapsed < 2500; elapsed += 500) {
+      clock.advance(500);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(selectionMessages(log.written).map((m) => m.fields.message)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available']);
+    clock.advance(500);
+    const error = await failed;
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    const messages = selectionMessages(log.written);
+    expect(messages.map((m) => [m.fields.message, m.level])).to.deep.equal([
+      ['Server selection started', 'debug'],
+      ['Waiting for suitable server to become available', 'info'],
+      ['Server selection failed', 'debug'],
+    ]);
+    expect(messages[1].fields.remainingTimeMS, 'ms left when it began to wait (virtual time)').to.equal(3000);
+    expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], pool: 'paused' }] });
+    expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: (error as Error).message });
+    expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: first ready server, topology description: \{/);
+    expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: first ready server, topology description: \{.*\}\.$/);
+  });
+
+  it('at info, only the waiting message; off, none (with the other components at debug)', async function () {
+    const info = await down('info');
+    const first = info.c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(info.c) === 1)).to.equal(true);
+    info.clock.advance(3000);
+    expect(await first).to.be.instanceOf(ServerSelectionError);
+    expect(selectionMessages(info.log.written).map((m) => [m.fields.message, m.level])).to.deep.equal([['Waiting for suitable server to become available', 'info']]);
+    await info.c.close();
+
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const log = logged();
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=3000`, { scheduler: clock, logging: log.logging('off', 'debug') }));
+    const second = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    clock.advance(3000);
+    expect(await second).to.be.instanceOf(ServerSelectionError);
+    expect(log.written.length, 'the other components logged').to.be.above(0);
+    expect(selectionMessages(log.written)).to.deep.equal([]);
+  });
+
+  it('a selection its signal ends, and selectPool(): "Server selection failed" with the CommandCancelledError; the operation is the command\'s name, or selectPool', async function () {
+    const { c, log } = await down('debug', 10_000);
+    const controller = new AbortController();
+    const cancelled = c.command('admin', { find: 'orders' }, { signal: controller.signal }).catch((e: unknown) => e);
+    const selecting = c.selectPool({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 2)).to.equal(true);
+    controller.abort();
+    expect(await cancelled).to.be.instanceOf(CommandCancelledError);
+    expect(await selecting).to.be.instanceOf(CommandCancelledError);
+    const ends = selectionMessages(log.written).filter((m) => m.fields.message === 'Server selection failed');
+    expect(ends.map((m) => [m.fields.operation, m.fields.failure?.type])).to.deep.equal([
+      ['find', 'CommandCancelledError'],
+      ['selectPool', 'CommandCancelledError'],
+    ]);
+  });
+
+  it('close() while selections wait: each one\'s "Server selection failed" (ClientClosedError) reaches log$ before it completes', async function () {
+    const { c, log } = await down('debug', 10_000);
+    const waits = [c.command('admin', { ping: 1 }).catch((e: unknown) => e), c.selectPool().catch((e: unknown) => e)];
+    expect(await eventually(() => selectionsWaiting(c) === 2)).to.equal(true);
+    let completed = false;
+    const atCompletion: string[] = [];
+    c.log$.subscribe({ complete: () => ((completed = true), atCompletion.push(...selectionMessages(log.feed).map((m) => m.fields.message))) });
+    await c.close();
+    for (const error of await Promise.all(waits)) expect(error).to.be.instanceOf(ClientClosedError);
+    expect(await eventually(() => completed), 'log$ completes').to.equal(true);
+    expect(atCompletion.filter((m) => m === 'Server selection failed').length).to.equal(2);
+    expect(selectionMessages(log.feed).at(-1)?.fields.failure?.type).to.equal('ClientClosedError');
+    // A selection after close fails at once, and is not logged (the log has ended).
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
+    expect(selectionMessages(log.written).length).to.equal(6);
+  });
+});
