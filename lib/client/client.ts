@@ -1059,19 +1059,20 @@ export class Client {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.select('selectPool', this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
+    return this.select(undefined, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
   }
 
   /**
    * {@link selectPool}, waiting at most `waitMS`: less than serverSelectionTimeoutMS when an operation's timeoutMS is.
    * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's or selectPool's
    * signal, see `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned
-   * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs, for `operation`.
+   * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs: for `command`, or for `selectPool()`
+   * when undefined.
    */
-  private select(operation: string, waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+  private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
     if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
-    return this.loggedSelect(logging, operation, waitMS, timeoutMS, endAtDrain, cancelled$);
+    return this.loggedSelect(logging, command === undefined ? 'selectPool' : commandNameOf(command), waitMS, timeoutMS, endAtDrain, cancelled$);
   }
 
   /**
@@ -1320,7 +1321,7 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(commandNameOf(command), bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
+    const pool = await this.select(command, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const commandError = (error: unknown): never => {

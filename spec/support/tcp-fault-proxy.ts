@@ -41,6 +41,12 @@ export interface TcpFaultProxy {
   /** When true, the proxy stops reading from clients (their writes back up), until set false again. */
   paused: boolean;
   /**
+   * A network partition: while true, nothing moves in either direction on any connection, new ones included, and
+   * nothing is closed; the bytes wait in the sockets' buffers, as TCP keeps retransmitting them, and arrive in order
+   * once it is set false (a partition that heals). Set it with {@link partition}.
+   */
+  readonly partitioned: boolean;
+  /**
    * The link's shape, read as each chunk arrives (0 everywhere: bytes go through at once). `delayMS`: one-way delay per
    * direction; `jitterMS`: up to that much more per chunk (uniform, from `random`), never reordering; `bytesPerSecond`:
    * a cap per direction and connection (0: none), bytes sent in slices of at most 1460 bytes; `connectDelayMS`: how
@@ -61,6 +67,8 @@ export interface TcpFaultProxy {
   cutAll(kind: 'rst' | 'fin'): void;
   /** Makes `paused` take effect on the connections already open. */
   applyPause(): void;
+  /** Starts (true) or heals (false) a partition: see {@link partitioned}. */
+  partition(on: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -68,12 +76,14 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
   const [host, port] = target.split(':');
   const clients = new Set<net.Socket>();
   const all = new Set<net.Socket>();
+  const pairs = new Set<readonly [net.Socket, net.Socket]>();
   let accepted = 0;
   const proxy = {
     fault: undefined,
     trickleMS: 0,
     blackhole: false,
     paused: false,
+    partitioned: false,
     bytes: { up: 0, down: 0 },
     link: { delayMS: { up: 0, down: 0 }, jitterMS: 0, bytesPerSecond: { up: 0, down: 0 }, connectDelayMS: 0, random: Math.random },
   } as unknown as TcpFaultProxy & { fault: TcpFaultProxy['fault'] };
@@ -83,7 +93,10 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     const upstream = net.connect({ host, port: Number(port) });
     clients.add(client);
     all.add(client).add(upstream);
-    if (proxy.paused) client.pause();
+    if (proxy.paused || proxy.partitioned) client.pause();
+    if (proxy.partitioned) upstream.pause();
+    const pair = [client, upstream] as const;
+    pairs.add(pair);
     let done = false;
     const seen = { up: 0, down: 0 };
     let trickle: Promise<void> = Promise.resolve();
@@ -181,6 +194,7 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
       if (!done) upstream.destroy();
     });
     upstream.on('close', () => all.delete(upstream));
+    for (const socket of pair) socket.once('close', () => client.destroyed && upstream.destroyed && pairs.delete(pair));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const listening = (server.address() as net.AddressInfo).port;
@@ -194,6 +208,18 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
     },
     applyPause: () => {
       for (const c of clients) proxy.paused ? c.pause() : c.resume();
+    },
+    partition: (on: boolean) => {
+      (proxy as { partitioned: boolean }).partitioned = on;
+      for (const [client, upstream] of pairs) {
+        if (on) {
+          client.pause();
+          upstream.pause();
+        } else {
+          if (!proxy.paused) client.resume();
+          upstream.resume();
+        }
+      }
     },
     stop: () =>
       new Promise<void>((resolve) => {
