@@ -5,8 +5,8 @@
  * is down).
  */
 import { expect } from 'chai';
-import { ClientClosedError, CommandCancelledError, connect, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
-import { VirtualClock } from '../../lib/testing';
+import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
 
@@ -66,6 +66,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(description.servers).to.deep.equal([...c.pools.keys()].map((address) => ({ address, pool: 'ready' })));
     expect(messages[0].toJSON()).to.include({ c: 'serverSelection', s: 'debug', message: 'Server selection started', selector: 'first ready server', operation: 'ping' });
     expect(Object.keys(messages[1].toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operation', 'topologyDescription', 'serverHost', 'serverPort']);
+    expect(messages[0].render()).to.equal(`Server selection started for operation ping. Selector: first ready server, topology description: ${messages[0].fields.topologyDescription}`);
     expect(messages[1].fields).to.include({ serverHost: host, serverPort: port });
     expect(messages[1].render()).to.equal(`Server selection succeeded for operation ping. Selected server: ${pool.address}. Selector: first ready server, topology description: ${messages[1].fields.topologyDescription}`);
     expect(selectionMessages(log.feed), 'log$ carries what the destination was given').to.deep.equal(messages);
@@ -95,6 +96,24 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: (error as Error).message });
     expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: first ready server, topology description: \{/);
     expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: first ready server, topology description: \{.*\}\.$/);
+  });
+
+  it('a server whose wire versions rxcmap does not speak: "Server selection failed" with the IncompatibleServerError, once the check told', async function () {
+    const old = await new EmbeddedServer({ maxWireVersion: 7 }).start();
+    try {
+      const log = logged();
+      const c = (client = connect(`mongodb://${old.address}/?directConnection=true`, { logging: log.logging('debug') }));
+      const failedCheck = new Promise<void>((resolve) => c.events$.subscribe((e) => e.type === 'ServerHeartbeatFailed' && resolve()));
+      await failedCheck;
+      const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IncompatibleServerError);
+      const messages = selectionMessages(log.written);
+      expect(messages.map((m) => m.fields.message)).to.deep.equal(['Server selection started', 'Server selection failed']);
+      expect(messages[1].fields.failure).to.include({ type: 'IncompatibleServerError', message: (error as Error).message });
+      await c.close();
+    } finally {
+      await old.stop();
+    }
   });
 
   it('at info, only the waiting message; off, none (with the other components at debug)', async function () {
