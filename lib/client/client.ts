@@ -1149,7 +1149,12 @@ export class Client {
     if (incompatible !== undefined) throw incompatible;
     const now = this.readyPool();
     if (now !== undefined) return now;
-    waits?.();
+    if (waits !== undefined) {
+      // The waiting message's subscribers run here: one may have closed or drained the client, or readied a pool. The
+      // selection looks again, so that it never waits where close() or drain() can no longer tell it.
+      waits();
+      return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
+    }
     this.requestChecks();
     const selected$ = this.selection$().pipe(
       filter((signal) => signal !== 'drain' || endAtDrain),

@@ -5,7 +5,7 @@
  * is down).
  */
 import { expect } from 'chai';
-import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
@@ -169,4 +169,26 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ClientClosedError);
     expect(selectionMessages(log.written).length).to.equal(6);
   });
+
+  for (const [what, act, expected] of [
+    ['closes', (c: Client) => void c.close(), ClientClosedError],
+    ['drains', (c: Client) => void c.drain(), PoolClosedError],
+  ] as const) {
+    it(`a destination that ${what} the client as the waiting message is written: the command fails at once, as it would have waiting`, async function () {
+      const port = await closedPort();
+      const clock = new VirtualClock();
+      let c: Client | undefined;
+      const sink = { write: (m: LogMessage) => void (m.component === 'serverSelection' && m.level === 'info' && act(c!)) };
+      c = client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000`, { scheduler: clock, logging: { componentSeverities: { serverSelection: 'info' }, path: sink } });
+      let settled: unknown = 'pending';
+      void c.command('admin', { ping: 1 }).then(
+        () => (settled = 'succeeded'),
+        (e: unknown) => (settled = e),
+      );
+      // The virtual clock never moves: a selection left waiting would never end.
+      expect(await eventually(() => settled !== 'pending'), 'the command settled').to.equal(true);
+      expect(settled).to.be.instanceOf(expected);
+      expect(selectionsWaiting(c)).to.equal(0);
+    });
+  }
 });
