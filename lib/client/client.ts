@@ -404,8 +404,7 @@ export class Client {
    * to it, and nothing is made otherwise), and the server selection messages of `command()` and `selectPool()` (a
    * {@link ServerSelectionLogMessage}: started, succeeded, failed when `serverSelection` logs at `debug`; the waiting
    * message when it logs at `info` or more verbosely: MONGODB_LOG_SERVER_SELECTION). Each message is also written to
-   * the logging destination. Empty when all
-   * are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
+   * the logging destination. Empty when all are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
    * "Connection pool created" one (as `events$` does the events), unless the client is closed. Completes once the
    * client is closed and its pools and monitors are done (after their last messages), as `events$` does; a subscriber
    * that comes later receives the client's connection string warnings, then the completion.
