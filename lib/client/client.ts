@@ -1104,7 +1104,9 @@ export class Client {
     };
     try {
       log({ message: 'Server selection started' });
-      const pool = await this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$, waits);
+      // The wait counts from the start (server selection spec: the start time is recorded as it is logged), the time
+      // the message's destination and subscribers took included.
+      const pool = await this.selectServer(Math.max(1, waitMS - (this.scheduler.now() - start)), timeoutMS, endAtDrain, cancelled$, waits);
       const { host, port } = parseAddress(pool.address);
       log({ message: 'Server selection succeeded', serverHost: host, ...(port === undefined ? {} : { serverPort: port }) });
       return pool;
@@ -1151,8 +1153,9 @@ export class Client {
     if (waits !== undefined) {
       // The waiting message's subscribers run here: one may have closed or drained the client, or readied a pool. The
       // selection looks again, so that it never waits where close() or drain() can no longer tell it.
+      const before = this.scheduler.now();
       waits();
-      return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
+      return this.selectServer(Math.max(1, waitMS - (this.scheduler.now() - before)), timeoutMS, endAtDrain, cancelled$);
     }
     this.requestChecks();
     const selected$ = this.selection$().pipe(

@@ -5,8 +5,10 @@
  * is down).
  */
 import { expect } from 'chai';
+import * as dns from 'node:dns';
 import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
+import { DnsResponder } from '../support/dns-responder';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
 
@@ -191,4 +193,47 @@ describe('Client: server selection log messages (server selection spec, "Logging
       expect(selectionsWaiting(c)).to.equal(0);
     });
   }
+
+  it('a mongodb+srv URI still being discovered: one waiting message for the DNS wait and the server wait together', async function () {
+    const responder = await new DnsResponder({ srv: { '_mongodb._tcp.test3.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 27017 }] } }).start();
+    const servers = dns.getServers();
+    dns.setServers([responder.server]);
+    try {
+      responder.delayMS = 200;
+      const log = logged();
+      const c = (client = connect('mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=700', { logging: log.logging('debug') }));
+      const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(ServerSelectionError);
+      expect(responder.questions.length, 'DNS questions asked').to.be.above(0);
+      const messages = selectionMessages(log.written);
+      expect(messages.map((m) => m.fields.message)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+      expect(messages[1].fields.remainingTimeMS).to.equal(700);
+    } finally {
+      dns.setServers(servers);
+      await responder.close();
+    }
+  });
+
+  it('remainingTimeMS is what is left when the wait begins, and the wait ends serverSelectionTimeoutMS after the start (a destination that takes 100 ms per message)', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const log = logged();
+    const advanceOn = (m: LogMessage): boolean => m.component === 'serverSelection' && m.fields.message !== 'Server selection failed';
+    const sink = { write: (m: LogMessage) => void (log.written.push(m), advanceOn(m) && clock.advance(100)) };
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=3000`, { scheduler: clock, logging: { componentSeverities: { serverSelection: 'debug' }, path: sink } }));
+    let settled: unknown = 'pending';
+    void c.command('admin', { ping: 1 }).then(
+      () => (settled = 'succeeded'),
+      (e: unknown) => (settled = e),
+    );
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    expect(selectionMessages(log.written)[1].fields).to.include({ message: 'Waiting for suitable server to become available', remainingTimeMS: 2900 });
+    // The wait counts from the start: 3000 ms in all, 200 of them spent writing the two messages.
+    clock.advance(2799);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled, '1 ms before serverSelectionTimeoutMS from the start').to.equal('pending');
+    clock.advance(1);
+    expect(await eventually(() => settled !== 'pending')).to.equal(true);
+    expect(settled).to.be.instanceOf(ServerSelectionError);
+  });
 });
