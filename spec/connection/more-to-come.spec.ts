@@ -478,6 +478,36 @@ describe('Connection: a server that replies to a moreToCome request anyway', fun
     }
   });
 
+  it('bytes that come while a moreToCome request is still being written fail the connection, saying so; the write fails with it', async function () {
+    // The server answers the handshake, then stops reading and, 100 ms later, sends a reply of its own: the 20 MB
+    // unacknowledged write is still leaving the client's socket then.
+    const server = await startHostileServer({
+      at: 'handshake',
+      misbehaviour: {
+        kind: 'answer',
+        answer: (request, s) => {
+          s.write(encodeOpMsg(1, request.header.requestId, { isWritablePrimary: true, helloOk: true, maxWireVersion: 25, ok: 1 }));
+          s.pause();
+          setTimeout(() => s.write(encodeOpMsg(2, request.header.requestId + 1, { ok: 1 })), 100);
+        },
+      },
+    });
+    const c = await establishOne(server.address);
+    try {
+      const big = new Binary(Buffer.alloc(10 * 1024 * 1024));
+      const error = await c.command('db', { insert: 'c', writeConcern: { w: 0 } }, { moreToCome: true, documentSequences: { documents: [{ big }, { big }] } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(MongoNetworkError);
+      expect(((error as Error).cause as Error).message).to.match(/^received \d+ bytes while sending a request with moreToCome, which gets no reply$/);
+      expect(c.errored).to.equal(true);
+    } finally {
+      c.destroy();
+      await server.close();
+    }
+  });
+
   it('fails the connection with a network error (a reply nobody awaits); the next command fails with it', async function () {
     const server = await startHostileServer({
       misbehaviour: { kind: 'answer', answer: (request, s) => s.write(encodeOpMsg(7, request.header.requestId, { ok: 1 })) },
