@@ -621,6 +621,22 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect([await read(), await read(), await read()]).to.deep.equal([1, 2, `connection 1 to ${server!.address} closed by the server or the network`]);
     });
 
+    it('destroyed while a streamed reply is inflated: the inflated reply is dropped, and the next read fails as closed', async function () {
+      const big = 'a'.repeat(15 * 1024 * 1024);
+      const c = await establishZlib((request, socket) => {
+        const first = encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome);
+        socket.write(Buffer.concat([first, compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, big }, OpMsgFlag.moreToCome))]));
+      });
+      expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
+      const inflating = (c as unknown as { inflating: Promise<void> | undefined }).inflating;
+      expect(inflating, 'the second reply is being inflated').to.not.equal(undefined);
+      c.destroy(new Error('the application is done with it'));
+      await inflating;
+      const read = await c.nextReply().catch((e: unknown) => e);
+      expect(read).to.be.instanceOf(MongoNetworkError);
+      expect((read as Error).message).to.match(/is closed$/);
+    });
+
     it('a streamed reply that arrived whole is read within the timeout of nextReply, however long it takes to inflate', async function () {
       // 15 MB that compress to some 15 KB: both replies come in one read, and the second takes a while to inflate.
       const big = 'a'.repeat(15 * 1024 * 1024);
