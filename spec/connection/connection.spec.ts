@@ -23,6 +23,7 @@ import {
   type ConnectionPoolEvent,
   type ConnectionPoolOptions,
 } from '../../lib';
+import * as opCompressedModule from '../../lib/connection/op-compressed';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
@@ -446,6 +447,68 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     expect(sent[0].opCode).to.equal(OpCode.OP_MSG);
     expect(sent[1].opCode).to.equal(OpCode.OP_COMPRESSED); // a command that compresses is still sent compressed
     c.destroy();
+  });
+
+  it('a compressed command exactly maxMessageSizeBytes long is sent compressed; one byte more, uncompressed (OP_MSG spec: at most maxMessageSizeBytes)', async function () {
+    // Random bytes: their compressed message is about 5 KB longer than the uncompressed one, so at a limit equal to the
+    // compressed length both fit, and at one byte less only the uncompressed one does. The limit is at least 16 MiB
+    // (the handshake's value is bounded to 16,777,216..48,000,000), which the compressed message reaches.
+    const command = { insert: 'x', noise: randomBytes(16 * 1024 * 1024 - 3000) };
+    const sentAt = async (maxMessageSizeBytes: number): Promise<{ opCode: number; messageLength: number }> => {
+      const sent: { opCode: number; messageLength: number }[] = [];
+      const c = await establish(
+        {
+          misbehaviour: {
+            kind: 'answer',
+            answer: (request, socket) => {
+              sent.push({ opCode: request.header.opCode, messageLength: request.header.messageLength });
+              socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+            },
+          },
+          hello: { compression: ['zlib'], maxMessageSizeBytes },
+        },
+        { compressors: ['zlib'] },
+      );
+      expect(await c.command('db', command)).to.include({ ok: 1 });
+      c.destroy();
+      return sent[0];
+    };
+    const compressed = await sentAt(48_000_000);
+    expect(compressed.opCode).to.equal(OpCode.OP_COMPRESSED);
+    expect(compressed.messageLength, 'above the lowest limit').to.be.above(16 * 1024 * 1024);
+    expect(await sentAt(compressed.messageLength), 'at a limit of its own length').to.deep.equal(compressed);
+    const below = await sentAt(compressed.messageLength - 1);
+    expect(below.opCode, 'one byte over the limit compressed').to.equal(OpCode.OP_MSG);
+    expect(below.messageLength).to.be.below(compressed.messageLength);
+  });
+
+  it('a large command its compressor fails to compress on the thread pool (out of memory, say) is sent uncompressed and answered', async function () {
+    const sent: number[] = [];
+    const c = await establish(
+      {
+        misbehaviour: {
+          kind: 'answer',
+          answer: (request, socket) => {
+            sent.push(request.header.opCode);
+            socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+          },
+        },
+        hello: { compression: ['zlib'] },
+      },
+      { compressors: ['zlib'] },
+    );
+    const module = opCompressedModule as { compressMessageOnThreadPool: typeof opCompressedModule.compressMessageOnThreadPool };
+    const original = module.compressMessageOnThreadPool;
+    module.compressMessageOnThreadPool = () => Promise.reject(new RangeError('Array buffer allocation failed'));
+    try {
+      const reply = c.command('db', { insert: 'x', text: 'a'.repeat(200 * 1024) });
+      const pending = new Promise<string>((resolve) => setTimeout(() => resolve('still pending after 3 s'), 3000).unref());
+      expect(await Promise.race([reply, pending])).to.include({ ok: 1 });
+    } finally {
+      module.compressMessageOnThreadPool = original;
+      c.destroy();
+    }
+    expect(sent).to.deep.equal([OpCode.OP_MSG]);
   });
 
   describe('zlib work on large messages runs off the event loop (as the Node.js driver does it)', function () {
