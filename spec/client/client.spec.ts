@@ -157,7 +157,7 @@ describe('connect() / Client', function () {
           // The next polling check's hello is held by the server: closed while it is in flight.
           a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello', 'isMaster'], blockConnection: true, blockTimeMS: 5000, appName: 'closing' } });
           expect(await eventually(() => count('ServerHeartbeatStarted') === 2, 2000), `${label}: the next check`).to.equal(true);
-          await new Promise((r) => setTimeout(r, 20));
+          expect(await eventually(() => !a.failCommand.active), `${label}: the server holds the hello`).to.equal(true);
         }
         await c.close();
         const atClose = events.length;
@@ -571,7 +571,7 @@ describe('connect() / Client', function () {
     client = connect(`mongodb://127.0.0.1:${port}/?connectTimeoutMS=200`, { serverSelectionTimeoutMS: 2 ** 31 - 1 });
     expect(client.serverSelectionTimeoutMS).to.equal(2 ** 31 - 1);
     const waiting = client.command('admin', { ping: 1 }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await eventually(() => selectionsWaiting(client!) === 1), 'it waits for a ready server').to.equal(true);
     await client.close();
     expect(await waiting).to.be.instanceOf(ClientClosedError);
   });
@@ -668,7 +668,7 @@ describe('connect() / Client', function () {
   it('drain(): a command still waiting for a server when the drain starts fails at once with PoolClosedError too', async function () {
     const { c, held } = await pausedWithCommandInFlight();
     const selecting = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 20)); // it waits for a ready server
+    expect(await eventually(() => selectionsWaiting(c) === 1), 'it waits for a ready server').to.equal(true);
     const drained = c.drain();
     const outcome = await Promise.race([selecting, new Promise((r) => setTimeout(() => r('still waiting 1 s later'), 1000))]);
     expect(outcome).to.be.instanceOf(PoolClosedError);
@@ -704,7 +704,7 @@ describe('connect() / Client', function () {
       await c.command('admin', { ping: 1 });
       b.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 100 } });
       const inFlight = c.command('test', { find: 'c' }).catch((e: unknown) => e);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await eventually(() => [...c.pools.values()][0].snapshot().inUseConnectionCount === 1), 'the find holds a connection').to.equal(true);
       await c.close();
       await inFlight;
       expect(await eventually(() => completed), `completed (loadBalanced ${loadBalanced})`).to.equal(true);
@@ -1655,7 +1655,7 @@ describe('connect() / Client', function () {
       // A command held by the server on a connection of generation 0 ...
       await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 2000, appName } });
       const held = client.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e);
-      await new Promise((r) => setTimeout(r, 50));
+      expect(await eventually(() => pool.snapshot().inUseConnectionCount === 1), 'the held ping holds a connection').to.equal(true);
       // ... while the pool is cleared (generation 1) and readied again by a check.
       pool.clear();
       // Polling, the check requested comes 500 ms later; streaming, the server's reply to the topology change.
