@@ -62,9 +62,12 @@ export interface Endpoint {
 
 /**
  * Where in establishment a failure happened; decides the backpressure labels. `proxy`: connecting to the SOCKS5
- * proxy and the SOCKS5 exchange with it, up to its report that the connection to the server is made.
+ * proxy and the SOCKS5 exchange with it, up to its report that the connection to the server is made. `lookup`: the
+ * DNS lookup of a host name, before any byte goes to the server (it waits for a thread of Node's thread pool, which
+ * DNS lookups share with file reads, crypto and zlib work); `connect`: from the address found (at once for an IP
+ * address) to the socket connected, TLS included.
  */
-type Phase = 'proxy' | 'connect' | 'hello' | 'auth';
+type Phase = 'proxy' | 'lookup' | 'connect' | 'hello' | 'auth';
 
 /**
  * A factory of real connections to `endpoint`. Each establishment opens a socket (TLS when asked), performs the
@@ -354,7 +357,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     const handshake = s.handshake();
     const { proxy } = s;
     const via = proxy === undefined ? '' : ` through the SOCKS5 proxy ${writtenAddress(proxy.host, proxy.port)}`;
-    let phase: Phase = proxy === undefined ? 'connect' : 'proxy';
+    // A host name is looked up first (getaddrinfo, on Node's thread pool); an IP address or a socket path is not.
+    let phase: Phase = proxy !== undefined ? 'proxy' : port !== undefined && net.isIP(host) === 0 ? 'lookup' : 'connect';
     let delivered = false;
     /** Ends the SCRAM conversation when the establishment ends first (its reason: why). */
     const conversation = new AbortController();
@@ -389,6 +393,8 @@ function establish(s: EstablishSettings, descriptor: ConnectionDescriptor): Obse
     let tunnelled: tls.TLSSocket | undefined;
     // What each of a host name's several addresses met, for a timeout before the socket connected (see attemptsDetail).
     const attempts = recordAttempts(socket, s.addressSelection);
+    // The lookup found an address: from here on, the server may be reached. A failed lookup fails in its own phase.
+    if (phase === 'lookup') socket.once('lookup', (error: Error | null) => void (error === null && phase === 'lookup' && (phase = 'connect')));
     socket.setNoDelay(true);
     // TCP keepalive, so that a load balancer, NAT or firewall does not drop an idle pooled connection, and a peer
     // gone without a FIN is found. Set on 'connect' (TLS included: tls.connect ignores the keepAlive options of its
@@ -686,7 +692,9 @@ function isTlsError(cause: unknown): boolean {
  * CMAP "Backpressure-enabled": network errors and timeouts before or during the hello get the SystemOverloadedError and
  * RetryableError labels (connect errors, the connection reset or closed, EOF during the TLS handshake, connectTimeoutMS
  * elapsing), unless they cannot come from an overloaded server: any failure to connect to a SOCKS5 proxy or of the
- * SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS failures, this host
+ * SOCKS5 exchange (SOCKS5 support spec: like a network error that does not indicate overload), DNS failures and
+ * connectTimeoutMS elapsing during the DNS lookup (no byte has gone to the server: a slow resolver, or Node's thread
+ * pool busy with other work), this host
  * running out of file descriptors, memory, socket buffers or local ports (EMFILE, ENFILE, ENOMEM, ENOBUFS,
  * EADDRNOTAVAIL), a connect this host's policy refused (EPERM, EACCES), no route to the address (ENETUNREACH,
  * EHOSTUNREACH; for a host name tried address by address, these only when every attempt failed so, see
@@ -696,7 +704,7 @@ function isTlsError(cause: unknown): boolean {
  * authentication never get them.
  */
 function withBackpressureLabels(error: unknown, phase: Phase): unknown {
-  if (!(error instanceof MongoNetworkError) || phase === 'auth' || phase === 'proxy') return error;
+  if (!(error instanceof MongoNetworkError) || phase === 'auth' || phase === 'proxy' || phase === 'lookup') return error;
   const cause = error.cause as NodeJS.ErrnoException | undefined;
   if (!isHostSideError(cause) && !isTlsError(cause) && !(cause instanceof WireProtocolError)) {
     error.errorLabels.add(ErrorLabel.SystemOverloadedError);
