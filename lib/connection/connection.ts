@@ -625,8 +625,11 @@ export class Connection implements PoolConnection {
    * command whose compressed message would be longer than maxMessageSizeBytes (data that does not compress, near the
    * limit), which is sent uncompressed (OP_MSG spec: no message may exceed maxMessageSizeBytes). A command of 64 KiB
    * or more (`ZLIB_THREAD_POOL_MIN_BYTES`) is compressed on Node's thread pool, so the event loop is not held
-   * meanwhile: the connection is busy from the call, and the command is sent (and its `timeoutMS` starts) once it is
-   * compressed. Likewise a compressed reply announcing 64 KiB or more, or carrying 64 KiB or more of compressed data,
+   * meanwhile: the connection is busy from the call, and the command is sent once it is compressed. A `timeoutMS`
+   * given bounds that wait too (the pool's threads may all be busy with DNS lookups, file reads, crypto or other zlib
+   * work): when it runs out first, the command fails with a MongoNetworkTimeoutError saying nothing was sent (the
+   * connection errored, as by any timeout), and otherwise what is left of it bounds the write and the reply. Without
+   * one, socketTimeoutMS starts when the message is sent. Likewise a compressed reply announcing 64 KiB or more, or carrying 64 KiB or more of compressed data,
    * is decompressed on the thread pool; its `timeoutMS` is met once it has arrived whole, and messages received
    * meanwhile are read after it, in order. With
    * {@link CommandOptions.moreToCome} (an unacknowledged write) no reply is awaited: it resolves to `{ ok: 1 }` once the
@@ -909,12 +912,28 @@ export class Connection implements PoolConnection {
       }
       return this.sendTracked(inFlight, compressed, timeoutMS);
     }
-    // A large command is compressed on the thread pool: the event loop goes on meanwhile. Its timeout starts when the
-    // message is sent.
+    // A large command is compressed on the thread pool: the event loop goes on meanwhile. Node's threads (4 by default)
+    // also serve DNS lookups, file reads, crypto and other zlib work, and may all be busy: an explicit timeoutMS bounds
+    // the wait for one too, and what is left of it then bounds the write and the reply. Without one, socketTimeoutMS
+    // starts when the message is sent.
+    const started = performance.now();
+    if (timeoutMS !== undefined && timeoutMS > 0) {
+      // Cleared as the request settles (cancelled, the connection destroyed) or once compressed.
+      inFlight.timer = new IoTimeout(() => {
+        if (this.inFlight !== inFlight || inFlight.sent || this.destroyed) return;
+        const waited = `timed out after ${timeoutMS} ms waiting for Node's thread pool to compress the command (nothing was sent)`;
+        this.fail(new MongoNetworkTimeoutError(this.address, `connection ${this.id} to ${this.address} ${waited}`));
+      }, timeoutMS);
+    }
+    const send = (compressed: Buffer): void => {
+      inFlight.timer?.clear();
+      const left = timeoutMS === undefined || timeoutMS === 0 ? timeoutMS : Math.max(1, timeoutMS - (performance.now() - started));
+      this.sendTracked(inFlight, compressed, left);
+    };
     compressMessageOnThreadPool(message, this.zlibCompressionLevel, this.compressor).then(
-      (compressed) => this.sendTracked(inFlight, this.compressedOrNot(message, compressed), timeoutMS),
+      (compressed) => send(this.compressedOrNot(message, compressed)),
       // Compression is optional: a message the compressor could not compress goes as it is.
-      () => this.sendTracked(inFlight, message, timeoutMS),
+      () => send(message),
     );
   }
 

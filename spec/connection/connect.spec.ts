@@ -12,6 +12,7 @@ import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentia
 import { EmbeddedServer } from '../../lib/testing';
 import { spyOnDerivations, ticker } from '../support/derivations';
 import { blockEventLoop } from '../support/blocked-loop';
+import { occupyThreadPool } from '../support/busy-thread-pool';
 import { closedPort, establishOne, eventually } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
@@ -598,6 +599,27 @@ describe('connectionFactory (establishment)', function () {
         expect([...error.errorLabels]).to.deep.equal([]);
       } finally {
         dns.lookup = lookup;
+      }
+    });
+
+    it('does not label a connect whose DNS lookup outlasts connectTimeoutMS, waiting for Node\'s busy thread pool: "(during lookup)", nothing reached the server', async function () {
+      if (process.platform === 'win32') this.skip();
+      const server = await new EmbeddedServer().start();
+      const port = Number(server.address.split(':')[1]);
+      const busy = await occupyThreadPool();
+      try {
+        const error = await establishOne(`localhost:${port}`, { connectTimeoutMS: 300 }).catch((e) => e);
+        expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+        expect(error.message).to.equal(`connecting to localhost:${port} timed out after 300 ms (during lookup)`);
+        expect([...error.errorLabels]).to.deep.equal([]);
+        expect(server.connectionsAccepted, 'connections the server saw').to.equal(0);
+        await busy.release();
+        // Once the pool is free, the same connect works.
+        const connection = await establishOne(`localhost:${port}`, { connectTimeoutMS: 2000 });
+        connection.destroy();
+      } finally {
+        await busy.release();
+        await server.stop();
       }
     });
 

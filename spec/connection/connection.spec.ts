@@ -30,6 +30,7 @@ import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../.
 import { DRIVER_INFO } from '../../lib/version';
 import { closedPort, eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { blockEventLoop } from '../support/blocked-loop';
+import { occupyThreadPool } from '../support/busy-thread-pool';
 import { startWireProxy } from '../support/wire-proxy';
 import { opCompressed, startHostileServer, zlibBomb, type HostileServer, type HostileServerOptions } from '../support/hostile-server';
 import * as pkg from '../../package.json';
@@ -610,6 +611,45 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
         `a compressed reply held the event loop ${zipped.toFixed(0)} ms, an uncompressed one ${plain.toFixed(0)} ms; inflating it takes ${inflateMS.toFixed(0)} ms`,
       ).to.be.below(plain + inflateMS / 4);
       c.destroy();
+    });
+
+    it("a timeoutMS given bounds the wait for Node's busy thread pool to compress a large command: it fails then, saying nothing was sent", async function () {
+      if (process.platform === 'win32') this.skip();
+      const sent: number[] = [];
+      const c = await establishZlib((request, socket) => {
+        sent.push(request.header.opCode);
+        socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+      });
+      const command = { insert: 'x', text: 'a'.repeat(200 * 1024) };
+      const busy = await occupyThreadPool();
+      let error: unknown;
+      const started = performance.now();
+      try {
+        error = await c.command('db', command, { timeoutMS: 300 }).catch((e: unknown) => e);
+      } finally {
+        await busy.release();
+      }
+      const waited = performance.now() - started;
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect((error as Error).message).to.equal(`connection ${c.id} to ${server!.address} timed out after 300 ms waiting for Node's thread pool to compress the command (nothing was sent)`);
+      expect(waited, 'ms until it failed').to.be.within(290, 2000);
+      expect(c.errored).to.equal(true);
+      // The compression ends once the threads are free: nothing is sent then either.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(sent).to.deep.equal([]);
+      c.destroy();
+
+      // Without timeoutMS (socketTimeoutMS counts from the send), the command waits for a thread, then is answered.
+      const d = await establishZlib((request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })));
+      const held = await occupyThreadPool();
+      const reply = d.command('db', command);
+      setTimeout(() => void held.release(), 300);
+      try {
+        expect(await reply).to.include({ ok: 1 });
+      } finally {
+        await held.release();
+        d.destroy();
+      }
     });
 
     it('reads streamed replies in order when a large compressed one is inflated off the event loop', async function () {
