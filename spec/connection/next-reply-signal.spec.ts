@@ -25,6 +25,9 @@ import { unhandledRejectionsOf } from '../support/unhandled';
  */
 const atOnce = (promise: Promise<unknown>): Promise<unknown> => Promise.race([promise.catch((e: unknown) => e), microtasks().then(() => 'pending')]);
 
+/** How many streamed replies `connection` received and did not read yet (its private queue of them). */
+const unreadOf = (connection: Connection): number => (connection as unknown as { unread: unknown[] }).unread.length;
+
 describe('Connection.nextReply: signal (a streamed reply its reader gives up on)', function () {
   this.timeout(30_000);
   let endpoint: TestEndpoint;
@@ -46,9 +49,6 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
   /** The pool events ConnectionCheckedIn and ConnectionClosed, as `type` or `type:reason`. */
   const poolTypes = (): string[] =>
     poolEvents.filter((e) => e.type === 'ConnectionCheckedIn' || e.type === 'ConnectionClosed').map((e) => ('reason' in e ? `${e.type}:${String(e.reason)}` : e.type));
-
-  /** How many streamed replies `connection` received and did not read yet (its private queue of them). */
-  const unreadOf = (connection: Connection): number => (connection as unknown as { unread: unknown[] }).unread.length;
 
   /**
    * Starts a streaming hello on `connection`: answered at once (its topologyVersion names another process), then one
@@ -90,7 +90,8 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     await streaming(connection, 10_000);
     const controller = new AbortController();
     const settled = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 50));
+    // A turn of the event loop later (the socket read), the read still waits: the next reply comes in 10 s.
+    expect(await atOnce(settled), 'the read, before the abort').to.equal('pending');
     expect(getEventListeners(controller.signal, 'abort').length, 'listeners while it waits').to.equal(1);
     const abortedAt = performance.now();
     controller.abort();
@@ -256,7 +257,7 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     // No read is left in flight: a new one waits for the stream (ConnectionBusyError otherwise).
     const controller = new AbortController();
     const waiting = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 20));
+    expect(await atOnce(waiting), 'the new read, before the abort').to.equal('pending');
     controller.abort();
     expect(await waiting).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true });
     pool.checkIn(connection);
@@ -312,6 +313,13 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
   /** Whether `connection` is inflating a compressed reply (on the thread pool) now. */
   const inflating = (connection: Connection): boolean => (connection as unknown as { inflating: unknown }).inflating !== undefined;
 
+  /** The inflation `connection` runs on the thread pool now (see {@link inflating}): settles once it ended. */
+  function inflationOf(connection: Connection): Promise<unknown> {
+    const inflation = (connection as unknown as { inflating: Promise<unknown> | undefined }).inflating;
+    expect(inflation, 'an inflation in progress').to.be.instanceOf(Promise);
+    return inflation!.catch(() => undefined);
+  }
+
   async function streaming(): Promise<Connection> {
     const connection = await pool.checkOut();
     expect(connection.compressor).to.equal('zlib');
@@ -324,18 +332,20 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
     const controller = new AbortController();
     const unhandled = await unhandledRejectionsOf(async () => {
       const reading = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(await atOnce(reading), 'the read, before the reply is written').to.equal('pending');
       streamNext(1);
       controller.abort();
       const error = await reading;
       expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true, streamedReply: true });
-      await new Promise((r) => setTimeout(r, 50)); // the reply has reached the closed connection meanwhile, or not
+      // Closed by the abort, before the reply could be read: once the server saw the socket close, no byte of it can
+      // reach the connection any more.
+      expect(await soon(() => server.open === 0), 'the socket is closed').to.equal(true);
     });
     expect(unhandled).to.deep.equal([]);
     expect(connection.errored).to.equal(true);
     expect(connection.error!.message).to.match(/was cancelled after it was sent, before its reply was read$/);
+    expect(unreadOf(connection), 'streamed replies not yet read').to.equal(0);
     pool.checkIn(connection);
-    expect(await eventually(() => server.open === 0, 2000), 'the socket is closed').to.equal(true);
   });
 
   it('aborted as its reply settles it (in its continuation): the reply stands, the stream goes on', async function () {
@@ -362,15 +372,19 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
       const reading = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
       streamNext(1, 8 * 1024 * 1024); // 8 MiB, some 8 KiB compressed: inflated on the thread pool, in some 35 ms
       expect(await soon(() => inflating(connection)), 'the reply is being inflated').to.equal(true);
+      const inflation = inflationOf(connection);
       controller.abort();
       // Before the inflation (on the thread pool) can end.
       const error = await atOnce(reading);
       expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ sent: true, streamedReply: true });
-      await new Promise((r) => setTimeout(r, 300)); // the inflation has ended meanwhile
+      // The inflation ends, and what it brings is dropped.
+      await inflation;
+      await microtasks();
     });
     expect(unhandled).to.deep.equal([]);
     expect(connection.errored).to.equal(true);
     expect(connection.error!.message).to.match(/was cancelled after it was sent, before its reply was read$/);
+    expect(unreadOf(connection), 'streamed replies not yet read: the inflated one dropped').to.equal(0);
     pool.checkIn(connection);
   });
 
@@ -394,7 +408,7 @@ describe('Connection.nextReply: signal, racing the stream (a scripted server)', 
     const connection = await streaming();
     const controller = new AbortController();
     streamNext(1);
-    await new Promise((r) => setTimeout(r, 20)); // received, not yet read
+    expect(await soon(() => unreadOf(connection) > 0), 'the reply received, not yet read').to.equal(true);
     const reading = connection.nextReply({ signal: controller.signal });
     expect(await reading).to.include({ n: 1 });
     const waiting = connection.nextReply({ signal: controller.signal }).catch((e: unknown) => e);
