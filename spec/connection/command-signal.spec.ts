@@ -8,9 +8,11 @@
  */
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
+import zlib = require('node:zlib');
 import { CommandCancelledError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, type CommandEvent, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
-import { setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { microtasks } from '../support/microtasks';
 import { abortingAsListened, brokenAtRead, refusingListeners, unreadableAborted } from '../support/signals';
 
 describe('Connection.command: signal (a command its caller gives up on)', function () {
@@ -67,9 +69,10 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     const connection = await pool.checkOut();
     const controller = new AbortController();
     const settled = connection.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
-    // Written and held by the server (the fail point blocks it before it runs).
-    expect(await eventually(() => commands.length === 1)).to.equal(true);
-    await new Promise((r) => setTimeout(r, 50));
+    // Published and written as it is called.
+    expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted']);
+    // Held by the server: the fail point (one use) matched it, and blocks it before it runs.
+    if (endpoint.embedded !== undefined) expect(await eventually(() => !endpoint.embedded!.failCommand.active), 'the ping held by the server').to.equal(true);
     const abortedAt = performance.now();
     controller.abort();
     const error = await settled;
@@ -242,11 +245,15 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       const controller = new AbortController();
       // 256 KiB: compressed on the thread pool, so the abort below comes before it is written.
       const documents = [{ _id: 1, blob: 'x'.repeat(256 * 1024) }];
+      const compression = nextDeflate();
       const settled = connection.command('app', { insert: 'c', documents }, { signal: controller.signal }).catch((e: unknown) => e);
       controller.abort();
       const error = await settled;
       expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'insert', sent: false });
-      await new Promise((r) => setTimeout(r, 100)); // the compression has ended meanwhile
+      // The compression ends, and what would have been sent then is not: the next insert is the first the server
+      // receives on this connection (a reply to the cancelled one would fail the connection).
+      await compression;
+      await microtasks();
       expect(inserts, 'inserts received').to.equal(0);
       expect(commands.map((e) => e.type)).to.deep.equal(['CommandStarted', 'CommandFailed']);
       expect(connection.errored).to.equal(false);
@@ -264,6 +271,12 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
     let oidcPool: ConnectionPool;
     let calls: number;
     let contexts: AbortSignal[];
+    /** Resolved as the callback is called the second time (the reauthentication). */
+    let reauthenticating: Promise<void>;
+    /** Lets the reauthentication's callback return (it waits until then). */
+    let release: () => void;
+    /** Resolved once the reauthentication's callback returned. */
+    let returned: Promise<void>;
     let events: CommandEvent[];
     let oidcPoolEvents: ConnectionPoolEvent[];
 
@@ -271,14 +284,22 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       oidc = await new EmbeddedServer({ oidc: { signingKey: key } }).start();
       calls = 0;
       contexts = [];
+      let reauthenticated!: () => void;
+      reauthenticating = new Promise((r) => (reauthenticated = r));
+      const released = new Promise<void>((r) => (release = r));
+      returned = new Promise(() => undefined);
       const credentials = new MongoCredentials({
         mechanism: 'MONGODB-OIDC',
         mechanismProperties: {
-          OIDC_CALLBACK: async ({ timeoutContext }: { timeoutContext: AbortSignal }) => {
+          OIDC_CALLBACK: ({ timeoutContext }: { timeoutContext: AbortSignal }) => {
             contexts.push(timeoutContext);
-            // The reauthentication's call takes 1 s.
-            if (++calls > 1) await new Promise((r) => setTimeout(r, 1000));
-            return { accessToken: signOidcToken(key, { sub: 'svc' }) };
+            const token = { accessToken: signOidcToken(key, { sub: 'svc' }) };
+            if (++calls === 1) return Promise.resolve(token);
+            // The reauthentication's call returns when the test lets it.
+            const call = released.then(() => token);
+            returned = call.then(() => undefined);
+            reauthenticated();
+            return call;
           },
         },
       });
@@ -300,11 +321,10 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       events.length = 0;
       const controller = new AbortController();
       const settled = connection.command('test', { find: 'c' }, { signal: controller.signal }).catch((e: unknown) => e);
-      expect(await eventually(() => calls === 2)).to.equal(true);
-      const abortedAt = performance.now();
+      await reauthenticating;
       controller.abort();
-      const error = await settled;
-      expect(performance.now() - abortedAt, 'ms from the abort to the rejection (the callback takes 1 s)').to.be.below(700);
+      // Settled in the turn of the abort, the callback still waiting.
+      const error = await Promise.race([settled, microtasks().then(() => 'pending')]);
       expect(error).to.be.instanceOf(CommandCancelledError).and.deep.include({ commandName: 'find', sent: false, cause: controller.signal.reason });
       expect(contexts[1]!.aborted, "the reauthentication's callback timeoutContext aborted").to.equal(true);
       expect(events.map((e) => `${e.type} ${e.commandName}`)).to.deep.equal(['CommandStarted find', 'CommandFailed find']);
@@ -312,7 +332,12 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
       expect(connection.error!.message).to.match(/was closed: its command find was cancelled while the connection was reauthenticated$/);
       oidcPool.checkIn(connection);
       expect(oidcPoolEvents.filter((e) => e.type === 'ConnectionClosed').map((e) => (e as { reason: string }).reason)).to.deep.equal(['error']);
-      await new Promise((r) => setTimeout(r, 1100)); // the callback has returned meanwhile: nothing is sent on the closed connection
+      // The callback returns: nothing is sent on the closed connection.
+      release();
+      await returned;
+      await microtasks();
+      expect(events.map((e) => `${e.type} ${e.commandName}`), 'command events, once the callback returned').to.deep.equal(['CommandStarted find', 'CommandFailed find']);
+      expect(calls, 'callback calls').to.equal(2);
       expect(getEventListeners(controller.signal, 'abort').length).to.equal(0);
       expect(await oidcPool.withConnection((c) => c.command('test', { find: 'c' }))).to.include({ ok: 1 });
     });
@@ -335,11 +360,19 @@ describe('Connection.command: signal (a command its caller gives up on)', functi
   });
 });
 
-/** Polls `condition` every 5 ms for up to 2 s. */
-async function eventually(condition: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 400; i++) {
-    if (condition()) return true;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return condition();
+/**
+ * Resolves once the next `zlib.deflate` (a compression on the thread pool) has ended and its callback has run.
+ * `zlib.deflate` is wrapped until then.
+ */
+function nextDeflate(): Promise<void> {
+  const deflate = zlib.deflate;
+  return new Promise((resolve) => {
+    zlib.deflate = ((buffer: zlib.InputType, options: zlib.ZlibOptions, callback: zlib.CompressCallback): void => {
+      zlib.deflate = deflate;
+      deflate(buffer, options, (error, result) => {
+        callback(error, result);
+        resolve();
+      });
+    }) as typeof zlib.deflate;
+  });
 }
