@@ -65,6 +65,22 @@ describe('Monitor: streaming protocol', function () {
     return { afterMS: next.time - heartbeats[index].time, accepted: acceptedAt.get(next)! };
   }
 
+  /**
+   * Whether a timer is armed on `clock` for the virtual time `time`: there, the monitor's pause before it streams on
+   * (its RTT task's next round is due heartbeatFrequencyMS, 10 s, after it started).
+   */
+  const pauseEndsAt = (clock: VirtualClock, time: number): boolean => clock.actions.some((action) => action.delay === time);
+
+  /**
+   * Moves `clock` to 1 ms before `time` and checks that no check started meanwhile (the heartbeats are still
+   * `count`), then to `time`.
+   */
+  async function noCheckBefore(clock: VirtualClock, time: number, count: number): Promise<void> {
+    await clock.advanceAsync(time - 1 - clock.now());
+    expect(heartbeats, `no check before ${time} ms`).to.have.length(count);
+    await clock.advanceAsync(1);
+  }
+
   it('after the handshake, waits on an awaitable hello: a topology change reaches it within ms, as awaited heartbeats', async function () {
     const m = setUp();
     expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
@@ -98,24 +114,33 @@ describe('Monitor: streaming protocol', function () {
   });
 
   it('a streaming connection closed by the server: failed awaited heartbeat, pool cleared, and at once a new connection readies it', async function () {
-    setUp();
+    const clock = new VirtualClock();
+    setUp({ scheduler: clock });
     expect(await eventually(() => server.awaitingHelloCount === 1 && pool!.state === 'ready')).to.equal(true);
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true, appName: 'monitor' } });
-    // Not retried at once, the pool would be readied heartbeatFrequencyMS (10 s) later.
+    // Not retried at once, the pool would be readied heartbeatFrequencyMS (10 s) later: the virtual clock stands still.
     expect(await eventually(() => events.filter((e) => e.type === 'ConnectionPoolReady').length === 2, 5000)).to.equal(true);
-    expect(shape().slice(0, 6)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
+    expect(shape()).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true', 'Started:false', 'Succeeded:false']);
     expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
     // Streaming again, minHeartbeatFrequencyMS after the failure.
-    expect(await eventually(() => heartbeats.length === 7, 5000)).to.equal(true);
+    expect(await eventually(() => pauseEndsAt(clock, 500)), 'pausing until 500').to.equal(true);
+    await noCheckBefore(clock, 500, 6);
+    expect(await eventually(() => heartbeats.length === 7)).to.equal(true);
     expect(shape()[6]).to.equal('Started:true');
+    expect(heartbeats[6]!.time, 'the check after the pause, at').to.equal(500);
   });
 
   it('a network gone silent while the server streams (no FIN, no RST): the awaited check fails after connectTimeoutMS + heartbeatFrequencyMS, and the pool is cleared', async function () {
     const proxy = await startTcpFaultProxy(server.address);
     try {
       setUp({ heartbeatFrequencyMS: 500, connectionOptions: { appName: 'monitor', connectTimeoutMS: 300 } }, proxy.address);
-      // Streaming: replies come every maxAwaitTimeMS (500 ms) without requests once the first has come.
-      expect(await eventually(() => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.awaited).length >= 2, 3000)).to.equal(true);
+      // Streaming: replies come without requests once the first has come, at each topology change (or every
+      // maxAwaitTimeMS, 500 ms).
+      const awaitedReplies = (): number => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.awaited).length;
+      for (const replies of [1, 2]) {
+        server.changeTopology();
+        expect(await eventually(() => awaitedReplies() >= replies, 3000), `awaited reply ${replies}`).to.equal(true);
+      }
       expect(monitor!.streaming).to.equal(true);
       const since = Date.now();
       proxy.blackhole = true;
@@ -131,12 +156,6 @@ describe('Monitor: streaming protocol', function () {
       await proxy.stop();
     }
   });
-
-  /**
-   * Whether a timer is armed on `clock` for the virtual time `time`: there, the monitor's pause before it streams on
-   * (its RTT task's next round is due heartbeatFrequencyMS, 10 s, after it started).
-   */
-  const pauseEndsAt = (clock: VirtualClock, time: number): boolean => clock.actions.some((action) => action.delay === time);
 
   it('a server that completes handshakes but drops every awaitable hello is reconnected to once per minHeartbeatFrequencyMS, not as fast as the network allows', async function () {
     // A proxy without exhaust support does this: each handshake succeeds (the server is known), each awaitable hello
@@ -163,9 +182,14 @@ describe('Monitor: streaming protocol', function () {
   });
 
   it('poll mode never streams: no awaitable hello, every heartbeat awaited: false', async function () {
-    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+    const clock = new VirtualClock();
+    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', scheduler: clock });
     expect(m.streamingEnabled).to.equal(false);
-    expect(await eventually(() => heartbeats.length >= 6, 3000)).to.equal(true);
+    // Three checks, heartbeatFrequencyMS apart.
+    for (const count of [2, 4, 6]) {
+      expect(await eventually(() => heartbeats.length === count), `${count} heartbeats`).to.equal(true);
+      if (count < 6) await noCheckBefore(clock, clock.now() + 500, count);
+    }
     expect(server.awaitingHelloCount).to.equal(0);
     expect(m.streaming).to.equal(false);
     expect(heartbeats.every((e) => e.awaited === false)).to.equal(true);
@@ -175,8 +199,12 @@ describe('Monitor: streaming protocol', function () {
   it('stream mode polls a server older than 4.4 (no topologyVersion)', async function () {
     await server.stop();
     server = await new EmbeddedServer({ maxWireVersion: 8 }).start();
-    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream' });
-    expect(await eventually(() => heartbeats.length >= 4, 3000)).to.equal(true);
+    const clock = new VirtualClock();
+    const m = setUp({ heartbeatFrequencyMS: 500, serverMonitoringMode: 'stream', scheduler: clock });
+    expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
+    // The next check heartbeatFrequencyMS later, a polling one.
+    await noCheckBefore(clock, 500, 2);
+    expect(await eventually(() => heartbeats.length === 4)).to.equal(true);
     expect(m.streaming).to.equal(false);
     expect(heartbeats.every((e) => e.awaited === false)).to.equal(true);
   });
@@ -198,13 +226,18 @@ describe('Monitor: streaming protocol', function () {
   });
 
   it('close() during a streaming wait ends it at once and leaves no socket on the server (nor the RTT connection)', async function () {
-    const m = setUp({ heartbeatFrequencyMS: 2000 });
-    // The monitoring connection waits on the server, and the RTT connection is open (after heartbeatFrequencyMS).
+    const clock = new VirtualClock();
+    const m = setUp({ scheduler: clock });
+    // The monitoring connection waits on the server, and the RTT connection is open (heartbeatFrequencyMS after
+    // streaming started).
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    await clock.advanceAsync(10_000);
     expect(await eventually(() => server.awaitingHelloCount === 1 && server.openConnections === 2, 5000)).to.equal(true);
-    // Closed just after a streamed reply: the server's next one is maxAwaitTimeMS (2 s) away, which a close that waited
-    // for it would take; 1 s leaves a loaded machine's pauses room.
+    // Closed just after a streamed reply (brought by a topology change): the server's next one is maxAwaitTimeMS
+    // (10 s) away, which a close that waited for it would take; 1 s leaves a loaded machine's pauses room.
     const awaitedReplies = (): number => heartbeats.filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.awaited).length;
     const replies = awaitedReplies();
+    server.changeTopology();
     expect(await eventually(() => awaitedReplies() > replies, 5000)).to.equal(true);
     let completed = false;
     m.heartbeats$.subscribe({ complete: () => (completed = true) });
@@ -220,7 +253,8 @@ describe('Monitor: streaming protocol', function () {
   });
 
   it('cancelCheck() during a streaming wait fails the check at once and closes the connection; the next check comes 500 ms later', async function () {
-    const m = setUp();
+    const clock = new VirtualClock();
+    const m = setUp({ scheduler: clock });
     expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
     const accepted = server.connectionsAccepted;
     const started = Date.now();
@@ -231,14 +265,16 @@ describe('Monitor: streaming protocol', function () {
     const failedAt = heartbeats.length - 1;
     expect((heartbeats[failedAt] as Failed).error).to.be.instanceOf(MongoNetworkError);
     expect(await eventually(() => server.awaitingHelloCount === 0)).to.equal(true);
+    await noCheckBefore(clock, 500, failedAt + 1);
     const next = await nextCheck(failedAt);
     expect(next.accepted, 'no new monitoring connection before the next check').to.equal(accepted);
-    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
+    expect(next.afterMS, 'ms from the failure to the next check').to.equal(500);
     expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
   });
 
   it('cancelCheck() from a ServerHeartbeatStarted subscriber fails that check: no new connection, no success reported', async function () {
-    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 } });
+    const clock = new VirtualClock();
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 }, scheduler: clock });
     monitor = m;
     let cancelled = false;
     m.heartbeats$.subscribe((e) => {
@@ -253,13 +289,15 @@ describe('Monitor: streaming protocol', function () {
     expect(await eventually(() => heartbeats.length >= 4)).to.equal(true);
     expect(shape().slice(0, 4)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true', 'Failed:true']);
     expect((heartbeats[3] as Failed).error).to.be.instanceOf(MongoNetworkError);
+    await noCheckBefore(clock, 500, 4);
     const next = await nextCheck(3);
     expect(next.accepted, 'no monitoring connection opened in place of the closed one before the next check').to.equal(1);
-    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
+    expect(next.afterMS, 'ms from the failure to the next check').to.equal(500);
   });
 
   it('cancelCheck() from the ServerHeartbeatStarted subscriber of a first check fails it before it connects', async function () {
-    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 2000 } });
+    const clock = new VirtualClock();
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'poll', connectionOptions: { connectTimeoutMS: 2000 }, scheduler: clock });
     monitor = m;
     m.heartbeats$.subscribe((e) => {
       record(e);
@@ -267,14 +305,16 @@ describe('Monitor: streaming protocol', function () {
     });
     m.start();
     expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
-    expect(shape().slice(0, 2)).to.deep.equal(['Started:false', 'Failed:false']);
+    expect(shape()).to.deep.equal(['Started:false', 'Failed:false']);
+    await noCheckBefore(clock, 500, 2);
     const next = await nextCheck(1);
     expect(next.accepted, 'no connection before the next check').to.equal(0);
-    expect(next.afterMS, 'ms from the failure to the next check').to.be.at.least(500);
+    expect(next.afterMS, 'ms from the failure to the next check').to.equal(500);
   });
 
   it('cancelCheck() from a ServerHeartbeatSucceeded subscriber: the next check comes 500 ms later, on a new connection, the server no longer known', async function () {
-    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 } });
+    const clock = new VirtualClock();
+    const m = new Monitor({ address: server.address, heartbeatFrequencyMS: 10_000, connectionOptions: { appName: 'monitor', connectTimeoutMS: 2000 }, scheduler: clock });
     monitor = m;
     m.heartbeats$.subscribe((e) => {
       record(e);
@@ -282,9 +322,10 @@ describe('Monitor: streaming protocol', function () {
     });
     m.start();
     expect(await eventually(() => heartbeats.length >= 2)).to.equal(true);
+    await noCheckBefore(clock, 500, 2);
     const next = await nextCheck(1);
     expect(next.accepted).to.equal(1);
-    expect(next.afterMS, 'no check before 500 ms').to.be.at.least(500);
+    expect(next.afterMS, 'ms from the success to the next check').to.equal(500);
     expect(await eventually(() => server.awaitingHelloCount === 1, 2000)).to.equal(true);
     expect(shape().slice(2, 5)).to.deep.equal(['Started:false', 'Succeeded:false', 'Started:true']);
   });
@@ -305,9 +346,13 @@ describe('Monitor: streaming protocol', function () {
         hello: { topologyVersion },
         misbehaviour: { kind: 'answer', answer: (request, s) => s.write(encodeOpMsg(5, request.header.requestId, { isWritablePrimary: true, ok: 1 }, OpMsgFlag.moreToCome)) },
       });
-      monitor = new Monitor({ address: hostile.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll' });
+      const clock = new VirtualClock();
+      monitor = new Monitor({ address: hostile.address, heartbeatFrequencyMS: 500, serverMonitoringMode: 'poll', scheduler: clock });
       monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
       monitor.start();
+      // The handshake's hello, then a polling hello heartbeatFrequencyMS later.
+      expect(await eventually(() => heartbeats.length === 2)).to.equal(true);
+      await noCheckBefore(clock, 500, 2);
       expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
       const failed = heartbeats.find((e) => e.type === 'ServerHeartbeatFailed') as Failed;
       expect(failed.awaited).to.equal(false);
