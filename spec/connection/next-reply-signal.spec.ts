@@ -61,9 +61,16 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     return first;
   }
 
+  /**
+   * Has the embedded endpoint stream its next reply now (a topology change), rather than maxAwaitTimeMS after the last
+   * one; a server of MONGODB_URI streams it maxAwaitTimeMS later.
+   */
+  const nextReplyNow = (): void => void endpoint.embedded?.changeTopology();
+
   it('an already-aborted signal rejects at once with CommandCancelledError (cause: its reason): nothing read, the connection as it was', async function () {
     const connection = await pool.checkOut();
     await streaming(connection, 200);
+    nextReplyNow();
     expect(await eventually(() => unreadOf(connection) > 0), 'a streamed reply received, not yet read').to.equal(true);
     const controller = new AbortController();
     const reason = new Error('subscriber gone');
@@ -119,10 +126,14 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     const connection = await pool.checkOut();
     await streaming(connection, 200);
     const controller = new AbortController();
-    expect(await connection.nextReply({ signal: controller.signal })).to.include({ ok: 1 });
+    // Waiting for the reply, listening to the signal, when the reply comes.
+    const reading = connection.nextReply({ signal: controller.signal });
+    nextReplyNow();
+    expect(await reading).to.include({ ok: 1 });
     controller.abort();
     expect(connection.errored).to.equal(false);
     expect(connection.moreToCome).to.equal(true);
+    nextReplyNow();
     expect(await connection.nextReply()).to.include({ ok: 1 });
     connection.destroy();
     pool.checkIn(connection);
@@ -153,6 +164,7 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
   it('a signal that is not an AbortSignal is refused with InvalidOptionError naming signal: nothing read, the connection as it was', async function () {
     const connection = await pool.checkOut();
     await streaming(connection, 200);
+    nextReplyNow();
     expect(await eventually(() => unreadOf(connection) > 0), 'a streamed reply received, not yet read').to.equal(true);
     for (const value of [{}, 'abort', 5, null, { aborted: 'no', addEventListener() {}, removeEventListener() {} }]) {
       const error = await connection.nextReply({ signal: value as unknown as AbortSignal }).catch((e: unknown) => e);
@@ -184,6 +196,7 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
     expect(error).to.equal(refusal);
     expect(connection.errored).to.equal(false);
     // No read is left in flight: the next one is taken, and reads the stream.
+    nextReplyNow();
     expect(await connection.nextReply()).to.include({ ok: 1 });
     connection.destroy();
     pool.checkIn(connection);
@@ -202,6 +215,7 @@ describe('Connection.nextReply: signal (a streamed reply its reader gives up on)
       expect(connection.errored).to.equal(false);
     }
     // No read is left in flight: the next one is taken, and reads the stream.
+    nextReplyNow();
     expect(await connection.nextReply()).to.include({ ok: 1 });
     connection.destroy();
     pool.checkIn(connection);
