@@ -5,6 +5,7 @@
  * FaaS platform); hostile servers check the error handling of streamed replies.
  */
 import { expect } from 'chai';
+import type * as net from 'node:net';
 import { ObjectId } from 'bson';
 import { ConnectionPool, heartbeatActions, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, type ConnectionPoolEvent, type ServerHeartbeatEvent } from '../../lib';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
@@ -361,6 +362,7 @@ describe('Monitor: streaming protocol', function () {
 
     it('a malformed streamed reply ends the stream with a failed awaited heartbeat and closes the connection', async function () {
       let exhaustFlag = 0;
+      let stream: net.Socket | undefined;
       hostile = await startHostileServer({
         hello: { topologyVersion },
         misbehaviour: {
@@ -368,14 +370,20 @@ describe('Monitor: streaming protocol', function () {
           answer: (request, s) => {
             exhaustFlag = request.body.readUInt32LE(0) & OpMsgFlag.exhaustAllowed;
             s.write(encodeOpMsg(50, request.header.requestId, { isWritablePrimary: true, topologyVersion, ok: 1 }, OpMsgFlag.moreToCome));
-            const bad = encodeOpMsg(51, 50, { ok: 1 });
-            bad.writeUInt32LE(1 << 5, 16); // an unknown required flag bit
-            setTimeout(() => s.write(bad), 20);
+            stream = s;
           },
         },
       });
       monitor = new Monitor({ address: hostile.address, heartbeatFrequencyMS: 10_000, serverMonitoringMode: 'stream' });
-      monitor.heartbeats$.subscribe((e) => heartbeats.push(e));
+      monitor.heartbeats$.subscribe((e) => {
+        heartbeats.push(e);
+        // The check that waits for the stream's next reply has started: the server streams a malformed one.
+        if (heartbeats.length === 5 && e.type === 'ServerHeartbeatStarted' && e.awaited) {
+          const bad = encodeOpMsg(51, 50, { ok: 1 });
+          bad.writeUInt32LE(1 << 5, 16); // an unknown required flag bit
+          stream!.write(bad);
+        }
+      });
       monitor.start();
       expect(await eventually(() => heartbeats.some((e) => e.type === 'ServerHeartbeatFailed'), 2000)).to.equal(true);
       expect(exhaustFlag).to.equal(OpMsgFlag.exhaustAllowed);
