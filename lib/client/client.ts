@@ -1134,10 +1134,11 @@ export class Client {
   private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     if (this.srv !== undefined && !this.srv.done) {
-      waits?.();
-      // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait.
+      // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait, which the waiting
+      // message's destination and subscribers take their time from too.
       const start = this.scheduler.now();
-      await this.awaitDiscovery(waitMS, timeoutMS, cancelled$);
+      waits?.();
+      await this.awaitDiscovery(Math.max(1, waitMS - (this.scheduler.now() - start)), timeoutMS, cancelled$);
       waitMS = Math.max(1, waitMS - (this.scheduler.now() - start));
     }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so

@@ -241,3 +241,64 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(settled).to.be.instanceOf(ServerSelectionError);
   });
 });
+
+describe('Client: server selection log messages, every path and re-entrant log destinations', function () {
+  this.timeout(20_000);
+  const clients: Client[] = [];
+  let server: TestEndpoint | undefined;
+  let responder: DnsResponder | undefined;
+  let dnsServers: string[] | undefined;
+
+  afterEach(async function () {
+    for (const c of clients.splice(0)) await c.close();
+    if (server !== undefined) await stopTestEndpoint(server);
+    server = undefined;
+    if (dnsServers !== undefined) dns.setServers(dnsServers);
+    dnsServers = undefined;
+    await responder?.close();
+    responder = undefined;
+  });
+
+  const selectionMessages = (messages: readonly LogMessage[]): ServerSelectionLogMessage[] =>
+    messages.filter((m): m is ServerSelectionLogMessage => m.component === 'serverSelection');
+  const names = (messages: readonly LogMessage[]): string[] => selectionMessages(messages).map((m) => m.fields.message);
+  const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  /** A DNS responder for `test3.test.build.10gen.cc` that the resolver of the clients made from now on asks. */
+  async function srvResponder(): Promise<DnsResponder> {
+    responder = await new DnsResponder({ srv: { '_mongodb._tcp.test3.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: await closedPort() }] } }).start();
+    dnsServers = dns.getServers();
+    dns.setServers([responder.server]);
+    return responder;
+  }
+
+  /** Records how `promise` settles: `pending` until then, then `resolved`, or the error. */
+  function settlement(promise: Promise<unknown>): { readonly value: unknown } {
+    const state = { value: 'pending' as unknown };
+    promise.then(
+      () => (state.value = 'resolved'),
+      (e: unknown) => (state.value = e),
+    );
+    return state;
+  }
+
+  it('a mongodb+srv URI still being discovered: the time the waiting message\'s destination takes counts against serverSelectionTimeoutMS too', async function () {
+    (await srvResponder()).silent = true;
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const sink = { write: (m: LogMessage) => void (written.push(m), m.component === 'serverSelection' && m.fields.message !== 'Server selection failed' && clock.advance(100)) };
+    const c = connect('mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000', { scheduler: clock, logging: { componentSeverities: { serverSelection: 'debug' }, path: sink } });
+    clients.push(c);
+    const settled = settlement(c.command('admin', { ping: 1 }));
+    expect(await eventually(() => names(written).length === 2)).to.equal(true);
+    expect(selectionMessages(written)[1].fields).to.include({ message: 'Waiting for suitable server to become available', remainingTimeMS: 2900 });
+    // 200 ms of the 3000 went to the two messages.
+    clock.advance(2799);
+    await tick();
+    expect(settled.value, '1 ms before serverSelectionTimeoutMS from the start').to.equal('pending');
+    clock.advance(1);
+    expect(await eventually(() => settled.value !== 'pending'), 'the command failed serverSelectionTimeoutMS after the start').to.equal(true);
+    expect(settled.value).to.be.instanceOf(ServerSelectionError);
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+  });
+});
