@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import * as dns from 'node:dns';
-import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
@@ -266,11 +266,27 @@ describe('Client: server selection log messages, every path and re-entrant log d
 
   /** A DNS responder for `test3.test.build.10gen.cc` that the resolver of the clients made from now on asks. */
   async function srvResponder(): Promise<DnsResponder> {
-    responder = await new DnsResponder({ srv: { '_mongodb._tcp.test3.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: await closedPort() }] } }).start();
+    responder = await new DnsResponder({ srv: { '_mongodb._tcp.test3.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 27017 }] } }).start();
     dnsServers = dns.getServers();
     dns.setServers([responder.server]);
     return responder;
   }
+
+  /**
+   * A client of `uri` (a `mongodb+srv://` one: its hosts' connections go to a proxy port nothing listens on, so they
+   * fail at once and ask no system resolver) on `clock`, its serverSelection messages at debug written to `written`.
+   */
+  function open(uri: string, clock: VirtualClock, written: LogMessage[], write?: (m: LogMessage) => void): Client {
+    const proxy = uri.startsWith('mongodb+srv:') ? { proxyHost: '127.0.0.1', proxyPort: refusingPort } : {};
+    const sink = { write: (m: LogMessage) => void (written.push(m), write?.(m)) };
+    const c = connect(uri, { scheduler: clock, ...proxy, logging: { componentSeverities: { serverSelection: 'debug' }, path: sink } });
+    clients.push(c);
+    return c;
+  }
+  let refusingPort: number;
+  before(async function () {
+    refusingPort = await closedPort();
+  });
 
   /** Records how `promise` settles: `pending` until then, then `resolved`, or the error. */
   function settlement(promise: Promise<unknown>): { readonly value: unknown } {
@@ -300,5 +316,78 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(await eventually(() => settled.value !== 'pending'), 'the command failed serverSelectionTimeoutMS after the start').to.equal(true);
     expect(settled.value).to.be.instanceOf(ServerSelectionError);
     expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+  });
+
+  it('an operation timeoutMS shorter than serverSelectionTimeoutMS: the waiting message says what is left of it, and the wait fails at it with one end message', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const c = open(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`, clock, written);
+    const settled = settlement(c.command('admin', { ping: 1 }, { timeoutMS: 2000 }));
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    expect(selectionMessages(written)[1].fields).to.include({ message: 'Waiting for suitable server to become available', remainingTimeMS: 2000 });
+    clock.advance(1999);
+    await tick();
+    expect(settled.value).to.equal('pending');
+    clock.advance(1);
+    expect(await eventually(() => settled.value !== 'pending')).to.equal(true);
+    expect(settled.value).to.be.instanceOf(ServerSelectionError).and.include({ timeoutMS: 2000 });
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+    expect(selectionMessages(written)[2].fields.failure?.message).to.include("the operation's timeoutMS=2000 ms");
+  });
+
+  it('a mongodb+srv URI whose discovery took 1000 ms: one waiting message (all of serverSelectionTimeoutMS left), and the server wait ends serverSelectionTimeoutMS after the start', async function () {
+    (await srvResponder()).delayMS = 300;
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const c = open('mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000', clock, written);
+    const settled = settlement(c.command('admin', { ping: 1 }));
+    expect(await eventually(() => names(written).length === 2)).to.equal(true);
+    expect(selectionMessages(written)[1].fields.remainingTimeMS).to.equal(3000);
+    // The DNS answers come 300 ms later (real time): meanwhile 1000 virtual ms pass.
+    clock.advance(1000);
+    expect(await eventually(() => c.pools.size === 1), 'the seedlist discovered').to.equal(true);
+    expect(await eventually(() => selectionsWaiting(c) === 1), 'waiting for a ready server').to.equal(true);
+    clock.advance(1999);
+    await tick();
+    expect(settled.value, '1 ms before serverSelectionTimeoutMS from the start').to.equal('pending');
+    clock.advance(1);
+    expect(await eventually(() => settled.value !== 'pending')).to.equal(true);
+    expect(settled.value).to.be.instanceOf(ServerSelectionError);
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+  });
+
+  it('a mongodb+srv URI whose discovery fails: started, waiting, then failed with the SrvResolutionError', async function () {
+    await srvResponder();
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const c = open('mongodb+srv://test4.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000', clock, written);
+    const error = await c.selectPool().catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(SrvResolutionError);
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+    expect(selectionMessages(written)[2].fields.failure).to.include({ type: 'SrvResolutionError', message: (error as Error).message });
+    expect(selectionMessages(written)[2].fields.operation).to.equal('selectPool');
+  });
+
+  it('drain() while a command and selectPool() wait: each logs one end (PoolClosedError at once; ClientClosedError as the drain closes the client), and log$ completes', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const c = open(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=10000&connectTimeoutMS=20000`, clock, written);
+    let completed = false;
+    c.log$.subscribe({ complete: () => (completed = true) });
+    const command = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const selecting = c.selectPool().catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 2)).to.equal(true);
+    await c.drain();
+    expect(await command).to.be.instanceOf(PoolClosedError);
+    expect(await selecting).to.be.instanceOf(ClientClosedError);
+    const ends = selectionMessages(written).filter((m) => m.fields.message === 'Server selection failed' || m.fields.message === 'Server selection succeeded');
+    expect(ends.map((m) => [m.fields.operation, m.fields.message])).to.deep.equal([
+      ['ping', 'Server selection succeeded'],
+      ['selectPool', 'Server selection failed'],
+    ]);
+    expect(names(written).filter((n) => n === 'Server selection started').length).to.equal(2);
+    expect(await eventually(() => completed), 'log$ completes').to.equal(true);
   });
 });
