@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import * as dns from 'node:dns';
+import { config } from 'rxjs';
 import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
@@ -389,5 +390,96 @@ describe('Client: server selection log messages, every path and re-entrant log d
     ]);
     expect(names(written).filter((n) => n === 'Server selection started').length).to.equal(2);
     expect(await eventually(() => completed), 'log$ completes').to.equal(true);
+  });
+
+  describe('user code run by a server selection message (the destination, or a log$ subscriber) that calls back into the client', function () {
+    type Act = 'command' | 'selectPool' | 'close' | 'drain' | 'abort' | 'throw';
+    const ACTS: Act[] = ['command', 'selectPool', 'close', 'drain', 'abort', 'throw'];
+    const AT = ['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed', 'Server selection succeeded'] as const;
+    let unhandled: unknown[] = [];
+    let previous: typeof config.onUnhandledError;
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    beforeEach(function () {
+      unhandled = [];
+      warnings.length = 0;
+      previous = config.onUnhandledError;
+      config.onUnhandledError = (e: unknown) => void unhandled.push(e);
+      process.on('warning', onWarning);
+    });
+    afterEach(function () {
+      config.onUnhandledError = previous;
+      process.off('warning', onWarning);
+    });
+
+    for (const site of ['destination', 'log$'] as const) {
+      for (const at of AT) {
+        for (const act of ACTS) {
+          it(`${site}, at "${at}", ${act}: every operation settles, none is left waiting, each selection logs one start and one end, log$ completes after close()`, async function () {
+            const ready = at === 'Server selection succeeded';
+            const clock = new VirtualClock();
+            let uri: string;
+            if (ready) {
+              server = await startTestEndpoint();
+              uri = `mongodb://${server.address}/?serverSelectionTimeoutMS=3000`;
+            } else {
+              uri = `mongodb://127.0.0.1:${await closedPort()}/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000`;
+            }
+            const controller = new AbortController();
+            const operations: { readonly value: unknown }[] = [];
+            let c: Client;
+            let armed = false;
+            const thrown = new Error('thrown by user code');
+            const run = (m: LogMessage): void => {
+              if (!armed || m.component !== 'serverSelection' || m.fields.message !== at) return;
+              armed = false;
+              if (act === 'command') operations.push(settlement(c.command('admin', { ping: 1 })));
+              else if (act === 'selectPool') operations.push(settlement(c.selectPool()));
+              else if (act === 'close') void c.close();
+              else if (act === 'drain') void c.drain();
+              else if (act === 'abort') controller.abort();
+              else throw thrown;
+            };
+            const written: LogMessage[] = [];
+            c = open(uri, clock, written, site === 'destination' ? run : undefined);
+            // Counted from log$: a destination that throws is switched off, and is given nothing more.
+            const feed: LogMessage[] = [];
+            let completed = false;
+            c.log$.subscribe({ next: (m) => void feed.push(m), complete: () => (completed = true) });
+            if (site === 'log$') c.log$.subscribe(run);
+            if (ready) {
+              await c.command('admin', { ping: 1 });
+              feed.length = 0;
+            }
+            armed = true;
+            operations.unshift(settlement(c.command('admin', { ping: 1 }, { signal: controller.signal })));
+            if ((act === 'close' || act === 'drain') && at !== 'Server selection failed') {
+              // The virtual clock has not moved: nothing that waits for a server or a timer would end.
+              expect(await eventually(() => operations.every((o) => o.value !== 'pending')), 'every operation settled at once').to.equal(true);
+            }
+            for (let elapsed = 0; elapsed < 8000 && operations.some((o) => o.value === 'pending'); elapsed += 500) {
+              await tick();
+              await tick();
+              clock.advance(500);
+            }
+            expect(await eventually(() => operations.every((o) => o.value !== 'pending')), 'every operation settled').to.equal(true);
+            expect(armed, 'the user code ran').to.equal(false);
+            expect(selectionsWaiting(c), 'selections left waiting').to.equal(0);
+            const logged = names(feed);
+            const count = (name: string): number => logged.filter((n) => n === name).length;
+            const starts = count('Server selection started');
+            expect(count('Server selection succeeded') + count('Server selection failed'), `one end per start: ${logged.join(', ')}`).to.equal(starts);
+            expect(count('Waiting for suitable server to become available'), 'at most one waiting message per selection').to.be.at.most(starts);
+            expect(starts, 'each operation begun logged its start').to.be.at.least(1);
+            if (act === 'throw') {
+              const reported = site === 'log$' ? unhandled : warnings.map((w) => w.message);
+              expect(await eventually(() => reported.length > 0), 'the error thrown reached the unhandled-error report, or a warning').to.equal(true);
+            } else expect(unhandled).to.deep.equal([]);
+            await c.close();
+            expect(await eventually(() => completed), 'log$ completed').to.equal(true);
+          });
+        }
+      }
+    }
   });
 });
