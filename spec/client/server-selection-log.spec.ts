@@ -5,13 +5,18 @@
  * is down).
  */
 import { expect } from 'chai';
+import * as crypto from 'node:crypto';
 import * as dns from 'node:dns';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { config } from 'rxjs';
 import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
+import { startSocks5Proxy } from '../support/socks5-proxy';
 
 describe('Client: server selection log messages (server selection spec, "Logging")', function () {
   this.timeout(20_000);
@@ -390,6 +395,67 @@ describe('Client: server selection log messages, every path and re-entrant log d
     ]);
     expect(names(written).filter((n) => n === 'Server selection started').length).to.equal(2);
     expect(await eventually(() => completed), 'log$ completes').to.equal(true);
+  });
+
+  it('no credential in any selection message, structured or rendered: the URI\'s user and password, proxyUsername and proxyPassword, tlsCertificateKeyFilePassword, through a failure whose cause is the proxy\'s refusal', async function () {
+    const secrets = ['dbUser-7f3a', 'Db-Pa55word-7f3a', 'pxUser-7f3a', 'Pr0xy-S3cret-7f3a', 'Key-Pa55phrase-7f3a'];
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-selection-log-'));
+    const proxy = await startSocks5Proxy({ auth: { username: 'pxUser-7f3a', password: 'another-password' } });
+    try {
+      const fixtures = path.resolve(__dirname, '../fixtures/tls');
+      const pem = fs.readFileSync(path.join(fixtures, 'client.pem'), 'utf8');
+      const keyFile = path.join(dir, 'client-encrypted.pem');
+      const key = crypto.createPrivateKey(pem).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'Key-Pa55phrase-7f3a' });
+      fs.writeFileSync(keyFile, `${key as string}${new crypto.X509Certificate(pem).toString()}`);
+      const port = await closedPort();
+      const clock = new VirtualClock();
+      const written: LogMessage[] = [];
+      const tls = `tls=true&tlsCAFile=${encodeURIComponent(path.join(fixtures, 'ca.pem'))}&tlsCertificateKeyFile=${encodeURIComponent(keyFile)}&tlsCertificateKeyFilePassword=Key-Pa55phrase-7f3a`;
+      const uri = `mongodb://dbUser-7f3a:Db-Pa55word-7f3a@127.0.0.1:${port}/?serverSelectionTimeoutMS=3000&proxyPort=${proxy.port}&${tls}`;
+      const c2 = connect(uri, {
+        scheduler: clock,
+        proxyHost: '127.0.0.1',
+        proxyUsername: 'pxUser-7f3a',
+        proxyPassword: 'Pr0xy-S3cret-7f3a',
+        logging: { componentSeverities: { serverSelection: 'debug' }, path: { write: (m: LogMessage) => void written.push(m) } },
+      });
+      clients.push(c2);
+      const failedCheck = new Promise<void>((resolve) => c2.events$.subscribe((e) => e.type === 'ServerHeartbeatFailed' && resolve()));
+      await failedCheck;
+      expect(proxy.requests.some((r) => r.authenticated === false), 'the proxy refused the credentials').to.equal(true);
+      written.length = 0;
+      const settled = settlement(c2.command('admin', { ping: 1 }));
+      const selecting = settlement(c2.selectPool());
+      expect(await eventually(() => selectionsWaiting(c2) === 2)).to.equal(true);
+      clock.advance(3000);
+      expect(await eventually(() => settled.value !== 'pending' && selecting.value !== 'pending')).to.equal(true);
+      expect(settled.value).to.be.instanceOf(ServerSelectionError);
+      const messages = selectionMessages(written);
+      expect(names(messages)).to.have.length(6);
+      expect(messages.at(-1)?.fields.failure?.cause?.message, 'the failure says why the last check failed').to.include('refused the user name and password');
+      for (const m of messages) {
+        const forms = [JSON.stringify(m.toJSON()), m.render()];
+        for (const form of forms) for (const secret of secrets) expect(form, `${m.fields.message}`).not.to.include(secret);
+      }
+      await c2.close();
+    } finally {
+      await proxy.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('no credential in the failure of a mongodb+srv URI whose TXT record\'s options cannot be used with the hosts found', async function () {
+    const dnsResponder = await srvResponder();
+    const target = { target: 'localhost.test.build.10gen.cc', port: 27017 };
+    dnsResponder.setZone({ srv: { '_mongodb._tcp.test3.test.build.10gen.cc': [target, { ...target, port: 27018 }] }, txt: { 'test3.test.build.10gen.cc': [['loadBalanced=true']] } });
+    const written: LogMessage[] = [];
+    const c = open('mongodb+srv://dbUser-7f3a:Db-Pa55word-7f3a@test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000', new VirtualClock(), written);
+    const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(SrvResolutionError);
+    const messages = selectionMessages(written);
+    expect(names(messages)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+    expect(messages[2].fields.failure?.message).to.include('cannot be used');
+    for (const m of messages) for (const form of [JSON.stringify(m.toJSON()), m.render()]) for (const secret of ['dbUser-7f3a', 'Db-Pa55word-7f3a']) expect(form).not.to.include(secret);
   });
 
   describe('user code run by a server selection message (the destination, or a log$ subscriber) that calls back into the client', function () {
