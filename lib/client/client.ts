@@ -1071,7 +1071,8 @@ export class Client {
   private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
     if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
-    return this.loggedSelect(logging, command === undefined ? 'selectPool' : commandNameOf(command), waitMS, timeoutMS, endAtDrain, cancelled$);
+    // The command's name is read once a message is made: at info, a selection that finds a ready server makes none.
+    return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), waitMS, timeoutMS, endAtDrain, cancelled$);
   }
 
   /**
@@ -1082,16 +1083,18 @@ export class Client {
    */
   private async loggedSelect(
     logging: SelectionLogging,
-    operation: string,
+    operationName: () => string,
     waitMS: number,
     timeoutMS: number | undefined,
     endAtDrain: boolean,
     cancelled$: Observable<never> | undefined,
   ): Promise<ConnectionPool<Connection>> {
     const start = this.scheduler.now();
+    let operation: string | undefined;
     const log = ({ message, ...rest }: Omit<ServerSelectionLogFields, 'selector' | 'operation' | 'topologyDescription'>, level: 'debug' | 'info' = 'debug'): void => {
       if (level === 'info' || logging.debug) {
         const topologyDescription = this.topologyDescription(logging.maxDocumentLength);
+        operation ??= operationName();
         logging.write(new ServerSelectionLogMessage(this.scheduler.now(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
       }
     };

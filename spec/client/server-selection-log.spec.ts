@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { config } from 'rxjs';
-import { ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { Client as ClientClass, ClientClosedError, CommandCancelledError, connect, IncompatibleServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, type Client, type LogLevel, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
@@ -130,7 +130,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(await eventually(() => selectionsWaiting(info.c) === 1)).to.equal(true);
     info.clock.advance(3000);
     expect(await first).to.be.instanceOf(ServerSelectionError);
-    expect(selectionMessages(info.log.written).map((m) => [m.fields.message, m.level])).to.deep.equal([['Waiting for suitable server to become available', 'info']]);
+    expect(selectionMessages(info.log.written).map((m) => [m.fields.message, m.level, m.fields.operation])).to.deep.equal([['Waiting for suitable server to become available', 'info', 'ping']]);
     await info.c.close();
 
     const port = await closedPort();
@@ -456,6 +456,58 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(names(messages)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
     expect(messages[2].fields.failure?.message).to.include('cannot be used');
     for (const m of messages) for (const form of [JSON.stringify(m.toJSON()), m.render()]) for (const secret of ['dbUser-7f3a', 'Db-Pa55word-7f3a']) expect(form).not.to.include(secret);
+  });
+
+  describe('the cost while the component logs no message', function () {
+    /** Calls of the client's own selection logging, and reads of a command's keys from within server selection. */
+    function spies(): { counts: Record<string, number>; restore: () => void } {
+      const proto = ClientClass.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+      const names = ['loggedSelect', 'topologyDescription'];
+      const counts: Record<string, number> = { loggedSelect: 0, topologyDescription: 0, nameReads: 0 };
+      const originals = Object.fromEntries(names.map((name) => [name, proto[name]]));
+      for (const name of names) {
+        proto[name] = function (this: unknown, ...args: unknown[]) {
+          counts[name]++;
+          return originals[name].apply(this, args);
+        };
+      }
+      return { counts, restore: () => Object.assign(proto, originals) };
+    }
+    /** A command whose keys are read only by serialization, and counted when server selection reads them. */
+    function watched(counts: Record<string, number>): Record<string, unknown> {
+      return new Proxy<Record<string, unknown>>({ ping: 1 }, {
+        ownKeys(target) {
+          if (/\bClient\.(select|loggedSelect)\b/.test(new Error().stack ?? '')) counts.nameReads++;
+          return Reflect.ownKeys(target);
+        },
+      });
+    }
+
+    for (const [level, expected] of [
+      ['off', { loggedSelect: 0, topologyDescription: 0, nameReads: 0, written: 0 }],
+      ['info', { topologyDescription: 0, nameReads: 0, written: 0 }],
+    ] as const) {
+      it(`serverSelection at ${level}, a server ready at once: no message is written or built, and the command's name is not read (the other components at debug, counted by the destination)`, async function () {
+        server = await startTestEndpoint();
+        let written = 0;
+        let others = 0;
+        const sink = { write: (m: LogMessage) => void (m.component === 'serverSelection' ? written++ : others++) };
+        const c = connect(`mongodb://${server.address}/`, { logging: { componentSeverities: { serverSelection: level, default: 'debug' }, path: sink } });
+        clients.push(c);
+        await c.command('admin', { ping: 1 });
+        // At info the first command waited for the monitor's first check: its waiting message.
+        written = 0;
+        const { counts, restore } = spies();
+        try {
+          for (let i = 0; i < 5; i++) await c.command('admin', watched(counts));
+          await c.selectPool();
+        } finally {
+          restore();
+        }
+        expect(others, 'the other components logged').to.be.above(0);
+        expect({ ...counts, written }).to.deep.include(expected);
+      });
+    }
   });
 
   describe('user code run by a server selection message (the destination, or a log$ subscriber) that calls back into the client', function () {
