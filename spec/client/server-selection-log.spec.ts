@@ -530,16 +530,23 @@ describe('Client: server selection log messages, every path and re-entrant log d
       process.off('warning', onWarning);
     });
 
-    for (const site of ['destination', 'log$'] as const) {
-      for (const at of AT) {
+    for (const [site, at, seedlist] of [
+      ...(['destination', 'log$'] as const).flatMap((site) => AT.map((at) => [site, at, false] as const)),
+      // A mongodb+srv URI whose DNS server never answers: the selection waits for the seedlist.
+      ...(['destination', 'log$'] as const).flatMap((site) => AT.slice(0, 3).map((at) => [site, at, true] as const)),
+    ]) {
+      {
         for (const act of ACTS) {
-          it(`${site}, at "${at}", ${act}: every operation settles, none is left waiting, each selection logs one start and one end, log$ completes after close()`, async function () {
+          it(`${site}, at "${at}"${seedlist ? ' (a seedlist being discovered)' : ''}, ${act}: every operation settles, none is left waiting, each selection logs one start and one end, log$ completes after close()`, async function () {
             const ready = at === 'Server selection succeeded';
             const clock = new VirtualClock();
             let uri: string;
             if (ready) {
               server = await startTestEndpoint();
               uri = `mongodb://${server.address}/?serverSelectionTimeoutMS=3000`;
+            } else if (seedlist) {
+              (await srvResponder()).silent = true;
+              uri = 'mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000';
             } else {
               uri = `mongodb://127.0.0.1:${await closedPort()}/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000`;
             }
@@ -571,7 +578,7 @@ describe('Client: server selection log messages, every path and re-entrant log d
             }
             armed = true;
             operations.unshift(settlement(c.command('admin', { ping: 1 }, { signal: controller.signal })));
-            if ((act === 'close' || act === 'drain') && at !== 'Server selection failed') {
+            if ((act === 'close' || act === 'drain' || act === 'abort') && at !== 'Server selection failed') {
               // The virtual clock has not moved: nothing that waits for a server or a timer would end.
               expect(await eventually(() => operations.every((o) => o.value !== 'pending')), 'every operation settled at once').to.equal(true);
             }
