@@ -458,6 +458,40 @@ describe('Client: server selection log messages, every path and re-entrant log d
     for (const m of messages) for (const form of [JSON.stringify(m.toJSON()), m.render()]) for (const secret of ['dbUser-7f3a', 'Db-Pa55word-7f3a']) expect(form).not.to.include(secret);
   });
 
+  it('a server found incompatible while the selection waits: started, waiting, then failed with the IncompatibleServerError', async function () {
+    const old = await new EmbeddedServer({ maxWireVersion: 7 }).start();
+    try {
+      const written: LogMessage[] = [];
+      const c = open(`mongodb://${old.address}/?serverSelectionTimeoutMS=10000`, new VirtualClock(), written);
+      // Called before the monitor's first check could have answered: the selection waits for it.
+      const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IncompatibleServerError);
+      expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+      expect(selectionMessages(written)[2].fields.failure).to.include({ type: 'IncompatibleServerError', message: (error as Error).message });
+      await c.close();
+    } finally {
+      await old.stop();
+    }
+  });
+
+  it('a mongodb+srv URI still being discovered and an operation timeoutMS shorter than serverSelectionTimeoutMS: remainingTimeMS is what is left of timeoutMS, and the DNS wait ends at it', async function () {
+    (await srvResponder()).silent = true;
+    const clock = new VirtualClock();
+    const written: LogMessage[] = [];
+    const c = open('mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000', clock, written);
+    const settled = settlement(c.command('admin', { ping: 1 }, { timeoutMS: 1000 }));
+    expect(await eventually(() => names(written).length === 2)).to.equal(true);
+    expect(selectionMessages(written)[1].fields.remainingTimeMS).to.equal(1000);
+    clock.advance(999);
+    await tick();
+    expect(settled.value).to.equal('pending');
+    clock.advance(1);
+    expect(await eventually(() => settled.value !== 'pending')).to.equal(true);
+    expect(settled.value).to.be.instanceOf(ServerSelectionError).and.include({ timeoutMS: 1000 });
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
+    expect(selectionMessages(written)[2].fields.failure?.cause?.type).to.equal('SrvResolutionError');
+  });
+
   describe('the cost while the component logs no message', function () {
     /** Calls of the client's own selection logging, and reads of a command's keys from within server selection. */
     function spies(): { counts: Record<string, number>; restore: () => void } {
