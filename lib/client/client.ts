@@ -1078,8 +1078,9 @@ export class Client {
   /**
    * {@link selectServer}, logged: "Server selection started" first, "Waiting for suitable server to become available"
    * once if no server is ready at the start (at `info`, the others at `debug`), then "Server selection succeeded" or
-   * "Server selection failed" with the error it fails with (a cancellation and the client's close included). The end
-   * of the last selection logged after close() completes the messages' part of `log$`.
+   * "Server selection failed" with the error it fails with (a cancellation and the client's close included; for a
+   * command while the client drains, the PoolClosedError its checkout is refused with). The end of the last selection
+   * logged after close() completes the messages' part of `log$`.
    */
   private async loggedSelect(
     logging: SelectionLogging,
@@ -1110,6 +1111,12 @@ export class Client {
       // The wait counts from the start (server selection spec: the start time is recorded as it is logged), the time
       // the message's destination and subscribers took included.
       const pool = await this.selectServer(Math.max(1, waitMS - (this.scheduler.now() - start)), timeoutMS, endAtDrain, cancelled$, waits);
+      if (endAtDrain && this.draining) {
+        // Draining: the pool refuses the command's checkout, ready or not (see drain()). No server was selected for
+        // it: its selection fails with the error the command fails with, rather than naming a server that refuses it.
+        log({ message: 'Server selection failed', failure: logError(new PoolClosedError(pool.address), logging.maxDocumentLength) });
+        return pool;
+      }
       const { host, port } = parseAddress(pool.address);
       log({ message: 'Server selection succeeded', serverHost: host, ...(port === undefined ? {} : { serverPort: port }) });
       return pool;

@@ -375,7 +375,7 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(selectionMessages(written)[2].fields.operation).to.equal('selectPool');
   });
 
-  it('drain() while a command and selectPool() wait: each logs one end (PoolClosedError at once; ClientClosedError as the drain closes the client), and log$ completes', async function () {
+  it('drain() while a command and selectPool() wait: each logs one end, a failure (the PoolClosedError the command gets at once, not a success naming the server that refuses it; ClientClosedError as the drain closes the client), and log$ completes', async function () {
     const port = await closedPort();
     const clock = new VirtualClock();
     const written: LogMessage[] = [];
@@ -389,9 +389,9 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(await command).to.be.instanceOf(PoolClosedError);
     expect(await selecting).to.be.instanceOf(ClientClosedError);
     const ends = selectionMessages(written).filter((m) => m.fields.message === 'Server selection failed' || m.fields.message === 'Server selection succeeded');
-    expect(ends.map((m) => [m.fields.operation, m.fields.message])).to.deep.equal([
-      ['ping', 'Server selection succeeded'],
-      ['selectPool', 'Server selection failed'],
+    expect(ends.map((m) => [m.fields.operation, m.fields.message, m.fields.failure?.type])).to.deep.equal([
+      ['ping', 'Server selection failed', 'PoolClosedError'],
+      ['selectPool', 'Server selection failed', 'ClientClosedError'],
     ]);
     expect(names(written).filter((n) => n === 'Server selection started').length).to.equal(2);
     expect(await eventually(() => completed), 'log$ completes').to.equal(true);
@@ -490,6 +490,20 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(settled.value).to.be.instanceOf(ServerSelectionError).and.include({ timeoutMS: 1000 });
     expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection failed']);
     expect(selectionMessages(written)[2].fields.failure?.cause?.type).to.equal('SrvResolutionError');
+  });
+
+  it('a command while its client drains, its server ready: "Server selection failed" with the PoolClosedError the command fails with, not "succeeded"', async function () {
+    server = await startTestEndpoint();
+    const written: LogMessage[] = [];
+    const c = open(`mongodb://${server.address}/`, new VirtualClock(), written);
+    await c.command('admin', { ping: 1 });
+    written.length = 0;
+    const drained = c.drain();
+    const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    await drained;
+    expect(error).to.be.instanceOf(PoolClosedError);
+    expect(names(written)).to.deep.equal(['Server selection started', 'Server selection failed']);
+    expect(selectionMessages(written)[1].fields.failure).to.include({ type: 'PoolClosedError', message: (error as Error).message });
   });
 
   describe('the cost while the component logs no message', function () {
