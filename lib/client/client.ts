@@ -1110,7 +1110,7 @@ export class Client {
       log({ message: 'Server selection started' });
       // The wait counts from the start (server selection spec: the start time is recorded as it is logged), the time
       // the message's destination and subscribers took included.
-      const pool = await this.selectServer(Math.max(1, waitMS - (this.scheduler.now() - start)), timeoutMS, endAtDrain, cancelled$, waits);
+      const pool = await this.selectServer(waitMS - (this.scheduler.now() - start), timeoutMS, endAtDrain, cancelled$, waits);
       if (endAtDrain && this.draining) {
         // Draining: the pool refuses the command's checkout, ready or not (see drain()). No server was selected for
         // it: its selection fails with the error the command fails with, rather than naming a server that refuses it.
@@ -1139,7 +1139,8 @@ export class Client {
 
   /**
    * The server selection itself (see {@link select}); `waits` is called as it starts to wait (for the seedlist's
-   * discovery, or for a ready server).
+   * discovery, or for a ready server). `waitMS` may be 0 or less (a log destination took the whole wait): it then looks
+   * for a ready server once, and fails as a wait that ran out does, without waiting or calling `waits`.
    */
   private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
@@ -1147,9 +1148,9 @@ export class Client {
       // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait, which the waiting
       // message's destination and subscribers take their time from too.
       const start = this.scheduler.now();
-      waits?.();
-      await this.awaitDiscovery(Math.max(1, waitMS - (this.scheduler.now() - start)), timeoutMS, cancelled$);
-      waitMS = Math.max(1, waitMS - (this.scheduler.now() - start));
+      if (waitMS > 0) waits?.();
+      await this.awaitDiscovery(waitMS - (this.scheduler.now() - start), timeoutMS, cancelled$);
+      waitMS -= this.scheduler.now() - start;
     }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
     // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
@@ -1161,30 +1162,35 @@ export class Client {
     if (incompatible !== undefined) throw incompatible;
     const now = this.readyPool();
     if (now !== undefined) return now;
+    // Server selection spec: once the time is up (here: taken by the log messages' destination and subscribers), the
+    // selection fails rather than waits.
+    if (waitMS <= 0) throw this.selectionTimedOut(timeoutMS);
     if (waits !== undefined) {
       // The waiting message's subscribers run here: one may have closed or drained the client, or readied a pool. The
       // selection looks again, so that it never waits where close() or drain() can no longer tell it.
       const before = this.scheduler.now();
       waits();
-      return this.selectServer(Math.max(1, waitMS - (this.scheduler.now() - before)), timeoutMS, endAtDrain, cancelled$);
+      return this.selectServer(waitMS - (this.scheduler.now() - before), timeoutMS, endAtDrain, cancelled$);
     }
     this.requestChecks();
     const selected$ = this.selection$().pipe(
       filter((signal) => signal !== 'drain' || endAtDrain),
       map((signal) => (signal === 'drain' ? first() : signal)),
-      timeout({
-        first: waitMS,
-        with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS)),
-        scheduler: this.scheduler,
-      }),
+      timeout({ first: waitMS, with: () => throwError(() => this.selectionTimedOut(timeoutMS)), scheduler: this.scheduler }),
     );
     // A command whose signal aborts leaves the selection at once (its wait, and its share of the immediate checks).
     return firstValueFrom(cancelled$ === undefined ? selected$ : race(selected$, cancelled$));
   }
 
+  /** The ServerSelectionError of a wait for a ready server that ran out (`timeoutMS`: the operation's, when it ended it). */
+  private selectionTimedOut(timeoutMS: number | undefined): ServerSelectionError {
+    return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS);
+  }
+
   /**
-   * Waits for the discovery of the seedlist (see {@link discover}) at most `waitMS`, and no longer than `cancelled$`
-   * (a command's signal) lets it: the discovery goes on for the other waits.
+   * Waits for the discovery of the seedlist (see {@link discover}) at most `waitMS` (0 or less: fails as at its end,
+   * unless the client is closed), and no longer than `cancelled$` (a command's signal) lets it: the discovery goes on
+   * for the other waits.
    *
    * @throws {SrvResolutionError} (rejection) when it failed; {@link ServerSelectionError} when it did not end within
    *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close();
@@ -1192,13 +1198,10 @@ export class Client {
    */
   private awaitDiscovery(waitMS: number, timeoutMS: number | undefined, cancelled$?: Observable<never>): Promise<void> {
     const hostname = this.srv!.hostname;
-    const discovered$ = from(this.discover()).pipe(
-      timeout({
-        first: waitMS,
-        with: () => throwError(() => new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS)),
-        scheduler: this.scheduler,
-      }),
-    );
+    const inProgress = (): ServerSelectionError =>
+      new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS);
+    if (waitMS <= 0) return Promise.reject(this.closed ? new ClientClosedError(this.hostsForErrors()) : inProgress());
+    const discovered$ = from(this.discover()).pipe(timeout({ first: waitMS, with: () => throwError(inProgress), scheduler: this.scheduler }));
     return firstValueFrom(cancelled$ === undefined ? discovered$ : race(discovered$, cancelled$), { defaultValue: undefined });
   }
 

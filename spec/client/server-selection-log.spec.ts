@@ -506,6 +506,25 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(selectionMessages(written)[1].fields.failure).to.include({ type: 'PoolClosedError', message: (error as Error).message });
   });
 
+  for (const seedlist of [false, true]) {
+    it(`a destination that takes longer than serverSelectionTimeoutMS to write "Server selection started"${seedlist ? ' (a seedlist being discovered)' : ''}: the selection fails at once, without waiting or a waiting message with no time left`, async function () {
+      let uri = `mongodb://127.0.0.1:${await closedPort()}/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000`;
+      if (seedlist) {
+        (await srvResponder()).silent = true;
+        uri = 'mongodb+srv://test3.test.build.10gen.cc/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000';
+      }
+      const clock = new VirtualClock();
+      const written: LogMessage[] = [];
+      const c = open(uri, clock, written, (m) => void (m.component === 'serverSelection' && m.fields.message === 'Server selection started' && clock.advance(5000)));
+      const settled = settlement(c.command('admin', { ping: 1 }));
+      // The virtual clock moves no more: a selection that waits would never end.
+      expect(await eventually(() => settled.value !== 'pending'), 'the command settled').to.equal(true);
+      expect(settled.value).to.be.instanceOf(ServerSelectionError);
+      expect(names(written)).to.deep.equal(['Server selection started', 'Server selection failed']);
+      expect(selectionsWaiting(c)).to.equal(0);
+    });
+  }
+
   describe('the cost while the component logs no message', function () {
     /** Calls of the client's own selection logging, and reads of a command's keys from within server selection. */
     function spies(): { counts: Record<string, number>; restore: () => void } {
