@@ -531,6 +531,28 @@ describe('Client: server selection log messages, every path and re-entrant log d
     });
   }
 
+  it('a selection that waits, then finds its server ready: started, one waiting message, succeeded naming it', async function () {
+    server = await startTestEndpoint();
+    const written: LogMessage[] = [];
+    const c = open(`mongodb://${server.address}/?serverSelectionTimeoutMS=10000`, new VirtualClock(), written);
+    // Called before the monitor's first check could have answered: the selection waits for it.
+    await c.command('admin', { ping: 1 });
+    expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection succeeded']);
+    const address = [...c.pools.keys()][0];
+    expect(selectionMessages(written)[2].render()).to.include(`Selected server: ${address}.`);
+    expect(JSON.parse(selectionMessages(written)[2].fields.topologyDescription)).to.deep.include({ servers: [{ address, pool: 'ready' }] });
+  });
+
+  it('a signal aborted before the call: nothing is selected, and nothing is logged', async function () {
+    const written: LogMessage[] = [];
+    const c = open(`mongodb://127.0.0.1:${await closedPort()}/`, new VirtualClock(), written);
+    const controller = new AbortController();
+    controller.abort();
+    expect(await c.command('admin', { ping: 1 }, { signal: controller.signal }).catch((e: unknown) => e)).to.be.instanceOf(CommandCancelledError);
+    expect(await c.selectPool({ signal: controller.signal }).catch((e: unknown) => e)).to.be.instanceOf(CommandCancelledError);
+    expect(names(written)).to.deep.equal([]);
+  });
+
   describe('the cost while the component logs no message', function () {
     /** Calls of the client's own selection logging, and reads of a command's keys from within server selection. */
     function spies(): { counts: Record<string, number>; restore: () => void } {
