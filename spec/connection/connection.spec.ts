@@ -23,7 +23,6 @@ import {
   type ConnectionPoolEvent,
   type ConnectionPoolOptions,
 } from '../../lib';
-import * as opCompressedModule from '../../lib/connection/op-compressed';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { HEADER_LENGTH, OpCode, WireProtocolError, type WireMessage } from '../../lib/connection/wire-protocol';
@@ -483,33 +482,70 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     expect(below.messageLength).to.be.below(compressed.messageLength);
   });
 
-  it('a large command its compressor fails to compress on the thread pool (out of memory, say) is sent uncompressed and answered', async function () {
-    const sent: number[] = [];
-    const c = await establish(
-      {
-        misbehaviour: {
-          kind: 'answer',
-          answer: (request, socket) => {
-            sent.push(request.header.opCode);
-            socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
-          },
-        },
-        hello: { compression: ['zlib'] },
-      },
-      { compressors: ['zlib'] },
-    );
-    const module = opCompressedModule as { compressMessageOnThreadPool: typeof opCompressedModule.compressMessageOnThreadPool };
-    const original = module.compressMessageOnThreadPool;
-    module.compressMessageOnThreadPool = () => Promise.reject(new RangeError('Array buffer allocation failed'));
-    try {
-      const reply = c.command('db', { insert: 'x', text: 'a'.repeat(200 * 1024) });
-      const pending = new Promise<string>((resolve) => setTimeout(() => resolve('still pending after 3 s'), 3000).unref());
-      expect(await Promise.race([reply, pending])).to.include({ ok: 1 });
-    } finally {
-      module.compressMessageOnThreadPool = original;
-      c.destroy();
+  describe('where a command is compressed: on the event loop below 64 KiB of OP_MSG body, on the thread pool from 64 KiB', function () {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const zlib = require('node:zlib') as Record<'deflate' | 'deflateSync', (...args: unknown[]) => unknown>;
+    const real = { deflate: zlib.deflate, deflateSync: zlib.deflateSync };
+    afterEach(function () {
+      zlib.deflate = real.deflate;
+      zlib.deflateSync = real.deflateSync;
+    });
+
+    /** A connection that negotiated zlib, and the messages its server received (decompressed), in order. */
+    async function recording(): Promise<{ c: Connection; received: { opCode: number; bodyLength: number }[] }> {
+      const received: { opCode: number; bodyLength: number }[] = [];
+      const c = await establishZlib((request, socket) => {
+        const body = request.header.opCode === OpCode.OP_COMPRESSED ? inflateSync(request.body.subarray(9)) : request.body;
+        received.push({ opCode: request.header.opCode, bodyLength: body.length });
+        socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
+      });
+      return { c, received };
     }
-    expect(sent).to.deep.equal([OpCode.OP_MSG]);
+
+    /** `{ insert: 'x', pad }`, its `pad` long enough that the OP_MSG body (the header aside) is `bodyLength` bytes. */
+    function commandOfBody(bodyLength: number): Document {
+      const bare = encodeOpMsg(1, 0, { insert: 'x', pad: '', $db: 'db' }).length - HEADER_LENGTH;
+      const command = { insert: 'x', pad: 'p'.repeat(bodyLength - bare) };
+      expect(encodeOpMsg(1, 0, { ...command, $db: 'db' }).length - HEADER_LENGTH).to.equal(bodyLength);
+      return command;
+    }
+
+    it('65,535 bytes of body on the event loop, 65,536 on the thread pool, both sent compressed', async function () {
+      const { c, received } = await recording();
+      const calls = { deflate: 0, deflateSync: 0 };
+      zlib.deflate = (...args: unknown[]) => (calls.deflate++, real.deflate(...args));
+      zlib.deflateSync = (...args: unknown[]) => (calls.deflateSync++, real.deflateSync(...args));
+      for (const [bodyLength, onThreadPool] of [[64 * 1024 - 1, false], [64 * 1024, true]] as const) {
+        const before = { ...calls };
+        expect(await c.command('db', commandOfBody(bodyLength))).to.include({ ok: 1 });
+        const made = { deflate: calls.deflate - before.deflate, deflateSync: calls.deflateSync - before.deflateSync };
+        expect(made, `${bodyLength} bytes`).to.deep.equal(onThreadPool ? { deflate: 1, deflateSync: 0 } : { deflate: 0, deflateSync: 1 });
+      }
+      expect(received).to.deep.equal([
+        { opCode: OpCode.OP_COMPRESSED, bodyLength: 64 * 1024 - 1 },
+        { opCode: OpCode.OP_COMPRESSED, bodyLength: 64 * 1024 },
+      ]);
+      c.destroy();
+    });
+
+    it('a command the compressor fails to compress is sent uncompressed, on the event loop and on the thread pool', async function () {
+      const { c, received } = await recording();
+      zlib.deflate = (_data: unknown, _options: unknown, callback: unknown) => setImmediate(() => (callback as (error: Error) => void)(new Error('deflate failed')));
+      zlib.deflateSync = () => {
+        throw new Error('deflateSync failed');
+      };
+      for (const bodyLength of [1000, 64 * 1024]) {
+        const reply = c.command('db', commandOfBody(bodyLength));
+        const late = new Promise((resolve) => setTimeout(resolve, 3000, 'not answered within 3 s').unref());
+        expect(await Promise.race([reply, late]), `${bodyLength} bytes`).to.include({ ok: 1 });
+      }
+      expect(received).to.deep.equal([
+        { opCode: OpCode.OP_MSG, bodyLength: 1000 },
+        { opCode: OpCode.OP_MSG, bodyLength: 64 * 1024 },
+      ]);
+      expect(c.errored).to.equal(false);
+      c.destroy();
+    });
   });
 
   describe('zlib work on large messages runs off the event loop (as the Node.js driver does it)', function () {
