@@ -776,6 +776,27 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect((read as Error).message).to.match(/is closed$/);
     });
 
+    it('reads the streamed replies received whole before the connection was reset, two large compressed ones in a row among them', async function () {
+      // 12 MiB each, some 12 KB compressed: the three replies come in one read, each compressed one inflated on the
+      // thread pool in turn, and the reset is met while the first is.
+      const big = 'a'.repeat(12 * 1024 * 1024);
+      const c = await establishZlib((request, socket) => {
+        socket.write(encodeOpMsg(100, request.header.requestId, { ok: 1, n: 0 }, OpMsgFlag.moreToCome));
+        const rest = [
+          compressMessage(encodeOpMsg(101, 100, { ok: 1, n: 1, big }, OpMsgFlag.moreToCome)),
+          compressMessage(encodeOpMsg(102, 101, { ok: 1, n: 2, big }, OpMsgFlag.moreToCome)),
+          encodeOpMsg(103, 102, { ok: 1, n: 3 }, OpMsgFlag.moreToCome),
+        ];
+        setTimeout(() => socket.write(Buffer.concat(rest), () => socket.resetAndDestroy()), 20);
+      });
+      expect(await c.command('admin', { find: 'x' }, { exhaustAllowed: true })).to.include({ n: 0 });
+      expect(await eventually(() => c.errored), 'the connection was reset').to.equal(true);
+      const read = async (): Promise<unknown> => c.nextReply().then((reply) => [reply.n, reply.big === big], (error: Error) => error.message);
+      expect([await read(), await read(), await read()]).to.deep.equal([[1, true], [2, true], [3, false]]);
+      // The reset, or the end of the stream it may be met as.
+      expect(await read()).to.match(/^connection 1 to \S+ (read ECONNRESET|closed by the server or the network)$/);
+    });
+
     it('a streamed reply that arrived whole is read within the timeout of nextReply, however long it takes to inflate', async function () {
       // 15 MB that compress to some 15 KB: both replies come in one read, and the second takes a while to inflate.
       const big = 'a'.repeat(15 * 1024 * 1024);
