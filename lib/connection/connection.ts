@@ -629,9 +629,9 @@ export class Connection implements PoolConnection {
    * given bounds that wait too (the pool's threads may all be busy with DNS lookups, file reads, crypto or other zlib
    * work): when it runs out first, the command fails with a MongoNetworkTimeoutError saying nothing was sent (the
    * connection errored, as by any timeout), and otherwise what is left of it bounds the write and the reply. Without
-   * one, socketTimeoutMS starts when the message is sent. Likewise a compressed reply announcing 64 KiB or more, or carrying 64 KiB or more of compressed data,
-   * is decompressed on the thread pool; its `timeoutMS` is met once it has arrived whole, and messages received
-   * meanwhile are read after it, in order. With
+   * one, socketTimeoutMS starts when the message is sent. Likewise a compressed reply announcing 64 KiB or more, or
+   * carrying 64 KiB or more of compressed data, is decompressed on the thread pool; its `timeoutMS` is met once it has
+   * arrived whole, and messages received meanwhile are read after it, in order. With
    * {@link CommandOptions.moreToCome} (an unacknowledged write) no reply is awaited: it resolves to `{ ok: 1 }` once the
    * message is written, and the errors below that come from a reply cannot occur.
    *

@@ -446,10 +446,11 @@ export class ServerSelectionLogMessage {
 
 /**
  * Any log message rxcmap emits, discriminated on `component`: a {@link ConnectionLogMessage} (`connection`, `debug`),
- * a {@link ClientLogMessage} (`client`, `warn`), a {@link TopologyLogMessage} (`topology`, `debug`) or a
- * {@link CommandLogMessage} (`command`, `debug`).
+ * a {@link ClientLogMessage} (`client`, `warn`), a {@link TopologyLogMessage} (`topology`, `debug`), a
+ * {@link CommandLogMessage} (`command`, `debug`) or a {@link ServerSelectionLogMessage} (`serverSelection`, `debug`
+ * and `info`).
  *
- * Source: logging spec, "Components", "Log Severity Levels".
+ * Source: logging spec, "Components", "Log Severity Levels"; server selection spec, "Logging".
  */
 export type LogMessage = ConnectionLogMessage | ClientLogMessage | TopologyLogMessage | CommandLogMessage | ServerSelectionLogMessage;
 
