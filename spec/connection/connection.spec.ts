@@ -423,7 +423,11 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     });
   }
 
-  it('sends a command uncompressed when compressing it would exceed maxMessageSizeBytes (incompressible, near the limit)', async function () {
+  /**
+   * A connection that negotiated zlib with a server announcing `maxMessageSizeBytes`, and the opcode and length of each
+   * message the server received, in order (each answered `{ ok: 1 }`).
+   */
+  async function sizedZlib(maxMessageSizeBytes: number): Promise<{ c: Connection; sent: { opCode: number; messageLength: number }[] }> {
     const sent: { opCode: number; messageLength: number }[] = [];
     const c = await establish(
       {
@@ -434,10 +438,15 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
             socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
           },
         },
-        hello: { compression: ['zlib'], maxMessageSizeBytes: 16 * 1024 * 1024 },
+        hello: { compression: ['zlib'], maxMessageSizeBytes },
       },
       { compressors: ['zlib'] },
     );
+    return { c, sent };
+  }
+
+  it('sends a command uncompressed when compressing it would exceed maxMessageSizeBytes (incompressible, near the limit)', async function () {
+    const { c, sent } = await sizedZlib(16 * 1024 * 1024);
     expect(c.compressor).to.equal('zlib');
     // Random bytes do not compress: zlib makes them about 5 KB longer, and the OP_COMPRESSED header adds 9 bytes.
     const noise = randomBytes(16 * 1024 * 1024 - 100);
@@ -455,20 +464,7 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
     // (the handshake's value is bounded to 16,777,216..48,000,000), which the compressed message reaches.
     const command = { insert: 'x', noise: randomBytes(16 * 1024 * 1024 - 3000) };
     const sentAt = async (maxMessageSizeBytes: number): Promise<{ opCode: number; messageLength: number }> => {
-      const sent: { opCode: number; messageLength: number }[] = [];
-      const c = await establish(
-        {
-          misbehaviour: {
-            kind: 'answer',
-            answer: (request, socket) => {
-              sent.push({ opCode: request.header.opCode, messageLength: request.header.messageLength });
-              socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 }));
-            },
-          },
-          hello: { compression: ['zlib'], maxMessageSizeBytes },
-        },
-        { compressors: ['zlib'] },
-      );
+      const { c, sent } = await sizedZlib(maxMessageSizeBytes);
       expect(await c.command('db', command)).to.include({ ok: 1 });
       c.destroy();
       return sent[0];
