@@ -927,7 +927,7 @@ export class Connection implements PoolConnection {
     }
     const send = (compressed: Buffer): void => {
       inFlight.timer?.clear();
-      const left = timeoutMS === undefined || timeoutMS === 0 ? timeoutMS : Math.max(1, timeoutMS - (performance.now() - started));
+      const left = timeoutMS === undefined || timeoutMS === 0 ? timeoutMS : Math.max(1, Math.floor(timeoutMS - (performance.now() - started)));
       this.sendTracked(inFlight, compressed, left);
     };
     compressMessageOnThreadPool(message, this.zlibCompressionLevel, this.compressor).then(

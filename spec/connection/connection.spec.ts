@@ -671,6 +671,20 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       expect(sent).to.deep.equal([]);
       c.destroy();
 
+      // What is left of timeoutMS after the wait bounds the reply: 1000 ms in all, 400 of them spent waiting for a thread,
+      // and a server that answers 800 ms after the send.
+      const slow = await establishZlib((request, socket) => void setTimeout(() => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })), 800));
+      const busier = await occupyThreadPool();
+      setTimeout(() => void busier.release(), 400);
+      try {
+        const late = await slow.command('db', command, { timeoutMS: 1000 }).catch((e: unknown) => e);
+        expect(late).to.be.instanceOf(MongoNetworkTimeoutError);
+        expect((late as Error).message).to.match(/timed out after \d+ ms waiting for a reply$/);
+      } finally {
+        await busier.release();
+        slow.destroy();
+      }
+
       // Without timeoutMS (socketTimeoutMS counts from the send), the command waits for a thread, then is answered.
       const d = await establishZlib((request, socket) => socket.write(encodeOpMsg(1, request.header.requestId, { ok: 1 })));
       const held = await occupyThreadPool();
