@@ -692,6 +692,10 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       setTimeout(() => void held.release(), 300);
       try {
         expect(await reply).to.include({ ok: 1 });
+        // timeoutMS 0 is none: the same.
+        const again = await occupyThreadPool();
+        setTimeout(() => void again.release(), 100);
+        expect(await d.command('db', command, { timeoutMS: 0 }).finally(() => again.release())).to.include({ ok: 1 });
       } finally {
         await held.release();
         d.destroy();
