@@ -415,7 +415,7 @@ describe('optionValue: values found only on Object.prototype are absent (prototy
     expect(seen.checkOut).to.equal('no error');
     expect(seen.clear).to.equal('no error');
     expect(written, 'log messages written to a sink from Object.prototype').to.deep.equal([]);
-    expect(seen.logging.severities).to.deep.equal({ client: 'off', command: 'off', connection: 'off', topology: 'off' });
+    expect(seen.logging.severities).to.deep.equal({ client: 'off', command: 'off', connection: 'off', serverSelection: 'off', topology: 'off' });
     expect(seen.logging.path).to.equal('stderr');
     expect(seen.wantsTls).to.equal(false);
     expect(seen.tlsOptions).to.include({ rejectUnauthorized: true, servername: 'db.example' });
