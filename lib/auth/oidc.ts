@@ -257,8 +257,11 @@ class TokenCache {
     }
     signal?.throwIfAborted();
     const call = (async () => {
-      const wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      // A Node timer may fire up to a millisecond early on performance.now()'s clock (whole ms, the loop's cached
+      // time): waited again until the interval has passed.
+      for (let wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now(); wait > 0; wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now()) {
+        await new Promise((resolve) => setTimeout(resolve, Math.ceil(wait)));
+      }
       this.lastCall = performance.now();
       return source();
     })();
