@@ -916,8 +916,8 @@ export class Connection implements PoolConnection {
     // also serve DNS lookups, file reads, crypto and other zlib work, and may all be busy: an explicit timeoutMS bounds
     // the wait for one too, and what is left of it then bounds the write and the reply. Without one, socketTimeoutMS
     // starts when the message is sent.
-    const started = performance.now();
-    if (timeoutMS !== undefined && timeoutMS > 0) {
+    const remaining = timeoutMS === undefined ? undefined : remainingOf(timeoutMS);
+    if (timeoutMS !== undefined && remaining !== undefined) {
       // Cleared as the request settles (cancelled, the connection destroyed) or once compressed.
       inFlight.timer = new IoTimeout(() => {
         if (this.inFlight !== inFlight || inFlight.sent || this.destroyed) return;
@@ -927,8 +927,7 @@ export class Connection implements PoolConnection {
     }
     const send = (compressed: Buffer): void => {
       inFlight.timer?.clear();
-      const left = timeoutMS === undefined || timeoutMS === 0 ? timeoutMS : Math.max(1, Math.floor(timeoutMS - (performance.now() - started)));
-      this.sendTracked(inFlight, compressed, left);
+      this.sendTracked(inFlight, compressed, remaining === undefined ? timeoutMS : Math.max(1, Math.floor(remaining())));
     };
     compressMessageOnThreadPool(message, this.zlibCompressionLevel, this.compressor).then(
       (compressed) => send(this.compressedOrNot(message, compressed)),
