@@ -259,9 +259,8 @@ class TokenCache {
     const call = (async () => {
       // A Node timer may fire up to a millisecond early on performance.now()'s clock (whole ms, the loop's cached
       // time): waited again until the interval has passed.
-      for (let wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now(); wait > 0; wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now()) {
-        await new Promise((resolve) => setTimeout(resolve, Math.ceil(wait)));
-      }
+      let wait: number;
+      while ((wait = this.lastCall + OIDC_MIN_CALL_INTERVAL_MS - performance.now()) > 0) await new Promise((resolve) => setTimeout(resolve, Math.ceil(wait)));
       this.lastCall = performance.now();
       return source();
     })();
