@@ -532,8 +532,13 @@ describe('Connection limits from the handshake (compression, maxMessageSizeBytes
       };
       for (const bodyLength of [1000, 64 * 1024]) {
         const reply = c.command('db', commandOfBody(bodyLength));
-        const late = new Promise((resolve) => setTimeout(resolve, 3000, 'not answered within 3 s').unref());
-        expect(await Promise.race([reply, late]), `${bodyLength} bytes`).to.include({ ok: 1 });
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise((resolve) => (timer = setTimeout(resolve, 3000, 'not answered within 3 s')));
+        try {
+          expect(await Promise.race([reply, late]), `${bodyLength} bytes`).to.include({ ok: 1 });
+        } finally {
+          clearTimeout(timer);
+        }
       }
       expect(received).to.deep.equal([
         { opCode: OpCode.OP_MSG, bodyLength: 1000 },
