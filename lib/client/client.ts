@@ -14,6 +14,7 @@ import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
 import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
+import { defaultClearOnEstablishmentError } from '../pool/command-runner';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
@@ -289,6 +290,15 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * ready at once). Each monitor's heartbeats mark its pool ready or clear it (see {@link heartbeatActions}). Create
  * it with {@link connect}.
  *
+ * An establishment of a pool's connection that fails with a network error or timeout before or during the handshake
+ * (labelled `SystemOverloadedError`: the server may only be overloaded) leaves the pool as it is, as CMAP asks, and
+ * asks that server's monitor for an immediate check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS,
+ * 500 ms, after its last check; ignored while one is under way). A server that shut down (a restart, an upgrade in
+ * place) is so found Unknown and its pool paused within 500 ms of the first refused connect, rather than at the next
+ * periodic check (heartbeatFrequencyMS, 10 s by default, when the monitor polls), each command meanwhile failing with
+ * a refused connect; commands then wait for the server, up to serverSelectionTimeoutMS. A server that answers the
+ * check (on the monitor's own connection) keeps its pool ready, and is sent no more connections for it.
+ *
  * A `mongodb+srv://` URI's hosts are found by DNS once the client is created (see {@link connect}): its `hosts`,
  * `pools` and `monitors` are empty until then.
  *
@@ -322,7 +332,9 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  *   `authMechanism`).
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
- * spec (a monitor per server, its pool readied and cleared by it); load balancer spec (no monitor, one pool);
+ * spec (a monitor per server, its pool readied and cleared by it; "Requesting an immediate check": "At any time, the
+ * client can request that a monitor check its server immediately", here after an establishment error the pool is not
+ * cleared for, an extension); CMAP spec, "Backpressure-enabled"; load balancer spec (no monitor, one pool);
  * connection string and URI options specs; Polling SRV Records for mongos Discovery spec, "Implementation" (SRV
  * polling; the TopologyType: server discovery and monitoring spec, "TopologyType table").
  */
@@ -841,7 +853,15 @@ export class Client {
     const { heartbeatLog, settings, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = context;
     const pools = this.pools as Map<string, ConnectionPool<Connection>>;
     const monitors = this.monitors as Map<string, Monitor>;
-    const pool = new ConnectionPool({ address, ...settings.poolOptions, connectionFactory: factory.pool, loadBalanced: settings.loadBalanced, logging, scheduler });
+    const pool = new ConnectionPool({
+      address,
+      ...settings.poolOptions,
+      connectionFactory: factory.pool,
+      loadBalanced: settings.loadBalanced,
+      logging,
+      scheduler,
+      clearOnEstablishmentError: (error) => this.establishmentFailed(address, error),
+    });
     const retired = new Subject<void>();
     // Read as each subscriber comes (not captured now): `events$` is the pool's property.
     const poolEvents$ = defer(() => pool.events$).pipe(takeUntil(retired));
@@ -907,6 +927,19 @@ export class Client {
       },
     });
     return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
+  }
+
+  /**
+   * The client's establishment error policy for the pool of `address` (see `ConnectionPoolCore`'s
+   * `clearOnEstablishmentError`): the pool's default rule decides whether `error` clears the pool; an error it leaves
+   * the pool alone for (a network error or timeout before or during the handshake: CMAP's backpressure labels) asks the
+   * server's monitor for an immediate check (`Monitor.requestCheck()`), so a server that is gone, rather than
+   * overloaded, is found Unknown and its pool paused within minHeartbeatFrequencyMS, not heartbeatFrequencyMS later.
+   */
+  private establishmentFailed(address: string, error: Error): boolean {
+    const clears = defaultClearOnEstablishmentError(error);
+    if (!clears) this.monitors.get(address)?.requestCheck();
+    return clears;
   }
 
   /**

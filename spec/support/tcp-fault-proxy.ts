@@ -69,6 +69,13 @@ export interface TcpFaultProxy {
   applyPause(): void;
   /** Starts (true) or heals (false) a partition: see {@link partitioned}. */
   partition(on: boolean): void;
+  /**
+   * A server shut down: stops listening, so a connect is refused (ECONNREFUSED), and ends (FIN) every connection open.
+   * Resolves once the port refuses connections.
+   */
+  shutDown(): Promise<void>;
+  /** The server back (after {@link shutDown}): listens again on the same port. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -221,10 +228,19 @@ export async function startTcpFaultProxy(target: string): Promise<TcpFaultProxy>
         }
       }
     },
+    shutDown: () =>
+      new Promise<void>((resolve) => {
+        // Not its callback, which waits for every connection to end: the port refuses from here.
+        server.close();
+        for (const s of all) s.end();
+        setImmediate(resolve);
+      }),
+    restart: () => new Promise<void>((resolve) => server.listen(listening, '127.0.0.1', resolve)),
     stop: () =>
       new Promise<void>((resolve) => {
         for (const s of all) s.destroy();
-        server.close(() => resolve());
+        if (server.listening) server.close(() => resolve());
+        else resolve();
       }),
   });
 }

@@ -1,0 +1,114 @@
+/**
+ * An establishment that fails with a network error before or during the handshake leaves the pool as it is (CMAP's
+ * backpressure labels: the server may only be overloaded), and asks the server's monitor for an immediate check: a
+ * server that shut down (a restart, an upgrade in place) is then found Unknown and its pool paused at once, so
+ * commands wait for it rather than each failing with a refused connect until the next heartbeat, heartbeatFrequencyMS
+ * later (10 s by default, and polling is the default in FaaS environments). A server that is up keeps its pool ready.
+ * Against the embedded endpoint, or the server of MONGODB_URI when it is set, through a fault proxy standing for the
+ * server's port; server monitoring on a virtual clock.
+ */
+import { expect } from 'chai';
+import { connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent } from '../../lib';
+import { VirtualClock } from '../../lib/testing';
+import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
+
+describe('Client: an establishment error that leaves the pool as it is', function () {
+  this.timeout(20_000);
+  let server: TestEndpoint | undefined;
+  let proxy: TcpFaultProxy | undefined;
+  let client: Client | undefined;
+
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await proxy?.stop();
+    proxy = undefined;
+    if (server !== undefined) await stopTestEndpoint(server);
+    server = undefined;
+  });
+
+  /** A polling client (heartbeatFrequencyMS 60 s) through a fault proxy, its monitor on `clock`, its pool ready. */
+  async function start(clock: VirtualClock): Promise<{ c: Client; p: TcpFaultProxy; events: string[] }> {
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const p = (proxy = await startTcpFaultProxy(target));
+    const c = (client = connect(`mongodb://${p.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
+      scheduler: clock,
+      ...server.connectionOptions,
+    }));
+    const events: string[] = [];
+    c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
+    const pool = [...c.pools.values()][0];
+    expect(await eventually(() => pool.state === 'ready'), 'ready after the first check').to.equal(true);
+    return { c, p, events };
+  }
+
+  it('asks for an immediate check: a server that shut down pauses the pool, and the next command waits for the server to come back', async function () {
+    const clock = new VirtualClock();
+    const { c, p, events } = await start(clock);
+    const pool = [...c.pools.values()][0];
+    // The last check ended more than minHeartbeatFrequencyMS ago: a requested check runs at once.
+    clock.advance(1000);
+    await p.shutDown();
+    const refused = await c.command('admin', { ping: 1 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused, 'the connect refused').to.be.instanceOf(MongoNetworkError);
+    expect((refused as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'labelled: it did not clear the pool').to.equal(true);
+    expect(events, 'no heartbeat yet').to.not.include('ServerHeartbeatFailed');
+    clock.advance(0);
+    expect(await eventually(() => pool.state === 'paused'), 'paused by the check it requested').to.equal(true);
+    const failedAt = events.indexOf('ServerHeartbeatFailed');
+    expect(failedAt, 'the check failed').to.be.above(-1);
+    expect(events.slice(failedAt), 'then the pool was cleared').to.include('ConnectionPoolCleared');
+    // The next command waits for the server rather than failing with another refused connect.
+    let settled = false;
+    const next = c.command('admin', { ping: 1 }).finally(() => void (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled, 'waiting for the server').to.equal(false);
+    await p.restart();
+    // Server selection requests a check every minHeartbeatFrequencyMS while it waits.
+    clock.advance(500);
+    expect(await next).to.include({ ok: 1 });
+    expect(pool.state).to.equal('ready');
+  });
+
+  it('runs that check no sooner than minHeartbeatFrequencyMS after the last one ended', async function () {
+    const clock = new VirtualClock();
+    const { c, p, events } = await start(clock);
+    const pool = [...c.pools.values()][0];
+    clock.advance(200);
+    await p.shutDown();
+    const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(MongoNetworkError);
+    clock.advance(299);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, '499 ms after the last check: only the first check').to.equal(1);
+    expect(pool.state).to.equal('ready');
+    clock.advance(1);
+    expect(await eventually(() => pool.state === 'paused'), 'checked at 500 ms').to.equal(true);
+    expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'the requested check, and its retry on a new connection').to.be.at.least(2);
+  });
+
+  it('leaves the pool ready when the server answers the check: an establishment reset by an overloaded server clears nothing', async function () {
+    const clock = new VirtualClock();
+    const { c, p, events } = await start(clock);
+    const pool = [...c.pools.values()][0];
+    clock.advance(1000);
+    const before = p.accepted();
+    // The next connection (the pool's first) is reset as soon as its hello arrives; the monitor's stays up.
+    p.fault = (n) => (n === before + 1 ? { direction: 'up', afterBytes: 1, kind: 'rst' } : undefined);
+    const reset = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(reset).to.be.instanceOf(MongoNetworkError);
+    expect((reset as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError)).to.equal(true);
+    clock.advance(0);
+    expect(await eventually(() => events.filter((e) => e === 'ServerHeartbeatSucceeded').length === 2), 'the requested check succeeded').to.equal(true);
+    expect(events).to.not.include('ConnectionPoolCleared');
+    expect(pool.state).to.equal('ready');
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    // The check ran on the monitor's connection: an overloaded server was asked for no connection beyond the pool's two.
+    expect(p.accepted() - before, 'connections opened since').to.equal(2);
+  });
+});
