@@ -1101,7 +1101,7 @@ export class Client {
    * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs: for `command`, or for `selectPool()`
    * when undefined.
    */
-  private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+  private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
     if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
     // The command's name is read once a message is made: at info, a selection that finds a ready server makes none.
@@ -1175,7 +1175,7 @@ export class Client {
    * discovery, or for a ready server). `waitMS` may be 0 or less (a log destination took the whole wait): it then looks
    * for a ready server once, and fails as a wait that ran out does, without waiting or calling `waits`.
    */
-  private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain = false, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
+  private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     if (this.srv !== undefined && !this.srv.done) {
       // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait, which the waiting

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import * as crypto from 'node:crypto';
 import * as dns from 'node:dns';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { config } from 'rxjs';
@@ -78,6 +79,35 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(messages[1].fields).to.include({ serverHost: host, serverPort: port });
     expect(messages[1].render()).to.equal(`Server selection succeeded for operation ping. Selected server: ${pool.address}. Selector: first ready server, topology description: ${messages[1].fields.topologyDescription}`);
     expect(selectionMessages(log.feed), 'log$ carries what the destination was given').to.deep.equal(messages);
+  });
+
+  it('a server on a Unix domain socket: "Server selection succeeded" names its path as serverHost, with no serverPort key at all', async function () {
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
+    // The socket forwards to the server's TCP port.
+    const relay = net.createServer((local) => {
+      const remote = net.connect(Number(target.slice(target.lastIndexOf(':') + 1)), target.slice(0, target.lastIndexOf(':')));
+      local.pipe(remote).pipe(local);
+      local.on('error', () => remote.destroy());
+      remote.on('error', () => local.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(socketPath, resolve));
+    try {
+      const log = logged();
+      const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true`, { logging: log.logging('debug'), ...server.connectionOptions }));
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      const succeeded = selectionMessages(log.written).filter((m) => m.fields.message === 'Server selection succeeded');
+      expect(succeeded.length).to.be.at.least(1);
+      expect(succeeded[0].fields.serverHost).to.equal(socketPath);
+      expect(Object.keys(succeeded[0].fields), 'the fields').to.not.include('serverPort');
+      expect(Object.keys(succeeded[0].toJSON()), 'the structured form').to.not.include('serverPort');
+      expect(succeeded[0].render()).to.include(`Selected server: ${socketPath}.`);
+      await c.close();
+      client = undefined;
+    } finally {
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
+    }
   });
 
   it('no ready server: one "Waiting for suitable server to become available" (info) however long it waits, then "Server selection failed" with the ServerSelectionError', async function () {
@@ -506,13 +536,17 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(selectionMessages(written)[1].fields.failure).to.include({ type: 'PoolClosedError', message: (error as Error).message });
   });
 
-  for (const [seedlist, at] of [
-    [false, 'Server selection started'],
-    [true, 'Server selection started'],
-    [false, 'Waiting for suitable server to become available'],
-    [true, 'Waiting for suitable server to become available'],
+  for (const [seedlist, at, takes] of [
+    [false, 'Server selection started', 5000],
+    [true, 'Server selection started', 5000],
+    [false, 'Waiting for suitable server to become available', 5000],
+    [true, 'Waiting for suitable server to become available', 5000],
+    [false, 'Server selection started', 3000],
+    [true, 'Server selection started', 3000],
+    [false, 'Waiting for suitable server to become available', 3000],
+    [true, 'Waiting for suitable server to become available', 3000],
   ] as const) {
-    it(`a destination that takes longer than serverSelectionTimeoutMS to write "${at}"${seedlist ? ' (a seedlist being discovered)' : ''}: the selection fails at once, without waiting (or a waiting message with no time left)`, async function () {
+    it(`a destination that takes ${takes === 3000 ? 'exactly' : 'longer than'} serverSelectionTimeoutMS to write "${at}"${seedlist ? ' (a seedlist being discovered)' : ''}: the selection fails at once, without waiting (or a waiting message with no time left)`, async function () {
       let uri = `mongodb://127.0.0.1:${await closedPort()}/?serverSelectionTimeoutMS=3000&connectTimeoutMS=20000`;
       if (seedlist) {
         (await srvResponder()).silent = true;
@@ -520,7 +554,7 @@ describe('Client: server selection log messages, every path and re-entrant log d
       }
       const clock = new VirtualClock();
       const written: LogMessage[] = [];
-      const c = open(uri, clock, written, (m) => void (m.component === 'serverSelection' && m.fields.message === at && clock.advance(5000)));
+      const c = open(uri, clock, written, (m) => void (m.component === 'serverSelection' && m.fields.message === at && clock.advance(takes)));
       const settled = settlement(c.command('admin', { ping: 1 }));
       // The virtual clock moves no more: a selection that waits would never end.
       expect(await eventually(() => settled.value !== 'pending'), 'the command settled').to.equal(true);
