@@ -8,7 +8,7 @@
  * server's port; server monitoring on a virtual clock.
  */
 import { expect } from 'chai';
-import { connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent } from '../../lib';
+import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
@@ -28,14 +28,17 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     server = undefined;
   });
 
-  /** A polling client (heartbeatFrequencyMS 60 s) through a fault proxy, its monitor on `clock`, its pool ready. */
-  async function start(clock: VirtualClock): Promise<{ c: Client; p: TcpFaultProxy; events: string[] }> {
-    server = await startTestEndpoint();
+  /**
+   * A polling client (heartbeatFrequencyMS 60 s) through a fault proxy, its monitor on `clock`, its pool ready;
+   * `options` in place of the server's connection options.
+   */
+  async function start(clock: VirtualClock, options?: ClientOptions): Promise<{ c: Client; p: TcpFaultProxy; events: string[] }> {
+    server = await startTestEndpoint({ users: [{ username: 'app', password: 'right' }] });
     const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
     const p = (proxy = await startTcpFaultProxy(target));
     const c = (client = connect(`mongodb://${p.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
       scheduler: clock,
-      ...server.connectionOptions,
+      ...(options ?? server.connectionOptions),
     }));
     const events: string[] = [];
     c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
@@ -110,5 +113,19 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
     // The check ran on the monitor's connection: an overloaded server was asked for no connection beyond the pool's two.
     expect(p.accepted() - before, 'connections opened since').to.equal(2);
+  });
+
+  it('asks for no check after an establishment error that clears the pool (an authentication refused): the pool stays paused until the next periodic check', async function () {
+    const clock = new VirtualClock();
+    const { c, events } = await start(clock, { credentials: { username: 'app', password: 'wrong' } });
+    const pool = [...c.pools.values()][0];
+    clock.advance(1000);
+    const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(AuthenticationError);
+    expect(pool.state, 'cleared by the refusal').to.equal('paused');
+    clock.advance(30_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'only the first check').to.equal(1);
+    expect(pool.state).to.equal('paused');
   });
 });
