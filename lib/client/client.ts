@@ -12,7 +12,7 @@ import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreEle
 import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
-import { connectionFactoryWithMetadata, type ConnectionOptions } from '../connection/connect';
+import { connectionFactoryWithMetadata, isRefusedConnect, type ConnectionOptions } from '../connection/connect';
 import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import { defaultClearOnEstablishmentError } from '../pool/command-runner';
 import type { ConnectionFactory } from '../pool/contract';
@@ -291,13 +291,15 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * it with {@link connect}.
  *
  * An establishment of a pool's connection that fails with a network error or timeout before or during the handshake
- * (labelled `SystemOverloadedError`: the server may only be overloaded) leaves the pool as it is, as CMAP asks, and
- * asks that server's monitor for an immediate check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS,
- * 500 ms, after its last check; ignored while one is under way). A server that shut down (a restart, an upgrade in
- * place) is so found Unknown and its pool paused within 500 ms of the first refused connect, rather than at the next
- * periodic check (heartbeatFrequencyMS, 10 s by default, when the monitor polls), each command meanwhile failing with
- * a refused connect; commands then wait for the server, up to serverSelectionTimeoutMS. A server that answers the
- * check (on the monitor's own connection) keeps its pool ready, and is sent no more connections for it.
+ * (labelled `SystemOverloadedError`: the server may only be overloaded) leaves the pool as it is, as CMAP asks. When
+ * that error is a refused connect (ECONNREFUSED: nothing listens on the server's port), the client also asks that
+ * server's monitor for an immediate check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS, 500 ms,
+ * after its last check; ignored while one is under way, as a streaming monitor's always is). A server that shut down
+ * (a restart, an upgrade in place) is so found Unknown and its pool paused within 500 ms of the first refused connect,
+ * rather than at the next periodic check (heartbeatFrequencyMS, 10 s by default, when the monitor polls), each command
+ * meanwhile failing with a refused connect; commands then wait for the server, up to serverSelectionTimeoutMS. A server
+ * that answers the check (on the monitor's own connection) keeps its pool ready. A connection the server accepted and
+ * then closed or left unanswered, as an overloaded server sheds them, asks for no check: the server stays as it is.
  *
  * A `mongodb+srv://` URI's hosts are found by DNS once the client is created (see {@link connect}): its `hosts`,
  * `pools` and `monitors` are empty until then.
@@ -333,7 +335,7 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  *
  * Source: CMAP spec, "Connection Pool Options" (client-level options, the same for all pools); server monitoring
  * spec (a monitor per server, its pool readied and cleared by it; "Requesting an immediate check": "At any time, the
- * client can request that a monitor check its server immediately", here after an establishment error the pool is not
+ * client can request that a monitor check its server immediately", here after a refused connect the pool is not
  * cleared for, an extension); CMAP spec, "Backpressure-enabled"; load balancer spec (no monitor, one pool);
  * connection string and URI options specs; Polling SRV Records for mongos Discovery spec, "Implementation" (SRV
  * polling; the TopologyType: server discovery and monitoring spec, "TopologyType table").
@@ -931,14 +933,17 @@ export class Client {
 
   /**
    * The client's establishment error policy for the pool of `address` (see `ConnectionPoolCore`'s
-   * `clearOnEstablishmentError`): the pool's default rule decides whether `error` clears the pool; an error it leaves
-   * the pool alone for (a network error or timeout before or during the handshake: CMAP's backpressure labels) asks the
-   * server's monitor for an immediate check (`Monitor.requestCheck()`), so a server that is gone, rather than
-   * overloaded, is found Unknown and its pool paused within minHeartbeatFrequencyMS, not heartbeatFrequencyMS later.
+   * `clearOnEstablishmentError`): the pool's default rule decides whether `error` clears the pool (a network error or
+   * timeout before or during the handshake, labelled as backpressure, does not); one it leaves the pool alone for that
+   * is a refused connect (see `isRefusedConnect`: nothing listens on the server's port) asks the server's monitor for
+   * an immediate check (`Monitor.requestCheck()`), so a server that is gone is found Unknown and its pool paused within
+   * minHeartbeatFrequencyMS, not heartbeatFrequencyMS later. A connection the server accepted and then closed or left
+   * unanswered, as an overloaded server sheds them, asks for nothing: the server stays as it is (SDAM's backpressure
+   * tests: no clear, no change of its description).
    */
   private establishmentFailed(address: string, error: Error): boolean {
     const clears = defaultClearOnEstablishmentError(error);
-    if (!clears) this.monitors.get(address)?.requestCheck();
+    if (!clears && isRefusedConnect(error)) this.monitors.get(address)?.requestCheck();
     return clears;
   }
 

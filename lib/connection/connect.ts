@@ -661,6 +661,25 @@ function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
 }
 
 /**
+ * Whether an establishment error is a connect the server's host refused (ECONNREFUSED: nothing listens on the port,
+ * as while the server restarts; for a host name tried address by address, every attempt refused), rather than a
+ * connection the server accepted and then closed or left unanswered, which is how an overloaded server sheds new
+ * connections (client backpressure spec, "Overload Errors": the connection closed before the TLS handshake or the
+ * hello completes, or queued past connectTimeoutMS). Such an error still carries the backpressure labels (CMAP asks for
+ * them on every network error of establishment that cannot be told never to come of overload: a server whose listen
+ * queue overflows refuses connects on some systems). Never throws.
+ *
+ * Source: extension (Node's system error code ECONNREFUSED; client backpressure spec, "Overload Errors").
+ */
+export function isRefusedConnect(error: unknown): boolean {
+  if (!(error instanceof MongoNetworkError)) return false;
+  const refused = (e: unknown): boolean => (e as NodeJS.ErrnoException | null)?.code === 'ECONNREFUSED';
+  const cause: unknown = error.cause;
+  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(refused);
+  return refused(cause);
+}
+
+/**
  * The codes Node gives a peer certificate that fails verification: OpenSSL's X509_V_ERR_* names without the prefix
  * (`UNSPECIFIED` for one Node does not name).
  */

@@ -1,16 +1,17 @@
 /**
  * An establishment that fails with a network error before or during the handshake leaves the pool as it is (CMAP's
- * backpressure labels: the server may only be overloaded), and asks the server's monitor for an immediate check: a
- * server that shut down (a restart, an upgrade in place) is then found Unknown and its pool paused at once, so
- * commands wait for it rather than each failing with a refused connect until the next heartbeat, heartbeatFrequencyMS
- * later (10 s by default, and polling is the default in FaaS environments). A server that is up keeps its pool ready.
- * Against the embedded endpoint, or the server of MONGODB_URI when it is set, through a fault proxy standing for the
- * server's port; server monitoring on a virtual clock.
+ * backpressure labels: the server may only be overloaded). When the error is a refused connect (nothing listens on
+ * the port), the client also asks the server's monitor for an immediate check: a server that shut down (a restart, an
+ * upgrade in place) is then found Unknown and its pool paused at once, so commands wait for it rather than each
+ * failing with a refused connect until the next heartbeat, heartbeatFrequencyMS later (10 s by default, and polling is
+ * the default in FaaS environments). A connection the server accepted and then closed, as an overloaded server sheds
+ * them, changes nothing (SDAM's backpressure tests). Against the embedded endpoint, or the server of MONGODB_URI when
+ * it is set, through a fault proxy standing for the server's port; server monitoring on a virtual clock.
  */
 import { expect } from 'chai';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { eventually, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
 
 describe('Client: an establishment error that leaves the pool as it is', function () {
@@ -95,7 +96,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'the requested check, and its retry on a new connection').to.be.at.least(2);
   });
 
-  it('leaves the pool ready when the server answers the check: an establishment reset by an overloaded server clears nothing', async function () {
+  it('asks for no check when the server accepted the connection and reset it, as an overloaded server sheds connections: the pool stays ready', async function () {
     const clock = new VirtualClock();
     const { c, p, events } = await start(clock);
     const pool = [...c.pools.values()][0];
@@ -106,13 +107,39 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     const reset = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(reset).to.be.instanceOf(MongoNetworkError);
     expect((reset as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError)).to.equal(true);
-    clock.advance(0);
-    expect(await eventually(() => events.filter((e) => e === 'ServerHeartbeatSucceeded').length === 2), 'the requested check succeeded').to.equal(true);
+    clock.advance(1000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'no check beyond the first').to.equal(1);
     expect(events).to.not.include('ConnectionPoolCleared');
     expect(pool.state).to.equal('ready');
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    // The check ran on the monitor's connection: an overloaded server was asked for no connection beyond the pool's two.
-    expect(p.accepted() - before, 'connections opened since').to.equal(2);
+    expect(p.accepted() - before, 'connections opened since: the reset one and the next').to.equal(2);
+  });
+
+  it("SDAM's backpressure test: every hello closed, the monitor's too; a command's establishment fails labelled, and neither the pool nor the server changes", async function () {
+    // Unified test backpressure-network-error-fail: polling every 10 s, failCommand closing the connection of every
+    // hello of the client's appName; the command fails with both labels, and no clear or description change follows.
+    const clock = new VirtualClock();
+    server = await startTestEndpoint();
+    const c = (client = connect(withOptions(process.env.MONGODB_URI ?? `mongodb://${server.address}/`, 'directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=10000&appName=backpressureNetworkErrorFailTest'), {
+      scheduler: clock,
+      ...server.connectionOptions,
+    }));
+    const events: string[] = [];
+    c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
+    const pool = [...c.pools.values()][0];
+    expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+    await setFailPoint(this, server, { mode: 'alwaysOn', data: { failCommands: ['isMaster', 'hello'], closeConnection: true, appName: 'backpressureNetworkErrorFailTest' } });
+    const failed = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(failed).to.be.instanceOf(MongoNetworkError);
+    expect((failed as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError)).to.equal(true);
+    expect((failed as MongoNetworkError).hasErrorLabel(ErrorLabel.RetryableError)).to.equal(true);
+    // Up to the next periodic check, nothing changes.
+    clock.advance(9000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.filter((e) => e.startsWith('ServerHeartbeat')), 'the first check only').to.deep.equal(['ServerHeartbeatStarted', 'ServerHeartbeatSucceeded']);
+    expect(events).to.not.include('ConnectionPoolCleared');
+    expect(pool.state).to.equal('ready');
   });
 
   it('asks for no check after an establishment error that clears the pool (an authentication refused): the pool stays paused until the next periodic check', async function () {

@@ -10,6 +10,7 @@ import { ObjectId } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
 import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
+import { isRefusedConnect } from '../../lib/connection/connect';
 import { spyOnDerivations, ticker } from '../support/derivations';
 import { blockEventLoop } from '../support/blocked-loop';
 import { occupyThreadPool } from '../support/busy-thread-pool';
@@ -465,6 +466,25 @@ describe('connectionFactory (establishment)', function () {
       expect(failed).to.be.instanceOf(MongoNetworkError);
       expect(pool.state).to.equal('ready');
       pool.close();
+    });
+
+    it('isRefusedConnect: a connect refused at every address, and nothing else (a reset, a timeout, an accepted connection closed)', async function () {
+      const port = await closedPort();
+      const refused = await establishOne(`127.0.0.1:${port}`, {}).catch((e: unknown) => e);
+      expect(isRefusedConnect(refused), 'one address refused').to.equal(true);
+      // localhost: ::1 and 127.0.0.1 where both resolve (an AggregateError of the attempts), else one of them.
+      const byName = await establishOne(`localhost:${port}`, {}).catch((e: unknown) => e);
+      expect(isRefusedConnect(byName), 'every address of a host name refused').to.equal(true);
+      const code = (c: string): NodeJS.ErrnoException => Object.assign(new Error(c), { code: c });
+      const network = (cause: unknown): MongoNetworkError => new MongoNetworkError('db:27017', 'connecting to db:27017 failed', { cause });
+      expect(isRefusedConnect(network(new AggregateError([code('ECONNREFUSED'), code('ECONNREFUSED')]))), 'all refused').to.equal(true);
+      expect(isRefusedConnect(network(new AggregateError([code('ECONNREFUSED'), code('ETIMEDOUT')]))), 'one timed out').to.equal(false);
+      expect(isRefusedConnect(network(new AggregateError([]))), 'no attempt').to.equal(false);
+      expect(isRefusedConnect(network(code('ECONNRESET'))), 'reset').to.equal(false);
+      expect(isRefusedConnect(network(undefined)), 'closed, no cause').to.equal(false);
+      expect(isRefusedConnect(new MongoNetworkTimeoutError('db:27017', 'timed out')), 'a timeout').to.equal(false);
+      expect(isRefusedConnect(Object.assign(new Error('x'), { cause: code('ECONNREFUSED') })), 'not a network error').to.equal(false);
+      expect(isRefusedConnect(undefined)).to.equal(false);
     });
 
     it('a malformed hello reply (a wire-protocol error, not I/O) carries no backpressure label', async function () {
