@@ -79,6 +79,36 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     expect(pool.state).to.equal('ready');
   });
 
+  it('two servers, the first one shut down: after one refused connect the commands go to the second, rather than failing until the next periodic check', async function () {
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    // Two proxies of one server stand for two mongos.
+    const first = (proxy = await startTcpFaultProxy(target));
+    const second = await startTcpFaultProxy(target);
+    try {
+      const clock = new VirtualClock();
+      const c = (client = connect(`mongodb://${first.address},${second.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
+        scheduler: clock,
+        ...server.connectionOptions,
+      }));
+      const [a, b] = [...c.pools.values()];
+      expect(await eventually(() => a.state === 'ready' && b.state === 'ready')).to.equal(true);
+      clock.advance(1000);
+      await first.shutDown();
+      expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e), 'the first server refuses').to.be.instanceOf(MongoNetworkError);
+      clock.advance(0);
+      expect(await eventually(() => a.state === 'paused'), 'the first server found gone').to.equal(true);
+      const before = second.accepted();
+      const results = await Promise.allSettled(Array.from({ length: 10 }, () => c.command('admin', { ping: 1 })));
+      expect(results.filter((r) => r.status === 'rejected').length, 'failures').to.equal(0);
+      expect(second.accepted(), 'served by the second').to.be.above(before);
+    } finally {
+      await client?.close();
+      client = undefined;
+      await second.stop();
+    }
+  });
+
   it('runs that check no sooner than minHeartbeatFrequencyMS after the last one ended', async function () {
     const clock = new VirtualClock();
     const { c, p, events } = await start(clock);
