@@ -18,7 +18,7 @@ import { speculativeStart } from '../../lib/auth/authenticate';
 import { parseConnectionString } from '../../lib/connection-string';
 import { cachedOidcToken, OIDC_CALLBACK_TIMEOUT_MS, oidcAuthenticate, oidcMetadataEndpoints, type OidcCallback, type OidcCallbackParams } from '../../lib/auth/oidc';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
-import { establishOne } from '../support/endpoint';
+import { establishOne, eventually } from '../support/endpoint';
 import { timersArmedBy } from '../support/timers-armed';
 
 const KEY = 'idp-signing-key';
@@ -32,6 +32,22 @@ const rejection = (work: Promise<unknown>): Promise<unknown> => work.then(() => 
 /** The fail point that fails the next `times` find commands with `errorCode` (391: ReauthenticationRequired). */
 function failFind(errorCode: number, times = 1): Document {
   return { configureFailPoint: 'failCommand', mode: { times }, data: { failCommands: ['find'], errorCode } };
+}
+
+/**
+ * Runs `work` with the wall clock (Date.now(), which the endpoint reads a token's expiry on) moved just past `exp`
+ * (epoch seconds): a token expiring then has expired, without waiting for it. Timers and performance.now() keep
+ * real time.
+ */
+async function withClockPast<T>(exp: number, work: () => Promise<T>): Promise<T> {
+  const now = Date.now;
+  const aheadMS = exp * 1000 + 1 - now();
+  Date.now = () => now() + aheadMS;
+  try {
+    return await work();
+  } finally {
+    Date.now = now;
+  }
 }
 
 /** A counting callback returning `tokens()` each call. */
@@ -195,7 +211,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       server = new EmbeddedServer({ port: Number(server.address.split(':')[1]), oidc: { signingKey: 'rotated' } });
       await server.start();
       token = signOidcToken('rotated', { sub: 'svc' });
-      await new Promise((r) => setTimeout(r, 100));
+      // The callback's 100 ms between calls: waited by the token cache itself.
       const c = await establishOne(server.address, { credentials });
       expect(cb.calls).to.have.length(2);
       expect(cachedOidcToken(credentials)).to.equal(token);
@@ -207,7 +223,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const credentials = oidc(cb);
       const connection = await establishOne(server.address, { credentials });
       await connection.command('admin', failFind(391));
-      await new Promise((r) => setTimeout(r, 100));
+      // The callback's 100 ms between calls: waited by the token cache itself.
       const before = received.length;
       const reply = await connection.command('test', { find: 'c' });
       expect(reply.ok).to.equal(1);
@@ -226,7 +242,7 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const b = await establishOne(server.address, { credentials });
       const failOnce = failFind(391);
       await a.command('admin', failOnce);
-      await new Promise((r) => setTimeout(r, 100));
+      // The callback's 100 ms between calls: waited by the token cache itself.
       await a.command('test', { find: 'c' });
       expect(cb.calls).to.have.length(2);
       // b's token is the first one: no longer the cached one, so the cache keeps the second.
@@ -300,12 +316,13 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     });
 
     it('an expired token makes the endpoint answer 391, and the connection reauthenticates with a fresh one', async function () {
-      let exp = Math.floor(Date.now() / 1000) + 1;
+      let exp = Math.floor(Date.now() / 1000) + 60;
       const cb = counting(() => signOidcToken(KEY, { sub: 'svc', exp }));
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
-      await new Promise((r) => setTimeout(r, 1100 + (exp * 1000 - Date.now())));
       exp += 3600;
-      expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      await withClockPast(exp - 3600, async () => {
+        expect((await connection.command('test', { find: 'c' })).ok).to.equal(1);
+      });
       expect(cb.calls).to.have.length(2);
       connection.destroy();
     });
@@ -323,13 +340,17 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const b = await establishOne(server.address, { credentials });
       const fail391 = failFind(391, 2);
       await a.command('admin', fail391);
-      await new Promise((r) => setTimeout(r, 100));
+      // The callback's 100 ms between calls: waited by the token cache itself, within a's 300 ms.
       const started = performance.now();
+      const settled: string[] = [];
       const [ea, eb] = await Promise.all([
-        rejection(a.command('test', { find: 'c' }, { timeoutMS: 300 })),
-        // b waits for a's call of the callback (one at a time), with its own, shorter timeoutMS.
-        new Promise((r) => setTimeout(r, 20)).then(() => rejection(b.command('test', { find: 'c' }, { timeoutMS: 150 }))),
+        rejection(a.command('test', { find: 'c' }, { timeoutMS: 300 })).finally(() => settled.push('a')),
+        // b waits for a's call of the callback (one at a time), with its own, shorter timeoutMS: b's command starts
+        // once a's call has.
+        eventually(() => n === 2).then(() => rejection(b.command('test', { find: 'c' }, { timeoutMS: 150 }))).finally(() => settled.push('b')),
       ]);
+      // b's own timeoutMS ended its wait, not the end of a's call.
+      expect(settled).to.deep.equal(['b', 'a']);
       const elapsed = performance.now() - started;
       expect(ea).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('300 ms');
       expect(eb).to.be.instanceOf(AuthenticationError).with.property('message').that.includes('150 ms');
@@ -342,13 +363,12 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
 
     it('the command\'s timeoutMS bounds each SASL round trip of its reauthentication: a saslStart the server holds fails the command by then', async function () {
       // The 391 comes of the token's expiry (the endpoint's one fail point then holds the saslStart).
-      const exp = Math.floor(Date.now() / 1000) + 1;
+      const exp = Math.floor(Date.now() / 1000) + 60;
       const cb = counting(() => signOidcToken(KEY, { sub: 'svc', exp: cb.calls.length > 1 ? exp + 3600 : exp }));
       const connection = await establishOne(server.address, { credentials: oidc(cb) });
       await connection.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['saslStart'], blockConnection: true, blockTimeMS: 1500 } });
-      await new Promise((r) => setTimeout(r, 1100 + (exp * 1000 - Date.now())));
       const started = performance.now();
-      const error = await rejection(connection.command('test', { find: 'c' }, { timeoutMS: 200 }));
+      const error = await withClockPast(exp, () => rejection(connection.command('test', { find: 'c' }, { timeoutMS: 200 })));
       const elapsed = performance.now() - started;
       expect(elapsed, 'ms to the rejection (the server holds the saslStart 1500 ms)').to.be.below(1000);
       expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
