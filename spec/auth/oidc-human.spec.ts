@@ -390,11 +390,19 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       await server.stop();
       const expiring = 'expiring-access-token';
       const fresh = 'fresh-access-token';
-      await start({ oidc: { tokens: { [expiring]: { user: 'user1', expiresAtMS: Date.now() + 300 } , [fresh]: { user: 'user1' } }, idpInfo: IDP1 } });
+      const expiresAtMS = Date.now() + 60_000;
+      await start({ oidc: { tokens: { [expiring]: { user: 'user1', expiresAtMS } , [fresh]: { user: 'user1' } }, idpInfo: IDP1 } });
       const cb = human((p) => ({ accessToken: p.refreshToken === undefined ? expiring : fresh, refreshToken: REFRESH }));
       const c = await establishOne(server.address, { credentials: credentialsOf(cb) });
-      await new Promise((r) => setTimeout(r, 400));
-      expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      // The endpoint reads the expiry on Date.now(): moved past it rather than waited for (timers keep real time).
+      const now = Date.now;
+      const aheadMS = expiresAtMS + 1 - now();
+      Date.now = () => now() + aheadMS;
+      try {
+        expect((await c.command('test', { find: 'c' })).ok).to.equal(1);
+      } finally {
+        Date.now = now;
+      }
       expect(cb.calls.map((p) => p.refreshToken)).to.deep.equal([undefined, REFRESH]);
       c.destroy();
     });
@@ -408,14 +416,21 @@ describe('MONGODB-OIDC human workflow (auth spec, "Human Authentication Flow")',
       const credentials = credentialsOf(cb);
       const pool = new ConnectionPool({ address: server.address, connectionOptions: { credentials }, maxPoolSize: 5, minPoolSize: 0 });
       pool.ready();
+      // Each connection is held until all five are checked out: five connections, each authenticated.
+      const used = new Set<unknown>();
+      let allCheckedOut!: () => void;
+      const five = new Promise<void>((resolve) => (allCheckedOut = resolve));
       try {
         await Promise.all(Array.from({ length: 5 }, () => pool.withConnection(async (c) => {
-          await new Promise((r) => setTimeout(r, 30));
+          used.add(c);
+          if (used.size === 5) allCheckedOut();
+          await five;
           return c.command('test', { find: 'c' });
         })));
       } finally {
         pool.close();
       }
+      expect(used.size).to.equal(5);
       expect(cb.calls).to.have.length(1);
       expect(server.oidc!.principalSteps).to.equal(1);
     });
