@@ -21,6 +21,7 @@ import { speculativeStart } from '../../lib/auth/authenticate';
 import { awsAuthenticate, awsCredentials, awsRegion, awsSignedRequest, clearAwsCredentialCache, containerEndpoint, setAwsEnvironmentForTests, sigV4Authorization, type AwsCredentials } from '../../lib/auth/aws';
 import { parseConnectionString, parseConnectionStringWithCredentials } from '../../lib/connection-string';
 import { EmbeddedServer } from '../../lib/testing';
+import { eventually } from '../support/endpoint';
 
 const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
 const TOKEN = 'session-token-not-to-show';
@@ -412,16 +413,19 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         const within = (work: Promise<unknown>): Promise<unknown> => Promise.race([rejection(work), new Promise((resolve) => setTimeout(() => resolve('still waiting after 2500 ms'), 2500).unref())]);
         let controller = new AbortController();
         const reason = new Error('establishment ended');
-        setTimeout(() => controller.abort(reason), 20);
-        const never = aws({ AWS_CREDENTIAL_PROVIDER: () => new Promise<AwsCredentials>(() => undefined) });
+        // Aborted once the provider was called, while its answer is awaited.
+        const never = aws({ AWS_CREDENTIAL_PROVIDER: () => {
+          setImmediate(() => controller.abort(reason));
+          return new Promise<AwsCredentials>(() => undefined);
+        } });
         expect(await within(awsAuthenticate(fakeServer(goodFirst()).run, never, { signal: controller.signal }))).to.equal(reason);
         answer = () => [200, creds('2100-01-01T00:00:00Z')];
-        const silent = http.createServer(() => undefined);
+        // Aborted once the endpoint has the request, which it never answers.
+        const silent = http.createServer(() => controller.abort(reason));
         await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
         try {
           setAwsEnvironmentForTests({ ecs: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, env: { AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '/c' } });
           controller = new AbortController();
-          setTimeout(() => controller.abort(reason), 20);
           expect(await within(awsAuthenticate(fakeServer(goodFirst()).run, aws(), { signal: controller.signal }))).to.equal(reason);
         } finally {
           silent.closeAllConnections();
@@ -434,7 +438,10 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
         const within = (work: Promise<unknown>): Promise<unknown> =>
           Promise.race([rejection(work), new Promise((resolve) => guards.push(setTimeout(() => resolve('still waiting after 1500 ms'), 1500)))]);
         const trickled: number[] = [];
+        /** The requests whose socket the endpoint saw closed, by URL. */
+        const closed: string[] = [];
         const slow = http.createServer((req, res) => {
+          res.on('close', () => closed.push(req.url ?? ''));
           if (req.url === '/silent') return;
           res.writeHead(200);
           // A byte every 40 ms: never 150 ms of silence, and the answer never ends.
@@ -455,9 +462,11 @@ describe('MONGODB-AWS (auth spec, "MONGODB-AWS")', function () {
             expect(took, uri).to.be.within(140, 1400);
           }
           expect(trickled.length).to.be.greaterThan(1);
-          // The socket is closed at the deadline: no byte is sent on it after.
+          // The socket is closed at the deadline: the endpoint sees it closed (which ends its trickle), and no byte is
+          // sent on it after.
           const sent = trickled.length;
-          await new Promise((resolve) => setTimeout(resolve, 120));
+          expect(await eventually(() => closed.includes('/trickle')), 'the trickle\'s socket closed').to.equal(true);
+          expect(closed).to.have.members(['/silent', '/trickle']);
           expect(trickled.length).to.equal(sent);
         } finally {
           guards.forEach(clearTimeout);
@@ -868,11 +877,13 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
    * A config file whose profile `profile` runs a credential_process printing `output` (and counting its runs in
    * `<name>.runs`, after `delayMs`); its path and the count.
    */
-  const processProfile = (name: string, output: string, delayMs = 0): { config: string; runs: () => number } => {
+  const processProfile = (name: string, output: string, delayMs = 0): { config: string; runs: () => number; answers: () => number } => {
     const runs = path.join(dir, `${name}.runs`);
-    const script = file(`${name}.js`, `require('fs').appendFileSync(${JSON.stringify(runs)}, 'x'); setTimeout(() => process.stdout.write(${JSON.stringify(output)}), ${delayMs});`);
+    const answers = path.join(dir, `${name}.answers`);
+    const script = file(`${name}.js`, `require('fs').appendFileSync(${JSON.stringify(runs)}, 'x'); setTimeout(() => process.stdout.write(${JSON.stringify(output)}, () => require('fs').appendFileSync(${JSON.stringify(answers)}, 'x')), ${delayMs});`);
     const config = file(`${name}.config`, `[profile ${name}]\ncredential_process = "${process.execPath}" "${script}"\n`);
-    return { config, runs: () => (fs.existsSync(runs) ? fs.readFileSync(runs, 'utf8').length : 0) };
+    const count = (at: string) => (): number => (fs.existsSync(at) ? fs.readFileSync(at, 'utf8').length : 0);
+    return { config, runs: count(runs), answers: count(answers) };
   };
   const processOutput = JSON.stringify({ Version: 1, AccessKeyId: KEY_ID, SecretAccessKey: SECRET, SessionToken: TOKEN, Expiration: '2100-01-01T00:00:00Z' });
 
@@ -960,15 +971,21 @@ describe('MONGODB-AWS through the AWS SDK when it is installed (auth spec, "Obta
 
   it('an abort ends the wait for a credential_process that has not answered', async function () {
     this.timeout(20_000);
-    const { config, runs } = processProfile('slow', processOutput, 1_500);
+    const { config, runs, answers } = processProfile('slow', processOutput, 1_500);
     await withProcessEnv(dir, { AWS_CONFIG_FILE: config, AWS_PROFILE: 'slow' }, async () => {
       const controller = new AbortController();
       const reason = new Error('connectTimeoutMS');
-      const started = Date.now();
-      setTimeout(() => controller.abort(reason), 100);
+      let abortedAt = 0;
+      // Aborted once the process runs, 1500 ms before it answers.
+      void eventually(() => runs() === 1, 10_000).then(() => {
+        abortedAt = Date.now();
+        controller.abort(reason);
+      });
       expect(await rejection(awsCredentials(aws(), controller.signal))).to.equal(reason);
-      expect(Date.now() - started).to.be.below(1_000);
-      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      expect(abortedAt, 'aborted').to.be.greaterThan(0);
+      expect(Date.now() - abortedAt).to.be.below(1_000);
+      // Once the process has answered, nothing ran it again.
+      expect(await eventually(() => answers() === 1, 10_000), 'the process answered').to.equal(true);
       expect(runs()).to.equal(1);
     });
   });
