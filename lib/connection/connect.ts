@@ -662,22 +662,32 @@ function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
 
 /**
  * Whether an establishment error is a connect the server's host refused (ECONNREFUSED: nothing listens on the port,
- * as while the server restarts; for a host name tried address by address, every attempt refused), rather than a
- * connection the server accepted and then closed or left unanswered, which is how an overloaded server sheds new
- * connections (client backpressure spec, "Overload Errors": the connection closed before the TLS handshake or the
- * hello completes, or queued past connectTimeoutMS). Such an error still carries the backpressure labels (CMAP asks for
- * them on every network error of establishment that cannot be told never to come of overload: a server whose listen
- * queue overflows refuses connects on some systems). Never throws.
+ * as while the server restarts; for a Unix domain socket, ENOENT too: its server removed the socket file as it shut
+ * down, as mongod does), rather than a connection the server accepted and then closed or left unanswered, which is
+ * how an overloaded server sheds new connections (client backpressure spec, "Overload Errors": the connection closed
+ * before the TLS handshake or the hello completes, or queued past connectTimeoutMS). For a host name tried address by
+ * address, at least one attempt was refused and every other one had no route from this host (ENETUNREACH,
+ * EHOSTUNREACH, EADDRNOTAVAIL: `localhost`'s ::1 where IPv6 is off), so none reached a server that could be
+ * overloaded. Such an error still carries the backpressure labels (CMAP asks for them on every network error of
+ * establishment that cannot be told never to come of overload: a server whose listen queue overflows refuses connects
+ * on some systems). Never throws.
  *
- * Source: extension (Node's system error code ECONNREFUSED; client backpressure spec, "Overload Errors").
+ * Source: extension (Node's system error codes; client backpressure spec, "Overload Errors").
  */
 export function isRefusedConnect(error: unknown): boolean {
   if (!(error instanceof MongoNetworkError)) return false;
-  const refused = (e: unknown): boolean => (e as NodeJS.ErrnoException | null)?.code === 'ECONNREFUSED';
+  const codeOf = (e: unknown): unknown => (e as NodeJS.ErrnoException | null)?.code;
+  const refused = (e: unknown): boolean => REFUSED_ERRORS.has(codeOf(e) as string);
   const cause: unknown = error.cause;
-  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(refused);
+  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) {
+    const attempts: unknown[] = cause.errors;
+    return attempts.some(refused) && attempts.every((e) => refused(e) || NO_ROUTE_ERRORS.has(codeOf(e) as string) || codeOf(e) === 'EADDRNOTAVAIL');
+  }
   return refused(cause);
 }
+
+/** A connect refused: nothing listens on the TCP port (ECONNREFUSED), or at the Unix domain socket path (ENOENT). */
+const REFUSED_ERRORS = new Set(['ECONNREFUSED', 'ENOENT']);
 
 /**
  * The codes Node gives a peer certificate that fails verification: OpenSSL's X509_V_ERR_* names without the prefix

@@ -9,6 +9,10 @@
  * it is set, through a fault proxy standing for the server's port; server monitoring on a virtual clock.
  */
 import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
@@ -106,6 +110,50 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       await client?.close();
       client = undefined;
       await second.stop();
+    }
+  });
+
+  it('a server on a Unix domain socket that shut down (its socket file removed): the connect fails with ENOENT, and the check it requests pauses the pool', async function () {
+    const clock = new VirtualClock();
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+    const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
+    // The socket stands for the server: it forwards to the server's TCP port.
+    const relayed = new Set<net.Socket>();
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect(port, host);
+      relayed.add(inbound).add(outbound);
+      inbound.pipe(outbound).pipe(inbound);
+      inbound.on('error', () => outbound.destroy());
+      outbound.on('error', () => inbound.destroy());
+      inbound.on('close', () => outbound.destroy());
+      outbound.on('close', () => inbound.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(socketPath, resolve));
+    try {
+      const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, { scheduler: clock, ...server.connectionOptions }));
+      const events: string[] = [];
+      c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
+      const pool = [...c.pools.values()][0];
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      clock.advance(1000);
+      // The server shuts down: it stops listening (Node, as mongod, removes the socket file) and its connections close.
+      const closed = new Promise<void>((resolve) => relay.close(() => resolve()));
+      for (const socket of relayed) socket.destroy();
+      await closed;
+      expect(fs.existsSync(socketPath), 'the socket file removed').to.equal(false);
+      const gone = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(gone).to.be.instanceOf(MongoNetworkError);
+      expect(((gone as MongoNetworkError).cause as NodeJS.ErrnoException).code).to.equal('ENOENT');
+      expect((gone as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'labelled: it did not clear the pool').to.equal(true);
+      expect(events, 'no heartbeat yet').to.not.include('ServerHeartbeatFailed');
+      clock.advance(0);
+      expect(await eventually(() => pool.state === 'paused'), 'paused by the check it requested').to.equal(true);
+      expect(events.slice(events.indexOf('ServerHeartbeatFailed'))).to.include('ConnectionPoolCleared');
+    } finally {
+      relay.close();
+      for (const socket of relayed) socket.destroy();
     }
   });
 

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { inspect } from 'node:util';
 import { ObjectId } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, type Connection, type ConnectionPoolEvent } from '../../lib';
+import { AuthenticationError, ConnectionPool, InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, connectionFactory, ErrorLabel, type Connection, type ConnectionPoolEvent } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { isRefusedConnect } from '../../lib/connection/connect';
 import { spyOnDerivations, ticker } from '../support/derivations';
@@ -485,6 +485,28 @@ describe('connectionFactory (establishment)', function () {
       expect(isRefusedConnect(new MongoNetworkTimeoutError('db:27017', 'timed out')), 'a timeout').to.equal(false);
       expect(isRefusedConnect(Object.assign(new Error('x'), { cause: code('ECONNREFUSED') })), 'not a network error').to.equal(false);
       expect(isRefusedConnect(undefined)).to.equal(false);
+    });
+
+    it('isRefusedConnect: a Unix domain socket whose file is gone (ENOENT: its server shut down and removed it) is refused too', async function () {
+      const fs = await import('node:fs');
+      const os = await import('node:os');
+      const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
+      const factory = connectionFactory({ host: socketPath });
+      const gone = await firstValueFrom(from(factory({ id: 1, generation: 0, address: socketPath, signal: new AbortController().signal }))).catch((e: unknown) => e);
+      expect(gone).to.be.instanceOf(MongoNetworkError);
+      expect((gone as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'labelled: it does not clear the pool').to.equal(true);
+      expect(isRefusedConnect(gone), 'nothing listens at the path').to.equal(true);
+    });
+
+    it('isRefusedConnect: a host name whose other addresses have no route (no IPv6 here: EADDRNOTAVAIL, ENETUNREACH, EHOSTUNREACH) and the rest refused is refused', function () {
+      const code = (c: string): NodeJS.ErrnoException => Object.assign(new Error(c), { code: c });
+      const network = (cause: unknown): MongoNetworkError => new MongoNetworkError('localhost:27017', 'connecting to localhost:27017 failed', { cause });
+      for (const other of ['EADDRNOTAVAIL', 'ENETUNREACH', 'EHOSTUNREACH']) {
+        expect(isRefusedConnect(network(new AggregateError([code(other), code('ECONNREFUSED')]))), `${other}, then refused`).to.equal(true);
+        expect(isRefusedConnect(network(new AggregateError([code('ECONNREFUSED'), code(other)]))), `refused, then ${other}`).to.equal(true);
+        expect(isRefusedConnect(network(new AggregateError([code(other), code(other)]))), `${other} only: the server was never reached`).to.equal(false);
+      }
+      expect(isRefusedConnect(network(new AggregateError([code('ENETUNREACH'), code('ECONNREFUSED'), code('ECONNRESET')]))), 'one reset').to.equal(false);
     });
 
     it('a malformed hello reply (a wire-protocol error, not I/O) carries no backpressure label', async function () {
