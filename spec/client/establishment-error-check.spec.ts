@@ -174,6 +174,51 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'the requested check, and its retry on a new connection').to.be.at.least(2);
   });
 
+  it('a server that refuses every new connect while the monitor\'s connection stays up (a full listen queue): one requested check per minHeartbeatFrequencyMS at most, the pool ready', async function () {
+    const clock = new VirtualClock();
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+    const relayed = new Set<net.Socket>();
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect(port, host);
+      relayed.add(inbound).add(outbound);
+      inbound.pipe(outbound).pipe(inbound);
+      inbound.on('error', () => outbound.destroy());
+      outbound.on('error', () => inbound.destroy());
+      inbound.on('close', () => outbound.destroy());
+      outbound.on('close', () => inbound.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayPort = (relay.address() as net.AddressInfo).port;
+    try {
+      const c = (client = connect(`mongodb://127.0.0.1:${relayPort}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000&maxConnecting=10`, { scheduler: clock, ...server.connectionOptions }));
+      const events: string[] = [];
+      c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
+      const pool = [...c.pools.values()][0];
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      clock.advance(1000);
+      relay.close(); // new connects refused; the monitor's connection stays up
+      let refusedCount = 0;
+      // 3000 ms of virtual time, 20 refused commands every 100 ms of it.
+      for (let step = 0; step < 30; step++) {
+        const failures = await Promise.all(Array.from({ length: 20 }, () => c.command('admin', { ping: 1 }).catch((e: unknown) => e)));
+        refusedCount += failures.filter((e) => e instanceof MongoNetworkError).length;
+        clock.advance(100);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const checks = events.filter((e) => e === 'ServerHeartbeatStarted').length;
+      expect(refusedCount, 'every command refused').to.equal(600);
+      expect(checks - 1, 'requested checks in 3000 ms').to.be.within(1, 6);
+      expect(events, 'each check succeeded on the monitor\'s connection').to.not.include('ServerHeartbeatFailed');
+      expect(pool.state).to.equal('ready');
+    } finally {
+      relay.close();
+      for (const socket of relayed) socket.destroy();
+    }
+  });
+
   it('asks for no check when the server accepted the connection and reset it, as an overloaded server sheds connections: the pool stays ready', async function () {
     const clock = new VirtualClock();
     const { c, p, events } = await start(clock);
