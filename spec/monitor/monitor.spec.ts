@@ -937,6 +937,31 @@ describe('Monitor on virtual time (scripted connections)', function () {
     expect(r.monitor.minRoundTripTimeMS, 'one sample (the handshake\'s 5 ms): no minimum yet').to.equal(0);
   });
 
+  it('streaming: requestCheck() while it waits for the server\'s next reply is ignored: no hello sent, no check started, however often it is called', async function () {
+    const run = async (requests: boolean): Promise<{ starts: number[]; calls: string[][] }> => {
+      const r = rig(
+        { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000 },
+        {
+          establish: (_k, id) => (id === 1 ? { error: networkError() } : { hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+          // The server streams a reply every 9 s on the awaitable hello.
+          answer: () => ({ afterMS: 9_000, moreToCome: true, reply: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        },
+      );
+      r.monitor.start();
+      for (let t = 0; t < 40_000; t += 100) {
+        if (requests) r.monitor.requestCheck();
+        await r.clock.advanceAsync(100);
+      }
+      const result = { starts: starts(r), calls: r.connections.map((c) => c.calls.map((call) => `${call.op}@${call.at}`)) };
+      r.monitor.close();
+      return result;
+    };
+    const quiet = await run(false);
+    const asked = await run(true);
+    expect(quiet.calls, 'one awaitable hello, then streamed replies').to.deep.equal([['command@0', 'nextReply@9000', 'nextReply@18000', 'nextReply@27000', 'nextReply@36000']]);
+    expect(asked, '400 requests changed nothing').to.deep.equal(quiet);
+  });
+
   it('honours a check requested just after a check ended, before the monitor went to sleep', async function () {
     const r = rig({ serverMonitoringMode: 'poll' });
     let asked = false;
