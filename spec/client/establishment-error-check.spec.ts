@@ -15,7 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
 
 describe('Client: an establishment error that leaves the pool as it is', function () {
@@ -155,6 +155,22 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       relay.close();
       for (const socket of relayed) socket.destroy();
     }
+  });
+
+  it('load-balanced (no monitor): a refused connect fails the command with the network error itself, and the pool stays ready', async function () {
+    const c = (client = connect(`mongodb://127.0.0.1:${await closedPort()}/?loadBalanced=true`));
+    const events: string[] = [];
+    c.events$.subscribe((e: ClientEvent) => void events.push(e.type));
+    const pool = [...c.pools.values()][0];
+    expect(c.monitors.size).to.equal(0);
+    for (let i = 0; i < 3; i++) {
+      const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(refused, 'the refused connect, not an error of the pool\'s policy').to.be.instanceOf(MongoNetworkError);
+      expect(((refused as MongoNetworkError).cause as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
+    }
+    expect(pool.state).to.equal('ready');
+    expect(events).to.not.include('ConnectionPoolCleared');
+    expect(events.filter((e) => e.startsWith('ServerHeartbeat'))).to.deep.equal([]);
   });
 
   it('runs that check no sooner than minHeartbeatFrequencyMS after the last one ended', async function () {
