@@ -651,7 +651,9 @@ export class Monitor {
       };
       this.wake = () => {
         if (this.closed) return done();
-        const sinceLast = this.scheduler.now() - this.lastCheckEnd;
+        // A scheduler whose clock went back (a wall clock set back) gives no time since the last check: the request
+        // then waits minHeartbeatFrequencyMS in full, never past the periodic check it replaces.
+        const sinceLast = Math.max(0, this.scheduler.now() - this.lastCheckEnd);
         arm(MIN_HEARTBEAT_FREQUENCY_MS - sinceLast);
       };
       if (this.checkRequested) this.wake();

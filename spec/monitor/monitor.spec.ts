@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { createServer, type Socket } from 'net';
 import { ObjectId, serialize, type Document } from 'bson';
-import { Observable, of } from 'rxjs';
+import { Observable, of, type SchedulerLike } from 'rxjs';
 import { ConnectionPool, connectionFactory, type Connection, heartbeatActions, IncompatibleServerError, InvalidOptionError, Monitor, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolCallbackError, PoolClearedError, WireProtocolError, type ConnectionPoolEvent, type ServerHeartbeatEvent, type ServerMonitoringMode } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { eventually, setFailPoint, startTestEndpoint, stopTestEndpoint } from '../support/endpoint';
@@ -960,6 +960,29 @@ describe('Monitor on virtual time (scripted connections)', function () {
     const asked = await run(true);
     expect(quiet.calls, 'one awaitable hello, then streamed replies').to.deep.equal([['command@0', 'nextReply@9000', 'nextReply@18000', 'nextReply@27000', 'nextReply@36000']]);
     expect(asked, '400 requests changed nothing').to.deep.equal(quiet);
+  });
+
+  it('a check requested after the scheduler\'s clock went back (a wall clock set back an hour) runs within minHeartbeatFrequencyMS, never after the periodic one', async function () {
+    const clock = new VirtualClock();
+    // The scheduler a user may give (RxJS's asyncScheduler reads Date.now()): its now() steps back 1 h at 2000 ms.
+    let back = 0;
+    const wall: SchedulerLike = { now: () => clock.now() - back, schedule: clock.schedule.bind(clock) as SchedulerLike['schedule'] };
+    let n = 0;
+    const factory = (): Promise<Connection> => Promise.resolve(new ScriptedConnection(++n, { ok: 1, isWritablePrimary: true, maxWireVersion: 21 }, undefined, clock, () => ({})) as unknown as Connection);
+    const m = new Monitor({ address: 'db:27017', heartbeatFrequencyMS: 10_000, scheduler: wall, connectionFactory: factory, serverMonitoringMode: 'poll' });
+    const started: number[] = [];
+    m.heartbeats$.subscribe((e) => void (e.type === 'ServerHeartbeatStarted' && started.push(clock.now())));
+    try {
+      m.start();
+      await clock.advanceAsync(2_000);
+      back = 3_600_000;
+      m.requestCheck();
+      await clock.advanceAsync(600);
+      // How long ago the last check ended is unknown then: the request waits out minHeartbeatFrequencyMS in full.
+      expect(started, 'the requested check').to.deep.equal([0, 2_500]);
+    } finally {
+      m.close();
+    }
   });
 
   it('honours a check requested just after a check ended, before the monitor went to sleep', async function () {
