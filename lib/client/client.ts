@@ -293,14 +293,14 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * An establishment of a pool's connection that fails with a network error or timeout before or during the handshake
  * (labelled `SystemOverloadedError`: the server may only be overloaded) leaves the pool as it is, as CMAP asks. When
  * that error is a refused connect (see `isRefusedConnect`: ECONNREFUSED, nothing listens on the server's port; ENOENT
- * for a Unix domain socket whose file its server removed), the client also asks that
- * server's monitor for an immediate check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS, 500 ms,
- * after its last check; ignored while one is under way, as a streaming monitor's always is). A server that shut down
- * (a restart, an upgrade in place) is so found Unknown and its pool paused within 500 ms of the first refused connect,
- * rather than at the next periodic check (heartbeatFrequencyMS, 10 s by default, when the monitor polls), each command
- * meanwhile failing with a refused connect; commands then wait for the server, up to serverSelectionTimeoutMS. A server
- * that answers the check (on the monitor's own connection) keeps its pool ready. A connection the server accepted and
- * then closed or left unanswered, as an overloaded server sheds them, asks for no check: the server stays as it is.
+ * for a Unix domain socket whose file its server removed), the client also asks that server's monitor for an immediate
+ * check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS, 500 ms, after its last check; ignored while
+ * one is under way, as a streaming monitor's always is). A server that shut down (a restart, an upgrade in place) is so
+ * found Unknown and its pool paused within 500 ms of a refused connect, rather than at the next periodic check
+ * (heartbeatFrequencyMS, 10 s by default, when the monitor polls), each command meanwhile failing with a refused
+ * connect; commands then wait for the server, up to serverSelectionTimeoutMS. A server that answers the check (on the
+ * monitor's own connection) keeps its pool ready. A connection the server accepted and then closed or left unanswered,
+ * as an overloaded server sheds them, asks for no check: the server stays as it is.
  *
  * A `mongodb+srv://` URI's hosts are found by DNS once the client is created (see {@link connect}): its `hosts`,
  * `pools` and `monitors` are empty until then.
@@ -936,11 +936,11 @@ export class Client {
    * The client's establishment error policy for the pool of `address` (see `ConnectionPoolCore`'s
    * `clearOnEstablishmentError`): the pool's default rule decides whether `error` clears the pool (a network error or
    * timeout before or during the handshake, labelled as backpressure, does not); one it leaves the pool alone for that
-   * is a refused connect (see `isRefusedConnect`: nothing listens on the server's port or socket path) asks the server's monitor for
-   * an immediate check (`Monitor.requestCheck()`), so a server that is gone is found Unknown and its pool paused within
-   * minHeartbeatFrequencyMS, not heartbeatFrequencyMS later. A connection the server accepted and then closed or left
-   * unanswered, as an overloaded server sheds them, asks for nothing: the server stays as it is (SDAM's backpressure
-   * tests: no clear, no change of its description).
+   * is a refused connect (see `isRefusedConnect`: nothing listens on the server's port or socket path) asks the
+   * server's monitor for an immediate check (`Monitor.requestCheck()`), so a server that is gone is found Unknown and
+   * its pool paused within minHeartbeatFrequencyMS, not heartbeatFrequencyMS later. A connection the server accepted
+   * and then closed or left unanswered, as an overloaded server sheds them, asks for nothing: the server stays as it is
+   * (SDAM's backpressure tests: no clear, no change of its description).
    */
   private establishmentFailed(address: string, error: Error): boolean {
     const clears = defaultClearOnEstablishmentError(error);
