@@ -441,7 +441,9 @@ export class Monitor {
         // A success streams on at once, but not sooner than minHeartbeatFrequencyMS after the last failure: a server
         // that completes handshakes yet drops every awaitable hello (a proxy without exhaust support) would otherwise
         // be reconnected to, and its pool cleared, as fast as the network allows.
-        const sinceFailure = this.scheduler.now() - this.lastFailureEnd;
+        // A scheduler whose clock went back (a wall clock set back) gives no time since the failure: the pause is then
+        // minHeartbeatFrequencyMS in full, not that plus however far the clock went back.
+        const sinceFailure = Math.max(0, this.scheduler.now() - this.lastFailureEnd);
         if (sinceFailure < MIN_HEARTBEAT_FREQUENCY_MS) await this.pause(MIN_HEARTBEAT_FREQUENCY_MS - sinceFailure);
       }
     }

@@ -922,6 +922,31 @@ describe('Monitor on virtual time (scripted connections)', function () {
     expect(r.connections.map((c) => c.calls.map((call) => call.at))).to.deep.equal([[0], [600]]);
   });
 
+  it('streaming on after a failure, the scheduler\'s clock set back meanwhile (a wall clock set back an hour): waits minHeartbeatFrequencyMS at most, not the hour', async function () {
+    let commands = 0;
+    let back = 0;
+    let r: Rig | undefined;
+    // The scheduler a user may give (RxJS's asyncScheduler reads Date.now()), over the rig's virtual clock.
+    const wall: SchedulerLike = {
+      now: () => (r?.clock.now() ?? 0) - back,
+      schedule: ((work: never, delay?: number, state?: never) => r!.clock.schedule(work, delay, state)) as SchedulerLike['schedule'],
+    };
+    r = rig(
+      { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000, scheduler: wall },
+      {
+        establish: (k, id) => (id === 1 ? { error: networkError() } : { afterMS: k === 1 ? 0 : 150, hello: { ok: 1, isWritablePrimary: true, topologyVersion } }),
+        answer: () => (++commands === 1 ? { afterMS: 100, error: networkError() } : { afterMS: 60_000 }),
+      },
+    );
+    r.monitor.start();
+    // The awaitable hello fails at 100; the clock goes back an hour before the retry's connection is made, at 250.
+    await r.clock.advanceAsync(150);
+    back = 3_600_000;
+    await r.clock.advanceAsync(1_850);
+    // How long ago the failure was is unknown then: the pause is minHeartbeatFrequencyMS in full, from 250.
+    expect(r.connections.map((c) => c.calls.map((call) => call.at))).to.deep.equal([[0], [750]]);
+  });
+
   it('takes no RTT sample from a streamed reply, whose duration is the server\'s wait', async function () {
     const r = rig(
       { serverMonitoringMode: 'stream', heartbeatFrequencyMS: 10_000 },
