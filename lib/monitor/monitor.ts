@@ -326,7 +326,8 @@ export class Monitor {
 
   /**
    * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms (minHeartbeatFrequencyMS) after the
-   * previous check ended. Ignored while a check is in progress (its hello, legacy hello or connection handshake, or,
+   * previous check ended, nor later than the periodic check; further requests before it runs change nothing (with a
+   * scheduler whose clock went back, the first request's check runs 500 ms after it). Ignored while a check is in progress (its hello, legacy hello or connection handshake, or,
    * streaming, the wait for the server's next reply, which comes as soon as the server changes): the
    * next check is then the periodic one, heartbeatFrequencyMS after it ends (or at once after a network error on a
    * known server). Ignored too before `start()` (whose first check is at once) and after `close()`.
@@ -638,28 +639,32 @@ export class Monitor {
     }
   }
 
-  /** Sleeps heartbeatFrequencyMS, or until a requested check is due (at least 500 ms after the last), or close. */
+  /**
+   * Sleeps heartbeatFrequencyMS, or until a requested check is due (at least 500 ms after the last), whichever comes
+   * first, or close. The first request of a sleep sets when its check is due; later ones change nothing.
+   */
   private sleep(): Promise<void> {
     return new Promise<void>((resolve) => {
-      let timer: Subscription | undefined;
+      let periodic: Subscription | undefined;
+      let requested: Subscription | undefined;
       const done = (): void => {
-        timer?.unsubscribe();
+        periodic?.unsubscribe();
+        requested?.unsubscribe();
         this.wake = undefined;
         resolve();
       };
-      const arm = (delay: number): void => {
-        timer?.unsubscribe();
-        timer = this.scheduler.schedule(done, Math.max(0, delay));
-      };
       this.wake = () => {
         if (this.closed) return done();
+        if (requested !== undefined) return;
         // A scheduler whose clock went back (a wall clock set back) gives no time since the last check: the request
-        // then waits minHeartbeatFrequencyMS in full, never past the periodic check it replaces.
+        // then waits minHeartbeatFrequencyMS in full from the first request, never past the periodic check, which
+        // stays armed.
         const sinceLast = Math.max(0, this.scheduler.now() - this.lastCheckEnd);
-        arm(MIN_HEARTBEAT_FREQUENCY_MS - sinceLast);
+        requested = this.scheduler.schedule(done, Math.max(0, MIN_HEARTBEAT_FREQUENCY_MS - sinceLast));
       };
+      // Requested before the sleep: due within minHeartbeatFrequencyMS, before any periodic check could be.
       if (this.checkRequested) this.wake();
-      else arm(this.heartbeatFrequencyMS);
+      else periodic = this.scheduler.schedule(done, this.heartbeatFrequencyMS);
     });
   }
 

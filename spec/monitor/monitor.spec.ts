@@ -1010,6 +1010,52 @@ describe('Monitor on virtual time (scripted connections)', function () {
     }
   });
 
+  /** A polling monitor on `clock` whose scheduler's now() reads `back()` ms behind it (a wall clock set back); its check starts. */
+  function wallClockMonitor(clock: VirtualClock, back: () => number): { m: Monitor; started: number[] } {
+    const wall: SchedulerLike = { now: () => clock.now() - back(), schedule: clock.schedule.bind(clock) as SchedulerLike['schedule'] };
+    let n = 0;
+    const factory = (): Promise<Connection> => Promise.resolve(new ScriptedConnection(++n, { ok: 1, isWritablePrimary: true, maxWireVersion: 21 }, undefined, clock, () => ({})) as unknown as Connection);
+    const m = new Monitor({ address: 'db:27017', heartbeatFrequencyMS: 10_000, scheduler: wall, connectionFactory: factory, serverMonitoringMode: 'poll' });
+    const started: number[] = [];
+    m.heartbeats$.subscribe((e) => void (e.type === 'ServerHeartbeatStarted' && started.push(clock.now())));
+    return { m, started };
+  }
+
+  it('the scheduler\'s clock set back (a wall clock set back an hour): a check requested again and again, as each refused connect asks, runs minHeartbeatFrequencyMS after the first request, not after the last', async function () {
+    const clock = new VirtualClock();
+    let back = 0;
+    const { m, started } = wallClockMonitor(clock, () => back);
+    try {
+      m.start();
+      await clock.advanceAsync(2_000);
+      back = 3_600_000;
+      // Requested every 100 ms, as a pool under load meets one refused connect after another.
+      for (let t = 2_000; t < 3_000; t += 100) {
+        m.requestCheck();
+        await clock.advanceAsync(100);
+      }
+      expect(started[1], 'the check the first request asked for').to.equal(2_500);
+    } finally {
+      m.close();
+    }
+  });
+
+  it('the scheduler\'s clock set back (a wall clock set back an hour): a check requested shortly before the periodic one does not postpone it', async function () {
+    const clock = new VirtualClock();
+    let back = 0;
+    const { m, started } = wallClockMonitor(clock, () => back);
+    try {
+      m.start();
+      await clock.advanceAsync(9_800);
+      back = 3_600_000;
+      m.requestCheck();
+      await clock.advanceAsync(1_000);
+      expect(started, 'the periodic check, at heartbeatFrequencyMS').to.deep.equal([0, 10_000]);
+    } finally {
+      m.close();
+    }
+  });
+
   it('honours a check requested just after a check ended, before the monitor went to sleep', async function () {
     const r = rig({ serverMonitoringMode: 'poll' });
     let asked = false;
