@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { startSocks5Proxy } from '../support/socks5-proxy';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
 
 describe('Client: an establishment error that leaves the pool as it is', function () {
@@ -293,5 +294,36 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'only the first check').to.equal(1);
     expect(pool.state).to.equal('paused');
+  });
+
+  it('asks for no check after a refused connect that clears the pool (the SOCKS5 proxy\'s port refusing: not labelled, the server never reached)', async function () {
+    const clock = new VirtualClock();
+    server = await startTestEndpoint();
+    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const socks = await startSocks5Proxy();
+    try {
+      const c = (client = connect(`mongodb://${target}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&proxyHost=127.0.0.1&proxyPort=${socks.port}`, {
+        scheduler: clock,
+        ...server.connectionOptions,
+      }));
+      const events: string[] = [];
+      c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
+      const pool = [...c.pools.values()][0];
+      expect(await eventually(() => pool.state === 'ready')).to.equal(true);
+      clock.advance(1000); // a requested check would run at once from here
+      await socks.close();
+      const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(MongoNetworkError);
+      expect(((refused as MongoNetworkError).cause as NodeJS.ErrnoException).code, 'the proxy\'s port refused').to.equal('ECONNREFUSED');
+      expect((refused as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'not labelled').to.equal(false);
+      expect(pool.state, 'cleared by it').to.equal('paused');
+      clock.advance(30_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(events.filter((e) => e === 'ServerHeartbeatStarted').length, 'only the first check').to.equal(1);
+    } finally {
+      await client?.close();
+      client = undefined;
+      await socks.close();
+    }
   });
 });
