@@ -293,7 +293,8 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * An establishment of a pool's connection that fails with a network error or timeout before or during the handshake
  * (labelled `SystemOverloadedError`: the server may only be overloaded) leaves the pool as it is, as CMAP asks. When
  * that error is a refused connect (see `isRefusedConnect`: ECONNREFUSED, nothing listens on the server's port; ENOENT
- * for a Unix domain socket whose file its server removed), the client also asks that server's monitor for an immediate
+ * for a Unix domain socket whose file its server removed; for a host name, every address refused or with no route from
+ * this host, as `localhost`'s ::1 where IPv6 is off), the client also asks that server's monitor for an immediate
  * check (`Monitor.requestCheck()`: no sooner than minHeartbeatFrequencyMS, 500 ms, after its last check; ignored while
  * one is under way, as a streaming monitor's always is). A server that shut down (a restart, an upgrade in place) is so
  * found Unknown and its pool paused within 500 ms of a refused connect, rather than at the next periodic check

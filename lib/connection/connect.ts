@@ -670,7 +670,9 @@ function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
  * EHOSTUNREACH, EADDRNOTAVAIL: `localhost`'s ::1 where IPv6 is off), so none reached a server that could be
  * overloaded. Such an error still carries the backpressure labels (CMAP asks for them on every network error of
  * establishment that cannot be told never to come of overload: a server whose listen queue overflows refuses connects
- * on some systems). Never throws.
+ * on some systems). Through a SOCKS5 proxy, a connect the proxy's own port refused is one too (its cause is that
+ * ECONNREFUSED), though such an error never carries the labels; the server's refusal then comes as the proxy's reply
+ * (connection refused, 0x05), which is not one. Never throws.
  *
  * Source: extension (Node's system error codes; client backpressure spec, "Overload Errors").
  */
