@@ -10,12 +10,12 @@
  */
 import { expect } from 'chai';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { startRelay } from '../support/relay';
 import { startSocks5Proxy } from '../support/socks5-proxy';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
 
@@ -118,20 +118,9 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     const clock = new VirtualClock();
     server = await startTestEndpoint();
     const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
-    const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
     const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
     // The socket stands for the server: it forwards to the server's TCP port.
-    const relayed = new Set<net.Socket>();
-    const relay = net.createServer((inbound) => {
-      const outbound = net.connect(port, host);
-      relayed.add(inbound).add(outbound);
-      inbound.pipe(outbound).pipe(inbound);
-      inbound.on('error', () => outbound.destroy());
-      outbound.on('error', () => inbound.destroy());
-      inbound.on('close', () => outbound.destroy());
-      outbound.on('close', () => inbound.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(socketPath, resolve));
+    const relay = await startRelay(target, socketPath);
     try {
       const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, { scheduler: clock, ...server.connectionOptions }));
       const events: string[] = [];
@@ -140,9 +129,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       expect(await eventually(() => pool.state === 'ready')).to.equal(true);
       clock.advance(1000);
       // The server shuts down: it stops listening (Node, as mongod, removes the socket file) and its connections close.
-      const closed = new Promise<void>((resolve) => relay.close(() => resolve()));
-      for (const socket of relayed) socket.destroy();
-      await closed;
+      await relay.close();
       expect(fs.existsSync(socketPath), 'the socket file removed').to.equal(false);
       const gone = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
       expect(gone).to.be.instanceOf(MongoNetworkError);
@@ -153,8 +140,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       expect(await eventually(() => pool.state === 'paused'), 'paused by the check it requested').to.equal(true);
       expect(events.slice(events.indexOf('ServerHeartbeatFailed'))).to.include('ConnectionPoolCleared');
     } finally {
-      relay.close();
-      for (const socket of relayed) socket.destroy();
+      await relay.close();
     }
   });
 
@@ -195,27 +181,15 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     const clock = new VirtualClock();
     server = await startTestEndpoint();
     const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
-    const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
-    const relayed = new Set<net.Socket>();
-    const relay = net.createServer((inbound) => {
-      const outbound = net.connect(port, host);
-      relayed.add(inbound).add(outbound);
-      inbound.pipe(outbound).pipe(inbound);
-      inbound.on('error', () => outbound.destroy());
-      outbound.on('error', () => inbound.destroy());
-      inbound.on('close', () => outbound.destroy());
-      outbound.on('close', () => inbound.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayPort = (relay.address() as net.AddressInfo).port;
+    const relay = await startRelay(target);
     try {
-      const c = (client = connect(`mongodb://127.0.0.1:${relayPort}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000&maxConnecting=10`, { scheduler: clock, ...server.connectionOptions }));
+      const c = (client = connect(`mongodb://${relay.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000&maxConnecting=10`, { scheduler: clock, ...server.connectionOptions }));
       const events: string[] = [];
       c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
       const pool = [...c.pools.values()][0];
       expect(await eventually(() => pool.state === 'ready')).to.equal(true);
       clock.advance(1000);
-      relay.close(); // new connects refused; the monitor's connection stays up
+      relay.stopListening(); // new connects refused; the monitor's connection stays up
       let refusedCount = 0;
       // 3000 ms of virtual time, 20 refused commands every 100 ms of it.
       for (let step = 0; step < 30; step++) {
@@ -231,8 +205,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       expect(events, 'each check succeeded on the monitor\'s connection').to.not.include('ServerHeartbeatFailed');
       expect(pool.state).to.equal('ready');
     } finally {
-      relay.close();
-      for (const socket of relayed) socket.destroy();
+      await relay.close();
     }
   });
 

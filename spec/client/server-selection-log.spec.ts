@@ -8,7 +8,6 @@ import { expect } from 'chai';
 import * as crypto from 'node:crypto';
 import * as dns from 'node:dns';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { config } from 'rxjs';
@@ -17,6 +16,7 @@ import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
+import { startRelay } from '../support/relay';
 import { startSocks5Proxy } from '../support/socks5-proxy';
 
 describe('Client: server selection log messages (server selection spec, "Logging")', function () {
@@ -86,13 +86,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
     const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
     const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
     // The socket forwards to the server's TCP port.
-    const relay = net.createServer((local) => {
-      const remote = net.connect(Number(target.slice(target.lastIndexOf(':') + 1)), target.slice(0, target.lastIndexOf(':')));
-      local.pipe(remote).pipe(local);
-      local.on('error', () => remote.destroy());
-      remote.on('error', () => local.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(socketPath, resolve));
+    const relay = await startRelay(target, socketPath);
     try {
       const log = logged();
       const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true`, { logging: log.logging('debug'), ...server.connectionOptions }));
@@ -106,7 +100,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
       await c.close();
       client = undefined;
     } finally {
-      await new Promise<void>((resolve) => relay.close(() => resolve()));
+      await relay.close();
     }
   });
 
