@@ -498,6 +498,24 @@ describe('connectionFactory (establishment)', function () {
       expect(isRefusedConnect(gone), 'nothing listens at the path').to.equal(true);
     });
 
+    it('isRefusedConnect: a TLS connect refused is one too (its socket\'s ECONNREFUSED, before any TLS), labelled; through a SOCKS5 proxy, the proxy\'s reply refusing the server is not', async function () {
+      const port = await closedPort();
+      const refused = await establishOne(`127.0.0.1:${port}`, { tls: true, tlsCAFile: file('ca.pem') }).catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(MongoNetworkError);
+      expect((refused as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'labelled').to.equal(true);
+      expect(isRefusedConnect(refused), 'TLS, the port refusing').to.equal(true);
+      const { startSocks5Proxy } = await import('../support/socks5-proxy');
+      const socks = await startSocks5Proxy({ replyCode: 0x05 });
+      try {
+        const relayed = await establishOne(`127.0.0.1:${port}`, { proxyHost: '127.0.0.1', proxyPort: socks.port }).catch((e: unknown) => e);
+        expect(relayed).to.be.instanceOf(MongoNetworkError);
+        expect((relayed as MongoNetworkError).hasErrorLabel(ErrorLabel.SystemOverloadedError), 'not labelled').to.equal(false);
+        expect(isRefusedConnect(relayed), 'the proxy\'s reply: connection refused').to.equal(false);
+      } finally {
+        await socks.close();
+      }
+    });
+
     it('isRefusedConnect: a host name whose other addresses have no route (no IPv6 here: EADDRNOTAVAIL, ENETUNREACH, EHOSTUNREACH) and the rest refused is refused', function () {
       const code = (c: string): NodeJS.ErrnoException => Object.assign(new Error(c), { code: c });
       const network = (cause: unknown): MongoNetworkError => new MongoNetworkError('localhost:27017', 'connecting to localhost:27017 failed', { cause });
