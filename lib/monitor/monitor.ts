@@ -327,10 +327,11 @@ export class Monitor {
   /**
    * Requests an immediate check: wakes a sleeping monitor, no sooner than 500 ms (minHeartbeatFrequencyMS) after the
    * previous check ended, nor later than the periodic check; further requests before it runs change nothing (with a
-   * scheduler whose clock went back, the first request's check runs 500 ms after it). Ignored while a check is in progress (its hello, legacy hello or connection handshake, or,
-   * streaming, the wait for the server's next reply, which comes as soon as the server changes): the
-   * next check is then the periodic one, heartbeatFrequencyMS after it ends (or at once after a network error on a
-   * known server). Ignored too before `start()` (whose first check is at once) and after `close()`.
+   * scheduler whose clock went back, the first request's check runs 500 ms after it). Ignored while a check is in
+   * progress (its hello, legacy hello or connection handshake, or, streaming, the wait for the server's next reply,
+   * which comes as soon as the server changes): the next check is then the periodic one, heartbeatFrequencyMS after it
+   * ends (or at once after a network error on a known server). Ignored too before `start()` (whose first check is at
+   * once) and after `close()`.
    *
    * Source: server monitoring spec, "Requesting an immediate check" ("If a hello or legacy hello call is already in
    * progress, the request MUST be ignored"), "minHeartbeatFrequencyMS".
