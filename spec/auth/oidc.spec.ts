@@ -18,7 +18,7 @@ import { speculativeStart } from '../../lib/auth/authenticate';
 import { parseConnectionString } from '../../lib/connection-string';
 import { cachedOidcToken, OIDC_CALLBACK_TIMEOUT_MS, oidcAuthenticate, oidcMetadataEndpoints, type OidcCallback, type OidcCallbackParams } from '../../lib/auth/oidc';
 import { EmbeddedServer, signOidcToken } from '../../lib/testing';
-import { establishOne, eventually } from '../support/endpoint';
+import { establishOne } from '../support/endpoint';
 import { timersArmedBy } from '../support/timers-armed';
 
 const KEY = 'idp-signing-key';
@@ -330,9 +330,12 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
     it('the command\'s timeoutMS bounds a reauthentication whose callback hangs, and one waiting for another connection\'s call', async function () {
       let n = 0;
       const signals: AbortSignal[] = [];
+      let calledAgain!: () => void;
+      const secondCall = new Promise<void>((resolve) => (calledAgain = resolve));
       const cb: OidcCallback = ({ timeoutContext }) => {
         if (++n === 1) return { accessToken: TOKEN };
         signals.push(timeoutContext);
+        calledAgain();
         return new Promise(() => undefined);
       };
       const credentials = oidc(cb);
@@ -346,8 +349,8 @@ describe('MONGODB-OIDC (auth spec, "MONGODB-OIDC")', function () {
       const [ea, eb] = await Promise.all([
         rejection(a.command('test', { find: 'c' }, { timeoutMS: 300 })).finally(() => settled.push('a')),
         // b waits for a's call of the callback (one at a time), with its own, shorter timeoutMS: b's command starts
-        // once a's call has.
-        eventually(() => n === 2).then(() => rejection(b.command('test', { find: 'c' }, { timeoutMS: 150 }))).finally(() => settled.push('b')),
+        // as a's call does (in the same turn, not at a later poll: its deadline stays well before a's).
+        secondCall.then(() => rejection(b.command('test', { find: 'c' }, { timeoutMS: 150 }))).finally(() => settled.push('b')),
       ]);
       // b's own timeoutMS ended its wait, not the end of a's call.
       expect(settled).to.deep.equal(['b', 'a']);
