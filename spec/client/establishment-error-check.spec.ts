@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startRelay } from '../support/relay';
 import { startSocks5Proxy } from '../support/socks5-proxy';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
@@ -40,7 +40,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
    */
   async function start(clock: VirtualClock, options?: ClientOptions): Promise<{ c: Client; p: TcpFaultProxy; events: string[] }> {
     server = await startTestEndpoint({ users: [{ username: 'app', password: 'right' }] });
-    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const target = server.address;
     const p = (proxy = await startTcpFaultProxy(target));
     const c = (client = connect(`mongodb://${p.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
       scheduler: clock,
@@ -86,7 +86,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
 
   it('two servers, the first one shut down: after one refused connect the commands go to the second, rather than failing until the next periodic check', async function () {
     server = await startTestEndpoint();
-    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const target = server.address;
     // Two proxies of one server stand for two mongos.
     const first = (proxy = await startTcpFaultProxy(target));
     const second = await startTcpFaultProxy(target);
@@ -117,7 +117,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('a server on a Unix domain socket that shut down (its socket file removed): the connect fails with ENOENT, and the check it requests pauses the pool', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const target = server.address;
     const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
     // The socket stands for the server: it forwards to the server's TCP port.
     const relay = await startRelay(target, socketPath);
@@ -180,7 +180,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('a server that refuses every new connect while the monitor\'s connection stays up (a full listen queue): one requested check per minHeartbeatFrequencyMS at most, the pool ready', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const target = server.address;
     const relay = await startRelay(target);
     try {
       const c = (client = connect(`mongodb://${relay.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000&maxConnecting=10`, { scheduler: clock, ...server.connectionOptions }));
@@ -234,7 +234,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     // hello of the client's appName; the command fails with both labels, and no clear or description change follows.
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const c = (client = connect(withOptions(process.env.MONGODB_URI ?? `mongodb://${server.address}/`, 'directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=10000&appName=backpressureNetworkErrorFailTest'), {
+    const c = (client = connect(`mongodb://${server.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=10000&appName=backpressureNetworkErrorFailTest`, {
       scheduler: clock,
       ...server.connectionOptions,
     }));
@@ -272,7 +272,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('asks for no check after a refused connect that clears the pool (the SOCKS5 proxy\'s port refusing: not labelled, the server never reached)', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = process.env.MONGODB_URI === undefined ? server.address : new URL(process.env.MONGODB_URI.replace(/^mongodb:/, 'http:')).host;
+    const target = server.address;
     const socks = await startSocks5Proxy();
     try {
       const c = (client = connect(`mongodb://${target}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&proxyHost=127.0.0.1&proxyPort=${socks.port}`, {

@@ -10,6 +10,10 @@ import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
 import { parseConnectionString } from '../../lib/connection-string';
 
 export interface TestEndpoint {
+  /**
+   * `host:port` of the server: the embedded endpoint's, or MONGODB_URI's first host (its port 27017 when the URI gives
+   * none), which a proxy or relay in front of the server forwards to.
+   */
   readonly address: string;
   /** Connection options the server needs (credentials, TLS), from MONGODB_URI. */
   readonly connectionOptions: ConnectionOptions;
