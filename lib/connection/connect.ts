@@ -652,12 +652,24 @@ const HOST_POLICY_ERRORS = new Set(['EPERM', 'EACCES', 'ERR_ACCESS_DENIED']);
  * overloaded server may cause.
  */
 function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
-  const hostSide = (e: unknown): boolean => {
-    const code = (e as NodeJS.ErrnoException | null)?.code ?? '';
+  return connectAttempts(cause).every((e) => {
+    const code = systemErrorCode(e);
     return DNS_ERRORS.has(code) || LOCAL_RESOURCE_ERRORS.has(code) || NO_ROUTE_ERRORS.has(code) || HOST_POLICY_ERRORS.has(code);
-  };
-  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) return cause.errors.every(hostSide);
-  return hostSide(cause);
+  });
+}
+
+/**
+ * The errors of a connect's attempts: for a host name tried address by address, the AggregateError's own errors (one
+ * per address); else the connect error alone.
+ */
+function connectAttempts(cause: unknown): readonly unknown[] {
+  return cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0 ? cause.errors : [cause];
+}
+
+/** A Node system error's code (ECONNREFUSED, ENOTFOUND, ...); '' for anything without a string code. */
+function systemErrorCode(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException | null | undefined)?.code;
+  return typeof code === 'string' ? code : '';
 }
 
 /**
@@ -678,14 +690,10 @@ function isHostSideError(cause: NodeJS.ErrnoException | undefined): boolean {
  */
 export function isRefusedConnect(error: unknown): boolean {
   if (!(error instanceof MongoNetworkError)) return false;
-  const codeOf = (e: unknown): unknown => (e as NodeJS.ErrnoException | null)?.code;
-  const refused = (e: unknown): boolean => REFUSED_ERRORS.has(codeOf(e) as string);
-  const cause: unknown = error.cause;
-  if (cause instanceof AggregateError && Array.isArray(cause.errors) && cause.errors.length > 0) {
-    const attempts: unknown[] = cause.errors;
-    return attempts.some(refused) && attempts.every((e) => refused(e) || NO_ROUTE_ERRORS.has(codeOf(e) as string) || codeOf(e) === 'EADDRNOTAVAIL');
-  }
-  return refused(cause);
+  const attempts = connectAttempts(error.cause);
+  const refused = (e: unknown): boolean => REFUSED_ERRORS.has(systemErrorCode(e));
+  const unroutable = (e: unknown): boolean => NO_ROUTE_ERRORS.has(systemErrorCode(e)) || systemErrorCode(e) === 'EADDRNOTAVAIL';
+  return attempts.some(refused) && attempts.every((e) => refused(e) || unroutable(e));
 }
 
 /** A connect refused: nothing listens on the TCP port (ECONNREFUSED), or at the Unix domain socket path (ENOENT). */
