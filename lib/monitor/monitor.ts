@@ -443,12 +443,19 @@ export class Monitor {
         // A success streams on at once, but not sooner than minHeartbeatFrequencyMS after the last failure: a server
         // that completes handshakes yet drops every awaitable hello (a proxy without exhaust support) would otherwise
         // be reconnected to, and its pool cleared, as fast as the network allows.
-        // A scheduler whose clock went back (a wall clock set back) gives no time since the failure: the pause is then
-        // minHeartbeatFrequencyMS in full, not that plus however far the clock went back.
-        const sinceFailure = Math.max(0, this.scheduler.now() - this.lastFailureEnd);
-        if (sinceFailure < MIN_HEARTBEAT_FREQUENCY_MS) await this.pause(MIN_HEARTBEAT_FREQUENCY_MS - sinceFailure);
+        const left = this.minIntervalLeftSince(this.lastFailureEnd);
+        if (left > 0) await this.pause(left);
       }
     }
+  }
+
+  /**
+   * What is left, in ms (0 or more), of minHeartbeatFrequencyMS since `time` on the scheduler's clock. A scheduler whose
+   * clock went back (a wall clock set back) gives no time since then: the whole 500 ms are left, not that plus however
+   * far the clock went back.
+   */
+  private minIntervalLeftSince(time: number): number {
+    return Math.max(0, MIN_HEARTBEAT_FREQUENCY_MS - Math.max(0, this.scheduler.now() - time));
   }
 
   /** Waits `delay` ms (close() ends it at once; a requested check does not). */
@@ -657,11 +664,8 @@ export class Monitor {
       this.wake = () => {
         if (this.closed) return done();
         if (requested !== undefined) return;
-        // A scheduler whose clock went back (a wall clock set back) gives no time since the last check: the request
-        // then waits minHeartbeatFrequencyMS in full from the first request, never past the periodic check, which
-        // stays armed.
-        const sinceLast = Math.max(0, this.scheduler.now() - this.lastCheckEnd);
-        requested = this.scheduler.schedule(done, Math.max(0, MIN_HEARTBEAT_FREQUENCY_MS - sinceLast));
+        // Never past the periodic check, which stays armed.
+        requested = this.scheduler.schedule(done, this.minIntervalLeftSince(this.lastCheckEnd));
       };
       // Requested before the sleep: due within minHeartbeatFrequencyMS, before any periodic check could be.
       if (this.checkRequested) this.wake();
