@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions } from '../../lib';
+import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions, type ConnectionPool } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startRelay } from '../support/relay';
@@ -38,10 +38,9 @@ describe('Client: an establishment error that leaves the pool as it is', functio
    * A polling client (heartbeatFrequencyMS 60 s) through a fault proxy, its monitor on `clock`, its pool ready;
    * `options` in place of the server's connection options.
    */
-  async function start(clock: VirtualClock, options?: ClientOptions): Promise<{ c: Client; p: TcpFaultProxy; events: string[] }> {
+  async function start(clock: VirtualClock, options?: ClientOptions): Promise<{ c: Client; p: TcpFaultProxy; events: string[]; pool: ConnectionPool }> {
     server = await startTestEndpoint({ users: [{ username: 'app', password: 'right' }] });
-    const target = server.address;
-    const p = (proxy = await startTcpFaultProxy(target));
+    const p = (proxy = await startTcpFaultProxy(server.address));
     const c = (client = connect(`mongodb://${p.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
       scheduler: clock,
       ...(options ?? server.connectionOptions),
@@ -50,13 +49,12 @@ describe('Client: an establishment error that leaves the pool as it is', functio
     c.events$.subscribe((e: ClientEvent) => void (e.type !== 'ConnectionCheckOutStarted' && events.push(e.type)));
     const pool = [...c.pools.values()][0];
     expect(await eventually(() => pool.state === 'ready'), 'ready after the first check').to.equal(true);
-    return { c, p, events };
+    return { c, p, events, pool };
   }
 
   it('asks for an immediate check: a server that shut down pauses the pool, and the next command waits for the server to come back', async function () {
     const clock = new VirtualClock();
-    const { c, p, events } = await start(clock);
-    const pool = [...c.pools.values()][0];
+    const { c, p, events, pool } = await start(clock);
     // The last check ended more than minHeartbeatFrequencyMS ago: a requested check runs at once.
     clock.advance(1000);
     await p.shutDown();
@@ -117,10 +115,9 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('a server on a Unix domain socket that shut down (its socket file removed): the connect fails with ENOENT, and the check it requests pauses the pool', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = server.address;
     const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
     // The socket stands for the server: it forwards to the server's TCP port.
-    const relay = await startRelay(target, socketPath);
+    const relay = await startRelay(server.address, socketPath);
     try {
       const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, { scheduler: clock, ...server.connectionOptions }));
       const events: string[] = [];
@@ -162,8 +159,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
 
   it('runs that check no sooner than minHeartbeatFrequencyMS after the last one ended', async function () {
     const clock = new VirtualClock();
-    const { c, p, events } = await start(clock);
-    const pool = [...c.pools.values()][0];
+    const { c, p, events, pool } = await start(clock);
     clock.advance(200);
     await p.shutDown();
     const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
@@ -180,8 +176,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('a server that refuses every new connect while the monitor\'s connection stays up (a full listen queue): one requested check per minHeartbeatFrequencyMS at most, the pool ready', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = server.address;
-    const relay = await startRelay(target);
+    const relay = await startRelay(server.address);
     try {
       const c = (client = connect(`mongodb://${relay.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000&maxConnecting=10`, { scheduler: clock, ...server.connectionOptions }));
       const events: string[] = [];
@@ -211,8 +206,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
 
   it('asks for no check when the server accepted the connection and reset it, as an overloaded server sheds connections: the pool stays ready', async function () {
     const clock = new VirtualClock();
-    const { c, p, events } = await start(clock);
-    const pool = [...c.pools.values()][0];
+    const { c, p, events, pool } = await start(clock);
     clock.advance(1000);
     const before = p.accepted();
     // The next connection (the pool's first) is reset as soon as its hello arrives; the monitor's stays up.
@@ -257,8 +251,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
 
   it('asks for no check after an establishment error that clears the pool (an authentication refused): the pool stays paused until the next periodic check', async function () {
     const clock = new VirtualClock();
-    const { c, events } = await start(clock, { credentials: { username: 'app', password: 'wrong' } });
-    const pool = [...c.pools.values()][0];
+    const { c, events, pool } = await start(clock, { credentials: { username: 'app', password: 'wrong' } });
     clock.advance(1000);
     const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(AuthenticationError);
@@ -272,10 +265,9 @@ describe('Client: an establishment error that leaves the pool as it is', functio
   it('asks for no check after a refused connect that clears the pool (the SOCKS5 proxy\'s port refusing: not labelled, the server never reached)', async function () {
     const clock = new VirtualClock();
     server = await startTestEndpoint();
-    const target = server.address;
     const socks = await startSocks5Proxy();
     try {
-      const c = (client = connect(`mongodb://${target}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&proxyHost=127.0.0.1&proxyPort=${socks.port}`, {
+      const c = (client = connect(`mongodb://${server.address}/?directConnection=true&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&proxyHost=127.0.0.1&proxyPort=${socks.port}`, {
         scheduler: clock,
         ...server.connectionOptions,
       }));

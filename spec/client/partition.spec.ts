@@ -27,8 +27,7 @@ describe('Client: a network partition that heals', function () {
 
   it('fails what it caught at the monitor\'s timeout and serverSelectionTimeoutMS, logs the waits, and serves at once when healed, with no failure after', async function () {
     server = await startTestEndpoint();
-    const target = server.address;
-    proxy = await startTcpFaultProxy(target);
+    proxy = await startTcpFaultProxy(server.address);
     const log: LogMessage[] = [];
     // The streaming monitor's check times out after connectTimeoutMS + heartbeatFrequencyMS (server monitoring spec).
     const c = (client = connect(`mongodb://${proxy.address}/?directConnection=true&minPoolSize=2&heartbeatFrequencyMS=500&connectTimeoutMS=300&serverSelectionTimeoutMS=600`, {

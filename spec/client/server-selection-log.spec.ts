@@ -83,10 +83,9 @@ describe('Client: server selection log messages (server selection spec, "Logging
 
   it('a server on a Unix domain socket: "Server selection succeeded" names its path as serverHost, with no serverPort key at all', async function () {
     server = await startTestEndpoint();
-    const target = server.address;
     const socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-')), 'mongodb.sock');
     // The socket forwards to the server's TCP port.
-    const relay = await startRelay(target, socketPath);
+    const relay = await startRelay(server.address, socketPath);
     try {
       const log = logged();
       const c = (client = connect(`mongodb://${encodeURIComponent(socketPath)}/?directConnection=true`, { logging: log.logging('debug'), ...server.connectionOptions }));
