@@ -70,7 +70,7 @@ export type { AwsCredentials, AwsCredentialProvider } from './auth/aws';
 
 export { LOG_LEVELS, LOG_COMPONENTS, DEFAULT_MAX_DOCUMENT_LENGTH } from './logging/log-settings';
 export type { LogLevel, LogComponent, LogSink, LoggingOptions } from './logging/log-settings';
-export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, CommandLogMessage, CommandLogFields, DebugLogMessage, TopologyLogMessage, TopologyLogFields, ServerSelectionLogMessage, ServerSelectionLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
+export type { ConnectionLogMessage, ConnectionLogFields, ClientLogMessage, ClientLogFields, CommandLogMessage, CommandLogFields, DebugLogMessage, TopologyLogMessage, TopologyLogFields, ServerHeartbeatLogFields, TopologyMonitoringLogFields, ServerMonitoringLogFields, TopologyDescriptionChangedLogFields, ServerSelectionLogMessage, ServerSelectionLogFields, LogMessage, LoggedError, LoggedPoolHoldings } from './logging/log-message';
 
 export { Monitor, MIN_HEARTBEAT_FREQUENCY_MS, SERVER_MONITORING_MODES } from './monitor/monitor';
 export { heartbeatActions } from './monitor/heartbeat-actions';

@@ -21,7 +21,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, truncate, type LogMessage, type TopologyLogMessage, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, topologyLogMessage, truncate, type LogMessage, type TopologyLogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -53,6 +53,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
+import { serverTypeOf, topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 import { asTopologyVersion } from '../monitor/topology-version';
@@ -197,6 +198,8 @@ export interface HostSettings {
   readonly connectionOptions: ConnectionOptions;
   readonly poolOptions: PoolOptions & BackgroundOptions & PoolExtensionOptions;
   readonly loadBalanced: boolean;
+  /** `directConnection=true` (URI or options): the TopologyType is Single from the start. */
+  readonly directConnection: boolean;
   readonly replicaSet: string | undefined;
 }
 
@@ -256,6 +259,15 @@ interface SelectionLogging {
   readonly debug: boolean;
   readonly maxDocumentLength: number;
   readonly write: (message: ServerSelectionLogMessage) => void;
+}
+
+/**
+ * How a client logs its topology's life (the `topology` component at debug): the max document length (of the
+ * descriptions), and the writer of a message from its fields (the destination, then `log$`).
+ */
+interface TopologyLogging {
+  readonly maxDocumentLength: number;
+  readonly write: (fields: TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields) => void;
 }
 
 /**
@@ -468,10 +480,19 @@ export class Client {
    */
   private readonly lateClientLog = new ReplaySubject<LogMessage>();
   /**
-   * The heartbeat messages of every monitor (component `topology`, when it logs at debug), for the subscribers of
-   * `log$` at the time; completed once close() closed every monitor and each published its last heartbeat.
+   * The `topology` messages (when the component logs at debug) made once the client was made: the heartbeat messages
+   * of every monitor and the messages of the topology's life, for the subscribers of `log$` at the time; completed
+   * once close() closed every monitor, each published its last heartbeat, and "Stopped topology monitoring" was written.
    */
   private readonly topologyLog = new Subject<TopologyLogMessage>();
+  /** The `topology` messages made while the client was made ("Starting topology monitoring"…): given to each subscriber of `log$`. */
+  private readonly openingLog: TopologyLogMessage[] = [];
+  /** How the topology's life is logged; undefined unless `topology` logs at debug. */
+  private topologyLogging: TopologyLogging | undefined;
+  /** The topology description the last "Topology description changed" message gave (see {@link describe}). */
+  private writtenDescription = UNKNOWN_TOPOLOGY_DESCRIPTION;
+  /** Each monitored host's ServerType, from its last check that succeeded (none once one failed). */
+  private readonly serverTypes = new Map<string, ServerType>();
   /**
    * The server selection messages (component `serverSelection`, when it logs at info or debug), for the subscribers
    * of `log$` at the time; completed once the client is closed and every selection that logged its start logged its end.
@@ -588,14 +609,26 @@ export class Client {
 
     // The heartbeat messages (component `topology`), made only when it logs at debug: one per heartbeat event, written
     // and published in log$ before the event reaches events$ and the pool.
+    // The topology's life (SDAM logging and monitoring spec, "Log Messages"): those made while the client is made are
+    // kept for every subscriber of log$ (none can have subscribed yet), the later ones go to those of the time.
     const topologyLog = this.topologyLog;
     let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
+    let making = true;
     if (destination !== undefined && willLog(logSettings.severities.topology, 'debug')) {
       const { maxDocumentLength } = logSettings;
       heartbeatLog = (event, server) => {
         const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength);
         destination.write(message);
         topologyLog.next(message);
+      };
+      this.topologyLogging = {
+        maxDocumentLength,
+        write: (fields) => {
+          const message = topologyLogMessage(this.scheduler.now(), fields);
+          destination.write(message);
+          if (making) this.openingLog.push(message);
+          else topologyLog.next(message);
+        },
       };
     }
     // The server selection messages (component `serverSelection`): the waiting message at info, the others at debug.
@@ -614,7 +647,7 @@ export class Client {
           };
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
-    this.log$ = merge(from(clientMessages), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
+    this.log$ = merge(from(clientMessages), from(this.openingLog), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
     if (logsClientWarnings) {
       this.pollingWarning = (warning) => {
         const message = clientMessage(warning);
@@ -639,6 +672,7 @@ export class Client {
         monitors.clear();
         this.hostFeeds.clear();
         this.hostList = [];
+        this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
         throw error;
       }
       this.serverContext = context;
@@ -649,12 +683,14 @@ export class Client {
         this.hostFeeds.set(address, feed);
         this.addedFeeds.next(feed);
       }
+      this.serversOpened(feeds.map(([address]) => address));
       // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
       queueMicrotask(() => {
         if (!this.closed) for (const monitor of monitors.values()) monitor.start();
       });
     };
 
+    this.topologyLogging?.write({ message: 'Starting topology monitoring', topologyId: this.topologyId });
     if (!parsed.isSRV) {
       try {
         open(first, parsed.hosts, factories);
@@ -662,6 +698,7 @@ export class Client {
         void this.sink?.close?.();
         throw error;
       }
+      making = false;
       return;
     }
     // mongodb+srv: the hosts and the TXT record's options are found first (see discover); they make the URI the client
@@ -703,6 +740,7 @@ export class Client {
       open: srvOpen,
       poller: undefined,
     };
+    making = false;
     // Started at once; a failure no command awaits is kept for the next one (which starts it again).
     this.discover().catch(() => undefined);
   }
@@ -734,7 +772,7 @@ export class Client {
     resolvePoolOptions(poolOptions);
     // The URI's values with the object's, checked as each pool and monitor checks what it is given.
     checkConnectionOptions(connectionOptions, 'connect()');
-    return { connectionOptions, poolOptions, loadBalanced, replicaSet: parsed.replicaSet };
+    return { connectionOptions, poolOptions, loadBalanced, directConnection, replicaSet: parsed.replicaSet };
   }
 
   /**
@@ -798,7 +836,7 @@ export class Client {
     const context = this.serverContext;
     // Closed or draining already: by a subscriber of the events the hosts gave as they opened.
     if (this.closed || this.draining) return;
-    if (context === undefined || this.topologyType === 'LoadBalanced' || this.topologyType === 'Other') return;
+    if (context === undefined || this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') return;
     srv.poller = new SrvPoller({
       hostname: srv.hostname,
       srvServiceName: srv.srvServiceName,
@@ -875,6 +913,8 @@ export class Client {
       // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
       pools.set(pool.address, pool);
       const feeds = readyAtOnce(pool);
+      // Followed once ready: the client describes the server as it was added, then as it is (see serversOpened).
+      this.followPool(pool);
       return { events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
     }
     let monitor: Monitor;
@@ -893,6 +933,7 @@ export class Client {
     }
     pools.set(pool.address, pool);
     monitors.set(monitor.address, monitor);
+    this.followPool(pool);
     // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
     // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
     const published = new Subject<ServerHeartbeatEvent>();
@@ -908,6 +949,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
           this.topologyVersions.delete(address);
+          this.serverTypes.delete(address);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check) changes
@@ -918,16 +960,19 @@ export class Client {
           }
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
+          this.serverTypes.set(address, serverTypeOf(e.reply));
           this.onServerType(e.reply);
         }
         published.next(e);
         toPool.next(e);
+        this.topologyChanged();
         // An incompatible server makes the topology incompatible: the selections waiting fail now with its error.
         if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections]) selection.error(e.error);
       },
       complete: () => {
         published.complete();
         toPool.complete();
+        this.serverMonitoringMessage('Stopped server monitoring', server);
       },
     });
     return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
@@ -987,6 +1032,8 @@ export class Client {
       }
     }
     this.hostList = Object.freeze(hosts.filter((address) => this.pools.has(address)));
+    this.topologyChanged();
+    this.serversOpened(opened);
     queueMicrotask(() => {
       if (this.closed) return;
       for (const address of opened) this.monitors.get(address)?.start();
@@ -1009,6 +1056,7 @@ export class Client {
     (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
     this.heartbeatErrors.delete(address);
     this.topologyVersions.delete(address);
+    this.serverTypes.delete(address);
     const feed = this.hostFeeds.get(address);
     this.hostFeeds.delete(address);
     if (pool === undefined) return;
@@ -1173,8 +1221,87 @@ export class Client {
    * TopologyType and, per host, its address and its pool's state; truncated to `maxDocumentLength`.
    */
   private topologyDescription(maxDocumentLength: number): string {
-    const servers = [...this.pools].map(([address, pool]) => ({ address, pool: pool.state }));
-    return truncate(JSON.stringify({ type: this.topologyType, servers }), maxDocumentLength);
+    return truncate(this.describe(), maxDocumentLength);
+  }
+
+  /**
+   * The client's topology description as JSON (see `topologyDescriptionText`): its TopologyType and, per host (in the
+   * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready (in
+   * load-balanced mode `LoadBalancer` while it is), `Unknown` otherwise. `opened`: hosts described as `Unknown`
+   * whatever their pool's state (those just added, whose first description SDAM gives before any check).
+   */
+  private describe(opened: readonly string[] = []): string {
+    const servers = [...this.pools].map(([address, pool]) => {
+      let type: ServerType = 'Unknown';
+      if (pool.state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.serverTypes.get(address) ?? 'Unknown') : 'LoadBalancer';
+      return { address, type };
+    });
+    return topologyDescriptionText(this.topologyType, servers);
+  }
+
+  /**
+   * Writes "Topology description changed" when the client's description (see {@link describe}) is no longer the one
+   * last written; nothing once closed (close() writes the last one, see {@link topologyClosed}), nor unless `topology`
+   * logs at debug. Called after each heartbeat has reached the pool, after each pool readied, cleared or closed, and
+   * after SRV polling changed the hosts.
+   */
+  private topologyChanged(opened?: readonly string[]): void {
+    if (this.topologyLogging === undefined || this.closed) return;
+    this.writeDescription(this.describe(opened));
+  }
+
+  /** Writes "Topology description changed" from the last description written to `next`, unless they are equal. */
+  private writeDescription(next: string): void {
+    const logging = this.topologyLogging;
+    const previous = this.writtenDescription;
+    if (logging === undefined || next === previous) return;
+    // Kept before it is written: a subscriber of log$ that changes the topology in turn writes from this one.
+    this.writtenDescription = next;
+    const { maxDocumentLength } = logging;
+    logging.write({ message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(previous, maxDocumentLength), newDescription: truncate(next, maxDocumentLength) });
+  }
+
+  /**
+   * The servers `addresses` were just added (their pools made, their monitors not started): the description with them
+   * `Unknown`, then "Starting server monitoring" for each, then the description as it is (a load-balanced pool is
+   * ready at once).
+   *
+   * Source: SDAM logging and monitoring spec, "Starting Server Monitoring" Log Message, "Initial Server Description";
+   * load balancer spec, "Monitoring" (the first change gives the server Unknown, the next one LoadBalancer).
+   */
+  private serversOpened(addresses: readonly string[]): void {
+    if (this.topologyLogging === undefined || addresses.length === 0) return;
+    this.topologyChanged(addresses);
+    for (const address of addresses) this.serverMonitoringMessage('Starting server monitoring', parseAddress(address));
+    this.topologyChanged();
+  }
+
+  /** Writes "Starting server monitoring" or "Stopped server monitoring" for `server` (unless `topology` is off). */
+  private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], server: ServerAddress): void {
+    this.topologyLogging?.write({ message, topologyId: this.topologyId, serverHost: server.host, serverPort: server.port });
+  }
+
+  /**
+   * The end of the topology's log, once closed and every monitor published its last heartbeat (and its "Stopped server
+   * monitoring"): "Stopped server monitoring" for each pool that has no monitor (load-balanced), the description
+   * changed to Unknown with no server, then "Stopped topology monitoring".
+   *
+   * Source: SDAM logging and monitoring spec, "Closing Topology Description", "Stopped Topology Monitoring" Log Message;
+   * load balancer spec, "Monitoring" (ServerClosed, then the change to Unknown, then TopologyClosed).
+   */
+  private topologyClosed(): void {
+    if (this.topologyLogging === undefined) return;
+    for (const address of this.pools.keys()) if (!this.monitors.has(address)) this.serverMonitoringMessage('Stopped server monitoring', parseAddress(address));
+    this.writeDescription(UNKNOWN_TOPOLOGY_DESCRIPTION);
+    this.topologyLogging.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
+  }
+
+  /** With `topology` at debug: a change of the topology description is looked for after `pool` readied, cleared or closed. */
+  private followPool(pool: ConnectionPool<Connection>): void {
+    if (this.topologyLogging === undefined) return;
+    pool.events$.subscribe((e) => {
+      if (e.type === 'ConnectionPoolReady' || e.type === 'ConnectionPoolCleared' || e.type === 'ConnectionPoolClosed') this.topologyChanged();
+    });
   }
 
   /**
@@ -1588,7 +1715,12 @@ export class Client {
     // completes it as it logs its end.
     if (this.selectionsLogging === 0) this.selectionLog.complete();
     const lastHeartbeats = [...this.monitors.values()].map((monitor) => monitor.heartbeats$.pipe(ignoreElements()));
-    merge(...lastHeartbeats).subscribe({ complete: () => this.topologyLog.complete() });
+    merge(...lastHeartbeats).subscribe({
+      complete: () => {
+        this.topologyClosed();
+        this.topologyLog.complete();
+      },
+    });
   }
 
   /**

@@ -258,7 +258,7 @@ export abstract class DebugLogMessage<F extends object> {
  * "Server Heartbeat Succeeded" and "Server Heartbeat Failed" Log Messages; logging spec, "Omitting Null Values from
  * Log Messages".
  */
-export interface TopologyLogFields {
+export interface ServerHeartbeatLogFields {
   /** `"Server heartbeat started"`, `"Server heartbeat succeeded"` or `"Server heartbeat failed"`. */
   readonly message: 'Server heartbeat started' | 'Server heartbeat succeeded' | 'Server heartbeat failed';
   /** The id of the client whose monitor checked (`Client.topologyId`: a 24-character hex string). */
@@ -285,17 +285,82 @@ export interface TopologyLogFields {
 }
 
 /**
- * One log message of the `topology` component, at `debug`: a client's heartbeat messages, made from its monitors'
- * heartbeat events ("Server heartbeat started", "succeeded", "failed"), one per event, when the component logs at
- * `debug` (nothing is built otherwise). Treat it as immutable (it is shared by every subscriber of `log$`). `time` is
+ * The fields of the messages that open and end a client's log of its topology: "Starting topology monitoring" (the
+ * client is made; its first `topology` message) and "Stopped topology monitoring" (the client closed; its last).
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Starting Topology Monitoring" and "Stopped
+ * Topology Monitoring" Log Messages.
+ */
+export interface TopologyMonitoringLogFields {
+  /** `"Starting topology monitoring"` or `"Stopped topology monitoring"`. */
+  readonly message: 'Starting topology monitoring' | 'Stopped topology monitoring';
+  /** The client's id (`Client.topologyId`: a 24-character hex string). */
+  readonly topologyId: string;
+}
+
+/**
+ * The fields of the messages that open and end a server's part in a client: "Starting server monitoring" (the
+ * server is added: its pool, and unless load-balanced its monitor, are made) and "Stopped server monitoring" (its
+ * monitor published its last heartbeat, or in load-balanced mode its pool closed: the client closed, or SRV polling
+ * removed the host).
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Common Fields", "Starting Server Monitoring"
+ * and "Stopped Server Monitoring" Log Messages; load balancer spec, "Monitoring" (both messages in load-balanced mode,
+ * which has no monitoring connection).
+ */
+export interface ServerMonitoringLogFields {
+  /** `"Starting server monitoring"` or `"Stopped server monitoring"`. */
+  readonly message: 'Starting server monitoring' | 'Stopped server monitoring';
+  /** The client's id (`Client.topologyId`). */
+  readonly topologyId: string;
+  /** The server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
+  readonly serverHost: string;
+  /** The server's port (27017 when the address gave none); absent for a Unix domain socket. */
+  readonly serverPort?: number;
+}
+
+/**
+ * The fields of a "Topology description changed" message: the client's topology description before and after a
+ * change, each as JSON (see `Client`'s description: `{ type, servers: [{ address, type }] }`), truncated to the max
+ * document length.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Topology Description Changed" Log Message
+ * ("The format is flexible": JSON here).
+ */
+export interface TopologyDescriptionChangedLogFields {
+  /** `"Topology description changed"`. */
+  readonly message: 'Topology description changed';
+  /** The client's id (`Client.topologyId`). */
+  readonly topologyId: string;
+  /** The description before the change, as JSON. */
+  readonly previousDescription: string;
+  /** The description after it, as JSON. */
+  readonly newDescription: string;
+}
+
+/**
+ * The fields of a `topology` log message, under the spec's key names, told apart by `message`; a key without a value
+ * is left out.
+ *
+ * Source: server discovery and monitoring logging and monitoring spec, "Log Messages"; logging spec, "Omitting Null
+ * Values from Log Messages".
+ */
+export type TopologyLogFields = ServerHeartbeatLogFields | TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields;
+
+/**
+ * One log message of the `topology` component, at `debug`, made only when the component logs at `debug`: a client's
+ * heartbeat messages, made from its monitors' heartbeat events ("Server heartbeat started", "succeeded", "failed"),
+ * one per event, and the messages of its topology's life ("Starting topology monitoring", "Starting server
+ * monitoring", "Topology description changed", "Stopped server monitoring", "Stopped topology monitoring"); see
+ * {@link TopologyLogFields}. Treat it as immutable (it is shared by every subscriber of `log$`). `time` is
  * in ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time` is not a
  * valid date; `render()` never throws.
  *
  * Source: server discovery and monitoring logging and monitoring spec, "Log Messages" ("MUST be logged at Debug level
- * and use the topology log component"), "Server Heartbeat Started/Succeeded/Failed" Log Messages; logging spec,
+ * and use the topology log component"), each message's section; logging spec,
  * "Components", "Structured versus Unstructured Logging".
  */
-export class TopologyLogMessage extends DebugLogMessage<TopologyLogFields> {
+export class TopologyLogMessage<F extends TopologyLogFields = TopologyLogFields> extends DebugLogMessage<F> {
   /** The log component: always `topology`. */
   readonly component = 'topology' as const;
 
@@ -867,7 +932,7 @@ export function heartbeatLogMessage(
   server: ServerAddress,
   topologyId: string,
   maxDocumentLength: number,
-): TopologyLogMessage {
+): TopologyLogMessage<ServerHeartbeatLogFields> {
   const common = {
     topologyId,
     serverHost: server.host,
@@ -887,11 +952,41 @@ export function heartbeatLogMessage(
 }
 
 /**
- * The unstructured form (SDAM logging and monitoring spec, "Server Heartbeat Started/Succeeded/Failed" Log
- * Messages), omitting the segment of an unknown serverConnectionId; `{{serverHost}}:{{serverPort}}` written as the
- * connection messages write it (an IPv6 host in brackets, a Unix domain socket path alone).
+ * The log message of a topology's life (see {@link TopologyLogFields}) at `time` (ms): `fields` as given, except that a
+ * server message's `serverPort` key is left out for a Unix domain socket (`serverPort` undefined). Never throws.
+ */
+export function topologyLogMessage(time: number, fields: TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields): TopologyLogMessage {
+  if ('serverHost' in fields && fields.serverPort === undefined) {
+    const { serverPort: _, ...rest } = fields;
+    return new TopologyLogMessage(time, rest);
+  }
+  return new TopologyLogMessage(time, fields);
+}
+
+/**
+ * The unstructured form (SDAM logging and monitoring spec, each message's section), omitting a heartbeat's segment
+ * of an unknown serverConnectionId; `{{serverHost}}:{{serverPort}}` written as the connection messages write it (an
+ * IPv6 host in brackets, a Unix domain socket path alone).
  */
 export function renderTopologyMessage(f: TopologyLogFields): string {
+  switch (f.message) {
+    case 'Starting topology monitoring':
+      return `Starting monitoring for topology with ID ${f.topologyId}`;
+    case 'Stopped topology monitoring':
+      return `Stopped monitoring for topology with ID ${f.topologyId}`;
+    case 'Starting server monitoring':
+      return `Starting monitoring for server ${writtenAddress(f.serverHost, f.serverPort)} in topology with ID ${f.topologyId}`;
+    case 'Stopped server monitoring':
+      return `Stopped monitoring for server ${writtenAddress(f.serverHost, f.serverPort)} in topology with ID ${f.topologyId}`;
+    case 'Topology description changed':
+      return `Description changed for topology with ID ${f.topologyId}. Previous description: ${f.previousDescription}. New description: ${f.newDescription}`;
+    default:
+      return renderHeartbeatMessage(f);
+  }
+}
+
+/** The unstructured form of a heartbeat message (see {@link renderTopologyMessage}). */
+function renderHeartbeatMessage(f: ServerHeartbeatLogFields): string {
   const where = writtenAddress(f.serverHost, f.serverPort);
   const serverId = f.serverConnectionId === undefined ? '' : ` and server-generated ID ${f.serverConnectionId}`;
   const on = `for ${where} on connection with driver-generated ID ${f.driverConnectionId}${serverId} in topology with ID ${f.topologyId}. Awaited: ${f.awaited}`;
@@ -903,7 +998,7 @@ export function renderTopologyMessage(f: TopologyLogFields): string {
     case 'Server heartbeat failed':
       return `Heartbeat failed in ${f.durationMS} ms ${on}. Failure: ${f.failure ? errorText(f.failure) : ''}`;
     default:
-      return f.message;
+      return (f as { message: string }).message;
   }
 }
 

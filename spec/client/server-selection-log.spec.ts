@@ -71,8 +71,11 @@ describe('Client: server selection log messages (server selection spec, "Logging
       ['Server selection started', 'debug'],
       ['Server selection succeeded', 'debug'],
     ]);
-    const description = JSON.parse(messages[0].fields.topologyDescription) as { type: string; servers: { address: string; pool: string }[] };
-    expect(description.servers).to.deep.equal([...c.pools.keys()].map((address) => ({ address, pool: 'ready' })));
+    // Every host, in order; the one selected of a known type (another host of MONGODB_URI may be down).
+    const description = JSON.parse(messages[0].fields.topologyDescription) as { type: string; servers: { address: string; type: string }[] };
+    expect(description.servers.map((s) => s.address)).to.deep.equal([...c.pools.keys()]);
+    expect(description.servers.find((s) => s.address === pool.address)!.type).to.not.equal('Unknown');
+    expect(description.type).to.not.equal('Unknown');
     expect(messages[0].toJSON()).to.include({ c: 'serverSelection', s: 'debug', message: 'Server selection started', selector: 'first ready server', operation: 'ping' });
     expect(Object.keys(messages[1].toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operation', 'topologyDescription', 'serverHost', 'serverPort']);
     expect(messages[0].render()).to.equal(`Server selection started for operation ping. Selector: first ready server, topology description: ${messages[0].fields.topologyDescription}`);
@@ -123,7 +126,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
       ['Server selection failed', 'debug'],
     ]);
     expect(messages[1].fields.remainingTimeMS, 'ms left when it began to wait (virtual time)').to.equal(3000);
-    expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], pool: 'paused' }] });
+    expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], type: 'Unknown' }] });
     expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: (error as Error).message });
     expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: first ready server, topology description: \{/);
     expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: first ready server, topology description: \{.*\}\.$/);
@@ -567,7 +570,10 @@ describe('Client: server selection log messages, every path and re-entrant log d
     expect(names(written)).to.deep.equal(['Server selection started', 'Waiting for suitable server to become available', 'Server selection succeeded']);
     const address = [...c.pools.keys()][0];
     expect(selectionMessages(written)[2].render()).to.include(`Selected server: ${address}.`);
-    expect(JSON.parse(selectionMessages(written)[2].fields.topologyDescription)).to.deep.include({ servers: [{ address, pool: 'ready' }] });
+    const described = JSON.parse(selectionMessages(written)[2].fields.topologyDescription) as { type: string; servers: { address: string; type: string }[] };
+    expect(described.servers.map((s) => s.address)).to.deep.equal([address]);
+    expect(described.servers[0].type, 'the server it waited for, of a known type now').to.not.equal('Unknown');
+    if (!process.env.MONGODB_URI) expect(described).to.deep.equal({ type: 'Single', servers: [{ address, type: 'Standalone' }] });
   });
 
   it('a signal aborted before the call: nothing is selected, and nothing is logged', async function () {

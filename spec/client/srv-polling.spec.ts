@@ -439,11 +439,11 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(rescanSRVIntervalMS([300, 86400])).to.equal(300_000);
     });
 
-    it('topologyTypeAfter: Unknown becomes Sharded at a mongos, stays Unknown at an RSGhost, Other at anything else', function () {
+    it('topologyTypeAfter: Unknown becomes Sharded at a mongos, stays Unknown at an RSGhost, ReplicaSet at a member, Single at a standalone', function () {
       expect(topologyTypeAfter('Unknown', { msg: 'isdbgrid' })).to.equal('Sharded');
       expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
-      expect(topologyTypeAfter('Unknown', { setName: 'rs0', isWritablePrimary: true })).to.equal('Other');
-      expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Other');
+      expect(topologyTypeAfter('Unknown', { setName: 'rs0', isWritablePrimary: true })).to.equal('ReplicaSet');
+      expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Single');
       expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
     });
   });
@@ -558,14 +558,15 @@ describe('SrvPoller on a scripted SRV query', function () {
     expect(rescanSRVIntervalMS([30])).to.equal(MIN_RESCAN_SRV_INTERVAL_MS);
   });
 
-  it('the TopologyType after a check: Unknown becomes Sharded for a mongos, Other for a member or a standalone, stays Unknown for an RSGhost', function () {
+  it('the TopologyType after a check: Unknown becomes Sharded for a mongos, ReplicaSet for a member, Single for a standalone, stays Unknown for an RSGhost', function () {
     expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, msg: 'isdbgrid' })).to.equal('Sharded');
-    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Other');
-    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, setName: 'rs0' })).to.equal('Other');
-    expect(topologyTypeAfter('Unknown', { isreplicaset: true, setName: 'rs0' })).to.equal('Other');
+    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Single');
+    expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, setName: 'rs0' })).to.equal('ReplicaSet');
+    expect(topologyTypeAfter('Unknown', { isreplicaset: true, setName: 'rs0' })).to.equal('ReplicaSet');
     expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
     expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
-    expect(topologyTypeAfter('Other', { msg: 'isdbgrid' })).to.equal('Other');
+    expect(topologyTypeAfter('Single', { msg: 'isdbgrid' })).to.equal('Single');
+    expect(topologyTypeAfter('ReplicaSet', { msg: 'isdbgrid' })).to.equal('ReplicaSet');
   });
 });
 

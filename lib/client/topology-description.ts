@@ -1,0 +1,72 @@
+/**
+ * A client's topology description, as far as rxcmap keeps one (it does no discovery: each host given, or found by
+ * SRV, is a server of its own): the client's TopologyType and, per host, the ServerType its monitor last saw while its
+ * pool is ready. The server selection messages and the "Topology description changed" messages write it as JSON.
+ *
+ * Source: server discovery and monitoring spec, "ServerType", "ServerDescription" ("type": the hello reply's
+ * symptoms), "TopologyDescription"; SDAM logging and monitoring spec, "Topology Description Changed" Log Message ("a
+ * string representation ... The format is flexible").
+ */
+import type { Document } from 'bson';
+import type { ClientTopologyType } from './topology-type';
+
+/**
+ * A server's type: `Unknown` (not checked yet, its last check failed, or its pool cleared since), `Standalone`,
+ * `Mongos`, `RSPrimary`, `RSSecondary`, `RSArbiter`, `RSOther`, `RSGhost` (a replica set member that cannot be
+ * queried yet), or `LoadBalancer` (load-balanced mode). SDAM's `PossiblePrimary` is never given: rxcmap reads no
+ * member's host list.
+ *
+ * Source: server discovery and monitoring spec, "ServerType".
+ */
+export type ServerType = 'Unknown' | 'Standalone' | 'Mongos' | 'RSPrimary' | 'RSSecondary' | 'RSArbiter' | 'RSOther' | 'RSGhost' | 'LoadBalancer';
+
+/**
+ * The ServerType a successful hello reply `reply` shows: `RSGhost` for `isreplicaset: true`; with a `setName`,
+ * `RSOther` when `hidden: true`, else `RSPrimary` (`isWritablePrimary` or `ismaster` true), `RSSecondary`
+ * (`secondary: true`), `RSArbiter` (`arbiterOnly: true`) or `RSOther`; `Mongos` for `msg: 'isdbgrid'`; `Standalone`
+ * otherwise. Never throws.
+ *
+ * Source: server discovery and monitoring spec, "ServerDescription", "type" (the table of symptoms).
+ */
+export function serverTypeOf(reply: Document): ServerType {
+  if (reply.isreplicaset === true) return 'RSGhost';
+  if (typeof reply.setName === 'string') {
+    if (reply.hidden === true) return 'RSOther';
+    if (reply.isWritablePrimary === true || reply.ismaster === true) return 'RSPrimary';
+    if (reply.secondary === true) return 'RSSecondary';
+    if (reply.arbiterOnly === true) return 'RSArbiter';
+    return 'RSOther';
+  }
+  return reply.msg === 'isdbgrid' ? 'Mongos' : 'Standalone';
+}
+
+/** One server of a topology description: its address (`host:port`, or a Unix domain socket path) and its type. */
+export interface ServerSummary {
+  readonly address: string;
+  readonly type: ServerType;
+}
+
+/**
+ * A TopologyType as SDAM names it: the client's (see `ClientTopologyType`), a replica set's told apart by whether one
+ * of its servers is an RSPrimary.
+ *
+ * Source: server discovery and monitoring spec, "TopologyType".
+ */
+export type TopologyType = 'Unknown' | 'Single' | 'Sharded' | 'ReplicaSetNoPrimary' | 'ReplicaSetWithPrimary' | 'LoadBalanced';
+
+/**
+ * The topology description `{ type, servers }` as JSON: `type` the client's TopologyType as SDAM names it (see
+ * {@link TopologyType}), `servers` in the client's order of its hosts. Two descriptions are equal when their JSON is.
+ */
+export function topologyDescriptionText(type: ClientTopologyType, servers: readonly ServerSummary[]): string {
+  const named: TopologyType = type !== 'ReplicaSet' ? type : servers.some((server) => server.type === 'RSPrimary') ? 'ReplicaSetWithPrimary' : 'ReplicaSetNoPrimary';
+  return JSON.stringify({ type: named, servers });
+}
+
+/**
+ * The description of a topology that has no server and whose type is not known: the one a client's first change
+ * starts from, and its last one ends at, once closed.
+ *
+ * Source: SDAM logging and monitoring spec, "Initial Topology Description", "Closing Topology Description".
+ */
+export const UNKNOWN_TOPOLOGY_DESCRIPTION: string = topologyDescriptionText('Unknown', []);
