@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, defer, EMPTY, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
@@ -647,7 +647,7 @@ export class Client {
           };
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
-    this.log$ = merge(from(clientMessages), from(this.openingLog), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
+    this.log$ = merge(from(clientMessages), defer(() => (this.closed ? EMPTY : from(this.openingLog))), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
     if (logsClientWarnings) {
       this.pollingWarning = (warning) => {
         const message = clientMessage(warning);
@@ -965,7 +965,9 @@ export class Client {
         }
         published.next(e);
         toPool.next(e);
-        this.topologyChanged();
+        // The check a removal ended says nothing of the server: its "Stopped server monitoring" comes next, then the
+        // description without it (see removeHost).
+        if (!(e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError)) this.topologyChanged();
         // An incompatible server makes the topology incompatible: the selections waiting fail now with its error.
         if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections]) selection.error(e.error);
       },
@@ -1032,7 +1034,6 @@ export class Client {
       }
     }
     this.hostList = Object.freeze(hosts.filter((address) => this.pools.has(address)));
-    this.topologyChanged();
     this.serversOpened(opened);
     queueMicrotask(() => {
       if (this.closed) return;

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import * as dns from 'node:dns';
-import { ClientClosedError, connect, PoolClosedError, type Client } from '../../lib';
+import { ClientClosedError, connect, PoolClosedError, type Client, type TopologyLogMessage } from '../../lib';
 import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSRVIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
 import { querySrvHosts } from '../../lib/client/srv';
 import { topologyTypeAfter } from '../../lib/client/topology-type';
@@ -77,12 +77,20 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
   const rescanning = (client: Client): boolean => poller(client)?.['lookup'] !== undefined;
 
   /** A client of `uri`'s options on the VirtualClock, its hosts discovered; `sharded`: once a monitor saw a mongos. */
-  async function open(query: string, options: { sharded?: boolean; name?: string } = {}): Promise<Client> {
+  async function open(query: string, options: { sharded?: boolean; name?: string; topology?: TopologyLogMessage[] } = {}): Promise<Client> {
     clock = new VirtualClock();
     const warnings: string[] = [];
     const client = connect(`mongodb+srv://${options.name ?? 'test1'}.test.build.10gen.cc/?tls=false&serverMonitoringMode=poll&proxyHost=127.0.0.1&proxyPort=${proxy.port}${query}`, {
       scheduler: clock,
-      logging: { componentSeverities: { client: 'warn', connection: 'debug' }, path: { write: (m: { component: string; fields: { message?: unknown } }) => void (m.component === 'client' && warnings.push(String(m.fields.message))) } } as never,
+      logging: {
+        componentSeverities: { client: 'warn', connection: 'debug', topology: options.topology === undefined ? 'off' : 'debug' },
+        path: {
+          write: (m: { component: string; fields: { message?: unknown } }) => {
+            if (m.component === 'client') warnings.push(String(m.fields.message));
+            if (m.component === 'topology' && !String(m.fields.message).startsWith('Server heartbeat')) options.topology?.push(m as TopologyLogMessage);
+          },
+        },
+      } as never,
     });
     (client as unknown as { logged: string[] }).logged = warnings;
     clients.push(client);
@@ -147,6 +155,41 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       await rescanAfter(client);
       expect(client.hosts).to.deep.equal([host(27017), host(27019)]);
       expect(sorted(client.monitors.keys())).to.deep.equal([host(27017), host(27019)]);
+    });
+
+    it('3, with topology at debug: the replaced host stopped, the description without it, then with the new one Unknown, its monitoring started, then it a Mongos', async function () {
+      const messages: TopologyLogMessage[] = [];
+      const client = await open('', { topology: messages });
+      expect(await eventually(() => [...client.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
+      const server = (m: TopologyLogMessage) => ('serverPort' in m.fields ? ` ${String(m.fields.serverPort)}` : '');
+      const described = (m: TopologyLogMessage) => (m.fields.message === 'Topology description changed' ? ` ${m.fields.newDescription}` : '');
+      const text = (m: TopologyLogMessage) => `${m.fields.message}${server(m)}${described(m)}`;
+      const sharded = (...servers: [number, string][]) => JSON.stringify({ type: 'Sharded', servers: servers.map(([port, type]) => ({ address: host(port), type })) });
+      const unknown = JSON.stringify({ type: 'Unknown', servers: [{ address: host(27017), type: 'Unknown' }, { address: host(27018), type: 'Unknown' }] });
+      expect(await eventually(() => messages.length === 6)).to.equal(true);
+      // The first router to answer is either one.
+      const first = messages[4].fields.message === 'Topology description changed' && messages[4].fields.newDescription.includes(`${host(27017)}","type":"Mongos`) ? 27017 : 27018;
+      const other = first === 27017 ? 27018 : 27017;
+      expect(messages.map(text), 'the seedlist found: the servers Unknown, their monitoring started, each a Mongos').to.deep.equal([
+        'Starting topology monitoring',
+        `Topology description changed ${unknown}`,
+        'Starting server monitoring 27017',
+        'Starting server monitoring 27018',
+        `Topology description changed ${sharded(...([[27017, first === 27017 ? 'Mongos' : 'Unknown'], [27018, first === 27018 ? 'Mongos' : 'Unknown']] as [number, string][]))}`,
+        `Topology description changed ${sharded([27017, 'Mongos'], [27018, 'Mongos'])}`,
+      ]);
+      expect(other).to.not.equal(first);
+      messages.length = 0;
+      responder.setZone({ srv: { [TEST1]: records(27017, 27019) } });
+      await rescanAfter(client);
+      expect(await eventually(() => client.pools.get(host(27019))?.state === 'ready')).to.equal(true);
+      expect(messages.map(text)).to.deep.equal([
+        'Stopped server monitoring 27018',
+        `Topology description changed ${sharded([27017, 'Mongos'])}`,
+        `Topology description changed ${sharded([27017, 'Mongos'], [27019, 'Unknown'])}`,
+        'Starting server monitoring 27019',
+        `Topology description changed ${sharded([27017, 'Mongos'], [27019, 'Mongos'])}`,
+      ]);
     });
 
     it('4. replacement of both existing DNS records with one new record; a waiting command gets the new host', async function () {
