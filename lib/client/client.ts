@@ -426,10 +426,13 @@ export class Client {
    * given only to the subscribers of the time, as they recur), when `client` logs
    * at `warn` or a more verbose level: MONGODB_LOG_CLIENT, MONGODB_LOG_ALL or `logging.componentSeverities`), then the
    * CMAP log messages of every pool, merged (when `connection` logs at `debug`), the command messages of every pool
-   * (one {@link CommandLogMessage} per command event, when `command` logs at `debug`), and the heartbeat messages of every
-   * monitor (one {@link TopologyLogMessage} per heartbeat event, when `topology` logs at `debug`: MONGODB_LOG_TOPOLOGY,
-   * MONGODB_LOG_ALL or `logging.componentSeverities`; each is made as its event is published, before the pool reacts
-   * to it, and nothing is made otherwise), and the server selection messages of `command()` and `selectPool()` (a
+   * (one {@link CommandLogMessage} per command event, when `command` logs at `debug`), the `topology` messages when that
+   * component logs at `debug` (MONGODB_LOG_TOPOLOGY, MONGODB_LOG_ALL or `logging.componentSeverities`; nothing is made
+   * otherwise): the heartbeat messages of every monitor (one {@link TopologyLogMessage} per heartbeat event, made as
+   * its event is published, before the pool reacts to it) and those of the topology's life ("Starting topology
+   * monitoring" first, those written while `connect()` ran given to every subscriber that comes before close();
+   * "Starting server monitoring", "Topology description changed", "Stopped server monitoring"; "Stopped topology
+   * monitoring" last; see {@link TopologyLogFields}), and the server selection messages of `command()` and `selectPool()` (a
    * {@link ServerSelectionLogMessage}: started, succeeded, failed when `serverSelection` logs at `debug`; the waiting
    * message when it logs at `info` or more verbosely: MONGODB_LOG_SERVER_SELECTION). Each message is also written to
    * the logging destination. Empty when all are off. In load-balanced mode each subscriber receives the pool's "Connection pool ready" message right after its
@@ -438,8 +441,9 @@ export class Client {
    * that comes later receives the client's connection string warnings, then the completion.
    *
    * Source: connection string spec, "Keys", "Values" (WARN messages); CMAP spec, "Connection Pool Logging"; command
-   * logging and monitoring spec, "Log Messages"; server discovery and monitoring logging and monitoring spec, "Server
-   * Heartbeat Started/Succeeded/Failed" Log Messages; server selection spec, "Logging"; logging spec, "Components".
+   * logging and monitoring spec, "Log Messages"; server discovery and monitoring logging and monitoring spec, "Log
+   * Messages" (each message), "Initial Topology Description", "Closing Topology Description"; load balancer spec,
+   * "Monitoring"; server selection spec, "Logging"; logging spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */

@@ -352,7 +352,8 @@ export type TopologyLogFields = ServerHeartbeatLogFields | TopologyMonitoringLog
  * heartbeat messages, made from its monitors' heartbeat events ("Server heartbeat started", "succeeded", "failed"),
  * one per event, and the messages of its topology's life ("Starting topology monitoring", "Starting server
  * monitoring", "Topology description changed", "Stopped server monitoring", "Stopped topology monitoring"); see
- * {@link TopologyLogFields}. Treat it as immutable (it is shared by every subscriber of `log$`). `time` is
+ * {@link TopologyLogFields}; `F` narrows its fields to one kind (a heartbeat message's are
+ * {@link ServerHeartbeatLogFields}). Treat it as immutable (it is shared by every subscriber of `log$`). `time` is
  * in ms. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time` is not a
  * valid date; `render()` never throws.
  *
