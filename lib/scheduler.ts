@@ -6,7 +6,7 @@
  * `scheduler.now()` and arms timers only through `scheduler.schedule()`.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
 
 /**
  * The clock of {@link timerScheduler}: `performance.timeOrigin + performance.now()`, epoch ms, read from the global
@@ -199,5 +199,23 @@ export const timerScheduler: SchedulerLike = Object.freeze({
   now: monotonicNow,
   schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
     return new UnrefTimerAction<T>(work).schedule(state, delay);
+  },
+});
+
+/**
+ * The default `scheduler` of a client's own waits (server selection, a command's timeoutMS, the seedlist discovery's
+ * deadline, drain's `timeoutMS`): RxJS's `asyncScheduler`'s timers, which keep the process alive (a script awaiting a
+ * command is not left to exit while it waits), read on {@link timerScheduler}'s clock, which does not step with the
+ * wall clock: a time elapsed across an NTP correction or a resumed VM is the time that passed (RxJS's own `now()`
+ * reads `Date.now()`, so a step back of an hour would lengthen a command's timeoutMS by an hour, and a step forward
+ * end it at once). `now()` in epoch ms; `schedule(work, delay, state)` as `asyncScheduler.schedule` (delay in ms).
+ *
+ * Source: extension (RxJS's `SchedulerLike`; the client-side operations timeout spec measures timeoutMS on a
+ * monotonic clock, as the official Node.js driver does with `performance.now()`).
+ */
+export const clientScheduler: SchedulerLike = Object.freeze({
+  now: monotonicNow,
+  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
+    return asyncScheduler.schedule(work, delay, state);
   },
 });

@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { asyncScheduler, defer, EMPTY, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { defer, EMPTY, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
@@ -47,7 +47,7 @@ import {
   type PoolExtensionOptions,
   type PoolOptions,
 } from '../options';
-import { MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
+import { clientScheduler, MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
@@ -99,13 +99,17 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * Logging of the client and all its pools (one shared destination): the `client` component's `warn` messages (the
    * connection string warnings), the `connection` component's `debug` messages (CMAP), the `command` component's
    * `debug` messages (the application's commands: Command started, succeeded, failed) and the `topology` component's
-   * `debug` messages (each monitor's heartbeats: Server heartbeat started, succeeded, failed).
+   * `debug` messages (each monitor's heartbeats: Server heartbeat started, succeeded, failed; and the topology's life:
+   * Starting and Stopped topology and server monitoring, Topology description changed).
    */
   logging?: LoggingOptions | undefined;
   /**
    * Clock and timers of the pools (waitQueueTimeoutMS, maxIdleTimeMS, background runs, durations in events) and of
    * the monitors' sleeps between checks, and of `command()`'s timeoutMS and server selection (tests). Not of the
    * connections: connectTimeoutMS, socketTimeoutMS and a check's timeout run on Node's timers whatever is given.
+   * Default: the pools' and monitors' own (`timerScheduler`), and for the client's waits `clientScheduler` (timers
+   * that keep the process alive; both on a clock that does not step with the wall clock). A scheduler given should
+   * read a clock that does not go back: the client measures time elapsed as the difference of two `now()` readings.
    */
   scheduler?: SchedulerLike | undefined;
 }
@@ -561,7 +565,7 @@ export class Client {
 
     // Server selection waits on real (ref'd) timers by default: a script awaiting command() is not left to exit
     // while it waits. close() cancels every wait, so nothing outlives the client.
-    this.scheduler = o.scheduler ?? asyncScheduler;
+    this.scheduler = o.scheduler ?? clientScheduler;
     // Credentials given here replace the URI's, completed by its authMechanism and authSource (else its database).
     // The URI's minPoolSize is judged against the maxPoolSize that applies: the options', when they set one.
     const parsed = parseConnectionStringForClient(uri, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
