@@ -6,7 +6,7 @@
  * `scheduler.now()` and arms timers only through `scheduler.schedule()`.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { asyncScheduler, Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
+import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
 
 /**
  * The clock of {@link timerScheduler}: `performance.timeOrigin + performance.now()`, epoch ms, read from the global
@@ -102,7 +102,8 @@ function isNodeTimer(handle: unknown): boolean {
   return proto !== null && proto !== Object.prototype && proto.constructor?.name === 'Timeout';
 }
 
-class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
+/** One scheduled work of {@link timerScheduler} (its timers unref'd) or {@link clientScheduler} (its timers ref'd). */
+class TimerAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: NodeJS.Timeout | undefined;
   /** When the work is due, on {@link monotonicNow}. */
   private due = 0;
@@ -117,7 +118,11 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
   private clearTimer: typeof clearTimeout = clearTimeout;
   private clearTurn: typeof clearImmediate = clearImmediate;
 
-  constructor(private readonly work: (this: SchedulerAction<T>, state?: T) => void) {
+  constructor(
+    private readonly work: (this: SchedulerAction<T>, state?: T) => void,
+    /** Whether its timers keep the process alive. */
+    private readonly keepsAlive: boolean,
+  ) {
     super(() => this.cancel());
   }
 
@@ -155,7 +160,7 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
       });
       this.immediate = immediate;
     }, step);
-    handle.unref();
+    if (!this.keepsAlive) handle.unref();
     this.handle = handle;
   }
 
@@ -198,24 +203,24 @@ class UnrefTimerAction<T> extends Subscription implements SchedulerAction<T> {
 export const timerScheduler: SchedulerLike = Object.freeze({
   now: monotonicNow,
   schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
-    return new UnrefTimerAction<T>(work).schedule(state, delay);
+    return new TimerAction<T>(work, false).schedule(state, delay);
   },
 });
 
 /**
  * The default `scheduler` of a client's own waits (server selection, a command's timeoutMS, the seedlist discovery's
- * deadline, drain's `timeoutMS`): RxJS's `asyncScheduler`'s timers, which keep the process alive (a script awaiting a
- * command is not left to exit while it waits), read on {@link timerScheduler}'s clock, which does not step with the
- * wall clock: a time elapsed across an NTP correction or a resumed VM is the time that passed (RxJS's own `now()`
- * reads `Date.now()`, so a step back of an hour would lengthen a command's timeoutMS by an hour, and a step forward
- * end it at once). `now()` in epoch ms; `schedule(work, delay, state)` as `asyncScheduler.schedule` (delay in ms).
+ * deadline, drain's `timeoutMS`): {@link timerScheduler}, except that its timers keep the process alive (a script
+ * awaiting a command is not left to exit while it waits). Its clock does not step with the wall clock: a time elapsed
+ * across an NTP correction or a resumed VM is the time that passed (RxJS's `asyncScheduler` reads `Date.now()`, on
+ * which a step back of an hour would lengthen a command's timeoutMS by an hour, and a step forward end it at once).
+ * `now()` in epoch ms; `schedule(work, delay, state)` as {@link timerScheduler}'s (delay in ms).
  *
- * Source: extension (RxJS's `SchedulerLike`; the client-side operations timeout spec measures timeoutMS on a
- * monotonic clock, as the official Node.js driver does with `performance.now()`).
+ * Source: extension (RxJS's `SchedulerLike`; the client-side operations timeout spec's timeoutMS, measured on a
+ * monotonic clock as the official Node.js driver measures it, with `performance.now()`).
  */
 export const clientScheduler: SchedulerLike = Object.freeze({
   now: monotonicNow,
-  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
-    return asyncScheduler.schedule(work, delay, state);
+  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
+    return new TimerAction<T>(work, true).schedule(state, delay);
   },
 });

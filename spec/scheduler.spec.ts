@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, of } from 'rxjs';
 import { ConnectionPoolCore, timerScheduler, WaitQueueTimeoutError } from '../lib';
 import { ConnectionPool } from '../lib/client/connection-pool';
-import { MAX_TIMER_DELAY_MS } from '../lib/scheduler';
+import { clientScheduler, MAX_TIMER_DELAY_MS } from '../lib/scheduler';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../lib/testing';
 import { blockEventLoop } from './support/blocked-loop';
 import { freshCopy } from './support/fresh-copy';
@@ -339,6 +339,18 @@ describe('timerScheduler', function () {
     const handle = (sub as unknown as { handle: NodeJS.Timeout }).handle;
     expect(handle.hasRef()).to.equal(false);
     sub.unsubscribe();
+  });
+
+  it('clientScheduler: the same clock, and timers that keep the process alive (a script awaiting a command is not left to exit)', async function () {
+    const before = timerScheduler.now();
+    expect(clientScheduler.now()).to.be.at.least(before);
+    const sub = clientScheduler.schedule(() => undefined, 60_000);
+    const handle = (sub as unknown as { handle: NodeJS.Timeout }).handle;
+    expect(handle.hasRef()).to.equal(true);
+    sub.unsubscribe();
+    const armed = clientScheduler.now();
+    const ranAt = await new Promise<number>((resolve) => clientScheduler.schedule(() => resolve(clientScheduler.now()), 20));
+    expect(ranAt - armed).to.be.at.least(20);
   });
 
   it('arms a delay beyond what one Node timer holds as a chain of timers, running the work once at the end', async function () {
