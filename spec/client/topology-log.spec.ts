@@ -40,6 +40,16 @@ describe('Client: topology log messages (SDAM logging and monitoring spec, "Log 
   const descriptions = (messages: readonly TopologyLogMessage[]): [unknown, unknown][] =>
     messages.flatMap((m) => (m.fields.message === 'Topology description changed' ? [[JSON.parse(m.fields.previousDescription), JSON.parse(m.fields.newDescription)] as [unknown, unknown]] : []));
   const EMPTY = { type: 'Unknown', servers: [] };
+  /** The messages of a one-server topology's life (unified tests logging-standalone and logging-loadbalanced). */
+  const ONE_SERVER_LIFE = [
+    'Starting topology monitoring',
+    'Topology description changed',
+    'Starting server monitoring',
+    'Topology description changed',
+    'Stopped server monitoring',
+    'Topology description changed',
+    'Stopped topology monitoring',
+  ];
 
   it('a standalone: the sequence of the unified test logging-standalone ("Topology lifecycle"), in log$ as written, log$ completing after "Stopped topology monitoring"', async function () {
     endpoint = await startTestEndpoint();
@@ -62,15 +72,7 @@ describe('Client: topology log messages (SDAM logging and monitoring spec, "Log 
     for (let i = 1; i < changes.length; i++) expect(changes[i][0], 'each change starts from the last one').to.deep.equal(changes[i - 1][1]);
     if (process.env.MONGODB_URI) return;
     const address = hosts[0];
-    expect(names(life)).to.deep.equal([
-      'Starting topology monitoring',
-      'Topology description changed',
-      'Starting server monitoring',
-      'Topology description changed',
-      'Stopped server monitoring',
-      'Topology description changed',
-      'Stopped topology monitoring',
-    ]);
+    expect(names(life)).to.deep.equal(ONE_SERVER_LIFE);
     expect(changes).to.deep.equal([
       [EMPTY, { type: 'Unknown', servers: [{ address, type: 'Unknown' }] }],
       [{ type: 'Unknown', servers: [{ address, type: 'Unknown' }] }, { type: 'Single', servers: [{ address, type: 'Standalone' }] }],
@@ -128,15 +130,7 @@ describe('Client: topology log messages (SDAM logging and monitoring spec, "Log 
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
     await c.close();
     const life = lifeOf(written);
-    expect(names(written), 'no heartbeat: no monitor').to.deep.equal([
-      'Starting topology monitoring',
-      'Topology description changed',
-      'Starting server monitoring',
-      'Topology description changed',
-      'Stopped server monitoring',
-      'Topology description changed',
-      'Stopped topology monitoring',
-    ]);
+    expect(names(written), 'no heartbeat: no monitor').to.deep.equal(ONE_SERVER_LIFE);
     const server = (type: string) => ({ type: 'LoadBalanced', servers: [{ address, type }] });
     expect(descriptions(life)).to.deep.equal([
       [EMPTY, server('Unknown')],
