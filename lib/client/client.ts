@@ -1279,7 +1279,7 @@ export class Client {
    * load balancer spec, "Monitoring" (the first change gives the server Unknown, the next one LoadBalancer).
    */
   private serversOpened(addresses: readonly string[]): void {
-    if (this.topologyLogging === undefined || addresses.length === 0) return;
+    if (this.topologyLogging === undefined) return;
     this.topologyChanged(addresses);
     for (const address of addresses) this.serverMonitoringMessage('Starting server monitoring', parseAddress(address));
     this.topologyChanged();

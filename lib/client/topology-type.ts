@@ -32,7 +32,7 @@ export function initialTopologyType(settings: { readonly loadBalanced: boolean; 
 /**
  * The TopologyType after a successful check whose hello reply is `reply`, from `current`: from `Unknown`, `Sharded`
  * when the server is a mongos (`msg: 'isdbgrid'`), `Unknown` still for an RSGhost (`isreplicaset: true` without a
- * `setName`), `ReplicaSet` for a replica set member (a `setName`, or `isreplicaset: true`), `Single` for a standalone.
+ * `setName`), `ReplicaSet` for a replica set member (a `setName`), `Single` for a standalone.
  * Any other `current` stays as it is: SDAM keeps a Sharded topology Sharded when a server that is not a mongos
  * answers (it removes that server; rxcmap keeps its pool).
  *
@@ -45,5 +45,5 @@ export function topologyTypeAfter(current: ClientTopologyType, reply: Document):
   if (current !== 'Unknown') return current;
   if (reply.msg === 'isdbgrid') return 'Sharded';
   if (reply.isreplicaset === true && reply.setName === undefined) return 'Unknown';
-  return reply.setName !== undefined || reply.isreplicaset === true ? 'ReplicaSet' : 'Single';
+  return reply.setName !== undefined ? 'ReplicaSet' : 'Single';
 }

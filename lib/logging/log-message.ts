@@ -996,10 +996,8 @@ function renderHeartbeatMessage(f: ServerHeartbeatLogFields): string {
       return `Heartbeat started ${on}`;
     case 'Server heartbeat succeeded':
       return `Heartbeat succeeded in ${f.durationMS} ms ${on}. Reply: ${f.reply}`;
-    case 'Server heartbeat failed':
-      return `Heartbeat failed in ${f.durationMS} ms ${on}. Failure: ${f.failure ? errorText(f.failure) : ''}`;
     default:
-      return (f as { message: string }).message;
+      return `Heartbeat failed in ${f.durationMS} ms ${on}. Failure: ${f.failure ? errorText(f.failure) : ''}`;
   }
 }
 
