@@ -4,8 +4,11 @@
  * the pools' are. Against the embedded endpoint only (the server is made to answer slowly).
  */
 import { expect } from 'chai';
-import { connect, MongoNetworkTimeoutError, type Client } from '../../lib';
+import * as dns from 'node:dns';
+import { connect, MongoNetworkTimeoutError, ServerSelectionError, type Client } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
+import { DnsResponder } from '../support/dns-responder';
+import { closedPort } from '../support/endpoint';
 
 describe('Client: a wall clock stepped while it works', function () {
   this.timeout(20_000);
@@ -48,5 +51,27 @@ describe('Client: a wall clock stepped while it works', function () {
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 100 } });
     stepAtCheckOut(c, 3_600_000);
     expect(await c.command('admin', { ping: 1 }, { timeoutMS: 2000 })).to.include({ ok: 1 });
+  });
+
+  it('set back an hour while a mongodb+srv seedlist is looked up: the server selection still fails at serverSelectionTimeoutMS, not an hour later', async function () {
+    const port = await closedPort();
+    const responder = await new DnsResponder({ srv: { '_mongodb._tcp.test1.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port }] } }).start();
+    const servers = dns.getServers();
+    dns.setServers([responder.server]);
+    try {
+      responder.delayMS = 400;
+      const c = (client = connect('mongodb+srv://test1.test.build.10gen.cc/?tls=false&serverSelectionTimeoutMS=1000'));
+      const started = performance.now();
+      const outcome = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+      // The clock steps while the answer is held back.
+      setTimeout(() => (Date.now = () => realNow() - 3_600_000), 150);
+      const settled = await Promise.race([outcome, new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5000))]);
+      expect(settled).to.be.instanceOf(ServerSelectionError);
+      expect(performance.now() - started).to.be.within(900, 2500);
+    } finally {
+      dns.setServers(servers);
+      await client?.close();
+      await responder.close();
+    }
   });
 });
