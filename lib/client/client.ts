@@ -1227,7 +1227,7 @@ export class Client {
 
   /**
    * The client's servers as the server selection messages describe them (see `ServerSelectionLogFields`): JSON of its
-   * TopologyType and, per host, its address and its pool's state; truncated to `maxDocumentLength`.
+   * TopologyType and, per host, its address and its ServerType (see {@link describe}); truncated to `maxDocumentLength`.
    */
   private topologyDescription(maxDocumentLength: number): string {
     return truncate(this.describe(), maxDocumentLength);
