@@ -458,11 +458,12 @@ export interface ServerSelectionLogFields {
   /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
   readonly operation: string;
   /**
-   * The client's view of its servers when the message is made, as JSON: its TopologyType as far as rxcmap keeps one
-   * (`Unknown`, `Sharded`, `LoadBalanced`, `Other`), and per host in host order its address and its pool's state
-   * (`ready`: selectable; `paused`: Unknown to this client; `closed`); truncated to the max document length. Why a
-   * host's last check failed is in the `topology` component's "Server heartbeat failed" message, and in a failed
-   * selection's `failure`.
+   * The client's topology description when the message is made, as JSON, the one its "Topology description changed"
+   * messages give (`{ type, servers: [{ address, type }] }`): its TopologyType in SDAM's names (`Unknown`, `Single`,
+   * `Sharded`, `ReplicaSetNoPrimary`, `ReplicaSetWithPrimary`, `LoadBalanced`), and per host in host order its address
+   * and ServerType (a known type: its pool is ready, the server selectable; `Unknown`: not); truncated to the max
+   * document length. Why a host's last check failed is in the `topology` component's "Server heartbeat failed"
+   * message, and in a failed selection's `failure`.
    */
   readonly topologyDescription: string;
   /** Succeeded: the selected server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */
