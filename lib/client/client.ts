@@ -502,6 +502,12 @@ export class Client {
   /** Each monitored host's ServerType, from its last check that succeeded (none once one failed). */
   private readonly serverTypes = new Map<string, ServerType>();
   /**
+   * The hosts whose "Starting server monitoring" was written and whose "Stopped server monitoring" was not yet: a
+   * server is stopped in the log only if it was started there (a subscriber may close the client between a host's
+   * opening and its message).
+   */
+  private readonly monitoredServers = new Set<string>();
+  /**
    * The server selection messages (component `serverSelection`, when it logs at info or debug), for the subscribers
    * of `log$` at the time; completed once the client is closed and every selection that logged its start logged its end.
    */
@@ -982,7 +988,7 @@ export class Client {
       complete: () => {
         published.complete();
         toPool.complete();
-        this.serverMonitoringMessage('Stopped server monitoring', server);
+        this.serverStopped(address);
       },
     });
     return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
@@ -1281,12 +1287,24 @@ export class Client {
   private serversOpened(addresses: readonly string[]): void {
     if (this.topologyLogging === undefined) return;
     this.topologyChanged(addresses);
-    for (const address of addresses) this.serverMonitoringMessage('Starting server monitoring', parseAddress(address));
+    for (const address of addresses) {
+      // A subscriber of log$ (or the destination) that closed the client from one of these messages: its log has
+      // ended (every server started so far stopped, "Stopped topology monitoring" last), so no server starts after.
+      if (this.closed) return;
+      this.monitoredServers.add(address);
+      this.serverMonitoringMessage('Starting server monitoring', address);
+    }
     this.topologyChanged();
   }
 
-  /** Writes "Starting server monitoring" or "Stopped server monitoring" for `server` (unless `topology` is off). */
-  private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], server: ServerAddress): void {
+  /** Writes "Stopped server monitoring" for the host `address`, if its "Starting server monitoring" was written. */
+  private serverStopped(address: string): void {
+    if (this.monitoredServers.delete(address)) this.serverMonitoringMessage('Stopped server monitoring', address);
+  }
+
+  /** Writes "Starting server monitoring" or "Stopped server monitoring" for the host `address` (unless `topology` is off). */
+  private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], address: string): void {
+    const server = parseAddress(address);
     this.topologyLogging?.write({ message, topologyId: this.topologyId, serverHost: server.host, serverPort: server.port });
   }
 
@@ -1300,7 +1318,7 @@ export class Client {
    */
   private topologyClosed(): void {
     if (this.topologyLogging === undefined) return;
-    for (const address of this.pools.keys()) if (!this.monitors.has(address)) this.serverMonitoringMessage('Stopped server monitoring', parseAddress(address));
+    for (const address of this.pools.keys()) if (!this.monitors.has(address)) this.serverStopped(address);
     this.writeDescription(UNKNOWN_TOPOLOGY_DESCRIPTION);
     this.topologyLogging.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
   }

@@ -1,0 +1,159 @@
+/**
+ * A client's log of its topology's life (component `topology`, at debug) under re-entrant use: subscribers of `log$`
+ * and log destinations that close, drain or use the client from inside a topology message, a close before the
+ * monitors start, SRV changes and a seedlist discovery that a subscriber ends. Whatever happens, the log stays well
+ * formed: "Starting topology monitoring" first, "Stopped topology monitoring" last and once, each "Starting server
+ * monitoring" followed by its "Stopped server monitoring" (and no server stopped that was not started), each change of
+ * the description starting from the last one, from and back to Unknown with no server, and `log$` completing.
+ *
+ * Source: SDAM logging and monitoring spec, "Event Order and Concurrency", "Initial Topology Description", "Closing
+ * Topology Description", the events' table (TopologyOpening first, TopologyClosed last); load balancer spec, "Monitoring".
+ */
+import { expect } from 'chai';
+import * as dns from 'node:dns';
+import { connect, type Client, type LogMessage, type TopologyLogMessage } from '../../lib';
+import { EmbeddedServer } from '../../lib/testing';
+import { DnsResponder } from '../support/dns-responder';
+import { eventually } from '../support/endpoint';
+
+const EMPTY = JSON.stringify({ type: 'Unknown', servers: [] });
+const isLife = (m: LogMessage): m is TopologyLogMessage => m.component === 'topology' && !String((m.fields as { message: string }).message).startsWith('Server heartbeat');
+
+/** The defects of a topology log (all its `topology` messages, in order); none when it is well formed. */
+function defects(messages: readonly LogMessage[]): string[] {
+  const found: string[] = [];
+  const topology = messages.filter((m): m is TopologyLogMessage => m.component === 'topology');
+  const names = topology.map((m) => m.fields.message);
+  if (names[0] !== 'Starting topology monitoring') found.push(`first: ${names[0]}`);
+  if (names.filter((n) => n === 'Starting topology monitoring').length !== 1) found.push('"Starting topology monitoring" not once');
+  if (names.filter((n) => n === 'Stopped topology monitoring').length !== 1) found.push(`"Stopped topology monitoring" ${names.filter((n) => n === 'Stopped topology monitoring').length} times`);
+  if (names.at(-1) !== 'Stopped topology monitoring') found.push(`last: ${names.at(-1)}`);
+  const monitored = new Set<string>();
+  let description = EMPTY;
+  for (const m of topology) {
+    const f = m.fields as { message: string; serverHost?: string; serverPort?: number; previousDescription?: string; newDescription?: string };
+    const server = `${f.serverHost}:${f.serverPort}`;
+    if (f.message === 'Starting server monitoring') {
+      if (monitored.has(server)) found.push(`${server} started twice`);
+      monitored.add(server);
+    } else if (f.message === 'Stopped server monitoring') {
+      if (!monitored.delete(server)) found.push(`${server} stopped, not started`);
+    } else if (f.message.startsWith('Server heartbeat')) {
+      if (!monitored.has(server)) found.push(`${f.message} for ${server}, not monitored`);
+    } else if (f.message === 'Topology description changed') {
+      if (f.previousDescription !== description) found.push(`a change from ${f.previousDescription}, not from ${description}`);
+      description = f.newDescription!;
+    }
+  }
+  if (monitored.size > 0) found.push(`never stopped: ${[...monitored].join(', ')}`);
+  if (description !== EMPTY) found.push(`ends at ${description}`);
+  return found;
+}
+
+describe('Client: topology log messages under re-entrant use', function () {
+  this.timeout(20_000);
+  const servers: EmbeddedServer[] = [];
+  const clients: Client[] = [];
+
+  afterEach(async function () {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    for (const server of servers.splice(0)) await server.stop();
+  });
+
+  /** A client of `uri` whose topology component logs at debug: what its destination got, what `log$` gave, whether it completed. */
+  function logging(uri: string, onWrite?: (m: LogMessage, c: Client) => void): { c: Client; written: LogMessage[]; fed: LogMessage[]; completed: () => boolean } {
+    const written: LogMessage[] = [];
+    let c: Client | undefined;
+    c = connect(uri, {
+      logging: {
+        componentSeverities: { topology: 'debug' },
+        path: {
+          write: (m) => {
+            written.push(m as LogMessage);
+            if (c !== undefined) onWrite?.(m as LogMessage, c);
+          },
+        },
+      },
+    });
+    clients.push(c);
+    const fed: LogMessage[] = [];
+    let done = false;
+    c.log$.subscribe({ next: (m) => fed.push(m), complete: () => (done = true) });
+    return { c, written, fed, completed: () => done };
+  }
+
+  it('close() right after connect(), before the monitors start: each server started and stopped, the description back to Unknown, the topology stopped last', async function () {
+    const { c, written, fed, completed } = logging('mongodb://127.0.0.1:1,127.0.0.1:2/');
+    await c.close();
+    expect(defects(written)).to.deep.equal([]);
+    expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+    expect(completed()).to.equal(true);
+  });
+
+  it('SRV polling: a subscriber of log$ that closes the client as a new server is described closes it with a well-formed log (no server started after the topology stopped)', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const a = servers[0].address;
+    let closeAt: string | undefined;
+    const { c, written, fed, completed } = logging(`mongodb://${a}/?heartbeatFrequencyMS=500`);
+    c.log$.subscribe((m) => {
+      if (closeAt !== undefined && m.component === 'topology' && m.fields.message === 'Topology description changed' && m.fields.newDescription.includes(closeAt)) void c.close();
+    });
+    expect(await eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
+    closeAt = '127.0.0.1:3';
+    // What a rescan that found two more hosts applies.
+    (c as unknown as { applySrvHosts(hosts: readonly string[]): void }).applySrvHosts([a, '127.0.0.1:3', '127.0.0.1:4']);
+    expect(await eventually(completed), 'log$ completes').to.equal(true);
+    expect(defects(written)).to.deep.equal([]);
+    expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+  });
+
+  it('SRV polling: a log destination that closes the client at a new server\'s "Starting server monitoring" ends the log there (that server stopped, none started after)', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const a = servers[0].address;
+    let armed = false;
+    const { c, written, completed } = logging(`mongodb://${a}/?heartbeatFrequencyMS=500`, (m, client) => {
+      if (armed && m.component === 'topology' && m.fields.message === 'Starting server monitoring') void client.close();
+    });
+    expect(await eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
+    armed = true;
+    (c as unknown as { applySrvHosts(hosts: readonly string[]): void }).applySrvHosts([a, '127.0.0.1:3', '127.0.0.1:4']);
+    expect(await eventually(completed), 'log$ completes').to.equal(true);
+    expect(defects(written)).to.deep.equal([]);
+  });
+
+  describe('mongodb+srv', function () {
+    let responder: DnsResponder;
+    let dnsServers: string[];
+    before(async function () {
+      dnsServers = dns.getServers();
+      responder = await new DnsResponder({
+        srv: { '_mongodb._tcp.test1.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 1 }, { target: 'localhost.test.build.10gen.cc', port: 2 }] },
+      }).start();
+      dns.setServers([responder.server]);
+    });
+    after(async function () {
+      dns.setServers(dnsServers);
+      await responder.close();
+    });
+
+    it('a subscriber of log$ that closes the client as the discovered hosts are first described: no server started after the topology stopped, each started one stopped', async function () {
+      const { c, written, fed, completed } = logging('mongodb+srv://test1.test.build.10gen.cc/?tls=false');
+      c.log$.subscribe((m) => {
+        if (m.component === 'topology' && m.fields.message === 'Topology description changed' && m.fields.newDescription.includes('localhost')) void c.close();
+      });
+      await (c as unknown as { discover(): Promise<void> }).discover().catch(() => undefined);
+      expect(await eventually(completed), 'log$ completes').to.equal(true);
+      expect(defects(written)).to.deep.equal([]);
+      expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+    });
+
+    it('close() before the discovery ends: the topology started and stopped, no server', async function () {
+      const { c, written, completed } = logging('mongodb+srv://test1.test.build.10gen.cc/?tls=false');
+      await c.close();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(completed()).to.equal(true);
+      expect(defects(written)).to.deep.equal([]);
+      expect(written.filter(isLife).map((m) => m.fields.message)).to.deep.equal(['Starting topology monitoring', 'Stopped topology monitoring']);
+    });
+  });
+});
