@@ -8,7 +8,7 @@
  * balancer spec (no monitor, one pool); connection string and URI options specs.
  */
 import { ObjectId, type Document } from 'bson';
-import { defer, EMPTY, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
+import { defer, endWith, filter, firstValueFrom, from, ignoreElements, interval, map, merge, mergeMap, Observable, race, ReplaySubject, Subject, Subscription, takeUntil, throwError, timeout, type SchedulerLike, type Subscriber } from 'rxjs';
 import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
@@ -661,7 +661,7 @@ export class Client {
           };
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
-    this.log$ = merge(from(clientMessages), defer(() => (this.closed ? EMPTY : from(this.openingLog))), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), topologyLog, selectionLog, this.pollingLog);
+    this.log$ = merge(from(clientMessages), this.topologyLog$(), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), selectionLog, this.pollingLog);
     if (logsClientWarnings) {
       this.pollingWarning = (warning) => {
         const message = clientMessage(warning);
@@ -1306,6 +1306,35 @@ export class Client {
   private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], address: string): void {
     const server = parseAddress(address);
     this.topologyLogging?.write({ message, topologyId: this.topologyId, serverHost: server.host, serverPort: server.port });
+  }
+
+  /**
+   * The `topology` part of `log$`: for a subscriber that comes before close(), the messages written while the client was
+   * made, then those written from then on; for one that comes after, only those still to come (a monitor's last
+   * heartbeat, the end of the log). The later messages are listened for before the first ones are given: a subscriber
+   * that changes the client from one of them (closes it, adds a host) receives what that wrote after them, in order,
+   * down to "Stopped topology monitoring", and its subscription completes.
+   */
+  private topologyLog$(): Observable<TopologyLogMessage> {
+    return new Observable<TopologyLogMessage>((subscriber) => {
+      if (this.closed) return this.topologyLog.subscribe(subscriber);
+      const held: TopologyLogMessage[] = [];
+      let replaying = true;
+      let ended = false;
+      const live = this.topologyLog.subscribe({
+        next: (message) => (replaying ? held.push(message) : subscriber.next(message)),
+        complete: () => (replaying ? (ended = true) : subscriber.complete()),
+      });
+      for (const message of this.openingLog) {
+        if (subscriber.closed) break;
+        subscriber.next(message);
+      }
+      // What the subscriber's own calls wrote while it was given those (in order; each may write more).
+      for (let i = 0; i < held.length && !subscriber.closed; i++) subscriber.next(held[i]);
+      replaying = false;
+      if (ended) subscriber.complete();
+      return live;
+    });
   }
 
   /**

@@ -19,8 +19,12 @@ import { eventually } from '../support/endpoint';
 const EMPTY = JSON.stringify({ type: 'Unknown', servers: [] });
 const isLife = (m: LogMessage): m is TopologyLogMessage => m.component === 'topology' && !String((m.fields as { message: string }).message).startsWith('Server heartbeat');
 
-/** The defects of a topology log (all its `topology` messages, in order); none when it is well formed. */
-function defects(messages: readonly LogMessage[]): string[] {
+/**
+ * The defects of a topology log (all its `topology` messages, in order); none when it is well formed. `late`: the log
+ * of a subscriber that came after the first changes (the opening replayed, then what came after it subscribed), whose
+ * changes need not follow each other.
+ */
+function defects(messages: readonly LogMessage[], { late = false } = {}): string[] {
   const found: string[] = [];
   const topology = messages.filter((m): m is TopologyLogMessage => m.component === 'topology');
   const names = topology.map((m) => m.fields.message);
@@ -41,7 +45,7 @@ function defects(messages: readonly LogMessage[]): string[] {
     } else if (f.message.startsWith('Server heartbeat')) {
       if (!monitored.has(server)) found.push(`${f.message} for ${server}, not monitored`);
     } else if (f.message === 'Topology description changed') {
-      if (f.previousDescription !== description) found.push(`a change from ${f.previousDescription}, not from ${description}`);
+      if (f.previousDescription !== description && !late) found.push(`a change from ${f.previousDescription}, not from ${description}`);
       description = f.newDescription!;
     }
   }
@@ -119,6 +123,65 @@ describe('Client: topology log messages under re-entrant use', function () {
     (c as unknown as { applySrvHosts(hosts: readonly string[]): void }).applySrvHosts([a, '127.0.0.1:3', '127.0.0.1:4']);
     expect(await eventually(completed), 'log$ completes').to.equal(true);
     expect(defects(written)).to.deep.equal([]);
+  });
+
+  it('a subscriber of log$ that closes the client at the first message it is given ("Starting topology monitoring", replayed as it subscribes) still receives the rest of the log, "Stopped topology monitoring" last, then completes', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const { c, written } = logging(`mongodb://${servers[0].address}/`);
+    const mine: LogMessage[] = [];
+    let completed = false;
+    c.log$.subscribe({
+      next: (m) => {
+        mine.push(m);
+        if (m.component === 'topology' && m.fields.message === 'Starting topology monitoring') void c.close();
+      },
+      complete: () => (completed = true),
+    });
+    expect(await eventually(() => completed), 'log$ completes').to.equal(true);
+    expect(defects(written)).to.deep.equal([]);
+    expect(defects(mine), 'log$ gives the whole log').to.deep.equal([]);
+    expect(mine.filter(isLife)).to.deep.equal(written.filter(isLife));
+  });
+
+  it('a subscriber of log$ that sends a command, drains and subscribes again from inside topology messages: the command answered, the log well formed in each subscription, each completing', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const { c, written, fed, completed } = logging(`mongodb://${servers[0].address}/?heartbeatFrequencyMS=500`);
+    let answer: Promise<unknown> | undefined;
+    let drained: Promise<void> | undefined;
+    const inner: LogMessage[] = [];
+    let innerCompleted = false;
+    let answered = false;
+    c.log$.subscribe((m) => {
+      if (m.component !== 'topology') return;
+      if (answer === undefined && m.fields.message === 'Topology description changed' && m.fields.newDescription.includes('Standalone')) {
+        answer = c.command('admin', { ping: 1 }).finally(() => (answered = true));
+        c.log$.subscribe({ next: (n) => inner.push(n), complete: () => (innerCompleted = true) });
+      }
+      // Drained from the next heartbeat's message once the command is answered.
+      if (answered && drained === undefined && m.fields.message === 'Server heartbeat started') drained = c.drain();
+    });
+    expect(await eventually(() => drained !== undefined)).to.equal(true);
+    expect(await answer).to.include({ ok: 1 });
+    await drained;
+    expect(await eventually(() => completed() && innerCompleted), 'both subscriptions complete').to.equal(true);
+    expect(defects(written)).to.deep.equal([]);
+    expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+    expect(defects(inner, { late: true }), 'the inner subscription: the opening replayed, then the rest').to.deep.equal([]);
+  });
+
+  it('server fields: an IPv6 host without brackets, a Unix domain socket with no serverPort key, user information and URI options in no message', async function () {
+    const { c, written } = logging('mongodb://us%3Aer:s3cr3tpw@[::1]:1,%2Ftmp%2Frxcmap-none.sock/?authSource=adm1nDb&appName=secretApp');
+    await c.close();
+    expect(defects(written)).to.deep.equal([]);
+    const started = written.filter(isLife).filter((m) => m.fields.message === 'Starting server monitoring').map((m) => m.toJSON());
+    expect(started.map((j) => [j.serverHost, j.serverPort])).to.deep.equal([
+      ['::1', 1],
+      ['/tmp/rxcmap-none.sock', undefined],
+    ]);
+    expect(Object.keys(started[1])).not.to.include('serverPort');
+    const text = written.filter(isLife).map((m) => `${JSON.stringify(m.toJSON())} ${m.render()}`).join('\n');
+    for (const secret of ['s3cr3tpw', 'us:er', 'adm1nDb', 'secretApp']) expect(text).not.to.include(secret);
+    expect(written.filter(isLife).map((m) => m.render())[2]).to.equal(`Starting monitoring for server [::1]:1 in topology with ID ${c.topologyId}`);
   });
 
   describe('mongodb+srv', function () {
