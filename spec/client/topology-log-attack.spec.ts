@@ -213,8 +213,9 @@ describe('Client: topology log messages under re-entrant use', function () {
     it('close() before the discovery ends: the topology started and stopped, no server', async function () {
       const { c, written, completed } = logging('mongodb+srv://test1.test.build.10gen.cc/?tls=false');
       await c.close();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 100));
       expect(completed()).to.equal(true);
+      expect(c.pools.size, 'no host opened after close()').to.equal(0);
       expect(defects(written)).to.deep.equal([]);
       expect(written.filter(isLife).map((m) => m.fields.message)).to.deep.equal(['Starting topology monitoring', 'Stopped topology monitoring']);
     });
