@@ -184,6 +184,47 @@ describe('Client: topology log messages under re-entrant use', function () {
     expect(written.filter(isLife).map((m) => m.render())[2]).to.equal(`Starting monitoring for server [::1]:1 in topology with ID ${c.topologyId}`);
   });
 
+  it('a log destination that closes the client at its first "Server heartbeat succeeded": that heartbeat changes nothing, the server stopped after its last heartbeat, the log well formed', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const { written, fed, completed } = logging(`mongodb://${servers[0].address}/`, (m, client) => {
+      if (m.component === 'topology' && m.fields.message === 'Server heartbeat succeeded') void client.close();
+    });
+    expect(await eventually(completed), 'log$ completes').to.equal(true);
+    expect(defects(written)).to.deep.equal([]);
+    expect(fed.filter((m) => m.component === 'topology')).to.deep.equal(written.filter((m) => m.component === 'topology'));
+    const names = written.map((m) => (m as TopologyLogMessage).fields.message);
+    expect(names.slice(names.indexOf('Server heartbeat succeeded'))).to.deep.equal(['Server heartbeat succeeded', 'Stopped server monitoring', 'Topology description changed', 'Stopped topology monitoring']);
+  });
+
+  it('a command\'s network error clears the pool: the server Unknown at once, with no heartbeat, then known again at the next check', async function () {
+    servers.push(await new EmbeddedServer().start());
+    const [a] = servers;
+    const { c, written } = logging(`mongodb://${a.address}/?heartbeatFrequencyMS=500&appName=neterr&serverMonitoringMode=poll`);
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true, appName: 'neterr' } });
+    const before = written.length;
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(Error);
+    const changes = () => written.slice(before).filter((m) => m.component === 'topology' && m.fields.message === 'Topology description changed').map((m) => JSON.parse((m as TopologyLogMessage<{ message: 'Topology description changed'; topologyId: string; previousDescription: string; newDescription: string }>).fields.newDescription) as { servers: { type: string }[] });
+    expect(await eventually(() => changes().length >= 2, 3000)).to.equal(true);
+    expect(changes().slice(0, 2).map((d) => d.servers[0].type)).to.deep.equal(['Unknown', 'Standalone']);
+    const first = written.findIndex((m, i) => i >= before && m.component === 'topology' && m.fields.message === 'Topology description changed');
+    expect(written.slice(before, first).filter((m) => m.component === 'topology' && m.fields.message === 'Server heartbeat started'), 'no check before the change to Unknown').to.deep.equal([]);
+    await c.close();
+    expect(defects(written)).to.deep.equal([]);
+  });
+
+  it('maxDocumentLength: each description truncated to it (with "..."), the untruncated ones compared', async function () {
+    const written: LogMessage[] = [];
+    const c = connect('mongodb://127.0.0.1:1,127.0.0.1:2/', { logging: { componentSeverities: { topology: 'debug' }, maxDocumentLength: 40, path: { write: (m) => void written.push(m as LogMessage) } } });
+    clients.push(c);
+    await c.close();
+    const changes = written.filter((m): m is TopologyLogMessage => m.component === 'topology' && m.fields.message === 'Topology description changed').map((m) => m.fields as { previousDescription: string; newDescription: string });
+    expect(changes.map((f) => [f.previousDescription, f.newDescription])).to.deep.equal([
+      [EMPTY, `${`{"type":"Unknown","servers":[{"address":"127.0.0.1:1"`.slice(0, 40)}...`],
+      [`${`{"type":"Unknown","servers":[{"address":"127.0.0.1:1"`.slice(0, 40)}...`, EMPTY],
+    ]);
+  });
+
   describe('mongodb+srv', function () {
     let responder: DnsResponder;
     let dnsServers: string[];
