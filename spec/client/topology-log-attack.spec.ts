@@ -225,13 +225,40 @@ describe('Client: topology log messages under re-entrant use', function () {
     ]);
   });
 
+  it('close() twice, drain() right after connect(), a load-balanced client closed at once: each log well formed, the load balancer\'s sequence whole', async function () {
+    const twice = logging('mongodb://127.0.0.1:1/');
+    await Promise.all([twice.c.close(), twice.c.close()]);
+    await twice.c.close();
+    const drained = logging('mongodb://127.0.0.1:1,127.0.0.1:2/');
+    await drained.c.drain();
+    const balanced = logging('mongodb://127.0.0.1:1/?loadBalanced=true');
+    await balanced.c.close();
+    for (const { written, completed } of [twice, drained, balanced]) {
+      expect(defects(written)).to.deep.equal([]);
+      expect(completed()).to.equal(true);
+    }
+    expect(balanced.written.map((m) => (m as TopologyLogMessage).fields.message)).to.deep.equal([
+      'Starting topology monitoring',
+      'Topology description changed',
+      'Starting server monitoring',
+      'Topology description changed',
+      'Stopped server monitoring',
+      'Topology description changed',
+      'Stopped topology monitoring',
+    ]);
+  });
+
   describe('mongodb+srv', function () {
     let responder: DnsResponder;
     let dnsServers: string[];
     before(async function () {
       dnsServers = dns.getServers();
       responder = await new DnsResponder({
-        srv: { '_mongodb._tcp.test1.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 1 }, { target: 'localhost.test.build.10gen.cc', port: 2 }] },
+        srv: {
+          '_mongodb._tcp.test1.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 1 }, { target: 'localhost.test.build.10gen.cc', port: 2 }],
+          '_mongodb._tcp.test3.test.build.10gen.cc': [{ target: 'localhost.test.build.10gen.cc', port: 1 }],
+        },
+        txt: { 'test3.test.build.10gen.cc': [['loadBalanced=true']] },
       }).start();
       dns.setServers([responder.server]);
     });
@@ -249,6 +276,18 @@ describe('Client: topology log messages under re-entrant use', function () {
       expect(await eventually(completed), 'log$ completes').to.equal(true);
       expect(defects(written)).to.deep.equal([]);
       expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+    });
+
+    it('load-balanced (TXT record): a subscriber of log$ that closes the client as the load balancer is first described (Unknown): no server stopped that was not started', async function () {
+      const { c, written, fed, completed } = logging('mongodb+srv://test3.test.build.10gen.cc/?tls=false');
+      c.log$.subscribe((m) => {
+        if (m.component === 'topology' && m.fields.message === 'Topology description changed' && m.fields.newDescription.includes('localhost')) void c.close();
+      });
+      await (c as unknown as { discover(): Promise<void> }).discover().catch(() => undefined);
+      expect(await eventually(completed), 'log$ completes').to.equal(true);
+      expect(defects(written)).to.deep.equal([]);
+      expect(fed.filter(isLife)).to.deep.equal(written.filter(isLife));
+      expect(JSON.parse((written[1] as TopologyLogMessage<{ message: 'Topology description changed'; topologyId: string; previousDescription: string; newDescription: string }>).fields.newDescription)).to.deep.equal({ type: 'LoadBalanced', servers: [{ address: 'localhost.test.build.10gen.cc:1', type: 'Unknown' }] });
     });
 
     it('close() before the discovery ends: the topology started and stopped, no server', async function () {
