@@ -248,6 +248,28 @@ describe('Client: topology log messages under re-entrant use', function () {
     ]);
   });
 
+  it('a log destination that closes the client at the change its pool\'s ConnectionPoolReady writes (Standalone), and one that closes it at an SRV-removed server\'s "Stopped server monitoring": each log well formed', async function () {
+    servers.push(await new EmbeddedServer().start(), await new EmbeddedServer().start());
+    const [a, b] = servers.map((server) => server.address);
+    const ready = logging(`mongodb://${a}/`, (m, client) => {
+      if (m.component === 'topology' && m.fields.message === 'Topology description changed' && m.fields.newDescription.includes('Standalone')) void client.close();
+    });
+    expect(await eventually(ready.completed), 'log$ completes').to.equal(true);
+    expect(defects(ready.written)).to.deep.equal([]);
+    expect(ready.fed.filter(isLife)).to.deep.equal(ready.written.filter(isLife));
+
+    let armed = false;
+    const removed = logging(`mongodb://${a}/?heartbeatFrequencyMS=500`, (m, client) => {
+      if (armed && m.component === 'topology' && m.fields.message === 'Stopped server monitoring') void client.close();
+    });
+    expect(await eventually(() => [...removed.c.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
+    armed = true;
+    (removed.c as unknown as { applySrvHosts(hosts: readonly string[]): void }).applySrvHosts([b]);
+    expect(await eventually(removed.completed), 'log$ completes').to.equal(true);
+    expect(defects(removed.written)).to.deep.equal([]);
+    expect(removed.c.pools.size, 'the new host not opened').to.equal(0);
+  });
+
   describe('mongodb+srv', function () {
     let responder: DnsResponder;
     let dnsServers: string[];
