@@ -508,6 +508,11 @@ export class Client {
    */
   private readonly monitoredServers = new Set<string>();
   /**
+   * With `topology` at debug: each pool's state before it closed (see {@link followPool}), so that a pool a drain closed
+   * is described as it was until close() ends the topology (the load balancer spec allows no other change then).
+   */
+  private readonly openStates = new WeakMap<ConnectionPool<Connection>, ConnectionPool<Connection>['state']>();
+  /**
    * The server selection messages (component `serverSelection`, when it logs at info or debug), for the subscribers
    * of `log$` at the time; completed once the client is closed and every selection that logged its start logged its end.
    */
@@ -1248,7 +1253,9 @@ export class Client {
   private describe(opened: readonly string[] = []): string {
     const servers = [...this.pools].map(([address, pool]) => {
       let type: ServerType = 'Unknown';
-      if (pool.state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.serverTypes.get(address) ?? 'Unknown') : 'LoadBalancer';
+      // A pool the drain closed: described as it was while open (its server is not gone, the client is closing).
+      const state = pool.state === 'closed' && this.draining ? (this.openStates.get(pool) ?? pool.state) : pool.state;
+      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.serverTypes.get(address) ?? 'Unknown') : 'LoadBalancer';
       return { address, type };
     });
     return topologyDescriptionText(this.topologyType, servers);
@@ -1355,7 +1362,9 @@ export class Client {
   /** With `topology` at debug: a change of the topology description is looked for after `pool` readied, cleared or closed. */
   private followPool(pool: ConnectionPool<Connection>): void {
     if (this.topologyLogging === undefined) return;
+    this.openStates.set(pool, pool.state);
     pool.events$.subscribe((e) => {
+      if (pool.state !== 'closed') this.openStates.set(pool, pool.state);
       if (e.type === 'ConnectionPoolReady' || e.type === 'ConnectionPoolCleared' || e.type === 'ConnectionPoolClosed') this.topologyChanged();
     });
   }

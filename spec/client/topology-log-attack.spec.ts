@@ -270,6 +270,39 @@ describe('Client: topology log messages under re-entrant use', function () {
     expect(removed.c.pools.size, 'the new host not opened').to.equal(0);
   });
 
+  it('drain(): the pools it closes leave the description as it was (load-balanced: the load balancer spec\'s sequence, no other change; a standalone stays Standalone until it is stopped)', async function () {
+    servers.push(await new EmbeddedServer({ loadBalancedServices: 1 }).start(), await new EmbeddedServer().start());
+    const [lb, standalone] = servers.map((server) => server.address);
+    const balanced = logging(`mongodb://${lb}/?loadBalanced=true`);
+    expect(await balanced.c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    await balanced.c.drain();
+    const described = (written: LogMessage[]) =>
+      written.filter((m): m is TopologyLogMessage => m.component === 'topology' && !m.fields.message.startsWith('Server heartbeat')).map((m) => (m.fields.message === 'Topology description changed' ? m.fields.newDescription : m.fields.message));
+    const server = (address: string, topology: string, type: string) => JSON.stringify({ type: topology, servers: [{ address, type }] });
+    expect(described(balanced.written)).to.deep.equal([
+      'Starting topology monitoring',
+      server(lb, 'LoadBalanced', 'Unknown'),
+      'Starting server monitoring',
+      server(lb, 'LoadBalanced', 'LoadBalancer'),
+      'Stopped server monitoring',
+      EMPTY,
+      'Stopped topology monitoring',
+    ]);
+    const single = logging(`mongodb://${standalone}/`);
+    expect(await single.c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    await single.c.drain();
+    expect(described(single.written)).to.deep.equal([
+      'Starting topology monitoring',
+      server(standalone, 'Unknown', 'Unknown'),
+      'Starting server monitoring',
+      server(standalone, 'Single', 'Standalone'),
+      'Stopped server monitoring',
+      EMPTY,
+      'Stopped topology monitoring',
+    ]);
+    expect(defects(single.written)).to.deep.equal([]);
+  });
+
   describe('mongodb+srv', function () {
     let responder: DnsResponder;
     let dnsServers: string[];
