@@ -1247,7 +1247,8 @@ export class Client {
   /**
    * The client's topology description as JSON (see `topologyDescriptionText`): its TopologyType and, per host (in the
    * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready (in
-   * load-balanced mode `LoadBalancer` while it is), `Unknown` otherwise. `opened`: hosts described as `Unknown`
+   * load-balanced mode `LoadBalancer` while it is; a pool a drain closed counts as in its state before), `Unknown`
+   * otherwise. `opened`: hosts described as `Unknown`
    * whatever their pool's state (those just added, whose first description SDAM gives before any check).
    */
   private describe(opened: readonly string[] = []): string {
@@ -1359,7 +1360,10 @@ export class Client {
     this.topologyLogging.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
   }
 
-  /** With `topology` at debug: a change of the topology description is looked for after `pool` readied, cleared or closed. */
+  /**
+   * With `topology` at debug: a change of the topology description is looked for after `pool` readied, cleared or
+   * closed; its state while open is kept (see {@link openStates}).
+   */
   private followPool(pool: ConnectionPool<Connection>): void {
     if (this.topologyLogging === undefined) return;
     this.openStates.set(pool, pool.state);
