@@ -12,7 +12,7 @@
 import { expect } from 'chai';
 import * as dns from 'node:dns';
 import { connect, type Client, type LogMessage, type TopologyLogMessage } from '../../lib';
-import { EmbeddedServer } from '../../lib/testing';
+import { EmbeddedServer, type CommandHandler } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { eventually } from '../support/endpoint';
 
@@ -301,6 +301,40 @@ describe('Client: topology log messages under re-entrant use', function () {
       'Stopped topology monitoring',
     ]);
     expect(defects(single.written)).to.deep.equal([]);
+  });
+
+  it('a replica set of three (replicaSet=rs0): the sequence of the unified test logging-replicaset ("Topology lifecycle": four changes before close, one per member answering)', async function () {
+    for (let i = 0; i < 3; i++) servers.push(await new EmbeddedServer().start());
+    servers.forEach((server, i) => {
+      for (const name of ['hello', 'ismaster']) {
+        const hello = (server as unknown as { handlers: Map<string, CommandHandler> }).handlers.get(name)!;
+        server.handle(name, async (command, info) => ({ ...(await hello(command, info)), setName: 'rs0', isWritablePrimary: i === 0, ismaster: i === 0, secondary: i !== 0 }));
+      }
+    });
+    const addresses = servers.map((server) => server.address);
+    const { c, written } = logging(`mongodb://${addresses.join(',')}/?replicaSet=rs0`);
+    const changes = () => written.filter((m): m is TopologyLogMessage => m.component === 'topology' && m.fields.message === 'Topology description changed');
+    expect(await eventually(() => changes().length === 4)).to.equal(true);
+    await c.close();
+    expect(written.filter(isLife).map((m) => m.fields.message)).to.deep.equal([
+      'Starting topology monitoring',
+      'Topology description changed',
+      'Starting server monitoring',
+      'Starting server monitoring',
+      'Starting server monitoring',
+      'Topology description changed',
+      'Topology description changed',
+      'Topology description changed',
+      'Stopped server monitoring',
+      'Stopped server monitoring',
+      'Stopped server monitoring',
+      'Topology description changed',
+      'Stopped topology monitoring',
+    ]);
+    const described = changes().map((m) => JSON.parse((m.fields as { newDescription: string }).newDescription) as unknown);
+    expect(described[0]).to.deep.equal({ type: 'ReplicaSetNoPrimary', servers: addresses.map((address) => ({ address, type: 'Unknown' })) });
+    expect(described[3]).to.deep.equal({ type: 'ReplicaSetWithPrimary', servers: addresses.map((address, i) => ({ address, type: i === 0 ? 'RSPrimary' : 'RSSecondary' })) });
+    expect(defects(written)).to.deep.equal([]);
   });
 
   describe('mongodb+srv', function () {
