@@ -691,7 +691,6 @@ export class Client {
         monitors.clear();
         this.hostFeeds.clear();
         this.hostList = [];
-        this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
         throw error;
       }
       this.serverContext = context;
@@ -714,6 +713,8 @@ export class Client {
       try {
         open(first, parsed.hosts, factories);
       } catch (error) {
+        // No client: its log ends here (a mongodb+srv client whose found hosts are refused lives on, and its log too).
+        this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
         void this.sink?.close?.();
         throw error;
       }
