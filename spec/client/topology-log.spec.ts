@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import { connect, type Client, type LogMessage, type TopologyLogMessage } from '../../lib';
 import { EmbeddedServer, type CommandHandler } from '../../lib/testing';
+import { ONE_SERVER_LIFE } from '../support/topology-log';
 import { eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
 
 describe('Client: topology log messages (SDAM logging and monitoring spec, "Log Messages")', function () {
@@ -40,16 +41,6 @@ describe('Client: topology log messages (SDAM logging and monitoring spec, "Log 
   const descriptions = (messages: readonly TopologyLogMessage[]): [unknown, unknown][] =>
     messages.flatMap((m) => (m.fields.message === 'Topology description changed' ? [[JSON.parse(m.fields.previousDescription), JSON.parse(m.fields.newDescription)] as [unknown, unknown]] : []));
   const EMPTY = { type: 'Unknown', servers: [] };
-  /** The messages of a one-server topology's life (unified tests logging-standalone and logging-loadbalanced). */
-  const ONE_SERVER_LIFE = [
-    'Starting topology monitoring',
-    'Topology description changed',
-    'Starting server monitoring',
-    'Topology description changed',
-    'Stopped server monitoring',
-    'Topology description changed',
-    'Stopped topology monitoring',
-  ];
 
   it('a standalone: the sequence of the unified test logging-standalone ("Topology lifecycle"), in log$ as written, log$ completing after "Stopped topology monitoring"', async function () {
     endpoint = await startTestEndpoint();
