@@ -1334,10 +1334,7 @@ export class Client {
         next: (message) => (replaying ? held.push(message) : subscriber.next(message)),
         complete: () => (replaying ? (ended = true) : subscriber.complete()),
       });
-      for (const message of this.openingLog) {
-        if (subscriber.closed) break;
-        subscriber.next(message);
-      }
+      for (const message of this.openingLog) subscriber.next(message);
       // What the subscriber's own calls wrote while it was given those (in order; each may write more).
       for (let i = 0; i < held.length && !subscriber.closed; i++) subscriber.next(held[i]);
       replaying = false;
@@ -1356,7 +1353,8 @@ export class Client {
    */
   private topologyClosed(): void {
     if (this.topologyLogging === undefined) return;
-    for (const address of this.pools.keys()) if (!this.monitors.has(address)) this.serverStopped(address);
+    // Those a monitor's end has not stopped: load-balanced mode's server, which has no monitor.
+    for (const address of this.pools.keys()) this.serverStopped(address);
     this.writeDescription(UNKNOWN_TOPOLOGY_DESCRIPTION);
     this.topologyLogging.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
   }
