@@ -4,7 +4,9 @@
  * the pools' are. Against the embedded endpoint only (the server is made to answer slowly).
  */
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import * as dns from 'node:dns';
+import * as path from 'node:path';
 import { connect, MongoNetworkTimeoutError, ServerSelectionError, type Client } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
@@ -73,5 +75,25 @@ describe('Client: a wall clock stepped while it works', function () {
       await client?.close();
       await responder.close();
     }
+  });
+});
+
+describe('Client: its own waits keep a script alive', function () {
+  this.timeout(30_000);
+
+  it('a script that awaits a command with no server to reach: the process stays until the selection fails at serverSelectionTimeoutMS, rather than exiting with the command unsettled', async function () {
+    const port = await closedPort();
+    // The monitor's sleep between checks holds no process alive (heartbeatFrequencyMS 60 s): only the selection's wait can.
+    const script = [
+      "const { connect } = require('./lib');",
+      `const client = connect('mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1500&heartbeatFrequencyMS=60000&connectTimeoutMS=500');`,
+      "client.command('admin', { ping: 1 }).then(() => console.log('answered'), (e) => console.log('failed ' + e.name)).finally(() => client.close());",
+    ].join('\n');
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], { cwd: path.resolve(__dirname, '../..'), env: process.env });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(stdout.trim()).to.equal('failed ServerSelectionError');
+    expect(code).to.equal(0);
   });
 });
