@@ -378,3 +378,47 @@ describe('Client: topology log messages under re-entrant use', function () {
     });
   });
 });
+
+describe('Client: the description a selection message gives once a close ended its pools', function () {
+  this.timeout(20_000);
+  let server: EmbeddedServer | undefined;
+  let client: Client | undefined;
+
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await server?.stop();
+    server = undefined;
+  });
+
+  it('a log destination that closes the client at a command\'s "Server selection started": its "Server selection failed" describes the closed server as Unknown, not as it was while open (only a drain keeps that)', async function () {
+    server = await new EmbeddedServer().start();
+    const address = server.address;
+    let closeAtNextSelection = false;
+    const written: LogMessage[] = [];
+    // Polled: at close() the monitor sleeps between checks, so no failed check forgets the server's type first.
+    const c = (client = connect(`mongodb://${address}/?serverMonitoringMode=poll`, {
+      logging: {
+        componentSeverities: { topology: 'debug', serverSelection: 'debug' },
+        path: {
+          write: (m) => {
+            written.push(m as LogMessage);
+            if (closeAtNextSelection && (m as LogMessage).fields.message === 'Server selection started') {
+              closeAtNextSelection = false;
+              void c.close();
+            }
+          },
+        },
+      },
+    }));
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    closeAtNextSelection = true;
+    const outcome = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(outcome).to.have.property('name', 'ClientClosedError');
+    // The first command's selection may wait for the first check; the second's is the last two messages.
+    const selections = written.filter((m) => m.component === 'serverSelection').map((m) => m.fields as { message: string; topologyDescription: string }).slice(-2);
+    expect(selections.map((f) => f.message)).to.deep.equal(['Server selection started', 'Server selection failed']);
+    expect(JSON.parse(selections[0].topologyDescription), 'as the close began').to.deep.equal({ type: 'Single', servers: [{ address, type: 'Standalone' }] });
+    expect(JSON.parse(selections[1].topologyDescription), 'once its pool closed').to.deep.equal({ type: 'Single', servers: [{ address, type: 'Unknown' }] });
+  });
+});
