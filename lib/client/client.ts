@@ -107,8 +107,8 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * Clock and timers of the pools (waitQueueTimeoutMS, maxIdleTimeMS, background runs, durations in events) and of
    * the monitors' sleeps between checks, and of `command()`'s timeoutMS and server selection (tests). Not of the
    * connections: connectTimeoutMS, socketTimeoutMS and a check's timeout run on Node's timers whatever is given.
-   * Default: the pools' and monitors' own (`timerScheduler`), and for the client's waits `clientScheduler` (timers
-   * that keep the process alive; both on a clock that does not step with the wall clock). A scheduler given should
+   * Default: the pools' and monitors' own (`timerScheduler`), and for the client's waits the same clock on timers that
+   * keep the process alive (both on a clock that does not step with the wall clock). A scheduler given should
    * read a clock that does not go back: the client measures time elapsed as the difference of two `now()` readings.
    */
   scheduler?: SchedulerLike | undefined;

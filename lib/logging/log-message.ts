@@ -222,8 +222,8 @@ export class ClientLogMessage {
 }
 
 /**
- * What the `debug` messages made one per event share (a heartbeat's, a command's): the event's time, the structured
- * fields under the spec's key names, and the structured form. A subclass names its component and writes its
+ * What the `debug` messages share (those made one per event: a heartbeat's, a command's; and a topology's life): the
+ * time, the structured fields under the spec's key names, and the structured form. A subclass names its component and writes its
  * unstructured form. The constructor checks nothing and never throws; `toJSON()` throws a RangeError only when `time`
  * is not a valid date.
  *
@@ -236,7 +236,10 @@ export abstract class DebugLogMessage<F extends object> {
   readonly level = 'debug' as const;
 
   constructor(
-    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
+    /**
+     * When the event was emitted (the event's `time`), or for a message of a topology's life when it was written (the
+     * client's scheduler's `now()`); ms since the Unix epoch with the default scheduler.
+     */
     readonly time: number,
     /** The structured fields, under the spec's key names. */
     readonly fields: F,
