@@ -684,13 +684,16 @@ export class Client {
       try {
         for (const [address, factory] of hostFactories) feeds.push([address, this.openServer(address, factory, context)]);
       } catch (error) {
-        // A pool or monitor refused its options: close what was made before it.
-        for (const monitor of monitors.values()) monitor.close();
-        for (const pool of pools.values()) pool.close();
+        // A pool or monitor refused its options: close what was made before it, no longer listed, so the topology log
+        // (which follows each pool) describes no server whose monitoring it never started.
+        const made = [...pools.values()];
+        const watching = [...monitors.values()];
         pools.clear();
         monitors.clear();
         this.hostFeeds.clear();
         this.hostList = [];
+        for (const monitor of watching) monitor.close();
+        for (const pool of made) pool.close();
         throw error;
       }
       this.serverContext = context;

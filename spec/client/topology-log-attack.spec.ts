@@ -422,3 +422,26 @@ describe('Client: the description a selection message gives once a close ended i
     expect(JSON.parse(selections[1].topologyDescription), 'once its pool closed').to.deep.equal({ type: 'Single', servers: [{ address, type: 'Unknown' }] });
   });
 });
+
+describe('Client: the topology log of a connect() that throws as it opens its servers', function () {
+  it('a monitor refusing the second host: the first host, made and closed again, is in no message (no description names a server whose monitoring never started), and the log ends with "Stopped topology monitoring"', function () {
+    // A Monitor that refuses one address only: the options every host shares are checked before any is opened, so a
+    // refusal after the first host is made is otherwise out of reach.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const monitors = require('../../lib/monitor/monitor') as { Monitor: new (options: { address: string }) => unknown };
+    const Real = monitors.Monitor;
+    monitors.Monitor = class extends (Real as new (options: { address: string }) => object) {
+      constructor(options: { address: string }) {
+        if (options.address === '127.0.0.1:2') throw new Error('refused');
+        super(options);
+      }
+    };
+    const written: LogMessage[] = [];
+    try {
+      expect(() => connect('mongodb://127.0.0.1:1,127.0.0.1:2/', { logging: { componentSeverities: { topology: 'debug' }, path: { write: (m) => void written.push(m as LogMessage) } } })).to.throw('refused');
+    } finally {
+      monitors.Monitor = Real;
+    }
+    expect(written.map((m) => m.fields.message)).to.deep.equal(['Starting topology monitoring', 'Stopped topology monitoring']);
+  });
+});
