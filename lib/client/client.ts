@@ -508,8 +508,9 @@ export class Client {
    */
   private readonly monitoredServers = new Set<string>();
   /**
-   * With `topology` at debug: each pool's state before it closed (see {@link followPool}), so that a pool a drain closed
-   * is described as it was until close() ends the topology (the load balancer spec allows no other change then).
+   * Each pool's state before it closed: with `topology` at debug followed as it changes (see {@link followPool}),
+   * otherwise taken as drain() begins; so that a pool a drain closed is described as it was until close() ends the
+   * topology (the load balancer spec allows no other change then).
    */
   private readonly openStates = new WeakMap<ConnectionPool<Connection>, ConnectionPool<Connection>['state']>();
   /**
@@ -1712,6 +1713,9 @@ export class Client {
     if (this.closed) return;
     this.draining = true;
     this.srv?.poller?.stop();
+    // A pool not followed (`topology` not at debug) is described, once the drain closed it, as it was now: the selection
+    // messages give the same description whatever the topology component's level.
+    for (const pool of this.pools.values()) if (!this.openStates.has(pool)) this.openStates.set(pool, pool.state);
     const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
     // The pools of hosts SRV polling removed, closed already: their connections in use are checked in before close()
     // ends what is still in flight, as a drain's are, until timeoutMS.

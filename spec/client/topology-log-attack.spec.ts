@@ -445,3 +445,30 @@ describe('Client: the topology log of a connect() that throws as it opens its se
     expect(written.map((m) => m.fields.message)).to.deep.equal(['Starting topology monitoring', 'Stopped topology monitoring']);
   });
 });
+
+describe('Client: the description the selection messages give while the client drains', function () {
+  this.timeout(20_000);
+
+  it('is the same whether or not the topology component logs at debug: the drained server as it was while open', async function () {
+    const server = await new EmbeddedServer().start();
+    try {
+      const seen: string[][] = [];
+      for (const topology of ['debug', 'off'] as const) {
+        const written: LogMessage[] = [];
+        const c = connect(`mongodb://${server.address}/`, { logging: { componentSeverities: { topology, serverSelection: 'debug' }, path: { write: (m) => void written.push(m as LogMessage) } } });
+        expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        const drained = c.drain();
+        const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+        await drained;
+        expect(refused).to.have.property('name', 'PoolClosedError');
+        // The refused command's selection: its start and its failure.
+        seen.push(written.filter((m) => m.component === 'serverSelection').slice(-2).map((m) => (m.fields as { topologyDescription: string }).topologyDescription));
+      }
+      const standalone = JSON.stringify({ type: 'Single', servers: [{ address: server.address, type: 'Standalone' }] });
+      expect(seen[0], 'topology at debug').to.deep.equal([standalone, standalone]);
+      expect(seen[1], 'topology off').to.deep.equal(seen[0]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
