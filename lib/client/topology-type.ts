@@ -31,8 +31,9 @@ export function initialTopologyType(settings: { readonly loadBalanced: boolean; 
 
 /**
  * The TopologyType after a successful check whose hello reply is `reply`, from `current`: from `Unknown`, `Sharded`
- * when the server is a mongos (`msg: 'isdbgrid'`), `Unknown` still for an RSGhost (`isreplicaset: true` without a
- * `setName`), `ReplicaSet` for a replica set member (a `setName`), `Single` for a standalone.
+ * when the server is a mongos (`msg: 'isdbgrid'`), `Unknown` still for an RSGhost (`isreplicaset: true`, whatever
+ * else it says: SDAM's "any server is an RSGhost that reports isreplicaset: true", as `serverTypeOf` reads it),
+ * `ReplicaSet` for a replica set member (a `setName`), `Single` for a standalone.
  * Any other `current` stays as it is: SDAM keeps a Sharded topology Sharded when a server that is not a mongos
  * answers (it removes that server; rxcmap keeps its pool).
  *
@@ -44,6 +45,6 @@ export function initialTopologyType(settings: { readonly loadBalanced: boolean; 
 export function topologyTypeAfter(current: ClientTopologyType, reply: Document): ClientTopologyType {
   if (current !== 'Unknown') return current;
   if (reply.msg === 'isdbgrid') return 'Sharded';
-  if (reply.isreplicaset === true && reply.setName === undefined) return 'Unknown';
+  if (reply.isreplicaset === true) return 'Unknown';
   return reply.setName !== undefined ? 'ReplicaSet' : 'Single';
 }

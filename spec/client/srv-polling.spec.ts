@@ -605,7 +605,7 @@ describe('SrvPoller on a scripted SRV query', function () {
     expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, msg: 'isdbgrid' })).to.equal('Sharded');
     expect(topologyTypeAfter('Unknown', { isWritablePrimary: true })).to.equal('Single');
     expect(topologyTypeAfter('Unknown', { isWritablePrimary: true, setName: 'rs0' })).to.equal('ReplicaSet');
-    expect(topologyTypeAfter('Unknown', { isreplicaset: true, setName: 'rs0' })).to.equal('ReplicaSet');
+    expect(topologyTypeAfter('Unknown', { isreplicaset: true, setName: 'rs0' }), 'an RSGhost, as serverTypeOf reads it').to.equal('Unknown');
     expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
     expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
     expect(topologyTypeAfter('Single', { msg: 'isdbgrid' })).to.equal('Single');
