@@ -21,7 +21,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, topologyLogMessage, truncate, type LogMessage, type TopologyLogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, serverLogFields, TopologyLogMessage, truncate, type LogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -644,7 +644,7 @@ export class Client {
       this.topologyLogging = {
         maxDocumentLength,
         write: (fields) => {
-          const message = topologyLogMessage(this.scheduler.now(), fields);
+          const message = new TopologyLogMessage(this.scheduler.now(), fields);
           destination.write(message);
           if (making) this.openingLog.push(message);
           else topologyLog.next(message);
@@ -1230,8 +1230,7 @@ export class Client {
         log({ message: 'Server selection failed', failure: logError(new PoolClosedError(pool.address), logging.maxDocumentLength) });
         return pool;
       }
-      const { host, port } = parseAddress(pool.address);
-      log({ message: 'Server selection succeeded', serverHost: host, ...(port === undefined ? {} : { serverPort: port }) });
+      log({ message: 'Server selection succeeded', ...serverLogFields(parseAddress(pool.address)) });
       return pool;
     } catch (error) {
       log({ message: 'Server selection failed', failure: logError(error as Error, logging.maxDocumentLength) });
@@ -1317,8 +1316,7 @@ export class Client {
 
   /** Writes "Starting server monitoring" or "Stopped server monitoring" for the host `address` (unless `topology` is off). */
   private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], address: string): void {
-    const server = parseAddress(address);
-    this.topologyLogging?.write({ message, topologyId: this.topologyId, serverHost: server.host, serverPort: server.port });
+    this.topologyLogging?.write({ message, topologyId: this.topologyId, ...serverLogFields(parseAddress(address)) });
   }
 
   /**

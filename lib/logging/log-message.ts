@@ -808,7 +808,7 @@ export function connectionLogMessage(
     case 'ConnectionCheckedIn':
       return new ConnectionLogMessage(event.time, { message: 'Connection checked in', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId });
   }
-  const base = { serverHost: server.host, ...(server.port === undefined ? {} : { serverPort: server.port }) };
+  const base = serverLogFields(server);
   let fields: ConnectionLogFields;
   switch (event.type) {
     case 'ConnectionPoolCreated': {
@@ -940,8 +940,7 @@ export function heartbeatLogMessage(
 ): TopologyLogMessage<ServerHeartbeatLogFields> {
   const common = {
     topologyId,
-    serverHost: server.host,
-    ...(server.port === undefined ? {} : { serverPort: server.port }),
+    ...serverLogFields(server),
     driverConnectionId: event.connectionId,
     ...(event.serverConnectionId === undefined ? {} : { serverConnectionId: event.serverConnectionId }),
     awaited: event.awaited,
@@ -957,15 +956,12 @@ export function heartbeatLogMessage(
 }
 
 /**
- * The log message of a topology's life (see {@link TopologyLogFields}) at `time` (ms): `fields` as given, except that a
- * server message's `serverPort` key is left out for a Unix domain socket (`serverPort` undefined). Never throws.
+ * The `serverHost` and `serverPort` keys of a message about `server`: its host name, IP address (IPv6 without brackets)
+ * or Unix domain socket path, and its port, the key left out for a socket path (logging spec, "Omitting Null Values
+ * from Log Messages").
  */
-export function topologyLogMessage(time: number, fields: TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields): TopologyLogMessage {
-  if ('serverHost' in fields && fields.serverPort === undefined) {
-    const { serverPort: _, ...rest } = fields;
-    return new TopologyLogMessage(time, rest);
-  }
-  return new TopologyLogMessage(time, fields);
+export function serverLogFields(server: ServerAddress): { readonly serverHost: string; readonly serverPort?: number } {
+  return server.port === undefined ? { serverHost: server.host } : { serverHost: server.host, serverPort: server.port };
 }
 
 /**
@@ -1019,8 +1015,7 @@ export function commandLogMessage(event: CommandEvent, server: ServerAddress, ma
     requestId: event.requestId,
     ...(event.operationId === undefined ? {} : { operationId: event.operationId }),
     driverConnectionId: event.connectionId,
-    serverHost: server.host,
-    ...(server.port === undefined ? {} : { serverPort: server.port }),
+    ...serverLogFields(server),
     ...(event.serverConnectionId === undefined ? {} : { serverConnectionId: event.serverConnectionId }),
     ...(event.serviceId === undefined ? {} : { serviceId: event.serviceId }),
   };

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { Long } from 'bson';
 import { parseAddress } from '../../lib/address';
-import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, TopologyLogMessage, topologyLogMessage, truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, serverLogFields, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -541,18 +541,18 @@ describe('topology life log messages (component topology)', function () {
   const time = Date.UTC(2024, 0, 2, 3, 4, 5);
 
   it('their structured and unstructured forms, as the SDAM logging spec gives them; a socket path has no serverPort key', function () {
-    const started = topologyLogMessage(time, { message: 'Starting topology monitoring', topologyId });
+    const started = new TopologyLogMessage(time, { message: 'Starting topology monitoring', topologyId });
     expect(started.toJSON()).to.deep.equal({ t: '2024-01-02T03:04:05.000Z', c: 'topology', s: 'debug', message: 'Starting topology monitoring', topologyId });
     expect(started.render()).to.equal(`Starting monitoring for topology with ID ${topologyId}`);
-    expect(topologyLogMessage(time, { message: 'Stopped topology monitoring', topologyId }).render()).to.equal(`Stopped monitoring for topology with ID ${topologyId}`);
-    const server = topologyLogMessage(time, { message: 'Starting server monitoring', topologyId, serverHost: '::1', serverPort: 27017 });
+    expect(new TopologyLogMessage(time, { message: 'Stopped topology monitoring', topologyId }).render()).to.equal(`Stopped monitoring for topology with ID ${topologyId}`);
+    const server = new TopologyLogMessage(time, { message: 'Starting server monitoring', topologyId, ...serverLogFields(parseAddress('[::1]:27017')) });
     expect(server.toJSON()).to.deep.equal({ t: '2024-01-02T03:04:05.000Z', c: 'topology', s: 'debug', message: 'Starting server monitoring', topologyId, serverHost: '::1', serverPort: 27017 });
     expect(server.render()).to.equal(`Starting monitoring for server [::1]:27017 in topology with ID ${topologyId}`);
-    const socket = topologyLogMessage(time, { message: 'Stopped server monitoring', topologyId, serverHost: '/tmp/mongodb-27017.sock', serverPort: undefined });
+    const socket = new TopologyLogMessage(time, { message: 'Stopped server monitoring', topologyId, ...serverLogFields(parseAddress('/tmp/mongodb-27017.sock')) });
     expect(Object.keys(socket.fields)).to.not.include('serverPort');
     expect(Object.keys(socket.toJSON())).to.not.include('serverPort');
     expect(socket.render()).to.equal(`Stopped monitoring for server /tmp/mongodb-27017.sock in topology with ID ${topologyId}`);
-    const changed = topologyLogMessage(time, { message: 'Topology description changed', topologyId, previousDescription: '{"type":"Unknown","servers":[]}', newDescription: '{"type":"Single"}' });
+    const changed = new TopologyLogMessage(time, { message: 'Topology description changed', topologyId, previousDescription: '{"type":"Unknown","servers":[]}', newDescription: '{"type":"Single"}' });
     expect(changed.toJSON()).to.include({ previousDescription: '{"type":"Unknown","servers":[]}', newDescription: '{"type":"Single"}' });
     expect(changed.render()).to.equal(`Description changed for topology with ID ${topologyId}. Previous description: {"type":"Unknown","servers":[]}. New description: {"type":"Single"}`);
   });
