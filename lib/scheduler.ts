@@ -179,6 +179,19 @@ class TimerAction<T> extends Subscription implements SchedulerAction<T> {
 }
 
 /**
+ * A scheduler reading {@link monotonicNow} and arming {@link TimerAction}s; `keepsAlive`: whether their timers hold the
+ * process open. The two below differ only there.
+ */
+function monotonicScheduler(keepsAlive: boolean): SchedulerLike {
+  return Object.freeze({
+    now: monotonicNow,
+    schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
+      return new TimerAction<T>(work, keepsAlive).schedule(state, delay);
+    },
+  });
+}
+
+/**
  * A `SchedulerLike` on Node timers, each `unref()`'d so a pool's timers never keep the process alive. `now()` is
  * monotonic (`performance.now()`), offset to milliseconds since the Unix epoch; it reads the global `performance` each
  * time, so it follows fake timers that replace it (jest, vitest, sinon: `@sinonjs/fake-timers`), taking their time when
@@ -200,12 +213,7 @@ class TimerAction<T> extends Subscription implements SchedulerAction<T> {
  *
  * Source: extension (RxJS's `SchedulerLike`; the CMAP spec's timers: WaitQueue timeouts and Background Thread Runs).
  */
-export const timerScheduler: SchedulerLike = Object.freeze({
-  now: monotonicNow,
-  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
-    return new TimerAction<T>(work, false).schedule(state, delay);
-  },
-});
+export const timerScheduler: SchedulerLike = monotonicScheduler(false);
 
 /**
  * The default `scheduler` of a client's own waits (server selection, a command's timeoutMS, the seedlist discovery's
@@ -218,9 +226,4 @@ export const timerScheduler: SchedulerLike = Object.freeze({
  * Source: extension (RxJS's `SchedulerLike`; the client-side operations timeout spec's timeoutMS, measured on a
  * monotonic clock as the official Node.js driver measures it, with `performance.now()`).
  */
-export const clientScheduler: SchedulerLike = Object.freeze({
-  now: monotonicNow,
-  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
-    return new TimerAction<T>(work, true).schedule(state, delay);
-  },
-});
+export const clientScheduler: SchedulerLike = monotonicScheduler(true);
