@@ -1207,7 +1207,7 @@ export class Client {
     let operation: string | undefined;
     const log = ({ message, ...rest }: Omit<ServerSelectionLogFields, 'selector' | 'operation' | 'topologyDescription'>, level: 'debug' | 'info' = 'debug'): void => {
       if (level === 'info' || logging.debug) {
-        const topologyDescription = this.topologyDescription(logging.maxDocumentLength);
+        const topologyDescription = truncate(this.describe(), logging.maxDocumentLength);
         operation ??= operationName();
         logging.write(new ServerSelectionLogMessage(this.scheduler.now(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
       }
@@ -1238,14 +1238,6 @@ export class Client {
     } finally {
       if (--this.selectionsLogging === 0 && this.closed) this.selectionLog.complete();
     }
-  }
-
-  /**
-   * The client's servers as the server selection messages describe them (see `ServerSelectionLogFields`): JSON of its
-   * TopologyType and, per host, its address and its ServerType (see {@link describe}); truncated to `maxDocumentLength`.
-   */
-  private topologyDescription(maxDocumentLength: number): string {
-    return truncate(this.describe(), maxDocumentLength);
   }
 
   /**

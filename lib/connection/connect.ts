@@ -690,10 +690,9 @@ function systemErrorCode(e: unknown): string {
  */
 export function isRefusedConnect(error: unknown): boolean {
   if (!(error instanceof MongoNetworkError)) return false;
-  const attempts = connectAttempts(error.cause);
-  const refused = (e: unknown): boolean => REFUSED_ERRORS.has(systemErrorCode(e));
-  const unroutable = (e: unknown): boolean => NO_ROUTE_ERRORS.has(systemErrorCode(e)) || systemErrorCode(e) === 'EADDRNOTAVAIL';
-  return attempts.some(refused) && attempts.every((e) => refused(e) || unroutable(e));
+  const codes = connectAttempts(error.cause).map(systemErrorCode);
+  const refused = (code: string): boolean => REFUSED_ERRORS.has(code);
+  return codes.some(refused) && codes.every((code) => refused(code) || NO_ROUTE_ERRORS.has(code) || code === 'EADDRNOTAVAIL');
 }
 
 /** A connect refused: nothing listens on the TCP port (ECONNREFUSED), or at the Unix domain socket path (ENOENT). */
