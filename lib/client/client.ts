@@ -175,6 +175,8 @@ interface HostFactories {
 
 /** The feeds of one host: its pool's events and log messages, its heartbeats (see `Client.openServer`). */
 interface HostFeed {
+  /** Its pool. */
+  readonly pool: ConnectionPool<Connection>;
   /** Its pool's events (load-balanced: with ConnectionPoolReady after ConnectionPoolCreated), and its heartbeats. */
   readonly events$: Observable<ClientEvent>;
   readonly log$: Observable<LogMessage>;
@@ -404,6 +406,18 @@ export class Client {
    * known; SRV polling adds and removes them, a removed one closed).
    */
   readonly monitors: ReadonlyMap<string, Monitor> = new Map();
+  /**
+   * Each pool of the client, for what follows every one of them (metrics, a leak detector): first those in
+   * {@link pools} as it is subscribed, then each pool opened later, as it is listed (the hosts a `mongodb+srv://`
+   * URI's seedlist finds, those SRV polling adds; a host SRV polling adds again while its removed pool is still in
+   * use gives a new pool). Completes when the client is closed (at once for a client closed already, after its pools
+   * of that time). A pool SRV polling removes is not announced: it is closed (ConnectionPoolClosed on its `events$`),
+   * and its `state$` completes once it is done. Nothing is built while nobody subscribes.
+   *
+   * Source: extension (the official Java driver's `ConnectionPoolListener.connectionPoolCreated`, through which
+   * Micrometer's MongoDB binder follows each pool of a client as the client opens it).
+   */
+  readonly pools$: Observable<ConnectionPool<Connection>>;
   /**
    * Pool events and heartbeat events of every host, merged; each carries its `address`. A host SRV polling adds is
    * followed from then on (its pool's ConnectionPoolCreated first); one it removes until its pool is done (closed, its
@@ -665,6 +679,7 @@ export class Client {
               selectionLog.next(message);
             },
           };
+    this.pools$ = this.allFeeds$.pipe(map((f) => f.pool));
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
     this.log$ = merge(from(clientMessages), this.topologyLog$(), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), selectionLog, this.pollingLog);
@@ -939,7 +954,7 @@ export class Client {
       const feeds = readyAtOnce(pool);
       // Followed once ready: the client describes the server as it was added, then as it is (see serversOpened).
       this.followPool(pool);
-      return { events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
+      return { pool, events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
     }
     let monitor: Monitor;
     try {
@@ -1001,7 +1016,7 @@ export class Client {
         this.serverStopped(address);
       },
     });
-    return { events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
+    return { pool, events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
   }
 
   /**

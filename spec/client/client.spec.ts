@@ -756,6 +756,24 @@ describe('connect() / Client', function () {
     expect(seen.map((m) => m.component), 'the connection string warning is still given').to.include('client');
   });
 
+  it('pools$ gives each pool the client has, and completes when the client is closed; after close, its pools of that time, then the completion', async function () {
+    const [a, b] = await start(2);
+    const c = (client = connect(`mongodb://${a.address},${b.address}/`));
+    const given: unknown[] = [];
+    let completed = false;
+    c.pools$.subscribe({ next: (pool) => given.push(pool), complete: () => (completed = true) });
+    expect(given).to.deep.equal([...c.pools.values()]);
+    expect(given).to.have.length(2);
+    expect(completed).to.equal(false);
+    await c.close();
+    expect(completed).to.equal(true);
+    const later: unknown[] = [];
+    let laterCompleted = false;
+    c.pools$.subscribe({ next: (pool) => later.push(pool), complete: () => (laterCompleted = true) });
+    expect(later).to.deep.equal(given);
+    expect(laterCompleted).to.equal(true);
+  });
+
   describe('the log destination', function () {
     let dir: string;
     beforeEach(() => void (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'))));
