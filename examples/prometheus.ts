@@ -4,8 +4,9 @@
  * at `http://127.0.0.1:<port>/metrics` in the Prometheus text format while workers keep the pool busy.
  *
  * Starts the embedded MongoDB endpoint (unless MONGODB_URI names a server), connects through `connect()` (a pool per
- * host, maxPoolSize 5, minPoolSize 1, a monitor that readies the pool), instruments every pool with
- * `instrumentConnectionPool(pool, { meter, poolName })` and the client's commands with `instrumentCommands(client, {
+ * host, maxPoolSize 5, minPoolSize 1, a monitor that readies the pool), instruments every pool of the client with
+ * `instrumentConnectionPools(client, { meter, poolNamePrefix })` (those of a `mongodb+srv://` MONGODB_URI too, found
+ * after `connect()` returns, and those SRV polling adds) and the client's commands with `instrumentCommands(client, {
  * meter })` (`db.client.operation.duration`), prints the metrics URL as one line on stdout, then runs
  * `--workers` concurrent workers for `--seconds`: each checks a connection out, pings, holds it 1 to 10 ms (the
  * work of a request), and checks it in. More workers than connections, so checkouts wait and every metric moves.
@@ -37,7 +38,7 @@ import { parseArgs } from 'node:util';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ClientClosedError, connect, InvalidOptionError } from '../lib';
-import { instrumentCommands, instrumentConnectionPool, type ConnectionPoolInstrumentation } from '../lib/opentelemetry';
+import { instrumentCommands, instrumentConnectionPools } from '../lib/opentelemetry';
 import { EmbeddedServer } from '../lib/testing';
 import { hidePassword } from './demo-args';
 import { unreachable } from './unreachable';
@@ -54,7 +55,8 @@ ${USAGE}
   --port <n>          the metrics port on 127.0.0.1, an integer 0-65535; 0 picks a free port (default 0)
   --seconds <s>       how long the workers run, a number of seconds > 0 (default 10)
   --workers <n>       how many workers run at once, an integer >= 1 (default 20; the pool has 5 connections)
-  --pool-name <name>  the db.client.connection.pool.name label, a non-empty string (default "example")
+  --pool-name <name>  what each pool's db.client.connection.pool.name label starts with (<name>/<host:port>),
+                      a non-empty string (default "example")
   -h, --help          print this help and exit
 `;
 
@@ -147,10 +149,9 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const meterProvider = new MeterProvider({ readers: [exporter] });
   const meter = meterProvider.getMeter('rxcmap-prometheus-example');
-  const instrumentations: ConnectionPoolInstrumentation[] = [...client.pools].map(([address, pool]) =>
-    // pool names must be unique within the application: one pool per host, so the host joins the name when several
-    instrumentConnectionPool(pool, { meter, poolName: client.pools.size === 1 ? settings.poolName : `${settings.poolName}/${address}` }),
-  );
+  // Every pool of the client, named <pool-name>/<host:port> (unique within the application): those it has now, and
+  // those it opens later (a mongodb+srv:// URI's hosts, found after connect() returned; SRV polling's).
+  const pools = instrumentConnectionPools(client, { meter, poolNamePrefix: settings.poolName });
   // Every command's duration (db.client.operation.duration), by command, database and server.
   const commands = instrumentCommands(client, { meter });
 
@@ -169,7 +170,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
       metricsServer.closeAllConnections(); // keep-alive scrapers would hold close() open
       await closed;
     }
-    for (const instrumentation of instrumentations) instrumentation.unsubscribe();
+    pools.unsubscribe();
     commands.unsubscribe();
     await meterProvider.shutdown(); // shuts the exporter down (its own server was never started)
   };

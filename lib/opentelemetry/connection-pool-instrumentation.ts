@@ -191,20 +191,36 @@ export function instrumentConnectionPool(
   if (given !== undefined && (typeof given !== 'string' || given === '')) {
     throw new InvalidOptionError('poolName', given, 'a non-empty string');
   }
-  let recording = recordingByMeter.get(meter);
-  if (recording === undefined) recordingByMeter.set(meter, (recording = new Set()));
-  if (given !== undefined && recording.has(given)) {
+  if (given !== undefined && namesRecording(meter).has(given)) {
     throw new InvalidOptionError('poolName', given, 'a name no other pool being recorded through this Meter has (give each pool its own)');
   }
-  let poolName = given ?? pool.address;
-  for (let n = 2; recording.has(poolName); n++) poolName = `${pool.address}#${n}`;
+  return recordPool(pool, meter, given ?? pool.address);
+}
+
+/**
+ * Starts recording `pool` through `meter` as `name`, or, when another pool being recorded through `meter` has that
+ * name, as `name#2` (`#3`, ...), the first one free. `removed` is called once its collection callback is removed.
+ *
+ * @throws what the Meter throws while the instruments are made (the name stays free).
+ */
+export function recordPool(pool: InstrumentedPool, meter: Meter, name: string, removed?: () => void): ConnectionPoolInstrumentation {
+  const recording = namesRecording(meter);
+  let poolName = name;
+  for (let n = 2; recording.has(poolName); n++) poolName = `${name}#${n}`;
   try {
-    return new PoolMetricsRecorder(pool, meter, poolName, recording);
+    return new PoolMetricsRecorder(pool, meter, poolName, recording, removed);
   } catch (error) {
     // A Meter that threw while the instruments were made: the name records nothing, and stays free.
     recording.delete(poolName);
     throw error;
   }
+}
+
+/** The names of the pools being recorded through `meter` (see {@link recordingByMeter}). */
+function namesRecording(meter: Meter): Set<string> {
+  let recording = recordingByMeter.get(meter);
+  if (recording === undefined) recordingByMeter.set(meter, (recording = new Set()));
+  return recording;
 }
 
 /** The option names of {@link ConnectionPoolInstrumentationOptions}. */
@@ -256,6 +272,8 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     poolName: string,
     /** The names being recorded through `meter`: this one is released when recording stops. */
     private readonly recording: Set<string>,
+    /** Called once the collection callback is removed. */
+    private readonly removedCallback?: () => void,
   ) {
     this.pool = pool;
     this.poolName = poolName;
@@ -348,6 +366,7 @@ class PoolMetricsRecorder implements ConnectionPoolInstrumentation {
     // Its job done: left pending, the timer would keep this recorder reachable for the rest of its 120 s.
     if (this.removalTimer !== undefined) clearTimeout(this.removalTimer);
     this.removalTimer = undefined;
+    this.removedCallback?.();
   }
 
   /**

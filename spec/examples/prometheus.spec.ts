@@ -107,7 +107,7 @@ describe('examples/prometheus.ts', function () {
       ]),
     );
     for (const s of pool) {
-      expect(s.labels, s.name).to.include({ db_client_connection_pool_name: 'orders', server_address: '127.0.0.1' });
+      expect(s.labels, s.name).to.include({ db_client_connection_pool_name: `orders/127.0.0.1:${s.labels.server_port}`, server_address: '127.0.0.1' });
       expect(s.labels.server_port, s.name).to.match(/^\d+$/);
       expect(s.value, s.name).to.be.a('number').and.not.be.NaN;
     }
