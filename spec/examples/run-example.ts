@@ -28,11 +28,22 @@ export interface RunningExample {
   exited(ms: number): Promise<ExampleResult>;
 }
 
+/** How an example is started beyond its arguments. */
+export interface ExampleOptions {
+  /** Variables set (or, `undefined`, removed) in the child's environment, a copy of this process's. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Modules the child loads first (`node -r`), paths from the repository's root. */
+  readonly preload?: readonly string[];
+}
+
 /** Starts `examples/<file>` with `args`. */
-export function startExample(file: string, args: readonly string[] = []): RunningExample {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('examples', file), ...args], {
+export function startExample(file: string, args: readonly string[] = [], options: ExampleOptions = {}): RunningExample {
+  const env = { ...process.env, ...options.env };
+  for (const [name, value] of Object.entries(options.env ?? {})) if (value === undefined) delete env[name];
+  const preload = (options.preload ?? []).flatMap((module) => ['-r', `./${module}`]);
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', ...preload, path.join('examples', file), ...args], {
     cwd: root,
-    env: process.env,
+    env,
   });
   let stdout = '';
   let stderr = '';
@@ -89,8 +100,8 @@ export function startExample(file: string, args: readonly string[] = []): Runnin
 }
 
 /** Runs `examples/<file>` with `args` to its end (killed, and rejected, after `ms`). */
-export function runExample(file: string, args: readonly string[] = [], ms = 15_000): Promise<ExampleResult> {
-  return startExample(file, args).exited(ms);
+export function runExample(file: string, args: readonly string[] = [], ms = 15_000, options: ExampleOptions = {}): Promise<ExampleResult> {
+  return startExample(file, args, options).exited(ms);
 }
 
 /** The last non-empty stdout line, parsed as JSON. */
