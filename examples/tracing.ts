@@ -334,15 +334,14 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
   // A span per command, from the client's command events: its parent is the span active where the command is called.
   const commands = traceCommands(client, { tracer });
 
+  // Counted on the client's events, which follow every pool: a mongodb+srv:// URI's pools are opened later.
   let connectionsCreated = 0;
-  const counting = [...client.pools.values()].map((pool) =>
-    pool.events$.subscribe((event) => {
-      if (event.type === 'ConnectionCreated') connectionsCreated++;
-    }),
-  );
+  const counting = client.events$.subscribe((event) => {
+    if (event.type === 'ConnectionCreated') connectionsCreated++;
+  });
   /** Stops tracing; returns the finished spans (read before the exporter's shutdown, which drops them). */
   const stop = async (): Promise<ReadableSpan[]> => {
-    for (const subscription of counting) subscription.unsubscribe();
+    counting.unsubscribe();
     untrace();
     commands.unsubscribe();
     await provider.forceFlush();
