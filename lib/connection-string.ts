@@ -112,7 +112,10 @@ export interface ParsedConnectionString {
    * object), invalid values, repeated keys. Never shows a password.
    */
   readonly warnings: readonly string[];
-  /** The URI with its credentials replaced, and the value of every key this library does not know: safe to print. */
+  /**
+   * The URI with its credentials replaced, and the value of every key that is not a URI option of the specs (and of
+   * `authMechanismProperties`): safe to print.
+   */
   readonly redacted: string;
 }
 
@@ -709,8 +712,8 @@ function rejectKeysWithoutValue(search: string): void {
 
 /**
  * The URI with its credentials replaced (the password, and the values of the keys that hold secrets), and also the
- * value of every key this library does not know: a misspelt secret key (`tlsCertificateKeyFilePasword=...`) would
- * otherwise be shown as it is.
+ * value of every key that is not a URI option of the specs (those rxcmap reads, those it ignores with a warning, the
+ * Stable API's): a misspelt secret key (`tlsCertificateKeyFilePasword=...`) would otherwise be shown as it is.
  */
 function redact(parsed: ConnectionString): string {
   const text = parsed.redact().toString();
@@ -726,9 +729,12 @@ function redact(parsed: ConnectionString): string {
     } catch {
       name = '';
     }
-    // authMechanismProperties may carry what a mechanism needs to obtain credentials: hidden as an unknown key is.
+    // authMechanismProperties may carry what a mechanism needs to obtain credentials: hidden as an unknown key is. The
+    // URI options spec's keys rxcmap does not act on (`w=majority`, `retryWrites=true` in every Atlas connection
+    // string) hold no secret: shown as written.
     const lower = keyLowerCase(name);
-    return KEYS[lower] === undefined || lower === 'authmechanismproperties' ? `${piece.slice(0, equals)}=_credentials_` : piece;
+    const shown = (KEYS[lower] !== undefined || UNSUPPORTED.has(lower) || API_PARAMETERS.has(lower)) && lower !== 'authmechanismproperties';
+    return shown ? piece : `${piece.slice(0, equals)}=_credentials_`;
   });
   return `${text.slice(0, query)}?${pieces.join('&')}`;
 }

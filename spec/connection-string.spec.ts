@@ -238,6 +238,12 @@ describe('parseConnectionString', function () {
     expect(q.redacted).to.equal('mongodb://h/?appName=my%20app&compressors=zlib,snappy&typo=_credentials_&typo=_credentials_');
   });
 
+  it('shows as written the values of the URI options spec\'s keys it does not act on, as in an Atlas connection string', function () {
+    const p = parseConnectionString('mongodb+srv://u:pw@cluster0.abcde.mongodb.net/?retryWrites=true&w=majority&appName=Cluster0&readPreference=secondaryPreferred&apiVersion=1');
+    expect(p.redacted).to.equal('mongodb+srv://_credentials_@cluster0.abcde.mongodb.net/?retryWrites=true&w=majority&appName=Cluster0&readPreference=secondaryPreferred&apiVersion=1');
+    expect(parseConnectionString('mongodb://h/?W=1&RETRYWRITES=false').redacted, 'keys in any case').to.equal('mongodb://h/?W=1&RETRYWRITES=false');
+  });
+
   it('rejects a key with no "=" and value, naming it, instead of reading it as an empty value', function () {
     for (const [uri, key] of [
       ['mongodb://h/?tls', 'tls'],

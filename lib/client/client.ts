@@ -376,7 +376,10 @@ export class Client {
   get warnings(): readonly string[] {
     return this.warningList;
   }
-  /** The connection string with its credentials redacted. */
+  /**
+   * The connection string with its credentials redacted: the password, the values of the keys that hold secrets, and
+   * the value of every key that is not a URI option of the specs, each replaced by `_credentials_`.
+   */
   readonly redactedUri: string;
 
   /**
