@@ -47,12 +47,15 @@ describe('examples given a mongodb+srv MONGODB_URI', function () {
     const url = await example.waitForLine(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/, 15_000);
     // The first ping found the hosts; the load runs for a second.
     let names = new Set<string>();
+    let text = '';
     for (let i = 0; i < 40 && names.size < 2; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const text = await (await fetch(url)).text();
+      text = await (await fetch(url)).text();
       names = new Set([...text.matchAll(/^db_client_connection_max\{db_client_connection_pool_name="([^"]+)"/gm)].map((m) => m[1]));
     }
     expect([...names].sort()).to.deep.equal([`orders/${srvHost(27017)}`, `orders/${srvHost(27018)}`]);
+    // The commands' durations too (instrumentCommands follows the client's commands, whichever pool runs them).
+    expect(text).to.match(/^db_client_operation_duration_count\{[^}]*server_address="localhost\.test\.build\.10gen\.cc"/m);
     const { code, stderr } = await example.exited(15_000);
     expect(code, stderr).to.equal(0);
   });
