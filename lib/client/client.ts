@@ -184,7 +184,10 @@ interface HostFeed {
   readonly commandEvents$: Observable<CommandEvent>;
   /** Its pool's events, for the waiting server selections. */
   readonly poolEvents$: Observable<ConnectionPoolEvent>;
-  /** Fired once the host is removed (see `Client.removeHost`) and its pool is done: its feeds then complete. */
+  /**
+   * Fired once the host is removed (see `Client.removeHost`), or the client closed, and its pool is done: its feeds
+   * then complete; a subscriber that comes later is given what its pool gives as it subscribes, then the completion.
+   */
   readonly retired: Subject<void>;
 }
 
@@ -947,9 +950,10 @@ export class Client {
       clearOnEstablishmentError: (error) => this.establishmentFailed(address, error),
     });
     const retired = new Subject<void>();
+    const retire = untilRetired(retired);
     // Read as each subscriber comes (not captured now): `events$` is the pool's property.
-    const poolEvents$ = defer(() => pool.events$).pipe(takeUntil(retired));
-    const commandEvents$ = pool.commandEvents$.pipe(takeUntil(retired));
+    const poolEvents$ = defer(() => pool.events$).pipe(retire);
+    const commandEvents$ = pool.commandEvents$.pipe(retire);
     if (factory.monitor === undefined) {
       // Load-balanced: no monitoring connection; the pool is usable at once. Its subscribers receive that
       // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
@@ -957,7 +961,7 @@ export class Client {
       const feeds = readyAtOnce(pool);
       // Followed once ready: the client describes the server as it was added, then as it is (see serversOpened).
       this.followPool(pool);
-      return { pool, events$: feeds.events$.pipe(takeUntil(retired)), log$: feeds.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
+      return { pool, events$: feeds.events$.pipe(retire), log$: feeds.log$.pipe(retire), commandEvents$, poolEvents$, retired };
     }
     let monitor: Monitor;
     try {
@@ -1019,7 +1023,7 @@ export class Client {
         this.serverStopped(address);
       },
     });
-    return { pool, events$: merge(poolEvents$, published), log$: pool.log$.pipe(takeUntil(retired)), commandEvents$, poolEvents$, retired };
+    return { pool, events$: merge(poolEvents$, published), log$: pool.log$.pipe(retire), commandEvents$, poolEvents$, retired };
   }
 
   /**
@@ -1868,6 +1872,22 @@ function whenDone(pool: ConnectionPool<Connection>, feed: HostFeed | undefined, 
     feed?.retired.next();
     feed?.retired.complete();
   });
+}
+
+/**
+ * `takeUntil(retired)` (see `HostFeed.retired`), and for a subscriber that comes once `retired` fired: what the source
+ * gives it as it subscribes (a closed pool's ConnectionPoolCreated), then the completion, rather than a subscription
+ * that waits for a retirement that came already, keeping the closed client reachable.
+ */
+function untilRetired(retired: Subject<void>): <T>(source: Observable<T>) => Observable<T> {
+  let over = false;
+  retired.subscribe(() => (over = true));
+  return <T>(source: Observable<T>) =>
+    new Observable<T>((subscriber) => {
+      const subscription = source.pipe(takeUntil(retired)).subscribe(subscriber);
+      if (over) subscriber.complete();
+      return subscription;
+    });
 }
 
 /**

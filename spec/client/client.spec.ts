@@ -774,6 +774,19 @@ describe('connect() / Client', function () {
     expect(laterCompleted).to.equal(true);
   });
 
+  it('events$, commandEvents$ and log$ subscribed after close() complete once its pools are done, so a subscription nobody ends keeps no closed client', async function () {
+    const [a, b] = await start(2);
+    const c = (client = connect(`mongodb://${a.address},${b.address}/`));
+    await c.command('admin', { ping: 1 });
+    await c.close();
+    expect(await eventually(() => [...c.pools.values()].every((pool) => pool.snapshot().totalConnectionCount === 0)), 'its pools done').to.equal(true);
+    const ended: string[] = [];
+    c.events$.subscribe({ complete: () => ended.push('events$') });
+    c.commandEvents$.subscribe({ complete: () => ended.push('commandEvents$') });
+    c.log$.subscribe({ complete: () => ended.push('log$') });
+    expect(ended).to.deep.equal(['events$', 'commandEvents$', 'log$']);
+  });
+
   describe('the log destination', function () {
     let dir: string;
     beforeEach(() => void (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rxcmap-client-'))));
