@@ -417,8 +417,9 @@ export class Client {
    * {@link pools} as it is subscribed, then each pool opened later, as it is listed (the hosts a `mongodb+srv://`
    * URI's seedlist finds, those SRV polling adds; a host SRV polling adds again while its removed pool is still in
    * use gives a new pool). Completes when the client is closed (at once for a client closed already, after its pools
-   * of that time). A pool SRV polling removes is not announced: it is closed (ConnectionPoolClosed on its `events$`),
-   * and its `state$` completes once it is done. Nothing is built while nobody subscribes.
+   * of that time; closed by a subscriber as a pool is given, once every subscriber was given each pool then listed).
+   * A pool SRV polling removes is not announced: it is closed (ConnectionPoolClosed on its `events$`), and its
+   * `state$` completes once it is done. Nothing is built while nobody subscribes.
    *
    * Source: extension (the official Java driver's `ConnectionPoolListener.connectionPoolCreated`, through which
    * Micrometer's MongoDB binder follows each pool of a client as the client opens it).
@@ -492,6 +493,8 @@ export class Client {
    * `events$` and `log$` already there; completed by close().
    */
   private readonly addedFeeds = new Subject<HostFeed>();
+  /** How many announcements of hosts (see {@link announce}) are under way: close() leaves `addedFeeds` to the last one. */
+  private announcing = 0;
   /** The feeds of every host, now and later: a subscriber follows the hosts opened after it came too. */
   private readonly allFeeds$: Observable<HostFeed> = defer(() => merge(from([...this.hostFeeds.values()]), this.addedFeeds));
   /** What the pools and monitors of new hosts are made with, once the hosts are known (see {@link openServer}). */
@@ -721,11 +724,7 @@ export class Client {
       this.serverContext = context;
       this.topologyType = initialTopologyType(settings);
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
-      for (const [address, feed] of feeds) {
-        // Listed just before it is announced: a subscriber that comes meanwhile takes each feed once.
-        this.hostFeeds.set(address, feed);
-        this.addedFeeds.next(feed);
-      }
+      this.announce(feeds);
       this.serversOpened(feeds.map(([address]) => address));
       // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
       queueMicrotask(() => {
@@ -1072,9 +1071,8 @@ export class Client {
         const { settings } = context;
         const factories = this.connectionFactories([address], settings.connectionOptions, monitoringConnectionOptions(settings.connectionOptions), settings.loadBalanced, context.scheduler);
         const feed = this.openServer(address, factories.get(address)!, context);
-        this.hostFeeds.set(address, feed);
         opened.push(address);
-        this.addedFeeds.next(feed);
+        this.announce([[address, feed]]);
       } catch (error) {
         this.pollingWarning(`SRV polling: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
       }
@@ -1085,6 +1083,30 @@ export class Client {
       if (this.closed) return;
       for (const address of opened) this.monitors.get(address)?.start();
     });
+  }
+
+  /**
+   * Lists each of `feeds` in `hostFeeds` and announces it to the subscribers of `addedFeeds` (`pools$`, `events$`,
+   * `log$`), each listed just before it is announced, so that a subscriber that comes meanwhile takes each feed once.
+   * A subscriber that closes the client meanwhile (from `pools$`, or from a pool's ConnectionPoolCreated) leaves the
+   * announcement whole: the subscribers after it, and those of the hosts after, are given every host that is listed,
+   * as a subscriber that comes after the close is; then the feeds complete, each ending once its pool is done.
+   */
+  private announce(feeds: readonly (readonly [string, HostFeed])[]): void {
+    this.announcing++;
+    try {
+      for (const [address, feed] of feeds) {
+        this.hostFeeds.set(address, feed);
+        this.addedFeeds.next(feed);
+      }
+    } finally {
+      this.announcing--;
+      if (this.closed && this.announcing === 0) {
+        // Those listed after close() ran end once their pools are done, as close() ends the others (again: harmless).
+        for (const [, feed] of feeds) whenDone(feed.pool, feed);
+        this.addedFeeds.complete();
+      }
+    }
   }
 
   /**
@@ -1766,7 +1788,9 @@ export class Client {
     this.srv?.abort.abort(new ClientClosedError(this.hostsForErrors()));
     // SRV polling: the next rescan cancelled, a query in progress aborted.
     this.srv?.poller?.stop();
-    this.addedFeeds.complete();
+    // Called from a subscriber of a host's announcement: the feeds are completed once every subscriber was given each
+    // host of that announcement (see announce), as a later subscriber is.
+    if (this.announcing === 0) this.addedFeeds.complete();
     if (this.selections.size > 0) {
       const closed = new ClientClosedError(this.hostsForErrors());
       for (const selection of [...this.selections]) selection.error(closed);

@@ -91,6 +91,28 @@ describe('rxcmap/opentelemetry: instrumentConnectionPools', function () {
       expect(await collect('db.client.connection.max')).to.deep.equal([`orders/${srvHost(27017)}=100`, `orders/${srvHost(27018)}=100`]);
     });
 
+    it('a client closed by a pools$ subscriber as its seedlist\'s first pool is announced: the subscribers after it are given every pool the client had, as a later one is', async function () {
+      const { meter, collect } = harness();
+      const client = open();
+      const closer = client.pools$.subscribe(() => void client.close());
+      const instrumentation = instrumentConnectionPools(client, { meter });
+      const given: string[] = [];
+      client.pools$.subscribe({ next: (pool) => given.push(pool.address), complete: () => given.push('complete') });
+      const events: string[] = [];
+      client.events$.subscribe({ next: (e) => events.push(`${e.type} ${e.address}`), complete: () => events.push('complete') });
+      await client['discover']().catch(() => undefined);
+      expect(closer.closed).to.equal(true);
+      const later: string[] = [];
+      client.pools$.subscribe({ next: (pool) => later.push(pool.address), complete: () => later.push('complete') });
+      expect(later).to.deep.equal([srvHost(27017), srvHost(27018), 'complete']);
+      expect(given, 'a subscriber that was there').to.deep.equal(later);
+      // Its events$ too, and it completes: the pools are done.
+      expect(events).to.deep.equal([`ConnectionPoolCreated ${srvHost(27017)}`, `ConnectionPoolCreated ${srvHost(27018)}`, 'complete']);
+      // Each pool closed at once, with no connection: its counts 0.
+      expect(await collect()).to.deep.equal([`${srvHost(27017)} idle=0`, `${srvHost(27017)} used=0`, `${srvHost(27018)} idle=0`, `${srvHost(27018)} used=0`]);
+      expect(instrumentation.closed).to.equal(true);
+    });
+
     it('records a host SRV polling adds, and stops recording one it removes once its pool is done (its counts 0 first)', async function () {
       const { meter, collect } = harness();
       const clock = new VirtualClock();
