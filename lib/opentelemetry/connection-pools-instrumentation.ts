@@ -167,7 +167,7 @@ class ClientPoolsRecorder implements ConnectionPoolsInstrumentation {
   }
 
   unsubscribe(): void {
-    if (this.stopped) return;
+    // Idempotent as it is: the subscription's unsubscribe is, and each recording leaves `recordings` as it stops.
     this.stopped = true;
     this.subscription.unsubscribe();
     for (const recording of [...this.recordings]) recording.unsubscribe();

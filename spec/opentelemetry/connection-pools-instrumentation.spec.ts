@@ -196,6 +196,14 @@ describe('rxcmap/opentelemetry: instrumentConnectionPools', function () {
       expect(instrumentation.instrumentations).to.deep.equal([]);
       instrumentation.unsubscribe();
       expect(removals(), 'idempotent').to.equal(2);
+      // A `using` declaration disposes of it the same way.
+      {
+        using disposed = instrumentConnectionPools({ pools$ }, { meter });
+        pools$.next(virtualPool('d:4'));
+        expect(disposed.closed).to.equal(false);
+      }
+      expect(removals(), 'disposed at the end of its block').to.equal(3);
+      expect(pools$.observed).to.equal(false);
     });
 
     it('is closed once the client\'s pools$ completed and each pool finished, not before', async function () {
@@ -250,14 +258,17 @@ describe('rxcmap/opentelemetry: instrumentConnectionPools', function () {
 
     it('refuses what is not a client, and bad options, naming each', function () {
       const pools$ = new Subject<InstrumentedPool>();
-      const refused = (f: () => unknown, option: string) => expect(f).to.throw(InvalidOptionError).with.property('option', option);
-      refused(() => instrumentConnectionPools(null as never), 'client');
-      refused(() => instrumentConnectionPools({ pools$: 1 } as never), 'client');
-      refused(() => instrumentConnectionPools(virtualPool('a:1') as never), 'client');
-      refused(() => instrumentConnectionPools({ pools$ }, null as never), 'options');
-      refused(() => instrumentConnectionPools({ pools$ }, { meter: {} as never }), 'meter');
-      refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: '' }), 'poolNamePrefix');
-      refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: 5 as never }), 'poolNamePrefix');
+      const refused = (f: () => unknown, option: string, allowed: RegExp) => {
+        expect(f).to.throw(InvalidOptionError).with.property('option', option);
+        expect(f).to.throw(allowed);
+      };
+      refused(() => instrumentConnectionPools(null as never), 'client', /a Client \(connect\(\)\)/);
+      refused(() => instrumentConnectionPools({ pools$: 1 } as never), 'client', /a Client/);
+      refused(() => instrumentConnectionPools(virtualPool('a:1') as never), 'client', /a Client/);
+      refused(() => instrumentConnectionPools({ pools$ }, null as never), 'options', /an object \{ meter\?, poolNamePrefix\? \}, or nothing/);
+      refused(() => instrumentConnectionPools({ pools$ }, { meter: {} as never }), 'meter', /an OpenTelemetry Meter/);
+      refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: '' }), 'poolNamePrefix', /a non-empty string/);
+      refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: 5 as never }), 'poolNamePrefix', /a non-empty string/);
       expect(() => instrumentConnectionPools({ pools$ }, { poolName: 'x' } as never)).to.throw(InvalidOptionError, /poolNamePrefix/);
       expect(pools$.observed, 'nothing followed').to.equal(false);
     });
