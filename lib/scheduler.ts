@@ -227,3 +227,54 @@ export const timerScheduler: SchedulerLike = monotonicScheduler(false);
  * monotonic clock as the official Node.js driver measures it, with `performance.now()`).
  */
 export const clientScheduler: SchedulerLike = monotonicScheduler(true);
+
+/**
+ * `performance.timeOrigin`, moved whenever the monotonic clock has drifted from the wall clock (see
+ * {@link wallClockNow}).
+ */
+let wallOrigin = performance.timeOrigin;
+
+/**
+ * Now on the wall clock: ms since the Unix epoch, with a sub-microsecond fraction, so that stamps a few microseconds
+ * apart keep their order. The monotonic clock (`performance.now()`) is read from an origin kept on `Date.now()`:
+ * `performance.timeOrigin + performance.now()` alone falls behind `Date.now()` for good once the host was suspended
+ * or its clock stepped, while every other stamp of the application (its own log lines, the OpenTelemetry SDK's spans)
+ * is on `Date.now()`. The origin is moved only when the two drift apart by more than Date.now()'s rounding (about
+ * 1 ms), so a move may put a stamp up to 2 ms before the one made just before it; a step moves the stamps by the step.
+ *
+ * Source: extension (the OpenTelemetry SDK's and every logging library's timestamps are on the wall clock).
+ */
+export function wallClockNow(): number {
+  const now = performance.now();
+  const wall = Date.now();
+  const stamp = wallOrigin + now;
+  // Date.now() is a whole ms: a stamp on the same clock lies within [wall, wall + 1); one more ms either side is
+  // rounding, beyond that the clocks have drifted apart.
+  if (stamp >= wall - 1 && stamp < wall + 2) return stamp;
+  wallOrigin = wall + 0.5 - now;
+  return wallOrigin + now;
+}
+
+/** How far the wall clock ({@link wallClockNow}) is ahead of the default schedulers' clock, in ms, when last read. */
+let wallClockAhead = 0;
+/** The default schedulers' time {@link wallClockAhead} was read at (-Infinity: never). */
+let wallClockAheadAt = -Infinity;
+
+/**
+ * The wall clock time (as {@link wallClockNow}) of `time`, a reading of `scheduler`'s clock: for
+ * {@link timerScheduler} and {@link clientScheduler}, whose monotonic clock does not follow the wall clock's steps,
+ * `time` plus how far the wall clock is ahead of theirs (read again once `time` is 1 ms or more past the last
+ * reading, or before it: a busy pool's messages of one millisecond share one reading, about 3 ns each rather than
+ * three clock reads); for any other scheduler (a user's, a `VirtualClock`), `time` as it is: its clock is the one the
+ * application chose to read. For the time of a log message made as its event is.
+ *
+ * Source: extension.
+ */
+export function wallClockTime(time: number, scheduler: SchedulerLike): number {
+  if (scheduler !== timerScheduler && scheduler !== clientScheduler) return time;
+  if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1)) {
+    wallClockAheadAt = time;
+    wallClockAhead = wallClockNow() - scheduler.now();
+  }
+  return time + wallClockAhead;
+}

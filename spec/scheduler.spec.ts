@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, of } from 'rxjs';
 import { ConnectionPoolCore, timerScheduler, WaitQueueTimeoutError } from '../lib';
 import { ConnectionPool } from '../lib/client/connection-pool';
-import { clientScheduler, MAX_TIMER_DELAY_MS } from '../lib/scheduler';
+import { clientScheduler, MAX_TIMER_DELAY_MS, wallClockNow, wallClockTime } from '../lib/scheduler';
 import { EmbeddedServer, MockConnection, MockConnectionFactory, VirtualClock } from '../lib/testing';
 import { blockEventLoop } from './support/blocked-loop';
 import { freshCopy } from './support/fresh-copy';
@@ -434,5 +434,45 @@ describe('timerScheduler', function () {
       await proxy.stop();
       await server.stop();
     }
+  });
+});
+
+describe('wallClockNow and wallClockTime', function () {
+  const realNow = Date.now;
+  afterEach(() => {
+    Date.now = realNow;
+  });
+
+  it('wallClockNow: Date.now() to the microsecond, ordered while the clocks agree, and following a step of the wall clock either way', function () {
+    const first = wallClockNow();
+    expect(first).to.be.within(Date.now() - 1, Date.now() + 2);
+    const stamps = Array.from({ length: 1000 }, () => wallClockNow());
+    expect(stamps.every((t, i) => i === 0 || t >= stamps[i - 1]), 'ordered').to.equal(true);
+    for (const step of [3_600_000, -3_600_000]) {
+      Date.now = () => realNow() + step;
+      const stepped = wallClockNow();
+      expect(stepped - Date.now()).to.be.within(-1, 2);
+    }
+  });
+
+  it('wallClockTime: a time of the default schedulers as the wall clock read it then; a time of any other scheduler as it is', function () {
+    Date.now = () => realNow() + 3_600_000;
+    for (const scheduler of [timerScheduler, clientScheduler]) {
+      const before = scheduler.now() - 250;
+      expect(wallClockTime(before, scheduler) - (Date.now() - 250), scheduler === timerScheduler ? 'timerScheduler' : 'clientScheduler').to.be.within(-2, 3);
+    }
+    const clock = new VirtualClock();
+    clock.advance(1234);
+    expect(wallClockTime(clock.now(), clock)).to.equal(clock.now());
+  });
+
+  it('wallClockTime: times less than 1 ms apart share one reading of how far the wall clock is ahead; a later or earlier time reads it again', function () {
+    const at = timerScheduler.now() + 10; // after any reading made so far: read now
+    const ahead = wallClockTime(at, timerScheduler) - at;
+    Date.now = () => realNow() + 3_600_000;
+    expect(wallClockTime(at + 0.5, timerScheduler) - (at + 0.5), 'within the millisecond: the last reading').to.be.closeTo(ahead, 0.001);
+    expect(wallClockTime(at + 1, timerScheduler) - (at + 1) - ahead, '1 ms later: read again').to.be.closeTo(3_600_000, 3);
+    Date.now = realNow;
+    expect(wallClockTime(at + 0.9, timerScheduler) - (at + 0.9) - ahead, 'an earlier time: read again').to.be.closeTo(0, 3);
   });
 });

@@ -47,7 +47,7 @@ import {
   type PoolExtensionOptions,
   type PoolOptions,
 } from '../options';
-import { clientScheduler, MAX_TIMER_DELAY_MS, timerScheduler } from '../scheduler';
+import { clientScheduler, MAX_TIMER_DELAY_MS, timerScheduler, wallClockTime } from '../scheduler';
 import { ConnectionPool } from './connection-pool';
 import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
@@ -631,7 +631,7 @@ export class Client {
     const factories = this.connectionFactories(parsed.hosts, connectionOptions, monitorOptions, first.loadBalanced, o.scheduler);
 
     // Connection string spec: every warning is a WARN message (component `client`); client.warnings keeps them too.
-    const clientMessage = (warning: string): ClientLogMessage => new ClientLogMessage(this.scheduler.now(), { message: warning });
+    const clientMessage = (warning: string): ClientLogMessage => new ClientLogMessage(this.logTime(), { message: warning });
     const logsClientWarnings = willLog(logSettings.severities.client, 'warn');
     const clientMessages = logsClientWarnings ? parsed.warnings.map(clientMessage) : [];
 
@@ -659,15 +659,17 @@ export class Client {
     let making = true;
     if (destination !== undefined && willLog(logSettings.severities.topology, 'debug')) {
       const { maxDocumentLength } = logSettings;
+      // The monitors' clock: their events' times are read on it.
+      const monitorScheduler = o.scheduler ?? timerScheduler;
       heartbeatLog = (event, server) => {
-        const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength);
+        const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength, wallClockTime(event.time, monitorScheduler));
         destination.write(message);
         topologyLog.next(message);
       };
       this.topologyLogging = {
         maxDocumentLength,
         write: (fields) => {
-          const message = new TopologyLogMessage(this.scheduler.now(), fields);
+          const message = new TopologyLogMessage(this.logTime(), fields);
           destination.write(message);
           if (making) this.openingLog.push(message);
           else topologyLog.next(message);
@@ -1253,7 +1255,7 @@ export class Client {
       if (level === 'info' || logging.debug) {
         const topologyDescription = truncate(this.describe(), logging.maxDocumentLength);
         operation ??= operationName();
-        logging.write(new ServerSelectionLogMessage(this.scheduler.now(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
+        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
       }
     };
     this.selectionsLogging++;
@@ -1300,6 +1302,14 @@ export class Client {
       return { address, type };
     });
     return topologyDescriptionText(this.topologyType, servers);
+  }
+
+  /**
+   * The time of a message the client writes now: on the wall clock with the default scheduler (as the application's
+   * other log lines are; the client's clock does not step with it), on the scheduler's clock with any other.
+   */
+  private logTime(): number {
+    return wallClockTime(this.scheduler.now(), this.scheduler);
   }
 
   /**

@@ -8,7 +8,7 @@
  * Source: CMAP spec, "Connection Pool Options", "Establishing a Connection", "Connection Pool Logging"; command logging
  * and monitoring spec; logging spec.
  */
-import { EMPTY, filter, isObservable, map, merge, Subject, type Observable } from 'rxjs';
+import { EMPTY, filter, isObservable, map, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { parseAddress } from '../address';
 import type { CommandEvent, CommandEventSink } from '../connection/command-events';
 import { connectionFactory, type ConnectionOptions } from '../connection/connect';
@@ -23,6 +23,7 @@ import type { ConnectionPoolEvent } from '../events';
 import { checkPoolCoreOptions, optionValue, POOL_CORE_OPTION_NAMES, type ListsEveryOption } from '../options';
 import type { ConnectionFactory, PoolConnection } from '../pool/contract';
 import { ConnectionPoolCore, type ConnectionPoolCoreOptions } from '../pool/connection-pool-core';
+import { timerScheduler, wallClockTime } from '../scheduler';
 
 /**
  * Options of a {@link ConnectionPool}: those of {@link ConnectionPoolCore} (the CMAP pool options, durations in ms),
@@ -126,7 +127,9 @@ export class ConnectionPool<C extends PoolConnection = Connection> extends Conne
     this.ownCommandEvents = commandEvents;
     this.commandEvents$ = commandEvents === undefined ? EMPTY : commandEvents.asObservable();
     const threshold = settings.severities.connection;
-    const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength);
+    // Stamped on the wall clock, as the application's other log lines are (the pool's clock does not step with it).
+    const scheduler: SchedulerLike = core.scheduler ?? timerScheduler;
+    const message = (e: ConnectionPoolEvent): ConnectionLogMessage => connectionLogMessage(e, server, settings.maxDocumentLength, wallClockTime(e.time, scheduler));
     let logged: ((e: ConnectionPoolEvent) => boolean) | undefined;
     let poolLog$: Observable<ConnectionLogMessage>;
     if (willLog(threshold, 'debug')) {

@@ -19,7 +19,10 @@ import { isError, MongoNetworkError, MongoServerError, WireProtocolError } from 
 export interface CommandEventFields {
   /** The server, `host:port` (or the Unix domain socket path), as in every CMAP event's `address`. */
   readonly address: string;
-  /** When the event was emitted: `Date.now()`, ms since the Unix epoch. */
+  /**
+   * When the event was emitted, on the wall clock: ms since the Unix epoch with a sub-ms fraction (`Date.now()` kept
+   * to microsecond order, as the pools' log messages are stamped).
+   */
   readonly time: number;
   /** The driver's id of the connection (its CMAP `connectionId`, as in the pool's events). */
   readonly connectionId: number;

@@ -30,6 +30,7 @@ import {
 import { bsonElements, decodeOpMsg, encodeOpMsg, OpMsgFlag } from './op-msg';
 import { serverApiFields, type ServerApi } from './server-api';
 import { serverConnectionIdOf } from './server-connection-id';
+import { wallClockNow } from '../scheduler';
 import {
   DEFAULT_MAX_MESSAGE_SIZE_BYTES,
   effectiveMaxMessageSizeBytes,
@@ -881,16 +882,16 @@ export class Connection implements PoolConnection {
         sent = {};
       }
     }
-    publish(events, { type: 'CommandStarted', ...fields(Date.now()), command: sent });
+    publish(events, { type: 'CommandStarted', ...fields(wallClockNow()), command: sent });
     const start = performance.now();
     return (reply) =>
       reply.then(
         (doc) => {
-          publish(events, { type: 'CommandSucceeded', ...fields(Date.now()), duration: performance.now() - start, reply: sensitive ? {} : doc });
+          publish(events, { type: 'CommandSucceeded', ...fields(wallClockNow()), duration: performance.now() - start, reply: sensitive ? {} : doc });
           return doc;
         },
         (error: Error) => {
-          publish(events, { type: 'CommandFailed', ...fields(Date.now()), duration: performance.now() - start, failure: sensitive ? redactedFailure(error) : error });
+          publish(events, { type: 'CommandFailed', ...fields(wallClockNow()), duration: performance.now() - start, failure: sensitive ? redactedFailure(error) : error });
           throw error;
         },
       );

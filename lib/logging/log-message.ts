@@ -151,7 +151,11 @@ export class ConnectionLogMessage {
   readonly component = 'connection' as const;
 
   constructor(
-    /** When the event was emitted: the event's `time` (ms since the Unix epoch with the default scheduler). */
+    /**
+     * When the event was emitted, in ms since the Unix epoch: on the wall clock with the pool's default scheduler (its
+     * monotonic clock, from which the event's `time` is read, does not step with the wall clock; see
+     * `wallClockTime`), the event's `time` with any other scheduler.
+     */
     readonly time: number,
     /** The structured fields, under the spec's key names. */
     readonly fields: ConnectionLogFields,
@@ -204,7 +208,10 @@ export class ClientLogMessage {
   readonly level = 'warn' as const;
 
   constructor(
-    /** When the message was made, in ms since the Unix epoch (the client's scheduler's `now()`). */
+    /**
+     * When the message was made, in ms since the Unix epoch: on the wall clock with the client's default scheduler,
+     * its scheduler's `now()` with any other.
+     */
     readonly time: number,
     /** The structured fields. */
     readonly fields: ClientLogFields,
@@ -237,8 +244,9 @@ export abstract class DebugLogMessage<F extends object> {
 
   constructor(
     /**
-     * When the event was emitted (the event's `time`), or for a message of a topology's life when it was written (the
-     * client's scheduler's `now()`); ms since the Unix epoch with the default scheduler.
+     * When the event was emitted, or for a message of a topology's life when it was written, in ms since the Unix
+     * epoch: on the wall clock with the default schedulers, the event's `time` (its scheduler's `now()`) with any other;
+     * a command message's is its event's `time`, on the wall clock whatever the scheduler.
      */
     readonly time: number,
     /** The structured fields, under the spec's key names. */
@@ -495,7 +503,10 @@ export class ServerSelectionLogMessage {
   readonly component = 'serverSelection' as const;
 
   constructor(
-    /** When the message was made, in ms since the Unix epoch (the client's scheduler's `now()`). */
+    /**
+     * When the message was made, in ms since the Unix epoch: on the wall clock with the client's default scheduler,
+     * its scheduler's `now()` with any other.
+     */
     readonly time: number,
     /** The structured fields, under the spec's key names. */
     readonly fields: ServerSelectionLogFields,
@@ -793,20 +804,21 @@ function copyOf(value: Record<string, unknown>): Record<string, unknown> {
   return copy;
 }
 
-/** The log message of a CMAP event. */
+/** The log message of a CMAP event; `time`: its time (ms), by default the event's. */
 export function connectionLogMessage(
   event: ConnectionPoolEvent,
   server: ServerAddress,
   maxDocumentLength: number,
+  time: number = event.time,
 ): ConnectionLogMessage {
   // The messages of every checkout come first, each built as one literal (they are most of a busy pool's log).
   switch (event.type) {
     case 'ConnectionCheckOutStarted':
-      return new ConnectionLogMessage(event.time, { message: 'Connection checkout started', serverHost: server.host, serverPort: server.port });
+      return new ConnectionLogMessage(time, { message: 'Connection checkout started', serverHost: server.host, serverPort: server.port });
     case 'ConnectionCheckedOut':
-      return new ConnectionLogMessage(event.time, { message: 'Connection checked out', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId, durationMS: event.duration });
+      return new ConnectionLogMessage(time, { message: 'Connection checked out', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId, durationMS: event.duration });
     case 'ConnectionCheckedIn':
-      return new ConnectionLogMessage(event.time, { message: 'Connection checked in', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId });
+      return new ConnectionLogMessage(time, { message: 'Connection checked in', serverHost: server.host, serverPort: server.port, driverConnectionId: event.connectionId });
   }
   const base = serverLogFields(server);
   let fields: ConnectionLogFields;
@@ -855,7 +867,7 @@ export function connectionLogMessage(
       break;
     case 'ConnectionLeakSuspected':
       return new ConnectionLogMessage(
-        event.time,
+        time,
         {
           message: 'Connection leak suspected',
           ...base,
@@ -867,12 +879,12 @@ export function connectionLogMessage(
       );
     case 'ConnectionLeakSuspectCheckedIn':
       return new ConnectionLogMessage(
-        event.time,
+        time,
         { message: 'Connection leak suspect checked in', ...base, driverConnectionId: event.connectionId, durationMS: event.duration },
         'info',
       );
   }
-  return new ConnectionLogMessage(event.time, fields);
+  return new ConnectionLogMessage(time, fields);
 }
 
 /**
@@ -929,14 +941,15 @@ function errorText(error: LoggedError): string {
 
 /**
  * The log message of a heartbeat event of the client whose id is `topologyId`, for the monitor of `server`: the reply
- * and the error truncated to `maxDocumentLength` (only the part of the reply that shows within it is written). Never
- * throws (a reply or an error that cannot be read is said to be so).
+ * and the error truncated to `maxDocumentLength` (only the part of the reply that shows within it is written); `time`:
+ * its time (ms), by default the event's. Never throws (a reply or an error that cannot be read is said to be so).
  */
 export function heartbeatLogMessage(
   event: ServerHeartbeatEvent,
   server: ServerAddress,
   topologyId: string,
   maxDocumentLength: number,
+  time: number = event.time,
 ): TopologyLogMessage<ServerHeartbeatLogFields> {
   const common = {
     topologyId,
@@ -947,11 +960,11 @@ export function heartbeatLogMessage(
   };
   switch (event.type) {
     case 'ServerHeartbeatStarted':
-      return new TopologyLogMessage(event.time, { message: 'Server heartbeat started', ...common });
+      return new TopologyLogMessage(time, { message: 'Server heartbeat started', ...common });
     case 'ServerHeartbeatSucceeded':
-      return new TopologyLogMessage(event.time, { message: 'Server heartbeat succeeded', ...common, durationMS: event.duration, reply: documentText(event.reply, maxDocumentLength) });
+      return new TopologyLogMessage(time, { message: 'Server heartbeat succeeded', ...common, durationMS: event.duration, reply: documentText(event.reply, maxDocumentLength) });
     case 'ServerHeartbeatFailed':
-      return new TopologyLogMessage(event.time, { message: 'Server heartbeat failed', ...common, durationMS: event.duration, failure: logError(event.error, maxDocumentLength) });
+      return new TopologyLogMessage(time, { message: 'Server heartbeat failed', ...common, durationMS: event.duration, failure: logError(event.error, maxDocumentLength) });
   }
 }
 

@@ -14,6 +14,7 @@ import { InvalidOptionError } from '../errors';
 import { exactNumber } from '../int64';
 import { documentText, truncate } from '../logging/log-message';
 import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
+import { wallClockNow } from '../scheduler';
 import { addFailureAttributes, commandCollection, ServerAttributes } from './command-attributes';
 import type { InstrumentedCommands } from './command-instrumentation';
 import { tracerOption } from './provider-option';
@@ -315,7 +316,7 @@ class CommandSpans implements CommandTracing {
     addCommandFields(attributes, name, command);
     // Only what shows within the max length is read: not every field of a command with many.
     if (this.queryTextMaxLength > 0) attributes[ATTR_DB_QUERY_TEXT] = documentText(command, this.queryTextMaxLength, QUERY_TEXT_OMITTED);
-    const startTime = epochMilliseconds();
+    const startTime = wallClockNow();
     // A command named '' (an empty first key) has no name to give: the semantic conventions' last resort.
     const spanName = name === '' ? DB_SYSTEM_NAME_VALUE_MONGODB : name;
     const span = this.tracer.startSpan(spanName, { kind: SpanKind.CLIENT, attributes, startTime }, context.active());
@@ -329,7 +330,7 @@ class CommandSpans implements CommandTracing {
   private endAll(): void {
     const open = [...this.open.values()];
     this.open.clear();
-    const now = epochMilliseconds();
+    const now = wallClockNow();
     for (const { span } of open) {
       try {
         span.end(now);
@@ -364,30 +365,6 @@ function boundedStack(stack: string, message: string, bounded: string): string {
   const at = bounded === message ? -1 : stack.indexOf(message);
   const kept = at === -1 ? stack : `${stack.slice(0, at)}${bounded}${stack.slice(at + message.length)}`;
   return truncate(kept, MAX_ERROR_STACK_LENGTH);
-}
-
-/**
- * `performance.timeOrigin`, moved whenever the monotonic clock has drifted from the wall clock (see
- * {@link epochMilliseconds}).
- */
-let wallOrigin = performance.timeOrigin;
-
-/**
- * Now, in ms since the Unix epoch with a sub-microsecond fraction: spans stamped with `Date.now()` (what the SDK uses
- * unless given a time) could not order commands a few microseconds apart. The monotonic clock (`performance.now()`)
- * is read from an origin kept on the wall clock: `performance.timeOrigin + performance.now()` alone falls behind
- * `Date.now()` for good after a host is suspended or its clock stepped, while the SDK stamps every other span (a
- * command's parent among them) on `Date.now()`; the commands' spans would then lie outside their parents.
- */
-function epochMilliseconds(): number {
-  const now = performance.now();
-  const wall = Date.now();
-  const stamp = wallOrigin + now;
-  // Date.now() is a whole ms: a stamp on the same clock lies within [wall, wall + 1); one more ms either side is
-  // rounding, beyond that the clocks have drifted apart.
-  if (stamp >= wall - 1 && stamp < wall + 2) return stamp;
-  wallOrigin = wall + 0.5 - now;
-  return wallOrigin + now;
 }
 
 /**

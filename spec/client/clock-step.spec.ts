@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import * as dns from 'node:dns';
 import * as path from 'node:path';
-import { connect, MongoNetworkTimeoutError, ServerSelectionError, type Client } from '../../lib';
+import { connect, MongoNetworkTimeoutError, ServerSelectionError, type Client, type LogMessage } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
 import { closedPort } from '../support/endpoint';
@@ -76,6 +76,45 @@ describe('Client: a wall clock stepped while it works', function () {
       await responder.close();
     }
   });
+});
+
+describe('Client: log messages after the wall clock stepped', function () {
+  this.timeout(20_000);
+  const realNow = Date.now;
+  let server: EmbeddedServer | undefined;
+  let client: Client | undefined;
+  afterEach(async function () {
+    Date.now = realNow;
+    await client?.close();
+    client = undefined;
+    await server?.stop();
+    server = undefined;
+  });
+
+  for (const step of [3_600_000, -3_600_000]) {
+    it(`set ${step > 0 ? 'forward' : 'back'} an hour: every message written after it is stamped on the wall clock, as a command's are and the application's own log lines`, async function () {
+      server = await new EmbeddedServer().start();
+      const written: LogMessage[] = [];
+      const c = (client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=500&serverMonitoringMode=poll`, {
+        logging: { componentSeverities: { connection: 'debug', topology: 'debug', serverSelection: 'debug', command: 'debug' }, path: { write: (m: LogMessage) => void written.push(m) } },
+      }));
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      Date.now = () => realNow() + step;
+      // Messages of the millisecond after a reading share it (see wallClockTime): the step shows from the next one.
+      await new Promise((r) => setTimeout(r, 2));
+      written.length = 0;
+      const stepped = Date.now();
+      expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+      // A heartbeat after the step too (every 500 ms).
+      const heartbeatsBefore = written.filter((m) => m.component === 'topology').length;
+      for (let i = 0; i < 100 && written.filter((m) => m.component === 'topology').length === heartbeatsBefore; i++) await new Promise((r) => setTimeout(r, 20));
+      const ended = Date.now();
+      const components = new Set(written.map((m) => m.component));
+      expect([...components].sort()).to.deep.equal(['command', 'connection', 'serverSelection', 'topology']);
+      const off = written.filter((m) => m.time < stepped - 5 || m.time > ended + 5).map((m) => `${m.component}: ${String(m.fields.message)} ${Math.round(m.time - stepped)} ms from the step`);
+      expect(off, 'messages stamped off the wall clock').to.deep.equal([]);
+    });
+  }
 });
 
 describe('Client: its own waits keep a script alive', function () {
