@@ -1,7 +1,9 @@
 /**
  * A client whose host's wall clock is stepped while it works (an NTP correction, a VM resumed, an operator's `date`):
  * the client's own waits (server selection, a command's timeoutMS) are measured on a clock that does not step, as
- * the pools' are. Against the embedded endpoint only (the server is made to answer slowly).
+ * the pools' are; and the log messages it writes are stamped on the wall clock. Against the embedded endpoint (the
+ * server is made to answer slowly), but for the log messages' test, which runs against MONGODB_URI's server when it is
+ * set.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -10,7 +12,7 @@ import * as path from 'node:path';
 import { connect, MongoNetworkTimeoutError, ServerSelectionError, type Client, type LogMessage } from '../../lib';
 import { EmbeddedServer } from '../../lib/testing';
 import { DnsResponder } from '../support/dns-responder';
-import { closedPort } from '../support/endpoint';
+import { closedPort, withOptions } from '../support/endpoint';
 
 describe('Client: a wall clock stepped while it works', function () {
   this.timeout(20_000);
@@ -93,9 +95,10 @@ describe('Client: log messages after the wall clock stepped', function () {
 
   for (const step of [3_600_000, -3_600_000]) {
     it(`set ${step > 0 ? 'forward' : 'back'} an hour: every message written after it is stamped on the wall clock, as a command's are and the application's own log lines`, async function () {
-      server = await new EmbeddedServer().start();
+      // The server of MONGODB_URI when it is set: only pings are sent.
+      const uri = process.env.MONGODB_URI ?? (server = await new EmbeddedServer().start()).uri;
       const written: LogMessage[] = [];
-      const c = (client = connect(`mongodb://${server.address}/?heartbeatFrequencyMS=500&serverMonitoringMode=poll`, {
+      const c = (client = connect(withOptions(uri, 'heartbeatFrequencyMS=500&serverMonitoringMode=poll'), {
         logging: { componentSeverities: { connection: 'debug', topology: 'debug', serverSelection: 'debug', command: 'debug' }, path: { write: (m: LogMessage) => void written.push(m) } },
       }));
       expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
