@@ -476,3 +476,75 @@ describe('wallClockNow and wallClockTime', function () {
     expect(wallClockTime(at + 0.9, timerScheduler) - (at + 0.9) - ahead, 'an earlier time: read again').to.be.closeTo(0, 3);
   });
 });
+
+describe('wallClockTime while a Node timer that ran early holds the clock', function () {
+  // A Node timer runs once its millisecond loop time reaches the due time, up to about 1 ms (more on a coarse clock)
+  // before performance.now() shows it: the clock is then held at the due time until it catches up (see timerScheduler).
+  // A checkout served meanwhile (from that timer's work, or from a reply read in the same turn) has its CMAP messages
+  // stamped through wallClockTime and its command messages through wallClockNow: they must come in the order made.
+  const realNow = Date.now;
+  const EPOCH = 1_750_000_000_000;
+
+  /** Runs `work` as the timerScheduler of a scheduler copy of its own runs a 100 ms timer `early` ms early. */
+  function inEarlyTimer(early: number, before: (copy: typeof import('../lib/scheduler'), advance: (ms: number) => void) => void, work: (copy: typeof import('../lib/scheduler'), advance: (ms: number) => void) => void): void {
+    const copy = isolatedScheduler();
+    let time = 1000;
+    const advance = (ms: number) => void (time += ms);
+    const pending: (() => void)[] = [];
+    const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
+    const nodeTimer = (): NodeJS.Timeout => {
+      const handle = saved.setTimeout(() => undefined, 60_000);
+      clearTimeout(handle);
+      return handle;
+    };
+    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
+    globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    Date.now = () => Math.floor(EPOCH + time);
+    try {
+      copy.timerScheduler.schedule(() => work(copy, advance), 100);
+      before(copy, advance);
+      time += 100 - early - (time - 1000);
+      pending.shift()!(); // the timer
+      pending.shift()!(); // its turn after the poll phase
+    } finally {
+      globalThis.setTimeout = saved.setTimeout;
+      globalThis.setImmediate = saved.setImmediate;
+      Object.defineProperty(globalThis, 'performance', saved.performance);
+      Date.now = realNow;
+    }
+  }
+
+  it('a CMAP message made after a command message is not stamped before it, the clock held since the last reading', function () {
+    const stamps: Record<string, number> = {};
+    inEarlyTimer(
+      1.5,
+      () => undefined,
+      ({ timerScheduler, wallClockNow, wallClockTime }, advance) => {
+        stamps.checkedOut = wallClockTime(timerScheduler.now(), timerScheduler);
+        advance(1);
+        stamps.commandStarted = wallClockNow();
+        stamps.checkedIn = wallClockTime(timerScheduler.now(), timerScheduler);
+      },
+    );
+    expect(stamps.commandStarted - stamps.checkedOut, 'ConnectionCheckedOut, then CommandStarted').to.be.at.least(0);
+    expect(stamps.checkedIn - stamps.commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
+  });
+
+  it('a CMAP message made as the clock is held is not stamped after a command message that follows it, the last reading made before', function () {
+    const stamps: Record<string, number> = {};
+    inEarlyTimer(
+      0.6,
+      ({ timerScheduler, wallClockTime }, advance) => {
+        advance(99.2); // 0.8 ms before the due time: the last reading of how far the wall clock is ahead
+        stamps.checkOutStarted = wallClockTime(timerScheduler.now(), timerScheduler);
+      },
+      ({ timerScheduler, wallClockNow, wallClockTime }) => {
+        stamps.checkedOut = wallClockTime(timerScheduler.now(), timerScheduler);
+        stamps.commandStarted = wallClockNow();
+      },
+    );
+    expect(stamps.checkedOut - stamps.checkOutStarted, 'ConnectionCheckOutStarted, then ConnectionCheckedOut').to.be.at.least(0);
+    expect(stamps.commandStarted - stamps.checkedOut, 'ConnectionCheckedOut, then CommandStarted').to.be.at.least(0);
+  });
+});
