@@ -259,16 +259,18 @@ export function wallClockNow(): number {
 let wallClockAhead = 0;
 /** The default schedulers' time {@link wallClockAhead} was read at (-Infinity: never). */
 let wallClockAheadAt = -Infinity;
+/** The `performance.now` the default schedulers' clock read then: fake timers installed or removed since, read again. */
+let wallClockAheadSource: unknown;
 
 /**
- * The wall clock time (as {@link wallClockNow}) of `time`, a reading of `scheduler`'s clock: for
- * {@link timerScheduler} and {@link clientScheduler}, whose monotonic clock does not follow the wall clock's steps,
- * `time` plus how far the wall clock is ahead of theirs (read again once `time` is 1 ms or more past the last
- * reading, or before it: a busy pool's messages of one millisecond share one reading, about 3 ns each rather than
- * three clock reads; while the clock is held at a timer's due time, the wall clock now less how long ago `time` was
- * on it, so that a message made then is stamped in order with a command's, stamped by {@link wallClockNow}); for any
- * other scheduler (a user's, a `VirtualClock`), `time` as it is: its clock is the one the
- * application chose to read. For the time of a log message made as its event is.
+ * The wall clock time (as {@link wallClockNow}) of `time`, a reading of `scheduler`'s clock: for {@link timerScheduler}
+ * and {@link clientScheduler}, whose monotonic clock does not follow the wall clock's steps, `time` plus how far the
+ * wall clock is ahead of theirs (read again once `time` is 1 ms or more past the last reading, or before it, or once
+ * fake timers replaced `performance` or put the real one back: a busy pool's messages of one millisecond share one
+ * reading, about 3 ns each rather than three clock reads; while the clock is held at a timer's due time, the wall clock
+ * now less how long ago `time` was on it, so that a message made then is stamped in order with a command's, stamped by
+ * {@link wallClockNow}); for any other scheduler (a user's, a `VirtualClock`), `time` as it is: its clock is the one
+ * the application chose to read. For the time of a log message made as its event is.
  *
  * Source: extension.
  */
@@ -277,9 +279,10 @@ export function wallClockTime(time: number, scheduler: SchedulerLike): number {
   // Held at a timer's due time (see reached): the clock stands still while the wall clock goes on, so no offset maps
   // its times; the wall clock now, less how long ago `time` was on that clock.
   if (clock.last > clock.base) return wallClockNow() - (scheduler.now() - time);
-  if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1)) {
+  if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1 && clock.source === wallClockAheadSource)) {
     wallClockAheadAt = time;
     wallClockAhead = wallClockNow() - scheduler.now();
+    wallClockAheadSource = clock.source;
   }
   return time + wallClockAhead;
 }

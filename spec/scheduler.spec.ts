@@ -548,3 +548,31 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
     expect(stamps.commandStarted - stamps.checkedOut, 'ConnectionCheckedOut, then CommandStarted').to.be.at.least(0);
   });
 });
+
+describe('wallClockTime under fake timers', function () {
+  const realNow = Date.now;
+  afterEach(() => {
+    Date.now = realNow;
+  });
+
+  it('a message made as soon as fake timers replaced performance and Date is stamped on their Date, as a command message is', function () {
+    // jest's and sinon's fake timers (@sinonjs/fake-timers) replace both; the pools' clock goes on from where it was,
+    // so the times of the first millisecond after the install are within the last reading made on the real clocks.
+    const { timerScheduler, wallClockNow, wallClockTime } = isolatedScheduler();
+    wallClockTime(timerScheduler.now(), timerScheduler); // a reading on the real clocks
+    const fake = fakeGlobals(true);
+    Date.now = () => Math.floor(1_600_000_000_000 + performance.now());
+    let stamp = NaN;
+    let command = NaN;
+    let fakeNow = NaN;
+    try {
+      stamp = wallClockTime(timerScheduler.now(), timerScheduler);
+      command = wallClockNow();
+      fakeNow = Date.now();
+    } finally {
+      fake.restore();
+    }
+    expect(stamp - fakeNow, 'on the fake Date').to.be.within(-1, 2);
+    expect(command - stamp, 'then the command message').to.be.at.least(0);
+  });
+});
