@@ -281,7 +281,11 @@ export function wallClockTime(time: number, scheduler: SchedulerLike): number {
   if (clock.last > clock.base) return wallClockNow() - (scheduler.now() - time);
   if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1 && clock.source === wallClockAheadSource)) {
     wallClockAheadAt = time;
-    wallClockAhead = wallClockNow() - scheduler.now();
+    // Both clocks read `performance.now()` from an origin of their own: the difference of the origins, not of two
+    // readings, which would count a pause between them (the process descheduled, a GC) as an offset.
+    scheduler.now(); // the origin of the `performance` read now (fake timers installed or removed meanwhile)
+    wallClockNow(); // the wall clock's origin moved if the two have drifted apart
+    wallClockAhead = wallOrigin - clock.offset;
     wallClockAheadSource = clock.source;
   }
   return time + wallClockAhead;

@@ -576,3 +576,39 @@ describe('wallClockTime under fake timers', function () {
     expect(command - stamp, 'then the command message').to.be.at.least(0);
   });
 });
+
+describe('wallClockTime and a thread descheduled as it reads the clocks', function () {
+  const realNow = Date.now;
+
+  it('a CMAP message made after a command message is not stamped before it, the process descheduled between the two clocks read', function () {
+    // How far the wall clock is ahead of the pools' clock was read from two clocks read one after the other: a
+    // process descheduled between them (a loaded host, a GC pause) took the time it was away as an offset, and the
+    // messages of the next millisecond were stamped that much early, before the command messages made before them.
+    const { timerScheduler, wallClockNow, wallClockTime } = isolatedScheduler();
+    const EPOCH = 1_750_000_000_000;
+    let time = 1000;
+    let away = 0;
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    Date.now = () => {
+      const wall = Math.floor(EPOCH + time);
+      time += away; // descheduled as it read the wall clock
+      away = 0;
+      return wall;
+    };
+    let commandStarted = NaN;
+    let checkedIn = NaN;
+    try {
+      timerScheduler.now();
+      commandStarted = wallClockNow();
+      time += 1;
+      const checkedInTime = timerScheduler.now();
+      away = 5;
+      checkedIn = wallClockTime(checkedInTime, timerScheduler);
+    } finally {
+      Object.defineProperty(globalThis, 'performance', saved);
+      Date.now = realNow;
+    }
+    expect(checkedIn - commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
+  });
+});
