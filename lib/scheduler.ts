@@ -277,8 +277,12 @@ let wallClockAheadSource: unknown;
 export function wallClockTime(time: number, scheduler: SchedulerLike): number {
   if (scheduler !== timerScheduler && scheduler !== clientScheduler) return time;
   // Held at a timer's due time (see reached): the clock stands still while the wall clock goes on, so no offset maps
-  // its times; the wall clock now, less how long ago `time` was on that clock.
-  if (clock.last > clock.base) return wallClockNow() - (scheduler.now() - time);
+  // its times; the wall clock now, less how long ago `time` was on that clock (that age read first: a pause before the
+  // wall clock is read then stamps the message late, never before one made earlier).
+  if (clock.last > clock.base) {
+    const age = scheduler.now() - time;
+    return wallClockNow() - age;
+  }
   if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1 && clock.source === wallClockAheadSource)) {
     wallClockAheadAt = time;
     // Both clocks read `performance.now()` from an origin of their own: the difference of the origins, not of two

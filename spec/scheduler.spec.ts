@@ -531,6 +531,27 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
     expect(stamps.checkedIn - stamps.commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
   });
 
+  it('a CMAP message made while the clock is held is not stamped before a command message made before it, the process descheduled as it is stamped', function () {
+    const stamps: Record<string, number> = {};
+    inEarlyTimer(
+      1.5,
+      () => undefined,
+      ({ timerScheduler, wallClockNow, wallClockTime }, advance) => {
+        stamps.commandStarted = wallClockNow();
+        const checkedInTime = timerScheduler.now();
+        const stub = Date.now;
+        Date.now = () => {
+          const wall = stub();
+          advance(5); // descheduled as it read the wall clock: the hold is over when it runs again
+          Date.now = stub;
+          return wall;
+        };
+        stamps.checkedIn = wallClockTime(checkedInTime, timerScheduler);
+      },
+    );
+    expect(stamps.checkedIn - stamps.commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
+  });
+
   it('a CMAP message made as the clock is held is not stamped after a command message that follows it, the last reading made before', function () {
     const stamps: Record<string, number> = {};
     inEarlyTimer(
