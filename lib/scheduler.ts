@@ -255,22 +255,21 @@ export function wallClockNow(): number {
   return wallOrigin + now;
 }
 
-/** How far the wall clock ({@link wallClockNow}) is ahead of the default schedulers' clock, in ms, when last read. */
-let wallClockAhead = 0;
-/** The default schedulers' time {@link wallClockAhead} was read at (-Infinity: never). */
-let wallClockAheadAt = -Infinity;
+/** The default schedulers' time the wall clock was last read at for {@link wallClockTime} (-Infinity: never). */
+let wallClockReadAt = -Infinity;
 /** The `performance.now` the default schedulers' clock read then: fake timers installed or removed since, read again. */
-let wallClockAheadSource: unknown;
+let wallClockReadSource: unknown;
 
 /**
  * The wall clock time (as {@link wallClockNow}) of `time`, a reading of `scheduler`'s clock: for {@link timerScheduler}
  * and {@link clientScheduler}, whose monotonic clock does not follow the wall clock's steps, `time` plus how far the
- * wall clock is ahead of theirs (read again once `time` is 1 ms or more past the last reading, or before it, or once
- * fake timers replaced `performance` or put the real one back: a busy pool's messages of one millisecond share one
- * reading, about 3 ns each rather than three clock reads; while the clock is held at a timer's due time, the wall clock
- * now less how long ago `time` was on it, so that a message made then is stamped in order with a command's, stamped by
- * {@link wallClockNow}); for any other scheduler (a user's, a `VirtualClock`), `time` as it is: its clock is the one
- * the application chose to read. For the time of a log message made as its event is.
+ * wall clock's origin is ahead of theirs, both read from `performance.now()` (the wall clock checked again for a step
+ * once `time` is 1 ms or more past the last check, or before it, or once fake timers replaced `performance` or put the
+ * real one back: a busy pool's messages of one millisecond share one check, a few ns each rather than three clock
+ * reads; a step a command message's {@link wallClockNow} saw shows at once); while the clock is held at a timer's due
+ * time, the wall clock now less how long ago `time` was on it, so that a message made then is stamped in order with a
+ * command's; for any other scheduler (a user's, a `VirtualClock`), `time` as it is: its clock is the one the
+ * application chose to read. For the time of a log message made as its event is.
  *
  * Source: extension.
  */
@@ -283,14 +282,14 @@ export function wallClockTime(time: number, scheduler: SchedulerLike): number {
     const age = scheduler.now() - time;
     return wallClockNow() - age;
   }
-  if (!(time >= wallClockAheadAt && time - wallClockAheadAt < 1 && clock.source === wallClockAheadSource)) {
-    wallClockAheadAt = time;
-    // Both clocks read `performance.now()` from an origin of their own: the difference of the origins, not of two
-    // readings, which would count a pause between them (the process descheduled, a GC) as an offset.
+  if (!(time >= wallClockReadAt && time - wallClockReadAt < 1 && clock.source === wallClockReadSource)) {
+    wallClockReadAt = time;
     scheduler.now(); // the origin of the `performance` read now (fake timers installed or removed meanwhile)
     wallClockNow(); // the wall clock's origin moved if the two have drifted apart
-    wallClockAhead = wallOrigin - clock.offset;
-    wallClockAheadSource = clock.source;
+    wallClockReadSource = clock.source;
   }
-  return time + wallClockAhead;
+  // Both clocks read `performance.now()` from an origin of their own: the difference of the origins, not of two
+  // readings, which would count a pause between them (the process descheduled, a GC) as an offset; the origins of now,
+  // so that a step a command message's wallClockNow() saw shows in the messages made after it.
+  return time + (wallOrigin - clock.offset);
 }

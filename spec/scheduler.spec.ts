@@ -633,3 +633,34 @@ describe('wallClockTime and a thread descheduled as it reads the clocks', functi
     expect(checkedIn - commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
   });
 });
+
+describe('wallClockTime after the wall clock stepped', function () {
+  const realNow = Date.now;
+  afterEach(() => {
+    Date.now = realNow;
+  });
+
+  it('a CMAP message made after a command message that saw the step is stamped after it, within the millisecond of the last check too', function () {
+    const { timerScheduler, wallClockNow, wallClockTime } = isolatedScheduler();
+    const EPOCH = 1_750_000_000_000;
+    let time = 1000;
+    let step = 0;
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    Date.now = () => Math.floor(EPOCH + time + step);
+    let commandStarted = NaN;
+    let checkedIn = NaN;
+    try {
+      wallClockTime(timerScheduler.now(), timerScheduler); // the last check: the clocks agree
+      step = 3_600_000;
+      time += 0.25;
+      commandStarted = wallClockNow(); // sees the step
+      time += 0.25;
+      checkedIn = wallClockTime(timerScheduler.now(), timerScheduler);
+    } finally {
+      Object.defineProperty(globalThis, 'performance', saved);
+      Date.now = realNow;
+    }
+    expect(checkedIn - commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.closeTo(0.25, 0.001);
+  });
+});
