@@ -466,14 +466,14 @@ describe('wallClockNow and wallClockTime', function () {
     expect(wallClockTime(clock.now(), clock)).to.equal(clock.now());
   });
 
-  it('wallClockTime: times less than 1 ms apart share one reading of how far the wall clock is ahead; a later or earlier time reads it again', function () {
+  it('wallClockTime: times less than 1 ms apart share one check of the wall clock for a step; a later or earlier time checks it again', function () {
     const at = timerScheduler.now() + 10; // after any reading made so far: read now
     const ahead = wallClockTime(at, timerScheduler) - at;
     Date.now = () => realNow() + 3_600_000;
-    expect(wallClockTime(at + 0.5, timerScheduler) - (at + 0.5), 'within the millisecond: the last reading').to.be.closeTo(ahead, 0.001);
-    expect(wallClockTime(at + 1, timerScheduler) - (at + 1) - ahead, '1 ms later: read again').to.be.closeTo(3_600_000, 3);
+    expect(wallClockTime(at + 0.5, timerScheduler) - (at + 0.5), 'within the millisecond: the last check').to.be.closeTo(ahead, 0.001);
+    expect(wallClockTime(at + 1, timerScheduler) - (at + 1) - ahead, '1 ms later: checked again').to.be.closeTo(3_600_000, 3);
     Date.now = realNow;
-    expect(wallClockTime(at + 0.9, timerScheduler) - (at + 0.9) - ahead, 'an earlier time: read again').to.be.closeTo(0, 3);
+    expect(wallClockTime(at + 0.9, timerScheduler) - (at + 0.9) - ahead, 'an earlier time: checked again').to.be.closeTo(0, 3);
   });
 });
 
