@@ -130,7 +130,7 @@ class ClientPoolsRecorder implements ConnectionPoolsInstrumentation {
   private readonly recordings = new Set<ConnectionPoolInstrumentation>();
   private readonly subscription: Subscription;
   /** Whether `pools$` completed (the client closed): no pool comes any more. */
-  private followed = false;
+  private poolsComplete = false;
   private stopped = false;
 
   constructor(client: InstrumentedPools, meter: Meter, prefix: string | undefined) {
@@ -148,7 +148,7 @@ class ClientPoolsRecorder implements ConnectionPoolsInstrumentation {
         }
       },
       complete: () => {
-        this.followed = true;
+        this.poolsComplete = true;
       },
     });
     starting = false;
@@ -163,7 +163,7 @@ class ClientPoolsRecorder implements ConnectionPoolsInstrumentation {
   }
 
   get closed(): boolean {
-    return this.stopped || (this.followed && this.instrumentations.length === 0);
+    return this.stopped || (this.poolsComplete && this.instrumentations.length === 0);
   }
 
   unsubscribe(): void {
