@@ -21,7 +21,8 @@ export interface CommandEventFields {
   readonly address: string;
   /**
    * When the event was emitted, on the wall clock: ms since the Unix epoch with a sub-ms fraction (`Date.now()` kept
-   * to microsecond order, as the pools' log messages are stamped).
+   * to microsecond order, as the pools' log messages are stamped; a `Date.now()` read at the same moment, a whole ms,
+   * may be up to 2 ms behind it).
    */
   readonly time: number;
   /** The driver's id of the connection (its CMAP `connectionId`, as in the pool's events). */
