@@ -515,6 +515,42 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
     }
   }
 
+  it('while the clock is held, an event of 5 ms ago is stamped 5 ms before the wall clock now', function () {
+    const stamps: Record<string, number> = {};
+    inEarlyTimer(
+      0.5,
+      () => undefined,
+      ({ timerScheduler, wallClockNow, wallClockTime }) => {
+        stamps.older = wallClockTime(timerScheduler.now() - 5, timerScheduler);
+        stamps.now = wallClockNow();
+      },
+    );
+    expect(stamps.now - stamps.older).to.be.closeTo(5, 0.001);
+  });
+
+  it('wallClockNow keeps its origin while Date.now() is within its rounding of the stamp (1 ms after it to 2 ms before), and moves it to Date.now() + 0.5 beyond', function () {
+    const { wallClockNow } = isolatedScheduler();
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+    let time = 1000;
+    const wall = EPOCH;
+    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    Date.now = () => wall;
+    try {
+      expect(wallClockNow(), 'far from the wall clock: moved').to.equal(wall + 0.5);
+      time += 1.4;
+      expect(wallClockNow(), '1.9 ms ahead of Date.now(): kept').to.be.closeTo(wall + 1.9, 1e-9);
+      time += 0.1;
+      expect(wallClockNow(), '2 ms ahead: moved').to.equal(wall + 0.5);
+      time -= 1.5;
+      expect(wallClockNow(), '1 ms behind Date.now(): kept').to.be.closeTo(wall - 1, 1e-9);
+      time -= 0.1;
+      expect(wallClockNow(), '1.1 ms behind: moved').to.equal(wall + 0.5);
+    } finally {
+      Object.defineProperty(globalThis, 'performance', saved);
+      Date.now = realNow;
+    }
+  });
+
   it('a CMAP message made after a command message is not stamped before it, the clock held since the last reading', function () {
     const stamps: Record<string, number> = {};
     inEarlyTimer(

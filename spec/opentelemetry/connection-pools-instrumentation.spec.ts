@@ -270,6 +270,7 @@ describe('rxcmap/opentelemetry: instrumentConnectionPools', function () {
       refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: '' }), 'poolNamePrefix', /a non-empty string/);
       refused(() => instrumentConnectionPools({ pools$ }, { poolNamePrefix: 5 as never }), 'poolNamePrefix', /a non-empty string/);
       expect(() => instrumentConnectionPools({ pools$ }, { poolName: 'x' } as never)).to.throw(InvalidOptionError, /poolNamePrefix/);
+      expect(() => instrumentConnectionPools({ pools$ }, { poolName: 'x' } as never)).to.throw(/instrumentConnectionPools/);
       expect(pools$.observed, 'nothing followed').to.equal(false);
     });
   });
