@@ -89,6 +89,31 @@ function isolatedScheduler(): typeof import('../lib/scheduler') {
   return freshCopy<typeof import('../lib/scheduler')>(require.resolve('../lib/scheduler'));
 }
 
+/**
+ * Node's own timers with their runs taken in hand (each `setTimeout` and `setImmediate` callback queued in `pending`,
+ * run by the test), and a `performance` whose clock reads `time()`; `restore()` puts the real ones back.
+ */
+function nodeTimersInHand(time: () => number): { pending: (() => void)[]; restore: () => void } {
+  const pending: (() => void)[] = [];
+  const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
+  const nodeTimer = (): NodeJS.Timeout => {
+    const handle = saved.setTimeout(() => undefined, 60_000);
+    clearTimeout(handle);
+    return handle;
+  };
+  globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
+  globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
+  Object.defineProperty(globalThis, 'performance', { value: { now: time, timeOrigin: 0 }, configurable: true, writable: true });
+  return {
+    pending,
+    restore: () => {
+      globalThis.setTimeout = saved.setTimeout;
+      globalThis.setImmediate = saved.setImmediate;
+      Object.defineProperty(globalThis, 'performance', saved.performance);
+    },
+  };
+}
+
 describe('timerScheduler', function () {
   it('reads a monotonic clock in epoch milliseconds', function () {
     const a = timerScheduler.now();
@@ -257,17 +282,7 @@ describe('timerScheduler', function () {
       // A clock of its own: the one every pool of the process reads would stay ahead by the fake clock's moves.
       const { timerScheduler } = isolatedScheduler();
       let time = 1000;
-      const pending: (() => void)[] = [];
-      const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
-      // Node's own timers, their runs taken in hand
-      const nodeTimer = (): NodeJS.Timeout => {
-        const handle = saved.setTimeout(() => undefined, 60_000);
-        clearTimeout(handle);
-        return handle;
-      };
-      globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
-      globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
-      Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+      const { pending, restore } = nodeTimersInHand(() => time);
       try {
         const start = timerScheduler.now();
         let seen = NaN;
@@ -281,9 +296,7 @@ describe('timerScheduler', function () {
         time += early / 2 + 1;
         expect(timerScheduler.now() - start, `${early} ms early: then the clock itself, not moved forward`).to.be.closeTo(101, 0.01);
       } finally {
-        globalThis.setTimeout = saved.setTimeout;
-        globalThis.setImmediate = saved.setImmediate;
-        Object.defineProperty(globalThis, 'performance', saved.performance);
+        restore();
       }
     }
   });
@@ -490,16 +503,7 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
     const copy = isolatedScheduler();
     let time = 1000;
     const advance = (ms: number) => void (time += ms);
-    const pending: (() => void)[] = [];
-    const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
-    const nodeTimer = (): NodeJS.Timeout => {
-      const handle = saved.setTimeout(() => undefined, 60_000);
-      clearTimeout(handle);
-      return handle;
-    };
-    globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
-    globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
-    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    const { pending, restore } = nodeTimersInHand(() => time);
     Date.now = () => Math.floor(EPOCH + time);
     try {
       copy.timerScheduler.schedule(() => work(copy, advance), 100);
@@ -508,9 +512,7 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
       pending.shift()!(); // the timer
       pending.shift()!(); // its turn after the poll phase
     } finally {
-      globalThis.setTimeout = saved.setTimeout;
-      globalThis.setImmediate = saved.setImmediate;
-      Object.defineProperty(globalThis, 'performance', saved.performance);
+      restore();
       Date.now = realNow;
     }
   }

@@ -78,20 +78,6 @@ describe('Client: a wall clock stepped while it works', function () {
       await responder.close();
     }
   });
-});
-
-describe('Client: log messages after the wall clock stepped', function () {
-  this.timeout(20_000);
-  const realNow = Date.now;
-  let server: EmbeddedServer | undefined;
-  let client: Client | undefined;
-  afterEach(async function () {
-    Date.now = realNow;
-    await client?.close();
-    client = undefined;
-    await server?.stop();
-    server = undefined;
-  });
 
   for (const step of [3_600_000, -3_600_000]) {
     it(`set ${step > 0 ? 'forward' : 'back'} an hour: every message written after it is stamped on the wall clock, as a command's are and the application's own log lines`, async function () {
