@@ -719,8 +719,11 @@ function redact(parsed: ConnectionString): string {
   const text = parsed.redact().toString();
   const query = text.indexOf('?');
   if (query < 0) return text;
-  // Piece by piece, so the known keys keep their text as written and a repeated key stays repeated.
-  const pieces = text.slice(query + 1).split('&').map((piece) => {
+  // The query as the URI holds it, piece by piece, so the known keys keep their text as written and a repeated key
+  // stays repeated (the redacted form's query is re-encoded whole once a secret's value was replaced in it:
+  // `tlsCertificateKeyFile=/a/b.pem` as `%2Fa%2Fb.pem`); the keys holding secrets are hidden here.
+  const written = parsed.toString();
+  const pieces = written.slice(written.indexOf('?') + 1).split('&').map((piece) => {
     const equals = piece.indexOf('=');
     if (equals < 0) return piece;
     let name: string;
@@ -729,11 +732,12 @@ function redact(parsed: ConnectionString): string {
     } catch {
       name = '';
     }
-    // authMechanismProperties may carry what a mechanism needs to obtain credentials: hidden as an unknown key is. The
-    // URI options spec's keys rxcmap does not act on (`w=majority`, `retryWrites=true` in every Atlas connection
-    // string) hold no secret: shown as written.
+    // The secret keys (authMechanismProperties may carry what a mechanism needs to obtain credentials) and the proxy's
+    // user name, as the password and user name of the URI are: hidden as an unknown key is. The URI options spec's
+    // keys rxcmap does not act on (`w=majority`, `retryWrites=true` in every Atlas connection string) hold no secret:
+    // shown as written.
     const lower = keyLowerCase(name);
-    const shown = (KEYS[lower] !== undefined || UNSUPPORTED.has(lower) || API_PARAMETERS.has(lower)) && lower !== 'authmechanismproperties';
+    const shown = (KEYS[lower] !== undefined || UNSUPPORTED.has(lower) || API_PARAMETERS.has(lower)) && !SECRET.has(lower) && lower !== 'proxyusername';
     return shown ? piece : `${piece.slice(0, equals)}=_credentials_`;
   });
   return `${text.slice(0, query)}?${pieces.join('&')}`;

@@ -244,6 +244,17 @@ describe('parseConnectionString', function () {
     expect(parseConnectionString('mongodb://h/?W=1&RETRYWRITES=false').redacted, 'keys in any case').to.equal('mongodb://h/?W=1&RETRYWRITES=false');
   });
 
+  it('keeps the known keys\' text as written beside a secret key, whose value it hides, in any case, as the proxy\'s user name', function () {
+    const p = parseConnectionString(
+      'mongodb://u:pw@h/?readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=se:cret&proxyHost=px&proxyUsername=pu&ProxyPassword=pp',
+    );
+    expect(p.redacted).to.equal(
+      'mongodb://_credentials_@h/?readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=_credentials_&proxyHost=px&proxyUsername=_credentials_&ProxyPassword=_credentials_',
+    );
+    const oidc = parseConnectionString('mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:api://x&appName=a:b');
+    expect(oidc.redacted).to.equal('mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=_credentials_&appName=a:b');
+  });
+
   it('rejects a key with no "=" and value, naming it, instead of reading it as an empty value', function () {
     for (const [uri, key] of [
       ['mongodb://h/?tls', 'tls'],
