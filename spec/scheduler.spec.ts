@@ -89,13 +89,20 @@ function isolatedScheduler(): typeof import('../lib/scheduler') {
   return freshCopy<typeof import('../lib/scheduler')>(require.resolve('../lib/scheduler'));
 }
 
+/** Replaces `performance` with one whose clock reads `now()` (its `timeOrigin` 0); returns what puts the real one back. */
+function fakePerformance(now: () => unknown): () => void {
+  const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+  Object.defineProperty(globalThis, 'performance', { value: { now, timeOrigin: 0 }, configurable: true, writable: true });
+  return () => Object.defineProperty(globalThis, 'performance', saved);
+}
+
 /**
  * Node's own timers with their runs taken in hand (each `setTimeout` and `setImmediate` callback queued in `pending`,
  * run by the test), and a `performance` whose clock reads `time()`; `restore()` puts the real ones back.
  */
 function nodeTimersInHand(time: () => number): { pending: (() => void)[]; restore: () => void } {
   const pending: (() => void)[] = [];
-  const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate, performance: Object.getOwnPropertyDescriptor(globalThis, 'performance')! };
+  const saved = { setTimeout: globalThis.setTimeout, setImmediate: globalThis.setImmediate };
   const nodeTimer = (): NodeJS.Timeout => {
     const handle = saved.setTimeout(() => undefined, 60_000);
     clearTimeout(handle);
@@ -103,13 +110,13 @@ function nodeTimersInHand(time: () => number): { pending: (() => void)[]; restor
   };
   globalThis.setTimeout = ((fn: () => void) => (pending.push(fn), nodeTimer())) as unknown as typeof setTimeout;
   globalThis.setImmediate = ((fn: () => void) => (pending.push(fn), {})) as unknown as typeof setImmediate;
-  Object.defineProperty(globalThis, 'performance', { value: { now: time, timeOrigin: 0 }, configurable: true, writable: true });
+  const restorePerformance = fakePerformance(time);
   return {
     pending,
     restore: () => {
       globalThis.setTimeout = saved.setTimeout;
       globalThis.setImmediate = saved.setImmediate;
-      Object.defineProperty(globalThis, 'performance', saved.performance);
+      restorePerformance();
     },
   };
 }
@@ -255,15 +262,14 @@ describe('timerScheduler', function () {
   it('skips a reading of a replaced performance.now() that is not a finite number, and goes on once it is put back', function () {
     // A stub returning Infinity (or a value that is not a number) once left the clock of every pool at Infinity for the
     // rest of the process: it never goes back. Deadlines were then Infinity, each WaitQueue timeout fired at once.
-    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
     const before = timerScheduler.now();
     const readings: number[] = [];
     for (const value of [Infinity, -Infinity, NaN, '12', undefined]) {
-      Object.defineProperty(globalThis, 'performance', { value: { now: () => value, timeOrigin: 0 }, configurable: true, writable: true });
+      const restore = fakePerformance(() => value);
       try {
         readings.push(timerScheduler.now());
       } finally {
-        Object.defineProperty(globalThis, 'performance', saved);
+        restore();
       }
     }
     for (const r of readings) expect(r).to.be.a('number').and.be.within(before, before + 1000);
@@ -532,10 +538,9 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
 
   it('wallClockNow keeps its origin while Date.now() is within its rounding of the stamp (1 ms after it to 2 ms before), and moves it to Date.now() + 0.5 beyond', function () {
     const { wallClockNow } = isolatedScheduler();
-    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
     let time = 1000;
     const wall = EPOCH;
-    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    const restorePerformance = fakePerformance(() => time);
     Date.now = () => wall;
     try {
       expect(wallClockNow(), 'far from the wall clock: moved').to.equal(wall + 0.5);
@@ -548,7 +553,7 @@ describe('wallClockTime while a Node timer that ran early holds the clock', func
       time -= 0.1;
       expect(wallClockNow(), '1.1 ms behind: moved').to.equal(wall + 0.5);
     } finally {
-      Object.defineProperty(globalThis, 'performance', saved);
+      restorePerformance();
       Date.now = realNow;
     }
   });
@@ -647,8 +652,7 @@ describe('wallClockTime and a thread descheduled as it reads the clocks', functi
     const EPOCH = 1_750_000_000_000;
     let time = 1000;
     let away = 0;
-    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
-    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    const restorePerformance = fakePerformance(() => time);
     Date.now = () => {
       const wall = Math.floor(EPOCH + time);
       time += away; // descheduled as it read the wall clock
@@ -665,7 +669,7 @@ describe('wallClockTime and a thread descheduled as it reads the clocks', functi
       away = 5;
       checkedIn = wallClockTime(checkedInTime, timerScheduler);
     } finally {
-      Object.defineProperty(globalThis, 'performance', saved);
+      restorePerformance();
       Date.now = realNow;
     }
     expect(checkedIn - commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.at.least(0);
@@ -683,8 +687,7 @@ describe('wallClockTime after the wall clock stepped', function () {
     const EPOCH = 1_750_000_000_000;
     let time = 1000;
     let step = 0;
-    const saved = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
-    Object.defineProperty(globalThis, 'performance', { value: { now: () => time, timeOrigin: 0 }, configurable: true, writable: true });
+    const restorePerformance = fakePerformance(() => time);
     Date.now = () => Math.floor(EPOCH + time + step);
     let commandStarted = NaN;
     let checkedIn = NaN;
@@ -696,7 +699,7 @@ describe('wallClockTime after the wall clock stepped', function () {
       time += 0.25;
       checkedIn = wallClockTime(timerScheduler.now(), timerScheduler);
     } finally {
-      Object.defineProperty(globalThis, 'performance', saved);
+      restorePerformance();
       Date.now = realNow;
     }
     expect(checkedIn - commandStarted, 'CommandStarted, then ConnectionCheckedIn').to.be.closeTo(0.25, 0.001);
