@@ -206,7 +206,7 @@ const TLS_CONFLICTS: readonly (readonly [string, readonly string[]])[] = [
   ['tlsDisableOCSPEndpointCheck', ['tlsDisableCertificateRevocationCheck']],
 ];
 
-/** Values never echoed in warnings. */
+/** The keys whose values are never shown: in warnings, errors, or the redacted URI. */
 const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword', 'authmechanismproperties']);
 
 /**
