@@ -40,8 +40,8 @@ import { MAX_TIMER_DELAY_MS } from './scheduler';
  * in a URI are ignored with a warning; `loadBalanced=true` or `directConnection=true` with several hosts is an
  * {@link InvalidOptionError}.
  *
- * Source: URI options spec (heartbeatFrequencyMS, serverSelectionTimeoutMS, loadBalanced, directConnection,
- * serverMonitoringMode;
+ * Source: URI options spec (heartbeatFrequencyMS, serverSelectionTimeoutMS, localThresholdMS, loadBalanced,
+ * directConnection, serverMonitoringMode;
  * "directConnection URI option with multiple seeds or SRV URI"); load balancer spec, "URI Validation".
  */
 export interface UriClientOptions {
@@ -49,12 +49,16 @@ export interface UriClientOptions {
   heartbeatFrequencyMS?: number | undefined;
   /** How long `command()` waits for a ready server, in ms; an integer from 1 to 2147483647 (what one timer holds). */
   serverSelectionTimeoutMS?: number | undefined;
+  /**
+   * The latency window's size, in ms: server selection takes a server whose average RTT is at most this much above
+   * the shortest among the suitable servers; an integer >= 0. Default 15.
+   */
+  localThresholdMS?: number | undefined;
   /** Load-balanced mode: one pool, no monitor. */
   loadBalanced?: boolean | undefined;
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
-   * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
-   * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
+   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
    * `false` does not turn on discovery of a replica set's other members.
    */
   directConnection?: boolean | undefined;
@@ -101,10 +105,13 @@ export interface ParsedConnectionString {
   /** The client options it sets. */
   readonly clientOptions: Readonly<UriClientOptions>;
   /**
-   * `replicaSet`, when given (its last value). rxcmap does not act on it (a warning says so), but it makes load-balanced
-   * mode an error, whether `loadBalanced` comes from the URI or from the options of `connect()`.
+   * `replicaSet`, when given (its last valid value: a non-empty string). The name of the replica set the hosts belong
+   * to: the TopologyType is ReplicaSet from the start, and server selection takes only a primary of that set (see
+   * `suitableServers`); it makes load-balanced mode an error, whether `loadBalanced` comes from the URI or from the
+   * options of `connect()`.
    *
-   * Source: load balancer spec, "URI Validation".
+   * Source: URI options spec ("replicaSet"); server discovery and monitoring spec, "Initial TopologyType", "Initial
+   * setName"; load balancer spec, "URI Validation".
    */
   readonly replicaSet?: string;
   /**
@@ -119,7 +126,7 @@ export interface ParsedConnectionString {
   readonly redacted: string;
 }
 
-type Target = 'pool' | 'connection' | 'client' | 'srv';
+type Target = 'pool' | 'connection' | 'client' | 'srv' | 'topology';
 type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName' | 'properties';
 
 /**
@@ -155,6 +162,7 @@ key('authMechanism', 'connection', 'mechanism');
 key('authMechanismProperties', 'connection', 'properties');
 key('heartbeatFrequencyMS', 'client', 'heartbeat');
 key('serverSelectionTimeoutMS', 'client', 'selection');
+key('localThresholdMS', 'client', 'ms');
 key('loadBalanced', 'client', 'bool');
 key('directConnection', 'client', 'bool');
 key('serverMonitoringMode', 'client', 'monitoringMode');
@@ -164,6 +172,7 @@ key('proxyUsername', 'connection', 'proxy');
 key('proxyPassword', 'connection', 'proxy');
 key('srvServiceName', 'srv', 'serviceName');
 key('srvMaxHosts', 'srv', 'count');
+key('replicaSet', 'topology', 'string');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
@@ -187,8 +196,8 @@ const API_PARAMETERS: ReadonlySet<string> = new Set(API_PARAMETER_NAMES.map((nam
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
-    'journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel',
-    'readPreference', 'readPreferenceTags', 'replicaSet',
+    'journal', 'maxStalenessSeconds', 'readConcernLevel',
+    'readPreference', 'readPreferenceTags',
     'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
     'timeoutMS', 'tlsDisableCertificateRevocationCheck',
     'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
@@ -315,6 +324,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const connection = Object.create(null) as Record<string, unknown>;
   const client = Object.create(null) as Record<string, unknown>;
   const srv = Object.create(null) as Record<string, unknown>;
+  const topology = Object.create(null) as Record<string, unknown>;
   const seen = new Map<string, string>();
   /** Every instance of tls and ssl, in order: a repeated one included (URI options spec, item 8). */
   const tlsAndSsl: [string, string][] = [];
@@ -360,7 +370,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       continue;
     }
     if (converted.warning !== undefined) warnings.push(converted.warning);
-    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : client;
+    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : spec.target === 'topology' ? topology : client;
     target[spec.name] = converted.value;
   }
 
@@ -429,7 +439,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     isSRV: parsed.isSRV,
     loadBalanced: client.loadBalanced === true,
     directConnection: client.directConnection === true,
-    replicaSet: seen.has('replicaset'),
+    replicaSet: topology.replicaSet !== undefined,
     srvMaxHosts: srv.srvMaxHosts as number | undefined,
   });
   // SOCKS5 support spec: a proxyPort, proxyUsername or proxyPassword without proxyHost, or a user name without a
@@ -550,7 +560,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   }
 
   const appName = connection.appName as string | undefined;
-  const replicaSet = seen.get('replicaset');
+  const replicaSet = topology.replicaSet as string | undefined;
   return Object.freeze({
     hosts: Object.freeze(hosts),
     isSRV: parsed.isSRV,

@@ -554,10 +554,28 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
   });
 
   it('says that each key of the URI options spec it does not act on is not supported, not that it is unknown', function () {
-    const keys = ['journal', 'localThresholdMS', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags', 'replicaSet',
+    const keys = ['journal', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags',
       'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS', 'timeoutMS', 'tlsDisableCertificateRevocationCheck', 'tlsDisableOCSPEndpointCheck',
       'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries', 'enableOverloadRetargeting', 'uuidRepresentation'];
     for (const key of keys) expect(read(`${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);
+  });
+
+  it('takes localThresholdMS (an integer number of ms >= 0) and replicaSet (a non-empty string), and ignores an invalid one with a warning', function () {
+    const p = parseConnectionString('mongodb://a,b/?localThresholdMS=0&replicaSet=rs0');
+    expect(p.clientOptions).to.deep.equal({ localThresholdMS: 0 });
+    expect(p.replicaSet).to.equal('rs0');
+    expect(p.warnings).to.deep.equal([]);
+    expect(parseConnectionString('mongodb://h/?localThresholdMS=250').clientOptions).to.deep.equal({ localThresholdMS: 250 });
+    const bad = parseConnectionString('mongodb://h/?localThresholdMS=-1&replicaSet=');
+    expect(bad.clientOptions).to.deep.equal({});
+    expect(bad).to.not.have.property('replicaSet');
+    expect(bad.warnings).to.deep.equal([
+      'localThresholdMS="-1" is ignored: localThresholdMS must be an integer number of ms >= 0',
+      'replicaSet="" is ignored: replicaSet must be a non-empty string',
+    ]);
+    // An ignored replicaSet conflicts with nothing: loadBalanced stays allowed.
+    expect(parseConnectionString('mongodb://h/?replicaSet=&loadBalanced=true').clientOptions).to.include({ loadBalanced: true });
+    expect(() => parseConnectionString('mongodb://h/?replicaSet=rs0&loadBalanced=true')).to.throw(InvalidOptionError, /replicaSet/);
   });
 
   it('sets appName and replicaSet on the result only when given, so that spreading it overrides nothing', function () {

@@ -249,6 +249,7 @@ function clientArbitraries(pw: string): Record<(typeof CLIENT_OPTION_NAMES)[numb
     heartbeatFrequencyMS: option(fc.integer({ min: 500, max: 60_000 })),
     serverMonitoringMode: option(fc.constantFrom('auto', 'stream', 'poll')),
     serverSelectionTimeoutMS: option(fc.integer({ min: 1, max: 60_000 })),
+    localThresholdMS: option(fc.integer({ min: 0, max: 1_000 })),
     directConnection: option(fc.boolean()),
     logging,
     scheduler,

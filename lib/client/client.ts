@@ -53,7 +53,8 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
-import { serverTypeOf, topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
+import { checkedServer, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
+import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 import { asTopologyVersion } from '../monitor/topology-version';
@@ -86,12 +87,17 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * (what one Node timer holds). Default 30000.
    */
   serverSelectionTimeoutMS?: number | undefined;
+  /**
+   * The latency window's size, in ms, a number >= 0: of the servers suitable for an operation, server selection takes
+   * one whose average RTT is at most this much above the shortest among them (then of two taken at random, the one
+   * with fewer operations in progress). Default 15. Source: server selection spec, "localThresholdMS".
+   */
+  localThresholdMS?: number | undefined;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean | undefined;
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
-   * (no topology discovery): each host gets a pool and a monitor, and `command()` uses the first ready one, whatever
-   * this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
+   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
    * `false` does not turn on discovery of a replica set's other members.
    */
   directConnection?: boolean | undefined;
@@ -127,6 +133,7 @@ const CLIENT_ONLY_OPTION_NAMES = [
   'heartbeatFrequencyMS',
   'serverMonitoringMode',
   'serverSelectionTimeoutMS',
+  'localThresholdMS',
   'loadBalanced',
   'directConnection',
   'logging',
@@ -280,10 +287,16 @@ interface TopologyLogging {
 }
 
 /**
- * The selector the server selection messages name: a client selects the first server whose pool is ready, in host
- * order (it has no read preference).
+ * The selector the server selection messages name: a client's only read preference is `primary` (see
+ * `suitableServers`).
  */
-const SELECTOR = 'first ready server';
+const SELECTOR = 'primary';
+
+/** What selection knows of the load balancer of load-balanced mode (it has no check). */
+const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
+
+/** What selection knows of a server with no successful check since its last failure or state change error. */
+const UNKNOWN_SERVER: CheckedServer = Object.freeze({ type: 'Unknown' });
 
 /** The names of the options of `selectPool()`. */
 const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
@@ -473,6 +486,8 @@ export class Client {
   readonly log$: Observable<LogMessage>;
   /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */
   readonly serverSelectionTimeoutMS: number;
+  /** The latency window's size, in ms (>= 0; see {@link ClientOptions.localThresholdMS}). */
+  readonly localThresholdMS: number;
   /**
    * The client's own id: a new ObjectId's 24-character hex string, made when the client is created, unique to it
    * (across processes and threads too). The `topologyId` of its `topology` log messages, which tells apart the
@@ -522,8 +537,18 @@ export class Client {
   private topologyLogging: TopologyLogging | undefined;
   /** The topology description the last "Topology description changed" message gave (see {@link describe}). */
   private writtenDescription = UNKNOWN_TOPOLOGY_DESCRIPTION;
-  /** Each monitored host's ServerType, from its last check that succeeded (none once one failed). */
-  private readonly serverTypes = new Map<string, ServerType>();
+  /**
+   * Each monitored host as its last check that succeeded described it (none once one failed, or once a state change
+   * error made it Unknown): its ServerType, and what selection reads of a primary's claim.
+   */
+  private readonly checked = new Map<string, CheckedServer>();
+  /** The replica set name the client was given (URI, options or TXT record), if any. */
+  private replicaSet: string | undefined;
+  /**
+   * Per pool, the selections that took it and whose caller has not started its checkout yet (see {@link handOver}):
+   * with the pool's checkouts in progress, its server's operationCount.
+   */
+  private readonly selected = new Map<ConnectionPool<Connection>, number>();
   /**
    * The hosts whose "Starting server monitoring" was written and whose "Stopped server monitoring" was not yet: a
    * server is stopped in the log only if it was started there (a subscriber may close the client between a host's
@@ -606,7 +631,7 @@ export class Client {
     const parsed = parseConnectionStringForClient(uri, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
     this.warningList = parsed.warnings;
     this.redactedUri = parsed.redacted;
-    const client = { ...parsed.clientOptions, ...definedOnly(pick(o, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'loadBalanced', 'directConnection'])) };
+    const client = { ...parsed.clientOptions, ...definedOnly(pick(o, ['heartbeatFrequencyMS', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'localThresholdMS', 'loadBalanced', 'directConnection'])) };
     const serverMonitoringMode = requireServerMonitoringMode(optionValue(client, 'serverMonitoringMode'));
     const sst = optionValue(client, 'serverSelectionTimeoutMS') ?? 30_000;
     // Server selection waits on one timer: Node runs a longer one after 1 ms.
@@ -614,6 +639,11 @@ export class Client {
       throw new InvalidOptionError('serverSelectionTimeoutMS', sst, `a number of ms > 0 and at most ${MAX_TIMER_DELAY_MS}`);
     }
     this.serverSelectionTimeoutMS = sst;
+    const threshold = optionValue(client, 'localThresholdMS') ?? DEFAULT_LOCAL_THRESHOLD_MS;
+    if (typeof threshold !== 'number' || !Number.isFinite(threshold) || threshold < 0) {
+      throw new InvalidOptionError('localThresholdMS', threshold, 'a number of ms >= 0');
+    }
+    this.localThresholdMS = threshold;
     const frequency = optionValue(client, 'heartbeatFrequencyMS');
     const validFrequency = typeof frequency === 'number' && Number.isFinite(frequency) && frequency >= MIN_HEARTBEAT_FREQUENCY_MS;
     if (frequency !== undefined && !validFrequency) {
@@ -725,6 +755,7 @@ export class Client {
       }
       this.serverContext = context;
       this.topologyType = initialTopologyType(settings);
+      this.replicaSet = settings.replicaSet;
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
       this.announce(feeds);
       this.serversOpened(feeds.map(([address]) => address));
@@ -752,7 +783,7 @@ export class Client {
     const srvOpen = (resolved: string): void => {
       const effective = parseConnectionStringForClient(resolved, { credentials: o.credentials, maxPoolSize: o.maxPoolSize });
       const settings = this.hostSettings(effective, o, parsed.srvMaxHosts);
-      // The warnings the TXT record adds (a replicaSet it gives is not acted on, as in the URI).
+      // The warnings the TXT record adds.
       const known = [...parsed.warnings];
       const added = effective.warnings.filter((warning) => {
         const i = known.indexOf(warning);
@@ -996,7 +1027,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
           this.topologyVersions.delete(address);
-          this.serverTypes.delete(address);
+          this.checked.delete(address);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check) changes
@@ -1007,7 +1038,7 @@ export class Client {
           }
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
-          this.serverTypes.set(address, serverTypeOf(e.reply));
+          this.checked.set(address, checkedServer(e.reply));
           this.onServerType(e.reply);
         }
         published.next(e);
@@ -1017,6 +1048,8 @@ export class Client {
         if (!(e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError)) this.topologyChanged();
         // An incompatible server makes the topology incompatible: the selections waiting fail now with its error.
         if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections]) selection.error(e.error);
+        // A check can make a server suitable without a pool event (a secondary elected primary, its pool ready already).
+        else if (e.type === 'ServerHeartbeatSucceeded') this.announceReadyPool();
       },
       complete: () => {
         published.complete();
@@ -1127,7 +1160,7 @@ export class Client {
     (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
     this.heartbeatErrors.delete(address);
     this.topologyVersions.delete(address);
-    this.serverTypes.delete(address);
+    this.checked.delete(address);
     const feed = this.hostFeeds.get(address);
     this.hostFeeds.delete(address);
     if (pool === undefined) return;
@@ -1166,7 +1199,15 @@ export class Client {
   }
 
   /**
-   * The first ready pool, in host order; waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
+   * The pool of the server selected for an operation, as the server selection spec selects for read preference
+   * `primary` (rxcmap's only one) or a write: of the servers whose pool is ready, those suitable in the client's
+   * TopologyType (Single or LoadBalanced: its server; Sharded: every mongos; ReplicaSet: the primary, of the client's
+   * `replicaSet` when given, the one of the newest election when two say they are; Unknown: none), then those within
+   * the latency window ({@link localThresholdMS} above the shortest average RTT), then of two of those taken at
+   * random, the one with the lower operationCount (its pool's checkouts waiting or holding a connection, and the
+   * selections that took it whose caller has not started its checkout yet). A server is no longer suitable in a
+   * Sharded or ReplicaSet topology from a state change error of one of its commands (see {@link command}) until its
+   * next check describes it. Waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
    * immediate check (`Monitor.requestCheck()`) of the monitor of every pool that is not ready: at once, then again
    * every minHeartbeatFrequencyMS (500 ms) until it resolves (one such request for all the selections waiting, on the
    * beat begun when the first of them began to wait), so a server that is healthy again is found about
@@ -1201,8 +1242,10 @@ export class Client {
    * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
    * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
    * monitoring spec, "Requesting an immediate check", "Application operations are unblocked when a server is found",
-   * "minHeartbeatFrequencyMS"; extension: the first ready pool stands for server selection, which this client does
-   * not implement further; server selection spec, "Server Selection Algorithm" ("If the topology wire version is
+   * "minHeartbeatFrequencyMS"; server selection spec, "Topology type: ..." (the rules for writes and mode primary),
+   * "Filtering suitable servers based on the latency window", "operationCount"; server discovery and monitoring spec,
+   * "Using electionId and setVersion to detect stale primaries"; extension: read preferences other than primary are
+   * not taken; server selection spec, "Server Selection Algorithm" ("If the topology wire version is
    * invalid, raise an error": IncompatibleServerError); `signal` an extension, as `command()`'s (the official Node.js
    * driver's `signal` option).
    */
@@ -1217,7 +1260,11 @@ export class Client {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.select(undefined, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection'));
+    // The caller's checkout, when it makes one, is counted by the pool.
+    return this.select(undefined, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection')).then((pool) => {
+      this.handOver(pool);
+      return pool;
+    });
   }
 
   /**
@@ -1298,7 +1345,7 @@ export class Client {
       let type: ServerType = 'Unknown';
       // A pool the drain closed: described as it was while open (its server is not gone, the client is closing).
       const state = pool.state === 'closed' && this.draining ? (this.openStates.get(pool) ?? pool.state) : pool.state;
-      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.serverTypes.get(address) ?? 'Unknown') : 'LoadBalancer';
+      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.checked.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
       return { address, type };
     });
     return topologyDescriptionText(this.topologyType, servers);
@@ -1438,13 +1485,13 @@ export class Client {
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
     // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
     // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
-    const first = (): ConnectionPool<Connection> => this.pools.values().next().value!;
+    const first = (): ConnectionPool<Connection> => this.counted(this.pools.values().next().value!);
     if (endAtDrain && this.draining) return first();
     // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready.
     const incompatible = this.incompatibility();
     if (incompatible !== undefined) throw incompatible;
-    const now = this.readyPool();
-    if (now !== undefined) return now;
+    const now = this.selectablePool();
+    if (now !== undefined) return this.counted(now);
     // Server selection spec: once the time is up (here: taken by the log messages' destination and subscribers), the
     // selection fails rather than waits.
     if (waitMS <= 0) throw this.selectionTimedOut(timeoutMS);
@@ -1458,7 +1505,7 @@ export class Client {
     this.requestChecks();
     const selected$ = this.selection$().pipe(
       filter((signal) => signal !== 'drain' || endAtDrain),
-      map((signal) => (signal === 'drain' ? first() : signal)),
+      map((signal) => (signal === 'drain' ? first() : this.counted(signal))),
       timeout({ first: waitMS, with: () => throwError(() => this.selectionTimedOut(timeoutMS)), scheduler: this.scheduler }),
     );
     // A command whose signal aborts leaves the selection at once (its wait, and its share of the immediate checks).
@@ -1505,10 +1552,49 @@ export class Client {
     for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
   }
 
-  /** The first ready pool, in host order, if any. */
-  private readyPool(): ConnectionPool<Connection> | undefined {
-    for (const pool of this.pools.values()) if (pool.state === 'ready') return pool;
-    return undefined;
+  /**
+   * The pool of the server selected for one operation among those whose pool is ready (see `selectServer`: suitable
+   * for read preference primary, within the latency window, the less busy of two), if any. A server's operationCount
+   * is its pool's checkouts in progress (waiting, or holding a connection) and the selections that took it whose
+   * caller has not started its checkout yet; it is read only of the two servers compared.
+   *
+   * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async), "operationCount" (kept "on
+   * the pool itself", which counts the checkouts of `command()` and of a `selectPool()` caller alike).
+   */
+  private selectablePool(): ConnectionPool<Connection> | undefined {
+    const servers: SelectableServer<ConnectionPool<Connection>>[] = [];
+    const selected = this.selected;
+    for (const [address, pool] of this.pools) {
+      if (pool.state !== 'ready') continue;
+      const monitor = this.monitors.get(address);
+      const checked: CheckedServer | undefined = monitor === undefined ? LOAD_BALANCER : this.checked.get(address);
+      servers.push({
+        ...(checked ?? UNKNOWN_SERVER),
+        pool,
+        averageRoundTripTimeMS: monitor?.averageRoundTripTimeMS,
+        get operationCount(): number {
+          const { inUseConnectionCount, waitQueueLength } = pool.snapshot();
+          return inUseConnectionCount + waitQueueLength + (selected.get(pool) ?? 0);
+        },
+      });
+    }
+    return selectServer(this.topologyType, servers, { localThresholdMS: this.localThresholdMS, replicaSet: this.replicaSet })?.pool;
+  }
+
+  /** `pool`, selected for an operation: counted in its server's operationCount until {@link handOver}. */
+  private counted(pool: ConnectionPool<Connection>): ConnectionPool<Connection> {
+    this.selected.set(pool, (this.selected.get(pool) ?? 0) + 1);
+    return pool;
+  }
+
+  /**
+   * The caller of a selection that took `pool` starts its checkout now (or gives up): from here the pool counts it
+   * (see {@link selectablePool}). Called once per pool {@link select} gave.
+   */
+  private handOver(pool: ConnectionPool<Connection>): void {
+    const n = (this.selected.get(pool) ?? 0) - 1;
+    if (n > 0) this.selected.set(pool, n);
+    else this.selected.delete(pool);
   }
 
   /**
@@ -1529,7 +1615,7 @@ export class Client {
         events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe(() => this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
-        const ready = this.readyPool();
+        const ready = this.selectablePool();
         if (ready !== undefined) subscriber.next(ready);
       }
       return () => {
@@ -1540,15 +1626,19 @@ export class Client {
     });
   }
 
-  /** After a pool event: the first ready pool, if any, goes to every waiting selection. */
+  /** After a pool event or a check: to every waiting selection, the pool of a server selected for it, if any. */
   private announceReadyPool(): void {
-    const ready = this.readyPool();
-    if (ready !== undefined) for (const selection of [...this.selections]) selection.next(ready);
+    for (const selection of [...this.selections]) {
+      const ready = this.selectablePool();
+      if (ready === undefined) return;
+      selection.next(ready);
+    }
   }
 
   /**
-   * Runs `command` on database `db` over a connection of the first ready server, checked in afterwards. While no
-   * server is ready it waits as {@link selectPool} does, requesting immediate checks of the servers that are not.
+   * Runs `command` on database `db` over a connection of the server selected for it (see {@link selectPool}), checked
+   * in afterwards. While no server is suitable it waits as {@link selectPool} does, requesting immediate checks of the
+   * servers whose pool is not ready.
    *
    * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: server
    * selection waits at most the smaller of it and serverSelectionTimeoutMS (a ServerSelectionError then has
@@ -1626,6 +1716,8 @@ export class Client {
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
     const pool = await this.select(command, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
+    // Its checkout starts below, in this same step (or the command fails first): the pool counts it from there.
+    this.handOver(pool);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const commandError = (error: unknown): never => {
@@ -1725,8 +1817,10 @@ export class Client {
     }
     if (connection.generation !== pool.generation) return;
     if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
-    // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none).
+    // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
+    // is no longer suitable (in a Sharded or ReplicaSet topology) until a check describes it again.
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
+    this.checked.delete(pool.address);
     if (clears) pool.clear({ cause: error() });
     monitor.requestCheck();
   }

@@ -462,8 +462,8 @@ export interface ServerSelectionLogFields {
    */
   readonly message: 'Server selection started' | 'Server selection succeeded' | 'Server selection failed' | 'Waiting for suitable server to become available';
   /**
-   * What the selection looks for. rxcmap has no read preference: a client takes the first server whose pool is ready,
-   * in host order, so this is always `"first ready server"`.
+   * What the selection looks for: always `"primary"`, a client's only read preference (a primary in a replica set,
+   * any mongos in a sharded cluster, the server of a Single or load-balanced topology; see `suitableServers`).
    */
   readonly selector: string;
   /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */

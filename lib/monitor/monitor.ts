@@ -306,6 +306,17 @@ export class Monitor {
   }
 
   /**
+   * The server's average RTT in ms (the samples {@link minRoundTripTimeMS} takes, averaged as
+   * `nextAverageRoundTripTime` says), which server selection's latency window compares; undefined while the server is
+   * Unknown (before its first successful check, and after a failed one, which forgets it).
+   *
+   * Source: server selection spec, "Calculation of Average Round Trip Times".
+   */
+  get averageRoundTripTimeMS(): number | undefined {
+    return this.roundTripTimes.average;
+  }
+
+  /**
    * The monitoring connections it holds now, established or being established: the checks' connection (0 or 1), and
    * while streaming the RTT connection (0 or 1). They are outside every pool: what a server counts beyond its pools'
    * connections. Source: extension (who holds the connections to a server).

@@ -35,22 +35,49 @@ export function handshakeSample(handshakeDurationMS: unknown, establishedMS: num
 }
 
 /**
- * The latest RTT samples (at most {@link RTT_SAMPLE_WINDOW}), in ms.
+ * The weighting factor of the newest sample in a server's average RTT: 0.2. Source: server selection spec,
+ * "Calculation of Average Round Trip Times".
+ */
+export const RTT_ALPHA = 0.2;
+
+/**
+ * A server's average RTT after a sample of `sampleMS` (ms), from `averageMS` (ms; undefined: none yet, the server
+ * having just become available): the sample itself first, then the exponentially weighted moving average
+ * `0.2 × sample + 0.8 × average`.
  *
- * Source: server monitoring spec, "Measuring RTT", "RTT thread".
+ * Source: server selection spec, "Calculation of Average Round Trip Times" (its tests/rtt cases).
+ */
+export function nextAverageRoundTripTime(averageMS: number | undefined, sampleMS: number): number {
+  return averageMS === undefined ? sampleMS : RTT_ALPHA * sampleMS + (1 - RTT_ALPHA) * averageMS;
+}
+
+/**
+ * The latest RTT samples (at most {@link RTT_SAMPLE_WINDOW}) and their average, in ms.
+ *
+ * Source: server monitoring spec, "Measuring RTT", "RTT thread"; server selection spec, "Calculation of Average
+ * Round Trip Times".
  */
 export class RoundTripTimes {
   private readonly samples: number[] = [];
+  private averageMS: number | undefined;
 
   /** Records one sample, in ms (a negative or non-finite one, from a clock that went back, counts as 0). */
   add(ms: number): void {
-    this.samples.push(Number.isFinite(ms) && ms > 0 ? ms : 0);
+    const sample = Number.isFinite(ms) && ms > 0 ? ms : 0;
+    this.samples.push(sample);
     if (this.samples.length > RTT_SAMPLE_WINDOW) this.samples.shift();
+    this.averageMS = nextAverageRoundTripTime(this.averageMS, sample);
   }
 
-  /** Forgets every sample (after a failed check). */
+  /** Forgets every sample and the average (after a failed check: the server is Unknown, and has no average RTT). */
   reset(): void {
     this.samples.length = 0;
+    this.averageMS = undefined;
+  }
+
+  /** The average of the samples since the last reset (see {@link nextAverageRoundTripTime}), in ms; undefined with none. */
+  get average(): number | undefined {
+    return this.averageMS;
   }
 
   /** The smallest of the latest 10 samples, in ms; 0 until there are 2. */

@@ -356,7 +356,8 @@ describe('connect() / Client', function () {
 
   it('commands waiting for a server share one subscription to the pool\'s events: each event is read once, however many wait, and all go on when the pool is ready', async function () {
     const port = await closedPort();
-    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`);
+    // Single (directConnection): a ready pool's server is suitable with no check of it.
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`);
     const pool = [...client.pools.values()][0];
     // What the client's selections do with the pool: subscriptions to its events, and reads of its state.
     let subscribed = 0;
@@ -404,7 +405,7 @@ describe('connect() / Client', function () {
   it('a command leaving the wait for a server (its timeoutMS ran out) leaves the others waiting on the pool\'s events: they go on when the pool is ready', async function () {
     const port = await closedPort();
     const clock = new VirtualClock();
-    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000`, { scheduler: clock });
+    client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`, { scheduler: clock });
     const pool = [...client.pools.values()][0];
     const short = client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
     const long = client.selectPool();

@@ -76,11 +76,11 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(description.servers.map((s) => s.address)).to.deep.equal([...c.pools.keys()]);
     expect(description.servers.find((s) => s.address === pool.address)!.type).to.not.equal('Unknown');
     expect(description.type).to.not.equal('Unknown');
-    expect(messages[0].toJSON()).to.include({ c: 'serverSelection', s: 'debug', message: 'Server selection started', selector: 'first ready server', operation: 'ping' });
+    expect(messages[0].toJSON()).to.include({ c: 'serverSelection', s: 'debug', message: 'Server selection started', selector: 'primary', operation: 'ping' });
     expect(Object.keys(messages[1].toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operation', 'topologyDescription', 'serverHost', 'serverPort']);
-    expect(messages[0].render()).to.equal(`Server selection started for operation ping. Selector: first ready server, topology description: ${messages[0].fields.topologyDescription}`);
+    expect(messages[0].render()).to.equal(`Server selection started for operation ping. Selector: primary, topology description: ${messages[0].fields.topologyDescription}`);
     expect(messages[1].fields).to.include({ serverHost: host, serverPort: port });
-    expect(messages[1].render()).to.equal(`Server selection succeeded for operation ping. Selected server: ${pool.address}. Selector: first ready server, topology description: ${messages[1].fields.topologyDescription}`);
+    expect(messages[1].render()).to.equal(`Server selection succeeded for operation ping. Selected server: ${pool.address}. Selector: primary, topology description: ${messages[1].fields.topologyDescription}`);
     expect(selectionMessages(log.feed), 'log$ carries what the destination was given').to.deep.equal(messages);
   });
 
@@ -128,8 +128,8 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(messages[1].fields.remainingTimeMS, 'ms left when it began to wait (virtual time)').to.equal(3000);
     expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], type: 'Unknown' }] });
     expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: (error as Error).message });
-    expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: first ready server, topology description: \{/);
-    expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: first ready server, topology description: \{.*\}\.$/);
+    expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: primary, topology description: \{/);
+    expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: primary, topology description: \{.*\}\.$/);
   });
 
   it('a server whose wire versions rxcmap does not speak: "Server selection failed" with the IncompatibleServerError, once the check told', async function () {

@@ -331,8 +331,8 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       expect(asked).to.include('localhost.test.build.10gen.cc:27017');
       expect(connectedSettings(client)).to.include({ replicaSet: 'repl0', loadBalanced: false });
       expect(connectedSettings(client)!.connectionOptions.tls).to.equal(true);
-      // The TXT record's replicaSet and authSource are ignored with a warning, as in a URI.
-      expect(client.warnings).to.deep.equal(['replicaSet is not supported by rxcmap and is ignored', 'authSource is ignored: the URI has no credentials']);
+      // The TXT record's authSource is ignored with a warning, as in a URI without credentials; its replicaSet is taken.
+      expect(client.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
       expect(responder.questions).to.deep.equal(['SRV _mongodb._tcp.test5.test.build.10gen.cc', 'TXT test5.test.build.10gen.cc']);
     });
 
@@ -550,18 +550,18 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
 
     it('logs the warnings the TXT record adds as the client component\'s warn messages', async function () {
       const messages: string[] = [];
-      const client = open('mongodb+srv://test11.test.build.10gen.cc/', { logging: { componentSeverities: { client: 'warn' }, path: { write: (m: { fields: { message?: unknown } }) => void messages.push(String(m.fields.message)) } } as never });
+      const client = open('mongodb+srv://test5.test.build.10gen.cc/', { logging: { componentSeverities: { client: 'warn' }, path: { write: (m: { fields: { message?: unknown } }) => void messages.push(String(m.fields.message)) } } as never });
       const logged: string[] = [];
       client.log$.subscribe((m) => logged.push(String(m.fields.message)));
       await discovered(client);
-      expect(client.warnings).to.deep.equal(['replicaSet is not supported by rxcmap and is ignored']);
-      expect(logged).to.deep.equal(['replicaSet is not supported by rxcmap and is ignored']);
-      expect(messages).to.deep.equal(['replicaSet is not supported by rxcmap and is ignored']);
+      expect(client.warnings).to.deep.equal(['authSource is ignored: the URI has no credentials']);
+      expect(logged).to.deep.equal(['authSource is ignored: the URI has no credentials']);
+      expect(messages).to.deep.equal(['authSource is ignored: the URI has no credentials']);
     });
 
     it('gives the warnings the TXT record adds to a log$ subscriber that comes after the discovery, as it gives the URI\'s', async function () {
       const logging = { componentSeverities: { client: 'warn' }, path: { write: () => undefined } } as never;
-      const client = open('mongodb+srv://test11.test.build.10gen.cc/?foo=1', { logging });
+      const client = open('mongodb+srv://test5.test.build.10gen.cc/?foo=1', { logging });
       await discovered(client);
       const logged: string[] = [];
       client.log$.subscribe((m) => logged.push(String(m.fields.message)));

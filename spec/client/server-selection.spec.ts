@@ -1,0 +1,229 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ObjectId } from 'bson';
+import {
+  checkedServer,
+  inLatencyWindow,
+  selectServer,
+  selectWithinLatencyWindow,
+  suitableServers,
+  type SelectableServer,
+} from '../../lib/client/server-selection';
+import type { ServerType } from '../../lib/client/topology-description';
+import type { ClientTopologyType } from '../../lib/client/topology-type';
+import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';
+
+/** The server selection spec's tests (tests/server_selection, in_window, rtt) that apply to read preference primary. */
+const fixtures = path.resolve(__dirname, '../fixtures/server-selection');
+
+function jsonFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? jsonFiles(full) : entry.name.endsWith('.json') ? [full] : [];
+  });
+}
+
+interface FixtureServer {
+  address: string;
+  avg_rtt_ms?: number;
+  type: string;
+}
+
+/** The spec's TopologyType as a client keeps it: ReplicaSetWithPrimary and ReplicaSetNoPrimary are both ReplicaSet. */
+function clientTopologyType(type: string): ClientTopologyType {
+  return type.startsWith('ReplicaSet') ? 'ReplicaSet' : (type as ClientTopologyType);
+}
+
+function selectable(s: FixtureServer, operationCount = 0): SelectableServer<string> {
+  // PossiblePrimary is SDAM's, never a client's: a server not checked yet, Unknown to selection.
+  const type = (s.type === 'PossiblePrimary' ? 'Unknown' : s.type) as ServerType;
+  return { pool: s.address, type, averageRoundTripTimeMS: s.avg_rtt_ms, operationCount };
+}
+
+/** A PRNG of a fixed seed (mulberry32): the frequency tests give the same draws every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('server selection (server selection spec)', function () {
+  describe('its tests of suitability and the latency window, for read preference primary and writes', function () {
+    const dir = path.join(fixtures, 'server_selection');
+    const files = jsonFiles(dir);
+    it('has every applicable case', function () {
+      expect(files).to.have.length(31);
+    });
+    for (const file of files) {
+      it(path.relative(dir, file), function () {
+        const test = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+          topology_description: { type: string; servers: FixtureServer[] };
+          suitable_servers: FixtureServer[];
+          in_latency_window: FixtureServer[];
+        };
+        const type = clientTopologyType(test.topology_description.type);
+        const servers = test.topology_description.servers.map((s) => selectable(s));
+        const suitable = suitableServers(type, servers);
+        expect(suitable.map((s) => s.pool).sort(), 'suitable').to.deep.equal(test.suitable_servers.map((s) => s.address).sort());
+        const window = inLatencyWindow(suitable, 15);
+        expect(window.map((s) => s.pool).sort(), 'in the latency window').to.deep.equal(test.in_latency_window.map((s) => s.address).sort());
+        const selected = selectServer(type, servers, { localThresholdMS: 15, random: seeded(1) });
+        if (test.in_latency_window.length === 0) expect(selected).to.equal(undefined);
+        else expect(test.in_latency_window.map((s) => s.address)).to.include(selected!.pool);
+      });
+    }
+  });
+
+  describe('its tests of selection within the latency window by operationCount', function () {
+    const dir = path.join(fixtures, 'in_window');
+    const files = jsonFiles(dir);
+    it('has every case', function () {
+      expect(files).to.have.length(8);
+    });
+    for (const file of files) {
+      it(path.basename(file), function () {
+        const test = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+          topology_description: { type: string; servers: FixtureServer[] };
+          mocked_topology_state: { address: string; operation_count: number }[];
+          iterations: number;
+          outcome: { tolerance: number; expected_frequencies: Record<string, number> };
+        };
+        const counts = new Map(test.mocked_topology_state.map((s) => [s.address, s.operation_count]));
+        const servers = test.topology_description.servers.map((s) => selectable(s, counts.get(s.address)));
+        // The spec's frequencies are those of its servers all suitable: the replica set cases select for reads with
+        // mode nearest, which rxcmap does not take; their servers are given here as the suitable ones.
+        const window = inLatencyWindow(servers, 15);
+        const random = seeded(20261129);
+        const selections = new Map<string, number>();
+        for (let i = 0; i < test.iterations; i++) {
+          const selected = selectWithinLatencyWindow(window, random)!;
+          selections.set(selected.pool, (selections.get(selected.pool) ?? 0) + 1);
+        }
+        for (const [address, expected] of Object.entries(test.outcome.expected_frequencies)) {
+          const frequency = (selections.get(address) ?? 0) / test.iterations;
+          expect(Math.abs(frequency - expected), `${address}: ${frequency} against ${expected}`).to.be.at.most(test.outcome.tolerance);
+        }
+      });
+    }
+  });
+
+  describe('its tests of the average RTT', function () {
+    const dir = path.join(fixtures, 'rtt');
+    const files = jsonFiles(dir);
+    it('has every case', function () {
+      expect(files).to.have.length(7);
+    });
+    for (const file of files) {
+      it(path.basename(file), function () {
+        const test = JSON.parse(fs.readFileSync(file, 'utf8')) as { avg_rtt_ms: number | 'NULL'; new_rtt_ms: number; new_avg_rtt: number };
+        const average = nextAverageRoundTripTime(test.avg_rtt_ms === 'NULL' ? undefined : test.avg_rtt_ms, test.new_rtt_ms);
+        expect(average).to.be.closeTo(test.new_avg_rtt, 1e-9);
+      });
+    }
+  });
+
+  it('a monitor\'s RTT samples average from the first one, and a failed check forgets the average', function () {
+    const times = new RoundTripTimes();
+    expect(times.average).to.equal(undefined);
+    times.add(10);
+    expect(times.average).to.equal(10);
+    times.add(20);
+    expect(times.average).to.be.closeTo(12, 1e-9);
+    times.add(-5); // a clock that went back: a sample of 0
+    expect(times.average).to.be.closeTo(9.6, 1e-9);
+    times.reset();
+    expect(times.average).to.equal(undefined);
+    times.add(7);
+    expect(times.average).to.equal(7);
+  });
+
+  it('in a Sharded topology only a mongos is suitable (a server that answered otherwise keeps its pool); in Single and LoadBalanced every server', function () {
+    const servers = (['Mongos', 'Standalone', 'RSPrimary', 'Unknown', 'Mongos'] as ServerType[]).map((type, i) => ({ pool: `${type}${i}`, type, averageRoundTripTimeMS: 1, operationCount: 0 }));
+    expect(suitableServers('Sharded', servers).map((s) => s.pool)).to.deep.equal(['Mongos0', 'Mongos4']);
+    expect(suitableServers('Single', servers)).to.have.length(5);
+    expect(suitableServers('LoadBalanced', servers)).to.have.length(5);
+    expect(suitableServers('Unknown', servers)).to.deep.equal([]);
+  });
+
+  describe('a replica set\'s primary', function () {
+    const primary = (pool: string, electionId: string | undefined, setVersion: number | undefined, setName = 'rs0'): SelectableServer<string> => ({
+      pool,
+      type: 'RSPrimary',
+      setName,
+      electionId: electionId === undefined ? undefined : new ObjectId(electionId),
+      setVersion,
+      averageRoundTripTimeMS: 1,
+      operationCount: 0,
+    });
+
+    it('of two that say they are primary, the one of the newest electionId, then setVersion, is suitable: the other is stale', function () {
+      const old = primary('a', '000000000000000000000001', 5);
+      const elected = primary('b', '000000000000000000000002', 1);
+      expect(suitableServers('ReplicaSet', [old, elected]).map((s) => s.pool)).to.deep.equal(['b']);
+      expect(suitableServers('ReplicaSet', [elected, old]).map((s) => s.pool)).to.deep.equal(['b']);
+      const sameElection = primary('c', '000000000000000000000002', 2);
+      expect(suitableServers('ReplicaSet', [old, elected, sameElection]).map((s) => s.pool)).to.deep.equal(['c']);
+      expect(suitableServers('ReplicaSet', [primary('d', undefined, 9), elected]).map((s) => s.pool), 'an electionId beats none').to.deep.equal(['b']);
+      expect(suitableServers('ReplicaSet', [primary('e', undefined, 9), primary('f', undefined, 3)]).map((s) => s.pool)).to.deep.equal(['e']);
+    });
+
+    it('of another set than the client\'s replicaSet is not suitable', function () {
+      const servers = [primary('a', '000000000000000000000003', 1, 'other'), primary('b', '000000000000000000000001', 1)];
+      expect(suitableServers('ReplicaSet', servers, 'rs0').map((s) => s.pool)).to.deep.equal(['b']);
+      expect(suitableServers('ReplicaSet', servers).map((s) => s.pool), 'no replicaSet given: any set').to.deep.equal(['a']);
+    });
+
+    it('is read from a hello reply: type, setName, electionId and setVersion, each only of the right type', function () {
+      const electionId = new ObjectId();
+      expect(checkedServer({ setName: 'rs0', isWritablePrimary: true, electionId, setVersion: 3 })).to.deep.equal({ type: 'RSPrimary', setName: 'rs0', electionId, setVersion: 3 });
+      expect(checkedServer({ setName: 1, electionId: 'x', setVersion: '3', msg: 'isdbgrid' })).to.deep.equal({ type: 'Mongos', setName: undefined, electionId: undefined, setVersion: undefined });
+    });
+  });
+
+  describe('within the latency window', function () {
+    const server = (pool: string, rtt: number | undefined, operationCount = 0): SelectableServer<string> => ({ pool, type: 'Mongos', averageRoundTripTimeMS: rtt, operationCount });
+
+    it('takes the servers at most localThresholdMS above the shortest average RTT, the bound included; none measured counts as 0', function () {
+      const servers = [server('a', 10), server('b', 25), server('c', 25.5), server('d', undefined)];
+      expect(inLatencyWindow(servers, 15).map((s) => s.pool)).to.deep.equal(['a', 'd']);
+      expect(inLatencyWindow(servers.slice(0, 3), 15).map((s) => s.pool)).to.deep.equal(['a', 'b']);
+      expect(inLatencyWindow(servers.slice(0, 3), 0).map((s) => s.pool)).to.deep.equal(['a']);
+      expect(inLatencyWindow(servers.slice(0, 3), 1000).map((s) => s.pool)).to.deep.equal(['a', 'b', 'c']);
+    });
+
+    it('takes the less busy of the two servers drawn, and never draws one server twice', function () {
+      const servers = [server('a', 1, 3), server('b', 1, 1)];
+      for (const draws of [[0, 0], [0.99, 0.99], [0.5, 0], [0, 0.99]]) {
+        let i = 0;
+        expect(selectWithinLatencyWindow(servers, () => draws[i++]!)!.pool, String(draws)).to.equal('b');
+      }
+      // Three servers, every pair of draws: the pair is two distinct servers, each pair as likely.
+      const three = [server('a', 1, 0), server('b', 1, 0), server('c', 1, 0)];
+      const seen = new Map<string, number>();
+      for (const first of [0, 0.4, 0.8]) {
+        for (const second of [0, 0.6]) {
+          const draws = [first, second];
+          let i = 0;
+          const picked: string[] = [];
+          const counting = three.map((s) => ({ ...s, get operationCount(): number { picked.push(s.pool); return 0; } }));
+          selectWithinLatencyWindow(counting, () => draws[i++]!);
+          const pair = [...new Set(picked)].sort().join('');
+          expect(pair, String(draws)).to.have.length(2);
+          seen.set(pair, (seen.get(pair) ?? 0) + 1);
+        }
+      }
+      expect([...seen.values()]).to.deep.equal([2, 2, 2]);
+    });
+
+    it('gives the only server in the window, and nothing for none', function () {
+      expect(selectWithinLatencyWindow([server('a', 5)])!.pool).to.equal('a');
+      expect(selectWithinLatencyWindow([])).to.equal(undefined);
+    });
+  });
+});
