@@ -77,7 +77,7 @@ async function main(): Promise<number> {
 /** Waits for the server, runs the workers through one clear, closes the client, and prints the summary. */
 async function run(client: Client, durationMS: number, workers: number, endpoint: string): Promise<number> {
   for (const warning of client.warnings) console.error(`warning: ${warning}`);
-  // The pool the demo clears and shows: that of the first ready server. Known once the first ping succeeded: a
+  // The pool the demo clears and shows: that of the server a selection takes. Known once the first ping succeeded: a
   // mongodb+srv:// URI has no host, and so no pool, until its DNS records are in.
   let address: string | undefined;
 

@@ -1208,7 +1208,8 @@ export class Client {
    * selections that took it whose caller has not started its checkout yet). A server is no longer suitable in a
    * Sharded or ReplicaSet topology from a state change error of one of its commands (see {@link command}) until its
    * next check describes it. Waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
-   * immediate check (`Monitor.requestCheck()`) of the monitor of every pool that is not ready: at once, then again
+   * immediate check (`Monitor.requestCheck()`) of every server's monitor (none is suitable then: a server whose pool
+   * is not ready, or a member that may have been elected since its last check): at once, then again
    * every minHeartbeatFrequencyMS (500 ms) until it resolves (one such request for all the selections waiting, on the
    * beat begun when the first of them began to wait), so a server that is healthy again is found about
    * 500 ms after its last failed check rather than heartbeatFrequencyMS later. A monitor whose check is in progress
@@ -1547,9 +1548,12 @@ export class Client {
     return newest;
   }
 
-  /** Requests an immediate check of every server whose pool is not ready (see {@link selectPool}). */
+  /**
+   * Requests an immediate check of every server (see {@link selectPool}): a selection waits only while none is
+   * suitable, and a server whose pool is ready may be suitable after its next check (a secondary elected primary).
+   */
   private requestChecks(): void {
-    for (const [address, monitor] of this.monitors) if (this.pools.get(address)?.state !== 'ready') monitor.requestCheck();
+    for (const monitor of this.monitors.values()) monitor.requestCheck();
   }
 
   /**
@@ -1638,7 +1642,7 @@ export class Client {
   /**
    * Runs `command` on database `db` over a connection of the server selected for it (see {@link selectPool}), checked
    * in afterwards. While no server is suitable it waits as {@link selectPool} does, requesting immediate checks of the
-   * servers whose pool is not ready.
+   * servers.
    *
    * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: server
    * selection waits at most the smaller of it and serverSelectionTimeoutMS (a ServerSelectionError then has

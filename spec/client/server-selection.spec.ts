@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ObjectId } from 'bson';
+import { ObjectId, type Document } from 'bson';
+import { connect, MongoServerError, ServerSelectionError, type Client } from '../../lib';
 import {
   checkedServer,
   inLatencyWindow,
@@ -13,6 +14,8 @@ import {
 import type { ServerType } from '../../lib/client/topology-description';
 import type { ClientTopologyType } from '../../lib/client/topology-type';
 import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';
+import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
 /** The server selection spec's tests (tests/server_selection, in_window, rtt) that apply to read preference primary. */
 const fixtures = path.resolve(__dirname, '../fixtures/server-selection');
@@ -225,5 +228,215 @@ describe('server selection (server selection spec)', function () {
       expect(selectWithinLatencyWindow([server('a', 5)])!.pool).to.equal('a');
       expect(selectWithinLatencyWindow([])).to.equal(undefined);
     });
+  });
+});
+
+/** What a proxy in front of the test endpoint makes its server say it is (see `deployment`). */
+type Role = { kind: 'mongos' } | { kind: 'primary'; electionId: ObjectId; setName?: string } | { kind: 'secondary'; setName?: string };
+
+/** Elections in the order of the calls: each electionId greater than the one before. */
+let elections = 0;
+function election(): ObjectId {
+  return new ObjectId(`${'0'.repeat(16)}${(++elections).toString(16).padStart(8, '0')}`);
+}
+
+/**
+ * `roles.length` proxies in front of one server (the embedded endpoint, or MONGODB_URI's), each answering hello as
+ * its role says (a mongos, a replica set member of `rs0`), read again at every hello; a secondary refuses every
+ * other command with NotPrimaryNoSecondaryOk (13435), as mongod refuses a read that does not allow secondaries.
+ */
+async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise<WireProxy[]> {
+  return Promise.all(roles.map(async (_, i) => {
+    const proxy = await startWireProxy(endpoint.address);
+    proxy.hooks = {
+      reply: (reply, command) => {
+        const name = Object.keys(command)[0]!.toLowerCase();
+        const role = roles[i]!;
+        if (name !== 'hello' && name !== 'ismaster') {
+          if (role.kind !== 'secondary' || name === 'saslstart' || name === 'saslcontinue') return reply;
+          return { ok: 0, errmsg: 'not primary and secondaryOk=false', code: 13435, codeName: 'NotPrimaryNoSecondaryOk' };
+        }
+        const { msg: _msg, setName: _setName, electionId: _electionId, setVersion: _setVersion, secondary: _secondary, isWritablePrimary: _w, ismaster: _m, hosts: _hosts, primary: _primary, ...rest } = reply;
+        const writable = role.kind !== 'secondary';
+        const legacy = name === 'ismaster';
+        const answer: Document = { ...rest, ...(legacy ? { ismaster: writable } : { isWritablePrimary: writable }) };
+        if (role.kind === 'mongos') return { ...answer, msg: 'isdbgrid' };
+        return {
+          ...answer,
+          setName: role.setName ?? 'rs0',
+          setVersion: 1,
+          secondary: !writable,
+          ...(role.kind === 'primary' ? { electionId: role.electionId } : {}),
+        };
+      },
+    };
+    return proxy;
+  }));
+}
+
+/** How many `ping` commands each proxy passed on. */
+function pings(proxies: WireProxy[]): number[] {
+  return proxies.map((p) => p.commands.filter((c) => c === 'ping').length);
+}
+
+/** Runs `total` pings on `client`, `concurrency` at a time; resolves to the errors. */
+async function runPings(client: Client, total: number, concurrency: number): Promise<unknown[]> {
+  const errors: unknown[] = [];
+  let started = 0;
+  const worker = async (): Promise<void> => {
+    while (started < total) {
+      started++;
+      await client.command('admin', { ping: 1 }).catch((e: unknown) => void errors.push(e));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return errors;
+}
+
+describe('a client selecting among its servers (against the test endpoint, behind proxies that play the deployment)', function () {
+  this.timeout(20_000);
+  let endpoint: TestEndpoint;
+  let proxies: WireProxy[] = [];
+  let client: Client | undefined;
+
+  before(async function () {
+    endpoint = await startTestEndpoint();
+  });
+  after(async function () {
+    await endpoint.stop();
+  });
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await Promise.all(proxies.map((p) => p.stop()));
+    proxies = [];
+  });
+
+  const open = (query: string): Client => {
+    const hosts = proxies.map((p) => p.address).join(',');
+    client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, endpoint.connectionOptions);
+    return client;
+  };
+  const allReady = (c: Client): Promise<boolean> => eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'), 5000);
+
+  it('spreads the commands over three mongos, rather than sending all to the first', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    const c = open('maxPoolSize=5');
+    expect(await allReady(c)).to.equal(true);
+    expect(await runPings(c, 300, 30)).to.deep.equal([]);
+    const counts = pings(proxies);
+    for (const n of counts) expect(n, String(counts)).to.be.within(60, 140);
+  });
+
+  it('balances the commands selected in one step: each counts in its server\'s operationCount from its selection, before its checkout', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    const c = open('maxPoolSize=5');
+    expect(await allReady(c)).to.equal(true);
+    const outcomes = await Promise.all(Array.from({ length: 300 }, () => c.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
+    expect(outcomes.filter((e) => e !== undefined)).to.deep.equal([]);
+    const counts = pings(proxies);
+    expect(Math.max(...counts) - Math.min(...counts), String(counts)).to.be.at.most(6);
+    // Every selection handed over (command() and selectPool() alike): the client counts none once they are done.
+    const selected = (c as unknown as { selected: Map<unknown, number> }).selected;
+    expect(selected.size).to.equal(0);
+    await Promise.all([c.selectPool(), c.selectPool(), c.command('admin', { ping: 1 })]);
+    expect(selected.size).to.equal(0);
+  });
+
+  it('sends no command to a mongos whose checkouts are busy while the others are idle', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    const c = open('maxPoolSize=5');
+    expect(await allReady(c)).to.equal(true);
+    const busy = [...c.pools.values()][0]!;
+    // Five connections held and two checkouts waiting: an operationCount of 7 on the first mongos.
+    const held = await Promise.all(Array.from({ length: 5 }, () => busy.checkOut().toPromise()));
+    const waiting = [busy.checkOut().toPromise(), busy.checkOut().toPromise()];
+    expect(await runPings(c, 100, 1)).to.deep.equal([]);
+    expect(pings(proxies)[0]).to.equal(0);
+    for (const connection of held) busy.checkIn(connection!);
+    for (const connection of await Promise.all(waiting)) busy.checkIn(connection!);
+  });
+
+  it('sends no command to a mongos whose average RTT is above the latency window, unless localThresholdMS widens it', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    for (const [query, far] of [['', 0], ['localThresholdMS=1000', 1]] as const) {
+      const c = open(query);
+      expect(await allReady(c)).to.equal(true);
+      // The first mongos 100 ms farther than the others, as its monitor measures it.
+      const monitor = [...c.monitors.values()][0]!;
+      Object.defineProperty(monitor, 'averageRoundTripTimeMS', { get: () => 100 });
+      const before = pings(proxies)[0]!;
+      expect(await runPings(c, 60, 3)).to.deep.equal([]);
+      const sent = pings(proxies)[0]! - before;
+      if (far === 0) expect(sent, 'outside the default window of 15 ms').to.equal(0);
+      else expect(sent, 'inside a window of 1000 ms').to.be.above(0);
+      await c.close();
+    }
+  });
+
+  it('sends every command to the replica set\'s primary, wherever it is in the host list', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }, { kind: 'primary', electionId: election() }]);
+    const c = open('replicaSet=rs0');
+    expect(await allReady(c)).to.equal(true);
+    expect(await runPings(c, 60, 6)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([0, 0, 60]);
+  });
+
+  it('after a step down: commands go to the new primary once a check finds it, though the old one still says it is primary', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
+    expect(await allReady(c)).to.equal(true);
+    expect(await runPings(c, 10, 2)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([10, 0, 0]);
+    // The second member elected: the first still says it is primary until its next check (a minute away).
+    roles[1] = { kind: 'primary', electionId: election() };
+    const second = [...c.monitors.values()][1]!;
+    const checks = (): number => proxies[1]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    const before = checks();
+    second.requestCheck();
+    expect(await eventually(() => checks() > before)).to.equal(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await runPings(c, 10, 2)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([10, 10, 0]);
+  });
+
+  it('a command refused by a primary that stepped down makes it unsuitable until a check: the next ones wait for the new primary', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
+    expect(await allReady(c)).to.equal(true);
+    roles[0] = { kind: 'secondary' };
+    const refused = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(MongoServerError).and.include({ code: 13435 });
+    // Its state change error asked for a check of the first member, which finds it a secondary; the second is elected.
+    roles[1] = { kind: 'primary', electionId: election() };
+    const next = c.command('admin', { ping: 1 });
+    [...c.monitors.values()][1]!.requestCheck();
+    expect(await next).to.include({ ok: 1 });
+    expect(pings(proxies)).to.deep.equal([1, 1]);
+  });
+
+  it('with no primary, a command waits, and goes on as soon as a check finds one (a pool ready already)', async function () {
+    const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
+    expect(await allReady(c)).to.equal(true);
+    let settled = false;
+    const waiting = c.command('admin', { ping: 1 }).finally(() => void (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled, 'no suitable server: it waits').to.equal(false);
+    roles[1] = { kind: 'primary', electionId: election() };
+    // The wait's immediate checks (every 500 ms) find the new primary; its pool was ready all along.
+    expect(await waiting).to.include({ ok: 1 });
+    expect(pings(proxies)).to.deep.equal([0, 1]);
+  });
+
+  it('with members of another replica set than the URI\'s, fails with ServerSelectionError', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
+    const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
+    expect(await allReady(c)).to.equal(true);
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ServerSelectionError);
+    expect(pings(proxies)).to.deep.equal([0]);
   });
 });
