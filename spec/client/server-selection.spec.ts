@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ObjectId, type Document } from 'bson';
-import { connect, MongoServerError, ServerSelectionError, type Client } from '../../lib';
+import { connect, InvalidOptionError, MongoServerError, ServerSelectionError, type Client } from '../../lib';
 import {
   checkedServer,
   inLatencyWindow,
@@ -318,6 +318,25 @@ describe('a client selecting among its servers (against the test endpoint, behin
     return client;
   };
   const allReady = (c: Client): Promise<boolean> => eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'), 5000);
+
+  it('takes localThresholdMS from the URI, the options overriding it (default 15 ms), and refuses a value that is not a number of ms >= 0', async function () {
+    const made: Client[] = [];
+    const make = (uri: string, options: object = {}): Client => {
+      const c = connect(uri, options);
+      made.push(c);
+      return c;
+    };
+    try {
+      expect(make('mongodb://127.0.0.1:1/').localThresholdMS).to.equal(15);
+      expect(make('mongodb://127.0.0.1:1/?localThresholdMS=0').localThresholdMS).to.equal(0);
+      expect(make('mongodb://127.0.0.1:1/?localThresholdMS=40', { localThresholdMS: 2.5 }).localThresholdMS).to.equal(2.5);
+      for (const bad of [-1, Number.NaN, Infinity, '15', {}]) {
+        expect(() => make('mongodb://127.0.0.1:1/', { localThresholdMS: bad }), String(bad)).to.throw(InvalidOptionError, /localThresholdMS/).with.property('allowed', 'a number of ms >= 0');
+      }
+    } finally {
+      await Promise.all(made.map((c) => c.close()));
+    }
+  });
 
   it('spreads the commands over three mongos, rather than sending all to the first', async function () {
     proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
