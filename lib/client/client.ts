@@ -1826,6 +1826,8 @@ export class Client {
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
     this.checked.delete(pool.address);
     if (clears) pool.clear({ cause: error() });
+    // Its description changed (Unknown), as the log says.
+    this.topologyChanged();
     monitor.requestCheck();
   }
 

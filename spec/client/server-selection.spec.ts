@@ -436,6 +436,28 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(pings(proxies)).to.deep.equal([1, 1]);
   });
 
+  it('a state change error logs the server\'s description as Unknown, and its next check as what it found', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }];
+    proxies = await deployment(endpoint, roles);
+    const descriptions: string[] = [];
+    const write = (m: { fields: { message?: unknown; newDescription?: unknown } }): void => {
+      if (m.fields.message === 'Topology description changed') descriptions.push(String(m.fields.newDescription));
+    };
+    const hosts = proxies.map((p) => p.address).join(',');
+    client = connect(`mongodb://${hosts}/?replicaSet=rs0&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=300`, {
+      ...endpoint.connectionOptions,
+      logging: { componentSeverities: { topology: 'debug' }, path: { write } } as never,
+    });
+    expect(await allReady(client)).to.equal(true);
+    const address = proxies[0]!.address;
+    const described = (type: string): string => JSON.stringify({ type, servers: [{ address, type: type === 'ReplicaSetWithPrimary' ? 'RSPrimary' : type === 'ReplicaSetNoPrimary' ? 'Unknown' : 'RSSecondary' }] });
+    expect(descriptions.at(-1)).to.equal(described('ReplicaSetWithPrimary'));
+    roles[0] = { kind: 'secondary' };
+    expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError);
+    expect(descriptions.at(-1), 'Unknown from the error').to.equal(described('ReplicaSetNoPrimary'));
+    expect(await eventually(() => descriptions.length > 0 && descriptions.at(-1)!.includes('RSSecondary')), 'a secondary from the check the error asked for').to.equal(true);
+  });
+
   it('with no primary, a command waits, and goes on as soon as a check finds one (a pool ready already)', async function () {
     const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
     proxies = await deployment(endpoint, roles);
