@@ -1017,11 +1017,15 @@ export class MonitorClosedError extends CmapError {
 }
 
 /**
- * No server became ready within serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on
- * the error). `cause` is the last heartbeat error, when there is one.
+ * No server became suitable (see `Client.selectPool`: for read preference primary, its pool ready) within
+ * serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on the error). `cause` is the last
+ * heartbeat error, when there is one; `topologyDescription` the client's topology description as the wait ended
+ * (when it had one), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
+ * primary among the members; a host `Unknown`: its pool not ready, or a state change error since its last check).
  *
- * Source: server monitoring spec (application operations wait for a suitable server); client-side operations
- * timeout spec (server selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
+ * Source: server selection spec, "Server selection errors" (the message includes the topology description); server
+ * monitoring spec (application operations wait for a suitable server); client-side operations timeout spec (server
+ * selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
  */
 export class ServerSelectionError extends CmapError {
   static {
@@ -1035,10 +1039,13 @@ export class ServerSelectionError extends CmapError {
     cause?: unknown,
     /** The operation's timeoutMS, in ms, when it was shorter than serverSelectionTimeoutMS and ended the wait. */
     readonly timeoutMS?: number,
+    /** The client's topology description as JSON (see the topology log's descriptions), as the wait ended. */
+    readonly topologyDescription?: string,
   ) {
     super(
-      `No server of ${hosts.join(', ')} became ready within ` +
+      `No suitable server of ${hosts.join(', ')} (read preference primary) within ` +
         (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
+        (topologyDescription === undefined ? '' : `; topology: ${topologyDescription}`) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },
     );

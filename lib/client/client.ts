@@ -1515,7 +1515,7 @@ export class Client {
 
   /** The ServerSelectionError of a wait for a ready server that ran out (`timeoutMS`: the operation's, when it ended it). */
   private selectionTimedOut(timeoutMS: number | undefined): ServerSelectionError {
-    return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS);
+    return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS, this.describe());
   }
 
   /**

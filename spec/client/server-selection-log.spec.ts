@@ -128,7 +128,7 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(messages[1].fields.remainingTimeMS, 'ms left when it began to wait (virtual time)').to.equal(3000);
     expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], type: 'Unknown' }] });
     expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: (error as Error).message });
-    expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No server of .+\. Selector: primary, topology description: \{/);
+    expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No suitable server of .+\. Selector: primary, topology description: \{/);
     expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: primary, topology description: \{.*\}\.$/);
   });
 

@@ -477,7 +477,12 @@ describe('a client selecting among its servers (against the test endpoint, behin
     proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
     expect(await allReady(c)).to.equal(true);
-    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ServerSelectionError);
+    const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
+    expect(error).to.be.instanceOf(ServerSelectionError);
     expect(pings(proxies)).to.deep.equal([0]);
+    // Why none was suitable: the topology as the wait ended, in the error and its message.
+    const topology = JSON.stringify({ type: 'ReplicaSetWithPrimary', servers: [{ address: proxies[0]!.address, type: 'RSPrimary' }] });
+    expect(error.topologyDescription).to.equal(topology);
+    expect(error.message).to.equal(`No suitable server of ${proxies[0]!.address} (read preference primary) within serverSelectionTimeoutMS=300 ms; topology: ${topology}`);
   });
 });

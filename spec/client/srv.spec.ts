@@ -446,7 +446,7 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       const error = await slow.command('admin', { ping: 1 }).catch((e: unknown) => e);
       expect(Date.now() - started).to.be.within(90, 900);
       expect(error).to.be.instanceOf(ServerSelectionError);
-      expect((error as Error).message).to.equal('No server of test3.test.build.10gen.cc became ready within serverSelectionTimeoutMS=100 ms; last check failed with: The hosts of mongodb+srv://test3.test.build.10gen.cc could not be found: the DNS queries are still in progress');
+      expect((error as Error).message).to.equal('No suitable server of test3.test.build.10gen.cc (read preference primary) within serverSelectionTimeoutMS=100 ms; last check failed with: The hosts of mongodb+srv://test3.test.build.10gen.cc could not be found: the DNS queries are still in progress');
       // The discovery goes on: the hosts are there once it answers.
       expect(await discovered(slow)).to.deep.equal(['localhost.test.build.10gen.cc:27017']);
     });
