@@ -580,11 +580,12 @@ export class Client {
   /** Whether drain() was called: from then on a checkout is refused with PoolClosedError, as drain() says. */
   private draining = false;
   /**
-   * The server selections waiting for a ready server (see {@link select}), each told of a ready pool, of the start of a
+   * The server selections waiting for a suitable server (see {@link select}), each told of the pool of a server
+   * selected for it (see {@link selectablePool}), of the start of a
    * drain (`'drain'`), and of the client's close (ClientClosedError). One Set and one subscription to the pools'
    * events serve them all, so a selection joins and leaves in O(1) and an event is read once however many wait: in an
    * outage every command waits here, thousands at a time, and the pool that becomes ready then sends them on in one
-   * pass.
+   * pass (each selection drawn on its own, counted before the next is drawn).
    */
   private readonly selections = new Set<Subscriber<ConnectionPool<Connection> | 'drain'>>();
   /** The subscription to the pools' events while a selection waits (none otherwise: nobody to tell). */
@@ -1602,7 +1603,8 @@ export class Client {
   }
 
   /**
-   * One waiting selection's news (see {@link selections}): a ready pool (at once when one is ready as it subscribes),
+   * One waiting selection's news (see {@link selections}): the pool of a server selected for it (at once when one is
+   * suitable as it subscribes),
    * `'drain'` when a drain starts, ClientClosedError when the client closes. While some selection waits, the pools'
    * events are followed, and immediate checks are requested every minHeartbeatFrequencyMS (500 ms) from when the first
    * began waiting: once for all of them, the monitors taking no more than one request per 500 ms anyway.
