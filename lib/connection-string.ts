@@ -58,7 +58,8 @@ export interface UriClientOptions {
   loadBalanced?: boolean | undefined;
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
-   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with several hosts, or with loadBalanced, is an error) but changes nothing else:
+   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with
+   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (every ready server suitable);
    * `false` does not turn on discovery of a replica set's other members.
    */
   directConnection?: boolean | undefined;
