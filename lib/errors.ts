@@ -1020,7 +1020,8 @@ export class MonitorClosedError extends CmapError {
  * No server became suitable (see `Client.selectPool`: for read preference primary, its pool ready) within
  * serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on the error). `cause` is the last
  * heartbeat error, when there is one; `topologyDescription` the client's topology description as the wait ended
- * (when it had one), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
+ * (when it had one; not in the message, which the server selection log's failed message carries beside the
+ * description it gives), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
  * primary among the members; a host `Unknown`: its pool not ready, or a state change error since its last check).
  *
  * Source: server selection spec, "Server selection errors" (the message includes the topology description); server
@@ -1045,7 +1046,6 @@ export class ServerSelectionError extends CmapError {
     super(
       `No suitable server of ${hosts.join(', ')} (read preference primary) within ` +
         (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
-        (topologyDescription === undefined ? '' : `; topology: ${topologyDescription}`) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },
     );

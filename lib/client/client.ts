@@ -53,7 +53,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
-import { checkedServer, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
+import { checkedServer, compareElections, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
@@ -543,8 +543,15 @@ export class Client {
    * error made it Unknown): its ServerType, and what selection reads of a primary's claim.
    */
   private readonly checked = new Map<string, CheckedServer>();
-  /** The replica set name the client was given (URI, options or TXT record), if any. */
+  /**
+   * The replica set name the client was given (URI or TXT record), or, without one, that of the first member that
+   * answered, if any.
+   */
   private replicaSet: string | undefined;
+  /** Whether the client was given `directConnection=true` (see `suitableServers`). */
+  private directConnection = false;
+  /** The claim of the newest election a primary reported (see {@link described}), if any. */
+  private newestElection: CheckedServer | undefined;
   /**
    * Per pool, the selections that took it and whose caller has not started its checkout yet (see {@link handOver}):
    * with the pool's checkouts in progress, its server's operationCount.
@@ -758,6 +765,7 @@ export class Client {
       this.serverContext = context;
       this.topologyType = initialTopologyType(settings);
       this.replicaSet = settings.replicaSet;
+      this.directConnection = settings.directConnection;
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
       this.announce(feeds);
       this.serversOpened(feeds.map(([address]) => address));
@@ -1040,8 +1048,8 @@ export class Client {
           }
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
-          this.checked.set(address, checkedServer(e.reply));
           this.onServerType(e.reply);
+          this.checked.set(address, this.described(address, checkedServer(e.reply)));
         }
         published.next(e);
         toPool.next(e);
@@ -1083,8 +1091,34 @@ export class Client {
    * stops for good once it is neither Unknown nor Sharded.
    */
   private onServerType(reply: Document): void {
-    this.topologyType = topologyTypeAfter(this.topologyType, reply);
+    const before = this.topologyType;
+    this.topologyType = topologyTypeAfter(before, reply);
+    // SDAM: a topology that becomes a replica set by a member's reply takes that member's set name as its own.
+    if (before === 'Unknown' && this.topologyType === 'ReplicaSet' && typeof reply.setName === 'string') this.replicaSet ??= reply.setName;
     if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
+  }
+
+  /**
+   * What the client keeps of the server at `address` after a check that described it as `server`: the same, except a
+   * primary whose claim is older than the newest election a primary of the set reported (see `compareElections`),
+   * kept as Unknown, a stale primary a step down left behind. A primary of a newer election makes every other host
+   * the client took for a primary Unknown, with an immediate check of each.
+   *
+   * Source: server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries",
+   * "updateRSFromPrimary" (the greatest electionId and setVersion remembered; the old primary marked Unknown and,
+   * in a multi-threaded client, checked at once).
+   */
+  private described(address: string, server: CheckedServer): CheckedServer {
+    if (server.type !== 'RSPrimary' || (this.replicaSet !== undefined && server.setName !== this.replicaSet)) return server;
+    const newest = this.newestElection;
+    if (newest !== undefined && compareElections(server, newest) < 0) return UNKNOWN_SERVER;
+    this.newestElection = server;
+    for (const [other, known] of this.checked) {
+      if (other === address || known.type !== 'RSPrimary') continue;
+      this.checked.set(other, UNKNOWN_SERVER);
+      this.monitors.get(other)?.requestCheck();
+    }
+    return server;
   }
 
   /**
@@ -1584,7 +1618,7 @@ export class Client {
         },
       });
     }
-    return selectServer(this.topologyType, servers, { localThresholdMS: this.localThresholdMS, replicaSet: this.replicaSet })?.pool;
+    return selectServer(this.topologyType, servers, { localThresholdMS: this.localThresholdMS, replicaSet: this.replicaSet, directConnection: this.directConnection })?.pool;
   }
 
   /** `pool`, selected for an operation: counted in its server's operationCount until {@link handOver}. */
@@ -1619,7 +1653,9 @@ export class Client {
         // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
         const events = (this.selectionEvents = new Subscription());
         // The pools of the hosts SRV polling adds meanwhile too.
-        events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe(() => this.announceReadyPool()));
+        // Only a pool made ready can make a server suitable (a check, the other way, announces by itself): the events
+        // of checkouts, which move operationCounts, wake no selection (server selection spec, "operationCount").
+        events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe((e) => e.type === 'ConnectionPoolReady' && this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
         const ready = this.selectablePool();
@@ -1708,7 +1744,8 @@ export class Client {
    * shutting down"; "Error handling pseudocode": topologyVersion staleness); load balancer
    * spec, "Post-Handshake Errors" (no change to the load balancer's description; only the connections of the
    * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
-   * client only as a paused pool (a state change error that does not clear leaves the server selectable).
+   * client as a server no selection takes until its next check (a state change error that does not clear leaves its
+   * pool ready).
    */
   async command(db: string, command: Document, options?: { timeoutMS?: number | undefined; signal?: AbortSignal | undefined }): Promise<Document> {
     requireMethodOptions('command', options, COMMAND_OPTION_NAMES);
@@ -1781,7 +1818,7 @@ export class Client {
     try {
       // timeoutMS undefined: the connection's socketTimeoutMS. A cancelled command (CommandCancelledError) clears
       // nothing: the server did nothing wrong.
-      reply = await connection.command(db, command, { timeoutMS, signal });
+      reply = await connection.command(db, this.withReadPreference(pool.address, command), { timeoutMS, signal });
     } catch (error) {
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
@@ -1832,6 +1869,23 @@ export class Client {
     // Its description changed (Unknown), as the log says.
     this.topologyChanged();
     monitor.requestCheck();
+  }
+
+  /**
+   * `command` as it is sent to the server at `address`: in a Single topology, to a replica set member (its last check's
+   * type), with `$readPreference: { mode: 'primaryPreferred' }` added (a copy) unless it has a `$readPreference`, so a
+   * member reached directly, a secondary included, runs it; unchanged otherwise (to a standalone, a mongos, a load
+   * balancer or a replica set's primary in a ReplicaSet topology, read preference primary is sent as nothing).
+   *
+   * Source: server selection spec, "Topology type: Single" ("For all other types, using OP_MSG: If no read preference
+   * is configured by the application, or if the application read preference is Primary, then $readPreference MUST be
+   * set to primaryPreferred"), "Use of read preferences with commands" (the generic command method acts as a read).
+   */
+  private withReadPreference(address: string, command: Document): Document {
+    if (this.topologyType !== 'Single') return command;
+    const type = this.checked.get(address)?.type;
+    if (type === undefined || type === 'Unknown' || type === 'Standalone' || type === 'Mongos' || Object.prototype.hasOwnProperty.call(command, '$readPreference')) return command;
+    return { ...command, $readPreference: { mode: 'primaryPreferred' } };
   }
 
   /**

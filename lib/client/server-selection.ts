@@ -32,6 +32,8 @@ export interface CheckedServer {
   readonly electionId?: ObjectId | undefined;
   /** The `setVersion` of the reply, if a number. */
   readonly setVersion?: number | undefined;
+  /** The `maxWireVersion` of the reply, if a number: which order a primary's claims compare in (see {@link compareElections}). */
+  readonly maxWireVersion?: number | undefined;
 }
 
 /**
@@ -40,12 +42,13 @@ export interface CheckedServer {
  * Source: server discovery and monitoring spec, "ServerDescription" (type, setName, electionId, setVersion).
  */
 export function checkedServer(reply: Document): CheckedServer {
-  const { setName, electionId, setVersion } = reply;
+  const { setName, electionId, setVersion, maxWireVersion } = reply;
   return {
     type: serverTypeOf(reply),
     setName: typeof setName === 'string' ? setName : undefined,
     electionId: electionId instanceof ObjectId ? electionId : undefined,
-    setVersion: typeof setVersion === 'number' ? setVersion : undefined,
+    setVersion: typeof setVersion === 'number' && !Number.isNaN(setVersion) ? setVersion : undefined,
+    maxWireVersion: typeof maxWireVersion === 'number' ? maxWireVersion : undefined,
   };
 }
 
@@ -53,7 +56,7 @@ export function checkedServer(reply: Document): CheckedServer {
 export interface SelectableServer<P> extends CheckedServer {
   /** What the selection returns for this server (the client: its pool). */
   readonly pool: P;
-  /** Its average RTT in ms (see `Monitor.averageRoundTripTimeMS`); undefined: none measured (taken as 0). */
+  /** Its average RTT in ms (see `Monitor.averageRoundTripTimeMS`); undefined: none measured. */
   readonly averageRoundTripTimeMS: number | undefined;
   /** Its operationCount: the operations selected for it and not yet done (read only of the two compared). */
   readonly operationCount: number;
@@ -61,39 +64,57 @@ export interface SelectableServer<P> extends CheckedServer {
 
 /**
  * The servers of `servers` suitable for an operation with read preference `primary` (or any write) in a topology of
- * type `topologyType`: in `Single` and `LoadBalanced` every server; in `Sharded` every `Mongos`; in `ReplicaSet` the
- * primary (an `RSPrimary` of set `replicaSet` when that is given; of two or more, those with the newest electionId,
- * then setVersion: the others are stale primaries a step down left behind); in `Unknown` none. Keeps their order.
+ * type `topologyType`: in `LoadBalanced` every server; in `Single` every server not `Unknown` when `directConnection`
+ * (the one host the client was given), else (a standalone answered among several hosts) every `Standalone`; in
+ * `Sharded` every `Mongos`; in `ReplicaSet` the primary (an `RSPrimary` of set `replicaSet` when that is given; of two
+ * or more, those of the newest election, see {@link compareElections}: the others are stale primaries a step down
+ * left behind); in `Unknown` none. Keeps their order.
  *
- * Source: server selection spec, "Topology type: ..." (each type's rule for writes and for mode primary); server
- * discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries" (MongoDB 6.0 and later
- * compare the electionId first).
+ * Source: server selection spec, "Topology type: ..." (each type's rule for writes and for mode primary; "A server of
+ * type Unknown ... is not available"); server discovery and monitoring spec, "Using electionId and setVersion to
+ * detect stale primaries", "updateUnknownWithStandalone" (a standalone among several seeds is the only server the
+ * client uses, not one of several).
  */
-export function suitableServers<P>(topologyType: ClientTopologyType, servers: readonly SelectableServer<P>[], replicaSet?: string): SelectableServer<P>[] {
+export function suitableServers<P>(
+  topologyType: ClientTopologyType,
+  servers: readonly SelectableServer<P>[],
+  replicaSet?: string,
+  directConnection = true,
+): SelectableServer<P>[] {
   switch (topologyType) {
-    case 'Single':
     case 'LoadBalanced':
       return [...servers];
+    case 'Single':
+      return servers.filter((s) => (directConnection ? s.type !== 'Unknown' : s.type === 'Standalone'));
     case 'Sharded':
       return servers.filter((s) => s.type === 'Mongos');
     case 'ReplicaSet': {
       const primaries = servers.filter((s) => s.type === 'RSPrimary' && (replicaSet === undefined || s.setName === replicaSet));
       if (primaries.length < 2) return primaries;
-      const newest = primaries.reduce((a, b) => (comparePrimaries(a, b) >= 0 ? a : b));
-      return primaries.filter((s) => comparePrimaries(s, newest) === 0);
+      const newest = primaries.reduce((a, b) => (compareElections(a, b) >= 0 ? a : b));
+      return primaries.filter((s) => compareElections(s, newest) === 0);
     }
     default:
       return [];
   }
 }
 
+/** The wire version of MongoDB 6.0, from which a primary's claims compare by electionId first. */
+const ELECTION_ID_FIRST_WIRE_VERSION = 17;
+
 /**
- * The order of two primaries' claims: by electionId (absent before any), then setVersion (absent before any).
- * Negative when `a` is older.
+ * The order of two primaries' claims (negative when `a` is the older, 0 for the same election, positive when `b`
+ * is): by electionId, then setVersion, when `a` is of MongoDB 6.0 or later (maxWireVersion >= 17, or none given);
+ * by setVersion, then electionId, before. An absent electionId or setVersion is older than any.
+ *
+ * Source: server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries",
+ * "updateRSFromPrimary" (the order by the reporting server's maxWireVersion).
  */
-function comparePrimaries(a: SelectableServer<unknown>, b: SelectableServer<unknown>): number {
+export function compareElections(a: CheckedServer, b: CheckedServer): number {
   const ids = compareOptional(a.electionId?.toHexString(), b.electionId?.toHexString());
-  return ids !== 0 ? ids : compareOptional(a.setVersion, b.setVersion);
+  const versions = compareOptional(a.setVersion, b.setVersion);
+  if ((a.maxWireVersion ?? ELECTION_ID_FIRST_WIRE_VERSION) >= ELECTION_ID_FIRST_WIRE_VERSION) return ids !== 0 ? ids : versions;
+  return versions !== 0 ? versions : ids;
 }
 
 function compareOptional<T extends string | number>(a: T | undefined, b: T | undefined): number {
@@ -105,16 +126,16 @@ function compareOptional<T extends string | number>(a: T | undefined, b: T | und
 
 /**
  * The servers of `suitable` within the latency window: those whose average RTT is at most `localThresholdMS` (ms)
- * above the shortest among them (a server without one counts as 0 ms). Keeps their order; empty for none.
+ * above the shortest among them. A server without one (none measured yet) anchors nothing and is kept. Keeps their
+ * order; empty for none.
  *
  * Source: server selection spec, "Filtering suitable servers based on the latency window".
  */
 export function inLatencyWindow<P>(suitable: readonly SelectableServer<P>[], localThresholdMS: number): SelectableServer<P>[] {
   if (suitable.length < 2) return [...suitable];
-  const rtt = (s: SelectableServer<P>): number => s.averageRoundTripTimeMS ?? 0;
   let shortest = Infinity;
-  for (const s of suitable) shortest = Math.min(shortest, rtt(s));
-  return suitable.filter((s) => rtt(s) <= shortest + localThresholdMS);
+  for (const s of suitable) if (s.averageRoundTripTimeMS !== undefined) shortest = Math.min(shortest, s.averageRoundTripTimeMS);
+  return suitable.filter((s) => s.averageRoundTripTimeMS === undefined || s.averageRoundTripTimeMS <= shortest + localThresholdMS);
 }
 
 /**
@@ -148,7 +169,8 @@ export function selectWithinLatencyWindow<P>(inWindow: readonly SelectableServer
 export function selectServer<P>(
   topologyType: ClientTopologyType,
   servers: readonly SelectableServer<P>[],
-  options: { readonly localThresholdMS: number; readonly replicaSet?: string | undefined; readonly random?: () => number },
+  options: { readonly localThresholdMS: number; readonly replicaSet?: string | undefined; readonly directConnection?: boolean; readonly random?: () => number },
 ): SelectableServer<P> | undefined {
-  return selectWithinLatencyWindow(inLatencyWindow(suitableServers(topologyType, servers, options.replicaSet), options.localThresholdMS), options.random);
+  const suitable = suitableServers(topologyType, servers, options.replicaSet, options.directConnection);
+  return selectWithinLatencyWindow(inLatencyWindow(suitable, options.localThresholdMS), options.random);
 }
