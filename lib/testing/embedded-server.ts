@@ -7,6 +7,10 @@
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - with `mongos: true`, hello replies as a mongos gives them (`msg: 'isdbgrid'`);
+ * - with `replicaSetMember`, hello replies as a replica set member gives them (`setName`, `hosts`, `me`, and, as the
+ *   primary, `primary` and `electionId`), a state that changes at runtime
+ *   ({@link EmbeddedServer.setReplicaSetMemberState}: an election or a step down), and a secondary's refusals
+ *   (NotWritablePrimary 10107, NotPrimaryNoSecondaryOk 13435);
  * - OP_COMPRESSED (zlib, snappy, zstd: those available in this process) once negotiated, replying with the
  *   compressor of the request;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users, MONGODB-X509 users (in `$external`, over TLS with verified client
@@ -120,6 +124,37 @@ export interface EmbeddedServerOptions {
    */
   mongos?: boolean | undefined;
   /**
+   * Act as one member of a replica set, as a mongod started with `--replSet` and a member of its configuration
+   * answers. Hello and the legacy hello then carry `setName`, `setVersion` (1, counted up by
+   * {@link EmbeddedServer.setReplicaSetHosts}), `isWritablePrimary` (legacy: `ismaster`) true only for the primary,
+   * `secondary` (true only for a secondary), `hosts` (this option's `hosts`, default `[<its own host:port>]`), `me`
+   * (its own `host:port`), and, while it is the primary only, `primary` (its own address) and `electionId` (see
+   * {@link EmbeddedServer.setReplicaSetMemberState}). A secondary knows no primary: its replies have no `primary`.
+   * A secondary refuses the commands mongod refuses on one (see {@link EmbeddedServer.setReplicaSetMemberState}).
+   * The state changes at runtime with {@link EmbeddedServer.setReplicaSetMemberState}.
+   *
+   * - `setName`: the replica set's name (a non-empty string);
+   * - `state`: `'primary'` or `'secondary'`, its state at construction;
+   * - `hosts`: the members' `host:port` (non-empty strings), as the replica set configuration lists them; the
+   *   endpoint's own address belongs in it (a client removes a member whose `me` its `hosts` lacks). Ports picked at
+   *   `start()` can be set once known with {@link EmbeddedServer.setReplicaSetHosts}.
+   *
+   * Not with `mongos: true`, nor with `loadBalancedServices` above 0 (a mongos or a load balancer is no replica set
+   * member). Default: none (a standalone). Unlike a mongod, the replies carry no `lastWrite`, `$clusterTime` or
+   * `operationTime` (it keeps no oplog).
+   *
+   * Source: extension (mongod's replica set member hello reply: handshake spec, "Hello Command"; server discovery and
+   * monitoring spec, "Server Type", "electionId"; MongoDB server, TopologyCoordinator's hello response).
+   */
+  replicaSetMember?: {
+    /** The replica set's name. */
+    setName: string;
+    /** The member's state at construction. */
+    state: 'primary' | 'secondary';
+    /** The members' `host:port`, as the replica set configuration lists them. Default: `[<its own host:port>]`. */
+    hosts?: string[] | undefined;
+  } | undefined;
+  /**
    * Accept MONGODB-OIDC (on `$external`), as a mongod with an OIDC identity provider: the tokens it accepts (a table,
    * or JWTs signed with a key: the endpoint is its own stand-in for the IdP; see {@link EmbeddedOidcOptions}). A
    * saslStart with `jwt` is the one-step conversation, one without it gets the IdP info (two-step), the handshake's
@@ -198,6 +233,63 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
   }
 }
 
+/** The keys of {@link EmbeddedServerOptions.replicaSetMember}. */
+const REPLICA_SET_MEMBER_OPTION_NAMES = ['setName', 'state', 'hosts'] as const;
+
+/** What {@link EmbeddedServerOptions.replicaSetMember} allows, in words. */
+const REPLICA_SET_MEMBER_ALLOWED = "an object { setName, state: 'primary' | 'secondary', hosts? }";
+
+/**
+ * Whether `hosts` is a non-empty array of non-empty strings (the `host:port` of each member).
+ */
+function isHostList(hosts: unknown): hosts is string[] {
+  return Array.isArray(hosts) && hosts.length > 0 && hosts.every((h) => typeof h === 'string' && h !== '');
+}
+
+/**
+ * Checks {@link EmbeddedServerOptions.replicaSetMember} and that it comes without `mongos: true` or load balanced
+ * services (once the other options are checked), and returns what it gives, each field read once.
+ *
+ * @throws {InvalidOptionError} naming `replicaSetMember` (not an object, or given with `mongos: true` or
+ *   `loadBalancedServices` above 0), an unknown key of it (`replicaSetMember.<key>`, with the closest one), or
+ *   `replicaSetMember.setName`, `replicaSetMember.state` or `replicaSetMember.hosts` for a value it does not allow.
+ */
+function checkReplicaSetMember(options: EmbeddedServerOptions): { setName: string; state: 'primary' | 'secondary'; hosts: readonly string[] | undefined } {
+  const given = requireOptionsObject('replicaSetMember', options.replicaSetMember, REPLICA_SET_MEMBER_ALLOWED, true);
+  rejectUnknownOptions(given, REPLICA_SET_MEMBER_OPTION_NAMES, 'replicaSetMember', 'replicaSetMember.');
+  const setName: unknown = optionValue(given, 'setName');
+  if (typeof setName !== 'string' || setName === '') throw new InvalidOptionError('replicaSetMember.setName', setName, "a non-empty string (the replica set's name)");
+  const state: unknown = optionValue(given, 'state');
+  if (state !== 'primary' && state !== 'secondary') throw new InvalidOptionError('replicaSetMember.state', state, "'primary' or 'secondary'");
+  const hosts: unknown = optionValue(given, 'hosts');
+  if (hosts !== undefined && !isHostList(hosts)) {
+    throw new InvalidOptionError('replicaSetMember.hosts', hosts, 'a non-empty array of "host:port" strings (the members), or nothing (its own address)');
+  }
+  if (options.mongos === true) throw new InvalidOptionError('replicaSetMember', given, 'absent with mongos: true (a mongos is no replica set member)');
+  if ((options.loadBalancedServices ?? 0) > 0) {
+    throw new InvalidOptionError('replicaSetMember', given, 'absent with loadBalancedServices above 0 (a load balancer is no replica set member)');
+  }
+  return { setName, state, hosts: hosts === undefined ? undefined : [...hosts] };
+}
+
+/**
+ * The last election term handed out in this process: each step up of any endpoint takes the next one, so that
+ * electionIds compare, across the endpoints of one test, in the order they were elected.
+ */
+let lastElectionTerm = 0;
+
+/**
+ * A new electionId: as mongod (protocol version 1) makes it from its term (`OID::fromTerm`), the timestamp bytes at
+ * 0x7fffffff followed by the term as a big-endian int64, so a later term is a greater ObjectId. The term is
+ * {@link lastElectionTerm} plus one.
+ */
+function nextElectionId(): ObjectId {
+  const bytes = Buffer.alloc(12);
+  bytes.writeInt32BE(0x7fffffff, 0);
+  bytes.writeBigInt64BE(BigInt(++lastElectionTerm), 4);
+  return new ObjectId(bytes);
+}
+
 /** The opCodes a wire message header may carry (what tells one from a TLS record). */
 const KNOWN_OP_CODES: ReadonlySet<number> = new Set(Object.values(OpCode));
 
@@ -207,7 +299,7 @@ function availableCompressors(): string[] {
 }
 
 /** The option names of {@link EmbeddedServerOptions}. */
-const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'minWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'oidc', 'aws'] as const;
+const EMBEDDED_SERVER_OPTION_NAMES = ['port', 'maxWireVersion', 'minWireVersion', 'version', 'users', 'tls', 'compressors', 'loadBalancedServices', 'requireApiVersion', 'mongos', 'replicaSetMember', 'oidc', 'aws'] as const;
 EMBEDDED_SERVER_OPTION_NAMES satisfies readonly (keyof EmbeddedServerOptions)[];
 true satisfies ListsEveryOption<EmbeddedServerOptions, typeof EMBEDDED_SERVER_OPTION_NAMES>;
 
@@ -394,6 +486,40 @@ function dropUnacknowledged(socket: net.Socket, response: Document): void {
   if (NOT_PRIMARY_CODES.has(Number(code))) socket.destroy();
 }
 
+/**
+ * The commands a mongod never runs on a secondary (their `secondaryAllowed` is `kNever`): the writes, the DDL, the
+ * transaction commands and user management. A secondary answers them with NotWritablePrimary (10107). Lower case.
+ * Source: MongoDB server, each command's `secondaryAllowed` (write_commands, find_and_modify, bulk_write, create,
+ * drop, dropDatabase, create_indexes, drop_indexes, rename_collection, collection_to_capped, coll_mod, txn_cmds,
+ * user_management_commands).
+ */
+const NEVER_ON_SECONDARY = new Set([
+  'insert', 'update', 'delete', 'findandmodify', 'bulkwrite',
+  'create', 'drop', 'dropdatabase', 'createindexes', 'dropindexes', 'renamecollection', 'collmod', 'converttocapped', 'clonecollectionascapped',
+  'committransaction', 'aborttransaction',
+  'createuser', 'updateuser', 'dropuser', 'dropallusersfromdatabase', 'grantrolestouser', 'revokerolesfromuser',
+  'createrole', 'updaterole', 'droprole', 'dropallrolesfromdatabase', 'grantrolestorole', 'revokerolesfromrole',
+  'grantprivilegestorole', 'revokeprivilegesfromrole',
+]);
+
+/**
+ * The commands a mongod runs on a secondary whatever the read preference (their `secondaryAllowed` is `kAlways`):
+ * the handshake and monitoring, authentication, sessions, diagnostics, and getMore / killCursors of a cursor already
+ * opened. Every other command (find, aggregate, count, distinct, listCollections, listIndexes, listDatabases, dbStats,
+ * explain, and the commands the endpoint does not know) is `kOptIn`: run on a secondary only for a client that allows
+ * secondary reads. Lower case. Source: MongoDB server, each command's `secondaryAllowed`.
+ */
+const ALWAYS_ON_SECONDARY = new Set([
+  'hello', 'ismaster', 'ping', 'buildinfo', 'saslstart', 'saslcontinue', 'authenticate', 'logout', 'connectionstatus',
+  'endsessions', 'startsession', 'refreshsessions', 'killsessions', 'killallsessions', 'killallsessionsbypattern',
+  'getparameter', 'setparameter', 'serverstatus', 'hostinfo', 'listcommands', 'whatsmyuri', 'getcmdlineopts', 'getlog',
+  'currentop', 'killop', 'getmore', 'killcursors', 'replsetgetstatus', 'replsetgetconfig', 'configurefailpoint',
+  'shutdown', 'fsync',
+]);
+
+/** The read preference modes other than `primary`: a command carrying one in `$readPreference` may run on a secondary. */
+const SECONDARY_OK_MODES: ReadonlySet<unknown> = new Set(['primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest']);
+
 /** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */
 const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
 
@@ -450,6 +576,21 @@ export class EmbeddedServer {
   private readonly metadataSent = new WeakSet<ClientConnectionInfo>();
   /** The requestId of the next reply of a hello stream (each streamed reply is answered to by the next). */
   private nextReplyId = 1;
+  /** The replica set's name ({@link EmbeddedServerOptions.replicaSetMember}); undefined for a standalone. */
+  private setName: string | undefined;
+  /** The replica set member's state ({@link EmbeddedServerOptions.replicaSetMember}); undefined for a standalone. */
+  private memberState: 'primary' | 'secondary' | undefined;
+  /** The electionId of its last step up, while it is the primary; undefined otherwise. */
+  private electionId: ObjectId | undefined;
+  /** The replica set members' `host:port`, when given (by the option or {@link setReplicaSetHosts}). */
+  private memberHosts: readonly string[] | undefined;
+  /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts}. */
+  private setVersion = 1;
+  /**
+   * Each connection's `helloOk` as its last hello or legacy hello that carried one gave it (mongod's
+   * `Client::supportsHello`): with it true, not-primary errors say "primary", else "master".
+   */
+  private readonly supportsHello = new WeakMap<ClientConnectionInfo, boolean>();
 
   /** The options given, each read once, none from Object.prototype (see optionValue). */
   private readonly options: EmbeddedServerOptions;
@@ -463,7 +604,10 @@ export class EmbeddedServer {
    *   that is not an integer from 0 to `maxWireVersion` (default 25), a `version` that is
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`, `snappy`,
    *   `zstd`) or that name one unavailable in this process (`compressorUnavailable`), a `tls` that
-   *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
+   *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, a `replicaSetMember` that
+   *   is not `{ setName, state, hosts? }` (a non-empty `setName`, `state` `'primary'` or `'secondary'`, `hosts` a
+   *   non-empty array of non-empty strings; a key of another name) or that comes with `mongos: true` or
+   *   `loadBalancedServices` above 0, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
    *   {@link setUsers}).
    */
   constructor(given: EmbeddedServerOptions = {}) {
@@ -475,6 +619,13 @@ export class EmbeddedServer {
     this.users = new ScramUsers(options.users);
     this.oidc = options.oidc === undefined ? undefined : new OidcIdentities(options.oidc);
     this.services = Array.from({ length: options.loadBalancedServices ?? 0 }, () => new ObjectId());
+    if (options.replicaSetMember !== undefined) {
+      const member = checkReplicaSetMember(options);
+      this.setName = member.setName;
+      this.memberState = member.state;
+      this.memberHosts = member.hosts;
+      if (member.state === 'primary') this.electionId = nextElectionId();
+    }
     const onSocket = (socket: net.Socket): void => this.accept(socket);
     this.server = options.tls
       ? tls.createServer({ ...options.tls, rejectUnauthorized: optionValue(options.tls, 'requestCert') === true }, onSocket)
@@ -545,6 +696,79 @@ export class EmbeddedServer {
     this.topologyCounter++;
     this.wakeAwaitingHellos();
     return this.topologyCounter;
+  }
+
+  /**
+   * Changes the state of this replica set member ({@link EmbeddedServerOptions.replicaSetMember}), as an election or
+   * a step down changes a mongod's:
+   *
+   * - to `'primary'` (a step up): a new `electionId`, greater than every electionId any endpoint of this process gave
+   *   before (made from a term shared by all of them, as mongod makes it from its term: `0x7fffffff` then the term as a
+   *   big-endian int64), so the electionIds of two endpoints of one test compare in the order they were elected; its
+   *   hellos answer `isWritablePrimary: true`, `secondary: false`, `primary` and `electionId`;
+   * - to `'secondary'` (a step down): no electionId and no `primary` in its hellos, `isWritablePrimary: false`,
+   *   `secondary: true`, and the commands a secondary refuses are refused. Nothing is closed: connections stay open,
+   *   as on mongod 4.2 and later (connections survive step down spec).
+   *
+   * Either way it is a topology change ({@link changeTopology}): `topologyVersion.counter` goes up by one and every
+   * awaitable hello waiting (a streaming monitor's) is answered at once, as mongod answers them on a step down or up.
+   * Setting the state it already has changes nothing. The state is kept across a restart.
+   *
+   * A secondary refuses, as mongod (`commandCanRunHere` and the command dispatch, service_entry_point_common) does
+   * for a client that does not allow secondary reads, on any database but `local`, once a command passed the
+   * authentication check: the writes, DDL, transaction and user management commands with NotWritablePrimary (10107,
+   * "not primary"); every other command except those mongod runs on a secondary regardless (hello, legacy hello,
+   * ping, buildInfo, saslStart, saslContinue, authenticate, logout, connectionStatus, endSessions and the other
+   * session commands, getParameter, setParameter, serverStatus, hostInfo, listCommands, whatsmyuri, getCmdLineOpts,
+   * getLog, currentOp, killOp, getMore, killCursors, replSetGetStatus, replSetGetConfig, configureFailPoint, shutdown,
+   * fsync) with NotPrimaryNoSecondaryOk (13435, "not primary and secondaryOk=false"), unless it carries
+   * `$readPreference` with a mode other than `primary` (and is not in a multi-document transaction, `autocommit:
+   * false`, where it is refused with NotWritablePrimary). On a connection whose hello never carried `helloOk: true`,
+   * the messages are mongod's older words, "not master" and "not master and slaveOk=false". The refusals have `ok: 0`,
+   * `errmsg`, `code` and `codeName` as the endpoint's other errors, and `topologyVersion` (maxWireVersion 9 and up),
+   * as mongod adds it to a replica set member's not-primary errors. They come before the `failCommand` fail point and
+   * a command's handler, as mongod refuses before the command runs. Unlike mongod, a `$readPreference` whose mode is
+   * unknown is not refused: it does not allow secondary reads.
+   *
+   * @throws {InvalidOptionError} synchronously, changing nothing: option `state` for a state other than `'primary'`
+   *   or `'secondary'`; option `replicaSetMember` when the endpoint was made without that option (a standalone,
+   *   which has no member state).
+   *
+   * Source: extension (mongod's replica set member hello reply and state errors: MongoDB server, TopologyCoordinator
+   * (hello fields, `OID::fromTerm` electionIds), service_entry_point_common and command_can_run_here (the
+   * NotWritablePrimary and NotPrimaryNoSecondaryOk refusals and their messages), each command's `secondaryAllowed`;
+   * server discovery and monitoring spec, "electionId"; connections survive step down spec).
+   */
+  setReplicaSetMemberState(state: 'primary' | 'secondary'): void {
+    if (state !== 'primary' && state !== 'secondary') throw new InvalidOptionError('state', state, "'primary' or 'secondary'");
+    if (this.memberState === undefined) {
+      throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have a replica set member state to change');
+    }
+    if (state === this.memberState) return;
+    this.memberState = state;
+    this.electionId = state === 'primary' ? nextElectionId() : undefined;
+    this.changeTopology();
+  }
+
+  /**
+   * Replaces the replica set's members as a reconfiguration (`replSetReconfig`) does: hello and the legacy hello then
+   * answer `hosts` with `hosts`, `setVersion` goes up by one, and it is a topology change ({@link changeTopology}:
+   * the awaitable hellos waiting are answered at once). What a test needs when its endpoints listen on ports picked
+   * at `start()`: start them all, then give each the list of their addresses.
+   *
+   * @throws {InvalidOptionError} synchronously, changing nothing: option `hosts` for a value that is not a non-empty
+   *   array of non-empty strings; option `replicaSetMember` when the endpoint was made without that option.
+   *
+   * Source: extension (mongod's replica set reconfiguration: the config version is the hello's `setVersion`).
+   */
+  setReplicaSetHosts(hosts: readonly string[]): void {
+    if (!isHostList(hosts)) throw new InvalidOptionError('hosts', hosts, 'a non-empty array of "host:port" strings (the members)');
+    if (this.memberState === undefined) {
+      throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have replica set hosts to change');
+    }
+    this.memberHosts = [...hosts];
+    this.setVersion++;
+    this.changeTopology();
   }
 
   /**
@@ -1063,6 +1287,9 @@ export class EmbeddedServer {
       this.metadataSent.add(client);
       if (command.client?.application?.name !== undefined) client.appName = String(command.client.application.name);
     }
+    // As mongod: a secondary refuses a command once its authentication is checked, before it runs.
+    const notPrimary = this.authenticationRefusal(name, command, client) === undefined ? this.secondaryRefusal(name, db, command, client) : undefined;
+    if (notPrimary !== undefined) return notPrimary;
     const failure = name === 'configurefailpoint' ? undefined : this.failCommand.match(name, client.appName);
     if (failure !== undefined) {
       if (failure.blockTimeMS > 0 && !(await sleepUnlessClosed(socket, failure.blockTimeMS))) return undefined;
@@ -1077,14 +1304,8 @@ export class EmbeddedServer {
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);
     if (name === 'authenticate') return this.authenticateX509(db, command, client).reply;
-    const expiry = this.oidc === undefined ? undefined : this.oidcExpiry.get(client);
-    if (expiry !== undefined && expiry <= Date.now() && !OPEN_COMMANDS.has(name)) {
-      return { ok: 0, code: 391, codeName: 'ReauthenticationRequired', errmsg: 'Access token expired' };
-    }
-    if ((this.users.enabled || this.oidc !== undefined || this.options.aws !== undefined) && client.user === undefined && !OPEN_COMMANDS.has(name)) {
-      // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
-      return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
-    }
+    const unauthenticated = this.authenticationRefusal(name, command, client);
+    if (unauthenticated !== undefined) return unauthenticated;
     const handler = this.handlers.get(name);
     let reply: Document;
     try {
@@ -1101,6 +1322,22 @@ export class EmbeddedServer {
     // As mongod: the fail point's writeConcernError is added once the command ran and succeeded.
     const succeeded = reply.ok === 1 || reply.ok === true;
     return failure?.writeConcernError !== undefined && succeeded ? { ...reply, ...failure.writeConcernError } : reply;
+  }
+
+  /**
+   * The refusal of command `name` on a connection that has not authenticated (Unauthorized, 13) or whose OIDC token
+   * expired (ReauthenticationRequired, 391), when authentication is on; undefined when it may run.
+   */
+  private authenticationRefusal(name: string, command: Document, client: ClientConnectionInfo): Document | undefined {
+    const expiry = this.oidc === undefined ? undefined : this.oidcExpiry.get(client);
+    if (expiry !== undefined && expiry <= Date.now() && !OPEN_COMMANDS.has(name)) {
+      return { ok: 0, code: 391, codeName: 'ReauthenticationRequired', errmsg: 'Access token expired' };
+    }
+    if ((this.users.enabled || this.oidc !== undefined || this.options.aws !== undefined) && client.user === undefined && !OPEN_COMMANDS.has(name)) {
+      // As mongod: the error names the command as the client spelled it (mongod looks commands up by that name).
+      return { ok: 0, code: 13, codeName: 'Unauthorized', errmsg: `command ${Object.keys(command)[0]} requires authentication` };
+    }
+    return undefined;
   }
 
   private authenticate(name: string, db: string, command: Document, client: ClientConnectionInfo): Document {
@@ -1224,6 +1461,42 @@ export class EmbeddedServer {
     return answer;
   }
 
+  /**
+   * The fields of a replica set member's hello reply (legacy: `ismaster` in place of `isWritablePrimary`); its
+   * `topologyVersion` is {@link helloReply}'s.
+   */
+  private replicaSetFields(legacy: boolean): Document {
+    const primary = this.memberState === 'primary';
+    return {
+      [legacy ? 'ismaster' : 'isWritablePrimary']: primary,
+      hosts: [...(this.memberHosts ?? [this.address])],
+      setName: this.setName,
+      setVersion: this.setVersion,
+      secondary: !primary,
+      ...(primary ? { primary: this.address } : {}),
+      me: this.address,
+      ...(primary ? { electionId: this.electionId } : {}),
+    };
+  }
+
+  /**
+   * A secondary's refusal of command `name` on database `db` (see {@link setReplicaSetMemberState}), or undefined
+   * when it runs: always on a primary or a standalone.
+   */
+  private secondaryRefusal(name: string, db: string, command: Document, client: ClientConnectionInfo): Document | undefined {
+    if (this.memberState !== 'secondary' || db === 'local' || ALWAYS_ON_SECONDARY.has(name)) return undefined;
+    const inTransaction = command.autocommit === false;
+    const readPreference: unknown = command.$readPreference;
+    const mode = readPreference !== null && typeof readPreference === 'object' ? (readPreference as Document).mode : undefined;
+    const hello = this.supportsHello.get(client) === true;
+    const refusal = (code: number, codeName: string, errmsg: string): Document => ({
+      ok: 0, errmsg, code, codeName, ...(this.streams ? { topologyVersion: this.topologyVersion } : {}),
+    });
+    if (NEVER_ON_SECONDARY.has(name) || inTransaction) return refusal(10107, 'NotWritablePrimary', hello ? 'not primary' : 'not master');
+    if (SECONDARY_OK_MODES.has(mode)) return undefined;
+    return refusal(13435, 'NotPrimaryNoSecondaryOk', hello ? 'not primary and secondaryOk=false' : 'not master and slaveOk=false');
+  }
+
   private helloReply(legacy: boolean, command: Document, client: ClientConnectionInfo): Document {
     const reply: Document = {
       ...(legacy ? { ismaster: true } : { isWritablePrimary: true }),
@@ -1240,6 +1513,8 @@ export class EmbeddedServer {
       readOnly: false,
       ...(this.options.mongos === true ? { msg: 'isdbgrid' } : {}),
     };
+    if (typeof command.helloOk === 'boolean') this.supportsHello.set(client, command.helloOk);
+    if (this.memberState !== undefined) Object.assign(reply, this.replicaSetFields(legacy));
     if (Array.isArray(command.compression)) {
       const accepted = this.options.compressors ?? availableCompressors();
       const agreed = (command.compression as string[]).filter((c) => accepted.includes(c));
