@@ -177,10 +177,13 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
   it('setReplicaSetHosts replaces hosts, counts setVersion up and answers a waiting awaitable hello at once', async function () {
     const server = await member({ setName: 'rs0', state: 'primary' });
     const c = await connect(server);
+    const started = Date.now();
     const waiting = c.command('admin', { hello: 1, topologyVersion: c.hello.topologyVersion, maxAwaitTimeMS: 10_000 });
     expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
     server.setReplicaSetHosts(['127.0.0.1:1', server.address]);
     const reply = await waiting;
+    expect(Date.now() - started).to.be.below(2_000);
+    expect(Number(reply.topologyVersion.counter)).to.equal(1);
     expect(reply).to.include({ setVersion: 2 });
     expect(reply.hosts).to.deep.equal(['127.0.0.1:1', server.address]);
     expect(() => server.setReplicaSetHosts([])).to.throw(InvalidOptionError, 'hosts');
