@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import { ObjectId, type Document } from 'bson';
 import { InvalidOptionError, MongoServerError, type Connection } from '../../lib';
 import { EmbeddedServer, type EmbeddedServerOptions } from '../../lib/testing';
-import { decodeOpMsg, encodeOpMsg } from '../../lib/connection/op-msg';
+import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { MessageFramer } from '../../lib/connection/wire-protocol';
 import { establishOne, eventually } from '../support/endpoint';
 
@@ -116,6 +116,47 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
     expect(Number(reply.topologyVersion.counter)).to.equal(1);
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
     expect(server.openConnections).to.equal(1);
+  });
+
+  it('a streaming hello (exhaustAllowed) gets a reply at once on each step down and step up', async function () {
+    const server = await member({ setName: 'rs0', state: 'primary' });
+    const c = await connect(server);
+    const first = c.command('admin', { hello: 1, topologyVersion: c.hello.topologyVersion, maxAwaitTimeMS: 10_000 }, { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.setReplicaSetMemberState('secondary');
+    expect(await first).to.include({ isWritablePrimary: false, secondary: true });
+    expect(c.moreToCome).to.equal(true);
+    const second = c.nextReply();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.setReplicaSetMemberState('primary');
+    const stepUp = await second;
+    expect(stepUp).to.include({ isWritablePrimary: true, secondary: false });
+    expect(stepUp.electionId).to.be.instanceOf(ObjectId);
+    expect(Number(stepUp.topologyVersion.counter)).to.equal(2);
+    expect(Date.now() - started).to.be.below(2_000);
+  });
+
+  it('keeps its state and electionId across a restart, with a new topologyVersion processId', async function () {
+    const server = await member({ setName: 'rs0', state: 'primary' });
+    const before = await (await connect(server)).command('admin', { hello: 1 });
+    await server.stop();
+    await server.start();
+    const after = await (await connect(server)).command('admin', { hello: 1 });
+    expect(after).to.include({ isWritablePrimary: true, setName: 'rs0', primary: server.address });
+    expect(after.electionId.equals(before.electionId)).to.equal(true);
+    expect(after.topologyVersion.processId.equals(before.topologyVersion.processId)).to.equal(false);
+  });
+
+  it('closes the connection of an unacknowledged write (moreToCome) a secondary refuses, as mongod, so the client selects again', async function () {
+    const server = await member({ setName: 'rs0', state: 'secondary' });
+    const [host, port] = server.address.split(':');
+    const socket = net.connect({ host, port: Number(port) });
+    await new Promise((r) => socket.once('connect', r));
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(encodeOpMsg(1, 0, { insert: 'c', documents: [{}], writeConcern: { w: 0 }, $db: 'test' }, OpMsgFlag.moreToCome));
+    await closed;
+    expect(await server.waitForOpenConnections(0)).to.equal(0);
   });
 
   it('a secondary refuses writes with NotWritablePrimary (10107) and reads without a secondary read preference with NotPrimaryNoSecondaryOk (13435), carrying topologyVersion', async function () {
