@@ -528,7 +528,8 @@ const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436])
  *
  * Source: extension (answers as a standalone mongod does: OP_MSG spec; OP_COMPRESSED spec; handshake spec, "Hello
  * Command"; auth spec, "SCRAM-SHA-1", "SCRAM-SHA-256"; load balancer spec, "Connection Establishment" for
- * `serviceId`; the server's `failCommand` fail point).
+ * `serviceId`; the server's `failCommand` fail point; with `replicaSetMember`, as a replica set member does: see
+ * {@link setReplicaSetMemberState}).
  */
 export class EmbeddedServer {
   /**
@@ -722,8 +723,9 @@ export class EmbeddedServer {
    * session commands, getParameter, setParameter, serverStatus, hostInfo, listCommands, whatsmyuri, getCmdLineOpts,
    * getLog, currentOp, killOp, getMore, killCursors, replSetGetStatus, replSetGetConfig, configureFailPoint, shutdown,
    * fsync) with NotPrimaryNoSecondaryOk (13435, "not primary and secondaryOk=false"), unless it carries
-   * `$readPreference` with a mode other than `primary` (and is not in a multi-document transaction, `autocommit:
-   * false`, where it is refused with NotWritablePrimary). On a connection whose hello never carried `helloOk: true`,
+   * `$readPreference` with a mode other than `primary`. Any command of a multi-document transaction (`autocommit:
+   * false`), whatever its read preference, getMore included, is refused with NotWritablePrimary, as mongod runs no
+   * transaction on a secondary. On a connection whose hello never carried `helloOk: true`,
    * the messages are mongod's older words, "not master" and "not master and slaveOk=false". The refusals have `ok: 0`,
    * `errmsg`, `code` and `codeName` as the endpoint's other errors, and `topologyVersion` (maxWireVersion 9 and up),
    * as mongod adds it to a replica set member's not-primary errors. They come before the `failCommand` fail point and
@@ -1484,8 +1486,11 @@ export class EmbeddedServer {
    * when it runs: always on a primary or a standalone.
    */
   private secondaryRefusal(name: string, db: string, command: Document, client: ClientConnectionInfo): Document | undefined {
-    if (this.memberState !== 'secondary' || db === 'local' || ALWAYS_ON_SECONDARY.has(name)) return undefined;
+    if (this.memberState !== 'secondary' || db === 'local') return undefined;
+    // As mongod (commandCanRunHere): no command of a multi-document transaction runs on a secondary, not even one it
+    // otherwise always runs.
     const inTransaction = command.autocommit === false;
+    if (!inTransaction && ALWAYS_ON_SECONDARY.has(name)) return undefined;
     const readPreference: unknown = command.$readPreference;
     const mode = readPreference !== null && typeof readPreference === 'object' ? (readPreference as Document).mode : undefined;
     const hello = this.supportsHello.get(client) === true;

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import * as net from 'node:net';
-import { ObjectId, type Document } from 'bson';
+import { Long, ObjectId, type Document } from 'bson';
 import { InvalidOptionError, MongoServerError, type Connection } from '../../lib';
 import { EmbeddedServer, type EmbeddedServerOptions } from '../../lib/testing';
 import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
@@ -176,6 +176,8 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
     // A secondary read preference does not make a write run; a read in a transaction is refused as a write.
     expect(await refusal(c.command('test', { delete: 'c', deletes: [], $readPreference: { mode: 'secondary' } }))).to.include({ code: 10107 });
     expect(await refusal(c.command('test', { find: 'c', autocommit: false, $readPreference: { mode: 'secondary' } }))).to.include({ code: 10107 });
+    expect(await refusal(c.command('test', { getMore: Long.fromNumber(1), collection: 'c', autocommit: false }))).to.include({ code: 10107 });
+    expect(await c.command('test', { getMore: Long.fromNumber(1), collection: 'c' })).to.include({ ok: 1 });
     // What mongod runs on a secondary regardless, and anything on the local database.
     for (const command of [{ ping: 1 }, { buildInfo: 1 }, { endSessions: [] }, { getParameter: 1 }, { connectionStatus: 1 }]) {
       expect(await c.command('admin', command)).to.include({ ok: 1 });
