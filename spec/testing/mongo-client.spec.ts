@@ -63,4 +63,41 @@ describe('EmbeddedServer with the official MongoClient', function () {
     expect(await admin.command({ ping: 1 })).to.include({ ok: 1 }); // not this client's appName
     await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
   });
+
+  it('a replica set of two endpoints whose primary is the second host: the driver discovers it, writes there, and follows a step down and an election at once', async function () {
+    const first = await new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary' } }).start();
+    server = await new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'primary' } }).start();
+    try {
+      const hosts = [first.address, server.address];
+      first.setReplicaSetHosts(hosts);
+      server.setReplicaSetHosts(hosts);
+      const inserts = new Map<EmbeddedServer, number>([[first, 0], [server, 0]]);
+      for (const member of [first, server]) member.handle('insert', () => (inserts.set(member, inserts.get(member)! + 1), { n: 1, ok: 1 }));
+      const primaries: string[] = [];
+      client = new MongoClient(`mongodb://${hosts.join(',')}/?replicaSet=rs0`, { ...clientOptions, retryWrites: false });
+      client.on('topologyDescriptionChanged', (event) => {
+        for (const [address, description] of event.newDescription.servers) if (description.type === 'RSPrimary') primaries.push(address);
+      });
+      await client.connect();
+      await client.db('test').collection('c').insertOne({ x: 1 });
+      expect([inserts.get(first), inserts.get(server)]).to.deep.equal([0, 1]);
+      // A secondary read preference reaches the secondary, which runs it; the primary one is refused there.
+      expect(await client.db('test').command({ count: 'c' }, { readPreference: 'secondary' })).to.include({ ok: 1 });
+
+      const started = Date.now();
+      server.setReplicaSetMemberState('secondary');
+      first.setReplicaSetMemberState('primary');
+      while (primaries.at(-1) !== first.address && Date.now() - started < 5_000) await new Promise((r) => setTimeout(r, 10));
+      // The streaming monitors hear of it at once, not at the next heartbeat (10 s).
+      expect(primaries.at(-1)).to.equal(first.address);
+      expect(Date.now() - started).to.be.below(2_000);
+      await client.db('test').collection('c').insertOne({ x: 2 });
+      expect([inserts.get(first), inserts.get(server)]).to.deep.equal([1, 1]);
+      expect(server.openConnections).to.be.above(0);
+    } finally {
+      await client?.close();
+      client = undefined;
+      await first.stop();
+    }
+  });
 });
