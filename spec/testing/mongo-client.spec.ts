@@ -1,6 +1,7 @@
 /**
  * The embedded endpoint checked by a client nobody here wrote: the official `mongodb` driver's MongoClient connects
- * (with and without authentication), pings, and sees the fail points act as a real mongod's would.
+ * (with and without authentication), pings, sees the fail points act as a real mongod's would, and discovers and
+ * follows a replica set of endpoints (option `replicaSetMember`).
  */
 import { expect } from 'chai';
 import { MongoClient, MongoNetworkError, MongoServerError } from 'mongodb';
