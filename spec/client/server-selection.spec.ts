@@ -15,6 +15,7 @@ import {
 import type { ServerType } from '../../lib/client/topology-description';
 import type { ClientTopologyType } from '../../lib/client/topology-type';
 import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';
+import { EmbeddedServer } from '../../lib/testing';
 import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import { startWireProxy, type WireProxy } from '../support/wire-proxy';
 
@@ -240,7 +241,12 @@ describe('server selection (server selection spec)', function () {
 });
 
 /** What a proxy in front of the test endpoint makes its server say it is (see `deployment`). */
-type Role = { kind: 'mongos' } | { kind: 'primary'; electionId: ObjectId; setName?: string } | { kind: 'secondary'; setName?: string };
+type Role =
+  | { kind: 'mongos' }
+  | { kind: 'standalone' }
+  | { kind: 'primary'; electionId: ObjectId; setName?: string }
+  | { kind: 'secondary'; setName?: string }
+  | { kind: 'down' };
 
 /** Elections in the order of the calls: each electionId greater than the one before. */
 let elections = 0;
@@ -262,13 +268,18 @@ async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise<WirePr
         const role = roles[i]!;
         if (name !== 'hello' && name !== 'ismaster') {
           if (role.kind !== 'secondary' || name === 'saslstart' || name === 'saslcontinue') return reply;
+          const mode = (command.$readPreference as { mode?: unknown } | undefined)?.mode;
+          if (mode !== undefined && mode !== 'primary') return reply;
           return { ok: 0, errmsg: 'not primary and secondaryOk=false', code: 13435, codeName: 'NotPrimaryNoSecondaryOk' };
         }
+        // A member gone: its checks fail.
+        if (role.kind === 'down') return { ok: 0, errmsg: 'the server is down', code: 6, codeName: 'HostUnreachable' };
         const { msg: _msg, setName: _setName, electionId: _electionId, setVersion: _setVersion, secondary: _secondary, isWritablePrimary: _w, ismaster: _m, hosts: _hosts, primary: _primary, ...rest } = reply;
         const writable = role.kind !== 'secondary';
         const legacy = name === 'ismaster';
         const answer: Document = { ...rest, ...(legacy ? { ismaster: writable } : { isWritablePrimary: writable }) };
         if (role.kind === 'mongos') return { ...answer, msg: 'isdbgrid' };
+        if (role.kind === 'standalone') return answer;
         return {
           ...answer,
           setName: role.setName ?? 'rs0',
@@ -287,14 +298,14 @@ function pings(proxies: WireProxy[]): number[] {
   return proxies.map((p) => p.commands.filter((c) => c === 'ping').length);
 }
 
-/** Runs `total` pings on `client`, `concurrency` at a time; resolves to the errors. */
-async function runPings(client: Client, total: number, concurrency: number): Promise<unknown[]> {
+/** Runs `total` pings (or other commands) on `client`, `concurrency` at a time; resolves to the errors. */
+async function runPings(client: Client, total: number, concurrency: number, command: Document = { ping: 1 }): Promise<unknown[]> {
   const errors: unknown[] = [];
   let started = 0;
   const worker = async (): Promise<void> => {
     while (started < total) {
       started++;
-      await client.command('admin', { ping: 1 }).catch((e: unknown) => void errors.push(e));
+      await client.command('admin', command).catch((e: unknown) => void errors.push(e));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -481,6 +492,120 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(pings(proxies)).to.deep.equal([0, 1]);
   });
 
+  it('remembers the newest election: once a newer primary was seen, the old one that still says it is primary is never selected, even with the new one gone', async function () {
+    const first = election();
+    const roles: Role[] = [{ kind: 'primary', electionId: first }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=700');
+    expect(await allReady(c)).to.equal(true);
+    // The second member elected; the first, cut off, still says it is primary of its older election.
+    roles[1] = { kind: 'primary', electionId: election() };
+    const [a, b] = [...c.monitors.values()];
+    const checksOf = (i: number): number => proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    const before = checksOf(0);
+    b!.requestCheck();
+    // Finding the new primary asks for a check of the old one at once, which is then a stale primary.
+    expect(await eventually(() => checksOf(0) > before), 'the old primary checked again at once').to.equal(true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The new primary goes down: its check fails, its pool is paused.
+    roles[1] = { kind: 'down' };
+    b!.requestCheck();
+    expect(await eventually(() => [...c.pools.values()][1]!.state === 'paused')).to.equal(true);
+    const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(error, 'never the stale primary').to.be.instanceOf(ServerSelectionError);
+    expect(pings(proxies)).to.deep.equal([0, 0]);
+    expect(a).to.not.equal(undefined);
+  });
+
+  it('sends $readPreference primaryPreferred to a member reached directly (directConnection=true), so a secondary runs the command; none to a standalone or a primary of a replica set', async function () {
+    const sent: unknown[] = [];
+    proxies = await deployment(endpoint, [{ kind: 'secondary' }]);
+    const request = (command: Document): Document => {
+      if (Object.keys(command)[0] === 'ping') sent.push(command.$readPreference);
+      return command;
+    };
+    proxies[0]!.hooks.request = request;
+    const c = open('directConnection=true');
+    expect(await allReady(c)).to.equal(true);
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(sent).to.deep.equal([{ mode: 'primaryPreferred' }]);
+    // A command with its own $readPreference keeps it.
+    await c.command('admin', { ping: 1, $readPreference: { mode: 'secondary' } });
+    expect(sent.at(-1)).to.deep.equal({ mode: 'secondary' });
+    await c.close();
+    for (const [role, query] of [[{ kind: 'standalone' }, 'directConnection=true'], [{ kind: 'primary', electionId: election() }, 'replicaSet=rs0']] as const) {
+      await Promise.all(proxies.map((p) => p.stop()));
+      proxies = await deployment(endpoint, [role]);
+      proxies[0]!.hooks.request = request;
+      sent.length = 0;
+      const other = open(query);
+      expect(await allReady(other)).to.equal(true);
+      await other.command('admin', { ping: 1 });
+      expect(sent, role.kind).to.deep.equal([undefined]);
+      await other.close();
+    }
+  });
+
+  it('takes only the standalone when a standalone answers among several seeds (the topology Single), never a secondary beside it', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'secondary', setName: 'rs9' }, { kind: 'standalone' }]);
+    // The secondary's first check fails until the standalone has answered: the standalone makes the topology Single.
+    const roles = [{ kind: 'down' }, { kind: 'standalone' }] as Role[];
+    const hooks = proxies[0]!.hooks.reply!;
+    proxies[0]!.hooks.reply = (reply, command) => (roles[0]!.kind === 'down' && ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase()) ? { ok: 0, errmsg: 'down', code: 6 } : hooks(reply, command));
+    const c = open('serverSelectionTimeoutMS=2000');
+    expect(await eventually(() => [...c.pools.values()][1]!.state === 'ready')).to.equal(true);
+    roles[0] = { kind: 'secondary' };
+    expect(await allReady(c)).to.equal(true);
+    expect(await runPings(c, 20, 4)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([0, 20]);
+  });
+
+  it('keeps the set name of the first member that answered when the URI gives none: a primary of another set is never selected', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'down' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('serverSelectionTimeoutMS=2000');
+    expect(await eventually(() => [...c.pools.values()][0]!.state === 'ready')).to.equal(true);
+    // A primary of another set, of a newer election, answers next.
+    roles[1] = { kind: 'primary', electionId: election(), setName: 'other' };
+    expect(await allReady(c)).to.equal(true);
+    expect(await runPings(c, 20, 4)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([20, 0]);
+  });
+
+  it('wakes no waiting selection for the checkouts of a pool (operationCount moving): only a pool made ready or a check does', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }]);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
+    expect(await allReady(c)).to.equal(true);
+    const waiting = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    const internals = c as unknown as { selectablePool(): unknown; selections: Set<unknown> };
+    expect(await eventually(() => internals.selections.size === 1)).to.equal(true);
+    let looks = 0;
+    const look = internals.selectablePool.bind(c);
+    internals.selectablePool = () => {
+      looks++;
+      return look();
+    };
+    const pool = [...c.pools.values()][0]!;
+    for (let i = 0; i < 20; i++) pool.checkIn((await pool.checkOut().toPromise())!);
+    expect(looks, 'no look for 40 checkout events').to.equal(0);
+    await c.close();
+    expect(await waiting).to.be.instanceOf(Error);
+  });
+
+  it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
+    expect(await allReady(c)).to.equal(true);
+    // The first member's checks get no answer from now on (a partition): only the second's check tells.
+    proxies[0]!.hooks.hold = (command) => ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase());
+    roles[1] = { kind: 'primary', electionId: election() };
+    [...c.monitors.values()][1]!.requestCheck();
+    const describe = (): { servers: { type: string }[] } => JSON.parse((c as unknown as { describe(): string }).describe()) as { servers: { type: string }[] };
+    expect(await eventually(() => describe().servers[1]!.type === 'RSPrimary')).to.equal(true);
+    expect(describe().servers.map((server) => server.type)).to.deep.equal(['Unknown', 'RSPrimary']);
+  });
+
   it('with members of another replica set than the URI\'s, fails with ServerSelectionError', async function () {
     proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
@@ -493,5 +618,31 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const topology = JSON.stringify({ type: 'ReplicaSetWithPrimary', servers: [{ address: proxies[0]!.address, type: 'RSPrimary' }] });
     expect(error.topologyDescription).to.equal(topology);
     expect(error.message).to.equal(`No suitable server of ${proxies[0]!.address} (read preference primary) within serverSelectionTimeoutMS=300 ms`);
+  });
+});
+
+describe('a client of a replica set of embedded endpoints (rxcmap/testing\'s replicaSetMember)', function () {
+  this.timeout(20_000);
+  it('writes to the primary, the second host, then, after it steps down and the third is elected, to the third, with no command lost', async function () {
+    const members = await Promise.all([0, 1, 2].map((i) => new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: i === 1 ? 'primary' : 'secondary' } }).start()));
+    const client = connect(`mongodb://${members.map((m) => m.address).join(',')}/?replicaSet=rs0&heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000`);
+    try {
+      const checkedOut: string[] = [];
+      client.events$.subscribe((e) => e.type === 'ConnectionCheckedOut' && checkedOut.push(e.address));
+      const insert = { insert: 'c', documents: [{ a: 1 }] };
+      expect(await runPings(client, 30, 3, insert)).to.deep.equal([]);
+      expect(new Set(checkedOut)).to.deep.equal(new Set([members[1]!.address]));
+      checkedOut.length = 0;
+      members[1]!.setReplicaSetMemberState('secondary');
+      members[2]!.setReplicaSetMemberState('primary');
+      // Commands run through the change: those that reach the old primary fail with its refusal, none is lost.
+      const errors = await runPings(client, 60, 3, insert);
+      for (const error of errors) expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
+      expect(checkedOut.at(-1)).to.equal(members[2]!.address);
+      expect(errors.length, 'at most the commands in flight at the change').to.be.at.most(3);
+    } finally {
+      await client.close();
+      await Promise.all(members.map((m) => m.stop()));
+    }
   });
 });
