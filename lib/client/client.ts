@@ -293,6 +293,50 @@ interface TopologyLogging {
  */
 const SELECTOR = 'primary';
 
+/**
+ * One server whose pool is ready, as selection reads it (see `Client.selectablePool`): what its last check said, its
+ * monitor's average RTT, and its operationCount, each read only when selection asks (a class, not an object spread per
+ * server and selection: the spread cost microseconds per command).
+ */
+class PoolServer implements SelectableServer<ConnectionPool<Connection>> {
+  constructor(
+    readonly pool: ConnectionPool<Connection>,
+    private readonly checked: CheckedServer,
+    private readonly monitor: Monitor | undefined,
+    private readonly selected: ReadonlyMap<ConnectionPool<Connection>, number>,
+  ) {}
+
+  get type(): ServerType {
+    return this.checked.type;
+  }
+
+  get setName(): string | undefined {
+    return this.checked.setName;
+  }
+
+  get electionId(): ObjectId | undefined {
+    return this.checked.electionId;
+  }
+
+  get setVersion(): number | undefined {
+    return this.checked.setVersion;
+  }
+
+  get maxWireVersion(): number | undefined {
+    return this.checked.maxWireVersion;
+  }
+
+  get averageRoundTripTimeMS(): number | undefined {
+    return this.monitor?.averageRoundTripTimeMS;
+  }
+
+  /** Its pool's checkouts waiting or holding a connection, and the selections of it not handed over yet. */
+  get operationCount(): number {
+    const { inUseConnectionCount, waitQueueLength } = this.pool.snapshot();
+    return inUseConnectionCount + waitQueueLength + (this.selected.get(this.pool) ?? 0);
+  }
+}
+
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
 const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
 
@@ -1603,20 +1647,11 @@ export class Client {
    */
   private selectablePool(): ConnectionPool<Connection> | undefined {
     const servers: SelectableServer<ConnectionPool<Connection>>[] = [];
-    const selected = this.selected;
     for (const [address, pool] of this.pools) {
       if (pool.state !== 'ready') continue;
       const monitor = this.monitors.get(address);
-      const checked: CheckedServer | undefined = monitor === undefined ? LOAD_BALANCER : this.checked.get(address);
-      servers.push({
-        ...(checked ?? UNKNOWN_SERVER),
-        pool,
-        averageRoundTripTimeMS: monitor?.averageRoundTripTimeMS,
-        get operationCount(): number {
-          const { inUseConnectionCount, waitQueueLength } = pool.snapshot();
-          return inUseConnectionCount + waitQueueLength + (selected.get(pool) ?? 0);
-        },
-      });
+      const checked = monitor === undefined ? LOAD_BALANCER : (this.checked.get(address) ?? UNKNOWN_SERVER);
+      servers.push(new PoolServer(pool, checked, monitor, this.selected));
     }
     return selectServer(this.topologyType, servers, { localThresholdMS: this.localThresholdMS, replicaSet: this.replicaSet, directConnection: this.directConnection })?.pool;
   }

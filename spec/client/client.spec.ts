@@ -356,9 +356,10 @@ describe('connect() / Client', function () {
 
   it('commands waiting for a server share one subscription to the pool\'s events: each event is read once, however many wait, and all go on when the pool is ready', async function () {
     const port = await closedPort();
-    // Single (directConnection): a ready pool's server is suitable with no check of it.
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`);
     const pool = [...client.pools.values()][0];
+    // The server as a successful check would describe it (Single: a standalone, suitable once its pool is ready).
+    (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
     // What the client's selections do with the pool: subscriptions to its events, and reads of its state.
     let subscribed = 0;
     let following = 0;
@@ -407,6 +408,8 @@ describe('connect() / Client', function () {
     const clock = new VirtualClock();
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`, { scheduler: clock });
     const pool = [...client.pools.values()][0];
+    // The server as a successful check would describe it (Single: a standalone, suitable once its pool is ready).
+    (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
     const short = client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
     const long = client.selectPool();
     expect(await eventually(() => selectionsWaiting(client!) === 2), 'both wait for a ready server').to.equal(true);
@@ -1370,7 +1373,10 @@ describe('connect() / Client', function () {
       await client!.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(count('ConnectionPoolCleared')).to.equal(1);
       // The monitor has not checked yet: another error with counter 1, on a connection of the new generation, is stale.
-      pool.ready(); // as a check would, but leaving the server's description as the error left it
+      // As a check would (the pool ready, the server a standalone again), but leaving the server's topologyVersion as
+      // the error left it.
+      pool.ready();
+      (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
       await client!.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(count('ConnectionPoolCleared'), 'not cleared again by an error as old as the last').to.equal(1);
       // A different processId (a restarted server) always counts.
