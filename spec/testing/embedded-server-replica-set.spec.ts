@@ -6,29 +6,12 @@
  */
 import { expect } from 'chai';
 import * as net from 'node:net';
-import { Long, ObjectId, type Document } from 'bson';
+import { Long, ObjectId } from 'bson';
 import { InvalidOptionError, MongoServerError, type Connection } from '../../lib';
 import { EmbeddedServer, type EmbeddedServerOptions } from '../../lib/testing';
-import { decodeOpMsg, encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
-import { MessageFramer } from '../../lib/connection/wire-protocol';
+import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
 import { establishOne, eventually } from '../support/endpoint';
-
-/** A bare client: one socket, raw OP_MSG, no handshake (so no `helloOk` unless a command sends it). */
-async function rawClient(address: string): Promise<{ send(doc: Document): Promise<Document>; close(): void }> {
-  const [host, port] = address.split(':');
-  const socket = net.connect({ host, port: Number(port) });
-  await new Promise((r) => socket.once('connect', r));
-  const framer = new MessageFramer();
-  let requestId = 100;
-  return {
-    send: (doc) =>
-      new Promise((resolve) => {
-        socket.once('data', (chunk: Buffer) => resolve(decodeOpMsg(framer.push(chunk)[0].body).document));
-        socket.write(encodeOpMsg(++requestId, 0, doc));
-      }),
-    close: () => socket.destroy(),
-  };
-}
+import { rawClient } from '../support/raw-client';
 
 describe('EmbeddedServer: a replica set member (replicaSetMember)', function () {
   const servers: EmbeddedServer[] = [];

@@ -26,25 +26,7 @@ import { decodeOpReply, encodeOpQuery } from '../../lib/connection/op-query';
 import { MessageFramer, OpCode } from '../../lib/connection/wire-protocol';
 import { compressMessage } from '../../lib/connection/op-compressed';
 import { establishOne, eventually } from '../support/endpoint';
-
-/** A bare client: one socket, raw OP_MSG, no pool and no handshake. */
-async function rawClient(address: string): Promise<{ socket: net.Socket; send(doc: Document): Promise<Document>; close(): void }> {
-  const [host, port] = address.split(':');
-  const socket = net.connect({ host, port: Number(port) });
-  await new Promise((r) => socket.once('connect', r));
-  const framer = new MessageFramer();
-  let requestId = 100;
-  return {
-    socket,
-    send(doc) {
-      return new Promise((resolve) => {
-        socket.once('data', (chunk: Buffer) => resolve(decodeOpMsg(framer.push(chunk)[0].body).document));
-        socket.write(encodeOpMsg(++requestId, 0, doc));
-      });
-    },
-    close: () => socket.destroy(),
-  };
-}
+import { rawClient } from '../support/raw-client';
 
 describe('EmbeddedServer', function () {
   let server: EmbeddedServer;
