@@ -293,6 +293,21 @@ async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise<WirePr
   }));
 }
 
+/**
+ * Requests a check of the `index`-th server of `c` and resolves once the client holds what a check of it found, a
+ * server of type `type` (of `electionId` when given): its reply reached the client, not only its request the proxy.
+ */
+async function checkedAs(c: Client, index: number, type: ServerType, electionId?: ObjectId): Promise<void> {
+  const monitor = [...c.monitors.values()][index]!;
+  const checked = (c as unknown as { checked: Map<string, { type: ServerType; electionId?: ObjectId }> }).checked;
+  const found = (): boolean => {
+    const server = checked.get(monitor.address);
+    return server?.type === type && (electionId === undefined || server.electionId?.equals(electionId) === true);
+  };
+  monitor.requestCheck();
+  expect(await eventually(found, 5000), `${monitor.address} checked as ${type}`).to.equal(true);
+}
+
 /** How many `ping` commands each proxy passed on. */
 function pings(proxies: WireProxy[]): number[] {
   return proxies.map((p) => p.commands.filter((c) => c === 'ping').length);
@@ -428,13 +443,9 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(await runPings(c, 10, 2)).to.deep.equal([]);
     expect(pings(proxies)).to.deep.equal([10, 0, 0]);
     // The second member elected: the first still says it is primary until its next check (a minute away).
-    roles[1] = { kind: 'primary', electionId: election() };
-    const second = [...c.monitors.values()][1]!;
-    const checks = (): number => proxies[1]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
-    const before = checks();
-    second.requestCheck();
-    expect(await eventually(() => checks() > before)).to.equal(true);
-    await new Promise((resolve) => setImmediate(resolve));
+    const elected = election();
+    roles[1] = { kind: 'primary', electionId: elected };
+    await checkedAs(c, 1, 'RSPrimary', elected);
     expect(await runPings(c, 10, 2)).to.deep.equal([]);
     expect(pings(proxies)).to.deep.equal([10, 10, 0]);
   });
@@ -499,11 +510,12 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=700');
     expect(await allReady(c)).to.equal(true);
     // The second member elected; the first, cut off, still says it is primary of its older election.
-    roles[1] = { kind: 'primary', electionId: election() };
+    const elected = election();
+    roles[1] = { kind: 'primary', electionId: elected };
     const [a, b] = [...c.monitors.values()];
     const checksOf = (i: number): number => proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
     const before = checksOf(0);
-    b!.requestCheck();
+    await checkedAs(c, 1, 'RSPrimary', elected);
     // Finding the new primary asks for a check of the old one at once, which is then a stale primary.
     expect(await eventually(() => checksOf(0) > before), 'the old primary checked again at once').to.equal(true);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -590,6 +602,38 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(looks, 'no look for 40 checkout events').to.equal(0);
     await c.close();
     expect(await waiting).to.be.instanceOf(Error);
+  });
+
+  it('counts no selection once every command and selectPool() settled, however each selection ended (found, cancelled, timed out, drained, closed)', async function () {
+    const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
+    proxies = await deployment(endpoint, roles);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
+    expect(await allReady(c)).to.equal(true);
+    const selected = (c as unknown as { selected: Map<unknown, number> }).selected;
+    const settle = (p: Promise<unknown>): Promise<unknown> => p.then((v) => v, (e: unknown) => e);
+    // Waiting (no primary): twenty commands and five selectPool() calls, then one member elected.
+    const waiting = [...Array.from({ length: 20 }, () => settle(c.command('admin', { ping: 1 }))), ...Array.from({ length: 5 }, () => settle(c.selectPool()))];
+    const aborter = new AbortController();
+    const cancelled = settle(c.command('admin', { ping: 1 }, { signal: aborter.signal }));
+    const timedOut = settle(c.command('admin', { ping: 1 }, { timeoutMS: 50 }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    aborter.abort();
+    roles[1] = { kind: 'primary', electionId: election() };
+    const outcomes = await Promise.all(waiting);
+    expect(outcomes.filter((o) => o instanceof Error)).to.deep.equal([]);
+    expect(await timedOut).to.be.instanceOf(ServerSelectionError);
+    expect(((await cancelled) as Error).name).to.equal('CommandCancelledError');
+    expect(selected.size, 'after selections that found a server, were cancelled or timed out').to.equal(0);
+    // No primary again: commands wait, then drain() refuses them, and close() ends the selectPool() calls.
+    roles[1] = { kind: 'secondary' };
+    await checkedAs(c, 1, 'RSSecondary');
+    const drained = Array.from({ length: 5 }, () => settle(c.command('admin', { ping: 1 })));
+    const closed = Array.from({ length: 5 }, () => settle(c.selectPool()));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await c.drain();
+    expect((await Promise.all(drained)).map((e) => (e as Error).name)).to.deep.equal(Array(5).fill('PoolClosedError'));
+    expect((await Promise.all(closed)).map((e) => (e as Error).name)).to.deep.equal(Array(5).fill('ClientClosedError'));
+    expect(selected.size, 'after a drain and close()').to.equal(0);
   });
 
   it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers', async function () {
