@@ -21,7 +21,8 @@ export const DEFAULT_LOCAL_THRESHOLD_MS = 15;
 
 /**
  * What a server's last successful check told of it, as selection reads it: its ServerType and a replica set member's
- * claim (`setName`; a primary's `electionId` and `setVersion`), each undefined when the reply has none of the right type.
+ * claim (`setName`; a primary's `electionId` and `setVersion`), each undefined when the reply has none of the right
+ * type.
  */
 export interface CheckedServer {
   /** Its ServerType (see `serverTypeOf`). */
@@ -32,7 +33,10 @@ export interface CheckedServer {
   readonly electionId?: ObjectId | undefined;
   /** The `setVersion` of the reply, if a number. */
   readonly setVersion?: number | undefined;
-  /** The `maxWireVersion` of the reply, if a number: which order a primary's claims compare in (see {@link compareElections}). */
+  /**
+   * The `maxWireVersion` of the reply, if a number: the order its primary claims compare in (see
+   * {@link compareElections}).
+   */
   readonly maxWireVersion?: number | undefined;
 }
 

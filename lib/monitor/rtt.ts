@@ -75,7 +75,10 @@ export class RoundTripTimes {
     this.averageMS = undefined;
   }
 
-  /** The average of the samples since the last reset (see {@link nextAverageRoundTripTime}), in ms; undefined with none. */
+  /**
+   * The average of the samples since the last reset (see {@link nextAverageRoundTripTime}), in ms; undefined with
+   * none.
+   */
   get average(): number | undefined {
     return this.averageMS;
   }
