@@ -1146,7 +1146,8 @@ export class Client {
    * What the client keeps of the server at `address` after a check that described it as `server`: the same, except a
    * primary whose claim is older than the newest election a primary of the set reported (see `compareElections`),
    * kept as Unknown, a stale primary a step down left behind. A primary of a newer election makes every other host
-   * the client took for a primary Unknown, with an immediate check of each.
+   * the client took for a primary Unknown, with an immediate check of each; one of the same election changes nothing
+   * else (SDAM would make the other Unknown: two hosts of one election are two ways to one server, such as proxies).
    *
    * Source: server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries",
    * "updateRSFromPrimary" (the greatest electionId and setVersion remembered; the old primary marked Unknown and,
@@ -1155,8 +1156,12 @@ export class Client {
   private described(address: string, server: CheckedServer): CheckedServer {
     if (server.type !== 'RSPrimary' || (this.replicaSet !== undefined && server.setName !== this.replicaSet)) return server;
     const newest = this.newestElection;
-    if (newest !== undefined && compareElections(server, newest) < 0) return UNKNOWN_SERVER;
+    const order = newest === undefined ? 1 : compareElections(server, newest);
+    if (order < 0) return UNKNOWN_SERVER;
     this.newestElection = server;
+    // The same election again (this primary's next check, or two hosts that reach one server, as proxies do): nothing
+    // else changes, so two such hosts never make each other Unknown and checked, again and again.
+    if (order === 0) return server;
     for (const [other, known] of this.checked) {
       if (other === address || known.type !== 'RSPrimary') continue;
       this.checked.set(other, UNKNOWN_SERVER);

@@ -650,6 +650,20 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(describe().servers.map((server) => server.type)).to.deep.equal(['Unknown', 'RSPrimary']);
   });
 
+  it('two hosts that reach one primary (the same election, as proxies do): both suitable, and neither makes the other Unknown and checked again, over and over', async function () {
+    const elected = election();
+    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: elected }, { kind: 'primary', electionId: elected }]);
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
+    expect(await allReady(c)).to.equal(true);
+    const hellos = (): number[] => proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length);
+    const before = hellos();
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const after = hellos();
+    expect(after.map((n, i) => n - before[i]!), 'no check of either in 1.2 s (heartbeatFrequencyMS 60 s)').to.deep.equal([0, 0]);
+    expect(await runPings(c, 40, 4)).to.deep.equal([]);
+    for (const n of pings(proxies)) expect(n).to.be.above(0);
+  });
+
   it('with members of another replica set than the URI\'s, fails with ServerSelectionError', async function () {
     proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
