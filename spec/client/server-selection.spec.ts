@@ -194,6 +194,7 @@ describe('server selection (server selection spec)', function () {
       const electionId = new ObjectId();
       expect(checkedServer({ setName: 'rs0', isWritablePrimary: true, electionId, setVersion: 3, maxWireVersion: 25 })).to.deep.equal({ type: 'RSPrimary', setName: 'rs0', electionId, setVersion: 3, maxWireVersion: 25 });
       expect(checkedServer({ setName: 1, electionId: 'x', setVersion: Number.NaN, maxWireVersion: '25', msg: 'isdbgrid' })).to.deep.equal({ type: 'Mongos', setName: undefined, electionId: undefined, setVersion: undefined, maxWireVersion: undefined });
+      expect(checkedServer({ setName: 'rs0', secondary: true, setVersion: '3' }).setVersion).to.equal(undefined);
     });
   });
 
@@ -236,6 +237,12 @@ describe('server selection (server selection spec)', function () {
     it('gives the only server in the window, and nothing for none', function () {
       expect(selectWithinLatencyWindow([server('a', 5)])!.pool).to.equal('a');
       expect(selectWithinLatencyWindow([])).to.equal(undefined);
+    });
+
+    it('gives a server of the window even from a random source that gives 1 (outside [0, 1))', function () {
+      const servers = [server('a', 1, 2), server('b', 1, 1), server('c', 1, 0)];
+      expect(selectWithinLatencyWindow(servers, () => 1)).to.not.equal(undefined);
+      expect(servers).to.include(selectWithinLatencyWindow(servers, () => 0.9999999999999999));
     });
   });
 });
@@ -545,7 +552,7 @@ describe('a client selecting among its servers (against the test endpoint, behin
     await c.command('admin', { ping: 1, $readPreference: { mode: 'secondary' } });
     expect(sent.at(-1)).to.deep.equal({ mode: 'secondary' });
     await c.close();
-    for (const [role, query] of [[{ kind: 'standalone' }, 'directConnection=true'], [{ kind: 'primary', electionId: election() }, 'replicaSet=rs0']] as const) {
+    for (const [role, query] of [[{ kind: 'standalone' }, 'directConnection=true'], [{ kind: 'mongos' }, 'directConnection=true'], [{ kind: 'primary', electionId: election() }, 'replicaSet=rs0']] as const) {
       await Promise.all(proxies.map((p) => p.stop()));
       proxies = await deployment(endpoint, [role]);
       proxies[0]!.hooks.request = request;
@@ -636,8 +643,8 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(selected.size, 'after a drain and close()').to.equal(0);
   });
 
-  it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers', async function () {
-    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+  it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers; a secondary stays as it is, unchecked', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
     proxies = await deployment(endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
@@ -647,7 +654,19 @@ describe('a client selecting among its servers (against the test endpoint, behin
     [...c.monitors.values()][1]!.requestCheck();
     const describe = (): { servers: { type: string }[] } => JSON.parse((c as unknown as { describe(): string }).describe()) as { servers: { type: string }[] };
     expect(await eventually(() => describe().servers[1]!.type === 'RSPrimary')).to.equal(true);
-    expect(describe().servers.map((server) => server.type)).to.deep.equal(['Unknown', 'RSPrimary']);
+    const checksOfThird = proxies[2]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    expect(describe().servers.map((server) => server.type)).to.deep.equal(['Unknown', 'RSPrimary', 'RSSecondary']);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(proxies[2]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length, 'the secondary not checked again').to.equal(checksOfThird);
+  });
+
+  it('sends no command to a mongos whose pool is paused (a clear), though its last check described it', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }]);
+    const c = open('heartbeatFrequencyMS=60000');
+    expect(await allReady(c)).to.equal(true);
+    [...c.pools.values()][0]!.clear();
+    expect(await runPings(c, 20, 2)).to.deep.equal([]);
+    expect(pings(proxies)).to.deep.equal([0, 20]);
   });
 
   it('two hosts that reach one primary (the same election, as proxies do): both suitable, and neither makes the other Unknown and checked again, over and over', async function () {
