@@ -39,7 +39,8 @@
  *
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
- * CommandNotFound (59); it adds no error labels of its own (see {@link FailCommandPoint}); it does not verify an
+ * CommandNotFound (59); it adds no error labels of its own but a secondary's RetryableWriteError (see
+ * {@link FailCommandPoint}); it does not verify an
  * OP_MSG checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: the same address, a new
  * `topologyVersion.processId`, its counter at 0.
  */
@@ -1494,10 +1495,13 @@ export class EmbeddedServer {
     const readPreference: unknown = command.$readPreference;
     const mode = readPreference !== null && typeof readPreference === 'object' ? (readPreference as Document).mode : undefined;
     const hello = this.supportsHello.get(client) === true;
-    const refusal = (code: number, codeName: string, errmsg: string): Document => ({
-      ok: 0, errmsg, code, codeName, ...(this.streams ? { topologyVersion: this.topologyVersion } : {}),
+    const refusal = (code: number, codeName: string, errmsg: string, errorLabels?: string[]): Document => ({
+      ok: 0, errmsg, code, codeName, ...(errorLabels === undefined ? {} : { errorLabels }), ...(this.streams ? { topologyVersion: this.topologyVersion } : {}),
     });
-    if (NEVER_ON_SECONDARY.has(name) || inTransaction) return refusal(10107, 'NotWritablePrimary', hello ? 'not primary' : 'not master');
+    // As mongod 4.4+ (maxWireVersion 9): a retryable write (one with a txnNumber, outside a transaction) refused as not
+    // primary is labelled RetryableWriteError, which a driver retries on the new primary.
+    const retryable = !inTransaction && command.txnNumber !== undefined && (this.options.maxWireVersion ?? 25) >= 9;
+    if (NEVER_ON_SECONDARY.has(name) || inTransaction) return refusal(10107, 'NotWritablePrimary', hello ? 'not primary' : 'not master', retryable ? ['RetryableWriteError'] : undefined);
     if (SECONDARY_OK_MODES.has(mode)) return undefined;
     return refusal(13435, 'NotPrimaryNoSecondaryOk', hello ? 'not primary and secondaryOk=false' : 'not master and slaveOk=false');
   }

@@ -166,6 +166,12 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
       expect(await c.command('admin', command)).to.include({ ok: 1 });
     }
     expect(await c.command('local', { find: 'oplog.rs' })).to.include({ ok: 1 });
+    // A retryable write (txnNumber, outside a transaction) refused is labelled RetryableWriteError; others are not.
+    const retryable = (await refusal(c.command('test', { insert: 'c', documents: [{ x: 1 }], txnNumber: Long.fromNumber(1) }))) as MongoServerError;
+    expect(retryable.response.errorLabels).to.deep.equal(['RetryableWriteError']);
+    expect(write.response).to.not.have.property('errorLabels');
+    const transaction = (await refusal(c.command('test', { insert: 'c', documents: [{ x: 1 }], txnNumber: Long.fromNumber(2), autocommit: false }))) as MongoServerError;
+    expect(transaction.response).to.not.have.property('errorLabels');
     // Stepped up, it runs them all.
     server.setReplicaSetMemberState('primary');
     expect(await c.command('test', { insert: 'c', documents: [{ x: 1 }] })).to.include({ ok: 1 });
