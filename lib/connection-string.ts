@@ -47,7 +47,9 @@ import { MAX_TIMER_DELAY_MS } from './scheduler';
 export interface UriClientOptions {
   /** Time between monitor checks, in ms; an integer >= 500. */
   heartbeatFrequencyMS?: number | undefined;
-  /** How long `command()` waits for a ready server, in ms; an integer from 1 to 2147483647 (what one timer holds). */
+  /**
+   * How long `command()` waits for a suitable server, in ms; an integer from 1 to 2147483647 (what one timer holds).
+   */
   serverSelectionTimeoutMS?: number | undefined;
   /**
    * The latency window's size, in ms: server selection takes a server whose average RTT is at most this much above
@@ -59,7 +61,8 @@ export interface UriClientOptions {
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
    * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with
-   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (every ready server suitable);
+   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (its server suitable whatever
+   * its type once its pool is ready, but not while Unknown: after a state change error, until its next check);
    * `false` does not turn on discovery of a replica set's other members.
    */
   directConnection?: boolean | undefined;

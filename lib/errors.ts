@@ -656,7 +656,7 @@ export class CheckOutCancelledError extends CmapError {
  *   false: the signal was aborted already, nothing was read, and the connection is left as it was (still streaming).
  *   False for a command.
  *
- * `Client.selectPool()` rejects with it when its `signal` aborts before a ready server was found, as `Client.command()`
+ * `Client.selectPool()` rejects with it when its `signal` aborts before a server was selected, as `Client.command()`
  * does during its server selection: no `address` or `connectionId`, `commandName` '' (no command), `sent` false.
  *
  * Source: extension, the official Node.js driver's `signal` option (which rejects with the signal's reason itself
@@ -1024,7 +1024,8 @@ export class MonitorClosedError extends CmapError {
  * description it gives), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
  * primary among the members; a host `Unknown`: its pool not ready, or a state change error since its last check).
  *
- * Source: server selection spec, "Server selection errors" (the message includes the topology description); server
+ * Source: server selection spec, "Server selection errors" (the spec puts the topology description in the message;
+ * here it is `topologyDescription`); server
  * monitoring spec (application operations wait for a suitable server); client-side operations timeout spec (server
  * selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
  */

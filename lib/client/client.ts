@@ -1,7 +1,7 @@
 /**
  * The client-level entry point: `connect(uri, options)` builds, for each host, one connection pool and one monitor
  * (none in load-balanced mode) sharing the same options, and offers one merged event feed, the merged command events
- * (`commandEvents$`), the log feed, `command()` on a ready server, and `close()`.
+ * (`commandEvents$`), the log feed, `command()` on the server selected for it, and `close()`.
  *
  * Source: CMAP spec ("Connection Pool Options": options at the client level, the same for all pools; parsing them
  * from a connection string); server monitoring spec (a monitor per server, pools readied and cleared by it); load
@@ -83,7 +83,7 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    */
   serverMonitoringMode?: ServerMonitoringMode | undefined;
   /**
-   * How long `command()` (and `selectPool()`) waits for a ready server, in ms; a number > 0 and at most 2147483647
+   * How long `command()` (and `selectPool()`) waits for a suitable server, in ms; a number > 0 and at most 2147483647
    * (what one Node timer holds). Default 30000.
    */
   serverSelectionTimeoutMS?: number | undefined;
@@ -98,7 +98,8 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   /**
    * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
    * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with
-   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (every ready server suitable);
+   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (its server suitable whatever
+   * its type once its pool is ready, but not while Unknown: after a state change error, until its next check);
    * `false` does not turn on discovery of a replica set's other members.
    */
   directConnection?: boolean | undefined;
@@ -529,7 +530,7 @@ export class Client {
    * "Monitoring"; server selection spec, "Logging"; logging spec, "Components".
    */
   readonly log$: Observable<LogMessage>;
-  /** How long `command()` waits for a ready server, in ms (> 0, at most 2147483647). */
+  /** How long `command()` waits for a suitable server, in ms (> 0, at most 2147483647). */
   readonly serverSelectionTimeoutMS: number;
   /** The latency window's size, in ms (>= 0; see {@link ClientOptions.localThresholdMS}). */
   readonly localThresholdMS: number;
@@ -1290,8 +1291,8 @@ export class Client {
    * `replicaSet` when given, the one of the newest election when two say they are; Unknown: none), then those within
    * the latency window ({@link localThresholdMS} above the shortest average RTT), then of two of those taken at
    * random, the one with the lower operationCount (its pool's checkouts waiting or holding a connection, and the
-   * selections that took it whose caller has not started its checkout yet). A server is no longer suitable in a
-   * Sharded or ReplicaSet topology from a state change error of one of its commands (see {@link command}) until its
+   * selections that took it whose caller has not started its checkout yet). A server is no longer suitable (in
+   * any topology but LoadBalanced) from a state change error of one of its commands (see {@link command}) until its
    * next check describes it. Waits up to serverSelectionTimeoutMS for one. While it waits, it requests an
    * immediate check (`Monitor.requestCheck()`) of every server's monitor (none is suitable then: a server whose pool
    * is not ready, or a member that may have been elected since its last check): at once, then again
@@ -1302,13 +1303,13 @@ export class Client {
    *
    * `options.signal` (an AbortSignal, or an object of its shape: a caller that may give up, such as an HTTP request's
    * or a subscriber's) ends the wait when it aborts: already aborted, it rejects at once, before anything is done (no
-   * check requested); aborted while it waits (for a ready server, or a `mongodb+srv` seedlist), it rejects at once and
-   * leaves the selection (its share of the immediate checks too); aborted once it resolved, nothing happens. A pool
-   * ready at once is returned without listening to it. One listener of rxcmap's stays on the signal while anything it
-   * governs waits, none once all settled. Default: none.
+   * check requested); aborted while it waits (for a suitable server, or a `mongodb+srv` seedlist), it rejects at once
+   * and leaves the selection (its share of the immediate checks too); aborted once it resolved, nothing happens. A pool
+   * selected at once is returned without listening to it. One listener of rxcmap's stays on the signal while anything
+   * it governs waits, none once all settled. Default: none.
    *
-   * @throws {ServerSelectionError} (rejection) when none became ready in time; its cause is the newest error among the
-   *   hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
+   * @throws {ServerSelectionError} (rejection) when none became suitable in time; its cause is the newest error among
+   *   the hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
    * @throws {IncompatibleServerError} (rejection) at once, without waiting, while the last check of one of the hosts
    *   failed with it (a server whose wire versions rxcmap does not speak; the newest such error), and as soon as a check
    *   fails so while it waits; a host's successful check, or its removal, ends that.
@@ -1316,7 +1317,7 @@ export class Client {
    * @throws {SrvResolutionError} (rejection) for a `mongodb+srv://` URI whose seedlist discovery failed (see
    *   {@link connect}); it first waits for that discovery, within the same serverSelectionTimeoutMS (ServerSelectionError
    *   when it is still in progress then).
-   * @throws {CommandCancelledError} (rejection) when `options.signal` aborts before a ready server was found, or was
+   * @throws {CommandCancelledError} (rejection) when `options.signal` aborts before a server was selected, or was
    *   aborted already (`cause`: the signal's reason; no `address` or `connectionId`, `commandName` '', `sent` false),
    *   as `command()` rejects when its signal aborts during its server selection; see `options.signal` above.
    * @throws {InvalidOptionError} (rejection) for options that are not an object (option `selectPool options`), a key
@@ -1363,7 +1364,8 @@ export class Client {
   private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
     if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
-    // The command's name is read once a message is made: at info, a selection that finds a ready server makes none.
+    // The command's name is read once a message is made: at info, a selection that finds a suitable server at once
+    // makes none.
     return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), waitMS, timeoutMS, endAtDrain, cancelled$);
   }
 
@@ -1555,8 +1557,8 @@ export class Client {
 
   /**
    * The server selection itself (see {@link select}); `waits` is called as it starts to wait (for the seedlist's
-   * discovery, or for a ready server). `waitMS` may be 0 or less (a log destination took the whole wait): it then looks
-   * for a ready server once, and fails as a wait that ran out does, without waiting or calling `waits`.
+   * discovery, or for a suitable server). `waitMS` may be 0 or less (a log destination took the whole wait): it then
+   * looks for a suitable server once, and fails as a wait that ran out does, without waiting or calling `waits`.
    */
   private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
@@ -1598,7 +1600,10 @@ export class Client {
     return firstValueFrom(cancelled$ === undefined ? selected$ : race(selected$, cancelled$));
   }
 
-  /** The ServerSelectionError of a wait for a ready server that ran out (`timeoutMS`: the operation's, when it ended it). */
+  /**
+   * The ServerSelectionError of a wait for a suitable server that ran out (`timeoutMS`: the operation's, when it ended
+   * it).
+   */
   private selectionTimedOut(timeoutMS: number | undefined): ServerSelectionError {
     return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS, this.describe());
   }
@@ -1902,7 +1907,7 @@ export class Client {
     if (connection.generation !== pool.generation) return;
     if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
-    // is no longer suitable (in a Sharded or ReplicaSet topology) until a check describes it again.
+    // is no longer suitable (a Single topology's server included) until a check describes it again.
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
     this.checked.delete(pool.address);
     if (clears) pool.clear({ cause: error() });

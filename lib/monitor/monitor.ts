@@ -307,8 +307,9 @@ export class Monitor {
 
   /**
    * The server's average RTT in ms (the samples {@link minRoundTripTimeMS} takes, averaged as
-   * `nextAverageRoundTripTime` says), which server selection's latency window compares; undefined while the server is
-   * Unknown (before its first successful check, and after a failed one, which forgets it).
+   * `nextAverageRoundTripTime` says), which server selection's latency window compares; undefined before its first
+   * successful check and after a failed one, which forgets it (a state change error, which makes the server Unknown
+   * too, keeps it).
    *
    * Source: server selection spec, "Calculation of Average Round Trip Times".
    */
