@@ -1024,10 +1024,10 @@ export class MonitorClosedError extends CmapError {
  * description it gives), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
  * primary among the members; a host `Unknown`: its pool not ready, or a state change error since its last check).
  *
- * Source: server selection spec, "Server selection errors" (the spec puts the topology description in the message;
- * here it is `topologyDescription`); server
- * monitoring spec (application operations wait for a suitable server); client-side operations timeout spec (server
- * selection waits at most the smaller of serverSelectionTimeoutMS and timeoutMS).
+ * Source: server selection spec, "Server Selection Errors" (a useful message from the server descriptions: the message
+ * names the read preference, `topologyDescription` gives the descriptions); server monitoring spec (application
+ * operations wait for a suitable server); client-side operations timeout spec (server selection waits at most the
+ * smaller of serverSelectionTimeoutMS and timeoutMS).
  */
 export class ServerSelectionError extends CmapError {
   static {

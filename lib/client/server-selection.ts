@@ -76,8 +76,9 @@ export interface SelectableServer<P> extends CheckedServer {
  *
  * Source: server selection spec, "Topology type: ..." (each type's rule for writes and for mode primary; "A server of
  * type Unknown ... is not available"); server discovery and monitoring spec, "Using electionId and setVersion to
- * detect stale primaries", "updateUnknownWithStandalone" (a standalone among several seeds is the only server the
- * client uses, not one of several).
+ * detect stale primaries"; extension: a standalone among several seeds, which SDAM removes while the topology stays
+ * Unknown ("updateUnknownWithStandalone"), makes the topology Single here and is its only suitable server (see
+ * `topologyTypeAfter`).
  */
 export function suitableServers<P>(
   topologyType: ClientTopologyType,
