@@ -111,11 +111,12 @@ export interface ParsedConnectionString {
   /**
    * `replicaSet`, when given (its last valid value: a non-empty string). The name of the replica set the hosts belong
    * to: the TopologyType is ReplicaSet from the start, and server selection takes only a primary of that set (see
-   * `suitableServers`); it makes load-balanced mode an error, whether `loadBalanced` comes from the URI or from the
-   * options of `connect()`.
+   * `suitableServers`); with `directConnection=true` the TopologyType is Single, and its server is taken only while
+   * its last check named that set; it makes load-balanced mode an error, whether `loadBalanced` comes from the URI or
+   * from the options of `connect()`.
    *
    * Source: URI options spec ("replicaSet"); server discovery and monitoring spec, "Initial TopologyType", "Initial
-   * setName"; load balancer spec, "URI Validation".
+   * setName", "Verifying setName with TopologyType Single"; load balancer spec, "URI Validation".
    */
   readonly replicaSet?: string;
   /**

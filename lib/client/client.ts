@@ -1144,17 +1144,21 @@ export class Client {
   }
 
   /**
-   * What the client keeps of the server at `address` after a check that described it as `server`: the same, except a
-   * primary whose claim is older than the newest election a primary of the set reported (see `compareElections`),
-   * kept as Unknown, a stale primary a step down left behind. A primary of a newer election makes every other host
-   * the client took for a primary Unknown, with an immediate check of each; one of the same election changes nothing
-   * else (SDAM would make the other Unknown: two hosts of one election are two ways to one server, such as proxies).
+   * What the client keeps of the server at `address` after a check that described it as `server`: the same, except
+   * the server of a direct connection given a `replicaSet` whose reply names no set or another one, kept as Unknown,
+   * and a primary whose claim is older than the newest election a primary of the set reported (see
+   * `compareElections`), kept as Unknown, a stale primary a step down left behind. A primary of a newer election
+   * makes every other host the client took for a primary Unknown, with an immediate check of each; one of the same
+   * election changes nothing else (SDAM would make the other Unknown: two hosts of one election are two ways to one
+   * server, such as proxies).
    *
-   * Source: server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries",
-   * "updateRSFromPrimary" (the greatest electionId and setVersion remembered; the old primary marked Unknown and,
-   * in a multi-threaded client, checked at once).
+   * Source: server discovery and monitoring spec, "Verifying setName with TopologyType Single", "Using electionId and
+   * setVersion to detect stale primaries", "updateRSFromPrimary" (the greatest electionId and setVersion remembered;
+   * the old primary marked Unknown and, in a multi-threaded client, checked at once).
    */
   private described(address: string, server: CheckedServer): CheckedServer {
+    // SDAM: a Single topology given a set name takes its server as Unknown when it names no set or another one.
+    if (this.topologyType === 'Single' && this.directConnection && this.replicaSet !== undefined && server.setName !== this.replicaSet) return UNKNOWN_SERVER;
     if (server.type !== 'RSPrimary' || (this.replicaSet !== undefined && server.setName !== this.replicaSet)) return server;
     const newest = this.newestElection;
     const order = newest === undefined ? 1 : compareElections(server, newest);

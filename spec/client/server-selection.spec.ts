@@ -683,6 +683,24 @@ describe('a client selecting among its servers (against the test endpoint, behin
     for (const n of pings(proxies)) expect(n).to.be.above(0);
   });
 
+  it('reached directly with a replicaSet (directConnection=true), takes its member only of that set: one of another set is Unknown', async function () {
+    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
+    const c = open('directConnection=true&replicaSet=rs0&serverSelectionTimeoutMS=300');
+    expect(await allReady(c)).to.equal(true);
+    const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'Single', servers: [{ address: proxies[0]!.address, type: 'Unknown' }] }));
+    expect(pings(proxies)).to.deep.equal([0]);
+    await c.close();
+    await Promise.all(proxies.map((p) => p.stop()));
+    // A secondary of the set given is taken, as any member reached directly.
+    proxies = await deployment(endpoint, [{ kind: 'secondary' }]);
+    const same = open('directConnection=true&replicaSet=rs0&serverSelectionTimeoutMS=2000');
+    expect(await allReady(same)).to.equal(true);
+    expect(await same.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(pings(proxies)).to.deep.equal([1]);
+  });
+
   it('with members of another replica set than the URI\'s, fails with ServerSelectionError', async function () {
     proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
