@@ -178,6 +178,15 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
     expect(await c.command('test', { find: 'c' })).to.include({ ok: 1 });
   });
 
+  it('as a mongod before 4.4 (maxWireVersion 8), labels no refused retryable write RetryableWriteError and gives its refusals no topologyVersion', async function () {
+    const server = await member({ setName: 'rs0', state: 'secondary' }, { maxWireVersion: 8 });
+    const c = await connect(server);
+    const retryable = (await refusal(c.command('test', { insert: 'c', documents: [{ x: 1 }], txnNumber: Long.fromNumber(1) }))) as MongoServerError;
+    expect(retryable).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
+    expect(retryable.response).to.not.have.property('errorLabels');
+    expect(retryable.response).to.not.have.property('topologyVersion');
+  });
+
   it('words the refusals "not master" on a connection whose hello never carried helloOk: true, as mongod', async function () {
     const server = await member({ setName: 'rs0', state: 'secondary' });
     const raw = await rawClient(server.address);
