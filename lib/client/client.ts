@@ -90,7 +90,7 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   /**
    * The latency window's size, in ms, a number >= 0: of the servers suitable for an operation, server selection takes
    * one whose average RTT is at most this much above the shortest among them (then of two taken at random, the one
-   * with fewer operations in progress). Default 15. Source: server selection spec, "localThresholdMS".
+   * with the lower operationCount). Default 15. Source: server selection spec, "localThresholdMS".
    */
   localThresholdMS?: number | undefined;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
@@ -1652,9 +1652,10 @@ export class Client {
 
   /**
    * The pool of the server selected for one operation among those whose pool is ready (see `selectServer`: suitable
-   * for read preference primary, within the latency window, the less busy of two), if any. A server's operationCount
-   * is its pool's checkouts in progress (waiting, or holding a connection) and the selections that took it whose
-   * caller has not started its checkout yet; it is read only of the two servers compared.
+   * for read preference primary, within the latency window, of two the one with the lower operationCount), if any.
+   * A server's operationCount is its pool's checkouts in progress (waiting, or holding a connection) and the
+   * selections that took it whose caller has not started its checkout yet; it is read only of the two servers
+   * compared.
    *
    * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async), "operationCount" (kept "on
    * the pool itself", which counts the checkouts of `command()` and of a `selectPool()` caller alike).

@@ -1,7 +1,8 @@
 /**
  * Server selection among a client's servers whose pools are ready: which are suitable for an operation (rxcmap's
  * only read preference is `primary`, so every operation is selected as a write is), which of those are within the
- * latency window, and which of those gets the operation (the one less busy of two taken at random).
+ * latency window, and which of those gets the operation (of two taken at random, the one with the lower
+ * operationCount).
  *
  * Source: server selection spec, "Topology type: Single", "Topology type: ReplicaSetWithPrimary or
  * ReplicaSetNoPrimary" (only the primary is suitable for a write, or for a read with mode primary), "Topology type:
