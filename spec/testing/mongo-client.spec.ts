@@ -82,8 +82,11 @@ describe('EmbeddedServer with the official MongoClient', function () {
       await client.connect();
       await client.db('test').collection('c').insertOne({ x: 1 });
       expect([inserts.get(first), inserts.get(server)]).to.deep.equal([0, 1]);
-      // A secondary read preference reaches the secondary, which runs it; the primary one is refused there.
+      // A secondary read preference reaches the secondary, which runs it.
+      const counts = new Map<EmbeddedServer, number>([[first, 0], [server, 0]]);
+      for (const member of [first, server]) member.handle('count', () => (counts.set(member, counts.get(member)! + 1), { n: 0, ok: 1 }));
       expect(await client.db('test').command({ count: 'c' }, { readPreference: 'secondary' })).to.include({ ok: 1 });
+      expect([counts.get(first), counts.get(server)]).to.deep.equal([1, 0]);
 
       const started = Date.now();
       server.setReplicaSetMemberState('secondary');
