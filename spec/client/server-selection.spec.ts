@@ -473,6 +473,26 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(pings(proxies)).to.deep.equal([1, 1]);
   });
 
+  it('a reply\'s writeConcernError with a state change code makes its primary unsuitable until a check, as a refused command does', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }];
+    proxies = await deployment(endpoint, roles);
+    const reply = proxies[0]!.hooks.reply!;
+    let interrupted = 1;
+    proxies[0]!.hooks.reply = (r, command) => {
+      const answer = reply(r, command);
+      if (Object.keys(command)[0] !== 'ping' || interrupted-- <= 0) return answer;
+      return { ...answer, writeConcernError: { code: 11602, codeName: 'InterruptedDueToReplStateChange', errmsg: 'operation was interrupted' } };
+    };
+    const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
+    expect(await allReady(c)).to.equal(true);
+    const describe = (): string => (c as unknown as { describe(): string }).describe();
+    expect(await c.command('admin', { ping: 1 })).to.have.property('writeConcernError');
+    expect(JSON.parse(describe())).to.deep.equal({ type: 'ReplicaSetNoPrimary', servers: [{ address: proxies[0]!.address, type: 'Unknown' }] });
+    // The check the error asked for finds it primary again: the next command goes there.
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 }).and.not.have.property('writeConcernError');
+    expect(pings(proxies)).to.deep.equal([2]);
+  });
+
   it('a state change error logs the server\'s description as Unknown, and its next check as what it found', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }];
     proxies = await deployment(endpoint, roles);
