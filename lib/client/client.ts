@@ -1291,8 +1291,9 @@ export class Client {
   /**
    * The pool of the server selected for an operation, as the server selection spec selects for read preference
    * `primary` (rxcmap's only one) or a write: of the servers whose pool is ready, those suitable in the client's
-   * TopologyType (Single or LoadBalanced: its server; Sharded: every mongos; ReplicaSet: the primary, of the client's
-   * `replicaSet` when given, the one of the newest election when two say they are; Unknown: none), then those within
+   * TopologyType (Single: its server, of the client's `replicaSet` when given; LoadBalanced: its server; Sharded:
+   * every mongos; ReplicaSet: the primary, of the client's `replicaSet` when given, the one of the newest election
+   * when two say they are; Unknown: none), then those within
    * the latency window ({@link localThresholdMS} above the shortest average RTT), then of two of those taken at
    * random, the one with the lower operationCount (its pool's checkouts waiting or holding a connection, and the
    * selections that took it whose caller has not started its checkout yet). A server is no longer suitable (in

@@ -135,7 +135,8 @@ function compareOptional<T extends string | number>(a: T | undefined, b: T | und
  * above the shortest among them. A server without one (none measured yet) anchors nothing and is kept. Keeps their
  * order; empty for none.
  *
- * Source: server selection spec, "Filtering suitable servers based on the latency window".
+ * Source: server selection spec, "Filtering suitable servers based on the latency window"; extension: a server with
+ * no average RTT is kept (the spec's servers, never Unknown here, all have one).
  */
 export function inLatencyWindow<P>(suitable: readonly SelectableServer<P>[], localThresholdMS: number): SelectableServer<P>[] {
   if (suitable.length < 2) return [...suitable];
