@@ -148,7 +148,7 @@ async function run(client: Client, durationMS: number, workers: number, endpoint
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
       try {
-        await client.command('admin', { ping: 1 }); // waits for a ready server, then checkOut → ping → checkIn
+        await client.command('admin', { ping: 1 }); // waits for a suitable server, then checkOut → ping → checkIn
         pings++;
       } catch (error) {
         // A checkout evicted by a clear is retryable: the next attempt waits for the monitor to ready the pool.

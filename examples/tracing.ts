@@ -351,7 +351,7 @@ async function run(client: ReturnType<typeof connect>, settings: Settings): Prom
     return spans;
   };
 
-  // Wait for a ready server once (up to serverSelectionTimeoutMS), without a checkout, so nothing is traced yet.
+  // Wait for a suitable server once (up to serverSelectionTimeoutMS), without a checkout, so nothing is traced yet.
   let pool: Awaited<ReturnType<typeof client.selectPool>>;
   try {
     pool = await client.selectPool();

@@ -1376,7 +1376,7 @@ export class Client {
 
   /**
    * {@link selectServer}, logged: "Server selection started" first, "Waiting for suitable server to become available"
-   * once if no server is ready at the start (at `info`, the others at `debug`), then "Server selection succeeded" or
+   * once if no server is suitable at the start (at `info`, the others at `debug`), then "Server selection succeeded" or
    * "Server selection failed" with the error it fails with (a cancellation and the client's close included; for a
    * command while the client drains, the PoolClosedError its checkout is refused with). The end of the last selection
    * logged after close() completes the messages' part of `log$`.
