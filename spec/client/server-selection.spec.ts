@@ -660,6 +660,15 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect((await Promise.all(drained)).map((e) => (e as Error).name)).to.deep.equal(Array(5).fill('PoolClosedError'));
     expect((await Promise.all(closed)).map((e) => (e as Error).name)).to.deep.equal(Array(5).fill('ClientClosedError'));
     expect(selected.size, 'after a drain and close()').to.equal(0);
+    // Two selections of one pool, one handed over: one still counted.
+    const internals = c as unknown as { counted(pool: unknown): unknown; handOver(pool: unknown): void };
+    const pool = [...c.pools.values()][0]!;
+    internals.counted(pool);
+    internals.counted(pool);
+    internals.handOver(pool);
+    expect(selected.get(pool)).to.equal(1);
+    internals.handOver(pool);
+    expect(selected.size).to.equal(0);
   });
 
   it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers; a secondary stays as it is, unchecked', async function () {
@@ -667,16 +676,23 @@ describe('a client selecting among its servers (against the test endpoint, behin
     proxies = await deployment(endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
-    // The first member's checks get no answer from now on (a partition): only the second's check tells.
-    proxies[0]!.hooks.hold = (command) => ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase());
+    // The first and third members' checks get no answer from now on (a partition): only the second's check tells, and
+    // a check of the third, were one asked for, could not make it look unchanged.
+    const hello = (command: Document): boolean => ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase());
+    proxies[0]!.hooks.hold = hello;
+    proxies[2]!.hooks.hold = hello;
+    const checksOf = (i: number): number => proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    const third = checksOf(2);
     roles[1] = { kind: 'primary', electionId: election() };
     [...c.monitors.values()][1]!.requestCheck();
     const describe = (): { servers: { type: string }[] } => JSON.parse((c as unknown as { describe(): string }).describe()) as { servers: { type: string }[] };
     expect(await eventually(() => describe().servers[1]!.type === 'RSPrimary')).to.equal(true);
-    const checksOfThird = proxies[2]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    const second = checksOf(1);
     expect(describe().servers.map((server) => server.type)).to.deep.equal(['Unknown', 'RSPrimary', 'RSSecondary']);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(proxies[2]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length, 'the secondary not checked again').to.equal(checksOfThird);
+    // Past minHeartbeatFrequencyMS: a check asked of the new primary itself, or of the secondary, would have run.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(checksOf(2), 'the secondary not checked').to.equal(third);
+    expect(checksOf(1), 'the new primary not checked again').to.equal(second);
   });
 
   it('sends no command to a mongos whose pool is paused (a clear), though its last check described it', async function () {
