@@ -295,7 +295,7 @@ interface TopologyLogging {
 const SELECTOR = 'primary';
 
 /**
- * One server whose pool is ready, as selection reads it (see `Client.selectablePool`): what its last check said, its
+ * One server whose pool is ready, as selection reads it (see `Client.selectedPool`): what its last check said, its
  * monitor's average RTT, and its operationCount, each read only when selection asks (a class, not an object spread per
  * server and selection: the spread cost microseconds per command).
  */
@@ -389,8 +389,8 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * SRV polling: once they are open, the SRV records (not the TXT record) are queried again every rescanSRVIntervalMS,
  * 60000 ms (Node's resolver gives no TTL, so the spec's 60 s applies; counted from the end of the previous query, or
  * of the discovery), on the `scheduler` option when given (else unref'd Node timers, which keep no process alive), as
- * long as the TopologyType may be Unknown or Sharded: never in load-balanced mode nor with a replicaSet (URI, options
- * or TXT record); no more once a monitor's successful check, while no mongos had answered, is of a server that is not
+ * long as the TopologyType may be Unknown or Sharded: never in load-balanced mode nor with a replicaSet (URI or TXT
+ * record); no more once a monitor's successful check, while no mongos had answered, is of a server that is not
  * a mongos (a hello reply without `msg: 'isdbgrid'`, other than an RSGhost's `isreplicaset: true`); once a mongos
  * answered, the client stays Sharded (see `topologyTypeAfter`). What a query gives:
  * - a DNS error (its timeout is connectTimeoutMS), no record, or no target in the parent domain that is a host name
@@ -634,7 +634,7 @@ export class Client {
   private draining = false;
   /**
    * The server selections waiting for a suitable server (see {@link select}), each told of the pool of a server
-   * selected for it (see {@link selectablePool}), of the start of a
+   * selected for it (see {@link selectedPool}), of the start of a
    * drain (`'drain'`), and of the client's close (ClientClosedError). One Set and one subscription to the pools'
    * events serve them all, so a selection joins and leaves in O(1) and an event is read once however many wait: in an
    * outage every command waits here, thousands at a time, and the pool that becomes ready then sends them on in one
@@ -956,7 +956,7 @@ export class Client {
 
   /**
    * Starts the rescans of the SRV records of `srv` once its hosts are open (see `SrvPoller`): not in load-balanced
-   * mode, nor with a replicaSet (from the URI, the options or the TXT record), whose TopologyType is never Unknown or
+   * mode, nor with a replicaSet (from the URI or the TXT record), whose TopologyType is never Unknown or
    * Sharded, nor once the client is closed or draining (a subscriber of its first events may have closed it). The
    * first comes rescanSRVIntervalMS (60 s) after this call, on the client's scheduler (default: unref'd Node timers,
    * which keep no process alive). The changes are applied by {@link applySrvHosts}; what a rescan cannot
@@ -1583,7 +1583,7 @@ export class Client {
     // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready.
     const incompatible = this.incompatibility();
     if (incompatible !== undefined) throw incompatible;
-    const now = this.selectablePool();
+    const now = this.selectedPool();
     if (now !== undefined) return this.counted(now);
     // Server selection spec: once the time is up (here: taken by the log messages' destination and subscribers), the
     // selection fails rather than waits.
@@ -1661,7 +1661,7 @@ export class Client {
    * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async), "operationCount" (kept "on
    * the pool itself", which counts the checkouts of `command()` and of a `selectPool()` caller alike).
    */
-  private selectablePool(): ConnectionPool<Connection> | undefined {
+  private selectedPool(): ConnectionPool<Connection> | undefined {
     const servers: SelectableServer<ConnectionPool<Connection>>[] = [];
     for (const [address, pool] of this.pools) {
       if (pool.state !== 'ready') continue;
@@ -1680,7 +1680,7 @@ export class Client {
 
   /**
    * The caller of a selection that took `pool` starts its checkout now (or gives up): from here the pool counts it
-   * (see {@link selectablePool}). Called once per pool {@link select} gave.
+   * (see {@link selectedPool}). Called once per pool {@link select} gave.
    */
   private handOver(pool: ConnectionPool<Connection>): void {
     const n = (this.selected.get(pool) ?? 0) - 1;
@@ -1709,7 +1709,7 @@ export class Client {
         events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe((e) => e.type === 'ConnectionPoolReady' && this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
-        const ready = this.selectablePool();
+        const ready = this.selectedPool();
         if (ready !== undefined) subscriber.next(ready);
       }
       return () => {
@@ -1723,7 +1723,7 @@ export class Client {
   /** After a pool event or a check: to every waiting selection, the pool of a server selected for it, if any. */
   private announceReadyPool(): void {
     for (const selection of [...this.selections]) {
-      const ready = this.selectablePool();
+      const ready = this.selectedPool();
       if (ready === undefined) return;
       selection.next(ready);
     }

@@ -540,12 +540,14 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const elected = election();
     roles[1] = { kind: 'primary', electionId: elected };
     const b = [...c.monitors.values()][1]!;
-    const checksOf = (i: number): number => proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
-    const before = checksOf(0);
+    // The old primary's checks as the client takes them in (the reply's arrival, not the request's passing).
+    const oldAddress = proxies[0]!.address;
+    let oldChecks = 0;
+    c.events$.subscribe((e) => e.type === 'ServerHeartbeatSucceeded' && e.address === oldAddress && oldChecks++);
+    const before = oldChecks;
     await checkedAs(c, 1, 'RSPrimary', elected);
     // Finding the new primary asks for a check of the old one at once, which is then a stale primary.
-    expect(await eventually(() => checksOf(0) > before), 'the old primary checked again at once').to.equal(true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await eventually(() => oldChecks > before), 'the old primary checked again at once').to.equal(true);
     // The new primary goes down: its check fails, its pool is paused.
     roles[1] = { kind: 'down' };
     b.requestCheck();
@@ -615,11 +617,11 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
     expect(await allReady(c)).to.equal(true);
     const waiting = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
-    const internals = c as unknown as { selectablePool(): unknown; selections: Set<unknown> };
+    const internals = c as unknown as { selectedPool(): unknown; selections: Set<unknown> };
     expect(await eventually(() => internals.selections.size === 1)).to.equal(true);
     let looks = 0;
-    const look = internals.selectablePool.bind(c);
-    internals.selectablePool = () => {
+    const look = internals.selectedPool.bind(c);
+    internals.selectedPool = () => {
       looks++;
       return look();
     };
