@@ -182,19 +182,38 @@ export function instrumentConnectionPool(
   if (pool === null || typeof pool !== 'object' || typeof pool.snapshot !== 'function' || typeof pool.events$?.subscribe !== 'function') {
     throw new InvalidOptionError('pool', pool, 'a ConnectionPool or ConnectionPoolCore');
   }
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidOptionError('options', options, 'an object { meter?, poolName? }, or nothing');
-  }
-  rejectUnknownOptions(options, INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPool');
-  const meter = meterOption(options, ['createHistogram', 'addBatchObservableCallback']);
-  const given = optionValue(options, 'poolName');
-  if (given !== undefined && (typeof given !== 'string' || given === '')) {
-    throw new InvalidOptionError('poolName', given, 'a non-empty string');
-  }
+  const { meter, name: given } = poolInstrumentationOptions(options, INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPool');
   if (given !== undefined && namesRecording(meter).has(given)) {
     throw new InvalidOptionError('poolName', given, 'a name no other pool being recorded through this Meter has (give each pool its own)');
   }
   return recordPool(pool, meter, given ?? pool.address);
+}
+
+/**
+ * The options of a pool instrumentation function (`functionName`: `instrumentConnectionPool` or
+ * `instrumentConnectionPools`), checked: an object or nothing, no key but `names` (`meter`, then the name option), a
+ * Meter that records pools, and the name option a non-empty string when given. Returns the Meter and that name.
+ *
+ * @throws {InvalidOptionError} for options that are not an object (option `options`), an unknown key (named, with the
+ *   closest one), a `meter` that is not an OpenTelemetry Meter (option `meter`), a name that is not a non-empty string
+ *   (option: its key).
+ */
+export function poolInstrumentationOptions(
+  options: unknown,
+  names: readonly ['meter', string],
+  functionName: string,
+): { meter: Meter; name: string | undefined } {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('options', options, `an object { ${names.map((n) => `${n}?`).join(', ')} }, or nothing`);
+  }
+  rejectUnknownOptions(options, names, functionName);
+  const meter = meterOption(options as { meter?: Meter }, ['createHistogram', 'addBatchObservableCallback']);
+  const nameKey = names[1];
+  const name = optionValue(options as Record<string, unknown>, nameKey);
+  if (name !== undefined && (typeof name !== 'string' || name === '')) {
+    throw new InvalidOptionError(nameKey, name, 'a non-empty string');
+  }
+  return { meter, name };
 }
 
 /**

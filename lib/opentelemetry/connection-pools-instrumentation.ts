@@ -9,9 +9,8 @@
 import { diag, type Meter } from '@opentelemetry/api';
 import type { Observable, Subscription } from 'rxjs';
 import { InvalidOptionError } from '../errors';
-import { optionValue, rejectUnknownOptions, type ListsEveryOption } from '../options';
-import { recordPool, type ConnectionPoolInstrumentation, type InstrumentedPool } from './connection-pool-instrumentation';
-import { meterOption } from './provider-option';
+import type { ListsEveryOption } from '../options';
+import { poolInstrumentationOptions, recordPool, type ConnectionPoolInstrumentation, type InstrumentedPool } from './connection-pool-instrumentation';
 
 /**
  * What {@link instrumentConnectionPools} reads of a client: its `pools$`. Every `Client` is one.
@@ -107,15 +106,7 @@ export function instrumentConnectionPools(client: InstrumentedPools, options: Co
   if (client === null || typeof client !== 'object' || typeof client.pools$?.subscribe !== 'function') {
     throw new InvalidOptionError('client', client, 'a Client (connect())');
   }
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidOptionError('options', options, 'an object { meter?, poolNamePrefix? }, or nothing');
-  }
-  rejectUnknownOptions(options, POOLS_INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPools');
-  const meter = meterOption(options, ['createHistogram', 'addBatchObservableCallback']);
-  const prefix = optionValue(options, 'poolNamePrefix');
-  if (prefix !== undefined && (typeof prefix !== 'string' || prefix === '')) {
-    throw new InvalidOptionError('poolNamePrefix', prefix, 'a non-empty string');
-  }
+  const { meter, name: prefix } = poolInstrumentationOptions(options, POOLS_INSTRUMENTATION_OPTION_NAMES, 'instrumentConnectionPools');
   return new ClientPoolsRecorder(client, meter, prefix);
 }
 
