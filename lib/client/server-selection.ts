@@ -1,17 +1,18 @@
 /**
- * Server selection among a client's servers whose pools are ready: which are suitable for an operation (rxcmap's
- * only read preference is `primary`, so every operation is selected as a write is), which of those are within the
- * latency window, and which of those gets the operation (of two taken at random, the one with the lower
- * operationCount).
+ * Server selection among a client's servers whose pools are ready: which are suitable for an operation (by its read
+ * preference: a replica set's primary, its eligible secondaries, or both; every mongos; the one server of a Single or
+ * load-balanced topology), which of those are within the latency window, and which of those gets the operation (of
+ * two taken at random, the one with the lower operationCount).
  *
- * Source: server selection spec, "Topology type: Single", "Topology type: ReplicaSetWithPrimary or
- * ReplicaSetNoPrimary" (only the primary is suitable for a write, or for a read with mode primary), "Topology type:
- * Sharded", "Topology type: LoadBalanced", "Topology type: Unknown", "Filtering suitable servers based on the latency
- * window", "Server Selection Algorithm" (multi-threaded or async: steps 6 to 8, "operationCount"); server discovery
- * and monitoring spec, "Using electionId and setVersion to detect stale primaries" (of two servers that say they are
- * primary, the one with the older electionId is stale).
+ * Source: server selection spec, "Topology type: Single", "Topology types: ReplicaSetWithPrimary or
+ * ReplicaSetNoPrimary" ("Read operations": mode, then maxStalenessSeconds, then tag_sets), "Topology type: Sharded",
+ * "Topology type: LoadBalanced", "Topology type: Unknown", "maxStalenessSeconds" (the staleness estimate), "tag_sets",
+ * "Filtering suitable servers based on the latency window", "Server Selection Algorithm" (multi-threaded or async:
+ * steps 6 to 8, "operationCount"); server discovery and monitoring spec, "Using electionId and setVersion to detect
+ * stale primaries" (of two servers that say they are primary, the one with the older electionId is stale).
  */
 import { ObjectId, type Document } from 'bson';
+import { checkMaxStalenessSeconds, PRIMARY, type ReadPreference, type TagSet } from './read-preference';
 import { serverTypeOf, type ServerType } from './topology-description';
 import type { ClientTopologyType } from './topology-type';
 
@@ -39,22 +40,45 @@ export interface CheckedServer {
    * {@link compareElections}).
    */
   readonly maxWireVersion?: number | undefined;
+  /** The `tags` of the reply (a member's), if an object; only its string values are kept. */
+  readonly tags?: TagSet | undefined;
+  /**
+   * `lastWrite.lastWriteDate` of the reply (a member's), in ms since the epoch (the primary's wall clock when it last
+   * wrote to its oplog, as this member has replicated it), if a date.
+   */
+  readonly lastWriteDate?: number | undefined;
+  /** When the client received the reply, in ms (its scheduler's clock): the spec's lastUpdateTime. */
+  readonly lastUpdateTime?: number | undefined;
 }
 
 /**
- * What the successful hello reply `reply` tells selection of its server (see {@link CheckedServer}). Never throws.
+ * What the successful hello reply `reply`, received at `lastUpdateTime` (ms, the client's clock), tells selection of
+ * its server (see {@link CheckedServer}). Never throws.
  *
- * Source: server discovery and monitoring spec, "ServerDescription" (type, setName, electionId, setVersion).
+ * Source: server discovery and monitoring spec, "ServerDescription" (type, setName, electionId, setVersion, tags,
+ * lastWriteDate, lastUpdateTime).
  */
-export function checkedServer(reply: Document): CheckedServer {
-  const { setName, electionId, setVersion, maxWireVersion } = reply;
+export function checkedServer(reply: Document, lastUpdateTime?: number): CheckedServer {
+  const { setName, electionId, setVersion, maxWireVersion, tags, lastWrite } = reply;
+  const lastWriteDate: unknown = lastWrite !== null && typeof lastWrite === 'object' ? (lastWrite as Document).lastWriteDate : undefined;
   return {
     type: serverTypeOf(reply),
     setName: typeof setName === 'string' ? setName : undefined,
     electionId: electionId instanceof ObjectId ? electionId : undefined,
     setVersion: typeof setVersion === 'number' && !Number.isNaN(setVersion) ? setVersion : undefined,
     maxWireVersion: typeof maxWireVersion === 'number' ? maxWireVersion : undefined,
+    tags: tagsOf(tags),
+    lastWriteDate: lastWriteDate instanceof Date && !Number.isNaN(lastWriteDate.getTime()) ? lastWriteDate.getTime() : undefined,
+    lastUpdateTime,
   };
+}
+
+/** A reply's `tags`: its string values (a frozen copy), undefined when it is not an object or has none. */
+function tagsOf(tags: unknown): TagSet | undefined {
+  if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) return undefined;
+  let kept: Record<string, string> | undefined;
+  for (const [key, value] of Object.entries(tags)) if (typeof value === 'string') (kept ??= {})[key] = value;
+  return kept === undefined ? undefined : Object.freeze(kept);
 }
 
 /** What selection knows of one server whose pool is ready: what its last check said, and how busy it is. */
@@ -68,41 +92,134 @@ export interface SelectableServer<P> extends CheckedServer {
 }
 
 /**
- * The servers of `servers` suitable for an operation with read preference `primary` (or any write) in a topology of
- * type `topologyType`: in `LoadBalanced` every server; in `Single` every server not `Unknown` when `directConnection`
- * (the one host the client was given), else (a standalone answered among several hosts) every `Standalone`; in
- * `Sharded` every `Mongos`; in `ReplicaSet` the primary (an `RSPrimary` of set `replicaSet` when that is given; of two
- * or more, those of the newest election, see {@link compareElections}: the others are stale primaries a step down
- * left behind); in `Unknown` none. Keeps their order.
- *
- * Source: server selection spec, "Topology type: ..." (each type's rule for writes and for mode primary; "A server of
- * type Unknown ... is not available"); server discovery and monitoring spec, "Using electionId and setVersion to
- * detect stale primaries"; extension: a standalone among several seeds, which SDAM removes while the topology stays
- * Unknown ("updateUnknownWithStandalone"), makes the topology Single here and is its only suitable server (see
- * `topologyTypeAfter`).
+ * What decides which servers are suitable, beyond the topology's type (see {@link suitableServers}).
  */
-export function suitableServers<P>(
-  topologyType: ClientTopologyType,
-  servers: readonly SelectableServer<P>[],
-  replicaSet?: string,
-  directConnection = true,
-): SelectableServer<P>[] {
+export interface SelectionCriteria {
+  /** The replica set's name (the URI's `replicaSet`, or the first member's set name); undefined: any set. */
+  readonly replicaSet?: string | undefined;
+  /**
+   * Whether a Single topology is a direct connection (its one host); false: a standalone answered among several seeds.
+   * Default true.
+   */
+  readonly directConnection?: boolean | undefined;
+  /** The operation's read preference (a write's is `primary`). Default {@link PRIMARY}. */
+  readonly readPreference?: ReadPreference | undefined;
+  /** How often servers are checked, in ms: part of a secondary's staleness estimate. Default 10,000. */
+  readonly heartbeatFrequencyMS?: number | undefined;
+}
+
+/** heartbeatFrequencyMS's default, in ms. Source: server discovery and monitoring spec, "heartbeatFrequencyMS". */
+const DEFAULT_HEARTBEAT_FREQUENCY_MS = 10_000;
+
+/**
+ * The servers of `servers` suitable for an operation in a topology of type `topologyType` (see
+ * {@link SelectionCriteria}): in `LoadBalanced` every server; in `Single` every server not `Unknown` when
+ * `directConnection` (the one host the client was given), else (a standalone answered among several hosts) every
+ * `Standalone`; in `Sharded` every `Mongos` (the read preference goes to them with the command); in `ReplicaSet`, by
+ * the read preference's mode, the primary (an `RSPrimary` of set `replicaSet` when that is given; of two or more,
+ * those of the newest election, see {@link compareElections}: the others are stale primaries a step down left behind),
+ * the eligible secondaries (`RSSecondary` of that set; eligible: of estimated staleness at most
+ * `maxStalenessSeconds`, then matching the first tag set that matches any), or both; in `Unknown` none. Read
+ * preferences apply only in `ReplicaSet`. Keeps their order.
+ *
+ * A secondary's staleness (ms) is `(S.lastUpdateTime - S.lastWriteDate) - (P.lastUpdateTime - P.lastWriteDate) +
+ * heartbeatFrequencyMS` with a primary P, else `SMax.lastWriteDate - S.lastWriteDate + heartbeatFrequencyMS` (SMax:
+ * the secondary with the newest lastWriteDate); a secondary whose staleness cannot be estimated (it, or P, has no
+ * lastWriteDate) is not eligible under a maxStalenessSeconds.
+ *
+ * @throws {InvalidOptionError} in `ReplicaSet`, naming `readPreference.maxStalenessSeconds`, for a maxStalenessSeconds
+ *   below 90 or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see `checkMaxStalenessSeconds`).
+ *
+ * Source: server selection spec, "Topology type: ..." (each type's rule for reads and writes; "A server of type
+ * Unknown ... is not available"), "mode", "maxStalenessSeconds" (eligibility and the staleness estimate),
+ * "tag_sets"; server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries";
+ * extension: a standalone among several seeds, which SDAM removes while the topology stays Unknown
+ * ("updateUnknownWithStandalone"), makes the topology Single here and is its only suitable server (see
+ * `topologyTypeAfter`); a secondary of unknown staleness is not eligible (the spec's servers all have a lastWriteDate).
+ */
+export function suitableServers<P>(topologyType: ClientTopologyType, servers: readonly SelectableServer<P>[], criteria: SelectionCriteria = {}): SelectableServer<P>[] {
   switch (topologyType) {
     case 'LoadBalanced':
       return [...servers];
-    case 'Single':
-      return servers.filter((s) => (directConnection ? s.type !== 'Unknown' : s.type === 'Standalone'));
+    case 'Single': {
+      const direct = criteria.directConnection ?? true;
+      return servers.filter((s) => (direct ? s.type !== 'Unknown' : s.type === 'Standalone'));
+    }
     case 'Sharded':
       return servers.filter((s) => s.type === 'Mongos');
-    case 'ReplicaSet': {
-      const primaries = servers.filter((s) => s.type === 'RSPrimary' && (replicaSet === undefined || s.setName === replicaSet));
-      if (primaries.length < 2) return primaries;
-      const newest = primaries.reduce((a, b) => (compareElections(a, b) >= 0 ? a : b));
-      return primaries.filter((s) => compareElections(s, newest) === 0);
-    }
+    case 'ReplicaSet':
+      return replicaSetSuitable(servers, criteria);
     default:
       return [];
   }
+}
+
+/** {@link suitableServers} in a replica set. */
+function replicaSetSuitable<P>(servers: readonly SelectableServer<P>[], criteria: SelectionCriteria): SelectableServer<P>[] {
+  const { replicaSet } = criteria;
+  const readPreference = criteria.readPreference ?? PRIMARY;
+  checkMaxStalenessSeconds('readPreference', readPreference, criteria.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS);
+  const primaries = servers.filter((s) => s.type === 'RSPrimary' && (replicaSet === undefined || s.setName === replicaSet));
+  const primary = primaries.length < 2 ? primaries : newestPrimaries(primaries);
+  const { mode } = readPreference;
+  if (mode === 'primary' || (mode === 'primaryPreferred' && primary.length > 0)) return primary;
+  const secondaries = servers.filter((s) => s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet));
+  const candidates = mode === 'nearest' ? servers.filter((s) => primary.includes(s) || secondaries.includes(s)) : secondaries;
+  const eligible = byTagSets(fresh(candidates, primary[0], secondaries, readPreference, criteria), readPreference.tags);
+  return mode === 'secondaryPreferred' && eligible.length === 0 ? primary : eligible;
+}
+
+/** Of two or more primaries, those of the newest election (see {@link compareElections}). */
+function newestPrimaries<P>(primaries: readonly SelectableServer<P>[]): SelectableServer<P>[] {
+  const newest = primaries.reduce((a, b) => (compareElections(a, b) >= 0 ? a : b));
+  return primaries.filter((s) => compareElections(s, newest) === 0);
+}
+
+/**
+ * The candidates whose estimated staleness is at most the read preference's maxStalenessSeconds (all without one);
+ * a non-secondary (the primary, in mode nearest) has none. `primary`: the replica set's primary, if any; `secondaries`:
+ * every secondary (of which SMax, without a primary).
+ */
+function fresh<P>(
+  candidates: readonly SelectableServer<P>[],
+  primary: SelectableServer<P> | undefined,
+  secondaries: readonly SelectableServer<P>[],
+  readPreference: ReadPreference,
+  criteria: SelectionCriteria,
+): readonly SelectableServer<P>[] {
+  const maxStalenessSeconds = readPreference.maxStalenessSeconds;
+  if (maxStalenessSeconds === undefined) return candidates;
+  const heartbeatFrequencyMS = criteria.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS;
+  let staleness: (s: SelectableServer<P>) => number;
+  if (primary !== undefined) {
+    const primaryLag = primary.lastUpdateTime === undefined || primary.lastWriteDate === undefined ? NaN : primary.lastUpdateTime - primary.lastWriteDate;
+    staleness = (s) => (s.lastUpdateTime ?? NaN) - (s.lastWriteDate ?? NaN) - primaryLag + heartbeatFrequencyMS;
+  } else {
+    let newest = -Infinity;
+    for (const s of secondaries) if (s.lastWriteDate !== undefined && s.lastWriteDate > newest) newest = s.lastWriteDate;
+    staleness = (s) => newest - (s.lastWriteDate ?? NaN) + heartbeatFrequencyMS;
+  }
+  // NaN (a date missing) compares false: not eligible.
+  return candidates.filter((s) => s.type !== 'RSSecondary' || staleness(s) <= maxStalenessSeconds * 1000);
+}
+
+/**
+ * The candidates matching the first tag set of `tags` that matches any of them (none when no tag set matches); all of
+ * them without tags. Source: server selection spec, "tag_sets".
+ */
+function byTagSets<P>(candidates: readonly SelectableServer<P>[], tags: readonly TagSet[] | undefined): SelectableServer<P>[] {
+  if (tags === undefined) return [...candidates];
+  for (const set of tags) {
+    const matching = candidates.filter((s) => matches(set, s.tags));
+    if (matching.length > 0) return matching;
+  }
+  return [];
+}
+
+/** Whether the server tags `tags` hold every pair of tag set `set`. */
+function matches(set: TagSet, tags: TagSet | undefined): boolean {
+  for (const key in set) if (tags?.[key] !== set[key]) return false;
+  return true;
 }
 
 /** The wire version of MongoDB 6.0, from which a primary's claims compare by electionId first. */
@@ -171,13 +288,15 @@ export function selectWithinLatencyWindow<P>(inWindow: readonly SelectableServer
  * The server selected for one operation (see {@link suitableServers}, {@link inLatencyWindow},
  * {@link selectWithinLatencyWindow}); undefined when none is suitable.
  *
+ * @throws {InvalidOptionError} as {@link suitableServers} does.
+ *
  * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async, steps 3 to 7).
  */
 export function selectServer<P>(
   topologyType: ClientTopologyType,
   servers: readonly SelectableServer<P>[],
-  options: { readonly localThresholdMS: number; readonly replicaSet?: string | undefined; readonly directConnection?: boolean; readonly random?: () => number },
+  options: SelectionCriteria & { readonly localThresholdMS: number; readonly random?: (() => number) | undefined },
 ): SelectableServer<P> | undefined {
-  const suitable = suitableServers(topologyType, servers, options.replicaSet, options.directConnection);
+  const suitable = suitableServers(topologyType, servers, options);
   return selectWithinLatencyWindow(inLatencyWindow(suitable, options.localThresholdMS), options.random);
 }

@@ -11,7 +11,9 @@ import {
   selectWithinLatencyWindow,
   suitableServers,
   type SelectableServer,
+  type SelectionCriteria,
 } from '../../lib/client/server-selection';
+import { PRIMARY, readPreferenceFrom, type ReadPreference } from '../../lib/client/read-preference';
 import type { ServerType } from '../../lib/client/topology-description';
 import type { ClientTopologyType } from '../../lib/client/topology-type';
 import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';
@@ -33,6 +35,24 @@ interface FixtureServer {
   address: string;
   avg_rtt_ms?: number;
   type: string;
+  tags?: Record<string, string>;
+  lastUpdateTime?: number;
+  lastWrite?: { lastWriteDate: { $numberLong: string } };
+  maxWireVersion?: number;
+}
+
+/** A fixture's read preference ("Nearest", tag_sets), as the client takes one; none: primary. */
+interface FixtureReadPreference {
+  mode?: string;
+  tag_sets?: Record<string, string>[];
+  maxStalenessSeconds?: number;
+}
+
+/** The fixture's read preference checked by readPreferenceFrom (its modes are capitalized, its tags `tag_sets`). */
+function fixtureReadPreference(given: FixtureReadPreference | undefined, operation: string | undefined): ReadPreference {
+  if (given === undefined || operation === 'write') return PRIMARY;
+  const mode = given.mode === undefined ? 'primary' : given.mode[0]!.toLowerCase() + given.mode.slice(1);
+  return readPreferenceFrom('readPreference', { mode, tags: given.tag_sets, maxStalenessSeconds: given.maxStalenessSeconds });
 }
 
 /** The spec's TopologyType as a client keeps it: ReplicaSetWithPrimary and ReplicaSetNoPrimary are both ReplicaSet. */
@@ -43,7 +63,8 @@ function clientTopologyType(type: string): ClientTopologyType {
 function selectable(s: FixtureServer, operationCount = 0): SelectableServer<string> {
   // PossiblePrimary is SDAM's, never a client's: a server not checked yet, Unknown to selection.
   const type = (s.type === 'PossiblePrimary' ? 'Unknown' : s.type) as ServerType;
-  return { pool: s.address, type, averageRoundTripTimeMS: s.avg_rtt_ms, operationCount };
+  const lastWriteDate = s.lastWrite === undefined ? undefined : Number(s.lastWrite.lastWriteDate.$numberLong);
+  return { pool: s.address, type, averageRoundTripTimeMS: s.avg_rtt_ms, operationCount, tags: s.tags, lastWriteDate, lastUpdateTime: s.lastUpdateTime, maxWireVersion: s.maxWireVersion };
 }
 
 /** A PRNG of a fixed seed (mulberry32): the frequency tests give the same draws every run. */
@@ -59,26 +80,37 @@ function seeded(seed: number): () => number {
 }
 
 describe('server selection (server selection spec)', function () {
-  describe('its tests of suitability and the latency window, for read preference primary and writes', function () {
-    const dir = path.join(fixtures, 'server_selection');
+  for (const [name, dir, count] of [
+    ['its tests of suitability and the latency window, for reads and writes', path.join(fixtures, 'server_selection'), 54],
+    ['its max staleness tests', path.resolve(fixtures, '../max-staleness'), 32],
+  ] as const) describe(name, function () {
     const files = jsonFiles(dir);
     it('has every applicable case', function () {
-      expect(files).to.have.length(31);
+      expect(files).to.have.length(count);
     });
     for (const file of files) {
       it(path.relative(dir, file), function () {
         const test = JSON.parse(fs.readFileSync(file, 'utf8')) as {
           topology_description: { type: string; servers: FixtureServer[] };
+          operation?: string;
+          read_preference?: FixtureReadPreference;
+          heartbeatFrequencyMS?: number;
+          error?: boolean;
           suitable_servers: FixtureServer[];
           in_latency_window: FixtureServer[];
         };
         const type = clientTopologyType(test.topology_description.type);
         const servers = test.topology_description.servers.map((s) => selectable(s));
-        const suitable = suitableServers(type, servers);
+        const criteria = (): SelectionCriteria => ({ readPreference: fixtureReadPreference(test.read_preference, test.operation), heartbeatFrequencyMS: test.heartbeatFrequencyMS });
+        if (test.error === true) {
+          expect(() => suitableServers(type, servers, criteria())).to.throw(InvalidOptionError, /maxStalenessSeconds/);
+          return;
+        }
+        const suitable = suitableServers(type, servers, criteria());
         expect(suitable.map((s) => s.pool).sort(), 'suitable').to.deep.equal(test.suitable_servers.map((s) => s.address).sort());
         const window = inLatencyWindow(suitable, 15);
         expect(window.map((s) => s.pool).sort(), 'in the latency window').to.deep.equal(test.in_latency_window.map((s) => s.address).sort());
-        const selected = selectServer(type, servers, { localThresholdMS: 15, random: seeded(1) });
+        const selected = selectServer(type, servers, { ...criteria(), localThresholdMS: 15, random: seeded(1) });
         if (test.in_latency_window.length === 0) expect(selected).to.equal(undefined);
         else expect(test.in_latency_window.map((s) => s.address)).to.include(selected!.pool);
       });
@@ -101,9 +133,11 @@ describe('server selection (server selection spec)', function () {
         };
         const counts = new Map(test.mocked_topology_state.map((s) => [s.address, s.operation_count]));
         const servers = test.topology_description.servers.map((s) => selectable(s, counts.get(s.address)));
-        // The spec's frequencies are those of its servers all suitable: the replica set cases select for reads with
-        // mode nearest, which rxcmap does not take; their servers are given here as the suitable ones.
-        const window = inLatencyWindow(servers, 15);
+        // The replica set cases select for reads with mode nearest: each of their servers is suitable.
+        const type = clientTopologyType(test.topology_description.type);
+        const suitable = suitableServers(type, servers, { readPreference: readPreferenceFrom('readPreference', 'nearest') });
+        expect(suitable).to.have.length(servers.length);
+        const window = inLatencyWindow(suitable, 15);
         const random = seeded(20261129);
         const selections = new Map<string, number>();
         for (let i = 0; i < test.iterations; i++) {
@@ -152,7 +186,7 @@ describe('server selection (server selection spec)', function () {
     const servers = (['Mongos', 'Standalone', 'RSPrimary', 'Unknown', 'Mongos'] as ServerType[]).map((type, i) => ({ pool: `${type}${i}`, type, averageRoundTripTimeMS: 1, operationCount: 0 }));
     expect(suitableServers('Sharded', servers).map((s) => s.pool)).to.deep.equal(['Mongos0', 'Mongos4']);
     expect(suitableServers('Single', servers).map((s) => s.pool)).to.deep.equal(['Mongos0', 'Standalone1', 'RSPrimary2', 'Mongos4']);
-    expect(suitableServers('Single', servers, undefined, false).map((s) => s.pool)).to.deep.equal(['Standalone1']);
+    expect(suitableServers('Single', servers, { directConnection: false }).map((s) => s.pool)).to.deep.equal(['Standalone1']);
     expect(suitableServers('LoadBalanced', servers)).to.have.length(5);
     expect(suitableServers('Unknown', servers)).to.deep.equal([]);
   });
@@ -186,15 +220,35 @@ describe('server selection (server selection spec)', function () {
 
     it('of another set than the client\'s replicaSet is not suitable', function () {
       const servers = [primary('a', '000000000000000000000003', 1, 'other'), primary('b', '000000000000000000000001', 1)];
-      expect(suitableServers('ReplicaSet', servers, 'rs0').map((s) => s.pool)).to.deep.equal(['b']);
+      expect(suitableServers('ReplicaSet', servers, { replicaSet: 'rs0' }).map((s) => s.pool)).to.deep.equal(['b']);
       expect(suitableServers('ReplicaSet', servers).map((s) => s.pool), 'no replicaSet given: any set').to.deep.equal(['a']);
     });
 
-    it('is read from a hello reply: type, setName, electionId and setVersion, each only of the right type', function () {
+    it('is read from a hello reply: type, setName, electionId, setVersion, tags and lastWriteDate, each only of the right type', function () {
       const electionId = new ObjectId();
-      expect(checkedServer({ setName: 'rs0', isWritablePrimary: true, electionId, setVersion: 3, maxWireVersion: 25 })).to.deep.equal({ type: 'RSPrimary', setName: 'rs0', electionId, setVersion: 3, maxWireVersion: 25 });
-      expect(checkedServer({ setName: 1, electionId: 'x', setVersion: Number.NaN, maxWireVersion: '25', msg: 'isdbgrid' })).to.deep.equal({ type: 'Mongos', setName: undefined, electionId: undefined, setVersion: undefined, maxWireVersion: undefined });
-      expect(checkedServer({ setName: 'rs0', secondary: true, setVersion: '3' }).setVersion).to.equal(undefined);
+      const lastWrite = { opTime: {}, lastWriteDate: new Date(1_700_000_000_000) };
+      expect(checkedServer({ setName: 'rs0', isWritablePrimary: true, electionId, setVersion: 3, maxWireVersion: 25, tags: { dc: 'ny', n: 1 }, lastWrite }, 42)).to.deep.equal({
+        type: 'RSPrimary',
+        setName: 'rs0',
+        electionId,
+        setVersion: 3,
+        maxWireVersion: 25,
+        tags: { dc: 'ny' },
+        lastWriteDate: 1_700_000_000_000,
+        lastUpdateTime: 42,
+      });
+      expect(checkedServer({ setName: 1, electionId: 'x', setVersion: Number.NaN, maxWireVersion: '25', msg: 'isdbgrid', tags: ['a'], lastWrite: { lastWriteDate: 5 } })).to.deep.equal({
+        type: 'Mongos',
+        setName: undefined,
+        electionId: undefined,
+        setVersion: undefined,
+        maxWireVersion: undefined,
+        tags: undefined,
+        lastWriteDate: undefined,
+        lastUpdateTime: undefined,
+      });
+      expect(checkedServer({ setName: 'rs0', secondary: true, setVersion: '3', tags: { n: 1 }, lastWrite: { lastWriteDate: new Date(Number.NaN) } })).to.include({ setVersion: undefined, tags: undefined, lastWriteDate: undefined });
+      expect(checkedServer({ setName: 'rs0', secondary: true, tags: null, lastWrite: null })).to.include({ tags: undefined, lastWriteDate: undefined });
     });
   });
 
