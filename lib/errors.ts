@@ -1017,7 +1017,7 @@ export class MonitorClosedError extends CmapError {
 }
 
 /**
- * No server became suitable (see `Client.selectPool`: for read preference primary, its pool ready) within
+ * No server became suitable (see `Client.selectPool`: for the operation's read preference, its pool ready) within
  * serverSelectionTimeoutMS, or within an operation's shorter `timeoutMS` (then set on the error). `cause` is the last
  * heartbeat error, when there is one; `topologyDescription` the client's topology description as the wait ended
  * (when it had one; not in the message, which the server selection log's failed message carries beside the
@@ -1043,9 +1043,14 @@ export class ServerSelectionError extends CmapError {
     readonly timeoutMS?: number,
     /** The client's topology description as JSON (see the topology log's descriptions), as the wait ended. */
     readonly topologyDescription?: string,
+    /**
+     * The operation's read preference in words (see `describeReadPreference`: `primary`, `secondary`, or its
+     * `$readPreference` document as JSON when it has tags or a maxStalenessSeconds).
+     */
+    readonly readPreference = 'primary',
   ) {
     super(
-      `No suitable server of ${hosts.join(', ')} (read preference primary) within ` +
+      `No suitable server of ${hosts.join(', ')} (read preference ${readPreference}) within ` +
         (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },

@@ -250,6 +250,19 @@ function clientArbitraries(pw: string): Record<(typeof CLIENT_OPTION_NAMES)[numb
     serverMonitoringMode: option(fc.constantFrom('auto', 'stream', 'poll')),
     serverSelectionTimeoutMS: option(fc.integer({ min: 1, max: 60_000 })),
     localThresholdMS: option(fc.integer({ min: 0, max: 1_000 })),
+    readPreference: option(
+      fc.oneof(
+        fc.constantFrom('primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'),
+        fc.record(
+          {
+            mode: fc.constantFrom('primary', 'secondary', 'nearest'),
+            tags: fc.array(fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 })), { maxLength: 2 }),
+            maxStalenessSeconds: fc.constantFrom(-1, 90, 120),
+          },
+          { requiredKeys: ['mode'] },
+        ),
+      ),
+    ),
     directConnection: option(fc.boolean()),
     logging,
     scheduler,

@@ -53,6 +53,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
+import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './read-preference';
 import { checkedServer, compareElections, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
@@ -93,6 +94,16 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
    * with the lower operationCount). Default 15. Source: server selection spec, "localThresholdMS".
    */
   localThresholdMS?: number | undefined;
+  /**
+   * The client's default read preference: a mode (`'primary'`, `'primaryPreferred'`, `'secondary'`,
+   * `'secondaryPreferred'`, `'nearest'`) or `{ mode, tags?, maxStalenessSeconds? }` (see `ReadPreference`); it
+   * replaces the URI's `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`. Kept as
+   * {@link Client.readPreference} for a driver's read helpers to pass: `command()` and `selectPool()` never take it
+   * (the spec's generic command method ignores the client's default; give theirs as their `readPreference` option).
+   * Default `primary`. Source: server selection spec, "Read preference configuration", "Use of read preferences with
+   * commands".
+   */
+  readPreference?: ReadPreferenceMode | ReadPreference | undefined;
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean | undefined;
   /**
@@ -136,6 +147,7 @@ const CLIENT_ONLY_OPTION_NAMES = [
   'serverMonitoringMode',
   'serverSelectionTimeoutMS',
   'localThresholdMS',
+  'readPreference',
   'loadBalanced',
   'directConnection',
   'logging',
@@ -268,7 +280,7 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
 /** The names of the options of `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 /** The names of the options of `command()`. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal'] as const;
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal', 'readPreference'] as const;
 /**
  * How a client logs its server selections: whether at `debug` (else only the waiting message, at `info`), the max
  * document length, and where each message goes (the destination, then `log$`).
@@ -287,12 +299,6 @@ interface TopologyLogging {
   readonly maxDocumentLength: number;
   readonly write: (fields: TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields) => void;
 }
-
-/**
- * The selector the server selection messages name: a client's only read preference is `primary` (see
- * `suitableServers`).
- */
-const SELECTOR = 'primary';
 
 /**
  * One server whose pool is ready, as selection reads it (see `Client.selectedPool`): what its last check said, its
@@ -338,6 +344,16 @@ class PoolServer implements SelectableServer<ConnectionPool<Connection>> {
   }
 }
 
+/**
+ * The `readPreference` of a method's `options` (checked, see `readPreferenceFrom`); `primary` when absent.
+ *
+ * @throws {InvalidOptionError} as `readPreferenceFrom` does, naming `readPreference`.
+ */
+function readPreferenceOption(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): ReadPreference {
+  const given = optionValue(options, 'readPreference');
+  return given === undefined ? PRIMARY : readPreferenceFrom('readPreference', given);
+}
+
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
 const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
 
@@ -345,7 +361,7 @@ const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
 const UNKNOWN_SERVER: CheckedServer = Object.freeze({ type: 'Unknown' });
 
 /** The names of the options of `selectPool()`. */
-const SELECT_POOL_OPTION_NAMES = ['signal'] as const;
+const SELECT_POOL_OPTION_NAMES = ['signal', 'readPreference'] as const;
 
 /**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
@@ -535,6 +551,13 @@ export class Client {
   /** The latency window's size, in ms (>= 0; see {@link ClientOptions.localThresholdMS}). */
   readonly localThresholdMS: number;
   /**
+   * The client's default read preference (frozen): the `readPreference` option's, else the URI's (`readPreference`,
+   * `readPreferenceTags`, `maxStalenessSeconds`), else `primary`. `command()` and `selectPool()` do not take it (see
+   * {@link ClientOptions.readPreference}): a driver passes it as their `readPreference` for the reads that may run on
+   * a secondary. Source: server selection spec, "Read preference configuration".
+   */
+  readonly readPreference: ReadPreference;
+  /**
    * The client's own id: a new ObjectId's 24-character hex string, made when the client is created, unique to it
    * (across processes and threads too). The `topologyId` of its `topology` log messages, which tells apart the
    * messages of two clients of one server written to one destination.
@@ -588,6 +611,8 @@ export class Client {
    * error made it Unknown): its ServerType, and what selection reads of a primary's claim.
    */
   private readonly checked = new Map<string, CheckedServer>();
+  /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
+  private readonly heartbeatFrequencyMS: number;
   /**
    * The replica set name the client was given (URI or TXT record), or, without one, that of the first member that
    * answered, if any.
@@ -635,12 +660,12 @@ export class Client {
   /**
    * The server selections waiting for a suitable server (see {@link select}), each told of the pool of a server
    * selected for it (see {@link selectedPool}), of the start of a
-   * drain (`'drain'`), and of the client's close (ClientClosedError). One Set and one subscription to the pools'
-   * events serve them all, so a selection joins and leaves in O(1) and an event is read once however many wait: in an
-   * outage every command waits here, thousands at a time, and the pool that becomes ready then sends them on in one
-   * pass (each selection drawn on its own, counted before the next is drawn).
+   * drain (`'drain'`), and of the client's close (ClientClosedError); each with its read preference. One Map and one
+   * subscription to the pools' events serve them all, so a selection joins and leaves in O(1) and an event is read
+   * once however many wait: in an outage every command waits here, thousands at a time, and the pool that becomes
+   * ready then sends them on in one pass (each selection drawn on its own, counted before the next is drawn).
    */
-  private readonly selections = new Set<Subscriber<ConnectionPool<Connection> | 'drain'>>();
+  private readonly selections = new Map<Subscriber<ConnectionPool<Connection> | 'drain'>, ReadPreference>();
   /** The subscription to the pools' events while a selection waits (none otherwise: nobody to tell). */
   private selectionEvents: Subscription | undefined;
   /** The pools close() closed (those a drain had not closed already): the checkouts it ended fail as ClientClosedError. */
@@ -698,11 +723,13 @@ export class Client {
       throw new InvalidOptionError('localThresholdMS', threshold, 'a number of ms >= 0');
     }
     this.localThresholdMS = threshold;
+    this.readPreference = o.readPreference === undefined ? ((parsed as { readPreference?: ReadPreference }).readPreference ?? PRIMARY) : readPreferenceFrom('readPreference', o.readPreference);
     const frequency = optionValue(client, 'heartbeatFrequencyMS');
     const validFrequency = typeof frequency === 'number' && Number.isFinite(frequency) && frequency >= MIN_HEARTBEAT_FREQUENCY_MS;
     if (frequency !== undefined && !validFrequency) {
       throw new InvalidOptionError('heartbeatFrequencyMS', frequency, `a number of ms >= ${MIN_HEARTBEAT_FREQUENCY_MS}`);
     }
+    this.heartbeatFrequencyMS = frequency ?? DEFAULT_HEARTBEAT_FREQUENCY_MS;
     // The options of the URI (and, for a mongodb+srv one, of its TXT record) merged with these, checked (see hostSettings).
     const first = this.hostSettings(parsed, o);
     const { connectionOptions } = first;
@@ -1094,7 +1121,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
           this.onServerType(e.reply);
-          this.checked.set(address, this.described(address, checkedServer(e.reply)));
+          this.checked.set(address, this.described(address, checkedServer(e.reply, this.scheduler.now())));
         }
         published.next(e);
         toPool.next(e);
@@ -1102,7 +1129,7 @@ export class Client {
         // description without it (see removeHost).
         if (!(e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError)) this.topologyChanged();
         // An incompatible server makes the topology incompatible: the selections waiting fail now with its error.
-        if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections]) selection.error(e.error);
+        if (e.type === 'ServerHeartbeatFailed' && e.error instanceof IncompatibleServerError) for (const selection of [...this.selections.keys()]) selection.error(e.error);
         // A check can make a server suitable without a pool event (a secondary elected primary, its pool ready already).
         else if (e.type === 'ServerHeartbeatSucceeded') this.announceReadyPool();
       },
@@ -1289,11 +1316,14 @@ export class Client {
   }
 
   /**
-   * The pool of the server selected for an operation, as the server selection spec selects for read preference
-   * `primary` (rxcmap's only one) or a write: of the servers whose pool is ready, those suitable in the client's
-   * TopologyType (Single: its server, of the client's `replicaSet` when given; LoadBalanced: its server; Sharded:
-   * every mongos; ReplicaSet: the primary, of the client's `replicaSet` when given, the one of the newest election
-   * when two say they are; Unknown: none), then those within
+   * The pool of the server selected for an operation of read preference `options.readPreference` (default `primary`,
+   * as for a write; the client's default {@link readPreference} is not taken: pass it for a read that may run on a
+   * secondary), as the server selection spec selects: of the servers whose pool is ready, those suitable in the
+   * client's TopologyType (Single: its server, of the client's `replicaSet` when given, whatever the read preference;
+   * LoadBalanced: its server; Sharded: every mongos; ReplicaSet: by the read preference's mode, the primary (of the
+   * client's `replicaSet` when given, the one of the newest election when two say they are), the eligible secondaries
+   * (of estimated staleness at most its maxStalenessSeconds, then matching the first of its tag sets that matches
+   * any), or both (see `suitableServers`); Unknown: none), then those within
    * the latency window ({@link localThresholdMS} above the shortest average RTT), then of two of those taken at
    * random, the one with the lower operationCount (its pool's checkouts waiting or holding a connection, and the
    * selections that took it whose caller has not started its checkout yet). A server is no longer suitable (in
@@ -1326,34 +1356,42 @@ export class Client {
    *   aborted already (`cause`: the signal's reason; no `address` or `connectionId`, `commandName` '', `sent` false),
    *   as `command()` rejects when its signal aborts during its server selection; see `options.signal` above.
    * @throws {InvalidOptionError} (rejection) for options that are not an object (option `selectPool options`), a key
-   *   other than `signal` (named, with the closest option), or a `signal` that is not an AbortSignal (option `signal`,
-   *   by its shape, as `command()`); nothing is done.
+   *   other than `signal` and `readPreference` (named, with the closest option), a `signal` that is not an AbortSignal
+   *   (option `signal`, by its shape, as `command()`), or a `readPreference` that `readPreferenceFrom` refuses; nothing
+   *   is done. In a replica set, for a maxStalenessSeconds below 90 or below (heartbeatFrequencyMS + 10,000 ms) / 1000
+   *   (option `readPreference.maxStalenessSeconds`), at once or as soon as the topology turns out to be one.
+   *
+   * The caller sends the read preference with its commands itself (see `readPreferenceDocument` and the server
+   * selection spec's rules per server type, which `command()` follows). A cursor's getMore and killCursors go to the
+   * server that opened it: select once, and keep that pool for the cursor's life.
    * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter) throws: that
    *   Error, or an Error saying the signal refused a listener, the value its `cause`, as `command()` says.
    *
    * Source: server selection spec, "Multi-threaded or asynchronous server selection" (a selection that finds no
    * suitable server requests an immediate check, then waits for a change, up to serverSelectionTimeoutMS); server
    * monitoring spec, "Requesting an immediate check", "Application operations are unblocked when a server is found",
-   * "minHeartbeatFrequencyMS"; server selection spec, "Topology type: ..." (the rules for writes and mode primary),
-   * "Filtering suitable servers based on the latency window", "operationCount"; server discovery and monitoring spec,
-   * "Using electionId and setVersion to detect stale primaries"; extension: read preferences other than primary are
-   * not taken; server selection spec, "Server Selection Algorithm" ("If the topology wire version is
+   * "minHeartbeatFrequencyMS"; server selection spec, "Topology type: ..." (the rules for reads and writes), "Read
+   * Preference", "Filtering suitable servers based on the latency window", "operationCount"; server discovery and
+   * monitoring spec, "Using electionId and setVersion to detect stale primaries"; server selection spec, "Server
+   * Selection Algorithm" ("If the topology wire version is
    * invalid, raise an error": IncompatibleServerError); `signal` an extension, as `command()`'s (the official Node.js
    * driver's `signal` option).
    */
-  selectPool(options?: { signal?: AbortSignal | undefined }): Promise<ConnectionPool<Connection>> {
+  selectPool(options?: { signal?: AbortSignal | undefined; readPreference?: ReadPreferenceMode | ReadPreference | undefined }): Promise<ConnectionPool<Connection>> {
     let signal: AbortSignal | undefined;
+    let readPreference: ReadPreference;
     // Before a server is selected: no address, no connection, no command.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, '', false, abortReason(signal!));
     try {
       requireMethodOptions('selectPool', options, SELECT_POOL_OPTION_NAMES);
       signal = requireAbortSignal('signal', optionValue(options, 'signal'));
+      readPreference = readPreferenceOption(options);
       if (abortedAlready(signal, 'server selection')) return Promise.reject(unselected());
     } catch (error) {
       return Promise.reject(error);
     }
     // The caller's checkout, when it makes one, is counted by the pool.
-    return this.select(undefined, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection')).then((pool) => {
+    return this.select(undefined, readPreference, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection')).then((pool) => {
       this.handOver(pool);
       return pool;
     });
@@ -1366,12 +1404,12 @@ export class Client {
    * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs: for `command`, or for `selectPool()`
    * when undefined.
    */
-  private select(command: Document | undefined, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+  private select(command: Document | undefined, readPreference: ReadPreference, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
-    if (logging === undefined || this.closed) return this.selectServer(waitMS, timeoutMS, endAtDrain, cancelled$);
+    if (logging === undefined || this.closed) return this.selectServer(readPreference, waitMS, timeoutMS, endAtDrain, cancelled$);
     // The command's name is read once a message is made: at info, a selection that finds a suitable server at once
     // makes none.
-    return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), waitMS, timeoutMS, endAtDrain, cancelled$);
+    return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), readPreference, waitMS, timeoutMS, endAtDrain, cancelled$);
   }
 
   /**
@@ -1384,6 +1422,7 @@ export class Client {
   private async loggedSelect(
     logging: SelectionLogging,
     operationName: () => string,
+    readPreference: ReadPreference,
     waitMS: number,
     timeoutMS: number | undefined,
     endAtDrain: boolean,
@@ -1395,7 +1434,7 @@ export class Client {
       if (level === 'info' || logging.debug) {
         const topologyDescription = truncate(this.describe(), logging.maxDocumentLength);
         operation ??= operationName();
-        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: SELECTOR, operation, topologyDescription, ...rest }, level));
+        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: describeReadPreference(readPreference), operation, topologyDescription, ...rest }, level));
       }
     };
     this.selectionsLogging++;
@@ -1409,7 +1448,7 @@ export class Client {
       log({ message: 'Server selection started' });
       // The wait counts from the start (server selection spec: the start time is recorded as it is logged), the time
       // the message's destination and subscribers took included.
-      const pool = await this.selectServer(waitMS - (this.scheduler.now() - start), timeoutMS, endAtDrain, cancelled$, waits);
+      const pool = await this.selectServer(readPreference, waitMS - (this.scheduler.now() - start), timeoutMS, endAtDrain, cancelled$, waits);
       if (endAtDrain && this.draining) {
         // Draining: the pool refuses the command's checkout, ready or not (see drain()). No server was selected for
         // it: its selection fails with the error the command fails with, rather than naming a server that refuses it.
@@ -1565,14 +1604,14 @@ export class Client {
    * discovery, or for a suitable server). `waitMS` may be 0 or less (a log destination took the whole wait): it then
    * looks for a suitable server once, and fails as a wait that ran out does, without waiting or calling `waits`.
    */
-  private async selectServer(waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
+  private async selectServer(readPreference: ReadPreference, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>, waits?: () => void): Promise<ConnectionPool<Connection>> {
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     if (this.srv !== undefined && !this.srv.done) {
       // A mongodb+srv URI's hosts are not known yet: found first, within this selection's wait, which the waiting
       // message's destination and subscribers take their time from too.
       const start = this.scheduler.now();
       if (waitMS > 0) waits?.();
-      await this.awaitDiscovery(waitMS - (this.scheduler.now() - start), timeoutMS, cancelled$);
+      await this.awaitDiscovery(readPreference, waitMS - (this.scheduler.now() - start), timeoutMS, cancelled$);
       waitMS -= this.scheduler.now() - start;
     }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
@@ -1583,23 +1622,23 @@ export class Client {
     // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready.
     const incompatible = this.incompatibility();
     if (incompatible !== undefined) throw incompatible;
-    const now = this.selectedPool();
+    const now = this.selectedPool(readPreference);
     if (now !== undefined) return this.counted(now);
     // Server selection spec: once the time is up (here: taken by the log messages' destination and subscribers), the
     // selection fails rather than waits.
-    if (waitMS <= 0) throw this.selectionTimedOut(timeoutMS);
+    if (waitMS <= 0) throw this.selectionTimedOut(readPreference, timeoutMS);
     if (waits !== undefined) {
       // The waiting message's subscribers run here: one may have closed or drained the client, or readied a pool. The
       // selection looks again, so that it never waits where close() or drain() can no longer tell it.
       const before = this.scheduler.now();
       waits();
-      return this.selectServer(waitMS - (this.scheduler.now() - before), timeoutMS, endAtDrain, cancelled$);
+      return this.selectServer(readPreference, waitMS - (this.scheduler.now() - before), timeoutMS, endAtDrain, cancelled$);
     }
     this.requestChecks();
-    const selected$ = this.selection$().pipe(
+    const selected$ = this.selection$(readPreference).pipe(
       filter((signal) => signal !== 'drain' || endAtDrain),
       map((signal) => (signal === 'drain' ? first() : this.counted(signal))),
-      timeout({ first: waitMS, with: () => throwError(() => this.selectionTimedOut(timeoutMS)), scheduler: this.scheduler }),
+      timeout({ first: waitMS, with: () => throwError(() => this.selectionTimedOut(readPreference, timeoutMS)), scheduler: this.scheduler }),
     );
     // A command whose signal aborts leaves the selection at once (its wait, and its share of the immediate checks).
     return firstValueFrom(cancelled$ === undefined ? selected$ : race(selected$, cancelled$));
@@ -1609,8 +1648,9 @@ export class Client {
    * The ServerSelectionError of a wait for a suitable server that ran out (`timeoutMS`: the operation's, when it ended
    * it).
    */
-  private selectionTimedOut(timeoutMS: number | undefined): ServerSelectionError {
-    return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, [...this.heartbeatErrors.values()].at(-1), timeoutMS, this.describe());
+  private selectionTimedOut(readPreference: ReadPreference, timeoutMS: number | undefined): ServerSelectionError {
+    const lastError = [...this.heartbeatErrors.values()].at(-1);
+    return new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, lastError, timeoutMS, this.describe(), describeReadPreference(readPreference));
   }
 
   /**
@@ -1622,10 +1662,10 @@ export class Client {
    *   `waitMS` (cause: a SrvResolutionError saying it is still in progress); {@link ClientClosedError} at close();
    *   the error of `cancelled$` (CommandCancelledError) when it errors first.
    */
-  private awaitDiscovery(waitMS: number, timeoutMS: number | undefined, cancelled$?: Observable<never>): Promise<void> {
+  private awaitDiscovery(readPreference: ReadPreference, waitMS: number, timeoutMS: number | undefined, cancelled$?: Observable<never>): Promise<void> {
     const hostname = this.srv!.hostname;
     const inProgress = (): ServerSelectionError =>
-      new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS);
+      new ServerSelectionError(this.hostsForErrors(), this.serverSelectionTimeoutMS, new SrvResolutionError(hostname, 'the DNS queries are still in progress'), timeoutMS, undefined, describeReadPreference(readPreference));
     if (waitMS <= 0) return Promise.reject(this.closed ? new ClientClosedError(this.hostsForErrors()) : inProgress());
     const discovered$ = from(this.discover()).pipe(timeout({ first: waitMS, with: () => throwError(inProgress), scheduler: this.scheduler }));
     return firstValueFrom(cancelled$ === undefined ? discovered$ : race(discovered$, cancelled$), { defaultValue: undefined });
@@ -1661,7 +1701,7 @@ export class Client {
    * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async), "operationCount" (kept "on
    * the pool itself", which counts the checkouts of `command()` and of a `selectPool()` caller alike).
    */
-  private selectedPool(): ConnectionPool<Connection> | undefined {
+  private selectedPool(readPreference: ReadPreference): ConnectionPool<Connection> | undefined {
     const servers: SelectableServer<ConnectionPool<Connection>>[] = [];
     for (const [address, pool] of this.pools) {
       if (pool.state !== 'ready') continue;
@@ -1669,7 +1709,13 @@ export class Client {
       const checked = monitor === undefined ? LOAD_BALANCER : (this.checked.get(address) ?? UNKNOWN_SERVER);
       servers.push(new PoolServer(pool, checked, monitor, this.selected));
     }
-    return selectServer(this.topologyType, servers, { localThresholdMS: this.localThresholdMS, replicaSet: this.replicaSet, directConnection: this.directConnection })?.pool;
+    return selectServer(this.topologyType, servers, {
+      localThresholdMS: this.localThresholdMS,
+      replicaSet: this.replicaSet,
+      directConnection: this.directConnection,
+      readPreference,
+      heartbeatFrequencyMS: this.heartbeatFrequencyMS,
+    })?.pool;
   }
 
   /** `pool`, selected for an operation: counted in its server's operationCount until {@link handOver}. */
@@ -1695,11 +1741,11 @@ export class Client {
    * events are followed, and immediate checks are requested every minHeartbeatFrequencyMS (500 ms) from when the first
    * began waiting: once for all of them, the monitors taking no more than one request per 500 ms anyway.
    */
-  private selection$(): Observable<ConnectionPool<Connection> | 'drain'> {
+  private selection$(readPreference: ReadPreference): Observable<ConnectionPool<Connection> | 'drain'> {
     // Subscribed only by select(), in the same step as its check that the client is open: close() then ends it.
     return new Observable<ConnectionPool<Connection> | 'drain'>((subscriber) => {
       const selections = this.selections;
-      selections.add(subscriber);
+      selections.set(subscriber, readPreference);
       if (this.selectionEvents === undefined) {
         // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
         const events = (this.selectionEvents = new Subscription());
@@ -1709,7 +1755,8 @@ export class Client {
         events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe((e) => e.type === 'ConnectionPoolReady' && this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
-        const ready = this.selectedPool();
+        // What it throws (a maxStalenessSeconds too small for a replica set) fails this selection.
+        const ready = this.selectedPool(readPreference);
         if (ready !== undefined) subscriber.next(ready);
       }
       return () => {
@@ -1720,12 +1767,25 @@ export class Client {
     });
   }
 
-  /** After a pool event or a check: to every waiting selection, the pool of a server selected for it, if any. */
+  /**
+   * After a pool event or a check: to every waiting selection, the pool of a server selected for it by its read
+   * preference, if any; a selection whose read preference the topology refuses (a maxStalenessSeconds too small for
+   * the replica set it turned out to be) fails with that InvalidOptionError.
+   */
   private announceReadyPool(): void {
-    for (const selection of [...this.selections]) {
-      const ready = this.selectedPool();
-      if (ready === undefined) return;
-      selection.next(ready);
+    // Selections of one read preference share their fate: once none is suitable for one, the others wait too.
+    let unsuitable: ReadPreference | undefined;
+    for (const [selection, readPreference] of [...this.selections]) {
+      if (readPreference === unsuitable) continue;
+      let ready: ConnectionPool<Connection> | undefined;
+      try {
+        ready = this.selectedPool(readPreference);
+      } catch (error) {
+        selection.error(error);
+        continue;
+      }
+      if (ready === undefined) unsuitable = readPreference;
+      else selection.next(ready);
     }
   }
 
@@ -1733,6 +1793,15 @@ export class Client {
    * Runs `command` on database `db` over a connection of the server selected for it (see {@link selectPool}), checked
    * in afterwards. While no server is suitable it waits as {@link selectPool} does, requesting immediate checks of the
    * servers.
+   *
+   * `options.readPreference` (a mode, or `{ mode, tags?, maxStalenessSeconds? }`; default `primary`, whatever the
+   * client's default {@link readPreference}, as the spec's generic command method) selects the server (see
+   * {@link selectPool}; the command's name is not looked at: a write sent with mode `secondary` goes to a secondary,
+   * which refuses it) and goes with the command as `$readPreference` (on a copy; given, it replaces the command's own):
+   * to a replica set member in a ReplicaSet topology, to a mongos and to a load balancer, for every mode but `primary`;
+   * to a replica set member reached directly (Single), always (`primary` sent as `primaryPreferred`, so a secondary
+   * runs it); never to a standalone. A cursor's getMore must go to the server that opened the cursor, which a second
+   * selection may not give: use {@link selectPool} and one pool for a cursor read from a secondary or a mongos.
    *
    * `options.timeoutMS` (ms, a number from 0 to 2147483647; 0 or absent: none) bounds the whole operation: server
    * selection waits at most the smaller of it and serverSelectionTimeoutMS (a ServerSelectionError then has
@@ -1781,10 +1850,11 @@ export class Client {
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), CommandCancelledError or CheckOutCancelledError (`signal` aborted, see above), or
-   *   InvalidOptionError for options that are not an object, a key other than `timeoutMS` and `signal` (named, with
-   *   the closest option), a `timeoutMS` that is not a number of ms from 0 to 2147483647, a `signal` that is not an
-   *   AbortSignal (by its shape), or (from the connection) a `db` that is not a non-empty string without NUL
-   *   characters.
+   *   InvalidOptionError for options that are not an object, a key other than `timeoutMS`, `signal` and
+   *   `readPreference` (named, with the closest option), a `timeoutMS` that is not a number of ms from 0 to
+   *   2147483647, a `signal` that is not an AbortSignal (by its shape), a `readPreference` that `readPreferenceFrom`
+   *   refuses or (in a replica set) whose maxStalenessSeconds is too small (see {@link selectPool}), or (from the
+   *   connection) a `db` that is not a non-empty string without NUL characters.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);
    * server monitoring spec, "hello or legacy hello Cancellation", "Drivers cancel in-progress monitor checks" (a
@@ -1796,13 +1866,22 @@ export class Client {
    * spec, "Post-Handshake Errors" (no change to the load balancer's description; only the connections of the
    * errored connection's serviceId are cleared); extension: applied to this one method, and Unknown kept by this
    * client as a server no selection takes until its next check (a state change error that does not clear leaves its
-   * pool ready).
+   * pool ready); server selection spec, "Use of read preferences with commands" (the generic command method: primary
+   * by default, the client's default ignored, an explicit read preference used whatever the command), "Passing read
+   * preference to mongos and load balancers", "Topology type: Single", "Topology types: ReplicaSetWithPrimary or
+   * ReplicaSetNoPrimary" (when `$readPreference` is sent).
    */
-  async command(db: string, command: Document, options?: { timeoutMS?: number | undefined; signal?: AbortSignal | undefined }): Promise<Document> {
+  async command(
+    db: string,
+    command: Document,
+    options?: { timeoutMS?: number | undefined; signal?: AbortSignal | undefined; readPreference?: ReadPreferenceMode | ReadPreference | undefined },
+  ): Promise<Document> {
     requireMethodOptions('command', options, COMMAND_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
+    const explicit = optionValue(options, 'readPreference') !== undefined;
+    const readPreference = readPreferenceOption(options);
     // Before a server is selected: no address, no connection, nothing sent.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
     if (abortedAlready(signal, 'command')) throw unselected();
@@ -1810,9 +1889,11 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(command, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
+    const pool = await this.select(command, readPreference, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // Its checkout starts below, in this same step (or the command fails first): the pool counts it from there.
     this.handOver(pool);
+    // As the server was described when it was selected.
+    const sent = this.withReadPreference(pool.address, command, readPreference, explicit);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const commandError = (error: unknown): never => {
@@ -1830,7 +1911,7 @@ export class Client {
     // with does.
     if (timeoutMS === 0) {
       try {
-        return await pool.withConnection((connection) => this.run(pool, connection, db, command, undefined, signal), checkOut);
+        return await pool.withConnection((connection) => this.run(pool, connection, db, sent, undefined, signal), checkOut);
       } catch (error) {
         return commandError(error);
       }
@@ -1840,7 +1921,7 @@ export class Client {
     const remaining = left();
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
     try {
-      return await pool.withConnection((connection) => this.run(pool, connection, db, command, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut });
+      return await pool.withConnection((connection) => this.run(pool, connection, db, sent, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut });
     } catch (error) {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
@@ -1869,7 +1950,7 @@ export class Client {
     try {
       // timeoutMS undefined: the connection's socketTimeoutMS. A cancelled command (CommandCancelledError) clears
       // nothing: the server did nothing wrong.
-      reply = await connection.command(db, this.withReadPreference(pool.address, command), { timeoutMS, signal });
+      reply = await connection.command(db, command, { timeoutMS, signal });
     } catch (error) {
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
@@ -1923,20 +2004,34 @@ export class Client {
   }
 
   /**
-   * `command` as it is sent to the server at `address`: in a Single topology, to a replica set member (its last check's
-   * type), with `$readPreference: { mode: 'primaryPreferred' }` added (a copy) unless it has a `$readPreference`, so a
-   * member reached directly, a secondary included, runs it; unchanged otherwise (to a standalone, a mongos, a load
-   * balancer or a replica set's primary in a ReplicaSet topology, read preference primary is sent as nothing).
+   * `command` as it is sent to the server at `address` (by its last check's type) for an operation of read preference
+   * `readPreference`, `explicit` when the caller gave it: with `$readPreference` (a copy of the command; the read
+   * preference's document, see `readPreferenceDocument`) for every mode but `primary` to a mongos, a load balancer or
+   * a replica set member; in a Single topology to a replica set member, `primary` sent as `{ mode: 'primaryPreferred'
+   * }` so a member reached directly, a secondary included, runs it; nothing to a standalone, or for `primary` in
+   * another topology. Explicit, the read preference replaces the command's own `$readPreference` (removed for a
+   * `primary` that sends none); else a command's own `$readPreference` is sent as it is.
    *
-   * Source: server selection spec, "Topology type: Single" ("For all other types, using OP_MSG: If no read preference
-   * is configured by the application, or if the application read preference is Primary, then $readPreference MUST be
-   * set to primaryPreferred"), "Use of read preferences with commands" (the generic command method acts as a read).
+   * Source: server selection spec, "Passing read preference to mongos and load balancers" (OP_MSG: "For mode
+   * 'primary', drivers MUST NOT set $readPreference", for all other modes they MUST), "Topology type: Single" ("Type
+   * Standalone: clients MUST NOT send the read preference"; for other types "If no read preference is configured by
+   * the application, or if the application read preference is Primary, then $readPreference MUST be set to {
+   * "mode": "primaryPreferred" }"), "Topology types: ReplicaSetWithPrimary or ReplicaSetNoPrimary" (every mode but
+   * primary sends it), "Topology type: LoadBalanced"; load balancer spec, "Server Selection".
    */
-  private withReadPreference(address: string, command: Document): Document {
-    if (this.topologyType !== 'Single') return command;
-    const type = this.checked.get(address)?.type;
-    if (type === undefined || type === 'Unknown' || type === 'Standalone' || type === 'Mongos' || Object.prototype.hasOwnProperty.call(command, '$readPreference')) return command;
-    return { ...command, $readPreference: { mode: 'primaryPreferred' } };
+  private withReadPreference(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
+    const own = Object.prototype.hasOwnProperty.call(command, '$readPreference');
+    const type = this.topologyType === 'LoadBalanced' ? 'LoadBalancer' : this.checked.get(address)?.type;
+    const directMember = this.topologyType === 'Single' && type !== undefined && type !== 'Unknown' && type !== 'Standalone' && type !== 'Mongos';
+    let document: Document | undefined;
+    if (type === 'Standalone') document = undefined;
+    else if (readPreference.mode !== 'primary') document = readPreferenceDocument(readPreference);
+    else if (directMember) document = { mode: 'primaryPreferred' };
+    if (!explicit && own) return command;
+    if (document !== undefined) return { ...command, $readPreference: document };
+    if (!own) return command;
+    const { $readPreference: _, ...rest } = command;
+    return rest;
   }
 
   /**
@@ -1977,7 +2072,7 @@ export class Client {
       void Promise.all(this.retiringPools.values()).then(() => resolve());
     });
     // The pools refuse checkouts now: the commands still selecting a server go to their refusal at once.
-    for (const selection of [...this.selections]) selection.next('drain');
+    for (const selection of [...this.selections.keys()]) selection.next('drain');
     await Promise.all([...drained, removedDone]);
     deadline?.unsubscribe();
     await this.close();
@@ -2011,7 +2106,7 @@ export class Client {
     if (this.announcing === 0) this.addedFeeds.complete();
     if (this.selections.size > 0) {
       const closed = new ClientClosedError(this.hostsForErrors());
-      for (const selection of [...this.selections]) selection.error(closed);
+      for (const selection of [...this.selections.keys()]) selection.error(closed);
     }
     for (const monitor of this.monitors.values()) monitor.close();
     for (const pool of this.pools.values()) {

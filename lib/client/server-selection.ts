@@ -12,6 +12,7 @@
  * stale primaries" (of two servers that say they are primary, the one with the older electionId is stale).
  */
 import { ObjectId, type Document } from 'bson';
+import { DEFAULT_HEARTBEAT_FREQUENCY_MS } from '../monitor/monitor';
 import { checkMaxStalenessSeconds, PRIMARY, type ReadPreference, type TagSet } from './read-preference';
 import { serverTypeOf, type ServerType } from './topology-description';
 import type { ClientTopologyType } from './topology-type';
@@ -107,9 +108,6 @@ export interface SelectionCriteria {
   /** How often servers are checked, in ms: part of a secondary's staleness estimate. Default 10,000. */
   readonly heartbeatFrequencyMS?: number | undefined;
 }
-
-/** heartbeatFrequencyMS's default, in ms. Source: server discovery and monitoring spec, "heartbeatFrequencyMS". */
-const DEFAULT_HEARTBEAT_FREQUENCY_MS = 10_000;
 
 /**
  * The servers of `servers` suitable for an operation in a topology of type `topologyType` (see
