@@ -53,7 +53,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
-import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './read-preference';
+import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from './read-preference';
 import { checkedServer, compareElections, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
@@ -300,12 +300,15 @@ interface TopologyLogging {
   readonly write: (fields: TopologyMonitoringLogFields | ServerMonitoringLogFields | TopologyDescriptionChangedLogFields) => void;
 }
 
+/** `T` with each of its optional fields present (its value may be undefined): a class that must answer every one. */
+type EveryField<T> = { [K in keyof Required<T>]: T[K] };
+
 /**
  * One server whose pool is ready, as selection reads it (see `Client.selectedPool`): what its last check said, its
  * monitor's average RTT, and its operationCount, each read only when selection asks (a class, not an object spread per
  * server and selection: the spread cost microseconds per command).
  */
-class PoolServer implements SelectableServer<ConnectionPool<Connection>> {
+class PoolServer implements EveryField<SelectableServer<ConnectionPool<Connection>>> {
   constructor(
     readonly pool: ConnectionPool<Connection>,
     private readonly checked: CheckedServer,
@@ -331,6 +334,18 @@ class PoolServer implements SelectableServer<ConnectionPool<Connection>> {
 
   get maxWireVersion(): number | undefined {
     return this.checked.maxWireVersion;
+  }
+
+  get tags(): TagSet | undefined {
+    return this.checked.tags;
+  }
+
+  get lastWriteDate(): number | undefined {
+    return this.checked.lastWriteDate;
+  }
+
+  get lastUpdateTime(): number | undefined {
+    return this.checked.lastUpdateTime;
   }
 
   get averageRoundTripTimeMS(): number | undefined {

@@ -43,7 +43,7 @@ export interface ReadPreference {
   readonly tags?: readonly TagSet[] | undefined;
   /**
    * The longest a secondary may lag behind the primary (its estimated staleness) and be eligible, in seconds: an
-   * integer >= 1. Undefined: no limit (`-1` as given). In a replica set it must be at least 90 and at least
+   * integer from 1 to 2147483647. Undefined: no limit (`-1` as given). In a replica set it must be at least 90 and at least
    * (heartbeatFrequencyMS + 10,000 ms) / 1000 (see {@link checkMaxStalenessSeconds}). Never given with mode `primary`.
    */
   readonly maxStalenessSeconds?: number | undefined;
@@ -61,15 +61,14 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 /**
  * The read preference `value` gives, checked and frozen: a mode alone (`'secondary'`), or an object `{ mode, tags?,
  * maxStalenessSeconds? }` (`tags`: an array of tag sets, each an object of string values; `maxStalenessSeconds`: an
- * integer >= 1, or -1 for none). `{ mode: 'primary' }` and
- * `'primary'` give {@link PRIMARY}. Tags whose first tag set is `{}` count as none (that set matches
- * every candidate).
+ * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give {@link PRIMARY}. Tags
+ * whose first tag set is `{}` count as none (that set matches every candidate).
  *
  * @throws {InvalidOptionError} naming `option` for a value of another type; `<option>.mode` for a mode that is not one
  *   of the five (with the closest one, e.g. `secondary` for `Secondary`); `<option>.<key>` for an unknown key (with the
  *   closest one; `hedge` included); `<option>.tags` for tags that are not an array of objects of string values, or
- *   non-empty tags with mode `primary`; `<option>.maxStalenessSeconds` for one that is not -1 or an integer >= 1, or
- *   one >= 1 with mode `primary`.
+ *   non-empty tags with mode `primary`; `<option>.maxStalenessSeconds` for one that is not -1 or an integer from 1 to
+ *   2147483647 (a BSON int32), or one with mode `primary`.
  *
  * Source: server selection spec, "mode", "tag_sets" ("Clients MUST raise an error if a non-empty tag set is given in
  * tag_sets and the mode field is 'primary'"), "maxStalenessSeconds" ("Drivers MUST raise an error if
@@ -125,11 +124,15 @@ function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefine
   return Object.freeze(sets);
 }
 
+/** The largest BSON int32. */
+const MAX_INT32 = 2 ** 31 - 1;
+
 /** `maxStalenessSeconds` as `value` gives it: undefined for none (-1 or absent). */
 function maxStalenessSecondsFrom(name: string, value: unknown): number | undefined {
   if (value === undefined || value === -1) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidOptionError(name, value, 'an integer >= 1 (seconds), or -1 for no maximum');
+  // $readPreference carries it as a BSON int32.
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_INT32) {
+    throw new InvalidOptionError(name, value, 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum');
   }
   return value;
 }

@@ -1,0 +1,267 @@
+import { expect } from 'chai';
+import type { Document } from 'bson';
+import { connect, InvalidOptionError, ServerSelectionError, type Client } from '../../lib';
+import {
+  checkMaxStalenessSeconds,
+  describeReadPreference,
+  PRIMARY,
+  readPreferenceDocument,
+  readPreferenceFrom,
+} from '../../lib/client/read-preference';
+import { checkedAs, deployment, election, type Role } from '../support/deployment';
+import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import type { WireProxy } from '../support/wire-proxy';
+
+describe('read preferences (server selection spec, "Read Preference")', function () {
+  describe('readPreferenceFrom', function () {
+    it('takes a mode alone or an object, frozen; primary is PRIMARY; -1 and a first tag set {} mean none', function () {
+      expect(readPreferenceFrom('readPreference', 'primary')).to.equal(PRIMARY);
+      expect(readPreferenceFrom('readPreference', { mode: 'primary', tags: [{}], maxStalenessSeconds: -1 })).to.equal(PRIMARY);
+      for (const mode of ['primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'] as const) {
+        const rp = readPreferenceFrom('readPreference', mode);
+        expect(rp).to.deep.equal({ mode });
+        expect(Object.isFrozen(rp)).to.equal(true);
+        expect(readPreferenceFrom('readPreference', { mode })).to.equal(rp);
+      }
+      const given = { mode: 'secondary', tags: [{ dc: 'ny', rack: '1' }, {}], maxStalenessSeconds: 120 };
+      const rp = readPreferenceFrom('readPreference', given);
+      expect(rp).to.deep.equal(given);
+      expect(Object.isFrozen(rp) && Object.isFrozen(rp.tags) && Object.isFrozen(rp.tags![0])).to.equal(true);
+      given.tags[0]!.dc = 'sf';
+      expect(rp.tags![0]).to.deep.equal({ dc: 'ny', rack: '1' }, 'a copy');
+      expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{}, { dc: 'ny' }], maxStalenessSeconds: -1 })).to.deep.equal({ mode: 'nearest' });
+      expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [] })).to.deep.equal({ mode: 'nearest' });
+    });
+
+    it('refuses, naming the option and what it takes: another type, an unknown mode (with the closest), an unknown key, bad tags or maxStalenessSeconds', function () {
+      const refused = (value: unknown): InvalidOptionError => {
+        try {
+          readPreferenceFrom('readPreference', value);
+        } catch (error) {
+          expect(error).to.be.instanceOf(InvalidOptionError);
+          return error as InvalidOptionError;
+        }
+        throw new Error(`${JSON.stringify(value)} was taken`);
+      };
+      expect(refused(1)).to.include({ option: 'readPreference' });
+      expect(refused(null).message).to.include("a mode ('primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest') or an object");
+      expect(refused(['secondary'])).to.include({ option: 'readPreference' });
+      expect(refused('Secondary')).to.include({ option: 'readPreference', suggestion: 'secondary' });
+      expect(refused({ mode: 'nearst' })).to.include({ option: 'readPreference.mode', suggestion: 'nearest' });
+      expect(refused({})).to.include({ option: 'readPreference.mode' });
+      expect(refused({ mode: 'secondary', hedge: { enabled: true } })).to.include({ option: 'readPreference.hedge' });
+      expect(refused({ mode: 'secondary', tag: [] })).to.include({ option: 'readPreference.tag', suggestion: 'tags' });
+      expect(refused({ mode: 'secondary', tags: { dc: 'ny' } })).to.include({ option: 'readPreference.tags' });
+      expect(refused({ mode: 'secondary', tags: [{ dc: 1 }] })).to.include({ option: 'readPreference.tags' });
+      expect(refused({ mode: 'secondary', tags: [null] })).to.include({ option: 'readPreference.tags' });
+      expect(refused({ mode: 'primary', tags: [{ dc: 'ny' }] }).message).to.include("with mode 'primary'");
+      expect(refused({ mode: 'primary', maxStalenessSeconds: 120 })).to.include({ option: 'readPreference.maxStalenessSeconds' });
+      for (const bad of [0, -2, 1.5, '120', Number.NaN, Infinity, 2 ** 31]) {
+        expect(refused({ mode: 'secondary', maxStalenessSeconds: bad }), String(bad)).to.include({ option: 'readPreference.maxStalenessSeconds' });
+      }
+      expect(readPreferenceFrom('readPreference', { mode: 'secondary', maxStalenessSeconds: 2 ** 31 - 1 }).maxStalenessSeconds).to.equal(2 ** 31 - 1);
+    });
+
+    it('a replica set takes a maxStalenessSeconds of at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000', function () {
+      const rp = (maxStalenessSeconds: number) => readPreferenceFrom('readPreference', { mode: 'secondary', maxStalenessSeconds });
+      expect(() => checkMaxStalenessSeconds('readPreference', rp(89), 500)).to.throw(InvalidOptionError, /at least 90 in a replica set/);
+      checkMaxStalenessSeconds('readPreference', rp(90), 500);
+      checkMaxStalenessSeconds('readPreference', rp(90), 80_000);
+      expect(() => checkMaxStalenessSeconds('readPreference', rp(90), 80_001)).to.throw(InvalidOptionError, /at least 91/);
+      expect(() => checkMaxStalenessSeconds('readPreference', rp(129), 120_000)).to.throw(InvalidOptionError, /at least 130/);
+      checkMaxStalenessSeconds('readPreference', readPreferenceFrom('readPreference', 'secondary'), 120_000);
+    });
+
+    it('goes with a command as { mode, tags?, maxStalenessSeconds? }, and names itself by its mode alone when it has nothing else', function () {
+      const rp = readPreferenceFrom('readPreference', { mode: 'secondaryPreferred', tags: [{ dc: 'ny' }], maxStalenessSeconds: 120 });
+      const document = readPreferenceDocument(rp);
+      expect(document).to.deep.equal({ mode: 'secondaryPreferred', tags: [{ dc: 'ny' }], maxStalenessSeconds: 120 });
+      expect(Object.keys(document)).to.deep.equal(['mode', 'tags', 'maxStalenessSeconds']);
+      expect(Object.isFrozen(document.tags[0])).to.equal(false);
+      expect(readPreferenceDocument(PRIMARY)).to.deep.equal({ mode: 'primary' });
+      expect(describeReadPreference(PRIMARY)).to.equal('primary');
+      expect(describeReadPreference(readPreferenceFrom('readPreference', 'nearest'))).to.equal('nearest');
+      expect(describeReadPreference(rp)).to.equal('{"mode":"secondaryPreferred","tags":[{"dc":"ny"}],"maxStalenessSeconds":120}');
+    });
+  });
+});
+
+/** Each proxy's `ping` commands, as the `$readPreference` each carried (`-` for none). */
+function sentReadPreferences(proxies: WireProxy[]): string[][] {
+  return proxies.map((p) => (p as WireProxy & { sent?: string[] }).sent ?? []);
+}
+
+/** Records on each proxy the `$readPreference` of each `ping` it passes on (see {@link sentReadPreferences}). */
+function recordReadPreferences(proxies: WireProxy[]): void {
+  for (const proxy of proxies) {
+    const sent: string[] = [];
+    (proxy as WireProxy & { sent?: string[] }).sent = sent;
+    const reply = proxy.hooks.reply!;
+    proxy.hooks.reply = (r, command) => {
+      if (Object.keys(command)[0] === 'ping') sent.push(command.$readPreference === undefined ? '-' : JSON.stringify(command.$readPreference));
+      return reply(r, command);
+    };
+  }
+}
+
+describe('a client reading by read preference (against the test endpoint, behind proxies that play the deployment)', function () {
+  this.timeout(20_000);
+  let endpoint: TestEndpoint;
+  let proxies: WireProxy[] = [];
+  let client: Client | undefined;
+
+  before(async function () {
+    endpoint = await startTestEndpoint();
+  });
+  after(async function () {
+    await endpoint.stop();
+  });
+  afterEach(async function () {
+    await client?.close();
+    client = undefined;
+    await Promise.all(proxies.map((p) => p.stop()));
+    proxies = [];
+  });
+
+  const open = async (roles: Role[], query: string, options: object = {}): Promise<Client> => {
+    proxies = await deployment(endpoint, roles);
+    recordReadPreferences(proxies);
+    const hosts = proxies.map((p) => p.address).join(',');
+    client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, { ...endpoint.connectionOptions, ...options });
+    expect(await eventually(() => [...client!.pools.values()].every((p) => p.state === 'ready'), 5000)).to.equal(true);
+    return client;
+  };
+  const ping = (c: Client, readPreference?: unknown, n = 1): Promise<Document[]> =>
+    Promise.all(Array.from({ length: n }, () => c.command('admin', { ping: 1 }, readPreference === undefined ? undefined : { readPreference: readPreference as never })));
+  const counts = (): number[] => sentReadPreferences(proxies).map((s) => s.length);
+
+  it('reads from the secondaries with mode secondary, each command carrying it; the client\'s default is kept for a driver, not taken by command()', async function () {
+    const c = await open([{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }], 'replicaSet=rs0', { readPreference: 'secondary' });
+    expect(c.readPreference).to.deep.equal({ mode: 'secondary' });
+    await ping(c, undefined, 10);
+    expect(sentReadPreferences(proxies)).to.deep.equal([Array(10).fill('-'), [], []]);
+    await ping(c, 'secondary', 40);
+    const [primary, ...secondaries] = sentReadPreferences(proxies);
+    expect(primary).to.have.length(10);
+    expect(secondaries[0]!.length + secondaries[1]!.length).to.equal(40);
+    expect(secondaries[0]!.length, 'both secondaries take reads').to.be.within(5, 35);
+    expect(new Set(secondaries.flat())).to.deep.equal(new Set(['{"mode":"secondary"}']));
+  });
+
+  it('reads from the secondaries of the first tag set that matches one, else (secondaryPreferred) from the primary', async function () {
+    const c = await open(
+      [{ kind: 'primary', electionId: election(), tags: { dc: 'ny' } }, { kind: 'secondary', tags: { dc: 'ny', rack: '1' } }, { kind: 'secondary', tags: { dc: 'sf' } }],
+      'replicaSet=rs0',
+    );
+    await ping(c, { mode: 'secondary', tags: [{ dc: 'sf' }] }, 5);
+    expect(counts()).to.deep.equal([0, 0, 5]);
+    await ping(c, { mode: 'secondary', tags: [{ dc: 'tokyo' }, { dc: 'ny' }, { dc: 'sf' }] }, 5);
+    expect(counts()).to.deep.equal([0, 5, 5]);
+    await ping(c, { mode: 'nearest', tags: [{ dc: 'ny', rack: '1' }] }, 5);
+    expect(counts()).to.deep.equal([0, 10, 5]);
+    await ping(c, { mode: 'secondaryPreferred', tags: [{ dc: 'tokyo' }] }, 5);
+    expect(counts()).to.deep.equal([5, 10, 5]);
+    expect(sentReadPreferences(proxies)[0]!.at(-1), 'sent to the primary too').to.equal('{"mode":"secondaryPreferred","tags":[{"dc":"tokyo"}]}');
+    const noMatch = await c.command('admin', { ping: 1 }, { readPreference: { mode: 'secondary', tags: [{ dc: 'tokyo' }] }, timeoutMS: 700 }).catch((e: unknown) => e);
+    expect(noMatch).to.be.instanceOf(ServerSelectionError);
+    expect((noMatch as Error).message).to.include('(read preference {"mode":"secondary","tags":[{"dc":"tokyo"}]})');
+  });
+
+  it('reads only from a secondary within maxStalenessSeconds of the primary; one too small for the replica set fails at once', async function () {
+    const c = await open([{ kind: 'primary', electionId: election() }, { kind: 'secondary', lagMS: 200_000 }, { kind: 'secondary', lagMS: 1_000 }], 'replicaSet=rs0');
+    await ping(c, { mode: 'secondary', maxStalenessSeconds: 90 }, 10);
+    expect(counts()).to.deep.equal([0, 0, 10]);
+    expect(sentReadPreferences(proxies)[2]![0]).to.equal('{"mode":"secondary","maxStalenessSeconds":90}');
+    await ping(c, { mode: 'secondary', maxStalenessSeconds: 300 }, 40);
+    expect(counts()[1], 'within 300 s').to.be.above(0);
+    const start = Date.now();
+    const tooSmall = await c.command('admin', { ping: 1 }, { readPreference: { mode: 'secondary', maxStalenessSeconds: 60 } }).catch((e: unknown) => e);
+    expect(tooSmall).to.be.instanceOf(InvalidOptionError).and.include({ option: 'readPreference.maxStalenessSeconds' });
+    expect(Date.now() - start, 'no wait for a server').to.be.below(1000);
+  });
+
+  it('primaryPreferred reads from the primary while there is one, else from a secondary; nearest from either', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+    const c = await open(roles, 'replicaSet=rs0');
+    await ping(c, 'primaryPreferred', 5);
+    expect(counts()).to.deep.equal([5, 0]);
+    expect(sentReadPreferences(proxies)[0]![0]).to.equal('{"mode":"primaryPreferred"}');
+    await ping(c, 'nearest', 40);
+    expect(counts()[0]).to.be.above(5);
+    expect(counts()[1]).to.be.above(0);
+    roles[0] = { kind: 'secondary' };
+    await checkedAs(c, 0, 'RSSecondary');
+    const before = counts();
+    await ping(c, 'primaryPreferred', 5);
+    expect(counts()[0]! + counts()[1]!).to.equal(before[0]! + before[1]! + 5);
+    const refused = await c.command('admin', { ping: 1 }, { timeoutMS: 700 }).catch((e: unknown) => e);
+    expect(refused, 'no primary: primary waits').to.be.instanceOf(ServerSelectionError);
+  });
+
+  it('a waiting read is sent on when a server suitable for it is found, while one of another read preference goes on waiting', async function () {
+    const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary', tags: { dc: 'ny' } }];
+    const c = await open(roles, 'replicaSet=rs0', { serverSelectionTimeoutMS: 5000 });
+    let primaryDone = false;
+    const write = c.command('admin', { ping: 1 }).then((r) => ((primaryDone = true), r));
+    let taggedDone = false;
+    const tagged = c.command('admin', { ping: 1 }, { readPreference: { mode: 'secondary', tags: [{ dc: 'sf' }] } }).then((r) => ((taggedDone = true), r));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect([primaryDone, taggedDone]).to.deep.equal([false, false]);
+    roles[0] = { kind: 'secondary', tags: { dc: 'sf' } };
+    await checkedAs(c, 0, 'RSSecondary');
+    expect(await tagged).to.include({ ok: 1 });
+    expect(primaryDone, 'the primary read still waits').to.equal(false);
+    roles[1] = { kind: 'primary', electionId: election() };
+    expect(await write).to.include({ ok: 1 });
+    expect(counts()).to.deep.equal([1, 1]);
+  });
+
+  it('sends $readPreference to a mongos for every mode but primary (secondaryPreferred included), and never to a standalone', async function () {
+    const c = await open([{ kind: 'mongos' }], '');
+    await ping(c, 'primary');
+    await ping(c, 'secondaryPreferred');
+    await ping(c, { mode: 'nearest', tags: [{ dc: 'ny' }] });
+    expect(sentReadPreferences(proxies)).to.deep.equal([['-', '{"mode":"secondaryPreferred"}', '{"mode":"nearest","tags":[{"dc":"ny"}]}']]);
+    await c.close();
+    await Promise.all(proxies.map((p) => p.stop()));
+    const s = await open([{ kind: 'standalone' }], '');
+    await ping(s, 'secondary');
+    await ping(s, 'nearest');
+    expect(sentReadPreferences(proxies)).to.deep.equal([['-', '-']]);
+  });
+
+  it('sends a member reached directly its read preference, primary as primaryPreferred; given, it replaces the command\'s own, whose object is never changed', async function () {
+    const c = await open([{ kind: 'secondary' }], 'directConnection=true');
+    await ping(c);
+    await ping(c, 'secondary');
+    await ping(c, 'primary');
+    const command = { ping: 1, $readPreference: { mode: 'nearest' } };
+    await c.command('admin', command);
+    await c.command('admin', command, { readPreference: 'secondaryPreferred' });
+    expect(command).to.deep.equal({ ping: 1, $readPreference: { mode: 'nearest' } });
+    expect(sentReadPreferences(proxies)).to.deep.equal([
+      ['{"mode":"primaryPreferred"}', '{"mode":"secondary"}', '{"mode":"primaryPreferred"}', '{"mode":"nearest"}', '{"mode":"secondaryPreferred"}'],
+    ]);
+  });
+
+  it('with mode primary, no $readPreference to a replica set\'s primary, even over the command\'s own; selectPool() selects by its readPreference', async function () {
+    const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0', { serverSelectionTimeoutMS: 700 });
+    await c.command('admin', { ping: 1, $readPreference: { mode: 'secondary' } }, { readPreference: 'primary' });
+    expect(sentReadPreferences(proxies)).to.deep.equal([['-']]);
+    const pool = await c.selectPool({ readPreference: 'primary' });
+    expect(pool.address).to.equal(proxies[0]!.address);
+    const refused = await c.selectPool({ readPreference: 'secondary' }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(ServerSelectionError);
+    expect((refused as Error).message).to.include('(read preference secondary)');
+  });
+
+  it('refuses a bad readPreference of command(), selectPool() and connect() with InvalidOptionError, sending nothing', async function () {
+    const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0');
+    for (const bad of ['Secondary', { mode: 'secondary', hedge: {} }, { mode: 'primary', maxStalenessSeconds: 120 }]) {
+      expect(await c.command('admin', { ping: 1 }, { readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+      expect(await c.selectPool({ readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+      expect(() => connect('mongodb://127.0.0.1:1', { readPreference: bad as never })).to.throw(InvalidOptionError);
+    }
+    expect(counts()).to.deep.equal([0]);
+  });
+});
