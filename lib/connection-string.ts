@@ -6,7 +6,8 @@
  * MUST be ignored and MUST log a WARN level message"); so are unknown keys (with the closest known key, when one is
  * close) and keys this library does not support; so is PLAIN authenticating on the URI's database for want of an
  * authSource (as the auth spec says it does, though LDAP users are in `$external`). A client logs each warning as a `warn` message of its `client` log
- * component. Security-relevant conflicts, impossible topologies, a key with no value, and credentials options that
+ * component. Security-relevant conflicts, impossible topologies, a read preference that cannot be (a positive
+ * maxStalenessSeconds or non-empty tags with mode primary), a key with no value, and credentials options that
  * cannot apply (an empty authSource, a SCRAM or PLAIN authMechanism without credentials, a MONGODB-X509 password) are
  * errors.
  *
@@ -17,7 +18,8 @@
  * Source: connection string spec ("Host", "Key Value Pair", "Keys", "Values", "Repeated keys"); URI options spec
  * (option list, "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV URI"); initial DNS
  * seedlist discovery spec ("URI Validation", "srvServiceName", "srvMaxHosts", "Validation Before Querying DNS"); load balancer spec ("URI Validation"); auth spec ("Credential delimiter
- * in URI implies authentication", "Errors", "Connection String Options"); Stable API spec, "No URI Options" (`serverApi`
+ * in URI implies authentication", "Errors", "Connection String Options"); max staleness spec, "API"; server selection
+ * spec, "tag_sets"; Stable API spec, "No URI Options" (`serverApi`
  * in a URI is an error, as in the official driver; `apiVersion`, `apiStrict`, `apiDeprecationErrors` are ignored with
  * a warning).
  */
@@ -32,6 +34,7 @@ import { proxySettings } from './connection/proxy';
 import { API_PARAMETER_NAMES } from './connection/server-api';
 import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
+import { READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './client/read-preference';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
@@ -120,8 +123,43 @@ export interface ParsedConnectionString {
    */
   readonly replicaSet?: string;
   /**
+   * The read preference the URI's `readPreference`, `readPreferenceTags` and `maxStalenessSeconds` give, checked and
+   * frozen as `readPreferenceFrom` makes it (`{ mode, tags?, maxStalenessSeconds? }`); undefined when the URI gives
+   * none of the three validly. The mode is `primary` when only tags or maxStalenessSeconds are given.
+   *
+   * - `readPreference`: one of the five modes as written, lowercase camelCase (`secondaryPreferred`); another value
+   *   (`SECONDARY`, `Secondary`) is ignored with a warning that names the closest mode. A repeated one takes its last
+   *   valid value, as any other key.
+   * - `readPreferenceTags`: a list, never a repeated key: each instance is one tag set, in the order written;
+   *   `dc:ny,rack:1` is `{ dc: 'ny', rack: '1' }` (each pair split at its first ":"; names and values case-sensitive),
+   *   the empty value the tag set `{}` that every server matches. One that is not such pairs (`invalid`, a trailing
+   *   ",", a name given twice) is ignored with a warning; the others stay, in order. Tags whose first tag set is `{}`
+   *   count as none (`tags` undefined), as that set matches every candidate.
+   * - `maxStalenessSeconds`: an integer >= 1, or -1 for no maximum (`maxStalenessSeconds` undefined). Another value
+   *   (not an integer, 0, below -1) is ignored with a warning: 0 is no staleness a secondary can have, nor the -1 that
+   *   means none. Whether it is at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000 is checked by server
+   *   selection in a replica set, not here (a sharded cluster takes a smaller one).
+   *
+   * Errors (the URI is invalid): a maxStalenessSeconds >= 1, or a non-empty tag set, with mode `primary`, given or by
+   * default (no valid readPreference: a mode ignored with a warning leaves primary).
+   *
+   * A TXT record of a `mongodb+srv://` URI gives none of them (only authSource, replicaSet and loadBalanced: any other
+   * key there is an error, see `lib/client/srv.ts`).
+   *
+   * Source: URI options spec (readPreference: "must be lowercase camelCase"; readPreferenceTags: "can be specified
+   * multiple times; each instance of this key is a separate tag set", "only valid if the read preference mode is not
+   * primary"; maxStalenessSeconds), and its read-preference-options tests (an invalid readPreferenceTags, a non-numeric
+   * or too low maxStalenessSeconds: warnings); connection string spec, "Values" (lists; key value pairs; "Any invalid
+   * Values for a given key MUST be ignored and MUST log a WARN level message"); max staleness spec, "API" (-1 means no
+   * maximum; "A connection string combining a positive maxStalenessSeconds with read preference mode "primary" MUST be
+   * considered invalid; this includes connection strings with no explicit read preference mode"); server selection
+   * spec, "tag_sets" ("Clients MUST raise an error if a non-empty tag set is given in tag_sets and the mode field is
+   * 'primary'"), "maxStalenessSeconds"; initial DNS seedlist discovery spec, "Default Connection String Options".
+   */
+  readonly readPreference?: ReadPreference;
+  /**
    * What was ignored and why: unknown or unsupported keys, rxcmap's own options (taken only in `connect()`'s options
-   * object), invalid values, repeated keys. Never shows a password.
+   * object), invalid values, repeated keys (readPreferenceTags excepted: a list). Never shows a password.
    */
   readonly warnings: readonly string[];
   /**
@@ -131,8 +169,8 @@ export interface ParsedConnectionString {
   readonly redacted: string;
 }
 
-type Target = 'pool' | 'connection' | 'client' | 'srv' | 'topology';
-type Kind = 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName' | 'properties';
+type Target = 'pool' | 'connection' | 'client' | 'srv' | 'topology' | 'readPreference';
+type Kind = 'readPreferenceMode' | 'tagSet' | 'maxStaleness' | 'monitoringMode' | 'count' | 'positive' | 'ms' | 'timer' | 'selection' | 'heartbeat' | 'bool' | 'string' | 'appName' | 'compressors' | 'zlib' | 'mechanism' | 'source' | 'proxy' | 'proxyPort' | 'serviceName' | 'properties';
 
 /**
  * The keys this library understands: canonical name, where it goes, and what it accepts. A `timer` or `selection`
@@ -178,6 +216,9 @@ key('proxyPassword', 'connection', 'proxy');
 key('srvServiceName', 'srv', 'serviceName');
 key('srvMaxHosts', 'srv', 'count');
 key('replicaSet', 'topology', 'string');
+key('readPreference', 'readPreference', 'readPreferenceMode');
+key('readPreferenceTags', 'readPreference', 'tagSet');
+key('maxStalenessSeconds', 'readPreference', 'maxStaleness');
 
 /** The canonical names of {@link KEYS}, for "did you mean" suggestions. */
 const KNOWN_NAMES = Object.values(KEYS).map((k) => k.name);
@@ -201,8 +242,7 @@ const API_PARAMETERS: ReadonlySet<string> = new Set(API_PARAMETER_NAMES.map((nam
 /** Keys of the URI options spec that this library accepts but does not act on. */
 const UNSUPPORTED = new Set(
   [
-    'journal', 'maxStalenessSeconds', 'readConcernLevel',
-    'readPreference', 'readPreferenceTags',
+    'journal', 'readConcernLevel',
     'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS',
     'timeoutMS', 'tlsDisableCertificateRevocationCheck',
     'tlsDisableOCSPEndpointCheck', 'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries',
@@ -246,7 +286,9 @@ const SECRET = new Set(['tlscertificatekeyfilepassword', 'proxypassword', 'authm
  *   ignored with a warning, as is one without credentials; its values are never shown); for a proxy key given twice with different
  *   values, a proxyPort that is not an integer from 1 to 65535, and the proxy options the SOCKS5 support spec refuses
  *   together or alone (see `proxySettings`); for a `serverApi` key (any case: a Stable API version is declared only
- *   in code). Messages never contain the password (nor the proxy's).
+ *   in code); for a `maxStalenessSeconds` >= 1 (option `maxStalenessSeconds`) or a non-empty `readPreferenceTags` tag
+ *   set (option `readPreferenceTags`) with read preference mode primary, given or by default (see
+ *   {@link ParsedConnectionString.readPreference}). Messages never contain the password (nor the proxy's).
  */
 export function parseConnectionString(uri: string): ParsedConnectionString {
   return parse(uri, undefined, undefined, true);
@@ -330,6 +372,9 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const client = Object.create(null) as Record<string, unknown>;
   const srv = Object.create(null) as Record<string, unknown>;
   const topology = Object.create(null) as Record<string, unknown>;
+  const readPreference = Object.create(null) as Record<string, unknown>;
+  /** Every valid readPreferenceTags, in order: each instance of the key is one tag set (a list, not a repeated key). */
+  const tagSets: Record<string, string>[] = [];
   const seen = new Map<string, string>();
   /** Every instance of tls and ssl, in order: a repeated one included (URI options spec, item 8). */
   const tlsAndSsl: [string, string][] = [];
@@ -343,7 +388,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     }
     if (lower === 'tls' || lower === 'ssl') tlsAndSsl.push([rawKey, value]);
     const shown = SECRET.has(lower) ? '<not shown>' : JSON.stringify(value);
-    if (seen.has(lower) && seen.get(lower) !== value) {
+    // readPreferenceTags is a list: each instance is a tag set, none replaces another (connection string spec, "Values").
+    if (seen.has(lower) && seen.get(lower) !== value && KEYS[lower]?.kind !== 'tagSet') {
       // The proxy says where every connection goes: which of two proxies (or ports, or users) is no guess to make.
       if (KEYS[lower]?.kind === 'proxy' || KEYS[lower]?.kind === 'proxyPort') {
         // The value itself (the error quotes it), not the quoted text a warning shows.
@@ -375,7 +421,12 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       continue;
     }
     if (converted.warning !== undefined) warnings.push(converted.warning);
-    const target = spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : spec.target === 'topology' ? topology : client;
+    if (spec.kind === 'tagSet') {
+      tagSets.push(converted.value as Record<string, string>);
+      continue;
+    }
+    const target =
+      spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : spec.target === 'topology' ? topology : spec.target === 'readPreference' ? readPreference : client;
     target[spec.name] = converted.value;
   }
 
@@ -447,6 +498,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     replicaSet: topology.replicaSet !== undefined,
     srvMaxHosts: srv.srvMaxHosts as number | undefined,
   });
+  const uriReadPreference = readPreferenceOf(readPreference.readPreference as ReadPreferenceMode | undefined, tagSets, readPreference.maxStalenessSeconds as number | undefined, warnings);
   // SOCKS5 support spec: a proxyPort, proxyUsername or proxyPassword without proxyHost, or a user name without a
   // password and the reverse, are errors.
   if (proxyAlone) proxySettings(connection);
@@ -571,6 +623,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     isSRV: parsed.isSRV,
     ...(appName === undefined ? {} : { appName }),
     ...(replicaSet === undefined ? {} : { replicaSet }),
+    ...(uriReadPreference === undefined ? {} : { readPreference: uriReadPreference }),
     ...(typeof srv.srvServiceName === 'string' ? { srvServiceName: srv.srvServiceName } : {}),
     ...(typeof srv.srvMaxHosts === 'number' ? { srvMaxHosts: srv.srvMaxHosts } : {}),
     poolOptions: Object.freeze(pool as PoolOptions),
@@ -777,10 +830,68 @@ export function authMechanismPropertiesValue(text: string): { value?: Record<str
   return { value: properties };
 }
 
+/**
+ * The read preference of a URI whose valid readPreference, readPreferenceTags (every instance, in order) and
+ * maxStalenessSeconds are `mode`, `tagSets` and `maxStalenessSeconds` (an invalid value of each was ignored with a
+ * warning, among `warnings`): undefined when it gives none of them, else checked and frozen by `readPreferenceFrom`,
+ * the mode `primary` when it gives none. A positive maxStalenessSeconds or a non-empty tag set with mode primary makes
+ * the URI invalid.
+ *
+ * @throws {InvalidOptionError} (option `maxStalenessSeconds`, its value) for one >= 1 with mode primary, given or by
+ *   default; (option `readPreferenceTags`, the first non-empty tag set as written) for a non-empty tag set with mode
+ *   primary. The message names the readPreference the URI gave and had ignored, if any.
+ *
+ * Source: max staleness spec, "API" ("A connection string combining a positive maxStalenessSeconds with read
+ * preference mode "primary" MUST be considered invalid; this includes connection strings with no explicit read
+ * preference mode"); server selection spec, "tag_sets" ("Clients MUST raise an error if a non-empty tag set is given in
+ * tag_sets and the mode field is 'primary'"); URI options spec (readPreferenceTags: "only valid if the read preference
+ * mode is not primary").
+ */
+function readPreferenceOf(mode: ReadPreferenceMode | undefined, tagSets: readonly Record<string, string>[], maxStalenessSeconds: number | undefined, warnings: readonly string[]): ReadPreference | undefined {
+  if (mode === undefined && tagSets.length === 0 && maxStalenessSeconds === undefined) return undefined;
+  const effective = mode ?? 'primary';
+  if (effective === 'primary') {
+    // A mode ignored with a warning leaves primary: the error names it, not only the warning.
+    const ignored = warnings.filter((w) => w.startsWith('readPreference="')).pop();
+    const why = mode !== undefined ? 'readPreference=primary' : ignored === undefined ? 'the URI gives no readPreference' : `the URI's ${ignored.slice(0, ignored.indexOf(' is ignored'))} is no mode and is ignored`;
+    if (maxStalenessSeconds !== undefined && maxStalenessSeconds > 0) {
+      throw new InvalidOptionError('maxStalenessSeconds', maxStalenessSeconds, `-1 (or absent) with read preference mode primary (${why}): a primary is never stale; give a readPreference other than primary`);
+    }
+    const tagged = tagSets.find((set) => Object.keys(set).length > 0);
+    if (tagged !== undefined) {
+      const written = Object.entries(tagged).map(([name, value]) => `${name}:${value}`).join(',');
+      throw new InvalidOptionError('readPreferenceTags', written, `empty (or absent) with read preference mode primary (${why}): only the primary is suitable, whatever its tags; give a readPreference other than primary`);
+    }
+  }
+  return readPreferenceFrom('readPreference', { mode: effective, tags: tagSets, ...(maxStalenessSeconds === undefined ? {} : { maxStalenessSeconds }) });
+}
+
+/**
+ * One readPreferenceTags value as a tag set: `name:value` pairs separated by ",", each split at its first ":" (a value
+ * may hold ":"; none can hold ","), each name non-empty and given once; the empty value is the empty tag set `{}`.
+ *
+ * Source: connection string spec, "Values" (lists, key value pairs); URI options spec, readPreferenceTags.
+ */
+function tagSetValue(text: string): { value?: Record<string, string>; error?: string } {
+  if (text === '') return { value: {} };
+  const pairs = authMechanismPropertiesValue(text).value;
+  if (pairs === undefined) return { error: 'a tag set: name:value pairs separated by "," (e.g. dc:ny,rack:1), each name once; or empty, for the tag set {} that every server matches' };
+  return { value: { ...pairs } };
+}
+
 /** Converts one value; `error` says what is allowed when the value is invalid. */
 function convert(kind: Kind, text: string): { value?: unknown; error?: string; warning?: string } {
   const int = /^-?\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
   switch (kind) {
+    case 'readPreferenceMode': {
+      if ((READ_PREFERENCE_MODES as readonly string[]).includes(text)) return { value: text };
+      const closest = closestOptionName(text, READ_PREFERENCE_MODES);
+      return { error: `one of ${READ_PREFERENCE_MODES.join(', ')}, written in lowercase camelCase${closest === undefined ? '' : ` (did you mean ${closest}?)`}` };
+    }
+    case 'tagSet':
+      return tagSetValue(text);
+    case 'maxStaleness':
+      return int === -1 || (Number.isSafeInteger(int) && int >= 1) ? { value: int } : { error: 'an integer >= 1 (seconds), or -1 for no maximum' };
     case 'count':
       return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer >= 0' };
     case 'positive':

@@ -43,10 +43,10 @@ describe('parseConnectionString', function () {
   });
 
   it('warns about unknown and unsupported keys, and repeated ones', function () {
-    const p = parseConnectionString('mongodb://h/?fooBar=1&readPreference=secondary&appName=a&appName=b');
+    const p = parseConnectionString('mongodb://h/?fooBar=1&readConcernLevel=majority&appName=a&appName=b');
     expect(p.warnings).to.deep.equal([
       'unknown option fooBar is ignored',
-      'readPreference is not supported by rxcmap and is ignored',
+      'readConcernLevel is not supported by rxcmap and is ignored',
       'appName is given more than once; using the last valid value',
     ]);
     expect(p.appName).to.equal('b');
@@ -246,10 +246,10 @@ describe('parseConnectionString', function () {
 
   it('keeps the known keys\' text as written beside a secret key, whose value it hides, in any case, as the proxy\'s user name', function () {
     const p = parseConnectionString(
-      'mongodb://u:pw@h/?readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=se:cret&proxyHost=px&proxyUsername=pu&ProxyPassword=pp',
+      'mongodb://u:pw@h/?readPreference=nearest&readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=se:cret&proxyHost=px&proxyUsername=pu&ProxyPassword=pp',
     );
     expect(p.redacted).to.equal(
-      'mongodb://_credentials_@h/?readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=_credentials_&proxyHost=px&proxyUsername=_credentials_&ProxyPassword=_credentials_',
+      'mongodb://_credentials_@h/?readPreference=nearest&readPreferenceTags=dc:ny,rack:1&tlsCertificateKeyFile=/a/b.pem&TLSCERTIFICATEKEYFILEPASSWORD=_credentials_&proxyHost=px&proxyUsername=_credentials_&ProxyPassword=_credentials_',
     );
     const oidc = parseConnectionString('mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:api://x&appName=a:b');
     expect(oidc.redacted).to.equal('mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=_credentials_&appName=a:b');
@@ -554,7 +554,7 @@ describe('parseConnectionString: values at and beyond the limits of each key', f
   });
 
   it('says that each key of the URI options spec it does not act on is not supported, not that it is unknown', function () {
-    const keys = ['journal', 'maxStalenessSeconds', 'readConcernLevel', 'readPreference', 'readPreferenceTags',
+    const keys = ['journal', 'readConcernLevel',
       'retryReads', 'retryWrites', 'serverSelectionTryOnce', 'socketCheckIntervalMS', 'timeoutMS', 'tlsDisableCertificateRevocationCheck', 'tlsDisableOCSPEndpointCheck',
       'w', 'wTimeoutMS', 'waitQueueMultiple', 'waitQueueSize', 'maxAdaptiveRetries', 'enableOverloadRetargeting', 'uuidRepresentation'];
     for (const key of keys) expect(read(`${key}=1`).warnings, key).to.deep.equal([`${key} is not supported by rxcmap and is ignored`]);

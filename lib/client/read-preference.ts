@@ -116,7 +116,8 @@ function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefine
     const copy: Record<string, string> = {};
     for (const [key, tag] of Object.entries(set)) {
       if (typeof tag !== 'string') throw new InvalidOptionError(name, value, allowed);
-      copy[key] = tag;
+      // Defined, not assigned: a tag named __proto__ would set the copy's prototype, and the tag set would be lost.
+      Object.defineProperty(copy, key, { value: tag, enumerable: true, writable: true, configurable: true });
     }
     return Object.freeze(copy);
   });
