@@ -15,7 +15,8 @@ describe('parseConnectionString (fuzz)', function () {
     const password = fc
       .array(fc.oneof(fc.constantFrom(...'abcdefghXYZ0123456789'.split('')), special), { minLength: 6, maxLength: 16 })
       .map((chars) => `Pw${chars.join('')}`);
-    const query = fc.constantFrom('', '?maxPoolSize=5', '?authSource=admin&appName=x', '?maxPoolSize=-1&bogus=1', '?tlsCertificateKeyFilePassword=k');
+    const query = fc.constantFrom('', '?maxPoolSize=5', '?authSource=admin&appName=x', '?maxPoolSize=-1&bogus=1', '?tlsCertificateKeyFilePassword=k',
+      '?readPreference=nearest&readPreferenceTags=dc:ny&readPreferenceTags=bad&maxStalenessSeconds=0', '?maxStalenessSeconds=120', '?readPreferenceTags=dc:ny');
     fc.assert(
       fc.property(password, fc.boolean(), fc.constantFrom('h1', 'h1:27018,h2', '[::1]:27017', '/tmp/m.sock'), query, (pw, encode, hosts, q) => {
         const written = encode ? encodeURIComponent(pw) : pw;

@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials } from '../lib';
 import { authMechanismPropertiesValue, parseConnectionString, parseConnectionStringForClient, parseConnectionStringWithCredentials } from '../lib/connection-string';
+import { PRIMARY, READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference } from '../lib/client/read-preference';
+import { parseTxtOptions, resolvedUri } from '../lib/client/srv';
+import { SrvResolutionError } from '../lib/errors';
 
 /** What parseConnectionString throws for `uri` (undefined when it does not throw). */
 function parseError(uri: string): unknown {
@@ -800,5 +803,172 @@ describe('parseConnectionString: authMechanismProperties', function () {
 
   it('is no longer among the keys that are not supported', function () {
     expect(parseConnectionString('mongodb://h/?authMechanismProperties=A:b').warnings.join()).to.not.include('not supported');
+  });
+});
+
+describe('parseConnectionString: readPreference, readPreferenceTags, maxStalenessSeconds (URI options spec; max staleness spec, "API")', function () {
+  /**
+   * The URI options spec's read-preference-options tests: description, URI, whether it warns, and the read preference
+   * rxcmap gives (undefined where the test's options are null: nothing valid is given).
+   */
+  const cases: readonly (readonly [string, string, boolean, ReadPreference | undefined])[] = [
+    [
+      'Valid read preference options are parsed correctly',
+      'mongodb://example.com/?readPreference=primaryPreferred&readPreferenceTags=dc:ny,rack:1&maxStalenessSeconds=120&readPreferenceTags=dc:ny',
+      false,
+      { mode: 'primaryPreferred', tags: [{ dc: 'ny', rack: '1' }, { dc: 'ny' }], maxStalenessSeconds: 120 },
+    ],
+    ['Single readPreferenceTags is parsed as array of size one', 'mongodb://example.com/?readPreference=secondary&readPreferenceTags=dc:ny', false, { mode: 'secondary', tags: [{ dc: 'ny' }] }],
+    ['Read preference tags are case sensitive', 'mongodb://example.com/?readPreference=secondary&readPreferenceTags=dc:NY', false, { mode: 'secondary', tags: [{ dc: 'NY' }] }],
+    ['Invalid readPreferenceTags causes a warning', 'mongodb://example.com/?readPreferenceTags=invalid', true, undefined],
+    ['Non-numeric maxStalenessSeconds causes a warning', 'mongodb://example.com/?maxStalenessSeconds=invalid', true, undefined],
+    ['Too low maxStalenessSeconds causes a warning', 'mongodb://example.com/?maxStalenessSeconds=-2', true, undefined],
+  ];
+  /** `readPreference` without its keys that are undefined (readPreferenceFrom gives `tags: undefined` and the like). */
+  const plain = (readPreference: ReadPreference | undefined): unknown => (readPreference === undefined ? undefined : JSON.parse(JSON.stringify(readPreference)));
+  for (const [description, uri, warning, expected] of cases) {
+    it(`read-preference-options: ${description}`, function () {
+      const p = parseConnectionString(uri);
+      expect(p.warnings, 'warnings').to.have.length(warning ? 1 : 0);
+      if (warning) expect(p.warnings[0]).to.match(/^(readPreferenceTags|maxStalenessSeconds)=".*" is ignored: /);
+      expect(plain(p.readPreference)).to.deep.equal(expected);
+      if (expected === undefined) expect(p).to.not.have.property('readPreference');
+    });
+  }
+
+  it('gives the read preference readPreferenceFrom makes, frozen to its tag sets: the same object for a mode alone', function () {
+    const p = parseConnectionString('mongodb://h/?readPreference=nearest&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:sf&maxStalenessSeconds=90');
+    const rp = p.readPreference!;
+    expect(rp).to.deep.equal(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{ dc: 'ny', rack: '1' }, { dc: 'sf' }], maxStalenessSeconds: 90 }));
+    expect(Object.isFrozen(rp) && Object.isFrozen(rp.tags) && rp.tags!.every((set) => Object.isFrozen(set))).to.equal(true);
+    for (const mode of READ_PREFERENCE_MODES) {
+      expect(parseConnectionString(`mongodb://h/?readPreference=${mode}`).readPreference, mode).to.equal(readPreferenceFrom('readPreference', mode));
+    }
+    expect(parseConnectionString('mongodb://h/?readPreference=primary').readPreference).to.equal(PRIMARY);
+    expect(parseConnectionString('mongodb://h/').readPreference).to.equal(undefined);
+  });
+
+  it('takes a mode only as written, in lowercase camelCase: another is ignored with a warning naming the closest mode', function () {
+    // URI options spec: readPreference values "must be lowercase camelCase"; connection string spec, "Values": an
+    // invalid value is ignored with a warning. The mode left is primary, the default.
+    for (const [value, hint] of [['SECONDARY', ' (did you mean secondary?)'], ['Secondary', ' (did you mean secondary?)'], ['primarypreferred', ' (did you mean primaryPreferred?)'], ['', ''], ['fastest', '']]) {
+      const p = parseConnectionString(`mongodb://h/?readPreference=${value}`);
+      expect(p.readPreference, value).to.equal(undefined);
+      expect(p.warnings, value).to.deep.equal([
+        `readPreference=${JSON.stringify(value)} is ignored: readPreference must be one of primary, primaryPreferred, secondary, secondaryPreferred, nearest, written in lowercase camelCase${hint}`,
+      ]);
+    }
+  });
+
+  it('takes the last valid readPreference or maxStalenessSeconds of several, saying the key is repeated', function () {
+    const p = parseConnectionString('mongodb://h/?readPreference=secondary&readPreference=Nearest&maxStalenessSeconds=120&maxStalenessSeconds=150');
+    expect(plain(p.readPreference)).to.deep.equal({ mode: 'secondary', maxStalenessSeconds: 150 });
+    expect(p.warnings).to.deep.equal([
+      'readPreference is given more than once; using the last valid value',
+      'readPreference="Nearest" is ignored: readPreference must be one of primary, primaryPreferred, secondary, secondaryPreferred, nearest, written in lowercase camelCase (did you mean nearest?)',
+      'maxStalenessSeconds is given more than once; using the last valid value',
+    ]);
+  });
+
+  it('reads each readPreferenceTags as one tag set, in order, without a repeated-key warning; the empty one is {}', function () {
+    // Connection string spec, "Values" (Lists): ?readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:ny&readPreferenceTags=
+    const p = parseConnectionString('mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:ny&readPreferenceTags=');
+    expect(plain(p.readPreference)).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'ny', rack: '1' }, { dc: 'ny' }, {}] });
+    expect(p.warnings).to.deep.equal([]);
+    const reversed = parseConnectionString('mongodb://h/?readPreferenceTags=dc:sf&readPreference=secondary&readPreferenceTags=dc:ny&readPreferenceTags=dc:ny');
+    expect(reversed.readPreference?.tags).to.deep.equal([{ dc: 'sf' }, { dc: 'ny' }, { dc: 'ny' }]);
+    expect(reversed.warnings).to.deep.equal([]);
+    // A first tag set {} matches every candidate: no tags, as readPreferenceFrom gives.
+    expect(plain(parseConnectionString('mongodb://h/?readPreference=secondary&readPreferenceTags=&readPreferenceTags=dc:ny').readPreference)).to.deep.equal({ mode: 'secondary' });
+  });
+
+  it('splits a tag at its first ":" and ignores, with a warning, a tag set that is not name:value pairs, keeping the others in order', function () {
+    expect(parseConnectionString('mongodb://h/?readPreference=nearest&readPreferenceTags=rack:a:b,dc:').readPreference?.tags).to.deep.equal([{ rack: 'a:b', dc: '' }]);
+    expect(parseConnectionString('mongodb://h/?readPreference=nearest&readPreferenceTags=__proto__:x').readPreference?.tags).to.deep.equal([{ ['__proto__']: 'x' }]);
+    for (const bad of ['invalid', 'dc:ny,', ':ny', 'dc:ny,,rack:1', 'dc:ny,dc:sf']) {
+      const p = parseConnectionString(`mongodb://h/?readPreference=nearest&readPreferenceTags=dc:a&readPreferenceTags=${bad}&readPreferenceTags=dc:b`);
+      expect(p.readPreference?.tags, bad).to.deep.equal([{ dc: 'a' }, { dc: 'b' }]);
+      expect(p.warnings, bad).to.deep.equal([
+        `readPreferenceTags=${JSON.stringify(bad)} is ignored: readPreferenceTags must be a tag set: name:value pairs separated by "," (e.g. dc:ny,rack:1), each name once; or empty, for the tag set {} that every server matches`,
+      ]);
+    }
+  });
+
+  it('takes maxStalenessSeconds -1 as no maximum and an integer >= 1; ignores 0, a fraction or an empty value with a warning', function () {
+    // Max staleness spec, "API": -1 is "no maximum staleness"; a positive integer otherwise. 0 is too low, as -2 is.
+    expect(parseConnectionString('mongodb://h/?readPreference=secondary&maxStalenessSeconds=-1').readPreference).to.equal(readPreferenceFrom('readPreference', 'secondary'));
+    expect(parseConnectionString('mongodb://h/?maxStalenessSeconds=-1').readPreference).to.equal(PRIMARY);
+    // Whether it is at least 90 is checked in a replica set, at selection: a sharded cluster takes less.
+    expect(plain(parseConnectionString('mongodb://h/?readPreference=secondary&maxStalenessSeconds=1').readPreference)).to.deep.equal({ mode: 'secondary', maxStalenessSeconds: 1 });
+    for (const value of ['0', '1.5', '', '-3', '9007199254740993']) {
+      const p = parseConnectionString(`mongodb://h/?readPreference=secondary&maxStalenessSeconds=${value}`);
+      expect(p.readPreference, value).to.equal(readPreferenceFrom('readPreference', 'secondary'));
+      expect(p.warnings, value).to.deep.equal([`maxStalenessSeconds=${JSON.stringify(value)} is ignored: maxStalenessSeconds must be an integer >= 1 (seconds), or -1 for no maximum`]);
+    }
+  });
+
+  it('refuses a positive maxStalenessSeconds with mode primary, given or by default, naming a mode it ignored', function () {
+    // Max staleness spec, "API": such a connection string "MUST be considered invalid; this includes connection
+    // strings with no explicit read preference mode".
+    for (const [query, why] of [
+      ['readPreference=primary&maxStalenessSeconds=120', 'readPreference=primary'],
+      ['maxStalenessSeconds=120', 'the URI gives no readPreference'],
+      ['readPreference=Secondary&maxStalenessSeconds=120', 'the URI\'s readPreference="Secondary" is no mode and is ignored'],
+    ]) {
+      expect(() => parseConnectionString(`mongodb://h/?${query}`), query)
+        .to.throw(InvalidOptionError)
+        .that.includes({ option: 'maxStalenessSeconds', value: 120 })
+        .and.has.property('message', `Invalid maxStalenessSeconds: 120 (maxStalenessSeconds must be -1 (or absent) with read preference mode primary (${why}): a primary is never stale; give a readPreference other than primary)`);
+    }
+    // No maximum, or one ignored with a warning, is no conflict.
+    expect(parseConnectionString('mongodb://h/?readPreference=primary&maxStalenessSeconds=-1').readPreference).to.equal(PRIMARY);
+    expect(parseConnectionString('mongodb://h/?maxStalenessSeconds=0').warnings).to.have.length(1);
+  });
+
+  it('refuses a non-empty tag set with mode primary, given or by default, wherever it is in the list', function () {
+    // Server selection spec, "tag_sets": "Clients MUST raise an error if a non-empty tag set is given in tag_sets and
+    // the mode field is 'primary'"; URI options spec: readPreferenceTags "only valid if the read preference mode is not
+    // primary".
+    for (const [query, written, why] of [
+      ['readPreference=primary&readPreferenceTags=dc:ny,rack:1', 'dc:ny,rack:1', 'readPreference=primary'],
+      ['readPreferenceTags=dc:ny', 'dc:ny', 'the URI gives no readPreference'],
+      ['readPreferenceTags=&readPreferenceTags=dc:sf', 'dc:sf', 'the URI gives no readPreference'],
+    ]) {
+      expect(() => parseConnectionString(`mongodb://h/?${query}`), query)
+        .to.throw(InvalidOptionError)
+        .that.includes({ option: 'readPreferenceTags', value: written })
+        .and.has.property('message', `Invalid readPreferenceTags: "${written}" (readPreferenceTags must be empty (or absent) with read preference mode primary (${why}): only the primary is suitable, whatever its tags; give a readPreference other than primary)`);
+    }
+    // The empty tag set matches the primary: no conflict; nor is a tag set ignored with a warning.
+    expect(parseConnectionString('mongodb://h/?readPreference=primary&readPreferenceTags=').readPreference).to.equal(PRIMARY);
+    expect(parseConnectionString('mongodb://h/?readPreferenceTags=').readPreference).to.equal(PRIMARY);
+    expect(parseConnectionString('mongodb://h/?readPreferenceTags=invalid').warnings).to.have.length(1);
+  });
+
+  it('never shows the password beside a read preference, parsed, warned about or refused; shows its values in the redacted URI', function () {
+    const uri = 'mongodb://alice:S3cretPw@h/?readPreference=nearest&readPreferenceTags=dc:ny&readPreferenceTags=bad&maxStalenessSeconds=0';
+    const p = parseConnectionString(uri);
+    expect(plain(p.readPreference)).to.deep.equal({ mode: 'nearest', tags: [{ dc: 'ny' }] });
+    expect([...p.warnings, p.redacted, inspect(p, { depth: 6 }), JSON.stringify(p)].join('\n')).to.not.include('S3cretPw');
+    expect(p.redacted).to.equal('mongodb://_credentials_@h/?readPreference=nearest&readPreferenceTags=dc:ny&readPreferenceTags=bad&maxStalenessSeconds=0');
+    for (const refused of ['mongodb://alice:S3cretPw@h/?maxStalenessSeconds=120', 'mongodb://alice:S3cretPw@h/?readPreferenceTags=dc:ny']) {
+      expect(() => parseConnectionString(refused))
+        .to.throw(InvalidOptionError)
+        .that.satisfies((error: unknown) => !inspect(error, { showHidden: true }).includes('S3cretPw'));
+    }
+  });
+
+  it('takes none of them from a TXT record, and keeps a mongodb+srv URI\'s tag sets in order once its hosts are known', function () {
+    // Initial DNS seedlist discovery spec, "Default Connection String Options": only authSource, replicaSet and
+    // loadBalanced in a TXT record; any other option is an error.
+    for (const option of ['readPreference=secondary', 'readPreferenceTags=dc:ny', 'maxStalenessSeconds=120']) {
+      expect(() => parseTxtOptions('cluster0.example.net', `replicaSet=rs0&${option}`), option).to.throw(SrvResolutionError, /a TXT record may give only authSource, replicaSet and loadBalanced$/);
+    }
+    const srv = 'mongodb+srv://cluster0.example.net/?readPreference=secondary&readPreferenceTags=dc:sf&readPreferenceTags=dc:ny&readPreferenceTags=&maxStalenessSeconds=90';
+    expect(plain(parseConnectionString(srv).readPreference)).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'sf' }, { dc: 'ny' }, {}], maxStalenessSeconds: 90 });
+    const resolved = parseConnectionString(resolvedUri(srv, ['a.example.net:27017', 'b.example.net:27017'], [['replicaSet', 'rs0']]));
+    expect(plain(resolved.readPreference)).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'sf' }, { dc: 'ny' }, {}], maxStalenessSeconds: 90 });
+    expect(resolved.replicaSet).to.equal('rs0');
+    expect(resolved.warnings).to.deep.equal([]);
   });
 });
