@@ -136,8 +136,8 @@ export interface ParsedConnectionString {
    *   ",", a name given twice) is ignored with a warning; the others stay, in order. Tags whose first tag set is `{}`
    *   count as none (`tags` undefined), as that set matches every candidate.
    * - `maxStalenessSeconds`: an integer >= 1, or -1 for no maximum (`maxStalenessSeconds` undefined). Another value
-   *   (not an integer, 0, below -1) is ignored with a warning: 0 is no staleness a secondary can have, nor the -1 that
-   *   means none. Whether it is at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000 is checked by server
+   *   (not an integer, 0, below -1) is ignored with a warning, 0 as -2 is (too low: no secondary could meet it, and it
+   *   is not the -1 that means no maximum). Whether it is at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000 is checked by server
    *   selection in a replica set, not here (a sharded cluster takes a smaller one).
    *
    * Errors (the URI is invalid): a maxStalenessSeconds >= 1, or a non-empty tag set, with mode `primary`, given or by
