@@ -738,7 +738,7 @@ export class Client {
       throw new InvalidOptionError('localThresholdMS', threshold, 'a number of ms >= 0');
     }
     this.localThresholdMS = threshold;
-    this.readPreference = o.readPreference === undefined ? ((parsed as { readPreference?: ReadPreference }).readPreference ?? PRIMARY) : readPreferenceFrom('readPreference', o.readPreference);
+    this.readPreference = o.readPreference === undefined ? (parsed.readPreference ?? PRIMARY) : readPreferenceFrom('readPreference', o.readPreference);
     const frequency = optionValue(client, 'heartbeatFrequencyMS');
     const validFrequency = typeof frequency === 'number' && Number.isFinite(frequency) && frequency >= MIN_HEARTBEAT_FREQUENCY_MS;
     if (frequency !== undefined && !validFrequency) {

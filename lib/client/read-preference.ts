@@ -84,12 +84,17 @@ export function readPreferenceFrom(option: string, value: unknown): ReadPreferen
   const tags = tagSetsFrom(`${option}.tags`, given.tags);
   const maxStalenessSeconds = maxStalenessSecondsFrom(`${option}.maxStalenessSeconds`, given.maxStalenessSeconds);
   if (base.mode === 'primary') {
-    if (tags !== undefined) throw new InvalidOptionError(`${option}.tags`, given.tags, "absent, or only empty tag sets, with mode 'primary' (only the primary is suitable)");
+    // Any non-empty tag set, even after a `{}` that makes the others moot.
+    if (Array.isArray(given.tags) && given.tags.some((set: object) => Object.keys(set).length > 0)) throw new InvalidOptionError(`${option}.tags`, given.tags, "absent, or only empty tag sets, with mode 'primary' (only the primary is suitable)");
     if (maxStalenessSeconds !== undefined) throw new InvalidOptionError(`${option}.maxStalenessSeconds`, given.maxStalenessSeconds, "absent or -1 with mode 'primary' (a primary is never stale)");
     return PRIMARY;
   }
   if (tags === undefined && maxStalenessSeconds === undefined) return base;
-  return Object.freeze({ mode: base.mode, tags, maxStalenessSeconds });
+  // Only the fields given: a read preference compares and prints as it was written.
+  const readPreference: { mode: ReadPreferenceMode; tags?: readonly TagSet[]; maxStalenessSeconds?: number } = { mode: base.mode };
+  if (tags !== undefined) readPreference.tags = tags;
+  if (maxStalenessSeconds !== undefined) readPreference.maxStalenessSeconds = maxStalenessSeconds;
+  return Object.freeze(readPreference);
 }
 
 /** The read preference of mode `mode` alone (checked: `name` names it in the error). */

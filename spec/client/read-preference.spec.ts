@@ -55,6 +55,7 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(refused({ mode: 'secondary', tags: [{ dc: 1 }] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'secondary', tags: [null] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'primary', tags: [{ dc: 'ny' }] }).message).to.include("with mode 'primary'");
+      expect(refused({ mode: 'primary', tags: [{}, { dc: 'ny' }] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'primary', maxStalenessSeconds: 120 })).to.include({ option: 'readPreference.maxStalenessSeconds' });
       for (const bad of [0, -2, 1.5, '120', Number.NaN, Infinity, 2 ** 31]) {
         expect(refused({ mode: 'secondary', maxStalenessSeconds: bad }), String(bad)).to.include({ option: 'readPreference.maxStalenessSeconds' });
@@ -253,6 +254,23 @@ describe('a client reading by read preference (against the test endpoint, behind
     const refused = await c.selectPool({ readPreference: 'secondary' }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(ServerSelectionError);
     expect((refused as Error).message).to.include('(read preference secondary)');
+  });
+
+  it('takes the client\'s default read preference from the URI, the readPreference option replacing it; primary by default', function () {
+    const made = [
+      connect('mongodb://127.0.0.1:1/?readPreference=secondary&readPreferenceTags=dc:ny&readPreferenceTags=&maxStalenessSeconds=120'),
+      connect('mongodb://127.0.0.1:1/?readPreference=secondary', { readPreference: { mode: 'nearest', tags: [{ dc: 'sf' }] } }),
+      connect('mongodb://127.0.0.1:1/'),
+    ];
+    try {
+      expect(made.map((c) => c.readPreference)).to.deep.equal([
+        { mode: 'secondary', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 120 },
+        { mode: 'nearest', tags: [{ dc: 'sf' }] },
+        PRIMARY,
+      ]);
+    } finally {
+      for (const c of made) void c.close();
+    }
   });
 
   it('refuses a bad readPreference of command(), selectPool() and connect() with InvalidOptionError, sending nothing', async function () {
