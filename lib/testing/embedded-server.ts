@@ -46,7 +46,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { Binary, Long, ObjectId, onDemand, type Document } from 'bson';
+import { Binary, Long, ObjectId, onDemand, Timestamp, type Document } from 'bson';
 import { AWS_FAILED, awsServerContinue, awsServerStart, type AwsServerConversation } from './aws-server';
 import { EXTERNAL_SOURCE } from '../auth/credentials';
 import { checkCompressorAvailable, compressMessage, compressorUnavailable, decompressMessage, SUPPORTED_COMPRESSORS, type CompressorName } from '../connection/op-compressed';
@@ -140,9 +140,16 @@ export interface EmbeddedServerOptions {
    *   endpoint's own address belongs in it (a client removes a member whose `me` its `hosts` lacks). Ports picked at
    *   `start()` can be set once known with {@link EmbeddedServer.setReplicaSetHosts}.
    *
+   * - `tags`: the member's tags (an object of string values, `{ dc: 'east', usage: 'reporting' }`), sent as hello's
+   *   `tags`, which a client matches read preference tag sets against; none, or `{}`, sends no `tags`, as mongod
+   *   omits the field for a member without tags;
+   * - `replicationLagMS`: how far behind the primary it replicates, in ms (a number >= 0, default 0); see
+   *   {@link EmbeddedServer.setReplicationLag}.
+   *
+   * Every member's hello carries `lastWrite` (see {@link EmbeddedServer.setReplicationLag}).
+   *
    * Not with `mongos: true`, nor with `loadBalancedServices` above 0 (a mongos or a load balancer is no replica set
-   * member). Default: none (a standalone). Unlike a mongod, the replies carry no `lastWrite`, `$clusterTime` or
-   * `operationTime` (it keeps no oplog).
+   * member). Default: none (a standalone). Unlike a mongod, the replies carry no `$clusterTime` or `operationTime`.
    *
    * Source: extension (mongod's replica set member hello reply: handshake spec, "Hello Command"; server discovery and
    * monitoring spec, "Server Type", "electionId"; MongoDB server, TopologyCoordinator's hello response).
@@ -154,6 +161,13 @@ export interface EmbeddedServerOptions {
     state: 'primary' | 'secondary';
     /** The members' `host:port`, as the replica set configuration lists them. Default: `[<its own host:port>]`. */
     hosts?: string[] | undefined;
+    /** The member's tags, sent as hello's `tags` (none: no `tags`). Source: extension (mongod's member `tags`). */
+    tags?: Record<string, string> | undefined;
+    /**
+     * How far behind the primary it replicates, in ms: a number >= 0, default 0. See
+     * {@link EmbeddedServer.setReplicationLag}.
+     */
+    replicationLagMS?: number | undefined;
   } | undefined;
   /**
    * Accept MONGODB-OIDC (on `$external`), as a mongod with an OIDC identity provider: the tokens it accepts (a table,
@@ -235,10 +249,29 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 }
 
 /** The keys of {@link EmbeddedServerOptions.replicaSetMember}. */
-const REPLICA_SET_MEMBER_OPTION_NAMES = ['setName', 'state', 'hosts'] as const;
+const REPLICA_SET_MEMBER_OPTION_NAMES = ['setName', 'state', 'hosts', 'tags', 'replicationLagMS'] as const;
 
 /** What {@link EmbeddedServerOptions.replicaSetMember} allows, in words. */
-const REPLICA_SET_MEMBER_ALLOWED = "an object { setName, state: 'primary' | 'secondary', hosts? }";
+const REPLICA_SET_MEMBER_ALLOWED = "an object { setName, state: 'primary' | 'secondary', hosts?, tags?, replicationLagMS? }";
+
+/** What a replication lag allows, in words. */
+const REPLICATION_LAG_ALLOWED = 'a number of ms >= 0 (how far behind the primary the member replicates)';
+
+/** Whether `lagMS` is a replication lag: a finite number >= 0. */
+function isReplicationLag(lagMS: unknown): lagMS is number {
+  return typeof lagMS === 'number' && Number.isFinite(lagMS) && lagMS >= 0;
+}
+
+/**
+ * A copy of `tags` when it is an object whose own enumerable values are all strings (the tags of a replica set
+ * member), undefined otherwise.
+ */
+function copyTags(tags: unknown): Record<string, string> | undefined {
+  if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) return undefined;
+  const entries = Object.entries(tags as Record<string, unknown>);
+  if (!entries.every(([, value]) => typeof value === 'string')) return undefined;
+  return Object.fromEntries(entries) as Record<string, string>;
+}
 
 /**
  * Whether `hosts` is a non-empty array of non-empty strings (the `host:port` of each member).
@@ -253,9 +286,16 @@ function isHostList(hosts: unknown): hosts is string[] {
  *
  * @throws {InvalidOptionError} naming `replicaSetMember` (not an object, or given with `mongos: true` or
  *   `loadBalancedServices` above 0), an unknown key of it (`replicaSetMember.<key>`, with the closest one), or
- *   `replicaSetMember.setName`, `replicaSetMember.state` or `replicaSetMember.hosts` for a value it does not allow.
+ *   `replicaSetMember.setName`, `replicaSetMember.state`, `replicaSetMember.hosts`, `replicaSetMember.tags` or
+ *   `replicaSetMember.replicationLagMS` for a value it does not allow.
  */
-function checkReplicaSetMember(options: EmbeddedServerOptions): { setName: string; state: 'primary' | 'secondary'; hosts: readonly string[] | undefined } {
+function checkReplicaSetMember(options: EmbeddedServerOptions): {
+  setName: string;
+  state: 'primary' | 'secondary';
+  hosts: readonly string[] | undefined;
+  tags: Readonly<Record<string, string>> | undefined;
+  replicationLagMS: number;
+} {
   const given = requireOptionsObject('replicaSetMember', options.replicaSetMember, REPLICA_SET_MEMBER_ALLOWED, true);
   rejectUnknownOptions(given, REPLICA_SET_MEMBER_OPTION_NAMES, 'replicaSetMember', 'replicaSetMember.');
   const setName: unknown = optionValue(given, 'setName');
@@ -266,11 +306,133 @@ function checkReplicaSetMember(options: EmbeddedServerOptions): { setName: strin
   if (hosts !== undefined && !isHostList(hosts)) {
     throw new InvalidOptionError('replicaSetMember.hosts', hosts, 'a non-empty array of "host:port" strings (the members), or nothing (its own address)');
   }
+  const givenTags: unknown = optionValue(given, 'tags');
+  const tags = givenTags === undefined ? undefined : copyTags(givenTags);
+  if (givenTags !== undefined && tags === undefined) {
+    throw new InvalidOptionError('replicaSetMember.tags', givenTags, "an object of string values (the member's tags, { dc: 'east' }), or nothing");
+  }
+  const replicationLagMS: unknown = optionValue(given, 'replicationLagMS') ?? 0;
+  if (!isReplicationLag(replicationLagMS)) throw new InvalidOptionError('replicaSetMember.replicationLagMS', replicationLagMS, REPLICATION_LAG_ALLOWED);
   if (options.mongos === true) throw new InvalidOptionError('replicaSetMember', given, 'absent with mongos: true (a mongos is no replica set member)');
   if ((options.loadBalancedServices ?? 0) > 0) {
     throw new InvalidOptionError('replicaSetMember', given, 'absent with loadBalancedServices above 0 (a load balancer is no replica set member)');
   }
-  return { setName, state, hosts: hosts === undefined ? undefined : [...hosts] };
+  return { setName, state, hosts: hosts === undefined ? undefined : [...hosts], tags, replicationLagMS };
+}
+
+/**
+ * mongod's idleWritePeriodMS: the period of a primary's no-op writer, which writes a no-op to the oplog when nothing
+ * was written since its last period, so that a secondary's staleness can be estimated (max staleness spec,
+ * "idleWritePeriodMS"). Source: MongoDB server, NoopWriter (periodicNoopIntervalSecs, 10 s).
+ */
+const IDLE_WRITE_PERIOD_MS = 10_000;
+
+/** The most write times a replica set's record keeps (see {@link ReplicaSetWrites}). */
+const MAX_RECORDED_WRITES = 100_000;
+
+/** One entry of an oplog, as hello's `lastWrite` gives it: its time (epoch ms), increment within its second, and term. */
+interface OpTimeRecord {
+  readonly ms: number;
+  readonly inc: number;
+  readonly term: number;
+}
+
+/**
+ * The writes of one replica set (the endpoints of one `setName` in this process, while started): the times of the
+ * writes its primaries ran, from which each member's `lastWrite` is read as the newest write at or before now minus
+ * its replication lag. Between them, the no-op writes of mongod's periodic no-op writer: at each multiple of
+ * {@link IDLE_WRITE_PERIOD_MS} of the epoch when nothing was written in the period before it (as mongod's NoopWriter,
+ * which writes one when the last applied opTime has not moved since its last round). The no-op writes are computed
+ * when asked for, not written by a timer: the set is taken to have a primary writing them at every such time, before
+ * its first member started too (a set that had been running idle). Memory: the write times no lag of a member still
+ * reaches are dropped (one older write is kept), and at most {@link MAX_RECORDED_WRITES} are kept (the oldest go).
+ */
+class ReplicaSetWrites {
+  /** The writes the primaries ran, oldest first. */
+  private readonly writes: OpTimeRecord[] = [];
+  /** The members started, each as the function giving its replication lag now, in ms (0 for a primary). */
+  readonly members = new Set<() => number>();
+  /** The term of the set's last election, written in each opTime. */
+  term = 0;
+
+  /** Records a write run now (epoch ms; never before the last one recorded). */
+  record(now: number): void {
+    const last = this.writes.at(-1);
+    const ms = Math.max(now, last?.ms ?? now);
+    const previous = this.newestAtOrBefore(ms);
+    const inc = Math.floor(previous.ms / 1000) === Math.floor(ms / 1000) ? previous.inc + 1 : 1;
+    this.writes.push({ ms, inc, term: this.term });
+    this.prune(ms);
+  }
+
+  /** The newest write (or no-op write) at or before `target` (epoch ms). */
+  newestAtOrBefore(target: number): OpTimeRecord {
+    // The newest recorded write at or before target: binary search.
+    let low = 0;
+    let high = this.writes.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.writes[middle].ms <= target) low = middle + 1;
+      else high = middle;
+    }
+    const write = low > 0 ? this.writes[low - 1] : undefined;
+    // The last no-op time: a no-op is written there unless a write came in the period before it; and when one did,
+    // that write is newer than any earlier no-op.
+    const tick = Math.floor(target / IDLE_WRITE_PERIOD_MS) * IDLE_WRITE_PERIOD_MS;
+    if (write === undefined || tick - IDLE_WRITE_PERIOD_MS >= write.ms) return { ms: tick, inc: 1, term: this.term };
+    return write;
+  }
+
+  /**
+   * The newest write a majority of the set's started members have (that of the member with the median lag, the
+   * majority's slowest), for a member of lag `ownLagMS`: never newer than its own last write.
+   */
+  majorityAtOrBefore(now: number, ownLagMS: number): OpTimeRecord {
+    const lags = [...this.members].map((lag) => lag()).sort((a, b) => a - b);
+    const majorityLag = lags.length === 0 ? ownLagMS : lags[Math.floor(lags.length / 2)];
+    return this.newestAtOrBefore(now - Math.max(majorityLag, ownLagMS));
+  }
+
+  /** Drops the writes no member's lag reaches any more (keeping the newest of them), and the oldest over the cap. */
+  private prune(now: number): void {
+    const maxLag = Math.max(0, ...[...this.members].map((lag) => lag()));
+    const horizon = now - maxLag - IDLE_WRITE_PERIOD_MS;
+    let unneeded = 0;
+    while (unneeded + 1 < this.writes.length && this.writes[unneeded + 1].ms <= horizon) unneeded++;
+    const over = this.writes.length - MAX_RECORDED_WRITES;
+    if (unneeded > 1024 || over > 0) this.writes.splice(0, Math.max(unneeded, over));
+  }
+}
+
+/** The write records of the replica sets of this process, by set name, while a member of the set is started. */
+const replicaSetWrites = new Map<string, ReplicaSetWrites>();
+
+/** An opTime as hello's `lastWrite` gives it: `{ ts: Timestamp, t: Long }`. */
+function opTimeDocument(op: OpTimeRecord): Document {
+  return { ts: new Timestamp({ t: Math.floor(op.ms / 1000), i: op.inc }), t: Long.fromNumber(op.term) };
+}
+
+/**
+ * The most commands {@link EmbeddedServer.receivedCommands} keeps.
+ */
+const MAX_RECEIVED_COMMANDS = 1000;
+
+/**
+ * A command the endpoint received, as {@link EmbeddedServer.receivedCommands} lists it. Source: extension (for tests:
+ * what a client sent, as mongod's command log shows it).
+ */
+export interface ReceivedCommand {
+  /** The command's name as the client spelled it (`find`, `hello`, `isMaster`...). */
+  readonly name: string;
+  /** Its database (`$db`; for the legacy hello over OP_QUERY, the namespace's database). */
+  readonly db: string;
+  /** The id of the connection it came on ({@link ClientConnectionInfo.id}). */
+  readonly connectionId: number;
+  /**
+   * Its `$readPreference` as sent (`{ mode, tags?, maxStalenessSeconds?, hedge? }`), or undefined when it carried
+   * none (or a value that is no document).
+   */
+  readonly readPreference: Readonly<Document> | undefined;
 }
 
 /**
@@ -582,12 +744,24 @@ export class EmbeddedServer {
   private setName: string | undefined;
   /** The replica set member's state ({@link EmbeddedServerOptions.replicaSetMember}); undefined for a standalone. */
   private memberState: 'primary' | 'secondary' | undefined;
+  /** The term of its last step up (the term its electionId holds). */
+  private electionTerm = 0;
   /** The electionId of its last step up, while it is the primary; undefined otherwise. */
   private electionId: ObjectId | undefined;
   /** The replica set members' `host:port`, when given (by the option or {@link setReplicaSetHosts}). */
   private memberHosts: readonly string[] | undefined;
   /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts}. */
   private setVersion = 1;
+  /** The member's tags ({@link EmbeddedServerOptions.replicaSetMember}), sent as hello's `tags`; undefined for none. */
+  private memberTags: Readonly<Record<string, string>> | undefined;
+  /** The member's replication lag, in ms (see {@link setReplicationLag}). */
+  private replicationLagMS = 0;
+  /** Its replication lag now, in ms: 0 while it is the primary (see {@link setReplicationLag}). */
+  private readonly currentLagMS = (): number => (this.memberState === 'primary' ? 0 : this.replicationLagMS);
+  /** The write record of its replica set while it is started (see {@link ReplicaSetWrites}). */
+  private replicaSet: ReplicaSetWrites | undefined;
+  /** The last commands received (see {@link receivedCommands}), oldest first. */
+  private readonly received: ReceivedCommand[] = [];
   /**
    * Each connection's `helloOk` as its last hello or legacy hello that carried one gave it (mongod's
    * `Client::supportsHello`): with it true, not-primary errors say "primary", else "master".
@@ -626,7 +800,10 @@ export class EmbeddedServer {
       this.setName = member.setName;
       this.memberState = member.state;
       this.memberHosts = member.hosts;
+      this.memberTags = member.tags;
+      this.replicationLagMS = member.replicationLagMS;
       if (member.state === 'primary') this.electionId = nextElectionId();
+      this.electionTerm = lastElectionTerm;
     }
     const onSocket = (socket: net.Socket): void => this.accept(socket);
     this.server = options.tls
@@ -750,6 +927,8 @@ export class EmbeddedServer {
     if (state === this.memberState) return;
     this.memberState = state;
     this.electionId = state === 'primary' ? nextElectionId() : undefined;
+    if (state === 'primary') this.electionTerm = lastElectionTerm;
+    if (state === 'primary' && this.replicaSet !== undefined) this.replicaSet.term = this.electionTerm;
     this.changeTopology();
   }
 
@@ -772,6 +951,65 @@ export class EmbeddedServer {
     this.memberHosts = [...hosts];
     this.setVersion++;
     this.changeTopology();
+  }
+
+  /**
+   * Sets how far behind the primary this member replicates, in ms, from now on (what option
+   * `replicaSetMember.replicationLagMS` sets at construction). It shows in hello's `lastWrite`, which every member of
+   * a replica set sends, as mongod does:
+   *
+   * ```
+   * lastWrite: {
+   *   opTime: { ts: Timestamp, t: Long },  // the member's last applied oplog entry: its time (s) and increment, and term
+   *   lastWriteDate: Date,                 // that entry's time, in whole seconds (mongod's appendTimeT)
+   *   majorityOpTime: { ts: Timestamp, t: Long },  // the last entry a majority of the members have
+   *   majorityWriteDate: Date,
+   * }
+   * ```
+   *
+   * The members of one replica set (the endpoints of one `setName` in this process, while started) share one record
+   * of writes: a primary records one for each write it runs successfully (the commands a secondary refuses with
+   * NotWritablePrimary: insert, update, delete, findAndModify, bulkWrite, the DDL, commitTransaction,
+   * abortTransaction, user management; acknowledged or not), and, as mongod's periodic no-op writer
+   * (idleWritePeriodMS, 10 s), a no-op at each multiple of 10 s of the epoch when nothing was written in the 10 s
+   * before it: so a primary's `lastWriteDate` is at most 20 s old, and within 10 s while it is idle. A member reports
+   * the newest of them at or before now minus its lag (a primary's lag is 0, whatever was set: the lag set here counts
+   * while it is a secondary); `majorityOpTime` is the newest a majority of the set's started members have (the member
+   * with the median lag), never newer than its own. The set is taken to have been running idle before its first
+   * member started, so a secondary lagging 200 s reports a `lastWriteDate` about 200 s old at once. A client reading
+   * it (max staleness spec: a secondary's staleness is its lastWriteDate behind the primary's, plus
+   * heartbeatFrequencyMS) sees a change only at its next hello: a new lastWrite is no topology change (nothing answers
+   * a waiting awaitable hello early), as on mongod. Time is the system clock (Date.now). Memory: the write times
+   * older than the largest lag of a started member (plus 10 s) are dropped, and at most 100,000 are kept; raising a
+   * lag later reaches back only as far as what was kept (before that, the idle no-op writes).
+   *
+   * @param lagMS the lag, in ms: a number >= 0.
+   * @throws {InvalidOptionError} synchronously, changing nothing: option `lagMS` for a value that is not a number
+   *   >= 0; option `replicaSetMember` when the endpoint was made without that option (a standalone has no lag).
+   *
+   * Source: extension (mongod's replication: hello's `lastWrite` (HelloResponse), the periodic no-op writer
+   * (NoopWriter), a secondary's applied opTime behind the primary's; max staleness spec, "idleWritePeriodMS",
+   * "Replica Set Secondary staleness").
+   */
+  setReplicationLag(lagMS: number): void {
+    if (!isReplicationLag(lagMS)) throw new InvalidOptionError('lagMS', lagMS, REPLICATION_LAG_ALLOWED);
+    if (this.memberState === undefined) {
+      throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have a replication lag to set');
+    }
+    this.replicationLagMS = lagMS;
+  }
+
+  /**
+   * The last commands this endpoint received (at most 1000, oldest first; a new array each call): each command's
+   * name, database, connection and `$readPreference`, so a test sees which read preference each command arrived
+   * with. Every command that reaches the endpoint's dispatch counts (hellos and monitoring included, each reply of a
+   * streaming hello too, those refused afterwards too); a message that is not a command (malformed, or with an API
+   * parameter refused before dispatch) does not.
+   *
+   * Source: extension (mongod's command log at verbosity 1, reduced to what tests of read preferences need).
+   */
+  get receivedCommands(): readonly ReceivedCommand[] {
+    return [...this.received];
   }
 
   /**
@@ -811,6 +1049,25 @@ export class EmbeddedServer {
       const timer = setTimeout(done, timeoutMS);
       this.connectionCountWaiters.add(check);
     });
+  }
+
+  /** Joins its replica set's write record (see {@link setReplicationLag}), as a member once started. */
+  private joinReplicaSet(): void {
+    if (this.setName === undefined || this.replicaSet !== undefined) return;
+    let record = replicaSetWrites.get(this.setName);
+    if (record === undefined) replicaSetWrites.set(this.setName, (record = new ReplicaSetWrites()));
+    if (this.memberState === 'primary') record.term = Math.max(record.term, this.electionTerm);
+    record.members.add(this.currentLagMS);
+    this.replicaSet = record;
+  }
+
+  /** Leaves its replica set's write record; the last member to leave drops it. */
+  private leaveReplicaSet(): void {
+    const record = this.replicaSet;
+    if (record === undefined || this.setName === undefined) return;
+    this.replicaSet = undefined;
+    record.members.delete(this.currentLagMS);
+    if (record.members.size === 0 && replicaSetWrites.get(this.setName) === record) replicaSetWrites.delete(this.setName);
   }
 
   /** Tells the waiters of {@link waitForOpenConnections} that the number of open connections changed. */
@@ -854,6 +1111,7 @@ export class EmbeddedServer {
       });
     });
     this.port = (this.server.address() as net.AddressInfo).port;
+    this.joinReplicaSet();
     return this;
   }
 
@@ -893,6 +1151,7 @@ export class EmbeddedServer {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.leaveReplicaSet();
     const sockets = [...this.sockets.keys(), ...this.accepted];
     const closed = sockets.map((socket) => (socket.closed ? undefined : new Promise((resolve) => socket.once('close', resolve))));
     for (const socket of sockets) socket.destroy();
@@ -1278,6 +1537,7 @@ export class EmbeddedServer {
    */
   private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string, inOrder?: Document): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
+    this.recordReceived(command, db, client);
     // As mongod: the API parameters are checked before anything else runs (initializeAPIParameters, then
     // requireApiVersion); a refused hello leaves the connection's metadata unset.
     const refusal = this.refuseApiParameters(client, name, command, inOrder);
@@ -1324,7 +1584,20 @@ export class EmbeddedServer {
     }
     // As mongod: the fail point's writeConcernError is added once the command ran and succeeded.
     const succeeded = reply.ok === 1 || reply.ok === true;
+    if (succeeded && this.memberState === 'primary' && NEVER_ON_SECONDARY.has(name)) this.replicaSet?.record(Date.now());
     return failure?.writeConcernError !== undefined && succeeded ? { ...reply, ...failure.writeConcernError } : reply;
+  }
+
+  /** Adds `command` to {@link receivedCommands}, dropping the oldest beyond its bound. */
+  private recordReceived(command: Document, db: string, client: ClientConnectionInfo): void {
+    const readPreference: unknown = command.$readPreference;
+    this.received.push({
+      name: Object.keys(command)[0] ?? '',
+      db,
+      connectionId: client.id,
+      readPreference: readPreference !== null && typeof readPreference === 'object' && !Array.isArray(readPreference) ? (readPreference as Document) : undefined,
+    });
+    if (this.received.length > MAX_RECEIVED_COMMANDS) this.received.splice(0, this.received.length - MAX_RECEIVED_COMMANDS);
   }
 
   /**
@@ -1477,9 +1750,21 @@ export class EmbeddedServer {
       setVersion: this.setVersion,
       secondary: !primary,
       ...(primary ? { primary: this.address } : {}),
+      ...(this.memberTags !== undefined && Object.keys(this.memberTags).length > 0 ? { tags: { ...this.memberTags } } : {}),
       me: this.address,
       ...(primary ? { electionId: this.electionId } : {}),
+      ...(this.replicaSet === undefined ? {} : { lastWrite: this.lastWrite(this.replicaSet) }),
     };
+  }
+
+  /** Hello's `lastWrite` of this member, now (see {@link setReplicationLag}). */
+  private lastWrite(record: ReplicaSetWrites): Document {
+    const now = Date.now();
+    const lag = this.currentLagMS();
+    const applied = record.newestAtOrBefore(now - lag);
+    const majority = record.majorityAtOrBefore(now, lag);
+    const wholeSeconds = (op: OpTimeRecord): Date => new Date(Math.floor(op.ms / 1000) * 1000);
+    return { opTime: opTimeDocument(applied), lastWriteDate: wholeSeconds(applied), majorityOpTime: opTimeDocument(majority), majorityWriteDate: wholeSeconds(majority) };
   }
 
   /**
