@@ -8,9 +8,11 @@
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - with `mongos: true`, hello replies as a mongos gives them (`msg: 'isdbgrid'`);
  * - with `replicaSetMember`, hello replies as a replica set member gives them (`setName`, `hosts`, `me`, and, as the
- *   primary, `primary` and `electionId`), a state that changes at runtime
+ *   primary, `primary` and `electionId`; `tags` for a tagged member; `lastWrite`, each member behind the primary by
+ *   its replication lag: {@link EmbeddedServer.setReplicationLag}), a state that changes at runtime
  *   ({@link EmbeddedServer.setReplicaSetMemberState}: an election or a step down), and a secondary's refusals
  *   (NotWritablePrimary 10107, NotPrimaryNoSecondaryOk 13435);
+ * - the commands received, with their `$readPreference` ({@link EmbeddedServer.receivedCommands});
  * - OP_COMPRESSED (zlib, snappy, zstd: those available in this process) once negotiated, replying with the
  *   compressor of the request;
  * - SCRAM-SHA-1 and SCRAM-SHA-256 users, MONGODB-X509 users (in `$external`, over TLS with verified client
@@ -781,8 +783,9 @@ export class EmbeddedServer {
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`, `snappy`,
    *   `zstd`) or that name one unavailable in this process (`compressorUnavailable`), a `tls` that
    *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, a `replicaSetMember` that
-   *   is not `{ setName, state, hosts? }` (a non-empty `setName`, `state` `'primary'` or `'secondary'`, `hosts` a
-   *   non-empty array of non-empty strings; a key of another name) or that comes with `mongos: true` or
+   *   is not `{ setName, state, hosts?, tags?, replicationLagMS? }` (a non-empty `setName`, `state` `'primary'` or
+   *   `'secondary'`, `hosts` a non-empty array of non-empty strings, `tags` an object of string values,
+   *   `replicationLagMS` a number >= 0; a key of another name) or that comes with `mongos: true` or
    *   `loadBalancedServices` above 0, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
    *   {@link setUsers}).
    */
