@@ -150,6 +150,8 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
     const first = await lastWrite(cp);
     expect(after(first.opTime, idle.opTime)).to.equal(true, 'the insert is a write');
     expect((first.lastWriteDate as Date).getTime()).to.be.at.least(Math.floor(started / 1000) * 1000).and.at.most(Date.now());
+    // In whole seconds (mongod's appendTimeT): the second its opTime's ts gives.
+    expect((first.lastWriteDate as Date).getTime()).to.equal(first.opTime.ts.t * 1000);
     await cp.command('test', { delete: 'c', deletes: [{ q: {}, limit: 0 }] });
     const second = await lastWrite(cp);
     expect(after(second.opTime, first.opTime)).to.equal(true, 'the delete is a write');
@@ -191,6 +193,30 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
     // Stepped down, the former primary's own lag of 200 s applies.
     primary.setReplicaSetMemberState('secondary');
     expect(Date.now() - ((await lastWrite(cp)).lastWriteDate as Date).getTime()).to.be.at.least(200_000);
+    // The opTime's term is the term of the election of the primary that wrote it (its electionId's last 8 bytes).
+    const term = async (c: Connection): Promise<number> => Number(Buffer.from((await c.command('admin', { hello: 1 })).electionId.id).readBigInt64BE(4));
+    b.setReplicationLag(0);
+    b.setReplicaSetMemberState('primary');
+    await cb.command('test', { insert: 'c', documents: [{ x: 2 }] });
+    const elected = await lastWrite(cb);
+    expect(elected.opTime.t).to.equal(await term(cb));
+    expect(elected.opTime.t).to.be.above(written.opTime.t as number);
+  });
+
+  it('counts the members started: stopped members leave the majority, and a restarted one joins it again', async function () {
+    const primary = await member({ setName: 'rs-stop', state: 'primary' });
+    const a = await member({ setName: 'rs-stop', state: 'secondary', replicationLagMS: 200_000 });
+    const b = await member({ setName: 'rs-stop', state: 'secondary', replicationLagMS: 200_000 });
+    const cp = await connect(primary);
+    await cp.command('test', { insert: 'c', documents: [{ x: 1 }] });
+    const minority = await lastWrite(cp);
+    expect(Date.now() - (minority.majorityWriteDate as Date).getTime()).to.be.at.least(200_000);
+    await Promise.all([a.stop(), b.stop()]);
+    // The primary alone is the majority of the members started.
+    const alone = await lastWrite(cp);
+    expect(position(alone.majorityOpTime)).to.deep.equal(position(minority.opTime));
+    await Promise.all([a.start(), b.start()]);
+    expect(Date.now() - ((await lastWrite(cp)).majorityWriteDate as Date).getTime()).to.be.at.least(200_000);
   });
 
   it('refuses a lag that is not a number >= 0, and a lag on a standalone, naming the option', function () {
