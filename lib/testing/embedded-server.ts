@@ -146,7 +146,11 @@ export interface EmbeddedServerOptions {
    *   `tags`, which a client matches read preference tag sets against; none, or `{}`, sends no `tags`, as mongod
    *   omits the field for a member without tags;
    * - `replicationLagMS`: how far behind the primary it replicates, in ms (a number >= 0, default 0); see
-   *   {@link EmbeddedServer.setReplicationLag}.
+   *   {@link EmbeddedServer.setReplicationLag};
+   * - `clock`: the clock of its writes and its `lastWrite` (an object with `now()`, epoch ms: an RxJS SchedulerLike
+   *   such as `VirtualClock`), default the system clock (`Date.now`); give every member of one set the same. Only
+   *   the replication model reads it: the endpoint's timers (maxAwaitTimeMS, blockTimeMS) and `localTime` stay on
+   *   the system clock.
    *
    * Every member's hello carries `lastWrite` (see {@link EmbeddedServer.setReplicationLag}).
    *
@@ -170,6 +174,11 @@ export interface EmbeddedServerOptions {
      * {@link EmbeddedServer.setReplicationLag}.
      */
     replicationLagMS?: number | undefined;
+    /**
+     * The clock of its writes and `lastWrite`: `now()` in epoch ms (a VirtualClock does). Default: `Date.now`. Give
+     * every member of one set the same.
+     */
+    clock?: { now(): number } | undefined;
   } | undefined;
   /**
    * Accept MONGODB-OIDC (on `$external`), as a mongod with an OIDC identity provider: the tokens it accepts (a table,
@@ -251,10 +260,10 @@ function checkEmbeddedServerOptions(options: EmbeddedServerOptions): void {
 }
 
 /** The keys of {@link EmbeddedServerOptions.replicaSetMember}. */
-const REPLICA_SET_MEMBER_OPTION_NAMES = ['setName', 'state', 'hosts', 'tags', 'replicationLagMS'] as const;
+const REPLICA_SET_MEMBER_OPTION_NAMES = ['setName', 'state', 'hosts', 'tags', 'replicationLagMS', 'clock'] as const;
 
 /** What {@link EmbeddedServerOptions.replicaSetMember} allows, in words. */
-const REPLICA_SET_MEMBER_ALLOWED = "an object { setName, state: 'primary' | 'secondary', hosts?, tags?, replicationLagMS? }";
+const REPLICA_SET_MEMBER_ALLOWED = "an object { setName, state: 'primary' | 'secondary', hosts?, tags?, replicationLagMS?, clock? }";
 
 /** What a replication lag allows, in words. */
 const REPLICATION_LAG_ALLOWED = 'a number of ms >= 0 (how far behind the primary the member replicates)';
@@ -289,7 +298,7 @@ function isHostList(hosts: unknown): hosts is string[] {
  * @throws {InvalidOptionError} naming `replicaSetMember` (not an object, or given with `mongos: true` or
  *   `loadBalancedServices` above 0), an unknown key of it (`replicaSetMember.<key>`, with the closest one), or
  *   `replicaSetMember.setName`, `replicaSetMember.state`, `replicaSetMember.hosts`, `replicaSetMember.tags` or
- *   `replicaSetMember.replicationLagMS` for a value it does not allow.
+ *   `replicaSetMember.replicationLagMS` or `replicaSetMember.clock` for a value it does not allow.
  */
 function checkReplicaSetMember(options: EmbeddedServerOptions): {
   setName: string;
@@ -297,6 +306,7 @@ function checkReplicaSetMember(options: EmbeddedServerOptions): {
   hosts: readonly string[] | undefined;
   tags: Readonly<Record<string, string>> | undefined;
   replicationLagMS: number;
+  clock: { now(): number } | undefined;
 } {
   const given = requireOptionsObject('replicaSetMember', options.replicaSetMember, REPLICA_SET_MEMBER_ALLOWED, true);
   rejectUnknownOptions(given, REPLICA_SET_MEMBER_OPTION_NAMES, 'replicaSetMember', 'replicaSetMember.');
@@ -315,11 +325,15 @@ function checkReplicaSetMember(options: EmbeddedServerOptions): {
   }
   const replicationLagMS: unknown = optionValue(given, 'replicationLagMS') ?? 0;
   if (!isReplicationLag(replicationLagMS)) throw new InvalidOptionError('replicaSetMember.replicationLagMS', replicationLagMS, REPLICATION_LAG_ALLOWED);
+  const clock: unknown = optionValue(given, 'clock');
+  if (clock !== undefined && (clock === null || typeof clock !== 'object' || typeof (clock as { now?: unknown }).now !== 'function')) {
+    throw new InvalidOptionError('replicaSetMember.clock', clock, 'an object with now() (epoch ms), such as an RxJS SchedulerLike, or nothing (Date.now)');
+  }
   if (options.mongos === true) throw new InvalidOptionError('replicaSetMember', given, 'absent with mongos: true (a mongos is no replica set member)');
   if ((options.loadBalancedServices ?? 0) > 0) {
     throw new InvalidOptionError('replicaSetMember', given, 'absent with loadBalancedServices above 0 (a load balancer is no replica set member)');
   }
-  return { setName, state, hosts: hosts === undefined ? undefined : [...hosts], tags, replicationLagMS };
+  return { setName, state, hosts: hosts === undefined ? undefined : [...hosts], tags, replicationLagMS, clock: clock as { now(): number } | undefined };
 }
 
 /**
@@ -758,6 +772,8 @@ export class EmbeddedServer {
   private memberTags: Readonly<Record<string, string>> | undefined;
   /** The member's replication lag, in ms (see {@link setReplicationLag}). */
   private replicationLagMS = 0;
+  /** The clock of its writes and lastWrite (option `replicaSetMember.clock`): epoch ms. */
+  private replicationNow: () => number = Date.now;
   /** Its replication lag now, in ms: 0 while it is the primary (see {@link setReplicationLag}). */
   private readonly currentLagMS = (): number => (this.memberState === 'primary' ? 0 : this.replicationLagMS);
   /** The write record of its replica set while it is started (see {@link ReplicaSetWrites}). */
@@ -805,6 +821,8 @@ export class EmbeddedServer {
       this.memberHosts = member.hosts;
       this.memberTags = member.tags;
       this.replicationLagMS = member.replicationLagMS;
+      const clock = member.clock;
+      if (clock !== undefined) this.replicationNow = () => clock.now();
       if (member.state === 'primary') this.electionId = nextElectionId();
       this.electionTerm = lastElectionTerm;
     }
@@ -982,7 +1000,8 @@ export class EmbeddedServer {
    * member started, so a secondary lagging 200 s reports a `lastWriteDate` about 200 s old at once. A client reading
    * it (max staleness spec: a secondary's staleness is its lastWriteDate behind the primary's, plus
    * heartbeatFrequencyMS) sees a change only at its next hello: a new lastWrite is no topology change (nothing answers
-   * a waiting awaitable hello early), as on mongod. Time is the system clock (Date.now). Memory: the write times
+   * a waiting awaitable hello early), as on mongod. Time is option `replicaSetMember.clock`'s, by default the system
+   * clock (Date.now). Memory: the write times
    * older than the largest lag of a started member (plus 10 s) are dropped, and at most 100,000 are kept; raising a
    * lag later reaches back only as far as what was kept (before that, the idle no-op writes).
    *
@@ -1587,7 +1606,7 @@ export class EmbeddedServer {
     }
     // As mongod: the fail point's writeConcernError is added once the command ran and succeeded.
     const succeeded = reply.ok === 1 || reply.ok === true;
-    if (succeeded && this.memberState === 'primary' && NEVER_ON_SECONDARY.has(name)) this.replicaSet?.record(Date.now());
+    if (succeeded && this.memberState === 'primary' && NEVER_ON_SECONDARY.has(name)) this.replicaSet?.record(this.replicationNow());
     return failure?.writeConcernError !== undefined && succeeded ? { ...reply, ...failure.writeConcernError } : reply;
   }
 
@@ -1762,7 +1781,7 @@ export class EmbeddedServer {
 
   /** Hello's `lastWrite` of this member, now (see {@link setReplicationLag}). */
   private lastWrite(record: ReplicaSetWrites): Document {
-    const now = Date.now();
+    const now = this.replicationNow();
     const lag = this.currentLagMS();
     const applied = record.newestAtOrBefore(now - lag);
     const majority = record.majorityAtOrBefore(now, lag);

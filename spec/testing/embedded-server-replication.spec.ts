@@ -10,7 +10,7 @@ import * as net from 'node:net';
 import { deserialize, Long, Timestamp, type Document } from 'bson';
 import { MongoClient, ReadPreference } from 'mongodb';
 import { InvalidOptionError, type Connection } from '../../lib';
-import { EmbeddedServer, type EmbeddedServerOptions } from '../../lib/testing';
+import { EmbeddedServer, VirtualClock, type EmbeddedServerOptions } from '../../lib/testing';
 import { encodeOpMsg } from '../../lib/connection/op-msg';
 import { MessageFramer } from '../../lib/connection/wire-protocol';
 import { establishOne, eventually } from '../support/endpoint';
@@ -203,6 +203,64 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
     expect(elected.opTime.t).to.be.above(written.opTime.t as number);
   });
 
+  it('on a virtual clock: idle, a no-op write every 10 s; a write skips the next no-op, as mongod\'s no-op writer; increments count within a second', async function () {
+    const clock = new VirtualClock();
+    clock.advanceTo(1_000_000);
+    const primary = await member({ setName: 'rs-clock', state: 'primary', clock });
+    const secondary = await member({ setName: 'rs-clock', state: 'secondary', replicationLagMS: 15_000, clock });
+    const [cp, cs] = await Promise.all([primary, secondary].map(connect));
+    const at = async (c: Connection): Promise<[number, number, number]> => {
+      const write = await lastWrite(c);
+      return [(write.lastWriteDate as Date).getTime(), ...position(write.opTime)];
+    };
+    expect(await at(cp)).to.deep.equal([1_000_000, 1000, 1]);
+    clock.advance(9_999);
+    expect(await at(cp)).to.deep.equal([1_000_000, 1000, 1]);
+    clock.advance(1);
+    expect(await at(cp)).to.deep.equal([1_010_000, 1010, 1]);
+    clock.advance(500);
+    await cp.command('test', { insert: 'c', documents: [{ x: 1 }] });
+    await cp.command('test', { insert: 'c', documents: [{ x: 2 }] });
+    // In the second of the no-op at 1,010,000: increments 2 and 3.
+    expect(await at(cp)).to.deep.equal([1_010_000, 1010, 3]);
+    clock.advance(1_000);
+    await cp.command('test', { insert: 'c', documents: [{ x: 3 }] });
+    expect(await at(cp)).to.deep.equal([1_011_000, 1011, 1]);
+    // The no-op writer's round at 1,020,000 finds a write since its last round: no no-op; the next round writes one.
+    clock.advanceTo(1_020_000);
+    expect(await at(cp)).to.deep.equal([1_011_000, 1011, 1]);
+    clock.advanceTo(1_029_999);
+    expect(await at(cp)).to.deep.equal([1_011_000, 1011, 1]);
+    clock.advanceTo(1_030_000);
+    expect(await at(cp)).to.deep.equal([1_030_000, 1030, 1]);
+    // The secondary, 15 s behind: at 1,015,000 it had the last write.
+    expect(await at(cs)).to.deep.equal([1_011_000, 1011, 1]);
+  });
+
+  it('on a virtual clock: drops the write times no lag reaches any more, so a lag raised later reaches back only to the idle no-op writes', async function () {
+    this.timeout(20_000);
+    const clock = new VirtualClock();
+    clock.advanceTo(1_000_000);
+    const primary = await member({ setName: 'rs-prune', state: 'primary', clock });
+    const secondary = await member({ setName: 'rs-prune', state: 'secondary', clock });
+    const [cp, cs] = await Promise.all([primary, secondary].map(connect));
+    for (let i = 0; i < 1100; i++) {
+      clock.advance(1);
+      await cp.command('test', { insert: 'c', documents: [{ i }] });
+    }
+    // Before they are dropped, a lag of 99.5 s at 1,100,000 reaches the write at 1,000,500 (the 500th of its second).
+    clock.advanceTo(1_100_000);
+    secondary.setReplicationLag(99_500);
+    expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1000, 501]);
+    secondary.setReplicationLag(0);
+    // A write more than 10 s after them, with no lag reaching back: they are dropped (the newest of them kept).
+    await cp.command('test', { insert: 'c', documents: [{ last: true }] });
+    secondary.setReplicationLag(99_500);
+    expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1000, 1]);
+    secondary.setReplicationLag(100_000 - 1_100);
+    expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1001, 101]);
+  });
+
   it('counts the members started: stopped members leave the majority, and a restarted one joins it again', async function () {
     const primary = await member({ setName: 'rs-stop', state: 'primary' });
     const a = await member({ setName: 'rs-stop', state: 'secondary', replicationLagMS: 200_000 });
@@ -227,6 +285,10 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
         .to.satisfy((e: unknown) => (lag === undefined ? e === undefined : e instanceof InvalidOptionError && e.option === 'replicaSetMember.replicationLagMS'));
     }
     expect(optionError(() => new EmbeddedServer().setReplicationLag(0))).to.be.instanceOf(InvalidOptionError).and.include({ option: 'replicaSetMember' });
+    for (const clock of [Date, { now: 1 }, null, 'now']) {
+      expect(optionError(() => new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary', clock: clock as never } })), String(clock))
+        .to.be.instanceOf(InvalidOptionError).and.include({ option: 'replicaSetMember.clock' });
+    }
     expect(optionError(() => secondary.setReplicationLag(0))).to.equal(undefined);
   });
 
