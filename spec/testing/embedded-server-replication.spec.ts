@@ -252,12 +252,16 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
     clock.advanceTo(1_100_000);
     secondary.setReplicationLag(99_500);
     expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1000, 501]);
+    // A write more than 10 s after them, while a lag reaches back to them: they are kept.
+    await cp.command('test', { insert: 'c', documents: [{ kept: true }] });
+    expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1000, 501]);
+    // A write with no lag reaching back: they are dropped (the newest of them kept).
     secondary.setReplicationLag(0);
-    // A write more than 10 s after them, with no lag reaching back: they are dropped (the newest of them kept).
+    clock.advance(1);
     await cp.command('test', { insert: 'c', documents: [{ last: true }] });
-    secondary.setReplicationLag(99_500);
+    secondary.setReplicationLag(99_501);
     expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1000, 1]);
-    secondary.setReplicationLag(100_000 - 1_100);
+    secondary.setReplicationLag(100_001 - 1_100);
     expect(position((await lastWrite(cs)).opTime)).to.deep.equal([1001, 101]);
   });
 
