@@ -297,7 +297,7 @@ function isHostList(hosts: unknown): hosts is string[] {
  *
  * @throws {InvalidOptionError} naming `replicaSetMember` (not an object, or given with `mongos: true` or
  *   `loadBalancedServices` above 0), an unknown key of it (`replicaSetMember.<key>`, with the closest one), or
- *   `replicaSetMember.setName`, `replicaSetMember.state`, `replicaSetMember.hosts`, `replicaSetMember.tags` or
+ *   `replicaSetMember.setName`, `replicaSetMember.state`, `replicaSetMember.hosts`, `replicaSetMember.tags`,
  *   `replicaSetMember.replicationLagMS` or `replicaSetMember.clock` for a value it does not allow.
  */
 function checkReplicaSetMember(options: EmbeddedServerOptions): {
@@ -799,9 +799,9 @@ export class EmbeddedServer {
    *   not a non-empty string, `compressors` that are not an array of the compressors it speaks (`zlib`, `snappy`,
    *   `zstd`) or that name one unavailable in this process (`compressorUnavailable`), a `tls` that
    *   is not an object with `key` and `cert`, a `requireApiVersion` that is not a boolean, a `replicaSetMember` that
-   *   is not `{ setName, state, hosts?, tags?, replicationLagMS? }` (a non-empty `setName`, `state` `'primary'` or
-   *   `'secondary'`, `hosts` a non-empty array of non-empty strings, `tags` an object of string values,
-   *   `replicationLagMS` a number >= 0; a key of another name) or that comes with `mongos: true` or
+   *   is not `{ setName, state, hosts?, tags?, replicationLagMS?, clock? }` (a non-empty `setName`, `state`
+   *   `'primary'` or `'secondary'`, `hosts` a non-empty array of non-empty strings, `tags` an object of string
+   *   values, `replicationLagMS` a number >= 0, `clock` an object with a `now` function; a key of another name) or that comes with `mongos: true` or
    *   `loadBalancedServices` above 0, an `aws` whose `credentials` are not an array of `{ accessKeyId, secretAccessKey }` strings, or an invalid user (see
    *   {@link setUsers}).
    */
