@@ -78,7 +78,10 @@ export function checkedServer(reply: Document, lastUpdateTime?: number): Checked
 function tagsOf(tags: unknown): TagSet | undefined {
   if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) return undefined;
   let kept: Record<string, string> | undefined;
-  for (const [key, value] of Object.entries(tags)) if (typeof value === 'string') (kept ??= {})[key] = value;
+  for (const [key, value] of Object.entries(tags)) {
+    // Defined, not assigned: a tag named __proto__ is a tag, not the copy's prototype.
+    if (typeof value === 'string') Object.defineProperty((kept ??= {}), key, { value, enumerable: true, writable: true, configurable: true });
+  }
   return kept === undefined ? undefined : Object.freeze(kept);
 }
 
@@ -216,7 +219,7 @@ function byTagSets<P>(candidates: readonly SelectableServer<P>[], tags: readonly
 
 /** Whether the server tags `tags` hold every pair of tag set `set`. */
 function matches(set: TagSet, tags: TagSet | undefined): boolean {
-  for (const key in set) if (tags?.[key] !== set[key]) return false;
+  for (const key of Object.keys(set)) if (tags?.[key] !== set[key]) return false;
   return true;
 }
 

@@ -250,6 +250,8 @@ describe('server selection (server selection spec)', function () {
       });
       expect(checkedServer({ setName: 'rs0', secondary: true, setVersion: '3', tags: { n: 1 }, lastWrite: { lastWriteDate: new Date(Number.NaN) } })).to.include({ setVersion: undefined, tags: undefined, lastWriteDate: undefined });
       expect(checkedServer({ setName: 'rs0', secondary: true, tags: null, lastWrite: null })).to.include({ tags: undefined, lastWriteDate: undefined });
+      const hostile = JSON.parse('{"__proto__": "ny", "constructor": "x"}') as Document;
+      expect(Object.keys(checkedServer({ setName: 'rs0', secondary: true, tags: hostile }).tags!)).to.deep.equal(['__proto__', 'constructor']);
     });
   });
 
