@@ -44,7 +44,7 @@ export interface ReadPreference {
   /**
    * The longest a secondary may lag behind the primary (its estimated staleness) and be eligible, in seconds: an
    * integer from 1 to 2147483647. Undefined: no limit (`-1` as given). In a replica set it must be at least 90 and at least
-   * (heartbeatFrequencyMS + 10,000 ms) / 1000 (see {@link checkMaxStalenessSeconds}). Never given with mode `primary`.
+   * (heartbeatFrequencyMS + 10,000 ms) / 1000, else server selection fails with InvalidOptionError. Never given with mode `primary`.
    */
   readonly maxStalenessSeconds?: number | undefined;
 }
@@ -61,7 +61,7 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 /**
  * The read preference `value` gives, checked and frozen: a mode alone (`'secondary'`), or an object `{ mode, tags?,
  * maxStalenessSeconds? }` (`tags`: an array of tag sets, each an object of string values; `maxStalenessSeconds`: an
- * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give {@link PRIMARY}. Tags
+ * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give one frozen object (read preference `primary`). Tags
  * whose first tag set is `{}` count as none (that set matches every candidate).
  *
  * @throws {InvalidOptionError} naming `option` for a value of another type; `<option>.mode` for a mode that is not one

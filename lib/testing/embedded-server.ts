@@ -178,7 +178,10 @@ export interface EmbeddedServerOptions {
      * The clock of its writes and `lastWrite`: `now()` in epoch ms (a VirtualClock does). Default: `Date.now`. Give
      * every member of one set the same.
      */
-    clock?: { now(): number } | undefined;
+    clock?: {
+      /** The time now, in epoch ms. */
+      now(): number;
+    } | undefined;
   } | undefined;
   /**
    * Accept MONGODB-OIDC (on `$external`), as a mongod with an OIDC identity provider: the tokens it accepts (a table,
