@@ -11,6 +11,7 @@ import {
 import { checkedAs, deployment, election, type Role } from '../support/deployment';
 import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 import type { WireProxy } from '../support/wire-proxy';
+import { EmbeddedServer } from '../../lib/testing';
 
 describe('read preferences (server selection spec, "Read Preference")', function () {
   describe('readPreferenceFrom', function () {
@@ -273,6 +274,19 @@ describe('a client reading by read preference (against the test endpoint, behind
     }
   });
 
+  it('names the read preference as the selector of its server selection log messages', async function () {
+    const selectors: unknown[] = [];
+    const write = (m: { fields: { message?: unknown; selector?: unknown } }): void => {
+      if (m.fields.message === 'Server selection started') selectors.push(m.fields.selector);
+    };
+    const c = await open([{ kind: 'mongos' }], '', { logging: { componentSeverities: { serverSelection: 'debug' }, path: { write } } });
+    await ping(c);
+    await ping(c, 'nearest');
+    await ping(c, { mode: 'secondary', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 });
+    await c.selectPool({ readPreference: 'secondaryPreferred' });
+    expect(selectors).to.deep.equal(['primary', 'nearest', '{"mode":"secondary","tags":[{"dc":"ny"}],"maxStalenessSeconds":90}', 'secondaryPreferred']);
+  });
+
   it('refuses a bad readPreference of command(), selectPool() and connect() with InvalidOptionError, sending nothing', async function () {
     const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0');
     for (const bad of ['Secondary', { mode: 'secondary', hedge: {} }, { mode: 'primary', maxStalenessSeconds: 120 }]) {
@@ -281,5 +295,32 @@ describe('a client reading by read preference (against the test endpoint, behind
       expect(() => connect('mongodb://127.0.0.1:1', { readPreference: bad as never })).to.throw(InvalidOptionError);
     }
     expect(counts()).to.deep.equal([0]);
+  });
+});
+
+describe('a client reading from a replica set of embedded endpoints (rxcmap/testing\'s replicaSetMember: tags, replicationLagMS)', function () {
+  this.timeout(20_000);
+  it('reads from the fresh tagged secondary, never from one 200 s behind, and the members receive the $readPreference sent', async function () {
+    const members = await Promise.all([
+      new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'primary', tags: { dc: 'ny' } } }).start(),
+      new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary', tags: { dc: 'ny' }, replicationLagMS: 200_000 } }).start(),
+      new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary', tags: { dc: 'ny' }, replicationLagMS: 500 } }).start(),
+    ]);
+    const client = connect(`mongodb://${members.map((m) => m.address).join(',')}/?replicaSet=rs0&heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000`);
+    try {
+      const readPreference = { mode: 'secondary', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 } as const;
+      const find = { find: 'c', filter: {} };
+      for (let i = 0; i < 20; i++) expect(await client.command('app', find, { readPreference })).to.include({ ok: 1 });
+      const finds = members.map((m) => m.receivedCommands.filter((c) => c.name === 'find'));
+      expect(finds.map((f) => f.length)).to.deep.equal([0, 0, 20]);
+      expect(finds[2]![0]!.readPreference).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 });
+      // Within 300 s, the lagging one is eligible too; nearest takes the primary as well.
+      for (let i = 0; i < 60; i++) await client.command('app', find, { readPreference: { mode: 'nearest', maxStalenessSeconds: 300 }, });
+      const after = members.map((m) => m.receivedCommands.filter((c) => c.name === 'find').length);
+      expect(after.every((n) => n > 0), `every member read from: ${after.join(', ')}`).to.equal(true);
+    } finally {
+      await client.close();
+      await Promise.all(members.map((m) => m.stop()));
+    }
   });
 });
