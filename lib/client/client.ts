@@ -1761,6 +1761,13 @@ export class Client {
     return new Observable<ConnectionPool<Connection> | 'drain'>((subscriber) => {
       const selections = this.selections;
       selections.set(subscriber, readPreference);
+      // Added before anything below can end it: a selection that fails at once leaves the Map (and, the last, stops the
+      // pools' events and the checks).
+      subscriber.add(() => {
+        if (!selections.delete(subscriber) || selections.size > 0) return;
+        this.selectionEvents?.unsubscribe();
+        this.selectionEvents = undefined;
+      });
       if (this.selectionEvents === undefined) {
         // Set first: a selection sent on while the pools replay their first event leaves before the subscription exists.
         const events = (this.selectionEvents = new Subscription());
@@ -1770,15 +1777,16 @@ export class Client {
         events.add(this.allFeeds$.pipe(mergeMap((f) => f.poolEvents$)).subscribe((e) => e.type === 'ConnectionPoolReady' && this.announceReadyPool()));
         events.add(interval(MIN_HEARTBEAT_FREQUENCY_MS, this.scheduler).subscribe(() => this.requestChecks()));
       } else {
-        // What it throws (a maxStalenessSeconds too small for a replica set) fails this selection.
-        const ready = this.selectedPool(readPreference);
+        let ready: ConnectionPool<Connection> | undefined;
+        try {
+          ready = this.selectedPool(readPreference);
+        } catch (error) {
+          // A maxStalenessSeconds too small for a replica set fails this selection.
+          subscriber.error(error);
+          return;
+        }
         if (ready !== undefined) subscriber.next(ready);
       }
-      return () => {
-        if (!selections.delete(subscriber) || selections.size > 0) return;
-        this.selectionEvents?.unsubscribe();
-        this.selectionEvents = undefined;
-      };
     });
   }
 
