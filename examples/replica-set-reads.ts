@@ -23,8 +23,8 @@
  *    command method takes only the read preference it is given).
  *
  * Each check prints `ok - <what>` (with `#` lines saying where the commands went) or `not ok - <what>: <detail>`,
- * and a last line `N/N passed`; the exit code is 1 when one failed. Everything is closed at the end: the program
- * exits on its own.
+ * and a last line `N/N passed`; the exit code is 1 when one failed. Everything is closed at the end (a last check:
+ * closing the client leaves no connection open on any member), and the program exits on its own.
  *
  * The members all run in this process, so their round-trip times differ by noise only: `localThresholdMS=1000`
  * keeps every suitable member in the latency window, and only the read preference decides.
@@ -202,26 +202,36 @@ async function main(): Promise<number> {
     },
   ];
 
+  let checks = 0;
   let failed = 0;
+  /** Runs one check: prints `ok - <what>` and its `#` lines, or `not ok - <what>: <why>`. */
+  const check = async (what: string, run: () => Promise<string>): Promise<void> => {
+    checks++;
+    try {
+      const detail = await run();
+      console.log(`ok - ${what}`);
+      for (const line of detail.split('\n')) console.log(`#   ${line}`);
+    } catch (error) {
+      failed++;
+      console.log(`not ok - ${what}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      console.error(error);
+    }
+  };
   try {
     // Before the first step: every member checked once (its pool ready), so each step sees the whole set.
     await Promise.all([...client.pools.values()].map((pool) => firstValueFrom(pool.state$.pipe(filter((s) => s.state === 'ready'), timeout(5000)))));
-    for (const { what, run } of steps) {
-      try {
-        const detail = await run();
-        console.log(`ok - ${what}`);
-        for (const line of detail.split('\n')) console.log(`#   ${line}`);
-      } catch (error) {
-        failed++;
-        console.log(`not ok - ${what}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
-        console.error(error);
-      }
-    }
+    for (const { what, run } of steps) await check(what, run);
   } finally {
-    await client.close();
+    // The client's own timers keep no process alive: what shows it closed is the members seeing no connection left.
+    await check('closing the client closes its connections to every member', async () => {
+      await client.close();
+      const open = await Promise.all(members.map((m) => m.waitForOpenConnections(0)));
+      assert.deepEqual(open, [0, 0, 0], `connections still open: ${spread(open)}`);
+      return `connections still open: ${spread(open)}`;
+    });
     await Promise.all(members.map((m) => m.stop()));
   }
-  console.log(`${steps.length - failed}/${steps.length} passed`);
+  console.log(`${checks - failed}/${checks} passed`);
   return failed;
 }
 
