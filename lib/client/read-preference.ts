@@ -7,8 +7,8 @@
  * spec, "API".
  */
 import type { Document } from 'bson';
-import { InvalidOptionError } from '../errors';
-import { closestOptionName, rejectUnknownOptions } from '../options';
+import { InvalidOptionError, inWords } from '../errors';
+import { closestOptionName, optionValue, rejectUnknownOptions } from '../options';
 
 /**
  * A read preference mode: `primary` (only the primary), `primaryPreferred` (the primary, else eligible secondaries),
@@ -68,7 +68,9 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
  *   of the five (with the closest one, e.g. `secondary` for `Secondary`); `<option>.<key>` for an unknown key (with the
  *   closest one; `hedge` included); `<option>.tags` for tags that are not an array of objects of string values, or
  *   non-empty tags with mode `primary`; `<option>.maxStalenessSeconds` for one that is not -1 or an integer from 1 to
- *   2147483647 (a BSON int32), or one with mode `primary`.
+ *   2147483647 (a BSON int32), or one with mode `primary`; `option` (the error's `cause`: what was thrown) when a getter
+ *   or Proxy trap of the object throws. Each field is read once, and only when the object has it (or a class it is an
+ *   instance of does): one inherited from Object.prototype is not the caller's.
  *
  * Source: server selection spec, "mode", "tag_sets" ("Clients MUST raise an error if a non-empty tag set is given in
  * tag_sets and the mode field is 'primary'"), "maxStalenessSeconds" ("Drivers MUST raise an error if
@@ -78,17 +80,32 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 export function readPreferenceFrom(option: string, value: unknown): ReadPreference {
   if (typeof value === 'string') return withMode(option, value, option);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new InvalidOptionError(option, value, READ_PREFERENCE_ALLOWED);
+  try {
+    return fromObject(option, value);
+  } catch (error) {
+    if (error instanceof InvalidOptionError) throw error;
+    // A getter or a Proxy trap of the caller's object threw: say which option it was.
+    throw new InvalidOptionError(option, undefined, READ_PREFERENCE_ALLOWED, { message: `Invalid ${option}: reading it threw (${inWords(error)})`, cause: error });
+  }
+}
+
+/** {@link readPreferenceFrom} of an object: each field read once, only the caller's own (or a class's) counted. */
+function fromObject(option: string, value: object): ReadPreference {
   rejectUnknownOptions(value, READ_PREFERENCE_KEYS, option, `${option}.`);
   const given = value as { mode?: unknown; tags?: unknown; maxStalenessSeconds?: unknown };
-  const base = withMode(`${option}.mode`, given.mode, option);
-  const tags = tagSetsFrom(`${option}.tags`, given.tags);
-  const maxStalenessSeconds = maxStalenessSecondsFrom(`${option}.maxStalenessSeconds`, given.maxStalenessSeconds);
+  const givenTags = optionValue(given, 'tags');
+  const givenMaxStalenessSeconds = optionValue(given, 'maxStalenessSeconds');
+  const base = withMode(`${option}.mode`, optionValue(given, 'mode'), option);
+  const sets = tagSetsFrom(`${option}.tags`, givenTags);
+  const maxStalenessSeconds = maxStalenessSecondsFrom(`${option}.maxStalenessSeconds`, givenMaxStalenessSeconds);
   if (base.mode === 'primary') {
     // Any non-empty tag set, even after a `{}` that makes the others moot.
-    if (Array.isArray(given.tags) && given.tags.some((set: object) => Object.keys(set).length > 0)) throw new InvalidOptionError(`${option}.tags`, given.tags, "absent, or only empty tag sets, with mode 'primary' (only the primary is suitable)");
-    if (maxStalenessSeconds !== undefined) throw new InvalidOptionError(`${option}.maxStalenessSeconds`, given.maxStalenessSeconds, "absent or -1 with mode 'primary' (a primary is never stale)");
+    if (sets?.some((set) => Object.keys(set).length > 0)) throw new InvalidOptionError(`${option}.tags`, givenTags, "absent, or only empty tag sets, with mode 'primary' (only the primary is suitable)");
+    if (maxStalenessSeconds !== undefined) throw new InvalidOptionError(`${option}.maxStalenessSeconds`, givenMaxStalenessSeconds, "absent or -1 with mode 'primary' (a primary is never stale)");
     return PRIMARY;
   }
+  // None, or a first tag set `{}` that matches every candidate: no tags.
+  const tags = sets === undefined || sets.length === 0 || Object.keys(sets[0]!).length === 0 ? undefined : sets;
   if (tags === undefined && maxStalenessSeconds === undefined) return base;
   // Only the fields given: a read preference compares and prints as it was written.
   const readPreference: { mode: ReadPreferenceMode; tags?: readonly TagSet[]; maxStalenessSeconds?: number } = { mode: base.mode };
@@ -111,22 +128,30 @@ function withMode(name: string, mode: unknown, option: string): ReadPreference {
 /** The read preference of each mode alone, frozen once. */
 const MODE_ONLY: ReadonlyMap<string, ReadPreference> = new Map(READ_PREFERENCE_MODES.map((mode) => [mode, mode === 'primary' ? PRIMARY : Object.freeze({ mode })]));
 
-/** The tag sets `value` gives (a frozen copy), undefined for none or a first tag set `{}`. */
+/**
+ * The tag sets `value` gives (a frozen copy of each, in order), undefined when absent. Each must be a plain object (of
+ * prototype Object.prototype or none) of string values: a Map, a Date or a class instance would read as `{}`, the tag
+ * set that matches every server; a hole in the array is no tag set either.
+ */
 function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefined {
   if (value === undefined) return undefined;
   const allowed = 'an array of tag sets, each an object of string values (e.g. [{ dc: "ny" }, {}])';
   if (!Array.isArray(value)) throw new InvalidOptionError(name, value, allowed);
-  const sets = value.map((set: unknown) => {
+  const sets: TagSet[] = [];
+  for (let i = 0; i < value.length; i++) {
+    // A hole reads as undefined: refused below.
+    const set: unknown = value[i];
     if (set === null || typeof set !== 'object' || Array.isArray(set)) throw new InvalidOptionError(name, value, allowed);
+    const prototype: unknown = Object.getPrototypeOf(set);
+    if (prototype !== Object.prototype && prototype !== null) throw new InvalidOptionError(name, value, allowed);
     const copy: Record<string, string> = {};
     for (const [key, tag] of Object.entries(set)) {
       if (typeof tag !== 'string') throw new InvalidOptionError(name, value, allowed);
       // Defined, not assigned: a tag named __proto__ would set the copy's prototype, and the tag set would be lost.
       Object.defineProperty(copy, key, { value: tag, enumerable: true, writable: true, configurable: true });
     }
-    return Object.freeze(copy);
-  });
-  if (sets.length === 0 || Object.keys(sets[0]!).length === 0) return undefined;
+    sets.push(Object.freeze(copy));
+  }
   return Object.freeze(sets);
 }
 

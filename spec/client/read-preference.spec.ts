@@ -64,6 +64,56 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(readPreferenceFrom('readPreference', { mode: 'secondary', maxStalenessSeconds: 2 ** 31 - 1 }).maxStalenessSeconds).to.equal(2 ** 31 - 1);
     });
 
+    it('refuses odd shapes with InvalidOptionError naming the option: holes in tags, a tag set not a plain object, a getter or Proxy that throws (as cause), inherited fields', function () {
+      const refused = (value: unknown): InvalidOptionError => {
+        try {
+          readPreferenceFrom('readPreference', value);
+        } catch (error) {
+          expect(error, String(error)).to.be.instanceOf(InvalidOptionError);
+          return error as InvalidOptionError;
+        }
+        expect.fail(`${String(value)} taken`);
+      };
+      // eslint-disable-next-line no-sparse-arrays
+      expect(refused({ mode: 'secondary', tags: [, { dc: 'ny' }] }).option).to.equal('readPreference.tags');
+      // eslint-disable-next-line no-sparse-arrays
+      expect(refused({ mode: 'primary', tags: [{}, , { dc: 'ny' }] }).option).to.equal('readPreference.tags');
+      // A Map (or a Date, a class instance) would otherwise be read as {}: a tag set matching every server.
+      expect(refused({ mode: 'secondary', tags: [new Map([['dc', 'ny']])] }).option).to.equal('readPreference.tags');
+      expect(refused({ mode: 'secondary', tags: [new Date(0)] }).option).to.equal('readPreference.tags');
+      const boom = new Error('boom');
+      const getter = refused({
+        mode: 'secondary',
+        get tags(): unknown {
+          throw boom;
+        },
+      });
+      expect(getter.option).to.equal('readPreference');
+      expect(getter.cause).to.equal(boom);
+      expect(refused({ mode: 'secondary', tags: [{ get dc(): string { throw boom; } }] }).cause).to.equal(boom);
+      const trap = refused(new Proxy({ mode: 'secondary' }, { ownKeys: () => { throw boom; } }));
+      expect(trap.cause).to.equal(boom);
+      // Read once: a getter that gives [] and then non-empty tag sets cannot slip them past mode primary.
+      let reads = 0;
+      const twoFaced = { mode: 'primary', get tags(): unknown { return reads++ === 0 ? [] : [null]; } };
+      expect(readPreferenceFrom('readPreference', twoFaced)).to.equal(PRIMARY);
+      expect(reads).to.equal(1);
+      // Fields inherited from a polluted Object.prototype are not the caller's.
+      const proto = Object.prototype as Record<string, unknown>;
+      proto.tags = [{ dc: 'polluted' }];
+      proto.maxStalenessSeconds = 5;
+      try {
+        // Read as own keys: the polluted prototype would make a deep comparison see the same inherited fields on both sides.
+        expect(Object.keys(readPreferenceFrom('readPreference', { mode: 'secondary' }))).to.deep.equal(['mode']);
+      } finally {
+        delete proto.tags;
+        delete proto.maxStalenessSeconds;
+      }
+      // A tag set without a prototype is a plain one.
+      const bare = Object.assign(Object.create(null) as Record<string, string>, { dc: 'ny' });
+      expect(readPreferenceFrom('readPreference', { mode: 'secondary', tags: [bare] })).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'ny' }] });
+    });
+
     it('a replica set takes a maxStalenessSeconds of at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000', function () {
       const rp = (maxStalenessSeconds: number) => readPreferenceFrom('readPreference', { mode: 'secondary', maxStalenessSeconds });
       expect(() => checkMaxStalenessSeconds('readPreference', rp(89), 500)).to.throw(InvalidOptionError, /at least 90 in a replica set/);
