@@ -1903,8 +1903,10 @@ export class Client {
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
-    const explicit = optionValue(options, 'readPreference') !== undefined;
-    const readPreference = readPreferenceOption(options);
+    // Read once: whether it was given decides what happens to the command's own $readPreference.
+    const givenReadPreference = optionValue(options, 'readPreference');
+    const explicit = givenReadPreference !== undefined;
+    const readPreference = explicit ? readPreferenceFrom('readPreference', givenReadPreference) : PRIMARY;
     // Before a server is selected: no address, no connection, nothing sent.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
     if (abortedAlready(signal, 'command')) throw unselected();

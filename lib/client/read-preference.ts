@@ -80,14 +80,21 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 export function readPreferenceFrom(option: string, value: unknown): ReadPreference {
   if (typeof value === 'string') return withMode(option, value, option);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new InvalidOptionError(option, value, READ_PREFERENCE_ALLOWED);
+  // One this function made (a client's readPreference, passed on to each read): checked and frozen already.
+  if (MADE.has(value)) return value as ReadPreference;
   try {
-    return fromObject(option, value);
+    const made = fromObject(option, value);
+    MADE.add(made);
+    return made;
   } catch (error) {
     if (error instanceof InvalidOptionError) throw error;
     // A getter or a Proxy trap of the caller's object threw: say which option it was.
     throw new InvalidOptionError(option, undefined, READ_PREFERENCE_ALLOWED, { message: `Invalid ${option}: reading it threw (${inWords(error)})`, cause: error });
   }
 }
+
+/** The read preferences {@link readPreferenceFrom} made (frozen, their tags too): taken again as they are. */
+const MADE = new WeakSet<object>();
 
 /** {@link readPreferenceFrom} of an object: each field read once, only the caller's own (or a class's) counted. */
 function fromObject(option: string, value: object): ReadPreference {

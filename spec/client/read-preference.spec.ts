@@ -32,6 +32,11 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(rp.tags![0]).to.deep.equal({ dc: 'ny', rack: '1' }, 'a copy');
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{}, { dc: 'ny' }], maxStalenessSeconds: -1 })).to.deep.equal({ mode: 'nearest' });
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [] })).to.deep.equal({ mode: 'nearest' });
+      // One it made (a client's readPreference passed to each read) is taken as it is, not checked and copied again.
+      expect(readPreferenceFrom('readPreference', rp)).to.equal(rp);
+      const copy = readPreferenceFrom('readPreference', { ...rp });
+      expect(copy).to.not.equal(rp);
+      expect(copy).to.deep.equal(rp);
     });
 
     it('refuses, naming the option and what it takes: another type, an unknown mode (with the closest), an unknown key, bad tags or maxStalenessSeconds', function () {
