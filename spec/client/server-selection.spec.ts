@@ -253,6 +253,19 @@ describe('server selection (server selection spec)', function () {
       const hostile = JSON.parse('{"__proto__": "ny", "constructor": "x"}') as Document;
       expect(Object.keys(checkedServer({ setName: 'rs0', secondary: true, tags: hostile }).tags!)).to.deep.equal(['__proto__', 'constructor']);
     });
+
+    it('matches a tag set against the tags a member sent, never against fields of a polluted Object.prototype', function () {
+      const member = (pool: string, tags: Record<string, string> | undefined): SelectableServer<string> => ({ pool, type: 'RSSecondary', setName: 'rs0', averageRoundTripTimeMS: 1, operationCount: 0, tags });
+      const servers = [member('ny', checkedServer({ setName: 'rs0', secondary: true, tags: { dc: 'ny' } }).tags), member('untagged', checkedServer({ setName: 'rs0', secondary: true, tags: { rack: '1' } }).tags)];
+      const readPreference = readPreferenceFrom('readPreference', { mode: 'secondary', tags: [{ dc: 'sf' }] });
+      const proto = Object.prototype as Record<string, unknown>;
+      proto.dc = 'sf';
+      try {
+        expect(suitableServers('ReplicaSet', servers, { readPreference }).map((s) => s.pool)).to.deep.equal([]);
+      } finally {
+        delete proto.dc;
+      }
+    });
   });
 
   describe('within the latency window', function () {
