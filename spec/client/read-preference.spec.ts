@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Document } from 'bson';
 import { connect, InvalidOptionError, ServerSelectionError, type Client } from '../../lib';
+import { withField } from '../../lib/client/client';
 import {
   checkMaxStalenessSeconds,
   describeReadPreference,
@@ -117,6 +118,17 @@ describe('read preferences (server selection spec, "Read Preference")', function
       // A tag set without a prototype is a plain one.
       const bare = Object.assign(Object.create(null) as Record<string, string>, { dc: 'ny' });
       expect(readPreferenceFrom('readPreference', { mode: 'secondary', tags: [bare] })).to.deep.equal({ mode: 'secondary', tags: [{ dc: 'ny' }] });
+    });
+
+    it('a command goes with its $readPreference as a copy: its fields in order, a __proto__ field kept as a field, the caller\'s object unchanged', function () {
+      const command = JSON.parse('{"find":"c","__proto__":{"x":1},"filter":{}}') as Document;
+      const sent = withField(command, '$readPreference', { mode: 'secondary' });
+      expect(Object.keys(sent)).to.deep.equal(['find', '__proto__', 'filter', '$readPreference']);
+      expect(Object.getPrototypeOf(sent)).to.equal(Object.prototype);
+      expect(Object.getOwnPropertyDescriptor(sent, '__proto__')?.value).to.deep.equal({ x: 1 });
+      expect(Object.keys(command)).to.deep.equal(['find', '__proto__', 'filter']);
+      const inherited = Object.assign(Object.create({ inheritedField: 1 }) as Document, { ping: 1 });
+      expect(Object.keys(withField(inherited, '$readPreference', { mode: 'nearest' }))).to.deep.equal(['ping', '$readPreference']);
     });
 
     it('a replica set takes a maxStalenessSeconds of at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000', function () {
