@@ -165,7 +165,8 @@ function replicaSetSuitable<P>(servers: readonly SelectableServer<P>[], criteria
   const { mode } = readPreference;
   if (mode === 'primary' || (mode === 'primaryPreferred' && primary.length > 0)) return primary;
   const secondaries = servers.filter((s) => s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet));
-  const candidates = mode === 'nearest' ? servers.filter((s) => primary.includes(s) || secondaries.includes(s)) : secondaries;
+  // In the servers' order; a server is a primary or a secondary (of the set), never both.
+  const candidates = mode !== 'nearest' ? secondaries : primary.length === 0 ? secondaries : servers.filter((s) => primary.includes(s) || (s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet)));
   const eligible = byTagSets(fresh(candidates, primary[0], secondaries, readPreference, criteria), readPreference.tags);
   return mode === 'secondaryPreferred' && eligible.length === 0 ? primary : eligible;
 }
