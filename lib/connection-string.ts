@@ -135,8 +135,9 @@ export interface ParsedConnectionString {
    *   the empty value the tag set `{}` that every server matches. One that is not such pairs (`invalid`, a trailing
    *   ",", a name given twice) is ignored with a warning; the others stay, in order. Tags whose first tag set is `{}`
    *   count as none (`tags` undefined), as that set matches every candidate.
-   * - `maxStalenessSeconds`: an integer >= 1, or -1 for no maximum (`maxStalenessSeconds` undefined). Another value
-   *   (not an integer, 0, below -1) is ignored with a warning, 0 as -2 is (too low: no secondary could meet it, and it
+   * - `maxStalenessSeconds`: an integer from 1 to 2147483647 (a BSON int32, as `$readPreference` carries it), or -1 for
+   *   no maximum (`maxStalenessSeconds` undefined). Another value (not an integer, 0, below -1, beyond an int32) is
+   *   ignored with a warning, 0 as -2 is (too low: no secondary could meet it, and it
    *   is not the -1 that means no maximum). Whether it is at least 90 and at least (heartbeatFrequencyMS + 10 s) / 1000 is checked by server
    *   selection in a replica set, not here (a sharded cluster takes a smaller one).
    *
@@ -879,6 +880,9 @@ function tagSetValue(text: string): { value?: Record<string, string>; error?: st
   return { value: { ...pairs } };
 }
 
+/** The largest BSON int32: the largest maxStalenessSeconds a URI gives. */
+const MAX_INT32 = 2 ** 31 - 1;
+
 /** Converts one value; `error` says what is allowed when the value is invalid. */
 function convert(kind: Kind, text: string): { value?: unknown; error?: string; warning?: string } {
   const int = /^-?\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
@@ -891,7 +895,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
     case 'tagSet':
       return tagSetValue(text);
     case 'maxStaleness':
-      return int === -1 || (Number.isSafeInteger(int) && int >= 1) ? { value: int } : { error: 'an integer >= 1 (seconds), or -1 for no maximum' };
+      // $readPreference carries it as a BSON int32: a larger one is an invalid value, ignored as 0 is.
+      return int === -1 || (Number.isSafeInteger(int) && int >= 1 && int <= MAX_INT32) ? { value: int } : { error: 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum' };
     case 'count':
       return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer >= 0' };
     case 'positive':

@@ -894,16 +894,18 @@ describe('parseConnectionString: readPreference, readPreferenceTags, maxStalenes
     }
   });
 
-  it('takes maxStalenessSeconds -1 as no maximum and an integer >= 1; ignores 0, a fraction or an empty value with a warning', function () {
+  it('takes maxStalenessSeconds -1 as no maximum and an integer from 1 to 2147483647; ignores 0, a fraction, an empty value or one beyond an int32 with a warning', function () {
     // Max staleness spec, "API": -1 is "no maximum staleness"; a positive integer otherwise. 0 is too low, as -2 is.
     expect(parseConnectionString('mongodb://h/?readPreference=secondary&maxStalenessSeconds=-1').readPreference).to.equal(readPreferenceFrom('readPreference', 'secondary'));
     expect(parseConnectionString('mongodb://h/?maxStalenessSeconds=-1').readPreference).to.equal(PRIMARY);
     // Whether it is at least 90 is checked in a replica set, at selection: a sharded cluster takes less.
     expect(plain(parseConnectionString('mongodb://h/?readPreference=secondary&maxStalenessSeconds=1').readPreference)).to.deep.equal({ mode: 'secondary', maxStalenessSeconds: 1 });
-    for (const value of ['0', '1.5', '', '-3', '9007199254740993']) {
+    // $readPreference carries it as an int32 (the URI options spec: integer options are 32-bit).
+    expect(plain(parseConnectionString('mongodb://h/?readPreference=secondary&maxStalenessSeconds=2147483647').readPreference)).to.deep.equal({ mode: 'secondary', maxStalenessSeconds: 2147483647 });
+    for (const value of ['0', '1.5', '', '-3', '2147483648', '4294967296', '9007199254740993']) {
       const p = parseConnectionString(`mongodb://h/?readPreference=secondary&maxStalenessSeconds=${value}`);
       expect(p.readPreference, value).to.equal(readPreferenceFrom('readPreference', 'secondary'));
-      expect(p.warnings, value).to.deep.equal([`maxStalenessSeconds=${JSON.stringify(value)} is ignored: maxStalenessSeconds must be an integer >= 1 (seconds), or -1 for no maximum`]);
+      expect(p.warnings, value).to.deep.equal([`maxStalenessSeconds=${JSON.stringify(value)} is ignored: maxStalenessSeconds must be an integer from 1 to 2147483647 (seconds), or -1 for no maximum`]);
     }
   });
 
