@@ -1725,11 +1725,14 @@ export class Client {
   }
 
   /**
-   * The pool of the server selected for one operation among those whose pool is ready (see `selectServer`: suitable
-   * for read preference primary, within the latency window, of two the one with the lower operationCount), if any.
+   * The pool of the server selected for one operation of read preference `readPreference` among those whose pool is
+   * ready (see `selectServer`: suitable for that read preference, within the latency window, of two the one with the
+   * lower operationCount), if any.
    * A server's operationCount is its pool's checkouts in progress (waiting, or holding a connection) and the
    * selections that took it whose caller has not started its checkout yet; it is read only of the two servers
    * compared.
+   *
+   * @throws {InvalidOptionError} in a replica set, for a maxStalenessSeconds it cannot meet (see `suitableServers`).
    *
    * Source: server selection spec, "Server Selection Algorithm" (multi-threaded or async), "operationCount" (kept "on
    * the pool itself", which counts the checkouts of `command()` and of a `selectPool()` caller alike).
