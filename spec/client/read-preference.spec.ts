@@ -267,6 +267,34 @@ describe('a client reading by read preference (against the test endpoint, behind
     expect(refused, 'no primary: primary waits').to.be.instanceOf(ServerSelectionError);
   });
 
+  it('reads waiting while the topology is Unknown: once it turns out a replica set, one whose maxStalenessSeconds it cannot meet fails, the others are served', async function () {
+    const roles: Role[] = [{ kind: 'down' }, { kind: 'down' }];
+    proxies = await deployment(endpoint, roles);
+    recordReadPreferences(proxies);
+    const hosts = proxies.map((p) => p.address).join(',');
+    // No replicaSet in the URI: the topology is Unknown until a member answers.
+    const c = (client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500`, { ...endpoint.connectionOptions, serverSelectionTimeoutMS: 10_000 }));
+    const start = Date.now();
+    const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => 'served', (e: unknown) => e);
+    const waiting = [
+      outcome(c.selectPool({ readPreference: { mode: 'secondary', maxStalenessSeconds: 60 } })),
+      outcome(c.command('admin', { ping: 1 }, { readPreference: 'secondary' })),
+      outcome(c.command('admin', { ping: 1 }, { readPreference: { mode: 'nearest', maxStalenessSeconds: 89 } })),
+      outcome(c.command('admin', { ping: 1 }, { readPreference: 'secondaryPreferred' })),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    roles[0] = { kind: 'primary', electionId: election() };
+    roles[1] = { kind: 'secondary' };
+    const [tooSmall, secondary, tooSmallToo, preferred] = await Promise.all(waiting);
+    expect(tooSmall).to.be.instanceOf(InvalidOptionError).and.include({ option: 'readPreference.maxStalenessSeconds' });
+    expect(tooSmallToo).to.be.instanceOf(InvalidOptionError).and.include({ option: 'readPreference.maxStalenessSeconds' });
+    expect([secondary, preferred]).to.deep.equal(['served', 'served']);
+    expect(Date.now() - start, 'none waited out serverSelectionTimeoutMS').to.be.below(5000);
+    // secondaryPreferred may find the primary first (its secondary not known yet); the secondary read, the secondary.
+    expect(counts()[1]).to.be.at.least(1);
+    expect(counts()[0]! + counts()[1]!).to.equal(2);
+  });
+
   it('a waiting read is sent on when a server suitable for it is found, while one of another read preference goes on waiting', async function () {
     const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary', tags: { dc: 'ny' } }];
     const c = await open(roles, 'replicaSet=rs0', { serverSelectionTimeoutMS: 5000 });
