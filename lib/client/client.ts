@@ -19,7 +19,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, inWords, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, serverLogFields, TopologyLogMessage, truncate, type LogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -365,8 +365,22 @@ class PoolServer implements EveryField<SelectableServer<ConnectionPool<Connectio
  * @throws {InvalidOptionError} as `readPreferenceFrom` does, naming `readPreference`.
  */
 function readPreferenceOption(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): ReadPreference {
-  const given = optionValue(options, 'readPreference');
+  const given = givenReadPreference(options);
   return given === undefined ? PRIMARY : readPreferenceFrom('readPreference', given);
+}
+
+/**
+ * The `readPreference` of a method's `options` as given (read once, see `optionValue`).
+ *
+ * @throws {InvalidOptionError} naming `readPreference` (its `cause`: what was thrown) when reading it throws (a
+ *   getter, a Proxy trap).
+ */
+function givenReadPreference(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): unknown {
+  try {
+    return optionValue(options, 'readPreference');
+  } catch (error) {
+    throw new InvalidOptionError('readPreference', undefined, 'a value that can be read', { message: `Invalid readPreference: reading it threw (${inWords(error)})`, cause: error });
+  }
 }
 
 /**
@@ -1925,9 +1939,9 @@ export class Client {
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
     // Read once: whether it was given decides what happens to the command's own $readPreference.
-    const givenReadPreference = optionValue(options, 'readPreference');
-    const explicit = givenReadPreference !== undefined;
-    const readPreference = explicit ? readPreferenceFrom('readPreference', givenReadPreference) : PRIMARY;
+    const readPreferenceGiven = givenReadPreference(options);
+    const explicit = readPreferenceGiven !== undefined;
+    const readPreference = explicit ? readPreferenceFrom('readPreference', readPreferenceGiven) : PRIMARY;
     // Before a server is selected: no address, no connection, nothing sent.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
     if (abortedAlready(signal, 'command')) throw unselected();

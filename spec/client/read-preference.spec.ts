@@ -389,6 +389,21 @@ describe('a client reading by read preference (against the test endpoint, behind
       expect(await c.selectPool({ readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
       expect(() => connect('mongodb://127.0.0.1:1', { readPreference: bad as never })).to.throw(InvalidOptionError);
     }
+    // Options whose readPreference getter throws (or whose read preference has one): the option is named, the cause kept.
+    const boom = new Error('boom');
+    const throwing = {
+      get readPreference(): never {
+        throw boom;
+      },
+    };
+    const deep = { readPreference: { mode: 'secondary', get tags(): never { throw boom; } } };
+    for (const options of [throwing, deep]) {
+      for (const refused of [await c.command('admin', { ping: 1 }, options as never).catch((e: unknown) => e), await c.selectPool(options as never).catch((e: unknown) => e)]) {
+        expect(refused).to.be.instanceOf(InvalidOptionError).and.include({ option: 'readPreference' });
+        expect((refused as Error).cause).to.equal(boom);
+      }
+    }
+    expect(() => connect('mongodb://127.0.0.1:1', deep as never)).to.throw(InvalidOptionError);
     expect(counts()).to.deep.equal([0]);
   });
 });
