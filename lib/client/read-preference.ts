@@ -74,8 +74,8 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 /**
  * The read preference `value` gives, checked and frozen: a mode alone (`'secondary'`), or an object `{ mode, tags?,
  * maxStalenessSeconds? }` (`tags`: an array of tag sets, each an object of string values; `maxStalenessSeconds`: an
- * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give one frozen object (read preference `primary`). Tags
- * whose first tag set is `{}` count as none (that set matches every candidate).
+ * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give one frozen object (read
+ * preference `primary`). Tags whose first tag set is `{}` count as none (that set matches every candidate).
  *
  * @throws {InvalidOptionError} naming `option` for a value of another type; `<option>.mode` for a mode that is not one
  *   of the five (with the closest one, e.g. `secondary` for `Secondary`); `<option>.<key>` for an unknown key (with the
@@ -103,7 +103,6 @@ export function readPreferenceFrom(option: string, value: unknown): ReadPreferen
     throw new InvalidOptionError(option, undefined, READ_PREFERENCE_ALLOWED, { message: `Invalid ${option}: reading it threw (${inWords(error)})`, cause: error });
   }
 }
-
 
 /** {@link readPreferenceFrom} of an object: each field read once, only the caller's own (or a class's) counted. */
 function fromObject(option: string, value: object): ReadPreference {
