@@ -396,8 +396,8 @@ export function withField(command: Document, name: string, value: unknown): Docu
     if (key === '__proto__') Object.defineProperty(copy, key, { value: command[key], enumerable: true, writable: true, configurable: true });
     else copy[key] = command[key];
   }
-  if (name === '__proto__') Object.defineProperty(copy, name, { value, enumerable: true, writable: true, configurable: true });
-  else copy[name] = value;
+  // `name` is rxcmap's own (`$readPreference`), never `__proto__`.
+  copy[name] = value;
   return copy;
 }
 
@@ -2081,8 +2081,10 @@ export class Client {
    */
   private withReadPreference(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
     const own = Object.prototype.hasOwnProperty.call(command, '$readPreference');
-    const type = this.topologyType === 'LoadBalanced' ? 'LoadBalancer' : this.checked.get(address)?.type;
-    const directMember = this.topologyType === 'Single' && type !== undefined && type !== 'Unknown' && type !== 'Standalone' && type !== 'Mongos';
+    // None for a load balancer (it has no check).
+    const type = this.checked.get(address)?.type;
+    // A replica set member (RSPrimary, RSSecondary, RSArbiter, RSOther, RSGhost) reached directly.
+    const directMember = this.topologyType === 'Single' && type?.startsWith('RS') === true;
     let document: Document | undefined;
     if (type === 'Standalone') document = undefined;
     else if (readPreference.mode !== 'primary') document = readPreferenceDocument(readPreference);

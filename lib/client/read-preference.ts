@@ -163,7 +163,7 @@ function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefine
     for (const [key, tag] of Object.entries(set)) {
       if (typeof tag !== 'string') throw new InvalidOptionError(name, value, allowed);
       // Defined, not assigned: a tag named __proto__ would set the copy's prototype, and the tag set would be lost.
-      Object.defineProperty(copy, key, { value: tag, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(copy, key, { value: tag, enumerable: true }); // frozen below
     }
     sets.push(Object.freeze(copy));
   }

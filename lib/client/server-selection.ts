@@ -80,9 +80,9 @@ function tagsOf(tags: unknown): TagSet | undefined {
   let kept: Record<string, string> | undefined;
   for (const [key, value] of Object.entries(tags)) {
     // Defined, not assigned: a tag named __proto__ is a tag, not the copy's prototype.
-    if (typeof value === 'string') Object.defineProperty((kept ??= {}), key, { value, enumerable: true, writable: true, configurable: true });
+    if (typeof value === 'string') Object.defineProperty((kept ??= {}), key, { value, enumerable: true }); // frozen below
   }
-  return kept === undefined ? undefined : Object.freeze(kept);
+  return Object.freeze(kept);
 }
 
 /** What selection knows of one server whose pool is ready: what its last check said, and how busy it is. */
@@ -164,9 +164,10 @@ function replicaSetSuitable<P>(servers: readonly SelectableServer<P>[], criteria
   const primary = primaries.length < 2 ? primaries : newestPrimaries(primaries);
   const { mode } = readPreference;
   if (mode === 'primary' || (mode === 'primaryPreferred' && primary.length > 0)) return primary;
-  const secondaries = servers.filter((s) => s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet));
+  const isSecondary = (s: SelectableServer<P>): boolean => s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet);
+  const secondaries = servers.filter(isSecondary);
   // In the servers' order; a server is a primary or a secondary (of the set), never both.
-  const candidates = mode !== 'nearest' ? secondaries : primary.length === 0 ? secondaries : servers.filter((s) => primary.includes(s) || (s.type === 'RSSecondary' && (replicaSet === undefined || s.setName === replicaSet)));
+  const candidates = mode !== 'nearest' ? secondaries : primary.length === 0 ? secondaries : servers.filter((s) => primary.includes(s) || isSecondary(s));
   const eligible = byTagSets(fresh(candidates, primary[0], secondaries, readPreference, criteria), readPreference.tags);
   return mode === 'secondaryPreferred' && eligible.length === 0 ? primary : eligible;
 }

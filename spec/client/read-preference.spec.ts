@@ -33,6 +33,9 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(rp.tags![0]).to.deep.equal({ dc: 'ny', rack: '1' }, 'a copy');
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{}, { dc: 'ny' }], maxStalenessSeconds: -1 })).to.deep.equal({ mode: 'nearest' });
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [] })).to.deep.equal({ mode: 'nearest' });
+      // Only the fields given (no undefined ones).
+      expect(Object.keys(readPreferenceFrom('readPreference', { mode: 'nearest', maxStalenessSeconds: 120 }))).to.deep.equal(['mode', 'maxStalenessSeconds']);
+      expect(Object.keys(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{ dc: 'ny' }] }))).to.deep.equal(['mode', 'tags']);
       // One it made (a client's readPreference passed to each read) is taken as it is, not checked and copied again.
       expect(readPreferenceFrom('readPreference', rp)).to.equal(rp);
       const copy = readPreferenceFrom('readPreference', { ...rp });
@@ -54,18 +57,18 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(refused(null).message).to.include("a mode ('primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest') or an object");
       expect(refused(['secondary'])).to.include({ option: 'readPreference' });
       expect(refused('Secondary')).to.include({ option: 'readPreference', suggestion: 'secondary' });
-      expect(refused({ mode: 'nearst' })).to.include({ option: 'readPreference.mode', suggestion: 'nearest' });
+      expect(refused({ mode: 'nearst' })).to.include({ option: 'readPreference.mode', suggestion: 'nearest', allowed: "one of 'primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'" });
       expect(refused({})).to.include({ option: 'readPreference.mode' });
       expect(refused({ mode: 'secondary', hedge: { enabled: true } })).to.include({ option: 'readPreference.hedge' });
       expect(refused({ mode: 'secondary', tag: [] })).to.include({ option: 'readPreference.tag', suggestion: 'tags' });
-      expect(refused({ mode: 'secondary', tags: { dc: 'ny' } })).to.include({ option: 'readPreference.tags' });
+      expect(refused({ mode: 'secondary', tags: { dc: 'ny' } })).to.include({ option: 'readPreference.tags', allowed: 'an array of tag sets, each an object of string values (e.g. [{ dc: "ny" }, {}])' });
       expect(refused({ mode: 'secondary', tags: [{ dc: 1 }] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'secondary', tags: [null] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'primary', tags: [{ dc: 'ny' }] }).message).to.include("with mode 'primary'");
       expect(refused({ mode: 'primary', tags: [{}, { dc: 'ny' }] })).to.include({ option: 'readPreference.tags' });
       expect(refused({ mode: 'primary', maxStalenessSeconds: 120 })).to.include({ option: 'readPreference.maxStalenessSeconds' });
       for (const bad of [0, -2, 1.5, '120', Number.NaN, Infinity, 2 ** 31]) {
-        expect(refused({ mode: 'secondary', maxStalenessSeconds: bad }), String(bad)).to.include({ option: 'readPreference.maxStalenessSeconds' });
+        expect(refused({ mode: 'secondary', maxStalenessSeconds: bad }), String(bad)).to.include({ option: 'readPreference.maxStalenessSeconds', allowed: 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum' });
       }
       expect(readPreferenceFrom('readPreference', { mode: 'secondary', maxStalenessSeconds: 2 ** 31 - 1 }).maxStalenessSeconds).to.equal(2 ** 31 - 1);
     });
@@ -151,6 +154,8 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(describeReadPreference(PRIMARY)).to.equal('primary');
       expect(describeReadPreference(readPreferenceFrom('readPreference', 'nearest'))).to.equal('nearest');
       expect(describeReadPreference(rp)).to.equal('{"mode":"secondaryPreferred","tags":[{"dc":"ny"}],"maxStalenessSeconds":120}');
+      expect(describeReadPreference(readPreferenceFrom('readPreference', { mode: 'nearest', maxStalenessSeconds: 90 }))).to.equal('{"mode":"nearest","maxStalenessSeconds":90}');
+      expect(describeReadPreference(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{ dc: 'ny' }] }))).to.equal('{"mode":"nearest","tags":[{"dc":"ny"}]}');
     });
   });
 });
@@ -384,10 +389,14 @@ describe('a client reading by read preference (against the test endpoint, behind
 
   it('refuses a bad readPreference of command(), selectPool() and connect() with InvalidOptionError, sending nothing', async function () {
     const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0');
-    for (const bad of ['Secondary', { mode: 'secondary', hedge: {} }, { mode: 'primary', maxStalenessSeconds: 120 }]) {
-      expect(await c.command('admin', { ping: 1 }, { readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
-      expect(await c.selectPool({ readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
-      expect(() => connect('mongodb://127.0.0.1:1', { readPreference: bad as never })).to.throw(InvalidOptionError);
+    for (const [bad, option] of [
+      ['Secondary', 'readPreference'],
+      [{ mode: 'secondary', hedge: {} }, 'readPreference.hedge'],
+      [{ mode: 'primary', maxStalenessSeconds: 120 }, 'readPreference.maxStalenessSeconds'],
+    ] as const) {
+      expect(await c.command('admin', { ping: 1 }, { readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError).and.include({ option });
+      expect(await c.selectPool({ readPreference: bad as never }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError).and.include({ option });
+      expect(() => connect('mongodb://127.0.0.1:1', { readPreference: bad as never })).to.throw(InvalidOptionError).with.property('option', option);
     }
     // Options whose readPreference getter throws (or whose read preference has one): the option is named, the cause kept.
     const boom = new Error('boom');

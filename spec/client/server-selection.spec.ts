@@ -223,6 +223,10 @@ describe('server selection (server selection spec)', function () {
       const servers = [primary('a', '000000000000000000000003', 1, 'other'), primary('b', '000000000000000000000001', 1)];
       expect(suitableServers('ReplicaSet', servers, { replicaSet: 'rs0' }).map((s) => s.pool)).to.deep.equal(['b']);
       expect(suitableServers('ReplicaSet', servers).map((s) => s.pool), 'no replicaSet given: any set').to.deep.equal(['a']);
+      const members = [...servers, { pool: 'c', type: 'RSSecondary', setName: 'other', averageRoundTripTimeMS: 1, operationCount: 0 }, { pool: 'd', type: 'RSSecondary', setName: 'rs0', averageRoundTripTimeMS: 1, operationCount: 0 }] as SelectableServer<string>[];
+      const secondary = { readPreference: readPreferenceFrom('readPreference', 'secondary') };
+      expect(suitableServers('ReplicaSet', members, { ...secondary, replicaSet: 'rs0' }).map((s) => s.pool), 'secondaries of the set').to.deep.equal(['d']);
+      expect(suitableServers('ReplicaSet', members, secondary).map((s) => s.pool), 'no replicaSet given: any set').to.deep.equal(['c', 'd']);
     });
 
     it('is read from a hello reply: type, setName, electionId, setVersion, tags and lastWriteDate, each only of the right type', function () {
