@@ -34,7 +34,7 @@ import { proxySettings } from './connection/proxy';
 import { API_PARAMETER_NAMES } from './connection/server-api';
 import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import { READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './client/read-preference';
+import { READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './read-preference';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 

@@ -79,6 +79,6 @@ export type * from './monitor/heartbeat-events';
 
 export { Client, connect } from './client/client';
 export type { ClientOptions, ClientEvent } from './client/client';
-export { readPreferenceDocument, readPreferenceFrom, READ_PREFERENCE_MODES } from './client/read-preference';
-export type { ReadPreference, ReadPreferenceMode, TagSet } from './client/read-preference';
+export { readPreferenceDocument, readPreferenceFrom, READ_PREFERENCE_MODES } from './read-preference';
+export type { ReadPreference, ReadPreferenceMode, TagSet } from './read-preference';
 export type { UriClientOptions } from './connection-string';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { inspect } from 'node:util';
 import { InvalidOptionError, MongoCredentials } from '../lib';
 import { authMechanismPropertiesValue, parseConnectionString, parseConnectionStringForClient, parseConnectionStringWithCredentials } from '../lib/connection-string';
-import { PRIMARY, READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference } from '../lib/client/read-preference';
+import { PRIMARY, READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference } from '../lib/read-preference';
 import { parseTxtOptions, resolvedUri } from '../lib/client/srv';
 import { SrvResolutionError } from '../lib/errors';
 

@@ -13,7 +13,7 @@
  */
 import { ObjectId, type Document } from 'bson';
 import { DEFAULT_HEARTBEAT_FREQUENCY_MS } from '../monitor/monitor';
-import { checkMaxStalenessSeconds, PRIMARY, type ReadPreference, type TagSet } from './read-preference';
+import { checkMaxStalenessSeconds, PRIMARY, type ReadPreference, type TagSet } from '../read-preference';
 import { serverTypeOf, type ServerType } from './topology-description';
 import type { ClientTopologyType } from './topology-type';
 

@@ -13,7 +13,7 @@ import {
   type SelectableServer,
   type SelectionCriteria,
 } from '../../lib/client/server-selection';
-import { PRIMARY, readPreferenceFrom, type ReadPreference } from '../../lib/client/read-preference';
+import { PRIMARY, readPreferenceFrom, type ReadPreference } from '../../lib/read-preference';
 import type { ServerType } from '../../lib/client/topology-description';
 import type { ClientTopologyType } from '../../lib/client/topology-type';
 import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';

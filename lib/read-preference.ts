@@ -7,8 +7,8 @@
  * spec, "API".
  */
 import type { Document } from 'bson';
-import { InvalidOptionError, inWords } from '../errors';
-import { closestOptionName, optionValue, rejectUnknownOptions } from '../options';
+import { InvalidOptionError, inWords } from './errors';
+import { closestOptionName, optionValue, rejectUnknownOptions } from './options';
 
 /**
  * A read preference mode: `primary` (only the primary), `primaryPreferred` (the primary, else eligible secondaries),
