@@ -282,6 +282,24 @@ describe('a client reading by read preference (against the test endpoint, behind
   });
 });
 
+describe('a load-balanced client\'s $readPreference (against an embedded load balancer)', function () {
+  it('sends the load balancer every mode but primary, as the command\'s $readPreference', async function () {
+    const balancer = await new EmbeddedServer({ loadBalancedServices: 1 }).start();
+    const client = connect(`mongodb://${balancer.address}/?loadBalanced=true`);
+    try {
+      await client.command('admin', { ping: 1 });
+      await client.command('admin', { ping: 1 }, { readPreference: 'primary' });
+      await client.command('admin', { ping: 1 }, { readPreference: 'secondaryPreferred' });
+      await client.command('admin', { ping: 1 }, { readPreference: { mode: 'nearest', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 } });
+      const sent = balancer.receivedCommands.filter((c) => c.name === 'ping').map((c) => c.readPreference);
+      expect(sent).to.deep.equal([undefined, undefined, { mode: 'secondaryPreferred' }, { mode: 'nearest', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 }]);
+    } finally {
+      await client.close();
+      await balancer.stop();
+    }
+  });
+});
+
 describe('a client reading from a replica set of embedded endpoints (rxcmap/testing\'s replicaSetMember: tags, replicationLagMS)', function () {
   this.timeout(20_000);
   it('reads from the fresh tagged secondary, never from one 200 s behind, and the members receive the $readPreference sent', async function () {
