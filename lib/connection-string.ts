@@ -34,7 +34,7 @@ import { proxySettings } from './connection/proxy';
 import { API_PARAMETER_NAMES } from './connection/server-api';
 import { compressorUnavailable, SUPPORTED_COMPRESSORS } from './connection/op-compressed';
 import { InvalidOptionError } from './errors';
-import { READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './read-preference';
+import { isMaxStalenessSeconds, MAX_STALENESS_SECONDS_ALLOWED, READ_PREFERENCE_MODES, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from './read-preference';
 import { BACKGROUND_OPTION_NAMES, closestOptionName, DEFAULT_POOL_OPTIONS, optionValue, POOL_EXTENSION_OPTION_NAMES, type PoolOptions } from './options';
 import { MAX_TIMER_DELAY_MS } from './scheduler';
 
@@ -880,9 +880,6 @@ function tagSetValue(text: string): { value?: Record<string, string>; error?: st
   return { value: { ...pairs } };
 }
 
-/** The largest BSON int32: the largest maxStalenessSeconds a URI gives. */
-const MAX_INT32 = 2 ** 31 - 1;
-
 /** Converts one value; `error` says what is allowed when the value is invalid. */
 function convert(kind: Kind, text: string): { value?: unknown; error?: string; warning?: string } {
   const int = /^-?\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
@@ -895,8 +892,8 @@ function convert(kind: Kind, text: string): { value?: unknown; error?: string; w
     case 'tagSet':
       return tagSetValue(text);
     case 'maxStaleness':
-      // $readPreference carries it as a BSON int32: a larger one is an invalid value, ignored as 0 is.
-      return int === -1 || (Number.isSafeInteger(int) && int >= 1 && int <= MAX_INT32) ? { value: int } : { error: 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum' };
+      // As a read preference object takes it: one beyond a BSON int32 is an invalid value, ignored as 0 is.
+      return isMaxStalenessSeconds(int) ? { value: int } : { error: MAX_STALENESS_SECONDS_ALLOWED };
     case 'count':
       return Number.isSafeInteger(int) && int >= 0 ? { value: int } : { error: 'an integer >= 0' };
     case 'positive':

@@ -173,14 +173,23 @@ function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefine
 /** The largest BSON int32. */
 const MAX_INT32 = 2 ** 31 - 1;
 
+/** What a maxStalenessSeconds may be, in words (see {@link isMaxStalenessSeconds}). */
+export const MAX_STALENESS_SECONDS_ALLOWED = 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum';
+
+/**
+ * Whether `value` is a maxStalenessSeconds a read preference takes, from a connection string or an object alike: -1
+ * (no maximum) or an integer from 1 to 2147483647 (`$readPreference` carries it as a BSON int32). Source: max
+ * staleness spec, "API" (a positive integer; -1 means no maximum).
+ */
+export function isMaxStalenessSeconds(value: unknown): value is number {
+  return value === -1 || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_INT32);
+}
+
 /** `maxStalenessSeconds` as `value` gives it: undefined for none (-1 or absent). */
 function maxStalenessSecondsFrom(name: string, value: unknown): number | undefined {
-  if (value === undefined || value === -1) return undefined;
-  // $readPreference carries it as a BSON int32.
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_INT32) {
-    throw new InvalidOptionError(name, value, 'an integer from 1 to 2147483647 (seconds), or -1 for no maximum');
-  }
-  return value;
+  if (value === undefined) return undefined;
+  if (!isMaxStalenessSeconds(value)) throw new InvalidOptionError(name, value, MAX_STALENESS_SECONDS_ALLOWED);
+  return value === -1 ? undefined : value;
 }
 
 /**
