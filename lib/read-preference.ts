@@ -9,6 +9,7 @@
 import type { Document } from 'bson';
 import { InvalidOptionError, inWords } from './errors';
 import { closestOptionName, optionValue, rejectUnknownOptions } from './options';
+import { setOwnField } from './own-field';
 
 /**
  * A read preference mode: `primary` (only the primary), `primaryPreferred` (the primary, else eligible secondaries),
@@ -162,8 +163,8 @@ function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefine
     const copy: Record<string, string> = {};
     for (const [key, tag] of Object.entries(set)) {
       if (typeof tag !== 'string') throw new InvalidOptionError(name, value, allowed);
-      // Defined, not assigned: a tag named __proto__ would set the copy's prototype, and the tag set would be lost.
-      Object.defineProperty(copy, key, { value: tag, enumerable: true }); // frozen below
+      // A tag named __proto__ stays a tag (see setOwnField).
+      setOwnField(copy, key, tag); // frozen below
     }
     sets.push(Object.freeze(copy));
   }

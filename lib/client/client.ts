@@ -53,6 +53,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
+import { setOwnField } from '../own-field';
 import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from '../read-preference';
 import { checkedServer, compareElections, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
@@ -393,11 +394,9 @@ export function withField(command: Document, name: string, value: unknown): Docu
   const copy: Document = {};
   for (const key in command) {
     if (!Object.prototype.hasOwnProperty.call(command, key)) continue;
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: command[key], enumerable: true, writable: true, configurable: true });
-    else copy[key] = command[key];
+    setOwnField(copy, key, command[key]);
   }
-  // `name` is rxcmap's own (`$readPreference`), never `__proto__`.
-  copy[name] = value;
+  setOwnField(copy, name, value);
   return copy;
 }
 

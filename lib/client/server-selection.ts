@@ -13,6 +13,7 @@
  */
 import { ObjectId, type Document } from 'bson';
 import { DEFAULT_HEARTBEAT_FREQUENCY_MS } from '../monitor/monitor';
+import { setOwnField } from '../own-field';
 import { checkMaxStalenessSeconds, PRIMARY, type ReadPreference, type TagSet } from '../read-preference';
 import { serverTypeOf, type ServerType } from './topology-description';
 import type { ClientTopologyType } from './topology-type';
@@ -79,8 +80,8 @@ function tagsOf(tags: unknown): TagSet | undefined {
   if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) return undefined;
   let kept: Record<string, string> | undefined;
   for (const [key, value] of Object.entries(tags)) {
-    // Defined, not assigned: a tag named __proto__ is a tag, not the copy's prototype.
-    if (typeof value === 'string') Object.defineProperty((kept ??= {}), key, { value, enumerable: true }); // frozen below
+    // A tag named __proto__ stays a tag (see setOwnField).
+    if (typeof value === 'string') setOwnField((kept ??= {}), key, value); // frozen below
   }
   return Object.freeze(kept);
 }

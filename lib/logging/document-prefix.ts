@@ -11,6 +11,7 @@
  * Bounding the work before truncation is an extension: the spec bounds the output only.
  */
 import { Binary } from 'bson';
+import { setOwnField } from '../own-field';
 
 /**
  * A copy of `document` whose relaxed Extended JSON (`EJSON.stringify(copy, { relaxed: true })`) has the same first
@@ -109,8 +110,7 @@ class Pruner {
       if (kind !== 'unsure') this.written += name.length + 3; // "key":
       const copied = this.copy(field, kind);
       // As bson writes it: a key `__proto__` is an own property, not the prototype.
-      if (name === '__proto__') Object.defineProperty(out, name, { value: copied, writable: true, enumerable: true, configurable: true });
-      else out[name] = copied;
+      setOwnField(out, name, copied);
     }
     return out;
   }

@@ -15,6 +15,7 @@ import { EJSON, Long } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
 import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
 import { exactNumber } from '../int64';
+import { setOwnField } from '../own-field';
 import type { CommandEvent } from '../connection/command-events';
 import type { ConnectionPoolEvent } from '../events';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -786,7 +787,7 @@ function markedContainer(value: object, digits: string[], within: Set<object>): 
     const marked = markedIntegers(field, digits, within);
     if (marked === field) continue;
     changed ??= copyOf(value as Record<string, unknown>);
-    Object.defineProperty(changed, key, { value: marked, writable: true, enumerable: true, configurable: true });
+    setOwnField(changed, key, marked);
   }
   return changed ?? value;
 }
@@ -800,7 +801,7 @@ function mark(written: string, digits: string[]): string {
 /** A plain object with the own enumerable fields of `value`, in order (a `__proto__` key an own field too). */
 function copyOf(value: Record<string, unknown>): Record<string, unknown> {
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) Object.defineProperty(copy, key, { value: value[key], writable: true, enumerable: true, configurable: true });
+  for (const key of Object.keys(value)) setOwnField(copy, key, value[key]);
   return copy;
 }
 

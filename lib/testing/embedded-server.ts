@@ -58,6 +58,7 @@ import { API_PARAMETER_NAMES } from '../connection/server-api';
 import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage } from '../connection/wire-protocol';
 import { inWords, InvalidOptionError } from '../errors';
 import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
+import { setOwnField } from '../own-field';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { FailCommandPoint } from './fail-points';
 import { OidcIdentities, type EmbeddedOidcOptions } from './oidc-server';
@@ -1362,7 +1363,7 @@ export class EmbeddedServer {
           if (Object.prototype.hasOwnProperty.call(command, identifier)) {
             invalid = { ok: 0, errmsg: `Duplicate field between body and document sequence ${identifier}`, code: 40433, codeName: 'Location40433' };
           }
-          Object.defineProperty(command, identifier, { value: documents, enumerable: true, writable: true, configurable: true });
+          setOwnField(command, identifier, documents);
         }
         const name = Object.keys(command)[0]?.toLowerCase();
         // A request with moreToCome (an unacknowledged write) gets no reply, as from mongod (OP_MSG spec, "moreToCome").
