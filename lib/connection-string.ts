@@ -877,7 +877,8 @@ function tagSetValue(text: string): { value?: Record<string, string>; error?: st
   if (text === '') return { value: {} };
   const pairs = authMechanismPropertiesValue(text).value;
   if (pairs === undefined) return { error: 'a tag set: name:value pairs separated by "," (e.g. dc:ny,rack:1), each name once; or empty, for the tag set {} that every server matches' };
-  return { value: { ...pairs } };
+  // Without a prototype, as readPreferenceFrom takes a tag set (and copies it).
+  return { value: pairs };
 }
 
 /** Converts one value; `error` says what is allowed when the value is invalid. */
