@@ -376,6 +376,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const readPreference = Object.create(null) as Record<string, unknown>;
   /** Every valid readPreferenceTags, in order: each instance of the key is one tag set (a list, not a repeated key). */
   const tagSets: Record<string, string>[] = [];
+  /** The last readPreference ignored for a value that is no mode, as its warning quotes it: the error of a URI left primary names it. */
+  let ignoredMode: string | undefined;
   const seen = new Map<string, string>();
   /** Every instance of tls and ssl, in order: a repeated one included (URI options spec, item 8). */
   const tlsAndSsl: [string, string][] = [];
@@ -418,6 +420,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     }
     const converted = convert(spec.kind, value);
     if (converted.error !== undefined) {
+      if (spec.kind === 'readPreferenceMode') ignoredMode = shown;
       warnings.push(`${spec.name}=${shown} is ignored: ${spec.name} must be ${converted.error}`);
       continue;
     }
@@ -499,7 +502,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
     replicaSet: topology.replicaSet !== undefined,
     srvMaxHosts: srv.srvMaxHosts as number | undefined,
   });
-  const uriReadPreference = readPreferenceOf(readPreference.readPreference as ReadPreferenceMode | undefined, tagSets, readPreference.maxStalenessSeconds as number | undefined, warnings);
+  const uriReadPreference = readPreferenceOf(readPreference.readPreference as ReadPreferenceMode | undefined, tagSets, readPreference.maxStalenessSeconds as number | undefined, ignoredMode);
   // SOCKS5 support spec: a proxyPort, proxyUsername or proxyPassword without proxyHost, or a user name without a
   // password and the reverse, are errors.
   if (proxyAlone) proxySettings(connection);
@@ -834,7 +837,7 @@ export function authMechanismPropertiesValue(text: string): { value?: Record<str
 /**
  * The read preference of a URI whose valid readPreference, readPreferenceTags (every instance, in order) and
  * maxStalenessSeconds are `mode`, `tagSets` and `maxStalenessSeconds` (an invalid value of each was ignored with a
- * warning, among `warnings`): undefined when it gives none of them, else checked and frozen by `readPreferenceFrom`,
+ * warning; `ignoredMode`: the last readPreference ignored, as its warning quotes it): undefined when it gives none of them, else checked and frozen by `readPreferenceFrom`,
  * the mode `primary` when it gives none. A positive maxStalenessSeconds or a non-empty tag set with mode primary makes
  * the URI invalid.
  *
@@ -848,13 +851,12 @@ export function authMechanismPropertiesValue(text: string): { value?: Record<str
  * tag_sets and the mode field is 'primary'"); URI options spec (readPreferenceTags: "only valid if the read preference
  * mode is not primary").
  */
-function readPreferenceOf(mode: ReadPreferenceMode | undefined, tagSets: readonly Record<string, string>[], maxStalenessSeconds: number | undefined, warnings: readonly string[]): ReadPreference | undefined {
+function readPreferenceOf(mode: ReadPreferenceMode | undefined, tagSets: readonly Record<string, string>[], maxStalenessSeconds: number | undefined, ignoredMode: string | undefined): ReadPreference | undefined {
   if (mode === undefined && tagSets.length === 0 && maxStalenessSeconds === undefined) return undefined;
   const effective = mode ?? 'primary';
   if (effective === 'primary') {
     // A mode ignored with a warning leaves primary: the error names it, not only the warning.
-    const ignored = warnings.filter((w) => w.startsWith('readPreference="')).pop();
-    const why = mode !== undefined ? 'readPreference=primary' : ignored === undefined ? 'the URI gives no readPreference' : `the URI's ${ignored.slice(0, ignored.indexOf(' is ignored'))} is no mode and is ignored`;
+    const why = mode !== undefined ? 'readPreference=primary' : ignoredMode === undefined ? 'the URI gives no readPreference' : `the URI's readPreference=${ignoredMode} is no mode and is ignored`;
     if (maxStalenessSeconds !== undefined && maxStalenessSeconds > 0) {
       throw new InvalidOptionError('maxStalenessSeconds', maxStalenessSeconds, `-1 (or absent) with read preference mode primary (${why}): a primary is never stale; give a readPreference other than primary`);
     }
