@@ -160,7 +160,8 @@ export function suitableServers<P>(topologyType: ClientTopologyType, servers: re
 function replicaSetSuitable<P>(servers: readonly SelectableServer<P>[], criteria: SelectionCriteria): SelectableServer<P>[] {
   const { replicaSet } = criteria;
   const readPreference = criteria.readPreference ?? PRIMARY;
-  checkMaxStalenessSeconds('readPreference', readPreference, criteria.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS);
+  const heartbeatFrequencyMS = criteria.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS;
+  checkMaxStalenessSeconds('readPreference', readPreference, heartbeatFrequencyMS);
   const primaries = servers.filter((s) => s.type === 'RSPrimary' && (replicaSet === undefined || s.setName === replicaSet));
   const primary = primaries.length < 2 ? primaries : newestPrimaries(primaries);
   const { mode } = readPreference;
@@ -169,7 +170,7 @@ function replicaSetSuitable<P>(servers: readonly SelectableServer<P>[], criteria
   const secondaries = servers.filter(isSecondary);
   // In the servers' order; a server is a primary or a secondary (of the set), never both.
   const candidates = mode !== 'nearest' ? secondaries : primary.length === 0 ? secondaries : servers.filter((s) => primary.includes(s) || isSecondary(s));
-  const eligible = byTagSets(fresh(candidates, primary[0], secondaries, readPreference, criteria), readPreference.tags);
+  const eligible = byTagSets(fresh(candidates, primary[0], secondaries, readPreference.maxStalenessSeconds, heartbeatFrequencyMS), readPreference.tags);
   return mode === 'secondaryPreferred' && eligible.length === 0 ? primary : eligible;
 }
 
@@ -180,20 +181,18 @@ function newestPrimaries<P>(primaries: readonly SelectableServer<P>[]): Selectab
 }
 
 /**
- * The candidates whose estimated staleness is at most the read preference's maxStalenessSeconds (all without one);
- * a non-secondary (the primary, in mode nearest) has none. `primary`: the replica set's primary, if any; `secondaries`:
- * every secondary (of which SMax, without a primary).
+ * The candidates whose estimated staleness is at most `maxStalenessSeconds` (all without one); a non-secondary (the
+ * primary, in mode nearest) has none. `primary`: the replica set's primary, if any; `secondaries`: every secondary (of
+ * which SMax, without a primary); `heartbeatFrequencyMS`: how often servers are checked, in ms.
  */
 function fresh<P>(
   candidates: readonly SelectableServer<P>[],
   primary: SelectableServer<P> | undefined,
   secondaries: readonly SelectableServer<P>[],
-  readPreference: ReadPreference,
-  criteria: SelectionCriteria,
+  maxStalenessSeconds: number | undefined,
+  heartbeatFrequencyMS: number,
 ): readonly SelectableServer<P>[] {
-  const maxStalenessSeconds = readPreference.maxStalenessSeconds;
   if (maxStalenessSeconds === undefined) return candidates;
-  const heartbeatFrequencyMS = criteria.heartbeatFrequencyMS ?? DEFAULT_HEARTBEAT_FREQUENCY_MS;
   let staleness: (s: SelectableServer<P>) => number;
   if (primary !== undefined) {
     const primaryLag = primary.lastUpdateTime === undefined || primary.lastWriteDate === undefined ? NaN : primary.lastUpdateTime - primary.lastWriteDate;
