@@ -31,7 +31,7 @@ export type TagSet = Readonly<Record<string, string>>;
  * A read preference, checked and frozen (see {@link readPreferenceFrom}).
  *
  * Source: server selection spec, "Components of a read preference" (`tag_sets` is named `tags`, as in
- * `$readPreference`; `hedge`, deprecated since MongoDB 8.0, is not taken); max staleness spec, "API".
+ * `$readPreference`; `hedge`, deprecated since MongoDB 8.0, is refused as an unknown key); max staleness spec, "API".
  */
 export interface ReadPreference {
   /** The mode (see {@link ReadPreferenceMode}). */
