@@ -361,13 +361,14 @@ class PoolServer implements EveryField<SelectableServer<ConnectionPool<Connectio
 }
 
 /**
- * The `readPreference` of a method's `options` (checked, see `readPreferenceFrom`); `primary` when absent.
+ * The `readPreference` of a method's `options` (read once, checked, see `readPreferenceFrom`); undefined when absent
+ * (the method's default is `primary`).
  *
  * @throws {InvalidOptionError} as `readPreferenceFrom` does, naming `readPreference`.
  */
-function readPreferenceOption(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): ReadPreference {
+function readPreferenceOption(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): ReadPreference | undefined {
   const given = givenReadPreference(options);
-  return given === undefined ? PRIMARY : readPreferenceFrom('readPreference', given);
+  return given === undefined ? undefined : readPreferenceFrom('readPreference', given);
 }
 
 /**
@@ -1431,7 +1432,7 @@ export class Client {
     try {
       requireMethodOptions('selectPool', options, SELECT_POOL_OPTION_NAMES);
       signal = requireAbortSignal('signal', optionValue(options, 'signal'));
-      readPreference = readPreferenceOption(options);
+      readPreference = readPreferenceOption(options) ?? PRIMARY;
       if (abortedAlready(signal, 'server selection')) return Promise.reject(unselected());
     } catch (error) {
       return Promise.reject(error);
@@ -1938,9 +1939,9 @@ export class Client {
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
     // Read once: whether it was given decides what happens to the command's own $readPreference.
-    const readPreferenceGiven = givenReadPreference(options);
-    const explicit = readPreferenceGiven !== undefined;
-    const readPreference = explicit ? readPreferenceFrom('readPreference', readPreferenceGiven) : PRIMARY;
+    const explicitReadPreference = readPreferenceOption(options);
+    const explicit = explicitReadPreference !== undefined;
+    const readPreference = explicitReadPreference ?? PRIMARY;
     // Before a server is selected: no address, no connection, nothing sent.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, commandNameOf(command), false, abortReason(signal!));
     if (abortedAlready(signal, 'command')) throw unselected();
