@@ -580,6 +580,13 @@ describe('command log messages (component command)', function () {
     expect(command.filter.get('n')).to.equal(id);
   });
 
+  it('write a 64-bit integer beyond 2^53 with all its digits in a document with a __proto__ field (a parsed JSON command), that field kept in its place', function () {
+    const command = JSON.parse('{"find":"orders","__proto__":{"a":1},"n":0}') as Record<string, unknown>;
+    command.n = Long.fromString('5476541286716842819');
+    const started = commandLogMessage({ type: 'CommandStarted', address: 'db.example:27017', ...base, command }, parseAddress('db.example:27017'), 1000);
+    expect(started.toJSON().command).to.equal('{"find":"orders","__proto__":{"a":1},"n":5476541286716842819}');
+  });
+
   it('write what is known: the server\'s connection id, the port, the service and operation ids, and a failure with its causes', function () {
     const ids = { serverConnectionId: 99, serviceId: '0123456789abcdef01234567', operationId: 5 };
     const failure = new MongoNetworkError('db.example:27017', 'closed', { cause: new Error('reset') });
