@@ -7,7 +7,7 @@
 // - `npm run test:mutation:observability` (STRYKER_SCOPE=observability): the log messages and the OpenTelemetry
 //   metrics;
 // - `npm run test:mutation:configuration` (STRYKER_SCOPE=configuration): the connection string, the options and their
-//   checks, the addresses, and the connection and TLS options;
+//   checks, read preferences, the addresses, and the connection and TLS options;
 // - `npm run test:mutation:client` (STRYKER_SCOPE=client): the client (connect, server selection, command, timeoutMS)
 //   and the default wiring of a ConnectionPool (connections, the log feed);
 // - `npm run test:mutation:testing` (STRYKER_SCOPE=testing): `rxcmap/testing`, the doubles applications test against
@@ -93,6 +93,8 @@ const scopes = {
     mutate: [
       'lib/connection-string.ts',
       'lib/options.ts',
+      'lib/read-preference.ts',
+      'lib/own-field.ts',
       'lib/address.ts',
       'lib/connection/connection-options.ts',
       'lib/connection/tls-options.ts',
@@ -104,6 +106,8 @@ const scopes = {
       'spec/connection-string.fuzz.spec.ts',
       'spec/options.spec.ts',
       'spec/options.fuzz.spec.ts',
+      'spec/read-preference.spec.ts',
+      'spec/client/read-preference-selection.spec.ts',
       'spec/address.spec.ts',
       'spec/connection/tls-options.spec.ts',
       'spec/connection/keep-alive.spec.ts',
