@@ -75,8 +75,9 @@ const READ_PREFERENCE_ALLOWED = `a mode (${READ_PREFERENCE_MODES.map((m) => `'${
 /**
  * The read preference `value` gives, checked and frozen: a mode alone (`'secondary'`), or an object `{ mode, tags?,
  * maxStalenessSeconds? }` (`tags`: an array of tag sets, each an object of string values; `maxStalenessSeconds`: an
- * integer from 1 to 2147483647, or -1 for none). `{ mode: 'primary' }` and `'primary'` give one frozen object (read
- * preference `primary`). Tags whose first tag set is `{}` count as none (that set matches every candidate).
+ * integer from 1 to 2147483647, or -1 for none; either null for none). `{ mode: 'primary' }` and `'primary'` give one
+ * frozen object (read preference `primary`). Tags whose first tag set is `{}` count as none (that set matches every
+ * candidate).
  *
  * @throws {InvalidOptionError} naming `option` for a value of another type; `<option>.mode` for a mode that is not one
  *   of the five (with the closest one, e.g. `secondary` for `Secondary`); `<option>.<key>` for an unknown key (with the
@@ -150,7 +151,8 @@ const MODE_ONLY: ReadonlyMap<string, ReadPreference> = new Map(READ_PREFERENCE_M
  * set that matches every server; a hole in the array is no tag set either.
  */
 function tagSetsFrom(name: string, value: unknown): readonly TagSet[] | undefined {
-  if (value === undefined) return undefined;
+  // null: no value, as the spec lets a language say it.
+  if (value === undefined || value === null) return undefined;
   const allowed = 'an array of tag sets, each an object of string values (e.g. [{ dc: "ny" }, {}])';
   if (!Array.isArray(value)) throw new InvalidOptionError(name, value, allowed);
   const sets: TagSet[] = [];
@@ -186,9 +188,10 @@ export function isMaxStalenessSeconds(value: unknown): value is number {
   return value === -1 || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_INT32);
 }
 
-/** `maxStalenessSeconds` as `value` gives it: undefined for none (-1 or absent). */
+/** `maxStalenessSeconds` as `value` gives it: undefined for none (-1, null or absent). */
 function maxStalenessSecondsFrom(name: string, value: unknown): number | undefined {
-  if (value === undefined) return undefined;
+  // null: no maximum, as the spec lets a language say it ("None, null, -1").
+  if (value === undefined || value === null) return undefined;
   if (!isMaxStalenessSeconds(value)) throw new InvalidOptionError(name, value, MAX_STALENESS_SECONDS_ALLOWED);
   return value === -1 ? undefined : value;
 }

@@ -32,6 +32,8 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(rp.tags![0]).to.deep.equal({ dc: 'ny', rack: '1' }, 'a copy');
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{}, { dc: 'ny' }], maxStalenessSeconds: -1 })).to.deep.equal({ mode: 'nearest' });
       expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [] })).to.deep.equal({ mode: 'nearest' });
+      expect(readPreferenceFrom('readPreference', { mode: 'nearest', tags: null, maxStalenessSeconds: null })).to.deep.equal({ mode: 'nearest' });
+      expect(readPreferenceFrom('readPreference', { mode: 'primary', tags: null, maxStalenessSeconds: null })).to.equal(PRIMARY);
       // Only the fields given (no undefined ones).
       expect(Object.keys(readPreferenceFrom('readPreference', { mode: 'nearest', maxStalenessSeconds: 120 }))).to.deep.equal(['mode', 'maxStalenessSeconds']);
       expect(Object.keys(readPreferenceFrom('readPreference', { mode: 'nearest', tags: [{ dc: 'ny' }] }))).to.deep.equal(['mode', 'tags']);

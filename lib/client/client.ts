@@ -1408,8 +1408,8 @@ export class Client {
    *   is done. In a replica set, for a maxStalenessSeconds below 90 or below (heartbeatFrequencyMS + 10,000 ms) / 1000
    *   (option `readPreference.maxStalenessSeconds`), at once or as soon as the topology turns out to be one.
    *
-   * The caller sends the read preference with its commands itself (see `readPreferenceDocument` and the server
-   * selection spec's rules per server type, which `command()` follows). A cursor's getMore and killCursors go to the
+   * The caller sends the read preference with its commands itself: {@link withReadPreference} gives each command as
+   * `command()` would send it to the pool's server. A cursor's getMore and killCursors go to the
    * server that opened it: select once, and keep that pool for the cursor's life.
    * @throws what a `signal` throws (rejection) when its `addEventListener` (or its `aborted` getter) throws: that
    *   Error, or an Error saying the signal refused a listener, the value its `cause`, as `command()` says.
@@ -1953,7 +1953,7 @@ export class Client {
     // Its checkout starts below, in this same step (or the command fails first): the pool counts it from there.
     this.handOver(pool);
     // As the server was described when it was selected.
-    const sent = this.withReadPreference(pool.address, command, readPreference, explicit);
+    const sent = this.commandSent(pool.address, command, readPreference, explicit);
     // As the checkout starts: one a drain refuses fails with PoolClosedError, as drain() says.
     const draining = this.draining;
     const commandError = (error: unknown): never => {
@@ -2064,6 +2064,38 @@ export class Client {
   }
 
   /**
+   * `command` as it must be sent to the server of `pool` (one this client's {@link selectPool} gave) for an operation of
+   * read preference `readPreference` (a mode or `{ mode, tags?, maxStalenessSeconds? }`; default `primary`), for a
+   * driver that selects with {@link selectPool} and sends its commands itself: what {@link command} sends, by the
+   * server's type as the client knows it now (call it right after the selection): `$readPreference` for every mode but
+   * `primary` to a replica set member, a mongos or a load balancer; `{ mode: 'primaryPreferred' }` for `primary` to a
+   * replica set member reached directly; nothing to a standalone. The caller's object is never changed: a copy when a
+   * field is added or removed, else `command` itself. Given, the read preference replaces the command's own
+   * `$readPreference`.
+   *
+   * @example
+   * ```ts
+   * const readPreference = client.readPreference; // the URI's, for a driver's read helper
+   * const pool = await client.selectPool({ readPreference });
+   * const reply = await pool.withConnection((connection) => connection.command('app', client.withReadPreference(pool, { find: 'orders', filter: {} }, readPreference)));
+   * ```
+   *
+   * @throws {InvalidOptionError} for a `readPreference` that `readPreferenceFrom` refuses (option `readPreference`), or
+   *   a `pool` that is not one of this client's open pools (option `pool`).
+   *
+   * Source: server selection spec, "Passing read preference to mongos and load balancers", "Topology type: Single",
+   * "Topology types: ReplicaSetWithPrimary or ReplicaSetNoPrimary" (when `$readPreference` is sent); extension: the rule
+   * offered apart from {@link command}, for a caller of {@link selectPool}.
+   */
+  withReadPreference(pool: ConnectionPool<Connection>, command: Document, readPreference?: ReadPreferenceMode | ReadPreference): Document {
+    if (this.pools.get(pool?.address) !== pool) {
+      throw new InvalidOptionError('pool', pool?.address, "a pool of this client's (see selectPool() and client.pools)");
+    }
+    const checked = readPreference === undefined ? undefined : readPreferenceFrom('readPreference', readPreference);
+    return this.commandSent(pool.address, command, checked ?? PRIMARY, checked !== undefined);
+  }
+
+  /**
    * `command` as it is sent to the server at `address` (by its last check's type) for an operation of read preference
    * `readPreference`, `explicit` when the caller gave it: with `$readPreference` (a copy of the command; the read
    * preference's document, see `readPreferenceDocument`) for every mode but `primary` to a mongos, a load balancer or
@@ -2079,7 +2111,7 @@ export class Client {
    * "mode": "primaryPreferred" }"), "Topology types: ReplicaSetWithPrimary or ReplicaSetNoPrimary" (every mode but
    * primary sends it), "Topology type: LoadBalanced"; load balancer spec, "Server Selection".
    */
-  private withReadPreference(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
+  private commandSent(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
     const own = Object.prototype.hasOwnProperty.call(command, '$readPreference');
     // None for a load balancer (it has no check).
     const type = this.checked.get(address)?.type;

@@ -252,6 +252,31 @@ describe('a client reading by read preference (against the test endpoint, behind
     expect(selectors).to.deep.equal(['primary', 'nearest', '{"mode":"secondary","tags":[{"dc":"ny"}],"maxStalenessSeconds":90}', 'secondaryPreferred']);
   });
 
+  it('gives a selectPool() caller each command as command() would send it to the pool\'s server', async function () {
+    const c = await open([{ kind: 'mongos' }], '');
+    const pool = await c.selectPool({ readPreference: 'secondaryPreferred' });
+    const command = { find: 'c', filter: {} };
+    expect(c.withReadPreference(pool, command, 'secondaryPreferred')).to.deep.equal({ find: 'c', filter: {}, $readPreference: { mode: 'secondaryPreferred' } });
+    expect(c.withReadPreference(pool, command), 'primary: the command itself').to.equal(command);
+    expect(c.withReadPreference(pool, { ...command, $readPreference: { mode: 'nearest' } }, 'primary')).to.deep.equal(command);
+    expect(command).to.deep.equal({ find: 'c', filter: {} });
+    const foreign = (() => {
+      try {
+        return c.withReadPreference({ address: pool.address } as never, command);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(foreign).to.be.instanceOf(InvalidOptionError).and.include({ option: 'pool' });
+    expect(() => c.withReadPreference(pool, command, 'Nearest' as never)).to.throw(InvalidOptionError).with.property('option', 'readPreference');
+    await c.close();
+    await Promise.all(proxies.map((p) => p.stop()));
+    const direct = await open([{ kind: 'secondary' }], 'directConnection=true');
+    const member = await direct.selectPool();
+    expect(direct.withReadPreference(member, command)).to.deep.equal({ ...command, $readPreference: { mode: 'primaryPreferred' } });
+    expect(direct.withReadPreference(member, command, { mode: 'secondary', tags: [{ dc: 'ny' }] })).to.deep.equal({ ...command, $readPreference: { mode: 'secondary', tags: [{ dc: 'ny' }] } });
+  });
+
   it('refuses a bad readPreference of command(), selectPool() and connect() with InvalidOptionError, sending nothing', async function () {
     const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0');
     for (const [bad, option] of [
