@@ -7,32 +7,16 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import { Long, ObjectId } from 'bson';
-import { InvalidOptionError, MongoServerError, type Connection } from '../../lib';
+import { InvalidOptionError, MongoServerError } from '../../lib';
 import { EmbeddedServer, type EmbeddedServerOptions } from '../../lib/testing';
 import { encodeOpMsg, OpMsgFlag } from '../../lib/connection/op-msg';
-import { establishOne, eventually } from '../support/endpoint';
+import { eventually } from '../support/endpoint';
+import { startedMembers } from '../support/members';
 import { rawClient } from '../support/raw-client';
 
 describe('EmbeddedServer: a replica set member (replicaSetMember)', function () {
-  const servers: EmbeddedServer[] = [];
-  const connections: Connection[] = [];
-
-  afterEach(async function () {
-    for (const c of connections.splice(0)) c.destroy();
-    await Promise.all(servers.splice(0).map((s) => s.stop()));
-  });
-
-  async function member(replicaSetMember: EmbeddedServerOptions['replicaSetMember'], options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
-    const server = await new EmbeddedServer({ ...options, replicaSetMember }).start();
-    servers.push(server);
-    return server;
-  }
-
-  async function connect(server: EmbeddedServer): Promise<Connection> {
-    const connection = await establishOne(server.address);
-    connections.push(connection);
-    return connection;
-  }
+  const started = startedMembers();
+  const { member, connect } = started;
 
   const refusal = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => 'no error', (e: unknown) => e);
 
@@ -59,8 +43,7 @@ describe('EmbeddedServer: a replica set member (replicaSetMember)', function () 
     expect(hello).to.not.have.any.keys('electionId', 'primary', 'msg');
     expect(await c.command('admin', { isMaster: 1 })).to.include({ ismaster: false, secondary: true });
     // A standalone has none of these fields.
-    const standalone = await new EmbeddedServer().start();
-    servers.push(standalone);
+    const standalone = await started.standalone();
     expect(await (await connect(standalone)).command('admin', { hello: 1 })).to.not.have.any.keys('setName', 'hosts', 'me', 'secondary', 'setVersion');
   });
 

@@ -10,10 +10,11 @@ import * as net from 'node:net';
 import { deserialize, Long, Timestamp, type Document } from 'bson';
 import { MongoClient, ReadPreference } from 'mongodb';
 import { InvalidOptionError, type Connection } from '../../lib';
-import { EmbeddedServer, VirtualClock, type EmbeddedServerOptions } from '../../lib/testing';
+import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { encodeOpMsg } from '../../lib/connection/op-msg';
 import { MessageFramer } from '../../lib/connection/wire-protocol';
-import { establishOne, eventually } from '../support/endpoint';
+import { eventually } from '../support/endpoint';
+import { startedMembers } from '../support/members';
 
 /** The idle period of a primary's no-op writer (mongod's idleWritePeriodMS). */
 const IDLE_WRITE_PERIOD_MS = 10_000;
@@ -50,25 +51,8 @@ function after(a: Document, b: Document): boolean {
 }
 
 describe('EmbeddedServer: replica set member tags, lastWrite and received read preferences', function () {
-  const servers: EmbeddedServer[] = [];
-  const connections: Connection[] = [];
-
-  afterEach(async function () {
-    for (const c of connections.splice(0)) c.destroy();
-    await Promise.all(servers.splice(0).map((s) => s.stop()));
-  });
-
-  async function member(replicaSetMember: EmbeddedServerOptions['replicaSetMember']): Promise<EmbeddedServer> {
-    const server = await new EmbeddedServer({ replicaSetMember }).start();
-    servers.push(server);
-    return server;
-  }
-
-  async function connect(server: EmbeddedServer): Promise<Connection> {
-    const connection = await establishOne(server.address);
-    connections.push(connection);
-    return connection;
-  }
+  const started = startedMembers();
+  const { member, connect } = started;
 
   async function lastWrite(c: Connection): Promise<Document> {
     return (await c.command('admin', { hello: 1 })).lastWrite as Document;
@@ -133,8 +117,7 @@ describe('EmbeddedServer: replica set member tags, lastWrite and received read p
       expect((await c.command('admin', { isMaster: 1 })).lastWrite).to.have.property('lastWriteDate');
     }
     // A standalone sends none.
-    const standalone = await new EmbeddedServer().start();
-    servers.push(standalone);
+    const standalone = await started.standalone();
     expect(await (await connect(standalone)).command('admin', { hello: 1 })).to.not.have.property('lastWrite');
   });
 
