@@ -219,6 +219,9 @@ function byTagSets<P>(candidates: readonly SelectableServer<P>[], tags: readonly
   return [];
 }
 
+/** `Object.prototype.hasOwnProperty`, called on a member's tags: a polluted prototype's fields are no tags. */
+const hasOwn = Object.prototype.hasOwnProperty;
+
 /**
  * Whether the server tags `tags` hold every pair of tag set `set`: each its own, so that a field of a polluted
  * Object.prototype is no tag of a member.
@@ -227,8 +230,6 @@ function matches(set: TagSet, tags: TagSet | undefined): boolean {
   for (const key of Object.keys(set)) if (tags === undefined || !hasOwn.call(tags, key) || tags[key] !== set[key]) return false;
   return true;
 }
-
-const hasOwn = Object.prototype.hasOwnProperty;
 
 /** The wire version of MongoDB 6.0, from which a primary's claims compare by electionId first. */
 const ELECTION_ID_FIRST_WIRE_VERSION = 17;
