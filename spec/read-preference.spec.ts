@@ -57,7 +57,7 @@ describe('read preferences (server selection spec, "Read Preference")', function
       expect(refused(1)).to.include({ option: 'readPreference' });
       expect(refused(null).message).to.include("a mode ('primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest') or an object");
       expect(refused(['secondary'])).to.include({ option: 'readPreference' });
-      expect(refused('Secondary')).to.include({ option: 'readPreference', suggestion: 'secondary' });
+      expect(refused('Secondary')).to.include({ option: 'readPreference', suggestion: 'secondary', allowed: "a mode ('primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest') or an object { mode, tags?, maxStalenessSeconds? }" });
       expect(refused({ mode: 'nearst' })).to.include({ option: 'readPreference.mode', suggestion: 'nearest', allowed: "one of 'primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'" });
       expect(refused({})).to.include({ option: 'readPreference.mode' });
       expect(refused({ mode: 'secondary', hedge: { enabled: true } })).to.include({ option: 'readPreference.hedge' });

@@ -227,6 +227,11 @@ describe('server selection (server selection spec)', function () {
       const secondary = { readPreference: readPreferenceFrom('readPreference', 'secondary') };
       expect(suitableServers('ReplicaSet', members, { ...secondary, replicaSet: 'rs0' }).map((s) => s.pool), 'secondaries of the set').to.deep.equal(['d']);
       expect(suitableServers('ReplicaSet', members, secondary).map((s) => s.pool), 'no replicaSet given: any set').to.deep.equal(['c', 'd']);
+      // Mode nearest: the primary and the secondaries of the set, in the servers' order; never an arbiter, another
+      // set's secondary or a server of unknown type.
+      const others = [{ pool: 'e', type: 'RSArbiter', setName: 'rs0' }, { pool: 'f', type: 'Unknown' }, { pool: 'g', type: 'RSOther', setName: 'rs0' }].map((o) => ({ ...o, averageRoundTripTimeMS: 1, operationCount: 0 })) as SelectableServer<string>[];
+      const nearest = { readPreference: readPreferenceFrom('readPreference', 'nearest'), replicaSet: 'rs0' };
+      expect(suitableServers('ReplicaSet', [...others, ...members], nearest).map((s) => s.pool)).to.deep.equal(['b', 'd']);
     });
 
     it('is read from a hello reply: type, setName, electionId, setVersion, tags and lastWriteDate, each only of the right type', function () {
