@@ -249,6 +249,19 @@ export class InvalidOptionError extends CmapError {
     const message = `Unknown option ${name} of ${owner}: ${hint}`;
     return new InvalidOptionError(option, shown, allowed, { message, suggestion });
   }
+
+  /**
+   * The error for an option whose value could not be read: a getter or a Proxy trap of the caller's object threw
+   * `thrown`, which becomes the error's `cause` and is quoted in the message (`Invalid <option>: reading it threw
+   * (...)`). No value is shown (none was read).
+   *
+   * @param option the option's name, with its path when nested.
+   * @param thrown what reading it threw.
+   * @param allowed what the option takes, in words; default "a value that can be read".
+   */
+  static unreadableOption(option: string, thrown: unknown, allowed = 'a value that can be read'): InvalidOptionError {
+    return new InvalidOptionError(option, undefined, allowed, { message: `Invalid ${option}: reading it threw (${inWords(thrown)})`, cause: thrown });
+  }
 }
 
 /** A value that stands for one not shown, e.g. `<not shown>` or `<connection string not shown>`. */

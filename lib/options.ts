@@ -321,11 +321,11 @@ const ALL_POOL_OPTION_NAMES = [...POOL_OPTION_NAMES, ...POOL_EXTENSION_OPTION_NA
  * @throws {InvalidOptionError} naming the option when reading it throws (a getter, a Proxy): the options come from
  *   user code, and an error that does not say which option failed is hard to trace.
  */
-function readOption<K extends keyof AllPoolOptions>(options: AllPoolOptions, name: K): AllPoolOptions[K] {
+export function readOption<T extends object, K extends keyof T & string>(options: T | undefined, name: K): T[K] | undefined {
   try {
     return optionValue(options, name);
   } catch (error) {
-    throw new InvalidOptionError(name, undefined, 'a value that can be read', { message: `Invalid ${name}: reading it threw (${inWords(error)})`, cause: error });
+    throw InvalidOptionError.unreadableOption(name, error);
   }
 }
 

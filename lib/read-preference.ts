@@ -7,7 +7,7 @@
  * spec, "API".
  */
 import type { Document } from 'bson';
-import { InvalidOptionError, inWords } from './errors';
+import { InvalidOptionError } from './errors';
 import { closestOptionName, optionValue, rejectUnknownOptions } from './options';
 import { setOwnField } from './own-field';
 
@@ -102,7 +102,7 @@ export function readPreferenceFrom(option: string, value: unknown): ReadPreferen
   } catch (error) {
     if (error instanceof InvalidOptionError) throw error;
     // A getter or a Proxy trap of the caller's object threw: say which option it was.
-    throw new InvalidOptionError(option, undefined, READ_PREFERENCE_ALLOWED, { message: `Invalid ${option}: reading it threw (${inWords(error)})`, cause: error });
+    throw InvalidOptionError.unreadableOption(option, error, READ_PREFERENCE_ALLOWED);
   }
 }
 

@@ -19,7 +19,7 @@ import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
 import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake';
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
-import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, inWords, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
+import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
 import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, serverLogFields, TopologyLogMessage, truncate, type LogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
@@ -35,6 +35,7 @@ import {
   optionValues,
   rejectUnknownOptions,
   requireBoolean,
+  readOption,
   requireDurationMS,
   requireAbortSignal,
   requireMethodOptions,
@@ -367,22 +368,9 @@ class PoolServer implements EveryField<SelectableServer<ConnectionPool<Connectio
  * @throws {InvalidOptionError} as `readPreferenceFrom` does, naming `readPreference`.
  */
 function readPreferenceOption(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): ReadPreference | undefined {
-  const given = givenReadPreference(options);
+  // Read once; a getter or Proxy trap that throws is an InvalidOptionError naming readPreference.
+  const given = readOption(options, 'readPreference');
   return given === undefined ? undefined : readPreferenceFrom('readPreference', given);
-}
-
-/**
- * The `readPreference` of a method's `options` as given (read once, see `optionValue`).
- *
- * @throws {InvalidOptionError} naming `readPreference` (its `cause`: what was thrown) when reading it throws (a
- *   getter, a Proxy trap).
- */
-function givenReadPreference(options: { readPreference?: ReadPreferenceMode | ReadPreference | undefined } | undefined): unknown {
-  try {
-    return optionValue(options, 'readPreference');
-  } catch (error) {
-    throw new InvalidOptionError('readPreference', undefined, 'a value that can be read', { message: `Invalid readPreference: reading it threw (${inWords(error)})`, cause: error });
-  }
 }
 
 /**
