@@ -374,6 +374,8 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
   const srv = Object.create(null) as Record<string, unknown>;
   const topology = Object.create(null) as Record<string, unknown>;
   const readPreference = Object.create(null) as Record<string, unknown>;
+  /** The record of each Target. */
+  const targets: Record<Target, Record<string, unknown>> = { pool, connection, client, srv, topology, readPreference };
   /** Every valid readPreferenceTags, in order: each instance of the key is one tag set (a list, not a repeated key). */
   const tagSets: Record<string, string>[] = [];
   /** The last readPreference ignored for a value that is no mode, as its warning quotes it: the error of a URI left primary names it. */
@@ -429,9 +431,7 @@ function parse(uri: string, given: MongoCredentials | CredentialsInit | undefine
       tagSets.push(converted.value as Record<string, string>);
       continue;
     }
-    const target =
-      spec.target === 'pool' ? pool : spec.target === 'connection' ? connection : spec.target === 'srv' ? srv : spec.target === 'topology' ? topology : spec.target === 'readPreference' ? readPreference : client;
-    target[spec.name] = converted.value;
+    targets[spec.target][spec.name] = converted.value;
   }
 
   // Judged against the maxPoolSize the pools will have: the options' (which override the URI's), else the URI's, else
