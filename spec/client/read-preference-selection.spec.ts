@@ -8,8 +8,8 @@ import { connect, InvalidOptionError, ServerSelectionError, type Client } from '
 import { withField } from '../../lib/client/client';
 import { PRIMARY } from '../../lib/read-preference';
 import { EmbeddedServer } from '../../lib/testing';
-import { checkedAs, deployment, election, type Role } from '../support/deployment';
-import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { checkedAs, deployment, election, playedDeployments, type Role } from '../support/deployment';
+import { eventually } from '../support/endpoint';
 import type { WireProxy } from '../support/wire-proxy';
 
 describe('the command a client sends with a read preference', function () {
@@ -45,42 +45,27 @@ function recordReadPreferences(proxies: WireProxy[]): void {
 
 describe('a client reading by read preference (against the test endpoint, behind proxies that play the deployment)', function () {
   this.timeout(20_000);
-  let endpoint: TestEndpoint;
-  let proxies: WireProxy[] = [];
-  let client: Client | undefined;
-
-  before(async function () {
-    endpoint = await startTestEndpoint();
-  });
-  after(async function () {
-    await endpoint.stop();
-  });
-  afterEach(async function () {
-    await client?.close();
-    client = undefined;
-    await Promise.all(proxies.map((p) => p.stop()));
-    proxies = [];
-  });
+  const played = playedDeployments();
 
   const open = async (roles: Role[], query: string, options: object = {}): Promise<Client> => {
-    proxies = await deployment(endpoint, roles);
-    recordReadPreferences(proxies);
-    const hosts = proxies.map((p) => p.address).join(',');
-    client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, { ...endpoint.connectionOptions, ...options });
-    expect(await eventually(() => [...client!.pools.values()].every((p) => p.state === 'ready'), 5000)).to.equal(true);
-    return client;
+    played.proxies = await deployment(played.endpoint, roles);
+    recordReadPreferences(played.proxies);
+    const hosts = played.proxies.map((p) => p.address).join(',');
+    played.client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, { ...played.endpoint.connectionOptions, ...options });
+    expect(await eventually(() => [...played.client!.pools.values()].every((p) => p.state === 'ready'), 5000)).to.equal(true);
+    return played.client;
   };
   const ping = (c: Client, readPreference?: unknown, n = 1): Promise<Document[]> =>
     Promise.all(Array.from({ length: n }, () => c.command('admin', { ping: 1 }, readPreference === undefined ? undefined : { readPreference: readPreference as never })));
-  const counts = (): number[] => sentReadPreferences(proxies).map((s) => s.length);
+  const counts = (): number[] => sentReadPreferences(played.proxies).map((s) => s.length);
 
   it('reads from the secondaries with mode secondary, each command carrying it; the client\'s default is kept for a driver, not taken by command()', async function () {
     const c = await open([{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }], 'replicaSet=rs0', { readPreference: 'secondary' });
     expect(c.readPreference).to.deep.equal({ mode: 'secondary' });
     await ping(c, undefined, 10);
-    expect(sentReadPreferences(proxies)).to.deep.equal([Array(10).fill('-'), [], []]);
+    expect(sentReadPreferences(played.proxies)).to.deep.equal([Array(10).fill('-'), [], []]);
     await ping(c, 'secondary', 40);
-    const [primary, ...secondaries] = sentReadPreferences(proxies);
+    const [primary, ...secondaries] = sentReadPreferences(played.proxies);
     expect(primary).to.have.length(10);
     expect(secondaries[0]!.length + secondaries[1]!.length).to.equal(40);
     expect(secondaries[0]!.length, 'both secondaries take reads').to.be.within(5, 35);
@@ -100,7 +85,7 @@ describe('a client reading by read preference (against the test endpoint, behind
     expect(counts()).to.deep.equal([0, 10, 5]);
     await ping(c, { mode: 'secondaryPreferred', tags: [{ dc: 'tokyo' }] }, 5);
     expect(counts()).to.deep.equal([5, 10, 5]);
-    expect(sentReadPreferences(proxies)[0]!.at(-1), 'sent to the primary too').to.equal('{"mode":"secondaryPreferred","tags":[{"dc":"tokyo"}]}');
+    expect(sentReadPreferences(played.proxies)[0]!.at(-1), 'sent to the primary too').to.equal('{"mode":"secondaryPreferred","tags":[{"dc":"tokyo"}]}');
     const noMatch = await c.command('admin', { ping: 1 }, { readPreference: { mode: 'secondary', tags: [{ dc: 'tokyo' }] }, timeoutMS: 700 }).catch((e: unknown) => e);
     expect(noMatch).to.be.instanceOf(ServerSelectionError);
     expect((noMatch as Error).message).to.include('(read preference {"mode":"secondary","tags":[{"dc":"tokyo"}]})');
@@ -110,7 +95,7 @@ describe('a client reading by read preference (against the test endpoint, behind
     const c = await open([{ kind: 'primary', electionId: election() }, { kind: 'secondary', lagMS: 200_000 }, { kind: 'secondary', lagMS: 1_000 }], 'replicaSet=rs0');
     await ping(c, { mode: 'secondary', maxStalenessSeconds: 90 }, 10);
     expect(counts()).to.deep.equal([0, 0, 10]);
-    expect(sentReadPreferences(proxies)[2]![0]).to.equal('{"mode":"secondary","maxStalenessSeconds":90}');
+    expect(sentReadPreferences(played.proxies)[2]![0]).to.equal('{"mode":"secondary","maxStalenessSeconds":90}');
     await ping(c, { mode: 'secondary', maxStalenessSeconds: 300 }, 40);
     expect(counts()[1], 'within 300 s').to.be.above(0);
     const start = Date.now();
@@ -124,7 +109,7 @@ describe('a client reading by read preference (against the test endpoint, behind
     const c = await open(roles, 'replicaSet=rs0');
     await ping(c, 'primaryPreferred', 5);
     expect(counts()).to.deep.equal([5, 0]);
-    expect(sentReadPreferences(proxies)[0]![0]).to.equal('{"mode":"primaryPreferred"}');
+    expect(sentReadPreferences(played.proxies)[0]![0]).to.equal('{"mode":"primaryPreferred"}');
     await ping(c, 'nearest', 40);
     expect(counts()[0]).to.be.above(5);
     expect(counts()[1]).to.be.above(0);
@@ -139,11 +124,11 @@ describe('a client reading by read preference (against the test endpoint, behind
 
   it('reads waiting while the topology is Unknown: once it turns out a replica set, one whose maxStalenessSeconds it cannot meet fails, the others are served', async function () {
     const roles: Role[] = [{ kind: 'down' }, { kind: 'down' }];
-    proxies = await deployment(endpoint, roles);
-    recordReadPreferences(proxies);
-    const hosts = proxies.map((p) => p.address).join(',');
+    played.proxies = await deployment(played.endpoint, roles);
+    recordReadPreferences(played.proxies);
+    const hosts = played.proxies.map((p) => p.address).join(',');
     // No replicaSet in the URI: the topology is Unknown until a member answers.
-    const c = (client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500`, { ...endpoint.connectionOptions, serverSelectionTimeoutMS: 10_000 }));
+    const c = (played.client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500`, { ...played.endpoint.connectionOptions, serverSelectionTimeoutMS: 10_000 }));
     const start = Date.now();
     const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => 'served', (e: unknown) => e);
     const waiting = [
@@ -188,13 +173,13 @@ describe('a client reading by read preference (against the test endpoint, behind
     await ping(c, 'primary');
     await ping(c, 'secondaryPreferred');
     await ping(c, { mode: 'nearest', tags: [{ dc: 'ny' }] });
-    expect(sentReadPreferences(proxies)).to.deep.equal([['-', '{"mode":"secondaryPreferred"}', '{"mode":"nearest","tags":[{"dc":"ny"}]}']]);
+    expect(sentReadPreferences(played.proxies)).to.deep.equal([['-', '{"mode":"secondaryPreferred"}', '{"mode":"nearest","tags":[{"dc":"ny"}]}']]);
     await c.close();
-    await Promise.all(proxies.map((p) => p.stop()));
+    await Promise.all(played.proxies.map((p) => p.stop()));
     const s = await open([{ kind: 'standalone' }], '');
     await ping(s, 'secondary');
     await ping(s, 'nearest');
-    expect(sentReadPreferences(proxies)).to.deep.equal([['-', '-']]);
+    expect(sentReadPreferences(played.proxies)).to.deep.equal([['-', '-']]);
   });
 
   it('sends a member reached directly its read preference, primary as primaryPreferred; given, it replaces the command\'s own, whose object is never changed', async function () {
@@ -206,7 +191,7 @@ describe('a client reading by read preference (against the test endpoint, behind
     await c.command('admin', command);
     await c.command('admin', command, { readPreference: 'secondaryPreferred' });
     expect(command).to.deep.equal({ ping: 1, $readPreference: { mode: 'nearest' } });
-    expect(sentReadPreferences(proxies)).to.deep.equal([
+    expect(sentReadPreferences(played.proxies)).to.deep.equal([
       ['{"mode":"primaryPreferred"}', '{"mode":"secondary"}', '{"mode":"primaryPreferred"}', '{"mode":"nearest"}', '{"mode":"secondaryPreferred"}'],
     ]);
   });
@@ -214,9 +199,9 @@ describe('a client reading by read preference (against the test endpoint, behind
   it('with mode primary, no $readPreference to a replica set\'s primary, even over the command\'s own; selectPool() selects by its readPreference', async function () {
     const c = await open([{ kind: 'primary', electionId: election() }], 'replicaSet=rs0', { serverSelectionTimeoutMS: 700 });
     await c.command('admin', { ping: 1, $readPreference: { mode: 'secondary' } }, { readPreference: 'primary' });
-    expect(sentReadPreferences(proxies)).to.deep.equal([['-']]);
+    expect(sentReadPreferences(played.proxies)).to.deep.equal([['-']]);
     const pool = await c.selectPool({ readPreference: 'primary' });
-    expect(pool.address).to.equal(proxies[0]!.address);
+    expect(pool.address).to.equal(played.proxies[0]!.address);
     const refused = await c.selectPool({ readPreference: 'secondary' }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(ServerSelectionError);
     expect((refused as Error).message).to.include('(read preference secondary)');
@@ -270,7 +255,7 @@ describe('a client reading by read preference (against the test endpoint, behind
     expect(foreign).to.be.instanceOf(InvalidOptionError).and.include({ option: 'pool' });
     expect(() => c.withReadPreference(pool, command, 'Nearest' as never)).to.throw(InvalidOptionError).with.property('option', 'readPreference');
     await c.close();
-    await Promise.all(proxies.map((p) => p.stop()));
+    await Promise.all(played.proxies.map((p) => p.stop()));
     const direct = await open([{ kind: 'secondary' }], 'directConnection=true');
     const member = await direct.selectPool();
     expect(direct.withReadPreference(member, command)).to.deep.equal({ ...command, $readPreference: { mode: 'primaryPreferred' } });

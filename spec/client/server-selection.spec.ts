@@ -18,9 +18,8 @@ import type { ServerType } from '../../lib/client/topology-description';
 import type { ClientTopologyType } from '../../lib/client/topology-type';
 import { nextAverageRoundTripTime, RoundTripTimes } from '../../lib/monitor/rtt';
 import { EmbeddedServer } from '../../lib/testing';
-import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
-import { type WireProxy } from '../support/wire-proxy';
-import { checkedAs, deployment, election, pings, runPings, type Role } from '../support/deployment';
+import { eventually } from '../support/endpoint';
+import { checkedAs, deployment, election, pings, playedDeployments, runPings, type Role } from '../support/deployment';
 
 /** The server selection spec's tests (tests/server_selection, in_window, rtt) that apply to read preference primary. */
 const fixtures = path.resolve(__dirname, '../fixtures/server-selection');
@@ -328,27 +327,12 @@ describe('server selection (server selection spec)', function () {
 
 describe('a client selecting among its servers (against the test endpoint, behind proxies that play the deployment)', function () {
   this.timeout(20_000);
-  let endpoint: TestEndpoint;
-  let proxies: WireProxy[] = [];
-  let client: Client | undefined;
-
-  before(async function () {
-    endpoint = await startTestEndpoint();
-  });
-  after(async function () {
-    await endpoint.stop();
-  });
-  afterEach(async function () {
-    await client?.close();
-    client = undefined;
-    await Promise.all(proxies.map((p) => p.stop()));
-    proxies = [];
-  });
+  const played = playedDeployments();
 
   const open = (query: string): Client => {
-    const hosts = proxies.map((p) => p.address).join(',');
-    client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, endpoint.connectionOptions);
-    return client;
+    const hosts = played.proxies.map((p) => p.address).join(',');
+    played.client = connect(`mongodb://${hosts}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&${query}`, played.endpoint.connectionOptions);
+    return played.client;
   };
   const allReady = (c: Client): Promise<boolean> => eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'), 5000);
 
@@ -372,21 +356,21 @@ describe('a client selecting among its servers (against the test endpoint, behin
   });
 
   it('spreads the commands over three mongos, rather than sending all to the first', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
     const c = open('maxPoolSize=5');
     expect(await allReady(c)).to.equal(true);
     expect(await runPings(c, 300, 30)).to.deep.equal([]);
-    const counts = pings(proxies);
+    const counts = pings(played.proxies);
     for (const n of counts) expect(n, String(counts)).to.be.within(60, 140);
   });
 
   it('balances the commands selected in one step: each counts in its server\'s operationCount from its selection, before its checkout', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
     const c = open('maxPoolSize=5');
     expect(await allReady(c)).to.equal(true);
     const outcomes = await Promise.all(Array.from({ length: 300 }, () => c.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e)));
     expect(outcomes.filter((e) => e !== undefined)).to.deep.equal([]);
-    const counts = pings(proxies);
+    const counts = pings(played.proxies);
     expect(Math.max(...counts) - Math.min(...counts), String(counts)).to.be.at.most(6);
     // Every selection handed over (command() and selectPool() alike): the client counts none once they are done.
     const selected = (c as unknown as { selected: Map<unknown, number> }).selected;
@@ -396,7 +380,7 @@ describe('a client selecting among its servers (against the test endpoint, behin
   });
 
   it('sends no command to a mongos whose checkouts are busy while the others are idle', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
     const c = open('maxPoolSize=5');
     expect(await allReady(c)).to.equal(true);
     const busy = [...c.pools.values()][0]!;
@@ -404,22 +388,22 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const held = await Promise.all(Array.from({ length: 5 }, () => busy.checkOut().toPromise()));
     const waiting = [busy.checkOut().toPromise(), busy.checkOut().toPromise()];
     expect(await runPings(c, 100, 1)).to.deep.equal([]);
-    expect(pings(proxies)[0]).to.equal(0);
+    expect(pings(played.proxies)[0]).to.equal(0);
     for (const connection of held) busy.checkIn(connection!);
     for (const connection of await Promise.all(waiting)) busy.checkIn(connection!);
   });
 
   it('sends no command to a mongos whose average RTT is above the latency window, unless localThresholdMS widens it', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'mongos' }]);
     for (const [query, far] of [['', 0], ['localThresholdMS=1000', 1]] as const) {
       const c = open(query);
       expect(await allReady(c)).to.equal(true);
       // The first mongos 100 ms farther than the others, as its monitor measures it.
       const monitor = [...c.monitors.values()][0]!;
       Object.defineProperty(monitor, 'averageRoundTripTimeMS', { get: () => 100 });
-      const before = pings(proxies)[0]!;
+      const before = pings(played.proxies)[0]!;
       expect(await runPings(c, 60, 3)).to.deep.equal([]);
-      const sent = pings(proxies)[0]! - before;
+      const sent = pings(played.proxies)[0]! - before;
       if (far === 0) expect(sent, 'outside the default window of 15 ms').to.equal(0);
       else expect(sent, 'inside a window of 1000 ms').to.be.above(0);
       await c.close();
@@ -427,31 +411,31 @@ describe('a client selecting among its servers (against the test endpoint, behin
   });
 
   it('sends every command to the replica set\'s primary, wherever it is in the host list', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }, { kind: 'primary', electionId: election() }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }, { kind: 'primary', electionId: election() }]);
     const c = open('replicaSet=rs0');
     expect(await allReady(c)).to.equal(true);
     expect(await runPings(c, 60, 6)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([0, 0, 60]);
+    expect(pings(played.proxies)).to.deep.equal([0, 0, 60]);
   });
 
   it('after a step down: commands go to the new primary once a check finds it, though the old one still says it is primary', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
     expect(await runPings(c, 10, 2)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([10, 0, 0]);
+    expect(pings(played.proxies)).to.deep.equal([10, 0, 0]);
     // The second member elected: the first still says it is primary until its next check (a minute away).
     const elected = election();
     roles[1] = { kind: 'primary', electionId: elected };
     await checkedAs(c, 1, 'RSPrimary', elected);
     expect(await runPings(c, 10, 2)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([10, 10, 0]);
+    expect(pings(played.proxies)).to.deep.equal([10, 10, 0]);
   });
 
   it('a command refused by a primary that stepped down makes it unsuitable until a check: the next ones wait for the new primary', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
     expect(await allReady(c)).to.equal(true);
     roles[0] = { kind: 'secondary' };
@@ -462,15 +446,15 @@ describe('a client selecting among its servers (against the test endpoint, behin
     const next = c.command('admin', { ping: 1 });
     [...c.monitors.values()][1]!.requestCheck();
     expect(await next).to.include({ ok: 1 });
-    expect(pings(proxies)).to.deep.equal([1, 1]);
+    expect(pings(played.proxies)).to.deep.equal([1, 1]);
   });
 
   it('a reply\'s writeConcernError with a state change code makes its primary unsuitable until a check, as a refused command does', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }];
-    proxies = await deployment(endpoint, roles);
-    const reply = proxies[0]!.hooks.reply!;
+    played.proxies = await deployment(played.endpoint, roles);
+    const reply = played.proxies[0]!.hooks.reply!;
     let interrupted = 1;
-    proxies[0]!.hooks.reply = (r, command) => {
+    played.proxies[0]!.hooks.reply = (r, command) => {
       const answer = reply(r, command);
       if (Object.keys(command)[0] !== 'ping' || interrupted-- <= 0) return answer;
       return { ...answer, writeConcernError: { code: 11602, codeName: 'InterruptedDueToReplStateChange', errmsg: 'operation was interrupted' } };
@@ -479,37 +463,37 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(await allReady(c)).to.equal(true);
     const describe = (): string => (c as unknown as { describe(): string }).describe();
     expect(await c.command('admin', { ping: 1 })).to.have.property('writeConcernError');
-    expect(JSON.parse(describe())).to.deep.equal({ type: 'ReplicaSetNoPrimary', servers: [{ address: proxies[0]!.address, type: 'Unknown' }] });
+    expect(JSON.parse(describe())).to.deep.equal({ type: 'ReplicaSetNoPrimary', servers: [{ address: played.proxies[0]!.address, type: 'Unknown' }] });
     // The check the error asked for finds it primary again: the next command goes there.
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 }).and.not.have.property('writeConcernError');
-    expect(pings(proxies)).to.deep.equal([2]);
+    expect(pings(played.proxies)).to.deep.equal([2]);
   });
 
   it('a state change error logs the server\'s description as Unknown, and its next check as what it found', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const descriptions: string[] = [];
     const write = (m: { fields: { message?: unknown; newDescription?: unknown } }): void => {
       if (m.fields.message === 'Topology description changed') descriptions.push(String(m.fields.newDescription));
     };
-    const hosts = proxies.map((p) => p.address).join(',');
-    client = connect(`mongodb://${hosts}/?replicaSet=rs0&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=300`, {
-      ...endpoint.connectionOptions,
+    const hosts = played.proxies.map((p) => p.address).join(',');
+    played.client = connect(`mongodb://${hosts}/?replicaSet=rs0&serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=300`, {
+      ...played.endpoint.connectionOptions,
       logging: { componentSeverities: { topology: 'debug' }, path: { write } } as never,
     });
-    expect(await allReady(client)).to.equal(true);
-    const address = proxies[0]!.address;
+    expect(await allReady(played.client)).to.equal(true);
+    const address = played.proxies[0]!.address;
     const described = (type: string): string => JSON.stringify({ type, servers: [{ address, type: type === 'ReplicaSetWithPrimary' ? 'RSPrimary' : type === 'ReplicaSetNoPrimary' ? 'Unknown' : 'RSSecondary' }] });
     expect(descriptions.at(-1)).to.equal(described('ReplicaSetWithPrimary'));
     roles[0] = { kind: 'secondary' };
-    expect(await client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError);
+    expect(await played.client.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError);
     expect(descriptions.at(-1), 'Unknown from the error').to.equal(described('ReplicaSetNoPrimary'));
     expect(await eventually(() => descriptions.length > 0 && descriptions.at(-1)!.includes('RSSecondary')), 'a secondary from the check the error asked for').to.equal(true);
   });
 
   it('with no primary, a command waits, and goes on as soon as a check finds one (a pool ready already)', async function () {
     const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
     expect(await allReady(c)).to.equal(true);
     let settled = false;
@@ -519,13 +503,13 @@ describe('a client selecting among its servers (against the test endpoint, behin
     roles[1] = { kind: 'primary', electionId: election() };
     // The wait's immediate checks (every 500 ms) find the new primary; its pool was ready all along.
     expect(await waiting).to.include({ ok: 1 });
-    expect(pings(proxies)).to.deep.equal([0, 1]);
+    expect(pings(played.proxies)).to.deep.equal([0, 1]);
   });
 
   it('remembers the newest election: once a newer primary was seen, the old one that still says it is primary is never selected, even with the new one gone', async function () {
     const first = election();
     const roles: Role[] = [{ kind: 'primary', electionId: first }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=700');
     expect(await allReady(c)).to.equal(true);
     // The second member elected; the first, cut off, still says it is primary of its older election.
@@ -533,7 +517,7 @@ describe('a client selecting among its servers (against the test endpoint, behin
     roles[1] = { kind: 'primary', electionId: elected };
     const b = [...c.monitors.values()][1]!;
     // The old primary's checks as the client takes them in (the reply's arrival, not the request's passing).
-    const oldAddress = proxies[0]!.address;
+    const oldAddress = played.proxies[0]!.address;
     let oldChecks = 0;
     c.events$.subscribe((e) => e.type === 'ServerHeartbeatSucceeded' && e.address === oldAddress && oldChecks++);
     const before = oldChecks;
@@ -546,17 +530,17 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(await eventually(() => [...c.pools.values()][1]!.state === 'paused')).to.equal(true);
     const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
     expect(error, 'never the stale primary').to.be.instanceOf(ServerSelectionError);
-    expect(pings(proxies)).to.deep.equal([0, 0]);
+    expect(pings(played.proxies)).to.deep.equal([0, 0]);
   });
 
   it('sends $readPreference primaryPreferred to a member reached directly (directConnection=true), so a secondary runs the command; none to a standalone or a primary of a replica set', async function () {
     const sent: unknown[] = [];
-    proxies = await deployment(endpoint, [{ kind: 'secondary' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }]);
     const request = (command: Document): Document => {
       if (Object.keys(command)[0] === 'ping') sent.push(command.$readPreference);
       return command;
     };
-    proxies[0]!.hooks.request = request;
+    played.proxies[0]!.hooks.request = request;
     const c = open('directConnection=true');
     expect(await allReady(c)).to.equal(true);
     expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
@@ -566,9 +550,9 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(sent.at(-1)).to.deep.equal({ mode: 'secondary' });
     await c.close();
     for (const [role, query] of [[{ kind: 'standalone' }, 'directConnection=true'], [{ kind: 'mongos' }, 'directConnection=true'], [{ kind: 'primary', electionId: election() }, 'replicaSet=rs0']] as const) {
-      await Promise.all(proxies.map((p) => p.stop()));
-      proxies = await deployment(endpoint, [role]);
-      proxies[0]!.hooks.request = request;
+      await Promise.all(played.proxies.map((p) => p.stop()));
+      played.proxies = await deployment(played.endpoint, [role]);
+      played.proxies[0]!.hooks.request = request;
       sent.length = 0;
       const other = open(query);
       expect(await allReady(other)).to.equal(true);
@@ -579,33 +563,33 @@ describe('a client selecting among its servers (against the test endpoint, behin
   });
 
   it('takes only the standalone when a standalone answers among several seeds (the topology Single), never a secondary beside it', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'secondary', setName: 'rs9' }, { kind: 'standalone' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary', setName: 'rs9' }, { kind: 'standalone' }]);
     // The secondary's first check fails until the standalone has answered: the standalone makes the topology Single.
     const roles = [{ kind: 'down' }, { kind: 'standalone' }] as Role[];
-    const hooks = proxies[0]!.hooks.reply!;
-    proxies[0]!.hooks.reply = (reply, command) => (roles[0]!.kind === 'down' && ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase()) ? { ok: 0, errmsg: 'down', code: 6 } : hooks(reply, command));
+    const hooks = played.proxies[0]!.hooks.reply!;
+    played.proxies[0]!.hooks.reply = (reply, command) => (roles[0]!.kind === 'down' && ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase()) ? { ok: 0, errmsg: 'down', code: 6 } : hooks(reply, command));
     const c = open('serverSelectionTimeoutMS=2000');
     expect(await eventually(() => [...c.pools.values()][1]!.state === 'ready')).to.equal(true);
     roles[0] = { kind: 'secondary' };
     expect(await allReady(c)).to.equal(true);
     expect(await runPings(c, 20, 4)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([0, 20]);
+    expect(pings(played.proxies)).to.deep.equal([0, 20]);
   });
 
   it('keeps the set name of the first member that answered when the URI gives none: a primary of another set is never selected', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'down' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('serverSelectionTimeoutMS=2000');
     expect(await eventually(() => [...c.pools.values()][0]!.state === 'ready')).to.equal(true);
     // A primary of another set, of a newer election, answers next.
     roles[1] = { kind: 'primary', electionId: election(), setName: 'other' };
     expect(await allReady(c)).to.equal(true);
     expect(await runPings(c, 20, 4)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([20, 0]);
+    expect(pings(played.proxies)).to.deep.equal([20, 0]);
   });
 
   it('wakes no waiting selection for the checkouts of a pool (operationCount moving): only a pool made ready or a check does', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }, { kind: 'secondary' }]);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
     expect(await allReady(c)).to.equal(true);
     const waiting = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
@@ -626,7 +610,7 @@ describe('a client selecting among its servers (against the test endpoint, behin
 
   it('counts no selection once every command and selectPool() settled, however each selection ended (found, cancelled, timed out, drained, closed)', async function () {
     const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000');
     expect(await allReady(c)).to.equal(true);
     const selected = (c as unknown as { selected: Map<unknown, number> }).selected;
@@ -667,15 +651,15 @@ describe('a client selecting among its servers (against the test endpoint, behin
 
   it('a new primary makes the one the client took for primary Unknown at once, before that one\'s own check answers; a secondary stays as it is, unchecked', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
-    proxies = await deployment(endpoint, roles);
+    played.proxies = await deployment(played.endpoint, roles);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
     // The first and third members' checks get no answer from now on (a partition): only the second's check tells, and
     // a check of the third, were one asked for, could not make it look unchanged.
     const hello = (command: Document): boolean => ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase());
-    proxies[0]!.hooks.hold = hello;
-    proxies[2]!.hooks.hold = hello;
-    const checksOf = (i: number): number => proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    played.proxies[0]!.hooks.hold = hello;
+    played.proxies[2]!.hooks.hold = hello;
+    const checksOf = (i: number): number => played.proxies[i]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
     const third = checksOf(2);
     roles[1] = { kind: 'primary', electionId: election() };
     [...c.monitors.values()][1]!.requestCheck();
@@ -690,58 +674,58 @@ describe('a client selecting among its servers (against the test endpoint, behin
   });
 
   it('sends no command to a mongos whose pool is paused (a clear), though its last check described it', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }]);
     const c = open('heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
     [...c.pools.values()][0]!.clear();
     expect(await runPings(c, 20, 2)).to.deep.equal([]);
-    expect(pings(proxies)).to.deep.equal([0, 20]);
+    expect(pings(played.proxies)).to.deep.equal([0, 20]);
   });
 
   it('two hosts that reach one primary (the same election, as proxies do): both suitable, and neither makes the other Unknown and checked again, over and over', async function () {
     const elected = election();
-    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: elected }, { kind: 'primary', electionId: elected }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: elected }, { kind: 'primary', electionId: elected }]);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await allReady(c)).to.equal(true);
-    const hellos = (): number[] => proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length);
+    const hellos = (): number[] => played.proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length);
     const before = hellos();
     await new Promise((resolve) => setTimeout(resolve, 1200));
     const after = hellos();
     expect(after.map((n, i) => n - before[i]!), 'no check of either in 1.2 s (heartbeatFrequencyMS 60 s)').to.deep.equal([0, 0]);
     expect(await runPings(c, 40, 4)).to.deep.equal([]);
-    for (const n of pings(proxies)) expect(n).to.be.above(0);
+    for (const n of pings(played.proxies)) expect(n).to.be.above(0);
   });
 
   it('reached directly with a replicaSet (directConnection=true), takes its member only of that set: one of another set is Unknown', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('directConnection=true&replicaSet=rs0&serverSelectionTimeoutMS=300');
     expect(await allReady(c)).to.equal(true);
     const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
     expect(error).to.be.instanceOf(ServerSelectionError);
-    expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'Single', servers: [{ address: proxies[0]!.address, type: 'Unknown' }] }));
-    expect(pings(proxies)).to.deep.equal([0]);
+    expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'Single', servers: [{ address: played.proxies[0]!.address, type: 'Unknown' }] }));
+    expect(pings(played.proxies)).to.deep.equal([0]);
     await c.close();
-    await Promise.all(proxies.map((p) => p.stop()));
+    await Promise.all(played.proxies.map((p) => p.stop()));
     // A secondary of the set given is taken, as any member reached directly.
-    proxies = await deployment(endpoint, [{ kind: 'secondary' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }]);
     const same = open('directConnection=true&replicaSet=rs0&serverSelectionTimeoutMS=2000');
     expect(await allReady(same)).to.equal(true);
     expect(await same.command('admin', { ping: 1 })).to.include({ ok: 1 });
-    expect(pings(proxies)).to.deep.equal([1]);
+    expect(pings(played.proxies)).to.deep.equal([1]);
   });
 
   it('with members of another replica set than the URI\'s, fails with ServerSelectionError', async function () {
-    proxies = await deployment(endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election(), setName: 'other' }]);
     const c = open('replicaSet=rs0&serverSelectionTimeoutMS=300');
     expect(await allReady(c)).to.equal(true);
     const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
     expect(error).to.be.instanceOf(ServerSelectionError);
-    expect(pings(proxies)).to.deep.equal([0]);
+    expect(pings(played.proxies)).to.deep.equal([0]);
     // Why none was suitable: the topology as the wait ended, in the error (not its message, which the log's failed
     // message carries beside the description it gives).
-    const topology = JSON.stringify({ type: 'ReplicaSetWithPrimary', servers: [{ address: proxies[0]!.address, type: 'RSPrimary' }] });
+    const topology = JSON.stringify({ type: 'ReplicaSetWithPrimary', servers: [{ address: played.proxies[0]!.address, type: 'RSPrimary' }] });
     expect(error.topologyDescription).to.equal(topology);
-    expect(error.message).to.equal(`No suitable server of ${proxies[0]!.address} (read preference primary) within serverSelectionTimeoutMS=300 ms`);
+    expect(error.message).to.equal(`No suitable server of ${played.proxies[0]!.address} (read preference primary) within serverSelectionTimeoutMS=300 ms`);
   });
 });
 

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { ObjectId, type Document } from 'bson';
 import type { Client } from '../../lib';
 import type { ServerType } from '../../lib/client/topology-description';
-import { eventually, type TestEndpoint } from './endpoint';
+import { eventually, startTestEndpoint, type TestEndpoint } from './endpoint';
 import { startWireProxy, type WireProxy } from './wire-proxy';
 
 /** What a proxy in front of the test endpoint makes its server say it is (see `deployment`). */
@@ -98,4 +98,35 @@ export async function runPings(client: Client, total: number, concurrency: numbe
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   return errors;
+}
+
+/** What a describe playing deployments in front of one test endpoint holds (see {@link playedDeployments}). */
+export interface PlayedDeployments {
+  /** The test endpoint (MONGODB_URI's server when set), started before the describe's tests. */
+  endpoint: TestEndpoint;
+  /** The proxies of the test's deployment (see {@link deployment}): stopped after each test. */
+  proxies: WireProxy[];
+  /** The test's client: closed after each test. */
+  client: Client | undefined;
+}
+
+/**
+ * Registers a describe's hooks for deployments played in front of one test endpoint: the endpoint started before its
+ * tests and stopped after them; after each test, its client closed and its proxies stopped.
+ */
+export function playedDeployments(): PlayedDeployments {
+  const played = { proxies: [] as WireProxy[], client: undefined } as PlayedDeployments;
+  before(async function () {
+    played.endpoint = await startTestEndpoint();
+  });
+  after(async function () {
+    await played.endpoint.stop();
+  });
+  afterEach(async function () {
+    await played.client?.close();
+    played.client = undefined;
+    await Promise.all(played.proxies.map((p) => p.stop()));
+    played.proxies = [];
+  });
+  return played;
 }
