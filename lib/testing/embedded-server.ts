@@ -59,6 +59,9 @@ import { DEFAULT_MAX_MESSAGE_SIZE_BYTES, MessageFramer, OpCode, type WireMessage
 import { inWords, InvalidOptionError } from '../errors';
 import { optionValue, optionValues, rejectUnknownOptions, requireMethodOptions, requireOptionsObject, type ListsEveryOption } from '../options';
 import { setOwnField } from '../own-field';
+// The period of a primary's no-op writer (mongod's NoopWriter, periodicNoopIntervalSecs: 10 s), the max staleness
+// spec's idleWritePeriodMS, which the client's estimate counts on.
+import { IDLE_WRITE_PERIOD_MS } from '../read-preference';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
 import { FailCommandPoint } from './fail-points';
 import { OidcIdentities, type EmbeddedOidcOptions } from './oidc-server';
@@ -340,12 +343,6 @@ function checkReplicaSetMember(options: EmbeddedServerOptions): {
   return { setName, state, hosts: hosts === undefined ? undefined : [...hosts], tags, replicationLagMS, clock: clock as { now(): number } | undefined };
 }
 
-/**
- * mongod's idleWritePeriodMS: the period of a primary's no-op writer, which writes a no-op to the oplog when nothing
- * was written since its last period, so that a secondary's staleness can be estimated (max staleness spec,
- * "idleWritePeriodMS"). Source: MongoDB server, NoopWriter (periodicNoopIntervalSecs, 10 s).
- */
-const IDLE_WRITE_PERIOD_MS = 10_000;
 
 /** The most write times a replica set's record keeps (see {@link ReplicaSetWrites}). */
 const MAX_RECORDED_WRITES = 100_000;
