@@ -1047,7 +1047,10 @@ export class ServerSelectionError extends CmapError {
     OWN_ERROR_NAMES.set(this, 'ServerSelectionError');
   }
   constructor(
-    /** Every host of the client, `host:port`, in URI order. */
+    /**
+     * Every host of the client, `host:port`, in its order (see `Client.hosts`); empty when server discovery removed
+     * every one (a standalone among several seeds, members of another set).
+     */
     readonly hosts: readonly string[],
     /** The client's serverSelectionTimeoutMS, in ms: how long it waited unless `timeoutMS` is set. */
     readonly serverSelectionTimeoutMS: number,
@@ -1063,7 +1066,7 @@ export class ServerSelectionError extends CmapError {
     readonly readPreference = 'primary',
   ) {
     super(
-      `No suitable server of ${hosts.join(', ')} (read preference ${readPreference}) within ` +
+      `No suitable server ${hosts.length === 0 ? '(the topology has no server left)' : `of ${hosts.join(', ')}`} (read preference ${readPreference}) within ` +
         (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },

@@ -53,10 +53,11 @@ import { ConnectionPool } from './connection-pool';
 import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
-import { initialTopologyType, topologyTypeAfter, type ClientTopologyType } from './topology-type';
+import { clientTopologyType, initialTopology, type ClientTopologyType } from './topology-type';
+import { serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION, type TopologyChange } from './topology-update';
 import { setOwnField } from '../own-field';
 import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from '../read-preference';
-import { checkedServer, compareElections, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
+import { checkedServer, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
@@ -389,6 +390,12 @@ export function withField(command: Document, name: string, value: unknown): Docu
   return copy;
 }
 
+/** Why a topology description's last servers were removed, in words, from what it holds now. */
+function emptied(topology: TopologyDescription): string {
+  if (topology.setName !== undefined) return `none is a member of replica set ${topology.setName} the set's configuration lists`;
+  return topology.type === 'Sharded' ? 'none is a mongos' : 'a standalone among several seeds is no deployment';
+}
+
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
 const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
 
@@ -618,8 +625,15 @@ export class Client {
   private readonly allFeeds$: Observable<HostFeed> = defer(() => merge(from([...this.hostFeeds.values()]), this.addedFeeds));
   /** What the pools and monitors of new hosts are made with, once the hosts are known (see {@link openServer}). */
   private serverContext: ServerContext | undefined;
-  /** The TopologyType as far as SRV polling needs it (see `topologyTypeAfter`). */
-  private topologyType: ClientTopologyType = 'Unknown';
+  /**
+   * The topology description (SDAM's): the servers the client monitors, its TopologyType, the replica set's name and
+   * newest election. Replaced once the hosts are known (see {@link open}); each check's outcome updates it.
+   */
+  private topology = new TopologyDescription({ seeds: [], type: 'Unknown' });
+  /** The TopologyType as selection and SRV polling read it (a replica set's two types as one). */
+  private get topologyType(): ClientTopologyType {
+    return clientTopologyType(this.topology.type);
+  }
   /** SRV polling's warnings, for the subscribers of `log$` at the time (not kept for later ones: they recur). */
   private readonly pollingLog = new Subject<LogMessage>();
   /** Writes and publishes an SRV polling warning (see {@link pollingLog}); nothing when `client` does not log at warn. */
@@ -648,15 +662,8 @@ export class Client {
   private readonly checked = new Map<string, CheckedServer>();
   /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
   private readonly heartbeatFrequencyMS: number;
-  /**
-   * The replica set name the client was given (URI or TXT record), or, without one, that of the first member that
-   * answered, if any.
-   */
-  private replicaSet: string | undefined;
   /** Whether the client was given `directConnection=true` (see `suitableServers`). */
   private directConnection = false;
-  /** The claim of the newest election a primary reported (see {@link described}), if any. */
-  private newestElection: CheckedServer | undefined;
   /**
    * Per pool, the selections that took it and whose caller has not started its checkout yet (see {@link handOver}):
    * with the pool's checkouts in progress, its server's operationCount.
@@ -870,8 +877,7 @@ export class Client {
         throw error;
       }
       this.serverContext = context;
-      this.topologyType = initialTopologyType(settings);
-      this.replicaSet = settings.replicaSet;
+      this.topology = new TopologyDescription(initialTopology({ ...settings, seeds: hosts }));
       this.directConnection = settings.directConnection;
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
       this.announce(feeds);
@@ -1137,6 +1143,7 @@ export class Client {
     const server = parseAddress(address);
     monitor.heartbeats$.subscribe({
       next: (e) => {
+        let change: TopologyChange | undefined;
         // Its log message first: the spec's order of log messages is that of the changes they report.
         heartbeatLog?.(e, server);
         // Each host's last check, when it failed; the newest failure is the Map's last entry.
@@ -1145,6 +1152,7 @@ export class Client {
           this.heartbeatErrors.set(address, e.error);
           this.topologyVersions.delete(address);
           this.checked.delete(address);
+          if (!(e.error instanceof MonitorClosedError)) this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check) changes
@@ -1155,11 +1163,13 @@ export class Client {
           }
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
-          this.onServerType(e.reply);
-          this.checked.set(address, this.described(address, checkedServer(e.reply, this.scheduler.now())));
+          change = this.described(address, e.reply);
         }
         published.next(e);
-        toPool.next(e);
+        // A server the check removed (a member of another set, a standalone among seeds, one the primary no longer
+        // lists): its pool is closed next, not readied first.
+        if (this.topology.servers.has(address)) toPool.next(e);
+        if (change !== undefined) this.applyChange(change);
         // The check a removal ended says nothing of the server: its "Stopped server monitoring" comes next, then the
         // description without it (see removeHost).
         if (!(e.type === 'ServerHeartbeatFailed' && e.error instanceof MonitorClosedError)) this.topologyChanged();
@@ -1194,66 +1204,53 @@ export class Client {
   }
 
   /**
-   * After a successful check of one of its servers: the client's TopologyType (see `topologyTypeAfter`); SRV polling
-   * stops for good once it is neither Unknown nor Sharded.
-   */
-  private onServerType(reply: Document): void {
-    const before = this.topologyType;
-    this.topologyType = topologyTypeAfter(before, reply);
-    // SDAM: a topology that becomes a replica set by a member's reply takes that member's set name as its own.
-    if (before === 'Unknown' && this.topologyType === 'ReplicaSet' && typeof reply.setName === 'string') this.replicaSet ??= reply.setName;
-    if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
-  }
-
-  /**
-   * What the client keeps of the server at `address` after a check that described it as `server`: the same, except
-   * the server of a direct connection given a `replicaSet` whose reply names no set or another one, kept as Unknown,
-   * and a primary whose claim is older than the newest election a primary of the set reported (see
-   * `compareElections`), kept as Unknown, a stale primary a step down left behind. A primary of a newer election
-   * makes every other host the client took for a primary Unknown, with an immediate check of each; one of the same
-   * election changes nothing else (SDAM would make the other Unknown: two hosts of one election are two ways to one
-   * server, such as proxies).
+   * After a successful check of `address` whose hello reply is `reply`: the topology description takes the server's
+   * new description (see `TopologyDescription.update`), and the client keeps what selection reads of the server (see
+   * `checkedServer`), or Unknown when the update made it so (a primary older than the newest election; a direct
+   * connection given a `replicaSet` whose reply names no set or another one). SRV polling stops for good once the
+   * TopologyType is neither Unknown nor Sharded. Returns what the client must do next (see {@link applyChange}).
    *
-   * Source: server discovery and monitoring spec, "Verifying setName with TopologyType Single", "Using electionId and
-   * setVersion to detect stale primaries", "updateRSFromPrimary" (the greatest electionId and setVersion remembered;
-   * the old primary marked Unknown and, in a multi-threaded client, checked at once).
+   * Source: server discovery and monitoring spec, "Updating the TopologyDescription", "Verifying setName with
+   * TopologyType Single", "Using electionId and setVersion to detect stale primaries"; Polling SRV Records for mongos
+   * Discovery spec, "Implementation".
    */
-  private described(address: string, server: CheckedServer): CheckedServer {
-    // SDAM: a Single topology given a set name takes its server as Unknown when it names no set or another one.
-    if (this.topologyType === 'Single' && this.directConnection && this.replicaSet !== undefined && server.setName !== this.replicaSet) return UNKNOWN_SERVER;
-    if (server.type !== 'RSPrimary' || (this.replicaSet !== undefined && server.setName !== this.replicaSet)) return server;
-    const newest = this.newestElection;
-    const order = newest === undefined ? 1 : compareElections(server, newest);
-    if (order < 0) return UNKNOWN_SERVER;
-    this.newestElection = server;
-    // The same election again (this primary's next check, or two hosts that reach one server, as proxies do): nothing
-    // else changes, so two such hosts never make each other Unknown and checked, again and again.
-    if (order === 0) return server;
-    for (const [other, known] of this.checked) {
-      if (other === address || known.type !== 'RSPrimary') continue;
-      this.checked.set(other, UNKNOWN_SERVER);
-      this.monitors.get(other)?.requestCheck();
-    }
-    return server;
+  private described(address: string, reply: Document): TopologyChange {
+    const change = this.topology.update(address, serverDescriptionOf(reply));
+    const kept = this.topology.servers.get(address);
+    if (kept !== undefined) this.checked.set(address, kept.type === 'Unknown' ? UNKNOWN_SERVER : checkedServer(reply, this.scheduler.now()));
+    // The servers the update made Unknown (a primary replaced by a newer one) are no longer suitable.
+    for (const other of change.invalidated) this.checked.set(other, UNKNOWN_SERVER);
+    if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
+    return change;
   }
 
   /**
-   * Makes the client's hosts `hosts` (a rescan's; see `SrvPoller`): the hosts no longer in it are removed (see
-   * {@link removeHost}), those new to it opened (pool and monitor, the monitor started on the next microtask), those
-   * in both left alone. A new host whose connection options are refused (an InvalidOptionError from its factory, pool
-   * or monitor) is left out, with a warning; none is opened once the client is closed or draining (a subscriber of the
-   * events of this change may close or drain it). `hosts` keeps the order given.
+   * Does what an update of the topology description asks (see `TopologyChange`): each server removed is removed (see
+   * {@link removeHost}), each added opened (pool and monitor, the monitor started on the next microtask), each
+   * invalidated checked at once (its pool is not cleared). A new server whose connection options are refused (an
+   * InvalidOptionError from its factory, pool or monitor) is left out, with a warning of the `client` component;
+   * none is opened once the client is closed or draining (a subscriber of the events of this change may close or
+   * drain it). `hosts` follows the description's order.
+   *
+   * Source: server discovery and monitoring spec, "updateRSFromPrimary" ("begin monitoring the new server", "remove
+   * the server and stop monitoring it"; a multi-threaded client "MUST request an immediate check" of an old primary,
+   * and "MUST NOT clear its connection pool"), "remove".
    */
-  private applySrvHosts(hosts: readonly string[]): void {
+  private applyChange(change: TopologyChange, source: 'server discovery' | 'SRV polling' = 'server discovery'): void {
+    // SRV polling removes first: a subscriber of a removed pool's events that closes the client leaves nothing opened.
+    // Discovery opens first, as SDAM adds before it removes: a seed the set's configuration names otherwise (the
+    // members it lists replacing it) never leaves a description of no server.
+    const removeFirst = source === 'SRV polling';
+    if (removeFirst) for (const address of change.removed) this.removeHost(address);
     const context = this.serverContext;
-    if (this.closed || this.draining || context === undefined) return;
-    for (const address of this.hostList) if (!hosts.includes(address)) this.removeHost(address);
-    const added = hosts.filter((address) => !this.pools.has(address));
     const opened: string[] = [];
-    for (const address of added) {
+    for (const address of change.added) {
       // A subscriber of the events this gives (a removed pool's ConnectionPoolClosed, a new one's ConnectionPoolCreated)
       // may have closed or drained the client: nothing more is opened then.
-      if (this.closed || this.draining) break;
+      if (this.closed || this.draining || context === undefined) {
+        this.topology.removeServer(address);
+        continue;
+      }
       try {
         const { settings } = context;
         const factories = this.connectionFactories([address], settings.connectionOptions, monitoringConnectionOptions(settings.connectionOptions), settings.loadBalanced, context.scheduler);
@@ -1261,15 +1258,31 @@ export class Client {
         opened.push(address);
         this.announce([[address, feed]]);
       } catch (error) {
-        this.pollingWarning(`SRV polling: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
+        this.topology.removeServer(address);
+        this.pollingWarning(`${source}: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    this.hostList = Object.freeze(hosts.filter((address) => this.pools.has(address)));
+    // The new servers first, as SDAM adds them before it removes: the topology is never described with neither.
     this.serversOpened(opened);
+    if (!removeFirst) for (const address of change.removed) this.removeHost(address);
+    for (const address of change.invalidated) this.monitors.get(address)?.requestCheck();
+    if (change.removed.length === 0 && change.added.length === 0) return;
+    this.hostList = Object.freeze([...this.topology.servers.keys()].filter((address) => this.pools.has(address)));
+    // SDAM: a topology of no server stays so (only a server of it can name another); the client says why it is empty.
+    if (this.hostList.length === 0 && !this.closed) this.pollingWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
     queueMicrotask(() => {
       if (this.closed) return;
       for (const address of opened) this.monitors.get(address)?.start();
     });
+  }
+
+  /**
+   * Makes the client's hosts `hosts` (a rescan's; see `SrvPoller`): the hosts no longer in it are removed, those new
+   * to it opened, those in both left alone (see {@link applyChange}). Nothing once the client is closed or draining.
+   */
+  private applySrvHosts(hosts: readonly string[]): void {
+    if (this.closed || this.draining || this.serverContext === undefined) return;
+    this.applyChange(this.topology.replaceServers(hosts), 'SRV polling');
   }
 
   /**
@@ -1749,7 +1762,7 @@ export class Client {
     }
     return selectServer(this.topologyType, servers, {
       localThresholdMS: this.localThresholdMS,
-      replicaSet: this.replicaSet,
+      replicaSet: this.topology.setName,
       directConnection: this.directConnection,
       readPreference,
       heartbeatFrequencyMS: this.heartbeatFrequencyMS,
@@ -2045,6 +2058,7 @@ export class Client {
     // is no longer suitable (a Single topology's server included) until a check describes it again.
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
     this.checked.delete(pool.address);
+    this.topology.update(pool.address, UNKNOWN_SERVER_DESCRIPTION);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.
     this.topologyChanged();

@@ -11,14 +11,14 @@ import type { Document } from 'bson';
 import type { ClientTopologyType } from './topology-type';
 
 /**
- * A server's type: `Unknown` (not checked yet, its last check failed, or its pool cleared since), `Standalone`,
- * `Mongos`, `RSPrimary`, `RSSecondary`, `RSArbiter`, `RSOther`, `RSGhost` (a replica set member that cannot be
- * queried yet), or `LoadBalancer` (load-balanced mode). SDAM's `PossiblePrimary` is never given: rxcmap reads no
- * member's host list.
+ * A server's type: `Unknown` (not checked yet, its last check failed, or its pool cleared since), `PossiblePrimary`
+ * (not checked yet, but another member's reply names it primary; as unavailable as Unknown), `Standalone`, `Mongos`,
+ * `RSPrimary`, `RSSecondary`, `RSArbiter`, `RSOther`, `RSGhost` (a replica set member that cannot be queried yet), or
+ * `LoadBalancer` (load-balanced mode).
  *
  * Source: server discovery and monitoring spec, "ServerType".
  */
-export type ServerType = 'Unknown' | 'Standalone' | 'Mongos' | 'RSPrimary' | 'RSSecondary' | 'RSArbiter' | 'RSOther' | 'RSGhost' | 'LoadBalancer';
+export type ServerType = 'Unknown' | 'PossiblePrimary' | 'Standalone' | 'Mongos' | 'RSPrimary' | 'RSSecondary' | 'RSArbiter' | 'RSOther' | 'RSGhost' | 'LoadBalancer';
 
 /**
  * The ServerType a successful hello reply `reply` shows: `RSGhost` for `isreplicaset: true`; with a `setName`,

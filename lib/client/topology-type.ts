@@ -1,50 +1,37 @@
 /**
- * The TopologyType of a client, as far as rxcmap (which does no discovery: each host is a server of its own) keeps
- * one: whether SRV polling may go on, and the type its topology description gives.
+ * A client's TopologyType: where its topology description starts, and the type server selection and SRV polling read
+ * (a replica set's two types taken as one).
  *
- * Source: server discovery and monitoring spec, "TopologyType", "Initial TopologyType", "Server Type" (Mongos: a
- * hello reply with `msg: 'isdbgrid'`; RSGhost: `isreplicaset: true`), "TopologyType table" (Unknown becomes Sharded
- * on a Mongos, and stays Unknown on an RSGhost; Sharded stays Sharded); Polling SRV Records for mongos Discovery spec,
- * "Implementation" (polling only while the TopologyType is Sharded or Unknown).
+ * Source: server discovery and monitoring spec, "TopologyType", "Initial TopologyType", "Initial setName"; Polling SRV
+ * Records for mongos Discovery spec, "Implementation" (polling only while the TopologyType is Sharded or Unknown).
  */
-import type { Document } from 'bson';
+import type { TopologyType } from './topology-description';
+import type { InitialTopology } from './topology-update';
 
 /**
- * What rxcmap tells apart: `Unknown` (no server has told its type yet), `Single` (`directConnection=true`, or a
- * standalone answered), `Sharded` (a server answered as a mongos), `ReplicaSet` (a `replicaSet` option, or a member
- * answered: SDAM's ReplicaSetNoPrimary or ReplicaSetWithPrimary, which the description tells apart by its servers'
- * types), and `LoadBalanced`.
+ * What rxcmap's selection tells apart: `Unknown` (no server has told its type yet), `Single` (`directConnection=true`,
+ * or a standalone answered as the only seed), `Sharded` (a server answered as a mongos), `ReplicaSet` (SDAM's
+ * ReplicaSetNoPrimary or ReplicaSetWithPrimary, which the description tells apart by its servers' types), and
+ * `LoadBalanced`.
  */
 export type ClientTopologyType = 'Unknown' | 'Single' | 'Sharded' | 'ReplicaSet' | 'LoadBalanced';
 
-/**
- * The TopologyType a client starts with: `LoadBalanced` in load-balanced mode, `Single` with `directConnection=true`,
- * `ReplicaSet` with a `replicaSet` (URI or TXT record: ReplicaSetNoPrimary in SDAM), `Unknown` otherwise.
- *
- * Source: server discovery and monitoring spec, "Initial TopologyType"; load balancer spec.
- */
-export function initialTopologyType(settings: { readonly loadBalanced: boolean; readonly directConnection: boolean; readonly replicaSet: string | undefined }): ClientTopologyType {
-  if (settings.loadBalanced) return 'LoadBalanced';
-  if (settings.directConnection) return 'Single';
-  return settings.replicaSet !== undefined ? 'ReplicaSet' : 'Unknown';
+/** The {@link ClientTopologyType} of SDAM's TopologyType `type`. */
+export function clientTopologyType(type: TopologyType): ClientTopologyType {
+  return type === 'ReplicaSetNoPrimary' || type === 'ReplicaSetWithPrimary' ? 'ReplicaSet' : type;
 }
 
 /**
- * The TopologyType after a successful check whose hello reply is `reply`, from `current`: from `Unknown`, `Sharded`
- * when the server is a mongos (`msg: 'isdbgrid'`), `Unknown` still for an RSGhost (`isreplicaset: true`, whatever
- * else it says: SDAM's "any server is an RSGhost that reports isreplicaset: true", as `serverTypeOf` reads it),
- * `ReplicaSet` for a replica set member (a `setName`), `Single` for a standalone.
- * Any other `current` stays as it is: SDAM keeps a Sharded topology Sharded when a server that is not a mongos
- * answers (it removes that server; rxcmap keeps its pool).
+ * Where a client's topology description starts: its `seeds`, and the TopologyType `LoadBalanced` in load-balanced
+ * mode, `Single` with `directConnection=true`, `ReplicaSetNoPrimary` with a `replicaSet` (URI or TXT record; its name
+ * the description's setName), `Unknown` otherwise (whatever the number of seeds, a `mongodb+srv://` URI's included).
  *
- * Deliberately simpler than SDAM in one case: a standalone among several seeds, which SDAM removes while the topology
- * stays Unknown, makes it `Single` here (rxcmap removes no server on its own, so the deployment is taken as it answers).
- *
- * Source: server discovery and monitoring spec, "Server Type", "TopologyType table".
+ * Source: server discovery and monitoring spec, "Initial TopologyType", "Initial setName", "Handling of SRV URIs
+ * resolving to single host"; load balancer spec.
  */
-export function topologyTypeAfter(current: ClientTopologyType, reply: Document): ClientTopologyType {
-  if (current !== 'Unknown') return current;
-  if (reply.msg === 'isdbgrid') return 'Sharded';
-  if (reply.isreplicaset === true) return 'Unknown';
-  return reply.setName !== undefined ? 'ReplicaSet' : 'Single';
+export function initialTopology(settings: { readonly seeds: readonly string[]; readonly loadBalanced: boolean; readonly directConnection: boolean; readonly replicaSet: string | undefined }): InitialTopology {
+  const { seeds, replicaSet } = settings;
+  if (settings.loadBalanced) return { seeds, type: 'LoadBalanced', setName: undefined };
+  if (settings.directConnection) return { seeds, type: 'Single', setName: replicaSet };
+  return { seeds, type: replicaSet !== undefined ? 'ReplicaSetNoPrimary' : 'Unknown', setName: replicaSet };
 }

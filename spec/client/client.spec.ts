@@ -38,6 +38,7 @@ describe('connect() / Client', function () {
   const servers: EmbeddedServer[] = [];
   let client: Client | undefined;
 
+  /** `n` endpoints of `options`: two or more are given as mongos (two standalones among seeds are no deployment: SDAM removes both). */
   async function start(n = 1, options = {}): Promise<EmbeddedServer[]> {
     for (let i = 0; i < n; i++) servers.push(await new EmbeddedServer(options).start());
     return servers;
@@ -67,7 +68,7 @@ describe('connect() / Client', function () {
   });
 
   it('prose 1–3: pool options come from the URI under the spec names, set once for the client, the same for every pool', async function () {
-    const [a, b] = await start(2);
+    const [a, b] = await start(2, { mongos: true });
     client = connect(`mongodb://${a.address},${b.address}/?maxPoolSize=7&minPoolSize=1&maxIdleTimeMS=9000&maxConnecting=3&waitQueueTimeoutMS=1234`);
     const created: ConnectionPoolCreatedEvent[] = [];
     client.events$.subscribe((e) => {
@@ -761,7 +762,7 @@ describe('connect() / Client', function () {
   });
 
   it('pools$ gives each pool the client has, and completes when the client is closed; after close, its pools of that time, then the completion', async function () {
-    const [a, b] = await start(2);
+    const [a, b] = await start(2, { mongos: true });
     const c = (client = connect(`mongodb://${a.address},${b.address}/`));
     const given: unknown[] = [];
     let completed = false;
@@ -779,7 +780,7 @@ describe('connect() / Client', function () {
   });
 
   it('events$, commandEvents$ and log$ subscribed after close() complete once its pools are done, so a subscription nobody ends keeps no closed client', async function () {
-    const [a, b] = await start(2);
+    const [a, b] = await start(2, { mongos: true });
     const c = (client = connect(`mongodb://${a.address},${b.address}/`));
     await c.command('admin', { ping: 1 });
     await c.close();
@@ -798,7 +799,7 @@ describe('connect() / Client', function () {
     const messages = (file: string): string[] => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { message: string }).message);
 
     it('a file path: opened once by the client for every pool, flushed and closed when close() resolves', async function () {
-      const [a, b] = await start(2);
+      const [a, b] = await start(2, { mongos: true });
       const file = path.join(dir, 'client.log');
       client = connect(`mongodb://${a.address},${b.address}/`, { logging: { componentSeverities: { connection: 'debug' }, path: file } });
       expect(openFiles(file), 'descriptors of the file').to.equal(1);
@@ -1038,7 +1039,7 @@ describe('connect() / Client', function () {
   });
 
   it('a log sink that fails is switched off for the whole client at its first failure, with one warning', async function () {
-    const [a, b] = await start(2);
+    const [a, b] = await start(2, { mongos: true });
     let calls = 0;
     const sink = {
       write() {

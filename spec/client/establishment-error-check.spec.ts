@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { AuthenticationError, connect, ErrorLabel, MongoNetworkError, type Client, type ClientEvent, type ClientOptions, type ConnectionPool } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { closedPort, eventually, setFailPoint, startTestEndpoint, stopTestEndpoint, type TestEndpoint } from '../support/endpoint';
+import { deployment } from '../support/deployment';
 import { startRelay } from '../support/relay';
 import { startSocks5Proxy } from '../support/socks5-proxy';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
@@ -84,10 +85,10 @@ describe('Client: an establishment error that leaves the pool as it is', functio
 
   it('two servers, the first one shut down: after one refused connect the commands go to the second, rather than failing until the next periodic check', async function () {
     server = await startTestEndpoint();
-    const target = server.address;
-    // Two proxies of one server stand for two mongos.
-    const first = (proxy = await startTcpFaultProxy(target));
-    const second = await startTcpFaultProxy(target);
+    // Two proxies of one server stand for two mongos: each answers hello as one, behind a fault proxy.
+    const mongoses = await deployment(server, [{ kind: 'mongos' }, { kind: 'mongos' }]);
+    const first = (proxy = await startTcpFaultProxy(mongoses[0]!.address));
+    const second = await startTcpFaultProxy(mongoses[1]!.address);
     try {
       const clock = new VirtualClock();
       const c = (client = connect(`mongodb://${first.address},${second.address}/?serverMonitoringMode=poll&heartbeatFrequencyMS=60000&serverSelectionTimeoutMS=5000`, {
@@ -111,6 +112,7 @@ describe('Client: an establishment error that leaves the pool as it is', functio
       await client?.close();
       client = undefined;
       await second.stop();
+      for (const mongos of mongoses) await mongos.stop();
     }
   });
 

@@ -318,6 +318,7 @@ describe('a client reading from a replica set of embedded endpoints (rxcmap/test
       new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary', tags: { dc: 'ny' }, replicationLagMS: 200_000 } }).start(),
       new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: 'secondary', tags: { dc: 'ny' }, replicationLagMS: 500 } }).start(),
     ]);
+    for (const m of members) m.setReplicaSetHosts(members.map((x) => x.address));
     const client = connect(`mongodb://${members.map((m) => m.address).join(',')}/?replicaSet=rs0&heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000`);
     try {
       const readPreference = { mode: 'secondary', tags: [{ dc: 'ny' }], maxStalenessSeconds: 90 } as const;

@@ -562,18 +562,22 @@ describe('a client selecting among its servers (against the test endpoint, behin
     }
   });
 
-  it('takes only the standalone when a standalone answers among several seeds (the topology Single), never a secondary beside it', async function () {
+  it('removes a standalone that answers among several seeds (SDAM: the topology stays Unknown), and never sends it a command; a secondary that answers then makes it a replica set', async function () {
     played.proxies = await deployment(played.endpoint, [{ kind: 'secondary', setName: 'rs9' }, { kind: 'standalone' }]);
-    // The secondary's first check fails until the standalone has answered: the standalone makes the topology Single.
-    const roles = [{ kind: 'down' }, { kind: 'standalone' }] as Role[];
+    // The secondary's first check fails until the standalone has answered and been removed.
+    const roles = [{ kind: 'down' }] as Role[];
     const hooks = played.proxies[0]!.hooks.reply!;
     played.proxies[0]!.hooks.reply = (reply, command) => (roles[0]!.kind === 'down' && ['hello', 'ismaster'].includes(Object.keys(command)[0]!.toLowerCase()) ? { ok: 0, errmsg: 'down', code: 6 } : hooks(reply, command));
     const c = open('serverSelectionTimeoutMS=2000');
-    expect(await eventually(() => [...c.pools.values()][1]!.state === 'ready')).to.equal(true);
+    const standalone = played.proxies[1]!.address;
+    expect(await eventually(() => !c.hosts.includes(standalone)), 'the standalone removed').to.equal(true);
+    expect(c.pools.has(standalone)).to.equal(false);
+    expect(c.monitors.has(standalone)).to.equal(false);
     roles[0] = { kind: 'secondary' };
-    expect(await allReady(c)).to.equal(true);
-    expect(await runPings(c, 20, 4)).to.deep.equal([]);
-    expect(pings(played.proxies)).to.deep.equal([0, 20]);
+    await checkedAs(c, 0, 'RSSecondary');
+    expect(c.hosts).to.deep.equal([played.proxies[0]!.address]);
+    for (let i = 0; i < 20; i++) expect(await c.command('admin', { ping: 1 }, { readPreference: 'secondary' })).to.include({ ok: 1 });
+    expect(pings(played.proxies)).to.deep.equal([20, 0]);
   });
 
   it('keeps the set name of the first member that answered when the URI gives none: a primary of another set is never selected', async function () {
@@ -682,18 +686,22 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(pings(played.proxies)).to.deep.equal([0, 20]);
   });
 
-  it('two hosts that reach one primary (the same election, as proxies do): both suitable, and neither makes the other Unknown and checked again, over and over', async function () {
+  it('two hosts of one election (the same electionId and setVersion, as only two names of one server give): the one checked last is the primary, the other Unknown and checked at once (SDAM equal_electionids); no command fails', async function () {
     const elected = election();
     played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: elected }, { kind: 'primary', electionId: elected }]);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
-    expect(await allReady(c)).to.equal(true);
-    const hellos = (): number[] => played.proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length);
+    expect(await eventually(() => [...c.pools.values()].some((p) => p.state === 'ready'))).to.equal(true);
+    const checked = (c as unknown as { checked: Map<string, { type: string }> }).checked;
+    const primaries = (): number => [...c.monitors.keys()].filter((address) => checked.get(address)?.type === 'RSPrimary').length;
+    const hellos = (): number => played.proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length).reduce((a, b) => a + b);
     const before = hellos();
-    await new Promise((resolve) => setTimeout(resolve, 1200));
-    const after = hellos();
-    expect(after.map((n, i) => n - before[i]!), 'no check of either in 1.2 s (heartbeatFrequencyMS 60 s)').to.deep.equal([0, 0]);
+    for (let i = 0; i < 10; i++) {
+      expect(primaries(), 'never two primaries').to.be.at.most(1);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+    }
+    // Each check of one makes the other Unknown and asks for its check: checks go on far more often than every 60 s.
+    expect(hellos() - before, 'checks in 1.2 s (heartbeatFrequencyMS 60 s)').to.be.above(0);
     expect(await runPings(c, 40, 4)).to.deep.equal([]);
-    for (const n of pings(played.proxies)) expect(n).to.be.above(0);
   });
 
   it('reached directly with a replicaSet (directConnection=true), takes its member only of that set: one of another set is Unknown', async function () {
@@ -723,9 +731,11 @@ describe('a client selecting among its servers (against the test endpoint, behin
     expect(pings(played.proxies)).to.deep.equal([0]);
     // Why none was suitable: the topology as the wait ended, in the error (not its message, which the log's failed
     // message carries beside the description it gives).
-    const topology = JSON.stringify({ type: 'ReplicaSetWithPrimary', servers: [{ address: played.proxies[0]!.address, type: 'RSPrimary' }] });
-    expect(error.topologyDescription).to.equal(topology);
-    expect(error.message).to.equal(`No suitable server of ${played.proxies[0]!.address} (read preference primary) within serverSelectionTimeoutMS=300 ms`);
+    // The member of another set was removed (SDAM's updateRSFromPrimary), its pool closed: the topology has no server.
+    expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'ReplicaSetNoPrimary', servers: [] }));
+    expect(error.message).to.equal('No suitable server (the topology has no server left) (read preference primary) within serverSelectionTimeoutMS=300 ms');
+    expect(c.pools.size).to.equal(0);
+    expect(c.warnings).to.deep.equal([]);
   });
 });
 
@@ -733,6 +743,7 @@ describe('a client of a replica set of embedded endpoints (rxcmap/testing\'s rep
   this.timeout(20_000);
   it('writes to the primary, the second host, then, after it steps down and the third is elected, to the third, with no command lost', async function () {
     const members = await Promise.all([0, 1, 2].map((i) => new EmbeddedServer({ replicaSetMember: { setName: 'rs0', state: i === 1 ? 'primary' : 'secondary' } }).start()));
+    for (const m of members) m.setReplicaSetHosts(members.map((x) => x.address));
     const client = connect(`mongodb://${members.map((m) => m.address).join(',')}/?replicaSet=rs0&heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000`);
     try {
       const checkedOut: string[] = [];

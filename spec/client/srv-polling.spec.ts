@@ -6,11 +6,14 @@
  * Source: Polling SRV Records for mongos Discovery spec and its tests (tests/README.md, "Prose Tests").
  */
 import { expect } from 'chai';
+import type { Document } from 'bson';
 import * as dns from 'node:dns';
 import { ClientClosedError, connect, PoolClosedError, type Client, type TopologyLogMessage } from '../../lib';
 import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSRVIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
 import { querySrvHosts } from '../../lib/client/srv';
-import { topologyTypeAfter } from '../../lib/client/topology-type';
+import type { TopologyType } from '../../lib/client/topology-description';
+import { clientTopologyType, type ClientTopologyType } from '../../lib/client/topology-type';
+import { serverDescriptionOf, TopologyDescription } from '../../lib/client/topology-update';
 import { parseConnectionString } from '../../lib/connection-string';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder, type Zone } from '../support/dns-responder';
@@ -30,6 +33,12 @@ const ZONE: Zone = {
 };
 const host = (port: number): string => `${L}:${port}`;
 const sorted = (hosts: Iterable<string>): string[] => [...hosts].sort();
+/** The TopologyType, as SRV polling reads it, of a client of one seed whose TopologyType is `type` after the seed's check gave `reply`. */
+const topologyTypeAfter = (type: TopologyType, reply: Document): ClientTopologyType => {
+  const description = new TopologyDescription({ seeds: ['a:27017'], type });
+  description.update('a:27017', serverDescriptionOf({ ok: 1, ...reply }));
+  return clientTopologyType(description.type);
+};
 
 describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
   this.timeout(10_000);
@@ -609,7 +618,7 @@ describe('SrvPoller on a scripted SRV query', function () {
     expect(topologyTypeAfter('Unknown', { isreplicaset: true })).to.equal('Unknown');
     expect(topologyTypeAfter('Sharded', { isWritablePrimary: true })).to.equal('Sharded');
     expect(topologyTypeAfter('Single', { msg: 'isdbgrid' })).to.equal('Single');
-    expect(topologyTypeAfter('ReplicaSet', { msg: 'isdbgrid' })).to.equal('ReplicaSet');
+    expect(topologyTypeAfter('ReplicaSetNoPrimary', { msg: 'isdbgrid' })).to.equal('ReplicaSet');
   });
 });
 

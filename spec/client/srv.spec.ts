@@ -307,7 +307,9 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
       const key = fs.readFileSync(path.join(tlsFixtures, 'server.key'));
       const cert = fs.readFileSync(path.join(tlsFixtures, 'server.crt'));
       // The primary of the replica set the TXT records name (repl0): a client of test5 selects only a primary of it.
-      server = await new EmbeddedServer({ tls: { key, cert }, users: [{ username: 'alice', password: 's3cret', db: 'thisDB' }], replicaSetMember: { setName: 'repl0', state: 'primary' } }).start();
+      // The set's configuration names it as the SRV record does (as a cloud deployment's does).
+      const replicaSetMember = { setName: 'repl0', state: 'primary', hosts: ['localhost.test.build.10gen.cc:27017'] } as const;
+      server = await new EmbeddedServer({ tls: { key, cert }, users: [{ username: 'alice', password: 's3cret', db: 'thisDB' }], replicaSetMember: { ...replicaSetMember, hosts: [...replicaSetMember.hosts] } }).start();
       const port = Number(server.address.split(':')[1]);
       // The SRV targets (localhost.test.build.10gen.cc) do not resolve here: the proxy sends them to the server.
       proxy = await startSocks5Proxy({

@@ -301,7 +301,7 @@ describe('Client: topology log messages under re-entrant use', function () {
     servers.forEach((server, i) => {
       for (const name of ['hello', 'ismaster']) {
         const hello = (server as unknown as { handlers: Map<string, CommandHandler> }).handlers.get(name)!;
-        server.handle(name, async (command, info) => ({ ...(await hello(command, info)), setName: 'rs0', isWritablePrimary: i === 0, ismaster: i === 0, secondary: i !== 0 }));
+        server.handle(name, async (command, info) => ({ ...(await hello(command, info)), setName: 'rs0', isWritablePrimary: i === 0, ismaster: i === 0, secondary: i !== 0, hosts: servers.map((s) => s.address) }));
       }
     });
     const addresses = servers.map((server) => server.address);

@@ -170,7 +170,7 @@ describe('Client: topology log messages (SDAM logging and monitoring spec, "Log 
     let primary = false;
     for (const name of ['hello', 'ismaster']) {
       const hello = (a as unknown as { handlers: Map<string, CommandHandler> }).handlers.get(name)!;
-      a.handle(name, async (command, info) => ({ ...(await hello(command, info)), setName: 'rs0', isWritablePrimary: primary, ismaster: primary, secondary: !primary }));
+      a.handle(name, async (command, info) => ({ ...(await hello(command, info)), setName: 'rs0', isWritablePrimary: primary, ismaster: primary, secondary: !primary, hosts: [a.address] }));
     }
     const { c, written } = logging(`mongodb://${a.address}/?heartbeatFrequencyMS=500&serverMonitoringMode=poll`);
     const address = a.address;

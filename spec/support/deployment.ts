@@ -14,9 +14,19 @@ import { startWireProxy, type WireProxy } from './wire-proxy';
 export type Role =
   | { kind: 'mongos' }
   | { kind: 'standalone' }
-  | { kind: 'primary'; electionId: ObjectId; setName?: string; tags?: Record<string, string> }
-  | { kind: 'secondary'; setName?: string; tags?: Record<string, string>; lagMS?: number }
+  | ({ kind: 'primary'; electionId: ObjectId; setName?: string; tags?: Record<string, string> } & Configured)
+  | ({ kind: 'secondary'; setName?: string; tags?: Record<string, string>; lagMS?: number } & Configured)
   | { kind: 'down' };
+
+/** What a member's hello says of the set's configuration, when given (see `deployment` for the defaults). */
+export interface Configured {
+  /** Its `hosts`: the members as the configuration names them. */
+  hosts?: readonly unknown[];
+  /** Its `me`. */
+  me?: unknown;
+  /** Its `primary` (none by default). */
+  primary?: string;
+}
 
 /** Elections in the order of the calls: each electionId greater than the one before. */
 let elections = 0;
@@ -27,11 +37,13 @@ export function election(): ObjectId {
 /**
  * `roles.length` proxies in front of one server (the embedded endpoint, or MONGODB_URI's), each answering hello as
  * its role says (a mongos, a replica set member of `rs0`, with its `tags`, and a `lastWrite` whose lastWriteDate is
- * `lagMS` (default 0) before now), read again at every hello; a secondary refuses every other command with
+ * `lagMS` (default 0) before now), read again at every hello, and the set's configuration (`hosts`: the proxies
+ * playing members of its set; `me`: its own address; or as the role says, see {@link Configured}); a secondary refuses every other command with
  * NotPrimaryNoSecondaryOk (13435), as mongod refuses a read that does not allow secondaries.
  */
 export async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise<WireProxy[]> {
-  return Promise.all(roles.map(async (_, i) => {
+  const setOf = (role: Role): string | undefined => (role.kind === 'mongos' || role.kind === 'standalone' ? undefined : role.kind === 'down' ? 'rs0' : (role.setName ?? 'rs0'));
+  const proxies: WireProxy[] = await Promise.all(roles.map(async (_, i) => {
     const proxy = await startWireProxy(endpoint.address);
     proxy.hooks = {
       reply: (reply, command) => {
@@ -59,11 +71,17 @@ export async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise
           lastWrite: { lastWriteDate: new Date(Date.now() - (role.kind === 'secondary' ? (role.lagMS ?? 0) : 0)) },
           ...(role.tags === undefined ? {} : { tags: role.tags }),
           ...(role.kind === 'primary' ? { electionId: role.electionId } : {}),
+          // The set's configuration: every proxy playing a member of this set (a member down included), each by the
+          // address the client reaches it at.
+          hosts: role.hosts ?? proxies.filter((_p, j) => setOf(roles[j]!) === setOf(role)).map((p) => p.address),
+          me: 'me' in role ? role.me : proxy.address,
+          ...(role.primary === undefined ? {} : { primary: role.primary }),
         };
       },
     };
     return proxy;
   }));
+  return proxies;
 }
 
 /**

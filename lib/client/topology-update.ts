@@ -1,0 +1,432 @@
+/**
+ * A client's topology description as server discovery updates it: which servers the client monitors (its seeds, then
+ * the members a replica set's hello replies list, less those found not to belong), the TopologyType, the replica set's
+ * name and the newest election a primary reported. Each check's outcome goes through {@link TopologyDescription.update},
+ * which says what the client has to do: servers to open and to remove, old primaries to check again. No I/O: the client
+ * opens and closes the pools and monitors.
+ *
+ * Source: server discovery and monitoring spec, "TopologyDescription", "ServerDescription", "Parsing a hello or legacy
+ * hello response", "Updating the TopologyDescription" (the TopologyType table and its actions), "Checking wire protocol
+ * compatibility", "Logical Session Timeout", "Using electionId and setVersion to detect stale primaries", "Using me
+ * field to detect seed list members that do not match host names in the replica set configuration".
+ */
+import { ObjectId, type Document } from 'bson';
+import { parseAddress } from '../address';
+import { MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION } from '../connection/handshake';
+import { serverTypeOf, type ServerType, type TopologyType } from './topology-description';
+
+/**
+ * The most members a replica set has (MongoDB's limit): a reply listing more (`hosts`, `passives` and `arbiters`
+ * together) has only its first this many taken, so a broken or hostile server cannot make the client monitor
+ * thousands of hosts. Source: extension (MongoDB's replica set limit of 50 members).
+ */
+export const MAX_REPLICA_SET_MEMBERS = 50;
+
+/** The wire version of MongoDB 6.0, from which a primary's claim compares by electionId first. */
+const ELECTION_ID_FIRST_WIRE_VERSION = 17;
+
+/**
+ * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields discovery reads.
+ * Addresses (`me`, `members`, `primary`) are normalized as the client writes its hosts (`parseAddress`: host names
+ * lower-cased, port 27017 when none); one that is not an address is left out.
+ */
+export interface ServerDescription {
+  /** Its ServerType; `Unknown` when not checked yet or its last check failed. */
+  readonly type: ServerType;
+  /** Why it is Unknown, when the update made it so (a stale primary, a newer primary found). */
+  readonly error?: string | undefined;
+  /** The reply's `setName`. */
+  readonly setName?: string | undefined;
+  /** The reply's `setVersion` (a primary's). */
+  readonly setVersion?: number | undefined;
+  /** The reply's `electionId` (a primary's). */
+  readonly electionId?: ObjectId | undefined;
+  /** The reply's wire version range; 0 when not given. */
+  readonly minWireVersion: number;
+  readonly maxWireVersion: number;
+  /** The reply's `me`: the address the replica set configuration names this member by. */
+  readonly me?: string | undefined;
+  /** The reply's `hosts`, `passives` and `arbiters`, in that order, without repeats (at most 50). */
+  readonly members: readonly string[];
+  /** The reply's `primary`: who this member takes for the primary. */
+  readonly primary?: string | undefined;
+  /** The reply's `logicalSessionTimeoutMinutes`, if a number. */
+  readonly logicalSessionTimeoutMinutes?: number | undefined;
+}
+
+/** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
+export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, maxWireVersion: 0, members: Object.freeze([]) });
+
+/**
+ * The ServerDescription a check's outcome gives: `reply`, a successful hello reply, or undefined for a failed check
+ * (Unknown). A reply without `ok: 1` is Unknown too. Never throws: a field of the wrong type is taken as absent, an
+ * entry of `hosts`, `passives` or `arbiters` that is no address left out.
+ *
+ * Source: server discovery and monitoring spec, "Parsing a hello or legacy hello response" ("type", "Hostnames are
+ * normalized to lower-case", "logicalSessionTimeoutMinutes").
+ */
+export function serverDescriptionOf(reply: Document | undefined): ServerDescription {
+  if (reply === undefined || reply === null || typeof reply !== 'object' || reply.ok !== 1) return UNKNOWN_SERVER_DESCRIPTION;
+  const type = serverTypeOf(reply);
+  const { setName, setVersion, electionId, minWireVersion, maxWireVersion, logicalSessionTimeoutMinutes } = reply;
+  // An RSGhost has no hosts list nor setName the client may use (SDAM, "RSGhost and RSOther").
+  const member = type !== 'RSGhost' && type !== 'Standalone' && type !== 'Mongos';
+  return {
+    type,
+    setName: member && typeof setName === 'string' ? setName : undefined,
+    setVersion: typeof setVersion === 'number' && Number.isFinite(setVersion) ? setVersion : undefined,
+    electionId: electionId instanceof ObjectId ? electionId : undefined,
+    minWireVersion: typeof minWireVersion === 'number' ? minWireVersion : 0,
+    maxWireVersion: typeof maxWireVersion === 'number' ? maxWireVersion : 0,
+    me: member ? addressOrUndefined(reply.me) : undefined,
+    members: member ? membersOf(reply) : [],
+    primary: member ? addressOrUndefined(reply.primary) : undefined,
+    logicalSessionTimeoutMinutes: typeof logicalSessionTimeoutMinutes === 'number' ? logicalSessionTimeoutMinutes : undefined,
+  };
+}
+
+/** The normalized address `value` names (see `parseAddress`), or undefined when it names none. */
+function addressOrUndefined(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return parseAddress(value).address;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats, at most 50. */
+function membersOf(reply: Document): string[] {
+  const members = new Set<string>();
+  for (const field of ['hosts', 'passives', 'arbiters'] as const) {
+    const list: unknown = reply[field];
+    if (!Array.isArray(list)) continue;
+    for (const entry of list) {
+      if (members.size === MAX_REPLICA_SET_MEMBERS) return [...members];
+      const address = addressOrUndefined(entry);
+      if (address !== undefined) members.add(address);
+    }
+  }
+  return [...members];
+}
+
+/** What one update asks of the client (addresses in the order the update found them). */
+export interface TopologyChange {
+  /** Servers new to the description: open a pool and a monitor for each. */
+  readonly added: readonly string[];
+  /** Servers no longer in the description: stop monitoring each and close its pool. */
+  readonly removed: readonly string[];
+  /**
+   * Other servers the update made Unknown (a primary replaced by a newer one): request an immediate check of each
+   * (their pools are not cleared).
+   */
+  readonly invalidated: readonly string[];
+}
+
+/** Where a description starts (see {@link TopologyDescription}). */
+export interface InitialTopology {
+  /** The seed list: normalized addresses, without repeats. */
+  readonly seeds: readonly string[];
+  /** The initial TopologyType: `Single`, `LoadBalanced`, `ReplicaSetNoPrimary` (a set name given) or `Unknown`. */
+  readonly type: TopologyType;
+  /** The replica set's name, when given (the URI's `replicaSet`). */
+  readonly setName?: string | undefined;
+}
+
+/**
+ * SDAM's TopologyDescription, updated in place by each check's outcome ({@link update}). Its `servers` are the ones
+ * the client monitors, in the order they came (the seeds, then each member as a reply first listed it).
+ *
+ * Source: server discovery and monitoring spec, "TopologyDescription", "Updating the TopologyDescription".
+ */
+export class TopologyDescription {
+  /** The TopologyType. */
+  type: TopologyType;
+  /** The replica set's name: given, or taken from the first member that answered. */
+  setName: string | undefined;
+  /** The greatest electionId a primary reported (part of the newest election, with {@link maxSetVersion}). */
+  maxElectionId: ObjectId | undefined;
+  /** The setVersion of the newest election (it may go down, as electionId orders first). */
+  maxSetVersion: number | undefined;
+  /** One description per server the client monitors, by address. */
+  readonly servers = new Map<string, ServerDescription>();
+  /** How many seeds the client was given (one: a standalone makes the topology Single; more: it is removed). */
+  private readonly seedCount: number;
+
+  constructor(initial: InitialTopology) {
+    this.type = initial.type;
+    this.setName = initial.setName;
+    this.seedCount = initial.seeds.length;
+    for (const seed of initial.seeds) this.servers.set(seed, UNKNOWN_SERVER_DESCRIPTION);
+  }
+
+  /**
+   * Whether every server's wire version range overlaps the client's (`MIN_SUPPORTED_WIRE_VERSION` to
+   * `MAX_SUPPORTED_WIRE_VERSION`); an Unknown server counts as compatible.
+   *
+   * Source: server discovery and monitoring spec, "Checking wire protocol compatibility".
+   */
+  get compatible(): boolean {
+    for (const server of this.servers.values()) {
+      if (server.type === 'Unknown' || server.type === 'PossiblePrimary') continue;
+      if (server.minWireVersion > MAX_SUPPORTED_WIRE_VERSION || server.maxWireVersion < MIN_SUPPORTED_WIRE_VERSION) return false;
+    }
+    return true;
+  }
+
+  /**
+   * The smallest `logicalSessionTimeoutMinutes` of the data-bearing servers (Standalone, Mongos, RSPrimary,
+   * RSSecondary, LoadBalancer); undefined when there is none or one of them reports none.
+   *
+   * Source: server discovery and monitoring spec, "Logical Session Timeout", "Data-Bearing Server Type".
+   */
+  get logicalSessionTimeoutMinutes(): number | undefined {
+    let smallest: number | undefined;
+    for (const server of this.servers.values()) {
+      if (!DATA_BEARING.has(server.type)) continue;
+      if (server.logicalSessionTimeoutMinutes === undefined) return undefined;
+      smallest = smallest === undefined ? server.logicalSessionTimeoutMinutes : Math.min(smallest, server.logicalSessionTimeoutMinutes);
+    }
+    return smallest;
+  }
+
+  /**
+   * Takes the outcome of a check of `address` (its new description, see {@link serverDescriptionOf}) and updates the
+   * description as SDAM's TopologyType table says; returns what the client must do. An outcome of a server not in
+   * the description (removed while it was checked) changes nothing. In `Single` the server is replaced, and is
+   * Unknown when a set name was given and the reply names none or another one; in `LoadBalanced` nothing changes.
+   */
+  update(address: string, description: ServerDescription): TopologyChange {
+    const change = new Change();
+    if (!this.servers.has(address)) return change;
+    if (this.type === 'LoadBalanced') return change;
+    if (this.type === 'Single') {
+      this.servers.set(address, this.setName !== undefined && description.setName !== this.setName ? UNKNOWN_SERVER_DESCRIPTION : description);
+      return change;
+    }
+    this.servers.set(address, description);
+    switch (this.type) {
+      case 'Unknown':
+        this.updateUnknown(address, description, change);
+        break;
+      case 'Sharded':
+        if (description.type !== 'Unknown' && description.type !== 'Mongos') this.remove(address, change);
+        break;
+      case 'ReplicaSetNoPrimary':
+      case 'ReplicaSetWithPrimary':
+        this.updateReplicaSet(address, description, change);
+        break;
+    }
+    return change;
+  }
+
+  /**
+   * Adds `addresses` not in the description as Unknown servers, and removes those in it not in `addresses` (SRV
+   * polling's new host list); returns what the client must do.
+   */
+  replaceServers(addresses: readonly string[]): TopologyChange {
+    const change = new Change();
+    for (const address of [...this.servers.keys()]) if (!addresses.includes(address)) this.remove(address, change);
+    for (const address of addresses) this.add(address, change);
+    if (this.type === 'ReplicaSetWithPrimary') this.checkIfHasPrimary();
+    return change;
+  }
+
+  /**
+   * Removes `address` (a server the client could not open), then, in a replica set, sets the TopologyType by whether
+   * a primary is left.
+   */
+  removeServer(address: string): void {
+    this.remove(address, new Change());
+    if (this.type === 'ReplicaSetWithPrimary') this.checkIfHasPrimary();
+  }
+
+  /** TopologyType Unknown. */
+  private updateUnknown(address: string, description: ServerDescription, change: Change): void {
+    switch (description.type) {
+      case 'Standalone':
+        // updateUnknownWithStandalone.
+        if (this.seedCount === 1) this.type = 'Single';
+        else this.remove(address, change);
+        return;
+      case 'Mongos':
+        this.type = 'Sharded';
+        return;
+      case 'RSPrimary':
+        this.type = 'ReplicaSetWithPrimary';
+        this.updateFromPrimary(address, description, change);
+        return;
+      case 'RSSecondary':
+      case 'RSArbiter':
+      case 'RSOther':
+        this.type = 'ReplicaSetNoPrimary';
+        this.updateWithoutPrimary(address, description, change);
+        return;
+      default:
+        // Unknown, RSGhost: the TopologyType stays Unknown.
+        return;
+    }
+  }
+
+  /** TopologyType ReplicaSetNoPrimary or ReplicaSetWithPrimary. */
+  private updateReplicaSet(address: string, description: ServerDescription, change: Change): void {
+    switch (description.type) {
+      case 'Standalone':
+      case 'Mongos':
+        this.remove(address, change);
+        this.checkIfHasPrimary();
+        return;
+      case 'RSPrimary':
+        this.type = 'ReplicaSetWithPrimary';
+        this.updateFromPrimary(address, description, change);
+        return;
+      case 'RSSecondary':
+      case 'RSArbiter':
+      case 'RSOther':
+        if (this.type === 'ReplicaSetNoPrimary') this.updateWithoutPrimary(address, description, change);
+        else this.updateWithPrimaryFromMember(address, description, change);
+        return;
+      default:
+        // Unknown, RSGhost (kept: it may become a member of this set).
+        this.checkIfHasPrimary();
+        return;
+    }
+  }
+
+  /** SDAM's updateRSWithoutPrimary. */
+  private updateWithoutPrimary(address: string, description: ServerDescription, change: Change): void {
+    if (this.setName === undefined) this.setName = description.setName;
+    else if (this.setName !== description.setName) {
+      this.remove(address, change);
+      return;
+    }
+    for (const member of description.members) this.add(member, change);
+    this.markPossiblePrimary(description.primary);
+    if (description.me !== undefined && description.me !== address) this.remove(address, change);
+  }
+
+  /** SDAM's updateRSWithPrimaryFromMember. */
+  private updateWithPrimaryFromMember(address: string, description: ServerDescription, change: Change): void {
+    if (this.setName !== description.setName || (description.me !== undefined && description.me !== address)) {
+      this.remove(address, change);
+      this.checkIfHasPrimary();
+      return;
+    }
+    // Had this member been the primary?
+    if (!this.hasPrimary()) {
+      this.type = 'ReplicaSetNoPrimary';
+      this.markPossiblePrimary(description.primary);
+    }
+  }
+
+  /** SDAM's updateRSFromPrimary. */
+  private updateFromPrimary(address: string, description: ServerDescription, change: Change): void {
+    if (this.setName === undefined) this.setName = description.setName;
+    else if (this.setName !== description.setName) {
+      this.remove(address, change);
+      this.checkIfHasPrimary();
+      return;
+    }
+    const stale = this.staleClaim(description);
+    if (stale !== undefined) {
+      this.servers.set(address, { ...UNKNOWN_SERVER_DESCRIPTION, error: stale });
+      this.checkIfHasPrimary();
+      return;
+    }
+    for (const [other, server] of this.servers) {
+      if (other === address || server.type !== 'RSPrimary') continue;
+      this.servers.set(other, { ...UNKNOWN_SERVER_DESCRIPTION, error: 'primary marked stale due to discovery of newer primary' });
+      change.invalidated.push(other);
+    }
+    for (const member of description.members) this.add(member, change);
+    for (const other of [...this.servers.keys()]) if (!description.members.includes(other)) this.remove(other, change);
+    this.checkIfHasPrimary();
+  }
+
+  /**
+   * Why the primary's claim `description` is stale (older than the newest election a primary reported), recording
+   * it as the newest when it is not; undefined then.
+   */
+  private staleClaim(description: ServerDescription): string | undefined {
+    const { electionId, setVersion } = description;
+    if (description.maxWireVersion >= ELECTION_ID_FIRST_WIRE_VERSION) {
+      // An absent electionId or setVersion is older than any.
+      const ids = compareOptional(electionId?.toHexString(), this.maxElectionId?.toHexString());
+      if (ids > 0 || (ids === 0 && compareOptional(setVersion, this.maxSetVersion) >= 0)) {
+        this.maxElectionId = electionId;
+        this.maxSetVersion = setVersion;
+        return undefined;
+      }
+      return staleMessage(description, this);
+    }
+    // Before MongoDB 6.0: setVersion orders first, and a claim without both is never stale.
+    if (setVersion !== undefined && electionId !== undefined) {
+      const max = this.maxSetVersion;
+      const maxId = this.maxElectionId;
+      if (max !== undefined && maxId !== undefined && (max > setVersion || (max === setVersion && maxId.toHexString() > electionId.toHexString()))) {
+        return staleMessage(description, this);
+      }
+      this.maxElectionId = electionId;
+    }
+    if (setVersion !== undefined && (this.maxSetVersion === undefined || setVersion > this.maxSetVersion)) this.maxSetVersion = setVersion;
+    return undefined;
+  }
+
+  /** A member named `primary` (another member's opinion) still Unknown becomes PossiblePrimary. */
+  private markPossiblePrimary(primary: string | undefined): void {
+    if (primary !== undefined && this.servers.get(primary)?.type === 'Unknown') this.servers.set(primary, POSSIBLE_PRIMARY);
+  }
+
+  /** Whether an RSPrimary is among the servers. */
+  private hasPrimary(): boolean {
+    for (const server of this.servers.values()) if (server.type === 'RSPrimary') return true;
+    return false;
+  }
+
+  /** SDAM's checkIfHasPrimary. */
+  private checkIfHasPrimary(): void {
+    this.type = this.hasPrimary() ? 'ReplicaSetWithPrimary' : 'ReplicaSetNoPrimary';
+  }
+
+  /** Adds `address` as an Unknown server, unless it is there already. */
+  private add(address: string, change: Change): void {
+    if (this.servers.has(address)) return;
+    this.servers.set(address, UNKNOWN_SERVER_DESCRIPTION);
+    change.added.push(address);
+  }
+
+  /** Removes `address`. */
+  private remove(address: string, change: Change): void {
+    if (!this.servers.delete(address)) return;
+    const added = change.added.indexOf(address);
+    if (added >= 0) change.added.splice(added, 1);
+    else change.removed.push(address);
+  }
+}
+
+/** The ServerTypes that bear data. */
+const DATA_BEARING: ReadonlySet<ServerType> = new Set<ServerType>(['Standalone', 'Mongos', 'RSPrimary', 'RSSecondary', 'LoadBalancer']);
+
+/** A server another member names as primary, not checked since. */
+const POSSIBLE_PRIMARY: ServerDescription = Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, type: 'PossiblePrimary' });
+
+/** A {@link TopologyChange} being built. */
+class Change implements TopologyChange {
+  readonly added: string[] = [];
+  readonly removed: string[] = [];
+  readonly invalidated: string[] = [];
+}
+
+/** The order of two optional values; an absent one is older than any. */
+function compareOptional<T extends string | number>(a: T | undefined, b: T | undefined): number {
+  if (a === b) return 0;
+  if (a === undefined) return -1;
+  if (b === undefined) return 1;
+  return a < b ? -1 : 1;
+}
+
+/** The error of a primary whose claim is older than the newest election (`max`). */
+function staleMessage(claim: ServerDescription, max: TopologyDescription): string {
+  const tuple = (electionId: ObjectId | undefined, setVersion: number | undefined): string => `{ electionId: ${electionId?.toHexString() ?? 'null'}, setVersion: ${setVersion ?? 'null'} }`;
+  return `primary marked stale due to electionId/setVersion mismatch, ${tuple(claim.electionId, claim.setVersion)} is stale compared to ${tuple(max.maxElectionId, max.maxSetVersion)}`;
+}

@@ -1,0 +1,162 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { EJSON, ObjectId, type Document } from 'bson';
+import { parseConnectionString } from '../../lib/connection-string';
+import { asTopologyVersion } from '../../lib/monitor/topology-version';
+import { isStaleServerDescription } from '../../lib/client/state-change-error';
+import { initialTopology } from '../../lib/client/topology-type';
+import { MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
+
+/** The server discovery and monitoring spec's tests of the topology description (tests/rs, sharded, single). */
+const fixtures = path.resolve(__dirname, '../fixtures/server-discovery');
+
+interface OutcomeServer {
+  type: string;
+  setName?: string | null;
+  setVersion?: number | null;
+  electionId?: ObjectId | null;
+  error?: string;
+  logicalSessionTimeoutMinutes?: number | null;
+  minWireVersion?: number;
+  maxWireVersion?: number;
+  topologyVersion?: Document | null;
+}
+
+interface Phase {
+  description?: string;
+  responses?: [string, Document][];
+  outcome: {
+    topologyType: string;
+    setName?: string | null;
+    servers: Record<string, OutcomeServer>;
+    logicalSessionTimeoutMinutes?: number | null;
+    maxSetVersion?: number;
+    maxElectionId?: ObjectId;
+    compatible?: boolean;
+  };
+}
+
+/** What a client made of `uri` starts from, checked by the phases of one test. */
+function run(uri: string, phases: Phase[]): void {
+  const parsed = parseConnectionString(uri);
+  const description = new TopologyDescription(initialTopology({ seeds: parsed.hosts, loadBalanced: false, directConnection: parsed.clientOptions.directConnection ?? false, replicaSet: parsed.replicaSet }));
+  const topologyVersions = new Map<string, Document>();
+  phases.forEach((phase, i) => {
+    const at = `phase ${i + 1}${phase.description === undefined ? '' : ` (${phase.description})`}`;
+    for (const [address, reply] of phase.responses ?? []) {
+      const known = Object.keys(reply).length > 0;
+      const version = known ? asTopologyVersion(reply.topologyVersion) : undefined;
+      // A reply older than what the client knows of the server changes nothing (as the client does).
+      if (known && isStaleServerDescription(topologyVersions.get(address), version)) continue;
+      if (version !== undefined) topologyVersions.set(address, version);
+      else topologyVersions.delete(address);
+      description.update(address, serverDescriptionOf(known ? reply : undefined));
+    }
+    const { outcome } = phase;
+    expect(description.type, `${at}: topologyType`).to.equal(outcome.topologyType);
+    expect(description.setName ?? null, `${at}: setName`).to.equal(outcome.setName ?? null);
+    expect([...description.servers.keys()].sort(), `${at}: servers`).to.deep.equal(Object.keys(outcome.servers).sort());
+    for (const [address, expected] of Object.entries(outcome.servers)) {
+      const server = description.servers.get(address)!;
+      expect(server.type, `${at}: ${address} type`).to.equal(expected.type);
+      if ('setName' in expected) expect(server.setName ?? null, `${at}: ${address} setName`).to.equal(expected.setName);
+      if ('setVersion' in expected) expect(server.setVersion ?? null, `${at}: ${address} setVersion`).to.equal(expected.setVersion);
+      if ('electionId' in expected) expect(server.electionId?.toHexString() ?? null, `${at}: ${address} electionId`).to.equal(expected.electionId?.toHexString() ?? null);
+      if (expected.error !== undefined) expect(server.error, `${at}: ${address} error`).to.include(expected.error);
+      if ('logicalSessionTimeoutMinutes' in expected) expect(server.logicalSessionTimeoutMinutes ?? null, `${at}: ${address} logicalSessionTimeoutMinutes`).to.equal(expected.logicalSessionTimeoutMinutes);
+      if (expected.minWireVersion !== undefined) expect(server.minWireVersion, `${at}: ${address} minWireVersion`).to.equal(expected.minWireVersion);
+      if (expected.maxWireVersion !== undefined) expect(server.maxWireVersion, `${at}: ${address} maxWireVersion`).to.equal(expected.maxWireVersion);
+      if ('topologyVersion' in expected) {
+        const kept = server.type === 'Unknown' ? undefined : topologyVersions.get(address);
+        expect(kept === undefined ? null : EJSON.serialize(kept), `${at}: ${address} topologyVersion`).to.deep.equal(expected.topologyVersion === null || expected.topologyVersion === undefined ? null : EJSON.serialize(asTopologyVersion(expected.topologyVersion)!));
+      }
+    }
+    if ('logicalSessionTimeoutMinutes' in outcome) expect(description.logicalSessionTimeoutMinutes ?? null, `${at}: logicalSessionTimeoutMinutes`).to.equal(outcome.logicalSessionTimeoutMinutes);
+    if ('maxSetVersion' in outcome) expect(description.maxSetVersion, `${at}: maxSetVersion`).to.equal(outcome.maxSetVersion);
+    if ('maxElectionId' in outcome) expect(description.maxElectionId?.toHexString(), `${at}: maxElectionId`).to.equal(outcome.maxElectionId?.toHexString());
+    if ('compatible' in outcome) expect(description.compatible, `${at}: compatible`).to.equal(outcome.compatible);
+  });
+}
+
+describe('topology description updates (server discovery and monitoring spec)', function () {
+  for (const [dir, count] of [
+    ['rs', 77],
+    ['sharded', 9],
+    ['single', 19],
+  ] as const) {
+    describe(`its ${dir} tests`, function () {
+      const files = fs.readdirSync(path.join(fixtures, dir)).filter((name) => name.endsWith('.json')).sort();
+      it('has every case', function () {
+        expect(files).to.have.length(count);
+      });
+      for (const file of files) {
+        const test = EJSON.parse(fs.readFileSync(path.join(fixtures, dir, file), 'utf8'), { relaxed: true }) as { description: string; uri: string; phases: Phase[] };
+        it(`${file}: ${test.description}`, function () {
+          run(test.uri, test.phases);
+        });
+      }
+    });
+  }
+
+  describe('beyond the spec tests', function () {
+    const primary = (hosts: unknown, extra: Document = {}): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21, ...extra });
+
+    it('takes at most 50 members of a reply, and leaves out entries that are no address', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const hosts = ['a:27017', 17, '', 'b:99999', { host: 'c' }, ...Array.from({ length: 80 }, (_, i) => `m${i}:27017`)];
+      const change = description.update('a:27017', serverDescriptionOf(primary(hosts, { passives: ['p:1'], arbiters: 'q:1' })));
+      expect(description.servers.size).to.equal(MAX_REPLICA_SET_MEMBERS);
+      expect(change.added).to.have.length(MAX_REPLICA_SET_MEMBERS - 1);
+      expect(change.added[0]).to.equal('m0:27017');
+      expect(description.servers.has('p:1')).to.equal(false);
+    });
+
+    it('names hosts as the client writes them: lower case, port 27017 when none, IPv6 in canonical form', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      description.update('a:27017', serverDescriptionOf(primary(['A', 'B:27018', '[0:0:0:0:0:0:0:1]:27019'], { me: 'A:27017' })));
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017', 'b:27018', '[::1]:27019']);
+    });
+
+    it('reports what the client must do: open the new members, remove those left out, check again an old primary', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017', 'x:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      let change = description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017', 'c:27017'], { electionId: new ObjectId('000000000000000000000001') })));
+      expect(change).to.deep.equal({ added: ['c:27017'], removed: ['x:27017'], invalidated: [] });
+      change = description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017', 'c:27017'], { electionId: new ObjectId('000000000000000000000002') })));
+      expect(change).to.deep.equal({ added: [], removed: [], invalidated: ['a:27017'] });
+      expect(description.servers.get('a:27017')!.error).to.include('primary marked stale due to discovery of newer primary');
+      // A removed server's late outcome changes nothing.
+      expect(description.update('x:27017', serverDescriptionOf(primary(['x:27017'])))).to.deep.equal({ added: [], removed: [], invalidated: [] });
+      expect(description.servers.has('x:27017')).to.equal(false);
+    });
+
+    it('a member that lists itself under another name is removed, the name it lists added', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['seed:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const change = description.update('seed:27017', serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', hosts: ['m1:27017', 'm2:27017'], me: 'm1:27017', maxWireVersion: 21 }));
+      expect(change).to.deep.equal({ added: ['m1:27017', 'm2:27017'], removed: ['seed:27017'], invalidated: [] });
+    });
+
+    it('a server added and removed by one update is neither opened nor removed', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      description.update('a:27017', serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017', 'c:27017'], maxWireVersion: 21 }));
+      // c came with a's reply; the primary's list leaves it out again.
+      const change = description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      expect(change).to.deep.equal({ added: [], removed: ['c:27017'], invalidated: [] });
+    });
+
+    it('replaceServers (SRV polling) adds and removes servers, and a primary removed leaves no primary', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      description.update('a:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }));
+      expect(description.replaceServers(['b:27017', 'c:27017'])).to.deep.equal({ added: ['c:27017'], removed: ['a:27017'], invalidated: [] });
+      expect([...description.servers.keys()]).to.deep.equal(['b:27017', 'c:27017']);
+      expect(description.servers.get('c:27017')).to.equal(UNKNOWN_SERVER_DESCRIPTION);
+    });
+
+    it('a reply of a type it does not know, or with fields of the wrong type, never throws', function () {
+      for (const reply of [{ ok: 1, setName: 5, hosts: 'a' }, { ok: 1, setName: 'rs', hosts: [null, undefined, ['a']], me: 7, primary: {} }, { ok: 0 }, { ok: 1, electionId: 'x', setVersion: '2' }]) {
+        const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+        expect(() => description.update('a:27017', serverDescriptionOf(reply))).not.to.throw();
+      }
+    });
+  });
+});
