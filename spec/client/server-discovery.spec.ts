@@ -1,0 +1,166 @@
+/**
+ * Server discovery as a client runs it (SDAM, "Updating the TopologyDescription"): the members a replica set's hello
+ * replies list are monitored, those found not to belong (another set's member, a standalone or a mongos among a
+ * replica set's seeds, a member the configuration no longer lists, a seed named otherwise than the configuration names
+ * it) removed, their pools closed. Against the test endpoint (MONGODB_URI's server when set) behind proxies that play
+ * the deployment.
+ */
+import { expect } from 'chai';
+import { connect, ServerSelectionError, type Client, type ClientOptions } from '../../lib';
+import { MAX_REPLICA_SET_MEMBERS } from '../../lib/client/topology-update';
+import { closedPort, eventually } from '../support/endpoint';
+import { checkedAs, deployment, election, pings, playedDeployments, runPings, type Role } from '../support/deployment';
+
+describe("server discovery (SDAM: a replica set's members found and removed by its hello replies)", function () {
+  this.timeout(20_000);
+  const played = playedDeployments();
+  /**
+   * A client of `seeds`, polling every 500 ms: its `client` component's warnings in `warnings`, the descriptions its
+   * "Topology description changed" messages give in `descriptions`.
+   */
+  const open = (seeds: readonly string[], query = '', options: ClientOptions = {}): { c: Client; warnings: string[]; descriptions: { type: string; servers: unknown[] }[] } => {
+    const warnings: string[] = [];
+    const descriptions: { type: string; servers: unknown[] }[] = [];
+    const write = (m: { component: string; fields: { message?: unknown; newDescription?: string } }): void => {
+      if (m.component === 'client') warnings.push(String(m.fields.message));
+      if (m.fields.message === 'Topology description changed') descriptions.push(JSON.parse(m.fields.newDescription!) as { type: string; servers: unknown[] });
+    };
+    const logging = { componentSeverities: { client: 'warn', topology: 'debug' }, path: { write } } as never;
+    played.client = connect(`mongodb://${seeds.join(',')}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000${query}`, { ...played.endpoint.connectionOptions, logging, ...options });
+    return { c: played.client, warnings, descriptions };
+  };
+  const addresses = (): string[] => played.proxies.map((p) => p.address);
+  const sorted = (list: Iterable<string>): string[] => [...list].sort();
+
+  for (const query of ['&replicaSet=rs0', '']) {
+    it(`from one secondary as the only seed (${query === '' ? 'no replicaSet: the set name of the first member that answers' : 'replicaSet=rs0'}), monitors every member it lists and writes to the primary`, async function () {
+      played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }, { kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
+      const { c } = open([addresses()[0]!], query);
+      expect(c.hosts).to.deep.equal([addresses()[0]]);
+      const created: string[] = [];
+      c.events$.subscribe((e) => e.type === 'ConnectionPoolCreated' && created.push(e.address));
+      expect(await runPings(c, 20, 4)).to.deep.equal([]);
+      expect(pings(played.proxies)).to.deep.equal([0, 20, 0]);
+      // The seed first, then the members in the order its reply lists them.
+      expect(c.hosts).to.deep.equal(addresses());
+      expect(sorted(c.pools.keys())).to.deep.equal(sorted(addresses()));
+      expect(sorted(c.monitors.keys())).to.deep.equal(sorted(addresses()));
+      expect(created).to.include.members(addresses().slice(1));
+      // Reads from secondaries reach the members found too.
+      for (let i = 0; i < 20; i++) await c.command('admin', { ping: 1 }, { readPreference: 'secondary' });
+      expect(pings(played.proxies).map((n) => n > 0)).to.deep.equal([true, true, true]);
+    });
+  }
+
+  it('a seed named otherwise than the configuration names it is replaced by the configured name: its pool closed, never a description without a server', async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
+    const port = addresses()[0]!.split(':')[1];
+    const seed = `localhost:${port}`;
+    const { c, warnings, descriptions } = open([seed], '&replicaSet=rs0');
+    const closed: string[] = [];
+    c.events$.subscribe((e) => e.type === 'ConnectionPoolClosed' && closed.push(e.address));
+    expect(await runPings(c, 10, 2)).to.deep.equal([]);
+    expect(await eventually(() => c.hosts.length === 2 && !c.hosts.includes(seed))).to.equal(true);
+    expect(sorted(c.hosts)).to.deep.equal(sorted(addresses()));
+    expect(await eventually(() => closed.includes(seed)), "the seed's pool closed").to.equal(true);
+    expect(c.pools.has(seed)).to.equal(false);
+    expect(warnings, 'no warning of an empty topology').to.deep.equal([]);
+    // The members it lists are opened before the seed is removed.
+    expect(descriptions.filter((d) => d.servers.length === 0), 'descriptions of no server').to.deep.equal([]);
+  });
+
+  it('a member the configuration no longer lists is removed (its monitor stopped, its pool closed); listed again, it is monitored again', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const { c } = open(addresses(), '&replicaSet=rs0');
+    expect(await eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
+    const [, , third] = addresses();
+    const closed: string[] = [];
+    c.events$.subscribe((e) => e.type === 'ConnectionPoolClosed' && closed.push(e.address));
+    // A reconfiguration without the third member: the primary's reply is what removes it.
+    roles[0] = { ...roles[0]!, hosts: addresses().slice(0, 2) } as Role;
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(await eventually(() => !c.hosts.includes(third!))).to.equal(true);
+    expect(c.pools.has(third!)).to.equal(false);
+    expect(c.monitors.has(third!)).to.equal(false);
+    expect(await eventually(() => closed.includes(third!))).to.equal(true);
+    const hellos = played.proxies[2]!.commands.filter((name) => name === 'hello').length;
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(played.proxies[2]!.commands.filter((name) => name === 'hello').length, 'no check of a removed member').to.equal(hellos);
+    // Listed again.
+    roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(await eventually(() => c.hosts.includes(third!) && c.pools.get(third!)?.state === 'ready')).to.equal(true);
+    expect(c.hosts).to.deep.equal(addresses());
+  });
+
+  it("a member of another set, a standalone and a mongos among a replica set's seeds are removed, each at its own check, even while the primary lists them", async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary', setName: 'rs1' }, { kind: 'standalone' }, { kind: 'mongos' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
+    const { c } = open(addresses(), '&replicaSet=rs0');
+    const readied: string[] = [];
+    c.events$.subscribe((e) => e.type === 'ConnectionPoolReady' && readied.push(e.address));
+    expect(await eventually(() => c.hosts.length === 1, 5000)).to.equal(true);
+    expect(c.hosts).to.deep.equal([addresses()[0]]);
+    expect(await runPings(c, 20, 4)).to.deep.equal([]);
+    expect(pings(played.proxies)).to.deep.equal([20, 0, 0, 0]);
+    // A server its check removes is not readied first.
+    expect(readied).to.deep.equal([addresses()[0]]);
+  });
+
+  it('in a sharded cluster, a server that is not a mongos is removed; the mongoses stay', async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'mongos' }, { kind: 'mongos' }, { kind: 'standalone' }]);
+    const { c } = open(addresses());
+    expect(await eventually(() => c.hosts.length === 2, 5000)).to.equal(true);
+    expect(c.hosts).to.deep.equal(addresses().slice(0, 2));
+    expect(await runPings(c, 40, 4)).to.deep.equal([]);
+    expect(pings(played.proxies)[2]).to.equal(0);
+  });
+
+  it('two standalones as seeds are both removed (SDAM: a standalone among several seeds is no deployment): a command fails with ServerSelectionError, and a warning says why', async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'standalone' }, { kind: 'standalone' }]);
+    const { c, warnings } = open(addresses(), '', { serverSelectionTimeoutMS: 1500 });
+    const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
+    expect(error).to.be.instanceOf(ServerSelectionError);
+    expect(error.hosts).to.deep.equal([]);
+    expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'Unknown', servers: [] }));
+    expect(c.pools.size).to.equal(0);
+    expect(pings(played.proxies)).to.deep.equal([0, 0]);
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/^server discovery: the last server of the topology was removed \(127\.0\.0\.1:\d+\): a standalone among several seeds is no deployment; no operation can be served$/);
+  });
+
+  it('a member listing hundreds of hosts, some no address at all: at most 50 monitored, the rest ignored, and every one closed by close()', async function () {
+    const roles: Role[] = [{ kind: 'secondary' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    // Ports nothing listens on: their monitors' checks fail, refused.
+    const port = await closedPort();
+    const hostile = [addresses()[0]!, 42, '', 'a b:1', '[nonsense]:1', ...Array.from({ length: 300 }, (_, i) => `127.0.0.${(i % 250) + 2}:${port}`)];
+    roles[0] = { ...roles[0]!, hosts: hostile, me: addresses()[0] } as Role;
+    const { c } = open(addresses(), '&replicaSet=rs0');
+    expect(await eventually(() => c.hosts.length === MAX_REPLICA_SET_MEMBERS)).to.equal(true);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(c.hosts).to.have.length(MAX_REPLICA_SET_MEMBERS);
+    await c.close();
+    expect([...c.pools.values()].every((p) => p.state === 'closed' && p.snapshot().totalConnectionCount === 0), 'every pool closed, empty').to.equal(true);
+    expect(await eventually(() => played.proxies[0]!.openConnections().length === 0), 'no connection left open').to.equal(true);
+  });
+
+  it('close() from a subscriber of a discovered pool\'s ConnectionPoolCreated: the other members found are not opened, the seed closed', async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }, { kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
+    const { c } = open([addresses()[0]!], '&replicaSet=rs0');
+    const created: string[] = [];
+    let closing: Promise<void> | undefined;
+    c.events$.subscribe((e) => {
+      if (e.type !== 'ConnectionPoolCreated') return;
+      created.push(e.address);
+      if (e.address !== addresses()[0]) closing ??= c.close();
+    });
+    expect(await eventually(() => closing !== undefined)).to.equal(true);
+    await closing;
+    expect(created, 'one member found, then no other opened').to.have.length(2);
+    expect([...c.pools.values()].every((p) => p.state === 'closed')).to.equal(true);
+    expect(await eventually(() => played.proxies.every((p) => p.openConnections().length === 0)), 'no connection left open').to.equal(true);
+  });
+});
