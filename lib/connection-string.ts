@@ -62,11 +62,12 @@ export interface UriClientOptions {
   /** Load-balanced mode: one pool, no monitor. */
   loadBalanced?: boolean | undefined;
   /**
-   * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
-   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with
-   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (its server suitable whatever
-   * its type once its pool is ready, but not while Unknown: after a state change error, until its next check);
-   * `false` does not turn on discovery of a replica set's other members.
+   * Whether to connect to the deployment in Single topology: `true` (an error with several hosts, or with
+   * loadBalanced) monitors the one host given and no other (no server discovery), its server suitable whatever its
+   * type once its pool is ready, but not while Unknown (after a state change error, until its next check; with a
+   * `replicaSet`, while its last check named no set or another one). `false` or unset: the hosts given are seeds, and
+   * server discovery adds the members a replica set's replies list and removes the servers that do not belong (see
+   * {@link Client}). Source: server discovery and monitoring spec, "Initial TopologyType", "TopologyType Single".
    */
   directConnection?: boolean | undefined;
   /** Streaming or polling server monitoring: `auto`, `stream` or `poll` (see `ServerMonitoringMode`). */

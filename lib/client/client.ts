@@ -110,11 +110,12 @@ export interface ClientOptions extends PoolOptions, PoolExtensionOptions, Backgr
   /** Load-balanced mode: one pool, no monitor, the pool ready at once. */
   loadBalanced?: boolean | undefined;
   /**
-   * Whether to connect to the deployment in Single topology. rxcmap never discovers servers beyond the hosts given
-   * (no topology discovery): each host gets a pool and a monitor, whatever this says. It is checked (`true` with
-   * several hosts, or with loadBalanced, is an error) and makes the TopologyType Single (its server suitable whatever
-   * its type once its pool is ready, but not while Unknown: after a state change error, until its next check);
-   * `false` does not turn on discovery of a replica set's other members.
+   * Whether to connect to the deployment in Single topology: `true` (an error with several hosts, or with
+   * loadBalanced) monitors the one host given and no other (no server discovery), its server suitable whatever its
+   * type once its pool is ready, but not while Unknown (after a state change error, until its next check; with a
+   * `replicaSet`, while its last check named no set or another one). `false` or unset: the hosts given are seeds, and
+   * server discovery adds the members a replica set's replies list and removes the servers that do not belong (see
+   * {@link Client}). Source: server discovery and monitoring spec, "Initial TopologyType", "TopologyType Single".
    */
   directConnection?: boolean | undefined;
   /**
@@ -450,7 +451,7 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * long as the TopologyType may be Unknown or Sharded: never in load-balanced mode nor with a replicaSet (URI or TXT
  * record); no more once a monitor's successful check, while no mongos had answered, is of a server that is not
  * a mongos (a hello reply without `msg: 'isdbgrid'`, other than an RSGhost's `isreplicaset: true`); once a mongos
- * answered, the client stays Sharded (see `topologyTypeAfter`). What a query gives:
+ * answered, the client stays Sharded (SDAM's TopologyType table). What a query gives:
  * - a DNS error (its timeout is connectTimeoutMS), no record, or no target in the parent domain that is a host name
  *   and port: the hosts stay as they are, a `warn` message of the `client` component says why (in `log$` and the log
  *   destination, not in `warnings`), nothing is thrown, and the next query comes heartbeatFrequencyMS later, until one
@@ -462,6 +463,21 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  *   `pools` and `monitors` at once, their events and log messages given to the subscribers of `events$` and `log$`
  *   already there (all of them, or with srvMaxHosts > 0, picked at random until there are srvMaxHosts hosts).
  * {@link close} and {@link drain} stop the polling and abandon a query in progress.
+ *
+ * Server discovery (unless `directConnection=true` or load-balanced): the hosts given (or found by SRV) are seeds, and
+ * each check's reply updates the topology description as SDAM's TopologyType table says. A replica set member's
+ * `hosts`, `passives` and `arbiters` not yet monitored are added (host names lower-cased, at most 50 taken from one
+ * reply, an entry that is no `host:port` left out), each with a pool and a monitor, in `hosts`, `pools` and
+ * `monitors`, their events and log messages given to the subscribers already there. Removed, as SRV polling removes a
+ * host (monitor closed, then pool closed; a command in flight ends as the server answers it): every server a primary's
+ * reply does not list; a member of another set than the URI's `replicaSet` (or, without one, than the first member
+ * that answered); a member whose `me` is not the address the client reaches it at (the name the configuration gives
+ * it is added instead); a standalone or a mongos in a replica set; a server that is not a mongos once a mongos
+ * answered; a standalone among several seeds (one seed that is a standalone makes the topology Single). A primary's
+ * claim older than the newest election a primary reported (electionId, then setVersion; before MongoDB 6.0 setVersion
+ * first) leaves it Unknown; a primary of a newer election makes the former one Unknown, checked at once, its pool not
+ * cleared. A client whose last server was removed serves no operation (`ServerSelectionError`, with no host) and says
+ * why in a `warn` message of the `client` component.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
@@ -478,13 +494,17 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * client can request that a monitor check its server immediately", here after a refused connect the pool is not
  * cleared for, an extension); CMAP spec, "Backpressure-enabled"; load balancer spec (no monitor, one pool);
  * connection string and URI options specs; Polling SRV Records for mongos Discovery spec, "Implementation" (SRV
- * polling; the TopologyType: server discovery and monitoring spec, "TopologyType table").
+ * polling); server discovery and monitoring spec, "Updating the TopologyDescription" (the TopologyType table and its
+ * actions), "Using me field to detect seed list members that do not match host names in the replica set
+ * configuration", "Using electionId and setVersion to detect stale primaries", "Other TopologyTypes" (a warning when
+ * the last server is removed); extension: at most 50 members taken from one reply (MongoDB's limit of a replica set).
  */
 export class Client {
   /**
-   * The hosts, `host:port`. For a `mongodb+srv://` URI: empty until its seedlist is discovered (see {@link connect}),
-   * then the hosts its SRV records gave (at most srvMaxHosts of them), as SRV polling updates them (a new array each
-   * time: those kept, in their order, then those added).
+   * The hosts the client monitors, `host:port`: the seeds given, as server discovery and SRV polling update them (a
+   * new array each time: those kept, in their order, then those added; see {@link Client}). For a `mongodb+srv://`
+   * URI: empty until its seedlist is discovered (see {@link connect}), then the hosts its SRV records gave (at most
+   * srvMaxHosts of them).
    */
   get hosts(): readonly string[] {
     return this.hostList;
