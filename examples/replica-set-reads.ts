@@ -8,9 +8,10 @@
  * - ny2, a secondary, tagged `{ dc: 'ny' }`;
  * - sf, a secondary, tagged `{ dc: 'sf' }`, that replicates 200 s behind the primary (its hello's `lastWrite` says so);
  *
- * connects a client to the three (`replicaSet=rs0`, and `readPreference=secondaryPreferred` as its default), and
- * checks, counting the commands each member received (`receivedCommands`), that:
+ * connects a client to one of them, sf (`replicaSet=rs0`, and `readPreference=secondaryPreferred` as its
+ * default), and checks, counting the commands each member received (`receivedCommands`), that:
  *
+ * 0. the client finds the two others from sf's reply (server discovery: one member is enough as a seed);
  * 1. writes (insert, sent without a read preference) go to the primary;
  * 2. reads of mode `secondary` spread over both secondaries;
  * 3. reads of `{ mode: 'secondary', maxStalenessSeconds: 90 }` avoid the secondary 200 s behind;
@@ -86,7 +87,8 @@ async function main(): Promise<number> {
   const hosts = members.map((m) => m.address);
   for (const m of members) m.setReplicaSetHosts(hosts);
 
-  const client = connect(`mongodb://${hosts.join(',')}/?replicaSet=rs0&readPreference=secondaryPreferred&localThresholdMS=1000&serverSelectionTimeoutMS=5000`);
+  // One member as the seed: the client discovers the others from its hello's `hosts`.
+  const client = connect(`mongodb://${hosts[2]}/?replicaSet=rs0&readPreference=secondaryPreferred&localThresholdMS=1000&serverSelectionTimeoutMS=5000`);
   const find = { find: 'orders', filter: { open: true } };
   /** `count` finds, one after the other, with `readPreference`. */
   const reads = async (count: number, readPreference: ReadPreferenceMode | ReadPreference): Promise<void> => {
@@ -94,6 +96,15 @@ async function main(): Promise<number> {
   };
 
   const steps: Step[] = [
+    {
+      what: 'given one member, the client finds the two others',
+      run: async () => {
+        // A write waits for the primary, which the seed's reply names among the members.
+        await client.command('admin', { ping: 1 });
+        assert.deepEqual([...client.hosts].sort(), [...hosts].sort(), `hosts: ${client.hosts.join(', ')}`);
+        return `hosts: ${client.hosts.join(', ')}`;
+      },
+    },
     {
       what: 'writes go to the primary',
       run: async () => {

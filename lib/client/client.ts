@@ -1245,10 +1245,11 @@ export class Client {
   }
 
   /**
-   * Does what an update of the topology description asks (see `TopologyChange`): each server removed is removed (see
-   * {@link removeHost}), each added opened (pool and monitor, the monitor started on the next microtask), each
-   * invalidated checked at once (its pool is not cleared). A new server whose connection options are refused (an
-   * InvalidOptionError from its factory, pool or monitor) is left out, with a warning of the `client` component;
+   * Does what an update of the topology description asks (see `TopologyChange`): each server added opened (pool and
+   * monitor, the monitor started on the next microtask), then each removed removed (see {@link removeHost}; SRV
+   * polling's removed first), each invalidated checked at once (its pool is not cleared). A new server whose
+   * connection options are refused (an InvalidOptionError from its factory, pool or monitor) is left out, with a
+   * warning of the `client` component;
    * none is opened once the client is closed or draining (a subscriber of the events of this change may close or
    * drain it). `hosts` follows the description's order.
    *

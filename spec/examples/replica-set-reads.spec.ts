@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { runExample } from './run-example';
 
 const EXPECTED = [
+  'ok - given one member, the client finds the two others',
   'ok - writes go to the primary',
   "ok - reads of mode 'secondary' spread over both secondaries",
   'ok - reads with maxStalenessSeconds 90 avoid the secondary 200 s behind',
