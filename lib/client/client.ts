@@ -510,6 +510,19 @@ export class Client {
     return this.hostList;
   }
   /**
+   * The deployment's logical session timeout, in minutes: the smallest `logicalSessionTimeoutMinutes` the data-bearing
+   * servers' last checks reported (Standalone, Mongos, RSPrimary, RSSecondary); undefined while none has been checked,
+   * when one of them reported none (the deployment does not support sessions), and in load-balanced mode (where
+   * sessions are always supported and the value is ignored). What a driver's sessions read to decide whether to use
+   * sessions and when a pooled server session is about to expire.
+   *
+   * Source: server discovery and monitoring spec, "Logical Session Timeout", "logicalSessionTimeoutMinutes"; load
+   * balancer spec, "Session Support", "Session Expiration"; driver sessions spec (its use).
+   */
+  get logicalSessionTimeoutMinutes(): number | undefined {
+    return this.topology.logicalSessionTimeoutMinutes;
+  }
+  /**
    * What the URI parser ignored, and why (never shows a password). Each is also logged: a `warn` message of the
    * `client` component (see {@link log$}).
    */

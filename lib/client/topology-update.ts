@@ -6,13 +6,12 @@
  * opens and closes the pools and monitors.
  *
  * Source: server discovery and monitoring spec, "TopologyDescription", "ServerDescription", "Parsing a hello or legacy
- * hello response", "Updating the TopologyDescription" (the TopologyType table and its actions), "Checking wire protocol
- * compatibility", "Logical Session Timeout", "Using electionId and setVersion to detect stale primaries", "Using me
+ * hello response", "Updating the TopologyDescription" (the TopologyType table and its actions), "Logical Session
+ * Timeout", "Using electionId and setVersion to detect stale primaries", "Using me
  * field to detect seed list members that do not match host names in the replica set configuration".
  */
 import { ObjectId, type Document } from 'bson';
 import { parseAddress } from '../address';
-import { MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION } from '../connection/handshake';
 import { serverTypeOf, type ServerType, type TopologyType } from './topology-description';
 
 /**
@@ -158,20 +157,6 @@ export class TopologyDescription {
     this.setName = initial.setName;
     this.seedCount = initial.seeds.length;
     for (const seed of initial.seeds) this.servers.set(seed, UNKNOWN_SERVER_DESCRIPTION);
-  }
-
-  /**
-   * Whether every server's wire version range overlaps the client's (`MIN_SUPPORTED_WIRE_VERSION` to
-   * `MAX_SUPPORTED_WIRE_VERSION`); an Unknown server counts as compatible.
-   *
-   * Source: server discovery and monitoring spec, "Checking wire protocol compatibility".
-   */
-  get compatible(): boolean {
-    for (const server of this.servers.values()) {
-      if (server.type === 'Unknown' || server.type === 'PossiblePrimary') continue;
-      if (server.minWireVersion > MAX_SUPPORTED_WIRE_VERSION || server.maxWireVersion < MIN_SUPPORTED_WIRE_VERSION) return false;
-    }
-    return true;
   }
 
   /**

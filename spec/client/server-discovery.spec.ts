@@ -46,11 +46,26 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
       expect(sorted(c.pools.keys())).to.deep.equal(sorted(addresses()));
       expect(sorted(c.monitors.keys())).to.deep.equal(sorted(addresses()));
       expect(created).to.include.members(addresses().slice(1));
+      // The smallest of the members' logicalSessionTimeoutMinutes (each proxy passes on its server's).
+      const hello = (await c.command('admin', { hello: 1 })) as { logicalSessionTimeoutMinutes?: number };
+      expect(c.logicalSessionTimeoutMinutes).to.equal(hello.logicalSessionTimeoutMinutes).and.to.be.a('number');
       // Reads from secondaries reach the members found too.
       for (let i = 0; i < 20; i++) await c.command('admin', { ping: 1 }, { readPreference: 'secondary' });
       expect(pings(played.proxies).map((n) => n > 0)).to.deep.equal([true, true, true]);
     });
   }
+
+  it('logicalSessionTimeoutMinutes: none while a data-bearing member reports none (sessions not supported), the smallest once each reports one', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary', noSessions: true }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const { c } = open(addresses(), '&replicaSet=rs0');
+    await checkedAs(c, 1, 'RSSecondary');
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(c.logicalSessionTimeoutMinutes).to.equal(undefined);
+    roles[1] = { kind: 'secondary' };
+    await checkedAs(c, 1, 'RSSecondary');
+    expect(await eventually(() => typeof c.logicalSessionTimeoutMinutes === 'number')).to.equal(true);
+  });
 
   it('a seed named otherwise than the configuration names it is replaced by the configured name: its pool closed, never a description without a server', async function () {
     played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }]);

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { EJSON, ObjectId, type Document } from 'bson';
 import { parseConnectionString } from '../../lib/connection-string';
 import { asTopologyVersion } from '../../lib/monitor/topology-version';
+import { incompatibleServer } from '../../lib/connection/handshake';
 import { isStaleServerDescription } from '../../lib/client/state-change-error';
 import { initialTopology } from '../../lib/client/topology-type';
 import { MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
@@ -75,7 +76,11 @@ function run(uri: string, phases: Phase[]): void {
     if ('logicalSessionTimeoutMinutes' in outcome) expect(description.logicalSessionTimeoutMinutes ?? null, `${at}: logicalSessionTimeoutMinutes`).to.equal(outcome.logicalSessionTimeoutMinutes);
     if ('maxSetVersion' in outcome) expect(description.maxSetVersion, `${at}: maxSetVersion`).to.equal(outcome.maxSetVersion);
     if ('maxElectionId' in outcome) expect(description.maxElectionId?.toHexString(), `${at}: maxElectionId`).to.equal(outcome.maxElectionId?.toHexString());
-    if ('compatible' in outcome) expect(description.compatible, `${at}: compatible`).to.equal(outcome.compatible);
+    // Compatibility as the client's monitors judge it: a server whose wire versions the handshake refuses.
+    if ('compatible' in outcome) {
+      const compatible = [...description.servers].every(([address, s]) => s.type === 'Unknown' || incompatibleServer(address, s.minWireVersion, s.maxWireVersion) === undefined);
+      expect(compatible, `${at}: compatible`).to.equal(outcome.compatible);
+    }
   });
 }
 

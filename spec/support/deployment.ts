@@ -26,6 +26,8 @@ export interface Configured {
   me?: unknown;
   /** Its `primary` (none by default). */
   primary?: string;
+  /** Without `logicalSessionTimeoutMinutes` (a member of a deployment without sessions), when true. */
+  noSessions?: boolean;
 }
 
 /** Elections in the order of the calls: each electionId greater than the one before. */
@@ -76,6 +78,7 @@ export async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise
           hosts: role.hosts ?? proxies.filter((_p, j) => setOf(roles[j]!) === setOf(role)).map((p) => p.address),
           me: 'me' in role ? role.me : proxy.address,
           ...(role.primary === undefined ? {} : { primary: role.primary }),
+          ...(role.noSessions === true ? { logicalSessionTimeoutMinutes: undefined } : {}),
         };
       },
     };
