@@ -8,7 +8,7 @@
  * string representation ... The format is flexible").
  */
 import type { Document } from 'bson';
-import type { ClientTopologyType } from './topology-type';
+import type { ClientTopologyType, TopologyType } from './topology-type';
 
 /**
  * A server's type: `Unknown` (not checked yet, its last check failed, or its pool cleared since), `PossiblePrimary`
@@ -45,14 +45,6 @@ export interface ServerSummary {
   readonly address: string;
   readonly type: ServerType;
 }
-
-/**
- * A TopologyType as SDAM names it: the client's (see `ClientTopologyType`), a replica set's told apart by whether one
- * of its servers is an RSPrimary.
- *
- * Source: server discovery and monitoring spec, "TopologyType".
- */
-export type TopologyType = 'Unknown' | 'Single' | 'Sharded' | 'ReplicaSetNoPrimary' | 'ReplicaSetWithPrimary' | 'LoadBalanced';
 
 /**
  * The topology description `{ type, servers }` as JSON: `type` the client's TopologyType as SDAM names it (see

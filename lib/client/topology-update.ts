@@ -12,7 +12,8 @@
  */
 import { ObjectId, type Document } from 'bson';
 import { parseAddress } from '../address';
-import { serverTypeOf, type ServerType, type TopologyType } from './topology-description';
+import { serverTypeOf, type ServerType } from './topology-description';
+import type { TopologyType } from './topology-type';
 
 /**
  * The most members a replica set has (MongoDB's limit): a reply listing more (`hosts`, `passives` and `arbiters`
@@ -238,14 +239,12 @@ export class TopologyDescription {
         this.type = 'Sharded';
         return;
       case 'RSPrimary':
-        this.type = 'ReplicaSetWithPrimary';
-        this.updateFromPrimary(address, description, change);
-        return;
       case 'RSSecondary':
       case 'RSArbiter':
       case 'RSOther':
+        // A member makes the topology a replica set (with a primary once updateReplicaSet takes a primary's reply).
         this.type = 'ReplicaSetNoPrimary';
-        this.updateWithoutPrimary(address, description, change);
+        this.updateReplicaSet(address, description, change);
         return;
       default:
         // Unknown, RSGhost: the TopologyType stays Unknown.
@@ -414,4 +413,19 @@ function compareOptional<T extends string | number>(a: T | undefined, b: T | und
 function staleMessage(claim: ServerDescription, max: TopologyDescription): string {
   const tuple = (electionId: ObjectId | undefined, setVersion: number | undefined): string => `{ electionId: ${electionId?.toHexString() ?? 'null'}, setVersion: ${setVersion ?? 'null'} }`;
   return `primary marked stale due to electionId/setVersion mismatch, ${tuple(claim.electionId, claim.setVersion)} is stale compared to ${tuple(max.maxElectionId, max.maxSetVersion)}`;
+}
+
+/**
+ * Where a client's topology description starts: its `seeds`, and the TopologyType `LoadBalanced` in load-balanced
+ * mode, `Single` with `directConnection=true`, `ReplicaSetNoPrimary` with a `replicaSet` (URI or TXT record; its name
+ * the description's setName), `Unknown` otherwise (whatever the number of seeds, a `mongodb+srv://` URI's included).
+ *
+ * Source: server discovery and monitoring spec, "Initial TopologyType", "Initial setName", "Handling of SRV URIs
+ * resolving to single host"; load balancer spec.
+ */
+export function initialTopology(settings: { readonly seeds: readonly string[]; readonly loadBalanced: boolean; readonly directConnection: boolean; readonly replicaSet: string | undefined }): InitialTopology {
+  const { seeds, replicaSet } = settings;
+  if (settings.loadBalanced) return { seeds, type: 'LoadBalanced', setName: undefined };
+  if (settings.directConnection) return { seeds, type: 'Single', setName: replicaSet };
+  return { seeds, type: replicaSet !== undefined ? 'ReplicaSetNoPrimary' : 'Unknown', setName: replicaSet };
 }

@@ -6,8 +6,7 @@ import { parseConnectionString } from '../../lib/connection-string';
 import { asTopologyVersion } from '../../lib/monitor/topology-version';
 import { incompatibleServer } from '../../lib/connection/handshake';
 import { isStaleServerDescription } from '../../lib/client/state-change-error';
-import { initialTopology } from '../../lib/client/topology-type';
-import { MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
+import { initialTopology, MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
 
 /** The server discovery and monitoring spec's tests of the topology description (tests/rs, sharded, single). */
 const fixtures = path.resolve(__dirname, '../fixtures/server-discovery');
