@@ -57,7 +57,7 @@ import { clientTopologyType, type ClientTopologyType } from './topology-type';
 import { initialTopology, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION, type TopologyChange } from './topology-update';
 import { setOwnField } from '../own-field';
 import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from '../read-preference';
-import { checkedServer, DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
+import { DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
 import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
@@ -400,9 +400,6 @@ function emptied(topology: TopologyDescription): string {
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
 const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
 
-/** What selection knows of a server with no successful check since its last failure or state change error. */
-const UNKNOWN_SERVER: CheckedServer = Object.freeze({ type: 'Unknown' });
-
 /** The names of the options of `selectPool()`. */
 const SELECT_POOL_OPTION_NAMES = ['signal', 'readPreference'] as const;
 
@@ -688,11 +685,6 @@ export class Client {
   private topologyLogging: TopologyLogging | undefined;
   /** The topology description the last "Topology description changed" message gave (see {@link describe}). */
   private writtenDescription = UNKNOWN_TOPOLOGY_DESCRIPTION;
-  /**
-   * Each monitored host as its last check that succeeded described it (none once one failed, or once a state change
-   * error made it Unknown): its ServerType, and what selection reads of a primary's claim.
-   */
-  private readonly checked = new Map<string, CheckedServer>();
   /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
   private readonly heartbeatFrequencyMS: number;
   /** Whether the client was given `directConnection=true` (see `suitableServers`). */
@@ -1184,7 +1176,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
           this.topologyVersions.delete(address);
-          this.checked.delete(address);
+          // A check a removal or close() ended leaves the description alone.
           if (!(e.error instanceof MonitorClosedError)) this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
@@ -1238,21 +1230,17 @@ export class Client {
 
   /**
    * After a successful check of `address` whose hello reply is `reply`: the topology description takes the server's
-   * new description (see `TopologyDescription.update`), and the client keeps what selection reads of the server (see
-   * `checkedServer`), or Unknown when the update made it so (a primary older than the newest election; a direct
-   * connection given a `replicaSet` whose reply names no set or another one). SRV polling stops for good once the
-   * TopologyType is neither Unknown nor Sharded. Returns what the client must do next (see {@link applyChange}).
+   * new description (see `TopologyDescription.update`), which selection reads: Unknown when the update made it so (a
+   * primary older than the newest election; a direct connection given a `replicaSet` whose reply names no set or
+   * another one). SRV polling stops for good once the TopologyType is neither Unknown nor Sharded. Returns what the
+   * client must do next (see {@link applyChange}).
    *
    * Source: server discovery and monitoring spec, "Updating the TopologyDescription", "Verifying setName with
    * TopologyType Single", "Using electionId and setVersion to detect stale primaries"; Polling SRV Records for mongos
    * Discovery spec, "Implementation".
    */
   private described(address: string, reply: Document): TopologyChange {
-    const change = this.topology.update(address, serverDescriptionOf(reply));
-    const kept = this.topology.servers.get(address);
-    if (kept !== undefined) this.checked.set(address, kept.type === 'Unknown' ? UNKNOWN_SERVER : checkedServer(reply, this.scheduler.now()));
-    // The servers the update made Unknown (a primary replaced by a newer one) are no longer suitable.
-    for (const other of change.invalidated) this.checked.set(other, UNKNOWN_SERVER);
+    const change = this.topology.update(address, serverDescriptionOf(reply, this.scheduler.now()));
     if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
     return change;
   }
@@ -1359,7 +1347,6 @@ export class Client {
     (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
     this.heartbeatErrors.delete(address);
     this.topologyVersions.delete(address);
-    this.checked.delete(address);
     const feed = this.hostFeeds.get(address);
     this.hostFeeds.delete(address);
     if (pool === undefined) return;
@@ -1559,7 +1546,7 @@ export class Client {
       let type: ServerType = 'Unknown';
       // A pool the drain closed: described as it was while open (its server is not gone, the client is closing).
       const state = pool.state === 'closed' && this.draining ? (this.openStates.get(pool) ?? pool.state) : pool.state;
-      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.checked.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
+      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.topology.servers.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
       return { address, type };
     });
     return topologyDescriptionText(this.topologyType, servers);
@@ -1791,7 +1778,7 @@ export class Client {
     for (const [address, pool] of this.pools) {
       if (pool.state !== 'ready') continue;
       const monitor = this.monitors.get(address);
-      const checked = monitor === undefined ? LOAD_BALANCER : (this.checked.get(address) ?? UNKNOWN_SERVER);
+      const checked = monitor === undefined ? LOAD_BALANCER : (this.topology.servers.get(address) ?? UNKNOWN_SERVER_DESCRIPTION);
       servers.push(new PoolServer(pool, checked, monitor, this.selected));
     }
     return selectServer(this.topologyType, servers, {
@@ -2091,7 +2078,6 @@ export class Client {
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
-    this.checked.delete(pool.address);
     this.topology.update(pool.address, UNKNOWN_SERVER_DESCRIPTION);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.
@@ -2150,7 +2136,7 @@ export class Client {
   private commandSent(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
     const own = Object.prototype.hasOwnProperty.call(command, '$readPreference');
     // None for a load balancer (it has no check).
-    const type = this.checked.get(address)?.type;
+    const type = this.topology.servers.get(address)?.type;
     // A replica set member (RSPrimary, RSSecondary, RSArbiter, RSOther, RSGhost) reached directly.
     const directMember = this.topologyType === 'Single' && type?.startsWith('RS') === true;
     let document: Document | undefined;

@@ -10,9 +10,10 @@
  * Timeout", "Using electionId and setVersion to detect stale primaries", "Using me
  * field to detect seed list members that do not match host names in the replica set configuration".
  */
-import { ObjectId, type Document } from 'bson';
+import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
-import { serverTypeOf, type ServerType } from './topology-description';
+import { checkedServer, type CheckedServer } from './server-selection';
+import type { ServerType } from './topology-description';
 import type { TopologyType } from './topology-type';
 
 /**
@@ -26,24 +27,15 @@ export const MAX_REPLICA_SET_MEMBERS = 50;
 const ELECTION_ID_FIRST_WIRE_VERSION = 17;
 
 /**
- * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields discovery reads.
- * Addresses (`me`, `members`, `primary`) are normalized as the client writes its hosts (`parseAddress`: host names
- * lower-cased, port 27017 when none); one that is not an address is left out.
+ * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields selection (see
+ * `CheckedServer`) and discovery read. Addresses (`me`, `members`, `primary`) are normalized as the client writes its
+ * hosts (`parseAddress`: host names lower-cased, port 27017 when none); one that is not an address is left out.
  */
-export interface ServerDescription {
-  /** Its ServerType; `Unknown` when not checked yet or its last check failed. */
-  readonly type: ServerType;
+export interface ServerDescription extends CheckedServer {
   /** Why it is Unknown, when the update made it so (a stale primary, a newer primary found). */
   readonly error?: string | undefined;
-  /** The reply's `setName`. */
-  readonly setName?: string | undefined;
-  /** The reply's `setVersion` (a primary's). */
-  readonly setVersion?: number | undefined;
-  /** The reply's `electionId` (a primary's). */
-  readonly electionId?: ObjectId | undefined;
-  /** The reply's wire version range; 0 when not given. */
+  /** The reply's `minWireVersion`; 0 when not given. */
   readonly minWireVersion: number;
-  readonly maxWireVersion: number;
   /** The reply's `me`: the address the replica set configuration names this member by. */
   readonly me?: string | undefined;
   /** The reply's `hosts`, `passives` and `arbiters`, in that order, without repeats (at most 50). */
@@ -55,29 +47,27 @@ export interface ServerDescription {
 }
 
 /** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
-export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, maxWireVersion: 0, members: Object.freeze([]) });
+export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, members: Object.freeze([]) });
 
 /**
- * The ServerDescription a check's outcome gives: `reply`, a successful hello reply, or undefined for a failed check
- * (Unknown). A reply without `ok: 1` is Unknown too. Never throws: a field of the wrong type is taken as absent, an
- * entry of `hosts`, `passives` or `arbiters` that is no address left out.
+ * The ServerDescription a check's outcome gives: `reply`, a successful hello reply received at `lastUpdateTime` (ms,
+ * the client's clock; see `checkedServer` for the fields selection reads), or undefined for a failed check (Unknown).
+ * A reply without `ok: 1` is Unknown too. Never throws: a field of the wrong type is taken as absent, an entry of
+ * `hosts`, `passives` or `arbiters` that is no address left out. An RSGhost, a standalone and a mongos have no set
+ * name, members or `me` the client may use.
  *
- * Source: server discovery and monitoring spec, "Parsing a hello or legacy hello response" ("type", "Hostnames are
- * normalized to lower-case", "logicalSessionTimeoutMinutes").
+ * Source: server discovery and monitoring spec, "Parsing a hello or legacy hello response" ("type", "RSGhost and
+ * RSOther", "Hostnames are normalized to lower-case", "logicalSessionTimeoutMinutes").
  */
-export function serverDescriptionOf(reply: Document | undefined): ServerDescription {
+export function serverDescriptionOf(reply: Document | undefined, lastUpdateTime?: number): ServerDescription {
   if (reply === undefined || reply === null || typeof reply !== 'object' || reply.ok !== 1) return UNKNOWN_SERVER_DESCRIPTION;
-  const type = serverTypeOf(reply);
-  const { setName, setVersion, electionId, minWireVersion, maxWireVersion, logicalSessionTimeoutMinutes } = reply;
-  // An RSGhost has no hosts list nor setName the client may use (SDAM, "RSGhost and RSOther").
-  const member = type !== 'RSGhost' && type !== 'Standalone' && type !== 'Mongos';
+  const checked = checkedServer(reply, lastUpdateTime);
+  const { minWireVersion, logicalSessionTimeoutMinutes } = reply;
+  const member = checked.type !== 'RSGhost' && checked.type !== 'Standalone' && checked.type !== 'Mongos';
   return {
-    type,
-    setName: member && typeof setName === 'string' ? setName : undefined,
-    setVersion: typeof setVersion === 'number' && Number.isFinite(setVersion) ? setVersion : undefined,
-    electionId: electionId instanceof ObjectId ? electionId : undefined,
+    ...checked,
+    setName: member ? checked.setName : undefined,
     minWireVersion: typeof minWireVersion === 'number' ? minWireVersion : 0,
-    maxWireVersion: typeof maxWireVersion === 'number' ? maxWireVersion : 0,
     me: member ? addressOrUndefined(reply.me) : undefined,
     members: member ? membersOf(reply) : [],
     primary: member ? addressOrUndefined(reply.primary) : undefined,
@@ -333,7 +323,7 @@ export class TopologyDescription {
    */
   private staleClaim(description: ServerDescription): string | undefined {
     const { electionId, setVersion } = description;
-    if (description.maxWireVersion >= ELECTION_ID_FIRST_WIRE_VERSION) {
+    if ((description.maxWireVersion ?? 0) >= ELECTION_ID_FIRST_WIRE_VERSION) {
       // An absent electionId or setVersion is older than any.
       const ids = compareOptional(electionId?.toHexString(), this.maxElectionId?.toHexString());
       if (ids > 0 || (ids === 0 && compareOptional(setVersion, this.maxSetVersion) >= 0)) {
@@ -379,12 +369,12 @@ export class TopologyDescription {
     change.added.push(address);
   }
 
-  /** Removes `address`. */
+  /**
+   * Removes `address`. (No update removes a server it added: a primary's removes only servers its list lacks, after
+   * adding those it lists; the others remove only the server that replied.)
+   */
   private remove(address: string, change: Change): void {
-    if (!this.servers.delete(address)) return;
-    const added = change.added.indexOf(address);
-    if (added >= 0) change.added.splice(added, 1);
-    else change.removed.push(address);
+    if (this.servers.delete(address)) change.removed.push(address);
   }
 }
 

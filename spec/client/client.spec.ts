@@ -360,7 +360,7 @@ describe('connect() / Client', function () {
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`);
     const pool = [...client.pools.values()][0];
     // The server as a successful check would describe it (Single: a standalone, suitable once its pool is ready).
-    (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
+    (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers.set(pool.address, { type: 'Standalone' });
     // What the client's selections do with the pool: subscriptions to its events, and reads of its state.
     let subscribed = 0;
     let following = 0;
@@ -410,7 +410,7 @@ describe('connect() / Client', function () {
     client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&connectTimeoutMS=200&heartbeatFrequencyMS=60000&directConnection=true`, { scheduler: clock });
     const pool = [...client.pools.values()][0];
     // The server as a successful check would describe it (Single: a standalone, suitable once its pool is ready).
-    (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
+    (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers.set(pool.address, { type: 'Standalone' });
     const short = client.command('admin', { ping: 1 }, { timeoutMS: 100 }).catch((e: unknown) => e);
     const long = client.selectPool();
     expect(await eventually(() => selectionsWaiting(client!) === 2), 'both wait for a ready server').to.equal(true);
@@ -1377,7 +1377,7 @@ describe('connect() / Client', function () {
       // As a check would (the pool ready, the server a standalone again), but leaving the server's topologyVersion as
       // the error left it.
       pool.ready();
-      (client as unknown as { checked: Map<string, { type: string }> }).checked.set(pool.address, { type: 'Standalone' });
+      (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers.set(pool.address, { type: 'Standalone' });
       await client!.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(count('ConnectionPoolCleared'), 'not cleared again by an error as old as the last').to.equal(1);
       // A different processId (a restarted server) always counts.

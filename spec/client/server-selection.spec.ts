@@ -691,7 +691,7 @@ describe('a client selecting among its servers (against the test endpoint, behin
     played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: elected }, { kind: 'primary', electionId: elected }]);
     const c = open('replicaSet=rs0&heartbeatFrequencyMS=60000');
     expect(await eventually(() => [...c.pools.values()].some((p) => p.state === 'ready'))).to.equal(true);
-    const checked = (c as unknown as { checked: Map<string, { type: string }> }).checked;
+    const checked = (c as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers;
     const primaries = (): number => [...c.monitors.keys()].filter((address) => checked.get(address)?.type === 'RSPrimary').length;
     const hellos = (): number => played.proxies.map((p) => p.commands.filter((name) => name === 'hello' || name === 'isMaster').length).reduce((a, b) => a + b);
     const before = hellos();

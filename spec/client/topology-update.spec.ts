@@ -77,7 +77,7 @@ function run(uri: string, phases: Phase[]): void {
     if ('maxElectionId' in outcome) expect(description.maxElectionId?.toHexString(), `${at}: maxElectionId`).to.equal(outcome.maxElectionId?.toHexString());
     // Compatibility as the client's monitors judge it: a server whose wire versions the handshake refuses.
     if ('compatible' in outcome) {
-      const compatible = [...description.servers].every(([address, s]) => s.type === 'Unknown' || incompatibleServer(address, s.minWireVersion, s.maxWireVersion) === undefined);
+      const compatible = [...description.servers].every(([address, s]) => s.type === 'Unknown' || incompatibleServer(address, s.minWireVersion, s.maxWireVersion ?? 0) === undefined);
       expect(compatible, `${at}: compatible`).to.equal(outcome.compatible);
     }
   });

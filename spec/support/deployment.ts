@@ -93,7 +93,7 @@ export async function deployment(endpoint: TestEndpoint, roles: Role[]): Promise
  */
 export async function checkedAs(c: Client, index: number, type: ServerType, electionId?: ObjectId): Promise<void> {
   const monitor = [...c.monitors.values()][index]!;
-  const checked = (c as unknown as { checked: Map<string, { type: ServerType; electionId?: ObjectId }> }).checked;
+  const checked = (c as unknown as { topology: { servers: Map<string, { type: ServerType; electionId?: ObjectId }> } }).topology.servers;
   const found = (): boolean => {
     const server = checked.get(monitor.address);
     return server?.type === type && (electionId === undefined || server.electionId?.equals(electionId) === true);
