@@ -67,7 +67,8 @@ export function checkedServer(reply: Document, lastUpdateTime?: number): Checked
     type: serverTypeOf(reply),
     setName: typeof setName === 'string' ? setName : undefined,
     electionId: electionId instanceof ObjectId ? electionId : undefined,
-    setVersion: typeof setVersion === 'number' && !Number.isNaN(setVersion) ? setVersion : undefined,
+    // A finite number only: an infinite setVersion would make every later primary's claim stale.
+    setVersion: typeof setVersion === 'number' && Number.isFinite(setVersion) ? setVersion : undefined,
     maxWireVersion: typeof maxWireVersion === 'number' ? maxWireVersion : undefined,
     tags: tagsOf(tags),
     lastWriteDate: lastWriteDate instanceof Date && !Number.isNaN(lastWriteDate.getTime()) ? lastWriteDate.getTime() : undefined,

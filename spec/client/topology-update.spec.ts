@@ -6,6 +6,7 @@ import { parseConnectionString } from '../../lib/connection-string';
 import { asTopologyVersion } from '../../lib/monitor/topology-version';
 import { incompatibleServer } from '../../lib/connection/handshake';
 import { isStaleServerDescription } from '../../lib/client/state-change-error';
+import { clientTopologyType } from '../../lib/client/topology-type';
 import { initialTopology, MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
 
 /** The server discovery and monitoring spec's tests of the topology description (tests/rs, sharded, single). */
@@ -106,6 +107,146 @@ describe('topology description updates (server discovery and monitoring spec)', 
   describe('beyond the spec tests', function () {
     const primary = (hosts: unknown, extra: Document = {}): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21, ...extra });
 
+    /** A description with `seeds`, in a replica set named `replicaSet` when given. */
+    const topology = (seeds: string[], replicaSet?: string): TopologyDescription => new TopologyDescription(initialTopology({ seeds, loadBalanced: false, directConnection: false, replicaSet }));
+    const secondary = (hosts: string[], extra: Document = {}): Document => ({ ok: 1, secondary: true, setName: 'rs', hosts, maxWireVersion: 21, ...extra });
+    const oid = (n: number): ObjectId => new ObjectId(n.toString(16).padStart(24, '0'));
+
+    it('a failed check, a null reply and a reply without ok: 1 give an Unknown server of which nothing is known', function () {
+      for (const reply of [undefined, null as unknown as Document, { ok: 0, isWritablePrimary: true, setName: 'rs', hosts: ['a'] }]) {
+        expect(serverDescriptionOf(reply), String(reply)).to.deep.equal({ type: 'Unknown', minWireVersion: 0, members: [] });
+      }
+    });
+
+    it('takes no set name, member list, me nor primary from a ghost, a standalone or a mongos', function () {
+      const fields = { setName: 'rs', hosts: ['b:27017'], passives: ['c:27017'], me: 'a:27017', primary: 'b:27017', maxWireVersion: 21 };
+      for (const [reply, type] of [
+        [{ ok: 1, isreplicaset: true, ...fields }, 'RSGhost'],
+        [{ ok: 1, ...fields, setName: 5 }, 'Standalone'],
+        [{ ok: 1, msg: 'isdbgrid', ...fields, setName: undefined }, 'Mongos'],
+      ] as const) {
+        const description = serverDescriptionOf(reply);
+        expect(description.type).to.equal(type);
+        expect({ setName: description.setName, me: description.me, primary: description.primary, members: description.members }, type).to.deep.equal({ setName: undefined, me: undefined, primary: undefined, members: [] });
+      }
+    });
+
+    it('takes setVersion only as a finite number, and an absent or non-numeric wire version as 0', function () {
+      for (const setVersion of ['2', Number.NaN, Number.POSITIVE_INFINITY]) expect(serverDescriptionOf(primary(['a'], { setVersion })).setVersion, String(setVersion)).to.equal(undefined);
+      expect(serverDescriptionOf(primary(['a'], { setVersion: 2 })).setVersion).to.equal(2);
+      expect(serverDescriptionOf({ ok: 1, maxWireVersion: 21 }).minWireVersion).to.equal(0);
+      expect(serverDescriptionOf({ ok: 1, minWireVersion: '8', maxWireVersion: 21 }).minWireVersion).to.equal(0);
+    });
+
+    it('starts LoadBalanced in load-balanced mode, and then no check changes it', function () {
+      const initial = initialTopology({ seeds: ['lb:27017'], loadBalanced: true, directConnection: false, replicaSet: 'rs' });
+      expect(initial).to.deep.equal({ seeds: ['lb:27017'], type: 'LoadBalanced', setName: undefined });
+      const description = new TopologyDescription(initial);
+      expect(description.update('lb:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }))).to.deep.equal({ added: [], removed: [], invalidated: [] });
+      expect(description.type).to.equal('LoadBalanced');
+      expect(description.servers.get('lb:27017')).to.equal(UNKNOWN_SERVER_DESCRIPTION);
+    });
+
+    it('clientTopologyType takes a replica set\'s two TopologyTypes as one', function () {
+      const types = ['Unknown', 'Single', 'Sharded', 'ReplicaSetNoPrimary', 'ReplicaSetWithPrimary', 'LoadBalanced'] as const;
+      expect(types.map(clientTopologyType)).to.deep.equal(['Unknown', 'Single', 'Sharded', 'ReplicaSet', 'ReplicaSet', 'LoadBalanced']);
+    });
+
+    it('replaceServers and removeServer leave a replica set without a primary when they remove it, and other TopologyTypes as they were', function () {
+      let description = topology(['a:27017', 'b:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      expect(description.replaceServers(['b:27017'])).to.deep.equal({ added: [], removed: ['a:27017'], invalidated: [] });
+      expect(description.type).to.equal('ReplicaSetNoPrimary');
+
+      description = topology(['a:27017', 'b:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      description.removeServer('a:27017');
+      expect([...description.servers.keys()]).to.deep.equal(['b:27017']);
+      expect(description.type).to.equal('ReplicaSetNoPrimary');
+
+      description = topology(['a:27017', 'b:27017']);
+      description.removeServer('b:27017');
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017']);
+      expect(description.type).to.equal('Unknown');
+    });
+
+    it('an arbiter is a member of the set: it makes an Unknown topology a replica set, and its hosts are discovered', function () {
+      const arbiter = (hosts: string[]): Document => ({ ok: 1, arbiterOnly: true, setName: 'rs', hosts, maxWireVersion: 21 });
+      let description = topology(['a:27017', 'b:27017']);
+      expect(description.update('a:27017', serverDescriptionOf(arbiter(['a:27017', 'c:27017'])))).to.deep.equal({ added: ['c:27017'], removed: [], invalidated: [] });
+      expect(description.type).to.equal('ReplicaSetNoPrimary');
+      expect(description.setName).to.equal('rs');
+
+      description = topology(['a:27017'], 'rs');
+      expect(description.update('a:27017', serverDescriptionOf(arbiter(['a:27017', 'c:27017'])))).to.deep.equal({ added: ['c:27017'], removed: [], invalidated: [] });
+      expect(description.servers.get('a:27017')!.type).to.equal('RSArbiter');
+    });
+
+    it('with a primary, a member whose me names another host is removed', function () {
+      const description = topology(['a:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      expect(description.update('b:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'], { me: 'c:27017' })))).to.deep.equal({ added: [], removed: ['b:27017'], invalidated: [] });
+      expect(description.type).to.equal('ReplicaSetWithPrimary');
+    });
+
+    it('a primary that answers as a secondary leaves no primary, and the member it names becomes PossiblePrimary', function () {
+      const description = topology(['a:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      description.update('a:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'], { primary: 'b:27017' })));
+      expect(description.type).to.equal('ReplicaSetNoPrimary');
+      expect(description.servers.get('b:27017')!.type).to.equal('PossiblePrimary');
+    });
+
+    it('a member named as primary becomes PossiblePrimary only while Unknown, and a primary named that is no server is not added', function () {
+      const description = topology(['a:27017', 'b:27017'], 'rs');
+      description.update('b:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'])));
+      description.update('a:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'], { primary: 'b:27017' })));
+      expect(description.servers.get('b:27017')!.type).to.equal('RSSecondary');
+      expect(description.update('a:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'], { primary: 'z:27017' })))).to.deep.equal({ added: [], removed: [], invalidated: [] });
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017', 'b:27017']);
+    });
+
+    it('before MongoDB 6.0, a primary\'s claim orders by setVersion, then electionId; the same claim again is not stale', function () {
+      const old = (setVersion: number | undefined, electionId: ObjectId | undefined): Document => primary(['a:27017', 'b:27017', 'c:27017'], { maxWireVersion: 16, ...(setVersion === undefined ? {} : { setVersion }), ...(electionId === undefined ? {} : { electionId }) });
+      const types = (description: TopologyDescription): string[] => [...description.servers.values()].map((server) => server.type);
+      const description = topology(['a:27017', 'b:27017', 'c:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(old(1, oid(1))));
+      // Same setVersion, greater electionId: newer.
+      expect(description.update('b:27017', serverDescriptionOf(old(1, oid(2)))).invalidated).to.deep.equal(['a:27017']);
+      expect(types(description)).to.deep.equal(['Unknown', 'RSPrimary', 'Unknown']);
+      // The same claim again.
+      description.update('b:27017', serverDescriptionOf(old(1, oid(2))));
+      expect(types(description)).to.deep.equal(['Unknown', 'RSPrimary', 'Unknown']);
+      // Greater setVersion, smaller electionId: newer.
+      expect(description.update('c:27017', serverDescriptionOf(old(2, oid(1)))).invalidated).to.deep.equal(['b:27017']);
+      expect({ maxSetVersion: description.maxSetVersion, maxElectionId: description.maxElectionId?.toHexString() }).to.deep.equal({ maxSetVersion: 2, maxElectionId: oid(1).toHexString() });
+      // Smaller setVersion, greater electionId: stale.
+      description.update('a:27017', serverDescriptionOf(old(1, oid(3))));
+      expect(types(description)).to.deep.equal(['Unknown', 'Unknown', 'RSPrimary']);
+      expect(description.servers.get('a:27017')!.error).to.include('primary marked stale due to electionId/setVersion mismatch');
+
+      // An electionId without a setVersion is not recorded.
+      const alone = topology(['a:27017'], 'rs');
+      alone.update('a:27017', serverDescriptionOf(old(undefined, oid(5))));
+      expect(alone.servers.get('a:27017')!.type).to.equal('RSPrimary');
+      expect(alone.maxElectionId).to.equal(undefined);
+    });
+
+    it('a stale primary\'s error names its claim and the newest election, null for what is absent', function () {
+      const description = topology(['a:27017', 'b:27017'], 'rs');
+      description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'], { setVersion: 1, electionId: oid(2) })));
+      description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
+      expect(description.servers.get('b:27017')!.error).to.equal(`primary marked stale due to electionId/setVersion mismatch, { electionId: null, setVersion: null } is stale compared to { electionId: ${oid(2).toHexString()}, setVersion: 1 }`);
+      description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'], { setVersion: 5, electionId: oid(1) })));
+      expect(description.servers.get('b:27017')!.error).to.equal(`primary marked stale due to electionId/setVersion mismatch, { electionId: ${oid(1).toHexString()}, setVersion: 5 } is stale compared to { electionId: ${oid(2).toHexString()}, setVersion: 1 }`);
+    });
+
+    it('counts a LoadBalancer among the data-bearing servers of logicalSessionTimeoutMinutes', function () {
+      const description = topology(['lb:27017']);
+      description.update('lb:27017', { ...UNKNOWN_SERVER_DESCRIPTION, type: 'LoadBalancer', logicalSessionTimeoutMinutes: 30 });
+      expect(description.logicalSessionTimeoutMinutes).to.equal(30);
+    });
+
     it('takes at most 50 members of a reply, and leaves out entries that are no address', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const hosts = ['a:27017', 17, '', 'b:99999', { host: 'c' }, ...Array.from({ length: 80 }, (_, i) => `m${i}:27017`)];
@@ -140,7 +281,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(change).to.deep.equal({ added: ['m1:27017', 'm2:27017'], removed: ['seed:27017'], invalidated: [] });
     });
 
-    it('a server added and removed by one update is neither opened nor removed', function () {
+    it('a member one reply added and the primary\'s list leaves out is removed again', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
       description.update('a:27017', serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017', 'c:27017'], maxWireVersion: 21 }));
       // c came with a's reply; the primary's list leaves it out again.
@@ -148,7 +289,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(change).to.deep.equal({ added: [], removed: ['c:27017'], invalidated: [] });
     });
 
-    it('replaceServers (SRV polling) adds and removes servers, and a primary removed leaves no primary', function () {
+    it('replaceServers (SRV polling) adds and removes servers', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
       description.update('a:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }));
       expect(description.replaceServers(['b:27017', 'c:27017'])).to.deep.equal({ added: ['c:27017'], removed: ['a:27017'], invalidated: [] });
