@@ -7,8 +7,10 @@
  * - hello / isMaster (with `saslSupportedMechs`, `speculativeAuthenticate` and compression negotiation), ping,
  *   buildInfo, endSessions, connectionStatus, and `{ ok: 1 }` for anything else;
  * - with `mongos: true`, hello replies as a mongos gives them (`msg: 'isdbgrid'`);
- * - with `replicaSetMember`, hello replies as a replica set member gives them (`setName`, `hosts`, `me`, and, as the
- *   primary, `primary` and `electionId`; `tags` for a tagged member; `lastWrite`, each member behind the primary by
+ * - with `replicaSetMember`, hello replies as a replica set member gives them (`setName`, `hosts`, `me`, `primary`
+ *   (a secondary's: the primary of its set in this process), `electionId` as the primary; `passives`, `arbiters`,
+ *   `arbiterOnly`, `passive`, `hidden` and a removed member's reply from a configuration:
+ *   {@link EmbeddedServer.setReplicaSetConfig}; `tags` for a tagged member; `lastWrite`, each member behind the primary by
  *   its replication lag: {@link EmbeddedServer.setReplicationLag}), a state that changes at runtime
  *   ({@link EmbeddedServer.setReplicaSetMemberState}: an election or a step down), and a secondary's refusals
  *   (NotWritablePrimary 10107, NotPrimaryNoSecondaryOk 13435);
@@ -135,8 +137,12 @@ export interface EmbeddedServerOptions {
    * answers. Hello and the legacy hello then carry `setName`, `setVersion` (1, counted up by
    * {@link EmbeddedServer.setReplicaSetHosts}), `isWritablePrimary` (legacy: `ismaster`) true only for the primary,
    * `secondary` (true only for a secondary), `hosts` (this option's `hosts`, default `[<its own host:port>]`), `me`
-   * (its own `host:port`), and, while it is the primary only, `primary` (its own address) and `electionId` (see
-   * {@link EmbeddedServer.setReplicaSetMemberState}). A secondary knows no primary: its replies have no `primary`.
+   * (its own `host:port`), `electionId` while it is the primary only (see {@link EmbeddedServer.setReplicaSetMemberState}),
+   * and `primary`: the primary's own address; a secondary's, the address of the started endpoint of its `setName` in
+   * this process that is primary (the one elected last when several are), when its configuration lists that address
+   * (read at each hello: a mongod knows the primary of the members of its configuration from its heartbeats), else
+   * none. Arbiters, passive (priority 0) and hidden members, and a member removed from the configuration, answer as
+   * mongod's do once given a configuration with {@link EmbeddedServer.setReplicaSetConfig}.
    * A secondary refuses the commands mongod refuses on one (see {@link EmbeddedServer.setReplicaSetMemberState}).
    * The state changes at runtime with {@link EmbeddedServer.setReplicaSetMemberState}.
    *
@@ -343,6 +349,79 @@ function checkReplicaSetMember(options: EmbeddedServerOptions): {
   return { setName, state, hosts: hosts === undefined ? undefined : [...hosts], tags, replicationLagMS, clock: clock as { now(): number } | undefined };
 }
 
+/**
+ * One member of a replica set's configuration, as `replSetReconfig`'s `members` gives it (the fields that shape hello
+ * replies), for {@link EmbeddedServer.setReplicaSetConfig}.
+ *
+ * Source: extension (mongod's replica set configuration, `members[n]`: `host`, `arbiterOnly`, `priority`, `hidden`).
+ */
+export interface ReplicaSetConfigMember {
+  /** The member's `host:port` (a non-empty string, unique in the configuration). */
+  host: string;
+  /** An arbiter: votes, holds no data, never primary. Default false. */
+  arbiterOnly?: boolean | undefined;
+  /**
+   * Its priority in elections, a number from 0 to 1000; default 1 (0 for an arbiter). 0 makes a data-bearing member
+   * passive: listed in `passives`, never elected.
+   */
+  priority?: number | undefined;
+  /** Hidden: listed in no member's hello; requires `priority: 0`, as mongod does. Default false. */
+  hidden?: boolean | undefined;
+}
+
+/** The keys of a {@link ReplicaSetConfigMember}. */
+const CONFIG_MEMBER_OPTION_NAMES = ['host', 'arbiterOnly', 'priority', 'hidden'] as const;
+
+/** A {@link ReplicaSetConfigMember} checked, each field read once, the defaults filled in. */
+interface ConfigMember {
+  readonly host: string;
+  readonly arbiterOnly: boolean;
+  readonly priority: number;
+  readonly hidden: boolean;
+}
+
+/** Whether mongod may elect `member`: a data-bearing member of priority above 0 (mongod's `isElectable`). */
+function isElectable(member: ConfigMember): boolean {
+  return !member.arbiterOnly && member.priority > 0;
+}
+
+/**
+ * Checks the `members` of {@link EmbeddedServer.setReplicaSetConfig} as mongod checks a configuration's members (for
+ * the fields it takes), and returns them with their defaults.
+ *
+ * @throws {InvalidOptionError} naming `members` (not a non-empty array of at most 50), `members[i]` (not an object, or
+ *   a key other than `host`, `arbiterOnly`, `priority`, `hidden`, with the closest one), `members[i].host` (not a
+ *   non-empty string, or one an earlier member has), `members[i].arbiterOnly` or `members[i].hidden` (not a boolean),
+ *   `members[i].priority` (not a number from 0 to 1000, or above 0 with `hidden: true`).
+ */
+function checkConfigMembers(members: unknown): ConfigMember[] {
+  if (!Array.isArray(members) || members.length === 0 || members.length > 50) {
+    throw new InvalidOptionError('members', members, 'a non-empty array of at most 50 { host, arbiterOnly?, priority?, hidden? } (the replica set configuration\'s members)');
+  }
+  const checked: ConfigMember[] = [];
+  members.forEach((given: unknown, i) => {
+    const name = `members[${i}]`;
+    const entry = requireOptionsObject(name, given, 'an object { host, arbiterOnly?, priority?, hidden? }', true);
+    rejectUnknownOptions(entry, CONFIG_MEMBER_OPTION_NAMES, name, `${name}.`);
+    const host: unknown = optionValue(entry, 'host');
+    if (typeof host !== 'string' || host === '') throw new InvalidOptionError(`${name}.host`, host, 'a non-empty "host:port" string (the member\'s address)');
+    if (checked.some((m) => m.host === host)) throw new InvalidOptionError(`${name}.host`, host, 'a host no other member of the configuration has (mongod refuses two members of one host)');
+    const arbiterOnly: unknown = optionValue(entry, 'arbiterOnly') ?? false;
+    if (typeof arbiterOnly !== 'boolean') throw new InvalidOptionError(`${name}.arbiterOnly`, arbiterOnly, 'true or false (a boolean), or nothing (false)');
+    const hidden: unknown = optionValue(entry, 'hidden') ?? false;
+    if (typeof hidden !== 'boolean') throw new InvalidOptionError(`${name}.hidden`, hidden, 'true or false (a boolean), or nothing (false)');
+    const givenPriority: unknown = optionValue(entry, 'priority');
+    if (givenPriority !== undefined && (typeof givenPriority !== 'number' || !(givenPriority >= 0 && givenPriority <= 1000))) {
+      throw new InvalidOptionError(`${name}.priority`, givenPriority, 'a number from 0 to 1000, or nothing (1; 0 for an arbiter)');
+    }
+    // As mongod: an arbiter's default priority (1) becomes 0; a hidden member must have priority 0.
+    const priority = givenPriority === undefined || (arbiterOnly && givenPriority === 1) ? (arbiterOnly ? 0 : 1) : givenPriority;
+    if (hidden && priority !== 0) throw new InvalidOptionError(`${name}.priority`, givenPriority, '0 with hidden: true (mongod: "priority must be 0 when hidden=true")');
+    checked.push({ host, arbiterOnly, priority, hidden });
+  });
+  return checked;
+}
+
 
 /** The most write times a replica set's record keeps (see {@link ReplicaSetWrites}). */
 const MAX_RECORDED_WRITES = 100_000;
@@ -371,6 +450,24 @@ class ReplicaSetWrites {
   readonly members = new Set<() => number>();
   /** The term of the set's last election, written in each opTime. */
   term = 0;
+  /**
+   * The members started, each as the function giving its address and the term of its election while it is the
+   * primary, undefined otherwise.
+   */
+  readonly primaryClaims = new Set<() => { readonly address: string; readonly term: number } | undefined>();
+
+  /**
+   * The address of the set's primary now: of the started members that are primary, the one elected last (the
+   * highest term), as a mongod's secondary follows the primary of the highest term; undefined when none is.
+   */
+  currentPrimary(): string | undefined {
+    let primary: { readonly address: string; readonly term: number } | undefined;
+    for (const claim of this.primaryClaims) {
+      const now = claim();
+      if (now !== undefined && (primary === undefined || now.term > primary.term)) primary = now;
+    }
+    return primary?.address;
+  }
 
   /** Records a write run now (epoch ms; never before the last one recorded). */
   record(now: number): void {
@@ -767,7 +864,12 @@ export class EmbeddedServer {
   private electionId: ObjectId | undefined;
   /** The replica set members' `host:port`, when given (by the option or {@link setReplicaSetHosts}). */
   private memberHosts: readonly string[] | undefined;
-  /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts}. */
+  /**
+   * The replica set's configuration as {@link setReplicaSetConfig} gave it, undefined until then and after
+   * {@link setReplicaSetHosts} (every member is then a data-bearing electable one, listed in {@link memberHosts}).
+   */
+  private configMembers: readonly ConfigMember[] | undefined;
+  /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts} or {@link setReplicaSetConfig}. */
   private setVersion = 1;
   /** The member's tags ({@link EmbeddedServerOptions.replicaSetMember}), sent as hello's `tags`; undefined for none. */
   private memberTags: Readonly<Record<string, string>> | undefined;
@@ -779,6 +881,9 @@ export class EmbeddedServer {
   private readonly currentLagMS = (): number => (this.memberState === 'primary' ? 0 : this.replicationLagMS);
   /** The write record of its replica set while it is started (see {@link ReplicaSetWrites}). */
   private replicaSet: ReplicaSetWrites | undefined;
+  /** Its address and election term while it is the primary (see {@link ReplicaSetWrites.primaryClaims}). */
+  private readonly primaryClaim = (): { address: string; term: number } | undefined =>
+    this.memberState === 'primary' ? { address: this.address, term: this.electionTerm } : undefined;
   /** The last commands received (see {@link receivedCommands}), oldest first. */
   private readonly received: ReceivedCommand[] = [];
   /**
@@ -907,7 +1012,8 @@ export class EmbeddedServer {
    *   before (made from a term shared by all of them, as mongod makes it from its term: `0x7fffffff` then the term as a
    *   big-endian int64), so the electionIds of two endpoints of one test compare in the order they were elected; its
    *   hellos answer `isWritablePrimary: true`, `secondary: false`, `primary` and `electionId`;
-   * - to `'secondary'` (a step down): no electionId and no `primary` in its hellos, `isWritablePrimary: false`,
+   * - to `'secondary'` (a step down): no electionId in its hellos, and `primary` only as a secondary reports it (the
+   *   set's primary in this process: see {@link EmbeddedServerOptions.replicaSetMember}), `isWritablePrimary: false`,
    *   `secondary: true`, and the commands a secondary refuses are refused. Nothing is closed: connections stay open,
    *   as on mongod 4.2 and later (connections survive step down spec).
    *
@@ -933,8 +1039,9 @@ export class EmbeddedServer {
    * unknown is not refused: it does not allow secondary reads.
    *
    * @throws {InvalidOptionError} synchronously, changing nothing: option `state` for a state other than `'primary'`
-   *   or `'secondary'`; option `replicaSetMember` when the endpoint was made without that option (a standalone,
-   *   which has no member state).
+   *   or `'secondary'`, or for `'primary'` when its configuration ({@link setReplicaSetConfig}) makes it an arbiter,
+   *   gives it priority 0 or does not list it (mongod elects none of them); option `replicaSetMember` when the
+   *   endpoint was made without that option (a standalone, which has no member state).
    *
    * Source: extension (mongod's replica set member hello reply and state errors: MongoDB server, TopologyCoordinator
    * (hello fields, `OID::fromTerm` electionIds), service_entry_point_common and command_can_run_here (the
@@ -947,6 +1054,11 @@ export class EmbeddedServer {
       throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have a replica set member state to change');
     }
     if (state === this.memberState) return;
+    const own = this.ownConfig();
+    if (state === 'primary' && (own === undefined || !isElectable(own))) {
+      const why = own === undefined ? 'is in none of the entries of its configuration (a removed member)' : own.arbiterOnly ? 'is an arbiter in its configuration' : 'has priority 0 in its configuration';
+      throw new InvalidOptionError('state', state, `'secondary': ${this.address} ${why}, and mongod elects no such member`);
+    }
     this.memberState = state;
     this.electionId = state === 'primary' ? nextElectionId() : undefined;
     if (state === 'primary') this.electionTerm = lastElectionTerm;
@@ -958,7 +1070,9 @@ export class EmbeddedServer {
    * Replaces the replica set's members as a reconfiguration (`replSetReconfig`) does: hello and the legacy hello then
    * answer `hosts` with `hosts`, `setVersion` goes up by one, and it is a topology change ({@link changeTopology}:
    * the awaitable hellos waiting are answered at once). What a test needs when its endpoints listen on ports picked
-   * at `start()`: start them all, then give each the list of their addresses.
+   * at `start()`: start them all, then give each the list of their addresses. Every member is then a data-bearing
+   * electable one, listed in `hosts` (a configuration given by {@link setReplicaSetConfig} is dropped); a member
+   * whose own address is not in `hosts` still answers as a member, unlike with {@link setReplicaSetConfig}.
    *
    * @throws {InvalidOptionError} synchronously, changing nothing: option `hosts` for a value that is not a non-empty
    *   array of non-empty strings; option `replicaSetMember` when the endpoint was made without that option.
@@ -971,8 +1085,79 @@ export class EmbeddedServer {
       throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have replica set hosts to change');
     }
     this.memberHosts = [...hosts];
+    this.configMembers = undefined;
     this.setVersion++;
     this.changeTopology();
+  }
+
+  /**
+   * Replaces the replica set's configuration as a reconfiguration (`replSetReconfig`) with these `members` does, for
+   * a set with arbiters, passive or hidden members, or one this member was removed from. Give every member of the set
+   * the same configuration (each endpoint holds its own copy, as each mongod does, so a test can also let one lag
+   * behind). Hello and the legacy hello then answer as mongod 8.0 builds them from a configuration
+   * (TopologyCoordinator::fillHelloForReplSet):
+   *
+   * - `hosts`: the electable members (neither arbiter nor priority 0), `passives`: the other data-bearing members
+   *   (priority 0), `arbiters`: the arbiters, each in the configuration's order, hidden members in none; a list with
+   *   no member is left out, as mongod leaves it;
+   * - its own entry is the one whose `host` is its {@link address} (mongod's `me`): an arbiter's hello has
+   *   `arbiterOnly: true`, `isWritablePrimary` (legacy: `ismaster`) false and `secondary` false (mongod's ARBITER
+   *   state); a data-bearing member of priority 0 has `passive: true`; a hidden one `hidden: true` (and `passive: true`,
+   *   its priority being 0), `secondary: true` while it is a secondary;
+   * - a member whose address is in no entry answers as a mongod removed from its set's configuration (REMOVED state,
+   *   an RSGhost to a client): `setName`, `isWritablePrimary` (legacy: `ismaster`) false, `secondary` false,
+   *   `info: 'Does not have a valid replica set config'`, `isreplicaset: true`, and none of `hosts`, `passives`,
+   *   `arbiters`, `setVersion`, `primary`, `me`, `tags`, `electionId`, `lastWrite`. Given a configuration that lists
+   *   it again, it answers as a member again.
+   *
+   * A primary the new configuration makes unelectable (an arbiter, priority 0) or removes steps down, as mongod
+   * ("Could not remain primary because no longer electable"): its electionId goes, and it answers as a secondary (or
+   * an arbiter, or a removed member). An arbiter and a removed member refuse writes with NotWritablePrimary (10107)
+   * as a secondary does, and commands with a secondary read preference with NotPrimaryOrSecondary (13436, "node is
+   * not in primary or recovering state"), as mongod refuses reads in a state that is neither primary nor secondary.
+   * `setVersion` goes up by one, and it is a topology change ({@link changeTopology}: the awaitable hellos waiting are
+   * answered at once). {@link setReplicaSetHosts} returns to a plain list of data-bearing members.
+   *
+   * @param members the configuration's members, in order: each `{ host, arbiterOnly?, priority?, hidden? }` (see
+   *   {@link ReplicaSetConfigMember}).
+   * @throws {InvalidOptionError} synchronously, changing nothing: option `members` for a value that is not a
+   *   non-empty array of at most 50 members; `members[i]` for one that is not an object or has another key (naming the
+   *   closest); `members[i].host` for one that is not a non-empty string or that an earlier member has;
+   *   `members[i].arbiterOnly` or `members[i].hidden` for one that is not a boolean; `members[i].priority` for one
+   *   that is not a number from 0 to 1000, or not 0 on a hidden member (mongod: "priority must be 0 when
+   *   hidden=true"); option `members` when its own entry is an arbiter while it has `tags` (mongod refuses tags on an
+   *   arbiter); option `replicaSetMember` when the endpoint was made without that option.
+   *
+   * Source: extension (mongod's replica set configuration and hello: MongoDB server, MemberConfig (priority, hidden
+   * and arbiter rules), TopologyCoordinator::fillHelloForReplSet and updateConfig, HelloResponse::addToBSON; server
+   * discovery and monitoring spec, "Server Type", "RSGhost and RSOther").
+   */
+  setReplicaSetConfig(members: readonly ReplicaSetConfigMember[]): void {
+    const checked = checkConfigMembers(members);
+    if (this.memberState === undefined) {
+      throw new InvalidOptionError('replicaSetMember', undefined, 'given at construction to have a replica set configuration to change');
+    }
+    const own = checked.find((m) => m.host === this.address);
+    if (own?.arbiterOnly === true && this.memberTags !== undefined && Object.keys(this.memberTags).length > 0) {
+      throw new InvalidOptionError('members', members, `a configuration where ${this.address}, a member with tags, is no arbiter (mongod: "Cannot set tags on arbiters.")`);
+    }
+    this.configMembers = checked;
+    if (this.memberState === 'primary' && (own === undefined || !isElectable(own))) {
+      this.memberState = 'secondary';
+      this.electionId = undefined;
+    }
+    this.setVersion++;
+    this.changeTopology();
+  }
+
+  /**
+   * Its own entry of its replica set's configuration: before {@link setReplicaSetConfig} (or after
+   * {@link setReplicaSetHosts}), a data-bearing electable member; then the entry of its address, undefined when none
+   * has it (a removed member).
+   */
+  private ownConfig(): ConfigMember | undefined {
+    if (this.configMembers === undefined) return { host: this.address, arbiterOnly: false, priority: 1, hidden: false };
+    return this.configMembers.find((m) => m.host === this.address);
   }
 
   /**
@@ -1081,6 +1266,7 @@ export class EmbeddedServer {
     if (record === undefined) replicaSetWrites.set(this.setName, (record = new ReplicaSetWrites()));
     if (this.memberState === 'primary') record.term = Math.max(record.term, this.electionTerm);
     record.members.add(this.currentLagMS);
+    record.primaryClaims.add(this.primaryClaim);
     this.replicaSet = record;
   }
 
@@ -1090,6 +1276,7 @@ export class EmbeddedServer {
     if (record === undefined || this.setName === undefined) return;
     this.replicaSet = undefined;
     record.members.delete(this.currentLagMS);
+    record.primaryClaims.delete(this.primaryClaim);
     if (record.members.size === 0 && replicaSetWrites.get(this.setName) === record) replicaSetWrites.delete(this.setName);
   }
 
@@ -1765,19 +1952,56 @@ export class EmbeddedServer {
    * `topologyVersion` is {@link helloReply}'s.
    */
   private replicaSetFields(legacy: boolean): Document {
+    const writable = legacy ? 'ismaster' : 'isWritablePrimary';
+    const own = this.ownConfig();
+    if (own === undefined) {
+      // As mongod in the REMOVED state (HelloResponse without a config): an RSGhost to a client.
+      return { [writable]: false, setName: this.setName, secondary: false, info: 'Does not have a valid replica set config', isreplicaset: true };
+    }
     const primary = this.memberState === 'primary';
+    const secondary = !primary && !own.arbiterOnly;
+    const lists = this.memberLists();
+    const known = primary ? this.address : this.knownPrimary(lists);
     return {
-      [legacy ? 'ismaster' : 'isWritablePrimary']: primary,
-      hosts: [...(this.memberHosts ?? [this.address])],
+      [writable]: primary,
+      ...lists,
       setName: this.setName,
       setVersion: this.setVersion,
-      secondary: !primary,
-      ...(primary ? { primary: this.address } : {}),
+      secondary,
+      ...(known !== undefined ? { primary: known } : {}),
+      ...(own.arbiterOnly ? { arbiterOnly: true } : own.priority === 0 ? { passive: true } : {}),
+      ...(own.hidden ? { hidden: true } : {}),
       ...(this.memberTags !== undefined && Object.keys(this.memberTags).length > 0 ? { tags: { ...this.memberTags } } : {}),
       me: this.address,
       ...(primary ? { electionId: this.electionId } : {}),
       ...(this.replicaSet === undefined ? {} : { lastWrite: this.lastWrite(this.replicaSet) }),
     };
+  }
+
+  /**
+   * Hello's `hosts`, `passives` and `arbiters`: the members given by {@link setReplicaSetHosts} or option
+   * `replicaSetMember.hosts` (default its own address) as `hosts`; or, from a configuration
+   * ({@link setReplicaSetConfig}), as mongod lists them: hidden members in none, a list without members left out.
+   */
+  private memberLists(): { hosts?: string[]; passives?: string[]; arbiters?: string[] } {
+    if (this.configMembers === undefined) return { hosts: [...(this.memberHosts ?? [this.address])] };
+    const listed = this.configMembers.filter((m) => !m.hidden);
+    const hosts = listed.filter(isElectable).map((m) => m.host);
+    const passives = listed.filter((m) => !m.arbiterOnly && !isElectable(m)).map((m) => m.host);
+    const arbiters = listed.filter((m) => m.arbiterOnly).map((m) => m.host);
+    return { ...(hosts.length > 0 ? { hosts } : {}), ...(passives.length > 0 ? { passives } : {}), ...(arbiters.length > 0 ? { arbiters } : {}) };
+  }
+
+  /**
+   * The primary a member that is not the primary reports: the address of its set's primary among the started
+   * endpoints of its `setName` in this process (the one elected last when several are), when that address is a
+   * member of its own configuration (one of `lists`), as a mongod knows the primary of its set from its heartbeats to
+   * the members of its configuration; undefined otherwise.
+   */
+  private knownPrimary(lists: { hosts?: string[]; passives?: string[]; arbiters?: string[] }): string | undefined {
+    const primary = this.replicaSet?.currentPrimary();
+    if (primary === undefined || primary === this.address) return undefined;
+    return lists.hosts?.includes(primary) === true ? primary : undefined;
   }
 
   /** Hello's `lastWrite` of this member, now (see {@link setReplicationLag}). */
@@ -1810,7 +2034,11 @@ export class EmbeddedServer {
     // primary is labelled RetryableWriteError, which a driver retries on the new primary.
     const retryable = !inTransaction && command.txnNumber !== undefined && (this.options.maxWireVersion ?? 25) >= 9;
     if (NEVER_ON_SECONDARY.has(name) || inTransaction) return refusal(10107, 'NotWritablePrimary', hello ? 'not primary' : 'not master', retryable ? ['RetryableWriteError'] : undefined);
-    if (SECONDARY_OK_MODES.has(mode)) return undefined;
+    if (SECONDARY_OK_MODES.has(mode)) {
+      // As mongod: a member neither primary nor secondary (an arbiter, a removed member) serves no read.
+      const own = this.ownConfig();
+      return own === undefined || own.arbiterOnly ? refusal(13436, 'NotPrimaryOrSecondary', 'node is not in primary or recovering state') : undefined;
+    }
     return refusal(13435, 'NotPrimaryNoSecondaryOk', hello ? 'not primary and secondaryOk=false' : 'not master and slaveOk=false');
   }
 

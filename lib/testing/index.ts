@@ -9,7 +9,7 @@
  * @packageDocumentation
  */
 export { EmbeddedServer } from './embedded-server';
-export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler, ReceivedCommand } from './embedded-server';
+export type { EmbeddedServerOptions, ClientConnectionInfo, CommandHandler, ReceivedCommand, ReplicaSetConfigMember } from './embedded-server';
 export { FailCommandPoint } from './fail-points';
 export type { FailAction } from './fail-points';
 export type { EmbeddedUser } from './scram-server';
