@@ -53,8 +53,11 @@ describe('EmbeddedServer: a replica set member as a client discovers it (primary
     // Two primaries (the old one not stepped down yet): a secondary follows the one elected last.
     const c = await member({ setName: 'rs0', state: 'secondary' });
     c.setReplicaSetHosts([a.address, b.address, c.address]);
+    b.setReplicaSetMemberState('secondary');
     a.setReplicaSetMemberState('primary');
     expect(await hello(c)).to.include({ primary: a.address });
+    b.setReplicaSetMemberState('primary');
+    expect(await hello(c)).to.include({ primary: b.address });
     // No primary started: none reported; another set's primary is none of its business.
     a.setReplicaSetMemberState('secondary');
     await b.stop();
@@ -182,8 +185,8 @@ describe('EmbeddedServer: a replica set member as a client discovers it (primary
     expect((error([{ host: 'a:1', hidden: true }]) as InvalidOptionError).allowed).to.include('hidden');
     expect(Number(server.topologyVersion.counter)).to.equal(0);
     expect(() => new EmbeddedServer().setReplicaSetConfig([{ host: 'a:1' }])).to.throw(InvalidOptionError).with.property('option', 'replicaSetMember');
-    // What mongod accepts: an arbiter of priority 1 (made 0), a hidden member of priority 0.
-    expect(error([{ host: 'a:1', arbiterOnly: true, priority: 1 }, { host: 'b:1', hidden: true, priority: 0 }, { host: 'c:1', priority: 1000 }])).to.equal(undefined);
+    // What mongod accepts: an arbiter of priority 1 (made 0, so it may be hidden), a hidden member of priority 0.
+    expect(error([{ host: 'a:1', arbiterOnly: true, priority: 1, hidden: true }, { host: 'b:1', hidden: true, priority: 0 }, { host: 'c:1', priority: 1000 }])).to.equal(undefined);
   });
 
   describe("the library's client discovering such a set (SDAM)", function () {
