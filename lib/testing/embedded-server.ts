@@ -141,7 +141,8 @@ export interface EmbeddedServerOptions {
    * and `primary`: the primary's own address; a secondary's, the address of the started endpoint of its `setName` in
    * this process that is primary (the one elected last when several are), when its configuration lists that address
    * (read at each hello: a mongod knows the primary of the members of its configuration from its heartbeats), else
-   * none. Arbiters, passive (priority 0) and hidden members, and a member removed from the configuration, answer as
+   * none. Another member's election is no topology change of this one: a waiting awaitable hello is not answered
+   * early for it, and its next reply shows the new `primary`. Arbiters, passive (priority 0) and hidden members, and a member removed from the configuration, answer as
    * mongod's do once given a configuration with {@link EmbeddedServer.setReplicaSetConfig}.
    * A secondary refuses the commands mongod refuses on one (see {@link EmbeddedServer.setReplicaSetMemberState}).
    * The state changes at runtime with {@link EmbeddedServer.setReplicaSetMemberState}.
@@ -1094,7 +1095,7 @@ export class EmbeddedServer {
    * Replaces the replica set's configuration as a reconfiguration (`replSetReconfig`) with these `members` does, for
    * a set with arbiters, passive or hidden members, or one this member was removed from. Give every member of the set
    * the same configuration (each endpoint holds its own copy, as each mongod does, so a test can also let one lag
-   * behind). Hello and the legacy hello then answer as mongod 8.0 builds them from a configuration
+   * behind). Hello and the legacy hello then answer as a current mongod builds them from its configuration
    * (TopologyCoordinator::fillHelloForReplSet):
    *
    * - `hosts`: the electable members (neither arbiter nor priority 0), `passives`: the other data-bearing members
@@ -1107,8 +1108,11 @@ export class EmbeddedServer {
    * - a member whose address is in no entry answers as a mongod removed from its set's configuration (REMOVED state,
    *   an RSGhost to a client): `setName`, `isWritablePrimary` (legacy: `ismaster`) false, `secondary` false,
    *   `info: 'Does not have a valid replica set config'`, `isreplicaset: true`, and none of `hosts`, `passives`,
-   *   `arbiters`, `setVersion`, `primary`, `me`, `tags`, `electionId`, `lastWrite`. Given a configuration that lists
-   *   it again, it answers as a member again.
+   *   `arbiters`, `setVersion`, `primary`, `me`, `tags`, `electionId`, `lastWrite` (older mongod versions also listed
+   *   the members). Given a configuration that lists it again, it answers as a member again.
+   *
+   * An arbiter's hello carries `lastWrite` too, as mongod sets it for every member of its configuration (read from
+   * the set's record as a secondary's: see {@link setReplicationLag}).
    *
    * A primary the new configuration makes unelectable (an arbiter, priority 0) or removes steps down, as mongod
    * ("Could not remain primary because no longer electable"): its electionId goes, and it answers as a secondary (or
@@ -1961,7 +1965,7 @@ export class EmbeddedServer {
     const primary = this.memberState === 'primary';
     const secondary = !primary && !own.arbiterOnly;
     const lists = this.memberLists();
-    const known = primary ? this.address : this.knownPrimary(lists);
+    const known = primary ? this.address : this.knownPrimary();
     return {
       [writable]: primary,
       ...lists,
@@ -1995,13 +1999,14 @@ export class EmbeddedServer {
   /**
    * The primary a member that is not the primary reports: the address of its set's primary among the started
    * endpoints of its `setName` in this process (the one elected last when several are), when that address is a
-   * member of its own configuration (one of `lists`), as a mongod knows the primary of its set from its heartbeats to
+   * member of its own configuration (its `hosts`, or any entry of {@link setReplicaSetConfig}'s), as a mongod knows the primary of its set from its heartbeats to
    * the members of its configuration; undefined otherwise.
    */
-  private knownPrimary(lists: { hosts?: string[]; passives?: string[]; arbiters?: string[] }): string | undefined {
+  private knownPrimary(): string | undefined {
     const primary = this.replicaSet?.currentPrimary();
     if (primary === undefined || primary === this.address) return undefined;
-    return lists.hosts?.includes(primary) === true ? primary : undefined;
+    const listed = this.configMembers === undefined ? (this.memberHosts ?? [this.address]).includes(primary) : this.configMembers.some((m) => m.host === primary);
+    return listed ? primary : undefined;
   }
 
   /** Hello's `lastWrite` of this member, now (see {@link setReplicationLag}). */
