@@ -10,7 +10,8 @@
  * - with `replicaSetMember`, hello replies as a replica set member gives them (`setName`, `hosts`, `me`, `primary`
  *   (a secondary's: the primary of its set in this process), `electionId` as the primary; `passives`, `arbiters`,
  *   `arbiterOnly`, `passive`, `hidden` and a removed member's reply from a configuration:
- *   {@link EmbeddedServer.setReplicaSetConfig}; `tags` for a tagged member; `lastWrite`, each member behind the primary by
+ *   {@link EmbeddedServer.setReplicaSetConfig}; `tags` for a tagged member; `lastWrite`, each member behind the
+ *   primary by
  *   its replication lag: {@link EmbeddedServer.setReplicationLag}), a state that changes at runtime
  *   ({@link EmbeddedServer.setReplicaSetMemberState}: an election or a step down), and a secondary's refusals
  *   (NotWritablePrimary 10107, NotPrimaryNoSecondaryOk 13435);
@@ -137,12 +138,13 @@ export interface EmbeddedServerOptions {
    * answers. Hello and the legacy hello then carry `setName`, `setVersion` (1, counted up by
    * {@link EmbeddedServer.setReplicaSetHosts}), `isWritablePrimary` (legacy: `ismaster`) true only for the primary,
    * `secondary` (true only for a secondary), `hosts` (this option's `hosts`, default `[<its own host:port>]`), `me`
-   * (its own `host:port`), `electionId` while it is the primary only (see {@link EmbeddedServer.setReplicaSetMemberState}),
-   * and `primary`: the primary's own address; a secondary's, the address of the started endpoint of its `setName` in
-   * this process that is primary (the one elected last when several are), when its configuration lists that address
-   * (read at each hello: a mongod knows the primary of the members of its configuration from its heartbeats), else
-   * none. Another member's election is no topology change of this one: a waiting awaitable hello is not answered
-   * early for it, and its next reply shows the new `primary`. Arbiters, passive (priority 0) and hidden members, and a member removed from the configuration, answer as
+   * (its own `host:port`), `electionId` while it is the primary only (see
+   * {@link EmbeddedServer.setReplicaSetMemberState}), and `primary`: the primary's own address; a secondary's, the
+   * address of the started endpoint of its `setName` in this process that is primary (the one elected last when
+   * several are), when its configuration lists that address (read at each hello: a mongod knows the primary of the
+   * members of its configuration from its heartbeats), else none. Another member's election is no topology change of
+   * this one: a waiting awaitable hello is not answered early for it, and its next reply shows the new `primary`.
+   * Arbiters, passive (priority 0) and hidden members, and a member removed from the configuration, answer as
    * mongod's do once given a configuration with {@link EmbeddedServer.setReplicaSetConfig}.
    * A secondary refuses the commands mongod refuses on one (see {@link EmbeddedServer.setReplicaSetMemberState}).
    * The state changes at runtime with {@link EmbeddedServer.setReplicaSetMemberState}.
@@ -870,7 +872,7 @@ export class EmbeddedServer {
    * {@link setReplicaSetHosts} (every member is then a data-bearing electable one, listed in {@link memberHosts}).
    */
   private configMembers: readonly ConfigMember[] | undefined;
-  /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts} or {@link setReplicaSetConfig}. */
+  /** The replica set configuration's version: 1, + 1 on every {@link setReplicaSetHosts} and {@link setReplicaSetConfig}. */
   private setVersion = 1;
   /** The member's tags ({@link EmbeddedServerOptions.replicaSetMember}), sent as hello's `tags`; undefined for none. */
   private memberTags: Readonly<Record<string, string>> | undefined;
@@ -1103,8 +1105,8 @@ export class EmbeddedServer {
    *   no member is left out, as mongod leaves it;
    * - its own entry is the one whose `host` is its {@link address} (mongod's `me`): an arbiter's hello has
    *   `arbiterOnly: true`, `isWritablePrimary` (legacy: `ismaster`) false and `secondary` false (mongod's ARBITER
-   *   state); a data-bearing member of priority 0 has `passive: true`; a hidden one `hidden: true` (and `passive: true`,
-   *   its priority being 0), `secondary: true` while it is a secondary;
+   *   state); a data-bearing member of priority 0 has `passive: true`; a hidden one `hidden: true` (and
+   *   `passive: true`, its priority being 0), `secondary: true` while it is a secondary;
    * - a member whose address is in no entry answers as a mongod removed from its set's configuration (REMOVED state,
    *   an RSGhost to a client): `setName`, `isWritablePrimary` (legacy: `ismaster`) false, `secondary` false,
    *   `info: 'Does not have a valid replica set config'`, `isreplicaset: true`, and none of `hosts`, `passives`,
@@ -1999,8 +2001,8 @@ export class EmbeddedServer {
   /**
    * The primary a member that is not the primary reports: the address of its set's primary among the started
    * endpoints of its `setName` in this process (the one elected last when several are), when that address is a
-   * member of its own configuration (its `hosts`, or any entry of {@link setReplicaSetConfig}'s), as a mongod knows the primary of its set from its heartbeats to
-   * the members of its configuration; undefined otherwise.
+   * member of its own configuration (its `hosts`, or any entry of {@link setReplicaSetConfig}'s), as a mongod knows
+   * the primary of its set from its heartbeats to the members of its configuration; undefined otherwise.
    */
   private knownPrimary(): string | undefined {
     const primary = this.replicaSet?.currentPrimary();
