@@ -3,11 +3,12 @@
  * mongod answers: a secondary's `primary` (the set's primary in this process, when its configuration lists it), and,
  * from a configuration given with `setReplicaSetConfig`, `hosts`, `passives` and `arbiters` as mongod lists them, an
  * arbiter's, a passive member's and a hidden member's own reply, and a member removed from the configuration
- * answering as a removed mongod does (an RSGhost). Real sockets; the library's client discovers such a set as SDAM
- * says.
+ * answering as a removed mongod does (an RSGhost). Real sockets; the library's client and the official driver
+ * discover such a set as SDAM says.
  */
 import { expect } from 'chai';
 import type { Document } from 'bson';
+import { MongoClient } from 'mongodb';
 import { connect, InvalidOptionError, MongoServerError, type Client } from '../../lib';
 import { EmbeddedServer, type ReplicaSetConfigMember } from '../../lib/testing';
 import { eventually } from '../support/endpoint';
@@ -237,6 +238,32 @@ describe('EmbeddedServer: a replica set member as a client discovers it (primary
       expect(await eventually(() => !(removed.address in types()) && !(hidden.address in types()), 5_000), JSON.stringify(types())).to.equal(true);
       expect([...(seen.get(removed.address) ?? [])]).to.include('RSGhost');
       expect([...(seen.get(hidden.address) ?? [])]).to.include('RSOther');
+    });
+  });
+
+  describe('the official driver discovering such a set', function () {
+    let driver: MongoClient | undefined;
+    afterEach(async function () {
+      await driver?.close();
+      driver = undefined;
+    });
+
+    it('seeded with the removed member and the hidden one, types them RSGhost and RSOther, finds the others with their types, and writes to the primary', async function () {
+      const { primary, secondary, passive, hidden, arbiter, config } = await fiveMembers();
+      const removed = await member({ setName: 'rs0', state: 'secondary' });
+      removed.setReplicaSetConfig(config);
+      let inserts = 0;
+      primary.handle('insert', () => (inserts++, { n: 1, ok: 1 }));
+      const seen = new Map<string, Set<string>>();
+      driver = new MongoClient(`mongodb://${removed.address},${hidden.address}/?replicaSet=rs0`, { serverSelectionTimeoutMS: 5000, heartbeatFrequencyMS: 500, retryWrites: false });
+      driver.on('serverDescriptionChanged', (event) => seen.set(event.address, (seen.get(event.address) ?? new Set()).add(event.newDescription.type)));
+      await driver.connect();
+      await driver.db('test').collection('c').insertOne({ x: 1 });
+      expect(inserts).to.equal(1);
+      const types = (address: string): string[] => [...(seen.get(address) ?? [])];
+      expect(types(removed.address)).to.include('RSGhost');
+      expect(types(hidden.address)).to.include('RSOther');
+      expect(await eventually(() => types(arbiter.address).includes('RSArbiter') && types(passive.address).includes('RSSecondary') && types(secondary.address).includes('RSSecondary'), 5_000), JSON.stringify([...seen].map(([a, t]) => [a, [...t]]))).to.equal(true);
     });
   });
 });
