@@ -1220,10 +1220,13 @@ export class Client {
    * server's monitor for an immediate check (`Monitor.requestCheck()`), so a server that is gone is found Unknown and
    * its pool paused within minHeartbeatFrequencyMS, not heartbeatFrequencyMS later. A connection the server accepted
    * and then closed or left unanswered, as an overloaded server sheds them, asks for nothing: the server stays as it is
-   * (SDAM's backpressure tests: no clear, no change of its description).
+   * (SDAM's backpressure tests: no clear, no change of its description). An error that clears the pool makes the
+   * server Unknown in the topology description first (SDAM, "MongoDB Handshake errors": as a network error after the
+   * handshake; the description and the pool change together).
    */
   private establishmentFailed(address: string, error: Error): boolean {
     const clears = defaultClearOnEstablishmentError(error);
+    if (clears && this.monitors.has(address)) this.serverUnknown(address);
     if (!clears && isRefusedConnect(error)) this.monitors.get(address)?.requestCheck();
     return clears;
   }
@@ -1243,6 +1246,18 @@ export class Client {
     const change = this.topology.update(address, serverDescriptionOf(reply, this.scheduler.now()));
     if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
     return change;
+  }
+
+  /**
+   * Makes the server at `address` Unknown after an error of one of its connections (its last check no longer
+   * describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its topologyVersion is forgotten
+   * (a state change error gives its own after).
+   *
+   * Source: server discovery and monitoring spec, "Error handling" ("mark the server Unknown").
+   */
+  private serverUnknown(address: string): void {
+    this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
+    this.topologyVersions.delete(address);
   }
 
   /**
@@ -2034,11 +2049,15 @@ export class Client {
       // nothing: the server did nothing wrong.
       reply = await connection.command(db, command, { timeoutMS, signal });
     } catch (error) {
+      // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the topology.
+      if (this.pools.get(pool.address) !== pool) throw error;
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
         // A connection of an older generation was made stale by a clear already.
         if (monitor !== undefined) {
           if (connection.generation === pool.generation) {
+            // SDAM, "Network error when reading or writing": the server Unknown, then its pool cleared.
+            this.serverUnknown(pool.address);
             pool.clear({ cause: error });
             // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
             monitor.cancelCheck(error);
@@ -2063,7 +2082,8 @@ export class Client {
    */
   private onStateChangeError(pool: ConnectionPool<Connection>, connection: Connection, reply: Document, cause: Error | undefined, serviceGeneration: number | undefined): void {
     const change = stateChangeError(reply);
-    if (change === undefined) return;
+    // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the topology.
+    if (change === undefined || this.pools.get(pool.address) !== pool) return;
     const clears = change.shuttingDown;
     const error = (): Error => cause ?? new MongoServerError(change.error);
     const monitor = this.monitors.get(pool.address);
@@ -2077,8 +2097,8 @@ export class Client {
     if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
+    this.serverUnknown(pool.address);
     setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
-    this.topology.update(pool.address, UNKNOWN_SERVER_DESCRIPTION);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.
     this.topologyChanged();

@@ -6,9 +6,9 @@
  * the deployment.
  */
 import { expect } from 'chai';
-import { connect, ServerSelectionError, type Client, type ClientOptions } from '../../lib';
+import { connect, MongoNetworkError, ServerSelectionError, type Client, type ClientOptions } from '../../lib';
 import { MAX_REPLICA_SET_MEMBERS } from '../../lib/client/topology-update';
-import { closedPort, eventually } from '../support/endpoint';
+import { closedPort, eventually, setFailPoint } from '../support/endpoint';
 import { checkedAs, deployment, election, pings, playedDeployments, runPings, type Role } from '../support/deployment';
 
 describe("server discovery (SDAM: a replica set's members found and removed by its hello replies)", function () {
@@ -65,6 +65,54 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     roles[1] = { kind: 'secondary' };
     await checkedAs(c, 1, 'RSSecondary');
     expect(await eventually(() => typeof c.logicalSessionTimeoutMinutes === 'number')).to.equal(true);
+  });
+
+  it("a network error on the primary's connection makes it Unknown with its pool cleared, the topology ReplicaSetNoPrimary, until its next check", async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
+    const { c, descriptions } = open(addresses(), '&replicaSet=rs0&heartbeatFrequencyMS=60000');
+    await checkedAs(c, 1, 'RSSecondary');
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const topology = (c as unknown as { topology: { type: string; servers: Map<string, { type: string }> } }).topology;
+    await setFailPoint(this, played.endpoint, { mode: { times: 1 }, data: { failCommands: ['insert'], closeConnection: true } });
+    const error = await c.command('app', { insert: 'c', documents: [{}] }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error);
+    // At once, with the clear: not at the next check.
+    expect(topology.servers.get(addresses()[0]!)!.type).to.equal('Unknown');
+    expect(topology.type).to.equal('ReplicaSetNoPrimary');
+    expect(c.logicalSessionTimeoutMinutes, 'the secondary alone bears data now').to.be.a('number');
+    expect(descriptions.at(-1)).to.deep.equal({ type: 'ReplicaSetNoPrimary', servers: [{ address: addresses()[0], type: 'Unknown' }, { address: addresses()[1], type: 'RSSecondary' }] });
+    // Its next check (requested by the error) finds it primary again.
+    expect(await eventually(() => topology.type === 'ReplicaSetWithPrimary', 3000)).to.equal(true);
+  });
+
+  it("an error of a command that ran on a removed member's pool changes nothing of the member added again at that address", async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const { c } = open(addresses(), '&replicaSet=rs0&heartbeatFrequencyMS=60000');
+    await checkedAs(c, 1, 'RSSecondary');
+    await checkedAs(c, 0, 'RSPrimary');
+    const topology = (c as unknown as { topology: { servers: Map<string, { type: string }> } }).topology;
+    const member = addresses()[1]!;
+    const first = c.pools.get(member);
+    // A read that the server holds, then ends by closing its connection: a network error.
+    await setFailPoint(this, played.endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 3000, closeConnection: true } });
+    const read = c.command('app', { find: 'c' }, { readPreference: 'secondary' }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Meanwhile the member is removed from the configuration and added back: a new pool at its address.
+    roles[0] = { ...roles[0]!, hosts: [addresses()[0]!] } as Role;
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(await eventually(() => !c.pools.has(member))).to.equal(true);
+    roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
+    await checkedAs(c, 0, 'RSPrimary');
+    expect(await eventually(() => c.pools.has(member) && topology.servers.get(member)?.type === 'RSSecondary', 3000)).to.equal(true);
+    expect(c.pools.get(member)).not.to.equal(first);
+    let settled = false;
+    void read.then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled, 'the read still held by the server').to.equal(false);
+    expect(await read).to.be.instanceOf(MongoNetworkError);
+    expect(topology.servers.get(member)!.type, 'the new member untouched by the old pool\'s error').to.equal('RSSecondary');
   });
 
   it('a seed named otherwise than the configuration names it is replaced by the configured name: its pool closed, never a description without a server', async function () {
