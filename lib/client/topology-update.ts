@@ -18,8 +18,10 @@ import type { TopologyType } from './topology-type';
 
 /**
  * The most members a replica set has (MongoDB's limit): a reply listing more (`hosts`, `passives` and `arbiters`
- * together) has only its first this many taken, so a broken or hostile server cannot make the client monitor
- * thousands of hosts. Source: extension (MongoDB's replica set limit of 50 members).
+ * together) has only its first this many taken, and no member a reply lists is added to a description that holds
+ * this many servers already, so a broken or hostile server cannot make the client monitor thousands of hosts (members
+ * that each list 50 new ones, found in turn, would otherwise). Source: extension (MongoDB's replica set limit of 50
+ * members).
  */
 export const MAX_REPLICA_SET_MEMBERS = 50;
 
@@ -274,7 +276,7 @@ export class TopologyDescription {
       this.remove(address, change);
       return;
     }
-    for (const member of description.members) this.add(member, change);
+    for (const member of description.members) this.addMember(member, change);
     this.markPossiblePrimary(description.primary);
     if (description.me !== undefined && description.me !== address) this.remove(address, change);
   }
@@ -312,8 +314,10 @@ export class TopologyDescription {
       this.servers.set(other, { ...UNKNOWN_SERVER_DESCRIPTION, error: 'primary marked stale due to discovery of newer primary' });
       change.invalidated.push(other);
     }
-    for (const member of description.members) this.add(member, change);
+    // Those it does not list removed first (the same servers as SDAM's add, then remove): the members it lists, at most
+    // 50, all find room.
     for (const other of [...this.servers.keys()]) if (!description.members.includes(other)) this.remove(other, change);
+    for (const member of description.members) this.addMember(member, change);
     this.checkIfHasPrimary();
   }
 
@@ -370,7 +374,15 @@ export class TopologyDescription {
   }
 
   /**
-   * Removes `address`. (No update removes a server it added: a primary's removes only servers its list lacks, after
+   * Adds `address`, a member a reply lists, as {@link add} does, unless the description holds
+   * {@link MAX_REPLICA_SET_MEMBERS} servers already.
+   */
+  private addMember(address: string, change: Change): void {
+    if (this.servers.size < MAX_REPLICA_SET_MEMBERS) this.add(address, change);
+  }
+
+  /**
+   * Removes `address`. (No update removes a server it added: a primary's removes only servers its list lacks, before
    * adding those it lists; the others remove only the server that replied.)
    */
   private remove(address: string, change: Change): void {

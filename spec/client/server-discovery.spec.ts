@@ -210,6 +210,27 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(await eventually(() => played.proxies[0]!.openConnections().length === 0), 'no connection left open').to.equal(true);
   });
 
+  it('members that each list 50 others, none of them known before: at most 50 servers monitored in all', async function () {
+    const roles: Role[] = [{ kind: 'secondary' }, { kind: 'secondary' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const port = await closedPort();
+    const [a, b] = addresses() as [string, string];
+    const junk = (from: number): string[] => Array.from({ length: 48 }, (_, i) => `127.0.${from}.${i + 2}:${port}`);
+    // Each lists itself, the other and 48 hosts nothing listens on: 98 servers between them.
+    roles[0] = { ...roles[0]!, hosts: [a, b, ...junk(1)], me: a } as Role;
+    roles[1] = { ...roles[1]!, hosts: [b, a, ...junk(2)], me: b } as Role;
+    const { c } = open([a], '&replicaSet=rs0');
+    const created: string[] = [];
+    c.events$.subscribe((e) => e.type === 'ConnectionPoolCreated' && created.push(e.address));
+    expect(await eventually(() => c.hosts.length === MAX_REPLICA_SET_MEMBERS)).to.equal(true);
+    // b checked, its list read, twice.
+    const hellos = (): number => played.proxies[1]!.commands.filter((name) => name === 'hello').length;
+    expect(await eventually(() => hellos() >= 2, 5000), 'b checked twice').to.equal(true);
+    expect(c.hosts).to.have.length(MAX_REPLICA_SET_MEMBERS);
+    expect(c.monitors.size).to.equal(MAX_REPLICA_SET_MEMBERS);
+    expect(new Set(created).size).to.equal(MAX_REPLICA_SET_MEMBERS);
+  });
+
   it('close() from a subscriber of a discovered pool\'s ConnectionPoolCreated: the other members found are not opened, the seed closed', async function () {
     played.proxies = await deployment(played.endpoint, [{ kind: 'secondary' }, { kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
     const { c } = open([addresses()[0]!], '&replicaSet=rs0');

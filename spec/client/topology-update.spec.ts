@@ -257,6 +257,25 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(description.servers.has('p:1')).to.equal(false);
     });
 
+    it('holds at most 50 servers, however many members list 50 new ones each; a primary then listing its members has them all', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const fresh = (round: number): string[] => Array.from({ length: MAX_REPLICA_SET_MEMBERS }, (_, i) => `h${round}-${i}:27017`);
+      const secondary = (hosts: string[]): Document => ({ ok: 1, secondary: true, setName: 'rs', hosts, maxWireVersion: 21 });
+      let added = description.update('a:27017', serverDescriptionOf(secondary(fresh(0)))).added.length;
+      // Each server found lists 50 more, never seen.
+      for (let round = 1; round <= 20; round++) {
+        const [, next] = [...description.servers.keys()];
+        added += description.update(next!, serverDescriptionOf(secondary(fresh(round)))).added.length;
+      }
+      expect(description.servers.size).to.equal(MAX_REPLICA_SET_MEMBERS);
+      expect(added).to.equal(MAX_REPLICA_SET_MEMBERS - 1);
+      // The seed is the primary, and lists three members none of which is known yet.
+      const change = description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017', 'c:27017'])));
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017', 'b:27017', 'c:27017']);
+      expect(change.added).to.deep.equal(['b:27017', 'c:27017']);
+      expect(change.removed).to.have.length(MAX_REPLICA_SET_MEMBERS - 1);
+    });
+
     it('names hosts as the client writes them: lower case, port 27017 when none, IPv6 in canonical form', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       description.update('a:27017', serverDescriptionOf(primary(['A', 'B:27018', '[0:0:0:0:0:0:0:1]:27019'], { me: 'A:27017' })));
