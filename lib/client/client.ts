@@ -1358,6 +1358,9 @@ export class Client {
     const monitor = this.monitors.get(address);
     const pool = this.pools.get(address);
     monitor?.close();
+    // Now, even when its heartbeats$ completes later (a monitor closed from the delivery of its own check, which
+    // removed its server): before its pool's close, and the description without it, are written.
+    this.serverStopped(address);
     (this.monitors as Map<string, Monitor>).delete(address);
     (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
     this.heartbeatErrors.delete(address);

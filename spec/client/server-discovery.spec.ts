@@ -132,6 +132,24 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(descriptions.filter((d) => d.servers.length === 0), 'descriptions of no server').to.deep.equal([]);
   });
 
+  it('a server its own check removes (a seed named otherwise): its "Stopped server monitoring" comes before its pool\'s close and the description without it, once', async function () {
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election() }]);
+    const seed = `localhost:${addresses()[0]!.split(':')[1]}`;
+    const lines: string[] = [];
+    const write = (m: { fields: { message?: unknown; serverHost?: unknown; serverPort?: unknown; newDescription?: string } }): void => {
+      const { message, serverHost, serverPort, newDescription } = m.fields;
+      if (message === 'Topology description changed') lines.push(`${String(message)} ${newDescription!.includes(seed) ? 'with' : 'without'} the seed`);
+      else if (`${String(serverHost)}:${String(serverPort)}` === seed) lines.push(String(message));
+    };
+    const logging = { componentSeverities: { topology: 'debug', connection: 'debug' }, path: { write } } as never;
+    played.client = connect(`mongodb://${seed}/?serverMonitoringMode=poll&heartbeatFrequencyMS=500&replicaSet=rs0`, { ...played.endpoint.connectionOptions, logging });
+    expect(await eventually(() => lines.includes('Connection pool closed'))).to.equal(true);
+    // From its check on, less the description with the member its reply named (opened before the seed is removed).
+    const removal = lines.slice(lines.indexOf('Server heartbeat succeeded')).filter((line) => !line.endsWith('with the seed'));
+    expect(removal.slice(0, 4)).to.deep.equal(['Server heartbeat succeeded', 'Stopped server monitoring', 'Connection pool closed', 'Topology description changed without the seed']);
+    expect(lines.filter((line) => line === 'Stopped server monitoring')).to.have.length(1);
+  });
+
   it('a member the configuration no longer lists is removed (its monitor stopped, its pool closed); listed again, it is monitored again', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
     played.proxies = await deployment(played.endpoint, roles);
