@@ -31,7 +31,8 @@ const ELECTION_ID_FIRST_WIRE_VERSION = 17;
 /**
  * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields selection (see
  * `CheckedServer`) and discovery read. Addresses (`me`, `members`, `primary`) are normalized as the client writes its
- * hosts (`parseAddress`: host names lower-cased, port 27017 when none); one that is not an address is left out.
+ * hosts (`parseAddress`: host names lower-cased, port 27017 when none); one that is not an address, a Unix domain
+ * socket path or a host of more than 255 characters, is left out.
  */
 export interface ServerDescription extends CheckedServer {
   /** Why it is Unknown, when the update made it so (a stale primary, a newer primary found). */
@@ -55,8 +56,9 @@ export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ typ
  * The ServerDescription a check's outcome gives: `reply`, a successful hello reply received at `lastUpdateTime` (ms,
  * the client's clock; see `checkedServer` for the fields selection reads), or undefined for a failed check (Unknown).
  * A reply without `ok: 1` is Unknown too. Never throws: a field of the wrong type is taken as absent, an entry of
- * `hosts`, `passives` or `arbiters` that is no address left out. An RSGhost, a standalone and a mongos have no set
- * name, members or `me` the client may use.
+ * `hosts`, `passives` or `arbiters` that is no address (a Unix domain socket path, a host of more than 255 characters
+ * included) left out, and so is such a `me` or `primary`. An RSGhost, a standalone and a mongos have no set name,
+ * members or `me` the client may use.
  *
  * Source: server discovery and monitoring spec, "Parsing a hello or legacy hello response" ("type", "RSGhost and
  * RSOther", "Hostnames are normalized to lower-case", "logicalSessionTimeoutMinutes").
@@ -77,11 +79,27 @@ export function serverDescriptionOf(reply: Document | undefined, lastUpdateTime?
   };
 }
 
-/** The normalized address `value` names (see `parseAddress`), or undefined when it names none. */
+/**
+ * The longest host a reply may name, in characters: a DNS name's limit (RFC 1035, section 2.3.4: 255 octets), above
+ * which a name resolves to nothing, while every event and log message of its server would carry it (50 hosts of 19 KB
+ * each, within a hello reply's 1 MB, made 3.7 MB of log per second). Source: extension (RFC 1035's limit).
+ */
+const MAX_HOST_LENGTH = 255;
+
+/**
+ * The normalized address `value` names (see `parseAddress`), or undefined when it names none, or names a Unix domain
+ * socket path (a replica set's configuration names each member `host:port`, and a path a server over the network names
+ * would make the client connect, and authenticate, to a socket of its own machine), or a host longer than
+ * {@link MAX_HOST_LENGTH}.
+ *
+ * Source: server discovery and monitoring spec, "Parsing a hello or legacy hello response"; MongoDB's replica set
+ * configuration (`members[n].host`: a host name and port); RFC 1035, section 2.3.4.
+ */
 function addressOrUndefined(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   try {
-    return parseAddress(value).address;
+    const { address, host, port } = parseAddress(value);
+    return port === undefined || host.length > MAX_HOST_LENGTH ? undefined : address;
   } catch {
     return undefined;
   }

@@ -276,6 +276,15 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(change.removed).to.have.length(MAX_REPLICA_SET_MEMBERS - 1);
     });
 
+    it('leaves out Unix domain socket paths and hosts of more than 255 characters, in every field that names a member', function () {
+      const longest = `${'h'.repeat(255)}:1`;
+      const reply = { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', '/tmp/mongodb-27017.sock', './x.sock', `${'h'.repeat(256)}:1`, longest], passives: ['/var/run/m.sock'], me: '/tmp/mongodb-27017.sock', primary: `${'p'.repeat(300)}:27017`, maxWireVersion: 21 };
+      const description = serverDescriptionOf(reply);
+      expect(description.members).to.deep.equal(['a:27017', longest]);
+      expect(description.me).to.equal(undefined);
+      expect(description.primary).to.equal(undefined);
+    });
+
     it('names hosts as the client writes them: lower case, port 27017 when none, IPv6 in canonical form', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       description.update('a:27017', serverDescriptionOf(primary(['A', 'B:27018', '[0:0:0:0:0:0:0:1]:27019'], { me: 'A:27017' })));
