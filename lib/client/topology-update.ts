@@ -18,7 +18,7 @@ import type { TopologyType } from './topology-type';
 
 /**
  * The most members a replica set has (MongoDB's limit): a reply listing more (`hosts`, `passives` and `arbiters`
- * together) has only its first this many taken, and no member a reply lists is added to a description that holds
+ * together) has only its first this many entries read, and no member a reply lists is added to a description that holds
  * this many servers already, so a broken or hostile server cannot make the client monitor thousands of hosts (members
  * that each list 50 new ones, found in turn, would otherwise). Source: extension (MongoDB's replica set limit of 50
  * members).
@@ -41,7 +41,7 @@ export interface ServerDescription extends CheckedServer {
   readonly minWireVersion: number;
   /** The reply's `me`: the address the replica set configuration names this member by. */
   readonly me?: string | undefined;
-  /** The reply's `hosts`, `passives` and `arbiters`, in that order, without repeats (at most 50). */
+  /** The reply's `hosts`, `passives` and `arbiters`, in that order, without repeats (of their first 50 entries). */
   readonly members: readonly string[];
   /** The reply's `primary`: who this member takes for the primary. */
   readonly primary?: string | undefined;
@@ -105,14 +105,20 @@ function addressOrUndefined(value: unknown): string | undefined {
   }
 }
 
-/** `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats, at most 50. */
+/**
+ * `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats: of their first 50 entries in all
+ * (a set's configuration lists each of its at most 50 members once, in one of them), those that are addresses. Those
+ * beyond are not read: a reply of 1 MB holds 58,000 entries, and reading each (an error made for each that is no
+ * address) blocked the event loop for 0.5 to 1 s per reply.
+ */
 function membersOf(reply: Document): string[] {
   const members = new Set<string>();
+  let read = 0;
   for (const field of ['hosts', 'passives', 'arbiters'] as const) {
     const list: unknown = reply[field];
     if (!Array.isArray(list)) continue;
     for (const entry of list) {
-      if (members.size === MAX_REPLICA_SET_MEMBERS) return [...members];
+      if (read++ === MAX_REPLICA_SET_MEMBERS) return [...members];
       const address = addressOrUndefined(entry);
       if (address !== undefined) members.add(address);
     }

@@ -247,14 +247,23 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(description.logicalSessionTimeoutMinutes).to.equal(30);
     });
 
-    it('takes at most 50 members of a reply, and leaves out entries that are no address', function () {
+    it('takes at most 50 members of a reply, of its first 50 entries, and leaves out entries that are no address', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const hosts = ['a:27017', 17, '', 'b:99999', { host: 'c' }, ...Array.from({ length: 80 }, (_, i) => `m${i}:27017`)];
       const change = description.update('a:27017', serverDescriptionOf(primary(hosts, { passives: ['p:1'], arbiters: 'q:1' })));
-      expect(description.servers.size).to.equal(MAX_REPLICA_SET_MEMBERS);
-      expect(change.added).to.have.length(MAX_REPLICA_SET_MEMBERS - 1);
+      // a and m0 to m44: the four entries that are no address count among the 50 read.
+      expect(description.servers.size).to.equal(MAX_REPLICA_SET_MEMBERS - 4);
+      expect(change.added).to.have.length(MAX_REPLICA_SET_MEMBERS - 5);
       expect(change.added[0]).to.equal('m0:27017');
       expect(description.servers.has('p:1')).to.equal(false);
+    });
+
+    it('reads no more than the first 50 entries of a reply\'s lists: a member after 58,000 entries that are no address is not taken', function () {
+      const noAddress = Array.from({ length: 58_000 }, () => 'a b:1');
+      for (const reply of [{ hosts: [...noAddress, 'late:1'] }, { hosts: noAddress.slice(0, MAX_REPLICA_SET_MEMBERS), passives: ['late:1'] }]) {
+        expect(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, ...reply }).members).to.deep.equal([]);
+      }
+      expect(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, hosts: noAddress.slice(0, MAX_REPLICA_SET_MEMBERS - 1), passives: ['late:1'] }).members).to.deep.equal(['late:1']);
     });
 
     it('holds at most 50 servers, however many members list 50 new ones each; a primary then listing its members has them all', function () {
