@@ -1347,8 +1347,8 @@ export class Client {
   }
 
   /**
-   * Removes the host `address` (SRV polling): its monitor is closed (a check in progress ends with
-   * ServerHeartbeatFailed, MonitorClosedError), then its pool (CMAP "Closing a Connection Pool": ConnectionPoolClosed;
+   * Removes the host `address` (SRV polling, server discovery): its monitor is closed (a check in progress ends with
+   * ServerHeartbeatFailed, MonitorClosedError) and "Stopped server monitoring" written, then its pool (CMAP "Closing a Connection Pool": ConnectionPoolClosed;
    * its checkouts still waiting, in the WaitQueue or for an establishment, fail at once with PoolClosedError; a
    * connection in use stays so until its holder checks it in, then is closed, so a command in flight ends as the
    * server answers it). Its feeds complete once its pool is done (closed, its last connection checked in), so the
