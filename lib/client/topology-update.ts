@@ -166,7 +166,10 @@ export class TopologyDescription {
   maxSetVersion: number | undefined;
   /** One description per server the client monitors, by address. */
   readonly servers = new Map<string, ServerDescription>();
-  /** How many seeds the client was given (one: a standalone makes the topology Single; more: it is removed). */
+  /**
+   * How many seeds the client was given (one: a standalone makes the topology Single, while it is the only server;
+   * more: it is removed).
+   */
   private readonly seedCount: number;
 
   constructor(initial: InitialTopology) {
@@ -247,8 +250,10 @@ export class TopologyDescription {
   private updateUnknown(address: string, description: ServerDescription, change: Change): void {
     switch (description.type) {
       case 'Standalone':
-        // updateUnknownWithStandalone.
-        if (this.seedCount === 1) this.type = 'Single';
+        // updateUnknownWithStandalone. One seed that SRV polling has joined others to (a mongodb+srv URI whose one
+        // host became several while none answered) is several: a Single topology of them would take every standalone
+        // among them for its server, and spread operations over separate deployments.
+        if (this.seedCount === 1 && this.servers.size === 1) this.type = 'Single';
         else this.remove(address, change);
         return;
       case 'Mongos':

@@ -323,6 +323,18 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(srvQuestions()).to.equal(1);
     });
 
+    it('a standalone among hosts a rescan joined to the only one (Unknown still) is removed: the topology does not become Single, and it polls on', async function () {
+      // 27040: no endpoint there, the proxy refuses it; the topology stays Unknown.
+      responder.setZone({ srv: { [TEST1]: records(27040) } });
+      const client = await open('', { sharded: false });
+      responder.setZone({ srv: { [TEST1]: records(27040, 27030) } });
+      await rescanAfter(client);
+      expect(await eventually(() => !client.hosts.includes(host(27030))), 'the standalone removed').to.equal(true);
+      expect(client.hosts).to.deep.equal([host(27040)]);
+      expect(client['topologyType']).to.equal('Unknown');
+      expect(poller(client)?.stopped).to.equal(false);
+    });
+
     it('while Unknown (no server answered yet), it polls; a command waiting for a server gets the new one', async function () {
       // 27040: no endpoint there, the proxy refuses it; the topology stays Unknown.
       responder.setZone({ srv: { [TEST1]: records(27040) } });

@@ -334,6 +334,20 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(description.servers.get('c:27017')).to.equal(UNKNOWN_SERVER_DESCRIPTION);
     });
 
+    it('a standalone among servers SRV polling joined to the one seed is removed: the topology never becomes Single with several servers', function () {
+      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      description.replaceServers(['a:27017', 'b:27017', 'c:27017']);
+      const standalone = serverDescriptionOf({ ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+      expect(description.update('b:27017', standalone)).to.deep.equal({ added: [], removed: ['b:27017'], invalidated: [] });
+      description.update('c:27017', standalone);
+      expect(description.type).to.equal('Unknown');
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017']);
+      // SRV polling left it the only server again: a standalone is its server.
+      description.replaceServers(['d:27017']);
+      description.update('d:27017', standalone);
+      expect(description.type).to.equal('Single');
+    });
+
     it('a reply of a type it does not know, or with fields of the wrong type, never throws', function () {
       for (const reply of [{ ok: 1, setName: 5, hosts: 'a' }, { ok: 1, setName: 'rs', hosts: [null, undefined, ['a']], me: 7, primary: {} }, { ok: 0 }, { ok: 1, electionId: 'x', setVersion: '2' }]) {
         const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
