@@ -22,17 +22,20 @@ export type ServerType = 'Unknown' | 'PossiblePrimary' | 'Standalone' | 'Mongos'
 
 /**
  * The ServerType a successful hello reply `reply` shows: `RSGhost` for `isreplicaset: true`; with a `setName`,
- * `RSOther` when `hidden: true`, else `RSPrimary` (`isWritablePrimary` or `ismaster` true), `RSSecondary`
+ * `RSOther` when `hidden: true`, else `RSPrimary` (`isWritablePrimary` true; in a reply without `isWritablePrimary`,
+ * the legacy hello's, `ismaster` true), `RSSecondary`
  * (`secondary: true`), `RSArbiter` (`arbiterOnly: true`) or `RSOther`; `Mongos` for `msg: 'isdbgrid'`; `Standalone`
  * otherwise. Never throws.
  *
- * Source: server discovery and monitoring spec, "ServerDescription", "type" (the table of symptoms).
+ * Source: server discovery and monitoring spec, "ServerDescription", "type" (the table of symptoms), "Parsing a hello
+ * or legacy hello response" ("MUST first check for the isWritablePrimary field and fall back to checking for an
+ * ismaster field if isWritablePrimary was not found").
  */
 export function serverTypeOf(reply: Document): ServerType {
   if (reply.isreplicaset === true) return 'RSGhost';
   if (typeof reply.setName === 'string') {
     if (reply.hidden === true) return 'RSOther';
-    if (reply.isWritablePrimary === true || reply.ismaster === true) return 'RSPrimary';
+    if ('isWritablePrimary' in reply ? reply.isWritablePrimary === true : reply.ismaster === true) return 'RSPrimary';
     if (reply.secondary === true) return 'RSSecondary';
     if (reply.arbiterOnly === true) return 'RSArbiter';
     return 'RSOther';

@@ -7,6 +7,7 @@ describe('topology description (SDAM "ServerDescription", "TopologyType")', func
     expect(serverTypeOf({ ok: 1, ismaster: true, msg: 'isdbgrid' })).to.equal('Mongos');
     expect(serverTypeOf({ ok: 1, isWritablePrimary: true, setName: 'rs0' })).to.equal('RSPrimary');
     expect(serverTypeOf({ ok: 1, ismaster: true, setName: 'rs0' }), 'the legacy hello').to.equal('RSPrimary');
+    expect(serverTypeOf({ ok: 1, isWritablePrimary: false, ismaster: true, secondary: true, setName: 'rs0' }), 'isWritablePrimary first, ismaster only without it').to.equal('RSSecondary');
     expect(serverTypeOf({ ok: 1, secondary: true, setName: 'rs0' })).to.equal('RSSecondary');
     expect(serverTypeOf({ ok: 1, arbiterOnly: true, setName: 'rs0' })).to.equal('RSArbiter');
     expect(serverTypeOf({ ok: 1, setName: 'rs0' }), 'neither primary, secondary nor arbiter (recovering)').to.equal('RSOther');
