@@ -664,10 +664,13 @@ export class Client {
   private get topologyType(): ClientTopologyType {
     return clientTopologyType(this.topology.type);
   }
-  /** SRV polling's warnings, for the subscribers of `log$` at the time (not kept for later ones: they recur). */
-  private readonly pollingLog = new Subject<LogMessage>();
-  /** Writes and publishes an SRV polling warning (see {@link pollingLog}); nothing when `client` does not log at warn. */
-  private pollingWarning: (warning: string) => void = () => undefined;
+  /**
+   * The warnings of SRV polling and server discovery, for the subscribers of `log$` at the time (not kept for later
+   * ones: they may recur).
+   */
+  private readonly clientWarningLog = new Subject<LogMessage>();
+  /** Writes and publishes an SRV polling warning (see {@link clientWarningLog}); nothing when `client` does not log at warn. */
+  private clientWarning: (warning: string) => void = () => undefined;
   /**
    * The `client` component's messages of warnings found after the client was created (those a TXT record adds), kept
    * for every later subscriber of `log$` as the URI's are (at most one per TXT option).
@@ -687,6 +690,8 @@ export class Client {
   private writtenDescription = UNKNOWN_TOPOLOGY_DESCRIPTION;
   /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
   private readonly heartbeatFrequencyMS: number;
+  /** The hosts found whose connection options were refused (see {@link applyChange}): each warned of once. */
+  private readonly refusedHosts = new Set<string>();
   /** Whether the client was given `directConnection=true` (see `suitableServers`). */
   private directConnection = false;
   /**
@@ -871,12 +876,12 @@ export class Client {
     this.pools$ = this.allFeeds$.pipe(map((f) => f.pool));
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
-    this.log$ = merge(from(clientMessages), this.topologyLog$(), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), selectionLog, this.pollingLog);
+    this.log$ = merge(from(clientMessages), this.topologyLog$(), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), selectionLog, this.clientWarningLog);
     if (logsClientWarnings) {
-      this.pollingWarning = (warning) => {
+      this.clientWarning = (warning) => {
         const message = clientMessage(warning);
         destination?.write(message);
-        this.pollingLog.next(message);
+        this.clientWarningLog.next(message);
       };
     }
 
@@ -1071,7 +1076,7 @@ export class Client {
       scheduler: context.scheduler ?? timerScheduler,
       hosts: () => this.hostList,
       update: (hosts) => this.applySrvHosts(hosts),
-      warn: (warning) => this.pollingWarning(warning),
+      warn: (warning) => this.clientWarning(warning),
     });
     srv.poller.start();
   }
@@ -1188,7 +1193,7 @@ export class Client {
           }
           this.heartbeatErrors.delete(address);
           setOrDelete(this.topologyVersions, address, topologyVersion);
-          change = this.described(address, e.reply);
+          change = this.serverChecked(address, e.reply);
         }
         published.next(e);
         // A server the check removed (a member of another set, a standalone among seeds, one the primary no longer
@@ -1242,7 +1247,7 @@ export class Client {
    * TopologyType Single", "Using electionId and setVersion to detect stale primaries"; Polling SRV Records for mongos
    * Discovery spec, "Implementation".
    */
-  private described(address: string, reply: Document): TopologyChange {
+  private serverChecked(address: string, reply: Document): TopologyChange {
     const change = this.topology.update(address, serverDescriptionOf(reply, this.scheduler.now()));
     if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
     return change;
@@ -1296,17 +1301,20 @@ export class Client {
         this.announce([[address, feed]]);
       } catch (error) {
         this.topology.removeServer(address);
-        this.pollingWarning(`${source}: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
+        // Once per host: a member's reply lists it again at each check.
+        if (!this.refusedHosts.has(address)) this.clientWarning(`${source}: the new host ${address} is not used: ${error instanceof Error ? error.message : String(error)}`);
+        this.refusedHosts.add(address);
       }
     }
     // The new servers first, as SDAM adds them before it removes: the topology is never described with neither.
-    this.serversOpened(opened);
+    // None opened: no description to write before the removals, which would show a server removed as Unknown.
+    if (opened.length > 0) this.serversOpened(opened);
     if (!removeFirst) for (const address of change.removed) this.removeHost(address);
     for (const address of change.invalidated) this.monitors.get(address)?.requestCheck();
     if (change.removed.length === 0 && change.added.length === 0) return;
     this.hostList = Object.freeze([...this.topology.servers.keys()].filter((address) => this.pools.has(address)));
     // SDAM: a topology of no server stays so (only a server of it can name another); the client says why it is empty.
-    if (this.hostList.length === 0 && !this.closed) this.pollingWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
+    if (this.hostList.length === 0 && !this.closed) this.clientWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
     queueMicrotask(() => {
       if (this.closed) return;
       for (const address of opened) this.monitors.get(address)?.start();
@@ -2158,7 +2166,7 @@ export class Client {
    */
   private commandSent(address: string, command: Document, readPreference: ReadPreference, explicit: boolean): Document {
     const own = Object.prototype.hasOwnProperty.call(command, '$readPreference');
-    // None for a load balancer (it has no check).
+    // Unknown for a load balancer (it has no check).
     const type = this.topology.servers.get(address)?.type;
     // A replica set member (RSPrimary, RSSecondary, RSArbiter, RSOther, RSGhost) reached directly.
     const directMember = this.topologyType === 'Single' && type?.startsWith('RS') === true;
@@ -2272,7 +2280,7 @@ export class Client {
    * once the closed client is done, as `events$` does.
    */
   private endLog(): void {
-    this.pollingLog.complete();
+    this.clientWarningLog.complete();
     this.lateClientLog.complete();
     // A selection logged and still going on (one that waits for the seedlist's discovery, which ends a moment later)
     // completes it as it logs its end.

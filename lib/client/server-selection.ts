@@ -104,7 +104,7 @@ export interface SelectionCriteria {
   /** The replica set's name (the URI's `replicaSet`, or the first member's set name); undefined: any set. */
   readonly replicaSet?: string | undefined;
   /**
-   * Whether a Single topology is a direct connection (its one host); false: a standalone answered among several seeds.
+   * Whether a Single topology is a direct connection (its one host); false: the one seed answered as a standalone.
    * Default true.
    */
   readonly directConnection?: boolean | undefined;
@@ -117,10 +117,11 @@ export interface SelectionCriteria {
 /**
  * The servers of `servers` suitable for an operation in a topology of type `topologyType` (see
  * {@link SelectionCriteria}): in `LoadBalanced` every server; in `Single` every server not `Unknown` when
- * `directConnection` (the one host the client was given), else (a standalone answered among several hosts) every
+ * `directConnection` (the one host the client was given), else (a standalone that answered as the only seed) every
  * `Standalone`; in `Sharded` every `Mongos` (the read preference goes to them with the command); in `ReplicaSet`, by
  * the read preference's mode, the primary (an `RSPrimary` of set `replicaSet` when that is given; of two or more,
- * those of the newest election, see {@link compareElections}: the others are stale primaries a step down left behind),
+ * which a client's description never holds but the spec's tests give, those of the newest election, see
+ * {@link compareElections}),
  * the eligible secondaries (`RSSecondary` of that set; eligible: of estimated staleness at most
  * `maxStalenessSeconds`, then matching the first tag set that matches any), or both; in `Unknown` none. Read
  * preferences apply only in `ReplicaSet`. Keeps their order.
@@ -135,10 +136,9 @@ export interface SelectionCriteria {
  *
  * Source: server selection spec, "Topology type: ..." (each type's rule for reads and writes; "A server of type
  * Unknown ... is not available"), "mode", "maxStalenessSeconds" (eligibility and the staleness estimate),
- * "tag_sets"; server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries";
- * extension: a standalone among several seeds, which SDAM removes while the topology stays Unknown
- * ("updateUnknownWithStandalone"), makes the topology Single here and is its only suitable server (see
- * `topologyTypeAfter`); a secondary of unknown staleness is not eligible (the spec's servers all have a lastWriteDate).
+ * "tag_sets"; server discovery and monitoring spec, "Using electionId and setVersion to detect stale primaries",
+ * "updateUnknownWithStandalone" (one seed that answers as a standalone makes the topology Single); extension: a
+ * secondary of unknown staleness is not eligible (the spec's servers all have a lastWriteDate).
  */
 export function suitableServers<P>(topologyType: ClientTopologyType, servers: readonly SelectableServer<P>[], criteria: SelectionCriteria = {}): SelectableServer<P>[] {
   switch (topologyType) {
@@ -233,7 +233,7 @@ function matches(set: TagSet, tags: TagSet | undefined): boolean {
 }
 
 /** The wire version of MongoDB 6.0, from which a primary's claims compare by electionId first. */
-const ELECTION_ID_FIRST_WIRE_VERSION = 17;
+export const ELECTION_ID_FIRST_WIRE_VERSION = 17;
 
 /**
  * The order of two primaries' claims (negative when `a` is the older, 0 for the same election, positive when `b`
@@ -250,7 +250,8 @@ export function compareElections(a: CheckedServer, b: CheckedServer): number {
   return versions !== 0 ? versions : ids;
 }
 
-function compareOptional<T extends string | number>(a: T | undefined, b: T | undefined): number {
+/** The order of two optional values (negative when `a` is the lesser); an absent one is less than any. */
+export function compareOptional<T extends string | number>(a: T | undefined, b: T | undefined): number {
   if (a === b) return 0;
   if (a === undefined) return -1;
   if (b === undefined) return 1;

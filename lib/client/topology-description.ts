@@ -1,7 +1,7 @@
 /**
- * A client's topology description, as far as rxcmap keeps one (it does no discovery: each host given, or found by
- * SRV, is a server of its own): the client's TopologyType and, per host, the ServerType its monitor last saw while its
- * pool is ready. The server selection messages and the "Topology description changed" messages write it as JSON.
+ * ServerTypes, and the topology description as the log writes it: the client's TopologyType and, per host it monitors
+ * (see `TopologyDescription` for how they are found and removed), the ServerType its monitor last saw while its pool
+ * is ready. The server selection messages and the "Topology description changed" messages write it as JSON.
  *
  * Source: server discovery and monitoring spec, "ServerType", "ServerDescription" ("type": the hello reply's
  * symptoms), "TopologyDescription"; SDAM logging and monitoring spec, "Topology Description Changed" Log Message ("a

@@ -12,7 +12,7 @@
  */
 import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
-import { checkedServer, type CheckedServer } from './server-selection';
+import { checkedServer, compareOptional, ELECTION_ID_FIRST_WIRE_VERSION, type CheckedServer } from './server-selection';
 import type { ServerType } from './topology-description';
 import type { TopologyType } from './topology-type';
 
@@ -24,9 +24,6 @@ import type { TopologyType } from './topology-type';
  * members).
  */
 export const MAX_REPLICA_SET_MEMBERS = 50;
-
-/** The wire version of MongoDB 6.0, from which a primary's claim compares by electionId first. */
-const ELECTION_ID_FIRST_WIRE_VERSION = 17;
 
 /**
  * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields selection (see
@@ -430,14 +427,6 @@ class Change implements TopologyChange {
   readonly added: string[] = [];
   readonly removed: string[] = [];
   readonly invalidated: string[] = [];
-}
-
-/** The order of two optional values; an absent one is older than any. */
-function compareOptional<T extends string | number>(a: T | undefined, b: T | undefined): number {
-  if (a === b) return 0;
-  if (a === undefined) return -1;
-  if (b === undefined) return 1;
-  return a < b ? -1 : 1;
 }
 
 /** The error of a primary whose claim is older than the newest election (`max`). */

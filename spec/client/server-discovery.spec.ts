@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { connect, MongoNetworkError, ServerSelectionError, type Client, type ClientOptions } from '../../lib';
+import { connect, InvalidOptionError, MongoNetworkError, ServerSelectionError, type Client, type ClientOptions } from '../../lib';
 import { MAX_REPLICA_SET_MEMBERS } from '../../lib/client/topology-update';
 import { closedPort, eventually, setFailPoint } from '../support/endpoint';
 import { checkedAs, deployment, election, pings, playedDeployments, runPings, type Role } from '../support/deployment';
@@ -120,6 +120,30 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(topology.servers.get(member)!.type, 'the new member untouched by the old pool\'s error').to.equal('RSSecondary');
   });
 
+  it('a member found whose connection options are refused is left out, with one warning however many checks list it', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const refused = '127.0.0.1:1';
+    roles[0] = { ...roles[0]!, hosts: [addresses()[0]!, refused] } as Role;
+    const { c, warnings } = open(addresses(), '&replicaSet=rs0');
+    // Options the connection factory of that host refuses (as an unreadable TLS file or a proxy that cannot be asked for it would).
+    const client = c as unknown as { connectionFactories: (hosts: readonly string[], ...rest: unknown[]) => unknown };
+    const factories = client.connectionFactories.bind(c);
+    client.connectionFactories = (hosts, ...rest) => {
+      if (hosts.includes(refused)) throw new InvalidOptionError('tlsCAFile', '/gone/ca.pem', 'a file the process can read');
+      return factories(hosts, ...rest);
+    };
+    // Three checks of the primary at least (every 500 ms), each listing the host.
+    const hellos = (): number => played.proxies[0]!.commands.filter((name) => name === 'hello' || name === 'isMaster').length;
+    const first = hellos();
+    expect(await eventually(() => hellos() >= first + 3, 5000)).to.equal(true);
+    expect(c.hosts).to.deep.equal([addresses()[0]]);
+    expect(c.pools.has(refused)).to.equal(false);
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/^server discovery: the new host 127\.0\.0\.1:1 is not used: .*tlsCAFile/);
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+  });
+
   it('a seed named otherwise than the configuration names it is replaced by the configured name: its pool closed, never a description without a server', async function () {
     played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }]);
     const port = addresses()[0]!.split(':')[1];
@@ -158,9 +182,10 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
   it('a member the configuration no longer lists is removed (its monitor stopped, its pool closed); listed again, it is monitored again', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }, { kind: 'secondary' }];
     played.proxies = await deployment(played.endpoint, roles);
-    const { c } = open(addresses(), '&replicaSet=rs0');
+    const { c, descriptions } = open(addresses(), '&replicaSet=rs0');
     expect(await eventually(() => [...c.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
     const [, , third] = addresses();
+    const before = descriptions.length;
     const closed: string[] = [];
     c.events$.subscribe((e) => e.type === 'ConnectionPoolClosed' && closed.push(e.address));
     // A reconfiguration without the third member: the primary's reply is what removes it.
@@ -173,6 +198,9 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     const hellos = played.proxies[2]!.commands.filter((name) => name === 'hello').length;
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(played.proxies[2]!.commands.filter((name) => name === 'hello').length, 'no check of a removed member').to.equal(hellos);
+    // Described as it was until its removal, then no more: never Unknown in passing.
+    const servers = descriptions.slice(before).map((d) => d.servers as { address: string; type: string }[]);
+    expect(servers.map((list) => list.find((s) => s.address === third)?.type)).to.deep.equal([undefined]);
     // Listed again.
     roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
     await checkedAs(c, 0, 'RSPrimary');
