@@ -500,8 +500,8 @@ export class Client {
   /**
    * The hosts the client monitors, `host:port`: the seeds given, as server discovery and SRV polling update them (a
    * new array each time: those kept, in their order, then those added; see {@link Client}). For a `mongodb+srv://`
-   * URI: empty until its seedlist is discovered (see {@link connect}), then the hosts its SRV records gave (at most
-   * srvMaxHosts of them).
+   * URI: empty until its seedlist is discovered (see {@link connect}); the hosts its SRV records gave (at most
+   * srvMaxHosts of them) are its seeds.
    */
   get hosts(): readonly string[] {
     return this.hostList;
