@@ -751,12 +751,6 @@ export class Client {
   private readonly commandConnections = new Set<Connection>();
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
   private readonly heartbeatErrors = new Map<string, Error>();
-  /**
-   * The topologyVersion of each host's server as the client knows it: that of its last successful check, or of the
-   * last state change error that counted since; none after a failed check (as for an Unknown ServerDescription). A
-   * check whose reply carries an older one (answered before that error) is ignored, its heartbeat only published.
-   */
-  private readonly topologyVersions = new Map<string, Document>();
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
@@ -1180,19 +1174,18 @@ export class Client {
         if (e.type === 'ServerHeartbeatFailed') {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
-          this.topologyVersions.delete(address);
           // A check a removal or close() ended leaves the description alone.
           if (!(e.error instanceof MonitorClosedError)) this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
-          // A reply older than what the client knows (a state change error that came during the check) changes
-          // nothing: the server stays Unknown, its pool as the error left it.
-          if (isStaleServerDescription(this.topologyVersions.get(address), topologyVersion)) {
+          // A reply older than what the client knows (a state change error that came during the check, whose
+          // topologyVersion its Unknown description keeps) changes nothing: the server stays Unknown, its pool as the
+          // error left it.
+          if (isStaleServerDescription(this.topology.servers.get(address)?.topologyVersion, topologyVersion)) {
             published.next(e);
             return;
           }
           this.heartbeatErrors.delete(address);
-          setOrDelete(this.topologyVersions, address, topologyVersion);
           change = this.serverChecked(address, e.reply);
         }
         published.next(e);
@@ -1255,14 +1248,14 @@ export class Client {
 
   /**
    * Makes the server at `address` Unknown after an error of one of its connections (its last check no longer
-   * describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its topologyVersion is forgotten
-   * (a state change error gives its own after).
+   * describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its description keeps
+   * `topologyVersion`, a state change error's (a check answered before the error, older, is then ignored).
    *
-   * Source: server discovery and monitoring spec, "Error handling" ("mark the server Unknown").
+   * Source: server discovery and monitoring spec, "Error handling" ("mark the server Unknown"; "the server's
+   * description ... topologyVersion" of a state change error).
    */
-  private serverUnknown(address: string): void {
-    this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
-    this.topologyVersions.delete(address);
+  private serverUnknown(address: string, topologyVersion?: Document): void {
+    this.topology.update(address, topologyVersion === undefined ? UNKNOWN_SERVER_DESCRIPTION : { ...UNKNOWN_SERVER_DESCRIPTION, topologyVersion });
   }
 
   /**
@@ -1372,7 +1365,6 @@ export class Client {
     (this.monitors as Map<string, Monitor>).delete(address);
     (this.pools as Map<string, ConnectionPool<Connection>>).delete(address);
     this.heartbeatErrors.delete(address);
-    this.topologyVersions.delete(address);
     const feed = this.hostFeeds.get(address);
     this.hostFeeds.delete(address);
     if (pool === undefined) return;
@@ -2105,11 +2097,10 @@ export class Client {
       return;
     }
     if (connection.generation !== pool.generation) return;
-    if (isStaleTopologyVersion(this.topologyVersions.get(pool.address), change.topologyVersion)) return;
+    if (isStaleTopologyVersion(this.topology.servers.get(pool.address)?.topologyVersion, change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
-    this.serverUnknown(pool.address);
-    setOrDelete(this.topologyVersions, pool.address, change.topologyVersion);
+    this.serverUnknown(pool.address, change.topologyVersion);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.
     this.topologyChanged();
@@ -2434,8 +2425,3 @@ function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pi
   return out;
 }
 
-/** Sets `key` to `value`, or deletes it when `value` is undefined. */
-function setOrDelete<K, V>(map: Map<K, V>, key: K, value: V | undefined): void {
-  if (value === undefined) map.delete(key);
-  else map.set(key, value);
-}

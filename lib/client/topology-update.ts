@@ -12,6 +12,7 @@
  */
 import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
+import { asTopologyVersion } from '../monitor/topology-version';
 import { checkedServer, compareOptional, ELECTION_ID_FIRST_WIRE_VERSION, type CheckedServer } from './server-selection';
 import type { ServerType } from './topology-description';
 import type { TopologyType } from './topology-type';
@@ -44,6 +45,11 @@ export interface ServerDescription extends CheckedServer {
   readonly primary?: string | undefined;
   /** The reply's `logicalSessionTimeoutMinutes`, if a number. */
   readonly logicalSessionTimeoutMinutes?: number | undefined;
+  /**
+   * The reply's `topologyVersion` (see `asTopologyVersion`), or, for a server a state change error made Unknown, the
+   * error's: a check's reply older than it is ignored (see `isStaleServerDescription`).
+   */
+  readonly topologyVersion?: Document | undefined;
 }
 
 /** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
@@ -73,6 +79,7 @@ export function serverDescriptionOf(reply: Document | undefined, lastUpdateTime?
     members: member ? membersOf(reply) : [],
     primary: member ? addressOrUndefined(reply.primary) : undefined,
     logicalSessionTimeoutMinutes: typeof logicalSessionTimeoutMinutes === 'number' ? logicalSessionTimeoutMinutes : undefined,
+    topologyVersion: asTopologyVersion(reply.topologyVersion),
   };
 }
 

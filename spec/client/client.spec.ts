@@ -1377,7 +1377,8 @@ describe('connect() / Client', function () {
       // As a check would (the pool ready, the server a standalone again), but leaving the server's topologyVersion as
       // the error left it.
       pool.ready();
-      (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers.set(pool.address, { type: 'Standalone' });
+      const servers = (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology.servers;
+      servers.set(pool.address, { ...servers.get(pool.address)!, type: 'Standalone' });
       await client!.command('test', { find: 'c' }).catch((e: unknown) => e);
       expect(count('ConnectionPoolCleared'), 'not cleared again by an error as old as the last').to.equal(1);
       // A different processId (a restarted server) always counts.
