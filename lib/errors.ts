@@ -1049,7 +1049,8 @@ export class ServerSelectionError extends CmapError {
   constructor(
     /**
      * Every host of the client, `host:port`, in its order (see `Client.hosts`); empty when server discovery removed
-     * every one (a standalone among several seeds, members of another set).
+     * every one (a standalone among several seeds, members of another set): the selection then failed at once, as no
+     * server can come back to such a topology.
      */
     readonly hosts: readonly string[],
     /** The client's serverSelectionTimeoutMS, in ms: how long it waited unless `timeoutMS` is set. */
@@ -1066,8 +1067,10 @@ export class ServerSelectionError extends CmapError {
     readonly readPreference = 'primary',
   ) {
     super(
-      `No suitable server ${hosts.length === 0 ? '(the topology has no server left)' : `of ${hosts.join(', ')}`} (read preference ${readPreference}) within ` +
-        (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`) +
+      (hosts.length === 0
+        ? `No suitable server: the topology has no server left (read preference ${readPreference})`
+        : `No suitable server of ${hosts.join(', ')} (read preference ${readPreference}) within ` +
+          (timeoutMS === undefined ? `serverSelectionTimeoutMS=${serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${timeoutMS} ms`)) +
         (cause instanceof Error ? `; last check failed with: ${cause.message}` : ''),
       { cause },
     );

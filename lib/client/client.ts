@@ -473,8 +473,9 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * answered; a standalone among several seeds (one seed that is a standalone makes the topology Single). A primary's
  * claim older than the newest election a primary reported (electionId, then setVersion; before MongoDB 6.0 setVersion
  * first) leaves it Unknown; a primary of a newer election makes the former one Unknown, checked at once, its pool not
- * cleared. A client whose last server was removed serves no operation (`ServerSelectionError`, with no host) and says
- * why in a `warn` message of the `client` component.
+ * cleared. A client whose last server was removed serves no operation: its selections fail at once with
+ * `ServerSelectionError`, with no host (a `mongodb+srv://` client's selections wait: a rescan may add hosts), and a `warn`
+ * message of the `client` component says why.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
@@ -1259,6 +1260,15 @@ export class Client {
   }
 
   /**
+   * Whether the topology has no server and none can come: every host was removed (SDAM: "The state of topology
+   * containing zero servers is terminal"), and no SRV polling may add one (a `mongodb+srv://` URI's client waits, as a
+   * rescan may list new hosts).
+   */
+  private emptiedForGood(): boolean {
+    return this.srv === undefined && this.serverContext !== undefined && this.hostList.length === 0;
+  }
+
+  /**
    * Does what an update of the topology description asks (see `TopologyChange`): each server added opened (pool and
    * monitor, the monitor started on the next microtask), then each removed removed (see {@link removeHost}; SRV
    * polling's removed first), each invalidated checked at once (its pool is not cleared). A new server whose
@@ -1306,8 +1316,12 @@ export class Client {
     for (const address of change.invalidated) this.monitors.get(address)?.requestCheck();
     if (change.removed.length === 0 && change.added.length === 0) return;
     this.hostList = Object.freeze([...this.topology.servers.keys()].filter((address) => this.pools.has(address)));
-    // SDAM: a topology of no server stays so (only a server of it can name another); the client says why it is empty.
-    if (this.hostList.length === 0 && !this.closed) this.clientWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
+    // SDAM: a topology of no server stays so (only a server of it can name another); the client says why it is empty,
+    // and the selections waiting fail now, as later ones will at once.
+    if (this.hostList.length === 0 && !this.closed) {
+      this.clientWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
+      if (this.emptiedForGood()) for (const [selection, readPreference] of [...this.selections]) selection.error(this.selectionTimedOut(readPreference, undefined));
+    }
     queueMicrotask(() => {
       if (this.closed) return;
       for (const address of opened) this.monitors.get(address)?.start();
@@ -1704,11 +1718,17 @@ export class Client {
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
     // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
     // or serverSelectionTimeoutMS. A selection still waiting when the drain starts ends then, the same way.
-    const first = (): ConnectionPool<Connection> => this.counted(this.pools.values().next().value!);
+    const first = (): ConnectionPool<Connection> => {
+      const pool = this.pools.values().next().value;
+      if (pool === undefined) throw this.selectionTimedOut(readPreference, timeoutMS);
+      return this.counted(pool);
+    };
     if (endAtDrain && this.draining) return first();
-    // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready.
+    // Server selection spec: an incompatible topology fails the selection at once, whatever else is ready. So does one
+    // of no server, for good (see `emptied`).
     const incompatible = this.incompatibility();
     if (incompatible !== undefined) throw incompatible;
+    if (this.emptiedForGood()) throw this.selectionTimedOut(readPreference, timeoutMS);
     const now = this.selectedPool(readPreference);
     if (now !== undefined) return this.counted(now);
     // Server selection spec: once the time is up (here: taken by the log messages' destination and subscribers), the

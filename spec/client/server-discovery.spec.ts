@@ -232,11 +232,19 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(pings(played.proxies)[2]).to.equal(0);
   });
 
-  it('two standalones as seeds are both removed (SDAM: a standalone among several seeds is no deployment): a command fails with ServerSelectionError, and a warning says why', async function () {
+  it('two standalones as seeds are both removed (SDAM: a standalone among several seeds is no deployment): a command waiting fails at once with ServerSelectionError, later ones too, and a warning says why', async function () {
     played.proxies = await deployment(played.endpoint, [{ kind: 'standalone' }, { kind: 'standalone' }]);
-    const { c, warnings } = open(addresses(), '', { serverSelectionTimeoutMS: 1500 });
+    // A minute to wait, beyond the test's timeout: the commands fail as the topology empties, not when the wait ends.
+    const { c, warnings } = open(addresses(), '', { serverSelectionTimeoutMS: 60_000 });
     const error = (await c.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
     expect(error).to.be.instanceOf(ServerSelectionError);
+    expect(error.message).to.equal('No suitable server: the topology has no server left (read preference primary)');
+    const later = (await c.command('admin', { ping: 1 }, { readPreference: 'nearest' }).catch((e: unknown) => e)) as ServerSelectionError;
+    expect(later).to.be.instanceOf(ServerSelectionError);
+    expect(later.message).to.equal('No suitable server: the topology has no server left (read preference nearest)');
+    // drain() with no pool left: a selection fails the same way.
+    void c.drain();
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(ServerSelectionError);
     expect(error.hosts).to.deep.equal([]);
     expect(error.topologyDescription).to.equal(JSON.stringify({ type: 'Unknown', servers: [] }));
     expect(c.pools.size).to.equal(0);
