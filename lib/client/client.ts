@@ -474,8 +474,8 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * claim older than the newest election a primary reported (electionId, then setVersion; before MongoDB 6.0 setVersion
  * first) leaves it Unknown; a primary of a newer election makes the former one Unknown, checked at once, its pool not
  * cleared. A client whose last server was removed serves no operation: its selections fail at once with
- * `ServerSelectionError`, with no host (a `mongodb+srv://` client's selections wait: a rescan may add hosts), and a `warn`
- * message of the `client` component says why.
+ * `ServerSelectionError`, with no host (a `mongodb+srv://` client's selections wait: a rescan may add hosts), and a
+ * `warn` message of the `client` component says why.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
@@ -1363,10 +1363,10 @@ export class Client {
 
   /**
    * Removes the host `address` (SRV polling, server discovery): its monitor is closed (a check in progress ends with
-   * ServerHeartbeatFailed, MonitorClosedError) and "Stopped server monitoring" written, then its pool (CMAP "Closing a Connection Pool": ConnectionPoolClosed;
-   * its checkouts still waiting, in the WaitQueue or for an establishment, fail at once with PoolClosedError; a
-   * connection in use stays so until its holder checks it in, then is closed, so a command in flight ends as the
-   * server answers it). Its feeds complete once its pool is done (closed, its last connection checked in), so the
+   * ServerHeartbeatFailed, MonitorClosedError) and "Stopped server monitoring" written, then its pool (CMAP "Closing a
+   * Connection Pool": ConnectionPoolClosed; its checkouts still waiting, in the WaitQueue or for an establishment, fail
+   * at once with PoolClosedError; a connection in use stays so until its holder checks it in, then is closed, so a
+   * command in flight ends as the server answers it). Its feeds complete once its pool is done (closed, its last connection checked in), so the
    * subscribers of `events$` receive those last events; a later subscriber does not see the host.
    */
   private removeHost(address: string): void {
@@ -2072,7 +2072,8 @@ export class Client {
       // nothing: the server did nothing wrong.
       reply = await connection.command(db, command, { timeoutMS, signal });
     } catch (error) {
-      // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the topology.
+      // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the
+      // topology.
       if (this.pools.get(pool.address) !== pool) throw error;
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {

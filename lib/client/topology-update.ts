@@ -1,14 +1,14 @@
 /**
  * A client's topology description as server discovery updates it: which servers the client monitors (its seeds, then
- * the members a replica set's hello replies list, less those found not to belong), the TopologyType, the replica set's
- * name and the newest election a primary reported. Each check's outcome goes through {@link TopologyDescription.update},
- * which says what the client has to do: servers to open and to remove, old primaries to check again. No I/O: the client
- * opens and closes the pools and monitors.
+ * the members a replica set's hello replies list, less those found not to belong), the TopologyType, the replica
+ * set's name and the newest election a primary reported. Each check's outcome goes through
+ * {@link TopologyDescription.update}, which says what the client has to do: servers to open and to remove, old
+ * primaries to check again. No I/O: the client opens and closes the pools and monitors.
  *
  * Source: server discovery and monitoring spec, "TopologyDescription", "ServerDescription", "Parsing a hello or legacy
  * hello response", "Updating the TopologyDescription" (the TopologyType table and its actions), "Logical Session
- * Timeout", "Using electionId and setVersion to detect stale primaries", "Using me
- * field to detect seed list members that do not match host names in the replica set configuration".
+ * Timeout", "Using electionId and setVersion to detect stale primaries", "Using me field to detect seed list members
+ * that do not match host names in the replica set configuration".
  */
 import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
@@ -19,10 +19,10 @@ import type { TopologyType } from './topology-type';
 
 /**
  * The most members a replica set has (MongoDB's limit): a reply listing more (`hosts`, `passives` and `arbiters`
- * together) has only its first this many entries read, and no member a reply lists is added to a description that holds
- * this many servers already, so a broken or hostile server cannot make the client monitor thousands of hosts (members
- * that each list 50 new ones, found in turn, would otherwise). Source: extension (MongoDB's replica set limit of 50
- * members).
+ * together) has only its first this many entries read, and no member a reply lists is added to a description that
+ * holds this many servers already, so a broken or hostile server cannot make the client monitor thousands of hosts
+ * (members that each list 50 new ones, found in turn, would otherwise). Source: extension (MongoDB's replica set limit
+ * of 50 members).
  */
 export const MAX_REPLICA_SET_MEMBERS = 50;
 
@@ -110,9 +110,9 @@ function addressOrUndefined(value: unknown): string | undefined {
 }
 
 /**
- * `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats: of their first 50 entries in all
- * (a set's configuration lists each of its at most 50 members once, in one of them), those that are addresses. Those
- * beyond are not read: a reply of 1 MB holds 58,000 entries, and reading each (an error made for each that is no
+ * `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats: of their first 50 entries in
+ * all (a set's configuration lists each of its at most 50 members once, in one of them), those that are addresses.
+ * Those beyond are not read: a reply of 1 MB holds 58,000 entries, and reading each (an error made for each that is no
  * address) blocked the event loop for 0.5 to 1 s per reply.
  */
 function membersOf(reply: Document): string[] {
