@@ -2072,14 +2072,13 @@ export class Client {
       // nothing: the server did nothing wrong.
       reply = await connection.command(db, command, { timeoutMS, signal });
     } catch (error) {
-      // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the
-      // topology.
-      if (this.pools.get(pool.address) !== pool) throw error;
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {
         // A connection of an older generation was made stale by a clear already.
         if (monitor !== undefined) {
-          if (connection.generation === pool.generation) {
+          // A pool the client no longer has (its server removed, perhaps added again since) changes nothing of the
+          // topology.
+          if (connection.generation === pool.generation && this.pools.get(pool.address) === pool) {
             // SDAM, "Network error when reading or writing": the server Unknown, then its pool cleared.
             this.serverUnknown(pool.address);
             pool.clear({ cause: error });
