@@ -54,7 +54,7 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { clientTopologyType, type ClientTopologyType } from './topology-type';
-import { initialTopology, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION, type TopologyChange } from './topology-update';
+import { initialTopology, readiesPool, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION, type TopologyChange } from './topology-update';
 import { setOwnField } from '../own-field';
 import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from '../read-preference';
 import { DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
@@ -1191,8 +1191,9 @@ export class Client {
         }
         published.next(e);
         // A server the check removed (a member of another set, a standalone among seeds, one the primary no longer
-        // lists): its pool is closed next, not readied first.
-        if (this.topology.servers.has(address)) toPool.next(e);
+        // lists): its pool is closed next, not readied first. One that bears no data (an arbiter, a hidden member, an
+        // RSGhost) keeps its pool paused: see readiesPool.
+        if (this.topology.servers.has(address) && (e.type !== 'ServerHeartbeatSucceeded' || readiesPool(this.topology, address))) toPool.next(e);
         if (change !== undefined) this.applyChange(change);
         // The check a removal ended says nothing of the server: its "Stopped server monitoring" comes next, then the
         // description without it (see removeHost).
@@ -1568,7 +1569,8 @@ export class Client {
 
   /**
    * The client's topology description as JSON (see `topologyDescriptionText`): its TopologyType and, per host (in the
-   * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready (in
+   * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready, or paused as
+   * the pool of a server that bears no data stays (see `readiesPool`: an arbiter, an RSOther, an RSGhost) (in
    * load-balanced mode `LoadBalancer` while it is; a pool a drain closed counts as in its state before), `Unknown`
    * otherwise. `opened`: hosts described as `Unknown`
    * whatever their pool's state (those just added, whose first description SDAM gives before any check).
@@ -1578,7 +1580,9 @@ export class Client {
       let type: ServerType = 'Unknown';
       // A pool the drain closed: described as it was while open (its server is not gone, the client is closing).
       const state = pool.state === 'closed' && this.draining ? (this.openStates.get(pool) ?? pool.state) : pool.state;
-      if (state === 'ready' && !opened.includes(address)) type = this.monitors.has(address) ? (this.topology.servers.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
+      // A PossiblePrimary is not checked yet: Unknown until its check.
+      const described = state === 'ready' || (state === 'paused' && this.topology.servers.get(address)?.type !== 'PossiblePrimary' && !readiesPool(this.topology, address));
+      if (described && !opened.includes(address)) type = this.monitors.has(address) ? (this.topology.servers.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
       return { address, type };
     });
     return topologyDescriptionText(this.topologyType, servers);

@@ -426,6 +426,23 @@ export class TopologyDescription {
 /** The ServerTypes that bear data. */
 const DATA_BEARING: ReadonlySet<ServerType> = new Set<ServerType>(['Standalone', 'Mongos', 'RSPrimary', 'RSSecondary', 'LoadBalancer']);
 
+/**
+ * Whether the pool of `address`, just checked successfully, is to be readied: its server bears data (Standalone,
+ * Mongos, RSPrimary, RSSecondary), or is the one server of a `Single` topology (directConnection=true: an arbiter
+ * included, as before any discovery), so selection may pick it. Otherwise the pool of an arbiter, an RSOther (a hidden
+ * member), an RSGhost, or a server the check left Unknown (a stale primary) stays paused: no operation is selected
+ * there, and a ready pool would open minPoolSize connections to it, authenticating to an arbiter, which refuses
+ * authentication, at every attempt.
+ *
+ * Source: CMAP spec, "Marking a Connection Pool as Ready" (a successful check readies the pool); extension (as the
+ * official drivers restrict it: Python's PYTHON-2634, Node.js's `Topology.updateServer`, which ready the pools of
+ * data-bearing servers only, and of a Single topology's server).
+ */
+export function readiesPool(topology: TopologyDescription, address: string): boolean {
+  const type = topology.servers.get(address)?.type;
+  return type !== undefined && (topology.type === 'Single' || DATA_BEARING.has(type));
+}
+
 /** A server another member names as primary, not checked since. */
 const POSSIBLE_PRIMARY: ServerDescription = Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, type: 'PossiblePrimary' });
 
