@@ -33,18 +33,20 @@ describe('pools of servers that bear no data (arbiters, hidden and removed membe
       const m = await members();
       // Seeded with those that bear no data: each is checked, the arbiter's reply finds the others.
       const seeds = [m.arbiter.address, m.hidden.address, m.removed.address];
-      client = connect(`mongodb://${seeds.join(',')}/?serverMonitoringMode=${mode}&heartbeatFrequencyMS=200&minPoolSize=2`);
+      client = connect(`mongodb://${seeds.join(',')}/?serverMonitoringMode=${mode}&heartbeatFrequencyMS=500&minPoolSize=2`);
       const created = new Map<string, number>();
       const readied: string[] = [];
+      let arbiterChecks = 0;
       client.events$.subscribe((e) => {
+        if (e.type === 'ServerHeartbeatSucceeded' && e.address === m.arbiter.address) arbiterChecks++;
         if (e.type === 'ConnectionCreated') created.set(e.address, (created.get(e.address) ?? 0) + 1);
         if (e.type === 'ConnectionPoolReady') readied.push(e.address);
       });
       const c = client;
       const settled = (): boolean => created.get(m.primary.address) === 2 && created.get(m.secondary.address) === 2 && c.pools.has(m.arbiter.address) && !c.pools.has(m.hidden.address) && !c.pools.has(m.removed.address);
       expect(await eventually(settled, 5000)).to.equal(true);
-      // Several checks of the arbiter since (every 200 ms).
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Several checks of the arbiter since (every 500 ms).
+      expect(await eventually(() => arbiterChecks >= 3, 5000)).to.equal(true);
       expect([...created.keys()].sort()).to.deep.equal([m.primary.address, m.secondary.address].sort());
       expect(readied).to.not.include.members([m.arbiter.address]);
       expect(readied).to.not.include.members([m.hidden.address]);
@@ -57,7 +59,7 @@ describe('pools of servers that bear no data (arbiters, hidden and removed membe
 
   it('directConnection=true to an arbiter: its pool readied and populated, as the only server the client may use', async function () {
     const m = await members();
-    client = connect(`mongodb://${m.arbiter.address}/?directConnection=true&heartbeatFrequencyMS=200&minPoolSize=2&serverSelectionTimeoutMS=3000`);
+    client = connect(`mongodb://${m.arbiter.address}/?directConnection=true&heartbeatFrequencyMS=500&minPoolSize=2&serverSelectionTimeoutMS=3000`);
     const pool = await client.selectPool();
     expect(pool.address).to.equal(m.arbiter.address);
     expect(pool.state).to.equal('ready');
