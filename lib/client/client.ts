@@ -1570,8 +1570,8 @@ export class Client {
   /**
    * The client's topology description as JSON (see `topologyDescriptionText`): its TopologyType and, per host (in the
    * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready, or paused as
-   * the pool of a server that bears no data stays (see `readiesPool`: an arbiter, an RSOther, an RSGhost) (in
-   * load-balanced mode `LoadBalancer` while it is; a pool a drain closed counts as in its state before), `Unknown`
+   * the pool of a server that bears no data stays (an arbiter, an RSOther, an RSGhost: see `readiesPool`); in
+   * load-balanced mode `LoadBalancer` while it is ready; a pool a drain closed counts as in its state before; `Unknown`
    * otherwise. `opened`: hosts described as `Unknown`
    * whatever their pool's state (those just added, whose first description SDAM gives before any check).
    */

@@ -434,9 +434,9 @@ const DATA_BEARING: ReadonlySet<ServerType> = new Set<ServerType>(['Standalone',
  * there, and a ready pool would open minPoolSize connections to it, authenticating to an arbiter, which refuses
  * authentication, at every attempt.
  *
- * Source: CMAP spec, "Marking a Connection Pool as Ready" (a successful check readies the pool); extension (as the
- * official drivers restrict it: Python's PYTHON-2634, Node.js's `Topology.updateServer`, which ready the pools of
- * data-bearing servers only, and of a Single topology's server).
+ * Source: server discovery and monitoring spec, "Connection Pool Management" (after a successful check of a
+ * data-bearing server, or of a direct connection's, its pool MUST be created and marked ready); CMAP spec, "Marking a
+ * Connection Pool as Ready"; as the official drivers do (Python's PYTHON-2634, Node.js's `Topology.updateServer`).
  */
 export function readiesPool(topology: TopologyDescription, address: string): boolean {
   const type = topology.servers.get(address)?.type;
