@@ -91,6 +91,24 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(await eventually(() => topology.type === 'ReplicaSetWithPrimary', 3000)).to.equal(true);
   });
 
+  it('a failed check makes its server Unknown: a secondary down leaves the primary, the primary down leaves ReplicaSetNoPrimary', async function () {
+    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    const { c, descriptions } = open(addresses(), '&replicaSet=rs0&heartbeatFrequencyMS=60000');
+    await checkedAs(c, 1, 'RSSecondary');
+    await checkedAs(c, 0, 'RSPrimary');
+    const topology = (c as unknown as { topology: { type: string } }).topology;
+    roles[1] = { kind: 'down' };
+    await checkedAs(c, 1, 'Unknown');
+    expect(topology.type).to.equal('ReplicaSetWithPrimary');
+    // Logged as it changes.
+    expect(descriptions.at(-1)).to.deep.equal({ type: 'ReplicaSetWithPrimary', servers: [{ address: addresses()[0], type: 'RSPrimary' }, { address: addresses()[1], type: 'Unknown' }] });
+    roles[0] = { kind: 'down' };
+    await checkedAs(c, 0, 'Unknown');
+    expect(topology.type).to.equal('ReplicaSetNoPrimary');
+    expect(c.hosts, 'both still monitored').to.deep.equal(addresses());
+  });
+
   for (const kind of ['a network error', 'a state change error with no topologyVersion, as MongoDB 4.2 sends'] as const) {
   it(`${kind} of a command that ran on a removed member's pool changes nothing of the member added again at that address`, async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
@@ -265,6 +283,27 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     expect(pings(played.proxies)).to.deep.equal([0, 0]);
     expect(warnings).to.have.length(1);
     expect(warnings[0]).to.match(/^server discovery: the last server of the topology was removed \(127\.0\.0\.1:\d+\): a standalone among several seeds is no deployment; no operation can be served$/);
+  });
+
+  it("the last servers of a replica set or a sharded cluster removed: the warning says none is a member of the set, or none is a mongos", async function () {
+    // A primary whose configuration lists neither seed (itself included): both removed by one reply.
+    played.proxies = await deployment(played.endpoint, [{ kind: 'primary', electionId: election(), hosts: [] }, { kind: 'secondary' }]);
+    let { c, warnings } = open(addresses(), '&replicaSet=rs0');
+    expect(await eventually(() => c.hosts.length === 0)).to.equal(true);
+    expect(warnings).to.deep.equal([`server discovery: the last server of the topology was removed (${addresses().join(', ')}): none is a member of replica set rs0 the set's configuration lists; no operation can be served`]);
+    await c.close();
+    await Promise.all(played.proxies.map((p) => p.stop()));
+
+    const roles: Role[] = [{ kind: 'mongos' }, { kind: 'mongos' }];
+    played.proxies = await deployment(played.endpoint, roles);
+    ({ c, warnings } = open(addresses()));
+    await checkedAs(c, 0, 'Mongos');
+    await checkedAs(c, 1, 'Mongos');
+    // Both become standalones: each is removed at its next check.
+    roles[0] = roles[1] = { kind: 'standalone' };
+    expect(await eventually(() => c.hosts.length === 0, 5000)).to.equal(true);
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/^server discovery: the last server of the topology was removed \(127\.0\.0\.1:\d+\): none is a mongos; no operation can be served$/);
   });
 
   it('a member listing hundreds of hosts, some no address at all: of its first 50 entries, those that are addresses monitored, the rest ignored, and every one closed by close()', async function () {
