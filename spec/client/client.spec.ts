@@ -1714,5 +1714,36 @@ describe('connect() / Client', function () {
       expect(cleared, 'no second clear').to.have.length(1);
       expect(pool.state).to.equal('ready');
     });
+
+    it('a command failing with a server error that is no state change error rejects with that error, and clears nothing', async function () {
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000`, { ...endpoint.connectionOptions, appName });
+      const pool = [...client.pools.values()][0];
+      const cleared: unknown[] = [];
+      client.events$.subscribe((e) => void (e.type === 'ConnectionPoolCleared' && cleared.push(e)));
+      await client.command('admin', { ping: 1 });
+      await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['ping'], errorCode: 2, appName } });
+      const error = await client.command('admin', { ping: 1 }).then(() => undefined, (e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoServerError);
+      expect(error).to.include({ code: 2 });
+      expect(cleared).to.deep.equal([]);
+      expect(pool.state).to.equal('ready');
+    });
+
+    it('a command that times out (a network timeout) clears nothing and leaves its server as its last check described it', async function () {
+      client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=10000`, { ...endpoint.connectionOptions, appName });
+      const pool = [...client.pools.values()][0];
+      const topology = (client as unknown as { topology: { servers: Map<string, { type: string }> } }).topology;
+      const cleared: unknown[] = [];
+      client.events$.subscribe((e) => void (e.type === 'ConnectionPoolCleared' && cleared.push(e)));
+      await client.command('admin', { ping: 1 });
+      const type = topology.servers.get(pool.address)!.type;
+      expect(type).to.not.equal('Unknown');
+      await failPoint.call(this, { mode: { times: 1 }, data: { failCommands: ['ping'], blockConnection: true, blockTimeMS: 1000, appName } });
+      const error = await client.command('admin', { ping: 1 }, { timeoutMS: 200 }).then(() => undefined, (e: unknown) => e);
+      expect(error).to.be.instanceOf(MongoNetworkTimeoutError);
+      expect(cleared, 'no clear').to.deep.equal([]);
+      expect(pool.state).to.equal('ready');
+      expect(topology.servers.get(pool.address)!.type).to.equal(type);
+    });
   });
 });
