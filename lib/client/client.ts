@@ -463,19 +463,21 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  *
  * Server discovery (unless `directConnection=true` or load-balanced): the hosts given (or found by SRV) are seeds, and
  * each check's reply updates the topology description as SDAM's TopologyType table says. A replica set member's
- * `hosts`, `passives` and `arbiters` not yet monitored are added (host names lower-cased, at most 50 taken from one
- * reply, an entry that is no `host:port` left out), each with a pool and a monitor, in `hosts`, `pools` and
- * `monitors`, their events and log messages given to the subscribers already there. Removed, as SRV polling removes a
- * host (monitor closed, then pool closed; a command in flight ends as the server answers it): every server a primary's
- * reply does not list; a member of another set than the URI's `replicaSet` (or, without one, than the first member
- * that answered); a member whose `me` is not the address the client reaches it at (the name the configuration gives
- * it is added instead); a standalone or a mongos in a replica set; a server that is not a mongos once a mongos
- * answered; a standalone among several seeds (one seed that is a standalone makes the topology Single). A primary's
- * claim older than the newest election a primary reported (electionId, then setVersion; before MongoDB 6.0 setVersion
- * first) leaves it Unknown; a primary of a newer election makes the former one Unknown, checked at once, its pool not
- * cleared. A client whose last server was removed serves no operation: its selections fail at once with
- * `ServerSelectionError`, with no host (a `mongodb+srv://` client's selections wait: a rescan may add hosts), and a
- * `warn` message of the `client` component says why.
+ * `hosts`, `passives` and `arbiters` not yet monitored are added (host names lower-cased; of a reply's lists only the
+ * first 50 entries are read, and the topology holds at most 50 servers; an entry that is no `host:port`, a Unix domain
+ * socket path or a name over 255 characters, is left out), each with a pool and a monitor, in `hosts`, `pools` and
+ * `monitors`, their events and log messages given to the subscribers already there; the pools of those that bear no
+ * data (an arbiter, a hidden member, an RSGhost) are never readied. Removed, as SRV polling removes a host (monitor
+ * closed, then pool closed; a command in flight ends as the server answers it): every server a primary's reply does not
+ * list; a member of another set than the URI's `replicaSet` (or, without one, than the first member that answered); a
+ * member whose `me` is not the address the client reaches it at (the name the configuration gives it is added instead);
+ * a standalone or a mongos in a replica set; a server that is not a mongos once a mongos answered; a standalone among
+ * several seeds (one seed that is a standalone makes the topology Single). A primary's claim older than the newest
+ * election a primary reported (electionId, then setVersion; before MongoDB 6.0 setVersion first) leaves it Unknown; a
+ * primary of a newer election makes the former one Unknown, checked at once, its pool not cleared. A network error on a
+ * command's connection makes its server Unknown as its pool is cleared. A client whose last server was removed serves
+ * no operation: its selections fail at once with `ServerSelectionError`, with no host (a `mongodb+srv://` client's
+ * selections wait: a rescan may add hosts), and a `warn` message of the `client` component says why.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
@@ -495,7 +497,8 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * polling); server discovery and monitoring spec, "Updating the TopologyDescription" (the TopologyType table and its
  * actions), "Using me field to detect seed list members that do not match host names in the replica set
  * configuration", "Using electionId and setVersion to detect stale primaries", "Other TopologyTypes" (a warning when
- * the last server is removed); extension: at most 50 members taken from one reply (MongoDB's limit of a replica set).
+ * the last server is removed), "Connection Pool Management", "Network error when reading or writing"; extension: the
+ * limits of 50 entries read and 50 servers (MongoDB's limit of a replica set), and of a host's length (RFC 1035).
  */
 export class Client {
   /**
@@ -670,7 +673,10 @@ export class Client {
    * ones: they may recur).
    */
   private readonly clientWarningLog = new Subject<LogMessage>();
-  /** Writes and publishes an SRV polling warning (see {@link clientWarningLog}); nothing when `client` does not log at warn. */
+  /**
+   * Writes and publishes a warning of SRV polling or server discovery (see {@link clientWarningLog}); nothing when
+   * `client` does not log at warn.
+   */
   private clientWarning: (warning: string) => void = () => undefined;
   /**
    * The `client` component's messages of warnings found after the client was created (those a TXT record adds), kept
@@ -1274,9 +1280,8 @@ export class Client {
    * monitor, the monitor started on the next microtask), then each removed removed (see {@link removeHost}; SRV
    * polling's removed first), each invalidated checked at once (its pool is not cleared). A new server whose
    * connection options are refused (an InvalidOptionError from its factory, pool or monitor) is left out, with a
-   * warning of the `client` component;
-   * none is opened once the client is closed or draining (a subscriber of the events of this change may close or
-   * drain it). `hosts` follows the description's order.
+   * warning of the `client` component (once per host); none is opened once the client is closed or draining (a
+   * subscriber of the events of this change may close or drain it). `hosts` follows the description's order.
    *
    * Source: server discovery and monitoring spec, "updateRSFromPrimary" ("begin monitoring the new server", "remove
    * the server and stop monitoring it"; a multi-threaded client "MUST request an immediate check" of an old primary,
@@ -1310,7 +1315,7 @@ export class Client {
         this.refusedHosts.add(address);
       }
     }
-    // The new servers first, as SDAM adds them before it removes: the topology is never described with neither.
+    // The new servers first, as SDAM adds them before it removes, so the topology is never described empty in passing.
     // None opened: no description to write before the removals, which would show a server removed as Unknown.
     if (opened.length > 0) this.serversOpened(opened);
     if (!removeFirst) for (const address of change.removed) this.removeHost(address);
@@ -1367,8 +1372,9 @@ export class Client {
    * ServerHeartbeatFailed, MonitorClosedError) and "Stopped server monitoring" written, then its pool (CMAP "Closing a
    * Connection Pool": ConnectionPoolClosed; its checkouts still waiting, in the WaitQueue or for an establishment, fail
    * at once with PoolClosedError; a connection in use stays so until its holder checks it in, then is closed, so a
-   * command in flight ends as the server answers it). Its feeds complete once its pool is done (closed, its last connection checked in), so the
-   * subscribers of `events$` receive those last events; a later subscriber does not see the host.
+   * command in flight ends as the server answers it). Its feeds complete once its pool is done (closed, its last
+   * connection checked in), so the subscribers of `events$` receive those last events; a later subscriber does not see
+   * the host.
    */
   private removeHost(address: string): void {
     const monitor = this.monitors.get(address);
