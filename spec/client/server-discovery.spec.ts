@@ -110,46 +110,46 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
   });
 
   for (const kind of ['a network error', 'a state change error with no topologyVersion, as MongoDB 4.2 sends'] as const) {
-  it(`${kind} of a command that ran on a removed member's pool changes nothing of the member added again at that address`, async function () {
-    const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
-    played.proxies = await deployment(played.endpoint, roles);
-    const network = kind === 'a network error';
-    // The member's errors without their topologyVersion (a server before 4.4 sends none).
-    const passOn = played.proxies[1]!.hooks.reply!;
-    played.proxies[1]!.hooks.reply = (reply, command) => {
-      const answered = passOn(reply, command);
-      if (answered.ok !== 0) return answered;
-      const { topologyVersion: _dropped, ...rest } = answered;
-      return rest;
-    };
-    const { c } = open(addresses(), '&replicaSet=rs0&heartbeatFrequencyMS=60000');
-    await checkedAs(c, 1, 'RSSecondary');
-    await checkedAs(c, 0, 'RSPrimary');
-    const topology = (c as unknown as { topology: { servers: Map<string, { type: string }> } }).topology;
-    const member = addresses()[1]!;
-    const first = c.pools.get(member);
-    // A read that the server holds, then ends by closing its connection (a network error) or with NotWritablePrimary.
-    const ending = network ? { closeConnection: true } : { errorCode: 10107 };
-    await setFailPoint(this, played.endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 3000, ...ending } });
-    const read = c.command('app', { find: 'c' }, { readPreference: 'secondary' }).catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    // Meanwhile the member is removed from the configuration and added back: a new pool at its address.
-    roles[0] = { ...roles[0]!, hosts: [addresses()[0]!] } as Role;
-    await checkedAs(c, 0, 'RSPrimary');
-    expect(await eventually(() => !c.pools.has(member))).to.equal(true);
-    roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
-    await checkedAs(c, 0, 'RSPrimary');
-    expect(await eventually(() => c.pools.has(member) && topology.servers.get(member)?.type === 'RSSecondary', 3000)).to.equal(true);
-    expect(c.pools.get(member)).not.to.equal(first);
-    let settled = false;
-    void read.then(() => (settled = true));
-    await Promise.resolve();
-    expect(settled, 'the read still held by the server').to.equal(false);
-    const error = await read;
-    if (network) expect(error).to.be.instanceOf(MongoNetworkError);
-    else expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
-    expect(topology.servers.get(member)!.type, 'the new member untouched by the old pool\'s error').to.equal('RSSecondary');
-  });
+    it(`${kind} of a command that ran on a removed member's pool changes nothing of the member added again at that address`, async function () {
+      const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary' }];
+      played.proxies = await deployment(played.endpoint, roles);
+      const network = kind === 'a network error';
+      // The member's errors without their topologyVersion (a server before 4.4 sends none).
+      const passOn = played.proxies[1]!.hooks.reply!;
+      played.proxies[1]!.hooks.reply = (reply, command) => {
+        const answered = passOn(reply, command);
+        if (answered.ok !== 0) return answered;
+        const { topologyVersion: _dropped, ...rest } = answered;
+        return rest;
+      };
+      const { c } = open(addresses(), '&replicaSet=rs0&heartbeatFrequencyMS=60000');
+      await checkedAs(c, 1, 'RSSecondary');
+      await checkedAs(c, 0, 'RSPrimary');
+      const topology = (c as unknown as { topology: { servers: Map<string, { type: string }> } }).topology;
+      const member = addresses()[1]!;
+      const first = c.pools.get(member);
+      // A read that the server holds, then ends by closing its connection (a network error) or with NotWritablePrimary.
+      const ending = network ? { closeConnection: true } : { errorCode: 10107 };
+      await setFailPoint(this, played.endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 3000, ...ending } });
+      const read = c.command('app', { find: 'c' }, { readPreference: 'secondary' }).catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Meanwhile the member is removed from the configuration and added back: a new pool at its address.
+      roles[0] = { ...roles[0]!, hosts: [addresses()[0]!] } as Role;
+      await checkedAs(c, 0, 'RSPrimary');
+      expect(await eventually(() => !c.pools.has(member))).to.equal(true);
+      roles[0] = { ...roles[0]!, hosts: addresses() } as Role;
+      await checkedAs(c, 0, 'RSPrimary');
+      expect(await eventually(() => c.pools.has(member) && topology.servers.get(member)?.type === 'RSSecondary', 3000)).to.equal(true);
+      expect(c.pools.get(member)).not.to.equal(first);
+      let settled = false;
+      void read.then(() => (settled = true));
+      await Promise.resolve();
+      expect(settled, 'the read still held by the server').to.equal(false);
+      const error = await read;
+      if (network) expect(error).to.be.instanceOf(MongoNetworkError);
+      else expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 10107 });
+      expect(topology.servers.get(member)!.type, 'the new member untouched by the old pool\'s error').to.equal('RSSecondary');
+    });
   }
 
   it('a member found whose connection options are refused is left out, with one warning however many checks list it', async function () {
