@@ -394,7 +394,7 @@ export function withField(command: Document, name: string, value: unknown): Docu
 /** Why a topology description's last servers were removed, in words, from what it holds now. */
 function emptied(topology: TopologyDescription): string {
   if (topology.setName !== undefined) return `none is a member of replica set ${topology.setName} the set's configuration lists`;
-  return topology.type === 'Sharded' ? 'none is a mongos' : 'a standalone among several seeds is no deployment';
+  return topology.type === 'Sharded' ? 'none is a mongos that could be used' : 'a standalone among several seeds is no deployment';
 }
 
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
@@ -477,7 +477,8 @@ function cancelledBy(signal: AbortSignal | undefined, cancelled: () => Error, ow
  * primary of a newer election makes the former one Unknown, checked at once, its pool not cleared. A network error on a
  * command's connection makes its server Unknown as its pool is cleared. A client whose last server was removed serves
  * no operation: its selections fail at once with `ServerSelectionError`, with no host (a `mongodb+srv://` client's
- * selections wait: a rescan may add hosts), and a `warn` message of the `client` component says why.
+ * selections wait while its SRV polling goes on: a rescan may add hosts), and a `warn` message of the `client`
+ * component says why.
  *
  * @throws {InvalidOptionError} from the constructor, before any pool, monitor or log file is opened: for an invalid
  *   URI (a `mongodb+srv` one with a port, several hosts, directConnection=true, or a positive srvMaxHosts with
@@ -1082,9 +1083,12 @@ export class Client {
     srv.poller.start();
   }
 
-  /** The hosts that errors name: the client's, or the host name of a mongodb+srv URI before its hosts are known. */
+  /**
+   * The hosts that errors name: the client's (none once discovery removed every one), or the host name of a
+   * mongodb+srv URI before its hosts are known.
+   */
   private hostsForErrors(): readonly string[] {
-    return this.hostList.length > 0 || this.srv === undefined ? this.hostList : [this.srv.hostname];
+    return this.hostList.length > 0 || this.srv === undefined || this.srv.done ? this.hostList : [this.srv.hostname];
   }
 
   /**
@@ -1268,11 +1272,13 @@ export class Client {
 
   /**
    * Whether the topology has no server and none can come: every host was removed (SDAM: "The state of topology
-   * containing zero servers is terminal"), and no SRV polling may add one (a `mongodb+srv://` URI's client waits, as a
-   * rescan may list new hosts).
+   * containing zero servers is terminal"), and no SRV polling may add one (a `mongodb+srv://` URI's client whose
+   * polling goes on waits, as a rescan may list new hosts; one with a `replicaSet`, or whose topology was a replica
+   * set, polls no more).
    */
   private emptiedForGood(): boolean {
-    return this.srv === undefined && this.serverContext !== undefined && this.hostList.length === 0;
+    const polling = this.srv?.poller !== undefined && !this.srv.poller.stopped;
+    return !polling && this.serverContext !== undefined && this.hostList.length === 0;
   }
 
   /**
@@ -1325,8 +1331,9 @@ export class Client {
     // SDAM: a topology of no server stays so (only a server of it can name another); the client says why it is empty,
     // and the selections waiting fail now, as later ones will at once.
     if (this.hostList.length === 0 && !this.closed) {
-      this.clientWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; no operation can be served`);
-      if (this.emptiedForGood()) for (const [selection, readPreference] of [...this.selections]) selection.error(this.selectionTimedOut(readPreference, undefined));
+      const terminal = this.emptiedForGood();
+      this.clientWarning(`${source}: the last server of the topology was removed (${change.removed.join(', ')}): ${emptied(this.topology)}; ${terminal ? 'no operation can be served' : 'operations wait for SRV polling to list a host'}`);
+      if (terminal) for (const [selection, readPreference] of [...this.selections]) selection.error(this.selectionTimedOut(readPreference, undefined));
     }
     queueMicrotask(() => {
       if (this.closed) return;

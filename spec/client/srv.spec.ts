@@ -325,6 +325,14 @@ describe('mongodb+srv:// (initial DNS seedlist discovery)', function () {
     });
     const via = (): string => `proxyHost=127.0.0.1&proxyPort=${proxy.port}&tlsCAFile=${ca}&tlsAllowInvalidHostnames=true`;
 
+    it('with a replicaSet its members are not of, every host is removed and a command fails at once: no SRV polling can list another', async function () {
+      const client = open(`mongodb+srv://test5.test.build.10gen.cc/?${via()}&replicaSet=other&serverSelectionTimeoutMS=60000&heartbeatFrequencyMS=500`);
+      const error = (await client.command('admin', { ping: 1 }).catch((e: unknown) => e)) as ServerSelectionError;
+      expect(error).to.be.instanceOf(ServerSelectionError);
+      expect(error.message).to.equal('No suitable server: the topology has no server left (read preference primary)');
+      expect(client.hosts).to.deep.equal([]);
+    });
+
     it('runs a command on the hosts the SRV records gave, over TLS by default, with the TXT record\'s options', async function () {
       asked.length = 0;
       const client = open(`mongodb+srv://test5.test.build.10gen.cc/?${via()}`);
