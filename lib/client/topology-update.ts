@@ -383,9 +383,13 @@ export class TopologyDescription {
     return undefined;
   }
 
-  /** A member named `primary` (another member's opinion) still Unknown becomes PossiblePrimary. */
+  /**
+   * A member named `primary` (another member's opinion) still Unknown becomes PossiblePrimary, keeping what its
+   * Unknown description holds (a state change error's topologyVersion, against which older replies are ignored).
+   */
   private markPossiblePrimary(primary: string | undefined): void {
-    if (primary !== undefined && this.servers.get(primary)?.type === 'Unknown') this.servers.set(primary, POSSIBLE_PRIMARY);
+    const server = primary === undefined ? undefined : this.servers.get(primary);
+    if (server?.type === 'Unknown') this.servers.set(primary!, server === UNKNOWN_SERVER_DESCRIPTION ? POSSIBLE_PRIMARY : { ...server, type: 'PossiblePrimary' });
   }
 
   /** Whether an RSPrimary is among the servers. */
@@ -429,10 +433,12 @@ const DATA_BEARING: ReadonlySet<ServerType> = new Set<ServerType>(['Standalone',
 /**
  * Whether the pool of `address`, just checked successfully, is to be readied: its server bears data (Standalone,
  * Mongos, RSPrimary, RSSecondary), or is the one server of a `Single` topology (directConnection=true: an arbiter
- * included, as before any discovery), so selection may pick it. Otherwise the pool of an arbiter, an RSOther (a hidden
- * member), an RSGhost, or a server the check left Unknown (a stale primary) stays paused: no operation is selected
- * there, and a ready pool would open minPoolSize connections to it, authenticating to an arbiter, which refuses
- * authentication, at every attempt.
+ * included, as before any discovery; also while the check left it Unknown for another set's name). Otherwise the
+ * check leaves the pool of an arbiter, an RSOther (a hidden member), an RSGhost, or a server the check left Unknown
+ * (a stale primary) as it is: paused unless it was ready before (a member turned arbiter or hidden, a deposed primary,
+ * whose pool SDAM does not clear, stay ready until their next clear). No operation is selected there, and a ready
+ * pool would open minPoolSize connections to it, authenticating to an arbiter, which refuses authentication, at
+ * every attempt.
  *
  * Source: server discovery and monitoring spec, "Connection Pool Management" (after a successful check of a
  * data-bearing server, or of a direct connection's, its pool MUST be created and marked ready); CMAP spec, "Marking a

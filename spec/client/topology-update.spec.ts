@@ -243,6 +243,14 @@ describe('topology description updates (server discovery and monitoring spec)', 
       expect(description.logicalSessionTimeoutMinutes).to.equal(30);
     });
 
+    it('a PossiblePrimary keeps the topologyVersion a state change error left on its Unknown description', function () {
+      const description = topology(['a:27017', 'b:27017'], 'rs');
+      const topologyVersion = { processId: oid(7), counter: 3 };
+      description.update('b:27017', { ...UNKNOWN_SERVER_DESCRIPTION, topologyVersion });
+      description.update('a:27017', serverDescriptionOf(secondary(['a:27017', 'b:27017'], { primary: 'b:27017' })));
+      expect(description.servers.get('b:27017')).to.deep.include({ type: 'PossiblePrimary', topologyVersion });
+    });
+
     it('takes at most 50 members of a reply, of its first 50 entries, and leaves out entries that are no address', function () {
       const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const hosts = ['a:27017', 17, '', 'b:99999', { host: 'c' }, ...Array.from({ length: 80 }, (_, i) => `m${i}:27017`)];
