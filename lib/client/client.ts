@@ -394,7 +394,7 @@ export function withField(command: Document, name: string, value: unknown): Docu
 /** Why a topology description's last servers were removed, in words, from what it holds now. */
 function emptied(topology: TopologyDescription): string {
   if (topology.setName !== undefined) return `none is a member of replica set ${topology.setName} the set's configuration lists`;
-  return topology.type === 'Sharded' ? 'none is a mongos that could be used' : 'a standalone among several seeds is no deployment';
+  return topology.type === 'Sharded' ? 'none is a mongos' : 'a standalone among several seeds is no deployment';
 }
 
 /** What selection knows of the load balancer of load-balanced mode (it has no check). */
