@@ -60,7 +60,7 @@ describe("server discovery (SDAM: a replica set's members found and removed by i
     });
   }
 
-  it('logicalSessionTimeoutMinutes: none while a data-bearing member reports none (sessions not supported), a number once each reports one (the smallest: the topology-update spec's ls_timeout cases)', async function () {
+  it('logicalSessionTimeoutMinutes: none while a data-bearing member reports none (sessions not supported), a number once each reports one (the smallest: the ls_timeout cases of the topology-update spec)', async function () {
     const roles: Role[] = [{ kind: 'primary', electionId: election() }, { kind: 'secondary', noSessions: true }];
     played.proxies = await deployment(played.endpoint, roles);
     const { c } = open(addresses(), '&replicaSet=rs0');
