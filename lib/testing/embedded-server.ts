@@ -436,6 +436,14 @@ interface OpTimeRecord {
   readonly term: number;
 }
 
+/** What the write record of its set reads of a member started: its replication lag and its claim to be primary. */
+interface ReplicaSetMemberView {
+  /** Its replication lag now, in ms (0 for a primary). */
+  lagMS(): number;
+  /** Its address and the term of its election while it is the primary; undefined otherwise. */
+  primaryClaim(): { readonly address: string; readonly term: number } | undefined;
+}
+
 /**
  * The writes of one replica set (the endpoints of one `setName` in this process, while started): the times of the
  * writes its primaries ran, from which each member's `lastWrite` is read as the newest write at or before now minus
@@ -449,15 +457,10 @@ interface OpTimeRecord {
 class ReplicaSetWrites {
   /** The writes the primaries ran, oldest first. */
   private readonly writes: OpTimeRecord[] = [];
-  /** The members started, each as the function giving its replication lag now, in ms (0 for a primary). */
-  readonly members = new Set<() => number>();
+  /** The members started (see {@link ReplicaSetMemberView}). */
+  readonly members = new Set<ReplicaSetMemberView>();
   /** The term of the set's last election, written in each opTime. */
   term = 0;
-  /**
-   * The members started, each as the function giving its address and the term of its election while it is the
-   * primary, undefined otherwise.
-   */
-  readonly primaryClaims = new Set<() => { readonly address: string; readonly term: number } | undefined>();
 
   /**
    * The address of the set's primary now: of the started members that are primary, the one elected last (the
@@ -465,8 +468,8 @@ class ReplicaSetWrites {
    */
   currentPrimary(): string | undefined {
     let primary: { readonly address: string; readonly term: number } | undefined;
-    for (const claim of this.primaryClaims) {
-      const now = claim();
+    for (const member of this.members) {
+      const now = member.primaryClaim();
       if (now !== undefined && (primary === undefined || now.term > primary.term)) primary = now;
     }
     return primary?.address;
@@ -505,14 +508,14 @@ class ReplicaSetWrites {
    * majority's slowest), for a member of lag `ownLagMS`: never newer than its own last write.
    */
   majorityAtOrBefore(now: number, ownLagMS: number): OpTimeRecord {
-    const lags = [...this.members].map((lag) => lag()).sort((a, b) => a - b);
+    const lags = [...this.members].map((member) => member.lagMS()).sort((a, b) => a - b);
     const majorityLag = lags.length === 0 ? ownLagMS : lags[Math.floor(lags.length / 2)];
     return this.newestAtOrBefore(now - Math.max(majorityLag, ownLagMS));
   }
 
   /** Drops the writes no member's lag reaches any more (keeping the newest of them), and the oldest over the cap. */
   private prune(now: number): void {
-    const maxLag = Math.max(0, ...[...this.members].map((lag) => lag()));
+    const maxLag = Math.max(0, ...[...this.members].map((member) => member.lagMS()));
     const horizon = now - maxLag - IDLE_WRITE_PERIOD_MS;
     let unneeded = 0;
     while (unneeded + 1 < this.writes.length && this.writes[unneeded + 1].ms <= horizon) unneeded++;
@@ -884,9 +887,11 @@ export class EmbeddedServer {
   private readonly currentLagMS = (): number => (this.memberState === 'primary' ? 0 : this.replicationLagMS);
   /** The write record of its replica set while it is started (see {@link ReplicaSetWrites}). */
   private replicaSet: ReplicaSetWrites | undefined;
-  /** Its address and election term while it is the primary (see {@link ReplicaSetWrites.primaryClaims}). */
-  private readonly primaryClaim = (): { address: string; term: number } | undefined =>
-    this.memberState === 'primary' ? { address: this.address, term: this.electionTerm } : undefined;
+  /** What its set's write record reads of it: its lag, and its address and election term while it is the primary. */
+  private readonly memberView: ReplicaSetMemberView = {
+    lagMS: this.currentLagMS,
+    primaryClaim: () => (this.memberState === 'primary' ? { address: this.address, term: this.electionTerm } : undefined),
+  };
   /** The last commands received (see {@link receivedCommands}), oldest first. */
   private readonly received: ReceivedCommand[] = [];
   /**
@@ -1271,8 +1276,7 @@ export class EmbeddedServer {
     let record = replicaSetWrites.get(this.setName);
     if (record === undefined) replicaSetWrites.set(this.setName, (record = new ReplicaSetWrites()));
     if (this.memberState === 'primary') record.term = Math.max(record.term, this.electionTerm);
-    record.members.add(this.currentLagMS);
-    record.primaryClaims.add(this.primaryClaim);
+    record.members.add(this.memberView);
     this.replicaSet = record;
   }
 
@@ -1281,8 +1285,7 @@ export class EmbeddedServer {
     const record = this.replicaSet;
     if (record === undefined || this.setName === undefined) return;
     this.replicaSet = undefined;
-    record.members.delete(this.currentLagMS);
-    record.primaryClaims.delete(this.primaryClaim);
+    record.members.delete(this.memberView);
     if (record.members.size === 0 && replicaSetWrites.get(this.setName) === record) replicaSetWrites.delete(this.setName);
   }
 
