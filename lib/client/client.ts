@@ -1186,7 +1186,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
           // A check a removal or close() ended leaves the description alone.
-          if (!(e.error instanceof MonitorClosedError)) this.topology.update(address, UNKNOWN_SERVER_DESCRIPTION);
+          if (!(e.error instanceof MonitorClosedError)) this.serverUnknown(address);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check, whose
