@@ -50,7 +50,7 @@ export {
 
 export { Connection } from './connection/connection';
 export { WireProtocolError } from './errors';
-export type { CommandOptions, NextReplyOptions, ServerDescription } from './connection/connection';
+export type { CommandOptions, HandshakeDescription, NextReplyOptions } from './connection/connection';
 export { connectionFactory } from './connection/connect';
 export type { ConnectionOptions, Endpoint, TcpConnectionFactory } from './connection/connect';
 export { SENSITIVE_COMMANDS, isSensitiveCommand, isWithheld } from './connection/command-events';
@@ -79,6 +79,11 @@ export type * from './monitor/heartbeat-events';
 
 export { Client, connect } from './client/client';
 export type { ClientOptions, ClientEvent } from './client/client';
+export type { TopologyType } from './client/topology-type';
+export type { ServerType } from './client/topology-description';
+export type { ServerDescription, TopologyDescription } from './client/topology-update';
+export { serverDescriptionEquals, topologyDescriptionEquals } from './client/topology-events';
+export type { TopologyEvent, TopologyEventBase, TopologyOpeningEvent, ServerOpeningEvent, ServerDescriptionChangedEvent, TopologyDescriptionChangedEvent, ServerClosedEvent, TopologyClosedEvent } from './client/topology-events';
 export { readPreferenceDocument, readPreferenceFrom, READ_PREFERENCE_MODES } from './read-preference';
 export type { ReadPreference, ReadPreferenceMode, TagSet } from './read-preference';
 export type { UriClientOptions } from './connection-string';

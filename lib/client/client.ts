@@ -54,11 +54,12 @@ import { discoverSeedlist, resolvedUri } from './srv';
 import { SrvPoller } from './srv-poller';
 import { isExternalMechanism } from '../auth/credentials';
 import { clientTopologyType, type ClientTopologyType } from './topology-type';
-import { initialTopology, readiesPool, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION, type TopologyChange } from './topology-update';
+import { initialTopology, readiesPool, serverDescriptionOf, Topology, UNKNOWN_SERVER_DESCRIPTION, type ServerDescription, type TopologyChange, type TopologyDescription } from './topology-update';
+import { serverDescriptionEquals, topologyDescriptionEquals, type TopologyEvent } from './topology-events';
 import { setOwnField } from '../own-field';
 import { describeReadPreference, PRIMARY, readPreferenceDocument, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode, type TagSet } from '../read-preference';
 import { DEFAULT_LOCAL_THRESHOLD_MS, selectServer, type CheckedServer, type SelectableServer } from './server-selection';
-import { topologyDescriptionText, UNKNOWN_TOPOLOGY_DESCRIPTION, type ServerType } from './topology-description';
+import { topologyDescriptionText, type ServerType } from './topology-description';
 import { isStaleServerDescription, isStaleTopologyVersion, stateChangeError } from './state-change-error';
 import { heartbeatActions } from '../monitor/heartbeat-actions';
 import { asTopologyVersion } from '../monitor/topology-version';
@@ -392,13 +393,24 @@ export function withField(command: Document, name: string, value: unknown): Docu
 }
 
 /** Why a topology description's last servers were removed, in words, from what it holds now. */
-function emptied(topology: TopologyDescription): string {
+function emptied(topology: Topology): string {
   if (topology.setName !== undefined) return `none is a member of replica set ${topology.setName} the set's configuration lists`;
   return topology.type === 'Sharded' ? 'none is a mongos' : 'a standalone among several seeds is no deployment';
 }
 
-/** What selection knows of the load balancer of load-balanced mode (it has no check). */
-const LOAD_BALANCER: CheckedServer = Object.freeze({ type: 'LoadBalancer' });
+/**
+ * The description of the load balancer of load-balanced mode (it has no check): its type `LoadBalancer`, nothing else
+ * known. Source: load balancer spec, "Monitoring" (its ServerDescription's type is LoadBalancer from its opening).
+ */
+const LOAD_BALANCER: ServerDescription = Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, type: 'LoadBalancer' });
+
+/** The topology description a client's first TopologyDescriptionChanged starts from, and its last one, once closed, ends at. */
+const EMPTY_TOPOLOGY: TopologyDescription = new Topology({ seeds: [], type: 'Unknown' }).description();
+
+/** A topology description as the log writes it (see `topologyDescriptionText`): its TopologyType and its servers' types. */
+function describedText(description: TopologyDescription): string {
+  return topologyDescriptionText(description.type, [...description.servers].map(([address, server]) => ({ address, type: server.type })));
+}
 
 /** The names of the options of `selectPool()`. */
 const SELECT_POOL_OPTION_NAMES = ['signal', 'readPreference'] as const;
@@ -597,6 +609,26 @@ export class Client {
    */
   readonly commandEvents$: Observable<CommandEvent>;
   /**
+   * The topology's SDAM events, in the order of the changes they report, whether or not anything logs: TopologyOpening
+   * first; the first TopologyDescriptionChanged (from an Unknown description of no server to the seeds, each Unknown),
+   * then ServerOpening per seed; ServerDescriptionChanged when a check's outcome, an error of one of a server's
+   * connections, or an update of the topology gives a server a description not equal to the last one (RTT and the
+   * times do not count: see `serverDescriptionEquals`), before the ServerOpening and ServerClosed of the servers
+   * the same change adds and removes; TopologyDescriptionChanged when the description is no longer equal to the last
+   * one published, after those; ServerClosed per server removed (its monitor closed, after its last heartbeat);
+   * once closed, ServerClosed for each server left, a TopologyDescriptionChanged to an Unknown description of no
+   * server, TopologyClosed, then completion. In load-balanced mode the load balancer's ServerOpening is followed by its
+   * change from Unknown to `LoadBalancer`. A subscriber that comes before close() is first given those published while
+   * `connect()` ran, then those that follow; one that comes later only those still to come. The matching `topology`
+   * log messages (see {@link log$}) are written with each. The descriptions are frozen (see
+   * {@link TopologyDescription}); a subscriber may close the client from any event.
+   *
+   * Source: SDAM logging and monitoring spec, "Events API", "Event Order and Concurrency", "Initial Server
+   * Description", "Initial Topology Description", "Closing Topology Description"; server discovery and monitoring
+   * spec, "Server Description Equality"; load balancer spec, "Monitoring".
+   */
+  readonly topologyEvents$: Observable<TopologyEvent>;
+  /**
    * The client's log feed: first the `client` component's messages (one `warn` {@link ClientLogMessage} per
    * connection string warning, made when the client was created (for a `mongodb+srv://` URI, also those its TXT
    * record adds, once it is read) and given to every subscriber; and the warnings of SRV polling (see {@link Client}),
@@ -664,7 +696,7 @@ export class Client {
    * The topology description (SDAM's): the servers the client monitors, its TopologyType, the replica set's name and
    * newest election. Replaced once the hosts are known (see {@link open}); each check's outcome updates it.
    */
-  private topology = new TopologyDescription({ seeds: [], type: 'Unknown' });
+  private topology = new Topology({ seeds: [], type: 'Unknown' });
   /** The TopologyType as selection and SRV polling read it (a replica set's two types as one). */
   private get topologyType(): ClientTopologyType {
     return clientTopologyType(this.topology.type);
@@ -694,8 +726,14 @@ export class Client {
   private readonly openingLog: TopologyLogMessage[] = [];
   /** How the topology's life is logged; undefined unless `topology` logs at debug. */
   private topologyLogging: TopologyLogging | undefined;
-  /** The topology description the last "Topology description changed" message gave (see {@link describe}). */
-  private writtenDescription = UNKNOWN_TOPOLOGY_DESCRIPTION;
+  /** The topology events published once the client was made, for the subscribers of `topologyEvents$` at the time. */
+  private readonly topologyEvent = new Subject<TopologyEvent>();
+  /** The topology events published while the client was made (TopologyOpening…): given to each subscriber before close(). */
+  private readonly openingEvents: TopologyEvent[] = [];
+  /** Whether the client is being made (see {@link openingEvents}, `openingLog`). */
+  private opening = true;
+  /** The topology description the last TopologyDescriptionChanged gave. */
+  private publishedDescription = EMPTY_TOPOLOGY;
   /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
   private readonly heartbeatFrequencyMS: number;
   /** The hosts found whose connection options were refused (see {@link applyChange}): each warned of once. */
@@ -713,12 +751,6 @@ export class Client {
    * opening and its message).
    */
   private readonly monitoredServers = new Set<string>();
-  /**
-   * Each pool's state before it closed: with `topology` at debug followed as it changes (see {@link followPool}),
-   * otherwise taken as drain() begins; so that a pool a drain closed is described as it was until close() ends the
-   * topology (the load balancer spec allows no other change then).
-   */
-  private readonly openStates = new WeakMap<ConnectionPool<Connection>, ConnectionPool<Connection>['state']>();
   /**
    * The server selection messages (component `serverSelection`, when it logs at info or debug), for the subscribers
    * of `log$` at the time; completed once the client is closed and every selection that logged its start logged its end.
@@ -841,7 +873,6 @@ export class Client {
     // kept for every subscriber of log$ (none can have subscribed yet), the later ones go to those of the time.
     const topologyLog = this.topologyLog;
     let heartbeatLog: ((event: ServerHeartbeatEvent, server: ServerAddress) => void) | undefined;
-    let making = true;
     if (destination !== undefined && willLog(logSettings.severities.topology, 'debug')) {
       const { maxDocumentLength } = logSettings;
       // The monitors' clock: their events' times are read on it.
@@ -856,7 +887,7 @@ export class Client {
         write: (fields) => {
           const message = new TopologyLogMessage(this.logTime(), fields);
           destination.write(message);
-          if (making) this.openingLog.push(message);
+          if (this.opening) this.openingLog.push(message);
           else topologyLog.next(message);
         },
       };
@@ -878,6 +909,7 @@ export class Client {
     this.pools$ = this.allFeeds$.pipe(map((f) => f.pool));
     this.events$ = this.allFeeds$.pipe(mergeMap((f) => f.events$));
     this.commandEvents$ = this.allFeeds$.pipe(mergeMap((f) => f.commandEvents$));
+    this.topologyEvents$ = this.topologyEvents();
     this.log$ = merge(from(clientMessages), this.topologyLog$(), this.lateClientLog, this.allFeeds$.pipe(mergeMap((f) => f.log$)), selectionLog, this.clientWarningLog);
     if (logsClientWarnings) {
       this.clientWarning = (warning) => {
@@ -909,10 +941,12 @@ export class Client {
         throw error;
       }
       this.serverContext = context;
-      this.topology = new TopologyDescription(initialTopology({ ...settings, seeds: hosts }));
+      this.topology = new Topology(initialTopology({ ...settings, seeds: hosts }));
       this.directConnection = settings.directConnection;
       CONNECTED_SETTINGS.set(this, { ...settings, srvMaxHosts: parsed.srvMaxHosts, srvServiceName: parsed.srvServiceName });
       this.announce(feeds);
+      // The seeds listed, each Unknown, then each opened.
+      this.topologyChanged();
       this.serversOpened(feeds.map(([address]) => address));
       // Monitors start on the next microtask, so subscribers attached right after connect() see the first heartbeat.
       queueMicrotask(() => {
@@ -920,17 +954,20 @@ export class Client {
       });
     };
 
+    this.publishTopologyEvent({ type: 'TopologyOpening', topologyId: this.topologyId, time: this.scheduler.now() });
     this.topologyLogging?.write({ message: 'Starting topology monitoring', topologyId: this.topologyId });
     if (!parsed.isSRV) {
       try {
         open(first, parsed.hosts, factories);
       } catch (error) {
-        // No client: its log ends here (a mongodb+srv client whose found hosts are refused lives on, and its log too).
+        // No client: its log and its topology events end here (a mongodb+srv client whose found hosts are refused lives
+        // on, and its log too).
+        this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() });
         this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
         void this.sink?.close?.();
         throw error;
       }
-      making = false;
+      this.opening = false;
       return;
     }
     // mongodb+srv: the hosts and the TXT record's options are found first (see discover); they make the URI the client
@@ -972,7 +1009,7 @@ export class Client {
       open: srvOpen,
       poller: undefined,
     };
-    making = false;
+    this.opening = false;
     // Started at once; a failure no command awaits is kept for the next one (which starts it again).
     this.discover().catch(() => undefined);
   }
@@ -1149,8 +1186,6 @@ export class Client {
       // ConnectionPoolReady (and its log message) right after the ConnectionPoolCreated the pool gives each of them.
       pools.set(pool.address, pool);
       const feeds = readyAtOnce(pool);
-      // Followed once ready: the client describes the server as it was added, then as it is (see serversOpened).
-      this.followPool(pool);
       return { pool, events$: feeds.events$.pipe(retire), log$: feeds.log$.pipe(retire), commandEvents$, poolEvents$, retired };
     }
     let monitor: Monitor;
@@ -1169,7 +1204,6 @@ export class Client {
     }
     pools.set(pool.address, pool);
     monitors.set(monitor.address, monitor);
-    this.followPool(pool);
     // Each heartbeat reaches the client's feed before the pool reacts to it, so the merged feed is causally
     // ordered (ServerHeartbeatSucceeded, then ConnectionPoolReady).
     const published = new Subject<ServerHeartbeatEvent>();
@@ -1179,6 +1213,7 @@ export class Client {
     monitor.heartbeats$.subscribe({
       next: (e) => {
         let change: TopologyChange | undefined;
+        const previous = this.topology.servers.get(address);
         // Its log message first: the spec's order of log messages is that of the changes they report.
         heartbeatLog?.(e, server);
         // Each host's last check, when it failed; the newest failure is the Map's last entry.
@@ -1186,7 +1221,7 @@ export class Client {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
           // A check a removal or close() ended leaves the description alone.
-          if (!(e.error instanceof MonitorClosedError)) this.serverUnknown(address);
+          if (!(e.error instanceof MonitorClosedError)) this.serverUnknown(address, undefined, e.error);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check, whose
@@ -1199,6 +1234,8 @@ export class Client {
           this.heartbeatErrors.delete(address);
           change = this.serverChecked(address, e.reply);
         }
+        // Its new description, before the servers the check adds and removes.
+        this.serverChanged(address, previous);
         published.next(e);
         // A server the check removed (a member of another set, a standalone among seeds, one the primary no longer
         // lists): its pool is closed next, not readied first. One that bears no data (an arbiter, a hidden member, an
@@ -1236,7 +1273,15 @@ export class Client {
    */
   private establishmentFailed(address: string, error: Error): boolean {
     const clears = defaultClearOnEstablishmentError(error);
-    if (clears && this.monitors.has(address)) this.serverUnknown(address);
+    if (clears && this.monitors.has(address)) {
+      const previous = this.topology.servers.get(address);
+      this.serverUnknown(address);
+      // Published once the pool's clear is done (this runs within the pool's establishment), as its ConnectionPoolCleared is.
+      queueMicrotask(() => {
+        this.serverChanged(address, previous);
+        this.topologyChanged();
+      });
+    }
     if (!clears && isRefusedConnect(error)) this.monitors.get(address)?.requestCheck();
     return clears;
   }
@@ -1259,15 +1304,16 @@ export class Client {
   }
 
   /**
-   * Makes the server at `address` Unknown after an error of one of its connections (its last check no longer
-   * describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its description keeps
-   * `topologyVersion`, a state change error's (a check answered before the error, older, is then ignored).
+   * Makes the server at `address` Unknown after an error of one of its connections or of its check (its last check no
+   * longer describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its description keeps
+   * `topologyVersion`, a state change error's (a check answered before the error, older, is then ignored), and the
+   * message of `error`, a failed check's.
    *
    * Source: server discovery and monitoring spec, "Error handling" ("mark the server Unknown"; "the server's
    * description ... topologyVersion" of a state change error).
    */
-  private serverUnknown(address: string, topologyVersion?: Document): void {
-    this.topology.update(address, topologyVersion === undefined ? UNKNOWN_SERVER_DESCRIPTION : { ...UNKNOWN_SERVER_DESCRIPTION, topologyVersion });
+  private serverUnknown(address: string, topologyVersion?: Document, error?: Error): void {
+    this.topology.update(address, topologyVersion === undefined && error === undefined ? UNKNOWN_SERVER_DESCRIPTION : Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, topologyVersion, error: error?.message }));
   }
 
   /**
@@ -1321,10 +1367,12 @@ export class Client {
         this.refusedHosts.add(address);
       }
     }
-    // The new servers first, as SDAM adds them before it removes, so the topology is never described empty in passing.
-    // None opened: no description to write before the removals, which would show a server removed as Unknown.
-    if (opened.length > 0) this.serversOpened(opened);
+    // The new servers first, as SDAM adds them before it removes, so the topology is never empty in passing; the
+    // description with them, without those removed, is published after (by the caller, once the check's server's pool
+    // has its heartbeat; here for SRV polling).
+    this.serversOpened(opened);
     if (!removeFirst) for (const address of change.removed) this.removeHost(address);
+    if (removeFirst) this.topologyChanged();
     for (const address of change.invalidated) this.monitors.get(address)?.requestCheck();
     if (change.removed.length === 0 && change.added.length === 0) return;
     this.hostList = Object.freeze([...this.topology.servers.keys()].filter((address) => this.pools.has(address)));
@@ -1581,24 +1629,26 @@ export class Client {
   }
 
   /**
-   * The client's topology description as JSON (see `topologyDescriptionText`): its TopologyType and, per host (in the
-   * order of `pools`), the ServerType its monitor's last successful check gave while its pool is ready, or paused as
-   * the pool of a server that bears no data stays (an arbiter, an RSOther, an RSGhost: see `readiesPool`); in
-   * load-balanced mode `LoadBalancer` while it is ready; a pool a drain closed counts as in its state before; `Unknown`
-   * otherwise. `opened`: hosts described as `Unknown`
-   * whatever their pool's state (those just added, whose first description SDAM gives before any check).
+   * The client's topology description (SDAM's, see `Topology`) as the log and ServerSelectionError write it (see
+   * `topologyDescriptionText`): its TopologyType and each server's type, in the order the client came to monitor them;
+   * once closed, Unknown with no server.
    */
-  private describe(opened: readonly string[] = []): string {
-    const servers = [...this.pools].map(([address, pool]) => {
-      let type: ServerType = 'Unknown';
-      // A pool the drain closed: described as it was while open (its server is not gone, the client is closing).
-      const state = pool.state === 'closed' && this.draining ? (this.openStates.get(pool) ?? pool.state) : pool.state;
-      // A PossiblePrimary is not checked yet: Unknown until its check.
-      const described = state === 'ready' || (state === 'paused' && this.topology.servers.get(address)?.type !== 'PossiblePrimary' && !readiesPool(this.topology, address));
-      if (described && !opened.includes(address)) type = this.monitors.has(address) ? (this.topology.servers.get(address)?.type ?? 'Unknown') : 'LoadBalancer';
-      return { address, type };
-    });
-    return topologyDescriptionText(this.topologyType, servers);
+  private describe(): string {
+    return describedText(this.topologyDescription);
+  }
+
+  /**
+   * The topology description now (SDAM's; frozen, see {@link TopologyDescription}): the TopologyType, the replica set's
+   * name and newest election, and the description of each server the client monitors (by address, in the order it came
+   * to monitor them: its seeds, then each member as a reply first listed it); `hasReadableServer()` and
+   * `hasWritableServer()` tell whether an operation could find a server now. Once closed: Unknown, with no server.
+   * Its changes are published in {@link topologyEvents$}.
+   *
+   * Source: server discovery and monitoring spec, "TopologyDescription"; SDAM logging and monitoring spec, "Events API"
+   * (`hasReadableServer`, `hasWritableServer`), "Closing Topology Description".
+   */
+  get topologyDescription(): TopologyDescription {
+    return this.closed ? EMPTY_TOPOLOGY : this.topology.description();
   }
 
   /**
@@ -1610,51 +1660,89 @@ export class Client {
   }
 
   /**
-   * Writes "Topology description changed" when the client's description (see {@link describe}) is no longer the one
-   * last written; nothing once closed (close() writes the last one, see {@link topologyClosed}), nor unless `topology`
-   * logs at debug. Called after each heartbeat has reached the pool, after each pool readied, cleared or closed, and
-   * after SRV polling changed the hosts.
+   * Publishes TopologyDescriptionChanged, with its "Topology description changed" message (when `topology` logs at
+   * debug), if the topology description is no longer equal to the last one published. Nothing once closed (close()
+   * publishes the last change, see {@link topologyClosed}). Called after each heartbeat has reached the pool, after each
+   * error that made a server Unknown, after servers were added or removed.
    */
-  private topologyChanged(opened?: readonly string[]): void {
-    if (this.topologyLogging === undefined || this.closed) return;
-    this.writeDescription(this.describe(opened));
-  }
-
-  /** Writes "Topology description changed" from the last description written to `next`, unless they are equal. */
-  private writeDescription(next: string): void {
-    const logging = this.topologyLogging;
-    const previous = this.writtenDescription;
-    if (logging === undefined || next === previous) return;
-    // Kept before it is written: a subscriber of log$ that changes the topology in turn writes from this one.
-    this.writtenDescription = next;
-    const { maxDocumentLength } = logging;
-    logging.write({ message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(previous, maxDocumentLength), newDescription: truncate(next, maxDocumentLength) });
+  private topologyChanged(): void {
+    if (this.closed) return;
+    this.publishDescription(this.topology.description());
   }
 
   /**
-   * The servers `addresses` were just added (their pools made, their monitors not started): the description with them
-   * `Unknown`, then "Starting server monitoring" for each, then the description as it is (a load-balanced pool is
-   * ready at once).
+   * Publishes ServerDescriptionChanged for the server at `address`, whose description was `previous` before a check's
+   * outcome or an error was applied, if its description now is not equal to it (see `serverDescriptionEquals`).
+   * Nothing for a server the change removed, nor once closed. The other servers the same update changed (one another
+   * member names primary, a primary a newer one replaced) get none: the TopologyDescriptionChanged after shows them.
    *
-   * Source: SDAM logging and monitoring spec, "Starting Server Monitoring" Log Message, "Initial Server Description";
-   * load balancer spec, "Monitoring" (the first change gives the server Unknown, the next one LoadBalancer).
+   * Source: SDAM monitoring spec tests (`replica_set_with_no_primary`: a member's PossiblePrimary shown by the
+   * topology's change alone).
    */
-  private serversOpened(addresses: readonly string[]): void {
-    if (this.topologyLogging === undefined) return;
-    this.topologyChanged(addresses);
-    for (const address of addresses) {
-      // A subscriber of log$ (or the destination) that closed the client from one of these messages: its log has
-      // ended (every server started so far stopped, "Stopped topology monitoring" last), so no server starts after.
-      if (this.closed) return;
-      this.monitoredServers.add(address);
-      this.serverMonitoringMessage('Starting server monitoring', address);
-    }
-    this.topologyChanged();
+  private serverChanged(address: string, previous: ServerDescription | undefined): void {
+    const newDescription = this.topology.servers.get(address);
+    if (this.closed || previous === undefined || newDescription === undefined || serverDescriptionEquals(previous, newDescription)) return;
+    this.publishTopologyEvent({ type: 'ServerDescriptionChanged', topologyId: this.topologyId, time: this.scheduler.now(), address, previousDescription: previous, newDescription });
   }
 
-  /** Writes "Stopped server monitoring" for the host `address`, if its "Starting server monitoring" was written. */
+  /**
+   * Publishes TopologyDescriptionChanged from the last description published to `next`, and writes its "Topology
+   * description changed" message, unless they are equal (see `topologyDescriptionEquals`).
+   */
+  private publishDescription(next: TopologyDescription): void {
+    const previous = this.publishedDescription;
+    if (topologyDescriptionEquals(previous, next)) return;
+    // Kept before it is published: a subscriber that changes the topology in turn publishes from this one.
+    this.publishedDescription = next;
+    this.publishTopologyEvent({ type: 'TopologyDescriptionChanged', topologyId: this.topologyId, time: this.scheduler.now(), previousDescription: previous, newDescription: next });
+    const logging = this.topologyLogging;
+    if (logging === undefined) return;
+    const { maxDocumentLength } = logging;
+    logging.write({ message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(describedText(previous), maxDocumentLength), newDescription: truncate(describedText(next), maxDocumentLength) });
+  }
+
+  /** Publishes `event` in `topologyEvents$`: kept for every subscriber while the client is made, else to those there. */
+  private publishTopologyEvent(event: TopologyEvent): void {
+    if (this.opening) this.openingEvents.push(event);
+    else this.topologyEvent.next(event);
+  }
+
+  /**
+   * The servers `addresses` were just added (their pools made, their monitors not started): for each its ServerOpening
+   * and "Starting server monitoring", its description Unknown (in load-balanced mode then `LoadBalancer`: its pool is
+   * ready at once, and the change is published here). The seeds' first TopologyDescriptionChanged, which lists them
+   * Unknown, comes before (see `open`); a server discovery or SRV polling adds is listed by the one after, which also
+   * leaves out the servers the same change removes.
+   *
+   * Source: SDAM logging and monitoring spec, "ServerOpeningEvent", "Starting Server Monitoring" Log Message, "Initial
+   * Server Description"; load balancer spec, "Monitoring" (the first change gives the server Unknown, the next one
+   * LoadBalancer).
+   */
+  private serversOpened(addresses: readonly string[]): void {
+    for (const address of addresses) {
+      // A subscriber (or the log's destination) that closed the client from one of these: its topology has ended
+      // (every server opened so far closed, TopologyClosed last), so no server opens after.
+      if (this.closed) return;
+      this.monitoredServers.add(address);
+      this.publishTopologyEvent({ type: 'ServerOpening', topologyId: this.topologyId, time: this.scheduler.now(), address });
+      this.serverMonitoringMessage('Starting server monitoring', address);
+      if (!this.monitors.has(address)) {
+        const previous = this.topology.servers.get(address);
+        this.topology.update(address, LOAD_BALANCER);
+        this.serverChanged(address, previous);
+        this.topologyChanged();
+      }
+    }
+  }
+
+  /**
+   * Publishes ServerClosed for the host `address`, and writes its "Stopped server monitoring", if its ServerOpening was
+   * published.
+   */
   private serverStopped(address: string): void {
-    if (this.monitoredServers.delete(address)) this.serverMonitoringMessage('Stopped server monitoring', address);
+    if (!this.monitoredServers.delete(address)) return;
+    this.publishTopologyEvent({ type: 'ServerClosed', topologyId: this.topologyId, time: this.scheduler.now(), address });
+    this.serverMonitoringMessage('Stopped server monitoring', address);
   }
 
   /** Writes "Starting server monitoring" or "Stopped server monitoring" for the host `address` (unless `topology` is off). */
@@ -1662,29 +1750,39 @@ export class Client {
     this.topologyLogging?.write({ message, topologyId: this.topologyId, ...serverLogFields(parseAddress(address)) });
   }
 
-  /**
-   * The `topology` part of `log$`: for a subscriber that comes before close(), the messages written while the client was
-   * made, then those written from then on; for one that comes after, only those still to come (a monitor's last
-   * heartbeat, the end of the log). The later messages are listened for before the first ones are given: a subscriber
-   * that changes the client from one of them (closes it, adds a host) receives what that wrote after them, in order,
-   * down to "Stopped topology monitoring", and its subscription completes.
-   */
+  /** The `topology` part of `log$` (see {@link openedThenLive}). */
   private topologyLog$(): Observable<TopologyLogMessage> {
-    return new Observable<TopologyLogMessage>((subscriber) => {
-      if (this.closed) return this.topologyLog.subscribe(subscriber);
-      const held: TopologyLogMessage[] = [];
+    return this.openedThenLive(this.openingLog, this.topologyLog);
+  }
+
+  /** `topologyEvents$` (see {@link openedThenLive}). */
+  private topologyEvents(): Observable<TopologyEvent> {
+    return this.openedThenLive(this.openingEvents, this.topologyEvent);
+  }
+
+  /**
+   * For a subscriber that comes before close(), `opened` (what was published while the client was made), then what
+   * `live` publishes from then on; for one that comes after, only what `live` still publishes (a monitor's last
+   * heartbeat, the end of the topology). `live` is listened to before `opened` is given: a subscriber that changes the
+   * client from one of them (closes it, adds a host) receives what that published after them, in order, to the end,
+   * and its subscription completes with `live`.
+   */
+  private openedThenLive<T>(opened: readonly T[], live: Subject<T>): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      if (this.closed) return live.subscribe(subscriber);
+      const held: T[] = [];
       let replaying = true;
       let ended = false;
-      const live = this.topologyLog.subscribe({
-        next: (message) => (replaying ? held.push(message) : subscriber.next(message)),
+      const subscription = live.subscribe({
+        next: (value) => (replaying ? held.push(value) : subscriber.next(value)),
         complete: () => (replaying ? (ended = true) : subscriber.complete()),
       });
-      for (const message of this.openingLog) subscriber.next(message);
-      // What the subscriber's own calls wrote while it was given those (in order; each may write more).
+      for (const value of opened) subscriber.next(value);
+      // What the subscriber's own calls published while it was given those (in order; each may publish more).
       for (let i = 0; i < held.length && !subscriber.closed; i++) subscriber.next(held[i]);
       replaying = false;
       if (ended) subscriber.complete();
-      return live;
+      return subscription;
     });
   }
 
@@ -1697,24 +1795,12 @@ export class Client {
    * load balancer spec, "Monitoring" (ServerClosed, then the change to Unknown, then TopologyClosed).
    */
   private topologyClosed(): void {
-    if (this.topologyLogging === undefined) return;
     // Those a monitor's end has not stopped: load-balanced mode's server, which has no monitor.
     for (const address of this.pools.keys()) this.serverStopped(address);
-    this.writeDescription(UNKNOWN_TOPOLOGY_DESCRIPTION);
-    this.topologyLogging.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
-  }
-
-  /**
-   * With `topology` at debug: a change of the topology description is looked for after `pool` readied, cleared or
-   * closed; its state while open is kept (see {@link openStates}).
-   */
-  private followPool(pool: ConnectionPool<Connection>): void {
-    if (this.topologyLogging === undefined) return;
-    this.openStates.set(pool, pool.state);
-    pool.events$.subscribe((e) => {
-      if (pool.state !== 'closed') this.openStates.set(pool, pool.state);
-      if (e.type === 'ConnectionPoolReady' || e.type === 'ConnectionPoolCleared' || e.type === 'ConnectionPoolClosed') this.topologyChanged();
-    });
+    this.publishDescription(EMPTY_TOPOLOGY);
+    this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() });
+    this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
+    this.topologyEvent.complete();
   }
 
   /**
@@ -2097,8 +2183,11 @@ export class Client {
           // topology.
           if (connection.generation === pool.generation && this.pools.get(pool.address) === pool) {
             // SDAM, "Network error when reading or writing": the server Unknown, then its pool cleared.
+            const previous = this.topology.servers.get(pool.address);
             this.serverUnknown(pool.address);
+            this.serverChanged(pool.address, previous);
             pool.clear({ cause: error });
+            this.topologyChanged();
             // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
             monitor.cancelCheck(error);
           }
@@ -2137,7 +2226,9 @@ export class Client {
     if (isStaleTopologyVersion(this.topology.servers.get(pool.address)?.topologyVersion, change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
+    const previous = this.topology.servers.get(pool.address);
     this.serverUnknown(pool.address, change.topologyVersion);
+    this.serverChanged(pool.address, previous);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.
     this.topologyChanged();
@@ -2235,9 +2326,6 @@ export class Client {
     if (this.closed) return;
     this.draining = true;
     this.srv?.poller?.stop();
-    // A pool not followed (`topology` not at debug) is described, once the drain closed it, as it was now: the selection
-    // messages give the same description whatever the topology component's level.
-    for (const pool of this.pools.values()) if (!this.openStates.has(pool)) this.openStates.set(pool, pool.state);
     const drained = [...this.pools.values()].map((pool) => pool.drain({ timeoutMS }));
     // The pools of hosts SRV polling removed, closed already: their connections in use are checked in before close()
     // ends what is still in flight, as a drain's are, until timeoutMS.

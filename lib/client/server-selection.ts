@@ -39,7 +39,7 @@ export interface CheckedServer {
   readonly setVersion?: number | undefined;
   /**
    * The `maxWireVersion` of the reply, if a number: the order its primary claims compare in (see
-   * {@link compareElections}).
+   * `compareElections`).
    */
   readonly maxWireVersion?: number | undefined;
   /** The `tags` of the reply (a member's), if an object; only its string values are kept. */

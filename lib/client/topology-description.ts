@@ -1,14 +1,14 @@
 /**
- * ServerTypes, and the topology description as the log writes it: the client's TopologyType and, per host it monitors
- * (see `TopologyDescription` for how they are found and removed), the ServerType its monitor last saw while its pool
- * is ready. The server selection messages and the "Topology description changed" messages write it as JSON.
+ * ServerTypes, and the topology description as the log writes it: the TopologyType and, per server the client
+ * monitors (see `Topology` for how they are found and removed), the ServerType of its description. The server selection
+ * messages, the "Topology description changed" messages and ServerSelectionError write it as JSON.
  *
  * Source: server discovery and monitoring spec, "ServerType", "ServerDescription" ("type": the hello reply's
  * symptoms), "TopologyDescription"; SDAM logging and monitoring spec, "Topology Description Changed" Log Message ("a
  * string representation ... The format is flexible").
  */
 import type { Document } from 'bson';
-import type { ClientTopologyType, TopologyType } from './topology-type';
+import type { TopologyType } from './topology-type';
 
 /**
  * A server's type: `Unknown` (not checked yet, its last check failed, its pool cleared since, or the topology's update
@@ -51,18 +51,9 @@ export interface ServerSummary {
 }
 
 /**
- * The topology description `{ type, servers }` as JSON: `type` the client's TopologyType as SDAM names it (see
- * {@link TopologyType}), `servers` in the client's order of its hosts. Two descriptions are equal when their JSON is.
+ * The topology description `{ type, servers }` as JSON: `type` the TopologyType (see {@link TopologyType}), `servers`
+ * in the client's order of its hosts.
  */
-export function topologyDescriptionText(type: ClientTopologyType, servers: readonly ServerSummary[]): string {
-  const named: TopologyType = type !== 'ReplicaSet' ? type : servers.some((server) => server.type === 'RSPrimary') ? 'ReplicaSetWithPrimary' : 'ReplicaSetNoPrimary';
-  return JSON.stringify({ type: named, servers });
+export function topologyDescriptionText(type: TopologyType, servers: readonly ServerSummary[]): string {
+  return JSON.stringify({ type, servers });
 }
-
-/**
- * The description of a topology that has no server and whose type is not known: the one a client's first change
- * starts from, and its last one ends at, once closed.
- *
- * Source: SDAM logging and monitoring spec, "Initial Topology Description", "Closing Topology Description".
- */
-export const UNKNOWN_TOPOLOGY_DESCRIPTION: string = topologyDescriptionText('Unknown', []);

@@ -2,7 +2,7 @@
  * A client's topology description as server discovery updates it: which servers the client monitors (its seeds, then
  * the members a replica set's hello replies list, less those found not to belong), the TopologyType, the replica
  * set's name and the newest election a primary reported. Each check's outcome goes through
- * {@link TopologyDescription.update}, which says what the client has to do: servers to open and to remove, old
+ * {@link Topology.update}, which says what the client has to do: servers to open and to remove, old
  * primaries to check again. No I/O: the client opens and closes the pools and monitors.
  *
  * Source: server discovery and monitoring spec, "TopologyDescription", "ServerDescription", "Parsing a hello or legacy
@@ -13,7 +13,8 @@
 import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
 import { asTopologyVersion } from '../monitor/topology-version';
-import { checkedServer, compareOptional, ELECTION_ID_FIRST_WIRE_VERSION, type CheckedServer } from './server-selection';
+import { PRIMARY, type ReadPreference } from '../read-preference';
+import { checkedServer, compareOptional, ELECTION_ID_FIRST_WIRE_VERSION, suitableServers, type CheckedServer } from './server-selection';
 import type { ServerType } from './topology-description';
 import type { TopologyType } from './topology-type';
 
@@ -28,19 +29,31 @@ export const MAX_REPLICA_SET_MEMBERS = 50;
 
 /**
  * What the client knows of one server from its last check: SDAM's ServerDescription, of the fields selection (see
- * `CheckedServer`) and discovery read. Addresses (`me`, `members`, `primary`) are normalized as the client writes its
- * hosts (`parseAddress`: host names lower-cased, port 27017 when none); one that is not an address, a Unix domain
- * socket path or a host of more than 255 characters, is left out.
+ * `CheckedServer`: type, setName, electionId, setVersion, maxWireVersion, tags, lastWriteDate, lastUpdateTime in ms)
+ * and discovery read. Addresses (`me`, `hosts`, `passives`, `arbiters`, `primary`) are normalized as the client writes
+ * its hosts (`parseAddress`: host names lower-cased, port 27017 when none); one that is not an address, a Unix domain
+ * socket path or a host of more than 255 characters, is left out. Its server's address is its key in
+ * {@link TopologyDescription.servers} (and the `address` of the events that carry it).
+ *
+ * Source: server discovery and monitoring spec, "ServerDescription" (its fields; RTT is the monitor's, see
+ * `Monitor.averageRoundTripTimeMS`).
  */
 export interface ServerDescription extends CheckedServer {
-  /** Why it is Unknown, when the update made it so (a stale primary, a newer primary found). */
+  /**
+   * Why it is Unknown: the error of its last check (its message), of a connection that made it so, or of the update
+   * that made it so (a stale primary, a newer primary found); absent otherwise.
+   */
   readonly error?: string | undefined;
   /** The reply's `minWireVersion`; 0 when not given. */
   readonly minWireVersion: number;
   /** The reply's `me`: the address the replica set configuration names this member by. */
   readonly me?: string | undefined;
-  /** The reply's `hosts`, `passives` and `arbiters`, in that order, without repeats (of their first 50 entries). */
-  readonly members: readonly string[];
+  /** The reply's `hosts` (of the first 50 entries of `hosts`, `passives` and `arbiters` together), without repeats. */
+  readonly hosts: readonly string[];
+  /** The reply's `passives` (priority 0 members), read as `hosts` is. */
+  readonly passives: readonly string[];
+  /** The reply's `arbiters`, read as `hosts` is. */
+  readonly arbiters: readonly string[];
   /** The reply's `primary`: who this member takes for the primary. */
   readonly primary?: string | undefined;
   /** The reply's `logicalSessionTimeoutMinutes`, if a number. */
@@ -52,8 +65,11 @@ export interface ServerDescription extends CheckedServer {
   readonly topologyVersion?: Document | undefined;
 }
 
+/** No address. */
+const NONE: readonly string[] = Object.freeze([]);
+
 /** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
-export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, members: Object.freeze([]) });
+export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, hosts: NONE, passives: NONE, arbiters: NONE });
 
 /**
  * The ServerDescription a check's outcome gives: `reply`, a successful hello reply received at `lastUpdateTime` (ms,
@@ -71,16 +87,16 @@ export function serverDescriptionOf(reply: Document | undefined, lastUpdateTime?
   const checked = checkedServer(reply, lastUpdateTime);
   const { minWireVersion, logicalSessionTimeoutMinutes } = reply;
   const member = checked.type !== 'RSGhost' && checked.type !== 'Standalone' && checked.type !== 'Mongos';
-  return {
+  return Object.freeze({
     ...checked,
     setName: member ? checked.setName : undefined,
     minWireVersion: typeof minWireVersion === 'number' ? minWireVersion : 0,
     me: member ? addressOrUndefined(reply.me) : undefined,
-    members: member ? membersOf(reply) : [],
+    ...(member ? membersOf(reply) : { hosts: NONE, passives: NONE, arbiters: NONE }),
     primary: member ? addressOrUndefined(reply.primary) : undefined,
     logicalSessionTimeoutMinutes: typeof logicalSessionTimeoutMinutes === 'number' ? logicalSessionTimeoutMinutes : undefined,
     topologyVersion: asTopologyVersion(reply.topologyVersion),
-  };
+  });
 }
 
 /**
@@ -110,24 +126,29 @@ function addressOrUndefined(value: unknown): string | undefined {
 }
 
 /**
- * `hosts`, `passives` and `arbiters` of a member's reply, normalized, without repeats: of their first 50 entries in
- * all (a set's configuration lists each of its at most 50 members once, in one of them), those that are addresses.
+ * `hosts`, `passives` and `arbiters` of a member's reply, normalized, each without repeats: of their first 50 entries
+ * in all (a set's configuration lists each of its at most 50 members once, in one of them), those that are addresses.
  * Those beyond are not read: a reply of 1 MB holds 58,000 entries, and reading each (an error made for each that is no
  * address) blocked the event loop for 0.5 to 1 s per reply.
  */
-function membersOf(reply: Document): string[] {
-  const members = new Set<string>();
+function membersOf(reply: Document): Pick<ServerDescription, 'hosts' | 'passives' | 'arbiters'> {
+  const lists = { hosts: new Set<string>(), passives: new Set<string>(), arbiters: new Set<string>() };
   let read = 0;
-  for (const field of ['hosts', 'passives', 'arbiters'] as const) {
+  read: for (const field of ['hosts', 'passives', 'arbiters'] as const) {
     const list: unknown = reply[field];
     if (!Array.isArray(list)) continue;
     for (const entry of list) {
-      if (read++ === MAX_REPLICA_SET_MEMBERS) return [...members];
+      if (read++ === MAX_REPLICA_SET_MEMBERS) break read;
       const address = addressOrUndefined(entry);
-      if (address !== undefined) members.add(address);
+      if (address !== undefined) lists[field].add(address);
     }
   }
-  return [...members];
+  return { hosts: Object.freeze([...lists.hosts]), passives: Object.freeze([...lists.passives]), arbiters: Object.freeze([...lists.arbiters]) };
+}
+
+/** The members a member's description lists: its `hosts`, `passives` and `arbiters`, in that order, without repeats. */
+function members(description: ServerDescription): string[] {
+  return [...new Set([...description.hosts, ...description.passives, ...description.arbiters])];
 }
 
 /** What one update asks of the client (addresses in the order the update found them). */
@@ -143,7 +164,7 @@ export interface TopologyChange {
   readonly invalidated: readonly string[];
 }
 
-/** Where a description starts (see {@link TopologyDescription}). */
+/** Where a description starts (see {@link Topology}). */
 export interface InitialTopology {
   /** The seed list: normalized addresses, without repeats. */
   readonly seeds: readonly string[];
@@ -154,12 +175,51 @@ export interface InitialTopology {
 }
 
 /**
- * SDAM's TopologyDescription, updated in place by each check's outcome ({@link update}). Its `servers` are the ones
- * the client monitors, in the order they came (the seeds, then each member as a reply first listed it).
+ * SDAM's TopologyDescription at one moment, as the topology events carry it and `Client.topologyDescription` gives
+ * it: frozen, its `servers` a copy (a later update changes a later description, not this one), in the order the client
+ * came to monitor them (the seeds, then each member as a reply first listed it).
+ *
+ * Source: server discovery and monitoring spec, "TopologyDescription"; SDAM logging and monitoring spec, "Events API"
+ * (`hasReadableServer`, `hasWritableServer`, "Determining If A Topology Has Readable/Writable Servers").
+ */
+export interface TopologyDescription {
+  /** The TopologyType. */
+  readonly type: TopologyType;
+  /** The replica set's name: given (`replicaSet`), or taken from the first member that answered; else undefined. */
+  readonly setName: string | undefined;
+  /** The greatest electionId a primary reported (part of the newest election, with `maxSetVersion`). */
+  readonly maxElectionId: ObjectId | undefined;
+  /** The setVersion of the newest election. */
+  readonly maxSetVersion: number | undefined;
+  /** One description per server the client monitors, by address (`host:port`). */
+  readonly servers: ReadonlyMap<string, ServerDescription>;
+  /**
+   * The smallest `logicalSessionTimeoutMinutes` of the data-bearing servers; undefined when there is none or one of
+   * them reports none (see `Client.logicalSessionTimeoutMinutes`).
+   */
+  readonly logicalSessionTimeoutMinutes: number | undefined;
+  /**
+   * Whether a server could serve a read of `readPreference` (default `primary`) now, by SDAM's table: never in
+   * `Unknown`; in `Single` and `Sharded` when a server is available (not Unknown nor PossiblePrimary); always in
+   * `LoadBalanced`; in a replica set when a server suits the read preference (`primary` in `ReplicaSetNoPrimary`:
+   * never), as server selection finds it (pools aside: a server whose pool is paused counts).
+   *
+   * @throws {InvalidOptionError} naming `readPreference.maxStalenessSeconds`, in a replica set, for a maxStalenessSeconds
+   *   below 90 s (see `checkMaxStalenessSeconds`, with heartbeatFrequencyMS 10,000 ms).
+   */
+  hasReadableServer(readPreference?: ReadPreference): boolean;
+  /** Whether a server could serve a write now: {@link hasReadableServer} with `primary`. */
+  hasWritableServer(): boolean;
+}
+
+/**
+ * SDAM's TopologyDescription, updated in place by each check's outcome ({@link update}): the client's Topology. Its
+ * `servers` are the ones the client monitors, in the order they came (the seeds, then each member as a reply first
+ * listed it). {@link description} gives it as it is now, frozen.
  *
  * Source: server discovery and monitoring spec, "TopologyDescription", "Updating the TopologyDescription".
  */
-export class TopologyDescription {
+export class Topology {
   /** The TopologyType. */
   type: TopologyType;
   /** The replica set's name: given, or taken from the first member that answered. */
@@ -199,16 +259,42 @@ export class TopologyDescription {
     return smallest;
   }
 
+  /** The description as it is now: frozen, with a copy of `servers` (see {@link TopologyDescription}). */
+  description(): TopologyDescription {
+    const servers: ReadonlyMap<string, ServerDescription> = new Map(this.servers);
+    const { type, setName, maxElectionId, maxSetVersion, logicalSessionTimeoutMinutes } = this;
+    const hasReadableServer = (readPreference: ReadPreference = PRIMARY): boolean => {
+      switch (type) {
+        case 'Unknown':
+          return false;
+        case 'LoadBalanced':
+          return true;
+        case 'Single':
+        case 'Sharded':
+          return [...servers.values()].some((server) => server.type !== 'Unknown' && server.type !== 'PossiblePrimary');
+        default: {
+          const selectable = [...servers].map(([address, server]) => ({ ...server, pool: address, averageRoundTripTimeMS: undefined, operationCount: 0 }));
+          return suitableServers('ReplicaSet', selectable, { replicaSet: setName, readPreference }).length > 0;
+        }
+      }
+    };
+    return Object.freeze({ type, setName, maxElectionId, maxSetVersion, servers, logicalSessionTimeoutMinutes, hasReadableServer, hasWritableServer: () => hasReadableServer(PRIMARY) });
+  }
+
   /**
    * Takes the outcome of a check of `address` (its new description, see {@link serverDescriptionOf}) and updates the
    * description as SDAM's TopologyType table says; returns what the client must do. An outcome of a server not in
    * the description (removed while it was checked) changes nothing. In `Single` the server is replaced, and is
-   * Unknown when a set name was given and the reply names none or another one; in `LoadBalanced` nothing changes.
+   * Unknown when a set name was given and the reply names none or another one; in `LoadBalanced` only a description
+   * of type `LoadBalancer` is taken (the client's, as it opens the server: there is no check).
    */
   update(address: string, description: ServerDescription): TopologyChange {
     const change = new Change();
     if (!this.servers.has(address)) return change;
-    if (this.type === 'LoadBalanced') return change;
+    if (this.type === 'LoadBalanced') {
+      if (description.type === 'LoadBalancer') this.servers.set(address, description);
+      return change;
+    }
     if (this.type === 'Single') {
       this.servers.set(address, this.setName !== undefined && description.setName !== this.setName ? UNKNOWN_SERVER_DESCRIPTION : description);
       return change;
@@ -309,7 +395,7 @@ export class TopologyDescription {
       this.remove(address, change);
       return;
     }
-    for (const member of description.members) this.addMember(member, change);
+    for (const member of members(description)) this.addMember(member, change);
     this.markPossiblePrimary(description.primary);
     if (description.me !== undefined && description.me !== address) this.remove(address, change);
   }
@@ -338,19 +424,20 @@ export class TopologyDescription {
     }
     const stale = this.staleClaim(description);
     if (stale !== undefined) {
-      this.servers.set(address, { ...UNKNOWN_SERVER_DESCRIPTION, error: stale });
+      this.servers.set(address, Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, error: stale }));
       this.checkIfHasPrimary();
       return;
     }
     for (const [other, server] of this.servers) {
       if (other === address || server.type !== 'RSPrimary') continue;
-      this.servers.set(other, { ...UNKNOWN_SERVER_DESCRIPTION, error: 'primary marked stale due to discovery of newer primary' });
+      this.servers.set(other, Object.freeze({ ...UNKNOWN_SERVER_DESCRIPTION, error: 'primary marked stale due to discovery of newer primary' }));
       change.invalidated.push(other);
     }
     // Those it does not list removed first (the same servers as SDAM's add, then remove): the members it lists, at most
     // 50, all find room.
-    for (const other of [...this.servers.keys()]) if (!description.members.includes(other)) this.remove(other, change);
-    for (const member of description.members) this.addMember(member, change);
+    const listed = members(description);
+    for (const other of [...this.servers.keys()]) if (!listed.includes(other)) this.remove(other, change);
+    for (const member of listed) this.addMember(member, change);
     this.checkIfHasPrimary();
   }
 
@@ -389,7 +476,7 @@ export class TopologyDescription {
    */
   private markPossiblePrimary(primary: string | undefined): void {
     const server = primary === undefined ? undefined : this.servers.get(primary);
-    if (server?.type === 'Unknown') this.servers.set(primary!, server === UNKNOWN_SERVER_DESCRIPTION ? POSSIBLE_PRIMARY : { ...server, type: 'PossiblePrimary' });
+    if (server?.type === 'Unknown') this.servers.set(primary!, server === UNKNOWN_SERVER_DESCRIPTION ? POSSIBLE_PRIMARY : Object.freeze({ ...server, type: 'PossiblePrimary' }));
   }
 
   /** Whether an RSPrimary is among the servers. */
@@ -444,7 +531,7 @@ const DATA_BEARING: ReadonlySet<ServerType> = new Set<ServerType>(['Standalone',
  * data-bearing server, or of a direct connection's, its pool MUST be created and marked ready); CMAP spec, "Marking a
  * Connection Pool as Ready"; as the official drivers do (Python's PYTHON-2634, Node.js's `Topology.updateServer`).
  */
-export function readiesPool(topology: TopologyDescription, address: string): boolean {
+export function readiesPool(topology: Topology, address: string): boolean {
   const type = topology.servers.get(address)?.type;
   return type !== undefined && (topology.type === 'Single' || DATA_BEARING.has(type));
 }
@@ -460,7 +547,7 @@ class Change implements TopologyChange {
 }
 
 /** The error of a primary whose claim is older than the newest election (`max`). */
-function staleMessage(claim: ServerDescription, max: TopologyDescription): string {
+function staleMessage(claim: ServerDescription, max: Topology): string {
   const tuple = (electionId: ObjectId | undefined, setVersion: number | undefined): string => `{ electionId: ${electionId?.toHexString() ?? 'null'}, setVersion: ${setVersion ?? 'null'} }`;
   return `primary marked stale due to electionId/setVersion mismatch, ${tuple(claim.electionId, claim.setVersion)} is stale compared to ${tuple(max.maxElectionId, max.maxSetVersion)}`;
 }

@@ -339,14 +339,15 @@ export interface ConnectionInit {
 }
 
 /**
- * What the handshake reply tells about the server, as recorded on the connection. A limit the reply lacks, or gives
+ * What the handshake reply tells about the server, as recorded on the connection (`connection.server`; the topology's
+ * description of a server, which its monitor's checks update, is `ServerDescription`). A limit the reply lacks, or gives
  * as anything but a positive integer (0, a negative number, a fraction such as 0.5, NaN, Infinity, a number beyond
  * 2^53, a string), keeps its default, shown in parentheses.
  *
  * Source: handshake spec, "Connection handshake" (the fields of the server's `hello` / legacy hello reply); load
  * balancer spec, "Connection Establishment" (`serviceId`).
  */
-export interface ServerDescription {
+export interface HandshakeDescription {
   /** The highest wire protocol version the server speaks (`maxWireVersion`; 0). */
   readonly maxWireVersion: number;
   /** The lowest wire protocol version the server speaks (`minWireVersion`; 0). */
@@ -435,7 +436,7 @@ export class Connection implements PoolConnection {
    */
   hello: Readonly<Document> = {};
   /** The server's limits and identity, from the handshake. */
-  server: ServerDescription = {
+  server: HandshakeDescription = {
     maxWireVersion: 0,
     minWireVersion: 0,
     maxBsonObjectSize: 16 * 1024 * 1024,

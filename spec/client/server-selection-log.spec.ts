@@ -590,8 +590,8 @@ describe('Client: server selection log messages, every path and re-entrant log d
     /** Calls of the client's own selection logging, and reads of a command's keys from within server selection. */
     function spies(): { counts: Record<string, number>; restore: () => void } {
       const proto = ClientClass.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-      const names = ['loggedSelect', 'topologyDescription'];
-      const counts: Record<string, number> = { loggedSelect: 0, topologyDescription: 0, nameReads: 0 };
+      const names = ['loggedSelect', 'describe'];
+      const counts: Record<string, number> = { loggedSelect: 0, describe: 0, nameReads: 0 };
       const originals = Object.fromEntries(names.map((name) => [name, proto[name]]));
       for (const name of names) {
         proto[name] = function (this: unknown, ...args: unknown[]) {
@@ -612,8 +612,8 @@ describe('Client: server selection log messages, every path and re-entrant log d
     }
 
     for (const [level, expected] of [
-      ['off', { loggedSelect: 0, topologyDescription: 0, nameReads: 0, written: 0 }],
-      ['info', { topologyDescription: 0, nameReads: 0, written: 0 }],
+      ['off', { loggedSelect: 0, describe: 0, nameReads: 0, written: 0 }],
+      ['info', { describe: 0, nameReads: 0, written: 0 }],
     ] as const) {
       it(`serverSelection at ${level}, a server ready at once: no message is written or built, and the command's name is not read (the other components at debug, counted by the destination)`, async function () {
         server = await startTestEndpoint();

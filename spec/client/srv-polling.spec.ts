@@ -12,7 +12,7 @@ import { ClientClosedError, connect, PoolClosedError, type Client, type Topology
 import { MIN_RESCAN_SRV_INTERVAL_MS, rescannedHosts, rescanSRVIntervalMS, SrvPoller } from '../../lib/client/srv-poller';
 import { querySrvHosts } from '../../lib/client/srv';
 import { clientTopologyType, type ClientTopologyType, type TopologyType } from '../../lib/client/topology-type';
-import { serverDescriptionOf, TopologyDescription } from '../../lib/client/topology-update';
+import { serverDescriptionOf, Topology } from '../../lib/client/topology-update';
 import { parseConnectionString } from '../../lib/connection-string';
 import { EmbeddedServer, VirtualClock } from '../../lib/testing';
 import { DnsResponder, type Zone } from '../support/dns-responder';
@@ -34,7 +34,7 @@ const host = (port: number): string => `${L}:${port}`;
 const sorted = (hosts: Iterable<string>): string[] => [...hosts].sort();
 /** The TopologyType, as SRV polling reads it, of a client of one seed whose TopologyType is `type` after the seed's check gave `reply`. */
 const topologyTypeAfter = (type: TopologyType, reply: Document): ClientTopologyType => {
-  const description = new TopologyDescription({ seeds: ['a:27017'], type });
+  const description = new Topology({ seeds: ['a:27017'], type });
   description.update('a:27017', serverDescriptionOf({ ok: 1, ...reply }));
   return clientTopologyType(description.type);
 };
@@ -165,7 +165,7 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(sorted(client.monitors.keys())).to.deep.equal([host(27017), host(27019)]);
     });
 
-    it('3, with topology at debug: the replaced host stopped, the description without it, then with the new one Unknown, its monitoring started, then it a Mongos', async function () {
+    it('3, with topology at debug: the replaced host stopped, the new one started, one change for both (the new one Unknown), then it a Mongos', async function () {
       const messages: TopologyLogMessage[] = [];
       const client = await open('', { topology: messages });
       expect(await eventually(() => [...client.pools.values()].every((p) => p.state === 'ready'))).to.equal(true);
@@ -193,9 +193,8 @@ describe('SRV polling (Polling SRV Records for mongos Discovery)', function () {
       expect(await eventually(() => client.pools.get(host(27019))?.state === 'ready')).to.equal(true);
       expect(messages.map(text)).to.deep.equal([
         'Stopped server monitoring 27018',
-        `Topology description changed ${sharded([27017, 'Mongos'])}`,
-        `Topology description changed ${sharded([27017, 'Mongos'], [27019, 'Unknown'])}`,
         'Starting server monitoring 27019',
+        `Topology description changed ${sharded([27017, 'Mongos'], [27019, 'Unknown'])}`,
         `Topology description changed ${sharded([27017, 'Mongos'], [27019, 'Mongos'])}`,
       ]);
     });

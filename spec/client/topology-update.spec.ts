@@ -7,7 +7,7 @@ import { asTopologyVersion } from '../../lib/monitor/topology-version';
 import { incompatibleServer } from '../../lib/connection/handshake';
 import { isStaleServerDescription } from '../../lib/client/state-change-error';
 import { clientTopologyType } from '../../lib/client/topology-type';
-import { initialTopology, MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, TopologyDescription, UNKNOWN_SERVER_DESCRIPTION } from '../../lib/client/topology-update';
+import { initialTopology, MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, Topology, UNKNOWN_SERVER_DESCRIPTION, type ServerDescription } from '../../lib/client/topology-update';
 
 /** The server discovery and monitoring spec's tests of the topology description (tests/rs, sharded, single). */
 const fixtures = path.resolve(__dirname, '../fixtures/server-discovery');
@@ -41,7 +41,7 @@ interface Phase {
 /** What a client made of `uri` starts from, checked by the phases of one test. */
 function run(uri: string, phases: Phase[]): void {
   const parsed = parseConnectionString(uri);
-  const description = new TopologyDescription(initialTopology({ seeds: parsed.hosts, loadBalanced: false, directConnection: parsed.clientOptions.directConnection ?? false, replicaSet: parsed.replicaSet }));
+  const description = new Topology(initialTopology({ seeds: parsed.hosts, loadBalanced: false, directConnection: parsed.clientOptions.directConnection ?? false, replicaSet: parsed.replicaSet }));
   phases.forEach((phase, i) => {
     const at = `phase ${i + 1}${phase.description === undefined ? '' : ` (${phase.description})`}`;
     for (const [address, reply] of phase.responses ?? []) {
@@ -104,13 +104,14 @@ describe('topology description updates (server discovery and monitoring spec)', 
     const primary = (hosts: unknown, extra: Document = {}): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21, ...extra });
 
     /** A description with `seeds`, in a replica set named `replicaSet` when given. */
-    const topology = (seeds: string[], replicaSet?: string): TopologyDescription => new TopologyDescription(initialTopology({ seeds, loadBalanced: false, directConnection: false, replicaSet }));
+    const topology = (seeds: string[], replicaSet?: string): Topology => new Topology(initialTopology({ seeds, loadBalanced: false, directConnection: false, replicaSet }));
     const secondary = (hosts: string[], extra: Document = {}): Document => ({ ok: 1, secondary: true, setName: 'rs', hosts, maxWireVersion: 21, ...extra });
     const oid = (n: number): ObjectId => new ObjectId(n.toString(16).padStart(24, '0'));
+    const listed = (description: ServerDescription): string[] => [...description.hosts, ...description.passives, ...description.arbiters];
 
     it('a failed check, a null reply and a reply without ok: 1 give an Unknown server of which nothing is known', function () {
       for (const reply of [undefined, null as unknown as Document, { ok: 0, isWritablePrimary: true, setName: 'rs', hosts: ['a'] }]) {
-        expect(serverDescriptionOf(reply), String(reply)).to.deep.equal({ type: 'Unknown', minWireVersion: 0, members: [] });
+        expect(serverDescriptionOf(reply), String(reply)).to.deep.equal({ type: 'Unknown', minWireVersion: 0, hosts: [], passives: [], arbiters: [] });
       }
     });
 
@@ -123,7 +124,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
       ] as const) {
         const description = serverDescriptionOf(reply);
         expect(description.type).to.equal(type);
-        expect({ setName: description.setName, me: description.me, primary: description.primary, members: description.members }, type).to.deep.equal({ setName: undefined, me: undefined, primary: undefined, members: [] });
+        expect({ setName: description.setName, me: description.me, primary: description.primary, members: listed(description) }, type).to.deep.equal({ setName: undefined, me: undefined, primary: undefined, members: [] });
       }
     });
 
@@ -137,7 +138,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
     it('starts LoadBalanced in load-balanced mode, and then no check changes it', function () {
       const initial = initialTopology({ seeds: ['lb:27017'], loadBalanced: true, directConnection: false, replicaSet: 'rs' });
       expect(initial).to.deep.equal({ seeds: ['lb:27017'], type: 'LoadBalanced', setName: undefined });
-      const description = new TopologyDescription(initial);
+      const description = new Topology(initial);
       expect(description.update('lb:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }))).to.deep.equal({ added: [], removed: [], invalidated: [] });
       expect(description.type).to.equal('LoadBalanced');
       expect(description.servers.get('lb:27017')).to.equal(UNKNOWN_SERVER_DESCRIPTION);
@@ -204,7 +205,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
 
     it('before MongoDB 6.0, a primary\'s claim orders by setVersion, then electionId; the same claim again is not stale', function () {
       const old = (setVersion: number | undefined, electionId: ObjectId | undefined): Document => primary(['a:27017', 'b:27017', 'c:27017'], { maxWireVersion: 16, ...(setVersion === undefined ? {} : { setVersion }), ...(electionId === undefined ? {} : { electionId }) });
-      const types = (description: TopologyDescription): string[] => [...description.servers.values()].map((server) => server.type);
+      const types = (description: Topology): string[] => [...description.servers.values()].map((server) => server.type);
       const description = topology(['a:27017', 'b:27017', 'c:27017'], 'rs');
       description.update('a:27017', serverDescriptionOf(old(1, oid(1))));
       // Same setVersion, greater electionId: newer.
@@ -252,7 +253,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
     });
 
     it('takes at most 50 members of a reply, of its first 50 entries, and leaves out entries that are no address', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const hosts = ['a:27017', 17, '', 'b:99999', { host: 'c' }, ...Array.from({ length: 80 }, (_, i) => `m${i}:27017`)];
       const change = description.update('a:27017', serverDescriptionOf(primary(hosts, { passives: ['p:1'], arbiters: 'q:1' })));
       // a and m0 to m44: the four entries that are no address count among the 50 read.
@@ -265,13 +266,13 @@ describe('topology description updates (server discovery and monitoring spec)', 
     it('reads no more than the first 50 entries of a reply\'s lists: a member after 58,000 entries that are no address is not taken', function () {
       const noAddress = Array.from({ length: 58_000 }, () => 'a b:1');
       for (const reply of [{ hosts: [...noAddress, 'late:1'] }, { hosts: noAddress.slice(0, MAX_REPLICA_SET_MEMBERS), passives: ['late:1'] }]) {
-        expect(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, ...reply }).members).to.deep.equal([]);
+        expect(listed(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, ...reply }))).to.deep.equal([]);
       }
-      expect(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, hosts: noAddress.slice(0, MAX_REPLICA_SET_MEMBERS - 1), passives: ['late:1'] }).members).to.deep.equal(['late:1']);
+      expect(serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', maxWireVersion: 21, hosts: noAddress.slice(0, MAX_REPLICA_SET_MEMBERS - 1), passives: ['late:1'] }).passives).to.deep.equal(['late:1']);
     });
 
     it('holds at most 50 servers, however many members list 50 new ones each; a primary then listing its members has them all', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const fresh = (round: number): string[] => Array.from({ length: MAX_REPLICA_SET_MEMBERS }, (_, i) => `h${round}-${i}:27017`);
       const secondary = (hosts: string[]): Document => ({ ok: 1, secondary: true, setName: 'rs', hosts, maxWireVersion: 21 });
       let added = description.update('a:27017', serverDescriptionOf(secondary(fresh(0)))).added.length;
@@ -293,19 +294,20 @@ describe('topology description updates (server discovery and monitoring spec)', 
       const longest = `${'h'.repeat(255)}:1`;
       const reply = { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', '/tmp/mongodb-27017.sock', './x.sock', `${'h'.repeat(256)}:1`, longest], passives: ['/var/run/m.sock'], me: '/tmp/mongodb-27017.sock', primary: `${'p'.repeat(300)}:27017`, maxWireVersion: 21 };
       const description = serverDescriptionOf(reply);
-      expect(description.members).to.deep.equal(['a:27017', longest]);
+      expect(description.hosts).to.deep.equal(['a:27017', longest]);
+      expect(description.passives).to.deep.equal([]);
       expect(description.me).to.equal(undefined);
       expect(description.primary).to.equal(undefined);
     });
 
     it('names hosts as the client writes them: lower case, port 27017 when none, IPv6 in canonical form', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       description.update('a:27017', serverDescriptionOf(primary(['A', 'B:27018', '[0:0:0:0:0:0:0:1]:27019'], { me: 'A:27017' })));
       expect([...description.servers.keys()]).to.deep.equal(['a:27017', 'b:27018', '[::1]:27019']);
     });
 
     it('reports what the client must do: open the new members, remove those left out, check again an old primary', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017', 'x:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017', 'b:27017', 'x:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       let change = description.update('a:27017', serverDescriptionOf(primary(['a:27017', 'b:27017', 'c:27017'], { electionId: new ObjectId('000000000000000000000001') })));
       expect(change).to.deep.equal({ added: ['c:27017'], removed: ['x:27017'], invalidated: [] });
       change = description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017', 'c:27017'], { electionId: new ObjectId('000000000000000000000002') })));
@@ -317,13 +319,13 @@ describe('topology description updates (server discovery and monitoring spec)', 
     });
 
     it('a member that lists itself under another name is removed, the name it lists added', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['seed:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+      const description = new Topology(initialTopology({ seeds: ['seed:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
       const change = description.update('seed:27017', serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', hosts: ['m1:27017', 'm2:27017'], me: 'm1:27017', maxWireVersion: 21 }));
       expect(change).to.deep.equal({ added: ['m1:27017', 'm2:27017'], removed: ['seed:27017'], invalidated: [] });
     });
 
     it('a member one reply added and the primary\'s list leaves out is removed again', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
       description.update('a:27017', serverDescriptionOf({ ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017', 'c:27017'], maxWireVersion: 21 }));
       // c came with a's reply; the primary's list leaves it out again.
       const change = description.update('b:27017', serverDescriptionOf(primary(['a:27017', 'b:27017'])));
@@ -331,7 +333,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
     });
 
     it('replaceServers (SRV polling) adds and removes servers', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017', 'b:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
       description.update('a:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }));
       expect(description.replaceServers(['b:27017', 'c:27017'])).to.deep.equal({ added: ['c:27017'], removed: ['a:27017'], invalidated: [] });
       expect([...description.servers.keys()]).to.deep.equal(['b:27017', 'c:27017']);
@@ -339,7 +341,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
     });
 
     it('a standalone among servers SRV polling joined to the one seed is removed: the topology never becomes Single with several servers', function () {
-      const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
+      const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: undefined }));
       description.replaceServers(['a:27017', 'b:27017', 'c:27017']);
       const standalone = serverDescriptionOf({ ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
       expect(description.update('b:27017', standalone)).to.deep.equal({ added: [], removed: ['b:27017'], invalidated: [] });
@@ -354,7 +356,7 @@ describe('topology description updates (server discovery and monitoring spec)', 
 
     it('a reply of a type it does not know, or with fields of the wrong type, never throws', function () {
       for (const reply of [{ ok: 1, setName: 5, hosts: 'a' }, { ok: 1, setName: 'rs', hosts: [null, undefined, ['a']], me: 7, primary: {} }, { ok: 0 }, { ok: 1, electionId: 'x', setVersion: '2' }]) {
-        const description = new TopologyDescription(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
+        const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
         expect(() => description.update('a:27017', serverDescriptionOf(reply))).not.to.throw();
       }
     });
