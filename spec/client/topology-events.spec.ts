@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { EJSON, type Document } from 'bson';
-import { Client, connect, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { EJSON, Long, ObjectId, type Document } from 'bson';
+import { Client, connect, serverDescriptionEquals, topologyDescriptionEquals, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { initialTopology, serverDescriptionOf, Topology } from '../../lib/client/topology-update';
 import { VirtualClock } from '../../lib/testing';
+import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
 
 /**
  * The SDAM monitoring spec tests (tests/monitoring), run through a client whose monitors' connections are scripted:
@@ -41,10 +43,14 @@ class ScriptedConnection {
  */
 class ScriptedServers {
   private readonly replies = new Map<string, Document[]>();
-  private readonly waiting = new Map<string, (reply: Document) => void>();
+  private readonly waiting = new Map<string, { resolve: (reply: Document) => void; reject: (error: Error) => void }>();
+  private readonly failures = new Map<string, Error>();
   private readonly original = (Client.prototype as unknown as Record<string, unknown>).connectionFactories;
 
   install(): void {
+    this.replies.clear();
+    this.waiting.clear();
+    this.failures.clear();
     (Client.prototype as unknown as Record<string, unknown>).connectionFactories = (hosts: readonly string[], _c: unknown, _m: unknown, loadBalanced: boolean): HostFactories => {
       const factories: HostFactories = new Map();
       for (const host of hosts) {
@@ -68,19 +74,30 @@ class ScriptedServers {
 
   /** Gives `address` its next reply: the check waiting gets it, else the next check will. */
   respond(address: string, reply: Document): void {
+    this.failures.delete(address);
     const waiter = this.waiting.get(address);
     if (waiter !== undefined) {
       this.waiting.delete(address);
-      waiter(reply);
+      waiter.resolve(reply);
     } else {
       this.replies.set(address, [...(this.replies.get(address) ?? []), reply]);
     }
   }
 
+  /** Makes every check of `address` fail with `error` from now on (the one waiting too), until it is given a reply. */
+  fail(address: string, error: Error): void {
+    this.failures.set(address, error);
+    const waiter = this.waiting.get(address);
+    this.waiting.delete(address);
+    waiter?.reject(error);
+  }
+
   private reply(address: string): Promise<Document> {
+    const failure = this.failures.get(address);
+    if (failure !== undefined) return Promise.reject(failure);
     const queued = this.replies.get(address);
     if (queued !== undefined && queued.length > 0) return Promise.resolve(queued.shift()!);
-    return new Promise((resolve) => this.waiting.set(address, resolve));
+    return new Promise((resolve, reject) => this.waiting.set(address, { resolve, reject }));
   }
 }
 
@@ -172,4 +189,254 @@ describe('topology events: the SDAM monitoring spec tests (tests/monitoring), th
       }
     });
   }
+});
+
+describe('serverDescriptionEquals and topologyDescriptionEquals (server discovery and monitoring spec, "Server Description Equality")', function () {
+  const base = serverDescriptionOf({ ok: 1, isWritablePrimary: true, setName: 'rs', setVersion: 1, electionId: new ObjectId('000000000000000000000001'), hosts: ['a:1', 'b:1'], passives: ['p:1'], arbiters: ['q:1'], primary: 'a:1', me: 'a:1', tags: { dc: 'ny' }, minWireVersion: 0, maxWireVersion: 21, logicalSessionTimeoutMinutes: 30, topologyVersion: { processId: new ObjectId('000000000000000000000002'), counter: 1 }, lastWrite: { lastWriteDate: new Date(1000) } }, 5);
+
+  it('each field SDAM counts makes two descriptions differ; the times (lastUpdateTime, lastWriteDate) do not; member lists compare as sets', function () {
+    expect(serverDescriptionEquals(base, { ...base })).to.equal(true);
+    const changed: [string, Partial<ServerDescription>][] = [
+      ['type', { type: 'RSSecondary' }],
+      ['minWireVersion', { minWireVersion: 1 }],
+      ['maxWireVersion', { maxWireVersion: 20 }],
+      ['me', { me: 'b:1' }],
+      ['hosts', { hosts: ['a:1'] }],
+      ['hosts (another member)', { hosts: ['a:1', 'c:1'] }],
+      ['passives', { passives: [] }],
+      ['arbiters', { arbiters: ['r:1'] }],
+      ['tags', { tags: { dc: 'sf' } }],
+      ['tags (one more)', { tags: { dc: 'ny', rack: '1' } }],
+      ['tags (none)', { tags: undefined }],
+      ['setName', { setName: 'other' }],
+      ['setVersion', { setVersion: 2 }],
+      ['electionId', { electionId: new ObjectId('000000000000000000000003') }],
+      ['primary', { primary: 'b:1' }],
+      ['logicalSessionTimeoutMinutes', { logicalSessionTimeoutMinutes: 31 }],
+      ['topologyVersion', { topologyVersion: { processId: base.topologyVersion!.processId, counter: Long.fromNumber(2) } }],
+      ['topologyVersion (none)', { topologyVersion: undefined }],
+      ['error', { error: 'connection refused' }],
+    ];
+    for (const [field, change] of changed) {
+      expect(serverDescriptionEquals(base, { ...base, ...change }), field).to.equal(false);
+      expect(serverDescriptionEquals({ ...base, ...change }, base), `${field}, the other way`).to.equal(false);
+    }
+    expect(serverDescriptionEquals(base, { ...base, lastUpdateTime: 99, lastWriteDate: 99 }), 'times').to.equal(true);
+    expect(serverDescriptionEquals(base, { ...base, hosts: ['b:1', 'a:1'] }), 'hosts in another order').to.equal(true);
+    expect(serverDescriptionEquals(base, { ...base, tags: { dc: 'ny' } }), 'an equal tag set').to.equal(true);
+    expect(serverDescriptionEquals(base, { ...base, electionId: new ObjectId('000000000000000000000001') }), 'an equal electionId').to.equal(true);
+    expect(serverDescriptionEquals(base, { ...base, topologyVersion: { processId: new ObjectId('000000000000000000000002'), counter: Long.fromNumber(1) } }), 'an equal topologyVersion').to.equal(true);
+  });
+
+  it('two topology descriptions differ in type, setName, maxSetVersion, maxElectionId, a server, or the servers\' order', function () {
+    const topology = (seeds: string[]): Topology => new Topology(initialTopology({ seeds, loadBalanced: false, directConnection: false, replicaSet: undefined }));
+    expect(topologyDescriptionEquals(topology(['a:1', 'b:1']).description(), topology(['a:1', 'b:1']).description())).to.equal(true);
+    expect(topologyDescriptionEquals(topology(['a:1', 'b:1']).description(), topology(['b:1', 'a:1']).description()), 'order').to.equal(false);
+    expect(topologyDescriptionEquals(topology(['a:1', 'b:1']).description(), topology(['a:1']).description()), 'one server fewer').to.equal(false);
+    const checked = topology(['a:1', 'b:1']);
+    checked.update('a:1', base);
+    const again = topology(['a:1', 'b:1']);
+    again.update('a:1', { ...base, lastUpdateTime: 1000 });
+    expect(topologyDescriptionEquals(checked.description(), again.description()), 'equal servers, other times').to.equal(true);
+    expect(topologyDescriptionEquals(checked.description(), topology(['a:1', 'b:1']).description()), 'a server checked').to.equal(false);
+    const fields: [string, Partial<TopologyDescription>][] = [
+      ['type', { type: 'ReplicaSetNoPrimary' }],
+      ['setName', { setName: 'other' }],
+      ['maxSetVersion', { maxSetVersion: 9 }],
+      ['maxElectionId', { maxElectionId: new ObjectId('000000000000000000000009') }],
+    ];
+    const description = checked.description();
+    for (const [field, change] of fields) expect(topologyDescriptionEquals(description, { ...description, ...change }), field).to.equal(false);
+    expect(topologyDescriptionEquals(description, { ...description, maxElectionId: description.maxElectionId === undefined ? undefined : new ObjectId(description.maxElectionId.toHexString()) }), 'an equal maxElectionId').to.equal(true);
+  });
+});
+
+describe('Client.topologyEvents$ and Client.topologyDescription', function () {
+  const servers = new ScriptedServers();
+  let client: Client | undefined;
+  beforeEach(() => servers.install());
+  afterEach(async () => {
+    servers.uninstall();
+    await client?.close();
+    client = undefined;
+  });
+
+  /** An event in a line: its kind and server, and a description's types. */
+  function line(e: TopologyEvent): string {
+    const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
+    switch (e.type) {
+      case 'ServerOpening':
+      case 'ServerClosed':
+        return `${e.type} ${e.address}`;
+      case 'ServerDescriptionChanged':
+        return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
+      case 'TopologyDescriptionChanged':
+        return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
+      default:
+        return e.type;
+    }
+  }
+
+  /** A client of `uri` (polled, on a VirtualClock) and the lines of the events it publishes. */
+  async function open(uri: string, options: Parameters<typeof connect>[1] = {}): Promise<{ c: Client; lines: () => string[]; events: TopologyEvent[]; clock: VirtualClock; completed: () => boolean }> {
+    const clock = new VirtualClock();
+    const c = (client = connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, ...options }));
+    const events: TopologyEvent[] = [];
+    let done = false;
+    c.topologyEvents$.subscribe({ next: (e) => events.push(e), complete: () => (done = true) });
+    await settle();
+    return { c, events, clock, completed: () => done, lines: () => events.map(line) };
+  }
+
+  const primary = (hosts: string[]): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21 });
+
+  it('a replica set found from one seed: the member its primary adds opened after the primary\'s change, listed by the next topology change; close() ends with each server closed, the description emptied, TopologyClosed, completion', async function () {
+    const { c, lines, completed, events } = await open('mongodb://a:27017/?replicaSet=rs');
+    expect(lines()).to.deep.equal(['TopologyOpening', 'TopologyDescriptionChanged Unknown{} -> ReplicaSetNoPrimary{a:27017=Unknown}', 'ServerOpening a:27017']);
+    servers.respond('a:27017', primary(['a:27017', 'b:27017']));
+    await settle();
+    expect(lines().slice(3)).to.deep.equal([
+      'ServerDescriptionChanged a:27017 Unknown->RSPrimary',
+      'ServerOpening b:27017',
+      'TopologyDescriptionChanged ReplicaSetNoPrimary{a:27017=Unknown} -> ReplicaSetWithPrimary{a:27017=RSPrimary,b:27017=Unknown}',
+    ]);
+    expect(c.topologyDescription.servers.get('a:27017')).to.include({ type: 'RSPrimary', setName: 'rs' });
+    const before = events.length;
+    await c.close();
+    await settle();
+    expect(lines().slice(before)).to.deep.equal([
+      'ServerClosed a:27017',
+      'ServerClosed b:27017',
+      'TopologyDescriptionChanged ReplicaSetWithPrimary{a:27017=RSPrimary,b:27017=Unknown} -> Unknown{}',
+      'TopologyClosed',
+    ]);
+    expect(completed()).to.equal(true);
+    expect(c.topologyDescription).to.include({ type: 'Unknown' });
+    expect(c.topologyDescription.servers.size).to.equal(0);
+  });
+
+  it('load-balanced: the load balancer spec\'s sequence, opening and closing, and no heartbeat', async function () {
+    const { c, lines } = await open('mongodb://lb:27017/?loadBalanced=true');
+    await c.close();
+    await settle();
+    expect(lines()).to.deep.equal([
+      'TopologyOpening',
+      'TopologyDescriptionChanged Unknown{} -> LoadBalanced{lb:27017=Unknown}',
+      'ServerOpening lb:27017',
+      'ServerDescriptionChanged lb:27017 Unknown->LoadBalancer',
+      'TopologyDescriptionChanged LoadBalanced{lb:27017=Unknown} -> LoadBalanced{lb:27017=LoadBalancer}',
+      'ServerClosed lb:27017',
+      'TopologyDescriptionChanged LoadBalanced{lb:27017=LoadBalancer} -> Unknown{}',
+      'TopologyClosed',
+    ]);
+  });
+
+  it('a failed check: its server Unknown with the error\'s message, published once while it fails the same way', async function () {
+    const { lines, events, clock } = await open('mongodb://a:27017/?directConnection=true');
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    servers.fail('a:27017', new Error('connection refused'));
+    for (let i = 0; i < 4; i++) {
+      clock.advance(10_000);
+      await settle();
+    }
+    const changes = events.filter((e) => e.type === 'ServerDescriptionChanged');
+    expect(changes.map(line)).to.deep.equal(['ServerDescriptionChanged a:27017 Unknown->Standalone', 'ServerDescriptionChanged a:27017 Standalone->Unknown']);
+    expect(changes[1]).to.have.nested.property('newDescription.error', 'connection refused');
+    expect(lines().filter((l) => l.startsWith('TopologyDescriptionChanged'))).to.have.length(3);
+    servers.fail('a:27017', new Error('connection reset'));
+    clock.advance(10_000);
+    await settle();
+    expect(events.filter((e) => e.type === 'ServerDescriptionChanged').map(line), 'another error').to.have.length(3);
+  });
+
+  it('publishes whatever the log level; with topology at debug, one message per event, in the same order ("MUST be published under the same circumstances")', async function () {
+    const written: Document[] = [];
+    const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
+    const { c, events } = await open('mongodb://a:27017,b:27017/', { logging });
+    servers.respond('a:27017', { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'c:27017'], maxWireVersion: 21 });
+    await settle();
+    await c.close();
+    await settle();
+    const kind: Record<string, string> = {
+      'Starting topology monitoring': 'TopologyOpening',
+      'Starting server monitoring': 'ServerOpening',
+      'Topology description changed': 'TopologyDescriptionChanged',
+      'Stopped server monitoring': 'ServerClosed',
+      'Stopped topology monitoring': 'TopologyClosed',
+    };
+    const messages = written.filter((f) => f.message in kind).map((f) => `${kind[f.message as string]}${f.serverPort === undefined ? '' : ` ${String(f.serverHost)}:${String(f.serverPort)}`}`);
+    const published = events.filter((e) => e.type !== 'ServerDescriptionChanged').map((e) => `${e.type}${'address' in e ? ` ${e.address}` : ''}`);
+    expect(messages).to.deep.equal(published);
+    expect(published).to.include.members(['ServerOpening c:27017', 'ServerClosed c:27017']);
+    const described = written.filter((f) => f.message === 'Topology description changed').map((f) => JSON.parse(f.newDescription as string) as Document);
+    const changed = events.filter((e): e is Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }> => e.type === 'TopologyDescriptionChanged');
+    expect(described.map((d) => d.type)).to.deep.equal(changed.map((e) => e.newDescription.type));
+  });
+
+  it('a subscriber that closes the client from its first ServerDescriptionChanged: the rest of the life, well formed, then completion', async function () {
+    const { c } = await open('mongodb://a:27017,b:27017/');
+    const seen: string[] = [];
+    let completed = false;
+    c.topologyEvents$.subscribe({
+      next: (e) => {
+        seen.push(line(e));
+        if (e.type === 'ServerDescriptionChanged') void c.close();
+      },
+      complete: () => (completed = true),
+    });
+    expect(seen[0], 'the events of connect() given first').to.equal('TopologyOpening');
+    servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+    await settle();
+    expect(completed).to.equal(true);
+    expect(seen.at(-1)).to.equal('TopologyClosed');
+    expect(seen.at(-2)).to.match(/-> Unknown\{\}$/);
+    const opened = seen.filter((l) => l.startsWith('ServerOpening')).map((l) => l.split(' ')[1]);
+    const closed = seen.filter((l) => l.startsWith('ServerClosed')).map((l) => l.split(' ')[1]);
+    expect(closed.sort()).to.deep.equal(opened.sort());
+    expect(opened, 'no server opened once closed').to.not.include('c:27017');
+  });
+
+  it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
+    const { c } = await open('mongodb://a:27017/');
+    await c.close();
+    await settle();
+    const late: TopologyEvent[] = [];
+    let completed = false;
+    c.topologyEvents$.subscribe({ next: (e) => late.push(e), complete: () => (completed = true) });
+    expect(late).to.deep.equal([]);
+    expect(completed).to.equal(true);
+  });
+});
+
+describe('Client.topologyEvents$ against a server (the embedded endpoint, or MONGODB_URI\'s)', function () {
+  let endpoint: TestEndpoint | undefined;
+  let client: Client | undefined;
+  afterEach(async () => {
+    await client?.close();
+    await endpoint?.stop();
+    client = endpoint = undefined;
+  });
+
+  it('a command, then close(): TopologyOpening first, the seed described once checked, each server opened closed, the description emptied, TopologyClosed last', async function () {
+    endpoint = await startTestEndpoint();
+    const c = (client = connect(`mongodb://${endpoint.address}/`, endpoint.connectionOptions));
+    const events: TopologyEvent[] = [];
+    let completed = false;
+    c.topologyEvents$.subscribe({ next: (e) => events.push(e), complete: () => (completed = true) });
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    expect(events.map((e) => e.type).slice(0, 3)).to.deep.equal(['TopologyOpening', 'TopologyDescriptionChanged', 'ServerOpening']);
+    const seed = events.find((e) => e.type === 'ServerDescriptionChanged' && e.address === endpoint!.address);
+    expect(seed, 'the seed checked').to.not.equal(undefined);
+    expect(seed).to.have.nested.property('previousDescription.type', 'Unknown');
+    expect(c.topologyDescription.hasWritableServer()).to.equal(true);
+    await c.close();
+    expect(await eventually(() => completed)).to.equal(true);
+    expect(events.at(-1)!.type).to.equal('TopologyClosed');
+    const emptied = events.at(-2)!;
+    expect(emptied.type === 'TopologyDescriptionChanged' && emptied.newDescription.type === 'Unknown' && emptied.newDescription.servers.size === 0).to.equal(true);
+    const addresses = (type: string): string[] => events.filter((e) => e.type === type).map((e) => (e as { address: string }).address).sort();
+    expect(addresses('ServerClosed')).to.deep.equal(addresses('ServerOpening'));
+    expect(events.every((e) => e.topologyId === c.topologyId)).to.equal(true);
+  });
 });

@@ -7,6 +7,7 @@ import { asTopologyVersion } from '../../lib/monitor/topology-version';
 import { incompatibleServer } from '../../lib/connection/handshake';
 import { isStaleServerDescription } from '../../lib/client/state-change-error';
 import { clientTopologyType } from '../../lib/client/topology-type';
+import { readPreferenceFrom } from '../../lib/read-preference';
 import { initialTopology, MAX_REPLICA_SET_MEMBERS, serverDescriptionOf, Topology, UNKNOWN_SERVER_DESCRIPTION, type ServerDescription } from '../../lib/client/topology-update';
 
 /** The server discovery and monitoring spec's tests of the topology description (tests/rs, sharded, single). */
@@ -359,6 +360,57 @@ describe('topology description updates (server discovery and monitoring spec)', 
         const description = new Topology(initialTopology({ seeds: ['a:27017'], loadBalanced: false, directConnection: false, replicaSet: 'rs' }));
         expect(() => description.update('a:27017', serverDescriptionOf(reply))).not.to.throw();
       }
+    });
+  });
+
+  describe('description(): the description as it is now, frozen (SDAM logging and monitoring spec, "Determining If A Topology Has Readable/Writable Servers")', function () {
+    const make = (seeds: string[], options: { replicaSet?: string; directConnection?: boolean; loadBalanced?: boolean } = {}): Topology =>
+      new Topology(initialTopology({ seeds, loadBalanced: options.loadBalanced ?? false, directConnection: options.directConnection ?? false, replicaSet: options.replicaSet }));
+    const member = (extra: Document): ServerDescription => serverDescriptionOf({ ok: 1, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21, ...extra });
+    const secondaryRead = readPreferenceFrom('readPreference', 'secondary');
+    const nearest = readPreferenceFrom('readPreference', 'nearest');
+    const table = (topology: Topology): boolean[] => {
+      const d = topology.description();
+      return [d.hasReadableServer(), d.hasReadableServer(secondaryRead), d.hasReadableServer(nearest), d.hasWritableServer()];
+    };
+
+    it('readable and writable by the TopologyType table: Unknown never, Single and Sharded with a server available, LoadBalanced always, a replica set by the read preference', function () {
+      expect(table(make(['a:27017', 'b:27017'])), 'Unknown').to.deep.equal([false, false, false, false]);
+      const single = make(['a:27017'], { directConnection: true });
+      expect(table(single), 'Single, not checked').to.deep.equal([false, false, false, false]);
+      single.update('a:27017', serverDescriptionOf({ ok: 1, isWritablePrimary: true, maxWireVersion: 21 }));
+      expect(table(single), 'Single, a standalone').to.deep.equal([true, true, true, true]);
+      const sharded = make(['a:27017', 'b:27017']);
+      sharded.update('a:27017', serverDescriptionOf({ ok: 1, msg: 'isdbgrid', maxWireVersion: 21 }));
+      expect(table(sharded), 'Sharded, one mongos of two').to.deep.equal([true, true, true, true]);
+      sharded.update('a:27017', serverDescriptionOf(undefined));
+      expect(sharded.description().type).to.equal('Sharded');
+      expect(table(sharded), 'Sharded, none available').to.deep.equal([false, false, false, false]);
+      expect(table(make(['lb:27017'], { loadBalanced: true })), 'LoadBalanced').to.deep.equal([true, true, true, true]);
+      const set = make(['a:27017', 'b:27017'], { replicaSet: 'rs' });
+      expect(table(set), 'ReplicaSetNoPrimary, none checked').to.deep.equal([false, false, false, false]);
+      set.update('b:27017', member({ secondary: true }));
+      expect(table(set), 'ReplicaSetNoPrimary, a secondary').to.deep.equal([false, true, true, false]);
+      set.update('a:27017', member({ isWritablePrimary: true }));
+      expect(set.description().type).to.equal('ReplicaSetWithPrimary');
+      expect(table(set), 'ReplicaSetWithPrimary').to.deep.equal([true, true, true, true]);
+      set.update('b:27017', serverDescriptionOf(undefined));
+      expect(table(set), 'ReplicaSetWithPrimary, no secondary').to.deep.equal([true, false, true, true]);
+    });
+
+    it('is frozen and keeps its servers when the topology changes after', function () {
+      const topology = make(['a:27017', 'b:27017'], { replicaSet: 'rs' });
+      const before = topology.description();
+      expect(Object.isFrozen(before)).to.equal(true);
+      topology.update('a:27017', member({ isWritablePrimary: true, hosts: ['a:27017', 'c:27017'] }));
+      expect([...before.servers.keys()]).to.deep.equal(['a:27017', 'b:27017']);
+      expect(before.type).to.equal('ReplicaSetNoPrimary');
+      expect(before.servers.get('a:27017')!.type).to.equal('Unknown');
+      const after = topology.description();
+      expect([...after.servers.keys()]).to.deep.equal(['a:27017', 'c:27017']);
+      expect(after.servers.get('a:27017')).to.include({ type: 'RSPrimary', primary: undefined });
+      expect(Object.isFrozen(after.servers.get('a:27017'))).to.equal(true);
+      expect(Object.isFrozen(after.servers.get('a:27017')!.hosts)).to.equal(true);
     });
   });
 });
