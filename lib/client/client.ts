@@ -1275,7 +1275,7 @@ export class Client {
     const clears = defaultClearOnEstablishmentError(error);
     if (clears && this.monitors.has(address)) {
       const previous = this.topology.servers.get(address);
-      this.serverUnknown(address);
+      this.serverUnknown(address, undefined, error);
       // Published once the pool's clear is done (this runs within the pool's establishment), as its ConnectionPoolCleared is.
       queueMicrotask(() => {
         this.serverChanged(address, previous);
@@ -1307,7 +1307,7 @@ export class Client {
    * Makes the server at `address` Unknown after an error of one of its connections or of its check (its last check no
    * longer describes it): a replica set left without a primary is ReplicaSetNoPrimary. Its description keeps
    * `topologyVersion`, a state change error's (a check answered before the error, older, is then ignored), and the
-   * message of `error`, a failed check's.
+   * message of `error` (the failed check's, or the connection's error).
    *
    * Source: server discovery and monitoring spec, "Error handling" ("mark the server Unknown"; "the server's
    * description ... topologyVersion" of a state change error).
@@ -2184,7 +2184,7 @@ export class Client {
           if (connection.generation === pool.generation && this.pools.get(pool.address) === pool) {
             // SDAM, "Network error when reading or writing": the server Unknown, then its pool cleared.
             const previous = this.topology.servers.get(pool.address);
-            this.serverUnknown(pool.address);
+            this.serverUnknown(pool.address, undefined, error);
             this.serverChanged(pool.address, previous);
             pool.clear({ cause: error });
             this.topologyChanged();
@@ -2227,7 +2227,7 @@ export class Client {
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
     const previous = this.topology.servers.get(pool.address);
-    this.serverUnknown(pool.address, change.topologyVersion);
+    this.serverUnknown(pool.address, change.topologyVersion, error());
     this.serverChanged(pool.address, previous);
     if (clears) pool.clear({ cause: error() });
     // Its description changed (Unknown), as the log says.

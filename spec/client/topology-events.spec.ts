@@ -439,4 +439,25 @@ describe('Client.topologyEvents$ against a server (the embedded endpoint, or MON
     expect(addresses('ServerClosed')).to.deep.equal(addresses('ServerOpening'));
     expect(events.every((e) => e.topologyId === c.topologyId)).to.equal(true);
   });
+
+  it('a command\'s network error: one ServerDescriptionChanged to Unknown, with the error\'s message, then the server known again at its next check (as the unified test find-network-error counts them)', async function () {
+    endpoint = await startTestEndpoint();
+    const c = (client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=500&appName=eventsneterr&serverMonitoringMode=poll`, endpoint.connectionOptions));
+    const events: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => events.push(e));
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    const known = events.filter((e) => e.type === 'ServerDescriptionChanged').at(-1) as Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }>;
+    await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true, appName: 'eventsneterr' } });
+    const before = events.length;
+    expect(await c.command('admin', { ping: 1 }).catch((e: unknown) => e)).to.be.instanceOf(Error);
+    const changes = (): Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }>[] => events.slice(before).filter((e): e is Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }> => e.type === 'ServerDescriptionChanged');
+    expect(await eventually(() => changes().length >= 2, 3000)).to.equal(true);
+    const [unknown, again] = changes();
+    expect(unknown.previousDescription.type).to.equal(known.newDescription.type);
+    expect(unknown.newDescription.type).to.equal('Unknown');
+    expect(unknown.newDescription.error).to.be.a('string').and.not.equal('');
+    expect(again.newDescription.type).to.equal(known.newDescription.type);
+    expect(changes().filter((e) => e.newDescription.type === 'Unknown'), 'one change to Unknown').to.have.length(1);
+    await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' });
+  });
 });
