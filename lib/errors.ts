@@ -1035,7 +1035,7 @@ export class MonitorClosedError extends CmapError {
  * heartbeat error, when there is one; `topologyDescription` the client's topology description as the wait ended
  * (when it had one; not in the message, which the server selection log's failed message carries beside the
  * description it gives), which says why no server was suitable (`{"type":"ReplicaSetNoPrimary","servers":[...]}`: no
- * primary among the members; a host `Unknown`: its pool not ready, or a state change error since its last check).
+ * primary among the members; a host `Unknown`: its last check failed, or an error of one of its connections came since).
  *
  * Source: server selection spec, "Server Selection Errors" (a useful message from the server descriptions: the message
  * names the read preference, `topologyDescription` gives the descriptions); server monitoring spec (application

@@ -472,9 +472,10 @@ export interface ServerSelectionLogFields {
   /**
    * The client's topology description when the message is made, as JSON, the one its "Topology description changed"
    * messages give (`{ type, servers: [{ address, type }] }`): its TopologyType in SDAM's names (`Unknown`, `Single`,
-   * `Sharded`, `ReplicaSetNoPrimary`, `ReplicaSetWithPrimary`, `LoadBalanced`), and per host in host order its address
-   * and ServerType (a known type: its pool is ready, the server selectable; `Unknown`: not; while the client drains,
-   * each server as it was before, though none is selectable then); truncated to the max document length. Why a host's last check failed is in the `topology` component's "Server heartbeat failed"
+   * `Sharded`, `ReplicaSetNoPrimary`, `ReplicaSetWithPrimary`, `LoadBalanced`), and per server, in the order the client
+   * came to monitor them, its address and the ServerType of its description (`Unknown`: not checked yet, its last check
+   * failed, or an error of one of its connections made it so; while the client drains, each server as it was before,
+   * though none is selectable then; once closed, Unknown with no server); truncated to the max document length. Why a host's last check failed is in the `topology` component's "Server heartbeat failed"
    * message, and in a failed selection's `failure`.
    */
   readonly topologyDescription: string;
