@@ -36,9 +36,8 @@
  */
 import * as assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Document } from 'bson';
 import { filter, firstValueFrom, throwError, timeout } from 'rxjs';
-import { connect, type ReadPreference, type ReadPreferenceMode } from '../lib';
+import { connect, type ReadPreference, type ReadPreferenceMode, type ServerType } from '../lib';
 import { EmbeddedServer } from '../lib/testing';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -144,14 +143,19 @@ async function main(): Promise<number> {
     {
       what: "reads of mode 'primaryPreferred' keep succeeding while the primary changes, then go to the new primary",
       run: async () => {
-        // Resolves when the client has seen `server`'s hello reply `holds` of (the step down, the election).
-        const checked = (server: EmbeddedServer, holds: (reply: Readonly<Document>) => boolean): Promise<unknown> =>
+        // Resolves when the client describes `server` as `type` (its check saw the step down, the election).
+        const described = (server: EmbeddedServer, type: ServerType): Promise<unknown> =>
           firstValueFrom(
-            client.events$.pipe(
-              filter((e) => e.type === 'ServerHeartbeatSucceeded' && e.address === server.address && holds(e.reply)),
-              timeout({ first: 5000, with: () => throwError(() => new Error(`the client saw no change of ${server.address} within 5 s`)) }),
+            client.topologyEvents$.pipe(
+              filter((e) => e.type === 'ServerDescriptionChanged' && e.address === server.address && e.newDescription.type === type),
+              timeout({ first: 5000, with: () => throwError(() => new Error(`the client did not describe ${server.address} as ${type} within 5 s`)) }),
             ),
           );
+        // The topology's types as the client's description changed meanwhile.
+        const types: string[] = [client.topologyDescription.type];
+        const following = client.topologyEvents$.subscribe((e) => {
+          if (e.type === 'TopologyDescriptionChanged' && e.newDescription.type !== types.at(-1)) types.push(e.newDescription.type);
+        });
 
         // Reads one after the other, 10 ms apart, from before the step down until the client has seen the election.
         let succeeded = 0;
@@ -172,17 +176,18 @@ async function main(): Promise<number> {
         let noPrimary = [0, 0, 0];
         try {
           await sleep(100);
-          const steppedDown = checked(ny1, (reply) => reply.secondary === true);
+          const steppedDown = described(ny1, 'RSSecondary');
           ny1.setReplicaSetMemberState('secondary'); // steps down: no primary...
           await steppedDown;
           const atStepDown = received('find');
           await sleep(200); // ...for a while: the reads go to the secondaries
           noPrimary = received('find').map((n, i) => n - atStepDown[i]!);
-          const elected = checked(ny2, (reply) => reply.isWritablePrimary === true);
+          const elected = described(ny2, 'RSPrimary');
           ny2.setReplicaSetMemberState('primary');
           await elected;
         } finally {
           stop = true;
+          following.unsubscribe();
           during = await failover;
         }
         assert.deepEqual(failures, [], `${failures.length} of ${succeeded + failures.length} reads failed during the step down and election`);
@@ -190,7 +195,9 @@ async function main(): Promise<number> {
 
         const after = await where('find', () => reads(20, 'primaryPreferred'));
         assert.deepEqual(after, [0, 20, 0], `after the election: ${spread(after)}`);
+        assert.deepEqual(types, ['ReplicaSetWithPrimary', 'ReplicaSetNoPrimary', 'ReplicaSetWithPrimary'], `the topology: ${types.join(' -> ')}`);
         return [
+          `the topology: ${types.join(' -> ')}`,
           `during the step down and election: ${succeeded} reads, none failed: ${spread(during)}`,
           `of which while there was no primary: ${spread(noPrimary)}`,
           `after the election: ${spread(after)}`,
