@@ -200,9 +200,9 @@ export interface TopologyDescription {
   readonly logicalSessionTimeoutMinutes: number | undefined;
   /**
    * Whether a server could serve a read of `readPreference` (default `primary`) now, by SDAM's table: never in
-   * `Unknown`; in `Single` and `Sharded` when a server is available (not Unknown nor PossiblePrimary); always in
-   * `LoadBalanced`; in a replica set when a server suits the read preference (`primary` in `ReplicaSetNoPrimary`:
-   * never), as server selection finds it (pools aside: a server whose pool is paused counts).
+   * `Unknown`; in `Single` and `Sharded` when a server is available (not Unknown; PossiblePrimary is a replica set's
+   * only); always in `LoadBalanced`; in a replica set when a server suits the read preference (`primary` in
+   * `ReplicaSetNoPrimary`: never), as server selection finds it (pools aside: a server whose pool is paused counts).
    *
    * @throws {InvalidOptionError} naming `readPreference.maxStalenessSeconds`, in a replica set, for a maxStalenessSeconds
    *   below 90 s (see `checkMaxStalenessSeconds`, with heartbeatFrequencyMS 10,000 ms).
@@ -271,7 +271,7 @@ export class Topology {
           return true;
         case 'Single':
         case 'Sharded':
-          return [...servers.values()].some((server) => server.type !== 'Unknown' && server.type !== 'PossiblePrimary');
+          return [...servers.values()].some((server) => server.type !== 'Unknown');
         default: {
           const selectable = [...servers].map(([address, server]) => ({ ...server, pool: address, averageRoundTripTimeMS: undefined, operationCount: 0 }));
           return suitableServers('ReplicaSet', selectable, { replicaSet: setName, readPreference }).length > 0;

@@ -208,6 +208,7 @@ describe('serverDescriptionEquals and topologyDescriptionEquals (server discover
       ['tags', { tags: { dc: 'sf' } }],
       ['tags (one more)', { tags: { dc: 'ny', rack: '1' } }],
       ['tags (none)', { tags: undefined }],
+      ['tags (one of two)', { tags: { dc: 'ny', rack: '2' } }],
       ['setName', { setName: 'other' }],
       ['setVersion', { setVersion: 2 }],
       ['electionId', { electionId: new ObjectId('000000000000000000000003') }],
@@ -224,6 +225,8 @@ describe('serverDescriptionEquals and topologyDescriptionEquals (server discover
     expect(serverDescriptionEquals(base, { ...base, lastUpdateTime: 99, lastWriteDate: 99 }), 'times').to.equal(true);
     expect(serverDescriptionEquals(base, { ...base, hosts: ['b:1', 'a:1'] }), 'hosts in another order').to.equal(true);
     expect(serverDescriptionEquals(base, { ...base, tags: { dc: 'ny' } }), 'an equal tag set').to.equal(true);
+    expect(serverDescriptionEquals({ ...base, tags: { dc: 'ny', rack: '1' } }, { ...base, tags: { rack: '1', dc: 'ny' } }), 'tags in another order').to.equal(true);
+    expect(serverDescriptionEquals({ ...base, tags: { dc: 'ny', rack: '1' } }, { ...base, tags: { dc: 'ny', rack: '2' } }), 'one tag of two').to.equal(false);
     expect(serverDescriptionEquals(base, { ...base, electionId: new ObjectId('000000000000000000000001') }), 'an equal electionId').to.equal(true);
     expect(serverDescriptionEquals(base, { ...base, topologyVersion: { processId: new ObjectId('000000000000000000000002'), counter: Long.fromNumber(1) } }), 'an equal topologyVersion').to.equal(true);
   });
