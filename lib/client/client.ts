@@ -791,6 +791,11 @@ export class Client {
   private readonly commandConnections = new Set<Connection>();
   /** The error of each host whose last check failed (none once a check succeeds), newest last. */
   private readonly heartbeatErrors = new Map<string, Error>();
+  /**
+   * The command errors that made their server Unknown and cancelled its monitor's check (see {@link run}): that check's
+   * failure (its error's `cause`) says nothing more of the server.
+   */
+  private readonly checksCancelled = new WeakSet<Error>();
 
   /** Use {@link connect}. */
   constructor(uri: string, options: ClientOptions = {}) {
@@ -1220,8 +1225,9 @@ export class Client {
         if (e.type === 'ServerHeartbeatFailed') {
           this.heartbeatErrors.delete(address);
           this.heartbeatErrors.set(address, e.error);
-          // A check a removal or close() ended leaves the description alone.
-          if (!(e.error instanceof MonitorClosedError)) this.serverUnknown(address, undefined, e.error);
+          // A check a removal or close() ended leaves the description alone, and so does one a command's network error
+          // cancelled: that error made the server Unknown already (SDAM's unified tests count one change to Unknown).
+          if (!(e.error instanceof MonitorClosedError) && !this.checksCancelled.has(e.error.cause as Error)) this.serverUnknown(address, undefined, e.error);
         } else if (e.type === 'ServerHeartbeatSucceeded') {
           const topologyVersion = asTopologyVersion(e.reply.topologyVersion);
           // A reply older than what the client knows (a state change error that came during the check, whose
@@ -2189,6 +2195,7 @@ export class Client {
             pool.clear({ cause: error });
             this.topologyChanged();
             // Its connection is likely gone too: checked again on a new one, 500 ms after the last check; that readies the pool.
+            this.checksCancelled.add(error);
             monitor.cancelCheck(error);
           }
         } else if (service !== undefined && pool.serviceGeneration(service) === serviceGeneration) {

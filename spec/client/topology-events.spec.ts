@@ -463,4 +463,27 @@ describe('Client.topologyEvents$ against a server (the embedded endpoint, or MON
     expect(changes().filter((e) => e.newDescription.type === 'Unknown'), 'one change to Unknown').to.have.length(1);
     await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' });
   });
+
+  it('a command\'s network error while the monitor streams: the check it cancels changes nothing more, so one ServerDescriptionChanged to Unknown (the unified tests\' default monitoring mode)', async function () {
+    endpoint = await startTestEndpoint();
+    const c = (client = connect(`mongodb://${endpoint.address}/?heartbeatFrequencyMS=500&appName=eventsstream&serverMonitoringMode=stream`, endpoint.connectionOptions));
+    const events: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => events.push(e));
+    let awaiting = false;
+    c.events$.subscribe((e) => {
+      if (e.type === 'ServerHeartbeatStarted' && e.awaited) awaiting = true;
+    });
+    expect(await c.command('admin', { ping: 1 })).to.include({ ok: 1 });
+    // The monitor waits on an awaitable hello: the network error cancels that check.
+    expect(await eventually(() => awaiting, 3000), 'an awaited check in progress').to.equal(true);
+    await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true, appName: 'eventsstream' } });
+    const before = events.length;
+    const error = await c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error);
+    const changes = (): Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }>[] => events.slice(before).filter((e): e is Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }> => e.type === 'ServerDescriptionChanged');
+    expect(await eventually(() => changes().some((e) => e.newDescription.type !== 'Unknown'), 3000), 'known again').to.equal(true);
+    expect(changes().map((e) => `${e.previousDescription.type}->${e.newDescription.type}`)).to.deep.equal(['Standalone->Unknown', 'Unknown->Standalone']);
+    expect(changes()[0].newDescription.error, 'the command\'s error').to.equal((error as Error).message);
+    await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' });
+  });
 });
