@@ -1654,7 +1654,7 @@ export class Client {
    * (`hasReadableServer`, `hasWritableServer`), "Closing Topology Description".
    */
   get topologyDescription(): TopologyDescription {
-    return this.closed ? EMPTY_TOPOLOGY : this.topology.description();
+    return this.closed ? EMPTY_TOPOLOGY : this.topology.description(this.heartbeatFrequencyMS);
   }
 
   /**
@@ -1673,7 +1673,7 @@ export class Client {
    */
   private topologyChanged(): void {
     if (this.closed) return;
-    this.publishDescription(this.topology.description());
+    this.publishDescription(this.topology.description(this.heartbeatFrequencyMS));
   }
 
   /**

@@ -204,8 +204,11 @@ export interface TopologyDescription {
    * only); always in `LoadBalanced`; in a replica set when a server suits the read preference (`primary` in
    * `ReplicaSetNoPrimary`: never), as server selection finds it (pools aside: a server whose pool is paused counts).
    *
+   * A secondary's staleness is estimated, and the smallest maxStalenessSeconds taken, with the client's
+   * heartbeatFrequencyMS, as server selection does.
+   *
    * @throws {InvalidOptionError} naming `readPreference.maxStalenessSeconds`, in a replica set, for a maxStalenessSeconds
-   *   below 90 s (see `checkMaxStalenessSeconds`, with heartbeatFrequencyMS 10,000 ms).
+   *   below 90 s or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see `checkMaxStalenessSeconds`).
    */
   hasReadableServer(readPreference?: ReadPreference): boolean;
   /** Whether a server could serve a write now: {@link hasReadableServer} with `primary`. */
@@ -259,8 +262,12 @@ export class Topology {
     return smallest;
   }
 
-  /** The description as it is now: frozen, with a copy of `servers` (see {@link TopologyDescription}). */
-  description(): TopologyDescription {
+  /**
+   * The description as it is now: frozen, with a copy of `servers` (see {@link TopologyDescription}).
+   * `heartbeatFrequencyMS`: how often the client checks its servers, in ms (default 10,000), which
+   * `hasReadableServer` reads a maxStalenessSeconds with, as server selection does.
+   */
+  description(heartbeatFrequencyMS?: number): TopologyDescription {
     const servers: ReadonlyMap<string, ServerDescription> = new Map(this.servers);
     const { type, setName, maxElectionId, maxSetVersion, logicalSessionTimeoutMinutes } = this;
     const hasReadableServer = (readPreference: ReadPreference = PRIMARY): boolean => {
@@ -274,7 +281,7 @@ export class Topology {
           return [...servers.values()].some((server) => server.type !== 'Unknown');
         default: {
           const selectable = [...servers].map(([address, server]) => ({ ...server, pool: address, averageRoundTripTimeMS: undefined, operationCount: 0 }));
-          return suitableServers('ReplicaSet', selectable, { replicaSet: setName, readPreference }).length > 0;
+          return suitableServers('ReplicaSet', selectable, { replicaSet: setName, readPreference, heartbeatFrequencyMS }).length > 0;
         }
       }
     };

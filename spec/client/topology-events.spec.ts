@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { EJSON, Long, ObjectId, type Document } from 'bson';
-import { Client, connect, serverDescriptionEquals, topologyDescriptionEquals, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { Client, connect, InvalidOptionError, serverDescriptionEquals, topologyDescriptionEquals, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { initialTopology, serverDescriptionOf, Topology } from '../../lib/client/topology-update';
 import { VirtualClock } from '../../lib/testing';
 import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
@@ -398,6 +398,27 @@ describe('Client.topologyEvents$ and Client.topologyDescription', function () {
     const closed = seen.filter((l) => l.startsWith('ServerClosed')).map((l) => l.split(' ')[1]);
     expect(closed.sort()).to.deep.equal(opened.sort());
     expect(opened, 'no server opened once closed').to.not.include('c:27017');
+  });
+
+  it('hasReadableServer with a maxStalenessSeconds: as server selection reads it, with the client\'s heartbeatFrequencyMS (its staleness estimate and its smallest maxStalenessSeconds)', async function () {
+    const { c, clock, events } = await open('mongodb://a:27017,b:27017/?replicaSet=rs&heartbeatFrequencyMS=500');
+    const now = clock.now();
+    const member = (reply: Document, lagMS: number): Document => ({ ok: 1, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21, lastWrite: { lastWriteDate: new Date(now - lagMS) }, ...reply });
+    servers.respond('a:27017', member({ isWritablePrimary: true }, 0));
+    servers.respond('b:27017', member({ secondary: true }, 85_000));
+    await settle();
+    const within = { mode: 'secondary', maxStalenessSeconds: 90 } as const;
+    // 85 s behind, plus heartbeatFrequencyMS (0.5 s): within 90 s, as selection finds it.
+    expect((await c.selectPool({ readPreference: within })).address, 'selection').to.equal('b:27017');
+    expect(c.topologyDescription.hasReadableServer(within)).to.equal(true);
+    const last = events.filter((e) => e.type === 'TopologyDescriptionChanged').at(-1) as Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }>;
+    expect(last.newDescription.hasReadableServer(within), 'the description the last event gave').to.equal(true);
+    await c.close();
+    const { c: slow } = await open('mongodb://a:27017/?replicaSet=rs&heartbeatFrequencyMS=100000');
+    // Below heartbeatFrequencyMS + 10 s: selection refuses it, and so does the description.
+    const tooSmall = { mode: 'secondary', maxStalenessSeconds: 100 } as const;
+    expect(await slow.selectPool({ readPreference: tooSmall }).catch((e: unknown) => e)).to.be.instanceOf(InvalidOptionError);
+    expect(() => slow.topologyDescription.hasReadableServer(tooSmall)).to.throw(InvalidOptionError, /maxStalenessSeconds/);
   });
 
   it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
