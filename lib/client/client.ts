@@ -611,11 +611,12 @@ export class Client {
   /**
    * The topology's SDAM events, in the order of the changes they report, whether or not anything logs: TopologyOpening
    * first; the first TopologyDescriptionChanged (from an Unknown description of no server to the seeds, each Unknown),
-   * then ServerOpening per seed; ServerDescriptionChanged when a check's outcome, an error of one of a server's
-   * connections, or an update of the topology gives a server a description not equal to the last one (RTT and the
-   * times do not count: see `serverDescriptionEquals`), before the ServerOpening and ServerClosed of the servers
-   * the same change adds and removes; TopologyDescriptionChanged when the description is no longer equal to the last
-   * one published, after those; ServerClosed per server removed (its monitor closed, after its last heartbeat);
+   * then ServerOpening per seed; ServerDescriptionChanged when a server's own check, or an error of one of its
+   * connections, gives it a description not equal to the one it had (RTT and the times do not count: see
+   * `serverDescriptionEquals`; the other servers the same update changes, a PossiblePrimary named or a former primary
+   * made Unknown, are shown by the TopologyDescriptionChanged alone), before the ServerOpening and ServerClosed of the
+   * servers the same change adds and removes; TopologyDescriptionChanged when the description is no longer equal to
+   * the last one published, after those; ServerClosed per server removed (its monitor closed, after its last heartbeat);
    * once closed, ServerClosed for each server left, a TopologyDescriptionChanged to an Unknown description of no
    * server, TopologyClosed, then completion. In load-balanced mode the load balancer's ServerOpening is followed by its
    * change from Unknown to `LoadBalancer`. A subscriber that comes before close() is first given those published while

@@ -35,8 +35,10 @@ export interface TopologyOpeningEvent extends TopologyEventBase {
 
 /**
  * A server was added (a seed, a member a reply listed, a host SRV polling found), its description Unknown: published
- * after the TopologyDescriptionChanged that lists it and before its monitor starts (in load-balanced mode, before its
- * description becomes `LoadBalancer`). Source: as the module ("ServerOpeningEvent").
+ * before its monitor starts (in load-balanced mode, before its description becomes `LoadBalancer`). A seed's comes
+ * after the first TopologyDescriptionChanged, which lists the seeds; a server discovery or SRV polling adds comes
+ * before the TopologyDescriptionChanged that first lists it (after the ServerDescriptionChanged of the check that
+ * named it). Source: as the module ("ServerOpeningEvent").
  */
 export interface ServerOpeningEvent extends TopologyEventBase {
   /** The event's name; discriminates {@link TopologyEvent}. */
@@ -46,11 +48,14 @@ export interface ServerOpeningEvent extends TopologyEventBase {
 }
 
 /**
- * A server's description changed: a check's outcome, an error of one of its connections, or an update of the topology
- * (a stale or replaced primary made Unknown, a PossiblePrimary named) gave it a description not equal to the last one
- * published (see {@link serverDescriptionEquals}: RTT, lastUpdateTime and lastWriteDate do not count). Published
- * before the TopologyDescriptionChanged of the same change, and before the ServerOpening and ServerClosed of the
- * servers that change adds or removes. Source: as the module ("ServerDescriptionChangedEvent").
+ * A server's description changed: the outcome of its own check (a primary older than the newest election made
+ * Unknown included), an error of one of its connections, or, in load-balanced mode, its opening gave it a description
+ * not equal to the one it had (see {@link serverDescriptionEquals}: RTT, lastUpdateTime and lastWriteDate do not
+ * count). The other servers the same update changes (a member another one names primary, now PossiblePrimary; a
+ * primary a newer one replaced, now Unknown) get none: the TopologyDescriptionChanged that follows shows them, as the
+ * SDAM monitoring spec tests expect. Published before the TopologyDescriptionChanged of the same change, and before the
+ * ServerOpening and ServerClosed of the servers that change adds or removes. Source: as the module
+ * ("ServerDescriptionChangedEvent"; the test `replica_set_with_no_primary`).
  */
 export interface ServerDescriptionChangedEvent extends TopologyEventBase {
   /** The event's name; discriminates {@link TopologyEvent}. */
