@@ -1241,9 +1241,10 @@ export class Client {
           this.heartbeatErrors.delete(address);
           change = this.serverChecked(address, e.reply);
         }
-        // Its new description, before the servers the check adds and removes.
-        this.serverChanged(address, previous);
         published.next(e);
+        // Its new description, after the heartbeat that brought it (in events$ as in the log) and before the servers
+        // the check adds and removes.
+        this.serverChanged(address, previous);
         // A server the check removed (a member of another set, a standalone among seeds, one the primary no longer
         // lists): its pool is closed next, not readied first. One that bears no data (an arbiter, a hidden member, an
         // RSGhost) keeps its pool paused: see readiesPool.
@@ -1295,7 +1296,7 @@ export class Client {
 
   /**
    * After a successful check of `address` whose hello reply is `reply`: the topology description takes the server's
-   * new description (see `TopologyDescription.update`), which selection reads: Unknown when the update made it so (a
+   * new description (see `Topology.update`), which selection reads: Unknown when the update made it so (a
    * primary older than the newest election; a direct connection given a `replicaSet` whose reply names no set or
    * another one). SRV polling stops for good once the TopologyType is neither Unknown nor Sharded. Returns what the
    * client must do next (see {@link applyChange}).

@@ -421,6 +421,24 @@ describe('Client.topologyEvents$ and Client.topologyDescription', function () {
     expect(() => slow.topologyDescription.hasReadableServer(tooSmall)).to.throw(InvalidOptionError, /maxStalenessSeconds/);
   });
 
+  it('a check\'s ServerHeartbeatSucceeded or ServerHeartbeatFailed (events$) comes before the ServerDescriptionChanged it causes, as its log message does', async function () {
+    const { c, clock } = await open('mongodb://a:27017/?directConnection=true');
+    const merged: string[] = [];
+    c.events$.subscribe((e) => {
+      if (e.type === 'ServerHeartbeatSucceeded' || e.type === 'ServerHeartbeatFailed') merged.push(e.type);
+    });
+    c.topologyEvents$.subscribe((e) => {
+      if (e.type === 'ServerDescriptionChanged' || e.type === 'TopologyDescriptionChanged') merged.push(e.type);
+    });
+    merged.splice(0);
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    servers.fail('a:27017', new Error('connection refused'));
+    clock.advance(10_000);
+    await settle();
+    expect(merged).to.deep.equal(['ServerHeartbeatSucceeded', 'ServerDescriptionChanged', 'TopologyDescriptionChanged', 'ServerHeartbeatFailed', 'ServerDescriptionChanged', 'TopologyDescriptionChanged']);
+  });
+
   it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
     const { c } = await open('mongodb://a:27017/');
     await c.close();
