@@ -11,8 +11,9 @@ import type { Document } from 'bson';
 import type { TopologyType } from './topology-type';
 
 /**
- * A server's type: `Unknown` (not checked yet, its last check failed, its pool cleared since, or the topology's update
- * made it so: a stale primary, one a newer primary replaced, a direct connection's of another set), `PossiblePrimary`
+ * A server's type: `Unknown` (not checked yet, its last check failed, an error of one of its connections made it so
+ * until its next check: a network error, a state change error, or the topology's update made it so: a stale primary,
+ * one a newer primary replaced, a direct connection's of another set), `PossiblePrimary`
  * (not checked yet, but another member's reply names it primary; as unavailable as Unknown), `Standalone`, `Mongos`,
  * `RSPrimary`, `RSSecondary`, `RSArbiter`, `RSOther`, `RSGhost` (a replica set member that cannot be queried yet), or
  * `LoadBalancer` (load-balanced mode).
