@@ -13,7 +13,7 @@
 import type { Document, ObjectId } from 'bson';
 import { parseAddress } from '../address';
 import { asTopologyVersion } from '../monitor/topology-version';
-import { PRIMARY, type ReadPreference } from '../read-preference';
+import { PRIMARY, readPreferenceFrom, type ReadPreference, type ReadPreferenceMode } from '../read-preference';
 import { checkedServer, compareOptional, ELECTION_ID_FIRST_WIRE_VERSION, suitableServers, type CheckedServer } from './server-selection';
 import type { ServerType } from './topology-description';
 import type { TopologyType } from './topology-type';
@@ -199,18 +199,20 @@ export interface TopologyDescription {
    */
   readonly logicalSessionTimeoutMinutes: number | undefined;
   /**
-   * Whether a server could serve a read of `readPreference` (default `primary`) now, by SDAM's table: never in
-   * `Unknown`; in `Single` and `Sharded` when a server is available (not Unknown; PossiblePrimary is a replica set's
-   * only); always in `LoadBalanced`; in a replica set when a server suits the read preference (`primary` in
-   * `ReplicaSetNoPrimary`: never), as server selection finds it (pools aside: a server whose pool is paused counts).
+   * Whether a server could serve a read of `readPreference` (a mode, or `{ mode, tags?, maxStalenessSeconds? }`, as
+   * `selectPool()` takes it; default `primary`) now, by SDAM's table: never in `Unknown`; in `Single` and `Sharded`
+   * when a server is available (not Unknown; PossiblePrimary is a replica set's only); always in `LoadBalanced`; in a
+   * replica set when a server suits the read preference (`primary` in `ReplicaSetNoPrimary`: never), as server
+   * selection finds it (pools aside: a server whose pool is paused counts).
    *
    * A secondary's staleness is estimated, and the smallest maxStalenessSeconds taken, with the client's
    * heartbeatFrequencyMS, as server selection does.
    *
-   * @throws {InvalidOptionError} naming `readPreference.maxStalenessSeconds`, in a replica set, for a maxStalenessSeconds
-   *   below 90 s or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see `checkMaxStalenessSeconds`).
+   * @throws {InvalidOptionError} naming `readPreference` (or its field) for a read preference `readPreferenceFrom`
+   *   refuses, whatever the TopologyType; naming `readPreference.maxStalenessSeconds`, in a replica set, for a
+   *   maxStalenessSeconds below 90 s or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see `checkMaxStalenessSeconds`).
    */
-  hasReadableServer(readPreference?: ReadPreference): boolean;
+  hasReadableServer(readPreference?: ReadPreferenceMode | ReadPreference): boolean;
   /** Whether a server could serve a write now: {@link hasReadableServer} with `primary`. */
   hasWritableServer(): boolean;
 }
@@ -270,7 +272,8 @@ export class Topology {
   description(heartbeatFrequencyMS?: number): TopologyDescription {
     const servers: ReadonlyMap<string, ServerDescription> = new Map(this.servers);
     const { type, setName, maxElectionId, maxSetVersion, logicalSessionTimeoutMinutes } = this;
-    const hasReadableServer = (readPreference: ReadPreference = PRIMARY): boolean => {
+    const hasReadableServer = (given?: ReadPreferenceMode | ReadPreference): boolean => {
+      const readPreference = given === undefined ? PRIMARY : readPreferenceFrom('readPreference', given);
       switch (type) {
         case 'Unknown':
           return false;

@@ -439,6 +439,28 @@ describe('Client.topologyEvents$ and Client.topologyDescription', function () {
     expect(merged).to.deep.equal(['ServerHeartbeatSucceeded', 'ServerDescriptionChanged', 'TopologyDescriptionChanged', 'ServerHeartbeatFailed', 'ServerDescriptionChanged', 'TopologyDescriptionChanged']);
   });
 
+  it('hasReadableServer takes a read preference as selectPool does: a mode alone, or an object, checked', async function () {
+    const { c } = await open('mongodb://a:27017,b:27017/?replicaSet=rs');
+    servers.respond('a:27017', { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21 });
+    await settle();
+    const description = c.topologyDescription;
+    expect(description.type).to.equal('ReplicaSetNoPrimary');
+    // A secondary, no primary: readable for 'secondary', not for 'primary', given either way.
+    expect(description.hasReadableServer('primary'), "'primary'").to.equal(false);
+    expect(description.hasReadableServer({ mode: 'primary' }), "{ mode: 'primary' }").to.equal(false);
+    expect(description.hasReadableServer('secondary'), "'secondary'").to.equal(true);
+    const refused = (call: () => unknown): unknown => {
+      try {
+        call();
+      } catch (error) {
+        return error instanceof InvalidOptionError ? error.option : error;
+      }
+      return 'accepted';
+    };
+    expect(refused(() => description.hasReadableServer('Secondary' as never)), 'a mode misspelled').to.match(/^readPreference/);
+    expect(refused(() => description.hasReadableServer({ mode: 'primary', tags: [{ dc: 'ny' }] })), 'tags with primary').to.equal('readPreference.tags');
+  });
+
   it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
     const { c } = await open('mongodb://a:27017/');
     await c.close();
