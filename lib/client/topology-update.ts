@@ -68,6 +68,21 @@ export interface ServerDescription extends CheckedServer {
 /** No address. */
 const NONE: readonly string[] = Object.freeze([]);
 
+/** Refuses a change of a frozen map. */
+function refuseChange(): never {
+  throw new TypeError('a TopologyDescription is frozen: its servers cannot be changed');
+}
+
+/**
+ * A copy of `map` that cannot be changed: its `set`, `delete` and `clear` throw a TypeError (a description is shared
+ * by every subscriber of the topology events, and the next change is published from it).
+ */
+function frozenMap<K, V>(map: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
+  const copy = new Map(map);
+  for (const name of ['set', 'delete', 'clear'] as const) Object.defineProperty(copy, name, { value: refuseChange });
+  return Object.freeze(copy);
+}
+
 /** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
 export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, hosts: NONE, passives: NONE, arbiters: NONE });
 
@@ -270,7 +285,7 @@ export class Topology {
    * `hasReadableServer` reads a maxStalenessSeconds with, as server selection does.
    */
   description(heartbeatFrequencyMS?: number): TopologyDescription {
-    const servers: ReadonlyMap<string, ServerDescription> = new Map(this.servers);
+    const servers = frozenMap(this.servers);
     const { type, setName, maxElectionId, maxSetVersion, logicalSessionTimeoutMinutes } = this;
     const hasReadableServer = (given?: ReadPreferenceMode | ReadPreference): boolean => {
       const readPreference = given === undefined ? PRIMARY : readPreferenceFrom('readPreference', given);

@@ -461,6 +461,22 @@ describe('Client.topologyEvents$ and Client.topologyDescription', function () {
     expect(refused(() => description.hasReadableServer({ mode: 'primary', tags: [{ dc: 'ny' }] })), 'tags with primary').to.equal('readPreference.tags');
   });
 
+  it('a description given to subscribers cannot be changed by one of them: its servers map refuses set, delete and clear', async function () {
+    const { c, events } = await open('mongodb://a:27017,b:27017/');
+    const first = events.find((e) => e.type === 'TopologyDescriptionChanged') as Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }>;
+    for (const description of [first.newDescription, c.topologyDescription]) {
+      const servers = description.servers as Map<string, ServerDescription>;
+      expect(() => servers.set('x:1', servers.get('a:27017')!), 'set').to.throw(TypeError);
+      expect(() => servers.delete('a:27017'), 'delete').to.throw(TypeError);
+      expect(() => servers.clear(), 'clear').to.throw(TypeError);
+      expect([...description.servers.keys()]).to.deep.equal(['a:27017', 'b:27017']);
+    }
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21 });
+    await settle();
+    const next = events.filter((e) => e.type === 'TopologyDescriptionChanged').at(-1) as Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }>;
+    expect([...next.previousDescription.servers.keys()], 'the next change starts from the description as published').to.deep.equal(['a:27017', 'b:27017']);
+  });
+
   it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
     const { c } = await open('mongodb://a:27017/');
     await c.close();
