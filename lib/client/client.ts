@@ -1296,7 +1296,7 @@ export class Client {
 
   /**
    * After a successful check of `address` whose hello reply is `reply`: the topology description takes the server's
-   * new description (see `Topology.update`), which selection reads: Unknown when the update made it so (a
+   * new description (see `Topology.update`; with its monitor's round-trip times as they are now), which selection reads: Unknown when the update made it so (a
    * primary older than the newest election; a direct connection given a `replicaSet` whose reply names no set or
    * another one). SRV polling stops for good once the TopologyType is neither Unknown nor Sharded. Returns what the
    * client must do next (see {@link applyChange}).
@@ -1306,7 +1306,11 @@ export class Client {
    * Discovery spec, "Implementation".
    */
   private serverChecked(address: string, reply: Document): TopologyChange {
-    const change = this.topology.update(address, serverDescriptionOf(reply, this.scheduler.now()));
+    const checked = serverDescriptionOf(reply, this.scheduler.now());
+    const monitor = this.monitors.get(address);
+    // A reply that leaves the server Unknown (no ok: 1) has no RTT, as SDAM's Unknown server has none.
+    const description = monitor === undefined || checked.type === 'Unknown' ? checked : Object.freeze({ ...checked, roundTripTime: monitor.averageRoundTripTimeMS, minRoundTripTime: monitor.minRoundTripTimeMS });
+    const change = this.topology.update(address, description);
     if (this.topologyType !== 'Unknown' && this.topologyType !== 'Sharded') this.srv?.poller?.stop();
     return change;
   }

@@ -59,6 +59,16 @@ export interface ServerDescription extends CheckedServer {
   /** The reply's `logicalSessionTimeoutMinutes`, if a number. */
   readonly logicalSessionTimeoutMinutes?: number | undefined;
   /**
+   * The server's average round-trip time in ms as its monitor measured it at this check (see
+   * `Monitor.averageRoundTripTimeMS`); undefined while Unknown, or before any sample. Not part of equality.
+   */
+  readonly roundTripTime?: number | undefined;
+  /**
+   * The smallest round-trip time in ms of the monitor's latest 10 samples at this check (0 until there are 2; see
+   * `Monitor.minRoundTripTimeMS`); undefined while Unknown. Not part of equality.
+   */
+  readonly minRoundTripTime?: number | undefined;
+  /**
    * The reply's `topologyVersion` (see `asTopologyVersion`), or, for a server a state change error made Unknown, the
    * error's: a check's reply older than it is ignored (see `isStaleServerDescription`).
    */

@@ -509,6 +509,11 @@ describe('Client.topologyEvents$ against a server (the embedded endpoint, or MON
     const seed = events.find((e) => e.type === 'ServerDescriptionChanged' && e.address === endpoint!.address);
     expect(seed, 'the seed checked').to.not.equal(undefined);
     expect(seed).to.have.nested.property('previousDescription.type', 'Unknown');
+    // The RTT the monitor measured at that check (SDAM's prose test: each change "includes a non-zero RTT").
+    const { roundTripTime, minRoundTripTime } = (seed as Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }>).newDescription;
+    expect(roundTripTime).to.be.a('number').above(0);
+    expect(minRoundTripTime).to.be.a('number').at.least(0);
+    expect((seed as Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }>).previousDescription.roundTripTime, 'an Unknown server has none').to.equal(undefined);
     expect(c.topologyDescription.hasWritableServer()).to.equal(true);
     await c.close();
     expect(await eventually(() => completed)).to.equal(true);
