@@ -159,11 +159,11 @@ function addressOrUndefined(value: unknown): string | undefined {
 function membersOf(reply: Document): Pick<ServerDescription, 'hosts' | 'passives' | 'arbiters'> {
   const lists = { hosts: new Set<string>(), passives: new Set<string>(), arbiters: new Set<string>() };
   let read = 0;
-  read: for (const field of ['hosts', 'passives', 'arbiters'] as const) {
+  fields: for (const field of ['hosts', 'passives', 'arbiters'] as const) {
     const list: unknown = reply[field];
     if (!Array.isArray(list)) continue;
     for (const entry of list) {
-      if (read++ === MAX_REPLICA_SET_MEMBERS) break read;
+      if (read++ === MAX_REPLICA_SET_MEMBERS) break fields;
       const address = addressOrUndefined(entry);
       if (address !== undefined) lists[field].add(address);
     }
