@@ -622,7 +622,8 @@ export class Client {
    * change from Unknown to `LoadBalancer`. A subscriber that comes before close() is first given those published while
    * `connect()` ran, then those that follow; one that comes later only those still to come. The matching `topology`
    * log messages (see {@link log$}) are written with each. The descriptions are frozen (see
-   * {@link TopologyDescription}); a subscriber may close the client from any event.
+   * {@link TopologyDescription}); a subscriber may close the client from any event: what that publishes reaches every
+   * subscriber after that event, so each sees the same events in the same order.
    *
    * Source: SDAM logging and monitoring spec, "Events API", "Event Order and Concurrency", "Initial Server
    * Description", "Initial Topology Description", "Closing Topology Description"; server discovery and monitoring
@@ -731,6 +732,13 @@ export class Client {
   private readonly topologyEvent = new Subject<TopologyEvent>();
   /** The topology events published while the client was made (TopologyOpening…): given to each subscriber before close(). */
   private readonly openingEvents: TopologyEvent[] = [];
+  /**
+   * What was published in `topologyEvents$` while an event was being given to its subscribers (by one of them that
+   * closed the client, say): given next, in order, once every subscriber has that event (see {@link publishTopologyEvent}).
+   */
+  private readonly topologyEventsDue: (() => void)[] = [];
+  /** Whether an event of `topologyEvents$` is being given to its subscribers (see {@link topologyEventsDue}). */
+  private givingTopologyEvent = false;
   /** Whether the client is being made (see {@link openingEvents}, `openingLog`). */
   private opening = true;
   /** The topology description the last TopologyDescriptionChanged gave. */
@@ -1713,10 +1721,27 @@ export class Client {
     logging.write({ message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(describedText(previous), maxDocumentLength), newDescription: truncate(describedText(next), maxDocumentLength) });
   }
 
-  /** Publishes `event` in `topologyEvents$`: kept for every subscriber while the client is made, else to those there. */
+  /**
+   * Publishes `event` in `topologyEvents$`: kept for every subscriber while the client is made, else to those there.
+   * One published by a subscriber's call (close(), drain()) while an event is being given waits until every subscriber
+   * has that one: each subscriber sees the changes in the order they happened, not the ones its predecessors' calls
+   * made first (a ServerClosed before the ServerOpening of its server).
+   */
   private publishTopologyEvent(event: TopologyEvent): void {
     if (this.opening) this.openingEvents.push(event);
-    else this.topologyEvent.next(event);
+    else this.giveTopologyEvents(() => this.topologyEvent.next(event));
+  }
+
+  /** Runs `give` (it gives subscribers of `topologyEvents$` an event, or the end) after those due before it (see {@link publishTopologyEvent}). */
+  private giveTopologyEvents(give: () => void): void {
+    this.topologyEventsDue.push(give);
+    if (this.givingTopologyEvent) return;
+    this.givingTopologyEvent = true;
+    try {
+      for (let next = this.topologyEventsDue.shift(); next !== undefined; next = this.topologyEventsDue.shift()) next();
+    } finally {
+      this.givingTopologyEvent = false;
+    }
   }
 
   /**
@@ -1812,7 +1837,7 @@ export class Client {
     this.publishDescription(EMPTY_TOPOLOGY);
     this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() });
     this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
-    this.topologyEvent.complete();
+    this.giveTopologyEvents(() => this.topologyEvent.complete());
   }
 
   /**

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import type { Document } from 'bson';
+import { connect, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { VirtualClock } from '../../lib/testing';
+import { ScriptedServers, settle } from '../support/scripted-servers';
+
+/** An event in a line: its kind and server, and a description's types. */
+function line(e: TopologyEvent): string {
+  const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
+  switch (e.type) {
+    case 'ServerOpening':
+    case 'ServerClosed':
+      return `${e.type} ${e.address}`;
+    case 'ServerDescriptionChanged':
+      return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
+    case 'TopologyDescriptionChanged':
+      return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
+    default:
+      return e.type;
+  }
+}
+
+/** What is wrong with one subscriber's view of a topology's life (`lines`, then `complete` once): empty when nothing. */
+function lifeDefects(lines: readonly string[]): string[] {
+  const defects: string[] = [];
+  if (lines[0] !== 'TopologyOpening') defects.push(`first: ${lines[0]}`);
+  const closedAt = lines.indexOf('TopologyClosed');
+  if (closedAt < 0) defects.push('no TopologyClosed');
+  else if (lines.slice(closedAt + 1).join() !== 'complete') defects.push(`after TopologyClosed: ${lines.slice(closedAt + 1).join(' | ')}`);
+  const open = new Set<string>();
+  for (const l of lines) {
+    const [kind, address] = l.split(' ');
+    if (kind === 'ServerOpening') {
+      if (open.has(address)) defects.push(`opened twice: ${address}`);
+      open.add(address);
+    } else if (kind === 'ServerClosed') {
+      if (!open.delete(address)) defects.push(`closed, not open: ${address}`);
+    } else if (kind === 'ServerDescriptionChanged' && !open.has(address)) defects.push(`changed, not open: ${address}`);
+  }
+  if (open.size > 0) defects.push(`never closed: ${[...open].join(', ')}`);
+  return defects;
+}
+
+const primary = (hosts: string[]): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21 });
+
+describe('Client.topologyEvents$ attacked: subscribers that re-enter the client, hostile servers, mutated descriptions', function () {
+  const servers = new ScriptedServers();
+  let client: Client | undefined;
+  beforeEach(() => servers.install());
+  afterEach(async () => {
+    servers.uninstall();
+    await client?.close();
+    client = undefined;
+  });
+
+  /** A client of `uri` (polled, on a VirtualClock). */
+  function open(uri: string): { c: Client; clock: VirtualClock } {
+    const clock = new VirtualClock();
+    const c = (client = connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock }));
+    return { c, clock };
+  }
+
+  // Seeds a and b; a's check finds the primary of a set of a and c: a changes, c opens, b closes, the topology changes.
+  for (const [kind, which] of [
+    ['ServerDescriptionChanged', 'ServerDescriptionChanged a:27017'],
+    ['ServerOpening', 'ServerOpening c:27017'],
+    ['ServerClosed', 'ServerClosed b:27017'],
+    ['TopologyDescriptionChanged', 'TopologyDescriptionChanged Unknown{a:27017'],
+  ] as const) {
+    it(`a subscriber that closes the client from a check's ${kind}: every other subscriber is given the same events in the same order, that subscriber's first (the changes in the order they happened)`, async function () {
+      const { c } = open('mongodb://a:27017,b:27017/');
+      const closer: string[] = [];
+      const others: string[][] = [[], []];
+      c.topologyEvents$.subscribe({
+        next: (e) => {
+          closer.push(line(e));
+          if (line(e).startsWith(which)) void c.close();
+        },
+        complete: () => closer.push('complete'),
+      });
+      for (const seen of others) c.topologyEvents$.subscribe({ next: (e) => seen.push(line(e)), complete: () => seen.push('complete') });
+      await settle();
+      servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+      await settle();
+      expect(closer.some((l) => l.startsWith(which)), 'the event came').to.equal(true);
+      expect(lifeDefects(closer), 'the closer\'s view').to.deep.equal([]);
+      for (const seen of others) expect(seen).to.deep.equal(closer);
+    });
+  }
+});
