@@ -78,21 +78,6 @@ export interface ServerDescription extends CheckedServer {
 /** No address. */
 const NONE: readonly string[] = Object.freeze([]);
 
-/** Refuses a change of a frozen map. */
-function refuseChange(): never {
-  throw new TypeError('a TopologyDescription is frozen: its servers cannot be changed');
-}
-
-/**
- * A copy of `map` that cannot be changed: its `set`, `delete` and `clear` throw a TypeError (a description is shared
- * by every subscriber of the topology events, and the next change is published from it).
- */
-function frozenMap<K, V>(map: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
-  const copy = new Map(map);
-  for (const name of ['set', 'delete', 'clear'] as const) Object.defineProperty(copy, name, { value: refuseChange });
-  return Object.freeze(copy);
-}
-
 /** The description of a server not checked yet, or whose check failed: type Unknown, nothing else known. */
 export const UNKNOWN_SERVER_DESCRIPTION: ServerDescription = Object.freeze({ type: 'Unknown', minWireVersion: 0, hosts: NONE, passives: NONE, arbiters: NONE });
 
@@ -176,6 +161,24 @@ function members(description: ServerDescription): string[] {
   return [...new Set([...description.hosts, ...description.passives, ...description.arbiters])];
 }
 
+/**
+ * A copy of `entries` that refuses to change: its `set`, `delete` and `clear` throw a TypeError. A description's
+ * `servers` is given to every subscriber of the topology events, and the client keeps it (the last one published, to
+ * compare the next one with; the empty one every client starts from and ends at): a subscriber that changed it would
+ * change what the others see, and what the client publishes next.
+ */
+function frozenMap<K, V>(entries: Iterable<readonly [K, V]>): ReadonlyMap<K, V> {
+  const map = new Map(entries);
+  for (const name of ['set', 'delete', 'clear'] as const) {
+    Object.defineProperty(map, name, {
+      value: () => {
+        throw new TypeError(`a topology description's servers cannot be changed (${name}): it is a snapshot, shared by every subscriber`);
+      },
+    });
+  }
+  return Object.freeze(map);
+}
+
 /** What one update asks of the client (addresses in the order the update found them). */
 export interface TopologyChange {
   /** Servers new to the description: open a pool and a monitor for each. */
@@ -201,7 +204,7 @@ export interface InitialTopology {
 
 /**
  * SDAM's TopologyDescription at one moment, as the topology events carry it and `Client.topologyDescription` gives
- * it: frozen, its `servers` a copy (a later update changes a later description, not this one), in the order the client
+ * it: frozen, its `servers` a copy that refuses changes (a later update changes a later description, not this one), in the order the client
  * came to monitor them (the seeds, then each member as a reply first listed it).
  *
  * Source: server discovery and monitoring spec, "TopologyDescription"; SDAM logging and monitoring spec, "Events API"

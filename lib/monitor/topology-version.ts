@@ -11,7 +11,8 @@ import { Long, type Document } from 'bson';
 
 /**
  * A reply's topologyVersion as sent back in an awaitable hello (`processId` as received, `counter` as an int64, as the
- * server requires), or undefined when `value` has none of the right shape (no `processId`, or a counter that is
+ * server requires; frozen: the client keeps it in a server's description, which its topology events give to any
+ * subscriber, and compares the next replies with it), or undefined when `value` has none of the right shape (no `processId`, or a counter that is
  * neither an int64 nor a safe integer).
  *
  * Source: as the module.
@@ -20,8 +21,8 @@ export function asTopologyVersion(value: unknown): Document | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const { processId, counter } = value as Document;
   if (processId === undefined) return undefined;
-  if (Long.isLong(counter)) return { processId, counter };
-  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return { processId, counter: Long.fromNumber(counter) };
+  if (Long.isLong(counter)) return Object.freeze({ processId, counter });
+  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return Object.freeze({ processId, counter: Long.fromNumber(counter) });
   return undefined;
 }
 

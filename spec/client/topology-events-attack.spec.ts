@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Document } from 'bson';
+import { Long, ObjectId, type Document } from 'bson';
 import { connect, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { ScriptedServers, settle } from '../support/scripted-servers';
@@ -87,4 +87,61 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       for (const seen of others) expect(seen).to.deep.equal(closer);
     });
   }
+  it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
+    const { c } = open('mongodb://a:27017/');
+    const refused: string[] = [];
+    c.topologyEvents$.subscribe((e) => {
+      if (e.type !== 'TopologyDescriptionChanged') return;
+      for (const [name, change] of [
+        ['delete', (m: Map<string, unknown>) => m.delete('a:27017')],
+        ['clear', (m: Map<string, unknown>) => m.clear()],
+        ['set', (m: Map<string, unknown>) => m.set('junk:1', {})],
+      ] as const) {
+        for (const description of [e.previousDescription, e.newDescription]) {
+          try {
+            change(description.servers as Map<string, unknown>);
+          } catch (error) {
+            if (error instanceof TypeError) refused.push(name);
+          }
+        }
+      }
+    });
+    await settle();
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    expect([...c.topologyDescription.servers.keys()], 'the client\'s description').to.deep.equal(['a:27017']);
+    await c.close();
+    await settle();
+    expect([...c.topologyDescription.servers.keys()], 'the closed client\'s description').to.deep.equal([]);
+    // Another client: its first change starts from a description of no server.
+    const other = connect('mongodb://z:27017/?serverMonitoringMode=poll', { scheduler: new VirtualClock() });
+    const first: TopologyEvent[] = [];
+    other.topologyEvents$.subscribe((e) => first.push(e));
+    await other.close();
+    const initial = first.find((e) => e.type === 'TopologyDescriptionChanged');
+    expect(initial !== undefined && initial.type === 'TopologyDescriptionChanged' && [...initial.previousDescription.servers.keys()], 'another client\'s first change').to.deep.equal([]);
+    expect(refused, 'each change refused').to.include.members(['delete', 'clear', 'set']);
+  });
+
+  it('a subscriber that changes the topologyVersion of a published server description is refused: the client still takes the server\'s newer replies', async function () {
+    const { c, clock } = open('mongodb://a:27017/?directConnection=true');
+    const processId = new ObjectId();
+    let refused = 0;
+    c.topologyEvents$.subscribe((e) => {
+      if (e.type !== 'ServerDescriptionChanged' || e.newDescription.topologyVersion === undefined) return;
+      try {
+        (e.newDescription.topologyVersion as { counter: Long }).counter = Long.fromNumber(1_000_000);
+      } catch (error) {
+        if (error instanceof TypeError) refused++;
+      }
+    });
+    await settle();
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, setName: 'rs', maxWireVersion: 21, topologyVersion: { processId, counter: Long.fromNumber(1) } });
+    await settle();
+    clock.advance(10_000);
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: false, secondary: true, setName: 'rs', maxWireVersion: 21, topologyVersion: { processId, counter: Long.fromNumber(2) } });
+    await settle();
+    expect(c.topologyDescription.servers.get('a:27017')?.type, 'the newer reply taken').to.equal('RSSecondary');
+    expect(refused, 'the change refused').to.be.greaterThan(0);
+  });
 });
