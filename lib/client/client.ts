@@ -968,16 +968,14 @@ export class Client {
       });
     };
 
-    this.publishTopologyEvent({ type: 'TopologyOpening', topologyId: this.topologyId, time: this.scheduler.now() });
-    this.topologyLogging?.write({ message: 'Starting topology monitoring', topologyId: this.topologyId });
+    this.publishTopologyEvent({ type: 'TopologyOpening', topologyId: this.topologyId, time: this.scheduler.now() }, { message: 'Starting topology monitoring', topologyId: this.topologyId });
     if (!parsed.isSRV) {
       try {
         open(first, parsed.hosts, factories);
       } catch (error) {
         // No client: its log and its topology events end here (a mongodb+srv client whose found hosts are refused lives
         // on, and its log too).
-        this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() });
-        this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
+        this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() }, { message: 'Stopped topology monitoring', topologyId: this.topologyId });
         void this.sink?.close?.();
         throw error;
       }
@@ -1714,22 +1712,34 @@ export class Client {
     if (topologyDescriptionEquals(previous, next)) return;
     // Kept before it is published: a subscriber that changes the topology in turn publishes from this one.
     this.publishedDescription = next;
-    this.publishTopologyEvent({ type: 'TopologyDescriptionChanged', topologyId: this.topologyId, time: this.scheduler.now(), previousDescription: previous, newDescription: next });
-    const logging = this.topologyLogging;
-    if (logging === undefined) return;
-    const { maxDocumentLength } = logging;
-    logging.write({ message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(describedText(previous), maxDocumentLength), newDescription: truncate(describedText(next), maxDocumentLength) });
+    const maxDocumentLength = this.topologyLogging?.maxDocumentLength;
+    this.publishTopologyEvent(
+      { type: 'TopologyDescriptionChanged', topologyId: this.topologyId, time: this.scheduler.now(), previousDescription: previous, newDescription: next },
+      maxDocumentLength === undefined ? undefined : { message: 'Topology description changed', topologyId: this.topologyId, previousDescription: truncate(describedText(previous), maxDocumentLength), newDescription: truncate(describedText(next), maxDocumentLength) },
+    );
   }
 
   /**
-   * Publishes `event` in `topologyEvents$`: kept for every subscriber while the client is made, else to those there.
-   * One published by a subscriber's call (close(), drain()) while an event is being given waits until every subscriber
-   * has that one: each subscriber sees the changes in the order they happened, not the ones its predecessors' calls
-   * made first (a ServerClosed before the ServerOpening of its server).
+   * Publishes `event` in `topologyEvents$`, then writes its log message `message` (when `topology` logs at debug): the
+   * event kept for every subscriber while the client is made, else given to those there. One published by a
+   * subscriber's call (close(), drain()) while an event or its message is being given waits until every subscriber has
+   * that one and its message is written: each subscriber sees the changes in the order they happened, not the ones its
+   * predecessors' calls made first (a ServerClosed before the ServerOpening of its server), and the log has the
+   * messages in the events' order ("Starting server monitoring" after "Stopped topology monitoring", otherwise).
    */
-  private publishTopologyEvent(event: TopologyEvent): void {
-    if (this.opening) this.openingEvents.push(event);
-    else this.giveTopologyEvents(() => this.topologyEvent.next(event));
+  private publishTopologyEvent(event: TopologyEvent, message?: Parameters<TopologyLogging['write']>[0]): void {
+    const write = (): void => {
+      if (message !== undefined) this.topologyLogging?.write(message);
+    };
+    if (this.opening) {
+      this.openingEvents.push(event);
+      write();
+    } else {
+      this.giveTopologyEvents(() => {
+        this.topologyEvent.next(event);
+        write();
+      });
+    }
   }
 
   /** Runs `give` (it gives subscribers of `topologyEvents$` an event, or the end) after those due before it (see {@link publishTopologyEvent}). */
@@ -1761,8 +1771,7 @@ export class Client {
       // (every server opened so far closed, TopologyClosed last), so no server opens after.
       if (this.closed) return;
       this.monitoredServers.add(address);
-      this.publishTopologyEvent({ type: 'ServerOpening', topologyId: this.topologyId, time: this.scheduler.now(), address });
-      this.serverMonitoringMessage('Starting server monitoring', address);
+      this.publishTopologyEvent({ type: 'ServerOpening', topologyId: this.topologyId, time: this.scheduler.now(), address }, this.serverMonitoringMessage('Starting server monitoring', address));
       if (!this.monitors.has(address)) {
         const previous = this.topology.servers.get(address);
         this.topology.update(address, LOAD_BALANCER);
@@ -1778,13 +1787,12 @@ export class Client {
    */
   private serverStopped(address: string): void {
     if (!this.monitoredServers.delete(address)) return;
-    this.publishTopologyEvent({ type: 'ServerClosed', topologyId: this.topologyId, time: this.scheduler.now(), address });
-    this.serverMonitoringMessage('Stopped server monitoring', address);
+    this.publishTopologyEvent({ type: 'ServerClosed', topologyId: this.topologyId, time: this.scheduler.now(), address }, this.serverMonitoringMessage('Stopped server monitoring', address));
   }
 
-  /** Writes "Starting server monitoring" or "Stopped server monitoring" for the host `address` (unless `topology` is off). */
-  private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], address: string): void {
-    this.topologyLogging?.write({ message, topologyId: this.topologyId, ...serverLogFields(parseAddress(address)) });
+  /** The fields of "Starting server monitoring" or "Stopped server monitoring" for the host `address`. */
+  private serverMonitoringMessage(message: ServerMonitoringLogFields['message'], address: string): ServerMonitoringLogFields {
+    return { message, topologyId: this.topologyId, ...serverLogFields(parseAddress(address)) };
   }
 
   /** The `topology` part of `log$` (see {@link openedThenLive}). */
@@ -1835,8 +1843,7 @@ export class Client {
     // Those a monitor's end has not stopped: load-balanced mode's server, which has no monitor.
     for (const address of this.pools.keys()) this.serverStopped(address);
     this.publishDescription(EMPTY_TOPOLOGY);
-    this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() });
-    this.topologyLogging?.write({ message: 'Stopped topology monitoring', topologyId: this.topologyId });
+    this.publishTopologyEvent({ type: 'TopologyClosed', topologyId: this.topologyId, time: this.scheduler.now() }, { message: 'Stopped topology monitoring', topologyId: this.topologyId });
     this.giveTopologyEvents(() => this.topologyEvent.complete());
   }
 
@@ -2443,7 +2450,8 @@ export class Client {
     merge(...lastHeartbeats).subscribe({
       complete: () => {
         this.topologyClosed();
-        this.topologyLog.complete();
+        // After the messages of topologyClosed, which wait for the event being given, if any (see publishTopologyEvent).
+        this.giveTopologyEvents(() => this.topologyLog.complete());
       },
     });
   }

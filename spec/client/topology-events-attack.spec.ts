@@ -87,6 +87,46 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       for (const seen of others) expect(seen).to.deep.equal(closer);
     });
   }
+  // The log's topology messages, one per event but ServerDescriptionChanged, in the events' order.
+  const MESSAGE_EVENT: Record<string, string> = {
+    'Starting topology monitoring': 'TopologyOpening',
+    'Starting server monitoring': 'ServerOpening',
+    'Topology description changed': 'TopologyDescriptionChanged',
+    'Stopped server monitoring': 'ServerClosed',
+    'Stopped topology monitoring': 'TopologyClosed',
+  };
+  for (const [kind, which, change] of [
+    ['ServerOpening', 'ServerOpening d:27017', 'SRV polling'],
+    ['ServerClosed', 'ServerClosed b:27017', 'SRV polling'],
+    ['TopologyDescriptionChanged', 'TopologyDescriptionChanged Unknown{a:27017=Unknown,b:27017=Unknown} ->', 'SRV polling'],
+    ['ServerOpening', 'ServerOpening c:27017', 'server discovery'],
+    ['ServerClosed', 'ServerClosed b:27017', 'server discovery'],
+  ] as const) {
+    it(`a subscriber that closes the client from ${change}'s ${kind}: the log's topology messages are still one per event, in the events' order ("Stopped topology monitoring" last)`, async function () {
+      const written: Document[] = [];
+      const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
+      const clock = new VirtualClock();
+      const c = (client = connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
+      const seen: string[] = [];
+      c.topologyEvents$.subscribe((e) => {
+        seen.push(line(e));
+        if (line(e).startsWith(which)) void c.close();
+      });
+      const fed: Document[] = [];
+      c.log$.subscribe((m) => fed.push((m as unknown as { fields: Document }).fields));
+      await settle();
+      // A rescan that lists a and d (b gone), or a's check as the primary of a and c (b not a member).
+      if (change === 'SRV polling') (c as unknown as { applySrvHosts: (hosts: string[]) => void }).applySrvHosts(['a:27017', 'd:27017']);
+      else servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+      await settle();
+      expect(seen.some((l) => l.startsWith(which)), 'the event came').to.equal(true);
+      const messages = written.filter((f) => f.message in MESSAGE_EVENT).map((f) => `${MESSAGE_EVENT[f.message as string]}${f.serverPort === undefined ? '' : ` ${String(f.serverHost)}:${String(f.serverPort)}`}`);
+      const events = seen.filter((l) => !l.startsWith('ServerDescriptionChanged')).map((l) => (l.startsWith('TopologyDescriptionChanged') ? 'TopologyDescriptionChanged' : l));
+      expect(messages).to.deep.equal(events);
+      expect(fed.filter((f) => f.message in MESSAGE_EVENT), 'log$ as the destination').to.deep.equal(written.filter((f) => f.message in MESSAGE_EVENT));
+    });
+  }
+
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
     const refused: string[] = [];
