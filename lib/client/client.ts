@@ -743,6 +743,13 @@ export class Client {
   private opening = true;
   /** The topology description the last TopologyDescriptionChanged gave. */
   private publishedDescription = EMPTY_TOPOLOGY;
+  /**
+   * The servers an establishment error made Unknown, whose ServerDescriptionChanged is not yet published (it waits for
+   * the pool's clear to end: see `establishmentFailed`), each with its description before: published before any later
+   * change of the server, and before the next TopologyDescriptionChanged (which shows it), so that the changes of two
+   * servers whose pools failed in one tick come each before the topology's change that shows it.
+   */
+  private readonly unpublishedChanges = new Map<string, ServerDescription | undefined>();
   /** How often the monitors check their server, in ms: part of a secondary's staleness estimate. */
   private readonly heartbeatFrequencyMS: number;
   /** The hosts found whose connection options were refused (see {@link applyChange}): each warned of once. */
@@ -1225,7 +1232,7 @@ export class Client {
     monitor.heartbeats$.subscribe({
       next: (e) => {
         let change: TopologyChange | undefined;
-        const previous = this.topology.servers.get(address);
+        const previous = this.describedNow(address);
         // Its log message first: the spec's order of log messages is that of the changes they report.
         heartbeatLog?.(e, server);
         // Each host's last check, when it failed; the newest failure is the Map's last entry.
@@ -1288,13 +1295,12 @@ export class Client {
   private establishmentFailed(address: string, error: Error): boolean {
     const clears = defaultClearOnEstablishmentError(error);
     if (clears && this.monitors.has(address)) {
-      const previous = this.topology.servers.get(address);
+      // The description before the first change not yet published (two failures in one tick make one change).
+      if (!this.unpublishedChanges.has(address)) this.unpublishedChanges.set(address, this.topology.servers.get(address));
       this.serverUnknown(address, undefined, error);
-      // Published once the pool's clear is done (this runs within the pool's establishment), as its ConnectionPoolCleared is.
-      queueMicrotask(() => {
-        this.serverChanged(address, previous);
-        this.topologyChanged();
-      });
+      // Published once the pool's clear is done (this runs within the pool's establishment), as its ConnectionPoolCleared
+      // is; before any topology change that shows it (see topologyChanged), whichever comes first.
+      queueMicrotask(() => this.topologyChanged());
     }
     if (!clears && isRefusedConnect(error)) this.monitors.get(address)?.requestCheck();
     return clears;
@@ -1685,7 +1691,22 @@ export class Client {
    */
   private topologyChanged(): void {
     if (this.closed) return;
+    for (const address of [...this.unpublishedChanges.keys()]) this.describedNow(address);
     this.publishDescription(this.topology.description(this.heartbeatFrequencyMS));
+  }
+
+  /**
+   * The description of the server at `address` now, once the change an establishment error made to it, if one is not
+   * yet published (see {@link unpublishedChanges}), is: a change that follows (a check's outcome, another error) starts
+   * from it, and comes after it.
+   */
+  private describedNow(address: string): ServerDescription | undefined {
+    if (this.unpublishedChanges.has(address)) {
+      const previous = this.unpublishedChanges.get(address);
+      this.unpublishedChanges.delete(address);
+      this.serverChanged(address, previous);
+    }
+    return this.topology.servers.get(address);
   }
 
   /**
@@ -1773,7 +1794,7 @@ export class Client {
       this.monitoredServers.add(address);
       this.publishTopologyEvent({ type: 'ServerOpening', topologyId: this.topologyId, time: this.scheduler.now(), address }, this.serverMonitoringMessage('Starting server monitoring', address));
       if (!this.monitors.has(address)) {
-        const previous = this.topology.servers.get(address);
+        const previous = this.describedNow(address);
         this.topology.update(address, LOAD_BALANCER);
         this.serverChanged(address, previous);
         this.topologyChanged();
@@ -2227,7 +2248,7 @@ export class Client {
           // topology.
           if (connection.generation === pool.generation && this.pools.get(pool.address) === pool) {
             // SDAM, "Network error when reading or writing": the server Unknown, then its pool cleared.
-            const previous = this.topology.servers.get(pool.address);
+            const previous = this.describedNow(pool.address);
             this.serverUnknown(pool.address, undefined, error);
             this.serverChanged(pool.address, previous);
             pool.clear({ cause: error });
@@ -2271,7 +2292,7 @@ export class Client {
     if (isStaleTopologyVersion(this.topology.servers.get(pool.address)?.topologyVersion, change.topologyVersion)) return;
     // The server counts as Unknown: its description takes the error's topologyVersion (none if it has none), and it
     // is no longer suitable (a Single topology's server included) until a check describes it again.
-    const previous = this.topology.servers.get(pool.address);
+    const previous = this.describedNow(pool.address);
     this.serverUnknown(pool.address, change.topologyVersion, error());
     this.serverChanged(pool.address, previous);
     if (clears) pool.clear({ cause: error() });

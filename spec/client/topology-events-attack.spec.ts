@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Long, ObjectId, type Document } from 'bson';
-import { connect, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { connect, serverDescriptionEquals, type Client, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { ScriptedServers, settle } from '../support/scripted-servers';
 
@@ -126,6 +126,65 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       expect(fed.filter((f) => f.message in MESSAGE_EVENT), 'log$ as the destination').to.deep.equal(written.filter((f) => f.message in MESSAGE_EVENT));
     });
   }
+
+  it('the pools of two servers whose establishments fail in one tick (minPoolSize, an outage): each server\'s ServerDescriptionChanged comes before the TopologyDescriptionChanged that shows it Unknown, and starts from the description the last one gave', async function () {
+    // Every pool connection fails (a network error clears the pool and makes the server Unknown).
+    const { c } = open('mongodb://a:27017,b:27017/?minPoolSize=1');
+    const events: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => events.push(e));
+    await settle();
+    const mongos: Document = { ok: 1, isWritablePrimary: true, msg: 'isdbgrid', maxWireVersion: 21 };
+    servers.respond('a:27017', mongos);
+    servers.respond('b:27017', mongos);
+    await settle();
+    const lines = events.map(line);
+    for (const address of ['a:27017', 'b:27017']) {
+      const changed = lines.indexOf(`ServerDescriptionChanged ${address} Mongos->Unknown`);
+      const shown = events.findIndex((e, i) => i > lines.indexOf(`ServerDescriptionChanged ${address} Unknown->Mongos`) && e.type === 'TopologyDescriptionChanged' && e.newDescription.servers.get(address)?.type === 'Unknown');
+      expect(changed, `${address}: its change to Unknown`).to.be.greaterThan(0);
+      expect(shown, `${address}: a topology change shows it Unknown`).to.be.greaterThan(0);
+      expect(changed, `${address}: its change before the topology's (${lines.join(' | ')})`).to.be.lessThan(shown);
+    }
+    // Each change starts from the description the one before gave.
+    const last = new Map<string, ServerDescription>();
+    for (const e of events) {
+      if (e.type !== 'ServerDescriptionChanged') continue;
+      const before = last.get(e.address);
+      if (before !== undefined) expect(serverDescriptionEquals(before, e.previousDescription), `${e.address}: ${line(e)}`).to.equal(true);
+      last.set(e.address, e.newDescription);
+    }
+  });
+
+  it('a check that lands between a pool\'s establishment error and the publication of its change: each ServerDescriptionChanged starts from the description the last one gave, and none is published twice', async function () {
+    const standalone: Document = { ok: 1, isWritablePrimary: true, maxWireVersion: 21 };
+    let interleaved = 0;
+    // The establishment fails k microtasks after the check's reply is given: some k land the check in between.
+    for (let k = 0; k < 8; k++) {
+      let reject!: (error: Error) => void;
+      servers.poolConnection = () => new Promise<never>((_resolve, r) => (reject = r));
+      const { c, clock } = open('mongodb://a:27017/?minPoolSize=1&directConnection=true');
+      const events: TopologyEvent[] = [];
+      c.topologyEvents$.subscribe((e) => events.push(e));
+      await settle();
+      servers.respond('a:27017', standalone);
+      await settle();
+      clock.advance(10_000);
+      await settle();
+      servers.respond('a:27017', { ...standalone, tags: { k: String(k) } });
+      for (let i = 0; i < k; i++) await Promise.resolve();
+      reject(new Error('pool connection failed'));
+      await settle();
+      await c.close();
+      const changes = events.filter((e): e is Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }> => e.type === 'ServerDescriptionChanged');
+      for (const [i, e] of changes.entries()) {
+        if (i > 0) expect(serverDescriptionEquals(changes[i - 1].newDescription, e.previousDescription), `k=${k}: ${changes.map(line).join(' | ')}`).to.equal(true);
+        expect(serverDescriptionEquals(e.previousDescription, e.newDescription), `k=${k}: a change to an equal description`).to.equal(false);
+      }
+      const failed = events.findIndex((e) => e.type === 'ServerDescriptionChanged' && e.newDescription.error === 'pool connection failed');
+      if (failed >= 0 && events[failed + 1]?.type === 'ServerDescriptionChanged') interleaved++;
+    }
+    expect(interleaved, 'a check landed in between').to.be.greaterThan(0);
+  });
 
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');

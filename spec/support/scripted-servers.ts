@@ -35,6 +35,7 @@ export class ScriptedServers {
   private readonly original = (Client.prototype as unknown as Record<string, unknown>).connectionFactories;
 
   install(): void {
+    this.poolConnection = () => Promise.reject(new Error('no pool connection in this test'));
     this.replies.clear();
     this.waiting.clear();
     this.failures.clear();
@@ -42,13 +43,19 @@ export class ScriptedServers {
       const factories: HostFactories = new Map();
       for (const host of hosts) {
         factories.set(host, {
-          pool: () => Promise.reject(new Error('no pool connection in this test')) as Promise<never>,
+          pool: () => this.poolConnection(host),
           monitor: loadBalanced ? undefined : async () => new ScriptedConnection(await this.reply(host), () => this.reply(host)),
         });
       }
       return factories;
     };
   }
+
+  /**
+   * The pool connections of a host: each fails (a plain Error, which clears the pool), at once unless a test replaces
+   * this (to fail one at a moment of its choosing).
+   */
+  poolConnection: (host: string) => Promise<never> = () => Promise.reject(new Error('no pool connection in this test'));
 
   uninstall(): void {
     (Client.prototype as unknown as Record<string, unknown>).connectionFactories = this.original;
