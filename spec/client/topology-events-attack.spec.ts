@@ -186,6 +186,22 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
     expect(interleaved, 'a check landed in between').to.be.greaterThan(0);
   });
 
+  // Skipped, as it fails: a subscriber that comes after the first changes is given the events of connect() (the seeds opened),
+  // then only those that follow, so its view pairs no ServerOpening with the ServerClosed of a server discovery added
+  // before it came, and keeps open a seed removed before it came. What it should be given instead (a TopologyOpening,
+  // the description as it is, and a ServerOpening per server open now?) is undecided.
+  it.skip('a subscriber that comes after discovery changed the servers: its view pairs each ServerOpening with one ServerClosed', async function () {
+    const { c } = open('mongodb://a:27017,b:27017/');
+    await settle();
+    servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+    await settle();
+    const late: string[] = [];
+    c.topologyEvents$.subscribe({ next: (e) => late.push(line(e)), complete: () => late.push('complete') });
+    await c.close();
+    await settle();
+    expect(lifeDefects(late), late.join(' | ')).to.deep.equal([]);
+  });
+
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
     const refused: string[] = [];
