@@ -900,8 +900,12 @@ export class Client {
       const monitorScheduler = o.scheduler ?? timerScheduler;
       heartbeatLog = (event, server) => {
         const message = heartbeatLogMessage(event, server, this.topologyId, maxDocumentLength, wallClockTime(event.time, monitorScheduler));
-        destination.write(message);
-        topologyLog.next(message);
+        // In turn with the topology's events and messages (see publishTopologyEvent): one a subscriber's close() makes
+        // (a check it ended) comes after the message or event that subscriber was given.
+        this.giveTopologyEvents(() => {
+          destination.write(message);
+          topologyLog.next(message);
+        });
       };
       this.topologyLogging = {
         maxDocumentLength,
@@ -1763,7 +1767,10 @@ export class Client {
     }
   }
 
-  /** Runs `give` (it gives subscribers of `topologyEvents$` an event, or the end) after those due before it (see {@link publishTopologyEvent}). */
+  /**
+   * Runs `give` (it gives subscribers of `topologyEvents$` an event, or the end, or writes a `topology` log message)
+   * after those due before it (see {@link publishTopologyEvent}).
+   */
   private giveTopologyEvents(give: () => void): void {
     this.topologyEventsDue.push(give);
     if (this.givingTopologyEvent) return;

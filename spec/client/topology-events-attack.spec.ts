@@ -202,6 +202,35 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
     expect(lifeDefects(late), late.join(' | ')).to.deep.equal([]);
   });
 
+  for (const closeOn of ['Server heartbeat succeeded', 'Starting server monitoring', 'Topology description changed', 'Stopped server monitoring']) {
+    it(`a subscriber of log$ that closes the client from a check's "${closeOn}": every other subscriber of log$ is given the topology's messages in the same order, and the destination writes them so`, async function () {
+      const written: Document[] = [];
+      const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
+      const clock = new VirtualClock();
+      const c = (client = connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
+      const text = (f: Document): string => `${String(f.message)}${f.serverPort === undefined ? '' : ` ${String(f.serverHost)}:${String(f.serverPort)}`}`;
+      const topology = (f: Document): boolean => f.topologyId === c.topologyId;
+      const closer: string[] = [];
+      const others: string[][] = [[], []];
+      let armed = false;
+      c.log$.subscribe((m) => {
+        const fields = (m as unknown as { fields: Document }).fields;
+        if (!topology(fields)) return;
+        closer.push(text(fields));
+        if (armed && fields.message === closeOn) void c.close();
+      });
+      for (const seen of others) c.log$.subscribe((m) => topology((m as unknown as { fields: Document }).fields) && seen.push(text((m as unknown as { fields: Document }).fields)));
+      await settle();
+      armed = true;
+      servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+      await settle();
+      expect(closer.filter((l) => l.startsWith(closeOn)).length, 'the message came').to.be.greaterThan(0);
+      expect(closer.at(-1)).to.equal('Stopped topology monitoring');
+      for (const seen of others) expect(seen).to.deep.equal(closer);
+      expect(written.filter(topology).map(text), 'the destination').to.deep.equal(closer);
+    });
+  }
+
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
     const refused: string[] = [];
