@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { config } from 'rxjs';
 import { Long, ObjectId, type Document } from 'bson';
 import { connect, serverDescriptionEquals, type Client, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
@@ -230,6 +231,111 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       expect(written.filter(topology).map(text), 'the destination').to.deep.equal(closer);
     });
   }
+
+  it('the re-entrancy matrix: a subscriber of topologyEvents$, log$ or events$ that closes, drains, commands or throws from each kind of event, as the client connects, discovers, follows SRV polling, opens a load balancer, fails a check, closes: every subscriber\'s life well formed and the same, the log one message per event', async function () {
+    this.timeout(60_000);
+    type Scenario = { name: string; uri: string; run: (c: Client, clock: VirtualClock) => Promise<void> };
+    const scenarios: Scenario[] = [
+      { name: 'connect', uri: 'mongodb://a:27017,b:27017/', run: async () => {} },
+      { name: 'discovery', uri: 'mongodb://a:27017,b:27017/', run: async () => servers.respond('a:27017', primary(['a:27017', 'c:27017'])) },
+      { name: 'SRV polling', uri: 'mongodb://a:27017,b:27017/', run: async (c) => (c as unknown as { applySrvHosts: (hosts: string[]) => void }).applySrvHosts(['a:27017', 'd:27017']) },
+      { name: 'load-balanced', uri: 'mongodb://lb:27017/?loadBalanced=true', run: async () => {} },
+      {
+        name: 'failed check',
+        uri: 'mongodb://a:27017/?directConnection=true',
+        run: async (_c, clock) => {
+          servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+          await settle();
+          servers.fail('a:27017', new Error('connection refused'));
+          clock.advance(10_000);
+        },
+      },
+      { name: 'close', uri: 'mongodb://a:27017,b:27017/', run: async (c) => void c.close() },
+    ];
+    const triggers = [
+      ...['TopologyOpening', 'ServerOpening', 'ServerDescriptionChanged', 'TopologyDescriptionChanged', 'ServerClosed', 'TopologyClosed'].map((kind) => `topologyEvents$ ${kind}`),
+      ...['ServerHeartbeatSucceeded', 'ServerHeartbeatFailed', 'ConnectionPoolCreated', 'ConnectionPoolReady', 'ConnectionPoolClosed'].map((type) => `events$ ${type}`),
+      ...['Starting server monitoring', 'Topology description changed', 'Stopped server monitoring', 'Server heartbeat succeeded', 'Server heartbeat failed'].map((message) => `log$ ${message}`),
+    ];
+    const actions = ['close', 'drain', 'command', 'throw'] as const;
+    const unhandled: unknown[] = [];
+    const defects: string[] = [];
+    let cells = 0;
+    config.onUnhandledError = (error) => void unhandled.push(error);
+    try {
+      for (const scenario of scenarios) {
+        for (const trigger of triggers) {
+          for (const action of actions) {
+            unhandled.length = 0;
+            const written: Document[] = [];
+            const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
+            const clock = new VirtualClock();
+            const c = (client = connect(`${scenario.uri}${scenario.uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, logging }));
+            const [source, kind] = [trigger.slice(0, trigger.indexOf(' ')), trigger.slice(trigger.indexOf(' ') + 1)];
+            let armed = scenario.name === 'connect' || scenario.name === 'load-balanced';
+            let fired = false;
+            let thrown: Error | undefined;
+            const act = (what: string): void => {
+              if (!armed || fired || what !== kind) return;
+              fired = true;
+              if (action === 'close') void c.close();
+              else if (action === 'drain') void c.drain();
+              else if (action === 'command') void c.command('admin', { ping: 1 }).catch(() => undefined);
+              else throw (thrown = new Error(`a subscriber threw from ${trigger}`));
+            };
+            const views: string[][] = [[], [], []];
+            const subscribe = (view: string[]): unknown => c.topologyEvents$.subscribe({ next: (e) => view.push(line(e)), complete: () => view.push('complete') });
+            subscribe(views[0]);
+            if (source === 'topologyEvents$') {
+              c.topologyEvents$.subscribe({
+                next: (e) => {
+                  views[1].push(line(e));
+                  act(e.type);
+                },
+                complete: () => views[1].push('complete'),
+              });
+            } else {
+              subscribe(views[1]);
+              if (source === 'events$') c.events$.subscribe((e) => act(e.type));
+              else c.log$.subscribe((m) => act(String((m as unknown as { fields: Document }).fields.message)));
+            }
+            subscribe(views[2]);
+            await settle();
+            armed = true;
+            await scenario.run(c, clock);
+            await settle();
+            await c.close();
+            await settle();
+            // RxJS reports a subscriber's error on a timer.
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            if (!fired) continue;
+            cells++;
+            const found: string[] = [];
+            // A subscriber that came after close() (the third, once the second closed the client as it was given the events
+            // of connect()) is given the completion only.
+            const late = views[2].join() === 'complete';
+            for (const [i, view] of views.entries()) {
+              if (i === 2 && late) continue;
+              const life = lifeDefects(view);
+              if (life.length > 0) found.push(`subscriber ${i + 1}: ${life.join('; ')}`);
+              if (i > 0 && view.join(' | ') !== views[0].join(' | ')) found.push(`subscriber ${i + 1} saw another sequence than the first`);
+            }
+            const events = views[0].filter((l) => l !== 'complete' && !l.startsWith('ServerDescriptionChanged')).map((l) => (l.startsWith('TopologyDescriptionChanged') ? 'TopologyDescriptionChanged' : l));
+            const messages = written.filter((f) => f.message in MESSAGE_EVENT).map((f) => `${MESSAGE_EVENT[f.message as string]}${f.serverPort === undefined ? '' : ` ${String(f.serverHost)}:${String(f.serverPort)}`}`);
+            if (messages.join(' | ') !== events.join(' | ')) found.push(`log: ${messages.join(' | ')}; events: ${events.join(' | ')}`);
+            const others = unhandled.filter((error) => error !== thrown);
+            if (others.length > 0) found.push(`unhandled: ${others.map(String).join('; ')}`);
+            if (thrown !== undefined && !unhandled.includes(thrown)) found.push('the error thrown reached nobody');
+            if (found.length > 0) defects.push(`${scenario.name}, ${action} from ${trigger}: ${found.join(' ;; ')}`);
+          }
+        }
+      }
+    } finally {
+      config.onUnhandledError = null;
+    }
+    expect(cells, 'cells whose trigger came').to.be.greaterThan(150);
+    expect(defects).to.deep.equal([]);
+  });
 
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
