@@ -621,7 +621,7 @@ export class Client {
    * server, TopologyClosed, then completion. In load-balanced mode the load balancer's ServerOpening is followed by its
    * change from Unknown to `LoadBalancer`. A subscriber that comes before close() is first given those published while
    * `connect()` ran, then those that follow; one that comes later only those still to come. The matching `topology`
-   * log messages (see {@link log$}) are written with each. The descriptions are frozen (see
+   * log messages (see {@link log$}) are written with each. The events and their descriptions are frozen (see
    * {@link TopologyDescription}); a subscriber may close the client from any event: what that publishes reaches every
    * subscriber after that event, so each sees the same events in the same order.
    *
@@ -1753,6 +1753,8 @@ export class Client {
    * messages in the events' order ("Starting server monitoring" after "Stopped topology monitoring", otherwise).
    */
   private publishTopologyEvent(event: TopologyEvent, message?: Parameters<TopologyLogging['write']>[0]): void {
+    // Frozen, as its descriptions are: one object for every subscriber, and those of connect() for every later one.
+    Object.freeze(event);
     const write = (): void => {
       if (message !== undefined) this.topologyLogging?.write(message);
     };

@@ -337,6 +337,33 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
     expect(defects).to.deep.equal([]);
   });
 
+  it('a subscriber that changes an event (its address, its descriptions) is refused: the subscribers after it, and one that comes later (given the events of connect() again), see it as published', async function () {
+    const { c } = open('mongodb://a:27017/');
+    let refused = 0;
+    const tamper = (e: TopologyEvent): void => {
+      try {
+        Object.assign(e, { address: 'tampered:1', topologyId: 'tampered', previousDescription: undefined, newDescription: undefined });
+      } catch (error) {
+        if (error instanceof TypeError) refused++;
+      }
+    };
+    c.topologyEvents$.subscribe(tamper);
+    const after: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => after.push(e));
+    await settle();
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    const later: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => later.push(e));
+    for (const e of [...after, ...later]) {
+      expect(e.topologyId, line(e)).to.equal(c.topologyId);
+      if ('address' in e) expect(e.address, line(e)).to.equal('a:27017');
+      if ('newDescription' in e) expect(e.newDescription, line(e)).to.not.equal(undefined);
+    }
+    expect(later.map(line), 'a later subscriber\'s replay').to.deep.equal(after.slice(0, 3).map(line));
+    expect(refused, 'each change refused').to.equal(after.length);
+  });
+
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
     const refused: string[] = [];
