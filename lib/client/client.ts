@@ -1891,6 +1891,8 @@ export class Client {
       if (waitMS > 0) waits?.();
       await this.awaitDiscovery(readPreference, waitMS - (this.scheduler.now() - start), timeoutMS, cancelled$);
       waitMS -= this.scheduler.now() - start;
+      // Closed as the found hosts opened (by a subscriber of their first events): no selection would end before its wait.
+      if (this.closed) throw new ClientClosedError(this.hostsForErrors());
     }
     // Draining, every pool refuses a checkout, ready or not: a command's selection takes the first one, which says so
     // at once (PoolClosedError), where waiting for a ready one would take until a check readied it, the drain ended,
