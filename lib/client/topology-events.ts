@@ -153,9 +153,15 @@ export function topologyDescriptionEquals(a: TopologyDescription, b: TopologyDes
   return true;
 }
 
-/** Whether two lists hold the same strings, in any order (each list is without repeats). */
+/**
+ * Whether two lists hold the same strings, as sets: in any order, repeats aside (the client's lists have none, but a
+ * description given to the exported {@link serverDescriptionEquals} may: `[a, a]` and `[a, b]` are not equal).
+ */
 function sameList(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((value) => b.includes(value));
+  if (a.length === b.length && a.every((value, i) => value === b[i])) return true;
+  const inB = new Set(b);
+  const inA = new Set(a);
+  return inA.size === inB.size && [...inA].every((value) => inB.has(value));
 }
 
 /** Whether two tag sets have the same tags (in any order). */

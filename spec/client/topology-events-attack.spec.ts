@@ -364,6 +364,17 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
     expect(refused, 'each change refused').to.equal(after.length);
   });
 
+  it('serverDescriptionEquals compares member lists as sets, either way round: repeats do not make two different lists equal', function () {
+    const base: ServerDescription = { type: 'RSPrimary', minWireVersion: 0, maxWireVersion: 21, setName: 'rs', hosts: ['a:1', 'b:1'], passives: [], arbiters: [] };
+    for (const field of ['hosts', 'passives', 'arbiters'] as const) {
+      const repeated = { ...base, [field]: ['a:1', 'a:1'] };
+      const two = { ...base, [field]: ['a:1', 'b:1'] };
+      expect(serverDescriptionEquals(repeated, two), `${field}: [a, a] and [a, b]`).to.equal(false);
+      expect(serverDescriptionEquals(two, repeated), `${field}: [a, b] and [a, a]`).to.equal(false);
+      expect(serverDescriptionEquals({ ...base, [field]: ['a:1'] }, repeated), `${field}: [a] and [a, a]`).to.equal(true);
+    }
+  });
+
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
     const { c } = open('mongodb://a:27017/');
     const refused: string[] = [];
