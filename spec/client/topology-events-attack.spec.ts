@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { config } from 'rxjs';
 import { Long, ObjectId, type Document } from 'bson';
-import { connect, serverDescriptionEquals, type Client, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { connect, InvalidOptionError, serverDescriptionEquals, type Client, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { ScriptedServers, settle } from '../support/scripted-servers';
 
@@ -373,6 +373,21 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       expect(serverDescriptionEquals(two, repeated), `${field}: [a, b] and [a, a]`).to.equal(false);
       expect(serverDescriptionEquals({ ...base, [field]: ['a:1'] }, repeated), `${field}: [a] and [a, a]`).to.equal(true);
     }
+  });
+
+  it('hasReadableServer() of a client checking every 120 s reads staleness as its selection does: with that heartbeatFrequencyMS, not 10 s', async function () {
+    const { c } = open('mongodb://a:27017,b:27017/?replicaSet=rs&heartbeatFrequencyMS=120000');
+    await settle();
+    const written = Date.UTC(2026, 0, 1);
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21, lastWrite: { lastWriteDate: new Date(written) } });
+    // The secondary's last write 200 s behind the primary's: its staleness 200 s + heartbeatFrequencyMS.
+    servers.respond('b:27017', { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21, lastWrite: { lastWriteDate: new Date(written - 200_000) } });
+    await settle();
+    const description = c.topologyDescription;
+    expect(description.servers.get('b:27017')?.type).to.equal('RSSecondary');
+    expect(description.hasReadableServer({ mode: 'secondary', maxStalenessSeconds: 350 }), 'staleness 320 s, at most 350').to.equal(true);
+    expect(description.hasReadableServer({ mode: 'secondary', maxStalenessSeconds: 300 }), 'staleness 320 s, at most 300').to.equal(false);
+    expect(() => description.hasReadableServer({ mode: 'secondary', maxStalenessSeconds: 100 }), 'below heartbeatFrequencyMS + 10 s').to.throw(InvalidOptionError);
   });
 
   it('a subscriber that changes the servers of a published description (set, delete, clear) is refused: neither the client nor another client sees its change', async function () {
