@@ -1190,14 +1190,14 @@ export class Client {
     const { heartbeatLog, settings, logging, heartbeatFrequencyMS, serverMonitoringMode, scheduler } = context;
     const pools = this.pools as Map<string, ConnectionPool<Connection>>;
     const monitors = this.monitors as Map<string, Monitor>;
-    const pool = new ConnectionPool({
+    const pool: ConnectionPool<Connection> = new ConnectionPool({
       address,
       ...settings.poolOptions,
       connectionFactory: factory.pool,
       loadBalanced: settings.loadBalanced,
       logging,
       scheduler,
-      clearOnEstablishmentError: (error) => this.establishmentFailed(address, error),
+      clearOnEstablishmentError: (error, establishment) => this.establishmentFailed(pool, error, establishment.generation),
     });
     const retired = new Subject<void>();
     const retire = untilRetired(retired);
@@ -1294,11 +1294,16 @@ export class Client {
    * and then closed or left unanswered, as an overloaded server sheds them, asks for nothing: the server stays as it is
    * (SDAM's backpressure tests: no clear, no change of its description). An error that clears the pool makes the
    * server Unknown in the topology description first (SDAM, "MongoDB Handshake errors": as a network error after the
-   * handshake; the description and the pool change together).
+   * handshake; the description and the pool change together). An establishment begun before the pool's last clear
+   * (`generation`, the one its connection was created in, older than the pool's), or by a pool the client no longer
+   * has, changes nothing of the server: its error is stale, and the pool does not clear for it either (SDAM,
+   * "Application errors": "the client MUST NOT update any topology state").
    */
-  private establishmentFailed(address: string, error: Error): boolean {
+  private establishmentFailed(pool: ConnectionPool<Connection>, error: Error, generation: number): boolean {
+    const address = pool.address;
     const clears = defaultClearOnEstablishmentError(error);
-    if (clears && this.monitors.has(address)) {
+    const current = generation === pool.generation && this.pools.get(address) === pool;
+    if (clears && current && this.monitors.has(address)) {
       // The description before the first change not yet published (two failures in one tick make one change).
       if (!this.unpublishedChanges.has(address)) this.unpublishedChanges.set(address, this.topology.servers.get(address));
       this.serverUnknown(address, undefined, error);

@@ -29,8 +29,8 @@ export interface RunnerContext<C extends PoolConnection> {
   readonly factory: ConnectionFactory<C>;
   readonly scheduler: SchedulerLike;
   readonly events: { next(event: ConnectionPoolEvent): void };
-  /** Decides whether an establishment error clears the pool. */
-  readonly clearOnEstablishmentError: (error: Error) => boolean;
+  /** Decides whether an establishment error clears the pool; told the generation the connection was created in. */
+  readonly clearOnEstablishmentError: (error: Error, establishment: { readonly generation: number }) => boolean;
   /** Enqueues an action (never re-enters the reducer). */
   readonly dispatch: (action: Action<C>) => void;
 }
@@ -143,7 +143,7 @@ export class CommandRunner<C extends PoolConnection> {
     };
     const fail = (error: Error): void => {
       if (!settle()) return;
-      const decision = this.decideClear(error);
+      const decision = this.decideClear(error, generation);
       if (trace !== undefined) endEstablishTrace(trace, 'failed', decision.error);
       this.ctx.dispatch({ type: 'establishFailed', id, ...decision });
     };
@@ -202,11 +202,11 @@ export class CommandRunner<C extends PoolConnection> {
    * the establishment with a PoolCallbackError (carrying both errors) and the default rule decides; the Promise's
    * rejection, if any, is ignored.
    */
-  private decideClear(error: Error): { error: Error; clearPool: boolean } {
+  private decideClear(error: Error, generation: number): { error: Error; clearPool: boolean } {
     let failure: string;
     let cause: unknown;
     try {
-      const decision: unknown = this.ctx.clearOnEstablishmentError(error);
+      const decision: unknown = this.ctx.clearOnEstablishmentError(error, { generation });
       if (!isPromiseLike(decision)) return { error, clearPool: Boolean(decision) };
       decision.then(ignore, ignore); // both: a thenable of the application's may call either without checking it is one
       failure = 'clearOnEstablishmentError returned a Promise (it must return a boolean)';

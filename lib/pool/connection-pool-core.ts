@@ -75,8 +75,12 @@ export interface ConnectionPoolCoreOptions<C extends PoolConnection> extends Poo
    * does for errors before or during the handshake. Default: every error clears, except one labelled
    * `SystemOverloadedError` (CMAP "Backpressure-enabled"). It must decide at once: one that throws or returns a Promise
    * (an async function) fails the establishment's checkout with a PoolCallbackError, and the default decides.
+   * `establishment.generation` is the pool generation the connection was created in: one older than the pool's
+   * (`generation`) is a stale establishment, begun before the last clear, whose error never clears the pool (SDAM,
+   * "Application errors": an error of an older generation changes nothing), so a policy with other effects (marking
+   * the server Unknown) leaves it alone too.
    */
-  clearOnEstablishmentError?: ((error: Error) => boolean) | undefined;
+  clearOnEstablishmentError?: ((error: Error, establishment: { readonly generation: number }) => boolean) | undefined;
   /**
    * Load-balanced mode (load balancer spec): connections take the generation of the service their handshake reached
    * (`serviceId`), `clear` must name a service and neither pauses the pool nor evicts the WaitQueue, and establishment

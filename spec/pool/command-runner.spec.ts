@@ -331,3 +331,43 @@ describe('CommandRunner', function () {
     expect(clock.actions).to.deep.equal([]);
   });
 });
+
+describe('clearOnEstablishmentError: the generation of the establishment it is asked about', function () {
+  it('is told the generation its connection was created in: older than the pool\'s for one begun before a clear, and that one does not clear the pool', async function () {
+    const pending: { generation: number; fail: (error: Error) => void }[] = [];
+    const factory: ConnectionFactory<PoolConnection> = (d) => new Observable<PoolConnection>((subscriber) => void pending.push({ generation: d.generation, fail: (e) => subscriber.error(e) }));
+    const asked: { generation: number; poolGeneration: number }[] = [];
+    const clock = new VirtualClock();
+    const pool: ConnectionPoolCore<PoolConnection> = new ConnectionPoolCore<PoolConnection>({
+      address: 'db:27017',
+      maxConnecting: 2,
+      scheduler: clock,
+      connectionFactory: factory,
+      clearOnEstablishmentError: (_error, establishment) => {
+        asked.push({ generation: establishment.generation, poolGeneration: pool.generation });
+        return true;
+      },
+    });
+    pool.ready();
+    checkOutOnce(pool);
+    await microtasks();
+    pool.clear();
+    pool.ready();
+    checkOutOnce(pool);
+    await microtasks();
+    expect(pending.map((p) => p.generation)).to.deep.equal([0, 1]);
+    // The one begun before the clear: stale, no clear.
+    pending[0].fail(new Error('refused'));
+    await microtasks();
+    expect(pool.generation).to.equal(1);
+    // The current one: the policy's answer clears the pool.
+    pending[1].fail(new Error('refused'));
+    await microtasks();
+    expect(pool.generation).to.equal(2);
+    expect(asked).to.deep.equal([
+      { generation: 0, poolGeneration: 1 },
+      { generation: 1, poolGeneration: 1 },
+    ]);
+    pool.close();
+  });
+});
