@@ -619,8 +619,11 @@ export class Client {
    * the last one published, after those; ServerClosed per server removed (its monitor closed, after its last heartbeat);
    * once closed, ServerClosed for each server left, a TopologyDescriptionChanged to an Unknown description of no
    * server, TopologyClosed, then completion. In load-balanced mode the load balancer's ServerOpening is followed by its
-   * change from Unknown to `LoadBalancer`. A subscriber that comes before close() is first given those published while
-   * `connect()` ran, then those that follow; one that comes later only those still to come. The matching `topology`
+   * change from Unknown to `LoadBalancer`. A subscriber that comes before any change after `connect()` is first given
+   * those published while `connect()` ran; one that comes later, before close(), the topology as it is, as events (the
+   * TopologyOpening, one TopologyDescriptionChanged from the Unknown description of no server to the last description
+   * published, a ServerOpening per open server; extension), so that its ServerOpening and ServerClosed pair up; then
+   * each gets those that follow; one that comes after close() only those still to come. The matching `topology`
    * log messages (see {@link log$}) are written with each. The events and their descriptions are frozen (see
    * {@link TopologyDescription}); a subscriber may close the client from any event: what that publishes reaches every
    * subscriber after that event, so each sees the same events in the same order.
@@ -741,6 +744,12 @@ export class Client {
   private givingTopologyEvent = false;
   /** Whether the client is being made (see {@link openingEvents}, `openingLog`). */
   private opening = true;
+  /** Whether a topology event was given since `connect()` returned (see {@link topologyAsEvents}). */
+  private changedSinceOpening = false;
+  /** The description of the last TopologyDescriptionChanged given to the subscribers of `topologyEvents$`. */
+  private givenDescription = EMPTY_TOPOLOGY;
+  /** The servers whose ServerOpening was given to the subscribers of `topologyEvents$`, and no ServerClosed yet. */
+  private readonly givenServers = new Set<string>();
   /** The topology description the last TopologyDescriptionChanged gave. */
   private publishedDescription = EMPTY_TOPOLOGY;
   /**
@@ -1765,13 +1774,41 @@ export class Client {
     };
     if (this.opening) {
       this.openingEvents.push(event);
+      this.given(event);
       write();
     } else {
       this.giveTopologyEvents(() => {
+        this.changedSinceOpening = true;
+        this.given(event);
         this.topologyEvent.next(event);
         write();
       });
     }
+  }
+
+  /** Records `event` as given to the subscribers (see {@link givenDescription}, {@link givenServers}). */
+  private given(event: TopologyEvent): void {
+    if (event.type === 'TopologyDescriptionChanged') this.givenDescription = event.newDescription;
+    else if (event.type === 'ServerOpening') this.givenServers.add(event.address);
+    else if (event.type === 'ServerClosed') this.givenServers.delete(event.address);
+  }
+
+  /**
+   * What a subscriber of `topologyEvents$` that comes once the topology changed after `connect()` is given first: the
+   * topology as the events given so far left it, as events: the TopologyOpening of `connect()`, a
+   * TopologyDescriptionChanged from the Unknown description of no server to the last description given, and a
+   * ServerOpening per server opened and not closed (each stamped now). Its life then pairs each ServerOpening with a
+   * ServerClosed, and each TopologyDescriptionChanged starts from the one before.
+   */
+  private topologyAsEvents(): TopologyEvent[] {
+    const time = this.scheduler.now();
+    const { topologyId } = this;
+    const freeze = (event: TopologyEvent): TopologyEvent => Object.freeze(event);
+    return [
+      this.openingEvents[0]!,
+      freeze({ type: 'TopologyDescriptionChanged', topologyId, time, previousDescription: EMPTY_TOPOLOGY, newDescription: this.givenDescription }),
+      ...[...this.givenServers].map((address) => freeze({ type: 'ServerOpening', topologyId, time, address })),
+    ];
   }
 
   /**
@@ -1837,7 +1874,7 @@ export class Client {
 
   /** `topologyEvents$` (see {@link openedThenLive}). */
   private topologyEvents(): Observable<TopologyEvent> {
-    return this.openedThenLive(this.openingEvents, this.topologyEvent);
+    return defer(() => this.openedThenLive(this.changedSinceOpening ? this.topologyAsEvents() : this.openingEvents, this.topologyEvent));
   }
 
   /**

@@ -386,6 +386,30 @@ describe('Client.topologyEvents$ and Client.topologyDescription', function () {
     expect([...next.previousDescription.servers.keys()], 'the next change starts from the description as published').to.deep.equal(['a:27017', 'b:27017']);
   });
 
+  it('a subscriber that comes once the topology changed is given it as it is first (its opening, one change from nothing to the description given last, a ServerOpening per open server), then what follows; one that comes before any change, the events of connect()', async function () {
+    const { c, lines, events } = await open('mongodb://a:27017,b:27017/');
+    const early: string[] = [];
+    c.topologyEvents$.subscribe((e) => early.push(line(e)));
+    expect(early, 'nothing changed since connect()').to.deep.equal(lines());
+    servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+    await settle();
+    const late: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => late.push(e));
+    expect(late.map(line)).to.deep.equal([
+      'TopologyOpening',
+      'TopologyDescriptionChanged Unknown{} -> ReplicaSetWithPrimary{a:27017=RSPrimary,c:27017=Unknown}',
+      'ServerOpening a:27017',
+      'ServerOpening c:27017',
+    ]);
+    expect(late[0], 'the opening of connect()').to.equal(events[0]);
+    const lastChange = events.filter((e): e is Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }> => e.type === 'TopologyDescriptionChanged').at(-1)!;
+    expect((late[1] as Extract<TopologyEvent, { type: 'TopologyDescriptionChanged' }>).newDescription, 'the description given last').to.equal(lastChange.newDescription);
+    await c.close();
+    await settle();
+    expect(late.slice(4).map(line)).to.deep.equal(['ServerClosed a:27017', 'ServerClosed c:27017', 'TopologyDescriptionChanged ReplicaSetWithPrimary{a:27017=RSPrimary,c:27017=Unknown} -> Unknown{}', 'TopologyClosed']);
+    expect(lines().slice(-4), 'the same end for the first subscriber').to.deep.equal(late.slice(4).map(line));
+  });
+
   it('a subscriber that comes once closed gets the completion only; topologyDescription is Unknown with no server then', async function () {
     const { c } = await open('mongodb://a:27017/');
     await c.close();
