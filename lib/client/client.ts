@@ -733,11 +733,15 @@ export class Client {
   private topologyLogging: TopologyLogging | undefined;
   /** The topology events published once the client was made, for the subscribers of `topologyEvents$` at the time. */
   private readonly topologyEvent = new Subject<TopologyEvent>();
-  /** The topology events published while the client was made (TopologyOpening…): given to each subscriber before close(). */
+  /**
+   * The topology events published while the client was made (TopologyOpening…): given first to each subscriber that
+   * comes before any later change (see {@link topologyAsEvents}).
+   */
   private readonly openingEvents: TopologyEvent[] = [];
   /**
    * What was published in `topologyEvents$` while an event was being given to its subscribers (by one of them that
-   * closed the client, say): given next, in order, once every subscriber has that event (see {@link publishTopologyEvent}).
+   * closed the client, say): given next, in order, once every subscriber has that event (see
+   * {@link publishTopologyEvent}).
    */
   private readonly topologyEventsDue: (() => void)[] = [];
   /** Whether an event of `topologyEvents$` is being given to its subscribers (see {@link topologyEventsDue}). */
@@ -750,7 +754,10 @@ export class Client {
   private givenDescription = EMPTY_TOPOLOGY;
   /** The servers whose ServerOpening was given to the subscribers of `topologyEvents$`, and no ServerClosed yet. */
   private readonly givenServers = new Set<string>();
-  /** The topology description the last TopologyDescriptionChanged gave. */
+  /**
+   * The topology description the last TopologyDescriptionChanged published gave (given to the subscribers at once, or
+   * once the event being given is: see {@link givenDescription}); the next change is published from it.
+   */
   private publishedDescription = EMPTY_TOPOLOGY;
   /**
    * The servers an establishment error made Unknown, whose ServerDescriptionChanged is not yet published (it waits for
@@ -1326,10 +1333,10 @@ export class Client {
 
   /**
    * After a successful check of `address` whose hello reply is `reply`: the topology description takes the server's
-   * new description (see `Topology.update`; with its monitor's round-trip times as they are now), which selection reads: Unknown when the update made it so (a
-   * primary older than the newest election; a direct connection given a `replicaSet` whose reply names no set or
-   * another one). SRV polling stops for good once the TopologyType is neither Unknown nor Sharded. Returns what the
-   * client must do next (see {@link applyChange}).
+   * new description (see `Topology.update`; with its monitor's round-trip times as they are now), which selection
+   * reads: Unknown when the update made it so (a primary older than the newest election; a direct connection given a
+   * `replicaSet` whose reply names no set or another one). SRV polling stops for good once the TopologyType is neither
+   * Unknown nor Sharded. Returns what the client must do next (see {@link applyChange}).
    *
    * Source: server discovery and monitoring spec, "Updating the TopologyDescription", "Verifying setName with
    * TopologyType Single", "Using electionId and setVersion to detect stale primaries"; Polling SRV Records for mongos

@@ -204,8 +204,8 @@ export interface InitialTopology {
 
 /**
  * SDAM's TopologyDescription at one moment, as the topology events carry it and `Client.topologyDescription` gives
- * it: frozen, its `servers` a copy that refuses changes (a later update changes a later description, not this one), in the order the client
- * came to monitor them (the seeds, then each member as a reply first listed it).
+ * it: frozen, its `servers` a copy that refuses changes (a later update changes a later description, not this one),
+ * in the order the client came to monitor them (the seeds, then each member as a reply first listed it).
  *
  * Source: server discovery and monitoring spec, "TopologyDescription"; SDAM logging and monitoring spec, "Events API"
  * (`hasReadableServer`, `hasWritableServer`, "Determining If A Topology Has Readable/Writable Servers").
@@ -238,7 +238,8 @@ export interface TopologyDescription {
    *
    * @throws {InvalidOptionError} naming `readPreference` (or its field) for a read preference `readPreferenceFrom`
    *   refuses, whatever the TopologyType; naming `readPreference.maxStalenessSeconds`, in a replica set, for a
-   *   maxStalenessSeconds below 90 s or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see `checkMaxStalenessSeconds`).
+   *   maxStalenessSeconds below 90 s or below (heartbeatFrequencyMS + 10,000 ms) / 1000 (see
+   *   `checkMaxStalenessSeconds`).
    */
   hasReadableServer(readPreference?: ReadPreferenceMode | ReadPreference): boolean;
   /** Whether a server could serve a write now: {@link hasReadableServer} with `primary`. */

@@ -475,8 +475,9 @@ export interface ServerSelectionLogFields {
    * `Sharded`, `ReplicaSetNoPrimary`, `ReplicaSetWithPrimary`, `LoadBalanced`), and per server, in the order the client
    * came to monitor them, its address and the ServerType of its description (`Unknown`: not checked yet, its last check
    * failed, or an error of one of its connections made it so; while the client drains, each server as it was before,
-   * though none is selectable then; once closed, Unknown with no server); truncated to the max document length. Why a host's last check failed is in the `topology` component's "Server heartbeat failed"
-   * message, and in a failed selection's `failure`.
+   * though none is selectable then; once closed, Unknown with no server); truncated to the max document length. Why a
+   * host's last check failed is in the `topology` component's "Server heartbeat failed" message, and in a failed
+   * selection's `failure`.
    */
   readonly topologyDescription: string;
   /** Succeeded: the selected server's host name, IP address (IPv6 without brackets) or Unix domain socket path. */

@@ -12,8 +12,8 @@ import { Long, type Document } from 'bson';
 /**
  * A reply's topologyVersion as sent back in an awaitable hello (`processId` as received, `counter` as an int64, as the
  * server requires; frozen: the client keeps it in a server's description, which its topology events give to any
- * subscriber, and compares the next replies with it), or undefined when `value` has none of the right shape (no `processId`, or a counter that is
- * neither an int64 nor a safe integer).
+ * subscriber, and compares the next replies with it), or undefined when `value` has none of the right shape (no
+ * `processId`, or a counter that is neither an int64 nor a safe integer).
  *
  * Source: as the module.
  */
