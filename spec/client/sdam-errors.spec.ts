@@ -3,8 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { EJSON, type Document } from 'bson';
 import { Client, connect, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from '../../lib';
-import type { ConnectionDescriptor } from '../../lib/pool/contract';
 import { VirtualClock } from '../../lib/testing';
+import { scriptedServersEachTest, settle } from '../support/scripted-servers';
 
 /**
  * The SDAM error handling spec tests (tests/errors), run through a client whose connections are scripted: each
@@ -19,28 +19,6 @@ import { VirtualClock } from '../../lib/testing';
  * After each phase the client's topology description, and each server's pool generation, must be the outcome's.
  */
 const fixtures = path.resolve(__dirname, '../fixtures/server-discovery/errors');
-
-type HostFactories = Map<string, { pool: (descriptor: ConnectionDescriptor) => Promise<unknown>; monitor: (() => Promise<unknown>) | undefined }>;
-
-/** A monitoring connection whose handshake reply, and each later check's reply, is the next response given its server. */
-class ScriptedMonitorConnection {
-  moreToCome = false;
-  readonly handshakeDurationMS = 0;
-  constructor(
-    readonly hello: Document,
-    private readonly next: () => Promise<Document>,
-  ) {}
-  get server(): { helloOk: boolean; serverConnectionId: undefined } {
-    return { helloOk: true, serverConnectionId: undefined };
-  }
-  command(): Promise<Document> {
-    return this.next();
-  }
-  nextReply(): Promise<Document> {
-    return this.next();
-  }
-  destroy(): void {}
-}
 
 /** An established pool connection whose command waits until the test settles it (see {@link fail}). */
 class ScriptedPoolConnection {
@@ -79,67 +57,6 @@ class ScriptedPoolConnection {
 interface Establishment {
   readonly generation: number;
   readonly reject: (error: Error) => void;
-}
-
-/**
- * Scripted servers: each address's checks wait for the responses given to it, in order; each pool's establishments
- * give a {@link ScriptedPoolConnection} at once, or, while `holding`, wait until the test fails them.
- */
-class ScriptedServers {
-  private readonly replies = new Map<string, Document[]>();
-  private readonly waiting = new Map<string, { resolve: (reply: Document) => void; reject: (error: Error) => void }>();
-  private readonly original = (Client.prototype as unknown as Record<string, unknown>).connectionFactories;
-  holding = false;
-  readonly establishments: Establishment[] = [];
-
-  install(): void {
-    this.replies.clear();
-    this.waiting.clear();
-    this.establishments.splice(0);
-    this.holding = false;
-    (Client.prototype as unknown as Record<string, unknown>).connectionFactories = (hosts: readonly string[]): HostFactories => {
-      const factories: HostFactories = new Map();
-      for (const host of hosts) {
-        factories.set(host, {
-          pool: (d) => {
-            if (!this.holding) return Promise.resolve(new ScriptedPoolConnection(d.id, d.generation, d.address));
-            return new Promise((_resolve, reject) => this.establishments.push({ generation: d.generation, reject }));
-          },
-          monitor: async () => new ScriptedMonitorConnection(await this.reply(host), () => this.reply(host)),
-        });
-      }
-      return factories;
-    };
-  }
-
-  uninstall(): void {
-    (Client.prototype as unknown as Record<string, unknown>).connectionFactories = this.original;
-  }
-
-  isWaiting(address: string): boolean {
-    return this.waiting.has(address);
-  }
-
-  respond(address: string, reply: Document): void {
-    const waiter = this.waiting.get(address);
-    if (waiter !== undefined) {
-      this.waiting.delete(address);
-      waiter.resolve(reply);
-    } else {
-      this.replies.set(address, [...(this.replies.get(address) ?? []), reply]);
-    }
-  }
-
-  private reply(address: string): Promise<Document> {
-    const queued = this.replies.get(address);
-    if (queued !== undefined && queued.length > 0) return Promise.resolve(queued.shift()!);
-    return new Promise((resolve, reject) => this.waiting.set(address, { resolve, reject }));
-  }
-}
-
-/** Lets every promise and microtask settle. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
 interface ApplicationError {
@@ -221,13 +138,15 @@ function errorOf(e: ApplicationError): Error {
 }
 
 describe('SDAM error handling: the server discovery and monitoring spec tests (tests/errors), through a client', function () {
-  const servers = new ScriptedServers();
-  let client: Client | undefined;
-  beforeEach(() => servers.install());
-  afterEach(async () => {
-    servers.uninstall();
-    await client?.close();
-    client = undefined;
+  const { servers, made } = scriptedServersEachTest();
+  /** While true, each pool's establishments wait until the test fails them (see `establishments`); else they give a connection at once. */
+  let holding = false;
+  const establishments: Establishment[] = [];
+  // After the servers are installed (the hook before), which sets their pool connections.
+  beforeEach(() => {
+    holding = false;
+    establishments.splice(0);
+    servers.poolConnection = (_host, d) => (holding ? new Promise((_resolve, reject) => establishments.push({ generation: d.generation, reject })) : Promise.resolve(new ScriptedPoolConnection(d.id, d.generation, d.address)));
   });
 
   for (const file of fs.readdirSync(fixtures).filter((f) => f.endsWith('.json')).sort()) {
@@ -235,7 +154,7 @@ describe('SDAM error handling: the server discovery and monitoring spec tests (t
     it(`${file}: ${test.description}`, async function () {
       const clock = new VirtualClock();
       const uri = `${test.uri}${test.uri.includes('?') ? '&' : test.uri.endsWith('/') ? '?' : '/?'}serverMonitoringMode=poll&maxConnecting=10`;
-      const c = (client = connect(uri, { scheduler: clock }));
+      const c = made(connect(uri, { scheduler: clock }));
       const errors = test.phases.flatMap((p) => p.applicationErrors ?? []);
       const after = errors.filter((e) => e.when === 'afterHandshakeCompletes').length;
       const before = errors.filter((e) => e.when === 'beforeHandshakeCompletes').length;
@@ -260,10 +179,10 @@ describe('SDAM error handling: the server discovery and monitoring spec tests (t
             }).catch(() => undefined);
             await settle();
           }
-          servers.holding = true;
+          holding = true;
           for (let i = 0; i < before; i++) pool.withConnection(() => Promise.resolve()).catch(() => undefined);
           await settle();
-          servers.holding = false;
+          holding = false;
         }
       };
       await settle();
@@ -286,9 +205,9 @@ describe('SDAM error handling: the server discovery and monitoring spec tests (t
             expect(connection, `${label}: a command in flight on a connection of generation ${generation}`).to.not.equal(undefined);
             connection!.fail(errorOf(e));
           } else {
-            const index = servers.establishments.findIndex((h) => h.generation === generation);
+            const index = establishments.findIndex((h) => h.generation === generation);
             expect(index, `${label}: an establishment under way of generation ${generation}`).to.not.equal(-1);
-            servers.establishments.splice(index, 1)[0].reject(errorOf(e));
+            establishments.splice(index, 1)[0].reject(errorOf(e));
           }
           await settle();
         }

@@ -1,25 +1,10 @@
 import { expect } from 'chai';
 import { config } from 'rxjs';
 import { Long, ObjectId, type Document } from 'bson';
-import { connect, InvalidOptionError, serverDescriptionEquals, type Client, type ServerDescription, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { connect, InvalidOptionError, serverDescriptionEquals, type Client, type ServerDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { ScriptedServers, settle } from '../support/scripted-servers';
+import { eventLine as line, scriptedServersEachTest, settle } from '../support/scripted-servers';
 
-/** An event in a line: its kind and server, and a description's types. */
-function line(e: TopologyEvent): string {
-  const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
-  switch (e.type) {
-    case 'ServerOpening':
-    case 'ServerClosed':
-      return `${e.type} ${e.address}`;
-    case 'ServerDescriptionChanged':
-      return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
-    case 'TopologyDescriptionChanged':
-      return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
-    default:
-      return e.type;
-  }
-}
 
 /** What is wrong with one subscriber's view of a topology's life (`lines`, then `complete` once): empty when nothing. */
 function lifeDefects(lines: readonly string[]): string[] {
@@ -45,19 +30,12 @@ function lifeDefects(lines: readonly string[]): string[] {
 const primary = (hosts: string[]): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21 });
 
 describe('Client.topologyEvents$ attacked: subscribers that re-enter the client, hostile servers, mutated descriptions', function () {
-  const servers = new ScriptedServers();
-  let client: Client | undefined;
-  beforeEach(() => servers.install());
-  afterEach(async () => {
-    servers.uninstall();
-    await client?.close();
-    client = undefined;
-  });
+  const { servers, made } = scriptedServersEachTest();
 
   /** A client of `uri` (polled, on a VirtualClock). */
   function open(uri: string): { c: Client; clock: VirtualClock } {
     const clock = new VirtualClock();
-    const c = (client = connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock }));
+    const c = made(connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock }));
     return { c, clock };
   }
 
@@ -107,7 +85,7 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       const written: Document[] = [];
       const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
       const clock = new VirtualClock();
-      const c = (client = connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
+      const c = made(connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
       const seen: string[] = [];
       c.topologyEvents$.subscribe((e) => {
         seen.push(line(e));
@@ -208,7 +186,7 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
       const written: Document[] = [];
       const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
       const clock = new VirtualClock();
-      const c = (client = connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
+      const c = made(connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll', { scheduler: clock, logging }));
       const text = (f: Document): string => `${String(f.message)}${f.serverPort === undefined ? '' : ` ${String(f.serverHost)}:${String(f.serverPort)}`}`;
       const topology = (f: Document): boolean => f.topologyId === c.topologyId;
       const closer: string[] = [];
@@ -270,7 +248,7 @@ describe('Client.topologyEvents$ attacked: subscribers that re-enter the client,
             const written: Document[] = [];
             const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
             const clock = new VirtualClock();
-            const c = (client = connect(`${scenario.uri}${scenario.uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, logging }));
+            const c = made(connect(`${scenario.uri}${scenario.uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, logging }));
             const [source, kind] = [trigger.slice(0, trigger.indexOf(' ')), trigger.slice(trigger.indexOf(' ') + 1)];
             let armed = scenario.name === 'connect' || scenario.name === 'load-balanced';
             let fired = false;

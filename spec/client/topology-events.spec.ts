@@ -6,7 +6,7 @@ import { Client, connect, InvalidOptionError, serverDescriptionEquals, topologyD
 import { initialTopology, serverDescriptionOf, Topology } from '../../lib/client/topology-update';
 import { VirtualClock } from '../../lib/testing';
 import { eventually, startTestEndpoint, type TestEndpoint } from '../support/endpoint';
-import { ScriptedServers, settle } from '../support/scripted-servers';
+import { eventLine as line, scriptedServersEachTest, settle } from '../support/scripted-servers';
 
 /**
  * The SDAM monitoring spec tests (tests/monitoring), run through a client whose monitors' connections are scripted:
@@ -65,21 +65,14 @@ interface MonitoringTest {
 }
 
 describe('topology events: the SDAM monitoring spec tests (tests/monitoring), through a client', function () {
-  const servers = new ScriptedServers();
-  let client: Client | undefined;
-  beforeEach(() => servers.install());
-  afterEach(async () => {
-    servers.uninstall();
-    await client?.close();
-    client = undefined;
-  });
+  const { servers, made } = scriptedServersEachTest();
 
   for (const file of fs.readdirSync(fixtures).filter((f) => f.endsWith('.json')).sort()) {
     const test = EJSON.parse(fs.readFileSync(path.join(fixtures, file), 'utf8'), { relaxed: true }) as MonitoringTest;
     it(`${file}: ${test.description}`, async function () {
       const clock = new VirtualClock();
       const uri = `${test.uri}${test.uri.includes('?') ? '&' : test.uri.endsWith('/') ? '?' : '/?'}serverMonitoringMode=poll`;
-      const c = (client = connect(uri, { scheduler: clock }));
+      const c = made(connect(uri, { scheduler: clock }));
       const events: TopologyEvent[] = [];
       c.topologyEvents$.subscribe((e) => events.push(e));
       await settle();
@@ -164,35 +157,12 @@ describe('serverDescriptionEquals and topologyDescriptionEquals (server discover
 });
 
 describe('Client.topologyEvents$ and Client.topologyDescription', function () {
-  const servers = new ScriptedServers();
-  let client: Client | undefined;
-  beforeEach(() => servers.install());
-  afterEach(async () => {
-    servers.uninstall();
-    await client?.close();
-    client = undefined;
-  });
-
-  /** An event in a line: its kind and server, and a description's types. */
-  function line(e: TopologyEvent): string {
-    const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
-    switch (e.type) {
-      case 'ServerOpening':
-      case 'ServerClosed':
-        return `${e.type} ${e.address}`;
-      case 'ServerDescriptionChanged':
-        return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
-      case 'TopologyDescriptionChanged':
-        return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
-      default:
-        return e.type;
-    }
-  }
+  const { servers, made } = scriptedServersEachTest();
 
   /** A client of `uri` (polled, on a VirtualClock) and the lines of the events it publishes. */
   async function open(uri: string, options: Parameters<typeof connect>[1] = {}): Promise<{ c: Client; lines: () => string[]; events: TopologyEvent[]; clock: VirtualClock; completed: () => boolean }> {
     const clock = new VirtualClock();
-    const c = (client = connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, ...options }));
+    const c = made(connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: clock, ...options }));
     const events: TopologyEvent[] = [];
     let done = false;
     c.topologyEvents$.subscribe({ next: (e) => events.push(e), complete: () => (done = true) });

@@ -1,8 +1,9 @@
 import type { Document } from 'bson';
-import { Client } from '../../lib';
+import { Client, type TopologyDescription, type TopologyEvent } from '../../lib';
+import type { ConnectionDescriptor } from '../../lib/pool/contract';
 
 /** What the client asks of a host: its pool's and its monitor's connection factories (see `Client.connectionFactories`). */
-export type HostFactories = Map<string, { pool: () => Promise<never>; monitor: (() => Promise<unknown>) | undefined }>;
+export type HostFactories = Map<string, { pool: (descriptor: ConnectionDescriptor) => Promise<unknown>; monitor: (() => Promise<unknown>) | undefined }>;
 
 /** A monitoring connection whose handshake reply, and each later check's reply, is the next response given its server. */
 class ScriptedConnection {
@@ -43,7 +44,7 @@ export class ScriptedServers {
       const factories: HostFactories = new Map();
       for (const host of hosts) {
         factories.set(host, {
-          pool: () => this.poolConnection(host),
+          pool: (descriptor) => this.poolConnection(host, descriptor),
           monitor: loadBalanced ? undefined : async () => new ScriptedConnection(await this.reply(host), () => this.reply(host)),
         });
       }
@@ -52,10 +53,11 @@ export class ScriptedServers {
   }
 
   /**
-   * The pool connections of a host: each fails (a plain Error, which clears the pool), at once unless a test replaces
-   * this (to fail one at a moment of its choosing).
+   * The pool connections of a host (`descriptor`: the establishment's id, generation and address): each fails (a plain
+   * Error, which clears the pool), at once unless a test replaces this (to fail one at a moment of its choosing, or to
+   * give a connection).
    */
-  poolConnection: (host: string) => Promise<never> = () => Promise.reject(new Error('no pool connection in this test'));
+  poolConnection: (host: string, descriptor: ConnectionDescriptor) => Promise<unknown> = () => Promise.reject(new Error('no pool connection in this test'));
 
   uninstall(): void {
     (Client.prototype as unknown as Record<string, unknown>).connectionFactories = this.original;
@@ -100,3 +102,33 @@ export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
+/** A topology event in one line: its kind and server, a change's types (`Unknown->RSPrimary`, `Single{a:27017=Standalone}`). */
+export function eventLine(e: TopologyEvent): string {
+  const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
+  switch (e.type) {
+    case 'ServerOpening':
+    case 'ServerClosed':
+      return `${e.type} ${e.address}`;
+    case 'ServerDescriptionChanged':
+      return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
+    case 'TopologyDescriptionChanged':
+      return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
+    default:
+      return e.type;
+  }
+}
+
+/**
+ * For each test of the `describe` block this is called in: scripted servers installed before it, and after it the
+ * servers uninstalled and every client `made` for it closed.
+ */
+export function scriptedServersEachTest(): { servers: ScriptedServers; made: (client: Client) => Client } {
+  const servers = new ScriptedServers();
+  const clients: Client[] = [];
+  beforeEach(() => servers.install());
+  afterEach(async () => {
+    servers.uninstall();
+    for (const client of clients.splice(0)) await client.close();
+  });
+  return { servers, made: (client) => (clients.push(client), client) };
+}
