@@ -750,6 +750,8 @@ export class Client {
   private opening = true;
   /** Whether a topology event was given since `connect()` returned (see {@link topologyAsEvents}). */
   private changedSinceOpening = false;
+  /** Whether TopologyClosed was given to the subscribers of `topologyEvents$`: a subscriber that comes then gets the end only. */
+  private topologyClosedGiven = false;
   /** The description of the last TopologyDescriptionChanged given to the subscribers of `topologyEvents$`. */
   private givenDescription = EMPTY_TOPOLOGY;
   /** The servers whose ServerOpening was given to the subscribers of `topologyEvents$`, and no ServerClosed yet. */
@@ -1798,6 +1800,7 @@ export class Client {
     if (event.type === 'TopologyDescriptionChanged') this.givenDescription = event.newDescription;
     else if (event.type === 'ServerOpening') this.givenServers.add(event.address);
     else if (event.type === 'ServerClosed') this.givenServers.delete(event.address);
+    else if (event.type === 'TopologyClosed') this.topologyClosedGiven = true;
   }
 
   /**
@@ -1879,21 +1882,26 @@ export class Client {
     return this.openedThenLive(this.openingLog, this.topologyLog);
   }
 
-  /** `topologyEvents$` (see {@link openedThenLive}). */
+  /**
+   * `topologyEvents$` (see {@link openedThenLive}). A subscriber that comes once close() began, before TopologyClosed
+   * was given (from a ServerClosed of the close, or while a monitor finishes its last check), is given the topology as
+   * it is first too: the ServerClosed events and the change to Unknown that follow then close what it saw open.
+   */
   private topologyEvents(): Observable<TopologyEvent> {
-    return defer(() => this.openedThenLive(this.changedSinceOpening ? this.topologyAsEvents() : this.openingEvents, this.topologyEvent));
+    return defer(() => (this.topologyClosedGiven ? this.topologyEvent : this.openedThenLive(this.changedSinceOpening ? this.topologyAsEvents() : this.openingEvents, this.topologyEvent, true)));
   }
 
   /**
    * For a subscriber that comes before close(), `opened` (what was published while the client was made), then what
    * `live` publishes from then on; for one that comes after, only what `live` still publishes (a monitor's last
-   * heartbeat, the end of the topology). `live` is listened to before `opened` is given: a subscriber that changes the
+   * heartbeat, the end of the topology), unless `untilLiveEnds`: then `opened` first until `live` ends (the caller
+   * decides when only the end is left). `live` is listened to before `opened` is given: a subscriber that changes the
    * client from one of them (closes it, adds a host) receives what that published after them, in order, to the end,
    * and its subscription completes with `live`.
    */
-  private openedThenLive<T>(opened: readonly T[], live: Subject<T>): Observable<T> {
+  private openedThenLive<T>(opened: readonly T[], live: Subject<T>, untilLiveEnds = false): Observable<T> {
     return new Observable<T>((subscriber) => {
-      if (this.closed) return live.subscribe(subscriber);
+      if (this.closed && !untilLiveEnds) return live.subscribe(subscriber);
       const held: T[] = [];
       let replaying = true;
       let ended = false;

@@ -1,0 +1,94 @@
+import { expect } from 'chai';
+import { type Document } from 'bson';
+import { connect, topologyDescriptionEquals, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { VirtualClock } from '../../lib/testing';
+import { ScriptedServers, settle } from '../support/scripted-servers';
+
+/** An event in a line: its kind and server, and a description's types. */
+function line(e: TopologyEvent): string {
+  const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
+  switch (e.type) {
+    case 'ServerOpening':
+    case 'ServerClosed':
+      return `${e.type} ${e.address}`;
+    case 'ServerDescriptionChanged':
+      return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
+    case 'TopologyDescriptionChanged':
+      return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
+    default:
+      return e.type;
+  }
+}
+
+/**
+ * What is wrong with one subscriber's view of a topology's life (its events, then `complete`): TopologyOpening first,
+ * TopologyClosed last, each ServerClosed after its ServerOpening, each TopologyDescriptionChanged starting from the
+ * description the one before gave (the first from Unknown with no server) and changing it. Empty when nothing.
+ */
+function lifeDefects(events: readonly TopologyEvent[], completed: boolean): string[] {
+  const defects: string[] = [];
+  if (events[0]?.type !== 'TopologyOpening') defects.push(`first: ${events[0] === undefined ? 'nothing' : line(events[0])}`);
+  const closedAt = events.findIndex((e) => e.type === 'TopologyClosed');
+  if (closedAt < 0) defects.push('no TopologyClosed');
+  else if (closedAt !== events.length - 1) defects.push(`after TopologyClosed: ${events.slice(closedAt + 1).map(line).join(' | ')}`);
+  if (!completed) defects.push('not completed');
+  const open = new Set<string>();
+  let last: TopologyDescription | undefined;
+  for (const e of events) {
+    if (e.type === 'ServerOpening') {
+      if (open.has(e.address)) defects.push(`opened twice: ${e.address}`);
+      open.add(e.address);
+    } else if (e.type === 'ServerClosed') {
+      if (!open.delete(e.address)) defects.push(`closed, not open: ${e.address}`);
+    } else if (e.type === 'TopologyDescriptionChanged') {
+      const from = last === undefined ? 'Unknown{}' : line({ ...e, previousDescription: last, newDescription: last }).split(' -> ')[1];
+      const seen = line(e).slice('TopologyDescriptionChanged '.length).split(' -> ')[0];
+      if (from !== seen || (last !== undefined && !topologyDescriptionEquals(last, e.previousDescription))) defects.push(`changed from ${seen}, last seen ${from}`);
+      if (topologyDescriptionEquals(e.previousDescription, e.newDescription)) defects.push(`a change to an equal description: ${line(e)}`);
+      last = e.newDescription;
+    }
+  }
+  if (open.size > 0) defects.push(`never closed: ${[...open].join(', ')}`);
+  return defects;
+}
+
+const primary = (hosts: string[]): Document => ({ ok: 1, isWritablePrimary: true, setName: 'rs', hosts, maxWireVersion: 21 });
+
+describe('Client.topologyEvents$: what a subscriber that comes late is given', function () {
+  const servers = new ScriptedServers();
+  let client: Client | undefined;
+  beforeEach(() => servers.install());
+  afterEach(async () => {
+    servers.uninstall();
+    await client?.close();
+    client = undefined;
+  });
+
+  function open(uri: string): Client {
+    return (client = connect(`${uri}${uri.includes('?') ? '&' : '?'}serverMonitoringMode=poll`, { scheduler: new VirtualClock() }));
+  }
+
+  for (const changed of [false, true]) {
+    it(`a subscriber that comes while close() closes the servers (from a ServerClosed${changed ? ', once discovery changed the topology' : ', nothing changed since connect()'}) is given a whole life: the opening and the servers still open, each ServerClosed after its ServerOpening, the last change from the description it saw`, async function () {
+      const c = open('mongodb://a:27017,b:27017/');
+      await settle();
+      if (changed) {
+        servers.respond('a:27017', primary(['a:27017', 'b:27017']));
+        await settle();
+      }
+      const late: TopologyEvent[] = [];
+      let completed = false;
+      let subscribed = false;
+      c.topologyEvents$.subscribe((e) => {
+        if (subscribed || e.type !== 'ServerClosed') return;
+        subscribed = true;
+        c.topologyEvents$.subscribe({ next: (x) => late.push(x), complete: () => (completed = true) });
+      });
+      await c.close();
+      await settle();
+      expect(subscribed, 'a ServerClosed came').to.equal(true);
+      expect(lifeDefects(late, completed), late.map(line).join(' | ')).to.deep.equal([]);
+    });
+  }
+
+});
