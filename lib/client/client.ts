@@ -1806,19 +1806,17 @@ export class Client {
   /**
    * What a subscriber of `topologyEvents$` that comes once the topology changed after `connect()` is given first: the
    * topology as the events given so far left it, as events: the TopologyOpening of `connect()`, a
-   * TopologyDescriptionChanged from the Unknown description of no server to the last description given, and a
-   * ServerOpening per server opened and not closed (each stamped now). Its life then pairs each ServerOpening with a
-   * ServerClosed, and each TopologyDescriptionChanged starts from the one before.
+   * TopologyDescriptionChanged from the Unknown description of no server to the last description given (none when
+   * that one is equal to it: a topology its servers' checks emptied, or one close() emptied), and a ServerOpening per
+   * server opened and not closed (each stamped now). Its life then pairs each ServerOpening with a ServerClosed, and
+   * each TopologyDescriptionChanged starts from the one before.
    */
   private topologyAsEvents(): TopologyEvent[] {
     const time = this.scheduler.now();
     const { topologyId } = this;
     const freeze = (event: TopologyEvent): TopologyEvent => Object.freeze(event);
-    return [
-      this.openingEvents[0]!,
-      freeze({ type: 'TopologyDescriptionChanged', topologyId, time, previousDescription: EMPTY_TOPOLOGY, newDescription: this.givenDescription }),
-      ...[...this.givenServers].map((address) => freeze({ type: 'ServerOpening', topologyId, time, address })),
-    ];
+    const described = topologyDescriptionEquals(EMPTY_TOPOLOGY, this.givenDescription) ? [] : [freeze({ type: 'TopologyDescriptionChanged', topologyId, time, previousDescription: EMPTY_TOPOLOGY, newDescription: this.givenDescription })];
+    return [this.openingEvents[0]!, ...described, ...[...this.givenServers].map((address) => freeze({ type: 'ServerOpening', topologyId, time, address }))];
   }
 
   /**

@@ -91,4 +91,18 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
     });
   }
 
+  it('a subscriber that comes once a server check emptied the topology is given no change to an equal description', async function () {
+    const c = open('mongodb://a:27017,b:27017/');
+    await settle();
+    // Two standalones among seeds: each is removed (SDAM, updateUnknownWithStandalone), leaving Unknown with no server.
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    servers.respond('b:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    const late: TopologyEvent[] = [];
+    let completed = false;
+    c.topologyEvents$.subscribe({ next: (x) => late.push(x), complete: () => (completed = true) });
+    await c.close();
+    await settle();
+    expect(lifeDefects(late, completed), late.map(line).join(' | ')).to.deep.equal([]);
+  });
 });
