@@ -105,4 +105,91 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
     await settle();
     expect(lifeDefects(late, completed), late.map(line).join(' | ')).to.deep.equal([]);
   });
+
+  // Each scenario runs on a client whose first subscriber of topologyEvents$ came at connect().
+  const scenarios: { name: string; uri: string; run: (c: Client) => Promise<void> }[] = [
+    {
+      name: 'discovery (a member added, a seed removed), then a failed check',
+      uri: 'mongodb://a:27017,b:27017/',
+      run: async () => {
+        servers.respond('a:27017', primary(['a:27017', 'c:27017']));
+        await settle();
+        servers.fail('a:27017', new Error('check failed'));
+        await settle();
+      },
+    },
+    {
+      name: 'SRV polling (a host added, one removed)',
+      uri: 'mongodb://a:27017,b:27017/',
+      run: async (c) => {
+        (c as unknown as { applySrvHosts: (hosts: string[]) => void }).applySrvHosts(['a:27017', 'd:27017']);
+        await settle();
+      },
+    },
+    {
+      name: 'a command whose connection fails (the server made Unknown by its pool), then a check',
+      uri: 'mongodb://a:27017/',
+      run: async (c) => {
+        servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+        await settle();
+        await c.command('admin', { ping: 1 }).catch(() => undefined);
+        await settle();
+        servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+        await settle();
+      },
+    },
+    {
+      name: 'drain()',
+      uri: 'mongodb://a:27017,b:27017/',
+      run: async (c) => {
+        servers.respond('a:27017', primary(['a:27017', 'b:27017']));
+        await settle();
+        await c.drain();
+      },
+    },
+  ];
+  for (const scenario of scenarios) {
+    it(`${scenario.name}, then close(): a subscriber that comes from inside any callback (topologyEvents$, events$, log$) is given a whole life whose live part is the end of every other subscriber's`, async function () {
+      let cells = 0;
+      const defects: string[] = [];
+      for (let k = 0; ; k++) {
+        servers.uninstall();
+        servers.install();
+        const written: Document[] = [];
+        const logging = { componentSeverities: { topology: 'debug' }, path: { write: (m: { fields: Document }) => void written.push(m.fields) } } as never;
+        const c = (client = connect(`${scenario.uri}?serverMonitoringMode=poll`, { scheduler: new VirtualClock(), logging }));
+        const first: TopologyEvent[] = [];
+        c.topologyEvents$.subscribe((e) => first.push(e));
+        let count = 0;
+        let at = '';
+        const late: TopologyEvent[] = [];
+        let completed = false;
+        const maybe = (what: string): void => {
+          if (count++ !== k) return;
+          at = what;
+          c.topologyEvents$.subscribe({ next: (e) => late.push(e), complete: () => (completed = true) });
+        };
+        await settle();
+        c.topologyEvents$.subscribe((e) => maybe(`event ${line(e)}`));
+        c.events$.subscribe((e) => maybe(`pool or heartbeat ${e.type}`));
+        c.log$.subscribe((m) => maybe(`message ${String((m as unknown as { fields: Document }).fields.message)}`));
+        await scenario.run(c);
+        await c.close();
+        await settle();
+        if (at === '') break;
+        cells++;
+        // A subscriber that came once TopologyClosed was given gets the completion only.
+        if (late.length === 0 && first.at(-1)?.type === 'TopologyClosed' && completed) continue;
+        const found = lifeDefects(late, completed);
+        const shared = late.filter((e) => first.includes(e) && e.type !== 'TopologyOpening');
+        if (shared.length > 0) {
+          const from = first.indexOf(shared[0]);
+          if (first.slice(from).map(line).join(' | ') !== shared.map(line).join(' | ')) found.push(`live part ${shared.map(line).join(' | ')}; first subscriber from there: ${first.slice(from).map(line).join(' | ')}`);
+        } else if (first.at(-1) !== late.at(-1)) found.push('not the same TopologyClosed');
+        if (found.length > 0) defects.push(`at ${at} (#${k}): ${found.join('; ')} [${late.map(line).join(' | ')}]`);
+      }
+      expect(cells, 'callbacks').to.be.greaterThan(10);
+      expect(defects).to.deep.equal([]);
+    });
+  }
 });
