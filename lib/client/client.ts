@@ -620,10 +620,11 @@ export class Client {
    * once closed, ServerClosed for each server left, a TopologyDescriptionChanged to an Unknown description of no
    * server, TopologyClosed, then completion. In load-balanced mode the load balancer's ServerOpening is followed by its
    * change from Unknown to `LoadBalancer`. A subscriber that comes before any change after `connect()` is first given
-   * those published while `connect()` ran; one that comes later, before close(), the topology as it is, as events (the
-   * TopologyOpening, one TopologyDescriptionChanged from the Unknown description of no server to the last description
-   * published, a ServerOpening per open server; extension), so that its ServerOpening and ServerClosed pair up; then
-   * each gets those that follow; one that comes after close() only those still to come. The matching `topology`
+   * those published while `connect()` ran; one that comes later, before TopologyClosed (while close() closes the
+   * servers too), the topology as it is, as events (the TopologyOpening, one TopologyDescriptionChanged from the Unknown
+   * description of no server to the last description published unless they are equal, a ServerOpening per open server;
+   * extension), so that its ServerOpening and ServerClosed pair up; then each gets those that follow; one that comes
+   * once TopologyClosed was given only the completion. The matching `topology`
    * log messages (see {@link log$}) are written with each. The events and their descriptions are frozen (see
    * {@link TopologyDescription}); a subscriber may close the client from any event: what that publishes reaches every
    * subscriber after that event, so each sees the same events in the same order.
