@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { type Document } from 'bson';
-import { connect, topologyDescriptionEquals, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
+import { connect, serverDescriptionEquals, topologyDescriptionEquals, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { ScriptedServers, settle } from '../support/scripted-servers';
 
@@ -40,6 +40,10 @@ function lifeDefects(events: readonly TopologyEvent[], completed: boolean): stri
       open.add(e.address);
     } else if (e.type === 'ServerClosed') {
       if (!open.delete(e.address)) defects.push(`closed, not open: ${e.address}`);
+    } else if (e.type === 'ServerDescriptionChanged') {
+      // A server's own change comes before the topology's change that shows it.
+      const shown = last?.servers.get(e.address);
+      if (shown !== undefined && serverDescriptionEquals(shown, e.newDescription) && !serverDescriptionEquals(shown, e.previousDescription)) defects.push(`${line(e)} after the topology's change showed it`);
     } else if (e.type === 'TopologyDescriptionChanged') {
       const from = last === undefined ? 'Unknown{}' : line({ ...e, previousDescription: last, newDescription: last }).split(' -> ')[1];
       const seen = line(e).slice('TopologyDescriptionChanged '.length).split(' -> ')[0];
@@ -192,4 +196,58 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
       expect(defects).to.deep.equal([]);
     });
   }
+
+  it('a subscriber that closes the client from any callback while connections fail (minPoolSize, the server made Unknown by its pool, then checked again): every subscriber of topologyEvents$ is given the same whole life', async function () {
+    let cells = 0;
+    const defects: string[] = [];
+    for (let k = 0; ; k++) {
+      servers.uninstall();
+      servers.install();
+      const clock = new VirtualClock();
+      const logging = { componentSeverities: { topology: 'debug' }, path: { write: () => undefined } } as never;
+      const c = (client = connect('mongodb://a:27017,b:27017/?serverMonitoringMode=poll&minPoolSize=3', { scheduler: clock, logging }));
+      const views: { events: TopologyEvent[]; completed: boolean }[] = [];
+      const watch = (): void => {
+        const view = { events: [] as TopologyEvent[], completed: false };
+        views.push(view);
+        c.topologyEvents$.subscribe({ next: (e) => view.events.push(e), complete: () => (view.completed = true) });
+      };
+      watch();
+      let count = 0;
+      let at = '';
+      let armed = false;
+      const maybe = (what: string): void => {
+        if (!armed || count++ !== k) return;
+        at = what;
+        void c.close();
+      };
+      await settle();
+      c.topologyEvents$.subscribe((e) => maybe(`event ${line(e)}`));
+      c.events$.subscribe((e) => maybe(`pool or heartbeat ${e.type}`));
+      c.log$.subscribe((m) => maybe(`message ${String((m as unknown as { fields: Document }).fields.message)}`));
+      watch();
+      armed = true;
+      servers.respond('a:27017', primary(['a:27017', 'b:27017']));
+      servers.respond('b:27017', { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21 });
+      await settle();
+      await clock.advanceAsync(1000);
+      await settle();
+      servers.respond('a:27017', primary(['a:27017', 'b:27017']));
+      servers.respond('b:27017', { ok: 1, secondary: true, setName: 'rs', hosts: ['a:27017', 'b:27017'], maxWireVersion: 21 });
+      await clock.advanceAsync(20_000);
+      await settle();
+      await c.close();
+      await settle();
+      if (at === '') break;
+      cells++;
+      const first = views[0].events.map(line).join(' | ');
+      for (const [i, view] of views.entries()) {
+        const found = lifeDefects(view.events, view.completed);
+        if (i > 0 && view.events.map(line).join(' | ') !== first) found.push('another sequence than the first subscriber');
+        if (found.length > 0) defects.push(`close() at ${at} (#${k}), subscriber ${i + 1}: ${found.join('; ')} [${view.events.map(line).join(' | ')}]`);
+      }
+    }
+    expect(cells, 'callbacks').to.be.greaterThan(10);
+    expect(defects).to.deep.equal([]);
+  });
 });
