@@ -11,9 +11,9 @@ import { Long, type Document } from 'bson';
 
 /**
  * A reply's topologyVersion as sent back in an awaitable hello (`processId` as received, `counter` as an int64, as the
- * server requires; frozen: the client keeps it in a server's description, which its topology events give to any
- * subscriber, and compares the next replies with it), or undefined when `value` has none of the right shape (no
- * `processId`, or a counter that is neither an int64 nor a safe integer).
+ * server requires; frozen, its counter a frozen copy: the client keeps it in a server's description, which its
+ * topology events give to any subscriber, and compares the next replies with it), or undefined when `value` has none
+ * of the right shape (no `processId`, or a counter that is neither an int64 nor a safe integer).
  *
  * Source: as the module.
  */
@@ -21,8 +21,9 @@ export function asTopologyVersion(value: unknown): Document | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const { processId, counter } = value as Document;
   if (processId === undefined) return undefined;
-  if (Long.isLong(counter)) return Object.freeze({ processId, counter });
-  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return Object.freeze({ processId, counter: Long.fromNumber(counter) });
+  // A copy of the reply's Long, frozen: its bits are writable fields, and the reply is the heartbeat event's.
+  if (Long.isLong(counter)) return Object.freeze({ processId, counter: Object.freeze(Long.fromBits(counter.low, counter.high, counter.unsigned)) });
+  if (typeof counter === 'number' && Number.isSafeInteger(counter)) return Object.freeze({ processId, counter: Object.freeze(Long.fromNumber(counter)) });
   return undefined;
 }
 

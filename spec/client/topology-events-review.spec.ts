@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type Document } from 'bson';
+import { Long, ObjectId, type Document } from 'bson';
 import { connect, serverDescriptionEquals, topologyDescriptionEquals, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { ScriptedServers, settle } from '../support/scripted-servers';
@@ -249,5 +249,35 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
     }
     expect(cells, 'callbacks').to.be.greaterThan(10);
     expect(defects).to.deep.equal([]);
+  });
+
+  it('a subscriber that changes the counter of a published topologyVersion in place (a Long\'s bits), or of the heartbeat reply it came from, is refused or changes only its copy: the client still takes the server\'s newer replies', async function () {
+    const clock = new VirtualClock();
+    const c = (client = connect('mongodb://a:27017/?directConnection=true&serverMonitoringMode=poll', { scheduler: clock }));
+    const processId = new ObjectId();
+    c.topologyEvents$.subscribe((e) => {
+      if (e.type !== 'ServerDescriptionChanged' || e.newDescription.topologyVersion === undefined) return;
+      try {
+        (e.newDescription.topologyVersion.counter as { low: number }).low = 1_000_000;
+      } catch {
+        // Refused: what the test wants.
+      }
+    });
+    c.events$.subscribe((e) => {
+      if (e.type !== 'ServerHeartbeatSucceeded') return;
+      const counter = (e.reply.topologyVersion as Document | undefined)?.counter as { low: number } | undefined;
+      try {
+        if (counter !== undefined) counter.low = 1_000_000;
+      } catch {
+        // Refused.
+      }
+    });
+    await settle();
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, setName: 'rs', maxWireVersion: 21, topologyVersion: { processId, counter: Long.fromNumber(1) } });
+    await settle();
+    clock.advance(10_000);
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: false, secondary: true, setName: 'rs', maxWireVersion: 21, topologyVersion: { processId, counter: Long.fromNumber(2) } });
+    await settle();
+    expect(c.topologyDescription.servers.get('a:27017')?.type, 'the newer reply taken').to.equal('RSSecondary');
   });
 });
