@@ -551,7 +551,7 @@ export function checkPoolCoreOptions(
   const o = requireOptionsObject('options', options, shape, true);
   rejectUnknownOptions(o, extraKeys.length === 0 ? POOL_CORE_OPTION_NAMES : [...POOL_CORE_OPTION_NAMES, ...extraKeys], owner);
   requireFunction('connectionFactory', optionValue(o, 'connectionFactory'), 'a function (descriptor) => ObservableInput<connection>');
-  requireFunction('clearOnEstablishmentError', optionValue(o, 'clearOnEstablishmentError'), 'a function (error) => boolean');
+  requireFunction('clearOnEstablishmentError', optionValue(o, 'clearOnEstablishmentError'), 'a function (error, { generation }) => boolean');
   requireScheduler('scheduler', optionValue(o, 'scheduler'));
   requireBoolean('loadBalanced', optionValue(o, 'loadBalanced'));
 }

@@ -108,7 +108,8 @@ export type TopologyEvent = TopologyOpeningEvent | ServerOpeningEvent | ServerDe
 /**
  * Whether two descriptions of one server are equal for publishing: equal `type`, `minWireVersion`, `maxWireVersion`,
  * `me`, `hosts`, `passives`, `arbiters` (each as a set), `tags`, `setName`, `setVersion`, `electionId`, `primary`,
- * `logicalSessionTimeoutMinutes`, `topologyVersion` and `error`; `lastUpdateTime` and `lastWriteDate` do not count.
+ * `logicalSessionTimeoutMinutes`, `topologyVersion` and `error`; `lastUpdateTime`, `lastWriteDate`, `roundTripTime`
+ * and `minRoundTripTime` do not count.
  *
  * Source: server discovery and monitoring spec, "Server Description Equality".
  */
