@@ -2,23 +2,7 @@ import { expect } from 'chai';
 import { Long, ObjectId, type Document } from 'bson';
 import { connect, serverDescriptionEquals, topologyDescriptionEquals, type Client, type TopologyDescription, type TopologyEvent } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { ScriptedServers, settle } from '../support/scripted-servers';
-
-/** An event in a line: its kind and server, and a description's types. */
-function line(e: TopologyEvent): string {
-  const types = (d: TopologyDescription): string => `${d.type}{${[...d.servers].map(([a, s]) => `${a}=${s.type}`).join(',')}}`;
-  switch (e.type) {
-    case 'ServerOpening':
-    case 'ServerClosed':
-      return `${e.type} ${e.address}`;
-    case 'ServerDescriptionChanged':
-      return `${e.type} ${e.address} ${e.previousDescription.type}->${e.newDescription.type}`;
-    case 'TopologyDescriptionChanged':
-      return `${e.type} ${types(e.previousDescription)} -> ${types(e.newDescription)}`;
-    default:
-      return e.type;
-  }
-}
+import { eventLine as line, ScriptedServers, settle } from '../support/scripted-servers';
 
 /**
  * What is wrong with one subscriber's view of a topology's life (its events, then `complete`): TopologyOpening first,
@@ -251,12 +235,19 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
     expect(defects).to.deep.equal([]);
   });
 
-  it('a subscriber that changes the counter of a published topologyVersion in place (a Long\'s bits), or of the heartbeat reply it came from, is refused or changes only its copy: the client still takes the server\'s newer replies', async function () {
+  it('a subscriber that changes a published topologyVersion (its counter replaced, or the counter\'s bits in place), or the heartbeat reply it came from, is refused or changes only its copy: the client still takes the server\'s newer replies', async function () {
     const clock = new VirtualClock();
     const c = (client = connect('mongodb://a:27017/?directConnection=true&serverMonitoringMode=poll', { scheduler: clock }));
     const processId = new ObjectId();
     c.topologyEvents$.subscribe((e) => {
       if (e.type !== 'ServerDescriptionChanged' || e.newDescription.topologyVersion === undefined) return;
+      let replaced = false;
+      try {
+        (e.newDescription.topologyVersion as { counter: Long }).counter = Long.fromNumber(1_000_000);
+      } catch (error) {
+        replaced = !(error instanceof TypeError);
+      }
+      expect(replaced, 'the counter\'s replacement refused').to.equal(false);
       try {
         (e.newDescription.topologyVersion.counter as { low: number }).low = 1_000_000;
       } catch {
