@@ -92,6 +92,7 @@ describe('Client.topologyEvents$: what a subscriber that comes late is given', f
     await c.close();
     await settle();
     expect(lifeDefects(late, completed), late.map(line).join(' | ')).to.deep.equal([]);
+    expect(late.map(line), 'its opening, then the close (no server left)').to.deep.equal(['TopologyOpening', 'TopologyClosed']);
   });
 
   // Each scenario runs on a client whose first subscriber of topologyEvents$ came at connect().
