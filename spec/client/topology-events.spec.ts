@@ -472,3 +472,25 @@ describe('Client.topologyEvents$ against a server (the embedded endpoint, or MON
     await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' });
   });
 });
+
+describe('Client.topologyEvents$: establishments of one server failing together', function () {
+  const { servers, made } = scriptedServersEachTest();
+
+  it('two connections of a pool failing in one tick (maxConnecting 2) publish one ServerDescriptionChanged, from the server as it was to Unknown with the first one\'s error (the second is stale)', async function () {
+    const rejects: ((error: Error) => void)[] = [];
+    servers.poolConnection = () => new Promise<never>((_resolve, reject) => rejects.push(reject));
+    const clock = new VirtualClock();
+    const c = made(connect('mongodb://a:27017/?directConnection=true&serverMonitoringMode=poll&minPoolSize=2&maxConnecting=2', { scheduler: clock }));
+    const events: TopologyEvent[] = [];
+    c.topologyEvents$.subscribe((e) => events.push(e));
+    await settle();
+    servers.respond('a:27017', { ok: 1, isWritablePrimary: true, maxWireVersion: 21 });
+    await settle();
+    expect(rejects, 'two establishments under way').to.have.length(2);
+    rejects.forEach((reject, i) => reject(new Error(`connection reset ${i + 1}`)));
+    await settle();
+    const changes = events.filter((e): e is Extract<TopologyEvent, { type: 'ServerDescriptionChanged' }> => e.type === 'ServerDescriptionChanged');
+    expect(changes.map(line)).to.deep.equal(['ServerDescriptionChanged a:27017 Unknown->Standalone', 'ServerDescriptionChanged a:27017 Standalone->Unknown']);
+    expect(changes[1].newDescription.error, 'the first failure: the second, of a generation the first cleared, is stale').to.equal('connection reset 1');
+  });
+});
