@@ -407,8 +407,11 @@ const LOAD_BALANCER: ServerDescription = Object.freeze({ ...UNKNOWN_SERVER_DESCR
 /** The topology description a client's first TopologyDescriptionChanged starts from, and its last one, once closed, ends at. */
 const EMPTY_TOPOLOGY: TopologyDescription = new Topology({ seeds: [], type: 'Unknown' }).description();
 
-/** A topology description as the log writes it (see `topologyDescriptionText`): its TopologyType and its servers' types. */
-function describedText(description: TopologyDescription): string {
+/**
+ * A topology description as the log writes it (see `topologyDescriptionText`): its TopologyType and its servers' types;
+ * of a published description, or of the client's `Topology` as it is (no snapshot is needed to write it).
+ */
+function describedText(description: Pick<TopologyDescription, 'type' | 'servers'>): string {
   return topologyDescriptionText(description.type, [...description.servers].map(([address, server]) => ({ address, type: server.type })));
 }
 
@@ -1686,7 +1689,7 @@ export class Client {
    * once closed, Unknown with no server.
    */
   private describe(): string {
-    return describedText(this.topologyDescription);
+    return describedText(this.closed ? EMPTY_TOPOLOGY : this.topology);
   }
 
   /**
