@@ -1,0 +1,173 @@
+/**
+ * The stored collections of an embedded deployment (test support for the unified test runner), through real
+ * EmbeddedServers and real connections of the library: one store served by several endpoints, mongod's replies to
+ * the CRUD and DDL commands, the endpoint's refusals coming before the store, and two stores sharing nothing.
+ */
+import { expect } from 'chai';
+import { Int32, Long, ObjectId, type Document } from 'bson';
+import { MongoServerError, type Connection } from '../../../lib';
+import { startedMembers } from '../members';
+import { EmbeddedCollections } from './collections';
+
+describe('EmbeddedCollections', function () {
+  const { member, standalone, connect } = startedMembers();
+
+  /** A started standalone endpoint serving `store`, and a connection to it. */
+  async function served(store: EmbeddedCollections): Promise<Connection> {
+    const server = await standalone();
+    store.serve(server);
+    return connect(server);
+  }
+
+  const firstBatch = async (c: Connection, find: Document): Promise<Document[]> => (await c.command('db', find)).cursor.firstBatch as Document[];
+  const failed = (p: Promise<unknown>): Promise<MongoServerError> => p.then(() => expect.fail('the command succeeded'), (e: MongoServerError) => e);
+
+  it('serves one store from two endpoints: a write through one is read through the other, and by documents() in _id order', async function () {
+    const store = new EmbeddedCollections();
+    const [a, b] = [await served(store), await served(store)];
+    expect(await a.command('db', { insert: 'coll', documents: [{ _id: 2, x: 'b' }, { _id: 1, x: 'a' }] })).to.include({ n: 2, ok: 1 });
+    const reply = await b.command('db', { find: 'coll', filter: {} });
+    expect(reply.cursor).to.deep.equal({ firstBatch: [{ _id: 2, x: 'b' }, { _id: 1, x: 'a' }], id: 0, ns: 'db.coll' });
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 'a' }, { _id: 2, x: 'b' }]);
+    store.set('db', 'coll', [{ _id: 7 }]);
+    expect(await firstBatch(a, { find: 'coll' })).to.deep.equal([{ _id: 7 }]);
+    expect(store.documents('db', 'missing')).to.deep.equal([]);
+  });
+
+  it('answers a duplicate _id with E11000 write errors, stopping an ordered batch and not an unordered one; a missing _id becomes an ObjectId', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    const ordered = await c.command('db', { insert: 'coll', documents: [{ _id: 1 }, { _id: 1 }, { _id: 2 }] });
+    expect(ordered.n).to.equal(1);
+    expect(ordered.writeErrors).to.deep.equal([
+      { index: 1, code: 11000, errmsg: 'E11000 duplicate key error collection: db.coll index: _id_ dup key: { _id: 1 }', keyPattern: { _id: 1 }, keyValue: { _id: 1 } },
+    ]);
+    const unordered = await c.command('db', { insert: 'coll', documents: [{ _id: 'a' }, { _id: 1.0 }, { _id: 3 }], ordered: false });
+    expect(unordered.n).to.equal(2);
+    expect(unordered.writeErrors.map((e: Document) => e.index)).to.deep.equal([1]);
+    expect(store.documents('db', 'coll').map((d) => d._id)).to.deep.equal([1, 3, 'a']);
+    await c.command('db', { insert: 'other', documents: [{ x: 1 }] });
+    const [generated] = store.documents('db', 'other');
+    expect(generated._id).to.be.instanceOf(ObjectId);
+    expect(Object.keys(generated)).to.deep.equal(['_id', 'x']);
+  });
+
+  it('updates with $set, $inc, $unset, a replacement, multi and upsert, counting n, nModified and upserted as mongod', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1, a: 1, b: 'x' }, { _id: 2, a: 1 }]);
+    const upsert = await c.command('db', { update: 'coll', updates: [{ q: { _id: 5, k: { $gt: 0 } }, u: { $set: { a: 9 } }, upsert: true }] });
+    expect(upsert).to.deep.include({ n: 1, nModified: 0, upserted: [{ index: 0, _id: 5 }] });
+    const multi = await c.command('db', { update: 'coll', updates: [{ q: { a: 1 }, u: { $inc: { a: 2 }, $unset: { b: '' } }, multi: true }] });
+    expect(multi).to.include({ n: 2, nModified: 2 });
+    const same = await c.command('db', { update: 'coll', updates: [{ q: { _id: 1 }, u: { $set: { a: 3 } } }] });
+    expect(same).to.include({ n: 1, nModified: 0 });
+    await c.command('db', { update: 'coll', updates: [{ q: { _id: 2 }, u: { z: true } }] });
+    const replaced = await c.command('db', { update: 'coll', updates: [{ q: { _id: 2 }, u: { _id: 3 } }, { q: { _id: 1 }, u: { $set: { a: 0 } } }] });
+    expect(replaced.n).to.equal(0);
+    expect(replaced.writeErrors[0]).to.include({ index: 0, code: 66 });
+    expect(replaced.writeErrors).to.have.length(1);
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, a: 3 }, { _id: 2, z: true }, { _id: 5, a: 9 }]);
+  });
+
+  it('finds with equality and the comparison operators on top-level fields, numbers compared across BSON types, sorted on two fields', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [
+      { _id: 1, n: new Int32(5), g: 'a', tags: ['red', 'blue'] },
+      { _id: 2, n: Long.fromNumber(10), g: 'b' },
+      { _id: 3, n: 7.5, g: 'a', tags: [] },
+      { _id: 4, n: 'ten', g: 'b' },
+      { _id: 5, g: 'a', sub: { x: 1, y: [2] } },
+    ]);
+    const ids = async (filter: Document, sort?: Document): Promise<unknown[]> =>
+      (await firstBatch(c, { find: 'coll', filter, ...(sort ? { sort } : {}) })).map((d) => d._id);
+    expect(await ids({ n: { $gt: 5 } })).to.deep.equal([2, 3]);
+    expect(await ids({ n: { $gte: 5, $lt: 10 } })).to.deep.equal([1, 3]);
+    expect(await ids({ n: { $lte: 7.5 } })).to.deep.equal([1, 3]);
+    expect(await ids({ n: { $in: [10, 'ten'] } })).to.deep.equal([2, 4]);
+    expect(await ids({ g: { $ne: 'a' } })).to.deep.equal([2, 4]);
+    expect(await ids({ n: { $exists: false } })).to.deep.equal([5]);
+    expect(await ids({ n: 5.0, g: 'a' })).to.deep.equal([1]);
+    expect(await ids({ tags: 'blue' })).to.deep.equal([1]);
+    expect(await ids({ sub: { x: 1, y: [2] } })).to.deep.equal([5]);
+    expect(await ids({ sub: { y: [2], x: 1 } })).to.deep.equal([]);
+    expect(await ids({}, { g: -1, _id: 1 })).to.deep.equal([2, 4, 1, 3, 5]);
+    expect(await ids({}, { n: 1 })).to.deep.equal([5, 1, 3, 2, 4]);
+    expect((await c.command('db', { count: 'coll', query: { g: 'a' } })).n).to.equal(3);
+    const unknown = await failed(c.command('db', { find: 'coll', filter: { n: { $near: 1 } } }));
+    expect(unknown).to.include({ code: 2, codeName: 'BadValue', message: 'unknown operator: $near' });
+  });
+
+  it('deletes, drops (a missing collection too), creates and lists databases and collections', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'a', [{ _id: 1, k: 1 }, { _id: 2, k: 1 }, { _id: 3, k: 2 }]);
+    expect((await c.command('db', { delete: 'a', deletes: [{ q: { k: 1 }, limit: 1 }] })).n).to.equal(1);
+    expect(store.documents('db', 'a')).to.deep.equal([{ _id: 2, k: 1 }, { _id: 3, k: 2 }]);
+    expect(await c.command('db', { create: 'b' })).to.include({ ok: 1 });
+    expect(await c.command('db', { create: 'b' })).to.include({ ok: 1 });
+    const listed = await firstBatch(c, { listCollections: 1, nameOnly: true });
+    expect(listed).to.deep.equal([{ name: 'a', type: 'collection' }, { name: 'b', type: 'collection' }]);
+    const databases = await c.command('admin', { listDatabases: 1 });
+    expect(databases.databases).to.deep.equal([{ name: 'db', sizeOnDisk: 42, empty: false }]);
+    expect(databases.totalSize).to.equal(42);
+    expect((await c.command('admin', { listDatabases: 1, nameOnly: true })).databases).to.deep.equal([{ name: 'db' }]);
+    expect(await c.command('db', { drop: 'a' })).to.include({ ns: 'db.a', ok: 1 });
+    expect(await c.command('db', { drop: 'a' })).to.include({ ok: 1 });
+    await c.command('db', { drop: 'b' });
+    expect((await c.command('admin', { listDatabases: 1 })).databases).to.deep.equal([]);
+  });
+
+  it('refuses bad input as mongod: documents missing (40414) or not an array (TypeMismatch 14), an empty collection name (InvalidNamespace 73)', async function () {
+    const c = await served(new EmbeddedCollections());
+    expect(await failed(c.command('db', { insert: 'coll' }))).to.include({ code: 40414, message: "BSON field 'insert.documents' is missing but a required field" });
+    expect(await failed(c.command('db', { insert: 'coll', documents: { _id: 1 } }))).to.include({
+      code: 14, codeName: 'TypeMismatch', message: "BSON field 'insert.documents' is the wrong type 'object', expected type 'array'",
+    });
+    expect(await failed(c.command('db', { find: '' }))).to.include({ code: 73, codeName: 'InvalidNamespace', message: "Invalid namespace specified 'db.'" });
+  });
+
+  it('gives and keeps copies: a caller changing what it gave or got changes nothing stored', async function () {
+    const store = new EmbeddedCollections();
+    const given = [{ _id: 1, list: [1], sub: { a: 1 } }];
+    store.set('db', 'coll', given);
+    given[0].list.push(2);
+    given[0].sub.a = 2;
+    const got = store.documents('db', 'coll');
+    (got[0].list as number[]).push(3);
+    got[0].sub.a = 3;
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, list: [1], sub: { a: 1 } }]);
+  });
+
+  it('is reached only past the endpoint\'s refusals: a secondary refuses writes (NotWritablePrimary) and unflagged reads, the fail point fails a write, nothing stored', async function () {
+    const store = new EmbeddedCollections();
+    const primary = await member({ setName: 'rs', state: 'primary' });
+    const secondary = await member({ setName: 'rs', state: 'secondary' });
+    primary.setReplicaSetHosts([primary.address, secondary.address]);
+    secondary.setReplicaSetHosts([primary.address, secondary.address]);
+    store.serve(primary);
+    store.serve(secondary);
+    const [p, s] = [await connect(primary), await connect(secondary)];
+    expect(await failed(s.command('db', { insert: 'coll', documents: [{ _id: 1 }] }))).to.include({ code: 10107, codeName: 'NotWritablePrimary' });
+    expect(store.documents('db', 'coll')).to.deep.equal([]);
+    await p.command('db', { insert: 'coll', documents: [{ _id: 2 }] });
+    expect(await failed(s.command('db', { find: 'coll' }))).to.include({ code: 13435 });
+    expect(await firstBatch(s, { find: 'coll', $readPreference: { mode: 'secondaryPreferred' } })).to.deep.equal([{ _id: 2 }]);
+    await p.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 91 } });
+    expect(await failed(p.command('db', { insert: 'coll', documents: [{ _id: 3 }] }))).to.include({ code: 91 });
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 2 }]);
+  });
+
+  it('shares nothing between two stores', async function () {
+    const [one, two] = [new EmbeddedCollections(), new EmbeddedCollections()];
+    const [a, b] = [await served(one), await served(two)];
+    await a.command('db', { insert: 'coll', documents: [{ _id: 1 }] });
+    two.set('db', 'other', [{ _id: 2 }]);
+    expect(await firstBatch(b, { find: 'coll' })).to.deep.equal([]);
+    expect(two.documents('db', 'coll')).to.deep.equal([]);
+    expect(one.documents('db', 'other')).to.deep.equal([]);
+    expect((await a.command('admin', { listDatabases: 1, nameOnly: true })).databases).to.deep.equal([{ name: 'db' }]);
+    expect(await firstBatch(a, { listCollections: 1 })).to.deep.equal([{ name: 'coll', type: 'collection' }]);
+  });
+});

@@ -1,0 +1,374 @@
+/**
+ * Test support: the stored collections of an embedded deployment, for the unified test format's `initialData`,
+ * CRUD operations and `outcome` checks. One {@link EmbeddedCollections} is one store (databases → collections →
+ * documents) that any number of `EmbeddedServer`s of one deployment answer from, imitating mongod's commands.
+ */
+import { Binary, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
+import type { EmbeddedServer } from '../../../lib/testing';
+
+/** A reply with `ok: 0`, thrown by a command's parsing and answered as it is. */
+class CommandFailure extends Error {
+  constructor(readonly reply: Document) {
+    super(String(reply.errmsg));
+  }
+}
+
+const failure = (code: number, codeName: string, errmsg: string): CommandFailure => new CommandFailure({ ok: 0, errmsg, code, codeName });
+
+/** BSON's type name of `value`, as mongod writes it in a TypeMismatch message. */
+function typeName(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'int' : 'double';
+  if (typeof value === 'string' || typeof value === 'boolean') return typeof value === 'string' ? 'string' : 'bool';
+  return 'object';
+}
+
+/** The `field` of command `command` of type `type` (mongod's TypeMismatch 14, or 40414 when a required one is missing). */
+function field(command: Document, name: string, key: string, type: 'string' | 'array' | 'object', required: boolean): unknown {
+  const value: unknown = command[key];
+  if (value === undefined && !required) return undefined;
+  if (value === undefined) throw failure(40414, 'Location40414', `BSON field '${name}.${key}' is missing but a required field`);
+  const actual = typeName(value);
+  if (actual !== type) throw failure(14, 'TypeMismatch', `BSON field '${name}.${key}' is the wrong type '${actual}', expected type '${type}'`);
+  return value;
+}
+
+/** mongod's canonical order of BSON types (MinKey, null, numbers, strings, objects, arrays, binData, ObjectId, ...). */
+function rank(v: unknown): number {
+  if (v === null || v === undefined) return 5;
+  if (typeof v === 'number' || typeof v === 'bigint') return 10;
+  if (typeof v === 'string') return 15;
+  if (typeof v === 'boolean') return 40;
+  if (Array.isArray(v)) return 25;
+  if (v instanceof Date) return 45;
+  if (v instanceof RegExp) return 50;
+  const type = (v as { _bsontype?: string })._bsontype;
+  const ranks: Record<string, number> = { MinKey: -1, Int32: 10, Double: 10, Long: 10, Decimal128: 10, BSONSymbol: 15, Binary: 30, ObjectId: 35, Timestamp: 47, BSONRegExp: 50, Code: 60, MaxKey: 127 };
+  return type === undefined ? 20 : (ranks[type] ?? 20);
+}
+
+/** A number's value whatever its BSON type (Int32, Double, Long, Decimal128; a Long beyond 2^53 loses precision). */
+const numeric = (v: unknown): number => (typeof v === 'number' ? v : Number(typeof v === 'bigint' ? v : String(v)));
+
+/** mongod's comparison of two BSON values (< 0, 0, > 0): by type rank, then value; a missing value counts as null. */
+export function compareValues(a: unknown, b: unknown): number {
+  const ra = rank(a);
+  const rb = rank(b);
+  if (ra !== rb) return ra - rb;
+  switch (ra) {
+    case 5: case -1: case 127: return 0;
+    case 10: return Math.sign(numeric(a) - numeric(b));
+    case 15: { const [x, y] = [String(a), String(b)]; return x < y ? -1 : x > y ? 1 : 0; }
+    case 25: return compareLists(a as unknown[], b as unknown[]);
+    case 20: return compareLists(Object.entries(a as Document).flat(), Object.entries(b as Document).flat());
+    case 30: return Buffer.compare(Buffer.from((a as Binary).buffer), Buffer.from((b as Binary).buffer)) || (a as Binary).sub_type - (b as Binary).sub_type;
+    case 35: return Buffer.compare(Buffer.from((a as ObjectId).id), Buffer.from((b as ObjectId).id));
+    case 40: return Number(a) - Number(b);
+    case 45: return Math.sign((a as Date).getTime() - (b as Date).getTime());
+    case 47: return (a as Long).compare(b as Long);
+    default: { const [x, y] = [EJSON.stringify(a as Document), EJSON.stringify(b as Document)]; return x < y ? -1 : x > y ? 1 : 0; }
+  }
+}
+
+function compareLists(a: unknown[], b: unknown[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const c = compareValues(a[i], b[i]);
+    if (c !== 0) return c;
+  }
+  return a.length - b.length;
+}
+
+/** A deep copy of a stored value: documents and arrays copied, Binary and Date copied, other BSON values shared (immutable). */
+function copy<T>(v: T): T {
+  if (Array.isArray(v)) return v.map(copy) as T;
+  if (v instanceof Date) return new Date(v.getTime()) as T;
+  if (v instanceof Binary) return new Binary(Buffer.from(v.buffer), v.sub_type) as T;
+  if (v === null || typeof v !== 'object' || (v as { _bsontype?: string })._bsontype !== undefined || v instanceof RegExp) return v;
+  const out: Document = {};
+  for (const [k, x] of Object.entries(v)) out[k] = copy(x);
+  return out as T;
+}
+
+const isOperatorDocument = (v: unknown): v is Document =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && rank(v) === 20 && Object.keys(v).length > 0 && Object.keys(v)[0].startsWith('$');
+
+/** Whether `value` (an array: any element, or itself) satisfies `test`, as mongod matches a field holding an array. */
+const anyOf = (value: unknown, test: (v: unknown) => boolean): boolean => test(value) || (Array.isArray(value) && value.some(test));
+
+/** Whether one field's `value` matches its filter `condition` (a value, or operators). BadValue 2 for an unknown one. */
+function matchesCondition(value: unknown, condition: unknown): boolean {
+  if (!isOperatorDocument(condition)) return anyOf(value, (v) => compareValues(v, condition) === 0);
+  return Object.entries(condition).every(([op, operand]) => {
+    const sameTypeCompare = (ok: (c: number) => boolean) => anyOf(value, (v) => v !== undefined && rank(v) === rank(operand) && ok(compareValues(v, operand)));
+    switch (op) {
+      case '$eq': return matchesCondition(value, operand);
+      case '$ne': return !matchesCondition(value, operand);
+      case '$gt': return sameTypeCompare((c) => c > 0);
+      case '$gte': return sameTypeCompare((c) => c >= 0);
+      case '$lt': return sameTypeCompare((c) => c < 0);
+      case '$lte': return sameTypeCompare((c) => c <= 0);
+      case '$exists': return (value !== undefined) === Boolean(operand);
+      case '$in': case '$nin': {
+        if (!Array.isArray(operand)) throw failure(2, 'BadValue', `${op} needs an array`);
+        return operand.some((o) => matchesCondition(value, o)) === (op === '$in');
+      }
+      default: throw failure(2, 'BadValue', `unknown operator: ${op}`);
+    }
+  });
+}
+
+/**
+ * Whether `doc` matches `filter`: per top-level field, equality (with an array field: any element) or the operators
+ * `$eq $ne $gt $gte $lt $lte $in $nin $exists`; `$and` / `$or` of filters. Others (`$where`, `$expr`, dotted paths
+ * are taken as plain names) are not supported: an unknown top-level operator is mongod's BadValue 2.
+ */
+function matches(doc: Document, filter: Document): boolean {
+  return Object.entries(filter).every(([name, condition]) => {
+    if (name === '$and' || name === '$or') {
+      if (!Array.isArray(condition) || condition.length === 0) throw failure(2, 'BadValue', `${name} argument must be a non-empty array`);
+      const sub = (f: unknown) => matches(doc, f as Document);
+      return name === '$and' ? condition.every(sub) : condition.some(sub);
+    }
+    if (name.startsWith('$')) throw failure(2, 'BadValue', `unknown top level operator: ${name}`);
+    return matchesCondition(doc[name], condition);
+  });
+}
+
+/** mongod's `E11000` message and write error for a duplicate `_id` in namespace `ns`. */
+function duplicateKey(index: number, ns: string, id: unknown): Document {
+  const shown = typeof id === 'string' ? JSON.stringify(id) : id instanceof ObjectId ? `ObjectId('${id.toHexString()}')` : rank(id) === 10 ? String(numeric(id)) : EJSON.stringify({ v: id as Document }).slice(5, -1);
+  return { index, code: 11000, errmsg: `E11000 duplicate key error collection: ${ns} index: _id_ dup key: { _id: ${shown} }`, keyPattern: { _id: 1 }, keyValue: { _id: id } };
+}
+
+/** `doc` after update `u` (`$set`, `$inc`, `$unset` on top-level fields, or a replacement keeping `_id`). */
+function applyUpdate(doc: Document, u: Document): Document {
+  const keys = Object.keys(u);
+  if (keys.length === 0 || !keys[0].startsWith('$')) return doc._id === undefined ? copy(u) : { _id: doc._id, ...copy(u) };
+  const out = copy(doc);
+  for (const [op, fields] of Object.entries(u)) {
+    if (!['$set', '$inc', '$unset'].includes(op)) {
+      throw failure(9, 'FailedToParse', `Unknown modifier: ${op}. Expected a valid update modifier or pipeline-style update specified as an array`);
+    }
+    for (const [name, v] of Object.entries(fields as Document)) {
+      if (op === '$set') out[name] = copy(v);
+      else if (op === '$unset') delete out[name];
+      else if (rank(v) !== 10) throw failure(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${name}: ${EJSON.stringify(v as Document)}}`);
+      else if (out[name] === undefined) out[name] = v;
+      else if (rank(out[name]) !== 10) throw failure(14, 'TypeMismatch', `Cannot apply $inc to a value of non-numeric type. {_id: ${EJSON.stringify(doc._id)}} has the field '${name}' of non-numeric type ${typeName(out[name])}`);
+      else out[name] = numeric(out[name]) + numeric(v);
+    }
+  }
+  return out;
+}
+
+/**
+ * The documents of one deployment's databases, served by any number of its `EmbeddedServer`s (a replica set's
+ * members, a few mongoses): a write through one is read through all. Test support imitating mongod's CRUD and DDL
+ * commands over plain in-memory arrays (a linear scan per lookup: for test-sized data). Two instances share nothing.
+ */
+export class EmbeddedCollections {
+  /** db name → collection name → documents, in insertion (natural) order. */
+  private readonly databases = new Map<string, Map<string, Document[]>>();
+
+  /**
+   * Answers, on `server`, these commands from this store, each as mongod does (replies with `ok: 1`, or `ok: 0`,
+   * `errmsg`, `code`, `codeName` for what mongod refuses in commonly wrong input: a required field missing 40414, a
+   * field of the wrong type TypeMismatch 14, an empty collection name InvalidNamespace 73, an unknown query operator
+   * BadValue 2; per-statement errors of insert/update come as `writeErrors` `{ index, code, errmsg }`, the rest of an
+   * ordered batch not run):
+   * - `insert` (`documents`, `ordered`): `{ n, writeErrors? }`; a missing `_id` becomes a new ObjectId; a duplicate
+   *   `_id` is E11000 (code 11000, `keyPattern`, `keyValue`);
+   * - `find` (`filter`, `sort`, `skip`, `limit`): `{ cursor: { firstBatch, id: Long(0), ns }, ok: 1 }`, every match in
+   *   the first batch, natural order without `sort`; `batchSize` and `projection` are ignored;
+   * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
+   *   `{ n, nModified, upserted?: [{ index, _id }] }`;
+   * - `delete` (`deletes: [{ q, limit: 0 | 1 }]`): `{ n }`; `count` (`query`): `{ n }`;
+   * - `drop` (ok for a missing collection, as current mongod), `create` (ok when it exists; options not kept);
+   * - `listDatabases` (`{ databases: [{ name, sizeOnDisk, empty }], totalSize, totalSizeMb }`; `nameOnly`: names only;
+   *   only databases holding a collection here), `listCollections` (a cursor of `{ name, type: 'collection' }`).
+   * The endpoint's refusals (API parameters, a secondary's NotWritablePrimary / NotPrimaryNoSecondaryOk, then the
+   * `failCommand` fail point, then authentication) come before these handlers: a refused or failed command changes nothing.
+   */
+  serve(server: EmbeddedServer): void {
+    const commands: Record<string, (c: Document, db: string) => Document> = {
+      insert: (c, db) => this.insert(c, db),
+      find: (c, db) => this.find(c, db),
+      update: (c, db) => this.update(c, db),
+      delete: (c, db) => this.delete(c, db),
+      count: (c, db) => ({ n: this.select(db, this.name(c, 'count'), (field(c, 'count', 'query', 'object', false) ?? {}) as Document).length, ok: 1 }),
+      drop: (c, db) => this.drop(c, db),
+      create: (c, db) => (this.collection(db, this.name(c, 'create'), true), { ok: 1 }),
+      listDatabases: (c) => this.listDatabases(c),
+      listCollections: (c, db) => this.listCollections(c, db),
+    };
+    for (const [name, run] of Object.entries(commands)) {
+      server.handle(name, (command) => {
+        try {
+          return run(command, String(command.$db));
+        } catch (error) {
+          if (error instanceof CommandFailure) return error.reply;
+          throw error;
+        }
+      });
+    }
+  }
+
+  /** Replaces the documents of `db`.`collection` with copies of `documents` (the collection made when missing). */
+  set(db: string, collection: string, documents: Document[]): void {
+    this.collection(db, collection, true)!.splice(0, Infinity, ...documents.map(copy));
+  }
+
+  /**
+   * Copies of the documents of `db`.`collection` (none for a missing one), in ascending `_id` order: the order the
+   * unified format's `outcome` check reads them in (a find sorted `{ _id: 1 }`) and lists them.
+   */
+  documents(db: string, collection: string): Document[] {
+    return (this.collection(db, collection, false) ?? []).map(copy).sort((a, b) => compareValues(a._id, b._id));
+  }
+
+  /** The collection named by command `name`'s first field: a string (TypeMismatch 14), not empty (InvalidNamespace 73). */
+  private name(command: Document, name: string): string {
+    const coll = field(command, name, Object.keys(command)[0], 'string', true) as string;
+    if (coll === '') throw failure(73, 'InvalidNamespace', `Invalid namespace specified '${String(command.$db)}.'`);
+    return coll;
+  }
+
+  private collection(db: string, name: string, create: boolean): Document[] | undefined {
+    let database = this.databases.get(db);
+    if (database === undefined && create) this.databases.set(db, (database = new Map()));
+    let docs = database?.get(name);
+    if (docs === undefined && create) database!.set(name, (docs = []));
+    return docs;
+  }
+
+  /** The stored documents (not copies) of `db`.`coll` matching `filter`, in natural order. */
+  private select(db: string, coll: string, filter: Document): Document[] {
+    return (this.collection(db, coll, false) ?? []).filter((d) => matches(d, filter));
+  }
+
+  private insert(command: Document, db: string): Document {
+    const coll = this.name(command, 'insert');
+    const documents = field(command, 'insert', 'documents', 'array', true) as unknown[];
+    const docs = this.collection(db, coll, true)!;
+    const writeErrors: Document[] = [];
+    let n = 0;
+    for (const [index, given] of documents.entries()) {
+      const doc = copy(given as Document);
+      const added = doc._id === undefined ? { _id: new ObjectId(), ...doc } : doc;
+      if (docs.some((d) => compareValues(d._id, added._id) === 0)) {
+        writeErrors.push(duplicateKey(index, `${db}.${coll}`, added._id));
+        if (command.ordered !== false) break;
+      } else {
+        docs.push(added);
+        n++;
+      }
+    }
+    return { n, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
+  }
+
+  private find(command: Document, db: string): Document {
+    const coll = this.name(command, 'find');
+    const filter = (field(command, 'find', 'filter', 'object', false) ?? {}) as Document;
+    const sort = Object.entries((field(command, 'find', 'sort', 'object', false) ?? {}) as Document);
+    const found = this.select(db, coll, filter).map(copy);
+    if (sort.length > 0) {
+      found.sort((a, b) => sort.reduce((c, [name, dir]) => c || compareValues(a[name], b[name]) * (Number(dir) < 0 ? -1 : 1), 0));
+    }
+    const skip = Number(command.skip ?? 0);
+    const limit = Math.abs(Number(command.limit ?? 0));
+    const firstBatch = found.slice(skip, limit > 0 ? skip + limit : undefined);
+    return { cursor: { firstBatch, id: Long.fromNumber(0), ns: `${db}.${coll}` }, ok: 1 };
+  }
+
+  private update(command: Document, db: string): Document {
+    const coll = this.name(command, 'update');
+    const updates = field(command, 'update', 'updates', 'array', true) as Document[];
+    const docs = this.collection(db, coll, true)!;
+    const writeErrors: Document[] = [];
+    const upserted: Document[] = [];
+    let n = 0;
+    let nModified = 0;
+    for (const [index, statement] of updates.entries()) {
+      try {
+        const q = field(statement, 'update.updates', 'q', 'object', true) as Document;
+        const u = field(statement, 'update.updates', 'u', 'object', true) as Document;
+        const replacement = Object.keys(u).length === 0 || !Object.keys(u)[0].startsWith('$');
+        if (replacement && statement.multi === true) throw failure(9, 'FailedToParse', 'multi update is not supported for replacement-style update');
+        const targets = this.select(db, coll, q).slice(0, statement.multi === true ? undefined : 1);
+        // Each statement is all or nothing: every target is computed before any is stored.
+        const results = targets.map((doc) => {
+          const after = applyUpdate(doc, u);
+          if (compareValues(after._id, doc._id) !== 0) {
+            throw failure(66, 'ImmutableField', `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${EJSON.stringify(after._id)}`);
+          }
+          return after;
+        });
+        if (targets.length === 0 && statement.upsert === true) {
+          const seed: Document = {};
+          for (const [name, v] of Object.entries(q)) if (!name.startsWith('$') && !isOperatorDocument(v)) seed[name] = copy(v);
+          const created = applyUpdate(seed, u);
+          const doc = created._id === undefined ? { _id: new ObjectId(), ...created } : created;
+          if (docs.some((d) => compareValues(d._id, doc._id) === 0)) throw new CommandFailure(duplicateKey(index, `${db}.${coll}`, doc._id));
+          docs.push(doc);
+          upserted.push({ index, _id: doc._id });
+          n++;
+        }
+        targets.forEach((doc, i) => {
+          n++;
+          if (compareValues(doc, results[i]) !== 0) nModified++;
+          docs[docs.indexOf(doc)] = results[i];
+        });
+      } catch (error) {
+        if (!(error instanceof CommandFailure)) throw error;
+        const { ok: _ok, codeName: _codeName, ...writeError } = error.reply;
+        writeErrors.push({ index, ...writeError });
+        if (command.ordered !== false) break;
+      }
+    }
+    return { n, nModified, ...(upserted.length > 0 ? { upserted } : {}), ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
+  }
+
+  private delete(command: Document, db: string): Document {
+    const coll = this.name(command, 'delete');
+    const deletes = field(command, 'delete', 'deletes', 'array', true) as Document[];
+    const docs = this.collection(db, coll, false) ?? [];
+    let n = 0;
+    for (const statement of deletes) {
+      const q = field(statement, 'delete.deletes', 'q', 'object', true) as Document;
+      const limit = Number(statement.limit ?? 0);
+      if (limit !== 0 && limit !== 1) throw failure(9, 'FailedToParse', `The limit field in delete objects must be 0 or 1. Got ${limit}`);
+      for (const doc of this.select(db, coll, q).slice(0, limit === 1 ? 1 : undefined)) {
+        docs.splice(docs.indexOf(doc), 1);
+        n++;
+      }
+    }
+    return { n, ok: 1 };
+  }
+
+  private drop(command: Document, db: string): Document {
+    const coll = this.name(command, 'drop');
+    const database = this.databases.get(db);
+    if (database?.delete(coll) !== true) return { ok: 1 };
+    if (database.size === 0) this.databases.delete(db);
+    return { nIndexesWas: 1, ns: `${db}.${coll}`, ok: 1 };
+  }
+
+  private listDatabases(command: Document): Document {
+    const sizes = [...this.databases].map(([name, colls]) => {
+      let size = 0;
+      for (const docs of colls.values()) for (const d of docs) size += calculateObjectSize(d);
+      return { name, sizeOnDisk: size, empty: size === 0 };
+    });
+    if (command.nameOnly === true) return { databases: sizes.map(({ name }) => ({ name })), ok: 1 };
+    const totalSize = sizes.reduce((sum, d) => sum + d.sizeOnDisk, 0);
+    return { databases: sizes, totalSize, totalSizeMb: Math.floor(totalSize / 1048576), ok: 1 };
+  }
+
+  private listCollections(command: Document, db: string): Document {
+    const filter = (field(command, 'listCollections', 'filter', 'object', false) ?? {}) as Document;
+    const entries = [...(this.databases.get(db)?.keys() ?? [])].map((name) => ({ name, type: 'collection' }));
+    const firstBatch = entries.filter((e) => matches(e, filter));
+    return { cursor: { id: Long.fromNumber(0), ns: `${db}.$cmd.listCollections`, firstBatch }, ok: 1 };
+  }
+}
