@@ -137,7 +137,7 @@ function matches(doc: Document, filter: Document): boolean {
 
 /** mongod's `E11000` message and write error for a duplicate `_id` in namespace `ns`. */
 function duplicateKey(index: number, ns: string, id: unknown): Document {
-  const shown = typeof id === 'string' ? JSON.stringify(id) : id instanceof ObjectId ? `ObjectId('${id.toHexString()}')` : rank(id) === 10 ? String(numeric(id)) : EJSON.stringify({ v: id as Document }).slice(5, -1);
+  const shown = typeof id === 'string' ? JSON.stringify(id) : id instanceof ObjectId ? `ObjectId('${id.toHexString()}')` : EJSON.stringify({ v: id as Document }).slice(5, -1);
   return { index, code: 11000, errmsg: `E11000 duplicate key error collection: ${ns} index: _id_ dup key: { _id: ${shown} }`, keyPattern: { _id: 1 }, keyValue: { _id: id } };
 }
 
