@@ -100,6 +100,19 @@ describe('EmbeddedCollections', function () {
     expect(unknown).to.include({ code: 2, codeName: 'BadValue', message: 'unknown operator: $foo' });
   });
 
+  it('holds a command with the unified tests\' $where sleep(<ms>) || true per document, and refuses any other $where', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1 }, { _id: 2 }]);
+    const started = performance.now();
+    expect(await firstBatch(c, { find: 'coll', filter: { $where: 'sleep(30) || true' } })).to.deep.equal([{ _id: 1 }, { _id: 2 }]);
+    expect(performance.now() - started).to.be.at.least(59);
+    const update = await c.command('db', { update: 'coll', updates: [{ q: { $where: 'sleep(1) || true' }, u: { $set: { a: 1 } } }] });
+    expect(update).to.include({ n: 1, nModified: 1 });
+    const other = await failed(c.command('db', { find: 'coll', filter: { $where: 'this._id > 1' } }));
+    expect(other).to.include({ code: 2, message: 'unknown top level operator: $where' });
+  });
+
   it('deletes, drops (a missing collection too), creates and lists databases and collections', async function () {
     const store = new EmbeddedCollections();
     const c = await served(store);

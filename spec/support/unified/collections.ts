@@ -120,8 +120,9 @@ function matchesCondition(value: unknown, condition: unknown): boolean {
 
 /**
  * Whether `doc` matches `filter`: per top-level field, equality (with an array field: any element) or the operators
- * `$eq $ne $gt $gte $lt $lte $in $nin $exists`; `$and` / `$or` of filters. Others (`$where`, `$expr`, dotted paths
- * are taken as plain names) are not supported: an unknown top-level operator is mongod's BadValue 2.
+ * `$eq $ne $gt $gte $lt $lte $in $nin $exists`; `$and` / `$or` of filters; `$where` only as `sleep(<ms>) || true`
+ * (see {@link whereSleepMS}). Others (`$expr`, any other `$where`; dotted paths are taken as plain names) are not
+ * supported: an unknown top-level operator is mongod's BadValue 2 ("unknown top level operator").
  */
 function matches(doc: Document, filter: Document): boolean {
   return Object.entries(filter).every(([name, condition]) => {
@@ -130,9 +131,20 @@ function matches(doc: Document, filter: Document): boolean {
       const sub = (f: unknown) => matches(doc, f as Document);
       return name === '$and' ? condition.every(sub) : condition.some(sub);
     }
+    if (name === '$where' && whereSleepMS(condition) !== undefined) return true;
     if (name.startsWith('$')) throw failure(2, 'BadValue', `unknown top level operator: ${name}`);
     return matchesCondition(doc[name], condition);
   });
+}
+
+/**
+ * The ms of a `$where` of the one form the unified tests use to hold a command on the server (`sleep(<ms>) || true`,
+ * a string or Code): mongod runs it per document examined, matching every one. Undefined for any other `$where`.
+ */
+function whereSleepMS(where: unknown): number | undefined {
+  const code = typeof where === 'string' ? where : (where as { _bsontype?: string; code?: unknown } | null)?._bsontype === 'Code' ? String((where as { code: unknown }).code) : '';
+  const sleep = /^\s*sleep\((\d+)\)\s*\|\|\s*true\s*$/.exec(code);
+  return sleep === null ? undefined : Number(sleep[1]);
 }
 
 /** mongod's `E11000` message and write error for a duplicate `_id` in namespace `ns`. */
@@ -179,6 +191,9 @@ export class EmbeddedCollections {
    * ordered batch not run):
    * - `insert` (`documents`, `ordered`): `{ n, writeErrors? }`; a missing `_id` becomes a new ObjectId; a duplicate
    *   `_id` is E11000 (code 11000, `keyPattern`, `keyValue`);
+   * - a filter (find, count, update, delete) of top-level fields, compared in mongod's BSON order (see {@link matches}); a
+   *   `$where: 'sleep(<ms>) || true'` holds the command `<ms>` per document of its collection first, as mongod
+   *   evaluates it per document, and matches all (the unified tests' long-running operation);
    * - `find` (`filter`, `sort`, `skip`, `limit`): `{ cursor: { firstBatch, id: Long(0), ns }, ok: 1 }`, every match in
    *   the first batch, natural order without `sort`; `batchSize` and `projection` are ignored;
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
@@ -188,7 +203,9 @@ export class EmbeddedCollections {
    * - `listDatabases` (`{ databases: [{ name, sizeOnDisk, empty }], totalSize, totalSizeMb }`; `nameOnly`: names only;
    *   only databases holding a collection here), `listCollections` (a cursor of `{ name, type: 'collection' }`).
    * The endpoint's refusals (API parameters, a secondary's NotWritablePrimary / NotPrimaryNoSecondaryOk, then the
-   * `failCommand` fail point, then authentication) come before these handlers: a refused or failed command changes nothing.
+   * `failCommand` fail point, then authentication) come before these handlers: a refused or failed command changes
+   * nothing; the fail point's `writeConcernError` is added to a reply after the write was stored, as on mongod.
+   * Update pipelines (`u` an array) are refused with TypeMismatch 14, where mongod runs them.
    */
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
@@ -203,9 +220,15 @@ export class EmbeddedCollections {
       listCollections: (c, db) => this.listCollections(c, db),
     };
     for (const [name, run] of Object.entries(commands)) {
-      server.handle(name, (command) => {
+      server.handle(name, async (command) => {
         try {
-          return run(command, String(command.$db));
+          const db = String(command.$db);
+          // A `$where: 'sleep(<ms>) || true'` filter holds the command its ms per document of the collection, then runs it.
+          const statements = [command.filter, command.query, ...[command.updates, command.deletes].flatMap((s: unknown) => (Array.isArray(s) ? s.map((x: Document) => x?.q) : []))];
+          const sleepMS = statements.reduce((sum: number, f: Document | undefined) => sum + (whereSleepMS(f?.$where) ?? 0), 0);
+          const scanned = this.collection(db, String(command[Object.keys(command)[0]]), false)?.length ?? 0;
+          if (sleepMS > 0) await new Promise((resolve) => setTimeout(resolve, sleepMS * scanned));
+          return run(command, db);
         } catch (error) {
           if (error instanceof CommandFailure) return error.reply;
           throw error;
