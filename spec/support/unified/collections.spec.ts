@@ -4,7 +4,7 @@
  * the CRUD and DDL commands, the endpoint's refusals coming before the store, and two stores sharing nothing.
  */
 import { expect } from 'chai';
-import { Int32, Long, ObjectId, type Document } from 'bson';
+import { Binary, Int32, Long, ObjectId, type Document } from 'bson';
 import { MongoServerError, type Connection } from '../../../lib';
 import { startedMembers } from '../members';
 import { EmbeddedCollections } from './collections';
@@ -144,14 +144,17 @@ describe('EmbeddedCollections', function () {
 
   it('gives and keeps copies: a caller changing what it gave or got changes nothing stored', async function () {
     const store = new EmbeddedCollections();
-    const given = [{ _id: 1, list: [1], sub: { a: 1 } }];
+    const given = [{ _id: 1, list: [1], sub: { a: 1 }, bin: new Binary(Buffer.from([1, 2])) }];
     store.set('db', 'coll', given);
     given[0].list.push(2);
     given[0].sub.a = 2;
     const got = store.documents('db', 'coll');
     (got[0].list as number[]).push(3);
     got[0].sub.a = 3;
-    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, list: [1], sub: { a: 1 } }]);
+    (got[0].bin as Binary).buffer[0] = 9;
+    const [kept] = store.documents('db', 'coll');
+    expect(kept).to.deep.include({ _id: 1, list: [1], sub: { a: 1 } });
+    expect([...(kept.bin as Binary).value()]).to.deep.equal([1, 2]);
   });
 
   it('is reached only past the endpoint\'s refusals: a secondary refuses writes (NotWritablePrimary) and unflagged reads, the fail point fails a write, nothing stored', async function () {

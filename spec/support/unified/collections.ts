@@ -20,8 +20,7 @@ function typeName(value: unknown): string {
   if (value === null || value === undefined) return 'null';
   if (Array.isArray(value)) return 'array';
   if (typeof value === 'number') return Number.isInteger(value) ? 'int' : 'double';
-  if (typeof value === 'string' || typeof value === 'boolean') return typeof value === 'string' ? 'string' : 'bool';
-  return 'object';
+  return typeof value === 'string' ? 'string' : typeof value === 'boolean' ? 'bool' : 'object';
 }
 
 /** The `field` of command `command` of type `type` (mongod's TypeMismatch 14, or 40414 when a required one is missing). */
@@ -51,7 +50,12 @@ function rank(v: unknown): number {
 /** A number's value whatever its BSON type (Int32, Double, Long, Decimal128; a Long beyond 2^53 loses precision). */
 const numeric = (v: unknown): number => (typeof v === 'number' ? v : Number(typeof v === 'bigint' ? v : String(v)));
 
-/** mongod's comparison of two BSON values (< 0, 0, > 0): by type rank, then value; a missing value counts as null. */
+/**
+ * Test support imitating mongod's comparison of two BSON values (< 0, 0, > 0), as its filters and sorts use it: by
+ * type in mongod's canonical order, then value; numbers by value whatever their type (Int32, Double, Long,
+ * Decimal128); documents field by field (name, then value: key order counts), arrays element by element; a missing
+ * value (undefined) counts as null. Strings compare by UTF-16 code unit (mongod: by byte, the same for BMP text).
+ */
 export function compareValues(a: unknown, b: unknown): number {
   const ra = rank(a);
   const rb = rank(b);
@@ -62,7 +66,7 @@ export function compareValues(a: unknown, b: unknown): number {
     case 15: { const [x, y] = [String(a), String(b)]; return x < y ? -1 : x > y ? 1 : 0; }
     case 25: return compareLists(a as unknown[], b as unknown[]);
     case 20: return compareLists(Object.entries(a as Document).flat(), Object.entries(b as Document).flat());
-    case 30: return Buffer.compare(Buffer.from((a as Binary).buffer), Buffer.from((b as Binary).buffer)) || (a as Binary).sub_type - (b as Binary).sub_type;
+    case 30: return (a as Binary).length() - (b as Binary).length() || (a as Binary).sub_type - (b as Binary).sub_type || Buffer.compare(bytes(a as Binary), bytes(b as Binary));
     case 35: return Buffer.compare(Buffer.from((a as ObjectId).id), Buffer.from((b as ObjectId).id));
     case 40: return Number(a) - Number(b);
     case 45: return Math.sign((a as Date).getTime() - (b as Date).getTime());
@@ -79,11 +83,14 @@ function compareLists(a: unknown[], b: unknown[]): number {
   return a.length - b.length;
 }
 
+/** The bytes a Binary holds (its `buffer` may be longer). */
+const bytes = (b: Binary): Buffer => Buffer.from(b.read(0, b.length()));
+
 /** A deep copy of a stored value: documents and arrays copied, Binary and Date copied, other BSON values shared (immutable). */
 function copy<T>(v: T): T {
   if (Array.isArray(v)) return v.map(copy) as T;
   if (v instanceof Date) return new Date(v.getTime()) as T;
-  if (v instanceof Binary) return new Binary(Buffer.from(v.buffer), v.sub_type) as T;
+  if (v instanceof Binary) return new Binary(bytes(v), v.sub_type) as T;
   if (v === null || typeof v !== 'object' || (v as { _bsontype?: string })._bsontype !== undefined || v instanceof RegExp) return v;
   const out: Document = {};
   for (const [k, x] of Object.entries(v)) out[k] = copy(x);
@@ -127,7 +134,7 @@ function matchesCondition(value: unknown, condition: unknown): boolean {
 function matches(doc: Document, filter: Document): boolean {
   return Object.entries(filter).every(([name, condition]) => {
     if (name === '$and' || name === '$or') {
-      if (!Array.isArray(condition) || condition.length === 0) throw failure(2, 'BadValue', `${name} argument must be a non-empty array`);
+      if (!Array.isArray(condition) || condition.length === 0) throw failure(2, 'BadValue', '$and/$or/$nor must be a nonempty array');
       const sub = (f: unknown) => matches(doc, f as Document);
       return name === '$and' ? condition.every(sub) : condition.some(sub);
     }
