@@ -6,17 +6,18 @@
 import { expect } from 'chai';
 import { Binary, Int32, Long, ObjectId, type Document } from 'bson';
 import { MongoServerError, type Connection } from '../../../lib';
+import { connect } from '../../../lib/client/client';
 import { startedMembers } from '../members';
 import { EmbeddedCollections } from './collections';
 
 describe('EmbeddedCollections', function () {
-  const { member, standalone, connect } = startedMembers();
+  const { member, standalone, connect: connectTo } = startedMembers();
 
   /** A started standalone endpoint serving `store`, and a connection to it. */
   async function served(store: EmbeddedCollections): Promise<Connection> {
     const server = await standalone();
     store.serve(server);
-    return connect(server);
+    return connectTo(server);
   }
 
   const firstBatch = async (c: Connection, find: Document): Promise<Document[]> => (await c.command('db', find)).cursor.firstBatch as Document[];
@@ -165,7 +166,7 @@ describe('EmbeddedCollections', function () {
     secondary.setReplicaSetHosts([primary.address, secondary.address]);
     store.serve(primary);
     store.serve(secondary);
-    const [p, s] = [await connect(primary), await connect(secondary)];
+    const [p, s] = [await connectTo(primary), await connectTo(secondary)];
     expect(await failed(s.command('db', { insert: 'coll', documents: [{ _id: 1 }] }))).to.include({ code: 10107, codeName: 'NotWritablePrimary' });
     expect(store.documents('db', 'coll')).to.deep.equal([]);
     await p.command('db', { insert: 'coll', documents: [{ _id: 2 }] });
@@ -174,6 +175,24 @@ describe('EmbeddedCollections', function () {
     await p.command('admin', { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 91 } });
     expect(await failed(p.command('db', { insert: 'coll', documents: [{ _id: 3 }] }))).to.include({ code: 91 });
     expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 2 }]);
+  });
+
+  it('serves a replica set to the library\'s client: its insert selects the primary, its secondary read sees the write', async function () {
+    const store = new EmbeddedCollections();
+    const members = [await member({ setName: 'rs', state: 'primary' }), await member({ setName: 'rs', state: 'secondary' })];
+    for (const m of members) {
+      m.setReplicaSetHosts(members.map((x) => x.address));
+      store.serve(m);
+    }
+    const client = connect(`mongodb://${members.map((m) => m.address).join(',')}/?replicaSet=rs&serverSelectionTimeoutMS=5000`);
+    try {
+      expect(await client.command('db', { insert: 'coll', documents: [{ _id: 1 }] })).to.include({ n: 1 });
+      const read = await client.command('db', { find: 'coll', filter: {} }, { readPreference: 'secondary' });
+      expect(read.cursor.firstBatch).to.deep.equal([{ _id: 1 }]);
+      expect(members[1].receivedCommands.map((c) => c.name)).to.include('find').and.not.include('insert');
+    } finally {
+      await client.close();
+    }
   });
 
   it('shares nothing between two stores', async function () {
