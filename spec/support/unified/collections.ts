@@ -206,7 +206,8 @@ export class EmbeddedCollections {
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
    *   `{ n, nModified, upserted?: [{ index, _id }] }`;
    * - `delete` (`deletes: [{ q, limit: 0 | 1 }]`): `{ n }`; `count` (`query`): `{ n }`;
-   * - `drop` (ok for a missing collection, as current mongod), `create` (ok when it exists; options not kept);
+   * - `drop` (`{ nIndexesWas: 1, ns }`; `{ ok: 1 }` for a missing collection, as mongod 7.0+, where older ones
+   *   answer NamespaceNotFound 26), `create` (ok when it exists, as mongod with identical options: options are not kept);
    * - `listDatabases` (`{ databases: [{ name, sizeOnDisk, empty }], totalSize, totalSizeMb }`; `nameOnly`: names only;
    *   only databases holding a collection here), `listCollections` (a cursor of `{ name, type: 'collection' }`).
    * The endpoint's refusals (API parameters, a secondary's NotWritablePrimary / NotPrimaryNoSecondaryOk, then the
