@@ -23,7 +23,8 @@
  *   elsewhere, as a mongod with PLAIN enabled): with users configured, commands other than the handshake, authentication, ping, buildInfo and
  *   connectionStatus require an authenticated connection; the users can be replaced while it runs
  *   ({@link EmbeddedServer.setUsers}), and its SCRAM conversations are counted per users generation;
- * - `topologyVersion` in hello replies and state change errors, awaitable hello (`topologyVersion` with
+ * - `topologyVersion` in hello replies and a replica set member's "not primary" errors (not a standalone's, nor a
+ *   shutdown error: mongod adds it to those only in quiesce mode), awaitable hello (`topologyVersion` with
  *   `maxAwaitTimeMS`) and, when the request sets exhaustAllowed, streaming hello (replies with moreToCome), as
  *   mongod 4.4+ (maxWireVersion 9 and up); {@link EmbeddedServer.changeTopology} is its topology change;
  * - a request with the OP_MSG moreToCome flag (an unacknowledged write; a hello too, awaitable or with exhaustAllowed:
@@ -802,9 +803,6 @@ const ALWAYS_ON_SECONDARY = new Set([
 
 /** The read preference modes other than `primary`: a command carrying one in `$readPreference` may run on a secondary. */
 const SECONDARY_OK_MODES: ReadonlySet<unknown> = new Set(['primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest']);
-
-/** The error codes of the State Change Errors, whose replies carry `topologyVersion` (server monitoring spec). */
-const STATE_CHANGE_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
 
 /**
  * The embedded endpoint. `start()` it, connect to {@link address}, `stop()` it.
@@ -1780,8 +1778,11 @@ export class EmbeddedServer {
         return undefined;
       }
       if (failure.error !== undefined) {
-        const stateChange = STATE_CHANGE_CODES.has(failure.error.code as number) && this.streams;
-        return stateChange ? { ...failure.error, topologyVersion: this.topologyVersion } : failure.error;
+        // As mongod: a replica set member's "not primary" errors carry its topologyVersion (counted up at every step
+        // down); a standalone's carry none, and nor do "node is shutting down" errors (ShutdownInProgress 91,
+        // InterruptedAtShutdown 11600), which mongod gives one only in quiesce mode, which the endpoint has not.
+        const versioned = NOT_PRIMARY_CODES.has(failure.error.code as number) && this.memberState !== undefined && this.streams;
+        return versioned ? { ...failure.error, topologyVersion: this.topologyVersion } : failure.error;
       }
     }
     if (name === 'saslstart' || name === 'saslcontinue') return this.authenticate(name, db, command, client);

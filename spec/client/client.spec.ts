@@ -1408,9 +1408,10 @@ describe('connect() / Client', function () {
       const succeeded = count('ServerHeartbeatSucceeded');
       clock.advance(10000);
       expect(await eventually(() => arrived), 'the periodic check is under way').to.equal(true);
-      // The server starts shutting down: its topologyVersion goes up, and a command fails with the new one.
+      // The server enters quiesce mode (shutting down): its topologyVersion goes up, and a command fails with the new
+      // one, as mongod's shutdown errors carry it in that mode only.
       a.changeTopology();
-      a.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 91 } });
+      a.handle('find', () => ({ ok: 0, code: 91, codeName: 'ShutdownInProgress', errmsg: 'The server is in quiesce mode and will shut down', topologyVersion: a.topologyVersion }));
       expect(await client!.command('test', { find: 'c' }).catch((e: unknown) => e)).to.be.instanceOf(MongoServerError).and.include({ code: 91 });
       expect([count('ConnectionPoolCleared'), pool.state]).to.deep.equal([1, 'paused']);
       release();

@@ -1413,19 +1413,33 @@ describe('EmbeddedServer failCommand, as mongod applies it', function () {
     c.close();
   });
 
-  it('adds topologyVersion to a State Change Error only (from maxWireVersion 9), not to other errors', async function () {
+  it('adds topologyVersion to a replica set member\'s "not primary" errors only (from maxWireVersion 9): not to a standalone\'s, nor to shutdown errors, as mongod outside quiesce mode', async function () {
     server = await new EmbeddedServer().start();
     const c = await rawClient(server.address);
-    await c.send(failPoint({ failCommands: ['find'], errorCode: 91 }));
-    expect(await c.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 91 }).and.to.have.property('topologyVersion');
-    await c.send(failPoint({ failCommands: ['find'], errorCode: 2 }));
-    expect(await c.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 2 }).and.not.to.have.property('topologyVersion');
+    for (const code of [91, 11600, 10107, 2]) {
+      await c.send(failPoint({ failCommands: ['find'], errorCode: code }));
+      expect(await c.send({ find: 'c', $db: 'test' }), `standalone, code ${code}`).to.include({ ok: 0, code }).and.not.to.have.property('topologyVersion');
+    }
     c.close();
     await server.stop();
-    server = await new EmbeddedServer({ maxWireVersion: 8 }).start();
+    server = await new EmbeddedServer({ replicaSetMember: { setName: 'tv', state: 'primary' } }).start();
+    const member = await rawClient(server.address);
+    for (const code of [189, 10107, 11602, 13435, 13436]) {
+      await member.send(failPoint({ failCommands: ['find'], errorCode: code }));
+      const reply = await member.send({ find: 'c', $db: 'test' });
+      expect(reply, `member, code ${code}`).to.include({ ok: 0, code });
+      expect(reply.topologyVersion.processId.equals(server.topologyVersion.processId), `member, code ${code}`).to.equal(true);
+    }
+    for (const code of [91, 11600, 2]) {
+      await member.send(failPoint({ failCommands: ['find'], errorCode: code }));
+      expect(await member.send({ find: 'c', $db: 'test' }), `member, code ${code}`).to.include({ ok: 0, code }).and.not.to.have.property('topologyVersion');
+    }
+    member.close();
+    await server.stop();
+    server = await new EmbeddedServer({ maxWireVersion: 8, replicaSetMember: { setName: 'tv8', state: 'primary' } }).start();
     const old = await rawClient(server.address);
-    await old.send(failPoint({ failCommands: ['find'], errorCode: 91 }));
-    expect(await old.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 91 }).and.not.to.have.property('topologyVersion');
+    await old.send(failPoint({ failCommands: ['find'], errorCode: 10107 }));
+    expect(await old.send({ find: 'c', $db: 'test' })).to.include({ ok: 0, code: 10107 }).and.not.to.have.property('topologyVersion');
     old.close();
   });
 
