@@ -67,7 +67,7 @@ import { setOwnField } from '../own-field';
 // spec's idleWritePeriodMS, which the client's estimate counts on.
 import { IDLE_WRITE_PERIOD_MS } from '../read-preference';
 import { MAX_TIMER_DELAY_MS } from '../scheduler';
-import { FailCommandPoint } from './fail-points';
+import { FailCommandPoint, type FailAction } from './fail-points';
 import { OidcIdentities, type EmbeddedOidcOptions } from './oidc-server';
 import { ScramUsers, type EmbeddedUser, type ScramConversation } from './scram-server';
 
@@ -1698,7 +1698,20 @@ export class EmbeddedServer {
         return;
       }
       if (sameProcess && !(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS))) return;
-      const response = await this.run(socket, client, command, db);
+      let failPoint: { action: FailAction | undefined } | undefined;
+      if (sameProcess && this.topologyCounter <= Number(current.counter)) {
+        // The wait ended for the fail point. mongod evaluates it as each hello of the stream starts, before the hello
+        // waits: one that only blocks holds this reply for blockTimeMS, then the wait runs in full (a client's check
+        // sees blockTimeMS + maxAwaitTimeMS, as the SDAM unified test hello-timeout counts on).
+        const action = this.failCommand.match(name, client.appName);
+        failPoint = { action };
+        if (action !== undefined && action.blockTimeMS > 0 && !action.closeConnection && action.error === undefined) {
+          if (!(await sleepUnlessClosed(socket, action.blockTimeMS))) return;
+          if (!(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS, false))) return;
+          failPoint = { action: undefined };
+        }
+      }
+      const response = await this.run(socket, client, command, db, undefined, failPoint);
       if (response === undefined || socket.destroyed) return;
       const ok = response.ok === 1 || response.ok === true;
       const more = exhaustAllowed && ok;
@@ -1708,11 +1721,11 @@ export class EmbeddedServer {
   }
 
   /**
-   * Waits until the counter passes `counter`, `ms` elapse, or the fail point applies to this hello; resolves to
-   * whether the socket is still open (false as soon as it closes).
+   * Waits until the counter passes `counter`, `ms` elapse, or (with `forFailPoint`) the fail point applies to this
+   * hello; resolves to whether the socket is still open (false as soon as it closes).
    */
-  private awaitTopologyChange(socket: net.Socket, client: ClientConnectionInfo, name: string, counter: number, ms: number): Promise<boolean> {
-    const due = (): boolean => this.topologyCounter > counter || this.failCommand.wouldMatch(name, client.appName);
+  private awaitTopologyChange(socket: net.Socket, client: ClientConnectionInfo, name: string, counter: number, ms: number, forFailPoint = true): Promise<boolean> {
+    const due = (): boolean => this.topologyCounter > counter || (forFailPoint && this.failCommand.wouldMatch(name, client.appName));
     if (due()) return Promise.resolve(!socket.destroyed);
     return new Promise((resolve) => {
       const done = (open: boolean): void => {
@@ -1750,9 +1763,10 @@ export class EmbeddedServer {
 
   /**
    * Runs one command; undefined means the connection was closed instead of answered. `inOrder`: the refusal of its API
-   * parameters as they came in its BSON (see {@link apiParametersInOrderRefusal}), if any.
+   * parameters as they came in its BSON (see {@link apiParametersInOrderRefusal}), if any. `failPoint`: what the fail
+   * point does to it when that was decided already (an awaitable hello's), instead of matching it again.
    */
-  private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string, inOrder?: Document): Promise<Document | undefined> {
+  private async run(socket: net.Socket, client: ClientConnectionInfo, command: Document, db: string, inOrder?: Document, failPoint?: { action: FailAction | undefined }): Promise<Document | undefined> {
     const name = Object.keys(command)[0]?.toLowerCase() ?? '';
     this.recordReceived(command, db, client);
     // As mongod: the API parameters are checked before anything else runs (initializeAPIParameters, then
@@ -1770,7 +1784,7 @@ export class EmbeddedServer {
     // As mongod: a secondary refuses a command once its authentication is checked, before it runs.
     const notPrimary = this.authenticationRefusal(name, command, client) === undefined ? this.secondaryRefusal(name, db, command, client) : undefined;
     if (notPrimary !== undefined) return notPrimary;
-    const failure = name === 'configurefailpoint' ? undefined : this.failCommand.match(name, client.appName);
+    const failure = name === 'configurefailpoint' ? undefined : failPoint !== undefined ? failPoint.action : this.failCommand.match(name, client.appName);
     if (failure !== undefined) {
       if (failure.blockTimeMS > 0 && !(await sleepUnlessClosed(socket, failure.blockTimeMS))) return undefined;
       if (failure.closeConnection) {

@@ -1,7 +1,7 @@
 /**
  * The embedded endpoint as mongod 4.4+ for monitoring: topologyVersion in hello replies, awaitable hello (waits up to
  * maxAwaitTimeMS or until changeTopology()), streaming hello with exhaustAllowed (moreToCome), and fail points that
- * end a wait at once. Real sockets, through the library's connection factory.
+ * end a wait at once (an error, a closed connection) or hold a reply before its wait (a block). Real sockets, through the library's connection factory.
  */
 import { expect } from 'chai';
 import { Long, ObjectId, type Document } from 'bson';
@@ -124,6 +124,25 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true } });
     expect(await next.catch((e: unknown) => e)).to.be.instanceOf(MongoNetworkError);
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('a fail point that only blocks holds a streamed reply for blockTimeMS, then the wait runs in full, as mongod (it applies the fail point as each hello starts, before its wait)', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 300), { exhaustAllowed: true });
+    await first;
+    const second = c.nextReply();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 200, appName: 'watcher' } });
+    const reply = await second;
+    // 200 ms of block, then 300 ms of wait: a client whose check times out after 400 ms sees no reply in time.
+    expect(Date.now() - started).to.be.at.least(480);
+    expect(reply).to.include({ ok: 1 });
+    expect(c.moreToCome).to.equal(true);
+    // The fail point was used once: the next reply of the stream comes after the wait alone.
+    const third = Date.now();
+    await c.nextReply();
+    expect(Date.now() - third).to.be.within(250, 450);
   });
 
   it('a fail point on another appName leaves the wait alone; a client closing its socket ends the wait', async function () {
