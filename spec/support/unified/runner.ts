@@ -1,0 +1,674 @@
+/**
+ * A unified test format runner for the tests a pool and its client are tested by: SDAM's `unified` tests and CMAP's
+ * `logging` tests. It creates the entities (clients of rxcmap's `connect()`, databases, collections, threads),
+ * translates the CRUD operations those tests use into the commands a driver sends for them (rxcmap has no CRUD
+ * API), runs the test runner's own operations (fail points, waiting for and counting events, threads, topology
+ * assertions), and checks the expected events, log messages and collection outcome by the format's matching rules.
+ *
+ * It supports what those files use and fails loudly on anything else (an unknown operation, entity, event or
+ * matching operator), so a test can never pass by being skipped over.
+ *
+ * Source: unified test format spec ("Entity Map", "createEntities", "Test Operations", "Special Test Operations",
+ * "expectedEventsForClient", "expectedLogMessagesForClient", "Evaluating Matches", "Test Runner Implementation").
+ */
+import { type Document } from 'bson';
+import { connect, MongoServerError, type Client, type ClientEvent, type CommandEvent, type LogMessage, type TopologyDescription, type TopologyEvent } from '../../../lib';
+import { isSensitiveCommand } from '../../../lib/connection/command-events';
+import { type Deployment, type RunOnRequirement, unmet, withUriOptions } from './deployment';
+import { match } from './match';
+
+/** A unified test file (the fields this runner reads). */
+export interface UnifiedFile {
+  readonly description: string;
+  readonly schemaVersion: string;
+  readonly runOnRequirements?: readonly RunOnRequirement[];
+  readonly createEntities?: readonly Document[];
+  readonly initialData?: readonly { collectionName: string; databaseName: string; documents: Document[]; createOptions?: Document }[];
+  readonly tests: readonly UnifiedTest[];
+}
+
+/** One test of a unified test file. */
+export interface UnifiedTest {
+  readonly description: string;
+  readonly runOnRequirements?: readonly RunOnRequirement[];
+  readonly skipReason?: string;
+  readonly operations: readonly Operation[];
+  readonly expectEvents?: readonly { client: string; eventType?: 'command' | 'cmap' | 'sdam'; events: Document[]; ignoreExtraEvents?: boolean }[];
+  readonly expectLogMessages?: readonly { client: string; messages: Document[]; ignoreMessages?: Document[]; ignoreExtraMessages?: boolean }[];
+  readonly outcome?: readonly { collectionName: string; databaseName: string; documents: Document[] }[];
+}
+
+/** One operation of a test. */
+export interface Operation {
+  readonly name: string;
+  readonly object: string;
+  readonly arguments?: Document;
+  readonly expectError?: Document;
+  readonly expectResult?: unknown;
+  readonly saveResultAsEntity?: string;
+  readonly ignoreResultAndError?: boolean;
+}
+
+/** The newest schema version this runner reads (the unified test format spec's versions are backward compatible). */
+export const SUPPORTED_SCHEMA_VERSION = '1.22';
+
+/** An event a client entity observed, under the format's name, with the fields its expectations can name. */
+interface Observed {
+  readonly name: string;
+  readonly category: 'command' | 'cmap' | 'sdam';
+  readonly fields: Document;
+}
+
+/** What a client entity holds: its client, what it observed, and the fail points set through it. */
+class ClientEntity {
+  readonly observed: Observed[] = [];
+  private readonly subscriptions: { unsubscribe(): void }[] = [];
+  constructor(
+    readonly client: Client,
+    readonly uri: string,
+    spec: Document,
+    /** The log messages the client wrote, in order (its sink's). */
+    readonly logs: LogMessage[],
+  ) {
+    const observe = new Set<string>((spec.observeEvents as string[] | undefined) ?? []);
+    // configureFailPoint is never observed (the format's default), nor the commands the test names.
+    const ignoredCommands = new Set<string>(['configurefailpoint', ...((spec.ignoreCommandMonitoringEvents as string[] | undefined) ?? []).map((n) => n.toLowerCase())]);
+    const sensitive = spec.observeSensitiveCommands === true;
+    if (spec.storeEventsAsEntities !== undefined) throw new Error('storeEventsAsEntities is not supported by this runner');
+    for (const name of observe) if (!KNOWN_EVENTS.has(name)) throw new Error(`observeEvents: ${name} is not an event this runner knows`);
+    const keep = (event: Observed | undefined): void => {
+      if (event !== undefined && observe.has(event.name)) this.observed.push(event);
+    };
+    this.subscriptions.push(
+      client.events$.subscribe((event) => keep(cmapOrHeartbeat(event))),
+      client.topologyEvents$.subscribe((event) => keep(topologyEvent(event))),
+      client.commandEvents$.subscribe((event) => {
+        if (ignoredCommands.has(event.commandName.toLowerCase())) return;
+        if (!sensitive && isSensitiveEvent(event)) return;
+        keep(commandEvent(event));
+      }),
+    );
+  }
+  stopObserving(): void {
+    for (const s of this.subscriptions) s.unsubscribe();
+  }
+}
+
+/** The command names whose events the command monitoring spec redacts (kept out unless observeSensitiveCommands). */
+function isSensitiveEvent(event: CommandEvent): boolean {
+  const command = event.type === 'CommandStarted' ? event.command : {};
+  // A redacted command is published as {}: its name tells it was sensitive.
+  return isSensitiveCommand(event.commandName, command) || (event.type === 'CommandStarted' && Object.keys(event.command).length === 0);
+}
+
+const KNOWN_EVENTS = new Set([
+  'poolCreatedEvent', 'poolReadyEvent', 'poolClearedEvent', 'poolClosedEvent', 'connectionCreatedEvent', 'connectionReadyEvent',
+  'connectionClosedEvent', 'connectionCheckOutStartedEvent', 'connectionCheckOutFailedEvent', 'connectionCheckedOutEvent',
+  'connectionCheckedInEvent', 'commandStartedEvent', 'commandSucceededEvent', 'commandFailedEvent', 'serverDescriptionChangedEvent',
+  'topologyDescriptionChangedEvent', 'topologyOpeningEvent', 'topologyClosedEvent', 'serverHeartbeatStartedEvent',
+  'serverHeartbeatSucceededEvent', 'serverHeartbeatFailedEvent',
+]);
+
+/** A CMAP or heartbeat event as the format names it; undefined for the pool's extension events. */
+function cmapOrHeartbeat(event: ClientEvent): Observed | undefined {
+  switch (event.type) {
+    case 'ConnectionPoolCreated':
+      return { name: 'poolCreatedEvent', category: 'cmap', fields: {} };
+    case 'ConnectionPoolReady':
+      return { name: 'poolReadyEvent', category: 'cmap', fields: {} };
+    case 'ConnectionPoolCleared':
+      return { name: 'poolClearedEvent', category: 'cmap', fields: { hasServiceId: event.serviceId !== undefined, interruptInUseConnections: event.interruptInUseConnections } };
+    case 'ConnectionPoolClosed':
+      return { name: 'poolClosedEvent', category: 'cmap', fields: {} };
+    case 'ConnectionCreated':
+      return { name: 'connectionCreatedEvent', category: 'cmap', fields: {} };
+    case 'ConnectionReady':
+      return { name: 'connectionReadyEvent', category: 'cmap', fields: {} };
+    case 'ConnectionClosed':
+      return { name: 'connectionClosedEvent', category: 'cmap', fields: { reason: event.reason } };
+    case 'ConnectionCheckOutStarted':
+      return { name: 'connectionCheckOutStartedEvent', category: 'cmap', fields: {} };
+    case 'ConnectionCheckOutFailed':
+      return { name: 'connectionCheckOutFailedEvent', category: 'cmap', fields: { reason: event.reason } };
+    case 'ConnectionCheckedOut':
+      return { name: 'connectionCheckedOutEvent', category: 'cmap', fields: {} };
+    case 'ConnectionCheckedIn':
+      return { name: 'connectionCheckedInEvent', category: 'cmap', fields: {} };
+    case 'ServerHeartbeatStarted':
+      return { name: 'serverHeartbeatStartedEvent', category: 'sdam', fields: { awaited: event.awaited } };
+    case 'ServerHeartbeatSucceeded':
+      return { name: 'serverHeartbeatSucceededEvent', category: 'sdam', fields: { awaited: event.awaited } };
+    case 'ServerHeartbeatFailed':
+      return { name: 'serverHeartbeatFailedEvent', category: 'sdam', fields: { awaited: event.awaited } };
+    default:
+      return undefined;
+  }
+}
+
+function topologyEvent(event: TopologyEvent): Observed {
+  switch (event.type) {
+    case 'TopologyOpening':
+      return { name: 'topologyOpeningEvent', category: 'sdam', fields: {} };
+    case 'TopologyClosed':
+      return { name: 'topologyClosedEvent', category: 'sdam', fields: {} };
+    case 'ServerDescriptionChanged':
+      return { name: 'serverDescriptionChangedEvent', category: 'sdam', fields: { previousDescription: { type: event.previousDescription.type }, newDescription: { type: event.newDescription.type } } };
+    case 'TopologyDescriptionChanged':
+      return { name: 'topologyDescriptionChangedEvent', category: 'sdam', fields: { previousDescription: { type: event.previousDescription.type }, newDescription: { type: event.newDescription.type } } };
+    case 'ServerOpening':
+      return { name: 'serverOpeningEvent', category: 'sdam', fields: {} };
+    case 'ServerClosed':
+      return { name: 'serverClosedEvent', category: 'sdam', fields: {} };
+  }
+}
+
+function commandEvent(event: CommandEvent): Observed {
+  const common = { commandName: event.commandName, databaseName: event.databaseName, hasServiceId: event.serviceId !== undefined, hasServerConnectionId: event.serverConnectionId !== undefined };
+  switch (event.type) {
+    case 'CommandStarted':
+      return { name: 'commandStartedEvent', category: 'command', fields: { ...common, command: event.command } };
+    case 'CommandSucceeded':
+      return { name: 'commandSucceededEvent', category: 'command', fields: { ...common, reply: event.reply } };
+    case 'CommandFailed':
+      return { name: 'commandFailedEvent', category: 'command', fields: { ...common } };
+  }
+}
+
+/** An event expectation (`{ <name>: { ...fields } }`) against an observed event. */
+function eventMismatch(expected: Document, actual: Observed): string | undefined {
+  const [name, fields] = Object.entries(expected)[0] as [string, Document];
+  if (name !== actual.name) return `expected ${name}, got ${actual.name}`;
+  return matchWithRoots(fields ?? {}, actual.fields, ['command', 'reply', 'previousDescription', 'newDescription']);
+}
+
+/**
+ * `expected` against `actual` as a root-level document whose fields named in `roots` are root-level documents too
+ * (an event's `command` and `reply`, a log message's `data`: "Allowing Extra Fields").
+ */
+function matchWithRoots(expected: Document, actual: Document, roots: readonly string[]): string | undefined {
+  const rest: Document = {};
+  for (const [key, value] of Object.entries(expected)) {
+    if (!roots.includes(key) || (typeof value === 'object' && value !== null && Object.keys(value as Document)[0]?.startsWith('$$'))) {
+      rest[key] = value;
+      continue;
+    }
+    if (actual[key] === undefined) return `${key}: missing`;
+    const mismatch = match(value, actual[key], true, key);
+    if (mismatch !== undefined) return mismatch;
+  }
+  return match(rest, actual);
+}
+
+function matchingEvents(entity: ClientEntity, expected: Document): Observed[] {
+  return entity.observed.filter((event) => eventMismatch(expected, event) === undefined);
+}
+
+/** The operations this runner runs, by entity kind, with the arguments each takes (any other is an error). */
+const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
+  'testRunner.createEntities': ['entities'],
+  'testRunner.failPoint': ['client', 'failPoint'],
+  'testRunner.wait': ['ms'],
+  'testRunner.waitForEvent': ['client', 'event', 'count'],
+  'testRunner.assertEventCount': ['client', 'event', 'count'],
+  'testRunner.runOnThread': ['thread', 'operation'],
+  'testRunner.waitForThread': ['thread'],
+  'testRunner.recordTopologyDescription': ['client', 'id'],
+  'testRunner.assertTopologyType': ['topologyDescription', 'topologyType'],
+  'testRunner.waitForPrimaryChange': ['client', 'priorTopologyDescription', 'timeoutMS'],
+  'client.close': [],
+  'client.listDatabases': ['filter', 'nameOnly', 'authorizedDatabases'],
+  'database.runCommand': ['command', 'commandName', 'readPreference'],
+  'collection.insertOne': ['document'],
+  'collection.insertMany': ['documents', 'ordered'],
+  'collection.updateOne': ['filter', 'update', 'upsert'],
+  'collection.find': ['filter', 'sort', 'limit', 'skip', 'batchSize', 'projection'],
+};
+
+/** A thread entity: the operations given to it run one after another, apart from the test's own. */
+class ThreadEntity {
+  done: Promise<void> = Promise.resolve();
+  error: unknown;
+}
+
+type Entity = ClientEntity | { kind: 'database'; client: ClientEntity; name: string } | { kind: 'collection'; client: ClientEntity; db: string; name: string } | ThreadEntity | TopologyDescription | unknown;
+
+/** The error a write's reply reports (a write error or a write concern error), as a driver throws it. */
+export class WriteError extends Error {
+  constructor(
+    readonly code: number | undefined,
+    readonly codeName: string | undefined,
+    readonly errorLabels: readonly string[],
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WriteError';
+  }
+}
+
+function writeReply(reply: Document): Document {
+  const writeErrors = reply.writeErrors as Document[] | undefined;
+  if (writeErrors !== undefined && writeErrors.length > 0) {
+    const first = writeErrors[0]!;
+    throw new WriteError(first.code as number, first.codeName as string | undefined, (reply.errorLabels as string[] | undefined) ?? [], String(first.errmsg));
+  }
+  const concern = reply.writeConcernError as Document | undefined;
+  if (concern !== undefined) {
+    throw new WriteError(concern.code as number, concern.codeName as string | undefined, (reply.errorLabels as string[] | undefined) ?? (concern.errorLabels as string[] | undefined) ?? [], String(concern.errmsg));
+  }
+  return reply;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for `condition`, checking every 10 ms, up to `timeoutMS`; throws `failure()`'s message then. */
+async function waitUntil(condition: () => boolean, timeoutMS: number, failure: () => string): Promise<void> {
+  const end = Date.now() + timeoutMS;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(failure());
+    await sleep(10);
+  }
+}
+
+/** Runs the tests of one file's test against one deployment. */
+export class UnifiedTestRun {
+  private readonly entities = new Map<string, Entity>();
+  private readonly failPoints: { uri: string; name: string }[] = [];
+  private readonly clients: ClientEntity[] = [];
+  /** Whether the test may configure a fail point (see "Executing a Test": heartbeatFrequencyMS). */
+  private readonly configuresFailPoints: boolean;
+
+  constructor(
+    private readonly file: UnifiedFile,
+    private readonly test: UnifiedTest,
+    private readonly deployment: Deployment,
+  ) {
+    this.configuresFailPoints = JSON.stringify(test.operations).includes('"failPoint"');
+  }
+
+  /** Why this test does not run on the deployment (requirements, skipReason); undefined when it runs. */
+  static skip(file: UnifiedFile, test: UnifiedTest, deployment: Deployment): string | undefined {
+    if (compareSchema(file.schemaVersion, SUPPORTED_SCHEMA_VERSION) > 0) return `schema version ${file.schemaVersion} is newer than ${SUPPORTED_SCHEMA_VERSION}`;
+    if (test.skipReason !== undefined) return test.skipReason;
+    for (const requirements of [file.runOnRequirements, test.runOnRequirements]) {
+      if (requirements === undefined) continue;
+      const reasons = requirements.map((r) => unmet(r, deployment));
+      if (reasons.every((r) => r !== undefined)) return reasons.join('; ');
+    }
+    return undefined;
+  }
+
+  /** Runs the test: initial data, entities, operations, then its expectations; always cleans up. */
+  async run(): Promise<void> {
+    try {
+      await this.loadInitialData();
+      await this.createEntities(this.file.createEntities ?? []);
+      for (const operation of this.test.operations) await this.operate(operation);
+      for (const entity of this.clients) entity.stopObserving();
+      await this.disableFailPoints();
+      this.checkEvents();
+      this.checkLogMessages();
+      await this.checkOutcome();
+    } finally {
+      await this.cleanUp();
+    }
+  }
+
+  private async withSetupClient<T>(uri: string, work: (client: Client) => Promise<T>): Promise<T> {
+    const client = connect(uri, { serverSelectionTimeoutMS: 10_000 });
+    try {
+      return await work(client);
+    } finally {
+      await client.close();
+    }
+  }
+
+  private async loadInitialData(): Promise<void> {
+    const data = this.file.initialData ?? [];
+    if (data.length === 0) return;
+    await this.withSetupClient(this.deployment.uri(false), async (client) => {
+      for (const { collectionName, databaseName, documents, createOptions } of data) {
+        await client.command(databaseName, { drop: collectionName, writeConcern: { w: 'majority' } }).catch((error: unknown) => {
+          if (!(error instanceof MongoServerError && error.code === 26)) throw error;
+        });
+        if (documents.length > 0) writeReply(await client.command(databaseName, { insert: collectionName, documents, writeConcern: { w: 'majority' } }));
+        else await client.command(databaseName, { create: collectionName, ...createOptions, writeConcern: { w: 'majority' } });
+      }
+    });
+  }
+
+  /** Turns off every fail point the test set, on the server it was set on (through a client of the same URI). */
+  private async disableFailPoints(): Promise<void> {
+    for (const { uri, name } of this.failPoints.splice(0)) {
+      await this.withSetupClient(uri, (client) => client.command('admin', { configureFailPoint: name, mode: 'off' }));
+    }
+  }
+
+  /** After the test, passed or failed: no fail point left on, every client closed. */
+  private async cleanUp(): Promise<void> {
+    for (const entity of this.clients) entity.stopObserving();
+    const errors: unknown[] = [];
+    await this.disableFailPoints().catch((error: unknown) => errors.push(error));
+    await Promise.all(this.clients.map((entity) => entity.client.close().catch((error: unknown) => errors.push(error))));
+    if (errors.length > 0) throw errors[0];
+  }
+
+  private entity<T>(id: string, what: string, is: (entity: Entity) => entity is T): T {
+    const entity = this.entities.get(id);
+    if (entity === undefined || !is(entity)) throw new Error(`entity ${id} is not a ${what}`);
+    return entity;
+  }
+
+  private clientEntity(id: string): ClientEntity {
+    return this.entity(id, 'client', (e): e is ClientEntity => e instanceof ClientEntity);
+  }
+
+  private async createEntities(list: readonly Document[]): Promise<void> {
+    for (const item of list) {
+      const [kind, spec] = Object.entries(item)[0] as [string, Document];
+      const id = spec.id as string;
+      if (this.entities.has(id)) throw new Error(`entity ${id} exists already`);
+      switch (kind) {
+        case 'client': {
+          const uriOptions = { ...(spec.uriOptions as Document | undefined) };
+          // The format's MAY: a client of a test that may configure a fail point checks its server every 500 ms unless
+          // its uriOptions say otherwise, so that it finds the server again soon after the failure.
+          if (this.configuresFailPoints && !Object.keys(uriOptions).some((key) => key.toLowerCase() === 'heartbeatfrequencyms')) uriOptions.heartbeatFrequencyMS = 500;
+          const uri = withUriOptions(this.deployment.uri(spec.useMultipleMongoses === true), uriOptions);
+          const severities = spec.observeLogMessages as Record<string, string> | undefined;
+          const logs: LogMessage[] = [];
+          const client = connect(uri, severities === undefined ? {} : { logging: { componentSeverities: severities as never, path: { write: (message) => void logs.push(message as LogMessage) } } });
+          const entity = new ClientEntity(client, uri, spec, logs);
+          this.clients.push(entity);
+          this.entities.set(id, entity);
+          break;
+        }
+        case 'database':
+          this.entities.set(id, { kind: 'database', client: this.clientEntity(spec.client as string), name: spec.databaseName as string });
+          break;
+        case 'collection': {
+          const database = this.entities.get(spec.database as string) as { kind?: string; client: ClientEntity; name: string } | undefined;
+          if (database?.kind !== 'database') throw new Error(`entity ${String(spec.database)} is not a database`);
+          this.entities.set(id, { kind: 'collection', client: database.client, db: database.name, name: spec.collectionName as string });
+          break;
+        }
+        case 'thread':
+          this.entities.set(id, new ThreadEntity());
+          break;
+        default:
+          throw new Error(`entity kind ${kind} is not supported by this runner`);
+      }
+    }
+  }
+
+  /** Runs one operation and checks its result or error. */
+  async operate(operation: Operation): Promise<void> {
+    let result: unknown;
+    let error: unknown;
+    let failed = false;
+    try {
+      result = await this.execute(operation);
+    } catch (e) {
+      error = e;
+      failed = true;
+    }
+    if (operation.object === 'testRunner') {
+      if (failed) throw error;
+      return;
+    }
+    if (operation.expectError !== undefined) {
+      if (!failed) throw new Error(`${operation.name} on ${operation.object}: expected an error, got ${JSON.stringify(result)}`);
+      checkError(operation.expectError, error, operation.name);
+      return;
+    }
+    if (failed) {
+      if (operation.ignoreResultAndError === true) return;
+      throw error;
+    }
+    if (operation.expectResult !== undefined) {
+      const mismatch = match(operation.expectResult, result);
+      if (mismatch !== undefined) throw new Error(`${operation.name}: result ${mismatch}`);
+    }
+    if (operation.saveResultAsEntity !== undefined) this.entities.set(operation.saveResultAsEntity, result);
+  }
+
+  private async execute(operation: Operation): Promise<unknown> {
+    const args = operation.arguments ?? {};
+    const target = this.entities.get(operation.object) as { kind?: string } | ClientEntity | undefined;
+    const kind = operation.object === 'testRunner' ? 'testRunner' : target instanceof ClientEntity ? 'client' : target?.kind;
+    const allowed = ARGUMENTS[`${String(kind)}.${operation.name}`];
+    if (allowed === undefined) throw new Error(`operation ${operation.name} on ${operation.object} (${String(kind)}) is not supported by this runner`);
+    for (const key of Object.keys(args)) if (!allowed.includes(key)) throw new Error(`operation ${operation.name}: argument ${key} is not supported by this runner`);
+    if (operation.object === 'testRunner') return this.runTestRunnerOperation(operation.name, args);
+    if (target instanceof ClientEntity) {
+      switch (operation.name) {
+        case 'close':
+          await target.client.close();
+          return undefined;
+        case 'listDatabases':
+          return ((await target.client.command('admin', { listDatabases: 1, ...args })).databases as Document[]) ?? [];
+        default:
+          throw new Error(`client operation ${operation.name} is not supported by this runner`);
+      }
+    }
+    if (target?.kind === 'database') {
+      const database = target as { client: ClientEntity; name: string };
+      if (operation.name !== 'runCommand') throw new Error(`database operation ${operation.name} is not supported by this runner`);
+      const readPreference = args.readPreference as Document | undefined;
+      return database.client.client.command(database.name, args.command as Document, readPreference === undefined ? undefined : { readPreference: readPreference as never });
+    }
+    if (target?.kind === 'collection') return this.collectionOperation(target as { client: ClientEntity; db: string; name: string }, operation.name, args);
+    throw new Error(`operation ${operation.name}: no entity ${operation.object}`);
+  }
+
+  /** The commands a driver sends for the CRUD operations these tests use (CRUD spec). */
+  private async collectionOperation(collection: { client: ClientEntity; db: string; name: string }, name: string, args: Document): Promise<unknown> {
+    const client = collection.client.client;
+    switch (name) {
+      case 'insertOne': {
+        writeReply(await client.command(collection.db, { insert: collection.name, documents: [args.document] }));
+        return { insertedId: (args.document as Document)._id };
+      }
+      case 'insertMany': {
+        const documents = args.documents as Document[];
+        writeReply(await client.command(collection.db, { insert: collection.name, documents, ordered: args.ordered ?? true }));
+        return { insertedIds: Object.fromEntries(documents.map((d, i) => [i, d._id])) };
+      }
+      case 'updateOne': {
+        const update: Document = { q: args.filter, u: args.update };
+        if (args.upsert !== undefined) update.upsert = args.upsert;
+        const reply = writeReply(await client.command(collection.db, { update: collection.name, updates: [update] }));
+        return { matchedCount: reply.n, modifiedCount: reply.nModified, upsertedCount: (reply.upserted as Document[] | undefined)?.length ?? 0 };
+      }
+      case 'find': {
+        const command: Document = { find: collection.name, filter: args.filter ?? {} };
+        for (const key of ['sort', 'limit', 'skip', 'batchSize', 'projection']) if (args[key] !== undefined) command[key] = args[key];
+        const reply = await client.command(collection.db, command);
+        const cursor = reply.cursor as Document;
+        const documents = [...(cursor.firstBatch as Document[])];
+        let id = cursor.id;
+        while (id !== undefined && Number(id) !== 0) {
+          const more = (await client.command(collection.db, { getMore: id, collection: collection.name })).cursor as Document;
+          documents.push(...(more.nextBatch as Document[]));
+          id = more.id;
+        }
+        return documents;
+      }
+      default:
+        throw new Error(`collection operation ${name} is not supported by this runner`);
+    }
+  }
+
+  private async runTestRunnerOperation(name: string, args: Document): Promise<unknown> {
+    switch (name) {
+      case 'createEntities':
+        return this.createEntities(args.entities as Document[]);
+      case 'failPoint': {
+        const entity = this.clientEntity(args.client as string);
+        const failPoint = args.failPoint as Document;
+        await entity.client.command('admin', failPoint);
+        this.failPoints.push({ uri: entity.uri, name: failPoint.configureFailPoint as string });
+        return undefined;
+      }
+      case 'wait':
+        return sleep(args.ms as number);
+      case 'waitForEvent': {
+        const entity = this.clientEntity(args.client as string);
+        const event = args.event as Document;
+        const count = args.count as number;
+        await waitUntil(
+          () => matchingEvents(entity, event).length >= count,
+          10_000,
+          () => `waitForEvent: ${count} ${JSON.stringify(event)} expected, ${matchingEvents(entity, event).length} seen in 10 s; observed: ${entity.observed.map((e) => e.name).join(', ')}`,
+        );
+        return undefined;
+      }
+      case 'assertEventCount': {
+        const entity = this.clientEntity(args.client as string);
+        const seen = matchingEvents(entity, args.event as Document).length;
+        if (seen !== args.count) throw new Error(`assertEventCount: ${String(args.count)} ${JSON.stringify(args.event)} expected, ${seen} observed`);
+        return undefined;
+      }
+      case 'runOnThread': {
+        const thread = this.entity(args.thread as string, 'thread', (e): e is ThreadEntity => e instanceof ThreadEntity);
+        const operation = args.operation as Operation;
+        thread.done = thread.done.then(() => this.operate(operation)).catch((error: unknown) => {
+          thread.error ??= error;
+        });
+        return undefined;
+      }
+      case 'waitForThread': {
+        const thread = this.entity(args.thread as string, 'thread', (e): e is ThreadEntity => e instanceof ThreadEntity);
+        let finished = false;
+        void thread.done.then(() => (finished = true));
+        await waitUntil(() => finished, 10_000, () => `waitForThread: ${String(args.thread)} still runs after 10 s`);
+        if (thread.error !== undefined) throw thread.error;
+        return undefined;
+      }
+      case 'recordTopologyDescription':
+        this.entities.set(args.id as string, this.clientEntity(args.client as string).client.topologyDescription);
+        return undefined;
+      case 'assertTopologyType': {
+        const description = this.entities.get(args.topologyDescription as string) as TopologyDescription;
+        if (description?.type !== args.topologyType) throw new Error(`assertTopologyType: ${String(args.topologyType)} expected, got ${String(description?.type)}`);
+        return undefined;
+      }
+      case 'waitForPrimaryChange': {
+        const entity = this.clientEntity(args.client as string);
+        const prior = primaryOf(this.entities.get(args.priorTopologyDescription as string) as TopologyDescription);
+        const timeoutMS = (args.timeoutMS as number | undefined) ?? 10_000;
+        await waitUntil(
+          () => {
+            const now = primaryOf(entity.client.topologyDescription);
+            return now !== undefined && now !== prior;
+          },
+          timeoutMS,
+          () => `waitForPrimaryChange: the primary is still ${String(prior)} after ${timeoutMS} ms`,
+        );
+        return undefined;
+      }
+      default:
+        throw new Error(`test runner operation ${name} is not supported by this runner`);
+    }
+  }
+
+  private checkEvents(): void {
+    for (const { client, eventType = 'command', events, ignoreExtraEvents } of this.test.expectEvents ?? []) {
+      const actual = this.clientEntity(client).observed.filter((event) => event.category === eventType);
+      const context = (): string => `${client} ${eventType} events: ${actual.map((e) => `${e.name}${JSON.stringify(e.fields)}`).join(', ')}`;
+      if (ignoreExtraEvents === true ? actual.length < events.length : actual.length !== events.length) {
+        throw new Error(`${events.length} ${eventType} events expected, ${actual.length} observed; ${context()}`);
+      }
+      events.forEach((expected, i) => {
+        const mismatch = eventMismatch(expected, actual[i]!);
+        if (mismatch !== undefined) throw new Error(`${eventType} event ${i}: ${mismatch}; ${context()}`);
+      });
+    }
+  }
+
+  private checkLogMessages(): void {
+    for (const { client, messages, ignoreMessages = [], ignoreExtraMessages } of this.test.expectLogMessages ?? []) {
+      const actual = this.clientEntity(client)
+        .logs.map(logForm)
+        .filter((log) => !ignoreMessages.some((ignored) => matchWithRoots(ignored, log, ['data']) === undefined));
+      const context = (): string => `${client} log: ${actual.map((l) => `${l.component}/${l.level} ${String(l.data.message)}`).join(' | ')}`;
+      if (ignoreExtraMessages === true ? actual.length < messages.length : actual.length !== messages.length) {
+        throw new Error(`${messages.length} log messages expected, ${actual.length} written; ${context()}`);
+      }
+      messages.forEach((expected, i) => {
+        const { failureIsRedacted, ...rest } = expected;
+        const mismatch = matchWithRoots(rest, actual[i]!, ['data']);
+        if (mismatch !== undefined) throw new Error(`log message ${i}: ${mismatch}; ${context()}`);
+        if (failureIsRedacted !== undefined) {
+          const failure = actual[i]!.data.failure;
+          if (failure === undefined) throw new Error(`log message ${i}: failure expected`);
+          const redacted = typeof failure === 'object' && failure !== null ? Object.keys(failure as object).every((key) => ['code', 'codeName', 'errorLabels'].includes(key)) : false;
+          if (redacted !== failureIsRedacted) throw new Error(`log message ${i}: failure ${failureIsRedacted === true ? 'not ' : ''}redacted: ${JSON.stringify(failure)}`);
+        }
+      });
+    }
+  }
+
+  private async checkOutcome(): Promise<void> {
+    const outcome = this.test.outcome ?? [];
+    if (outcome.length === 0) return;
+    await this.withSetupClient(this.deployment.uri(false), async (client) => {
+      for (const { collectionName, databaseName, documents } of outcome) {
+        const reply = await client.command(databaseName, { find: collectionName, filter: {}, sort: { _id: 1 } }, { readPreference: 'primary' });
+        const actual = (reply.cursor as Document).firstBatch as Document[];
+        const mismatch = match(documents, actual, false);
+        if (mismatch !== undefined) throw new Error(`outcome of ${databaseName}.${collectionName}: ${mismatch}`);
+      }
+    });
+  }
+}
+
+/** A log message as the format's expectations name its parts: level, component, data (the structured fields). */
+function logForm(message: LogMessage): { level: string; component: string; data: Document } {
+  return { level: message.level, component: message.component, data: message.fields as Document };
+}
+
+function primaryOf(description: TopologyDescription | undefined): string | undefined {
+  if (description === undefined) return undefined;
+  for (const [address, server] of description.servers) if (server.type === 'RSPrimary') return address;
+  return undefined;
+}
+
+function compareSchema(a: string, b: string): number {
+  const x = a.split('.').map(Number);
+  const y = b.split('.').map(Number);
+  return (x[0]! - y[0]!) * 1000 + ((x[1] ?? 0) - (y[1] ?? 0));
+}
+
+/** Checks an operation's error against `expectError` (isError, isClientError, errorContains, errorCode, ...). */
+function checkError(expected: Document, error: unknown, operation: string): void {
+  const e = error as { message?: string; code?: number; codeName?: string; errorLabels?: Iterable<string> };
+  const labels = [...(e.errorLabels ?? [])];
+  for (const [key, value] of Object.entries(expected)) {
+    switch (key) {
+      case 'isError':
+        break;
+      case 'isClientError': {
+        const isClient = !(error instanceof MongoServerError) && !(error instanceof WriteError);
+        if (isClient !== value) throw new Error(`${operation}: expected ${value === true ? 'a client' : 'a server'} error, got ${String(error)}`);
+        break;
+      }
+      case 'errorContains':
+        if (!String(e.message).toLowerCase().includes(String(value).toLowerCase())) throw new Error(`${operation}: error "${String(e.message)}" does not contain "${String(value)}"`);
+        break;
+      case 'errorCode':
+        if (e.code !== value) throw new Error(`${operation}: error code ${String(e.code)}, expected ${String(value)}`);
+        break;
+      case 'errorCodeName':
+        if (e.codeName !== value) throw new Error(`${operation}: error code name ${String(e.codeName)}, expected ${String(value)}`);
+        break;
+      case 'errorLabelsContain':
+        for (const label of value as string[]) if (!labels.includes(label)) throw new Error(`${operation}: error labels ${JSON.stringify(labels)} lack ${label}`);
+        break;
+      case 'errorLabelsOmit':
+        for (const label of value as string[]) if (labels.includes(label)) throw new Error(`${operation}: error labels ${JSON.stringify(labels)} hold ${label}`);
+        break;
+      default:
+        throw new Error(`expectError.${key} is not supported by this runner`);
+    }
+  }
+}

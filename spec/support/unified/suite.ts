@@ -1,0 +1,66 @@
+/**
+ * Mocha suites of unified test files: one `describe` per file, one `it` per test, run against the deployment of
+ * `MONGODB_URI` when set (tests its topology or version does not meet are pending), otherwise against a fresh
+ * embedded deployment per test (see {@link embeddedPlan}).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { EJSON } from 'bson';
+import { describeExternal, embeddedPlan, startEmbedded, type Deployment } from './deployment';
+import { UnifiedTestRun, type UnifiedFile, type UnifiedTest } from './runner';
+
+/** The unified test files of `directory` (`.json`), parsed as relaxed extended JSON (numbers as numbers), by name. */
+export function unifiedFiles(directory: string): [string, UnifiedFile][] {
+  return fs
+    .readdirSync(directory)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => [name, EJSON.parse(fs.readFileSync(path.join(directory, name), 'utf8')) as UnifiedFile]);
+}
+
+/** A test run with a change, and why: the expectations of a feature rxcmap does not have taken out, the rest kept. */
+export interface Adaptation {
+  readonly why: string;
+  readonly adapt: (test: UnifiedTest) => UnifiedTest;
+}
+
+/**
+ * Defines the mocha suites of the files of `directory`. `skipped` names tests (`file: description`) the runner
+ * does not run, each with why (a feature rxcmap does not have), so each shows as pending with its reason; `adapted`
+ * names tests run with a change (their title says so and why).
+ */
+export function unifiedSuites(directory: string, skipped: Readonly<Record<string, string>> = {}, adapted: Readonly<Record<string, Adaptation>> = {}): void {
+  const external = process.env.MONGODB_URI;
+  let real: Promise<Deployment> | undefined;
+  for (const [name, file] of unifiedFiles(directory)) {
+    describe(`${name}: ${file.description}`, function () {
+      this.timeout(60_000);
+      for (const given of file.tests) {
+        const why = skipped[`${name}: ${given.description}`];
+        const adaptation = adapted[`${name}: ${given.description}`];
+        const test = adaptation === undefined ? given : adaptation.adapt(given);
+        it(adaptation === undefined ? test.description : `${test.description} (adapted: ${adaptation.why})`, async function () {
+          if (why !== undefined) this.skip();
+          let deployment: Deployment;
+          if (external !== undefined) {
+            deployment = await (real ??= describeExternal(external));
+          } else {
+            const plan = embeddedPlan([...(file.runOnRequirements ?? [{}])].flatMap((f) => (test.runOnRequirements ?? [{}]).map((t) => ({ ...f, ...t }))));
+            if (typeof plan === 'string') throw new Error(plan);
+            deployment = await startEmbedded(plan);
+          }
+          try {
+            const reason = UnifiedTestRun.skip(file, test, deployment);
+            if (reason !== undefined) {
+              if (external !== undefined) this.skip();
+              throw new Error(`the embedded deployment does not meet the test's requirements: ${reason}`);
+            }
+            await new UnifiedTestRun(file, test, deployment).run();
+          } finally {
+            if (external === undefined) await deployment.close();
+          }
+        });
+      }
+    });
+  }
+}
