@@ -143,6 +143,14 @@ describe('EmbeddedCollections', function () {
     expect(await failed(c.command('db', { find: '' }))).to.include({ code: 73, codeName: 'InvalidNamespace', message: "Invalid namespace specified 'db.'" });
   });
 
+  it('refuses a filter mongod cannot parse before reading any document: an empty or missing collection answers BadValue too', async function () {
+    const c = await served(new EmbeddedCollections());
+    for (const filter of [{ $or: true }, { $and: [] }, { $nor: [{ a: 1 }] }, { a: { $size: 1 } }, { a: { $in: 3 } }]) {
+      expect(await failed(c.command('db', { find: 'missing', filter })), JSON.stringify(filter)).to.include({ code: 2, codeName: 'BadValue' });
+    }
+    expect(await firstBatch(c, { find: 'missing', filter: { a: { $in: [1] } } })).to.deep.equal([]);
+  });
+
   it('gives and keeps copies: a caller changing what it gave or got changes nothing stored', async function () {
     const store = new EmbeddedCollections();
     const given = [{ _id: 1, list: [1], sub: { a: 1 }, bin: new Binary(Buffer.from([1, 2])) }];

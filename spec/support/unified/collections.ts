@@ -145,6 +145,27 @@ function matches(doc: Document, filter: Document): boolean {
 }
 
 /**
+ * Refuses a filter mongod refuses, as it does, while parsing it before any document is read (an empty collection
+ * too): an `$and`/`$or` that is not a nonempty array, an unknown top-level operator, an unknown field operator, an
+ * `$in`/`$nin` without an array; BadValue 2 each (see {@link matches}).
+ */
+function checkFilter(filter: Document): void {
+  for (const [name, condition] of Object.entries(filter)) {
+    if (name === '$and' || name === '$or') {
+      if (!Array.isArray(condition) || condition.length === 0) throw failure(2, 'BadValue', '$and/$or/$nor must be a nonempty array');
+      for (const sub of condition) checkFilter(sub as Document);
+    } else if (name.startsWith('$') && !(name === '$where' && whereSleepMS(condition) !== undefined)) {
+      throw failure(2, 'BadValue', `unknown top level operator: ${name}`);
+    } else if (isOperatorDocument(condition)) {
+      for (const [op, operand] of Object.entries(condition)) {
+        if (!['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$exists', '$in', '$nin'].includes(op)) throw failure(2, 'BadValue', `unknown operator: ${op}`);
+        if ((op === '$in' || op === '$nin') && !Array.isArray(operand)) throw failure(2, 'BadValue', `${op} needs an array`);
+      }
+    }
+  }
+}
+
+/**
  * The ms of a `$where` of the one form the unified tests use to hold a command on the server (`sleep(<ms>) || true`,
  * a string or Code): mongod runs it per document examined, matching every one. Undefined for any other `$where`.
  */
@@ -275,6 +296,7 @@ export class EmbeddedCollections {
 
   /** The stored documents (not copies) of `db`.`coll` matching `filter`, in natural order. */
   private select(db: string, coll: string, filter: Document): Document[] {
+    checkFilter(filter);
     return (this.collection(db, coll, false) ?? []).filter((d) => matches(d, filter));
   }
 
