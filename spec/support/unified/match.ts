@@ -12,7 +12,11 @@ import { EJSON, type Document } from 'bson';
 /** Why a value did not match: the path to it and what differs; undefined when it matches. */
 export type Mismatch = string | undefined;
 
-const NUMERIC = new Set(['Int32', 'Double', 'Long', 'Decimal128']);
+/** The numeric types that match by value ("Flexible Numeric Comparisons": Decimal128 is not one of them). */
+const NUMERIC = new Set(['Int32', 'Double', 'Long']);
+
+/** The special operators this matcher evaluates; any other `$$` operator is an error wherever it is. */
+const OPERATORS = new Set(['$$exists', '$$type', '$$unsetOrMatches', '$$matchAsDocument', '$$matchAsRoot', '$$lte']);
 
 /** The BSON type name (the `$type` aliases) of a value as bson's deserializer gives it. */
 export function bsonTypeOf(value: unknown): string {
@@ -20,7 +24,8 @@ export function bsonTypeOf(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (typeof value === 'string') return 'string';
   if (typeof value === 'boolean') return 'bool';
-  if (typeof value === 'number') return Number.isInteger(value) && Math.abs(value) <= 2147483647 ? 'int' : 'double';
+  // A JS number lost its BSON type: an integral one is an int (a long beyond int32), a fractional one a double.
+  if (typeof value === 'number') return Number.isInteger(value) ? (value >= -2147483648 && value <= 2147483647 ? 'int' : 'long') : 'double';
   if (typeof value === 'bigint') return 'long';
   if (Array.isArray(value)) return 'array';
   if (value instanceof Date) return 'date';
@@ -98,6 +103,7 @@ export function match(expected: unknown, actual: unknown, root = true, path = ''
     for (const [key, value] of Object.entries(expected)) {
       const inner = `${path}${path === '' ? '' : '.'}${key}`;
       const op = operatorOf(value);
+      if (op !== undefined && !OPERATORS.has(op)) throw new Error(`${inner}: the special operator ${op} is not supported by this runner`);
       if (op === '$$exists' || op === '$$unsetOrMatches' || op === '$$type') {
         const mismatch = special(op, (value as Document)[op], actual[key], false, inner, Object.prototype.hasOwnProperty.call(actual, key) && actual[key] !== undefined);
         if (mismatch !== undefined) return mismatch;
