@@ -201,5 +201,8 @@ export function withUriOptions(uri: string, options: Document | undefined): stri
     .join('&');
   const [base, existing] = uri.split('?', 2) as [string, string | undefined];
   const path = /^[a-z+]+:\/\/[^/]*\//.test(base) ? base : `${base}/`;
-  return existing === undefined || existing === '' ? `${path}?${query}` : `${path}?${existing}&${query}`;
+  // The connection string's options that uriOptions names (option names are case-insensitive) give way to them.
+  const overridden = new Set(Object.keys(options).map((key) => key.toLowerCase()));
+  const kept = (existing ?? '').split('&').filter((pair) => pair !== '' && !overridden.has(decodeURIComponent(pair.split('=', 1)[0]!).toLowerCase()));
+  return `${path}?${[...kept, query].join('&')}`;
 }

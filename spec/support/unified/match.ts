@@ -177,3 +177,40 @@ function special(operator: string, argument: unknown, actual: unknown, root: boo
       throw new Error(`${at}: the special operator ${operator} is not supported by this runner`);
   }
 }
+
+/**
+ * Whether `actual` equals `expected` exactly (a test's outcome: "The test runner MUST assert that the documents
+ * match exactly", only the order of fields may differ): no extra field anywhere, no special operator (a `$$` key is
+ * a field like any other), numbers of the same value and type.
+ */
+export function mismatchExactly(expected: unknown, actual: unknown, path = ''): Mismatch {
+  const at = path === '' ? 'the value' : path;
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return `${at}: expected an array ${show(expected)}, got ${show(actual)}`;
+    if (actual.length !== expected.length) return `${at}: expected ${expected.length} elements, got ${actual.length} (${show(actual)})`;
+    for (let i = 0; i < expected.length; i++) {
+      const mismatch = mismatchExactly(expected[i], actual[i], `${path}[${i}]`);
+      if (mismatch !== undefined) return mismatch;
+    }
+    return undefined;
+  }
+  if (isPlainDocument(expected)) {
+    if (!isPlainDocument(actual)) return `${at}: expected a document ${show(expected)}, got ${show(actual)}`;
+    for (const [key, value] of Object.entries(expected)) {
+      const inner = `${path}${path === '' ? '' : '.'}${key}`;
+      if (!Object.prototype.hasOwnProperty.call(actual, key) || actual[key] === undefined) return `${inner}: missing (expected ${show(value)})`;
+      const mismatch = mismatchExactly(value, actual[key], inner);
+      if (mismatch !== undefined) return mismatch;
+    }
+    for (const key of Object.keys(actual)) {
+      if (actual[key] !== undefined && !Object.prototype.hasOwnProperty.call(expected, key)) return `${path}${path === '' ? '' : '.'}${key}: not expected (${show(actual[key])})`;
+    }
+    return undefined;
+  }
+  const expectedNumber = numericValue(expected);
+  if (expectedNumber !== undefined) {
+    const same = numericValue(actual) === expectedNumber && bsonTypeOf(actual) === bsonTypeOf(expected);
+    return same ? undefined : `${at}: expected ${show(expected)} (${bsonTypeOf(expected)}), got ${show(actual)} (${bsonTypeOf(actual)})`;
+  }
+  return show(expected) === show(actual) && bsonTypeOf(expected) === bsonTypeOf(actual) ? undefined : `${at}: expected ${show(expected)}, got ${show(actual)}`;
+}

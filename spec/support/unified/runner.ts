@@ -15,7 +15,7 @@ import { type Document } from 'bson';
 import { connect, MongoServerError, type Client, type ClientEvent, type CommandEvent, type LogMessage, type TopologyDescription, type TopologyEvent } from '../../../lib';
 import { isSensitiveCommand } from '../../../lib/connection/command-events';
 import { type Deployment, type RunOnRequirement, unmet, withUriOptions } from './deployment';
-import { match } from './match';
+import { match, mismatchExactly } from './match';
 
 /** A unified test file (the fields this runner reads). */
 export interface UnifiedFile {
@@ -62,6 +62,8 @@ interface Observed {
 /** What a client entity holds: its client, what it observed, and the fail points set through it. */
 class ClientEntity {
   readonly observed: Observed[] = [];
+  /** The server (`host:port`) of the configureFailPoint commands sent through the client, in order. */
+  readonly failPointServers: string[] = [];
   private readonly subscriptions: { unsubscribe(): void }[] = [];
   constructor(
     readonly client: Client,
@@ -76,6 +78,9 @@ class ClientEntity {
     const sensitive = spec.observeSensitiveCommands === true;
     if (spec.storeEventsAsEntities !== undefined) throw new Error('storeEventsAsEntities is not supported by this runner');
     for (const name of observe) if (!KNOWN_EVENTS.has(name)) throw new Error(`observeEvents: ${name} is not an event this runner knows`);
+    // The requestIds of the sensitive commands left out, so that their replies or failures are left out too (a
+    // redacted reply of a hello with speculativeAuthenticate does not tell it was one).
+    const sensitiveRequests = new Set<number>();
     const keep = (event: Observed | undefined): void => {
       if (event !== undefined && observe.has(event.name)) this.observed.push(event);
     };
@@ -83,8 +88,14 @@ class ClientEntity {
       client.events$.subscribe((event) => keep(cmapOrHeartbeat(event))),
       client.topologyEvents$.subscribe((event) => keep(topologyEvent(event))),
       client.commandEvents$.subscribe((event) => {
+        if (event.type === 'CommandStarted' && event.commandName.toLowerCase() === 'configurefailpoint') this.failPointServers.push(event.address);
         if (ignoredCommands.has(event.commandName.toLowerCase())) return;
-        if (!sensitive && isSensitiveEvent(event)) return;
+        if (!sensitive) {
+          if (event.type === 'CommandStarted' ? isSensitiveEvent(event) : sensitiveRequests.delete(event.requestId) || isSensitiveEvent(event)) {
+            if (event.type === 'CommandStarted') sensitiveRequests.add(event.requestId);
+            return;
+          }
+        }
         keep(commandEvent(event));
       }),
     );
@@ -176,7 +187,9 @@ function commandEvent(event: CommandEvent): Observed {
 
 /** An event expectation (`{ <name>: { ...fields } }`) against an observed event. */
 function eventMismatch(expected: Document, actual: Observed): string | undefined {
-  const [name, fields] = Object.entries(expected)[0] as [string, Document];
+  const entries = Object.entries(expected);
+  if (entries.length !== 1) throw new Error(`an expected event names exactly one event, not ${entries.length}: ${JSON.stringify(expected)}`);
+  const [name, fields] = entries[0] as [string, Document];
   if (name !== actual.name) return `expected ${name}, got ${actual.name}`;
   return matchWithRoots(fields ?? {}, actual.fields, ['command', 'reply', 'previousDescription', 'newDescription']);
 }
@@ -224,10 +237,29 @@ const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
   'collection.find': ['filter', 'sort', 'limit', 'skip', 'batchSize', 'projection'],
 };
 
+/** The operations whose result is an iterable of documents, each of them a root-level document ("Evaluating Matches"). */
+const ITERABLE_RESULTS = new Set(['find', 'listDatabases']);
+
+function matchEach(expected: readonly unknown[], actual: readonly unknown[]): string | undefined {
+  if (actual.length !== expected.length) return `the value: expected ${expected.length} elements, got ${actual.length}`;
+  for (let i = 0; i < expected.length; i++) {
+    const mismatch = match(expected[i], actual[i], true, `[${i}]`);
+    if (mismatch !== undefined) return mismatch;
+  }
+  return undefined;
+}
+
 /** A thread entity: the operations given to it run one after another, apart from the test's own. */
 class ThreadEntity {
   done: Promise<void> = Promise.resolve();
   error: unknown;
+  /** Whether a waitForThread failed the test with {@link error} already. */
+  reported = false;
+}
+
+/** `error` named as the failure of an operation run on thread `id`. */
+function threadFailure(id: string, error: unknown): Error {
+  return new Error(`thread ${id}: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, { cause: error });
 }
 
 type Entity = ClientEntity | { kind: 'database'; client: ClientEntity; name: string } | { kind: 'collection'; client: ClientEntity; db: string; name: string } | ThreadEntity | TopologyDescription | unknown;
@@ -269,6 +301,11 @@ async function waitUntil(condition: () => boolean, timeoutMS: number, failure: (
   }
 }
 
+/** How a run waits: `waitTimeoutMS` bounds waitForEvent and waitForThread (the format's 10 s by default). */
+export interface RunOptions {
+  readonly waitTimeoutMS?: number;
+}
+
 /** Runs the tests of one file's test against one deployment. */
 export class UnifiedTestRun {
   private readonly entities = new Map<string, Entity>();
@@ -281,13 +318,19 @@ export class UnifiedTestRun {
     private readonly file: UnifiedFile,
     private readonly test: UnifiedTest,
     private readonly deployment: Deployment,
+    private readonly options: RunOptions = {},
   ) {
     this.configuresFailPoints = JSON.stringify(test.operations).includes('"failPoint"');
   }
 
+  /** How long waitForEvent and waitForThread wait ("waitForEvent", "waitForThread": 10 seconds). */
+  private get waitTimeoutMS(): number {
+    return this.options.waitTimeoutMS ?? 10_000;
+  }
+
   /** Why this test does not run on the deployment (requirements, skipReason); undefined when it runs. */
   static skip(file: UnifiedFile, test: UnifiedTest, deployment: Deployment): string | undefined {
-    if (compareSchema(file.schemaVersion, SUPPORTED_SCHEMA_VERSION) > 0) return `schema version ${file.schemaVersion} is newer than ${SUPPORTED_SCHEMA_VERSION}`;
+    UnifiedTestRun.checkSchema(file);
     if (test.skipReason !== undefined) return test.skipReason;
     for (const requirements of [file.runOnRequirements, test.runOnRequirements]) {
       if (requirements === undefined) continue;
@@ -297,12 +340,26 @@ export class UnifiedTestRun {
     return undefined;
   }
 
+  /**
+   * Throws for a file this runner cannot read: a schema version newer than it supports, or of another major version
+   * ("Test Runner Support": an error, not a skipped test).
+   */
+  static checkSchema(file: UnifiedFile): void {
+    const [major] = file.schemaVersion.split('.');
+    if (major !== SUPPORTED_SCHEMA_VERSION.split('.')[0] || compareSchema(file.schemaVersion, SUPPORTED_SCHEMA_VERSION) > 0) {
+      throw new Error(`schema version ${file.schemaVersion} is not supported by this runner (it reads 1.0 to ${SUPPORTED_SCHEMA_VERSION})`);
+    }
+  }
+
   /** Runs the test: initial data, entities, operations, then its expectations; always cleans up. */
   async run(): Promise<void> {
+    UnifiedTestRun.checkSchema(this.file);
     try {
       await this.loadInitialData();
       await this.createEntities(this.file.createEntities ?? []);
       for (const operation of this.test.operations) await this.operate(operation);
+      // An operation that failed on a thread fails the test, waited for or not ("runOnThread").
+      for (const [id, entity] of this.entities) if (entity instanceof ThreadEntity && entity.error !== undefined && !entity.reported) throw threadFailure(id, entity.error);
       for (const entity of this.clients) entity.stopObserving();
       await this.disableFailPoints();
       this.checkEvents();
@@ -425,7 +482,9 @@ export class UnifiedTestRun {
       throw error;
     }
     if (operation.expectResult !== undefined) {
-      const mismatch = match(operation.expectResult, result);
+      // The documents of an iterable result (find) are root-level documents each, in a list of exact length.
+      const iterable = ITERABLE_RESULTS.has(operation.name) && Array.isArray(operation.expectResult) && Array.isArray(result);
+      const mismatch = iterable ? matchEach(operation.expectResult as unknown[], result as unknown[]) : match(operation.expectResult, result);
       if (mismatch !== undefined) throw new Error(`${operation.name}: result ${mismatch}`);
     }
     if (operation.saveResultAsEntity !== undefined) this.entities.set(operation.saveResultAsEntity, result);
@@ -505,8 +564,11 @@ export class UnifiedTestRun {
       case 'failPoint': {
         const entity = this.clientEntity(args.client as string);
         const failPoint = args.failPoint as Document;
-        await entity.client.command('admin', failPoint);
-        this.failPoints.push({ uri: entity.uri, name: failPoint.configureFailPoint as string });
+        const before = entity.failPointServers.length;
+        await entity.client.command('admin', failPoint, { readPreference: 'primary' });
+        // Recorded with the server it was set on: it is turned off there, not on a server the next selection picks.
+        const server = entity.failPointServers[before];
+        this.failPoints.push({ uri: server === undefined ? entity.uri : directUri(entity.uri, server), name: failPoint.configureFailPoint as string });
         return undefined;
       }
       case 'wait':
@@ -517,8 +579,8 @@ export class UnifiedTestRun {
         const count = args.count as number;
         await waitUntil(
           () => matchingEvents(entity, event).length >= count,
-          10_000,
-          () => `waitForEvent: ${count} ${JSON.stringify(event)} expected, ${matchingEvents(entity, event).length} seen in 10 s; observed: ${entity.observed.map((e) => e.name).join(', ')}`,
+          this.waitTimeoutMS,
+          () => `waitForEvent: ${count} ${JSON.stringify(event)} expected, ${matchingEvents(entity, event).length} seen in ${this.waitTimeoutMS} ms; observed: ${entity.observed.map((e) => e.name).join(', ')}`,
         );
         return undefined;
       }
@@ -540,8 +602,11 @@ export class UnifiedTestRun {
         const thread = this.entity(args.thread as string, 'thread', (e): e is ThreadEntity => e instanceof ThreadEntity);
         let finished = false;
         void thread.done.then(() => (finished = true));
-        await waitUntil(() => finished, 10_000, () => `waitForThread: ${String(args.thread)} still runs after 10 s`);
-        if (thread.error !== undefined) throw thread.error;
+        await waitUntil(() => finished, this.waitTimeoutMS, () => `waitForThread: ${String(args.thread)} still runs after ${this.waitTimeoutMS} ms`);
+        if (thread.error !== undefined) {
+          thread.reported = true;
+          throw threadFailure(String(args.thread), thread.error);
+        }
         return undefined;
       }
       case 'recordTopologyDescription':
@@ -575,7 +640,8 @@ export class UnifiedTestRun {
     for (const { client, eventType = 'command', events, ignoreExtraEvents } of this.test.expectEvents ?? []) {
       const actual = this.clientEntity(client).observed.filter((event) => event.category === eventType);
       const context = (): string => `${client} ${eventType} events: ${actual.map((e) => `${e.name}${JSON.stringify(e.fields)}`).join(', ')}`;
-      if (ignoreExtraEvents === true ? actual.length < events.length : actual.length !== events.length) {
+      // An empty list asserts that no event was observed, extra events allowed or not ("expectedEventsForClient").
+      if (ignoreExtraEvents === true && events.length > 0 ? actual.length < events.length : actual.length !== events.length) {
         throw new Error(`${events.length} ${eventType} events expected, ${actual.length} observed; ${context()}`);
       }
       events.forEach((expected, i) => {
@@ -615,7 +681,7 @@ export class UnifiedTestRun {
       for (const { collectionName, databaseName, documents } of outcome) {
         const reply = await client.command(databaseName, { find: collectionName, filter: {}, sort: { _id: 1 } }, { readPreference: 'primary' });
         const actual = (reply.cursor as Document).firstBatch as Document[];
-        const mismatch = match(documents, actual, false);
+        const mismatch = mismatchExactly(documents, actual);
         if (mismatch !== undefined) throw new Error(`outcome of ${databaseName}.${collectionName}: ${mismatch}`);
       }
     });
@@ -625,6 +691,17 @@ export class UnifiedTestRun {
 /** A log message as the format's expectations name its parts: level, component, data (the structured fields). */
 function logForm(message: LogMessage): { level: string; component: string; data: Document } {
   return { level: message.level, component: message.component, data: message.fields as Document };
+}
+
+/**
+ * `uri` reaching `address` alone (a direct connection, the credentials and other options kept); `uri` itself when
+ * it cannot be direct (a load balancer's, which has one address anyway; an SRV connection string).
+ */
+export function directUri(uri: string, address: string): string {
+  const parts = /^(mongodb:\/\/(?:[^/@]*@)?)([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(uri);
+  if (parts === null || /(^|&)loadBalanced=true(&|$)/i.test(parts[4] ?? '')) return uri;
+  const query = (parts[4] ?? '').split('&').filter((pair) => pair !== '' && !/^(replicaSet|directConnection)=/i.test(pair));
+  return withUriOptions(`${parts[1]!}${address}${parts[3] ?? '/'}${query.length === 0 ? '' : `?${query.join('&')}`}`, { directConnection: true });
 }
 
 function primaryOf(description: TopologyDescription | undefined): string | undefined {
@@ -640,7 +717,7 @@ function compareSchema(a: string, b: string): number {
 }
 
 /** Checks an operation's error against `expectError` (isError, isClientError, errorContains, errorCode, ...). */
-function checkError(expected: Document, error: unknown, operation: string): void {
+export function checkError(expected: Document, error: unknown, operation: string): void {
   const e = error as { message?: string; code?: number; codeName?: string; errorLabels?: Iterable<string> };
   const labels = [...(e.errorLabels ?? [])];
   for (const [key, value] of Object.entries(expected)) {
@@ -659,7 +736,7 @@ function checkError(expected: Document, error: unknown, operation: string): void
         if (e.code !== value) throw new Error(`${operation}: error code ${String(e.code)}, expected ${String(value)}`);
         break;
       case 'errorCodeName':
-        if (e.codeName !== value) throw new Error(`${operation}: error code name ${String(e.codeName)}, expected ${String(value)}`);
+        if (String(e.codeName).toLowerCase() !== String(value).toLowerCase()) throw new Error(`${operation}: error code name ${String(e.codeName)}, expected ${String(value)}`);
         break;
       case 'errorLabelsContain':
         for (const label of value as string[]) if (!labels.includes(label)) throw new Error(`${operation}: error labels ${JSON.stringify(labels)} lack ${label}`);

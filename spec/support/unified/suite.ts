@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { EJSON } from 'bson';
-import { describeExternal, embeddedPlan, startEmbedded, type Deployment } from './deployment';
+import { describeExternal, embeddedPlan, startEmbedded, type Deployment, type EmbeddedPlan } from './deployment';
 import { UnifiedTestRun, type UnifiedFile, type UnifiedTest } from './runner';
 
 /** The unified test files of `directory` (`.json`), parsed as relaxed extended JSON (numbers as numbers), by name. */
@@ -16,6 +16,11 @@ export function unifiedFiles(directory: string): [string, UnifiedFile][] {
     .filter((name) => name.endsWith('.json'))
     .sort()
     .map((name) => [name, EJSON.parse(fs.readFileSync(path.join(directory, name), 'utf8')) as UnifiedFile]);
+}
+
+/** The embedded deployment a test of `file` runs against: one that meets both the file's and the test's requirements. */
+export function planFor(file: UnifiedFile, test: UnifiedTest): EmbeddedPlan | string {
+  return embeddedPlan([...(file.runOnRequirements ?? [{}])].flatMap((f) => (test.runOnRequirements ?? [{}]).map((t) => ({ ...f, ...t }))));
 }
 
 /** A test run with a change, and why: the expectations of a feature rxcmap does not have taken out, the rest kept. */
@@ -41,11 +46,14 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
         const test = adaptation === undefined ? given : adaptation.adapt(given);
         it(adaptation === undefined ? test.description : `${test.description} (adapted: ${adaptation.why})`, async function () {
           if (why !== undefined) this.skip();
+          // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
+          UnifiedTestRun.checkSchema(file);
+          if (test.skipReason !== undefined) this.skip();
           let deployment: Deployment;
           if (external !== undefined) {
             deployment = await (real ??= describeExternal(external));
           } else {
-            const plan = embeddedPlan([...(file.runOnRequirements ?? [{}])].flatMap((f) => (test.runOnRequirements ?? [{}]).map((t) => ({ ...f, ...t }))));
+            const plan = planFor(file, test);
             if (typeof plan === 'string') throw new Error(plan);
             deployment = await startEmbedded(plan);
           }

@@ -1,0 +1,281 @@
+/**
+ * The unified test runner fails a test that does not hold: real SDAM and CMAP unified tests, each run as it is
+ * (it passes) and with one expectation changed (it fails, saying what differs), against embedded deployments; and
+ * the format's rules the runner's own choices could get wrong (what is ignored, what is a root-level document, how
+ * fail points are turned off, what makes a file unreadable).
+ */
+import * as path from 'node:path';
+import { expect } from 'chai';
+import { type Document } from 'bson';
+import { connect, MongoServerError } from '../../../lib';
+import { startEmbedded, withUriOptions, type Deployment } from './deployment';
+import { checkError, directUri, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { planFor, unifiedFiles } from './suite';
+
+const FIXTURES = path.resolve(__dirname, '../../fixtures');
+const FILES = new Map([
+  ...unifiedFiles(path.join(FIXTURES, 'server-discovery/unified')),
+  ...unifiedFiles(path.join(FIXTURES, 'connection-monitoring-and-pooling/logging')),
+]);
+
+/** A test of a fixture file, as a copy that can be changed. */
+function fixture(name: string, description: string): { file: UnifiedFile; test: Document } {
+  const file = FILES.get(name);
+  if (file === undefined) throw new Error(`no fixture ${name}`);
+  const test = file.tests.find((t) => t.description === description);
+  if (test === undefined) throw new Error(`no test "${description}" in ${name}`);
+  return { file, test: structuredClone(test) as Document };
+}
+
+/** Runs `test` of `file` against a fresh embedded deployment it asks for: undefined when it passes, else why it failed. */
+async function outcome(file: UnifiedFile, test: Document, options?: RunOptions, after?: (deployment: Deployment) => Promise<void>): Promise<string | undefined> {
+  const plan = planFor(file, test as UnifiedTest);
+  if (typeof plan === 'string') throw new Error(plan);
+  const deployment = await startEmbedded(plan);
+  try {
+    await new UnifiedTestRun(file, test as UnifiedTest, deployment, options).run();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    try {
+      await after?.(deployment);
+    } finally {
+      await deployment.close();
+    }
+  }
+}
+
+/** The fixture test passes as it is, and fails with `change` made, with a message matching `why`. */
+function failsWhen(name: string, description: string, cases: Record<string, [(test: Document) => void, RegExp, RunOptions?]>): void {
+  describe(`${name}: ${description}`, function () {
+    it('passes as it is', async function () {
+      const { file, test } = fixture(name, description);
+      expect(await outcome(file, test)).to.equal(undefined);
+    });
+    for (const [title, [change, why, options]] of Object.entries(cases)) {
+      it(`fails ${title}`, async function () {
+        const { file, test } = fixture(name, description);
+        change(test);
+        expect(await outcome(file, test, options)).to.match(why);
+      });
+    }
+  });
+}
+
+const LIFECYCLE = 'standalone-emit-topology-changed-before-close.json';
+const AUTH_ERROR = 'auth-error.json';
+const AUTH_ERROR_TEST = 'Reset server and pool after AuthenticationFailure error';
+
+describe('unified test runner', function () {
+  this.timeout(20_000);
+
+  failsWhen(LIFECYCLE, 'Topology lifecycle', {
+    'when an expected event is missing from the observed ones': [(t) => t.expectEvents[0].events.push({ topologyClosedEvent: {} }), /6 sdam events expected, 5 observed/],
+    'when an observed event is not expected': [(t) => t.expectEvents[0].events.pop(), /4 sdam events expected, 5 observed/],
+    'when an event is of another type': [(t) => (t.expectEvents[0].events[4] = { topologyOpeningEvent: {} }), /sdam event 4: expected topologyOpeningEvent, got topologyClosedEvent/],
+    "when a description's type differs": [(t) => (t.expectEvents[0].events[2].topologyDescriptionChangedEvent.newDescription.type = 'Sharded'), /sdam event 2: newDescription\.type: expected "Sharded", got "Single"/],
+    'when no events are expected but some were observed': [(t) => (t.expectEvents[0].events = []), /0 sdam events expected, 5 observed/],
+    'when no events are expected but some were observed, even if extra events are allowed': [
+      (t) => Object.assign(t.expectEvents[0], { events: [], ignoreExtraEvents: true }),
+      /0 sdam events expected, 5 observed/,
+    ],
+    'when an expected event names two events': [(t) => (t.expectEvents[0].events[0] = { topologyOpeningEvent: {}, topologyClosedEvent: {} }), /exactly one event/],
+    'when waitForEvent waits for more events than come': [(t) => (t.operations[1].arguments.count = 5), /waitForEvent: 5 .*topologyDescriptionChangedEvent.* expected, 2 seen in 300 ms/, { waitTimeoutMS: 300 }],
+    'on an unknown operation': [(t) => (t.operations[2].name = 'shutdown'), /operation shutdown on client .* not supported/],
+    'on an unknown argument': [(t) => (t.operations[1].arguments.timeoutMS = 5), /operation waitForEvent: argument timeoutMS is not supported/],
+    'on an unknown entity': [(t) => (t.operations[2].object = 'client2'), /close on client2/],
+    'on an unknown test runner operation': [(t) => (t.operations[1].name = 'waitForEvents'), /operation waitForEvents on testRunner .* not supported/],
+  });
+
+  failsWhen(AUTH_ERROR, AUTH_ERROR_TEST, {
+    'when assertEventCount counts one more than were published': [(t) => (t.operations[6].arguments.count = 2), /assertEventCount: 2 .*serverDescriptionChangedEvent.* expected, 1 observed/],
+    'when assertEventCount counts one fewer than were published': [(t) => (t.operations[7].arguments.count = 0), /assertEventCount: 0 .*poolClearedEvent.* expected, 1 observed/],
+    'when an expected command holds an embedded field the sent one does not': [
+      (t) => (t.expectEvents[0].events[0].commandStartedEvent.command.documents[0].x = 1),
+      /command event 0: command\.documents\[0\]\.x: missing/,
+    ],
+    'when a sent command holds an embedded field the expected one does not': [
+      (t) => (t.operations[5].arguments.documents[0].x = 1),
+      /command event 0: command\.documents\[0\]\.x: not expected in an embedded document/,
+    ],
+    'when a different document was inserted': [(t) => (t.expectEvents[0].events[0].commandStartedEvent.command.documents[1]._id = 7), /command\.documents\[1\]\._id: expected 7, got 6/],
+    'when the command is named otherwise': [(t) => (t.expectEvents[0].events[0].commandStartedEvent.commandName = 'update'), /commandName: expected "update", got "insert"/],
+    'when the outcome lacks a document the collection holds': [(t) => t.outcome[0].documents.pop(), /outcome of sdam-tests\.auth-error: .*expected 3 elements, got 4/],
+    'when the outcome holds a document the collection lacks': [(t) => t.outcome[0].documents.push({ _id: 7 }), /outcome of sdam-tests\.auth-error: .*expected 5 elements, got 4/],
+    "when an outcome's document has a field the stored one lacks": [(t) => (t.outcome[0].documents[0].x = 1), /outcome of sdam-tests\.auth-error: \[0\]\.x: missing/],
+    'when an outcome names a matching operator: the outcome is compared exactly': [
+      (t) => (t.outcome[0].documents[0].x = { $$exists: false }),
+      /outcome of sdam-tests\.auth-error: \[0\]\.x: missing/,
+    ],
+    'when an operation expected to fail succeeds': [(t) => (t.operations[5].expectError = { isError: true }), /insertMany on collection: expected an error/],
+    'when an operation fails that was not expected to': [(t) => delete t.operations[2].expectError, /.+/],
+  });
+
+  it('an operation that fails without expectError fails the test with its error', async function () {
+    const { file, test } = fixture(AUTH_ERROR, AUTH_ERROR_TEST);
+    delete test.operations[2].expectError;
+    test.operations.splice(3);
+    expect(await outcome(file, test)).to.match(/auth/i);
+  });
+
+  failsWhen('interruptInUse-pool-clear.json', 'Connection pool clear uses interruptInUseConnections=true after monitor timeout', {
+    'when poolClearedEvent was to leave connections in use alone': [
+      (t) => (t.expectEvents[1].events[3].poolClearedEvent.interruptInUseConnections = false),
+      /cmap event 3: interruptInUseConnections: expected false, got true/,
+    ],
+    "when a thread's operation fails without expectError: at waitForThread": [
+      (t) => delete t.operations[2].arguments.operation.expectError,
+      /^thread thread1: PoolClearedError: .*interrupted/,
+    ],
+    "when a thread's operation expected to fail succeeds": [
+      (t) => (t.operations[2].arguments.operation = { name: 'insertOne', object: 'collection', arguments: { document: { _id: 2 } }, expectError: { isError: true } }),
+      /^thread thread1: Error: insertOne on collection: expected an error/,
+    ],
+    "when a thread's operation fails and no waitForThread follows": [
+      (t) => {
+        delete t.operations[2].arguments.operation.expectError;
+        t.operations[4] = { name: 'wait', object: 'testRunner', arguments: { ms: 1800 } };
+      },
+      /^thread thread1: PoolClearedError: .*interrupted/,
+    ],
+  });
+
+  failsWhen('connection-pool-options.json', 'Options should be included in connection pool created message when specified', {
+    "when a log message's data differs": [(t) => (t.expectLogMessages[0].messages[0].data.maxPoolSize = 6), /log message 0: data\.maxPoolSize: expected 6, got 5/],
+    "when a log message's data names a field the message lacks": [(t) => (t.expectLogMessages[0].messages[1].data.maxPoolSize = 5), /log message 1: data\.maxPoolSize: missing/],
+    'when a log message is missing': [(t) => t.expectLogMessages[0].messages.pop(), /3 log messages expected, 4 written/],
+    "when a message's level differs": [(t) => (t.expectLogMessages[0].messages[0].level = 'info'), /log message 0: level: expected "info", got "debug"/],
+    'when ignoreMessages takes out a message that is expected': [
+      (t) => (t.expectLogMessages[0].ignoreMessages = [{ level: 'debug', component: 'connection', data: { message: 'Connection created' } }]),
+      /4 log messages expected, 3 written/,
+    ],
+  });
+
+  describe('root-level documents', function () {
+    const file: UnifiedFile = {
+      description: 'find',
+      schemaVersion: '1.4',
+      createEntities: [{ client: { id: 'client' } }, { database: { id: 'database', client: 'client', databaseName: 'db' } }, { collection: { id: 'collection', database: 'database', collectionName: 'c' } }],
+      initialData: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1, x: 1 }, { _id: 2, x: 2 }] }],
+      tests: [],
+    };
+    const find = (expectResult: unknown): Document => ({ description: 'find', operations: [{ name: 'find', object: 'collection', arguments: { filter: {} }, expectResult }] });
+
+    it("the documents find returns are root-level: extra fields allowed, the number of documents exact", async function () {
+      expect(await outcome(file, find([{ _id: 1 }, { _id: 2 }]))).to.equal(undefined);
+      expect(await outcome(file, find([{ _id: 1 }]))).to.match(/find: result the value: expected 1 elements, got 2/);
+      expect(await outcome(file, find([{ _id: 1, x: 2 }, { _id: 2 }]))).to.match(/\[0\]\.x: expected 2, got 1/);
+    });
+  });
+
+  describe('sensitive commands', function () {
+    const file: UnifiedFile = {
+      description: 'sensitive',
+      schemaVersion: '1.4',
+      createEntities: [
+        { client: { id: 'client', observeEvents: ['commandStartedEvent', 'commandSucceededEvent', 'commandFailedEvent'] } },
+        { database: { id: 'database', client: 'client', databaseName: 'admin' } },
+      ],
+      tests: [],
+    };
+    const hello = (command: Document): Document => ({
+      description: 'hello',
+      operations: [{ name: 'runCommand', object: 'database', arguments: { command, commandName: 'hello' } }],
+      expectEvents: [{ client: 'client', events: [] }],
+    });
+
+    it('a hello with speculativeAuthenticate publishes no event observed, a plain hello does', async function () {
+      const speculative = { hello: 1, speculativeAuthenticate: { saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: Buffer.from('n,,n=u,r=abc'), db: 'admin' } };
+      expect(await outcome(file, hello(speculative))).to.equal(undefined);
+      expect(await outcome(file, hello({ hello: 1 }))).to.match(/0 command events expected, 2 observed/);
+    });
+  });
+
+  describe('fail points', function () {
+    const file: UnifiedFile = {
+      description: 'fail point',
+      schemaVersion: '1.4',
+      runOnRequirements: [{ topologies: ['sharded'] }],
+      createEntities: [{ client: { id: 'client', useMultipleMongoses: true } }],
+      tests: [],
+    };
+    const test = (fail: boolean): Document => ({
+      description: 'fail point',
+      operations: [
+        // Both mongoses known, so that either may be selected.
+        { name: 'wait', object: 'testRunner', arguments: { ms: 100 } },
+        { name: 'failPoint', object: 'testRunner', arguments: { client: 'client', failPoint: { configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['ping'], errorCode: 91 } } } },
+        ...(fail ? [{ name: 'wait', object: 'testRunner', arguments: { ms: 1, bogus: true } }] : []),
+      ],
+    });
+
+    /** Pings every mongos directly: a fail point left on fails one. */
+    async function pingEach(deployment: Deployment): Promise<void> {
+      const hosts = /^mongodb:\/\/([^/?]+)/.exec(deployment.uri(true))![1]!.split(',');
+      expect(hosts).to.have.length(2);
+      for (const host of hosts) {
+        const client = connect(`mongodb://${host}/?directConnection=true`);
+        try {
+          expect(await client.command('admin', { ping: 1 })).to.include({ ok: 1 });
+        } finally {
+          await client.close();
+        }
+      }
+    }
+
+    it('are turned off on the mongos they were set on, the test passed or failed', async function () {
+      // A client of several mongoses picks one at random: each run has even odds of showing a fail point turned off
+      // on the other one.
+      for (let i = 0; i < 6; i++) {
+        expect(await outcome(file, test(i % 2 === 1), {}, pingEach)).to.satisfy((m: string | undefined) => (i % 2 === 1 ? /argument bogus/.test(m!) : m === undefined));
+      }
+    });
+  });
+
+  describe('files', function () {
+    it('a file of a newer major schema version fails, it is not skipped', async function () {
+      const { file, test } = fixture(LIFECYCLE, 'Topology lifecycle');
+      const newer = { ...file, schemaVersion: '2.0' };
+      const deployment = { topology: 'single', serverVersion: '8.0.0', auth: false } as Deployment;
+      expect(() => UnifiedTestRun.skip(newer, test as UnifiedTest, deployment)).to.throw(/schema version 2\.0/);
+      expect(() => UnifiedTestRun.skip({ ...file, schemaVersion: '1.99' }, test as UnifiedTest, deployment)).to.throw(/schema version 1\.99/);
+      expect(UnifiedTestRun.skip(file, test as UnifiedTest, deployment)).to.equal(undefined);
+      expect(await outcome(newer, test)).to.match(/schema version 2\.0/);
+    });
+  });
+
+  describe('expectError', function () {
+    const error = new MongoServerError({ ok: 0, code: 10107, codeName: 'NotWritablePrimary', errmsg: 'not primary', errorLabels: ['RetryableWriteError'] });
+
+    it('errorCodeName and errorContains compare without case', function () {
+      expect(() => checkError({ errorCodeName: 'notwritableprimary' }, error, 'op')).to.not.throw();
+      expect(() => checkError({ errorCodeName: 'NotPrimary' }, error, 'op')).to.throw(/error code name NotWritablePrimary, expected NotPrimary/);
+      expect(() => checkError({ errorContains: 'NOT PRIMARY' }, error, 'op')).to.not.throw();
+      expect(() => checkError({ errorContains: 'secondary' }, error, 'op')).to.throw(/does not contain/);
+    });
+
+    it('errorCode, labels and client errors', function () {
+      expect(() => checkError({ errorCode: 10107, errorLabelsContain: ['RetryableWriteError'], isClientError: false }, error, 'op')).to.not.throw();
+      expect(() => checkError({ errorCode: 91 }, error, 'op')).to.throw(/error code 10107, expected 91/);
+      expect(() => checkError({ errorLabelsContain: ['TransientTransactionError'] }, error, 'op')).to.throw(/lack TransientTransactionError/);
+      expect(() => checkError({ errorLabelsOmit: ['RetryableWriteError'] }, error, 'op')).to.throw(/hold RetryableWriteError/);
+      expect(() => checkError({ isClientError: true }, error, 'op')).to.throw(/expected a client error/);
+      expect(() => checkError({ isClientError: true }, new Error('connection closed'), 'op')).to.not.throw();
+    });
+  });
+
+  describe('uriOptions', function () {
+    it("override the connection string's options of the same name, whatever their case", function () {
+      expect(withUriOptions('mongodb://h:1/?appName=base&w=1', { appname: 'test' })).to.equal('mongodb://h:1/?w=1&appname=test');
+      expect(withUriOptions('mongodb://h:1/?replicaSet=rs', { heartbeatFrequencyMS: 500 })).to.equal('mongodb://h:1/?replicaSet=rs&heartbeatFrequencyMS=500');
+      expect(withUriOptions('mongodb://h:1', { w: 'majority' })).to.equal('mongodb://h:1/?w=majority');
+    });
+
+    it('a fail point is turned off through a direct connection to its server, credentials and options kept', function () {
+      expect(directUri('mongodb://u:p@a:1,b:2/?replicaSet=rs&authSource=admin', 'b:2')).to.equal('mongodb://u:p@b:2/?authSource=admin&directConnection=true');
+      expect(directUri('mongodb://a:1,b:2/', 'a:1')).to.equal('mongodb://a:1/?directConnection=true');
+      expect(directUri('mongodb://lb:1/?loadBalanced=true', 'lb:1')).to.equal('mongodb://lb:1/?loadBalanced=true');
+    });
+  });
+});
