@@ -459,6 +459,12 @@ export class UnifiedTestRun {
 
   /** Runs one operation and checks its result or error. */
   async operate(operation: Operation): Promise<void> {
+    if (operation.object === 'testRunner') {
+      // "Special Test Operations": they return nothing, and never name an expected result or error.
+      for (const key of ['expectError', 'expectResult', 'saveResultAsEntity', 'ignoreResultAndError'] as const) {
+        if (operation[key] !== undefined) throw new Error(`${operation.name} on testRunner: a test runner operation takes no ${key}`);
+      }
+    }
     let result: unknown;
     let error: unknown;
     let failed = false;
