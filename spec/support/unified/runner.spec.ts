@@ -88,7 +88,7 @@ describe('unified test runner', function () {
     'when waitForEvent waits for more events than come': [(t) => (t.operations[1].arguments.count = 5), /waitForEvent: 5 .*topologyDescriptionChangedEvent.* expected, 2 seen in 300 ms/, { waitTimeoutMS: 300 }],
     'on an unknown operation': [(t) => (t.operations[2].name = 'shutdown'), /operation shutdown on client .* not supported/],
     'on an unknown argument': [(t) => (t.operations[1].arguments.timeoutMS = 5), /operation waitForEvent: argument timeoutMS is not supported/],
-    'on an unknown entity': [(t) => (t.operations[2].object = 'client2'), /close on client2/],
+    'on an unknown entity': [(t) => (t.operations[2].object = 'client2'), /close on client2: no entity client2/],
     'when a test runner operation names an expected result or error': [(t) => (t.operations[1].expectError = { isError: true }), /waitForEvent on testRunner: a test runner operation takes no expectError/],
     'on an unknown test runner operation': [(t) => (t.operations[1].name = 'waitForEvents'), /operation waitForEvents on testRunner .* not supported/],
   });

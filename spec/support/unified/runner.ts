@@ -499,6 +499,7 @@ export class UnifiedTestRun {
   private async execute(operation: Operation): Promise<unknown> {
     const args = operation.arguments ?? {};
     const target = this.entities.get(operation.object) as { kind?: string } | ClientEntity | undefined;
+    if (operation.object !== 'testRunner' && target === undefined) throw new Error(`${operation.name} on ${operation.object}: no entity ${operation.object}`);
     const kind = operation.object === 'testRunner' ? 'testRunner' : target instanceof ClientEntity ? 'client' : target?.kind;
     const allowed = ARGUMENTS[`${String(kind)}.${operation.name}`];
     if (allowed === undefined) throw new Error(`operation ${operation.name} on ${operation.object} (${String(kind)}) is not supported by this runner`);
