@@ -89,6 +89,7 @@ describe('unified test runner', function () {
     'on an unknown operation': [(t) => (t.operations[2].name = 'shutdown'), /operation shutdown on client .* not supported/],
     'on an unknown argument': [(t) => (t.operations[1].arguments.timeoutMS = 5), /operation waitForEvent: argument timeoutMS is not supported/],
     'on an unknown entity': [(t) => (t.operations[2].object = 'client2'), /close on client2: no entity client2/],
+    'on an entity setting the runner would not apply': [(t) => (t.operations[0].arguments.entities[0].client.serverApi = { version: '1' }), /client entity client: serverApi is not supported/],
     'when a test runner operation names an expected result or error': [(t) => (t.operations[1].expectError = { isError: true }), /waitForEvent on testRunner: a test runner operation takes no expectError/],
     'on an unknown test runner operation': [(t) => (t.operations[1].name = 'waitForEvents'), /operation waitForEvents on testRunner .* not supported/],
   });

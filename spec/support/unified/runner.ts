@@ -249,6 +249,38 @@ function matchEach(expected: readonly unknown[], actual: readonly unknown[]): st
   return undefined;
 }
 
+/** The keys each entity kind takes (any other is an error: a setting the runner would not apply). */
+const ENTITY_KEYS: Readonly<Record<string, readonly string[]>> = {
+  client: ['id', 'uriOptions', 'useMultipleMongoses', 'observeEvents', 'ignoreCommandMonitoringEvents', 'observeSensitiveCommands', 'observeLogMessages', 'storeEventsAsEntities'],
+  database: ['id', 'client', 'databaseName', 'databaseOptions'],
+  collection: ['id', 'database', 'collectionName', 'collectionOptions'],
+  thread: ['id'],
+};
+
+/** A database entity: its client, its name, the read preference its collections inherit. */
+interface DatabaseEntity {
+  readonly kind: 'database';
+  readonly client: ClientEntity;
+  readonly name: string;
+  readonly readPreference: Document | undefined;
+}
+
+/** A collection entity: its client, database, name, and the read preference its reads use. */
+interface CollectionEntity {
+  readonly kind: 'collection';
+  readonly client: ClientEntity;
+  readonly db: string;
+  readonly name: string;
+  readonly readPreference: Document | undefined;
+}
+
+/** The read preference of a `databaseOptions` or `collectionOptions`; any other option is an error. */
+function readPreferenceOf(options: unknown, what: string): Document | undefined {
+  if (options === undefined) return undefined;
+  for (const key of Object.keys(options as Document)) if (key !== 'readPreference') throw new Error(`${what}: option ${key} is not supported by this runner`);
+  return (options as Document).readPreference as Document | undefined;
+}
+
 /** A thread entity: the operations given to it run one after another, apart from the test's own. */
 class ThreadEntity {
   done: Promise<void> = Promise.resolve();
@@ -262,7 +294,7 @@ function threadFailure(id: string, error: unknown): Error {
   return new Error(`thread ${id}: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, { cause: error });
 }
 
-type Entity = ClientEntity | { kind: 'database'; client: ClientEntity; name: string } | { kind: 'collection'; client: ClientEntity; db: string; name: string } | ThreadEntity | TopologyDescription | unknown;
+type Entity = ClientEntity | DatabaseEntity | CollectionEntity | ThreadEntity | TopologyDescription | unknown;
 
 /** The error a write's reply reports (a write error or a write concern error), as a driver throws it. */
 export class WriteError extends Error {
@@ -424,6 +456,9 @@ export class UnifiedTestRun {
       const [kind, spec] = Object.entries(item)[0] as [string, Document];
       const id = spec.id as string;
       if (this.entities.has(id)) throw new Error(`entity ${id} exists already`);
+      const known = ENTITY_KEYS[kind];
+      if (known === undefined) throw new Error(`entity kind ${kind} is not supported by this runner`);
+      for (const key of Object.keys(spec)) if (!known.includes(key)) throw new Error(`${kind} entity ${id}: ${key} is not supported by this runner`);
       switch (kind) {
         case 'client': {
           const uriOptions = { ...(spec.uriOptions as Document | undefined) };
@@ -440,12 +475,14 @@ export class UnifiedTestRun {
           break;
         }
         case 'database':
-          this.entities.set(id, { kind: 'database', client: this.clientEntity(spec.client as string), name: spec.databaseName as string });
+          this.entities.set(id, { kind: 'database', client: this.clientEntity(spec.client as string), name: spec.databaseName as string, readPreference: readPreferenceOf(spec.databaseOptions, `database ${id}`) });
           break;
         case 'collection': {
-          const database = this.entities.get(spec.database as string) as { kind?: string; client: ClientEntity; name: string } | undefined;
+          const database = this.entities.get(spec.database as string) as DatabaseEntity | undefined;
           if (database?.kind !== 'database') throw new Error(`entity ${String(spec.database)} is not a database`);
-          this.entities.set(id, { kind: 'collection', client: database.client, db: database.name, name: spec.collectionName as string });
+          // A collection reads with its own read preference, else its database's (CRUD spec, "Read Preference").
+          const readPreference = readPreferenceOf(spec.collectionOptions, `collection ${id}`) ?? database.readPreference;
+          this.entities.set(id, { kind: 'collection', client: database.client, db: database.name, name: spec.collectionName as string, readPreference });
           break;
         }
         case 'thread':
@@ -517,17 +554,17 @@ export class UnifiedTestRun {
       }
     }
     if (target?.kind === 'database') {
-      const database = target as { client: ClientEntity; name: string };
+      const database = target as DatabaseEntity;
       if (operation.name !== 'runCommand') throw new Error(`database operation ${operation.name} is not supported by this runner`);
       const readPreference = args.readPreference as Document | undefined;
       return database.client.client.command(database.name, args.command as Document, readPreference === undefined ? undefined : { readPreference: readPreference as never });
     }
-    if (target?.kind === 'collection') return this.collectionOperation(target as { client: ClientEntity; db: string; name: string }, operation.name, args);
+    if (target?.kind === 'collection') return this.collectionOperation(target as CollectionEntity, operation.name, args);
     throw new Error(`operation ${operation.name}: no entity ${operation.object}`);
   }
 
   /** The commands a driver sends for the CRUD operations these tests use (CRUD spec). */
-  private async collectionOperation(collection: { client: ClientEntity; db: string; name: string }, name: string, args: Document): Promise<unknown> {
+  private async collectionOperation(collection: CollectionEntity, name: string, args: Document): Promise<unknown> {
     const client = collection.client.client;
     switch (name) {
       case 'insertOne': {
@@ -548,7 +585,7 @@ export class UnifiedTestRun {
       case 'find': {
         const command: Document = { find: collection.name, filter: args.filter ?? {} };
         for (const key of ['sort', 'limit', 'skip', 'batchSize', 'projection']) if (args[key] !== undefined) command[key] = args[key];
-        const reply = await client.command(collection.db, command);
+        const reply = await client.command(collection.db, command, collection.readPreference === undefined ? undefined : { readPreference: collection.readPreference as never });
         const cursor = reply.cursor as Document;
         const documents = [...(cursor.firstBatch as Document[])];
         let id = cursor.id;
