@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { EJSON } from 'bson';
-import { describeExternal, embeddedPlan, startEmbedded, type Deployment, type EmbeddedPlan } from './deployment';
+import { describeExternal, embeddedPlan, startEmbedded, type Deployment, type EmbeddedPlan, type RunOnRequirement, type TopologyName } from './deployment';
 import { UnifiedTestRun, type UnifiedFile, type UnifiedTest } from './runner';
 
 /** The unified test files of `directory` (`.json`), parsed as relaxed extended JSON (numbers as numbers), by name. */
@@ -19,8 +19,24 @@ export function unifiedFiles(directory: string): [string, UnifiedFile][] {
 }
 
 /** The embedded deployment a test of `file` runs against: one that meets both the file's and the test's requirements. */
-export function planFor(file: UnifiedFile, test: UnifiedTest): EmbeddedPlan | string {
-  return embeddedPlan([...(file.runOnRequirements ?? [{}])].flatMap((f) => (test.runOnRequirements ?? [{}]).map((t) => ({ ...f, ...t }))));
+export function planFor(file: UnifiedFile, test: UnifiedTest, topology?: TopologyName): EmbeddedPlan | string {
+  const requirements = requirementsOf(file, test);
+  if (topology === undefined) return embeddedPlan(requirements);
+  return embeddedPlan(requirements.filter((r) => (r.topologies ?? ['single']).includes(topology)).map((r) => ({ ...r, topologies: [topology] })));
+}
+
+/** The requirements a test's deployment must meet: each of the file's with each of the test's. */
+function requirementsOf(file: UnifiedFile, test: UnifiedTest): RunOnRequirement[] {
+  return [...(file.runOnRequirements ?? [{}])].flatMap((f) => (test.runOnRequirements ?? [{}]).map((t) => ({ ...f, ...t })));
+}
+
+/**
+ * The topologies a test runs on against embedded deployments: the first its requirements allow, or with
+ * `UNIFIED_TOPOLOGIES=all` (`npm run test:unified`) every one they list.
+ */
+function topologiesOf(file: UnifiedFile, test: UnifiedTest): (TopologyName | undefined)[] {
+  if (process.env.UNIFIED_TOPOLOGIES !== 'all') return [undefined];
+  return [...new Set(requirementsOf(file, test).flatMap((r) => r.topologies ?? (['single'] as const)))];
 }
 
 /** A test run with a change, and why: the expectations of a feature rxcmap does not have taken out, the rest kept. */
@@ -44,30 +60,33 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
         const why = skipped[`${name}: ${given.description}`];
         const adaptation = adapted[`${name}: ${given.description}`];
         const test = adaptation === undefined ? given : adaptation.adapt(given);
-        it(adaptation === undefined ? test.description : `${test.description} (adapted: ${adaptation.why})`, async function () {
-          if (why !== undefined) this.skip();
-          // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
-          UnifiedTestRun.checkSchema(file);
-          if (test.skipReason !== undefined) this.skip();
-          let deployment: Deployment;
-          if (external !== undefined) {
-            deployment = await (real ??= describeExternal(external));
-          } else {
-            const plan = planFor(file, test);
-            if (typeof plan === 'string') throw new Error(plan);
-            deployment = await startEmbedded(plan);
-          }
-          try {
-            const reason = UnifiedTestRun.skip(file, test, deployment);
-            if (reason !== undefined) {
-              if (external !== undefined) this.skip();
-              throw new Error(`the embedded deployment does not meet the test's requirements: ${reason}`);
+        for (const topology of external === undefined ? topologiesOf(file, test) : [undefined]) {
+          const title = `${test.description}${topology === undefined ? '' : ` [${topology}]`}`;
+          it(adaptation === undefined ? title : `${title} (adapted: ${adaptation.why})`, async function () {
+            if (why !== undefined) this.skip();
+            // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
+            UnifiedTestRun.checkSchema(file);
+            if (test.skipReason !== undefined) this.skip();
+            let deployment: Deployment;
+            if (external !== undefined) {
+              deployment = await (real ??= describeExternal(external));
+            } else {
+              const plan = planFor(file, test, topology);
+              if (typeof plan === 'string') throw new Error(plan);
+              deployment = await startEmbedded(plan);
             }
-            await new UnifiedTestRun(file, test, deployment).run();
-          } finally {
-            if (external === undefined) await deployment.close();
-          }
-        });
+            try {
+              const reason = UnifiedTestRun.skip(file, test, deployment);
+              if (reason !== undefined) {
+                if (external !== undefined) this.skip();
+                throw new Error(`the embedded deployment does not meet the test's requirements: ${reason}`);
+              }
+              await new UnifiedTestRun(file, test, deployment).run();
+            } finally {
+              if (external === undefined) await deployment.close();
+            }
+          });
+        }
       }
     });
   }
