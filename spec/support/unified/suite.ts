@@ -39,6 +39,9 @@ function topologiesOf(file: UnifiedFile, test: UnifiedTest): (TopologyName | und
   return [...new Set(requirementsOf(file, test).flatMap((r) => r.topologies ?? (['single'] as const)))];
 }
 
+/** How many tests of one suite's files run at once against their embedded deployments. */
+const CONCURRENTLY = 4;
+
 /** A test run with a change, and why: the expectations of a feature rxcmap does not have taken out, the rest kept. */
 export interface Adaptation {
   readonly why: string;
@@ -53,6 +56,29 @@ export interface Adaptation {
 export function unifiedSuites(directory: string, skipped: Readonly<Record<string, string>> = {}, adapted: Readonly<Record<string, Adaptation>> = {}): void {
   const external = process.env.MONGODB_URI;
   let real: Promise<Deployment> | undefined;
+  // Against embedded deployments each test has its own (its fail points, clients and collections touch no other's),
+  // so the tests of these files run CONCURRENTLY at a time, most of their time spent waiting on the servers' and
+  // the clients' timers; each `it` reports its own. Against MONGODB_URI's one deployment they run one by one.
+  const queue: (() => Promise<void>)[] = [];
+  const outcomes = new Map<string, Promise<unknown>>();
+  let started = false;
+  const startAll = (): void => {
+    if (started) return;
+    started = true;
+    const next = (): Promise<void> | undefined => queue.shift()?.().then(next);
+    for (let i = 0; i < CONCURRENTLY; i++) void next();
+  };
+  /** The test's outcome: an error, or undefined; started with every other test of these files. */
+  const outcome = (key: string, work: () => Promise<void>): Promise<unknown> => {
+    let result = outcomes.get(key);
+    if (result === undefined) {
+      let settle!: (value: unknown) => void;
+      result = new Promise((resolve) => (settle = resolve));
+      queue.push(() => work().then(() => settle(undefined), settle));
+      outcomes.set(key, result);
+    }
+    return result;
+  };
   for (const [name, file] of unifiedFiles(directory)) {
     describe(`${name}: ${file.description}`, function () {
       this.timeout(60_000);
@@ -62,29 +88,35 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
         const test = adaptation === undefined ? given : adaptation.adapt(given);
         for (const topology of external === undefined ? topologiesOf(file, test) : [undefined]) {
           const title = `${test.description}${topology === undefined ? '' : ` [${topology}]`}`;
+          const key = `${name}: ${title}`;
+          // An embedded deployment of the topology the test asks for, made for it alone.
+          const runEmbedded = async (): Promise<void> => {
+            const plan = planFor(file, test, topology);
+            if (typeof plan === 'string') throw new Error(plan);
+            const deployment = await startEmbedded(plan);
+            try {
+              const reason = UnifiedTestRun.skip(file, test, deployment);
+              if (reason !== undefined) throw new Error(`the embedded deployment does not meet the test's requirements: ${reason}`);
+              await new UnifiedTestRun(file, test, deployment).run();
+            } finally {
+              await deployment.close();
+            }
+          };
+          if (external === undefined && why === undefined && test.skipReason === undefined) outcome(key, runEmbedded);
           it(adaptation === undefined ? title : `${title} (adapted: ${adaptation.why})`, async function () {
             if (why !== undefined) this.skip();
             // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
             UnifiedTestRun.checkSchema(file);
             if (test.skipReason !== undefined) this.skip();
-            let deployment: Deployment;
-            if (external !== undefined) {
-              deployment = await (real ??= describeExternal(external));
-            } else {
-              const plan = planFor(file, test, topology);
-              if (typeof plan === 'string') throw new Error(plan);
-              deployment = await startEmbedded(plan);
+            if (external === undefined) {
+              startAll();
+              const error = await outcome(key, runEmbedded);
+              if (error !== undefined) throw error;
+              return;
             }
-            try {
-              const reason = UnifiedTestRun.skip(file, test, deployment);
-              if (reason !== undefined) {
-                if (external !== undefined) this.skip();
-                throw new Error(`the embedded deployment does not meet the test's requirements: ${reason}`);
-              }
-              await new UnifiedTestRun(file, test, deployment).run();
-            } finally {
-              if (external === undefined) await deployment.close();
-            }
+            const deployment = await (real ??= describeExternal(external));
+            if (UnifiedTestRun.skip(file, test, deployment) !== undefined) this.skip();
+            await new UnifiedTestRun(file, test, deployment).run();
           });
         }
       }
