@@ -183,7 +183,8 @@ export async function describeExternal(uri: string): Promise<Deployment> {
     const hosts = /^mongodb:\/\/(?:[^/@]+@)?([^/?]+)/.exec(uri)?.[1];
     return {
       topology,
-      serverVersion: String(buildInfo.version),
+      // "Version String": the first three elements of versionArray (a version's suffix, such as -rc0, is not one).
+      serverVersion: Array.isArray(buildInfo.versionArray) ? (buildInfo.versionArray as unknown[]).slice(0, 3).map(Number).join('.') : String(buildInfo.version),
       auth,
       uri: (multiple) => (multiple || hosts === undefined || topology !== 'sharded' ? uri : uri.replace(hosts, hosts.split(',')[0]!)),
       close: async () => {},

@@ -68,6 +68,7 @@ function failsWhen(name: string, description: string, cases: Record<string, [(te
 }
 
 const LIFECYCLE = 'standalone-emit-topology-changed-before-close.json';
+const LOGGING = 'logging-standalone.json';
 const AUTH_ERROR = 'auth-error.json';
 const AUTH_ERROR_TEST = 'Reset server and pool after AuthenticationFailure error';
 
@@ -94,7 +95,20 @@ describe('unified test runner', function () {
     'on an unknown test runner operation': [(t) => (t.operations[1].name = 'waitForEvents'), /operation waitForEvents on testRunner .* not supported/],
   });
 
+  it('counts no log message written once the operations ended ("Executing a Test": listeners disabled first)', async function () {
+    const { file, test } = fixture(LOGGING, 'Topology lifecycle');
+    // Without its close: the close's three messages ("Stopped server monitoring", "Topology description changed",
+    // "Stopped topology monitoring") come after the operations, and must not be expected or counted.
+    test.operations = test.operations.filter((o: Document) => o.name !== 'close');
+    test.expectLogMessages[0].messages.splice(-3);
+    const afterOperations = async (clients: readonly { close(): Promise<void> }[]): Promise<void> => {
+      await Promise.all(clients.map((c) => c.close()));
+    };
+    expect(await outcome(file, test, { afterOperations })).to.equal(undefined);
+  });
+
   failsWhen(AUTH_ERROR, AUTH_ERROR_TEST, {
+    'when an expectError says isError: false (the format allows only true)': [(t) => (t.operations[2].expectError = { isError: false }), /expectError\.isError must be true/],
     'when assertEventCount counts one more than were published': [(t) => (t.operations[6].arguments.count = 2), /assertEventCount: 2 .*serverDescriptionChangedEvent.* expected, 1 observed/],
     'when assertEventCount counts one fewer than were published': [(t) => (t.operations[7].arguments.count = 0), /assertEventCount: 0 .*poolClearedEvent.* expected, 1 observed/],
     'when an expected command holds an embedded field the sent one does not': [

@@ -69,8 +69,8 @@ class ClientEntity {
     readonly client: Client,
     readonly uri: string,
     spec: Document,
-    /** The log messages the client wrote, in order (its sink's). */
-    readonly logs: LogMessage[],
+    /** The log messages the client wrote while observed, in order (its sink's), and whether it is still observed. */
+    private readonly log: { readonly messages: LogMessage[]; open: boolean },
   ) {
     const observe = new Set<string>((spec.observeEvents as string[] | undefined) ?? []);
     // configureFailPoint is never observed (the format's default), nor the commands the test names.
@@ -100,8 +100,15 @@ class ClientEntity {
       }),
     );
   }
+  /** The log messages the client wrote until its observation stopped. */
+  get logs(): readonly LogMessage[] {
+    return this.log.messages;
+  }
+
+  /** Stops collecting events and log messages ("Executing a Test": listeners are disabled once the operations end). */
   stopObserving(): void {
     for (const s of this.subscriptions) s.unsubscribe();
+    this.log.open = false;
   }
 }
 
@@ -336,6 +343,8 @@ async function waitUntil(condition: () => boolean, timeoutMS: number, failure: (
 /** How a run waits: `waitTimeoutMS` bounds waitForEvent and waitForThread (the format's 10 s by default). */
 export interface RunOptions {
   readonly waitTimeoutMS?: number;
+  /** Called once the operations ended and observation stopped, with the test's clients (for the runner's own tests). */
+  readonly afterOperations?: (clients: readonly Client[]) => Promise<void>;
 }
 
 /** Runs the tests of one file's test against one deployment. */
@@ -393,6 +402,7 @@ export class UnifiedTestRun {
       // An operation that failed on a thread fails the test, waited for or not ("runOnThread").
       for (const [id, entity] of this.entities) if (entity instanceof ThreadEntity && entity.error !== undefined && !entity.reported) throw threadFailure(id, entity.error);
       for (const entity of this.clients) entity.stopObserving();
+      await this.options.afterOperations?.(this.clients.map((entity) => entity.client));
       await this.disableFailPoints();
       this.checkEvents();
       this.checkLogMessages();
@@ -467,9 +477,12 @@ export class UnifiedTestRun {
           if (this.configuresFailPoints && !Object.keys(uriOptions).some((key) => key.toLowerCase() === 'heartbeatfrequencyms')) uriOptions.heartbeatFrequencyMS = 500;
           const uri = withUriOptions(this.deployment.uri(spec.useMultipleMongoses === true), uriOptions);
           const severities = spec.observeLogMessages as Record<string, string> | undefined;
-          const logs: LogMessage[] = [];
-          const client = connect(uri, severities === undefined ? {} : { logging: { componentSeverities: severities as never, path: { write: (message) => void logs.push(message as LogMessage) } } });
-          const entity = new ClientEntity(client, uri, spec, logs);
+          const log = { messages: [] as LogMessage[], open: true };
+          const write = (message: unknown): void => {
+            if (log.open) log.messages.push(message as LogMessage);
+          };
+          const client = connect(uri, severities === undefined ? {} : { logging: { componentSeverities: severities as never, path: { write } } });
+          const entity = new ClientEntity(client, uri, spec, log);
           this.clients.push(entity);
           this.entities.set(id, entity);
           break;
@@ -767,6 +780,8 @@ export function checkError(expected: Document, error: unknown, operation: string
   for (const [key, value] of Object.entries(expected)) {
     switch (key) {
       case 'isError':
+        // "isError: true": the error was raised; false is not allowed.
+        if (value !== true) throw new Error('expectError.isError must be true');
         break;
       case 'isClientError': {
         const isClient = !(error instanceof MongoServerError) && !(error instanceof WriteError);
