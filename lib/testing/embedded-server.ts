@@ -46,8 +46,9 @@
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
  * CommandNotFound (59); it adds no error labels of its own but a secondary's RetryableWriteError (see
- * {@link FailCommandPoint}); a fail point configured for hello ends the awaitable hellos waiting then, where a mongod
- * applies it as the next hello of each stream starts (up to maxAwaitTimeMS later); it does not verify an OP_MSG
+ * {@link FailCommandPoint}); a fail point configured for hello applies to the awaitable hellos waiting then (one use per
+ * hello; one it does nothing to keeps waiting), where a mongod applies it as the next hello of each stream starts (up
+ * to maxAwaitTimeMS later); it does not verify an OP_MSG
  * checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: the same address, a new
  * `topologyVersion.processId`, its counter at 0.
  */
@@ -819,7 +820,13 @@ export class EmbeddedServer {
    * runs at once, through the fail point (a `closeConnection` or a ShutdownInProgress `errorCode` reaches a streaming
    * client at once, as a mongod shutting down answers its waiting hellos).
    */
-  readonly failCommand = new FailCommandPoint(() => this.wakeAwaitingHellos());
+  readonly failCommand = new FailCommandPoint(() => {
+    this.failPointConfigurations++;
+    this.wakeAwaitingHellos();
+  });
+
+  /** How many times {@link failCommand} was configured: a wait ends for a configuration made after it looked. */
+  private failPointConfigurations = 0;
   /** The number of client connections accepted since start. */
   connectionsAccepted = 0;
 
@@ -1698,18 +1705,36 @@ export class EmbeddedServer {
         send({ ok: 0, errmsg, code: 31382, codeName: 'Location31382' }, 0);
         return;
       }
-      if (sameProcess && !(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS))) return;
       let failPoint: { action: FailAction | undefined } | undefined;
-      if (sameProcess && this.topologyCounter <= Number(current.counter)) {
-        // The wait ended for the fail point. mongod evaluates it as each hello of the stream starts, before the hello
-        // waits: one that only blocks holds this reply for blockTimeMS, then the wait runs in full (a client's check
-        // sees blockTimeMS + maxAwaitTimeMS, as the SDAM unified test hello-timeout counts on).
-        const action = this.failCommand.match(name, client.appName);
-        failPoint = { action };
-        if (action !== undefined && action.blockTimeMS > 0 && !action.closeConnection && action.error === undefined) {
-          if (!(await sleepUnlessClosed(socket, action.blockTimeMS))) return;
-          if (!(await this.awaitTopologyChange(socket, client, name, Number(current.counter), maxAwaitTimeMS, false))) return;
-          failPoint = { action: undefined };
+      if (sameProcess) {
+        const counter = Number(current.counter);
+        const deadline = Date.now() + maxAwaitTimeMS;
+        // The configurations of the fail point this hello's wait ends for: any that applies to it (undefined) until it
+        // was evaluated for this hello, then only one made after that.
+        let since: number | undefined;
+        let ms = maxAwaitTimeMS;
+        for (;;) {
+          const end = await this.awaitTopologyChange(socket, client, name, counter, ms, since);
+          if (end === 'closed') return;
+          if (end !== 'failPoint') break;
+          // The wait ended for the fail point. mongod evaluates it as each hello of the stream starts, before the hello
+          // waits, once per hello: one that only blocks holds this reply for blockTimeMS, then the wait runs in full (a
+          // client's check sees blockTimeMS + maxAwaitTimeMS, as the SDAM unified test hello-timeout counts on); one
+          // that does nothing to it (a skip it counts, or no use left) leaves the wait to run to its end.
+          since = this.failPointConfigurations;
+          const action = this.failCommand.match(name, client.appName);
+          failPoint = { action };
+          if (action === undefined) {
+            ms = Math.max(0, deadline - Date.now());
+            continue;
+          }
+          if (action.blockTimeMS > 0 && !action.closeConnection && action.error === undefined) {
+            if (!(await sleepUnlessClosed(socket, action.blockTimeMS))) return;
+            failPoint = { action: undefined };
+            ms = maxAwaitTimeMS;
+            continue;
+          }
+          break;
         }
       }
       const response = await this.run(socket, client, command, db, undefined, failPoint);
@@ -1722,28 +1747,42 @@ export class EmbeddedServer {
   }
 
   /**
-   * Waits until the counter passes `counter`, `ms` elapse, or (with `forFailPoint`) the fail point applies to this
-   * hello; resolves to whether the socket is still open (false as soon as it closes).
+   * Waits until the counter passes `counter` ('changed'), `ms` elapse ('elapsed'), or the fail point applies to this
+   * hello ('failPoint'): any configuration of it when `since` is undefined, else only one made after the
+   * {@link failPointConfigurations} count `since`. 'closed' as soon as the socket closes.
    */
-  private awaitTopologyChange(socket: net.Socket, client: ClientConnectionInfo, name: string, counter: number, ms: number, forFailPoint = true): Promise<boolean> {
-    const due = (): boolean => this.topologyCounter > counter || (forFailPoint && this.failCommand.wouldMatch(name, client.appName));
-    if (due()) return Promise.resolve(!socket.destroyed);
+  private awaitTopologyChange(
+    socket: net.Socket,
+    client: ClientConnectionInfo,
+    name: string,
+    counter: number,
+    ms: number,
+    since?: number,
+  ): Promise<'changed' | 'elapsed' | 'failPoint' | 'closed'> {
+    const due = (): 'changed' | 'failPoint' | undefined => {
+      if (this.topologyCounter > counter) return 'changed';
+      const configured = since === undefined || this.failPointConfigurations !== since;
+      return configured && this.failCommand.wouldMatch(name, client.appName) ? 'failPoint' : undefined;
+    };
+    const now = due();
+    if (now !== undefined || socket.destroyed) return Promise.resolve(socket.destroyed ? 'closed' : (now as 'changed' | 'failPoint'));
     return new Promise((resolve) => {
-      const done = (open: boolean): void => {
+      const done = (end: 'changed' | 'elapsed' | 'failPoint' | 'closed'): void => {
         clearTimeout(timer);
         socket.off('close', onClose);
         this.awaitingHellos.delete(wake);
-        resolve(open);
+        resolve(end);
       };
-      const onClose = (): void => done(false);
+      const onClose = (): void => done('closed');
       const wake = (): void => {
-        if (due()) done(true);
+        const end = due();
+        if (end !== undefined) done(end);
       };
       // A maxAwaitTimeMS longer than one Node timer holds waits on a chain of timers, as mongod waits it whole: one
       // timer would fire after 1 ms and answer the streaming client at once, again and again.
       let timer: NodeJS.Timeout;
       const wait = (left: number): void => {
-        timer = setTimeout(() => (left > MAX_TIMER_DELAY_MS ? wait(left - MAX_TIMER_DELAY_MS) : done(true)), Math.min(left, MAX_TIMER_DELAY_MS));
+        timer = setTimeout(() => (left > MAX_TIMER_DELAY_MS ? wait(left - MAX_TIMER_DELAY_MS) : done('elapsed')), Math.min(left, MAX_TIMER_DELAY_MS));
       };
       wait(ms);
       socket.once('close', onClose);

@@ -150,6 +150,65 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     expect(Date.now() - fourth).to.be.within(250, 450);
   });
 
+  it('a fail point counts one use per hello of a stream: a skip it counts leaves the wait to run to its end, where the skipped hellos were answered at once in a burst', async function () {
+    const c = await open();
+    await c.command('admin', awaitable(c, 300), { exhaustAllowed: true });
+    const second = c.nextReply();
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { skip: 2 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 150, appName: 'watcher' } });
+    await second;
+    // The waiting hello counts the first skip and is answered when its wait ends; the next one counts the second skip
+    // as it starts and waits in full; the one after is blocked, then waits in full.
+    const at: number[] = [];
+    await c.nextReply();
+    at.push(Date.now());
+    await c.nextReply();
+    at.push(Date.now());
+    expect(at[0] - started).to.be.at.least(280);
+    expect(at[1] - at[0]).to.be.at.least(430);
+  });
+
+  it('a fail point configured while a stream waits after a block applies at once: closeConnection closes, where the wait ran on', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.changeTopology();
+    await first;
+    const next = c.nextReply().catch((e: unknown) => e);
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 50, appName: 'watcher' } });
+    // Blocked, then waiting again.
+    expect(await eventually(() => server.awaitingHelloCount === 0)).to.equal(true);
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], closeConnection: true, appName: 'watcher' } });
+    expect(await next).to.be.instanceOf(MongoNetworkError);
+    expect(Date.now() - started).to.be.below(1000);
+    expect(await eventually(() => server.openConnections === 0)).to.equal(true);
+  });
+
+  it('a stream the fail point does nothing to keeps waiting: the use another stream took does not answer it early', async function () {
+    server = await new EmbeddedServer().start();
+    const [host, port] = server.address.split(':');
+    const connect = (id: number): Promise<Connection> =>
+      firstValueFrom(from(connectionFactory({ host, port: Number(port), appName: 'watcher' })({ id, generation: 0, address: server.address, signal: new AbortController().signal })));
+    const [a, b] = await Promise.all([connect(1), connect(2)]);
+    try {
+      const replied = [a, b].map((c) => c.command('admin', awaitable(c, 800), { exhaustAllowed: true }).then(() => Date.now()));
+      expect(await eventually(() => server.awaitingHelloCount === 2)).to.equal(true);
+      const started = Date.now();
+      server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 100, appName: 'watcher' } });
+      const [ta, tb] = (await Promise.all(replied)).map((t) => t - started).sort((x, y) => x - y);
+      // One stream was blocked, then waited in full; the other answered when its own wait ended.
+      expect(ta).to.be.at.least(600);
+      expect(tb).to.be.at.least(850);
+    } finally {
+      a.destroy();
+      b.destroy();
+    }
+  });
+
   it('a fail point on another appName leaves the wait alone; a client closing its socket ends the wait', async function () {
     const c = await open();
     const waiting = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true }).catch((e: unknown) => e);
