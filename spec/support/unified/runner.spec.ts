@@ -158,6 +158,17 @@ describe('unified test runner', function () {
       },
       /^thread thread1: PoolClearedError: .*interrupted/,
     ],
+    "when a thread's operation fails after the test's last operation, not waited for": [
+      (t) => {
+        delete t.operations[2].arguments.operation.expectError;
+        t.operations.splice(4, 1);
+      },
+      /^thread thread1: PoolClearedError: .*interrupted/,
+    ],
+    'when a thread is given a test runner operation': [
+      (t) => (t.operations[2].arguments.operation = { name: 'wait', object: 'testRunner', arguments: { ms: 1 } }),
+      /runOnThread: wait is a test runner operation, not an entity operation/,
+    ],
   });
 
   failsWhen('connection-pool-options.json', 'Options should be included in connection pool created message when specified', {
@@ -165,6 +176,10 @@ describe('unified test runner', function () {
     "when a log message's data differs": [(t) => (t.expectLogMessages[0].messages[0].data.maxPoolSize = 6), /log message 0: data\.maxPoolSize: expected 6, got 5/],
     "when a log message's data names a field the message lacks": [(t) => (t.expectLogMessages[0].messages[1].data.maxPoolSize = 5), /log message 1: data\.maxPoolSize: missing/],
     'when a log message is missing': [(t) => t.expectLogMessages[0].messages.pop(), /3 log messages expected, 4 written/],
+    'when no message is expected but some were written, even if extra messages are allowed': [
+      (t) => Object.assign(t.expectLogMessages[0], { messages: [], ignoreExtraMessages: true }),
+      /0 log messages expected, 4 written/,
+    ],
     "when a message's level differs": [(t) => (t.expectLogMessages[0].messages[0].level = 'info'), /log message 0: level: expected "info", got "debug"/],
     'when ignoreMessages takes out a message that is expected': [
       (t) => (t.expectLogMessages[0].ignoreMessages = [{ level: 'debug', component: 'connection', data: { message: 'Connection created' } }]),

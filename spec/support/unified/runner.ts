@@ -399,7 +399,9 @@ export class UnifiedTestRun {
       await this.loadInitialData();
       await this.createEntities(this.file.createEntities ?? []);
       for (const operation of this.test.operations) await this.operate(operation);
-      // An operation that failed on a thread fails the test, waited for or not ("runOnThread").
+      // A thread still running is waited for as waitForThread waits, so that its failure cannot come after the test
+      // passed; an operation that failed on a thread fails the test, waited for or not ("runOnThread").
+      await this.settleThreads(true);
       for (const [id, entity] of this.entities) if (entity instanceof ThreadEntity && entity.error !== undefined && !entity.reported) throw threadFailure(id, entity.error);
       for (const entity of this.clients) entity.stopObserving();
       await this.options.afterOperations?.(this.clients.map((entity) => entity.client));
@@ -435,10 +437,32 @@ export class UnifiedTestRun {
     });
   }
 
-  /** Turns off every fail point the test set, on the server it was set on (through a client of the same URI). */
+  /**
+   * Turns off every fail point the test set, on the server it was set on (through a client of the same URI); one that
+   * cannot be turned off does not leave the others on (the first error is thrown once all were tried).
+   */
   private async disableFailPoints(): Promise<void> {
+    const errors: unknown[] = [];
     for (const { uri, name } of this.failPoints.splice(0)) {
-      await this.withSetupClient(uri, (client) => client.command('admin', { configureFailPoint: name, mode: 'off' }));
+      await this.withSetupClient(uri, (client) => client.command('admin', { configureFailPoint: name, mode: 'off' })).catch((error: unknown) => errors.push(error));
+    }
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /**
+   * Waits for the threads' operations to end, each up to the waitForThread timeout. With `strict`, a thread still
+   * running then fails the test; without, it is left (the test failed already, its clients are closed).
+   */
+  private async settleThreads(strict: boolean): Promise<void> {
+    for (const [id, entity] of this.entities) {
+      if (!(entity instanceof ThreadEntity)) continue;
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        entity.done.then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.waitTimeoutMS))),
+      ]);
+      clearTimeout(timer);
+      if (!finished && strict) throw new Error(`thread ${id} still runs ${this.waitTimeoutMS} ms after the test's last operation`);
     }
   }
 
@@ -448,6 +472,8 @@ export class UnifiedTestRun {
     const errors: unknown[] = [];
     await this.disableFailPoints().catch((error: unknown) => errors.push(error));
     await Promise.all(this.clients.map((entity) => entity.client.close().catch((error: unknown) => errors.push(error))));
+    // A thread's operation is not left running past the test (its client is closed: it ends soon).
+    await this.settleThreads(false);
     if (errors.length > 0) throw errors[0];
   }
 
@@ -650,6 +676,8 @@ export class UnifiedTestRun {
       case 'runOnThread': {
         const thread = this.entity(args.thread as string, 'thread', (e): e is ThreadEntity => e instanceof ThreadEntity);
         const operation = args.operation as Operation;
+        // "runOnThread": the operation is an entity operation; a test runner operation has no place on a thread.
+        if (operation.object === 'testRunner') throw new Error(`runOnThread: ${operation.name} is a test runner operation, not an entity operation`);
         thread.done = thread.done.then(() => this.operate(operation)).catch((error: unknown) => {
           thread.error ??= error;
         });
@@ -714,7 +742,8 @@ export class UnifiedTestRun {
         .logs.map(logForm)
         .filter((log) => !ignoreMessages.some((ignored) => matchWithRoots(ignored, log, ['data']) === undefined));
       const context = (): string => `${client} log: ${actual.map((l) => `${l.component}/${l.level} ${String(l.data.message)}`).join(' | ')}`;
-      if (ignoreExtraMessages === true ? actual.length < messages.length : actual.length !== messages.length) {
+      // An empty list asserts that no message was written, extra messages allowed or not ("expectedLogMessagesForClient").
+      if (ignoreExtraMessages === true && messages.length > 0 ? actual.length < messages.length : actual.length !== messages.length) {
         throw new Error(`${messages.length} log messages expected, ${actual.length} written; ${context()}`);
       }
       messages.forEach((expected, i) => {
