@@ -1708,7 +1708,7 @@ export class EmbeddedServer {
       let failPoint: { action: FailAction | undefined } | undefined;
       if (sameProcess) {
         const counter = Number(current.counter);
-        const deadline = Date.now() + maxAwaitTimeMS;
+        let deadline = Date.now() + maxAwaitTimeMS;
         // The configurations of the fail point this hello's wait ends for: any that applies to it (undefined) until it
         // was evaluated for this hello, then only one made after that.
         let since: number | undefined;
@@ -1732,6 +1732,7 @@ export class EmbeddedServer {
             if (!(await sleepUnlessClosed(socket, action.blockTimeMS))) return;
             failPoint = { action: undefined };
             ms = maxAwaitTimeMS;
+            deadline = Date.now() + ms;
             continue;
           }
           break;

@@ -188,6 +188,19 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     expect(await eventually(() => server.openConnections === 0)).to.equal(true);
   });
 
+  it('a fail point configured during the wait after a block that does nothing to the hello leaves that wait to run in full', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 400), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    const started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 300, appName: 'watcher' } });
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    // Counted as a skip by the hello waiting after its block: its wait (from 300 to 700 ms) is not cut short.
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { skip: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 50, appName: 'watcher' } });
+    await first;
+    expect(Date.now() - started).to.be.at.least(650);
+  });
+
   it('a stream the fail point does nothing to keeps waiting: the use another stream took does not answer it early', async function () {
     server = await new EmbeddedServer().start();
     const [host, port] = server.address.split(':');
