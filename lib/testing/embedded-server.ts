@@ -46,11 +46,10 @@
  * Not a database: it stores nothing. Where it answers differently from a mongod, by design: a command without a
  * handler ({@link EmbeddedServer.handle}) gets `{ ok: 1 }`, where a mongod answers an unknown one with
  * CommandNotFound (59); it adds no error labels of its own but a secondary's RetryableWriteError (see
- * {@link FailCommandPoint}); a fail point configured for hello applies to the awaitable hellos waiting then (one use per
- * hello; one it does nothing to keeps waiting), where a mongod applies it as the next hello of each stream starts (up
- * to maxAwaitTimeMS later); it does not verify an OP_MSG
- * checksum (a mongod refuses a wrong CRC-32C). `start()` after `stop()` is a restart: the same address, a new
- * `topologyVersion.processId`, its counter at 0.
+ * {@link FailCommandPoint}); a fail point configured for hello applies to the awaitable hellos waiting then (one use
+ * per hello; one it does nothing to keeps waiting), where a mongod applies it as the next hello of each stream starts
+ * (up to maxAwaitTimeMS later); it does not verify an OP_MSG checksum (a mongod refuses a wrong CRC-32C). `start()`
+ * after `stop()` is a restart: the same address, a new `topologyVersion.processId`, its counter at 0.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
