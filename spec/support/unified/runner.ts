@@ -1,6 +1,6 @@
 /**
- * A unified test format runner for the tests a pool and its client are tested by: SDAM's `unified` tests and CMAP's
- * `logging` tests. It creates the entities (clients of rxcmap's `connect()`, databases, collections, threads),
+ * A unified test format runner for the tests a pool and its client are tested by: SDAM's `unified` tests, CMAP's
+ * `logging` tests and the load balancer spec's tests. It creates the entities (clients of rxcmap's `connect()`, databases, collections, threads),
  * translates the CRUD operations those tests use into the commands a driver sends for them (rxcmap has no CRUD
  * API), runs the test runner's own operations (fail points, waiting for and counting events, threads, topology
  * assertions), and checks the expected events, log messages and collection outcome by the format's matching rules.
