@@ -10,6 +10,7 @@ import { type Document } from 'bson';
 import { connect, MongoServerError } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
 import { checkError, directUri, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
 const FIXTURES = path.resolve(__dirname, '../../fixtures');
@@ -52,20 +53,28 @@ async function outcome(file: UnifiedFile, test: Document, options?: RunOptions, 
  */
 function failsWhen(name: string, description: string, cases: Record<string, [(test: Document) => void, RegExp | null, RunOptions?]>): void {
   describe(`${name}: ${description}`, function () {
+    const unchanged = changedRuns.add(() => outcome(fixture(name, description).file, fixture(name, description).test));
     it('passes as it is', async function () {
-      const { file, test } = fixture(name, description);
-      expect(await outcome(file, test)).to.equal(undefined);
+      changedRuns.start();
+      expect(await unchanged).to.equal(undefined);
     });
     for (const [title, [change, why, options]] of Object.entries(cases)) {
-      it(`${why === null ? 'passes' : 'fails'} ${title}`, async function () {
+      const changed = changedRuns.add(() => {
         const { file, test } = fixture(name, description);
         change(test);
-        if (why === null) expect(await outcome(file, test, options)).to.equal(undefined);
-        else expect(await outcome(file, test, options)).to.match(why);
+        return outcome(file, test, options);
+      });
+      it(`${why === null ? 'passes' : 'fails'} ${title}`, async function () {
+        changedRuns.start();
+        if (why === null) expect(await changed).to.equal(undefined);
+        else expect(await changed).to.match(why);
       });
     }
   });
 }
+
+/** The runs of {@link failsWhen}'s tests, each against its own embedded deployment, four at a time. */
+const changedRuns = new Concurrently<string | undefined>(4);
 
 const LIFECYCLE = 'standalone-emit-topology-changed-before-close.json';
 const LOGGING = 'logging-standalone.json';

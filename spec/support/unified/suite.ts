@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { EJSON } from 'bson';
 import { describeExternal, embeddedPlan, startEmbedded, type Deployment, type EmbeddedPlan, type RunOnRequirement, type TopologyName } from './deployment';
+import { Concurrently } from './concurrently';
 import { UnifiedTestRun, type UnifiedFile, type UnifiedTest } from './runner';
 
 /** The unified test files of `directory` (`.json`), parsed as relaxed extended JSON (numbers as numbers), by name. */
@@ -59,22 +60,15 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
   // Against embedded deployments each test has its own (its fail points, clients and collections touch no other's),
   // so the tests of these files run CONCURRENTLY at a time, most of their time spent waiting on the servers' and
   // the clients' timers; each `it` reports its own. Against MONGODB_URI's one deployment they run one by one.
-  const queue: (() => Promise<void>)[] = [];
-  const outcomes = new Map<string, Promise<unknown>>();
-  let started = false;
-  const startAll = (): void => {
-    if (started) return;
-    started = true;
-    const next = (): Promise<void> | undefined => queue.shift()?.().then(next);
-    for (let i = 0; i < CONCURRENTLY; i++) void next();
-  };
-  /** The test's outcome: an error, or undefined; started with every other test of these files. */
-  const outcome = (key: string, work: () => Promise<void>): Promise<unknown> => {
+  const jobs = new Concurrently<void>(CONCURRENTLY);
+  const outcomes = new Map<string, Promise<void>>();
+  /** The test's run, registered once with every other test of these files. */
+  const outcome = (key: string, work: () => Promise<void>): Promise<void> => {
     let result = outcomes.get(key);
     if (result === undefined) {
-      let settle!: (value: unknown) => void;
-      result = new Promise((resolve) => (settle = resolve));
-      queue.push(() => work().then(() => settle(undefined), settle));
+      result = jobs.add(work);
+      // Seen by its own test; a test mocha skips (--grep) leaves its failure unread.
+      result.catch(() => undefined);
       outcomes.set(key, result);
     }
     return result;
@@ -109,9 +103,8 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
             UnifiedTestRun.checkSchema(file);
             if (test.skipReason !== undefined) this.skip();
             if (external === undefined) {
-              startAll();
-              const error = await outcome(key, runEmbedded);
-              if (error !== undefined) throw error;
+              jobs.start();
+              await outcome(key, runEmbedded);
               return;
             }
             const deployment = await (real ??= describeExternal(external));
