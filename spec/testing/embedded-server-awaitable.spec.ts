@@ -222,6 +222,23 @@ describe('EmbeddedServer: topologyVersion and awaitable hello', function () {
     }
   });
 
+  it('a fail point that blocks and then fails a streamed hello fails it once the block ends, without the wait: closeConnection closes, errorCode answers the error', async function () {
+    const c = await open();
+    const first = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    let started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 200, errorCode: 91, appName: 'watcher' } });
+    const error = (await first.catch((e: unknown) => e)) as MongoServerError;
+    expect(error).to.be.instanceOf(MongoServerError).and.include({ code: 91 });
+    expect(Date.now() - started).to.be.within(180, 1500);
+    const next = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true });
+    expect(await eventually(() => server.awaitingHelloCount === 1)).to.equal(true);
+    started = Date.now();
+    server.failCommand.configure({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['hello'], blockConnection: true, blockTimeMS: 200, closeConnection: true, appName: 'watcher' } });
+    expect(await next.catch((e: unknown) => e)).to.be.instanceOf(MongoNetworkError);
+    expect(Date.now() - started).to.be.within(180, 1500);
+  });
+
   it('a fail point on another appName leaves the wait alone; a client closing its socket ends the wait', async function () {
     const c = await open();
     const waiting = c.command('admin', awaitable(c, 5000), { exhaustAllowed: true }).catch((e: unknown) => e);
