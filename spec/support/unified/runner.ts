@@ -85,8 +85,8 @@ class ClientEntity {
       if (event !== undefined && observe.has(event.name)) this.observed.push(event);
     };
     this.subscriptions.push(
-      client.events$.subscribe((event) => keep(cmapOrHeartbeat(event))),
-      client.topologyEvents$.subscribe((event) => keep(topologyEvent(event))),
+      client.events$.subscribe((event) => keep(observedOf(event))),
+      client.topologyEvents$.subscribe((event) => keep(observedOf(event))),
       client.commandEvents$.subscribe((event) => {
         if (event.type === 'CommandStarted' && event.commandName.toLowerCase() === 'configurefailpoint') this.failPointServers.push(event.address);
         if (ignoredCommands.has(event.commandName.toLowerCase())) return;
@@ -96,7 +96,7 @@ class ClientEntity {
             return;
           }
         }
-        keep(commandEvent(event));
+        keep(observedOf(event));
       }),
     );
   }
@@ -119,77 +119,66 @@ function isSensitiveEvent(event: CommandEvent): boolean {
   return isSensitiveCommand(event.commandName, command) || (event.type === 'CommandStarted' && Object.keys(event.command).length === 0);
 }
 
-const KNOWN_EVENTS = new Set([
-  'poolCreatedEvent', 'poolReadyEvent', 'poolClearedEvent', 'poolClosedEvent', 'connectionCreatedEvent', 'connectionReadyEvent',
-  'connectionClosedEvent', 'connectionCheckOutStartedEvent', 'connectionCheckOutFailedEvent', 'connectionCheckedOutEvent',
-  'connectionCheckedInEvent', 'commandStartedEvent', 'commandSucceededEvent', 'commandFailedEvent', 'serverDescriptionChangedEvent',
-  'topologyDescriptionChangedEvent', 'topologyOpeningEvent', 'topologyClosedEvent', 'serverHeartbeatStartedEvent',
-  'serverHeartbeatSucceededEvent', 'serverHeartbeatFailedEvent',
-]);
+/** An event of the client's three streams (`events$`, `topologyEvents$`, `commandEvents$`). */
+type ClientStreamEvent = ClientEvent | TopologyEvent | CommandEvent;
 
-/** A CMAP or heartbeat event as the format names it; undefined for the pool's extension events. */
-function cmapOrHeartbeat(event: ClientEvent): Observed | undefined {
-  switch (event.type) {
-    case 'ConnectionPoolCreated':
-      return { name: 'poolCreatedEvent', category: 'cmap', fields: {} };
-    case 'ConnectionPoolReady':
-      return { name: 'poolReadyEvent', category: 'cmap', fields: {} };
-    case 'ConnectionPoolCleared':
-      return { name: 'poolClearedEvent', category: 'cmap', fields: { hasServiceId: event.serviceId !== undefined, interruptInUseConnections: event.interruptInUseConnections } };
-    case 'ConnectionPoolClosed':
-      return { name: 'poolClosedEvent', category: 'cmap', fields: {} };
-    case 'ConnectionCreated':
-      return { name: 'connectionCreatedEvent', category: 'cmap', fields: {} };
-    case 'ConnectionReady':
-      return { name: 'connectionReadyEvent', category: 'cmap', fields: {} };
-    case 'ConnectionClosed':
-      return { name: 'connectionClosedEvent', category: 'cmap', fields: { reason: event.reason } };
-    case 'ConnectionCheckOutStarted':
-      return { name: 'connectionCheckOutStartedEvent', category: 'cmap', fields: {} };
-    case 'ConnectionCheckOutFailed':
-      return { name: 'connectionCheckOutFailedEvent', category: 'cmap', fields: { reason: event.reason } };
-    case 'ConnectionCheckedOut':
-      return { name: 'connectionCheckedOutEvent', category: 'cmap', fields: {} };
-    case 'ConnectionCheckedIn':
-      return { name: 'connectionCheckedInEvent', category: 'cmap', fields: {} };
-    case 'ServerHeartbeatStarted':
-      return { name: 'serverHeartbeatStartedEvent', category: 'sdam', fields: { awaited: event.awaited } };
-    case 'ServerHeartbeatSucceeded':
-      return { name: 'serverHeartbeatSucceededEvent', category: 'sdam', fields: { awaited: event.awaited } };
-    case 'ServerHeartbeatFailed':
-      return { name: 'serverHeartbeatFailedEvent', category: 'sdam', fields: { awaited: event.awaited } };
-    default:
-      return undefined;
-  }
+/** How the format names one event type: its name, its category, and the fields its expectations can name. */
+interface EventMapping<E> {
+  readonly name: string;
+  readonly category: Observed['category'];
+  readonly fields?: (event: E) => Document;
 }
 
-function topologyEvent(event: TopologyEvent): Observed {
-  switch (event.type) {
-    case 'TopologyOpening':
-      return { name: 'topologyOpeningEvent', category: 'sdam', fields: {} };
-    case 'TopologyClosed':
-      return { name: 'topologyClosedEvent', category: 'sdam', fields: {} };
-    case 'ServerDescriptionChanged':
-      return { name: 'serverDescriptionChangedEvent', category: 'sdam', fields: { previousDescription: { type: event.previousDescription.type }, newDescription: { type: event.newDescription.type } } };
-    case 'TopologyDescriptionChanged':
-      return { name: 'topologyDescriptionChangedEvent', category: 'sdam', fields: { previousDescription: { type: event.previousDescription.type }, newDescription: { type: event.newDescription.type } } };
-    case 'ServerOpening':
-      return { name: 'serverOpeningEvent', category: 'sdam', fields: {} };
-    case 'ServerClosed':
-      return { name: 'serverClosedEvent', category: 'sdam', fields: {} };
-  }
-}
+const commandFields = (event: CommandEvent): Document => ({
+  commandName: event.commandName,
+  databaseName: event.databaseName,
+  hasServiceId: event.serviceId !== undefined,
+  hasServerConnectionId: event.serverConnectionId !== undefined,
+});
 
-function commandEvent(event: CommandEvent): Observed {
-  const common = { commandName: event.commandName, databaseName: event.databaseName, hasServiceId: event.serviceId !== undefined, hasServerConnectionId: event.serverConnectionId !== undefined };
-  switch (event.type) {
-    case 'CommandStarted':
-      return { name: 'commandStartedEvent', category: 'command', fields: { ...common, command: event.command } };
-    case 'CommandSucceeded':
-      return { name: 'commandSucceededEvent', category: 'command', fields: { ...common, reply: event.reply } };
-    case 'CommandFailed':
-      return { name: 'commandFailedEvent', category: 'command', fields: { ...common } };
-  }
+/**
+ * The client's events the format names ("expectedCmapEvent", "expectedSdamEvent", "expectedCommandEvent"), by type:
+ * the pool's extension events and ServerOpening/ServerClosed (which the format does not name) are not among them.
+ */
+const EVENTS: { readonly [T in ClientStreamEvent['type']]?: EventMapping<Extract<ClientStreamEvent, { type: T }>> } = {
+  ConnectionPoolCreated: { name: 'poolCreatedEvent', category: 'cmap' },
+  ConnectionPoolReady: { name: 'poolReadyEvent', category: 'cmap' },
+  ConnectionPoolCleared: { name: 'poolClearedEvent', category: 'cmap', fields: (e) => ({ hasServiceId: e.serviceId !== undefined, interruptInUseConnections: e.interruptInUseConnections }) },
+  ConnectionPoolClosed: { name: 'poolClosedEvent', category: 'cmap' },
+  ConnectionCreated: { name: 'connectionCreatedEvent', category: 'cmap' },
+  ConnectionReady: { name: 'connectionReadyEvent', category: 'cmap' },
+  ConnectionClosed: { name: 'connectionClosedEvent', category: 'cmap', fields: (e) => ({ reason: e.reason }) },
+  ConnectionCheckOutStarted: { name: 'connectionCheckOutStartedEvent', category: 'cmap' },
+  ConnectionCheckOutFailed: { name: 'connectionCheckOutFailedEvent', category: 'cmap', fields: (e) => ({ reason: e.reason }) },
+  ConnectionCheckedOut: { name: 'connectionCheckedOutEvent', category: 'cmap' },
+  ConnectionCheckedIn: { name: 'connectionCheckedInEvent', category: 'cmap' },
+  ServerHeartbeatStarted: { name: 'serverHeartbeatStartedEvent', category: 'sdam', fields: (e) => ({ awaited: e.awaited }) },
+  ServerHeartbeatSucceeded: { name: 'serverHeartbeatSucceededEvent', category: 'sdam', fields: (e) => ({ awaited: e.awaited }) },
+  ServerHeartbeatFailed: { name: 'serverHeartbeatFailedEvent', category: 'sdam', fields: (e) => ({ awaited: e.awaited }) },
+  TopologyOpening: { name: 'topologyOpeningEvent', category: 'sdam' },
+  TopologyClosed: { name: 'topologyClosedEvent', category: 'sdam' },
+  ServerDescriptionChanged: {
+    name: 'serverDescriptionChangedEvent',
+    category: 'sdam',
+    fields: (e) => ({ previousDescription: { type: e.previousDescription.type }, newDescription: { type: e.newDescription.type } }),
+  },
+  TopologyDescriptionChanged: {
+    name: 'topologyDescriptionChangedEvent',
+    category: 'sdam',
+    fields: (e) => ({ previousDescription: { type: e.previousDescription.type }, newDescription: { type: e.newDescription.type } }),
+  },
+  CommandStarted: { name: 'commandStartedEvent', category: 'command', fields: (e) => ({ ...commandFields(e), command: e.command }) },
+  CommandSucceeded: { name: 'commandSucceededEvent', category: 'command', fields: (e) => ({ ...commandFields(e), reply: e.reply }) },
+  CommandFailed: { name: 'commandFailedEvent', category: 'command', fields: commandFields },
+};
+
+/** The names `observeEvents` may list: those of {@link EVENTS}. */
+const KNOWN_EVENTS = new Set(Object.values(EVENTS).map((mapping) => mapping.name));
+
+/** An event as the format names it, with its fields; undefined for one the format does not name. */
+function observedOf(event: ClientStreamEvent): Observed | undefined {
+  const mapping = EVENTS[event.type] as EventMapping<typeof event> | undefined;
+  return mapping === undefined ? undefined : { name: mapping.name, category: mapping.category, fields: mapping.fields?.(event) ?? {} };
 }
 
 /** An event expectation (`{ <name>: { ...fields } }`) against an observed event. */
