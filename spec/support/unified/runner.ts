@@ -15,6 +15,7 @@ import { type Document } from 'bson';
 import { connect, MongoServerError, type Client, type ClientEvent, type CommandEvent, type LogMessage, type TopologyDescription, type TopologyEvent } from '../../../lib';
 import { isSensitiveCommand } from '../../../lib/connection/command-events';
 import { type Deployment, type RunOnRequirement, unmet, withUriOptions } from './deployment';
+import { eventually } from '../endpoint';
 import { match, mismatchExactly } from './match';
 
 /** A unified test file (the fields this runner reads). */
@@ -320,13 +321,9 @@ function writeReply(reply: Document): Document {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits for `condition`, checking every 10 ms, up to `timeoutMS`; throws `failure()`'s message then. */
+/** Waits for `condition` up to `timeoutMS` (the specs' {@link eventually}); throws `failure()`'s message then. */
 async function waitUntil(condition: () => boolean, timeoutMS: number, failure: () => string): Promise<void> {
-  const end = Date.now() + timeoutMS;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(failure());
-    await sleep(10);
-  }
+  if (!(await eventually(condition, timeoutMS))) throw new Error(failure());
 }
 
 /** How a run waits: `waitTimeoutMS` bounds waitForEvent and waitForThread (the format's 10 s by default). */
@@ -445,14 +442,19 @@ export class UnifiedTestRun {
   private async settleThreads(strict: boolean): Promise<void> {
     for (const [id, entity] of this.entities) {
       if (!(entity instanceof ThreadEntity)) continue;
-      let timer: NodeJS.Timeout | undefined;
-      const finished = await Promise.race([
-        entity.done.then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.waitTimeoutMS))),
-      ]);
-      clearTimeout(timer);
-      if (!finished && strict) throw new Error(`thread ${id} still runs ${this.waitTimeoutMS} ms after the test's last operation`);
+      if (!(await this.threadEnds(entity)) && strict) throw new Error(`thread ${id} still runs ${this.waitTimeoutMS} ms after the test's last operation`);
     }
+  }
+
+  /** Whether `thread`'s operations end within the waitForThread timeout ("waitForThread": 10 seconds). */
+  private async threadEnds(thread: ThreadEntity): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      thread.done.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.waitTimeoutMS))),
+    ]);
+    clearTimeout(timer);
+    return finished;
   }
 
   /** After the test, passed or failed: no fail point left on, every client closed. */
@@ -674,9 +676,7 @@ export class UnifiedTestRun {
       }
       case 'waitForThread': {
         const thread = this.entity(args.thread as string, 'thread', (e): e is ThreadEntity => e instanceof ThreadEntity);
-        let finished = false;
-        void thread.done.then(() => (finished = true));
-        await waitUntil(() => finished, this.waitTimeoutMS, () => `waitForThread: ${String(args.thread)} still runs after ${this.waitTimeoutMS} ms`);
+        if (!(await this.threadEnds(thread))) throw new Error(`waitForThread: ${String(args.thread)} still runs after ${this.waitTimeoutMS} ms`);
         if (thread.error !== undefined) {
           thread.reported = true;
           throw threadFailure(String(args.thread), thread.error);
