@@ -61,18 +61,6 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
   // so the tests of these files run CONCURRENTLY at a time, most of their time spent waiting on the servers' and
   // the clients' timers; each `it` reports its own. Against MONGODB_URI's one deployment they run one by one.
   const jobs = new Concurrently<void>(CONCURRENTLY);
-  const outcomes = new Map<string, Promise<void>>();
-  /** The test's run, registered once with every other test of these files. */
-  const outcome = (key: string, work: () => Promise<void>): Promise<void> => {
-    let result = outcomes.get(key);
-    if (result === undefined) {
-      result = jobs.add(work);
-      // Seen by its own test; a test mocha skips (--grep) leaves its failure unread.
-      result.catch(() => undefined);
-      outcomes.set(key, result);
-    }
-    return result;
-  };
   for (const [name, file] of unifiedFiles(directory)) {
     describe(`${name}: ${file.description}`, function () {
       this.timeout(60_000);
@@ -82,7 +70,6 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
         const test = adaptation === undefined ? given : adaptation.adapt(given);
         for (const topology of external === undefined ? topologiesOf(file, test) : [undefined]) {
           const title = `${test.description}${topology === undefined ? '' : ` [${topology}]`}`;
-          const key = `${name}: ${title}`;
           // An embedded deployment of the topology the test asks for, made for it alone.
           const runEmbedded = async (): Promise<void> => {
             const plan = planFor(file, test, topology);
@@ -96,7 +83,8 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
               await deployment.close();
             }
           };
-          if (external === undefined && why === undefined && test.skipReason === undefined) outcome(key, runEmbedded);
+          // Registered with every other test of these files, started by the first test mocha runs.
+          const run = external === undefined && why === undefined && test.skipReason === undefined ? jobs.add(runEmbedded) : undefined;
           it(adaptation === undefined ? title : `${title} (adapted: ${adaptation.why})`, async function () {
             if (why !== undefined) this.skip();
             // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
@@ -104,7 +92,7 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
             if (test.skipReason !== undefined) this.skip();
             if (external === undefined) {
               jobs.start();
-              await outcome(key, runEmbedded);
+              await run;
               return;
             }
             const deployment = await (real ??= describeExternal(external));
