@@ -1711,9 +1711,8 @@ export class EmbeddedServer {
         // The configurations of the fail point this hello's wait ends for: any that applies to it (undefined) until it
         // was evaluated for this hello, then only one made after that.
         let since: number | undefined;
-        let ms = maxAwaitTimeMS;
         for (;;) {
-          const end = await this.awaitTopologyChange(socket, client, name, counter, ms, since);
+          const end = await this.awaitTopologyChange(socket, client, name, counter, Math.max(0, deadline - Date.now()), since);
           if (end === 'closed') return;
           if (end !== 'failPoint') break;
           // The wait ended for the fail point. mongod evaluates it as each hello of the stream starts, before the hello
@@ -1723,15 +1722,11 @@ export class EmbeddedServer {
           since = this.failPointConfigurations;
           const action = this.failCommand.match(name, client.appName);
           failPoint = { action };
-          if (action === undefined) {
-            ms = Math.max(0, deadline - Date.now());
-            continue;
-          }
+          if (action === undefined) continue;
           if (action.blockTimeMS > 0 && !action.closeConnection && action.error === undefined) {
             if (!(await sleepUnlessClosed(socket, action.blockTimeMS))) return;
             failPoint = { action: undefined };
-            ms = maxAwaitTimeMS;
-            deadline = Date.now() + ms;
+            deadline = Date.now() + maxAwaitTimeMS;
             continue;
           }
           break;
