@@ -13,7 +13,7 @@ import { abortReason, listenToAbort } from '../abort-listeners';
 import { parseAddress, type ServerAddress } from '../address';
 import type { CommandEvent } from '../connection/command-events';
 import { connectionFactoryWithMetadata, isRefusedConnect, type ConnectionOptions } from '../connection/connect';
-import { abortedAlready, commandNameOf, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
+import { abortedAlready, commandNameOf, requireOperationId, signalRefused, type Connection, type SignalOwner } from '../connection/connection';
 import { defaultClearOnEstablishmentError } from '../pool/command-runner';
 import type { ConnectionFactory } from '../pool/contract';
 import { checkConnectionOptions, CONNECTION_OPTION_NAMES, DEFAULT_CONNECT_TIMEOUT_MS } from '../connection/connection-options';
@@ -285,7 +285,7 @@ export function connectedSettings(client: Client): ConnectedSettings | undefined
 /** The names of the options of `drain()`. */
 const TIMEOUT_OPTION_NAMES = ['timeoutMS'] as const;
 /** The names of the options of `command()`. */
-const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal', 'readPreference'] as const;
+const COMMAND_OPTION_NAMES = ['timeoutMS', 'signal', 'readPreference', 'operationId', 'moreToCome'] as const;
 /**
  * How a client logs its server selections: whether at `debug` (else only the waiting message, at `info`), the max
  * document length, and where each message goes (the destination, then `log$`).
@@ -416,7 +416,7 @@ function describedText(description: Pick<TopologyDescription, 'type' | 'servers'
 }
 
 /** The names of the options of `selectPool()`. */
-const SELECT_POOL_OPTION_NAMES = ['signal', 'readPreference'] as const;
+const SELECT_POOL_OPTION_NAMES = ['signal', 'readPreference', 'operationId'] as const;
 
 /**
  * An Observable that errors with `cancelled()` once `signal` aborts (at once when it has), and never emits; none
@@ -1561,6 +1561,11 @@ export class Client {
    * selected at once is returned without listening to it. One listener of rxcmap's stays on the signal while anything
    * it governs waits, none once all settled. Default: none.
    *
+   * `options.operationId` (an integer from 0 to 2^53 - 1; default none): the ID of the operation the pool is selected
+   * for, carried by the selection's log messages (`operationId`, operation `selectPool`); give the same ID to the
+   * operation's commands (`Connection.command`'s `operationId`) to link them to it. Source: server selection spec,
+   * "Logging" (`operationId`).
+   *
    * @throws {ServerSelectionError} (rejection) when none became suitable in time; its cause is the newest error among
    *   the hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
    * @throws {IncompatibleServerError} (rejection) at once, without waiting, while the last check of one of the hosts
@@ -1574,7 +1579,8 @@ export class Client {
    *   aborted already (`cause`: the signal's reason; no `address` or `connectionId`, `commandName` '', `sent` false),
    *   as `command()` rejects when its signal aborts during its server selection; see `options.signal` above.
    * @throws {InvalidOptionError} (rejection) for options that are not an object (option `selectPool options`), a key
-   *   other than `signal` and `readPreference` (named, with the closest option), a `signal` that is not an AbortSignal
+   *   other than `signal`, `readPreference` and `operationId` (named, with the closest option), an `operationId` that
+   *   is not an integer from 0 to 2^53 - 1, a `signal` that is not an AbortSignal
    *   (option `signal`, by its shape, as `command()`), or a `readPreference` that `readPreferenceFrom` refuses; nothing
    *   is done. In a replica set, for a maxStalenessSeconds below 90 or below (heartbeatFrequencyMS + 10,000 ms) / 1000
    *   (option `readPreference.maxStalenessSeconds`), at once or as soon as the topology turns out to be one.
@@ -1595,21 +1601,23 @@ export class Client {
    * invalid, raise an error": IncompatibleServerError); `signal` an extension, as `command()`'s (the official Node.js
    * driver's `signal` option).
    */
-  selectPool(options?: { signal?: AbortSignal | undefined; readPreference?: ReadPreferenceMode | ReadPreference | undefined }): Promise<ConnectionPool<Connection>> {
+  selectPool(options?: { signal?: AbortSignal | undefined; readPreference?: ReadPreferenceMode | ReadPreference | undefined; operationId?: number | undefined }): Promise<ConnectionPool<Connection>> {
     let signal: AbortSignal | undefined;
     let readPreference: ReadPreference;
+    let operationId: number | undefined;
     // Before a server is selected: no address, no connection, no command.
     const unselected = (): CommandCancelledError => new CommandCancelledError(undefined, undefined, '', false, abortReason(signal!));
     try {
       requireMethodOptions('selectPool', options, SELECT_POOL_OPTION_NAMES);
       signal = requireAbortSignal('signal', optionValue(options, 'signal'));
       readPreference = readPreferenceOption(options) ?? PRIMARY;
+      operationId = requireOperationId(optionValue(options, 'operationId'));
       if (abortedAlready(signal, 'server selection')) return Promise.reject(unselected());
     } catch (error) {
       return Promise.reject(error);
     }
     // The caller's checkout, when it makes one, is counted by the pool.
-    return this.select(undefined, readPreference, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection')).then((pool) => {
+    return this.select(undefined, operationId, readPreference, this.serverSelectionTimeoutMS, undefined, false, cancelledBy(signal, unselected, 'server selection')).then((pool) => {
       this.handOver(pool);
       return pool;
     });
@@ -1622,12 +1630,20 @@ export class Client {
    * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs: for `command`, or for `selectPool()`
    * when undefined.
    */
-  private select(command: Document | undefined, readPreference: ReadPreference, waitMS: number, timeoutMS: number | undefined, endAtDrain: boolean, cancelled$?: Observable<never>): Promise<ConnectionPool<Connection>> {
+  private select(
+    command: Document | undefined,
+    operationId: number | undefined,
+    readPreference: ReadPreference,
+    waitMS: number,
+    timeoutMS: number | undefined,
+    endAtDrain: boolean,
+    cancelled$?: Observable<never>,
+  ): Promise<ConnectionPool<Connection>> {
     const logging = this.selectionLogging;
     if (logging === undefined || this.closed) return this.selectServer(readPreference, waitMS, timeoutMS, endAtDrain, cancelled$);
     // The command's name is read once a message is made: at info, a selection that finds a suitable server at once
     // makes none.
-    return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), readPreference, waitMS, timeoutMS, endAtDrain, cancelled$);
+    return this.loggedSelect(logging, () => (command === undefined ? 'selectPool' : commandNameOf(command)), operationId, readPreference, waitMS, timeoutMS, endAtDrain, cancelled$);
   }
 
   /**
@@ -1640,6 +1656,7 @@ export class Client {
   private async loggedSelect(
     logging: SelectionLogging,
     operationName: () => string,
+    operationId: number | undefined,
     readPreference: ReadPreference,
     waitMS: number,
     timeoutMS: number | undefined,
@@ -1648,11 +1665,12 @@ export class Client {
   ): Promise<ConnectionPool<Connection>> {
     const start = this.scheduler.now();
     let operation: string | undefined;
-    const log = ({ message, ...rest }: Omit<ServerSelectionLogFields, 'selector' | 'operation' | 'topologyDescription'>, level: 'debug' | 'info' = 'debug'): void => {
+    const log = ({ message, ...rest }: Omit<ServerSelectionLogFields, 'selector' | 'operation' | 'operationId' | 'topologyDescription'>, level: 'debug' | 'info' = 'debug'): void => {
       if (level === 'info' || logging.debug) {
         const topologyDescription = truncate(this.describe(), logging.maxDocumentLength);
         operation ??= operationName();
-        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: describeReadPreference(readPreference), operation, topologyDescription, ...rest }, level));
+        const identified = operationId === undefined ? {} : { operationId };
+        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: describeReadPreference(readPreference), operation, ...identified, topologyDescription, ...rest }, level));
       }
     };
     this.selectionsLogging++;
@@ -2178,6 +2196,23 @@ export class Client {
    * Error saying the signal refused a listener, the value its `cause`), wherever it waits. Source: extension, the
    * official Node.js driver's `signal` option (which rejects with the signal's reason itself).
    *
+   * `options.operationId` (an integer from 0 to 2^53 - 1; default none) is the ID of the operation the command is part
+   * of, as the caller numbers its operations: carried by the command's server selection log messages, its
+   * CommandStarted/Succeeded/Failed events and its command log messages (`operationId`), so that the commands of one
+   * operation (a bulk write's batches, a cursor's getMores) and their selections can be linked; nothing is sent.
+   * Source: command logging and monitoring spec, "Events API" (`operationId`), "Bulk Writes"; server selection spec,
+   * "Logging" (`operationId`).
+   *
+   * `options.moreToCome` (a boolean; default false) sends an unacknowledged write (writeConcern `{ w: 0 }`) with the
+   * OP_MSG moreToCome flag: the server sends no reply, and the command resolves to `{ ok: 1 }` once written (its
+   * CommandSucceeded and "Command succeeded" message carry that reply); whether the server applied it is never known.
+   * A command whose writeConcern asks for an acknowledgement (a w other than 0 or none, or j or fsync true) is refused
+   * by the connection before anything is sent (InvalidOptionError, option `moreToCome`; see `Connection.command`), once
+   * a server was selected and a connection checked out; one without a writeConcern is sent as it is (setting w: 0 is
+   * the caller's part). Source: OP_MSG spec, "moreToCome On Requests" ("Clients doing
+   * unacknowledged writes MUST set the moreToCome flag"); command logging and monitoring spec,
+   * "Unacknowledged/Acknowledged Writes".
+   *
    * A network error that is not a timeout (the server reset or closed the connection, a malformed reply) means the
    * server's other connections are likely gone too: the command's pool is cleared (cause: that error) unless a clear
    * since the connection was made already did, and its monitor's check in progress is cancelled and its connection
@@ -2206,9 +2241,11 @@ export class Client {
    *   `timeoutMS` ran out before the checkout; when `timeoutMS` is what ran out, its `timeoutMS` is the operation's, not
    *   what was left of it for the checkout), ...), the command's (MongoServerError, MongoNetworkError,
    *   MongoNetworkTimeoutError, ...), CommandCancelledError or CheckOutCancelledError (`signal` aborted, see above), or
-   *   InvalidOptionError for options that are not an object, a key other than `timeoutMS`, `signal` and
-   *   `readPreference` (named, with the closest option), a `timeoutMS` that is not a number of ms from 0 to
-   *   2147483647, a `signal` that is not an AbortSignal (by its shape), a `readPreference` that `readPreferenceFrom`
+   *   InvalidOptionError for options that are not an object, a key other than `timeoutMS`, `signal`,
+   *   `readPreference`, `operationId` and `moreToCome` (named, with the closest option), a `timeoutMS` that is not a
+   *   number of ms from 0 to 2147483647, an `operationId` that is not an integer from 0 to 2^53 - 1, a `moreToCome`
+   *   that is not a boolean (these before anything is done), a command sent with `moreToCome` whose writeConcern asks
+   *   for an acknowledgement (see above), a `signal` that is not an AbortSignal (by its shape), a `readPreference` that `readPreferenceFrom`
    *   refuses or (in a replica set) whose maxStalenessSeconds is too small (see {@link selectPool}), or (from the
    *   connection) a `db` that is not a non-empty string without NUL characters.
    *
@@ -2230,12 +2267,22 @@ export class Client {
   async command(
     db: string,
     command: Document,
-    options?: { timeoutMS?: number | undefined; signal?: AbortSignal | undefined; readPreference?: ReadPreferenceMode | ReadPreference | undefined },
+    options?: {
+      timeoutMS?: number | undefined;
+      signal?: AbortSignal | undefined;
+      readPreference?: ReadPreferenceMode | ReadPreference | undefined;
+      operationId?: number | undefined;
+      moreToCome?: boolean | undefined;
+    },
   ): Promise<Document> {
     requireMethodOptions('command', options, COMMAND_OPTION_NAMES);
     const given = optionValue(options, 'timeoutMS');
     const timeoutMS = given === undefined ? 0 : requireTimerDurationMS('timeoutMS', given, 'none');
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
+    const operationId = requireOperationId(optionValue(options, 'operationId'));
+    const moreToCome = requireBoolean('moreToCome', optionValue(options, 'moreToCome')) === true;
+    // Given to the connection as they were given: none when absent.
+    const sendOptions = { ...(operationId === undefined ? {} : { operationId }), ...(moreToCome ? { moreToCome } : {}) };
     // Read once: whether it was given decides what happens to the command's own $readPreference.
     const explicitReadPreference = readPreferenceOption(options);
     const explicit = explicitReadPreference !== undefined;
@@ -2247,7 +2294,7 @@ export class Client {
     // Server selection ends at timeoutMS when that comes first (0: none).
     const bound = timeoutMS > 0 && timeoutMS < this.serverSelectionTimeoutMS ? timeoutMS : undefined;
     // Draining, this is a pool that refuses it at once (see select).
-    const pool = await this.select(command, readPreference, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
+    const pool = await this.select(command, operationId, readPreference, bound ?? this.serverSelectionTimeoutMS, bound, true, cancelledBy(signal, unselected, 'command'));
     // Its checkout starts below, in this same step (or the command fails first): the pool counts it from there.
     this.handOver(pool);
     // As the server was described when it was selected.
@@ -2269,7 +2316,7 @@ export class Client {
     // with does.
     if (timeoutMS === 0) {
       try {
-        return await pool.withConnection((connection) => this.run(pool, connection, db, sent, undefined, signal), checkOut);
+        return await pool.withConnection((connection) => this.run(pool, connection, db, sent, undefined, signal, sendOptions), checkOut);
       } catch (error) {
         return commandError(error);
       }
@@ -2279,7 +2326,7 @@ export class Client {
     const remaining = left();
     if (remaining <= 0) throw new WaitQueueTimeoutError(pool.address, timeoutMS, undefined, { timeoutMS });
     try {
-      return await pool.withConnection((connection) => this.run(pool, connection, db, sent, Math.max(1, left()), signal), { timeoutMS: remaining, ...checkOut });
+      return await pool.withConnection((connection) => this.run(pool, connection, db, sent, Math.max(1, left()), signal, sendOptions), { timeoutMS: remaining, ...checkOut });
     } catch (error) {
       // The checkout had what was left of timeoutMS: its timeout is the operation's, and says so.
       if (error instanceof WaitQueueTimeoutError && error.timeoutMS !== undefined) {
@@ -2294,7 +2341,15 @@ export class Client {
    * connection's service, and a state change error (of a failed command, or a reply's writeConcernError) is handled
    * by {@link onStateChangeError} (see {@link command}). The reply or error is the connection's, unchanged.
    */
-  private async run(pool: ConnectionPool<Connection>, connection: Connection, db: string, command: Document, timeoutMS: number | undefined, signal: AbortSignal | undefined): Promise<Document> {
+  private async run(
+    pool: ConnectionPool<Connection>,
+    connection: Connection,
+    db: string,
+    command: Document,
+    timeoutMS: number | undefined,
+    signal: AbortSignal | undefined,
+    sendOptions: { readonly operationId?: number; readonly moreToCome?: boolean },
+  ): Promise<Document> {
     // Closed between the checkout and this call: close() did not see this connection, and nothing would end a command
     // sent on it now (a closed pool closes an in-use connection only once it is checked in).
     if (this.closed) throw new ClientClosedError(this.hostsForErrors());
@@ -2308,7 +2363,7 @@ export class Client {
     try {
       // timeoutMS undefined: the connection's socketTimeoutMS. A cancelled command (CommandCancelledError) clears
       // nothing: the server did nothing wrong.
-      reply = await connection.command(db, command, { timeoutMS, signal });
+      reply = await connection.command(db, command, { timeoutMS, signal, ...sendOptions });
     } catch (error) {
       if (error instanceof MongoServerError) this.onStateChangeError(pool, connection, error.response, error, serviceGeneration);
       else if (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError)) {

@@ -197,10 +197,7 @@ function commandOptions(
 ): { timeoutMS: number | undefined; exhaustAllowed: boolean; moreToCome: boolean; operationId: number | undefined; signal: AbortSignal | undefined } {
   requireMethodOptions(method, options, names);
   const signal = names.includes('signal') ? requireAbortSignal('signal', optionValue(options as CommandOptions | undefined, 'signal')) : undefined;
-  const operationId = names.includes('operationId') ? optionValue(options as CommandOptions | undefined, 'operationId') : undefined;
-  if (operationId !== undefined && !(Number.isSafeInteger(operationId) && operationId >= 0)) {
-    throw new InvalidOptionError('operationId', operationId, 'an integer from 0 to 2^53 - 1');
-  }
+  const operationId = names.includes('operationId') ? requireOperationId(optionValue(options as CommandOptions | undefined, 'operationId')) : undefined;
   const given = optionValue(options as CommandOptions | undefined, 'timeoutMS');
   const timeoutMS = given === undefined ? undefined : requireTimerDurationMS('timeoutMS', given);
   const flag = (name: 'exhaustAllowed' | 'moreToCome'): boolean =>
@@ -213,6 +210,19 @@ function commandOptions(
     });
   }
   return { timeoutMS, exhaustAllowed, moreToCome, operationId, signal };
+}
+
+/**
+ * `value` checked as an `operationId` option (see {@link CommandOptions.operationId}): undefined, or an integer from 0
+ * to 2^53 - 1.
+ *
+ * @throws {InvalidOptionError} (option `operationId`) for any other value.
+ */
+export function requireOperationId(value: unknown): number | undefined {
+  if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= 0)) {
+    throw new InvalidOptionError('operationId', value, 'an integer from 0 to 2^53 - 1');
+  }
+  return value as number | undefined;
 }
 
 /** Where an encoded OP_MSG's body section (kind 0) starts: after the header, the flag bits and the kind byte. */

@@ -470,6 +470,11 @@ export interface ServerSelectionLogFields {
   /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
   readonly operation: string;
   /**
+   * The operation's ID, when the caller gave one (the `operationId` option of `command()` or `selectPool()`): the ID the
+   * operation's command log messages and events carry, linking its selection to its commands.
+   */
+  readonly operationId?: number;
+  /**
    * The client's topology description when the message is made, as JSON, the one its "Topology description changed"
    * messages give (`{ type, servers: [{ address, type }] }`): its TopologyType in SDAM's names (`Unknown`, `Single`,
    * `Sharded`, `ReplicaSetNoPrimary`, `ReplicaSetWithPrimary`, `LoadBalanced`), and per server, in the order the client
@@ -1067,21 +1072,22 @@ export function renderCommandMessage(f: CommandLogFields): string {
 }
 
 /**
- * The unstructured form (server selection spec, "Logging": each message's unstructured form), leaving out the
- * operation id segment (rxcmap has no operation ids); `{{serverHost}}:{{serverPort}}` written as the connection
- * messages write it.
+ * The unstructured form (server selection spec, "Logging": each message's unstructured form), its `with ID
+ * {{operationId}}` segment only when the operation has an ID (the caller's `operationId`);
+ * `{{serverHost}}:{{serverPort}}` written as the connection messages write it.
  */
 export function renderServerSelectionMessage(f: ServerSelectionLogFields): string {
   const rest = `Selector: ${f.selector}, topology description: ${f.topologyDescription}`;
+  const operation = f.operationId === undefined ? f.operation : `${f.operation} with ID ${f.operationId}`;
   switch (f.message) {
     case 'Server selection started':
-      return `Server selection started for operation ${f.operation}. ${rest}`;
+      return `Server selection started for operation ${operation}. ${rest}`;
     case 'Server selection succeeded':
-      return `Server selection succeeded for operation ${f.operation}. Selected server: ${writtenAddress(f.serverHost ?? '', f.serverPort)}. ${rest}`;
+      return `Server selection succeeded for operation ${operation}. Selected server: ${writtenAddress(f.serverHost ?? '', f.serverPort)}. ${rest}`;
     case 'Server selection failed':
-      return `Server selection failed for operation ${f.operation}. Failure: ${f.failure ? errorText(f.failure) : ''}. ${rest}`;
+      return `Server selection failed for operation ${operation}. Failure: ${f.failure ? errorText(f.failure) : ''}. ${rest}`;
     case 'Waiting for suitable server to become available':
-      return `Waiting for server to become available for operation ${f.operation}. Remaining time: ${f.remainingTimeMS} ms. ${rest}.`;
+      return `Waiting for server to become available for operation ${operation}. Remaining time: ${f.remainingTimeMS} ms. ${rest}.`;
     default:
       return f.message;
   }
