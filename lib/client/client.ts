@@ -1678,7 +1678,8 @@ export class Client {
     const waits = (): void => {
       if (waiting) return;
       waiting = true;
-      log({ message: 'Waiting for suitable server to become available', remainingTimeMS: Math.max(0, waitMS - (this.scheduler.now() - start)) }, 'info');
+      // A whole number of ms (the spec's Int), rounded down: the clock reads fractions of a ms (performance.now()).
+      log({ message: 'Waiting for suitable server to become available', remainingTimeMS: Math.max(0, Math.floor(waitMS - (this.scheduler.now() - start))) }, 'info');
     };
     try {
       log({ message: 'Server selection started' });

@@ -491,7 +491,7 @@ export interface ServerSelectionLogFields {
   readonly serverPort?: number;
   /** Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}). */
   readonly failure?: LoggedError;
-  /** Waiting: the ms left before the selection times out. */
+  /** Waiting: the ms left before the selection times out, a whole number (rounded down). */
   readonly remainingTimeMS?: number;
 }
 

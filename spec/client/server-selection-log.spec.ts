@@ -250,6 +250,23 @@ describe('Client: server selection log messages (server selection spec, "Logging
     }
   });
 
+  it('remainingTimeMS is a whole number of ms (the spec\'s Int), what is left rounded down, on a clock that reads fractions of a ms as performance.now() does', async function () {
+    const port = await closedPort();
+    const clock = new VirtualClock();
+    const log = logged();
+    // The start message's destination takes 0.6 ms: 2999.4 ms are left as the wait begins.
+    const sink = { write: (m: LogMessage) => void (log.written.push(m), m.component === 'serverSelection' && m.fields.message === 'Server selection started' && clock.advance(0.6)) };
+    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=3000`, { scheduler: clock, logging: { componentSeverities: { serverSelection: 'debug' }, path: sink } }));
+    const failed = c.command('admin', { ping: 1 }).catch((e: unknown) => e);
+    expect(await eventually(() => selectionsWaiting(c) === 1)).to.equal(true);
+    const waiting = selectionMessages(log.written)[1];
+    expect(waiting.fields).to.include({ message: 'Waiting for suitable server to become available', remainingTimeMS: 2999 });
+    expect(waiting.render()).to.include('Remaining time: 2999 ms.');
+    expect(waiting.toJSON()).to.include({ remainingTimeMS: 2999 });
+    clock.advance(3000);
+    expect(await failed).to.be.instanceOf(ServerSelectionError);
+  });
+
   it('remainingTimeMS is what is left when the wait begins, and the wait ends serverSelectionTimeoutMS after the start (a destination that takes 100 ms per message)', async function () {
     const port = await closedPort();
     const clock = new VirtualClock();
