@@ -202,6 +202,22 @@ function applyUpdate(doc: Document, u: Document): Document {
   return out;
 }
 
+/** The stages an update pipeline may have (mongod's: `$addFields`, `$set`, `$project`, `$unset`, `$replaceRoot`, `$replaceWith`). */
+const UPDATE_PIPELINE_STAGES = ['$addFields', '$set', '$project', '$unset', '$replaceRoot', '$replaceWith'];
+
+/**
+ * `doc` with the top-level fields of an inclusion projection (`{ a: 1 }`, `_id` kept unless `_id: 0`), or without those
+ * of an exclusion projection (`{ a: 0 }`).
+ */
+function project(doc: Document, projection: Document): Document {
+  const entries = Object.entries(projection);
+  const included = entries.some(([name, v]) => name !== '_id' && (v === true || Number(v) === 1));
+  if (!included) return Object.fromEntries(Object.entries(doc).filter(([name]) => !entries.some(([p, v]) => p === name && (v === false || Number(v) === 0))));
+  const keep = new Set(entries.filter(([, v]) => v === true || Number(v) === 1).map(([name]) => name));
+  if (!entries.some(([name, v]) => name === '_id' && (v === false || Number(v) === 0))) keep.add('_id');
+  return Object.fromEntries(Object.entries(doc).filter(([name]) => keep.has(name)));
+}
+
 /**
  * The documents of one deployment's databases, served by any number of its `EmbeddedServer`s (a replica set's
  * members, a few mongoses): a write through one is read through all. Test support imitating mongod's CRUD and DDL
@@ -210,6 +226,9 @@ function applyUpdate(doc: Document, u: Document): Document {
 export class EmbeddedCollections {
   /** db name → collection name → documents, in insertion (natural) order. */
   private readonly databases = new Map<string, Map<string, Document[]>>();
+  /** The open cursors (a find's results beyond its first batch), by id. */
+  private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[] }>();
+  private lastCursorId = 0n;
 
   /**
    * Answers, on `server`, these commands from this store, each as mongod does (replies with `ok: 1`, or `ok: 0`,
@@ -222,8 +241,12 @@ export class EmbeddedCollections {
    * - a filter (find, count, update, delete) of top-level fields, compared in mongod's BSON order (see {@link matches}); a
    *   `$where: 'sleep(<ms>) || true'` holds the command `<ms>` per document of its collection first, as mongod
    *   evaluates it per document, and matches all (the unified tests' long-running operation);
-   * - `find` (`filter`, `sort`, `skip`, `limit`): `{ cursor: { firstBatch, id: Long(0), ns }, ok: 1 }`, every match in
-   *   the first batch, natural order without `sort`; `batchSize` and `projection` are ignored;
+   * - `find` (`filter`, `sort`, `skip`, `limit`, `projection` of top-level fields, `batchSize`, `returnKey`,
+   *   `showRecordId`; `hint`, `min`, `max`, `comment`, `maxTimeMS` accepted and not applied): `{ cursor: { firstBatch,
+   *   id, ns }, ok: 1 }`, natural order without `sort`, every match in the first batch (id 0) unless `batchSize` is
+   *   smaller; `getMore` (`batchSize`) reads the rest (CursorNotFound 43 for an unknown id), `killCursors` closes
+   *   cursors; `returnKey` gives the `_id` index's key when the query uses it (hinted, sorted or filtered on `_id`),
+   *   else `{}`;
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
    *   `{ n, nModified, upserted?: [{ index, _id }] }`;
    * - `delete` (`deletes: [{ q, limit: 0 | 1 }]`): `{ n }`; `count` (`query`): `{ n }`;
@@ -234,12 +257,16 @@ export class EmbeddedCollections {
    * The endpoint's refusals (API parameters, a secondary's NotWritablePrimary / NotPrimaryNoSecondaryOk, then the
    * `failCommand` fail point, then authentication) come before these handlers: a refused or failed command changes
    * nothing; the fail point's `writeConcernError` is added to a reply after the write was stored, as on mongod.
-   * Update pipelines (`u` an array) are refused with TypeMismatch 14, where mongod runs them.
+   * Update pipelines (`u` an array) are refused with TypeMismatch 14, where mongod runs them (a stage mongod does not
+   * know fails the command, Location40324, as on mongod). A delete's filter mongod cannot parse is its statement's
+   * write error. `createUser` / `updateUser` check their fields' types and change no user.
    */
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
       insert: (c, db) => this.insert(c, db),
       find: (c, db) => this.find(c, db),
+      getMore: (c, db) => this.getMore(c, db),
+      killCursors: (c) => this.killCursors(c),
       update: (c, db) => this.update(c, db),
       delete: (c, db) => this.delete(c, db),
       count: (c, db) => ({ n: this.select(db, this.name(c, 'count'), (field(c, 'count', 'query', 'object', false) ?? {}) as Document).length, ok: 1 }),
@@ -247,6 +274,8 @@ export class EmbeddedCollections {
       create: (c, db) => (this.collection(db, this.name(c, 'create'), true), { ok: 1 }),
       listDatabases: (c) => this.listDatabases(c),
       listCollections: (c, db) => this.listCollections(c, db),
+      createUser: (c) => this.userCommand(c, 'createUser'),
+      updateUser: (c) => this.userCommand(c, 'updateUser'),
     };
     for (const [name, run] of Object.entries(commands)) {
       server.handle(name, async (command) => {
@@ -323,20 +352,69 @@ export class EmbeddedCollections {
   private find(command: Document, db: string): Document {
     const coll = this.name(command, 'find');
     const filter = (field(command, 'find', 'filter', 'object', false) ?? {}) as Document;
-    const sort = Object.entries((field(command, 'find', 'sort', 'object', false) ?? {}) as Document);
+    const sortSpec = (field(command, 'find', 'sort', 'object', false) ?? {}) as Document;
+    const projection = field(command, 'find', 'projection', 'object', false) as Document | undefined;
+    const hint = command.hint as unknown;
+    const sort = Object.entries(sortSpec);
     const found = this.select(db, coll, filter).map(copy);
     if (sort.length > 0) {
       found.sort((a, b) => sort.reduce((c, [name, dir]) => c || compareValues(a[name], b[name]) * (Number(dir) < 0 ? -1 : 1), 0));
     }
     const skip = Number(command.skip ?? 0);
     const limit = Math.abs(Number(command.limit ?? 0));
-    const firstBatch = found.slice(skip, limit > 0 ? skip + limit : undefined);
-    return { cursor: { firstBatch, id: Long.fromNumber(0), ns: `${db}.${coll}` }, ok: 1 };
+    // The only index is _id's: a query that uses it (hinted, sorted or filtered on _id) returns its key, others none.
+    const usesIdIndex = (typeof hint === 'object' && hint !== null && '_id' in hint) || sort[0]?.[0] === '_id' || '_id' in filter;
+    const results = found.slice(skip, limit > 0 ? skip + limit : undefined).map((doc, i) => {
+      if (command.returnKey === true) return usesIdIndex ? { _id: doc._id } : {};
+      const shown = projection === undefined ? doc : project(doc, projection);
+      return command.showRecordId === true ? { ...shown, $recordId: Long.fromNumber(i + 1) } : shown;
+    });
+    return { cursor: this.open(`${db}.${coll}`, results, command.batchSize, 'firstBatch'), ok: 1 };
+  }
+
+  /**
+   * A cursor document over `results`: all of them in one batch (id 0), or the first `batchSize` (a number above 0)
+   * with an id for getMore to read the rest from (`id`: the cursor's, for a getMore's batch).
+   */
+  private open(ns: string, results: Document[], batchSize: unknown, batch: 'firstBatch' | 'nextBatch', id = 0n): Document {
+    const size = Number(batchSize ?? 0);
+    if (!(size > 0) || results.length <= size) return { [batch]: results, id: Long.fromNumber(0), ns };
+    const cursorId = id === 0n ? ++this.lastCursorId : id;
+    this.cursors.set(cursorId, { ns, rest: results.slice(size) });
+    return { [batch]: results.slice(0, size), id: Long.fromBigInt(cursorId), ns };
+  }
+
+  /** `getMore` (a cursor id of this store's, `collection`, `batchSize`): the next batch; CursorNotFound 43 for another id. */
+  private getMore(command: Document, db: string): Document {
+    // The endpoint reads a long that fits in a double as a number: either is the id.
+    const given: unknown = command.getMore;
+    const id = Long.isLong(given) ? given.toBigInt() : Number.isSafeInteger(given) ? BigInt(given as number) : undefined;
+    if (id === undefined) throw failure(14, 'TypeMismatch', `Field 'getMore' must be of type long in: ${EJSON.stringify(command)}`);
+    const coll = field(command, 'getMore', 'collection', 'string', true) as string;
+    const cursor = this.cursors.get(id);
+    if (cursor === undefined || cursor.ns !== `${db}.${coll}`) throw failure(43, 'CursorNotFound', `cursor id ${id} not found`);
+    this.cursors.delete(id);
+    return { cursor: this.open(cursor.ns, cursor.rest, command.batchSize ?? cursor.rest.length, 'nextBatch', id), ok: 1 };
+  }
+
+  /** `killCursors` (`cursors`: ids): each of this store's closed. */
+  private killCursors(command: Document): Document {
+    const ids = field(command, 'killCursors', 'cursors', 'array', true) as unknown[];
+    const killed = ids.filter((id) => (Long.isLong(id) ? this.cursors.delete(id.toBigInt()) : Number.isSafeInteger(id) && this.cursors.delete(BigInt(id as number))));
+    return { cursorsKilled: killed, cursorsNotFound: ids.filter((id) => !killed.includes(id)), cursorsAlive: [], cursorsUnknown: [], ok: 1 };
   }
 
   private update(command: Document, db: string): Document {
     const coll = this.name(command, 'update');
     const updates = field(command, 'update', 'updates', 'array', true) as Document[];
+    // A pipeline's stages are parsed with the command: an unknown one fails it whole, as on mongod.
+    for (const statement of updates) {
+      if (!Array.isArray(statement?.u)) continue;
+      for (const stage of statement.u as unknown[]) {
+        const name = typeof stage === 'object' && stage !== null ? Object.keys(stage)[0] : undefined;
+        if (name === undefined || !UPDATE_PIPELINE_STAGES.includes(name)) throw failure(40324, 'Location40324', `Unrecognized pipeline stage name: '${String(name)}'`);
+      }
+    }
     const docs = this.collection(db, coll, true)!;
     const writeErrors: Document[] = [];
     const upserted: Document[] = [];
@@ -386,17 +464,40 @@ export class EmbeddedCollections {
     const coll = this.name(command, 'delete');
     const deletes = field(command, 'delete', 'deletes', 'array', true) as Document[];
     const docs = this.collection(db, coll, false) ?? [];
+    const writeErrors: Document[] = [];
     let n = 0;
-    for (const statement of deletes) {
+    for (const [index, statement] of deletes.entries()) {
       const q = field(statement, 'delete.deletes', 'q', 'object', true) as Document;
       const limit = Number(statement.limit ?? 0);
       if (limit !== 0 && limit !== 1) throw failure(9, 'FailedToParse', `The limit field in delete objects must be 0 or 1. Got ${limit}`);
-      for (const doc of this.select(db, coll, q).slice(0, limit === 1 ? 1 : undefined)) {
+      let targets: Document[];
+      try {
+        targets = this.select(db, coll, q).slice(0, limit === 1 ? 1 : undefined);
+      } catch (error) {
+        // A filter mongod cannot parse fails its statement (a write error), not the command.
+        if (!(error instanceof CommandFailure)) throw error;
+        const { ok: _ok, codeName: _codeName, ...writeError } = error.reply;
+        writeErrors.push({ index, ...writeError });
+        if (command.ordered !== false) break;
+        continue;
+      }
+      for (const doc of targets) {
         docs.splice(docs.indexOf(doc), 1);
         n++;
       }
     }
-    return { n, ok: 1 };
+    return { n, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
+  }
+
+  /**
+   * `createUser` / `updateUser`: the field types mongod checks first (the user name, `pwd` a string, `roles` an array:
+   * TypeMismatch 14), then `{ ok: 1 }` without a user made or changed (the endpoint's users are its own option).
+   */
+  private userCommand(command: Document, name: 'createUser' | 'updateUser'): Document {
+    field(command, name, name, 'string', true);
+    field(command, name, 'pwd', 'string', false);
+    field(command, name, 'roles', 'array', name === 'createUser');
+    return { ok: 1 };
   }
 
   private drop(command: Document, db: string): Document {

@@ -11,7 +11,7 @@
  * Source: unified test format spec ("Entity Map", "createEntities", "Test Operations", "Special Test Operations",
  * "expectedEventsForClient", "expectedLogMessagesForClient", "Evaluating Matches", "Test Runner Implementation").
  */
-import { type Document } from 'bson';
+import { Long, ObjectId, type Document } from 'bson';
 import { connect, MongoServerError, type Client, type ClientEvent, type CommandEvent, type LogMessage, type TopologyDescription, type TopologyEvent } from '../../../lib';
 import { isSensitiveCommand } from '../../../lib/connection/command-events';
 import { type Deployment, type RunOnRequirement, unmet, withUriOptions } from './deployment';
@@ -65,6 +65,8 @@ class ClientEntity {
   readonly observed: Observed[] = [];
   /** The server (`host:port`) of the configureFailPoint commands sent through the client, in order. */
   readonly failPointServers: string[] = [];
+  /** The write concern of the client's `uriOptions` (`w`, `journal`, `wTimeoutMS`), undefined for the server's default. */
+  readonly writeConcern: Document | undefined;
   private readonly subscriptions: { unsubscribe(): void }[] = [];
   constructor(
     readonly client: Client,
@@ -73,6 +75,11 @@ class ClientEntity {
     /** The log messages the client wrote while observed, in order (its sink's), and whether it is still observed. */
     private readonly log: { readonly messages: LogMessage[]; open: boolean },
   ) {
+    const uriOptions = new Map(Object.entries((spec.uriOptions as Document | undefined) ?? {}).map(([key, value]) => [key.toLowerCase(), value as unknown]));
+    const writeConcern = Object.fromEntries(
+      ([['w', 'w'], ['journal', 'j'], ['wtimeoutms', 'wtimeout']] as const).filter(([option]) => uriOptions.has(option)).map(([option, field]) => [field, uriOptions.get(option)]),
+    );
+    this.writeConcern = Object.keys(writeConcern).length === 0 ? undefined : writeConcern;
     const observe = new Set<string>((spec.observeEvents as string[] | undefined) ?? []);
     // configureFailPoint is never observed (the format's default), nor the commands the test names.
     const ignoredCommands = new Set<string>(['configurefailpoint', ...((spec.ignoreCommandMonitoringEvents as string[] | undefined) ?? []).map((n) => n.toLowerCase())]);
@@ -213,6 +220,9 @@ function matchingEvents(entity: ClientEntity, expected: Document): Observed[] {
   return entity.observed.filter((event) => eventMismatch(expected, event) === undefined);
 }
 
+/** The options of a find operation sent as the find command's fields of the same name (CRUD spec, "Find"). */
+const FIND_OPTIONS = ['sort', 'limit', 'skip', 'batchSize', 'projection', 'comment', 'hint', 'max', 'min', 'maxTimeMS', 'returnKey', 'showRecordId'] as const;
+
 /** The operations this runner runs, by entity kind, with the arguments each takes (any other is an error). */
 const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
   'testRunner.createEntities': ['entities'],
@@ -231,7 +241,11 @@ const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
   'collection.insertOne': ['document'],
   'collection.insertMany': ['documents', 'ordered'],
   'collection.updateOne': ['filter', 'update', 'upsert'],
-  'collection.find': ['filter', 'sort', 'limit', 'skip', 'batchSize', 'projection'],
+  'collection.updateMany': ['filter', 'update', 'upsert'],
+  'collection.deleteOne': ['filter'],
+  'collection.deleteMany': ['filter'],
+  'collection.bulkWrite': ['requests', 'ordered'],
+  'collection.find': ['filter', ...FIND_OPTIONS],
 };
 
 /** The operations whose result is an iterable of documents, each of them a root-level document ("Evaluating Matches"). */
@@ -252,31 +266,57 @@ const ENTITY_KEYS: Readonly<Record<string, readonly string[]>> = {
   database: ['id', 'client', 'databaseName', 'databaseOptions'],
   collection: ['id', 'database', 'collectionName', 'collectionOptions'],
   thread: ['id'],
+  session: ['id', 'client', 'sessionOptions'],
 };
 
-/** A database entity: its client, its name, the read preference its collections inherit. */
+/** A database entity: its client, its name, the read preference and write concern its collections inherit. */
 interface DatabaseEntity {
   readonly kind: 'database';
   readonly client: ClientEntity;
   readonly name: string;
   readonly readPreference: Document | undefined;
+  readonly writeConcern: Document | undefined;
 }
 
-/** A collection entity: its client, database, name, and the read preference its reads use. */
+/** A collection entity: its client, database, name, and the read preference and write concern its operations use. */
 interface CollectionEntity {
   readonly kind: 'collection';
   readonly client: ClientEntity;
   readonly db: string;
   readonly name: string;
   readonly readPreference: Document | undefined;
+  readonly writeConcern: Document | undefined;
 }
 
-/** The read preference of a `databaseOptions` or `collectionOptions`; any other option is an error. */
-function readPreferenceOf(options: unknown, what: string): Document | undefined {
-  if (options === undefined) return undefined;
-  for (const key of Object.keys(options as Document)) if (key !== 'readPreference') throw new Error(`${what}: option ${key} is not supported by this runner`);
-  return (options as Document).readPreference as Document | undefined;
+/** The read preference and write concern of a `databaseOptions` or `collectionOptions`; any other option is an error. */
+function entityOptions(options: unknown, what: string): { readPreference?: Document; writeConcern?: Document } {
+  if (options === undefined) return {};
+  for (const key of Object.keys(options as Document)) if (key !== 'readPreference' && key !== 'writeConcern') throw new Error(`${what}: option ${key} is not supported by this runner`);
+  const { readPreference, writeConcern } = options as { readPreference?: Document; writeConcern?: Document };
+  return { ...(readPreference === undefined ? {} : { readPreference: readPreferenceOf(readPreference, what) }), ...(writeConcern === undefined ? {} : { writeConcern }) };
 }
+
+/**
+ * A read preference as the format writes one (the server selection spec's form: `mode` in any case, `Secondary` say;
+ * `tagSets`; `maxStalenessSeconds`) as rxcmap's `readPreference` option takes it (`{ mode: 'secondary', tags }`); any
+ * other field is an error.
+ */
+export function readPreferenceOf(given: Document, what: string): Document {
+  const out: Document = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (key === 'mode') out.mode = typeof value === 'string' ? value[0]!.toLowerCase() + value.slice(1) : value;
+    else if (key === 'tagSets' || key === 'tags') out.tags = value;
+    else if (key === 'maxStalenessSeconds') out.maxStalenessSeconds = value;
+    else throw new Error(`${what}: read preference field ${key} is not supported by this runner`);
+  }
+  return out;
+}
+
+/**
+ * A session entity: created as a driver creates one (nothing is sent), but sessions are not this runner's, so an
+ * operation that names one is an error (its tests are pending).
+ */
+class SessionEntity {}
 
 /** A thread entity: the operations given to it run one after another, apart from the test's own. */
 class ThreadEntity {
@@ -291,7 +331,18 @@ function threadFailure(id: string, error: unknown): Error {
   return new Error(`thread ${id}: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, { cause: error });
 }
 
-type Entity = ClientEntity | DatabaseEntity | CollectionEntity | ThreadEntity | TopologyDescription | unknown;
+type Entity = ClientEntity | DatabaseEntity | CollectionEntity | ThreadEntity | SessionEntity | TopologyDescription | unknown;
+
+/** `documents` each with an `_id`, a new ObjectId where it has none, as drivers add one (CRUD spec, "insert"). */
+function withIds(documents: readonly Document[]): Document[] {
+  return documents.map((document) => (document._id === undefined ? { _id: new ObjectId(), ...document } : document));
+}
+
+/** The update statement of an updateOne or updateMany request (`filter`, `update`, `upsert`). */
+function updateStatement(request: Document, multi: boolean): Document {
+  for (const key of Object.keys(request)) if (!['filter', 'update', 'upsert'].includes(key)) throw new Error(`update: option ${key} is not supported by this runner`);
+  return { q: request.filter, u: request.update, ...(multi ? { multi: true } : {}), ...(request.upsert === undefined ? {} : { upsert: request.upsert }) };
+}
 
 /** The error a write's reply reports (a write error or a write concern error), as a driver throws it. */
 export class WriteError extends Error {
@@ -338,6 +389,8 @@ export class UnifiedTestRun {
   private readonly entities = new Map<string, Entity>();
   private readonly failPoints: { uri: string; name: string }[] = [];
   private readonly clients: ClientEntity[] = [];
+  /** The ID of the next collection operation (see {@link collectionOperation}). */
+  private nextOperationId = 1;
   /** Whether the test may configure a fail point (see "Executing a Test": heartbeatFrequencyMS). */
   private readonly configuresFailPoints: boolean;
 
@@ -504,19 +557,30 @@ export class UnifiedTestRun {
           this.entities.set(id, entity);
           break;
         }
-        case 'database':
-          this.entities.set(id, { kind: 'database', client: this.clientEntity(spec.client as string), name: spec.databaseName as string, readPreference: readPreferenceOf(spec.databaseOptions, `database ${id}`) });
+        case 'database': {
+          const client = this.clientEntity(spec.client as string);
+          const { readPreference, writeConcern } = entityOptions(spec.databaseOptions, `database ${id}`);
+          // A database writes with its own write concern, else its client's (the URI's w).
+          this.entities.set(id, { kind: 'database', client, name: spec.databaseName as string, readPreference, writeConcern: writeConcern ?? client.writeConcern });
           break;
+        }
         case 'collection': {
           const database = this.entities.get(spec.database as string) as DatabaseEntity | undefined;
           if (database?.kind !== 'database') throw new Error(`entity ${String(spec.database)} is not a database`);
-          // A collection reads with its own read preference, else its database's (CRUD spec, "Read Preference").
-          const readPreference = readPreferenceOf(spec.collectionOptions, `collection ${id}`) ?? database.readPreference;
-          this.entities.set(id, { kind: 'collection', client: database.client, db: database.name, name: spec.collectionName as string, readPreference });
+          // A collection reads and writes with its own read preference and write concern, else its database's (CRUD
+          // spec, "Read Preference"; read/write concern spec, "Write Concern": inherited).
+          const options = entityOptions(spec.collectionOptions, `collection ${id}`);
+          const readPreference = options.readPreference ?? database.readPreference;
+          const writeConcern = options.writeConcern ?? database.writeConcern;
+          this.entities.set(id, { kind: 'collection', client: database.client, db: database.name, name: spec.collectionName as string, readPreference, writeConcern });
           break;
         }
         case 'thread':
           this.entities.set(id, new ThreadEntity());
+          break;
+        case 'session':
+          this.clientEntity(spec.client as string);
+          this.entities.set(id, new SessionEntity());
           break;
         default:
           throw new Error(`entity kind ${kind} is not supported by this runner`);
@@ -587,7 +651,7 @@ export class UnifiedTestRun {
       const database = target as DatabaseEntity;
       if (operation.name !== 'runCommand') throw new Error(`database operation ${operation.name} is not supported by this runner`);
       const readPreference = args.readPreference as Document | undefined;
-      return database.client.client.command(database.name, args.command as Document, readPreference === undefined ? undefined : { readPreference: readPreference as never });
+      return database.client.client.command(database.name, args.command as Document, readPreference === undefined ? undefined : { readPreference: readPreferenceOf(readPreference, 'runCommand') as never });
     }
     if (target?.kind === 'collection') return this.collectionOperation(target as CollectionEntity, operation.name, args);
     throw new Error(`operation ${operation.name}: no entity ${operation.object}`);
@@ -596,31 +660,47 @@ export class UnifiedTestRun {
   /** The commands a driver sends for the CRUD operations these tests use (CRUD spec). */
   private async collectionOperation(collection: CollectionEntity, name: string, args: Document): Promise<unknown> {
     const client = collection.client.client;
+    // Each operation has an ID its commands and their server selections carry (command logging and monitoring spec,
+    // "Bulk Writes": a bulk write's commands share one).
+    const operationId = this.nextOperationId++;
     switch (name) {
       case 'insertOne': {
-        writeReply(await client.command(collection.db, { insert: collection.name, documents: [args.document] }));
-        return { insertedId: (args.document as Document)._id };
+        const [document] = withIds([args.document as Document]);
+        await this.write(collection, { insert: collection.name, documents: [document], ordered: true }, operationId);
+        return { insertedId: document!._id };
       }
       case 'insertMany': {
-        const documents = args.documents as Document[];
-        writeReply(await client.command(collection.db, { insert: collection.name, documents, ordered: args.ordered ?? true }));
+        const documents = withIds(args.documents as Document[]);
+        await this.write(collection, { insert: collection.name, documents, ordered: args.ordered ?? true }, operationId);
         return { insertedIds: Object.fromEntries(documents.map((d, i) => [i, d._id])) };
       }
-      case 'updateOne': {
-        const update: Document = { q: args.filter, u: args.update };
-        if (args.upsert !== undefined) update.upsert = args.upsert;
-        const reply = writeReply(await client.command(collection.db, { update: collection.name, updates: [update] }));
-        return { matchedCount: reply.n, modifiedCount: reply.nModified, upsertedCount: (reply.upserted as Document[] | undefined)?.length ?? 0 };
+      case 'updateOne':
+      case 'updateMany': {
+        const reply = await this.write(collection, { update: collection.name, updates: [updateStatement(args, name === 'updateMany')], ordered: true }, operationId);
+        return reply === undefined ? undefined : { matchedCount: reply.n, modifiedCount: reply.nModified, upsertedCount: (reply.upserted as Document[] | undefined)?.length ?? 0 };
       }
+      case 'deleteOne':
+      case 'deleteMany': {
+        const reply = await this.write(collection, { delete: collection.name, deletes: [{ q: args.filter, limit: name === 'deleteOne' ? 1 : 0 }], ordered: true }, operationId);
+        return reply === undefined ? undefined : { deletedCount: reply.n };
+      }
+      case 'bulkWrite':
+        return this.bulkWrite(collection, args.requests as Document[], (args.ordered as boolean | undefined) ?? true, operationId);
       case 'find': {
         const command: Document = { find: collection.name, filter: args.filter ?? {} };
-        for (const key of ['sort', 'limit', 'skip', 'batchSize', 'projection']) if (args[key] !== undefined) command[key] = args[key];
-        const reply = await client.command(collection.db, command, collection.readPreference === undefined ? undefined : { readPreference: collection.readPreference as never });
+        for (const key of FIND_OPTIONS) if (args[key] !== undefined) command[key] = args[key];
+        const options = { operationId, ...(collection.readPreference === undefined ? {} : { readPreference: collection.readPreference as never }) };
+        const reply = await client.command(collection.db, command, options);
         const cursor = reply.cursor as Document;
         const documents = [...(cursor.firstBatch as Document[])];
+        const limit = Math.abs(Number(args.limit ?? 0));
         let id = cursor.id;
         while (id !== undefined && Number(id) !== 0) {
-          const more = (await client.command(collection.db, { getMore: id, collection: collection.name })).cursor as Document;
+          // A getMore asks for the batch size, or for what is left of the limit when less (CRUD spec, "Find").
+          const batchSize = limit > 0 ? Math.min(Number(args.batchSize ?? limit), limit - documents.length) : args.batchSize;
+          // The id goes back as a long, which getMore requires: a reply's Long small enough is read as a number.
+          const getMore: Document = { getMore: Long.isLong(id) ? id : Long.fromNumber(Number(id)), collection: collection.name, ...(batchSize === undefined ? {} : { batchSize }) };
+          const more = (await client.command(collection.db, getMore, options)).cursor as Document;
           documents.push(...(more.nextBatch as Document[]));
           id = more.id;
         }
@@ -629,6 +709,87 @@ export class UnifiedTestRun {
       default:
         throw new Error(`collection operation ${name} is not supported by this runner`);
     }
+  }
+
+  /**
+   * Sends a write command of `collection`'s with its write concern: unacknowledged (w: 0), with the moreToCome flag the
+   * OP_MSG spec requires of one, and undefined for its reply (never read); otherwise its reply, a write error or write
+   * concern error thrown as a driver throws it.
+   */
+  private async write(collection: CollectionEntity, command: Document, operationId: number): Promise<Document | undefined> {
+    const writeConcern = collection.writeConcern;
+    const unacknowledged = writeConcern?.w === 0 && writeConcern.j !== true;
+    const sent = writeConcern === undefined ? command : { ...command, writeConcern };
+    const reply = await collection.client.client.command(collection.db, sent, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
+    return unacknowledged ? undefined : writeReply(reply);
+  }
+
+  /**
+   * A bulk write as drivers send one (CRUD spec, "Bulk Write"): the requests grouped into one insert, update or delete
+   * command per run of requests of one kind (ordered), or per kind (unordered), all with the same operationId. An
+   * ordered write stops at its first write error; an unordered one sends every command and then throws its first.
+   */
+  private async bulkWrite(collection: CollectionEntity, requests: readonly Document[], ordered: boolean, operationId: number): Promise<Document | undefined> {
+    const batches: { kind: 'insert' | 'update' | 'delete'; statements: Document[] }[] = [];
+    const insertedIds: Record<number, unknown> = {};
+    requests.forEach((request, index) => {
+      const entries = Object.entries(request);
+      if (entries.length !== 1) throw new Error(`bulkWrite: a request names one write model, not ${entries.length}`);
+      const [model, given] = entries[0] as [string, Document];
+      let kind: 'insert' | 'update' | 'delete';
+      let statement: Document;
+      switch (model) {
+        case 'insertOne':
+          kind = 'insert';
+          statement = withIds([given.document as Document])[0]!;
+          insertedIds[index] = statement._id;
+          break;
+        case 'updateOne':
+        case 'updateMany':
+          kind = 'update';
+          statement = updateStatement(given, model === 'updateMany');
+          break;
+        case 'replaceOne':
+          kind = 'update';
+          statement = updateStatement({ ...given, update: given.replacement }, false);
+          break;
+        case 'deleteOne':
+        case 'deleteMany':
+          kind = 'delete';
+          statement = { q: given.filter, limit: model === 'deleteOne' ? 1 : 0 };
+          break;
+        default:
+          throw new Error(`bulkWrite: write model ${model} is not supported by this runner`);
+      }
+      const batch = ordered ? batches[batches.length - 1] : batches.find((b) => b.kind === kind);
+      if (batch?.kind === kind) batch.statements.push(statement);
+      else batches.push({ kind, statements: [statement] });
+    });
+    const field = { insert: 'documents', update: 'updates', delete: 'deletes' } as const;
+    const result = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0, insertedIds };
+    let failure: unknown;
+    for (const { kind, statements } of batches) {
+      let reply: Document | undefined;
+      try {
+        reply = await this.write(collection, { [kind]: collection.name, [field[kind]]: statements, ordered }, operationId);
+      } catch (error) {
+        if (ordered || !(error instanceof WriteError)) throw error;
+        failure ??= error;
+        continue;
+      }
+      if (reply === undefined) continue;
+      const n = Number(reply.n ?? 0);
+      const upserted = (reply.upserted as Document[] | undefined)?.length ?? 0;
+      if (kind === 'insert') result.insertedCount += n;
+      else if (kind === 'delete') result.deletedCount += n;
+      else {
+        result.matchedCount += n - upserted;
+        result.modifiedCount += Number(reply.nModified ?? 0);
+        result.upsertedCount += upserted;
+      }
+    }
+    if (failure !== undefined) throw failure;
+    return collection.writeConcern?.w === 0 ? undefined : result;
   }
 
   private async runTestRunnerOperation(name: string, args: Document): Promise<unknown> {
@@ -742,8 +903,7 @@ export class UnifiedTestRun {
         if (failureIsRedacted !== undefined) {
           const failure = actual[i]!.data.failure;
           if (failure === undefined) throw new Error(`log message ${i}: failure expected`);
-          const redacted = typeof failure === 'object' && failure !== null ? Object.keys(failure as object).every((key) => ['code', 'codeName', 'errorLabels'].includes(key)) : false;
-          if (redacted !== failureIsRedacted) throw new Error(`log message ${i}: failure ${failureIsRedacted === true ? 'not ' : ''}redacted: ${JSON.stringify(failure)}`);
+          if (isRedacted(failure) !== failureIsRedacted) throw new Error(`log message ${i}: failure ${failureIsRedacted === true ? 'not ' : ''}redacted: ${JSON.stringify(failure)}`);
         }
       });
     }
@@ -761,6 +921,25 @@ export class UnifiedTestRun {
       }
     });
   }
+}
+
+/**
+ * Whether a logged failure (rxcmap's `LoggedError`) is a server error redacted as the command logging and monitoring
+ * spec asks ("Security": every field but `code`, `codeName` and `errorLabels` redacted): a MongoServerError whose
+ * reply (`response`) holds nothing but `ok`, `code`, `codeName` and `errorLabels`, with no cause. A network error,
+ * which the spec leaves as it is, is not redacted.
+ */
+export function isRedacted(failure: unknown): boolean {
+  if (typeof failure !== 'object' || failure === null) return false;
+  const { type, response, cause } = failure as { type?: unknown; response?: unknown; cause?: unknown };
+  if (type !== 'MongoServerError' || cause !== undefined || typeof response !== 'string') return false;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(response);
+  } catch {
+    return false;
+  }
+  return typeof reply === 'object' && reply !== null && Object.keys(reply).every((key) => ['ok', 'code', 'codeName', 'errorLabels'].includes(key));
 }
 
 /** A log message as the format's expectations name its parts: level, component, data (the structured fields). */
