@@ -49,12 +49,34 @@ export interface Adaptation {
   readonly adapt: (test: UnifiedTest) => UnifiedTest;
 }
 
+/** What a test's body is run with: mocha's context, of which the suites use `skip()`. */
+export interface TestContext {
+  skip(): void;
+}
+
+/** How the suites are defined: mocha's `describe` and `it` (another pair for the suites' own tests). */
+export interface SuiteDefinition {
+  describe(title: string, body: (this: { timeout(ms: number): void }) => void): void;
+  it(title: string, body: (this: TestContext) => Promise<void>): void;
+}
+
+/** Mocha's own `describe` and `it`, read when the suites are defined. */
+const MOCHA: SuiteDefinition = {
+  describe: (title, body) => void describe(title, body as never),
+  it: (title, body) => void it(title, body as never),
+};
+
 /**
  * Defines the mocha suites of the files of `directory`. `skipped` names tests (`file: description`) the runner
  * does not run, each with why (a feature rxcmap does not have), so each shows as pending with its reason; `adapted`
- * names tests run with a change (their title says so and why).
+ * names tests run with a change (their title says so and why). `define` is mocha's `describe` and `it` unless given.
  */
-export function unifiedSuites(directory: string, skipped: Readonly<Record<string, string>> = {}, adapted: Readonly<Record<string, Adaptation>> = {}): void {
+export function unifiedSuites(
+  directory: string,
+  skipped: Readonly<Record<string, string>> = {},
+  adapted: Readonly<Record<string, Adaptation>> = {},
+  define: SuiteDefinition = MOCHA,
+): void {
   const external = process.env.MONGODB_URI;
   let real: Promise<Deployment> | undefined;
   // Against embedded deployments each test has its own (its fail points, clients and collections touch no other's),
@@ -62,7 +84,7 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
   // the clients' timers; each `it` reports its own. Against MONGODB_URI's one deployment they run one by one.
   const jobs = new Concurrently<void>(CONCURRENTLY);
   for (const [name, file] of unifiedFiles(directory)) {
-    describe(`${name}: ${file.description}`, function () {
+    define.describe(`${name}: ${file.description}`, function () {
       this.timeout(60_000);
       for (const given of file.tests) {
         const why = skipped[`${name}: ${given.description}`];
@@ -85,7 +107,7 @@ export function unifiedSuites(directory: string, skipped: Readonly<Record<string
           };
           // Registered with every other test of these files, started by the first test mocha runs.
           const run = external === undefined && why === undefined && test.skipReason === undefined ? jobs.add(runEmbedded) : undefined;
-          it(adaptation === undefined ? title : `${title} (adapted: ${adaptation.why})`, async function () {
+          define.it(adaptation === undefined ? title : `${title} (adapted: ${adaptation.why})`, async function () {
             if (why !== undefined) this.skip();
             // A file this runner cannot read fails ("Test Runner Support"); a test with a skipReason is skipped anywhere.
             UnifiedTestRun.checkSchema(file);
