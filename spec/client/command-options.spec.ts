@@ -7,25 +7,17 @@
 import { expect } from 'chai';
 import { InvalidOptionError, connect, type Client, type CommandEvent, type CommandLogMessage, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
-import { closedPort, eventually, startTestEndpoint, stopTestEndpoint, withOptions, type TestEndpoint } from '../support/endpoint';
+import { closedPort, endpointAndClientPerTest, eventually, startTestEndpoint, withOptions } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
 
 describe('Client: command() and selectPool() options of an operation (operationId, moreToCome)', function () {
   this.timeout(20_000);
-  let server: TestEndpoint | undefined;
-  let client: Client | undefined;
-
-  afterEach(async function () {
-    await client?.close();
-    client = undefined;
-    if (server !== undefined) await stopTestEndpoint(server);
-    server = undefined;
-  });
+  const held = endpointAndClientPerTest();
 
   /** A client of the test endpoint writing its `serverSelection` and `command` messages to `written`. */
   async function logging(written: LogMessage[]): Promise<Client> {
-    server = await startTestEndpoint();
-    return (client = connect(withOptions(process.env.MONGODB_URI ?? `mongodb://${server.address}/`, 'heartbeatFrequencyMS=500'), {
+    const server = (held.server = await startTestEndpoint());
+    return (held.client = connect(withOptions(process.env.MONGODB_URI ?? `mongodb://${server.address}/`, 'heartbeatFrequencyMS=500'), {
       logging: { componentSeverities: { serverSelection: 'debug', command: 'debug', default: 'off' }, path: { write: (m: LogMessage) => void written.push(m) } },
     }));
   }
@@ -70,7 +62,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     const port = await closedPort();
     const clock = new VirtualClock();
     const written: LogMessage[] = [];
-    const c = (client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1000&connectTimeoutMS=20000`, {
+    const c = (held.client = connect(`mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1000&connectTimeoutMS=20000`, {
       scheduler: clock,
       logging: { componentSeverities: { serverSelection: 'debug', default: 'off' }, path: { write: (m: LogMessage) => void written.push(m) } },
     }));
@@ -124,7 +116,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     const c = await logging(written);
     const received: unknown[] = [];
     // Answers as mongod would an acknowledged insert: a reply that a command sent without the flag would return.
-    server!.embedded!.handle('insert', (command) => {
+    held.server!.embedded!.handle('insert', (command) => {
       received.push(command.documents);
       return { n: 1, ok: 1 };
     });
@@ -148,7 +140,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     const written: LogMessage[] = [];
     const c = await logging(written);
     let inserts = 0;
-    server!.embedded!.handle('insert', () => (inserts++, { n: 1, ok: 1 }));
+    held.server!.embedded!.handle('insert', () => (inserts++, { n: 1, ok: 1 }));
     for (const writeConcern of [{ w: 1 }, { w: 'majority' }, { w: 0, j: true }]) {
       const error = await c.command('app', { insert: 'c', documents: [{}], writeConcern }, { moreToCome: true }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(InvalidOptionError);

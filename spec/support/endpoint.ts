@@ -5,7 +5,7 @@
 import * as net from 'node:net';
 import type { Document } from 'bson';
 import { firstValueFrom, from } from 'rxjs';
-import { connectionFactory, type Connection, type ConnectionOptions } from '../../lib';
+import { connectionFactory, type Client, type Connection, type ConnectionOptions } from '../../lib';
 import { EmbeddedServer, type EmbeddedUser } from '../../lib/testing';
 import { parseConnectionString } from '../../lib/connection-string';
 
@@ -66,6 +66,21 @@ export async function authenticatedUsers(connection: Connection): Promise<string
 export async function stopTestEndpoint(endpoint: TestEndpoint): Promise<void> {
   await endpoint.adminCommand({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
   await endpoint.stop();
+}
+
+/**
+ * The endpoint and client of the running test, for a suite whose tests each start their own: call it in the
+ * `describe`; after each test the client (when set) is closed, then the endpoint (when set) stopped, and both unset.
+ */
+export function endpointAndClientPerTest(): { server: TestEndpoint | undefined; client: Client | undefined } {
+  const held: { server: TestEndpoint | undefined; client: Client | undefined } = { server: undefined, client: undefined };
+  afterEach(async function () {
+    await held.client?.close();
+    held.client = undefined;
+    if (held.server !== undefined) await stopTestEndpoint(held.server);
+    held.server = undefined;
+  });
+  return held;
 }
 
 /** Sets the failCommand fail point; skips the test (`context`) when the server has none (test commands off). */
