@@ -1561,10 +1561,10 @@ export class Client {
    * selected at once is returned without listening to it. One listener of rxcmap's stays on the signal while anything
    * it governs waits, none once all settled. Default: none.
    *
-   * `options.operationId` (an integer from 0 to 2^53 - 1; default none): the ID of the operation the pool is selected
-   * for, carried by the selection's log messages (`operationId`, operation `selectPool`); give the same ID to the
-   * operation's commands (`Connection.command`'s `operationId`) to link them to it. Source: server selection spec,
-   * "Logging" (`operationId`).
+   * `options.operationId` (an integer from 0 to 2^53 - 1, -0 taken as 0; default none): the ID of the operation the
+   * pool is selected for, carried by the selection's log messages (`operationId`, operation `selectPool`); give the
+   * same ID to the operation's commands (`Connection.command`'s `operationId`) to link them to it. Source: server
+   * selection spec, "Logging" (`operationId`).
    *
    * @throws {ServerSelectionError} (rejection) when none became suitable in time; its cause is the newest error among
    *   the hosts whose last check failed (none when every host's last check succeeded, e.g. a pool paused by a clear).
@@ -2197,20 +2197,20 @@ export class Client {
    * Error saying the signal refused a listener, the value its `cause`), wherever it waits. Source: extension, the
    * official Node.js driver's `signal` option (which rejects with the signal's reason itself).
    *
-   * `options.operationId` (an integer from 0 to 2^53 - 1; default none) is the ID of the operation the command is part
-   * of, as the caller numbers its operations: carried by the command's server selection log messages, its
-   * CommandStarted/Succeeded/Failed events and its command log messages (`operationId`), so that the commands of one
-   * operation (a bulk write's batches, a cursor's getMores) and their selections can be linked; nothing is sent.
+   * `options.operationId` (an integer from 0 to 2^53 - 1, -0 taken as 0; default none) is the ID of the operation the
+   * command is part of, as the caller numbers its operations: carried by the command's server selection log messages,
+   * its CommandStarted/Succeeded/Failed events and its command log messages (`operationId`), so that the commands of
+   * one operation (a bulk write's batches, a cursor's getMores) and their selections can be linked; nothing is sent.
    * Source: command logging and monitoring spec, "Events API" (`operationId`), "Bulk Writes"; server selection spec,
    * "Logging" (`operationId`).
    *
    * `options.moreToCome` (a boolean; default false) sends an unacknowledged write (writeConcern `{ w: 0 }`) with the
    * OP_MSG moreToCome flag: the server sends no reply, and the command resolves to `{ ok: 1 }` once written (its
    * CommandSucceeded and "Command succeeded" message carry that reply); whether the server applied it is never known.
-   * A command whose writeConcern asks for an acknowledgement (a w other than 0 or none, or j or fsync true) is refused
-   * by the connection before anything is sent (InvalidOptionError, option `moreToCome`; see `Connection.command`), once
-   * a server was selected and a connection checked out; one without a writeConcern is sent as it is (setting w: 0 is
-   * the caller's part). Source: OP_MSG spec, "moreToCome On Requests" ("Clients doing
+   * A command whose writeConcern asks for an acknowledgement (one without w: 0, `{}` included, or with j or fsync
+   * true) is refused by the connection before anything is sent (InvalidOptionError, option `moreToCome`; see
+   * `Connection.command`), once a server was selected and a connection checked out; one without a writeConcern is sent
+   * as it is (setting w: 0 is the caller's part). Source: OP_MSG spec, "moreToCome On Requests" ("Clients doing
    * unacknowledged writes MUST set the moreToCome flag"); command logging and monitoring spec,
    * "Unacknowledged/Acknowledged Writes".
    *

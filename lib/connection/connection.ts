@@ -105,8 +105,9 @@ export interface CommandOptions {
   readonly moreToCome?: boolean | undefined;
   /**
    * The operation this command is part of, as the caller numbers its operations: an integer from 0 to
-   * 2^53 - 1. Carried only by the command's events and log messages (`operationId`), so that the commands of one
-   * operation (a bulk write's batches, a cursor's getMores) can be linked; nothing is sent. Default: none.
+   * 2^53 - 1 (-0 is taken as 0). Carried only by the command's events and log messages (`operationId`), so that the
+   * commands of one operation (a bulk write's batches, a cursor's getMores) can be linked; nothing is sent. Default:
+   * none.
    *
    * Source: command logging and monitoring spec, "Events API" (`operationId`, OPTIONAL), "Bulk Writes" (linked by
    * the same operationId).
@@ -214,15 +215,18 @@ function commandOptions(
 
 /**
  * `value` checked as an `operationId` option (see {@link CommandOptions.operationId}): undefined, or an integer from 0
- * to 2^53 - 1.
+ * to 2^53 - 1, returned as that number; -0 is the ID 0 and is returned as 0 (an Int64 has no -0, and the events would
+ * otherwise carry a value that `Object.is` and deep equality tell from 0, and that `util.inspect` writes as `-0`).
  *
  * @throws {InvalidOptionError} (option `operationId`) for any other value.
  */
 export function requireOperationId(value: unknown): number | undefined {
-  if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= 0)) {
+  if (value === undefined) return undefined;
+  if (!(Number.isSafeInteger(value) && (value as number) >= 0)) {
     throw new InvalidOptionError('operationId', value, 'an integer from 0 to 2^53 - 1');
   }
-  return value as number | undefined;
+  // -0 + 0 is +0; every other integer is unchanged.
+  return (value as number) + 0;
 }
 
 /** Where an encoded OP_MSG's body section (kind 0) starts: after the header, the flag bits and the kind byte. */

@@ -87,6 +87,21 @@ describe('Client: command() and selectPool() options of an operation (operationI
     expect(waiting.render()).to.match(/^Waiting for server to become available for operation insert with ID 7\. Remaining time: 1000 ms\./);
   });
 
+  it('an operationId of -0 is the ID 0: its selection messages, events and command messages carry 0, not -0', async function () {
+    const written: LogMessage[] = [];
+    const c = await logging(written);
+    await c.command('admin', { ping: 1 });
+    written.length = 0;
+    const events: CommandEvent[] = [];
+    c.commandEvents$.subscribe((e) => events.push(e));
+    await c.command('admin', { ping: 1 }, { operationId: -0 });
+    await c.selectPool({ operationId: -0 });
+    const carried = [...events.map((e) => e.operationId), ...written.map((m) => (m.fields as { operationId?: number }).operationId)];
+    // Two events, two command messages, two selection messages for each of command() and selectPool().
+    expect(carried).to.have.length(8);
+    for (const id of carried) expect(Object.is(id, 0), `${String(id)} is +0`).to.equal(true);
+  });
+
   it('an operationId or moreToCome that is not what it must be: InvalidOptionError naming it, before anything is selected or logged', async function () {
     const written: LogMessage[] = [];
     const c = await logging(written);
