@@ -4,8 +4,9 @@
  * unacknowledged write). Against the embedded endpoint, or MONGODB_URI's server where the test needs no handler of its
  * own (a closed port stands for a server that is down).
  */
+import { Binary } from 'bson';
 import { expect } from 'chai';
-import { InvalidOptionError, connect, type Client, type CommandEvent, type CommandLogMessage, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
+import { InvalidOptionError, MongoNetworkError, MongoNetworkTimeoutError, connect, type Client, type CommandEvent, type CommandLogMessage, type LogMessage, type ServerSelectionLogMessage } from '../../lib';
 import { VirtualClock } from '../../lib/testing';
 import { closedPort, endpointAndClientPerTest, eventually, startTestEndpoint, withOptions } from '../support/endpoint';
 import { selectionsWaiting } from '../support/selections';
@@ -148,6 +149,33 @@ describe('Client: command() and selectPool() options of an operation (operationI
     expect(await c.command('app', { insert: 'c', documents: [{ _id: 2 }] })).to.deep.equal({ n: 1, ok: 1 });
     const acknowledged = events.filter((e) => e.commandName === 'insert' && e.type === 'CommandSucceeded');
     expect(acknowledged.map((e) => (e as { reply: unknown }).reply)).to.deep.equal([{ ok: 1 }, { n: 1, ok: 1 }]);
+  });
+
+  it('moreToCome: a network error while the write is written fails it as any command\'s: the pool cleared, the server Unknown, the connection closed', async function () {
+    if (process.env.MONGODB_URI !== undefined) this.skip(); // the endpoint resets the command's connection
+    const written: LogMessage[] = [];
+    const c = await logging(written);
+    await c.command('admin', { ping: 1 });
+    const poolEvents: string[] = [];
+    c.events$.subscribe((e) => poolEvents.push(e.type));
+    // The server resets the command's connection (not its monitor's) as the command starts: 14 MB cannot all be
+    // taken by the socket before the reset comes back.
+    c.commandEvents$.subscribe((e) => {
+      if (e.type === 'CommandStarted' && e.commandName === 'insert') server!.embedded!.closeConnections((info) => info.id === e.serverConnectionId);
+    });
+    const big = new Binary(Buffer.alloc(7 * 1024 * 1024));
+    const error = await c.command('app', { insert: 'c', documents: [{ big }, { big }], writeConcern: { w: 0 } }, { moreToCome: true, operationId: 4 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).to.be.instanceOf(MongoNetworkError).and.not.be.instanceOf(MongoNetworkTimeoutError);
+    expect(poolEvents).to.include.members(['ConnectionPoolCleared', 'ConnectionClosed']);
+    expect(c.topologyDescription.servers.get(server!.address)?.type, 'marked Unknown until its next check').to.equal('Unknown');
+    const failed = commands(written).filter((m) => m.fields.commandName === 'insert').map((m) => [m.fields.message, m.fields.operationId]);
+    expect(failed).to.deep.equal([
+      ['Command started', 4],
+      ['Command failed', 4],
+    ]);
   });
 
   it('moreToCome with a writeConcern that asks for an acknowledgement: refused by the connection, nothing sent', async function () {
