@@ -161,7 +161,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     // The server resets the command's connection (not its monitor's) as the command starts: 14 MB cannot all be
     // taken by the socket before the reset comes back.
     c.commandEvents$.subscribe((e) => {
-      if (e.type === 'CommandStarted' && e.commandName === 'insert') server!.embedded!.closeConnections((info) => info.id === e.serverConnectionId);
+      if (e.type === 'CommandStarted' && e.commandName === 'insert') held.server!.embedded!.closeConnections((info) => info.id === e.serverConnectionId);
     });
     const big = new Binary(Buffer.alloc(7 * 1024 * 1024));
     const error = await c.command('app', { insert: 'c', documents: [{ big }, { big }], writeConcern: { w: 0 } }, { moreToCome: true, operationId: 4 }).then(
@@ -170,7 +170,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     );
     expect(error).to.be.instanceOf(MongoNetworkError).and.not.be.instanceOf(MongoNetworkTimeoutError);
     expect(poolEvents).to.include.members(['ConnectionPoolCleared', 'ConnectionClosed']);
-    expect(c.topologyDescription.servers.get(server!.address)?.type, 'marked Unknown until its next check').to.equal('Unknown');
+    expect(c.topologyDescription.servers.get(held.server!.address)?.type, 'marked Unknown until its next check').to.equal('Unknown');
     const failed = commands(written).filter((m) => m.fields.commandName === 'insert').map((m) => [m.fields.message, m.fields.operationId]);
     expect(failed).to.deep.equal([
       ['Command started', 4],
