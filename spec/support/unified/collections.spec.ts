@@ -203,6 +203,34 @@ describe('EmbeddedCollections', function () {
     }
   });
 
+  it('runs a retryable write once: a retry with the same lsid and txnNumber answers the first run\'s reply and writes nothing', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    const lsid = { id: new Binary(Buffer.alloc(16, 7), 4) };
+    const insert = { insert: 'coll', documents: [{ _id: 1, x: 1 }], lsid, txnNumber: Long.fromNumber(1) };
+    expect(await c.command('db', insert)).to.deep.equal({ n: 1, ok: 1 });
+    expect(await c.command('db', insert)).to.deep.equal({ n: 1, ok: 1 });
+    const inc = { update: 'coll', updates: [{ q: { _id: 1 }, u: { $inc: { x: 1 } } }], lsid, txnNumber: Long.fromNumber(2) };
+    expect(await c.command('db', inc)).to.deep.equal({ n: 1, nModified: 1, ok: 1 });
+    expect(await c.command('db', inc)).to.deep.equal({ n: 1, nModified: 1, ok: 1 });
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 2 }]);
+    // A new txnNumber, another session, or no session is a new write.
+    expect((await c.command('db', { ...insert, txnNumber: Long.fromNumber(3) })).writeErrors[0].code).to.equal(11000);
+    expect((await c.command('db', { ...inc, lsid: { id: new Binary(Buffer.alloc(16, 8), 4) } })).nModified).to.equal(1);
+    expect((await c.command('db', { update: 'coll', updates: inc.updates })).nModified).to.equal(1);
+    // Statements of a transaction (autocommit: false) share its txnNumber: each runs.
+    const inTransaction = { ...inc, txnNumber: Long.fromNumber(4), autocommit: false };
+    await c.command('db', { ...inTransaction, startTransaction: true });
+    await c.command('db', inTransaction);
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 6 }]);
+    // A statement that failed did not run: its retry runs it (here, once its duplicate is gone).
+    const failing = { ...insert, txnNumber: Long.fromNumber(5) };
+    expect((await c.command('db', failing)).writeErrors[0].code).to.equal(11000);
+    store.set('db', 'coll', []);
+    expect(await c.command('db', failing)).to.deep.equal({ n: 1, ok: 1 });
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 1 }]);
+  });
+
   it('shares nothing between two stores', async function () {
     const [one, two] = [new EmbeddedCollections(), new EmbeddedCollections()];
     const [a, b] = [await served(one), await served(two)];

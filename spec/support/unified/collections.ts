@@ -219,6 +219,17 @@ function project(doc: Document, projection: Document): Document {
 }
 
 /**
+ * The session and transaction number of a retryable write (an insert, update or delete with `lsid` and `txnNumber`,
+ * outside a transaction: no `autocommit`), which mongod runs at most once; undefined for any other command.
+ */
+function retryKey(name: string, command: Document): string | undefined {
+  if (!['insert', 'update', 'delete'].includes(name) || command.txnNumber === undefined || command.autocommit !== undefined) return undefined;
+  const id: unknown = (command.lsid as Document | undefined)?.id;
+  if (!(id instanceof Binary)) return undefined;
+  return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
+}
+
+/**
  * The documents of one deployment's databases, served by any number of its `EmbeddedServer`s (a replica set's
  * members, a few mongoses): a write through one is read through all. Test support imitating mongod's CRUD and DDL
  * commands over plain in-memory arrays (a linear scan per lookup: for test-sized data). Two instances share nothing.
@@ -229,6 +240,8 @@ export class EmbeddedCollections {
   /** The open cursors (a find's results beyond its first batch), by id. */
   private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[] }>();
   private lastCursorId = 0n;
+  /** The replies of the retryable writes run, by session and txnNumber (see {@link retryKey}). */
+  private readonly retryableWrites = new Map<string, Document>();
 
   /**
    * Answers, on `server`, these commands from this store, each as mongod does (replies with `ok: 1`, or `ok: 0`,
@@ -260,6 +273,10 @@ export class EmbeddedCollections {
    * Update pipelines (`u` an array) are refused with TypeMismatch 14, where mongod runs them (a stage mongod does not
    * know fails the command, Location40324, as on mongod). A delete's filter mongod cannot parse is its statement's
    * write error. `createUser` / `updateUser` check their fields' types and change no user.
+   * A retryable write (`insert`, `update`, `delete` with `lsid` and `txnNumber`, not in a transaction) runs once, as
+   * mongod's at-most-once retryable writes: a retry with the same session and txnNumber is answered the first run's
+   * reply and writes nothing. Unlike mongod, a write with write errors is not recorded (its retry runs it again,
+   * where mongod skips the statements that ran), nor is a stale txnNumber refused.
    */
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
@@ -286,7 +303,13 @@ export class EmbeddedCollections {
           const sleepMS = statements.reduce((sum: number, f: Document | undefined) => sum + (whereSleepMS(f?.$where) ?? 0), 0);
           const scanned = this.collection(db, String(command[Object.keys(command)[0]]), false)?.length ?? 0;
           if (sleepMS > 0) await new Promise((resolve) => setTimeout(resolve, sleepMS * scanned));
-          return run(command, db);
+          // A retryable write runs once: its retry is answered the first run's reply, as mongod's session records it.
+          const retry = retryKey(name, command);
+          const done = retry === undefined ? undefined : this.retryableWrites.get(retry);
+          if (done !== undefined) return copy(done);
+          const reply = run(command, db);
+          if (retry !== undefined && reply.ok === 1 && reply.writeErrors === undefined) this.retryableWrites.set(retry, copy(reply));
+          return reply;
         } catch (error) {
           if (error instanceof CommandFailure) return error.reply;
           throw error;
