@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { Binary, Int32, Long, ObjectId, type Document } from 'bson';
+import { MongoClient } from 'mongodb';
 import { MongoServerError, type Connection } from '../../../lib';
 import { connect } from '../../../lib/client/client';
 import { startedMembers } from '../members';
@@ -229,6 +230,63 @@ describe('EmbeddedCollections', function () {
     store.set('db', 'coll', []);
     expect(await c.command('db', failing)).to.deep.equal({ n: 1, ok: 1 });
     expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 1 }]);
+  });
+
+  it('runs MongoDB 8.0\'s bulkWrite on admin over several namespaces: an entry per statement, the totals, errorsOnly, an ordered batch stopped at its error', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'a', [{ _id: 1, x: 1 }, { _id: 2, x: 2 }]);
+    const nsInfo = [{ ns: 'db.a' }, { ns: 'other.b' }];
+    const reply = await c.command('admin', {
+      bulkWrite: 1,
+      ops: [
+        { insert: 1, document: { _id: 10 } },
+        { update: 0, filter: { _id: { $gte: 1 } }, updateMods: { $set: { x: 1 } }, multi: true },
+        { update: 0, filter: { _id: 3 }, updateMods: { $set: { x: 3 } }, upsert: true },
+        { insert: 1, document: { _id: 10 } },
+        { delete: 0, filter: { _id: 2 } },
+      ],
+      nsInfo,
+      ordered: false,
+    });
+    expect(reply.cursor.id).to.equal(0);
+    expect(reply.cursor.ns).to.equal('admin.$cmd.bulkWrite');
+    expect(reply.cursor.firstBatch.map(({ keyPattern: _k, keyValue: _v, errmsg: _m, ...entry }: Document) => entry)).to.deep.equal([
+      { ok: 1, idx: 0, n: 1 },
+      { ok: 1, idx: 1, n: 2, nModified: 1 },
+      { ok: 1, idx: 2, n: 1, nModified: 0, upserted: { _id: 3 } },
+      { ok: 0, idx: 3, code: 11000 },
+      { ok: 1, idx: 4, n: 1 },
+    ]);
+    expect(reply).to.include({ nErrors: 1, nInserted: 1, nUpserted: 1, nMatched: 2, nModified: 1, nDeleted: 1, ok: 1 });
+    expect(store.documents('db', 'a')).to.deep.equal([{ _id: 1, x: 1 }, { _id: 3, x: 3 }]);
+    expect(store.documents('other', 'b')).to.deep.equal([{ _id: 10 }]);
+    const ops = [{ delete: 0, filter: { _id: 1 } }, { insert: 1, document: { _id: 10 } }, { delete: 0, filter: {}, multi: true }];
+    const ordered = await c.command('admin', { bulkWrite: 1, ops, nsInfo, errorsOnly: true });
+    expect(ordered.cursor.firstBatch.map((e: Document) => [e.ok, e.idx, e.code])).to.deep.equal([[0, 1, 11000]]);
+    expect(ordered).to.include({ nErrors: 1, nDeleted: 1 });
+    expect(store.documents('db', 'a')).to.deep.equal([{ _id: 3, x: 3 }]);
+    expect((await failed(c.command('db', { bulkWrite: 1, ops: [], nsInfo }))).code).to.equal(13);
+  });
+
+  it('answers bulkWrite as mongod to the official driver\'s client bulk write, which reads the reply\'s cursor id as an int64', async function () {
+    const store = new EmbeddedCollections();
+    const server = await standalone();
+    store.serve(server);
+    const driver = new MongoClient(`mongodb://${server.address}/?directConnection=true`);
+    try {
+      const result = await driver.bulkWrite<Record<string, { _id: number; x?: number }>>(
+        [
+          { name: 'insertOne', namespace: 'db.a', document: { _id: 1 } },
+          { name: 'updateOne', namespace: 'db.b', filter: { _id: 2 }, update: { $set: { x: 1 } }, upsert: true },
+        ],
+        { verboseResults: true },
+      );
+      expect(result).to.include({ insertedCount: 1, upsertedCount: 1, matchedCount: 0, modifiedCount: 0, deletedCount: 0 });
+      expect(store.documents('db', 'b')).to.deep.equal([{ _id: 2, x: 1 }]);
+    } finally {
+      await driver.close();
+    }
   });
 
   it('shares nothing between two stores', async function () {

@@ -219,11 +219,11 @@ function project(doc: Document, projection: Document): Document {
 }
 
 /**
- * The session and transaction number of a retryable write (an insert, update or delete with `lsid` and `txnNumber`,
+ * The session and transaction number of a retryable write (an insert, update, delete or bulkWrite with `lsid` and `txnNumber`,
  * outside a transaction: no `autocommit`), which mongod runs at most once; undefined for any other command.
  */
 function retryKey(name: string, command: Document): string | undefined {
-  if (!['insert', 'update', 'delete'].includes(name) || command.txnNumber === undefined || command.autocommit !== undefined) return undefined;
+  if (!['insert', 'update', 'delete', 'bulkWrite'].includes(name) || command.txnNumber === undefined || command.autocommit !== undefined) return undefined;
   const id: unknown = (command.lsid as Document | undefined)?.id;
   if (!(id instanceof Binary)) return undefined;
   return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
@@ -263,6 +263,11 @@ export class EmbeddedCollections {
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
    *   `{ n, nModified, upserted?: [{ index, _id }] }`;
    * - `delete` (`deletes: [{ q, limit: 0 | 1 }]`): `{ n }`; `count` (`query`): `{ n }`;
+   * - `bulkWrite` (MongoDB 8.0, on admin only, else Unauthorized 13; `ops` of `insert` / `update` / `delete` naming
+   *   `nsInfo` entries, `ordered`, `errorsOnly`): `{ cursor: { firstBatch: [{ ok, idx, n, nModified?, upserted? }],
+   *   id: 0 (int64), ns: 'admin.$cmd.bulkWrite' }, nErrors, nInserted, nUpserted, nMatched, nModified, nDeleted }`, a
+   *   failed statement's entry `{ ok: 0, idx, code, errmsg }` (where an endpoint without it answered `{ ok: 1 }` and
+   *   wrote nothing); every entry in the first batch;
    * - `drop` (`{ nIndexesWas: 1, ns }`; `{ ok: 1 }` for a missing collection, as mongod 7.0+, where older ones
    *   answer NamespaceNotFound 26), `create` (ok when it exists, as mongod with identical options: options are not kept);
    * - `listDatabases` (`{ databases: [{ name, sizeOnDisk, empty }], totalSize, totalSizeMb }`; `nameOnly`: names only;
@@ -286,6 +291,7 @@ export class EmbeddedCollections {
       killCursors: (c) => this.killCursors(c),
       update: (c, db) => this.update(c, db),
       delete: (c, db) => this.delete(c, db),
+      bulkWrite: (c, db) => this.bulkWrite(c, db),
       count: (c, db) => ({ n: this.select(db, this.name(c, 'count'), (field(c, 'count', 'query', 'object', false) ?? {}) as Document).length, ok: 1 }),
       drop: (c, db) => this.drop(c, db),
       create: (c, db) => (this.collection(db, this.name(c, 'create'), true), { ok: 1 }),
@@ -481,6 +487,59 @@ export class EmbeddedCollections {
       }
     }
     return { n, nModified, ...(upserted.length > 0 ? { upserted } : {}), ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
+  }
+
+  /**
+   * MongoDB 8.0's `bulkWrite` (on admin): each of `ops` (`insert` / `update` / `delete`: an index into `nsInfo`,
+   * with `document`, or `filter`, `updateMods`, `multi`, `upsert`) run as that statement of an insert, update or
+   * delete of its namespace; a statement's error is its entry's (`ok: 0`), the rest of an ordered batch not run.
+   */
+  private bulkWrite(command: Document, db: string): Document {
+    if (db !== 'admin') throw failure(13, 'Unauthorized', 'The bulkWrite command can only be run against the admin database');
+    const ops = field(command, 'bulkWrite', 'ops', 'array', true) as Document[];
+    const nsInfo = field(command, 'bulkWrite', 'nsInfo', 'array', true) as Document[];
+    const entries: Document[] = [];
+    const totals = { nErrors: 0, nInserted: 0, nUpserted: 0, nMatched: 0, nModified: 0, nDeleted: 0 };
+    for (const [idx, op] of ops.entries()) {
+      const kind = Object.keys(op ?? {})[0];
+      const ns: unknown = nsInfo[Number(op?.[kind as string])]?.ns;
+      if (!['insert', 'update', 'delete'].includes(String(kind)) || typeof ns !== 'string' || !ns.includes('.')) {
+        throw failure(2, 'BadValue', `BulkWrite ops entry ${idx} is not a valid insert, update or delete naming an nsInfo entry`);
+      }
+      const [opDb, coll] = [ns.slice(0, ns.indexOf('.')), ns.slice(ns.indexOf('.') + 1)];
+      let reply: Document;
+      try {
+        reply =
+          kind === 'insert'
+            ? this.insert({ insert: coll, documents: [op.document] }, opDb)
+            : kind === 'update'
+              ? this.update({ update: coll, updates: [{ q: op.filter, u: op.updateMods, multi: op.multi, upsert: op.upsert }] }, opDb)
+              : this.delete({ delete: coll, deletes: [{ q: op.filter, limit: op.multi === true ? 0 : 1 }] }, opDb);
+      } catch (error) {
+        if (!(error instanceof CommandFailure)) throw error;
+        reply = { writeErrors: [{ index: 0, ...error.reply }] };
+      }
+      const writeError = (reply.writeErrors as Document[] | undefined)?.[0];
+      if (writeError !== undefined) {
+        const { index: _index, ok: _ok, ...status } = writeError;
+        entries.push({ ok: 0, idx, ...status });
+        totals.nErrors++;
+        if (command.ordered !== false) break;
+        continue;
+      }
+      const upserted = (reply.upserted as Document[] | undefined)?.[0];
+      if (kind === 'insert') totals.nInserted += reply.n as number;
+      if (kind === 'delete') totals.nDeleted += reply.n as number;
+      if (kind === 'update') {
+        totals.nUpserted += upserted === undefined ? 0 : 1;
+        totals.nMatched += (reply.n as number) - (upserted === undefined ? 0 : 1);
+        totals.nModified += reply.nModified as number;
+      }
+      entries.push({ ok: 1, idx, n: reply.n, ...(kind === 'update' ? { nModified: reply.nModified } : {}), ...(upserted === undefined ? {} : { upserted: { _id: upserted._id } }) });
+    }
+    const firstBatch = command.errorsOnly === true ? entries.filter((e) => e.ok === 0) : entries;
+    // The cursor id is an int64, as every cursor id mongod answers.
+    return { cursor: this.open('admin.$cmd.bulkWrite', firstBatch, undefined, 'firstBatch'), ...totals, ok: 1 };
   }
 
   private delete(command: Document, db: string): Document {
