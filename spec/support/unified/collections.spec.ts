@@ -223,6 +223,7 @@ describe('EmbeddedCollections', function () {
     const inTransaction = { ...inc, txnNumber: Long.fromNumber(4), autocommit: false };
     await c.command('db', { ...inTransaction, startTransaction: true });
     await c.command('db', inTransaction);
+    await c.command('admin', { commitTransaction: 1, lsid, txnNumber: inTransaction.txnNumber, autocommit: false });
     expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 6 }]);
     // A statement that failed did not run: its retry runs it (here, once its duplicate is gone).
     const failing = { ...insert, txnNumber: Long.fromNumber(5) };
@@ -287,6 +288,31 @@ describe('EmbeddedCollections', function () {
     } finally {
       await driver.close();
     }
+  });
+
+  it('keeps a transaction\'s writes to it until commitTransaction, as mongod: unseen outside it, discarded by abortTransaction', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1, x: 1 }]);
+    const lsid = { id: new Binary(Buffer.alloc(16, 9), 4) };
+    const inTransaction = (txnNumber: number, command: Document): Document => ({ ...command, lsid, txnNumber: Long.fromNumber(txnNumber), autocommit: false });
+    await c.command('db', inTransaction(1, { insert: 'coll', documents: [{ _id: 2 }], startTransaction: true }));
+    await c.command('db', inTransaction(1, { update: 'coll', updates: [{ q: { _id: 1 }, u: { $inc: { x: 1 } } }] }));
+    // Its own reads see its writes; others do not, and their writes go on.
+    expect(await firstBatch(c, inTransaction(1, { find: 'coll', filter: {} }))).to.deep.equal([{ _id: 1, x: 2 }, { _id: 2 }]);
+    expect(await firstBatch(c, { find: 'coll', filter: {} })).to.deep.equal([{ _id: 1, x: 1 }]);
+    await c.command('db', { insert: 'coll', documents: [{ _id: 3 }] });
+    expect(await c.command('admin', inTransaction(1, { commitTransaction: 1 }))).to.deep.equal({ ok: 1 });
+    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 2 }, { _id: 2 }, { _id: 3 }]);
+    // A commit's retry succeeds again.
+    expect(await c.command('admin', inTransaction(1, { commitTransaction: 1 }))).to.deep.equal({ ok: 1 });
+    await c.command('db', inTransaction(2, { delete: 'coll', deletes: [{ q: {}, limit: 0 }], startTransaction: true }));
+    expect(await c.command('admin', inTransaction(2, { abortTransaction: 1 }))).to.deep.equal({ ok: 1 });
+    expect(store.documents('db', 'coll')).to.have.length(3);
+    // A statement or a commit of no transaction in progress: NoSuchTransaction (251).
+    expect((await failed(c.command('db', inTransaction(2, { insert: 'coll', documents: [{ _id: 4 }] })))).code).to.equal(251);
+    expect((await failed(c.command('admin', inTransaction(3, { commitTransaction: 1 })))).code).to.equal(251);
+    expect(store.documents('db', 'coll')).to.have.length(3);
   });
 
   it('shares nothing between two stores', async function () {

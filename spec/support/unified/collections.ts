@@ -229,6 +229,24 @@ function retryKey(name: string, command: Document): string | undefined {
   return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
 }
 
+/** The session and txnNumber of a statement of a transaction (`autocommit: false`); undefined for any other. */
+function transactionKey(command: Document): string | undefined {
+  if (command.autocommit !== false || command.txnNumber === undefined) return undefined;
+  const id: unknown = (command.lsid as Document | undefined)?.id;
+  if (!(id instanceof Binary)) return undefined;
+  return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
+}
+
+/** mongod's answer to a statement or an end of a transaction not in progress: NoSuchTransaction 251. */
+function noSuchTransaction(command: Document): Document {
+  return { ok: 0, errmsg: `Given transaction number ${String(command.txnNumber)} does not match any in-progress transactions.`, code: 251, codeName: 'NoSuchTransaction', errorLabels: ['TransientTransactionError'] };
+}
+
+/** A copy of databases (db name → collection name → documents) whose documents are copies. */
+function copyDatabases(databases: Map<string, Map<string, Document[]>>): Map<string, Map<string, Document[]>> {
+  return new Map([...databases].map(([db, colls]) => [db, new Map([...colls].map(([name, docs]) => [name, docs.map(copy)]))]));
+}
+
 /**
  * The documents of one deployment's databases, served by any number of its `EmbeddedServer`s (a replica set's
  * members, a few mongoses): a write through one is read through all. Test support imitating mongod's CRUD and DDL
@@ -236,7 +254,14 @@ function retryKey(name: string, command: Document): string | undefined {
  */
 export class EmbeddedCollections {
   /** db name → collection name → documents, in insertion (natural) order. */
-  private readonly databases = new Map<string, Map<string, Document[]>>();
+  private databases = new Map<string, Map<string, Document[]>>();
+  /**
+   * The transactions in progress, by session and txnNumber: the databases as the transaction sees them (a copy made
+   * at its start, with its writes), and its writes, run again on the stored databases at commitTransaction.
+   */
+  private readonly transactions = new Map<string, { databases: Map<string, Map<string, Document[]>>; writes: (() => void)[] }>();
+  /** The transactions committed, whose commitTransaction's retry succeeds again. */
+  private readonly committed = new Set<string>();
   /** The open cursors (a find's results beyond its first batch), by id. */
   private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[] }>();
   private lastCursorId = 0n;
@@ -282,6 +307,12 @@ export class EmbeddedCollections {
    * mongod's at-most-once retryable writes: a retry with the same session and txnNumber is answered the first run's
    * reply and writes nothing. Unlike mongod, a write with write errors is not recorded (its retry runs it again,
    * where mongod skips the statements that ran), nor is a stale txnNumber refused.
+   * A transaction (statements with `lsid`, `txnNumber`, `autocommit: false`, the first with `startTransaction`) reads
+   * and writes a copy of the databases made at its start: its writes are unseen outside it until `commitTransaction`,
+   * which runs them again on the stored databases (its retry succeeds again), and `abortTransaction` drops them; a
+   * statement or end of a transaction not in progress is NoSuchTransaction (251, TransientTransactionError). Unlike
+   * mongod, a write of another client to a document the transaction wrote is no WriteConflict, and a document
+   * the commit runs again gets a new ObjectId where the statement generated one.
    */
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
@@ -300,6 +331,7 @@ export class EmbeddedCollections {
       createUser: (c) => this.userCommand(c, 'createUser'),
       updateUser: (c) => this.userCommand(c, 'updateUser'),
     };
+    for (const name of ['commitTransaction', 'abortTransaction'] as const) server.handle(name, (command) => this.endTransaction(name, command));
     for (const [name, run] of Object.entries(commands)) {
       server.handle(name, async (command) => {
         try {
@@ -313,6 +345,8 @@ export class EmbeddedCollections {
           const retry = retryKey(name, command);
           const done = retry === undefined ? undefined : this.retryableWrites.get(retry);
           if (done !== undefined) return copy(done);
+          const transaction = transactionKey(command);
+          if (transaction !== undefined) return this.inTransaction(transaction, name, command, () => run(command, db));
           const reply = run(command, db);
           if (retry !== undefined && reply.ok === 1 && reply.writeErrors === undefined) this.retryableWrites.set(retry, copy(reply));
           return reply;
@@ -322,6 +356,39 @@ export class EmbeddedCollections {
         }
       });
     }
+  }
+
+  /**
+   * Runs a statement of transaction `key` on the databases as the transaction sees them; `startTransaction` starts
+   * it from a copy of the stored ones. A write is kept to run again on the stored databases at its commit.
+   */
+  private inTransaction(key: string, name: string, command: Document, run: () => Document): Document {
+    if (command.startTransaction === true) this.transactions.set(key, { databases: copyDatabases(this.databases), writes: [] });
+    const transaction = this.transactions.get(key);
+    if (transaction === undefined) return noSuchTransaction(command);
+    const stored = this.databases;
+    this.databases = transaction.databases;
+    try {
+      const reply = run();
+      if (['insert', 'update', 'delete', 'bulkWrite'].includes(name)) transaction.writes.push(() => void run());
+      return reply;
+    } finally {
+      this.databases = stored;
+    }
+  }
+
+  /** `commitTransaction` (its writes run on the stored databases) or `abortTransaction` (its writes dropped). */
+  private endTransaction(name: 'commitTransaction' | 'abortTransaction', command: Document): Document {
+    const key = transactionKey(command);
+    const transaction = key === undefined ? undefined : this.transactions.get(key);
+    if (key !== undefined && name === 'commitTransaction' && transaction === undefined && this.committed.has(key)) return { ok: 1 };
+    if (key === undefined || transaction === undefined) return noSuchTransaction(command);
+    this.transactions.delete(key);
+    if (name === 'commitTransaction') {
+      for (const write of transaction.writes) write();
+      this.committed.add(key);
+    }
+    return { ok: 1 };
   }
 
   /** Replaces the documents of `db`.`collection` with copies of `documents` (the collection made when missing). */
