@@ -2,7 +2,6 @@ import * as path from 'node:path';
 import { unifiedSuites } from '../support/unified/suite';
 
 const TRANSACTIONS = 'needs sessions and transactions (startTransaction, commitTransaction, abortTransaction), which are not rxcmap\'s';
-const CLIENT_BULK_WRITE = 'needs the client bulkWrite operation (MongoDB 8.0\'s bulkWrite command over many namespaces), which this runner does not implement';
 const RETRYABLE_WRITES = 'needs retryable writes (retryWrites=true: a write whose writeConcernError has the RetryableWriteError label is run again), which rxcmap does not implement';
 
 /**
@@ -22,7 +21,6 @@ describe('Command logging and monitoring unified tests', function () {
   });
   describe('monitoring', function () {
     unifiedSuites(path.resolve(__dirname, '../fixtures/command-logging-and-monitoring/monitoring'), {
-      'unacknowledged-client-bulkWrite.json: A successful mixed client bulkWrite': CLIENT_BULK_WRITE,
       'writeConcernError.json: A retryable write with write concern errors publishes success event': RETRYABLE_WRITES,
     });
   });

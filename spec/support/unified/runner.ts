@@ -1,6 +1,7 @@
 /**
  * A unified test format runner for the tests a pool and its client are tested by: SDAM's `unified` tests, CMAP's
- * `logging` tests and the load balancer spec's tests. It creates the entities (clients of rxcmap's `connect()`, databases, collections, threads),
+ * `logging` tests, the load balancer spec's tests, the command logging and monitoring spec's tests and the server
+ * selection spec's logging tests. It creates the entities (clients of rxcmap's `connect()`, databases, collections, threads),
  * translates the CRUD operations those tests use into the commands a driver sends for them (rxcmap has no CRUD
  * API), runs the test runner's own operations (fail points, waiting for and counting events, threads, topology
  * assertions), and checks the expected events, log messages and collection outcome by the format's matching rules.
@@ -237,6 +238,7 @@ const ARGUMENTS: Readonly<Record<string, readonly string[]>> = {
   'testRunner.waitForPrimaryChange': ['client', 'priorTopologyDescription', 'timeoutMS'],
   'client.close': [],
   'client.listDatabases': ['filter', 'nameOnly', 'authorizedDatabases'],
+  'client.clientBulkWrite': ['models', 'ordered', 'verboseResults'],
   'database.runCommand': ['command', 'commandName', 'readPreference'],
   'collection.insertOne': ['document'],
   'collection.insertMany': ['documents', 'ordered'],
@@ -643,6 +645,8 @@ export class UnifiedTestRun {
           return undefined;
         case 'listDatabases':
           return ((await target.client.command('admin', { listDatabases: 1, ...args })).databases as Document[]) ?? [];
+        case 'clientBulkWrite':
+          return this.clientBulkWrite(target, args);
         default:
           throw new Error(`client operation ${operation.name} is not supported by this runner`);
       }
@@ -722,6 +726,53 @@ export class UnifiedTestRun {
     const sent = writeConcern === undefined ? command : { ...command, writeConcern };
     const reply = await collection.client.client.command(collection.db, sent, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
     return unacknowledged ? undefined : writeReply(reply);
+  }
+
+  /**
+   * A client bulk write as drivers send one (CRUD spec, "Client Bulk Write": MongoDB 8.0's bulkWrite command on admin):
+   * each model an op naming its namespace by its index in `nsInfo`, `errorsOnly` unless `verboseResults`, with the
+   * client's write concern (w: 0 sent with moreToCome, its result unset). An acknowledged one's first failed op (or its
+   * write concern error) is thrown as a driver throws it; its result gives the reply's totals. The results of each op
+   * (`verboseResults`) are not read: no test here asks for them.
+   */
+  private async clientBulkWrite(entity: ClientEntity, args: Document): Promise<Document | undefined> {
+    const operationId = this.nextOperationId++;
+    const nsInfo: Document[] = [];
+    const nsIndex = (ns: unknown): number => {
+      const at = nsInfo.findIndex((info) => info.ns === ns);
+      return at >= 0 ? at : nsInfo.push({ ns }) - 1;
+    };
+    const ops = (args.models as Document[]).map((request) => {
+      const entries = Object.entries(request);
+      if (entries.length !== 1) throw new Error(`clientBulkWrite: a model names one write model, not ${entries.length}`);
+      const [model, given] = entries[0] as [string, Document];
+      const allowed = { insertOne: ['namespace', 'document'], deleteOne: ['namespace', 'filter'], deleteMany: ['namespace', 'filter'], replaceOne: ['namespace', 'filter', 'replacement', 'upsert'] }[model] ?? ['namespace', 'filter', 'update', 'upsert'];
+      for (const key of Object.keys(given)) if (!allowed.includes(key)) throw new Error(`clientBulkWrite: ${model} option ${key} is not supported by this runner`);
+      const upsert = given.upsert === undefined ? {} : { upsert: given.upsert };
+      switch (model) {
+        case 'insertOne':
+          return { insert: nsIndex(given.namespace), document: withIds([given.document as Document])[0] };
+        case 'updateOne':
+        case 'updateMany':
+          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: given.update, multi: model === 'updateMany', ...upsert };
+        case 'replaceOne':
+          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: given.replacement, multi: false, ...upsert };
+        case 'deleteOne':
+        case 'deleteMany':
+          return { delete: nsIndex(given.namespace), filter: given.filter, multi: model === 'deleteMany' };
+        default:
+          throw new Error(`clientBulkWrite: write model ${model} is not supported by this runner`);
+      }
+    });
+    const writeConcern = entity.writeConcern;
+    const unacknowledged = writeConcern?.w === 0 && writeConcern.j !== true;
+    const command: Document = { bulkWrite: 1, errorsOnly: args.verboseResults !== true, ordered: args.ordered ?? true, ops, nsInfo, ...(writeConcern === undefined ? {} : { writeConcern }) };
+    const reply = await entity.client.command('admin', command, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
+    if (unacknowledged) return undefined;
+    const failed = ((reply.cursor as Document | undefined)?.firstBatch as Document[] | undefined)?.find((entry) => entry.ok !== 1);
+    if (failed !== undefined) throw new WriteError(failed.code as number, failed.codeName as string | undefined, (reply.errorLabels as string[] | undefined) ?? [], String(failed.errmsg));
+    writeReply(reply);
+    return { insertedCount: reply.nInserted, upsertedCount: reply.nUpserted, matchedCount: reply.nMatched, modifiedCount: reply.nModified, deletedCount: reply.nDeleted };
   }
 
   /**
