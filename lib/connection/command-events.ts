@@ -154,16 +154,17 @@ const HELLO_NAMES: ReadonlySet<string> = new Set(['hello', 'isMaster', 'ismaster
 
 /**
  * Whether command `name` (with document `command`) is sensitive: one of {@link SENSITIVE_COMMANDS}, or hello / legacy
- * hello with a `speculativeAuthenticate` field. Never throws (a document whose field cannot be read counts as
- * sensitive).
+ * hello with a `speculativeAuthenticate` field present, whatever its value (an own field that is null or undefined
+ * too: undefined is sent as null). Never throws (a document whose field cannot be read counts as sensitive).
  *
- * Source: command logging and monitoring spec, "Security".
+ * Source: command logging and monitoring spec, "Security" ("`hello` (or legacy hello) when `speculativeAuthenticate`
+ * is present").
  */
 export function isSensitiveCommand(name: string, command: Document): boolean {
   if (SENSITIVE_COMMANDS.has(name)) return true;
   if (!HELLO_NAMES.has(name)) return false;
   try {
-    return command.speculativeAuthenticate !== undefined;
+    return command.speculativeAuthenticate !== undefined || Object.prototype.hasOwnProperty.call(command, 'speculativeAuthenticate');
   } catch {
     return true;
   }

@@ -544,6 +544,8 @@ describe('command events (command logging and monitoring spec)', function () {
         expect(isSensitiveCommand(name, { [name]: 1 }), name).to.equal(false);
       }
       expect(isSensitiveCommand('find', { find: 'c', speculativeAuthenticate: {} })).to.equal(false);
+      // Present whatever its value: null, or undefined (which is sent as null).
+      for (const value of [null, undefined]) expect(isSensitiveCommand('hello', { hello: 1, speculativeAuthenticate: value }), String(value)).to.equal(true);
       expect(isSensitiveCommand('hello', { hello: 1, get speculativeAuthenticate(): never { throw new Error('unreadable'); } })).to.equal(true);
     });
 
