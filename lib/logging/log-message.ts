@@ -463,8 +463,13 @@ export interface ServerSelectionLogFields {
    */
   readonly message: 'Server selection started' | 'Server selection succeeded' | 'Server selection failed' | 'Waiting for suitable server to become available';
   /**
-   * What the selection looks for: always `"primary"`, a client's only read preference (a primary in a replica set,
-   * any mongos in a sharded cluster, the server of a Single or load-balanced topology; see `suitableServers`).
+   * What the selection looks for: the operation's read preference (the `readPreference` option of `command()` or
+   * `selectPool()`, `primary` when not given) with all its components, as `describeReadPreference` writes it: its mode
+   * alone when it has no tags or maxStalenessSeconds (`"primary"`, `"nearest"`), else its `$readPreference` document
+   * as JSON (`{"mode":"secondary","tags":[{"dc":"ny"}],"maxStalenessSeconds":90}`). rxcmap takes no custom selector.
+   *
+   * Source: server selection spec, "Logging", "Common Fields" (`selector`: "when the selector is a read preference
+   * this string MUST contain all components of the read preference").
    */
   readonly selector: string;
   /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
