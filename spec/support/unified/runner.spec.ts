@@ -17,6 +17,7 @@ const FIXTURES = path.resolve(__dirname, '../../fixtures');
 const FILES = new Map([
   ...unifiedFiles(path.join(FIXTURES, 'server-discovery/unified')),
   ...unifiedFiles(path.join(FIXTURES, 'connection-monitoring-and-pooling/logging')),
+  ...unifiedFiles(path.join(FIXTURES, 'command-logging-and-monitoring/logging')),
 ]);
 
 /** A test of a fixture file, as a copy that can be changed. */
@@ -114,6 +115,14 @@ describe('unified test runner', function () {
       await Promise.all(clients.map((c) => c.close()));
     };
     expect(await outcome(file, test, { afterOperations })).to.equal(undefined);
+  });
+
+  it('its clients log documents up to 10,000 long (command logging spec, tests/README.md: a large max document length), so a logged command of 5,000 matches as a document', async function () {
+    const { file, test } = fixture('command.json', 'A successful command');
+    const comment = 'c'.repeat(5000);
+    test.operations[0].arguments.command.comment = comment;
+    test.expectLogMessages[0].messages[0].data.command.$$matchAsDocument.$$matchAsRoot.comment = comment;
+    expect(await outcome(file, test)).to.equal(undefined);
   });
 
   failsWhen(AUTH_ERROR, AUTH_ERROR_TEST, {

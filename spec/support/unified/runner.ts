@@ -54,6 +54,12 @@ export interface Operation {
 /** The newest schema version this runner reads (the unified test format spec's versions are backward compatible). */
 export const SUPPORTED_SCHEMA_VERSION = '1.22';
 
+/**
+ * The max document length of the clients that observe log messages: large, as the command logging spec's test README
+ * requires of its logging tests (and harmless to the other logging tests, which match no truncated text).
+ */
+const UNIFIED_MAX_DOCUMENT_LENGTH = 10_000;
+
 /** An event a client entity observed, under the format's name, with the fields its expectations can name. */
 interface Observed {
   readonly name: string;
@@ -553,7 +559,11 @@ export class UnifiedTestRun {
           const write = (message: unknown): void => {
             if (log.open) log.messages.push(message as LogMessage);
           };
-          const client = connect(uri, severities === undefined ? {} : { logging: { componentSeverities: severities as never, path: { write } } });
+          // A large max document length (command logging spec, tests/README.md: "Drivers MUST run the logging tests
+          // with their max document length setting set to a large value e.g. 10,000"), so that a reply is logged whole
+          // and can be matched as a document.
+          const logging = { componentSeverities: severities as never, path: { write }, maxDocumentLength: UNIFIED_MAX_DOCUMENT_LENGTH };
+          const client = connect(uri, severities === undefined ? {} : { logging });
           const entity = new ClientEntity(client, uri, spec, log);
           this.clients.push(entity);
           this.entities.set(id, entity);
