@@ -1670,7 +1670,8 @@ export class Client {
         const topologyDescription = truncate(this.describe(), logging.maxDocumentLength);
         operation ??= operationName();
         const identified = operationId === undefined ? {} : { operationId };
-        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: describeReadPreference(readPreference), operation, ...identified, topologyDescription, ...rest }, level));
+        // The common keys in the order of the spec's table: selector, operationId, operation, topologyDescription.
+        logging.write(new ServerSelectionLogMessage(this.logTime(), { message, selector: describeReadPreference(readPreference), ...identified, operation, topologyDescription, ...rest }, level));
       }
     };
     this.selectionsLogging++;

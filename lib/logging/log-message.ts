@@ -451,7 +451,8 @@ export class CommandLogMessage extends DebugLogMessage<CommandLogFields> {
 }
 
 /**
- * The fields of a server selection log message, under the spec's key names; a key without a value is left out.
+ * The fields of a server selection log message, under the spec's key names, the common ones in the order of its table
+ * (`selector`, `operationId`, `operation`, `topologyDescription`); a key without a value is left out.
  *
  * Source: server selection spec, "Logging" ("Common Fields" and each message's keys); logging spec, "Omitting Null
  * Values from Log Messages".
@@ -472,13 +473,13 @@ export interface ServerSelectionLogFields {
    * this string MUST contain all components of the read preference").
    */
   readonly selector: string;
-  /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
-  readonly operation: string;
   /**
    * The operation's ID, when the caller gave one (the `operationId` option of `command()` or `selectPool()`): the ID the
    * operation's command log messages and events carry, linking its selection to its commands.
    */
   readonly operationId?: number;
+  /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
+  readonly operation: string;
   /**
    * The client's topology description when the message is made, as JSON, the one its "Topology description changed"
    * messages give (`{ type, servers: [{ address, type }] }`): its TopologyType in SDAM's names (`Unknown`, `Single`,

@@ -26,7 +26,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
   const selections = (messages: readonly LogMessage[]): ServerSelectionLogMessage[] => messages.filter((m): m is ServerSelectionLogMessage => m.component === 'serverSelection');
   const commands = (messages: readonly LogMessage[]): CommandLogMessage[] => messages.filter((m): m is CommandLogMessage => m.component === 'command');
 
-  it('an operationId is carried by the selection messages (after operation; rendered "with ID"), the command events and the command messages; none without one', async function () {
+  it('an operationId is carried by the selection messages (before operation, in the spec table order; rendered "with ID"), the command events and the command messages; none without one', async function () {
     const written: LogMessage[] = [];
     const c = await logging(written);
     // The server found first: the selections below succeed at once.
@@ -41,7 +41,8 @@ describe('Client: command() and selectPool() options of an operation (operationI
       ['Server selection started', 42],
       ['Server selection succeeded', 42],
     ]);
-    expect(Object.keys(succeeded.toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operation', 'operationId', 'topologyDescription', 'serverHost', 'serverPort']);
+    // The common keys in the order of the spec's table (server selection spec, "Common Fields"), as the command messages keep theirs.
+    expect(Object.keys(succeeded.toJSON())).to.deep.equal(['t', 'c', 's', 'message', 'selector', 'operationId', 'operation', 'topologyDescription', 'serverHost', 'serverPort']);
     expect(started.render()).to.equal(`Server selection started for operation ping with ID 42. Selector: primary, topology description: ${started.fields.topologyDescription}`);
     expect(succeeded.render()).to.match(/^Server selection succeeded for operation ping with ID 42\. Selected server: /);
     expect(unidentified.map((m) => m.fields.message)).to.deep.equal(['Server selection started', 'Server selection succeeded']);
