@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type CommandEvent, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { Long } from 'bson';
 import { parseAddress } from '../../lib/address';
 import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, serverLogFields, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
@@ -569,6 +569,17 @@ describe('command log messages (component command)', function () {
       driverConnectionId: 4, serverHost: '/tmp/mongodb-27017.sock', command: '{"find":"orders"}',
     });
     expect(started.render()).to.equal('Command "find" started on database "shop" using a connection with driver-generated ID 4 to /tmp/mongodb-27017.sock. The requestID is 17. Command: {"find":"orders"}');
+  });
+
+  it("give their keys in the order of the spec's tables: the message, the common fields, then the message's own", function () {
+    const ids = { serverConnectionId: 99, serviceId: '0123456789abcdef01234567', operationId: 5 };
+    const server = parseAddress('db.example:27017');
+    const keysOf = (event: CommandEvent): string[] => Object.keys(commandLogMessage(event, server, 1000).toJSON());
+    const common = ['t', 'c', 's', 'message', 'commandName', 'databaseName', 'requestId', 'operationId', 'driverConnectionId', 'serverHost', 'serverPort', 'serverConnectionId', 'serviceId'];
+    const event = { address: 'db.example:27017', ...base, ...ids };
+    expect(keysOf({ type: 'CommandStarted', ...event, command: { find: 'orders' } })).to.deep.equal([...common, 'command']);
+    expect(keysOf({ type: 'CommandSucceeded', ...event, duration: 1, reply: { ok: 1 } })).to.deep.equal([...common, 'durationMS', 'reply']);
+    expect(keysOf({ type: 'CommandFailed', ...event, duration: 1, failure: new Error('lost') })).to.deep.equal([...common, 'durationMS', 'failure']);
   });
 
   it('write a 64-bit integer beyond 2^53 inside a Map (a sort or filter built as one, which bson sends as a document) with all its digits, as in a plain object', function () {
