@@ -8,7 +8,7 @@
 import { BSONRegExp } from 'bson';
 import { expect } from 'chai';
 import { config, firstValueFrom, from } from 'rxjs';
-import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, WireProtocolError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type Connection, type LogSink } from '../../lib';
+import { InvalidOptionError, MongoCredentials, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, WireProtocolError, connect, connectionFactory, ConnectionPool, type CommandEvent, type CommandFailedEvent, type CommandSucceededEvent, type Connection, type LogSink } from '../../lib';
 import { isSensitiveCommand, isWithheld, redactedFailure, type CommandStartedEvent } from '../../lib/connection/command-events';
 import type { CommandLogMessage } from '../../lib/logging/log-message';
 import { resolveLogSettings } from '../../lib/logging/log-settings';
@@ -122,6 +122,28 @@ describe('command events (command logging and monitoring spec)', function () {
       expect(f1.failure).to.equal(refused);
       expect(f2.requestId).to.equal(s2.requestId);
       expect(f2.failure).to.equal(lost);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('duration is the time to send the command and receive its reply: the server\'s 150 ms are in it, a CommandStarted subscriber\'s 400 ms are not', async function () {
+    await setFailPoint(this, endpoint, { mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 150 } });
+    const events: CommandEvent[] = [];
+    const pool = new ConnectionPool({ address: endpoint.address, connectionOptions: endpoint.connectionOptions });
+    pool.commandEvents$.subscribe((e) => {
+      events.push(e);
+      // A slow subscriber: it runs before the command is written.
+      if (e.type === 'CommandStarted') for (const until = performance.now() + 400; performance.now() < until; );
+    });
+    pool.ready();
+    try {
+      const began = performance.now();
+      await pool.withConnection((c) => c.command('rxcmap_test', { find: 'command_events' }));
+      const elapsed = performance.now() - began;
+      const succeeded = events.find((e): e is CommandSucceededEvent => e.type === 'CommandSucceeded')!;
+      expect(elapsed).to.be.at.least(550);
+      expect(succeeded.duration).to.be.at.least(150).and.below(elapsed - 400);
     } finally {
       pool.close();
     }
