@@ -21,7 +21,7 @@ import { ClientMetadata, type DriverInfoOptions } from '../connection/handshake'
 import { checkTopologyOptions, parseConnectionStringForClient, type ParsedConnectionString } from '../connection-string';
 import { ClientClosedError, CommandCancelledError, IncompatibleServerError, InvalidOptionError, MonitorClosedError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, PoolClosedError, ServerSelectionError, SrvResolutionError, WaitQueueTimeoutError } from '../errors';
 import type { ConnectionPoolEvent } from '../events';
-import { ClientLogMessage, heartbeatLogMessage, logError, ServerSelectionLogMessage, serverLogFields, TopologyLogMessage, truncate, type LogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
+import { ClientLogMessage, heartbeatLogMessage, logError, selectionFailure, ServerSelectionLogMessage, serverLogFields, TopologyLogMessage, truncate, type LogMessage, type ServerMonitoringLogFields, type TopologyDescriptionChangedLogFields, type TopologyMonitoringLogFields, type CommandLogMessage, type ServerSelectionLogFields } from '../logging/log-message';
 import { resolveLogSettings, willLog, type LoggingOptions, type LogSink } from '../logging/log-settings';
 import { openLogSink } from '../logging/log-sink';
 import type { ServerHeartbeatEvent } from '../monitor/heartbeat-events';
@@ -1696,7 +1696,7 @@ export class Client {
       log({ message: 'Server selection succeeded', ...serverLogFields(parseAddress(pool.address)) });
       return pool;
     } catch (error) {
-      log({ message: 'Server selection failed', failure: logError(error as Error, logging.maxDocumentLength) });
+      log({ message: 'Server selection failed', failure: selectionFailure(error as Error, logging.maxDocumentLength) });
       throw error;
     } finally {
       if (--this.selectionsLogging === 0 && this.closed) this.selectionLog.complete();

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { EJSON, Long } from 'bson';
 import { writtenAddress, type ServerAddress } from '../address';
-import { inWords, isInstance, MongoServerError, PoolCallbackError, type PoolHoldings } from '../errors';
+import { inWords, isInstance, MongoServerError, PoolCallbackError, selectionFailureText, ServerSelectionError, type PoolHoldings } from '../errors';
 import { exactNumber } from '../int64';
 import { setOwnField } from '../own-field';
 import type { CommandEvent } from '../connection/command-events';
@@ -495,7 +495,11 @@ export interface ServerSelectionLogFields {
   readonly serverHost?: string;
   /** Succeeded: the selected server's port (27017 when the address gave none); absent for a Unix domain socket. */
   readonly serverPort?: number;
-  /** Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}). */
+  /**
+   * Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}), but a
+   * ServerSelectionError's message without its hosts and read preference, which `topologyDescription` and `selector`
+   * hold (see {@link selectionFailure}).
+   */
   readonly failure?: LoggedError;
   /** Waiting: the ms left before the selection times out, a whole number (rounded down). */
   readonly remainingTimeMS?: number;
@@ -593,6 +597,28 @@ export function truncate(text: string, max: number): string {
  */
 export function logError(error: Error, maxDocumentLength: number): LoggedError {
   return logErrorChain(error, maxDocumentLength, [error]);
+}
+
+/**
+ * The `failure` of a "Server selection failed" message for `error`, the error the selection fails with: written as
+ * {@link logError} writes every error, but for a {@link ServerSelectionError} a message that leaves out what the log
+ * message's other keys hold: its hosts (listed by `topologyDescription`) and its read preference (the `selector`);
+ * e.g. `No suitable server within serverSelectionTimeoutMS=30000 ms; last check failed with: connect ECONNREFUSED`
+ * where the error's message names both. Never throws (an error whose fields cannot be read is written as logError
+ * writes it).
+ *
+ * Source: server selection spec, "Logging", "Server selection failed" message (`failure`: "Drivers MUST take care to
+ * not include any information in this field that is already included in the log message").
+ */
+export function selectionFailure(error: Error, maxDocumentLength: number): LoggedError {
+  const logged = logError(error, maxDocumentLength);
+  if (!isInstance(error, ServerSelectionError)) return logged;
+  try {
+    const text = selectionFailureText({ serverSelectionTimeoutMS: error.serverSelectionTimeoutMS, timeoutMS: error.timeoutMS, cause: error.cause, noServerLeft: error.hosts.length === 0 });
+    return { ...logged, message: truncate(text, maxDocumentLength) };
+  } catch {
+    return logged;
+  }
 }
 
 /** {@link logError} of `error`, the last of `chain` (the errors above it, and it), with its causes. */

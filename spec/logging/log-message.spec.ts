@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, type CommandEvent, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, PoolClosedError, ServerSelectionError, type CommandEvent, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { Long } from 'bson';
 import { parseAddress } from '../../lib/address';
-import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, serverLogFields, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
+import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, logError, selectionFailure, serverLogFields, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
 import { MockConnectionFactory, VirtualClock, type MockConnection } from '../../lib/testing';
 
 /** A pool whose connection log messages are captured by a sink. */
@@ -608,5 +608,23 @@ describe('command log messages (component command)', function () {
     );
     const succeeded = commandLogMessage({ type: 'CommandSucceeded', address: 'db.example:27017', ...base, duration: 0.25, reply: { ok: 1 } }, parseAddress('db.example:27017'), 1000);
     expect(succeeded.render()).to.equal('Command "find" succeeded on database "shop" in 0.25 ms using a connection with driver-generated ID 4 to db.example:27017. The requestID is 17. Command reply: {"ok":1}');
+  });
+});
+
+describe('server selection failure (the failure of "Server selection failed")', function () {
+  it("a ServerSelectionError is written without its hosts and read preference (the message's topologyDescription and selector); any other error as logError writes it", function () {
+    const none = new ServerSelectionError([], 30000, undefined, undefined, undefined, 'nearest');
+    expect(selectionFailure(none, 1000)).to.deep.equal({ type: 'ServerSelectionError', message: 'No suitable server: the topology has no server left' });
+    const timed = new ServerSelectionError(['a.example:27017', 'b.example:27017'], 30000, new Error('refused'), 500, '{"type":"Unknown"}', '{"mode":"secondary","tags":[{"dc":"ny"}]}');
+    expect(selectionFailure(timed, 1000)).to.deep.equal({
+      type: 'ServerSelectionError',
+      message: "No suitable server within the operation's timeoutMS=500 ms; last check failed with: refused",
+      cause: { type: 'Error', message: 'refused' },
+    });
+    // The error thrown still names them.
+    expect(timed.message).to.include('a.example:27017, b.example:27017').and.include('"dc":"ny"');
+    expect(selectionFailure(timed, 10).message).to.equal('No suitabl...');
+    const other = new PoolClosedError('a.example:27017');
+    expect(selectionFailure(other, 1000)).to.deep.equal(logError(other, 1000));
   });
 });
