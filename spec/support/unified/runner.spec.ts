@@ -222,6 +222,97 @@ describe('unified test runner', function () {
     });
   });
 
+  describe('bulkWrite', function () {
+    const file: UnifiedFile = {
+      description: 'bulkWrite',
+      schemaVersion: '1.13',
+      createEntities: [
+        { client: { id: 'client', observeEvents: ['commandStartedEvent'], observeLogMessages: { command: 'debug' } } },
+        { database: { id: 'database', client: 'client', databaseName: 'db' } },
+        { collection: { id: 'collection', database: 'database', collectionName: 'c' } },
+      ],
+      initialData: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1 }] }],
+      tests: [],
+    };
+    /** Inserts of ids `a` and `b`, a delete of `_id: 1`, an insert of `c`, an update of `a`: two inserts apart. */
+    const requests = (a: number, b: number, c: number): Document[] => [
+      { insertOne: { document: { _id: a } } },
+      { insertOne: { document: { _id: b } } },
+      { deleteOne: { filter: { _id: 1 } } },
+      { insertOne: { document: { _id: c } } },
+      { updateOne: { filter: { _id: a }, update: { $set: { x: 1 } } } },
+    ];
+    const started = (command: Document): Document => ({ commandStartedEvent: { command } });
+    const startedLog = (commandName: string, operationId: number): Document => ({ level: 'debug', component: 'command', data: { message: 'Command started', commandName, operationId } });
+    const test = (): Document => ({
+      description: 'bulkWrite',
+      operations: [
+        { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(2, 3, 4) } },
+        { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(12, 13, 14), ordered: false } },
+        { name: 'insertOne', object: 'collection', arguments: { document: { _id: 20 } } },
+      ],
+      expectEvents: [
+        {
+          client: 'client',
+          events: [
+            // Ordered: one command per run of requests of one kind, in the requests' order.
+            started({ insert: 'c', documents: [{ _id: 2 }, { _id: 3 }], ordered: true }),
+            started({ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }], ordered: true }),
+            started({ insert: 'c', documents: [{ _id: 4 }], ordered: true }),
+            started({ update: 'c', updates: [{ q: { _id: 2 }, u: { $set: { x: 1 } } }], ordered: true }),
+            // Unordered: one command per kind, in the order each kind first comes.
+            started({ insert: 'c', documents: [{ _id: 12 }, { _id: 13 }, { _id: 14 }], ordered: false }),
+            started({ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }], ordered: false }),
+            started({ update: 'c', updates: [{ q: { _id: 12 }, u: { $set: { x: 1 } } }], ordered: false }),
+            started({ insert: 'c', documents: [{ _id: 20 }], ordered: true }),
+          ],
+        },
+      ],
+      expectLogMessages: [
+        {
+          client: 'client',
+          ignoreMessages: [{ level: 'debug', component: 'command', data: { message: 'Command succeeded' } }],
+          // The commands of one bulk write share its operationId; each operation has its own (counted from 1).
+          messages: [
+            startedLog('insert', 1), startedLog('delete', 1), startedLog('insert', 1), startedLog('update', 1),
+            startedLog('insert', 2), startedLog('delete', 2), startedLog('update', 2),
+            startedLog('insert', 3),
+          ],
+        },
+      ],
+      outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 2, x: 1 }, { _id: 3 }, { _id: 4 }, { _id: 12, x: 1 }, { _id: 13 }, { _id: 14 }, { _id: 20 }] }],
+    });
+
+    it('groups requests into runs of one kind (ordered) or one command per kind (unordered), each bulk write under one operationId', async function () {
+      expect(await outcome(file, test())).to.equal(undefined);
+    });
+
+    it('stops an ordered bulk write at its first write error, and runs every command of an unordered one before throwing', async function () {
+      const failing = (ordered: boolean): Document => ({
+        description: 'bulkWrite with a write error',
+        operations: [
+          {
+            name: 'bulkWrite',
+            object: 'collection',
+            arguments: { requests: [{ insertOne: { document: { _id: 1 } } }, { deleteOne: { filter: { _id: 1 } } }, { insertOne: { document: { _id: 5 } } }], ordered },
+            expectError: { errorCode: 11000 },
+          },
+        ],
+        expectEvents: [
+          {
+            client: 'client',
+            events: ordered
+              ? [started({ insert: 'c', documents: [{ _id: 1 }] })]
+              : [started({ insert: 'c', documents: [{ _id: 1 }, { _id: 5 }] }), started({ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }] })],
+          },
+        ],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: ordered ? [{ _id: 1 }] : [{ _id: 5 }] }],
+      });
+      expect(await outcome(file, failing(true))).to.equal(undefined);
+      expect(await outcome(file, failing(false))).to.equal(undefined);
+    });
+  });
+
   describe('sensitive commands', function () {
     const file: UnifiedFile = {
       description: 'sensitive',
