@@ -287,6 +287,19 @@ describe('unified test runner', function () {
       expect(await outcome(file, test())).to.equal(undefined);
     });
 
+    it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {
+      const update = (name: string, filter: Document, expectResult: Document): Document => ({ name, object: 'collection', arguments: { filter, update: { $set: { x: 1 } }, upsert: true }, expectResult });
+      const test = {
+        description: 'upsert',
+        operations: [
+          update('updateOne', { _id: 7 }, { matchedCount: 0, modifiedCount: 0, upsertedCount: 1, upsertedId: 7 }),
+          update('updateMany', { _id: 7 }, { matchedCount: 1, modifiedCount: 0, upsertedCount: 0, upsertedId: { $$exists: false } }),
+          update('updateOne', { _id: 1 }, { matchedCount: 1, modifiedCount: 1, upsertedCount: 0 }),
+        ],
+      };
+      expect(await outcome(file, test)).to.equal(undefined);
+    });
+
     it('stops an ordered bulk write at its first write error, and runs every command of an unordered one before throwing', async function () {
       const failing = (ordered: boolean): Document => ({
         description: 'bulkWrite with a write error',

@@ -691,7 +691,15 @@ export class UnifiedTestRun {
       case 'updateOne':
       case 'updateMany': {
         const reply = await this.write(collection, { update: collection.name, updates: [updateStatement(args, name === 'updateMany')], ordered: true }, operationId);
-        return reply === undefined ? undefined : { matchedCount: reply.n, modifiedCount: reply.nModified, upsertedCount: (reply.upserted as Document[] | undefined)?.length ?? 0 };
+        if (reply === undefined) return undefined;
+        // The reply's n counts an upserted document too: matchedCount does not (CRUD spec, "UpdateResult").
+        const upserted = (reply.upserted as Document[] | undefined) ?? [];
+        return {
+          matchedCount: Number(reply.n ?? 0) - upserted.length,
+          modifiedCount: reply.nModified,
+          upsertedCount: upserted.length,
+          ...(upserted.length === 0 ? {} : { upsertedId: upserted[0]!._id }),
+        };
       }
       case 'deleteOne':
       case 'deleteMany': {
