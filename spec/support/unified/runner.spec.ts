@@ -287,6 +287,30 @@ describe('unified test runner', function () {
       expect(await outcome(file, test())).to.equal(undefined);
     });
 
+    it('runs every command of an ordered bulk write past a write concern error, then throws it', async function () {
+      const test = {
+        description: 'bulkWrite with a write concern error',
+        operations: [
+          {
+            name: 'failPoint',
+            object: 'testRunner',
+            arguments: { client: 'client', failPoint: { configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert'], writeConcernError: { code: 91, errmsg: 'Replication is being shut down' } } } },
+          },
+          {
+            name: 'bulkWrite',
+            object: 'collection',
+            arguments: { requests: [{ insertOne: { document: { _id: 2 } } }, { deleteOne: { filter: { _id: 1 } } }, { insertOne: { document: { _id: 3 } } }] },
+            expectError: { errorCode: 91 },
+          },
+        ],
+        expectEvents: [
+          { client: 'client', events: [started({ insert: 'c', documents: [{ _id: 2 }] }), started({ delete: 'c' }), started({ insert: 'c', documents: [{ _id: 3 }] })] },
+        ],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 2 }, { _id: 3 }] }],
+      };
+      expect(await outcome(file, test)).to.equal(undefined);
+    });
+
     it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {
       const update = (name: string, filter: Document, expectResult: Document): Document => ({ name, object: 'collection', arguments: { filter, update: { $set: { x: 1 } }, upsert: true }, expectResult });
       const test = {

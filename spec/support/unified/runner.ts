@@ -365,6 +365,11 @@ export class WriteError extends Error {
   }
 }
 
+/** Whether a write concern asks for no acknowledgement (`w: 0` without `j: true`). */
+function isUnacknowledged(writeConcern: Document | undefined): boolean {
+  return writeConcern?.w === 0 && writeConcern.j !== true;
+}
+
 function writeReply(reply: Document): Document {
   const writeErrors = reply.writeErrors as Document[] | undefined;
   if (writeErrors !== undefined && writeErrors.length > 0) {
@@ -739,11 +744,17 @@ export class UnifiedTestRun {
    * concern error thrown as a driver throws it.
    */
   private async write(collection: CollectionEntity, command: Document, operationId: number): Promise<Document | undefined> {
+    const reply = await this.send(collection, command, operationId);
+    return reply === undefined ? undefined : writeReply(reply);
+  }
+
+  /** {@link write}'s command sent, its reply as it is (write errors and write concern error unread); undefined unacknowledged. */
+  private async send(collection: CollectionEntity, command: Document, operationId: number): Promise<Document | undefined> {
     const writeConcern = collection.writeConcern;
-    const unacknowledged = writeConcern?.w === 0 && writeConcern.j !== true;
+    const unacknowledged = isUnacknowledged(writeConcern);
     const sent = writeConcern === undefined ? command : { ...command, writeConcern };
     const reply = await collection.client.client.command(collection.db, sent, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
-    return unacknowledged ? undefined : writeReply(reply);
+    return unacknowledged ? undefined : reply;
   }
 
   /**
@@ -796,7 +807,9 @@ export class UnifiedTestRun {
   /**
    * A bulk write as drivers send one (CRUD spec, "Bulk Write"): the requests grouped into one insert, update or delete
    * command per run of requests of one kind (ordered), or per kind (unordered), all with the same operationId. An
-   * ordered write stops at its first write error; an unordered one sends every command and then throws its first.
+   * ordered write stops at its first write error; an unordered one sends every command and then throws its first. A
+   * write concern error stops neither (the bulk API spec: "Write Concern errors should not halt the processing of
+   * ordered bulk operations"): it is thrown once every command ran, unless a write error is.
    */
   private async bulkWrite(collection: CollectionEntity, requests: readonly Document[], ordered: boolean, operationId: number): Promise<Document | undefined> {
     const batches: { kind: 'insert' | 'update' | 'delete'; statements: Document[] }[] = [];
@@ -836,17 +849,18 @@ export class UnifiedTestRun {
     });
     const field = { insert: 'documents', update: 'updates', delete: 'deletes' } as const;
     const result = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0, insertedIds };
-    let failure: unknown;
+    let writeFailure: unknown;
+    let concernFailure: unknown;
     for (const { kind, statements } of batches) {
-      let reply: Document | undefined;
-      try {
-        reply = await this.write(collection, { [kind]: collection.name, [field[kind]]: statements, ordered }, operationId);
-      } catch (error) {
-        if (ordered || !(error instanceof WriteError)) throw error;
-        failure ??= error;
-        continue;
-      }
+      const reply = await this.send(collection, { [kind]: collection.name, [field[kind]]: statements, ordered }, operationId);
       if (reply === undefined) continue;
+      try {
+        writeReply(reply);
+      } catch (error) {
+        if ((reply.writeErrors as Document[] | undefined)?.length) writeFailure ??= error;
+        else concernFailure ??= error;
+      }
+      if (ordered && writeFailure !== undefined) break;
       const n = Number(reply.n ?? 0);
       const upserted = (reply.upserted as Document[] | undefined)?.length ?? 0;
       if (kind === 'insert') result.insertedCount += n;
@@ -857,8 +871,9 @@ export class UnifiedTestRun {
         result.upsertedCount += upserted;
       }
     }
-    if (failure !== undefined) throw failure;
-    return collection.writeConcern?.w === 0 ? undefined : result;
+    if (writeFailure !== undefined) throw writeFailure;
+    if (concernFailure !== undefined) throw concernFailure;
+    return isUnacknowledged(collection.writeConcern) ? undefined : result;
   }
 
   private async runTestRunnerOperation(name: string, args: Document): Promise<unknown> {
