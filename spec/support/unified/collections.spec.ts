@@ -115,6 +115,47 @@ describe('EmbeddedCollections', function () {
     expect(other).to.include({ code: 2, message: 'unknown top level operator: $where' });
   });
 
+  it('projects as mongod: { _id: 1 } keeps _id alone, { _id: 0 } drops it, a projection both including and excluding is refused', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1, a: 1, b: 2 }]);
+    const projected = async (projection: Document): Promise<Document[]> => firstBatch(c, { find: 'coll', projection });
+    expect(await projected({ _id: 1 })).to.deep.equal([{ _id: 1 }]);
+    expect(await projected({ _id: 0 })).to.deep.equal([{ a: 1, b: 2 }]);
+    expect(await projected({ a: 1 })).to.deep.equal([{ _id: 1, a: 1 }]);
+    expect(await projected({ a: true, _id: 0 })).to.deep.equal([{ a: 1 }]);
+    expect(await projected({ a: 0 })).to.deep.equal([{ _id: 1, b: 2 }]);
+    expect(await projected({ _id: 1, a: 0 })).to.deep.equal([{ _id: 1, b: 2 }]);
+    expect(await failed(c.command('db', { find: 'coll', projection: { a: 1, b: 0 } }))).to.include({ code: 31254, message: 'Cannot do exclusion on field b in inclusion projection' });
+    expect(await failed(c.command('db', { find: 'coll', projection: { a: 0, b: 1 } }))).to.include({ code: 31253, message: 'Cannot do inclusion on field b in exclusion projection' });
+    // Parsed before any document is read.
+    expect(await failed(c.command('db', { find: 'missing', projection: { a: 1, b: 0 } }))).to.include({ code: 31254 });
+  });
+
+  it('keeps a cursor for getMore: batches of batchSize, the first filled one left open, killCursors, CursorNotFound, singleBatch, no negative limit', async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+    const first = (await c.command('db', { find: 'coll', batchSize: 2 })).cursor;
+    expect(first.firstBatch).to.deep.equal([{ _id: 1 }, { _id: 2 }]);
+    const id = Long.fromValue(first.id);
+    expect(id.isZero()).to.equal(false);
+    // Elsewhere the cursor is not found.
+    expect(await failed(c.command('db', { getMore: id, collection: 'other' }))).to.include({ code: 43, codeName: 'CursorNotFound' });
+    expect((await c.command('db', { getMore: id, collection: 'coll', batchSize: 5 })).cursor).to.deep.include({ nextBatch: [{ _id: 3 }], id: 0 });
+    expect(await failed(c.command('db', { getMore: id, collection: 'coll' }))).to.include({ code: 43 });
+    // A first batch filled to its batchSize leaves a cursor open though nothing is left (CRUD spec, limit = batchSize).
+    const full = (await c.command('db', { find: 'coll', limit: 2, batchSize: 2 })).cursor;
+    expect(full.firstBatch).to.have.length(2);
+    expect(Long.fromValue(full.id).isZero()).to.equal(false);
+    expect((await c.command('db', { getMore: Long.fromValue(full.id), collection: 'coll' })).cursor).to.deep.include({ nextBatch: [], id: 0 });
+    const killed = Long.fromValue((await c.command('db', { find: 'coll', batchSize: 1 })).cursor.id);
+    expect(await c.command('db', { killCursors: 'coll', cursors: [killed, Long.fromNumber(999)] })).to.deep.include({ cursorsKilled: [killed.toNumber()], cursorsNotFound: [999] });
+    expect(await failed(c.command('db', { getMore: killed, collection: 'coll' }))).to.include({ code: 43 });
+    expect((await c.command('db', { find: 'coll', batchSize: 1, singleBatch: true })).cursor).to.deep.include({ firstBatch: [{ _id: 1 }], id: 0 });
+    expect(await failed(c.command('db', { find: 'coll', limit: -1 }))).to.include({ code: 51024 });
+  });
+
   it('deletes, drops (a missing collection too), creates and lists databases and collections', async function () {
     const store = new EmbeddedCollections();
     const c = await served(store);

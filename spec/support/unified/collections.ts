@@ -206,15 +206,24 @@ function applyUpdate(doc: Document, u: Document): Document {
 const UPDATE_PIPELINE_STAGES = ['$addFields', '$set', '$project', '$unset', '$replaceRoot', '$replaceWith'];
 
 /**
- * `doc` with the top-level fields of an inclusion projection (`{ a: 1 }`, `_id` kept unless `_id: 0`), or without those
- * of an exclusion projection (`{ a: 0 }`).
+ * `doc` with the top-level fields of an inclusion projection (`{ a: 1 }`, `{ _id: 1 }`: `_id` kept unless `_id: 0`), or
+ * without those of an exclusion projection (`{ a: 0 }`, `{ _id: 0 }`). A projection that both includes and excludes a
+ * field other than `_id` is refused as mongod refuses it (Location31254 / Location31253).
  */
 function project(doc: Document, projection: Document): Document {
   const entries = Object.entries(projection);
-  const included = entries.some(([name, v]) => name !== '_id' && (v === true || Number(v) === 1));
-  if (!included) return Object.fromEntries(Object.entries(doc).filter(([name]) => !entries.some(([p, v]) => p === name && (v === false || Number(v) === 0))));
-  const keep = new Set(entries.filter(([, v]) => v === true || Number(v) === 1).map(([name]) => name));
-  if (!entries.some(([name, v]) => name === '_id' && (v === false || Number(v) === 0))) keep.add('_id');
+  const includes = (v: unknown): boolean => v === true || (rank(v) === 10 && numeric(v) !== 0);
+  const fields = entries.filter(([name]) => name !== '_id');
+  const inclusion = fields.length === 0 ? entries.some(([, v]) => includes(v)) : includes(fields[0]![1]);
+  const mixed = fields.find(([, v]) => includes(v) !== inclusion);
+  if (mixed !== undefined) {
+    throw inclusion
+      ? failure(31254, 'Location31254', `Cannot do exclusion on field ${mixed[0]} in inclusion projection`)
+      : failure(31253, 'Location31253', `Cannot do inclusion on field ${mixed[0]} in exclusion projection`);
+  }
+  if (!inclusion) return Object.fromEntries(Object.entries(doc).filter(([name]) => !entries.some(([p, v]) => p === name && !includes(v))));
+  const keep = new Set(entries.filter(([, v]) => includes(v)).map(([name]) => name));
+  if (!entries.some(([name, v]) => name === '_id' && !includes(v))) keep.add('_id');
   return Object.fromEntries(Object.entries(doc).filter(([name]) => keep.has(name)));
 }
 
@@ -282,7 +291,9 @@ export class EmbeddedCollections {
    * - `find` (`filter`, `sort`, `skip`, `limit`, `projection` of top-level fields, `batchSize`, `returnKey`,
    *   `showRecordId`; `hint`, `min`, `max`, `comment`, `maxTimeMS` accepted and not applied): `{ cursor: { firstBatch,
    *   id, ns }, ok: 1 }`, natural order without `sort`, every match in the first batch (id 0) unless `batchSize` is
-   *   smaller; `getMore` (`batchSize`) reads the rest (CursorNotFound 43 for an unknown id), `killCursors` closes
+   *   not larger (a first batch filled to `batchSize` leaves the cursor open, as mongod's; `singleBatch` never does; a
+   *   negative `limit` is Location51024; a projection both including and excluding is Location31254 / 31253);
+   *   `getMore` (`batchSize`) reads the rest (CursorNotFound 43 for an unknown id), `killCursors` closes
    *   cursors; `returnKey` gives the `_id` index's key when the query uses it (hinted, sorted or filtered on `_id`),
    *   else `{}`;
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
@@ -457,7 +468,11 @@ export class EmbeddedCollections {
       found.sort((a, b) => sort.reduce((c, [name, dir]) => c || compareValues(a[name], b[name]) * (Number(dir) < 0 ? -1 : 1), 0));
     }
     const skip = Number(command.skip ?? 0);
-    const limit = Math.abs(Number(command.limit ?? 0));
+    const limit = Number(command.limit ?? 0);
+    // mongod's find command takes no negative limit (a driver sends a negative one as its absolute value with singleBatch).
+    if (limit < 0) throw failure(51024, 'Location51024', `BSON field 'limit' value must be >= 0, actual value '${limit}'`);
+    // The projection is parsed before any document is read.
+    if (projection !== undefined) project({}, projection);
     // The only index is _id's: a query that uses it (hinted, sorted or filtered on _id) returns its key, others none.
     const usesIdIndex = (typeof hint === 'object' && hint !== null && '_id' in hint) || sort[0]?.[0] === '_id' || '_id' in filter;
     const results = found.slice(skip, limit > 0 ? skip + limit : undefined).map((doc, i) => {
@@ -465,16 +480,24 @@ export class EmbeddedCollections {
       const shown = projection === undefined ? doc : project(doc, projection);
       return command.showRecordId === true ? { ...shown, $recordId: Long.fromNumber(i + 1) } : shown;
     });
-    return { cursor: this.open(`${db}.${coll}`, results, command.batchSize, 'firstBatch'), ok: 1 };
+    const ns = `${db}.${coll}`;
+    if (command.singleBatch === true) {
+      const size = Number(command.batchSize ?? 0);
+      return { cursor: { firstBatch: size > 0 ? results.slice(0, size) : results, id: Long.fromNumber(0), ns }, ok: 1 };
+    }
+    // A first batch filled to batchSize leaves the cursor open, the results all read or not (the limit too: CRUD spec,
+    // "Setting limit and batchSize options for find commands"); a getMore then finds the rest, or nothing.
+    return { cursor: this.open(ns, results, command.batchSize, 'firstBatch', 0n, true), ok: 1 };
   }
 
   /**
    * A cursor document over `results`: all of them in one batch (id 0), or the first `batchSize` (a number above 0)
-   * with an id for getMore to read the rest from (`id`: the cursor's, for a getMore's batch).
+   * with an id for getMore to read the rest from (`id`: the cursor's, for a getMore's batch). With `openWhenFull`, a
+   * batch of exactly `batchSize` keeps the cursor open with nothing left, as mongod's first batch does.
    */
-  private open(ns: string, results: Document[], batchSize: unknown, batch: 'firstBatch' | 'nextBatch', id = 0n): Document {
+  private open(ns: string, results: Document[], batchSize: unknown, batch: 'firstBatch' | 'nextBatch', id = 0n, openWhenFull = false): Document {
     const size = Number(batchSize ?? 0);
-    if (!(size > 0) || results.length <= size) return { [batch]: results, id: Long.fromNumber(0), ns };
+    if (!(size > 0) || results.length < size || (results.length === size && !openWhenFull)) return { [batch]: results, id: Long.fromNumber(0), ns };
     const cursorId = id === 0n ? ++this.lastCursorId : id;
     this.cursors.set(cursorId, { ns, rest: results.slice(size) });
     return { [batch]: results.slice(0, size), id: Long.fromBigInt(cursorId), ns };
