@@ -6,8 +6,8 @@
  */
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { type Document } from 'bson';
-import { connect, MongoServerError } from '../../../lib';
+import { Long, type Document } from 'bson';
+import { connect, MongoServerError, type Client } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
 import { checkError, directUri, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
@@ -347,6 +347,55 @@ describe('unified test runner', function () {
       });
       expect(await outcome(file, failing(true))).to.equal(undefined);
       expect(await outcome(file, failing(false))).to.equal(undefined);
+    });
+  });
+
+  describe('find', function () {
+    const file: UnifiedFile = {
+      description: 'find',
+      schemaVersion: '1.4',
+      createEntities: [
+        { client: { id: 'client', observeEvents: ['commandStartedEvent'] } },
+        { database: { id: 'database', client: 'client', databaseName: 'db' } },
+        { collection: { id: 'collection', database: 'database', collectionName: 'c' } },
+      ],
+      initialData: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 4 }] }],
+      tests: [],
+    };
+    const ids = (...list: number[]): Document[] => list.map((_id) => ({ _id }));
+    /** A find with `options` that returns `result` having sent `commands` (the find's, then its getMores'). */
+    const find = (options: Document, result: Document[], commands: Document[]): Document => ({
+      description: 'find',
+      operations: [{ name: 'find', object: 'collection', arguments: { filter: {}, sort: { _id: 1 }, ...options }, expectResult: result }],
+      expectEvents: [{ client: 'client', events: commands.map((command) => ({ commandStartedEvent: { command } })) }],
+    });
+    const getMore = (batchSize?: number): Document => ({ getMore: { $$type: 'long' }, collection: 'c', ...(batchSize === undefined ? {} : { batchSize }) });
+
+    it('sends a negative limit as one batch of its absolute value (CRUD spec: singleBatch)', async function () {
+      expect(await outcome(file, find({ limit: -2 }, ids(1, 2), [{ find: 'c', limit: 2, singleBatch: true }]))).to.equal(undefined);
+    });
+
+    it('sends a batchSize equal to the limit as limit + 1, so that no cursor is left open', async function () {
+      expect(await outcome(file, find({ limit: 2, batchSize: 2 }, ids(1, 2), [{ find: 'c', limit: 2, batchSize: 3 }]))).to.equal(undefined);
+    });
+
+    it('reads the rest with getMores of the batchSize, or of what is left of the limit', async function () {
+      expect(await outcome(file, find({ batchSize: 2 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 2 }, getMore(2)]))).to.equal(undefined);
+      expect(await outcome(file, find({ limit: 3, batchSize: 2 }, ids(1, 2, 3), [{ find: 'c', limit: 3, batchSize: 2 }, getMore(1)]))).to.equal(undefined);
+      expect(await outcome(file, find({ batchSize: 3 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 3 }, getMore(3)]))).to.equal(undefined);
+    });
+
+    it("sends a getMore's cursor id as a long, as mongod requires, though the reply's id is read as a number", async function () {
+      // The format's $$type 'long' takes a number too (a reply's long is read as one): the sent command is looked at.
+      const sent: unknown[] = [];
+      const clientCreated = (client: Client): void => {
+        client.commandEvents$.subscribe((event) => {
+          if (event.type === 'CommandStarted' && event.commandName === 'getMore') sent.push(event.command.getMore);
+        });
+      };
+      expect(await outcome(file, find({ batchSize: 3 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 3 }, getMore(3)]), { clientCreated })).to.equal(undefined);
+      expect(sent).to.have.length(1);
+      expect(Long.isLong(sent[0]), String(sent[0])).to.equal(true);
     });
   });
 

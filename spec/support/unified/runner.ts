@@ -395,6 +395,8 @@ export interface RunOptions {
   readonly waitTimeoutMS?: number;
   /** Called once the operations ended and observation stopped, with the test's clients (for the runner's own tests). */
   readonly afterOperations?: (clients: readonly Client[]) => Promise<void>;
+  /** Called with each client entity's client as it is created, before it sends anything (for the runner's own tests). */
+  readonly clientCreated?: (client: Client) => void;
 }
 
 /** Runs the tests of one file's test against one deployment. */
@@ -569,6 +571,7 @@ export class UnifiedTestRun {
           // and can be matched as a document.
           const logging = { componentSeverities: severities as never, path: { write }, maxDocumentLength: UNIFIED_MAX_DOCUMENT_LENGTH };
           const client = connect(uri, severities === undefined ? {} : { logging });
+          this.options.clientCreated?.(client);
           const entity = new ClientEntity(client, uri, spec, log);
           this.clients.push(entity);
           this.entities.set(id, entity);
@@ -716,6 +719,10 @@ export class UnifiedTestRun {
       case 'find': {
         const command: Document = { find: collection.name, filter: args.filter ?? {} };
         for (const key of FIND_OPTIONS) if (args[key] !== undefined) command[key] = args[key];
+        // CRUD spec, "Find": a negative limit asks for one batch (the find command's limit is not negative), and a
+        // batchSize equal to the limit is sent as limit + 1, or the server leaves a cursor open for nothing.
+        if (Number(args.limit) < 0) Object.assign(command, { limit: -Number(args.limit), singleBatch: true });
+        if (Number(command.limit) > 0 && Number(args.batchSize) === Number(command.limit)) command.batchSize = Number(command.limit) + 1;
         const options = { operationId, ...(collection.readPreference === undefined ? {} : { readPreference: collection.readPreference as never }) };
         const reply = await client.command(collection.db, command, options);
         const cursor = reply.cursor as Document;
