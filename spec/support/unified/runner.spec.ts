@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { Long, type Document } from 'bson';
 import { connect, MongoServerError, type Client } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
-import { checkError, directUri, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { checkError, directUri, isRedacted, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
@@ -492,6 +492,25 @@ describe('unified test runner', function () {
       expect(() => checkError({ errorLabelsOmit: ['RetryableWriteError'] }, error, 'op')).to.throw(/hold RetryableWriteError/);
       expect(() => checkError({ isClientError: true }, error, 'op')).to.throw(/expected a client error/);
       expect(() => checkError({ isClientError: true }, new Error('connection closed'), 'op')).to.not.throw();
+    });
+  });
+
+  describe('failureIsRedacted', function () {
+    const redacted = { type: 'MongoServerError', message: 'command failed', code: 18, codeName: 'AuthenticationFailed', response: '{"ok":0,"code":18,"codeName":"AuthenticationFailed"}' };
+
+    it("is a server error reduced to its code, code name and labels: its reply's and its message's detail gone", function () {
+      expect(isRedacted(redacted)).to.equal(true);
+      expect(isRedacted({ ...redacted, response: '{"ok":0,"code":18,"codeName":"AuthenticationFailed","errorLabels":["x"]}' })).to.equal(true);
+      expect(isRedacted({ ...redacted, response: '{"ok":0,"errmsg":"Authentication failed.","code":18,"codeName":"AuthenticationFailed"}', message: 'Authentication failed.' })).to.equal(false);
+      // The reply redacted, the server's errmsg still in the message.
+      expect(isRedacted({ ...redacted, message: 'Authentication failed for CN=myName' })).to.equal(false);
+      expect(isRedacted({ ...redacted, cause: { type: 'Error', message: 'x' } })).to.equal(false);
+    });
+
+    it('is not a network error, which the spec leaves as it is', function () {
+      expect(isRedacted({ type: 'MongoNetworkError', message: 'connection 1 to 127.0.0.1:1 closed' })).to.equal(false);
+      expect(isRedacted({ ...redacted, type: 'MongoNetworkError' })).to.equal(false);
+      expect(isRedacted(undefined)).to.equal(false);
     });
   });
 

@@ -1017,12 +1017,13 @@ export class UnifiedTestRun {
 /**
  * Whether a logged failure (rxcmap's `LoggedError`) is a server error redacted as the command logging and monitoring
  * spec asks ("Security": every field but `code`, `codeName` and `errorLabels` redacted): a MongoServerError whose
- * reply (`response`) holds nothing but `ok`, `code`, `codeName` and `errorLabels`, with no cause. A network error,
- * which the spec leaves as it is, is not redacted.
+ * reply (`response`) holds nothing but `ok`, `code`, `codeName` and `errorLabels`, with no cause, and whose message is
+ * the one such a reply gives (not the server's `errmsg` kept past its reply). A network error, which the spec leaves as
+ * it is, is not redacted.
  */
 export function isRedacted(failure: unknown): boolean {
   if (typeof failure !== 'object' || failure === null) return false;
-  const { type, response, cause } = failure as { type?: unknown; response?: unknown; cause?: unknown };
+  const { type, message, response, cause } = failure as { type?: unknown; message?: unknown; response?: unknown; cause?: unknown };
   if (type !== 'MongoServerError' || cause !== undefined || typeof response !== 'string') return false;
   let reply: unknown;
   try {
@@ -1030,7 +1031,8 @@ export function isRedacted(failure: unknown): boolean {
   } catch {
     return false;
   }
-  return typeof reply === 'object' && reply !== null && Object.keys(reply).every((key) => ['ok', 'code', 'codeName', 'errorLabels'].includes(key));
+  if (typeof reply !== 'object' || reply === null || !Object.keys(reply).every((key) => ['ok', 'code', 'codeName', 'errorLabels'].includes(key))) return false;
+  return message === new MongoServerError(reply as Document).message;
 }
 
 /** A log message as the format's expectations name its parts: level, component, data (the structured fields). */
