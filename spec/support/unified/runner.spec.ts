@@ -311,6 +311,34 @@ describe('unified test runner', function () {
       expect(await outcome(file, test)).to.equal(undefined);
     });
 
+    it('replaces with replaceOne; refuses an update without atomic modifiers or a replacement with one, sending nothing', async function () {
+      const replace = {
+        description: 'replaceOne',
+        operations: [{ name: 'bulkWrite', object: 'collection', arguments: { requests: [{ replaceOne: { filter: { _id: 1 }, replacement: { y: 1 } } }] } }],
+        expectEvents: [{ client: 'client', events: [started({ update: 'c', updates: [{ q: { _id: 1 }, u: { y: 1 } }] })] }],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1, y: 1 }] }],
+      };
+      expect(await outcome(file, replace)).to.equal(undefined);
+      const refused = {
+        description: 'refused',
+        operations: [
+          { name: 'updateOne', object: 'collection', arguments: { filter: { _id: 1 }, update: { x: 1 } }, expectError: { isClientError: true } },
+          { name: 'updateMany', object: 'collection', arguments: { filter: {}, update: {} }, expectError: { isClientError: true } },
+          {
+            name: 'bulkWrite',
+            object: 'collection',
+            arguments: { requests: [{ insertOne: { document: { _id: 5 } } }, { replaceOne: { filter: { _id: 1 }, replacement: { $set: { y: 1 } } } }] },
+            expectError: { isClientError: true },
+          },
+          // A pipeline is an update too.
+          { name: 'updateOne', object: 'collection', arguments: { filter: { _id: 1 }, update: [{ $set: { x: 1 } }] }, expectError: { isClientError: false } },
+        ],
+        expectEvents: [{ client: 'client', events: [started({ update: 'c' })] }],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1 }] }],
+      };
+      expect(await outcome(file, refused)).to.equal(undefined);
+    });
+
     it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {
       const update = (name: string, filter: Document, expectResult: Document): Document => ({ name, object: 'collection', arguments: { filter, update: { $set: { x: 1 } }, upsert: true }, expectResult });
       const test = {

@@ -346,10 +346,19 @@ function withIds(documents: readonly Document[]): Document[] {
   return documents.map((document) => (document._id === undefined ? { _id: new ObjectId(), ...document } : document));
 }
 
-/** The update statement of an updateOne or updateMany request (`filter`, `update`, `upsert`). */
-function updateStatement(request: Document, multi: boolean): Document {
-  for (const key of Object.keys(request)) if (!['filter', 'update', 'upsert'].includes(key)) throw new Error(`update: option ${key} is not supported by this runner`);
-  return { q: request.filter, u: request.update, ...(multi ? { multi: true } : {}), ...(request.upsert === undefined ? {} : { upsert: request.upsert }) };
+/**
+ * The update statement of an updateOne or updateMany request (`filter`, `update`, `upsert`), or of a replaceOne
+ * (`filter`, `replacement`, `upsert`). As drivers do (CRUD spec, "Update vs. Replace Validation"), an update whose
+ * first field is not an atomic modifier (nor a pipeline), or a replacement whose first field is one, is refused with a
+ * client error, nothing sent.
+ */
+function updateStatement(request: Document, multi: boolean, replace = false): Document {
+  const document = replace ? 'replacement' : 'update';
+  for (const key of Object.keys(request)) if (!['filter', document, 'upsert'].includes(key)) throw new Error(`${replace ? 'replace' : 'update'}: option ${key} is not supported by this runner`);
+  const u = request[document] as unknown;
+  const atomic = typeof u === 'object' && u !== null && !Array.isArray(u) && (Object.keys(u)[0]?.startsWith('$') ?? false);
+  if (replace ? atomic : !atomic && !Array.isArray(u)) throw new Error(replace ? 'replacement document must not contain atomic operators' : 'update document requires atomic operators');
+  return { q: request.filter, u, ...(multi ? { multi: true } : {}), ...(request.upsert === undefined ? {} : { upsert: request.upsert }) };
 }
 
 /** The error a write's reply reports (a write error or a write concern error), as a driver throws it. */
@@ -840,7 +849,7 @@ export class UnifiedTestRun {
           break;
         case 'replaceOne':
           kind = 'update';
-          statement = updateStatement({ ...given, update: given.replacement }, false);
+          statement = updateStatement(given, false, true);
           break;
         case 'deleteOne':
         case 'deleteMany':
