@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { Long, type Document } from 'bson';
 import { connect, MongoServerError, type Client } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
-import { checkError, directUri, isRedacted, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { checkError, directUri, isRedacted, readPreferenceOf, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
@@ -520,6 +520,14 @@ describe('unified test runner', function () {
       expect(() => checkError({ errorLabelsOmit: ['RetryableWriteError'] }, error, 'op')).to.throw(/hold RetryableWriteError/);
       expect(() => checkError({ isClientError: true }, error, 'op')).to.throw(/expected a client error/);
       expect(() => checkError({ isClientError: true }, new Error('connection closed'), 'op')).to.not.throw();
+    });
+  });
+
+  describe('read preferences', function () {
+    it("are read in the format's form (mode in any case, tagSets), and one the runner would not apply is an error", function () {
+      expect(readPreferenceOf({ mode: 'SecondaryPreferred', tagSets: [{ dc: 'ny' }, {}], maxStalenessSeconds: 90 }, 'c')).to.deep.equal({ mode: 'secondaryPreferred', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 90 });
+      expect(readPreferenceOf({ mode: 'primary' }, 'c')).to.deep.equal({ mode: 'primary' });
+      expect(() => readPreferenceOf({ mode: 'Nearest', hedge: { enabled: true } }, 'collection c')).to.throw(/collection c: read preference field hedge is not supported/);
     });
   });
 
