@@ -339,6 +339,29 @@ describe('unified test runner', function () {
       expect(await outcome(file, refused)).to.equal(undefined);
     });
 
+    it('gives a document inserted without an _id a new ObjectId, as a driver does, and reports it', async function () {
+      const oid = { $$type: 'objectId' };
+      const test = {
+        description: 'inserted ids',
+        operations: [
+          { name: 'insertOne', object: 'collection', arguments: { document: { x: 1 } }, expectResult: { insertedId: oid } },
+          { name: 'insertMany', object: 'collection', arguments: { documents: [{ x: 2 }, { _id: 7 }] }, expectResult: { insertedIds: { 0: oid, 1: 7 } } },
+          { name: 'bulkWrite', object: 'collection', arguments: { requests: [{ insertOne: { document: { x: 3 } } }] }, expectResult: { insertedIds: { 0: oid } } },
+        ],
+        expectEvents: [
+          {
+            client: 'client',
+            events: [
+              started({ insert: 'c', documents: [{ _id: oid, x: 1 }] }),
+              started({ insert: 'c', documents: [{ _id: oid, x: 2 }, { _id: 7 }] }),
+              started({ insert: 'c', documents: [{ _id: oid, x: 3 }] }),
+            ],
+          },
+        ],
+      };
+      expect(await outcome(file, test)).to.equal(undefined);
+    });
+
     it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {
       const update = (name: string, filter: Document, expectResult: Document): Document => ({ name, object: 'collection', arguments: { filter, update: { $set: { x: 1 } }, upsert: true }, expectResult });
       const test = {
