@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { Long, type Document } from 'bson';
 import { connect, MongoServerError, type Client } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
-import { checkError, directUri, isRedacted, readPreferenceOf, UnifiedTestRun, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { checkError, directUri, isRedacted, readPreferenceOf, UnifiedTestRun, writeConcernOf, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
@@ -250,6 +250,8 @@ describe('unified test runner', function () {
         { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(2, 3, 4) } },
         { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(12, 13, 14), ordered: false } },
         { name: 'insertOne', object: 'collection', arguments: { document: { _id: 20 } } },
+        // A find's getMores are of its operation.
+        { name: 'find', object: 'collection', arguments: { filter: {}, sort: { _id: 1 }, batchSize: 4 } },
       ],
       expectEvents: [
         {
@@ -265,6 +267,8 @@ describe('unified test runner', function () {
             started({ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }], ordered: false }),
             started({ update: 'c', updates: [{ q: { _id: 12 }, u: { $set: { x: 1 } } }], ordered: false }),
             started({ insert: 'c', documents: [{ _id: 20 }], ordered: true }),
+            started({ find: 'c', batchSize: 4 }),
+            started({ getMore: { $$type: 'long' }, batchSize: 4 }),
           ],
         },
       ],
@@ -277,6 +281,7 @@ describe('unified test runner', function () {
             startedLog('insert', 1), startedLog('delete', 1), startedLog('insert', 1), startedLog('update', 1),
             startedLog('insert', 2), startedLog('delete', 2), startedLog('update', 2),
             startedLog('insert', 3),
+            startedLog('find', 4), startedLog('getMore', 4),
           ],
         },
       ],
@@ -360,6 +365,37 @@ describe('unified test runner', function () {
         ],
       };
       expect(await outcome(file, test)).to.equal(undefined);
+    });
+
+    it("writes with the collection's write concern, else its database's, else the client's uriOptions'", async function () {
+      const inheriting: UnifiedFile = {
+        ...file,
+        createEntities: [
+          { client: { id: 'client', observeEvents: ['commandStartedEvent'], uriOptions: { w: 'majority', journal: true } } },
+          { database: { id: 'database', client: 'client', databaseName: 'db' } },
+          { database: { id: 'database1', client: 'client', databaseName: 'db', databaseOptions: { writeConcern: { w: 1 } } } },
+          { collection: { id: 'fromClient', database: 'database', collectionName: 'c' } },
+          { collection: { id: 'fromDatabase', database: 'database1', collectionName: 'c' } },
+          { collection: { id: 'own', database: 'database1', collectionName: 'c', collectionOptions: { writeConcern: { w: 'majority', journal: false, wtimeoutMS: 1000 } } } },
+        ],
+      };
+      const test = {
+        description: 'write concerns',
+        operations: ['fromClient', 'fromDatabase', 'own'].map((object, i) => ({ name: 'deleteOne', object, arguments: { filter: { _id: i } } })),
+        expectEvents: [
+          {
+            client: 'client',
+            events: [
+              started({ delete: 'c', writeConcern: { w: 'majority', j: true } }),
+              started({ delete: 'c', writeConcern: { w: 1 } }),
+              // The format's journal and wtimeoutMS are the command's j and wtimeout.
+              started({ delete: 'c', writeConcern: { w: 'majority', j: false, wtimeout: 1000 } }),
+            ],
+          },
+        ],
+      };
+      expect(await outcome(inheriting, test)).to.equal(undefined);
+      expect(() => writeConcernOf({ w: 1, wtimeout: 5 }, 'collection c')).to.throw(/collection c: write concern field wtimeout is not supported/);
     });
 
     it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {

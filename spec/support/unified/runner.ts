@@ -301,7 +301,21 @@ function entityOptions(options: unknown, what: string): { readPreference?: Docum
   if (options === undefined) return {};
   for (const key of Object.keys(options as Document)) if (key !== 'readPreference' && key !== 'writeConcern') throw new Error(`${what}: option ${key} is not supported by this runner`);
   const { readPreference, writeConcern } = options as { readPreference?: Document; writeConcern?: Document };
-  return { ...(readPreference === undefined ? {} : { readPreference: readPreferenceOf(readPreference, what) }), ...(writeConcern === undefined ? {} : { writeConcern }) };
+  return { ...(readPreference === undefined ? {} : { readPreference: readPreferenceOf(readPreference, what) }), ...(writeConcern === undefined ? {} : { writeConcern: writeConcernOf(writeConcern, what) }) };
+}
+
+/**
+ * A write concern as the format writes one (`w`, `journal`, `wtimeoutMS`: "commonOptions_writeConcern") as a command's
+ * `writeConcern` field has it (`w`, `j`, `wtimeout`); any other field is an error.
+ */
+export function writeConcernOf(given: Document, what: string): Document {
+  const fields: Record<string, string> = { w: 'w', journal: 'j', wtimeoutMS: 'wtimeout' };
+  const out: Document = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (fields[key] === undefined) throw new Error(`${what}: write concern field ${key} is not supported by this runner`);
+    out[fields[key]] = value;
+  }
+  return out;
 }
 
 /**
