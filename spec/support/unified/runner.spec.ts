@@ -472,6 +472,18 @@ describe('unified test runner', function () {
       expect(await outcome(file, find({ batchSize: 3 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 3 }, getMore(3)]))).to.equal(undefined);
     });
 
+    it("fails on what it cannot run, even where the operation expects an error or ignores it: its refusal is not the client's error", async function () {
+      const refused = (operation: Document): Document => ({ description: 'refused', operations: [{ object: 'collection', ...operation }] });
+      const find = { name: 'find', arguments: { filter: {}, collation: { locale: 'fr' } } };
+      expect(await outcome(file, refused({ ...find, expectError: { isClientError: true } }))).to.match(/argument collation is not supported/);
+      expect(await outcome(file, refused({ ...find, expectError: { isError: true } }))).to.match(/argument collation is not supported/);
+      expect(await outcome(file, refused({ ...find, ignoreResultAndError: true }))).to.match(/argument collation is not supported/);
+      expect(await outcome(file, refused({ name: 'aggregate', arguments: { pipeline: [] }, expectError: { isClientError: true } }))).to.match(/operation aggregate on collection .* not supported/);
+      expect(await outcome(file, refused({ name: 'find', object: 'collection2', arguments: { filter: {} }, expectError: { isClientError: true } }))).to.match(/no entity collection2/);
+      const bulk = { name: 'bulkWrite', arguments: { requests: [{ insertOne: { document: {} }, deleteOne: { filter: {} } }] }, expectError: { isClientError: true } };
+      expect(await outcome(file, refused(bulk))).to.match(/a request names one write model, not 2/);
+    });
+
     it("sends a getMore's cursor id as a long, as mongod requires, though the reply's id is read as a number", async function () {
       // The format's $$type 'long' takes a number too (a reply's long is read as one): the sent command is looked at.
       const sent: unknown[] = [];

@@ -299,7 +299,7 @@ interface CollectionEntity {
 /** The read preference and write concern of a `databaseOptions` or `collectionOptions`; any other option is an error. */
 function entityOptions(options: unknown, what: string): { readPreference?: Document; writeConcern?: Document } {
   if (options === undefined) return {};
-  for (const key of Object.keys(options as Document)) if (key !== 'readPreference' && key !== 'writeConcern') throw new Error(`${what}: option ${key} is not supported by this runner`);
+  for (const key of Object.keys(options as Document)) if (key !== 'readPreference' && key !== 'writeConcern') throw new UnrunnableError(`${what}: option ${key} is not supported by this runner`);
   const { readPreference, writeConcern } = options as { readPreference?: Document; writeConcern?: Document };
   return { ...(readPreference === undefined ? {} : { readPreference: readPreferenceOf(readPreference, what) }), ...(writeConcern === undefined ? {} : { writeConcern: writeConcernOf(writeConcern, what) }) };
 }
@@ -312,7 +312,7 @@ export function writeConcernOf(given: Document, what: string): Document {
   const fields: Record<string, string> = { w: 'w', journal: 'j', wtimeoutMS: 'wtimeout' };
   const out: Document = {};
   for (const [key, value] of Object.entries(given)) {
-    if (fields[key] === undefined) throw new Error(`${what}: write concern field ${key} is not supported by this runner`);
+    if (fields[key] === undefined) throw new UnrunnableError(`${what}: write concern field ${key} is not supported by this runner`);
     out[fields[key]] = value;
   }
   return out;
@@ -329,7 +329,7 @@ export function readPreferenceOf(given: Document, what: string): Document {
     if (key === 'mode') out.mode = typeof value === 'string' ? value[0]!.toLowerCase() + value.slice(1) : value;
     else if (key === 'tagSets' || key === 'tags') out.tags = value;
     else if (key === 'maxStalenessSeconds') out.maxStalenessSeconds = value;
-    else throw new Error(`${what}: read preference field ${key} is not supported by this runner`);
+    else throw new UnrunnableError(`${what}: read preference field ${key} is not supported by this runner`);
   }
   return out;
 }
@@ -368,11 +368,23 @@ function withIds(documents: readonly Document[]): Document[] {
  */
 function updateStatement(request: Document, multi: boolean, replace = false): Document {
   const document = replace ? 'replacement' : 'update';
-  for (const key of Object.keys(request)) if (!['filter', document, 'upsert'].includes(key)) throw new Error(`${replace ? 'replace' : 'update'}: option ${key} is not supported by this runner`);
+  for (const key of Object.keys(request)) if (!['filter', document, 'upsert'].includes(key)) throw new UnrunnableError(`${replace ? 'replace' : 'update'}: option ${key} is not supported by this runner`);
   const u = request[document] as unknown;
   const atomic = typeof u === 'object' && u !== null && !Array.isArray(u) && (Object.keys(u)[0]?.startsWith('$') ?? false);
   if (replace ? atomic : !atomic && !Array.isArray(u)) throw new Error(replace ? 'replacement document must not contain atomic operators' : 'update document requires atomic operators');
   return { q: request.filter, u, ...(multi ? { multi: true } : {}), ...(request.upsert === undefined ? {} : { upsert: request.upsert }) };
+}
+
+/**
+ * A test the runner cannot run as written: an operation, argument, option or entity it does not support or cannot
+ * find. It fails the test whatever the operation expects: it never stands for the error an `expectError` names (a
+ * client error, say), nor is it ignored by `ignoreResultAndError`.
+ */
+export class UnrunnableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnrunnableError';
+  }
 }
 
 /** The error a write's reply reports (a write error or a write concern error), as a driver throws it. */
@@ -561,7 +573,7 @@ export class UnifiedTestRun {
 
   private entity<T>(id: string, what: string, is: (entity: Entity) => entity is T): T {
     const entity = this.entities.get(id);
-    if (entity === undefined || !is(entity)) throw new Error(`entity ${id} is not a ${what}`);
+    if (entity === undefined || !is(entity)) throw new UnrunnableError(`entity ${id} is not a ${what}`);
     return entity;
   }
 
@@ -645,6 +657,8 @@ export class UnifiedTestRun {
     try {
       result = await this.execute(operation);
     } catch (e) {
+      // The runner's own refusal is never the error a test expects.
+      if (e instanceof UnrunnableError) throw e;
       error = e;
       failed = true;
     }
@@ -673,11 +687,11 @@ export class UnifiedTestRun {
   private async execute(operation: Operation): Promise<unknown> {
     const args = operation.arguments ?? {};
     const target = this.entities.get(operation.object) as { kind?: string } | ClientEntity | undefined;
-    if (operation.object !== 'testRunner' && target === undefined) throw new Error(`${operation.name} on ${operation.object}: no entity ${operation.object}`);
+    if (operation.object !== 'testRunner' && target === undefined) throw new UnrunnableError(`${operation.name} on ${operation.object}: no entity ${operation.object}`);
     const kind = operation.object === 'testRunner' ? 'testRunner' : target instanceof ClientEntity ? 'client' : target?.kind;
     const allowed = ARGUMENTS[`${String(kind)}.${operation.name}`];
-    if (allowed === undefined) throw new Error(`operation ${operation.name} on ${operation.object} (${String(kind)}) is not supported by this runner`);
-    for (const key of Object.keys(args)) if (!allowed.includes(key)) throw new Error(`operation ${operation.name}: argument ${key} is not supported by this runner`);
+    if (allowed === undefined) throw new UnrunnableError(`operation ${operation.name} on ${operation.object} (${String(kind)}) is not supported by this runner`);
+    for (const key of Object.keys(args)) if (!allowed.includes(key)) throw new UnrunnableError(`operation ${operation.name}: argument ${key} is not supported by this runner`);
     if (operation.object === 'testRunner') return this.runTestRunnerOperation(operation.name, args);
     if (target instanceof ClientEntity) {
       switch (operation.name) {
@@ -689,17 +703,17 @@ export class UnifiedTestRun {
         case 'clientBulkWrite':
           return this.clientBulkWrite(target, args);
         default:
-          throw new Error(`client operation ${operation.name} is not supported by this runner`);
+          throw new UnrunnableError(`client operation ${operation.name} is not supported by this runner`);
       }
     }
     if (target?.kind === 'database') {
       const database = target as DatabaseEntity;
-      if (operation.name !== 'runCommand') throw new Error(`database operation ${operation.name} is not supported by this runner`);
+      if (operation.name !== 'runCommand') throw new UnrunnableError(`database operation ${operation.name} is not supported by this runner`);
       const readPreference = args.readPreference as Document | undefined;
       return database.client.client.command(database.name, args.command as Document, readPreference === undefined ? undefined : { readPreference: readPreferenceOf(readPreference, 'runCommand') as never });
     }
     if (target?.kind === 'collection') return this.collectionOperation(target as CollectionEntity, operation.name, args);
-    throw new Error(`operation ${operation.name}: no entity ${operation.object}`);
+    throw new UnrunnableError(`operation ${operation.name}: no entity ${operation.object}`);
   }
 
   /** The commands a driver sends for the CRUD operations these tests use (CRUD spec). */
@@ -764,7 +778,7 @@ export class UnifiedTestRun {
         return documents;
       }
       default:
-        throw new Error(`collection operation ${name} is not supported by this runner`);
+        throw new UnrunnableError(`collection operation ${name} is not supported by this runner`);
     }
   }
 
@@ -846,7 +860,7 @@ export class UnifiedTestRun {
     const insertedIds: Record<number, unknown> = {};
     requests.forEach((request, index) => {
       const entries = Object.entries(request);
-      if (entries.length !== 1) throw new Error(`bulkWrite: a request names one write model, not ${entries.length}`);
+      if (entries.length !== 1) throw new UnrunnableError(`bulkWrite: a request names one write model, not ${entries.length}`);
       const [model, given] = entries[0] as [string, Document];
       let kind: 'insert' | 'update' | 'delete';
       let statement: Document;
@@ -871,7 +885,7 @@ export class UnifiedTestRun {
           statement = { q: given.filter, limit: model === 'deleteOne' ? 1 : 0 };
           break;
         default:
-          throw new Error(`bulkWrite: write model ${model} is not supported by this runner`);
+          throw new UnrunnableError(`bulkWrite: write model ${model} is not supported by this runner`);
       }
       const batch = ordered ? batches[batches.length - 1] : batches.find((b) => b.kind === kind);
       if (batch?.kind === kind) batch.statements.push(statement);
