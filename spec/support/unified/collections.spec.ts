@@ -132,6 +132,17 @@ describe('EmbeddedCollections', function () {
     expect(await failed(c.command('db', { find: 'missing', projection: { a: 1, b: 0 } }))).to.include({ code: 31254 });
   });
 
+  it("shows each document's own record id, whatever the sort and skip, and returns the _id index's key only where the query uses it", async function () {
+    const store = new EmbeddedCollections();
+    const c = await served(store);
+    store.set('db', 'coll', [{ _id: 1, a: 1 }, { _id: 2, a: 2 }, { _id: 3, a: 3 }]);
+    const shown = await firstBatch(c, { find: 'coll', sort: { _id: -1 }, skip: 1, showRecordId: true, projection: { a: 0 } });
+    expect(shown).to.deep.equal([{ _id: 2, $recordId: 2 }, { _id: 1, $recordId: 1 }]);
+    expect(await firstBatch(c, { find: 'coll', sort: { _id: 1 }, returnKey: true, showRecordId: true })).to.deep.equal([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+    expect(await firstBatch(c, { find: 'coll', filter: { a: { $gt: 1 } }, returnKey: true })).to.deep.equal([{}, {}]);
+    expect(await firstBatch(c, { find: 'coll', filter: { a: 3 }, hint: { _id: 1 }, returnKey: true })).to.deep.equal([{ _id: 3 }]);
+  });
+
   it('keeps a cursor for getMore: batches of batchSize, the first filled one left open, killCursors, CursorNotFound, singleBatch, no negative limit', async function () {
     const store = new EmbeddedCollections();
     const c = await served(store);
@@ -143,6 +154,9 @@ describe('EmbeddedCollections', function () {
     // Elsewhere the cursor is not found.
     expect(await failed(c.command('db', { getMore: id, collection: 'other' }))).to.include({ code: 43, codeName: 'CursorNotFound' });
     expect((await c.command('db', { getMore: id, collection: 'coll', batchSize: 5 })).cursor).to.deep.include({ nextBatch: [{ _id: 3 }], id: 0 });
+    const small = Long.fromValue((await c.command('db', { find: 'coll', batchSize: 1 })).cursor.id);
+    expect((await c.command('db', { getMore: small, collection: 'coll', batchSize: 1 })).cursor).to.deep.include({ nextBatch: [{ _id: 2 }], id: small.toNumber() });
+    expect((await c.command('db', { getMore: small, collection: 'coll', batchSize: 1 })).cursor).to.deep.include({ nextBatch: [{ _id: 3 }], id: 0 });
     expect(await failed(c.command('db', { getMore: id, collection: 'coll' }))).to.include({ code: 43 });
     // A first batch filled to its batchSize leaves a cursor open though nothing is left (CRUD spec, limit = batchSize).
     const full = (await c.command('db', { find: 'coll', limit: 2, batchSize: 2 })).cursor;

@@ -463,7 +463,15 @@ export class EmbeddedCollections {
     const projection = field(command, 'find', 'projection', 'object', false) as Document | undefined;
     const hint = command.hint as unknown;
     const sort = Object.entries(sortSpec);
-    const found = this.select(db, coll, filter).map(copy);
+    const stored = this.collection(db, coll, false) ?? [];
+    // A document's record id is its own, whatever the sort or skip: its place in natural order here (mongod's grows
+    // with each insert and is kept across updates).
+    const recordIds = new Map<Document, number>();
+    const found = this.select(db, coll, filter).map((doc) => {
+      const copied = copy(doc);
+      recordIds.set(copied, stored.indexOf(doc) + 1);
+      return copied;
+    });
     if (sort.length > 0) {
       found.sort((a, b) => sort.reduce((c, [name, dir]) => c || compareValues(a[name], b[name]) * (Number(dir) < 0 ? -1 : 1), 0));
     }
@@ -475,10 +483,10 @@ export class EmbeddedCollections {
     if (projection !== undefined) project({}, projection);
     // The only index is _id's: a query that uses it (hinted, sorted or filtered on _id) returns its key, others none.
     const usesIdIndex = (typeof hint === 'object' && hint !== null && '_id' in hint) || sort[0]?.[0] === '_id' || '_id' in filter;
-    const results = found.slice(skip, limit > 0 ? skip + limit : undefined).map((doc, i) => {
+    const results = found.slice(skip, limit > 0 ? skip + limit : undefined).map((doc) => {
       if (command.returnKey === true) return usesIdIndex ? { _id: doc._id } : {};
       const shown = projection === undefined ? doc : project(doc, projection);
-      return command.showRecordId === true ? { ...shown, $recordId: Long.fromNumber(i + 1) } : shown;
+      return command.showRecordId === true ? { ...shown, $recordId: Long.fromNumber(recordIds.get(doc)!) } : shown;
     });
     const ns = `${db}.${coll}`;
     if (command.singleBatch === true) {
