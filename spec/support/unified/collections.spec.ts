@@ -168,6 +168,11 @@ describe('EmbeddedCollections', function () {
     expect(await failed(c.command('db', { getMore: killed, collection: 'coll' }))).to.include({ code: 43 });
     expect((await c.command('db', { find: 'coll', batchSize: 1, singleBatch: true })).cursor).to.deep.include({ firstBatch: [{ _id: 1 }], id: 0 });
     expect(await failed(c.command('db', { find: 'coll', limit: -1 }))).to.include({ code: 51024 });
+    // batchSize 0: an open cursor, nothing read; a getMore's batchSize must be positive.
+    const none = (await c.command('db', { find: 'coll', batchSize: 0 })).cursor;
+    expect(none.firstBatch).to.deep.equal([]);
+    expect(await failed(c.command('db', { getMore: Long.fromValue(none.id), collection: 'coll', batchSize: 0 }))).to.include({ code: 2, message: 'Batch size for getMore must be positive, but received: 0' });
+    expect((await c.command('db', { getMore: Long.fromValue(none.id), collection: 'coll' })).cursor).to.deep.include({ nextBatch: [{ _id: 1 }, { _id: 2 }, { _id: 3 }], id: 0 });
   });
 
   it('deletes, drops (a missing collection too), creates and lists databases and collections', async function () {

@@ -493,8 +493,13 @@ export class EmbeddedCollections {
       const size = Number(command.batchSize ?? 0);
       return { cursor: { firstBatch: size > 0 ? results.slice(0, size) : results, id: Long.fromNumber(0), ns }, ok: 1 };
     }
-    // A first batch filled to batchSize leaves the cursor open, the results all read or not (the limit too: CRUD spec,
-    // "Setting limit and batchSize options for find commands"); a getMore then finds the rest, or nothing.
+    // A batchSize of 0 opens the cursor with an empty first batch (mongod runs nothing yet); a first batch filled to
+    // batchSize leaves the cursor open, the results all read or not (the limit too: CRUD spec, "Setting limit and
+    // batchSize options for find commands"); a getMore then finds the rest, or nothing.
+    if (command.batchSize !== undefined && Number(command.batchSize) === 0 && results.length > 0) {
+      this.cursors.set(++this.lastCursorId, { ns, rest: results });
+      return { cursor: { firstBatch: [], id: Long.fromBigInt(this.lastCursorId), ns }, ok: 1 };
+    }
     return { cursor: this.open(ns, results, command.batchSize, 'firstBatch', 0n, true), ok: 1 };
   }
 
@@ -511,12 +516,16 @@ export class EmbeddedCollections {
     return { [batch]: results.slice(0, size), id: Long.fromBigInt(cursorId), ns };
   }
 
-  /** `getMore` (a cursor id of this store's, `collection`, `batchSize`): the next batch; CursorNotFound 43 for another id. */
+  /**
+   * `getMore` (a cursor id of this store's, `collection`, `batchSize`: positive, else BadValue 2 as on mongod): the next
+   * batch; CursorNotFound 43 for another id.
+   */
   private getMore(command: Document, db: string): Document {
     // The endpoint reads a long that fits in a double as a number: either is the id.
     const given: unknown = command.getMore;
     const id = Long.isLong(given) ? given.toBigInt() : Number.isSafeInteger(given) ? BigInt(given as number) : undefined;
     if (id === undefined) throw failure(14, 'TypeMismatch', `Field 'getMore' must be of type long in: ${EJSON.stringify(command)}`);
+    if (command.batchSize !== undefined && !(Number(command.batchSize) > 0)) throw failure(2, 'BadValue', `Batch size for getMore must be positive, but received: ${String(command.batchSize)}`);
     const coll = field(command, 'getMore', 'collection', 'string', true) as string;
     const cursor = this.cursors.get(id);
     if (cursor === undefined || cursor.ns !== `${db}.${coll}`) throw failure(43, 'CursorNotFound', `cursor id ${id} not found`);

@@ -470,6 +470,9 @@ describe('unified test runner', function () {
       expect(await outcome(file, find({ batchSize: 2 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 2 }, getMore(2)]))).to.equal(undefined);
       expect(await outcome(file, find({ limit: 3, batchSize: 2 }, ids(1, 2, 3), [{ find: 'c', limit: 3, batchSize: 2 }, getMore(1)]))).to.equal(undefined);
       expect(await outcome(file, find({ batchSize: 3 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 3 }, getMore(3)]))).to.equal(undefined);
+      // A batchSize of 0 opens the cursor with nothing read: the getMore asks for no batch size.
+      expect(await outcome(file, find({ batchSize: 0 }, ids(1, 2, 3, 4), [{ find: 'c', batchSize: 0 }, { ...getMore(), batchSize: { $$exists: false } }]))).to.equal(undefined);
+      expect(await outcome(file, find({ batchSize: 0, limit: 3 }, ids(1, 2, 3), [{ find: 'c', batchSize: 0, limit: 3 }, getMore(3)]))).to.equal(undefined);
     });
 
     it("fails on what it cannot run, even where the operation expects an error or ignores it: its refusal is not the client's error", async function () {

@@ -768,7 +768,9 @@ export class UnifiedTestRun {
         let id = cursor.id;
         while (id !== undefined && Number(id) !== 0) {
           // A getMore asks for the batch size, or for what is left of the limit when less (CRUD spec, "Find").
-          const batchSize = limit > 0 ? Math.min(Number(args.batchSize ?? limit), limit - documents.length) : args.batchSize;
+          // A batchSize of 0 (the server's default) is not sent: a getMore's must be positive.
+          const given = Number(args.batchSize ?? 0) > 0 ? Number(args.batchSize) : undefined;
+          const batchSize = limit > 0 ? Math.min(given ?? limit, limit - documents.length) : given;
           // The id goes back as a long, which getMore requires: a reply's Long small enough is read as a number.
           const getMore: Document = { getMore: Long.isLong(id) ? id : Long.fromNumber(Number(id)), collection: collection.name, ...(batchSize === undefined ? {} : { batchSize }) };
           const more = (await client.command(collection.db, getMore, options)).cursor as Document;
