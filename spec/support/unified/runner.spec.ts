@@ -411,6 +411,29 @@ describe('unified test runner', function () {
       expect(await outcome(file, test)).to.equal(undefined);
     });
 
+    it("reports a bulk write's counts, and its inserted and upserted ids by the request's index, ordered or not", async function () {
+      const requests = (base: number): Document[] => [
+        { updateOne: { filter: { _id: base }, update: { $set: { u: 1 } }, upsert: true } },
+        { insertOne: { document: { _id: base + 1 } } },
+        { updateMany: { filter: { _id: 1 }, update: { $set: { u: 1 } } } },
+        { updateOne: { filter: { _id: base + 2 }, update: { $set: { u: 1 } }, upsert: true } },
+        { deleteOne: { filter: { _id: base + 1 } } },
+      ];
+      const expectResult = (base: number): Document => ({
+        insertedCount: 1, matchedCount: 1, modifiedCount: 1, deletedCount: 1, upsertedCount: 2,
+        insertedIds: { 1: base + 1 },
+        upsertedIds: { 0: base, 3: base + 2 },
+      });
+      const test = {
+        description: 'bulkWrite results',
+        operations: [
+          { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(10) }, expectResult: expectResult(10) },
+          { name: 'bulkWrite', object: 'collection', arguments: { requests: requests(20), ordered: false }, expectResult: { ...expectResult(20), modifiedCount: 0 } },
+        ],
+      };
+      expect(await outcome(file, test)).to.equal(undefined);
+    });
+
     it('stops an ordered bulk write at its first write error, and runs every command of an unordered one before throwing', async function () {
       const failing = (ordered: boolean): Document => ({
         description: 'bulkWrite with a write error',

@@ -858,7 +858,8 @@ export class UnifiedTestRun {
    * ordered bulk operations"): it is thrown once every command ran, unless a write error is.
    */
   private async bulkWrite(collection: CollectionEntity, requests: readonly Document[], ordered: boolean, operationId: number): Promise<Document | undefined> {
-    const batches: { kind: 'insert' | 'update' | 'delete'; statements: Document[] }[] = [];
+    // Each batch with the index in `requests` of each of its statements (a reply's upserted index is the batch's).
+    const batches: { kind: 'insert' | 'update' | 'delete'; statements: Document[]; indices: number[] }[] = [];
     const insertedIds: Record<number, unknown> = {};
     requests.forEach((request, index) => {
       const entries = Object.entries(request);
@@ -890,14 +891,17 @@ export class UnifiedTestRun {
           throw new UnrunnableError(`bulkWrite: write model ${model} is not supported by this runner`);
       }
       const batch = ordered ? batches[batches.length - 1] : batches.find((b) => b.kind === kind);
-      if (batch?.kind === kind) batch.statements.push(statement);
-      else batches.push({ kind, statements: [statement] });
+      if (batch?.kind === kind) {
+        batch.statements.push(statement);
+        batch.indices.push(index);
+      } else batches.push({ kind, statements: [statement], indices: [index] });
     });
     const field = { insert: 'documents', update: 'updates', delete: 'deletes' } as const;
-    const result = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0, insertedIds };
+    const upsertedIds: Record<number, unknown> = {};
+    const result = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0, insertedIds, upsertedIds };
     let writeFailure: unknown;
     let concernFailure: unknown;
-    for (const { kind, statements } of batches) {
+    for (const { kind, statements, indices } of batches) {
       const reply = await this.send(collection, { [kind]: collection.name, [field[kind]]: statements, ordered }, operationId);
       if (reply === undefined) continue;
       try {
@@ -908,13 +912,15 @@ export class UnifiedTestRun {
       }
       if (ordered && writeFailure !== undefined) break;
       const n = Number(reply.n ?? 0);
-      const upserted = (reply.upserted as Document[] | undefined)?.length ?? 0;
+      const upserted = (reply.upserted as Document[] | undefined) ?? [];
       if (kind === 'insert') result.insertedCount += n;
       else if (kind === 'delete') result.deletedCount += n;
       else {
-        result.matchedCount += n - upserted;
+        result.matchedCount += n - upserted.length;
         result.modifiedCount += Number(reply.nModified ?? 0);
-        result.upsertedCount += upserted;
+        result.upsertedCount += upserted.length;
+        // CRUD spec, "BulkWriteResult": upsertedIds by the request's index.
+        for (const { index, _id } of upserted) upsertedIds[indices[Number(index)]!] = _id;
       }
     }
     if (writeFailure !== undefined) throw writeFailure;
