@@ -291,11 +291,12 @@ export class EmbeddedCollections {
    * - `find` (`filter`, `sort`, `skip`, `limit`, `projection` of top-level fields, `batchSize`, `returnKey`,
    *   `showRecordId`; `hint`, `min`, `max`, `comment`, `maxTimeMS` accepted and not applied): `{ cursor: { firstBatch,
    *   id, ns }, ok: 1 }`, natural order without `sort`, every match in the first batch (id 0) unless `batchSize` is
-   *   not larger (a first batch filled to `batchSize` leaves the cursor open, as mongod's; `singleBatch` never does; a
-   *   negative `limit` is Location51024; a projection both including and excluding is Location31254 / 31253);
-   *   `getMore` (`batchSize`) reads the rest (CursorNotFound 43 for an unknown id), `killCursors` closes
-   *   cursors; `returnKey` gives the `_id` index's key when the query uses it (hinted, sorted or filtered on `_id`),
-   *   else `{}`;
+   *   not larger (a first batch filled to `batchSize` leaves the cursor open, as mongod's; `batchSize: 0` opens it with
+   *   an empty first batch; `singleBatch` never does; a negative `limit` is Location51024; a projection both including
+   *   and excluding is Location31254 / 31253); `getMore` (`batchSize`, positive or BadValue 2) reads the rest
+   *   (CursorNotFound 43 for an unknown id), `killCursors` closes cursors; `returnKey` gives the `_id` index's key
+   *   when the query uses it (hinted, sorted or filtered on `_id`), else `{}`; `showRecordId` a document's place in
+   *   natural order as `$recordId`;
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
    *   `{ n, nModified, upserted?: [{ index, _id }] }`;
    * - `delete` (`deletes: [{ q, limit: 0 | 1 }]`): `{ n }`; `count` (`query`): `{ n }`;
