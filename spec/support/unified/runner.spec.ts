@@ -398,6 +398,33 @@ describe('unified test runner', function () {
       expect(() => writeConcernOf({ w: 1, wtimeout: 5 }, 'collection c')).to.throw(/collection c: write concern field wtimeout is not supported/);
     });
 
+    it('reports nothing of an unacknowledged write (w: 0), which it sends with no reply read; w: 0 with journal is acknowledged', async function () {
+      const unacknowledged: UnifiedFile = {
+        ...file,
+        createEntities: [
+          ...file.createEntities!,
+          { collection: { id: 'w0', database: 'database', collectionName: 'c', collectionOptions: { writeConcern: { w: 0 } } } },
+          { collection: { id: 'journaled', database: 'database', collectionName: 'c', collectionOptions: { writeConcern: { w: 0, journal: true } } } },
+        ],
+      };
+      const none = { $$exists: false };
+      const test = {
+        description: 'unacknowledged',
+        operations: [
+          { name: 'updateOne', object: 'w0', arguments: { filter: { _id: 1 }, update: { $set: { x: 1 } } }, expectResult: none },
+          { name: 'updateMany', object: 'w0', arguments: { filter: { _id: 1 }, update: { $set: { y: 1 } } }, expectResult: none },
+          { name: 'bulkWrite', object: 'w0', arguments: { requests: [{ insertOne: { document: { _id: 2 } } }] }, expectResult: none },
+          { name: 'deleteOne', object: 'w0', arguments: { filter: { _id: 2 } }, expectResult: none },
+          // A duplicate key is not reported: the reply is never read.
+          { name: 'insertOne', object: 'w0', arguments: { document: { _id: 1 } } },
+          { name: 'deleteMany', object: 'journaled', arguments: { filter: { _id: 3 } }, expectResult: { deletedCount: 0 } },
+          // The writes ran before the find, on the same connection.
+          { name: 'find', object: 'collection', arguments: { filter: {} }, expectResult: [{ _id: 1, x: 1, y: 1 }] },
+        ],
+      };
+      expect(await outcome(unacknowledged, test)).to.equal(undefined);
+    });
+
     it('reports an upsert as upserted, not matched, with its upsertedId (CRUD spec, "UpdateResult")', async function () {
       const update = (name: string, filter: Document, expectResult: Document): Document => ({ name, object: 'collection', arguments: { filter, update: { $set: { x: 1 } }, upsert: true }, expectResult });
       const test = {
