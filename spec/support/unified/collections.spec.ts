@@ -164,6 +164,8 @@ describe('EmbeddedCollections', function () {
     expect(Long.fromValue(full.id).isZero()).to.equal(false);
     expect((await c.command('db', { getMore: Long.fromValue(full.id), collection: 'coll' })).cursor).to.deep.include({ nextBatch: [], id: 0 });
     const killed = Long.fromValue((await c.command('db', { find: 'coll', batchSize: 1 })).cursor.id);
+    // Another collection's killCursors does not find it.
+    expect(await c.command('db', { killCursors: 'other', cursors: [killed] })).to.deep.include({ cursorsKilled: [], cursorsNotFound: [killed.toNumber()] });
     expect(await c.command('db', { killCursors: 'coll', cursors: [killed, Long.fromNumber(999)] })).to.deep.include({ cursorsKilled: [killed.toNumber()], cursorsNotFound: [999] });
     expect(await failed(c.command('db', { getMore: killed, collection: 'coll' }))).to.include({ code: 43 });
     expect((await c.command('db', { find: 'coll', batchSize: 1, singleBatch: true })).cursor).to.deep.include({ firstBatch: [{ _id: 1 }], id: 0 });

@@ -331,7 +331,7 @@ export class EmbeddedCollections {
       insert: (c, db) => this.insert(c, db),
       find: (c, db) => this.find(c, db),
       getMore: (c, db) => this.getMore(c, db),
-      killCursors: (c) => this.killCursors(c),
+      killCursors: (c, db) => this.killCursors(c, db),
       update: (c, db) => this.update(c, db),
       delete: (c, db) => this.delete(c, db),
       bulkWrite: (c, db) => this.bulkWrite(c, db),
@@ -534,10 +534,12 @@ export class EmbeddedCollections {
     return { cursor: this.open(cursor.ns, cursor.rest, command.batchSize ?? cursor.rest.length, 'nextBatch', id), ok: 1 };
   }
 
-  /** `killCursors` (`cursors`: ids): each of this store's closed. */
-  private killCursors(command: Document): Document {
+  /** `killCursors` (the collection, `cursors`: ids): each of this store's on that collection closed; others not found. */
+  private killCursors(command: Document, db: string): Document {
+    const ns = `${db}.${this.name(command, 'killCursors')}`;
     const ids = field(command, 'killCursors', 'cursors', 'array', true) as unknown[];
-    const killed = ids.filter((id) => (Long.isLong(id) ? this.cursors.delete(id.toBigInt()) : Number.isSafeInteger(id) && this.cursors.delete(BigInt(id as number))));
+    const kill = (id: bigint): boolean => this.cursors.get(id)?.ns === ns && this.cursors.delete(id);
+    const killed = ids.filter((id) => (Long.isLong(id) ? kill(id.toBigInt()) : Number.isSafeInteger(id) && kill(BigInt(id as number))));
     return { cursorsKilled: killed, cursorsNotFound: ids.filter((id) => !killed.includes(id)), cursorsAlive: [], cursorsUnknown: [], ok: 1 };
   }
 
