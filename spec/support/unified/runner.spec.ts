@@ -316,7 +316,7 @@ describe('unified test runner', function () {
       expect(await outcome(file, test)).to.equal(undefined);
     });
 
-    it('replaces with replaceOne; refuses an update without atomic modifiers or a replacement with one, sending nothing', async function () {
+    it('replaces with replaceOne; refuses an update without atomic modifiers, a replacement with one, an empty insertMany or bulkWrite, sending nothing', async function () {
       const replace = {
         description: 'replaceOne',
         operations: [{ name: 'bulkWrite', object: 'collection', arguments: { requests: [{ replaceOne: { filter: { _id: 1 }, replacement: { y: 1 } } }] } }],
@@ -335,6 +335,9 @@ describe('unified test runner', function () {
             arguments: { requests: [{ insertOne: { document: { _id: 5 } } }, { replaceOne: { filter: { _id: 1 }, replacement: { $set: { y: 1 } } } }] },
             expectError: { isClientError: true },
           },
+          // An empty insertMany or bulkWrite is a client error (CRUD spec).
+          { name: 'insertMany', object: 'collection', arguments: { documents: [] }, expectError: { isClientError: true } },
+          { name: 'bulkWrite', object: 'collection', arguments: { requests: [] }, expectError: { isClientError: true } },
           // A pipeline is an update too.
           { name: 'updateOne', object: 'collection', arguments: { filter: { _id: 1 }, update: [{ $set: { x: 1 } }] }, expectError: { isClientError: false } },
         ],

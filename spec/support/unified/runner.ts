@@ -729,6 +729,8 @@ export class UnifiedTestRun {
         return { insertedId: document!._id };
       }
       case 'insertMany': {
+        // CRUD spec, "insertMany": an empty list is a client error, nothing sent.
+        if (!Array.isArray(args.documents) || args.documents.length === 0) throw new Error('insertMany: documents must be a nonempty list');
         const documents = withIds(args.documents as Document[]);
         await this.write(collection, { insert: collection.name, documents, ordered: args.ordered ?? true }, operationId);
         return { insertedIds: Object.fromEntries(documents.map((d, i) => [i, d._id])) };
@@ -861,6 +863,8 @@ export class UnifiedTestRun {
     // Each batch with the index in `requests` of each of its statements (a reply's upserted index is the batch's).
     const batches: { kind: 'insert' | 'update' | 'delete'; statements: Document[]; indices: number[] }[] = [];
     const insertedIds: Record<number, unknown> = {};
+    // CRUD spec, "bulkWrite": an empty list of requests is a client error, nothing sent.
+    if (!Array.isArray(requests) || requests.length === 0) throw new Error('bulkWrite: requests must be a nonempty list');
     requests.forEach((request, index) => {
       const entries = Object.entries(request);
       if (entries.length !== 1) throw new UnrunnableError(`bulkWrite: a request names one write model, not ${entries.length}`);
