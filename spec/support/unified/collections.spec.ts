@@ -177,6 +177,17 @@ describe('EmbeddedCollections', function () {
     expect((await c.command('db', { getMore: Long.fromValue(none.id), collection: 'coll' })).cursor).to.deep.include({ nextBatch: [{ _id: 1 }, { _id: 2 }, { _id: 3 }], id: 0 });
   });
 
+  it("keeps a cursor on the server that opened it: another server serving the store does not find it, as a mongod would not", async function () {
+    const store = new EmbeddedCollections();
+    const [a, b] = [await served(store), await served(store)];
+    store.set('db', 'coll', [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+    const id = Long.fromValue((await a.command('db', { find: 'coll', batchSize: 1 })).cursor.id);
+    expect(await failed(b.command('db', { getMore: id, collection: 'coll' }))).to.include({ code: 43, codeName: 'CursorNotFound' });
+    expect(await b.command('db', { killCursors: 'coll', cursors: [id] })).to.deep.include({ cursorsKilled: [], cursorsNotFound: [id.toNumber()] });
+    expect((await a.command('db', { getMore: id, collection: 'coll', batchSize: 1 })).cursor).to.deep.include({ nextBatch: [{ _id: 2 }] });
+    expect(await a.command('db', { killCursors: 'coll', cursors: [id] })).to.deep.include({ cursorsKilled: [id.toNumber()] });
+  });
+
   it('deletes, drops (a missing collection too), creates and lists databases and collections', async function () {
     const store = new EmbeddedCollections();
     const c = await served(store);

@@ -271,8 +271,8 @@ export class EmbeddedCollections {
   private readonly transactions = new Map<string, { databases: Map<string, Map<string, Document[]>>; writes: (() => void)[] }>();
   /** The transactions committed, whose commitTransaction's retry succeeds again. */
   private readonly committed = new Set<string>();
-  /** The open cursors (a find's results beyond its first batch), by id. */
-  private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[] }>();
+  /** The open cursors (a find's results beyond its first batch), by id, each on the server that opened it (as on mongod: another server does not know it). */
+  private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[]; readonly server: EmbeddedServer }>();
   private lastCursorId = 0n;
   /** The replies of the retryable writes run, by session and txnNumber (see {@link retryKey}). */
   private readonly retryableWrites = new Map<string, Document>();
@@ -294,7 +294,8 @@ export class EmbeddedCollections {
    *   not larger (a first batch filled to `batchSize` leaves the cursor open, as mongod's; `batchSize: 0` opens it with
    *   an empty first batch; `singleBatch` never does; a negative `limit` is Location51024; a projection both including
    *   and excluding is Location31254 / 31253); `getMore` (`batchSize`, positive or BadValue 2) reads the rest
-   *   (CursorNotFound 43 for an unknown id), `killCursors` closes cursors; `returnKey` gives the `_id` index's key
+   *   (CursorNotFound 43 for an unknown id or one another server opened: cursors are each server's own, as on
+   *   mongod), `killCursors` closes cursors; `returnKey` gives the `_id` index's key
    *   when the query uses it (hinted, sorted or filtered on `_id`), else `{}`; `showRecordId` a document's place in
    *   natural order as `$recordId`;
    * - `update` (`updates: [{ q, u, multi, upsert }]`; `u`: `$set`/`$inc`/`$unset` or a replacement):
@@ -329,12 +330,12 @@ export class EmbeddedCollections {
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
       insert: (c, db) => this.insert(c, db),
-      find: (c, db) => this.find(c, db),
-      getMore: (c, db) => this.getMore(c, db),
-      killCursors: (c, db) => this.killCursors(c, db),
+      find: (c, db) => this.find(c, db, server),
+      getMore: (c, db) => this.getMore(c, db, server),
+      killCursors: (c, db) => this.killCursors(c, db, server),
       update: (c, db) => this.update(c, db),
       delete: (c, db) => this.delete(c, db),
-      bulkWrite: (c, db) => this.bulkWrite(c, db),
+      bulkWrite: (c, db) => this.bulkWrite(c, db, server),
       count: (c, db) => ({ n: this.select(db, this.name(c, 'count'), (field(c, 'count', 'query', 'object', false) ?? {}) as Document).length, ok: 1 }),
       drop: (c, db) => this.drop(c, db),
       create: (c, db) => (this.collection(db, this.name(c, 'create'), true), { ok: 1 }),
@@ -457,7 +458,7 @@ export class EmbeddedCollections {
     return { n, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
   }
 
-  private find(command: Document, db: string): Document {
+  private find(command: Document, db: string, server: EmbeddedServer): Document {
     const coll = this.name(command, 'find');
     const filter = (field(command, 'find', 'filter', 'object', false) ?? {}) as Document;
     const sortSpec = (field(command, 'find', 'sort', 'object', false) ?? {}) as Document;
@@ -498,10 +499,10 @@ export class EmbeddedCollections {
     // batchSize leaves the cursor open, the results all read or not (the limit too: CRUD spec, "Setting limit and
     // batchSize options for find commands"); a getMore then finds the rest, or nothing.
     if (command.batchSize !== undefined && Number(command.batchSize) === 0 && results.length > 0) {
-      this.cursors.set(++this.lastCursorId, { ns, rest: results });
+      this.cursors.set(++this.lastCursorId, { ns, rest: results, server });
       return { cursor: { firstBatch: [], id: Long.fromBigInt(this.lastCursorId), ns }, ok: 1 };
     }
-    return { cursor: this.open(ns, results, command.batchSize, 'firstBatch', 0n, true), ok: 1 };
+    return { cursor: this.open(server, ns, results, command.batchSize, 'firstBatch', 0n, true), ok: 1 };
   }
 
   /**
@@ -509,19 +510,20 @@ export class EmbeddedCollections {
    * with an id for getMore to read the rest from (`id`: the cursor's, for a getMore's batch). With `openWhenFull`, a
    * batch of exactly `batchSize` keeps the cursor open with nothing left, as mongod's first batch does.
    */
-  private open(ns: string, results: Document[], batchSize: unknown, batch: 'firstBatch' | 'nextBatch', id = 0n, openWhenFull = false): Document {
+  private open(server: EmbeddedServer, ns: string, results: Document[], batchSize: unknown, batch: 'firstBatch' | 'nextBatch', id = 0n, openWhenFull = false): Document {
     const size = Number(batchSize ?? 0);
     if (!(size > 0) || results.length < size || (results.length === size && !openWhenFull)) return { [batch]: results, id: Long.fromNumber(0), ns };
     const cursorId = id === 0n ? ++this.lastCursorId : id;
-    this.cursors.set(cursorId, { ns, rest: results.slice(size) });
+    this.cursors.set(cursorId, { ns, rest: results.slice(size), server });
     return { [batch]: results.slice(0, size), id: Long.fromBigInt(cursorId), ns };
   }
 
   /**
    * `getMore` (a cursor id of this store's, `collection`, `batchSize`: positive, else BadValue 2 as on mongod): the next
-   * batch; CursorNotFound 43 for another id.
+   * batch; CursorNotFound 43 for another id, or for a cursor another server opened (a driver sends a cursor's getMore
+   * to the server it came from).
    */
-  private getMore(command: Document, db: string): Document {
+  private getMore(command: Document, db: string, server: EmbeddedServer): Document {
     // The endpoint reads a long that fits in a double as a number: either is the id.
     const given: unknown = command.getMore;
     const id = Long.isLong(given) ? given.toBigInt() : Number.isSafeInteger(given) ? BigInt(given as number) : undefined;
@@ -529,16 +531,16 @@ export class EmbeddedCollections {
     if (command.batchSize !== undefined && !(Number(command.batchSize) > 0)) throw failure(2, 'BadValue', `Batch size for getMore must be positive, but received: ${String(command.batchSize)}`);
     const coll = field(command, 'getMore', 'collection', 'string', true) as string;
     const cursor = this.cursors.get(id);
-    if (cursor === undefined || cursor.ns !== `${db}.${coll}`) throw failure(43, 'CursorNotFound', `cursor id ${id} not found`);
+    if (cursor === undefined || cursor.ns !== `${db}.${coll}` || cursor.server !== server) throw failure(43, 'CursorNotFound', `cursor id ${id} not found`);
     this.cursors.delete(id);
-    return { cursor: this.open(cursor.ns, cursor.rest, command.batchSize ?? cursor.rest.length, 'nextBatch', id), ok: 1 };
+    return { cursor: this.open(server, cursor.ns, cursor.rest, command.batchSize ?? cursor.rest.length, 'nextBatch', id), ok: 1 };
   }
 
   /** `killCursors` (the collection, `cursors`: ids): each of this store's on that collection closed; others not found. */
-  private killCursors(command: Document, db: string): Document {
+  private killCursors(command: Document, db: string, server: EmbeddedServer): Document {
     const ns = `${db}.${this.name(command, 'killCursors')}`;
     const ids = field(command, 'killCursors', 'cursors', 'array', true) as unknown[];
-    const kill = (id: bigint): boolean => this.cursors.get(id)?.ns === ns && this.cursors.delete(id);
+    const kill = (id: bigint): boolean => this.cursors.get(id)?.ns === ns && this.cursors.get(id)?.server === server && this.cursors.delete(id);
     const killed = ids.filter((id) => (Long.isLong(id) ? kill(id.toBigInt()) : Number.isSafeInteger(id) && kill(BigInt(id as number))));
     return { cursorsKilled: killed, cursorsNotFound: ids.filter((id) => !killed.includes(id)), cursorsAlive: [], cursorsUnknown: [], ok: 1 };
   }
@@ -604,7 +606,7 @@ export class EmbeddedCollections {
    * with `document`, or `filter`, `updateMods`, `multi`, `upsert`) run as that statement of an insert, update or
    * delete of its namespace; a statement's error is its entry's (`ok: 0`), the rest of an ordered batch not run.
    */
-  private bulkWrite(command: Document, db: string): Document {
+  private bulkWrite(command: Document, db: string, server: EmbeddedServer): Document {
     if (db !== 'admin') throw failure(13, 'Unauthorized', 'The bulkWrite command can only be run against the admin database');
     const ops = field(command, 'bulkWrite', 'ops', 'array', true) as Document[];
     const nsInfo = field(command, 'bulkWrite', 'nsInfo', 'array', true) as Document[];
@@ -649,7 +651,7 @@ export class EmbeddedCollections {
     }
     const firstBatch = command.errorsOnly === true ? entries.filter((e) => e.ok === 0) : entries;
     // The cursor id is an int64, as every cursor id mongod answers.
-    return { cursor: this.open('admin.$cmd.bulkWrite', firstBatch, undefined, 'firstBatch'), ...totals, ok: 1 };
+    return { cursor: this.open(server, 'admin.$cmd.bulkWrite', firstBatch, undefined, 'firstBatch'), ...totals, ok: 1 };
   }
 
   private delete(command: Document, db: string): Document {
