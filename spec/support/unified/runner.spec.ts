@@ -528,6 +528,41 @@ describe('unified test runner', function () {
       expect(await outcome(file, find({ batchSize: 0, limit: 3 }, ids(1, 2, 3), [{ find: 'c', batchSize: 0, limit: 3 }, getMore(3)]))).to.equal(undefined);
     });
 
+    it("refuses a find whose getMore could reach another server than its cursor's, in a replica set read from secondaries", async function () {
+      const replicaSet: UnifiedFile = {
+        ...file,
+        runOnRequirements: [{ topologies: ['replicaset'] }],
+        createEntities: [
+          { client: { id: 'client', observeEvents: ['commandStartedEvent', 'topologyDescriptionChangedEvent'] } },
+          { database: { id: 'database', client: 'client', databaseName: 'db' } },
+          { collection: { id: 'collection', database: 'database', collectionName: 'c' } },
+          { collection: { id: 'secondary', database: 'database', collectionName: 'c', collectionOptions: { readPreference: { mode: 'Secondary' } } } },
+        ],
+      };
+      const read = (object: string, batchSize: number): Document => ({
+        description: 'secondary reads',
+        operations: [
+          // Every member known (three topology changes after the first).
+          { name: 'waitForEvent', object: 'testRunner', arguments: { client: 'client', event: { topologyDescriptionChangedEvent: {} }, count: 4 } },
+          { name: 'find', object, arguments: { filter: {}, batchSize }, expectResult: ids(1, 2, 3, 4) },
+        ],
+      });
+      expect(await outcome(replicaSet, read('secondary', 1))).to.match(/getMore cannot be sent to its cursor's server \(read preference secondary, 2 members\)/);
+      // One batch, no getMore: nothing to pin.
+      expect(await outcome(replicaSet, read('secondary', 5))).to.equal(undefined);
+      // The primary is one server.
+      expect(await outcome(replicaSet, read('collection', 1))).to.equal(undefined);
+      // Nor among several mongoses.
+      const mongoses: UnifiedFile = {
+        ...replicaSet,
+        runOnRequirements: [{ topologies: ['sharded'] }],
+        createEntities: [{ client: { id: 'client', useMultipleMongoses: true, observeEvents: ['topologyDescriptionChangedEvent'] } }, ...replicaSet.createEntities!.slice(1, 3)],
+      };
+      const both = read('collection', 1);
+      both.operations[0].arguments.count = 2;
+      expect(await outcome(mongoses, both)).to.match(/getMore cannot be sent to its cursor's server \(2 mongoses\)/);
+    });
+
     it("fails on what it cannot run, even where the operation expects an error or ignores it: its refusal is not the client's error", async function () {
       const refused = (operation: Document): Document => ({ description: 'refused', operations: [{ object: 'collection', ...operation }] });
       const find = { name: 'find', arguments: { filter: {}, collation: { locale: 'fr' } } };

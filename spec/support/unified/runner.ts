@@ -768,6 +768,7 @@ export class UnifiedTestRun {
         const documents = [...(cursor.firstBatch as Document[])];
         const limit = Math.abs(Number(args.limit ?? 0));
         let id = cursor.id;
+        if (id !== undefined && Number(id) !== 0) this.checkGetMoreServer(collection);
         while (id !== undefined && Number(id) !== 0) {
           // A getMore asks for the batch size, or for what is left of the limit when less (CRUD spec, "Find").
           // A batchSize of 0 (the server's default) is not sent: a getMore's must be positive.
@@ -783,6 +784,22 @@ export class UnifiedTestRun {
       }
       default:
         throw new UnrunnableError(`collection operation ${name} is not supported by this runner`);
+    }
+  }
+
+  /**
+   * Throws when a getMore of `collection`'s find might reach another server than the cursor's: a driver sends a
+   * cursor's getMore to the server its find went to, but `client.command()` selects a server for each command, so
+   * among several mongoses, or several members a non-primary read preference allows, the getMore may go elsewhere
+   * (CursorNotFound on mongod, which a test expecting a server error would take for its own).
+   */
+  private checkGetMoreServer(collection: CollectionEntity): void {
+    const servers = [...collection.client.client.topologyDescription.servers.values()];
+    const mode = (collection.readPreference?.mode as string | undefined) ?? 'primary';
+    const mongoses = servers.filter((s) => s.type === 'Mongos').length;
+    const members = servers.filter((s) => s.type === 'RSSecondary' || (s.type === 'RSPrimary' && mode !== 'secondary')).length;
+    if (mongoses > 1 || (mode !== 'primary' && members > 1)) {
+      throw new UnrunnableError(`find: its getMore cannot be sent to its cursor's server (${mongoses > 1 ? `${mongoses} mongoses` : `read preference ${mode}, ${members} members`}): the client selects a server for each command`);
     }
   }
 
