@@ -2247,8 +2247,8 @@ export class Client {
    *   `readPreference`, `operationId` and `moreToCome` (named, with the closest option), a `timeoutMS` that is not a
    *   number of ms from 0 to 2147483647, an `operationId` that is not an integer from 0 to 2^53 - 1, a `moreToCome`
    *   that is not a boolean (these before anything is done), a command sent with `moreToCome` whose writeConcern asks
-   *   for an acknowledgement (see above), a `signal` that is not an AbortSignal (by its shape), a `readPreference` that `readPreferenceFrom`
-   *   refuses or (in a replica set) whose maxStalenessSeconds is too small (see {@link selectPool}), or (from the
+   *   for an acknowledgement (see above), a `signal` that is not an AbortSignal (by its shape), a `readPreference`
+   *   that `readPreferenceFrom` refuses or (in a replica set) whose maxStalenessSeconds is too small (see {@link selectPool}), or (from the
    *   connection) a `db` that is not a non-empty string without NUL characters.
    *
    * Source: the client-side operations timeout spec (timeoutMS bounds server selection, checkout and reply wait);

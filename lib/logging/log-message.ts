@@ -474,8 +474,8 @@ export interface ServerSelectionLogFields {
    */
   readonly selector: string;
   /**
-   * The operation's ID, when the caller gave one (the `operationId` option of `command()` or `selectPool()`): the ID the
-   * operation's command log messages and events carry, linking its selection to its commands.
+   * The operation's ID, when the caller gave one (the `operationId` option of `command()` or `selectPool()`): the ID
+   * the operation's command log messages and events carry, linking its selection to its commands.
    */
   readonly operationId?: number;
   /** The operation a server is selected for: the command's name for `command()`, `"selectPool"` for `selectPool()`. */
