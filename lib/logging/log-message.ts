@@ -498,7 +498,7 @@ export interface ServerSelectionLogFields {
   /**
    * Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}), but a
    * ServerSelectionError's message without its hosts and read preference, which `topologyDescription` and `selector`
-   * hold (see {@link selectionFailure}).
+   * hold.
    */
   readonly failure?: LoggedError;
   /** Waiting: the ms left before the selection times out, a whole number (rounded down). */

@@ -23,17 +23,22 @@ describe('Client: command() and selectPool() options of an operation (operationI
     }));
   }
 
-  const selections = (messages: readonly LogMessage[]): ServerSelectionLogMessage[] => messages.filter((m): m is ServerSelectionLogMessage => m.component === 'serverSelection');
-  const commands = (messages: readonly LogMessage[]): CommandLogMessage[] => messages.filter((m): m is CommandLogMessage => m.component === 'command');
-
-  it('an operationId is carried by the selection messages (before operation, in the spec table order; rendered "with ID"), the command events and the command messages; none without one', async function () {
+  /** A {@link logging} client whose server was found (its selections succeed at once), its messages and command events from then on. */
+  async function found(): Promise<{ c: Client; written: LogMessage[]; events: CommandEvent[] }> {
     const written: LogMessage[] = [];
     const c = await logging(written);
-    // The server found first: the selections below succeed at once.
     await c.command('admin', { ping: 1 });
     written.length = 0;
     const events: CommandEvent[] = [];
     c.commandEvents$.subscribe((e) => events.push(e));
+    return { c, written, events };
+  }
+
+  const selections = (messages: readonly LogMessage[]): ServerSelectionLogMessage[] => messages.filter((m): m is ServerSelectionLogMessage => m.component === 'serverSelection');
+  const commands = (messages: readonly LogMessage[]): CommandLogMessage[] => messages.filter((m): m is CommandLogMessage => m.component === 'command');
+
+  it('an operationId is carried by the selection messages (before operation, in the spec table order; rendered "with ID"), the command events and the command messages; none without one', async function () {
+    const { c, written, events } = await found();
     await c.command('admin', { ping: 1 }, { operationId: 42 });
     await c.command('admin', { ping: 1 });
     const [started, succeeded, ...unidentified] = selections(written);
@@ -90,12 +95,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
   });
 
   it('an operationId of -0 is the ID 0: its selection messages, events and command messages carry 0, not -0', async function () {
-    const written: LogMessage[] = [];
-    const c = await logging(written);
-    await c.command('admin', { ping: 1 });
-    written.length = 0;
-    const events: CommandEvent[] = [];
-    c.commandEvents$.subscribe((e) => events.push(e));
+    const { c, written, events } = await found();
     await c.command('admin', { ping: 1 }, { operationId: -0 });
     await c.selectPool({ operationId: -0 });
     const carried = [...events.map((e) => e.operationId), ...written.map((m) => (m.fields as { operationId?: number }).operationId)];
