@@ -347,6 +347,24 @@ describe('unified test runner', function () {
       expect(await outcome(file, refused)).to.equal(undefined);
     });
 
+    it('refuses a client bulk write with no models, an update without atomic modifiers or a replacement with one, sending nothing (CRUD spec, "Client Bulk Write")', async function () {
+      const clientBulkWrite = (models: Document[], expectError?: Document): Document => ({ name: 'clientBulkWrite', object: 'client', arguments: { models }, ...(expectError === undefined ? {} : { expectError }) });
+      const refused = {
+        description: 'refused',
+        operations: [
+          clientBulkWrite([], { isClientError: true }),
+          clientBulkWrite([{ updateOne: { namespace: 'db.c', filter: { _id: 1 }, update: { x: 1 } } }], { isClientError: true }),
+          clientBulkWrite([{ updateMany: { namespace: 'db.c', filter: {}, update: {} } }], { isClientError: true }),
+          clientBulkWrite([{ insertOne: { namespace: 'db.c', document: { _id: 5 } } }, { replaceOne: { namespace: 'db.c', filter: { _id: 1 }, replacement: { $set: { y: 1 } } } }], { isClientError: true }),
+          // What the checks take is sent.
+          clientBulkWrite([{ replaceOne: { namespace: 'db.c', filter: { _id: 1 }, replacement: { y: 1 } } }, { updateOne: { namespace: 'db.c', filter: { _id: 1 }, update: { $set: { x: 1 } } } }]),
+        ],
+        expectEvents: [{ client: 'client', events: [started({ bulkWrite: 1, ops: [{ update: 0, filter: { _id: 1 }, updateMods: { y: 1 }, multi: false }, { update: 0, filter: { _id: 1 }, updateMods: { $set: { x: 1 } }, multi: false }] })] }],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1, y: 1, x: 1 }] }],
+      };
+      expect(await outcome(file, refused)).to.equal(undefined);
+    });
+
     it('gives a document inserted without an _id a new ObjectId, as a driver does, and reports it', async function () {
       const oid = { $$type: 'objectId' };
       const test = {
@@ -573,6 +591,14 @@ describe('unified test runner', function () {
       expect(await outcome(file, refused({ name: 'find', object: 'collection2', arguments: { filter: {} }, expectError: { isClientError: true } }))).to.match(/no entity collection2/);
       const bulk = { name: 'bulkWrite', arguments: { requests: [{ insertOne: { document: {} }, deleteOne: { filter: {} } }] }, expectError: { isClientError: true } };
       expect(await outcome(file, refused(bulk))).to.match(/a request names one write model, not 2/);
+      // A write model's option the runner would not send fails the test too, of a bulkWrite or a clientBulkWrite.
+      const model = (request: Document): Document => ({ name: 'bulkWrite', arguments: { requests: [request] }, expectError: { isClientError: true } });
+      expect(await outcome(file, refused(model({ deleteOne: { filter: {}, hint: '_id_' } })))).to.match(/bulkWrite: deleteOne option hint is not supported/);
+      expect(await outcome(file, refused(model({ insertOne: { document: {}, bypassDocumentValidation: true } })))).to.match(/bulkWrite: insertOne option bypassDocumentValidation is not supported/);
+      const clientModel = (request: Document): Document => ({ name: 'clientBulkWrite', object: 'client', arguments: { models: [request] }, expectError: { isClientError: true } });
+      expect(await outcome(file, refused(clientModel({ deleteOne: { namespace: 'db.c', filter: {}, collation: { locale: 'fr' } } })))).to.match(/clientBulkWrite: deleteOne option collation is not supported/);
+      expect(await outcome(file, refused(clientModel({ insertMany: { namespace: 'db.c', documents: [{}] } })))).to.match(/clientBulkWrite: write model insertMany is not supported/);
+      expect(await outcome(file, refused(clientModel({ insertOne: { namespace: 'db.c', document: {} }, deleteOne: { namespace: 'db.c', filter: {} } })))).to.match(/clientBulkWrite: a request names one write model, not 2/);
     });
 
     it("sends a getMore's cursor id as a long, as mongod requires, though the reply's id is read as a number", async function () {

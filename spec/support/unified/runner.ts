@@ -361,18 +361,49 @@ function withIds(documents: readonly Document[]): Document[] {
 }
 
 /**
- * The update statement of an updateOne or updateMany request (`filter`, `update`, `upsert`), or of a replaceOne
- * (`filter`, `replacement`, `upsert`). As drivers do (CRUD spec, "Update vs. Replace Validation"), an update whose
- * first field is not an atomic modifier (nor a pipeline), or a replacement whose first field is one, is refused with a
- * client error, nothing sent.
+ * An update's `update` or a replacement's `replacement`, checked as drivers check it (CRUD spec, "Update vs. Replace
+ * Validation"; "Client Bulk Write", the same for its models): an update that is empty or whose first field is not an
+ * atomic modifier (a pipeline aside), or a replacement whose first field is one, is refused with a client error
+ * (thrown), nothing sent.
  */
-function updateStatement(request: Document, multi: boolean, replace = false): Document {
-  const document = replace ? 'replacement' : 'update';
-  for (const key of Object.keys(request)) if (!['filter', document, 'upsert'].includes(key)) throw new UnrunnableError(`${replace ? 'replace' : 'update'}: option ${key} is not supported by this runner`);
-  const u = request[document] as unknown;
+function checkedUpdate(u: unknown, replace: boolean): unknown {
   const atomic = typeof u === 'object' && u !== null && !Array.isArray(u) && (Object.keys(u)[0]?.startsWith('$') ?? false);
   if (replace ? atomic : !atomic && !Array.isArray(u)) throw new Error(replace ? 'replacement document must not contain atomic operators' : 'update document requires atomic operators');
+  return u;
+}
+
+/**
+ * The update statement of an updateOne or updateMany request (`filter`, `update`, `upsert`), or of a replaceOne
+ * (`filter`, `replacement`, `upsert`), its document checked by {@link checkedUpdate}.
+ */
+function updateStatement(request: Document, multi: boolean, replace = false): Document {
+  const u = checkedUpdate(request[replace ? 'replacement' : 'update'], replace);
   return { q: request.filter, u, ...(multi ? { multi: true } : {}), ...(request.upsert === undefined ? {} : { upsert: request.upsert }) };
+}
+
+/** The write models of bulkWrite and clientBulkWrite this runner sends, with the fields each takes (CRUD spec). */
+const WRITE_MODEL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  insertOne: ['document'],
+  updateOne: ['filter', 'update', 'upsert'],
+  updateMany: ['filter', 'update', 'upsert'],
+  replaceOne: ['filter', 'replacement', 'upsert'],
+  deleteOne: ['filter'],
+  deleteMany: ['filter'],
+};
+
+/**
+ * The one write model `request` names (`{ insertOne: { document } }`, say) and its fields, for operation `what`,
+ * whose models may also have the fields `extra` (clientBulkWrite's `namespace`). A request naming more or fewer than
+ * one, a model or a field the runner does not send (a `hint`, a `collation`) is an {@link UnrunnableError}.
+ */
+function writeModel(request: Document, what: string, extra: readonly string[] = []): [string, Document] {
+  const entries = Object.entries(request);
+  if (entries.length !== 1) throw new UnrunnableError(`${what}: a request names one write model, not ${entries.length}`);
+  const [model, given] = entries[0] as [string, Document];
+  const fields = WRITE_MODEL_FIELDS[model];
+  if (fields === undefined) throw new UnrunnableError(`${what}: write model ${model} is not supported by this runner`);
+  for (const key of Object.keys(given)) if (!fields.includes(key) && !extra.includes(key)) throw new UnrunnableError(`${what}: ${model} option ${key} is not supported by this runner`);
+  return [model, given];
 }
 
 /**
@@ -403,6 +434,18 @@ export class WriteError extends Error {
 /** Whether a write concern asks for no acknowledgement (`w: 0` without `j: true`). */
 function isUnacknowledged(writeConcern: Document | undefined): boolean {
   return writeConcern?.w === 0 && writeConcern.j !== true;
+}
+
+/**
+ * Sends write `command` on `db` through `client` with `writeConcern` (none: the server's default) under `operationId`:
+ * an unacknowledged one (see {@link isUnacknowledged}) with the moreToCome flag the OP_MSG spec requires of it, and
+ * undefined for its reply (none is read); otherwise its reply as it is (write errors and write concern error unread).
+ */
+async function sendWrite(client: ClientEntity, db: string, command: Document, writeConcern: Document | undefined, operationId: number): Promise<Document | undefined> {
+  const unacknowledged = isUnacknowledged(writeConcern);
+  const sent = writeConcern === undefined ? command : { ...command, writeConcern };
+  const reply = await client.client.command(db, sent, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
+  return unacknowledged ? undefined : reply;
 }
 
 function writeReply(reply: Document): Document {
@@ -814,12 +857,8 @@ export class UnifiedTestRun {
   }
 
   /** {@link write}'s command sent, its reply as it is (write errors and write concern error unread); undefined unacknowledged. */
-  private async send(collection: CollectionEntity, command: Document, operationId: number): Promise<Document | undefined> {
-    const writeConcern = collection.writeConcern;
-    const unacknowledged = isUnacknowledged(writeConcern);
-    const sent = writeConcern === undefined ? command : { ...command, writeConcern };
-    const reply = await collection.client.client.command(collection.db, sent, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
-    return unacknowledged ? undefined : reply;
+  private send(collection: CollectionEntity, command: Document, operationId: number): Promise<Document | undefined> {
+    return sendWrite(collection.client, collection.db, command, collection.writeConcern, operationId);
   }
 
   /**
@@ -836,33 +875,26 @@ export class UnifiedTestRun {
       const at = nsInfo.findIndex((info) => info.ns === ns);
       return at >= 0 ? at : nsInfo.push({ ns }) - 1;
     };
+    // CRUD spec, "Client Bulk Write": an empty list of models is a client error, nothing sent.
+    if (!Array.isArray(args.models) || args.models.length === 0) throw new Error('clientBulkWrite: models must be a nonempty list');
     const ops = (args.models as Document[]).map((request) => {
-      const entries = Object.entries(request);
-      if (entries.length !== 1) throw new Error(`clientBulkWrite: a model names one write model, not ${entries.length}`);
-      const [model, given] = entries[0] as [string, Document];
-      const allowed = { insertOne: ['namespace', 'document'], deleteOne: ['namespace', 'filter'], deleteMany: ['namespace', 'filter'], replaceOne: ['namespace', 'filter', 'replacement', 'upsert'] }[model] ?? ['namespace', 'filter', 'update', 'upsert'];
-      for (const key of Object.keys(given)) if (!allowed.includes(key)) throw new Error(`clientBulkWrite: ${model} option ${key} is not supported by this runner`);
+      const [model, given] = writeModel(request, 'clientBulkWrite', ['namespace']);
       const upsert = given.upsert === undefined ? {} : { upsert: given.upsert };
       switch (model) {
         case 'insertOne':
           return { insert: nsIndex(given.namespace), document: withIds([given.document as Document])[0] };
         case 'updateOne':
         case 'updateMany':
-          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: given.update, multi: model === 'updateMany', ...upsert };
+          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: checkedUpdate(given.update, false), multi: model === 'updateMany', ...upsert };
         case 'replaceOne':
-          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: given.replacement, multi: false, ...upsert };
-        case 'deleteOne':
-        case 'deleteMany':
-          return { delete: nsIndex(given.namespace), filter: given.filter, multi: model === 'deleteMany' };
+          return { update: nsIndex(given.namespace), filter: given.filter, updateMods: checkedUpdate(given.replacement, true), multi: false, ...upsert };
         default:
-          throw new Error(`clientBulkWrite: write model ${model} is not supported by this runner`);
+          return { delete: nsIndex(given.namespace), filter: given.filter, multi: model === 'deleteMany' };
       }
     });
-    const writeConcern = entity.writeConcern;
-    const unacknowledged = writeConcern?.w === 0 && writeConcern.j !== true;
-    const command: Document = { bulkWrite: 1, errorsOnly: args.verboseResults !== true, ordered: args.ordered ?? true, ops, nsInfo, ...(writeConcern === undefined ? {} : { writeConcern }) };
-    const reply = await entity.client.command('admin', command, { operationId, ...(unacknowledged ? { moreToCome: true } : {}) });
-    if (unacknowledged) return undefined;
+    const command: Document = { bulkWrite: 1, errorsOnly: args.verboseResults !== true, ordered: args.ordered ?? true, ops, nsInfo };
+    const reply = await sendWrite(entity, 'admin', command, entity.writeConcern, operationId);
+    if (reply === undefined) return undefined;
     const failed = ((reply.cursor as Document | undefined)?.firstBatch as Document[] | undefined)?.find((entry) => entry.ok !== 1);
     if (failed !== undefined) throw new WriteError(failed.code as number, failed.codeName as string | undefined, (reply.errorLabels as string[] | undefined) ?? [], String(failed.errmsg));
     writeReply(reply);
@@ -883,9 +915,7 @@ export class UnifiedTestRun {
     // CRUD spec, "bulkWrite": an empty list of requests is a client error, nothing sent.
     if (!Array.isArray(requests) || requests.length === 0) throw new Error('bulkWrite: requests must be a nonempty list');
     requests.forEach((request, index) => {
-      const entries = Object.entries(request);
-      if (entries.length !== 1) throw new UnrunnableError(`bulkWrite: a request names one write model, not ${entries.length}`);
-      const [model, given] = entries[0] as [string, Document];
+      const [model, given] = writeModel(request, 'bulkWrite');
       let kind: 'insert' | 'update' | 'delete';
       let statement: Document;
       switch (model) {
@@ -903,13 +933,9 @@ export class UnifiedTestRun {
           kind = 'update';
           statement = updateStatement(given, false, true);
           break;
-        case 'deleteOne':
-        case 'deleteMany':
+        default:
           kind = 'delete';
           statement = { q: given.filter, limit: model === 'deleteOne' ? 1 : 0 };
-          break;
-        default:
-          throw new UnrunnableError(`bulkWrite: write model ${model} is not supported by this runner`);
       }
       const batch = ordered ? batches[batches.length - 1] : batches.find((b) => b.kind === kind);
       if (batch?.kind === kind) {
