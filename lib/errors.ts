@@ -1071,12 +1071,12 @@ export class ServerSelectionError extends CmapError {
 }
 
 /**
- * The text of a {@link ServerSelectionError} made of `parts`: the hosts and the read preference named when given (the
- * error's message), left out when not (the `failure` of a "Server selection failed" log message, whose `selector` and
- * `topologyDescription` keys hold them), e.g. `No suitable server of a:27017, b:27017 (read preference primary) within
- * serverSelectionTimeoutMS=30000 ms; last check failed with: connect ECONNREFUSED` and `No suitable server within
- * serverSelectionTimeoutMS=30000 ms; last check failed with: connect ECONNREFUSED`. Never throws for parts of the
- * types given (a `cause` whose `message` cannot be read aside).
+ * The text of a {@link ServerSelectionError} made of `parts`: the hosts, the read preference and the last check's
+ * error (`cause`, when an Error) named when given (the error's message), left out when not (the `failure` of a "Server
+ * selection failed" log message, whose `topologyDescription`, `selector` and `cause` keys hold them), e.g. `No
+ * suitable server of a:27017, b:27017 (read preference primary) within serverSelectionTimeoutMS=30000 ms; last check
+ * failed with: connect ECONNREFUSED` and `No suitable server within serverSelectionTimeoutMS=30000 ms`. Never throws
+ * for parts of the types given (a `cause` whose `message` cannot be read aside).
  *
  * Source: server selection spec, "Server Selection Errors" (a useful message: the read preference named), "Logging"
  * ("Server selection failed" `failure`: "MUST take care to not include any information in this field that is already

@@ -498,7 +498,7 @@ export interface ServerSelectionLogFields {
   /**
    * Failed: the error the selection fails with, written as every logged error is (see {@link LoggedError}), but a
    * ServerSelectionError's message without its hosts and read preference, which `topologyDescription` and `selector`
-   * hold.
+   * hold, and without its last check's error, which its `cause` holds.
    */
   readonly failure?: LoggedError;
   /** Waiting: the ms left before the selection times out, a whole number (rounded down). */
@@ -602,9 +602,10 @@ export function logError(error: Error, maxDocumentLength: number): LoggedError {
 /**
  * The `failure` of a "Server selection failed" message for `error`, the error the selection fails with: written as
  * {@link logError} writes every error, but for a {@link ServerSelectionError} a message that leaves out what the log
- * message's other keys hold: its hosts (listed by `topologyDescription`) and its read preference (the `selector`);
- * e.g. `No suitable server within serverSelectionTimeoutMS=30000 ms; last check failed with: connect ECONNREFUSED`
- * where the error's message names both. Never throws (an error whose fields cannot be read is written as logError
+ * message's other keys hold, its hosts (listed by `topologyDescription`) and its read preference (the `selector`), and
+ * what the failure's own `cause` holds, the last check's error: e.g. `No suitable server within
+ * serverSelectionTimeoutMS=30000 ms` with `cause` `{ type: 'MongoNetworkError', message: 'connect ECONNREFUSED …' }`,
+ * where the error's message names all three. Never throws (an error whose fields cannot be read is written as logError
  * writes it).
  *
  * Source: server selection spec, "Logging", "Server selection failed" message (`failure`: "Drivers MUST take care to
@@ -614,7 +615,8 @@ export function selectionFailure(error: Error, maxDocumentLength: number): Logge
   const logged = logError(error, maxDocumentLength);
   if (!isInstance(error, ServerSelectionError)) return logged;
   try {
-    const text = selectionFailureText({ serverSelectionTimeoutMS: error.serverSelectionTimeoutMS, timeoutMS: error.timeoutMS, cause: error.cause, noServerLeft: error.hosts.length === 0 });
+    // The cause is the failure's `cause` (logError writes an Error cause), not repeated in its message.
+    const text = selectionFailureText({ serverSelectionTimeoutMS: error.serverSelectionTimeoutMS, timeoutMS: error.timeoutMS, noServerLeft: error.hosts.length === 0 });
     return { ...logged, message: truncate(text, maxDocumentLength) };
   } catch {
     return logged;

@@ -128,10 +128,13 @@ describe('Client: server selection log messages (server selection spec, "Logging
     expect(messages[1].fields.remainingTimeMS, 'ms left when it began to wait (virtual time)').to.equal(3000);
     expect(JSON.parse(messages[1].fields.topologyDescription)).to.deep.equal({ type: 'Unknown', servers: [{ address: [...c.pools.keys()][0], type: 'Unknown' }] });
     // The failure repeats nothing the message's other keys hold (server selection spec, "failure"): not the hosts,
-    // which topologyDescription lists, nor the read preference, the selector; the error thrown names both.
+    // which topologyDescription lists, nor the read preference, the selector; the error thrown names both. The last
+    // check's error is written once, as its cause.
     const cause = (error as Error).cause;
-    const lastCheck = cause instanceof Error ? `; last check failed with: ${cause.message}` : '';
-    expect(messages[2].fields.failure).to.include({ type: 'ServerSelectionError', message: `No suitable server within serverSelectionTimeoutMS=3000 ms${lastCheck}` });
+    expect(cause, 'the last check failed').to.be.instanceOf(Error);
+    expect(messages[2].fields.failure).to.deep.include({ type: 'ServerSelectionError', message: 'No suitable server within serverSelectionTimeoutMS=3000 ms' });
+    expect(messages[2].fields.failure?.cause).to.include({ message: (cause as Error).message });
+    expect(messages[2].render().split((cause as Error).message).length - 1, "the last check's error written once").to.equal(1);
     expect((error as Error).message).to.include([...c.pools.keys()][0]).and.include('(read preference primary)');
     expect(messages[2].render()).to.match(/^Server selection failed for operation ping\. Failure: ServerSelectionError: No suitable server within .+\. Selector: primary, topology description: \{/);
     expect(messages[1].render()).to.match(/^Waiting for server to become available for operation ping\. Remaining time: 3000 ms\. Selector: primary, topology description: \{.*\}\.$/);

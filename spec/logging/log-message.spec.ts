@@ -612,13 +612,14 @@ describe('command log messages (component command)', function () {
 });
 
 describe('server selection failure (the failure of "Server selection failed")', function () {
-  it("a ServerSelectionError is written without its hosts and read preference (the message's topologyDescription and selector); any other error as logError writes it", function () {
+  it("a ServerSelectionError is written without its hosts and read preference (the message's topologyDescription and selector), its last check's error once (its cause); any other error as logError writes it", function () {
     const none = new ServerSelectionError([], 30000, undefined, undefined, undefined, 'nearest');
     expect(selectionFailure(none, 1000)).to.deep.equal({ type: 'ServerSelectionError', message: 'No suitable server: the topology has no server left' });
     const timed = new ServerSelectionError(['a.example:27017', 'b.example:27017'], 30000, new Error('refused'), 500, '{"type":"Unknown"}', '{"mode":"secondary","tags":[{"dc":"ny"}]}');
     expect(selectionFailure(timed, 1000)).to.deep.equal({
       type: 'ServerSelectionError',
-      message: "No suitable server within the operation's timeoutMS=500 ms; last check failed with: refused",
+      // The last check's error once, as the cause.
+      message: "No suitable server within the operation's timeoutMS=500 ms",
       cause: { type: 'Error', message: 'refused' },
     });
     // The error thrown still names them.
