@@ -277,35 +277,6 @@ describe('EmbeddedCollections', function () {
     }
   });
 
-  it('runs a retryable write once: a retry with the same lsid and txnNumber answers the first run\'s reply and writes nothing', async function () {
-    const store = new EmbeddedCollections();
-    const c = await served(store);
-    const lsid = { id: new Binary(Buffer.alloc(16, 7), 4) };
-    const insert = { insert: 'coll', documents: [{ _id: 1, x: 1 }], lsid, txnNumber: Long.fromNumber(1) };
-    expect(await c.command('db', insert)).to.deep.equal({ n: 1, ok: 1 });
-    expect(await c.command('db', insert)).to.deep.equal({ n: 1, ok: 1 });
-    const inc = { update: 'coll', updates: [{ q: { _id: 1 }, u: { $inc: { x: 1 } } }], lsid, txnNumber: Long.fromNumber(2) };
-    expect(await c.command('db', inc)).to.deep.equal({ n: 1, nModified: 1, ok: 1 });
-    expect(await c.command('db', inc)).to.deep.equal({ n: 1, nModified: 1, ok: 1 });
-    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 2 }]);
-    // A new txnNumber, another session, or no session is a new write.
-    expect((await c.command('db', { ...insert, txnNumber: Long.fromNumber(3) })).writeErrors[0].code).to.equal(11000);
-    expect((await c.command('db', { ...inc, lsid: { id: new Binary(Buffer.alloc(16, 8), 4) } })).nModified).to.equal(1);
-    expect((await c.command('db', { update: 'coll', updates: inc.updates })).nModified).to.equal(1);
-    // Statements of a transaction (autocommit: false) share its txnNumber: each runs.
-    const inTransaction = { ...inc, txnNumber: Long.fromNumber(4), autocommit: false };
-    await c.command('db', { ...inTransaction, startTransaction: true });
-    await c.command('db', inTransaction);
-    await c.command('admin', { commitTransaction: 1, lsid, txnNumber: inTransaction.txnNumber, autocommit: false });
-    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 6 }]);
-    // A statement that failed did not run: its retry runs it (here, once its duplicate is gone).
-    const failing = { ...insert, txnNumber: Long.fromNumber(5) };
-    expect((await c.command('db', failing)).writeErrors[0].code).to.equal(11000);
-    store.set('db', 'coll', []);
-    expect(await c.command('db', failing)).to.deep.equal({ n: 1, ok: 1 });
-    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 1 }]);
-  });
-
   it('runs MongoDB 8.0\'s bulkWrite on admin over several namespaces: an entry per statement, the totals, errorsOnly, an ordered batch stopped at its error', async function () {
     const store = new EmbeddedCollections();
     const c = await served(store);
@@ -361,31 +332,6 @@ describe('EmbeddedCollections', function () {
     } finally {
       await driver.close();
     }
-  });
-
-  it('keeps a transaction\'s writes to it until commitTransaction, as mongod: unseen outside it, discarded by abortTransaction', async function () {
-    const store = new EmbeddedCollections();
-    const c = await served(store);
-    store.set('db', 'coll', [{ _id: 1, x: 1 }]);
-    const lsid = { id: new Binary(Buffer.alloc(16, 9), 4) };
-    const inTransaction = (txnNumber: number, command: Document): Document => ({ ...command, lsid, txnNumber: Long.fromNumber(txnNumber), autocommit: false });
-    await c.command('db', inTransaction(1, { insert: 'coll', documents: [{ _id: 2 }], startTransaction: true }));
-    await c.command('db', inTransaction(1, { update: 'coll', updates: [{ q: { _id: 1 }, u: { $inc: { x: 1 } } }] }));
-    // Its own reads see its writes; others do not, and their writes go on.
-    expect(await firstBatch(c, inTransaction(1, { find: 'coll', filter: {} }))).to.deep.equal([{ _id: 1, x: 2 }, { _id: 2 }]);
-    expect(await firstBatch(c, { find: 'coll', filter: {} })).to.deep.equal([{ _id: 1, x: 1 }]);
-    await c.command('db', { insert: 'coll', documents: [{ _id: 3 }] });
-    expect(await c.command('admin', inTransaction(1, { commitTransaction: 1 }))).to.deep.equal({ ok: 1 });
-    expect(store.documents('db', 'coll')).to.deep.equal([{ _id: 1, x: 2 }, { _id: 2 }, { _id: 3 }]);
-    // A commit's retry succeeds again.
-    expect(await c.command('admin', inTransaction(1, { commitTransaction: 1 }))).to.deep.equal({ ok: 1 });
-    await c.command('db', inTransaction(2, { delete: 'coll', deletes: [{ q: {}, limit: 0 }], startTransaction: true }));
-    expect(await c.command('admin', inTransaction(2, { abortTransaction: 1 }))).to.deep.equal({ ok: 1 });
-    expect(store.documents('db', 'coll')).to.have.length(3);
-    // A statement or a commit of no transaction in progress: NoSuchTransaction (251).
-    expect((await failed(c.command('db', inTransaction(2, { insert: 'coll', documents: [{ _id: 4 }] })))).code).to.equal(251);
-    expect((await failed(c.command('admin', inTransaction(3, { commitTransaction: 1 })))).code).to.equal(251);
-    expect(store.documents('db', 'coll')).to.have.length(3);
   });
 
   it('shares nothing between two stores', async function () {

@@ -228,54 +228,16 @@ function project(doc: Document, projection: Document): Document {
 }
 
 /**
- * The session and transaction number of a retryable write (an insert, update, delete or bulkWrite with `lsid` and `txnNumber`,
- * outside a transaction: no `autocommit`), which mongod runs at most once; undefined for any other command.
- */
-function retryKey(name: string, command: Document): string | undefined {
-  if (!['insert', 'update', 'delete', 'bulkWrite'].includes(name) || command.txnNumber === undefined || command.autocommit !== undefined) return undefined;
-  const id: unknown = (command.lsid as Document | undefined)?.id;
-  if (!(id instanceof Binary)) return undefined;
-  return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
-}
-
-/** The session and txnNumber of a statement of a transaction (`autocommit: false`); undefined for any other. */
-function transactionKey(command: Document): string | undefined {
-  if (command.autocommit !== false || command.txnNumber === undefined) return undefined;
-  const id: unknown = (command.lsid as Document | undefined)?.id;
-  if (!(id instanceof Binary)) return undefined;
-  return `${Buffer.from(bytes(id)).toString('hex')}:${String(command.txnNumber)}`;
-}
-
-/** mongod's answer to a statement or an end of a transaction not in progress: NoSuchTransaction 251. */
-function noSuchTransaction(command: Document): Document {
-  return { ok: 0, errmsg: `Given transaction number ${String(command.txnNumber)} does not match any in-progress transactions.`, code: 251, codeName: 'NoSuchTransaction', errorLabels: ['TransientTransactionError'] };
-}
-
-/** A copy of databases (db name → collection name → documents) whose documents are copies. */
-function copyDatabases(databases: Map<string, Map<string, Document[]>>): Map<string, Map<string, Document[]>> {
-  return new Map([...databases].map(([db, colls]) => [db, new Map([...colls].map(([name, docs]) => [name, docs.map(copy)]))]));
-}
-
-/**
  * The documents of one deployment's databases, served by any number of its `EmbeddedServer`s (a replica set's
  * members, a few mongoses): a write through one is read through all. Test support imitating mongod's CRUD and DDL
  * commands over plain in-memory arrays (a linear scan per lookup: for test-sized data). Two instances share nothing.
  */
 export class EmbeddedCollections {
   /** db name → collection name → documents, in insertion (natural) order. */
-  private databases = new Map<string, Map<string, Document[]>>();
-  /**
-   * The transactions in progress, by session and txnNumber: the databases as the transaction sees them (a copy made
-   * at its start, with its writes), and its writes, run again on the stored databases at commitTransaction.
-   */
-  private readonly transactions = new Map<string, { databases: Map<string, Map<string, Document[]>>; writes: (() => void)[] }>();
-  /** The transactions committed, whose commitTransaction's retry succeeds again. */
-  private readonly committed = new Set<string>();
+  private readonly databases = new Map<string, Map<string, Document[]>>();
   /** The open cursors (a find's results beyond its first batch), by id, each on the server that opened it (as on mongod: another server does not know it). */
   private readonly cursors = new Map<bigint, { readonly ns: string; readonly rest: Document[]; readonly server: EmbeddedServer }>();
   private lastCursorId = 0n;
-  /** The replies of the retryable writes run, by session and txnNumber (see {@link retryKey}). */
-  private readonly retryableWrites = new Map<string, Document>();
 
   /**
    * Answers, on `server`, these commands from this store, each as mongod does (replies with `ok: 1`, or `ok: 0`,
@@ -316,16 +278,9 @@ export class EmbeddedCollections {
    * Update pipelines (`u` an array) are refused with TypeMismatch 14, where mongod runs them (a stage mongod does not
    * know fails the command, Location40324, as on mongod). A delete's filter mongod cannot parse is its statement's
    * write error. `createUser` / `updateUser` check their fields' types and change no user.
-   * A retryable write (`insert`, `update`, `delete` with `lsid` and `txnNumber`, not in a transaction) runs once, as
-   * mongod's at-most-once retryable writes: a retry with the same session and txnNumber is answered the first run's
-   * reply and writes nothing. Unlike mongod, a write with write errors is not recorded (its retry runs it again,
-   * where mongod skips the statements that ran), nor is a stale txnNumber refused.
-   * A transaction (statements with `lsid`, `txnNumber`, `autocommit: false`, the first with `startTransaction`) reads
-   * and writes a copy of the databases made at its start: its writes are unseen outside it until `commitTransaction`,
-   * which runs them again on the stored databases (its retry succeeds again), and `abortTransaction` drops them; a
-   * statement or end of a transaction not in progress is NoSuchTransaction (251, TransientTransactionError). Unlike
-   * mongod, a write of another client to a document the transaction wrote is no WriteConflict, and a document
-   * the commit runs again gets a new ObjectId where the statement generated one.
+   * Sessions are not kept (no unified test run here uses one): a write's `lsid` and `txnNumber` are not read (a
+   * retried write runs again), nor are transactions (a statement with `autocommit: false` is stored at once;
+   * `commitTransaction` and `abortTransaction` get the endpoint's `{ ok: 1 }` for a command it has no handler for).
    */
   serve(server: EmbeddedServer): void {
     const commands: Record<string, (c: Document, db: string) => Document> = {
@@ -344,7 +299,6 @@ export class EmbeddedCollections {
       createUser: (c) => this.userCommand(c, 'createUser'),
       updateUser: (c) => this.userCommand(c, 'updateUser'),
     };
-    for (const name of ['commitTransaction', 'abortTransaction'] as const) server.handle(name, (command) => this.endTransaction(name, command));
     for (const [name, run] of Object.entries(commands)) {
       server.handle(name, async (command) => {
         try {
@@ -354,54 +308,13 @@ export class EmbeddedCollections {
           const sleepMS = statements.reduce((sum: number, f: Document | undefined) => sum + (whereSleepMS(f?.$where) ?? 0), 0);
           const scanned = this.collection(db, String(command[Object.keys(command)[0]]), false)?.length ?? 0;
           if (sleepMS > 0) await new Promise((resolve) => setTimeout(resolve, sleepMS * scanned));
-          // A retryable write runs once: its retry is answered the first run's reply, as mongod's session records it.
-          const retry = retryKey(name, command);
-          const done = retry === undefined ? undefined : this.retryableWrites.get(retry);
-          if (done !== undefined) return copy(done);
-          const transaction = transactionKey(command);
-          if (transaction !== undefined) return this.inTransaction(transaction, name, command, () => run(command, db));
-          const reply = run(command, db);
-          if (retry !== undefined && reply.ok === 1 && reply.writeErrors === undefined) this.retryableWrites.set(retry, copy(reply));
-          return reply;
+          return run(command, db);
         } catch (error) {
           if (error instanceof CommandFailure) return error.reply;
           throw error;
         }
       });
     }
-  }
-
-  /**
-   * Runs a statement of transaction `key` on the databases as the transaction sees them; `startTransaction` starts
-   * it from a copy of the stored ones. A write is kept to run again on the stored databases at its commit.
-   */
-  private inTransaction(key: string, name: string, command: Document, run: () => Document): Document {
-    if (command.startTransaction === true) this.transactions.set(key, { databases: copyDatabases(this.databases), writes: [] });
-    const transaction = this.transactions.get(key);
-    if (transaction === undefined) return noSuchTransaction(command);
-    const stored = this.databases;
-    this.databases = transaction.databases;
-    try {
-      const reply = run();
-      if (['insert', 'update', 'delete', 'bulkWrite'].includes(name)) transaction.writes.push(() => void run());
-      return reply;
-    } finally {
-      this.databases = stored;
-    }
-  }
-
-  /** `commitTransaction` (its writes run on the stored databases) or `abortTransaction` (its writes dropped). */
-  private endTransaction(name: 'commitTransaction' | 'abortTransaction', command: Document): Document {
-    const key = transactionKey(command);
-    const transaction = key === undefined ? undefined : this.transactions.get(key);
-    if (key !== undefined && name === 'commitTransaction' && transaction === undefined && this.committed.has(key)) return { ok: 1 };
-    if (key === undefined || transaction === undefined) return noSuchTransaction(command);
-    this.transactions.delete(key);
-    if (name === 'commitTransaction') {
-      for (const write of transaction.writes) write();
-      this.committed.add(key);
-    }
-    return { ok: 1 };
   }
 
   /** Replaces the documents of `db`.`collection` with copies of `documents` (the collection made when missing). */
