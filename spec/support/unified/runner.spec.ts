@@ -363,6 +363,21 @@ describe('unified test runner', function () {
         outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1, y: 1, x: 1 }] }],
       };
       expect(await outcome(file, refused)).to.equal(undefined);
+      // Unacknowledged (the client's w: 0), an ordered one (the default) or one asking for verbose results is a client
+      // error too, nothing sent (CRUD spec, "Client Bulk Write", "ordered" and "verboseResults").
+      const insert = [{ insertOne: { namespace: 'db.c', document: { _id: 7 } } }];
+      const unacknowledged = {
+        description: 'unacknowledged',
+        operations: [
+          { name: 'createEntities', object: 'testRunner', arguments: { entities: [{ client: { id: 'w0', uriOptions: { w: 0 }, observeEvents: ['commandStartedEvent'] } }] } },
+          { name: 'clientBulkWrite', object: 'w0', arguments: { models: insert }, expectError: { isClientError: true, errorContains: 'Cannot request unacknowledged write concern and ordered writes' } },
+          { name: 'clientBulkWrite', object: 'w0', arguments: { models: insert, ordered: true }, expectError: { isClientError: true, errorContains: 'ordered writes' } },
+          { name: 'clientBulkWrite', object: 'w0', arguments: { models: insert, ordered: false, verboseResults: true }, expectError: { isClientError: true, errorContains: 'Cannot request unacknowledged write concern and verbose results' } },
+        ],
+        expectEvents: [{ client: 'w0', events: [] }],
+        outcome: [{ collectionName: 'c', databaseName: 'db', documents: [{ _id: 1 }] }],
+      };
+      expect(await outcome(file, unacknowledged)).to.equal(undefined);
     });
 
     it('gives a document inserted without an _id a new ObjectId, as a driver does, and reports it', async function () {

@@ -864,8 +864,10 @@ export class UnifiedTestRun {
   /**
    * A client bulk write as drivers send one (CRUD spec, "Client Bulk Write": MongoDB 8.0's bulkWrite command on admin):
    * each model an op naming its namespace by its index in `nsInfo`, `errorsOnly` unless `verboseResults`, with the
-   * client's write concern (w: 0 sent with moreToCome, its result unset). An acknowledged one's first failed op (or its
-   * write concern error) is thrown as a driver throws it; its result gives the reply's totals. The results of each op
+   * client's write concern (w: 0 sent with moreToCome, its result unset). A client error, nothing sent, as drivers
+   * must: an empty list of models, an update or replacement {@link checkedUpdate} refuses, an unacknowledged one that is
+   * ordered (the default) or asks for verbose results. An acknowledged one's first failed op (or its write concern
+   * error) is thrown as a driver throws it; its result gives the reply's totals. The results of each op
    * (`verboseResults`) are not read: no test here asks for them.
    */
   private async clientBulkWrite(entity: ClientEntity, args: Document): Promise<Document | undefined> {
@@ -877,6 +879,10 @@ export class UnifiedTestRun {
     };
     // CRUD spec, "Client Bulk Write": an empty list of models is a client error, nothing sent.
     if (!Array.isArray(args.models) || args.models.length === 0) throw new Error('clientBulkWrite: models must be a nonempty list');
+    // CRUD spec, "Client Bulk Write", "verboseResults" and "ordered": an unacknowledged one has no results to give
+    // and cannot be ordered (the server would stop at an error no reply brings), a client error, nothing sent.
+    if (isUnacknowledged(entity.writeConcern) && args.verboseResults === true) throw new Error('Cannot request unacknowledged write concern and verbose results');
+    if (isUnacknowledged(entity.writeConcern) && args.ordered !== false) throw new Error('Cannot request unacknowledged write concern and ordered writes');
     const ops = (args.models as Document[]).map((request) => {
       const [model, given] = writeModel(request, 'clientBulkWrite', ['namespace']);
       const upsert = given.upsert === undefined ? {} : { upsert: given.upsert };
