@@ -217,6 +217,10 @@ function commandOptions(
  * `value` checked as an `operationId` option (see {@link CommandOptions.operationId}): undefined, or an integer from 0
  * to 2^53 - 1, returned as that number; -0 is the ID 0 and is returned as 0 (an Int64 has no -0, and the events would
  * otherwise carry a value that `Object.is` and deep equality tell from 0, and that `util.inspect` writes as `-0`).
+ * Used by `Connection.command`, `Client.command` and `Client.selectPool`.
+ *
+ * Source: command logging and monitoring spec, "Events API" (`operationId`, an Int64); server selection spec,
+ * "Logging" (`operationId`, an Int).
  *
  * @throws {InvalidOptionError} (option `operationId`) for any other value.
  */
