@@ -7,9 +7,9 @@
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { Long, type Document } from 'bson';
-import { connect, MongoServerError, type Client } from '../../../lib';
+import { connect, MongoServerError, type Client, type TopologyDescription } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
-import { checkError, directUri, isRedacted, readPreferenceOf, UnifiedTestRun, writeConcernOf, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { checkError, directUri, isRedacted, otherGetMoreServers, readPreferenceOf, UnifiedTestRun, writeConcernOf, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
@@ -723,6 +723,23 @@ describe('unified test runner', function () {
       expect(() => checkError({ errorLabelsOmit: ['RetryableWriteError'] }, error, 'op')).to.throw(/hold RetryableWriteError/);
       expect(() => checkError({ isClientError: true }, error, 'op')).to.throw(/expected a client error/);
       expect(() => checkError({ isClientError: true }, new Error('connection closed'), 'op')).to.not.throw();
+    });
+  });
+
+  describe("a getMore's server", function () {
+    const topology = (type: string, ...types: string[]): Pick<TopologyDescription, 'type' | 'servers'> =>
+      ({ type, servers: new Map(types.map((t, i) => [`h${i}:27017`, { type: t }])) }) as never;
+    it('may be another than its cursor\'s among several mongoses or members the read preference allows, a server not yet checked counted as one', function () {
+      expect(otherGetMoreServers(topology('Sharded', 'Mongos', 'Mongos'), 'primary')).to.equal('2 mongoses');
+      // The second mongos not yet checked: a getMore may still reach it once it is.
+      expect(otherGetMoreServers(topology('Sharded', 'Mongos', 'Unknown'), 'primary')).to.equal('1 mongoses and 1 servers not yet checked');
+      expect(otherGetMoreServers(topology('Sharded', 'Mongos'), 'primary')).to.equal(undefined);
+      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'RSSecondary', 'Unknown'), 'secondary')).to.equal('read preference secondary, 1 members and 1 servers not yet checked');
+      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'RSSecondary', 'RSSecondary'), 'secondary')).to.equal('read preference secondary, 2 members');
+      // The primary is one server, whatever else is or is not yet known.
+      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'Unknown', 'Unknown'), 'primary')).to.equal(undefined);
+      expect(otherGetMoreServers(topology('LoadBalanced', 'LoadBalancer'), 'primary')).to.equal(undefined);
+      expect(otherGetMoreServers(topology('Single', 'Standalone'), 'secondary')).to.equal(undefined);
     });
   });
 

@@ -833,17 +833,13 @@ export class UnifiedTestRun {
   /**
    * Throws when a getMore of `collection`'s find might reach another server than the cursor's: a driver sends a
    * cursor's getMore to the server its find went to, but `client.command()` selects a server for each command, so
-   * among several mongoses, or several members a non-primary read preference allows, the getMore may go elsewhere
-   * (CursorNotFound on mongod, which a test expecting a server error would take for its own).
+   * among several mongoses, or several members a non-primary read preference allows (or servers not yet checked that
+   * may turn out to be such: see {@link otherGetMoreServers}), the getMore may go elsewhere (CursorNotFound on mongod,
+   * which a test expecting a server error would take for its own).
    */
   private checkGetMoreServer(collection: CollectionEntity): void {
-    const servers = [...collection.client.client.topologyDescription.servers.values()];
-    const mode = (collection.readPreference?.mode as string | undefined) ?? 'primary';
-    const mongoses = servers.filter((s) => s.type === 'Mongos').length;
-    const members = servers.filter((s) => s.type === 'RSSecondary' || (s.type === 'RSPrimary' && mode !== 'secondary')).length;
-    if (mongoses > 1 || (mode !== 'primary' && members > 1)) {
-      throw new UnrunnableError(`find: its getMore cannot be sent to its cursor's server (${mongoses > 1 ? `${mongoses} mongoses` : `read preference ${mode}, ${members} members`}): the client selects a server for each command`);
-    }
+    const others = otherGetMoreServers(collection.client.client.topologyDescription, (collection.readPreference?.mode as string | undefined) ?? 'primary');
+    if (others !== undefined) throw new UnrunnableError(`find: its getMore cannot be sent to its cursor's server (${others}): the client selects a server for each command`);
   }
 
   /**
@@ -1110,6 +1106,25 @@ export class UnifiedTestRun {
       }
     });
   }
+}
+
+/**
+ * The servers of `description` a cursor's getMore could be sent to other than its find's when each command selects a
+ * server with read preference `mode` (`primary`, `secondary`, ...): several mongoses (`2 mongoses`), or several
+ * members the mode allows (`read preference secondary, 2 members`); undefined when there is one (a primary, a load
+ * balancer, a standalone). A server not yet checked (Unknown) of a sharded cluster or a replica set counts as one
+ * (`1 mongoses and 1 servers not yet checked`): it may turn out to be a mongos or a secondary before the getMore.
+ */
+export function otherGetMoreServers(description: Pick<TopologyDescription, 'type' | 'servers'>, mode: string): string | undefined {
+  const servers = [...description.servers.values()];
+  const unknown = servers.filter((s) => s.type === 'Unknown').length;
+  const unchecked = unknown === 0 ? '' : ` and ${unknown} servers not yet checked`;
+  const mongoses = servers.filter((s) => s.type === 'Mongos').length;
+  const members = servers.filter((s) => s.type === 'RSSecondary' || (s.type === 'RSPrimary' && mode !== 'secondary')).length;
+  if (description.type === 'Sharded' && mongoses + unknown > 1) return `${mongoses} mongoses${unchecked}`;
+  const replicaSet = description.type === 'ReplicaSetWithPrimary' || description.type === 'ReplicaSetNoPrimary';
+  if (replicaSet && mode !== 'primary' && members + unknown > 1) return `read preference ${mode}, ${members} members${unchecked}`;
+  return undefined;
 }
 
 /**
