@@ -747,6 +747,8 @@ describe('unified test runner', function () {
     it("are read in the format's form (mode in any case, tagSets), and one the runner would not apply is an error", function () {
       expect(readPreferenceOf({ mode: 'SecondaryPreferred', tagSets: [{ dc: 'ny' }, {}], maxStalenessSeconds: 90 }, 'c')).to.deep.equal({ mode: 'secondaryPreferred', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 90 });
       expect(readPreferenceOf({ mode: 'primary' }, 'c')).to.deep.equal({ mode: 'primary' });
+      expect(readPreferenceOf({ mode: 'SECONDARYPREFERRED' }, 'c')).to.deep.equal({ mode: 'secondaryPreferred' });
+      expect(readPreferenceOf({ mode: 'primarypreferred' }, 'c')).to.deep.equal({ mode: 'primaryPreferred' });
       expect(() => readPreferenceOf({ mode: 'Nearest', hedge: { enabled: true } }, 'collection c')).to.throw(/collection c: read preference field hedge is not supported/);
     });
   });

@@ -15,6 +15,7 @@
 import { Long, ObjectId, type Document } from 'bson';
 import { connect, MongoServerError, type Client, type ClientEvent, type CommandEvent, type LogMessage, type TopologyDescription, type TopologyEvent } from '../../../lib';
 import { isSensitiveCommand } from '../../../lib/connection/command-events';
+import { READ_PREFERENCE_MODES } from '../../../lib/read-preference';
 import { type Deployment, type RunOnRequirement, unmet, withUriOptions } from './deployment';
 import { eventually } from '../endpoint';
 import { match, mismatchExactly } from './match';
@@ -319,14 +320,14 @@ export function writeConcernOf(given: Document, what: string): Document {
 }
 
 /**
- * A read preference as the format writes one (the server selection spec's form: `mode` in any case, `Secondary` say;
- * `tagSets`; `maxStalenessSeconds`) as rxcmap's `readPreference` option takes it (`{ mode: 'secondary', tags }`); any
- * other field is an error.
+ * A read preference as the format writes one (the server selection spec's form: `mode` in any case, `Secondary` or
+ * `SECONDARY` say, read as the mode of that name; `tagSets`; `maxStalenessSeconds`) as rxcmap's `readPreference`
+ * option takes it (`{ mode: 'secondary', tags }`); any other field is an error.
  */
 export function readPreferenceOf(given: Document, what: string): Document {
   const out: Document = {};
   for (const [key, value] of Object.entries(given)) {
-    if (key === 'mode') out.mode = typeof value === 'string' ? value[0]!.toLowerCase() + value.slice(1) : value;
+    if (key === 'mode') out.mode = typeof value === 'string' ? (READ_PREFERENCE_MODES.find((mode) => mode.toLowerCase() === value.toLowerCase()) ?? value) : value;
     else if (key === 'tagSets' || key === 'tags') out.tags = value;
     else if (key === 'maxStalenessSeconds') out.maxStalenessSeconds = value;
     else throw new UnrunnableError(`${what}: read preference field ${key} is not supported by this runner`);
