@@ -1628,7 +1628,7 @@ export class Client {
    * Requests immediate checks while it waits, as {@link selectPool} says. `cancelled$` (a command's or selectPool's
    * signal, see `cancelledBy`) ends the wait with its error as soon as it errors; a pool ready at once is returned
    * without it. Logged (see {@link loggedSelect}) when `serverSelection` logs: for `command`, or for `selectPool()`
-   * when undefined.
+   * when undefined; its messages carry `operationId` when given (the caller's, see {@link command}).
    */
   private select(
     command: Document | undefined,
@@ -1650,8 +1650,9 @@ export class Client {
    * {@link selectServer}, logged: "Server selection started" first, "Waiting for suitable server to become available"
    * once if no server is suitable at the start (at `info`, the others at `debug`), then "Server selection succeeded" or
    * "Server selection failed" with the error it fails with (a cancellation and the client's close included; for a
-   * command while the client drains, the PoolClosedError its checkout is refused with). The end of the last selection
-   * logged after close() completes the messages' part of `log$`.
+   * command while the client drains, the PoolClosedError its checkout is refused with; see {@link selectionFailure}).
+   * Each carries `operationId` when given. The end of the last selection logged after close() completes the messages'
+   * part of `log$`.
    */
   private async loggedSelect(
     logging: SelectionLogging,
