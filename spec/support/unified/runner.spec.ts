@@ -7,9 +7,9 @@
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { Long, type Document } from 'bson';
-import { connect, MongoServerError, type Client, type TopologyDescription } from '../../../lib';
+import { connect, MongoServerError, type Client } from '../../../lib';
 import { startEmbedded, withUriOptions, type Deployment } from './deployment';
-import { checkError, directUri, isRedacted, otherGetMoreServers, readPreferenceOf, UnifiedTestRun, writeConcernOf, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
+import { checkError, directUri, isRedacted, readPreferenceOf, UnifiedTestRun, writeConcernOf, type RunOptions, type UnifiedFile, type UnifiedTest } from './runner';
 import { Concurrently } from './concurrently';
 import { planFor, unifiedFiles } from './suite';
 
@@ -561,7 +561,7 @@ describe('unified test runner', function () {
       expect(await outcome(file, find({ batchSize: 0, limit: 3 }, ids(1, 2, 3), [{ find: 'c', batchSize: 0, limit: 3 }, getMore(3)]))).to.equal(undefined);
     });
 
-    it("refuses a find whose getMore could reach another server than its cursor's, in a replica set read from secondaries", async function () {
+    it("sends a find's getMores to the server its find went to, among several secondaries or several mongoses", async function () {
       const replicaSet: UnifiedFile = {
         ...file,
         runOnRequirements: [{ topologies: ['replicaset'] }],
@@ -572,28 +572,42 @@ describe('unified test runner', function () {
           { collection: { id: 'secondary', database: 'database', collectionName: 'c', collectionOptions: { readPreference: { mode: 'Secondary' } } } },
         ],
       };
-      const read = (object: string, batchSize: number): Document => ({
-        description: 'secondary reads',
+      const read = (object: string, count: number): Document => ({
+        description: 'reads of one document per batch',
         operations: [
-          // Every member known (three topology changes after the first).
-          { name: 'waitForEvent', object: 'testRunner', arguments: { client: 'client', event: { topologyDescriptionChangedEvent: {} }, count: 4 } },
-          { name: 'find', object, arguments: { filter: {}, batchSize }, expectResult: ids(1, 2, 3, 4) },
+          // Every member (or mongos) known.
+          { name: 'waitForEvent', object: 'testRunner', arguments: { client: 'client', event: { topologyDescriptionChangedEvent: {} }, count } },
+          ...[1, 2, 3, 4, 5].map(() => ({ name: 'find', object, arguments: { filter: {}, batchSize: 1 }, expectResult: ids(1, 2, 3, 4) })),
         ],
       });
-      expect(await outcome(replicaSet, read('secondary', 1))).to.match(/getMore cannot be sent to its cursor's server \(read preference secondary, 2 members\)/);
-      // One batch, no getMore: nothing to pin.
-      expect(await outcome(replicaSet, read('secondary', 5))).to.equal(undefined);
-      // The primary is one server.
-      expect(await outcome(replicaSet, read('collection', 1))).to.equal(undefined);
-      // Nor among several mongoses.
+      // The servers of each find's commands (its own, then its getMores'), in order, per run.
+      const runs: string[][][] = [];
+      const clientCreated = (client: Client): void => {
+        const finds: string[][] = [];
+        runs.push(finds);
+        client.commandEvents$.subscribe((event) => {
+          if (event.type !== 'CommandStarted') return;
+          if (event.commandName === 'find') finds.push([event.address]);
+          if (event.commandName === 'getMore') finds[finds.length - 1]!.push(event.address);
+        });
+      };
       const mongoses: UnifiedFile = {
         ...replicaSet,
         runOnRequirements: [{ topologies: ['sharded'] }],
         createEntities: [{ client: { id: 'client', useMultipleMongoses: true, observeEvents: ['topologyDescriptionChangedEvent'] } }, ...replicaSet.createEntities!.slice(1, 3)],
       };
-      const both = read('collection', 1);
-      both.operations[0].arguments.count = 2;
-      expect(await outcome(mongoses, both)).to.match(/getMore cannot be sent to its cursor's server \(2 mongoses\)/);
+      for (let i = 0; i < 2; i++) {
+        expect(await outcome(replicaSet, read('secondary', 4), { clientCreated })).to.equal(undefined);
+        expect(await outcome(mongoses, read('collection', 2), { clientCreated })).to.equal(undefined);
+      }
+      expect(runs.flat()).to.have.length(20);
+      for (const servers of runs.flat()) {
+        expect(servers, 'a find and its three getMores').to.have.length(4);
+        expect(new Set(servers).size, `one server: ${servers.join(', ')}`).to.equal(1);
+      }
+      // In some run the finds went to both servers their selection allows (all five to one: 1 in 16 per run), so a
+      // getMore selected again had another server to reach.
+      expect(runs.some((finds) => new Set(finds.map((servers) => servers[0])).size === 2)).to.equal(true);
     });
 
     it("fails on what it cannot run, even where the operation expects an error or ignores it: its refusal is not the client's error", async function () {
@@ -723,23 +737,6 @@ describe('unified test runner', function () {
       expect(() => checkError({ errorLabelsOmit: ['RetryableWriteError'] }, error, 'op')).to.throw(/hold RetryableWriteError/);
       expect(() => checkError({ isClientError: true }, error, 'op')).to.throw(/expected a client error/);
       expect(() => checkError({ isClientError: true }, new Error('connection closed'), 'op')).to.not.throw();
-    });
-  });
-
-  describe("a getMore's server", function () {
-    const topology = (type: string, ...types: string[]): Pick<TopologyDescription, 'type' | 'servers'> =>
-      ({ type, servers: new Map(types.map((t, i) => [`h${i}:27017`, { type: t }])) }) as never;
-    it('may be another than its cursor\'s among several mongoses or members the read preference allows, a server not yet checked counted as one', function () {
-      expect(otherGetMoreServers(topology('Sharded', 'Mongos', 'Mongos'), 'primary')).to.equal('2 mongoses');
-      // The second mongos not yet checked: a getMore may still reach it once it is.
-      expect(otherGetMoreServers(topology('Sharded', 'Mongos', 'Unknown'), 'primary')).to.equal('1 mongoses and 1 servers not yet checked');
-      expect(otherGetMoreServers(topology('Sharded', 'Mongos'), 'primary')).to.equal(undefined);
-      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'RSSecondary', 'Unknown'), 'secondary')).to.equal('read preference secondary, 1 members and 1 servers not yet checked');
-      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'RSSecondary', 'RSSecondary'), 'secondary')).to.equal('read preference secondary, 2 members');
-      // The primary is one server, whatever else is or is not yet known.
-      expect(otherGetMoreServers(topology('ReplicaSetWithPrimary', 'RSPrimary', 'Unknown', 'Unknown'), 'primary')).to.equal(undefined);
-      expect(otherGetMoreServers(topology('LoadBalanced', 'LoadBalancer'), 'primary')).to.equal(undefined);
-      expect(otherGetMoreServers(topology('Single', 'Standalone'), 'secondary')).to.equal(undefined);
     });
   });
 

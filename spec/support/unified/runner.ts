@@ -73,6 +73,8 @@ class ClientEntity {
   readonly observed: Observed[] = [];
   /** The server (`host:port`) of the configureFailPoint commands sent through the client, in order. */
   readonly failPointServers: string[] = [];
+  /** The server (`host:port`) each operation's first command went to, by operationId. */
+  readonly operationServers = new Map<number, string>();
   /** The write concern of the client's `uriOptions` (`w`, `journal`, `wTimeoutMS`), undefined for the server's default. */
   readonly writeConcern: Document | undefined;
   private readonly subscriptions: { unsubscribe(): void }[] = [];
@@ -105,6 +107,8 @@ class ClientEntity {
       client.topologyEvents$.subscribe((event) => keep(observedOf(event))),
       client.commandEvents$.subscribe((event) => {
         if (event.type === 'CommandStarted' && event.commandName.toLowerCase() === 'configurefailpoint') this.failPointServers.push(event.address);
+        // The server of each operation's first command: where a find's cursor lives.
+        if (event.type === 'CommandStarted' && event.operationId !== undefined && !this.operationServers.has(event.operationId)) this.operationServers.set(event.operationId, event.address);
         if (ignoredCommands.has(event.commandName.toLowerCase())) return;
         if (!sensitive) {
           if (event.type === 'CommandStarted' ? isSensitiveEvent(event) : sensitiveRequests.delete(event.requestId) || isSensitiveEvent(event)) {
@@ -812,15 +816,19 @@ export class UnifiedTestRun {
         const documents = [...(cursor.firstBatch as Document[])];
         const limit = Math.abs(Number(args.limit ?? 0));
         let id = cursor.id;
-        if (id !== undefined && Number(id) !== 0) this.checkGetMoreServer(collection);
+        // A cursor's getMores go to the server its find went to, through that server's pool, as a driver's cursor
+        // sends them: a new selection could pick another mongos or member, which does not know the cursor.
+        const server = collection.client.operationServers.get(operationId);
+        const pool = server === undefined ? undefined : client.pools.get(server);
         while (id !== undefined && Number(id) !== 0) {
+          if (pool === undefined) throw new Error(`find: the server of its cursor (${String(server)}) is no longer one of the client's`);
           // A getMore asks for the batch size, or for what is left of the limit when less (CRUD spec, "Find").
           // A batchSize of 0 (the server's default) is not sent: a getMore's must be positive.
           const given = Number(args.batchSize ?? 0) > 0 ? Number(args.batchSize) : undefined;
           const batchSize = limit > 0 ? Math.min(given ?? limit, limit - documents.length) : given;
           // The id goes back as a long, which getMore requires: a reply's Long small enough is read as a number.
           const getMore: Document = { getMore: Long.isLong(id) ? id : Long.fromNumber(Number(id)), collection: collection.name, ...(batchSize === undefined ? {} : { batchSize }) };
-          const more = (await client.command(collection.db, getMore, options)).cursor as Document;
+          const more = (await pool.withConnection((connection) => connection.command(collection.db, getMore, { operationId }))).cursor as Document;
           documents.push(...(more.nextBatch as Document[]));
           id = more.id;
         }
@@ -829,18 +837,6 @@ export class UnifiedTestRun {
       default:
         throw new UnrunnableError(`collection operation ${name} is not supported by this runner`);
     }
-  }
-
-  /**
-   * Throws when a getMore of `collection`'s find might reach another server than the cursor's: a driver sends a
-   * cursor's getMore to the server its find went to, but `client.command()` selects a server for each command, so
-   * among several mongoses, or several members a non-primary read preference allows (or servers not yet checked that
-   * may turn out to be such: see {@link otherGetMoreServers}), the getMore may go elsewhere (CursorNotFound on mongod,
-   * which a test expecting a server error would take for its own).
-   */
-  private checkGetMoreServer(collection: CollectionEntity): void {
-    const others = otherGetMoreServers(collection.client.client.topologyDescription, (collection.readPreference?.mode as string | undefined) ?? 'primary');
-    if (others !== undefined) throw new UnrunnableError(`find: its getMore cannot be sent to its cursor's server (${others}): the client selects a server for each command`);
   }
 
   /**
@@ -1107,25 +1103,6 @@ export class UnifiedTestRun {
       }
     });
   }
-}
-
-/**
- * The servers of `description` a cursor's getMore could be sent to other than its find's when each command selects a
- * server with read preference `mode` (`primary`, `secondary`, ...): several mongoses (`2 mongoses`), or several
- * members the mode allows (`read preference secondary, 2 members`); undefined when there is one (a primary, a load
- * balancer, a standalone). A server not yet checked (Unknown) of a sharded cluster or a replica set counts as one
- * (`1 mongoses and 1 servers not yet checked`): it may turn out to be a mongos or a secondary before the getMore.
- */
-export function otherGetMoreServers(description: Pick<TopologyDescription, 'type' | 'servers'>, mode: string): string | undefined {
-  const servers = [...description.servers.values()];
-  const unknown = servers.filter((s) => s.type === 'Unknown').length;
-  const unchecked = unknown === 0 ? '' : ` and ${unknown} servers not yet checked`;
-  const mongoses = servers.filter((s) => s.type === 'Mongos').length;
-  const members = servers.filter((s) => s.type === 'RSSecondary' || (s.type === 'RSPrimary' && mode !== 'secondary')).length;
-  if (description.type === 'Sharded' && mongoses + unknown > 1) return `${mongoses} mongoses${unchecked}`;
-  const replicaSet = description.type === 'ReplicaSetWithPrimary' || description.type === 'ReplicaSetNoPrimary';
-  if (replicaSet && mode !== 'primary' && members + unknown > 1) return `read preference ${mode}, ${members} members${unchecked}`;
-  return undefined;
 }
 
 /**
