@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AuthenticationError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, PoolClosedError, ServerSelectionError, type CommandEvent, type ConnectionLogMessage, type LogSink } from '../../lib';
+import { AuthenticationError, ClientClosedError, ConnectionPool, MongoNetworkError, MongoServerError, PoolCallbackError, PoolClearedError, PoolClosedError, ServerSelectionError, type CommandEvent, type ConnectionLogMessage, type LogSink } from '../../lib';
 import { Long } from 'bson';
 import { parseAddress } from '../../lib/address';
 import { ClientLogMessage, CommandLogMessage, commandLogMessage, connectionLogMessage, heartbeatLogMessage, logError, selectionFailure, serverLogFields, TopologyLogMessage, truncate } from '../../lib/logging/log-message';
@@ -627,5 +627,19 @@ describe('server selection failure (the failure of "Server selection failed")', 
     expect(selectionFailure(timed, 10).message).to.equal('No suitabl...');
     const other = new PoolClosedError('a.example:27017');
     expect(selectionFailure(other, 1000)).to.deep.equal(logError(other, 1000));
+    // An error that has hosts of its own (close() while the selection waits) keeps its message too.
+    const closed = new ClientClosedError(['a.example:27017']);
+    expect(selectionFailure(closed, 1000)).to.deep.equal({ type: 'ClientClosedError', message: 'The client of a.example:27017 was closed' });
+  });
+
+  it('a ServerSelectionError whose fields cannot be read is written as logError writes it, never throwing', function () {
+    const unreadable = new ServerSelectionError(['a.example:27017'], 30000, new Error('refused'));
+    Object.defineProperty(unreadable, 'hosts', {
+      get(): never {
+        throw new Error('unreadable');
+      },
+    });
+    expect(selectionFailure(unreadable, 1000)).to.deep.equal(logError(unreadable, 1000));
+    expect(selectionFailure(unreadable, 1000).message).to.equal('No suitable server of a.example:27017 (read preference primary) within serverSelectionTimeoutMS=30000 ms; last check failed with: refused');
   });
 });
