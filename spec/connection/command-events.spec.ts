@@ -569,6 +569,10 @@ describe('command events (command logging and monitoring spec)', function () {
       // Present whatever its value: null, or undefined (which is sent as null).
       for (const value of [null, undefined]) expect(isSensitiveCommand('hello', { hello: 1, speculativeAuthenticate: value }), String(value)).to.equal(true);
       expect(isSensitiveCommand('hello', { hello: 1, get speculativeAuthenticate(): never { throw new Error('unreadable'); } })).to.equal(true);
+      // A field with a value counts wherever the document holds it: inherited too (as a class's getter), or unreadable there.
+      expect(isSensitiveCommand('hello', Object.assign(Object.create({ speculativeAuthenticate: { saslStart: 1 } }) as object, { hello: 1 }))).to.equal(true);
+      const unreadable = Object.create({ get speculativeAuthenticate(): never { throw new Error('unreadable'); } }) as object;
+      expect(isSensitiveCommand('hello', Object.assign(unreadable, { hello: 1 }))).to.equal(true);
     });
 
     it('a redacted server error keeps code, codeName and errorLabels only; other errors stay as they are', function () {
