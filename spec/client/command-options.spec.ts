@@ -53,6 +53,7 @@ describe('Client: command() and selectPool() options of an operation (operationI
     expect(unidentified.map((m) => m.fields.message)).to.deep.equal(['Server selection started', 'Server selection succeeded']);
     for (const m of unidentified) {
       expect(Object.keys(m.toJSON()), 'no ID given: no key').to.not.include('operationId');
+      expect(m.fields, 'no ID given: no key in its fields either').to.not.have.property('operationId');
       expect(m.render()).to.match(/for operation ping\. /);
     }
     const pings = events.filter((e) => e.commandName === 'ping');
@@ -92,6 +93,25 @@ describe('Client: command() and selectPool() options of an operation (operationI
     ]);
     const waiting = messages.find((m) => m.fields.operation === 'insert' && m.fields.message === 'Waiting for suitable server to become available')!;
     expect(waiting.render()).to.match(/^Waiting for server to become available for operation insert with ID 7\. Remaining time: 1000 ms\./);
+  });
+
+  it('a command with a timeoutMS: its operationId and moreToCome reach the connection as without one', async function () {
+    if (process.env.MONGODB_URI !== undefined) this.skip(); // a handler of the endpoint's own sees what was sent
+    const { c, events } = await found();
+    await c.command('admin', { ping: 1 }, { operationId: 11, timeoutMS: 10_000 });
+    const pings = events.filter((e) => e.commandName === 'ping');
+    expect(pings.map((e) => [e.type, e.operationId])).to.deep.equal([
+      ['CommandStarted', 11],
+      ['CommandSucceeded', 11],
+    ]);
+    const received: unknown[] = [];
+    held.server!.embedded!.handle('insert', (command) => {
+      received.push(command.documents);
+      return { n: 1, ok: 1 };
+    });
+    // Sent with the flag: the server's acknowledgement is never read, the reply is { ok: 1 }.
+    expect(await c.command('app', { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 0 } }, { moreToCome: true, timeoutMS: 10_000 })).to.deep.equal({ ok: 1 });
+    expect(await eventually(() => received.length === 1)).to.equal(true);
   });
 
   it('an operationId of -0 is the ID 0: its selection messages, events and command messages carry 0, not -0', async function () {
