@@ -1071,32 +1071,32 @@ export class ServerSelectionError extends CmapError {
 }
 
 /**
- * The text of a {@link ServerSelectionError} made of `parts`: the hosts, the read preference and the last check's
- * error (`cause`, when an Error) named when given (the error's message), left out when not (the `failure` of a "Server
- * selection failed" log message, whose `topologyDescription`, `selector` and `cause` keys hold them), e.g. `No
- * suitable server of a:27017, b:27017 (read preference primary) within serverSelectionTimeoutMS=30000 ms; last check
- * failed with: connect ECONNREFUSED` and `No suitable server within serverSelectionTimeoutMS=30000 ms`. Never throws
- * for parts of the types given (a `cause` whose `message` cannot be read aside).
+ * The text of a {@link ServerSelectionError} made of `parts`, e.g. `No suitable server of a:27017, b:27017 (read
+ * preference primary) within serverSelectionTimeoutMS=30000 ms; last check failed with: connect ECONNREFUSED`. With
+ * `logged` (the `failure` of a "Server selection failed" log message, whose `topologyDescription`, `selector` and
+ * `cause` keys hold them) the hosts, the read preference and the last check's error are left out: `No suitable server
+ * within serverSelectionTimeoutMS=30000 ms`. Never throws for parts of the types given (a `cause` whose `message`
+ * cannot be read aside).
  *
  * Source: server selection spec, "Server Selection Errors" (a useful message: the read preference named), "Logging"
  * ("Server selection failed" `failure`: "MUST take care to not include any information in this field that is already
  * included in the log message").
  */
-export function selectionFailureText(parts: {
-  readonly hosts?: readonly string[] | undefined;
-  readonly serverSelectionTimeoutMS: number;
-  readonly cause?: unknown;
-  readonly timeoutMS?: number | undefined;
-  readonly readPreference?: string | undefined;
-  /** True when the topology has no server left (the hosts not named: their list is empty). */
-  readonly noServerLeft?: boolean;
-}): string {
-  const preference = parts.readPreference === undefined ? '' : ` (read preference ${parts.readPreference})`;
+export function selectionFailureText(
+  parts: {
+    readonly hosts: readonly string[];
+    readonly serverSelectionTimeoutMS: number;
+    readonly cause?: unknown;
+    readonly timeoutMS?: number | undefined;
+    readonly readPreference: string;
+  },
+  logged = false,
+): string {
+  const preference = logged ? '' : ` (read preference ${parts.readPreference})`;
   const within = parts.timeoutMS === undefined ? `serverSelectionTimeoutMS=${parts.serverSelectionTimeoutMS} ms` : `the operation's timeoutMS=${parts.timeoutMS} ms`;
-  const hosts = parts.hosts === undefined ? '' : ` of ${parts.hosts.join(', ')}`;
-  const noServerLeft = parts.hosts === undefined ? parts.noServerLeft === true : parts.hosts.length === 0;
-  const last = parts.cause instanceof Error ? `; last check failed with: ${parts.cause.message}` : '';
-  return (noServerLeft ? `No suitable server: the topology has no server left${preference}` : `No suitable server${hosts}${preference} within ${within}`) + last;
+  const hosts = logged ? '' : ` of ${parts.hosts.join(', ')}`;
+  const last = !logged && parts.cause instanceof Error ? `; last check failed with: ${parts.cause.message}` : '';
+  return (parts.hosts.length === 0 ? `No suitable server: the topology has no server left${preference}` : `No suitable server${hosts}${preference} within ${within}`) + last;
 }
 
 /**

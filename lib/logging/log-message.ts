@@ -616,7 +616,7 @@ export function selectionFailure(error: Error, maxDocumentLength: number): Logge
   if (!isInstance(error, ServerSelectionError)) return logged;
   try {
     // The cause is the failure's `cause` (logError writes an Error cause), not repeated in its message.
-    const text = selectionFailureText({ serverSelectionTimeoutMS: error.serverSelectionTimeoutMS, timeoutMS: error.timeoutMS, noServerLeft: error.hosts.length === 0 });
+    const text = selectionFailureText(error, true);
     return { ...logged, message: truncate(text, maxDocumentLength) };
   } catch {
     return logged;
