@@ -2284,8 +2284,8 @@ export class Client {
     const signal = requireAbortSignal('signal', optionValue(options, 'signal'));
     const operationId = requireOperationId(optionValue(options, 'operationId'));
     const moreToCome = requireBoolean('moreToCome', optionValue(options, 'moreToCome')) === true;
-    // Given to the connection as they were given: none when absent.
-    const sendOptions = { ...(operationId === undefined ? {} : { operationId }), ...(moreToCome ? { moreToCome } : {}) };
+    // Given to the connection as timeoutMS and signal are: undefined (or false) when absent.
+    const sendOptions = { operationId, moreToCome };
     // Read once: whether it was given decides what happens to the command's own $readPreference.
     const explicitReadPreference = readPreferenceOption(options);
     const explicit = explicitReadPreference !== undefined;
@@ -2351,7 +2351,7 @@ export class Client {
     command: Document,
     timeoutMS: number | undefined,
     signal: AbortSignal | undefined,
-    sendOptions: { readonly operationId?: number; readonly moreToCome?: boolean },
+    sendOptions: { readonly operationId: number | undefined; readonly moreToCome: boolean },
   ): Promise<Document> {
     // Closed between the checkout and this call: close() did not see this connection, and nothing would end a command
     // sent on it now (a closed pool closes an in-use connection only once it is checked in).
