@@ -71,9 +71,7 @@ interface Observed {
 /** What a client entity holds: its client, what it observed, and the fail points set through it. */
 class ClientEntity {
   readonly observed: Observed[] = [];
-  /** The server (`host:port`) of the configureFailPoint commands sent through the client, in order. */
-  readonly failPointServers: string[] = [];
-  /** The server (`host:port`) each operation's first command went to, by operationId. */
+  /** The server (`host:port`) each operation's first command went to, by operationId (a find's, a fail point's). */
   readonly operationServers = new Map<number, string>();
   /** The write concern of the client's `uriOptions` (`w`, `journal`, `wTimeoutMS`), undefined for the server's default. */
   readonly writeConcern: Document | undefined;
@@ -106,8 +104,7 @@ class ClientEntity {
       client.events$.subscribe((event) => keep(observedOf(event))),
       client.topologyEvents$.subscribe((event) => keep(observedOf(event))),
       client.commandEvents$.subscribe((event) => {
-        if (event.type === 'CommandStarted' && event.commandName.toLowerCase() === 'configurefailpoint') this.failPointServers.push(event.address);
-        // The server of each operation's first command: where a find's cursor lives.
+        // The server of each operation's first command: where a find's cursor lives, where a fail point was set.
         if (event.type === 'CommandStarted' && event.operationId !== undefined && !this.operationServers.has(event.operationId)) this.operationServers.set(event.operationId, event.address);
         if (ignoredCommands.has(event.commandName.toLowerCase())) return;
         if (!sensitive) {
@@ -487,7 +484,7 @@ export class UnifiedTestRun {
   private readonly entities = new Map<string, Entity>();
   private readonly failPoints: { uri: string; name: string }[] = [];
   private readonly clients: ClientEntity[] = [];
-  /** The ID of the next collection operation (see {@link collectionOperation}). */
+  /** The ID of the next operation sent (a collection's or client's, see {@link collectionOperation}; a fail point's). */
   private nextOperationId = 1;
   /** Whether the test may configure a fail point (see "Executing a Test": heartbeatFrequencyMS). */
   private readonly configuresFailPoints: boolean;
@@ -981,10 +978,10 @@ export class UnifiedTestRun {
       case 'failPoint': {
         const entity = this.clientEntity(args.client as string);
         const failPoint = args.failPoint as Document;
-        const before = entity.failPointServers.length;
-        await entity.client.command('admin', failPoint, { readPreference: 'primary' });
+        const operationId = this.nextOperationId++;
+        await entity.client.command('admin', failPoint, { readPreference: 'primary', operationId });
         // Recorded with the server it was set on: it is turned off there, not on a server the next selection picks.
-        const server = entity.failPointServers[before];
+        const server = entity.operationServers.get(operationId);
         this.failPoints.push({ uri: server === undefined ? entity.uri : directUri(entity.uri, server), name: failPoint.configureFailPoint as string });
         return undefined;
       }
