@@ -15,6 +15,16 @@ class CommandFailure extends Error {
 
 const failure = (code: number, codeName: string, errmsg: string): CommandFailure => new CommandFailure({ ok: 0, errmsg, code, codeName });
 
+/**
+ * The write error of statement `index` that failed with `error` (`{ index, code, errmsg, ... }`, a write error's fields
+ * of the refusal); any error but a {@link CommandFailure} is thrown again.
+ */
+function statementError(index: number, error: unknown): Document {
+  if (!(error instanceof CommandFailure)) throw error;
+  const { ok: _ok, codeName: _codeName, ...writeError } = error.reply;
+  return { index, ...writeError };
+}
+
 /** BSON's type name of `value`, as mongod writes it in a TypeMismatch message. */
 function typeName(value: unknown): string {
   if (value === null || value === undefined) return 'null';
@@ -505,9 +515,7 @@ export class EmbeddedCollections {
           docs[docs.indexOf(doc)] = results[i];
         });
       } catch (error) {
-        if (!(error instanceof CommandFailure)) throw error;
-        const { ok: _ok, codeName: _codeName, ...writeError } = error.reply;
-        writeErrors.push({ index, ...writeError });
+        writeErrors.push(statementError(index, error));
         if (command.ordered !== false) break;
       }
     }
@@ -582,9 +590,7 @@ export class EmbeddedCollections {
         targets = this.select(db, coll, q).slice(0, limit === 1 ? 1 : undefined);
       } catch (error) {
         // A filter mongod cannot parse fails its statement (a write error), not the command.
-        if (!(error instanceof CommandFailure)) throw error;
-        const { ok: _ok, codeName: _codeName, ...writeError } = error.reply;
-        writeErrors.push({ index, ...writeError });
+        writeErrors.push(statementError(index, error));
         if (command.ordered !== false) break;
         continue;
       }
